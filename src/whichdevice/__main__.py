@@ -1,0 +1,3 @@
+from whichdevice.cli import main
+
+main()

@@ -1,0 +1,40 @@
+"""Measurements that flag their own problems; every warning says what to do next."""
+
+from __future__ import annotations
+
+from whichdevice.records import RunRecord
+from whichdevice.stats import NOISY_REL_IQR
+
+# Above this share of a per-call time, the harness's own timer + sync cost matters.
+OVERHEAD_WARN_FRACTION = 0.05
+
+
+def _label(spec) -> str:
+    p = " ".join(f"{k}={v}" for k, v in spec.params.items())
+    return f"{spec.device} {p}"
+
+
+def timing_warnings(record: RunRecord, rel_iqr_limit: float = NOISY_REL_IQR) -> list[str]:
+    """Noise (IQR/median > 10 %, torch.utils.benchmark's threshold) and harness overhead."""
+    out = []
+    for r in record.results:
+        t = r.timing
+        if t is None:
+            continue
+        if len(t.samples_s) >= 2 and t.rel_iqr > rel_iqr_limit:
+            out.append(
+                f"{_label(r.spec)}: the spread is {t.rel_iqr:.0%} of the median "
+                f"(IQR/median > {rel_iqr_limit:.0%}): the machine was busy or the point is short; "
+                "close other programs or raise --min-time and measure again"
+            )
+        per_call_overhead = t.overhead_s / t.number_per_sample
+        if t.median_s > 0 and per_call_overhead / t.median_s > OVERHEAD_WARN_FRACTION:
+            out.append(
+                f"{_label(r.spec)}: the harness's timer+sync cost is {per_call_overhead / t.median_s:.0%} "
+                "of each call; this point only bounds the time from above"
+            )
+    return out
+
+
+def failures(record: RunRecord) -> list[str]:
+    return [f"{_label(r.spec)}: FAILED — {r.error}" for r in record.results if r.status == "failed"]

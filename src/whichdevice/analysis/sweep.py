@@ -1,0 +1,103 @@
+"""Turn a sweep's records into tables: one table per group, one row per x, one cell per
+device, the GPU-vs-CPU comparison per row and the crossover per table.
+
+Layout follows the records' metadata (STYLE.md principle 3): results are grouped by
+every parameter except the swept one (``x_param``), so the same code lays out a matmul
+sweep (x = n, groups = mode x dtype) and a batch-size sweep (x = batch).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from whichdevice.analysis.compare import Comparison, compare
+from whichdevice.analysis.crossover import Crossover, find_crossover
+from whichdevice.records import CaseResult, RunRecord, Timing
+
+
+@dataclass(frozen=True)
+class Cell:
+    device: str
+    timing: Timing | None
+    error: str | None = None
+    work_per_s: float | None = None  # e.g. FLOP/s, from the workload's metric
+
+    @property
+    def ok(self) -> bool:
+        return self.timing is not None
+
+
+@dataclass(frozen=True)
+class Row:
+    x: float
+    cells: dict[str, Cell]
+    comparisons: dict[str, Comparison]  # per non-baseline device
+
+
+@dataclass(frozen=True)
+class Table:
+    group: dict[str, object]  # the parameters shared by every row (mode, dtype, ...)
+    devices: list[str]
+    baseline: str | None  # the CPU device every other is compared with
+    rows: list[Row]
+    crossovers: dict[str, Crossover] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.group.items())
+
+
+def device_order(names) -> list[str]:
+    """CPU first, then GPUs by index, then anything else."""
+    def key(name: str):
+        kind, _, idx = name.partition(":")
+        return (0 if kind == "CPU" else 1 if kind == "GPU" else 2, kind, int(idx) if idx.isdigit() else 0)
+    return sorted(set(names), key=key)
+
+
+def _cell(result: CaseResult, work_metric: str | None) -> Cell:
+    if result.status != "ok" or result.timing is None:
+        return Cell(result.spec.device, None, result.error)
+    work = result.metrics.get(work_metric) if work_metric else None
+    rate = work / result.timing.median_s if work and result.timing.median_s > 0 else None
+    return Cell(result.spec.device, result.timing, None, rate)
+
+
+def analyze_sweep(record: RunRecord, x_param: str, work_metric: str | None = None) -> list[Table]:
+    groups: dict[tuple, list[CaseResult]] = defaultdict(list)
+    for r in record.results:
+        if x_param not in r.spec.params:
+            continue
+        key = tuple(sorted((k, v) for k, v in r.spec.params.items() if k != x_param))
+        groups[key].append(r)
+    tables = []
+    for key, results in groups.items():
+        devices = device_order(r.spec.device for r in results)
+        baseline = next((d for d in devices if d.startswith("CPU")), None)
+        by_x: dict[float, dict[str, Cell]] = defaultdict(dict)
+        for r in results:
+            by_x[r.spec.params[x_param]][r.spec.device] = _cell(r, work_metric)
+        rows = []
+        for x in sorted(by_x):
+            cells = by_x[x]
+            comps = {}
+            base = cells.get(baseline) if baseline else None
+            for d, c in cells.items():
+                if d != baseline and base is not None and base.ok and c.ok:
+                    comps[d] = compare(baseline, base.timing, d, c.timing)
+            rows.append(Row(x, cells, comps))
+        crossovers = {}
+        for d in devices:
+            if d == baseline or baseline is None:
+                continue
+            both = [r for r in rows if r.cells.get(baseline, Cell("", None)).ok and r.cells.get(d, Cell("", None)).ok]
+            cpu = [r.cells[baseline].timing for r in both]
+            gpu = [r.cells[d].timing for r in both]
+            crossovers[d] = find_crossover(
+                [r.x for r in both], [t.median_s for t in cpu], [t.median_s for t in gpu],
+                [(t.q1_s, t.q3_s) for t in cpu], [(t.q1_s, t.q3_s) for t in gpu],
+            )
+        tables.append(Table(dict(key), devices, baseline, rows, crossovers))
+    # Stable order: by the group's parameters as written in the record.
+    return tables

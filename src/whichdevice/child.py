@@ -1,0 +1,87 @@
+"""Child process entry point: ``python -m whichdevice.child JOB.json OUT.jsonl``.
+
+The parent has already put the framework's environment (hidden GPU, memory growth,
+threads) into this process's environment, so importing the framework here sees it.
+Every finished case is appended to OUT as one JSON line and flushed at once: if this
+process crashes or is killed, the parent still has every case finished before it.
+
+Lines: ``{"type": "devices", ...}`` (discovery jobs), ``{"type": "hello", "session": ...}``,
+``{"type": "start", "key": ...}``, ``{"type": "result", "result": ...}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+
+from whichdevice import frameworks, workloads
+from whichdevice.records import CaseResult, CaseSpec, Session, Timing
+from whichdevice.timing import TimingPolicy, measure_overhead
+
+
+def _error_line(e: BaseException) -> str:
+    msg = str(e).strip().splitlines()
+    first = msg[0] if msg else ""
+    # TensorFlow errors carry the failing op's whole graph context; the first line is enough.
+    return f"{type(e).__name__}: {first[:400]}"
+
+
+def main(argv: list[str]) -> int:
+    job_path, out_path = argv[1], argv[2]
+    with open(job_path, encoding="utf-8") as f:
+        job = json.load(f)
+    out = open(out_path, "a", encoding="utf-8")
+
+    def emit(obj: dict) -> None:
+        out.write(json.dumps(obj) + "\n")
+        out.flush()
+
+    t0 = time.perf_counter()
+    fw = frameworks.load(job["framework"])
+    import_s = time.perf_counter() - t0
+
+    if job.get("device") is None:
+        emit({
+            "type": "devices",
+            "framework": fw.discovery.framework_info().model_dump(mode="json"),
+            "devices": [d.model_dump(mode="json") for d in fw.discovery.list_devices()],
+            "no_gpu_reasons": fw.discovery.no_gpu_reasons(),
+            "import_s": import_s,
+        })
+        return 0
+
+    device = job["device"]
+    settings = fw.placement.configure(device, job.get("cpu_threads"))
+    info = next(d for d in fw.discovery.list_devices() if d.name == device)
+    overhead_s = measure_overhead(time.perf_counter, fw.sync.sync)
+    session = Session(
+        framework=fw.discovery.framework_info(), device=info, env=job.get("env", {}),
+        import_s=import_s, overhead_s=overhead_s, **settings,
+    )
+    emit({"type": "hello", "session": session.model_dump(mode="json")})
+
+    policy = TimingPolicy(**job.get("policy", {}))
+    for raw_spec in job["cases"]:
+        spec = CaseSpec.model_validate(raw_spec)
+        emit({"type": "start", "key": spec.key})
+        t_case = time.perf_counter()
+        try:
+            raw, metrics = workloads.runner(spec.workload)(spec, fw, policy, overhead_s)
+            result = CaseResult(
+                spec=spec, status="ok", metrics=metrics, wall_s=time.perf_counter() - t_case,
+                timing=Timing(first_call_s=raw.first_call_s, warmup_s=list(raw.warmup_s),
+                              samples_s=list(raw.samples_s), number_per_sample=raw.number_per_sample,
+                              overhead_s=raw.overhead_s),
+            )
+        except Exception as e:  # one failing case is recorded and the run goes on
+            traceback.print_exc(file=sys.stderr)
+            result = CaseResult(spec=spec, status="failed", error=_error_line(e),
+                                wall_s=time.perf_counter() - t_case)
+        emit({"type": "result", "result": result.model_dump(mode="json")})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,2 @@
+"""TensorFlow adapter. Import the modules, not this package, in the parent process:
+``env`` is the only one that does not import TensorFlow."""

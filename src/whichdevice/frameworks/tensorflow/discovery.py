@@ -1,0 +1,107 @@
+"""What TensorFlow is and which devices it sees (runs inside a child, after env set-up)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+import tensorflow as tf
+
+from whichdevice.machine import cpu_model
+from whichdevice.records import DeviceInfo, FrameworkInfo
+
+
+def _dist_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def framework_info() -> FrameworkInfo:
+    build = dict(tf.sysconfig.get_build_info())
+    return FrameworkInfo(
+        name="tensorflow",
+        version=tf.__version__,
+        details={
+            "keras": _dist_version("keras"),
+            "distribution": "tensorflow-cpu" if _dist_version("tensorflow-cpu") else "tensorflow",
+            "built_with_cuda": bool(build.get("is_cuda_build", False)),
+            "cuda_version": build.get("cuda_version"),
+            "cudnn_version": build.get("cudnn_version"),
+            "eager": tf.executing_eagerly(),
+        },
+    )
+
+
+def _nvidia_smi_query() -> list[dict[str, str]]:
+    """name, memory.total (MiB), driver_version per GPU from nvidia-smi, if it is there."""
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return []
+    try:
+        out = subprocess.run(
+            [exe, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    rows = []
+    for line in out.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 3:
+            rows.append({"name": parts[0], "memory_mib": parts[1], "driver": parts[2]})
+    return rows
+
+
+def list_devices() -> list[DeviceInfo]:
+    """The CPU, then every GPU TensorFlow can see, as ``CPU:0``, ``GPU:0``, ..."""
+    devices = [DeviceInfo(name="CPU:0", kind="cpu", description=cpu_model())]
+    gpus = tf.config.list_physical_devices("GPU")
+    smi = _nvidia_smi_query() if gpus else []
+    for i, gpu in enumerate(gpus):
+        details = tf.config.experimental.get_device_details(gpu)
+        cc = details.get("compute_capability")
+        row = smi[i] if i < len(smi) else {}
+        mem = row.get("memory_mib")
+        devices.append(
+            DeviceInfo(
+                name=f"GPU:{i}",
+                kind="gpu",
+                description=details.get("device_name") or row.get("name", "GPU"),
+                memory_bytes=int(float(mem)) * 2**20 if mem else None,
+                compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
+                driver=row.get("driver"),
+            )
+        )
+    return devices
+
+
+def no_gpu_reasons() -> list[str]:
+    """Concrete, checked reasons why TensorFlow sees no GPU on this machine."""
+    reasons = []
+    if _dist_version("tensorflow-cpu"):
+        reasons.append("tensorflow-cpu is installed: it has no GPU support (pip install tensorflow)")
+    elif not tf.test.is_built_with_cuda():
+        reasons.append("this TensorFlow build has no CUDA support")
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None and cvd.strip() in ("", "-1"):
+        reasons.append(f"CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU (unset it)")
+    system = platform.system()
+    if system == "Windows":
+        reasons.append("TensorFlow >= 2.11 has no native GPU support on Windows (use WSL2)")
+    elif system == "Darwin":
+        reasons.append("TensorFlow has no CUDA on macOS (the tensorflow-metal plugin adds Apple GPUs)")
+    has_driver = Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi") is not None
+    if not has_driver and system == "Linux":
+        reasons.append("no NVIDIA driver found (no nvidia-smi, no /proc/driver/nvidia)")
+    elif has_driver and not reasons:
+        reasons.append(
+            "an NVIDIA driver is present but TensorFlow found no usable GPU: CUDA/cuDNN libraries "
+            "missing? try pip install 'tensorflow[and-cuda]' and run with TF_CPP_MIN_LOG_LEVEL=0 to see why"
+        )
+    return reasons

@@ -1,0 +1,32 @@
+"""Environment for a TensorFlow child process, decided before ``import tensorflow``.
+
+TensorFlow reads these once, at import / runtime initialization; setting them later has
+no effect, which is why each (framework, device) gets its own process.
+"""
+
+from __future__ import annotations
+
+
+def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:
+    """Variables to add to a child's environment.
+
+    ``device_kind``: ``"cpu"`` hides every GPU (``CUDA_VISIBLE_DEVICES=-1``) so nothing is
+    initialized on it and soft placement cannot move an op there; ``"gpu"`` turns on
+    memory growth so the run does not grab the whole card; ``"discover"`` changes nothing
+    about devices.
+    """
+    env = {
+        # Keep TF's C++ INFO/WARNING lines out of the child's stderr (errors still show).
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    }
+    if device_kind == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = "-1"
+    elif device_kind == "gpu":
+        env["TF_FORCE_GPU_ALLOW_GROWTH"] = "true"
+    elif device_kind != "discover":
+        raise ValueError(f"device_kind must be cpu, gpu or discover, not {device_kind!r}")
+    if cpu_threads is not None:
+        # Read by TensorFlow at runtime initialization (tensorflow/core/util/env_var.h users).
+        env["TF_NUM_INTRAOP_THREADS"] = str(cpu_threads)
+        env["TF_NUM_INTEROP_THREADS"] = str(cpu_threads)
+    return env

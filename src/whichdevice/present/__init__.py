@@ -1,0 +1,1 @@
+"""Presenters: render records and analyses. They never measure and never decide verdicts."""
