@@ -49,6 +49,7 @@ is asked for.
 
 from __future__ import annotations
 
+import math
 import statistics
 import threading
 import time
@@ -101,6 +102,10 @@ GPU_UNDERFED_PERCENT = 50.0
 GPU_NOT_REQUESTED = "GPU telemetry not requested"
 
 _UNAVAILABLE_PREFIX = "GPU telemetry unavailable: "
+
+# Floating-point slack for threshold comparisons on weighted means; far below psutil's
+# 0.1 % resolution.
+_ROUNDING_PERCENT = 1e-9
 
 
 # --------------------------------------------------------------------------- records
@@ -484,10 +489,10 @@ def summarize(t: Telemetry) -> TelemetrySummary:
     per_core: list[float] = []
     if n:
         w = _interval_weights(t.t_s)
-        w_sum = sum(w)
+        w_sum = math.fsum(w)
         n_cores = len(t.cpu_percent_per_core[0])
         per_core = [
-            sum(wi * sample[c] for wi, sample in zip(w, t.cpu_percent_per_core)) / w_sum
+            math.fsum(wi * sample[c] for wi, sample in zip(w, t.cpu_percent_per_core)) / w_sum
             for c in range(n_cores)
         ]
     has_gpu = bool(n) and t.gpu_util_percent is not None
@@ -496,7 +501,9 @@ def summarize(t: Telemetry) -> TelemetrySummary:
         n_cores=len(per_core),
         cpu_mean_percent=statistics.fmean(per_core) if per_core else None,
         cpu_per_core_mean_percent=per_core,
-        cores_saturated=sum(1 for p in per_core if p >= CORE_SATURATED_PERCENT),
+        # The tolerance keeps a core that read exactly 90 % in every sample saturated
+        # although its weighted mean may round to 89.99999999999999.
+        cores_saturated=sum(1 for p in per_core if p >= CORE_SATURATED_PERCENT - _ROUNDING_PERCENT),
         process_cpu_cores=t.process_cpu_s / t.wall_s if t.wall_s > 0 else None,
         wall_s=t.wall_s,
         gpu_index=t.gpu_index,
