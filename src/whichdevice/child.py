@@ -12,6 +12,7 @@ Lines: ``{"type": "devices", ...}`` (discovery jobs), ``{"type": "hello", "sessi
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -26,6 +27,30 @@ def _error_line(e: BaseException) -> str:
     first = msg[0] if msg else ""
     # TensorFlow errors carry the failing op's whole graph context; the first line is enough.
     return f"{type(e).__name__}: {first[:400]}"
+
+
+def _inject_fault(spec: CaseSpec) -> None:
+    """Fault-injection point for the harness's own tests (tests/test_runner.py).
+
+    ``WHICHDEVICE_FAULT=ACTION:TEXT`` makes every case whose key contains TEXT fail in
+    the way ACTION names: ``raise`` (an exception), ``abort`` (SIGABRT, like a crashing
+    native library), ``hang`` (never returns), ``oom`` (MemoryError).
+    """
+    fault = os.environ.get("WHICHDEVICE_FAULT")
+    if not fault:
+        return
+    action, _, text = fault.partition(":")
+    if text not in spec.key:
+        return
+    if action == "raise":
+        raise RuntimeError(f"injected failure in {spec.key}")
+    if action == "abort":
+        os.abort()
+    if action == "hang":
+        while True:
+            time.sleep(1)
+    if action == "oom":
+        raise MemoryError("injected out-of-memory")
 
 
 def main(argv: list[str]) -> int:
@@ -68,6 +93,7 @@ def main(argv: list[str]) -> int:
         emit({"type": "start", "key": spec.key})
         t_case = time.perf_counter()
         try:
+            _inject_fault(spec)
             raw, metrics = workloads.runner(spec.workload)(spec, fw, policy, overhead_s)
             result = CaseResult(
                 spec=spec, status="ok", metrics=metrics, wall_s=time.perf_counter() - t_case,

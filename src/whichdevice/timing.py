@@ -114,7 +114,8 @@ def measure(
     block_target_s = max(
         policy.min_time_s / policy.target_blocks, overhead_s / _MAX_OVERHEAD_FRACTION
     )
-    number = max(1, math.floor(block_target_s / per_call_s))
+    # ceil: a block never falls short of its target (1e-9 absorbs float rounding).
+    number = max(1, math.ceil(block_target_s / per_call_s - 1e-9))
 
     samples: list[float] = []
     total_s = 0.0
@@ -128,7 +129,7 @@ def measure(
         block_s = clock() - t0
         samples.append(block_s / number)
         total_s += block_s
-        enough = total_s >= policy.min_time_s and len(samples) >= policy.min_samples
+        enough = total_s >= policy.min_time_s * (1 - 1e-9) and len(samples) >= policy.min_samples
         out_of_time = total_s >= policy.max_time_s and len(samples) >= policy.min_samples
         if enough or out_of_time or len(samples) >= policy.max_samples:
             break

@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType, SimpleNamespace
 
-FRAMEWORKS: tuple[str, ...] = ("tensorflow",)
+FRAMEWORKS: tuple[str, ...] = ("tensorflow", "numpy")
 
 _MODULES = ("discovery", "placement", "sync", "ops")
 

@@ -1,0 +1,13 @@
+"""Environment for a NumPy child: BLAS thread counts are read at import."""
+
+from __future__ import annotations
+
+
+def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:
+    if device_kind not in ("cpu", "discover"):
+        raise ValueError("numpy runs on the CPU only")
+    env: dict[str, str] = {}
+    if cpu_threads is not None:
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[var] = str(cpu_threads)
+    return env

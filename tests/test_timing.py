@@ -1,0 +1,109 @@
+"""The timing core with an injected fake clock: no real time, no device."""
+
+import pytest
+
+from whichdevice.timing import TimingPolicy, measure, measure_overhead
+
+
+class FakeDevice:
+    """A clock and a 'device' whose calls cost scripted times; sync costs `sync_s`.
+
+    Calls only *queue* work (like a GPU): their cost lands on the clock at the next sync,
+    so timings that forget to synchronize would read ~0 and the test would catch it.
+    """
+
+    def __init__(self, call_costs, sync_s=0.0, clock_s=0.0):
+        self.now = 0.0
+        self.queued = 0.0
+        self.costs = list(call_costs)
+        self.calls = 0
+        self.syncs = 0
+        self.sync_s = sync_s
+        self.clock_s = clock_s
+
+    def clock(self):
+        self.now += self.clock_s
+        return self.now
+
+    def call(self):
+        cost = self.costs[min(self.calls, len(self.costs) - 1)]
+        self.calls += 1
+        self.queued += cost
+        return self.calls
+
+    def sync(self, result):
+        self.syncs += 1
+        self.now += self.queued + self.sync_s
+        self.queued = 0.0
+
+
+def test_overhead_is_one_clock_read_plus_sync():
+    dev = FakeDevice([0.0], sync_s=2e-5, clock_s=1e-6)
+    assert measure_overhead(dev.clock, dev.sync) == pytest.approx(2e-5 + 1e-6)
+
+
+def test_warmup_is_kept_apart_from_steady_samples():
+    # First call 0.5 s (tracing), the next ones 1 ms.
+    dev = FakeDevice([0.5, 0.001])
+    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0,
+                  policy=TimingPolicy(min_time_s=0.2, warmup_calls=2))
+    assert raw.first_call_s == pytest.approx(0.5)
+    # The first call alone exceeds min_time_s, so no further warm-up calls are made.
+    assert raw.warmup_s == (pytest.approx(0.5),)
+    assert all(s == pytest.approx(0.001) for s in raw.samples_s)
+
+
+def test_extra_warmup_calls_while_cheap():
+    dev = FakeDevice([0.01, 0.002, 0.001])
+    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0,
+                  policy=TimingPolicy(min_time_s=0.2, warmup_calls=2))
+    assert raw.warmup_s == pytest.approx((0.01, 0.002, 0.001))
+    assert max(raw.samples_s) == pytest.approx(0.001)
+
+
+def test_block_sizing_targets_min_time_over_target_blocks():
+    dev = FakeDevice([1e-4])
+    policy = TimingPolicy(min_time_s=0.2, target_blocks=10)
+    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0, policy=policy)
+    # 0.2 s / 10 blocks / 100 us per call = 200 calls per block.
+    assert raw.number_per_sample == 200
+    assert len(raw.samples_s) == 10
+    assert sum(raw.samples_s) * raw.number_per_sample >= 0.2 - 1e-9
+
+
+def test_block_is_long_enough_to_hide_the_timer_cost():
+    # A 30 us sync: blocks must last >= 1000 x 30 us = 30 ms (torch's 0.1 % rule).
+    dev = FakeDevice([1e-5])
+    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=3e-5,
+                  policy=TimingPolicy(min_time_s=0.1, target_blocks=10))
+    assert raw.number_per_sample * 1e-5 >= 0.03 - 1e-12
+
+
+def test_samples_are_synchronized_block_means():
+    dev = FakeDevice([0.002], sync_s=0.0)
+    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0)
+    # If the clock were read before syncing, queued work would be missed and samples ~0.
+    assert raw.samples_s[0] == pytest.approx(0.002)
+
+
+def test_slow_calls_still_give_min_samples():
+    dev = FakeDevice([5.0])
+    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0,
+                  policy=TimingPolicy(min_time_s=0.2, min_samples=3))
+    assert raw.number_per_sample == 1
+    assert len(raw.samples_s) == 3
+    assert raw.warmup_s == (5.0,)
+
+
+def test_max_samples_caps_the_run():
+    dev = FakeDevice([1e-3])
+    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0,
+                  policy=TimingPolicy(min_time_s=100.0, max_samples=7, max_time_s=1e9))
+    assert len(raw.samples_s) == 7
+
+
+def test_policy_rejects_nonsense():
+    with pytest.raises(ValueError):
+        TimingPolicy(min_time_s=0)
+    with pytest.raises(ValueError):
+        TimingPolicy(min_samples=5, max_samples=2)
