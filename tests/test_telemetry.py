@@ -267,7 +267,48 @@ def test_busy_percent_matches_psutils_formula():
     after = cls(**{**zero, "user": 3.0, "system": 1.0, "idle": 4.0, **({"iowait": 2.0} if "iowait" in fields else {})})
     expected = 40.0 if "iowait" in fields else 50.0
     assert tm._busy_percent(before, after) == expected
-    assert tm._busy_percent(before, before) == 0.0  # no time passed
+    assert tm._busy_percent(before, before) is None  # no time accounted: no reading
+
+
+def test_busy_percent_agrees_with_psutil_on_real_readings():
+    import psutil
+
+    if not (hasattr(psutil, "_cpu_busy_time") and hasattr(psutil, "_cpu_tot_time")):
+        pytest.skip("psutil's private helpers moved; the formula test above still holds")
+    t1 = psutil.cpu_times(percpu=True)
+    time.sleep(0.05)
+    t2 = psutil.cpu_times(percpu=True)
+    for b, a in zip(t1, t2):
+        ours = tm._busy_percent(b, a)
+        theirs = psutil._cpu_busy_time(a) - psutil._cpu_busy_time(b)
+        total = psutil._cpu_tot_time(a) - psutil._cpu_tot_time(b)
+        if ours is not None and total > 0:
+            assert ours == pytest.approx(100 * theirs / total, abs=0.051)
+
+
+def test_psutil_source_holds_a_core_whose_counters_did_not_move(monkeypatch):
+    import psutil
+
+    cls = type(psutil.cpu_times())
+    zero = dict.fromkeys(cls._fields, 0.0)
+
+    def times(user_idle):
+        return [cls(**{**zero, "user": u, "idle": i}) for u, i in user_idle]
+
+    readings = iter(
+        [
+            times([(0.0, 0.0), (0.0, 0.0)]),  # baseline
+            times([(0.01, 0.0), (0.0, 0.01)]),  # core 0 busy, core 1 idle
+            times([(0.01, 0.0), (0.0, 0.015)]),  # core 0: no tick accounted yet
+            times([(0.02, 0.0), (0.0, 0.02)]),  # core 0: one more busy tick
+        ]
+    )
+    monkeypatch.setattr(psutil, "cpu_times", lambda percpu: next(readings))
+    src = tm.PsutilCpuSource()
+    assert src.per_core_percent() == [0.0, 0.0]
+    assert src.per_core_percent() == [100.0, 0.0]
+    assert src.per_core_percent() == [100.0, 0.0]  # held, not psutil's 0.0
+    assert src.per_core_percent() == [100.0, 0.0]
 
 
 # --------------------------------------------------------------------------- NVML missing

@@ -13,10 +13,6 @@ from typing import Optional
 
 import typer
 
-try:  # typer >= 0.20 vendors click as typer._click; older versions depend on click
-    import click
-except ImportError:  # pragma: no cover - depends on the installed typer
-    from typer import _click as click
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -179,6 +175,11 @@ def report(
                          "Upgrade whichdevice.")
 
 
+# typer >= 0.20 vendors click privately; find its UsageError through a public class
+# instead of importing either click by name.
+_CLICK_USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors become one line on stderr and exit code 2."""
     try:
@@ -186,14 +187,14 @@ def main(argv: list[str] | None = None) -> None:
     except UsageError as e:
         err_console.print(f"error: {escape(str(e))}", soft_wrap=True)
         sys.exit(2)
-    except click.exceptions.NoArgsIsHelp:
-        sys.exit(0)
-    except click.UsageError as e:
+    except _CLICK_USAGE_ERROR as e:
+        if type(e).__name__.startswith("NoArgsIsHelp"):  # bare `whichdevice`: help was printed
+            sys.exit(0)
         err_console.print(f"error: {escape(e.format_message())} (see --help)", soft_wrap=True)
         sys.exit(2)
-    except click.exceptions.Exit as e:
+    except typer.Exit as e:
         sys.exit(e.exit_code)
-    except click.exceptions.Abort:
+    except typer.Abort:
         err_console.print("aborted")
         sys.exit(130)
     except experiment.FrameworkUnavailable as e:

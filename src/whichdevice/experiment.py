@@ -79,8 +79,8 @@ def select_devices(discovery: Discovery, wanted: list[str] | None) -> list[Devic
         matches = [d for d in discovery.devices if d.name == w or (":" not in w and d.name.startswith(w + ":"))]
         if not matches:
             seen = ", ".join(names)
-            hint = " TensorFlow sees no GPU here." if w.startswith("GPU") and not discovery.gpus else ""
-            raise UsageError("--device", f"{w} does not exist on this machine (devices: {seen}).{hint}",
+            hint = "; TensorFlow sees no GPU here" if w.startswith("GPU") and not discovery.gpus else ""
+            raise UsageError("--device", f"{w} does not exist on this machine (devices: {seen}){hint}",
                              "Pick one of those, or leave --device out.")
         chosen.extend(m for m in matches if m not in chosen)
     return chosen

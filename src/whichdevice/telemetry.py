@@ -208,19 +208,20 @@ class GpuSource(Protocol):
         ...
 
 
-def _tot_s(times: Any) -> float:
-    # psutil's formula: on Linux "guest" time is already counted in "user"/"nice".
-    return sum(times) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
+def _busy_percent(before: Any, after: Any) -> float | None:
+    """Busy % of one core between two ``psutil.cpu_times`` readings, psutil's formula.
 
-
-def _busy_percent(before: Any, after: Any) -> float:
-    """Busy % between two ``psutil.cpu_times`` readings of one core, as psutil computes it."""
-    # Per-field deltas are clamped at 0 because some kernels let a counter step backwards.
-    delta = type(after)(*(max(0.0, a - b) for a, b in zip(after, before)))
-    all_s = _tot_s(delta)
+    Returns ``None`` (psutil returns 0.0) when none of the core's counters moved.
+    """
+    # Per-field deltas are clamped at 0, as psutil does: some kernels let a counter step
+    # back. Fields are read by name, not through a new namedtuple: this runs per core
+    # per tick.
+    delta = {f: max(0.0, a - b) for f, a, b in zip(after._fields, after, before)}
+    # On Linux "guest" time is already counted in "user" / "nice" (psutil's comment).
+    all_s = sum(delta.values()) - delta.get("guest", 0.0) - delta.get("guest_nice", 0.0)
     if all_s <= 0.0:
-        return 0.0
-    busy_s = all_s - delta.idle - getattr(delta, "iowait", 0.0)
+        return None
+    busy_s = all_s - delta["idle"] - delta.get("iowait", 0.0)
     return round(min(100.0, max(0.0, 100.0 * busy_s / all_s)), 1)
 
 
@@ -228,23 +229,43 @@ class PsutilCpuSource:
     """CPU readings from psutil and the OS.
 
     Per-core busy % is computed from ``psutil.cpu_times(percpu=True)`` deltas with the
-    same formula as ``psutil.cpu_percent(percpu=True)``, but the previous reading is
-    kept here rather than in psutil's module-level state, so another caller of
-    ``psutil.cpu_percent`` (or a second sampler) cannot shift our intervals.
+    same formula as ``psutil.cpu_percent(percpu=True)``, with two deliberate differences:
+
+    * The previous reading is kept here rather than in psutil's module-level state, so
+      another caller of ``psutil.cpu_percent`` (or a second sampler) cannot shift our
+      intervals.
+    * Linux accounts busy time in 10 ms ticks. When a core's counters have not moved
+      since the previous reading (likely at periods under ~10 ms), psutil reports 0 %,
+      which made a saturated core read about 50 % at a 5 ms period. Here the core repeats
+      its previous value and keeps its old baseline, so the next reading covers both
+      intervals and the window mean stays right.
+
     Process CPU comes from ``time.process_time()`` (user + system of all threads, in
     nanoseconds on Linux) rather than ``psutil.Process().cpu_times()``, which counts
     in 10 ms clock ticks.
     """
 
     def __init__(self) -> None:
-        self._last: list[Any] | None = None
+        self._baseline: list[Any] | None = None
+        self._previous_percent: list[float] = []
 
     def per_core_percent(self) -> list[float]:
         now = psutil.cpu_times(percpu=True)
-        last, self._last = self._last, now
-        if last is None:
-            return [0.0] * len(now)
-        return [_busy_percent(b, a) for b, a in zip(last, now)]
+        if self._baseline is None or len(self._baseline) != len(now):
+            # First call (or a core went on/offline): only a baseline, no interval yet.
+            self._baseline = list(now)
+            self._previous_percent = [0.0] * len(now)
+            return list(self._previous_percent)
+        percent = []
+        for core, (before, after) in enumerate(zip(self._baseline, now)):
+            busy = _busy_percent(before, after)
+            if busy is None:
+                busy = self._previous_percent[core]  # hold; baseline stays
+            else:
+                self._baseline[core] = after
+            percent.append(busy)
+        self._previous_percent = percent
+        return list(percent)
 
     def process_cpu_s(self) -> float:
         return time.process_time()

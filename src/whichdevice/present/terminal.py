@@ -25,8 +25,9 @@ def render_header(console: Console, record: RunRecord) -> None:
         d = s.device
         extra = ""
         if d.kind == "cpu":
+            onednn = "" if s.onednn is None else f", oneDNN {'on' if s.onednn else 'off'}"
             extra = (f", {s.cpu_threads_intra} intra-op / {s.cpu_threads_inter} inter-op threads "
-                     f"({s.cpu_threads_source}), oneDNN {'on' if s.onednn else 'off'}")
+                     f"[{s.cpu_threads_source}]{onednn}")
         else:
             mem = f", {nbytes(d.memory_bytes)}" if d.memory_bytes else ""
             cc = f", compute capability {d.compute_capability}" if d.compute_capability else ""

@@ -37,7 +37,7 @@ def configure(device: str, cpu_threads: int | None) -> dict[str, object]:
         # 0 means "TensorFlow decides", which is one thread per usable logical core.
         "cpu_threads_intra": intra or cores,
         "cpu_threads_inter": inter or cores,
-        "cpu_threads_source": "--cpu-threads" if cpu_threads else f"default (all {cores} cores)",
+        "cpu_threads_source": "--cpu-threads" if cpu_threads else f"default: all {cores} cores",
         "onednn": onednn_enabled(),
     }
 

@@ -1,0 +1,70 @@
+"""Fault isolation in the child-process runner, using the fast-starting numpy framework."""
+
+import pytest
+
+from whichdevice import runner
+from whichdevice.records import CaseSpec
+from whichdevice.timing import TimingPolicy
+from whichdevice.workloads.matmul import build_cases
+
+QUICK = {"min_time_s": 0.01, "warmup_calls": 0, "min_samples": 2, "max_samples": 5, "target_blocks": 2,
+         "max_time_s": 1.0}
+
+
+def _job(sizes=(4, 8, 16)):
+    return runner.Job("numpy", "CPU:0", "cpu", build_cases("numpy", "CPU:0", sizes, ["steady"], "float32"),
+                      policy=QUICK)
+
+
+def test_all_cases_run():
+    out = runner.run_job(_job(), case_timeout_s=60)
+    assert out.session is not None and out.session.device.name == "CPU:0"
+    assert [r.status for r in out.results] == ["ok"] * 3
+    assert out.session.cpu_threads_intra >= 1
+
+
+@pytest.mark.parametrize("action, reason", [
+    ("raise", "RuntimeError: injected failure"),
+    ("oom", "MemoryError: injected out-of-memory"),
+    ("abort", "child process died: SIGABRT"),
+])
+def test_one_failing_case_is_recorded_and_the_run_goes_on(monkeypatch, action, reason):
+    monkeypatch.setenv("WHICHDEVICE_FAULT", f"{action}:n=8")
+    seen = []
+    out = runner.run_job(_job(), case_timeout_s=60, on_result=seen.append)
+    by_n = {r.spec.params["n"]: r for r in out.results}
+    assert set(by_n) == {4, 8, 16}
+    assert by_n[4].status == "ok" and by_n[16].status == "ok"
+    assert by_n[8].status == "failed" and reason in by_n[8].error
+    assert len(seen) == 3
+
+
+def test_a_hanging_case_is_killed_at_the_case_timeout(monkeypatch):
+    monkeypatch.setenv("WHICHDEVICE_FAULT", "hang:n=8")
+    out = runner.run_job(_job(), case_timeout_s=1.5)
+    by_n = {r.spec.params["n"]: r for r in out.results}
+    assert by_n[8].status == "failed"
+    assert "timed out after 1.5 s" in by_n[8].error
+    assert by_n[8].wall_s >= 1.5
+    assert by_n[16].status == "ok"
+
+
+def test_a_framework_that_cannot_start_fails_every_case(monkeypatch):
+    # A Python that cannot import the child module at all: every case is recorded, none lost.
+    monkeypatch.setenv("PYTHONPATH", "/nonexistent")
+    monkeypatch.setattr(runner.sys, "executable", "/bin/false")
+    out = runner.run_job(_job(), case_timeout_s=10)
+    assert out.error and "exited with code 1" in out.error
+    assert [r.status for r in out.results] == ["failed"] * 3
+
+
+def test_discovery_lists_the_cpu():
+    out = runner.run_job(runner.Job("numpy", None, "discover"), case_timeout_s=30)
+    assert out.discovery["devices"][0]["name"] == "CPU:0"
+
+
+def test_case_keys_are_unique_and_stable():
+    a = CaseSpec(workload="matmul", framework="numpy", device="CPU:0", params={"n": 1, "mode": "steady"})
+    b = CaseSpec(workload="matmul", framework="numpy", device="CPU:0", params={"mode": "steady", "n": 1})
+    assert a.key == b.key
+    assert TimingPolicy(**QUICK).min_time_s == 0.01
