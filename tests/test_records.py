@@ -4,7 +4,14 @@ import pytest
 from conftest import make_record, timing_of
 
 from whichdevice.errors import UsageError
-from whichdevice.records import SCHEMA_VERSION, CaseResult, CaseSpec, Timing, load_run, save_run
+from whichdevice.records import (
+    SCHEMA_VERSION,
+    CaseResult,
+    CaseSpec,
+    Timing,
+    load_run,
+    save_run,
+)
 
 
 def _record():

@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from whichdevice import runner
 from whichdevice.errors import UsageError
 from whichdevice.machine import describe_machine
-from whichdevice.records import CaseResult, CaseSpec, DeviceInfo, FrameworkInfo, RunRecord, Session, now_iso
+from whichdevice.records import (
+    CaseResult,
+    CaseSpec,
+    DeviceInfo,
+    FrameworkInfo,
+    RunRecord,
+    Session,
+    now_iso,
+)
 from whichdevice.timing import TimingPolicy
 
 _INSTALL_HINT = {"tensorflow": "pip install 'whichdevice[tensorflow]'"}
