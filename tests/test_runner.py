@@ -68,3 +68,12 @@ def test_case_keys_are_unique_and_stable():
     b = CaseSpec(workload="matmul", framework="numpy", device="CPU:0", params={"mode": "steady", "n": 1})
     assert a.key == b.key
     assert TimingPolicy(**QUICK).min_time_s == 0.01
+
+
+def test_steady_windows_carry_utilization_telemetry():
+    out = runner.run_job(_job(sizes=(64,)), case_timeout_s=60)
+    (r,) = out.results
+    tel = r.timing.telemetry
+    assert tel is not None and len(tel.t_s) >= 1
+    assert tel.gpu_unavailable  # a CPU window: no GPU asked for
+    assert 0 <= max(max(c) for c in tel.cpu_percent_per_core) <= 100

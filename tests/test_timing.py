@@ -107,3 +107,23 @@ def test_policy_rejects_nonsense():
         TimingPolicy(min_time_s=0)
     with pytest.raises(ValueError):
         TimingPolicy(min_samples=5, max_samples=2)
+
+
+def test_telemetry_window_covers_the_steady_blocks_only():
+    dev = FakeDevice([0.05, 0.001])
+    events = []
+
+    class FakeSampler:
+        def start(self):
+            events.append(("start", dev.calls))
+
+        def stop(self):
+            events.append(("stop", dev.calls))
+            return "telemetry"
+
+    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0,
+                  policy=TimingPolicy(min_time_s=0.2, warmup_calls=2, window=FakeSampler))
+    warmup_calls = len(raw.warmup_s)
+    assert events[0] == ("start", warmup_calls)  # after warm-up, before the first block
+    assert events[1] == ("stop", dev.calls)  # after the last block
+    assert raw.telemetry == "telemetry"

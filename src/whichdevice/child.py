@@ -11,6 +11,7 @@ Lines: ``{"type": "devices", ...}`` (discovery jobs), ``{"type": "hello", "sessi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -19,6 +20,7 @@ import traceback
 
 from whichdevice import frameworks, workloads
 from whichdevice.records import CaseResult, CaseSpec, Session, Timing
+from whichdevice.telemetry import Sampler
 from whichdevice.timing import TimingPolicy, measure_overhead
 
 
@@ -88,6 +90,12 @@ def main(argv: list[str]) -> int:
     emit({"type": "hello", "session": session.model_dump(mode="json")})
 
     policy = TimingPolicy(**job.get("policy", {}))
+    if policy.telemetry_period_s:
+        # NVML numbers GPUs in PCI bus order; with CUDA's default (fastest first) order and
+        # several different GPUs the two can differ. One GPU, or identical GPUs: the same.
+        gpu_index = int(device.split(":")[1]) if device.startswith("GPU") else None
+        period = policy.telemetry_period_s
+        policy = dataclasses.replace(policy, window=lambda: Sampler(period, gpu_index=gpu_index))
     for raw_spec in job["cases"]:
         spec = CaseSpec.model_validate(raw_spec)
         emit({"type": "start", "key": spec.key})
@@ -99,7 +107,7 @@ def main(argv: list[str]) -> int:
                 spec=spec, status="ok", metrics=metrics, wall_s=time.perf_counter() - t_case,
                 timing=Timing(first_call_s=raw.first_call_s, warmup_s=list(raw.warmup_s),
                               samples_s=list(raw.samples_s), number_per_sample=raw.number_per_sample,
-                              overhead_s=raw.overhead_s),
+                              overhead_s=raw.overhead_s, telemetry=raw.telemetry),
             )
         except Exception as e:  # one failing case is recorded and the run goes on
             traceback.print_exc(file=sys.stderr)

@@ -117,7 +117,8 @@ def run_devices(
     for the CPU cores and distort each other's timings)."""
     sessions, results, notes = [], [], []
     for dev in devices:
-        job = runner.Job(framework, dev.name, dev.kind, cases_for(dev), cpu_threads, dataclasses.asdict(policy))
+        policy_dict = {k: v for k, v in dataclasses.asdict(policy).items() if k != "window"}
+        job = runner.Job(framework, dev.name, dev.kind, cases_for(dev), cpu_threads, policy_dict)
         out = runner.run_job(job, case_timeout_s=case_timeout_s, on_result=on_result, on_start=on_start)
         if out.session:
             sessions.append(out.session)

@@ -35,6 +35,7 @@ from pydantic import (
 
 from whichdevice import __version__, stats
 from whichdevice.errors import UsageError
+from whichdevice.telemetry import Telemetry
 
 SCHEMA_VERSION = 1
 
@@ -112,6 +113,7 @@ class Timing(_Frozen):
     samples_s: list[float] = Field(min_length=1)
     number_per_sample: int = Field(ge=1, description="calls per block; one sample = block / number")
     overhead_s: float
+    telemetry: Telemetry | None = Field(default=None, description="utilization during the steady blocks")
 
     @model_validator(mode="before")
     @classmethod

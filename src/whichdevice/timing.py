@@ -16,7 +16,9 @@ Method (after torch.utils.benchmark's ``blocked_autorange``, see ANCHORS.md):
    clock, run ``number`` calls, synchronize, read the clock. One sample = block time /
    ``number``. Synchronizing once per block (not per call) measures throughput of queued
    work, which is what a training loop sees; the per-call sync cost is measured apart.
-4. **Stop** once the blocks add up to ``min_time_s`` *and* there are ``min_samples`` of
+4. **Telemetry.** When the policy has a ``window`` factory (the child sets one: a
+   utilization sampler, telemetry.py), it runs during the blocks only.
+5. **Stop** once the blocks add up to ``min_time_s`` *and* there are ``min_samples`` of
    them, or at ``max_samples``, or when ``max_time_s`` is spent (with at least
    ``min_samples``).
 
@@ -31,7 +33,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from whichdevice import stats
@@ -54,6 +56,10 @@ class TimingPolicy:
     max_samples: int = 50
     target_blocks: int = 10
     max_time_s: float = 30.0
+    # Utilization sampling period beside the steady window (telemetry.py); None: off.
+    telemetry_period_s: float | None = 0.05
+    # Makes the sampler for one window (set inside the child, where the device is known).
+    window: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.min_time_s > 0:
@@ -73,6 +79,7 @@ class RawTiming:
     samples_s: tuple[float, ...]  # seconds per call, one value per block
     number_per_sample: int
     overhead_s: float  # one clock read + one sync with nothing queued (median)
+    telemetry: Any = None  # telemetry.Telemetry of the steady window, when sampled
 
 
 def measure_overhead(clock: Clock, sync: Sync, reps: int = _OVERHEAD_REPS) -> float:
@@ -117,6 +124,11 @@ def measure(
     # ceil: a block never falls short of its target (1e-9 absorbs float rounding).
     number = max(1, math.ceil(block_target_s / per_call_s - 1e-9))
 
+    # The sampler covers the steady blocks only: started after warm-up, stopped after the
+    # last block, so one-time costs never show up as "utilization".
+    sampler = policy.window() if policy.window is not None else None
+    if sampler is not None:
+        sampler.start()
     samples: list[float] = []
     total_s = 0.0
     while True:
@@ -133,6 +145,7 @@ def measure(
         out_of_time = total_s >= policy.max_time_s and len(samples) >= policy.min_samples
         if enough or out_of_time or len(samples) >= policy.max_samples:
             break
+    telemetry = sampler.stop() if sampler is not None else None
 
     return RawTiming(
         first_call_s=warmup[0],
@@ -140,4 +153,5 @@ def measure(
         samples_s=tuple(samples),
         number_per_sample=number,
         overhead_s=overhead_s,
+        telemetry=telemetry,
     )

@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from whichdevice.analysis.sweep import Table  # noqa: E402
+from whichdevice.telemetry import summarize  # noqa: E402
 
 _COLORS = {"CPU": "#1f77b4", "GPU": "#d62728"}
 
@@ -21,12 +22,40 @@ def _color(device: str, i: int) -> str:
     return _COLORS.get(kind, f"C{i}")
 
 
+def _utilization_strip(ax, table: Table, x_label: str) -> None:
+    """Under each timing panel: mean CPU busy % (and GPU busy %) during each steady window."""
+    for i, d in enumerate(table.devices):
+        pts = []
+        for r in table.rows:
+            c = r.cells.get(d)
+            if c is None or not c.ok or c.timing.telemetry is None:
+                continue
+            s = summarize(c.timing.telemetry)
+            value = s.gpu_util_mean_percent if d.startswith("GPU") else s.cpu_mean_percent
+            if value is not None:
+                pts.append((r.x, value))
+        if pts:
+            what = "GPU busy" if d.startswith("GPU") else "CPU busy (all cores)"
+            ax.plot([x for x, _ in pts], [v for _, v in pts], ".-", color=_color(d, i), label=f"{d} {what}")
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("busy %")
+    ax.set_xlabel(x_label)
+    ax.grid(True, alpha=0.3)
+    if ax.lines:
+        ax.legend(fontsize=7, loc="lower right")
+    else:
+        ax.text(0.5, 0.5, "no utilization telemetry", ha="center", va="center", transform=ax.transAxes,
+                fontsize=8, color="gray")
+
+
 def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, loglog: bool = True) -> Path:
     """One panel per table (e.g. per matmul mode): median time vs x per device, the
     interquartile band shaded, first calls as crosses, crossovers as dotted lines."""
     n = max(1, len(tables))
-    fig, axes = plt.subplots(1, n, figsize=(6.5 * n, 5), squeeze=False)
-    for ax, table in zip(axes[0], tables):
+    fig, axes = plt.subplots(2, n, figsize=(6.5 * n, 6.2), squeeze=False, sharex="col",
+                             gridspec_kw={"height_ratios": [4, 1]})
+    for ax, strip, table in zip(axes[0], axes[1], tables):
+        _utilization_strip(strip, table, x_label)
         for i, d in enumerate(table.devices):
             pts = [(r.x, r.cells[d].timing) for r in table.rows if d in r.cells and r.cells[d].ok]
             if not pts:
@@ -45,7 +74,6 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
         if loglog:
             ax.set_xscale("log")
             ax.set_yscale("log")
-        ax.set_xlabel(x_label)
         ax.set_ylabel("time per call (s)")
         ax.set_title(table.title, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)

@@ -9,7 +9,8 @@ from rich.table import Table as RichTable
 
 from whichdevice.analysis.sweep import Table
 from whichdevice.present.units import nbytes, rate, seconds
-from whichdevice.records import RunRecord
+from whichdevice.records import RunRecord, Timing
+from whichdevice.telemetry import summarize
 
 
 def machine_line(record: RunRecord) -> str:
@@ -48,6 +49,19 @@ def _timing_text(cell) -> str:
     return f"{seconds(t.median_s)} ± {seconds(t.iqr_s / 2)}"
 
 
+def busy_text(timing: Timing | None) -> str:
+    """Utilization during the steady window, compact: 'GPU 23 %', or for the CPU the mean
+    busy share of all cores and (saturated cores / cores): '97% (2/2)'."""
+    if timing is None or timing.telemetry is None:
+        return "—"
+    s = summarize(timing.telemetry)
+    if s.gpu_util_mean_percent is not None:
+        return f"GPU {s.gpu_util_mean_percent:.0f} %"
+    if s.cpu_mean_percent is None:
+        return "—"
+    return f"{s.cpu_mean_percent:.0f}% ({s.cores_saturated}/{s.n_cores})"
+
+
 def render_sweep_table(console: Console, table: Table, x_label: str, rate_unit: str | None) -> None:
     rt = RichTable(title=escape(table.title), title_justify="left", header_style="bold")
     rt.add_column(x_label, justify="right")
@@ -56,6 +70,7 @@ def render_sweep_table(console: Console, table: Table, x_label: str, rate_unit: 
         rt.add_column(f"{escape(d)} median ± IQR/2", justify="right")
         if rate_unit:
             rt.add_column(f"{escape(d)} {rate_unit}", justify="right")
+        rt.add_column(f"{escape(d)} busy (sat.)", justify="right", style="dim")
     others = [d for d in table.devices if d != table.baseline]
     for d in others:
         rt.add_column(f"{escape(d)} vs {escape(table.baseline or '?')}", justify="left")
@@ -67,6 +82,7 @@ def render_sweep_table(console: Console, table: Table, x_label: str, rate_unit: 
             cols.append(_timing_text(c))
             if rate_unit:
                 cols.append(rate(c.work_per_s, rate_unit) if c and c.ok else "—")
+            cols.append(busy_text(c.timing) if c and c.ok else "—")
         for d in others:
             comp = row.comparisons.get(d)
             if comp is None:
