@@ -15,13 +15,13 @@ turns that into one terminal line, and :func:`gpu_underfed`,
 
 Method and trade-offs
 ---------------------
-* A thread, not a process: a tick costs a few tens of microseconds (one read of
-  ``/proc/stat``; NVML queries when a GPU is watched), so at the default 50 ms period
-  the sampler uses well under 1 % of one core. A thread does hold the GIL during a
-  tick, but TensorFlow releases the GIL inside its kernels, and a separate process
+* A thread, not a process: a tick is one read of ``/proc/stat`` (plus three NVML
+  queries when a GPU is watched). Measured on a 2-core VM (benchmarks/TELEMETRY.md):
+  ~0.4 ms of CPU per tick including the thread's wake-up, 0.8 % of one core at the
+  default 50 ms, and the matmul / training timings beside it moved by less than their
+  IQR; at 5 ms the slowdown became visible (2-6 %). A thread does hold the GIL during
+  a tick, but TensorFlow releases the GIL inside its kernels, and a separate process
   would cost more to start than the whole window of a small workload.
-  ``benchmarks/telemetry_overhead.py`` shows the timings it sits beside do not move
-  by more than their noise.
 * Ticks are scheduled at ``start + k * period_s`` on the sampler's clock; a tick that
   is late (the machine is saturated) is skipped rather than caught up, so there are
   never more than ``wall_s / period_s + 1`` samples and no bursts of near-empty
@@ -136,7 +136,9 @@ class Telemetry(BaseModel):
     #: ``None`` when GPU data were read; :data:`GPU_NOT_REQUESTED` when no GPU was
     #: asked for; otherwise ``"GPU telemetry unavailable: <reason>"``.
     gpu_unavailable: str | None
-    #: Median seconds one sampling tick took, on the sampler's clock.
+    #: Median seconds one sampling tick took, on the sampler's clock. Wall time: when
+    #: other Python threads hold the GIL it includes waiting for it, so it bounds the
+    #: tick's cost from above rather than measuring the CPU it took.
     sampler_cost_s: float
 
     @model_validator(mode="after")
