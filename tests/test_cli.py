@@ -125,3 +125,25 @@ def test_unknown_gpu_is_refused_after_discovery(tmp_path, capsys):
     code, _, err = run_cli(["matmul", "--device", "GPU:9", "--out", str(out_dir)], capsys)
     assert code == 2 and "--device: GPU:9 does not exist on this machine" in err
     assert not out_dir.exists()
+
+
+def test_html_report_is_self_contained_and_escapes_record_strings(tmp_path, capsys):
+    from whichdevice.records import load_run, save_run
+
+    out_dir = tmp_path / "res"
+    code, _, err = run_cli(["matmul", "--framework", "numpy", "--sizes", "8", "--mode", "steady",
+                            "--min-time", "0.01", "--out", str(out_dir)], capsys)
+    assert code == 0, err
+    (json_file,) = out_dir.glob("matmul-*.json")
+    page = json_file.with_suffix(".html").read_text()
+    assert "data:image/png;base64," in page and "http://" not in page and "https://" not in page
+    # A hostile string in a record is shown, not executed, in HTML and in the terminal.
+    rec = load_run(json_file)
+    evil = rec.model_copy(update={"notes": ["<script>alert(1)</script> [bold red]x[/bold red]"]})
+    save_run(evil, json_file)
+    code, out, _ = run_cli(["report", str(json_file)], capsys)
+    assert code == 0
+    page = json_file.with_suffix(".html").read_text()
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
+    assert "[bold red]x[/bold red]" in out  # rich markup printed literally
+    assert json_file.with_suffix(".html").stat().st_size < 2 * 2**20

@@ -57,8 +57,9 @@ def write_record(record: records.RunRecord, json_file: Path, png: Path | None) -
         json_file.parent.mkdir(parents=True, exist_ok=True)
         records.save_run(record, json_file)
     except OSError as e:
-        if png is not None:
+        if png is not None:  # never leave a report without its record
             png.unlink(missing_ok=True)
+            png.with_suffix(".html").unlink(missing_ok=True)
         raise UsageError("--json", f"cannot write '{json_file}' ({e.strerror})", "Pass a writable path.") from None
     console.print(f"Record: {escape(str(json_file))}")
     if png is not None:

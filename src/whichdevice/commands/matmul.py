@@ -24,7 +24,8 @@ from whichdevice.commands.common import (
     write_record,
 )
 from whichdevice.frameworks import FRAMEWORKS
-from whichdevice.present import plots, terminal
+from whichdevice.present import html, plots, terminal
+from whichdevice.present.tables import sweep_grid
 from whichdevice.timing import TimingPolicy
 from whichdevice.validate import (
     check_output_dir,
@@ -96,17 +97,21 @@ def matmul(
 
 
 def render_matmul(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
+    """Terminal tables, the PNG plot and the HTML report (``png`` with .html) of a matmul record."""
     tables = analyze_sweep(record, "n", work_metric="flops_per_call")
+    warnings, failures = quality.timing_warnings(record), quality.failures(record)
     terminal.render_header(console, record)
-    for t in tables:
-        terminal.render_sweep_table(console, t, "n", "FLOP/s")
-    terminal.render_notes(console, record, quality.timing_warnings(record), quality.failures(record))
+    grids = [sweep_grid(t, "n", "FLOP/s") for t in tables]
+    for g in grids:
+        terminal.render_grid(console, g)
+    terminal.render_notes(console, record, warnings, failures)
     png.parent.mkdir(parents=True, exist_ok=True)
     dtype = record.options.get("dtype", "")
     plots.plot_sweep(tables, png, x_label="matrix size n (n x n)", loglog=loglog,
                      title=f"Matrix multiplication time vs size ({dtype}) — whichdevice")
-
-
+    section = html.Section("Matrix multiplication (seed 000)", grids=grids, pngs=[png])
+    html.write_html(png.with_suffix(".html"), html.render_html(record, [section], warnings=warnings, failures=failures))
+    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
 
 
 REPORTERS["matmul"] = render_matmul

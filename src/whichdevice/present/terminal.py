@@ -8,9 +8,9 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from whichdevice.analysis.sweep import Table
-from whichdevice.present.units import nbytes, rate, seconds
-from whichdevice.records import RunRecord, Timing
-from whichdevice.telemetry import summarize
+from whichdevice.present.tables import Grid, busy_text, sweep_grid  # noqa: F401 (busy_text re-exported)
+from whichdevice.present.units import nbytes, seconds
+from whichdevice.records import RunRecord
 
 
 def machine_line(record: RunRecord) -> str:
@@ -40,62 +40,23 @@ def render_header(console: Console, record: RunRecord) -> None:
         )
 
 
-def _timing_text(cell) -> str:
-    if cell is None:
-        return "—"
-    if not cell.ok:
-        return "[red]failed[/red]"
-    t = cell.timing
-    return f"{seconds(t.median_s)} ± {seconds(t.iqr_s / 2)}"
+_TONES = {"good": "green", "bad": "red", "neutral": "yellow", "dim": "dim"}
 
 
-def busy_text(timing: Timing | None) -> str:
-    """Utilization during the steady window, compact: 'GPU 23 %', or for the CPU the mean
-    busy share of all cores and (saturated cores / cores): '97% (2/2)'."""
-    if timing is None or timing.telemetry is None:
-        return "—"
-    s = summarize(timing.telemetry)
-    if s.gpu_util_mean_percent is not None:
-        return f"GPU {s.gpu_util_mean_percent:.0f} %"
-    if s.cpu_mean_percent is None:
-        return "—"
-    return f"{s.cpu_mean_percent:.0f}% ({s.cores_saturated}/{s.n_cores})"
+def render_grid(console: Console, grid: Grid) -> None:
+    rt = RichTable(title=escape(grid.title), title_justify="left", header_style="bold")
+    for i, h in enumerate(grid.headers):
+        rt.add_column(escape(h), justify="right" if i == 0 or "vs" not in h else "left")
+    for row in grid.rows:
+        rt.add_row(*[f"[{_TONES[c.tone]}]{escape(c.text)}[/{_TONES[c.tone]}]" if c.tone else escape(c.text)
+                     for c in row])
+    console.print(rt)
+    for line in grid.footer:
+        console.print(f"  {escape(line)}")
 
 
 def render_sweep_table(console: Console, table: Table, x_label: str, rate_unit: str | None) -> None:
-    rt = RichTable(title=escape(table.title), title_justify="left", header_style="bold")
-    rt.add_column(x_label, justify="right")
-    for d in table.devices:
-        rt.add_column(f"{escape(d)} 1st call", justify="right", style="dim")
-        rt.add_column(f"{escape(d)} median ± IQR/2", justify="right")
-        if rate_unit:
-            rt.add_column(f"{escape(d)} {rate_unit}", justify="right")
-        rt.add_column(f"{escape(d)} busy (sat.)", justify="right", style="dim")
-    others = [d for d in table.devices if d != table.baseline]
-    for d in others:
-        rt.add_column(f"{escape(d)} vs {escape(table.baseline or '?')}", justify="left")
-    for row in table.rows:
-        cols = [f"{row.x:g}"]
-        for d in table.devices:
-            c = row.cells.get(d)
-            cols.append(seconds(c.timing.first_call_s) if c and c.ok else "—")
-            cols.append(_timing_text(c))
-            if rate_unit:
-                cols.append(rate(c.work_per_s, rate_unit) if c and c.ok else "—")
-            cols.append(busy_text(c.timing) if c and c.ok else "—")
-        for d in others:
-            comp = row.comparisons.get(d)
-            if comp is None:
-                cols.append("—")
-            elif comp.winner is None:
-                cols.append("[yellow]" + escape(comp.describe()) + "[/yellow]")
-            else:
-                color = "green" if comp.winner == d else "red"
-                cols.append(f"[{color}]{escape(comp.describe())}[/{color}]")
-        rt.add_row(*cols)
-    console.print(rt)
-    for d, cross in table.crossovers.items():
-        console.print(f"  Crossover {escape(d)} vs {escape(table.baseline or '')}: {escape(cross.describe(x_label))}")
+    render_grid(console, sweep_grid(table, x_label, rate_unit))
 
 
 def render_notes(console: Console, record: RunRecord, warnings: list[str], failures: list[str]) -> None:
