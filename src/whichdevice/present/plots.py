@@ -86,3 +86,66 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
     plt.close(fig)
     tmp.replace(path)  # atomic: never a half-written PNG
     return path
+
+
+def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: bool = True) -> Path:
+    """Two panels: steady step time and samples/s against batch size, one line per device
+    and sweep group (e.g. sync each / none), crossovers as dotted lines."""
+    fig, (ax_t, ax_r) = plt.subplots(1, 2, figsize=(13, 5))
+    styles = ["o-", "s--", "^-.", "d:"]
+    for ti, table in enumerate(tables):
+        tag = ", ".join(f"{k}={v}" for k, v in table.group.items() if k not in ("kind",))
+        for i, d in enumerate(table.devices):
+            pts = [(r.x, r.cells[d]) for r in table.rows if d in r.cells and r.cells[d].ok]
+            if not pts:
+                continue
+            xs = [x for x, _ in pts]
+            color = _color(d, i)
+            style = styles[ti % len(styles)]
+            ax_t.plot(xs, [c.timing.median_s for _, c in pts], style, color=color, label=f"{d} {tag}")
+            ax_t.fill_between(xs, [c.timing.q1_s for _, c in pts], [c.timing.q3_s for _, c in pts],
+                              color=color, alpha=0.15)
+            ax_r.plot(xs, [c.work_per_s for _, c in pts], style, color=color, label=f"{d} {tag}")
+        for d, cross in table.crossovers.items():
+            if cross.kind == "between" and cross.estimate:
+                for ax in (ax_t, ax_r):
+                    ax.axvline(cross.estimate, color="gray", linestyle=":", linewidth=1.5)
+                ax_t.annotate(f"crossover ≈ {cross.estimate:.3g}", (cross.estimate, 0.97),
+                              xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
+                              fontsize=8, color="gray")
+    for ax, ylabel in ((ax_t, "steady step time (s)"), (ax_r, "samples/s")):
+        if loglog:
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+        ax.set_xlabel("batch size")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_steps(step_s: list[float], warmup: int, path: Path, *, title: str) -> Path:
+    """Per-step times in order (log y), warm-up steps marked: for a single run (StepTimer)."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    xs = list(range(1, len(step_s) + 1))
+    ax.plot(xs[warmup:], step_s[warmup:], ".", color=_COLORS["CPU"], label="steady")
+    ax.plot(xs[:warmup], step_s[:warmup], "x", color=_COLORS["GPU"], label=f"warm-up ({warmup})")
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("step time (s)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _save(fig, path: Path) -> Path:
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(path)  # atomic: never a half-written PNG
+    return path

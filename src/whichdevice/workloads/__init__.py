@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-WORKLOADS: tuple[str, ...] = ("matmul",)
+WORKLOADS: tuple[str, ...] = ("matmul", "train")
 
 
 def runner(name: str):

@@ -1,0 +1,139 @@
+"""Training records -> warm-up vs steady per run, GPU vs CPU, break-even, sync cost, batch sweep.
+
+Layout follows the record's parameters (STYLE.md principle 3): results are grouped by every
+parameter except the device; ``kind`` says which part of the report a group belongs to
+(``create``; ``loop`` / ``fit`` / ``callback`` runs; ``steady`` sync-cost pairs and the batch
+sweep, which reuses ``analysis.sweep.analyze_sweep`` with ``x = batch``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from whichdevice.analysis.compare import Comparison, compare
+from whichdevice.analysis.sweep import Table, analyze_sweep, device_order
+from whichdevice.analysis.warmup import BreakEven, EpochSummary, break_even, summarize_epochs
+from whichdevice.records import CaseResult, RunRecord, Timing
+
+RUN_KINDS = ("loop", "fit", "callback")
+
+
+@dataclass(frozen=True)
+class RunCell:
+    device: str
+    timing: Timing | None
+    error: str | None = None
+    samples_per_s: float | None = None  # steady: batch / median step
+    epochs: EpochSummary | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.timing is not None
+
+
+@dataclass(frozen=True)
+class RunRow:
+    params: dict[str, object]  # every parameter but the device
+    cells: dict[str, RunCell]
+    comparisons: dict[str, Comparison]  # per GPU device, steady step vs the CPU's
+    break_even: dict[str, BreakEven]  # per GPU device; {"GPU": no_gpu} when none was measured
+
+
+@dataclass(frozen=True)
+class SyncCost:
+    """The same steady step with the loss read back every step (``each``) and without."""
+
+    device: str
+    params: dict[str, object]  # batch, model
+    each: Timing
+    none: Timing
+
+    @property
+    def cost_s(self) -> float:
+        """Extra seconds per step that syncing every step costs (median difference)."""
+        return self.each.median_s - self.none.median_s
+
+    @property
+    def fraction(self) -> float:
+        return self.cost_s / self.none.median_s if self.none.median_s > 0 else 0.0
+
+    @property
+    def significant(self) -> bool:
+        """The interquartile ranges do not overlap."""
+        return not (self.each.q1_s <= self.none.q3_s and self.none.q1_s <= self.each.q3_s)
+
+
+@dataclass(frozen=True)
+class TrainReport:
+    devices: list[str]
+    baseline: str | None
+    creation: list[RunRow]
+    runs: list[RunRow]
+    sync_costs: list[SyncCost]
+    sweep: list[Table]
+
+
+def _cell(r: CaseResult) -> RunCell:
+    if r.status != "ok" or r.timing is None:
+        return RunCell(r.spec.device, None, r.error)
+    batch = r.metrics.get("samples_per_step")
+    rate = batch / r.timing.median_s if batch and r.timing.median_s > 0 else None
+    epochs = [r.metrics[f"epoch_{i}_s"] for i in range(1, 1000) if f"epoch_{i}_s" in r.metrics]
+    spe = r.metrics.get("steps_per_epoch")
+    summary = summarize_epochs(epochs, int(spe) if spe else None) if len(epochs) >= 2 else None
+    return RunCell(r.spec.device, r.timing, None, rate, summary, dict(r.metrics))
+
+
+def _rows(results: list[CaseResult], devices: list[str], baseline: str | None, with_break_even: bool) -> list[RunRow]:
+    groups: dict[tuple, list[CaseResult]] = defaultdict(list)
+    for r in results:
+        groups[tuple(r.spec.params.items())].append(r)
+    gpus = [d for d in devices if d.startswith("GPU")]
+    rows = []
+    for key, rs in groups.items():
+        cells = {r.spec.device: _cell(r) for r in rs}
+        base = cells.get(baseline) if baseline else None
+        comps: dict[str, Comparison] = {}
+        bes: dict[str, BreakEven] = {}
+        for d in gpus:
+            c = cells.get(d)
+            if base is None or not base.ok or c is None or not c.ok:
+                if with_break_even:
+                    bes[d] = BreakEven("no_data")
+                continue
+            comp = compare(baseline, base.timing, d, c.timing)
+            comps[d] = comp
+            if with_break_even:
+                bes[d] = break_even(base.timing.first_call_s, base.timing.median_s, c.timing.first_call_s,
+                                    c.timing.median_s, significant=comp.significant)
+        if with_break_even and not gpus:
+            bes["GPU"] = BreakEven("no_gpu")
+        rows.append(RunRow(dict(key), cells, comps, bes))
+    return rows
+
+
+def analyze_training(record: RunRecord) -> TrainReport:
+    results = [r for r in record.results if r.spec.workload == "train"]
+    devices = device_order(r.spec.device for r in results)
+    baseline = next((d for d in devices if d.startswith("CPU")), None)
+    by_kind: dict[str, list[CaseResult]] = defaultdict(list)
+    for r in results:
+        by_kind[str(r.spec.params.get("kind"))].append(r)
+    creation = _rows(by_kind["create"], devices, baseline, with_break_even=False)
+    runs = _rows([r for k in RUN_KINDS for r in by_kind[k]], devices, baseline, with_break_even=True)
+
+    steady = by_kind["steady"]
+    pairs: dict[tuple, dict[str, Timing]] = defaultdict(dict)
+    for r in steady:
+        if r.status == "ok" and r.timing is not None:
+            rest = tuple((k, v) for k, v in r.spec.params.items() if k not in ("sync", "kind"))
+            pairs[(r.spec.device, rest)][str(r.spec.params["sync"])] = r.timing
+    sync_costs = [SyncCost(dev, dict(rest), t["each"], t["none"])
+                  for (dev, rest), t in pairs.items() if "each" in t and "none" in t]
+    sync_costs.sort(key=lambda s: (devices.index(s.device), s.params.get("batch", 0)))
+
+    sweep_record = record.model_copy(update={"results": steady})
+    sweep = [t for t in analyze_sweep(sweep_record, "batch", work_metric="samples_per_step") if len(t.rows) >= 2]
+    return TrainReport(devices, baseline, creation, runs, sync_costs, sweep)

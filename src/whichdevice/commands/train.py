@@ -1,0 +1,167 @@
+"""`whichdevice train`: seeds 001 and 002 (or the user's model) on every device —
+model creation, warm-up vs steady steps, break-even, the cost of syncing every step and
+the batch-size sweep with its crossover."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from whichdevice import experiment, frameworks, records, userfile
+from whichdevice.analysis import quality
+from whichdevice.analysis.train import analyze_training
+from whichdevice.commands.common import (
+    DEFAULT_OUT,
+    REPORTERS,
+    app,
+    console,
+    describe_key,
+    err_console,
+    progress,
+    stamp,
+    write_record,
+)
+from whichdevice.errors import UsageError
+from whichdevice.present import plots, terminal
+from whichdevice.timing import TimingPolicy
+from whichdevice.validate import (
+    check_output_dir,
+    check_output_file,
+    parse_choice,
+    parse_choice_list,
+    parse_int_list,
+    parse_positive_float,
+    parse_positive_int,
+)
+from whichdevice.workloads import train as train_workload
+
+PARTS = ("create", "loop", "fit", "sync", "sweep")
+TRAIN_FRAMEWORKS = ("tensorflow",)  # frameworks with a training module (numpy has none)
+QUICK_MIN_TIME_S = 0.05
+
+
+def _quick_text(batches) -> str:
+    return (f"reduced sizes — seed 001 ex3 on {train_workload.QUICK_SAMPLES['ex3']:,} samples instead of 100,000; "
+            f"batch sweep {','.join(map(str, batches))}; {QUICK_MIN_TIME_S:g} s of steady samples per sweep point "
+            "(the full run: whichdevice train)")
+
+
+def _parse_shape(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    dims = parse_int_list(text, "--input-shape", maximum=1_000_000, example="100 (or 28,28,1)")
+    # parse_int_list sorts and de-duplicates: re-read in order for a shape.
+    ordered = tuple(int(p) for p in text.split(","))
+    assert sorted(set(ordered)) == dims
+    return ordered
+
+
+@app.command()
+def train(
+    model: Optional[str] = typer.Option(None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not). Default: the seeds' models."),
+    input_shape: Optional[str] = typer.Option(None, "--input-shape", help="Input shape of one sample for --model, e.g. 100 or 28,28,1 (default: the model's declared input)."),
+    classes: Optional[str] = typer.Option(None, "--classes", help="Number of classes for --model's synthetic labels (1: binary; leave out: regression on the output shape)."),
+    data: Optional[str] = typer.Option(None, "--data", help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) for --model (instead of synthetic data)."),
+    samples: Optional[str] = typer.Option(None, "--samples", help="Samples per epoch for --model (default 10000)."),
+    batch: Optional[str] = typer.Option(None, "--batch", help="Batch size of --model's loop and fit runs (default 32)."),
+    batches: Optional[str] = typer.Option(None, "--batches", help="Batch sizes of the sweep, comma-separated. Default 8,16,...,8192."),
+    parts: str = typer.Option(",".join(PARTS), "--parts", help="Which measurements: create (seed 001 ex1), loop (custom tf.function loops), fit (model.fit), sync (.numpy() every step vs not), sweep (batch sizes)."),
+    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
+    quick: bool = typer.Option(False, "--quick", help="Reduced sizes (ex3 on 10,000 samples, 6 batch sizes, short points): < 60 s on 2 cores."),
+    min_time: Optional[str] = typer.Option(None, "--min-time", help="Seconds of steady samples per sweep / creation point (default 0.2; 0.05 with --quick)."),
+    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    case_timeout: str = typer.Option("600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
+    framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/train-<time>.json."),
+    linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
+) -> None:
+    """Seeds 001/002 (or --model): warm-up vs steady steps, break-even, sync cost, batch-size crossover."""
+    fw = parse_choice(framework, "--framework", TRAIN_FRAMEWORKS)
+    part_list = parse_choice_list(parts, "--parts", PARTS)
+    batch_list = parse_int_list(batches, "--batches", maximum=train_workload.MAX_BATCH, example="8,64,512,4096")
+    if batch_list is None:
+        batch_list = list(train_workload.QUICK_BATCHES if quick else train_workload.DEFAULT_BATCHES)
+    shape = _parse_shape(input_shape)
+    n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
+    n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000)
+    user_batch = parse_positive_int(batch, "--batch", "32", maximum=train_workload.MAX_BATCH) or 32
+    if model is None:
+        for arg, value in (("--input-shape", input_shape), ("--classes", classes), ("--data", data),
+                           ("--samples", samples), ("--batch", batch)):
+            if value is not None:
+                raise UsageError(arg, "only applies to --model", f"Add --model FILE.py:FUNCTION, or drop {arg}.")
+    model_fn = userfile.parse_spec(model, "--model") if model else None
+    data_fn = userfile.parse_spec(data, "--data") if data else None
+    wanted = experiment.parse_device_filter(device)
+    mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else 0.2)
+    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
+    timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600")
+    out_dir = check_output_dir(out, "--out")
+    ts = stamp()
+    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"train-{ts}.json"
+    experiment.require_installed(fw)
+
+    user = None
+    if model_fn is not None:
+        err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
+        facts = userfile.preflight(model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu"))
+        out_shape = facts["output_shape"]
+        label_classes = n_classes
+        if n_classes is not None and out_shape and out_shape[-1] == 1:
+            label_classes = 1  # one sigmoid output: binary labels
+        user = {"model": "user", "model_file": str(model_fn.path), "model_fn": model_fn.function,
+                "input_shape": ",".join(map(str, facts["input_shape"])), "classes": n_classes,
+                "label_classes": label_classes, "output_shape": ",".join(map(str, out_shape)),
+                "data_file": str(data_fn.path) if data_fn else None, "data_fn": data_fn.function if data_fn else None}
+
+    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
+    found = experiment.discover(fw)
+    chosen = experiment.select_devices(found, wanted)
+    policy = TimingPolicy(min_time_s=mt)
+
+    def cases_for(d):
+        return train_workload.build_cases(fw, d.name, quick=quick, batches=batch_list, parts=set(part_list),
+                                          user=user, samples=n_samples, user_batch=user_batch)
+
+    total = sum(len(cases_for(d)) for d in chosen)
+    with progress() as bar:
+        task = bar.add_task("starting", total=total)
+        sessions, results, notes = experiment.run_devices(
+            fw, chosen, cases_for, policy=policy, cpu_threads=threads, case_timeout_s=timeout_s,
+            on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
+            on_result=lambda r: bar.advance(task),
+        )
+    options = {"parts": part_list, "batches": batch_list, "devices": [d.name for d in chosen], "min_time_s": mt,
+               "quick": quick, "cpu_threads": threads, "case_timeout_s": timeout_s, "framework": fw,
+               "model": model_fn.text if model_fn else "seeds 001+002", "data": data_fn.text if data_fn else None}
+    if quick:
+        options["quick_sizes"] = _quick_text(batch_list)
+    record = experiment.make_record("train", ["whichdevice", *sys.argv[1:]], options, fw, found,
+                                    sessions, results, notes)
+    png = json_file.with_suffix(".png") if json_path else out_dir / f"train-{ts}.png"
+    render_train(record, png, loglog=not linear)
+    write_record(record, json_file, png)
+
+
+def render_train(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
+    report = analyze_training(record)
+    terminal.render_train(console, record, report, quality.timing_warnings(record), quality.failures(record))
+    png.parent.mkdir(parents=True, exist_ok=True)
+    if report.sweep:
+        plots.plot_batch_sweep(report.sweep, png, loglog=loglog,
+                               title="Training step time and samples/s vs batch size — whichdevice")
+        return
+    run = next((r for r in record.results if r.timing is not None and r.timing.number_per_sample == 1), None)
+    if run is None:
+        run = next((r for r in record.results if r.timing is not None), None)
+    steps = list(run.timing.warmup_s) + list(run.timing.samples_s) if run else []
+    plots.plot_steps(steps, len(run.timing.warmup_s) if run else 0, png,
+                     title=f"{run.spec.device} {terminal._run_label(run.spec.params)}" if run else "no data")
+
+
+REPORTERS["train"] = render_train

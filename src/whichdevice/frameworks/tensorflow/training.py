@@ -1,0 +1,65 @@
+"""TensorFlow-only training pieces: seed 001's ``tf.function`` + ``GradientTape`` train step
+and the ``tf.data`` pipelines of seeds 001 and 002. Imported by ``workloads/train.py`` through
+``whichdevice.frameworks.<name>.training`` inside a child (it imports TensorFlow)."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+
+def train_step(model, optimizer, loss_fn):
+    """Seed 001's train step. The seed passes model, optimizer and loss as arguments of the
+    ``tf.function``; they are closed over here instead (same graph, and Keras 3 objects are
+    not valid ``tf.function`` arguments). Returns the loss tensor (not read back)."""
+
+    @tf.function
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            logits = model(x, training=True)
+            loss = loss_fn(y, logits)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    return step
+
+
+def dataset(x, y, batch: int, *, shuffle: int | None = None):
+    """``from_tensor_slices`` [+ ``shuffle``] + ``batch`` + ``prefetch(AUTOTUNE)``, as the seeds."""
+    ds = tf.data.Dataset.from_tensor_slices((x, y))
+    if shuffle:
+        ds = ds.shuffle(shuffle)
+    return ds.batch(batch).prefetch(tf.data.AUTOTUNE)
+
+
+def is_dataset(obj) -> bool:
+    return isinstance(obj, tf.data.Dataset)
+
+
+def looks_batched(ds) -> bool:
+    """True when the first component's leading dimension is unknown (a batched dataset)."""
+    spec = ds.element_spec
+    first = spec[0] if isinstance(spec, tuple) else spec
+    shape = getattr(first, "shape", None)
+    return shape is not None and shape.rank is not None and shape.rank >= 1 and shape[0] is None
+
+
+def user_dataset(ds, batch: int, samples: int | None):
+    """A user's dataset of (x, y) re-batched to ``batch`` (unbatched first if it was batched),
+    cut to ``samples`` elements, prefetched."""
+    if looks_batched(ds):
+        ds = ds.unbatch()
+    if samples:
+        ds = ds.take(samples)
+    return ds.batch(batch).prefetch(tf.data.AUTOTUNE)
+
+
+def on_device(x, y, device_scope):
+    """One batch copied to the device once (for steady steps without input costs)."""
+    with device_scope:
+        return tf.identity(tf.convert_to_tensor(x)), tf.identity(tf.convert_to_tensor(y))
+
+
+def read_back(loss) -> float:
+    """``.numpy()``: the host read that the seed does every step (a device sync)."""
+    return loss.numpy()

@@ -1,0 +1,264 @@
+"""Seeds 001 and 002 as training measurements, and the same for the user's own model.
+
+One workload (``train``), four kinds of case (the ``kind`` parameter):
+
+- ``create`` (seed 001 ex1): building the model (``op=create``) or ``clone_model`` of it
+  (``op=clone``) inside the device scope, timed by ``timing.measure``: the first call
+  includes Keras/TensorFlow start-up on that device, the samples are the steady cost.
+- ``loop`` (seed 001 ex2/ex3, seed 002 with a custom loop): the seed's loop as written —
+  ``tf.function`` + ``GradientTape`` step, ``.numpy()`` after every step, over numpy slices
+  (ex2) or a ``tf.data`` pipeline (ex3, seed 002) — every step timed on its own
+  (``steps.time_loop``): first step apart, the other steps the steady samples.
+- ``fit``: the same models and data through ``model.fit``, every batch timed by
+  ``whichdevice.keras.StepTimer(sync=True)``; the first epoch is the warm-up, later
+  epochs the steady samples; epoch wall times go into the metrics.
+- ``steady``: one train step on a batch already on the device, timed in synchronized
+  blocks by ``timing.measure`` — with ``sync=each`` the loss is read back (``.numpy()``)
+  after every step as the seeds do, with ``sync=none`` only at the end of a block. Run
+  over batch sizes it is the batch sweep; each vs none is the cost of syncing every step.
+
+Metric ``samples_per_step`` (= the batch) turns step times into samples/s.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+
+from whichdevice.records import CaseSpec
+from whichdevice.steps import raw_from_steps, time_loop
+from whichdevice.timing import RawTiming, TimingPolicy, measure
+from whichdevice.workloads import models
+
+KINDS = ("create", "loop", "fit", "steady")
+SYNC_MODES = ("each", "none")
+DEFAULT_BATCHES: tuple[int, ...] = tuple(2**k for k in range(3, 14))  # 8 ... 8192
+QUICK_BATCHES: tuple[int, ...] = (8, 32, 128, 512, 2048, 8192)
+MAX_BATCH = 65536
+
+# The seeds' runs: (example, model, samples, batch, data, epochs). ``data``: numpy slices
+# (ex2), tf.data batch+prefetch (ex3), tf.data shuffle+batch+prefetch (seed 002).
+SEED_RUNS = (
+    ("ex2", "seed001", 1000, 10, "numpy", 1),
+    ("ex3", "seed001", 100_000, 32, "tfdata", 1),
+    ("seed002", "seed002", 10_000, 512, "tfdata_shuffle", 3),
+)
+# --quick: ex3 on 10 000 samples instead of 100 000 (same batch, same pipeline).
+QUICK_SAMPLES = {"ex3": 10_000}
+FIT_EPOCHS = {"ex2": 2, "ex3": 2, "seed002": 3}  # seed 002 fits 3 epochs; 2 = one warm, one steady
+
+
+def _steps(samples: int, batch: int) -> int:
+    return math.ceil(samples / batch)
+
+
+def build_cases(framework: str, device: str, *, quick: bool, batches, parts, user: dict | None = None,
+                samples: int | None = None, user_batch: int = 32) -> list[CaseSpec]:
+    """Cases for one device, cheapest first (creation must be the first thing the child does,
+    so its first call carries the device's start-up). ``parts``: subset of create, loop,
+    fit, sweep, sync. ``user``: the user's model parameters (replaces the seeds' models)."""
+    def spec(**params) -> CaseSpec:
+        return CaseSpec(workload="train", framework=framework, device=device, params={**(user or {}), **params})
+
+    cases: list[CaseSpec] = []
+    sweep_model = "user" if user else "seed001"
+    if "create" in parts:
+        for op in ("create", "clone"):
+            cases.append(spec(kind="create", model=sweep_model, example="ex1" if not user else "user", op=op))
+    runs = ([("user", "user", samples or 10_000, user_batch, "tfdata", 2)] if user else
+            [(ex, m, QUICK_SAMPLES.get(ex, n) if quick else n, b, d, e) for ex, m, n, b, d, e in SEED_RUNS])
+    if "loop" in parts:
+        for ex, m, n, b, d, e in runs:
+            cases.append(spec(kind="loop", model=m, example=ex, samples=n, batch=b, data=d, epochs=e))
+    if "fit" in parts:
+        for ex, m, n, b, d, e in runs:
+            data = "numpy" if d == "numpy" else d
+            cases.append(spec(kind="fit", model=m, example=ex, samples=n, batch=b, data=data,
+                              epochs=2 if user else FIT_EPOCHS[ex]))
+    if "sync" in parts and "sweep" not in parts:
+        for b in sorted({10, 512} if not user else {user_batch}):
+            for s in SYNC_MODES:
+                cases.append(spec(kind="steady", model=sweep_model, batch=b, sync=s))
+    if "sweep" in parts:
+        for s in (SYNC_MODES if "sync" in parts else ("none",)):
+            for b in sorted(batches):
+                cases.append(spec(kind="steady", model=sweep_model, batch=b, sync=s))
+    return cases
+
+
+# ---------------- inside the child ----------------
+
+def _training(fw):
+    return importlib.import_module(f"whichdevice.frameworks.{fw.name}.training")
+
+
+def _shape(text) -> tuple[int, ...]:
+    return tuple(int(t) for t in str(text).split(",") if t.strip())
+
+
+class _Model:
+    """Builds the case's model and its data, built-in or the user's."""
+
+    def __init__(self, params: dict):
+        self.p = params
+        self.name = str(params["model"])
+
+    def build(self):
+        if self.name == "user":
+            from whichdevice import userfile
+
+            return userfile.call_model_function(self.p["model_file"], str(self.p["model_fn"]))
+        return models.build(self.name)
+
+    @property
+    def classes(self):
+        if self.name == "user":
+            c = self.p.get("label_classes")
+            return int(c) if c is not None else None
+        return models.SPECS[self.name].classes
+
+    def optimizer_and_loss(self, model):
+        import keras
+
+        if self.name != "user":
+            return models.optimizer_and_loss(self.name)
+        compiled = getattr(model, "optimizer", None) is not None and getattr(model, "loss", None) is not None
+        if compiled:
+            loss = model.loss if callable(model.loss) else keras.losses.get(model.loss)
+            return model.optimizer, loss
+        return keras.optimizers.Adam(0.001), models.default_loss(self.classes)
+
+    def compile_for_fit(self, model) -> None:
+        if self.name == "seed002":
+            model.compile(optimizer="adam", loss="binary_crossentropy")  # the seed's own line
+        elif self.name == "seed001":
+            opt, loss = models.optimizer_and_loss("seed001")
+            model.compile(optimizer=opt, loss=loss)
+        elif getattr(model, "optimizer", None) is None or not getattr(model, "compiled", False):
+            model.compile(optimizer="adam", loss=models.default_loss(self.classes))
+
+    def arrays(self, n: int):
+        if self.name == "user":
+            out = _shape(self.p["output_shape"]) if self.p.get("output_shape") else None
+            return models.synthetic_data(n, _shape(self.p["input_shape"]), self.classes, output_shape=out)
+        return models.seed_data(self.name, n)
+
+    def dataset(self, training, n: int, batch: int, data: str):
+        """The case's input: numpy arrays (``data=numpy``) or a tf.data pipeline."""
+        if self.name == "user" and self.p.get("data_file"):
+            from whichdevice import userfile
+
+            ds = userfile.call_data_function(self.p["data_file"], str(self.p["data_fn"]))
+            return training.user_dataset(ds, batch, n)
+        x, y = self.arrays(n)
+        if data == "numpy":
+            return x, y
+        return training.dataset(x, y, batch, shuffle=n if data == "tfdata_shuffle" else None)
+
+    def one_batch(self, training, batch: int):
+        if self.name == "user" and self.p.get("data_file"):
+            ds = self.dataset(training, batch, batch, "tfdata")
+            x, y = next(iter(ds))
+            return x.numpy(), y.numpy()
+        return self.arrays(batch)
+
+
+def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tuple[RawTiming, dict]:
+    kind = spec.params["kind"]
+    runner = {"create": _run_create, "loop": _run_loop, "fit": _run_fit, "steady": _run_steady}.get(kind)
+    if runner is None:
+        raise ValueError(f"unknown train case kind {kind!r}")
+    return runner(spec, fw, policy, overhead_s)
+
+
+def _run_create(spec, fw, policy, overhead_s):
+    import keras
+
+    m = _Model(spec.params)
+    scope = lambda: fw.placement.scope(spec.device)  # noqa: E731
+    if spec.params["op"] == "create":
+        def fn():
+            with scope():
+                return m.build()
+    else:
+        with scope():
+            model = m.build()
+
+        def fn():
+            with scope():
+                return keras.models.clone_model(model)
+    raw = measure(fn, sync=fw.sync.sync, policy=policy, overhead_s=overhead_s)
+    return raw, {}
+
+
+def _run_loop(spec, fw, policy, overhead_s):
+    training = _training(fw)
+    m = _Model(spec.params)
+    n, b, epochs = int(spec.params["samples"]), int(spec.params["batch"]), int(spec.params["epochs"])
+    data = str(spec.params["data"])
+    times: list[float] = []
+    epoch_s: list[float] = []
+    with fw.placement.scope(spec.device):
+        model = m.build()
+        opt, loss = m.optimizer_and_loss(model)
+        step = training.train_step(model, opt, loss)
+        inputs = m.dataset(training, n, b, data)
+        if data == "numpy":
+            x, y = inputs
+            # Seed 001 ex2: for i in range(100): batch_index = (i*10) % 1000; slice; step; .numpy()
+            batches = [(x[(i * b) % n:(i * b) % n + b], y[(i * b) % n:(i * b) % n + b]) for i in range(_steps(n, b))]
+        else:
+            batches = inputs
+        for _ in range(epochs):
+            t = time_loop(batches, lambda xy: training.read_back(step(xy[0], xy[1])), sync=fw.sync.sync)
+            times.extend(t)
+            epoch_s.append(sum(t))
+    raw = raw_from_steps(times, warmup_steps=1, overhead_s=overhead_s)
+    metrics = {"samples_per_step": float(b), "steps": float(len(times)), "loop_s": float(sum(times)),
+               "epochs": float(epochs)}
+    metrics.update({f"epoch_{i + 1}_s": s for i, s in enumerate(epoch_s)})
+    return raw, metrics
+
+
+def _run_fit(spec, fw, policy, overhead_s):
+    from whichdevice.keras import StepTimer
+
+    training = _training(fw)
+    m = _Model(spec.params)
+    n, b, epochs = int(spec.params["samples"]), int(spec.params["batch"]), int(spec.params["epochs"])
+    data = str(spec.params["data"])
+    with fw.placement.scope(spec.device):
+        model = m.build()
+        m.compile_for_fit(model)
+        inputs = m.dataset(training, n, b, data)
+        # Warm-up = the whole first epoch (tracing in its first batch, pipeline start-up).
+        timer = StepTimer(None, warmup_batches=_steps(n, b), sync=True, batch_size=b)
+        if data == "numpy":
+            x, y = inputs
+            model.fit(x, y, batch_size=b, epochs=epochs, verbose=0, callbacks=[timer])
+        else:
+            model.fit(inputs, epochs=epochs, verbose=0, callbacks=[timer])
+    spe = timer.batch_epochs.count(0)
+    raw = raw_from_steps(timer.batch_times_s, warmup_steps=spe, overhead_s=overhead_s)
+    return raw, timer.metrics()
+
+
+def _run_steady(spec, fw, policy, overhead_s):
+    training = _training(fw)
+    m = _Model(spec.params)
+    b = int(spec.params["batch"])
+    each = spec.params["sync"] == "each"
+    with fw.placement.scope(spec.device):
+        model = m.build()
+        opt, loss = m.optimizer_and_loss(model)
+        step = training.train_step(model, opt, loss)
+        x, y = m.one_batch(training, b)
+        xb, yb = training.on_device(x, y, fw.placement.scope(spec.device))
+
+    def fn():
+        with fw.placement.scope(spec.device):
+            out = step(xb, yb)
+        return training.read_back(out) if each else out
+
+    raw = measure(fn, sync=fw.sync.sync, policy=policy, overhead_s=overhead_s)
+    return raw, {"samples_per_step": float(b)}
