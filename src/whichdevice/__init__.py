@@ -9,3 +9,19 @@ Data flows one way (see README "How it works"):
 """
 
 __version__ = "0.1.0"
+
+__all__ = ["Result", "UsageError", "load", "matmul"]
+
+
+def __getattr__(name: str):
+    # Lazy: `import whichdevice` stays cheap, and child processes (which import
+    # whichdevice.child) never load matplotlib or jinja2 they do not need.
+    if name in ("matmul", "load", "Result"):
+        from whichdevice import api
+
+        return getattr(api, name)
+    if name == "UsageError":
+        from whichdevice.errors import UsageError
+
+        return UsageError
+    raise AttributeError(f"module 'whichdevice' has no attribute {name!r}")

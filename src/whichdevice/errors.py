@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 
-class UsageError(Exception):
+class UsageError(ValueError):
     """Bad input from the user: names the argument and says how to fix it.
 
-    The CLI prints ``str(error)`` on one line and exits with code 2, writing nothing.
+    The CLI prints ``str(error)`` on one line and exits with code 2, writing nothing; the
+    Python API raises it (a ``ValueError``) with the same message.
     """
 
     exit_code = 2

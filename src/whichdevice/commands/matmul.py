@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -11,7 +10,6 @@ from rich.markup import escape
 
 from whichdevice import experiment, records
 from whichdevice.analysis import quality
-from whichdevice.analysis.sweep import analyze_sweep
 from whichdevice.commands.common import (
     DEFAULT_OUT,
     REPORTERS,
@@ -23,22 +21,14 @@ from whichdevice.commands.common import (
     stamp,
     write_record,
 )
-from whichdevice.frameworks import FRAMEWORKS
-from whichdevice.present import html, plots, terminal
+from whichdevice.present import html, terminal
 from whichdevice.present.tables import sweep_grid
-from whichdevice.timing import TimingPolicy
 from whichdevice.validate import (
     check_output_dir,
     check_output_file,
-    parse_choice,
-    parse_choice_list,
-    parse_int_list,
-    parse_positive_float,
-    parse_positive_int,
 )
-from whichdevice.workloads import matmul as matmul_workload
+from whichdevice.api import MatmulOptions, matmul_report, run_matmul
 
-MAX_MATMUL_N = 32768  # two float32 operands + result = 12 GiB: beyond that, not a laptop question
 
 
 @app.command()
@@ -57,40 +47,22 @@ def matmul(
     linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
 ) -> None:
     """Seed 000: matrix multiplication time vs size on every device; where the GPU starts to win."""
-    fw = parse_choice(framework, "--framework", FRAMEWORKS)
-    size_list = parse_int_list(sizes, "--sizes", maximum=MAX_MATMUL_N, example="100,1000,4000")
-    if size_list is None:
-        size_list = list(matmul_workload.QUICK_SIZES if quick else matmul_workload.SEED_SIZES)
-    modes = parse_choice_list(mode, "--mode", matmul_workload.MODES)
-    dt = parse_choice(dtype, "--dtype", matmul_workload.DTYPES)
-    wanted = experiment.parse_device_filter(device)
-    mt = parse_positive_float(min_time, "--min-time", "0.2") or (0.05 if quick else 0.2)
-    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
-    timeout_s = parse_positive_float(case_timeout, "--case-timeout", "900")
+    opts = MatmulOptions.parse(sizes=sizes, modes=mode, dtype=dtype, devices=device, quick=quick,
+                               min_time_s=min_time, cpu_threads=cpu_threads, case_timeout_s=case_timeout,
+                               framework=framework)
     out_dir = check_output_dir(out, "--out")
     ts = stamp()
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"matmul-{ts}.json"
-    experiment.require_installed(fw)
-
-    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
-    found = experiment.discover(fw)
-    chosen = experiment.select_devices(found, wanted)
-    policy = TimingPolicy(min_time_s=mt)
-    total = len(chosen) * len(size_list) * len(modes)
+    experiment.require_installed(opts.framework)
+    err_console.print(f"Looking for devices ({escape(opts.framework)} import takes a few seconds)…")
     with progress() as bar:
-        task = bar.add_task("starting", total=total)
-        sessions, results, notes = experiment.run_devices(
-            fw, chosen,
-            lambda d: matmul_workload.build_cases(fw, d.name, size_list, modes, dt),
-            policy=policy, cpu_threads=threads, case_timeout_s=timeout_s,
+        task = bar.add_task("starting", total=None)
+        record = run_matmul(
+            opts,
+            on_total=lambda n: bar.update(task, total=n),
             on_start=lambda key: bar.update(task, description=escape(describe_key(key))),
             on_result=lambda r: bar.advance(task),
         )
-    options = {"sizes": size_list, "modes": modes, "dtype": dt, "devices": [d.name for d in chosen],
-               "min_time_s": mt, "quick": quick, "cpu_threads": threads, "case_timeout_s": timeout_s,
-               "framework": fw}
-    record = experiment.make_record("matmul", ["whichdevice", *sys.argv[1:]], options, fw, found,
-                                    sessions, results, notes)
     png = json_file.with_suffix(".png") if json_path else out_dir / f"matmul-{ts}.png"
     render_matmul(record, png, loglog=not linear)
     write_record(record, json_file, png)
@@ -98,19 +70,13 @@ def matmul(
 
 def render_matmul(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
     """Terminal tables, the PNG plot and the HTML report (``png`` with .html) of a matmul record."""
-    tables = analyze_sweep(record, "n", work_metric="flops_per_call")
-    warnings, failures = quality.timing_warnings(record), quality.failures(record)
     terminal.render_header(console, record)
-    grids = [sweep_grid(t, "n", "FLOP/s") for t in tables]
-    for g in grids:
-        terminal.render_grid(console, g)
-    terminal.render_notes(console, record, warnings, failures)
     png.parent.mkdir(parents=True, exist_ok=True)
-    dtype = record.options.get("dtype", "")
-    plots.plot_sweep(tables, png, x_label="matrix size n (n x n)", loglog=loglog,
-                     title=f"Matrix multiplication time vs size ({dtype}) — whichdevice")
-    section = html.Section("Matrix multiplication (seed 000)", grids=grids, pngs=[png])
-    html.write_html(png.with_suffix(".html"), html.render_html(record, [section], warnings=warnings, failures=failures))
+    tables, page = matmul_report(record, png, loglog=loglog)
+    for t in tables:
+        terminal.render_grid(console, sweep_grid(t, "n", "FLOP/s"))
+    terminal.render_notes(console, record, quality.timing_warnings(record), quality.failures(record))
+    html.write_html(png.with_suffix(".html"), page)
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
 
 

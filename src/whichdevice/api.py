@@ -1,0 +1,168 @@
+"""Python API mirroring the command line, for scripts and notebooks.
+
+    import whichdevice
+    result = whichdevice.matmul(sizes=[100, 1000], modes=["steady"])
+    result              # in a notebook: the HTML report, plots inlined
+    print(result)       # the crossover per mode
+    result.save("out")  # JSON record + PNG + HTML, like the CLI
+
+Bad arguments raise ``whichdevice.UsageError`` (a ValueError) naming the argument and the
+fix, exactly as the CLI reports them. Measurements run in child processes, as in the CLI.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from whichdevice import experiment, records
+from whichdevice.analysis import quality
+from whichdevice.analysis.sweep import Table, analyze_sweep
+from whichdevice.frameworks import FRAMEWORKS
+from whichdevice.present import html, plots
+from whichdevice.present.tables import sweep_grid
+from whichdevice.records import CaseResult, RunRecord
+from whichdevice.timing import TimingPolicy
+from whichdevice.validate import (
+    parse_choice,
+    parse_choice_list,
+    parse_int_list,
+    parse_positive_float,
+    parse_positive_int,
+)
+from whichdevice.workloads import matmul as matmul_workload
+
+MAX_MATMUL_N = 32768  # two float32 operands + result = 12 GiB: beyond that, not a laptop question
+
+
+def _csv(values: str | Sequence | None) -> str | None:
+    if values is None or isinstance(values, str):
+        return values
+    return ",".join(str(v) for v in values)
+
+
+def _opt_str(value) -> str | None:
+    return None if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class MatmulOptions:
+    """Checked options of a matmul sweep (the CLI and the API build the same thing)."""
+
+    framework: str
+    sizes: list[int]
+    modes: list[str]
+    dtype: str
+    devices: list[str] | None
+    min_time_s: float
+    quick: bool
+    cpu_threads: int | None
+    case_timeout_s: float
+
+    @classmethod
+    def parse(cls, *, sizes=None, modes="steady,seed", dtype="float32", devices=None, quick=False,
+              min_time_s=None, cpu_threads=None, case_timeout_s=900, framework="tensorflow") -> MatmulOptions:
+        fw = parse_choice(str(framework), "--framework", FRAMEWORKS)
+        size_list = parse_int_list(_csv(sizes), "--sizes", maximum=MAX_MATMUL_N, example="100,1000,4000")
+        if size_list is None:
+            size_list = list(matmul_workload.QUICK_SIZES if quick else matmul_workload.SEED_SIZES)
+        return cls(
+            framework=fw,
+            sizes=size_list,
+            modes=parse_choice_list(_csv(modes), "--mode", matmul_workload.MODES),
+            dtype=parse_choice(str(dtype), "--dtype", matmul_workload.DTYPES),
+            devices=experiment.parse_device_filter(_csv(devices)),
+            min_time_s=parse_positive_float(_opt_str(min_time_s), "--min-time", "0.2") or (0.05 if quick else 0.2),
+            quick=bool(quick),
+            cpu_threads=parse_positive_int(_opt_str(cpu_threads), "--cpu-threads", "4"),
+            case_timeout_s=parse_positive_float(_opt_str(case_timeout_s), "--case-timeout", "900"),
+        )
+
+
+def run_matmul(opts: MatmulOptions, *, on_start: Callable[[str], None] | None = None,
+               on_result: Callable[[CaseResult], None] | None = None,
+               on_total: Callable[[int], None] | None = None) -> RunRecord:
+    """Discover devices, run the sweep (one child per device), return the record."""
+    experiment.require_installed(opts.framework)
+    found = experiment.discover(opts.framework)
+    chosen = experiment.select_devices(found, opts.devices)
+    if on_total:
+        on_total(len(chosen) * len(opts.sizes) * len(opts.modes))
+    sessions, results, notes = experiment.run_devices(
+        opts.framework, chosen,
+        lambda d: matmul_workload.build_cases(opts.framework, d.name, opts.sizes, opts.modes, opts.dtype),
+        policy=TimingPolicy(min_time_s=opts.min_time_s), cpu_threads=opts.cpu_threads,
+        case_timeout_s=opts.case_timeout_s, on_start=on_start, on_result=on_result,
+    )
+    options = {"sizes": opts.sizes, "modes": opts.modes, "dtype": opts.dtype, "devices": [d.name for d in chosen],
+               "min_time_s": opts.min_time_s, "quick": opts.quick, "cpu_threads": opts.cpu_threads,
+               "case_timeout_s": opts.case_timeout_s, "framework": opts.framework}
+    return experiment.make_record("matmul", ["whichdevice", *sys.argv[1:]], options, opts.framework, found,
+                                  sessions, results, notes)
+
+
+def matmul_report(record: RunRecord, png: Path, *, loglog: bool = True) -> tuple[list[Table], str]:
+    """Analysis tables, the PNG plot written to ``png`` and the HTML page (as a string)."""
+    tables = analyze_sweep(record, "n", work_metric="flops_per_call")
+    dtype = record.options.get("dtype", "")
+    plots.plot_sweep(tables, png, x_label="matrix size n (n x n)", loglog=loglog,
+                     title=f"Matrix multiplication time vs size ({dtype}) — whichdevice")
+    section = html.Section("Matrix multiplication (seed 000)", grids=[sweep_grid(t, "n", "FLOP/s") for t in tables],
+                           pngs=[png])
+    page = html.render_html(record, [section], warnings=quality.timing_warnings(record),
+                            failures=quality.failures(record))
+    return tables, page
+
+
+@dataclass(frozen=True)
+class Result:
+    """A measured (or loaded) record with its analysis; shows itself in a notebook."""
+
+    record: RunRecord
+
+    @property
+    def tables(self) -> list[Table]:
+        return analyze_sweep(self.record, "n", work_metric="flops_per_call")
+
+    def crossovers(self) -> dict[str, str]:
+        """Per table title and device: the crossover sentence."""
+        return {f"{t.title} {d}": c.describe("n") for t in self.tables for d, c in t.crossovers.items()}
+
+    def __str__(self) -> str:
+        lines = [f"whichdevice {self.record.experiment}: {len(self.record.results)} cases"]
+        lines += [f"  {k}: {v}" for k, v in self.crossovers().items()]
+        lines += [f"  note: {n}" for n in self.record.notes]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        with tempfile.TemporaryDirectory() as tmp:
+            _, page = matmul_report(self.record, Path(tmp) / "plot.png")
+        return page
+
+    def save(self, folder: str | Path, name: str | None = None) -> Path:
+        """Write NAME.json, NAME.png and NAME.html into ``folder``; returns the JSON path."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = name or f"{self.record.experiment}-{self.record.created_at.replace(':', '').replace('+0000', '')}"
+        png = folder / f"{stem}.png"
+        _, page = matmul_report(self.record, png)
+        html.write_html(png.with_suffix(".html"), page)
+        records.save_run(self.record, png.with_suffix(".json"))
+        return png.with_suffix(".json")
+
+
+def matmul(sizes=None, modes=("steady", "seed"), dtype="float32", devices=None, quick=False, min_time_s=None,
+           cpu_threads=None, case_timeout_s=900, framework="tensorflow") -> Result:
+    """Seed 000's sweep: matmul time vs size on every device (see ``whichdevice matmul``)."""
+    opts = MatmulOptions.parse(sizes=sizes, modes=modes, dtype=dtype, devices=devices, quick=quick,
+                               min_time_s=min_time_s, cpu_threads=cpu_threads, case_timeout_s=case_timeout_s,
+                               framework=framework)
+    return Result(run_matmul(opts))
+
+
+def load(path: str | Path) -> Result:
+    """A saved record (any whichdevice JSON) as a Result, without measuring."""
+    return Result(records.load_run(path))
