@@ -1,0 +1,74 @@
+"""Recommendations proven by measurement: A/B pairs of the same workload with one setting
+changed, compared with their spread.
+
+A "fix" is a parameter of a case (``steps_per_execution``, ``jit_compile``, ``batch``,
+``data``, ``sync`` ...). Two ok results form a pair when their specs are equal except for
+that one parameter; the speedup is per *sample* (``samples_per_step`` metric when the
+batch changes), so a larger batch is credited with the throughput it buys, not the
+longer step it takes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from whichdevice.analysis.compare import Comparison, compare
+from whichdevice.records import CaseResult, RunRecord, Timing
+
+
+@dataclass(frozen=True)
+class FixResult:
+    fix: str  # the parameter changed
+    device: str
+    baseline_value: object
+    variant_value: object
+    context: dict  # the parameters both cases share
+    comparison: Comparison  # baseline vs variant, per sample: ratio > 1 means the fix helps
+
+    @property
+    def speedup(self) -> float:
+        return self.comparison.ratio
+
+    def describe(self) -> str:
+        ctx = ", ".join(f"{k}={v}" for k, v in self.context.items() if k not in ("kind",))
+        c = self.comparison
+        if not c.significant:
+            verdict = f"no significant change ({c.ratio:.3g}x)"
+        elif c.ratio >= 1:
+            verdict = f"{c.ratio:.3g}x faster ({c.ratio_lo:.3g}-{c.ratio_hi:.3g})"
+        else:
+            verdict = f"{1 / c.ratio:.3g}x slower ({1 / c.ratio_hi:.3g}-{1 / c.ratio_lo:.3g})"
+        return f"{self.device} {self.fix}: {self.baseline_value} -> {self.variant_value}: {verdict} [{ctx}]"
+
+
+def _per_sample(r: CaseResult) -> Timing:
+    """The timing scaled to seconds per sample (when the case says how many per step)."""
+    n = r.metrics.get("samples_per_step")
+    t = r.timing
+    if not n or n == 1:
+        return t
+    scale = 1.0 / n
+    return Timing(first_call_s=t.first_call_s * scale, warmup_s=[w * scale for w in t.warmup_s],
+                  samples_s=[s * scale for s in t.samples_s], number_per_sample=t.number_per_sample,
+                  overhead_s=t.overhead_s * scale)
+
+
+def ab_fixes(record: RunRecord, fix: str, baseline_value, *, ignore: tuple[str, ...] = ()) -> list[FixResult]:
+    """Every pair (baseline, variant) that differs only in ``fix`` (and in ``ignore`` params)."""
+    ok = [r for r in record.results if r.status == "ok" and fix in r.spec.params]
+    out = []
+
+    def rest(r: CaseResult) -> tuple:
+        return (r.spec.workload, r.spec.device,
+                tuple(sorted((k, v) for k, v in r.spec.params.items() if k != fix and k not in ignore)))
+
+    for base in ok:
+        if base.spec.params[fix] != baseline_value:
+            continue
+        for var in ok:
+            if var is base or var.spec.params[fix] == baseline_value or rest(var) != rest(base):
+                continue
+            comp = compare("before", _per_sample(base), "after", _per_sample(var))
+            ctx = {k: v for k, v in base.spec.params.items() if k != fix and k not in ignore}
+            out.append(FixResult(fix, base.spec.device, baseline_value, var.spec.params[fix], ctx, comp))
+    return out

@@ -1,0 +1,44 @@
+import pytest
+from conftest import make_record
+
+from whichdevice.analysis.fixes import ab_fixes
+from whichdevice.records import CaseResult, CaseSpec, Timing
+
+
+def _r(device, samples, **params):
+    spec = CaseSpec(workload="train", framework="tensorflow", device=device, params=params)
+    t = Timing(first_call_s=samples[0], warmup_s=[samples[0]], samples_s=samples, number_per_sample=1, overhead_s=0)
+    return CaseResult(spec=spec, status="ok", timing=t, wall_s=0, metrics={"samples_per_step": params.get("batch", 1)})
+
+
+def test_pairs_differ_in_exactly_one_parameter():
+    rec = make_record([
+        _r("CPU:0", [1.0, 1.01, 0.99], kind="fit", batch=32, spe=1),
+        _r("CPU:0", [0.5, 0.51, 0.49], kind="fit", batch=32, spe=32),
+        _r("CPU:0", [0.2, 0.2, 0.2], kind="loop", batch=32, spe=32),  # other kind: not a pair
+        _r("GPU:0", [2.0, 2.0, 2.0], kind="fit", batch=32, spe=32),  # other device: not a pair
+    ], "train")
+    (fix,) = ab_fixes(rec, "spe", 1)
+    assert fix.variant_value == 32 and fix.device == "CPU:0"
+    assert fix.speedup == pytest.approx(2.0)
+    assert "2x faster" in fix.describe()
+
+
+def test_batch_fix_is_credited_per_sample():
+    # batch 10 -> 1000: the step takes 5x longer but carries 100x the samples: 20x faster per sample.
+    rec = make_record([
+        _r("CPU:0", [0.001, 0.001, 0.001], kind="steady", batch=10),
+        _r("CPU:0", [0.005, 0.005, 0.005], kind="steady", batch=1000),
+    ], "train")
+    (fix,) = ab_fixes(rec, "batch", 10)
+    assert fix.speedup == pytest.approx(20.0)
+
+
+def test_noise_gives_no_significant_change():
+    rec = make_record([
+        _r("CPU:0", [1.0, 1.2, 0.8, 1.1, 0.9], kind="fit", jit=False),
+        _r("CPU:0", [1.02, 1.22, 0.82, 1.12, 0.92], kind="fit", jit=True),
+    ], "train")
+    (fix,) = ab_fixes(rec, "jit", False)
+    assert not fix.comparison.significant
+    assert "no significant change" in fix.describe()
