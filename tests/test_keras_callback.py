@@ -1,0 +1,60 @@
+"""whichdevice.keras.StepTimer inside a real model.fit: per-batch times, warm-up apart, a record
+that `whichdevice report` renders."""
+
+import pytest
+
+pytestmark = pytest.mark.tf
+
+
+def _fit(timer, epochs=3, n=640, batch=32):
+    import keras
+    import numpy as np
+
+    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    x = np.random.rand(n, 16).astype("float32")
+    y = np.random.rand(n, 1).astype("float32")
+    model.fit(x, y, batch_size=batch, epochs=epochs, verbose=0, callbacks=[timer])
+    return model
+
+
+@pytest.mark.parametrize("sync", [False, True])
+def test_step_timer_in_real_fit_writes_a_reportable_record(tmp_path, capsys, sync):
+    from whichdevice.cli import main
+    from whichdevice.keras import StepTimer
+    from whichdevice.records import load_run
+
+    path = tmp_path / "run.json"
+    timer = StepTimer(path, warmup_batches=3, sync=sync, batch_size=32)
+    _fit(timer)
+    assert len(timer.batch_times_s) == 3 * 20 and len(timer.epoch_s) == 3
+    assert sum(timer.batch_times_s) <= sum(timer.epoch_s) + 1e-6
+    assert timer.batch_times_s[0] == max(timer.batch_times_s)  # the first batch traces the train step
+    record = load_run(path)
+    (result,) = record.results
+    assert result.spec.params["kind"] == "callback" and result.spec.params["sync"] == ("each" if sync else "none")
+    assert len(result.timing.warmup_s) == 3 and len(result.timing.samples_s) == 57
+    assert result.metrics["steps_per_epoch"] == 20 and result.metrics["samples_per_step"] == 32
+    with pytest.raises(SystemExit) as e:
+        main(["report", str(path)])
+        raise SystemExit(0)
+    out, err = capsys.readouterr()
+    assert e.value.code in (0, None), err
+    assert "callback" in out and (tmp_path / "run.png").exists()
+
+
+def test_step_timer_does_not_override_batch_end():
+    """Overriding on_train_batch_end would stop Keras dispatching batch-end callbacks on its
+    thread pool (JAX/torch backends) and change the run being measured."""
+    from keras.src import utils
+
+    from whichdevice.keras import StepTimer
+
+    assert utils.is_default(StepTimer().on_train_batch_end)
+
+
+def test_bad_arguments_say_how_to_fix():
+    from whichdevice.keras import StepTimer
+
+    with pytest.raises(ValueError, match="warmup_batches must be an integer >= 1"):
+        StepTimer(warmup_batches=0)
