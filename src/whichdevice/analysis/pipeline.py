@@ -1,0 +1,274 @@
+"""Input-pipeline analysis of a ``pipeline`` record: pure functions, records in, tables out.
+
+Per device, from the three measurements of every variant (workloads/pipeline.py):
+
+- **waiting for input**: the share of each training-loop step spent before the batch was on
+  the device (``input_wait_s / loop_s`` over the steady steps), classified with XProf's
+  thresholds (:func:`classify_input_bound`);
+- **speedups** of every variant over the first one (serial ``map``), for the pipeline alone
+  (seconds per batch) and for the whole loop (seconds per step), with their spread
+  (analysis/compare.py: a ratio of medians, its range from the quartiles, "no significant
+  difference" when the interquartile ranges overlap);
+- **stage costs**: seconds per example of each stage measured in isolation, minus the
+  consumer's own floor; the slowest stage is named (:func:`slowest_stage`);
+- **where the input work runs and whether the device idles**, from the loop's telemetry.
+
+Step picture (one training step, as ``both`` times it)::
+
+    |<- waiting for input ->|<------ computing (train step) ------>|
+    t0: next(iterator)      t1: batch on the device                t2: step done, synced
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from whichdevice.analysis.compare import Comparison, compare
+from whichdevice.records import CaseResult, RunRecord, Timing
+from whichdevice.telemetry import describe as describe_telemetry
+from whichdevice.telemetry import gpu_underfed, summarize
+
+# XProf's input-pipeline thresholds, openxla/xprof
+# xprof/convert/op_stats_to_input_pipeline_analysis.cc: input >= 20 % of the step time is
+# "HIGHLY input-bound", >= 5 % "MODERATELY input-bound", below that not input-bound.
+HIGHLY_INPUT_BOUND_PERCENT = 20.0
+MODERATELY_INPUT_BOUND_PERCENT = 5.0
+# XProf (xprof/convert/xplane_to_tf_data_stats.cc): tf.data is not the bottleneck when
+# IteratorGetNext takes at most 50 µs ("slower than 50 us" flags it).
+FAST_GET_NEXT_S = 50e-6
+
+HIGHLY, MODERATELY, NOT = "HIGHLY", "MODERATELY", "NOT"
+
+
+def input_wait_percent(input_wait_s: float, step_s: float) -> float:
+    """Share of the steps' time spent waiting for input, in percent (0 when nothing ran)."""
+    if step_s <= 0:
+        return 0.0
+    return 100.0 * min(max(input_wait_s, 0.0), step_s) / step_s
+
+
+def classify_input_bound(wait_percent: float) -> str:
+    """XProf's classification of a step-time share spent waiting for input:
+    ``HIGHLY`` (>= 20 %), ``MODERATELY`` (>= 5 %) or ``NOT`` input-bound."""
+    if wait_percent >= HIGHLY_INPUT_BOUND_PERCENT:
+        return HIGHLY
+    if wait_percent >= MODERATELY_INPUT_BOUND_PERCENT:
+        return MODERATELY
+    return NOT
+
+
+def describe_input_bound(wait_percent: float) -> str:
+    """XProf's sentence, e.g. 'HIGHLY input-bound: 41.2 % of each step waits for input'."""
+    cls = classify_input_bound(wait_percent)
+    what = "not input-bound" if cls == NOT else f"{cls} input-bound"
+    return f"{what}: {wait_percent:.1f} % of each step waits for input"
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """One stage in isolation: seconds of its own work per example (the consumer's floor
+    subtracted). ``below_floor``: the stage cost less than the spread of the floor."""
+
+    stage: str
+    seconds_per_example: float
+    floor_seconds_per_example: float
+    below_floor: bool
+
+    @property
+    def examples_per_s(self) -> float | None:
+        return 1.0 / self.seconds_per_example if self.seconds_per_example > 0 else None
+
+
+def stage_cost(result: CaseResult) -> StageCost | None:
+    """The isolated cost of one ``stage`` case, or None when it failed."""
+    if result.timing is None:
+        return None
+    m = result.metrics
+    n = m.get("examples_per_call", 1.0) or 1.0
+    floor = m.get("floor_s", 0.0)
+    spread = max(m.get("floor_q3_s", floor) - m.get("floor_q1_s", floor), 0.0)
+    own = result.timing.median_s - floor
+    return StageCost(str(result.spec.params.get("stage")), max(own, 0.0) / n, floor / n,
+                     below_floor=own <= spread)
+
+
+def slowest_stage(costs: list[StageCost]) -> StageCost | None:
+    """The stage with the most seconds per example (the pipeline's throughput limit when the
+    stages run one after the other); None without stages."""
+    return max(costs, key=lambda c: c.seconds_per_example, default=None)
+
+
+def speedup(baseline_name: str, baseline: Timing | None, other_name: str, other: Timing | None) -> Comparison | None:
+    """``other`` against ``baseline`` (same unit: seconds per batch or per step); > 1 faster."""
+    if baseline is None or other is None:
+        return None
+    return compare(baseline_name, baseline, other_name, other)
+
+
+@dataclass(frozen=True)
+class VariantRow:
+    variant: str
+    batch: int
+    pipeline: Timing | None  # seconds per batch, pipeline alone
+    loop: Timing | None  # seconds per step, pipeline + model
+    wait_percent: float | None
+    input_bound: str | None
+    wait_median_s: float | None
+    pipeline_speedup: Comparison | None  # vs the first variant
+    loop_speedup: Comparison | None
+    failed: list[str] = field(default_factory=list)
+
+    @property
+    def examples_per_s(self) -> float | None:
+        return self.batch / self.pipeline.median_s if self.pipeline and self.pipeline.median_s > 0 else None
+
+    @property
+    def loop_examples_per_s(self) -> float | None:
+        return self.batch / self.loop.median_s if self.loop and self.loop.median_s > 0 else None
+
+    @property
+    def wait_s(self) -> float | None:
+        """Median step's waiting part: the step median times the wait share."""
+        if self.loop is None or self.wait_percent is None:
+            return None
+        return self.loop.median_s * self.wait_percent / 100.0
+
+    @property
+    def compute_s(self) -> float | None:
+        return None if self.loop is None or self.wait_s is None else self.loop.median_s - self.wait_s
+
+
+@dataclass(frozen=True)
+class DeviceReport:
+    device: str
+    kind: str  # cpu | gpu
+    baseline: str | None  # the first variant
+    model: Timing | None
+    rows: list[VariantRow]
+    stages: list[StageCost]
+    slowest: StageCost | None
+    verdict: list[str]
+
+
+def _ok(results: list[CaseResult], **params) -> CaseResult | None:
+    for r in results:
+        if all(r.spec.params.get(k) == v for k, v in params.items()):
+            return r
+    return None
+
+
+def _variants(results: list[CaseResult]) -> list[str]:
+    seen: dict[str, None] = {}
+    for r in results:
+        if r.spec.params.get("part") in ("pipeline", "both"):
+            seen.setdefault(str(r.spec.params.get("variant")), None)
+    return list(seen)
+
+
+def variant_rows(results: list[CaseResult]) -> list[VariantRow]:
+    """One row per variant (in the record's order), speedups over the first variant."""
+    names = _variants(results)
+    rows: list[VariantRow] = []
+    base_pipe = base_loop = None
+    for i, v in enumerate(names):
+        pipe, loop = _ok(results, part="pipeline", variant=v), _ok(results, part="both", variant=v)
+        failed = [f"{r.spec.params.get('part')}: {r.error}" for r in (pipe, loop) if r is not None and r.status != "ok"]
+        pt = pipe.timing if pipe is not None else None
+        lt = loop.timing if loop is not None else None
+        wait = None
+        if lt is not None and loop is not None and "input_wait_s" in loop.metrics:
+            wait = input_wait_percent(loop.metrics["input_wait_s"], loop.metrics.get("loop_s", sum(lt.samples_s)))
+        batch = int((pipe or loop).spec.params.get("batch", 0)) if (pipe or loop) else 0
+        if loop is not None and loop.metrics.get("examples_per_step"):
+            batch = int(loop.metrics["examples_per_step"])
+        if i == 0:
+            base_pipe, base_loop = pt, lt
+        rows.append(VariantRow(
+            variant=v, batch=batch, pipeline=pt, loop=lt, wait_percent=wait,
+            input_bound=classify_input_bound(wait) if wait is not None else None,
+            wait_median_s=loop.metrics.get("input_wait_median_s") if loop is not None else None,
+            pipeline_speedup=speedup(names[0], base_pipe, v, pt) if i else None,
+            loop_speedup=speedup(names[0], base_loop, v, lt) if i else None,
+            failed=failed,
+        ))
+    return rows
+
+
+def _device_verdict(device: str, kind: str, rows: list[VariantRow], model: Timing | None,
+                    slowest: StageCost | None, n_cores: int | None) -> list[str]:
+    out: list[str] = []
+    measured = [r for r in rows if r.loop is not None and r.wait_percent is not None]
+    if measured:
+        first = measured[0]
+        out.append(f"{device}, {first.variant}: {describe_input_bound(first.wait_percent)}.")
+        best = min(measured, key=lambda r: r.loop.median_s)
+        if best is not first:
+            sp = best.loop_speedup
+            gain = f" ({sp.describe()} than {first.variant})" if sp else ""
+            out.append(f"{device}: fastest loop: {best.variant}{gain}; "
+                       f"{describe_input_bound(best.wait_percent)}.")
+        if model is not None and first.pipeline is not None:
+            # Perfect overlap cannot beat the slower of the two; no overlap is their sum.
+            bound = max(model.median_s, first.pipeline.median_s)
+            out.append(f"{device}: model step alone {model.median_s * 1e3:.3g} ms, {first.variant} pipeline alone "
+                       f"{first.pipeline.median_s * 1e3:.3g} ms per batch: a loop that overlaps them perfectly "
+                       f"takes ≥ {bound * 1e3:.3g} ms per step, one that does not ≈ "
+                       f"{(model.median_s + first.pipeline.median_s) * 1e3:.3g} ms "
+                       f"(measured {first.loop.median_s * 1e3:.3g} ms).")
+    by_name = {r.variant: r for r in rows}
+    py, tfops = by_name.get("pyfunc"), by_name.get("prefetch")
+    if py and tfops and py.pipeline and tfops.pipeline:
+        sp = speedup("tf ops", tfops.pipeline, "tf.py_function", py.pipeline)
+        out.append(f"{device}: the same preprocessing in Python (tf.py_function) vs in TF ops: {sp.describe()} "
+                   "(pipeline alone, per batch).")
+    if slowest is not None:
+        rate = slowest.examples_per_s
+        out.append(f"{device}: slowest stage: {slowest.stage} "
+                   f"({slowest.seconds_per_example * 1e6:.3g} µs per example"
+                   f"{f', {rate:,.0f} examples/s on one thread' if rate else ''}).")
+    loop_t = next((r.loop for r in measured if r.loop.telemetry is not None), None)
+    where = measured[0].variant if measured else None
+    if kind == "gpu":
+        line = (f"{device}: the tf.data work (read, map, augment) runs on the host CPU — tf.data's "
+                "kernels are CPU kernels — and only the train step runs on the GPU.")
+        if loop_t is not None:
+            s = summarize(loop_t.telemetry)
+            under = gpu_underfed(s)
+            if under is None:
+                line += f" GPU utilization was not available ({s.gpu_unavailable})."
+            else:
+                if under and measured[0].input_bound != NOT:
+                    why = "the GPU idles waiting for input"
+                elif under:
+                    why = "the GPU is under-used although input is not the limit (too little work per step)"
+                else:
+                    why = "the GPU is kept busy"
+                line += f" During the {where} loop: {describe_telemetry(s)} — {why}."
+        out.append(line)
+    elif loop_t is not None:
+        s = summarize(loop_t.telemetry)
+        cores = f"{n_cores} cores" if n_cores else "the cores"
+        out.append(f"{device}: input work and the train step share the same {cores}; during the {where} loop: "
+                   f"{describe_telemetry(s)}.")
+    return out
+
+
+def analyze_device(record: RunRecord, device: str) -> DeviceReport:
+    results = [r for r in record.results if r.spec.device == device and r.spec.workload == "pipeline"]
+    rows = variant_rows(results)
+    model_r = _ok(results, part="model")
+    model = model_r.timing if model_r is not None else None
+    stages = [c for c in (stage_cost(r) for r in results if r.spec.params.get("part") == "stage") if c is not None]
+    slowest = slowest_stage(stages)
+    kind = "gpu" if device.startswith("GPU") else "cpu"
+    session = next((s for s in record.sessions if s.device.name == device), None)
+    n_cores = record.machine.cpu_cores_logical if session is None or kind == "cpu" else None
+    return DeviceReport(device=device, kind=kind, baseline=rows[0].variant if rows else None, model=model,
+                        rows=rows, stages=stages, slowest=slowest,
+                        verdict=_device_verdict(device, kind, rows, model, slowest, n_cores))
+
+
+def analyze_pipeline(record: RunRecord) -> list[DeviceReport]:
+    """One report per device, in the record's order."""
+    devices = list(dict.fromkeys(r.spec.device for r in record.results if r.spec.workload == "pipeline"))
+    return [analyze_device(record, d) for d in devices]
