@@ -204,8 +204,8 @@ def _device_verdict(device: str, kind: str, rows: list[VariantRow], model: Timin
         best = min(measured, key=lambda r: r.loop.median_s)
         if best is not first:
             sp = best.loop_speedup
-            gain = f" ({sp.describe()} than {first.variant})" if sp else ""
-            out.append(f"{device}: fastest loop: {best.variant}{gain}; "
+            gain = f"{sp.describe()} than {first.variant}" if sp else best.variant
+            out.append(f"{device}: fastest loop: {gain}; "
                        f"{describe_input_bound(best.wait_percent)}.")
         if model is not None and first.pipeline is not None:
             # Perfect overlap cannot beat the slower of the two; no overlap is their sum.
@@ -266,6 +266,28 @@ def analyze_device(record: RunRecord, device: str) -> DeviceReport:
     return DeviceReport(device=device, kind=kind, baseline=rows[0].variant if rows else None, model=model,
                         rows=rows, stages=stages, slowest=slowest,
                         verdict=_device_verdict(device, kind, rows, model, slowest, n_cores))
+
+
+PER_STEP_PARTS = ("pipeline", "both")
+
+
+def block_timed(record: RunRecord) -> RunRecord:
+    """The record without its per-step cases (``pipeline``, ``both``): the cases whose
+    samples are block means, to which the usual noise warning (IQR/median > 10 %) applies."""
+    keep = [r for r in record.results if r.spec.params.get("part") not in PER_STEP_PARTS]
+    return record.model_copy(update={"results": keep})
+
+
+def step_jitter_note(record: RunRecord) -> str | None:
+    """One line on the per-step cases' spread, which is step-to-step jitter (one sample =
+    one batch, not a block mean), so it is reported once instead of warned about per case."""
+    rel = [r.timing.rel_iqr for r in record.results
+           if r.timing is not None and r.spec.params.get("part") in PER_STEP_PARTS and len(r.timing.samples_s) >= 2]
+    if not rel:
+        return None
+    return (f"per-batch and per-step times vary by {min(rel):.0%}-{max(rel):.0%} of their median (IQR/median): "
+            "one sample is one batch, so this is step-to-step jitter; the tables use medians. Raise --min-time "
+            "for more steps if the loop medians of two variants are within the noise (≈).")
 
 
 def analyze_pipeline(record: RunRecord) -> list[DeviceReport]:

@@ -149,3 +149,38 @@ def _save(fig, path: Path) -> Path:
     plt.close(fig)
     tmp.replace(path)  # atomic: never a half-written PNG
     return path
+
+
+def plot_input_wait(panels: list[tuple[str, list[tuple[str, float, float, str]]]], path: Path, *, title: str) -> Path:
+    """Stacked bars, one panel per device, one bar per pipeline variant: the median training
+    step split into waiting for input (top, hatched) and computing (bottom), in ms; each bar
+    labelled with its text (the analysis's wait share and class). ``panels``: (device,
+    [(variant, wait_s, compute_s, label), ...]) — every number comes from the analysis."""
+    n = max(1, len(panels))
+    fig, axes = plt.subplots(1, n, figsize=(max(6.5, 1.3 * max((len(b) for _, b in panels), default=1)) * n, 4.8),
+                             squeeze=False)
+    for ax, (device, bars) in zip(axes[0], panels):
+        names = [b[0] for b in bars]
+        wait_ms = [b[1] * 1e3 for b in bars]
+        comp_ms = [b[2] * 1e3 for b in bars]
+        xs = list(range(len(bars)))
+        color = _color(device, 0)
+        ax.bar(xs, comp_ms, color=color, alpha=0.85, label="computing (train step)")
+        ax.bar(xs, wait_ms, bottom=comp_ms, color="#ff7f0e", alpha=0.85, hatch="//", label="waiting for input")
+        for x, c, w, b in zip(xs, comp_ms, wait_ms, bars):
+            ax.annotate(b[3], (x, c + w), ha="center", va="bottom", fontsize=7, xytext=(0, 2),
+                        textcoords="offset points")
+        ax.set_xticks(xs, names, rotation=20, fontsize=8)
+        ax.set_ylabel("median step time (ms)")
+        ax.set_title(device, fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.margins(y=0.15)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(path)  # atomic: never a half-written PNG
+    return path

@@ -1,0 +1,197 @@
+"""`whichdevice pipeline`: seed 003's input pipeline (or the user's dataset) — is the model
+waiting for data, which stage is slow, which fix helps."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import psutil
+import typer
+from rich.markup import escape
+
+from whichdevice import experiment, frameworks, records, userfile
+from whichdevice.analysis import quality
+from whichdevice.analysis.pipeline import analyze_pipeline, block_timed, step_jitter_note
+from whichdevice.commands.common import (
+    DEFAULT_OUT,
+    REPORTERS,
+    app,
+    console,
+    describe_key,
+    err_console,
+    progress,
+    stamp,
+    write_record,
+)
+from whichdevice.errors import UsageError
+from whichdevice.present import html, plots, terminal
+from whichdevice.present.pipeline import stage_grid, variant_grid, wait_bars
+from whichdevice.timing import TimingPolicy
+from whichdevice.validate import (
+    check_output_dir,
+    check_output_file,
+    parse_choice,
+    parse_choice_list,
+    parse_positive_float,
+    parse_positive_int,
+)
+from whichdevice.workloads import pipeline as wl
+
+PIPELINE_FRAMEWORKS = ("tensorflow",)  # frameworks with a pipeline module
+QUICK_MIN_TIME_S = 0.1
+MAX_IMAGE_SIZE = 4096
+MAX_IMAGES = 1_000_000
+# The cache variant runs only when the cached float32 images take at most this share of the
+# memory available now: the rest is needed by the source arrays, TensorFlow and the model.
+CACHE_MEMORY_SHARE = 0.5
+
+
+@app.command()
+def pipeline(
+    images: Optional[str] = typer.Option(None, "--images", help=f"Number of synthetic images (default {wl.DEFAULT_IMAGES}; {wl.QUICK_IMAGES} with --quick; seed 003: {wl.SEED_IMAGES})."),
+    image_size: Optional[str] = typer.Option(None, "--image-size", help=f"Image side in pixels, size x size x 3 uint8 (default {wl.DEFAULT_SIZE}; {wl.QUICK_SIZE} with --quick; seed 003: {wl.SEED_SIZE})."),
+    batch: Optional[str] = typer.Option(None, "--batch", help=f"Batch size (default {wl.SEED_BATCH}, seed 003's)."),
+    net: str = typer.Option("small", "--net", help="Built-in model behind the pipeline: tiny, small or heavy (ignored with --model)."),
+    variants: Optional[str] = typer.Option(None, "--variants", help=f"Which variants, in ladder order: {','.join(wl.VARIANTS)} (default: all; the first is the baseline)."),
+    no_stages: bool = typer.Option(False, "--no-stages", help="Skip the per-stage measurements (read, parse, normalize, augment, batch)."),
+    heavy_stage: Optional[str] = typer.Option(None, "--heavy-stage", help=f"Construct a known slow stage to check the analyzer: {', '.join(wl.HEAVY_STAGES)} does --heavy-factor times its work."),
+    heavy_factor: Optional[str] = typer.Option(None, "--heavy-factor", help="How many times the --heavy-stage does its work (default 20)."),
+    model: Optional[str] = typer.Option(None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model for (size, size, 3) images or for --data's inputs."),
+    data: Optional[str] = typer.Option(None, "--data", help="Your input: FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (needs --model)."),
+    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
+    quick: bool = typer.Option(False, "--quick", help=f"{wl.QUICK_IMAGES} images of {wl.QUICK_SIZE}x{wl.QUICK_SIZE}, {QUICK_MIN_TIME_S:g} s per point: under 60 s on 2 cores."),
+    min_time: Optional[str] = typer.Option(None, "--min-time", help=f"Seconds of steady samples per measurement (default 0.2; {QUICK_MIN_TIME_S:g} with --quick)."),
+    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit TensorFlow to N threads (default: all cores)."),
+    case_timeout: str = typer.Option("600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
+    framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the PNG plot and the HTML report."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/pipeline-<time>.json."),
+) -> None:
+    """Seed 003: input pipeline alone, model alone, both — waiting-for-input share, variant ladder, slowest stage."""
+    fw = parse_choice(framework, "--framework", PIPELINE_FRAMEWORKS)
+    n_images = parse_positive_int(images, "--images", "512", maximum=MAX_IMAGES) or (
+        wl.QUICK_IMAGES if quick else wl.DEFAULT_IMAGES)
+    size = parse_positive_int(image_size, "--image-size", "128", maximum=MAX_IMAGE_SIZE) or (
+        wl.QUICK_SIZE if quick else wl.DEFAULT_SIZE)
+    n_batch = parse_positive_int(batch, "--batch", "32", maximum=65536) or wl.SEED_BATCH
+    net_name = parse_choice(net, "--net", wl.NETS)
+    heavy = None
+    if heavy_stage is not None:
+        heavy = (parse_choice(heavy_stage, "--heavy-stage", wl.HEAVY_STAGES),
+                 parse_positive_int(heavy_factor, "--heavy-factor", "20", maximum=10_000) or 20)
+    elif heavy_factor is not None:
+        raise UsageError("--heavy-factor", "only applies to --heavy-stage", "Add e.g. --heavy-stage augment, or drop it.")
+    if data is not None and model is None:
+        raise UsageError("--data", "needs --model (the built-in models take seed 003's images only)",
+                         "Add --model FILE.py:FUNCTION returning a Keras model for your data's inputs.")
+    if data is not None:
+        for arg, value in (("--variants", variants), ("--heavy-stage", heavy_stage), ("--images", images),
+                           ("--image-size", image_size)):
+            if value is not None:
+                raise UsageError(arg, "does not apply to --data (your dataset is measured as given and prefetched)",
+                                 f"Drop {arg}, or drop --data to measure seed 003's pipeline.")
+        variant_list = list(wl.USER_VARIANTS)
+    else:
+        chosen = parse_choice_list(variants, "--variants", wl.VARIANTS) or list(wl.VARIANTS)
+        variant_list = [v for v in wl.VARIANTS if v in chosen]
+    model_fn = userfile.parse_spec(model, "--model") if model else None
+    data_fn = userfile.parse_spec(data, "--data") if data else None
+    wanted = experiment.parse_device_filter(device)
+    mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else 0.2)
+    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
+    timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600")
+    out_dir = check_output_dir(out, "--out")
+    ts = stamp()
+    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"pipeline-{ts}.json"
+    experiment.require_installed(fw)
+
+    notes: list[str] = []
+    if "cache" in variant_list:
+        need, avail = wl.cache_bytes(n_images, size), psutil.virtual_memory().available
+        if need > CACHE_MEMORY_SHARE * avail:
+            variant_list.remove("cache")
+            notes.append(f"cache variant skipped: the cached float32 images need {need / 2**30:.3g} GiB, more than "
+                         f"{CACHE_MEMORY_SHARE:.0%} of the {avail / 2**30:.3g} GiB available; lower --images or --image-size.")
+    if not variant_list:
+        raise UsageError("--variants", "leaves nothing to measure", f"Pass one or more of: {', '.join(wl.VARIANTS)}.")
+
+    user = None
+    if model_fn is not None:
+        err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
+        facts = userfile.preflight(model_fn, None if data_fn else (size, size, 3), None, data_fn,
+                                   frameworks.env_module(fw).child_env("cpu"))
+        out_shape = facts.get("output_shape") or [1]
+        out_dim = int(out_shape[-1]) if out_shape else 1
+        user = {"net": "user", "model_file": str(model_fn.path), "model_fn": model_fn.function,
+                "out_dim": out_dim, "classes": out_dim if out_dim > 1 else 2}
+        if data_fn is not None:
+            user.update(data_file=str(data_fn.path), data_fn=data_fn.function)
+    stages = not no_stages and data_fn is None
+    if data_fn is not None:
+        notes.append("per-stage throughput is not measured for --data: a user's dataset is one opaque pipeline.")
+
+    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
+    found = experiment.discover(fw)
+    chosen = experiment.select_devices(found, wanted)
+    policy = TimingPolicy(min_time_s=mt)
+
+    def cases_for(d):
+        return wl.build_cases(fw, d.name, images=n_images, size=size, batch=n_batch, net=net_name,
+                              variants=variant_list, stages=stages, heavy=heavy, user=user)
+
+    total = sum(len(cases_for(d)) for d in chosen)
+    with progress() as bar:
+        task = bar.add_task("starting", total=total)
+        sessions, results, run_notes = experiment.run_devices(
+            fw, chosen, cases_for, policy=policy, cpu_threads=threads, case_timeout_s=timeout_s,
+            on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
+            on_result=lambda r: bar.advance(task),
+        )
+    options = {"images": n_images, "image_size": size, "batch": n_batch, "net": "user" if user else net_name,
+               "variants": variant_list, "stages": stages, "heavy_stage": heavy[0] if heavy else None,
+               "heavy_factor": heavy[1] if heavy else None, "devices": [d.name for d in chosen], "min_time_s": mt,
+               "quick": quick, "cpu_threads": threads, "case_timeout_s": timeout_s, "framework": fw,
+               "model": model_fn.text if model_fn else None, "data": data_fn.text if data_fn else None}
+    record = experiment.make_record("pipeline", ["whichdevice", *sys.argv[1:]], options, fw, found,
+                                    sessions, results, notes + run_notes)
+    png = json_file.with_suffix(".png") if json_path else out_dir / f"pipeline-{ts}.png"
+    render_pipeline(record, png, loglog=False)
+    write_record(record, json_file, png)
+
+
+def render_pipeline(record: records.RunRecord, png: Path, *, loglog: bool = False) -> None:
+    """Terminal tables and verdict, the stacked-bar PNG and the HTML report (``png`` with .html)
+    of a pipeline record. ``loglog`` is accepted for ``report`` and unused (bars are linear)."""
+    reports = analyze_pipeline(record)
+    jitter = step_jitter_note(record)
+    warnings = quality.timing_warnings(block_timed(record)) + ([jitter] if jitter else [])
+    failures = quality.failures(record)
+    terminal.render_header(console, record)
+    o = record.options
+    what = f"data {o.get('data')}" if o.get("data") else (
+        f"seed 003's pipeline on {o.get('images')} images of {o.get('image_size')}x{o.get('image_size')}x3")
+    heavy = f"; constructed slow stage: {o.get('heavy_stage')} x{o.get('heavy_factor')}" if o.get("heavy_stage") else ""
+    console.print(f"{escape(what)}, batch {o.get('batch')}, model {escape(str(o.get('model') or o.get('net')))}{escape(heavy)}")
+    sections, verdict = [], []
+    for rep in reports:
+        grids = [g for g in (variant_grid(rep), stage_grid(rep)) if g is not None]
+        for g in grids:
+            terminal.render_grid(console, g)
+        verdict.extend(rep.verdict)
+        sections.append(html.Section(f"{rep.device}: input pipeline", grids=grids))
+    for line in verdict:
+        console.print(f"[bold]→[/bold] {escape(line)}")
+    terminal.render_notes(console, record, warnings, failures)
+    png.parent.mkdir(parents=True, exist_ok=True)
+    panels = [(rep.device, wait_bars(rep)) for rep in reports]
+    plots.plot_input_wait(panels, png, title="Training step: waiting for input vs computing, per variant — whichdevice")
+    if sections:
+        sections[-1].pngs.append(png)
+    page = html.render_html(record, sections, verdict=verdict, warnings=warnings, failures=failures)
+    html.write_html(png.with_suffix(".html"), page)
+    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
+
+
+REPORTERS["pipeline"] = render_pipeline
