@@ -7,7 +7,8 @@ import pytest
 from conftest import h100_matmul_record, make_record, timing_of
 
 from whichdevice.analysis.sweep import analyze_sweep
-from whichdevice.analysis.verdict import break_even_steps, loglog_slope, regime, sweep_findings, warmup_dominated
+from whichdevice.analysis.verdict import loglog_slope, regime, sweep_findings, warmup_dominated
+from whichdevice.analysis.warmup import break_even
 from whichdevice.records import CaseResult, CaseSpec
 
 DATA = Path(__file__).parent / "data"
@@ -56,15 +57,15 @@ def test_keras_jax_small_fit_never_pays_back_its_warmup():
     cpu = json.loads((DATA / "keras_jax_cpu.json").read_text())["fit_1000_b10_epoch_s"]
     gpu = json.loads((DATA / "keras_jax_gpu.json").read_text())["fit_1000_b10_epoch_s"]
     steps = 100  # 1000 samples / batch 10
-    be = break_even_steps(cpu[0], cpu[1] / steps, gpu[0], gpu[1] / steps)
-    assert be is None  # GPU epochs are slower even when warm: never
+    be = break_even(cpu[0], cpu[1] / steps, gpu[0], gpu[1] / steps)
+    assert be.kind == "never"  # GPU epochs are slower even when warm
     assert warmup_dominated(be, run_steps=steps)
 
 
-def test_break_even_arithmetic():
-    assert break_even_steps(1.0, 0.010, 3.0, 0.002) == pytest.approx(250)
-    assert break_even_steps(1.0, 0.010, 0.5, 0.002) == 0.0
-    assert break_even_steps(1.0, 0.001, 3.0, 0.002) is None
+def test_warmup_dominated_when_break_even_is_beyond_the_run():
+    be = break_even(1.0, 0.010, 3.0, 0.002)  # 2 s extra, 8 ms saved per step: ~251 steps
+    assert warmup_dominated(be, run_steps=100)
+    assert not warmup_dominated(be, run_steps=1000)
 
 
 def test_slope_and_regime():

@@ -14,6 +14,15 @@ def _label(spec) -> str:
     return f"{spec.device} {p}"
 
 
+# A run timed step by step (one call per sample) with at least this many steps: its spread
+# is the steps' own variation, which more --min-time cannot remove.
+_STEP_SERIES_MIN = 10
+
+
+def _is_step_series(t) -> bool:
+    return t.number_per_sample == 1 and len(t.samples_s) >= _STEP_SERIES_MIN
+
+
 def timing_warnings(record: RunRecord, rel_iqr_limit: float = NOISY_REL_IQR) -> list[str]:
     """Noise (IQR/median > 10 %, torch.utils.benchmark's threshold) and harness overhead."""
     out = []
@@ -21,7 +30,13 @@ def timing_warnings(record: RunRecord, rel_iqr_limit: float = NOISY_REL_IQR) -> 
         t = r.timing
         if t is None:
             continue
-        if len(t.samples_s) >= 2 and t.rel_iqr > rel_iqr_limit:
+        if len(t.samples_s) >= 2 and t.rel_iqr > rel_iqr_limit and _is_step_series(t):
+            out.append(
+                f"{_label(r.spec)}: individual steps vary by {t.rel_iqr:.0%} of the median (IQR/median > "
+                f"{rel_iqr_limit:.0%}); the median is robust to it, but periodic slow steps point at input "
+                "stalls, garbage collection or another busy process"
+            )
+        elif len(t.samples_s) >= 2 and t.rel_iqr > rel_iqr_limit:
             out.append(
                 f"{_label(r.spec)}: the spread is {t.rel_iqr:.0%} of the median "
                 f"(IQR/median > {rel_iqr_limit:.0%}): the machine was busy or the point is short; "

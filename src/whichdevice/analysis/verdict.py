@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from whichdevice.analysis.sweep import Table
+from whichdevice.analysis.warmup import BreakEven
 
 # Local log-log slope below which a device's time is "flat": growing the work 16x costs
 # < 1.75x more time. Our own threshold, checked on the recorded H100 MLP sweep
@@ -110,21 +111,9 @@ def sweep_findings(table: Table, x_label: str) -> list[Finding]:
     return findings
 
 
-def break_even_steps(cpu_first_s: float, cpu_step_s: float, gpu_first_s: float, gpu_step_s: float) -> float | None:
-    """Steps after which the GPU's extra one-time cost is paid back by faster steps.
-
-    ``None`` means never (the GPU's steps are not faster); 0 means from the start (the
-    GPU's first step is not more expensive).
-    """
-    extra_s = gpu_first_s - cpu_first_s
-    saving_s = cpu_step_s - gpu_step_s
-    if extra_s <= 0 and saving_s >= 0:
-        return 0.0
-    if saving_s <= 0:
-        return None
-    return extra_s / saving_s
-
-
-def warmup_dominated(break_even: float | None, run_steps: int) -> bool:
-    """Rule 'warm-up dominated': the GPU would not pay back its warm-up within the run."""
-    return break_even is None or break_even > run_steps
+def warmup_dominated(be: BreakEven, run_steps: int) -> bool:
+    """Rule 'warm-up dominated': the GPU would not pay back its extra one-time cost within
+    the run (break-even from analysis/warmup.py: never, or after more steps than it has)."""
+    if be.kind in ("no_gpu", "no_data"):
+        return False  # nothing to say without a GPU run
+    return be.n is None or be.n > run_steps
