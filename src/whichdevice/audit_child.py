@@ -580,6 +580,13 @@ def _install_tf(tf) -> None:
                 if st_.requested_kind() == "GPU":
                     st_.seq += 1
                     st_.c["last_gpu_work"] = st_.seq
+                try:  # op types this process runs for the first time: their kernels are built now
+                    for op_type in {op.type for op in self.graph.get_operations()}:
+                        if (op_type, "graph") not in st_.seen_kernels:
+                            st_.seen_kernels.add((op_type, "graph"))
+                            st_.c["new_kernels"] += 1
+                except Exception:
+                    pass
                 if not st_.physical.get("GPU"):
                     # No GPU: every op of the session's graph can only have run on the CPU (with a
                     # GPU, the placement log reports each op instead).

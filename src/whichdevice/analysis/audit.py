@@ -30,6 +30,10 @@ from whichdevice.records import Timing
 # that did as much or more work. 25 %: well above the 10 % spread torch.utils.benchmark
 # treats as noise (ANCHORS.md), so a noisy but honest series is not flagged.
 FIRST_SLOWER_RATIO = 1.25
+# One-time events (first-used kernels, traces...) that make a first measurement "set-up
+# included" even when the clock does not show it above the noise: a handful of first-used
+# kernels (each built on first use) is more than a stray op.
+SETUP_EVENTS_MIN = 3
 # Two compared measurements "paid different one-time costs" when their traces, graph
 # instantiations or XLA compiles differ, or when one used this many more op kernels for
 # the first time (each first use builds a kernel; a handful is noise-level).
@@ -168,6 +172,10 @@ def _where(m: Measurement) -> str:
     return f"line {m.line}" if m.line else "the script"
 
 
+def _one_time_count(m: Measurement) -> int:
+    return m.traces + m.instantiations + m.xla_compiles + m.new_kernels
+
+
 def _costs(m: Measurement) -> str:
     bits = []
     if m.traces:
@@ -283,22 +291,39 @@ def rule_one_shot_timing(state, blocks, measurements) -> list[Finding]:
 
 
 def rule_first_includes_setup(state, blocks, measurements) -> list[Finding]:
-    """The first of a series is slower than a later one: it paid the one-time set-up."""
+    """The first of a series paid one-time set-up that the later ones did not.
+
+    Evidence comes first: the first measurement holds one-time events the later ones lack
+    (traces, instantiations, XLA compiles, op kernels used for the first time). It fires when
+    those events are many (``SETUP_EVENTS_MIN``) or when the time shows it too — the first is
+    ``FIRST_SLOWER_RATIO`` slower than a later point that did as much work or more (a sweep
+    whose smallest size is slower than a larger one). A slow first repeat with no such event
+    is noise or a cold cache, not set-up, and is left alone.
+    """
     out = []
     for series in series_of(measurements).values():
         if len(series) < 2:
             continue
         first, rest = series[0], series[1:]
-        faster = [m for m in rest if first.seconds > FIRST_SLOWER_RATIO * m.seconds]
-        if not faster:
+        extra = _one_time_count(first) - max(_one_time_count(m) for m in rest)
+        if extra <= 0:
             continue
-        later = min(faster, key=lambda m: m.seconds)
+        faster = [m for m in rest if first.seconds > FIRST_SLOWER_RATIO * m.seconds]
+        strong = first.traces + first.instantiations + first.xla_compiles > 0 or extra >= SETUP_EVENTS_MIN
+        if not faster and not strong:
+            continue
+        if faster:
+            later = min(faster, key=lambda m: m.seconds)
+            shows = (f"it took {seconds(first.seconds)}, {first.seconds / later.seconds:.1f}x measurement "
+                     f"{later.index_in_series + 1} ({seconds(later.seconds)}), which did as much work or more")
+        else:
+            shows = (f"it took {seconds(first.seconds)} (the others {seconds(min(m.seconds for m in rest))} to "
+                     f"{seconds(max(m.seconds for m in rest))}; on a busy machine the set-up can hide in the noise)")
         out.append(Finding(
             rule="first_includes_setup", title="The first measurement of the series includes the set-up",
             where=f"{_where(first)}: {first.text}",
-            explanation=(f"measurement 1 of {len(series)} took {seconds(first.seconds)}, {first.seconds / later.seconds:.1f}x "
-                         f"measurement {later.index_in_series + 1} ({seconds(later.seconds)}), which did as much work "
-                         f"or more; the first paid the one-time costs ({_costs(first)}; later ones: {_costs(later)})."),
+            explanation=(f"measurement 1 of {len(series)} paid one-time costs the later ones did not "
+                         f"({_costs(first)}; later: {_costs(rest[0])}): {shows}."),
             fix=("Run one untimed warm-up iteration (same device, same shapes) before the loop, or drop the first "
                  "point; time each point several times and keep the median."),
             measurements=[m.id for m in series],
