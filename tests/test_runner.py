@@ -77,3 +77,13 @@ def test_steady_windows_carry_utilization_telemetry():
     assert tel is not None and len(tel.t_s) >= 1
     assert tel.gpu_unavailable  # a CPU window: no GPU asked for
     assert 0 <= max(max(c) for c in tel.cpu_percent_per_core) <= 100
+
+
+def test_cases_past_the_deadline_are_recorded_as_skipped():
+    import time
+
+    job = _job()
+    job.deadline = time.time() - 1  # already over budget
+    out = runner.run_job(job, case_timeout_s=60)
+    assert [r.status for r in out.results] == ["failed"] * 3
+    assert all("budget" in r.error for r in out.results)

@@ -96,9 +96,15 @@ def main(argv: list[str]) -> int:
         gpu_index = int(device.split(":")[1]) if device.startswith("GPU") else None
         period = policy.telemetry_period_s
         policy = dataclasses.replace(policy, window=lambda: Sampler(period, gpu_index=gpu_index))
+    deadline = job.get("deadline")  # wall-clock (time.time) after which no case starts
     for raw_spec in job["cases"]:
         spec = CaseSpec.model_validate(raw_spec)
         emit({"type": "start", "key": spec.key})
+        if deadline is not None and time.time() > deadline:
+            skipped = CaseResult(spec=spec, status="failed", wall_s=0.0,
+                                 error="skipped: the time budget (--budget) ran out before this case")
+            emit({"type": "result", "result": skipped.model_dump(mode="json")})
+            continue
         t_case = time.perf_counter()
         try:
             _inject_fault(spec)

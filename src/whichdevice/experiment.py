@@ -112,13 +112,14 @@ def run_devices(
     case_timeout_s: float,
     on_result: Callable[[CaseResult], None] | None = None,
     on_start: Callable[[str], None] | None = None,
+    deadline: float | None = None,
 ) -> tuple[list[Session], list[CaseResult], list[str]]:
     """One child per device, one after the other (never two at once: they would compete
     for the CPU cores and distort each other's timings)."""
     sessions, results, notes = [], [], []
     for dev in devices:
         policy_dict = {k: v for k, v in dataclasses.asdict(policy).items() if k != "window"}
-        job = runner.Job(framework, dev.name, dev.kind, cases_for(dev), cpu_threads, policy_dict)
+        job = runner.Job(framework, dev.name, dev.kind, cases_for(dev), cpu_threads, policy_dict, deadline)
         out = runner.run_job(job, case_timeout_s=case_timeout_s, on_result=on_result, on_start=on_start)
         if out.session:
             sessions.append(out.session)

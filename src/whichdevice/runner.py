@@ -39,6 +39,7 @@ class Job:
     cases: list[CaseSpec] = field(default_factory=list)
     cpu_threads: int | None = None
     policy: dict = field(default_factory=dict)
+    deadline: float | None = None  # time.time() after which the child starts no new case
 
 
 @dataclass
@@ -98,7 +99,7 @@ def run_job(
             err_path = Path(tmp) / f"err{attempt}.txt"
             job_path.write_text(json.dumps({
                 "framework": job.framework, "device": job.device, "cpu_threads": job.cpu_threads,
-                "policy": job.policy, "env": env_extra,
+                "policy": job.policy, "env": env_extra, "deadline": job.deadline,
                 "cases": [c.model_dump(mode="json") for c in remaining],
             }))
             said_hello, done, timed_out, returncode = _run_child(

@@ -29,8 +29,17 @@ class FixResult:
     def speedup(self) -> float:
         return self.comparison.ratio
 
+    @property
+    def where(self) -> str:
+        """The workload in a few words: 'ex2 fit', 'steady step, batch 10'."""
+        c = self.context
+        if c.get("example"):
+            return f"{c['example']} {c.get('kind', '')}".strip()
+        if c.get("kind") == "steady":
+            return f"steady train step of {c.get('model', 'the model')}" + (f", batch {c['batch']}" if "batch" in c else "")
+        return " ".join(f"{k}={v}" for k, v in c.items())
+
     def describe(self) -> str:
-        ctx = ", ".join(f"{k}={v}" for k, v in self.context.items() if k not in ("kind",))
         c = self.comparison
         if not c.significant:
             verdict = f"no significant change ({c.ratio:.3g}x)"
@@ -38,7 +47,7 @@ class FixResult:
             verdict = f"{c.ratio:.3g}x faster ({c.ratio_lo:.3g}-{c.ratio_hi:.3g})"
         else:
             verdict = f"{1 / c.ratio:.3g}x slower ({1 / c.ratio_hi:.3g}-{1 / c.ratio_lo:.3g})"
-        return f"{self.device} {self.fix}: {self.baseline_value} -> {self.variant_value}: {verdict} [{ctx}]"
+        return f"{self.device} {self.fix} {self.baseline_value} -> {self.variant_value}: {verdict} per sample ({self.where})"
 
 
 def _per_sample(r: CaseResult) -> Timing:

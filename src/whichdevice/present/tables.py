@@ -27,6 +27,7 @@ class Grid:
     headers: list[str]
     rows: list[list[GridCell]]
     footer: list[str]
+    align: tuple[str, ...] = ()  # per column "left"/"right"; default: numbers right, labels left
 
 
 def busy_text(timing: Timing | None) -> str:
@@ -82,3 +83,90 @@ def sweep_grid(table: Table, x_label: str, rate_unit: str | None) -> Grid:
         rows.append(cells)
     footer = [f"Crossover {d} vs {table.baseline}: {cross.describe(x_label)}" for d, cross in table.crossovers.items()]
     return Grid(table.title, headers, rows, footer)
+
+
+def run_label(params: dict) -> str:
+    """A training run's short name from its parameters: 'ex2 loop 1000×b10 numpy spe=20'."""
+    kind = params.get("kind")
+    head = f"{params.get('example') or params.get('model', '')} {kind}".strip()
+    bits = []
+    if "samples" in params:
+        bits.append(f"{params['samples']}×b{params.get('batch', '?')}")
+    elif "batch" in params:
+        bits.append(f"b{params['batch']}")
+    if params.get("data"):
+        bits.append(str(params["data"]))
+    if "steps_per_execution" in params:
+        bits.append(f"steps_per_execution={params['steps_per_execution']}")
+    if "jit_compile" in params:
+        bits.append(f"jit_compile={params['jit_compile']}")
+    if kind == "callback":
+        bits.append(f"{params.get('model')} sync={params.get('sync')}")
+    return " ".join([head, *bits])
+
+
+def _comp_cell(comp) -> GridCell:
+    if comp is None:
+        return GridCell("—")
+    if comp.winner is None:
+        return GridCell(comp.describe(), "neutral")
+    return GridCell(comp.describe(), "good" if comp.winner == comp.other else "bad")
+
+
+def creation_grid(report) -> Grid:
+    """Seed 001 ex1: model creation and clone_model per device (analysis.train.TrainReport)."""
+    gpus = [d for d in report.devices if d != report.baseline]
+    headers = ["what"]
+    for d in report.devices:
+        headers += [f"{d} 1st", f"{d} median ± IQR/2"]
+    headers += [f"{d} vs {report.baseline or '?'}" for d in gpus]
+    rows = []
+    for row in report.creation:
+        cells = [GridCell(f"{row.params.get('op')} ({row.params.get('model')})")]
+        for d in report.devices:
+            c = row.cells.get(d)
+            cells.append(GridCell(seconds(c.timing.first_call_s) if c and c.ok else "—", "dim"))
+            cells.append(_median_text(c))
+        cells += [_comp_cell(row.comparisons.get(d)) for d in gpus]
+        rows.append(cells)
+    return Grid("Model creation (seed 001 ex1)", headers, rows, [])
+
+
+def runs_grid(report) -> Grid:
+    """Every training run: first step apart, steady step, samples/s, epochs, GPU vs CPU, break-even."""
+    gpus = [d for d in report.devices if d != report.baseline]
+    headers = ["run"]
+    for d in report.devices:
+        headers += [f"{d} 1st step", f"{d} steady step ± IQR/2", f"{d} samples/s", f"{d} 1st / steady epoch"]
+    headers += [f"{d} vs {report.baseline or '?'}" for d in gpus]
+    rows = []
+    for row in report.runs:
+        cells = [GridCell(run_label(row.params))]
+        for d in report.devices:
+            c = row.cells.get(d)
+            ok = c is not None and c.ok
+            cells.append(GridCell(seconds(c.timing.first_call_s) if ok else "—", "dim"))
+            cells.append(_median_text(c))
+            cells.append(GridCell(rate(c.samples_per_s, "") if ok and c.samples_per_s else "—"))
+            cells.append(GridCell(f"{seconds(c.epochs.first_s)} / {seconds(c.epochs.steady_s)}"
+                                  if c is not None and c.epochs else "—", "dim"))
+        cells += [_comp_cell(row.comparisons.get(d)) for d in gpus]
+        rows.append(cells)
+    footer = [f"{run_label(row.params)} — {d}: {be.describe()}"
+              for row in report.runs for d, be in row.break_even.items() if be.kind != "no_gpu"]
+    if any(be.kind == "no_gpu" for row in report.runs for be in row.break_even.values()):
+        footer.append("Break-even step counts need a GPU run: no GPU was measured here; "
+                      "run on a machine with a GPU.")
+    return Grid("Training runs: first step (warm-up) apart from the steady steps", headers, rows, footer)
+
+
+def sync_cost_grid(report) -> Grid:
+    """What reading the loss back every step (.numpy()) costs against syncing once per block."""
+    headers = ["device", "batch", "step, .numpy() each", "step, no sync", "cost per step", "share"]
+    rows = []
+    for s in report.sync_costs:
+        share = GridCell(f"{s.fraction:+.0%}") if s.significant else GridCell(f"{s.fraction:+.0%} (within noise)",
+                                                                                "neutral")
+        rows.append([GridCell(s.device), GridCell(str(s.params.get("batch", ""))), GridCell(seconds(s.each.median_s)),
+                     GridCell(seconds(s.none.median_s)), GridCell(seconds(s.cost_s)), share])
+    return Grid("Cost of syncing every step (.numpy() per step vs once per block)", headers, rows, [])

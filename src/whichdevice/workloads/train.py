@@ -129,13 +129,18 @@ class _Model:
         return keras.optimizers.Adam(0.001), models.default_loss(self.classes)
 
     def compile_for_fit(self, model) -> None:
+        # The fixes `run` tries (steps_per_execution, jit_compile) are compile arguments;
+        # absent, Keras' defaults apply (1 and "auto").
+        kw = {k: self.p[k] for k in ("steps_per_execution", "jit_compile") if k in self.p}
         if self.name == "seed002":
-            model.compile(optimizer="adam", loss="binary_crossentropy")  # the seed's own line
+            model.compile(optimizer="adam", loss="binary_crossentropy", **kw)  # the seed's own line
         elif self.name == "seed001":
             opt, loss = models.optimizer_and_loss("seed001")
-            model.compile(optimizer=opt, loss=loss)
+            model.compile(optimizer=opt, loss=loss, **kw)
         elif getattr(model, "optimizer", None) is None or not getattr(model, "compiled", False):
-            model.compile(optimizer="adam", loss=models.default_loss(self.classes))
+            model.compile(optimizer="adam", loss=models.default_loss(self.classes), **kw)
+        elif kw:
+            model.compile(optimizer=model.optimizer, loss=model.loss, **kw)
 
     def arrays(self, n: int):
         if self.name == "user":
@@ -153,7 +158,8 @@ class _Model:
         x, y = self.arrays(n)
         if data == "numpy":
             return x, y
-        return training.dataset(x, y, batch, shuffle=n if data == "tfdata_shuffle" else None)
+        return training.dataset(x, y, batch, shuffle=n if data == "tfdata_shuffle" else None,
+                                prefetch=data != "tfdata_noprefetch")
 
     def one_batch(self, training, batch: int):
         if self.name == "user" and self.p.get("data_file"):
@@ -240,7 +246,12 @@ def _run_fit(spec, fw, policy, overhead_s):
             model.fit(inputs, epochs=epochs, verbose=0, callbacks=[timer])
     spe = timer.batch_epochs.count(0)
     raw = raw_from_steps(timer.batch_times_s, warmup_steps=spe, overhead_s=overhead_s)
-    return raw, timer.metrics()
+    metrics = timer.metrics()
+    k = int(spec.params.get("steps_per_execution", 1))
+    if k > 1:
+        # Keras calls batch callbacks once per execution of k steps: each timed "batch" carries k batches.
+        metrics["samples_per_step"] = float(b * k)
+    return raw, metrics
 
 
 def _run_steady(spec, fw, policy, overhead_s):

@@ -24,12 +24,14 @@ def train_step(model, optimizer, loss_fn):
     return step
 
 
-def dataset(x, y, batch: int, *, shuffle: int | None = None):
-    """``from_tensor_slices`` [+ ``shuffle``] + ``batch`` + ``prefetch(AUTOTUNE)``, as the seeds."""
+def dataset(x, y, batch: int, *, shuffle: int | None = None, prefetch: bool = True):
+    """``from_tensor_slices`` [+ ``shuffle``] + ``batch`` + ``prefetch(AUTOTUNE)``, as the seeds
+    (``prefetch=False``: the same without prefetching, to measure what prefetch buys)."""
     ds = tf.data.Dataset.from_tensor_slices((x, y))
     if shuffle:
         ds = ds.shuffle(shuffle)
-    return ds.batch(batch).prefetch(tf.data.AUTOTUNE)
+    ds = ds.batch(batch)
+    return ds.prefetch(tf.data.AUTOTUNE) if prefetch else ds
 
 
 def is_dataset(obj) -> bool:

@@ -1,0 +1,146 @@
+"""The verdict of ``whichdevice run``: per experiment who wins and why, and the fixes in
+seed 002's order, each with its measured effect or a plain "not measured".
+
+Pure: a record in, sentences and numbers out. The rules it applies live in
+``analysis/verdict.py`` (shape of the curves), ``analysis/fixes.py`` (A/B pairs) and
+``analysis/warmup.py`` (break-even); the thresholds and their sources are there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from whichdevice.analysis.fixes import FixResult, ab_fixes
+from whichdevice.analysis.sweep import Table, analyze_sweep
+from whichdevice.analysis.train import TrainReport, analyze_training
+from whichdevice.analysis.verdict import Finding, sweep_findings
+from whichdevice.records import RunRecord
+
+# A recommended batch must reach this share of the best throughput found in the sweep: the
+# smallest such batch is recommended (smaller batches cost less memory and generalize as
+# the seeds' models were tuned for). The 90 % is the issue's acceptance bar.
+BATCH_GOOD_ENOUGH = 0.90
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    order: int
+    name: str
+    advice: str
+    measured: bool
+    results: list[str] = field(default_factory=list)  # one line per device, measured
+    note: str = ""  # why it was not measured, or what the grid showed
+
+
+@dataclass(frozen=True)
+class SuiteVerdict:
+    headline: list[str]
+    findings: list[Finding]
+    recommendations: list[Recommendation]
+    matmul: list[Table]
+    training: TrainReport
+
+
+def _subset(record: RunRecord, workload: str) -> RunRecord:
+    return record.model_copy(update={"results": [r for r in record.results if r.spec.workload == workload]})
+
+
+def _fix_lines(fixes: list[FixResult]) -> list[str]:
+    return [f.describe() for f in fixes]
+
+
+def _batch_recommendation(train: RunRecord, seed_batch: int) -> Recommendation:
+    fixes = ab_fixes(train, "batch", seed_batch, ignore=())
+    fixes = [f for f in fixes if f.context.get("kind") == "steady" and f.context.get("sync") == "none"]
+    lines, notes = [], []
+    for device in sorted({f.device for f in fixes}):
+        mine = sorted((f for f in fixes if f.device == device), key=lambda f: f.variant_value)
+        best = max(mine, key=lambda f: f.speedup)
+        pick = next(f for f in mine if f.speedup >= BATCH_GOOD_ENOUGH * best.speedup)
+        lines.append(f"{device}: batch {seed_batch} -> {pick.variant_value}: {pick.comparison.ratio:.3g}x the samples/s "
+                     f"({pick.comparison.ratio_lo:.3g}-{pick.comparison.ratio_hi:.3g}); best in the grid: batch "
+                     f"{best.variant_value} at {best.speedup:.3g}x, so the recommended batch reaches "
+                     f"{pick.speedup / best.speedup:.0%} of the best")
+        grid = ", ".join(f"{f.variant_value}: {f.speedup:.3g}x" for f in mine)
+        notes.append(f"{device} grid (samples/s vs batch {seed_batch}): {grid}")
+    return Recommendation(1, "Increase the batch size",
+                          "raise the batch until samples/s stops growing (the seed trains at batch 10)",
+                          bool(lines), lines, "; ".join(notes) or "the batch sweep did not complete")
+
+
+def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
+    mm = _subset(record, "matmul")
+    train = _subset(record, "train")
+    matmul_tables = analyze_sweep(mm, "n", work_metric="flops_per_call")
+    training = analyze_training(train)
+    findings: list[Finding] = []
+    headline: list[str] = []
+
+    for t in matmul_tables:
+        findings += [Finding(f.rule, f.device, f"matmul {t.group.get('mode')}: {f.text}", f.advice)
+                     for f in sweep_findings(t, "n")]
+        for d, c in t.crossovers.items():
+            headline.append(f"Matmul ({t.group.get('mode')}): {c.describe('n')}")
+    for t in training.sweep:
+        findings += [Finding(f.rule, f.device, f"training step: {f.text}", f.advice) for f in sweep_findings(t, "batch")]
+        for d, c in t.crossovers.items():
+            headline.append(f"Training step ({t.title}): {c.describe('batch')}")
+    for row in training.runs:
+        label = f"{row.params.get('example')} {row.params.get('kind')} (batch {row.params.get('batch')})"
+        for d, comp in row.comparisons.items():
+            headline.append(f"Seed {label}: {comp.describe()}")
+        for d, be in row.break_even.items():
+            if be.kind != "no_gpu":
+                headline.append(f"Seed {label}, {d}: {be.describe()}")
+
+    gpus = [d for d in training.devices + [d for t in matmul_tables for d in t.devices] if d.startswith("GPU")]
+    if not gpus:
+        headline.insert(0, "Only the CPU was measured: no GPU is visible to the framework here (see the note). "
+                           "Below: where this CPU spends its time, and which fixes help on it.")
+
+    recs = [_batch_recommendation(train, seed_batch)]
+    prefetch = ab_fixes(train, "data", "tfdata_noprefetch")
+    recs.append(Recommendation(2, "Use tf.data with prefetch",
+                               "dataset.batch(...).prefetch(tf.data.AUTOTUNE) so input overlaps the step",
+                               bool(prefetch), _fix_lines(prefetch)))
+    recs.append(Recommendation(3, "Reduce Python-side preprocessing", "do preprocessing in TF ops inside tf.data map",
+                               False, note="not measured by `run`: `whichdevice pipeline` measures it on seed 003's "
+                                           "pipeline (py_function vs TF ops)"))
+    recs.append(Recommendation(4, "Check that the important ops run on the GPU",
+                               "tf.debugging.set_log_device_placement(True)", False,
+                               note="not measured yet: placement analysis is not part of this version"))
+    warm = []
+    for row in training.runs:
+        for d, cell in row.cells.items():
+            if cell.ok and row.params.get("example") == "ex2" and row.params.get("kind") == "loop":
+                t = cell.timing
+                warm.append(f"{d}: first step {t.first_call_s * 1e3:.3g} ms vs steady {t.median_s * 1e3:.3g} ms "
+                             f"({t.first_call_s / t.median_s:.3g}x): a one-step or first-epoch timing overstates "
+                             "the steady cost this much")
+    recs.append(Recommendation(5, "Benchmark after warm-up", "exclude the first steps / epoch from comparisons",
+                               bool(warm), warm))
+    spe = ab_fixes(train, "steps_per_execution", 1)
+    recs.append(Recommendation(6, "steps_per_execution", "model.compile(..., steps_per_execution=N) runs N steps "
+                               "per call, amortizing Python and dispatch overhead", bool(spe), _fix_lines(spe)))
+    jit = ab_fixes(train, "jit_compile", False)
+    recs.append(Recommendation(7, "jit_compile (XLA)", "model.compile(..., jit_compile=True) fuses ops into fewer "
+                               "kernels", bool(jit), _fix_lines(jit)))
+    sync = [f for f in ab_fixes(train, "sync", "each") if f.context.get("kind") == "steady"]
+    recs.append(Recommendation(8, "Do not read the loss back every step",
+                               "avoid .numpy()/.item()/float(loss) per step; log every N steps", bool(sync),
+                               _fix_lines(sync)))
+    recs.append(Recommendation(9, "Mixed precision", "keras.mixed_precision.set_global_policy('mixed_float16')",
+                               False, note="not measured yet: precision runs are not part of this version"))
+    gains = [f for name, base in (("batch", seed_batch), ("data", "tfdata_noprefetch"), ("steps_per_execution", 1),
+                                  ("jit_compile", False))
+             for f in ab_fixes(train, name, base)
+             if f.comparison.significant and f.speedup > 1 and (name != "batch" or f.context.get("sync") == "none")]
+    for device in sorted({f.device for f in gains}):
+        best: dict[str, FixResult] = {}
+        for f in gains:
+            if f.device == device and (f.fix not in best or f.speedup > best[f.fix].speedup):
+                best[f.fix] = f
+        ranked = sorted(best.values(), key=lambda f: -f.speedup)
+        headline.append(f"Measured gains on {device}: " + "; ".join(
+            f"{f.fix} {f.baseline_value}→{f.variant_value} {f.speedup:.3g}x per sample ({f.where})" for f in ranked))
+    return SuiteVerdict(headline, findings, recs, matmul_tables, training)

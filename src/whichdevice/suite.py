@@ -1,0 +1,64 @@
+"""The default suite behind ``whichdevice run``: every seed's experiment, small enough for a
+time budget, plus the A/B runs that prove (or disprove) each automatic fix.
+
+All cases of one device run in one child (one framework import per device), in priority
+order: when the budget runs out, the child records the rest as skipped — the seed cases
+and the crossovers come first, the fixes after them, the large seed-002/ex3 runs last.
+"""
+
+from __future__ import annotations
+
+from whichdevice.records import CaseSpec
+from whichdevice.workloads import matmul as matmul_workload
+
+# Matmul sizes: seed 000's list, cut where a 2-core CPU needs more than ~0.1 s a call.
+CPU_ONLY_SIZES = (1, 10, 100, 500, 1000)
+GPU_SIZES = (1, 10, 100, 500, 1000, 2000, 4000)
+# Batch sweep: powers of 4 plus the seed's batch 10 (so the batch fix has its baseline).
+SWEEP_BATCHES = (8, 10, 32, 128, 512, 2048, 8192)
+SEED_BATCH = 10  # seed 001 ex2
+# steps_per_execution tried as a fix: 20 steps per call on ex2 (100 steps per epoch).
+FIX_STEPS_PER_EXECUTION = 20
+
+# The fixes this suite measures, by the parameter each changes: (param, baseline value).
+MEASURED_FIXES = (
+    ("batch", SEED_BATCH),
+    ("data", "tfdata_noprefetch"),
+    ("steps_per_execution", 1),
+    ("jit_compile", False),
+    ("sync", "each"),
+)
+
+
+def _train(framework: str, device: str, **params) -> CaseSpec:
+    return CaseSpec(workload="train", framework=framework, device=device, params=params)
+
+
+def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseSpec]:
+    cases: list[CaseSpec] = []
+    t = lambda **p: cases.append(_train(framework, device, **p))  # noqa: E731
+    # 1. Seed 001 ex1 first: its first call carries the device's start-up.
+    for op in ("create", "clone"):
+        t(kind="create", model="seed001", example="ex1", op=op)
+    # 2. Seed 000: matmul crossover.
+    sizes = GPU_SIZES if gpu_present else CPU_ONLY_SIZES
+    cases += matmul_workload.build_cases(framework, device, sizes, ["steady", "seed"], "float32")
+    # 3. Seed 001 ex2 as written (custom loop, .numpy() each step) and through model.fit.
+    ex2 = dict(model="seed001", example="ex2", samples=1000, batch=SEED_BATCH)
+    t(kind="loop", data="numpy", epochs=1, **ex2)
+    t(kind="fit", data="numpy", epochs=2, **ex2)
+    # 4. Batch sweep (steady steps, no sync) and the cost of syncing every step at the seed's batch.
+    for b in SWEEP_BATCHES:
+        t(kind="steady", model="seed001", batch=b, sync="none")
+    t(kind="steady", model="seed001", batch=SEED_BATCH, sync="each")
+    # 5. Fixes on ex2's fit: steps_per_execution and XLA, each against an explicit baseline.
+    for spe in (1, FIX_STEPS_PER_EXECUTION):
+        t(kind="fit", data="numpy", epochs=2, steps_per_execution=spe, **ex2)
+    for jit in (False, True):
+        t(kind="fit", data="numpy", epochs=2, jit_compile=jit, **ex2)
+    # 6. Seed 001 ex3's tf.data loop with and without prefetch (10 000 of its 100 000 samples).
+    for data in ("tfdata", "tfdata_noprefetch"):
+        t(kind="loop", model="seed001", example="ex3", samples=10_000, batch=32, data=data, epochs=1)
+    # 7. Seed 002: model.fit, batch 512, shuffle + prefetch.
+    t(kind="fit", model="seed002", example="seed002", samples=10_000, batch=512, data="tfdata_shuffle", epochs=3)
+    return cases

@@ -1,0 +1,89 @@
+"""`whichdevice run`: the suite verdict on a recorded real run, and a real run end to end."""
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from test_cli import run_cli
+
+from whichdevice.analysis.suite import suite_verdict
+from whichdevice.records import load_run
+from whichdevice.suite import suite_cases
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_suite_verdict_on_a_recorded_cpu_run():
+    record = load_run(DATA / "run_cpu_2core.json")
+    v = suite_verdict(record)
+    assert v.headline[0].startswith("Only the CPU was measured")
+    by_name = {r.name: r for r in v.recommendations}
+    assert [r.order for r in v.recommendations] == sorted(r.order for r in v.recommendations)
+    assert by_name["Increase the batch size"].measured
+    assert "reaches" in by_name["Increase the batch size"].results[0]
+    for name in ("Use tf.data with prefetch", "steps_per_execution", "jit_compile (XLA)",
+                 "Do not read the loss back every step", "Benchmark after warm-up"):
+        assert by_name[name].measured, name
+    for name in ("Mixed precision", "Check that the important ops run on the GPU"):
+        assert not by_name[name].measured and "not measured" in by_name[name].note
+    # The recorded CPU run: steps_per_execution=20 helps the batch-10 fit (3.4x there).
+    spe = by_name["steps_per_execution"].results[0]
+    assert "faster" in spe
+    assert any(f.rule == "compute_bound" and f.device == "CPU:0" for f in v.findings)
+
+
+def test_suite_puts_the_seed_cases_before_the_fixes():
+    cases = suite_cases("tensorflow", "CPU:0", gpu_present=False)
+    kinds = [c.params.get("kind", c.workload) for c in cases]
+    assert kinds[0] == "create"  # device start-up lands in seed 001 ex1's first call
+    first_fix = next(i for i, c in enumerate(cases) if "steps_per_execution" in c.params)
+    assert any(c.workload == "matmul" for c in cases[:first_fix])
+    assert len({c.key for c in cases}) == len(cases)
+
+
+class _Collect(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.text = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def test_report_of_a_recorded_run_renders_parseable_html(tmp_path, capsys):
+    path = tmp_path / "run.json"
+    path.write_text((DATA / "run_cpu_2core.json").read_text())
+    code, out, err = run_cli(["report", str(path)], capsys)
+    assert code == 0, err
+    assert "Verdict" in out and "Increase the batch size" in out
+    page = (tmp_path / "run.html").read_text()
+    p = _Collect()
+    p.feed(page)
+    assert p.tags.count("img") == 2 and p.tags.count("table") >= 5
+    text = " ".join(p.text)
+    assert "Only the CPU was measured" in text and "steps_per_execution" in text
+    assert len(page) < 2 * 2**20
+
+
+@pytest.mark.tf
+def test_run_end_to_end_within_a_small_budget(tmp_path, capsys):
+    json_file = tmp_path / "run.json"
+    code, out, err = run_cli(["run", "--budget", "25", "--json", str(json_file)], capsys)
+    assert code == 0, err
+    data = json.loads(json_file.read_text())
+    statuses = [r["status"] for r in data["results"]]
+    assert statuses.count("ok") >= 5
+    skipped = [r for r in data["results"] if r["status"] == "failed"]
+    assert all("budget" in r["error"] for r in skipped)  # nothing else may fail
+    assert json_file.with_suffix(".html").exists()
+    assert "Verdict" in out
+
+
+def test_bad_budget_is_refused(tmp_path, capsys):
+    code, _, err = run_cli(["run", "--budget", "5", "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "--budget" in err
+    assert not (tmp_path / "o").exists()
