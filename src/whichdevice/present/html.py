@@ -12,7 +12,7 @@ from pathlib import Path
 
 import jinja2
 
-from whichdevice.present.tables import Grid
+from whichdevice.present.tables import Grid, column_align
 from whichdevice.present.terminal import machine_line
 from whichdevice.present.units import nbytes, seconds
 from whichdevice.records import RunRecord, write_atomic
@@ -48,7 +48,9 @@ def _session_line(s) -> str:
 def render_html(record: RunRecord, sections: list[Section], *, verdict: list[str] | None = None,
                 warnings: list[str] | None = None, failures: list[str] | None = None) -> str:
     view = [
-        {"title": s.title, "grids": s.grids, "lines": s.lines,
+        {"title": s.title, "lines": s.lines,
+         "grids": [{"title": g.title, "headers": g.headers, "rows": g.rows, "footer": g.footer,
+                    "align": [column_align(g, i) for i in range(len(g.headers))]} for g in s.grids],
          "images": [base64.b64encode(Path(p).read_bytes()).decode("ascii") for p in s.pngs]}
         for s in sections
     ]

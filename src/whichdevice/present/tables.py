@@ -30,6 +30,18 @@ class Grid:
     align: tuple[str, ...] = ()  # per column "left"/"right"; default: numbers right, labels left
 
 
+_LABEL_HEADERS = ("run", "what", "device", "fix", "recommendation", "variant", "stage")
+
+
+def column_align(grid: Grid, i: int) -> str:
+    """'left' or 'right' for column ``i``: the grid's own choice, else labels and
+    comparisons left, numbers right."""
+    if i < len(grid.align):
+        return grid.align[i]
+    h = grid.headers[i]
+    return "left" if (i == 0 and h in _LABEL_HEADERS) or " vs " in h else "right"
+
+
 def busy_text(timing: Timing | None) -> str:
     """Utilization during the steady window, compact: 'GPU 23 %', or for the CPU the mean
     busy share of all cores and (saturated cores / cores): '97% (2/2)'."""

@@ -11,6 +11,7 @@ from whichdevice.analysis.sweep import Table
 from whichdevice.present.tables import (  # noqa: F401 (busy_text re-exported)
     Grid,
     busy_text,
+    column_align,
     creation_grid,
     run_label,
     runs_grid,
@@ -54,9 +55,7 @@ _TONES = {"good": "green", "bad": "red", "neutral": "yellow", "dim": "dim"}
 def render_grid(console: Console, grid: Grid) -> None:
     rt = RichTable(title=escape(grid.title), title_justify="left", header_style="bold")
     for i, h in enumerate(grid.headers):
-        label_column = i == 0 and h in ("run", "what", "device", "fix", "recommendation")
-        default = "left" if label_column or " vs " in h else "right"
-        rt.add_column(escape(h), justify=grid.align[i] if i < len(grid.align) else default)
+        rt.add_column(escape(h), justify=column_align(grid, i))
     for row in grid.rows:
         rt.add_row(*[f"[{_TONES[c.tone]}]{escape(c.text)}[/{_TONES[c.tone]}]" if c.tone else escape(c.text)
                      for c in row])
