@@ -204,7 +204,12 @@ def _device_verdict(device: str, kind: str, rows: list[VariantRow], model: Timin
         best = min(measured, key=lambda r: r.loop.median_s)
         if best is not first:
             sp = best.loop_speedup
-            gain = f"{sp.describe()} than {first.variant}" if sp else best.variant
+            if sp is None:
+                gain = best.variant
+            elif sp.winner is None:
+                gain = f"{best.variant} (within the noise of {first.variant}: {sp.ratio:.3g}x)"
+            else:
+                gain = f"{sp.describe()} than {first.variant}"
             out.append(f"{device}: fastest loop: {gain}; "
                        f"{describe_input_bound(best.wait_percent)}.")
         if model is not None and first.pipeline is not None:
