@@ -12,6 +12,7 @@ fix, exactly as the CLI reports them. Measurements run in child processes, as in
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -22,6 +23,7 @@ from whichdevice import experiment, records
 from whichdevice.analysis import quality
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.frameworks import FRAMEWORKS
+from whichdevice.journal import Journal, JournalState
 from whichdevice.present import html, plots
 from whichdevice.present.tables import sweep_grid
 from whichdevice.records import CaseResult, RunRecord
@@ -84,11 +86,20 @@ class MatmulOptions:
 
 def run_matmul(opts: MatmulOptions, *, on_start: Callable[[str], None] | None = None,
                on_result: Callable[[CaseResult], None] | None = None,
-               on_total: Callable[[int], None] | None = None) -> RunRecord:
-    """Discover devices, run the sweep (one child per device), return the record."""
+               on_total: Callable[[int], None] | None = None,
+               journal_to: Path | None = None, journal_header: dict | None = None,
+               resumed: JournalState | None = None) -> RunRecord:
+    """Discover devices, run the sweep (one child per device), return the record.
+
+    ``journal_to``: append every finished case there (created once devices are known,
+    or continued when ``resumed`` holds what an interrupted run had finished)."""
     experiment.require_installed(opts.framework)
     found = experiment.discover(opts.framework)
     chosen = experiment.select_devices(found, opts.devices)
+    journal = None
+    if journal_to is not None:
+        journal = Journal(journal_to) if resumed else Journal.create(
+            journal_to, {"experiment": "matmul", "options": dataclasses.asdict(opts), **(journal_header or {})})
     if on_total:
         on_total(len(chosen) * len(opts.sizes) * len(opts.modes))
     sessions, results, notes = experiment.run_devices(
@@ -96,6 +107,7 @@ def run_matmul(opts: MatmulOptions, *, on_start: Callable[[str], None] | None = 
         lambda d: matmul_workload.build_cases(opts.framework, d.name, opts.sizes, opts.modes, opts.dtype),
         policy=TimingPolicy(min_time_s=opts.min_time_s), cpu_threads=opts.cpu_threads,
         case_timeout_s=opts.case_timeout_s, on_start=on_start, on_result=on_result,
+        journal=journal, resumed=resumed,
     )
     options = {"sizes": opts.sizes, "modes": opts.modes, "dtype": opts.dtype, "devices": [d.name for d in chosen],
                "min_time_s": opts.min_time_s, "quick": opts.quick, "cpu_threads": opts.cpu_threads,

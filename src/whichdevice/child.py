@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 
@@ -55,7 +56,31 @@ def _inject_fault(spec: CaseSpec) -> None:
         raise MemoryError("injected out-of-memory")
 
 
+def _die_with_parent() -> None:
+    """End this child when the parent dies (``kill -9`` of the whole run): a measurement
+    orphaned in its own process group would otherwise go on competing for the cores."""
+    parent = os.getppid()
+    try:  # Linux: the kernel sends SIGKILL when the parent goes.
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # it died before prctl took effect
+        os._exit(3)
+
+    def watch() -> None:  # elsewhere: poll
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(3)
+
+    threading.Thread(target=watch, name="whichdevice-parent-watch", daemon=True).start()
+
+
 def main(argv: list[str]) -> int:
+    _die_with_parent()
     job_path, out_path = argv[1], argv[2]
     with open(job_path, encoding="utf-8") as f:
         job = json.load(f)

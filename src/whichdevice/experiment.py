@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from whichdevice import runner
+from whichdevice.journal import Journal, JournalState
 from whichdevice.errors import UsageError
 from whichdevice.machine import describe_machine
 from whichdevice.records import (
@@ -113,19 +114,51 @@ def run_devices(
     on_result: Callable[[CaseResult], None] | None = None,
     on_start: Callable[[str], None] | None = None,
     deadline: float | None = None,
+    journal: Journal | None = None,
+    resumed: JournalState | None = None,
 ) -> tuple[list[Session], list[CaseResult], list[str]]:
     """One child per device, one after the other (never two at once: they would compete
-    for the CPU cores and distort each other's timings)."""
-    sessions, results, notes = [], [], []
+    for the CPU cores and distort each other's timings).
+
+    With a ``journal``, every result and session is appended to it as it arrives; with
+    ``resumed`` (a journal read back), its finished cases are kept and not run again.
+    """
+    done = resumed.done if resumed else {}
+    sessions = list(resumed.sessions) if resumed else []
+    results, notes = [], []
+
+    def record_result(r: CaseResult) -> None:
+        if journal:
+            journal.add_result(r)
+        if on_result:
+            on_result(r)
+
+    def record_session(s: Session) -> None:
+        if journal and all(x.device.name != s.device.name for x in sessions):
+            journal.add_session(s)
+
     for dev in devices:
+        cases = cases_for(dev)
+        for c in cases:
+            if c.key in done:
+                results.append(done[c.key])
+                if on_result:
+                    on_result(done[c.key])
+        todo = [c for c in cases if c.key not in done]
+        if not todo:
+            continue
         policy_dict = {k: v for k, v in dataclasses.asdict(policy).items() if k != "window"}
-        job = runner.Job(framework, dev.name, dev.kind, cases_for(dev), cpu_threads, policy_dict, deadline)
-        out = runner.run_job(job, case_timeout_s=case_timeout_s, on_result=on_result, on_start=on_start)
-        if out.session:
+        job = runner.Job(framework, dev.name, dev.kind, todo, cpu_threads, policy_dict, deadline)
+        out = runner.run_job(job, case_timeout_s=case_timeout_s, on_result=record_result, on_start=on_start,
+                             on_session=record_session)
+        if out.session and all(x.device.name != out.session.device.name for x in sessions):
             sessions.append(out.session)
         if out.error:
             notes.append(f"{framework} on {dev.name} could not start: {out.error}")
         results.extend(out.results)
+    # Keep the order the cases were defined in, whatever was resumed.
+    order = {c.key: i for dev in devices for i, c in enumerate(cases_for(dev))}
+    results.sort(key=lambda r: (r.spec.device, order.get(r.spec.key, 1 << 30)))
     return sessions, results, notes
 
 

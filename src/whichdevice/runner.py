@@ -85,6 +85,7 @@ def run_job(
     startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
     on_result: Callable[[CaseResult], None] | None = None,
     on_start: Callable[[str], None] | None = None,
+    on_session: Callable[[Session], None] | None = None,
 ) -> Outcome:
     """Run ``job`` to the end, restarting the child after a crash or timeout."""
     env_extra = frameworks.env_module(job.framework).child_env(job.device_kind, job.cpu_threads)
@@ -105,6 +106,7 @@ def run_job(
             said_hello, done, timed_out, returncode = _run_child(
                 job_path, out_path, err_path, env_extra, outcome,
                 case_timeout_s, startup_timeout_s, on_result, on_start, is_discovery=job.device is None,
+                on_session=on_session,
             )
             if job.device is None:
                 if outcome.discovery is None:
@@ -135,7 +137,7 @@ def _fail(outcome: Outcome, spec: CaseSpec, reason: str, wall_s: float, on_resul
 
 
 def _run_child(job_path, out_path, err_path, env_extra, outcome, case_timeout_s, startup_timeout_s,
-               on_result, on_start, is_discovery):
+               on_result, on_start, is_discovery, on_session=None):
     env = {**os.environ, **env_extra, "PYTHONUNBUFFERED": "1"}
     out_path.touch()
     with open(err_path, "wb") as err:
@@ -170,6 +172,8 @@ def _run_child(job_path, out_path, err_path, env_extra, outcome, case_timeout_s,
                 said_hello = True
                 if outcome.session is None:
                     outcome.session = Session.model_validate(msg["session"])
+                    if on_session:
+                        on_session(outcome.session)
             elif kind == "start":
                 case_started = time.monotonic()
                 if on_start:

@@ -28,6 +28,7 @@ from whichdevice.validate import (
     check_output_file,
 )
 from whichdevice.api import MatmulOptions, matmul_report, run_matmul
+from whichdevice.journal import Journal, journal_path
 
 
 
@@ -45,14 +46,23 @@ def matmul(
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/matmul-<time>.json."),
     linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted sweep: its .partial.jsonl journal (or the folder holding it). Its options are reused."),
 ) -> None:
     """Seed 000: matrix multiplication time vs size on every device; where the GPU starts to win."""
-    opts = MatmulOptions.parse(sizes=sizes, modes=mode, dtype=dtype, devices=device, quick=quick,
-                               min_time_s=min_time, cpu_threads=cpu_threads, case_timeout_s=case_timeout,
-                               framework=framework)
-    out_dir = check_output_dir(out, "--out")
-    ts = stamp()
-    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"matmul-{ts}.json"
+    resumed = None
+    if resume is not None:
+        resumed = Journal.read(resume, "--resume", experiment="matmul")
+        opts = MatmulOptions(**resumed.header["options"])
+        json_file = Path(resumed.header["json_file"])
+        png = Path(resumed.header["png_file"])
+    else:
+        opts = MatmulOptions.parse(sizes=sizes, modes=mode, dtype=dtype, devices=device, quick=quick,
+                                   min_time_s=min_time, cpu_threads=cpu_threads, case_timeout_s=case_timeout,
+                                   framework=framework)
+        out_dir = check_output_dir(out, "--out")
+        ts = stamp()
+        json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"matmul-{ts}.json"
+        png = json_file.with_suffix(".png") if json_path else out_dir / f"matmul-{ts}.png"
     experiment.require_installed(opts.framework)
     err_console.print(f"Looking for devices ({escape(opts.framework)} import takes a few seconds)…")
     with progress() as bar:
@@ -62,10 +72,12 @@ def matmul(
             on_total=lambda n: bar.update(task, total=n),
             on_start=lambda key: bar.update(task, description=escape(describe_key(key))),
             on_result=lambda r: bar.advance(task),
+            journal_to=journal_path(json_file), resumed=resumed,
+            journal_header={"json_file": str(json_file.absolute()), "png_file": str(png.absolute())},
         )
-    png = json_file.with_suffix(".png") if json_path else out_dir / f"matmul-{ts}.png"
     render_matmul(record, png, loglog=not linear)
     write_record(record, json_file, png)
+    Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
 
 
 def render_matmul(record: records.RunRecord, png: Path, *, loglog: bool) -> None:

@@ -17,6 +17,7 @@ from whichdevice.commands.common import (
     DEFAULT_OUT, REPORTERS, app, console, describe_key, err_console, progress, stamp, write_record,
 )
 from whichdevice.errors import UsageError
+from whichdevice.journal import Journal, journal_path
 from whichdevice.present import html, plots, terminal
 from whichdevice.present.tables import Grid, GridCell, creation_grid, runs_grid, sweep_grid, sync_cost_grid
 from whichdevice.suite import suite_cases
@@ -37,19 +38,27 @@ def run(
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the plots and the HTML report."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/run-<time>.json."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
 ) -> None:
     """The default suite: matmul crossover, the seeds' training cases, a batch sweep and the
     automatic fixes, each measured; then one verdict and an HTML report."""
-    fw = parse_choice(framework, "--framework", ("tensorflow",))
-    budget_s = parse_positive_float(budget, "--budget", "90") or DEFAULT_BUDGET_S
-    if budget_s < MIN_BUDGET_S:
-        raise UsageError("--budget", f"{budget_s:g} s is too short to measure anything",
-                         f"Pass at least {MIN_BUDGET_S:g} seconds, e.g. --budget 90.")
-    wanted = experiment.parse_device_filter(device)
-    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
-    out_dir = check_output_dir(out, "--out")
-    ts = stamp()
-    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"run-{ts}.json"
+    resumed = None
+    if resume is not None:
+        resumed = Journal.read(resume, "--resume", experiment="run")
+        o = resumed.header["options"]
+        fw, budget_s, wanted, threads = o["framework"], o["budget_s"], o["devices_wanted"], o["cpu_threads"]
+        json_file = Path(resumed.header["json_file"])
+    else:
+        fw = parse_choice(framework, "--framework", ("tensorflow",))
+        budget_s = parse_positive_float(budget, "--budget", "90") or DEFAULT_BUDGET_S
+        if budget_s < MIN_BUDGET_S:
+            raise UsageError("--budget", f"{budget_s:g} s is too short to measure anything",
+                             f"Pass at least {MIN_BUDGET_S:g} seconds, e.g. --budget 90.")
+        wanted = experiment.parse_device_filter(device)
+        threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
+        out_dir = check_output_dir(out, "--out")
+        ts = stamp()
+        json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"run-{ts}.json"
     experiment.require_installed(fw)
 
     err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
@@ -57,6 +66,9 @@ def run(
     chosen = experiment.select_devices(found, wanted)
     gpu_present = bool(found.gpus)
     policy = TimingPolicy(min_time_s=RUN_MIN_TIME_S)
+    journal = Journal(journal_path(json_file)) if resumed else Journal.create(journal_path(json_file), {
+        "experiment": "run", "json_file": str(json_file.absolute()),
+        "options": {"framework": fw, "budget_s": budget_s, "devices_wanted": wanted, "cpu_threads": threads}})
     total = sum(len(suite_cases(fw, d.name, gpu_present=gpu_present)) for d in chosen)
     sessions, results, notes = [], [], []
     with progress() as bar:
@@ -66,9 +78,9 @@ def run(
                 fw, [dev], lambda d: suite_cases(fw, d.name, gpu_present=gpu_present), policy=policy,
                 cpu_threads=threads, case_timeout_s=max(budget_s, 60.0), deadline=time.time() + budget_s,
                 on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
-                on_result=lambda r: bar.advance(task),
+                on_result=lambda r: bar.advance(task), journal=journal, resumed=resumed,
             )
-            sessions += s
+            sessions += [x for x in s if all(y.device.name != x.device.name for y in sessions)]
             results += r
             notes += n
     options = {"budget_s": budget_s, "devices": [d.name for d in chosen], "min_time_s": RUN_MIN_TIME_S,
@@ -78,6 +90,7 @@ def run(
     png = json_file.with_suffix(".png")  # the stem of the plots and the report
     render_run(record, png, loglog=True)
     write_record(record, json_file, None)
+    journal.finish()  # the record is complete: the journal has done its job
 
 
 def _fix_grid(v: SuiteVerdict, *, with_how: bool = True) -> Grid:
