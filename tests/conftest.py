@@ -42,3 +42,9 @@ def h100_matmul_record(probe: dict, cpu_key: str, gpu_key: str, mode: str):
             results.append(CaseResult(spec=spec, status="ok", timing=timing_of(row[key]), wall_s=0.0,
                                       metrics={"flops_per_call": 2.0 * row["n"] ** 3}))
     return make_record(results)
+
+
+@pytest.fixture(autouse=True)
+def _private_history(tmp_path_factory, monkeypatch):
+    """Keep the run-history database of every test out of the user's home."""
+    monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path_factory.mktemp("wdhome")))

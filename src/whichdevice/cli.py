@@ -15,6 +15,7 @@ from whichdevice import experiment
 from whichdevice.commands import matmul as _matmul  # noqa: F401  (registers the command)
 from whichdevice.commands import report as _report  # noqa: F401
 from whichdevice.commands import run as _run  # noqa: F401
+from whichdevice.commands import history as _history  # noqa: F401
 from whichdevice.commands import train as _train  # noqa: F401
 from whichdevice.commands import pipeline as _pipeline  # noqa: F401
 from whichdevice.commands import audit as _audit  # noqa: F401

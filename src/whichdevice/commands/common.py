@@ -3,6 +3,7 @@ and the registry that maps an experiment name to the function that renders its r
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from whichdevice import records
+from whichdevice import history, records
 from whichdevice.errors import UsageError
 
 app = typer.Typer(
@@ -62,6 +63,11 @@ def write_record(record: records.RunRecord, json_file: Path, png: Path | None) -
             png.with_suffix(".html").unlink(missing_ok=True)
         raise UsageError("--json", f"cannot write '{json_file}' ({e.strerror})", "Pass a writable path.") from None
     console.print(f"Record: {escape(str(json_file))}")
+    try:
+        run_id = history.add(record, json_file)
+        console.print(f"History: run {run_id} (whichdevice history; whichdevice compare {run_id} LATER_RUN)")
+    except (OSError, sqlite3.Error) as e:  # the index is a convenience: never fail a finished run over it
+        console.print(f"[yellow]History not updated ({escape(str(e))}).[/yellow]")
     if png is not None:
         console.print(f"Plot:   {escape(str(png))}")
 

@@ -1,0 +1,70 @@
+"""Run history (SQLite index) and `compare` between two runs."""
+
+import json
+
+from conftest import timing_of
+from test_cli import run_cli
+
+from whichdevice import history
+from whichdevice.analysis.diff import diff_runs
+from whichdevice.records import CaseResult, CaseSpec, Timing, load_run
+
+
+def _numpy_run(tmp_path, capsys, name):
+    code, out, err = run_cli(["matmul", "--framework", "numpy", "--sizes", "8,64", "--mode", "steady",
+                              "--min-time", "0.02", "--json", str(tmp_path / name)], capsys)
+    assert code == 0, err
+    return out
+
+
+def test_runs_are_indexed_and_listed(tmp_path, capsys):
+    out = _numpy_run(tmp_path, capsys, "a.json")
+    assert "History: run 1" in out
+    _numpy_run(tmp_path, capsys, "b.json")
+    (newest, oldest) = history.entries()
+    assert newest.id == 2 and oldest.path.endswith("a.json") and newest.experiment == "matmul"
+    code, out, _ = run_cli(["history"], capsys)
+    assert code == 0 and "matmul" in out and "Runs" in out
+    code, out, _ = run_cli(["compare", "1", "2"], capsys)
+    assert code == 0 and "Point by point" in out and "steady" in out
+
+
+def test_hostile_strings_are_stored_and_shown_literally(tmp_path, capsys):
+    _numpy_run(tmp_path, capsys, "a.json")
+    path = tmp_path / "a.json"
+    data = json.loads(path.read_text())
+    data["command"] = ["whichdevice", "'); DROP TABLE runs; --", "[red]x[/red]"]
+    path.write_text(json.dumps(data))
+    history.add(load_run(path), path)
+    code, out, _ = run_cli(["history"], capsys)
+    assert code == 0 and len(history.entries()) == 2  # parameterized: the table survived
+
+
+def test_compare_errors(tmp_path, capsys):
+    code, _, err = run_cli(["compare", "7", "8"], capsys)
+    assert code == 2 and "RUN_A: no run with id 7" in err
+    code, _, err = run_cli(["compare", str(tmp_path / "x.json"), "1"], capsys)
+    assert code == 2 and "RUN_A: no such file" in err
+
+
+def _rec(samples, device="CPU:0", version="2.21.0"):
+    from conftest import make_record
+    from whichdevice.records import DeviceInfo, FrameworkInfo, Session
+
+    spec = CaseSpec(workload="matmul", framework="tensorflow", device=device, params={"n": 100})
+    t = Timing(first_call_s=samples[0], warmup_s=[samples[0]], samples_s=samples, number_per_sample=1, overhead_s=0)
+    rec = make_record([CaseResult(spec=spec, status="ok", timing=t, wall_s=0)])
+    s = Session(framework=FrameworkInfo(name="tensorflow", version=version), device=DeviceInfo(name=device, kind="cpu"),
+                cpu_threads_intra=2, cpu_threads_inter=2, cpu_threads_source="default", onednn=True, env={},
+                import_s=1.0, overhead_s=1e-5)
+    return rec.model_copy(update={"sessions": [s]})
+
+
+def test_diff_names_what_changed_and_whether_it_matters():
+    d = diff_runs(_rec([1.0, 1.01, 0.99]), _rec([0.5, 0.51, 0.49], version="2.22.0"))
+    assert d.context == ["CPU:0: tensorflow 2.21.0 -> tensorflow 2.22.0"]
+    (p,) = d.points
+    assert p.comparison.significant and p.comparison.ratio == 2.0
+    same = diff_runs(_rec([1.0, 1.2, 0.8]), _rec([1.05, 1.25, 0.85]))
+    assert not same.points[0].comparison.significant
+    assert timing_of(1.0).median_s == 1.0
