@@ -19,6 +19,8 @@ from whichdevice.commands import history as _history  # noqa: F401
 from whichdevice.commands import train as _train  # noqa: F401
 from whichdevice.commands import pipeline as _pipeline  # noqa: F401
 from whichdevice.commands import audit as _audit  # noqa: F401
+from whichdevice.commands import placement as _placement  # noqa: F401
+from whichdevice.commands import pitfalls as _pitfalls  # noqa: F401
 from whichdevice.commands.common import app, err_console
 from whichdevice.errors import UsageError
 

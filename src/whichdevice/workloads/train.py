@@ -31,6 +31,9 @@ from whichdevice.timing import RawTiming, TimingPolicy, measure
 from whichdevice.workloads import models
 
 KINDS = ("create", "loop", "fit", "steady")
+# Further kinds, each in its own module with the same run_case signature.
+_OTHER_KINDS = {"placement": "whichdevice.workloads.placement", "nosync": "whichdevice.workloads.pitfalls",
+                "precision": "whichdevice.workloads.precision"}
 SYNC_MODES = ("each", "none")
 DEFAULT_BATCHES: tuple[int, ...] = tuple(2**k for k in range(3, 14))  # 8 ... 8192
 QUICK_BATCHES: tuple[int, ...] = (8, 32, 128, 512, 2048, 8192)
@@ -171,6 +174,8 @@ class _Model:
 
 def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tuple[RawTiming, dict]:
     kind = spec.params["kind"]
+    if kind in _OTHER_KINDS:  # kinds measured by their own modules (placement, pitfalls, precision)
+        return importlib.import_module(_OTHER_KINDS[kind]).run_case(spec, fw, policy, overhead_s)
     runner = {"create": _run_create, "loop": _run_loop, "fit": _run_fit, "steady": _run_steady}.get(kind)
     if runner is None:
         raise ValueError(f"unknown train case kind {kind!r}")

@@ -1,0 +1,141 @@
+"""Each benchmarking mistake's distortion: the wrong figure, the right one, their ratio.
+
+Pure: a ``pitfalls`` record in, rows out. ``ratio = wrong / right``: 1 means the mistake did
+not distort the figure here; 2 means it reads twice the real cost; 0.3 means it reads a
+third of it (too fast). A ratio whose two figures' interquartile ranges overlap is marked
+"within noise" (``analysis.compare``).
+
+The mistakes (seed 002 "benchmarking mistakes", ANCHORS.md):
+
+- ``first_epoch``: the first epoch (tracing, allocation, pipeline start-up) vs the median of
+  the later epochs.
+- ``no_sync``: the clock read right after the call without synchronizing the device vs
+  synchronized blocks. It cannot distort on a CPU (TensorFlow returns after the work is done).
+- ``sync_each``: ``.numpy()`` after every step vs once per block of steps.
+- ``one_thread``: the CPU limited to one thread (torch.utils.benchmark's default
+  ``num_threads=1``) vs all cores.
+- ``xla_one_device``: Keras ``jit_compile="auto"`` turns XLA off on a CPU-only machine and on
+  where a GPU is visible: ``jit_compile=False`` vs ``True`` on the same device shows how much of a
+  CPU-vs-GPU gap the compile path alone can make.
+- ``small_batch``: per-sample time at the seed's batch 10 vs batch 512.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from whichdevice.analysis.compare import compare
+from whichdevice.analysis.fixes import _per_sample
+from whichdevice.records import CaseResult, RunRecord
+
+PITFALLS = ("first_epoch", "no_sync", "sync_each", "one_thread", "xla_one_device", "small_batch")
+TITLES = {
+    "first_epoch": "Timing the first epoch (warm-up included)",
+    "no_sync": "Reading the clock without synchronizing the device",
+    "sync_each": "Synchronizing every step needlessly (.numpy() per step)",
+    "one_thread": "CPU limited to one thread (torch.utils.benchmark default)",
+    "xla_one_device": 'XLA on one device only (Keras jit_compile="auto")',
+    "small_batch": "A batch too small (10 instead of 512)",
+}
+
+
+@dataclass(frozen=True)
+class PitfallRow:
+    pitfall: str
+    device: str
+    wrong_s: float
+    right_s: float
+    unit: str  # what one figure is: "s per epoch", "s per step", "s per sample"
+    wrong_method: str
+    right_method: str
+    significant: bool
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.wrong_s / self.right_s if self.right_s > 0 else float("nan")
+
+    @property
+    def title(self) -> str:
+        return TITLES[self.pitfall]
+
+    def verdict(self) -> str:
+        if not self.significant:
+            return f"{self.ratio:.3g}x (within noise: no distortion measured here)"
+        if self.ratio >= 1:
+            return f"{self.ratio:.3g}x: the mistake reads {self.ratio:.3g}x the real cost"
+        return f"{self.ratio:.3g}x: the mistake reads {1 / self.ratio:.3g}x too fast"
+
+
+def _find(results: list[CaseResult], device: str, **want) -> CaseResult | None:
+    for r in results:
+        if r.spec.device != device or r.status != "ok":
+            continue
+        p = r.spec.params
+        if all(p.get(k) == v for k, v in want.items()) and ("threads" in p) == ("threads" in want):
+            if "jit_compile" not in want and "jit_compile" in p:
+                continue
+            return r
+    return None
+
+
+def analyze_pitfalls(record: RunRecord) -> list[PitfallRow]:
+    rows: list[PitfallRow] = []
+    res = record.results
+    devices = sorted({r.spec.device for r in res}, key=lambda d: (not d.startswith("CPU"), d))
+    for d in devices:
+        cpu = d.startswith("CPU")
+        fit = _find(res, d, kind="fit", example="ex2")
+        if fit is not None:
+            epochs = [fit.metrics[f"epoch_{i}_s"] for i in range(1, 100) if f"epoch_{i}_s" in fit.metrics]
+            if len(epochs) >= 2:
+                rest = epochs[1:]
+                # Epochs are single numbers: the spread test needs the later epochs' range.
+                sig = epochs[0] > max(rest) or epochs[0] < min(rest)
+                rows.append(PitfallRow("first_epoch", d, epochs[0], statistics.median(rest), "s per epoch",
+                                       "first epoch", f"median of epochs 2-{len(epochs)}", sig))
+        none10 = _find(res, d, kind="steady", batch=10, sync="none")
+        each10 = _find(res, d, kind="steady", batch=10, sync="each")
+        nosync = _find(res, d, kind="nosync", batch=10)
+        if none10 and nosync:
+            c = compare("right", none10.timing, "wrong", nosync.timing)
+            note = ("on a CPU TensorFlow returns from the step after the work is done: an unsynchronized clock "
+                    "cannot distort here; on a GPU it times only the kernel launches" if cpu else
+                    "the call returned before the GPU finished: the unsynchronized figure is the launch cost")
+            rows.append(PitfallRow("no_sync", d, nosync.timing.median_s, none10.timing.median_s, "s per step",
+                                   "clock read after each call, no sync", "synchronized blocks of steps",
+                                   c.significant, note))
+        if none10 and each10:
+            c = compare("right", none10.timing, "wrong", each10.timing)
+            rows.append(PitfallRow("sync_each", d, each10.timing.median_s, none10.timing.median_s, "s per step",
+                                   ".numpy() after every step", "one sync per block of steps", c.significant))
+        big = _find(res, d, kind="steady", batch=512, sync="none")
+        one = _find(res, d, kind="steady", batch=512, sync="none", threads=1)
+        if big and one:
+            c = compare("right", big.timing, "wrong", one.timing)
+            rows.append(PitfallRow("one_thread", d, one.timing.median_s, big.timing.median_s, "s per step",
+                                   "1 CPU thread", f"all cores ({_threads(record, d)})", c.significant,
+                                   "batch 512 steady step"))
+        off = _find(res, d, kind="fit", example="ex2", jit_compile=False)
+        on = _find(res, d, kind="fit", example="ex2", jit_compile=True)
+        if off and on:
+            c = compare("right", on.timing, "wrong", off.timing)
+            rows.append(PitfallRow("xla_one_device", d, off.timing.median_s, on.timing.median_s, "s per step",
+                                   "jit_compile=False (auto on a CPU-only machine)",
+                                   "jit_compile=True (auto where a GPU is visible)", c.significant,
+                                   "compare devices with the same jit_compile; ratio < 1: XLA is slower here"))
+        if none10 and big:
+            a, b = _per_sample(none10), _per_sample(big)
+            c = compare("right", b, "wrong", a)
+            rows.append(PitfallRow("small_batch", d, a.median_s, b.median_s, "s per sample", "batch 10",
+                                   "batch 512", c.significant))
+    order = {p: i for i, p in enumerate(PITFALLS)}
+    return sorted(rows, key=lambda r: (order[r.pitfall], devices.index(r.device)))
+
+
+def _threads(record: RunRecord, device: str) -> str:
+    for s in record.sessions:
+        if s.device.name == device and s.cpu_threads_source.startswith("default"):
+            return f"{s.cpu_threads_intra} threads"
+    return "default threads"

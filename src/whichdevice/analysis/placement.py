@@ -1,0 +1,264 @@
+"""Which ops ran where: TensorFlow's device-placement log and XProf's op statistics, parsed,
+and the host<->device copies a training step makes.
+
+Pure: text and numbers in, tables out (no TensorFlow import), so it is tested on real output
+captured on a CPU (``tests/data/placement/``).
+
+Sources, and what each one can say:
+
+- **Placement log** (``tf.debugging.set_log_device_placement(True)``). When a ``tf.function``
+  is instantiated, TensorFlow's placer logs one line per graph node::
+
+      I0000 00:00:1795400006.145373   28383 placer.cc:162] sequential_1/dense_1/MatMul: (MatMul): /job:localhost/replica:0/task:0/device:CPU:0
+
+  and every eager op executed logs ``execute.cc:...] Executing op Cast in device /job:.../device:CPU:0``.
+  The same placer lines are also printed bare (without the ``I0000 ... placer.cc]`` prefix) on
+  stdout; when prefixed lines exist, the bare copies are ignored so nothing is counted twice.
+  This is *authoritative* for placement: it says where each node was put, after soft placement.
+- **XProf ``framework_op_stats``** (a profile converted by ``xprof``): one row per op name with
+  ``Host/device``, type, occurrences and self time (µs). It gives *time*; on a CPU-only run every
+  row is ``Host``.
+- **Copies**: a node whose input comes from a node on another device needs a copy (TensorFlow
+  inserts a ``_Send``/``_Recv`` pair after placement; the placer does not log it). Counted from
+  the step function's graph edges and the placement, with bytes where the tensor's shape is
+  static. Inputs fed from the host (NumPy batches) are copies too when the step runs on a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+# Graph plumbing: function arguments/returns and control nodes. They are placed like any node
+# but do no work; counted apart so the op table shows the model's real ops.
+PLUMBING = frozenset({"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval", "NoOp", "Const", "Identity",
+                      "_EagerConst", "IdentityN", "StopGradient", "PartitionedCall", "StatefulPartitionedCall"})
+# Ops that are about variables/resources: they live where the variable lives.
+RESOURCE_OPS = frozenset({"VarHandleOp", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
+                          "AssignSubVariableOp", "VarIsInitializedOp", "ResourceGather"})
+# XProf op types that are data movement between host and device.
+COPY_TYPES = frozenset({"MemcpyH2D", "MemcpyD2H", "MemcpyD2D", "MemcpyP2P", "_Send", "_Recv", "_HostSend",
+                        "_HostRecv", "CopyToDevice", "CopyFromDevice"})
+
+_PREFIXED = re.compile(r"placer\.cc:\d+\]\s+(?P<name>\S+): \((?P<type>[^)]+)\): (?P<dev>/\S+)")
+_BARE = re.compile(r"^(?P<name>[^\s:]\S*): \((?P<type>[^)]+)\): (?P<dev>/job:\S+)\s*$")
+_EAGER = re.compile(r"Executing op (?P<type>\S+) in device (?P<dev>/\S+)")
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One node (graph) or one eager op execution and the device it was put on."""
+
+    name: str  # node name ("" for an eager op)
+    op_type: str
+    device: str  # short form: CPU:0, GPU:0
+    source: str  # "graph" (placer) or "eager" (executed op)
+
+
+def short_device(full: str) -> str:
+    """'/job:localhost/replica:0/task:0/device:GPU:0' -> 'GPU:0'."""
+    m = re.search(r"device:([A-Za-z_]+:\d+)", full)
+    return m.group(1) if m else full
+
+
+def parse_placement_log(text: str) -> list[Placed]:
+    """Every placement line in ``text`` (stdout and stderr of a run with placement logging on)."""
+    lines = text.splitlines()
+    prefixed = any("placer.cc" in ln for ln in lines)
+    out: list[Placed] = []
+    for ln in lines:
+        m = _PREFIXED.search(ln)
+        if m:
+            out.append(Placed(m["name"], m["type"], short_device(m["dev"]), "graph"))
+            continue
+        m = _EAGER.search(ln)
+        if m:
+            out.append(Placed("", m["type"], short_device(m["dev"]), "eager"))
+            continue
+        if not prefixed:
+            m = _BARE.match(ln.strip())
+            if m:
+                out.append(Placed(m["name"], m["type"], short_device(m["dev"]), "graph"))
+    return out
+
+
+def placement_map(placed: list[Placed]) -> dict[str, str]:
+    """Graph node name -> device (the last placement of a name wins: a retrace re-places it)."""
+    return {p.name: p.device for p in placed if p.source == "graph" and p.name}
+
+
+def op_type_counts(placed: list[Placed], *, include_plumbing: bool = False) -> dict[str, Counter]:
+    """device -> Counter(op type -> nodes placed there)."""
+    out: dict[str, Counter] = defaultdict(Counter)
+    for p in placed:
+        if include_plumbing or p.op_type not in PLUMBING:
+            out[p.device][p.op_type] += 1
+    return dict(out)
+
+
+# ---------------- XProf framework_op_stats ----------------
+
+@dataclass(frozen=True)
+class OpStat:
+    host_or_device: str  # "Host" or "Device"
+    op_type: str
+    name: str
+    occurrences: int
+    self_us: float  # total self time over the profiled window
+
+
+def parse_op_stats(data: bytes | str) -> list[OpStat]:
+    """XProf's ``framework_op_stats`` JSON (a list of data tables; the first holds the ops).
+
+    The ``IDLE`` row (time the host or device did nothing) is left out."""
+    tables = json.loads(data)
+    if isinstance(tables, dict):
+        tables = [tables]
+    out: list[OpStat] = []
+    for table in tables[:1]:
+        ids = [c["id"] for c in table["cols"]]
+        for row in table.get("rows", []):
+            v = {k: c.get("v") for k, c in zip(ids, row["c"])}
+            if v.get("type") == "IDLE":
+                continue
+            out.append(OpStat(str(v["host_or_device"]), str(v["type"]), str(v["operation"]),
+                              int(v.get("occurrences") or 0), float(v.get("total_self_time") or 0.0)))
+    return out
+
+
+# ---------------- copies ----------------
+
+@dataclass(frozen=True)
+class Edge:
+    src: str  # producing node name
+    dst: str  # consuming node name
+    nbytes: int | None  # tensor size when its shape is static
+
+
+@dataclass(frozen=True)
+class Copies:
+    count: int
+    nbytes: int  # known bytes only
+    unknown_size: int  # copies whose tensor shape is not static
+    by_direction: dict[str, int] = field(default_factory=dict)  # "CPU:0->GPU:0" -> count
+
+
+def count_copies(edges: list[Edge], placement: dict[str, str]) -> Copies:
+    """Edges whose two ends sit on different devices: one copy each per step.
+
+    An edge with an end that was never placed (a node the placer did not log) is not counted."""
+    n = nbytes = unknown = 0
+    by_dir: Counter = Counter()
+    for e in edges:
+        a, b = placement.get(e.src), placement.get(e.dst)
+        if a is None or b is None or a == b:
+            continue
+        n += 1
+        by_dir[f"{a}->{b}"] += 1
+        if e.nbytes is None:
+            unknown += 1
+        else:
+            nbytes += e.nbytes
+    return Copies(n, nbytes, unknown, dict(by_dir))
+
+
+# ---------------- why an op is on the CPU ----------------
+
+def explain_cpu_op(op_type: str, kernel_devices: set[str] | None) -> str:
+    """A plain reason why ``op_type`` ran on the CPU in a GPU run.
+
+    ``kernel_devices``: the device types TensorFlow has kernels for (``CPU``, ``GPU``,
+    ``DEFAULT`` = any device), from the kernel registry; None when unknown."""
+    if op_type in ("PyFunc", "EagerPyFunc", "PyFuncStateless"):
+        return ("Python code inside the step (tf.numpy_function / tf.py_function): it always runs on the host, "
+                "and its inputs and outputs are copied across")
+    if kernel_devices is not None and not ({"GPU", "DEFAULT"} & kernel_devices):
+        return ("no GPU kernel in this TensorFlow build: soft placement put it on the CPU, and every tensor it "
+                "reads or writes crosses between host and device")
+    if op_type in PLUMBING:
+        return "graph plumbing (argument, return, constant): placed with the tensor it carries, no work"
+    if op_type in RESOURCE_OPS:
+        return "a variable's op: it runs where the variable was created (a variable made outside the GPU scope stays on the CPU)"
+    if kernel_devices is not None:
+        return ("has a GPU kernel, but not for this dtype or with host-memory inputs (int32 shapes and indices "
+                "are kept on the host), or it was colocated with a CPU-only neighbour")
+    return "reason unknown (kernel registry not available)"
+
+
+# ---------------- a placement record -> tables ----------------
+
+@dataclass(frozen=True)
+class OpRow:
+    op_type: str
+    placed_on: str  # device the placer put it on
+    nodes: int  # graph nodes of this type placed there (the step's function graphs)
+    executions: int | None  # profiler occurrences over the profiled steps (None: no profile)
+    self_us: float | None  # profiler self time over the profiled steps
+    has_gpu_kernel: bool | None
+    plumbing: bool
+
+
+@dataclass(frozen=True)
+class DevicePlacement:
+    device: str  # the device the step was asked to run on
+    ops: list[OpRow]  # every op type placed anywhere during this device's step, busiest first
+    copies: Copies
+    feed_tensors: int
+    feed_bytes: int
+    profiled_steps: int
+    step_s: float  # median profiled step (profiler on)
+    profiled: bool  # xprof op times available
+
+    @property
+    def on_cpu_in_gpu_run(self) -> list[OpRow]:
+        """Ops placed on the CPU although the step was asked to run on a GPU (real work only)."""
+        if not self.device.startswith("GPU"):
+            return []
+        return [o for o in self.ops if o.placed_on.startswith("CPU") and not o.plumbing]
+
+    @property
+    def would_fall_back(self) -> list[OpRow]:
+        """Ops with no GPU kernel in this build: on a GPU they would run on the CPU."""
+        return [o for o in self.ops if o.has_gpu_kernel is False and not o.plumbing]
+
+
+def device_placement(device: str, metrics: dict[str, float], step_s: float) -> DevicePlacement:
+    """Rebuild one device's placement tables from a placement case's metrics."""
+    placed: dict[tuple[str, str], int] = {}
+    occ: dict[str, float] = defaultdict(float)
+    self_us: dict[str, float] = defaultdict(float)
+    kernel: dict[str, bool] = {}
+    by_dir: dict[str, int] = {}
+    for k, v in metrics.items():
+        parts = k.split("|")
+        if parts[0] == "placed" and len(parts) == 3:
+            placed[(parts[1], parts[2])] = int(v)
+        elif parts[0] == "occ" and len(parts) == 3:
+            occ[parts[2]] += v
+        elif parts[0] == "self_us" and len(parts) == 3:
+            self_us[parts[2]] += v
+        elif parts[0] == "gpu_kernel" and len(parts) == 2:
+            kernel[parts[1]] = bool(v)
+        elif parts[0] == "copies" and len(parts) == 2:
+            by_dir[parts[1]] = int(v)
+    profiled = bool(metrics.get("op_stats"))
+    rows = [OpRow(t, dev, n, int(occ[t]) if profiled and t in occ else (0 if profiled else None),
+                  self_us.get(t) if profiled else None, kernel.get(t), t in PLUMBING)
+            for (dev, t), n in placed.items()]
+    # Op types the profiler saw but the placer did not log: graph rewrites after placement
+    # (grappler fuses MatMul+BiasAdd+Relu into _FusedMatMul) and runtime ops.
+    seen = {t for (_d, t) in placed}
+    for k, v in metrics.items():
+        parts = k.split("|")
+        if profiled and parts[0] == "occ" and len(parts) == 3 and parts[2] not in seen:
+            seen.add(parts[2])
+            rows.append(OpRow(parts[2], f"{parts[1]} (rewritten graph)", 0, int(occ[parts[2]]),
+                              self_us.get(parts[2]), kernel.get(parts[2]), parts[2] in PLUMBING))
+    rows.sort(key=lambda o: (o.plumbing, -(o.self_us or 0.0), -o.nodes, o.op_type))
+    copies = Copies(int(metrics.get("copies", 0)), int(metrics.get("copy_bytes", 0)),
+                    int(metrics.get("copies_unknown_size", 0)), by_dir)
+    return DevicePlacement(device, rows, copies, int(metrics.get("feed_tensors", 0)),
+                           int(metrics.get("feed_bytes", 0)), int(metrics.get("profiled_steps", 0)), step_s,
+                           profiled)

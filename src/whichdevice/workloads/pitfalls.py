@@ -1,0 +1,68 @@
+"""Benchmarking mistakes, each next to the correct measurement (``whichdevice pitfalls``).
+
+Most mistakes are measured with the ``train`` workload's own kinds (see ``build_cases``); this
+module adds the one that needs its own loop, kind ``nosync``: the clock is read right after
+each call of the train step *without* synchronizing the device, as ``t0 = time(); step();
+t1 = time()`` does. On a GPU the call returns once the kernels are queued, so this times the
+dispatch, not the work. On a CPU TensorFlow runs the step before the call returns, so the
+two methods read the same (the analysis says so rather than calling it a distortion).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+
+from whichdevice.records import CaseSpec
+from whichdevice.steps import raw_from_steps
+
+SEED_BATCH = 10  # seed 001 ex2's batch: where per-step costs weigh most
+LARGE_BATCH = 512  # seed 002's batch
+NOSYNC_STEPS = 200
+
+
+def build_cases(framework: str, device: str, *, quick: bool, is_cpu: bool) -> tuple[list[CaseSpec], list[CaseSpec]]:
+    """(cases for the default child, cases for the one-thread child). Cheapest first."""
+    def t(**p) -> CaseSpec:
+        return CaseSpec(workload="train", framework=framework, device=device, params={"model": "seed001", **p})
+
+    epochs = 2 if quick else 3
+    ex2 = dict(example="ex2", samples=1000, batch=SEED_BATCH, data="numpy")
+    main = [
+        t(kind="steady", batch=SEED_BATCH, sync="none"),  # right figure for sync, nosync and batch
+        t(kind="steady", batch=SEED_BATCH, sync="each"),  # syncing every step
+        t(kind="nosync", batch=SEED_BATCH, steps=NOSYNC_STEPS // (2 if quick else 1)),  # clock without sync
+        t(kind="steady", batch=LARGE_BATCH, sync="none"),  # batch pitfall's right figure; threads' baseline
+        t(kind="fit", epochs=epochs, **ex2),  # first epoch vs steady epochs
+        t(kind="fit", epochs=2, jit_compile=False, **ex2),  # what jit_compile="auto" gives on a CPU-only machine
+        t(kind="fit", epochs=2, jit_compile=True, **ex2),  # what it gives where a GPU is visible
+    ]
+    one = [t(kind="steady", batch=LARGE_BATCH, sync="none", threads=1)] if is_cpu else []
+    return main, one
+
+
+def run_case(spec, fw, policy, overhead_s):
+    training = importlib.import_module(f"whichdevice.frameworks.{fw.name}.training")
+    from whichdevice.workloads.train import _Model
+
+    m = _Model(spec.params)
+    b, steps = int(spec.params["batch"]), int(spec.params.get("steps", NOSYNC_STEPS))
+    with fw.placement.scope(spec.device):
+        model = m.build()
+        opt, loss = m.optimizer_and_loss(model)
+        step = training.train_step(model, opt, loss)
+        x, y = m.one_batch(training, b)
+        xb, yb = training.on_device(x, y, fw.placement.scope(spec.device))
+        for _ in range(3):  # warm-up, synchronized: the mistake under test is the clock, not the warm-up
+            fw.sync.sync(step(xb, yb))
+        times = []
+        out = None
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            out = step(xb, yb)
+            times.append(time.perf_counter() - t0)  # no sync: the mistake
+        t0 = time.perf_counter()
+        fw.sync.sync(out)
+        drain_s = time.perf_counter() - t0
+    raw = raw_from_steps([times[0], *times], warmup_steps=1, overhead_s=overhead_s)
+    return raw, {"samples_per_step": float(b), "drain_s": drain_s, "steps": float(steps)}

@@ -1,0 +1,95 @@
+"""Which ops of a training step ran on which device, how long they took, and the copies
+between devices (``whichdevice placement``). Runs inside a child as kind ``placement`` of the
+``train`` workload.
+
+Method, per device (one child each):
+
+1. Build the model (seed 001's, or the user's), its optimizer and loss, and one batch.
+2. A short **probe process** (``frameworks.tensorflow.placement_log``) builds the same step with
+   placement logging on from its first op and fds 1/2 captured, and runs it once: TensorFlow
+   traces, places every node (one log line each) and runs it. That text is the placement
+   record; the step graph's edges come with it.
+3. In this child: three warm-up calls, then ``steps`` steps under the **profiler**, each synchronized
+   and timed on its own: the steady window only, never the first call (TensorFlow's GPU guide:
+   "avoid profiling the first few batches"). XProf's ``framework_op_stats`` gives per-op
+   occurrences and self time.
+4. Copies: the step graph's edges whose ends were placed on different devices, plus the
+   batch fed from NumPy (two tensors a step) when the step runs on a GPU.
+
+Everything is returned as float metrics with structured keys (``placed|CPU:0|MatMul``,
+``self_us|Host|MatMul``, ``occ|Host|MatMul``, ``gpu_kernel|AsString``, ``copies|CPU:0->GPU:0``)
+so the record keeps its schema and ``analysis.placement_report`` rebuilds the tables.
+
+Trade-off: the profiler adds its own cost to the profiled steps, so their times are for
+attributing time between ops, not for comparing devices (``whichdevice train`` does that).
+"""
+
+from __future__ import annotations
+
+import importlib
+import tempfile
+from pathlib import Path
+
+from whichdevice.analysis.placement import Edge, count_copies, op_type_counts, parse_op_stats, parse_placement_log, placement_map
+from whichdevice.steps import raw_from_steps, time_loop
+
+DEFAULT_STEPS = 20
+QUICK_STEPS = 10
+
+
+def run_case(spec, fw, policy, overhead_s):
+    from whichdevice.workloads.train import _Model
+
+    tfmod = lambda name: importlib.import_module(f"whichdevice.frameworks.{fw.name}.{name}")  # noqa: E731
+    plog, prof, training = tfmod("placement_log"), tfmod("profiler"), tfmod("training")
+    p = spec.params
+    m = _Model(p)
+    b, steps = int(p["batch"]), int(p.get("steps", DEFAULT_STEPS))
+    with fw.placement.scope(spec.device):
+        model = m.build()
+        opt, loss = m.optimizer_and_loss(model)
+        step = plog.train_step(model, opt, loss, with_string_op=bool(p.get("string_op", False)))
+        x, y = m.one_batch(training, b)
+        sync = fw.sync.sync
+
+        for _ in range(3):
+            sync(plog.first(step(x, y)))
+        trace_root = p.get("trace_dir")
+        tmp = None if trace_root else tempfile.TemporaryDirectory(prefix="whichdevice-prof-")
+        logdir = Path(trace_root) if trace_root else Path(tmp.name)
+        try:
+            with prof.trace(logdir):
+                times = time_loop(range(steps), lambda _: plog.first(step(x, y)), sync=sync)
+            files = prof.xplane_files(logdir)
+            stats_json = prof.framework_op_stats(files[-1]) if files else None
+        finally:
+            if tmp is not None:
+                tmp.cleanup()
+
+    probe = plog.run_probe(spec.device, dict(p))
+    placed = parse_placement_log(probe["log"])
+    edges = [Edge(a, b, n) for a, b, n in probe["edges"]]
+    metrics: dict[str, float] = {"samples_per_step": float(b), "profiled_steps": float(len(times)),
+                                 "placement_lines": float(len(placed)),
+                                 "op_stats": 1.0 if stats_json is not None else 0.0}
+    for device, counter in op_type_counts(placed, include_plumbing=True).items():
+        for op_type, n in counter.items():
+            metrics[f"placed|{device}|{op_type}"] = float(n)
+    for op_type in sorted({q.op_type for q in placed}):
+        kd = plog.kernel_devices(op_type)
+        if kd is not None:
+            metrics[f"gpu_kernel|{op_type}"] = 1.0 if {"GPU", "DEFAULT"} & kd else 0.0
+    copies = count_copies(edges, placement_map(placed))
+    metrics["copies"] = float(copies.count)
+    metrics["copy_bytes"] = float(copies.nbytes)
+    metrics["copies_unknown_size"] = float(copies.unknown_size)
+    for direction, n in copies.by_direction.items():
+        metrics[f"copies|{direction}"] = float(n)
+    metrics["feed_tensors"] = 2.0
+    metrics["feed_bytes"] = float(x.nbytes + y.nbytes)
+    if stats_json is not None:
+        for s in parse_op_stats(stats_json):
+            k = f"{s.host_or_device}|{s.op_type}"
+            metrics[f"occ|{k}"] = metrics.get(f"occ|{k}", 0.0) + s.occurrences
+            metrics[f"self_us|{k}"] = metrics.get(f"self_us|{k}", 0.0) + s.self_us
+    return raw_from_steps(times, warmup_steps=1, overhead_s=overhead_s), metrics
