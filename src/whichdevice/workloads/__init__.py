@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-WORKLOADS: tuple[str, ...] = ("matmul", "train", "pipeline")
+WORKLOADS: tuple[str, ...] = ("matmul", "train", "pipeline", "calibrate")
 
 
 def runner(name: str):

@@ -1,0 +1,184 @@
+"""TensorFlow probes for ``whichdevice calibrate`` and the step description for ``predict``.
+
+Imported by ``workloads/calibrate.py`` inside a child (it imports TensorFlow). Every probe
+builder returns a zero-argument callable; ``timing.measure`` calls it in synchronized blocks.
+
+``describe_step`` reads what one training step runs from its traced ``tf.function`` graph:
+every op with its kind (matmul-like, elementwise, free, uncovered — see costmodel.py), its
+FLOPs and the bytes it reads and writes, from the graph's static shapes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from whichdevice.frameworks.tensorflow.placement import scope
+
+# Chain length of the in-graph dispatch probe: long enough that per-op cost dominates the
+# per-call cost, short enough to trace in well under a second.
+GRAPH_CHAIN = 64
+
+
+def tiny_eager(device: str):
+    """One add on a 1-element tensor, eagerly, no sync per call: dispatch + launch rate."""
+    with scope(device):
+        a = tf.ones([1])
+
+    def call():
+        with scope(device):
+            return tf.add(a, a)
+
+    return call
+
+
+def tiny_sync(device: str):
+    """The same add, then ``.numpy()``: adds one device->host read (a sync) per call."""
+    eager = tiny_eager(device)
+    return lambda: eager().numpy()
+
+
+def graph_chain(device: str, k: int):
+    """A ``tf.function`` running ``k`` dependent 1-element ``Sin`` ops (k = 0: returns its
+    input). Sin, not Add: Grappler folds chains of adds into one AddN."""
+    with scope(device):
+        x = tf.ones([1])
+
+    @tf.function
+    def chain(v):
+        for _ in range(k):
+            v = tf.sin(v)
+        return v
+
+    def call():
+        with scope(device):
+            return chain(x)
+
+    call()  # trace outside the timing
+    return call
+
+
+def elementwise(device: str, nbytes: int):
+    """``a + b`` on float32 arrays; ``nbytes`` = bytes moved (two inputs + one output)."""
+    n = max(1, int(nbytes) // 12)
+    with scope(device):
+        a = tf.random.uniform([n])
+        b = tf.random.uniform([n])
+
+    def call():
+        with scope(device):
+            return tf.add(a, b)
+
+    return call
+
+
+def h2d(device: str, nbytes: int):
+    """A pageable host (numpy) array of ``nbytes`` copied to the device."""
+    arr = np.ones(max(1, int(nbytes) // 4), dtype=np.float32)
+
+    def call():
+        with scope(device):
+            return tf.identity(tf.convert_to_tensor(arr))
+
+    return call
+
+
+def d2h(device: str, nbytes: int):
+    """A device tensor of ``nbytes`` read back to the host (``.numpy()``)."""
+    with scope(device):
+        t = tf.ones([max(1, int(nbytes) // 4)])
+    return lambda: t.numpy()
+
+
+# ---------------- the step's op list ----------------
+
+FREE = frozenset({
+    "Const", "Placeholder", "NoOp", "Identity", "IdentityN", "ReadVariableOp", "VarHandleOp", "Shape", "ShapeN",
+    "Size", "Rank", "StopGradient", "PreventGradient", "Reshape", "ExpandDims", "Squeeze", "_Arg", "_Retval",
+    "VarIsInitializedOp", "BroadcastGradientArgs", "EnsureShape",
+})
+MATMUL = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "_FusedMatMul"})
+CONV = frozenset({"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"})
+ELEMENTWISE = frozenset({
+    "Add", "AddV2", "AddN", "Sub", "Mul", "RealDiv", "Div", "DivNoNan", "FloorDiv", "FloorMod", "Maximum",
+    "Minimum", "Pow", "Sqrt", "SqrtGrad", "Rsqrt", "RsqrtGrad", "Square", "SquaredDifference", "Neg", "Abs",
+    "Sign", "Exp", "Log", "Log1p", "Reciprocal", "Floor", "Round", "Erf", "Sin", "Cos", "Relu", "ReluGrad",
+    "Relu6", "Relu6Grad", "Elu", "EluGrad", "Selu", "SeluGrad", "LeakyRelu", "LeakyReluGrad", "Sigmoid",
+    "SigmoidGrad", "Tanh", "TanhGrad", "Softplus", "SoftplusGrad", "Cast", "BiasAdd", "BiasAddGrad", "Sum",
+    "Mean", "Max", "Min", "Prod", "All", "Any", "ArgMax", "ArgMin", "Softmax", "LogSoftmax",
+    "SparseSoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyWithLogits", "Tile", "Transpose", "ConcatV2",
+    "Pack", "Unpack", "StridedSlice", "StridedSliceGrad", "Slice", "Fill", "ZerosLike", "OnesLike", "Select",
+    "SelectV2", "Greater", "GreaterEqual", "Less", "LessEqual", "Equal", "NotEqual", "LogicalAnd", "LogicalOr",
+    "LogicalNot", "IsFinite", "ClipByValue", "BroadcastTo", "Range", "GatherV2", "ResourceGather", "OneHot",
+    "UnsortedSegmentSum", "L2Loss", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
+    "FusedBatchNormV3", "FusedBatchNormGradV3", "MaxPool", "MaxPoolGrad", "AvgPool", "AvgPoolGrad",
+    "ResourceApplyAdam", "ResourceApplyGradientDescent", "ResourceApplyKerasMomentum", "Cumsum", "Mod",
+})
+_ASSIGN = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"})
+
+
+def _nbytes(t) -> float | None:
+    if t.dtype == tf.resource or t.dtype == tf.variant:
+        return 0.0
+    dims = t.shape.as_list() if t.shape.rank is not None else None
+    if dims is None or any(d is None for d in dims):
+        return None
+    return float(np.prod(dims, dtype=np.float64)) * t.dtype.size
+
+
+def _dims(t) -> list[int]:
+    return [int(d) for d in t.shape.as_list()]
+
+
+def _flops(op) -> float:
+    t = op.type
+    if t in ("MatMul", "_FusedMatMul"):
+        a, b = _dims(op.inputs[0]), _dims(op.inputs[1])
+        m, k = (a[1], a[0]) if op.get_attr("transpose_a") else (a[0], a[1])
+        n = b[0] if op.get_attr("transpose_b") else b[1]
+        return 2.0 * m * n * k
+    if t.startswith("BatchMatMul"):
+        out = _dims(op.outputs[0])
+        a = _dims(op.inputs[0])
+        k = a[-2] if op.get_attr("adj_x") else a[-1]
+        return 2.0 * float(np.prod(out, dtype=np.float64)) * k
+    if t == "Conv2D":
+        kh, kw, cin, _ = _dims(op.inputs[1])
+        return 2.0 * float(np.prod(_dims(op.outputs[0]), dtype=np.float64)) * kh * kw * cin
+    if t in ("Conv2DBackpropInput", "Conv2DBackpropFilter"):
+        # Same multiply-adds as the forward convolution: out_backprop x filter window x Cin.
+        grad = _dims(op.inputs[2])
+        fshape = _dims(op.inputs[1]) if t == "Conv2DBackpropInput" else _dims(op.outputs[0])
+        kh, kw, cin, _ = fshape
+        return 2.0 * float(np.prod(grad, dtype=np.float64)) * kh * kw * cin
+    return 0.0
+
+
+def classify(op) -> dict:
+    """One graph op as ``{"op_type", "kind", "flops", "bytes"}`` (costmodel.OpCost fields)."""
+    t = op.type
+    if t in FREE:
+        return {"op_type": t, "kind": "free", "flops": 0.0, "bytes": 0.0}
+    sizes = [_nbytes(x) for x in list(op.inputs) + list(op.outputs)]
+    known = all(s is not None for s in sizes)
+    if t in MATMUL or t in CONV or t in ELEMENTWISE:
+        if not known:
+            return {"op_type": f"{t} (unknown shape)", "kind": "uncovered", "flops": 0.0, "bytes": 0.0}
+        nbytes = float(sum(sizes))
+        if t in _ASSIGN:  # the variable is read and written as well as the value read
+            nbytes += 2.0 * float(sizes[1])
+        kind = "matmul" if t in MATMUL else "conv" if t in CONV else "elementwise"
+        return {"op_type": t, "kind": kind, "flops": _flops(op) if kind != "elementwise" else 0.0, "bytes": nbytes}
+    return {"op_type": t, "kind": "uncovered", "flops": 0.0, "bytes": 0.0}
+
+
+def describe_step(step, x, y) -> list[dict]:
+    """Trace ``step`` (a ``tf.function`` of (x, y)) at these exact shapes and classify its ops.
+
+    Raises when the graph holds nested function calls it cannot see into: those are
+    reported as one uncovered op each rather than expanded.
+    """
+    xs = tf.TensorSpec(x.shape, tf.as_dtype(x.dtype))
+    ys = tf.TensorSpec(y.shape, tf.as_dtype(y.dtype))
+    graph = step.get_concrete_function(xs, ys).graph
+    return [classify(op) for op in graph.get_operations()]
