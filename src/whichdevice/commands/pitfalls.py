@@ -83,13 +83,13 @@ def pitfalls_grid(rows: list[PitfallRow]) -> Grid:
     out = []
     for r in rows:
         tone = "neutral" if not r.significant else ("bad" if abs(r.ratio - 1) > 0.1 else "")
-        out.append([GridCell(r.title), GridCell(r.device), GridCell(f"{seconds(r.wrong_s)} ({r.wrong_method})"),
-                    GridCell(f"{seconds(r.right_s)} ({r.right_method})"), GridCell(r.verdict(), tone),
-                    GridCell(r.unit, "dim")])
+        out.append([GridCell(r.short), GridCell(r.device), GridCell(seconds(r.wrong_s)), GridCell(seconds(r.right_s)),
+                    GridCell(f"{r.ratio:.3g}x", tone), GridCell(r.verdict(), tone), GridCell(r.unit, "dim")])
+    footer = [f"{r.short} ({r.device}): wrong = {r.wrong_method}; right = {r.right_method}"
+              + (f". {r.note}" if r.note else "") for r in rows]
     return Grid("Benchmarking mistakes: the wrong figure, the right one, wrong / right",
-                ["pitfall", "device", "wrong", "right", "ratio", "unit"], out,
-                [f"{r.title} ({r.device}): {r.note}" for r in rows if r.note],
-                align=("left", "left", "right", "right", "left", "left"))
+                ["pitfall", "device", "wrong", "right", "ratio", "what it does", "per"], out, footer,
+                align=("left", "left", "right", "right", "right", "left", "left"))
 
 
 def render_pitfalls(record: records.RunRecord, png: Path, *, loglog: bool) -> None:

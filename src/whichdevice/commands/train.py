@@ -38,6 +38,7 @@ from whichdevice.validate import (
     parse_positive_int,
 )
 from whichdevice.workloads import train as train_workload
+from whichdevice.commands import precision_cases
 
 PARTS = ("create", "loop", "fit", "sync", "sweep")
 TRAIN_FRAMEWORKS = ("tensorflow",)  # frameworks with a training module (numpy has none)
@@ -79,6 +80,8 @@ def train(
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/train-<time>.json."),
     linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="Profile the model.fit runs' steady epochs (not the first) into this folder; open with: tensorboard --logdir DIR (Profile tab)."),
+    precision: Optional[str] = typer.Option(None, "--precision", help="Also train with these Keras precision policies, side by side: float32,mixed_float16,mixed_bfloat16."),
 ) -> None:
     """Seeds 001/002 (or --model): warm-up vs steady steps, break-even, sync cost, batch-size crossover."""
     fw = parse_choice(framework, "--framework", TRAIN_FRAMEWORKS)
@@ -104,6 +107,8 @@ def train(
     out_dir = check_output_dir(out, "--out")
     ts = stamp()
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"train-{ts}.json"
+    trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
+    precisions = parse_choice_list(precision, "--precision", precision_cases.POLICIES)
     experiment.require_installed(fw)
 
     user = None
@@ -125,8 +130,13 @@ def train(
     policy = TimingPolicy(min_time_s=mt)
 
     def cases_for(d):
-        return train_workload.build_cases(fw, d.name, quick=quick, batches=batch_list, parts=set(part_list),
-                                          user=user, samples=n_samples, user_batch=user_batch)
+        cases = train_workload.build_cases(fw, d.name, quick=quick, batches=batch_list, parts=set(part_list),
+                                           user=user, samples=n_samples, user_batch=user_batch)
+        if trace_dir is not None:  # the fit runs get the profiler around their steady epochs
+            cases = [c.model_copy(update={"params": {**c.params, "trace_dir": str(trace_dir)}})
+                     if c.params.get("kind") == "fit" else c for c in cases]
+        return cases + precision_cases.cases(fw, d.name, precisions or [], user=user, quick=quick,
+                                             samples=n_samples, user_batch=user_batch)
 
     total = sum(len(cases_for(d)) for d in chosen)
     with progress() as bar:
@@ -141,6 +151,10 @@ def train(
                "model": model_fn.text if model_fn else "seeds 001+002", "data": data_fn.text if data_fn else None}
     if quick:
         options["quick_sizes"] = _quick_text(batch_list)
+    if trace_dir is not None:
+        options["trace"] = str(trace_dir)
+    if precisions:
+        options["precision"] = precisions
     record = experiment.make_record("train", ["whichdevice", *sys.argv[1:]], options, fw, found,
                                     sessions, results, notes)
     png = json_file.with_suffix(".png") if json_path else out_dir / f"train-{ts}.png"
@@ -151,6 +165,7 @@ def train(
 def render_train(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
     report = analyze_training(record)
     terminal.render_train(console, record, report, quality.timing_warnings(record), quality.failures(record))
+    precision_cases.render(console, record)
     png.parent.mkdir(parents=True, exist_ok=True)
     if report.sweep:
         plots.plot_batch_sweep(report.sweep, png, loglog=loglog,

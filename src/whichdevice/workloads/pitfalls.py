@@ -18,6 +18,7 @@ from whichdevice.steps import raw_from_steps
 
 SEED_BATCH = 10  # seed 001 ex2's batch: where per-step costs weigh most
 LARGE_BATCH = 512  # seed 002's batch
+THREADS_BATCH = 4096  # the one-thread pitfall is about compute: a batch where cores have work to share
 NOSYNC_STEPS = 200
 
 
@@ -32,12 +33,13 @@ def build_cases(framework: str, device: str, *, quick: bool, is_cpu: bool) -> tu
         t(kind="steady", batch=SEED_BATCH, sync="none"),  # right figure for sync, nosync and batch
         t(kind="steady", batch=SEED_BATCH, sync="each"),  # syncing every step
         t(kind="nosync", batch=SEED_BATCH, steps=NOSYNC_STEPS // (2 if quick else 1)),  # clock without sync
-        t(kind="steady", batch=LARGE_BATCH, sync="none"),  # batch pitfall's right figure; threads' baseline
+        t(kind="steady", batch=LARGE_BATCH, sync="none"),  # the batch pitfall's right figure
+        t(kind="steady", batch=THREADS_BATCH, sync="none"),  # the one-thread pitfall's right figure
         t(kind="fit", epochs=epochs, **ex2),  # first epoch vs steady epochs
         t(kind="fit", epochs=2, jit_compile=False, **ex2),  # what jit_compile="auto" gives on a CPU-only machine
         t(kind="fit", epochs=2, jit_compile=True, **ex2),  # what it gives where a GPU is visible
     ]
-    one = [t(kind="steady", batch=LARGE_BATCH, sync="none", threads=1)] if is_cpu else []
+    one = [t(kind="steady", batch=THREADS_BATCH, sync="none", threads=1)] if is_cpu else []
     return main, one
 
 
@@ -55,14 +57,26 @@ def run_case(spec, fw, policy, overhead_s):
         xb, yb = training.on_device(x, y, fw.placement.scope(spec.device))
         for _ in range(3):  # warm-up, synchronized: the mistake under test is the clock, not the warm-up
             fw.sync.sync(step(xb, yb))
-        times = []
+        # The same per-step clock both ways, interleaved in rounds so drift hits both alike:
+        # only the sync differs between the two series.
+        times, synced = [], []
         out = None
-        for _ in range(steps):
-            t0 = time.perf_counter()
-            out = step(xb, yb)
-            times.append(time.perf_counter() - t0)  # no sync: the mistake
+        for i in range(steps):
+            if i % 2:
+                t0 = time.perf_counter()
+                out = step(xb, yb)
+                times.append(time.perf_counter() - t0)  # no sync: the mistake
+            else:
+                fw.sync.sync(out)
+                t0 = time.perf_counter()
+                fw.sync.sync(step(xb, yb))
+                synced.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         fw.sync.sync(out)
         drain_s = time.perf_counter() - t0
     raw = raw_from_steps([times[0], *times], warmup_steps=1, overhead_s=overhead_s)
-    return raw, {"samples_per_step": float(b), "drain_s": drain_s, "steps": float(steps)}
+    from whichdevice import stats
+
+    return raw, {"samples_per_step": float(b), "drain_s": drain_s, "steps": float(steps),
+                 "synced_median_s": stats.median(synced), "synced_q1_s": stats.quantile(synced, 0.25),
+                 "synced_q3_s": stats.quantile(synced, 0.75)}

@@ -244,11 +244,12 @@ def _run_fit(spec, fw, policy, overhead_s):
         inputs = m.dataset(training, n, b, data)
         # Warm-up = the whole first epoch (tracing in its first batch, pipeline start-up).
         timer = StepTimer(None, warmup_batches=_steps(n, b), sync=True, batch_size=b)
+        callbacks = [timer, *_trace_callbacks(spec, fw)]
         if data == "numpy":
             x, y = inputs
-            model.fit(x, y, batch_size=b, epochs=epochs, verbose=0, callbacks=[timer])
+            model.fit(x, y, batch_size=b, epochs=epochs, verbose=0, callbacks=callbacks)
         else:
-            model.fit(inputs, epochs=epochs, verbose=0, callbacks=[timer])
+            model.fit(inputs, epochs=epochs, verbose=0, callbacks=callbacks)
     spe = timer.batch_epochs.count(0)
     raw = raw_from_steps(timer.batch_times_s, warmup_steps=spe, overhead_s=overhead_s)
     metrics = timer.metrics()
@@ -257,6 +258,20 @@ def _run_fit(spec, fw, policy, overhead_s):
         # Keras calls batch callbacks once per execution of k steps: each timed "batch" carries k batches.
         metrics["samples_per_step"] = float(b * k)
     return raw, metrics
+
+
+def _trace_callbacks(spec, fw) -> list:
+    """``--trace DIR``: profile the fit's steady epochs (2..) into DIR/<device>-<run>."""
+    root = spec.params.get("trace_dir")
+    if not root:
+        return []
+    import re
+    from pathlib import Path
+
+    profiler = importlib.import_module(f"whichdevice.frameworks.{fw.name}.profiler")
+    label = "-".join(str(spec.params.get(k)) for k in ("example", "kind", "batch") if spec.params.get(k) is not None)
+    sub = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{spec.device}-{label}")
+    return [profiler.steady_trace_callback(Path(str(root)) / sub)]
 
 
 def _run_steady(spec, fw, policy, overhead_s):

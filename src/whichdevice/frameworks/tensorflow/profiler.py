@@ -59,3 +59,25 @@ def framework_op_stats(xplane: str | Path) -> bytes | None:
         return None
     data, _content_type = raw_to_tool_data.xspace_to_tool_data([str(xplane)], "framework_op_stats", {})
     return data if isinstance(data, bytes) else str(data).encode()
+
+
+def steady_trace_callback(logdir: str | Path):
+    """A Keras callback that profiles epochs 2.. of ``model.fit`` (the first epoch, with its
+    tracing and pipeline start-up, is the warm-up and is left out)."""
+    import keras
+
+    class SteadyTrace(keras.callbacks.Callback):
+        started = False
+
+        def on_epoch_begin(self, epoch, logs=None):
+            if epoch == 1 and not self.started:
+                Path(logdir).mkdir(parents=True, exist_ok=True)
+                tf.profiler.experimental.start(str(logdir))
+                self.started = True
+
+        def on_train_end(self, logs=None):
+            if self.started:
+                tf.profiler.experimental.stop()
+                self.started = False
+
+    return SteadyTrace()
