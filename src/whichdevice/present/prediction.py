@@ -1,0 +1,144 @@
+"""Terminal tables and plots for ``calibrate`` (a device profile) and ``predict``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from whichdevice.analysis.prediction import PredictReport
+from whichdevice.deviceprofile import DeviceCosts, DeviceProfile
+
+
+def _ms(s: float | None) -> str:
+    return "—" if s is None else f"{s * 1e3:.3f}"
+
+
+def _us(s: float | None) -> str:
+    return "not measured" if s is None else f"{s * 1e6:.2f} µs"
+
+
+def render_profile(console: Console, profile: DeviceProfile) -> None:
+    console.print(f"[bold]Device profile '{escape(profile.name)}'[/bold] — {escape(profile.framework)}, "
+                  f"{escape(str(profile.machine.get('cpu_model') or profile.machine.get('gpu') or ''))}")
+    for dev in (profile.cpu, profile.gpu):
+        if dev is None:
+            continue
+        _render_device(console, dev)
+    for n in profile.notes:
+        console.print(f"[yellow]Note:[/yellow] {escape(n)}")
+
+
+def _rate(curve, work) -> str:
+    if not curve:
+        return "—"
+    best = max(curve, key=lambda p: work(p.x) / p.s)
+    return f"{work(best.x) / best.s:.3g} at {best.x:g}"
+
+
+def _render_device(console: Console, dev: DeviceCosts) -> None:
+    t = Table(title=f"{dev.kind.upper()}: {dev.description}", title_justify="left")
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    t.add_row("dispatch per op, eager (s/op)", _us(dev.dispatch_eager_s))
+    t.add_row("dispatch per op, compiled (s/op)", _us(dev.dispatch_graph_s))
+    t.add_row("compiled step call (s)", _us(dev.step_call_s))
+    t.add_row("sync: scalar read back (s)", _us(dev.sync_s))
+    t.add_row("matmul best FLOP/s (at n)", _rate(dev.matmul, lambda n: 2 * n**3))
+    t.add_row("elementwise best bytes/s (at bytes)", _rate(dev.elementwise, lambda b: b))
+    t.add_row("host→device best bytes/s (at bytes)", _rate(dev.h2d, lambda b: b))
+    t.add_row("device→host best bytes/s (at bytes)", _rate(dev.d2h, lambda b: b))
+    console.print(t)
+
+
+def plot_profile(profile: DeviceProfile, png: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for dev in (profile.cpu, profile.gpu):
+        if dev is None:
+            continue
+        axes[0].loglog([p.x for p in dev.matmul], [p.s for p in dev.matmul], "o-", label=f"{dev.kind.upper()} matmul")
+        for name in ("elementwise", "h2d", "d2h"):
+            c = getattr(dev, name)
+            if c:
+                axes[1].loglog([p.x for p in c], [p.s for p in c], "o-", label=f"{dev.kind.upper()} {name}")
+    axes[0].set_xlabel("n (square float32)")
+    axes[1].set_xlabel("bytes")
+    for ax in axes:
+        ax.set_ylabel("seconds per call (median)")
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend()
+    fig.suptitle(f"Device profile '{profile.name}' — whichdevice calibrate")
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+
+
+def render_predict(console: Console, report: PredictReport, profile: DeviceProfile, local_cpu: str) -> None:
+    gpu = profile.gpu
+    t = Table(title=f"Training step: measured here ({escape(local_cpu)}) vs predicted on "
+                    f"{escape(gpu.description if gpu else '?')} (profile '{escape(profile.name)}')",
+              title_justify="left")
+    for col, j in (("batch", "right"), ("CPU step ms (measured, q1–q3)", "right"),
+                   ("GPU step ms (predicted [band])", "right"), ("winner", "left"), ("GPU time mostly", "left"),
+                   ("kernels", "right")):
+        t.add_column(col, justify=j)
+    for r in report.rows:
+        cpu = "failed" if r.cpu_s is None else f"{_ms(r.cpu_s)} ({_ms(r.cpu_q1_s)}–{_ms(r.cpu_q3_s)})"
+        if r.gpu.step is None:
+            g, dom = "cannot predict", "—"
+        else:
+            s = r.gpu.step
+            g = f"{_ms(s.mid)} [{_ms(s.low)}, {_ms(s.high)}]"
+            share = r.gpu.parts_s[r.gpu.dominant] / s.mid if s.mid else 0
+            dom = f"{r.gpu.dominant} {share:.0%}"
+        t.add_row(str(r.batch), cpu, g, r.winner, dom, str(r.kernels))
+    console.print(t)
+    if report.cannot_predict:
+        console.print(f"[red]Cannot predict:[/red] {escape(report.cannot_predict)}. "
+                      "Measure on a real GPU (whichdevice train) for this model.")
+    else:
+        console.print(f"Crossover (measured CPU vs predicted GPU): {escape(report.crossover.describe('samples'))}")
+    for a in report.assumptions:
+        console.print(f"[yellow]Assumption:[/yellow] {escape(a)}")
+    for e in report.extrapolated:
+        console.print(f"[yellow]Extrapolated (band widened):[/yellow] {escape(e)}")
+    for f in report.failures:
+        console.print(f"[red]Failed:[/red] {escape(f)}")
+
+
+def plot_predict(report: PredictReport, png: Path, loglog: bool, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    rows = [r for r in report.rows if r.cpu_s is not None]
+    ax.plot([r.batch for r in rows], [r.cpu_s * 1e3 for r in rows], "o-", label="CPU (measured here)")
+    g = [r for r in report.rows if r.gpu.step is not None]
+    if g:
+        xs = [r.batch for r in g]
+        ax.plot(xs, [r.gpu.step.mid * 1e3 for r in g], "s--", label="GPU (predicted)")
+        ax.fill_between(xs, [r.gpu.step.low * 1e3 for r in g], [r.gpu.step.high * 1e3 for r in g], alpha=0.25,
+                        label="GPU band")
+    if loglog:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("step time (ms)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
