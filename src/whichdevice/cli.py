@@ -21,6 +21,8 @@ from whichdevice.commands import pipeline as _pipeline  # noqa: F401
 from whichdevice.commands import audit as _audit  # noqa: F401
 from whichdevice.commands import placement as _placement  # noqa: F401
 from whichdevice.commands import pitfalls as _pitfalls  # noqa: F401
+from whichdevice.commands import calibrate as _calibrate  # noqa: F401
+from whichdevice.commands import predict as _predict  # noqa: F401
 from whichdevice.commands.common import app, err_console
 from whichdevice.errors import UsageError
 
