@@ -1,0 +1,206 @@
+"""Calibration with a fake clock, the profile format, prediction on the recorded H100 run,
+bad input at the boundary, and a real calibrate + predict on this CPU at small size."""
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from whichdevice import deviceprofile
+from whichdevice.analysis.calibration import profile_from_record
+from whichdevice.analysis.prediction import crossover_ratio, description_from_metrics, validate_on_probe
+from whichdevice.errors import UsageError
+from whichdevice.records import CaseResult, Timing
+from whichdevice.timing import TimingPolicy
+from whichdevice.workloads import calibrate as cal_workload
+
+from conftest import DATA, make_record
+
+US = 1e-6
+
+
+class FakeClock:
+    """A clock that only moves when a fake op runs (torch.utils.benchmark's _MockTimer idea)."""
+
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+    def op(self, cost_s):
+        def run():
+            self.t += cost_s
+            return None
+        return run
+
+
+def fake_framework(clock: FakeClock):
+    probes = SimpleNamespace(
+        tiny_eager=lambda dev: clock.op(10 * US),
+        tiny_sync=lambda dev: clock.op(25 * US),  # 15 µs more: the sync
+        graph_chain=lambda dev, k: clock.op(100 * US + k * 2 * US),  # call 100 µs, 2 µs per op inside
+        matmul=lambda dev, n: clock.op(1 * US + 2 * n**3 / 1e10),  # 10 GFLOP/s + 1 µs
+        elementwise=lambda dev, b: clock.op(5 * US + b / 1e10),
+        h2d=lambda dev, b: clock.op(8 * US + b / 1e10),
+        d2h=lambda dev, b: clock.op(9 * US + b / 1e10),
+    )
+    return SimpleNamespace(name="fake", calibration=probes, sync=SimpleNamespace(sync=lambda r: None), clock=clock)
+
+
+def test_calibration_with_a_fake_clock_recovers_the_declared_costs():
+    clock = FakeClock()
+    fw = fake_framework(clock)
+    policy = TimingPolicy(min_time_s=1e-3, telemetry_period_s=None)
+    results = []
+    for spec in cal_workload.build_cases("fake", "CPU:0", "cpu") + cal_workload.build_cases("fake", "GPU:0", "gpu"):
+        raw, metrics = cal_workload.run_case(spec, fw, policy, 0.0)
+        results.append(CaseResult(spec=spec, status="ok", metrics=metrics, wall_s=0.0, timing=Timing(
+            first_call_s=raw.first_call_s, warmup_s=list(raw.warmup_s), samples_s=list(raw.samples_s),
+            number_per_sample=raw.number_per_sample, overhead_s=raw.overhead_s)))
+    prof = profile_from_record(make_record(results, experiment="calibrate"), "fake")
+    for dev in (prof.cpu, prof.gpu):
+        assert dev.dispatch_eager_s == pytest.approx(10 * US)
+        assert dev.sync_s == pytest.approx(15 * US)
+        assert dev.step_call_s == pytest.approx(100 * US)
+        assert dev.dispatch_graph_s == pytest.approx(2 * US)
+        p512 = next(p for p in dev.matmul if p.x == 512)
+        assert p512.s == pytest.approx(1 * US + 2 * 512**3 / 1e10)
+    assert prof.cpu.h2d == [] and len(prof.gpu.h2d) == len(cal_workload.COPY_BYTES)
+    assert prof.gpu.elementwise[-1].s == pytest.approx(5 * US + cal_workload.ELEMENTWISE_BYTES[-1] / 1e10)
+
+
+def test_a_failed_tiny_probe_cannot_make_a_profile():
+    spec = cal_workload.build_cases("fake", "CPU:0", "cpu")[0]
+    bad = CaseResult(spec=spec, status="failed", error="boom", wall_s=0.0)
+    with pytest.raises(UsageError, match="CPU probes did not succeed"):
+        profile_from_record(make_record([bad], experiment="calibrate"), "x")
+
+
+# ---------------- the profile format ----------------
+
+def test_shipped_h100_profile_is_the_reference_without_its_mlp_section(h100_probe):
+    shipped = deviceprofile.load("h100")
+    held_out = {k: v for k, v in h100_probe.items() if k != "mlp"}
+    derived = deviceprofile.from_torch_probe(held_out, "h100", shipped.source, shipped.created_at)
+    assert derived == shipped
+    assert shipped.gpu.dispatch_eager_s == h100_probe["launch"]["tiny_add_async_s"]
+    assert "h100" in deviceprofile.shipped_names()
+
+
+def test_profile_errors_are_usage_errors(tmp_path):
+    with pytest.raises(UsageError, match="unknown profile 'nope'"):
+        deviceprofile.load("nope")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(UsageError, match="not readable JSON"):
+        deviceprofile.load(str(bad))
+    newer = json.loads(deviceprofile.dumps(deviceprofile.load("h100")))
+    newer["profile_version"] = deviceprofile.PROFILE_VERSION + 1
+    bad.write_text(json.dumps(newer))
+    with pytest.raises(UsageError, match="newer than this whichdevice reads"):
+        deviceprofile.load(str(bad))
+    broken = json.loads(deviceprofile.dumps(deviceprofile.load("h100")))
+    del broken["cpu"]["matmul"]
+    bad.write_text(json.dumps(broken))
+    with pytest.raises(UsageError, match="does not match the profile schema"):
+        deviceprofile.load(str(bad))
+
+
+def _cli(argv, capsys):
+    from whichdevice.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    return e.value.code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, text", [
+    (["predict", "--profile", "nope"], "--profile: unknown profile 'nope'"),
+    (["predict", "--batches", "8,0"], "--batches: 0 is not positive"),
+    (["predict", "--input-shape", "100"], "--input-shape: only applies to --model"),
+    (["calibrate", "--name", "h100"], "--name: 'h100' is the name of a shipped profile"),
+    (["calibrate", "--name", "a/b"], "--name: 'a/b' is not a profile name"),
+])
+def test_bad_input_is_one_line_exit_2_nothing_written(argv, text, capsys, tmp_path):
+    out = tmp_path / "out"
+    code, err = _cli(argv + ["--out", str(out)], capsys)
+    assert code == 2 and text in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_a_corrupt_profile_file_is_refused(capsys, tmp_path):
+    p = tmp_path / "corrupt.json"
+    p.write_text('{"profile_version": 1, "name": "x"}')
+    code, err = _cli(["predict", "--profile", str(p), "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "does not match the profile schema" in err
+
+
+# ---------------- prediction on the recorded H100 run ----------------
+
+@pytest.fixture
+def h100_validation(h100_probe):
+    recorded = json.loads((DATA / "h100_mlp_tf_ops.json").read_text())["batches"]
+    batches = [int(r["batch"]) for r in h100_probe["mlp"]]
+    described = {b: description_from_metrics(recorded[str(b)], b) for b in batches}
+    prof = deviceprofile.load("h100")
+    return validate_on_probe(h100_probe["mlp"], prof, described)
+
+
+def test_h100_gpu_step_error_and_winners(h100_validation):
+    v = h100_validation
+    assert v.median_abs_error("cuda_step_s") <= 0.30
+    assert v.median_abs_error("cuda_step_from_host_s") <= 0.30
+    for batch, measured, predicted, close in v.winners:
+        if not close:  # outside the band where the predicted CPU and GPU overlap
+            assert measured == predicted, batch
+    # every GPU step is floor-bound on the H100: 1 ms of ~10 µs kernels, whatever the batch
+    assert {p.dominant for p in v.points if p.quantity == "cuda_step_s"} == {"dispatch/launch"}
+
+
+def test_h100_crossover_within_2x(h100_validation):
+    v = h100_validation
+    assert v.measured_crossover.kind == "between" and 512 <= v.measured_crossover.estimate <= 2048
+    # What `predict` does (measured CPU vs predicted GPU): within 2x.
+    assert crossover_ratio(v.mixed_crossover, v.measured_crossover) <= 2.0
+    # Predicted CPU vs predicted GPU misses 2x (2.26x, see benchmarks/predict.md: the reference has no CPU
+    # memory-bandwidth figure, so the CPU's large-batch steps are underestimated). Guard against it growing.
+    assert v.predicted_crossover.kind == "between"
+    assert crossover_ratio(v.predicted_crossover, v.measured_crossover) <= 2.5
+
+
+# ---------------- real TensorFlow on this CPU ----------------
+
+@pytest.mark.tf
+def test_real_calibrate_then_predict_on_the_cpu(tmp_path, capsys):
+    from whichdevice.cli import main
+    from whichdevice.records import load_run
+
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as e:
+        main(["calibrate", "--name", "ci-box", "--out", str(out), "--min-time", "0.02"])
+    assert e.value.code in (0, None)
+    prof = deviceprofile.load("ci-box")
+    assert prof.gpu is None or prof.gpu.kind == "gpu"
+    assert prof.cpu.dispatch_eager_s > 0 and prof.cpu.dispatch_graph_s > 0 and prof.cpu.step_call_s > 0
+    assert [p.x for p in prof.cpu.matmul] == [float(n) for n in cal_workload.MATMUL_N]
+    assert len(prof.cpu.elementwise) == len(cal_workload.ELEMENTWISE_BYTES)
+    # predict needs a GPU profile: a CPU-only one is refused in one line
+    code, err = _cli(["predict", "--profile", "ci-box", "--out", str(out)], capsys)
+    assert code == 2 and "has no GPU" in err
+
+    js = out / "p.json"
+    with pytest.raises(SystemExit) as e:
+        main(["predict", "--profile", "h100", "--batches", "8,256", "--min-time", "0.02", "--json", str(js)])
+    assert e.value.code in (0, None)
+    text = capsys.readouterr().out
+    assert "predicted" in text and "Crossover" in text
+    record = load_run(js)
+    from whichdevice.analysis.prediction import predict_report
+
+    rep = predict_report(record, deviceprofile.parse(record.options["profile_json"], "record"))
+    assert [r.batch for r in rep.rows] == [8, 256] and not rep.failures
+    for r in rep.rows:
+        assert r.cpu_s > 0 and r.kernels > 50 and r.gpu.step.low <= r.gpu.step.mid <= r.gpu.step.high
+    assert Path(js.with_suffix(".png")).exists()

@@ -1,0 +1,96 @@
+"""The cost model's arithmetic on hand-computed cases (no framework, no measuring)."""
+
+import pytest
+
+from whichdevice import costmodel
+from whichdevice.costmodel import OpCost, WorkloadDescription
+from whichdevice.deviceprofile import CurvePoint, DeviceCosts
+
+US = 1e-6
+
+
+def gpu(**kw) -> DeviceCosts:
+    base = dict(kind="gpu", description="fake GPU", dispatch_eager_s=10 * US,
+                matmul=[CurvePoint(x=1, s=20 * US), CurvePoint(x=100, s=20 * US), CurvePoint(x=1000, s=100 * US)],
+                h2d=[CurvePoint(x=1e3, s=10 * US), CurvePoint(x=1e6, s=100 * US)],
+                memory_floor_bytes_per_s=1e9, sync_s=5 * US)
+    base.update(kw)
+    return DeviceCosts(**base)
+
+
+def work(ops, **kw) -> WorkloadDescription:
+    return WorkloadDescription(batch=8, ops=ops, input_bytes=kw.pop("input_bytes", 0.0), **kw)
+
+
+MM_1000 = OpCost(op_type="MatMul", kind="matmul", flops=2 * 1000**3)
+EW_1K = OpCost(op_type="Mul", kind="elementwise", bytes=1000)
+FREE = OpCost(op_type="Const", kind="free")
+
+
+def test_interpolation_is_linear_in_log_log():
+    curve = [CurvePoint(x=10, s=1e-3), CurvePoint(x=1000, s=1e-1)]
+    assert costmodel.interp_loglog(curve, 100) == pytest.approx(1e-2)
+    assert costmodel.interp_loglog(curve, 1) == 1e-3  # clamped below
+    assert costmodel.matmul_n(2 * 64**3) == pytest.approx(64)
+
+
+def test_device_bound_step_adds_copy_and_sync():
+    # device: matmul 100 µs + 2 elementwise at the 10 µs floor = 120 µs; host: 3 kernels x 10 µs = 30 µs
+    # step = max(30, 120) + copy of 1 kB (10 µs) + 1 sync (5 µs) = 135 µs
+    p = costmodel.predict(work([MM_1000, EW_1K, EW_1K, FREE, FREE], input_bytes=1e3, syncs_per_step=1), gpu())
+    assert p.step.mid == pytest.approx(135 * US)
+    assert p.bound == "device work"
+    assert p.parts_s["dispatch/launch"] == pytest.approx(30 * US)  # the floor part of each kernel
+    assert p.parts_s["compute"] == pytest.approx(90 * US)
+    assert p.parts_s["transfer"] == pytest.approx(10 * US)
+    assert p.parts_s["sync"] == pytest.approx(5 * US)
+    assert p.dominant == "compute"
+    # no elementwise curve: high edge moves 1 kB at 1 GB/s = 1 µs < floor, so no widening here
+    assert p.step.high == pytest.approx(135 * US)
+
+
+def test_host_bound_step_when_in_graph_dispatch_is_slow():
+    # host = call 100 µs + 2 kernels x 50 µs = 200 µs > device 2 x 10 µs
+    dev = gpu(dispatch_graph_s=50 * US, step_call_s=100 * US)
+    p = costmodel.predict(work([EW_1K, EW_1K]), dev)
+    assert p.step.mid == pytest.approx(200 * US)
+    assert p.bound == "host dispatch" and p.dominant == "dispatch/launch"
+
+
+def test_cpu_step_is_the_sum_of_op_times():
+    cpu = DeviceCosts(kind="cpu", description="fake CPU", dispatch_eager_s=4 * US, step_call_s=30 * US,
+                      matmul=[CurvePoint(x=10, s=5 * US), CurvePoint(x=1000, s=500 * US)])
+    p = costmodel.predict(work([MM_1000, EW_1K, FREE]), cpu)
+    assert p.step.mid == pytest.approx((30 + 500 + 4) * US)
+
+
+def test_band_widens_beyond_the_calibrated_range():
+    # rate at n=100: 2e6 / 1e-4 = 2e10 FLOP/s; at n=10: 2e3 / 1e-5 = 2e8: gain 100 per decade.
+    dev = gpu(matmul=[CurvePoint(x=10, s=1e-5), CurvePoint(x=100, s=1e-4)])
+    p = costmodel.predict(work([OpCost(op_type="MatMul", kind="matmul", flops=2 * 1000**3)]), dev)
+    assert p.step.mid == pytest.approx(0.1)  # time proportional to work at the last point's rate
+    assert p.step.low == pytest.approx(1e-3)  # the rate may keep gaining 100x per decade
+    assert p.step.high == pytest.approx(0.1)
+    assert any("beyond the largest calibrated size" in e for e in p.extrapolated)
+
+
+def test_missing_bandwidth_widens_elementwise_up_to_the_floor_bandwidth():
+    big = OpCost(op_type="Relu", kind="elementwise", bytes=1e6)  # 1 MB at >= 1 GB/s: at most 1 ms
+    p = costmodel.predict(work([big]), gpu())
+    assert p.step.low == pytest.approx(10 * US) and p.step.mid == pytest.approx(10 * US)
+    assert p.step.high == pytest.approx(1e-3)
+    assert any("no elementwise curve" in a for a in p.assumptions)
+
+
+def test_quartiles_of_calibrated_points_make_the_band():
+    dev = gpu(elementwise=[CurvePoint(x=1e3, s=20 * US, q1_s=18 * US, q3_s=25 * US),
+                           CurvePoint(x=1e6, s=200 * US, q1_s=190 * US, q3_s=220 * US)])
+    p = costmodel.predict(work([EW_1K]), dev)
+    assert (p.step.low, p.step.mid, p.step.high) == pytest.approx((18 * US, 20 * US, 25 * US))
+
+
+def test_uncovered_ops_cannot_be_predicted_and_are_named():
+    p = costmodel.predict(work([EW_1K, OpCost(op_type="While", kind="uncovered"),
+                                OpCost(op_type="While", kind="uncovered")]), gpu())
+    assert p.step is None
+    assert "While ×2" in p.cannot_predict
