@@ -61,4 +61,9 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
         t(kind="loop", model="seed001", example="ex3", samples=10_000, batch=32, data=data, epochs=1)
     # 7. Seed 002: model.fit, batch 512, shuffle + prefetch.
     t(kind="fit", model="seed002", example="seed002", samples=10_000, batch=512, data="tfdata_shuffle", epochs=3)
+    # 8. Mixed precision A/B (recommendation 9): seed 002's fit in float32 and mixed_float16, reduced size.
+    from whichdevice.commands import precision_cases
+
+    cases += precision_cases.cases(framework, device, ["mixed_float16"], user=None, quick=True, samples=None,
+                                   user_batch=32)
     return cases

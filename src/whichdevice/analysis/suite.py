@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from whichdevice.analysis.fixes import FixResult, ab_fixes
+from whichdevice.analysis.precision import cpu_16bit_note
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.analysis.train import TrainReport, analyze_training
 from whichdevice.analysis.verdict import Finding, sweep_findings
@@ -129,8 +130,11 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
     recs.append(Recommendation(8, "Do not read the loss back every step",
                                "avoid .numpy()/.item()/float(loss) per step; log every N steps", bool(sync),
                                _fix_lines(sync)))
+    prec = ab_fixes(train, "precision", "float32")
+    prec_note = cpu_16bit_note(train) or ""
     recs.append(Recommendation(9, "Mixed precision", "keras.mixed_precision.set_global_policy('mixed_float16')",
-                               False, note="not measured yet: precision runs are not part of this version"))
+                               bool(prec), _fix_lines(prec) + ([prec_note] if prec and prec_note else []),
+                               note="" if prec else "the precision cases did not run (time budget)"))
     gains = [f for name, base in (("batch", seed_batch), ("data", "tfdata_noprefetch"), ("steps_per_execution", 1),
                                   ("jit_compile", False))
              for f in ab_fixes(train, name, base)
