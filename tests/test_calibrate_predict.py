@@ -178,9 +178,7 @@ def test_real_calibrate_then_predict_on_the_cpu(tmp_path, capsys):
     from whichdevice.records import load_run
 
     out = tmp_path / "out"
-    with pytest.raises(SystemExit) as e:
-        main(["calibrate", "--name", "ci-box", "--out", str(out), "--min-time", "0.02"])
-    assert e.value.code in (0, None)
+    main(["calibrate", "--name", "ci-box", "--out", str(out), "--min-time", "0.02"])  # returns on success
     prof = deviceprofile.load("ci-box")
     assert prof.gpu is None or prof.gpu.kind == "gpu"
     assert prof.cpu.dispatch_eager_s > 0 and prof.cpu.dispatch_graph_s > 0 and prof.cpu.step_call_s > 0
@@ -191,9 +189,7 @@ def test_real_calibrate_then_predict_on_the_cpu(tmp_path, capsys):
     assert code == 2 and "has no GPU" in err
 
     js = out / "p.json"
-    with pytest.raises(SystemExit) as e:
-        main(["predict", "--profile", "h100", "--batches", "8,256", "--min-time", "0.02", "--json", str(js)])
-    assert e.value.code in (0, None)
+    main(["predict", "--profile", "h100", "--batches", "8,256", "--min-time", "0.02", "--json", str(js)])
     text = capsys.readouterr().out
     assert "predicted" in text and "Crossover" in text
     record = load_run(js)
