@@ -26,7 +26,7 @@ def test_suite_verdict_on_a_recorded_cpu_run():
                  "Do not read the loss back every step", "Benchmark after warm-up"):
         assert by_name[name].measured, name
     for name in ("Mixed precision", "Check that the important ops run on the GPU"):
-        assert not by_name[name].measured and "not measured" in by_name[name].note
+        assert not by_name[name].measured and by_name[name].note  # recorded before these were in the suite
     # The recorded CPU run: steps_per_execution=20 helps the batch-10 fit (3.4x there).
     spe = by_name["steps_per_execution"].results[0]
     assert "faster" in spe
@@ -87,3 +87,42 @@ def test_bad_budget_is_refused(tmp_path, capsys):
     code, _, err = run_cli(["run", "--budget", "5", "--out", str(tmp_path / "o")], capsys)
     assert code == 2 and "--budget" in err
     assert not (tmp_path / "o").exists()
+
+
+USER_MODEL = '''
+import keras
+
+
+def build():
+    return keras.Sequential([keras.Input((20,)), keras.layers.Dense(32, activation="relu"),
+                             keras.layers.Dense(3, activation="softmax")])
+'''
+
+
+@pytest.mark.tf
+def test_diagnose_end_to_end_names_device_and_settings(tmp_path, capsys):
+    (tmp_path / "m.py").write_text(USER_MODEL)
+    json_file = tmp_path / "d.json"
+    code, out, err = run_cli(["diagnose", "--model", f"{tmp_path / 'm.py'}:build", "--classes", "3", "--samples",
+                              "1000", "--budget", "25", "--json", str(json_file)], capsys)
+    assert code == 0, err
+    assert "Device: CPU:0" in out
+    data = json.loads(json_file.read_text())
+    assert data["experiment"] == "diagnose" and data["options"]["batch"] == 32
+    assert any(r["status"] == "ok" and r["spec"]["params"].get("kind") == "fit" for r in data["results"])
+
+
+def test_diagnose_bad_model_file_is_one_line(tmp_path, capsys):
+    code, _, err = run_cli(["diagnose", "--model", str(tmp_path / "none.py") + ":build", "--out", str(tmp_path / "o")],
+                           capsys)
+    assert code == 2 and "--model" in err and not (tmp_path / "o").exists()
+
+
+def test_python_api_suite_result_from_a_recorded_run(tmp_path):
+    from whichdevice.api import SuiteResult
+
+    result = SuiteResult(load_run(DATA / "run_cpu_2core.json"))
+    assert "Increase the batch size" in str(result)
+    assert result._repr_html_().startswith("<!doctype html>")
+    path = result.save(tmp_path, "r")
+    assert path.exists() and (tmp_path / "r.html").exists()

@@ -10,13 +10,13 @@ Data flows one way (see README "How it works"):
 
 __version__ = "0.1.0"
 
-__all__ = ["Result", "UsageError", "load", "matmul"]
+__all__ = ["Result", "SuiteResult", "UsageError", "diagnose", "load", "matmul", "run"]
 
 
 def __getattr__(name: str):
     # Lazy: `import whichdevice` stays cheap, and child processes (which import
     # whichdevice.child) never load matplotlib or jinja2 they do not need.
-    if name in ("matmul", "load", "Result"):
+    if name in ("matmul", "load", "Result", "run", "diagnose", "SuiteResult"):
         from whichdevice import api
 
         return getattr(api, name)

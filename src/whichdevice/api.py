@@ -25,7 +25,9 @@ from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.journal import Journal, JournalState
 from whichdevice.present import html, plots
-from whichdevice.present.tables import sweep_grid
+from whichdevice.analysis.suite import SuiteVerdict, settings_advice, suite_verdict
+from whichdevice.present.tables import Grid, GridCell, creation_grid, runs_grid, sweep_grid, sync_cost_grid
+from whichdevice.suite import measure_suite, suite_cases, user_cases
 from whichdevice.records import CaseResult, RunRecord
 from whichdevice.timing import TimingPolicy
 from whichdevice.validate import (
@@ -178,3 +180,138 @@ def matmul(sizes=None, modes=("steady", "seed"), dtype="float32", devices=None, 
 def load(path: str | Path) -> Result:
     """A saved record (any whichdevice JSON) as a Result, without measuring."""
     return Result(records.load_run(path))
+
+
+# ---------------------------------------------------------------- the suite (run / diagnose)
+
+
+def fix_grid(v: SuiteVerdict, *, with_how: bool = True) -> Grid:
+    """The recommendations in seed 002's order, each measured or saying why not."""
+    rows = []
+    for rec in v.recommendations:
+        status = GridCell("measured", "good") if rec.measured else GridCell("not measured", "neutral")
+        detail = "\n".join(rec.results) if rec.results else rec.note
+        row = [GridCell(f"{rec.order}. {rec.name}"), status, GridCell(detail)]
+        rows.append(row + [GridCell(rec.advice, "dim")] if with_how else row)
+    headers = ["fix", "", "measured effect"] + (["how"] if with_how else [])
+    return Grid("Fixes, in seed 002's order (+ steps_per_execution, jit_compile, sync, mixed precision)",
+                headers, rows, [], align=("left",) * len(headers))
+
+
+@dataclass(frozen=True)
+class SuiteReport:
+    verdict: SuiteVerdict
+    advice: list[str]  # diagnose: the device and settings to use
+    page: str  # the HTML report
+    pngs: list[Path]
+    warnings: list[str]
+    failures: list[str]
+
+
+def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteReport:
+    """Verdict, plots (``png`` stem + -matmul/-batch) and the HTML page of a run/diagnose record."""
+    user_batch = int(record.options.get("batch", 10)) if record.experiment == "diagnose" else 10
+    v = suite_verdict(record, seed_batch=user_batch)
+    advice = settings_advice(v, user_batch) if record.experiment == "diagnose" else []
+    warnings, failures = quality.timing_warnings(record), quality.failures(record)
+    png = Path(png)
+    png.parent.mkdir(parents=True, exist_ok=True)
+    mm_png, sweep_png = png.with_name(png.stem + "-matmul.png"), png.with_name(png.stem + "-batch.png")
+    sections, pngs = [], []
+    if v.matmul:
+        plots.plot_sweep(v.matmul, mm_png, x_label="matrix size n (n x n)", loglog=loglog,
+                         title="Seed 000: matrix multiplication time vs size — whichdevice")
+        sections.append(html.Section("Seed 000: matmul crossover", [sweep_grid(t, "n", "FLOP/s") for t in v.matmul],
+                                     pngs=[mm_png]))
+        pngs.append(mm_png)
+    train_grids = []
+    if v.training.creation:
+        train_grids.append(creation_grid(v.training))
+    if v.training.runs:
+        train_grids.append(runs_grid(v.training))
+    if v.training.sync_costs:
+        train_grids.append(sync_cost_grid(v.training))
+    train_grids += [sweep_grid(t, "batch", "samples/s") for t in v.training.sweep]
+    train_pngs = []
+    if v.training.sweep:
+        plots.plot_batch_sweep(v.training.sweep, sweep_png, loglog=loglog,
+                               title="Training step time and samples/s vs batch size — whichdevice")
+        train_pngs.append(sweep_png)
+        pngs.append(sweep_png)
+    if train_grids:
+        title = "Your model: training" if record.experiment == "diagnose" else "Seeds 001/002: training"
+        sections.append(html.Section(title, train_grids, pngs=train_pngs))
+    sections.insert(0, html.Section("Fixes, each measured on the same workload", [fix_grid(v)],
+                                    lines=[f"{f.text}" + (f" — {f.advice}" if f.advice else "") for f in v.findings]))
+    page = html.render_html(record, sections, verdict=v.headline + advice, warnings=warnings, failures=failures)
+    return SuiteReport(v, advice, page, pngs, warnings, failures)
+
+
+@dataclass(frozen=True)
+class SuiteResult:
+    """The result of ``whichdevice.run()`` / ``diagnose()``: the record, its verdict, a notebook view."""
+
+    record: RunRecord
+
+    @property
+    def verdict(self) -> SuiteVerdict:
+        batch = int(self.record.options.get("batch", 10)) if self.record.experiment == "diagnose" else 10
+        return suite_verdict(self.record, seed_batch=batch)
+
+    def __str__(self) -> str:
+        v = self.verdict
+        lines = list(v.headline)
+        lines += [f"{r.order}. {r.name}: " + ("; ".join(r.results) if r.measured else r.note) for r in v.recommendations]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        with tempfile.TemporaryDirectory() as tmp:
+            return suite_report(self.record, Path(tmp) / "run.png").page
+
+    def save(self, folder: str | Path, name: str | None = None) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        png = folder / f"{name or self.record.experiment}.png"
+        html.write_html(png.with_suffix(".html"), suite_report(self.record, png).page)
+        records.save_run(self.record, png.with_suffix(".json"))
+        return png.with_suffix(".json")
+
+
+def _suite(name: str, cases_for_found, *, budget_s, devices, cpu_threads, framework, options) -> SuiteResult:
+    budget = parse_positive_float(_opt_str(budget_s), "--budget", "90") or 90.0
+    wanted = experiment.parse_device_filter(_csv(devices))
+    threads = parse_positive_int(_opt_str(cpu_threads), "--cpu-threads", "4")
+    experiment.require_installed(framework)
+    found = experiment.discover(framework)
+    chosen = experiment.select_devices(found, wanted)
+    with tempfile.TemporaryDirectory() as tmp:  # the journal of an API run lives only as long as the call
+        record = measure_suite(name, framework, found, chosen, cases_for_found(found), budget_s=budget,
+                               threads=threads, json_file=Path(tmp) / f"{name}.json", resumed=None,
+                               header_options={}, options=options, min_time_s=0.05)
+    return SuiteResult(record)
+
+
+def run(budget_s: float = 90, devices=None, cpu_threads=None, framework: str = "tensorflow") -> SuiteResult:
+    """``whichdevice run`` from Python: the default suite, its verdict and measured fixes."""
+    return _suite("run", lambda found: (lambda d: suite_cases(framework, d.name, gpu_present=bool(found.gpus))),
+                  budget_s=budget_s, devices=devices, cpu_threads=cpu_threads, framework=framework, options={})
+
+
+def diagnose(model: str, *, input_shape=None, classes=None, data: str | None = None, samples: int = 10_000,
+             batch: int = 32, budget_s: float = 90, devices=None, cpu_threads=None) -> SuiteResult:
+    """``whichdevice diagnose`` from Python. ``model``/``data``: "FILE.py:FUNCTION"."""
+    from whichdevice import frameworks, userfile
+
+    model_fn = userfile.parse_spec(model, "--model")
+    data_fn = userfile.parse_spec(data, "--data") if data else None
+    shape = tuple(parse_int_list(_csv(input_shape), "--input-shape", maximum=1 << 20, example="100") or ()) or None
+    n_classes = parse_positive_int(_opt_str(classes), "--classes", "10", maximum=1_000_000)
+    n_batch = parse_positive_int(_opt_str(batch), "--batch", "32", maximum=65536)
+    n_samples = parse_positive_int(_opt_str(samples), "--samples", "10000", maximum=10_000_000)
+    user = userfile.user_model_params(model_fn, shape, n_classes, data_fn,
+                                      frameworks.env_module("tensorflow").child_env("cpu"))
+    return _suite("diagnose", lambda found: (lambda d: user_cases("tensorflow", d.name, user=user, batch=n_batch,
+                                                                    samples=n_samples)),
+                  budget_s=budget_s, devices=devices, cpu_threads=cpu_threads, framework="tensorflow",
+                  options={"model": model_fn.text, "data": data_fn.text if data_fn else None, "batch": n_batch,
+                           "samples": n_samples})

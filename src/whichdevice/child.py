@@ -26,8 +26,10 @@ from whichdevice.timing import TimingPolicy, measure_overhead
 
 
 def _error_line(e: BaseException) -> str:
-    msg = str(e).strip().splitlines()
+    msg = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
     first = msg[0] if msg else ""
+    if first.startswith("in user code") and len(msg) > 1:
+        first = msg[-1]  # a tf.function error: the real message comes after the traced stack
     # TensorFlow errors carry the failing op's whole graph context; the first line is enough.
     return f"{type(e).__name__}: {first[:400]}"
 

@@ -8,7 +8,13 @@ and the crossovers come first, the fixes after them, the large seed-002/ex3 runs
 
 from __future__ import annotations
 
-from whichdevice.records import CaseSpec
+import sys
+import time
+
+from whichdevice import experiment
+from whichdevice.journal import Journal, JournalState, journal_path
+from whichdevice.records import CaseSpec, RunRecord
+from whichdevice.timing import TimingPolicy
 from whichdevice.workloads import matmul as matmul_workload
 
 # Matmul sizes: seed 000's list, cut where a 2-core CPU needs more than ~0.1 s a call.
@@ -67,3 +73,56 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
     cases += precision_cases.cases(framework, device, ["mixed_float16"], user=None, quick=True, samples=None,
                                    user_batch=32)
     return cases
+
+
+# `diagnose`: the user's model instead of the seeds'.
+USER_SWEEP_BATCHES = (8, 32, 128, 512, 2048)
+
+
+def user_cases(framework: str, device: str, *, user: dict, batch: int, samples: int) -> list[CaseSpec]:
+    """The suite on the user's model: creation, its loop and fit at the user's batch, a batch
+    sweep, the sync cost, and the same A/B fixes as `run` (prefetch only on synthetic data:
+    a user's own dataset is measured as given)."""
+    cases: list[CaseSpec] = []
+    t = lambda **p: cases.append(_train(framework, device, **{**user, **p}))  # noqa: E731
+    for op in ("create", "clone"):
+        t(kind="create", example="user", op=op)
+    run = dict(example="user", samples=samples, batch=batch)
+    t(kind="loop", data="tfdata", epochs=1, **run)
+    t(kind="fit", data="tfdata", epochs=2, **run)
+    for b in sorted(set(USER_SWEEP_BATCHES) | {batch}):
+        t(kind="steady", batch=b, sync="none")
+    t(kind="steady", batch=batch, sync="each")
+    for spe in (1, FIX_STEPS_PER_EXECUTION):
+        t(kind="fit", data="tfdata", epochs=2, steps_per_execution=spe, **run)
+    for jit in (False, True):
+        t(kind="fit", data="tfdata", epochs=2, jit_compile=jit, **run)
+    if not user.get("data_file"):
+        t(kind="loop", data="tfdata_noprefetch", epochs=1, **run)
+    return cases
+
+
+def measure_suite(name: str, fw: str, found, chosen, cases_for, *, budget_s: float, threads: int | None, json_file,
+                  resumed: JournalState | None, header_options: dict, options: dict, min_time_s: float,
+                  on_total=None, on_start=None, on_result=None) -> RunRecord:
+    """One child per device, each with ``budget_s`` from its start; every finished case is
+    journaled beside ``json_file`` (``--resume`` reads it back)."""
+    policy = TimingPolicy(min_time_s=min_time_s)
+    journal = Journal(journal_path(json_file)) if resumed else Journal.create(journal_path(json_file), {
+        "experiment": name, "json_file": str(json_file.absolute()), "options": header_options})
+    if on_total:
+        on_total(sum(len(cases_for(d)) for d in chosen))
+    sessions, results, notes = [], [], []
+    for dev in chosen:  # one device at a time, each with its own share of the budget
+        s, r, n = experiment.run_devices(
+            fw, [dev], cases_for, policy=policy, cpu_threads=threads, case_timeout_s=max(budget_s, 60.0),
+            deadline=time.time() + budget_s, on_start=on_start, on_result=on_result, journal=journal,
+            resumed=resumed,
+        )
+        sessions += [x for x in s if all(y.device.name != x.device.name for y in sessions)]
+        results += r
+        notes += n
+    options = {"budget_s": budget_s, "devices": [d.name for d in chosen], "min_time_s": min_time_s,
+               "cpu_threads": threads, "framework": fw, **options}
+    return experiment.make_record(name, ["whichdevice", *sys.argv[1:]], options, fw, found, sessions, results,
+                                  notes)

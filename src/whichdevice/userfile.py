@@ -224,3 +224,17 @@ def _main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(_main(sys.argv))
+
+
+def user_model_params(model_fn: UserFunction, input_shape, classes, data_fn, framework_env: dict[str, str]) -> dict:
+    """Pre-flight the user's model (and data) in a child, then the case parameters that
+    the train workload uses to rebuild them inside every measuring child."""
+    facts = preflight(model_fn, input_shape, classes, data_fn, framework_env)
+    out_shape = facts["output_shape"]
+    label_classes = classes
+    if classes is not None and out_shape and out_shape[-1] == 1:
+        label_classes = 1  # one sigmoid output: binary labels
+    return {"model": "user", "model_file": str(model_fn.path), "model_fn": model_fn.function,
+            "input_shape": ",".join(map(str, facts["input_shape"])), "classes": classes,
+            "label_classes": label_classes, "output_shape": ",".join(map(str, out_shape)),
+            "data_file": str(data_fn.path) if data_fn else None, "data_fn": data_fn.function if data_fn else None}

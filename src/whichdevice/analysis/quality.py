@@ -9,8 +9,12 @@ from whichdevice.stats import NOISY_REL_IQR
 OVERHEAD_WARN_FRACTION = 0.05
 
 
+# Parameters that say where a user's model comes from: true, but noise in a one-line label.
+_HIDDEN_IN_LABELS = {"model_file", "model_fn", "input_shape", "output_shape", "data_file", "data_fn", "label_classes"}
+
+
 def _label(spec) -> str:
-    p = " ".join(f"{k}={v}" for k, v in spec.params.items())
+    p = " ".join(f"{k}={v}" for k, v in spec.params.items() if k not in _HIDDEN_IN_LABELS and v is not None)
     return f"{spec.device} {p}"
 
 

@@ -65,7 +65,7 @@ def _batch_recommendation(train: RunRecord, seed_batch: int) -> Recommendation:
         grid = ", ".join(f"{f.variant_value}: {f.speedup:.3g}x" for f in mine)
         notes.append(f"{device} grid (samples/s vs batch {seed_batch}): {grid}")
     return Recommendation(1, "Increase the batch size",
-                          "raise the batch until samples/s stops growing (the seed trains at batch 10)",
+                          f"raise the batch until samples/s stops growing (measured from batch {seed_batch})",
                           bool(lines), lines, "; ".join(notes) or "the batch sweep did not complete")
 
 
@@ -113,7 +113,8 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
     warm = []
     for row in training.runs:
         for d, cell in row.cells.items():
-            if cell.ok and row.params.get("example") == "ex2" and row.params.get("kind") == "loop":
+            if cell.ok and row.params.get("example") in ("ex2", "user") and row.params.get("kind") == "loop" \
+                    and row.params.get("data") != "tfdata_noprefetch":
                 t = cell.timing
                 warm.append(f"{d}: first step {t.first_call_s * 1e3:.3g} ms vs steady {t.median_s * 1e3:.3g} ms "
                              f"({t.first_call_s / t.median_s:.3g}x): a one-step or first-epoch timing overstates "
@@ -148,3 +149,30 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         headline.append(f"Measured gains on {device}: " + "; ".join(
             f"{f.fix} {f.baseline_value}→{f.variant_value} {f.speedup:.3g}x per sample ({f.where})" for f in ranked))
     return SuiteVerdict(headline, findings, recs, matmul_tables, training)
+
+
+def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
+    """The device and settings to use, from measurements only: the device that won the
+    user's own fit at their batch, the recommended batch, and every fix that helped
+    significantly on that device."""
+    out = []
+    fit_rows = [r for r in v.training.runs if r.params.get("kind") == "fit" and r.params.get("example") == "user"
+                and "steps_per_execution" not in r.params and "jit_compile" not in r.params]
+    device = v.training.baseline
+    for row in fit_rows:
+        for d, comp in row.comparisons.items():
+            if comp.winner == d:
+                device = d
+                out.append(f"Device: {d} — it trains your model {comp.describe().split(' ', 1)[1]} than "
+                           f"{v.training.baseline} at batch {batch}")
+            elif comp.winner is None:
+                out.append(f"Device: either — {comp.describe()} at batch {batch}; a larger batch may tip it")
+            else:
+                out.append(f"Device: {v.training.baseline} — {comp.describe()} at batch {batch}")
+    if not out:
+        out.append(f"Device: {device} (the only device measured here)")
+    for rec in v.recommendations:
+        for line in rec.results:
+            if line.startswith(f"{device}") and ("faster" in line or "the samples/s" in line):
+                out.append(f"Setting: {rec.name}: {line}")
+    return out

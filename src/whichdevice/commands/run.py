@@ -2,27 +2,29 @@
 
 from __future__ import annotations
 
-import sys
-import time
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.markup import escape
 
-from whichdevice import experiment, records
-from whichdevice.analysis import quality
-from whichdevice.analysis.suite import SuiteVerdict, suite_verdict
+from whichdevice import experiment, frameworks, records, userfile
+from whichdevice.api import fix_grid, suite_report
 from whichdevice.commands.common import (
     DEFAULT_OUT, REPORTERS, app, console, describe_key, err_console, progress, stamp, write_record,
 )
 from whichdevice.errors import UsageError
 from whichdevice.journal import Journal, journal_path
-from whichdevice.present import html, plots, terminal
-from whichdevice.present.tables import Grid, GridCell, creation_grid, runs_grid, sweep_grid, sync_cost_grid
-from whichdevice.suite import suite_cases
-from whichdevice.timing import TimingPolicy
-from whichdevice.validate import check_output_dir, check_output_file, parse_choice, parse_positive_float, parse_positive_int
+from whichdevice.present import html, terminal
+from whichdevice.suite import measure_suite, suite_cases, user_cases
+from whichdevice.validate import (
+    check_output_dir,
+    check_output_file,
+    parse_choice,
+    parse_int_list,
+    parse_positive_float,
+    parse_positive_int,
+)
 
 DEFAULT_BUDGET_S = 90.0  # per device; the issue's budget for a CPU-only machine
 MIN_BUDGET_S = 20.0  # below this not even the framework import and one experiment fit
@@ -65,96 +67,98 @@ def run(
     found = experiment.discover(fw)
     chosen = experiment.select_devices(found, wanted)
     gpu_present = bool(found.gpus)
-    policy = TimingPolicy(min_time_s=RUN_MIN_TIME_S)
-    journal = Journal(journal_path(json_file)) if resumed else Journal.create(journal_path(json_file), {
-        "experiment": "run", "json_file": str(json_file.absolute()),
-        "options": {"framework": fw, "budget_s": budget_s, "devices_wanted": wanted, "cpu_threads": threads}})
-    total = sum(len(suite_cases(fw, d.name, gpu_present=gpu_present)) for d in chosen)
-    sessions, results, notes = [], [], []
-    with progress() as bar:
-        task = bar.add_task("starting", total=total)
-        for dev in chosen:  # one device at a time, each with its own share of the budget
-            s, r, n = experiment.run_devices(
-                fw, [dev], lambda d: suite_cases(fw, d.name, gpu_present=gpu_present), policy=policy,
-                cpu_threads=threads, case_timeout_s=max(budget_s, 60.0), deadline=time.time() + budget_s,
-                on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
-                on_result=lambda r: bar.advance(task), journal=journal, resumed=resumed,
-            )
-            sessions += [x for x in s if all(y.device.name != x.device.name for y in sessions)]
-            results += r
-            notes += n
-    options = {"budget_s": budget_s, "devices": [d.name for d in chosen], "min_time_s": RUN_MIN_TIME_S,
-               "cpu_threads": threads, "framework": fw}
-    record = experiment.make_record("run", ["whichdevice", *sys.argv[1:]], options, fw, found, sessions, results,
-                                    notes)
+    header_options = {"framework": fw, "budget_s": budget_s, "devices_wanted": wanted, "cpu_threads": threads}
+    record = _measure_suite("run", fw, found, chosen, lambda d: suite_cases(fw, d.name, gpu_present=gpu_present),
+                            budget_s=budget_s, threads=threads, json_file=json_file, resumed=resumed,
+                            header_options=header_options, options={})
     png = json_file.with_suffix(".png")  # the stem of the plots and the report
     render_run(record, png, loglog=True)
     write_record(record, json_file, None)
-    journal.finish()  # the record is complete: the journal has done its job
+    Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
 
 
-def _fix_grid(v: SuiteVerdict, *, with_how: bool = True) -> Grid:
-    rows = []
-    for rec in v.recommendations:
-        status = GridCell("measured", "good") if rec.measured else GridCell("not measured", "neutral")
-        detail = "\n".join(rec.results) if rec.results else rec.note
-        row = [GridCell(f"{rec.order}. {rec.name}"), status, GridCell(detail)]
-        rows.append(row + [GridCell(rec.advice, "dim")] if with_how else row)
-    headers = ["fix", "", "measured effect"] + (["how"] if with_how else [])
-    return Grid("Fixes, in seed 002's order (+ steps_per_execution, jit_compile, sync, mixed precision)",
-                headers, rows, [], align=("left",) * len(headers))
+def _measure_suite(name, fw, found, chosen, cases_for, **kw) -> records.RunRecord:
+    with progress() as bar:
+        task = bar.add_task("starting", total=None)
+        return measure_suite(name, fw, found, chosen, cases_for, min_time_s=RUN_MIN_TIME_S,
+                             on_total=lambda n: bar.update(task, total=n),
+                             on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
+                             on_result=lambda r: bar.advance(task), **kw)
+
+
+@app.command()
+def diagnose(
+    model: str = typer.Option(..., "--model", help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not)."),
+    input_shape: Optional[str] = typer.Option(None, "--input-shape", help="Input shape of one sample, e.g. 100 or 28,28,1 (default: the model's declared input)."),
+    classes: Optional[str] = typer.Option(None, "--classes", help="Number of classes for synthetic labels (1: binary; leave out: regression)."),
+    data: Optional[str] = typer.Option(None, "--data", help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (default: synthetic data)."),
+    samples: Optional[str] = typer.Option(None, "--samples", help="Samples per epoch (default 10000)."),
+    batch: Optional[str] = typer.Option(None, "--batch", help="Your batch size (default 32): the baseline every fix is measured against."),
+    budget: Optional[str] = typer.Option(None, "--budget", help=f"Seconds per device (default {DEFAULT_BUDGET_S:g})."),
+    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0."),
+    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the plots and the HTML report."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/diagnose-<time>.json."),
+) -> None:
+    """The suite on YOUR model: who wins at your batch, the batch sweep, every automatic fix
+    measured — and the device and settings to use."""
+    fw = "tensorflow"
+    model_fn = userfile.parse_spec(model, "--model")
+    data_fn = userfile.parse_spec(data, "--data") if data else None
+    shape = tuple(parse_int_list(input_shape, "--input-shape", maximum=1 << 20, example="100")) if input_shape else None
+    n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
+    n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000) or 10_000
+    user_batch = parse_positive_int(batch, "--batch", "32", maximum=65536) or 32
+    budget_s = parse_positive_float(budget, "--budget", "90") or DEFAULT_BUDGET_S
+    if budget_s < MIN_BUDGET_S:
+        raise UsageError("--budget", f"{budget_s:g} s is too short to measure anything",
+                         f"Pass at least {MIN_BUDGET_S:g} seconds, e.g. --budget 90.")
+    wanted = experiment.parse_device_filter(device)
+    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
+    out_dir = check_output_dir(out, "--out")
+    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"diagnose-{stamp()}.json"
+    experiment.require_installed(fw)
+    err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
+    user = userfile.user_model_params(model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu"))
+    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
+    found = experiment.discover(fw)
+    chosen = experiment.select_devices(found, wanted)
+    record = _measure_suite(
+        "diagnose", fw, found, chosen,
+        lambda d: user_cases(fw, d.name, user=user, batch=user_batch, samples=n_samples),
+        budget_s=budget_s, threads=threads, json_file=json_file, resumed=None,
+        header_options={"framework": fw}, options={"model": model_fn.text, "data": data_fn.text if data_fn else None,
+                                                   "batch": user_batch, "samples": n_samples})
+    png = json_file.with_suffix(".png")
+    render_run(record, png, loglog=True)
+    write_record(record, json_file, None)
+    Journal(journal_path(json_file)).finish()
 
 
 def render_run(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
     """Terminal verdict page, two PNGs (matmul, batch sweep) and the HTML report beside ``png``."""
-    v = suite_verdict(record)
-    warnings, failures = quality.timing_warnings(record), quality.failures(record)
+    rep = suite_report(record, png, loglog=loglog)
+    v = rep.verdict
     terminal.render_header(console, record)
-    png.parent.mkdir(parents=True, exist_ok=True)
-    mm_png = png.with_name(png.stem + "-matmul.png")
-    sweep_png = png.with_name(png.stem + "-batch.png")
-    sections = []
-    if v.matmul:
-        plots.plot_sweep(v.matmul, mm_png, x_label="matrix size n (n x n)", loglog=loglog,
-                         title="Seed 000: matrix multiplication time vs size — whichdevice")
-        sections.append(html.Section("Seed 000: matmul crossover", [sweep_grid(t, "n", "FLOP/s") for t in v.matmul],
-                                     pngs=[mm_png]))
-    train_grids = []
-    if v.training.creation:
-        train_grids.append(creation_grid(v.training))
-    if v.training.runs:
-        train_grids.append(runs_grid(v.training))
-    if v.training.sync_costs:
-        train_grids.append(sync_cost_grid(v.training))
-    train_grids += [sweep_grid(t, "batch", "samples/s") for t in v.training.sweep]
-    train_pngs = []
-    if v.training.sweep:
-        plots.plot_batch_sweep(v.training.sweep, sweep_png, loglog=loglog,
-                               title="Training step time and samples/s vs batch size — whichdevice")
-        train_pngs.append(sweep_png)
-    if train_grids:
-        sections.append(html.Section("Seeds 001/002: training", train_grids, pngs=train_pngs))
-    fix_grid = _fix_grid(v)
-    sections.insert(0, html.Section("Fixes, each measured on the same workload", [fix_grid],
-                                    lines=[f"{f.text}" + (f" — {f.advice}" if f.advice else "") for f in v.findings]))
-
     # The terminal gets the verdict page; every table is in the HTML report (and `report`).
     console.rule("Verdict")
     for line in v.headline:
         console.print(f"• {escape(line)}")
     for f in v.findings:
         console.print(f"  [bold]{escape(f.rule)}[/bold] {escape(f.text)}" + (f" → {escape(f.advice)}" if f.advice else ""))
-    terminal.render_grid(console, _fix_grid(v, with_how=False))
-    shown = warnings[:MAX_TERMINAL_WARNINGS]
-    terminal.render_notes(console, record, shown, failures)
-    if len(warnings) > len(shown):
-        console.print(f"[yellow]…and {len(warnings) - len(shown)} more measurement warnings in the HTML report.[/yellow]")
-    page = html.render_html(record, sections, verdict=v.headline, warnings=warnings, failures=failures)
-    html.write_html(png.with_suffix(".html"), page)
-    for p in (mm_png, sweep_png):
-        if p.exists():
-            console.print(f"Plot:   {escape(str(p))}")
+    terminal.render_grid(console, fix_grid(v, with_how=False))
+    for line in rep.advice:
+        console.print(f"[bold green]{escape(line)}[/bold green]")
+    shown = rep.warnings[:MAX_TERMINAL_WARNINGS]
+    terminal.render_notes(console, record, shown, rep.failures)
+    if len(rep.warnings) > len(shown):
+        console.print(f"[yellow]…and {len(rep.warnings) - len(shown)} more measurement warnings in the HTML "
+                      "report.[/yellow]")
+    html.write_html(png.with_suffix(".html"), rep.page)
+    for p in rep.pngs:
+        console.print(f"Plot:   {escape(str(p))}")
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
 
 
 REPORTERS["run"] = render_run
+REPORTERS["diagnose"] = render_run
