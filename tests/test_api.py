@@ -21,3 +21,23 @@ def test_numpy_sweep_result_saves_and_renders(tmp_path):
     path = result.save(tmp_path, "m")
     assert path.exists() and (tmp_path / "m.png").exists() and (tmp_path / "m.html").exists()
     assert whichdevice.load(path).record == result.record
+
+
+def test_diagnose_refuses_what_is_not_a_model():
+    with pytest.raises(whichdevice.UsageError, match="model: list is not a Keras model"):
+        whichdevice.diagnose([1, 2, 3])
+    with pytest.raises(whichdevice.UsageError, match="data: \\(x, y\\) arrays need a model object"):
+        whichdevice.diagnose("m.py:build", data=([1], [2]))
+
+
+@pytest.mark.tf
+def test_diagnose_a_model_object_with_arrays(tmp_path):
+    import keras
+    import numpy as np
+
+    m = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, activation="softmax")])
+    x, y = np.random.rand(256, 8).astype("float32"), np.random.randint(0, 4, 256)
+    r = whichdevice.diagnose(m, (x, y), classes=4, samples=256, budget_s=20)
+    assert r.record.experiment == "diagnose"
+    assert any(c.status == "ok" and c.spec.params.get("kind") == "fit" for c in r.record.results)
+    assert "Increase the batch size" in str(r)

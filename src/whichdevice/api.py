@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from whichdevice import experiment, records
+from whichdevice.errors import UsageError
 from whichdevice.analysis import quality
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.frameworks import FRAMEWORKS
@@ -297,9 +298,47 @@ def run(budget_s: float = 90, devices=None, cpu_threads=None, framework: str = "
                   budget_s=budget_s, devices=devices, cpu_threads=cpu_threads, framework=framework, options={})
 
 
-def diagnose(model: str, *, input_shape=None, classes=None, data: str | None = None, samples: int = 10_000,
+def _materialize(model, data, folder: Path) -> tuple[str, str | None]:
+    """A Keras model object (and ``(x, y)`` arrays) from a notebook -> files a child can load:
+    the model saved as .keras, a tiny loader module with ``build()`` / ``data()``."""
+    import numpy as np
+
+    lines = ["import keras", "import numpy as np", ""]
+    model.save(folder / "model.keras")
+    lines += ["def build():", f"    return keras.models.load_model({str(folder / 'model.keras')!r})", ""]
+    data_spec = None
+    if data is not None:
+        if isinstance(data, str):
+            data_spec = data
+        else:
+            x, y = data
+            np.savez(folder / "data.npz", x=np.asarray(x), y=np.asarray(y))
+            lines += ["def data():", "    import tensorflow as tf",
+                      f"    d = np.load({str(folder / 'data.npz')!r})",
+                      "    return tf.data.Dataset.from_tensor_slices((d['x'], d['y']))", ""]
+            data_spec = f"{folder / 'loader.py'}:data"
+    (folder / "loader.py").write_text("\n".join(lines))
+    return f"{folder / 'loader.py'}:build", data_spec
+
+
+def diagnose(model, data=None, *, input_shape=None, classes=None, samples: int = 10_000,
              batch: int = 32, budget_s: float = 90, devices=None, cpu_threads=None) -> SuiteResult:
-    """``whichdevice diagnose`` from Python. ``model``/``data``: "FILE.py:FUNCTION"."""
+    """``whichdevice diagnose`` from Python.
+
+    ``model``: a Keras model object, or "FILE.py:FUNCTION" returning one. ``data``: ``(x, y)``
+    arrays, or "FILE.py:FUNCTION" returning a tf.data.Dataset, or None for synthetic data.
+    Model objects are saved to a temporary .keras file that each measuring child loads.
+    """
+    if not isinstance(model, str):
+        if not hasattr(model, "save"):
+            raise UsageError("model", f"{type(model).__name__} is not a Keras model",
+                             'Pass a keras.Model or "my_model.py:build".')
+        with tempfile.TemporaryDirectory(prefix="whichdevice-model-") as tmp:
+            model_spec, data_spec = _materialize(model, data, Path(tmp))
+            return diagnose(model_spec, data_spec, input_shape=input_shape, classes=classes, samples=samples,
+                            batch=batch, budget_s=budget_s, devices=devices, cpu_threads=cpu_threads)
+    if data is not None and not isinstance(data, str):
+        raise UsageError("data", "(x, y) arrays need a model object", 'Pass data as "my_data.py:make_dataset".')
     from whichdevice import frameworks, userfile
 
     model_fn = userfile.parse_spec(model, "--model")

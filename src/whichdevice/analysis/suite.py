@@ -78,16 +78,20 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
     headline: list[str] = []
 
     for t in matmul_tables:
-        findings += [Finding(f.rule, f.device, f"matmul {t.group.get('mode')}: {f.text}", f.advice)
+        fw_name = f"{t.group['framework']} " if "framework" in t.group else ""
+        findings += [Finding(f.rule, f.device, f"{fw_name}matmul {t.group.get('mode')}: {f.text}", f.advice)
                      for f in sweep_findings(t, "n")]
         for d, c in t.crossovers.items():
-            headline.append(f"Matmul ({t.group.get('mode')}): {c.describe('n')}")
+            fw = f"{t.group['framework']}, " if "framework" in t.group else ""
+            headline.append(f"Matmul ({fw}{t.group.get('mode')}): {c.describe('n')}")
     for t in training.sweep:
         findings += [Finding(f.rule, f.device, f"training step: {f.text}", f.advice) for f in sweep_findings(t, "batch")]
         for d, c in t.crossovers.items():
             headline.append(f"Training step ({t.title}): {c.describe('batch')}")
     for row in training.runs:
         label = f"{row.params.get('example')} {row.params.get('kind')} (batch {row.params.get('batch')})"
+        if "framework" in row.params:
+            label = f"{row.params['framework']} {label}"
         for d, comp in row.comparisons.items():
             headline.append(f"Seed {label}: {comp.describe()}")
         for d, be in row.break_even.items():
@@ -103,7 +107,9 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
     prefetch = ab_fixes(train, "data", "tfdata_noprefetch")
     recs.append(Recommendation(2, "Use tf.data with prefetch",
                                "dataset.batch(...).prefetch(tf.data.AUTOTUNE) so input overlaps the step",
-                               bool(prefetch), _fix_lines(prefetch)))
+                               bool(prefetch), _fix_lines(prefetch),
+                               "" if prefetch else "not measured: no pipeline was run without prefetch (a user's own "
+                               "dataset is measured as given; or the time budget ran out)"))
     recs.append(Recommendation(3, "Reduce Python-side preprocessing", "do preprocessing in TF ops inside tf.data map",
                                False, note="not measured by `run`: `whichdevice pipeline` measures it on seed 003's "
                                            "pipeline (py_function vs TF ops)"))
