@@ -8,7 +8,7 @@ import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from whichdevice import runner
+from whichdevice import frameworks, runner
 from whichdevice.journal import Journal, JournalState
 from whichdevice.errors import UsageError
 from whichdevice.machine import describe_machine
@@ -43,9 +43,12 @@ class FrameworkUnavailable(Exception):
 
 
 def require_installed(framework: str) -> None:
-    if importlib.util.find_spec(framework) is None:
-        raise UsageError("--framework", f"{framework} is not installed in this Python",
-                         f"Install it: {_INSTALL_HINT.get(framework, 'pip install ' + framework)}.")
+    # keras-jax needs keras and jax, ...: every module the framework imports must be there.
+    for module in frameworks.REQUIRES.get(framework, (framework,)):
+        if importlib.util.find_spec(module) is None:
+            what = framework if module == framework else f"{module} (needed by {framework})"
+            hint = _INSTALL_HINT.get(framework) or frameworks.INSTALL_HINT.get(framework, "pip install " + module)
+            raise UsageError("--framework", f"{what} is not installed in this Python", f"Install it: {hint}.")
 
 
 def discover(framework: str, timeout_s: float = runner.DEFAULT_STARTUP_TIMEOUT_S) -> Discovery:
@@ -162,9 +165,21 @@ def run_devices(
     return sessions, results, notes
 
 
+def merge_records(parts: list[RunRecord], options: dict) -> RunRecord:
+    """One record of several frameworks' records (``run --framework a,b``), side by side:
+    sessions, devices seen (per framework already), results and notes of each, in order.
+    The analysis groups by framework whenever a record holds more than one."""
+    first = parts[0]
+    notes = list(dict.fromkeys(n for p in parts for n in p.notes))
+    return first.model_copy(update={
+        "options": options, "sessions": [s for p in parts for s in p.sessions],
+        "devices_seen": {k: v for p in parts for k, v in p.devices_seen.items()},
+        "results": [r for p in parts for r in p.results], "notes": notes})
+
+
 def make_record(experiment: str, command: list[str], options: dict, framework: str, discovery: Discovery,
                 sessions: list[Session], results: list[CaseResult], notes: list[str]) -> RunRecord:
-    all_notes = [n for n in [no_gpu_note(framework, discovery)] if n] + notes
+    all_notes = [n for n in [no_gpu_note(framework, discovery)] if n] + frameworks.record_notes(framework, experiment) + notes
     return RunRecord(
         experiment=experiment, command=command, created_at=now_iso(), options=options,
         machine=describe_machine(), sessions=sessions, devices_seen={framework: discovery.devices},

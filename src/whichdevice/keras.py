@@ -48,8 +48,10 @@ def _backend_sync_fn(model):
     if name == "jax":
         import jax
 
-        # JAX has no global barrier: wait for the variables the last step wrote.
-        return lambda _=None: jax.block_until_ready([v.value for v in model.trainable_variables])
+        # JAX has no global barrier, and during fit Keras' JAX trainer keeps the model's state
+        # outside its variables (it empties them: JAXTrainer._purge_model_variables), so wait
+        # for every live array instead: the state the last step wrote is among them.
+        return lambda _=None: jax.block_until_ready(jax.live_arrays())
     if name == "torch":
         import torch
 

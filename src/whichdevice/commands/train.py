@@ -41,7 +41,7 @@ from whichdevice.workloads import train as train_workload
 from whichdevice.commands import precision_cases
 
 PARTS = ("create", "loop", "fit", "sync", "sweep")
-TRAIN_FRAMEWORKS = ("tensorflow",)  # frameworks with a training module (numpy has none)
+TRAIN_FRAMEWORKS = frameworks.TRAINING  # frameworks with a training module (numpy and jax have none)
 QUICK_MIN_TIME_S = 0.05
 
 
@@ -86,6 +86,14 @@ def train(
     """Seeds 001/002 (or --model): warm-up vs steady steps, break-even, sync cost, batch-size crossover."""
     fw = parse_choice(framework, "--framework", TRAIN_FRAMEWORKS)
     part_list = parse_choice_list(parts, "--parts", PARTS)
+    if fw not in frameworks.KERAS:  # plain torch: no model.fit, no Keras --model (the record's notes say so)
+        if model is not None:
+            raise UsageError("--model", f"a Keras model cannot be trained by --framework {fw}",
+                             "Use --framework tensorflow, keras-jax or keras-torch.")
+        part_list = [p for p in part_list if p != "fit"] or ["loop"]
+    if data is not None and fw != "tensorflow":
+        raise UsageError("--data", "a tf.data dataset needs --framework tensorflow",
+                         "Drop --data (synthetic numpy data is used), or use --framework tensorflow.")
     batch_list = parse_int_list(batches, "--batches", maximum=train_workload.MAX_BATCH, example="8,64,512,4096")
     if batch_list is None:
         batch_list = list(train_workload.QUICK_BATCHES if quick else train_workload.DEFAULT_BATCHES)

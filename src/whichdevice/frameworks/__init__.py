@@ -11,7 +11,12 @@ Every framework folder provides:
 - ``sync.py``       ``sync(result)``: block until the device has finished queued work.
 - ``ops.py``        the workload ops (``matmul_steady``, ``matmul_seed``, ``noop``).
 
-Adding a framework is filling a folder (Keras' backend layout, STYLE.md).
+Adding a framework is filling a folder (Keras' backend layout, STYLE.md). A framework whose
+user-facing name is not a Python identifier (``keras-jax``) lives in a folder named with
+underscores (``keras_jax``): ``folder(name)`` maps one to the other.
+
+Frameworks that train (``TRAINING``) also have ``training.py``: the framework-specific
+pieces of ``workloads/train.py`` (the seed's custom train step, the input pipeline).
 """
 
 from __future__ import annotations
@@ -19,21 +24,72 @@ from __future__ import annotations
 import importlib
 from types import ModuleType, SimpleNamespace
 
-FRAMEWORKS: tuple[str, ...] = ("tensorflow", "numpy")
+FRAMEWORKS: tuple[str, ...] = ("tensorflow", "numpy", "keras-jax", "keras-torch", "torch", "jax")
+# Frameworks with a training module (the train workload and `run`'s training cases).
+TRAINING: tuple[str, ...] = ("tensorflow", "keras-jax", "keras-torch", "torch")
+# Frameworks that train a Keras model (model.fit, the user's --model); plain torch does not.
+KERAS: tuple[str, ...] = ("tensorflow", "keras-jax", "keras-torch")
+# The Python modules a framework needs, and how to install them.
+REQUIRES: dict[str, tuple[str, ...]] = {
+    "tensorflow": ("tensorflow",), "numpy": ("numpy",), "keras-jax": ("keras", "jax"),
+    "keras-torch": ("keras", "torch"), "torch": ("torch",), "jax": ("jax",),
+}
+INSTALL_HINT: dict[str, str] = {
+    "tensorflow": "pip install 'whichdevice[tensorflow]'", "keras-jax": "pip install 'whichdevice[jax]'",
+    "jax": "pip install 'whichdevice[jax]'", "keras-torch": "pip install 'whichdevice[torch]'",
+    "torch": "pip install 'whichdevice[torch]'",
+}
 
 _MODULES = ("discovery", "placement", "sync", "ops")
 
 
-def env_module(name: str) -> ModuleType:
-    """The framework's ``env`` module (safe to import in the parent: no framework import)."""
+def folder(name: str) -> str:
+    """The package folder of a framework: ``keras-jax`` -> ``keras_jax``."""
     if name not in FRAMEWORKS:
         raise KeyError(name)
-    return importlib.import_module(f"whichdevice.frameworks.{name}.env")
+    return name.replace("-", "_")
+
+
+def env_module(name: str) -> ModuleType:
+    """The framework's ``env`` module (safe to import in the parent: no framework import)."""
+    return importlib.import_module(f"whichdevice.frameworks.{folder(name)}.env")
+
+
+def training_module(name: str) -> ModuleType:
+    """The framework's ``training`` module (imports the framework: child only)."""
+    if name not in TRAINING:
+        raise KeyError(f"{name} has no training module (frameworks that train: {', '.join(TRAINING)})")
+    return importlib.import_module(f"whichdevice.frameworks.{folder(name)}.training")
+
+
+# Train kinds measured by TensorFlow-only modules (workloads/placement, pitfalls, precision).
+_TF_ONLY_KINDS = ("placement", "nosync", "precision")
+
+
+def unsupported(name: str, params: dict) -> str | None:
+    """Why a train case with ``params`` does not apply to framework ``name`` (None: it does).
+    Used to leave such cases out of ``run``'s suite instead of recording them as failures."""
+    kind, data = params.get("kind"), params.get("data")
+    if name != "tensorflow" and kind in _TF_ONLY_KINDS:
+        return f"the {kind} measurement is TensorFlow-only"
+    if name not in KERAS and kind == "fit":
+        return "model.fit is Keras-only"
+    if name != "tensorflow" and data == "tfdata_noprefetch":
+        return "prefetch is a tf.data setting; other frameworks read numpy batches"
+    if name == "keras-torch" and ("steps_per_execution" in params or "jit_compile" in params):
+        # Keras' torch trainer runs one step per call and jit_compile=True means torch.compile.
+        return "steps_per_execution and jit_compile are not measured on Keras' torch backend"
+    return None
+
+
+def record_notes(name: str, experiment: str) -> list[str]:
+    """Facts a reader of ``experiment``'s record must know about ``name`` (e.g. that the
+    tf.data pipelines were replaced by numpy batches): ``NOTES`` in the framework's env.py."""
+    notes = getattr(env_module(name), "NOTES", {})
+    return list(notes.get(experiment, ()))
 
 
 def load(name: str) -> SimpleNamespace:
     """Import a framework's adapter modules (imports the framework itself: child only)."""
-    if name not in FRAMEWORKS:
-        raise KeyError(name)
-    mods = {m: importlib.import_module(f"whichdevice.frameworks.{name}.{m}") for m in _MODULES}
+    mods = {m: importlib.import_module(f"whichdevice.frameworks.{folder(name)}.{m}") for m in _MODULES}
     return SimpleNamespace(name=name, **mods)

@@ -92,7 +92,9 @@ def build_cases(framework: str, device: str, *, quick: bool, batches, parts, use
 # ---------------- inside the child ----------------
 
 def _training(fw):
-    return importlib.import_module(f"whichdevice.frameworks.{fw.name}.training")
+    from whichdevice import frameworks
+
+    return frameworks.training_module(fw.name)
 
 
 def _shape(text) -> tuple[int, ...]:
@@ -102,11 +104,15 @@ def _shape(text) -> tuple[int, ...]:
 class _Model:
     """Builds the case's model and its data, built-in or the user's."""
 
-    def __init__(self, params: dict):
+    def __init__(self, params: dict, training=None):
         self.p = params
         self.name = str(params["model"])
+        # A framework without Keras models (plain torch) builds its own: build_model(name).
+        self.own = training if hasattr(training, "build_model") else None
 
     def build(self):
+        if self.own is not None:
+            return self.own.build_model(self.name)
         if self.name == "user":
             from whichdevice import userfile
 
@@ -121,6 +127,8 @@ class _Model:
         return models.SPECS[self.name].classes
 
     def optimizer_and_loss(self, model):
+        if self.own is not None:
+            return self.own.optimizer_and_loss(self.name, model)
         import keras
 
         if self.name != "user":
@@ -183,9 +191,8 @@ def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tup
 
 
 def _run_create(spec, fw, policy, overhead_s):
-    import keras
-
-    m = _Model(spec.params)
+    training = _training(fw)
+    m = _Model(spec.params, training)
     scope = lambda: fw.placement.scope(spec.device)  # noqa: E731
     if spec.params["op"] == "create":
         def fn():
@@ -195,16 +202,23 @@ def _run_create(spec, fw, policy, overhead_s):
         with scope():
             model = m.build()
 
+        if hasattr(training, "clone_model"):
+            clone = training.clone_model
+        else:
+            import keras
+
+            clone = keras.models.clone_model
+
         def fn():
             with scope():
-                return keras.models.clone_model(model)
+                return clone(model)
     raw = measure(fn, sync=fw.sync.sync, policy=policy, overhead_s=overhead_s)
     return raw, {}
 
 
 def _run_loop(spec, fw, policy, overhead_s):
     training = _training(fw)
-    m = _Model(spec.params)
+    m = _Model(spec.params, training)
     n, b, epochs = int(spec.params["samples"]), int(spec.params["batch"]), int(spec.params["epochs"])
     data = str(spec.params["data"])
     times: list[float] = []
@@ -235,7 +249,7 @@ def _run_fit(spec, fw, policy, overhead_s):
     from whichdevice.keras import StepTimer
 
     training = _training(fw)
-    m = _Model(spec.params)
+    m = _Model(spec.params, training)
     n, b, epochs = int(spec.params["samples"]), int(spec.params["batch"]), int(spec.params["epochs"])
     data = str(spec.params["data"])
     with fw.placement.scope(spec.device):
@@ -253,6 +267,8 @@ def _run_fit(spec, fw, policy, overhead_s):
     spe = timer.batch_epochs.count(0)
     raw = raw_from_steps(timer.batch_times_s, warmup_steps=spe, overhead_s=overhead_s)
     metrics = timer.metrics()
+    # What jit_compile="auto" resolved to on this backend and device (fair-comparison fact).
+    metrics["jit_compile"] = float(bool(getattr(model, "jit_compile", False)))
     k = int(spec.params.get("steps_per_execution", 1))
     if k > 1:
         # Keras calls batch callbacks once per execution of k steps: each timed "batch" carries k batches.
@@ -276,7 +292,7 @@ def _trace_callbacks(spec, fw) -> list:
 
 def _run_steady(spec, fw, policy, overhead_s):
     training = _training(fw)
-    m = _Model(spec.params)
+    m = _Model(spec.params, training)
     b = int(spec.params["batch"])
     each = spec.params["sync"] == "each"
     with fw.placement.scope(spec.device):

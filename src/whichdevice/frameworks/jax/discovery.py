@@ -1,0 +1,85 @@
+"""What JAX is and which devices it sees (runs inside a child, after env set-up)."""
+
+from __future__ import annotations
+
+import os
+import platform
+from importlib import metadata
+
+import jax
+
+from whichdevice.frameworks import _nvidia
+from whichdevice.machine import cpu_model
+from whichdevice.records import DeviceInfo, FrameworkInfo
+
+
+def _dist_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def cuda_plugin() -> str | None:
+    """The installed JAX CUDA plugin (``jax-cuda12-plugin`` ...), None for a CPU-only JAX."""
+    for name in ("jax-cuda13-plugin", "jax-cuda12-plugin", "jax_cuda12_plugin", "jax_cuda13_plugin"):
+        if _dist_version(name):
+            return f"{name} {_dist_version(name)}"
+    return None
+
+
+def settings() -> dict[str, object]:
+    """What decides a fair comparison, as in effect in this process: compile mode, float32
+    matmul precision on the GPU (JAX's default lets the GPU use TF32 for float32 matmul;
+    ``jax_default_matmul_precision='highest'`` turns that off) and the memory policy."""
+    precision = jax.config.jax_default_matmul_precision
+    return {
+        "jaxlib": _dist_version("jaxlib"),
+        "cuda_plugin": cuda_plugin(),
+        "compile": "jax.jit (XLA) on every device",
+        "default_matmul_precision": str(precision) if precision else "default (TF32 on GPUs that have it)",
+        "x64": bool(jax.config.jax_enable_x64),
+        "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true (JAX default: 75 % of GPU memory)"),
+    }
+
+
+def framework_info() -> FrameworkInfo:
+    return FrameworkInfo(name="jax", version=jax.__version__, details=settings())
+
+
+def gpu_devices() -> list:
+    try:
+        return list(jax.devices("gpu"))
+    except RuntimeError:  # no GPU backend (CPU-only jaxlib, or JAX_PLATFORMS=cpu)
+        return []
+
+
+def list_devices() -> list[DeviceInfo]:
+    """The CPU, then every GPU JAX can see, as ``CPU:0``, ``GPU:0``, ..."""
+    devices = [DeviceInfo(name="CPU:0", kind="cpu", description=cpu_model())]
+    gpus = gpu_devices()
+    smi = _nvidia.smi_query() if gpus else []
+    for i, d in enumerate(gpus):
+        row = smi[i] if i < len(smi) else {}
+        mem = row.get("memory_mib")
+        cc = getattr(d, "compute_capability", None)
+        devices.append(DeviceInfo(name=f"GPU:{i}", kind="gpu", description=getattr(d, "device_kind", "GPU"),
+                                  memory_bytes=int(float(mem)) * 2**20 if mem else None,
+                                  compute_capability=str(cc) if cc else None, driver=row.get("driver")))
+    return devices
+
+
+def no_gpu_reasons() -> list[str]:
+    """Concrete, checked reasons why JAX sees no GPU here."""
+    reasons = []
+    plats = os.environ.get("JAX_PLATFORMS", "")
+    if plats and "cuda" not in plats and "gpu" not in plats:
+        reasons.append(f"JAX_PLATFORMS={plats!r} leaves the GPU out (unset it)")
+    if cuda_plugin() is None:
+        reasons.append("this JAX has no CUDA plugin (CPU-only jaxlib): pip install -U 'jax[cuda12]'")
+    hidden = _nvidia.hidden_by_env(os.environ)
+    if hidden:
+        reasons.append(hidden)
+    if platform.system() == "Linux" and not _nvidia.driver_present():
+        reasons.append("no NVIDIA driver found (no nvidia-smi, no /proc/driver/nvidia)")
+    return reasons or ["JAX found no usable GPU (run python -c 'import jax; print(jax.devices())' to see why)"]

@@ -1,0 +1,25 @@
+"""Environment for a JAX child process, decided before ``import jax``.
+
+JAX picks its platforms and its GPU memory policy when the backend starts (the first
+``jax.devices()`` or computation); setting these later has no effect.
+"""
+
+from __future__ import annotations
+
+NOTES: dict[str, list[str]] = {}
+
+
+def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:
+    """``cpu``: ``JAX_PLATFORMS=cpu``, so the GPU backend is never initialized; ``gpu`` and
+    ``discover``: ``XLA_PYTHON_CLIENT_PREALLOCATE=false``, so JAX does not reserve 75 % of the
+    card's memory at start-up (it would starve anything else on the GPU, and discovery
+    would pay for the reservation). Threads: JAX has no thread-count setting (jax-ml/jax
+    #1539); ``--cpu-threads`` is applied as CPU affinity in ``placement.configure``."""
+    env = {"TF_CPP_MIN_LOG_LEVEL": "2"}  # XLA's C++ logging, as for TensorFlow
+    if device_kind == "cpu":
+        env["JAX_PLATFORMS"] = "cpu"
+    elif device_kind in ("gpu", "discover"):
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    else:
+        raise ValueError(f"device_kind must be cpu, gpu or discover, not {device_kind!r}")
+    return env

@@ -1,0 +1,14 @@
+"""Keras on JAX: JAX's devices, Keras' version (runs inside a child)."""
+
+from __future__ import annotations
+
+from whichdevice.frameworks import _keras
+from whichdevice.frameworks.jax.discovery import list_devices, no_gpu_reasons, settings
+from whichdevice.records import FrameworkInfo
+
+__all__ = ["framework_info", "list_devices", "no_gpu_reasons"]
+
+
+def framework_info() -> FrameworkInfo:
+    return _keras.framework_info("keras-jax", {
+        **settings(), "compile": "jax.jit (XLA) on every device: custom step jitted; fit jit_compile='auto' -> True"})

@@ -1,0 +1,15 @@
+"""Environment for a Keras-on-JAX child, decided before ``import keras``: the backend
+(``KERAS_BACKEND=jax``) and JAX's own device environment (``frameworks/jax/env.py``)."""
+
+from __future__ import annotations
+
+from whichdevice.frameworks.jax import env as _jax_env
+
+_NUMPY_INPUT = ("keras-jax: the seeds' tf.data pipelines are TensorFlow-only; here they are numpy batches "
+                "(keras.utils.PyDataset: same batches, shuffled per epoch where the seed shuffles, no prefetch). "
+                "The custom loop's step is a jax.jit-compiled stateless step (Keras' JAX training-loop recipe).")
+NOTES: dict[str, list[str]] = {"train": [_NUMPY_INPUT], "run": [_NUMPY_INPUT]}
+
+
+def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:
+    return {**_jax_env.child_env(device_kind, cpu_threads), "KERAS_BACKEND": "jax"}

@@ -1,0 +1,19 @@
+"""Environment for a Keras-on-torch child, decided before ``import keras``: the backend
+(``KERAS_BACKEND=torch``) and torch's device environment (``frameworks/torch/env.py``).
+Keras' torch backend picks its default device at import (``cuda`` when torch sees a GPU),
+which is why the CPU run must hide the GPU before import."""
+
+from __future__ import annotations
+
+from whichdevice.frameworks.torch import env as _torch_env
+
+_NUMPY_INPUT = ("keras-torch: the seeds' tf.data pipelines are TensorFlow-only; here they are numpy batches "
+                "(keras.utils.PyDataset: same batches, shuffled per epoch where the seed shuffles, no prefetch). "
+                "The custom loop's step is eager torch (backward, optimizer.apply: Keras' torch training-loop "
+                "recipe); model.fit's jit_compile='auto' is eager on this backend, so the jit_compile=True fix "
+                "(torch.compile) and steps_per_execution are not measured by `run`.")
+NOTES: dict[str, list[str]] = {"train": [_NUMPY_INPUT], "run": [_NUMPY_INPUT]}
+
+
+def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:
+    return {**_torch_env.child_env(device_kind, cpu_threads), "KERAS_BACKEND": "torch"}

@@ -1,0 +1,59 @@
+"""What PyTorch is and which devices it sees (runs inside a child, after env set-up)."""
+
+from __future__ import annotations
+
+import os
+import platform
+
+import torch
+
+from whichdevice.frameworks import _nvidia
+from whichdevice.machine import cpu_model
+from whichdevice.records import DeviceInfo, FrameworkInfo
+
+
+def settings() -> dict[str, object]:
+    """What decides a fair comparison, as in effect in this process: threads, compile mode,
+    and whether float32 matmul/convolutions may use TF32 on the GPU (torch's defaults:
+    matmul off, cuDNN on)."""
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {
+        "cuda_version": torch.version.cuda,
+        "cudnn_version": cudnn,
+        "threads": torch.get_num_threads(),
+        "interop_threads": torch.get_num_interop_threads(),
+        "compile": "eager (no torch.compile)",
+        "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+        "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+    }
+
+
+def framework_info() -> FrameworkInfo:
+    return FrameworkInfo(name="torch", version=torch.__version__, details=settings())
+
+
+def list_devices() -> list[DeviceInfo]:
+    """The CPU, then every GPU torch can see, as ``CPU:0``, ``GPU:0``, ..."""
+    devices = [DeviceInfo(name="CPU:0", kind="cpu", description=cpu_model())]
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    smi = _nvidia.smi_query() if n else []
+    for i in range(n):
+        p = torch.cuda.get_device_properties(i)
+        row = smi[i] if i < len(smi) else {}
+        devices.append(DeviceInfo(name=f"GPU:{i}", kind="gpu", description=p.name, memory_bytes=int(p.total_memory),
+                                  compute_capability=f"{p.major}.{p.minor}", driver=row.get("driver")))
+    return devices
+
+
+def no_gpu_reasons() -> list[str]:
+    """Concrete, checked reasons why torch sees no GPU here."""
+    reasons = []
+    if torch.version.cuda is None:
+        reasons.append(f"this torch build ({torch.__version__}) has no CUDA support: install a CUDA build of torch")
+    hidden = _nvidia.hidden_by_env(os.environ)
+    if hidden:
+        reasons.append(hidden)
+    if platform.system() == "Linux" and not _nvidia.driver_present():
+        reasons.append("no NVIDIA driver found (no nvidia-smi, no /proc/driver/nvidia)")
+    return reasons or ["torch found no usable GPU (python -c 'import torch; torch.cuda.init()' says why)"]

@@ -1,0 +1,26 @@
+"""Environment for a PyTorch child process, decided before ``import torch``."""
+
+from __future__ import annotations
+
+NOTES: dict[str, list[str]] = {
+    "train": ["torch: plain PyTorch (nn.Sequential, Adam, cross-entropy, as the reference's gpu_probe.py); "
+              "model.fit runs and --model are Keras-only and were not run; the seeds' tf.data pipelines are "
+              "replaced by numpy batches copied to the device each step (no prefetch)."],
+}
+NOTES["run"] = NOTES["train"]
+
+
+def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:
+    """``cpu``: ``CUDA_VISIBLE_DEVICES=""`` so CUDA is never initialized (a CPU run must not
+    pay for, or touch, the GPU); ``gpu`` / ``discover``: devices as they are. Threads:
+    ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` (read at import) and ``torch.set_num_threads`` in
+    ``placement.configure``. Without ``--cpu-threads`` torch's own default stays (one thread
+    per physical core), and the record says how many that was."""
+    env: dict[str, str] = {}
+    if device_kind == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    elif device_kind not in ("gpu", "discover"):
+        raise ValueError(f"device_kind must be cpu, gpu or discover, not {device_kind!r}")
+    if cpu_threads is not None:
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(cpu_threads)
+    return env
