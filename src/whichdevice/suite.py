@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 
-from whichdevice import experiment
+from whichdevice import experiment, frameworks
 from whichdevice.journal import Journal, JournalState, journal_path
 from whichdevice.records import CaseSpec, RunRecord
 from whichdevice.timing import TimingPolicy
@@ -72,7 +72,8 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
 
     cases += precision_cases.cases(framework, device, ["mixed_float16"], user=None, quick=True, samples=None,
                                    user_batch=32)
-    return cases
+    # Cases that do not apply to this framework are left out (the record's notes say so).
+    return [c for c in cases if c.workload != "train" or frameworks.unsupported(framework, c.params) is None]
 
 
 # `diagnose`: the user's model instead of the seeds'.

@@ -47,7 +47,8 @@ class FixResult:
             verdict = f"{c.ratio:.3g}x faster ({c.ratio_lo:.3g}-{c.ratio_hi:.3g})"
         else:
             verdict = f"{1 / c.ratio:.3g}x slower ({1 / c.ratio_hi:.3g}-{1 / c.ratio_lo:.3g})"
-        return f"{self.device} {self.fix} {self.baseline_value} -> {self.variant_value}: {verdict} per sample ({self.where})"
+        who = f"{self.context['framework']} {self.device}" if "framework" in self.context else self.device
+        return f"{who} {self.fix} {self.baseline_value} -> {self.variant_value}: {verdict} per sample ({self.where})"
 
 
 def _per_sample(r: CaseResult) -> Timing:
@@ -68,7 +69,7 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value, *, ignore: tuple[str, 
     out = []
 
     def rest(r: CaseResult) -> tuple:
-        return (r.spec.workload, r.spec.device,
+        return (r.spec.workload, r.spec.framework, r.spec.device,
                 tuple(sorted((k, v) for k, v in r.spec.params.items() if k != fix and k not in ignore)))
 
     for base in ok:
@@ -79,5 +80,7 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value, *, ignore: tuple[str, 
                 continue
             comp = compare("before", _per_sample(base), "after", _per_sample(var))
             ctx = {k: v for k, v in base.spec.params.items() if k != fix and k not in ignore}
+            if len({r.spec.framework for r in ok}) > 1:  # name it when frameworks sit side by side
+                ctx = {"framework": base.spec.framework, **ctx}
             out.append(FixResult(fix, base.spec.device, baseline_value, var.spec.params[fix], ctx, comp))
     return out

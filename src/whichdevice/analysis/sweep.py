@@ -64,12 +64,22 @@ def _cell(result: CaseResult, work_metric: str | None) -> Cell:
     return Cell(result.spec.device, result.timing, None, rate)
 
 
+def several_frameworks(record: RunRecord) -> bool:
+    """True when the record holds more than one framework's results (``run --framework a,b``):
+    then every grouping adds the framework, so one framework's CPU:0 is never compared with,
+    or written over by, another's."""
+    return len({r.spec.framework for r in record.results}) > 1
+
+
 def analyze_sweep(record: RunRecord, x_param: str, work_metric: str | None = None) -> list[Table]:
     groups: dict[tuple, list[CaseResult]] = defaultdict(list)
+    by_framework = several_frameworks(record)
     for r in record.results:
         if x_param not in r.spec.params:
             continue
         key = tuple(sorted((k, v) for k, v in r.spec.params.items() if k != x_param))
+        if by_framework:
+            key = (("framework", r.spec.framework),) + key
         groups[key].append(r)
     tables = []
     for key, results in groups.items():

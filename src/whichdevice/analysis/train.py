@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from whichdevice.analysis.compare import Comparison, compare
-from whichdevice.analysis.sweep import Table, analyze_sweep, device_order
+from whichdevice.analysis.sweep import Table, analyze_sweep, device_order, several_frameworks
 from whichdevice.analysis.warmup import BreakEven, EpochSummary, break_even, summarize_epochs
 from whichdevice.records import CaseResult, RunRecord, Timing
 
@@ -86,10 +86,12 @@ def _cell(r: CaseResult) -> RunCell:
     return RunCell(r.spec.device, r.timing, None, rate, summary, dict(r.metrics))
 
 
-def _rows(results: list[CaseResult], devices: list[str], baseline: str | None, with_break_even: bool) -> list[RunRow]:
+def _rows(results: list[CaseResult], devices: list[str], baseline: str | None, with_break_even: bool,
+          by_framework: bool = False) -> list[RunRow]:
     groups: dict[tuple, list[CaseResult]] = defaultdict(list)
     for r in results:
-        groups[tuple(r.spec.params.items())].append(r)
+        fw = (("framework", r.spec.framework),) if by_framework else ()
+        groups[fw + tuple(r.spec.params.items())].append(r)
     gpus = [d for d in devices if d.startswith("GPU")]
     rows = []
     for key, rs in groups.items():
@@ -121,14 +123,17 @@ def analyze_training(record: RunRecord) -> TrainReport:
     by_kind: dict[str, list[CaseResult]] = defaultdict(list)
     for r in results:
         by_kind[str(r.spec.params.get("kind"))].append(r)
-    creation = _rows(by_kind["create"], devices, baseline, with_break_even=False)
-    runs = _rows([r for k in RUN_KINDS for r in by_kind[k]], devices, baseline, with_break_even=True)
+    several = several_frameworks(record)
+    creation = _rows(by_kind["create"], devices, baseline, with_break_even=False, by_framework=several)
+    runs = _rows([r for k in RUN_KINDS for r in by_kind[k]], devices, baseline, with_break_even=True,
+                 by_framework=several)
 
     steady = by_kind["steady"]
     pairs: dict[tuple, dict[str, Timing]] = defaultdict(dict)
     for r in steady:
         if r.status == "ok" and r.timing is not None:
             rest = tuple((k, v) for k, v in r.spec.params.items() if k not in ("sync", "kind"))
+            rest = (("framework", r.spec.framework),) + rest if several else rest
             pairs[(r.spec.device, rest)][str(r.spec.params["sync"])] = r.timing
     sync_costs = [SyncCost(dev, dict(rest), t["each"], t["none"])
                   for (dev, rest), t in pairs.items() if "each" in t and "none" in t]

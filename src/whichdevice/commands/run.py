@@ -21,6 +21,7 @@ from whichdevice.validate import (
     check_output_dir,
     check_output_file,
     parse_choice,
+    parse_choice_list,
     parse_int_list,
     parse_positive_float,
     parse_positive_int,
@@ -37,7 +38,7 @@ def run(
     budget: Optional[str] = typer.Option(None, "--budget", help=f"Seconds per device (default {DEFAULT_BUDGET_S:g}). Cases that do not fit are recorded as skipped."),
     device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
     cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
-    framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
+    framework: str = typer.Option("tensorflow", "--framework", help="Framework(s) to measure: tensorflow, keras-jax, keras-torch, torch; several comma-separated give one report with the frameworks side by side."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the plots and the HTML report."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/run-<time>.json."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
@@ -51,7 +52,8 @@ def run(
         fw, budget_s, wanted, threads = o["framework"], o["budget_s"], o["devices_wanted"], o["cpu_threads"]
         json_file = Path(resumed.header["json_file"])
     else:
-        fw = parse_choice(framework, "--framework", ("tensorflow",))
+        fw_list = parse_choice_list(framework, "--framework", frameworks.TRAINING)
+        fw = fw_list[0]
         budget_s = parse_positive_float(budget, "--budget", "90") or DEFAULT_BUDGET_S
         if budget_s < MIN_BUDGET_S:
             raise UsageError("--budget", f"{budget_s:g} s is too short to measure anything",
@@ -61,6 +63,11 @@ def run(
         out_dir = check_output_dir(out, "--out")
         ts = stamp()
         json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"run-{ts}.json"
+    if resumed is None and len(fw_list) > 1:  # frameworks side by side: one after the other, one record
+        record = _run_frameworks(fw_list, wanted, budget_s, threads, json_file)
+        render_run(record, json_file.with_suffix(".png"), loglog=True)
+        write_record(record, json_file, None)
+        return
     experiment.require_installed(fw)
 
     err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
@@ -75,6 +82,29 @@ def run(
     render_run(record, png, loglog=True)
     write_record(record, json_file, None)
     Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
+
+
+def _run_frameworks(fw_list, wanted, budget_s, threads, json_file) -> records.RunRecord:
+    """``run`` for each framework in turn (each device of each its own budget, never two at
+    once), merged into one record; each framework journals beside the record under its name
+    (``run-X.keras-jax.partial.jsonl``), so an interrupted one can be finished on its own."""
+    for f in fw_list:  # fail before measuring anything if one is missing
+        experiment.require_installed(f)
+    parts = []
+    for f in fw_list:
+        err_console.print(f"Looking for devices ({escape(f)} import takes a few seconds)…")
+        found = experiment.discover(f)
+        chosen = experiment.select_devices(found, wanted)
+        gpu = bool(found.gpus)
+        part_json = json_file.with_name(f"{json_file.stem}.{f}{json_file.suffix}")
+        header = {"framework": f, "budget_s": budget_s, "devices_wanted": wanted, "cpu_threads": threads}
+        parts.append(_measure_suite("run", f, found, chosen,
+                                    lambda d, f=f, gpu=gpu: suite_cases(f, d.name, gpu_present=gpu),
+                                    budget_s=budget_s, threads=threads, json_file=part_json, resumed=None,
+                                    header_options=header, options={}))
+        Journal(journal_path(part_json)).finish()
+    options = {**parts[0].options, "framework": ",".join(fw_list)}
+    return experiment.merge_records(parts, options)
 
 
 def _measure_suite(name, fw, found, chosen, cases_for, **kw) -> records.RunRecord:

@@ -101,6 +101,8 @@ def run_label(params: dict) -> str:
     """A training run's short name from its parameters: 'ex2 loop 1000×b10 numpy spe=20'."""
     kind = params.get("kind")
     head = f"{params.get('example') or params.get('model', '')} {kind}".strip()
+    if params.get("framework"):  # several frameworks side by side (run --framework a,b)
+        head = f"{params['framework']} {head}"
     bits = []
     if "samples" in params:
         bits.append(f"{params['samples']}×b{params.get('batch', '?')}")
@@ -134,7 +136,8 @@ def creation_grid(report) -> Grid:
     headers += [f"{d} vs {report.baseline or '?'}" for d in gpus]
     rows = []
     for row in report.creation:
-        cells = [GridCell(f"{row.params.get('op')} ({row.params.get('model')})")]
+        fw = f"{row.params['framework']} " if row.params.get("framework") else ""
+        cells = [GridCell(f"{fw}{row.params.get('op')} ({row.params.get('model')})")]
         for d in report.devices:
             c = row.cells.get(d)
             cells.append(GridCell(seconds(c.timing.first_call_s) if c and c.ok else "—", "dim"))
