@@ -43,7 +43,8 @@ def report(
     render = REPORTERS.get(record.experiment)
     if render is not None:
         render(record, png, loglog=not linear)
-        console.print(f"Plot:   {escape(str(png))}")
+        if png.exists():
+            console.print(f"Plot:   {escape(str(png))}")
     else:
         raise UsageError("RESULT", f"experiment '{record.experiment}' has no report in this version",
                          "Upgrade whichdevice.")
