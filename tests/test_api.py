@@ -31,6 +31,30 @@ def test_diagnose_refuses_what_is_not_a_model():
 
 
 @pytest.mark.tf
+def test_a_model_object_and_arrays_become_loadable_files(tmp_path):
+    """What diagnose(model, (x, y)) hands its children: a loader module they can import."""
+    import importlib.util
+
+    import keras
+    import numpy as np
+
+    from whichdevice.api import _materialize
+
+    m = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, activation="softmax")])
+    x, y = np.random.rand(16, 8).astype("float32"), np.random.randint(0, 4, 16)
+    model_spec, data_spec = _materialize(m, (x, y), tmp_path)
+    path = model_spec.split(":")[0]
+    spec = importlib.util.spec_from_file_location("loader", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.build().output_shape == (None, 4)
+    (bx, by) = next(iter(mod.data().batch(16)))
+    assert np.allclose(bx.numpy(), x) and (by.numpy() == y).all()
+    assert data_spec.endswith("loader.py:data")
+
+
+@pytest.mark.tf
+@pytest.mark.slow
 def test_diagnose_a_model_object_with_arrays(tmp_path):
     import keras
     import numpy as np

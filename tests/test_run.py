@@ -72,7 +72,7 @@ def test_report_of_a_recorded_run_renders_parseable_html(tmp_path, capsys):
 @pytest.mark.tf
 def test_run_end_to_end_within_a_small_budget(tmp_path, capsys):
     json_file = tmp_path / "run.json"
-    code, out, err = run_cli(["run", "--budget", "25", "--json", str(json_file)], capsys)
+    code, out, err = run_cli(["run", "--budget", "20", "--json", str(json_file)], capsys)
     assert code == 0, err
     data = json.loads(json_file.read_text())
     statuses = [r["status"] for r in data["results"]]
@@ -104,7 +104,7 @@ def test_diagnose_end_to_end_names_device_and_settings(tmp_path, capsys):
     (tmp_path / "m.py").write_text(USER_MODEL)
     json_file = tmp_path / "d.json"
     code, out, err = run_cli(["diagnose", "--model", f"{tmp_path / 'm.py'}:build", "--classes", "3", "--samples",
-                              "1000", "--budget", "25", "--json", str(json_file)], capsys)
+                              "1000", "--budget", "20", "--json", str(json_file)], capsys)
     assert code == 0, err
     assert "Device: CPU:0" in out
     data = json.loads(json_file.read_text())

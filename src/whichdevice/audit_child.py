@@ -58,7 +58,6 @@ import sys
 import threading
 import time
 import traceback
-import weakref
 from pathlib import Path
 
 AUDIT_STATE_VERSION = 1

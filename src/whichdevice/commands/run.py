@@ -20,7 +20,6 @@ from whichdevice.suite import measure_suite, suite_cases, user_cases
 from whichdevice.validate import (
     check_output_dir,
     check_output_file,
-    parse_choice,
     parse_choice_list,
     parse_int_list,
     parse_positive_float,
@@ -31,6 +30,14 @@ DEFAULT_BUDGET_S = 90.0  # per device; the issue's budget for a CPU-only machine
 MIN_BUDGET_S = 20.0  # below this not even the framework import and one experiment fit
 RUN_MIN_TIME_S = 0.05  # steady seconds per point: short, the suite has many points
 MAX_TERMINAL_WARNINGS = 3
+
+
+def _parse_budget(text: str | None) -> float:
+    budget_s = parse_positive_float(text, "--budget", "90") or DEFAULT_BUDGET_S
+    if budget_s < MIN_BUDGET_S:
+        raise UsageError("--budget", f"{budget_s:g} s is too short to measure anything",
+                         f"Pass at least {MIN_BUDGET_S:g} seconds, e.g. --budget 90.")
+    return budget_s
 
 
 @app.command()
@@ -54,10 +61,7 @@ def run(
     else:
         fw_list = parse_choice_list(framework, "--framework", frameworks.TRAINING)
         fw = fw_list[0]
-        budget_s = parse_positive_float(budget, "--budget", "90") or DEFAULT_BUDGET_S
-        if budget_s < MIN_BUDGET_S:
-            raise UsageError("--budget", f"{budget_s:g} s is too short to measure anything",
-                             f"Pass at least {MIN_BUDGET_S:g} seconds, e.g. --budget 90.")
+        budget_s = _parse_budget(budget)
         wanted = experiment.parse_device_filter(device)
         threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
         out_dir = check_output_dir(out, "--out")
@@ -139,10 +143,7 @@ def diagnose(
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000) or 10_000
     user_batch = parse_positive_int(batch, "--batch", "32", maximum=65536) or 32
-    budget_s = parse_positive_float(budget, "--budget", "90") or DEFAULT_BUDGET_S
-    if budget_s < MIN_BUDGET_S:
-        raise UsageError("--budget", f"{budget_s:g} s is too short to measure anything",
-                         f"Pass at least {MIN_BUDGET_S:g} seconds, e.g. --budget 90.")
+    budget_s = _parse_budget(budget)
     wanted = experiment.parse_device_filter(device)
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
     out_dir = check_output_dir(out, "--out")

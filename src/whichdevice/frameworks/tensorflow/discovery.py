@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import os
 import platform
-import shutil
-import subprocess
 from importlib import metadata
-from pathlib import Path
 
 import tensorflow as tf
 
+from whichdevice.frameworks._nvidia import driver_present, hidden_by_env, smi_query
 from whichdevice.machine import cpu_model
 from whichdevice.records import DeviceInfo, FrameworkInfo
 
@@ -38,31 +36,11 @@ def framework_info() -> FrameworkInfo:
     )
 
 
-def _nvidia_smi_query() -> list[dict[str, str]]:
-    """name, memory.total (MiB), driver_version per GPU from nvidia-smi, if it is there."""
-    exe = shutil.which("nvidia-smi")
-    if not exe:
-        return []
-    try:
-        out = subprocess.run(
-            [exe, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    rows = []
-    for line in out.strip().splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 3:
-            rows.append({"name": parts[0], "memory_mib": parts[1], "driver": parts[2]})
-    return rows
-
-
 def list_devices() -> list[DeviceInfo]:
     """The CPU, then every GPU TensorFlow can see, as ``CPU:0``, ``GPU:0``, ..."""
     devices = [DeviceInfo(name="CPU:0", kind="cpu", description=cpu_model())]
     gpus = tf.config.list_physical_devices("GPU")
-    smi = _nvidia_smi_query() if gpus else []
+    smi = smi_query() if gpus else []
     for i, gpu in enumerate(gpus):
         details = tf.config.experimental.get_device_details(gpu)
         cc = details.get("compute_capability")
@@ -88,15 +66,15 @@ def no_gpu_reasons() -> list[str]:
         reasons.append("tensorflow-cpu is installed: it has no GPU support (pip install tensorflow)")
     elif not tf.test.is_built_with_cuda():
         reasons.append("this TensorFlow build has no CUDA support")
-    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if cvd is not None and cvd.strip() in ("", "-1"):
-        reasons.append(f"CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU (unset it)")
+    hidden = hidden_by_env(os.environ)
+    if hidden:
+        reasons.append(hidden)
     system = platform.system()
     if system == "Windows":
         reasons.append("TensorFlow >= 2.11 has no native GPU support on Windows (use WSL2)")
     elif system == "Darwin":
         reasons.append("TensorFlow has no CUDA on macOS (the tensorflow-metal plugin adds Apple GPUs)")
-    has_driver = Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi") is not None
+    has_driver = driver_present()
     if not has_driver and system == "Linux":
         reasons.append("no NVIDIA driver found (no nvidia-smi, no /proc/driver/nvidia)")
     elif has_driver and not reasons:
