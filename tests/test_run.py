@@ -23,10 +23,13 @@ def test_suite_verdict_on_a_recorded_cpu_run():
     assert by_name["Increase the batch size"].measured
     assert "reaches" in by_name["Increase the batch size"].results[0]
     for name in ("Use tf.data with prefetch", "steps_per_execution", "jit_compile (XLA)",
-                 "Do not read the loss back every step", "Benchmark after warm-up"):
+                 "Do not read the loss back every step", "Benchmark after warm-up",
+                 "Reduce Python-side preprocessing", "Mixed precision"):
         assert by_name[name].measured, name
-    for name in ("Mixed precision", "Check that the important ops run on the GPU"):
-        assert not by_name[name].measured and by_name[name].note  # recorded before these were in the suite
+    assert not by_name["Check that the important ops run on the GPU"].measured
+    assert "not measured" in by_name["Check that the important ops run on the GPU"].note
+    assert "tf.py_function" in by_name["Reduce Python-side preprocessing"].results[0]
+    assert any(line.startswith("Input pipeline (seed 003)") for line in v.headline)
     # The recorded CPU run: steps_per_execution=20 helps the batch-10 fit (3.4x there).
     spe = by_name["steps_per_execution"].results[0]
     assert "faster" in spe
@@ -63,7 +66,8 @@ def test_report_of_a_recorded_run_renders_parseable_html(tmp_path, capsys):
     page = (tmp_path / "run.html").read_text()
     p = _Collect()
     p.feed(page)
-    assert p.tags.count("img") == 2 and p.tags.count("table") >= 5
+    assert p.tags.count("img") == 2 and p.tags.count("table") >= 6
+    assert "Seed 003: input pipeline" in page
     text = " ".join(p.text)
     assert "Only the CPU was measured" in text and "steps_per_execution" in text
     assert len(page) < 2 * 2**20

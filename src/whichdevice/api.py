@@ -242,6 +242,11 @@ def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteR
     if train_grids:
         title = "Your model: training" if record.experiment == "diagnose" else "Seeds 001/002: training"
         sections.append(html.Section(title, train_grids, pngs=train_pngs))
+    if v.pipelines:
+        from whichdevice.present.pipeline import variant_grid
+
+        sections.append(html.Section("Seed 003: input pipeline", [variant_grid(rep) for rep in v.pipelines],
+                                     lines=[line for rep in v.pipelines for line in rep.verdict]))
     sections.insert(0, html.Section("Fixes, each measured on the same workload", [fix_grid(v)],
                                     lines=[f"{f.text}" + (f" — {f.advice}" if f.advice else "") for f in v.findings]))
     page = html.render_html(record, sections, verdict=v.headline + advice, warnings=warnings, failures=failures)

@@ -23,6 +23,9 @@ GPU_SIZES = (1, 10, 100, 500, 1000, 2000, 4000)
 # Batch sweep: powers of 4 plus the seed's batch 10 (so the batch fix has its baseline).
 SWEEP_BATCHES = (8, 10, 32, 128, 512, 2048, 8192)
 SEED_BATCH = 10  # seed 001 ex2
+# Seed 003's pipeline rungs the suite measures: serial map (the seed's first example), the
+# prefetched parallel pipeline, and the same work in Python (tf.py_function).
+PIPELINE_VARIANTS = ("serial", "prefetch", "pyfunc")
 # steps_per_execution tried as a fix: 20 steps per call on ex2 (100 steps per epoch).
 FIX_STEPS_PER_EXECUTION = 20
 
@@ -57,6 +60,14 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
     for b in SWEEP_BATCHES:
         t(kind="steady", model="seed001", batch=b, sync="none")
     t(kind="steady", model="seed001", batch=SEED_BATCH, sync="each")
+    # 4b. Seed 003's input pipeline (tf.data: TensorFlow only), quick size: is the step waiting
+    #     for input, what prefetch buys, and Python-side preprocessing vs the same work in TF ops.
+    if framework == "tensorflow":
+        from whichdevice.workloads import pipeline as pipeline_workload
+
+        cases += pipeline_workload.build_cases(
+            framework, device, images=pipeline_workload.QUICK_IMAGES, size=pipeline_workload.QUICK_SIZE,
+            batch=32, net="tiny", variants=PIPELINE_VARIANTS, stages=False)
     # 5. Fixes on ex2's fit: steps_per_execution and XLA, each against an explicit baseline.
     for spe in (1, FIX_STEPS_PER_EXECUTION):
         t(kind="fit", data="numpy", epochs=2, steps_per_execution=spe, **ex2)

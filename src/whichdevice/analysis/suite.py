@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from whichdevice.analysis.compare import compare
 from whichdevice.analysis.fixes import FixResult, ab_fixes
+from whichdevice.analysis.pipeline import DeviceReport, analyze_pipeline
 from whichdevice.analysis.precision import cpu_16bit_note
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.analysis.train import TrainReport, analyze_training
@@ -40,6 +42,7 @@ class SuiteVerdict:
     recommendations: list[Recommendation]
     matmul: list[Table]
     training: TrainReport
+    pipelines: list[DeviceReport] = field(default_factory=list)
 
 
 def _subset(record: RunRecord, workload: str) -> RunRecord:
@@ -71,6 +74,8 @@ def _batch_recommendation(train: RunRecord, seed_batch: int) -> Recommendation:
 
 def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
     mm = _subset(record, "matmul")
+    pipe = _subset(record, "pipeline")
+    pipelines = analyze_pipeline(pipe) if pipe.results else []
     train = _subset(record, "train")
     matmul_tables = analyze_sweep(mm, "n", work_metric="flops_per_call")
     training = analyze_training(train)
@@ -98,6 +103,8 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
             if be.kind != "no_gpu":
                 headline.append(f"Seed {label}, {d}: {be.describe()}")
 
+    for rep in pipelines:
+        headline += [f"Input pipeline (seed 003): {line}" for line in rep.verdict[:2]]
     gpus = [d for d in training.devices + [d for t in matmul_tables for d in t.devices] if d.startswith("GPU")]
     if not gpus:
         headline.insert(0, "Only the CPU was measured: no GPU is visible to the framework here (see the note). "
@@ -110,9 +117,24 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
                                bool(prefetch), _fix_lines(prefetch),
                                "" if prefetch else "not measured: no pipeline was run without prefetch (a user's own "
                                "dataset is measured as given; or the time budget ran out)"))
+    pyfunc_lines, prefetch_pipe = [], []
+    for rep in pipelines:
+        rows = {r.variant: r for r in rep.rows}
+        tf_ops, py, serial = rows.get("prefetch"), rows.get("pyfunc"), rows.get("serial")
+        if tf_ops and py and tf_ops.pipeline and py.pipeline:
+            c = compare("py_function", py.pipeline, "TF ops", tf_ops.pipeline)
+            pyfunc_lines.append(f"{rep.device}: seed 003's augmentation in TF ops vs in tf.py_function (pipeline "
+                                f"alone, per batch): {c.describe().replace('TF ops ', '', 1)}")
+        if serial and tf_ops and serial.pipeline and tf_ops.pipeline:
+            c = compare("serial", serial.pipeline, "prefetch", tf_ops.pipeline)
+            prefetch_pipe.append(f"{rep.device}: seed 003's pipeline, serial map -> parallel map + prefetch: "
+                                 f"{c.describe().replace('prefetch ', '', 1)}")
+    if prefetch_pipe:
+        recs[-1] = Recommendation(2, recs[-1].name, recs[-1].advice, True, recs[-1].results + prefetch_pipe)
     recs.append(Recommendation(3, "Reduce Python-side preprocessing", "do preprocessing in TF ops inside tf.data map",
-                               False, note="not measured by `run`: `whichdevice pipeline` measures it on seed 003's "
-                                           "pipeline (py_function vs TF ops)"))
+                               bool(pyfunc_lines), pyfunc_lines,
+                               "" if pyfunc_lines else "not measured: the pipeline cases did not run (TensorFlow "
+                               "only, or the time budget ran out); `whichdevice pipeline` measures it"))
     recs.append(Recommendation(4, "Check that the important ops run on the GPU",
                                "tf.debugging.set_log_device_placement(True)", False,
                                note="not measured yet: placement analysis is not part of this version"))
@@ -154,7 +176,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         ranked = sorted(best.values(), key=lambda f: -f.speedup)
         headline.append(f"Measured gains on {device}: " + "; ".join(
             f"{f.fix} {f.baseline_value}→{f.variant_value} {f.speedup:.3g}x per sample ({f.where})" for f in ranked))
-    return SuiteVerdict(headline, findings, recs, matmul_tables, training)
+    return SuiteVerdict(headline, findings, recs, matmul_tables, training, pipelines)
 
 
 def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
