@@ -13,7 +13,11 @@ from rich.markup import escape
 
 from whichdevice import experiment, frameworks, records, userfile
 from whichdevice.analysis import quality
-from whichdevice.analysis.pipeline import analyze_pipeline, block_timed, step_jitter_note
+from whichdevice.analysis.pipeline import (
+    analyze_pipeline,
+    block_timed,
+    step_jitter_note,
+)
 from whichdevice.commands.common import (
     DEFAULT_OUT,
     REPORTERS,
@@ -68,6 +72,7 @@ def pipeline(
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the PNG plot and the HTML report."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/pipeline-<time>.json."),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="Profile each variant's training loop over its steady steps only (not warm-up) into this folder; open with: tensorboard --logdir DIR (Profile tab)."),
 ) -> None:
     """Seed 003: input pipeline alone, model alone, both — waiting-for-input share, variant ladder, slowest stage."""
     fw = parse_choice(framework, "--framework", PIPELINE_FRAMEWORKS)
@@ -137,9 +142,16 @@ def pipeline(
     chosen = experiment.select_devices(found, wanted)
     policy = TimingPolicy(min_time_s=mt)
 
+    trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
+
     def cases_for(d):
-        return wl.build_cases(fw, d.name, images=n_images, size=size, batch=n_batch, net=net_name,
-                              variants=variant_list, stages=stages, heavy=heavy, user=user)
+        cases = wl.build_cases(fw, d.name, images=n_images, size=size, batch=n_batch, net=net_name,
+                               variants=variant_list, stages=stages, heavy=heavy, user=user)
+        if trace_dir is None:
+            return cases
+        # The loop ("both") of every variant is profiled over its steady steps.
+        return [c.model_copy(update={"params": {**c.params, "trace_dir": str(trace_dir)}})
+                if c.params.get("part") == "both" else c for c in cases]
 
     total = sum(len(cases_for(d)) for d in chosen)
     with progress() as bar:
@@ -153,7 +165,8 @@ def pipeline(
                "variants": variant_list, "stages": stages, "heavy_stage": heavy[0] if heavy else None,
                "heavy_factor": heavy[1] if heavy else None, "devices": [d.name for d in chosen], "min_time_s": mt,
                "quick": quick, "cpu_threads": threads, "case_timeout_s": timeout_s, "framework": fw,
-               "model": model_fn.text if model_fn else None, "data": data_fn.text if data_fn else None}
+               "model": model_fn.text if model_fn else None, "data": data_fn.text if data_fn else None,
+               "trace": str(trace_dir) if trace_dir else None}
     record = experiment.make_record("pipeline", ["whichdevice", *sys.argv[1:]], options, fw, found,
                                     sessions, results, notes + run_notes)
     png = json_file.with_suffix(".png") if json_path else out_dir / f"pipeline-{ts}.png"

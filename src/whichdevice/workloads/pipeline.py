@@ -36,11 +36,13 @@ when the child exits) and the built models are kept between the cases of one chi
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import importlib
 import math
 import shutil
 import tempfile
 import time
+from pathlib import Path
 
 from whichdevice.records import CaseSpec
 from whichdevice.timing import RawTiming, TimingPolicy, measure
@@ -270,6 +272,14 @@ def _run_both(spec, fw, policy, overhead_s):
         batch[0] = int(x.shape[0])
         return t2 - t0
 
+    if p.get("trace_dir"):
+        # --trace: the profiler runs exactly over the steady steps (policy.window is started
+        # after warm-up), around the telemetry sampler when there is one.
+        from whichdevice.frameworks.tensorflow.profiler import TraceWindow
+
+        logdir = Path(str(p["trace_dir"])) / f"{spec.device.replace(':', '')}-{p['variant']}"
+        inner = policy.window
+        policy = dataclasses.replace(policy, window=lambda: TraceWindow(logdir, inner() if inner else None))
     raw = _steps(step, per_pass, policy, per_pass, overhead_s, record=waits)
     steady_waits = waits[-len(raw.samples_s):]
     return raw, {
