@@ -68,6 +68,12 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
         cases += pipeline_workload.build_cases(
             framework, device, images=pipeline_workload.QUICK_IMAGES, size=pipeline_workload.QUICK_SIZE,
             batch=32, net="tiny", variants=PIPELINE_VARIANTS, stages=False)
+    # 4c. Placement (recommendation 4): which ops of seed 001's step ran where, the copies, and
+    #     (with a string op that has no GPU kernel) the fallback path. TensorFlow only.
+    if framework == "tensorflow":
+        from whichdevice.workloads import placement as placement_workload
+
+        t(kind="placement", model="seed001", batch=32, steps=placement_workload.QUICK_STEPS, string_op=True)
     # 5. Fixes on ex2's fit: steps_per_execution and XLA, each against an explicit baseline.
     for spe in (1, FIX_STEPS_PER_EXECUTION):
         t(kind="fit", data="numpy", epochs=2, steps_per_execution=spe, **ex2)

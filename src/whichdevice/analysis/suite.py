@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from whichdevice.analysis.compare import compare
 from whichdevice.analysis.fixes import FixResult, ab_fixes
 from whichdevice.analysis.pipeline import DeviceReport, analyze_pipeline
+from whichdevice.analysis.placement import device_placement
 from whichdevice.analysis.precision import cpu_16bit_note
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.analysis.train import TrainReport, analyze_training
@@ -70,6 +71,30 @@ def _batch_recommendation(train: RunRecord, seed_batch: int) -> Recommendation:
     return Recommendation(1, "Increase the batch size",
                           f"raise the batch until samples/s stops growing (measured from batch {seed_batch})",
                           bool(lines), lines, "; ".join(notes) or "the batch sweep did not complete")
+
+
+def _placement_recommendation(train: RunRecord) -> Recommendation:
+    """Recommendation 4 from the suite's placement case (analysis/placement.py)."""
+    lines = []
+    for r in train.results:
+        if r.status != "ok" or r.spec.params.get("kind") != "placement" or r.timing is None:
+            continue
+        p = device_placement(r.spec.device, r.metrics, r.timing.median_s)
+        if p.device.startswith("GPU"):
+            cpu_ops = p.on_cpu_in_gpu_run
+            lines.append(f"{p.device}: " + (f"{len(cpu_ops)} op types ran on the CPU in the GPU step: " + ", ".join(
+                o.op_type for o in cpu_ops) if cpu_ops else "every op that does work ran on the GPU"))
+        else:
+            fall = ", ".join(o.op_type for o in p.would_fall_back)
+            lines.append(f"{p.device}: everything ran on the CPU (a CPU run); this build has no GPU kernel for "
+                         f"{fall or 'none of the step ops'}, which would run on the CPU in a GPU run")
+        if p.copies.count:
+            lines.append(f"{p.device}: {p.copies.count} copies between devices per step")
+    return Recommendation(4, "Check that the important ops run on the GPU",
+                          "tf.debugging.set_log_device_placement(True); `whichdevice placement` for the full table",
+                          bool(lines), lines,
+                          "" if lines else "not measured: the placement case did not run (TensorFlow only, or the "
+                          "time budget ran out)")
 
 
 def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
@@ -135,9 +160,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
                                bool(pyfunc_lines), pyfunc_lines,
                                "" if pyfunc_lines else "not measured: the pipeline cases did not run (TensorFlow "
                                "only, or the time budget ran out); `whichdevice pipeline` measures it"))
-    recs.append(Recommendation(4, "Check that the important ops run on the GPU",
-                               "tf.debugging.set_log_device_placement(True)", False,
-                               note="not measured yet: placement analysis is not part of this version"))
+    recs.append(_placement_recommendation(train))
     warm = []
     for row in training.runs:
         for d, cell in row.cells.items():
