@@ -130,3 +130,16 @@ def test_python_api_suite_result_from_a_recorded_run(tmp_path):
     assert result._repr_html_().startswith("<!doctype html>")
     path = result.save(tmp_path, "r")
     assert path.exists() and (tmp_path / "r.html").exists()
+
+
+def test_a_hostile_model_name_comes_out_escaped_in_the_report(tmp_path):
+    """diagnose's record carries the user's file spec (command and options): shown, never run."""
+    from whichdevice.api import suite_report
+
+    rec = load_run(DATA / "run_cpu_2core.json")
+    evil = "<script>alert(1)</script>.py:build"
+    rec = rec.model_copy(update={"experiment": "diagnose", "command": ["whichdevice", "diagnose", "--model", evil],
+                                 "options": {**rec.options, "model": evil, "batch": 10}})
+    page = suite_report(rec, tmp_path / "d.png").page
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;.py:build" in page
