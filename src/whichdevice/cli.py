@@ -12,17 +12,17 @@ import typer
 from rich.markup import escape
 
 from whichdevice import experiment
-from whichdevice.commands import matmul as _matmul  # noqa: F401  (registers the command)
-from whichdevice.commands import report as _report  # noqa: F401
-from whichdevice.commands import run as _run  # noqa: F401
-from whichdevice.commands import history as _history  # noqa: F401
+from whichdevice.commands import run as _run  # noqa: F401  (each import registers its commands, in --help order)
+from whichdevice.commands import matmul as _matmul  # noqa: F401
 from whichdevice.commands import train as _train  # noqa: F401
 from whichdevice.commands import pipeline as _pipeline  # noqa: F401
-from whichdevice.commands import audit as _audit  # noqa: F401
 from whichdevice.commands import placement as _placement  # noqa: F401
 from whichdevice.commands import pitfalls as _pitfalls  # noqa: F401
+from whichdevice.commands import audit as _audit  # noqa: F401
 from whichdevice.commands import calibrate as _calibrate  # noqa: F401
 from whichdevice.commands import predict as _predict  # noqa: F401
+from whichdevice.commands import report as _report  # noqa: F401
+from whichdevice.commands import history as _history  # noqa: F401
 from whichdevice.commands.common import app, err_console
 from whichdevice.errors import UsageError
 

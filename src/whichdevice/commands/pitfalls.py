@@ -37,8 +37,7 @@ def pitfalls(
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the HTML report."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/pitfalls-<time>.json."),
 ) -> None:
-    """Each timing mistake (first epoch, no sync, sync every step, one CPU thread, XLA on one
-    device, tiny batch) next to the correct measurement, with the distortion as a ratio."""
+    """Each timing mistake (first epoch, no sync, sync every step, one CPU thread, XLA on one device, tiny batch) next to the correct measurement, with the distortion as a ratio."""  # noqa: E501
     fw = parse_choice(framework, "--framework", ("tensorflow",))
     wanted = experiment.parse_device_filter(device)
     mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else MIN_TIME_S)

@@ -42,8 +42,7 @@ def placement(
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the HTML report."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/placement-<time>.json."),
 ) -> None:
-    """Per device: the ops of one training step by type (count, time), the host<->device copies,
-    and on a GPU the ops that ran on the CPU, with why."""
+    """Per device: the ops of one training step by type (count, time), the host<->device copies, and on a GPU the ops that ran on the CPU, with why."""  # noqa: E501
     from whichdevice.commands.train import _parse_shape
 
     fw = parse_choice(framework, "--framework", ("tensorflow",))
