@@ -48,3 +48,14 @@ def h100_matmul_record(probe: dict, cpu_key: str, gpu_key: str, mode: str):
 def _private_history(tmp_path_factory, monkeypatch):
     """Keep the run-history database of every test out of the user's home."""
     monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path_factory.mktemp("wdhome")))
+
+
+def run_cli(args, capsys):
+    """Run the CLI in-process: (exit code, stdout, stderr). main() exits only on errors."""
+    from whichdevice.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(args)
+        raise SystemExit(0)
+    out, err = capsys.readouterr()
+    return e.value.code, out, err

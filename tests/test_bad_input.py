@@ -2,9 +2,9 @@
 no traceback — across all commands (issue 11). Plus property-based tests of the parsers."""
 
 import pytest
+from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_cli import run_cli
 
 from whichdevice.errors import UsageError
 from whichdevice.validate import parse_int_list, parse_positive_float

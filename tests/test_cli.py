@@ -3,17 +3,7 @@
 import json
 
 import pytest
-
-from whichdevice.cli import main
-
-
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
-
+from conftest import run_cli
 
 BAD_MATMUL = [
     (["--sizes", "0"], "--sizes: 0 is not positive"),

@@ -5,9 +5,9 @@ same train workload as TensorFlow. Skipped where a framework is not installed.""
 import importlib.util
 
 import pytest
+from conftest import run_cli
 
 from whichdevice import experiment
-from whichdevice.cli import main
 from whichdevice.records import DeviceInfo, load_run
 from whichdevice.timing import TimingPolicy
 from whichdevice.workloads import train as train_workload
@@ -20,14 +20,6 @@ NEEDS = {"jax": ("jax",), "keras-jax": ("keras", "jax"), "torch": ("torch",), "k
 def _require(fw):
     for module in NEEDS[fw]:
         pytest.importorskip(module)
-
-
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
 
 
 @pytest.mark.parametrize("fw", ["jax", "keras-jax", "torch", "keras-torch"])

@@ -2,8 +2,7 @@
 
 import json
 
-from conftest import timing_of
-from test_cli import run_cli
+from conftest import run_cli, timing_of
 
 from whichdevice import history
 from whichdevice.analysis.diff import diff_runs
@@ -49,6 +48,7 @@ def test_compare_errors(tmp_path, capsys):
 
 def _rec(samples, device="CPU:0", version="2.21.0"):
     from conftest import make_record
+
     from whichdevice.records import DeviceInfo, FrameworkInfo, Session
 
     spec = CaseSpec(workload="matmul", framework="tensorflow", device=device, params={"n": 100})

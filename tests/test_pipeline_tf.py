@@ -5,22 +5,13 @@ import json
 
 import numpy as np
 import pytest
+from conftest import make_record, run_cli
 
-from conftest import make_record
 from whichdevice.analysis import pipeline as ap
-from whichdevice.cli import main
 from whichdevice.records import CaseSpec, DeviceInfo
 from whichdevice.timing import TimingPolicy
 
 SMALL = {"images": 128, "image_size": 64, "batch": 32}
-
-
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
 
 
 def _spec(group, **params):

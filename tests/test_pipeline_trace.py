@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from test_cli import run_cli
+from conftest import run_cli
 
 
 @pytest.mark.tf

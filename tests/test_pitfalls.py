@@ -2,20 +2,10 @@
 analysis' ratio on hand-made records, and bad input."""
 
 import pytest
+from conftest import make_record, run_cli
 
 from whichdevice.analysis.pitfalls import PITFALLS, PitfallRow, analyze_pitfalls
-from whichdevice.cli import main
 from whichdevice.records import CaseResult, CaseSpec, Timing, load_run
-
-from conftest import make_record
-
-
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
 
 
 def _r(params, samples, metrics=None):

@@ -5,15 +5,19 @@ the fallback explanation, and `whichdevice placement` end to end on the CPU."""
 import json
 
 import pytest
+from conftest import DATA, run_cli
 
 from whichdevice.analysis.placement import (
-    Edge, count_copies, device_placement, explain_cpu_op, op_type_counts, parse_op_stats, parse_placement_log,
+    Edge,
+    count_copies,
+    device_placement,
+    explain_cpu_op,
+    op_type_counts,
+    parse_op_stats,
+    parse_placement_log,
     placement_map,
 )
-from whichdevice.cli import main
 from whichdevice.records import load_run
-
-from conftest import DATA
 
 P = DATA / "placement"
 
@@ -91,14 +95,6 @@ BAD = [
     (["--batch", "0"], "--batch: 0 is out of range"),
     (["--steps", "x"], "--steps: 'x' is not a whole number"),
 ]
-
-
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
 
 
 @pytest.mark.parametrize("args, message", BAD)

@@ -4,18 +4,10 @@
 import math
 
 import pytest
+from conftest import run_cli
 
-from whichdevice.cli import main
 from whichdevice.frameworks.tensorflow.precision import cpu_flags, fast_16bit
 from whichdevice.records import load_run
-
-
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
 
 
 def test_cpu_flags_are_read_from_cpuinfo_text():

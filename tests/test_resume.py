@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from test_cli import run_cli
+from conftest import run_cli
 
 from whichdevice.errors import UsageError
 from whichdevice.journal import SUFFIX, Journal

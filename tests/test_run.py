@@ -5,7 +5,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from test_cli import run_cli
+from conftest import run_cli
 
 from whichdevice.analysis.suite import suite_verdict
 from whichdevice.records import load_run

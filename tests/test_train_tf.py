@@ -4,18 +4,9 @@ and the CLI's bad input (one line, exit 2, nothing written)."""
 import json
 
 import pytest
+from conftest import run_cli
 
-from whichdevice.cli import main
 from whichdevice.records import load_run
-
-
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
-
 
 BAD_TRAIN = [
     (["--batches", "0"], "--batches: 0 is not positive"),

@@ -1,9 +1,9 @@
 """Every way the user's --model / --data file can be wrong -> one line naming the problem, exit 2."""
 
 import pytest
+from conftest import run_cli
 
 from whichdevice import userfile
-from whichdevice.cli import main
 from whichdevice.userfile import UserFileError, UserFunction
 
 GOOD = """
@@ -63,14 +63,6 @@ def test_syntax_error_is_found_without_tensorflow(tmp_path):
     with pytest.raises(UserFileError) as e:
         userfile.load_function(f, "build", "--model")
     assert "'bad.py' has a syntax error at line 1" in e.value.problem
-
-
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
 
 
 @pytest.mark.tf
