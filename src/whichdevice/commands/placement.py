@@ -66,13 +66,9 @@ def placement(
     params: dict = {"kind": "placement", "model": "seed001", "batch": b, "steps": n_steps, "string_op": True}
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        facts = userfile.preflight(model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu"))
-        out_shape = facts["output_shape"]
-        label_classes = 1 if n_classes is not None and out_shape and out_shape[-1] == 1 else n_classes
-        params.update({"model": "user", "string_op": False, "model_file": str(model_fn.path),
-                       "model_fn": model_fn.function, "input_shape": ",".join(map(str, facts["input_shape"])),
-                       "classes": n_classes, "label_classes": label_classes,
-                       "output_shape": ",".join(map(str, out_shape))})
+        user = userfile.user_model_params(model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu"))
+        # No --data here: the data keys (both None) stay out of the case's parameters.
+        params.update({k: v for k, v in user.items() if not k.startswith("data_")}, string_op=False)
 
     err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
     found = experiment.discover(fw)

@@ -87,13 +87,8 @@ def predict(
     params: dict = {"model": "seed001"}
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {FRAMEWORK})…")
-        facts = userfile.preflight(model_fn, shape, n_classes, None, frameworks.env_module(FRAMEWORK).child_env("cpu"))
-        out_shape = facts["output_shape"]
-        label_classes = 1 if (n_classes is not None and out_shape and out_shape[-1] == 1) else n_classes
-        params = {"model": "user", "model_file": str(model_fn.path), "model_fn": model_fn.function,
-                  "input_shape": ",".join(map(str, facts["input_shape"])), "classes": n_classes,
-                  "label_classes": label_classes, "output_shape": ",".join(map(str, out_shape)),
-                  "data_file": None, "data_fn": None}
+        params = userfile.user_model_params(model_fn, shape, n_classes, None,
+                                            frameworks.env_module(FRAMEWORK).child_env("cpu"))
 
     err_console.print(f"Looking for devices ({FRAMEWORK} import takes a few seconds)…")
     found = experiment.discover(FRAMEWORK)

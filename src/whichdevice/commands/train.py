@@ -122,15 +122,8 @@ def train(
     user = None
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        facts = userfile.preflight(model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu"))
-        out_shape = facts["output_shape"]
-        label_classes = n_classes
-        if n_classes is not None and out_shape and out_shape[-1] == 1:
-            label_classes = 1  # one sigmoid output: binary labels
-        user = {"model": "user", "model_file": str(model_fn.path), "model_fn": model_fn.function,
-                "input_shape": ",".join(map(str, facts["input_shape"])), "classes": n_classes,
-                "label_classes": label_classes, "output_shape": ",".join(map(str, out_shape)),
-                "data_file": str(data_fn.path) if data_fn else None, "data_fn": data_fn.function if data_fn else None}
+        user = userfile.user_model_params(model_fn, shape, n_classes, data_fn,
+                                          frameworks.env_module(fw).child_env("cpu"))
 
     err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
     found = experiment.discover(fw)
