@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from whichdevice import __version__
 from whichdevice.errors import UsageError
+from whichdevice.runner import kill_group
 from whichdevice.records import MachineInfo, Timing, now_iso
 
 AUDIT_SCHEMA_VERSION = 1
@@ -201,18 +201,10 @@ def run_child(script: Path, args: list[str], timeout_s: float, *, rerun: bool = 
             rc = proc.wait(timeout=timeout_s + STATE_GRACE_S)
         except subprocess.TimeoutExpired:
             killed = True
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
+            kill_group(proc)
             rc = None
         except KeyboardInterrupt:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
+            kill_group(proc)
             raise
         wall = time.perf_counter() - t0
         state = None

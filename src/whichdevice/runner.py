@@ -50,6 +50,15 @@ class Outcome:
     error: str | None = None  # the child could not start at all
 
 
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a child started with ``start_new_session=True`` and everything it spawned; reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
 def _signal_name(returncode: int) -> str:
     try:
         return signal.Signals(-returncode).name
@@ -196,11 +205,7 @@ def _run_child(job_path, out_path, err_path, env_extra, outcome, case_timeout_s,
             timed_out = f"timed out after {case_timeout_s:g} s (--case-timeout)"
             done["__current_s__"] = now - case_started
         if timed_out:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
+            kill_group(proc)
             break
         time.sleep(_POLL_S)
     if case_started is not None and "__current_s__" not in done:
