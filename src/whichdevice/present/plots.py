@@ -80,12 +80,7 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
         ax.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)  # atomic: never a half-written PNG
-    return path
+    return _save(fig, path)
 
 
 def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: bool = True) -> Path:
@@ -143,6 +138,7 @@ def plot_steps(step_s: list[float], warmup: int, path: Path, *, title: str) -> P
 
 
 def _save(fig, path: Path) -> Path:
+    """Write the figure atomically (temporary file, then rename): never a half-written PNG."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp.png")
     fig.savefig(tmp, dpi=110)
@@ -178,9 +174,4 @@ def plot_input_wait(panels: list[tuple[str, list[tuple[str, float, float, str]]]
         ax.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)  # atomic: never a half-written PNG
-    return path
+    return _save(fig, path)
