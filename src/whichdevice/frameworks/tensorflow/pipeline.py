@@ -38,6 +38,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from whichdevice.frameworks.tensorflow.training import looks_batched
+
 AUTOTUNE = tf.data.AUTOTUNE
 MAX_DELTA = 0.2  # seed 003: tf.image.random_brightness(image, max_delta=0.2)
 SEED_CLASSES = 10  # seed 003: labels = np.random.randint(0, 10, ...)
@@ -272,23 +274,11 @@ def to_device(x, y, device_scope):
 # --------------------------------------------------------------------------- user data
 
 
-def is_dataset(obj) -> bool:
-    return isinstance(obj, tf.data.Dataset)
-
-
-def is_batched(ds) -> bool:
-    """True when the first component's leading dimension is unknown (a batched dataset)."""
-    spec = ds.element_spec
-    first = spec[0] if isinstance(spec, tuple) else spec
-    shape = getattr(first, "shape", None)
-    return shape is not None and shape.rank is not None and shape.rank >= 1 and shape[0] is None
-
-
 def user_variant(ds, variant: str, batch: int, default_steps: int = 10):
     """The user's dataset as given (batched with ``batch`` if it is not), repeated;
     ``user+prefetch`` appends ``prefetch(AUTOTUNE)``. Returns (dataset, steps in one pass:
     its cardinality when TensorFlow knows it, else ``default_steps``)."""
-    if not is_batched(ds):
+    if not looks_batched(ds):
         ds = ds.batch(batch, drop_remainder=True)
     n = int(ds.cardinality().numpy())
     ds = ds.repeat()
