@@ -10,7 +10,6 @@ two methods read the same (the analysis says so rather than calling it a distort
 
 from __future__ import annotations
 
-import importlib
 import time
 
 from whichdevice.records import CaseSpec
@@ -44,17 +43,11 @@ def build_cases(framework: str, device: str, *, quick: bool, is_cpu: bool) -> tu
 
 
 def run_case(spec, fw, policy, overhead_s):
-    training = importlib.import_module(f"whichdevice.frameworks.{fw.name}.training")
-    from whichdevice.workloads.train import _Model
+    from whichdevice.workloads.train import steady_step
 
-    m = _Model(spec.params)
     b, steps = int(spec.params["batch"]), int(spec.params.get("steps", NOSYNC_STEPS))
+    _, step, xb, yb = steady_step(spec, fw)
     with fw.placement.scope(spec.device):
-        model = m.build()
-        opt, loss = m.optimizer_and_loss(model)
-        step = training.train_step(model, opt, loss)
-        x, y = m.one_batch(training, b)
-        xb, yb = training.on_device(x, y, fw.placement.scope(spec.device))
         for _ in range(3):  # warm-up, synchronized: the mistake under test is the clock, not the warm-up
             fw.sync.sync(step(xb, yb))
         # The same per-step clock both ways, interleaved in rounds so drift hits both alike:

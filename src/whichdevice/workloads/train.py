@@ -290,17 +290,25 @@ def _trace_callbacks(spec, fw) -> list:
     return [profiler.steady_trace_callback(Path(str(root)) / sub)]
 
 
-def _run_steady(spec, fw, policy, overhead_s):
+def steady_step(spec, fw):
+    """The case's train step and one batch (``batch`` param) already on its device, built
+    inside the device scope: ``(training module, step, xb, yb)``. Shared by the steady
+    cases here and the pitfalls workload."""
     training = _training(fw)
     m = _Model(spec.params, training)
-    b = int(spec.params["batch"])
-    each = spec.params["sync"] == "each"
     with fw.placement.scope(spec.device):
         model = m.build()
         opt, loss = m.optimizer_and_loss(model)
         step = training.train_step(model, opt, loss)
-        x, y = m.one_batch(training, b)
+        x, y = m.one_batch(training, int(spec.params["batch"]))
         xb, yb = training.on_device(x, y, fw.placement.scope(spec.device))
+    return training, step, xb, yb
+
+
+def _run_steady(spec, fw, policy, overhead_s):
+    b = int(spec.params["batch"])
+    each = spec.params["sync"] == "each"
+    training, step, xb, yb = steady_step(spec, fw)
 
     def fn():
         with fw.placement.scope(spec.device):
