@@ -140,8 +140,10 @@ def run_devices(
         if journal and all(x.device.name != s.device.name for x in sessions):
             journal.add_session(s)
 
+    order: dict[str, int] = {}  # the order the cases were defined in, kept whatever was resumed
     for dev in devices:
         cases = cases_for(dev)
+        order.update((c.key, i) for i, c in enumerate(cases))
         for c in cases:
             if c.key in done:
                 results.append(done[c.key])
@@ -159,8 +161,6 @@ def run_devices(
         if out.error:
             notes.append(f"{framework} on {dev.name} could not start: {out.error}")
         results.extend(out.results)
-    # Keep the order the cases were defined in, whatever was resumed.
-    order = {c.key: i for dev in devices for i, c in enumerate(cases_for(dev))}
     results.sort(key=lambda r: (r.spec.device, order.get(r.spec.key, 1 << 30)))
     return sessions, results, notes
 

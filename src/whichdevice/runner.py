@@ -112,7 +112,7 @@ def run_job(
                 "policy": job.policy, "env": env_extra, "deadline": job.deadline,
                 "cases": [c.model_dump(mode="json") for c in remaining],
             }))
-            said_hello, done, timed_out, returncode = _run_child(
+            said_hello, done, timed_out, returncode, current_s = _run_child(
                 job_path, out_path, err_path, env_extra, outcome,
                 case_timeout_s, startup_timeout_s, on_result, on_start, is_discovery=job.device is None,
                 on_session=on_session,
@@ -132,7 +132,7 @@ def run_job(
                     _fail(outcome, spec, f"not run: {reason}", 0.0, on_result)
                 return outcome
             first = unfinished[0]
-            _fail(outcome, first, reason, done.get("__current_s__", 0.0), on_result)
+            _fail(outcome, first, reason, current_s, on_result)
             remaining = unfinished[1:]
             if not remaining:
                 return outcome
@@ -160,6 +160,7 @@ def _run_child(job_path, out_path, err_path, env_extra, outcome, case_timeout_s,
     started = time.monotonic()
     case_started: float | None = None
     timed_out: str | None = None
+    current_s: float | None = None  # how long the unfinished case had run when the child ended
     pos = 0
     buffer = ""
     while True:
@@ -203,11 +204,11 @@ def _run_child(job_path, out_path, err_path, env_extra, outcome, case_timeout_s,
             timed_out = f"timed out: device discovery took over {startup_timeout_s:.0f} s"
         elif case_started is not None and now - case_started > case_timeout_s:
             timed_out = f"timed out after {case_timeout_s:g} s (--case-timeout)"
-            done["__current_s__"] = now - case_started
+            current_s = now - case_started
         if timed_out:
             kill_group(proc)
             break
         time.sleep(_POLL_S)
-    if case_started is not None and "__current_s__" not in done:
-        done["__current_s__"] = time.monotonic() - case_started
-    return said_hello, done, timed_out, proc.returncode
+    if case_started is not None and current_s is None:
+        current_s = time.monotonic() - case_started
+    return said_hello, done, timed_out, proc.returncode, current_s or 0.0
