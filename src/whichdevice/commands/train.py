@@ -27,6 +27,7 @@ from whichdevice.commands.common import (
 )
 from whichdevice.errors import UsageError
 from whichdevice.present import plots, terminal
+from whichdevice.present.tables import run_label
 from whichdevice.timing import TimingPolicy
 from whichdevice.validate import (
     check_output_dir,
@@ -177,7 +178,7 @@ def render_train(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
         run = next((r for r in record.results if r.timing is not None), None)
     steps = list(run.timing.warmup_s) + list(run.timing.samples_s) if run else []
     plots.plot_steps(steps, len(run.timing.warmup_s) if run else 0, png,
-                     title=f"{run.spec.device} {terminal._run_label(run.spec.params)}" if run else "no data")
+                     title=f"{run.spec.device} {run_label(run.spec.params)}" if run else "no data")
 
 
 REPORTERS["train"] = render_train

@@ -79,10 +79,6 @@ def render_notes(console: Console, record: RunRecord, warnings: list[str], failu
 
 # ---------------- whichdevice train ----------------
 
-def _run_label(params: dict) -> str:
-    return run_label(params)
-
-
 def render_creation(console: Console, report) -> None:
     """Seed 001 ex1: model creation and clone_model per device."""
     if report.creation:
