@@ -73,7 +73,7 @@ def test_calibration_with_a_fake_clock_recovers_the_declared_costs():
 
 def test_a_failed_tiny_probe_cannot_make_a_profile():
     spec = cal_workload.build_cases("fake", "CPU:0", "cpu")[0]
-    bad = CaseResult(spec=spec, status="failed", error="boom", wall_s=0.0)
+    bad = CaseResult(spec=spec, status="failed", error="boom", failure="error", wall_s=0.0)
     with pytest.raises(UsageError, match="CPU probes did not succeed"):
         profile_from_record(make_record([bad], experiment="calibrate"), "x")
 

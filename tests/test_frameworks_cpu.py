@@ -92,3 +92,27 @@ def test_train_cli_rejects_what_plain_torch_cannot_do(tmp_path, capsys):
     code, _, err = run_cli(["train", "--framework", "keras-jax", "--model", "m.py:build", "--data", "d.py:ds",
                             "--out", str(tmp_path / "o")], capsys)
     assert code == 2 and "--data: a tf.data dataset needs --framework tensorflow" in err
+
+
+@pytest.mark.parametrize("fw, kind, says", [
+    ("tensorflow", "out_of_memory", "OOM when allocating"),  # ResourceExhaustedError, as on a full GPU
+    ("torch", "out_of_memory", "can't allocate memory"),
+    # JAX 0.10's CPU random kernel does not raise: a CHECK fails (buffer_.IsConcrete()) and
+    # the process aborts. The runner records the crash and goes on in a new child.
+    ("jax", "crash", "SIGABRT"),
+])
+def test_a_case_too_large_for_the_device_allocator_fails_alone(fw, kind, says):
+    # A real allocation failure, no injection: seed 000's matmul at n = 2**20 asks the
+    # framework's allocator on CPU:0 for two 4 TiB operands. On a GPU the same exception
+    # types carry "GPU" (no GPU here: that path ran only on the CPU device).
+    pytest.importorskip(fw)
+    from whichdevice import runner
+    from whichdevice.workloads.matmul import build_cases
+
+    job = runner.Job(fw, "CPU:0", "cpu", build_cases(fw, "CPU:0", (1 << 20, 8), ["seed"], "float32"),
+                     policy={"min_time_s": 0.01, "warmup_calls": 0, "min_samples": 2, "max_samples": 5,
+                             "target_blocks": 2, "max_time_s": 1.0})
+    by_n = {r.spec.params["n"]: r for r in runner.run_job(job, case_timeout_s=120).results}
+    huge, small = by_n[1 << 20], by_n[8]
+    assert huge.status == "failed" and huge.failure == kind and says in huge.error, huge.error
+    assert small.status == "ok"

@@ -125,7 +125,7 @@ def test_failed_case_is_shown_not_fatal():
     d = "CPU:0"
     bad = CaseResult(spec=CaseSpec(workload="pipeline", framework="tensorflow", device=d,
                                    params={"part": "both", "variant": "pyfunc", "batch": 32}),
-                     status="failed", error="RuntimeError: boom", wall_s=0.1)
+                     status="failed", error="RuntimeError: boom", failure="error", wall_s=0.1)
     rec = make_record([_result(d, "pipeline", "serial", [0.04] * 4), _loop(d, "serial", 0.05, 0.01), bad],
                       experiment="pipeline")
     (rep,) = ap.analyze_pipeline(rec)

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 from conftest import make_record, timing_of
@@ -17,7 +18,8 @@ from whichdevice.records import (
 def _record():
     spec = CaseSpec(workload="matmul", framework="tensorflow", device="CPU:0", params={"n": 10, "mode": "steady"})
     ok = CaseResult(spec=spec, status="ok", timing=timing_of(0.5), wall_s=1.0)
-    bad = CaseResult(spec=spec.model_copy(update={"device": "GPU:0"}), status="failed", error="boom", wall_s=0.1)
+    bad = CaseResult(spec=spec.model_copy(update={"device": "GPU:0"}), status="failed", error="boom",
+                     failure="error", wall_s=0.1)
     return make_record([ok, bad])
 
 
@@ -61,7 +63,7 @@ def test_timing_needs_a_sample():
         ("{not json", "not readable JSON"),
         ("[1, 2]", "not a whichdevice result"),
         ('{"schema_version": 999}', "newer than this whichdevice"),
-        ('{"schema_version": 1, "experiment": "matmul"}', "does not match the result schema"),
+        ('{"schema_version": 2, "experiment": "matmul"}', "does not match the result schema"),
     ],
 )
 def test_bad_result_files_are_usage_errors(tmp_path, content, expected):
@@ -79,3 +81,58 @@ def test_truncated_file_is_a_usage_error(tmp_path):
     path.write_text(path.read_text()[:200])
     with pytest.raises(UsageError, match="not readable JSON"):
         load_run(path)
+
+
+@pytest.mark.parametrize("version", [0, -1, "2", True, None])
+def test_an_invalid_schema_version_is_a_usage_error(tmp_path, version):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"schema_version": version}))
+    with pytest.raises(UsageError, match="no valid schema version"):
+        load_run(path)
+
+
+def test_every_older_version_has_a_migration_step():
+    from whichdevice.records import MIGRATIONS
+
+    assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION))
+
+
+V1_FAILURES = [  # error texts version 1 wrote, and the kind version 2 gives them
+    ("timed out after 5 s (--case-timeout)", "timeout"),
+    ("child process died: SIGABRT; last error line: F1123 Check failed", "crash"),
+    ("child process died: SIGKILL (out of memory? the OS kills with SIGKILL)", "crash"),
+    ("not run: child process exited with code 1", "not_started"),
+    ("skipped: the time budget (--budget) ran out before this case", "skipped"),
+    ("ResourceExhaustedError: OOM when allocating tensor with shape[8192,8192] on GPU:0", "out_of_memory"),
+    ("MemoryError: Unable to allocate 8.00 TiB", "out_of_memory"),
+    ("ValueError: Input 0 of layer dense is incompatible", "error"),
+]
+
+
+def test_a_version_1_record_is_migrated_not_misread(tmp_path):
+    # tests/data/run_cpu_2core.json is a real `whichdevice run` written with schema version 1;
+    # its first cases are turned into version-1 failures (no `failure` field existed).
+    data = json.loads((Path(__file__).parent / "data" / "run_cpu_2core.json").read_text())
+    assert data["schema_version"] == 1
+    for r, (error, _) in zip(data["results"], V1_FAILURES):
+        r.update(status="failed", error=error, timing=None)
+        assert "failure" not in r
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(data))
+    before = path.read_bytes()
+    rec = load_run(path)
+    assert rec.schema_version == SCHEMA_VERSION
+    assert [r.failure for r in rec.results[:len(V1_FAILURES)]] == [k for _, k in V1_FAILURES]
+    assert all(r.failure is None for r in rec.results[len(V1_FAILURES):] if r.status == "ok")
+    assert any("schema version 1" in n and "migration" in n for n in rec.notes)
+    assert path.read_bytes() == before  # read, never rewritten
+    # the samples came through untouched
+    assert rec.results[-1].timing.samples_s == data["results"][-1]["timing"]["samples_s"]
+
+
+def test_a_failed_result_needs_its_kind():
+    spec = CaseSpec(workload="m", framework="f", device="CPU:0")
+    with pytest.raises(ValueError, match="failure kind"):
+        CaseResult(spec=spec, status="failed", error="boom", wall_s=0)
+    with pytest.raises(ValueError, match="no failure kind"):
+        CaseResult(spec=spec, status="ok", timing=timing_of(1.0), failure="error", wall_s=0)

@@ -23,27 +23,47 @@ def test_all_cases_run():
     assert out.session.cpu_threads_intra >= 1
 
 
-@pytest.mark.parametrize("action, reason", [
-    ("raise", "RuntimeError: injected failure"),
-    ("oom", "MemoryError: injected out-of-memory"),
-    ("abort", "child process died: SIGABRT"),
+@pytest.mark.parametrize("action, reason, kind", [
+    ("raise", "RuntimeError: injected failure", "error"),
+    ("oom", "MemoryError: injected out-of-memory", "out_of_memory"),
+    ("abort", "child process died: SIGABRT", "crash"),
 ])
-def test_one_failing_case_is_recorded_and_the_run_goes_on(monkeypatch, action, reason):
+def test_one_failing_case_is_recorded_and_the_run_goes_on(monkeypatch, action, reason, kind):
     monkeypatch.setenv("WHICHDEVICE_FAULT", f"{action}:n=8")
     seen = []
     out = runner.run_job(_job(), case_timeout_s=60, on_result=seen.append)
     by_n = {r.spec.params["n"]: r for r in out.results}
     assert set(by_n) == {4, 8, 16}
     assert by_n[4].status == "ok" and by_n[16].status == "ok"
-    assert by_n[8].status == "failed" and reason in by_n[8].error
+    assert by_n[8].status == "failed" and reason in by_n[8].error and by_n[8].failure == kind
     assert len(seen) == 3
+
+
+def test_a_case_over_the_memory_limit_is_killed_and_recorded(monkeypatch):
+    # The child really allocates (64 MiB at a time, written) until the parent's limit stops it.
+    monkeypatch.setenv("WHICHDEVICE_FAULT", "grow:n=8")
+    limit = 600 << 20
+    out = runner.run_job(_job(), case_timeout_s=60, memory_limit_bytes=limit)
+    by_n = {r.spec.params["n"]: r for r in out.results}
+    assert by_n[8].status == "failed" and by_n[8].failure == "out_of_memory"
+    assert "over the memory limit of 0.59 GiB" in by_n[8].error and by_n[8].wall_s > 0
+    assert by_n[4].status == "ok" and by_n[16].status == "ok"
+
+
+def test_a_case_too_large_for_the_allocator_is_out_of_memory():
+    # No injection: n = 2**20 asks numpy for two 4 TiB operands; the allocator refuses.
+    job = runner.Job("numpy", "CPU:0", "cpu", build_cases("numpy", "CPU:0", (4, 1 << 20, 16), ["seed"], "float32"),
+                     policy=QUICK)
+    by_n = {r.spec.params["n"]: r for r in runner.run_job(job, case_timeout_s=60).results}
+    assert by_n[1 << 20].failure == "out_of_memory" and "Unable to allocate" in by_n[1 << 20].error
+    assert by_n[4].status == "ok" and by_n[16].status == "ok"
 
 
 def test_a_hanging_case_is_killed_at_the_case_timeout(monkeypatch):
     monkeypatch.setenv("WHICHDEVICE_FAULT", "hang:n=8")
     out = runner.run_job(_job(), case_timeout_s=1.5)
     by_n = {r.spec.params["n"]: r for r in out.results}
-    assert by_n[8].status == "failed"
+    assert by_n[8].status == "failed" and by_n[8].failure == "timeout"
     assert "timed out after 1.5 s" in by_n[8].error
     assert by_n[8].wall_s >= 1.5
     assert by_n[16].status == "ok"
@@ -55,7 +75,7 @@ def test_a_framework_that_cannot_start_fails_every_case(monkeypatch):
     monkeypatch.setattr(runner.sys, "executable", "/bin/false")
     out = runner.run_job(_job(), case_timeout_s=10)
     assert out.error and "exited with code 1" in out.error
-    assert [r.status for r in out.results] == ["failed"] * 3
+    assert [r.failure for r in out.results] == ["not_started"] * 3
 
 
 def test_discovery_lists_the_cpu():
@@ -86,4 +106,4 @@ def test_cases_past_the_deadline_are_recorded_as_skipped():
     job.deadline = time.time() - 1  # already over budget
     out = runner.run_job(job, case_timeout_s=60)
     assert [r.status for r in out.results] == ["failed"] * 3
-    assert all("budget" in r.error for r in out.results)
+    assert all("budget" in r.error and r.failure == "skipped" for r in out.results)

@@ -19,8 +19,8 @@ import threading
 import time
 import traceback
 
-from whichdevice import frameworks, workloads
-from whichdevice.records import CaseResult, CaseSpec, Session, Timing
+from whichdevice import failures, frameworks, workloads
+from whichdevice.records import CaseResult, CaseSpec, Session, Timing, failed
 from whichdevice.telemetry import Sampler
 from whichdevice.timing import TimingPolicy, measure_overhead
 
@@ -37,16 +37,18 @@ def _error_line(e: BaseException) -> str:
 def _inject_fault(spec: CaseSpec) -> None:
     """Fault-injection point for the harness's own tests (tests/test_runner.py).
 
-    ``WHICHDEVICE_FAULT=ACTION:TEXT`` makes every case whose key contains TEXT fail in
-    the way ACTION names: ``raise`` (an exception), ``abort`` (SIGABRT, like a crashing
-    native library), ``hang`` (never returns), ``oom`` (MemoryError).
+    ``WHICHDEVICE_FAULT=ACTION:TEXT[;ACTION:TEXT...]`` makes every case whose key contains
+    TEXT fail in the way ACTION names: ``raise`` (an exception), ``abort`` (SIGABRT, like a crashing
+    native library), ``hang`` (never returns), ``oom`` (MemoryError), ``grow`` (really
+    allocates and touches memory, 64 MiB every 10 ms, until the parent's memory limit
+    kills the child). A case too large for its device's allocator needs no injection:
+    tests/test_runner.py runs a matmul of n = 2**20 (4 TiB per operand).
     """
     fault = os.environ.get("WHICHDEVICE_FAULT")
     if not fault:
         return
-    action, _, text = fault.partition(":")
-    if text not in spec.key:
-        return
+    matching = [f.partition(":") for f in fault.split(";")]
+    action = next((a for a, _, text in matching if text and text in spec.key), None)
     if action == "raise":
         raise RuntimeError(f"injected failure in {spec.key}")
     if action == "abort":
@@ -56,6 +58,20 @@ def _inject_fault(spec: CaseSpec) -> None:
             time.sleep(1)
     if action == "oom":
         raise MemoryError("injected out-of-memory")
+    if action == "grow":
+        held = []
+        while True:
+            held.append(bytearray(b"\x01" * (64 << 20)))  # written, so resident
+            time.sleep(0.01)
+
+
+def _stderr_position() -> int | None:
+    """Bytes written to stderr so far (the parent's file): where this case's messages begin."""
+    sys.stderr.flush()
+    try:
+        return os.lseek(2, 0, os.SEEK_CUR)
+    except OSError:
+        return None
 
 
 def _die_with_parent() -> None:
@@ -126,10 +142,10 @@ def main(argv: list[str]) -> int:
     deadline = job.get("deadline")  # wall-clock (time.time) after which no case starts
     for raw_spec in job["cases"]:
         spec = CaseSpec.model_validate(raw_spec)
-        emit({"type": "start", "key": spec.key})
+        emit({"type": "start", "key": spec.key, "stderr_at": _stderr_position()})
         if deadline is not None and time.time() > deadline:
-            skipped = CaseResult(spec=spec, status="failed", wall_s=0.0,
-                                 error="skipped: the time budget (--budget) ran out before this case")
+            skipped = failed(spec, f"{failures.SKIPPED_PREFIX} the time budget (--budget) ran out before this case",
+                             "skipped", 0.0)
             emit({"type": "result", "result": skipped.model_dump(mode="json")})
             continue
         t_case = time.perf_counter()
@@ -144,8 +160,7 @@ def main(argv: list[str]) -> int:
             )
         except Exception as e:  # one failing case is recorded and the run goes on
             traceback.print_exc(file=sys.stderr)
-            result = CaseResult(spec=spec, status="failed", error=_error_line(e),
-                                wall_s=time.perf_counter() - t_case)
+            result = failed(spec, _error_line(e), failures.of_exception(e), time.perf_counter() - t_case)
         emit({"type": "result", "result": result.model_dump(mode="json")})
     return 0
 

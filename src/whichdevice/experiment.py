@@ -119,6 +119,7 @@ def run_devices(
     deadline: float | None = None,
     journal: Journal | None = None,
     resumed: JournalState | None = None,
+    memory_limit_bytes: int | None = None,
 ) -> tuple[list[Session], list[CaseResult], list[str]]:
     """One child per device, one after the other (never two at once: they would compete
     for the CPU cores and distort each other's timings).
@@ -155,7 +156,7 @@ def run_devices(
         policy_dict = {k: v for k, v in dataclasses.asdict(policy).items() if k != "window"}
         job = runner.Job(framework, dev.name, dev.kind, todo, cpu_threads, policy_dict, deadline)
         out = runner.run_job(job, case_timeout_s=case_timeout_s, on_result=record_result, on_start=on_start,
-                             on_session=record_session)
+                             on_session=record_session, memory_limit_bytes=memory_limit_bytes)
         if out.session and all(x.device.name != out.session.device.name for x in sessions):
             sessions.append(out.session)
         if out.error:

@@ -12,7 +12,11 @@ A ``RunRecord`` is what one command (``whichdevice matmul`` ...) writes as JSON.
 Statistics (median, IQR) are properties derived from the raw samples. They are written
 into the JSON for readers' convenience and dropped again when a record is read back, so
 they can never disagree with the samples. ``SCHEMA_VERSION`` changes whenever a field
-changes meaning; a record from a newer version is refused with a clear message.
+changes meaning. A record of an older version is migrated on reading (``MIGRATIONS``: one
+function per version step, applied in order; the file itself is never rewritten) and says
+so in its notes; a record from a newer version is refused with a clear message.
+
+Versions: 1 (first); 2 adds ``CaseResult.failure``, the kind of a failure (``failures.py``).
 """
 
 from __future__ import annotations
@@ -33,11 +37,11 @@ from pydantic import (
     model_validator,
 )
 
-from whichdevice import __version__, stats
+from whichdevice import __version__, failures, stats
 from whichdevice.errors import UsageError
 from whichdevice.telemetry import Telemetry
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 Scalar = str | int | float | bool | None
 
@@ -158,6 +162,7 @@ class CaseResult(_Frozen):
     spec: CaseSpec
     status: Literal["ok", "failed"]
     error: str | None = None
+    failure: failures.FailureKind | None = Field(default=None, description="why it failed (failures.py); None when ok")
     timing: Timing | None = None
     metrics: dict[str, float] = Field(default_factory=dict, description="e.g. flops per call")
     wall_s: float = Field(description="seconds this case took, warm-up and set-up included")
@@ -166,9 +171,16 @@ class CaseResult(_Frozen):
     def _consistent(self) -> CaseResult:
         if self.status == "ok" and self.timing is None:
             raise ValueError("an ok result needs a timing")
-        if self.status == "failed" and not self.error:
-            raise ValueError("a failed result needs an error")
+        if self.status == "failed" and (not self.error or self.failure is None):
+            raise ValueError("a failed result needs an error and a failure kind")
+        if self.status == "ok" and self.failure is not None:
+            raise ValueError("an ok result has no failure kind")
         return self
+
+
+def failed(spec: CaseSpec, error: str, kind: failures.FailureKind, wall_s: float) -> CaseResult:
+    """A failed case: what went wrong, its kind, and the time it used."""
+    return CaseResult(spec=spec, status="failed", error=error, failure=kind, wall_s=wall_s)
 
 
 class RunRecord(_Frozen):
@@ -239,14 +251,17 @@ def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:
     if not isinstance(data, dict) or "schema_version" not in data:
         raise UsageError(argument, f"'{p}' is not a whichdevice result", "Pass a JSON file a whichdevice command wrote.")
     version = data.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise UsageError(argument, f"'{p}' has no valid schema version ({version!r})",
+                         "Pass an intact whichdevice result file.")
+    if version > SCHEMA_VERSION:
         raise UsageError(
             argument,
-            f"'{p}' has schema version {version!r}, newer than this whichdevice reads ({SCHEMA_VERSION})",
+            f"'{p}' has schema version {version}, newer than this whichdevice reads ({SCHEMA_VERSION})",
             "Upgrade whichdevice: pip install -U whichdevice.",
         )
     try:
-        return RunRecord.model_validate(data)
+        return RunRecord.model_validate(migrate(data))
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first.get("loc", ()))
@@ -254,3 +269,32 @@ def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:
             argument, f"'{p}' does not match the result schema (at {where}: {first.get('msg')})",
             "Pass an intact whichdevice result file.",
         ) from None
+
+
+def _v1_to_v2(data: dict) -> dict:
+    """Version 2 added ``failure`` to each failed result: derive it from the error text,
+    the only thing version 1 wrote about a failure."""
+    results = data.get("results")
+    if not isinstance(results, list):
+        return data  # validation says what is wrong
+    return {**data, "results": [
+        {**r, "failure": failures.of_text(r.get("error"))} if isinstance(r, dict) and r.get("status") == "failed"
+        else r for r in results]}
+
+
+# version -> the function that turns a record of that version into the next version.
+MIGRATIONS = {1: _v1_to_v2}
+
+
+def migrate(data: dict) -> dict:
+    """Bring a record's JSON up to ``SCHEMA_VERSION`` one step at a time; note that it was."""
+    start = version = data["schema_version"]
+    while version < SCHEMA_VERSION:
+        data = {**MIGRATIONS[version](data), "schema_version": version + 1}
+        version += 1
+    if start != SCHEMA_VERSION:
+        note = (f"This record was written with result schema version {start} (whichdevice "
+                f"{data.get('tool_version', '?')}) and read through migration to version {SCHEMA_VERSION}.")
+        notes = data.get("notes", [])
+        data = {**data, "notes": [*notes, note] if isinstance(notes, list) else notes}
+    return data

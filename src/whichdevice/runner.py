@@ -7,6 +7,12 @@ with the reason and the time it used, and starts a new child for the cases left.
 
 The child streams JSON lines (see ``child.py``); the parent polls the file, so a finished
 case is never lost, whatever happens to the child afterwards.
+
+The parent also holds the child to a memory limit (``memory_limit_bytes``, default 90 % of
+physical RAM): it reads the resident memory of the child and its helpers at every poll and
+kills the child when they go over, before the machine swaps or the OS's OOM killer picks a
+victim. A case that allocates faster than the poll (50 ms) can still meet the OS first: that
+death is recorded as SIGKILL, "out of memory?".
 """
 
 from __future__ import annotations
@@ -22,11 +28,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from whichdevice import frameworks
-from whichdevice.records import CaseResult, CaseSpec, Session
+import psutil
+
+from whichdevice import failures, frameworks
+from whichdevice.records import CaseResult, CaseSpec, Session, failed
 
 _POLL_S = 0.05
+_CHILDREN_EVERY = 20  # polls between two scans for the child's own subprocesses
 DEFAULT_STARTUP_TIMEOUT_S = 180.0
+DEFAULT_MEMORY_SHARE = 0.9  # of physical RAM: the default memory limit of a child
+
+
+def default_memory_limit() -> int:
+    return int(DEFAULT_MEMORY_SHARE * psutil.virtual_memory().total)
 
 
 @dataclass
@@ -66,25 +80,35 @@ def _signal_name(returncode: int) -> str:
         return f"signal {-returncode}"
 
 
-def _stderr_tail(path: Path, limit: int = 300) -> str:
+def _stderr_tail(path: Path, start: int = 0, limit: int = 300) -> str:
+    """The line saying what failed that the child wrote to stderr after byte ``start`` (where the
+    unfinished case began: an earlier case's traceback is not this case's reason)."""
     try:
-        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+        with open(path, "rb") as f:
+            f.seek(start)
+            text = f.read().decode(errors="replace")
     except OSError:
         return ""
-    return lines[-1][:limit] if lines else ""
+    # Native crashes end with a stack dump ("@ 0x7f.. symbol", "*** Check failure stack
+    # trace ***"): the line that says what failed comes before it.
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(("@ ", "***"))]
+    telling = [ln for ln in lines if "Check failed" in ln or "Error" in ln or "error" in ln]
+    return (telling or lines or [""])[-1][:limit]
 
 
-def _death_reason(returncode: int | None, timed_out: str | None, stderr: Path) -> str:
-    if timed_out:
-        return timed_out
+def _death_reason(returncode: int | None, stopped: tuple[str, str] | None,
+                  stderr: Path, stderr_from: int = 0) -> tuple[str, failures.FailureKind]:
+    """Why the child ended, and the failure kind of the case it was running."""
+    if stopped:
+        return stopped
     if returncode is not None and returncode < 0:
         name = _signal_name(returncode)
         hint = " (out of memory? the OS kills with SIGKILL)" if name == "SIGKILL" else ""
         why = f"child process died: {name}{hint}"
     else:
         why = f"child process exited with code {returncode}"
-    tail = _stderr_tail(stderr)
-    return f"{why}; last error line: {tail}" if tail else why
+    tail = _stderr_tail(stderr, stderr_from)
+    return (f"{why}; last error line: {tail}" if tail else why), "crash"
 
 
 def run_job(
@@ -95,8 +119,11 @@ def run_job(
     on_result: Callable[[CaseResult], None] | None = None,
     on_start: Callable[[str], None] | None = None,
     on_session: Callable[[Session], None] | None = None,
+    memory_limit_bytes: int | None = None,
 ) -> Outcome:
-    """Run ``job`` to the end, restarting the child after a crash or timeout."""
+    """Run ``job`` to the end, restarting the child after a crash, a timeout or going over
+    ``memory_limit_bytes`` (None: ``default_memory_limit()``)."""
+    limit = memory_limit_bytes or default_memory_limit()
     env_extra = frameworks.env_module(job.framework).child_env(job.device_kind, job.cpu_threads)
     outcome = Outcome()
     remaining = list(job.cases)
@@ -112,41 +139,71 @@ def run_job(
                 "policy": job.policy, "env": env_extra, "deadline": job.deadline,
                 "cases": [c.model_dump(mode="json") for c in remaining],
             }))
-            said_hello, done, timed_out, returncode, current_s = _run_child(
+            said_hello, done, stopped, returncode, current_s, err_from = _run_child(
                 job_path, out_path, err_path, env_extra, outcome,
                 case_timeout_s, startup_timeout_s, on_result, on_start, is_discovery=job.device is None,
-                on_session=on_session,
+                on_session=on_session, memory_limit_bytes=limit,
             )
             if job.device is None:
                 if outcome.discovery is None:
-                    outcome.error = _death_reason(returncode, timed_out, err_path)
+                    outcome.error = _death_reason(returncode, stopped, err_path)[0]
                 return outcome
             unfinished = [c for c in remaining if c.key not in done]
             if not unfinished:
                 return outcome
-            reason = _death_reason(returncode, timed_out, err_path)
+            reason, kind = _death_reason(returncode, stopped, err_path, err_from)
             if not said_hello:
                 # The framework could not even start: no point retrying case by case.
                 outcome.error = reason
                 for spec in unfinished:
-                    _fail(outcome, spec, f"not run: {reason}", 0.0, on_result)
+                    _fail(outcome, spec, f"{failures.NOT_STARTED_PREFIX} {reason}", "not_started", 0.0, on_result)
                 return outcome
             first = unfinished[0]
-            _fail(outcome, first, reason, current_s, on_result)
+            _fail(outcome, first, reason, kind, current_s, on_result)
             remaining = unfinished[1:]
             if not remaining:
                 return outcome
 
 
-def _fail(outcome: Outcome, spec: CaseSpec, reason: str, wall_s: float, on_result) -> None:
-    result = CaseResult(spec=spec, status="failed", error=reason, wall_s=wall_s)
+def _fail(outcome: Outcome, spec: CaseSpec, reason: str, kind: failures.FailureKind, wall_s: float,
+          on_result) -> None:
+    result = failed(spec, reason, kind, wall_s)
     outcome.results.append(result)
     if on_result:
         on_result(result)
 
 
+class _Memory:
+    """Resident memory of a child and its subprocesses (one read of /proc per process)."""
+
+    def __init__(self, pid: int) -> None:
+        self.polls = 0
+        self.procs: list[psutil.Process] = []
+        try:
+            self.root = psutil.Process(pid)
+        except psutil.Error:
+            self.root = None
+
+    def rss(self) -> int:
+        if self.root is None:
+            return 0
+        if self.polls % _CHILDREN_EVERY == 0:
+            try:
+                self.procs = [self.root, *self.root.children(recursive=True)]
+            except psutil.Error:
+                self.procs = [self.root]
+        self.polls += 1
+        total = 0
+        for p in self.procs:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:  # ended between the scan and the read
+                pass
+        return total
+
+
 def _run_child(job_path, out_path, err_path, env_extra, outcome, case_timeout_s, startup_timeout_s,
-               on_result, on_start, is_discovery, on_session=None):
+               on_result, on_start, is_discovery, on_session=None, memory_limit_bytes=None):
     env = {**os.environ, **env_extra, "PYTHONUNBUFFERED": "1"}
     out_path.touch()
     with open(err_path, "wb") as err:
@@ -159,7 +216,9 @@ def _run_child(job_path, out_path, err_path, env_extra, outcome, case_timeout_s,
     done: dict[str, float] = {}
     started = time.monotonic()
     case_started: float | None = None
-    timed_out: str | None = None
+    memory = _Memory(proc.pid)
+    err_from = 0  # stderr's size when the current case started
+    stopped: tuple[str, failures.FailureKind] | None = None  # why the parent ended the child
     current_s: float | None = None  # how long the unfinished case had run when the child ended
     pos = 0
     buffer = ""
@@ -186,6 +245,7 @@ def _run_child(job_path, out_path, err_path, env_extra, outcome, case_timeout_s,
                         on_session(outcome.session)
             elif kind == "start":
                 case_started = time.monotonic()
+                err_from = msg.get("stderr_at") or 0
                 if on_start:
                     on_start(msg["key"])
             elif kind == "result":
@@ -198,17 +258,23 @@ def _run_child(job_path, out_path, err_path, env_extra, outcome, case_timeout_s,
         if exited:
             break
         now = time.monotonic()
-        if not said_hello and not is_discovery and now - started > startup_timeout_s:
-            timed_out = f"timed out: the framework did not start within {startup_timeout_s:.0f} s"
+        rss = memory.rss() if memory_limit_bytes else 0
+        if memory_limit_bytes and rss > memory_limit_bytes:
+            stopped = (f"{failures.MEMORY_LIMIT_PREFIX} {rss / 2**30:.2f} GiB, over the memory limit of "
+                       f"{memory_limit_bytes / 2**30:.2f} GiB (--memory-limit); killed", "out_of_memory")
+        elif not said_hello and not is_discovery and now - started > startup_timeout_s:
+            stopped = (f"{failures.TIMEOUT_PREFIX}: the framework did not start within {startup_timeout_s:.0f} s",
+                       "not_started")
         elif is_discovery and now - started > startup_timeout_s:
-            timed_out = f"timed out: device discovery took over {startup_timeout_s:.0f} s"
+            stopped = (f"{failures.TIMEOUT_PREFIX}: device discovery took over {startup_timeout_s:.0f} s", "timeout")
         elif case_started is not None and now - case_started > case_timeout_s:
-            timed_out = f"timed out after {case_timeout_s:g} s (--case-timeout)"
-            current_s = now - case_started
-        if timed_out:
+            stopped = (f"{failures.TIMEOUT_PREFIX} after {case_timeout_s:g} s (--case-timeout)", "timeout")
+        if stopped:
+            if case_started is not None:
+                current_s = now - case_started
             kill_group(proc)
             break
         time.sleep(_POLL_S)
     if case_started is not None and current_s is None:
         current_s = time.monotonic() - case_started
-    return said_hello, done, timed_out, proc.returncode, current_s or 0.0
+    return said_hello, done, stopped, proc.returncode, current_s or 0.0, err_from

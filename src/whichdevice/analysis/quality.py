@@ -55,5 +55,36 @@ def timing_warnings(record: RunRecord, rel_iqr_limit: float = NOISY_REL_IQR) -> 
     return out
 
 
+# What each failure kind (failures.py) means, and the next step, by the device's kind.
+_FAILURE_WORDS = {"error": "error", "crash": "crashed", "timeout": "timed out", "out_of_memory": "out of memory",
+                  "not_started": "did not start", "skipped": "skipped"}
+
+
+def failure_advice(kind: str | None, device: str) -> str | None:
+    on_gpu = device.upper().startswith("GPU")
+    if kind == "out_of_memory" and on_gpu:
+        return ("the GPU's memory ran out: lower the batch or model size, or free the GPU (another process may "
+                "hold its memory: nvidia-smi)")
+    if kind == "out_of_memory":
+        return "host memory ran out: lower the size, or raise --memory-limit if the machine has room"
+    if kind == "timeout":
+        return "raise --case-timeout, or lower the size"
+    if kind == "crash":
+        return "a native library crashed (its last error line is above); the other cases ran in a fresh process"
+    if kind == "not_started":
+        return "the framework could not start on this device: check it with `whichdevice devices`"
+    if kind == "skipped":
+        return "raise --budget to measure it"
+    return None
+
+
 def failures(record: RunRecord) -> list[str]:
-    return [f"{_label(r.spec)}: FAILED — {r.error}" for r in record.results if r.status == "failed"]
+    """One line per failed case: where, which kind of failure, the error and what to do."""
+    out = []
+    for r in record.results:
+        if r.status != "failed":
+            continue
+        advice = failure_advice(r.failure, r.spec.device)
+        out.append(f"{_label(r.spec)}: FAILED ({_FAILURE_WORDS.get(r.failure or '', 'failed')}) — {r.error}"
+                   + (f" → {advice}" if advice else ""))
+    return out
