@@ -68,3 +68,15 @@ def test_diff_names_what_changed_and_whether_it_matters():
     same = diff_runs(_rec([1.0, 1.2, 0.8]), _rec([1.05, 1.25, 0.85]))
     assert not same.points[0].comparison.significant
     assert timing_of(1.0).median_s == 1.0
+
+
+def test_diff_says_which_side_failed_and_how():
+    from whichdevice.records import failed
+
+    ok = _rec([1.0, 1.01, 0.99])
+    spec = ok.results[0].spec
+    oom = ok.model_copy(update={"results": [failed(spec, "ResourceExhaustedError: OOM", "out_of_memory", 0.2)]})
+    (p,) = diff_runs(oom, ok).points
+    assert p.comparison is None and p.failure_text == "failed before (out of memory), ran now"
+    assert diff_runs(ok, oom).points[0].failure_text == "ran before, failed now (out of memory)"
+    assert diff_runs(ok, ok).points[0].failure_text is None

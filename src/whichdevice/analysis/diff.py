@@ -16,6 +16,21 @@ class PointChange:
     before_s: float | None
     after_s: float | None
     comparison: Comparison | None  # before vs after: ratio > 1 means faster now
+    before_failure: str | None = None  # the failure kind (failures.py) where a side failed
+    after_failure: str | None = None
+
+    @property
+    def failure_text(self) -> str | None:
+        """What a failed side says, e.g. 'failed before (timeout), ok now'; None if both ran."""
+        a, b = self.before_failure, self.after_failure
+        words = lambda k: k.replace("_", " ")  # noqa: E731
+        if a and b:
+            return f"failed in both ({words(a)} -> {words(b)})" if a != b else f"failed in both ({words(a)})"
+        if a:
+            return f"failed before ({words(a)}), ran now"
+        if b:
+            return f"ran before, failed now ({words(b)})"
+        return None
 
 
 @dataclass(frozen=True)
@@ -63,6 +78,6 @@ def diff_runs(before: RunRecord, after: RunRecord) -> RunDiff:
         if a.timing is not None and b.timing is not None:
             comp = compare("before", a.timing, "after", b.timing)
         points.append(PointChange(key, _label(a.spec), a.timing.median_s if a.timing else None,
-                                  b.timing.median_s if b.timing else None, comp))
+                                  b.timing.median_s if b.timing else None, comp, a.failure, b.failure))
     return RunDiff(_context(before, after), points, [_label(ra[k].spec) for k in ra if k not in rb],
                    [_label(rb[k].spec) for k in rb if k not in ra])

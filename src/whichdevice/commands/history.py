@@ -61,7 +61,7 @@ def compare(
     for p in d.points:
         c = p.comparison
         if c is None:
-            change = GridCell("failed in one run", "bad")
+            change = GridCell(p.failure_text or "not timed", "bad")
         elif not c.significant:
             change = GridCell(f"no significant change ({c.ratio:.3g}x)", "neutral")
         elif c.ratio > 1:
