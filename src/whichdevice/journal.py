@@ -7,6 +7,10 @@ line is ignored on reading. ``--resume JOURNAL`` reads it back, skips the finish
 appends the rest to the same journal, and writes the final record; the journal is then
 removed. The first line (the header) holds what is needed to resume: the experiment, its
 checked options and where the record goes.
+
+A run of several parts (``run --framework a,b``: one journal per framework) has a top-level
+journal and part journals whose header names it (``part_of``): only the top-level one is
+resumed; a folder given to ``--resume`` means its top-level journals.
 """
 
 from __future__ import annotations
@@ -36,6 +40,16 @@ class JournalState:
     def done(self) -> dict[str, CaseResult]:
         """Finished cases by key (a failed case counts as finished: it is not retried)."""
         return {r.spec.key: r for r in self.results}
+
+
+def _header(path: Path) -> dict:
+    """The header of a journal (an empty dict if the first line is not one)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            obj = json.loads(f.readline())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return obj if isinstance(obj, dict) and obj.get("type") == "header" else {}
 
 
 class Journal:
@@ -68,11 +82,13 @@ class Journal:
         self.path.unlink(missing_ok=True)
 
     @staticmethod
-    def read(path: Path | str, argument: str = "--resume", experiment: str | None = None) -> JournalState:
-        """Read a journal; a cut-short last line (the run was killed mid-write) is ignored."""
+    def read(path: Path | str, argument: str = "--resume", experiment: str | None = None,
+             part: bool = False) -> JournalState:
+        """Read a journal; a cut-short last line (the run was killed mid-write) is ignored.
+        A part journal (header ``part_of``) is refused unless ``part``: its run resumes it."""
         p = Path(path)
         if p.is_dir():
-            found = sorted(p.glob(f"*{SUFFIX}"))
+            found = sorted(f for f in p.glob(f"*{SUFFIX}") if not _header(f).get("part_of"))
             if len(found) != 1:
                 what = "no" if not found else f"{len(found)}"
                 raise UsageError(argument, f"'{p}' holds {what} unfinished run journals (*{SUFFIX})",
@@ -100,6 +116,13 @@ class Journal:
                 state.sessions.append(Session.model_validate(obj["session"]))
         if state is None:
             raise UsageError(argument, f"'{p}' is empty", "It cannot be resumed; start a new run.")
+        top = state.header.get("part_of")
+        if top and not part:
+            if not Path(top).exists():
+                raise UsageError(argument, f"'{p}' is left over from a run that has finished ('{top}' is gone)",
+                                 "Delete it.")
+            raise UsageError(argument, f"'{p}' is one part of the interrupted run '{top}'",
+                             f"Resume the whole run: --resume {top}.")
         if experiment and state.header.get("experiment") != experiment:
             raise UsageError(argument, f"'{p}' is a journal of `{state.header.get('experiment')}`, not `{experiment}`",
                              f"Resume it with `whichdevice {state.header.get('experiment')} --resume`.")

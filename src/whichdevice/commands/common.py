@@ -3,7 +3,9 @@ and the registry that maps an experiment name to the function that renders its r
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +23,7 @@ from rich.progress import (
 
 from whichdevice import history, records
 from whichdevice.errors import UsageError
+from whichdevice.journal import Journal, JournalState, journal_path
 
 app = typer.Typer(
     add_completion=False,
@@ -72,3 +75,50 @@ def write_record(record: records.RunRecord, json_file: Path, png: Path | None) -
         console.print(f"Plot:   {escape(str(png))}")
 
 
+
+
+# ------------------------------------------------------------------ --resume
+# A measuring command parses its arguments into a plan (a dataclass of JSON values: all that
+# its cases and its record need), journals the plan in the header, and runs it. ``--resume``
+# reads the plan back instead of parsing arguments: nothing is re-checked or re-asked.
+
+
+def command_line() -> list[str]:
+    """The command as typed, for the record (a resumed run keeps the original's)."""
+    return ["whichdevice", *sys.argv[1:]]
+
+
+def reject_options_with_resume(ctx: typer.Context) -> None:
+    """With ``--resume`` the interrupted run's options are reused: any other option given on
+    the command line would be silently ignored, so it is an error instead."""
+    if ctx.params.get("resume") is None:
+        return
+    for param in ctx.command.params:
+        if param.name == "resume":
+            continue
+        source = ctx.get_parameter_source(param.name)
+        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
+            option = max(param.opts, key=len)
+            raise UsageError(option, "--resume reuses the interrupted run's options",
+                             f"Drop {option}, or start a new run without --resume.")
+
+
+def read_plan(resume: Path, experiment: str, plan_cls):
+    """``--resume JOURNAL_OR_DIR`` -> (the interrupted run's plan, what it had finished)."""
+    state = Journal.read(resume, "--resume", experiment=experiment)
+    try:
+        plan = plan_cls(**state.header["options"])
+    except (KeyError, TypeError):
+        raise UsageError("--resume", f"'{resume}' holds {experiment} options this version of whichdevice cannot "
+                         "read", "Start a new run.") from None
+    return plan, state
+
+
+def journal_header(experiment: str, plan) -> dict:
+    return {"experiment": experiment, "json_file": plan.json_file, "options": dataclasses.asdict(plan)}
+
+
+def open_journal(experiment: str, plan, resumed: JournalState | None) -> Journal:
+    """The plan's journal: continued when resuming, else created (its header: the plan)."""
+    path = journal_path(Path(plan.json_file))
+    return Journal(path) if resumed else Journal.create(path, journal_header(experiment, plan))
