@@ -3,7 +3,7 @@ waiting for data, which stage is slow, which fix helps."""
 
 from __future__ import annotations
 
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -24,12 +24,17 @@ from whichdevice.commands.common import (
     app,
     console,
     describe_key,
+    command_line,
     err_console,
+    open_journal,
     progress,
+    read_plan,
+    reject_options_with_resume,
     stamp,
     write_record,
 )
 from whichdevice.errors import UsageError
+from whichdevice.journal import JournalState
 from whichdevice.present import html, plots, terminal
 from whichdevice.present.pipeline import stage_grid, variant_grid, wait_bars
 from whichdevice.timing import TimingPolicy
@@ -52,8 +57,37 @@ MAX_IMAGES = 1_000_000
 CACHE_MEMORY_SHARE = 0.5
 
 
+@dataclass
+class PipelinePlan:
+    """A checked `pipeline` run: everything its cases and its record need (JSON values only),
+    journaled in the header so that ``--resume`` runs the same thing."""
+
+    framework: str
+    images: int
+    size: int
+    batch: int
+    net: str
+    variants: list[str]  # in ladder order, the cache variant already dropped if it would not fit
+    stages: bool
+    heavy: list | None  # [stage, factor] of --heavy-stage
+    user: dict | None  # the user's model / data, as the pre-flight found it
+    model: str | None  # --model / --data as typed, for the record
+    data: str | None
+    trace_dir: str | None
+    devices_wanted: list[str] | None
+    min_time_s: float
+    quick: bool
+    cpu_threads: int | None
+    case_timeout_s: float
+    notes: list[str]
+    json_file: str
+    png_file: str
+    command: list[str]
+
+
 @app.command()
 def pipeline(
+    ctx: typer.Context,
     images: Optional[str] = typer.Option(None, "--images", help=f"Number of synthetic images (default {wl.DEFAULT_IMAGES}; {wl.QUICK_IMAGES} with --quick; seed 003: {wl.SEED_IMAGES})."),
     image_size: Optional[str] = typer.Option(None, "--image-size", help=f"Image side in pixels, size x size x 3 uint8 (default {wl.DEFAULT_SIZE}; {wl.QUICK_SIZE} with --quick; seed 003: {wl.SEED_SIZE})."),
     batch: Optional[str] = typer.Option(None, "--batch", help=f"Batch size (default {wl.SEED_BATCH}, seed 003's)."),
@@ -73,8 +107,14 @@ def pipeline(
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the PNG plot and the HTML report."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/pipeline-<time>.json."),
     trace: Optional[Path] = typer.Option(None, "--trace", help="Profile each variant's training loop over its steady steps only (not warm-up) into this folder; open with: tensorboard --logdir DIR (Profile tab)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
 ) -> None:
     """Seed 003: input pipeline alone, model alone, both — waiting-for-input share, variant ladder, slowest stage."""
+    reject_options_with_resume(ctx)
+    if resume is not None:
+        plan, resumed = read_plan(resume, "pipeline", PipelinePlan)
+        run_pipeline(plan, resumed)
+        return
     fw = parse_choice(framework, "--framework", PIPELINE_FRAMEWORKS)
     n_images = parse_positive_int(images, "--images", "512", maximum=MAX_IMAGES) or (
         wl.QUICK_IMAGES if quick else wl.DEFAULT_IMAGES)
@@ -84,8 +124,8 @@ def pipeline(
     net_name = parse_choice(net, "--net", wl.NETS)
     heavy = None
     if heavy_stage is not None:
-        heavy = (parse_choice(heavy_stage, "--heavy-stage", wl.HEAVY_STAGES),
-                 parse_positive_int(heavy_factor, "--heavy-factor", "20", maximum=10_000) or 20)
+        heavy = [parse_choice(heavy_stage, "--heavy-stage", wl.HEAVY_STAGES),
+                 parse_positive_int(heavy_factor, "--heavy-factor", "20", maximum=10_000) or 20]
     elif heavy_factor is not None:
         raise UsageError("--heavy-factor", "only applies to --heavy-stage", "Add e.g. --heavy-stage augment, or drop it.")
     if data is not None and model is None:
@@ -110,6 +150,8 @@ def pipeline(
     out_dir = check_output_dir(out, "--out")
     ts = stamp()
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"pipeline-{ts}.json"
+    png = json_file.with_suffix(".png") if json_path else out_dir / f"pipeline-{ts}.png"
+    trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
     experiment.require_installed(fw)
 
     notes: list[str] = []
@@ -133,45 +175,59 @@ def pipeline(
                 "out_dim": out_dim, "classes": out_dim if out_dim > 1 else 2}
         if data_fn is not None:
             user.update(data_file=str(data_fn.path), data_fn=data_fn.function)
-    stages = not no_stages and data_fn is None
     if data_fn is not None:
         notes.append("per-stage throughput is not measured for --data: a user's dataset is one opaque pipeline.")
+    plan = PipelinePlan(
+        framework=fw, images=n_images, size=size, batch=n_batch, net=net_name, variants=variant_list,
+        stages=not no_stages and data_fn is None, heavy=heavy, user=user,
+        model=model_fn.text if model_fn else None, data=data_fn.text if data_fn else None,
+        trace_dir=str(trace_dir) if trace_dir else None, devices_wanted=wanted, min_time_s=mt, quick=quick,
+        cpu_threads=threads, case_timeout_s=timeout_s, notes=notes, json_file=str(json_file.absolute()),
+        png_file=str(png.absolute()), command=command_line())
+    run_pipeline(plan, None)
 
+
+def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
+    """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+    fw = plan.framework
+    experiment.require_installed(fw)
     err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
     found = experiment.discover(fw)
-    chosen = experiment.select_devices(found, wanted)
-    policy = TimingPolicy(min_time_s=mt)
-
-    trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
+    chosen = experiment.select_devices(found, plan.devices_wanted)
+    policy = TimingPolicy(min_time_s=plan.min_time_s)
+    journal = open_journal("pipeline", plan, resumed)
 
     def cases_for(d):
-        cases = wl.build_cases(fw, d.name, images=n_images, size=size, batch=n_batch, net=net_name,
-                               variants=variant_list, stages=stages, heavy=heavy, user=user)
-        if trace_dir is None:
+        cases = wl.build_cases(fw, d.name, images=plan.images, size=plan.size, batch=plan.batch, net=plan.net,
+                               variants=plan.variants, stages=plan.stages,
+                               heavy=tuple(plan.heavy) if plan.heavy else None, user=plan.user)
+        if plan.trace_dir is None:
             return cases
         # The loop ("both") of every variant is profiled over its steady steps.
-        return [c.model_copy(update={"params": {**c.params, "trace_dir": str(trace_dir)}})
+        return [c.model_copy(update={"params": {**c.params, "trace_dir": plan.trace_dir}})
                 if c.params.get("part") == "both" else c for c in cases]
 
     total = sum(len(cases_for(d)) for d in chosen)
     with progress() as bar:
         task = bar.add_task("starting", total=total)
         sessions, results, run_notes = experiment.run_devices(
-            fw, chosen, cases_for, policy=policy, cpu_threads=threads, case_timeout_s=timeout_s,
+            fw, chosen, cases_for, policy=policy, cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
             on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
-            on_result=lambda r: bar.advance(task),
+            on_result=lambda r: bar.advance(task), journal=journal, resumed=resumed,
         )
-    options = {"images": n_images, "image_size": size, "batch": n_batch, "net": "user" if user else net_name,
-               "variants": variant_list, "stages": stages, "heavy_stage": heavy[0] if heavy else None,
-               "heavy_factor": heavy[1] if heavy else None, "devices": [d.name for d in chosen], "min_time_s": mt,
-               "quick": quick, "cpu_threads": threads, "case_timeout_s": timeout_s, "framework": fw,
-               "model": model_fn.text if model_fn else None, "data": data_fn.text if data_fn else None,
-               "trace": str(trace_dir) if trace_dir else None}
-    record = experiment.make_record("pipeline", ["whichdevice", *sys.argv[1:]], options, fw, found,
-                                    sessions, results, notes + run_notes)
-    png = json_file.with_suffix(".png") if json_path else out_dir / f"pipeline-{ts}.png"
+    heavy = plan.heavy
+    options = {"images": plan.images, "image_size": plan.size, "batch": plan.batch,
+               "net": "user" if plan.user else plan.net, "variants": plan.variants, "stages": plan.stages,
+               "heavy_stage": heavy[0] if heavy else None, "heavy_factor": heavy[1] if heavy else None,
+               "devices": [d.name for d in chosen], "min_time_s": plan.min_time_s, "quick": plan.quick,
+               "cpu_threads": plan.cpu_threads, "case_timeout_s": plan.case_timeout_s, "framework": fw,
+               "model": plan.model, "data": plan.data, "trace": plan.trace_dir}
+    record = experiment.make_record("pipeline", plan.command, options, fw, found, sessions, results,
+                                    plan.notes + run_notes)
+    png = Path(plan.png_file)
     render_pipeline(record, png, loglog=False)
-    write_record(record, json_file, png)
+    write_record(record, Path(plan.json_file), png)
+    journal.finish()  # the record is complete: the journal has done its job
 
 
 def render_pipeline(record: records.RunRecord, png: Path, *, loglog: bool = False) -> None:

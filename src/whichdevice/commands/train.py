@@ -4,7 +4,7 @@ the batch-size sweep with its crossover."""
 
 from __future__ import annotations
 
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -20,12 +20,17 @@ from whichdevice.commands.common import (
     app,
     console,
     describe_key,
+    command_line,
     err_console,
+    open_journal,
     progress,
+    read_plan,
+    reject_options_with_resume,
     stamp,
     write_record,
 )
 from whichdevice.errors import UsageError
+from whichdevice.journal import JournalState
 from whichdevice.present import plots, terminal
 from whichdevice.present.tables import run_label
 from whichdevice.timing import TimingPolicy
@@ -62,8 +67,35 @@ def _parse_shape(text: str | None) -> tuple[int, ...] | None:
     return ordered
 
 
+@dataclass
+class TrainPlan:
+    """A checked `train` run: everything its cases and its record need (JSON values only),
+    journaled in the header so that ``--resume`` runs the same thing."""
+
+    framework: str
+    parts: list[str]
+    batches: list[int]
+    quick: bool
+    user: dict | None  # the user's model, as the pre-flight found it (None: the seeds' models)
+    model: str | None  # --model / --data as typed, for the record
+    data: str | None
+    samples: int | None
+    user_batch: int
+    trace_dir: str | None
+    precisions: list[str] | None
+    devices_wanted: list[str] | None
+    min_time_s: float
+    cpu_threads: int | None
+    case_timeout_s: float
+    json_file: str
+    png_file: str
+    linear: bool
+    command: list[str]
+
+
 @app.command()
 def train(
+    ctx: typer.Context,
     model: Optional[str] = typer.Option(None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not). Default: the seeds' models."),
     input_shape: Optional[str] = typer.Option(None, "--input-shape", help="Input shape of one sample for --model, e.g. 100 or 28,28,1 (default: the model's declared input)."),
     classes: Optional[str] = typer.Option(None, "--classes", help="Number of classes for --model's synthetic labels (1: binary; leave out: regression on the output shape)."),
@@ -83,8 +115,14 @@ def train(
     linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
     trace: Optional[Path] = typer.Option(None, "--trace", help="Profile the model.fit runs' steady epochs (not the first) into this folder; open with: tensorboard --logdir DIR (Profile tab)."),
     precision: Optional[str] = typer.Option(None, "--precision", help="Also train with these Keras precision policies, side by side: float32,mixed_float16,mixed_bfloat16."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
 ) -> None:
     """Seeds 001/002 (or --model): warm-up vs steady steps, break-even, sync cost, batch-size crossover."""
+    reject_options_with_resume(ctx)
+    if resume is not None:
+        plan, resumed = read_plan(resume, "train", TrainPlan)
+        run_train(plan, resumed)
+        return
     fw = parse_choice(framework, "--framework", TRAIN_FRAMEWORKS)
     part_list = parse_choice_list(parts, "--parts", PARTS)
     if fw not in frameworks.KERAS:  # plain torch: no model.fit, no Keras --model (the record's notes say so)
@@ -116,6 +154,7 @@ def train(
     out_dir = check_output_dir(out, "--out")
     ts = stamp()
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"train-{ts}.json"
+    png = json_file.with_suffix(".png") if json_path else out_dir / f"train-{ts}.png"
     trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
     precisions = parse_choice_list(precision, "--precision", precision_cases.POLICIES)
     experiment.require_installed(fw)
@@ -125,43 +164,58 @@ def train(
         err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
         user = userfile.user_model_params(model_fn, shape, n_classes, data_fn,
                                           frameworks.env_module(fw).child_env("cpu"))
+    plan = TrainPlan(
+        framework=fw, parts=part_list, batches=list(batch_list), quick=quick, user=user,
+        model=model_fn.text if model_fn else None, data=data_fn.text if data_fn else None, samples=n_samples,
+        user_batch=user_batch, trace_dir=str(trace_dir) if trace_dir else None, precisions=precisions,
+        devices_wanted=wanted, min_time_s=mt, cpu_threads=threads, case_timeout_s=timeout_s,
+        json_file=str(json_file.absolute()), png_file=str(png.absolute()), linear=linear, command=command_line())
+    run_train(plan, None)
 
+
+def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
+    """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+    fw = plan.framework
+    experiment.require_installed(fw)
     err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
     found = experiment.discover(fw)
-    chosen = experiment.select_devices(found, wanted)
-    policy = TimingPolicy(min_time_s=mt)
+    chosen = experiment.select_devices(found, plan.devices_wanted)
+    policy = TimingPolicy(min_time_s=plan.min_time_s)
+    journal = open_journal("train", plan, resumed)
 
     def cases_for(d):
-        cases = train_workload.build_cases(fw, d.name, quick=quick, batches=batch_list, parts=set(part_list),
-                                           user=user, samples=n_samples, user_batch=user_batch)
-        if trace_dir is not None:  # the fit runs get the profiler around their steady epochs
-            cases = [c.model_copy(update={"params": {**c.params, "trace_dir": str(trace_dir)}})
+        cases = train_workload.build_cases(fw, d.name, quick=plan.quick, batches=plan.batches,
+                                           parts=set(plan.parts), user=plan.user, samples=plan.samples,
+                                           user_batch=plan.user_batch)
+        if plan.trace_dir is not None:  # the fit runs get the profiler around their steady epochs
+            cases = [c.model_copy(update={"params": {**c.params, "trace_dir": plan.trace_dir}})
                      if c.params.get("kind") == "fit" else c for c in cases]
-        return cases + precision_cases.cases(fw, d.name, precisions or [], user=user, quick=quick,
-                                             samples=n_samples, user_batch=user_batch)
+        return cases + precision_cases.cases(fw, d.name, plan.precisions or [], user=plan.user, quick=plan.quick,
+                                             samples=plan.samples, user_batch=plan.user_batch)
 
     total = sum(len(cases_for(d)) for d in chosen)
     with progress() as bar:
         task = bar.add_task("starting", total=total)
         sessions, results, notes = experiment.run_devices(
-            fw, chosen, cases_for, policy=policy, cpu_threads=threads, case_timeout_s=timeout_s,
+            fw, chosen, cases_for, policy=policy, cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
             on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
-            on_result=lambda r: bar.advance(task),
+            on_result=lambda r: bar.advance(task), journal=journal, resumed=resumed,
         )
-    options = {"parts": part_list, "batches": batch_list, "devices": [d.name for d in chosen], "min_time_s": mt,
-               "quick": quick, "cpu_threads": threads, "case_timeout_s": timeout_s, "framework": fw,
-               "model": model_fn.text if model_fn else "seeds 001+002", "data": data_fn.text if data_fn else None}
-    if quick:
-        options["quick_sizes"] = _quick_text(batch_list)
-    if trace_dir is not None:
-        options["trace"] = str(trace_dir)
-    if precisions:
-        options["precision"] = precisions
-    record = experiment.make_record("train", ["whichdevice", *sys.argv[1:]], options, fw, found,
-                                    sessions, results, notes)
-    png = json_file.with_suffix(".png") if json_path else out_dir / f"train-{ts}.png"
-    render_train(record, png, loglog=not linear)
-    write_record(record, json_file, png)
+    options = {"parts": plan.parts, "batches": plan.batches, "devices": [d.name for d in chosen],
+               "min_time_s": plan.min_time_s, "quick": plan.quick, "cpu_threads": plan.cpu_threads,
+               "case_timeout_s": plan.case_timeout_s, "framework": fw, "model": plan.model or "seeds 001+002",
+               "data": plan.data}
+    if plan.quick:
+        options["quick_sizes"] = _quick_text(plan.batches)
+    if plan.trace_dir is not None:
+        options["trace"] = plan.trace_dir
+    if plan.precisions:
+        options["precision"] = plan.precisions
+    record = experiment.make_record("train", plan.command, options, fw, found, sessions, results, notes)
+    png = Path(plan.png_file)
+    render_train(record, png, loglog=not plan.linear)
+    write_record(record, Path(plan.json_file), png)
+    journal.finish()  # the record is complete: the journal has done its job
 
 
 def render_train(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
