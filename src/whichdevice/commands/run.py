@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -11,10 +13,11 @@ from rich.markup import escape
 from whichdevice import experiment, frameworks, records, userfile
 from whichdevice.api import fix_grid, suite_report
 from whichdevice.commands.common import (
-    DEFAULT_OUT, REPORTERS, app, console, describe_key, err_console, progress, stamp, write_record,
+    DEFAULT_OUT, REPORTERS, app, command_line, console, describe_key, err_console, journal_header, open_journal,
+    progress, read_plan, reject_options_with_resume, stamp, write_record,
 )
 from whichdevice.errors import UsageError
-from whichdevice.journal import Journal, journal_path
+from whichdevice.journal import Journal, JournalState, journal_path
 from whichdevice.present import html, terminal
 from whichdevice.suite import measure_suite, suite_cases, user_cases
 from whichdevice.validate import (
@@ -30,6 +33,7 @@ DEFAULT_BUDGET_S = 90.0  # per device; the issue's budget for a CPU-only machine
 MIN_BUDGET_S = 20.0  # below this not even the framework import and one experiment fit
 RUN_MIN_TIME_S = 0.05  # steady seconds per point: short, the suite has many points
 MAX_TERMINAL_WARNINGS = 3
+DIAGNOSE_FRAMEWORK = "tensorflow"
 
 
 def _parse_budget(text: str | None) -> float:
@@ -40,8 +44,21 @@ def _parse_budget(text: str | None) -> float:
     return budget_s
 
 
+@dataclass
+class RunPlan:
+    """A checked `run`: what its cases and record need, journaled so ``--resume`` runs the same."""
+
+    frameworks: list[str]  # several: side by side, one record
+    budget_s: float
+    devices_wanted: list[str] | None
+    cpu_threads: int | None
+    json_file: str
+    command: list[str]
+
+
 @app.command()
 def run(
+    ctx: typer.Context,
     budget: Optional[str] = typer.Option(None, "--budget", help=f"Seconds per device (default {DEFAULT_BUDGET_S:g}). Cases that do not fit are recorded as skipped."),
     device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
     cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
@@ -52,63 +69,80 @@ def run(
 ) -> None:
     """The default suite: matmul crossover, the seeds' training cases, a batch sweep and the
     automatic fixes, each measured; then one verdict and an HTML report."""
-    resumed = None
+    reject_options_with_resume(ctx)
     if resume is not None:
-        resumed = Journal.read(resume, "--resume", experiment="run")
-        o = resumed.header["options"]
-        fw, budget_s, wanted, threads = o["framework"], o["budget_s"], o["devices_wanted"], o["cpu_threads"]
-        json_file = Path(resumed.header["json_file"])
+        plan, resumed = read_plan(resume, "run", RunPlan)
     else:
-        fw_list = parse_choice_list(framework, "--framework", frameworks.TRAINING)
-        fw = fw_list[0]
-        budget_s = _parse_budget(budget)
-        wanted = experiment.parse_device_filter(device)
-        threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
         out_dir = check_output_dir(out, "--out")
-        ts = stamp()
-        json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"run-{ts}.json"
-    if resumed is None and len(fw_list) > 1:  # frameworks side by side: one after the other, one record
-        record = _run_frameworks(fw_list, wanted, budget_s, threads, json_file)
-        render_run(record, json_file.with_suffix(".png"), loglog=True)
-        write_record(record, json_file, None)
-        return
-    experiment.require_installed(fw)
-
-    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
-    found = experiment.discover(fw)
-    chosen = experiment.select_devices(found, wanted)
-    gpu_present = bool(found.gpus)
-    header_options = {"framework": fw, "budget_s": budget_s, "devices_wanted": wanted, "cpu_threads": threads}
-    record = _measure_suite("run", fw, found, chosen, lambda d: suite_cases(fw, d.name, gpu_present=gpu_present),
-                            budget_s=budget_s, threads=threads, json_file=json_file, resumed=resumed,
-                            header_options=header_options, options={})
-    png = json_file.with_suffix(".png")  # the stem of the plots and the report
-    render_run(record, png, loglog=True)
+        json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"run-{stamp()}.json"
+        plan = RunPlan(frameworks=parse_choice_list(framework, "--framework", frameworks.TRAINING),
+                       budget_s=_parse_budget(budget), devices_wanted=experiment.parse_device_filter(device),
+                       cpu_threads=parse_positive_int(cpu_threads, "--cpu-threads", "4"),
+                       json_file=str(json_file.absolute()), command=command_line())
+        resumed = None
+    if len(plan.frameworks) > 1:  # frameworks side by side: one after the other, one record
+        record = _run_frameworks(plan, resumed)
+    else:
+        record = _run_one(plan, resumed)
+    json_file = Path(plan.json_file)
+    render_run(record, json_file.with_suffix(".png"), loglog=True)  # the png: the stem of plots and report
     write_record(record, json_file, None)
     Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
+    if len(plan.frameworks) > 1:  # and the frameworks' part journals, kept until now
+        for f in plan.frameworks:
+            Journal(journal_path(_part_json(json_file, f))).finish()
 
 
-def _run_frameworks(fw_list, wanted, budget_s, threads, json_file) -> records.RunRecord:
+def _run_one(plan: RunPlan, resumed: JournalState | None) -> records.RunRecord:
+    fw, = plan.frameworks
+    experiment.require_installed(fw)
+    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
+    found = experiment.discover(fw)
+    chosen = experiment.select_devices(found, plan.devices_wanted)
+    gpu_present = bool(found.gpus)
+    record = _measure_suite("run", fw, found, chosen, lambda d: suite_cases(fw, d.name, gpu_present=gpu_present),
+                            budget_s=plan.budget_s, threads=plan.cpu_threads, json_file=Path(plan.json_file),
+                            resumed=resumed, header_options=dataclasses.asdict(plan), options={})
+    return record.model_copy(update={"command": plan.command})
+
+
+def _part_json(json_file: Path, fw: str) -> Path:
+    return json_file.with_name(f"{json_file.stem}.{fw}{json_file.suffix}")
+
+
+def _run_frameworks(plan: RunPlan, resumed: JournalState | None) -> records.RunRecord:
     """``run`` for each framework in turn (each device of each its own budget, never two at
-    once), merged into one record; each framework journals beside the record under its name
-    (``run-X.keras-jax.partial.jsonl``), so an interrupted one can be finished on its own."""
-    for f in fw_list:  # fail before measuring anything if one is missing
+    once), merged into one record. The run's journal (``run-X.partial.jsonl``) holds the plan;
+    each framework journals its cases in a part journal beside it (``run-X.keras-jax.partial.jsonl``,
+    header ``part_of``), kept until the merged record is written. Resuming continues each
+    framework from its part journal, or starts it if it had not started."""
+    for f in plan.frameworks:  # fail before measuring anything if one is missing
         experiment.require_installed(f)
-    parts = []
-    for f in fw_list:
+    found_chosen = []
+    for f in plan.frameworks:  # every --device checked before anything is journaled
         err_console.print(f"Looking for devices ({escape(f)} import takes a few seconds)…")
         found = experiment.discover(f)
-        chosen = experiment.select_devices(found, wanted)
+        found_chosen.append((found, experiment.select_devices(found, plan.devices_wanted)))
+    json_file = Path(plan.json_file)
+    top = open_journal("run", plan, resumed)
+    parts = []
+    for f, (found, chosen) in zip(plan.frameworks, found_chosen):
+        part_json = _part_json(json_file, f)
+        part_plan = dataclasses.replace(plan, frameworks=[f], json_file=str(part_json))
+        path = journal_path(part_json)
+        if resumed is not None and path.exists():
+            state = Journal.read(path, "--resume", experiment="run", part=True)
+        else:  # created here (naming the run it belongs to); measure_suite appends to it
+            header = {**journal_header("run", part_plan), "part_of": str(top.path.absolute())}
+            Journal.create(path, header)
+            state = JournalState(header={"type": "header", **header})
         gpu = bool(found.gpus)
-        part_json = json_file.with_name(f"{json_file.stem}.{f}{json_file.suffix}")
-        header = {"framework": f, "budget_s": budget_s, "devices_wanted": wanted, "cpu_threads": threads}
         parts.append(_measure_suite("run", f, found, chosen,
                                     lambda d, f=f, gpu=gpu: suite_cases(f, d.name, gpu_present=gpu),
-                                    budget_s=budget_s, threads=threads, json_file=part_json, resumed=None,
-                                    header_options=header, options={}))
-        Journal(journal_path(part_json)).finish()
-    options = {**parts[0].options, "framework": ",".join(fw_list)}
-    return experiment.merge_records(parts, options)
+                                    budget_s=plan.budget_s, threads=plan.cpu_threads, json_file=part_json,
+                                    resumed=state, header_options=dataclasses.asdict(part_plan), options={}))
+    options = {**parts[0].options, "framework": ",".join(plan.frameworks)}
+    return experiment.merge_records(parts, options).model_copy(update={"command": plan.command})
 
 
 def _measure_suite(name, fw, found, chosen, cases_for, **kw) -> records.RunRecord:
@@ -120,9 +154,27 @@ def _measure_suite(name, fw, found, chosen, cases_for, **kw) -> records.RunRecor
                              on_result=lambda r: bar.advance(task), **kw)
 
 
+@dataclass
+class DiagnosePlan:
+    """A checked `diagnose`: the user's model as the pre-flight found it and the suite's
+    settings, journaled so ``--resume`` runs the same (without a second pre-flight)."""
+
+    model: str  # --model / --data as typed, for the record
+    data: str | None
+    user: dict
+    batch: int
+    samples: int
+    budget_s: float
+    devices_wanted: list[str] | None
+    cpu_threads: int | None
+    json_file: str
+    command: list[str]
+
+
 @app.command()
 def diagnose(
-    model: str = typer.Option(..., "--model", help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not)."),
+    ctx: typer.Context,
+    model: Optional[str] = typer.Option(None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not). Required, unless --resume."),
     input_shape: Optional[str] = typer.Option(None, "--input-shape", help="Input shape of one sample, e.g. 100 or 28,28,1 (default: the model's declared input)."),
     classes: Optional[str] = typer.Option(None, "--classes", help="Number of classes for synthetic labels (1: binary; leave out: regression)."),
     data: Optional[str] = typer.Option(None, "--data", help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (default: synthetic data)."),
@@ -133,10 +185,19 @@ def diagnose(
     cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the plots and the HTML report."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/diagnose-<time>.json."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted diagnose: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
 ) -> None:
     """The suite on YOUR model: who wins at your batch, the batch sweep, every automatic fix
     measured — and the device and settings to use."""
-    fw = "tensorflow"
+    reject_options_with_resume(ctx)
+    if resume is not None:
+        plan, resumed = read_plan(resume, "diagnose", DiagnosePlan)
+        run_diagnose(plan, resumed)
+        return
+    fw = DIAGNOSE_FRAMEWORK
+    if model is None:
+        raise UsageError("--model", "is required", "Pass your model as --model FILE.py:FUNCTION "
+                         "(or --resume JOURNAL to finish an interrupted diagnose).")
     model_fn = userfile.parse_spec(model, "--model")
     data_fn = userfile.parse_spec(data, "--data") if data else None
     shape = tuple(parse_int_list(input_shape, "--input-shape", maximum=1 << 20, example="100")) if input_shape else None
@@ -151,17 +212,28 @@ def diagnose(
     experiment.require_installed(fw)
     err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
     user = userfile.user_model_params(model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu"))
+    plan = DiagnosePlan(model=model_fn.text, data=data_fn.text if data_fn else None, user=user, batch=user_batch,
+                        samples=n_samples, budget_s=budget_s, devices_wanted=wanted, cpu_threads=threads,
+                        json_file=str(json_file.absolute()), command=command_line())
+    run_diagnose(plan, None)
+
+
+def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None) -> None:
+    """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+    fw = DIAGNOSE_FRAMEWORK
+    experiment.require_installed(fw)
     err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
     found = experiment.discover(fw)
-    chosen = experiment.select_devices(found, wanted)
+    chosen = experiment.select_devices(found, plan.devices_wanted)
+    json_file = Path(plan.json_file)
     record = _measure_suite(
         "diagnose", fw, found, chosen,
-        lambda d: user_cases(fw, d.name, user=user, batch=user_batch, samples=n_samples),
-        budget_s=budget_s, threads=threads, json_file=json_file, resumed=None,
-        header_options={"framework": fw}, options={"model": model_fn.text, "data": data_fn.text if data_fn else None,
-                                                   "batch": user_batch, "samples": n_samples})
-    png = json_file.with_suffix(".png")
-    render_run(record, png, loglog=True)
+        lambda d: user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples),
+        budget_s=plan.budget_s, threads=plan.cpu_threads, json_file=json_file, resumed=resumed,
+        header_options=dataclasses.asdict(plan),
+        options={"model": plan.model, "data": plan.data, "batch": plan.batch, "samples": plan.samples})
+    record = record.model_copy(update={"command": plan.command})
+    render_run(record, json_file.with_suffix(".png"), loglog=True)
     write_record(record, json_file, None)
     Journal(journal_path(json_file)).finish()
 
