@@ -14,10 +14,12 @@ from whichdevice.commands.common import (
     DEFAULT_OUT,
     REPORTERS,
     app,
+    command_line,
     console,
     describe_key,
     err_console,
     progress,
+    reject_options_with_resume,
     stamp,
     write_record,
 )
@@ -34,6 +36,7 @@ from whichdevice.journal import Journal, journal_path
 
 @app.command()
 def matmul(
+    ctx: typer.Context,
     sizes: Optional[str] = typer.Option(None, "--sizes", help="Matrix sizes n (n x n), comma-separated. Default: seed 000's 1,10,100,500,1000,2000,3000,4000,5000,8000,10000."),
     mode: str = typer.Option("steady,seed", "--mode", help="steady (operands on the device: the kernel) and/or seed (seed 000's create+init+multiply+read back)."),
     dtype: str = typer.Option("float32", "--dtype", help="float32, float16 or bfloat16."),
@@ -49,13 +52,17 @@ def matmul(
     resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted sweep: its .partial.jsonl journal (or the folder holding it). Its options are reused."),
 ) -> None:
     """Seed 000: matrix multiplication time vs size on every device; where the GPU starts to win."""
+    reject_options_with_resume(ctx)
     resumed = None
     if resume is not None:
         resumed = Journal.read(resume, "--resume", experiment="matmul")
         opts = MatmulOptions(**resumed.header["options"])
         json_file = Path(resumed.header["json_file"])
         png = Path(resumed.header["png_file"])
+        linear = bool(resumed.header.get("linear", False))
+        command = resumed.header.get("command")
     else:
+        command = command_line()
         opts = MatmulOptions.parse(sizes=sizes, modes=mode, dtype=dtype, devices=device, quick=quick,
                                    min_time_s=min_time, cpu_threads=cpu_threads, case_timeout_s=case_timeout,
                                    framework=framework)
@@ -73,8 +80,11 @@ def matmul(
             on_start=lambda key: bar.update(task, description=escape(describe_key(key))),
             on_result=lambda r: bar.advance(task),
             journal_to=journal_path(json_file), resumed=resumed,
-            journal_header={"json_file": str(json_file.absolute()), "png_file": str(png.absolute())},
+            journal_header={"json_file": str(json_file.absolute()), "png_file": str(png.absolute()),
+                            "linear": linear, "command": command},
         )
+    if command:  # a resumed run's record names the command that started it
+        record = record.model_copy(update={"command": command})
     render_matmul(record, png, loglog=not linear)
     write_record(record, json_file, png)
     Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
