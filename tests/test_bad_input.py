@@ -38,6 +38,12 @@ CASES = [
     # pipeline
     (["pipeline", "--images", "0"], "--images"),
     (["pipeline", "--batch", "-1"], "--batch"),
+    # --resume with any other option: the interrupted run's options are reused
+    (["pipeline", "--resume", "x.partial.jsonl", "--images", "64"], "--images"),
+    (["matmul", "--resume", "x.partial.jsonl", "--sizes", "10"], "--sizes"),
+    (["run", "--resume", "x.partial.jsonl", "--framework", "tensorflow"], "--framework"),
+    (["train", "--quick", "--resume", "x.partial.jsonl"], "--quick"),
+    (["diagnose", "--resume", "x.partial.jsonl", "--batch", "8"], "--batch"),
     # report / compare / history
     (["report", "/nonexistent/r.json"], "RESULT"),
     (["compare", "/nonexistent/a.json", "/nonexistent/b.json"], "RUN_A"),
@@ -60,6 +66,14 @@ def test_bad_input(tmp_path, capsys, monkeypatch, args, argument):
     assert argument in err
     assert "Traceback" not in out + err
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+@pytest.mark.parametrize("args, argument", [c for c in CASES if "--resume" in c[0] and c[1] != "--resume"],
+                         ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_resume_with_another_option_says_to_drop_it(tmp_path, capsys, args, argument):
+    code, _, err = run_cli([a.replace("x.partial.jsonl", str(tmp_path / "x.partial.jsonl")) for a in args], capsys)
+    assert code == 2
+    assert f"--resume reuses the interrupted run's options. Drop {argument}" in err
 
 
 def test_there_are_at_least_30_cases():

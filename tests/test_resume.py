@@ -13,6 +13,7 @@ from conftest import run_cli
 
 from whichdevice.errors import UsageError
 from whichdevice.journal import SUFFIX, Journal
+from whichdevice.records import CaseSpec
 
 SIZES = [8, 16, 24, 32, 48, 64]
 
@@ -65,3 +66,195 @@ def test_bad_resume_targets(tmp_path, capsys):
         Journal.read(j.path, experiment="matmul")
     code, _, err = run_cli(["matmul", "--resume", str(tmp_path / "nope")], capsys)
     assert code == 2 and "--resume" in err
+
+
+# ------------------------------------------------------------ train, pipeline: real runs killed
+
+
+def _start_cli(args, out_dir):
+    return subprocess.Popen([sys.executable, "-m", "whichdevice", *args, "--out", str(out_dir)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def _kill_once(proc, out_dir, ready, delay_s=0.0, timeout_s=90):
+    """kill -9 the whole run once its journal satisfies ``ready`` (plus ``delay_s``); the
+    run must not have finished by then, or there would be nothing to resume."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline and proc.poll() is None:
+        journals = list(out_dir.glob(f"*{SUFFIX}")) if out_dir.exists() else []
+        if journals and ready(journals[0].read_text()):
+            break
+        time.sleep(0.05)
+    time.sleep(delay_s)
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _keys(record_path):
+    data = json.loads(record_path.read_text())
+    return data, [CaseSpec.model_validate(r["spec"]).key for r in data["results"]]
+
+
+@pytest.mark.frameworks
+def test_train_killed_at_a_random_moment_then_resumed(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from whichdevice.workloads import train as train_workload
+
+    out_dir = tmp_path / "res"
+    args = ["train", "--framework", "torch", "--quick", "--parts", "create,sync", "--min-time", "0.02"]
+    proc = _start_cli(args, out_dir)
+    # A random moment once cases are being finished: between two cases or in the middle of one.
+    _kill_once(proc, out_dir, lambda text: '"type": "result"' in text, delay_s=random.Random(7).uniform(0.0, 1.0))
+    (journal,) = out_dir.glob(f"*{SUFFIX}")
+    finished = {r.spec.key: r for r in Journal.read(journal).results}
+    assert finished
+    code, _, err = run_cli(["train", "--resume", str(out_dir)], capsys)
+    assert code == 0, err
+    (record,) = out_dir.glob("train-*.json")
+    data, keys = _keys(record)
+    expected = train_workload.build_cases("torch", "CPU:0", quick=True, batches=train_workload.QUICK_BATCHES,
+                                          parts={"create", "sync"})
+    assert sorted(keys) == sorted(c.key for c in expected)  # each case exactly once
+    assert data["command"][1:] == args + ["--out", str(out_dir)]  # the original command, not --resume
+    walls = {k: r["wall_s"] for k, r in zip(keys, data["results"])}
+    assert all(walls[k] == r.wall_s for k, r in finished.items())  # kept as they were, not run again
+    assert not list(out_dir.glob(f"*{SUFFIX}"))  # the journal is gone once the record is written
+
+
+@pytest.mark.tf
+def test_pipeline_killed_after_its_first_result_then_resumed(tmp_path, capsys):
+    from whichdevice.workloads import pipeline as wl
+
+    out_dir = tmp_path / "res"
+    proc = _start_cli(["pipeline", "--variants", "serial", "--no-stages", "--images", "64", "--image-size", "32",
+                       "--net", "tiny", "--min-time", "0.02"], out_dir)
+    _kill_once(proc, out_dir, lambda text: '"type": "result"' in text)
+    (journal,) = out_dir.glob(f"*{SUFFIX}")
+    finished = {r.spec.key: r for r in Journal.read(journal).results}
+    assert finished
+    code, _, err = run_cli(["pipeline", "--resume", str(journal)], capsys)
+    assert code == 0, err
+    (record,) = out_dir.glob("pipeline-*.json")
+    data, keys = _keys(record)
+    expected = wl.build_cases("tensorflow", "CPU:0", images=64, size=32, batch=wl.SEED_BATCH, net="tiny",
+                              variants=["serial"], stages=False)
+    assert sorted(keys) == sorted(c.key for c in expected)
+    walls = {k: r["wall_s"] for k, r in zip(keys, data["results"])}
+    assert all(walls[k] == r.wall_s for k, r in finished.items())  # kept as they were, not run again
+    assert not list(out_dir.glob(f"*{SUFFIX}"))
+
+
+# ------------------------------------------------ run (several frameworks), diagnose: in-process
+
+
+class _Killed(Exception):
+    """Stands for kill -9 in the middle of a run (in-process: nothing after it runs)."""
+
+
+class _FakeMeasuring:
+    """experiment.discover / run_devices without children: every case 'measured' at once and
+    journaled as the real run_devices does; ``kill_after`` results of ``kill_framework`` in,
+    the run is 'killed'. ``ran`` lists the case keys actually run (not taken from a journal)."""
+
+    def __init__(self, monkeypatch, kill_framework=None, kill_after=0):
+        from whichdevice import experiment, userfile
+        from whichdevice.commands import run as run_cmd
+
+        self.ran, self.preflights = [], 0
+        self.kill_framework, self.kill_after = kill_framework, kill_after
+        monkeypatch.setattr(experiment, "require_installed", lambda fw: None)
+        monkeypatch.setattr(experiment, "discover", self.discover)
+        monkeypatch.setattr(experiment, "run_devices", self.run_devices)
+        monkeypatch.setattr(userfile, "user_model_params", self.user_model_params)
+        monkeypatch.setattr(run_cmd, "render_run", lambda record, png, loglog: None)  # not under test here
+
+    def discover(self, fw):
+        from whichdevice.experiment import Discovery
+        from whichdevice.records import DeviceInfo, FrameworkInfo
+
+        return Discovery(FrameworkInfo(name=fw, version="0"), [DeviceInfo(name="CPU:0", kind="cpu")], ["none"], 0.0)
+
+    def user_model_params(self, *args):
+        self.preflights += 1
+        return {"model": "user", "model_file": "/m.py", "model_fn": "build", "input_shape": "4", "classes": 3,
+                "label_classes": 3, "output_shape": "3", "data_file": None, "data_fn": None}
+
+    def run_devices(self, fw, devices, cases_for, *, journal=None, resumed=None, on_result=None, **kw):
+        from conftest import timing_of
+
+        from whichdevice.records import CaseResult
+
+        done = resumed.done if resumed else {}
+        results, n = [], 0
+        for dev in devices:
+            for c in cases_for(dev):
+                if c.key in done:
+                    results.append(done[c.key])
+                    continue
+                if fw == self.kill_framework and n == self.kill_after:
+                    raise _Killed
+                r = CaseResult(spec=c, status="ok", timing=timing_of(0.01), wall_s=0.0)
+                journal.add_result(r)
+                self.ran.append(c.key)
+                results.append(r)
+                n += 1
+        return [], results, []
+
+
+def _killed(args, monkeypatch):
+    from whichdevice.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["whichdevice", *args])  # as typed: the record's command
+    with pytest.raises(_Killed):
+        main(args)
+
+
+@pytest.mark.parametrize("second_part", ["partial", "missing"])
+def test_run_of_several_frameworks_resumes_every_framework(tmp_path, capsys, monkeypatch, second_part):
+    from whichdevice.suite import suite_cases
+
+    json_file = tmp_path / "run-x.json"
+    fake = _FakeMeasuring(monkeypatch, kill_framework="keras-jax", kill_after=3)
+    _killed(["run", "--framework", "torch,keras-jax", "--json", str(json_file)], monkeypatch)
+    top = tmp_path / f"run-x{SUFFIX}"
+    part = {f: tmp_path / f"run-x.{f}{SUFFIX}" for f in ("torch", "keras-jax")}
+    assert top.exists() and part["torch"].exists() and len(Journal.read(part["keras-jax"], part=True).results) == 3
+    if second_part == "missing":  # killed before the second framework had journaled anything
+        part["keras-jax"].unlink()
+    torch_done = len(fake.ran) - 3
+    # A part journal is not what the user resumes.
+    code, _, err = run_cli(["run", "--resume", str(part["torch"])], capsys)
+    assert code == 2 and "one part of the interrupted run" in err and str(top) in err
+    fake.ran, fake.kill_framework = [], None
+    monkeypatch.setattr(sys, "argv", ["whichdevice", "run", "--resume", str(tmp_path)])
+    code, _, err = run_cli(["run", "--resume", str(tmp_path)], capsys)  # the folder: its top-level journal
+    assert code == 0, err
+    data, keys = _keys(json_file)
+    expected = [c.key for f in ("torch", "keras-jax") for c in suite_cases(f, "CPU:0", gpu_present=False)]
+    assert sorted(keys) == sorted(expected)  # both frameworks, each case exactly once
+    assert not any(k.split("|")[1] == "torch" for k in fake.ran)  # the finished framework was not re-run
+    assert len(fake.ran) == len(expected) - torch_done - (3 if second_part == "partial" else 0)
+    assert data["options"]["framework"] == "torch,keras-jax"
+    assert data["command"][1:4] == ["run", "--framework", "torch,keras-jax"]
+    assert not list(tmp_path.glob(f"*{SUFFIX}"))  # top-level and part journals gone with the record
+
+
+def test_diagnose_resumes_without_a_second_preflight(tmp_path, capsys, monkeypatch):
+    (tmp_path / "m.py").write_text("def build(): pass\n")
+    json_file = tmp_path / "d.json"
+    fake = _FakeMeasuring(monkeypatch, kill_framework="tensorflow", kill_after=4)
+    args = ["diagnose", "--model", f"{tmp_path / 'm.py'}:build", "--batch", "16", "--budget", "30",
+            "--json", str(json_file)]
+    _killed(args, monkeypatch)
+    assert fake.preflights == 1
+    fake.ran, fake.kill_framework = [], None
+    monkeypatch.setattr(sys, "argv", ["whichdevice", "diagnose", "--resume", str(tmp_path)])
+    code, _, err = run_cli(["diagnose", "--resume", str(tmp_path / f"d{SUFFIX}")], capsys)
+    assert code == 0, err
+    assert fake.preflights == 1  # the interrupted run's pre-flight result is reused
+    data, keys = _keys(json_file)
+    assert len(keys) == len(set(keys)) == len(fake.ran) + 4
+    assert data["options"]["batch"] == 16 and data["options"]["budget_s"] == 30
+    assert data["command"][1:] == args
+    assert not json_file.with_name(f"d{SUFFIX}").exists()
