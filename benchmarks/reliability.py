@@ -117,6 +117,11 @@ def _matmul_cmd(out_dir: Path) -> list[str]:
             ",".join(map(str, RESUME_SIZES)), "--min-time", "0.15", "--out", str(out_dir)]
 
 
+def _keys(record: Path) -> list[tuple[str, int]]:
+    data = json.loads(record.read_text())
+    return [(r["spec"]["params"]["mode"], r["spec"]["params"]["n"]) for r in data["results"]]
+
+
 def resume(kills: int, seed: int) -> dict:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory() as tmp:  # how long an uninterrupted run takes
@@ -135,26 +140,26 @@ def resume(kills: int, seed: int) -> dict:
             proc.wait()
             journals = list(out_dir.glob(f"*{SUFFIX}")) if out_dir.exists() else []
             row = {"kill_at_s": round(at, 2), "journal": bool(journals)}
-            if not journals:  # killed before the journal existed: nothing finished, nothing to resume
-                row.update(finished_before=0, resumed=False,
-                           record_written=bool(out_dir.exists() and list(out_dir.glob("*.json"))))
-                row["ok"] = not row["record_written"]
+            records = list(out_dir.glob("matmul-*.json")) if out_dir.exists() else []
+            want = sorted((m, n) for m in ("steady", "seed") for n in RESUME_SIZES)
+            if not journals:  # killed before the journal existed, or after the run had finished
+                row.update(finished_before=0, resumed=False, record_written=bool(records))
+                row["ok"] = not records or sorted(_keys(records[0])) == want
+                row["what"] = ("the run had finished: record complete" if records else
+                               "killed before the journal existed: nothing finished, nothing written")
             else:
                 before = sum(1 for ln in journals[0].read_text().splitlines() if '"type": "result"' in ln)
                 res = subprocess.run([sys.executable, "-m", "whichdevice", "matmul", "--resume", str(out_dir)],
                                      capture_output=True, text=True)
                 records = list(out_dir.glob("matmul-*.json"))
-                keys = []
-                if res.returncode == 0 and len(records) == 1:
-                    data = json.loads(records[0].read_text())
-                    keys = [(r["spec"]["params"]["mode"], r["spec"]["params"]["n"]) for r in data["results"]]
-                want = sorted((m, n) for m in ("steady", "seed") for n in RESUME_SIZES)
+                keys = _keys(records[0]) if res.returncode == 0 and len(records) == 1 else []
                 row.update(finished_before=before, resumed=True, exit=res.returncode, cases=len(keys),
                            each_once=sorted(keys) == want, journal_left=bool(list(out_dir.glob(f"*{SUFFIX}"))))
                 row["ok"] = row["each_once"] and not row["journal_left"]
+                row["what"] = (f"resumed: {len(keys)} cases, each once, journal removed" if row["ok"]
+                               else f"FAILED: exit {res.returncode}, {len(keys)} cases, journal left: {row['journal_left']}")
             rows.append(row)
-            print(f"  kill {i + 1:2}: at {at:5.2f} s, {row['finished_before']:2} cases finished before, "
-                  f"{'resumed: ' + str(row.get('cases')) + ' cases, each once' if row.get('each_once') else row}")
+            print(f"  kill {i + 1:2}: at {at:5.2f} s, {row['finished_before']:2} cases finished before; {row['what']}")
     good = sum(r["ok"] for r in rows)
     print(f"\n## resume: {good}/{len(rows)} kill points end with every case present exactly once "
           f"(uninterrupted run {full_s:.1f} s)")

@@ -21,6 +21,9 @@ CASES = [
     (["matmul", "--case-timeout", "0"], "--case-timeout"),
     (["matmul", "--min-time", "nan"], "--min-time"),
     (["matmul", "--resume", "/nonexistent/x.partial.jsonl"], "--resume"),
+    (["matmul", "--memory-limit", "0.1"], "--memory-limit"),
+    (["run", "--memory-limit", "lots"], "--memory-limit"),
+    (["train", "--memory-limit", "-1"], "--memory-limit"),
     # train
     (["train", "--batches", "0"], "--batches"),
     (["train", "--batches", "abc"], "--batches"),

@@ -137,3 +137,21 @@ def test_html_report_is_self_contained_and_escapes_record_strings(tmp_path, caps
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
     assert "[bold red]x[/bold red]" in out  # rich markup printed literally
     assert json_file.with_suffix(".html").stat().st_size < 2 * 2**20
+
+
+def test_memory_limit_reaches_the_child_and_the_report_says_out_of_memory(tmp_path, capsys, monkeypatch):
+    # The n=16 case really allocates until --memory-limit stops it; the others finish.
+    monkeypatch.setenv("WHICHDEVICE_FAULT", "grow:n=16")
+    path = tmp_path / "m.json"
+    code, out, err = run_cli(["matmul", "--framework", "numpy", "--sizes", "8,16,24", "--mode", "steady",
+                              "--min-time", "0.02", "--memory-limit", "0.6", "--json", str(path)], capsys)
+    assert code == 0, err
+    from whichdevice.records import load_run
+
+    rec = load_run(path)
+    by_n = {r.spec.params["n"]: r for r in rec.results}
+    assert by_n[16].failure == "out_of_memory" and "over the memory limit of 0.60 GiB" in by_n[16].error
+    assert by_n[8].status == "ok" and by_n[24].status == "ok"
+    assert rec.options["memory_limit_gib"] == 0.6
+    flat = " ".join(out.split())
+    assert "FAILED (out of memory)" in flat and "raise --memory-limit" in flat

@@ -258,3 +258,13 @@ def test_diagnose_resumes_without_a_second_preflight(tmp_path, capsys, monkeypat
     assert data["options"]["batch"] == 16 and data["options"]["budget_s"] == 30
     assert data["command"][1:] == args
     assert not json_file.with_name(f"d{SUFFIX}").exists()
+
+
+def test_a_journal_from_before_failure_kinds_is_read_with_kinds(tmp_path):
+    j = Journal.create(tmp_path / f"old{SUFFIX}", {"experiment": "matmul"})
+    with open(j.path, "a") as f:  # a failed result as schema version 1 journaled it: no `failure`
+        f.write(json.dumps({"type": "result", "result": {
+            "spec": {"workload": "matmul", "framework": "numpy", "device": "CPU:0", "params": {"n": 8}},
+            "status": "failed", "error": "timed out after 5 s (--case-timeout)", "wall_s": 5.0}}) + "\n")
+    (r,) = Journal.read(j.path).results
+    assert r.failure == "timeout"

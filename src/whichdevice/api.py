@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from whichdevice import experiment, records
+from whichdevice import experiment, records, runner
 from whichdevice.errors import UsageError
 from whichdevice.analysis import quality
 from whichdevice.analysis.sweep import Table, analyze_sweep
@@ -35,6 +35,7 @@ from whichdevice.validate import (
     parse_choice,
     parse_choice_list,
     parse_int_list,
+    parse_memory_limit,
     parse_positive_float,
     parse_positive_int,
 )
@@ -66,10 +67,12 @@ class MatmulOptions:
     quick: bool
     cpu_threads: int | None
     case_timeout_s: float
+    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
 
     @classmethod
     def parse(cls, *, sizes=None, modes="steady,seed", dtype="float32", devices=None, quick=False,
-              min_time_s=None, cpu_threads=None, case_timeout_s=900, framework="tensorflow") -> MatmulOptions:
+              min_time_s=None, cpu_threads=None, case_timeout_s=900, framework="tensorflow",
+              memory_limit_gib=None) -> MatmulOptions:
         fw = parse_choice(str(framework), "--framework", FRAMEWORKS)
         size_list = parse_int_list(_csv(sizes), "--sizes", maximum=MAX_MATMUL_N, example="100,1000,4000")
         if size_list is None:
@@ -84,6 +87,7 @@ class MatmulOptions:
             quick=bool(quick),
             cpu_threads=parse_positive_int(_opt_str(cpu_threads), "--cpu-threads", "4"),
             case_timeout_s=parse_positive_float(_opt_str(case_timeout_s), "--case-timeout", "900"),
+            memory_limit_bytes=parse_memory_limit(_opt_str(memory_limit_gib)),
         )
 
 
@@ -110,11 +114,12 @@ def run_matmul(opts: MatmulOptions, *, on_start: Callable[[str], None] | None = 
         lambda d: matmul_workload.build_cases(opts.framework, d.name, opts.sizes, opts.modes, opts.dtype),
         policy=TimingPolicy(min_time_s=opts.min_time_s), cpu_threads=opts.cpu_threads,
         case_timeout_s=opts.case_timeout_s, on_start=on_start, on_result=on_result,
-        journal=journal, resumed=resumed,
+        journal=journal, resumed=resumed, memory_limit_bytes=opts.memory_limit_bytes,
     )
     options = {"sizes": opts.sizes, "modes": opts.modes, "dtype": opts.dtype, "devices": [d.name for d in chosen],
                "min_time_s": opts.min_time_s, "quick": opts.quick, "cpu_threads": opts.cpu_threads,
-               "case_timeout_s": opts.case_timeout_s, "framework": opts.framework}
+               "case_timeout_s": opts.case_timeout_s, "framework": opts.framework,
+               "memory_limit_gib": runner.memory_limit_gib(opts.memory_limit_bytes)}
     return experiment.make_record("matmul", ["whichdevice", *sys.argv[1:]], options, opts.framework, found,
                                   sessions, results, notes)
 
@@ -170,11 +175,11 @@ class Result:
 
 
 def matmul(sizes=None, modes=("steady", "seed"), dtype="float32", devices=None, quick=False, min_time_s=None,
-           cpu_threads=None, case_timeout_s=900, framework="tensorflow") -> Result:
+           cpu_threads=None, case_timeout_s=900, framework="tensorflow", memory_limit_gib=None) -> Result:
     """Seed 000's sweep: matmul time vs size on every device (see ``whichdevice matmul``)."""
     opts = MatmulOptions.parse(sizes=sizes, modes=modes, dtype=dtype, devices=devices, quick=quick,
                                min_time_s=min_time_s, cpu_threads=cpu_threads, case_timeout_s=case_timeout_s,
-                               framework=framework)
+                               framework=framework, memory_limit_gib=memory_limit_gib)
     return Result(run_matmul(opts))
 
 

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from whichdevice import failures
 from whichdevice.errors import UsageError
 from whichdevice.records import CaseResult, Session
 
@@ -50,6 +51,13 @@ def _header(path: Path) -> dict:
     except (OSError, json.JSONDecodeError):
         return {}
     return obj if isinstance(obj, dict) and obj.get("type") == "header" else {}
+
+
+def _result(raw: dict) -> CaseResult:
+    """A journaled result; one from before failure kinds (schema 1) gets its kind from its text."""
+    if raw.get("status") == "failed" and "failure" not in raw:
+        raw = {**raw, "failure": failures.of_text(raw.get("error"))}
+    return CaseResult.model_validate(raw)
 
 
 class Journal:
@@ -111,7 +119,7 @@ class Journal:
                     raise UsageError(argument, f"'{p}' is not a whichdevice journal", f"Pass a {SUFFIX} file.")
                 state = JournalState(header=obj)
             elif kind == "result":
-                state.results.append(CaseResult.model_validate(obj["result"]))
+                state.results.append(_result(obj["result"]))
             elif kind == "session":
                 state.sessions.append(Session.model_validate(obj["session"]))
         if state is None:

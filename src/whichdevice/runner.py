@@ -43,6 +43,11 @@ def default_memory_limit() -> int:
     return int(DEFAULT_MEMORY_SHARE * psutil.virtual_memory().total)
 
 
+def memory_limit_gib(limit_bytes: int | None) -> float:
+    """The limit children are held to (``None``: the default), in GiB, for a record's options."""
+    return round((limit_bytes or default_memory_limit()) / 2**30, 2)
+
+
 @dataclass
 class Job:
     """What one child does: ``device=None`` means discovery only."""

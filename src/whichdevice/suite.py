@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 
-from whichdevice import experiment, frameworks
+from whichdevice import experiment, frameworks, runner
 from whichdevice.journal import Journal, JournalState, journal_path
 from whichdevice.records import CaseSpec, RunRecord
 from whichdevice.timing import TimingPolicy
@@ -122,7 +122,7 @@ def user_cases(framework: str, device: str, *, user: dict, batch: int, samples: 
 
 def measure_suite(name: str, fw: str, found, chosen, cases_for, *, budget_s: float, threads: int | None, json_file,
                   resumed: JournalState | None, header_options: dict, options: dict, min_time_s: float,
-                  on_total=None, on_start=None, on_result=None) -> RunRecord:
+                  on_total=None, on_start=None, on_result=None, memory_limit_bytes: int | None = None) -> RunRecord:
     """One child per device, each with ``budget_s`` from its start; every finished case is
     journaled beside ``json_file`` (``--resume`` reads it back)."""
     policy = TimingPolicy(min_time_s=min_time_s)
@@ -135,12 +135,13 @@ def measure_suite(name: str, fw: str, found, chosen, cases_for, *, budget_s: flo
         s, r, n = experiment.run_devices(
             fw, [dev], cases_for, policy=policy, cpu_threads=threads, case_timeout_s=max(budget_s, 60.0),
             deadline=time.time() + budget_s, on_start=on_start, on_result=on_result, journal=journal,
-            resumed=resumed,
+            resumed=resumed, memory_limit_bytes=memory_limit_bytes,
         )
         sessions += [x for x in s if all(y.device.name != x.device.name for y in sessions)]
         results += r
         notes += n
     options = {"budget_s": budget_s, "devices": [d.name for d in chosen], "min_time_s": min_time_s,
-               "cpu_threads": threads, "framework": fw, **options}
+               "cpu_threads": threads, "framework": fw,
+               "memory_limit_gib": runner.memory_limit_gib(memory_limit_bytes), **options}
     return experiment.make_record(name, ["whichdevice", *sys.argv[1:]], options, fw, found, sessions, results,
                                   notes)

@@ -105,3 +105,20 @@ def check_output_file(path: Path, argument: str) -> Path:
         raise UsageError(argument, f"'{path}' is a folder", f"Pass a file path, e.g. {argument} result.json.")
     check_output_dir(path.parent if str(path.parent) else Path("."), argument)
     return path
+
+
+MIN_MEMORY_LIMIT_GIB = 0.5  # a framework's import alone takes a few hundred MiB
+
+
+def parse_memory_limit(text: str | None, argument: str = "--memory-limit") -> int | None:
+    """``--memory-limit GIB`` -> bytes (None: the runner's default, 90 % of RAM)."""
+    if text is None:
+        return None
+    try:
+        gib = float(text)
+    except ValueError:
+        raise UsageError(argument, f"'{text}' is not a number", f"Pass GiB, e.g. {argument} 8.") from None
+    if not math.isfinite(gib) or gib < MIN_MEMORY_LIMIT_GIB:
+        raise UsageError(argument, f"{text} GiB is too small to run a framework",
+                         f"Pass at least {MIN_MEMORY_LIMIT_GIB:g} GiB, e.g. {argument} 8 (default: 90% of RAM).")
+    return int(gib * 2**30)

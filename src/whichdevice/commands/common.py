@@ -122,3 +122,4 @@ def open_journal(experiment: str, plan, resumed: JournalState | None) -> Journal
     """The plan's journal: continued when resuming, else created (its header: the plan)."""
     path = journal_path(Path(plan.json_file))
     return Journal(path) if resumed else Journal.create(path, journal_header(experiment, plan))
+

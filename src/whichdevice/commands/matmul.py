@@ -44,6 +44,7 @@ def matmul(
     quick: bool = typer.Option(False, "--quick", help="Sizes up to 2000 and shorter points (~30 s on 2 cores)."),
     min_time: Optional[str] = typer.Option(None, "--min-time", help="Seconds of steady samples per point (default 0.2; 0.05 with --quick)."),
     cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help="GiB the measuring process may hold before its case is stopped and recorded as out of memory (default: 90% of RAM)."),
     case_timeout: str = typer.Option("900", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
@@ -65,7 +66,7 @@ def matmul(
         command = command_line()
         opts = MatmulOptions.parse(sizes=sizes, modes=mode, dtype=dtype, devices=device, quick=quick,
                                    min_time_s=min_time, cpu_threads=cpu_threads, case_timeout_s=case_timeout,
-                                   framework=framework)
+                                   framework=framework, memory_limit_gib=memory_limit)
         out_dir = check_output_dir(out, "--out")
         ts = stamp()
         json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"matmul-{ts}.json"

@@ -11,7 +11,7 @@ import psutil
 import typer
 from rich.markup import escape
 
-from whichdevice import experiment, frameworks, records, userfile
+from whichdevice import experiment, frameworks, records, runner, userfile
 from whichdevice.analysis import quality
 from whichdevice.analysis.pipeline import (
     analyze_pipeline,
@@ -43,6 +43,7 @@ from whichdevice.validate import (
     check_output_file,
     parse_choice,
     parse_choice_list,
+    parse_memory_limit,
     parse_positive_float,
     parse_positive_int,
 )
@@ -83,6 +84,7 @@ class PipelinePlan:
     json_file: str
     png_file: str
     command: list[str]
+    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
 
 
 @app.command()
@@ -102,6 +104,7 @@ def pipeline(
     quick: bool = typer.Option(False, "--quick", help=f"{wl.QUICK_IMAGES} images of {wl.QUICK_SIZE}x{wl.QUICK_SIZE}, {QUICK_MIN_TIME_S:g} s per point: under 60 s on 2 cores."),
     min_time: Optional[str] = typer.Option(None, "--min-time", help=f"Seconds of steady samples per measurement (default 0.2; {QUICK_MIN_TIME_S:g} with --quick)."),
     cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit TensorFlow to N threads (default: all cores)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help="GiB the measuring process may hold before its case is stopped and recorded as out of memory (default: 90% of RAM)."),
     case_timeout: str = typer.Option("600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the PNG plot and the HTML report."),
@@ -147,6 +150,7 @@ def pipeline(
     mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else 0.2)
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600")
+    memory_bytes = parse_memory_limit(memory_limit)
     out_dir = check_output_dir(out, "--out")
     ts = stamp()
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"pipeline-{ts}.json"
@@ -183,7 +187,7 @@ def pipeline(
         model=model_fn.text if model_fn else None, data=data_fn.text if data_fn else None,
         trace_dir=str(trace_dir) if trace_dir else None, devices_wanted=wanted, min_time_s=mt, quick=quick,
         cpu_threads=threads, case_timeout_s=timeout_s, notes=notes, json_file=str(json_file.absolute()),
-        png_file=str(png.absolute()), command=command_line())
+        png_file=str(png.absolute()), command=command_line(), memory_limit_bytes=memory_bytes)
     run_pipeline(plan, None)
 
 
@@ -214,6 +218,7 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
             fw, chosen, cases_for, policy=policy, cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
             on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
             on_result=lambda r: bar.advance(task), journal=journal, resumed=resumed,
+            memory_limit_bytes=plan.memory_limit_bytes,
         )
     heavy = plan.heavy
     options = {"images": plan.images, "image_size": plan.size, "batch": plan.batch,
@@ -221,7 +226,8 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
                "heavy_stage": heavy[0] if heavy else None, "heavy_factor": heavy[1] if heavy else None,
                "devices": [d.name for d in chosen], "min_time_s": plan.min_time_s, "quick": plan.quick,
                "cpu_threads": plan.cpu_threads, "case_timeout_s": plan.case_timeout_s, "framework": fw,
-               "model": plan.model, "data": plan.data, "trace": plan.trace_dir}
+               "model": plan.model, "data": plan.data, "trace": plan.trace_dir,
+               "memory_limit_gib": runner.memory_limit_gib(plan.memory_limit_bytes)}
     record = experiment.make_record("pipeline", plan.command, options, fw, found, sessions, results,
                                     plan.notes + run_notes)
     png = Path(plan.png_file)

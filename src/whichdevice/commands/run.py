@@ -25,6 +25,7 @@ from whichdevice.validate import (
     check_output_file,
     parse_choice_list,
     parse_int_list,
+    parse_memory_limit,
     parse_positive_float,
     parse_positive_int,
 )
@@ -54,6 +55,7 @@ class RunPlan:
     cpu_threads: int | None
     json_file: str
     command: list[str]
+    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
 
 
 @app.command()
@@ -62,6 +64,7 @@ def run(
     budget: Optional[str] = typer.Option(None, "--budget", help=f"Seconds per device (default {DEFAULT_BUDGET_S:g}). Cases that do not fit are recorded as skipped."),
     device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
     cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help="GiB the measuring process may hold before its case is stopped and recorded as out of memory (default: 90% of RAM)."),
     framework: str = typer.Option("tensorflow", "--framework", help="Framework(s) to measure: tensorflow, keras-jax, keras-torch, torch; several comma-separated give one report with the frameworks side by side."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the plots and the HTML report."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/run-<time>.json."),
@@ -78,7 +81,8 @@ def run(
         plan = RunPlan(frameworks=parse_choice_list(framework, "--framework", frameworks.TRAINING),
                        budget_s=_parse_budget(budget), devices_wanted=experiment.parse_device_filter(device),
                        cpu_threads=parse_positive_int(cpu_threads, "--cpu-threads", "4"),
-                       json_file=str(json_file.absolute()), command=command_line())
+                       json_file=str(json_file.absolute()), command=command_line(),
+                       memory_limit_bytes=parse_memory_limit(memory_limit))
         resumed = None
     if len(plan.frameworks) > 1:  # frameworks side by side: one after the other, one record
         record = _run_frameworks(plan, resumed)
@@ -102,7 +106,8 @@ def _run_one(plan: RunPlan, resumed: JournalState | None) -> records.RunRecord:
     gpu_present = bool(found.gpus)
     record = _measure_suite("run", fw, found, chosen, lambda d: suite_cases(fw, d.name, gpu_present=gpu_present),
                             budget_s=plan.budget_s, threads=plan.cpu_threads, json_file=Path(plan.json_file),
-                            resumed=resumed, header_options=dataclasses.asdict(plan), options={})
+                            resumed=resumed, header_options=dataclasses.asdict(plan), options={},
+                            memory_limit_bytes=plan.memory_limit_bytes)
     return record.model_copy(update={"command": plan.command})
 
 
@@ -140,7 +145,8 @@ def _run_frameworks(plan: RunPlan, resumed: JournalState | None) -> records.RunR
         parts.append(_measure_suite("run", f, found, chosen,
                                     lambda d, f=f, gpu=gpu: suite_cases(f, d.name, gpu_present=gpu),
                                     budget_s=plan.budget_s, threads=plan.cpu_threads, json_file=part_json,
-                                    resumed=state, header_options=dataclasses.asdict(part_plan), options={}))
+                                    resumed=state, header_options=dataclasses.asdict(part_plan), options={},
+                                    memory_limit_bytes=plan.memory_limit_bytes))
     options = {**parts[0].options, "framework": ",".join(plan.frameworks)}
     return experiment.merge_records(parts, options).model_copy(update={"command": plan.command})
 
@@ -169,6 +175,7 @@ class DiagnosePlan:
     cpu_threads: int | None
     json_file: str
     command: list[str]
+    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
 
 
 @app.command()
@@ -183,6 +190,7 @@ def diagnose(
     budget: Optional[str] = typer.Option(None, "--budget", help=f"Seconds per device (default {DEFAULT_BUDGET_S:g})."),
     device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0."),
     cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help="GiB the measuring process may hold before its case is stopped and recorded as out of memory (default: 90% of RAM)."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the plots and the HTML report."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/diagnose-<time>.json."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted diagnose: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
@@ -207,6 +215,7 @@ def diagnose(
     budget_s = _parse_budget(budget)
     wanted = experiment.parse_device_filter(device)
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
+    memory_bytes = parse_memory_limit(memory_limit)
     out_dir = check_output_dir(out, "--out")
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"diagnose-{stamp()}.json"
     experiment.require_installed(fw)
@@ -214,7 +223,7 @@ def diagnose(
     user = userfile.user_model_params(model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu"))
     plan = DiagnosePlan(model=model_fn.text, data=data_fn.text if data_fn else None, user=user, batch=user_batch,
                         samples=n_samples, budget_s=budget_s, devices_wanted=wanted, cpu_threads=threads,
-                        json_file=str(json_file.absolute()), command=command_line())
+                        json_file=str(json_file.absolute()), command=command_line(), memory_limit_bytes=memory_bytes)
     run_diagnose(plan, None)
 
 
@@ -231,7 +240,8 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None) -> None:
         lambda d: user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples),
         budget_s=plan.budget_s, threads=plan.cpu_threads, json_file=json_file, resumed=resumed,
         header_options=dataclasses.asdict(plan),
-        options={"model": plan.model, "data": plan.data, "batch": plan.batch, "samples": plan.samples})
+        options={"model": plan.model, "data": plan.data, "batch": plan.batch, "samples": plan.samples},
+        memory_limit_bytes=plan.memory_limit_bytes)
     record = record.model_copy(update={"command": plan.command})
     render_run(record, json_file.with_suffix(".png"), loglog=True)
     write_record(record, json_file, None)

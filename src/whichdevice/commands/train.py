@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from whichdevice import experiment, frameworks, records, userfile
+from whichdevice import experiment, frameworks, records, runner, userfile
 from whichdevice.analysis import quality
 from whichdevice.analysis.train import analyze_training
 from whichdevice.commands.common import (
@@ -40,6 +40,7 @@ from whichdevice.validate import (
     parse_choice,
     parse_choice_list,
     parse_int_list,
+    parse_memory_limit,
     parse_positive_float,
     parse_positive_int,
 )
@@ -91,6 +92,7 @@ class TrainPlan:
     png_file: str
     linear: bool
     command: list[str]
+    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
 
 
 @app.command()
@@ -108,6 +110,7 @@ def train(
     quick: bool = typer.Option(False, "--quick", help="Reduced sizes (ex3 on 10,000 samples, 6 batch sizes, short points): < 60 s on 2 cores."),
     min_time: Optional[str] = typer.Option(None, "--min-time", help="Seconds of steady samples per sweep / creation point (default 0.2; 0.05 with --quick)."),
     cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help="GiB the measuring process may hold before its case is stopped and recorded as out of memory (default: 90% of RAM)."),
     case_timeout: str = typer.Option("600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
@@ -151,6 +154,7 @@ def train(
     mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else 0.2)
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600")
+    memory_bytes = parse_memory_limit(memory_limit)
     out_dir = check_output_dir(out, "--out")
     ts = stamp()
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"train-{ts}.json"
@@ -169,7 +173,8 @@ def train(
         model=model_fn.text if model_fn else None, data=data_fn.text if data_fn else None, samples=n_samples,
         user_batch=user_batch, trace_dir=str(trace_dir) if trace_dir else None, precisions=precisions,
         devices_wanted=wanted, min_time_s=mt, cpu_threads=threads, case_timeout_s=timeout_s,
-        json_file=str(json_file.absolute()), png_file=str(png.absolute()), linear=linear, command=command_line())
+        json_file=str(json_file.absolute()), png_file=str(png.absolute()), linear=linear, command=command_line(),
+        memory_limit_bytes=memory_bytes)
     run_train(plan, None)
 
 
@@ -200,11 +205,12 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
             fw, chosen, cases_for, policy=policy, cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
             on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
             on_result=lambda r: bar.advance(task), journal=journal, resumed=resumed,
+            memory_limit_bytes=plan.memory_limit_bytes,
         )
     options = {"parts": plan.parts, "batches": plan.batches, "devices": [d.name for d in chosen],
                "min_time_s": plan.min_time_s, "quick": plan.quick, "cpu_threads": plan.cpu_threads,
                "case_timeout_s": plan.case_timeout_s, "framework": fw, "model": plan.model or "seeds 001+002",
-               "data": plan.data}
+               "data": plan.data, "memory_limit_gib": runner.memory_limit_gib(plan.memory_limit_bytes)}
     if plan.quick:
         options["quick_sizes"] = _quick_text(plan.batches)
     if plan.trace_dir is not None:
