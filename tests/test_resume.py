@@ -268,3 +268,13 @@ def test_a_journal_from_before_failure_kinds_is_read_with_kinds(tmp_path):
             "status": "failed", "error": "timed out after 5 s (--case-timeout)", "wall_s": 5.0}}) + "\n")
     (r,) = Journal.read(j.path).results
     assert r.failure == "timeout"
+
+
+@pytest.mark.parametrize("line", ['{"type": "result"}', '{"type": "result", "result": {"spec": 3}}',
+                                  '{"type": "session", "session": []}', '{"type": "result", "result": []}'])
+def test_a_well_formed_but_wrong_line_is_a_corrupt_journal(tmp_path, line):
+    j = Journal.create(tmp_path / f"bad{SUFFIX}", {"experiment": "matmul"})
+    with open(j.path, "a") as f:
+        f.write(line + "\n" + '{"type": "result", "resu')  # a cut-short last line after it
+    with pytest.raises(UsageError, match="corrupt at line 2"):
+        Journal.read(j.path)

@@ -20,6 +20,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from whichdevice import failures
 from whichdevice.errors import UsageError
 from whichdevice.records import CaseResult, Session
@@ -118,10 +120,15 @@ class Journal:
                 if kind != "header":
                     raise UsageError(argument, f"'{p}' is not a whichdevice journal", f"Pass a {SUFFIX} file.")
                 state = JournalState(header=obj)
-            elif kind == "result":
-                state.results.append(_result(obj["result"]))
-            elif kind == "session":
-                state.sessions.append(Session.model_validate(obj["session"]))
+            else:
+                try:
+                    if kind == "result":
+                        state.results.append(_result(obj["result"]))
+                    elif kind == "session":
+                        state.sessions.append(Session.model_validate(obj["session"]))
+                except (KeyError, TypeError, AttributeError, ValidationError):
+                    raise UsageError(argument, f"'{p}' is corrupt at line {i + 1}",
+                                     "It cannot be resumed; start a new run.") from None
         if state is None:
             raise UsageError(argument, f"'{p}' is empty", "It cannot be resumed; start a new run.")
         top = state.header.get("part_of")
