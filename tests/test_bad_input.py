@@ -22,6 +22,8 @@ CASES = [
     (["matmul", "--min-time", "nan"], "--min-time"),
     (["matmul", "--resume", "/nonexistent/x.partial.jsonl"], "--resume"),
     (["matmul", "--memory-limit", "0.1"], "--memory-limit"),
+    (["matmul", "--out", "/proc/whichdevice-out"], "--out"),  # os.access says yes (root); mkdir fails
+    (["train", "--json", "/sys/whichdevice.json"], "--json"),
     (["run", "--memory-limit", "lots"], "--memory-limit"),
     (["train", "--memory-limit", "-1"], "--memory-limit"),
     # train

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 from pathlib import Path
 
 from whichdevice.errors import UsageError
@@ -96,6 +97,11 @@ def check_output_dir(path: Path, argument: str) -> Path:
         raise UsageError(argument, f"'{path}' cannot be created: '{base}' is a file", f"Pass a folder path to {argument}.")
     if not os.access(base, os.W_OK | os.X_OK):
         raise UsageError(argument, f"'{base}' is not writable", f"Pass a folder you can write to in {argument}.")
+    try:  # os.access says yes to root, on read-only file systems and in /proc: try it (leaves nothing)
+        os.rmdir(tempfile.mkdtemp(prefix=".whichdevice-probe-", dir=base))
+    except OSError as e:
+        raise UsageError(argument, f"cannot create folders in '{base}' ({e.strerror})",
+                         f"Pass a folder you can write to in {argument}.") from None
     return path
 
 
