@@ -1,7 +1,9 @@
 """Reliability figures (issue 11): faults injected vs recorded, kill -9 at random moments then
 --resume, and every bad input answered.
 
-    python benchmarks/reliability.py [--part faults,resume,bad] [--kills 20] [--out FILE.json]
+    python benchmarks/reliability.py [--part faults,resume,bad] [--kills 20] [--other-kills 5] [--out FILE.json]
+
+(--part resume-matmul, resume-train or resume-pipeline runs one of the resumed runs only.)
 
 faults  One job of 12 numpy matmul cases in which 5 cases fail in 5 different ways (raise,
         abort, hang past --case-timeout, MemoryError, really growing past a memory limit),
@@ -9,9 +11,11 @@ faults  One job of 12 numpy matmul cases in which 5 cases fail in 5 different wa
         a framework that cannot start, and, where installed, TensorFlow's own allocator OOM
         (the ResourceExhaustedError a full GPU raises). Counts faults, failed records with the
         expected kind, and finished cases lost.
-resume  Starts `whichdevice matmul --framework numpy` (12 cases), kills its whole process
-        group with SIGKILL at a random moment, resumes with --resume, and checks that every
-        case is in the record exactly once and the journal is gone. Repeated --kills times.
+resume  Starts a real run (`matmul --framework numpy`, 12 cases; `train --framework torch
+        --quick`; a small `pipeline`), kills its whole process group with SIGKILL at a random
+        moment between its journal's creation and an uninterrupted run's end, resumes with --resume, and checks that every
+        case of the uninterrupted run is in the record exactly once and the journal is gone.
+        --kills times for matmul, --other-kills times for train and pipeline.
 bad     Runs the real CLI (a subprocess each) on bad inputs across the commands, in an empty
         folder, and checks each: exit code 2, one `error:` line naming the argument, no
         traceback, nothing written. Prints every message.
@@ -109,39 +113,53 @@ def faults() -> dict:
             "others_ok": len(ok_got), "others": len(ok_expected)}
 
 
-RESUME_SIZES = (8, 16, 24, 32, 48, 64)
+# The runs killed and resumed: each is killed at uniformly random moments of its own length.
+RESUMED = {
+    "matmul": ["matmul", "--framework", "numpy", "--sizes", "8,16,24,32,48,64", "--min-time", "0.15"],
+    "train": ["train", "--framework", "torch", "--quick", "--parts", "create,sync", "--min-time", "0.05"],
+    "pipeline": ["pipeline", "--variants", "serial,parallel", "--no-stages", "--images", "64", "--image-size", "32",
+                 "--net", "tiny", "--min-time", "0.05"],
+}
 
 
-def _matmul_cmd(out_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "whichdevice", "matmul", "--framework", "numpy", "--sizes",
-            ",".join(map(str, RESUME_SIZES)), "--min-time", "0.15", "--out", str(out_dir)]
+def _cli(args: list[str], out_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "whichdevice", *args, "--out", str(out_dir)]
 
 
-def _keys(record: Path) -> list[tuple[str, int]]:
-    data = json.loads(record.read_text())
-    return [(r["spec"]["params"]["mode"], r["spec"]["params"]["n"]) for r in data["results"]]
+def _keys(record: Path) -> list[str]:
+    from whichdevice.records import CaseSpec
+
+    return [CaseSpec.model_validate(r["spec"]).key for r in json.loads(record.read_text())["results"]]
 
 
-def resume(kills: int, seed: int) -> dict:
+def resume(name: str, kills: int, seed: int) -> dict:
     rng = random.Random(seed)
-    with tempfile.TemporaryDirectory() as tmp:  # how long an uninterrupted run takes
+    args = RESUMED[name]
+    with tempfile.TemporaryDirectory() as tmp:  # how long an uninterrupted run takes, and its cases
         t0 = time.perf_counter()
-        subprocess.run(_matmul_cmd(Path(tmp) / "full"), check=True, capture_output=True)
+        subprocess.run(_cli(args, Path(tmp)), check=True, capture_output=True)
         full_s = time.perf_counter() - t0
+        (full,) = Path(tmp).glob(f"{name}-*.json")
+        want = sorted(_keys(full))
     rows = []
     for i in range(kills):
         with tempfile.TemporaryDirectory() as tmp:
             out_dir = Path(tmp) / "res"
-            proc = subprocess.Popen(_matmul_cmd(out_dir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            proc = subprocess.Popen(_cli(args, out_dir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     start_new_session=True)
-            at = rng.uniform(0.2, full_s)
-            time.sleep(at)
-            os.killpg(proc.pid, signal.SIGKILL)
+            # A random moment between the journal's creation (before it, nothing has finished
+            # and nothing is written: see the README) and the end of an uninterrupted run.
+            t0 = time.perf_counter()
+            while not (out_dir.exists() and list(out_dir.glob(f"*{SUFFIX}"))) and proc.poll() is None:
+                time.sleep(0.005)
+            journal_at = time.perf_counter() - t0
+            time.sleep(rng.uniform(0.0, max(full_s - journal_at, 0.1)))
+            at = time.perf_counter() - t0
+            os.killpg(proc.pid, signal.SIGKILL)  # the whole run, as kill -9 or a crash would
             proc.wait()
             journals = list(out_dir.glob(f"*{SUFFIX}")) if out_dir.exists() else []
+            records = list(out_dir.glob(f"{name}-*.json")) if out_dir.exists() else []
             row = {"kill_at_s": round(at, 2), "journal": bool(journals)}
-            records = list(out_dir.glob("matmul-*.json")) if out_dir.exists() else []
-            want = sorted((m, n) for m in ("steady", "seed") for n in RESUME_SIZES)
             if not journals:  # killed before the journal existed, or after the run had finished
                 row.update(finished_before=0, resumed=False, record_written=bool(records))
                 row["ok"] = not records or sorted(_keys(records[0])) == want
@@ -149,21 +167,25 @@ def resume(kills: int, seed: int) -> dict:
                                "killed before the journal existed: nothing finished, nothing written")
             else:
                 before = sum(1 for ln in journals[0].read_text().splitlines() if '"type": "result"' in ln)
-                res = subprocess.run([sys.executable, "-m", "whichdevice", "matmul", "--resume", str(out_dir)],
+                res = subprocess.run([sys.executable, "-m", "whichdevice", name, "--resume", str(out_dir)],
                                      capture_output=True, text=True)
-                records = list(out_dir.glob("matmul-*.json"))
+                records = list(out_dir.glob(f"{name}-*.json"))
                 keys = _keys(records[0]) if res.returncode == 0 and len(records) == 1 else []
                 row.update(finished_before=before, resumed=True, exit=res.returncode, cases=len(keys),
                            each_once=sorted(keys) == want, journal_left=bool(list(out_dir.glob(f"*{SUFFIX}"))))
                 row["ok"] = row["each_once"] and not row["journal_left"]
                 row["what"] = (f"resumed: {len(keys)} cases, each once, journal removed" if row["ok"]
-                               else f"FAILED: exit {res.returncode}, {len(keys)} cases, journal left: {row['journal_left']}")
+                               else f"FAILED: exit {res.returncode}, {len(keys)} cases, journal left: "
+                                    f"{row['journal_left']}; {res.stderr.strip()[-200:]}")
             rows.append(row)
-            print(f"  kill {i + 1:2}: at {at:5.2f} s, {row['finished_before']:2} cases finished before; {row['what']}")
+            print(f"  {name} kill {i + 1:2}: at {at:5.2f} s, {row['finished_before']:2} cases finished before; "
+                  f"{row['what']}")
     good = sum(r["ok"] for r in rows)
-    print(f"\n## resume: {good}/{len(rows)} kill points end with every case present exactly once "
-          f"(uninterrupted run {full_s:.1f} s)")
-    return {"rows": rows, "kills": len(rows), "good": good, "full_run_s": full_s}
+    resumed = sum(r["resumed"] for r in rows)
+    print(f"\n## resume {name}: {good}/{len(rows)} kill points end with every case present exactly once "
+          f"({resumed} of them resumed; uninterrupted run {full_s:.1f} s, {len(want)} cases)")
+    return {"rows": rows, "kills": len(rows), "good": good, "resumed": resumed, "full_run_s": full_s,
+            "cases": len(want)}
 
 
 GOOD_MODEL = """import keras
@@ -274,7 +296,8 @@ def bad(only: str | None = None) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--part", default="faults,resume,bad")
-    ap.add_argument("--kills", type=int, default=20)
+    ap.add_argument("--kills", type=int, default=20, help="kill points of the matmul run")
+    ap.add_argument("--other-kills", type=int, default=5, help="kill points of the train and pipeline runs")
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--only", default=None, help="bad: only the cases whose argv contains this")
     ap.add_argument("--out", type=Path, default=None)
@@ -283,8 +306,10 @@ def main() -> None:
     result = {}
     if "faults" in parts:
         result["faults"] = faults()
-    if "resume" in parts:
-        result["resume"] = resume(opts.kills, opts.seed)
+    for name in RESUMED:
+        if "resume" in parts or f"resume-{name}" in parts:
+            kills = opts.kills if name == "matmul" else opts.other_kills
+            result[f"resume-{name}"] = resume(name, kills, opts.seed)
     if "bad" in parts:
         result["bad"] = bad(opts.only)
     if opts.out:

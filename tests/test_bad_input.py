@@ -112,3 +112,12 @@ def test_seconds_parser_never_lets_nonsense_through(text):
         assert e.argument == "--min-time"
         return
     assert v > 0 and v != float("inf")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=1_000_000), min_size=1, max_size=4))
+def test_shape_parser_keeps_order_and_repeats(dims):
+    from whichdevice.validate import parse_shape
+
+    # a shape is not a set of sizes: 28,28,1 stays (28, 28, 1), never sorted or de-duplicated
+    assert parse_shape(",".join(map(str, dims))) == tuple(dims)

@@ -85,3 +85,12 @@ def test_cli_preflight_is_one_line_exit_2_before_any_measurement(tmp_path, capsy
 def test_missing_file_is_refused_in_the_parent(tmp_path, capsys):
     code, _, err = run_cli(["train", "--model", f"{tmp_path}/absent.py:build"], capsys)
     assert code == 2 and "no such file" in err
+
+
+def test_a_keras_layer_error_is_reduced_to_the_line_that_says_what_is_wrong():
+    # Keras 3.15's text for a wrong input shape: a wrapper line, ANSI bold, the tensor's values.
+    e = ValueError("Exception encountered when calling Sequential.call().\n\n\x1b[1mInvalid input shape for input "
+                   "[[[0.63 0.26]\n  [0.85 0.03]]] with name 'keras_tensor' and path ''. Expected shape (None, 8), "
+                   "but input has incompatible shape (2, 2, 4)\x1b[0m\n\nArguments received by Sequential.call():")
+    assert userfile._exc_line(e) == ("ValueError: Expected shape (None, 8), but input has incompatible shape "
+                                     "(2, 2, 4)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import traceback
@@ -60,9 +61,21 @@ class UserFileError(Exception):
         self.argument, self.problem, self.fix = argument, problem, fix
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def _exc_line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {lines[0][:300]}" if lines else type(e).__name__
+    """One line of an exception for a one-line error: the line that says what is wrong."""
+    lines = [ln.strip() for ln in _ANSI.sub("", str(e)).strip().splitlines() if ln.strip()]
+    # Keras wraps a layer's error: "Exception encountered when calling Sequential.call()." first,
+    # then what is wrong ("Input 0 of layer ... is incompatible ...: expected ..."), sometimes
+    # after the offending tensor's values ("Invalid input shape for input [[0.63 ...").
+    telling = [ln for ln in lines if not ln.startswith("Exception encountered when calling")]
+    expected = [ln for ln in telling if "expected" in ln.lower()]
+    line = (expected or telling or lines or [""])[0].rstrip(".")
+    if line.find("Expected ") > 0:  # "<tensor values> with name ... Expected shape (None, 8), but ..."
+        line = line[line.find("Expected "):]
+    return f"{type(e).__name__}: {line[:300]}" if line else type(e).__name__
 
 
 def load_function(path: str | Path, function: str, argument: str):

@@ -113,6 +113,14 @@ def check_output_file(path: Path, argument: str) -> Path:
     return path
 
 
+def parse_shape(text: str | None, argument: str = "--input-shape") -> tuple[int, ...] | None:
+    """``--input-shape 28,28,1`` -> (28, 28, 1): positive whole numbers, order and repeats kept."""
+    if text is None:
+        return None
+    parse_int_list(text, argument, maximum=1_000_000, example="100 (or 28,28,1)")  # each part checked
+    return tuple(int(p) for p in text.split(","))
+
+
 MIN_MEMORY_LIMIT_GIB = 0.5  # a framework's import alone takes a few hundred MiB
 
 

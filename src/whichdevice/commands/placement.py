@@ -22,7 +22,14 @@ from whichdevice.present.tables import Grid, GridCell
 from whichdevice.present.units import nbytes, seconds
 from whichdevice.records import CaseSpec
 from whichdevice.timing import TimingPolicy
-from whichdevice.validate import check_output_dir, check_output_file, parse_choice, parse_positive_float, parse_positive_int
+from whichdevice.validate import (
+    check_output_dir,
+    check_output_file,
+    parse_choice,
+    parse_positive_float,
+    parse_positive_int,
+    parse_shape,
+)
 from whichdevice.workloads import placement as placement_workload
 
 MAX_OPS_SHOWN = 25  # per device in the terminal; the HTML report has them all
@@ -43,10 +50,9 @@ def placement(
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/placement-<time>.json."),
 ) -> None:
     """Per device: the ops of one training step by type (count, time), the host<->device copies, and on a GPU the ops that ran on the CPU, with why."""  # noqa: E501
-    from whichdevice.commands.train import _parse_shape
 
     fw = parse_choice(framework, "--framework", ("tensorflow",))
-    shape = _parse_shape(input_shape)
+    shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     b = parse_positive_int(batch, "--batch", "32", maximum=65536) or 32
     n_steps = parse_positive_int(steps, "--steps", "20", maximum=10_000) or (

@@ -28,7 +28,6 @@ from whichdevice.commands.common import (
     stamp,
     write_record,
 )
-from whichdevice.commands.train import _parse_shape
 from whichdevice.errors import UsageError
 from whichdevice.present import prediction as present
 from whichdevice.timing import TimingPolicy
@@ -38,6 +37,7 @@ from whichdevice.validate import (
     parse_int_list,
     parse_positive_float,
     parse_positive_int,
+    parse_shape,
 )
 from whichdevice.workloads import calibrate as calibrate_workload
 from whichdevice.workloads import train as train_workload
@@ -69,7 +69,7 @@ def predict(
     batch_list = parse_int_list(batches, "--batches", maximum=train_workload.MAX_BATCH, example="8,64,512,4096")
     if batch_list is None:
         batch_list = list(train_workload.QUICK_BATCHES if quick else train_workload.DEFAULT_BATCHES)
-    shape = _parse_shape(input_shape)
+    shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     if model is None:
         for arg, value in (("--input-shape", input_shape), ("--classes", classes)):

@@ -24,10 +24,10 @@ from whichdevice.validate import (
     check_output_dir,
     check_output_file,
     parse_choice_list,
-    parse_int_list,
     parse_memory_limit,
     parse_positive_float,
     parse_positive_int,
+    parse_shape,
 )
 
 DEFAULT_BUDGET_S = 90.0  # per device; the budget for a CPU-only machine
@@ -208,7 +208,7 @@ def diagnose(
                          "(or --resume JOURNAL to finish an interrupted diagnose).")
     model_fn = userfile.parse_spec(model, "--model")
     data_fn = userfile.parse_spec(data, "--data") if data else None
-    shape = tuple(parse_int_list(input_shape, "--input-shape", maximum=1 << 20, example="100")) if input_shape else None
+    shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000) or 10_000
     user_batch = parse_positive_int(batch, "--batch", "32", maximum=65536) or 32

@@ -43,6 +43,7 @@ from whichdevice.validate import (
     parse_memory_limit,
     parse_positive_float,
     parse_positive_int,
+    parse_shape,
 )
 from whichdevice.workloads import train as train_workload
 from whichdevice.commands import precision_cases
@@ -56,16 +57,6 @@ def _quick_text(batches) -> str:
     return (f"reduced sizes — seed 001 ex3 on {train_workload.QUICK_SAMPLES['ex3']:,} samples instead of 100,000; "
             f"batch sweep {','.join(map(str, batches))}; {QUICK_MIN_TIME_S:g} s of steady samples per sweep point "
             "(the full run: whichdevice train)")
-
-
-def _parse_shape(text: str | None) -> tuple[int, ...] | None:
-    if text is None:
-        return None
-    dims = parse_int_list(text, "--input-shape", maximum=1_000_000, example="100 (or 28,28,1)")
-    # parse_int_list sorts and de-duplicates: re-read in order for a shape.
-    ordered = tuple(int(p) for p in text.split(","))
-    assert sorted(set(ordered)) == dims
-    return ordered
 
 
 @dataclass
@@ -139,7 +130,7 @@ def train(
     batch_list = parse_int_list(batches, "--batches", maximum=train_workload.MAX_BATCH, example="8,64,512,4096")
     if batch_list is None:
         batch_list = list(train_workload.QUICK_BATCHES if quick else train_workload.DEFAULT_BATCHES)
-    shape = _parse_shape(input_shape)
+    shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000)
     user_batch = parse_positive_int(batch, "--batch", "32", maximum=train_workload.MAX_BATCH) or 32
