@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -30,7 +31,9 @@ def _error_line(e: BaseException) -> str:
     first = msg[0] if msg else ""
     if first.startswith("in user code") and len(msg) > 1:
         first = msg[-1]  # a tf.function error: the real message comes after the traced stack
-    # TensorFlow errors carry the failing op's whole graph context; the first line is enough.
+    # TensorFlow errors carry the failing op's whole graph context; the first line is enough,
+    # without its "{{function_node __wrapped__Op_device_/job:localhost/...}}" prefix.
+    first = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", first)
     return f"{type(e).__name__}: {first[:400]}"
 
 
