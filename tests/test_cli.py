@@ -154,4 +154,5 @@ def test_memory_limit_reaches_the_child_and_the_report_says_out_of_memory(tmp_pa
     assert by_n[8].status == "ok" and by_n[24].status == "ok"
     assert rec.options["memory_limit_gib"] == 0.6
     flat = " ".join(out.split())
-    assert "FAILED (out of memory)" in flat and "raise --memory-limit" in flat
+    assert "Failed: CPU:0 n=16 mode=steady dtype=float32 — out of memory: the case's processes used" in flat
+    assert "raise --memory-limit" in flat

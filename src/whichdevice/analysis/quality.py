@@ -70,7 +70,7 @@ def failure_advice(kind: str | None, device: str) -> str | None:
     if kind == "timeout":
         return "raise --case-timeout, or lower the size"
     if kind == "crash":
-        return "a native library crashed (its last error line is above); the other cases ran in a fresh process"
+        return "the process died (a native library crashed, or the OS killed it); the other cases ran in a fresh one"
     if kind == "not_started":
         return "the framework could not start on this device: check it with `whichdevice devices`"
     if kind == "skipped":
@@ -79,12 +79,15 @@ def failure_advice(kind: str | None, device: str) -> str | None:
 
 
 def failures(record: RunRecord) -> list[str]:
-    """One line per failed case: where, which kind of failure, the error and what to do."""
+    """One line per failed case: where, which kind of failure, the error and what to do
+    (presenters put "Failed" in front)."""
     out = []
     for r in record.results:
         if r.status != "failed":
             continue
+        error = r.error or ""
+        words = _FAILURE_WORDS.get(r.failure or "", "failed")
+        said = r.failure in (None, "error") or error.lower().startswith(words)  # the error already says it
         advice = failure_advice(r.failure, r.spec.device)
-        out.append(f"{_label(r.spec)}: FAILED ({_FAILURE_WORDS.get(r.failure or '', 'failed')}) — {r.error}"
-                   + (f" → {advice}" if advice else ""))
+        out.append(f"{_label(r.spec)} — {error if said else f'{words}: {error}'}" + (f" → {advice}" if advice else ""))
     return out

@@ -22,6 +22,7 @@ class Cell:
     timing: Timing | None
     error: str | None = None
     work_per_s: float | None = None  # e.g. FLOP/s, from the workload's metric
+    failure: str | None = None  # the failure kind (failures.py) of a failed point
 
     @property
     def ok(self) -> bool:
@@ -58,7 +59,7 @@ def device_order(names) -> list[str]:
 
 def _cell(result: CaseResult, work_metric: str | None) -> Cell:
     if result.status != "ok" or result.timing is None:
-        return Cell(result.spec.device, None, result.error)
+        return Cell(result.spec.device, None, result.error, failure=result.failure)
     work = result.metrics.get(work_metric) if work_metric else None
     rate = work / result.timing.median_s if work and result.timing.median_s > 0 else None
     return Cell(result.spec.device, result.timing, None, rate)

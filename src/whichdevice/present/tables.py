@@ -58,8 +58,8 @@ def busy_text(timing: Timing | None) -> str:
 def _median_text(cell: Cell | None) -> GridCell:
     if cell is None:
         return GridCell("—")
-    if not cell.ok:
-        return GridCell("failed", "bad")
+    if not cell.ok:  # the kind in short; the full reason is in the failures list
+        return GridCell(f"failed: {cell.failure.replace('_', ' ')}" if cell.failure else "failed", "bad")
     t = cell.timing
     return GridCell(f"{seconds(t.median_s)} ± {seconds(t.iqr_s / 2)}")
 
