@@ -150,7 +150,7 @@ def test_memory_limit_reaches_the_child_and_the_report_says_out_of_memory(tmp_pa
 
     rec = load_run(path)
     by_n = {r.spec.params["n"]: r for r in rec.results}
-    assert by_n[16].failure == "out_of_memory" and "over the memory limit of 0.60 GiB" in by_n[16].error
+    assert by_n[16].failure == "out_of_memory" and "over the memory limit of 0.600 GiB" in by_n[16].error
     assert by_n[8].status == "ok" and by_n[24].status == "ok"
     assert rec.options["memory_limit_gib"] == 0.6
     flat = " ".join(out.split())

@@ -46,7 +46,7 @@ def test_a_case_over_the_memory_limit_is_killed_and_recorded(monkeypatch):
     out = runner.run_job(_job(), case_timeout_s=60, memory_limit_bytes=limit)
     by_n = {r.spec.params["n"]: r for r in out.results}
     assert by_n[8].status == "failed" and by_n[8].failure == "out_of_memory"
-    assert "over the memory limit of 0.59 GiB" in by_n[8].error and by_n[8].wall_s > 0
+    assert "over the memory limit of 0.586 GiB" in by_n[8].error and by_n[8].wall_s > 0
     assert by_n[4].status == "ok" and by_n[16].status == "ok"
 
 

@@ -265,8 +265,8 @@ def _run_child(job_path, out_path, err_path, env_extra, outcome, case_timeout_s,
         now = time.monotonic()
         rss = memory.rss() if memory_limit_bytes else 0
         if memory_limit_bytes and rss > memory_limit_bytes:
-            stopped = (f"{failures.MEMORY_LIMIT_PREFIX} {rss / 2**30:.2f} GiB, over the memory limit of "
-                       f"{memory_limit_bytes / 2**30:.2f} GiB (--memory-limit); killed", "out_of_memory")
+            stopped = (f"{failures.MEMORY_LIMIT_PREFIX} {rss / 2**30:.3f} GiB, over the memory limit of "
+                       f"{memory_limit_bytes / 2**30:.3f} GiB (--memory-limit); killed", "out_of_memory")
         elif not said_hello and not is_discovery and now - started > startup_timeout_s:
             stopped = (f"{failures.TIMEOUT_PREFIX}: the framework did not start within {startup_timeout_s:.0f} s",
                        "not_started")
