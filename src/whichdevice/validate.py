@@ -54,15 +54,15 @@ def parse_choice(text: str, argument: str, choices: tuple[str, ...]) -> str:
     return v
 
 
-def parse_positive_float(text: str | None, argument: str, example: str) -> float | None:
+def parse_positive_float(text: str | None, argument: str, example: str, unit: str = "seconds") -> float | None:
     if text is None:
         return None
     try:
         v = float(text)
     except ValueError:
-        raise UsageError(argument, f"'{text}' is not a number", f"Pass a positive number of seconds, e.g. {argument} {example}.") from None
+        raise UsageError(argument, f"'{text}' is not a number", f"Pass a positive number of {unit}, e.g. {argument} {example}.") from None
     if not math.isfinite(v) or v <= 0:
-        raise UsageError(argument, f"{text} is not a positive number", f"Pass a positive number of seconds, e.g. {argument} {example}.")
+        raise UsageError(argument, f"{text} is not a positive number", f"Pass a positive number of {unit}, e.g. {argument} {example}.")
     return v
 
 
@@ -126,13 +126,10 @@ MIN_MEMORY_LIMIT_GIB = 0.5  # a framework's import alone takes a few hundred MiB
 
 def parse_memory_limit(text: str | None, argument: str = "--memory-limit") -> int | None:
     """``--memory-limit GIB`` -> bytes (None: the runner's default, 90 % of RAM)."""
-    if text is None:
+    gib = parse_positive_float(text, argument, "8", unit="GiB")
+    if gib is None:
         return None
-    try:
-        gib = float(text)
-    except ValueError:
-        raise UsageError(argument, f"'{text}' is not a number", f"Pass GiB, e.g. {argument} 8.") from None
-    if not math.isfinite(gib) or gib < MIN_MEMORY_LIMIT_GIB:
+    if gib < MIN_MEMORY_LIMIT_GIB:
         raise UsageError(argument, f"{text} GiB is too small to run a framework",
                          f"Pass at least {MIN_MEMORY_LIMIT_GIB:g} GiB, e.g. {argument} 8 (default: 90% of RAM).")
     return int(gib * 2**30)
