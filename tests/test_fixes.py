@@ -42,3 +42,26 @@ def test_noise_gives_no_significant_change():
     (fix,) = ab_fixes(rec, "jit", False)
     assert not fix.comparison.significant
     assert "no significant change" in fix.describe()
+
+
+def _spe_grid(times):
+    return make_record([_r("CPU:0", [t * 0.99, t, t * 1.01], kind="fit", example="ex2", batch=10,
+                           steps_per_execution=spe) for spe, t in times.items()], "train")
+
+
+def test_the_smallest_setting_within_90_percent_of_the_best_is_recommended():
+    from whichdevice.analysis.suite import _spe_recommendation
+
+    # 1 -> 5 -> 20 -> 100: 2x, 3.8x, 4x: 20 reaches 95 % of the best (100) and is smaller.
+    rec = _spe_recommendation(_spe_grid({1: 1.0, 5: 0.5, 20: 0.263, 100: 0.25}))
+    assert rec.results[0].startswith("CPU:0: steps_per_execution 1 -> 20: 3.8")
+    assert "best in the grid: steps_per_execution 100 at 4x" in rec.results[0] and "reaches 95% of the best" in rec.results[0]
+    assert rec.note == "CPU:0 grid (samples/s vs steps_per_execution 1): 5: 2x, 20: 3.8x, 100: 4x"
+
+
+def test_a_grid_where_nothing_helps_recommends_nothing():
+    from whichdevice.analysis.suite import _spe_recommendation
+
+    rec = _spe_recommendation(_spe_grid({1: 1.0, 5: 1.001, 20: 0.999, 100: 1.2}))  # the last is slower
+    assert rec.results[0] == ("CPU:0: no steps_per_execution in the grid (5, 20, 100) is significantly faster "
+                              "than steps_per_execution 1")

@@ -30,9 +30,11 @@ def test_suite_verdict_on_a_recorded_cpu_run():
     assert placement.measured and "AsString" in placement.results[0]  # the built-in no-GPU-kernel op
     assert "tf.py_function" in by_name["Reduce Python-side preprocessing"].results[0]
     assert any(line.startswith("Input pipeline (seed 003)") for line in v.headline)
-    # The recorded CPU run: steps_per_execution=20 helps the batch-10 fit (3.4x there).
-    spe = by_name["steps_per_execution"].results[0]
-    assert "faster" in spe
+    # The recorded CPU run: steps_per_execution=20 helps the batch-10 fit (2.68x there); its grid
+    # (recorded before the grid had 5 and 100) is the one value, so it is the best and recommended.
+    spe = by_name["steps_per_execution"]
+    assert spe.results[0].startswith("CPU:0: steps_per_execution 1 -> 20:") and "reaches 100% of the best" in spe.results[0]
+    assert spe.note.endswith("20: 2.68x")
     assert any(f.rule == "compute_bound" and f.device == "CPU:0" for f in v.findings)
 
 

@@ -196,7 +196,8 @@ def fix_grid(v: SuiteVerdict, *, with_how: bool = True) -> Grid:
     rows = []
     for rec in v.recommendations:
         status = GridCell("measured", "good") if rec.measured else GridCell("not measured", "neutral")
-        detail = "\n".join(rec.results) if rec.results else rec.note
+        # The terminal gets the measured lines; the report (with_how) also the grid each was chosen from.
+        detail = "\n".join(rec.results + ([rec.note] if with_how and rec.note else [])) if rec.results else rec.note
         row = [GridCell(f"{rec.order}. {rec.name}"), status, GridCell(detail)]
         rows.append(row + [GridCell(rec.advice, "dim")] if with_how else row)
     headers = ["fix", "", "measured effect"] + (["how"] if with_how else [])

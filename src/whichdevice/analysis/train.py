@@ -27,6 +27,7 @@ class RunCell:
     samples_per_s: float | None = None  # steady: batch / median step
     epochs: EpochSummary | None = None
     metrics: dict[str, float] = field(default_factory=dict)
+    failure: str | None = None  # the failure kind (failures.py) of a failed run
 
     @property
     def ok(self) -> bool:
@@ -77,7 +78,7 @@ class TrainReport:
 
 def _cell(r: CaseResult) -> RunCell:
     if r.status != "ok" or r.timing is None:
-        return RunCell(r.spec.device, None, r.error)
+        return RunCell(r.spec.device, None, r.error, failure=r.failure)
     batch = r.metrics.get("samples_per_step")
     rate = batch / r.timing.median_s if batch and r.timing.median_s > 0 else None
     epochs = [r.metrics[f"epoch_{i}_s"] for i in range(1, 1000) if f"epoch_{i}_s" in r.metrics]
