@@ -107,3 +107,15 @@ def test_cases_past_the_deadline_are_recorded_as_skipped():
     out = runner.run_job(job, case_timeout_s=60)
     assert [r.status for r in out.results] == ["failed"] * 3
     assert all("budget" in r.error and r.failure == "skipped" for r in out.results)
+
+
+def test_the_default_memory_limit_follows_a_lower_container_limit(tmp_path, monkeypatch):
+    v2 = tmp_path / "memory.max"
+    monkeypatch.setattr(runner, "CGROUP_LIMIT_FILES", (str(v2), str(tmp_path / "absent")))
+    v2.write_text("max\n")  # no container limit: physical RAM
+    import psutil
+
+    assert runner.usable_memory() == psutil.virtual_memory().total
+    v2.write_text(f"{2 << 30}\n")
+    assert runner.usable_memory() == 2 << 30
+    assert runner.default_memory_limit() == int(0.9 * (2 << 30))

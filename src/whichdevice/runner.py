@@ -9,7 +9,7 @@ The child streams JSON lines (see ``child.py``); the parent polls the file, so a
 case is never lost, whatever happens to the child afterwards.
 
 The parent also holds the child to a memory limit (``memory_limit_bytes``, default 90 % of
-physical RAM): it reads the resident memory of the child and its helpers at every poll and
+physical RAM or of the container's cgroup limit when lower): it reads the resident memory of the child and its helpers at every poll and
 kills the child when they go over, before the machine swaps or the OS's OOM killer picks a
 victim. A case that allocates faster than the poll (50 ms) can still meet the OS first: that
 death is recorded as SIGKILL, "out of memory?".
@@ -39,8 +39,26 @@ DEFAULT_STARTUP_TIMEOUT_S = 180.0
 DEFAULT_MEMORY_SHARE = 0.9  # of physical RAM: the default memory limit of a child
 
 
+# Where a container's memory limit is (cgroup v2, then v1): inside one, the kernel's OOM killer
+# acts at that limit, not at the host's RAM that psutil reports.
+CGROUP_LIMIT_FILES = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
+def usable_memory() -> int:
+    """Physical RAM, or this process's cgroup memory limit when that is lower."""
+    total = psutil.virtual_memory().total
+    for path in CGROUP_LIMIT_FILES:
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():  # "max" (v2) or a huge number (v1) when there is no limit
+            return min(total, int(text))
+    return total
+
+
 def default_memory_limit() -> int:
-    return int(DEFAULT_MEMORY_SHARE * psutil.virtual_memory().total)
+    return int(DEFAULT_MEMORY_SHARE * usable_memory())
 
 
 def memory_limit_gib(limit_bytes: int | None) -> float:
