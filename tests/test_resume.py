@@ -278,3 +278,23 @@ def test_a_well_formed_but_wrong_line_is_a_corrupt_journal(tmp_path, line):
         f.write(line + "\n" + '{"type": "result", "resu')  # a cut-short last line after it
     with pytest.raises(UsageError, match="corrupt at line 2"):
         Journal.read(j.path)
+
+
+def test_ctrl_c_exits_130_and_says_how_to_resume(tmp_path):
+    # SIGINT as a terminal's Ctrl-C sends it (restored to the default: a background job ignores it).
+    out_dir = tmp_path / "res"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "whichdevice", "matmul", "--framework", "numpy", "--sizes", "8,16,32,64,128,256",
+         "--min-time", "1", "--out", str(out_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 60
+    while not list(out_dir.glob(f"*{SUFFIX}")) and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    (journal,) = out_dir.glob(f"*{SUFFIX}")
+    assert proc.returncode == 130, err
+    assert f"whichdevice matmul --resume {journal}" in " ".join(err.split()), err
+    assert "Traceback" not in err

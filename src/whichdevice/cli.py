@@ -11,7 +11,7 @@ import sys
 import typer
 from rich.markup import escape
 
-from whichdevice import experiment
+from whichdevice import experiment, journal
 from whichdevice.commands import run as _run  # noqa: F401  (each import registers its commands, in --help order)
 from whichdevice.commands import matmul as _matmul  # noqa: F401
 from whichdevice.commands import train as _train  # noqa: F401
@@ -34,7 +34,7 @@ _CLICK_USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ ==
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors become one line on stderr and exit code 2."""
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
     except UsageError as e:
         err_console.print(f"error: {escape(str(e))}", soft_wrap=True)
         sys.exit(2)
@@ -51,6 +51,25 @@ def main(argv: list[str] | None = None) -> None:
     except experiment.FrameworkUnavailable as e:
         err_console.print(f"error: {escape(str(e))}", soft_wrap=True)
         sys.exit(1)
+    # Without standalone mode typer returns an Exit's code instead of raising it; Ctrl-C is Exit(130).
+    if isinstance(code, int) and code == INTERRUPTED:
+        _say_interrupted()
+    if isinstance(code, int) and code != 0:
+        sys.exit(code)
+
+
+INTERRUPTED = 130  # the shell's code for a process ended by SIGINT (Ctrl-C)
+
+
+def _say_interrupted() -> None:
+    """Ctrl-C: what was finished is in the journal; say how to finish the run."""
+    path = journal.active
+    if path is not None and path.exists():
+        experiment_name = journal.Journal.read(path, part=True).header.get("experiment", "run")
+        err_console.print(f"Interrupted. The finished cases are kept in {escape(str(path))}; finish the run with: "
+                          f"whichdevice {escape(experiment_name)} --resume {escape(str(path))}", soft_wrap=True)
+    else:
+        err_console.print("Interrupted.")
 
 
 if __name__ == "__main__":

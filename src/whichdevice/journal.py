@@ -55,6 +55,11 @@ def _header(path: Path) -> dict:
     return obj if isinstance(obj, dict) and obj.get("type") == "header" else {}
 
 
+# The journal of the run in progress in this process (a top-level one: not a part), so an
+# interrupted command can say how to resume it (cli.py).
+active: Path | None = None
+
+
 def _result(raw: dict) -> CaseResult:
     """A journaled result; one from before failure kinds (schema 1) gets its kind from its text."""
     if raw.get("status") == "failed" and "failure" not in raw:
@@ -68,12 +73,15 @@ class Journal:
 
     @classmethod
     def create(cls, path: Path, header: dict) -> Journal:
+        global active
         j = cls(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             f.write(json.dumps({"type": "header", **header}) + "\n")
             f.flush()
             os.fsync(f.fileno())
+        if not header.get("part_of"):
+            active = Path(path)
         return j
 
     def _append(self, obj: dict) -> None:
@@ -89,13 +97,17 @@ class Journal:
         self._append({"type": "session", "session": session.model_dump(mode="json")})
 
     def finish(self) -> None:
+        global active
         self.path.unlink(missing_ok=True)
+        if active == self.path:
+            active = None
 
     @staticmethod
     def read(path: Path | str, argument: str = "--resume", experiment: str | None = None,
              part: bool = False) -> JournalState:
         """Read a journal; a cut-short last line (the run was killed mid-write) is ignored.
         A part journal (header ``part_of``) is refused unless ``part``: its run resumes it."""
+        global active
         p = Path(path)
         if p.is_dir():
             found = sorted(f for f in p.glob(f"*{SUFFIX}") if not _header(f).get("part_of"))
@@ -141,4 +153,6 @@ class Journal:
         if experiment and state.header.get("experiment") != experiment:
             raise UsageError(argument, f"'{p}' is a journal of `{state.header.get('experiment')}`, not `{experiment}`",
                              f"Resume it with `whichdevice {state.header.get('experiment')} --resume`.")
+        if not top:
+            active = p
         return state
