@@ -280,8 +280,10 @@ def test_a_well_formed_but_wrong_line_is_a_corrupt_journal(tmp_path, line):
         Journal.read(j.path)
 
 
-def test_ctrl_c_exits_130_and_says_how_to_resume(tmp_path):
-    # SIGINT as a terminal's Ctrl-C sends it (restored to the default: a background job ignores it).
+@pytest.mark.parametrize("sig, code, word", [(signal.SIGINT, 130, "Interrupted"), (signal.SIGTERM, 143, "Terminated")])
+def test_ctrl_c_or_sigterm_exits_and_says_how_to_resume(tmp_path, sig, code, word):
+    # SIGINT as a terminal's Ctrl-C sends it (restored to the default: a background job ignores it);
+    # SIGTERM as a batch scheduler's time limit or `kill` sends it.
     out_dir = tmp_path / "res"
     proc = subprocess.Popen(
         [sys.executable, "-m", "whichdevice", "matmul", "--framework", "numpy", "--sizes", "8,16,32,64,128,256",
@@ -292,9 +294,10 @@ def test_ctrl_c_exits_130_and_says_how_to_resume(tmp_path):
     while not list(out_dir.glob(f"*{SUFFIX}")) and time.time() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     (journal,) = out_dir.glob(f"*{SUFFIX}")
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
+    assert f"{word}. The finished cases are kept in" in err
     assert f"whichdevice matmul --resume {journal}" in " ".join(err.split()), err
     assert "Traceback" not in err

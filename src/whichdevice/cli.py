@@ -6,6 +6,7 @@ on the shared typer app; this module only turns bad input into one line and exit
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import typer
@@ -31,8 +32,25 @@ from whichdevice.errors import UsageError
 _CLICK_USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (a batch scheduler's time limit, `kill`): unwound like Ctrl-C, so the run says
+    how to resume instead of vanishing."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    global _terminated
+    _terminated = True
+    raise _Terminated()
+
+
+_terminated = False
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors become one line on stderr and exit code 2."""
+    global _terminated
+    _terminated = False
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         code = app(args=argv, standalone_mode=False)
     except UsageError as e:
@@ -51,25 +69,30 @@ def main(argv: list[str] | None = None) -> None:
     except experiment.FrameworkUnavailable as e:
         err_console.print(f"error: {escape(str(e))}", soft_wrap=True)
         sys.exit(1)
-    # Without standalone mode typer returns an Exit's code instead of raising it; Ctrl-C is Exit(130).
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    # Without standalone mode typer returns an Exit's code instead of raising it; Ctrl-C (and
+    # SIGTERM, through _on_sigterm) is Exit(130).
     if isinstance(code, int) and code == INTERRUPTED:
-        _say_interrupted()
+        code = TERMINATED if _terminated else INTERRUPTED
+        _say_interrupted("Terminated" if _terminated else "Interrupted")
     if isinstance(code, int) and code != 0:
         sys.exit(code)
 
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT (Ctrl-C)
+TERMINATED = 143  # ... and by SIGTERM
 
 
-def _say_interrupted() -> None:
-    """Ctrl-C: what was finished is in the journal; say how to finish the run."""
+def _say_interrupted(what: str) -> None:
+    """What was finished is in the journal; say how to finish the run."""
     path = journal.active
     if path is not None and path.exists():
         experiment_name = journal.Journal.read(path, part=True).header.get("experiment", "run")
-        err_console.print(f"Interrupted. The finished cases are kept in {escape(str(path))}; finish the run with: "
+        err_console.print(f"{what}. The finished cases are kept in {escape(str(path))}; finish the run with: "
                           f"whichdevice {escape(experiment_name)} --resume {escape(str(path))}", soft_wrap=True)
     else:
-        err_console.print("Interrupted.")
+        err_console.print(f"{what}.")
 
 
 if __name__ == "__main__":
