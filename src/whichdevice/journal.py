@@ -22,9 +22,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from whichdevice import failures
 from whichdevice.errors import UsageError
-from whichdevice.records import CaseResult, Session
+from whichdevice.records import CaseResult, Session, result_v1_to_v2
 
 SUFFIX = ".partial.jsonl"
 
@@ -58,13 +57,6 @@ def _header(path: Path) -> dict:
 # The journal of the run in progress in this process (a top-level one: not a part), so an
 # interrupted command can say how to resume it (cli.py).
 active: Path | None = None
-
-
-def _result(raw: dict) -> CaseResult:
-    """A journaled result; one from before failure kinds (schema 1) gets its kind from its text."""
-    if raw.get("status") == "failed" and "failure" not in raw:
-        raw = {**raw, "failure": failures.of_text(raw.get("error"))}
-    return CaseResult.model_validate(raw)
 
 
 class Journal:
@@ -135,7 +127,8 @@ class Journal:
             else:
                 try:
                     if kind == "result":
-                        state.results.append(_result(obj["result"]))
+                        # a result journaled before failure kinds (schema 1) gets its kind from its text
+                        state.results.append(CaseResult.model_validate(result_v1_to_v2(obj["result"])))
                     elif kind == "session":
                         state.sessions.append(Session.model_validate(obj["session"]))
                 except (KeyError, TypeError, AttributeError, ValidationError):

@@ -271,15 +271,19 @@ def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:
         ) from None
 
 
+def result_v1_to_v2(raw: dict) -> dict:
+    """One result's JSON: version 2 added ``failure`` to a failed result; derive it from the
+    error text, the only thing version 1 wrote about a failure (also used for journals)."""
+    if isinstance(raw, dict) and raw.get("status") == "failed" and "failure" not in raw:
+        return {**raw, "failure": failures.of_text(raw.get("error"))}
+    return raw
+
+
 def _v1_to_v2(data: dict) -> dict:
-    """Version 2 added ``failure`` to each failed result: derive it from the error text,
-    the only thing version 1 wrote about a failure."""
     results = data.get("results")
     if not isinstance(results, list):
         return data  # validation says what is wrong
-    return {**data, "results": [
-        {**r, "failure": failures.of_text(r.get("error"))} if isinstance(r, dict) and r.get("status") == "failed"
-        else r for r in results]}
+    return {**data, "results": [result_v1_to_v2(r) for r in results]}
 
 
 # version -> the function that turns a record of that version into the next version.
