@@ -296,10 +296,10 @@ def _suite(name: str, cases_for_found, *, budget_s, devices, cpu_threads, framew
     experiment.require_installed(framework)
     found = experiment.discover(framework)
     chosen = experiment.select_devices(found, wanted)
-    with tempfile.TemporaryDirectory() as tmp:  # the journal of an API run lives only as long as the call
-        record = measure_suite(name, framework, found, chosen, cases_for_found(found), budget_s=budget,
-                               threads=threads, json_file=Path(tmp) / f"{name}.json", resumed=None,
-                               header_options={}, options=options, min_time_s=0.05)
+    # No journal: an API call that is interrupted has no command line to resume it from.
+    record = measure_suite(name, framework, found, chosen, cases_for_found(found), budget_s=budget,
+                           threads=threads, command=["whichdevice", *sys.argv[1:]], journal=None, resumed=None,
+                           options=options, min_time_s=0.05)
     return SuiteResult(record)
 
 

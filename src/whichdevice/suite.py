@@ -8,11 +8,10 @@ and the crossovers come first, the fixes after them, the large seed-002/ex3 runs
 
 from __future__ import annotations
 
-import sys
 import time
 
 from whichdevice import experiment, frameworks, runner
-from whichdevice.journal import Journal, JournalState, journal_path
+from whichdevice.journal import Journal, JournalState
 from whichdevice.records import CaseSpec, RunRecord
 from whichdevice.timing import TimingPolicy
 from whichdevice.workloads import matmul as matmul_workload
@@ -122,14 +121,13 @@ def user_cases(framework: str, device: str, *, user: dict, batch: int, samples: 
     return cases
 
 
-def measure_suite(name: str, fw: str, found, chosen, cases_for, *, budget_s: float, threads: int | None, json_file,
-                  resumed: JournalState | None, header_options: dict, options: dict, min_time_s: float,
-                  on_total=None, on_start=None, on_result=None, memory_limit_bytes: int | None = None) -> RunRecord:
+def measure_suite(name: str, fw: str, found, chosen, cases_for, *, budget_s: float, threads: int | None,
+                  command: list[str], journal: Journal | None, resumed: JournalState | None, options: dict,
+                  min_time_s: float, on_total=None, on_start=None, on_result=None,
+                  memory_limit_bytes: int | None = None) -> RunRecord:
     """One child per device, each with ``budget_s`` from its start; every finished case is
-    journaled beside ``json_file`` (``--resume`` reads it back)."""
+    appended to ``journal`` (``--resume`` reads it back; ``resumed``: the cases it had)."""
     policy = TimingPolicy(min_time_s=min_time_s)
-    journal = Journal(journal_path(json_file)) if resumed else Journal.create(journal_path(json_file), {
-        "experiment": name, "json_file": str(json_file.absolute()), "options": header_options})
     if on_total:
         on_total(sum(len(cases_for(d)) for d in chosen))
     sessions, results, notes = [], [], []
@@ -145,5 +143,4 @@ def measure_suite(name: str, fw: str, found, chosen, cases_for, *, budget_s: flo
     options = {"budget_s": budget_s, "devices": [d.name for d in chosen], "min_time_s": min_time_s,
                "cpu_threads": threads, "framework": fw,
                "memory_limit_gib": runner.memory_limit_gib(memory_limit_bytes), **options}
-    return experiment.make_record(name, ["whichdevice", *sys.argv[1:]], options, fw, found, sessions, results,
-                                  notes)
+    return experiment.make_record(name, command, options, fw, found, sessions, results, notes)

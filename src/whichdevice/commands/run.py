@@ -104,11 +104,10 @@ def _run_one(plan: RunPlan, resumed: JournalState | None) -> records.RunRecord:
     found = experiment.discover(fw)
     chosen = experiment.select_devices(found, plan.devices_wanted)
     gpu_present = bool(found.gpus)
-    record = _measure_suite("run", fw, found, chosen, lambda d: suite_cases(fw, d.name, gpu_present=gpu_present),
-                            budget_s=plan.budget_s, threads=plan.cpu_threads, json_file=Path(plan.json_file),
-                            resumed=resumed, header_options=dataclasses.asdict(plan), options={},
-                            memory_limit_bytes=plan.memory_limit_bytes)
-    return record.model_copy(update={"command": plan.command})
+    return _measure_suite("run", fw, found, chosen, lambda d: suite_cases(fw, d.name, gpu_present=gpu_present),
+                          budget_s=plan.budget_s, threads=plan.cpu_threads, command=plan.command,
+                          journal=open_journal("run", plan, resumed), resumed=resumed, options={},
+                          memory_limit_bytes=plan.memory_limit_bytes)
 
 
 def _part_json(json_file: Path, fw: str) -> Path:
@@ -136,19 +135,18 @@ def _run_frameworks(plan: RunPlan, resumed: JournalState | None) -> records.RunR
         part_plan = dataclasses.replace(plan, frameworks=[f], json_file=str(part_json))
         path = journal_path(part_json)
         if resumed is not None and path.exists():
-            state = Journal.read(path, "--resume", experiment="run", part=True)
-        else:  # created here (naming the run it belongs to); measure_suite appends to it
-            header = {**journal_header("run", part_plan), "part_of": str(top.path.absolute())}
-            Journal.create(path, header)
-            state = JournalState(header={"type": "header", **header})
+            state, journal = Journal.read(path, "--resume", experiment="run", part=True), Journal(path)
+        else:  # a part journal names the run it belongs to
+            state = None
+            journal = Journal.create(path, {**journal_header("run", part_plan), "part_of": str(top.path.absolute())})
         gpu = bool(found.gpus)
         parts.append(_measure_suite("run", f, found, chosen,
                                     lambda d, f=f, gpu=gpu: suite_cases(f, d.name, gpu_present=gpu),
-                                    budget_s=plan.budget_s, threads=plan.cpu_threads, json_file=part_json,
-                                    resumed=state, header_options=dataclasses.asdict(part_plan), options={},
+                                    budget_s=plan.budget_s, threads=plan.cpu_threads, command=plan.command,
+                                    journal=journal, resumed=state, options={},
                                     memory_limit_bytes=plan.memory_limit_bytes))
     options = {**parts[0].options, "framework": ",".join(plan.frameworks)}
-    return experiment.merge_records(parts, options).model_copy(update={"command": plan.command})
+    return experiment.merge_records(parts, options)
 
 
 def _measure_suite(name, fw, found, chosen, cases_for, **kw) -> records.RunRecord:
@@ -238,11 +236,10 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None) -> None:
     record = _measure_suite(
         "diagnose", fw, found, chosen,
         lambda d: user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples),
-        budget_s=plan.budget_s, threads=plan.cpu_threads, json_file=json_file, resumed=resumed,
-        header_options=dataclasses.asdict(plan),
+        budget_s=plan.budget_s, threads=plan.cpu_threads, command=plan.command,
+        journal=open_journal("diagnose", plan, resumed), resumed=resumed,
         options={"model": plan.model, "data": plan.data, "batch": plan.batch, "samples": plan.samples},
         memory_limit_bytes=plan.memory_limit_bytes)
-    record = record.model_copy(update={"command": plan.command})
     render_run(record, json_file.with_suffix(".png"), loglog=True)
     write_record(record, json_file, None)
     Journal(journal_path(json_file)).finish()
