@@ -95,11 +95,12 @@ def run_matmul(opts: MatmulOptions, *, on_start: Callable[[str], None] | None = 
                on_result: Callable[[CaseResult], None] | None = None,
                on_total: Callable[[int], None] | None = None,
                journal_to: Path | None = None, journal_header: dict | None = None,
-               resumed: JournalState | None = None) -> RunRecord:
+               resumed: JournalState | None = None, command: list[str] | None = None) -> RunRecord:
     """Discover devices, run the sweep (one child per device), return the record.
 
     ``journal_to``: append every finished case there (created once devices are known,
-    or continued when ``resumed`` holds what an interrupted run had finished)."""
+    or continued when ``resumed`` holds what an interrupted run had finished). ``command``:
+    the record's command line (default: this process's)."""
     experiment.require_installed(opts.framework)
     found = experiment.discover(opts.framework)
     chosen = experiment.select_devices(found, opts.devices)
@@ -120,8 +121,8 @@ def run_matmul(opts: MatmulOptions, *, on_start: Callable[[str], None] | None = 
                "min_time_s": opts.min_time_s, "quick": opts.quick, "cpu_threads": opts.cpu_threads,
                "case_timeout_s": opts.case_timeout_s, "framework": opts.framework,
                "memory_limit_gib": runner.memory_limit_gib(opts.memory_limit_bytes)}
-    return experiment.make_record("matmul", ["whichdevice", *sys.argv[1:]], options, opts.framework, found,
-                                  sessions, results, notes)
+    return experiment.make_record("matmul", command or ["whichdevice", *sys.argv[1:]], options, opts.framework,
+                                  found, sessions, results, notes)
 
 
 def matmul_report(record: RunRecord, png: Path, *, loglog: bool = True) -> tuple[list[Table], str]:

@@ -80,12 +80,10 @@ def matmul(
             on_total=lambda n: bar.update(task, total=n),
             on_start=lambda key: bar.update(task, description=escape(describe_key(key))),
             on_result=lambda r: bar.advance(task),
-            journal_to=journal_path(json_file), resumed=resumed,
+            journal_to=journal_path(json_file), resumed=resumed, command=command,  # a resumed run keeps its own
             journal_header={"json_file": str(json_file.absolute()), "png_file": str(png.absolute()),
                             "linear": linear, "command": command},
         )
-    if command:  # a resumed run's record names the command that started it
-        record = record.model_copy(update={"command": command})
     render_matmul(record, png, loglog=not linear)
     write_record(record, json_file, png)
     Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
