@@ -9,9 +9,9 @@ The child streams JSON lines (see ``child.py``); the parent polls the file, so a
 case is never lost, whatever happens to the child afterwards.
 
 The parent also holds the child to a memory limit (``memory_limit_bytes``, default 90 % of
-physical RAM or of the container's cgroup limit when lower): it reads the resident memory of the child and its helpers at every poll and
-kills the child when they go over, before the machine swaps or the OS's OOM killer picks a
-victim. A case that allocates faster than the poll (50 ms) can still meet the OS first: that
+physical RAM, or of the container's cgroup limit when lower): it reads the resident memory of
+the child and its helpers at every poll and kills the child when they go over, before the
+machine swaps or the OS's OOM killer picks a victim. A case that allocates faster than the poll (50 ms) can still meet the OS first: that
 death is recorded as SIGKILL, "out of memory?".
 """
 

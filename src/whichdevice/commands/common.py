@@ -35,6 +35,8 @@ console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
 DEFAULT_OUT = Path("whichdevice-results")
+MEMORY_LIMIT_HELP = ("GiB the measuring process may hold before its case is stopped and recorded as out of memory "
+                     "(default: 90% of RAM, or of the container's limit when lower).")
 MAX_MATMUL_N = 32768  # two float32 operands + result = 12 GiB: beyond that, not a laptop question
 
 

@@ -20,6 +20,7 @@ from whichdevice.analysis.pipeline import (
 )
 from whichdevice.commands.common import (
     DEFAULT_OUT,
+    MEMORY_LIMIT_HELP,
     REPORTERS,
     app,
     command_line,
@@ -104,7 +105,7 @@ def pipeline(
     quick: bool = typer.Option(False, "--quick", help=f"{wl.QUICK_IMAGES} images of {wl.QUICK_SIZE}x{wl.QUICK_SIZE}, {QUICK_MIN_TIME_S:g} s per point: under 60 s on 2 cores."),
     min_time: Optional[str] = typer.Option(None, "--min-time", help=f"Seconds of steady samples per measurement (default 0.2; {QUICK_MIN_TIME_S:g} with --quick)."),
     cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit TensorFlow to N threads (default: all cores)."),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help="GiB the measuring process may hold before its case is stopped and recorded as out of memory (default: 90% of RAM)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
     case_timeout: str = typer.Option("600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the PNG plot and the HTML report."),
