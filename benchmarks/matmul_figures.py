@@ -35,7 +35,7 @@ def harness_overhead() -> dict:
 import json, os, time
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 from whichdevice.frameworks.tensorflow import sync
-from whichdevice.timing import TimingPolicy, measure, measure_overhead
+from whichdevice.core.timing import TimingPolicy, measure, measure_overhead
 ov = measure_overhead(time.perf_counter, sync.sync, reps=200)
 raw = measure(lambda: None, sync=sync.sync, policy=TimingPolicy(min_time_s=0.5))
 print(json.dumps({"clock_plus_sync_s": ov, "empty_call_s": sorted(raw.samples_s)[len(raw.samples_s)//2],

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from whichdevice.analysis.pipeline import analyze_pipeline
-from whichdevice.records import load_run
+from whichdevice.core.records import load_run
 
 RUNS = {
     "quick": ["--quick"],

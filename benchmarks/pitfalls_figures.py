@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from whichdevice.analysis.pitfalls import analyze_pitfalls
-from whichdevice.present.units import seconds
-from whichdevice.records import load_run
+from whichdevice.core.units import seconds
+from whichdevice.core.records import load_run
 
 
 def timed(args: list[str]) -> float:
@@ -27,7 +27,7 @@ def timed(args: list[str]) -> float:
 
 def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "bench-pitfalls")
-    exe = [sys.executable, "-m", "whichdevice.cli"]
+    exe = [sys.executable, "-m", "whichdevice.cli.app"]
     full = out / "pitfalls.json"
     wall = {
         "pitfalls": timed([*exe, "pitfalls", "--out", str(out), "--json", str(full)]),

@@ -49,7 +49,7 @@ def trace(batches: list[int]) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    from whichdevice import deviceprofile
+    from whichdevice.analysis import deviceprofile
     from whichdevice.analysis.prediction import crossover_ratio, description_from_metrics, validate_on_probe
 
     probe = json.loads(PROBE.read_text())

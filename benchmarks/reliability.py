@@ -37,8 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from whichdevice import runner
-from whichdevice.journal import SUFFIX
+from whichdevice.measure import runner
+from whichdevice.measure.journal import SUFFIX
 from whichdevice.workloads.matmul import build_cases
 
 POLICY = {"min_time_s": 0.01, "warmup_calls": 0, "min_samples": 2, "max_samples": 5, "target_blocks": 2,
@@ -127,7 +127,7 @@ def _cli(args: list[str], out_dir: Path) -> list[str]:
 
 
 def _keys(record: Path) -> list[str]:
-    from whichdevice.records import CaseSpec
+    from whichdevice.core.records import CaseSpec
 
     return [CaseSpec.model_validate(r["spec"]).key for r in json.loads(record.read_text())["results"]]
 

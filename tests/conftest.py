@@ -13,14 +13,14 @@ def h100_probe():
 
 def timing_of(seconds: float):
     """A one-sample Timing from a recorded median (the reference kept no raw samples)."""
-    from whichdevice.records import Timing
+    from whichdevice.core.records import Timing
 
     return Timing(first_call_s=seconds, warmup_s=[seconds], samples_s=[seconds], number_per_sample=1,
                   overhead_s=0.0)
 
 
 def make_record(results, experiment="matmul"):
-    from whichdevice.records import MachineInfo, RunRecord
+    from whichdevice.core.records import MachineInfo, RunRecord
 
     machine = MachineInfo(hostname="ref", os="Linux", python="3.12", cpu_model="Xeon", cpu_cores_logical=16,
                           cpu_cores_physical=16, ram_bytes=128 * 2**30)
@@ -30,7 +30,7 @@ def make_record(results, experiment="matmul"):
 
 def h100_matmul_record(probe: dict, cpu_key: str, gpu_key: str, mode: str):
     """The reference's fp32 (tf32 off) matmul rows as a RunRecord: CPU:0 vs GPU:0."""
-    from whichdevice.records import CaseResult, CaseSpec
+    from whichdevice.core.records import CaseResult, CaseSpec
 
     results = []
     for row in probe["matmul"]:
@@ -52,7 +52,7 @@ def _private_history(tmp_path_factory, monkeypatch):
 
 def run_cli(args, capsys):
     """Run the CLI in-process: (exit code, stdout, stderr). main() exits only on errors."""
-    from whichdevice.cli import main
+    from whichdevice.cli.app import main
 
     with pytest.raises(SystemExit) as e:
         main(args)

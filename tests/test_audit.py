@@ -204,7 +204,7 @@ def test_clean_script_has_no_false_finding(tmp_path):
 # ---------------------------------------------------------------- rules on hand-made measurements
 
 def _m(i, seconds, line=10, kind="CPU", **kw):
-    from whichdevice.audit import Measurement
+    from whichdevice.audit.record import Measurement
 
     base = dict(id=i, line=line, text="t", seconds=seconds, clock="time.time", kind=kind, blocks=[], ran_on={"CPU:0": 1},
                 fn_calls=1, traces=0, instantiations=0, xla_compiles=0, new_kernels=0, sessions=0, session_runs=0,
@@ -214,7 +214,7 @@ def _m(i, seconds, line=10, kind="CPU", **kw):
 
 
 def test_first_includes_setup_needs_one_time_events_not_just_a_slow_first():
-    from whichdevice.analysis.audit import rule_first_includes_setup
+    from whichdevice.audit.rules import rule_first_includes_setup
 
     noisy = [_m(0, 0.013), _m(1, 0.007), _m(2, 0.007)]  # slow first, nothing one-time inside: noise
     assert rule_first_includes_setup({}, [], noisy) == []
@@ -226,7 +226,7 @@ def test_first_includes_setup_needs_one_time_events_not_just_a_slow_first():
 
 
 def test_different_one_time_costs_pairs_cpu_and_gpu_series_in_order():
-    from whichdevice.analysis.audit import comparisons, rule_different_one_time_costs
+    from whichdevice.audit.rules import comparisons, rule_different_one_time_costs
 
     a = _m(0, 0.5, line=36, traces=2, instantiations=1, series_len=1)
     b = _m(1, 0.1, line=45, kind="GPU", series_len=1, index_in_series=0)

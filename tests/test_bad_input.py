@@ -6,8 +6,8 @@ from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from whichdevice.errors import UsageError
-from whichdevice.validate import parse_int_list, parse_positive_float
+from whichdevice.core.errors import UsageError
+from whichdevice.core.validate import parse_int_list, parse_positive_float
 
 CASES = [
     # matmul
@@ -117,7 +117,7 @@ def test_seconds_parser_never_lets_nonsense_through(text):
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(min_value=1, max_value=1_000_000), min_size=1, max_size=4))
 def test_shape_parser_keeps_order_and_repeats(dims):
-    from whichdevice.validate import parse_shape
+    from whichdevice.core.validate import parse_shape
 
     # a shape is not a set of sizes: 28,28,1 stays (28, 28, 1), never sorted or de-duplicated
     assert parse_shape(",".join(map(str, dims))) == tuple(dims)

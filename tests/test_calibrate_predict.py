@@ -7,12 +7,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from whichdevice import deviceprofile
+from whichdevice.analysis import deviceprofile
 from whichdevice.analysis.calibration import profile_from_record
 from whichdevice.analysis.prediction import crossover_ratio, description_from_metrics, validate_on_probe
-from whichdevice.errors import UsageError
-from whichdevice.records import CaseResult, Timing
-from whichdevice.timing import TimingPolicy
+from whichdevice.core.errors import UsageError
+from whichdevice.core.records import CaseResult, Timing
+from whichdevice.core.timing import TimingPolicy
 from whichdevice.workloads import calibrate as cal_workload
 
 from conftest import DATA, make_record
@@ -109,7 +109,7 @@ def test_profile_errors_are_usage_errors(tmp_path):
 
 
 def _cli(argv, capsys):
-    from whichdevice.cli import main
+    from whichdevice.cli.app import main
 
     with pytest.raises(SystemExit) as e:
         main(argv)
@@ -174,8 +174,8 @@ def test_h100_crossover_within_2x(h100_validation):
 
 @pytest.mark.tf
 def test_real_calibrate_then_predict_on_the_cpu(tmp_path, capsys):
-    from whichdevice.cli import main
-    from whichdevice.records import load_run
+    from whichdevice.cli.app import main
+    from whichdevice.core.records import load_run
 
     out = tmp_path / "out"
     main(["calibrate", "--name", "ci-box", "--out", str(out), "--min-time", "0.02"])  # returns on success

@@ -118,7 +118,7 @@ def test_unknown_gpu_is_refused_after_discovery(tmp_path, capsys):
 
 
 def test_html_report_is_self_contained_and_escapes_record_strings(tmp_path, capsys):
-    from whichdevice.records import load_run, save_run
+    from whichdevice.core.records import load_run, save_run
 
     out_dir = tmp_path / "res"
     code, _, err = run_cli(["matmul", "--framework", "numpy", "--sizes", "8", "--mode", "steady",
@@ -146,7 +146,7 @@ def test_memory_limit_reaches_the_child_and_the_report_says_out_of_memory(tmp_pa
     code, out, err = run_cli(["matmul", "--framework", "numpy", "--sizes", "8,16,24", "--mode", "steady",
                               "--min-time", "0.02", "--memory-limit", "0.6", "--json", str(path)], capsys)
     assert code == 0, err
-    from whichdevice.records import load_run
+    from whichdevice.core.records import load_run
 
     rec = load_run(path)
     by_n = {r.spec.params["n"]: r for r in rec.results}

@@ -1,7 +1,7 @@
 from conftest import timing_of
 
 from whichdevice.analysis.compare import compare
-from whichdevice.records import Timing
+from whichdevice.core.records import Timing
 
 
 def _t(samples):

@@ -2,9 +2,9 @@
 
 import pytest
 
-from whichdevice import costmodel
-from whichdevice.costmodel import OpCost, WorkloadDescription
-from whichdevice.deviceprofile import CurvePoint, DeviceCosts
+from whichdevice.analysis import costmodel
+from whichdevice.analysis.costmodel import OpCost, WorkloadDescription
+from whichdevice.analysis.deviceprofile import CurvePoint, DeviceCosts
 
 US = 1e-6
 

@@ -2,7 +2,7 @@ import pytest
 from conftest import make_record
 
 from whichdevice.analysis.fixes import ab_fixes
-from whichdevice.records import CaseResult, CaseSpec, Timing
+from whichdevice.core.records import CaseResult, CaseSpec, Timing
 
 
 def _r(device, samples, **params):

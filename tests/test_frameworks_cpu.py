@@ -7,9 +7,9 @@ import importlib.util
 import pytest
 from conftest import run_cli
 
-from whichdevice import experiment
-from whichdevice.records import DeviceInfo, load_run
-from whichdevice.timing import TimingPolicy
+from whichdevice.measure import experiment
+from whichdevice.core.records import DeviceInfo, load_run
+from whichdevice.core.timing import TimingPolicy
 from whichdevice.workloads import train as train_workload
 
 pytestmark = pytest.mark.frameworks
@@ -106,7 +106,7 @@ def test_a_case_too_large_for_the_device_allocator_fails_alone(fw, kind, says):
     # framework's allocator on CPU:0 for two 4 TiB operands. On a GPU the same exception
     # types carry "GPU" (no GPU here: that path ran only on the CPU device).
     pytest.importorskip(fw)
-    from whichdevice import runner
+    from whichdevice.measure import runner
     from whichdevice.workloads.matmul import build_cases
 
     job = runner.Job(fw, "CPU:0", "cpu", build_cases(fw, "CPU:0", (1 << 20, 8), ["seed"], "float32"),

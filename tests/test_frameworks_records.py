@@ -7,14 +7,15 @@ import json
 import pytest
 from conftest import DATA, h100_matmul_record, make_record, timing_of
 
-from whichdevice import experiment, frameworks
+from whichdevice.measure import experiment
+from whichdevice import frameworks
 from whichdevice.analysis.fixes import ab_fixes
 from whichdevice.analysis.sweep import analyze_sweep
 from whichdevice.analysis.train import analyze_training
 from whichdevice.analysis.warmup import break_even_epochs
-from whichdevice.errors import UsageError
-from whichdevice.records import CaseResult, CaseSpec
-from whichdevice.suite import suite_cases
+from whichdevice.core.errors import UsageError
+from whichdevice.core.records import CaseResult, CaseSpec
+from whichdevice.workloads.suite import suite_cases
 
 
 def _keras(name):

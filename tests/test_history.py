@@ -4,9 +4,9 @@ import json
 
 from conftest import run_cli, timing_of
 
-from whichdevice import history
+from whichdevice.measure import history
 from whichdevice.analysis.diff import diff_runs
-from whichdevice.records import CaseResult, CaseSpec, Timing, load_run
+from whichdevice.core.records import CaseResult, CaseSpec, Timing, load_run
 
 
 def _numpy_run(tmp_path, capsys, name):
@@ -49,7 +49,7 @@ def test_compare_errors(tmp_path, capsys):
 def _rec(samples, device="CPU:0", version="2.21.0"):
     from conftest import make_record
 
-    from whichdevice.records import DeviceInfo, FrameworkInfo, Session
+    from whichdevice.core.records import DeviceInfo, FrameworkInfo, Session
 
     spec = CaseSpec(workload="matmul", framework="tensorflow", device=device, params={"n": 100})
     t = Timing(first_call_s=samples[0], warmup_s=[samples[0]], samples_s=samples, number_per_sample=1, overhead_s=0)
@@ -71,7 +71,7 @@ def test_diff_names_what_changed_and_whether_it_matters():
 
 
 def test_diff_says_which_side_failed_and_how():
-    from whichdevice.records import failed
+    from whichdevice.core.records import failed
 
     ok = _rec([1.0, 1.01, 0.99])
     spec = ok.results[0].spec

@@ -20,9 +20,9 @@ def _fit(timer, epochs=3, n=640, batch=32):
 
 @pytest.mark.parametrize("sync", [False, True])
 def test_step_timer_in_real_fit_writes_a_reportable_record(tmp_path, capsys, sync):
-    from whichdevice.cli import main
+    from whichdevice.cli.app import main
     from whichdevice.keras import StepTimer
-    from whichdevice.records import load_run
+    from whichdevice.core.records import load_run
 
     path = tmp_path / "run.json"
     timer = StepTimer(path, warmup_batches=3, sync=sync, batch_size=32)

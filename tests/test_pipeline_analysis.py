@@ -5,8 +5,8 @@ import pytest
 
 from conftest import make_record
 from whichdevice.analysis import pipeline as ap
-from whichdevice.records import CaseResult, CaseSpec, Timing
-from whichdevice.telemetry import Telemetry
+from whichdevice.core.records import CaseResult, CaseSpec, Timing
+from whichdevice.core.telemetry import Telemetry
 
 
 def _timing(samples, telemetry=None):
@@ -141,8 +141,8 @@ def test_per_step_noise_is_one_note_not_a_warning_per_case():
 
 
 def test_report_renders_terminal_png_and_html(tmp_path, capsys):
-    from whichdevice.commands.pipeline import render_pipeline
-    from whichdevice.records import save_run
+    from whichdevice.cli.pipeline import render_pipeline
+    from whichdevice.core.records import save_run
 
     rec = _ladder_record()
     png = tmp_path / "p.png"
@@ -153,7 +153,7 @@ def test_report_renders_terminal_png_and_html(tmp_path, capsys):
     html = png.with_suffix(".html").read_text()
     assert "waiting for input" in html or "input wait" in html
     # `report` re-renders a saved record without measuring
-    from whichdevice.cli import main
+    from whichdevice.cli.app import main
 
     save_run(rec, tmp_path / "rec.json")
     with pytest.raises(SystemExit) as e:

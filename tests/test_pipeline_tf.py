@@ -8,8 +8,8 @@ import pytest
 from conftest import make_record, run_cli
 
 from whichdevice.analysis import pipeline as ap
-from whichdevice.records import CaseSpec, DeviceInfo
-from whichdevice.timing import TimingPolicy
+from whichdevice.core.records import CaseSpec, DeviceInfo
+from whichdevice.core.timing import TimingPolicy
 
 SMALL = {"images": 128, "image_size": 64, "batch": 32}
 
@@ -22,7 +22,7 @@ def _spec(group, **params):
 @pytest.fixture(scope="module")
 def known_answers():
     """One child runs every constructed case: (group -> analysis report)."""
-    from whichdevice import experiment
+    from whichdevice.measure import experiment
 
     heavy_aug = {"heavy_stage": "augment", "heavy_factor": 30}
     heavy_parse = {"heavy_stage": "parse", "heavy_factor": 30}

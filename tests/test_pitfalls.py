@@ -5,7 +5,7 @@ import pytest
 from conftest import make_record, run_cli
 
 from whichdevice.analysis.pitfalls import PITFALLS, PitfallRow, analyze_pitfalls
-from whichdevice.records import CaseResult, CaseSpec, Timing, load_run
+from whichdevice.core.records import CaseResult, CaseSpec, Timing, load_run
 
 
 def _r(params, samples, metrics=None):

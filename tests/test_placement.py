@@ -17,7 +17,7 @@ from whichdevice.analysis.placement import (
     parse_placement_log,
     placement_map,
 )
-from whichdevice.records import load_run
+from whichdevice.core.records import load_run
 
 P = DATA / "placement"
 

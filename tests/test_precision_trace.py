@@ -7,7 +7,7 @@ import pytest
 from conftest import run_cli
 
 from whichdevice.frameworks.tensorflow.precision import cpu_flags, fast_16bit
-from whichdevice.records import load_run
+from whichdevice.core.records import load_run
 
 
 def test_cpu_flags_are_read_from_cpuinfo_text():

@@ -4,15 +4,8 @@ from pathlib import Path
 import pytest
 from conftest import make_record, timing_of
 
-from whichdevice.errors import UsageError
-from whichdevice.records import (
-    SCHEMA_VERSION,
-    CaseResult,
-    CaseSpec,
-    Timing,
-    load_run,
-    save_run,
-)
+from whichdevice.core.errors import UsageError
+from whichdevice.core.records import SCHEMA_VERSION, CaseResult, CaseSpec, Timing, load_run, save_run
 
 
 def _record():
@@ -92,7 +85,7 @@ def test_an_invalid_schema_version_is_a_usage_error(tmp_path, version):
 
 
 def test_every_older_version_has_a_migration_step():
-    from whichdevice.records import MIGRATIONS
+    from whichdevice.core.records import MIGRATIONS
 
     assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION))
 

@@ -11,9 +11,9 @@ import time
 import pytest
 from conftest import run_cli
 
-from whichdevice.errors import UsageError
-from whichdevice.journal import SUFFIX, Journal
-from whichdevice.records import CaseSpec
+from whichdevice.core.errors import UsageError
+from whichdevice.measure.journal import SUFFIX, Journal
+from whichdevice.core.records import CaseSpec
 
 SIZES = [8, 16, 24, 32, 48, 64]
 
@@ -158,8 +158,9 @@ class _FakeMeasuring:
     the run is 'killed'. ``ran`` lists the case keys actually run (not taken from a journal)."""
 
     def __init__(self, monkeypatch, kill_framework=None, kill_after=0):
-        from whichdevice import experiment, userfile
-        from whichdevice.commands import run as run_cmd
+        from whichdevice.measure import experiment
+        from whichdevice.workloads import userfile
+        from whichdevice.cli import run as run_cmd
 
         self.ran, self.preflights = [], 0
         self.kill_framework, self.kill_after = kill_framework, kill_after
@@ -170,8 +171,8 @@ class _FakeMeasuring:
         monkeypatch.setattr(run_cmd, "render_run", lambda record, png, loglog: None)  # not under test here
 
     def discover(self, fw):
-        from whichdevice.experiment import Discovery
-        from whichdevice.records import DeviceInfo, FrameworkInfo
+        from whichdevice.measure.experiment import Discovery
+        from whichdevice.core.records import DeviceInfo, FrameworkInfo
 
         return Discovery(FrameworkInfo(name=fw, version="0"), [DeviceInfo(name="CPU:0", kind="cpu")], ["none"], 0.0)
 
@@ -183,7 +184,7 @@ class _FakeMeasuring:
     def run_devices(self, fw, devices, cases_for, *, journal=None, resumed=None, on_result=None, **kw):
         from conftest import timing_of
 
-        from whichdevice.records import CaseResult
+        from whichdevice.core.records import CaseResult
 
         done = resumed.done if resumed else {}
         results, n = [], 0
@@ -203,7 +204,7 @@ class _FakeMeasuring:
 
 
 def _killed(args, monkeypatch):
-    from whichdevice.cli import main
+    from whichdevice.cli.app import main
 
     monkeypatch.setattr(sys, "argv", ["whichdevice", *args])  # as typed: the record's command
     with pytest.raises(_Killed):
@@ -212,7 +213,7 @@ def _killed(args, monkeypatch):
 
 @pytest.mark.parametrize("second_part", ["partial", "missing"])
 def test_run_of_several_frameworks_resumes_every_framework(tmp_path, capsys, monkeypatch, second_part):
-    from whichdevice.suite import suite_cases
+    from whichdevice.workloads.suite import suite_cases
 
     json_file = tmp_path / "run-x.json"
     fake = _FakeMeasuring(monkeypatch, kill_framework="keras-jax", kill_after=3)

@@ -8,8 +8,8 @@ import pytest
 from conftest import run_cli
 
 from whichdevice.analysis.suite import suite_verdict
-from whichdevice.records import load_run
-from whichdevice.suite import suite_cases
+from whichdevice.core.records import load_run
+from whichdevice.workloads.suite import suite_cases
 
 DATA = Path(__file__).parent / "data"
 

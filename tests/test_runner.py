@@ -2,9 +2,9 @@
 
 import pytest
 
-from whichdevice import runner
-from whichdevice.records import CaseSpec
-from whichdevice.timing import TimingPolicy
+from whichdevice.measure import runner
+from whichdevice.core.records import CaseSpec
+from whichdevice.core.timing import TimingPolicy
 from whichdevice.workloads.matmul import build_cases
 
 QUICK = {"min_time_s": 0.01, "warmup_calls": 0, "min_samples": 2, "max_samples": 5, "target_blocks": 2,
@@ -72,7 +72,9 @@ def test_a_hanging_case_is_killed_at_the_case_timeout(monkeypatch):
 def test_a_framework_that_cannot_start_fails_every_case(monkeypatch):
     # A Python that cannot import the child module at all: every case is recorded, none lost.
     monkeypatch.setenv("PYTHONPATH", "/nonexistent")
-    monkeypatch.setattr(runner.sys, "executable", "/bin/false")
+    from whichdevice.core import process
+
+    monkeypatch.setattr(process.sys, "executable", "/bin/false")
     out = runner.run_job(_job(), case_timeout_s=10)
     assert out.error and "exited with code 1" in out.error
     assert [r.failure for r in out.results] == ["not_started"] * 3
@@ -111,11 +113,13 @@ def test_cases_past_the_deadline_are_recorded_as_skipped():
 
 def test_the_default_memory_limit_follows_a_lower_container_limit(tmp_path, monkeypatch):
     v2 = tmp_path / "memory.max"
-    monkeypatch.setattr(runner, "CGROUP_LIMIT_FILES", (str(v2), str(tmp_path / "absent")))
+    from whichdevice.core import process
+
+    monkeypatch.setattr(process, "CGROUP_LIMIT_FILES", (str(v2), str(tmp_path / "absent")))
     v2.write_text("max\n")  # no container limit: physical RAM
     import psutil
 
-    assert runner.usable_memory() == psutil.virtual_memory().total
+    assert process.usable_memory() == psutil.virtual_memory().total
     v2.write_text(f"{2 << 30}\n")
-    assert runner.usable_memory() == 2 << 30
-    assert runner.default_memory_limit() == int(0.9 * (2 << 30))
+    assert process.usable_memory() == 2 << 30
+    assert process.default_memory_limit() == int(0.9 * (2 << 30))

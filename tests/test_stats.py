@@ -1,6 +1,6 @@
 import pytest
 
-from whichdevice import stats
+from whichdevice.core import stats
 
 
 def test_quantiles_match_numpy_linear_method():

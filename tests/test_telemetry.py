@@ -1,4 +1,4 @@
-"""Tests of whichdevice.telemetry: no TensorFlow, no GPU, a few seconds in all."""
+"""Tests of whichdevice.core.telemetry: no TensorFlow, no GPU, a few seconds in all."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from whichdevice import telemetry as tm
-from whichdevice.telemetry import (
+from whichdevice.core import telemetry as tm
+from whichdevice.core.telemetry import (
     CORE_SATURATED_PERCENT,
     GPU_NOT_REQUESTED,
     GPU_UNDERFED_PERCENT,
@@ -715,7 +715,7 @@ def test_module_does_not_import_tensorflow_or_pynvml_eagerly():
     import subprocess
 
     code = (
-        "import sys, whichdevice.telemetry as t; "
+        "import sys, whichdevice.core.telemetry as t; "
         "assert 'tensorflow' not in sys.modules; assert 'pynvml' not in sys.modules"
     )
     env_path = str(Path(tm.__file__).resolve().parents[1])

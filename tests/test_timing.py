@@ -2,7 +2,7 @@
 
 import pytest
 
-from whichdevice.timing import TimingPolicy, measure, measure_overhead
+from whichdevice.core.timing import TimingPolicy, measure, measure_overhead
 
 
 class FakeDevice:

@@ -9,8 +9,8 @@ from rich.console import Console
 
 from whichdevice.analysis.train import analyze_training
 from whichdevice.analysis.warmup import break_even, break_even_epochs, summarize_epochs
-from whichdevice.records import CaseResult, CaseSpec
-from whichdevice.steps import raw_from_steps, time_loop
+from whichdevice.core.records import CaseResult, CaseSpec
+from whichdevice.core.steps import raw_from_steps, time_loop
 
 
 def _keras(name):
@@ -117,7 +117,7 @@ def test_cpu_only_record_says_a_gpu_run_is_needed(h100_probe):
 
 
 def test_train_report_renders_table_and_plot(h100_probe, tmp_path):
-    from whichdevice.commands.train import render_train
+    from whichdevice.cli.train import render_train
 
     results = (_mlp_record(h100_probe) + _mlp_record(h100_probe, "cpu_step_item_s", "cuda_step_item_s", "each")
                + _mlp_record(h100_probe, kind="fit"))

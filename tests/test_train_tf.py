@@ -6,7 +6,7 @@ import json
 import pytest
 from conftest import run_cli
 
-from whichdevice.records import load_run
+from whichdevice.core.records import load_run
 
 BAD_TRAIN = [
     (["--batches", "0"], "--batches: 0 is not positive"),

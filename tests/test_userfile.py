@@ -3,8 +3,8 @@
 import pytest
 from conftest import run_cli
 
-from whichdevice import userfile
-from whichdevice.userfile import UserFileError, UserFunction
+from whichdevice.workloads import userfile
+from whichdevice.workloads.userfile import UserFileError, UserFunction
 
 GOOD = """
 import keras

@@ -9,7 +9,7 @@ from conftest import h100_matmul_record, make_record, timing_of
 from whichdevice.analysis.sweep import analyze_sweep
 from whichdevice.analysis.verdict import loglog_slope, regime, sweep_findings, warmup_dominated
 from whichdevice.analysis.warmup import break_even
-from whichdevice.records import CaseResult, CaseSpec
+from whichdevice.core.records import CaseResult, CaseSpec
 
 DATA = Path(__file__).parent / "data"
 

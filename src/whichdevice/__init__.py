@@ -8,20 +8,20 @@ Data flows one way (see README "How it works"):
       -> presenters (present/: terminal, JSON, plots)
 """
 
-__version__ = "0.1.0"
+from whichdevice.core.version import __version__
 
-__all__ = ["Result", "SuiteResult", "UsageError", "diagnose", "load", "matmul", "run"]
+__all__ = ["__version__", "Result", "SuiteResult", "UsageError", "diagnose", "load", "matmul", "run"]
 
 
 def __getattr__(name: str):
     # Lazy: `import whichdevice` stays cheap, and child processes (which import
-    # whichdevice.child) never load matplotlib or jinja2 they do not need.
+    # whichdevice.measure.child) never load matplotlib or jinja2 they do not need.
     if name in ("matmul", "load", "Result", "run", "diagnose", "SuiteResult"):
         from whichdevice import api
 
         return getattr(api, name)
     if name == "UsageError":
-        from whichdevice.errors import UsageError
+        from whichdevice.core.errors import UsageError
 
         return UsageError
     raise AttributeError(f"module 'whichdevice' has no attribute {name!r}")

@@ -1,3 +1,3 @@
-from whichdevice.cli import main
+from whichdevice.cli.app import main
 
 main()

@@ -19,19 +19,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from whichdevice import experiment, records, runner
-from whichdevice.errors import UsageError
+from whichdevice.measure import experiment, runner
+from whichdevice.core import records
+from whichdevice.core.errors import UsageError
 from whichdevice.analysis import quality
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.frameworks import FRAMEWORKS
-from whichdevice.journal import Journal, JournalState
+from whichdevice.measure.journal import Journal, JournalState
 from whichdevice.present import html, plots
 from whichdevice.analysis.suite import SuiteVerdict, settings_advice, suite_verdict
 from whichdevice.present.tables import Grid, GridCell, creation_grid, runs_grid, sweep_grid, sync_cost_grid
-from whichdevice.suite import measure_suite, suite_cases, user_cases
-from whichdevice.records import CaseResult, RunRecord
-from whichdevice.timing import TimingPolicy
-from whichdevice.validate import (
+from whichdevice.workloads.suite import measure_suite, suite_cases, user_cases
+from whichdevice.core.records import CaseResult, RunRecord
+from whichdevice.core.timing import TimingPolicy
+from whichdevice.core.validate import (
     parse_choice,
     parse_choice_list,
     parse_int_list,
@@ -351,7 +352,8 @@ def diagnose(model, data=None, *, input_shape=None, classes=None, samples: int =
                             batch=batch, budget_s=budget_s, devices=devices, cpu_threads=cpu_threads)
     if data is not None and not isinstance(data, str):
         raise UsageError("data", "(x, y) arrays need a model object", 'Pass data as "my_data.py:make_dataset".')
-    from whichdevice import frameworks, userfile
+    from whichdevice import frameworks
+    from whichdevice.workloads import userfile
 
     model_fn = userfile.parse_spec(model, "--model")
     data_fn = userfile.parse_spec(data, "--data") if data else None

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import keras
 
-from whichdevice.steps import raw_from_steps
-from whichdevice.timing import measure_overhead
+from whichdevice.core.steps import raw_from_steps
+from whichdevice.core.timing import measure_overhead
 
 
 def _backend_sync_fn(model):
@@ -178,8 +178,8 @@ class StepTimer(keras.callbacks.Callback):
 
     def write(self, path: str | Path) -> Path:
         """Write a whichdevice ``RunRecord`` (experiment ``train``) that ``whichdevice report`` renders."""
-        from whichdevice.machine import describe_machine
-        from whichdevice.records import CaseResult, CaseSpec, RunRecord, Timing, now_iso, save_run
+        from whichdevice.core.machine import describe_machine
+        from whichdevice.core.records import CaseResult, CaseSpec, RunRecord, Timing, now_iso, save_run
 
         raw = self.raw()
         params = {"kind": "callback", "model": getattr(self.model, "name", "model"), "loop": "fit",

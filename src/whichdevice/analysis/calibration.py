@@ -15,9 +15,9 @@ device without its tiny-op or matmul figures cannot make a profile and is report
 
 from __future__ import annotations
 
-from whichdevice.deviceprofile import CurvePoint, DeviceCosts, DeviceProfile
-from whichdevice.errors import UsageError
-from whichdevice.records import CaseResult, RunRecord
+from whichdevice.analysis.deviceprofile import CurvePoint, DeviceCosts, DeviceProfile
+from whichdevice.core.errors import UsageError
+from whichdevice.core.records import CaseResult, RunRecord
 
 
 def _ok(results: list[CaseResult], probe: str) -> list[CaseResult]:

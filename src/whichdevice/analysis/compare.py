@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from whichdevice.records import Timing
+from whichdevice.core.records import Timing
 
 
 @dataclass(frozen=True)

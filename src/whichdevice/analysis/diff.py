@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from whichdevice.analysis.compare import Comparison, compare
-from whichdevice.records import RunRecord
+from whichdevice.core.records import RunRecord
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from whichdevice.analysis.compare import Comparison, compare
-from whichdevice.records import CaseResult, RunRecord, Timing
+from whichdevice.core.records import CaseResult, RunRecord, Timing
 
 
 @dataclass(frozen=True)

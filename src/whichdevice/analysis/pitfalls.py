@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from whichdevice.analysis.compare import compare
 from whichdevice.analysis.fixes import _per_sample
-from whichdevice.records import CaseResult, RunRecord
+from whichdevice.core.records import CaseResult, RunRecord
 
 PITFALLS = ("first_epoch", "no_sync", "sync_each", "one_thread", "xla_one_device", "small_batch")
 TITLES = {

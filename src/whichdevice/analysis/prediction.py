@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from whichdevice import costmodel, stats
+from whichdevice.analysis import costmodel
+from whichdevice.core import stats
 from whichdevice.analysis.crossover import Crossover, find_crossover
-from whichdevice.costmodel import OpCost, Prediction, WorkloadDescription
-from whichdevice.deviceprofile import DeviceProfile
-from whichdevice.records import RunRecord
+from whichdevice.analysis.costmodel import OpCost, Prediction, WorkloadDescription
+from whichdevice.analysis.deviceprofile import DeviceProfile
+from whichdevice.core.records import RunRecord
 
 
 def description_from_metrics(metrics: dict[str, float], batch: int, *, syncs_per_step: int = 0,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from whichdevice.records import RunRecord
-from whichdevice.stats import NOISY_REL_IQR
+from whichdevice.core.records import RunRecord
+from whichdevice.core.stats import NOISY_REL_IQR
 
 # Above this share of a per-call time, the harness's own timer + sync cost matters.
 OVERHEAD_WARN_FRACTION = 0.05

@@ -18,7 +18,7 @@ from whichdevice.analysis.precision import cpu_16bit_note
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.analysis.train import TrainReport, analyze_training
 from whichdevice.analysis.verdict import Finding, sweep_findings
-from whichdevice.records import RunRecord
+from whichdevice.core.records import RunRecord
 
 # A recommended setting (batch, steps_per_execution) must reach this share of the best
 # throughput found in its grid; the smallest such value is recommended (a smaller batch costs

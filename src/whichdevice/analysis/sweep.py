@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from whichdevice.analysis.compare import Comparison, compare
 from whichdevice.analysis.crossover import Crossover, find_crossover
-from whichdevice.records import CaseResult, RunRecord, Timing
+from whichdevice.core.records import CaseResult, RunRecord, Timing
 
 
 @dataclass(frozen=True)

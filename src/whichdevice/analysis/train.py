@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from whichdevice.analysis.compare import Comparison, compare
 from whichdevice.analysis.sweep import Table, analyze_sweep, device_order, several_frameworks
 from whichdevice.analysis.warmup import BreakEven, EpochSummary, break_even, summarize_epochs
-from whichdevice.records import CaseResult, RunRecord, Timing
+from whichdevice.core.records import CaseResult, RunRecord, Timing
 
 RUN_KINDS = ("loop", "fit", "callback")
 

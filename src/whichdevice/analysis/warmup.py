@@ -27,7 +27,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from whichdevice import stats
+from whichdevice.core import stats
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ import jinja2
 
 from whichdevice.present.tables import Grid, column_align
 from whichdevice.present.terminal import machine_line
-from whichdevice.present.units import nbytes, seconds
-from whichdevice.records import RunRecord, write_atomic
+from whichdevice.core.units import nbytes, seconds
+from whichdevice.core.records import RunRecord, write_atomic
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("whichdevice.present", "templates"),

@@ -8,8 +8,8 @@ from __future__ import annotations
 from whichdevice.analysis.compare import Comparison
 from whichdevice.analysis.pipeline import HIGHLY, MODERATELY, NOT, DeviceReport
 from whichdevice.present.tables import Grid, GridCell, busy_text
-from whichdevice.present.units import rate, seconds
-from whichdevice.records import Timing
+from whichdevice.core.units import rate, seconds
+from whichdevice.core.records import Timing
 
 _BOUND_TONE = {HIGHLY: "bad", MODERATELY: "neutral", NOT: "good"}
 

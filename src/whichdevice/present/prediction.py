@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from whichdevice.analysis.prediction import PredictReport
-from whichdevice.deviceprofile import DeviceCosts, DeviceProfile
+from whichdevice.analysis.deviceprofile import DeviceCosts, DeviceProfile
 
 
 def _ms(s: float | None) -> str:

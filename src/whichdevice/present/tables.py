@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from whichdevice.analysis.sweep import Cell, Table
-from whichdevice.present.units import rate, seconds
-from whichdevice.records import Timing
-from whichdevice.telemetry import summarize
+from whichdevice.core.units import rate, seconds
+from whichdevice.core.records import Timing
+from whichdevice.core.telemetry import summarize
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from whichdevice.analysis.sweep import Table
-from whichdevice.present.tables import (  # noqa: F401 (busy_text re-exported)
+from whichdevice.present.tables import (  # noqa: F401 (busy_text, run_label re-exported)
     Grid,
     busy_text,
     column_align,
@@ -18,8 +18,8 @@ from whichdevice.present.tables import (  # noqa: F401 (busy_text re-exported)
     sweep_grid,
     sync_cost_grid,
 )
-from whichdevice.present.units import nbytes, seconds
-from whichdevice.records import RunRecord
+from whichdevice.core.units import nbytes, seconds
+from whichdevice.core.records import RunRecord
 
 
 def machine_line(record: RunRecord) -> str:

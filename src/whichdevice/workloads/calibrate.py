@@ -23,8 +23,8 @@ from __future__ import annotations
 import importlib
 import time
 
-from whichdevice.records import CaseSpec
-from whichdevice.timing import RawTiming, TimingPolicy, measure
+from whichdevice.core.records import CaseSpec
+from whichdevice.core.timing import RawTiming, TimingPolicy, measure
 
 MATMUL_N: tuple[int, ...] = (1, 16, 64, 128, 256, 512, 1024)
 GPU_MATMUL_N: tuple[int, ...] = MATMUL_N + (2048, 4096)

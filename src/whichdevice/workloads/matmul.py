@@ -12,8 +12,8 @@ FLOPs per call: 2 n^3 (n^2 outputs, n multiply-adds each).
 
 from __future__ import annotations
 
-from whichdevice.records import CaseSpec
-from whichdevice.timing import RawTiming, TimingPolicy, measure
+from whichdevice.core.records import CaseSpec
+from whichdevice.core.timing import RawTiming, TimingPolicy, measure
 
 # Seed 000's own list of sizes.
 SEED_SIZES: tuple[int, ...] = (1, 10, 100, 500, 1000, 2000, 3000, 4000, 5000, 8000, 10000)

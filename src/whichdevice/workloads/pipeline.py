@@ -44,8 +44,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from whichdevice.records import CaseSpec
-from whichdevice.timing import RawTiming, TimingPolicy, measure
+from whichdevice.core.records import CaseSpec
+from whichdevice.core.timing import RawTiming, TimingPolicy, measure
 
 PARTS = ("pipeline", "model", "both", "stage")
 NETS = ("tiny", "small", "heavy")
@@ -133,7 +133,7 @@ def _files(tfp, p) -> tuple[list[str], float]:
 
 
 def _user_data(p):
-    from whichdevice import userfile
+    from whichdevice.workloads import userfile
 
     return userfile.call_data_function(p["data_file"], str(p["data_fn"]))
 
@@ -155,7 +155,7 @@ def _model(tfp, fw, p, device: str):
     if key not in _MODELS:
         with fw.placement.scope(device):
             if p.get("model_file"):
-                from whichdevice import userfile
+                from whichdevice.workloads import userfile
 
                 model = userfile.call_model_function(p["model_file"], str(p["model_fn"]))
                 out_dim = int(p.get("out_dim") or _classes(p))
@@ -309,7 +309,7 @@ def _run_stage(spec, fw, policy, overhead_s):
     # core) is measured first and subtracted in the analysis: only the stage's work remains.
     floor = measure(tfp.counter(floor_ds), sync=fw.sync.sync, policy=policy, overhead_s=overhead_s)
     raw = measure(tfp.counter(ds), sync=fw.sync.sync, policy=policy, overhead_s=overhead_s)
-    from whichdevice import stats
+    from whichdevice.core import stats
 
     return raw, {"examples_per_call": float(n), "floor_s": stats.median(floor.samples_s),
                  "floor_q1_s": stats.quantile(floor.samples_s, 0.25),

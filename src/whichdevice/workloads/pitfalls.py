@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 
-from whichdevice.records import CaseSpec
-from whichdevice.steps import raw_from_steps
+from whichdevice.core.records import CaseSpec
+from whichdevice.core.steps import raw_from_steps
 
 SEED_BATCH = 10  # seed 001 ex2's batch: where per-step costs weigh most
 LARGE_BATCH = 512  # seed 002's batch
@@ -68,7 +68,7 @@ def run_case(spec, fw, policy, overhead_s):
         fw.sync.sync(out)
         drain_s = time.perf_counter() - t0
     raw = raw_from_steps([times[0], *times], warmup_steps=1, overhead_s=overhead_s)
-    from whichdevice import stats
+    from whichdevice.core import stats
 
     return raw, {"samples_per_step": float(b), "drain_s": drain_s, "steps": float(steps),
                  "synced_median_s": stats.median(synced), "synced_q1_s": stats.quantile(synced, 0.25),

@@ -30,8 +30,15 @@ import importlib
 import tempfile
 from pathlib import Path
 
-from whichdevice.analysis.placement import Edge, count_copies, op_type_counts, parse_op_stats, parse_placement_log, placement_map
-from whichdevice.steps import raw_from_steps, time_loop
+from whichdevice.analysis.placement import (
+    Edge,
+    count_copies,
+    op_type_counts,
+    parse_op_stats,
+    parse_placement_log,
+    placement_map,
+)
+from whichdevice.core.steps import raw_from_steps, time_loop
 
 DEFAULT_STEPS = 20
 QUICK_STEPS = 10

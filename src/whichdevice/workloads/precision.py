@@ -19,7 +19,7 @@ import math
 
 def run_case(spec, fw, policy, overhead_s):
     from whichdevice.keras import StepTimer
-    from whichdevice.steps import raw_from_steps
+    from whichdevice.core.steps import raw_from_steps
     from whichdevice.workloads.train import _Model, _steps
 
     training = importlib.import_module(f"whichdevice.frameworks.{fw.name}.training")

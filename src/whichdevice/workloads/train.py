@@ -25,9 +25,9 @@ from __future__ import annotations
 import importlib
 import math
 
-from whichdevice.records import CaseSpec
-from whichdevice.steps import raw_from_steps, time_loop
-from whichdevice.timing import RawTiming, TimingPolicy, measure
+from whichdevice.core.records import CaseSpec
+from whichdevice.core.steps import raw_from_steps, time_loop
+from whichdevice.core.timing import RawTiming, TimingPolicy, measure
 from whichdevice.workloads import models
 
 KINDS = ("create", "loop", "fit", "steady")
@@ -114,7 +114,7 @@ class _Model:
         if self.own is not None:
             return self.own.build_model(self.name)
         if self.name == "user":
-            from whichdevice import userfile
+            from whichdevice.workloads import userfile
 
             return userfile.call_model_function(self.p["model_file"], str(self.p["model_fn"]))
         return models.build(self.name)
@@ -162,7 +162,7 @@ class _Model:
     def dataset(self, training, n: int, batch: int, data: str):
         """The case's input: numpy arrays (``data=numpy``) or a tf.data pipeline."""
         if self.name == "user" and self.p.get("data_file"):
-            from whichdevice import userfile
+            from whichdevice.workloads import userfile
 
             ds = userfile.call_data_function(self.p["data_file"], str(self.p["data_fn"]))
             return training.user_dataset(ds, batch, n)

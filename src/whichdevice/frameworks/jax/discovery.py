@@ -8,9 +8,9 @@ from importlib import metadata
 
 import jax
 
-from whichdevice.frameworks import _nvidia
-from whichdevice.machine import cpu_model
-from whichdevice.records import DeviceInfo, FrameworkInfo
+from whichdevice.frameworks.common import nvidia as _nvidia
+from whichdevice.core.machine import cpu_model
+from whichdevice.core.records import DeviceInfo, FrameworkInfo
 
 
 def _dist_version(name: str) -> str | None:

@@ -6,7 +6,7 @@ import os
 
 import jax
 
-from whichdevice.machine import usable_cores
+from whichdevice.core.machine import usable_cores
 
 
 def jax_device(device: str):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from whichdevice.frameworks import _keras
+from whichdevice.frameworks.common import keras as _keras
 from whichdevice.frameworks.jax.ops import PlacementError, noop
 from whichdevice.frameworks.jax.placement import ran_on
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import jax
 
-from whichdevice.frameworks._keras import dataset, is_dataset, on_device, read_back, user_dataset
+from whichdevice.frameworks.common.keras import dataset, is_dataset, on_device, read_back, user_dataset
 
 __all__ = ["train_step", "dataset", "is_dataset", "on_device", "read_back", "user_dataset"]
 

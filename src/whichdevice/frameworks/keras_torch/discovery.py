@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from whichdevice.frameworks import _keras
+from whichdevice.frameworks.common import keras as _keras
 from whichdevice.frameworks.torch.discovery import list_devices, no_gpu_reasons, settings
-from whichdevice.records import FrameworkInfo
+from whichdevice.core.records import FrameworkInfo
 
 __all__ = ["framework_info", "list_devices", "no_gpu_reasons"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from whichdevice.machine import cpu_model
-from whichdevice.records import DeviceInfo, FrameworkInfo
+from whichdevice.core.machine import cpu_model
+from whichdevice.core.records import DeviceInfo, FrameworkInfo
 
 
 def framework_info() -> FrameworkInfo:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from whichdevice.machine import usable_cores
+from whichdevice.core.machine import usable_cores
 
 
 def configure(device: str, cpu_threads: int | None) -> dict[str, object]:

@@ -8,9 +8,9 @@ from importlib import metadata
 
 import tensorflow as tf
 
-from whichdevice.frameworks._nvidia import driver_present, hidden_by_env, smi_query
-from whichdevice.machine import cpu_model
-from whichdevice.records import DeviceInfo, FrameworkInfo
+from whichdevice.frameworks.common.nvidia import driver_present, hidden_by_env, smi_query
+from whichdevice.core.machine import cpu_model
+from whichdevice.core.records import DeviceInfo, FrameworkInfo
 
 
 def _dist_version(name: str) -> str | None:

@@ -7,7 +7,7 @@ import platform
 
 import tensorflow as tf
 
-from whichdevice.machine import usable_cores
+from whichdevice.core.machine import usable_cores
 
 
 def _tf_device(device: str) -> str:

@@ -135,18 +135,22 @@ PROBE_TIMEOUT_S = 240.0
 def run_probe(device: str, params: dict) -> dict:
     """Run the probe for one device; returns {"log": text, "edges": [[src, dst, bytes], ...]}."""
     import json
-    import subprocess
+
+    from whichdevice.core.process import run_module
 
     with tempfile.TemporaryDirectory(prefix="whichdevice-probe-") as tmp:
         job, out = os.path.join(tmp, "job.json"), os.path.join(tmp, "out.json")
         with open(job, "w", encoding="utf-8") as f:
             json.dump({"device": device, "params": params}, f)
-        proc = subprocess.run([sys.executable, "-m", "whichdevice.frameworks.tensorflow.placement_log", job, out],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              timeout=PROBE_TIMEOUT_S, env=os.environ.copy())
-        if proc.returncode != 0 or not os.path.exists(out):
-            tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-            raise RuntimeError(f"placement probe failed (exit {proc.returncode}): {tail[0][:300]}")
+        err = os.path.join(tmp, "err.txt")
+        with open(err, "wb") as err_file:
+            done = run_module("whichdevice.frameworks.tensorflow.placement_log", [job, out], timeout_s=PROBE_TIMEOUT_S,
+                              env=os.environ.copy(), stderr=err_file)
+        if not done.ok or not os.path.exists(out):
+            with open(err, encoding="utf-8", errors="replace") as f:
+                tail = f.read().strip().splitlines()[-1:] or ["no output"]
+            why = f"stopped: {done.stopped}" if done.stopped else f"exit {done.returncode}"
+            raise RuntimeError(f"placement probe failed ({why}): {tail[0][:300]}")
         with open(out, encoding="utf-8") as f:
             return json.load(f)
 

@@ -7,9 +7,9 @@ import platform
 
 import torch
 
-from whichdevice.frameworks import _nvidia
-from whichdevice.machine import cpu_model
-from whichdevice.records import DeviceInfo, FrameworkInfo
+from whichdevice.frameworks.common import nvidia as _nvidia
+from whichdevice.core.machine import cpu_model
+from whichdevice.core.records import DeviceInfo, FrameworkInfo
 
 
 def settings() -> dict[str, object]:

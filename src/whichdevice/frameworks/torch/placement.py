@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from whichdevice.machine import usable_cores
+from whichdevice.core.machine import usable_cores
 
 
 def torch_device(device: str) -> torch.device:

@@ -15,7 +15,7 @@ import copy
 import numpy as np
 import torch
 
-from whichdevice.frameworks._batches import NumpyBatches
+from whichdevice.frameworks.common.batches import NumpyBatches
 
 def build_model(name: str):
     """A fresh built-in model, on the device of the enclosing ``torch.device`` scope."""

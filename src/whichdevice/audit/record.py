@@ -1,0 +1,223 @@
+"""``whichdevice audit``: the record and the orchestration (parent side, no TensorFlow here).
+
+Flow: check the script at the boundary (exists, is a file, is Python) -> run it once in
+``python -m whichdevice.audit.child`` (instrumented, its output passed through) -> read the
+child's state -> ``analysis.audit.analyze`` (pure: measurements, blocks, findings,
+corrected comparisons) -> an ``AuditRecord`` (versioned JSON) -> presenters.
+
+The record keeps what was observed (every block, every interval the script computed, the
+raw samples of each re-measurement) next to what was concluded, so ``findings`` can be
+re-derived from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from whichdevice.core.version import __version__
+from whichdevice.core.errors import UsageError
+from whichdevice.core.process import run_module
+from whichdevice.core.records import MachineInfo, Timing, now_iso
+
+AUDIT_SCHEMA_VERSION = 1
+# Seconds the child gets after --timeout to write what it saw before it is killed.
+STATE_GRACE_S = 20.0
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Block(_Model):
+    """One ``with tf.device(...)`` block the script entered (from its own file)."""
+
+    id: int
+    requested: str | None
+    api: str = Field(description="tf.device or tf.compat.v1.device")
+    line: int
+    text: str
+    device_exists: bool | None = Field(description="None: TensorFlow never reported its devices")
+    wall_s: float | None = Field(description="enter to exit, as the audit's clock saw it")
+    ran_on: dict[str, int] = Field(description="eager ops (and placed graph ops) per device they ran on")
+    fn_calls: int
+    traces: int
+    instantiations: int = Field(description="first call of a traced signature on a device (graph set-up)")
+    xla_compiles: int
+    sessions: int
+    session_runs: int
+    syncs: int = Field(description="host reads (.numpy(), Session.run, sync_devices): the host waited")
+    h2d: int
+    d2h: int
+    cpu_ops_in_gpu_block: int
+    error: str | None = None
+
+
+class Measurement(_Model):
+    """One interval the script computed itself (``end - start`` of two clock reads)."""
+
+    id: int
+    line: int | None
+    text: str = Field(description="the script's source line that computed the interval")
+    seconds: float
+    clock: str
+    kind: Literal["CPU", "GPU", ""] = Field(description="device kind the blocks inside asked for")
+    blocks: list[int]
+    ran_on: dict[str, int]
+    fn_calls: int
+    traces: int
+    instantiations: int
+    xla_compiles: int
+    new_kernels: int = Field(description="op kernels used for the first time in the process")
+    sessions: int
+    session_runs: int
+    syncs: int
+    h2d: int
+    d2h: int
+    unsynced_gpu_end: bool = Field(description="GPU work was queued after the last host read before the end")
+    series: str = Field(description="line:kind — measurements of one series share it")
+    index_in_series: int
+    series_len: int
+
+
+class Finding(_Model):
+    rule: str
+    title: str
+    where: str
+    explanation: str
+    fix: str
+    measurements: list[int] = Field(default_factory=list)
+    blocks: list[int] = Field(default_factory=list)
+
+
+class Rerun(_Model):
+    """Steady re-measurement of one traced function under one device request."""
+
+    function: str
+    requested: str | None
+    ran_on: str
+    calls_in_block: int
+    timing: Timing
+
+
+class Correction(_Model):
+    """A compared pair (CPU-kind measurement ``a``, GPU-kind ``b``) and what re-running showed."""
+
+    a: int
+    b: int
+    script_ratio: float = Field(description="b / a as the script measured it")
+    a_steady_s: float | None = None
+    b_steady_s: float | None = None
+    real_ratio: float | None = Field(default=None, description="b / a from the steady re-measurement")
+    real_ratio_low: float | None = None
+    real_ratio_high: float | None = None
+    reruns: list[Rerun] = Field(default_factory=list)
+    note: str = ""
+    rerun_ok: bool = False
+
+
+class AuditRecord(_Model):
+    schema_version: int = AUDIT_SCHEMA_VERSION
+    tool_version: str = __version__
+    experiment: Literal["audit"] = "audit"
+    command: list[str]
+    created_at: str
+    machine: MachineInfo
+    script: str
+    args: list[str]
+    exit_code: int | None = Field(description="the script's exit code; None when it was killed")
+    timed_out: bool
+    timeout_s: float
+    hang_line: dict[str, Any] | None = None
+    exception: dict[str, Any] | None = None
+    wall_s: float = Field(description="the whole child: interpreter start, script, re-measurement")
+    script_s: float | None = Field(description="the script alone, inside the child")
+    tensorflow_seen: bool
+    physical_devices: dict[str, int]
+    soft_placement: bool | None
+    placement_log: bool
+    blocks: list[Block]
+    measurements: list[Measurement]
+    findings: list[Finding]
+    corrections: list[Correction]
+    rerun_skipped: list[dict[str, Any]] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    sessions: list[Any] = Field(default_factory=list, description="empty: kept so the HTML presenter reads it")
+
+
+# ---------------------------------------------------------------- boundary checks
+
+def check_script(text: str) -> Path:
+    """The script must exist, be a file and be Python source (compiled here, not run)."""
+    path = Path(text).expanduser()
+    if not path.exists():
+        raise UsageError("SCRIPT", f"no such file '{path}'", "Check the path (relative to the current folder).")
+    if path.is_dir():
+        raise UsageError("SCRIPT", f"'{path}' is a folder", "Pass the .py file to audit, e.g. whichdevice audit bench.py.")
+    try:
+        source = path.read_bytes()
+    except OSError as e:
+        raise UsageError("SCRIPT", f"cannot read '{path}' ({e.strerror})", "Pass a readable .py file.") from None
+    if b"\x00" in source[:8192]:
+        raise UsageError("SCRIPT", f"'{path}' is not a Python file (it is binary)", "Pass the .py script that runs your benchmark.")
+    try:
+        compile(source, str(path), "exec")
+    except SyntaxError as e:
+        what = "is not a Python file" if path.suffix not in (".py", ".pyw") else "is not valid Python"
+        raise UsageError("SCRIPT", f"'{path}' {what} (line {e.lineno}: {e.msg})",
+                         "Pass a Python script that runs with `python SCRIPT.py`.") from None
+    except ValueError as e:
+        raise UsageError("SCRIPT", f"'{path}' is not a Python file ({e})", "Pass a .py script.") from None
+    return path.resolve()
+
+
+# ---------------------------------------------------------------- running the child
+
+def run_child(script: Path, args: list[str], timeout_s: float, *, rerun: bool = True) -> tuple[dict | None, int | None, float, bool]:
+    """Run the script in the audit child; its stdout/stderr are ours (passed through).
+
+    Returns (state or None, child's return code or None when killed, wall seconds, killed).
+    """
+    with tempfile.TemporaryDirectory(prefix="whichdevice-audit-") as tmp:
+        state_path = Path(tmp) / "state.json"
+        job = Path(tmp) / "job.json"
+        job.write_text(json.dumps({"script": str(script), "args": list(args), "state": str(state_path),
+                                   "timeout_s": timeout_s, "no_rerun": not rerun}))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # The script's output is the user's: stdout and stderr are passed through.
+        done = run_module("whichdevice.audit.child", [str(job)], timeout_s=timeout_s + STATE_GRACE_S,
+                          stdout=None, stderr=None, cwd=os.getcwd())
+        killed = done.stopped is not None
+        rc, wall = done.returncode, done.wall_s
+        state = None
+        if state_path.exists():
+            try:
+                state = json.loads(state_path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                state = None
+        return state, rc, wall, killed
+
+
+def save(record: AuditRecord, path: Path) -> None:
+    from whichdevice.core.records import write_atomic
+
+    write_atomic(path, json.dumps(record.model_dump(mode="json"), indent=1))
+
+
+def load(path: Path) -> AuditRecord:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if data.get("schema_version", 0) > AUDIT_SCHEMA_VERSION:
+        raise UsageError("RESULT", f"'{path}' has audit schema {data.get('schema_version')}, newer than this whichdevice",
+                         "Upgrade whichdevice.")
+    return AuditRecord.model_validate(data)
+
+
+def now() -> str:
+    return now_iso()

@@ -1,0 +1,103 @@
+"""`whichdevice matmul`: seed 000's sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from whichdevice.measure import experiment
+from whichdevice.core import records
+from whichdevice.analysis import quality
+from whichdevice.cli.common import (
+    DEFAULT_OUT,
+    MEMORY_LIMIT_HELP,
+    REPORTERS,
+    app,
+    command_line,
+    console,
+    describe_key,
+    err_console,
+    progress,
+    reject_options_with_resume,
+    stamp,
+    write_record,
+)
+from whichdevice.present import html, terminal
+from whichdevice.present.tables import sweep_grid
+from whichdevice.core.validate import check_output_dir, check_output_file
+from whichdevice.api import MatmulOptions, matmul_report, run_matmul
+from whichdevice.measure.journal import Journal, journal_path
+
+
+
+@app.command()
+def matmul(
+    ctx: typer.Context,
+    sizes: Optional[str] = typer.Option(None, "--sizes", help="Matrix sizes n (n x n), comma-separated. Default: seed 000's 1,10,100,500,1000,2000,3000,4000,5000,8000,10000."),
+    mode: str = typer.Option("steady,seed", "--mode", help="steady (operands on the device: the kernel) and/or seed (seed 000's create+init+multiply+read back)."),
+    dtype: str = typer.Option("float32", "--dtype", help="float32, float16 or bfloat16."),
+    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
+    quick: bool = typer.Option(False, "--quick", help="Sizes up to 2000 and shorter points (~30 s on 2 cores)."),
+    min_time: Optional[str] = typer.Option(None, "--min-time", help="Seconds of steady samples per point (default 0.2; 0.05 with --quick)."),
+    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
+    case_timeout: str = typer.Option("900", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
+    framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure."),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/matmul-<time>.json."),
+    linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted sweep: its .partial.jsonl journal (or the folder holding it). Its options are reused."),
+) -> None:
+    """Seed 000: matrix multiplication time vs size on every device; where the GPU starts to win."""
+    reject_options_with_resume(ctx)
+    resumed = None
+    if resume is not None:
+        resumed = Journal.read(resume, "--resume", experiment="matmul")
+        opts = MatmulOptions(**resumed.header["options"])
+        json_file = Path(resumed.header["json_file"])
+        png = Path(resumed.header["png_file"])
+        linear = bool(resumed.header.get("linear", False))
+        command = resumed.header.get("command")
+    else:
+        command = command_line()
+        opts = MatmulOptions.parse(sizes=sizes, modes=mode, dtype=dtype, devices=device, quick=quick,
+                                   min_time_s=min_time, cpu_threads=cpu_threads, case_timeout_s=case_timeout,
+                                   framework=framework, memory_limit_gib=memory_limit)
+        out_dir = check_output_dir(out, "--out")
+        ts = stamp()
+        json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"matmul-{ts}.json"
+        png = json_file.with_suffix(".png") if json_path else out_dir / f"matmul-{ts}.png"
+    experiment.require_installed(opts.framework)
+    err_console.print(f"Looking for devices ({escape(opts.framework)} import takes a few seconds)…")
+    with progress() as bar:
+        task = bar.add_task("starting", total=None)
+        record = run_matmul(
+            opts,
+            on_total=lambda n: bar.update(task, total=n),
+            on_start=lambda key: bar.update(task, description=escape(describe_key(key))),
+            on_result=lambda r: bar.advance(task),
+            journal_to=journal_path(json_file), resumed=resumed, command=command,  # a resumed run keeps its own
+            journal_header={"json_file": str(json_file.absolute()), "png_file": str(png.absolute()),
+                            "linear": linear, "command": command},
+        )
+    render_matmul(record, png, loglog=not linear)
+    write_record(record, json_file, png)
+    Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
+
+
+def render_matmul(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
+    """Terminal tables, the PNG plot and the HTML report (``png`` with .html) of a matmul record."""
+    terminal.render_header(console, record)
+    png.parent.mkdir(parents=True, exist_ok=True)
+    tables, page = matmul_report(record, png, loglog=loglog)
+    for t in tables:
+        terminal.render_grid(console, sweep_grid(t, "n", "FLOP/s"))
+    terminal.render_notes(console, record, quality.timing_warnings(record), quality.failures(record))
+    html.write_html(png.with_suffix(".html"), page)
+    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
+
+
+REPORTERS["matmul"] = render_matmul

@@ -1,0 +1,272 @@
+"""`whichdevice pipeline`: seed 003's input pipeline (or the user's dataset) — is the model
+waiting for data, which stage is slow, which fix helps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import psutil
+import typer
+from rich.markup import escape
+
+from whichdevice.measure import experiment, runner
+from whichdevice import frameworks
+from whichdevice.core import records
+from whichdevice.workloads import userfile
+from whichdevice.analysis import quality
+from whichdevice.analysis.pipeline import analyze_pipeline, block_timed, step_jitter_note
+from whichdevice.cli.common import (
+    DEFAULT_OUT,
+    MEMORY_LIMIT_HELP,
+    REPORTERS,
+    app,
+    command_line,
+    console,
+    describe_key,
+    err_console,
+    open_journal,
+    progress,
+    read_plan,
+    reject_options_with_resume,
+    stamp,
+    write_record,
+)
+from whichdevice.core.errors import UsageError
+from whichdevice.measure.journal import JournalState
+from whichdevice.present import html, plots, terminal
+from whichdevice.present.pipeline import stage_grid, variant_grid, wait_bars
+from whichdevice.core.timing import TimingPolicy
+from whichdevice.core.validate import (
+    check_output_dir,
+    check_output_file,
+    parse_choice,
+    parse_choice_list,
+    parse_memory_limit,
+    parse_positive_float,
+    parse_positive_int,
+)
+from whichdevice.workloads import pipeline as wl
+
+PIPELINE_FRAMEWORKS = ("tensorflow",)  # frameworks with a pipeline module
+QUICK_MIN_TIME_S = 0.1
+MAX_IMAGE_SIZE = 4096
+MAX_IMAGES = 1_000_000
+# The cache variant runs only when the cached float32 images take at most this share of the
+# memory available now: the rest is needed by the source arrays, TensorFlow and the model.
+CACHE_MEMORY_SHARE = 0.5
+
+
+@dataclass
+class PipelinePlan:
+    """A checked `pipeline` run: everything its cases and its record need (JSON values only),
+    journaled in the header so that ``--resume`` runs the same thing."""
+
+    framework: str
+    images: int
+    size: int
+    batch: int
+    net: str
+    variants: list[str]  # in ladder order, the cache variant already dropped if it would not fit
+    stages: bool
+    heavy: list | None  # [stage, factor] of --heavy-stage
+    user: dict | None  # the user's model / data, as the pre-flight found it
+    model: str | None  # --model / --data as typed, for the record
+    data: str | None
+    trace_dir: str | None
+    devices_wanted: list[str] | None
+    min_time_s: float
+    quick: bool
+    cpu_threads: int | None
+    case_timeout_s: float
+    notes: list[str]
+    json_file: str
+    png_file: str
+    command: list[str]
+    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
+
+
+@app.command()
+def pipeline(
+    ctx: typer.Context,
+    images: Optional[str] = typer.Option(None, "--images", help=f"Number of synthetic images (default {wl.DEFAULT_IMAGES}; {wl.QUICK_IMAGES} with --quick; seed 003: {wl.SEED_IMAGES})."),
+    image_size: Optional[str] = typer.Option(None, "--image-size", help=f"Image side in pixels, size x size x 3 uint8 (default {wl.DEFAULT_SIZE}; {wl.QUICK_SIZE} with --quick; seed 003: {wl.SEED_SIZE})."),
+    batch: Optional[str] = typer.Option(None, "--batch", help=f"Batch size (default {wl.SEED_BATCH}, seed 003's)."),
+    net: str = typer.Option("small", "--net", help="Built-in model behind the pipeline: tiny, small or heavy (ignored with --model)."),
+    variants: Optional[str] = typer.Option(None, "--variants", help=f"Which variants, in ladder order: {','.join(wl.VARIANTS)} (default: all; the first is the baseline)."),
+    no_stages: bool = typer.Option(False, "--no-stages", help="Skip the per-stage measurements (read, parse, normalize, augment, batch)."),
+    heavy_stage: Optional[str] = typer.Option(None, "--heavy-stage", help=f"Construct a known slow stage to check the analyzer: {', '.join(wl.HEAVY_STAGES)} does --heavy-factor times its work."),
+    heavy_factor: Optional[str] = typer.Option(None, "--heavy-factor", help="How many times the --heavy-stage does its work (default 20)."),
+    model: Optional[str] = typer.Option(None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model for (size, size, 3) images or for --data's inputs."),
+    data: Optional[str] = typer.Option(None, "--data", help="Your input: FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (needs --model)."),
+    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
+    quick: bool = typer.Option(False, "--quick", help=f"{wl.QUICK_IMAGES} images of {wl.QUICK_SIZE}x{wl.QUICK_SIZE}, {QUICK_MIN_TIME_S:g} s per point: under 60 s on 2 cores."),
+    min_time: Optional[str] = typer.Option(None, "--min-time", help=f"Seconds of steady samples per measurement (default 0.2; {QUICK_MIN_TIME_S:g} with --quick)."),
+    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit TensorFlow to N threads (default: all cores)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
+    case_timeout: str = typer.Option("600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
+    framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the PNG plot and the HTML report."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/pipeline-<time>.json."),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="Profile each variant's training loop over its steady steps only (not warm-up) into this folder; open with: tensorboard --logdir DIR (Profile tab)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
+) -> None:
+    """Seed 003: input pipeline alone, model alone, both — waiting-for-input share, variant ladder, slowest stage."""
+    reject_options_with_resume(ctx)
+    if resume is not None:
+        plan, resumed = read_plan(resume, "pipeline", PipelinePlan)
+        run_pipeline(plan, resumed)
+        return
+    fw = parse_choice(framework, "--framework", PIPELINE_FRAMEWORKS)
+    n_images = parse_positive_int(images, "--images", "512", maximum=MAX_IMAGES) or (
+        wl.QUICK_IMAGES if quick else wl.DEFAULT_IMAGES)
+    size = parse_positive_int(image_size, "--image-size", "128", maximum=MAX_IMAGE_SIZE) or (
+        wl.QUICK_SIZE if quick else wl.DEFAULT_SIZE)
+    n_batch = parse_positive_int(batch, "--batch", "32", maximum=65536) or wl.SEED_BATCH
+    net_name = parse_choice(net, "--net", wl.NETS)
+    heavy = None
+    if heavy_stage is not None:
+        heavy = [parse_choice(heavy_stage, "--heavy-stage", wl.HEAVY_STAGES),
+                 parse_positive_int(heavy_factor, "--heavy-factor", "20", maximum=10_000) or 20]
+    elif heavy_factor is not None:
+        raise UsageError("--heavy-factor", "only applies to --heavy-stage", "Add e.g. --heavy-stage augment, or drop it.")
+    if data is not None and model is None:
+        raise UsageError("--data", "needs --model (the built-in models take seed 003's images only)",
+                         "Add --model FILE.py:FUNCTION returning a Keras model for your data's inputs.")
+    if data is not None:
+        for arg, value in (("--variants", variants), ("--heavy-stage", heavy_stage), ("--images", images),
+                           ("--image-size", image_size)):
+            if value is not None:
+                raise UsageError(arg, "does not apply to --data (your dataset is measured as given and prefetched)",
+                                 f"Drop {arg}, or drop --data to measure seed 003's pipeline.")
+        variant_list = list(wl.USER_VARIANTS)
+    else:
+        chosen = parse_choice_list(variants, "--variants", wl.VARIANTS) or list(wl.VARIANTS)
+        variant_list = [v for v in wl.VARIANTS if v in chosen]
+    model_fn = userfile.parse_spec(model, "--model") if model else None
+    data_fn = userfile.parse_spec(data, "--data") if data else None
+    wanted = experiment.parse_device_filter(device)
+    mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else 0.2)
+    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
+    timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600")
+    memory_bytes = parse_memory_limit(memory_limit)
+    out_dir = check_output_dir(out, "--out")
+    ts = stamp()
+    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"pipeline-{ts}.json"
+    png = json_file.with_suffix(".png") if json_path else out_dir / f"pipeline-{ts}.png"
+    trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
+    experiment.require_installed(fw)
+
+    notes: list[str] = []
+    if "cache" in variant_list:
+        need, avail = wl.cache_bytes(n_images, size), psutil.virtual_memory().available
+        if need > CACHE_MEMORY_SHARE * avail:
+            variant_list.remove("cache")
+            notes.append(f"cache variant skipped: the cached float32 images need {need / 2**30:.3g} GiB, more than "
+                         f"{CACHE_MEMORY_SHARE:.0%} of the {avail / 2**30:.3g} GiB available; lower --images or --image-size.")
+    if not variant_list:
+        raise UsageError("--variants", "leaves nothing to measure", f"Pass one or more of: {', '.join(wl.VARIANTS)}.")
+
+    user = None
+    if model_fn is not None:
+        err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
+        facts = userfile.preflight(model_fn, None if data_fn else (size, size, 3), None, data_fn,
+                                   frameworks.env_module(fw).child_env("cpu"))
+        out_shape = facts.get("output_shape") or [1]
+        out_dim = int(out_shape[-1]) if out_shape else 1
+        user = {"net": "user", "model_file": str(model_fn.path), "model_fn": model_fn.function,
+                "out_dim": out_dim, "classes": out_dim if out_dim > 1 else 2}
+        if data_fn is not None:
+            user.update(data_file=str(data_fn.path), data_fn=data_fn.function)
+    if data_fn is not None:
+        notes.append("per-stage throughput is not measured for --data: a user's dataset is one opaque pipeline.")
+    plan = PipelinePlan(
+        framework=fw, images=n_images, size=size, batch=n_batch, net=net_name, variants=variant_list,
+        stages=not no_stages and data_fn is None, heavy=heavy, user=user,
+        model=model_fn.text if model_fn else None, data=data_fn.text if data_fn else None,
+        trace_dir=str(trace_dir) if trace_dir else None, devices_wanted=wanted, min_time_s=mt, quick=quick,
+        cpu_threads=threads, case_timeout_s=timeout_s, notes=notes, json_file=str(json_file.absolute()),
+        png_file=str(png.absolute()), command=command_line(), memory_limit_bytes=memory_bytes)
+    run_pipeline(plan, None)
+
+
+def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
+    """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+    fw = plan.framework
+    experiment.require_installed(fw)
+    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
+    found = experiment.discover(fw)
+    chosen = experiment.select_devices(found, plan.devices_wanted)
+    policy = TimingPolicy(min_time_s=plan.min_time_s)
+    journal = open_journal("pipeline", plan, resumed)
+
+    def cases_for(d):
+        cases = wl.build_cases(fw, d.name, images=plan.images, size=plan.size, batch=plan.batch, net=plan.net,
+                               variants=plan.variants, stages=plan.stages,
+                               heavy=tuple(plan.heavy) if plan.heavy else None, user=plan.user)
+        if plan.trace_dir is None:
+            return cases
+        # The loop ("both") of every variant is profiled over its steady steps.
+        return [c.model_copy(update={"params": {**c.params, "trace_dir": plan.trace_dir}})
+                if c.params.get("part") == "both" else c for c in cases]
+
+    total = sum(len(cases_for(d)) for d in chosen)
+    with progress() as bar:
+        task = bar.add_task("starting", total=total)
+        sessions, results, run_notes = experiment.run_devices(
+            fw, chosen, cases_for, policy=policy, cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
+            on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
+            on_result=lambda r: bar.advance(task), journal=journal, resumed=resumed,
+            memory_limit_bytes=plan.memory_limit_bytes,
+        )
+    heavy = plan.heavy
+    options = {"images": plan.images, "image_size": plan.size, "batch": plan.batch,
+               "net": "user" if plan.user else plan.net, "variants": plan.variants, "stages": plan.stages,
+               "heavy_stage": heavy[0] if heavy else None, "heavy_factor": heavy[1] if heavy else None,
+               "devices": [d.name for d in chosen], "min_time_s": plan.min_time_s, "quick": plan.quick,
+               "cpu_threads": plan.cpu_threads, "case_timeout_s": plan.case_timeout_s, "framework": fw,
+               "model": plan.model, "data": plan.data, "trace": plan.trace_dir,
+               "memory_limit_gib": runner.memory_limit_gib(plan.memory_limit_bytes)}
+    record = experiment.make_record("pipeline", plan.command, options, fw, found, sessions, results,
+                                    plan.notes + run_notes)
+    png = Path(plan.png_file)
+    render_pipeline(record, png, loglog=False)
+    write_record(record, Path(plan.json_file), png)
+    journal.finish()  # the record is complete: the journal has done its job
+
+
+def render_pipeline(record: records.RunRecord, png: Path, *, loglog: bool = False) -> None:
+    """Terminal tables and verdict, the stacked-bar PNG and the HTML report (``png`` with .html)
+    of a pipeline record. ``loglog`` is accepted for ``report`` and unused (bars are linear)."""
+    reports = analyze_pipeline(record)
+    jitter = step_jitter_note(record)
+    warnings = quality.timing_warnings(block_timed(record)) + ([jitter] if jitter else [])
+    failures = quality.failures(record)
+    terminal.render_header(console, record)
+    o = record.options
+    what = f"data {o.get('data')}" if o.get("data") else (
+        f"seed 003's pipeline on {o.get('images')} images of {o.get('image_size')}x{o.get('image_size')}x3")
+    heavy = f"; constructed slow stage: {o.get('heavy_stage')} x{o.get('heavy_factor')}" if o.get("heavy_stage") else ""
+    console.print(f"{escape(what)}, batch {o.get('batch')}, model {escape(str(o.get('model') or o.get('net')))}{escape(heavy)}")
+    sections, verdict = [], []
+    for rep in reports:
+        grids = [g for g in (variant_grid(rep), stage_grid(rep)) if g is not None]
+        for g in grids:
+            terminal.render_grid(console, g)
+        verdict.extend(rep.verdict)
+        sections.append(html.Section(f"{rep.device}: input pipeline", grids=grids))
+    for line in verdict:
+        console.print(f"[bold]→[/bold] {escape(line)}")
+    terminal.render_notes(console, record, warnings, failures)
+    png.parent.mkdir(parents=True, exist_ok=True)
+    panels = [(rep.device, wait_bars(rep)) for rep in reports]
+    plots.plot_input_wait(panels, png, title="Training step: waiting for input vs computing, per variant — whichdevice")
+    if sections:
+        sections[-1].pngs.append(png)
+    page = html.render_html(record, sections, verdict=verdict, warnings=warnings, failures=failures)
+    html.write_html(png.with_suffix(".html"), page)
+    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
+
+
+REPORTERS["pipeline"] = render_pipeline

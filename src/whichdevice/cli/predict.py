@@ -1,0 +1,137 @@
+"""`whichdevice predict`: would a GPU win? From this (CPU-only or not) machine.
+
+Measures the training step on the local CPU over batch sizes (train workload, ``steady``
+cases), reads the step's op list from its traced graph at each batch (calibrate workload,
+``describe`` cases), and models the step on the profiled GPU (costmodel.py). The record
+embeds the profile used, so `whichdevice report` redraws it without the profile file.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from whichdevice.analysis import deviceprofile
+from whichdevice.measure import experiment
+from whichdevice import frameworks
+from whichdevice.core import records
+from whichdevice.workloads import userfile
+from whichdevice.analysis.prediction import predict_report
+from whichdevice.cli.common import (
+    DEFAULT_OUT,
+    REPORTERS,
+    app,
+    console,
+    describe_key,
+    err_console,
+    progress,
+    stamp,
+    write_record,
+)
+from whichdevice.core.errors import UsageError
+from whichdevice.present import prediction as present
+from whichdevice.core.timing import TimingPolicy
+from whichdevice.core.validate import (
+    check_output_dir,
+    check_output_file,
+    parse_int_list,
+    parse_positive_float,
+    parse_positive_int,
+    parse_shape,
+)
+from whichdevice.workloads import calibrate as calibrate_workload
+from whichdevice.workloads import train as train_workload
+
+FRAMEWORK = "tensorflow"
+QUICK_MIN_TIME_S = 0.05
+
+
+@app.command()
+def predict(
+    profile: str = typer.Option("h100", "--profile", help="The GPU machine to predict: a shipped profile (h100), a name saved by `whichdevice calibrate`, or a profile JSON file."),
+    model: Optional[str] = typer.Option(None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model. Default: seed 001's model."),
+    input_shape: Optional[str] = typer.Option(None, "--input-shape", help="Input shape of one sample for --model, e.g. 100 or 28,28,1."),
+    classes: Optional[str] = typer.Option(None, "--classes", help="Number of classes for --model's synthetic labels (1: binary; leave out: regression)."),
+    batches: Optional[str] = typer.Option(None, "--batches", help="Batch sizes, comma-separated. Default 8,16,...,8192 (--quick: 8,32,128,512,2048,8192)."),
+    quick: bool = typer.Option(False, "--quick", help="Short measurements (0.05 s per batch size) at 6 batch sizes: < 60 s on 2 cores."),
+    min_time: Optional[str] = typer.Option(None, "--min-time", help="Seconds of steady samples per batch size (default 0.2; 0.05 with --quick)."),
+    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    case_timeout: str = typer.Option("600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/predict-<time>.json."),
+    linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
+) -> None:
+    """Measure the step on this CPU, predict it on a profiled GPU: winner, crossover, what dominates."""
+    prof = deviceprofile.load(profile, "--profile")
+    if prof.gpu is None:
+        raise UsageError("--profile", f"profile '{prof.name}' has no GPU",
+                         "Pass a profile calibrated on a machine with a GPU (e.g. --profile h100).")
+    batch_list = parse_int_list(batches, "--batches", maximum=train_workload.MAX_BATCH, example="8,64,512,4096")
+    if batch_list is None:
+        batch_list = list(train_workload.QUICK_BATCHES if quick else train_workload.DEFAULT_BATCHES)
+    shape = parse_shape(input_shape)
+    n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
+    if model is None:
+        for arg, value in (("--input-shape", input_shape), ("--classes", classes)):
+            if value is not None:
+                raise UsageError(arg, "only applies to --model", f"Add --model FILE.py:FUNCTION, or drop {arg}.")
+    model_fn = userfile.parse_spec(model, "--model") if model else None
+    mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else 0.2)
+    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
+    timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600")
+    out_dir = check_output_dir(out, "--out")
+    ts = stamp()
+    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"predict-{ts}.json"
+    experiment.require_installed(FRAMEWORK)
+
+    params: dict = {"model": "seed001"}
+    if model_fn is not None:
+        err_console.print(f"Checking {escape(model_fn.text)} (imports {FRAMEWORK})…")
+        params = userfile.user_model_params(model_fn, shape, n_classes, None,
+                                            frameworks.env_module(FRAMEWORK).child_env("cpu"))
+
+    err_console.print(f"Looking for devices ({FRAMEWORK} import takes a few seconds)…")
+    found = experiment.discover(FRAMEWORK)
+    chosen = experiment.select_devices(found, ["CPU:0"])
+    policy = TimingPolicy(min_time_s=mt)
+
+    def cases_for(d):
+        described = calibrate_workload.describe_cases(FRAMEWORK, d.name, params, batch_list)
+        steady = [records.CaseSpec(workload="train", framework=FRAMEWORK, device=d.name,
+                                   params={**params, "kind": "steady", "batch": b, "sync": "none"})
+                  for b in sorted(batch_list)]
+        return described + steady
+
+    total = sum(len(cases_for(d)) for d in chosen)
+    with progress() as bar:
+        task = bar.add_task("starting", total=total)
+        sessions, results, notes = experiment.run_devices(
+            FRAMEWORK, chosen, cases_for, policy=policy, cpu_threads=threads, case_timeout_s=timeout_s,
+            on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
+            on_result=lambda r: bar.advance(task),
+        )
+    options = {"profile": profile, "profile_json": deviceprofile.dumps(prof), "batches": batch_list,
+               "min_time_s": mt, "quick": quick, "cpu_threads": threads, "case_timeout_s": timeout_s,
+               "framework": FRAMEWORK, "model": model_fn.text if model_fn else "seed001"}
+    record = experiment.make_record("predict", ["whichdevice", *sys.argv[1:]], options, FRAMEWORK, found,
+                                    sessions, results, notes)
+    png = json_file.with_suffix(".png") if json_path else out_dir / f"predict-{ts}.png"
+    render_predict(record, png, loglog=not linear)
+    write_record(record, json_file, png)
+
+
+def render_predict(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
+    prof = deviceprofile.parse(str(record.options["profile_json"]), "the record's embedded profile", "RESULT")
+    report = predict_report(record, prof)
+    present.render_predict(console, report, prof, record.machine.cpu_model)
+    console.print(f"Model: {escape(str(record.options.get('model')))}; the GPU side is a prediction from profile "
+                  f"'{escape(prof.name)}' ({escape(prof.framework)}), not a measurement.")
+    present.plot_predict(report, png, loglog, f"{record.options.get('model')}: CPU measured vs "
+                         f"{prof.gpu.description if prof.gpu else 'GPU'} predicted — whichdevice predict")
+
+
+REPORTERS["predict"] = render_predict

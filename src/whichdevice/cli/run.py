@@ -1,0 +1,290 @@
+"""`whichdevice run`: the default suite on this machine, one verdict, proven fixes, one report."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from whichdevice.measure import experiment
+from whichdevice import frameworks
+from whichdevice.core import records
+from whichdevice.workloads import userfile
+from whichdevice.api import fix_grid, suite_report
+from whichdevice.cli.common import (
+    DEFAULT_OUT,
+    MEMORY_LIMIT_HELP,
+    REPORTERS,
+    app,
+    command_line,
+    console,
+    describe_key,
+    err_console,
+    journal_header,
+    open_journal,
+    progress,
+    read_plan,
+    reject_options_with_resume,
+    stamp,
+    write_record,
+)
+from whichdevice.core.errors import UsageError
+from whichdevice.measure.journal import Journal, JournalState, journal_path
+from whichdevice.present import html, terminal
+from whichdevice.workloads.suite import measure_suite, suite_cases, user_cases
+from whichdevice.core.validate import (
+    check_output_dir,
+    check_output_file,
+    parse_choice_list,
+    parse_memory_limit,
+    parse_positive_float,
+    parse_positive_int,
+    parse_shape,
+)
+
+DEFAULT_BUDGET_S = 90.0  # per device; the issue's budget for a CPU-only machine
+MIN_BUDGET_S = 20.0  # below this not even the framework import and one experiment fit
+RUN_MIN_TIME_S = 0.05  # steady seconds per point: short, the suite has many points
+MAX_TERMINAL_WARNINGS = 3
+DIAGNOSE_FRAMEWORK = "tensorflow"
+
+
+def _parse_budget(text: str | None) -> float:
+    budget_s = parse_positive_float(text, "--budget", "90") or DEFAULT_BUDGET_S
+    if budget_s < MIN_BUDGET_S:
+        raise UsageError("--budget", f"{budget_s:g} s is too short to measure anything",
+                         f"Pass at least {MIN_BUDGET_S:g} seconds, e.g. --budget 90.")
+    return budget_s
+
+
+@dataclass
+class RunPlan:
+    """A checked `run`: what its cases and record need, journaled so ``--resume`` runs the same."""
+
+    frameworks: list[str]  # several: side by side, one record
+    budget_s: float
+    devices_wanted: list[str] | None
+    cpu_threads: int | None
+    json_file: str
+    command: list[str]
+    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
+
+
+@app.command()
+def run(
+    ctx: typer.Context,
+    budget: Optional[str] = typer.Option(None, "--budget", help=f"Seconds per device (default {DEFAULT_BUDGET_S:g}). Cases that do not fit are recorded as skipped."),
+    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
+    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
+    framework: str = typer.Option("tensorflow", "--framework", help="Framework(s) to measure: tensorflow, keras-jax, keras-torch, torch; several comma-separated give one report with the frameworks side by side."),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the plots and the HTML report."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/run-<time>.json."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
+) -> None:
+    """The default suite: matmul crossover, the seeds' training cases, a batch sweep and the
+    automatic fixes, each measured; then one verdict and an HTML report."""
+    reject_options_with_resume(ctx)
+    if resume is not None:
+        plan, resumed = read_plan(resume, "run", RunPlan)
+    else:
+        out_dir = check_output_dir(out, "--out")
+        json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"run-{stamp()}.json"
+        plan = RunPlan(frameworks=parse_choice_list(framework, "--framework", frameworks.TRAINING),
+                       budget_s=_parse_budget(budget), devices_wanted=experiment.parse_device_filter(device),
+                       cpu_threads=parse_positive_int(cpu_threads, "--cpu-threads", "4"),
+                       json_file=str(json_file.absolute()), command=command_line(),
+                       memory_limit_bytes=parse_memory_limit(memory_limit))
+        resumed = None
+    if len(plan.frameworks) > 1:  # frameworks side by side: one after the other, one record
+        record = _run_frameworks(plan, resumed)
+    else:
+        record = _run_one(plan, resumed)
+    json_file = Path(plan.json_file)
+    render_run(record, json_file.with_suffix(".png"), loglog=True)  # the png: the stem of plots and report
+    write_record(record, json_file, None)
+    Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
+    if len(plan.frameworks) > 1:  # and the frameworks' part journals, kept until now
+        for f in plan.frameworks:
+            Journal(journal_path(_part_json(json_file, f))).finish()
+
+
+def _run_one(plan: RunPlan, resumed: JournalState | None) -> records.RunRecord:
+    fw, = plan.frameworks
+    experiment.require_installed(fw)
+    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
+    found = experiment.discover(fw)
+    chosen = experiment.select_devices(found, plan.devices_wanted)
+    gpu_present = bool(found.gpus)
+    return _measure_suite("run", fw, found, chosen, lambda d: suite_cases(fw, d.name, gpu_present=gpu_present),
+                          budget_s=plan.budget_s, threads=plan.cpu_threads, command=plan.command,
+                          journal=open_journal("run", plan, resumed), resumed=resumed, options={},
+                          memory_limit_bytes=plan.memory_limit_bytes)
+
+
+def _part_json(json_file: Path, fw: str) -> Path:
+    return json_file.with_name(f"{json_file.stem}.{fw}{json_file.suffix}")
+
+
+def _run_frameworks(plan: RunPlan, resumed: JournalState | None) -> records.RunRecord:
+    """``run`` for each framework in turn (each device of each its own budget, never two at
+    once), merged into one record. The run's journal (``run-X.partial.jsonl``) holds the plan;
+    each framework journals its cases in a part journal beside it (``run-X.keras-jax.partial.jsonl``,
+    header ``part_of``), kept until the merged record is written. Resuming continues each
+    framework from its part journal, or starts it if it had not started."""
+    for f in plan.frameworks:  # fail before measuring anything if one is missing
+        experiment.require_installed(f)
+    found_chosen = []
+    for f in plan.frameworks:  # every --device checked before anything is journaled
+        err_console.print(f"Looking for devices ({escape(f)} import takes a few seconds)…")
+        found = experiment.discover(f)
+        found_chosen.append((found, experiment.select_devices(found, plan.devices_wanted)))
+    json_file = Path(plan.json_file)
+    top = open_journal("run", plan, resumed)
+    parts = []
+    for f, (found, chosen) in zip(plan.frameworks, found_chosen):
+        part_json = _part_json(json_file, f)
+        part_plan = dataclasses.replace(plan, frameworks=[f], json_file=str(part_json))
+        path = journal_path(part_json)
+        if resumed is not None and path.exists():
+            state, journal = Journal.read(path, "--resume", experiment="run", part=True), Journal(path)
+        else:  # a part journal names the run it belongs to
+            state = None
+            journal = Journal.create(path, {**journal_header("run", part_plan), "part_of": str(top.path.absolute())})
+        gpu = bool(found.gpus)
+        parts.append(_measure_suite("run", f, found, chosen,
+                                    lambda d, f=f, gpu=gpu: suite_cases(f, d.name, gpu_present=gpu),
+                                    budget_s=plan.budget_s, threads=plan.cpu_threads, command=plan.command,
+                                    journal=journal, resumed=state, options={},
+                                    memory_limit_bytes=plan.memory_limit_bytes))
+    options = {**parts[0].options, "framework": ",".join(plan.frameworks)}
+    return experiment.merge_records(parts, options)
+
+
+def _measure_suite(name, fw, found, chosen, cases_for, **kw) -> records.RunRecord:
+    with progress() as bar:
+        task = bar.add_task("starting", total=None)
+        return measure_suite(name, fw, found, chosen, cases_for, min_time_s=RUN_MIN_TIME_S,
+                             on_total=lambda n: bar.update(task, total=n),
+                             on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
+                             on_result=lambda r: bar.advance(task), **kw)
+
+
+@dataclass
+class DiagnosePlan:
+    """A checked `diagnose`: the user's model as the pre-flight found it and the suite's
+    settings, journaled so ``--resume`` runs the same (without a second pre-flight)."""
+
+    model: str  # --model / --data as typed, for the record
+    data: str | None
+    user: dict
+    batch: int
+    samples: int
+    budget_s: float
+    devices_wanted: list[str] | None
+    cpu_threads: int | None
+    json_file: str
+    command: list[str]
+    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
+
+
+@app.command()
+def diagnose(
+    ctx: typer.Context,
+    model: Optional[str] = typer.Option(None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not). Required, unless --resume."),
+    input_shape: Optional[str] = typer.Option(None, "--input-shape", help="Input shape of one sample, e.g. 100 or 28,28,1 (default: the model's declared input)."),
+    classes: Optional[str] = typer.Option(None, "--classes", help="Number of classes for synthetic labels (1: binary; leave out: regression)."),
+    data: Optional[str] = typer.Option(None, "--data", help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (default: synthetic data)."),
+    samples: Optional[str] = typer.Option(None, "--samples", help="Samples per epoch (default 10000)."),
+    batch: Optional[str] = typer.Option(None, "--batch", help="Your batch size (default 32): the baseline every fix is measured against."),
+    budget: Optional[str] = typer.Option(None, "--budget", help=f"Seconds per device (default {DEFAULT_BUDGET_S:g})."),
+    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0."),
+    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the plots and the HTML report."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/diagnose-<time>.json."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted diagnose: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
+) -> None:
+    """The suite on YOUR model: who wins at your batch, the batch sweep, every automatic fix
+    measured — and the device and settings to use."""
+    reject_options_with_resume(ctx)
+    if resume is not None:
+        plan, resumed = read_plan(resume, "diagnose", DiagnosePlan)
+        run_diagnose(plan, resumed)
+        return
+    fw = DIAGNOSE_FRAMEWORK
+    if model is None:
+        raise UsageError("--model", "is required", "Pass your model as --model FILE.py:FUNCTION "
+                         "(or --resume JOURNAL to finish an interrupted diagnose).")
+    model_fn = userfile.parse_spec(model, "--model")
+    data_fn = userfile.parse_spec(data, "--data") if data else None
+    shape = parse_shape(input_shape)
+    n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
+    n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000) or 10_000
+    user_batch = parse_positive_int(batch, "--batch", "32", maximum=65536) or 32
+    budget_s = _parse_budget(budget)
+    wanted = experiment.parse_device_filter(device)
+    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
+    memory_bytes = parse_memory_limit(memory_limit)
+    out_dir = check_output_dir(out, "--out")
+    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"diagnose-{stamp()}.json"
+    experiment.require_installed(fw)
+    err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
+    user = userfile.user_model_params(model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu"))
+    plan = DiagnosePlan(model=model_fn.text, data=data_fn.text if data_fn else None, user=user, batch=user_batch,
+                        samples=n_samples, budget_s=budget_s, devices_wanted=wanted, cpu_threads=threads,
+                        json_file=str(json_file.absolute()), command=command_line(), memory_limit_bytes=memory_bytes)
+    run_diagnose(plan, None)
+
+
+def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None) -> None:
+    """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+    fw = DIAGNOSE_FRAMEWORK
+    experiment.require_installed(fw)
+    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
+    found = experiment.discover(fw)
+    chosen = experiment.select_devices(found, plan.devices_wanted)
+    json_file = Path(plan.json_file)
+    record = _measure_suite(
+        "diagnose", fw, found, chosen,
+        lambda d: user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples),
+        budget_s=plan.budget_s, threads=plan.cpu_threads, command=plan.command,
+        journal=open_journal("diagnose", plan, resumed), resumed=resumed,
+        options={"model": plan.model, "data": plan.data, "batch": plan.batch, "samples": plan.samples},
+        memory_limit_bytes=plan.memory_limit_bytes)
+    render_run(record, json_file.with_suffix(".png"), loglog=True)
+    write_record(record, json_file, None)
+    Journal(journal_path(json_file)).finish()
+
+
+def render_run(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
+    """Terminal verdict page, two PNGs (matmul, batch sweep) and the HTML report beside ``png``."""
+    rep = suite_report(record, png, loglog=loglog)
+    v = rep.verdict
+    terminal.render_header(console, record)
+    # The terminal gets the verdict page; every table is in the HTML report (and `report`).
+    console.rule("Verdict")
+    for line in v.headline:
+        console.print(f"• {escape(line)}")
+    for f in v.findings:
+        console.print(f"  [bold]{escape(f.rule)}[/bold] {escape(f.text)}" + (f" → {escape(f.advice)}" if f.advice else ""))
+    terminal.render_grid(console, fix_grid(v, with_how=False))
+    for line in rep.advice:
+        console.print(f"[bold green]{escape(line)}[/bold green]")
+    shown = rep.warnings[:MAX_TERMINAL_WARNINGS]
+    terminal.render_notes(console, record, shown, rep.failures)
+    if len(rep.warnings) > len(shown):
+        console.print(f"[yellow]…and {len(rep.warnings) - len(shown)} more measurement warnings in the HTML "
+                      "report.[/yellow]")
+    html.write_html(png.with_suffix(".html"), rep.page)
+    for p in rep.pngs:
+        console.print(f"Plot:   {escape(str(p))}")
+    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
+
+
+REPORTERS["run"] = render_run
+REPORTERS["diagnose"] = render_run

@@ -1,0 +1,240 @@
+"""`whichdevice train`: seeds 001 and 002 (or the user's model) on every device —
+model creation, warm-up vs steady steps, break-even, the cost of syncing every step and
+the batch-size sweep with its crossover."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from whichdevice.measure import experiment, runner
+from whichdevice import frameworks
+from whichdevice.core import records
+from whichdevice.workloads import userfile
+from whichdevice.analysis import quality
+from whichdevice.analysis.train import analyze_training
+from whichdevice.cli.common import (
+    DEFAULT_OUT,
+    MEMORY_LIMIT_HELP,
+    REPORTERS,
+    app,
+    console,
+    describe_key,
+    command_line,
+    err_console,
+    open_journal,
+    progress,
+    read_plan,
+    reject_options_with_resume,
+    stamp,
+    write_record,
+)
+from whichdevice.core.errors import UsageError
+from whichdevice.measure.journal import JournalState
+from whichdevice.present import plots, terminal
+from whichdevice.present.tables import run_label
+from whichdevice.core.timing import TimingPolicy
+from whichdevice.core.validate import (
+    check_output_dir,
+    check_output_file,
+    parse_choice,
+    parse_choice_list,
+    parse_int_list,
+    parse_memory_limit,
+    parse_positive_float,
+    parse_positive_int,
+    parse_shape,
+)
+from whichdevice.workloads import train as train_workload
+from whichdevice.present import precision as present_precision
+from whichdevice.workloads import precision_cases
+
+PARTS = ("create", "loop", "fit", "sync", "sweep")
+TRAIN_FRAMEWORKS = frameworks.TRAINING  # frameworks with a training module (numpy and jax have none)
+QUICK_MIN_TIME_S = 0.05
+
+
+def _quick_text(batches) -> str:
+    return (f"reduced sizes — seed 001 ex3 on {train_workload.QUICK_SAMPLES['ex3']:,} samples instead of 100,000; "
+            f"batch sweep {','.join(map(str, batches))}; {QUICK_MIN_TIME_S:g} s of steady samples per sweep point "
+            "(the full run: whichdevice train)")
+
+
+@dataclass
+class TrainPlan:
+    """A checked `train` run: everything its cases and its record need (JSON values only),
+    journaled in the header so that ``--resume`` runs the same thing."""
+
+    framework: str
+    parts: list[str]
+    batches: list[int]
+    quick: bool
+    user: dict | None  # the user's model, as the pre-flight found it (None: the seeds' models)
+    model: str | None  # --model / --data as typed, for the record
+    data: str | None
+    samples: int | None
+    user_batch: int
+    trace_dir: str | None
+    precisions: list[str] | None
+    devices_wanted: list[str] | None
+    min_time_s: float
+    cpu_threads: int | None
+    case_timeout_s: float
+    json_file: str
+    png_file: str
+    linear: bool
+    command: list[str]
+    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
+
+
+@app.command()
+def train(
+    ctx: typer.Context,
+    model: Optional[str] = typer.Option(None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not). Default: the seeds' models."),
+    input_shape: Optional[str] = typer.Option(None, "--input-shape", help="Input shape of one sample for --model, e.g. 100 or 28,28,1 (default: the model's declared input)."),
+    classes: Optional[str] = typer.Option(None, "--classes", help="Number of classes for --model's synthetic labels (1: binary; leave out: regression on the output shape)."),
+    data: Optional[str] = typer.Option(None, "--data", help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) for --model (instead of synthetic data)."),
+    samples: Optional[str] = typer.Option(None, "--samples", help="Samples per epoch for --model (default 10000)."),
+    batch: Optional[str] = typer.Option(None, "--batch", help="Batch size of --model's loop and fit runs (default 32)."),
+    batches: Optional[str] = typer.Option(None, "--batches", help="Batch sizes of the sweep, comma-separated. Default 8,16,...,8192."),
+    parts: str = typer.Option(",".join(PARTS), "--parts", help="Which measurements: create (seed 001 ex1), loop (custom tf.function loops), fit (model.fit), sync (.numpy() every step vs not), sweep (batch sizes)."),
+    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
+    quick: bool = typer.Option(False, "--quick", help="Reduced sizes (ex3 on 10,000 samples, 6 batch sizes, short points): < 60 s on 2 cores."),
+    min_time: Optional[str] = typer.Option(None, "--min-time", help="Seconds of steady samples per sweep / creation point (default 0.2; 0.05 with --quick)."),
+    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
+    case_timeout: str = typer.Option("600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
+    framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/train-<time>.json."),
+    linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="Profile the model.fit runs' steady epochs (not the first) into this folder; open with: tensorboard --logdir DIR (Profile tab)."),
+    precision: Optional[str] = typer.Option(None, "--precision", help="Also train with these Keras precision policies, side by side: float32,mixed_float16,mixed_bfloat16."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
+) -> None:
+    """Seeds 001/002 (or --model): warm-up vs steady steps, break-even, sync cost, batch-size crossover."""
+    reject_options_with_resume(ctx)
+    if resume is not None:
+        plan, resumed = read_plan(resume, "train", TrainPlan)
+        run_train(plan, resumed)
+        return
+    fw = parse_choice(framework, "--framework", TRAIN_FRAMEWORKS)
+    part_list = parse_choice_list(parts, "--parts", PARTS)
+    if fw not in frameworks.KERAS:  # plain torch: no model.fit, no Keras --model (the record's notes say so)
+        if model is not None:
+            raise UsageError("--model", f"a Keras model cannot be trained by --framework {fw}",
+                             "Use --framework tensorflow, keras-jax or keras-torch.")
+        part_list = [p for p in part_list if p != "fit"] or ["loop"]
+    if data is not None and fw != "tensorflow":
+        raise UsageError("--data", "a tf.data dataset needs --framework tensorflow",
+                         "Drop --data (synthetic numpy data is used), or use --framework tensorflow.")
+    batch_list = parse_int_list(batches, "--batches", maximum=train_workload.MAX_BATCH, example="8,64,512,4096")
+    if batch_list is None:
+        batch_list = list(train_workload.QUICK_BATCHES if quick else train_workload.DEFAULT_BATCHES)
+    shape = parse_shape(input_shape)
+    n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
+    n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000)
+    user_batch = parse_positive_int(batch, "--batch", "32", maximum=train_workload.MAX_BATCH) or 32
+    if model is None:
+        for arg, value in (("--input-shape", input_shape), ("--classes", classes), ("--data", data),
+                           ("--samples", samples), ("--batch", batch)):
+            if value is not None:
+                raise UsageError(arg, "only applies to --model", f"Add --model FILE.py:FUNCTION, or drop {arg}.")
+    model_fn = userfile.parse_spec(model, "--model") if model else None
+    data_fn = userfile.parse_spec(data, "--data") if data else None
+    wanted = experiment.parse_device_filter(device)
+    mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else 0.2)
+    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
+    timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600")
+    memory_bytes = parse_memory_limit(memory_limit)
+    out_dir = check_output_dir(out, "--out")
+    ts = stamp()
+    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"train-{ts}.json"
+    png = json_file.with_suffix(".png") if json_path else out_dir / f"train-{ts}.png"
+    trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
+    precisions = parse_choice_list(precision, "--precision", precision_cases.POLICIES)
+    experiment.require_installed(fw)
+
+    user = None
+    if model_fn is not None:
+        err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
+        user = userfile.user_model_params(model_fn, shape, n_classes, data_fn,
+                                          frameworks.env_module(fw).child_env("cpu"))
+    plan = TrainPlan(
+        framework=fw, parts=part_list, batches=list(batch_list), quick=quick, user=user,
+        model=model_fn.text if model_fn else None, data=data_fn.text if data_fn else None, samples=n_samples,
+        user_batch=user_batch, trace_dir=str(trace_dir) if trace_dir else None, precisions=precisions,
+        devices_wanted=wanted, min_time_s=mt, cpu_threads=threads, case_timeout_s=timeout_s,
+        json_file=str(json_file.absolute()), png_file=str(png.absolute()), linear=linear, command=command_line(),
+        memory_limit_bytes=memory_bytes)
+    run_train(plan, None)
+
+
+def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
+    """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+    fw = plan.framework
+    experiment.require_installed(fw)
+    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
+    found = experiment.discover(fw)
+    chosen = experiment.select_devices(found, plan.devices_wanted)
+    policy = TimingPolicy(min_time_s=plan.min_time_s)
+    journal = open_journal("train", plan, resumed)
+
+    def cases_for(d):
+        cases = train_workload.build_cases(fw, d.name, quick=plan.quick, batches=plan.batches,
+                                           parts=set(plan.parts), user=plan.user, samples=plan.samples,
+                                           user_batch=plan.user_batch)
+        if plan.trace_dir is not None:  # the fit runs get the profiler around their steady epochs
+            cases = [c.model_copy(update={"params": {**c.params, "trace_dir": plan.trace_dir}})
+                     if c.params.get("kind") == "fit" else c for c in cases]
+        return cases + precision_cases.cases(fw, d.name, plan.precisions or [], user=plan.user, quick=plan.quick,
+                                             samples=plan.samples, user_batch=plan.user_batch)
+
+    total = sum(len(cases_for(d)) for d in chosen)
+    with progress() as bar:
+        task = bar.add_task("starting", total=total)
+        sessions, results, notes = experiment.run_devices(
+            fw, chosen, cases_for, policy=policy, cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
+            on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
+            on_result=lambda r: bar.advance(task), journal=journal, resumed=resumed,
+            memory_limit_bytes=plan.memory_limit_bytes,
+        )
+    options = {"parts": plan.parts, "batches": plan.batches, "devices": [d.name for d in chosen],
+               "min_time_s": plan.min_time_s, "quick": plan.quick, "cpu_threads": plan.cpu_threads,
+               "case_timeout_s": plan.case_timeout_s, "framework": fw, "model": plan.model or "seeds 001+002",
+               "data": plan.data, "memory_limit_gib": runner.memory_limit_gib(plan.memory_limit_bytes)}
+    if plan.quick:
+        options["quick_sizes"] = _quick_text(plan.batches)
+    if plan.trace_dir is not None:
+        options["trace"] = plan.trace_dir
+    if plan.precisions:
+        options["precision"] = plan.precisions
+    record = experiment.make_record("train", plan.command, options, fw, found, sessions, results, notes)
+    png = Path(plan.png_file)
+    render_train(record, png, loglog=not plan.linear)
+    write_record(record, Path(plan.json_file), png)
+    journal.finish()  # the record is complete: the journal has done its job
+
+
+def render_train(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
+    report = analyze_training(record)
+    terminal.render_train(console, record, report, quality.timing_warnings(record), quality.failures(record))
+    present_precision.render(console, record)
+    png.parent.mkdir(parents=True, exist_ok=True)
+    if report.sweep:
+        plots.plot_batch_sweep(report.sweep, png, loglog=loglog,
+                               title="Training step time and samples/s vs batch size — whichdevice")
+        return
+    run = next((r for r in record.results if r.timing is not None and r.timing.number_per_sample == 1), None)
+    if run is None:
+        run = next((r for r in record.results if r.timing is not None), None)
+    steps = list(run.timing.warmup_s) + list(run.timing.samples_s) if run else []
+    plots.plot_steps(steps, len(run.timing.warmup_s) if run else 0, png,
+                     title=f"{run.spec.device} {run_label(run.spec.params)}" if run else "no data")
+
+
+REPORTERS["train"] = render_train

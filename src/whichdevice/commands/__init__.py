@@ -1,1 +1,0 @@
-"""One module per command; each registers itself on `commands.common.app`."""

@@ -1,0 +1,305 @@
+"""Immutable, versioned measurement records: what was run, on what, and every raw sample.
+
+A ``RunRecord`` is what one command (``whichdevice matmul`` ...) writes as JSON. It holds:
+
+- ``machine``: the host (CPU model, cores, RAM);
+- ``sessions``: one per child process (framework x device): framework version, device
+  details, CPU threads, whether oneDNN is on, the environment variables that were set
+  before the framework was imported, the import time and the harness overhead;
+- ``results``: one ``CaseResult`` per measured case: its ``CaseSpec`` (workload,
+  framework, device, parameters), status (ok / failed and why), and the raw ``Timing``.
+
+Statistics (median, IQR) are properties derived from the raw samples. They are written
+into the JSON for readers' convenience and dropped again when a record is read back, so
+they can never disagree with the samples. ``SCHEMA_VERSION`` changes whenever a field
+changes meaning. A record of an older version is migrated on reading (``MIGRATIONS``: one
+function per version step, applied in order; the file itself is never rewritten) and says
+so in its notes; a record from a newer version is refused with a clear message.
+
+Versions: 1 (first); 2 adds ``CaseResult.failure``, the kind of a failure (``failures.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    computed_field,
+    model_validator,
+)
+
+from whichdevice.core.version import __version__
+from whichdevice.core import failures, stats
+from whichdevice.core.errors import UsageError
+from whichdevice.core.telemetry import Telemetry
+
+SCHEMA_VERSION = 2
+
+Scalar = str | int | float | bool | None
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MachineInfo(_Frozen):
+    hostname: str
+    os: str
+    python: str
+    cpu_model: str
+    cpu_cores_logical: int
+    cpu_cores_physical: int | None
+    ram_bytes: int | None
+
+
+class DeviceInfo(_Frozen):
+    """One device as the framework names it (``CPU:0``, ``GPU:0``)."""
+
+    name: str
+    kind: Literal["cpu", "gpu"]
+    description: str = ""
+    memory_bytes: int | None = None
+    compute_capability: str | None = None
+    driver: str | None = None
+
+
+class FrameworkInfo(_Frozen):
+    name: str
+    version: str
+    details: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class Session(_Frozen):
+    """One child process: one framework on one device, set up before import."""
+
+    framework: FrameworkInfo
+    device: DeviceInfo
+    cpu_threads_intra: int = Field(description="intra-op threads in effect (all cores unless told)")
+    cpu_threads_inter: int = Field(description="inter-op threads in effect")
+    cpu_threads_source: str = Field(description="'default (all N cores)' or '--cpu-threads'")
+    onednn: bool | None = Field(description="oneDNN CPU kernels on (None: not applicable)")
+    env: dict[str, str] = Field(description="variables set before the framework was imported")
+    import_s: float = Field(description="seconds to import the framework in the child")
+    overhead_s: float = Field(description="timer read + device sync with nothing queued (median)")
+
+
+class CaseSpec(_Frozen):
+    """What one case runs: workload, framework, device and the workload's parameters."""
+
+    workload: str
+    framework: str
+    device: str
+    params: dict[str, Scalar] = Field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """Stable identity of a case, used to match results to specs (and to resume)."""
+        p = ",".join(f"{k}={self.params[k]}" for k in sorted(self.params))
+        return f"{self.workload}|{self.framework}|{self.device}|{p}"
+
+
+_DERIVED_TIMING = {"median_s", "q1_s", "q3_s", "iqr_s", "rel_iqr", "n_samples"}
+
+
+class Timing(_Frozen):
+    """Raw timing of one case. ``warmup_s[0]`` is the first call (one-time costs in)."""
+
+    first_call_s: float
+    warmup_s: list[float]
+    samples_s: list[float] = Field(min_length=1)
+    number_per_sample: int = Field(ge=1, description="calls per block; one sample = block / number")
+    overhead_s: float
+    telemetry: Telemetry | None = Field(default=None, description="utilization during the steady blocks")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_derived(cls, data: Any) -> Any:
+        # Derived statistics are written for readers and recomputed on load.
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if k not in _DERIVED_TIMING}
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def median_s(self) -> float:
+        return stats.median(self.samples_s)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def q1_s(self) -> float:
+        return stats.quantile(self.samples_s, 0.25)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def q3_s(self) -> float:
+        return stats.quantile(self.samples_s, 0.75)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def iqr_s(self) -> float:
+        return stats.iqr(self.samples_s)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def rel_iqr(self) -> float:
+        return stats.rel_iqr(self.samples_s)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def n_samples(self) -> int:
+        return len(self.samples_s)
+
+
+class CaseResult(_Frozen):
+    spec: CaseSpec
+    status: Literal["ok", "failed"]
+    error: str | None = None
+    failure: failures.FailureKind | None = Field(default=None, description="why it failed (failures.py); None when ok")
+    timing: Timing | None = None
+    metrics: dict[str, float] = Field(default_factory=dict, description="e.g. flops per call")
+    wall_s: float = Field(description="seconds this case took, warm-up and set-up included")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CaseResult:
+        if self.status == "ok" and self.timing is None:
+            raise ValueError("an ok result needs a timing")
+        if self.status == "failed" and (not self.error or self.failure is None):
+            raise ValueError("a failed result needs an error and a failure kind")
+        if self.status == "ok" and self.failure is not None:
+            raise ValueError("an ok result has no failure kind")
+        return self
+
+
+def failed(spec: CaseSpec, error: str, kind: failures.FailureKind, wall_s: float) -> CaseResult:
+    """A failed case: what went wrong, its kind, and the time it used."""
+    return CaseResult(spec=spec, status="failed", error=error, failure=kind, wall_s=wall_s)
+
+
+class RunRecord(_Frozen):
+    """Everything one command measured. Written once, never modified."""
+
+    schema_version: int = SCHEMA_VERSION
+    tool_version: str = __version__
+    experiment: str
+    command: list[str]
+    created_at: str
+    options: dict[str, Scalar | list[Scalar]] = Field(default_factory=dict)
+    machine: MachineInfo
+    sessions: list[Session] = Field(default_factory=list)
+    devices_seen: dict[str, list[DeviceInfo]] = Field(
+        default_factory=dict, description="per framework, every device it reported"
+    )
+    results: list[CaseResult] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="facts the reader must know")
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def dump_json(record: BaseModel) -> str:
+    return json.dumps(record.model_dump(mode="json"), indent=1)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so a reader sees the old file or the whole new one.
+
+    Writes a temporary file in the same folder, flushes and fsyncs it, then renames it
+    over ``path`` (rename is atomic on POSIX within one file system).
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file ordinary permissions
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_run(record: RunRecord, path: Path) -> None:
+    write_atomic(path, dump_json(record))
+
+
+def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:
+    """Read a RunRecord, turning every way it can be wrong into a ``UsageError``."""
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(argument, f"no such file '{p}'", "Pass the JSON file a whichdevice command wrote.")
+    if p.is_dir():
+        raise UsageError(argument, f"'{p}' is a folder", "Pass the result JSON file inside it.")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UsageError(
+            argument, f"'{p}' is not readable JSON ({type(e).__name__})", "Pass an intact whichdevice result file."
+        ) from None
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise UsageError(argument, f"'{p}' is not a whichdevice result", "Pass a JSON file a whichdevice command wrote.")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise UsageError(argument, f"'{p}' has no valid schema version ({version!r})",
+                         "Pass an intact whichdevice result file.")
+    if version > SCHEMA_VERSION:
+        raise UsageError(
+            argument,
+            f"'{p}' has schema version {version}, newer than this whichdevice reads ({SCHEMA_VERSION})",
+            "Upgrade whichdevice: pip install -U whichdevice.",
+        )
+    try:
+        return RunRecord.model_validate(migrate(data))
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first.get("loc", ()))
+        raise UsageError(
+            argument, f"'{p}' does not match the result schema (at {where}: {first.get('msg')})",
+            "Pass an intact whichdevice result file.",
+        ) from None
+
+
+def result_v1_to_v2(raw: dict) -> dict:
+    """One result's JSON: version 2 added ``failure`` to a failed result; derive it from the
+    error text, the only thing version 1 wrote about a failure (also used for journals)."""
+    if isinstance(raw, dict) and raw.get("status") == "failed" and "failure" not in raw:
+        return {**raw, "failure": failures.of_text(raw.get("error"))}
+    return raw
+
+
+def _v1_to_v2(data: dict) -> dict:
+    results = data.get("results")
+    if not isinstance(results, list):
+        return data  # validation says what is wrong
+    return {**data, "results": [result_v1_to_v2(r) for r in results]}
+
+
+# version -> the function that turns a record of that version into the next version.
+MIGRATIONS = {1: _v1_to_v2}
+
+
+def migrate(data: dict) -> dict:
+    """Bring a record's JSON up to ``SCHEMA_VERSION`` one step at a time; note that it was."""
+    start = version = data["schema_version"]
+    while version < SCHEMA_VERSION:
+        data = {**MIGRATIONS[version](data), "schema_version": version + 1}
+        version += 1
+    if start != SCHEMA_VERSION:
+        note = (f"This record was written with result schema version {start} (whichdevice "
+                f"{data.get('tool_version', '?')}) and read through migration to version {SCHEMA_VERSION}.")
+        notes = data.get("notes", [])
+        data = {**data, "notes": [*notes, note] if isinstance(notes, list) else notes}
+    return data

@@ -1,0 +1,157 @@
+"""The timing core: warm-up kept apart, device synchronized, blocked auto-range.
+
+Method (after torch.utils.benchmark's ``blocked_autorange``, see ANCHORS.md):
+
+1. **Overhead.** Time ``clock(); sync()`` with nothing queued, ``_OVERHEAD_REPS`` times; the
+   median is the harness's own cost per block. It is recorded, so a reader can see how much
+   of a tiny sample is the harness.
+2. **Warm-up.** Call the workload once, synchronize, read the clock: ``first_call_s``
+   includes one-time costs (tracing, kernel selection, allocation, autotuning) and is a
+   *result*, reported apart, never mixed into the steady samples. Then up to
+   ``warmup_calls`` more calls, each synchronized and timed, while the warm-up stays
+   under ``min_time_s`` (a 13 s matmul is not warmed up three times).
+3. **Blocks.** From the last warm-up call, choose ``number`` calls per block so one block
+   lasts about ``min_time_s / target_blocks`` and at least ``1 / _MAX_OVERHEAD_FRACTION``
+   times the harness overhead (0.1 %, as torch does). Each block: synchronize, read the
+   clock, run ``number`` calls, synchronize, read the clock. One sample = block time /
+   ``number``. Synchronizing once per block (not per call) measures throughput of queued
+   work, which is what a training loop sees; the per-call sync cost is measured apart.
+4. **Telemetry.** When the policy has a ``window`` factory (the child sets one: a
+   utilization sampler, telemetry.py), it runs during the blocks only.
+5. **Stop** once the blocks add up to ``min_time_s`` *and* there are ``min_samples`` of
+   them, or at ``max_samples``, or when ``max_time_s`` is spent (with at least
+   ``min_samples``).
+
+Trade-off: long blocks hide per-call jitter (the IQR is of block means, not single calls)
+but keep the timer's cost negligible; for kernels shorter than the clock's resolution this
+is the only honest option. The clock and the sync function are injected, so the logic is
+tested with fake clocks (tests/test_timing.py) and runs unchanged on any framework.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from whichdevice.core import stats
+
+Clock = Callable[[], float]
+Sync = Callable[[Any], None]
+
+_OVERHEAD_REPS = 25
+# torch.utils.benchmark sizes blocks so the timer costs <= 0.1 % of a block.
+_MAX_OVERHEAD_FRACTION = 1e-3
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    """How long and how often to measure one point."""
+
+    min_time_s: float = 0.2
+    warmup_calls: int = 2
+    min_samples: int = 3
+    max_samples: int = 50
+    target_blocks: int = 10
+    max_time_s: float = 30.0
+    # Utilization sampling period beside the steady window (telemetry.py); None: off.
+    telemetry_period_s: float | None = 0.05
+    # Makes the sampler for one window (set inside the child, where the device is known).
+    window: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.min_time_s > 0:
+            raise ValueError(f"min_time_s must be > 0, got {self.min_time_s}")
+        if self.min_samples < 1 or self.max_samples < self.min_samples:
+            raise ValueError("need 1 <= min_samples <= max_samples")
+        if self.warmup_calls < 0 or self.target_blocks < 1:
+            raise ValueError("warmup_calls must be >= 0 and target_blocks >= 1")
+
+
+@dataclass(frozen=True)
+class RawTiming:
+    """What one measured point produced: every number kept, nothing summarized."""
+
+    first_call_s: float
+    warmup_s: tuple[float, ...]  # the first call included, in call order
+    samples_s: tuple[float, ...]  # seconds per call, one value per block
+    number_per_sample: int
+    overhead_s: float  # one clock read + one sync with nothing queued (median)
+    telemetry: Any = None  # telemetry.Telemetry of the steady window, when sampled
+
+
+def measure_overhead(clock: Clock, sync: Sync, reps: int = _OVERHEAD_REPS) -> float:
+    """Median cost of reading the clock around a sync that has nothing to wait for."""
+    costs = []
+    for _ in range(reps):
+        t0 = clock()
+        sync(None)
+        costs.append(clock() - t0)
+    return stats.median(costs)
+
+
+def measure(
+    fn: Callable[[], Any],
+    *,
+    sync: Sync,
+    clock: Clock = time.perf_counter,
+    policy: TimingPolicy = TimingPolicy(),
+    overhead_s: float | None = None,
+) -> RawTiming:
+    """Time ``fn`` on one device: warm-up apart, then synchronized blocks (see module doc).
+
+    ``sync(result)`` must block until the device has finished the work that produced
+    ``result`` (and everything queued before it); it receives ``None`` when nothing ran.
+    """
+    if overhead_s is None:
+        overhead_s = measure_overhead(clock, sync)
+
+    warmup: list[float] = []
+    t0 = clock()
+    sync(fn())
+    warmup.append(clock() - t0)
+    while len(warmup) <= policy.warmup_calls and sum(warmup) < policy.min_time_s:
+        t0 = clock()
+        sync(fn())
+        warmup.append(clock() - t0)
+
+    per_call_s = max(warmup[-1], 1e-9)
+    block_target_s = max(
+        policy.min_time_s / policy.target_blocks, overhead_s / _MAX_OVERHEAD_FRACTION
+    )
+    # ceil: a block never falls short of its target (1e-9 absorbs float rounding).
+    number = max(1, math.ceil(block_target_s / per_call_s - 1e-9))
+
+    # The sampler covers the steady blocks only: started after warm-up, stopped after the
+    # last block, so one-time costs never show up as "utilization".
+    sampler = policy.window() if policy.window is not None else None
+    if sampler is not None:
+        sampler.start()
+    samples: list[float] = []
+    total_s = 0.0
+    while True:
+        sync(None)
+        t0 = clock()
+        result = None
+        for _ in range(number):
+            result = fn()
+        sync(result)
+        block_s = clock() - t0
+        samples.append(block_s / number)
+        total_s += block_s
+        enough = total_s >= policy.min_time_s * (1 - 1e-9) and len(samples) >= policy.min_samples
+        out_of_time = total_s >= policy.max_time_s and len(samples) >= policy.min_samples
+        if enough or out_of_time or len(samples) >= policy.max_samples:
+            break
+    telemetry = sampler.stop() if sampler is not None else None
+
+    return RawTiming(
+        first_call_s=warmup[0],
+        warmup_s=tuple(warmup),
+        samples_s=tuple(samples),
+        number_per_sample=number,
+        overhead_s=overhead_s,
+        telemetry=telemetry,
+    )

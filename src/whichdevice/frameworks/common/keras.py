@@ -1,0 +1,96 @@
+"""Pieces shared by the Keras 3 frameworks (``keras-jax``, ``keras-torch``): written once
+against Keras (``keras.ops``, ``keras.random``, ``keras.device``), so the two folders only
+add what their backend does differently (discovery, sync, the custom train step).
+Imported inside a child only (it imports Keras, which imports the backend)."""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+import keras
+import numpy as np
+
+from whichdevice.frameworks.common.batches import NumpyBatches
+from whichdevice.core.records import FrameworkInfo
+
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+def framework_info(name: str, backend_details: dict) -> FrameworkInfo:
+    """Keras' version as the framework's, the backend's versions and settings in details.
+    Compile mode: ``model.fit``'s ``jit_compile="auto"`` resolves per backend (Keras 3
+    ``Trainer._resolve_auto_jit_compile``: XLA on JAX, eager on torch); each fit case records
+    what it resolved to (metric ``jit_compile``); the custom loop's step is described here."""
+    try:
+        backend_version = metadata.version(keras.backend.backend())
+    except metadata.PackageNotFoundError:
+        backend_version = None
+    return FrameworkInfo(name=name, version=keras.__version__,
+                         details={"backend": keras.backend.backend(), "backend_version": backend_version,
+                                  "floatx": keras.config.floatx(), **backend_details})
+
+
+def scope(device: str):
+    """``keras.device("cpu:0")`` / ``("gpu:0")``: Keras' own placement on every backend."""
+    return keras.device(device.lower())
+
+
+# ---------------- ops ----------------
+
+def matmul_steady(n: int, dtype: str, device: str, check, scope=scope):
+    """``keras.ops.matmul(A, B)`` with A, B already on ``device`` (eager, as a Keras user
+    calls it outside a model)."""
+    with scope(device):
+        a = keras.random.normal((n, n), dtype=dtype, seed=0)
+        b = keras.random.normal((n, n), dtype=dtype, seed=1)
+        check(keras.ops.matmul(a, b), device)
+
+    def call():
+        with scope(device):
+            return keras.ops.matmul(a, b)
+
+    return call
+
+
+def matmul_seed(n: int, dtype: str, device: str, check, scope=scope):
+    """Seed 000's cycle in Keras: two random (n, n) tensors drawn on the device, multiplied,
+    the product read back to the host (``convert_to_numpy``; bfloat16 via float32, which
+    numpy lacks)."""
+    gen = keras.random.SeedGenerator(0)
+
+    def call():
+        with scope(device):
+            a = keras.random.normal((n, n), dtype=dtype, seed=gen)
+            b = keras.random.normal((n, n), dtype=dtype, seed=gen)
+            c = keras.ops.matmul(a, b)
+        check(c, device)
+        return keras.ops.convert_to_numpy(c if dtype != "bfloat16" else keras.ops.cast(c, "float32"))
+
+    return call
+
+
+# ---------------- training ----------------
+
+def dataset(x, y, batch: int, *, shuffle: int | None = None, prefetch: bool = True):
+    """Numpy batches (a ``keras.utils.PyDataset``) in place of the seed's tf.data pipeline:
+    ``model.fit`` takes it on every backend; no prefetch (the record's notes say so)."""
+    return NumpyBatches(x, y, batch, shuffle=bool(shuffle))
+
+
+def user_dataset(ds, batch: int, samples: int | None):
+    raise ValueError("a tf.data dataset (--data) needs --framework tensorflow")
+
+
+def is_dataset(obj) -> bool:
+    return isinstance(obj, keras.utils.PyDataset)
+
+
+def on_device(x, y, device_scope):
+    """One batch copied to the device once (steady steps without input costs)."""
+    with device_scope:
+        return keras.ops.convert_to_tensor(x), keras.ops.convert_to_tensor(y)
+
+
+def read_back(loss) -> float:
+    """The loss as a host number (the per-step read the seeds do: a device sync)."""
+    return float(np.asarray(keras.ops.convert_to_numpy(keras.ops.stop_gradient(loss))))

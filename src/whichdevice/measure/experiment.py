@@ -1,0 +1,181 @@
+"""Orchestrate an experiment in the parent: discover devices, run one child per device,
+collect everything into one ``RunRecord``. No framework is imported in this process."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from whichdevice import frameworks
+from whichdevice.measure import runner
+from whichdevice.measure.journal import Journal, JournalState
+from whichdevice.core.errors import UsageError
+from whichdevice.core.machine import describe_machine
+from whichdevice.core.records import CaseResult, CaseSpec, DeviceInfo, FrameworkInfo, RunRecord, Session, now_iso
+from whichdevice.core.timing import TimingPolicy
+
+_INSTALL_HINT = {"tensorflow": "pip install 'whichdevice[tensorflow]'"}
+
+
+@dataclass(frozen=True)
+class Discovery:
+    framework: FrameworkInfo
+    devices: list[DeviceInfo]
+    no_gpu_reasons: list[str]
+    import_s: float
+
+    @property
+    def gpus(self) -> list[DeviceInfo]:
+        return [d for d in self.devices if d.kind == "gpu"]
+
+
+class FrameworkUnavailable(Exception):
+    pass
+
+
+def require_installed(framework: str) -> None:
+    # keras-jax needs keras and jax, ...: every module the framework imports must be there.
+    for module in frameworks.REQUIRES.get(framework, (framework,)):
+        if importlib.util.find_spec(module) is None:
+            what = framework if module == framework else f"{module} (needed by {framework})"
+            hint = _INSTALL_HINT.get(framework) or frameworks.INSTALL_HINT.get(framework, "pip install " + module)
+            raise UsageError("--framework", f"{what} is not installed in this Python", f"Install it: {hint}.")
+
+
+def discover(framework: str, timeout_s: float = runner.DEFAULT_STARTUP_TIMEOUT_S) -> Discovery:
+    """Ask a child process which devices ``framework`` sees (GPUs not hidden)."""
+    require_installed(framework)
+    out = runner.run_job(runner.Job(framework, None, "discover"), case_timeout_s=timeout_s,
+                         startup_timeout_s=timeout_s)
+    if out.discovery is None:
+        raise FrameworkUnavailable(f"{framework} could not start: {out.error}")
+    d = out.discovery
+    return Discovery(
+        framework=FrameworkInfo.model_validate(d["framework"]),
+        devices=[DeviceInfo.model_validate(x) for x in d["devices"]],
+        no_gpu_reasons=list(d["no_gpu_reasons"]),
+        import_s=float(d["import_s"]),
+    )
+
+
+def parse_device_filter(text: str | None) -> list[str] | None:
+    """``--device``: comma list of CPU, GPU, CPU:0, GPU:1 ... (case-insensitive)."""
+    if text is None:
+        return None
+    items = [t.strip().upper() for t in text.split(",") if t.strip()]
+    if not items:
+        raise UsageError("--device", "is empty", "Pass e.g. --device CPU:0,GPU:0 (or leave it out for every device).")
+    for it in items:
+        kind, _, idx = it.partition(":")
+        if kind not in ("CPU", "GPU") or (idx and not idx.isdigit()):
+            raise UsageError("--device", f"'{it}' is not a device name",
+                             "Use CPU, GPU, CPU:0, GPU:0 ... (see `whichdevice devices`).")
+    return items
+
+
+def select_devices(discovery: Discovery, wanted: list[str] | None) -> list[DeviceInfo]:
+    if wanted is None:
+        return list(discovery.devices)
+    names = [d.name for d in discovery.devices]
+    chosen: list[DeviceInfo] = []
+    for w in wanted:
+        matches = [d for d in discovery.devices if d.name == w or (":" not in w and d.name.startswith(w + ":"))]
+        if not matches:
+            seen = ", ".join(names)
+            hint = "; TensorFlow sees no GPU here" if w.startswith("GPU") and not discovery.gpus else ""
+            raise UsageError("--device", f"{w} does not exist on this machine (devices: {seen}){hint}",
+                             "Pick one of those, or leave --device out.")
+        chosen.extend(m for m in matches if m not in chosen)
+    return chosen
+
+
+def no_gpu_note(framework: str, discovery: Discovery) -> str | None:
+    if discovery.gpus:
+        return None
+    reasons = "; ".join(discovery.no_gpu_reasons) or "unknown"
+    return (f"{framework} sees no GPU on this machine, so only the CPU was measured. "
+            f"Likely reasons: {reasons}.")
+
+
+def run_devices(
+    framework: str,
+    devices: list[DeviceInfo],
+    cases_for: Callable[[DeviceInfo], list[CaseSpec]],
+    *,
+    policy: TimingPolicy,
+    cpu_threads: int | None,
+    case_timeout_s: float,
+    on_result: Callable[[CaseResult], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
+    deadline: float | None = None,
+    journal: Journal | None = None,
+    resumed: JournalState | None = None,
+    memory_limit_bytes: int | None = None,
+) -> tuple[list[Session], list[CaseResult], list[str]]:
+    """One child per device, one after the other (never two at once: they would compete
+    for the CPU cores and distort each other's timings).
+
+    With a ``journal``, every result and session is appended to it as it arrives; with
+    ``resumed`` (a journal read back), its finished cases are kept and not run again.
+    """
+    done = resumed.done if resumed else {}
+    sessions = list(resumed.sessions) if resumed else []
+    results, notes = [], []
+
+    def record_result(r: CaseResult) -> None:
+        if journal:
+            journal.add_result(r)
+        if on_result:
+            on_result(r)
+
+    def record_session(s: Session) -> None:
+        if journal and all(x.device.name != s.device.name for x in sessions):
+            journal.add_session(s)
+
+    order: dict[str, int] = {}  # the order the cases were defined in, kept whatever was resumed
+    for dev in devices:
+        cases = cases_for(dev)
+        order.update((c.key, i) for i, c in enumerate(cases))
+        for c in cases:
+            if c.key in done:
+                results.append(done[c.key])
+                if on_result:
+                    on_result(done[c.key])
+        todo = [c for c in cases if c.key not in done]
+        if not todo:
+            continue
+        policy_dict = {k: v for k, v in dataclasses.asdict(policy).items() if k != "window"}
+        job = runner.Job(framework, dev.name, dev.kind, todo, cpu_threads, policy_dict, deadline)
+        out = runner.run_job(job, case_timeout_s=case_timeout_s, on_result=record_result, on_start=on_start,
+                             on_session=record_session, memory_limit_bytes=memory_limit_bytes)
+        if out.session and all(x.device.name != out.session.device.name for x in sessions):
+            sessions.append(out.session)
+        if out.error:
+            notes.append(f"{framework} on {dev.name} could not start: {out.error}")
+        results.extend(out.results)
+    results.sort(key=lambda r: (r.spec.device, order.get(r.spec.key, 1 << 30)))
+    return sessions, results, notes
+
+
+def merge_records(parts: list[RunRecord], options: dict) -> RunRecord:
+    """One record of several frameworks' records (``run --framework a,b``), side by side:
+    sessions, devices seen (per framework already), results and notes of each, in order.
+    The analysis groups by framework whenever a record holds more than one."""
+    first = parts[0]
+    notes = list(dict.fromkeys(n for p in parts for n in p.notes))
+    return first.model_copy(update={
+        "options": options, "sessions": [s for p in parts for s in p.sessions],
+        "devices_seen": {k: v for p in parts for k, v in p.devices_seen.items()},
+        "results": [r for p in parts for r in p.results], "notes": notes})
+
+
+def make_record(experiment: str, command: list[str], options: dict, framework: str, discovery: Discovery,
+                sessions: list[Session], results: list[CaseResult], notes: list[str]) -> RunRecord:
+    all_notes = [n for n in [no_gpu_note(framework, discovery)] if n] + frameworks.record_notes(framework, experiment) + notes
+    return RunRecord(
+        experiment=experiment, command=command, created_at=now_iso(), options=options,
+        machine=describe_machine(), sessions=sessions, devices_seen={framework: discovery.devices},
+        results=results, notes=all_notes,
+    )

@@ -1,0 +1,243 @@
+"""Run jobs in child processes: one process per (framework, device), isolated.
+
+Why a process each: TensorFlow reads its device environment (hidden GPUs, memory growth,
+threads) once, at import. A fresh process is also the only way to survive a case that
+crashes, hangs or runs out of memory: the parent kills it, records that case as failed
+with the reason and the time it used, and starts a new child for the cases left.
+
+The child streams JSON lines (see ``child.py``); the parent polls the file, so a finished
+case is never lost, whatever happens to the child afterwards.
+
+The parent also holds the child to a memory limit (``memory_limit_bytes``, default 90 % of
+physical RAM, or of the container's cgroup limit when lower): it reads the resident memory of
+the child and its helpers at every poll and kills the child when they go over, before the
+machine swaps or the OS's OOM killer picks a victim. A case that allocates faster than the poll (50 ms) can still meet the OS first: that
+death is recorded as SIGKILL, "out of memory?".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+from whichdevice.core import failures
+from whichdevice.core.process import (  # noqa: F401  (re-exported: the runner's limits)
+    POLL_S,
+    Child,
+    default_memory_limit,
+    kill_group,
+    memory_limit_gib,
+    usable_memory,
+)
+from whichdevice import frameworks
+from whichdevice.core.records import CaseResult, CaseSpec, Session, failed
+
+DEFAULT_STARTUP_TIMEOUT_S = 180.0
+
+
+@dataclass
+class Job:
+    """What one child does: ``device=None`` means discovery only."""
+
+    framework: str
+    device: str | None
+    device_kind: str  # cpu | gpu | discover
+    cases: list[CaseSpec] = field(default_factory=list)
+    cpu_threads: int | None = None
+    policy: dict = field(default_factory=dict)
+    deadline: float | None = None  # time.time() after which the child starts no new case
+
+
+@dataclass
+class Outcome:
+    session: Session | None = None
+    results: list[CaseResult] = field(default_factory=list)
+    discovery: dict | None = None
+    error: str | None = None  # the child could not start at all
+
+
+def _signal_name(returncode: int) -> str:
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def _stderr_tail(path: Path, start: int = 0, limit: int = 300) -> str:
+    """The line saying what failed that the child wrote to stderr after byte ``start`` (where the
+    unfinished case began: an earlier case's traceback is not this case's reason)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    # Native crashes end with a stack dump ("@ 0x7f.. symbol", "*** Check failure stack
+    # trace ***"): the line that says what failed comes before it.
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(("@ ", "***"))]
+    telling = [ln for ln in lines if "Check failed" in ln or "Error" in ln or "error" in ln]
+    return (telling or lines or [""])[-1][:limit]
+
+
+def _death_reason(returncode: int | None, stopped: tuple[str, str] | None,
+                  stderr: Path, stderr_from: int = 0) -> tuple[str, failures.FailureKind]:
+    """Why the child ended, and the failure kind of the case it was running."""
+    if stopped:
+        return stopped
+    if returncode is not None and returncode < 0:
+        name = _signal_name(returncode)
+        hint = " (out of memory? the OS kills with SIGKILL)" if name == "SIGKILL" else ""
+        why = f"child process died: {name}{hint}"
+    else:
+        why = f"child process exited with code {returncode}"
+    tail = _stderr_tail(stderr, stderr_from)
+    return (f"{why}; last error line: {tail}" if tail else why), "crash"
+
+
+def run_job(
+    job: Job,
+    *,
+    case_timeout_s: float,
+    startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
+    on_result: Callable[[CaseResult], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
+    on_session: Callable[[Session], None] | None = None,
+    memory_limit_bytes: int | None = None,
+) -> Outcome:
+    """Run ``job`` to the end, restarting the child after a crash, a timeout or going over
+    ``memory_limit_bytes`` (None: ``default_memory_limit()``)."""
+    limit = memory_limit_bytes or default_memory_limit()
+    env_extra = frameworks.env_module(job.framework).child_env(job.device_kind, job.cpu_threads)
+    outcome = Outcome()
+    remaining = list(job.cases)
+    with tempfile.TemporaryDirectory(prefix="whichdevice-") as tmp:
+        attempt = 0
+        while True:
+            attempt += 1
+            job_path = Path(tmp) / f"job{attempt}.json"
+            out_path = Path(tmp) / f"out{attempt}.jsonl"
+            err_path = Path(tmp) / f"err{attempt}.txt"
+            job_path.write_text(json.dumps({
+                "framework": job.framework, "device": job.device, "cpu_threads": job.cpu_threads,
+                "policy": job.policy, "env": env_extra, "deadline": job.deadline,
+                "cases": [c.model_dump(mode="json") for c in remaining],
+            }))
+            said_hello, done, stopped, returncode, current_s, err_from = _run_child(
+                job_path, out_path, err_path, env_extra, outcome,
+                case_timeout_s, startup_timeout_s, on_result, on_start, is_discovery=job.device is None,
+                on_session=on_session, memory_limit_bytes=limit,
+            )
+            if job.device is None:
+                if outcome.discovery is None:
+                    outcome.error = _death_reason(returncode, stopped, err_path)[0]
+                return outcome
+            unfinished = [c for c in remaining if c.key not in done]
+            if not unfinished:
+                return outcome
+            reason, kind = _death_reason(returncode, stopped, err_path, err_from)
+            if not said_hello:
+                # The framework could not even start: no point retrying case by case.
+                outcome.error = reason
+                for spec in unfinished:
+                    _fail(outcome, spec, f"{failures.NOT_STARTED_PREFIX} {reason}", "not_started", 0.0, on_result)
+                return outcome
+            first = unfinished[0]
+            _fail(outcome, first, reason, kind, current_s, on_result)
+            remaining = unfinished[1:]
+            if not remaining:
+                return outcome
+
+
+def _fail(outcome: Outcome, spec: CaseSpec, reason: str, kind: failures.FailureKind, wall_s: float,
+          on_result) -> None:
+    result = failed(spec, reason, kind, wall_s)
+    outcome.results.append(result)
+    if on_result:
+        on_result(result)
+
+
+def _run_child(job_path, out_path, err_path, env_extra, outcome, case_timeout_s, startup_timeout_s,
+               on_result, on_start, is_discovery, on_session=None, memory_limit_bytes=None):
+    env = {**os.environ, **env_extra, "PYTHONUNBUFFERED": "1"}
+    out_path.touch()
+    with open(err_path, "wb") as err:
+        child = Child("whichdevice.measure.child", [str(job_path), str(out_path)], env=env, stderr=err,
+                      memory_limit_bytes=memory_limit_bytes)
+    proc = child.proc
+    said_hello = False
+    done: dict[str, float] = {}
+    started = time.monotonic()
+    case_started: float | None = None
+    memory = child.memory
+    err_from = 0  # stderr's size when the current case started
+    stopped: tuple[str, failures.FailureKind] | None = None  # why the parent ended the child
+    current_s: float | None = None  # how long the unfinished case had run when the child ended
+    pos = 0
+    buffer = ""
+    try:
+        while True:
+            exited = proc.poll() is not None
+            with open(out_path, encoding="utf-8") as f:
+                f.seek(pos)
+                chunk = f.read()
+                pos = f.tell()
+            buffer += chunk
+            *lines, buffer = buffer.split("\n")
+            for line in lines:
+                if not line.strip():
+                    continue
+                msg = json.loads(line)
+                kind = msg["type"]
+                if kind == "devices":
+                    outcome.discovery = msg
+                elif kind == "hello":
+                    said_hello = True
+                    if outcome.session is None:
+                        outcome.session = Session.model_validate(msg["session"])
+                        if on_session:
+                            on_session(outcome.session)
+                elif kind == "start":
+                    case_started = time.monotonic()
+                    err_from = msg.get("stderr_at") or 0
+                    if on_start:
+                        on_start(msg["key"])
+                elif kind == "result":
+                    result = CaseResult.model_validate(msg["result"])
+                    outcome.results.append(result)
+                    done[result.spec.key] = result.wall_s
+                    case_started = None
+                    if on_result:
+                        on_result(result)
+            if exited:
+                break
+            now = time.monotonic()
+            rss = memory.rss() if memory_limit_bytes else 0
+            if memory_limit_bytes and rss > memory_limit_bytes:
+                stopped = (f"{failures.MEMORY_LIMIT_PREFIX} {rss / 2**30:.3f} GiB, over the memory limit of "
+                           f"{memory_limit_bytes / 2**30:.3f} GiB (--memory-limit); killed", "out_of_memory")
+            elif not said_hello and not is_discovery and now - started > startup_timeout_s:
+                stopped = (f"{failures.TIMEOUT_PREFIX}: the framework did not start within {startup_timeout_s:.0f} s",
+                           "not_started")
+            elif is_discovery and now - started > startup_timeout_s:
+                stopped = (f"{failures.TIMEOUT_PREFIX}: device discovery took over {startup_timeout_s:.0f} s", "timeout")
+            elif case_started is not None and now - case_started > case_timeout_s:
+                stopped = (f"{failures.TIMEOUT_PREFIX} after {case_timeout_s:g} s (--case-timeout)", "timeout")
+            if stopped:
+                if case_started is not None:
+                    current_s = now - case_started
+                kill_group(proc)
+                break
+            time.sleep(POLL_S)
+    except BaseException:  # Ctrl-C, SIGTERM, a bug: the child's group does not outlive us
+        child.kill()
+        raise
+    if case_started is not None and current_s is None:
+        current_s = time.monotonic() - case_started
+    return said_hello, done, stopped, proc.returncode, current_s or 0.0, err_from

@@ -1,0 +1,48 @@
+"""The mixed-precision table (``train --precision`` and the suite's fix): each policy's steady
+step against float32, and the final loss."""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Console
+from rich.markup import escape
+
+from whichdevice.analysis.precision import cpu_16bit_note, precision_rows
+from whichdevice.core.records import RunRecord
+from whichdevice.core.units import rate, seconds
+from whichdevice.present import terminal
+from whichdevice.present.tables import Grid, GridCell
+
+
+def grid(record: RunRecord) -> Grid | None:
+    rows = precision_rows(record)
+    if not rows:
+        return None
+    out = []
+    for r in rows:
+        comp = r.vs_float32
+        if comp is None:
+            vs = GridCell("reference" if r.precision == "float32" else "—", "dim")
+        elif comp.winner is None:
+            vs = GridCell(f"within noise ({comp.ratio:.3g}x)", "neutral")
+        else:
+            vs = GridCell(f"{comp.ratio:.3g}x faster" if comp.ratio > 1 else f"{1 / comp.ratio:.3g}x slower",
+                          "good" if comp.ratio > 1 else "bad")
+        loss = "—" if math.isnan(r.final_loss) else f"{r.final_loss:.4g}"
+        out.append([GridCell(r.device), GridCell(r.precision), GridCell(f"{seconds(r.timing.median_s)} ± "
+                                                                         f"{seconds(r.timing.iqr_s / 2)}"),
+                    GridCell(rate(r.samples_per_s, "") if r.samples_per_s else "—"), vs, GridCell(loss)])
+    note = cpu_16bit_note(record)
+    return Grid("Precision: steady step (model.fit, epochs 2..) and the final training loss",
+                ["device", "policy", "step ± IQR/2", "samples/s", "vs float32", "final loss"], out,
+                [note] if note else [], align=("left", "left", "right", "right", "left", "right"))
+
+
+def render(console: Console, record: RunRecord) -> None:
+    g = grid(record)
+    if g is not None:
+        terminal.render_grid(console, g)
+    if record.options.get("trace"):
+        console.print(f"Trace: {escape(str(record.options['trace']))} — open with: tensorboard --logdir "
+                      f"{escape(str(record.options['trace']))} (Profile tab)")

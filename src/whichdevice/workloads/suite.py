@@ -1,0 +1,147 @@
+"""The default suite behind ``whichdevice run``: every seed's experiment, small enough for a
+time budget, plus the A/B runs that prove (or disprove) each automatic fix.
+
+All cases of one device run in one child (one framework import per device), in priority
+order: when the budget runs out, the child records the rest as skipped — the seed cases
+and the crossovers come first, the fixes after them, the large seed-002/ex3 runs last.
+"""
+
+from __future__ import annotations
+
+import time
+
+from whichdevice.measure import experiment, runner
+from whichdevice import frameworks
+from whichdevice.measure.journal import Journal, JournalState
+from whichdevice.core.records import CaseSpec, RunRecord
+from whichdevice.core.timing import TimingPolicy
+from whichdevice.workloads import matmul as matmul_workload
+
+# Matmul sizes: seed 000's list, cut where a 2-core CPU needs more than ~0.1 s a call.
+CPU_ONLY_SIZES = (1, 10, 100, 500, 1000)
+GPU_SIZES = (1, 10, 100, 500, 1000, 2000, 4000)
+# Batch sweep: powers of 4 plus the seed's batch 10 (so the batch fix has its baseline).
+SWEEP_BATCHES = (8, 10, 32, 128, 512, 2048, 8192)
+SEED_BATCH = 10  # seed 001 ex2
+# Seed 003's pipeline rungs the suite measures: serial map (the seed's first example), the
+# prefetched parallel pipeline, and the same work in Python (tf.py_function).
+PIPELINE_VARIANTS = ("serial", "prefetch", "pyfunc")
+# steps_per_execution tried as a fix, a grid on ex2 (100 steps per epoch): 1 (the baseline),
+# 5, 20 and 100 (one call per epoch); the recommendation is the smallest that reaches 90 % of
+# the best (analysis/suite.py).
+FIX_STEPS_PER_EXECUTION = (5, 20, 100)
+
+# The fixes this suite measures, by the parameter each changes: (param, baseline value).
+MEASURED_FIXES = (
+    ("batch", SEED_BATCH),
+    ("data", "tfdata_noprefetch"),
+    ("steps_per_execution", 1),
+    ("jit_compile", False),
+    ("sync", "each"),
+)
+
+
+def _train(framework: str, device: str, **params) -> CaseSpec:
+    return CaseSpec(workload="train", framework=framework, device=device, params=params)
+
+
+def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseSpec]:
+    cases: list[CaseSpec] = []
+    t = lambda **p: cases.append(_train(framework, device, **p))  # noqa: E731
+    # 1. Seed 001 ex1 first: its first call carries the device's start-up.
+    for op in ("create", "clone"):
+        t(kind="create", model="seed001", example="ex1", op=op)
+    # 2. Seed 000: matmul crossover.
+    sizes = GPU_SIZES if gpu_present else CPU_ONLY_SIZES
+    cases += matmul_workload.build_cases(framework, device, sizes, ["steady", "seed"], "float32")
+    # 3. Seed 001 ex2 as written (custom loop, .numpy() each step) and through model.fit.
+    ex2 = dict(model="seed001", example="ex2", samples=1000, batch=SEED_BATCH)
+    t(kind="loop", data="numpy", epochs=1, **ex2)
+    t(kind="fit", data="numpy", epochs=2, **ex2)
+    # 4. Batch sweep (steady steps, no sync) and the cost of syncing every step at the seed's batch.
+    for b in SWEEP_BATCHES:
+        t(kind="steady", model="seed001", batch=b, sync="none")
+    t(kind="steady", model="seed001", batch=SEED_BATCH, sync="each")
+    # 4b. Seed 003's input pipeline (tf.data: TensorFlow only), quick size: is the step waiting
+    #     for input, what prefetch buys, and Python-side preprocessing vs the same work in TF ops.
+    if framework == "tensorflow":
+        from whichdevice.workloads import pipeline as pipeline_workload
+
+        cases += pipeline_workload.build_cases(
+            framework, device, images=pipeline_workload.QUICK_IMAGES, size=pipeline_workload.QUICK_SIZE,
+            batch=32, net="tiny", variants=PIPELINE_VARIANTS, stages=False)
+    # 4c. Placement (recommendation 4): which ops of seed 001's step ran where, the copies, and
+    #     (with a string op that has no GPU kernel) the fallback path. TensorFlow only.
+    if framework == "tensorflow":
+        from whichdevice.workloads import placement as placement_workload
+
+        t(kind="placement", model="seed001", batch=32, steps=placement_workload.QUICK_STEPS, string_op=True)
+    # 5. Fixes on ex2's fit: steps_per_execution and XLA, each against an explicit baseline.
+    for spe in (1, *FIX_STEPS_PER_EXECUTION):
+        t(kind="fit", data="numpy", epochs=2, steps_per_execution=spe, **ex2)
+    for jit in (False, True):
+        t(kind="fit", data="numpy", epochs=2, jit_compile=jit, **ex2)
+    # 6. Seed 001 ex3's tf.data loop with and without prefetch (10 000 of its 100 000 samples).
+    for data in ("tfdata", "tfdata_noprefetch"):
+        t(kind="loop", model="seed001", example="ex3", samples=10_000, batch=32, data=data, epochs=1)
+    # 7. Seed 002: model.fit, batch 512, shuffle + prefetch.
+    t(kind="fit", model="seed002", example="seed002", samples=10_000, batch=512, data="tfdata_shuffle", epochs=3)
+    # 8. Mixed precision A/B (recommendation 9): seed 002's fit in float32 and mixed_float16, reduced size.
+    from whichdevice.workloads import precision_cases
+
+    cases += precision_cases.cases(framework, device, ["mixed_float16"], user=None, quick=True, samples=None,
+                                   user_batch=32)
+    # Cases that do not apply to this framework are left out (the record's notes say so).
+    return [c for c in cases if c.workload != "train" or frameworks.unsupported(framework, c.params) is None]
+
+
+# `diagnose`: the user's model instead of the seeds'.
+USER_SWEEP_BATCHES = (8, 32, 128, 512, 2048)
+
+
+def user_cases(framework: str, device: str, *, user: dict, batch: int, samples: int) -> list[CaseSpec]:
+    """The suite on the user's model: creation, its loop and fit at the user's batch, a batch
+    sweep, the sync cost, and the same A/B fixes as `run` (prefetch only on synthetic data:
+    a user's own dataset is measured as given)."""
+    cases: list[CaseSpec] = []
+    t = lambda **p: cases.append(_train(framework, device, **{**user, **p}))  # noqa: E731
+    for op in ("create", "clone"):
+        t(kind="create", example="user", op=op)
+    run = dict(example="user", samples=samples, batch=batch)
+    t(kind="loop", data="tfdata", epochs=1, **run)
+    t(kind="fit", data="tfdata", epochs=2, **run)
+    for b in sorted(set(USER_SWEEP_BATCHES) | {batch}):
+        t(kind="steady", batch=b, sync="none")
+    t(kind="steady", batch=batch, sync="each")
+    for spe in (1, *FIX_STEPS_PER_EXECUTION):
+        t(kind="fit", data="tfdata", epochs=2, steps_per_execution=spe, **run)
+    for jit in (False, True):
+        t(kind="fit", data="tfdata", epochs=2, jit_compile=jit, **run)
+    if not user.get("data_file"):
+        t(kind="loop", data="tfdata_noprefetch", epochs=1, **run)
+    return cases
+
+
+def measure_suite(name: str, fw: str, found, chosen, cases_for, *, budget_s: float, threads: int | None,
+                  command: list[str], journal: Journal | None, resumed: JournalState | None, options: dict,
+                  min_time_s: float, on_total=None, on_start=None, on_result=None,
+                  memory_limit_bytes: int | None = None) -> RunRecord:
+    """One child per device, each with ``budget_s`` from its start; every finished case is
+    appended to ``journal`` (``--resume`` reads it back; ``resumed``: the cases it had)."""
+    policy = TimingPolicy(min_time_s=min_time_s)
+    if on_total:
+        on_total(sum(len(cases_for(d)) for d in chosen))
+    sessions, results, notes = [], [], []
+    for dev in chosen:  # one device at a time, each with its own share of the budget
+        s, r, n = experiment.run_devices(
+            fw, [dev], cases_for, policy=policy, cpu_threads=threads, case_timeout_s=max(budget_s, 60.0),
+            deadline=time.time() + budget_s, on_start=on_start, on_result=on_result, journal=journal,
+            resumed=resumed, memory_limit_bytes=memory_limit_bytes,
+        )
+        sessions += [x for x in s if all(y.device.name != x.device.name for y in sessions)]
+        results += r
+        notes += n
+    options = {"budget_s": budget_s, "devices": [d.name for d in chosen], "min_time_s": min_time_s,
+               "cpu_threads": threads, "framework": fw,
+               "memory_limit_gib": runner.memory_limit_gib(memory_limit_bytes), **options}
+    return experiment.make_record(name, command, options, fw, found, sessions, results, notes)
