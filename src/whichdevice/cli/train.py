@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from whichdevice.measure import experiment, runner
+from whichdevice.measure import experiment, session
 from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
@@ -23,21 +23,19 @@ from whichdevice.cli.common import (
     REPORTERS,
     app,
     console,
-    describe_key,
     command_line,
     err_console,
     open_journal,
-    progress,
     read_plan,
     reject_options_with_resume,
     stamp,
+    measure_with_progress,
     write_record,
 )
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.present import plots, terminal
 from whichdevice.present.tables import run_label
-from whichdevice.core.timing import TimingPolicy
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
@@ -177,14 +175,9 @@ def train(
 def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
     fw = plan.framework
-    experiment.require_installed(fw)
-    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
-    found = experiment.discover(fw)
-    chosen = experiment.select_devices(found, plan.devices_wanted)
-    policy = TimingPolicy(min_time_s=plan.min_time_s)
     journal = open_journal("train", plan, resumed)
 
-    def cases_for(d):
+    def cases_for(found, d):
         cases = train_workload.build_cases(fw, d.name, quick=plan.quick, batches=plan.batches,
                                            parts=set(plan.parts), user=plan.user, samples=plan.samples,
                                            user_batch=plan.user_batch)
@@ -194,26 +187,19 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
         return cases + precision_cases.cases(fw, d.name, plan.precisions or [], user=plan.user, quick=plan.quick,
                                              samples=plan.samples, user_batch=plan.user_batch)
 
-    total = sum(len(cases_for(d)) for d in chosen)
-    with progress() as bar:
-        task = bar.add_task("starting", total=total)
-        sessions, results, notes = experiment.run_devices(
-            fw, chosen, cases_for, policy=policy, cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
-            on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
-            on_result=lambda r: bar.advance(task), journal=journal, resumed=resumed,
-            memory_limit_bytes=plan.memory_limit_bytes,
-        )
-    options = {"parts": plan.parts, "batches": plan.batches, "devices": [d.name for d in chosen],
-               "min_time_s": plan.min_time_s, "quick": plan.quick, "cpu_threads": plan.cpu_threads,
-               "case_timeout_s": plan.case_timeout_s, "framework": fw, "model": plan.model or "seeds 001+002",
-               "data": plan.data, "memory_limit_gib": runner.memory_limit_gib(plan.memory_limit_bytes)}
+    options = {"parts": plan.parts, "batches": plan.batches, "quick": plan.quick,
+               "model": plan.model or "seeds 001+002", "data": plan.data}
     if plan.quick:
         options["quick_sizes"] = _quick_text(plan.batches)
     if plan.trace_dir is not None:
         options["trace"] = plan.trace_dir
     if plan.precisions:
         options["precision"] = plan.precisions
-    record = experiment.make_record("train", plan.command, options, fw, found, sessions, results, notes)
+    request = session.Request(
+        "train", fw, cases_for, options, plan.command, devices=plan.devices_wanted, min_time_s=plan.min_time_s,
+        cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
+        memory_limit_bytes=plan.memory_limit_bytes)
+    record = measure_with_progress(request, journal=journal, resumed=resumed)
     png = Path(plan.png_file)
     render_train(record, png, loglog=not plan.linear)
     write_record(record, Path(plan.json_file), png)
