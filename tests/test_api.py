@@ -1,5 +1,7 @@
 """The Python API mirrors the CLI: same checks, same records, a notebook representation."""
 
+from pathlib import Path
+
 import pytest
 
 import whichdevice
@@ -65,3 +67,45 @@ def test_diagnose_a_model_object_with_arrays(tmp_path):
     assert r.record.experiment == "diagnose"
     assert any(c.status == "ok" and c.spec.params.get("kind") == "fit" for c in r.record.results)
     assert "Increase the batch size" in str(r)
+
+
+def test_load_returns_the_type_of_the_experiment(tmp_path):
+    """#15: ``whichdevice.load`` of a run record is a SuiteResult, of a matmul record a Result,
+    of any other experiment a RecordResult (before: always the matmul Result)."""
+    import shutil
+
+    import whichdevice
+    from whichdevice.api import RecordResult, Result, SuiteResult
+
+    data = Path(__file__).parent / "data"
+    run = whichdevice.load(data / "run_cpu_2core.json")
+    assert type(run) is SuiteResult and run.record.experiment == "run"
+    rec = whichdevice.load(data / "run_cpu_2core.json").record
+    for experiment, kind in (("matmul", Result), ("train", RecordResult)):
+        path = tmp_path / f"{experiment}.json"
+        from whichdevice.core.records import save_run
+
+        save_run(rec.model_copy(update={"experiment": experiment}), path)
+        assert type(whichdevice.load(path)) is kind
+    assert "train:" in str(whichdevice.load(tmp_path / "train.json"))
+    shutil.rmtree(tmp_path)
+
+
+def test_diagnose_keeps_the_input_shape_order(monkeypatch, tmp_path):
+    """#15: the API parses input_shape as the CLI does (28, 28, 1 stays 28, 28, 1; it was sorted
+    and de-duplicated into (1, 28))."""
+    from whichdevice import api
+    from whichdevice.workloads import userfile
+
+    seen = {}
+
+    def fake_params(model_fn, shape, classes, data_fn, env):
+        seen["shape"] = shape
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(userfile, "user_model_params", fake_params)
+    model = tmp_path / "m.py"
+    model.write_text("def build():\n    pass\n")
+    with pytest.raises(RuntimeError, match="stop here"):
+        api.diagnose(f"{model}:build", input_shape=(28, 28, 1))
+    assert seen["shape"] == (28, 28, 1)

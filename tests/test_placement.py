@@ -7,11 +7,10 @@ import json
 import pytest
 from conftest import DATA, run_cli
 
-from whichdevice.analysis.placement import (
+from whichdevice.analysis.placement import device_placement, explain_cpu_op
+from whichdevice.frameworks.tensorflow.logparse import (
     Edge,
     count_copies,
-    device_placement,
-    explain_cpu_op,
     op_type_counts,
     parse_op_stats,
     parse_placement_log,

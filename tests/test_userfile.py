@@ -3,8 +3,8 @@
 import pytest
 from conftest import run_cli
 
-from whichdevice.workloads import userfile
-from whichdevice.workloads.userfile import UserFileError, UserFunction
+from whichdevice.frameworks.common import usermodel as userfile
+from whichdevice.frameworks.common.usermodel import UserFileError, UserFunction
 
 GOOD = """
 import keras

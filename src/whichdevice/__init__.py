@@ -10,13 +10,13 @@ Data flows one way (see README "How it works"):
 
 from whichdevice.core.version import __version__
 
-__all__ = ["__version__", "Result", "SuiteResult", "UsageError", "diagnose", "load", "matmul", "run"]
+__all__ = ["__version__", "RecordResult", "Result", "SuiteResult", "UsageError", "diagnose", "load", "matmul", "run"]
 
 
 def __getattr__(name: str):
     # Lazy: `import whichdevice` stays cheap, and child processes (which import
     # whichdevice.measure.child) never load matplotlib or jinja2 they do not need.
-    if name in ("matmul", "load", "Result", "run", "diagnose", "SuiteResult"):
+    if name in ("matmul", "load", "Result", "run", "diagnose", "SuiteResult", "RecordResult"):
         from whichdevice import api
 
         return getattr(api, name)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from whichdevice.measure import experiment, runner
+from whichdevice.measure import experiment, session
 from whichdevice.core import records
 from whichdevice.core.errors import UsageError
 from whichdevice.analysis import quality
@@ -29,9 +29,8 @@ from whichdevice.measure.journal import Journal, JournalState
 from whichdevice.present import html, plots
 from whichdevice.analysis.suite import SuiteVerdict, settings_advice, suite_verdict
 from whichdevice.present.tables import Grid, GridCell, creation_grid, runs_grid, sweep_grid, sync_cost_grid
-from whichdevice.workloads.suite import measure_suite, suite_cases, user_cases
+from whichdevice.workloads.suite import parse_budget, suite_cases, user_cases
 from whichdevice.core.records import CaseResult, RunRecord
-from whichdevice.core.timing import TimingPolicy
 from whichdevice.core.validate import (
     parse_choice,
     parse_choice_list,
@@ -39,6 +38,7 @@ from whichdevice.core.validate import (
     parse_memory_limit,
     parse_positive_float,
     parse_positive_int,
+    parse_shape,
 )
 from whichdevice.workloads import matmul as matmul_workload
 
@@ -102,28 +102,19 @@ def run_matmul(opts: MatmulOptions, *, on_start: Callable[[str], None] | None = 
     ``journal_to``: append every finished case there (created once devices are known,
     or continued when ``resumed`` holds what an interrupted run had finished). ``command``:
     the record's command line (default: this process's)."""
-    experiment.require_installed(opts.framework)
-    found = experiment.discover(opts.framework)
-    chosen = experiment.select_devices(found, opts.devices)
     journal = None
-    if journal_to is not None:
-        journal = Journal(journal_to) if resumed else Journal.create(
-            journal_to, {"experiment": "matmul", "options": dataclasses.asdict(opts), **(journal_header or {})})
-    if on_total:
-        on_total(len(chosen) * len(opts.sizes) * len(opts.modes))
-    sessions, results, notes = experiment.run_devices(
-        opts.framework, chosen,
-        lambda d: matmul_workload.build_cases(opts.framework, d.name, opts.sizes, opts.modes, opts.dtype),
-        policy=TimingPolicy(min_time_s=opts.min_time_s), cpu_threads=opts.cpu_threads,
-        case_timeout_s=opts.case_timeout_s, on_start=on_start, on_result=on_result,
-        journal=journal, resumed=resumed, memory_limit_bytes=opts.memory_limit_bytes,
-    )
-    options = {"sizes": opts.sizes, "modes": opts.modes, "dtype": opts.dtype, "devices": [d.name for d in chosen],
-               "min_time_s": opts.min_time_s, "quick": opts.quick, "cpu_threads": opts.cpu_threads,
-               "case_timeout_s": opts.case_timeout_s, "framework": opts.framework,
-               "memory_limit_gib": runner.memory_limit_gib(opts.memory_limit_bytes)}
-    return experiment.make_record("matmul", command or ["whichdevice", *sys.argv[1:]], options, opts.framework,
-                                  found, sessions, results, notes)
+    if journal_to is not None:  # created once the devices are checked (bad input: nothing written)
+        def journal() -> Journal:
+            return Journal(journal_to) if resumed else Journal.create(
+                journal_to, {"experiment": "matmul", "options": dataclasses.asdict(opts), **(journal_header or {})})
+    options = {"sizes": opts.sizes, "modes": opts.modes, "dtype": opts.dtype, "quick": opts.quick}
+    request = session.Request(
+        "matmul", opts.framework,
+        lambda found, d: matmul_workload.build_cases(opts.framework, d.name, opts.sizes, opts.modes, opts.dtype),
+        options, command or ["whichdevice", *sys.argv[1:]], devices=opts.devices, min_time_s=opts.min_time_s,
+        cpu_threads=opts.cpu_threads, case_timeout_s=opts.case_timeout_s, memory_limit_bytes=opts.memory_limit_bytes)
+    return session.measure(request, journal=journal, resumed=resumed,
+                           progress=session.Progress(on_total=on_total, on_start=on_start, on_result=on_result))
 
 
 def matmul_report(record: RunRecord, png: Path, *, loglog: bool = True) -> tuple[list[Table], str]:
@@ -185,9 +176,31 @@ def matmul(sizes=None, modes=("steady", "seed"), dtype="float32", devices=None, 
     return Result(run_matmul(opts))
 
 
-def load(path: str | Path) -> Result:
-    """A saved record (any whichdevice JSON) as a Result, without measuring."""
-    return Result(records.load_run(path))
+@dataclass(frozen=True)
+class RecordResult:
+    """A loaded record of an experiment with no richer Python type (train, pipeline, placement,
+    pitfalls, predict, ...): the record, and a short text of it. ``whichdevice report FILE``
+    renders its tables and plots."""
+
+    record: RunRecord
+
+    def __str__(self) -> str:
+        failed = sum(r.status != "ok" for r in self.record.results)
+        lines = [f"whichdevice {self.record.experiment}: {len(self.record.results)} cases"
+                 + (f", {failed} failed" if failed else "")]
+        lines += [f"  note: {n}" for n in self.record.notes]
+        return "\n".join(lines)
+
+
+def load(path: str | Path) -> Result | SuiteResult | RecordResult:
+    """A saved record, without measuring, as the type of the experiment that wrote it:
+    ``matmul`` -> Result, ``run``/``diagnose`` -> SuiteResult, any other -> RecordResult."""
+    record = records.load_run(path)
+    if record.experiment == "matmul":
+        return Result(record)
+    if record.experiment in ("run", "diagnose"):
+        return SuiteResult(record)
+    return RecordResult(record)
 
 
 # ---------------------------------------------------------------- the suite (run / diagnose)
@@ -291,24 +304,27 @@ class SuiteResult:
         return png.with_suffix(".json")
 
 
-def _suite(name: str, cases_for_found, *, budget_s, devices, cpu_threads, framework, options) -> SuiteResult:
-    budget = parse_positive_float(_opt_str(budget_s), "--budget", "90") or 90.0
-    wanted = experiment.parse_device_filter(_csv(devices))
-    threads = parse_positive_int(_opt_str(cpu_threads), "--cpu-threads", "4")
-    experiment.require_installed(framework)
-    found = experiment.discover(framework)
-    chosen = experiment.select_devices(found, wanted)
+def _suite(name: str, cases_for, *, budget_s, devices, cpu_threads, framework, options,
+           memory_limit_gib=None, case_timeout_s=None) -> SuiteResult:
+    """The CLI's suite, parsed by the same functions: one ``measure.session`` Request."""
+    budget = parse_budget(_opt_str(budget_s), "budget_s")
+    timeout_s = parse_positive_float(_opt_str(case_timeout_s), "--case-timeout", "600") or max(budget, 60.0)
+    request = session.Request(
+        name, framework, cases_for, options, ["whichdevice", *sys.argv[1:]],
+        devices=experiment.parse_device_filter(_csv(devices)), min_time_s=0.05,
+        cpu_threads=parse_positive_int(_opt_str(cpu_threads), "--cpu-threads", "4"), case_timeout_s=timeout_s,
+        budget_s=budget, memory_limit_bytes=parse_memory_limit(_opt_str(memory_limit_gib)))
     # No journal: an API call that is interrupted has no command line to resume it from.
-    record = measure_suite(name, framework, found, chosen, cases_for_found(found), budget_s=budget,
-                           threads=threads, command=["whichdevice", *sys.argv[1:]], journal=None, resumed=None,
-                           options=options, min_time_s=0.05)
-    return SuiteResult(record)
+    return SuiteResult(session.measure(request))
 
 
-def run(budget_s: float = 90, devices=None, cpu_threads=None, framework: str = "tensorflow") -> SuiteResult:
+def run(budget_s: float = 90, devices=None, cpu_threads=None, framework: str = "tensorflow",
+        memory_limit_gib=None, case_timeout_s=None) -> SuiteResult:
     """``whichdevice run`` from Python: the default suite, its verdict and measured fixes."""
-    return _suite("run", lambda found: (lambda d: suite_cases(framework, d.name, gpu_present=bool(found.gpus))),
-                  budget_s=budget_s, devices=devices, cpu_threads=cpu_threads, framework=framework, options={})
+    fw = parse_choice(str(framework), "--framework", FRAMEWORKS)
+    return _suite("run", lambda found, d: suite_cases(fw, d.name, gpu_present=bool(found.gpus)),
+                  budget_s=budget_s, devices=devices, cpu_threads=cpu_threads, framework=fw, options={},
+                  memory_limit_gib=memory_limit_gib, case_timeout_s=case_timeout_s)
 
 
 def _materialize(model, data, folder: Path) -> tuple[str, str | None]:
@@ -357,14 +373,14 @@ def diagnose(model, data=None, *, input_shape=None, classes=None, samples: int =
 
     model_fn = userfile.parse_spec(model, "--model")
     data_fn = userfile.parse_spec(data, "--data") if data else None
-    shape = tuple(parse_int_list(_csv(input_shape), "--input-shape", maximum=1 << 20, example="100") or ()) or None
+    shape = parse_shape(_csv(input_shape))  # the CLI's parser: keeps order and repeats (28,28,1)
     n_classes = parse_positive_int(_opt_str(classes), "--classes", "10", maximum=1_000_000)
     n_batch = parse_positive_int(_opt_str(batch), "--batch", "32", maximum=65536)
     n_samples = parse_positive_int(_opt_str(samples), "--samples", "10000", maximum=10_000_000)
     user = userfile.user_model_params(model_fn, shape, n_classes, data_fn,
                                       frameworks.env_module("tensorflow").child_env("cpu"))
-    return _suite("diagnose", lambda found: (lambda d: user_cases("tensorflow", d.name, user=user, batch=n_batch,
-                                                                    samples=n_samples)),
+    return _suite("diagnose", lambda found, d: user_cases("tensorflow", d.name, user=user, batch=n_batch,
+                                                          samples=n_samples),
                   budget_s=budget_s, devices=devices, cpu_threads=cpu_threads, framework="tensorflow",
                   options={"model": model_fn.text, "data": data_fn.text if data_fn else None, "batch": n_batch,
                            "samples": n_samples})

@@ -26,142 +26,16 @@ Sources, and what each one can say:
 
 from __future__ import annotations
 
-import json
-import re
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from collections import defaultdict
+from dataclasses import dataclass
 
 # Graph plumbing: function arguments/returns and control nodes. They are placed like any node
 # but do no work; counted apart so the op table shows the model's real ops.
-PLUMBING = frozenset({"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval", "NoOp", "Const", "Identity",
-                      "_EagerConst", "IdentityN", "StopGradient", "PartitionedCall", "StatefulPartitionedCall"})
-# Ops that are about variables/resources: they live where the variable lives.
-RESOURCE_OPS = frozenset({"VarHandleOp", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
-                          "AssignSubVariableOp", "VarIsInitializedOp", "ResourceGather"})
-# XProf op types that are data movement between host and device.
-COPY_TYPES = frozenset({"MemcpyH2D", "MemcpyD2H", "MemcpyD2D", "MemcpyP2P", "_Send", "_Recv", "_HostSend",
-                        "_HostRecv", "CopyToDevice", "CopyFromDevice"})
-
-_PREFIXED = re.compile(r"placer\.cc:\d+\]\s+(?P<name>\S+): \((?P<type>[^)]+)\): (?P<dev>/\S+)")
-_BARE = re.compile(r"^(?P<name>[^\s:]\S*): \((?P<type>[^)]+)\): (?P<dev>/job:\S+)\s*$")
-_EAGER = re.compile(r"Executing op (?P<type>\S+) in device (?P<dev>/\S+)")
-
-
-@dataclass(frozen=True)
-class Placed:
-    """One node (graph) or one eager op execution and the device it was put on."""
-
-    name: str  # node name ("" for an eager op)
-    op_type: str
-    device: str  # short form: CPU:0, GPU:0
-    source: str  # "graph" (placer) or "eager" (executed op)
-
-
-def short_device(full: str) -> str:
-    """'/job:localhost/replica:0/task:0/device:GPU:0' -> 'GPU:0'."""
-    m = re.search(r"device:([A-Za-z_]+:\d+)", full)
-    return m.group(1) if m else full
-
-
-def parse_placement_log(text: str) -> list[Placed]:
-    """Every placement line in ``text`` (stdout and stderr of a run with placement logging on)."""
-    lines = text.splitlines()
-    prefixed = any("placer.cc" in ln for ln in lines)
-    out: list[Placed] = []
-    for ln in lines:
-        m = _PREFIXED.search(ln)
-        if m:
-            out.append(Placed(m["name"], m["type"], short_device(m["dev"]), "graph"))
-            continue
-        m = _EAGER.search(ln)
-        if m:
-            out.append(Placed("", m["type"], short_device(m["dev"]), "eager"))
-            continue
-        if not prefixed:
-            m = _BARE.match(ln.strip())
-            if m:
-                out.append(Placed(m["name"], m["type"], short_device(m["dev"]), "graph"))
-    return out
-
-
-def placement_map(placed: list[Placed]) -> dict[str, str]:
-    """Graph node name -> device (the last placement of a name wins: a retrace re-places it)."""
-    return {p.name: p.device for p in placed if p.source == "graph" and p.name}
-
-
-def op_type_counts(placed: list[Placed], *, include_plumbing: bool = False) -> dict[str, Counter]:
-    """device -> Counter(op type -> nodes placed there)."""
-    out: dict[str, Counter] = defaultdict(Counter)
-    for p in placed:
-        if include_plumbing or p.op_type not in PLUMBING:
-            out[p.device][p.op_type] += 1
-    return dict(out)
-
-
-# ---------------- XProf framework_op_stats ----------------
-
-@dataclass(frozen=True)
-class OpStat:
-    host_or_device: str  # "Host" or "Device"
-    op_type: str
-    name: str
-    occurrences: int
-    self_us: float  # total self time over the profiled window
-
-
-def parse_op_stats(data: bytes | str) -> list[OpStat]:
-    """XProf's ``framework_op_stats`` JSON (a list of data tables; the first holds the ops).
-
-    The ``IDLE`` row (time the host or device did nothing) is left out."""
-    tables = json.loads(data)
-    if isinstance(tables, dict):
-        tables = [tables]
-    out: list[OpStat] = []
-    for table in tables[:1]:
-        ids = [c["id"] for c in table["cols"]]
-        for row in table.get("rows", []):
-            v = {k: c.get("v") for k, c in zip(ids, row["c"])}
-            if v.get("type") == "IDLE":
-                continue
-            out.append(OpStat(str(v["host_or_device"]), str(v["type"]), str(v["operation"]),
-                              int(v.get("occurrences") or 0), float(v.get("total_self_time") or 0.0)))
-    return out
-
-
-# ---------------- copies ----------------
-
-@dataclass(frozen=True)
-class Edge:
-    src: str  # producing node name
-    dst: str  # consuming node name
-    nbytes: int | None  # tensor size when its shape is static
-
-
-@dataclass(frozen=True)
-class Copies:
-    count: int
-    nbytes: int  # known bytes only
-    unknown_size: int  # copies whose tensor shape is not static
-    by_direction: dict[str, int] = field(default_factory=dict)  # "CPU:0->GPU:0" -> count
-
-
-def count_copies(edges: list[Edge], placement: dict[str, str]) -> Copies:
-    """Edges whose two ends sit on different devices: one copy each per step.
-
-    An edge with an end that was never placed (a node the placer did not log) is not counted."""
-    n = nbytes = unknown = 0
-    by_dir: Counter = Counter()
-    for e in edges:
-        a, b = placement.get(e.src), placement.get(e.dst)
-        if a is None or b is None or a == b:
-            continue
-        n += 1
-        by_dir[f"{a}->{b}"] += 1
-        if e.nbytes is None:
-            unknown += 1
-        else:
-            nbytes += e.nbytes
-    return Copies(n, nbytes, unknown, dict(by_dir))
+from whichdevice.frameworks.tensorflow.logparse import (
+    Copies,
+    PLUMBING,
+    RESOURCE_OPS,
+)
 
 
 # ---------------- why an op is on the CPU ----------------

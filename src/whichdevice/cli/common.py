@@ -133,7 +133,7 @@ def open_journal(experiment: str, plan, resumed: JournalState | None) -> Journal
 # side: the "looking for devices" line and one progress bar.
 
 
-def measure_with_progress(request: session.Request, *, journal: Journal | None = None,
+def measure_with_progress(request: session.Request, *, journal: Journal | Callable[[], Journal] | None = None,
                           resumed: JournalState | None = None, found=None) -> records.RunRecord:
     """Measure ``request`` with a progress bar on stderr (transient: gone when done)."""
     if found is None:

@@ -11,7 +11,7 @@ import psutil
 import typer
 from rich.markup import escape
 
-from whichdevice.measure import experiment, runner
+from whichdevice.measure import experiment, session
 from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
@@ -24,20 +24,18 @@ from whichdevice.cli.common import (
     app,
     command_line,
     console,
-    describe_key,
     err_console,
     open_journal,
-    progress,
+    measure_with_progress,
     read_plan,
     reject_options_with_resume,
     stamp,
     write_record,
 )
 from whichdevice.core.errors import UsageError
-from whichdevice.measure.journal import JournalState
+from whichdevice.measure.journal import Journal, JournalState, journal_path
 from whichdevice.present import html, plots, terminal
 from whichdevice.present.pipeline import stage_grid, variant_grid, wait_bars
-from whichdevice.core.timing import TimingPolicy
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
@@ -194,14 +192,8 @@ def pipeline(
 def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
     fw = plan.framework
-    experiment.require_installed(fw)
-    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
-    found = experiment.discover(fw)
-    chosen = experiment.select_devices(found, plan.devices_wanted)
-    policy = TimingPolicy(min_time_s=plan.min_time_s)
-    journal = open_journal("pipeline", plan, resumed)
 
-    def cases_for(d):
+    def cases_for(found, d):
         cases = wl.build_cases(fw, d.name, images=plan.images, size=plan.size, batch=plan.batch, net=plan.net,
                                variants=plan.variants, stages=plan.stages,
                                heavy=tuple(plan.heavy) if plan.heavy else None, user=plan.user)
@@ -211,29 +203,20 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
         return [c.model_copy(update={"params": {**c.params, "trace_dir": plan.trace_dir}})
                 if c.params.get("part") == "both" else c for c in cases]
 
-    total = sum(len(cases_for(d)) for d in chosen)
-    with progress() as bar:
-        task = bar.add_task("starting", total=total)
-        sessions, results, run_notes = experiment.run_devices(
-            fw, chosen, cases_for, policy=policy, cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
-            on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
-            on_result=lambda r: bar.advance(task), journal=journal, resumed=resumed,
-            memory_limit_bytes=plan.memory_limit_bytes,
-        )
     heavy = plan.heavy
     options = {"images": plan.images, "image_size": plan.size, "batch": plan.batch,
                "net": "user" if plan.user else plan.net, "variants": plan.variants, "stages": plan.stages,
                "heavy_stage": heavy[0] if heavy else None, "heavy_factor": heavy[1] if heavy else None,
-               "devices": [d.name for d in chosen], "min_time_s": plan.min_time_s, "quick": plan.quick,
-               "cpu_threads": plan.cpu_threads, "case_timeout_s": plan.case_timeout_s, "framework": fw,
-               "model": plan.model, "data": plan.data, "trace": plan.trace_dir,
-               "memory_limit_gib": runner.memory_limit_gib(plan.memory_limit_bytes)}
-    record = experiment.make_record("pipeline", plan.command, options, fw, found, sessions, results,
-                                    plan.notes + run_notes)
+               "quick": plan.quick, "model": plan.model, "data": plan.data, "trace": plan.trace_dir}
+    request = session.Request(
+        "pipeline", fw, cases_for, options, plan.command, devices=plan.devices_wanted, min_time_s=plan.min_time_s,
+        cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
+        memory_limit_bytes=plan.memory_limit_bytes, notes=list(plan.notes))
+    record = measure_with_progress(request, journal=lambda: open_journal("pipeline", plan, resumed), resumed=resumed)
     png = Path(plan.png_file)
     render_pipeline(record, png, loglog=False)
     write_record(record, Path(plan.json_file), png)
-    journal.finish()  # the record is complete: the journal has done its job
+    Journal(journal_path(Path(plan.json_file))).finish()  # the record is complete: the journal has done its job
 
 
 def render_pipeline(record: records.RunRecord, png: Path, *, loglog: bool = False) -> None:

@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from whichdevice.measure import experiment
+from whichdevice.measure import experiment, session
 from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
@@ -22,11 +22,10 @@ from whichdevice.cli.common import (
     app,
     command_line,
     console,
-    describe_key,
     err_console,
     journal_header,
     open_journal,
-    progress,
+    measure_with_progress,
     read_plan,
     reject_options_with_resume,
     stamp,
@@ -35,30 +34,19 @@ from whichdevice.cli.common import (
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
 from whichdevice.present import html, terminal
-from whichdevice.workloads.suite import measure_suite, suite_cases, user_cases
+from whichdevice.workloads.suite import DEFAULT_BUDGET_S, parse_budget, suite_cases, user_cases
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
     parse_choice_list,
     parse_memory_limit,
-    parse_positive_float,
     parse_positive_int,
     parse_shape,
 )
 
-DEFAULT_BUDGET_S = 90.0  # per device; the issue's budget for a CPU-only machine
-MIN_BUDGET_S = 20.0  # below this not even the framework import and one experiment fit
 RUN_MIN_TIME_S = 0.05  # steady seconds per point: short, the suite has many points
 MAX_TERMINAL_WARNINGS = 3
 DIAGNOSE_FRAMEWORK = "tensorflow"
-
-
-def _parse_budget(text: str | None) -> float:
-    budget_s = parse_positive_float(text, "--budget", "90") or DEFAULT_BUDGET_S
-    if budget_s < MIN_BUDGET_S:
-        raise UsageError("--budget", f"{budget_s:g} s is too short to measure anything",
-                         f"Pass at least {MIN_BUDGET_S:g} seconds, e.g. --budget 90.")
-    return budget_s
 
 
 @dataclass
@@ -95,7 +83,7 @@ def run(
         out_dir = check_output_dir(out, "--out")
         json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"run-{stamp()}.json"
         plan = RunPlan(frameworks=parse_choice_list(framework, "--framework", frameworks.TRAINING),
-                       budget_s=_parse_budget(budget), devices_wanted=experiment.parse_device_filter(device),
+                       budget_s=parse_budget(budget), devices_wanted=experiment.parse_device_filter(device),
                        cpu_threads=parse_positive_int(cpu_threads, "--cpu-threads", "4"),
                        json_file=str(json_file.absolute()), command=command_line(),
                        memory_limit_bytes=parse_memory_limit(memory_limit))
@@ -115,15 +103,20 @@ def run(
 
 def _run_one(plan: RunPlan, resumed: JournalState | None) -> records.RunRecord:
     fw, = plan.frameworks
-    experiment.require_installed(fw)
-    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
-    found = experiment.discover(fw)
-    chosen = experiment.select_devices(found, plan.devices_wanted)
-    gpu_present = bool(found.gpus)
-    return _measure_suite("run", fw, found, chosen, lambda d: suite_cases(fw, d.name, gpu_present=gpu_present),
-                          budget_s=plan.budget_s, threads=plan.cpu_threads, command=plan.command,
-                          journal=open_journal("run", plan, resumed), resumed=resumed, options={},
-                          memory_limit_bytes=plan.memory_limit_bytes)
+    return _measure_suite(_run_request(plan, fw), journal=lambda: open_journal("run", plan, resumed), resumed=resumed)
+
+
+def _run_request(plan: RunPlan, fw: str) -> session.Request:
+    return _suite_request("run", fw, lambda found, d: suite_cases(fw, d.name, gpu_present=bool(found.gpus)),
+                          plan, options={})
+
+
+def _suite_request(name: str, fw: str, cases_for, plan, *, options: dict) -> session.Request:
+    """run and diagnose: each device its own budget; a case may take the budget (at least 60 s)."""
+    timeout_s = getattr(plan, "case_timeout_s", None) or max(plan.budget_s, 60.0)
+    return session.Request(name, fw, cases_for, options, plan.command, devices=plan.devices_wanted,
+                           min_time_s=RUN_MIN_TIME_S, cpu_threads=plan.cpu_threads, case_timeout_s=timeout_s,
+                           budget_s=plan.budget_s, memory_limit_bytes=plan.memory_limit_bytes)
 
 
 def _part_json(json_file: Path, fw: str) -> Path:
@@ -142,11 +135,12 @@ def _run_frameworks(plan: RunPlan, resumed: JournalState | None) -> records.RunR
     for f in plan.frameworks:  # every --device checked before anything is journaled
         err_console.print(f"Looking for devices ({escape(f)} import takes a few seconds)…")
         found = experiment.discover(f)
-        found_chosen.append((found, experiment.select_devices(found, plan.devices_wanted)))
+        experiment.select_devices(found, plan.devices_wanted)  # a bad --device: refused before measuring
+        found_chosen.append(found)
     json_file = Path(plan.json_file)
     top = open_journal("run", plan, resumed)
     parts = []
-    for f, (found, chosen) in zip(plan.frameworks, found_chosen):
+    for f, found in zip(plan.frameworks, found_chosen):
         part_json = _part_json(json_file, f)
         part_plan = dataclasses.replace(plan, frameworks=[f], json_file=str(part_json))
         path = journal_path(part_json)
@@ -155,23 +149,13 @@ def _run_frameworks(plan: RunPlan, resumed: JournalState | None) -> records.RunR
         else:  # a part journal names the run it belongs to
             state = None
             journal = Journal.create(path, {**journal_header("run", part_plan), "part_of": str(top.path.absolute())})
-        gpu = bool(found.gpus)
-        parts.append(_measure_suite("run", f, found, chosen,
-                                    lambda d, f=f, gpu=gpu: suite_cases(f, d.name, gpu_present=gpu),
-                                    budget_s=plan.budget_s, threads=plan.cpu_threads, command=plan.command,
-                                    journal=journal, resumed=state, options={},
-                                    memory_limit_bytes=plan.memory_limit_bytes))
+        parts.append(_measure_suite(_run_request(plan, f), journal=journal, resumed=state, found=found))
     options = {**parts[0].options, "framework": ",".join(plan.frameworks)}
     return experiment.merge_records(parts, options)
 
 
-def _measure_suite(name, fw, found, chosen, cases_for, **kw) -> records.RunRecord:
-    with progress() as bar:
-        task = bar.add_task("starting", total=None)
-        return measure_suite(name, fw, found, chosen, cases_for, min_time_s=RUN_MIN_TIME_S,
-                             on_total=lambda n: bar.update(task, total=n),
-                             on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
-                             on_result=lambda r: bar.advance(task), **kw)
+def _measure_suite(request: session.Request, *, journal, resumed, found=None) -> records.RunRecord:
+    return measure_with_progress(request, journal=journal, resumed=resumed, found=found)
 
 
 @dataclass
@@ -226,7 +210,7 @@ def diagnose(
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000) or 10_000
     user_batch = parse_positive_int(batch, "--batch", "32", maximum=65536) or 32
-    budget_s = _parse_budget(budget)
+    budget_s = parse_budget(budget)
     wanted = experiment.parse_device_filter(device)
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
     memory_bytes = parse_memory_limit(memory_limit)
@@ -244,18 +228,11 @@ def diagnose(
 def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
     fw = DIAGNOSE_FRAMEWORK
-    experiment.require_installed(fw)
-    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
-    found = experiment.discover(fw)
-    chosen = experiment.select_devices(found, plan.devices_wanted)
     json_file = Path(plan.json_file)
-    record = _measure_suite(
-        "diagnose", fw, found, chosen,
-        lambda d: user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples),
-        budget_s=plan.budget_s, threads=plan.cpu_threads, command=plan.command,
-        journal=open_journal("diagnose", plan, resumed), resumed=resumed,
-        options={"model": plan.model, "data": plan.data, "batch": plan.batch, "samples": plan.samples},
-        memory_limit_bytes=plan.memory_limit_bytes)
+    request = _suite_request(
+        "diagnose", fw, lambda found, d: user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples),
+        plan, options={"model": plan.model, "data": plan.data, "batch": plan.batch, "samples": plan.samples})
+    record = _measure_suite(request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed)
     render_run(record, json_file.with_suffix(".png"), loglog=True)
     write_record(record, json_file, None)
     Journal(journal_path(json_file)).finish()

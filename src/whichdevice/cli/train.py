@@ -33,7 +33,7 @@ from whichdevice.cli.common import (
     write_record,
 )
 from whichdevice.core.errors import UsageError
-from whichdevice.measure.journal import JournalState
+from whichdevice.measure.journal import Journal, JournalState, journal_path
 from whichdevice.present import plots, terminal
 from whichdevice.present.tables import run_label
 from whichdevice.core.validate import (
@@ -175,7 +175,6 @@ def train(
 def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
     fw = plan.framework
-    journal = open_journal("train", plan, resumed)
 
     def cases_for(found, d):
         cases = train_workload.build_cases(fw, d.name, quick=plan.quick, batches=plan.batches,
@@ -199,11 +198,11 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
         "train", fw, cases_for, options, plan.command, devices=plan.devices_wanted, min_time_s=plan.min_time_s,
         cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
         memory_limit_bytes=plan.memory_limit_bytes)
-    record = measure_with_progress(request, journal=journal, resumed=resumed)
+    record = measure_with_progress(request, journal=lambda: open_journal("train", plan, resumed), resumed=resumed)
     png = Path(plan.png_file)
     render_train(record, png, loglog=not plan.linear)
     write_record(record, Path(plan.json_file), png)
-    journal.finish()  # the record is complete: the journal has done its job
+    Journal(journal_path(Path(plan.json_file))).finish()  # the record is complete: the journal has done its job
 
 
 def render_train(record: records.RunRecord, png: Path, *, loglog: bool) -> None:

@@ -48,6 +48,7 @@ class Request:
     case_timeout_s: float = 600.0
     budget_s: float | None = None  # per device: no new case starts after it (the rest: skipped)
     memory_limit_bytes: int | None = None  # None: 90 % of RAM, or of the container's limit
+    notes: list[str] = field(default_factory=list)  # the command's own notes, before the run's
 
 
 @dataclass
@@ -58,14 +59,16 @@ class Progress:
     on_total: Callable[[int], None] | None = None
     on_start: Callable[[str], None] | None = None
     on_result: Callable[[CaseResult], None] | None = None
-    extra_notes: list[str] = field(default_factory=list)
 
 
-def measure(request: Request, *, journal: Journal | None = None, resumed: JournalState | None = None,
-            progress: Progress | None = None, found: Discovery | None = None) -> RunRecord:
+def measure(request: Request, *, journal: Journal | Callable[[], Journal] | None = None,
+            resumed: JournalState | None = None, progress: Progress | None = None,
+            found: Discovery | None = None) -> RunRecord:
     """Discover, run every device's cases in its own child, and return the record.
 
-    ``journal``: every finished case and session is appended to it as it arrives.
+    ``journal``: every finished case and session is appended to it as it arrives; a callable
+    is called once the devices are checked, so bad input (``--device GPU`` on a machine
+    without one) leaves no journal behind.
     ``resumed``: a journal read back; its finished cases are kept, not run again.
     ``found``: a discovery already made (skips asking a child again)."""
     progress = progress or Progress()
@@ -75,6 +78,8 @@ def measure(request: Request, *, journal: Journal | None = None, resumed: Journa
     chosen = experiment.select_devices(found, request.devices)
     if progress.on_devices:
         progress.on_devices(found, chosen)
+    if callable(journal) and not isinstance(journal, Journal):
+        journal = journal()
 
     def cases_for(d: DeviceInfo) -> list[CaseSpec]:
         return request.cases_for(found, d)
@@ -102,4 +107,4 @@ def measure(request: Request, *, journal: Journal | None = None, resumed: Journa
     if request.budget_s is not None:
         options.setdefault("budget_s", request.budget_s)
     return experiment.make_record(request.experiment, request.command, options, fw, found, sessions, results,
-                                  notes + progress.extra_notes)
+                                  request.notes + notes)

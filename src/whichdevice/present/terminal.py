@@ -8,12 +8,12 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from whichdevice.analysis.sweep import Table
-from whichdevice.present.tables import (  # noqa: F401 (busy_text, run_label re-exported)
+from whichdevice.present.tables import (
     Grid,
-    busy_text,
+    busy_text as busy_text,
     column_align,
     creation_grid,
-    run_label,
+    run_label as run_label,
     runs_grid,
     sweep_grid,
     sync_cost_grid,

@@ -23,8 +23,8 @@ from __future__ import annotations
 import importlib
 import time
 
-from whichdevice.core.records import CaseSpec
-from whichdevice.core.timing import RawTiming, TimingPolicy, measure
+from whichdevice.core.records import CaseSpec, Timing
+from whichdevice.core.timing import TimingPolicy, measure
 
 MATMUL_N: tuple[int, ...] = (1, 16, 64, 128, 256, 512, 1024)
 GPU_MATMUL_N: tuple[int, ...] = MATMUL_N + (2048, 4096)
@@ -74,7 +74,7 @@ def _calibration(fw):
     return getattr(fw, "calibration", None) or importlib.import_module(f"whichdevice.frameworks.{fw.name}.calibration")
 
 
-def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tuple[RawTiming, dict]:
+def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict]:
     p = spec.params
     probe = p["probe"]
     if probe == "describe":
@@ -101,12 +101,12 @@ def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tup
     return raw, metrics
 
 
-def _describe(spec: CaseSpec, fw, overhead_s: float) -> tuple[RawTiming, dict]:
-    from whichdevice.workloads import train as train_workload
+def _describe(spec: CaseSpec, fw, overhead_s: float) -> tuple[Timing, dict]:
+    from whichdevice.frameworks.common.casemodel import CaseModel
 
     training = importlib.import_module(f"whichdevice.frameworks.{fw.name}.training")
     cal = _calibration(fw)
-    m = train_workload._Model(spec.params)
+    m = CaseModel(spec.params)
     b = int(spec.params["batch"])
     t0 = time.perf_counter()
     with fw.placement.scope(spec.device):
@@ -116,6 +116,6 @@ def _describe(spec: CaseSpec, fw, overhead_s: float) -> tuple[RawTiming, dict]:
         x, y = m.one_batch(training, b)
         ops = cal.describe_step(step, x, y)
     trace_s = time.perf_counter() - t0
-    raw = RawTiming(first_call_s=trace_s, warmup_s=(trace_s,), samples_s=(trace_s,), number_per_sample=1,
-                    overhead_s=overhead_s)
+    raw = Timing(first_call_s=trace_s, warmup_s=[trace_s], samples_s=[trace_s], number_per_sample=1,
+                 overhead_s=overhead_s)
     return raw, encode_ops(ops, float(x.nbytes + y.nbytes))

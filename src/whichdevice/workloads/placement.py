@@ -30,7 +30,7 @@ import importlib
 import tempfile
 from pathlib import Path
 
-from whichdevice.analysis.placement import (
+from whichdevice.frameworks.tensorflow.logparse import (
     Edge,
     count_copies,
     op_type_counts,
@@ -45,12 +45,12 @@ QUICK_STEPS = 10
 
 
 def run_case(spec, fw, policy, overhead_s):
-    from whichdevice.workloads.train import _Model
+    from whichdevice.frameworks.common.casemodel import CaseModel
 
     tfmod = lambda name: importlib.import_module(f"whichdevice.frameworks.{fw.name}.{name}")  # noqa: E731
     plog, prof, training = tfmod("placement_log"), tfmod("profiler"), tfmod("training")
     p = spec.params
-    m = _Model(p)
+    m = CaseModel(p)
     b, steps = int(p["batch"]), int(p.get("steps", DEFAULT_STEPS))
     with fw.placement.scope(spec.device):
         model = m.build()

@@ -20,12 +20,13 @@ import math
 def run_case(spec, fw, policy, overhead_s):
     from whichdevice.keras import StepTimer
     from whichdevice.core.steps import raw_from_steps
-    from whichdevice.workloads.train import _Model, _steps
+    from whichdevice.frameworks.common.casemodel import CaseModel
+    from whichdevice.workloads.train import _steps
 
     training = importlib.import_module(f"whichdevice.frameworks.{fw.name}.training")
     prec = importlib.import_module(f"whichdevice.frameworks.{fw.name}.precision")
     p = spec.params
-    m = _Model(p)
+    m = CaseModel(p)
     n, b, epochs = int(p["samples"]), int(p["batch"]), int(p["epochs"])
     name = str(p["precision"])
     if name not in prec.POLICIES:

@@ -8,14 +8,24 @@ and the crossovers come first, the fixes after them, the large seed-002/ex3 runs
 
 from __future__ import annotations
 
-import time
-
-from whichdevice.measure import experiment, runner
 from whichdevice import frameworks
-from whichdevice.measure.journal import Journal, JournalState
-from whichdevice.core.records import CaseSpec, RunRecord
-from whichdevice.core.timing import TimingPolicy
+from whichdevice.core.errors import UsageError
+from whichdevice.core.validate import parse_positive_float
+from whichdevice.core.records import CaseSpec
 from whichdevice.workloads import matmul as matmul_workload
+
+DEFAULT_BUDGET_S = 90.0  # seconds per device
+MIN_BUDGET_S = 20.0  # below this not even the framework import and one experiment fit
+
+
+def parse_budget(text: str | None, argument: str = "--budget") -> float:
+    """``--budget`` (CLI) / ``budget_s`` (API): seconds per device, at least MIN_BUDGET_S."""
+    budget_s = parse_positive_float(text, argument, "90") or DEFAULT_BUDGET_S
+    if budget_s < MIN_BUDGET_S:
+        raise UsageError(argument, f"{budget_s:g} s is too short to measure anything",
+                         f"Pass at least {MIN_BUDGET_S:g} seconds, e.g. {argument} 90.")
+    return budget_s
+
 
 # Matmul sizes: seed 000's list, cut where a 2-core CPU needs more than ~0.1 s a call.
 CPU_ONLY_SIZES = (1, 10, 100, 500, 1000)
@@ -120,28 +130,3 @@ def user_cases(framework: str, device: str, *, user: dict, batch: int, samples: 
     if not user.get("data_file"):
         t(kind="loop", data="tfdata_noprefetch", epochs=1, **run)
     return cases
-
-
-def measure_suite(name: str, fw: str, found, chosen, cases_for, *, budget_s: float, threads: int | None,
-                  command: list[str], journal: Journal | None, resumed: JournalState | None, options: dict,
-                  min_time_s: float, on_total=None, on_start=None, on_result=None,
-                  memory_limit_bytes: int | None = None) -> RunRecord:
-    """One child per device, each with ``budget_s`` from its start; every finished case is
-    appended to ``journal`` (``--resume`` reads it back; ``resumed``: the cases it had)."""
-    policy = TimingPolicy(min_time_s=min_time_s)
-    if on_total:
-        on_total(sum(len(cases_for(d)) for d in chosen))
-    sessions, results, notes = [], [], []
-    for dev in chosen:  # one device at a time, each with its own share of the budget
-        s, r, n = experiment.run_devices(
-            fw, [dev], cases_for, policy=policy, cpu_threads=threads, case_timeout_s=max(budget_s, 60.0),
-            deadline=time.time() + budget_s, on_start=on_start, on_result=on_result, journal=journal,
-            resumed=resumed, memory_limit_bytes=memory_limit_bytes,
-        )
-        sessions += [x for x in s if all(y.device.name != x.device.name for y in sessions)]
-        results += r
-        notes += n
-    options = {"budget_s": budget_s, "devices": [d.name for d in chosen], "min_time_s": min_time_s,
-               "cpu_threads": threads, "framework": fw,
-               "memory_limit_gib": runner.memory_limit_gib(memory_limit_bytes), **options}
-    return experiment.make_record(name, command, options, fw, found, sessions, results, notes)

@@ -28,7 +28,7 @@ import math
 from whichdevice.core.records import CaseSpec
 from whichdevice.core.steps import raw_from_steps, time_loop
 from whichdevice.core.timing import RawTiming, TimingPolicy, measure
-from whichdevice.workloads import models
+from whichdevice.frameworks.common.casemodel import CaseModel
 
 KINDS = ("create", "loop", "fit", "steady")
 # Further kinds, each in its own module with the same run_case signature.
@@ -97,89 +97,6 @@ def _training(fw):
     return frameworks.training_module(fw.name)
 
 
-def _shape(text) -> tuple[int, ...]:
-    return tuple(int(t) for t in str(text).split(",") if t.strip())
-
-
-class _Model:
-    """Builds the case's model and its data, built-in or the user's."""
-
-    def __init__(self, params: dict, training=None):
-        self.p = params
-        self.name = str(params["model"])
-        # A framework without Keras models (plain torch) builds its own: build_model(name).
-        self.own = training if hasattr(training, "build_model") else None
-
-    def build(self):
-        if self.own is not None:
-            return self.own.build_model(self.name)
-        if self.name == "user":
-            from whichdevice.workloads import userfile
-
-            return userfile.call_model_function(self.p["model_file"], str(self.p["model_fn"]))
-        return models.build(self.name)
-
-    @property
-    def classes(self):
-        if self.name == "user":
-            c = self.p.get("label_classes")
-            return int(c) if c is not None else None
-        return models.SPECS[self.name].classes
-
-    def optimizer_and_loss(self, model):
-        if self.own is not None:
-            return self.own.optimizer_and_loss(self.name, model)
-        import keras
-
-        if self.name != "user":
-            return models.optimizer_and_loss(self.name)
-        compiled = getattr(model, "optimizer", None) is not None and getattr(model, "loss", None) is not None
-        if compiled:
-            loss = model.loss if callable(model.loss) else keras.losses.get(model.loss)
-            return model.optimizer, loss
-        return keras.optimizers.Adam(0.001), models.default_loss(self.classes)
-
-    def compile_for_fit(self, model) -> None:
-        # The fixes `run` tries (steps_per_execution, jit_compile) are compile arguments;
-        # absent, Keras' defaults apply (1 and "auto").
-        kw = {k: self.p[k] for k in ("steps_per_execution", "jit_compile") if k in self.p}
-        if self.name == "seed002":
-            model.compile(optimizer="adam", loss="binary_crossentropy", **kw)  # the seed's own line
-        elif self.name == "seed001":
-            opt, loss = models.optimizer_and_loss("seed001")
-            model.compile(optimizer=opt, loss=loss, **kw)
-        elif getattr(model, "optimizer", None) is None or not getattr(model, "compiled", False):
-            model.compile(optimizer="adam", loss=models.default_loss(self.classes), **kw)
-        elif kw:
-            model.compile(optimizer=model.optimizer, loss=model.loss, **kw)
-
-    def arrays(self, n: int):
-        if self.name == "user":
-            out = _shape(self.p["output_shape"]) if self.p.get("output_shape") else None
-            return models.synthetic_data(n, _shape(self.p["input_shape"]), self.classes, output_shape=out)
-        return models.seed_data(self.name, n)
-
-    def dataset(self, training, n: int, batch: int, data: str):
-        """The case's input: numpy arrays (``data=numpy``) or a tf.data pipeline."""
-        if self.name == "user" and self.p.get("data_file"):
-            from whichdevice.workloads import userfile
-
-            ds = userfile.call_data_function(self.p["data_file"], str(self.p["data_fn"]))
-            return training.user_dataset(ds, batch, n)
-        x, y = self.arrays(n)
-        if data == "numpy":
-            return x, y
-        return training.dataset(x, y, batch, shuffle=n if data == "tfdata_shuffle" else None,
-                                prefetch=data != "tfdata_noprefetch")
-
-    def one_batch(self, training, batch: int):
-        if self.name == "user" and self.p.get("data_file"):
-            ds = self.dataset(training, batch, batch, "tfdata")
-            x, y = next(iter(ds))
-            return x.numpy(), y.numpy()
-        return self.arrays(batch)
-
-
 def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tuple[RawTiming, dict]:
     kind = spec.params["kind"]
     if kind in _OTHER_KINDS:  # kinds measured by their own modules (placement, pitfalls, precision)
@@ -192,7 +109,7 @@ def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tup
 
 def _run_create(spec, fw, policy, overhead_s):
     training = _training(fw)
-    m = _Model(spec.params, training)
+    m = CaseModel(spec.params, training)
     scope = lambda: fw.placement.scope(spec.device)  # noqa: E731
     if spec.params["op"] == "create":
         def fn():
@@ -204,10 +121,10 @@ def _run_create(spec, fw, policy, overhead_s):
 
         if hasattr(training, "clone_model"):
             clone = training.clone_model
-        else:
-            import keras
+        else:  # a Keras backend: Keras's own clone
+            from whichdevice.frameworks.common import keras as keras_common
 
-            clone = keras.models.clone_model
+            clone = keras_common.clone_model
 
         def fn():
             with scope():
@@ -218,7 +135,7 @@ def _run_create(spec, fw, policy, overhead_s):
 
 def _run_loop(spec, fw, policy, overhead_s):
     training = _training(fw)
-    m = _Model(spec.params, training)
+    m = CaseModel(spec.params, training)
     n, b, epochs = int(spec.params["samples"]), int(spec.params["batch"]), int(spec.params["epochs"])
     data = str(spec.params["data"])
     times: list[float] = []
@@ -249,7 +166,7 @@ def _run_fit(spec, fw, policy, overhead_s):
     from whichdevice.keras import StepTimer
 
     training = _training(fw)
-    m = _Model(spec.params, training)
+    m = CaseModel(spec.params, training)
     n, b, epochs = int(spec.params["samples"]), int(spec.params["batch"]), int(spec.params["epochs"])
     data = str(spec.params["data"])
     with fw.placement.scope(spec.device):
@@ -295,7 +212,7 @@ def steady_step(spec, fw):
     inside the device scope: ``(training module, step, xb, yb)``. Shared by the steady
     cases here and the pitfalls workload."""
     training = _training(fw)
-    m = _Model(spec.params, training)
+    m = CaseModel(spec.params, training)
     with fw.placement.scope(spec.device):
         model = m.build()
         opt, loss = m.optimizer_and_loss(model)

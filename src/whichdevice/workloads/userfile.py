@@ -4,38 +4,28 @@ The parent never imports TensorFlow, so it only checks what it can without it (t
 ``FILE:FUNCTION`` form, the file exists and is a file). Everything else — the file's syntax,
 the function, what it returns, whether the model accepts ``--input-shape`` and gives
 ``--classes`` outputs, what the data function returns — is checked *before any
-measurement* by a short pre-flight child: ``python -m whichdevice.workloads.userfile JOB.json``,
+measurement* by a short pre-flight child: ``python -m whichdevice.frameworks.common.usermodel JOB``,
 which prints one JSON line ``{"ok": true, ...}`` or ``{"ok": false, "argument", "problem",
 "fix"}``. The parent turns a failure into a ``UsageError``: one line, exit code 2.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import re
 import tempfile
-import sys
-import traceback
-from dataclasses import dataclass
 from pathlib import Path
 
 from whichdevice.core.errors import UsageError
 from whichdevice.core.process import run_module
+from whichdevice.frameworks.common.usermodel import (  # noqa: F401  (re-exported for the commands)
+    UserFileError,
+    UserFunction,
+    call_data_function,
+    call_model_function,
+)
 
 PREFLIGHT_TIMEOUT_S = 180.0
-
-
-@dataclass(frozen=True)
-class UserFunction:
-    path: Path
-    function: str
-    argument: str  # "--model" or "--data"
-
-    @property
-    def text(self) -> str:
-        return f"{self.path}:{self.function}"
 
 
 def parse_spec(text: str, argument: str) -> UserFunction:
@@ -54,146 +44,6 @@ def parse_spec(text: str, argument: str) -> UserFunction:
     return UserFunction(path.resolve(), fn, argument)
 
 
-class UserFileError(Exception):
-    """A problem in the user's file, as (argument, problem, fix)."""
-
-    def __init__(self, argument: str, problem: str, fix: str):
-        super().__init__(f"{argument}: {problem}. {fix}")
-        self.argument, self.problem, self.fix = argument, problem, fix
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def _exc_line(e: BaseException) -> str:
-    """One line of an exception for a one-line error: the line that says what is wrong."""
-    lines = [ln.strip() for ln in _ANSI.sub("", str(e)).strip().splitlines() if ln.strip()]
-    # Keras wraps a layer's error: "Exception encountered when calling Sequential.call()." first,
-    # then what is wrong ("Input 0 of layer ... is incompatible ...: expected ..."), sometimes
-    # after the offending tensor's values ("Invalid input shape for input [[0.63 ...").
-    telling = [ln for ln in lines if not ln.startswith("Exception encountered when calling")]
-    expected = [ln for ln in telling if "expected" in ln.lower()]
-    line = (expected or telling or lines or [""])[0].rstrip(".")
-    if line.find("Expected ") > 0:  # "<tensor values> with name ... Expected shape (None, 8), but ..."
-        line = line[line.find("Expected "):]
-    return f"{type(e).__name__}: {line[:300]}" if line else type(e).__name__
-
-
-def load_function(path: str | Path, function: str, argument: str):
-    """Import the user's file (as a fresh module) and return the named callable."""
-    path = Path(path)
-    if not path.is_file():
-        raise UserFileError(argument, f"no such file '{path}'", "Check the path.")
-    try:
-        source = path.read_text(encoding="utf-8")
-        compile(source, str(path), "exec")
-    except SyntaxError as e:
-        raise UserFileError(argument, f"'{path.name}' has a syntax error at line {e.lineno}: {e.msg}",
-                            "Fix the file so that `python " + path.name + "` runs") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserFileError(argument, f"cannot read '{path}' ({type(e).__name__})", "Pass a readable UTF-8 .py file") from None
-    spec = importlib.util.spec_from_file_location(f"whichdevice_user_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.parent))  # let the file import its neighbours
-    try:
-        spec.loader.exec_module(module)
-    except Exception as e:
-        raise UserFileError(argument, f"importing '{path.name}' raised {_exc_line(e)}",
-                            "Fix the error at the top level of the file") from None
-    finally:
-        if sys.path and sys.path[0] == str(path.parent):
-            sys.path.pop(0)
-    fn = getattr(module, function, None)
-    if fn is None:
-        names = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
-                       and getattr(v, "__module__", None) == module.__name__)
-        have = f" (it defines: {', '.join(names)})" if names else " (it defines no functions)"
-        raise UserFileError(argument, f"'{path.name}' has no function '{function}'{have}",
-                            f"Name one of its functions after the colon, e.g. {argument} {path.name}:{names[0] if names else 'build'}")
-    if not callable(fn):
-        raise UserFileError(argument, f"'{function}' in '{path.name}' is a {type(fn).__name__}, not a function",
-                            "Point to a function that returns the model")
-    return fn
-
-
-def call_model_function(path, function: str):
-    """Call the user's model function and check it returns a Keras model."""
-    import keras
-
-    fn = load_function(path, function, "--model")
-    try:
-        model = fn()
-    except Exception as e:
-        raise UserFileError("--model", f"{function}() raised {_exc_line(e)}",
-                            f"Fix {function}() in '{Path(path).name}' (it is called with no arguments)") from None
-    if not isinstance(model, keras.Model):
-        raise UserFileError("--model", f"{function}() returned {type(model).__name__}, not a Keras model",
-                            "Return a keras.Model (e.g. keras.Sequential([...])), compiled or not")
-    return model
-
-
-def call_data_function(path, function: str):
-    from whichdevice.frameworks.tensorflow import training
-
-    fn = load_function(path, function, "--data")
-    try:
-        ds = fn()
-    except Exception as e:
-        raise UserFileError("--data", f"{function}() raised {_exc_line(e)}",
-                            f"Fix {function}() in '{Path(path).name}' (it is called with no arguments)") from None
-    if not training.is_dataset(ds):
-        raise UserFileError("--data", f"{function}() returned {type(ds).__name__}, not a tf.data.Dataset",
-                            "Return tf.data.Dataset.from_tensor_slices((x, y)) or similar")
-    spec = ds.element_spec
-    if not (isinstance(spec, tuple) and len(spec) >= 2):
-        raise UserFileError("--data", f"{function}() yields {type(spec).__name__} elements, not (x, y) pairs",
-                            "Make each element an (inputs, labels) pair")
-    return ds
-
-
-def check(model_fn: UserFunction, input_shape: tuple[int, ...] | None, classes: int | None,
-          data_fn: UserFunction | None) -> dict:
-    """Pre-flight, inside a child (imports TensorFlow): build the model, run one forward pass
-    on the input it will get, compare its outputs with ``classes``. Returns facts for the
-    parent: ``input_shape``, ``output_shape``, ``compiled``, ``name``, ``params``."""
-    import numpy as np
-
-    model = call_model_function(model_fn.path, model_fn.function)
-    if data_fn is not None:
-        ds = call_data_function(data_fn.path, data_fn.function)
-        from whichdevice.frameworks.tensorflow import training
-
-        if training.looks_batched(ds):
-            ds = ds.unbatch()
-        x, _ = next(iter(ds.batch(2).take(1)))
-        x = x.numpy()
-        shape_arg, shape_text = "--data", f"the data's inputs {tuple(x.shape[1:])}"
-    else:
-        if input_shape is None:
-            model_in = getattr(model, "inputs", None)
-            dims = tuple(model_in[0].shape[1:]) if model_in else None
-            if not dims or any(d is None for d in dims):
-                raise UserFileError("--input-shape", "is missing and the model does not declare its input shape",
-                                    "Pass e.g. --input-shape 100 (or 28,28,1)")
-            input_shape = tuple(int(d) for d in dims)
-        x = np.random.default_rng(0).random((2, *input_shape)).astype("float32")
-        shape_arg, shape_text = "--input-shape", f"input of shape {input_shape}"
-    try:
-        y = model(x, training=False)
-    except Exception as e:
-        raise UserFileError(shape_arg, f"the model rejects {shape_text}: {_exc_line(e)}",
-                            "Pass the shape the model's first layer expects") from None
-    out_shape = tuple(int(d) for d in y.shape[1:])
-    if classes is not None:
-        last = out_shape[-1] if out_shape else 1
-        if last != classes and not (classes == 2 and last == 1):
-            raise UserFileError("--classes", f"{classes} classes, but the model outputs {last} values per sample "
-                                f"(output shape {out_shape})", f"Pass --classes {last} or change the last layer")
-    return {"ok": True, "name": model.name, "params": int(model.count_params()),
-            "compiled": bool(getattr(model, "compiled", False) and getattr(model, "optimizer", None) is not None),
-            "input_shape": list(x.shape[1:]), "output_shape": list(out_shape)}
-
-
 def preflight(model_fn: UserFunction, input_shape, classes, data_fn, framework_env: dict[str, str]) -> dict:
     """Run ``check`` in a child process (parent stays TensorFlow-free); UsageError on failure."""
     job = {"model": [str(model_fn.path), model_fn.function],
@@ -203,7 +53,7 @@ def preflight(model_fn: UserFunction, input_shape, classes, data_fn, framework_e
     with tempfile.TemporaryDirectory(prefix="whichdevice-preflight-") as tmp:
         out_path, err_path = Path(tmp) / "out.txt", Path(tmp) / "err.txt"
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            done = run_module("whichdevice.workloads.userfile", [json.dumps(job)], timeout_s=PREFLIGHT_TIMEOUT_S,
+            done = run_module("whichdevice.frameworks.common.usermodel", [json.dumps(job)], timeout_s=PREFLIGHT_TIMEOUT_S,
                               env=env, stdout=out, stderr=err)
         stdout = out_path.read_text(encoding="utf-8", errors="replace")
         stderr = err_path.read_text(encoding="utf-8", errors="replace")
@@ -222,28 +72,6 @@ def preflight(model_fn: UserFunction, input_shape, classes, data_fn, framework_e
     if not msg.get("ok"):
         raise UsageError(msg["argument"], msg["problem"], msg["fix"] + ".")
     return msg
-
-
-def _main(argv: list[str]) -> int:
-    job = json.loads(argv[1])
-    try:
-        model_fn = UserFunction(Path(job["model"][0]), job["model"][1], "--model")
-        data_fn = UserFunction(Path(job["data"][0]), job["data"][1], "--data") if job.get("data") else None
-        shape = tuple(job["input_shape"]) if job.get("input_shape") else None
-        result = check(model_fn, shape, job.get("classes"), data_fn)
-    except UserFileError as e:
-        result = {"ok": False, "argument": e.argument, "problem": e.problem, "fix": e.fix}
-    except Exception as e:  # a bug of ours or an odd object: still one line
-        traceback.print_exc()
-        result = {"ok": False, "argument": "--model", "problem": f"checking it failed: {_exc_line(e)}",
-                  "fix": "Run the file on its own to see the error"}
-    sys.stdout.write(json.dumps(result) + "\n")
-    sys.stdout.flush()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv))
 
 
 def user_model_params(model_fn: UserFunction, input_shape, classes, data_fn, framework_env: dict[str, str]) -> dict:

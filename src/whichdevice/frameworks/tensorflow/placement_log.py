@@ -3,7 +3,7 @@
 TensorFlow writes placement lines from C++ (``printf`` to fd 1, and a glog copy to fd 2 that
 the child's ``TF_CPP_MIN_LOG_LEVEL=2`` silences), so Python's ``sys.stdout`` cannot catch them: ``capture`` points file descriptors 1 and 2 at a
 temporary file for the duration of one call and restores them after. Imported only inside a
-child process (it imports TensorFlow); the parsing is ``whichdevice.analysis.placement``.
+child process (it imports TensorFlow); the parsing is ``frameworks.tensorflow.logparse``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import tempfile
 
 import tensorflow as tf
 
-from whichdevice.analysis.placement import Edge
+from whichdevice.frameworks.tensorflow.logparse import Edge
 
 
 def _flush_c_stdio() -> None:
@@ -162,12 +162,12 @@ def _probe_main(job_path: str, out_path: str) -> int:
         job = json.load(f)
     tf.debugging.set_log_device_placement(True)  # before the first op: see the note above
     from whichdevice import frameworks
-    from whichdevice.workloads.train import _Model
+    from whichdevice.frameworks.common.casemodel import CaseModel
 
     fw = frameworks.load("tensorflow")
     device, p = job["device"], job["params"]
     fw.placement.configure(device, None)
-    m = _Model(p)
+    m = CaseModel(p)
     training = __import__("whichdevice.frameworks.tensorflow.training", fromlist=["x"])
 
     def first_step():

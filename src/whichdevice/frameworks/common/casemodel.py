@@ -1,0 +1,86 @@
+"""The model and data of one train case (the ``params`` of its CaseSpec): a seed's built-in
+Keras model, the user's (``--model``/``--data`` files), or a framework's own (plain torch).
+Imported inside a measuring child only (it imports Keras)."""
+
+from __future__ import annotations
+
+from whichdevice.frameworks.common import models, usermodel
+
+
+def _shape(text) -> tuple[int, ...]:
+    return tuple(int(t) for t in str(text).split(",") if t.strip())
+
+
+class CaseModel:
+    """Builds the case's model and its data, built-in or the user's."""
+
+    def __init__(self, params: dict, training=None):
+        self.p = params
+        self.name = str(params["model"])
+        # A framework without Keras models (plain torch) builds its own: build_model(name).
+        self.own = training if hasattr(training, "build_model") else None
+
+    def build(self):
+        if self.own is not None:
+            return self.own.build_model(self.name)
+        if self.name == "user":
+            return usermodel.call_model_function(self.p["model_file"], str(self.p["model_fn"]))
+        return models.build(self.name)
+
+    @property
+    def classes(self):
+        if self.name == "user":
+            c = self.p.get("label_classes")
+            return int(c) if c is not None else None
+        return models.SPECS[self.name].classes
+
+    def optimizer_and_loss(self, model):
+        if self.own is not None:
+            return self.own.optimizer_and_loss(self.name, model)
+        import keras
+
+        if self.name != "user":
+            return models.optimizer_and_loss(self.name)
+        compiled = getattr(model, "optimizer", None) is not None and getattr(model, "loss", None) is not None
+        if compiled:
+            loss = model.loss if callable(model.loss) else keras.losses.get(model.loss)
+            return model.optimizer, loss
+        return keras.optimizers.Adam(0.001), models.default_loss(self.classes)
+
+    def compile_for_fit(self, model) -> None:
+        # The fixes `run` tries (steps_per_execution, jit_compile) are compile arguments;
+        # absent, Keras' defaults apply (1 and "auto").
+        kw = {k: self.p[k] for k in ("steps_per_execution", "jit_compile") if k in self.p}
+        if self.name == "seed002":
+            model.compile(optimizer="adam", loss="binary_crossentropy", **kw)  # the seed's own line
+        elif self.name == "seed001":
+            opt, loss = models.optimizer_and_loss("seed001")
+            model.compile(optimizer=opt, loss=loss, **kw)
+        elif getattr(model, "optimizer", None) is None or not getattr(model, "compiled", False):
+            model.compile(optimizer="adam", loss=models.default_loss(self.classes), **kw)
+        elif kw:
+            model.compile(optimizer=model.optimizer, loss=model.loss, **kw)
+
+    def arrays(self, n: int):
+        if self.name == "user":
+            out = _shape(self.p["output_shape"]) if self.p.get("output_shape") else None
+            return models.synthetic_data(n, _shape(self.p["input_shape"]), self.classes, output_shape=out)
+        return models.seed_data(self.name, n)
+
+    def dataset(self, training, n: int, batch: int, data: str):
+        """The case's input: numpy arrays (``data=numpy``) or a tf.data pipeline."""
+        if self.name == "user" and self.p.get("data_file"):
+            ds = usermodel.call_data_function(self.p["data_file"], str(self.p["data_fn"]))
+            return training.user_dataset(ds, batch, n)
+        x, y = self.arrays(n)
+        if data == "numpy":
+            return x, y
+        return training.dataset(x, y, batch, shuffle=n if data == "tfdata_shuffle" else None,
+                                prefetch=data != "tfdata_noprefetch")
+
+    def one_batch(self, training, batch: int):
+        if self.name == "user" and self.p.get("data_file"):
+            ds = self.dataset(training, batch, batch, "tfdata")
+            x, y = next(iter(ds))
+            return x.numpy(), y.numpy()
+        return self.arrays(batch)

@@ -1,0 +1,54 @@
+"""The project's guard rails, run with the test suite (so `.ci/run`, which runs the README's test
+command, runs them too): the layer contracts (import-linter), the lint rules (ruff) and strict
+typing of the strict folders (mypy), each configured in pyproject.toml. A tool that is not
+installed is a failure here, not a skip: the `test` extra installs all three."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which(cmd[0])
+    if exe is None:
+        pytest.fail(f"{cmd[0]} is not installed: pip install '.[test]'")
+    return subprocess.run([exe, *cmd[1:]], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_the_layer_contracts_hold():
+    out = _run("lint-imports")
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_ruff_finds_nothing():
+    out = _run("ruff", "check", "src", "tests", "benchmarks")
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_the_strict_folders_type_check():
+    out = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_the_contract_catches_an_upward_import(tmp_path):
+    """The layer contract can fail: a copy of the package where core/ imports cli/ is refused."""
+    pkg = tmp_path / "src"
+    shutil.copytree(ROOT / "src" / "whichdevice", pkg / "whichdevice",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    bad = pkg / "whichdevice" / "core" / "stats.py"
+    bad.write_text(bad.read_text() + "\nfrom whichdevice.cli import common  # noqa: E402,F401\n")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    exe = shutil.which("lint-imports")
+    if exe is None:
+        pytest.fail("lint-imports is not installed: pip install '.[test]'")
+    out = subprocess.run([exe], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                         env={"PYTHONPATH": str(pkg), "PATH": "/usr/bin:/bin"})
+    assert out.returncode != 0
+    assert "whichdevice.core" in out.stdout and "whichdevice.cli" in out.stdout
