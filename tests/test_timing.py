@@ -2,6 +2,7 @@
 
 import pytest
 
+from whichdevice.core.telemetry import GPU_NOT_REQUESTED, Telemetry
 from whichdevice.core.timing import TimingPolicy, measure, measure_overhead
 
 
@@ -49,7 +50,7 @@ def test_warmup_is_kept_apart_from_steady_samples():
                   policy=TimingPolicy(min_time_s=0.2, warmup_calls=2))
     assert raw.first_call_s == pytest.approx(0.5)
     # The first call alone exceeds min_time_s, so no further warm-up calls are made.
-    assert raw.warmup_s == (pytest.approx(0.5),)
+    assert raw.warmup_s == [pytest.approx(0.5)]
     assert all(s == pytest.approx(0.001) for s in raw.samples_s)
 
 
@@ -92,7 +93,7 @@ def test_slow_calls_still_give_min_samples():
                   policy=TimingPolicy(min_time_s=0.2, min_samples=3))
     assert raw.number_per_sample == 1
     assert len(raw.samples_s) == 3
-    assert raw.warmup_s == (5.0,)
+    assert raw.warmup_s == [5.0]
 
 
 def test_max_samples_caps_the_run():
@@ -112,6 +113,9 @@ def test_policy_rejects_nonsense():
 def test_telemetry_window_covers_the_steady_blocks_only():
     dev = FakeDevice([0.05, 0.001])
     events = []
+    window = Telemetry(period_s=0.05, t_s=[], cpu_percent_per_core=[], process_cpu_s=0.0, wall_s=0.0,
+                       gpu_index=None, gpu_util_percent=None, gpu_mem_used_bytes=None, gpu_sm_clock_mhz=None,
+                       gpu_unavailable=GPU_NOT_REQUESTED, sampler_cost_s=0.0)
 
     class FakeSampler:
         def start(self):
@@ -119,11 +123,11 @@ def test_telemetry_window_covers_the_steady_blocks_only():
 
         def stop(self):
             events.append(("stop", dev.calls))
-            return "telemetry"
+            return window
 
     raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0,
                   policy=TimingPolicy(min_time_s=0.2, warmup_calls=2, window=FakeSampler))
     warmup_calls = len(raw.warmup_s)
     assert events[0] == ("start", warmup_calls)  # after warm-up, before the first block
     assert events[1] == ("stop", dev.calls)  # after the last block
-    assert raw.telemetry == "telemetry"
+    assert raw.telemetry is window

@@ -156,4 +156,4 @@ def test_time_loop_times_each_step_including_the_fetch_and_syncs_after_each():
     assert raw.first_call_s == pytest.approx(0.501) and len(raw.samples_s) == 3 and raw.number_per_sample == 1
     assert time_loop(range(10), lambda b: b, sync=lambda r: None, clock=clock, limit=3) == [0.0, 0.0, 0.0]
     only = raw_from_steps([0.3], warmup_steps=5)
-    assert only.samples_s == (0.3,) and math.isclose(only.first_call_s, 0.3)
+    assert only.samples_s == [0.3] and math.isclose(only.first_call_s, 0.3)

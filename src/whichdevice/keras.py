@@ -158,7 +158,7 @@ class StepTimer(keras.callbacks.Callback):
 
     # --- results ---
     def raw(self):
-        """The batches as a ``RawTiming``: first ``warmup_batches`` apart, the rest steady."""
+        """The batches as a ``Timing``: first ``warmup_batches`` apart, the rest steady."""
         return raw_from_steps(self.batch_times_s, warmup_steps=self.warmup_batches, overhead_s=self.overhead_s)
 
     def steady(self) -> list[float]:
@@ -179,16 +179,14 @@ class StepTimer(keras.callbacks.Callback):
     def write(self, path: str | Path) -> Path:
         """Write a whichdevice ``RunRecord`` (experiment ``train``) that ``whichdevice report`` renders."""
         from whichdevice.core.machine import describe_machine
-        from whichdevice.core.records import CaseResult, CaseSpec, RunRecord, Timing, now_iso, save_run
+        from whichdevice.core.records import CaseResult, CaseSpec, RunRecord, now_iso, save_run
 
-        raw = self.raw()
+        timing = self.raw()
         params = {"kind": "callback", "model": getattr(self.model, "name", "model"), "loop": "fit",
                   "sync": "each" if self.sync else "none"}
         if self.batch_size:
             params["batch"] = self.batch_size
         spec = CaseSpec(workload="train", framework=keras.backend.backend(), device=_device_name(), params=params)
-        timing = Timing(first_call_s=raw.first_call_s, warmup_s=list(raw.warmup_s), samples_s=list(raw.samples_s),
-                        number_per_sample=1, overhead_s=raw.overhead_s)
         notes = []
         if len(self.batch_times_s) <= self.warmup_batches:
             notes.append(f"only {len(self.batch_times_s)} batches for {self.warmup_batches} warm-up batches: "

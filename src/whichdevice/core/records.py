@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -272,7 +273,7 @@ def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:
         ) from None
 
 
-def result_v1_to_v2(raw: dict) -> dict:
+def result_v1_to_v2(raw: Any) -> Any:
     """One result's JSON: version 2 added ``failure`` to a failed result; derive it from the
     error text, the only thing version 1 wrote about a failure (also used for journals)."""
     if isinstance(raw, dict) and raw.get("status") == "failed" and "failure" not in raw:
@@ -280,7 +281,7 @@ def result_v1_to_v2(raw: dict) -> dict:
     return raw
 
 
-def _v1_to_v2(data: dict) -> dict:
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     results = data.get("results")
     if not isinstance(results, list):
         return data  # validation says what is wrong
@@ -288,10 +289,10 @@ def _v1_to_v2(data: dict) -> dict:
 
 
 # version -> the function that turns a record of that version into the next version.
-MIGRATIONS = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
 
 
-def migrate(data: dict) -> dict:
+def migrate(data: dict[str, Any]) -> dict[str, Any]:
     """Bring a record's JSON up to ``SCHEMA_VERSION`` one step at a time; note that it was."""
     start = version = data["schema_version"]
     while version < SCHEMA_VERSION:

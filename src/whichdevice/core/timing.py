@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from whichdevice.core import stats
+from whichdevice.core.records import Timing
 
 Clock = Callable[[], float]
 Sync = Callable[[Any], None]
@@ -70,16 +71,10 @@ class TimingPolicy:
             raise ValueError("warmup_calls must be >= 0 and target_blocks >= 1")
 
 
-@dataclass(frozen=True)
-class RawTiming:
-    """What one measured point produced: every number kept, nothing summarized."""
-
-    first_call_s: float
-    warmup_s: tuple[float, ...]  # the first call included, in call order
-    samples_s: tuple[float, ...]  # seconds per call, one value per block
-    number_per_sample: int
-    overhead_s: float  # one clock read + one sync with nothing queued (median)
-    telemetry: Any = None  # telemetry.Telemetry of the steady window, when sampled
+# The timing core returns the record type itself (records.Timing: every number kept,
+# statistics derived). ``RawTiming`` is the old name of the same type, kept only while
+# workloads/train.py still imports it; new code names ``Timing``.
+RawTiming = Timing
 
 
 def measure_overhead(clock: Clock, sync: Sync, reps: int = _OVERHEAD_REPS) -> float:
@@ -99,7 +94,7 @@ def measure(
     clock: Clock = time.perf_counter,
     policy: TimingPolicy = TimingPolicy(),
     overhead_s: float | None = None,
-) -> RawTiming:
+) -> Timing:
     """Time ``fn`` on one device: warm-up apart, then synchronized blocks (see module doc).
 
     ``sync(result)`` must block until the device has finished the work that produced
@@ -147,10 +142,10 @@ def measure(
             break
     telemetry = sampler.stop() if sampler is not None else None
 
-    return RawTiming(
+    return Timing(
         first_call_s=warmup[0],
-        warmup_s=tuple(warmup),
-        samples_s=tuple(samples),
+        warmup_s=warmup,
+        samples_s=samples,
         number_per_sample=number,
         overhead_s=overhead_s,
         telemetry=telemetry,

@@ -1,6 +1,6 @@
 """Workloads: framework-agnostic experiment definitions.
 
-Each workload module provides ``run_case(spec, fw, policy, overhead_s) -> (RawTiming,
+Each workload module provides ``run_case(spec, fw, policy, overhead_s) -> (Timing,
 metrics)``, executed inside a child process with the framework adapter ``fw`` loaded, and
 helpers to build its ``CaseSpec`` list in the parent.
 """

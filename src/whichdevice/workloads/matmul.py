@@ -12,8 +12,8 @@ FLOPs per call: 2 n^3 (n^2 outputs, n multiply-adds each).
 
 from __future__ import annotations
 
-from whichdevice.core.records import CaseSpec
-from whichdevice.core.timing import RawTiming, TimingPolicy, measure
+from whichdevice.core.records import CaseSpec, Timing
+from whichdevice.core.timing import TimingPolicy, measure
 
 # Seed 000's own list of sizes.
 SEED_SIZES: tuple[int, ...] = (1, 10, 100, 500, 1000, 2000, 3000, 4000, 5000, 8000, 10000)
@@ -38,7 +38,7 @@ def build_cases(framework: str, device: str, sizes, modes, dtype: str) -> list[C
     ]
 
 
-def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tuple[RawTiming, dict]:
+def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict]:
     n = int(spec.params["n"])
     dtype = str(spec.params["dtype"])
     builder = fw.ops.matmul_steady if spec.params["mode"] == "steady" else fw.ops.matmul_seed

@@ -44,8 +44,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from whichdevice.core.records import CaseSpec
-from whichdevice.core.timing import RawTiming, TimingPolicy, measure
+from whichdevice.core.records import CaseSpec, Timing
+from whichdevice.core.timing import TimingPolicy, measure
 
 PARTS = ("pipeline", "model", "both", "stage")
 NETS = ("tiny", "small", "heavy")
@@ -167,7 +167,7 @@ def _model(tfp, fw, p, device: str):
     return _MODELS[key]
 
 
-def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tuple[RawTiming, dict]:
+def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict]:
     part = spec.params["part"]
     run = {"pipeline": _run_pipeline, "model": _run_model, "both": _run_both, "stage": _run_stage}.get(part)
     if run is None:
@@ -184,7 +184,7 @@ def _steady_done(n: int, total_s: float, policy: TimingPolicy, per_pass: int) ->
 
 
 def _steps(step, warm: int, policy: TimingPolicy, per_pass: int, overhead_s: float,
-           record=None) -> RawTiming:
+           record=None) -> Timing:
     """Call ``step()`` (which times itself and returns its seconds) ``warm`` times as the
     warm-up, then as steady samples until :func:`_steady_done`; telemetry over the steady
     steps only (the policy's window, as ``timing.measure`` does)."""
@@ -201,8 +201,8 @@ def _steps(step, warm: int, policy: TimingPolicy, per_pass: int, overhead_s: flo
         samples.append(s)
         total += s
     telemetry = sampler.stop() if sampler is not None else None
-    return RawTiming(first_call_s=warmup[0], warmup_s=tuple(warmup), samples_s=tuple(samples),
-                     number_per_sample=1, overhead_s=overhead_s, telemetry=telemetry)
+    return Timing(first_call_s=warmup[0], warmup_s=warmup, samples_s=samples,
+                  number_per_sample=1, overhead_s=overhead_s, telemetry=telemetry)
 
 
 def _run_pipeline(spec, fw, policy, overhead_s):
