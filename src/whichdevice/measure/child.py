@@ -22,7 +22,7 @@ import traceback
 
 from whichdevice.core import failures
 from whichdevice import frameworks, workloads
-from whichdevice.core.records import CaseResult, CaseSpec, Session, Timing, failed
+from whichdevice.core.records import CaseResult, CaseSpec, Session, failed
 from whichdevice.core.telemetry import Sampler
 from whichdevice.core.timing import TimingPolicy, measure_overhead
 
@@ -155,12 +155,9 @@ def main(argv: list[str]) -> int:
         t_case = time.perf_counter()
         try:
             _inject_fault(spec)
-            raw, metrics = workloads.runner(spec.workload)(spec, fw, policy, overhead_s)
+            timing, metrics = workloads.runner(spec.workload)(spec, fw, policy, overhead_s)
             result = CaseResult(
-                spec=spec, status="ok", metrics=metrics, wall_s=time.perf_counter() - t_case,
-                timing=Timing(first_call_s=raw.first_call_s, warmup_s=list(raw.warmup_s),
-                              samples_s=list(raw.samples_s), number_per_sample=raw.number_per_sample,
-                              overhead_s=raw.overhead_s, telemetry=raw.telemetry),
+                spec=spec, status="ok", metrics=metrics, wall_s=time.perf_counter() - t_case, timing=timing,
             )
         except Exception as e:  # one failing case is recorded and the run goes on
             traceback.print_exc(file=sys.stderr)
