@@ -44,8 +44,9 @@ from collections.abc import Callable
 
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"  # before importing TensorFlow: keep its INFO lines out
 
+from whichdevice.analysis.utilization import describe, summarize  # noqa: E402
 from whichdevice.core.stats import iqr, median  # noqa: E402
-from whichdevice.core.telemetry import Sampler, describe, summarize  # noqa: E402
+from whichdevice.measure.telemetry import Sampler  # noqa: E402
 
 
 def build_workloads() -> dict[str, Callable[[], object]]:

@@ -1,4 +1,5 @@
-"""Tests of whichdevice.core.telemetry: no TensorFlow, no GPU, a few seconds in all."""
+"""Tests of the utilization telemetry (core.telemetry schema, measure.telemetry sampler,
+analysis.utilization summary and verdicts): no TensorFlow, no GPU, a few seconds in all."""
 
 from __future__ import annotations
 
@@ -12,20 +13,18 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from whichdevice.core import telemetry as tm
-from whichdevice.core.telemetry import (
+from whichdevice.analysis.utilization import (
     CORE_SATURATED_PERCENT,
-    GPU_NOT_REQUESTED,
     GPU_UNDERFED_PERCENT,
-    Sampler,
-    Telemetry,
-    TelemetrySummary,
     describe,
     gpu_underfed,
     input_threads_saturated,
     pipeline_cpu_bound,
     summarize,
 )
+from whichdevice.core.telemetry import GPU_NOT_REQUESTED, Telemetry, TelemetrySummary
+from whichdevice.measure import telemetry as tm
+from whichdevice.measure.telemetry import Sampler
 
 DATA = Path(__file__).parent / "data"
 
@@ -715,7 +714,7 @@ def test_module_does_not_import_tensorflow_or_pynvml_eagerly():
     import subprocess
 
     code = (
-        "import sys, whichdevice.core.telemetry as t; "
+        "import sys, whichdevice.analysis.utilization, whichdevice.measure.telemetry as t; "
         "assert 'tensorflow' not in sys.modules; assert 'pynvml' not in sys.modules"
     )
     env_path = str(Path(tm.__file__).resolve().parents[1])

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from whichdevice.analysis.compare import Comparison, compare
 from whichdevice.core.records import CaseResult, RunRecord, Timing
-from whichdevice.core.telemetry import describe as describe_telemetry
-from whichdevice.core.telemetry import gpu_underfed, summarize
+from whichdevice.analysis.utilization import describe as describe_telemetry
+from whichdevice.analysis.utilization import gpu_underfed, summarize
 
 # XProf's input-pipeline thresholds, openxla/xprof
 # xprof/convert/op_stats_to_input_pipeline_analysis.cc: input >= 20 % of the step time is

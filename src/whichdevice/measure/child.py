@@ -23,7 +23,7 @@ import traceback
 from whichdevice.core import failures
 from whichdevice import frameworks, workloads
 from whichdevice.core.records import CaseResult, CaseSpec, Session, failed
-from whichdevice.core.telemetry import Sampler
+from whichdevice.measure.telemetry import Sampler
 from whichdevice.core.timing import TimingPolicy, measure_overhead
 
 

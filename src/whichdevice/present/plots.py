@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from whichdevice.analysis.sweep import Table  # noqa: E402
-from whichdevice.core.telemetry import summarize  # noqa: E402
+from whichdevice.analysis.utilization import summarize  # noqa: E402
 
 _COLORS = {"CPU": "#1f77b4", "GPU": "#d62728"}
 

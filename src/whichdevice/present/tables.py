@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from whichdevice.analysis.sweep import Cell, Table
 from whichdevice.core.units import rate, seconds
 from whichdevice.core.records import Timing
-from whichdevice.core.telemetry import summarize
+from whichdevice.analysis.utilization import summarize
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,523 @@
+"""TensorFlow hooks of the audit child (``audit/child.py``): one small function per hook.
+
+:func:`install` runs the moment the script's ``import tensorflow`` finishes (:class:`TFHookFinder`)
+and calls, in order:
+
+- :func:`record_devices`: physical CPUs / GPUs and soft placement, once;
+- :func:`hook_device_scopes`: ``tf.device`` / ``tf.compat.v1.device`` blocks entered from the
+  script (:class:`Block`: requested device, line, counters at entry and exit);
+- :func:`hook_function_calls`: ``tf.function``'s ``Function.__call__`` (calls, traces, graph
+  instantiations, XLA compiles, the arguments of the last call in a block);
+- :func:`hook_op_callback`: the device every eager op actually ran on, host<->device copies,
+  first use of a kernel on a device;
+- :func:`hook_host_reads`: ``EagerTensor._numpy`` and ``tf.test.experimental.sync_devices``;
+- :func:`hook_sessions`: ``tf.compat.v1`` sessions (created, ``run`` calls);
+- :func:`start_placement_log` on a machine with a GPU: TensorFlow's placer log, read from fd 2
+  by :class:`StderrFilter` (lines parsed by ``frameworks.tensorflow.logparse``).
+
+The child's ``State`` is passed explicitly and every hook closes over that object. This module
+never imports ``whichdevice.audit.child``: the child runs as ``__main__``, so such an import
+would be a second copy of it, with its own state and with clock functions already patched. Nor
+does it import TensorFlow itself: :func:`install` is handed the module the script imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import os
+import sys
+import threading
+import traceback
+from typing import TYPE_CHECKING, Any
+
+from whichdevice.frameworks.tensorflow.logparse import Placed, parse_placement_log
+
+if TYPE_CHECKING:
+    from whichdevice.audit.child import State
+
+# In-band marker the child writes to fd 2 at every snapshot, so each placement line lands in the
+# right block (:meth:`StderrFilter.sync`).
+MARK = b"\x1ewhichdevice-mark "
+
+# Ops that run on the host by design in every graph (arguments, constants, control).
+HOST_OPS = frozenset({"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval", "Const", "NoOp", "Identity",
+                      "Placeholder", "_EagerConst", "VarHandleOp", "ReadVariableOp", "Shape", "IteratorGetNext",
+                      "OptionalFromValue", "OptionalGetValue", "OptionalHasValue", "_Send", "_Recv"})
+
+
+def short_device(name: str) -> str:
+    """'/job:localhost/replica:0/task:0/device:GPU:0' -> 'GPU:0'; '' -> ''."""
+    if not name:
+        return ""
+    tail = name.split("device:")[-1] if "device:" in name else name.rsplit("/", 1)[-1]
+    return tail.upper()
+
+
+def requested_kind(requested: Any) -> str:
+    """'GPU', 'CPU' or '' for a ``tf.device`` argument."""
+    text = str(requested or "").upper()
+    if "GPU" in text:
+        return "GPU"
+    if "CPU" in text:
+        return "CPU"
+    return ""
+
+
+def mark_sync(st: State) -> None:
+    """The host has waited for the device (a host read): count it."""
+    if st.active:
+        with st.lock:
+            st.seq += 1
+            st.c["syncs"] += 1
+            st.c["last_sync"] = st.seq
+
+
+# ---------------------------------------------------------------- placement log (fd 2)
+
+def placement_of(line: str) -> Placed | None:
+    """What one line of TensorFlow's placement log placed (a graph node or an eager op), else None."""
+    placed = parse_placement_log(line)
+    return placed[0] if placed else None
+
+
+class StderrFilter:
+    """Reads fd 2 through a pipe; keeps TensorFlow's placement lines, forwards the rest."""
+
+    def __init__(self, st: State):
+        self.st = st
+        self.real = os.dup(2)
+        r, w = os.pipe()
+        os.dup2(w, 2)
+        os.close(w)
+        self.r = r
+        self.marks_sent = 0
+        self.marks_seen = 0
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._loop, daemon=True, name="whichdevice-stderr")
+        self.thread.start()
+
+    def _loop(self):
+        buf = b""
+        while True:
+            try:
+                chunk = os.read(self.r, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            out = []
+            for raw in lines:
+                if raw.startswith(MARK):
+                    with self.cond:
+                        self.marks_seen = int(raw[len(MARK):] or 0)
+                        self.cond.notify_all()
+                    continue
+                placed = placement_of(raw.decode("utf-8", "replace"))
+                if placed is not None:
+                    self._placed(placed.op_type, placed.device)
+                    continue
+                out.append(raw + b"\n")
+            if out:
+                os.write(self.real, b"".join(out))
+        if buf:
+            os.write(self.real, buf)
+
+    def _placed(self, op_type: str, dev: str):
+        st = self.st
+        if not st.active:
+            return
+        with st.lock:
+            st.placed_by_device[dev] = st.placed_by_device.get(dev, 0) + 1
+            if dev.startswith("CPU") and st.requested_kind() == "GPU" and op_type not in HOST_OPS:
+                st.c["cpu_ops_in_gpu_block"] += 1
+                st.placed_cpu_in_gpu_block[op_type] = st.placed_cpu_in_gpu_block.get(op_type, 0) + 1
+
+    def sync(self):
+        """Wait (at most 1 s) until the reader has handled every line written to fd 2 so far."""
+        self.marks_sent += 1
+        n = self.marks_sent
+        os.write(2, MARK + str(n).encode() + b"\n")
+        with self.cond:
+            self.cond.wait_for(lambda: self.marks_seen >= n, timeout=1.0)
+
+    def close(self):
+        try:
+            sys.stderr.flush()
+        except Exception:
+            pass
+        os.dup2(self.real, 2)  # our pipe's last writer goes away: the thread sees EOF
+        self.thread.join(timeout=2.0)
+
+
+def sync_log_reader(st: State) -> None:
+    """Before a snapshot: let the placement-log reader catch up (nothing without one)."""
+    if st.log_reader is not None:
+        st.log_reader.sync()
+
+
+def start_placement_log(tf, st: State) -> None:
+    """Turn TensorFlow's placement log on and read it from fd 2 (machines with a GPU)."""
+    try:
+        st.log_reader = StderrFilter(st)
+        tf.debugging.set_log_device_placement(True)
+        st.placement_log = True
+    except Exception:
+        st.log_reader = None
+
+
+def stop_placement_log(st: State) -> None:
+    """After the script: TensorFlow stops logging placements (the reader stays until closed)."""
+    if st.log_reader is None:
+        return
+    try:
+        import tensorflow as tf
+
+        tf.debugging.set_log_device_placement(False)
+    except Exception:
+        pass
+
+
+# ---------------------------------------------------------------- devices and device scopes
+
+def record_devices(tf, st: State) -> None:
+    """Physical devices and soft placement, as TensorFlow sees them when the script imports it."""
+    try:
+        st.physical = {"CPU": len(tf.config.list_physical_devices("CPU")),
+                       "GPU": len(tf.config.list_physical_devices("GPU"))}
+    except Exception:
+        st.physical = {}
+    try:
+        st.soft_placement = bool(tf.config.get_soft_device_placement())
+    except Exception:
+        st.soft_placement = None
+
+
+class Block:
+    """Wraps the context manager ``tf.device(...)`` returned, recording the block."""
+
+    def __init__(self, st: State, cm, requested, api: str, frame):
+        self._st = st
+        self._cm, self._requested, self._api, self._frame = cm, requested, api, frame
+        self._id = None
+
+    def __enter__(self):
+        st = self._st
+        if st.active and self._frame is not None:
+            sync_log_reader(st)
+            with st.lock:
+                self._id = len(st.blocks)
+                line = self._frame.f_lineno
+                req = self._requested if isinstance(self._requested, str) or self._requested is None else repr(self._requested)
+                st.blocks.append({"id": self._id, "requested": req, "kind": requested_kind(req), "api": self._api,
+                                  "line": line, "text": st.source(line), "parent": st.stack[-1] if st.stack else None,
+                                  "enter": st.snap(), "exit": None, "error": None})
+                st.stack.append(self._id)
+                st.block_calls[self._id] = {}
+        return self._cm.__enter__()
+
+    def __exit__(self, et, ev, tb):
+        try:
+            return self._cm.__exit__(et, ev, tb)
+        finally:
+            st = self._st
+            if self._id is not None:
+                sync_log_reader(st)
+                with st.lock:
+                    b = st.blocks[self._id]
+                    b["exit"] = st.snap()
+                    if et is not None:
+                        b["error"] = f"{et.__name__}: {str(ev).strip().splitlines()[0][:300] if str(ev).strip() else ''}"
+                    if st.stack and st.stack[-1] == self._id:
+                        st.stack.pop()
+                    elif self._id in st.stack:
+                        st.stack.remove(self._id)
+
+
+def wrap_device(orig, api: str, st: State):
+    """``tf.device`` that returns a recording :class:`Block` when called from the script's file."""
+    def device(*args, **kwargs):
+        cm = orig(*args, **kwargs)
+        if not st.active:
+            return cm
+        f = sys._getframe(1)
+        frame = f if f.f_code.co_filename == st.script else None
+        if frame is None:
+            return cm
+        requested = args[0] if args else kwargs.get("device_name", kwargs.get("name"))
+        return Block(st, cm, requested, api, frame)
+
+    device.__wrapped__ = orig
+    device.__doc__ = orig.__doc__
+    return device
+
+
+def hook_device_scopes(st: State) -> None:
+    """Wrap ``device`` in ``tensorflow``, ``tensorflow.compat.v1`` and ``tensorflow.compat.v2``."""
+    for mod_name, api in (("tensorflow", "tf.device"), ("tensorflow.compat.v1", "tf.compat.v1.device"),
+                          ("tensorflow.compat.v2", "tf.device")):
+        mod = sys.modules.get(mod_name)
+        if mod is None:
+            try:
+                mod = importlib.import_module(mod_name)
+            except Exception:
+                continue
+        orig = getattr(mod, "device", None)
+        if orig is not None and not hasattr(orig, "__wrapped__"):
+            try:
+                setattr(mod, "device", wrap_device(orig, api, st))
+            except Exception:
+                pass
+
+
+# ---------------------------------------------------------------- tf.function
+
+def hook_function_calls(st: State, pf, context, nest) -> None:
+    """Count ``tf.function`` calls, traces, graph instantiations and XLA compiles.
+
+    ``pf`` is ``polymorphic_function`` (its ``Function``), ``context`` the eager context module,
+    ``nest`` TensorFlow's ``nest``."""
+    orig_call = pf.Function.__call__
+
+    def call(self, *args, **kwargs):
+        if not st.active:
+            return orig_call(self, *args, **kwargs)
+        before = self.experimental_get_tracing_count()
+        result = orig_call(self, *args, **kwargs)
+        after = self.experimental_get_tracing_count()
+        f = sys._getframe(1)
+        user = f.f_code.co_filename == st.script
+        try:
+            scope = context.context().device_name or ""
+        except Exception:
+            scope = ""
+        with st.lock:
+            fid = id(self)
+            info = st.functions.get(fid)
+            if info is None:
+                info = st.functions[fid] = {"name": getattr(self, "__name__", None) or getattr(self, "_name", "fn"),
+                                            "calls": 0, "traces": 0, "jit": bool(getattr(self, "_jit_compile", False)),
+                                            "user_calls": 0}
+            info["calls"] += 1
+            info["traces"] += after - before
+            st.c["fn_calls"] += 1
+            st.c["traces"] += after - before
+            # Where the call ran (its outputs' device; the scope when it returns nothing): a new
+            # (traced signature, device) pair is a graph instantiation — placement, grappler,
+            # and with jit_compile an XLA compile. A soft-placed "GPU" call on a machine
+            # without one reuses the CPU instantiation, as TensorFlow does.
+            ran = ""
+            try:
+                for leaf in nest.flatten(result):
+                    ran = short_device(getattr(leaf, "device", "") or "")
+                    if ran:
+                        break
+            except Exception:
+                pass
+            key = (fid, after, ran or scope)
+            if key not in st.instantiated:
+                st.instantiated.add(key)
+                st.c["instantiations"] += 1
+                if info["jit"]:
+                    st.c["xla_compiles"] += 1
+            if user:
+                info["user_calls"] += 1
+                if st.stack:
+                    bid = st.stack[-1]
+                    calls = st.block_calls.setdefault(bid, {})
+                    calls[fid] = calls.get(fid, 0) + 1
+                    st.last_args[(bid, fid)] = (self, args, kwargs)
+        return result
+
+    pf.Function.__call__ = call
+
+
+# ---------------------------------------------------------------- eager ops
+
+def hook_op_callback(st: State, op_callbacks) -> None:
+    """An op callback: where each eager op ran, copies between devices, new kernels."""
+    def on_op(op_type, inputs, attrs, outputs, op_name=None, graph=None):
+        if not st.active:
+            return None
+        with st.lock:
+            if graph is not None:
+                st.c["graph_ops"] += 1
+                return None
+            st.c["eager_ops"] += 1
+            dev = ""
+            for o in outputs or ():
+                dev = short_device(getattr(o, "device", "") or "")
+                if dev:
+                    break
+            if dev:
+                st.ops_by_device[dev] = st.ops_by_device.get(dev, 0) + 1
+                if (op_type, dev) not in st.seen_kernels:
+                    st.seen_kernels.add((op_type, dev))
+                    st.c["new_kernels"] += 1
+                if dev.startswith("GPU"):
+                    st.c["last_gpu_work"] = st.seq + 1
+                    st.seq += 1
+                for x in inputs or ():
+                    xdev = short_device(getattr(x, "device", "") or "")
+                    if xdev and xdev != dev and xdev[:3] != dev[:3]:
+                        st.c["h2d" if dev.startswith("GPU") else "d2h"] += 1
+            if st.requested_kind() == "GPU":
+                st.seq += 1
+                st.c["last_gpu_work"] = st.seq
+                if dev.startswith("CPU") and st.physical.get("GPU") and op_type not in HOST_OPS:
+                    st.c["cpu_ops_in_gpu_block"] += 1
+                    st.placed_cpu_in_gpu_block[op_type] = st.placed_cpu_in_gpu_block.get(op_type, 0) + 1
+        return None
+
+    op_callbacks.add_op_callback(on_op)
+
+
+# ---------------------------------------------------------------- host reads
+
+def hook_host_reads(tf, st: State, ops) -> None:
+    """``EagerTensor._numpy`` (a device-to-host read when the tensor is on a GPU) and
+    ``sync_devices``: the points where the host waits for the device."""
+    orig_numpy = ops._EagerTensorBase._numpy
+
+    def _numpy(self):
+        out = orig_numpy(self)
+        if st.active:
+            with st.lock:
+                st.seq += 1
+                st.c["syncs"] += 1
+                st.c["last_sync"] = st.seq
+                try:
+                    if short_device(self.device).startswith("GPU"):
+                        st.c["d2h"] += 1
+                except Exception:
+                    pass
+        return out
+
+    ops._EagerTensorBase._numpy = _numpy
+
+    try:
+        from tensorflow.python.framework import test_util
+
+        orig_sync = test_util.sync_devices
+
+        def sync_devices():
+            orig_sync()
+            mark_sync(st)
+
+        for holder in (test_util, tf.test.experimental):
+            try:
+                holder.sync_devices = sync_devices
+            except Exception:
+                pass
+    except Exception:
+        pass
+
+
+# ---------------------------------------------------------------- TF1 sessions
+
+def hook_sessions(st: State, session_mod) -> None:
+    """``tf.compat.v1`` sessions: created, ``run`` calls (each a synchronous host read), first runs."""
+    orig_init = session_mod.BaseSession.__init__
+    orig_run = session_mod.BaseSession.run
+
+    def sess_init(self, target="", graph=None, config=None):
+        if st.active:
+            if st.placement_log:
+                from tensorflow.core.protobuf import config_pb2
+
+                new = config_pb2.ConfigProto()
+                if config is not None:
+                    new.CopyFrom(config)
+                new.log_device_placement = True
+                config = new
+            with st.lock:
+                st.c["sessions"] += 1
+        orig_init(self, target, graph, config)
+        self._whichdevice_runs = 0
+
+    def sess_run(self, *args, **kwargs):
+        if st.active:
+            with st.lock:
+                st.c["session_runs"] += 1
+                if getattr(self, "_whichdevice_runs", 0) == 0:
+                    st.c["first_session_runs"] += 1
+                self._whichdevice_runs = getattr(self, "_whichdevice_runs", 0) + 1
+                if st.requested_kind() == "GPU":
+                    st.seq += 1
+                    st.c["last_gpu_work"] = st.seq
+                try:  # op types this process runs for the first time: their kernels are built now
+                    for op_type in {op.type for op in self.graph.get_operations()}:
+                        if (op_type, "graph") not in st.seen_kernels:
+                            st.seen_kernels.add((op_type, "graph"))
+                            st.c["new_kernels"] += 1
+                except Exception:
+                    pass
+                if not st.physical.get("GPU"):
+                    # No GPU: every op of the session's graph can only have run on the CPU (with a
+                    # GPU, the placement log reports each op instead).
+                    try:
+                        n = len(self.graph.get_operations())
+                    except Exception:
+                        n = 0
+                    st.placed_by_device["CPU:0"] = st.placed_by_device.get("CPU:0", 0) + n
+        out = orig_run(self, *args, **kwargs)
+        mark_sync(st)  # Session.run returns host values: the host has waited for the device
+        return out
+
+    session_mod.BaseSession.__init__ = sess_init
+    session_mod.BaseSession.run = sess_run
+
+
+# ---------------------------------------------------------------- install
+
+def install(tf, st: State) -> None:
+    """Install every hook on ``tf``, the TensorFlow module the script imported.
+
+    TensorFlow's private modules are all imported first, so a TensorFlow without one of them
+    gets no hook at all (the error is the caller's to report)."""
+    from tensorflow.python.client import session as session_mod
+    from tensorflow.python.eager import context
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function as pf
+    from tensorflow.python.framework import op_callbacks, ops
+    from tensorflow.python.util import nest
+
+    record_devices(tf, st)
+    hook_device_scopes(st)
+    hook_function_calls(st, pf, context, nest)
+    hook_op_callback(st, op_callbacks)
+    hook_host_reads(tf, st, ops)
+    hook_sessions(st, session_mod)
+    if st.physical.get("GPU"):
+        start_placement_log(tf, st)
+    st.tf_installed = True
+
+
+class TFHookFinder(importlib.abc.MetaPathFinder):
+    """Installs the TensorFlow hooks right after the script's ``import tensorflow`` finishes."""
+
+    def __init__(self, st: State):
+        self.st = st
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "tensorflow" or self.st.tf_installed:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        orig_exec = loader.exec_module
+        st = self.st
+
+        def exec_module(module):
+            orig_exec(module)
+            try:
+                install(module, st)
+            except Exception:  # a hook that fails must not stop the script: audit less, say why
+                traceback.print_exc(file=sys.__stderr__)
+
+        loader.exec_module = exec_module
+        return spec
