@@ -3,13 +3,15 @@
 Runs the calibration probes (workloads/calibrate.py) on every device in its own child,
 writes the RunRecord (every raw sample) and the profile derived from it
 (analysis/calibration.py), and saves the profile under a name `predict --profile` finds.
+The probes go through the one measuring path (measure/session.py) with a journal, so an
+interrupted run finishes with ``--resume``; the record and the profile are written at the end.
 """
 
 from __future__ import annotations
 
 import re
 import socket
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -17,27 +19,33 @@ import typer
 from rich.markup import escape
 
 from whichdevice.analysis import deviceprofile
-from whichdevice.measure import experiment
+from whichdevice.measure import experiment, session
 from whichdevice.core import records
 from whichdevice.analysis.calibration import profile_from_record
 from whichdevice.cli.common import (
     DEFAULT_OUT,
+    MEMORY_LIMIT_HELP,
     REPORTERS,
     app,
+    command_line,
     console,
     describe_key,
     err_console,
-    progress,
+    measure_with_progress,
+    open_journal,
+    read_plan,
+    reject_options_with_resume,
     stamp,
     write_record,
 )
 from whichdevice.core.errors import UsageError
+from whichdevice.measure.journal import JournalState
 from whichdevice.present import prediction as present
-from whichdevice.core.timing import TimingPolicy
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
     parse_choice,
+    parse_memory_limit,
     parse_positive_float,
     parse_positive_int,
 )
@@ -58,18 +66,45 @@ def check_name(name: str, argument: str = "--name") -> str:
     return name
 
 
+@dataclass
+class CalibratePlan:
+    """A checked `calibrate` run: everything its probes, its record and its profile need
+    (JSON values only), journaled in the header so that ``--resume`` runs the same thing."""
+
+    framework: str
+    name: str  # the profile's name (`predict --profile NAME`)
+    devices_wanted: list[str] | None
+    min_time_s: float
+    cpu_threads: int | None
+    case_timeout_s: float
+    json_file: str
+    png_file: str
+    profile_file: str  # the profile beside the record
+    saved_file: str  # ... and under WHICHDEVICE_HOME, where `predict --profile NAME` finds it
+    command: list[str]
+    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
+
+
 @app.command()
 def calibrate(
+    ctx: typer.Context,
     name: Optional[str] = typer.Option(None, "--name", help="Profile name for `predict --profile NAME` (default: this host's name)."),
     device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
     min_time: Optional[str] = typer.Option(None, "--min-time", help=f"Seconds of steady samples per probe point (default {DEFAULT_MIN_TIME_S:g})."),
     cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
     case_timeout: str = typer.Option("120", "--case-timeout", help="Seconds one probe may take before it is killed and recorded as failed."),
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to calibrate (tensorflow)."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the profile and the plot."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/calibrate-<time>.json."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished probes are kept."),
 ) -> None:
     """Measure this machine's per-op, copy, matmul and memory costs into a device profile."""
+    reject_options_with_resume(ctx)
+    if resume is not None:
+        plan, resumed = read_plan(resume, "calibrate", CalibratePlan)
+        run_calibrate(plan, resumed)
+        return
     fw = parse_choice(framework, "--framework", CALIBRATE_FRAMEWORKS)
     profile_name = check_name(name if name is not None else
                               re.sub(r"[^A-Za-z0-9_.-]", "-", socket.gethostname())[:64] or "local")
@@ -77,45 +112,53 @@ def calibrate(
     mt = parse_positive_float(min_time, "--min-time", "0.05") or DEFAULT_MIN_TIME_S
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "120")
+    memory_bytes = parse_memory_limit(memory_limit)
     out_dir = check_output_dir(out, "--out")
     ts = stamp()
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"calibrate-{ts}.json"
+    png = json_file.with_suffix(".png") if json_path else out_dir / f"calibrate-{ts}.png"
     saved = deviceprofile.user_dir() / f"{profile_name}.json"
     check_output_dir(saved.parent, "WHICHDEVICE_HOME")
     experiment.require_installed(fw)
+    plan = CalibratePlan(
+        framework=fw, name=profile_name, devices_wanted=wanted, min_time_s=mt, cpu_threads=threads,
+        case_timeout_s=timeout_s, json_file=str(json_file.absolute()), png_file=str(png.absolute()),
+        profile_file=str(json_file.with_name(json_file.stem + ".profile.json").absolute()),
+        saved_file=str(saved.absolute()), command=command_line(), memory_limit_bytes=memory_bytes)
+    run_calibrate(plan, None)
 
+
+def run_calibrate(plan: CalibratePlan, resumed: JournalState | None) -> None:
+    """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record and
+    the profile (beside the record and under its name)."""
+    fw = plan.framework
+    # Discovery first: the CPU must be among the chosen devices, refused before anything is written.
     err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
     found = experiment.discover(fw)
-    chosen = experiment.select_devices(found, wanted)
+    chosen = experiment.select_devices(found, plan.devices_wanted)
     if not any(d.kind == "cpu" for d in chosen):
         raise UsageError("--device", "the CPU must be calibrated too", "Add CPU:0, e.g. --device CPU:0,GPU:0.")
-    policy = TimingPolicy(min_time_s=mt, max_samples=20, telemetry_period_s=None)
+    journal = open_journal("calibrate", plan, resumed)
 
-    def cases_for(d):
+    def cases_for(found, d):
         return calibrate_workload.build_cases(fw, d.name, d.kind)
 
-    total = sum(len(cases_for(d)) for d in chosen)
-    with progress() as bar:
-        task = bar.add_task("starting", total=total)
-        sessions, results, notes = experiment.run_devices(
-            fw, chosen, cases_for, policy=policy, cpu_threads=threads, case_timeout_s=timeout_s,
-            on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
-            on_result=lambda r: bar.advance(task),
-        )
-    options = {"name": profile_name, "devices": [d.name for d in chosen], "min_time_s": mt, "cpu_threads": threads,
-               "case_timeout_s": timeout_s, "framework": fw}
-    record = experiment.make_record("calibrate", ["whichdevice", *sys.argv[1:]], options, fw, found,
-                                    sessions, results, notes)
-    png = json_file.with_suffix(".png") if json_path else out_dir / f"calibrate-{ts}.png"
+    request = session.Request(
+        "calibrate", fw, cases_for, {"name": plan.name}, plan.command, devices=plan.devices_wanted,
+        min_time_s=plan.min_time_s, cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
+        memory_limit_bytes=plan.memory_limit_bytes)
+    record = measure_with_progress(request, journal=journal, resumed=resumed, found=found)
+    json_file, png = Path(plan.json_file), Path(plan.png_file)
     profile = render_calibrate(record, png, loglog=True)
     write_record(record, json_file, png)
     text = deviceprofile.dumps(profile)
-    profile_file = json_file.with_name(json_file.stem + ".profile.json")
+    profile_file, saved = Path(plan.profile_file), Path(plan.saved_file)
     records.write_atomic(profile_file, text)
     saved.parent.mkdir(parents=True, exist_ok=True)
     records.write_atomic(saved, text)
+    journal.finish()  # the record and the profile are written: the journal has done its job
     console.print(f"Profile: {escape(str(profile_file))}")
-    console.print(f"Saved as '{escape(profile_name)}': whichdevice predict --profile {escape(profile_name)}")
+    console.print(f"Saved as '{escape(plan.name)}': whichdevice predict --profile {escape(plan.name)}")
 
 
 def render_calibrate(record: records.RunRecord, png: Path, *, loglog: bool) -> deviceprofile.DeviceProfile:

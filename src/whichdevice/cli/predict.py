@@ -4,11 +4,13 @@ Measures the training step on the local CPU over batch sizes (train workload, ``
 cases), reads the step's op list from its traced graph at each batch (calibrate workload,
 ``describe`` cases), and models the step on the profiled GPU (costmodel.py). The record
 embeds the profile used, so `whichdevice report` redraws it without the profile file.
+The cases go through the one measuring path (measure/session.py) with a journal, so an
+interrupted run finishes with ``--resume`` (against the profile as it was read at the start).
 """
 
 from __future__ import annotations
 
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -16,29 +18,34 @@ import typer
 from rich.markup import escape
 
 from whichdevice.analysis import deviceprofile
-from whichdevice.measure import experiment
+from whichdevice.measure import experiment, session
 from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.analysis.prediction import predict_report
 from whichdevice.cli.common import (
     DEFAULT_OUT,
+    MEMORY_LIMIT_HELP,
     REPORTERS,
     app,
+    command_line,
     console,
-    describe_key,
     err_console,
-    progress,
+    measure_with_progress,
+    open_journal,
+    read_plan,
+    reject_options_with_resume,
     stamp,
     write_record,
 )
 from whichdevice.core.errors import UsageError
+from whichdevice.measure.journal import JournalState
 from whichdevice.present import prediction as present
-from whichdevice.core.timing import TimingPolicy
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
     parse_int_list,
+    parse_memory_limit,
     parse_positive_float,
     parse_positive_int,
     parse_shape,
@@ -50,8 +57,31 @@ FRAMEWORK = "tensorflow"
 QUICK_MIN_TIME_S = 0.05
 
 
+@dataclass
+class PredictPlan:
+    """A checked `predict` run: everything its cases and its record need (JSON values only),
+    journaled in the header so that ``--resume`` runs the same thing — with the profile as
+    it was read at the start, whatever has become of its file since."""
+
+    profile: str  # --profile as typed, for the record
+    profile_json: str  # the profile read from it
+    params: dict  # the model's case parameters (seed 001's, or the user's as the pre-flight found them)
+    model: str  # --model as typed, or "seed001", for the record
+    batches: list[int]
+    quick: bool
+    min_time_s: float
+    cpu_threads: int | None
+    case_timeout_s: float
+    json_file: str
+    png_file: str
+    linear: bool
+    command: list[str]
+    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
+
+
 @app.command()
 def predict(
+    ctx: typer.Context,
     profile: str = typer.Option("h100", "--profile", help="The GPU machine to predict: a shipped profile (h100), a name saved by `whichdevice calibrate`, or a profile JSON file."),
     model: Optional[str] = typer.Option(None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model. Default: seed 001's model."),
     input_shape: Optional[str] = typer.Option(None, "--input-shape", help="Input shape of one sample for --model, e.g. 100 or 28,28,1."),
@@ -60,12 +90,19 @@ def predict(
     quick: bool = typer.Option(False, "--quick", help="Short measurements (0.05 s per batch size) at 6 batch sizes: < 60 s on 2 cores."),
     min_time: Optional[str] = typer.Option(None, "--min-time", help="Seconds of steady samples per batch size (default 0.2; 0.05 with --quick)."),
     cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
     case_timeout: str = typer.Option("600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/predict-<time>.json."),
     linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
 ) -> None:
     """Measure the step on this CPU, predict it on a profiled GPU: winner, crossover, what dominates."""
+    reject_options_with_resume(ctx)
+    if resume is not None:
+        plan, resumed = read_plan(resume, "predict", PredictPlan)
+        run_predict(plan, resumed)
+        return
     prof = deviceprofile.load(profile, "--profile")
     if prof.gpu is None:
         raise UsageError("--profile", f"profile '{prof.name}' has no GPU",
@@ -83,9 +120,11 @@ def predict(
     mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else 0.2)
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600")
+    memory_bytes = parse_memory_limit(memory_limit)
     out_dir = check_output_dir(out, "--out")
     ts = stamp()
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"predict-{ts}.json"
+    png = json_file.with_suffix(".png") if json_path else out_dir / f"predict-{ts}.png"
     experiment.require_installed(FRAMEWORK)
 
     params: dict = {"model": "seed001"}
@@ -93,35 +132,37 @@ def predict(
         err_console.print(f"Checking {escape(model_fn.text)} (imports {FRAMEWORK})…")
         params = userfile.user_model_params(model_fn, shape, n_classes, None,
                                             frameworks.env_module(FRAMEWORK).child_env("cpu"))
+    plan = PredictPlan(
+        profile=profile, profile_json=deviceprofile.dumps(prof), params=params,
+        model=model_fn.text if model_fn else "seed001", batches=list(batch_list), quick=quick, min_time_s=mt,
+        cpu_threads=threads, case_timeout_s=timeout_s, json_file=str(json_file.absolute()),
+        png_file=str(png.absolute()), linear=linear, command=command_line(), memory_limit_bytes=memory_bytes)
+    run_predict(plan, None)
 
-    err_console.print(f"Looking for devices ({FRAMEWORK} import takes a few seconds)…")
-    found = experiment.discover(FRAMEWORK)
-    chosen = experiment.select_devices(found, ["CPU:0"])
-    policy = TimingPolicy(min_time_s=mt)
 
-    def cases_for(d):
-        described = calibrate_workload.describe_cases(FRAMEWORK, d.name, params, batch_list)
+def run_predict(plan: PredictPlan, resumed: JournalState | None) -> None:
+    """Measure ``plan`` on the CPU (continuing ``resumed``'s journal), render the prediction,
+    write the record (the profile embedded)."""
+    journal = open_journal("predict", plan, resumed)
+
+    def cases_for(found, d):
+        described = calibrate_workload.describe_cases(FRAMEWORK, d.name, plan.params, plan.batches)
         steady = [records.CaseSpec(workload="train", framework=FRAMEWORK, device=d.name,
-                                   params={**params, "kind": "steady", "batch": b, "sync": "none"})
-                  for b in sorted(batch_list)]
+                                   params={**plan.params, "kind": "steady", "batch": b, "sync": "none"})
+                  for b in sorted(plan.batches)]
         return described + steady
 
-    total = sum(len(cases_for(d)) for d in chosen)
-    with progress() as bar:
-        task = bar.add_task("starting", total=total)
-        sessions, results, notes = experiment.run_devices(
-            FRAMEWORK, chosen, cases_for, policy=policy, cpu_threads=threads, case_timeout_s=timeout_s,
-            on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
-            on_result=lambda r: bar.advance(task),
-        )
-    options = {"profile": profile, "profile_json": deviceprofile.dumps(prof), "batches": batch_list,
-               "min_time_s": mt, "quick": quick, "cpu_threads": threads, "case_timeout_s": timeout_s,
-               "framework": FRAMEWORK, "model": model_fn.text if model_fn else "seed001"}
-    record = experiment.make_record("predict", ["whichdevice", *sys.argv[1:]], options, FRAMEWORK, found,
-                                    sessions, results, notes)
-    png = json_file.with_suffix(".png") if json_path else out_dir / f"predict-{ts}.png"
-    render_predict(record, png, loglog=not linear)
-    write_record(record, json_file, png)
+    options = {"profile": plan.profile, "profile_json": plan.profile_json, "batches": plan.batches,
+               "quick": plan.quick, "model": plan.model}
+    request = session.Request(
+        "predict", FRAMEWORK, cases_for, options, plan.command, devices=["CPU:0"], min_time_s=plan.min_time_s,
+        cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
+        memory_limit_bytes=plan.memory_limit_bytes)
+    record = measure_with_progress(request, journal=journal, resumed=resumed)
+    png = Path(plan.png_file)
+    render_predict(record, png, loglog=not plan.linear)
+    write_record(record, Path(plan.json_file), png)
+    journal.finish()  # the record is complete: the journal has done its job
 
 
 def render_predict(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
