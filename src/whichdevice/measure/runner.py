@@ -28,14 +28,7 @@ from pathlib import Path
 
 
 from whichdevice.core import failures
-from whichdevice.core.process import (  # noqa: F401  (re-exported: the runner's limits)
-    POLL_S,
-    Child,
-    default_memory_limit,
-    kill_group,
-    memory_limit_gib,
-    usable_memory,
-)
+from whichdevice.core.process import POLL_S, Child, default_memory_limit, kill_group
 from whichdevice import frameworks
 from whichdevice.core.records import CaseResult, CaseSpec, Session, failed
 
