@@ -3,88 +3,150 @@ the same workload (seed 001's model), with the distortion as a ratio."""
 
 from __future__ import annotations
 
-import sys
+import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.markup import escape
 
-from whichdevice.measure import experiment
+from whichdevice.measure import experiment, session
 from whichdevice.core import records
 from whichdevice.analysis import quality
 from whichdevice.analysis.pitfalls import PitfallRow, analyze_pitfalls
 from whichdevice.cli.common import (
     DEFAULT_OUT,
+    MEMORY_LIMIT_HELP,
     REPORTERS,
     app,
+    command_line,
     console,
-    describe_key,
     err_console,
-    progress,
+    measure_with_progress,
+    open_journal,
+    read_plan,
+    reject_options_with_resume,
     stamp,
     write_record,
 )
+from whichdevice.measure.journal import JournalState
 from whichdevice.present import html, terminal
 from whichdevice.present.tables import Grid, GridCell
 from whichdevice.core.units import seconds
-from whichdevice.core.timing import TimingPolicy
-from whichdevice.core.validate import check_output_dir, check_output_file, parse_choice, parse_positive_float
+from whichdevice.core.validate import (
+    check_output_dir,
+    check_output_file,
+    parse_choice,
+    parse_memory_limit,
+    parse_positive_float,
+)
 from whichdevice.workloads import pitfalls as pitfalls_workload
 
 QUICK_MIN_TIME_S = 0.05
 MIN_TIME_S = 0.2
 
 
+@dataclass
+class PitfallsPlan:
+    """A checked `pitfalls` run: everything its cases and its record need (JSON values only),
+    journaled in the header so that ``--resume`` runs the same thing."""
+
+    framework: str
+    quick: bool
+    devices_wanted: list[str] | None
+    min_time_s: float
+    case_timeout_s: float
+    json_file: str
+    command: list[str]
+    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
+
+
 @app.command()
 def pitfalls(
+    ctx: typer.Context,
     device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
     quick: bool = typer.Option(False, "--quick", help="Shorter points (0.05 s of steady samples, 2 epochs): < 60 s on 2 cores."),
     min_time: Optional[str] = typer.Option(None, "--min-time", help="Seconds of steady samples per point (default 0.2; 0.05 with --quick)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
     case_timeout: str = typer.Option("300", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the HTML report."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/pitfalls-<time>.json."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
 ) -> None:
     """Each timing mistake (first epoch, no sync, sync every step, one CPU thread, XLA on one device, tiny batch) next to the correct measurement, with the distortion as a ratio."""  # noqa: E501
+    reject_options_with_resume(ctx)
+    if resume is not None:
+        plan, resumed = read_plan(resume, "pitfalls", PitfallsPlan)
+        run_pitfalls(plan, resumed)
+        return
     fw = parse_choice(framework, "--framework", ("tensorflow",))
     wanted = experiment.parse_device_filter(device)
     mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else MIN_TIME_S)
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "300")
+    memory_bytes = parse_memory_limit(memory_limit)
     out_dir = check_output_dir(out, "--out")
     ts = stamp()
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"pitfalls-{ts}.json"
     experiment.require_installed(fw)
+    plan = PitfallsPlan(framework=fw, quick=quick, devices_wanted=wanted, min_time_s=mt, case_timeout_s=timeout_s,
+                        json_file=str(json_file.absolute()), command=command_line(), memory_limit_bytes=memory_bytes)
+    run_pitfalls(plan, None)
 
+
+def _own_sessions(resumed: JournalState | None, one_thread: bool) -> JournalState | None:
+    """``resumed`` with only the sessions of one of the two children (all cores, or one
+    thread): each measuring call keeps its own child's session, as a fresh run has both."""
+    if resumed is None:
+        return None
+    own = [s for s in resumed.sessions if s.cpu_threads_source.startswith("default") != one_thread]
+    return dataclasses.replace(resumed, sessions=own)
+
+
+def run_pitfalls(plan: PitfallsPlan, resumed: JournalState | None) -> None:
+    """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record.
+
+    The one-thread case runs in a child of its own (threads are fixed when TensorFlow starts):
+    two measuring calls, all cores then one thread, into the same journal and one record."""
+    fw = plan.framework
+    experiment.require_installed(fw)
     err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
     found = experiment.discover(fw)
-    chosen = experiment.select_devices(found, wanted)
-    policy = TimingPolicy(min_time_s=mt)
-    plan = {d.name: pitfalls_workload.build_cases(fw, d.name, quick=quick, is_cpu=d.kind == "cpu") for d in chosen}
-    total = sum(len(a) + len(b) for a, b in plan.values())
-    sessions, results, notes = [], [], []
-    with progress() as bar:
-        task = bar.add_task("starting", total=total)
-        for dev in chosen:
-            main_cases, one_thread = plan[dev.name]
-            # The one-thread case runs in its own child: threads are fixed when TensorFlow starts.
-            for cases, threads in ((main_cases, None), (one_thread, 1)):
-                if not cases:
-                    continue
-                s, r, n = experiment.run_devices(
-                    fw, [dev], lambda d, c=cases: c, policy=policy, cpu_threads=threads, case_timeout_s=timeout_s,
-                    on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
-                    on_result=lambda r: bar.advance(task))
-                sessions += s
-                results += r
-                notes += n
-    options = {"devices": [d.name for d in chosen], "min_time_s": mt, "quick": quick, "case_timeout_s": timeout_s,
-               "framework": fw, "model": "seed001"}
-    record = experiment.make_record("pitfalls", ["whichdevice", *sys.argv[1:]], options, fw, found, sessions, results,
-                                    notes)
-    html_path = json_file.with_suffix(".html")
-    render_pitfalls(record, html_path.with_suffix(".png"), loglog=True)
+    chosen = experiment.select_devices(found, plan.devices_wanted)  # a --device this machine lacks: before any journal
+    journal = open_journal("pitfalls", plan, resumed)
+
+    def cases(d, one_thread: bool):
+        main_cases, one = pitfalls_workload.build_cases(fw, d.name, quick=plan.quick, is_cpu=d.kind == "cpu")
+        return one if one_thread else main_cases
+
+    options = {"quick": plan.quick, "model": "seed001"}
+    parts = []
+    for one_thread, threads in ((False, None), (True, 1)):
+        if one_thread and not any(cases(d, True) for d in chosen):  # no CPU chosen: no one-thread child
+            continue
+        request = session.Request(
+            "pitfalls", fw, lambda _found, d, o=one_thread: cases(d, o), options, plan.command,
+            devices=plan.devices_wanted, min_time_s=plan.min_time_s, cpu_threads=threads,
+            case_timeout_s=plan.case_timeout_s, memory_limit_bytes=plan.memory_limit_bytes)
+        parts.append(measure_with_progress(request, journal=journal, resumed=_own_sessions(resumed, one_thread),
+                                           found=found))
+    record = _merge(parts)
+    json_file = Path(plan.json_file)
+    render_pitfalls(record, json_file.with_suffix(".png"), loglog=True)
     write_record(record, json_file, None)
+    journal.finish()  # the record is complete: the journal has done its job
+
+
+def _merge(parts: list[records.RunRecord]) -> records.RunRecord:
+    """One record of the two children's: the options of the all-cores one (``cpu_threads``
+    None), each device's sessions and results together, in device order as a single loop
+    over the devices would give them."""
+    merged = experiment.merge_records(parts, parts[0].options)
+    order = {d: i for i, d in enumerate(parts[0].options["devices"])}
+    return merged.model_copy(update={
+        "sessions": sorted(merged.sessions, key=lambda s: order.get(s.device.name, len(order))),
+        "results": sorted(merged.results, key=lambda r: order.get(r.spec.device, len(order)))})
 
 
 def pitfalls_grid(rows: list[PitfallRow]) -> Grid:

@@ -3,14 +3,14 @@ the copies between host and device."""
 
 from __future__ import annotations
 
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.markup import escape
 
-from whichdevice.measure import experiment
+from whichdevice.measure import experiment, session
 from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
@@ -18,25 +18,30 @@ from whichdevice.analysis import quality
 from whichdevice.analysis.placement import DevicePlacement, device_placement, explain_cpu_op
 from whichdevice.cli.common import (
     DEFAULT_OUT,
+    MEMORY_LIMIT_HELP,
     REPORTERS,
     app,
+    command_line,
     console,
-    describe_key,
     err_console,
-    progress,
+    measure_with_progress,
+    open_journal,
+    read_plan,
+    reject_options_with_resume,
     stamp,
     write_record,
 )
 from whichdevice.core.errors import UsageError
+from whichdevice.measure.journal import JournalState
 from whichdevice.present import html, terminal
 from whichdevice.present.tables import Grid, GridCell
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.core.records import CaseSpec
-from whichdevice.core.timing import TimingPolicy
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
     parse_choice,
+    parse_memory_limit,
     parse_positive_float,
     parse_positive_int,
     parse_shape,
@@ -44,10 +49,30 @@ from whichdevice.core.validate import (
 from whichdevice.workloads import placement as placement_workload
 
 MAX_OPS_SHOWN = 25  # per device in the terminal; the HTML report has them all
+DEFAULT_MODEL = "seed001 + string op (no GPU kernel)"
+
+
+@dataclass
+class PlacementPlan:
+    """A checked `placement` run: everything its cases and its record need (JSON values only),
+    journaled in the header so that ``--resume`` runs the same thing."""
+
+    framework: str
+    batch: int
+    steps: int
+    quick: bool
+    user: dict | None  # the user's model, as the pre-flight found it (None: seed 001 + string op)
+    model: str | None  # --model as typed, for the record
+    devices_wanted: list[str] | None
+    case_timeout_s: float
+    json_file: str
+    command: list[str]
+    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
 
 
 @app.command()
 def placement(
+    ctx: typer.Context,
     model: Optional[str] = typer.Option(None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model. Default: seed 001's model with a string op in the step (no GPU kernel)."),
     input_shape: Optional[str] = typer.Option(None, "--input-shape", help="Input shape of one sample for --model, e.g. 100 or 28,28,1."),
     classes: Optional[str] = typer.Option(None, "--classes", help="Number of classes for --model's synthetic labels (1: binary; leave out: regression)."),
@@ -55,13 +80,19 @@ def placement(
     steps: Optional[str] = typer.Option(None, "--steps", help=f"Steps profiled after warm-up (default {placement_workload.DEFAULT_STEPS}; {placement_workload.QUICK_STEPS} with --quick)."),
     device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
     quick: bool = typer.Option(False, "--quick", help=f"Profile {placement_workload.QUICK_STEPS} steps: < 60 s on 2 cores."),
-    case_timeout: str = typer.Option("300", "--case-timeout", help="Seconds one device's run may take."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
+    case_timeout: str = typer.Option("300", "--case-timeout", help="Seconds one device's run may take before it is killed and recorded as failed."),
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the HTML report."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/placement-<time>.json."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
 ) -> None:
     """Per device: the ops of one training step by type (count, time), the host<->device copies, and on a GPU the ops that ran on the CPU, with why."""  # noqa: E501
-
+    reject_options_with_resume(ctx)
+    if resume is not None:
+        plan, resumed = read_plan(resume, "placement", PlacementPlan)
+        run_placement(plan, resumed)
+        return
     fw = parse_choice(framework, "--framework", ("tensorflow",))
     shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
@@ -75,39 +106,57 @@ def placement(
     model_fn = userfile.parse_spec(model, "--model") if model else None
     wanted = experiment.parse_device_filter(device)
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "300")
+    memory_bytes = parse_memory_limit(memory_limit)
     out_dir = check_output_dir(out, "--out")
     ts = stamp()
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"placement-{ts}.json"
     experiment.require_installed(fw)
 
-    params: dict = {"kind": "placement", "model": "seed001", "batch": b, "steps": n_steps, "string_op": True}
+    user = None
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        user = userfile.user_model_params(model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu"))
+        found_user = userfile.user_model_params(model_fn, shape, n_classes, None,
+                                                frameworks.env_module(fw).child_env("cpu"))
         # No --data here: the data keys (both None) stay out of the case's parameters.
-        params.update({k: v for k, v in user.items() if not k.startswith("data_")}, string_op=False)
+        user = {k: v for k, v in found_user.items() if not k.startswith("data_")}
+    plan = PlacementPlan(
+        framework=fw, batch=b, steps=n_steps, quick=quick, user=user, model=model_fn.text if model_fn else None,
+        devices_wanted=wanted, case_timeout_s=timeout_s, json_file=str(json_file.absolute()),
+        command=command_line(), memory_limit_bytes=memory_bytes)
+    run_placement(plan, None)
 
+
+def case_params(plan: PlacementPlan) -> dict:
+    """The one case's parameters (the same on every device)."""
+    params: dict = {"kind": "placement", "model": "seed001", "batch": plan.batch, "steps": plan.steps,
+                    "string_op": True}
+    if plan.user is not None:
+        params.update(plan.user, string_op=False)
+    return params
+
+
+def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
+    """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+    fw = plan.framework
+    experiment.require_installed(fw)
     err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
     found = experiment.discover(fw)
-    chosen = experiment.select_devices(found, wanted)
+    experiment.select_devices(found, plan.devices_wanted)  # a --device this machine lacks: before any journal
+    journal = open_journal("placement", plan, resumed)
+    params = case_params(plan)
 
-    def cases_for(d):
+    def cases_for(_found, d):
         return [CaseSpec(workload="train", framework=fw, device=d.name, params=params)]
 
-    with progress() as bar:
-        task = bar.add_task("starting", total=len(chosen))
-        sessions, results, notes = experiment.run_devices(
-            fw, chosen, cases_for, policy=TimingPolicy(), cpu_threads=None, case_timeout_s=timeout_s,
-            on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
-            on_result=lambda r: bar.advance(task))
-    options = {"devices": [d.name for d in chosen], "quick": quick, "batch": b, "steps": n_steps, "framework": fw,
-               "model": model_fn.text if model_fn else "seed001 + string op (no GPU kernel)",
-               "case_timeout_s": timeout_s}
-    record = experiment.make_record("placement", ["whichdevice", *sys.argv[1:]], options, fw, found, sessions,
-                                    results, notes)
-    html_path = json_file.with_suffix(".html")
-    render_placement(record, html_path.with_suffix(".png"), loglog=True)
+    options = {"quick": plan.quick, "batch": plan.batch, "steps": plan.steps, "model": plan.model or DEFAULT_MODEL}
+    request = session.Request(
+        "placement", fw, cases_for, options, plan.command, devices=plan.devices_wanted,
+        case_timeout_s=plan.case_timeout_s, memory_limit_bytes=plan.memory_limit_bytes)
+    record = measure_with_progress(request, journal=journal, resumed=resumed, found=found)
+    json_file = Path(plan.json_file)
+    render_placement(record, json_file.with_suffix(".png"), loglog=True)
     write_record(record, json_file, None)
+    journal.finish()  # the record is complete: the journal has done its job
 
 
 def placements(record: records.RunRecord) -> list[DevicePlacement]:
