@@ -45,11 +45,19 @@ def main() -> None:
                 audited.append(t)
                 data = json.loads(rec.read_text())
                 findings = sorted({f["rule"] for f in data["findings"]})
-        row = {"script": script.name, "plain_s": plain, "audit_s": audited,
-               "ratio": statistics.median(audited) / statistics.median(plain), "findings": findings}
+        row = {
+            "script": script.name,
+            "plain_s": plain,
+            "audit_s": audited,
+            "ratio": statistics.median(audited) / statistics.median(plain),
+            "findings": findings,
+        }
         rows.append(row)
-        print(f"{script.name:24s} plain {statistics.median(plain):6.2f} s  audit {statistics.median(audited):6.2f} s  "
-              f"x{row['ratio']:.2f}  {', '.join(findings)}", flush=True)
+        print(
+            f"{script.name:24s} plain {statistics.median(plain):6.2f} s  audit {statistics.median(audited):6.2f} s  "
+            f"x{row['ratio']:.2f}  {', '.join(findings)}",
+            flush=True,
+        )
     if opts.out:
         opts.out.parent.mkdir(parents=True, exist_ok=True)
         opts.out.write_text(json.dumps(rows, indent=1))

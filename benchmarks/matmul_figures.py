@@ -24,8 +24,12 @@ RESULTS = HERE / "results"
 
 def timed_cli(args: list[str], json_path: Path) -> float:
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "whichdevice", *args, "--json", str(json_path)], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "whichdevice", *args, "--json", str(json_path)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return time.perf_counter() - t0
 
 
@@ -56,8 +60,16 @@ def agreement(a: Path, b: Path) -> list[dict]:
         ta, tb_ = r["timing"], tb[key(r)]["timing"]
         diff = tb_["median_s"] / ta["median_s"] - 1
         spread = max(ta["rel_iqr"], tb_["rel_iqr"])
-        rows.append({"point": "/".join(map(str, key(r))), "median_a_s": ta["median_s"], "median_b_s": tb_["median_s"],
-                     "diff": diff, "rel_iqr_max": spread, "within_iqr": abs(diff) <= spread})
+        rows.append(
+            {
+                "point": "/".join(map(str, key(r))),
+                "median_a_s": ta["median_s"],
+                "median_b_s": tb_["median_s"],
+                "diff": diff,
+                "rel_iqr_max": spread,
+                "within_iqr": abs(diff) <= spread,
+            }
+        )
     return rows
 
 
@@ -76,11 +88,15 @@ def main() -> None:
     rows = agreement(RESULTS / "small_a.json", RESULTS / "small_b.json")
     out["agreement"] = rows
     diffs = [abs(r["diff"]) for r in rows]
-    print(f"two identical sweeps: median |diff| {statistics.median(diffs):.1%}, max {max(diffs):.1%}, "
-          f"{sum(r['within_iqr'] for r in rows)}/{len(rows)} points within their IQR/median")
+    print(
+        f"two identical sweeps: median |diff| {statistics.median(diffs):.1%}, max {max(diffs):.1%}, "
+        f"{sum(r['within_iqr'] for r in rows)}/{len(rows)} points within their IQR/median"
+    )
     for r in rows:
-        print(f"  {r['point']:>22}: {r['median_a_s']:.3e} vs {r['median_b_s']:.3e}  diff {r['diff']:+.1%} "
-              f"(rel IQR {r['rel_iqr_max']:.1%})")
+        print(
+            f"  {r['point']:>22}: {r['median_a_s']:.3e} vs {r['median_b_s']:.3e}  diff {r['diff']:+.1%} "
+            f"(rel IQR {r['rel_iqr_max']:.1%})"
+        )
     out["quick_wall_s"] = timed_cli(["matmul", "--quick"], RESULTS / "quick.json")
     print(f"matmul --quick: {out['quick_wall_s']:.1f} s")
     if args.full:

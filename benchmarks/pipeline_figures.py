@@ -18,10 +18,28 @@ from whichdevice.core.records import load_run
 
 RUNS = {
     "quick": ["--quick"],
-    "heavy-augment": ["--quick", "--net", "tiny", "--variants", "serial", "--heavy-stage", "augment",
-                      "--heavy-factor", "30"],
-    "heavy-parse": ["--quick", "--net", "tiny", "--variants", "cache", "--heavy-stage", "parse",
-                    "--heavy-factor", "30"],
+    "heavy-augment": [
+        "--quick",
+        "--net",
+        "tiny",
+        "--variants",
+        "serial",
+        "--heavy-stage",
+        "augment",
+        "--heavy-factor",
+        "30",
+    ],
+    "heavy-parse": [
+        "--quick",
+        "--net",
+        "tiny",
+        "--variants",
+        "cache",
+        "--heavy-stage",
+        "parse",
+        "--heavy-factor",
+        "30",
+    ],
 }
 
 
@@ -30,8 +48,11 @@ def main(out: Path) -> None:
     for name, args in RUNS.items():
         path = out / f"{name}.json"
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "whichdevice", "pipeline", *args, "--json", str(path)], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "whichdevice", "pipeline", *args, "--json", str(path)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         wall = time.perf_counter() - t0
         for rep in analyze_pipeline(load_run(path)):
             print(f"## {name}: wall {wall:.1f} s (whole command, TF import included), {rep.device}")
@@ -40,13 +61,17 @@ def main(out: Path) -> None:
                 ls = r.loop_speedup.describe() if r.loop_speedup else "baseline"
                 eps = f"{r.examples_per_s:,.0f}" if r.examples_per_s else "-"
                 wait = f"{r.wait_percent:.1f} %" if r.wait_percent is not None else "-"
-                print(f"  {r.variant:9s} alone {eps:>8s} ex/s [{ps}]  loop {r.loop.median_s * 1e3:.2f} ms "
-                      f"[{ls}]  wait {wait} {r.input_bound}")
+                print(
+                    f"  {r.variant:9s} alone {eps:>8s} ex/s [{ps}]  loop {r.loop.median_s * 1e3:.2f} ms "
+                    f"[{ls}]  wait {wait} {r.input_bound}"
+                )
             if rep.model:
                 print(f"  model step alone {rep.model.median_s * 1e3:.2f} ms")
             for c in rep.stages:
-                print(f"  stage {c.stage:9s} {c.seconds_per_example * 1e6:8.1f} µs/example"
-                      f"{'  (below floor)' if c.below_floor else ''}")
+                print(
+                    f"  stage {c.stage:9s} {c.seconds_per_example * 1e6:8.1f} µs/example"
+                    f"{'  (below floor)' if c.below_floor else ''}"
+                )
             if rep.slowest:
                 print(f"  slowest stage: {rep.slowest.stage}")
 

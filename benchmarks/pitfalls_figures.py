@@ -35,14 +35,18 @@ def main() -> None:
         "placement --quick": timed([*exe, "placement", "--quick", "--out", str(out), "--json", str(out / "pl.json")]),
     }
     rec = load_run(full)
-    print(f"Machine: {rec.machine.cpu_model}, {rec.machine.cpu_cores_logical} cores; "
-          f"{rec.sessions[0].framework.name} {rec.sessions[0].framework.version}\n")
+    print(
+        f"Machine: {rec.machine.cpu_model}, {rec.machine.cpu_cores_logical} cores; "
+        f"{rec.sessions[0].framework.name} {rec.sessions[0].framework.version}\n"
+    )
     print("| pitfall | device | wrong | right | wrong / right | per |")
     print("| --- | --- | ---: | ---: | ---: | --- |")
     for r in analyze_pitfalls(rec):
         sig = "" if r.significant else " (within noise)"
-        print(f"| {r.title} | {r.device} | {seconds(r.wrong_s)} ({r.wrong_method}) | {seconds(r.right_s)} "
-              f"({r.right_method}) | {r.ratio:.3g}x{sig} | {r.unit.removeprefix('s per ')} |")
+        print(
+            f"| {r.title} | {r.device} | {seconds(r.wrong_s)} ({r.wrong_method}) | {seconds(r.right_s)} "
+            f"({r.right_method}) | {r.ratio:.3g}x{sig} | {r.unit.removeprefix('s per ')} |"
+        )
     print()
     for k, v in wall.items():
         print(f"- `whichdevice {k}`: {v:.1f} s wall")

@@ -34,9 +34,11 @@ def trace(batches: list[int]) -> dict:
 
     from whichdevice.frameworks.tensorflow import calibration, training
 
-    out = {"origin": "benchmarks/predict_validation.py --trace: the Keras twin of the probe's MLP "
-                     f"(benchmarks/predict_mlp_model.py), train step traced by TensorFlow {tf.__version__}",
-           "batches": {}}
+    out = {
+        "origin": "benchmarks/predict_validation.py --trace: the Keras twin of the probe's MLP "
+        f"(benchmarks/predict_mlp_model.py), train step traced by TensorFlow {tf.__version__}",
+        "batches": {},
+    }
     for b in batches:
         model = build()
         step = training.train_step(model, model.optimizer, model.loss)
@@ -44,6 +46,7 @@ def trace(batches: list[int]) -> dict:
         y = np.zeros((b,), np.int64)
         ops = calibration.describe_step(step, x, y)
         from whichdevice.workloads.calibrate import encode_ops
+
         out["batches"][str(b)] = encode_ops(ops, float(x.nbytes + y.nbytes))
     return out
 
@@ -67,8 +70,10 @@ def main(argv: list[str]) -> int:
     print("| ---: | --- | ---: | --- | ---: | --- | --- |")
     for p in v.points:
         band = f"{p.predicted.mid * 1e3:.3f} [{p.predicted.low * 1e3:.3f}, {p.predicted.high * 1e3:.3f}]"
-        print(f"| {p.batch} | {p.quantity} | {p.measured_s * 1e3:.3f} | {band} | {p.error * 100:+.0f} % | "
-              f"{'yes' if p.inside_band else 'no'} | {p.dominant} |")
+        print(
+            f"| {p.batch} | {p.quantity} | {p.measured_s * 1e3:.3f} | {band} | {p.error * 100:+.0f} % | "
+            f"{'yes' if p.inside_band else 'no'} | {p.dominant} |"
+        )
     print()
     for q in ("cuda_step_s", "cuda_step_item_s", "cuda_step_from_host_s", "cpu_step_s"):
         print(f"median |error| {q}: {v.median_abs_error(q) * 100:.0f} %")
@@ -76,8 +81,10 @@ def main(argv: list[str]) -> int:
     print(f"predicted crossover (predicted CPU vs predicted GPU): {v.predicted_crossover.describe('samples')}")
     r = crossover_ratio(v.predicted_crossover, v.measured_crossover)
     print(f"  ratio to measured: {r:.2f}x" if r else "  ratio: n/a")
-    print(f"predicted crossover (measured CPU vs predicted GPU, as `predict` does): "
-          f"{v.mixed_crossover.describe('samples')}")
+    print(
+        f"predicted crossover (measured CPU vs predicted GPU, as `predict` does): "
+        f"{v.mixed_crossover.describe('samples')}"
+    )
     r = crossover_ratio(v.mixed_crossover, v.measured_crossover)
     print(f"  ratio to measured: {r:.2f}x" if r else "  ratio: n/a")
     print("\n| batch | measured winner | predicted winner | bands overlap (too close) | right |")

@@ -61,9 +61,7 @@ def build_workloads() -> dict[str, Callable[[], object]]:
         # Eager CPU ops run synchronously: the call returns when the product exists.
         return tf.matmul(a, a)
 
-    model = keras.Sequential(
-        [keras.Input((100,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)]
-    )
+    model = keras.Sequential([keras.Input((100,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)])
     model.compile(
         optimizer=keras.optimizers.Adam(),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),

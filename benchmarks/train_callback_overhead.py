@@ -42,12 +42,16 @@ def hook_cost(sync: bool, calls: int = 20_000, repeats: int = 7) -> float:
 def fit_ab(rounds: int = 7, batches: int = 200, batch: int = 32):
     x = np.random.rand(batches * batch, 100).astype("float32")
     y = np.random.randint(0, 10, batches * batch)
-    model = keras.Sequential([keras.Input((100,)), keras.layers.Dense(128, activation="relu"),
-                              keras.layers.Dense(10, activation="softmax")])
+    model = keras.Sequential(
+        [keras.Input((100,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10, activation="softmax")]
+    )
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
     model.fit(x, y, batch_size=batch, epochs=2, verbose=0)  # warm-up: tracing
-    variants = {"none": lambda: [], "sync=False": lambda: [StepTimer(sync=False)],
-                "sync=True": lambda: [StepTimer(sync=True)]}
+    variants = {
+        "none": lambda: [],
+        "sync=False": lambda: [StepTimer(sync=False)],
+        "sync=True": lambda: [StepTimer(sync=True)],
+    }
     times = {k: [] for k in variants}
     for _ in range(rounds):
         for name, cbs in variants.items():
@@ -64,5 +68,7 @@ if __name__ == "__main__":
     med, raw = fit_ab()
     base = med["none"]
     for k, v in med.items():
-        print(f"fit per batch, {k}: median {v * 1e3:.3f} ms ({(v - base) / base:+.1%} vs none); "
-              f"rounds: {', '.join(f'{t * 1e3:.3f}' for t in raw[k])} ms")
+        print(
+            f"fit per batch, {k}: median {v * 1e3:.3f} ms ({(v - base) / base:+.1%} vs none); "
+            f"rounds: {', '.join(f'{t * 1e3:.3f}' for t in raw[k])} ms"
+        )

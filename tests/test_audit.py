@@ -17,14 +17,21 @@ import pytest
 SEEDS = Path(__file__).parent / "data" / "seeds"
 
 
-def run_audit(tmp_path: Path, script: Path | str, *options: str, script_args: tuple[str, ...] = (),
-              timeout: float = 240):
+def run_audit(
+    tmp_path: Path, script: Path | str, *options: str, script_args: tuple[str, ...] = (), timeout: float = 240
+):
     record_path = tmp_path / "audit.json"
     cmd = [sys.executable, "-m", "whichdevice", "audit", "--json", str(record_path), *options, str(script)]
     if script_args:
         cmd += ["--", *script_args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=timeout,
-                          env={**__import__("os").environ, "COLUMNS": "200"})
+    proc = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=timeout,
+        env={**__import__("os").environ, "COLUMNS": "200"},
+    )
     record = json.loads(record_path.read_text()) if record_path.exists() else None
     return proc, record
 
@@ -41,15 +48,19 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 # ---------------------------------------------------------------- bad input: one line, exit 2
 
-@pytest.mark.parametrize("setup, options, message", [
-    (lambda t: t / "missing.py", (), "SCRIPT: no such file"),
-    (lambda t: t, (), "is a folder"),
-    (lambda t: write(t, "notes.txt", "this is not python at all\n"), (), "is not a Python file"),
-    (lambda t: (t / "blob.py").write_bytes(b"\x00\x01\x02binary") and t / "blob.py", (), "is not a Python file"),
-    (lambda t: write(t, "broken.py", "def f(:\n"), (), "is not valid Python (line 1"),
-    (lambda t: write(t, "ok.py", "print(1)\n"), ("--timeout", "-3"), "--timeout: -3 is not a positive number"),
-    (lambda t: write(t, "ok.py", "print(1)\n"), ("--bogus",), "No such option: --bogus"),
-])
+
+@pytest.mark.parametrize(
+    "setup, options, message",
+    [
+        (lambda t: t / "missing.py", (), "SCRIPT: no such file"),
+        (lambda t: t, (), "is a folder"),
+        (lambda t: write(t, "notes.txt", "this is not python at all\n"), (), "is not a Python file"),
+        (lambda t: (t / "blob.py").write_bytes(b"\x00\x01\x02binary") and t / "blob.py", (), "is not a Python file"),
+        (lambda t: write(t, "broken.py", "def f(:\n"), (), "is not valid Python (line 1"),
+        (lambda t: write(t, "ok.py", "print(1)\n"), ("--timeout", "-3"), "--timeout: -3 is not a positive number"),
+        (lambda t: write(t, "ok.py", "print(1)\n"), ("--bogus",), "No such option: --bogus"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(tmp_path, setup, options, message):
     script = setup(tmp_path)
     proc, record = run_audit(tmp_path, script, *options)
@@ -62,9 +73,13 @@ def test_bad_input_is_one_line_exit_2(tmp_path, setup, options, message):
 
 # ---------------------------------------------------------------- scripts that raise / hang (no TensorFlow)
 
+
 def test_script_output_and_args_pass_through_and_exit_code_is_reported(tmp_path):
-    script = write(tmp_path, "echo.py", "import sys\nprint('out:', sys.argv[1:])\n"
-                   "print('err line', file=sys.stderr)\nsys.exit(3)\n")
+    script = write(
+        tmp_path,
+        "echo.py",
+        "import sys\nprint('out:', sys.argv[1:])\nprint('err line', file=sys.stderr)\nsys.exit(3)\n",
+    )
     proc, record = run_audit(tmp_path, script, script_args=("--size", "7"))
     assert proc.returncode == 0
     assert proc.stdout.startswith("out: ['--size', '7']\n")  # the script's output first, unchanged
@@ -76,8 +91,11 @@ def test_script_output_and_args_pass_through_and_exit_code_is_reported(tmp_path)
 
 
 def test_script_that_raises_is_audited_with_its_traceback(tmp_path):
-    script = write(tmp_path, "boom.py", "import time\nt0 = time.time()\nprint('before', time.time() - t0 >= 0)\n"
-                   "raise ValueError('the script broke')\n")
+    script = write(
+        tmp_path,
+        "boom.py",
+        "import time\nt0 = time.time()\nprint('before', time.time() - t0 >= 0)\nraise ValueError('the script broke')\n",
+    )
     proc, record = run_audit(tmp_path, script)
     assert proc.returncode == 0
     assert "before True" in proc.stdout
@@ -91,8 +109,12 @@ def test_script_that_raises_is_audited_with_its_traceback(tmp_path):
 
 
 def test_script_that_hangs_is_stopped_at_timeout_and_audited_up_to_then(tmp_path):
-    script = write(tmp_path, "hang.py", "import time\nt0 = time.perf_counter()\nx = sum(range(1000))\n"
-                   "print('took', time.perf_counter() - t0 > 0, flush=True)\nwhile True:\n    time.sleep(0.05)\n")
+    script = write(
+        tmp_path,
+        "hang.py",
+        "import time\nt0 = time.perf_counter()\nx = sum(range(1000))\n"
+        "print('took', time.perf_counter() - t0 > 0, flush=True)\nwhile True:\n    time.sleep(0.05)\n",
+    )
     proc, record = run_audit(tmp_path, script, "--timeout", "3", timeout=60)
     assert proc.returncode == 0
     assert "took True" in proc.stdout
@@ -164,7 +186,7 @@ def test_seed001_ex2_gpu_block_ran_on_cpu_and_corrected_ratio_is_about_one(tmp_p
     assert "GPU training time" in proc.stdout and "Corrected comparison" in proc.stdout
 
 
-CLEAN = '''
+CLEAN = """
 import time
 import numpy as np
 import tensorflow as tf
@@ -187,7 +209,7 @@ for device in devices:
             y.numpy()  # wait for the device before reading the clock
             times.append(time.perf_counter() - start)
     print(device, "median", sorted(times)[3])
-'''
+"""
 
 
 @pytest.mark.tf
@@ -203,13 +225,34 @@ def test_clean_script_has_no_false_finding(tmp_path):
 
 # ---------------------------------------------------------------- rules on hand-made measurements
 
+
 def _m(i, seconds, line=10, kind="CPU", **kw):
     from whichdevice.audit.record import Measurement
 
-    base = dict(id=i, line=line, text="t", seconds=seconds, clock="time.time", kind=kind, blocks=[], ran_on={"CPU:0": 1},
-                fn_calls=1, traces=0, instantiations=0, xla_compiles=0, new_kernels=0, sessions=0, session_runs=0,
-                syncs=1, h2d=0, d2h=0, unsynced_gpu_end=False, series=f"{line}:{kind}", index_in_series=i,
-                series_len=3)
+    base = dict(
+        id=i,
+        line=line,
+        text="t",
+        seconds=seconds,
+        clock="time.time",
+        kind=kind,
+        blocks=[],
+        ran_on={"CPU:0": 1},
+        fn_calls=1,
+        traces=0,
+        instantiations=0,
+        xla_compiles=0,
+        new_kernels=0,
+        sessions=0,
+        session_runs=0,
+        syncs=1,
+        h2d=0,
+        d2h=0,
+        unsynced_gpu_end=False,
+        series=f"{line}:{kind}",
+        index_in_series=i,
+        series_len=3,
+    )
     return Measurement(**{**base, **kw})
 
 

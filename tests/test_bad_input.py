@@ -73,8 +73,11 @@ def test_bad_input(tmp_path, capsys, monkeypatch, args, argument):
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
-@pytest.mark.parametrize("args, argument", [c for c in CASES if "--resume" in c[0] and c[1] != "--resume"],
-                         ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+@pytest.mark.parametrize(
+    "args, argument",
+    [c for c in CASES if "--resume" in c[0] and c[1] != "--resume"],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else v,
+)
 def test_resume_with_another_option_says_to_drop_it(tmp_path, capsys, args, argument):
     code, _, err = run_cli([a.replace("x.partial.jsonl", str(tmp_path / "x.partial.jsonl")) for a in args], capsys)
     assert code == 2

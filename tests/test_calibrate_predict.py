@@ -33,6 +33,7 @@ class FakeClock:
         def run():
             self.t += cost_s
             return None
+
         return run
 
 
@@ -56,9 +57,21 @@ def test_calibration_with_a_fake_clock_recovers_the_declared_costs():
     results = []
     for spec in cal_workload.build_cases("fake", "CPU:0", "cpu") + cal_workload.build_cases("fake", "GPU:0", "gpu"):
         raw, metrics = cal_workload.run_case(spec, fw, policy, 0.0)
-        results.append(CaseResult(spec=spec, status="ok", metrics=metrics, wall_s=0.0, timing=Timing(
-            first_call_s=raw.first_call_s, warmup_s=list(raw.warmup_s), samples_s=list(raw.samples_s),
-            number_per_sample=raw.number_per_sample, overhead_s=raw.overhead_s)))
+        results.append(
+            CaseResult(
+                spec=spec,
+                status="ok",
+                metrics=metrics,
+                wall_s=0.0,
+                timing=Timing(
+                    first_call_s=raw.first_call_s,
+                    warmup_s=list(raw.warmup_s),
+                    samples_s=list(raw.samples_s),
+                    number_per_sample=raw.number_per_sample,
+                    overhead_s=raw.overhead_s,
+                ),
+            )
+        )
     prof = profile_from_record(make_record(results, experiment="calibrate"), "fake")
     for dev in (prof.cpu, prof.gpu):
         assert dev.dispatch_eager_s == pytest.approx(10 * US)
@@ -79,6 +92,7 @@ def test_a_failed_tiny_probe_cannot_make_a_profile():
 
 
 # ---------------- the profile format ----------------
+
 
 def test_shipped_h100_profile_is_the_reference_without_its_mlp_section(h100_probe):
     shipped = deviceprofile.load("h100")
@@ -116,13 +130,16 @@ def _cli(argv, capsys):
     return e.value.code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, text", [
-    (["predict", "--profile", "nope"], "--profile: unknown profile 'nope'"),
-    (["predict", "--batches", "8,0"], "--batches: 0 is not positive"),
-    (["predict", "--input-shape", "100"], "--input-shape: only applies to --model"),
-    (["calibrate", "--name", "h100"], "--name: 'h100' is the name of a shipped profile"),
-    (["calibrate", "--name", "a/b"], "--name: 'a/b' is not a profile name"),
-])
+@pytest.mark.parametrize(
+    "argv, text",
+    [
+        (["predict", "--profile", "nope"], "--profile: unknown profile 'nope'"),
+        (["predict", "--batches", "8,0"], "--batches: 0 is not positive"),
+        (["predict", "--input-shape", "100"], "--input-shape: only applies to --model"),
+        (["calibrate", "--name", "h100"], "--name: 'h100' is the name of a shipped profile"),
+        (["calibrate", "--name", "a/b"], "--name: 'a/b' is not a profile name"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2_nothing_written(argv, text, capsys, tmp_path):
     out = tmp_path / "out"
     code, err = _cli(argv + ["--out", str(out)], capsys)
@@ -138,6 +155,7 @@ def test_a_corrupt_profile_file_is_refused(capsys, tmp_path):
 
 
 # ---------------- prediction on the recorded H100 run ----------------
+
 
 @pytest.fixture
 def h100_validation(h100_probe):
@@ -171,6 +189,7 @@ def test_h100_crossover_within_2x(h100_validation):
 
 
 # ---------------- real TensorFlow on this CPU ----------------
+
 
 @pytest.mark.tf
 def test_real_calibrate_then_predict_on_the_cpu(tmp_path, capsys):

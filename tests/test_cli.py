@@ -49,11 +49,14 @@ def test_json_path_that_is_a_folder_is_refused(tmp_path, capsys):
     assert code == 2 and "--json:" in err
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "RESULT: no such file"),
-    ("{oops", "is not readable JSON"),
-    ('{"schema_version": 99}', "newer than this whichdevice reads"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "RESULT: no such file"),
+        ("{oops", "is not readable JSON"),
+        ('{"schema_version": 99}', "newer than this whichdevice reads"),
+    ],
+)
 def test_bad_report_input(tmp_path, capsys, content, message):
     path = tmp_path / "r.json"
     if content is not None:
@@ -70,8 +73,9 @@ def test_report_on_a_folder(tmp_path, capsys):
 
 def test_numpy_sweep_end_to_end_and_report_round_trip(tmp_path, capsys):
     out_dir = tmp_path / "res"
-    code, out, err = run_cli(["matmul", "--framework", "numpy", "--sizes", "8,64", "--min-time", "0.02",
-                              "--out", str(out_dir)], capsys)
+    code, out, err = run_cli(
+        ["matmul", "--framework", "numpy", "--sizes", "8,64", "--min-time", "0.02", "--out", str(out_dir)], capsys
+    )
     assert code == 0, err
     (json_file,) = out_dir.glob("matmul-*.json")
     (png,) = out_dir.glob("matmul-*.png")
@@ -92,8 +96,7 @@ def test_numpy_sweep_end_to_end_and_report_round_trip(tmp_path, capsys):
 def test_tensorflow_cpu_sweep_end_to_end(tmp_path, capsys):
     """A real TensorFlow run: discovery child + CPU child, small sizes, both modes."""
     json_file = tmp_path / "r.json"
-    code, out, err = run_cli(["matmul", "--sizes", "1,32,128", "--min-time", "0.02", "--json", str(json_file)],
-                             capsys)
+    code, out, err = run_cli(["matmul", "--sizes", "1,32,128", "--min-time", "0.02", "--json", str(json_file)], capsys)
     assert code == 0, err
     data = json.loads(json_file.read_text())
     assert len(data["results"]) == 6 and all(r["status"] == "ok" for r in data["results"])
@@ -121,8 +124,22 @@ def test_html_report_is_self_contained_and_escapes_record_strings(tmp_path, caps
     from whichdevice.core.records import load_run, save_run
 
     out_dir = tmp_path / "res"
-    code, _, err = run_cli(["matmul", "--framework", "numpy", "--sizes", "8", "--mode", "steady",
-                            "--min-time", "0.01", "--out", str(out_dir)], capsys)
+    code, _, err = run_cli(
+        [
+            "matmul",
+            "--framework",
+            "numpy",
+            "--sizes",
+            "8",
+            "--mode",
+            "steady",
+            "--min-time",
+            "0.01",
+            "--out",
+            str(out_dir),
+        ],
+        capsys,
+    )
     assert code == 0, err
     (json_file,) = out_dir.glob("matmul-*.json")
     page = json_file.with_suffix(".html").read_text()
@@ -143,8 +160,24 @@ def test_memory_limit_reaches_the_child_and_the_report_says_out_of_memory(tmp_pa
     # The n=16 case really allocates until --memory-limit stops it; the others finish.
     monkeypatch.setenv("WHICHDEVICE_FAULT", "grow:n=16")
     path = tmp_path / "m.json"
-    code, out, err = run_cli(["matmul", "--framework", "numpy", "--sizes", "8,16,24", "--mode", "steady",
-                              "--min-time", "0.02", "--memory-limit", "0.6", "--json", str(path)], capsys)
+    code, out, err = run_cli(
+        [
+            "matmul",
+            "--framework",
+            "numpy",
+            "--sizes",
+            "8,16,24",
+            "--mode",
+            "steady",
+            "--min-time",
+            "0.02",
+            "--memory-limit",
+            "0.6",
+            "--json",
+            str(path),
+        ],
+        capsys,
+    )
     assert code == 0, err
     from whichdevice.core.records import load_run
 

@@ -5,8 +5,9 @@ from whichdevice.core.records import Timing
 
 
 def _t(samples):
-    return Timing(first_call_s=samples[0], warmup_s=[samples[0]], samples_s=samples, number_per_sample=1,
-                  overhead_s=0.0)
+    return Timing(
+        first_call_s=samples[0], warmup_s=[samples[0]], samples_s=samples, number_per_sample=1, overhead_s=0.0
+    )
 
 
 def test_significant_gpu_win_is_described_with_its_range():

@@ -10,10 +10,15 @@ US = 1e-6
 
 
 def gpu(**kw) -> DeviceCosts:
-    base = dict(kind="gpu", description="fake GPU", dispatch_eager_s=10 * US,
-                matmul=[CurvePoint(x=1, s=20 * US), CurvePoint(x=100, s=20 * US), CurvePoint(x=1000, s=100 * US)],
-                h2d=[CurvePoint(x=1e3, s=10 * US), CurvePoint(x=1e6, s=100 * US)],
-                memory_floor_bytes_per_s=1e9, sync_s=5 * US)
+    base = dict(
+        kind="gpu",
+        description="fake GPU",
+        dispatch_eager_s=10 * US,
+        matmul=[CurvePoint(x=1, s=20 * US), CurvePoint(x=100, s=20 * US), CurvePoint(x=1000, s=100 * US)],
+        h2d=[CurvePoint(x=1e3, s=10 * US), CurvePoint(x=1e6, s=100 * US)],
+        memory_floor_bytes_per_s=1e9,
+        sync_s=5 * US,
+    )
     base.update(kw)
     return DeviceCosts(**base)
 
@@ -58,8 +63,13 @@ def test_host_bound_step_when_in_graph_dispatch_is_slow():
 
 
 def test_cpu_step_is_the_sum_of_op_times():
-    cpu = DeviceCosts(kind="cpu", description="fake CPU", dispatch_eager_s=4 * US, step_call_s=30 * US,
-                      matmul=[CurvePoint(x=10, s=5 * US), CurvePoint(x=1000, s=500 * US)])
+    cpu = DeviceCosts(
+        kind="cpu",
+        description="fake CPU",
+        dispatch_eager_s=4 * US,
+        step_call_s=30 * US,
+        matmul=[CurvePoint(x=10, s=5 * US), CurvePoint(x=1000, s=500 * US)],
+    )
     p = costmodel.predict(work([MM_1000, EW_1K, FREE]), cpu)
     assert p.step.mid == pytest.approx((30 + 500 + 4) * US)
 
@@ -83,14 +93,19 @@ def test_missing_bandwidth_widens_elementwise_up_to_the_floor_bandwidth():
 
 
 def test_quartiles_of_calibrated_points_make_the_band():
-    dev = gpu(elementwise=[CurvePoint(x=1e3, s=20 * US, q1_s=18 * US, q3_s=25 * US),
-                           CurvePoint(x=1e6, s=200 * US, q1_s=190 * US, q3_s=220 * US)])
+    dev = gpu(
+        elementwise=[
+            CurvePoint(x=1e3, s=20 * US, q1_s=18 * US, q3_s=25 * US),
+            CurvePoint(x=1e6, s=200 * US, q1_s=190 * US, q3_s=220 * US),
+        ]
+    )
     p = costmodel.predict(work([EW_1K]), dev)
     assert (p.step.low, p.step.mid, p.step.high) == pytest.approx((18 * US, 20 * US, 25 * US))
 
 
 def test_uncovered_ops_cannot_be_predicted_and_are_named():
-    p = costmodel.predict(work([EW_1K, OpCost(op_type="While", kind="uncovered"),
-                                OpCost(op_type="While", kind="uncovered")]), gpu())
+    p = costmodel.predict(
+        work([EW_1K, OpCost(op_type="While", kind="uncovered"), OpCost(op_type="While", kind="uncovered")]), gpu()
+    )
     assert p.step is None
     assert "While ×2" in p.cannot_predict

@@ -12,12 +12,15 @@ def _r(device, samples, **params):
 
 
 def test_pairs_differ_in_exactly_one_parameter():
-    rec = make_record([
-        _r("CPU:0", [1.0, 1.01, 0.99], kind="fit", batch=32, spe=1),
-        _r("CPU:0", [0.5, 0.51, 0.49], kind="fit", batch=32, spe=32),
-        _r("CPU:0", [0.2, 0.2, 0.2], kind="loop", batch=32, spe=32),  # other kind: not a pair
-        _r("GPU:0", [2.0, 2.0, 2.0], kind="fit", batch=32, spe=32),  # other device: not a pair
-    ], "train")
+    rec = make_record(
+        [
+            _r("CPU:0", [1.0, 1.01, 0.99], kind="fit", batch=32, spe=1),
+            _r("CPU:0", [0.5, 0.51, 0.49], kind="fit", batch=32, spe=32),
+            _r("CPU:0", [0.2, 0.2, 0.2], kind="loop", batch=32, spe=32),  # other kind: not a pair
+            _r("GPU:0", [2.0, 2.0, 2.0], kind="fit", batch=32, spe=32),  # other device: not a pair
+        ],
+        "train",
+    )
     (fix,) = ab_fixes(rec, "spe", 1)
     assert fix.variant_value == 32 and fix.device == "CPU:0"
     assert fix.speedup == pytest.approx(2.0)
@@ -26,27 +29,38 @@ def test_pairs_differ_in_exactly_one_parameter():
 
 def test_batch_fix_is_credited_per_sample():
     # batch 10 -> 1000: the step takes 5x longer but carries 100x the samples: 20x faster per sample.
-    rec = make_record([
-        _r("CPU:0", [0.001, 0.001, 0.001], kind="steady", batch=10),
-        _r("CPU:0", [0.005, 0.005, 0.005], kind="steady", batch=1000),
-    ], "train")
+    rec = make_record(
+        [
+            _r("CPU:0", [0.001, 0.001, 0.001], kind="steady", batch=10),
+            _r("CPU:0", [0.005, 0.005, 0.005], kind="steady", batch=1000),
+        ],
+        "train",
+    )
     (fix,) = ab_fixes(rec, "batch", 10)
     assert fix.speedup == pytest.approx(20.0)
 
 
 def test_noise_gives_no_significant_change():
-    rec = make_record([
-        _r("CPU:0", [1.0, 1.2, 0.8, 1.1, 0.9], kind="fit", jit=False),
-        _r("CPU:0", [1.02, 1.22, 0.82, 1.12, 0.92], kind="fit", jit=True),
-    ], "train")
+    rec = make_record(
+        [
+            _r("CPU:0", [1.0, 1.2, 0.8, 1.1, 0.9], kind="fit", jit=False),
+            _r("CPU:0", [1.02, 1.22, 0.82, 1.12, 0.92], kind="fit", jit=True),
+        ],
+        "train",
+    )
     (fix,) = ab_fixes(rec, "jit", False)
     assert not fix.comparison.significant
     assert "no significant change" in fix.describe()
 
 
 def _spe_grid(times):
-    return make_record([_r("CPU:0", [t * 0.99, t, t * 1.01], kind="fit", example="ex2", batch=10,
-                           steps_per_execution=spe) for spe, t in times.items()], "train")
+    return make_record(
+        [
+            _r("CPU:0", [t * 0.99, t, t * 1.01], kind="fit", example="ex2", batch=10, steps_per_execution=spe)
+            for spe, t in times.items()
+        ],
+        "train",
+    )
 
 
 def test_the_smallest_setting_within_90_percent_of_the_best_is_recommended():
@@ -55,7 +69,10 @@ def test_the_smallest_setting_within_90_percent_of_the_best_is_recommended():
     # 1 -> 5 -> 20 -> 100: 2x, 3.8x, 4x: 20 reaches 95 % of the best (100) and is smaller.
     rec = _spe_recommendation(_spe_grid({1: 1.0, 5: 0.5, 20: 0.263, 100: 0.25}))
     assert rec.results[0].startswith("CPU:0: steps_per_execution 1 -> 20: 3.8")
-    assert "best in the grid: steps_per_execution 100 at 4x" in rec.results[0] and "reaches 95% of the best" in rec.results[0]
+    assert (
+        "best in the grid: steps_per_execution 100 at 4x" in rec.results[0]
+        and "reaches 95% of the best" in rec.results[0]
+    )
     assert rec.note == "CPU:0 grid (samples/s vs steps_per_execution 1): 5: 2x, 20: 3.8x, 100: 4x"
 
 

@@ -26,12 +26,26 @@ def _require(fw):
 def test_matmul_on_the_cpu(fw, tmp_path, capsys):
     _require(fw)
     path = tmp_path / "m.json"
-    code, out, err = run_cli(["matmul", "--framework", fw, "--sizes", "10,200", "--min-time", "0.02",
-                              "--out", str(tmp_path), "--json", str(path)], capsys)
+    code, out, err = run_cli(
+        [
+            "matmul",
+            "--framework",
+            fw,
+            "--sizes",
+            "10,200",
+            "--min-time",
+            "0.02",
+            "--out",
+            str(tmp_path),
+            "--json",
+            str(path),
+        ],
+        capsys,
+    )
     assert code == 0, err
     record = load_run(path)
     assert [r.status for r in record.results] == ["ok"] * 4, [r.error for r in record.results]
-    session, = record.sessions
+    (session,) = record.sessions
     assert session.framework.name == fw and session.device.name == "CPU:0"
     assert session.cpu_threads_intra >= 1 and session.cpu_threads_source
     details = session.framework.details
@@ -50,12 +64,13 @@ def _train_cases(fw):
         return train_workload.CaseSpec(workload="train", framework=fw, device="CPU:0", params=p)
 
     ex2 = dict(model="seed001", example="ex2", samples=1000, batch=10)
-    cases = [spec(kind="create", model="seed001", example="ex1", op="clone"),
-             spec(kind="loop", data="numpy", epochs=1, **ex2),
-             spec(kind="loop", model="seed002", example="seed002", samples=2048, batch=512,
-                  data="tfdata_shuffle", epochs=2),
-             spec(kind="steady", model="seed001", batch=32, sync="each"),
-             spec(kind="steady", model="seed001", batch=32, sync="none")]
+    cases = [
+        spec(kind="create", model="seed001", example="ex1", op="clone"),
+        spec(kind="loop", data="numpy", epochs=1, **ex2),
+        spec(kind="loop", model="seed002", example="seed002", samples=2048, batch=512, data="tfdata_shuffle", epochs=2),
+        spec(kind="steady", model="seed001", batch=32, sync="each"),
+        spec(kind="steady", model="seed001", batch=32, sync="none"),
+    ]
     if fw != "torch":
         cases.append(spec(kind="fit", data="numpy", epochs=2, **ex2))
     return cases
@@ -66,8 +81,13 @@ def test_seed001_training_cases_on_the_cpu(fw):
     _require(fw)
     cpu = DeviceInfo(name="CPU:0", kind="cpu")
     sessions, results, notes = experiment.run_devices(
-        fw, [cpu], lambda d: _train_cases(fw), policy=TimingPolicy(min_time_s=0.02, telemetry_period_s=None),
-        cpu_threads=None, case_timeout_s=300)
+        fw,
+        [cpu],
+        lambda d: _train_cases(fw),
+        policy=TimingPolicy(min_time_s=0.02, telemetry_period_s=None),
+        cpu_threads=None,
+        case_timeout_s=300,
+    )
     assert not notes
     assert all(r.status == "ok" for r in results), [r.error for r in results]
     by = {(r.spec.params["kind"], r.spec.params.get("example"), r.spec.params.get("sync")): r for r in results}
@@ -86,21 +106,37 @@ def test_seed001_training_cases_on_the_cpu(fw):
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
 def test_train_cli_rejects_what_plain_torch_cannot_do(tmp_path, capsys):
-    code, _, err = run_cli(["train", "--framework", "torch", "--model", "m.py:build", "--out", str(tmp_path / "o")],
-                           capsys)
+    code, _, err = run_cli(
+        ["train", "--framework", "torch", "--model", "m.py:build", "--out", str(tmp_path / "o")], capsys
+    )
     assert code == 2 and "--model: a Keras model cannot be trained by --framework torch" in err
-    code, _, err = run_cli(["train", "--framework", "keras-jax", "--model", "m.py:build", "--data", "d.py:ds",
-                            "--out", str(tmp_path / "o")], capsys)
+    code, _, err = run_cli(
+        [
+            "train",
+            "--framework",
+            "keras-jax",
+            "--model",
+            "m.py:build",
+            "--data",
+            "d.py:ds",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capsys,
+    )
     assert code == 2 and "--data: a tf.data dataset needs --framework tensorflow" in err
 
 
-@pytest.mark.parametrize("fw, kind, says", [
-    ("tensorflow", "out_of_memory", "OOM when allocating"),  # ResourceExhaustedError, as on a full GPU
-    ("torch", "out_of_memory", "can't allocate memory"),
-    # JAX 0.10's CPU random kernel does not raise: a CHECK fails (buffer_.IsConcrete()) and
-    # the process aborts. The runner records the crash and goes on in a new child.
-    ("jax", "crash", "SIGABRT"),
-])
+@pytest.mark.parametrize(
+    "fw, kind, says",
+    [
+        ("tensorflow", "out_of_memory", "OOM when allocating"),  # ResourceExhaustedError, as on a full GPU
+        ("torch", "out_of_memory", "can't allocate memory"),
+        # JAX 0.10's CPU random kernel does not raise: a CHECK fails (buffer_.IsConcrete()) and
+        # the process aborts. The runner records the crash and goes on in a new child.
+        ("jax", "crash", "SIGABRT"),
+    ],
+)
 def test_a_case_too_large_for_the_device_allocator_fails_alone(fw, kind, says):
     # A real allocation failure, no injection: seed 000's matmul at n = 2**20 asks the
     # framework's allocator on CPU:0 for two 4 TiB operands. On a GPU the same exception
@@ -109,9 +145,20 @@ def test_a_case_too_large_for_the_device_allocator_fails_alone(fw, kind, says):
     from whichdevice.measure import runner
     from whichdevice.workloads.matmul import build_cases
 
-    job = runner.Job(fw, "CPU:0", "cpu", build_cases(fw, "CPU:0", (1 << 20, 8), ["seed"], "float32"),
-                     policy={"min_time_s": 0.01, "warmup_calls": 0, "min_samples": 2, "max_samples": 5,
-                             "target_blocks": 2, "max_time_s": 1.0})
+    job = runner.Job(
+        fw,
+        "CPU:0",
+        "cpu",
+        build_cases(fw, "CPU:0", (1 << 20, 8), ["seed"], "float32"),
+        policy={
+            "min_time_s": 0.01,
+            "warmup_calls": 0,
+            "min_samples": 2,
+            "max_samples": 5,
+            "target_blocks": 2,
+            "max_time_s": 1.0,
+        },
+    )
     by_n = {r.spec.params["n"]: r for r in runner.run_job(job, case_timeout_s=120).results}
     huge, small = by_n[1 << 20], by_n[8]
     assert huge.status == "failed" and huge.failure == kind and says in huge.error, huge.error

@@ -27,11 +27,18 @@ def _jax_matmul_results(framework="keras-jax"):
     out = []
     for tag, device in (("jax_cpu", "CPU:0"), ("jax_gpu", "GPU:0")):
         for row in _keras(tag)["jax_matmul"]:
-            spec = CaseSpec(workload="matmul", framework=framework, device=device,
-                            params={"n": row["n"], "mode": "steady", "dtype": "float32"})
+            spec = CaseSpec(
+                workload="matmul",
+                framework=framework,
+                device=device,
+                params={"n": row["n"], "mode": "steady", "dtype": "float32"},
+            )
             t = timing_of(row["steady_s"]).model_copy(update={"first_call_s": row["first_call_s"]})
-            out.append(CaseResult(spec=spec, status="ok", timing=t, wall_s=0.0,
-                                  metrics={"flops_per_call": 2.0 * row["n"] ** 3}))
+            out.append(
+                CaseResult(
+                    spec=spec, status="ok", timing=t, wall_s=0.0, metrics={"flops_per_call": 2.0 * row["n"] ** 3}
+                )
+            )
     return out
 
 
@@ -47,20 +54,31 @@ def _fit_results(backend, framework):
             batch, samples = int(b[1:]), int(n)
             steps = -(-samples // batch)
             t = timing_of(epochs[1] / steps).model_copy(update={"first_call_s": epochs[0] / steps})
-            spec = CaseSpec(workload="train", framework=framework, device=device,
-                            params={"kind": "fit", "model": "seed001", "samples": samples, "batch": batch})
-            out.append(CaseResult(spec=spec, status="ok", timing=t, wall_s=sum(epochs),
-                                  metrics={"epoch_1_s": epochs[0], "epoch_2_s": epochs[1],
-                                           "samples_per_step": float(batch)}))
+            spec = CaseSpec(
+                workload="train",
+                framework=framework,
+                device=device,
+                params={"kind": "fit", "model": "seed001", "samples": samples, "batch": batch},
+            )
+            out.append(
+                CaseResult(
+                    spec=spec,
+                    status="ok",
+                    timing=t,
+                    wall_s=sum(epochs),
+                    metrics={"epoch_1_s": epochs[0], "epoch_2_s": epochs[1], "samples_per_step": float(batch)},
+                )
+            )
     return out
 
 
 def test_keras_jax_matmul_crossover_matches_torch_reference(h100_probe):
-    jax_table, = analyze_sweep(make_record(_jax_matmul_results()), "n", work_metric="flops_per_call")
+    (jax_table,) = analyze_sweep(make_record(_jax_matmul_results()), "n", work_metric="flops_per_call")
     c = jax_table.crossovers["GPU:0"]
     assert (c.kind, c.low, c.high) == ("between", 128, 256)
-    torch_table, = analyze_sweep(h100_matmul_record(h100_probe, "cpu_steady_s", "gpu_steady_s", "steady"), "n",
-                                 work_metric="flops_per_call")
+    (torch_table,) = analyze_sweep(
+        h100_matmul_record(h100_probe, "cpu_steady_s", "gpu_steady_s", "steady"), "n", work_metric="flops_per_call"
+    )
     t = torch_table.crossovers["GPU:0"]
     assert (t.low, t.high) == (c.low, c.high)  # the same winner on both sides of the same bracket
 
@@ -71,8 +89,10 @@ def test_frameworks_side_by_side_keep_their_own_tables_and_crossovers(h100_probe
     tables = analyze_sweep(both, "n", work_metric="flops_per_call")
     by_fw = {t.group["framework"]: t for t in tables}
     assert set(by_fw) == {"torch", "keras-jax"} and "framework=torch" in by_fw["torch"].title
-    alone = {"torch": analyze_sweep(torch_rec, "n")[0],
-             "keras-jax": analyze_sweep(make_record(_jax_matmul_results()), "n")[0]}
+    alone = {
+        "torch": analyze_sweep(torch_rec, "n")[0],
+        "keras-jax": analyze_sweep(make_record(_jax_matmul_results()), "n")[0],
+    }
     for fw, t in by_fw.items():
         assert [r.x for r in t.rows] == [r.x for r in alone[fw].rows]
         assert t.crossovers["GPU:0"] == alone[fw].crossovers["GPU:0"]
@@ -94,13 +114,18 @@ def test_recorded_keras_fits_side_by_side_give_each_backends_break_even():
         assert break_even_epochs(r.cells["CPU:0"].epochs, r.cells["GPU:0"].epochs).kind == "never"
         assert r.comparisons["GPU:0"].ratio < 1  # the GPU is slower per step
     assert rows[("keras-jax", 10)].cells["GPU:0"].timing.median_s == pytest.approx(
-        _keras("jax_gpu")["fit_1000_b10_epoch_s"][1] / 100)
+        _keras("jax_gpu")["fit_1000_b10_epoch_s"][1] / 100
+    )
 
 
 def test_fix_pairs_never_cross_frameworks():
     def res(fw, spe, s):
-        spec = CaseSpec(workload="train", framework=fw, device="CPU:0",
-                        params={"kind": "fit", "example": "ex2", "steps_per_execution": spe})
+        spec = CaseSpec(
+            workload="train",
+            framework=fw,
+            device="CPU:0",
+            params={"kind": "fit", "example": "ex2", "steps_per_execution": spe},
+        )
         return CaseResult(spec=spec, status="ok", timing=timing_of(s), wall_s=0.0)
 
     record = make_record([res("tensorflow", 1, 1.0), res("tensorflow", 20, 0.5), res("keras-jax", 20, 0.1)])
@@ -109,13 +134,19 @@ def test_fix_pairs_never_cross_frameworks():
     assert fixes[0].describe().startswith("tensorflow CPU:0 steps_per_execution 1 -> 20")
 
 
-@pytest.mark.parametrize("name, cpu_env, gpu_env", [
-    ("keras-jax", {"JAX_PLATFORMS": "cpu", "KERAS_BACKEND": "jax"},
-     {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "KERAS_BACKEND": "jax"}),
-    ("jax", {"JAX_PLATFORMS": "cpu"}, {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
-    ("keras-torch", {"CUDA_VISIBLE_DEVICES": "", "KERAS_BACKEND": "torch"}, {"KERAS_BACKEND": "torch"}),
-    ("torch", {"CUDA_VISIBLE_DEVICES": ""}, {}),
-])
+@pytest.mark.parametrize(
+    "name, cpu_env, gpu_env",
+    [
+        (
+            "keras-jax",
+            {"JAX_PLATFORMS": "cpu", "KERAS_BACKEND": "jax"},
+            {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "KERAS_BACKEND": "jax"},
+        ),
+        ("jax", {"JAX_PLATFORMS": "cpu"}, {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
+        ("keras-torch", {"CUDA_VISIBLE_DEVICES": "", "KERAS_BACKEND": "torch"}, {"KERAS_BACKEND": "torch"}),
+        ("torch", {"CUDA_VISIBLE_DEVICES": ""}, {}),
+    ],
+)
 def test_each_framework_hides_the_gpu_before_import_for_a_cpu_run(name, cpu_env, gpu_env):
     env = frameworks.env_module(name)
     cpu, gpu = env.child_env("cpu"), env.child_env("gpu")
@@ -132,9 +163,17 @@ def test_torch_threads_go_into_the_environment_before_import():
 
 def test_run_suite_leaves_out_what_a_framework_cannot_do():
     def kinds(fw):
-        return [(c.params.get("kind"), c.params.get("data"), c.params.get("steps_per_execution"),
-                 c.params.get("jit_compile")) for c in suite_cases(fw, "CPU:0", gpu_present=False)
-                if c.workload == "train"]
+        return [
+            (
+                c.params.get("kind"),
+                c.params.get("data"),
+                c.params.get("steps_per_execution"),
+                c.params.get("jit_compile"),
+            )
+            for c in suite_cases(fw, "CPU:0", gpu_present=False)
+            if c.workload == "train"
+        ]
+
     assert not [k for k in kinds("torch") if k[0] == "fit"]
     assert not [k for k in kinds("keras-jax") if k[1] == "tfdata_noprefetch"]
     assert [k for k in kinds("keras-jax") if k[2] == 20] and [k for k in kinds("keras-jax") if k[3] is True]

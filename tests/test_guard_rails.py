@@ -32,6 +32,12 @@ def test_ruff_finds_nothing():
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
 
 
+def test_the_code_is_formatted():
+    # `ruff format src tests benchmarks` fixes what this finds.
+    out = _run("ruff", "format", "--check", "src", "tests", "benchmarks")
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
 def test_the_strict_folders_type_check():
     out = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
@@ -40,15 +46,20 @@ def test_the_strict_folders_type_check():
 def test_the_contract_catches_an_upward_import(tmp_path):
     """The layer contract can fail: a copy of the package where core/ imports cli/ is refused."""
     pkg = tmp_path / "src"
-    shutil.copytree(ROOT / "src" / "whichdevice", pkg / "whichdevice",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "src" / "whichdevice", pkg / "whichdevice", ignore=shutil.ignore_patterns("__pycache__"))
     bad = pkg / "whichdevice" / "core" / "stats.py"
     bad.write_text(bad.read_text() + "\nfrom whichdevice.cli import common  # noqa: E402,F401\n")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     exe = shutil.which("lint-imports")
     if exe is None:
         pytest.fail("lint-imports is not installed: pip install '.[test]'")
-    out = subprocess.run([exe], cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                         env={"PYTHONPATH": str(pkg), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [exe],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PYTHONPATH": str(pkg), "PATH": "/usr/bin:/bin"},
+    )
     assert out.returncode != 0
     assert "whichdevice.core" in out.stdout and "whichdevice.cli" in out.stdout

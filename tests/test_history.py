@@ -10,8 +10,22 @@ from whichdevice.core.records import CaseResult, CaseSpec, Timing, load_run
 
 
 def _numpy_run(tmp_path, capsys, name):
-    code, out, err = run_cli(["matmul", "--framework", "numpy", "--sizes", "8,64", "--mode", "steady",
-                              "--min-time", "0.02", "--json", str(tmp_path / name)], capsys)
+    code, out, err = run_cli(
+        [
+            "matmul",
+            "--framework",
+            "numpy",
+            "--sizes",
+            "8,64",
+            "--mode",
+            "steady",
+            "--min-time",
+            "0.02",
+            "--json",
+            str(tmp_path / name),
+        ],
+        capsys,
+    )
     assert code == 0, err
     return out
 
@@ -54,9 +68,17 @@ def _rec(samples, device="CPU:0", version="2.21.0"):
     spec = CaseSpec(workload="matmul", framework="tensorflow", device=device, params={"n": 100})
     t = Timing(first_call_s=samples[0], warmup_s=[samples[0]], samples_s=samples, number_per_sample=1, overhead_s=0)
     rec = make_record([CaseResult(spec=spec, status="ok", timing=t, wall_s=0)])
-    s = Session(framework=FrameworkInfo(name="tensorflow", version=version), device=DeviceInfo(name=device, kind="cpu"),
-                cpu_threads_intra=2, cpu_threads_inter=2, cpu_threads_source="default", onednn=True, env={},
-                import_s=1.0, overhead_s=1e-5)
+    s = Session(
+        framework=FrameworkInfo(name="tensorflow", version=version),
+        device=DeviceInfo(name=device, kind="cpu"),
+        cpu_threads_intra=2,
+        cpu_threads_inter=2,
+        cpu_threads_source="default",
+        onednn=True,
+        env={},
+        import_s=1.0,
+        overhead_s=1e-5,
+    )
     return rec.model_copy(update={"sessions": [s]})
 
 

@@ -10,29 +10,58 @@ from whichdevice.core.telemetry import Telemetry
 
 
 def _timing(samples, telemetry=None):
-    return Timing(first_call_s=samples[0] * 3, warmup_s=[samples[0] * 3], samples_s=list(samples),
-                  number_per_sample=1, overhead_s=1e-5, telemetry=telemetry)
+    return Timing(
+        first_call_s=samples[0] * 3,
+        warmup_s=[samples[0] * 3],
+        samples_s=list(samples),
+        number_per_sample=1,
+        overhead_s=1e-5,
+        telemetry=telemetry,
+    )
 
 
 def _result(device, part, variant, samples, metrics=None, stage=None, telemetry=None):
     params = {"part": part, "variant": variant, "batch": 32, "images": 256, "image_size": 64}
     if stage:
         params["stage"] = stage
-    return CaseResult(spec=CaseSpec(workload="pipeline", framework="tensorflow", device=device, params=params),
-                      status="ok", timing=_timing(samples, telemetry), metrics=metrics or {}, wall_s=1.0)
+    return CaseResult(
+        spec=CaseSpec(workload="pipeline", framework="tensorflow", device=device, params=params),
+        status="ok",
+        timing=_timing(samples, telemetry),
+        metrics=metrics or {},
+        wall_s=1.0,
+    )
 
 
 def _loop(device, variant, step_s, wait_s, n=8, telemetry=None):
     samples = [step_s * (1 + 0.01 * (i % 3)) for i in range(n)]
     waits = [wait_s * (1 + 0.01 * (i % 3)) for i in range(n)]
-    return _result(device, "both", variant, samples, telemetry=telemetry,
-                   metrics={"examples_per_step": 32.0, "input_wait_s": sum(waits), "loop_s": sum(samples),
-                            "input_wait_median_s": wait_s})
+    return _result(
+        device,
+        "both",
+        variant,
+        samples,
+        telemetry=telemetry,
+        metrics={
+            "examples_per_step": 32.0,
+            "input_wait_s": sum(waits),
+            "loop_s": sum(samples),
+            "input_wait_median_s": wait_s,
+        },
+    )
 
 
-@pytest.mark.parametrize("percent, expected", [
-    (0.0, "NOT"), (4.99, "NOT"), (5.0, "MODERATELY"), (19.99, "MODERATELY"), (20.0, "HIGHLY"), (100.0, "HIGHLY"),
-])
+@pytest.mark.parametrize(
+    "percent, expected",
+    [
+        (0.0, "NOT"),
+        (4.99, "NOT"),
+        (5.0, "MODERATELY"),
+        (19.99, "MODERATELY"),
+        (20.0, "HIGHLY"),
+        (100.0, "HIGHLY"),
+    ],
+)
 def test_xprof_thresholds(percent, expected):
     assert ap.classify_input_bound(percent) == expected
 
@@ -63,9 +92,21 @@ def _ladder_record():
     ]
     for stage, own in (("read", 0.001), ("parse", 0.002), ("augment", 0.050), ("batch", 0.0)):
         floor = 0.010
-        results.append(_result(d, "stage", "tfrecord", [floor + own, floor + own * 1.01, floor + own * 0.99],
-                               stage=stage, metrics={"examples_per_call": 100.0, "floor_s": floor,
-                                                     "floor_q1_s": floor * 0.99, "floor_q3_s": floor * 1.01}))
+        results.append(
+            _result(
+                d,
+                "stage",
+                "tfrecord",
+                [floor + own, floor + own * 1.01, floor + own * 0.99],
+                stage=stage,
+                metrics={
+                    "examples_per_call": 100.0,
+                    "floor_s": floor,
+                    "floor_q1_s": floor * 0.99,
+                    "floor_q3_s": floor * 1.01,
+                },
+            )
+        )
     return make_record(results, experiment="pipeline")
 
 
@@ -99,16 +140,27 @@ def test_slowest_stage_is_the_costly_one_and_floor_is_subtracted():
 
 def _gpu_telemetry(util):
     n = 5
-    return Telemetry(period_s=0.05, t_s=[0.05 * (i + 1) for i in range(n)],
-                     cpu_percent_per_core=[[100.0, 100.0]] * n, process_cpu_s=0.4, wall_s=0.25, gpu_index=0,
-                     gpu_util_percent=[util] * n, gpu_mem_used_bytes=[2**30] * n, gpu_sm_clock_mhz=[1500] * n,
-                     gpu_unavailable=None, sampler_cost_s=1e-4)
+    return Telemetry(
+        period_s=0.05,
+        t_s=[0.05 * (i + 1) for i in range(n)],
+        cpu_percent_per_core=[[100.0, 100.0]] * n,
+        process_cpu_s=0.4,
+        wall_s=0.25,
+        gpu_index=0,
+        gpu_util_percent=[util] * n,
+        gpu_mem_used_bytes=[2**30] * n,
+        gpu_sm_clock_mhz=[1500] * n,
+        gpu_unavailable=None,
+        sampler_cost_s=1e-4,
+    )
 
 
 def test_gpu_verdict_says_where_input_runs_and_that_the_gpu_idles():
     d = "GPU:0"
-    rec = make_record([_result(d, "pipeline", "serial", [0.04] * 4),
-                       _loop(d, "serial", 0.05, 0.04, telemetry=_gpu_telemetry(12.0))], experiment="pipeline")
+    rec = make_record(
+        [_result(d, "pipeline", "serial", [0.04] * 4), _loop(d, "serial", 0.05, 0.04, telemetry=_gpu_telemetry(12.0))],
+        experiment="pipeline",
+    )
     (rep,) = ap.analyze_pipeline(rec)
     line = next(v for v in rep.verdict if "host CPU" in v)
     assert "GPU busy 12 %" in line and "idles waiting for input" in line
@@ -123,11 +175,21 @@ def test_gpu_kept_busy_is_said():
 
 def test_failed_case_is_shown_not_fatal():
     d = "CPU:0"
-    bad = CaseResult(spec=CaseSpec(workload="pipeline", framework="tensorflow", device=d,
-                                   params={"part": "both", "variant": "pyfunc", "batch": 32}),
-                     status="failed", error="RuntimeError: boom", failure="error", wall_s=0.1)
-    rec = make_record([_result(d, "pipeline", "serial", [0.04] * 4), _loop(d, "serial", 0.05, 0.01), bad],
-                      experiment="pipeline")
+    bad = CaseResult(
+        spec=CaseSpec(
+            workload="pipeline",
+            framework="tensorflow",
+            device=d,
+            params={"part": "both", "variant": "pyfunc", "batch": 32},
+        ),
+        status="failed",
+        error="RuntimeError: boom",
+        failure="error",
+        wall_s=0.1,
+    )
+    rec = make_record(
+        [_result(d, "pipeline", "serial", [0.04] * 4), _loop(d, "serial", 0.05, 0.01), bad], experiment="pipeline"
+    )
     (rep,) = ap.analyze_pipeline(rec)
     py = next(r for r in rep.rows if r.variant == "pyfunc")
     assert py.loop is None and py.failed and "boom" in py.failed[0]

@@ -15,8 +15,9 @@ SMALL = {"images": 128, "image_size": 64, "batch": 32}
 
 
 def _spec(group, **params):
-    return CaseSpec(workload="pipeline", framework="tensorflow", device="CPU:0",
-                    params={**SMALL, "group": group, **params})
+    return CaseSpec(
+        workload="pipeline", framework="tensorflow", device="CPU:0", params={**SMALL, "group": group, **params}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +38,13 @@ def known_answers():
         *[_spec("parse", part="stage", variant="tfrecord", stage=s, net="tiny", **heavy_parse) for s in ap_stages()],
     ]
     _, results, notes = experiment.run_devices(
-        "tensorflow", [DeviceInfo(name="CPU:0", kind="cpu")], lambda d: cases,
-        policy=TimingPolicy(min_time_s=0.1), cpu_threads=None, case_timeout_s=120)
+        "tensorflow",
+        [DeviceInfo(name="CPU:0", kind="cpu")],
+        lambda d: cases,
+        policy=TimingPolicy(min_time_s=0.1),
+        cpu_threads=None,
+        case_timeout_s=120,
+    )
     assert not notes, notes
     failed = [r.error for r in results if r.status != "ok"]
     assert not failed, failed
@@ -88,8 +94,9 @@ def test_tfrecord_round_trip_gives_the_same_examples(tmp_path):
     np.testing.assert_array_equal(np.array([b[1] for b in back]), labels)
     # read in parallel: the same examples, interleaved
     par = list(tfp.read_tfrecords(files, 8, parallel=True).as_numpy_iterator())
-    assert sorted(int(b[1]) * 10**6 + int(b[0].sum()) for b in par) == \
-        sorted(int(y) * 10**6 + int(x.sum()) for x, y in zip(images, labels))
+    assert sorted(int(b[1]) * 10**6 + int(b[0].sum()) for b in par) == sorted(
+        int(y) * 10**6 + int(x.sum()) for x, y in zip(images, labels)
+    )
 
 
 @pytest.mark.tf
@@ -143,7 +150,8 @@ def test_user_file_problems_found_before_measuring(tmp_path, capsys, monkeypatch
     code, _, err = run_cli(["pipeline", "--out", "out", "--model", "m.py:build"], capsys)
     assert code == 2 and "--model: build() returned str, not a Keras model" in err
     (tmp_path / "m2.py").write_text(
-        "import keras\n\ndef build():\n    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])\n")
+        "import keras\n\ndef build():\n    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])\n"
+    )
     code, _, err = run_cli(["pipeline", "--out", "out", "--model", "m2.py:build", "--data", "d.py:make"], capsys)
     assert code == 2 and "--data: make() returned list, not a tf.data.Dataset" in err
     assert not (tmp_path / "out").exists()
@@ -152,13 +160,33 @@ def test_user_file_problems_found_before_measuring(tmp_path, capsys, monkeypatch
 @pytest.mark.tf
 def test_end_to_end_small_run_writes_record_plot_and_html(tmp_path, capsys):
     json_file = tmp_path / "p.json"
-    code, out, err = run_cli(["pipeline", "--images", "64", "--image-size", "32", "--variants", "serial,prefetch",
-                              "--no-stages", "--min-time", "0.05", "--json", str(json_file)], capsys)
+    code, out, err = run_cli(
+        [
+            "pipeline",
+            "--images",
+            "64",
+            "--image-size",
+            "32",
+            "--variants",
+            "serial,prefetch",
+            "--no-stages",
+            "--min-time",
+            "0.05",
+            "--json",
+            str(json_file),
+        ],
+        capsys,
+    )
     assert code == 0, err
     rec = json.loads(json_file.read_text())
     parts = sorted((r["spec"]["params"]["part"], r["spec"]["params"]["variant"]) for r in rec["results"])
-    assert parts == [("both", "prefetch"), ("both", "serial"), ("model", "serial"),
-                     ("pipeline", "prefetch"), ("pipeline", "serial")]
+    assert parts == [
+        ("both", "prefetch"),
+        ("both", "serial"),
+        ("model", "serial"),
+        ("pipeline", "prefetch"),
+        ("pipeline", "serial"),
+    ]
     assert all(r["status"] == "ok" for r in rec["results"])
     loop = next(r for r in rec["results"] if r["spec"]["params"]["part"] == "both")
     assert 0 <= loop["metrics"]["input_wait_s"] <= loop["metrics"]["loop_s"]

@@ -10,8 +10,22 @@ from conftest import run_cli
 def test_pipeline_trace_writes_a_profile_per_variant(tmp_path, capsys):
     trace = tmp_path / "trace"
     json_file = tmp_path / "p.json"
-    code, _, err = run_cli(["pipeline", "--quick", "--variants", "serial,prefetch", "--no-stages", "--images", "64",
-                            "--trace", str(trace), "--json", str(json_file)], capsys)
+    code, _, err = run_cli(
+        [
+            "pipeline",
+            "--quick",
+            "--variants",
+            "serial,prefetch",
+            "--no-stages",
+            "--images",
+            "64",
+            "--trace",
+            str(trace),
+            "--json",
+            str(json_file),
+        ],
+        capsys,
+    )
     assert code == 0, err
     for variant in ("serial", "prefetch"):
         assert list((trace / f"CPU0-{variant}").glob("plugins/profile/*/*.xplane.pb")), variant

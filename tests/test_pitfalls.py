@@ -10,19 +10,38 @@ from whichdevice.core.records import CaseResult, CaseSpec, Timing, load_run
 
 def _r(params, samples, metrics=None):
     t = Timing(first_call_s=samples[0], warmup_s=[samples[0]], samples_s=samples, number_per_sample=1, overhead_s=0.0)
-    return CaseResult(spec=CaseSpec(workload="train", framework="tensorflow", device="CPU:0", params=params),
-                      status="ok", timing=t, metrics=metrics or {}, wall_s=0.0)
+    return CaseResult(
+        spec=CaseSpec(workload="train", framework="tensorflow", device="CPU:0", params=params),
+        status="ok",
+        timing=t,
+        metrics=metrics or {},
+        wall_s=0.0,
+    )
 
 
 def test_ratios_on_a_hand_made_record():
     base = {"model": "seed001"}
-    rec = make_record([
-        _r({**base, "kind": "steady", "batch": 10, "sync": "none"}, [1e-3, 1.1e-3, 0.9e-3], {"samples_per_step": 10}),
-        _r({**base, "kind": "steady", "batch": 10, "sync": "each"}, [2e-3, 2.1e-3, 1.9e-3], {"samples_per_step": 10}),
-        _r({**base, "kind": "steady", "batch": 512, "sync": "none"}, [5e-3, 5e-3, 5e-3], {"samples_per_step": 512}),
-        _r({**base, "kind": "fit", "example": "ex2", "epochs": 3}, [1e-3] * 3,
-           {"epoch_1_s": 0.6, "epoch_2_s": 0.2, "epoch_3_s": 0.21}),
-    ], experiment="pitfalls")
+    rec = make_record(
+        [
+            _r(
+                {**base, "kind": "steady", "batch": 10, "sync": "none"},
+                [1e-3, 1.1e-3, 0.9e-3],
+                {"samples_per_step": 10},
+            ),
+            _r(
+                {**base, "kind": "steady", "batch": 10, "sync": "each"},
+                [2e-3, 2.1e-3, 1.9e-3],
+                {"samples_per_step": 10},
+            ),
+            _r({**base, "kind": "steady", "batch": 512, "sync": "none"}, [5e-3, 5e-3, 5e-3], {"samples_per_step": 512}),
+            _r(
+                {**base, "kind": "fit", "example": "ex2", "epochs": 3},
+                [1e-3] * 3,
+                {"epoch_1_s": 0.6, "epoch_2_s": 0.2, "epoch_3_s": 0.21},
+            ),
+        ],
+        experiment="pitfalls",
+    )
     rows = {r.pitfall: r for r in analyze_pitfalls(rec)}
     assert set(rows) == {"first_epoch", "sync_each", "small_batch"}
     assert rows["first_epoch"].ratio == pytest.approx(0.6 / 0.205)
@@ -44,8 +63,9 @@ def test_bad_input(tmp_path, capsys):
 @pytest.mark.tf
 def test_every_pitfall_measured_on_the_cpu(tmp_path, capsys):
     j = tmp_path / "p.json"
-    code, out, err = run_cli(["pitfalls", "--quick", "--min-time", "0.02", "--out", str(tmp_path), "--json", str(j)],
-                             capsys)
+    code, out, err = run_cli(
+        ["pitfalls", "--quick", "--min-time", "0.02", "--out", str(tmp_path), "--json", str(j)], capsys
+    )
     assert code == 0, err
     rec = load_run(j)
     assert all(r.status == "ok" for r in rec.results), [r.error for r in rec.results]

@@ -80,9 +80,19 @@ def test_fallback_explanations_name_the_reason():
 
 
 def test_gpu_run_lists_cpu_ops_first_from_metrics():
-    m = {"placed|GPU:0|MatMul": 5, "placed|CPU:0|AsString": 1, "placed|GPU:0|_Arg": 3, "gpu_kernel|AsString": 0.0,
-         "gpu_kernel|MatMul": 1.0, "copies": 2, "copy_bytes": 8, "copies|GPU:0->CPU:0": 1, "copies|CPU:0->GPU:0": 1,
-         "op_stats": 0.0, "profiled_steps": 10}
+    m = {
+        "placed|GPU:0|MatMul": 5,
+        "placed|CPU:0|AsString": 1,
+        "placed|GPU:0|_Arg": 3,
+        "gpu_kernel|AsString": 0.0,
+        "gpu_kernel|MatMul": 1.0,
+        "copies": 2,
+        "copy_bytes": 8,
+        "copies|GPU:0->CPU:0": 1,
+        "copies|CPU:0->GPU:0": 1,
+        "op_stats": 0.0,
+        "profiled_steps": 10,
+    }
     p = device_placement("GPU:0", m, 0.001)
     assert [o.op_type for o in p.on_cpu_in_gpu_run] == ["AsString"]
     assert p.copies.count == 2 and not p.profiled

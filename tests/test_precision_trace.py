@@ -25,9 +25,25 @@ def test_bad_precision_is_one_line_exit_2(tmp_path, capsys):
 @pytest.mark.tf
 def test_precision_and_trace_on_the_cpu(tmp_path, capsys):
     j, trace = tmp_path / "t.json", tmp_path / "trace"
-    code, out, err = run_cli(["train", "--quick", "--parts", "fit", "--device", "CPU:0", "--precision",
-                              "mixed_float16,mixed_bfloat16", "--trace", str(trace), "--out", str(tmp_path),
-                              "--json", str(j)], capsys)
+    code, out, err = run_cli(
+        [
+            "train",
+            "--quick",
+            "--parts",
+            "fit",
+            "--device",
+            "CPU:0",
+            "--precision",
+            "mixed_float16,mixed_bfloat16",
+            "--trace",
+            str(trace),
+            "--out",
+            str(tmp_path),
+            "--json",
+            str(j),
+        ],
+        capsys,
+    )
     assert code == 0, err
     rec = load_run(j)
     prec = {r.spec.params["precision"]: r for r in rec.results if r.spec.params["kind"] == "precision"}

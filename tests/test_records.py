@@ -11,8 +11,9 @@ from whichdevice.core.records import SCHEMA_VERSION, CaseResult, CaseSpec, Timin
 def _record():
     spec = CaseSpec(workload="matmul", framework="tensorflow", device="CPU:0", params={"n": 10, "mode": "steady"})
     ok = CaseResult(spec=spec, status="ok", timing=timing_of(0.5), wall_s=1.0)
-    bad = CaseResult(spec=spec.model_copy(update={"device": "GPU:0"}), status="failed", error="boom",
-                     failure="error", wall_s=0.1)
+    bad = CaseResult(
+        spec=spec.model_copy(update={"device": "GPU:0"}), status="failed", error="boom", failure="error", wall_s=0.1
+    )
     return make_record([ok, bad])
 
 
@@ -115,8 +116,8 @@ def test_a_version_1_record_is_migrated_not_misread(tmp_path):
     before = path.read_bytes()
     rec = load_run(path)
     assert rec.schema_version == SCHEMA_VERSION
-    assert [r.failure for r in rec.results[:len(V1_FAILURES)]] == [k for _, k in V1_FAILURES]
-    assert all(r.failure is None for r in rec.results[len(V1_FAILURES):] if r.status == "ok")
+    assert [r.failure for r in rec.results[: len(V1_FAILURES)]] == [k for _, k in V1_FAILURES]
+    assert all(r.failure is None for r in rec.results[len(V1_FAILURES) :] if r.status == "ok")
     assert any("schema version 1" in n and "migration" in n for n in rec.notes)
     assert path.read_bytes() == before  # read, never rewritten
     # the samples came through untouched

@@ -20,9 +20,24 @@ SIZES = [8, 16, 24, 32, 48, 64]
 
 def _start(out_dir):
     return subprocess.Popen(
-        [sys.executable, "-m", "whichdevice", "matmul", "--framework", "numpy", "--sizes", ",".join(map(str, SIZES)),
-         "--min-time", "0.15", "--out", str(out_dir)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "whichdevice",
+            "matmul",
+            "--framework",
+            "numpy",
+            "--sizes",
+            ",".join(map(str, SIZES)),
+            "--min-time",
+            "0.15",
+            "--out",
+            str(out_dir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -72,8 +87,12 @@ def test_bad_resume_targets(tmp_path, capsys):
 
 
 def _start_cli(args, out_dir):
-    return subprocess.Popen([sys.executable, "-m", "whichdevice", *args, "--out", str(out_dir)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "whichdevice", *args, "--out", str(out_dir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def _kill_once(proc, out_dir, ready, delay_s=0.0, timeout_s=90):
@@ -113,8 +132,9 @@ def test_train_killed_at_a_random_moment_then_resumed(tmp_path, capsys):
     assert code == 0, err
     (record,) = out_dir.glob("train-*.json")
     data, keys = _keys(record)
-    expected = train_workload.build_cases("torch", "CPU:0", quick=True, batches=train_workload.QUICK_BATCHES,
-                                          parts={"create", "sync"})
+    expected = train_workload.build_cases(
+        "torch", "CPU:0", quick=True, batches=train_workload.QUICK_BATCHES, parts={"create", "sync"}
+    )
     assert sorted(keys) == sorted(c.key for c in expected)  # each case exactly once
     assert data["command"][1:] == args + ["--out", str(out_dir)]  # the original command, not --resume
     walls = {k: r["wall_s"] for k, r in zip(keys, data["results"])}
@@ -127,8 +147,23 @@ def test_pipeline_killed_after_its_first_result_then_resumed(tmp_path, capsys):
     from whichdevice.workloads import pipeline as wl
 
     out_dir = tmp_path / "res"
-    proc = _start_cli(["pipeline", "--variants", "serial", "--no-stages", "--images", "64", "--image-size", "32",
-                       "--net", "tiny", "--min-time", "0.02"], out_dir)
+    proc = _start_cli(
+        [
+            "pipeline",
+            "--variants",
+            "serial",
+            "--no-stages",
+            "--images",
+            "64",
+            "--image-size",
+            "32",
+            "--net",
+            "tiny",
+            "--min-time",
+            "0.02",
+        ],
+        out_dir,
+    )
     _kill_once(proc, out_dir, lambda text: '"type": "result"' in text)
     (journal,) = out_dir.glob(f"*{SUFFIX}")
     finished = {r.spec.key: r for r in Journal.read(journal).results}
@@ -137,8 +172,9 @@ def test_pipeline_killed_after_its_first_result_then_resumed(tmp_path, capsys):
     assert code == 0, err
     (record,) = out_dir.glob("pipeline-*.json")
     data, keys = _keys(record)
-    expected = wl.build_cases("tensorflow", "CPU:0", images=64, size=32, batch=wl.SEED_BATCH, net="tiny",
-                              variants=["serial"], stages=False)
+    expected = wl.build_cases(
+        "tensorflow", "CPU:0", images=64, size=32, batch=wl.SEED_BATCH, net="tiny", variants=["serial"], stages=False
+    )
     assert sorted(keys) == sorted(c.key for c in expected)
     walls = {k: r["wall_s"] for k, r in zip(keys, data["results"])}
     assert all(walls[k] == r.wall_s for k, r in finished.items())  # kept as they were, not run again
@@ -178,8 +214,17 @@ class _FakeMeasuring:
 
     def user_model_params(self, *args):
         self.preflights += 1
-        return {"model": "user", "model_file": "/m.py", "model_fn": "build", "input_shape": "4", "classes": 3,
-                "label_classes": 3, "output_shape": "3", "data_file": None, "data_fn": None}
+        return {
+            "model": "user",
+            "model_file": "/m.py",
+            "model_fn": "build",
+            "input_shape": "4",
+            "classes": 3,
+            "label_classes": 3,
+            "output_shape": "3",
+            "data_file": None,
+            "data_fn": None,
+        }
 
     def run_devices(self, fw, devices, cases_for, *, journal=None, resumed=None, on_result=None, **kw):
         from conftest import timing_of
@@ -245,8 +290,17 @@ def test_diagnose_resumes_without_a_second_preflight(tmp_path, capsys, monkeypat
     (tmp_path / "m.py").write_text("def build(): pass\n")
     json_file = tmp_path / "d.json"
     fake = _FakeMeasuring(monkeypatch, kill_framework="tensorflow", kill_after=4)
-    args = ["diagnose", "--model", f"{tmp_path / 'm.py'}:build", "--batch", "16", "--budget", "30",
-            "--json", str(json_file)]
+    args = [
+        "diagnose",
+        "--model",
+        f"{tmp_path / 'm.py'}:build",
+        "--batch",
+        "16",
+        "--budget",
+        "30",
+        "--json",
+        str(json_file),
+    ]
     _killed(args, monkeypatch)
     assert fake.preflights == 1
     fake.ran, fake.kill_framework = [], None
@@ -264,15 +318,33 @@ def test_diagnose_resumes_without_a_second_preflight(tmp_path, capsys, monkeypat
 def test_a_journal_from_before_failure_kinds_is_read_with_kinds(tmp_path):
     j = Journal.create(tmp_path / f"old{SUFFIX}", {"experiment": "matmul"})
     with open(j.path, "a") as f:  # a failed result as schema version 1 journaled it: no `failure`
-        f.write(json.dumps({"type": "result", "result": {
-            "spec": {"workload": "matmul", "framework": "numpy", "device": "CPU:0", "params": {"n": 8}},
-            "status": "failed", "error": "timed out after 5 s (--case-timeout)", "wall_s": 5.0}}) + "\n")
+        f.write(
+            json.dumps(
+                {
+                    "type": "result",
+                    "result": {
+                        "spec": {"workload": "matmul", "framework": "numpy", "device": "CPU:0", "params": {"n": 8}},
+                        "status": "failed",
+                        "error": "timed out after 5 s (--case-timeout)",
+                        "wall_s": 5.0,
+                    },
+                }
+            )
+            + "\n"
+        )
     (r,) = Journal.read(j.path).results
     assert r.failure == "timeout"
 
 
-@pytest.mark.parametrize("line", ['{"type": "result"}', '{"type": "result", "result": {"spec": 3}}',
-                                  '{"type": "session", "session": []}', '{"type": "result", "result": []}'])
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"type": "result"}',
+        '{"type": "result", "result": {"spec": 3}}',
+        '{"type": "session", "session": []}',
+        '{"type": "result", "result": []}',
+    ],
+)
 def test_a_well_formed_but_wrong_line_is_a_corrupt_journal(tmp_path, line):
     j = Journal.create(tmp_path / f"bad{SUFFIX}", {"experiment": "matmul"})
     with open(j.path, "a") as f:
@@ -287,10 +359,25 @@ def test_ctrl_c_or_sigterm_exits_and_says_how_to_resume(tmp_path, sig, code, wor
     # SIGTERM as a batch scheduler's time limit or `kill` sends it.
     out_dir = tmp_path / "res"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "whichdevice", "matmul", "--framework", "numpy", "--sizes", "8,16,32,64,128,256",
-         "--min-time", "1", "--out", str(out_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        [
+            sys.executable,
+            "-m",
+            "whichdevice",
+            "matmul",
+            "--framework",
+            "numpy",
+            "--sizes",
+            "8,16,32,64,128,256",
+            "--min-time",
+            "1",
+            "--out",
+            str(out_dir),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.time() + 60
     while not list(out_dir.glob(f"*{SUFFIX}")) and time.time() < deadline:
         time.sleep(0.05)

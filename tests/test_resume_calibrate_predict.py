@@ -17,8 +17,12 @@ from whichdevice.measure.journal import SUFFIX, Journal
 
 
 def _start(args):
-    return subprocess.Popen([sys.executable, "-m", "whichdevice", *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "whichdevice", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def _kill_after_first_result(proc, folder, timeout_s=120):
@@ -50,8 +54,21 @@ def test_calibrate_killed_after_its_first_probe_then_resumed(tmp_path, capsys):
     from whichdevice.workloads import calibrate as wl
 
     out_dir = tmp_path / "res"
-    args = ["calibrate", "--name", "resumed-box", "--device", "CPU:0", "--min-time", "0.02",
-            "--memory-limit", "8", "--case-timeout", "60", "--out", str(out_dir)]
+    args = [
+        "calibrate",
+        "--name",
+        "resumed-box",
+        "--device",
+        "CPU:0",
+        "--min-time",
+        "0.02",
+        "--memory-limit",
+        "8",
+        "--case-timeout",
+        "60",
+        "--out",
+        str(out_dir),
+    ]
     journal, finished = _kill_after_first_result(_start(args), out_dir)
     assert not list(out_dir.glob("calibrate-*.json"))  # no record, no profile yet
     assert "resumed-box" not in deviceprofile.saved_names()
@@ -82,8 +99,19 @@ def test_predict_killed_after_its_first_case_then_resumed_with_the_profile_it_st
     profile_file.write_text(deviceprofile.dumps(deviceprofile.load("h100")))
     json_file = tmp_path / "res" / "pred.json"
     # batch 8: two cases (its op list, its steady step); killed once the first is journaled
-    args = ["predict", "--profile", str(profile_file), "--batches", "8", "--min-time", "0.02",
-            "--case-timeout", "60", "--json", str(json_file)]
+    args = [
+        "predict",
+        "--profile",
+        str(profile_file),
+        "--batches",
+        "8",
+        "--min-time",
+        "0.02",
+        "--case-timeout",
+        "60",
+        "--json",
+        str(json_file),
+    ]
     journal, finished = _kill_after_first_result(_start(args), json_file.parent)
     assert journal == json_file.with_name(f"pred{SUFFIX}") and not json_file.exists()
     original = profile_file.read_text()
@@ -94,8 +122,14 @@ def test_predict_killed_after_its_first_case_then_resumed_with_the_profile_it_st
     data, keys, walls = _keys_and_walls(json_file)
     params = {"model": "seed001"}
     expected = [c.key for c in wl.describe_cases("tensorflow", "CPU:0", params, [8])]
-    expected.append(CaseSpec(workload="train", framework="tensorflow", device="CPU:0",
-                             params={**params, "kind": "steady", "batch": 8, "sync": "none"}).key)
+    expected.append(
+        CaseSpec(
+            workload="train",
+            framework="tensorflow",
+            device="CPU:0",
+            params={**params, "kind": "steady", "batch": 8, "sync": "none"},
+        ).key
+    )
     assert sorted(keys) == sorted(expected)  # both cases exactly once
     assert all(walls[k] == r.wall_s for k, r in finished.items())  # kept as they were, not run again
     assert all(r["status"] == "ok" for r in data["results"])
@@ -110,18 +144,22 @@ def test_predict_killed_after_its_first_case_then_resumed_with_the_profile_it_st
 # ------------------------------------------------------------ refused in one line, nothing written
 
 
-@pytest.mark.parametrize("argv, option", [
-    (["calibrate", "--name", "other"], "--name"),
-    (["calibrate", "--memory-limit", "4"], "--memory-limit"),
-    (["calibrate", "--case-timeout", "30"], "--case-timeout"),
-    (["predict", "--profile", "h100"], "--profile"),  # given, even if equal to the default
-    (["predict", "--batches", "8"], "--batches"),
-    (["predict", "--memory-limit", "4"], "--memory-limit"),
-    (["predict", "--quick"], "--quick"),
-])
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["calibrate", "--name", "other"], "--name"),
+        (["calibrate", "--memory-limit", "4"], "--memory-limit"),
+        (["calibrate", "--case-timeout", "30"], "--case-timeout"),
+        (["predict", "--profile", "h100"], "--profile"),  # given, even if equal to the default
+        (["predict", "--batches", "8"], "--batches"),
+        (["predict", "--memory-limit", "4"], "--memory-limit"),
+        (["predict", "--quick"], "--quick"),
+    ],
+)
 def test_resume_with_another_option_is_refused(argv, option, tmp_path, capsys):
-    journal = Journal.create(tmp_path / f"x{SUFFIX}", {"experiment": argv[0], "json_file": str(tmp_path / "x.json"),
-                                                        "options": {}})
+    journal = Journal.create(
+        tmp_path / f"x{SUFFIX}", {"experiment": argv[0], "json_file": str(tmp_path / "x.json"), "options": {}}
+    )
     before = journal.path.read_text()
     code, out, err = run_cli(argv + ["--resume", str(journal.path)], capsys)
     assert code == 2 and err.count("\n") == 1, err
@@ -130,12 +168,15 @@ def test_resume_with_another_option_is_refused(argv, option, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("command", ["calibrate", "predict"])
-@pytest.mark.parametrize("args, text", [
-    (["--memory-limit", "0.1"], "--memory-limit: 0.1 GiB is too small"),
-    (["--memory-limit", "lots"], "--memory-limit:"),
-    (["--case-timeout", "0"], "--case-timeout:"),
-    (["--case-timeout", "soon"], "--case-timeout:"),
-])
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["--memory-limit", "0.1"], "--memory-limit: 0.1 GiB is too small"),
+        (["--memory-limit", "lots"], "--memory-limit:"),
+        (["--case-timeout", "0"], "--case-timeout:"),
+        (["--case-timeout", "soon"], "--case-timeout:"),
+    ],
+)
 def test_bad_limits_are_one_line_exit_2_nothing_written(command, args, text, tmp_path, capsys):
     out_dir = tmp_path / "out"
     code, _, err = run_cli([command, *args, "--out", str(out_dir)], capsys)

@@ -16,8 +16,12 @@ from whichdevice.measure.journal import SUFFIX, Journal
 
 
 def _start(args, out_dir):
-    return subprocess.Popen([sys.executable, "-m", "whichdevice", *args, "--out", str(out_dir)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "whichdevice", *args, "--out", str(out_dir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def _kill_once(proc, out_dir, ready, timeout_s=90):
@@ -58,9 +62,14 @@ def test_placement_killed_before_its_case_then_resumed(tmp_path, capsys):
     assert code == 0, err
     assert "everything ran on the CPU" in out and "AsString" in out  # rendered as a fresh run is
     data, keys = _record(out_dir, "placement")
-    assert keys == [CaseSpec(workload="train", framework="tensorflow", device="CPU:0",
-                             params={"kind": "placement", "model": "seed001", "batch": 16, "steps": 3,
-                                     "string_op": True}).key]
+    assert keys == [
+        CaseSpec(
+            workload="train",
+            framework="tensorflow",
+            device="CPU:0",
+            params={"kind": "placement", "model": "seed001", "batch": 16, "steps": 3, "string_op": True},
+        ).key
+    ]
     (result,) = data["results"]
     assert result["status"] == "ok" and result["metrics"]["profiled_steps"] == 3
     assert data["command"][1:] == args + ["--out", str(out_dir)]  # the original command, not --resume
@@ -100,12 +109,15 @@ def test_pitfalls_killed_after_a_finished_case_then_resumed(tmp_path, capsys):
     assert list(out_dir.glob("pitfalls-*.html"))
 
 
-@pytest.mark.parametrize("args, option", [
-    (["placement", "--steps", "5"], "--steps"),
-    (["placement", "--memory-limit", "4"], "--memory-limit"),
-    (["pitfalls", "--quick"], "--quick"),
-    (["pitfalls", "--case-timeout", "60"], "--case-timeout"),
-])
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["placement", "--steps", "5"], "--steps"),
+        (["placement", "--memory-limit", "4"], "--memory-limit"),
+        (["pitfalls", "--quick"], "--quick"),
+        (["pitfalls", "--case-timeout", "60"], "--case-timeout"),
+    ],
+)
 def test_resume_with_another_option_is_refused(tmp_path, capsys, monkeypatch, args, option):
     monkeypatch.chdir(tmp_path)  # default output folders would land here
     code, out, err = run_cli([*args, "--resume", str(tmp_path / f"x{SUFFIX}")], capsys)
@@ -114,14 +126,17 @@ def test_resume_with_another_option_is_refused(tmp_path, capsys, monkeypatch, ar
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
-@pytest.mark.parametrize("args, option", [
-    (["placement", "--memory-limit", "lots"], "--memory-limit"),
-    (["placement", "--case-timeout", "0"], "--case-timeout"),
-    (["placement", "--resume", "/nonexistent/p.partial.jsonl"], "--resume"),
-    (["pitfalls", "--memory-limit", "0.1"], "--memory-limit"),
-    (["pitfalls", "--case-timeout", "-1"], "--case-timeout"),
-    (["pitfalls", "--resume", "/nonexistent"], "--resume"),
-])
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["placement", "--memory-limit", "lots"], "--memory-limit"),
+        (["placement", "--case-timeout", "0"], "--case-timeout"),
+        (["placement", "--resume", "/nonexistent/p.partial.jsonl"], "--resume"),
+        (["pitfalls", "--memory-limit", "0.1"], "--memory-limit"),
+        (["pitfalls", "--case-timeout", "-1"], "--case-timeout"),
+        (["pitfalls", "--resume", "/nonexistent"], "--resume"),
+    ],
+)
 def test_bad_new_options_are_one_line_exit_2(tmp_path, capsys, monkeypatch, args, option):
     monkeypatch.chdir(tmp_path)
     code, out, err = run_cli(args, capsys)

@@ -22,9 +22,15 @@ def test_suite_verdict_on_a_recorded_cpu_run():
     assert [r.order for r in v.recommendations] == sorted(r.order for r in v.recommendations)
     assert by_name["Increase the batch size"].measured
     assert "reaches" in by_name["Increase the batch size"].results[0]
-    for name in ("Use tf.data with prefetch", "steps_per_execution", "jit_compile (XLA)",
-                 "Do not read the loss back every step", "Benchmark after warm-up",
-                 "Reduce Python-side preprocessing", "Mixed precision"):
+    for name in (
+        "Use tf.data with prefetch",
+        "steps_per_execution",
+        "jit_compile (XLA)",
+        "Do not read the loss back every step",
+        "Benchmark after warm-up",
+        "Reduce Python-side preprocessing",
+        "Mixed precision",
+    ):
         assert by_name[name].measured, name
     placement = by_name["Check that the important ops run on the GPU"]
     assert placement.measured and "AsString" in placement.results[0]  # the built-in no-GPU-kernel op
@@ -33,7 +39,10 @@ def test_suite_verdict_on_a_recorded_cpu_run():
     # The recorded CPU run: steps_per_execution=20 helps the batch-10 fit (2.68x there); its grid
     # (recorded before the grid had 5 and 100) is the one value, so it is the best and recommended.
     spe = by_name["steps_per_execution"]
-    assert spe.results[0].startswith("CPU:0: steps_per_execution 1 -> 20:") and "reaches 100% of the best" in spe.results[0]
+    assert (
+        spe.results[0].startswith("CPU:0: steps_per_execution 1 -> 20:")
+        and "reaches 100% of the best" in spe.results[0]
+    )
     assert spe.note.endswith("20: 2.68x")
     assert any(f.rule == "compute_bound" and f.device == "CPU:0" for f in v.findings)
 
@@ -95,22 +104,36 @@ def test_bad_budget_is_refused(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
-USER_MODEL = '''
+USER_MODEL = """
 import keras
 
 
 def build():
     return keras.Sequential([keras.Input((20,)), keras.layers.Dense(32, activation="relu"),
                              keras.layers.Dense(3, activation="softmax")])
-'''
+"""
 
 
 @pytest.mark.tf
 def test_diagnose_end_to_end_names_device_and_settings(tmp_path, capsys):
     (tmp_path / "m.py").write_text(USER_MODEL)
     json_file = tmp_path / "d.json"
-    code, out, err = run_cli(["diagnose", "--model", f"{tmp_path / 'm.py'}:build", "--classes", "3", "--samples",
-                              "1000", "--budget", "20", "--json", str(json_file)], capsys)
+    code, out, err = run_cli(
+        [
+            "diagnose",
+            "--model",
+            f"{tmp_path / 'm.py'}:build",
+            "--classes",
+            "3",
+            "--samples",
+            "1000",
+            "--budget",
+            "20",
+            "--json",
+            str(json_file),
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert "Device: CPU:0" in out
     data = json.loads(json_file.read_text())
@@ -119,8 +142,9 @@ def test_diagnose_end_to_end_names_device_and_settings(tmp_path, capsys):
 
 
 def test_diagnose_bad_model_file_is_one_line(tmp_path, capsys):
-    code, _, err = run_cli(["diagnose", "--model", str(tmp_path / "none.py") + ":build", "--out", str(tmp_path / "o")],
-                           capsys)
+    code, _, err = run_cli(
+        ["diagnose", "--model", str(tmp_path / "none.py") + ":build", "--out", str(tmp_path / "o")], capsys
+    )
     assert code == 2 and "--model" in err and not (tmp_path / "o").exists()
 
 
@@ -140,8 +164,13 @@ def test_a_hostile_model_name_comes_out_escaped_in_the_report(tmp_path):
 
     rec = load_run(DATA / "run_cpu_2core.json")
     evil = "<script>alert(1)</script>.py:build"
-    rec = rec.model_copy(update={"experiment": "diagnose", "command": ["whichdevice", "diagnose", "--model", evil],
-                                 "options": {**rec.options, "model": evil, "batch": 10}})
+    rec = rec.model_copy(
+        update={
+            "experiment": "diagnose",
+            "command": ["whichdevice", "diagnose", "--model", evil],
+            "options": {**rec.options, "model": evil, "batch": 10},
+        }
+    )
     page = suite_report(rec, tmp_path / "d.png").page
     assert "<script>alert(1)</script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;.py:build" in page

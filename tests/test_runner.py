@@ -7,13 +7,20 @@ from whichdevice.core.records import CaseSpec
 from whichdevice.core.timing import TimingPolicy
 from whichdevice.workloads.matmul import build_cases
 
-QUICK = {"min_time_s": 0.01, "warmup_calls": 0, "min_samples": 2, "max_samples": 5, "target_blocks": 2,
-         "max_time_s": 1.0}
+QUICK = {
+    "min_time_s": 0.01,
+    "warmup_calls": 0,
+    "min_samples": 2,
+    "max_samples": 5,
+    "target_blocks": 2,
+    "max_time_s": 1.0,
+}
 
 
 def _job(sizes=(4, 8, 16)):
-    return runner.Job("numpy", "CPU:0", "cpu", build_cases("numpy", "CPU:0", sizes, ["steady"], "float32"),
-                      policy=QUICK)
+    return runner.Job(
+        "numpy", "CPU:0", "cpu", build_cases("numpy", "CPU:0", sizes, ["steady"], "float32"), policy=QUICK
+    )
 
 
 def test_all_cases_run():
@@ -23,11 +30,14 @@ def test_all_cases_run():
     assert out.session.cpu_threads_intra >= 1
 
 
-@pytest.mark.parametrize("action, reason, kind", [
-    ("raise", "RuntimeError: injected failure", "error"),
-    ("oom", "MemoryError: injected out-of-memory", "out_of_memory"),
-    ("abort", "child process died: SIGABRT", "crash"),
-])
+@pytest.mark.parametrize(
+    "action, reason, kind",
+    [
+        ("raise", "RuntimeError: injected failure", "error"),
+        ("oom", "MemoryError: injected out-of-memory", "out_of_memory"),
+        ("abort", "child process died: SIGABRT", "crash"),
+    ],
+)
 def test_one_failing_case_is_recorded_and_the_run_goes_on(monkeypatch, action, reason, kind):
     monkeypatch.setenv("WHICHDEVICE_FAULT", f"{action}:n=8")
     seen = []
@@ -52,8 +62,9 @@ def test_a_case_over_the_memory_limit_is_killed_and_recorded(monkeypatch):
 
 def test_a_case_too_large_for_the_allocator_is_out_of_memory():
     # No injection: n = 2**20 asks numpy for two 4 TiB operands; the allocator refuses.
-    job = runner.Job("numpy", "CPU:0", "cpu", build_cases("numpy", "CPU:0", (4, 1 << 20, 16), ["seed"], "float32"),
-                     policy=QUICK)
+    job = runner.Job(
+        "numpy", "CPU:0", "cpu", build_cases("numpy", "CPU:0", (4, 1 << 20, 16), ["seed"], "float32"), policy=QUICK
+    )
     by_n = {r.spec.params["n"]: r for r in runner.run_job(job, case_timeout_s=60).results}
     assert by_n[1 << 20].failure == "out_of_memory" and "Unable to allocate" in by_n[1 << 20].error
     assert by_n[4].status == "ok" and by_n[16].status == "ok"

@@ -334,8 +334,7 @@ def test_gpu_source_factory_that_raises_gives_a_reason_not_an_exception():
     assert t.gpu_util_percent is None
     assert t.cpu_percent_per_core == [[1.0, 99.0]]  # CPU telemetry is untouched
     assert describe(summarize(t)) == (
-        "CPU 1 of 2 cores saturated (mean 50 %); "
-        "GPU telemetry unavailable: NVML library not found (no NVIDIA driver)"
+        "CPU 1 of 2 cores saturated (mean 50 %); GPU telemetry unavailable: NVML library not found (no NVIDIA driver)"
     )
 
 
@@ -572,8 +571,7 @@ def test_recorded_series_from_this_machine():
     assert s.process_cpu_cores == pytest.approx(0.9943167697154259, rel=1e-9)
     assert s.gpu_unavailable == "GPU telemetry unavailable: NVML library not found (no NVIDIA driver)"
     assert describe(s) == (
-        "CPU 1 of 2 cores saturated (mean 50 %); "
-        "GPU telemetry unavailable: NVML library not found (no NVIDIA driver)"
+        "CPU 1 of 2 cores saturated (mean 50 %); GPU telemetry unavailable: NVML library not found (no NVIDIA driver)"
     )
     assert gpu_underfed(s) is None and pipeline_cpu_bound(s) is None
     assert input_threads_saturated(s, 1) is True
@@ -634,7 +632,9 @@ def test_describe_gpu_window():
 
 
 def test_describe_gpu_unavailable():
-    s = summary(n_cores=2, cores_saturated=2, cpu_mean_percent=96.6, gpu_unavailable="GPU telemetry unavailable: r", **NO_GPU)
+    s = summary(
+        n_cores=2, cores_saturated=2, cpu_mean_percent=96.6, gpu_unavailable="GPU telemetry unavailable: r", **NO_GPU
+    )
     assert describe(s) == "CPU 2 of 2 cores saturated (mean 97 %); GPU telemetry unavailable: r"
 
 
@@ -671,7 +671,13 @@ def test_core_at_exactly_the_threshold_in_every_sample_is_saturated():
 
 def test_saturated_core_boundary_through_summarize():
     cores = [[89.99], [90.0], [90.01], [100.0]]
-    t = make_telemetry(t_s=[0.05], cpu_percent_per_core=[[c[0] for c in cores]], gpu_util_percent=[1.0], gpu_mem_used_bytes=[1], gpu_sm_clock_mhz=[1])
+    t = make_telemetry(
+        t_s=[0.05],
+        cpu_percent_per_core=[[c[0] for c in cores]],
+        gpu_util_percent=[1.0],
+        gpu_mem_used_bytes=[1],
+        gpu_sm_clock_mhz=[1],
+    )
     assert summarize(t).cores_saturated == 3
 
 

@@ -46,8 +46,9 @@ def test_overhead_is_one_clock_read_plus_sync():
 def test_warmup_is_kept_apart_from_steady_samples():
     # First call 0.5 s (tracing), the next ones 1 ms.
     dev = FakeDevice([0.5, 0.001])
-    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0,
-                  policy=TimingPolicy(min_time_s=0.2, warmup_calls=2))
+    raw = measure(
+        dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0, policy=TimingPolicy(min_time_s=0.2, warmup_calls=2)
+    )
     assert raw.first_call_s == pytest.approx(0.5)
     # The first call alone exceeds min_time_s, so no further warm-up calls are made.
     assert raw.warmup_s == [pytest.approx(0.5)]
@@ -56,8 +57,9 @@ def test_warmup_is_kept_apart_from_steady_samples():
 
 def test_extra_warmup_calls_while_cheap():
     dev = FakeDevice([0.01, 0.002, 0.001])
-    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0,
-                  policy=TimingPolicy(min_time_s=0.2, warmup_calls=2))
+    raw = measure(
+        dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0, policy=TimingPolicy(min_time_s=0.2, warmup_calls=2)
+    )
     assert raw.warmup_s == pytest.approx((0.01, 0.002, 0.001))
     assert max(raw.samples_s) == pytest.approx(0.001)
 
@@ -75,8 +77,9 @@ def test_block_sizing_targets_min_time_over_target_blocks():
 def test_block_is_long_enough_to_hide_the_timer_cost():
     # A 30 us sync: blocks must last >= 1000 x 30 us = 30 ms (torch's 0.1 % rule).
     dev = FakeDevice([1e-5])
-    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=3e-5,
-                  policy=TimingPolicy(min_time_s=0.1, target_blocks=10))
+    raw = measure(
+        dev.call, sync=dev.sync, clock=dev.clock, overhead_s=3e-5, policy=TimingPolicy(min_time_s=0.1, target_blocks=10)
+    )
     assert raw.number_per_sample * 1e-5 >= 0.03 - 1e-12
 
 
@@ -89,8 +92,9 @@ def test_samples_are_synchronized_block_means():
 
 def test_slow_calls_still_give_min_samples():
     dev = FakeDevice([5.0])
-    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0,
-                  policy=TimingPolicy(min_time_s=0.2, min_samples=3))
+    raw = measure(
+        dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0, policy=TimingPolicy(min_time_s=0.2, min_samples=3)
+    )
     assert raw.number_per_sample == 1
     assert len(raw.samples_s) == 3
     assert raw.warmup_s == [5.0]
@@ -98,8 +102,13 @@ def test_slow_calls_still_give_min_samples():
 
 def test_max_samples_caps_the_run():
     dev = FakeDevice([1e-3])
-    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0,
-                  policy=TimingPolicy(min_time_s=100.0, max_samples=7, max_time_s=1e9))
+    raw = measure(
+        dev.call,
+        sync=dev.sync,
+        clock=dev.clock,
+        overhead_s=0.0,
+        policy=TimingPolicy(min_time_s=100.0, max_samples=7, max_time_s=1e9),
+    )
     assert len(raw.samples_s) == 7
 
 
@@ -113,9 +122,19 @@ def test_policy_rejects_nonsense():
 def test_telemetry_window_covers_the_steady_blocks_only():
     dev = FakeDevice([0.05, 0.001])
     events = []
-    window = Telemetry(period_s=0.05, t_s=[], cpu_percent_per_core=[], process_cpu_s=0.0, wall_s=0.0,
-                       gpu_index=None, gpu_util_percent=None, gpu_mem_used_bytes=None, gpu_sm_clock_mhz=None,
-                       gpu_unavailable=GPU_NOT_REQUESTED, sampler_cost_s=0.0)
+    window = Telemetry(
+        period_s=0.05,
+        t_s=[],
+        cpu_percent_per_core=[],
+        process_cpu_s=0.0,
+        wall_s=0.0,
+        gpu_index=None,
+        gpu_util_percent=None,
+        gpu_mem_used_bytes=None,
+        gpu_sm_clock_mhz=None,
+        gpu_unavailable=GPU_NOT_REQUESTED,
+        sampler_cost_s=0.0,
+    )
 
     class FakeSampler:
         def start(self):
@@ -125,8 +144,13 @@ def test_telemetry_window_covers_the_steady_blocks_only():
             events.append(("stop", dev.calls))
             return window
 
-    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0,
-                  policy=TimingPolicy(min_time_s=0.2, warmup_calls=2, window=FakeSampler))
+    raw = measure(
+        dev.call,
+        sync=dev.sync,
+        clock=dev.clock,
+        overhead_s=0.0,
+        policy=TimingPolicy(min_time_s=0.2, warmup_calls=2, window=FakeSampler),
+    )
     warmup_calls = len(raw.warmup_s)
     assert events[0] == ("start", warmup_calls)  # after warm-up, before the first block
     assert events[1] == ("stop", dev.calls)  # after the last block

@@ -25,10 +25,17 @@ def _mlp_record(probe, cpu_key="cpu_step_s", gpu_key="cuda_step_s", sync="none",
             key = cpu_key if device == "CPU:0" else gpu_key
             t = timing_of(row[key])
             t = t.model_copy(update={"first_call_s": row[f"{prefix}_first_step_s"]})
-            spec = CaseSpec(workload="train", framework="torch", device=device,
-                            params={"kind": kind, "model": "seed001", "batch": row["batch"], "sync": sync})
-            results.append(CaseResult(spec=spec, status="ok", timing=t, wall_s=0.0,
-                                      metrics={"samples_per_step": float(row["batch"])}))
+            spec = CaseSpec(
+                workload="train",
+                framework="torch",
+                device=device,
+                params={"kind": kind, "model": "seed001", "batch": row["batch"], "sync": sync},
+            )
+            results.append(
+                CaseResult(
+                    spec=spec, status="ok", timing=t, wall_s=0.0, metrics={"samples_per_step": float(row["batch"])}
+                )
+            )
     return results
 
 
@@ -45,8 +52,9 @@ def test_steady_crossover_batch_on_recorded_h100_mlp(h100_probe):
 
 
 def test_sync_cost_pairs_each_with_none(h100_probe):
-    results = (_mlp_record(h100_probe, "cpu_step_s", "cuda_step_s", "none")
-               + _mlp_record(h100_probe, "cpu_step_item_s", "cuda_step_item_s", "each"))
+    results = _mlp_record(h100_probe, "cpu_step_s", "cuda_step_s", "none") + _mlp_record(
+        h100_probe, "cpu_step_item_s", "cuda_step_item_s", "each"
+    )
     report = analyze_training(make_record(results, experiment="train"))
     assert len(report.sync_costs) == 2 * len(h100_probe["mlp"])
     row = h100_probe["mlp"][4]  # batch 128
@@ -119,8 +127,11 @@ def test_cpu_only_record_says_a_gpu_run_is_needed(h100_probe):
 def test_train_report_renders_table_and_plot(h100_probe, tmp_path):
     from whichdevice.cli.train import render_train
 
-    results = (_mlp_record(h100_probe) + _mlp_record(h100_probe, "cpu_step_item_s", "cuda_step_item_s", "each")
-               + _mlp_record(h100_probe, kind="fit"))
+    results = (
+        _mlp_record(h100_probe)
+        + _mlp_record(h100_probe, "cpu_step_item_s", "cuda_step_item_s", "each")
+        + _mlp_record(h100_probe, kind="fit")
+    )
     record = make_record(results, experiment="train")
     png = tmp_path / "t.png"
     render_train(record, png, loglog=True)

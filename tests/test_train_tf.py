@@ -34,13 +34,35 @@ def test_bad_train_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys,
 @pytest.mark.tf
 def test_every_builtin_workload_runs_on_the_cpu_and_report_rerenders(tmp_path, capsys):
     out = tmp_path / "out"
-    code, text, err = run_cli(["train", "--quick", "--batches", "8,256", "--device", "CPU:0", "--out", str(out),
-                               "--json", str(out / "t.json")], capsys)
+    code, text, err = run_cli(
+        [
+            "train",
+            "--quick",
+            "--batches",
+            "8,256",
+            "--device",
+            "CPU:0",
+            "--out",
+            str(out),
+            "--json",
+            str(out / "t.json"),
+        ],
+        capsys,
+    )
     assert code == 0, err
     record = load_run(out / "t.json")
     assert record.experiment == "train" and record.options["quick"] is True
-    ok = {(r.spec.params["kind"], r.spec.params.get("example"), r.spec.params.get("op"), r.spec.params.get("batch"),
-           r.spec.params.get("sync")) for r in record.results if r.status == "ok"}
+    ok = {
+        (
+            r.spec.params["kind"],
+            r.spec.params.get("example"),
+            r.spec.params.get("op"),
+            r.spec.params.get("batch"),
+            r.spec.params.get("sync"),
+        )
+        for r in record.results
+        if r.status == "ok"
+    }
     assert len(ok) == len(record.results), [r.error for r in record.results if r.status != "ok"]
     kinds = {k[0] for k in ok}
     assert kinds == {"create", "loop", "fit", "steady"}
@@ -80,9 +102,29 @@ def test_user_model_with_user_data_runs(tmp_path, capsys):
     f = tmp_path / "my_model.py"
     f.write_text(USER_MODEL)
     out = tmp_path / "out"
-    code, text, err = run_cli(["train", "--model", f"{f}:build", "--data", f"{f}:data", "--classes", "3",
-                               "--samples", "300", "--batch", "25", "--parts", "loop,fit,sync",
-                               "--quick", "--out", str(out), "--json", str(out / "u.json")], capsys)
+    code, text, err = run_cli(
+        [
+            "train",
+            "--model",
+            f"{f}:build",
+            "--data",
+            f"{f}:data",
+            "--classes",
+            "3",
+            "--samples",
+            "300",
+            "--batch",
+            "25",
+            "--parts",
+            "loop,fit,sync",
+            "--quick",
+            "--out",
+            str(out),
+            "--json",
+            str(out / "u.json"),
+        ],
+        capsys,
+    )
     assert code == 0, err
     record = load_run(out / "u.json")
     assert all(r.status == "ok" for r in record.results), [r.error for r in record.results]

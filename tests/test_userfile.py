@@ -27,8 +27,9 @@ def model_file(tmp_path):
 
 
 def _check(path, fn, shape=(8,), classes=4, data=None):
-    return userfile.check(UserFunction(path, fn, "--model"), shape, classes,
-                          UserFunction(path, data, "--data") if data else None)
+    return userfile.check(
+        UserFunction(path, fn, "--model"), shape, classes, UserFunction(path, data, "--data") if data else None
+    )
 
 
 CASES = [
@@ -66,10 +67,13 @@ def test_syntax_error_is_found_without_tensorflow(tmp_path):
 
 
 @pytest.mark.tf
-@pytest.mark.parametrize("text, args, message", [
-    ("def build(:\n", ["--input-shape", "8"], "--model: 'm.py' has a syntax error at line 1"),
-    (GOOD, ["--input-shape", "3", "--classes", "4"], "--input-shape: the model rejects input of shape (3,)"),
-])
+@pytest.mark.parametrize(
+    "text, args, message",
+    [
+        ("def build(:\n", ["--input-shape", "8"], "--model: 'm.py' has a syntax error at line 1"),
+        (GOOD, ["--input-shape", "3", "--classes", "4"], "--input-shape: the model rejects input of shape (3,)"),
+    ],
+)
 def test_cli_preflight_is_one_line_exit_2_before_any_measurement(tmp_path, capsys, text, args, message):
     f = tmp_path / "m.py"
     f.write_text(text)
@@ -89,8 +93,9 @@ def test_missing_file_is_refused_in_the_parent(tmp_path, capsys):
 
 def test_a_keras_layer_error_is_reduced_to_the_line_that_says_what_is_wrong():
     # Keras 3.15's text for a wrong input shape: a wrapper line, ANSI bold, the tensor's values.
-    e = ValueError("Exception encountered when calling Sequential.call().\n\n\x1b[1mInvalid input shape for input "
-                   "[[[0.63 0.26]\n  [0.85 0.03]]] with name 'keras_tensor' and path ''. Expected shape (None, 8), "
-                   "but input has incompatible shape (2, 2, 4)\x1b[0m\n\nArguments received by Sequential.call():")
-    assert userfile._exc_line(e) == ("ValueError: Expected shape (None, 8), but input has incompatible shape "
-                                     "(2, 2, 4)")
+    e = ValueError(
+        "Exception encountered when calling Sequential.call().\n\n\x1b[1mInvalid input shape for input "
+        "[[[0.63 0.26]\n  [0.85 0.03]]] with name 'keras_tensor' and path ''. Expected shape (None, 8), "
+        "but input has incompatible shape (2, 2, 4)\x1b[0m\n\nArguments received by Sequential.call():"
+    )
+    assert userfile._exc_line(e) == ("ValueError: Expected shape (None, 8), but input has incompatible shape (2, 2, 4)")

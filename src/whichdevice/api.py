@@ -71,9 +71,20 @@ class MatmulOptions:
     memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
 
     @classmethod
-    def parse(cls, *, sizes=None, modes="steady,seed", dtype="float32", devices=None, quick=False,
-              min_time_s=None, cpu_threads=None, case_timeout_s=900, framework="tensorflow",
-              memory_limit_gib=None) -> MatmulOptions:
+    def parse(
+        cls,
+        *,
+        sizes=None,
+        modes="steady,seed",
+        dtype="float32",
+        devices=None,
+        quick=False,
+        min_time_s=None,
+        cpu_threads=None,
+        case_timeout_s=900,
+        framework="tensorflow",
+        memory_limit_gib=None,
+    ) -> MatmulOptions:
         fw = parse_choice(str(framework), "--framework", FRAMEWORKS)
         size_list = parse_int_list(_csv(sizes), "--sizes", maximum=MAX_MATMUL_N, example="100,1000,4000")
         if size_list is None:
@@ -92,11 +103,17 @@ class MatmulOptions:
         )
 
 
-def run_matmul(opts: MatmulOptions, *, on_start: Callable[[str], None] | None = None,
-               on_result: Callable[[CaseResult], None] | None = None,
-               on_total: Callable[[int], None] | None = None,
-               journal_to: Path | None = None, journal_header: dict | None = None,
-               resumed: JournalState | None = None, command: list[str] | None = None) -> RunRecord:
+def run_matmul(
+    opts: MatmulOptions,
+    *,
+    on_start: Callable[[str], None] | None = None,
+    on_result: Callable[[CaseResult], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+    journal_to: Path | None = None,
+    journal_header: dict | None = None,
+    resumed: JournalState | None = None,
+    command: list[str] | None = None,
+) -> RunRecord:
     """Discover devices, run the sweep (one child per device), return the record.
 
     ``journal_to``: append every finished case there (created once devices are known,
@@ -104,29 +121,54 @@ def run_matmul(opts: MatmulOptions, *, on_start: Callable[[str], None] | None = 
     the record's command line (default: this process's)."""
     journal = None
     if journal_to is not None:  # created once the devices are checked (bad input: nothing written)
+
         def journal() -> Journal:
-            return Journal(journal_to) if resumed else Journal.create(
-                journal_to, {"experiment": "matmul", "options": dataclasses.asdict(opts), **(journal_header or {})})
+            return (
+                Journal(journal_to)
+                if resumed
+                else Journal.create(
+                    journal_to, {"experiment": "matmul", "options": dataclasses.asdict(opts), **(journal_header or {})}
+                )
+            )
+
     options = {"sizes": opts.sizes, "modes": opts.modes, "dtype": opts.dtype, "quick": opts.quick}
     request = session.Request(
-        "matmul", opts.framework,
+        "matmul",
+        opts.framework,
         lambda found, d: matmul_workload.build_cases(opts.framework, d.name, opts.sizes, opts.modes, opts.dtype),
-        options, command or ["whichdevice", *sys.argv[1:]], devices=opts.devices, min_time_s=opts.min_time_s,
-        cpu_threads=opts.cpu_threads, case_timeout_s=opts.case_timeout_s, memory_limit_bytes=opts.memory_limit_bytes)
-    return session.measure(request, journal=journal, resumed=resumed,
-                           progress=session.Progress(on_total=on_total, on_start=on_start, on_result=on_result))
+        options,
+        command or ["whichdevice", *sys.argv[1:]],
+        devices=opts.devices,
+        min_time_s=opts.min_time_s,
+        cpu_threads=opts.cpu_threads,
+        case_timeout_s=opts.case_timeout_s,
+        memory_limit_bytes=opts.memory_limit_bytes,
+    )
+    return session.measure(
+        request,
+        journal=journal,
+        resumed=resumed,
+        progress=session.Progress(on_total=on_total, on_start=on_start, on_result=on_result),
+    )
 
 
 def matmul_report(record: RunRecord, png: Path, *, loglog: bool = True) -> tuple[list[Table], str]:
     """Analysis tables, the PNG plot written to ``png`` and the HTML page (as a string)."""
     tables = analyze_sweep(record, "n", work_metric="flops_per_call")
     dtype = record.options.get("dtype", "")
-    plots.plot_sweep(tables, png, x_label="matrix size n (n x n)", loglog=loglog,
-                     title=f"Matrix multiplication time vs size ({dtype}) — whichdevice")
-    section = html.Section("Matrix multiplication (seed 000)", grids=[sweep_grid(t, "n", "FLOP/s") for t in tables],
-                           pngs=[png])
-    page = html.render_html(record, [section], warnings=quality.timing_warnings(record),
-                            failures=quality.failures(record))
+    plots.plot_sweep(
+        tables,
+        png,
+        x_label="matrix size n (n x n)",
+        loglog=loglog,
+        title=f"Matrix multiplication time vs size ({dtype}) — whichdevice",
+    )
+    section = html.Section(
+        "Matrix multiplication (seed 000)", grids=[sweep_grid(t, "n", "FLOP/s") for t in tables], pngs=[png]
+    )
+    page = html.render_html(
+        record, [section], warnings=quality.timing_warnings(record), failures=quality.failures(record)
+    )
     return tables, page
 
 
@@ -167,12 +209,31 @@ class Result:
         return png.with_suffix(".json")
 
 
-def matmul(sizes=None, modes=("steady", "seed"), dtype="float32", devices=None, quick=False, min_time_s=None,
-           cpu_threads=None, case_timeout_s=900, framework="tensorflow", memory_limit_gib=None) -> Result:
+def matmul(
+    sizes=None,
+    modes=("steady", "seed"),
+    dtype="float32",
+    devices=None,
+    quick=False,
+    min_time_s=None,
+    cpu_threads=None,
+    case_timeout_s=900,
+    framework="tensorflow",
+    memory_limit_gib=None,
+) -> Result:
     """Seed 000's sweep: matmul time vs size on every device (see ``whichdevice matmul``)."""
-    opts = MatmulOptions.parse(sizes=sizes, modes=modes, dtype=dtype, devices=devices, quick=quick,
-                               min_time_s=min_time_s, cpu_threads=cpu_threads, case_timeout_s=case_timeout_s,
-                               framework=framework, memory_limit_gib=memory_limit_gib)
+    opts = MatmulOptions.parse(
+        sizes=sizes,
+        modes=modes,
+        dtype=dtype,
+        devices=devices,
+        quick=quick,
+        min_time_s=min_time_s,
+        cpu_threads=cpu_threads,
+        case_timeout_s=case_timeout_s,
+        framework=framework,
+        memory_limit_gib=memory_limit_gib,
+    )
     return Result(run_matmul(opts))
 
 
@@ -186,8 +247,10 @@ class RecordResult:
 
     def __str__(self) -> str:
         failed = sum(r.status != "ok" for r in self.record.results)
-        lines = [f"whichdevice {self.record.experiment}: {len(self.record.results)} cases"
-                 + (f", {failed} failed" if failed else "")]
+        lines = [
+            f"whichdevice {self.record.experiment}: {len(self.record.results)} cases"
+            + (f", {failed} failed" if failed else "")
+        ]
         lines += [f"  note: {n}" for n in self.record.notes]
         return "\n".join(lines)
 
@@ -216,8 +279,13 @@ def fix_grid(v: SuiteVerdict, *, with_how: bool = True) -> Grid:
         row = [GridCell(f"{rec.order}. {rec.name}"), status, GridCell(detail)]
         rows.append(row + [GridCell(rec.advice, "dim")] if with_how else row)
     headers = ["fix", "", "measured effect"] + (["how"] if with_how else [])
-    return Grid("Fixes, in seed 002's order (+ steps_per_execution, jit_compile, sync, mixed precision)",
-                headers, rows, [], align=("left",) * len(headers))
+    return Grid(
+        "Fixes, in seed 002's order (+ steps_per_execution, jit_compile, sync, mixed precision)",
+        headers,
+        rows,
+        [],
+        align=("left",) * len(headers),
+    )
 
 
 @dataclass(frozen=True)
@@ -241,10 +309,16 @@ def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteR
     mm_png, sweep_png = png.with_name(png.stem + "-matmul.png"), png.with_name(png.stem + "-batch.png")
     sections, pngs = [], []
     if v.matmul:
-        plots.plot_sweep(v.matmul, mm_png, x_label="matrix size n (n x n)", loglog=loglog,
-                         title="Seed 000: matrix multiplication time vs size — whichdevice")
-        sections.append(html.Section("Seed 000: matmul crossover", [sweep_grid(t, "n", "FLOP/s") for t in v.matmul],
-                                     pngs=[mm_png]))
+        plots.plot_sweep(
+            v.matmul,
+            mm_png,
+            x_label="matrix size n (n x n)",
+            loglog=loglog,
+            title="Seed 000: matrix multiplication time vs size — whichdevice",
+        )
+        sections.append(
+            html.Section("Seed 000: matmul crossover", [sweep_grid(t, "n", "FLOP/s") for t in v.matmul], pngs=[mm_png])
+        )
         pngs.append(mm_png)
     train_grids = []
     if v.training.creation:
@@ -256,8 +330,12 @@ def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteR
     train_grids += [sweep_grid(t, "batch", "samples/s") for t in v.training.sweep]
     train_pngs = []
     if v.training.sweep:
-        plots.plot_batch_sweep(v.training.sweep, sweep_png, loglog=loglog,
-                               title="Training step time and samples/s vs batch size — whichdevice")
+        plots.plot_batch_sweep(
+            v.training.sweep,
+            sweep_png,
+            loglog=loglog,
+            title="Training step time and samples/s vs batch size — whichdevice",
+        )
         train_pngs.append(sweep_png)
         pngs.append(sweep_png)
     if train_grids:
@@ -266,10 +344,21 @@ def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteR
     if v.pipelines:
         from whichdevice.present.pipeline import variant_grid
 
-        sections.append(html.Section("Seed 003: input pipeline", [variant_grid(rep) for rep in v.pipelines],
-                                     lines=[line for rep in v.pipelines for line in rep.verdict]))
-    sections.insert(0, html.Section("Fixes, each measured on the same workload", [fix_grid(v)],
-                                    lines=[f"{f.text}" + (f" — {f.advice}" if f.advice else "") for f in v.findings]))
+        sections.append(
+            html.Section(
+                "Seed 003: input pipeline",
+                [variant_grid(rep) for rep in v.pipelines],
+                lines=[line for rep in v.pipelines for line in rep.verdict],
+            )
+        )
+    sections.insert(
+        0,
+        html.Section(
+            "Fixes, each measured on the same workload",
+            [fix_grid(v)],
+            lines=[f"{f.text}" + (f" — {f.advice}" if f.advice else "") for f in v.findings],
+        ),
+    )
     page = html.render_html(record, sections, verdict=v.headline + advice, warnings=warnings, failures=failures)
     return SuiteReport(v, advice, page, pngs, warnings, failures)
 
@@ -288,7 +377,9 @@ class SuiteResult:
     def __str__(self) -> str:
         v = self.verdict
         lines = list(v.headline)
-        lines += [f"{r.order}. {r.name}: " + ("; ".join(r.results) if r.measured else r.note) for r in v.recommendations]
+        lines += [
+            f"{r.order}. {r.name}: " + ("; ".join(r.results) if r.measured else r.note) for r in v.recommendations
+        ]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -304,27 +395,59 @@ class SuiteResult:
         return png.with_suffix(".json")
 
 
-def _suite(name: str, cases_for, *, budget_s, devices, cpu_threads, framework, options,
-           memory_limit_gib=None, case_timeout_s=None) -> SuiteResult:
+def _suite(
+    name: str,
+    cases_for,
+    *,
+    budget_s,
+    devices,
+    cpu_threads,
+    framework,
+    options,
+    memory_limit_gib=None,
+    case_timeout_s=None,
+) -> SuiteResult:
     """The CLI's suite, parsed by the same functions: one ``measure.session`` Request."""
     budget = parse_budget(_opt_str(budget_s), "budget_s")
     timeout_s = parse_positive_float(_opt_str(case_timeout_s), "--case-timeout", "600") or max(budget, 60.0)
     request = session.Request(
-        name, framework, cases_for, options, ["whichdevice", *sys.argv[1:]],
-        devices=experiment.parse_device_filter(_csv(devices)), min_time_s=0.05,
-        cpu_threads=parse_positive_int(_opt_str(cpu_threads), "--cpu-threads", "4"), case_timeout_s=timeout_s,
-        budget_s=budget, memory_limit_bytes=parse_memory_limit(_opt_str(memory_limit_gib)))
+        name,
+        framework,
+        cases_for,
+        options,
+        ["whichdevice", *sys.argv[1:]],
+        devices=experiment.parse_device_filter(_csv(devices)),
+        min_time_s=0.05,
+        cpu_threads=parse_positive_int(_opt_str(cpu_threads), "--cpu-threads", "4"),
+        case_timeout_s=timeout_s,
+        budget_s=budget,
+        memory_limit_bytes=parse_memory_limit(_opt_str(memory_limit_gib)),
+    )
     # No journal: an API call that is interrupted has no command line to resume it from.
     return SuiteResult(session.measure(request))
 
 
-def run(budget_s: float = 90, devices=None, cpu_threads=None, framework: str = "tensorflow",
-        memory_limit_gib=None, case_timeout_s=None) -> SuiteResult:
+def run(
+    budget_s: float = 90,
+    devices=None,
+    cpu_threads=None,
+    framework: str = "tensorflow",
+    memory_limit_gib=None,
+    case_timeout_s=None,
+) -> SuiteResult:
     """``whichdevice run`` from Python: the default suite, its verdict and measured fixes."""
     fw = parse_choice(str(framework), "--framework", FRAMEWORKS)
-    return _suite("run", lambda found, d: suite_cases(fw, d.name, gpu_present=bool(found.gpus)),
-                  budget_s=budget_s, devices=devices, cpu_threads=cpu_threads, framework=fw, options={},
-                  memory_limit_gib=memory_limit_gib, case_timeout_s=case_timeout_s)
+    return _suite(
+        "run",
+        lambda found, d: suite_cases(fw, d.name, gpu_present=bool(found.gpus)),
+        budget_s=budget_s,
+        devices=devices,
+        cpu_threads=cpu_threads,
+        framework=fw,
+        options={},
+        memory_limit_gib=memory_limit_gib,
+        case_timeout_s=case_timeout_s,
+    )
 
 
 def _materialize(model, data, folder: Path) -> tuple[str, str | None]:
@@ -342,16 +465,30 @@ def _materialize(model, data, folder: Path) -> tuple[str, str | None]:
         else:
             x, y = data
             np.savez(folder / "data.npz", x=np.asarray(x), y=np.asarray(y))
-            lines += ["def data():", "    import tensorflow as tf",
-                      f"    d = np.load({str(folder / 'data.npz')!r})",
-                      "    return tf.data.Dataset.from_tensor_slices((d['x'], d['y']))", ""]
+            lines += [
+                "def data():",
+                "    import tensorflow as tf",
+                f"    d = np.load({str(folder / 'data.npz')!r})",
+                "    return tf.data.Dataset.from_tensor_slices((d['x'], d['y']))",
+                "",
+            ]
             data_spec = f"{folder / 'loader.py'}:data"
     (folder / "loader.py").write_text("\n".join(lines))
     return f"{folder / 'loader.py'}:build", data_spec
 
 
-def diagnose(model, data=None, *, input_shape=None, classes=None, samples: int = 10_000,
-             batch: int = 32, budget_s: float = 90, devices=None, cpu_threads=None) -> SuiteResult:
+def diagnose(
+    model,
+    data=None,
+    *,
+    input_shape=None,
+    classes=None,
+    samples: int = 10_000,
+    batch: int = 32,
+    budget_s: float = 90,
+    devices=None,
+    cpu_threads=None,
+) -> SuiteResult:
     """``whichdevice diagnose`` from Python.
 
     ``model``: a Keras model object, or "FILE.py:FUNCTION" returning one. ``data``: ``(x, y)``
@@ -360,12 +497,22 @@ def diagnose(model, data=None, *, input_shape=None, classes=None, samples: int =
     """
     if not isinstance(model, str):
         if not hasattr(model, "save"):
-            raise UsageError("model", f"{type(model).__name__} is not a Keras model",
-                             'Pass a keras.Model or "my_model.py:build".')
+            raise UsageError(
+                "model", f"{type(model).__name__} is not a Keras model", 'Pass a keras.Model or "my_model.py:build".'
+            )
         with tempfile.TemporaryDirectory(prefix="whichdevice-model-") as tmp:
             model_spec, data_spec = _materialize(model, data, Path(tmp))
-            return diagnose(model_spec, data_spec, input_shape=input_shape, classes=classes, samples=samples,
-                            batch=batch, budget_s=budget_s, devices=devices, cpu_threads=cpu_threads)
+            return diagnose(
+                model_spec,
+                data_spec,
+                input_shape=input_shape,
+                classes=classes,
+                samples=samples,
+                batch=batch,
+                budget_s=budget_s,
+                devices=devices,
+                cpu_threads=cpu_threads,
+            )
     if data is not None and not isinstance(data, str):
         raise UsageError("data", "(x, y) arrays need a model object", 'Pass data as "my_data.py:make_dataset".')
     from whichdevice import frameworks
@@ -377,10 +524,20 @@ def diagnose(model, data=None, *, input_shape=None, classes=None, samples: int =
     n_classes = parse_positive_int(_opt_str(classes), "--classes", "10", maximum=1_000_000)
     n_batch = parse_positive_int(_opt_str(batch), "--batch", "32", maximum=65536)
     n_samples = parse_positive_int(_opt_str(samples), "--samples", "10000", maximum=10_000_000)
-    user = userfile.user_model_params(model_fn, shape, n_classes, data_fn,
-                                      frameworks.env_module("tensorflow").child_env("cpu"))
-    return _suite("diagnose", lambda found, d: user_cases("tensorflow", d.name, user=user, batch=n_batch,
-                                                          samples=n_samples),
-                  budget_s=budget_s, devices=devices, cpu_threads=cpu_threads, framework="tensorflow",
-                  options={"model": model_fn.text, "data": data_fn.text if data_fn else None, "batch": n_batch,
-                           "samples": n_samples})
+    user = userfile.user_model_params(
+        model_fn, shape, n_classes, data_fn, frameworks.env_module("tensorflow").child_env("cpu")
+    )
+    return _suite(
+        "diagnose",
+        lambda found, d: user_cases("tensorflow", d.name, user=user, batch=n_batch, samples=n_samples),
+        budget_s=budget_s,
+        devices=devices,
+        cpu_threads=cpu_threads,
+        framework="tensorflow",
+        options={
+            "model": model_fn.text,
+            "data": data_fn.text if data_fn else None,
+            "batch": n_batch,
+            "samples": n_samples,
+        },
+    )

@@ -94,11 +94,19 @@ class StepTimer(keras.callbacks.Callback):
     # *_begin and epoch hooks, which Keras always calls on the training thread.
     async_safe = True
 
-    def __init__(self, path: str | Path | None = None, warmup_batches: int = 1, sync: bool = False,
-                 batch_size: int | None = None, clock=time.perf_counter):
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        warmup_batches: int = 1,
+        sync: bool = False,
+        batch_size: int | None = None,
+        clock=time.perf_counter,
+    ):
         super().__init__()
         if not isinstance(warmup_batches, int) or warmup_batches < 1:
-            raise ValueError(f"warmup_batches must be an integer >= 1, got {warmup_batches!r}. Pass e.g. warmup_batches=1.")
+            raise ValueError(
+                f"warmup_batches must be an integer >= 1, got {warmup_batches!r}. Pass e.g. warmup_batches=1."
+            )
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}.")
         self.path = Path(path) if path is not None else None
@@ -182,22 +190,35 @@ class StepTimer(keras.callbacks.Callback):
         from whichdevice.core.records import CaseResult, CaseSpec, RunRecord, now_iso, save_run
 
         timing = self.raw()
-        params = {"kind": "callback", "model": getattr(self.model, "name", "model"), "loop": "fit",
-                  "sync": "each" if self.sync else "none"}
+        params = {
+            "kind": "callback",
+            "model": getattr(self.model, "name", "model"),
+            "loop": "fit",
+            "sync": "each" if self.sync else "none",
+        }
         if self.batch_size:
             params["batch"] = self.batch_size
         spec = CaseSpec(workload="train", framework=keras.backend.backend(), device=_device_name(), params=params)
         notes = []
         if len(self.batch_times_s) <= self.warmup_batches:
-            notes.append(f"only {len(self.batch_times_s)} batches for {self.warmup_batches} warm-up batches: "
-                         "the steady time is the last batch alone; train longer or lower warmup_batches")
+            notes.append(
+                f"only {len(self.batch_times_s)} batches for {self.warmup_batches} warm-up batches: "
+                "the steady time is the last batch alone; train longer or lower warmup_batches"
+            )
         record = RunRecord(
-            experiment="train", command=list(sys.argv), created_at=now_iso(),
-            options={"source": "whichdevice.keras.StepTimer", "sync": self.sync,
-                     "warmup_batches": self.warmup_batches, "keras": keras.__version__},
+            experiment="train",
+            command=list(sys.argv),
+            created_at=now_iso(),
+            options={
+                "source": "whichdevice.keras.StepTimer",
+                "sync": self.sync,
+                "warmup_batches": self.warmup_batches,
+                "keras": keras.__version__,
+            },
             machine=describe_machine(),
-            results=[CaseResult(spec=spec, status="ok", timing=timing, metrics=self.metrics(),
-                                wall_s=sum(self.epoch_s))],
+            results=[
+                CaseResult(spec=spec, status="ok", timing=timing, metrics=self.metrics(), wall_s=sum(self.epoch_s))
+            ],
             notes=notes,
         )
         path = Path(path)

@@ -48,11 +48,16 @@ def device_costs(results: list[CaseResult], kind: str, description: str) -> Devi
     if call is not None and ks and ks[-1] > 0:
         graph = max((_median(results, "graph", k=ks[-1]) - call) / ks[-1], 1e-12)
     return DeviceCosts(
-        kind=kind, description=description, dispatch_eager_s=eager,
-        dispatch_graph_s=graph, step_call_s=call,
+        kind=kind,
+        description=description,
+        dispatch_eager_s=eager,
+        dispatch_graph_s=graph,
+        step_call_s=call,
         sync_s=max(synced - eager, 0.0) if synced is not None else None,
-        matmul=matmul, elementwise=_curve(results, "elementwise", "bytes"),
-        h2d=_curve(results, "h2d", "bytes"), d2h=_curve(results, "d2h", "bytes"),
+        matmul=matmul,
+        elementwise=_curve(results, "elementwise", "bytes"),
+        h2d=_curve(results, "h2d", "bytes"),
+        d2h=_curve(results, "d2h", "bytes"),
     )
 
 
@@ -78,14 +83,27 @@ def profile_from_record(record: RunRecord, name: str) -> DeviceProfile:
         elif kind == "gpu" and gpu is None:
             gpu = costs
     if cpu is None:
-        raise UsageError("calibrate", "the CPU probes did not succeed (" + "; ".join(problems or ["no results"]) + ")",
-                         "See the failures above; re-run whichdevice calibrate.")
+        raise UsageError(
+            "calibrate",
+            "the CPU probes did not succeed (" + "; ".join(problems or ["no results"]) + ")",
+            "See the failures above; re-run whichdevice calibrate.",
+        )
     fw = record.sessions[0].framework if record.sessions else None
     m = record.machine
     return DeviceProfile(
-        name=name, created_at=record.created_at, source=" ".join(record.command),
-        machine={"hostname": m.hostname, "cpu_model": m.cpu_model, "cpu_cores_logical": m.cpu_cores_logical,
-                 "ram_bytes": m.ram_bytes, "gpu": gpu.description if gpu else None},
-        framework=f"{fw.name} {fw.version}" if fw else "unknown", dispatch_mode="graph",
-        cpu=cpu, gpu=gpu, notes=problems,
+        name=name,
+        created_at=record.created_at,
+        source=" ".join(record.command),
+        machine={
+            "hostname": m.hostname,
+            "cpu_model": m.cpu_model,
+            "cpu_cores_logical": m.cpu_cores_logical,
+            "ram_bytes": m.ram_bytes,
+            "gpu": gpu.description if gpu else None,
+        },
+        framework=f"{fw.name} {fw.version}" if fw else "unknown",
+        dispatch_mode="graph",
+        cpu=cpu,
+        gpu=gpu,
+        notes=problems,
     )

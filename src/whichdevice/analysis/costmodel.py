@@ -135,6 +135,7 @@ class Prediction:
 
 # ---------------- curves ----------------
 
+
 def interp_loglog(curve: Sequence[CurvePoint], x: float) -> float:
     """Median time at size ``x`` by log-log linear interpolation; clamps outside the range
     (callers handle extrapolation themselves, see ``curve_band``)."""
@@ -193,6 +194,7 @@ def _bytes_work(b: float) -> float:
 
 # ---------------- per-op and per-step ----------------
 
+
 @dataclass(frozen=True)
 class OpTime:
     band: Band
@@ -243,8 +245,10 @@ def predict(work: WorkloadDescription, dev: DeviceCosts, dispatch_mode: str = "e
     if any(o.kind == "conv" for o in work.ops):
         assumptions.append("convolutions costed as matmuls of equal FLOPs")
     if any(o.kind == "elementwise" for o in work.ops) and not dev.elementwise:
-        assumptions.append(f"no elementwise curve in the profile: elementwise ops at the {f * 1e6:.1f} µs floor, "
-                           "band up to the memory-bandwidth lower bound")
+        assumptions.append(
+            f"no elementwise curve in the profile: elementwise ops at the {f * 1e6:.1f} µs floor, "
+            "band up to the memory-bandwidth lower bound"
+        )
     k = work.kernels
     call = dev.step_call_s or 0.0
     if work.compiled and dev.dispatch_graph_s is not None:
@@ -252,8 +256,10 @@ def predict(work: WorkloadDescription, dev: DeviceCosts, dispatch_mode: str = "e
     else:
         d = f
         if work.compiled:
-            assumptions.append(f"per-op cost is the profile's {dispatch_mode} dispatch figure "
-                               "(no in-graph figure): likely an upper bound for a compiled step")
+            assumptions.append(
+                f"per-op cost is the profile's {dispatch_mode} dispatch figure "
+                "(no in-graph figure): likely an upper bound for a compiled step"
+            )
     if work.compiled and dev.step_call_s is None:
         assumptions.append("no per-call cost of a compiled step in the profile (taken as 0)")
 

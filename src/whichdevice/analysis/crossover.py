@@ -37,8 +37,7 @@ class Crossover:
             extra = " (the GPU won at some smaller sizes, within the noise)" if self.gpu_wins_below else ""
             return f"no crossover in range: the CPU wins everywhere (up to {self.low:g}{u}){extra}"
         note = "; the sample ranges overlap there, so it is uncertain" if self.ranges_overlap else ""
-        return (f"the GPU starts to win at about {self.estimate:.3g}{u} "
-                f"(between {self.low:g} and {self.high:g}){note}")
+        return f"the GPU starts to win at about {self.estimate:.3g}{u} (between {self.low:g} and {self.high:g}){note}"
 
 
 def find_crossover(

@@ -65,7 +65,8 @@ class DeviceCosts(_Frozen):
     h2d_pinned: list[CurvePoint] = Field(default_factory=list, description="pinned host -> device copy, x = bytes")
     d2h: list[CurvePoint] = Field(default_factory=list, description="device -> host copy, x = bytes")
     memory_floor_bytes_per_s: float | None = Field(
-        default=None, gt=0, description="lower bound on memory bandwidth (used without an elementwise curve)")
+        default=None, gt=0, description="lower bound on memory bandwidth (used without an elementwise curve)"
+    )
     notes: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -87,7 +88,8 @@ class DeviceProfile(_Frozen):
     machine: dict[str, str | int | float | None] = Field(description="CPU model, cores, GPU name, ...")
     framework: str = Field(description="framework and version the figures were measured with")
     dispatch_mode: Literal["eager", "graph"] = Field(
-        description="how the framework that was measured issues ops (eager PyTorch, tf.function, ...)")
+        description="how the framework that was measured issues ops (eager PyTorch, tf.function, ...)"
+    )
     cpu: DeviceCosts
     gpu: DeviceCosts | None = None
     notes: list[str] = Field(default_factory=list)
@@ -97,6 +99,7 @@ class DeviceProfile(_Frozen):
 
 
 # ---------------- where profiles live ----------------
+
 
 def user_dir() -> Path:
     return Path(os.environ.get("WHICHDEVICE_HOME") or Path.home() / ".whichdevice") / "profiles"
@@ -123,15 +126,19 @@ def parse(text: str, where: str, argument: str = "--profile") -> DeviceProfile:
         raise UsageError(argument, f"'{where}' is not a whichdevice device profile", fix)
     v = data.get("profile_version")
     if not isinstance(v, int) or v > PROFILE_VERSION:
-        raise UsageError(argument, f"'{where}' has profile version {v!r}, newer than this whichdevice reads "
-                         f"({PROFILE_VERSION})", "Upgrade whichdevice: pip install -U whichdevice.")
+        raise UsageError(
+            argument,
+            f"'{where}' has profile version {v!r}, newer than this whichdevice reads ({PROFILE_VERSION})",
+            "Upgrade whichdevice: pip install -U whichdevice.",
+        )
     try:
         return DeviceProfile.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
         at = ".".join(str(x) for x in first.get("loc", ()))
-        raise UsageError(argument, f"'{where}' does not match the profile schema (at {at}: {first.get('msg')})",
-                         fix) from None
+        raise UsageError(
+            argument, f"'{where}' does not match the profile schema (at {at}: {first.get('msg')})", fix
+        ) from None
 
 
 def load(spec: str, argument: str = "--profile") -> DeviceProfile:
@@ -142,22 +149,33 @@ def load(spec: str, argument: str = "--profile") -> DeviceProfile:
     p = Path(spec).expanduser()
     if spec.endswith(".json") or os.sep in spec:
         if not p.is_file():
-            raise UsageError(argument, f"no such profile file '{p}'", "Check the path, or pass a name: "
-                             f"{', '.join(shipped_names() + saved_names())}.")
+            raise UsageError(
+                argument,
+                f"no such profile file '{p}'",
+                f"Check the path, or pass a name: {', '.join(shipped_names() + saved_names())}.",
+            )
         try:
             text = p.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
-            raise UsageError(argument, f"cannot read '{p}' ({type(e).__name__})", "Pass a readable profile file.") from None
+            raise UsageError(
+                argument, f"cannot read '{p}' ({type(e).__name__})", "Pass a readable profile file."
+            ) from None
         return parse(text, str(p), argument)
     saved = user_dir() / f"{spec}.json"
     if saved.is_file():
         return parse(saved.read_text(encoding="utf-8"), str(saved), argument)
     if spec in shipped_names():
-        return parse((resources.files("whichdevice") / "profiles" / f"{spec}.json").read_text(encoding="utf-8"),
-                     f"shipped profile {spec}", argument)
+        return parse(
+            (resources.files("whichdevice") / "profiles" / f"{spec}.json").read_text(encoding="utf-8"),
+            f"shipped profile {spec}",
+            argument,
+        )
     known = shipped_names() + saved_names()
-    raise UsageError(argument, f"unknown profile '{spec}'",
-                     f"Use one of: {', '.join(known)} — or run `whichdevice calibrate` on the machine to profile.")
+    raise UsageError(
+        argument,
+        f"unknown profile '{spec}'",
+        f"Use one of: {', '.join(known)} — or run `whichdevice calibrate` on the machine to profile.",
+    )
 
 
 def dumps(profile: DeviceProfile) -> str:
@@ -165,6 +183,7 @@ def dumps(profile: DeviceProfile) -> str:
 
 
 # ---------------- a profile from the H100 reference probe ----------------
+
 
 def _curve(rows, key: str, x_key: str) -> list[CurvePoint]:
     return [CurvePoint(x=float(r[x_key]), s=float(r[key])) for r in rows if r.get(key) is not None]
@@ -188,23 +207,37 @@ def from_torch_probe(probe: dict, name: str, source: str, created_at: str) -> De
     pinned_bw = max(r["bytes"] / r["h2d_pinned_s"] for r in transfer)
     pageable_bw = max(r["bytes"] / r["h2d_pageable_s"] for r in transfer)
     cpu = DeviceCosts(
-        kind="cpu", description=f"{env.get('cpu_count')}-core CPU, {env.get('threads')} threads",
-        dispatch_eager_s=launch["cpu_tiny_add_s"], matmul=_curve(fp32, "cpu_steady_s", "n"),
+        kind="cpu",
+        description=f"{env.get('cpu_count')}-core CPU, {env.get('threads')} threads",
+        dispatch_eager_s=launch["cpu_tiny_add_s"],
+        matmul=_curve(fp32, "cpu_steady_s", "n"),
         memory_floor_bytes_per_s=pageable_bw,
         notes=["no elementwise curve: memory bandwidth bounded below by the fastest pageable host->device copy"],
     )
     gpu = DeviceCosts(
-        kind="gpu", description=str(env.get("gpu")), dispatch_eager_s=launch["tiny_add_async_s"],
+        kind="gpu",
+        description=str(env.get("gpu")),
+        dispatch_eager_s=launch["tiny_add_async_s"],
         sync_s=max(launch["tiny_add_item_roundtrip_s"] - launch["tiny_add_async_s"], 0.0) or None,
-        matmul=_curve(fp32, "gpu_steady_s", "n"), matmul_tf32=_curve(tf32, "gpu_steady_s", "n"),
-        h2d=_curve(transfer, "h2d_pageable_s", "bytes"), h2d_pinned=_curve(transfer, "h2d_pinned_s", "bytes"),
-        d2h=_curve(transfer, "d2h_s", "bytes"), memory_floor_bytes_per_s=pinned_bw,
+        matmul=_curve(fp32, "gpu_steady_s", "n"),
+        matmul_tf32=_curve(tf32, "gpu_steady_s", "n"),
+        h2d=_curve(transfer, "h2d_pageable_s", "bytes"),
+        h2d_pinned=_curve(transfer, "h2d_pinned_s", "bytes"),
+        d2h=_curve(transfer, "d2h_s", "bytes"),
+        memory_floor_bytes_per_s=pinned_bw,
         notes=["no elementwise curve: memory bandwidth bounded below by the fastest pinned host->device copy"],
     )
     return DeviceProfile(
-        name=name, created_at=created_at, source=source,
+        name=name,
+        created_at=created_at,
+        source=source,
         machine={"gpu": env.get("gpu"), "cpu_count": env.get("cpu_count"), "threads": env.get("threads")},
-        framework=f"torch {env.get('torch')}", dispatch_mode="eager", cpu=cpu, gpu=gpu,
-        notes=["derived from the probe's launch, transfer and matmul sections only (its mlp section is "
-               "held out as validation data)"],
+        framework=f"torch {env.get('torch')}",
+        dispatch_mode="eager",
+        cpu=cpu,
+        gpu=gpu,
+        notes=[
+            "derived from the probe's launch, transfer and matmul sections only (its mlp section is "
+            "held out as validation data)"
+        ],
     )

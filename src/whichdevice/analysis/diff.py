@@ -77,7 +77,20 @@ def diff_runs(before: RunRecord, after: RunRecord) -> RunDiff:
         comp = None
         if a.timing is not None and b.timing is not None:
             comp = compare("before", a.timing, "after", b.timing)
-        points.append(PointChange(key, _label(a.spec), a.timing.median_s if a.timing else None,
-                                  b.timing.median_s if b.timing else None, comp, a.failure, b.failure))
-    return RunDiff(_context(before, after), points, [_label(ra[k].spec) for k in ra if k not in rb],
-                   [_label(rb[k].spec) for k in rb if k not in ra])
+        points.append(
+            PointChange(
+                key,
+                _label(a.spec),
+                a.timing.median_s if a.timing else None,
+                b.timing.median_s if b.timing else None,
+                comp,
+                a.failure,
+                b.failure,
+            )
+        )
+    return RunDiff(
+        _context(before, after),
+        points,
+        [_label(ra[k].spec) for k in ra if k not in rb],
+        [_label(rb[k].spec) for k in rb if k not in ra],
+    )

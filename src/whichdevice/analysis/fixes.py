@@ -36,7 +36,9 @@ class FixResult:
         if c.get("example"):
             return f"{c['example']} {c.get('kind', '')}".strip()
         if c.get("kind") == "steady":
-            return f"steady train step of {c.get('model', 'the model')}" + (f", batch {c['batch']}" if "batch" in c else "")
+            return f"steady train step of {c.get('model', 'the model')}" + (
+                f", batch {c['batch']}" if "batch" in c else ""
+            )
         return " ".join(f"{k}={v}" for k, v in c.items())
 
     def describe(self) -> str:
@@ -58,9 +60,13 @@ def _per_sample(r: CaseResult) -> Timing:
     if not n or n == 1:
         return t
     scale = 1.0 / n
-    return Timing(first_call_s=t.first_call_s * scale, warmup_s=[w * scale for w in t.warmup_s],
-                  samples_s=[s * scale for s in t.samples_s], number_per_sample=t.number_per_sample,
-                  overhead_s=t.overhead_s * scale)
+    return Timing(
+        first_call_s=t.first_call_s * scale,
+        warmup_s=[w * scale for w in t.warmup_s],
+        samples_s=[s * scale for s in t.samples_s],
+        number_per_sample=t.number_per_sample,
+        overhead_s=t.overhead_s * scale,
+    )
 
 
 def ab_fixes(record: RunRecord, fix: str, baseline_value, *, ignore: tuple[str, ...] = ()) -> list[FixResult]:
@@ -69,8 +75,12 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value, *, ignore: tuple[str, 
     out = []
 
     def rest(r: CaseResult) -> tuple:
-        return (r.spec.workload, r.spec.framework, r.spec.device,
-                tuple(sorted((k, v) for k, v in r.spec.params.items() if k != fix and k not in ignore)))
+        return (
+            r.spec.workload,
+            r.spec.framework,
+            r.spec.device,
+            tuple(sorted((k, v) for k, v in r.spec.params.items() if k != fix and k not in ignore)),
+        )
 
     for base in ok:
         if base.spec.params[fix] != baseline_value:

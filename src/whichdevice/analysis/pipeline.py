@@ -88,8 +88,7 @@ def stage_cost(result: CaseResult) -> StageCost | None:
     floor = m.get("floor_s", 0.0)
     spread = max(m.get("floor_q3_s", floor) - m.get("floor_q1_s", floor), 0.0)
     own = result.timing.median_s - floor
-    return StageCost(str(result.spec.params.get("stage")), max(own, 0.0) / n, floor / n,
-                     below_floor=own <= spread)
+    return StageCost(str(result.spec.params.get("stage")), max(own, 0.0) / n, floor / n, below_floor=own <= spread)
 
 
 def slowest_stage(costs: list[StageCost]) -> StageCost | None:
@@ -183,19 +182,26 @@ def variant_rows(results: list[CaseResult]) -> list[VariantRow]:
             batch = int(loop.metrics["examples_per_step"])
         if i == 0:
             base_pipe, base_loop = pt, lt
-        rows.append(VariantRow(
-            variant=v, batch=batch, pipeline=pt, loop=lt, wait_percent=wait,
-            input_bound=classify_input_bound(wait) if wait is not None else None,
-            wait_median_s=loop.metrics.get("input_wait_median_s") if loop is not None else None,
-            pipeline_speedup=speedup(names[0], base_pipe, v, pt) if i else None,
-            loop_speedup=speedup(names[0], base_loop, v, lt) if i else None,
-            failed=failed,
-        ))
+        rows.append(
+            VariantRow(
+                variant=v,
+                batch=batch,
+                pipeline=pt,
+                loop=lt,
+                wait_percent=wait,
+                input_bound=classify_input_bound(wait) if wait is not None else None,
+                wait_median_s=loop.metrics.get("input_wait_median_s") if loop is not None else None,
+                pipeline_speedup=speedup(names[0], base_pipe, v, pt) if i else None,
+                loop_speedup=speedup(names[0], base_loop, v, lt) if i else None,
+                failed=failed,
+            )
+        )
     return rows
 
 
-def _device_verdict(device: str, kind: str, rows: list[VariantRow], model: Timing | None,
-                    slowest: StageCost | None, n_cores: int | None) -> list[str]:
+def _device_verdict(
+    device: str, kind: str, rows: list[VariantRow], model: Timing | None, slowest: StageCost | None, n_cores: int | None
+) -> list[str]:
     out: list[str] = []
     measured = [r for r in rows if r.loop is not None and r.wait_percent is not None]
     if measured:
@@ -210,32 +216,39 @@ def _device_verdict(device: str, kind: str, rows: list[VariantRow], model: Timin
                 gain = f"{best.variant} (within the noise of {first.variant}: {sp.ratio:.3g}x)"
             else:
                 gain = f"{sp.describe()} than {first.variant}"
-            out.append(f"{device}: fastest loop: {gain}; "
-                       f"{describe_input_bound(best.wait_percent)}.")
+            out.append(f"{device}: fastest loop: {gain}; {describe_input_bound(best.wait_percent)}.")
         if model is not None and first.pipeline is not None:
             # Perfect overlap cannot beat the slower of the two; no overlap is their sum.
             bound = max(model.median_s, first.pipeline.median_s)
-            out.append(f"{device}: model step alone {model.median_s * 1e3:.3g} ms, {first.variant} pipeline alone "
-                       f"{first.pipeline.median_s * 1e3:.3g} ms per batch: a loop that overlaps them perfectly "
-                       f"takes ≥ {bound * 1e3:.3g} ms per step, one that does not ≈ "
-                       f"{(model.median_s + first.pipeline.median_s) * 1e3:.3g} ms "
-                       f"(measured {first.loop.median_s * 1e3:.3g} ms).")
+            out.append(
+                f"{device}: model step alone {model.median_s * 1e3:.3g} ms, {first.variant} pipeline alone "
+                f"{first.pipeline.median_s * 1e3:.3g} ms per batch: a loop that overlaps them perfectly "
+                f"takes ≥ {bound * 1e3:.3g} ms per step, one that does not ≈ "
+                f"{(model.median_s + first.pipeline.median_s) * 1e3:.3g} ms "
+                f"(measured {first.loop.median_s * 1e3:.3g} ms)."
+            )
     by_name = {r.variant: r for r in rows}
     py, tfops = by_name.get("pyfunc"), by_name.get("prefetch")
     if py and tfops and py.pipeline and tfops.pipeline:
         sp = speedup("tf ops", tfops.pipeline, "tf.py_function", py.pipeline)
-        out.append(f"{device}: the same preprocessing in Python (tf.py_function) vs in TF ops: {sp.describe()} "
-                   "(pipeline alone, per batch).")
+        out.append(
+            f"{device}: the same preprocessing in Python (tf.py_function) vs in TF ops: {sp.describe()} "
+            "(pipeline alone, per batch)."
+        )
     if slowest is not None:
         rate = slowest.examples_per_s
-        out.append(f"{device}: slowest stage: {slowest.stage} "
-                   f"({slowest.seconds_per_example * 1e6:.3g} µs per example"
-                   f"{f', {rate:,.0f} examples/s on one thread' if rate else ''}).")
+        out.append(
+            f"{device}: slowest stage: {slowest.stage} "
+            f"({slowest.seconds_per_example * 1e6:.3g} µs per example"
+            f"{f', {rate:,.0f} examples/s on one thread' if rate else ''})."
+        )
     loop_t = next((r.loop for r in measured if r.loop.telemetry is not None), None)
     where = measured[0].variant if measured else None
     if kind == "gpu":
-        line = (f"{device}: the tf.data work (read, map, augment) runs on the host CPU — tf.data's "
-                "kernels are CPU kernels — and only the train step runs on the GPU.")
+        line = (
+            f"{device}: the tf.data work (read, map, augment) runs on the host CPU — tf.data's "
+            "kernels are CPU kernels — and only the train step runs on the GPU."
+        )
         if loop_t is not None:
             s = summarize(loop_t.telemetry)
             under = gpu_underfed(s)
@@ -253,8 +266,10 @@ def _device_verdict(device: str, kind: str, rows: list[VariantRow], model: Timin
     elif loop_t is not None:
         s = summarize(loop_t.telemetry)
         cores = f"{n_cores} cores" if n_cores else "the cores"
-        out.append(f"{device}: input work and the train step share the same {cores}; during the {where} loop: "
-                   f"{describe_telemetry(s)}.")
+        out.append(
+            f"{device}: input work and the train step share the same {cores}; during the {where} loop: "
+            f"{describe_telemetry(s)}."
+        )
     return out
 
 
@@ -268,9 +283,16 @@ def analyze_device(record: RunRecord, device: str) -> DeviceReport:
     kind = "gpu" if device.startswith("GPU") else "cpu"
     session = next((s for s in record.sessions if s.device.name == device), None)
     n_cores = record.machine.cpu_cores_logical if session is None or kind == "cpu" else None
-    return DeviceReport(device=device, kind=kind, baseline=rows[0].variant if rows else None, model=model,
-                        rows=rows, stages=stages, slowest=slowest,
-                        verdict=_device_verdict(device, kind, rows, model, slowest, n_cores))
+    return DeviceReport(
+        device=device,
+        kind=kind,
+        baseline=rows[0].variant if rows else None,
+        model=model,
+        rows=rows,
+        stages=stages,
+        slowest=slowest,
+        verdict=_device_verdict(device, kind, rows, model, slowest, n_cores),
+    )
 
 
 PER_STEP_PARTS = ("pipeline", "both")
@@ -286,13 +308,18 @@ def block_timed(record: RunRecord) -> RunRecord:
 def step_jitter_note(record: RunRecord) -> str | None:
     """One line on the per-step cases' spread, which is step-to-step jitter (one sample =
     one batch, not a block mean), so it is reported once instead of warned about per case."""
-    rel = [r.timing.rel_iqr for r in record.results
-           if r.timing is not None and r.spec.params.get("part") in PER_STEP_PARTS and len(r.timing.samples_s) >= 2]
+    rel = [
+        r.timing.rel_iqr
+        for r in record.results
+        if r.timing is not None and r.spec.params.get("part") in PER_STEP_PARTS and len(r.timing.samples_s) >= 2
+    ]
     if not rel:
         return None
-    return (f"per-batch and per-step times vary by {min(rel):.0%}-{max(rel):.0%} of their median (IQR/median): "
-            "one sample is one batch, so this is step-to-step jitter; the tables use medians. Raise --min-time "
-            "for more steps if the loop medians of two variants are within the noise (≈).")
+    return (
+        f"per-batch and per-step times vary by {min(rel):.0%}-{max(rel):.0%} of their median (IQR/median): "
+        "one sample is one batch, so this is step-to-step jitter; the tables use medians. Raise --min-time "
+        "for more steps if the loop medians of two variants are within the noise (≈)."
+    )
 
 
 def analyze_pipeline(record: RunRecord) -> list[DeviceReport]:

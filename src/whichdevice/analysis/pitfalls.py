@@ -109,45 +109,100 @@ def analyze_pitfalls(record: RunRecord) -> list[PitfallRow]:
                 rest = epochs[1:]
                 # Epochs are single numbers: the spread test needs the later epochs' range.
                 sig = epochs[0] > max(rest) or epochs[0] < min(rest)
-                rows.append(PitfallRow("first_epoch", d, epochs[0], statistics.median(rest), "s per epoch",
-                                       "first epoch", "epoch 2" if len(epochs) == 2 else f"median of epochs 2-{len(epochs)}", sig))
+                rows.append(
+                    PitfallRow(
+                        "first_epoch",
+                        d,
+                        epochs[0],
+                        statistics.median(rest),
+                        "s per epoch",
+                        "first epoch",
+                        "epoch 2" if len(epochs) == 2 else f"median of epochs 2-{len(epochs)}",
+                        sig,
+                    )
+                )
         none10 = _find(res, d, kind="steady", batch=10, sync="none")
         each10 = _find(res, d, kind="steady", batch=10, sync="each")
         nosync = _find(res, d, kind="nosync", batch=10)
         if nosync and "synced_median_s" in nosync.metrics:
             m = nosync.metrics
             sig = not (m["synced_q1_s"] <= nosync.timing.q3_s and nosync.timing.q1_s <= m["synced_q3_s"])
-            note = ("on a CPU TensorFlow returns from the step after the work is done: an unsynchronized clock "
-                    "cannot distort here; on a GPU it times only the kernel launches" if cpu else
-                    "the call returned before the GPU finished: the unsynchronized figure is the launch cost")
-            rows.append(PitfallRow("no_sync", d, nosync.timing.median_s, m["synced_median_s"], "s per step",
-                                   "clock read after each call, no sync", "the same clock after a device sync",
-                                   sig, note))
+            note = (
+                "on a CPU TensorFlow returns from the step after the work is done: an unsynchronized clock "
+                "cannot distort here; on a GPU it times only the kernel launches"
+                if cpu
+                else "the call returned before the GPU finished: the unsynchronized figure is the launch cost"
+            )
+            rows.append(
+                PitfallRow(
+                    "no_sync",
+                    d,
+                    nosync.timing.median_s,
+                    m["synced_median_s"],
+                    "s per step",
+                    "clock read after each call, no sync",
+                    "the same clock after a device sync",
+                    sig,
+                    note,
+                )
+            )
         if none10 and each10:
             c = compare("right", none10.timing, "wrong", each10.timing)
-            rows.append(PitfallRow("sync_each", d, each10.timing.median_s, none10.timing.median_s, "s per step",
-                                   ".numpy() after every step", "one sync per block of steps", c.significant))
+            rows.append(
+                PitfallRow(
+                    "sync_each",
+                    d,
+                    each10.timing.median_s,
+                    none10.timing.median_s,
+                    "s per step",
+                    ".numpy() after every step",
+                    "one sync per block of steps",
+                    c.significant,
+                )
+            )
         big = _find(res, d, kind="steady", batch=512, sync="none")
         allc = _find(res, d, kind="steady", batch=4096, sync="none")
         one = _find(res, d, kind="steady", batch=4096, sync="none", threads=1)
         if allc and one:
             c = compare("right", allc.timing, "wrong", one.timing)
-            rows.append(PitfallRow("one_thread", d, one.timing.median_s, allc.timing.median_s, "s per step",
-                                   "1 CPU thread", f"all cores ({_threads(record, d)})", c.significant,
-                                   "batch 4096 steady step"))
+            rows.append(
+                PitfallRow(
+                    "one_thread",
+                    d,
+                    one.timing.median_s,
+                    allc.timing.median_s,
+                    "s per step",
+                    "1 CPU thread",
+                    f"all cores ({_threads(record, d)})",
+                    c.significant,
+                    "batch 4096 steady step",
+                )
+            )
         off = _find(res, d, kind="fit", example="ex2", jit_compile=False)
         on = _find(res, d, kind="fit", example="ex2", jit_compile=True)
         if off and on:
             c = compare("right", on.timing, "wrong", off.timing)
-            rows.append(PitfallRow("xla_one_device", d, off.timing.median_s, on.timing.median_s, "s per step",
-                                   "jit_compile=False (auto on a CPU-only machine)",
-                                   "jit_compile=True (auto where a GPU is visible)", c.significant,
-                                   "compare devices with the same jit_compile; ratio < 1: XLA is slower here"))
+            rows.append(
+                PitfallRow(
+                    "xla_one_device",
+                    d,
+                    off.timing.median_s,
+                    on.timing.median_s,
+                    "s per step",
+                    "jit_compile=False (auto on a CPU-only machine)",
+                    "jit_compile=True (auto where a GPU is visible)",
+                    c.significant,
+                    "compare devices with the same jit_compile; ratio < 1: XLA is slower here",
+                )
+            )
         if none10 and big:
             a, b = _per_sample(none10), _per_sample(big)
             c = compare("right", b, "wrong", a)
-            rows.append(PitfallRow("small_batch", d, a.median_s, b.median_s, "s per sample", "batch 10",
-                                   "batch 512", c.significant))
+            rows.append(
+                PitfallRow(
+                    "small_batch", d, a.median_s, b.median_s, "s per sample", "batch 10", "batch 512", c.significant
+                )
+            )
     order = {p: i for i, p in enumerate(PITFALLS)}
     return sorted(rows, key=lambda r: (order[r.pitfall], devices.index(r.device)))
 

@@ -40,28 +40,36 @@ from whichdevice.frameworks.tensorflow.logparse import (
 
 # ---------------- why an op is on the CPU ----------------
 
+
 def explain_cpu_op(op_type: str, kernel_devices: set[str] | None) -> str:
     """A plain reason why ``op_type`` ran on the CPU in a GPU run.
 
     ``kernel_devices``: the device types TensorFlow has kernels for (``CPU``, ``GPU``,
     ``DEFAULT`` = any device), from the kernel registry; None when unknown."""
     if op_type in ("PyFunc", "EagerPyFunc", "PyFuncStateless"):
-        return ("Python code inside the step (tf.numpy_function / tf.py_function): it always runs on the host, "
-                "and its inputs and outputs are copied across")
+        return (
+            "Python code inside the step (tf.numpy_function / tf.py_function): it always runs on the host, "
+            "and its inputs and outputs are copied across"
+        )
     if kernel_devices is not None and not ({"GPU", "DEFAULT"} & kernel_devices):
-        return ("no GPU kernel in this TensorFlow build: soft placement put it on the CPU, and every tensor it "
-                "reads or writes crosses between host and device")
+        return (
+            "no GPU kernel in this TensorFlow build: soft placement put it on the CPU, and every tensor it "
+            "reads or writes crosses between host and device"
+        )
     if op_type in PLUMBING:
         return "graph plumbing (argument, return, constant): placed with the tensor it carries, no work"
     if op_type in RESOURCE_OPS:
         return "a variable's op: it runs where the variable was created (a variable made outside the GPU scope stays on the CPU)"
     if kernel_devices is not None:
-        return ("has a GPU kernel, but not for this dtype or with host-memory inputs (int32 shapes and indices "
-                "are kept on the host), or it was colocated with a CPU-only neighbour")
+        return (
+            "has a GPU kernel, but not for this dtype or with host-memory inputs (int32 shapes and indices "
+            "are kept on the host), or it was colocated with a CPU-only neighbour"
+        )
     return "reason unknown (kernel registry not available)"
 
 
 # ---------------- a placement record -> tables ----------------
+
 
 @dataclass(frozen=True)
 class OpRow:
@@ -118,9 +126,18 @@ def device_placement(device: str, metrics: dict[str, float], step_s: float) -> D
         elif parts[0] == "copies" and len(parts) == 2:
             by_dir[parts[1]] = int(v)
     profiled = bool(metrics.get("op_stats"))
-    rows = [OpRow(t, dev, n, int(occ[t]) if profiled and t in occ else (0 if profiled else None),
-                  self_us.get(t) if profiled else None, kernel.get(t), t in PLUMBING)
-            for (dev, t), n in placed.items()]
+    rows = [
+        OpRow(
+            t,
+            dev,
+            n,
+            int(occ[t]) if profiled and t in occ else (0 if profiled else None),
+            self_us.get(t) if profiled else None,
+            kernel.get(t),
+            t in PLUMBING,
+        )
+        for (dev, t), n in placed.items()
+    ]
     # Op types the profiler saw but the placer did not log: graph rewrites after placement
     # (grappler fuses MatMul+BiasAdd+Relu into _FusedMatMul) and runtime ops.
     seen = {t for (_d, t) in placed}
@@ -128,11 +145,31 @@ def device_placement(device: str, metrics: dict[str, float], step_s: float) -> D
         parts = k.split("|")
         if profiled and parts[0] == "occ" and len(parts) == 3 and parts[2] not in seen:
             seen.add(parts[2])
-            rows.append(OpRow(parts[2], f"{parts[1]} (rewritten graph)", 0, int(occ[parts[2]]),
-                              self_us.get(parts[2]), kernel.get(parts[2]), parts[2] in PLUMBING))
+            rows.append(
+                OpRow(
+                    parts[2],
+                    f"{parts[1]} (rewritten graph)",
+                    0,
+                    int(occ[parts[2]]),
+                    self_us.get(parts[2]),
+                    kernel.get(parts[2]),
+                    parts[2] in PLUMBING,
+                )
+            )
     rows.sort(key=lambda o: (o.plumbing, -(o.self_us or 0.0), -o.nodes, o.op_type))
-    copies = Copies(int(metrics.get("copies", 0)), int(metrics.get("copy_bytes", 0)),
-                    int(metrics.get("copies_unknown_size", 0)), by_dir)
-    return DevicePlacement(device, rows, copies, int(metrics.get("feed_tensors", 0)),
-                           int(metrics.get("feed_bytes", 0)), int(metrics.get("profiled_steps", 0)), step_s,
-                           profiled)
+    copies = Copies(
+        int(metrics.get("copies", 0)),
+        int(metrics.get("copy_bytes", 0)),
+        int(metrics.get("copies_unknown_size", 0)),
+        by_dir,
+    )
+    return DevicePlacement(
+        device,
+        rows,
+        copies,
+        int(metrics.get("feed_tensors", 0)),
+        int(metrics.get("feed_bytes", 0)),
+        int(metrics.get("profiled_steps", 0)),
+        step_s,
+        profiled,
+    )

@@ -30,9 +30,16 @@ def precision_rows(record: RunRecord) -> list[PrecisionRow]:
         base = _float32(ok, r)
         comp = compare("float32", base.timing, r.spec.params["precision"], r.timing) if base and base is not r else None
         n = r.metrics.get("samples_per_step")
-        rows.append(PrecisionRow(r.spec.device, str(r.spec.params["precision"]), r.timing,
-                                 r.metrics.get("final_loss", float("nan")),
-                                 n / r.timing.median_s if n and r.timing.median_s > 0 else None, comp))
+        rows.append(
+            PrecisionRow(
+                r.spec.device,
+                str(r.spec.params["precision"]),
+                r.timing,
+                r.metrics.get("final_loss", float("nan")),
+                n / r.timing.median_s if n and r.timing.median_s > 0 else None,
+                comp,
+            )
+        )
     order = {"float32": 0, "mixed_float16": 1, "mixed_bfloat16": 2}
     return sorted(rows, key=lambda x: (not x.device.startswith("CPU"), x.device, order.get(x.precision, 9)))
 
@@ -40,24 +47,35 @@ def precision_rows(record: RunRecord) -> list[PrecisionRow]:
 def _float32(ok: list[CaseResult], r: CaseResult) -> CaseResult | None:
     rest = {k: v for k, v in r.spec.params.items() if k != "precision"}
     for o in ok:
-        if o.spec.device == r.spec.device and o.spec.params.get("precision") == "float32" and \
-                {k: v for k, v in o.spec.params.items() if k != "precision"} == rest:
+        if (
+            o.spec.device == r.spec.device
+            and o.spec.params.get("precision") == "float32"
+            and {k: v for k, v in o.spec.params.items() if k != "precision"} == rest
+        ):
             return o
     return None
 
 
 def cpu_16bit_note(record: RunRecord) -> str | None:
     """What the record says about this CPU's 16-bit math (from the cases' metrics)."""
-    ms = [r.metrics for r in record.results if r.status == "ok" and r.spec.params.get("kind") == "precision"
-          and "cpu_fast_bf16" in r.metrics]
+    ms = [
+        r.metrics
+        for r in record.results
+        if r.status == "ok" and r.spec.params.get("kind") == "precision" and "cpu_fast_bf16" in r.metrics
+    ]
     if not ms:
         return None
     bf16, fp16 = ms[0]["cpu_fast_bf16"] > 0, ms[0]["cpu_fast_fp16"] > 0
     if bf16 and fp16:
         return "This CPU has fast bfloat16 and float16 math (avx512_bf16/amx_bf16 and avx512_fp16/amx_fp16)."
-    missing = [n for n, ok in (("bfloat16 (no avx512_bf16/amx_bf16)", bf16), ("float16 (no avx512_fp16/amx_fp16)", fp16))
-               if not ok]
-    return ("This CPU has no fast 16-bit math for " + " or ".join(missing) + " in /proc/cpuinfo: its 16-bit "
-            "arithmetic is not accelerated, so a difference measured here comes from elsewhere (less memory "
-            "traffic, different kernels), not from 16-bit compute units; tensor-core GPUs are where mixed "
-            "precision is designed to pay — measure it there.")
+    missing = [
+        n
+        for n, ok in (("bfloat16 (no avx512_bf16/amx_bf16)", bf16), ("float16 (no avx512_fp16/amx_fp16)", fp16))
+        if not ok
+    ]
+    return (
+        "This CPU has no fast 16-bit math for " + " or ".join(missing) + " in /proc/cpuinfo: its 16-bit "
+        "arithmetic is not accelerated, so a difference measured here comes from elsewhere (less memory "
+        "traffic, different kernels), not from 16-bit compute units; tensor-core GPUs are where mixed "
+        "precision is designed to pay — measure it there."
+    )

@@ -19,8 +19,9 @@ from whichdevice.analysis.deviceprofile import DeviceProfile
 from whichdevice.core.records import RunRecord
 
 
-def description_from_metrics(metrics: dict[str, float], batch: int, *, syncs_per_step: int = 0,
-                             copy_input: bool = True) -> WorkloadDescription:
+def description_from_metrics(
+    metrics: dict[str, float], batch: int, *, syncs_per_step: int = 0, copy_input: bool = True
+) -> WorkloadDescription:
     """Rebuild the op list a ``describe`` case flattened into its metrics (workloads/calibrate.py)."""
     ops: dict[str, dict] = {}
     for key, value in metrics.items():
@@ -30,9 +31,11 @@ def description_from_metrics(metrics: dict[str, float], batch: int, *, syncs_per
         _, index, kind, op_type = head.split(".", 3)
         ops.setdefault(index, {"op_type": op_type, "kind": kind})[field] = value
     return WorkloadDescription(
-        batch=batch, ops=[OpCost(**ops[i]) for i in sorted(ops)],
+        batch=batch,
+        ops=[OpCost(**ops[i]) for i in sorted(ops)],
         input_bytes=metrics.get("input_bytes", 0.0) if copy_input else 0.0,
-        free_ops=int(metrics.get("free_ops", 0)), syncs_per_step=syncs_per_step,
+        free_ops=int(metrics.get("free_ops", 0)),
+        syncs_per_step=syncs_per_step,
     )
 
 
@@ -95,8 +98,13 @@ def predict_report(record: RunRecord, profile: DeviceProfile) -> PredictReport:
         w = "—" if pred.step is None or cpu is None else winner(cpu[1], cpu[2], pred.step)
         rows.append(PredictRow(b, *(cpu or (None, None, None)), gpu=pred, kernels=described[b].kernels, winner=w))
     ok = [r for r in rows if r.cpu_s is not None and r.gpu.step is not None]
-    cross = find_crossover([r.batch for r in ok], [r.cpu_s for r in ok], [r.gpu.step.mid for r in ok],
-                           [(r.cpu_q1_s, r.cpu_q3_s) for r in ok], [(r.gpu.step.low, r.gpu.step.high) for r in ok])
+    cross = find_crossover(
+        [r.batch for r in ok],
+        [r.cpu_s for r in ok],
+        [r.gpu.step.mid for r in ok],
+        [(r.cpu_q1_s, r.cpu_q3_s) for r in ok],
+        [(r.gpu.step.low, r.gpu.step.high) for r in ok],
+    )
     return PredictReport(rows, cross, tuple(assumptions), tuple(extrapolated), cannot, failures)
 
 
@@ -139,8 +147,9 @@ class Validation:
         return stats.median([abs(e) for e in self.errors(quantity)])
 
 
-def validate_on_probe(mlp_rows: list[dict], profile: DeviceProfile,
-                      described: dict[int, WorkloadDescription]) -> Validation:
+def validate_on_probe(
+    mlp_rows: list[dict], profile: DeviceProfile, described: dict[int, WorkloadDescription]
+) -> Validation:
     """Predict the reference's ``mlp`` rows (steady steps, no input copy unless the key says so)."""
     points = []
     pred_cpu: dict[int, costmodel.Band] = {}
@@ -159,9 +168,13 @@ def validate_on_probe(mlp_rows: list[dict], profile: DeviceProfile,
                 pred_gpu[b] = g.step
     bs = [int(r["batch"]) for r in mlp_rows]
     measured = find_crossover(bs, [r["cpu_step_s"] for r in mlp_rows], [r["cuda_step_s"] for r in mlp_rows])
-    predicted = find_crossover(bs, [pred_cpu[b].mid for b in bs], [pred_gpu[b].mid for b in bs],
-                               [(pred_cpu[b].low, pred_cpu[b].high) for b in bs],
-                               [(pred_gpu[b].low, pred_gpu[b].high) for b in bs])
+    predicted = find_crossover(
+        bs,
+        [pred_cpu[b].mid for b in bs],
+        [pred_gpu[b].mid for b in bs],
+        [(pred_cpu[b].low, pred_cpu[b].high) for b in bs],
+        [(pred_gpu[b].low, pred_gpu[b].high) for b in bs],
+    )
     mixed = find_crossover(bs, [r["cpu_step_s"] for r in mlp_rows], [pred_gpu[b].mid for b in bs])
     winners = []
     for r in mlp_rows:

@@ -56,15 +56,23 @@ def timing_warnings(record: RunRecord, rel_iqr_limit: float = NOISY_REL_IQR) -> 
 
 
 # What each failure kind (failures.py) means, and the next step, by the device's kind.
-_FAILURE_WORDS = {"error": "error", "crash": "crashed", "timeout": "timed out", "out_of_memory": "out of memory",
-                  "not_started": "did not start", "skipped": "skipped"}
+_FAILURE_WORDS = {
+    "error": "error",
+    "crash": "crashed",
+    "timeout": "timed out",
+    "out_of_memory": "out of memory",
+    "not_started": "did not start",
+    "skipped": "skipped",
+}
 
 
 def failure_advice(kind: str | None, device: str) -> str | None:
     on_gpu = device.upper().startswith("GPU")
     if kind == "out_of_memory" and on_gpu:
-        return ("the GPU's memory ran out: lower the batch or model size, or free the GPU (another process may "
-                "hold its memory: nvidia-smi)")
+        return (
+            "the GPU's memory ran out: lower the batch or model size, or free the GPU (another process may "
+            "hold its memory: nvidia-smi)"
+        )
     if kind == "out_of_memory":
         return "host memory ran out: lower the size, or raise --memory-limit if the machine has room"
     if kind == "timeout":

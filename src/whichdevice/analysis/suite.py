@@ -78,14 +78,17 @@ def _grid_lines(fixes: list[FixResult], what: str, unit: str) -> tuple[list[str]
         notes.append(f"{device} grid ({unit} vs {what} {base}): {grid}")
         picked = _grid_pick(mine)
         if picked is None:
-            lines.append(f"{device}: none of {what} {', '.join(str(f.variant_value) for f in mine)} beats {base} "
-                         "significantly")
+            lines.append(
+                f"{device}: none of {what} {', '.join(str(f.variant_value) for f in mine)} beats {base} significantly"
+            )
             continue
         pick, best = picked
-        lines.append(f"{device}: {what} {base} -> {pick.variant_value}: {pick.comparison.ratio:.3g}x the {unit} "
-                     f"({pick.comparison.ratio_lo:.3g}-{pick.comparison.ratio_hi:.3g}); best in the grid: {what} "
-                     f"{best.variant_value} at {best.speedup:.3g}x, so the recommended {what} reaches "
-                     f"{pick.speedup / best.speedup:.0%} of the best")
+        lines.append(
+            f"{device}: {what} {base} -> {pick.variant_value}: {pick.comparison.ratio:.3g}x the {unit} "
+            f"({pick.comparison.ratio_lo:.3g}-{pick.comparison.ratio_hi:.3g}); best in the grid: {what} "
+            f"{best.variant_value} at {best.speedup:.3g}x, so the recommended {what} reaches "
+            f"{pick.speedup / best.speedup:.0%} of the best"
+        )
     return lines, notes
 
 
@@ -93,17 +96,27 @@ def _batch_recommendation(train: RunRecord, seed_batch: int) -> Recommendation:
     fixes = ab_fixes(train, "batch", seed_batch, ignore=())
     fixes = [f for f in fixes if f.context.get("kind") == "steady" and f.context.get("sync") == "none"]
     lines, notes = _grid_lines(fixes, "batch", "samples/s")
-    return Recommendation(1, "Increase the batch size",
-                          f"raise the batch until samples/s stops growing (measured from batch {seed_batch})",
-                          bool(lines), lines, "; ".join(notes) or "the batch sweep did not complete")
+    return Recommendation(
+        1,
+        "Increase the batch size",
+        f"raise the batch until samples/s stops growing (measured from batch {seed_batch})",
+        bool(lines),
+        lines,
+        "; ".join(notes) or "the batch sweep did not complete",
+    )
 
 
 def _spe_recommendation(train: RunRecord) -> Recommendation:
     fixes = ab_fixes(train, "steps_per_execution", 1)
     lines, notes = _grid_lines(fixes, "steps_per_execution", "samples/s")
-    return Recommendation(6, "steps_per_execution", "model.compile(..., steps_per_execution=N) runs N steps "
-                          "per call, amortizing Python and dispatch overhead", bool(fixes), lines,
-                          "; ".join(notes) or "the steps_per_execution cases did not run (time budget)")
+    return Recommendation(
+        6,
+        "steps_per_execution",
+        "model.compile(..., steps_per_execution=N) runs N steps per call, amortizing Python and dispatch overhead",
+        bool(fixes),
+        lines,
+        "; ".join(notes) or "the steps_per_execution cases did not run (time budget)",
+    )
 
 
 def _placement_recommendation(train: RunRecord) -> Recommendation:
@@ -115,19 +128,30 @@ def _placement_recommendation(train: RunRecord) -> Recommendation:
         p = device_placement(r.spec.device, r.metrics, r.timing.median_s)
         if p.device.startswith("GPU"):
             cpu_ops = p.on_cpu_in_gpu_run
-            lines.append(f"{p.device}: " + (f"{len(cpu_ops)} op types ran on the CPU in the GPU step: " + ", ".join(
-                o.op_type for o in cpu_ops) if cpu_ops else "every op that does work ran on the GPU"))
+            lines.append(
+                f"{p.device}: "
+                + (
+                    f"{len(cpu_ops)} op types ran on the CPU in the GPU step: " + ", ".join(o.op_type for o in cpu_ops)
+                    if cpu_ops
+                    else "every op that does work ran on the GPU"
+                )
+            )
         else:
             fall = ", ".join(o.op_type for o in p.would_fall_back)
-            lines.append(f"{p.device}: everything ran on the CPU (a CPU run); this build has no GPU kernel for "
-                         f"{fall or 'none of the step ops'}, which would run on the CPU in a GPU run")
+            lines.append(
+                f"{p.device}: everything ran on the CPU (a CPU run); this build has no GPU kernel for "
+                f"{fall or 'none of the step ops'}, which would run on the CPU in a GPU run"
+            )
         if p.copies.count:
             lines.append(f"{p.device}: {p.copies.count} copies between devices per step")
-    return Recommendation(4, "Check that the important ops run on the GPU",
-                          "tf.debugging.set_log_device_placement(True); `whichdevice placement` for the full table",
-                          bool(lines), lines,
-                          "" if lines else "not measured: the placement case did not run (TensorFlow only, or the "
-                          "time budget ran out)")
+    return Recommendation(
+        4,
+        "Check that the important ops run on the GPU",
+        "tf.debugging.set_log_device_placement(True); `whichdevice placement` for the full table",
+        bool(lines),
+        lines,
+        "" if lines else "not measured: the placement case did not run (TensorFlow only, or the time budget ran out)",
+    )
 
 
 def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
@@ -142,13 +166,17 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
 
     for t in matmul_tables:
         fw_name = f"{t.group['framework']} " if "framework" in t.group else ""
-        findings += [Finding(f.rule, f.device, f"{fw_name}matmul {t.group.get('mode')}: {f.text}", f.advice)
-                     for f in sweep_findings(t, "n")]
+        findings += [
+            Finding(f.rule, f.device, f"{fw_name}matmul {t.group.get('mode')}: {f.text}", f.advice)
+            for f in sweep_findings(t, "n")
+        ]
         for d, c in t.crossovers.items():
             fw = f"{t.group['framework']}, " if "framework" in t.group else ""
             headline.append(f"Matmul ({fw}{t.group.get('mode')}): {c.describe('n')}")
     for t in training.sweep:
-        findings += [Finding(f.rule, f.device, f"training step: {f.text}", f.advice) for f in sweep_findings(t, "batch")]
+        findings += [
+            Finding(f.rule, f.device, f"training step: {f.text}", f.advice) for f in sweep_findings(t, "batch")
+        ]
         for d, c in t.crossovers.items():
             headline.append(f"Training step ({t.title}): {c.describe('batch')}")
     for row in training.runs:
@@ -165,75 +193,141 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         headline += [f"Input pipeline (seed 003): {line}" for line in rep.verdict[:2]]
     gpus = [d for d in training.devices + [d for t in matmul_tables for d in t.devices] if d.startswith("GPU")]
     if not gpus:
-        headline.insert(0, "Only the CPU was measured: no GPU is visible to the framework here (see the note). "
-                           "Below: where this CPU spends its time, and which fixes help on it.")
+        headline.insert(
+            0,
+            "Only the CPU was measured: no GPU is visible to the framework here (see the note). "
+            "Below: where this CPU spends its time, and which fixes help on it.",
+        )
 
     recs = [_batch_recommendation(train, seed_batch)]
     prefetch = ab_fixes(train, "data", "tfdata_noprefetch")
-    recs.append(Recommendation(2, "Use tf.data with prefetch",
-                               "dataset.batch(...).prefetch(tf.data.AUTOTUNE) so input overlaps the step",
-                               bool(prefetch), _fix_lines(prefetch),
-                               "" if prefetch else "not measured: no pipeline was run without prefetch (a user's own "
-                               "dataset is measured as given; or the time budget ran out)"))
+    recs.append(
+        Recommendation(
+            2,
+            "Use tf.data with prefetch",
+            "dataset.batch(...).prefetch(tf.data.AUTOTUNE) so input overlaps the step",
+            bool(prefetch),
+            _fix_lines(prefetch),
+            ""
+            if prefetch
+            else "not measured: no pipeline was run without prefetch (a user's own "
+            "dataset is measured as given; or the time budget ran out)",
+        )
+    )
     pyfunc_lines, prefetch_pipe = [], []
     for rep in pipelines:
         rows = {r.variant: r for r in rep.rows}
         tf_ops, py, serial = rows.get("prefetch"), rows.get("pyfunc"), rows.get("serial")
         if tf_ops and py and tf_ops.pipeline and py.pipeline:
             c = compare("py_function", py.pipeline, "TF ops", tf_ops.pipeline)
-            pyfunc_lines.append(f"{rep.device}: seed 003's augmentation in TF ops vs in tf.py_function (pipeline "
-                                f"alone, per batch): {c.describe().replace('TF ops ', '', 1)}")
+            pyfunc_lines.append(
+                f"{rep.device}: seed 003's augmentation in TF ops vs in tf.py_function (pipeline "
+                f"alone, per batch): {c.describe().replace('TF ops ', '', 1)}"
+            )
         if serial and tf_ops and serial.pipeline and tf_ops.pipeline:
             c = compare("serial", serial.pipeline, "prefetch", tf_ops.pipeline)
-            prefetch_pipe.append(f"{rep.device}: seed 003's pipeline, serial map -> parallel map + prefetch: "
-                                 f"{c.describe().replace('prefetch ', '', 1)}")
+            prefetch_pipe.append(
+                f"{rep.device}: seed 003's pipeline, serial map -> parallel map + prefetch: "
+                f"{c.describe().replace('prefetch ', '', 1)}"
+            )
     if prefetch_pipe:
         recs[-1] = Recommendation(2, recs[-1].name, recs[-1].advice, True, recs[-1].results + prefetch_pipe)
-    recs.append(Recommendation(3, "Reduce Python-side preprocessing", "do preprocessing in TF ops inside tf.data map",
-                               bool(pyfunc_lines), pyfunc_lines,
-                               "" if pyfunc_lines else "not measured: the pipeline cases did not run (TensorFlow "
-                               "only, or the time budget ran out); `whichdevice pipeline` measures it"))
+    recs.append(
+        Recommendation(
+            3,
+            "Reduce Python-side preprocessing",
+            "do preprocessing in TF ops inside tf.data map",
+            bool(pyfunc_lines),
+            pyfunc_lines,
+            ""
+            if pyfunc_lines
+            else "not measured: the pipeline cases did not run (TensorFlow "
+            "only, or the time budget ran out); `whichdevice pipeline` measures it",
+        )
+    )
     recs.append(_placement_recommendation(train))
     warm = []
     for row in training.runs:
         for d, cell in row.cells.items():
-            if cell.ok and row.params.get("example") in ("ex2", "user") and row.params.get("kind") == "loop" \
-                    and row.params.get("data") != "tfdata_noprefetch":
+            if (
+                cell.ok
+                and row.params.get("example") in ("ex2", "user")
+                and row.params.get("kind") == "loop"
+                and row.params.get("data") != "tfdata_noprefetch"
+            ):
                 t = cell.timing
-                warm.append(f"{d}: first step {t.first_call_s * 1e3:.3g} ms vs steady {t.median_s * 1e3:.3g} ms "
-                             f"({t.first_call_s / t.median_s:.3g}x): a one-step or first-epoch timing overstates "
-                             "the steady cost this much")
-    recs.append(Recommendation(5, "Benchmark after warm-up", "exclude the first steps / epoch from comparisons",
-                               bool(warm), warm))
+                warm.append(
+                    f"{d}: first step {t.first_call_s * 1e3:.3g} ms vs steady {t.median_s * 1e3:.3g} ms "
+                    f"({t.first_call_s / t.median_s:.3g}x): a one-step or first-epoch timing overstates "
+                    "the steady cost this much"
+                )
+    recs.append(
+        Recommendation(
+            5, "Benchmark after warm-up", "exclude the first steps / epoch from comparisons", bool(warm), warm
+        )
+    )
     recs.append(_spe_recommendation(train))
     jit = ab_fixes(train, "jit_compile", False)
-    recs.append(Recommendation(7, "jit_compile (XLA)", "model.compile(..., jit_compile=True) fuses ops into fewer "
-                               "kernels", bool(jit), _fix_lines(jit)))
+    recs.append(
+        Recommendation(
+            7,
+            "jit_compile (XLA)",
+            "model.compile(..., jit_compile=True) fuses ops into fewer kernels",
+            bool(jit),
+            _fix_lines(jit),
+        )
+    )
     sync = [f for f in ab_fixes(train, "sync", "each") if f.context.get("kind") == "steady"]
-    recs.append(Recommendation(8, "Do not read the loss back every step",
-                               "avoid .numpy()/.item()/float(loss) per step; log every N steps", bool(sync),
-                               _fix_lines(sync)))
+    recs.append(
+        Recommendation(
+            8,
+            "Do not read the loss back every step",
+            "avoid .numpy()/.item()/float(loss) per step; log every N steps",
+            bool(sync),
+            _fix_lines(sync),
+        )
+    )
     prec = ab_fixes(train, "precision", "float32")
     prec_note = cpu_16bit_note(train) or ""
-    recs.append(Recommendation(9, "Mixed precision", "keras.mixed_precision.set_global_policy('mixed_float16')",
-                               bool(prec), _fix_lines(prec) + ([prec_note] if prec and prec_note else []),
-                               note="" if prec else "the precision cases did not run (time budget)"))
-    gains = [f for name, base in (("batch", seed_batch), ("data", "tfdata_noprefetch"), ("steps_per_execution", 1),
-                                  ("jit_compile", False))
-             for f in ab_fixes(train, name, base)
-             if f.comparison.significant and f.speedup > 1 and (name != "batch" or f.context.get("sync") == "none")]
+    recs.append(
+        Recommendation(
+            9,
+            "Mixed precision",
+            "keras.mixed_precision.set_global_policy('mixed_float16')",
+            bool(prec),
+            _fix_lines(prec) + ([prec_note] if prec and prec_note else []),
+            note="" if prec else "the precision cases did not run (time budget)",
+        )
+    )
+    gains = [
+        f
+        for name, base in (
+            ("batch", seed_batch),
+            ("data", "tfdata_noprefetch"),
+            ("steps_per_execution", 1),
+            ("jit_compile", False),
+        )
+        for f in ab_fixes(train, name, base)
+        if f.comparison.significant and f.speedup > 1 and (name != "batch" or f.context.get("sync") == "none")
+    ]
     for device in sorted({f.device for f in gains}):
         best: dict[str, FixResult] = {}
         for f in gains:
             if f.device == device and (f.fix not in best or f.speedup > best[f.fix].speedup):
                 best[f.fix] = f
         for fix in _GRID_FIXES & best.keys():  # a grid's gain is its recommended value's, as in the fix table
-            mine = sorted((f for f in gains if f.device == device and f.fix == fix and
-                           f.context == best[fix].context), key=lambda f: f.variant_value)
+            mine = sorted(
+                (f for f in gains if f.device == device and f.fix == fix and f.context == best[fix].context),
+                key=lambda f: f.variant_value,
+            )
             best[fix] = _grid_pick(mine)[0]
         ranked = sorted(best.values(), key=lambda f: -f.speedup)
-        headline.append(f"Measured gains on {device}: " + "; ".join(
-            f"{f.fix} {f.baseline_value}→{f.variant_value} {f.speedup:.3g}x per sample ({f.where})" for f in ranked))
+        headline.append(
+            f"Measured gains on {device}: "
+            + "; ".join(
+                f"{f.fix} {f.baseline_value}→{f.variant_value} {f.speedup:.3g}x per sample ({f.where})" for f in ranked
+            )
+        )
     return SuiteVerdict(headline, findings, recs, matmul_tables, training, pipelines)
 
 
@@ -242,15 +336,23 @@ def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
     user's own fit at their batch, the recommended batch, and every fix that helped
     significantly on that device."""
     out = []
-    fit_rows = [r for r in v.training.runs if r.params.get("kind") == "fit" and r.params.get("example") == "user"
-                and "steps_per_execution" not in r.params and "jit_compile" not in r.params]
+    fit_rows = [
+        r
+        for r in v.training.runs
+        if r.params.get("kind") == "fit"
+        and r.params.get("example") == "user"
+        and "steps_per_execution" not in r.params
+        and "jit_compile" not in r.params
+    ]
     device = v.training.baseline
     for row in fit_rows:
         for d, comp in row.comparisons.items():
             if comp.winner == d:
                 device = d
-                out.append(f"Device: {d} — it trains your model {comp.describe().split(' ', 1)[1]} than "
-                           f"{v.training.baseline} at batch {batch}")
+                out.append(
+                    f"Device: {d} — it trains your model {comp.describe().split(' ', 1)[1]} than "
+                    f"{v.training.baseline} at batch {batch}"
+                )
             elif comp.winner is None:
                 out.append(f"Device: either — {comp.describe()} at batch {batch}; a larger batch may tip it")
             else:

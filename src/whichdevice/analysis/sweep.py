@@ -51,9 +51,11 @@ class Table:
 
 def device_order(names) -> list[str]:
     """CPU first, then GPUs by index, then anything else."""
+
     def key(name: str):
         kind, _, idx = name.partition(":")
         return (0 if kind == "CPU" else 1 if kind == "GPU" else 2, kind, int(idx) if idx.isdigit() else 0)
+
     return sorted(set(names), key=key)
 
 
@@ -106,8 +108,11 @@ def analyze_sweep(record: RunRecord, x_param: str, work_metric: str | None = Non
             cpu = [r.cells[baseline].timing for r in both]
             gpu = [r.cells[d].timing for r in both]
             crossovers[d] = find_crossover(
-                [r.x for r in both], [t.median_s for t in cpu], [t.median_s for t in gpu],
-                [(t.q1_s, t.q3_s) for t in cpu], [(t.q1_s, t.q3_s) for t in gpu],
+                [r.x for r in both],
+                [t.median_s for t in cpu],
+                [t.median_s for t in gpu],
+                [(t.q1_s, t.q3_s) for t in cpu],
+                [(t.q1_s, t.q3_s) for t in gpu],
             )
         tables.append(Table(dict(key), devices, baseline, rows, crossovers))
     # Stable order: by the group's parameters as written in the record.

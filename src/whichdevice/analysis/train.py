@@ -87,8 +87,13 @@ def _cell(r: CaseResult) -> RunCell:
     return RunCell(r.spec.device, r.timing, None, rate, summary, dict(r.metrics))
 
 
-def _rows(results: list[CaseResult], devices: list[str], baseline: str | None, with_break_even: bool,
-          by_framework: bool = False) -> list[RunRow]:
+def _rows(
+    results: list[CaseResult],
+    devices: list[str],
+    baseline: str | None,
+    with_break_even: bool,
+    by_framework: bool = False,
+) -> list[RunRow]:
     groups: dict[tuple, list[CaseResult]] = defaultdict(list)
     for r in results:
         fw = (("framework", r.spec.framework),) if by_framework else ()
@@ -109,8 +114,13 @@ def _rows(results: list[CaseResult], devices: list[str], baseline: str | None, w
             comp = compare(baseline, base.timing, d, c.timing)
             comps[d] = comp
             if with_break_even:
-                bes[d] = break_even(base.timing.first_call_s, base.timing.median_s, c.timing.first_call_s,
-                                    c.timing.median_s, significant=comp.significant)
+                bes[d] = break_even(
+                    base.timing.first_call_s,
+                    base.timing.median_s,
+                    c.timing.first_call_s,
+                    c.timing.median_s,
+                    significant=comp.significant,
+                )
         if with_break_even and not gpus:
             bes["GPU"] = BreakEven("no_gpu")
         rows.append(RunRow(dict(key), cells, comps, bes))
@@ -126,8 +136,9 @@ def analyze_training(record: RunRecord) -> TrainReport:
         by_kind[str(r.spec.params.get("kind"))].append(r)
     several = several_frameworks(record)
     creation = _rows(by_kind["create"], devices, baseline, with_break_even=False, by_framework=several)
-    runs = _rows([r for k in RUN_KINDS for r in by_kind[k]], devices, baseline, with_break_even=True,
-                 by_framework=several)
+    runs = _rows(
+        [r for k in RUN_KINDS for r in by_kind[k]], devices, baseline, with_break_even=True, by_framework=several
+    )
 
     steady = by_kind["steady"]
     pairs: dict[tuple, dict[str, Timing]] = defaultdict(dict)
@@ -136,8 +147,11 @@ def analyze_training(record: RunRecord) -> TrainReport:
             rest = tuple((k, v) for k, v in r.spec.params.items() if k not in ("sync", "kind"))
             rest = (("framework", r.spec.framework),) + rest if several else rest
             pairs[(r.spec.device, rest)][str(r.spec.params["sync"])] = r.timing
-    sync_costs = [SyncCost(dev, dict(rest), t["each"], t["none"])
-                  for (dev, rest), t in pairs.items() if "each" in t and "none" in t]
+    sync_costs = [
+        SyncCost(dev, dict(rest), t["each"], t["none"])
+        for (dev, rest), t in pairs.items()
+        if "each" in t and "none" in t
+    ]
     sync_costs.sort(key=lambda s: (devices.index(s.device), s.params.get("batch", 0)))
 
     sweep_record = record.model_copy(update={"results": steady})

@@ -74,8 +74,7 @@ def summarize(t: Telemetry) -> TelemetrySummary:
         w_sum = math.fsum(w)
         n_cores = len(t.cpu_percent_per_core[0])
         per_core = [
-            math.fsum(wi * sample[c] for wi, sample in zip(w, t.cpu_percent_per_core)) / w_sum
-            for c in range(n_cores)
+            math.fsum(wi * sample[c] for wi, sample in zip(w, t.cpu_percent_per_core)) / w_sum for c in range(n_cores)
         ]
     has_gpu = bool(n) and t.gpu_util_percent is not None
     return TelemetrySummary(

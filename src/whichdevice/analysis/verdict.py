@@ -88,17 +88,23 @@ def sweep_findings(table: Table, x_label: str) -> list[Finding]:
     for d, reg in regimes.items():
         if reg == "floor" and d.startswith("GPU"):
             floor = min(r.cells[d].timing.median_s for r in table.rows if d in r.cells and r.cells[d].ok)
-            findings.append(Finding(
-                "launch_bound", d,
-                f"{d}: time flat in {x_label} (log-log slope < {FLAT_SLOPE}): it sits at a per-step floor of "
-                f"≈{floor * 1e3:.3g} ms of kernel launches, dispatch and synchronization, not computing",
-                f"give each step more work: a larger {x_label}, steps_per_execution, or jit_compile to fuse ops",
-            ))
+            findings.append(
+                Finding(
+                    "launch_bound",
+                    d,
+                    f"{d}: time flat in {x_label} (log-log slope < {FLAT_SLOPE}): it sits at a per-step floor of "
+                    f"≈{floor * 1e3:.3g} ms of kernel launches, dispatch and synchronization, not computing",
+                    f"give each step more work: a larger {x_label}, steps_per_execution, or jit_compile to fuse ops",
+                )
+            )
         elif reg == "scaling":
-            findings.append(Finding(
-                "compute_bound", d,
-                f"{d}: time grows with {x_label} (log-log slope ≥ {SCALING_SLOPE}): compute-bound at the top of the range",
-            ))
+            findings.append(
+                Finding(
+                    "compute_bound",
+                    d,
+                    f"{d}: time grows with {x_label} (log-log slope ≥ {SCALING_SLOPE}): compute-bound at the top of the range",
+                )
+            )
     if top is not None:
         for d, comp in top.comparisons.items():
             if comp.winner is None:
@@ -106,8 +112,14 @@ def sweep_findings(table: Table, x_label: str) -> list[Finding]:
             elif comp.winner == d:
                 findings.append(Finding("gpu_wins", d, f"at {x_label}={top.x:g}: {comp.describe()}"))
             else:
-                findings.append(Finding("cpu_wins", d, f"at {x_label}={top.x:g}: {comp.describe()}",
-                                        "for work this small the CPU is the right device"))
+                findings.append(
+                    Finding(
+                        "cpu_wins",
+                        d,
+                        f"at {x_label}={top.x:g}: {comp.describe()}",
+                        "for work this small the CPU is the right device",
+                    )
+                )
     return findings
 
 

@@ -46,14 +46,21 @@ class BreakEven:
         if self.kind == "no_gpu":
             return "break-even: needs a GPU run (no GPU was measured here); run on a machine with a GPU"
         if self.kind == "immediately":
-            return (f"break-even: the GPU is ahead from the first {u[:-1]} "
-                    f"(warm-up {_s(-self.extra_warmup_s)} shorter, saves {_s(self.saving_per_unit_s)} per {u[:-1]})")
+            return (
+                f"break-even: the GPU is ahead from the first {u[:-1]} "
+                f"(warm-up {_s(-self.extra_warmup_s)} shorter, saves {_s(self.saving_per_unit_s)} per {u[:-1]})"
+            )
         if self.kind == "never":
-            why = ("its steady steps are not significantly faster" if self.within_noise
-                   else f"its steady {u} are {_s(-self.saving_per_unit_s)} slower each")
+            why = (
+                "its steady steps are not significantly faster"
+                if self.within_noise
+                else f"its steady {u} are {_s(-self.saving_per_unit_s)} slower each"
+            )
             return f"break-even: never — {why} (extra warm-up {_s(self.extra_warmup_s)})"
-        return (f"break-even after {self.n:,} {u}: the GPU's extra warm-up {_s(self.extra_warmup_s)} "
-                f"is paid back at {_s(self.saving_per_unit_s)} saved per {u[:-1]}")
+        return (
+            f"break-even after {self.n:,} {u}: the GPU's extra warm-up {_s(self.extra_warmup_s)} "
+            f"is paid back at {_s(self.saving_per_unit_s)} saved per {u[:-1]}"
+        )
 
 
 def _s(x: float | None) -> str:
@@ -66,8 +73,15 @@ def _s(x: float | None) -> str:
     return f"{x * 1e9:.3g} ns"
 
 
-def break_even(cpu_first_s: float, cpu_step_s: float, gpu_first_s: float, gpu_step_s: float, *,
-               significant: bool = True, unit: str = "steps") -> BreakEven:
+def break_even(
+    cpu_first_s: float,
+    cpu_step_s: float,
+    gpu_first_s: float,
+    gpu_step_s: float,
+    *,
+    significant: bool = True,
+    unit: str = "steps",
+) -> BreakEven:
     """Smallest ``n >= 1`` with ``T_gpu(n) < T_cpu(n)`` (see the module docstring)."""
     w = gpu_first_s - cpu_first_s
     d = cpu_step_s - gpu_step_s

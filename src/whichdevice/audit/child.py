@@ -72,13 +72,35 @@ MAX_RERUNS = 8  # distinct (function, device) pairs re-measured after the script
 RERUN_MIN_TIME_S = 0.2  # steady seconds per re-measured pair (timing.TimingPolicy.min_time_s)
 
 # Ops whose effect reaches outside TensorFlow: a graph holding one is not re-run.
-UNSAFE_OPS = frozenset({
-    "WriteFile", "PrintV2", "Print", "Save", "SaveV2", "SaveSlices", "MergeV2Checkpoints", "PyFunc",
-    "EagerPyFunc", "PyFuncStateless", "WriteScalarSummary", "WriteSummary", "WriteImageSummary",
-    "WriteHistogramSummary", "WriteAudioSummary", "WriteGraphSummary", "WriteRawProtoSummary",
-    "DebugIdentityV2", "DebugIdentityV3", "ImportEvent", "FlushSummaryWriter", "DeleteFile",
-    "DatasetToTFRecord", "SaveDataset", "SaveDatasetV2",
-})
+UNSAFE_OPS = frozenset(
+    {
+        "WriteFile",
+        "PrintV2",
+        "Print",
+        "Save",
+        "SaveV2",
+        "SaveSlices",
+        "MergeV2Checkpoints",
+        "PyFunc",
+        "EagerPyFunc",
+        "PyFuncStateless",
+        "WriteScalarSummary",
+        "WriteSummary",
+        "WriteImageSummary",
+        "WriteHistogramSummary",
+        "WriteAudioSummary",
+        "WriteGraphSummary",
+        "WriteRawProtoSummary",
+        "DebugIdentityV2",
+        "DebugIdentityV3",
+        "ImportEvent",
+        "FlushSummaryWriter",
+        "DeleteFile",
+        "DatasetToTFRecord",
+        "SaveDataset",
+        "SaveDatasetV2",
+    }
+)
 
 
 class State:
@@ -90,9 +112,21 @@ class State:
         self.active = True
         self.seq = 0
         self.c = {  # cumulative counters, snapshotted at every stamped read and block edge
-            "eager_ops": 0, "graph_ops": 0, "traces": 0, "fn_calls": 0, "instantiations": 0,
-            "xla_compiles": 0, "new_kernels": 0, "syncs": 0, "h2d": 0, "d2h": 0, "sessions": 0,
-            "session_runs": 0, "first_session_runs": 0, "last_gpu_work": 0, "last_sync": 0,
+            "eager_ops": 0,
+            "graph_ops": 0,
+            "traces": 0,
+            "fn_calls": 0,
+            "instantiations": 0,
+            "xla_compiles": 0,
+            "new_kernels": 0,
+            "syncs": 0,
+            "h2d": 0,
+            "d2h": 0,
+            "sessions": 0,
+            "session_runs": 0,
+            "first_session_runs": 0,
+            "last_gpu_work": 0,
+            "last_sync": 0,
             "cpu_ops_in_gpu_block": 0,
         }
         self.ops_by_device: dict[str, int] = {}
@@ -146,16 +180,27 @@ class State:
     def to_json(self) -> dict:
         with self.lock:
             return {
-                "version": AUDIT_STATE_VERSION, "script": self.script, "tf_installed": self.tf_installed,
-                "physical_devices": self.physical, "soft_placement": self.soft_placement,
-                "placement_log": self.placement_log, "reads": list(self.reads), "n_reads": self.n_reads,
-                "intervals": list(self.intervals), "blocks": [dict(b) for b in self.blocks],
+                "version": AUDIT_STATE_VERSION,
+                "script": self.script,
+                "tf_installed": self.tf_installed,
+                "physical_devices": self.physical,
+                "soft_placement": self.soft_placement,
+                "placement_log": self.placement_log,
+                "reads": list(self.reads),
+                "n_reads": self.n_reads,
+                "intervals": list(self.intervals),
+                "blocks": [dict(b) for b in self.blocks],
                 "functions": {str(k): dict(v) for k, v in self.functions.items()},
                 "block_calls": {str(b): {str(f): n for f, n in calls.items()} for b, calls in self.block_calls.items()},
                 "placed_cpu_in_gpu_block": dict(self.placed_cpu_in_gpu_block),
-                "totals": self.snap(), "exception": self.exception, "exit_code": self.exit_code,
-                "timed_out": self.timed_out, "hang_line": self.hang_line, "reruns": list(self.reruns),
-                "rerun_skipped": list(self.rerun_skipped), "script_s": self.script_s,
+                "totals": self.snap(),
+                "exception": self.exception,
+                "exit_code": self.exit_code,
+                "timed_out": self.timed_out,
+                "hang_line": self.hang_line,
+                "reruns": list(self.reruns),
+                "rerun_skipped": list(self.rerun_skipped),
+                "script_s": self.script_s,
             }
 
 
@@ -174,6 +219,7 @@ def _source(line: int) -> str:
 
 # ---------------------------------------------------------------- clock reads
 
+
 class Stamp(float):
     """A clock value from the script; ``end - start`` between two stamps records the interval."""
 
@@ -191,8 +237,15 @@ class Stamp(float):
             f = sys._getframe(1)
             line = f.f_lineno if f.f_code.co_filename == st.script else None
             with st.lock:
-                st.intervals.append({"start": other.read_id, "end": self.read_id, "seconds": result,
-                                     "line": line, "text": _source(line) if line else ""})
+                st.intervals.append(
+                    {
+                        "start": other.read_id,
+                        "end": self.read_id,
+                        "seconds": result,
+                        "line": line,
+                        "text": _source(line) if line else "",
+                    }
+                )
         return result
 
     def __reduce__(self):  # pickles and copies as a plain float
@@ -212,8 +265,16 @@ def _clock(orig, name):
             if len(st.reads) >= MAX_READS:
                 return value
             rid = len(st.reads)
-            st.reads.append({"id": rid, "fn": name, "line": f.f_lineno, "text": _source(f.f_lineno),
-                             "block": st.stack[-1] if st.stack else None, "snap": st.snap()})
+            st.reads.append(
+                {
+                    "id": rid,
+                    "fn": name,
+                    "line": f.f_lineno,
+                    "text": _source(f.f_lineno),
+                    "block": st.stack[-1] if st.stack else None,
+                    "snap": st.snap(),
+                }
+            )
         return Stamp(value, rid)
 
     read.__wrapped__ = orig
@@ -222,6 +283,7 @@ def _clock(orig, name):
 
 
 # ---------------------------------------------------------------- re-measurement
+
 
 def _graph_op_types(cf) -> set[str]:
     gd = cf.graph.as_graph_def()
@@ -259,7 +321,9 @@ def rerun(deadline: float) -> None:
             continue
         flat = list(args) + list(kwargs.values())
         if any(_iterator_like(x) for x in flat):
-            st.rerun_skipped.append({**base, "reason": "an argument is a data iterator: calling again would consume it"})
+            st.rerun_skipped.append(
+                {**base, "reason": "an argument is a data iterator: calling again would consume it"}
+            )
             continue
         try:
             cf = fn.get_concrete_function(*args, **kwargs)
@@ -268,10 +332,14 @@ def rerun(deadline: float) -> None:
             st.rerun_skipped.append({**base, "reason": f"its graph could not be inspected ({type(e).__name__})"})
             continue
         if unsafe:
-            st.rerun_skipped.append({**base, "reason": f"its graph has side effects outside TensorFlow ({', '.join(unsafe)})"})
+            st.rerun_skipped.append(
+                {**base, "reason": f"its graph has side effects outside TensorFlow ({', '.join(unsafe)})"}
+            )
             continue
         if len(done) >= MAX_RERUNS:
-            st.rerun_skipped.append({**base, "reason": f"more than {MAX_RERUNS} functions x devices; the first {MAX_RERUNS} were re-run"})
+            st.rerun_skipped.append(
+                {**base, "reason": f"more than {MAX_RERUNS} functions x devices; the first {MAX_RERUNS} were re-run"}
+            )
             continue
         left = deadline - _orig_mono()
         if left < 4 * RERUN_MIN_TIME_S:
@@ -280,6 +348,7 @@ def rerun(deadline: float) -> None:
         policy = TimingPolicy(min_time_s=RERUN_MIN_TIME_S, max_time_s=min(5.0, left / 4), telemetry_period_s=None)
         device = block["requested"]
         try:
+
             def call():
                 with tf.device(device):
                     return fn(*args, **kwargs)
@@ -292,12 +361,21 @@ def rerun(deadline: float) -> None:
             st.rerun_skipped.append({**base, "reason": f"re-running raised {type(e).__name__}: {str(e).strip()[:200]}"})
             continue
         done[key] = len(st.reruns)
-        st.reruns.append({**base, "ran_on": ran_on, "first_call_s": raw.first_call_s, "warmup_s": list(raw.warmup_s),
-                          "samples_s": list(raw.samples_s), "number_per_sample": raw.number_per_sample,
-                          "overhead_s": raw.overhead_s})
+        st.reruns.append(
+            {
+                **base,
+                "ran_on": ran_on,
+                "first_call_s": raw.first_call_s,
+                "warmup_s": list(raw.warmup_s),
+                "samples_s": list(raw.samples_s),
+                "number_per_sample": raw.number_per_sample,
+                "overhead_s": raw.overhead_s,
+            }
+        )
 
 
 # ---------------------------------------------------------------- main
+
 
 def _write_state(path: str) -> None:
     for _ in range(5):  # the main thread may be mutating lists while the watchdog dumps
@@ -401,8 +479,14 @@ def main(argv: list[str]) -> int:
         if not job.get("no_rerun"):
             rerun(deadline)
     except Exception as e:  # never lose the audit to a failed re-measurement
-        STATE.rerun_skipped.append({"block": None, "function": None, "requested": None,
-                                    "reason": f"re-measurement failed: {type(e).__name__}: {e}"})
+        STATE.rerun_skipped.append(
+            {
+                "block": None,
+                "function": None,
+                "requested": None,
+                "reason": f"re-measurement failed: {type(e).__name__}: {e}",
+            }
+        )
     done.set()
     _write_state(state_path)
     if STATE.log_reader is not None:

@@ -153,25 +153,33 @@ class AuditRecord(_Model):
 
 # ---------------------------------------------------------------- boundary checks
 
+
 def check_script(text: str) -> Path:
     """The script must exist, be a file and be Python source (compiled here, not run)."""
     path = Path(text).expanduser()
     if not path.exists():
         raise UsageError("SCRIPT", f"no such file '{path}'", "Check the path (relative to the current folder).")
     if path.is_dir():
-        raise UsageError("SCRIPT", f"'{path}' is a folder", "Pass the .py file to audit, e.g. whichdevice audit bench.py.")
+        raise UsageError(
+            "SCRIPT", f"'{path}' is a folder", "Pass the .py file to audit, e.g. whichdevice audit bench.py."
+        )
     try:
         source = path.read_bytes()
     except OSError as e:
         raise UsageError("SCRIPT", f"cannot read '{path}' ({e.strerror})", "Pass a readable .py file.") from None
     if b"\x00" in source[:8192]:
-        raise UsageError("SCRIPT", f"'{path}' is not a Python file (it is binary)", "Pass the .py script that runs your benchmark.")
+        raise UsageError(
+            "SCRIPT", f"'{path}' is not a Python file (it is binary)", "Pass the .py script that runs your benchmark."
+        )
     try:
         compile(source, str(path), "exec")
     except SyntaxError as e:
         what = "is not a Python file" if path.suffix not in (".py", ".pyw") else "is not valid Python"
-        raise UsageError("SCRIPT", f"'{path}' {what} (line {e.lineno}: {e.msg})",
-                         "Pass a Python script that runs with `python SCRIPT.py`.") from None
+        raise UsageError(
+            "SCRIPT",
+            f"'{path}' {what} (line {e.lineno}: {e.msg})",
+            "Pass a Python script that runs with `python SCRIPT.py`.",
+        ) from None
     except ValueError as e:
         raise UsageError("SCRIPT", f"'{path}' is not a Python file ({e})", "Pass a .py script.") from None
     return path.resolve()
@@ -179,7 +187,10 @@ def check_script(text: str) -> Path:
 
 # ---------------------------------------------------------------- running the child
 
-def run_child(script: Path, args: list[str], timeout_s: float, *, rerun: bool = True) -> tuple[dict | None, int | None, float, bool]:
+
+def run_child(
+    script: Path, args: list[str], timeout_s: float, *, rerun: bool = True
+) -> tuple[dict | None, int | None, float, bool]:
     """Run the script in the audit child; its stdout/stderr are ours (passed through).
 
     Returns (state or None, child's return code or None when killed, wall seconds, killed).
@@ -187,13 +198,28 @@ def run_child(script: Path, args: list[str], timeout_s: float, *, rerun: bool = 
     with tempfile.TemporaryDirectory(prefix="whichdevice-audit-") as tmp:
         state_path = Path(tmp) / "state.json"
         job = Path(tmp) / "job.json"
-        job.write_text(json.dumps({"script": str(script), "args": list(args), "state": str(state_path),
-                                   "timeout_s": timeout_s, "no_rerun": not rerun}))
+        job.write_text(
+            json.dumps(
+                {
+                    "script": str(script),
+                    "args": list(args),
+                    "state": str(state_path),
+                    "timeout_s": timeout_s,
+                    "no_rerun": not rerun,
+                }
+            )
+        )
         sys.stdout.flush()
         sys.stderr.flush()
         # The script's output is the user's: stdout and stderr are passed through.
-        done = run_module("whichdevice.audit.child", [str(job)], timeout_s=timeout_s + STATE_GRACE_S,
-                          stdout=None, stderr=None, cwd=os.getcwd())
+        done = run_module(
+            "whichdevice.audit.child",
+            [str(job)],
+            timeout_s=timeout_s + STATE_GRACE_S,
+            stdout=None,
+            stderr=None,
+            cwd=os.getcwd(),
+        )
         killed = done.stopped is not None
         rc, wall = done.returncode, done.wall_s
         state = None
@@ -214,8 +240,11 @@ def save(record: AuditRecord, path: Path) -> None:
 def load(path: Path) -> AuditRecord:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     if data.get("schema_version", 0) > AUDIT_SCHEMA_VERSION:
-        raise UsageError("RESULT", f"'{path}' has audit schema {data.get('schema_version')}, newer than this whichdevice",
-                         "Upgrade whichdevice.")
+        raise UsageError(
+            "RESULT",
+            f"'{path}' has audit schema {data.get('schema_version')}, newer than this whichdevice",
+            "Upgrade whichdevice.",
+        )
     return AuditRecord.model_validate(data)
 
 

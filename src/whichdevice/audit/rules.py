@@ -52,6 +52,7 @@ _DEVICE_IN_TEXT = re.compile(r"/(?:device:)?(?P<kind>GPU|CPU):(?P<idx>\d+)", re.
 
 # ---------------------------------------------------------------- building blocks and measurements
 
+
 def mentions_missing_device(text: str) -> bool:
     return bool(_MISSING_DEVICE_RE.search(text or ""))
 
@@ -86,15 +87,34 @@ def build_blocks(state: dict) -> list[Block]:
     for b in state.get("blocks", []):
         enter = b["enter"]
         exit_ = b.get("exit") or state.get("totals") or enter
-        blocks.append(Block(
-            id=b["id"], requested=b["requested"], api=b["api"], line=b["line"], text=b["text"],
-            device_exists=device_exists(b["requested"], physical),
-            wall_s=(exit_["t"] - enter["t"]) if b.get("exit") else None,
-            ran_on=_diff_devices(enter, exit_),
-            **{k: _diff(enter, exit_, k) for k in ("fn_calls", "traces", "instantiations", "xla_compiles", "sessions",
-                                                    "session_runs", "syncs", "h2d", "d2h", "cpu_ops_in_gpu_block")},
-            error=b.get("error"),
-        ))
+        blocks.append(
+            Block(
+                id=b["id"],
+                requested=b["requested"],
+                api=b["api"],
+                line=b["line"],
+                text=b["text"],
+                device_exists=device_exists(b["requested"], physical),
+                wall_s=(exit_["t"] - enter["t"]) if b.get("exit") else None,
+                ran_on=_diff_devices(enter, exit_),
+                **{
+                    k: _diff(enter, exit_, k)
+                    for k in (
+                        "fn_calls",
+                        "traces",
+                        "instantiations",
+                        "xla_compiles",
+                        "sessions",
+                        "session_runs",
+                        "syncs",
+                        "h2d",
+                        "d2h",
+                        "cpu_ops_in_gpu_block",
+                    )
+                },
+                error=b.get("error"),
+            )
+        )
     return blocks
 
 
@@ -134,15 +154,41 @@ def build_measurements(state: dict) -> list[Measurement]:
         kind = "GPU" if "GPU" in kinds else ("CPU" if "CPU" in kinds else "")
         ran_on = _diff_devices(s0, s1)
         gpu_ran = any(d.startswith("GPU") for d in ran_on)
-        unsynced = (s1.get("last_gpu_work", 0) > s0["seq"] and s1.get("last_gpu_work", 0) > s1.get("last_sync", 0)
-                    and (kind == "GPU" or gpu_ran))
+        unsynced = (
+            s1.get("last_gpu_work", 0) > s0["seq"]
+            and s1.get("last_gpu_work", 0) > s1.get("last_sync", 0)
+            and (kind == "GPU" or gpu_ran)
+        )
         line = iv.get("line")
-        partial.append(dict(
-            id=i, line=line, text=iv.get("text", ""), seconds=iv["seconds"], clock=r1["fn"], kind=kind, blocks=bids,
-            ran_on=ran_on, unsynced_gpu_end=unsynced, series=f"{line}:{kind}",
-            **{k: _diff(s0, s1, k) for k in ("fn_calls", "traces", "instantiations", "xla_compiles", "new_kernels",
-                                              "sessions", "session_runs", "syncs", "h2d", "d2h")},
-        ))
+        partial.append(
+            dict(
+                id=i,
+                line=line,
+                text=iv.get("text", ""),
+                seconds=iv["seconds"],
+                clock=r1["fn"],
+                kind=kind,
+                blocks=bids,
+                ran_on=ran_on,
+                unsynced_gpu_end=unsynced,
+                series=f"{line}:{kind}",
+                **{
+                    k: _diff(s0, s1, k)
+                    for k in (
+                        "fn_calls",
+                        "traces",
+                        "instantiations",
+                        "xla_compiles",
+                        "new_kernels",
+                        "sessions",
+                        "session_runs",
+                        "syncs",
+                        "h2d",
+                        "d2h",
+                    )
+                },
+            )
+        )
     counts: dict[str, int] = {}
     for p in partial:
         p["index_in_series"] = counts.get(p["series"], 0)
@@ -193,6 +239,7 @@ def _costs(m: Measurement) -> str:
 
 # ---------------------------------------------------------------- the rules
 
+
 def rule_soft_placed_missing_device(state, blocks, measurements) -> list[Finding]:
     """A block asked for a device that does not exist; soft placement ran it elsewhere."""
     by_line: dict[int, list[Block]] = {}
@@ -204,17 +251,25 @@ def rule_soft_placed_missing_device(state, blocks, measurements) -> list[Finding
         ran = sorted({d for b in bs for d in b.ran_on}) or ["CPU:0"]
         n = f"{len(bs)} blocks" if len(bs) > 1 else "the block"
         ms = [m.id for m in measurements if set(m.blocks) & {b.id for b in bs}]
-        out.append(Finding(
-            rule="soft_placed_missing_device", title="The requested device does not exist: the block ran elsewhere",
-            where=f"line {line}: {bs[0].text}",
-            explanation=(f"{bs[0].requested!s} does not exist on this machine (TensorFlow sees "
-                         f"{_devices_text(state)}); soft placement ran {n} on {', '.join(ran)}, so its time is a "
-                         f"{', '.join(ran)} time, whatever the label says."),
-            fix=("Check tf.config.list_logical_devices('GPU') before timing, or call "
-                 "tf.config.set_soft_device_placement(False) so a missing device raises; label results by where the "
-                 "ops ran (tensor.device)."),
-            measurements=ms, blocks=[b.id for b in bs],
-        ))
+        out.append(
+            Finding(
+                rule="soft_placed_missing_device",
+                title="The requested device does not exist: the block ran elsewhere",
+                where=f"line {line}: {bs[0].text}",
+                explanation=(
+                    f"{bs[0].requested!s} does not exist on this machine (TensorFlow sees "
+                    f"{_devices_text(state)}); soft placement ran {n} on {', '.join(ran)}, so its time is a "
+                    f"{', '.join(ran)} time, whatever the label says."
+                ),
+                fix=(
+                    "Check tf.config.list_logical_devices('GPU') before timing, or call "
+                    "tf.config.set_soft_device_placement(False) so a missing device raises; label results by where the "
+                    "ops ran (tensor.device)."
+                ),
+                measurements=ms,
+                blocks=[b.id for b in bs],
+            )
+        )
     return out
 
 
@@ -222,24 +277,40 @@ def rule_different_one_time_costs(state, blocks, measurements) -> list[Finding]:
     """Compared measurements where one paid tracing/instantiation/compilation and the other reused it."""
     out = []
     for a, b in comparisons(measurements):
-        differ = (a.traces != b.traces or a.instantiations != b.instantiations or a.xla_compiles != b.xla_compiles
-                  or a.sessions != b.sessions or abs(a.new_kernels - b.new_kernels) >= NEW_KERNELS_DIFF)
+        differ = (
+            a.traces != b.traces
+            or a.instantiations != b.instantiations
+            or a.xla_compiles != b.xla_compiles
+            or a.sessions != b.sessions
+            or abs(a.new_kernels - b.new_kernels) >= NEW_KERNELS_DIFF
+        )
         if not differ:
             continue
-        payer = a if (a.traces + a.instantiations + a.xla_compiles, a.new_kernels) >= (
-            b.traces + b.instantiations + b.xla_compiles, b.new_kernels) else b
+        payer = (
+            a
+            if (a.traces + a.instantiations + a.xla_compiles, a.new_kernels)
+            >= (b.traces + b.instantiations + b.xla_compiles, b.new_kernels)
+            else b
+        )
         other = b if payer is a else a
-        out.append(Finding(
-            rule="different_one_time_costs", title="The compared blocks paid different one-time costs",
-            where=f"{_where(a)} vs {_where(b)}",
-            explanation=(f"the {payer.kind} measurement ({_where(payer)}, {seconds(payer.seconds)}) includes "
-                         f"{_costs(payer)}; the {other.kind} one ({_where(other)}, {seconds(other.seconds)}) "
-                         f"includes {_costs(other)} — it reused what the first paid for, so the comparison "
-                         "measures set-up order, not the devices."),
-            fix=("Warm up each device before its clock starts (call the step once per device and read the result), "
-                 "then time many steady steps — or use `whichdevice train`, which does."),
-            measurements=[a.id, b.id],
-        ))
+        out.append(
+            Finding(
+                rule="different_one_time_costs",
+                title="The compared blocks paid different one-time costs",
+                where=f"{_where(a)} vs {_where(b)}",
+                explanation=(
+                    f"the {payer.kind} measurement ({_where(payer)}, {seconds(payer.seconds)}) includes "
+                    f"{_costs(payer)}; the {other.kind} one ({_where(other)}, {seconds(other.seconds)}) "
+                    f"includes {_costs(other)} — it reused what the first paid for, so the comparison "
+                    "measures set-up order, not the devices."
+                ),
+                fix=(
+                    "Warm up each device before its clock starts (call the step once per device and read the result), "
+                    "then time many steady steps — or use `whichdevice train`, which does."
+                ),
+                measurements=[a.id, b.id],
+            )
+        )
     return out
 
 
@@ -250,18 +321,29 @@ def rule_gpu_timing_without_sync(state, blocks, measurements) -> list[Finding]:
         if not m.unsynced_gpu_end:
             continue
         on_gpu = any(d.startswith("GPU") for d in m.ran_on)
-        here = ("" if on_gpu else " On this machine the block ran on the CPU, whose eager ops finish before they "
-                "return, so the number is right here — on a real GPU it would time only the queueing.")
-        out.append(Finding(
-            rule="gpu_timing_without_sync", title="GPU timing ends without synchronizing",
-            where=f"{_where(m)}: {m.text}",
-            explanation=("the clock was read after GPU work was queued and before anything waited for it (no "
-                         ".numpy(), no Session.run, no sync_devices): GPU ops run asynchronously, so the time "
-                         "is how fast the work was launched, not how fast it ran." + here),
-            fix=("Read a result back (.numpy()) or call tf.test.experimental.sync_devices() right before the "
-                 "second clock read."),
-            measurements=[m.id],
-        ))
+        here = (
+            ""
+            if on_gpu
+            else " On this machine the block ran on the CPU, whose eager ops finish before they "
+            "return, so the number is right here — on a real GPU it would time only the queueing."
+        )
+        out.append(
+            Finding(
+                rule="gpu_timing_without_sync",
+                title="GPU timing ends without synchronizing",
+                where=f"{_where(m)}: {m.text}",
+                explanation=(
+                    "the clock was read after GPU work was queued and before anything waited for it (no "
+                    ".numpy(), no Session.run, no sync_devices): GPU ops run asynchronously, so the time "
+                    "is how fast the work was launched, not how fast it ran." + here
+                ),
+                fix=(
+                    "Read a result back (.numpy()) or call tf.test.experimental.sync_devices() right before the "
+                    "second clock read."
+                ),
+                measurements=[m.id],
+            )
+        )
     return out
 
 
@@ -277,16 +359,23 @@ def rule_one_shot_timing(state, blocks, measurements) -> list[Finding]:
             work = " of a single call"
         elif m.fn_calls > 1:
             work = f" ({m.fn_calls} tf.function calls in one timing)"
-        out.append(Finding(
-            rule="one_shot_timing", title="Measured once: the noise cannot be seen",
-            where=f"{_where(m)}: {m.text}",
-            explanation=(f"this number ({seconds(m.seconds)}) is one timing{work}; with one sample there is no "
-                         "median and no spread, so a difference between devices cannot be told from noise "
-                         "(a busy core, a page fault, a first-call cost)."),
-            fix=("Repeat the timed block (≥ 5 times after a warm-up run) and report the median and the spread "
-                 "(IQR); compare devices only when the spreads do not overlap."),
-            measurements=[m.id],
-        ))
+        out.append(
+            Finding(
+                rule="one_shot_timing",
+                title="Measured once: the noise cannot be seen",
+                where=f"{_where(m)}: {m.text}",
+                explanation=(
+                    f"this number ({seconds(m.seconds)}) is one timing{work}; with one sample there is no "
+                    "median and no spread, so a difference between devices cannot be told from noise "
+                    "(a busy core, a page fault, a first-call cost)."
+                ),
+                fix=(
+                    "Repeat the timed block (≥ 5 times after a warm-up run) and report the median and the spread "
+                    "(IQR); compare devices only when the spreads do not overlap."
+                ),
+                measurements=[m.id],
+            )
+        )
     return out
 
 
@@ -314,20 +403,31 @@ def rule_first_includes_setup(state, blocks, measurements) -> list[Finding]:
             continue
         if faster:
             later = min(faster, key=lambda m: m.seconds)
-            shows = (f"it took {seconds(first.seconds)}, {first.seconds / later.seconds:.1f}x measurement "
-                     f"{later.index_in_series + 1} ({seconds(later.seconds)}), which did as much work or more")
+            shows = (
+                f"it took {seconds(first.seconds)}, {first.seconds / later.seconds:.1f}x measurement "
+                f"{later.index_in_series + 1} ({seconds(later.seconds)}), which did as much work or more"
+            )
         else:
-            shows = (f"it took {seconds(first.seconds)} (the others {seconds(min(m.seconds for m in rest))} to "
-                     f"{seconds(max(m.seconds for m in rest))}; on a busy machine the set-up can hide in the noise)")
-        out.append(Finding(
-            rule="first_includes_setup", title="The first measurement of the series includes the set-up",
-            where=f"{_where(first)}: {first.text}",
-            explanation=(f"measurement 1 of {len(series)} paid one-time costs the later ones did not "
-                         f"({_costs(first)}; later: {_costs(rest[0])}): {shows}."),
-            fix=("Run one untimed warm-up iteration (same device, same shapes) before the loop, or drop the first "
-                 "point; time each point several times and keep the median."),
-            measurements=[m.id for m in series],
-        ))
+            shows = (
+                f"it took {seconds(first.seconds)} (the others {seconds(min(m.seconds for m in rest))} to "
+                f"{seconds(max(m.seconds for m in rest))}; on a busy machine the set-up can hide in the noise)"
+            )
+        out.append(
+            Finding(
+                rule="first_includes_setup",
+                title="The first measurement of the series includes the set-up",
+                where=f"{_where(first)}: {first.text}",
+                explanation=(
+                    f"measurement 1 of {len(series)} paid one-time costs the later ones did not "
+                    f"({_costs(first)}; later: {_costs(rest[0])}): {shows}."
+                ),
+                fix=(
+                    "Run one untimed warm-up iteration (same device, same shapes) before the loop, or drop the first "
+                    "point; time each point several times and keep the median."
+                ),
+                measurements=[m.id for m in series],
+            )
+        )
     return out
 
 
@@ -347,17 +447,24 @@ def rule_missing_device_failure(state, blocks, measurements) -> list[Finding]:
         dev = f"{m.group('kind').upper()}:{m.group('idx')}" if m else "a device"
         block = next((b for b in reversed(blocks) if b.device_exists is False), None)
         where = f"line {block.line}: {block.text}" if block else (f"line {line}" if line else "the script")
-        return [Finding(
-            rule="missing_device_failure", title=f"The script failed: {dev} does not exist on this machine",
-            where=where,
-            explanation=(f"the script asked for {dev}, and this machine has {_devices_text(state)}; TensorFlow "
-                         "refused to place the ops there (a tf.compat.v1 Session does not fall back unless soft "
-                         "placement is allowed), so it stopped."),
-            fix=("Run it where TensorFlow sees a GPU (`whichdevice devices` says why it does not here); or allow "
-                 "soft placement (tf.ConfigProto(allow_soft_placement=True) / tf.config.set_soft_device_placement(True)) "
-                 "knowing the 'GPU' numbers will then be CPU numbers."),
-            blocks=[block.id] if block else [],
-        )]
+        return [
+            Finding(
+                rule="missing_device_failure",
+                title=f"The script failed: {dev} does not exist on this machine",
+                where=where,
+                explanation=(
+                    f"the script asked for {dev}, and this machine has {_devices_text(state)}; TensorFlow "
+                    "refused to place the ops there (a tf.compat.v1 Session does not fall back unless soft "
+                    "placement is allowed), so it stopped."
+                ),
+                fix=(
+                    "Run it where TensorFlow sees a GPU (`whichdevice devices` says why it does not here); or allow "
+                    "soft placement (tf.ConfigProto(allow_soft_placement=True) / tf.config.set_soft_device_placement(True)) "
+                    "knowing the 'GPU' numbers will then be CPU numbers."
+                ),
+                blocks=[block.id] if block else [],
+            )
+        ]
     return []
 
 
@@ -372,16 +479,23 @@ def rule_gpu_ops_on_cpu(state, blocks, measurements) -> list[Finding]:
         if not b.cpu_ops_in_gpu_block:
             continue
         top = ", ".join(f"{t} ({n})" for t, n in sorted(types.items(), key=lambda kv: -kv[1])[:5])
-        out.append(Finding(
-            rule="gpu_ops_on_cpu", title="Ops in a GPU block ran on the CPU",
-            where=f"line {b.line}: {b.text}",
-            explanation=(f"{b.cpu_ops_in_gpu_block} op(s) in this block ran on the CPU ({cpu} CPU placements in all"
-                         f"{'; most frequent: ' + top if top else ''}); each one moves data between host and GPU "
-                         f"({b.h2d} host→device, {b.d2h} device→host copies seen)."),
-            fix=("Find them with tf.debugging.set_log_device_placement(True); replace ops without a GPU kernel, keep "
-                 "the data pipeline (tf.data) on the CPU on purpose, and feed the GPU with prefetch."),
-            blocks=[b.id],
-        ))
+        out.append(
+            Finding(
+                rule="gpu_ops_on_cpu",
+                title="Ops in a GPU block ran on the CPU",
+                where=f"line {b.line}: {b.text}",
+                explanation=(
+                    f"{b.cpu_ops_in_gpu_block} op(s) in this block ran on the CPU ({cpu} CPU placements in all"
+                    f"{'; most frequent: ' + top if top else ''}); each one moves data between host and GPU "
+                    f"({b.h2d} host→device, {b.d2h} device→host copies seen)."
+                ),
+                fix=(
+                    "Find them with tf.debugging.set_log_device_placement(True); replace ops without a GPU kernel, keep "
+                    "the data pipeline (tf.data) on the CPU on purpose, and feed the GPU with prefetch."
+                ),
+                blocks=[b.id],
+            )
+        )
     return out
 
 
@@ -392,14 +506,19 @@ def rule_gpu_label_without_gpu(state, blocks, measurements) -> list[Finding]:
         if m.kind or "gpu" not in m.text.lower() or any(d.startswith("GPU") for d in m.ran_on):
             continue
         ran = ", ".join(sorted(m.ran_on)) or "the CPU (no TensorFlow op was seen)"
-        out.append(Finding(
-            rule="gpu_label_without_gpu", title="Labelled GPU, but nothing ran on a GPU",
-            where=f"{_where(m)}: {m.text}",
-            explanation=(f"the line that reports this time says GPU, but no tf.device block asked for one and the "
-                         f"work ran on {ran}; tf.data transformations (map, batch) always run on the CPU."),
-            fix="Label results by where the ops ran (tensor.device), and time the GPU only inside a GPU block.",
-            measurements=[m.id],
-        ))
+        out.append(
+            Finding(
+                rule="gpu_label_without_gpu",
+                title="Labelled GPU, but nothing ran on a GPU",
+                where=f"{_where(m)}: {m.text}",
+                explanation=(
+                    f"the line that reports this time says GPU, but no tf.device block asked for one and the "
+                    f"work ran on {ran}; tf.data transformations (map, batch) always run on the CPU."
+                ),
+                fix="Label results by where the ops ran (tensor.device), and time the GPU only inside a GPU block.",
+                measurements=[m.id],
+            )
+        )
     return out
 
 
@@ -425,6 +544,7 @@ def _devices_text(state: dict) -> str:
 
 # ---------------------------------------------------------------- corrected comparison
 
+
 def _rerun_for(state: dict, block_ids: list[int]) -> tuple[list[Rerun], str | None]:
     """Reruns covering the traced functions called in these blocks, or why there are none."""
     reruns = state.get("reruns", [])
@@ -435,20 +555,35 @@ def _rerun_for(state: dict, block_ids: list[int]) -> tuple[list[Rerun], str | No
         for fid, n in (calls.get(str(bid)) or {}).items():
             entry = next((r for r in reruns if r.get("block") == bid and str(r.get("function_id")) == fid), None)
             if entry is None:
-                why = next((s["reason"] for s in skipped if s.get("block") == bid and str(s.get("function_id")) == fid),
-                           "it was not re-measured")
+                why = next(
+                    (s["reason"] for s in skipped if s.get("block") == bid and str(s.get("function_id")) == fid),
+                    "it was not re-measured",
+                )
                 return [], why
             if "same_as" in entry:
                 entry = {**reruns[entry["same_as"]], "block": bid}
-            timing = Timing(first_call_s=entry["first_call_s"], warmup_s=entry["warmup_s"],
-                            samples_s=entry["samples_s"], number_per_sample=entry["number_per_sample"],
-                            overhead_s=entry["overhead_s"])
-            out.append(Rerun(function=entry["function"], requested=entry["requested"], ran_on=entry["ran_on"],
-                             calls_in_block=n, timing=timing))
+            timing = Timing(
+                first_call_s=entry["first_call_s"],
+                warmup_s=entry["warmup_s"],
+                samples_s=entry["samples_s"],
+                number_per_sample=entry["number_per_sample"],
+                overhead_s=entry["overhead_s"],
+            )
+            out.append(
+                Rerun(
+                    function=entry["function"],
+                    requested=entry["requested"],
+                    ran_on=entry["ran_on"],
+                    calls_in_block=n,
+                    timing=timing,
+                )
+            )
     if not out:
-        return [], ("the timed work calls no tf.function (eager ops, Keras internals or a tf.compat.v1 session); "
-                    "only traced functions are re-run, because their graph is the whole work and calling it "
-                    "again touches nothing outside TensorFlow")
+        return [], (
+            "the timed work calls no tf.function (eager ops, Keras internals or a tf.compat.v1 session); "
+            "only traced functions are re-run, because their graph is the whole work and calling it "
+            "again touches nothing outside TensorFlow"
+        )
     return out, None
 
 
@@ -459,21 +594,39 @@ def correct(state: dict, measurements: list[Measurement]) -> list[Correction]:
         ra, why_a = _rerun_for(state, a.blocks)
         rb, why_b = _rerun_for(state, b.blocks)
         if why_a or why_b:
-            out.append(Correction(a=a.id, b=b.id, script_ratio=ratio, note=f"cannot be re-run safely: {why_a or why_b}"))
+            out.append(
+                Correction(a=a.id, b=b.id, script_ratio=ratio, note=f"cannot be re-run safely: {why_a or why_b}")
+            )
             continue
+
         def est(rs, q):
             return sum(r.calls_in_block * stats.quantile(r.timing.samples_s, q) for r in rs)
+
         a_med, b_med = est(ra, 0.5), est(rb, 0.5)
         lo = est(rb, 0.25) / est(ra, 0.75) if est(ra, 0.75) > 0 else None
         hi = est(rb, 0.75) / est(ra, 0.25) if est(ra, 0.25) > 0 else None
         ran = sorted({r.ran_on for r in ra + rb if r.ran_on})
-        note = (f"re-measured steady (warm-up apart, synchronized) with the arguments of the last call; "
-                f"{' and '.join(sorted({r.function for r in ra + rb}))} per call × calls in the block")
+        note = (
+            f"re-measured steady (warm-up apart, synchronized) with the arguments of the last call; "
+            f"{' and '.join(sorted({r.function for r in ra + rb}))} per call × calls in the block"
+        )
         if len(ran) == 1:
             note += f"; both ran on {ran[0]}"
-        out.append(Correction(a=a.id, b=b.id, script_ratio=ratio, a_steady_s=a_med, b_steady_s=b_med,
-                              real_ratio=b_med / a_med if a_med > 0 else None, real_ratio_low=lo, real_ratio_high=hi,
-                              reruns=ra + rb, note=note, rerun_ok=True))
+        out.append(
+            Correction(
+                a=a.id,
+                b=b.id,
+                script_ratio=ratio,
+                a_steady_s=a_med,
+                b_steady_s=b_med,
+                real_ratio=b_med / a_med if a_med > 0 else None,
+                real_ratio_low=lo,
+                real_ratio_high=hi,
+                reruns=ra + rb,
+                note=note,
+                rerun_ok=True,
+            )
+        )
     return out
 
 

@@ -42,9 +42,28 @@ if TYPE_CHECKING:
 MARK = b"\x1ewhichdevice-mark "
 
 # Ops that run on the host by design in every graph (arguments, constants, control).
-HOST_OPS = frozenset({"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval", "Const", "NoOp", "Identity",
-                      "Placeholder", "_EagerConst", "VarHandleOp", "ReadVariableOp", "Shape", "IteratorGetNext",
-                      "OptionalFromValue", "OptionalGetValue", "OptionalHasValue", "_Send", "_Recv"})
+HOST_OPS = frozenset(
+    {
+        "_Arg",
+        "_Retval",
+        "_DeviceArg",
+        "_DeviceRetval",
+        "Const",
+        "NoOp",
+        "Identity",
+        "Placeholder",
+        "_EagerConst",
+        "VarHandleOp",
+        "ReadVariableOp",
+        "Shape",
+        "IteratorGetNext",
+        "OptionalFromValue",
+        "OptionalGetValue",
+        "OptionalHasValue",
+        "_Send",
+        "_Recv",
+    }
+)
 
 
 def short_device(name: str) -> str:
@@ -75,6 +94,7 @@ def mark_sync(st: State) -> None:
 
 
 # ---------------------------------------------------------------- placement log (fd 2)
+
 
 def placement_of(line: str) -> Placed | None:
     """What one line of TensorFlow's placement log placed (a graph node or an eager op), else None."""
@@ -113,7 +133,7 @@ class StderrFilter:
             for raw in lines:
                 if raw.startswith(MARK):
                     with self.cond:
-                        self.marks_seen = int(raw[len(MARK):] or 0)
+                        self.marks_seen = int(raw[len(MARK) :] or 0)
                         self.cond.notify_all()
                     continue
                 placed = placement_of(raw.decode("utf-8", "replace"))
@@ -183,11 +203,14 @@ def stop_placement_log(st: State) -> None:
 
 # ---------------------------------------------------------------- devices and device scopes
 
+
 def record_devices(tf, st: State) -> None:
     """Physical devices and soft placement, as TensorFlow sees them when the script imports it."""
     try:
-        st.physical = {"CPU": len(tf.config.list_physical_devices("CPU")),
-                       "GPU": len(tf.config.list_physical_devices("GPU"))}
+        st.physical = {
+            "CPU": len(tf.config.list_physical_devices("CPU")),
+            "GPU": len(tf.config.list_physical_devices("GPU")),
+        }
     except Exception:
         st.physical = {}
     try:
@@ -211,10 +234,25 @@ class Block:
             with st.lock:
                 self._id = len(st.blocks)
                 line = self._frame.f_lineno
-                req = self._requested if isinstance(self._requested, str) or self._requested is None else repr(self._requested)
-                st.blocks.append({"id": self._id, "requested": req, "kind": requested_kind(req), "api": self._api,
-                                  "line": line, "text": st.source(line), "parent": st.stack[-1] if st.stack else None,
-                                  "enter": st.snap(), "exit": None, "error": None})
+                req = (
+                    self._requested
+                    if isinstance(self._requested, str) or self._requested is None
+                    else repr(self._requested)
+                )
+                st.blocks.append(
+                    {
+                        "id": self._id,
+                        "requested": req,
+                        "kind": requested_kind(req),
+                        "api": self._api,
+                        "line": line,
+                        "text": st.source(line),
+                        "parent": st.stack[-1] if st.stack else None,
+                        "enter": st.snap(),
+                        "exit": None,
+                        "error": None,
+                    }
+                )
                 st.stack.append(self._id)
                 st.block_calls[self._id] = {}
         return self._cm.__enter__()
@@ -230,7 +268,9 @@ class Block:
                     b = st.blocks[self._id]
                     b["exit"] = st.snap()
                     if et is not None:
-                        b["error"] = f"{et.__name__}: {str(ev).strip().splitlines()[0][:300] if str(ev).strip() else ''}"
+                        b["error"] = (
+                            f"{et.__name__}: {str(ev).strip().splitlines()[0][:300] if str(ev).strip() else ''}"
+                        )
                     if st.stack and st.stack[-1] == self._id:
                         st.stack.pop()
                     elif self._id in st.stack:
@@ -239,6 +279,7 @@ class Block:
 
 def wrap_device(orig, api: str, st: State):
     """``tf.device`` that returns a recording :class:`Block` when called from the script's file."""
+
     def device(*args, **kwargs):
         cm = orig(*args, **kwargs)
         if not st.active:
@@ -257,8 +298,11 @@ def wrap_device(orig, api: str, st: State):
 
 def hook_device_scopes(st: State) -> None:
     """Wrap ``device`` in ``tensorflow``, ``tensorflow.compat.v1`` and ``tensorflow.compat.v2``."""
-    for mod_name, api in (("tensorflow", "tf.device"), ("tensorflow.compat.v1", "tf.compat.v1.device"),
-                          ("tensorflow.compat.v2", "tf.device")):
+    for mod_name, api in (
+        ("tensorflow", "tf.device"),
+        ("tensorflow.compat.v1", "tf.compat.v1.device"),
+        ("tensorflow.compat.v2", "tf.device"),
+    ):
         mod = sys.modules.get(mod_name)
         if mod is None:
             try:
@@ -274,6 +318,7 @@ def hook_device_scopes(st: State) -> None:
 
 
 # ---------------------------------------------------------------- tf.function
+
 
 def hook_function_calls(st: State, pf, context, nest) -> None:
     """Count ``tf.function`` calls, traces, graph instantiations and XLA compiles.
@@ -298,9 +343,13 @@ def hook_function_calls(st: State, pf, context, nest) -> None:
             fid = id(self)
             info = st.functions.get(fid)
             if info is None:
-                info = st.functions[fid] = {"name": getattr(self, "__name__", None) or getattr(self, "_name", "fn"),
-                                            "calls": 0, "traces": 0, "jit": bool(getattr(self, "_jit_compile", False)),
-                                            "user_calls": 0}
+                info = st.functions[fid] = {
+                    "name": getattr(self, "__name__", None) or getattr(self, "_name", "fn"),
+                    "calls": 0,
+                    "traces": 0,
+                    "jit": bool(getattr(self, "_jit_compile", False)),
+                    "user_calls": 0,
+                }
             info["calls"] += 1
             info["traces"] += after - before
             st.c["fn_calls"] += 1
@@ -337,8 +386,10 @@ def hook_function_calls(st: State, pf, context, nest) -> None:
 
 # ---------------------------------------------------------------- eager ops
 
+
 def hook_op_callback(st: State, op_callbacks) -> None:
     """An op callback: where each eager op ran, copies between devices, new kernels."""
+
     def on_op(op_type, inputs, attrs, outputs, op_name=None, graph=None):
         if not st.active:
             return None
@@ -376,6 +427,7 @@ def hook_op_callback(st: State, op_callbacks) -> None:
 
 
 # ---------------------------------------------------------------- host reads
+
 
 def hook_host_reads(tf, st: State, ops) -> None:
     """``EagerTensor._numpy`` (a device-to-host read when the tensor is on a GPU) and
@@ -417,6 +469,7 @@ def hook_host_reads(tf, st: State, ops) -> None:
 
 
 # ---------------------------------------------------------------- TF1 sessions
+
 
 def hook_sessions(st: State, session_mod) -> None:
     """``tf.compat.v1`` sessions: created, ``run`` calls (each a synchronous host read), first runs."""
@@ -472,6 +525,7 @@ def hook_sessions(st: State, session_mod) -> None:
 
 
 # ---------------------------------------------------------------- install
+
 
 def install(tf, st: State) -> None:
     """Install every hook on ``tf``, the TensorFlow module the script imported.

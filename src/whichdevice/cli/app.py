@@ -89,8 +89,11 @@ def _say_interrupted(what: str) -> None:
     path = journal.active
     if path is not None and path.exists():
         experiment_name = journal.Journal.read(path, part=True).header.get("experiment", "run")
-        err_console.print(f"{what}. The finished cases are kept in {escape(str(path))}; finish the run with: "
-                          f"whichdevice {escape(experiment_name)} --resume {escape(str(path))}", soft_wrap=True)
+        err_console.print(
+            f"{what}. The finished cases are kept in {escape(str(path))}; finish the run with: "
+            f"whichdevice {escape(experiment_name)} --resume {escape(str(path))}",
+            soft_wrap=True,
+        )
     else:
         err_console.print(f"{what}.")
 

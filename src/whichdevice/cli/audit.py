@@ -26,10 +26,16 @@ from whichdevice.core.validate import check_output_dir, check_output_file, parse
 def audit(
     script: str = typer.Argument(..., help="Your benchmark script (.py); it runs once, unmodified."),
     script_args: Optional[list[str]] = typer.Argument(None, help="Arguments for the script, after `--`."),
-    timeout: str = typer.Option("600", "--timeout", help="Seconds the script may run; a hanging script is audited up to then."),
-    no_rerun: bool = typer.Option(False, "--no-rerun", help="Skip the steady re-measurement of the script's tf.functions."),
+    timeout: str = typer.Option(
+        "600", "--timeout", help="Seconds the script may run; a hanging script is audited up to then."
+    ),
+    no_rerun: bool = typer.Option(
+        False, "--no-rerun", help="Skip the steady re-measurement of the script's tf.functions."
+    ),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record (and the HTML with --html)."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/audit-<time>.json."),
+    json_path: Optional[Path] = typer.Option(
+        None, "--json", help="Write the JSON record here instead of OUT/audit-<time>.json."
+    ),
     html: bool = typer.Option(False, "--html", help="Also write a self-contained HTML report beside the record."),
 ) -> None:
     """Audit your own CPU-vs-GPU benchmark script: what it timed vs what ran where."""
@@ -38,8 +44,10 @@ def audit(
     out_dir = check_output_dir(out, "--out")
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"audit-{stamp()}.json"
     args = list(script_args or [])
-    err_console.print(f"[dim]whichdevice audit: running {escape(str(path))} once, instrumented "
-                      f"(timeout {timeout_s:g} s); its own output follows.[/dim]")
+    err_console.print(
+        f"[dim]whichdevice audit: running {escape(str(path))} once, instrumented "
+        f"(timeout {timeout_s:g} s); its own output follows.[/dim]"
+    )
     state, rc, wall_s, killed = audit_mod.run_child(path, args, timeout_s, rerun=not no_rerun)
     record = make_record(path, args, timeout_s, state, rc, wall_s, killed)
     render(record)
@@ -55,44 +63,72 @@ def audit(
         console.print(f"HTML:   {escape(str(page))}")
 
 
-def make_record(path: Path, args: list[str], timeout_s: float, state: dict | None, rc: int | None,
-                wall_s: float, killed: bool) -> audit_mod.AuditRecord:
+def make_record(
+    path: Path, args: list[str], timeout_s: float, state: dict | None, rc: int | None, wall_s: float, killed: bool
+) -> audit_mod.AuditRecord:
     notes: list[str] = []
     if state is None or "blocks" not in state:
-        notes.append("the instrumented child left no state (it crashed or was killed before writing it): "
-                     "nothing could be audited" + (f"; exit code {rc}" if rc is not None else ""))
+        notes.append(
+            "the instrumented child left no state (it crashed or was killed before writing it): "
+            "nothing could be audited" + (f"; exit code {rc}" if rc is not None else "")
+        )
         state = {"blocks": [], "reads": [], "intervals": []}
     blocks, measurements, findings, corrections = rules.analyze(state)
     if not state.get("tf_installed"):
         notes.append("the script never imported TensorFlow: no device blocks to audit")
     timed_out = bool(state.get("timed_out")) or killed
     exit_code = state.get("exit_code") if state.get("exit_code") is not None else (None if timed_out else rc)
-    if state.get("placement_log") is False and (state.get("physical_devices") or {}).get("GPU", 0) == 0 \
-            and state.get("tf_installed"):
+    if (
+        state.get("placement_log") is False
+        and (state.get("physical_devices") or {}).get("GPU", 0) == 0
+        and state.get("tf_installed")
+    ):
         notes.append("no GPU here: every op could only run on the CPU (placement logging was not needed)")
     if state.get("n_reads", 0) > len(state.get("reads", [])):
-        notes.append(f"the script read the clock {state['n_reads']} times; only the first "
-                     f"{len(state.get('reads', []))} were followed")
+        notes.append(
+            f"the script read the clock {state['n_reads']} times; only the first "
+            f"{len(state.get('reads', []))} were followed"
+        )
     return audit_mod.AuditRecord(
-        command=["whichdevice", *sys.argv[1:]], created_at=audit_mod.now(), machine=describe_machine(),
-        script=str(path), args=args, exit_code=exit_code, timed_out=timed_out, timeout_s=timeout_s,
-        hang_line=state.get("hang_line"), exception=state.get("exception"), wall_s=wall_s,
-        script_s=state.get("script_s"), tensorflow_seen=bool(state.get("tf_installed")),
-        physical_devices=state.get("physical_devices") or {}, soft_placement=state.get("soft_placement"),
-        placement_log=bool(state.get("placement_log")), blocks=blocks, measurements=measurements,
-        findings=findings, corrections=corrections, rerun_skipped=state.get("rerun_skipped") or [], notes=notes,
+        command=["whichdevice", *sys.argv[1:]],
+        created_at=audit_mod.now(),
+        machine=describe_machine(),
+        script=str(path),
+        args=args,
+        exit_code=exit_code,
+        timed_out=timed_out,
+        timeout_s=timeout_s,
+        hang_line=state.get("hang_line"),
+        exception=state.get("exception"),
+        wall_s=wall_s,
+        script_s=state.get("script_s"),
+        tensorflow_seen=bool(state.get("tf_installed")),
+        physical_devices=state.get("physical_devices") or {},
+        soft_placement=state.get("soft_placement"),
+        placement_log=bool(state.get("placement_log")),
+        blocks=blocks,
+        measurements=measurements,
+        findings=findings,
+        corrections=corrections,
+        rerun_skipped=state.get("rerun_skipped") or [],
+        notes=notes,
     )
 
 
 # ---------------------------------------------------------------- presenting
+
 
 def _ran(d: dict[str, int]) -> str:
     return ", ".join(f"{k} ({v})" for k, v in sorted(d.items())) or "—"
 
 
 def _one_time(x) -> str:
-    bits = [f"{x.traces} tr" if x.traces else "", f"{x.instantiations} inst" if x.instantiations else "",
-            f"{x.xla_compiles} xla" if x.xla_compiles else "", f"{x.sessions} sess" if x.sessions else ""]
+    bits = [
+        f"{x.traces} tr" if x.traces else "",
+        f"{x.instantiations} inst" if x.instantiations else "",
+        f"{x.xla_compiles} xla" if x.xla_compiles else "",
+        f"{x.sessions} sess" if x.sessions else "",
+    ]
     return ", ".join(b for b in bits if b) or "—"
 
 
@@ -102,43 +138,92 @@ def grids(record: audit_mod.AuditRecord) -> list[Grid]:
         rows = []
         for b in record.blocks:
             exists = {True: "", False: " (does not exist)", None: ""}[b.device_exists]
-            rows.append([GridCell(str(b.line)), GridCell(f"{b.requested}{exists}", "bad" if exists else ""),
-                         GridCell(_ran(b.ran_on), "bad" if b.device_exists is False or b.cpu_ops_in_gpu_block else ""),
-                         GridCell(seconds(b.wall_s)), GridCell(str(b.fn_calls + b.session_runs)),
-                         GridCell(_one_time(b), "dim"), GridCell(f"{b.h2d}/{b.d2h}"),
-                         GridCell("failed" if b.error else "", "bad" if b.error else "")])
-        out.append(Grid("Device blocks as they ran",
-                        ["line", "requested", "ran on (ops)", "wall", "calls", "one-time", "H→D/D→H", ""], rows,
-                        ["ops: eager ops (and placed graph ops) per device; calls: tf.function calls + Session.run; "
-                         "one-time: tr = traces, inst = graph instantiations (first call of a signature on a device), "
-                         "xla = XLA compiles, sess = new Sessions"]))
+            rows.append(
+                [
+                    GridCell(str(b.line)),
+                    GridCell(f"{b.requested}{exists}", "bad" if exists else ""),
+                    GridCell(_ran(b.ran_on), "bad" if b.device_exists is False or b.cpu_ops_in_gpu_block else ""),
+                    GridCell(seconds(b.wall_s)),
+                    GridCell(str(b.fn_calls + b.session_runs)),
+                    GridCell(_one_time(b), "dim"),
+                    GridCell(f"{b.h2d}/{b.d2h}"),
+                    GridCell("failed" if b.error else "", "bad" if b.error else ""),
+                ]
+            )
+        out.append(
+            Grid(
+                "Device blocks as they ran",
+                ["line", "requested", "ran on (ops)", "wall", "calls", "one-time", "H→D/D→H", ""],
+                rows,
+                [
+                    "ops: eager ops (and placed graph ops) per device; calls: tf.function calls + Session.run; "
+                    "one-time: tr = traces, inst = graph instantiations (first call of a signature on a device), "
+                    "xla = XLA compiles, sess = new Sessions"
+                ],
+            )
+        )
     if record.measurements:
         rows = []
         for m in record.measurements:
-            rows.append([GridCell(str(m.line or "?")), GridCell(f"{m.index_in_series + 1}/{m.series_len}", "dim"),
-                         GridCell(m.kind or "—"), GridCell(_ran(m.ran_on)), GridCell(seconds(m.seconds)),
-                         GridCell(str(m.fn_calls + m.session_runs)), GridCell(_one_time(m), "dim"),
-                         GridCell("no" if m.unsynced_gpu_end else "yes", "bad" if m.unsynced_gpu_end else "dim")])
-        out.append(Grid("What the script timed (each end - start it computed)",
-                        ["line", "#", "asked", "ran on (ops)", "script's time", "calls", "one-time", "synced"], rows,
-                        [f"line {n}: {t}" for n, t in dict.fromkeys((m.line, m.text) for m in record.measurements)]))
+            rows.append(
+                [
+                    GridCell(str(m.line or "?")),
+                    GridCell(f"{m.index_in_series + 1}/{m.series_len}", "dim"),
+                    GridCell(m.kind or "—"),
+                    GridCell(_ran(m.ran_on)),
+                    GridCell(seconds(m.seconds)),
+                    GridCell(str(m.fn_calls + m.session_runs)),
+                    GridCell(_one_time(m), "dim"),
+                    GridCell("no" if m.unsynced_gpu_end else "yes", "bad" if m.unsynced_gpu_end else "dim"),
+                ]
+            )
+        out.append(
+            Grid(
+                "What the script timed (each end - start it computed)",
+                ["line", "#", "asked", "ran on (ops)", "script's time", "calls", "one-time", "synced"],
+                rows,
+                [f"line {n}: {t}" for n, t in dict.fromkeys((m.line, m.text) for m in record.measurements)],
+            )
+        )
     if record.corrections:
         rows, notes = [], []
         for c in record.corrections:
             a, b = record.measurements[c.a], record.measurements[c.b]
             if c.rerun_ok:
-                rng = (f" ({c.real_ratio_low:.2f}-{c.real_ratio_high:.2f})"
-                       if c.real_ratio_low is not None and c.real_ratio_high is not None else "")
+                rng = (
+                    f" ({c.real_ratio_low:.2f}-{c.real_ratio_high:.2f})"
+                    if c.real_ratio_low is not None and c.real_ratio_high is not None
+                    else ""
+                )
                 real = f"{c.real_ratio:.2f}{rng}"
-                rows.append([GridCell(f"{a.line} vs {b.line}"), GridCell(f"{c.script_ratio:.2f}", "bad"),
-                             GridCell(seconds(c.a_steady_s)), GridCell(seconds(c.b_steady_s)), GridCell(real, "good")])
+                rows.append(
+                    [
+                        GridCell(f"{a.line} vs {b.line}"),
+                        GridCell(f"{c.script_ratio:.2f}", "bad"),
+                        GridCell(seconds(c.a_steady_s)),
+                        GridCell(seconds(c.b_steady_s)),
+                        GridCell(real, "good"),
+                    ]
+                )
             else:
-                rows.append([GridCell(f"{a.line} vs {b.line}"), GridCell(f"{c.script_ratio:.2f}"),
-                             GridCell("—"), GridCell("—"), GridCell("not re-run", "neutral")])
+                rows.append(
+                    [
+                        GridCell(f"{a.line} vs {b.line}"),
+                        GridCell(f"{c.script_ratio:.2f}"),
+                        GridCell("—"),
+                        GridCell("—"),
+                        GridCell("not re-run", "neutral"),
+                    ]
+                )
             notes.append(f"lines {a.line} vs {b.line}: {c.note}")
-        out.append(Grid("Corrected comparison: GPU-asked time / CPU-asked time",
-                        ["lines", "script's ratio", "CPU-asked steady", "GPU-asked steady", "real ratio (IQR range)"],
-                        rows, list(dict.fromkeys(notes))))
+        out.append(
+            Grid(
+                "Corrected comparison: GPU-asked time / CPU-asked time",
+                ["lines", "script's ratio", "CPU-asked steady", "GPU-asked steady", "real ratio (IQR range)"],
+                rows,
+                list(dict.fromkeys(notes)),
+            )
+        )
     return out
 
 
@@ -162,8 +247,12 @@ def render(record: audit_mod.AuditRecord) -> None:
     console.print(escape(_status_line(record)))
     if record.physical_devices:
         p = record.physical_devices
-        console.print(escape(f"TensorFlow sees {p.get('CPU', 0)} CPU, {p.get('GPU', 0)} GPU; soft placement "
-                             f"{'on' if record.soft_placement else 'off'} at import"))
+        console.print(
+            escape(
+                f"TensorFlow sees {p.get('CPU', 0)} CPU, {p.get('GPU', 0)} GPU; soft placement "
+                f"{'on' if record.soft_placement else 'off'} at import"
+            )
+        )
     for g in grids(record):
         render_grid(console, g)
     if record.findings:
@@ -181,7 +270,13 @@ def render(record: audit_mod.AuditRecord) -> None:
 def render_html(record: audit_mod.AuditRecord) -> str:
     sections = [html_mod.Section("What the script measured", grids=grids(record), lines=[_status_line(record)])]
     if record.findings:
-        sections.append(html_mod.Section("Findings", lines=[
-            f"{i}. {f.title} [{f.rule}] — {f.where}. {f.explanation} Instead: {f.fix}"
-            for i, f in enumerate(record.findings, 1)]))
+        sections.append(
+            html_mod.Section(
+                "Findings",
+                lines=[
+                    f"{i}. {f.title} [{f.rule}] — {f.where}. {f.explanation} Instead: {f.fix}"
+                    for i, f in enumerate(record.findings, 1)
+                ],
+            )
+        )
     return html_mod.render_html(record, sections, failures=[], warnings=[])

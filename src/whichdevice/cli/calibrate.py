@@ -58,11 +58,15 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 def check_name(name: str, argument: str = "--name") -> str:
     if not _NAME.match(name) or name.endswith(".json"):
-        raise UsageError(argument, f"'{name}' is not a profile name",
-                         "Use letters, digits, '.', '_' or '-' (up to 64), e.g. --name my-laptop.")
+        raise UsageError(
+            argument,
+            f"'{name}' is not a profile name",
+            "Use letters, digits, '.', '_' or '-' (up to 64), e.g. --name my-laptop.",
+        )
     if name in deviceprofile.shipped_names():
-        raise UsageError(argument, f"'{name}' is the name of a shipped profile",
-                         "Pick another name, e.g. --name my-" + name + ".")
+        raise UsageError(
+            argument, f"'{name}' is the name of a shipped profile", "Pick another name, e.g. --name my-" + name + "."
+        )
     return name
 
 
@@ -88,16 +92,32 @@ class CalibratePlan:
 @app.command()
 def calibrate(
     ctx: typer.Context,
-    name: Optional[str] = typer.Option(None, "--name", help="Profile name for `predict --profile NAME` (default: this host's name)."),
-    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
-    min_time: Optional[str] = typer.Option(None, "--min-time", help=f"Seconds of steady samples per probe point (default {DEFAULT_MIN_TIME_S:g})."),
-    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    name: Optional[str] = typer.Option(
+        None, "--name", help="Profile name for `predict --profile NAME` (default: this host's name)."
+    ),
+    device: Optional[str] = typer.Option(
+        None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."
+    ),
+    min_time: Optional[str] = typer.Option(
+        None, "--min-time", help=f"Seconds of steady samples per probe point (default {DEFAULT_MIN_TIME_S:g})."
+    ),
+    cpu_threads: Optional[str] = typer.Option(
+        None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."
+    ),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    case_timeout: str = typer.Option("120", "--case-timeout", help="Seconds one probe may take before it is killed and recorded as failed."),
+    case_timeout: str = typer.Option(
+        "120", "--case-timeout", help="Seconds one probe may take before it is killed and recorded as failed."
+    ),
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to calibrate (tensorflow)."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the profile and the plot."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/calibrate-<time>.json."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished probes are kept."),
+    json_path: Optional[Path] = typer.Option(
+        None, "--json", help="Write the JSON record here instead of OUT/calibrate-<time>.json."
+    ),
+    resume: Optional[Path] = typer.Option(
+        None,
+        "--resume",
+        help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished probes are kept.",
+    ),
 ) -> None:
     """Measure this machine's per-op, copy, matmul and memory costs into a device profile."""
     reject_options_with_resume(ctx)
@@ -106,8 +126,9 @@ def calibrate(
         run_calibrate(plan, resumed)
         return
     fw = parse_choice(framework, "--framework", CALIBRATE_FRAMEWORKS)
-    profile_name = check_name(name if name is not None else
-                              re.sub(r"[^A-Za-z0-9_.-]", "-", socket.gethostname())[:64] or "local")
+    profile_name = check_name(
+        name if name is not None else re.sub(r"[^A-Za-z0-9_.-]", "-", socket.gethostname())[:64] or "local"
+    )
     wanted = experiment.parse_device_filter(device)
     mt = parse_positive_float(min_time, "--min-time", "0.05") or DEFAULT_MIN_TIME_S
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
@@ -121,10 +142,19 @@ def calibrate(
     check_output_dir(saved.parent, "WHICHDEVICE_HOME")
     experiment.require_installed(fw)
     plan = CalibratePlan(
-        framework=fw, name=profile_name, devices_wanted=wanted, min_time_s=mt, cpu_threads=threads,
-        case_timeout_s=timeout_s, json_file=str(json_file.absolute()), png_file=str(png.absolute()),
+        framework=fw,
+        name=profile_name,
+        devices_wanted=wanted,
+        min_time_s=mt,
+        cpu_threads=threads,
+        case_timeout_s=timeout_s,
+        json_file=str(json_file.absolute()),
+        png_file=str(png.absolute()),
         profile_file=str(json_file.with_name(json_file.stem + ".profile.json").absolute()),
-        saved_file=str(saved.absolute()), command=command_line(), memory_limit_bytes=memory_bytes)
+        saved_file=str(saved.absolute()),
+        command=command_line(),
+        memory_limit_bytes=memory_bytes,
+    )
     run_calibrate(plan, None)
 
 
@@ -144,9 +174,17 @@ def run_calibrate(plan: CalibratePlan, resumed: JournalState | None) -> None:
         return calibrate_workload.build_cases(fw, d.name, d.kind)
 
     request = session.Request(
-        "calibrate", fw, cases_for, {"name": plan.name}, plan.command, devices=plan.devices_wanted,
-        min_time_s=plan.min_time_s, cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
-        memory_limit_bytes=plan.memory_limit_bytes)
+        "calibrate",
+        fw,
+        cases_for,
+        {"name": plan.name},
+        plan.command,
+        devices=plan.devices_wanted,
+        min_time_s=plan.min_time_s,
+        cpu_threads=plan.cpu_threads,
+        case_timeout_s=plan.case_timeout_s,
+        memory_limit_bytes=plan.memory_limit_bytes,
+    )
     record = measure_with_progress(request, journal=journal, resumed=resumed, found=found)
     json_file, png = Path(plan.json_file), Path(plan.png_file)
     profile = render_calibrate(record, png, loglog=True)

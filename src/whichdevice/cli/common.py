@@ -36,14 +36,22 @@ console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
 DEFAULT_OUT = Path("whichdevice-results")
-MEMORY_LIMIT_HELP = ("GiB the measuring process may hold before its case is stopped and recorded as out of memory "
-                     "(default: 90% of RAM, or of the container's limit when lower).")
+MEMORY_LIMIT_HELP = (
+    "GiB the measuring process may hold before its case is stopped and recorded as out of memory "
+    "(default: 90% of RAM, or of the container's limit when lower)."
+)
 MAX_MATMUL_N = 32768  # two float32 operands + result = 12 GiB: beyond that, not a laptop question
 
 
 def progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=err_console, transient=True)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
 
 
 def stamp() -> str:
@@ -78,8 +86,6 @@ def write_record(record: records.RunRecord, json_file: Path, png: Path | None) -
         console.print(f"Plot:   {escape(str(png))}")
 
 
-
-
 # ------------------------------------------------------------------ --resume
 # A measuring command parses its arguments into a plan (a dataclass of JSON values: all that
 # its cases and its record need), journals the plan in the header, and runs it. ``--resume``
@@ -102,8 +108,11 @@ def reject_options_with_resume(ctx: typer.Context) -> None:
         source = ctx.get_parameter_source(param.name)
         if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
             option = max(param.opts, key=len)
-            raise UsageError(option, "--resume reuses the interrupted run's options",
-                             f"Drop {option}, or start a new run without --resume.")
+            raise UsageError(
+                option,
+                "--resume reuses the interrupted run's options",
+                f"Drop {option}, or start a new run without --resume.",
+            )
 
 
 def read_plan(resume: Path, experiment: str, plan_cls):
@@ -112,8 +121,11 @@ def read_plan(resume: Path, experiment: str, plan_cls):
     try:
         plan = plan_cls(**state.header["options"])
     except (KeyError, TypeError):
-        raise UsageError("--resume", f"'{resume}' holds {experiment} options this version of whichdevice cannot "
-                         "read", "Start a new run.") from None
+        raise UsageError(
+            "--resume",
+            f"'{resume}' holds {experiment} options this version of whichdevice cannot read",
+            "Start a new run.",
+        ) from None
     return plan, state
 
 
@@ -127,14 +139,18 @@ def open_journal(experiment: str, plan, resumed: JournalState | None) -> Journal
     return Journal(path) if resumed else Journal.create(path, journal_header(experiment, plan))
 
 
-
 # ------------------------------------------------------------------ measuring
 # Every measuring command goes through ``measure.session.measure``; this adds the terminal's
 # side: the "looking for devices" line and one progress bar.
 
 
-def measure_with_progress(request: session.Request, *, journal: Journal | Callable[[], Journal] | None = None,
-                          resumed: JournalState | None = None, found=None) -> records.RunRecord:
+def measure_with_progress(
+    request: session.Request,
+    *,
+    journal: Journal | Callable[[], Journal] | None = None,
+    resumed: JournalState | None = None,
+    found=None,
+) -> records.RunRecord:
     """Measure ``request`` with a progress bar on stderr (transient: gone when done)."""
     if found is None:
         err_console.print(f"Looking for devices ({escape(request.framework)} import takes a few seconds)…")
@@ -143,5 +159,6 @@ def measure_with_progress(request: session.Request, *, journal: Journal | Callab
         callbacks = session.Progress(
             on_total=lambda n: bar.update(task, total=n),
             on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
-            on_result=lambda r: bar.advance(task))
+            on_result=lambda r: bar.advance(task),
+        )
         return session.measure(request, journal=journal, resumed=resumed, progress=callbacks, found=found)

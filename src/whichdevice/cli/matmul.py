@@ -32,24 +32,45 @@ from whichdevice.api import MatmulOptions, matmul_report, run_matmul
 from whichdevice.measure.journal import Journal, journal_path
 
 
-
 @app.command()
 def matmul(
     ctx: typer.Context,
-    sizes: Optional[str] = typer.Option(None, "--sizes", help="Matrix sizes n (n x n), comma-separated. Default: seed 000's 1,10,100,500,1000,2000,3000,4000,5000,8000,10000."),
-    mode: str = typer.Option("steady,seed", "--mode", help="steady (operands on the device: the kernel) and/or seed (seed 000's create+init+multiply+read back)."),
+    sizes: Optional[str] = typer.Option(
+        None,
+        "--sizes",
+        help="Matrix sizes n (n x n), comma-separated. Default: seed 000's 1,10,100,500,1000,2000,3000,4000,5000,8000,10000.",
+    ),
+    mode: str = typer.Option(
+        "steady,seed",
+        "--mode",
+        help="steady (operands on the device: the kernel) and/or seed (seed 000's create+init+multiply+read back).",
+    ),
     dtype: str = typer.Option("float32", "--dtype", help="float32, float16 or bfloat16."),
-    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
+    device: Optional[str] = typer.Option(
+        None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."
+    ),
     quick: bool = typer.Option(False, "--quick", help="Sizes up to 2000 and shorter points (~30 s on 2 cores)."),
-    min_time: Optional[str] = typer.Option(None, "--min-time", help="Seconds of steady samples per point (default 0.2; 0.05 with --quick)."),
-    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    min_time: Optional[str] = typer.Option(
+        None, "--min-time", help="Seconds of steady samples per point (default 0.2; 0.05 with --quick)."
+    ),
+    cpu_threads: Optional[str] = typer.Option(
+        None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."
+    ),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    case_timeout: str = typer.Option("900", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
+    case_timeout: str = typer.Option(
+        "900", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."
+    ),
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/matmul-<time>.json."),
+    json_path: Optional[Path] = typer.Option(
+        None, "--json", help="Write the JSON record here instead of OUT/matmul-<time>.json."
+    ),
     linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted sweep: its .partial.jsonl journal (or the folder holding it). Its options are reused."),
+    resume: Optional[Path] = typer.Option(
+        None,
+        "--resume",
+        help="Finish an interrupted sweep: its .partial.jsonl journal (or the folder holding it). Its options are reused.",
+    ),
 ) -> None:
     """Seed 000: matrix multiplication time vs size on every device; where the GPU starts to win."""
     reject_options_with_resume(ctx)
@@ -63,9 +84,18 @@ def matmul(
         command = resumed.header.get("command")
     else:
         command = command_line()
-        opts = MatmulOptions.parse(sizes=sizes, modes=mode, dtype=dtype, devices=device, quick=quick,
-                                   min_time_s=min_time, cpu_threads=cpu_threads, case_timeout_s=case_timeout,
-                                   framework=framework, memory_limit_gib=memory_limit)
+        opts = MatmulOptions.parse(
+            sizes=sizes,
+            modes=mode,
+            dtype=dtype,
+            devices=device,
+            quick=quick,
+            min_time_s=min_time,
+            cpu_threads=cpu_threads,
+            case_timeout_s=case_timeout,
+            framework=framework,
+            memory_limit_gib=memory_limit,
+        )
         out_dir = check_output_dir(out, "--out")
         ts = stamp()
         json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"matmul-{ts}.json"
@@ -79,9 +109,15 @@ def matmul(
             on_total=lambda n: bar.update(task, total=n),
             on_start=lambda key: bar.update(task, description=escape(describe_key(key))),
             on_result=lambda r: bar.advance(task),
-            journal_to=journal_path(json_file), resumed=resumed, command=command,  # a resumed run keeps its own
-            journal_header={"json_file": str(json_file.absolute()), "png_file": str(png.absolute()),
-                            "linear": linear, "command": command},
+            journal_to=journal_path(json_file),
+            resumed=resumed,
+            command=command,  # a resumed run keeps its own
+            journal_header={
+                "json_file": str(json_file.absolute()),
+                "png_file": str(png.absolute()),
+                "linear": linear,
+                "command": command,
+            },
         )
     render_matmul(record, png, loglog=not linear)
     write_record(record, json_file, png)

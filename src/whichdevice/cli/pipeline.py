@@ -88,27 +88,81 @@ class PipelinePlan:
 @app.command()
 def pipeline(
     ctx: typer.Context,
-    images: Optional[str] = typer.Option(None, "--images", help=f"Number of synthetic images (default {wl.DEFAULT_IMAGES}; {wl.QUICK_IMAGES} with --quick; seed 003: {wl.SEED_IMAGES})."),
-    image_size: Optional[str] = typer.Option(None, "--image-size", help=f"Image side in pixels, size x size x 3 uint8 (default {wl.DEFAULT_SIZE}; {wl.QUICK_SIZE} with --quick; seed 003: {wl.SEED_SIZE})."),
+    images: Optional[str] = typer.Option(
+        None,
+        "--images",
+        help=f"Number of synthetic images (default {wl.DEFAULT_IMAGES}; {wl.QUICK_IMAGES} with --quick; seed 003: {wl.SEED_IMAGES}).",
+    ),
+    image_size: Optional[str] = typer.Option(
+        None,
+        "--image-size",
+        help=f"Image side in pixels, size x size x 3 uint8 (default {wl.DEFAULT_SIZE}; {wl.QUICK_SIZE} with --quick; seed 003: {wl.SEED_SIZE}).",
+    ),
     batch: Optional[str] = typer.Option(None, "--batch", help=f"Batch size (default {wl.SEED_BATCH}, seed 003's)."),
-    net: str = typer.Option("small", "--net", help="Built-in model behind the pipeline: tiny, small or heavy (ignored with --model)."),
-    variants: Optional[str] = typer.Option(None, "--variants", help=f"Which variants, in ladder order: {','.join(wl.VARIANTS)} (default: all; the first is the baseline)."),
-    no_stages: bool = typer.Option(False, "--no-stages", help="Skip the per-stage measurements (read, parse, normalize, augment, batch)."),
-    heavy_stage: Optional[str] = typer.Option(None, "--heavy-stage", help=f"Construct a known slow stage to check the analyzer: {', '.join(wl.HEAVY_STAGES)} does --heavy-factor times its work."),
-    heavy_factor: Optional[str] = typer.Option(None, "--heavy-factor", help="How many times the --heavy-stage does its work (default 20)."),
-    model: Optional[str] = typer.Option(None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model for (size, size, 3) images or for --data's inputs."),
-    data: Optional[str] = typer.Option(None, "--data", help="Your input: FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (needs --model)."),
-    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
-    quick: bool = typer.Option(False, "--quick", help=f"{wl.QUICK_IMAGES} images of {wl.QUICK_SIZE}x{wl.QUICK_SIZE}, {QUICK_MIN_TIME_S:g} s per point: under 60 s on 2 cores."),
-    min_time: Optional[str] = typer.Option(None, "--min-time", help=f"Seconds of steady samples per measurement (default 0.2; {QUICK_MIN_TIME_S:g} with --quick)."),
-    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit TensorFlow to N threads (default: all cores)."),
+    net: str = typer.Option(
+        "small", "--net", help="Built-in model behind the pipeline: tiny, small or heavy (ignored with --model)."
+    ),
+    variants: Optional[str] = typer.Option(
+        None,
+        "--variants",
+        help=f"Which variants, in ladder order: {','.join(wl.VARIANTS)} (default: all; the first is the baseline).",
+    ),
+    no_stages: bool = typer.Option(
+        False, "--no-stages", help="Skip the per-stage measurements (read, parse, normalize, augment, batch)."
+    ),
+    heavy_stage: Optional[str] = typer.Option(
+        None,
+        "--heavy-stage",
+        help=f"Construct a known slow stage to check the analyzer: {', '.join(wl.HEAVY_STAGES)} does --heavy-factor times its work.",
+    ),
+    heavy_factor: Optional[str] = typer.Option(
+        None, "--heavy-factor", help="How many times the --heavy-stage does its work (default 20)."
+    ),
+    model: Optional[str] = typer.Option(
+        None,
+        "--model",
+        help="Your model: FILE.py:FUNCTION returning a Keras model for (size, size, 3) images or for --data's inputs.",
+    ),
+    data: Optional[str] = typer.Option(
+        None, "--data", help="Your input: FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (needs --model)."
+    ),
+    device: Optional[str] = typer.Option(
+        None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."
+    ),
+    quick: bool = typer.Option(
+        False,
+        "--quick",
+        help=f"{wl.QUICK_IMAGES} images of {wl.QUICK_SIZE}x{wl.QUICK_SIZE}, {QUICK_MIN_TIME_S:g} s per point: under 60 s on 2 cores.",
+    ),
+    min_time: Optional[str] = typer.Option(
+        None,
+        "--min-time",
+        help=f"Seconds of steady samples per measurement (default 0.2; {QUICK_MIN_TIME_S:g} with --quick).",
+    ),
+    cpu_threads: Optional[str] = typer.Option(
+        None, "--cpu-threads", help="Limit TensorFlow to N threads (default: all cores)."
+    ),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    case_timeout: str = typer.Option("600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
+    case_timeout: str = typer.Option(
+        "600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."
+    ),
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
-    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the PNG plot and the HTML report."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/pipeline-<time>.json."),
-    trace: Optional[Path] = typer.Option(None, "--trace", help="Profile each variant's training loop over its steady steps only (not warm-up) into this folder; open with: tensorboard --logdir DIR (Profile tab)."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
+    out: Path = typer.Option(
+        DEFAULT_OUT, "--out", help="Folder for the JSON record, the PNG plot and the HTML report."
+    ),
+    json_path: Optional[Path] = typer.Option(
+        None, "--json", help="Write the JSON record here instead of OUT/pipeline-<time>.json."
+    ),
+    trace: Optional[Path] = typer.Option(
+        None,
+        "--trace",
+        help="Profile each variant's training loop over its steady steps only (not warm-up) into this folder; open with: tensorboard --logdir DIR (Profile tab).",
+    ),
+    resume: Optional[Path] = typer.Option(
+        None,
+        "--resume",
+        help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
+    ),
 ) -> None:
     """Seed 003: input pipeline alone, model alone, both — waiting-for-input share, variant ladder, slowest stage."""
     reject_options_with_resume(ctx)
@@ -118,26 +172,42 @@ def pipeline(
         return
     fw = parse_choice(framework, "--framework", PIPELINE_FRAMEWORKS)
     n_images = parse_positive_int(images, "--images", "512", maximum=MAX_IMAGES) or (
-        wl.QUICK_IMAGES if quick else wl.DEFAULT_IMAGES)
+        wl.QUICK_IMAGES if quick else wl.DEFAULT_IMAGES
+    )
     size = parse_positive_int(image_size, "--image-size", "128", maximum=MAX_IMAGE_SIZE) or (
-        wl.QUICK_SIZE if quick else wl.DEFAULT_SIZE)
+        wl.QUICK_SIZE if quick else wl.DEFAULT_SIZE
+    )
     n_batch = parse_positive_int(batch, "--batch", "32", maximum=65536) or wl.SEED_BATCH
     net_name = parse_choice(net, "--net", wl.NETS)
     heavy = None
     if heavy_stage is not None:
-        heavy = [parse_choice(heavy_stage, "--heavy-stage", wl.HEAVY_STAGES),
-                 parse_positive_int(heavy_factor, "--heavy-factor", "20", maximum=10_000) or 20]
+        heavy = [
+            parse_choice(heavy_stage, "--heavy-stage", wl.HEAVY_STAGES),
+            parse_positive_int(heavy_factor, "--heavy-factor", "20", maximum=10_000) or 20,
+        ]
     elif heavy_factor is not None:
-        raise UsageError("--heavy-factor", "only applies to --heavy-stage", "Add e.g. --heavy-stage augment, or drop it.")
+        raise UsageError(
+            "--heavy-factor", "only applies to --heavy-stage", "Add e.g. --heavy-stage augment, or drop it."
+        )
     if data is not None and model is None:
-        raise UsageError("--data", "needs --model (the built-in models take seed 003's images only)",
-                         "Add --model FILE.py:FUNCTION returning a Keras model for your data's inputs.")
+        raise UsageError(
+            "--data",
+            "needs --model (the built-in models take seed 003's images only)",
+            "Add --model FILE.py:FUNCTION returning a Keras model for your data's inputs.",
+        )
     if data is not None:
-        for arg, value in (("--variants", variants), ("--heavy-stage", heavy_stage), ("--images", images),
-                           ("--image-size", image_size)):
+        for arg, value in (
+            ("--variants", variants),
+            ("--heavy-stage", heavy_stage),
+            ("--images", images),
+            ("--image-size", image_size),
+        ):
             if value is not None:
-                raise UsageError(arg, "does not apply to --data (your dataset is measured as given and prefetched)",
-                                 f"Drop {arg}, or drop --data to measure seed 003's pipeline.")
+                raise UsageError(
+                    arg,
+                    "does not apply to --data (your dataset is measured as given and prefetched)",
+                    f"Drop {arg}, or drop --data to measure seed 003's pipeline.",
+                )
         variant_list = list(wl.USER_VARIANTS)
     else:
         chosen = parse_choice_list(variants, "--variants", wl.VARIANTS) or list(wl.VARIANTS)
@@ -161,31 +231,56 @@ def pipeline(
         need, avail = wl.cache_bytes(n_images, size), psutil.virtual_memory().available
         if need > CACHE_MEMORY_SHARE * avail:
             variant_list.remove("cache")
-            notes.append(f"cache variant skipped: the cached float32 images need {need / 2**30:.3g} GiB, more than "
-                         f"{CACHE_MEMORY_SHARE:.0%} of the {avail / 2**30:.3g} GiB available; lower --images or --image-size.")
+            notes.append(
+                f"cache variant skipped: the cached float32 images need {need / 2**30:.3g} GiB, more than "
+                f"{CACHE_MEMORY_SHARE:.0%} of the {avail / 2**30:.3g} GiB available; lower --images or --image-size."
+            )
     if not variant_list:
         raise UsageError("--variants", "leaves nothing to measure", f"Pass one or more of: {', '.join(wl.VARIANTS)}.")
 
     user = None
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        facts = userfile.preflight(model_fn, None if data_fn else (size, size, 3), None, data_fn,
-                                   frameworks.env_module(fw).child_env("cpu"))
+        facts = userfile.preflight(
+            model_fn, None if data_fn else (size, size, 3), None, data_fn, frameworks.env_module(fw).child_env("cpu")
+        )
         out_shape = facts.get("output_shape") or [1]
         out_dim = int(out_shape[-1]) if out_shape else 1
-        user = {"net": "user", "model_file": str(model_fn.path), "model_fn": model_fn.function,
-                "out_dim": out_dim, "classes": out_dim if out_dim > 1 else 2}
+        user = {
+            "net": "user",
+            "model_file": str(model_fn.path),
+            "model_fn": model_fn.function,
+            "out_dim": out_dim,
+            "classes": out_dim if out_dim > 1 else 2,
+        }
         if data_fn is not None:
             user.update(data_file=str(data_fn.path), data_fn=data_fn.function)
     if data_fn is not None:
         notes.append("per-stage throughput is not measured for --data: a user's dataset is one opaque pipeline.")
     plan = PipelinePlan(
-        framework=fw, images=n_images, size=size, batch=n_batch, net=net_name, variants=variant_list,
-        stages=not no_stages and data_fn is None, heavy=heavy, user=user,
-        model=model_fn.text if model_fn else None, data=data_fn.text if data_fn else None,
-        trace_dir=str(trace_dir) if trace_dir else None, devices_wanted=wanted, min_time_s=mt, quick=quick,
-        cpu_threads=threads, case_timeout_s=timeout_s, notes=notes, json_file=str(json_file.absolute()),
-        png_file=str(png.absolute()), command=command_line(), memory_limit_bytes=memory_bytes)
+        framework=fw,
+        images=n_images,
+        size=size,
+        batch=n_batch,
+        net=net_name,
+        variants=variant_list,
+        stages=not no_stages and data_fn is None,
+        heavy=heavy,
+        user=user,
+        model=model_fn.text if model_fn else None,
+        data=data_fn.text if data_fn else None,
+        trace_dir=str(trace_dir) if trace_dir else None,
+        devices_wanted=wanted,
+        min_time_s=mt,
+        quick=quick,
+        cpu_threads=threads,
+        case_timeout_s=timeout_s,
+        notes=notes,
+        json_file=str(json_file.absolute()),
+        png_file=str(png.absolute()),
+        command=command_line(),
+        memory_limit_bytes=memory_bytes,
+    )
     run_pipeline(plan, None)
 
 
@@ -194,24 +289,56 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
     fw = plan.framework
 
     def cases_for(found, d):
-        cases = wl.build_cases(fw, d.name, images=plan.images, size=plan.size, batch=plan.batch, net=plan.net,
-                               variants=plan.variants, stages=plan.stages,
-                               heavy=tuple(plan.heavy) if plan.heavy else None, user=plan.user)
+        cases = wl.build_cases(
+            fw,
+            d.name,
+            images=plan.images,
+            size=plan.size,
+            batch=plan.batch,
+            net=plan.net,
+            variants=plan.variants,
+            stages=plan.stages,
+            heavy=tuple(plan.heavy) if plan.heavy else None,
+            user=plan.user,
+        )
         if plan.trace_dir is None:
             return cases
         # The loop ("both") of every variant is profiled over its steady steps.
-        return [c.model_copy(update={"params": {**c.params, "trace_dir": plan.trace_dir}})
-                if c.params.get("part") == "both" else c for c in cases]
+        return [
+            c.model_copy(update={"params": {**c.params, "trace_dir": plan.trace_dir}})
+            if c.params.get("part") == "both"
+            else c
+            for c in cases
+        ]
 
     heavy = plan.heavy
-    options = {"images": plan.images, "image_size": plan.size, "batch": plan.batch,
-               "net": "user" if plan.user else plan.net, "variants": plan.variants, "stages": plan.stages,
-               "heavy_stage": heavy[0] if heavy else None, "heavy_factor": heavy[1] if heavy else None,
-               "quick": plan.quick, "model": plan.model, "data": plan.data, "trace": plan.trace_dir}
+    options = {
+        "images": plan.images,
+        "image_size": plan.size,
+        "batch": plan.batch,
+        "net": "user" if plan.user else plan.net,
+        "variants": plan.variants,
+        "stages": plan.stages,
+        "heavy_stage": heavy[0] if heavy else None,
+        "heavy_factor": heavy[1] if heavy else None,
+        "quick": plan.quick,
+        "model": plan.model,
+        "data": plan.data,
+        "trace": plan.trace_dir,
+    }
     request = session.Request(
-        "pipeline", fw, cases_for, options, plan.command, devices=plan.devices_wanted, min_time_s=plan.min_time_s,
-        cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
-        memory_limit_bytes=plan.memory_limit_bytes, notes=list(plan.notes))
+        "pipeline",
+        fw,
+        cases_for,
+        options,
+        plan.command,
+        devices=plan.devices_wanted,
+        min_time_s=plan.min_time_s,
+        cpu_threads=plan.cpu_threads,
+        case_timeout_s=plan.case_timeout_s,
+        memory_limit_bytes=plan.memory_limit_bytes,
+        notes=list(plan.notes),
+    )
     record = measure_with_progress(request, journal=lambda: open_journal("pipeline", plan, resumed), resumed=resumed)
     png = Path(plan.png_file)
     render_pipeline(record, png, loglog=False)
@@ -228,10 +355,15 @@ def render_pipeline(record: records.RunRecord, png: Path, *, loglog: bool = Fals
     failures = quality.failures(record)
     terminal.render_header(console, record)
     o = record.options
-    what = f"data {o.get('data')}" if o.get("data") else (
-        f"seed 003's pipeline on {o.get('images')} images of {o.get('image_size')}x{o.get('image_size')}x3")
+    what = (
+        f"data {o.get('data')}"
+        if o.get("data")
+        else (f"seed 003's pipeline on {o.get('images')} images of {o.get('image_size')}x{o.get('image_size')}x3")
+    )
     heavy = f"; constructed slow stage: {o.get('heavy_stage')} x{o.get('heavy_factor')}" if o.get("heavy_stage") else ""
-    console.print(f"{escape(what)}, batch {o.get('batch')}, model {escape(str(o.get('model') or o.get('net')))}{escape(heavy)}")
+    console.print(
+        f"{escape(what)}, batch {o.get('batch')}, model {escape(str(o.get('model') or o.get('net')))}{escape(heavy)}"
+    )
     sections, verdict = [], []
     for rep in reports:
         grids = [g for g in (variant_grid(rep), stage_grid(rep)) if g is not None]

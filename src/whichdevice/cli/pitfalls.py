@@ -65,15 +65,29 @@ class PitfallsPlan:
 @app.command()
 def pitfalls(
     ctx: typer.Context,
-    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
-    quick: bool = typer.Option(False, "--quick", help="Shorter points (0.05 s of steady samples, 2 epochs): < 60 s on 2 cores."),
-    min_time: Optional[str] = typer.Option(None, "--min-time", help="Seconds of steady samples per point (default 0.2; 0.05 with --quick)."),
+    device: Optional[str] = typer.Option(
+        None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."
+    ),
+    quick: bool = typer.Option(
+        False, "--quick", help="Shorter points (0.05 s of steady samples, 2 epochs): < 60 s on 2 cores."
+    ),
+    min_time: Optional[str] = typer.Option(
+        None, "--min-time", help="Seconds of steady samples per point (default 0.2; 0.05 with --quick)."
+    ),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    case_timeout: str = typer.Option("300", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
+    case_timeout: str = typer.Option(
+        "300", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."
+    ),
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the HTML report."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/pitfalls-<time>.json."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
+    json_path: Optional[Path] = typer.Option(
+        None, "--json", help="Write the JSON record here instead of OUT/pitfalls-<time>.json."
+    ),
+    resume: Optional[Path] = typer.Option(
+        None,
+        "--resume",
+        help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
+    ),
 ) -> None:
     """Each timing mistake (first epoch, no sync, sync every step, one CPU thread, XLA on one device, tiny batch) next to the correct measurement, with the distortion as a ratio."""  # noqa: E501
     reject_options_with_resume(ctx)
@@ -90,8 +104,16 @@ def pitfalls(
     ts = stamp()
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"pitfalls-{ts}.json"
     experiment.require_installed(fw)
-    plan = PitfallsPlan(framework=fw, quick=quick, devices_wanted=wanted, min_time_s=mt, case_timeout_s=timeout_s,
-                        json_file=str(json_file.absolute()), command=command_line(), memory_limit_bytes=memory_bytes)
+    plan = PitfallsPlan(
+        framework=fw,
+        quick=quick,
+        devices_wanted=wanted,
+        min_time_s=mt,
+        case_timeout_s=timeout_s,
+        json_file=str(json_file.absolute()),
+        command=command_line(),
+        memory_limit_bytes=memory_bytes,
+    )
     run_pitfalls(plan, None)
 
 
@@ -126,11 +148,20 @@ def run_pitfalls(plan: PitfallsPlan, resumed: JournalState | None) -> None:
         if one_thread and not any(cases(d, True) for d in chosen):  # no CPU chosen: no one-thread child
             continue
         request = session.Request(
-            "pitfalls", fw, lambda _found, d, o=one_thread: cases(d, o), options, plan.command,
-            devices=plan.devices_wanted, min_time_s=plan.min_time_s, cpu_threads=threads,
-            case_timeout_s=plan.case_timeout_s, memory_limit_bytes=plan.memory_limit_bytes)
-        parts.append(measure_with_progress(request, journal=journal, resumed=_own_sessions(resumed, one_thread),
-                                           found=found))
+            "pitfalls",
+            fw,
+            lambda _found, d, o=one_thread: cases(d, o),
+            options,
+            plan.command,
+            devices=plan.devices_wanted,
+            min_time_s=plan.min_time_s,
+            cpu_threads=threads,
+            case_timeout_s=plan.case_timeout_s,
+            memory_limit_bytes=plan.memory_limit_bytes,
+        )
+        parts.append(
+            measure_with_progress(request, journal=journal, resumed=_own_sessions(resumed, one_thread), found=found)
+        )
     record = _merge(parts)
     json_file = Path(plan.json_file)
     render_pitfalls(record, json_file.with_suffix(".png"), loglog=True)
@@ -144,22 +175,41 @@ def _merge(parts: list[records.RunRecord]) -> records.RunRecord:
     over the devices would give them."""
     merged = experiment.merge_records(parts, parts[0].options)
     order = {d: i for i, d in enumerate(parts[0].options["devices"])}
-    return merged.model_copy(update={
-        "sessions": sorted(merged.sessions, key=lambda s: order.get(s.device.name, len(order))),
-        "results": sorted(merged.results, key=lambda r: order.get(r.spec.device, len(order)))})
+    return merged.model_copy(
+        update={
+            "sessions": sorted(merged.sessions, key=lambda s: order.get(s.device.name, len(order))),
+            "results": sorted(merged.results, key=lambda r: order.get(r.spec.device, len(order))),
+        }
+    )
 
 
 def pitfalls_grid(rows: list[PitfallRow]) -> Grid:
     out = []
     for r in rows:
         tone = "neutral" if not r.significant else ("bad" if abs(r.ratio - 1) > 0.1 else "")
-        out.append([GridCell(r.short), GridCell(r.device), GridCell(seconds(r.wrong_s)), GridCell(seconds(r.right_s)),
-                    GridCell(f"{r.ratio:.3g}x", tone), GridCell(r.verdict(), tone), GridCell(r.unit, "dim")])
-    footer = [f"{r.short} ({r.device}): wrong = {r.wrong_method}; right = {r.right_method}"
-              + (f". {r.note}" if r.note else "") for r in rows]
-    return Grid("Benchmarking mistakes: the wrong figure, the right one, wrong / right",
-                ["pitfall", "device", "wrong", "right", "ratio", "what it does", "per"], out, footer,
-                align=("left", "left", "right", "right", "right", "left", "left"))
+        out.append(
+            [
+                GridCell(r.short),
+                GridCell(r.device),
+                GridCell(seconds(r.wrong_s)),
+                GridCell(seconds(r.right_s)),
+                GridCell(f"{r.ratio:.3g}x", tone),
+                GridCell(r.verdict(), tone),
+                GridCell(r.unit, "dim"),
+            ]
+        )
+    footer = [
+        f"{r.short} ({r.device}): wrong = {r.wrong_method}; right = {r.right_method}"
+        + (f". {r.note}" if r.note else "")
+        for r in rows
+    ]
+    return Grid(
+        "Benchmarking mistakes: the wrong figure, the right one, wrong / right",
+        ["pitfall", "device", "wrong", "right", "ratio", "what it does", "per"],
+        out,
+        footer,
+        align=("left", "left", "right", "right", "right", "left", "left"),
+    )
 
 
 def render_pitfalls(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
@@ -168,17 +218,22 @@ def render_pitfalls(record: records.RunRecord, png: Path, *, loglog: bool) -> No
     warnings, failures = quality.timing_warnings(record), quality.failures(record)
     terminal.render_header(console, record)
     if record.options.get("quick"):
-        console.print("[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 2 epochs for the first-epoch "
-                      "pitfall (the full run: whichdevice pitfalls)")
+        console.print(
+            "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 2 epochs for the first-epoch "
+            "pitfall (the full run: whichdevice pitfalls)"
+        )
     grid = pitfalls_grid(rows)
     terminal.render_grid(console, grid)
     if not any(d.startswith("GPU") for d in {r.device for r in rows}):
-        console.print("Only the CPU was measured: the unsynchronized-clock pitfall cannot distort a CPU timing; "
-                      "run on a GPU machine to measure it there.")
+        console.print(
+            "Only the CPU was measured: the unsynchronized-clock pitfall cannot distort a CPU timing; "
+            "run on a GPU machine to measure it there."
+        )
     terminal.render_notes(console, record, warnings[:3], failures)
     png.parent.mkdir(parents=True, exist_ok=True)
-    page = html.render_html(record, [html.Section("Benchmarking mistakes", [grid])], warnings=warnings,
-                            failures=failures)
+    page = html.render_html(
+        record, [html.Section("Benchmarking mistakes", [grid])], warnings=warnings, failures=failures
+    )
     html.write_html(png.with_suffix(".html"), page)
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
 

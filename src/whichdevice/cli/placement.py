@@ -73,19 +73,43 @@ class PlacementPlan:
 @app.command()
 def placement(
     ctx: typer.Context,
-    model: Optional[str] = typer.Option(None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model. Default: seed 001's model with a string op in the step (no GPU kernel)."),
-    input_shape: Optional[str] = typer.Option(None, "--input-shape", help="Input shape of one sample for --model, e.g. 100 or 28,28,1."),
-    classes: Optional[str] = typer.Option(None, "--classes", help="Number of classes for --model's synthetic labels (1: binary; leave out: regression)."),
+    model: Optional[str] = typer.Option(
+        None,
+        "--model",
+        help="Your model: FILE.py:FUNCTION returning a Keras model. Default: seed 001's model with a string op in the step (no GPU kernel).",
+    ),
+    input_shape: Optional[str] = typer.Option(
+        None, "--input-shape", help="Input shape of one sample for --model, e.g. 100 or 28,28,1."
+    ),
+    classes: Optional[str] = typer.Option(
+        None, "--classes", help="Number of classes for --model's synthetic labels (1: binary; leave out: regression)."
+    ),
     batch: Optional[str] = typer.Option(None, "--batch", help="Batch size of the step (default 32)."),
-    steps: Optional[str] = typer.Option(None, "--steps", help=f"Steps profiled after warm-up (default {placement_workload.DEFAULT_STEPS}; {placement_workload.QUICK_STEPS} with --quick)."),
-    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
-    quick: bool = typer.Option(False, "--quick", help=f"Profile {placement_workload.QUICK_STEPS} steps: < 60 s on 2 cores."),
+    steps: Optional[str] = typer.Option(
+        None,
+        "--steps",
+        help=f"Steps profiled after warm-up (default {placement_workload.DEFAULT_STEPS}; {placement_workload.QUICK_STEPS} with --quick).",
+    ),
+    device: Optional[str] = typer.Option(
+        None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."
+    ),
+    quick: bool = typer.Option(
+        False, "--quick", help=f"Profile {placement_workload.QUICK_STEPS} steps: < 60 s on 2 cores."
+    ),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    case_timeout: str = typer.Option("300", "--case-timeout", help="Seconds one device's run may take before it is killed and recorded as failed."),
+    case_timeout: str = typer.Option(
+        "300", "--case-timeout", help="Seconds one device's run may take before it is killed and recorded as failed."
+    ),
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the HTML report."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/placement-<time>.json."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
+    json_path: Optional[Path] = typer.Option(
+        None, "--json", help="Write the JSON record here instead of OUT/placement-<time>.json."
+    ),
+    resume: Optional[Path] = typer.Option(
+        None,
+        "--resume",
+        help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
+    ),
 ) -> None:
     """Per device: the ops of one training step by type (count, time), the host<->device copies, and on a GPU the ops that ran on the CPU, with why."""  # noqa: E501
     reject_options_with_resume(ctx)
@@ -98,7 +122,8 @@ def placement(
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     b = parse_positive_int(batch, "--batch", "32", maximum=65536) or 32
     n_steps = parse_positive_int(steps, "--steps", "20", maximum=10_000) or (
-        placement_workload.QUICK_STEPS if quick else placement_workload.DEFAULT_STEPS)
+        placement_workload.QUICK_STEPS if quick else placement_workload.DEFAULT_STEPS
+    )
     if model is None:
         for arg, value in (("--input-shape", input_shape), ("--classes", classes)):
             if value is not None:
@@ -115,21 +140,36 @@ def placement(
     user = None
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        found_user = userfile.user_model_params(model_fn, shape, n_classes, None,
-                                                frameworks.env_module(fw).child_env("cpu"))
+        found_user = userfile.user_model_params(
+            model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
+        )
         # No --data here: the data keys (both None) stay out of the case's parameters.
         user = {k: v for k, v in found_user.items() if not k.startswith("data_")}
     plan = PlacementPlan(
-        framework=fw, batch=b, steps=n_steps, quick=quick, user=user, model=model_fn.text if model_fn else None,
-        devices_wanted=wanted, case_timeout_s=timeout_s, json_file=str(json_file.absolute()),
-        command=command_line(), memory_limit_bytes=memory_bytes)
+        framework=fw,
+        batch=b,
+        steps=n_steps,
+        quick=quick,
+        user=user,
+        model=model_fn.text if model_fn else None,
+        devices_wanted=wanted,
+        case_timeout_s=timeout_s,
+        json_file=str(json_file.absolute()),
+        command=command_line(),
+        memory_limit_bytes=memory_bytes,
+    )
     run_placement(plan, None)
 
 
 def case_params(plan: PlacementPlan) -> dict:
     """The one case's parameters (the same on every device)."""
-    params: dict = {"kind": "placement", "model": "seed001", "batch": plan.batch, "steps": plan.steps,
-                    "string_op": True}
+    params: dict = {
+        "kind": "placement",
+        "model": "seed001",
+        "batch": plan.batch,
+        "steps": plan.steps,
+        "string_op": True,
+    }
     if plan.user is not None:
         params.update(plan.user, string_op=False)
     return params
@@ -150,8 +190,15 @@ def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
 
     options = {"quick": plan.quick, "batch": plan.batch, "steps": plan.steps, "model": plan.model or DEFAULT_MODEL}
     request = session.Request(
-        "placement", fw, cases_for, options, plan.command, devices=plan.devices_wanted,
-        case_timeout_s=plan.case_timeout_s, memory_limit_bytes=plan.memory_limit_bytes)
+        "placement",
+        fw,
+        cases_for,
+        options,
+        plan.command,
+        devices=plan.devices_wanted,
+        case_timeout_s=plan.case_timeout_s,
+        memory_limit_bytes=plan.memory_limit_bytes,
+    )
     record = measure_with_progress(request, journal=journal, resumed=resumed, found=found)
     json_file = Path(plan.json_file)
     render_placement(record, json_file.with_suffix(".png"), loglog=True)
@@ -160,8 +207,11 @@ def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
 
 
 def placements(record: records.RunRecord) -> list[DevicePlacement]:
-    return [device_placement(r.spec.device, r.metrics, r.timing.median_s) for r in record.results
-            if r.status == "ok" and r.spec.params.get("kind") == "placement" and r.timing is not None]
+    return [
+        device_placement(r.spec.device, r.metrics, r.timing.median_s)
+        for r in record.results
+        if r.status == "ok" and r.spec.params.get("kind") == "placement" and r.timing is not None
+    ]
 
 
 def _ops_grid(p: DevicePlacement, limit: int | None) -> Grid:
@@ -169,21 +219,35 @@ def _ops_grid(p: DevicePlacement, limit: int | None) -> Grid:
     real = [o for o in p.ops if not o.plumbing]
     for o in real[:limit] if limit else real:
         cpu_in_gpu = p.device.startswith("GPU") and o.placed_on.startswith("CPU")
-        rows.append([GridCell(o.op_type), GridCell(o.placed_on, "bad" if cpu_in_gpu else ""), GridCell(str(o.nodes)),
-                     GridCell("—" if o.executions is None else str(o.executions)),
-                     GridCell("—" if o.self_us is None else seconds(o.self_us * 1e-6 / max(1, p.profiled_steps))),
-                     GridCell({True: "yes", False: "no", None: "?"}[o.has_gpu_kernel],
-                              "bad" if o.has_gpu_kernel is False else "dim")])
+        rows.append(
+            [
+                GridCell(o.op_type),
+                GridCell(o.placed_on, "bad" if cpu_in_gpu else ""),
+                GridCell(str(o.nodes)),
+                GridCell("—" if o.executions is None else str(o.executions)),
+                GridCell("—" if o.self_us is None else seconds(o.self_us * 1e-6 / max(1, p.profiled_steps))),
+                GridCell(
+                    {True: "yes", False: "no", None: "?"}[o.has_gpu_kernel],
+                    "bad" if o.has_gpu_kernel is False else "dim",
+                ),
+            ]
+        )
     plumbing = [o for o in p.ops if o.plumbing]
     footer = []
     if limit and len(real) > limit:
         footer.append(f"…{len(real) - limit} more op types in the HTML report")
     if plumbing:
-        footer.append("Graph plumbing not shown (no work): " + ", ".join(
-            f"{o.op_type} x{o.nodes} on {o.placed_on}" for o in plumbing))
-    return Grid(f"{p.device}: ops of one training step by type (time per step from {p.profiled_steps} profiled steps)",
-                ["op type", "placed on", "nodes", "executions", "self time / step", "GPU kernel"], rows, footer,
-                align=("left", "left", "right", "right", "right", "left"))
+        footer.append(
+            "Graph plumbing not shown (no work): "
+            + ", ".join(f"{o.op_type} x{o.nodes} on {o.placed_on}" for o in plumbing)
+        )
+    return Grid(
+        f"{p.device}: ops of one training step by type (time per step from {p.profiled_steps} profiled steps)",
+        ["op type", "placed on", "nodes", "executions", "self time / step", "GPU kernel"],
+        rows,
+        footer,
+        align=("left", "left", "right", "right", "right", "left"),
+    )
 
 
 def _lines(p: DevicePlacement) -> list[str]:
@@ -196,11 +260,15 @@ def _lines(p: DevicePlacement) -> list[str]:
         else:
             out.append(f"{p.device}: every op that does work ran on the GPU.")
     else:
-        out.append(f"{p.device}: everything ran on the CPU (this is a CPU run). A GPU run is needed to see "
-                   "which ops fall back to the CPU there.")
+        out.append(
+            f"{p.device}: everything ran on the CPU (this is a CPU run). A GPU run is needed to see "
+            "which ops fall back to the CPU there."
+        )
         if p.would_fall_back:
-            out.append("From this TensorFlow build's kernel registry, on a GPU these would run on the CPU: " + "; ".join(
-                f"{o.op_type} ({explain_cpu_op(o.op_type, _kd(o))})" for o in p.would_fall_back))
+            out.append(
+                "From this TensorFlow build's kernel registry, on a GPU these would run on the CPU: "
+                + "; ".join(f"{o.op_type} ({explain_cpu_op(o.op_type, _kd(o))})" for o in p.would_fall_back)
+            )
     c = p.copies
     if c.count:
         size = f"{nbytes(c.nbytes)}" + (f" + {c.unknown_size} of unknown size" if c.unknown_size else "")
@@ -209,12 +277,16 @@ def _lines(p: DevicePlacement) -> list[str]:
     else:
         out.append(f"{p.device}: no copies between devices inside the step (every placed node on one device).")
     if p.device.startswith("GPU"):
-        out.append(f"{p.device}: plus {p.feed_tensors} host-to-device copies of the batch fed from NumPy "
-                   f"({nbytes(p.feed_bytes)} per step).")
+        out.append(
+            f"{p.device}: plus {p.feed_tensors} host-to-device copies of the batch fed from NumPy "
+            f"({nbytes(p.feed_bytes)} per step)."
+        )
     if not p.profiled:
         out.append("Op times unavailable: xprof is not installed (pip install xprof).")
-    out.append(f"{p.device}: median step with the profiler on: {seconds(p.step_s)} (profiler overhead included; "
-               "`whichdevice train` compares devices).")
+    out.append(
+        f"{p.device}: median step with the profiler on: {seconds(p.step_s)} (profiler overhead included; "
+        "`whichdevice train` compares devices)."
+    )
     return out
 
 

@@ -82,20 +82,46 @@ class PredictPlan:
 @app.command()
 def predict(
     ctx: typer.Context,
-    profile: str = typer.Option("h100", "--profile", help="The GPU machine to predict: a shipped profile (h100), a name saved by `whichdevice calibrate`, or a profile JSON file."),
-    model: Optional[str] = typer.Option(None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model. Default: seed 001's model."),
-    input_shape: Optional[str] = typer.Option(None, "--input-shape", help="Input shape of one sample for --model, e.g. 100 or 28,28,1."),
-    classes: Optional[str] = typer.Option(None, "--classes", help="Number of classes for --model's synthetic labels (1: binary; leave out: regression)."),
-    batches: Optional[str] = typer.Option(None, "--batches", help="Batch sizes, comma-separated. Default 8,16,...,8192 (--quick: 8,32,128,512,2048,8192)."),
-    quick: bool = typer.Option(False, "--quick", help="Short measurements (0.05 s per batch size) at 6 batch sizes: < 60 s on 2 cores."),
-    min_time: Optional[str] = typer.Option(None, "--min-time", help="Seconds of steady samples per batch size (default 0.2; 0.05 with --quick)."),
-    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    profile: str = typer.Option(
+        "h100",
+        "--profile",
+        help="The GPU machine to predict: a shipped profile (h100), a name saved by `whichdevice calibrate`, or a profile JSON file.",
+    ),
+    model: Optional[str] = typer.Option(
+        None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model. Default: seed 001's model."
+    ),
+    input_shape: Optional[str] = typer.Option(
+        None, "--input-shape", help="Input shape of one sample for --model, e.g. 100 or 28,28,1."
+    ),
+    classes: Optional[str] = typer.Option(
+        None, "--classes", help="Number of classes for --model's synthetic labels (1: binary; leave out: regression)."
+    ),
+    batches: Optional[str] = typer.Option(
+        None, "--batches", help="Batch sizes, comma-separated. Default 8,16,...,8192 (--quick: 8,32,128,512,2048,8192)."
+    ),
+    quick: bool = typer.Option(
+        False, "--quick", help="Short measurements (0.05 s per batch size) at 6 batch sizes: < 60 s on 2 cores."
+    ),
+    min_time: Optional[str] = typer.Option(
+        None, "--min-time", help="Seconds of steady samples per batch size (default 0.2; 0.05 with --quick)."
+    ),
+    cpu_threads: Optional[str] = typer.Option(
+        None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."
+    ),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    case_timeout: str = typer.Option("600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
+    case_timeout: str = typer.Option(
+        "600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."
+    ),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/predict-<time>.json."),
+    json_path: Optional[Path] = typer.Option(
+        None, "--json", help="Write the JSON record here instead of OUT/predict-<time>.json."
+    ),
     linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
+    resume: Optional[Path] = typer.Option(
+        None,
+        "--resume",
+        help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
+    ),
 ) -> None:
     """Measure the step on this CPU, predict it on a profiled GPU: winner, crossover, what dominates."""
     reject_options_with_resume(ctx)
@@ -105,8 +131,11 @@ def predict(
         return
     prof = deviceprofile.load(profile, "--profile")
     if prof.gpu is None:
-        raise UsageError("--profile", f"profile '{prof.name}' has no GPU",
-                         "Pass a profile calibrated on a machine with a GPU (e.g. --profile h100).")
+        raise UsageError(
+            "--profile",
+            f"profile '{prof.name}' has no GPU",
+            "Pass a profile calibrated on a machine with a GPU (e.g. --profile h100).",
+        )
     batch_list = parse_int_list(batches, "--batches", maximum=train_workload.MAX_BATCH, example="8,64,512,4096")
     if batch_list is None:
         batch_list = list(train_workload.QUICK_BATCHES if quick else train_workload.DEFAULT_BATCHES)
@@ -130,13 +159,25 @@ def predict(
     params: dict = {"model": "seed001"}
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {FRAMEWORK})…")
-        params = userfile.user_model_params(model_fn, shape, n_classes, None,
-                                            frameworks.env_module(FRAMEWORK).child_env("cpu"))
+        params = userfile.user_model_params(
+            model_fn, shape, n_classes, None, frameworks.env_module(FRAMEWORK).child_env("cpu")
+        )
     plan = PredictPlan(
-        profile=profile, profile_json=deviceprofile.dumps(prof), params=params,
-        model=model_fn.text if model_fn else "seed001", batches=list(batch_list), quick=quick, min_time_s=mt,
-        cpu_threads=threads, case_timeout_s=timeout_s, json_file=str(json_file.absolute()),
-        png_file=str(png.absolute()), linear=linear, command=command_line(), memory_limit_bytes=memory_bytes)
+        profile=profile,
+        profile_json=deviceprofile.dumps(prof),
+        params=params,
+        model=model_fn.text if model_fn else "seed001",
+        batches=list(batch_list),
+        quick=quick,
+        min_time_s=mt,
+        cpu_threads=threads,
+        case_timeout_s=timeout_s,
+        json_file=str(json_file.absolute()),
+        png_file=str(png.absolute()),
+        linear=linear,
+        command=command_line(),
+        memory_limit_bytes=memory_bytes,
+    )
     run_predict(plan, None)
 
 
@@ -147,17 +188,36 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None) -> None:
 
     def cases_for(found, d):
         described = calibrate_workload.describe_cases(FRAMEWORK, d.name, plan.params, plan.batches)
-        steady = [records.CaseSpec(workload="train", framework=FRAMEWORK, device=d.name,
-                                   params={**plan.params, "kind": "steady", "batch": b, "sync": "none"})
-                  for b in sorted(plan.batches)]
+        steady = [
+            records.CaseSpec(
+                workload="train",
+                framework=FRAMEWORK,
+                device=d.name,
+                params={**plan.params, "kind": "steady", "batch": b, "sync": "none"},
+            )
+            for b in sorted(plan.batches)
+        ]
         return described + steady
 
-    options = {"profile": plan.profile, "profile_json": plan.profile_json, "batches": plan.batches,
-               "quick": plan.quick, "model": plan.model}
+    options = {
+        "profile": plan.profile,
+        "profile_json": plan.profile_json,
+        "batches": plan.batches,
+        "quick": plan.quick,
+        "model": plan.model,
+    }
     request = session.Request(
-        "predict", FRAMEWORK, cases_for, options, plan.command, devices=["CPU:0"], min_time_s=plan.min_time_s,
-        cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
-        memory_limit_bytes=plan.memory_limit_bytes)
+        "predict",
+        FRAMEWORK,
+        cases_for,
+        options,
+        plan.command,
+        devices=["CPU:0"],
+        min_time_s=plan.min_time_s,
+        cpu_threads=plan.cpu_threads,
+        case_timeout_s=plan.case_timeout_s,
+        memory_limit_bytes=plan.memory_limit_bytes,
+    )
     record = measure_with_progress(request, journal=journal, resumed=resumed)
     png = Path(plan.png_file)
     render_predict(record, png, loglog=not plan.linear)
@@ -169,10 +229,17 @@ def render_predict(record: records.RunRecord, png: Path, *, loglog: bool) -> Non
     prof = deviceprofile.parse(str(record.options["profile_json"]), "the record's embedded profile", "RESULT")
     report = predict_report(record, prof)
     present.render_predict(console, report, prof, record.machine.cpu_model)
-    console.print(f"Model: {escape(str(record.options.get('model')))}; the GPU side is a prediction from profile "
-                  f"'{escape(prof.name)}' ({escape(prof.framework)}), not a measurement.")
-    present.plot_predict(report, png, loglog, f"{record.options.get('model')}: CPU measured vs "
-                         f"{prof.gpu.description if prof.gpu else 'GPU'} predicted — whichdevice predict")
+    console.print(
+        f"Model: {escape(str(record.options.get('model')))}; the GPU side is a prediction from profile "
+        f"'{escape(prof.name)}' ({escape(prof.framework)}), not a measurement."
+    )
+    present.plot_predict(
+        report,
+        png,
+        loglog,
+        f"{record.options.get('model')}: CPU measured vs "
+        f"{prof.gpu.description if prof.gpu else 'GPU'} predicted — whichdevice predict",
+    )
 
 
 REPORTERS["predict"] = render_predict

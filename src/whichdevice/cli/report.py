@@ -47,7 +47,6 @@ def report(
         if png.exists():
             console.print(f"Plot:   {escape(str(png))}")
     else:
-        raise UsageError("RESULT", f"experiment '{record.experiment}' has no report in this version",
-                         "Upgrade whichdevice.")
-
-
+        raise UsageError(
+            "RESULT", f"experiment '{record.experiment}' has no report in this version", "Upgrade whichdevice."
+        )

@@ -65,14 +65,32 @@ class RunPlan:
 @app.command()
 def run(
     ctx: typer.Context,
-    budget: Optional[str] = typer.Option(None, "--budget", help=f"Seconds per device (default {DEFAULT_BUDGET_S:g}). Cases that do not fit are recorded as skipped."),
-    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
-    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    budget: Optional[str] = typer.Option(
+        None,
+        "--budget",
+        help=f"Seconds per device (default {DEFAULT_BUDGET_S:g}). Cases that do not fit are recorded as skipped.",
+    ),
+    device: Optional[str] = typer.Option(
+        None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."
+    ),
+    cpu_threads: Optional[str] = typer.Option(
+        None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."
+    ),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    framework: str = typer.Option("tensorflow", "--framework", help="Framework(s) to measure: tensorflow, keras-jax, keras-torch, torch; several comma-separated give one report with the frameworks side by side."),
+    framework: str = typer.Option(
+        "tensorflow",
+        "--framework",
+        help="Framework(s) to measure: tensorflow, keras-jax, keras-torch, torch; several comma-separated give one report with the frameworks side by side.",
+    ),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the plots and the HTML report."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/run-<time>.json."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
+    json_path: Optional[Path] = typer.Option(
+        None, "--json", help="Write the JSON record here instead of OUT/run-<time>.json."
+    ),
+    resume: Optional[Path] = typer.Option(
+        None,
+        "--resume",
+        help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
+    ),
 ) -> None:
     """The default suite: matmul crossover, the seeds' training cases, a batch sweep and the
     automatic fixes, each measured; then one verdict and an HTML report."""
@@ -82,11 +100,15 @@ def run(
     else:
         out_dir = check_output_dir(out, "--out")
         json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"run-{stamp()}.json"
-        plan = RunPlan(frameworks=parse_choice_list(framework, "--framework", frameworks.TRAINING),
-                       budget_s=parse_budget(budget), devices_wanted=experiment.parse_device_filter(device),
-                       cpu_threads=parse_positive_int(cpu_threads, "--cpu-threads", "4"),
-                       json_file=str(json_file.absolute()), command=command_line(),
-                       memory_limit_bytes=parse_memory_limit(memory_limit))
+        plan = RunPlan(
+            frameworks=parse_choice_list(framework, "--framework", frameworks.TRAINING),
+            budget_s=parse_budget(budget),
+            devices_wanted=experiment.parse_device_filter(device),
+            cpu_threads=parse_positive_int(cpu_threads, "--cpu-threads", "4"),
+            json_file=str(json_file.absolute()),
+            command=command_line(),
+            memory_limit_bytes=parse_memory_limit(memory_limit),
+        )
         resumed = None
     if len(plan.frameworks) > 1:  # frameworks side by side: one after the other, one record
         record = _run_frameworks(plan, resumed)
@@ -102,21 +124,32 @@ def run(
 
 
 def _run_one(plan: RunPlan, resumed: JournalState | None) -> records.RunRecord:
-    fw, = plan.frameworks
+    (fw,) = plan.frameworks
     return _measure_suite(_run_request(plan, fw), journal=lambda: open_journal("run", plan, resumed), resumed=resumed)
 
 
 def _run_request(plan: RunPlan, fw: str) -> session.Request:
-    return _suite_request("run", fw, lambda found, d: suite_cases(fw, d.name, gpu_present=bool(found.gpus)),
-                          plan, options={})
+    return _suite_request(
+        "run", fw, lambda found, d: suite_cases(fw, d.name, gpu_present=bool(found.gpus)), plan, options={}
+    )
 
 
 def _suite_request(name: str, fw: str, cases_for, plan, *, options: dict) -> session.Request:
     """run and diagnose: each device its own budget; a case may take the budget (at least 60 s)."""
     timeout_s = getattr(plan, "case_timeout_s", None) or max(plan.budget_s, 60.0)
-    return session.Request(name, fw, cases_for, options, plan.command, devices=plan.devices_wanted,
-                           min_time_s=RUN_MIN_TIME_S, cpu_threads=plan.cpu_threads, case_timeout_s=timeout_s,
-                           budget_s=plan.budget_s, memory_limit_bytes=plan.memory_limit_bytes)
+    return session.Request(
+        name,
+        fw,
+        cases_for,
+        options,
+        plan.command,
+        devices=plan.devices_wanted,
+        min_time_s=RUN_MIN_TIME_S,
+        cpu_threads=plan.cpu_threads,
+        case_timeout_s=timeout_s,
+        budget_s=plan.budget_s,
+        memory_limit_bytes=plan.memory_limit_bytes,
+    )
 
 
 def _part_json(json_file: Path, fw: str) -> Path:
@@ -179,19 +212,41 @@ class DiagnosePlan:
 @app.command()
 def diagnose(
     ctx: typer.Context,
-    model: Optional[str] = typer.Option(None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not). Required, unless --resume."),
-    input_shape: Optional[str] = typer.Option(None, "--input-shape", help="Input shape of one sample, e.g. 100 or 28,28,1 (default: the model's declared input)."),
-    classes: Optional[str] = typer.Option(None, "--classes", help="Number of classes for synthetic labels (1: binary; leave out: regression)."),
-    data: Optional[str] = typer.Option(None, "--data", help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (default: synthetic data)."),
+    model: Optional[str] = typer.Option(
+        None,
+        "--model",
+        help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not). Required, unless --resume.",
+    ),
+    input_shape: Optional[str] = typer.Option(
+        None,
+        "--input-shape",
+        help="Input shape of one sample, e.g. 100 or 28,28,1 (default: the model's declared input).",
+    ),
+    classes: Optional[str] = typer.Option(
+        None, "--classes", help="Number of classes for synthetic labels (1: binary; leave out: regression)."
+    ),
+    data: Optional[str] = typer.Option(
+        None, "--data", help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (default: synthetic data)."
+    ),
     samples: Optional[str] = typer.Option(None, "--samples", help="Samples per epoch (default 10000)."),
-    batch: Optional[str] = typer.Option(None, "--batch", help="Your batch size (default 32): the baseline every fix is measured against."),
+    batch: Optional[str] = typer.Option(
+        None, "--batch", help="Your batch size (default 32): the baseline every fix is measured against."
+    ),
     budget: Optional[str] = typer.Option(None, "--budget", help=f"Seconds per device (default {DEFAULT_BUDGET_S:g})."),
     device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0."),
-    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    cpu_threads: Optional[str] = typer.Option(
+        None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."
+    ),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the plots and the HTML report."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/diagnose-<time>.json."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted diagnose: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
+    json_path: Optional[Path] = typer.Option(
+        None, "--json", help="Write the JSON record here instead of OUT/diagnose-<time>.json."
+    ),
+    resume: Optional[Path] = typer.Option(
+        None,
+        "--resume",
+        help="Finish an interrupted diagnose: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
+    ),
 ) -> None:
     """The suite on YOUR model: who wins at your batch, the batch sweep, every automatic fix
     measured — and the device and settings to use."""
@@ -202,8 +257,11 @@ def diagnose(
         return
     fw = DIAGNOSE_FRAMEWORK
     if model is None:
-        raise UsageError("--model", "is required", "Pass your model as --model FILE.py:FUNCTION "
-                         "(or --resume JOURNAL to finish an interrupted diagnose).")
+        raise UsageError(
+            "--model",
+            "is required",
+            "Pass your model as --model FILE.py:FUNCTION (or --resume JOURNAL to finish an interrupted diagnose).",
+        )
     model_fn = userfile.parse_spec(model, "--model")
     data_fn = userfile.parse_spec(data, "--data") if data else None
     shape = parse_shape(input_shape)
@@ -219,9 +277,19 @@ def diagnose(
     experiment.require_installed(fw)
     err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
     user = userfile.user_model_params(model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu"))
-    plan = DiagnosePlan(model=model_fn.text, data=data_fn.text if data_fn else None, user=user, batch=user_batch,
-                        samples=n_samples, budget_s=budget_s, devices_wanted=wanted, cpu_threads=threads,
-                        json_file=str(json_file.absolute()), command=command_line(), memory_limit_bytes=memory_bytes)
+    plan = DiagnosePlan(
+        model=model_fn.text,
+        data=data_fn.text if data_fn else None,
+        user=user,
+        batch=user_batch,
+        samples=n_samples,
+        budget_s=budget_s,
+        devices_wanted=wanted,
+        cpu_threads=threads,
+        json_file=str(json_file.absolute()),
+        command=command_line(),
+        memory_limit_bytes=memory_bytes,
+    )
     run_diagnose(plan, None)
 
 
@@ -230,8 +298,12 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None) -> None:
     fw = DIAGNOSE_FRAMEWORK
     json_file = Path(plan.json_file)
     request = _suite_request(
-        "diagnose", fw, lambda found, d: user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples),
-        plan, options={"model": plan.model, "data": plan.data, "batch": plan.batch, "samples": plan.samples})
+        "diagnose",
+        fw,
+        lambda found, d: user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples),
+        plan,
+        options={"model": plan.model, "data": plan.data, "batch": plan.batch, "samples": plan.samples},
+    )
     record = _measure_suite(request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed)
     render_run(record, json_file.with_suffix(".png"), loglog=True)
     write_record(record, json_file, None)
@@ -248,15 +320,18 @@ def render_run(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
     for line in v.headline:
         console.print(f"• {escape(line)}")
     for f in v.findings:
-        console.print(f"  [bold]{escape(f.rule)}[/bold] {escape(f.text)}" + (f" → {escape(f.advice)}" if f.advice else ""))
+        console.print(
+            f"  [bold]{escape(f.rule)}[/bold] {escape(f.text)}" + (f" → {escape(f.advice)}" if f.advice else "")
+        )
     terminal.render_grid(console, fix_grid(v, with_how=False))
     for line in rep.advice:
         console.print(f"[bold green]{escape(line)}[/bold green]")
     shown = rep.warnings[:MAX_TERMINAL_WARNINGS]
     terminal.render_notes(console, record, shown, rep.failures)
     if len(rep.warnings) > len(shown):
-        console.print(f"[yellow]…and {len(rep.warnings) - len(shown)} more measurement warnings in the HTML "
-                      "report.[/yellow]")
+        console.print(
+            f"[yellow]…and {len(rep.warnings) - len(shown)} more measurement warnings in the HTML report.[/yellow]"
+        )
     html.write_html(png.with_suffix(".html"), rep.page)
     for p in rep.pngs:
         console.print(f"Plot:   {escape(str(p))}")

@@ -57,9 +57,11 @@ QUICK_MIN_TIME_S = 0.05
 
 
 def _quick_text(batches) -> str:
-    return (f"reduced sizes — seed 001 ex3 on {train_workload.QUICK_SAMPLES['ex3']:,} samples instead of 100,000; "
-            f"batch sweep {','.join(map(str, batches))}; {QUICK_MIN_TIME_S:g} s of steady samples per sweep point "
-            "(the full run: whichdevice train)")
+    return (
+        f"reduced sizes — seed 001 ex3 on {train_workload.QUICK_SAMPLES['ex3']:,} samples instead of 100,000; "
+        f"batch sweep {','.join(map(str, batches))}; {QUICK_MIN_TIME_S:g} s of steady samples per sweep point "
+        "(the full run: whichdevice train)"
+    )
 
 
 @dataclass
@@ -92,27 +94,77 @@ class TrainPlan:
 @app.command()
 def train(
     ctx: typer.Context,
-    model: Optional[str] = typer.Option(None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not). Default: the seeds' models."),
-    input_shape: Optional[str] = typer.Option(None, "--input-shape", help="Input shape of one sample for --model, e.g. 100 or 28,28,1 (default: the model's declared input)."),
-    classes: Optional[str] = typer.Option(None, "--classes", help="Number of classes for --model's synthetic labels (1: binary; leave out: regression on the output shape)."),
-    data: Optional[str] = typer.Option(None, "--data", help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) for --model (instead of synthetic data)."),
+    model: Optional[str] = typer.Option(
+        None,
+        "--model",
+        help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not). Default: the seeds' models.",
+    ),
+    input_shape: Optional[str] = typer.Option(
+        None,
+        "--input-shape",
+        help="Input shape of one sample for --model, e.g. 100 or 28,28,1 (default: the model's declared input).",
+    ),
+    classes: Optional[str] = typer.Option(
+        None,
+        "--classes",
+        help="Number of classes for --model's synthetic labels (1: binary; leave out: regression on the output shape).",
+    ),
+    data: Optional[str] = typer.Option(
+        None,
+        "--data",
+        help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) for --model (instead of synthetic data).",
+    ),
     samples: Optional[str] = typer.Option(None, "--samples", help="Samples per epoch for --model (default 10000)."),
-    batch: Optional[str] = typer.Option(None, "--batch", help="Batch size of --model's loop and fit runs (default 32)."),
-    batches: Optional[str] = typer.Option(None, "--batches", help="Batch sizes of the sweep, comma-separated. Default 8,16,...,8192."),
-    parts: str = typer.Option(",".join(PARTS), "--parts", help="Which measurements: create (seed 001 ex1), loop (custom tf.function loops), fit (model.fit), sync (.numpy() every step vs not), sweep (batch sizes)."),
-    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."),
-    quick: bool = typer.Option(False, "--quick", help="Reduced sizes (ex3 on 10,000 samples, 6 batch sizes, short points): < 60 s on 2 cores."),
-    min_time: Optional[str] = typer.Option(None, "--min-time", help="Seconds of steady samples per sweep / creation point (default 0.2; 0.05 with --quick)."),
-    cpu_threads: Optional[str] = typer.Option(None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."),
+    batch: Optional[str] = typer.Option(
+        None, "--batch", help="Batch size of --model's loop and fit runs (default 32)."
+    ),
+    batches: Optional[str] = typer.Option(
+        None, "--batches", help="Batch sizes of the sweep, comma-separated. Default 8,16,...,8192."
+    ),
+    parts: str = typer.Option(
+        ",".join(PARTS),
+        "--parts",
+        help="Which measurements: create (seed 001 ex1), loop (custom tf.function loops), fit (model.fit), sync (.numpy() every step vs not), sweep (batch sizes).",
+    ),
+    device: Optional[str] = typer.Option(
+        None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."
+    ),
+    quick: bool = typer.Option(
+        False, "--quick", help="Reduced sizes (ex3 on 10,000 samples, 6 batch sizes, short points): < 60 s on 2 cores."
+    ),
+    min_time: Optional[str] = typer.Option(
+        None,
+        "--min-time",
+        help="Seconds of steady samples per sweep / creation point (default 0.2; 0.05 with --quick).",
+    ),
+    cpu_threads: Optional[str] = typer.Option(
+        None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."
+    ),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    case_timeout: str = typer.Option("600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."),
+    case_timeout: str = typer.Option(
+        "600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."
+    ),
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead of OUT/train-<time>.json."),
+    json_path: Optional[Path] = typer.Option(
+        None, "--json", help="Write the JSON record here instead of OUT/train-<time>.json."
+    ),
     linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
-    trace: Optional[Path] = typer.Option(None, "--trace", help="Profile the model.fit runs' steady epochs (not the first) into this folder; open with: tensorboard --logdir DIR (Profile tab)."),
-    precision: Optional[str] = typer.Option(None, "--precision", help="Also train with these Keras precision policies, side by side: float32,mixed_float16,mixed_bfloat16."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept."),
+    trace: Optional[Path] = typer.Option(
+        None,
+        "--trace",
+        help="Profile the model.fit runs' steady epochs (not the first) into this folder; open with: tensorboard --logdir DIR (Profile tab).",
+    ),
+    precision: Optional[str] = typer.Option(
+        None,
+        "--precision",
+        help="Also train with these Keras precision policies, side by side: float32,mixed_float16,mixed_bfloat16.",
+    ),
+    resume: Optional[Path] = typer.Option(
+        None,
+        "--resume",
+        help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
+    ),
 ) -> None:
     """Seeds 001/002 (or --model): warm-up vs steady steps, break-even, sync cost, batch-size crossover."""
     reject_options_with_resume(ctx)
@@ -124,12 +176,18 @@ def train(
     part_list = parse_choice_list(parts, "--parts", PARTS)
     if fw not in frameworks.KERAS:  # plain torch: no model.fit, no Keras --model (the record's notes say so)
         if model is not None:
-            raise UsageError("--model", f"a Keras model cannot be trained by --framework {fw}",
-                             "Use --framework tensorflow, keras-jax or keras-torch.")
+            raise UsageError(
+                "--model",
+                f"a Keras model cannot be trained by --framework {fw}",
+                "Use --framework tensorflow, keras-jax or keras-torch.",
+            )
         part_list = [p for p in part_list if p != "fit"] or ["loop"]
     if data is not None and fw != "tensorflow":
-        raise UsageError("--data", "a tf.data dataset needs --framework tensorflow",
-                         "Drop --data (synthetic numpy data is used), or use --framework tensorflow.")
+        raise UsageError(
+            "--data",
+            "a tf.data dataset needs --framework tensorflow",
+            "Drop --data (synthetic numpy data is used), or use --framework tensorflow.",
+        )
     batch_list = parse_int_list(batches, "--batches", maximum=train_workload.MAX_BATCH, example="8,64,512,4096")
     if batch_list is None:
         batch_list = list(train_workload.QUICK_BATCHES if quick else train_workload.DEFAULT_BATCHES)
@@ -138,8 +196,13 @@ def train(
     n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000)
     user_batch = parse_positive_int(batch, "--batch", "32", maximum=train_workload.MAX_BATCH) or 32
     if model is None:
-        for arg, value in (("--input-shape", input_shape), ("--classes", classes), ("--data", data),
-                           ("--samples", samples), ("--batch", batch)):
+        for arg, value in (
+            ("--input-shape", input_shape),
+            ("--classes", classes),
+            ("--data", data),
+            ("--samples", samples),
+            ("--batch", batch),
+        ):
             if value is not None:
                 raise UsageError(arg, "only applies to --model", f"Add --model FILE.py:FUNCTION, or drop {arg}.")
     model_fn = userfile.parse_spec(model, "--model") if model else None
@@ -160,15 +223,31 @@ def train(
     user = None
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        user = userfile.user_model_params(model_fn, shape, n_classes, data_fn,
-                                          frameworks.env_module(fw).child_env("cpu"))
+        user = userfile.user_model_params(
+            model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu")
+        )
     plan = TrainPlan(
-        framework=fw, parts=part_list, batches=list(batch_list), quick=quick, user=user,
-        model=model_fn.text if model_fn else None, data=data_fn.text if data_fn else None, samples=n_samples,
-        user_batch=user_batch, trace_dir=str(trace_dir) if trace_dir else None, precisions=precisions,
-        devices_wanted=wanted, min_time_s=mt, cpu_threads=threads, case_timeout_s=timeout_s,
-        json_file=str(json_file.absolute()), png_file=str(png.absolute()), linear=linear, command=command_line(),
-        memory_limit_bytes=memory_bytes)
+        framework=fw,
+        parts=part_list,
+        batches=list(batch_list),
+        quick=quick,
+        user=user,
+        model=model_fn.text if model_fn else None,
+        data=data_fn.text if data_fn else None,
+        samples=n_samples,
+        user_batch=user_batch,
+        trace_dir=str(trace_dir) if trace_dir else None,
+        precisions=precisions,
+        devices_wanted=wanted,
+        min_time_s=mt,
+        cpu_threads=threads,
+        case_timeout_s=timeout_s,
+        json_file=str(json_file.absolute()),
+        png_file=str(png.absolute()),
+        linear=linear,
+        command=command_line(),
+        memory_limit_bytes=memory_bytes,
+    )
     run_train(plan, None)
 
 
@@ -177,17 +256,40 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
     fw = plan.framework
 
     def cases_for(found, d):
-        cases = train_workload.build_cases(fw, d.name, quick=plan.quick, batches=plan.batches,
-                                           parts=set(plan.parts), user=plan.user, samples=plan.samples,
-                                           user_batch=plan.user_batch)
+        cases = train_workload.build_cases(
+            fw,
+            d.name,
+            quick=plan.quick,
+            batches=plan.batches,
+            parts=set(plan.parts),
+            user=plan.user,
+            samples=plan.samples,
+            user_batch=plan.user_batch,
+        )
         if plan.trace_dir is not None:  # the fit runs get the profiler around their steady epochs
-            cases = [c.model_copy(update={"params": {**c.params, "trace_dir": plan.trace_dir}})
-                     if c.params.get("kind") == "fit" else c for c in cases]
-        return cases + precision_cases.cases(fw, d.name, plan.precisions or [], user=plan.user, quick=plan.quick,
-                                             samples=plan.samples, user_batch=plan.user_batch)
+            cases = [
+                c.model_copy(update={"params": {**c.params, "trace_dir": plan.trace_dir}})
+                if c.params.get("kind") == "fit"
+                else c
+                for c in cases
+            ]
+        return cases + precision_cases.cases(
+            fw,
+            d.name,
+            plan.precisions or [],
+            user=plan.user,
+            quick=plan.quick,
+            samples=plan.samples,
+            user_batch=plan.user_batch,
+        )
 
-    options = {"parts": plan.parts, "batches": plan.batches, "quick": plan.quick,
-               "model": plan.model or "seeds 001+002", "data": plan.data}
+    options = {
+        "parts": plan.parts,
+        "batches": plan.batches,
+        "quick": plan.quick,
+        "model": plan.model or "seeds 001+002",
+        "data": plan.data,
+    }
     if plan.quick:
         options["quick_sizes"] = _quick_text(plan.batches)
     if plan.trace_dir is not None:
@@ -195,9 +297,17 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
     if plan.precisions:
         options["precision"] = plan.precisions
     request = session.Request(
-        "train", fw, cases_for, options, plan.command, devices=plan.devices_wanted, min_time_s=plan.min_time_s,
-        cpu_threads=plan.cpu_threads, case_timeout_s=plan.case_timeout_s,
-        memory_limit_bytes=plan.memory_limit_bytes)
+        "train",
+        fw,
+        cases_for,
+        options,
+        plan.command,
+        devices=plan.devices_wanted,
+        min_time_s=plan.min_time_s,
+        cpu_threads=plan.cpu_threads,
+        case_timeout_s=plan.case_timeout_s,
+        memory_limit_bytes=plan.memory_limit_bytes,
+    )
     record = measure_with_progress(request, journal=lambda: open_journal("train", plan, resumed), resumed=resumed)
     png = Path(plan.png_file)
     render_train(record, png, loglog=not plan.linear)
@@ -211,15 +321,20 @@ def render_train(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
     present_precision.render(console, record)
     png.parent.mkdir(parents=True, exist_ok=True)
     if report.sweep:
-        plots.plot_batch_sweep(report.sweep, png, loglog=loglog,
-                               title="Training step time and samples/s vs batch size — whichdevice")
+        plots.plot_batch_sweep(
+            report.sweep, png, loglog=loglog, title="Training step time and samples/s vs batch size — whichdevice"
+        )
         return
     run = next((r for r in record.results if r.timing is not None and r.timing.number_per_sample == 1), None)
     if run is None:
         run = next((r for r in record.results if r.timing is not None), None)
     steps = list(run.timing.warmup_s) + list(run.timing.samples_s) if run else []
-    plots.plot_steps(steps, len(run.timing.warmup_s) if run else 0, png,
-                     title=f"{run.spec.device} {run_label(run.spec.params)}" if run else "no data")
+    plots.plot_steps(
+        steps,
+        len(run.timing.warmup_s) if run else 0,
+        png,
+        title=f"{run.spec.device} {run_label(run.spec.params)}" if run else "no data",
+    )
 
 
 REPORTERS["train"] = render_train

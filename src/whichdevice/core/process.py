@@ -109,14 +109,26 @@ Stream = int | IO[bytes] | IO[str] | None
 class Child:
     """``python -m module *args`` in its own process group, watched for its memory."""
 
-    def __init__(self, module: str, args: list[str], *, env: dict[str, str] | None = None,
-                 stdout: Stream = subprocess.DEVNULL, stderr: Stream = subprocess.DEVNULL,
-                 memory_limit_bytes: int | None = None, cwd: str | None = None) -> None:
+    def __init__(
+        self,
+        module: str,
+        args: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        stdout: Stream = subprocess.DEVNULL,
+        stderr: Stream = subprocess.DEVNULL,
+        memory_limit_bytes: int | None = None,
+        cwd: str | None = None,
+    ) -> None:
         self.limit = memory_limit_bytes or default_memory_limit()
         self.started = time.monotonic()
         self.proc: subprocess.Popen[bytes] = subprocess.Popen(
-            [sys.executable, "-m", module, *args], env=env, stdout=stdout, stderr=stderr,
-            stdin=subprocess.DEVNULL, cwd=cwd,
+            [sys.executable, "-m", module, *args],
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
             start_new_session=True,  # its own process group, so a kill takes its helpers too
         )
         self.memory = GroupMemory(self.proc.pid)
@@ -159,13 +171,22 @@ class Finished:
         return self.returncode == 0
 
 
-def run_module(module: str, args: list[str], *, timeout_s: float, env: dict[str, str] | None = None,
-               stdout: Stream = subprocess.DEVNULL, stderr: Stream = subprocess.DEVNULL,
-               memory_limit_bytes: int | None = None, cwd: str | None = None) -> Finished:
+def run_module(
+    module: str,
+    args: list[str],
+    *,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    stdout: Stream = subprocess.DEVNULL,
+    stderr: Stream = subprocess.DEVNULL,
+    memory_limit_bytes: int | None = None,
+    cwd: str | None = None,
+) -> Finished:
     """Run ``python -m module *args`` to its end, or kill its group at ``timeout_s`` or over
     the memory limit. Ctrl-C in the parent kills the group and re-raises."""
-    with Child(module, args, env=env, stdout=stdout, stderr=stderr, memory_limit_bytes=memory_limit_bytes,
-               cwd=cwd) as child:
+    with Child(
+        module, args, env=env, stdout=stdout, stderr=stderr, memory_limit_bytes=memory_limit_bytes, cwd=cwd
+    ) as child:
         while True:
             rc = child.poll()
             if rc is not None:

@@ -251,11 +251,14 @@ def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:
             argument, f"'{p}' is not readable JSON ({type(e).__name__})", "Pass an intact whichdevice result file."
         ) from None
     if not isinstance(data, dict) or "schema_version" not in data:
-        raise UsageError(argument, f"'{p}' is not a whichdevice result", "Pass a JSON file a whichdevice command wrote.")
+        raise UsageError(
+            argument, f"'{p}' is not a whichdevice result", "Pass a JSON file a whichdevice command wrote."
+        )
     version = data.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise UsageError(argument, f"'{p}' has no valid schema version ({version!r})",
-                         "Pass an intact whichdevice result file.")
+        raise UsageError(
+            argument, f"'{p}' has no valid schema version ({version!r})", "Pass an intact whichdevice result file."
+        )
     if version > SCHEMA_VERSION:
         raise UsageError(
             argument,
@@ -268,7 +271,8 @@ def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first.get("loc", ()))
         raise UsageError(
-            argument, f"'{p}' does not match the result schema (at {where}: {first.get('msg')})",
+            argument,
+            f"'{p}' does not match the result schema (at {where}: {first.get('msg')})",
             "Pass an intact whichdevice result file.",
         ) from None
 
@@ -299,8 +303,10 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
         data = {**MIGRATIONS[version](data), "schema_version": version + 1}
         version += 1
     if start != SCHEMA_VERSION:
-        note = (f"This record was written with result schema version {start} (whichdevice "
-                f"{data.get('tool_version', '?')}) and read through migration to version {SCHEMA_VERSION}.")
+        note = (
+            f"This record was written with result schema version {start} (whichdevice "
+            f"{data.get('tool_version', '?')}) and read through migration to version {SCHEMA_VERSION}."
+        )
         notes = data.get("notes", [])
         data = {**data, "notes": [*notes, note] if isinstance(notes, list) else notes}
     return data

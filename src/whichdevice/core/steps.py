@@ -22,8 +22,14 @@ from whichdevice.core.records import Timing
 from whichdevice.core.timing import Clock, Sync
 
 
-def time_loop(batches: Iterable[Any], step: Callable[[Any], Any], *, sync: Sync,
-              clock: Clock = time.perf_counter, limit: int | None = None) -> list[float]:
+def time_loop(
+    batches: Iterable[Any],
+    step: Callable[[Any], Any],
+    *,
+    sync: Sync,
+    clock: Clock = time.perf_counter,
+    limit: int | None = None,
+) -> list[float]:
     """Seconds per iteration of ``for b in batches: sync(step(b))``; fetching the next
     batch is part of the step, as in the seeds' loops. Stops after ``limit`` steps."""
     it = iter(batches)
@@ -46,5 +52,6 @@ def raw_from_steps(times: Sequence[float], *, warmup_steps: int = 1, overhead_s:
         raise ValueError("no steps were timed")
     w = max(1, min(warmup_steps, len(times)))
     steady = list(times[w:]) or [times[-1]]
-    return Timing(first_call_s=times[0], warmup_s=list(times[:w]), samples_s=steady,
-                  number_per_sample=1, overhead_s=overhead_s)
+    return Timing(
+        first_call_s=times[0], warmup_s=list(times[:w]), samples_s=steady, number_per_sample=1, overhead_s=overhead_s
+    )

@@ -63,9 +63,7 @@ class Telemetry(BaseModel):
         # rather than as an IndexError in a plot.
         n = len(self.t_s)
         if len(self.cpu_percent_per_core) != n:
-            raise ValueError(
-                f"cpu_percent_per_core has {len(self.cpu_percent_per_core)} samples, t_s has {n}"
-            )
+            raise ValueError(f"cpu_percent_per_core has {len(self.cpu_percent_per_core)} samples, t_s has {n}")
         gpu = (self.gpu_util_percent, self.gpu_mem_used_bytes, self.gpu_sm_clock_mhz)
         if any(s is None for s in gpu) != all(s is None for s in gpu):
             raise ValueError("GPU series must be all present or all None")

@@ -113,9 +113,7 @@ def measure(
         warmup.append(clock() - t0)
 
     per_call_s = max(warmup[-1], 1e-9)
-    block_target_s = max(
-        policy.min_time_s / policy.target_blocks, overhead_s / _MAX_OVERHEAD_FRACTION
-    )
+    block_target_s = max(policy.min_time_s / policy.target_blocks, overhead_s / _MAX_OVERHEAD_FRACTION)
     # ceil: a block never falls short of its target (1e-9 absorbs float rounding).
     number = max(1, math.ceil(block_target_s / per_call_s - 1e-9))
 

@@ -20,17 +20,23 @@ def parse_int_list(text: str | None, argument: str, *, maximum: int, example: st
     values = []
     for p in parts:
         if not p:
-            raise UsageError(argument, f"'{text}' has an empty item", f"Remove the extra comma, e.g. {argument} {example}.")
+            raise UsageError(
+                argument, f"'{text}' has an empty item", f"Remove the extra comma, e.g. {argument} {example}."
+            )
         try:
             v = int(p)
         except ValueError:
-            raise UsageError(argument, f"'{p}' is not a whole number",
-                             f"Pass comma-separated positive integers, e.g. {argument} {example}.") from None
+            raise UsageError(
+                argument,
+                f"'{p}' is not a whole number",
+                f"Pass comma-separated positive integers, e.g. {argument} {example}.",
+            ) from None
         if v <= 0:
             raise UsageError(argument, f"{v} is not positive", f"Every value must be >= 1, e.g. {argument} {example}.")
         if v > maximum:
-            raise UsageError(argument, f"{v} is larger than the supported maximum {maximum}",
-                             f"Pass values up to {maximum}.")
+            raise UsageError(
+                argument, f"{v} is larger than the supported maximum {maximum}", f"Pass values up to {maximum}."
+            )
         values.append(v)
     return sorted(set(values))
 
@@ -43,14 +49,20 @@ def parse_choice_list(text: str | None, argument: str, choices: tuple[str, ...])
         raise UsageError(argument, "is empty", f"Pass one or more of: {', '.join(choices)}.")
     for it in items:
         if it not in choices:
-            raise UsageError(argument, f"'{it}' is not one of {', '.join(choices)}", f"Pass one or more of: {', '.join(choices)}.")
+            raise UsageError(
+                argument, f"'{it}' is not one of {', '.join(choices)}", f"Pass one or more of: {', '.join(choices)}."
+            )
     return list(dict.fromkeys(items))
 
 
 def parse_choice(text: str, argument: str, choices: tuple[str, ...]) -> str:
     v = text.strip().lower()
     if v not in choices:
-        raise UsageError(argument, f"'{text}' is not one of {', '.join(choices)}", f"Use {argument} {choices[0]} (or another of those).")
+        raise UsageError(
+            argument,
+            f"'{text}' is not one of {', '.join(choices)}",
+            f"Use {argument} {choices[0]} (or another of those).",
+        )
     return v
 
 
@@ -60,9 +72,15 @@ def parse_positive_float(text: str | None, argument: str, example: str, unit: st
     try:
         v = float(text)
     except ValueError:
-        raise UsageError(argument, f"'{text}' is not a number", f"Pass a positive number of {unit}, e.g. {argument} {example}.") from None
+        raise UsageError(
+            argument, f"'{text}' is not a number", f"Pass a positive number of {unit}, e.g. {argument} {example}."
+        ) from None
     if not math.isfinite(v) or v <= 0:
-        raise UsageError(argument, f"{text} is not a positive number", f"Pass a positive number of {unit}, e.g. {argument} {example}.")
+        raise UsageError(
+            argument,
+            f"{text} is not a positive number",
+            f"Pass a positive number of {unit}, e.g. {argument} {example}.",
+        )
     return v
 
 
@@ -74,7 +92,9 @@ def parse_positive_int(text: str | None, argument: str, example: str, maximum: i
     except ValueError:
         raise UsageError(argument, f"'{text}' is not a whole number", f"Pass e.g. {argument} {example}.") from None
     if v <= 0 or v > maximum:
-        raise UsageError(argument, f"{v} is out of range", f"Pass a whole number from 1 to {maximum}, e.g. {argument} {example}.")
+        raise UsageError(
+            argument, f"{v} is out of range", f"Pass a whole number from 1 to {maximum}, e.g. {argument} {example}."
+        )
     return v
 
 
@@ -94,14 +114,19 @@ def check_output_dir(path: Path, argument: str) -> Path:
         raise UsageError(argument, f"'{path}' exists and is not a folder", f"Pass a folder path to {argument}.")
     base = _nearest_existing(path.absolute())
     if not base.is_dir():
-        raise UsageError(argument, f"'{path}' cannot be created: '{base}' is a file", f"Pass a folder path to {argument}.")
+        raise UsageError(
+            argument, f"'{path}' cannot be created: '{base}' is a file", f"Pass a folder path to {argument}."
+        )
     if not os.access(base, os.W_OK | os.X_OK):
         raise UsageError(argument, f"'{base}' is not writable", f"Pass a folder you can write to in {argument}.")
     try:  # os.access says yes to root, on read-only file systems and in /proc: try it (leaves nothing)
         os.rmdir(tempfile.mkdtemp(prefix=".whichdevice-probe-", dir=base))
     except OSError as e:
-        raise UsageError(argument, f"cannot create folders in '{base}' ({e.strerror})",
-                         f"Pass a folder you can write to in {argument}.") from None
+        raise UsageError(
+            argument,
+            f"cannot create folders in '{base}' ({e.strerror})",
+            f"Pass a folder you can write to in {argument}.",
+        ) from None
     return path
 
 
@@ -130,6 +155,9 @@ def parse_memory_limit(text: str | None, argument: str = "--memory-limit") -> in
     if gib is None:
         return None
     if gib < MIN_MEMORY_LIMIT_GIB:
-        raise UsageError(argument, f"{text} GiB is too small to run a framework",
-                         f"Pass at least {MIN_MEMORY_LIMIT_GIB:g} GiB, e.g. {argument} 8 (default: 90% of RAM).")
+        raise UsageError(
+            argument,
+            f"{text} GiB is too small to run a framework",
+            f"Pass at least {MIN_MEMORY_LIMIT_GIB:g} GiB, e.g. {argument} 8 (default: 90% of RAM).",
+        )
     return int(gib * 2**30)

@@ -31,12 +31,18 @@ TRAINING: tuple[str, ...] = ("tensorflow", "keras-jax", "keras-torch", "torch")
 KERAS: tuple[str, ...] = ("tensorflow", "keras-jax", "keras-torch")
 # The Python modules a framework needs, and how to install them.
 REQUIRES: dict[str, tuple[str, ...]] = {
-    "tensorflow": ("tensorflow",), "numpy": ("numpy",), "keras-jax": ("keras", "jax"),
-    "keras-torch": ("keras", "torch"), "torch": ("torch",), "jax": ("jax",),
+    "tensorflow": ("tensorflow",),
+    "numpy": ("numpy",),
+    "keras-jax": ("keras", "jax"),
+    "keras-torch": ("keras", "torch"),
+    "torch": ("torch",),
+    "jax": ("jax",),
 }
 INSTALL_HINT: dict[str, str] = {
-    "tensorflow": "pip install 'whichdevice[tensorflow]'", "keras-jax": "pip install 'whichdevice[jax]'",
-    "jax": "pip install 'whichdevice[jax]'", "keras-torch": "pip install 'whichdevice[torch]'",
+    "tensorflow": "pip install 'whichdevice[tensorflow]'",
+    "keras-jax": "pip install 'whichdevice[jax]'",
+    "jax": "pip install 'whichdevice[jax]'",
+    "keras-torch": "pip install 'whichdevice[torch]'",
     "torch": "pip install 'whichdevice[torch]'",
 }
 

@@ -117,13 +117,15 @@ def main(argv: list[str]) -> int:
     import_s = time.perf_counter() - t0
 
     if job.get("device") is None:
-        emit({
-            "type": "devices",
-            "framework": fw.discovery.framework_info().model_dump(mode="json"),
-            "devices": [d.model_dump(mode="json") for d in fw.discovery.list_devices()],
-            "no_gpu_reasons": fw.discovery.no_gpu_reasons(),
-            "import_s": import_s,
-        })
+        emit(
+            {
+                "type": "devices",
+                "framework": fw.discovery.framework_info().model_dump(mode="json"),
+                "devices": [d.model_dump(mode="json") for d in fw.discovery.list_devices()],
+                "no_gpu_reasons": fw.discovery.no_gpu_reasons(),
+                "import_s": import_s,
+            }
+        )
         return 0
 
     device = job["device"]
@@ -131,8 +133,12 @@ def main(argv: list[str]) -> int:
     info = next(d for d in fw.discovery.list_devices() if d.name == device)
     overhead_s = measure_overhead(time.perf_counter, fw.sync.sync)
     session = Session(
-        framework=fw.discovery.framework_info(), device=info, env=job.get("env", {}),
-        import_s=import_s, overhead_s=overhead_s, **settings,
+        framework=fw.discovery.framework_info(),
+        device=info,
+        env=job.get("env", {}),
+        import_s=import_s,
+        overhead_s=overhead_s,
+        **settings,
     )
     emit({"type": "hello", "session": session.model_dump(mode="json")})
 
@@ -148,8 +154,9 @@ def main(argv: list[str]) -> int:
         spec = CaseSpec.model_validate(raw_spec)
         emit({"type": "start", "key": spec.key, "stderr_at": _stderr_position()})
         if deadline is not None and time.time() > deadline:
-            skipped = failed(spec, f"{failures.SKIPPED_PREFIX} the time budget (--budget) ran out before this case",
-                             "skipped", 0.0)
+            skipped = failed(
+                spec, f"{failures.SKIPPED_PREFIX} the time budget (--budget) ran out before this case", "skipped", 0.0
+            )
             emit({"type": "result", "result": skipped.model_dump(mode="json")})
             continue
         t_case = time.perf_counter()
@@ -157,7 +164,11 @@ def main(argv: list[str]) -> int:
             _inject_fault(spec)
             timing, metrics = workloads.runner(spec.workload)(spec, fw, policy, overhead_s)
             result = CaseResult(
-                spec=spec, status="ok", metrics=metrics, wall_s=time.perf_counter() - t_case, timing=timing,
+                spec=spec,
+                status="ok",
+                metrics=metrics,
+                wall_s=time.perf_counter() - t_case,
+                timing=timing,
             )
         except Exception as e:  # one failing case is recorded and the run goes on
             traceback.print_exc(file=sys.stderr)

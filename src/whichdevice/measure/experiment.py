@@ -47,8 +47,7 @@ def require_installed(framework: str) -> None:
 def discover(framework: str, timeout_s: float = runner.DEFAULT_STARTUP_TIMEOUT_S) -> Discovery:
     """Ask a child process which devices ``framework`` sees (GPUs not hidden)."""
     require_installed(framework)
-    out = runner.run_job(runner.Job(framework, None, "discover"), case_timeout_s=timeout_s,
-                         startup_timeout_s=timeout_s)
+    out = runner.run_job(runner.Job(framework, None, "discover"), case_timeout_s=timeout_s, startup_timeout_s=timeout_s)
     if out.discovery is None:
         raise FrameworkUnavailable(f"{framework} could not start: {out.error}")
     d = out.discovery
@@ -70,8 +69,11 @@ def parse_device_filter(text: str | None) -> list[str] | None:
     for it in items:
         kind, _, idx = it.partition(":")
         if kind not in ("CPU", "GPU") or (idx and not idx.isdigit()):
-            raise UsageError("--device", f"'{it}' is not a device name",
-                             "Use CPU, GPU, CPU:0, GPU:0 ... (see `whichdevice devices`).")
+            raise UsageError(
+                "--device",
+                f"'{it}' is not a device name",
+                "Use CPU, GPU, CPU:0, GPU:0 ... (see `whichdevice devices`).",
+            )
     return items
 
 
@@ -85,8 +87,11 @@ def select_devices(discovery: Discovery, wanted: list[str] | None) -> list[Devic
         if not matches:
             seen = ", ".join(names)
             hint = "; TensorFlow sees no GPU here" if w.startswith("GPU") and not discovery.gpus else ""
-            raise UsageError("--device", f"{w} does not exist on this machine (devices: {seen}){hint}",
-                             "Pick one of those, or leave --device out.")
+            raise UsageError(
+                "--device",
+                f"{w} does not exist on this machine (devices: {seen}){hint}",
+                "Pick one of those, or leave --device out.",
+            )
         chosen.extend(m for m in matches if m not in chosen)
     return chosen
 
@@ -95,8 +100,7 @@ def no_gpu_note(framework: str, discovery: Discovery) -> str | None:
     if discovery.gpus:
         return None
     reasons = "; ".join(discovery.no_gpu_reasons) or "unknown"
-    return (f"{framework} sees no GPU on this machine, so only the CPU was measured. "
-            f"Likely reasons: {reasons}.")
+    return f"{framework} sees no GPU on this machine, so only the CPU was measured. Likely reasons: {reasons}."
 
 
 def run_devices(
@@ -148,8 +152,14 @@ def run_devices(
             continue
         policy_dict = {k: v for k, v in dataclasses.asdict(policy).items() if k != "window"}
         job = runner.Job(framework, dev.name, dev.kind, todo, cpu_threads, policy_dict, deadline)
-        out = runner.run_job(job, case_timeout_s=case_timeout_s, on_result=record_result, on_start=on_start,
-                             on_session=record_session, memory_limit_bytes=memory_limit_bytes)
+        out = runner.run_job(
+            job,
+            case_timeout_s=case_timeout_s,
+            on_result=record_result,
+            on_start=on_start,
+            on_session=record_session,
+            memory_limit_bytes=memory_limit_bytes,
+        )
         if out.session and all(x.device.name != out.session.device.name for x in sessions):
             sessions.append(out.session)
         if out.error:
@@ -165,17 +175,38 @@ def merge_records(parts: list[RunRecord], options: dict) -> RunRecord:
     The analysis groups by framework whenever a record holds more than one."""
     first = parts[0]
     notes = list(dict.fromkeys(n for p in parts for n in p.notes))
-    return first.model_copy(update={
-        "options": options, "sessions": [s for p in parts for s in p.sessions],
-        "devices_seen": {k: v for p in parts for k, v in p.devices_seen.items()},
-        "results": [r for p in parts for r in p.results], "notes": notes})
+    return first.model_copy(
+        update={
+            "options": options,
+            "sessions": [s for p in parts for s in p.sessions],
+            "devices_seen": {k: v for p in parts for k, v in p.devices_seen.items()},
+            "results": [r for p in parts for r in p.results],
+            "notes": notes,
+        }
+    )
 
 
-def make_record(experiment: str, command: list[str], options: dict, framework: str, discovery: Discovery,
-                sessions: list[Session], results: list[CaseResult], notes: list[str]) -> RunRecord:
-    all_notes = [n for n in [no_gpu_note(framework, discovery)] if n] + frameworks.record_notes(framework, experiment) + notes
+def make_record(
+    experiment: str,
+    command: list[str],
+    options: dict,
+    framework: str,
+    discovery: Discovery,
+    sessions: list[Session],
+    results: list[CaseResult],
+    notes: list[str],
+) -> RunRecord:
+    all_notes = (
+        [n for n in [no_gpu_note(framework, discovery)] if n] + frameworks.record_notes(framework, experiment) + notes
+    )
     return RunRecord(
-        experiment=experiment, command=command, created_at=now_iso(), options=options,
-        machine=describe_machine(), sessions=sessions, devices_seen={framework: discovery.devices},
-        results=results, notes=all_notes,
+        experiment=experiment,
+        command=command,
+        created_at=now_iso(),
+        options=options,
+        machine=describe_machine(),
+        sessions=sessions,
+        devices_seen={framework: discovery.devices},
+        results=results,
+        notes=all_notes,
     )

@@ -67,13 +67,24 @@ def add(record: RunRecord, path: Path) -> int:
     """Index ``record`` (written at ``path``); returns its run id."""
     devices = ", ".join(sorted({f"{s.device.name} {s.device.description}" for s in record.sessions}))
     frameworks = ", ".join(sorted({f"{s.framework.name} {s.framework.version}" for s in record.sessions}))
-    row = (record.created_at, record.experiment, " ".join(record.command), record.machine.hostname,
-           record.machine.cpu_model, devices, frameworks, len(record.results),
-           sum(r.status == "failed" for r in record.results), str(Path(path).absolute()))
+    row = (
+        record.created_at,
+        record.experiment,
+        " ".join(record.command),
+        record.machine.hostname,
+        record.machine.cpu_model,
+        devices,
+        frameworks,
+        len(record.results),
+        sum(r.status == "failed" for r in record.results),
+        str(Path(path).absolute()),
+    )
     with _connect() as con:
         cur = con.execute(
             "INSERT INTO runs (created_at, experiment, command, hostname, cpu, devices, frameworks, n_results,"
-            " n_failed, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            " n_failed, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            row,
+        )
         return int(cur.lastrowid)
 
 

@@ -95,8 +95,9 @@ class Journal:
             active = None
 
     @staticmethod
-    def read(path: Path | str, argument: str = "--resume", experiment: str | None = None,
-             part: bool = False) -> JournalState:
+    def read(
+        path: Path | str, argument: str = "--resume", experiment: str | None = None, part: bool = False
+    ) -> JournalState:
         """Read a journal; a cut-short last line (the run was killed mid-write) is ignored.
         A part journal (header ``part_of``) is refused unless ``part``: its run resumes it."""
         global active
@@ -105,8 +106,9 @@ class Journal:
             found = sorted(f for f in p.glob(f"*{SUFFIX}") if not _header(f).get("part_of"))
             if len(found) != 1:
                 what = "no" if not found else f"{len(found)}"
-                raise UsageError(argument, f"'{p}' holds {what} unfinished run journals (*{SUFFIX})",
-                                 "Pass the journal file itself.")
+                raise UsageError(
+                    argument, f"'{p}' holds {what} unfinished run journals (*{SUFFIX})", "Pass the journal file itself."
+                )
             p = found[0]
         if not p.exists():
             raise UsageError(argument, f"no such file '{p}'", f"Pass the {SUFFIX} file an interrupted run left.")
@@ -118,7 +120,9 @@ class Journal:
             except json.JSONDecodeError:
                 if i == len(lines) - 1:
                     break  # the write the kill interrupted
-                raise UsageError(argument, f"'{p}' is corrupt at line {i + 1}", "It cannot be resumed; start a new run.") from None
+                raise UsageError(
+                    argument, f"'{p}' is corrupt at line {i + 1}", "It cannot be resumed; start a new run."
+                ) from None
             kind = obj.get("type") if isinstance(obj, dict) else None
             if i == 0:
                 if kind != "header":
@@ -132,20 +136,26 @@ class Journal:
                     elif kind == "session":
                         state.sessions.append(Session.model_validate(obj["session"]))
                 except (KeyError, TypeError, AttributeError, ValidationError):
-                    raise UsageError(argument, f"'{p}' is corrupt at line {i + 1}",
-                                     "It cannot be resumed; start a new run.") from None
+                    raise UsageError(
+                        argument, f"'{p}' is corrupt at line {i + 1}", "It cannot be resumed; start a new run."
+                    ) from None
         if state is None:
             raise UsageError(argument, f"'{p}' is empty", "It cannot be resumed; start a new run.")
         top = state.header.get("part_of")
         if top and not part:
             if not Path(top).exists():
-                raise UsageError(argument, f"'{p}' is left over from a run that has finished ('{top}' is gone)",
-                                 "Delete it.")
-            raise UsageError(argument, f"'{p}' is one part of the interrupted run '{top}'",
-                             f"Resume the whole run: --resume {top}.")
+                raise UsageError(
+                    argument, f"'{p}' is left over from a run that has finished ('{top}' is gone)", "Delete it."
+                )
+            raise UsageError(
+                argument, f"'{p}' is one part of the interrupted run '{top}'", f"Resume the whole run: --resume {top}."
+            )
         if experiment and state.header.get("experiment") != experiment:
-            raise UsageError(argument, f"'{p}' is a journal of `{state.header.get('experiment')}`, not `{experiment}`",
-                             f"Resume it with `whichdevice {state.header.get('experiment')} --resume`.")
+            raise UsageError(
+                argument,
+                f"'{p}' is a journal of `{state.header.get('experiment')}`, not `{experiment}`",
+                f"Resume it with `whichdevice {state.header.get('experiment')} --resume`.",
+            )
         if not top:
             active = p
         return state

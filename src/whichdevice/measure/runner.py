@@ -79,8 +79,9 @@ def _stderr_tail(path: Path, start: int = 0, limit: int = 300) -> str:
     return (telling or lines or [""])[-1][:limit]
 
 
-def _death_reason(returncode: int | None, stopped: tuple[str, str] | None,
-                  stderr: Path, stderr_from: int = 0) -> tuple[str, failures.FailureKind]:
+def _death_reason(
+    returncode: int | None, stopped: tuple[str, str] | None, stderr: Path, stderr_from: int = 0
+) -> tuple[str, failures.FailureKind]:
     """Why the child ended, and the failure kind of the case it was running."""
     if stopped:
         return stopped
@@ -117,15 +118,32 @@ def run_job(
             job_path = Path(tmp) / f"job{attempt}.json"
             out_path = Path(tmp) / f"out{attempt}.jsonl"
             err_path = Path(tmp) / f"err{attempt}.txt"
-            job_path.write_text(json.dumps({
-                "framework": job.framework, "device": job.device, "cpu_threads": job.cpu_threads,
-                "policy": job.policy, "env": env_extra, "deadline": job.deadline,
-                "cases": [c.model_dump(mode="json") for c in remaining],
-            }))
+            job_path.write_text(
+                json.dumps(
+                    {
+                        "framework": job.framework,
+                        "device": job.device,
+                        "cpu_threads": job.cpu_threads,
+                        "policy": job.policy,
+                        "env": env_extra,
+                        "deadline": job.deadline,
+                        "cases": [c.model_dump(mode="json") for c in remaining],
+                    }
+                )
+            )
             said_hello, done, stopped, returncode, current_s, err_from = _run_child(
-                job_path, out_path, err_path, env_extra, outcome,
-                case_timeout_s, startup_timeout_s, on_result, on_start, is_discovery=job.device is None,
-                on_session=on_session, memory_limit_bytes=limit,
+                job_path,
+                out_path,
+                err_path,
+                env_extra,
+                outcome,
+                case_timeout_s,
+                startup_timeout_s,
+                on_result,
+                on_start,
+                is_discovery=job.device is None,
+                on_session=on_session,
+                memory_limit_bytes=limit,
             )
             if job.device is None:
                 if outcome.discovery is None:
@@ -148,21 +166,37 @@ def run_job(
                 return outcome
 
 
-def _fail(outcome: Outcome, spec: CaseSpec, reason: str, kind: failures.FailureKind, wall_s: float,
-          on_result) -> None:
+def _fail(outcome: Outcome, spec: CaseSpec, reason: str, kind: failures.FailureKind, wall_s: float, on_result) -> None:
     result = failed(spec, reason, kind, wall_s)
     outcome.results.append(result)
     if on_result:
         on_result(result)
 
 
-def _run_child(job_path, out_path, err_path, env_extra, outcome, case_timeout_s, startup_timeout_s,
-               on_result, on_start, is_discovery, on_session=None, memory_limit_bytes=None):
+def _run_child(
+    job_path,
+    out_path,
+    err_path,
+    env_extra,
+    outcome,
+    case_timeout_s,
+    startup_timeout_s,
+    on_result,
+    on_start,
+    is_discovery,
+    on_session=None,
+    memory_limit_bytes=None,
+):
     env = {**os.environ, **env_extra, "PYTHONUNBUFFERED": "1"}
     out_path.touch()
     with open(err_path, "wb") as err:
-        child = Child("whichdevice.measure.child", [str(job_path), str(out_path)], env=env, stderr=err,
-                      memory_limit_bytes=memory_limit_bytes)
+        child = Child(
+            "whichdevice.measure.child",
+            [str(job_path), str(out_path)],
+            env=env,
+            stderr=err,
+            memory_limit_bytes=memory_limit_bytes,
+        )
     proc = child.proc
     said_hello = False
     done: dict[str, float] = {}
@@ -213,13 +247,21 @@ def _run_child(job_path, out_path, err_path, env_extra, outcome, case_timeout_s,
             now = time.monotonic()
             rss = memory.rss() if memory_limit_bytes else 0
             if memory_limit_bytes and rss > memory_limit_bytes:
-                stopped = (f"{failures.MEMORY_LIMIT_PREFIX} {rss / 2**30:.3f} GiB, over the memory limit of "
-                           f"{memory_limit_bytes / 2**30:.3f} GiB (--memory-limit); killed", "out_of_memory")
+                stopped = (
+                    f"{failures.MEMORY_LIMIT_PREFIX} {rss / 2**30:.3f} GiB, over the memory limit of "
+                    f"{memory_limit_bytes / 2**30:.3f} GiB (--memory-limit); killed",
+                    "out_of_memory",
+                )
             elif not said_hello and not is_discovery and now - started > startup_timeout_s:
-                stopped = (f"{failures.TIMEOUT_PREFIX}: the framework did not start within {startup_timeout_s:.0f} s",
-                           "not_started")
+                stopped = (
+                    f"{failures.TIMEOUT_PREFIX}: the framework did not start within {startup_timeout_s:.0f} s",
+                    "not_started",
+                )
             elif is_discovery and now - started > startup_timeout_s:
-                stopped = (f"{failures.TIMEOUT_PREFIX}: device discovery took over {startup_timeout_s:.0f} s", "timeout")
+                stopped = (
+                    f"{failures.TIMEOUT_PREFIX}: device discovery took over {startup_timeout_s:.0f} s",
+                    "timeout",
+                )
             elif case_started is not None and now - case_started > case_timeout_s:
                 stopped = (f"{failures.TIMEOUT_PREFIX} after {case_timeout_s:g} s (--case-timeout)", "timeout")
             if stopped:

@@ -61,9 +61,14 @@ class Progress:
     on_result: Callable[[CaseResult], None] | None = None
 
 
-def measure(request: Request, *, journal: Journal | Callable[[], Journal] | None = None,
-            resumed: JournalState | None = None, progress: Progress | None = None,
-            found: Discovery | None = None) -> RunRecord:
+def measure(
+    request: Request,
+    *,
+    journal: Journal | Callable[[], Journal] | None = None,
+    resumed: JournalState | None = None,
+    progress: Progress | None = None,
+    found: Discovery | None = None,
+) -> RunRecord:
     """Discover, run every device's cases in its own child, and return the record.
 
     ``journal``: every finished case and session is appended to it as it arrives; a callable
@@ -93,18 +98,33 @@ def measure(request: Request, *, journal: Journal | Callable[[], Journal] | None
     for dev in chosen:  # one device at a time, each with its own share of the budget
         deadline = time.time() + request.budget_s if request.budget_s is not None else None
         s, r, n = experiment.run_devices(
-            fw, [dev], cases_for, policy=policy, cpu_threads=request.cpu_threads,
-            case_timeout_s=request.case_timeout_s, deadline=deadline, on_start=progress.on_start,
-            on_result=progress.on_result, journal=journal, resumed=resumed,
+            fw,
+            [dev],
+            cases_for,
+            policy=policy,
+            cpu_threads=request.cpu_threads,
+            case_timeout_s=request.case_timeout_s,
+            deadline=deadline,
+            on_start=progress.on_start,
+            on_result=progress.on_result,
+            journal=journal,
+            resumed=resumed,
             memory_limit_bytes=request.memory_limit_bytes,
         )
         sessions += [x for x in s if all(y.device.name != x.device.name for y in sessions)]
         results += r
         notes += n
-    options = {"devices": [d.name for d in chosen], "framework": fw, "min_time_s": request.min_time_s,
-               "cpu_threads": request.cpu_threads, "case_timeout_s": request.case_timeout_s,
-               "memory_limit_gib": memory_limit_gib(request.memory_limit_bytes), **request.options}
+    options = {
+        "devices": [d.name for d in chosen],
+        "framework": fw,
+        "min_time_s": request.min_time_s,
+        "cpu_threads": request.cpu_threads,
+        "case_timeout_s": request.case_timeout_s,
+        "memory_limit_gib": memory_limit_gib(request.memory_limit_bytes),
+        **request.options,
+    }
     if request.budget_s is not None:
         options.setdefault("budget_s", request.budget_s)
-    return experiment.make_record(request.experiment, request.command, options, fw, found, sessions, results,
-                                  request.notes + notes)
+    return experiment.make_record(
+        request.experiment, request.command, options, fw, found, sessions, results, request.notes + notes
+    )

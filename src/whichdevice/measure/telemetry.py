@@ -373,4 +373,3 @@ class Sampler:
         self._t_s.append(t_start - self._t0)
         self._cpu_series.append(cpu)
         self._tick_cost_s.append(t_end - t_start)
-

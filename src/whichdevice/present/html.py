@@ -36,27 +36,59 @@ def _session_line(s) -> str:
     d = s.device
     if d.kind == "cpu":
         onednn = "" if s.onednn is None else f", oneDNN {'on' if s.onednn else 'off'}"
-        extra = f"{s.cpu_threads_intra} intra-op / {s.cpu_threads_inter} inter-op threads [{s.cpu_threads_source}]{onednn}"
+        extra = (
+            f"{s.cpu_threads_intra} intra-op / {s.cpu_threads_inter} inter-op threads [{s.cpu_threads_source}]{onednn}"
+        )
     else:
-        extra = ", ".join(x for x in (nbytes(d.memory_bytes) if d.memory_bytes else "",
-                                       f"compute capability {d.compute_capability}" if d.compute_capability else "",
-                                       f"driver {d.driver}" if d.driver else "") if x)
-    return (f"{d.name}: {d.description} — {extra} — {s.framework.name} {s.framework.version}, "
-            f"import {s.import_s:.1f} s, timer+sync {seconds(s.overhead_s)}")
+        extra = ", ".join(
+            x
+            for x in (
+                nbytes(d.memory_bytes) if d.memory_bytes else "",
+                f"compute capability {d.compute_capability}" if d.compute_capability else "",
+                f"driver {d.driver}" if d.driver else "",
+            )
+            if x
+        )
+    return (
+        f"{d.name}: {d.description} — {extra} — {s.framework.name} {s.framework.version}, "
+        f"import {s.import_s:.1f} s, timer+sync {seconds(s.overhead_s)}"
+    )
 
 
-def render_html(record: RunRecord, sections: list[Section], *, verdict: list[str] | None = None,
-                warnings: list[str] | None = None, failures: list[str] | None = None) -> str:
+def render_html(
+    record: RunRecord,
+    sections: list[Section],
+    *,
+    verdict: list[str] | None = None,
+    warnings: list[str] | None = None,
+    failures: list[str] | None = None,
+) -> str:
     view = [
-        {"title": s.title, "lines": s.lines,
-         "grids": [{"title": g.title, "headers": g.headers, "rows": g.rows, "footer": g.footer,
-                    "align": [column_align(g, i) for i in range(len(g.headers))]} for g in s.grids],
-         "images": [base64.b64encode(Path(p).read_bytes()).decode("ascii") for p in s.pngs]}
+        {
+            "title": s.title,
+            "lines": s.lines,
+            "grids": [
+                {
+                    "title": g.title,
+                    "headers": g.headers,
+                    "rows": g.rows,
+                    "footer": g.footer,
+                    "align": [column_align(g, i) for i in range(len(g.headers))],
+                }
+                for g in s.grids
+            ],
+            "images": [base64.b64encode(Path(p).read_bytes()).decode("ascii") for p in s.pngs],
+        }
         for s in sections
     ]
     return _ENV.get_template("report.html.j2").render(
-        record=record, machine_line=machine_line(record), sessions=[_session_line(s) for s in record.sessions],
-        sections=view, verdict=verdict or [], warnings=warnings or [], failures=failures or [],
+        record=record,
+        machine_line=machine_line(record),
+        sessions=[_session_line(s) for s in record.sessions],
+        sections=view,
+        verdict=verdict or [],
+        warnings=warnings or [],
+        failures=failures or [],
     )
 
 

@@ -30,26 +30,47 @@ def _vs(c: Comparison | None) -> GridCell:
 
 def variant_grid(rep: DeviceReport) -> Grid:
     base = rep.baseline or "first"
-    headers = ["variant", "alone", "1st batch", f"vs {base}", "loop step ± IQR/2",
-               f"vs {base}", "input wait", "XProf", "busy (sat.)"]
+    headers = [
+        "variant",
+        "alone",
+        "1st batch",
+        f"vs {base}",
+        "loop step ± IQR/2",
+        f"vs {base}",
+        "input wait",
+        "XProf",
+        "busy (sat.)",
+    ]
     rows = []
     for r in rep.rows:
         cells = [GridCell(r.variant)]
-        cells.append(GridCell(rate(r.examples_per_s, "ex/s") if r.examples_per_s else
-                              ("failed" if r.failed else "—"), "bad" if r.failed and not r.pipeline else ""))
+        cells.append(
+            GridCell(
+                rate(r.examples_per_s, "ex/s") if r.examples_per_s else ("failed" if r.failed else "—"),
+                "bad" if r.failed and not r.pipeline else "",
+            )
+        )
         cells.append(GridCell(seconds(r.pipeline.first_call_s) if r.pipeline else "—", "dim"))
         cells.append(_vs(r.pipeline_speedup))
         cells.append(_median(r.loop) if r.loop else GridCell("failed" if r.failed else "—", "bad" if r.failed else ""))
         cells.append(_vs(r.loop_speedup))
         cells.append(GridCell(f"{r.wait_percent:.1f} %" if r.wait_percent is not None else "—"))
-        cells.append(GridCell(r.input_bound.lower() if r.input_bound else "—", _BOUND_TONE.get(r.input_bound or "", "")))
+        cells.append(
+            GridCell(r.input_bound.lower() if r.input_bound else "—", _BOUND_TONE.get(r.input_bound or "", ""))
+        )
         cells.append(GridCell(busy_text(r.loop), "dim"))
         rows.append(cells)
-    model = f"model step alone (batch on the device): {seconds(rep.model.median_s)} ± {seconds(rep.model.iqr_s / 2)}" \
-        if rep.model else "model step alone: not measured"
-    footer = [model, "alone: the pipeline without a model (examples/s); loop: next() + copy to the device + train "
-              "step; input wait: share of the loop step before the batch was on the device (XProf: ≥ 20 % HIGHLY, "
-              "≥ 5 % MODERATELY input-bound); vs: median ratio, ≈ within the noise."]
+    model = (
+        f"model step alone (batch on the device): {seconds(rep.model.median_s)} ± {seconds(rep.model.iqr_s / 2)}"
+        if rep.model
+        else "model step alone: not measured"
+    )
+    footer = [
+        model,
+        "alone: the pipeline without a model (examples/s); loop: next() + copy to the device + train "
+        "step; input wait: share of the loop step before the batch was on the device (XProf: ≥ 20 % HIGHLY, "
+        "≥ 5 % MODERATELY input-bound); vs: median ratio, ≈ within the noise.",
+    ]
     footer += [f"{r.variant} failed — {f}" for r in rep.rows for f in r.failed]
     return Grid(f"{rep.device}: pipeline variants (pipeline alone; pipeline + model step)", headers, rows, footer)
 
@@ -61,17 +82,24 @@ def stage_grid(rep: DeviceReport) -> Grid | None:
     for c in rep.stages:
         slowest = rep.slowest is not None and c.stage == rep.slowest.stage
         note = "slowest" if slowest else ("below the consumer's floor" if c.below_floor else "")
-        rows.append([
-            GridCell(c.stage),
-            GridCell(seconds(c.seconds_per_example), "bad" if slowest else ""),
-            GridCell(rate(c.examples_per_s, "ex/s") if c.examples_per_s else "—"),
-            GridCell(seconds(c.floor_seconds_per_example), "dim"),
-            GridCell(note, "bad" if slowest else "dim"),
-        ])
-    return Grid(f"{rep.device}: stages of the TFRecord pipeline in isolation (one thread)",
-                ["stage", "own time/example", "throughput", "floor/example", ""], rows,
-                ["Each stage's input is the output of the stages before it, cached in memory; the floor (counting "
-                 "that input alone) is subtracted."])
+        rows.append(
+            [
+                GridCell(c.stage),
+                GridCell(seconds(c.seconds_per_example), "bad" if slowest else ""),
+                GridCell(rate(c.examples_per_s, "ex/s") if c.examples_per_s else "—"),
+                GridCell(seconds(c.floor_seconds_per_example), "dim"),
+                GridCell(note, "bad" if slowest else "dim"),
+            ]
+        )
+    return Grid(
+        f"{rep.device}: stages of the TFRecord pipeline in isolation (one thread)",
+        ["stage", "own time/example", "throughput", "floor/example", ""],
+        rows,
+        [
+            "Each stage's input is the output of the stages before it, cached in memory; the floor (counting "
+            "that input alone) is subtracted."
+        ],
+    )
 
 
 def wait_bars(rep: DeviceReport) -> list[tuple[str, float, float, str]]:

@@ -44,16 +44,25 @@ def _utilization_strip(ax, table: Table, x_label: str) -> None:
     if ax.lines:
         ax.legend(fontsize=7, loc="lower right")
     else:
-        ax.text(0.5, 0.5, "no utilization telemetry", ha="center", va="center", transform=ax.transAxes,
-                fontsize=8, color="gray")
+        ax.text(
+            0.5,
+            0.5,
+            "no utilization telemetry",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+            fontsize=8,
+            color="gray",
+        )
 
 
 def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, loglog: bool = True) -> Path:
     """One panel per table (e.g. per matmul mode): median time vs x per device, the
     interquartile band shaded, first calls as crosses, crossovers as dotted lines."""
     n = max(1, len(tables))
-    fig, axes = plt.subplots(2, n, figsize=(6.5 * n, 6.2), squeeze=False, sharex="col",
-                             gridspec_kw={"height_ratios": [4, 1]})
+    fig, axes = plt.subplots(
+        2, n, figsize=(6.5 * n, 6.2), squeeze=False, sharex="col", gridspec_kw={"height_ratios": [4, 1]}
+    )
     for ax, strip, table in zip(axes[0], axes[1], tables):
         _utilization_strip(strip, table, x_label)
         for i, d in enumerate(table.devices):
@@ -68,9 +77,16 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
         for d, cross in table.crossovers.items():
             if cross.kind == "between" and cross.estimate:
                 ax.axvline(cross.estimate, color="gray", linestyle=":", linewidth=1.5)
-                ax.annotate(f"crossover ≈ {cross.estimate:.3g}", (cross.estimate, 0.97),
-                            xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
-                            fontsize=8, color="gray")
+                ax.annotate(
+                    f"crossover ≈ {cross.estimate:.3g}",
+                    (cross.estimate, 0.97),
+                    xycoords=("data", "axes fraction"),
+                    rotation=90,
+                    va="top",
+                    ha="right",
+                    fontsize=8,
+                    color="gray",
+                )
         if loglog:
             ax.set_xscale("log")
             ax.set_yscale("log")
@@ -98,16 +114,24 @@ def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: boo
             color = _color(d, i)
             style = styles[ti % len(styles)]
             ax_t.plot(xs, [c.timing.median_s for _, c in pts], style, color=color, label=f"{d} {tag}")
-            ax_t.fill_between(xs, [c.timing.q1_s for _, c in pts], [c.timing.q3_s for _, c in pts],
-                              color=color, alpha=0.15)
+            ax_t.fill_between(
+                xs, [c.timing.q1_s for _, c in pts], [c.timing.q3_s for _, c in pts], color=color, alpha=0.15
+            )
             ax_r.plot(xs, [c.work_per_s for _, c in pts], style, color=color, label=f"{d} {tag}")
         for d, cross in table.crossovers.items():
             if cross.kind == "between" and cross.estimate:
                 for ax in (ax_t, ax_r):
                     ax.axvline(cross.estimate, color="gray", linestyle=":", linewidth=1.5)
-                ax_t.annotate(f"crossover ≈ {cross.estimate:.3g}", (cross.estimate, 0.97),
-                              xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
-                              fontsize=8, color="gray")
+                ax_t.annotate(
+                    f"crossover ≈ {cross.estimate:.3g}",
+                    (cross.estimate, 0.97),
+                    xycoords=("data", "axes fraction"),
+                    rotation=90,
+                    va="top",
+                    ha="right",
+                    fontsize=8,
+                    color="gray",
+                )
     for ax, ylabel in ((ax_t, "steady step time (s)"), (ax_r, "samples/s")):
         if loglog:
             ax.set_xscale("log", base=2)
@@ -153,8 +177,9 @@ def plot_input_wait(panels: list[tuple[str, list[tuple[str, float, float, str]]]
     labelled with its text (the analysis's wait share and class). ``panels``: (device,
     [(variant, wait_s, compute_s, label), ...]) — every number comes from the analysis."""
     n = max(1, len(panels))
-    fig, axes = plt.subplots(1, n, figsize=(max(6.5, 1.3 * max((len(b) for _, b in panels), default=1)) * n, 4.8),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, n, figsize=(max(6.5, 1.3 * max((len(b) for _, b in panels), default=1)) * n, 4.8), squeeze=False
+    )
     for ax, (device, bars) in zip(axes[0], panels):
         names = [b[0] for b in bars]
         wait_ms = [b[1] * 1e3 for b in bars]
@@ -164,8 +189,9 @@ def plot_input_wait(panels: list[tuple[str, list[tuple[str, float, float, str]]]
         ax.bar(xs, comp_ms, color=color, alpha=0.85, label="computing (train step)")
         ax.bar(xs, wait_ms, bottom=comp_ms, color="#ff7f0e", alpha=0.85, hatch="//", label="waiting for input")
         for x, c, w, b in zip(xs, comp_ms, wait_ms, bars):
-            ax.annotate(b[3], (x, c + w), ha="center", va="bottom", fontsize=7, xytext=(0, 2),
-                        textcoords="offset points")
+            ax.annotate(
+                b[3], (x, c + w), ha="center", va="bottom", fontsize=7, xytext=(0, 2), textcoords="offset points"
+            )
         ax.set_xticks(xs, names, rotation=20, fontsize=8)
         ax.set_ylabel("median step time (ms)")
         ax.set_title(device, fontsize=10)

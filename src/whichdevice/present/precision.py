@@ -27,16 +27,29 @@ def grid(record: RunRecord) -> Grid | None:
         elif comp.winner is None:
             vs = GridCell(f"within noise ({comp.ratio:.3g}x)", "neutral")
         else:
-            vs = GridCell(f"{comp.ratio:.3g}x faster" if comp.ratio > 1 else f"{1 / comp.ratio:.3g}x slower",
-                          "good" if comp.ratio > 1 else "bad")
+            vs = GridCell(
+                f"{comp.ratio:.3g}x faster" if comp.ratio > 1 else f"{1 / comp.ratio:.3g}x slower",
+                "good" if comp.ratio > 1 else "bad",
+            )
         loss = "—" if math.isnan(r.final_loss) else f"{r.final_loss:.4g}"
-        out.append([GridCell(r.device), GridCell(r.precision), GridCell(f"{seconds(r.timing.median_s)} ± "
-                                                                         f"{seconds(r.timing.iqr_s / 2)}"),
-                    GridCell(rate(r.samples_per_s, "") if r.samples_per_s else "—"), vs, GridCell(loss)])
+        out.append(
+            [
+                GridCell(r.device),
+                GridCell(r.precision),
+                GridCell(f"{seconds(r.timing.median_s)} ± {seconds(r.timing.iqr_s / 2)}"),
+                GridCell(rate(r.samples_per_s, "") if r.samples_per_s else "—"),
+                vs,
+                GridCell(loss),
+            ]
+        )
     note = cpu_16bit_note(record)
-    return Grid("Precision: steady step (model.fit, epochs 2..) and the final training loss",
-                ["device", "policy", "step ± IQR/2", "samples/s", "vs float32", "final loss"], out,
-                [note] if note else [], align=("left", "left", "right", "right", "left", "right"))
+    return Grid(
+        "Precision: steady step (model.fit, epochs 2..) and the final training loss",
+        ["device", "policy", "step ± IQR/2", "samples/s", "vs float32", "final loss"],
+        out,
+        [note] if note else [],
+        align=("left", "left", "right", "right", "left", "right"),
+    )
 
 
 def render(console: Console, record: RunRecord) -> None:
@@ -44,5 +57,7 @@ def render(console: Console, record: RunRecord) -> None:
     if g is not None:
         terminal.render_grid(console, g)
     if record.options.get("trace"):
-        console.print(f"Trace: {escape(str(record.options['trace']))} — open with: tensorboard --logdir "
-                      f"{escape(str(record.options['trace']))} (Profile tab)")
+        console.print(
+            f"Trace: {escape(str(record.options['trace']))} — open with: tensorboard --logdir "
+            f"{escape(str(record.options['trace']))} (Profile tab)"
+        )

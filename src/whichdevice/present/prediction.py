@@ -21,8 +21,10 @@ def _us(s: float | None) -> str:
 
 
 def render_profile(console: Console, profile: DeviceProfile) -> None:
-    console.print(f"[bold]Device profile '{escape(profile.name)}'[/bold] — {escape(profile.framework)}, "
-                  f"{escape(str(profile.machine.get('cpu_model') or profile.machine.get('gpu') or ''))}")
+    console.print(
+        f"[bold]Device profile '{escape(profile.name)}'[/bold] — {escape(profile.framework)}, "
+        f"{escape(str(profile.machine.get('cpu_model') or profile.machine.get('gpu') or ''))}"
+    )
     for dev in (profile.cpu, profile.gpu):
         if dev is None:
             continue
@@ -84,12 +86,19 @@ def plot_profile(profile: DeviceProfile, png: Path) -> None:
 
 def render_predict(console: Console, report: PredictReport, profile: DeviceProfile, local_cpu: str) -> None:
     gpu = profile.gpu
-    t = Table(title=f"Training step: measured here ({escape(local_cpu)}) vs predicted on "
-                    f"{escape(gpu.description if gpu else '?')} (profile '{escape(profile.name)}')",
-              title_justify="left")
-    for col, j in (("batch", "right"), ("CPU step ms (measured, q1–q3)", "right"),
-                   ("GPU step ms (predicted [band])", "right"), ("winner", "left"), ("GPU time mostly", "left"),
-                   ("kernels", "right")):
+    t = Table(
+        title=f"Training step: measured here ({escape(local_cpu)}) vs predicted on "
+        f"{escape(gpu.description if gpu else '?')} (profile '{escape(profile.name)}')",
+        title_justify="left",
+    )
+    for col, j in (
+        ("batch", "right"),
+        ("CPU step ms (measured, q1–q3)", "right"),
+        ("GPU step ms (predicted [band])", "right"),
+        ("winner", "left"),
+        ("GPU time mostly", "left"),
+        ("kernels", "right"),
+    ):
         t.add_column(col, justify=j)
     for r in report.rows:
         cpu = "failed" if r.cpu_s is None else f"{_ms(r.cpu_s)} ({_ms(r.cpu_q1_s)}–{_ms(r.cpu_q3_s)})"
@@ -103,8 +112,10 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
         t.add_row(str(r.batch), cpu, g, r.winner, dom, str(r.kernels))
     console.print(t)
     if report.cannot_predict:
-        console.print(f"[red]Cannot predict:[/red] {escape(report.cannot_predict)}. "
-                      "Measure on a real GPU (whichdevice train) for this model.")
+        console.print(
+            f"[red]Cannot predict:[/red] {escape(report.cannot_predict)}. "
+            "Measure on a real GPU (whichdevice train) for this model."
+        )
     else:
         console.print(f"Crossover (measured CPU vs predicted GPU): {escape(report.crossover.describe('samples'))}")
     for a in report.assumptions:
@@ -128,8 +139,9 @@ def plot_predict(report: PredictReport, png: Path, loglog: bool, title: str) -> 
     if g:
         xs = [r.batch for r in g]
         ax.plot(xs, [r.gpu.step.mid * 1e3 for r in g], "s--", label="GPU (predicted)")
-        ax.fill_between(xs, [r.gpu.step.low * 1e3 for r in g], [r.gpu.step.high * 1e3 for r in g], alpha=0.25,
-                        label="GPU band")
+        ax.fill_between(
+            xs, [r.gpu.step.low * 1e3 for r in g], [r.gpu.step.high * 1e3 for r in g], alpha=0.25, label="GPU band"
+        )
     if loglog:
         ax.set_xscale("log")
         ax.set_yscale("log")

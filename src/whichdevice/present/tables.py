@@ -163,15 +163,24 @@ def runs_grid(report) -> Grid:
             cells.append(GridCell(seconds(c.timing.first_call_s) if ok else "—", "dim"))
             cells.append(_median_text(c))
             cells.append(GridCell(rate(c.samples_per_s, "") if ok and c.samples_per_s else "—"))
-            cells.append(GridCell(f"{seconds(c.epochs.first_s)} / {seconds(c.epochs.steady_s)}"
-                                  if c is not None and c.epochs else "—", "dim"))
+            cells.append(
+                GridCell(
+                    f"{seconds(c.epochs.first_s)} / {seconds(c.epochs.steady_s)}"
+                    if c is not None and c.epochs
+                    else "—",
+                    "dim",
+                )
+            )
         cells += [_comp_cell(row.comparisons.get(d)) for d in gpus]
         rows.append(cells)
-    footer = [f"{run_label(row.params)} — {d}: {be.describe()}"
-              for row in report.runs for d, be in row.break_even.items() if be.kind != "no_gpu"]
+    footer = [
+        f"{run_label(row.params)} — {d}: {be.describe()}"
+        for row in report.runs
+        for d, be in row.break_even.items()
+        if be.kind != "no_gpu"
+    ]
     if any(be.kind == "no_gpu" for row in report.runs for be in row.break_even.values()):
-        footer.append("Break-even step counts need a GPU run: no GPU was measured here; "
-                      "run on a machine with a GPU.")
+        footer.append("Break-even step counts need a GPU run: no GPU was measured here; run on a machine with a GPU.")
     return Grid("Training runs: first step (warm-up) apart from the steady steps", headers, rows, footer)
 
 
@@ -180,8 +189,19 @@ def sync_cost_grid(report) -> Grid:
     headers = ["device", "batch", "step, .numpy() each", "step, no sync", "cost per step", "share"]
     rows = []
     for s in report.sync_costs:
-        share = GridCell(f"{s.fraction:+.0%}") if s.significant else GridCell(f"{s.fraction:+.0%} (within noise)",
-                                                                                "neutral")
-        rows.append([GridCell(s.device), GridCell(str(s.params.get("batch", ""))), GridCell(seconds(s.each.median_s)),
-                     GridCell(seconds(s.none.median_s)), GridCell(seconds(s.cost_s)), share])
+        share = (
+            GridCell(f"{s.fraction:+.0%}")
+            if s.significant
+            else GridCell(f"{s.fraction:+.0%} (within noise)", "neutral")
+        )
+        rows.append(
+            [
+                GridCell(s.device),
+                GridCell(str(s.params.get("batch", ""))),
+                GridCell(seconds(s.each.median_s)),
+                GridCell(seconds(s.none.median_s)),
+                GridCell(seconds(s.cost_s)),
+                share,
+            ]
+        )
     return Grid("Cost of syncing every step (.numpy() per step vs once per block)", headers, rows, [])

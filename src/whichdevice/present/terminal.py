@@ -24,8 +24,10 @@ from whichdevice.core.records import RunRecord
 
 def machine_line(record: RunRecord) -> str:
     m = record.machine
-    return (f"{m.cpu_model} — {m.cpu_cores_logical} logical cores"
-            f"{f' ({m.cpu_cores_physical} physical)' if m.cpu_cores_physical else ''}, RAM {nbytes(m.ram_bytes)}")
+    return (
+        f"{m.cpu_model} — {m.cpu_cores_logical} logical cores"
+        f"{f' ({m.cpu_cores_physical} physical)' if m.cpu_cores_physical else ''}, RAM {nbytes(m.ram_bytes)}"
+    )
 
 
 def render_header(console: Console, record: RunRecord) -> None:
@@ -36,8 +38,10 @@ def render_header(console: Console, record: RunRecord) -> None:
         extra = ""
         if d.kind == "cpu":
             onednn = "" if s.onednn is None else f", oneDNN {'on' if s.onednn else 'off'}"
-            extra = (f", {s.cpu_threads_intra} intra-op / {s.cpu_threads_inter} inter-op threads "
-                     f"[{s.cpu_threads_source}]{onednn}")
+            extra = (
+                f", {s.cpu_threads_intra} intra-op / {s.cpu_threads_inter} inter-op threads "
+                f"[{s.cpu_threads_source}]{onednn}"
+            )
         else:
             mem = f", {nbytes(d.memory_bytes)}" if d.memory_bytes else ""
             cc = f", compute capability {d.compute_capability}" if d.compute_capability else ""
@@ -57,8 +61,9 @@ def render_grid(console: Console, grid: Grid) -> None:
     for i, h in enumerate(grid.headers):
         rt.add_column(escape(h), justify=column_align(grid, i))
     for row in grid.rows:
-        rt.add_row(*[f"[{_TONES[c.tone]}]{escape(c.text)}[/{_TONES[c.tone]}]" if c.tone else escape(c.text)
-                     for c in row])
+        rt.add_row(
+            *[f"[{_TONES[c.tone]}]{escape(c.text)}[/{_TONES[c.tone]}]" if c.tone else escape(c.text) for c in row]
+        )
     console.print(rt)
     for line in grid.footer:
         console.print(f"  {escape(line)}")
@@ -78,6 +83,7 @@ def render_notes(console: Console, record: RunRecord, warnings: list[str], failu
 
 
 # ---------------- whichdevice train ----------------
+
 
 def render_creation(console: Console, report) -> None:
     """Seed 001 ex1: model creation and clone_model per device."""

@@ -35,6 +35,7 @@ PROBES = ("tiny_eager", "tiny_sync", "graph", "matmul", "elementwise", "h2d", "d
 
 def build_cases(framework: str, device: str, kind: str) -> list[CaseSpec]:
     """Every probe for one device, cheapest first."""
+
     def spec(**params) -> CaseSpec:
         return CaseSpec(workload="calibrate", framework=framework, device=device, params=params)
 
@@ -48,8 +49,15 @@ def build_cases(framework: str, device: str, kind: str) -> list[CaseSpec]:
 
 
 def describe_cases(framework: str, device: str, model_params: dict, batches) -> list[CaseSpec]:
-    return [CaseSpec(workload="calibrate", framework=framework, device=device,
-                     params={**model_params, "probe": "describe", "batch": b}) for b in sorted(batches)]
+    return [
+        CaseSpec(
+            workload="calibrate",
+            framework=framework,
+            device=device,
+            params={**model_params, "probe": "describe", "batch": b},
+        )
+        for b in sorted(batches)
+    ]
 
 
 def encode_ops(ops: list[dict], input_bytes: float) -> dict[str, float]:
@@ -69,6 +77,7 @@ def encode_ops(ops: list[dict], input_bytes: float) -> dict[str, float]:
 
 
 # ---------------- inside the child ----------------
+
 
 def _calibration(fw):
     return getattr(fw, "calibration", None) or importlib.import_module(f"whichdevice.frameworks.{fw.name}.calibration")
@@ -116,6 +125,7 @@ def _describe(spec: CaseSpec, fw, overhead_s: float) -> tuple[Timing, dict]:
         x, y = m.one_batch(training, b)
         ops = cal.describe_step(step, x, y)
     trace_s = time.perf_counter() - t0
-    raw = Timing(first_call_s=trace_s, warmup_s=[trace_s], samples_s=[trace_s], number_per_sample=1,
-                 overhead_s=overhead_s)
+    raw = Timing(
+        first_call_s=trace_s, warmup_s=[trace_s], samples_s=[trace_s], number_per_sample=1, overhead_s=overhead_s
+    )
     return raw, encode_ops(ops, float(x.nbytes + y.nbytes))

@@ -31,8 +31,7 @@ def build_cases(framework: str, device: str, sizes, modes, dtype: str) -> list[C
     """Cases for one device: every mode, sizes ascending (small first, so a crash at a
     huge size does not lose the small ones)."""
     return [
-        CaseSpec(workload="matmul", framework=framework, device=device,
-                 params={"n": n, "mode": mode, "dtype": dtype})
+        CaseSpec(workload="matmul", framework=framework, device=device, params={"n": n, "mode": mode, "dtype": dtype})
         for mode in modes
         for n in sorted(sizes)
     ]

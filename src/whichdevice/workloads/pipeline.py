@@ -69,9 +69,19 @@ def cache_bytes(images: int, size: int) -> int:
     return images * size * size * 3 * 4
 
 
-def build_cases(framework: str, device: str, *, images: int, size: int, batch: int, net: str,
-                variants, stages: bool, heavy: tuple[str, int] | None = None,
-                user: dict | None = None) -> list[CaseSpec]:
+def build_cases(
+    framework: str,
+    device: str,
+    *,
+    images: int,
+    size: int,
+    batch: int,
+    net: str,
+    variants,
+    stages: bool,
+    heavy: tuple[str, int] | None = None,
+    user: dict | None = None,
+) -> list[CaseSpec]:
     """Cases for one device: the model alone first, then per variant the pipeline alone and
     the loop, then the stages. ``user``: the user's model / data parameters."""
     base = {"images": images, "image_size": size, "batch": batch, "net": net, **(user or {})}
@@ -183,8 +193,7 @@ def _steady_done(n: int, total_s: float, policy: TimingPolicy, per_pass: int) ->
     return total_s >= policy.min_time_s and n >= max(policy.min_samples, per_pass)
 
 
-def _steps(step, warm: int, policy: TimingPolicy, per_pass: int, overhead_s: float,
-           record=None) -> Timing:
+def _steps(step, warm: int, policy: TimingPolicy, per_pass: int, overhead_s: float, record=None) -> Timing:
     """Call ``step()`` (which times itself and returns its seconds) ``warm`` times as the
     warm-up, then as steady samples until :func:`_steady_done`; telemetry over the steady
     steps only (the policy's window, as ``timing.measure`` does)."""
@@ -201,8 +210,14 @@ def _steps(step, warm: int, policy: TimingPolicy, per_pass: int, overhead_s: flo
         samples.append(s)
         total += s
     telemetry = sampler.stop() if sampler is not None else None
-    return Timing(first_call_s=warmup[0], warmup_s=warmup, samples_s=samples,
-                  number_per_sample=1, overhead_s=overhead_s, telemetry=telemetry)
+    return Timing(
+        first_call_s=warmup[0],
+        warmup_s=warmup,
+        samples_s=samples,
+        number_per_sample=1,
+        overhead_s=overhead_s,
+        telemetry=telemetry,
+    )
 
 
 def _run_pipeline(spec, fw, policy, overhead_s):
@@ -221,8 +236,12 @@ def _run_pipeline(spec, fw, policy, overhead_s):
 
     raw = _steps(step, per_pass, policy, per_pass, overhead_s)
     first_pass_s = sum(raw.warmup_s)
-    metrics = {"examples_per_batch": float(batch), "steps_per_pass": float(per_pass),
-               "first_batch_s": raw.first_call_s, "first_pass_s": first_pass_s}
+    metrics = {
+        "examples_per_batch": float(batch),
+        "steps_per_pass": float(per_pass),
+        "first_batch_s": raw.first_call_s,
+        "first_pass_s": first_pass_s,
+    }
     if p["variant"] == "tfrecord":
         metrics["tfrecord_write_s"] = _files(tfp, p)[1]
     if p["variant"] == "cache":
@@ -281,7 +300,7 @@ def _run_both(spec, fw, policy, overhead_s):
         inner = policy.window
         policy = dataclasses.replace(policy, window=lambda: TraceWindow(logdir, inner() if inner else None))
     raw = _steps(step, per_pass, policy, per_pass, overhead_s, record=waits)
-    steady_waits = waits[-len(raw.samples_s):]
+    steady_waits = waits[-len(raw.samples_s) :]
     return raw, {
         "examples_per_step": float(batch[0]),
         "input_wait_s": float(sum(steady_waits)),
@@ -311,6 +330,9 @@ def _run_stage(spec, fw, policy, overhead_s):
     raw = measure(tfp.counter(ds), sync=fw.sync.sync, policy=policy, overhead_s=overhead_s)
     from whichdevice.core import stats
 
-    return raw, {"examples_per_call": float(n), "floor_s": stats.median(floor.samples_s),
-                 "floor_q1_s": stats.quantile(floor.samples_s, 0.25),
-                 "floor_q3_s": stats.quantile(floor.samples_s, 0.75)}
+    return raw, {
+        "examples_per_call": float(n),
+        "floor_s": stats.median(floor.samples_s),
+        "floor_q1_s": stats.quantile(floor.samples_s, 0.25),
+        "floor_q3_s": stats.quantile(floor.samples_s, 0.75),
+    }

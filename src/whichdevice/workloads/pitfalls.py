@@ -23,6 +23,7 @@ NOSYNC_STEPS = 200
 
 def build_cases(framework: str, device: str, *, quick: bool, is_cpu: bool) -> tuple[list[CaseSpec], list[CaseSpec]]:
     """(cases for the default child, cases for the one-thread child). Cheapest first."""
+
     def t(**p) -> CaseSpec:
         return CaseSpec(workload="train", framework=framework, device=device, params={"model": "seed001", **p})
 
@@ -70,6 +71,11 @@ def run_case(spec, fw, policy, overhead_s):
     raw = raw_from_steps([times[0], *times], warmup_steps=1, overhead_s=overhead_s)
     from whichdevice.core import stats
 
-    return raw, {"samples_per_step": float(b), "drain_s": drain_s, "steps": float(steps),
-                 "synced_median_s": stats.median(synced), "synced_q1_s": stats.quantile(synced, 0.25),
-                 "synced_q3_s": stats.quantile(synced, 0.75)}
+    return raw, {
+        "samples_per_step": float(b),
+        "drain_s": drain_s,
+        "steps": float(steps),
+        "synced_median_s": stats.median(synced),
+        "synced_q1_s": stats.quantile(synced, 0.25),
+        "synced_q3_s": stats.quantile(synced, 0.75),
+    }

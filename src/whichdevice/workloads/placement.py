@@ -76,9 +76,12 @@ def run_case(spec, fw, policy, overhead_s):
     probe = plog.run_probe(spec.device, dict(p))
     placed = parse_placement_log(probe["log"])
     edges = [Edge(a, b, n) for a, b, n in probe["edges"]]
-    metrics: dict[str, float] = {"samples_per_step": float(b), "profiled_steps": float(len(times)),
-                                 "placement_lines": float(len(placed)),
-                                 "op_stats": 1.0 if stats_json is not None else 0.0}
+    metrics: dict[str, float] = {
+        "samples_per_step": float(b),
+        "profiled_steps": float(len(times)),
+        "placement_lines": float(len(placed)),
+        "op_stats": 1.0 if stats_json is not None else 0.0,
+    }
     for device, counter in op_type_counts(placed, include_plumbing=True).items():
         for op_type, n in counter.items():
             metrics[f"placed|{device}|{op_type}"] = float(n)

@@ -12,8 +12,17 @@ SEED_RUN = dict(model="seed002", example="seed002", samples=10_000, batch=512, d
 QUICK_SAMPLES = 5_120
 
 
-def cases(framework: str, device: str, policies: list[str], *, user: dict | None, quick: bool,
-          samples: int | None, user_batch: int, epochs: int | None = None) -> list[CaseSpec]:
+def cases(
+    framework: str,
+    device: str,
+    policies: list[str],
+    *,
+    user: dict | None,
+    quick: bool,
+    samples: int | None,
+    user_batch: int,
+    epochs: int | None = None,
+) -> list[CaseSpec]:
     if not policies:
         return []
     if user:
@@ -22,5 +31,12 @@ def cases(framework: str, device: str, policies: list[str], *, user: dict | None
         run = {**SEED_RUN, "samples": QUICK_SAMPLES if quick else SEED_RUN["samples"]}
     order = sorted(set(policies) | {"float32"}, key=POLICIES.index)  # float32 is always the reference
     n_epochs = epochs or (2 if quick else 3)
-    return [CaseSpec(workload="train", framework=framework, device=device,
-                     params={**run, "kind": "precision", "precision": p, "epochs": n_epochs}) for p in order]
+    return [
+        CaseSpec(
+            workload="train",
+            framework=framework,
+            device=device,
+            params={**run, "kind": "precision", "precision": p, "epochs": n_epochs},
+        )
+        for p in order
+    ]

@@ -22,8 +22,11 @@ def parse_budget(text: str | None, argument: str = "--budget") -> float:
     """``--budget`` (CLI) / ``budget_s`` (API): seconds per device, at least MIN_BUDGET_S."""
     budget_s = parse_positive_float(text, argument, "90") or DEFAULT_BUDGET_S
     if budget_s < MIN_BUDGET_S:
-        raise UsageError(argument, f"{budget_s:g} s is too short to measure anything",
-                         f"Pass at least {MIN_BUDGET_S:g} seconds, e.g. {argument} 90.")
+        raise UsageError(
+            argument,
+            f"{budget_s:g} s is too short to measure anything",
+            f"Pass at least {MIN_BUDGET_S:g} seconds, e.g. {argument} 90.",
+        )
     return budget_s
 
 
@@ -78,8 +81,15 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
         from whichdevice.workloads import pipeline as pipeline_workload
 
         cases += pipeline_workload.build_cases(
-            framework, device, images=pipeline_workload.QUICK_IMAGES, size=pipeline_workload.QUICK_SIZE,
-            batch=32, net="tiny", variants=PIPELINE_VARIANTS, stages=False)
+            framework,
+            device,
+            images=pipeline_workload.QUICK_IMAGES,
+            size=pipeline_workload.QUICK_SIZE,
+            batch=32,
+            net="tiny",
+            variants=PIPELINE_VARIANTS,
+            stages=False,
+        )
     # 4c. Placement (recommendation 4): which ops of seed 001's step ran where, the copies, and
     #     (with a string op that has no GPU kernel) the fallback path. TensorFlow only.
     if framework == "tensorflow":
@@ -99,8 +109,9 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
     # 8. Mixed precision A/B (recommendation 9): seed 002's fit in float32 and mixed_float16, reduced size.
     from whichdevice.workloads import precision_cases
 
-    cases += precision_cases.cases(framework, device, ["mixed_float16"], user=None, quick=True, samples=None,
-                                   user_batch=32)
+    cases += precision_cases.cases(
+        framework, device, ["mixed_float16"], user=None, quick=True, samples=None, user_batch=32
+    )
     # Cases that do not apply to this framework are left out (the record's notes say so).
     return [c for c in cases if c.workload != "train" or frameworks.unsupported(framework, c.params) is None]
 

@@ -32,8 +32,11 @@ from whichdevice.frameworks.common.casemodel import CaseModel
 
 KINDS = ("create", "loop", "fit", "steady")
 # Further kinds, each in its own module with the same run_case signature.
-_OTHER_KINDS = {"placement": "whichdevice.workloads.placement", "nosync": "whichdevice.workloads.pitfalls",
-                "precision": "whichdevice.workloads.precision"}
+_OTHER_KINDS = {
+    "placement": "whichdevice.workloads.placement",
+    "nosync": "whichdevice.workloads.pitfalls",
+    "precision": "whichdevice.workloads.precision",
+}
 SYNC_MODES = ("each", "none")
 DEFAULT_BATCHES: tuple[int, ...] = tuple(2**k for k in range(3, 14))  # 8 ... 8192
 QUICK_BATCHES: tuple[int, ...] = (8, 32, 128, 512, 2048, 8192)
@@ -55,11 +58,21 @@ def _steps(samples: int, batch: int) -> int:
     return math.ceil(samples / batch)
 
 
-def build_cases(framework: str, device: str, *, quick: bool, batches, parts, user: dict | None = None,
-                samples: int | None = None, user_batch: int = 32) -> list[CaseSpec]:
+def build_cases(
+    framework: str,
+    device: str,
+    *,
+    quick: bool,
+    batches,
+    parts,
+    user: dict | None = None,
+    samples: int | None = None,
+    user_batch: int = 32,
+) -> list[CaseSpec]:
     """Cases for one device, cheapest first (creation must be the first thing the child does,
     so its first call carries the device's start-up). ``parts``: subset of create, loop,
     fit, sweep, sync. ``user``: the user's model parameters (replaces the seeds' models)."""
+
     def spec(**params) -> CaseSpec:
         return CaseSpec(workload="train", framework=framework, device=device, params={**(user or {}), **params})
 
@@ -68,28 +81,35 @@ def build_cases(framework: str, device: str, *, quick: bool, batches, parts, use
     if "create" in parts:
         for op in ("create", "clone"):
             cases.append(spec(kind="create", model=sweep_model, example="ex1" if not user else "user", op=op))
-    runs = ([("user", "user", samples or 10_000, user_batch, "tfdata", 2)] if user else
-            [(ex, m, QUICK_SAMPLES.get(ex, n) if quick else n, b, d, e) for ex, m, n, b, d, e in SEED_RUNS])
+    runs = (
+        [("user", "user", samples or 10_000, user_batch, "tfdata", 2)]
+        if user
+        else [(ex, m, QUICK_SAMPLES.get(ex, n) if quick else n, b, d, e) for ex, m, n, b, d, e in SEED_RUNS]
+    )
     if "loop" in parts:
         for ex, m, n, b, d, e in runs:
             cases.append(spec(kind="loop", model=m, example=ex, samples=n, batch=b, data=d, epochs=e))
     if "fit" in parts:
         for ex, m, n, b, d, e in runs:
             data = "numpy" if d == "numpy" else d
-            cases.append(spec(kind="fit", model=m, example=ex, samples=n, batch=b, data=data,
-                              epochs=2 if user else FIT_EPOCHS[ex]))
+            cases.append(
+                spec(
+                    kind="fit", model=m, example=ex, samples=n, batch=b, data=data, epochs=2 if user else FIT_EPOCHS[ex]
+                )
+            )
     if "sync" in parts and "sweep" not in parts:
         for b in sorted({10, 512} if not user else {user_batch}):
             for s in SYNC_MODES:
                 cases.append(spec(kind="steady", model=sweep_model, batch=b, sync=s))
     if "sweep" in parts:
-        for s in (SYNC_MODES if "sync" in parts else ("none",)):
+        for s in SYNC_MODES if "sync" in parts else ("none",):
             for b in sorted(batches):
                 cases.append(spec(kind="steady", model=sweep_model, batch=b, sync=s))
     return cases
 
 
 # ---------------- inside the child ----------------
+
 
 def _training(fw):
     from whichdevice import frameworks
@@ -112,6 +132,7 @@ def _run_create(spec, fw, policy, overhead_s):
     m = CaseModel(spec.params, training)
     scope = lambda: fw.placement.scope(spec.device)  # noqa: E731
     if spec.params["op"] == "create":
+
         def fn():
             with scope():
                 return m.build()
@@ -129,6 +150,7 @@ def _run_create(spec, fw, policy, overhead_s):
         def fn():
             with scope():
                 return clone(model)
+
     raw = measure(fn, sync=fw.sync.sync, policy=policy, overhead_s=overhead_s)
     return raw, {}
 
@@ -148,7 +170,9 @@ def _run_loop(spec, fw, policy, overhead_s):
         if data == "numpy":
             x, y = inputs
             # Seed 001 ex2: for i in range(100): batch_index = (i*10) % 1000; slice; step; .numpy()
-            batches = [(x[(i * b) % n:(i * b) % n + b], y[(i * b) % n:(i * b) % n + b]) for i in range(_steps(n, b))]
+            batches = [
+                (x[(i * b) % n : (i * b) % n + b], y[(i * b) % n : (i * b) % n + b]) for i in range(_steps(n, b))
+            ]
         else:
             batches = inputs
         for _ in range(epochs):
@@ -156,8 +180,12 @@ def _run_loop(spec, fw, policy, overhead_s):
             times.extend(t)
             epoch_s.append(sum(t))
     raw = raw_from_steps(times, warmup_steps=1, overhead_s=overhead_s)
-    metrics = {"samples_per_step": float(b), "steps": float(len(times)), "loop_s": float(sum(times)),
-               "epochs": float(epochs)}
+    metrics = {
+        "samples_per_step": float(b),
+        "steps": float(len(times)),
+        "loop_s": float(sum(times)),
+        "epochs": float(epochs),
+    }
     metrics.update({f"epoch_{i + 1}_s": s for i, s in enumerate(epoch_s)})
     return raw, metrics
 

@@ -32,8 +32,11 @@ def parse_spec(text: str, argument: str) -> UserFunction:
     """``FILE.py:FUNCTION`` -> UserFunction; the file must exist (checked here, no import)."""
     path_text, sep, fn = text.rpartition(":")
     if not sep or not path_text or not fn:
-        raise UsageError(argument, f"'{text}' is not FILE.py:FUNCTION",
-                         f"Pass the file and the function that builds it, e.g. {argument} my_model.py:build.")
+        raise UsageError(
+            argument,
+            f"'{text}' is not FILE.py:FUNCTION",
+            f"Pass the file and the function that builds it, e.g. {argument} my_model.py:build.",
+        )
     if not fn.isidentifier():
         raise UsageError(argument, f"'{fn}' is not a Python function name", f"e.g. {argument} my_model.py:build.")
     path = Path(path_text).expanduser()
@@ -46,28 +49,46 @@ def parse_spec(text: str, argument: str) -> UserFunction:
 
 def preflight(model_fn: UserFunction, input_shape, classes, data_fn, framework_env: dict[str, str]) -> dict:
     """Run ``check`` in a child process (parent stays TensorFlow-free); UsageError on failure."""
-    job = {"model": [str(model_fn.path), model_fn.function],
-           "data": [str(data_fn.path), data_fn.function] if data_fn else None,
-           "input_shape": list(input_shape) if input_shape else None, "classes": classes}
+    job = {
+        "model": [str(model_fn.path), model_fn.function],
+        "data": [str(data_fn.path), data_fn.function] if data_fn else None,
+        "input_shape": list(input_shape) if input_shape else None,
+        "classes": classes,
+    }
     env = {**os.environ, **framework_env, "PYTHONUNBUFFERED": "1"}
     with tempfile.TemporaryDirectory(prefix="whichdevice-preflight-") as tmp:
         out_path, err_path = Path(tmp) / "out.txt", Path(tmp) / "err.txt"
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            done = run_module("whichdevice.frameworks.common.usermodel", [json.dumps(job)], timeout_s=PREFLIGHT_TIMEOUT_S,
-                              env=env, stdout=out, stderr=err)
+            done = run_module(
+                "whichdevice.frameworks.common.usermodel",
+                [json.dumps(job)],
+                timeout_s=PREFLIGHT_TIMEOUT_S,
+                env=env,
+                stdout=out,
+                stderr=err,
+            )
         stdout = out_path.read_text(encoding="utf-8", errors="replace")
         stderr = err_path.read_text(encoding="utf-8", errors="replace")
     if done.stopped == "timeout":
-        raise UsageError("--model", f"checking '{model_fn.text}' took over {PREFLIGHT_TIMEOUT_S:.0f} s",
-                         "Make the function return quickly (build the model, do not train it)")
+        raise UsageError(
+            "--model",
+            f"checking '{model_fn.text}' took over {PREFLIGHT_TIMEOUT_S:.0f} s",
+            "Make the function return quickly (build the model, do not train it)",
+        )
     if done.stopped == "memory":
-        raise UsageError("--model", f"checking '{model_fn.text}' went over the memory limit "
-                         f"({done.rss_bytes / 2**30:.2f} GiB)", "Build a smaller model, or free memory")
+        raise UsageError(
+            "--model",
+            f"checking '{model_fn.text}' went over the memory limit ({done.rss_bytes / 2**30:.2f} GiB)",
+            "Build a smaller model, or free memory",
+        )
     lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
     if not lines:
         tail = [ln for ln in stderr.splitlines() if ln.strip()][-1:] or ["no output"]
-        raise UsageError("--model", f"checking '{model_fn.text}' crashed (exit {done.returncode}: {tail[0][:200]})",
-                         "Run the file on its own to see the error")
+        raise UsageError(
+            "--model",
+            f"checking '{model_fn.text}' crashed (exit {done.returncode}: {tail[0][:200]})",
+            "Run the file on its own to see the error",
+        )
     msg = json.loads(lines[-1])
     if not msg.get("ok"):
         raise UsageError(msg["argument"], msg["problem"], msg["fix"] + ".")
@@ -82,7 +103,14 @@ def user_model_params(model_fn: UserFunction, input_shape, classes, data_fn, fra
     label_classes = classes
     if classes is not None and out_shape and out_shape[-1] == 1:
         label_classes = 1  # one sigmoid output: binary labels
-    return {"model": "user", "model_file": str(model_fn.path), "model_fn": model_fn.function,
-            "input_shape": ",".join(map(str, facts["input_shape"])), "classes": classes,
-            "label_classes": label_classes, "output_shape": ",".join(map(str, out_shape)),
-            "data_file": str(data_fn.path) if data_fn else None, "data_fn": data_fn.function if data_fn else None}
+    return {
+        "model": "user",
+        "model_file": str(model_fn.path),
+        "model_fn": model_fn.function,
+        "input_shape": ",".join(map(str, facts["input_shape"])),
+        "classes": classes,
+        "label_classes": label_classes,
+        "output_shape": ",".join(map(str, out_shape)),
+        "data_file": str(data_fn.path) if data_fn else None,
+        "data_fn": data_fn.function if data_fn else None,
+    }

@@ -75,8 +75,9 @@ class CaseModel:
         x, y = self.arrays(n)
         if data == "numpy":
             return x, y
-        return training.dataset(x, y, batch, shuffle=n if data == "tfdata_shuffle" else None,
-                                prefetch=data != "tfdata_noprefetch")
+        return training.dataset(
+            x, y, batch, shuffle=n if data == "tfdata_shuffle" else None, prefetch=data != "tfdata_noprefetch"
+        )
 
     def one_batch(self, training, batch: int):
         if self.name == "user" and self.p.get("data_file"):

@@ -25,9 +25,16 @@ def framework_info(name: str, backend_details: dict) -> FrameworkInfo:
         backend_version = metadata.version(keras.backend.backend())
     except metadata.PackageNotFoundError:
         backend_version = None
-    return FrameworkInfo(name=name, version=keras.__version__,
-                         details={"backend": keras.backend.backend(), "backend_version": backend_version,
-                                  "floatx": keras.config.floatx(), **backend_details})
+    return FrameworkInfo(
+        name=name,
+        version=keras.__version__,
+        details={
+            "backend": keras.backend.backend(),
+            "backend_version": backend_version,
+            "floatx": keras.config.floatx(),
+            **backend_details,
+        },
+    )
 
 
 def scope(device: str):
@@ -36,6 +43,7 @@ def scope(device: str):
 
 
 # ---------------- ops ----------------
+
 
 def matmul_steady(n: int, dtype: str, device: str, check, scope=scope):
     """``keras.ops.matmul(A, B)`` with A, B already on ``device`` (eager, as a Keras user
@@ -70,6 +78,7 @@ def matmul_seed(n: int, dtype: str, device: str, check, scope=scope):
 
 
 # ---------------- training ----------------
+
 
 def dataset(x, y, batch: int, *, shuffle: int | None = None, prefetch: bool = True):
     """Numpy batches (a ``keras.utils.PyDataset``) in place of the seed's tf.data pipeline:

@@ -42,18 +42,22 @@ def build(name: str):
     import keras
 
     if name == "seed001":
-        return keras.Sequential([
-            keras.Input((100,)),  # the seed writes input_shape=(100,) on the first Dense
-            keras.layers.Dense(128, activation="relu"),
-            keras.layers.Dense(10, activation="softmax"),
-        ])
+        return keras.Sequential(
+            [
+                keras.Input((100,)),  # the seed writes input_shape=(100,) on the first Dense
+                keras.layers.Dense(128, activation="relu"),
+                keras.layers.Dense(10, activation="softmax"),
+            ]
+        )
     if name == "seed002":
-        return keras.Sequential([
-            keras.Input((128,)),  # the seed builds on first call; declaring it builds now
-            keras.layers.Dense(256, activation="relu"),
-            keras.layers.Dense(128, activation="relu"),
-            keras.layers.Dense(1, activation="sigmoid"),
-        ])
+        return keras.Sequential(
+            [
+                keras.Input((128,)),  # the seed builds on first call; declaring it builds now
+                keras.layers.Dense(256, activation="relu"),
+                keras.layers.Dense(128, activation="relu"),
+                keras.layers.Dense(1, activation="sigmoid"),
+            ]
+        )
     raise KeyError(name)
 
 
@@ -80,8 +84,15 @@ def default_loss(classes: int | None):
     return keras.losses.SparseCategoricalCrossentropy()
 
 
-def synthetic_data(n: int, input_shape: tuple[int, ...], classes: int | None, *, float64: bool = False,
-                   seed: int = 0, output_shape: tuple[int, ...] | None = None):
+def synthetic_data(
+    n: int,
+    input_shape: tuple[int, ...],
+    classes: int | None,
+    *,
+    float64: bool = False,
+    seed: int = 0,
+    output_shape: tuple[int, ...] | None = None,
+):
     """Random inputs of ``input_shape`` and labels matching ``classes`` (see ``default_loss``)."""
     rng = np.random.default_rng(seed)
     x = rng.random((n, *input_shape))

@@ -51,7 +51,7 @@ def _exc_line(e: BaseException) -> str:
     expected = [ln for ln in telling if "expected" in ln.lower()]
     line = (expected or telling or lines or [""])[0].rstrip(".")
     if line.find("Expected ") > 0:  # "<tensor values> with name ... Expected shape (None, 8), but ..."
-        line = line[line.find("Expected "):]
+        line = line[line.find("Expected ") :]
     return f"{type(e).__name__}: {line[:300]}" if line else type(e).__name__
 
 
@@ -64,31 +64,46 @@ def load_function(path: str | Path, function: str, argument: str):
         source = path.read_text(encoding="utf-8")
         compile(source, str(path), "exec")
     except SyntaxError as e:
-        raise UserFileError(argument, f"'{path.name}' has a syntax error at line {e.lineno}: {e.msg}",
-                            "Fix the file so that `python " + path.name + "` runs") from None
+        raise UserFileError(
+            argument,
+            f"'{path.name}' has a syntax error at line {e.lineno}: {e.msg}",
+            "Fix the file so that `python " + path.name + "` runs",
+        ) from None
     except (OSError, UnicodeDecodeError) as e:
-        raise UserFileError(argument, f"cannot read '{path}' ({type(e).__name__})", "Pass a readable UTF-8 .py file") from None
+        raise UserFileError(
+            argument, f"cannot read '{path}' ({type(e).__name__})", "Pass a readable UTF-8 .py file"
+        ) from None
     spec = importlib.util.spec_from_file_location(f"whichdevice_user_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(path.parent))  # let the file import its neighbours
     try:
         spec.loader.exec_module(module)
     except Exception as e:
-        raise UserFileError(argument, f"importing '{path.name}' raised {_exc_line(e)}",
-                            "Fix the error at the top level of the file") from None
+        raise UserFileError(
+            argument, f"importing '{path.name}' raised {_exc_line(e)}", "Fix the error at the top level of the file"
+        ) from None
     finally:
         if sys.path and sys.path[0] == str(path.parent):
             sys.path.pop(0)
     fn = getattr(module, function, None)
     if fn is None:
-        names = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
-                       and getattr(v, "__module__", None) == module.__name__)
+        names = sorted(
+            n
+            for n, v in vars(module).items()
+            if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == module.__name__
+        )
         have = f" (it defines: {', '.join(names)})" if names else " (it defines no functions)"
-        raise UserFileError(argument, f"'{path.name}' has no function '{function}'{have}",
-                            f"Name one of its functions after the colon, e.g. {argument} {path.name}:{names[0] if names else 'build'}")
+        raise UserFileError(
+            argument,
+            f"'{path.name}' has no function '{function}'{have}",
+            f"Name one of its functions after the colon, e.g. {argument} {path.name}:{names[0] if names else 'build'}",
+        )
     if not callable(fn):
-        raise UserFileError(argument, f"'{function}' in '{path.name}' is a {type(fn).__name__}, not a function",
-                            "Point to a function that returns the model")
+        raise UserFileError(
+            argument,
+            f"'{function}' in '{path.name}' is a {type(fn).__name__}, not a function",
+            "Point to a function that returns the model",
+        )
     return fn
 
 
@@ -100,11 +115,17 @@ def call_model_function(path, function: str):
     try:
         model = fn()
     except Exception as e:
-        raise UserFileError("--model", f"{function}() raised {_exc_line(e)}",
-                            f"Fix {function}() in '{Path(path).name}' (it is called with no arguments)") from None
+        raise UserFileError(
+            "--model",
+            f"{function}() raised {_exc_line(e)}",
+            f"Fix {function}() in '{Path(path).name}' (it is called with no arguments)",
+        ) from None
     if not isinstance(model, keras.Model):
-        raise UserFileError("--model", f"{function}() returned {type(model).__name__}, not a Keras model",
-                            "Return a keras.Model (e.g. keras.Sequential([...])), compiled or not")
+        raise UserFileError(
+            "--model",
+            f"{function}() returned {type(model).__name__}, not a Keras model",
+            "Return a keras.Model (e.g. keras.Sequential([...])), compiled or not",
+        )
     return model
 
 
@@ -115,20 +136,30 @@ def call_data_function(path, function: str):
     try:
         ds = fn()
     except Exception as e:
-        raise UserFileError("--data", f"{function}() raised {_exc_line(e)}",
-                            f"Fix {function}() in '{Path(path).name}' (it is called with no arguments)") from None
+        raise UserFileError(
+            "--data",
+            f"{function}() raised {_exc_line(e)}",
+            f"Fix {function}() in '{Path(path).name}' (it is called with no arguments)",
+        ) from None
     if not training.is_dataset(ds):
-        raise UserFileError("--data", f"{function}() returned {type(ds).__name__}, not a tf.data.Dataset",
-                            "Return tf.data.Dataset.from_tensor_slices((x, y)) or similar")
+        raise UserFileError(
+            "--data",
+            f"{function}() returned {type(ds).__name__}, not a tf.data.Dataset",
+            "Return tf.data.Dataset.from_tensor_slices((x, y)) or similar",
+        )
     spec = ds.element_spec
     if not (isinstance(spec, tuple) and len(spec) >= 2):
-        raise UserFileError("--data", f"{function}() yields {type(spec).__name__} elements, not (x, y) pairs",
-                            "Make each element an (inputs, labels) pair")
+        raise UserFileError(
+            "--data",
+            f"{function}() yields {type(spec).__name__} elements, not (x, y) pairs",
+            "Make each element an (inputs, labels) pair",
+        )
     return ds
 
 
-def check(model_fn: UserFunction, input_shape: tuple[int, ...] | None, classes: int | None,
-          data_fn: UserFunction | None) -> dict:
+def check(
+    model_fn: UserFunction, input_shape: tuple[int, ...] | None, classes: int | None, data_fn: UserFunction | None
+) -> dict:
     """Pre-flight, inside a child (imports TensorFlow): build the model, run one forward pass
     on the input it will get, compare its outputs with ``classes``. Returns facts for the
     parent: ``input_shape``, ``output_shape``, ``compiled``, ``name``, ``params``."""
@@ -149,25 +180,39 @@ def check(model_fn: UserFunction, input_shape: tuple[int, ...] | None, classes: 
             model_in = getattr(model, "inputs", None)
             dims = tuple(model_in[0].shape[1:]) if model_in else None
             if not dims or any(d is None for d in dims):
-                raise UserFileError("--input-shape", "is missing and the model does not declare its input shape",
-                                    "Pass e.g. --input-shape 100 (or 28,28,1)")
+                raise UserFileError(
+                    "--input-shape",
+                    "is missing and the model does not declare its input shape",
+                    "Pass e.g. --input-shape 100 (or 28,28,1)",
+                )
             input_shape = tuple(int(d) for d in dims)
         x = np.random.default_rng(0).random((2, *input_shape)).astype("float32")
         shape_arg, shape_text = "--input-shape", f"input of shape {input_shape}"
     try:
         y = model(x, training=False)
     except Exception as e:
-        raise UserFileError(shape_arg, f"the model rejects {shape_text}: {_exc_line(e)}",
-                            "Pass the shape the model's first layer expects") from None
+        raise UserFileError(
+            shape_arg,
+            f"the model rejects {shape_text}: {_exc_line(e)}",
+            "Pass the shape the model's first layer expects",
+        ) from None
     out_shape = tuple(int(d) for d in y.shape[1:])
     if classes is not None:
         last = out_shape[-1] if out_shape else 1
         if last != classes and not (classes == 2 and last == 1):
-            raise UserFileError("--classes", f"{classes} classes, but the model outputs {last} values per sample "
-                                f"(output shape {out_shape})", f"Pass --classes {last} or change the last layer")
-    return {"ok": True, "name": model.name, "params": int(model.count_params()),
-            "compiled": bool(getattr(model, "compiled", False) and getattr(model, "optimizer", None) is not None),
-            "input_shape": list(x.shape[1:]), "output_shape": list(out_shape)}
+            raise UserFileError(
+                "--classes",
+                f"{classes} classes, but the model outputs {last} values per sample (output shape {out_shape})",
+                f"Pass --classes {last} or change the last layer",
+            )
+    return {
+        "ok": True,
+        "name": model.name,
+        "params": int(model.count_params()),
+        "compiled": bool(getattr(model, "compiled", False) and getattr(model, "optimizer", None) is not None),
+        "input_shape": list(x.shape[1:]),
+        "output_shape": list(out_shape),
+    }
 
 
 def _main(argv: list[str]) -> int:
@@ -181,8 +226,12 @@ def _main(argv: list[str]) -> int:
         result = {"ok": False, "argument": e.argument, "problem": e.problem, "fix": e.fix}
     except Exception as e:  # a bug of ours or an odd object: still one line
         traceback.print_exc()
-        result = {"ok": False, "argument": "--model", "problem": f"checking it failed: {_exc_line(e)}",
-                  "fix": "Run the file on its own to see the error"}
+        result = {
+            "ok": False,
+            "argument": "--model",
+            "problem": f"checking it failed: {_exc_line(e)}",
+            "fix": "Run the file on its own to see the error",
+        }
     sys.stdout.write(json.dumps(result) + "\n")
     sys.stdout.flush()
     return 0

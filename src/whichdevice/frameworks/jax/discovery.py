@@ -63,9 +63,16 @@ def list_devices() -> list[DeviceInfo]:
         row = smi[i] if i < len(smi) else {}
         mem = row.get("memory_mib")
         cc = getattr(d, "compute_capability", None)
-        devices.append(DeviceInfo(name=f"GPU:{i}", kind="gpu", description=getattr(d, "device_kind", "GPU"),
-                                  memory_bytes=int(float(mem)) * 2**20 if mem else None,
-                                  compute_capability=str(cc) if cc else None, driver=row.get("driver")))
+        devices.append(
+            DeviceInfo(
+                name=f"GPU:{i}",
+                kind="gpu",
+                description=getattr(d, "device_kind", "GPU"),
+                memory_bytes=int(float(mem)) * 2**20 if mem else None,
+                compute_capability=str(cc) if cc else None,
+                driver=row.get("driver"),
+            )
+        )
     return devices
 
 

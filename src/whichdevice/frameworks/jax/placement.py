@@ -22,12 +22,19 @@ def limit_cpu(cpu_threads: int | None) -> dict[str, object]:
     cores = usable_cores()
     if cpu_threads is not None and cpu_threads < cores and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cpu_threads])
-        return {"cpu_threads_intra": cpu_threads, "cpu_threads_inter": cpu_threads,
-                "cpu_threads_source": f"--cpu-threads: CPU affinity limited to {cpu_threads} cores "
-                                      "(JAX has no thread-count setting)",
-                "onednn": None}
-    return {"cpu_threads_intra": cores, "cpu_threads_inter": cores,
-            "cpu_threads_source": f"default: all {cores} cores (XLA's CPU thread pool)", "onednn": None}
+        return {
+            "cpu_threads_intra": cpu_threads,
+            "cpu_threads_inter": cpu_threads,
+            "cpu_threads_source": f"--cpu-threads: CPU affinity limited to {cpu_threads} cores "
+            "(JAX has no thread-count setting)",
+            "onednn": None,
+        }
+    return {
+        "cpu_threads_intra": cores,
+        "cpu_threads_inter": cores,
+        "cpu_threads_source": f"default: all {cores} cores (XLA's CPU thread pool)",
+        "onednn": None,
+    }
 
 
 def configure(device: str, cpu_threads: int | None) -> dict[str, object]:

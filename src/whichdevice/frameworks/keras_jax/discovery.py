@@ -10,5 +10,7 @@ __all__ = ["framework_info", "list_devices", "no_gpu_reasons"]
 
 
 def framework_info() -> FrameworkInfo:
-    return _keras.framework_info("keras-jax", {
-        **settings(), "compile": "jax.jit (XLA) on every device: custom step jitted; fit jit_compile='auto' -> True"})
+    return _keras.framework_info(
+        "keras-jax",
+        {**settings(), "compile": "jax.jit (XLA) on every device: custom step jitted; fit jit_compile='auto' -> True"},
+    )

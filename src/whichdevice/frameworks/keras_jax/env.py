@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from whichdevice.frameworks.jax import env as _jax_env
 
-_NUMPY_INPUT = ("keras-jax: the seeds' tf.data pipelines are TensorFlow-only; here they are numpy batches "
-                "(keras.utils.PyDataset: same batches, shuffled per epoch where the seed shuffles, no prefetch). "
-                "The custom loop's step is a jax.jit-compiled stateless step (Keras' JAX training-loop recipe).")
+_NUMPY_INPUT = (
+    "keras-jax: the seeds' tf.data pipelines are TensorFlow-only; here they are numpy batches "
+    "(keras.utils.PyDataset: same batches, shuffled per epoch where the seed shuffles, no prefetch). "
+    "The custom loop's step is a jax.jit-compiled stateless step (Keras' JAX training-loop recipe)."
+)
 NOTES: dict[str, list[str]] = {"train": [_NUMPY_INPUT], "run": [_NUMPY_INPUT]}
 
 

@@ -32,8 +32,13 @@ def train_step(model, optimizer, loss_fn):
         trainable, opt_vars = optimizer.stateless_apply(opt_vars, grads, trainable)
         return loss, (trainable, non_trainable, opt_vars)
 
-    state = [([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables],
-              [v.value for v in optimizer.variables])]
+    state = [
+        (
+            [v.value for v in model.trainable_variables],
+            [v.value for v in model.non_trainable_variables],
+            [v.value for v in optimizer.variables],
+        )
+    ]
 
     def step(x, y):
         loss, state[0] = jitted(state[0], x, y)

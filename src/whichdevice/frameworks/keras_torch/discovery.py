@@ -10,5 +10,6 @@ __all__ = ["framework_info", "list_devices", "no_gpu_reasons"]
 
 
 def framework_info() -> FrameworkInfo:
-    return _keras.framework_info("keras-torch", {
-        **settings(), "compile": "eager: custom step eager torch; fit jit_compile='auto' -> False"})
+    return _keras.framework_info(
+        "keras-torch", {**settings(), "compile": "eager: custom step eager torch; fit jit_compile='auto' -> False"}
+    )

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from whichdevice.frameworks.torch import env as _torch_env
 
-_NUMPY_INPUT = ("keras-torch: the seeds' tf.data pipelines are TensorFlow-only; here they are numpy batches "
-                "(keras.utils.PyDataset: same batches, shuffled per epoch where the seed shuffles, no prefetch). "
-                "The custom loop's step is eager torch (backward, optimizer.apply: Keras' torch training-loop "
-                "recipe); model.fit's jit_compile='auto' is eager on this backend, so the jit_compile=True fix "
-                "(torch.compile) and steps_per_execution are not measured by `run`.")
+_NUMPY_INPUT = (
+    "keras-torch: the seeds' tf.data pipelines are TensorFlow-only; here they are numpy batches "
+    "(keras.utils.PyDataset: same batches, shuffled per epoch where the seed shuffles, no prefetch). "
+    "The custom loop's step is eager torch (backward, optimizer.apply: Keras' torch training-loop "
+    "recipe); model.fit's jit_compile='auto' is eager on this backend, so the jit_compile=True fix "
+    "(torch.compile) and steps_per_execution are not measured by `run`."
+)
 NOTES: dict[str, list[str]] = {"train": [_NUMPY_INPUT], "run": [_NUMPY_INPUT]}
 
 

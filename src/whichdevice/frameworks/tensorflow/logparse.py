@@ -12,14 +12,49 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-PLUMBING = frozenset({"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval", "NoOp", "Const", "Identity",
-                      "_EagerConst", "IdentityN", "StopGradient", "PartitionedCall", "StatefulPartitionedCall"})
+PLUMBING = frozenset(
+    {
+        "_Arg",
+        "_Retval",
+        "_DeviceArg",
+        "_DeviceRetval",
+        "NoOp",
+        "Const",
+        "Identity",
+        "_EagerConst",
+        "IdentityN",
+        "StopGradient",
+        "PartitionedCall",
+        "StatefulPartitionedCall",
+    }
+)
 # Ops that are about variables/resources: they live where the variable lives.
-RESOURCE_OPS = frozenset({"VarHandleOp", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
-                          "AssignSubVariableOp", "VarIsInitializedOp", "ResourceGather"})
+RESOURCE_OPS = frozenset(
+    {
+        "VarHandleOp",
+        "ReadVariableOp",
+        "AssignVariableOp",
+        "AssignAddVariableOp",
+        "AssignSubVariableOp",
+        "VarIsInitializedOp",
+        "ResourceGather",
+    }
+)
 # XProf op types that are data movement between host and device.
-COPY_TYPES = frozenset({"MemcpyH2D", "MemcpyD2H", "MemcpyD2D", "MemcpyP2P", "_Send", "_Recv", "_HostSend",
-                        "_HostRecv", "CopyToDevice", "CopyFromDevice"})
+COPY_TYPES = frozenset(
+    {
+        "MemcpyH2D",
+        "MemcpyD2H",
+        "MemcpyD2D",
+        "MemcpyP2P",
+        "_Send",
+        "_Recv",
+        "_HostSend",
+        "_HostRecv",
+        "CopyToDevice",
+        "CopyFromDevice",
+    }
+)
 
 _PREFIXED = re.compile(r"placer\.cc:\d+\]\s+(?P<name>\S+): \((?P<type>[^)]+)\): (?P<dev>/\S+)")
 _BARE = re.compile(r"^(?P<name>[^\s:]\S*): \((?P<type>[^)]+)\): (?P<dev>/job:\S+)\s*$")
@@ -79,6 +114,7 @@ def op_type_counts(placed: list[Placed], *, include_plumbing: bool = False) -> d
 
 # ---------------- XProf framework_op_stats ----------------
 
+
 @dataclass(frozen=True)
 class OpStat:
     host_or_device: str  # "Host" or "Device"
@@ -102,12 +138,20 @@ def parse_op_stats(data: bytes | str) -> list[OpStat]:
             v = {k: c.get("v") for k, c in zip(ids, row["c"])}
             if v.get("type") == "IDLE":
                 continue
-            out.append(OpStat(str(v["host_or_device"]), str(v["type"]), str(v["operation"]),
-                              int(v.get("occurrences") or 0), float(v.get("total_self_time") or 0.0)))
+            out.append(
+                OpStat(
+                    str(v["host_or_device"]),
+                    str(v["type"]),
+                    str(v["operation"]),
+                    int(v.get("occurrences") or 0),
+                    float(v.get("total_self_time") or 0.0),
+                )
+            )
     return out
 
 
 # ---------------- copies ----------------
+
 
 @dataclass(frozen=True)
 class Edge:

@@ -101,8 +101,10 @@ def augment(image, heavy=None):
 
 def process_example(heavy=None):
     """Seed 003's ``process_example`` (normalize + augment), as a map function."""
+
     def fn(image, label):
         return augment(normalize(image, heavy), heavy), label
+
     return fn
 
 
@@ -132,6 +134,7 @@ def pyfunc_process(size: int, heavy=None, seed: int = 0):
         out = tf.py_function(work, [image], tf.float32)
         out.set_shape((size, size, 3))
         return out, label
+
     return fn
 
 
@@ -146,8 +149,9 @@ def _example(image: np.ndarray, label: int) -> bytes:
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def write_tfrecords(images: np.ndarray, labels: np.ndarray, folder: str | Path,
-                    shards: int = TFRECORD_SHARDS) -> list[str]:
+def write_tfrecords(
+    images: np.ndarray, labels: np.ndarray, folder: str | Path, shards: int = TFRECORD_SHARDS
+) -> list[str]:
     """Write the examples to ``shards`` TFRecord files (contiguous slices, in order) as seed
     003's third example does (raw uint8 bytes + int64 label). Returns the file names."""
     folder = Path(folder)
@@ -166,10 +170,12 @@ def write_tfrecords(images: np.ndarray, labels: np.ndarray, folder: str | Path,
 
 def parse_example(size: int, heavy=None):
     """Seed 003's ``_parse_function`` up to the uint8 image: parse, ``decode_raw``, reshape."""
+
     def fn(record):
         ex = tf.io.parse_single_example(record, _FEATURES)
         image = tf.reshape(tf.io.decode_raw(ex["image"], tf.uint8), (size, size, 3))
         return burn(image, _heavy("parse", heavy)), ex["label"]
+
     return fn
 
 
@@ -183,8 +189,16 @@ def read_tfrecords(files: list[str], size: int, *, parallel: bool = False):
 # --------------------------------------------------------------------------- variants
 
 
-def build_variant(variant: str, images: np.ndarray, labels: np.ndarray, batch: int, *,
-                  files: list[str] | None = None, heavy=None, repeat: bool = True):
+def build_variant(
+    variant: str,
+    images: np.ndarray,
+    labels: np.ndarray,
+    batch: int,
+    *,
+    files: list[str] | None = None,
+    heavy=None,
+    repeat: bool = True,
+):
     """One rung of the ladder (module doc), repeated before ``batch`` when ``repeat``."""
     size = int(images.shape[1])
 
@@ -232,7 +246,7 @@ def stage_input(stage: str, files: list[str], size: int, batch: int, heavy=None)
     if stage not in steps:
         raise ValueError(f"unknown stage {stage!r} (one of {', '.join(STAGES)})")
     ds = tf.data.TFRecordDataset(files)
-    for s in STAGES[1:STAGES.index(stage)]:
+    for s in STAGES[1 : STAGES.index(stage)]:
         ds = steps[s](ds)
     return ds, steps[stage]
 
@@ -254,6 +268,7 @@ def counter(ds):
     """A function that runs one pass over ``ds`` inside TensorFlow (``Dataset.reduce`` in a
     ``tf.function``, traced once: no Python per element, no re-tracing per pass) and returns
     the number of elements. Each element's size is read, so no upstream work is skipped."""
+
     def add(acc, element):
         first = tf.nest.flatten(element)[0]
         return acc + 1 + 0 * tf.cast(tf.size(first), tf.int64)
@@ -298,10 +313,16 @@ def build_model(net: str, size: int, classes: int = SEED_CLASSES):
 
     body = {
         "tiny": [layers.GlobalAveragePooling2D()],
-        "small": [layers.Conv2D(16, 3, strides=2, activation="relu"),
-                  layers.Conv2D(32, 3, strides=2, activation="relu"), layers.GlobalAveragePooling2D()],
-        "heavy": [layers.Conv2D(32, 3, padding="same", activation="relu"),
-                  layers.Conv2D(32, 3, padding="same", activation="relu"), layers.GlobalAveragePooling2D()],
+        "small": [
+            layers.Conv2D(16, 3, strides=2, activation="relu"),
+            layers.Conv2D(32, 3, strides=2, activation="relu"),
+            layers.GlobalAveragePooling2D(),
+        ],
+        "heavy": [
+            layers.Conv2D(32, 3, padding="same", activation="relu"),
+            layers.Conv2D(32, 3, padding="same", activation="relu"),
+            layers.GlobalAveragePooling2D(),
+        ],
     }
     if net not in body:
         raise ValueError(f"unknown net {net!r}")

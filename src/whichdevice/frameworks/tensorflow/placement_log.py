@@ -144,8 +144,13 @@ def run_probe(device: str, params: dict) -> dict:
             json.dump({"device": device, "params": params}, f)
         err = os.path.join(tmp, "err.txt")
         with open(err, "wb") as err_file:
-            done = run_module("whichdevice.frameworks.tensorflow.placement_log", [job, out], timeout_s=PROBE_TIMEOUT_S,
-                              env=os.environ.copy(), stderr=err_file)
+            done = run_module(
+                "whichdevice.frameworks.tensorflow.placement_log",
+                [job, out],
+                timeout_s=PROBE_TIMEOUT_S,
+                env=os.environ.copy(),
+                stderr=err_file,
+            )
         if not done.ok or not os.path.exists(out):
             with open(err, encoding="utf-8", errors="replace") as f:
                 tail = f.read().strip().splitlines()[-1:] or ["no output"]

@@ -41,8 +41,16 @@ def list_devices() -> list[DeviceInfo]:
     for i in range(n):
         p = torch.cuda.get_device_properties(i)
         row = smi[i] if i < len(smi) else {}
-        devices.append(DeviceInfo(name=f"GPU:{i}", kind="gpu", description=p.name, memory_bytes=int(p.total_memory),
-                                  compute_capability=f"{p.major}.{p.minor}", driver=row.get("driver")))
+        devices.append(
+            DeviceInfo(
+                name=f"GPU:{i}",
+                kind="gpu",
+                description=p.name,
+                memory_bytes=int(p.total_memory),
+                compute_capability=f"{p.major}.{p.minor}",
+                driver=row.get("driver"),
+            )
+        )
     return devices
 
 

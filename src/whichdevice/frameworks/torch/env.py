@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 NOTES: dict[str, list[str]] = {
-    "train": ["torch: plain PyTorch (nn.Sequential, Adam, cross-entropy, as the reference's gpu_probe.py); "
-              "model.fit runs and --model are Keras-only and were not run; the seeds' tf.data pipelines are "
-              "replaced by numpy batches copied to the device each step (no prefetch)."],
+    "train": [
+        "torch: plain PyTorch (nn.Sequential, Adam, cross-entropy, as the reference's gpu_probe.py); "
+        "model.fit runs and --model are Keras-only and were not run; the seeds' tf.data pipelines are "
+        "replaced by numpy batches copied to the device each step (no prefetch)."
+    ],
 }
 NOTES["run"] = NOTES["train"]
 

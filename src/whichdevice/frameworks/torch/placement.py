@@ -26,10 +26,14 @@ def configure(device: str, cpu_threads: int | None) -> dict[str, object]:
     if device.startswith("GPU"):
         torch.cuda.set_device(torch_device(device))
     intra, inter = torch.get_num_threads(), torch.get_num_interop_threads()
-    return {"cpu_threads_intra": intra, "cpu_threads_inter": inter,
-            "cpu_threads_source": "--cpu-threads" if cpu_threads else
-            f"default: torch's {intra} threads on {usable_cores()} usable cores",
-            "onednn": bool(torch.backends.mkldnn.is_available())}
+    return {
+        "cpu_threads_intra": intra,
+        "cpu_threads_inter": inter,
+        "cpu_threads_source": "--cpu-threads"
+        if cpu_threads
+        else f"default: torch's {intra} threads on {usable_cores()} usable cores",
+        "onednn": bool(torch.backends.mkldnn.is_available()),
+    }
 
 
 def scope(device: str):

@@ -17,6 +17,7 @@ import torch
 
 from whichdevice.frameworks.common.batches import NumpyBatches
 
+
 def build_model(name: str):
     """A fresh built-in model, on the device of the enclosing ``torch.device`` scope."""
     nn = torch.nn
