@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -21,19 +20,12 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from whichdevice.cli.base import app, console, err_console  # noqa: F401  (re-exported for the commands)
 from whichdevice.measure import history, session
 from whichdevice.core import records
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="Measure when the GPU pays off against the CPU for TensorFlow/Keras work, and why it does not.",
-)
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
 
 DEFAULT_OUT = Path("whichdevice-results")
 MEMORY_LIMIT_HELP = (
