@@ -1,0 +1,324 @@
+"""The one rule for "significant": when a measured ratio counts as a change.
+
+Every ratio whichdevice claims — device vs device, fix off vs on, a grid value, ``compare``
+of two runs, the audit's corrected ratio — goes through :func:`judge` (or one of the builders
+below that end in it). A change counts only when
+
+1. there are at least ``MIN_SAMPLES`` (5) samples on each side (fewer: ``not_enough``, never
+   recommended, never "best");
+2. its 95 % confidence interval excludes 1; **and**
+3. the ratio is beyond the noise threshold: ``|log ratio| > log(1 + threshold)``, default
+   ``NOISE_THRESHOLD`` = 5 % (criterion.rs's default noise threshold is 1 %, pyperf calls a
+   change under 5 % "not significant" in ``compare_to``'s summary; on a shared 2-core machine
+   5 % is the smaller of the two that two identical runs do not cross, benchmarks/stability.md).
+   ``compare`` learns a per-case threshold from repeated runs in the history DB
+   (:func:`learned_threshold`).
+
+The interval: a **t-interval on log ratios**. With rounds (the same A/B measured in several
+fresh child processes, order alternated), the values are the per-round log ratios
+``log(median(A_round) / median(B_round))`` and the interval reflects between-process
+variation, which is what differs between two runs (pyperf's reason for worker processes).
+Without rounds (one process, or an old record) it is Welch's interval on the log samples of
+the two sides, and ``unit`` says ``"samples"``: it only knows within-process noise, which the
+noise threshold is there to absorb.
+
+Why a t-interval and not a bootstrap: the interval rests on 2–10 rounds; a percentile bootstrap
+of so few values is too narrow (it cannot be wider than the values' own range, and with 2 rounds
+it has 3 distinct resamples), while the t-interval widens honestly as rounds get few
+(t(1) = 12.7). Logs make the ratio symmetric (2× faster and 2× slower are equally far from 1)
+and the interval multiplicative. It is also deterministic: the same record gives the same
+verdict every time ``report`` recomputes it.
+
+API (pure functions, no I/O, no third-party imports)::
+
+    claim = from_rounds(a_rounds, b_rounds)       # per-round samples, paired by round
+    claim = from_samples(a_samples, b_samples)    # one process each side
+    claim = judge(ratio, lo, hi, n, unit="rounds", threshold=0.05)
+    claim.status        # "faster" | "slower" | "no_change" | "not_enough"
+    claim.significant   # status in ("faster", "slower")
+    bimodal(process_medians)                      # clusters of process medians -> Modes | None
+    median_ci(samples) / median_rel_halfwidth(samples)   # precision-targeted sampling
+    learned_threshold(between_run_log_ratios)     # compare's per-case threshold
+
+Ratios are ``A / B`` of times (baseline / other): > 1 means B (the other, the fix, the later run)
+is faster — the convention of ``analysis/compare.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+# A change must exceed this relative size to count (see the module doc for the source).
+NOISE_THRESHOLD = 0.05
+# No claim from fewer samples per side (issue 16); also the fewest samples a point takes.
+MIN_SAMPLES = 5
+CONFIDENCE = 0.95
+# A point's median is precise enough when its 95 % CI half-width is within this share of the
+# median (MATLAB runperf's default target, 5 %); configurable per policy (core/timing.py).
+TARGET_REL_HALFWIDTH = 0.05
+# Bimodal: process medians fall into two clusters separated by more than this relative gap and
+# by more than BIMODAL_SPREAD_FACTOR times the spread inside the clusters (issue 16: matmul
+# n=500 at 1.6 ms in one process, 3.1 ms in another, each tight on its own).
+BIMODAL_GAP = 0.25
+BIMODAL_SPREAD_FACTOR = 3.0
+
+Status = Literal["faster", "slower", "no_change", "not_enough"]
+
+# Two-sided 95 % Student t quantiles t(0.975, df), df = 1..30; beyond 30 the normal 1.96 is
+# within 4 %. (Standard table values; scipy is not a dependency.)
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
+
+def t975(df: float) -> float:
+    """Two-sided 95 % t quantile for ``df`` degrees of freedom (fractional df: rounded down,
+    i.e. the wider interval)."""
+    if df < 1:
+        return math.inf
+    d = int(math.floor(df))
+    if d <= len(_T975):
+        return _T975[d - 1]
+    if d <= 60:
+        return 2.000 + (2.042 - 2.000) * (60 - d) / 30
+    return 1.96
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A measured ratio A/B with its 95 % interval, the count it rests on, and the verdict."""
+
+    ratio: float  # A / B of times: > 1 means B is faster
+    lo: float
+    hi: float
+    n: int  # rounds (processes) or samples per side (the fewer of the two sides)
+    unit: Literal["rounds", "samples"]
+    threshold: float  # the relative noise threshold applied
+    status: Status
+    note: str = ""  # e.g. why not enough, or 'bimodal between processes'
+
+    @property
+    def significant(self) -> bool:
+        return self.status in ("faster", "slower")
+
+    @property
+    def enough(self) -> bool:
+        return self.status != "not_enough"
+
+
+def judge(
+    ratio: float,
+    lo: float,
+    hi: float,
+    n: int,
+    *,
+    unit: Literal["rounds", "samples"] = "samples",
+    threshold: float = NOISE_THRESHOLD,
+    enough: bool = True,
+    min_samples: int = MIN_SAMPLES,
+    note: str = "",
+) -> Claim:
+    """THE rule. ``enough``: the caller's sample-count check (``from_*`` pass it; a bare
+    ratio with ``n < MIN_SAMPLES`` samples is not enough either)."""
+    if not enough or (unit == "samples" and n < min_samples) or not (ratio > 0 and math.isfinite(ratio)):
+        status: Status = "not_enough"
+    elif lo <= 1.0 <= hi or abs(math.log(ratio)) <= math.log1p(threshold):
+        status = "no_change"
+    else:
+        status = "faster" if ratio > 1 else "slower"
+    return Claim(ratio, lo, hi, n, unit, threshold, status, note)
+
+
+def _mean_sd(xs: Sequence[float]) -> tuple[float, float]:
+    m = sum(xs) / len(xs)
+    if len(xs) < 2:
+        return m, 0.0
+    return m, math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def _logs(xs: Sequence[float]) -> list[float]:
+    return [math.log(x) for x in xs if x > 0]
+
+
+def _median(xs: Sequence[float]) -> float:
+    s = sorted(xs)
+    k = len(s)
+    return s[k // 2] if k % 2 else 0.5 * (s[k // 2 - 1] + s[k // 2])
+
+
+def from_samples(
+    a: Sequence[float], b: Sequence[float], *, threshold: float = NOISE_THRESHOLD, min_samples: int = MIN_SAMPLES
+) -> Claim:
+    """A/B from one set of samples per side (one process each, or pooled): the ratio of
+    medians, Welch's 95 % interval on the log samples (centred on the ratio of medians)."""
+    la, lb = _logs(a), _logs(b)
+    n = min(len(la), len(lb))
+    if n == 0:
+        return judge(math.nan, math.nan, math.nan, 0, threshold=threshold, enough=False, note="no samples")
+    ratio = _median(a) / _median(b)
+    ma, sa = _mean_sd(la)
+    mb, sb = _mean_sd(lb)
+    va, vb = sa**2 / len(la), sb**2 / len(lb)
+    se = math.sqrt(va + vb)
+    if se > 0 and len(la) > 1 and len(lb) > 1:
+        df = (va + vb) ** 2 / ((va**2 / (len(la) - 1) if va else 0.0) + (vb**2 / (len(lb) - 1) if vb else 0.0))
+        half = t975(df) * se
+    else:
+        half = 0.0 if n >= min_samples else math.inf
+    centre = math.log(ratio)
+    enough = n >= min_samples
+    note = "" if enough else f"{n} sample{'s' if n != 1 else ''}: at least {min_samples} needed"
+    return judge(
+        ratio,
+        math.exp(centre - half),
+        math.exp(centre + half),
+        n,
+        unit="samples",
+        threshold=threshold,
+        enough=enough,
+        min_samples=min_samples,
+        note=note,
+    )
+
+
+def from_round_ratios(ratios: Sequence[float], *, threshold: float = NOISE_THRESHOLD, note: str = "") -> Claim:
+    """A/B from per-round ratios (each round: one process, A and B in it): the geometric mean
+    and the t-interval of the log ratios. Needs ≥ 2 rounds."""
+    logs = _logs(ratios)
+    k = len(logs)
+    if k < 2:
+        return judge(
+            math.nan,
+            math.nan,
+            math.nan,
+            k,
+            unit="rounds",
+            threshold=threshold,
+            enough=False,
+            note="fewer than 2 rounds",
+        )
+    m, sd = _mean_sd(logs)
+    half = t975(k - 1) * sd / math.sqrt(k)
+    return judge(math.exp(m), math.exp(m - half), math.exp(m + half), k, unit="rounds", threshold=threshold, note=note)
+
+
+def from_rounds(
+    a_rounds: Sequence[Sequence[float]],
+    b_rounds: Sequence[Sequence[float]],
+    *,
+    threshold: float = NOISE_THRESHOLD,
+    min_samples: int = MIN_SAMPLES,
+) -> Claim:
+    """A/B measured in rounds (round i of A and of B ran in the same process, in alternated
+    order). With ≥ 2 paired rounds: :func:`from_round_ratios` on ``median(A_i)/median(B_i)``;
+    the interval is then never narrower than the pooled samples' one (:func:`from_samples`),
+    so a second round can only add caution. With one round: :func:`from_samples`. Either way
+    fewer than ``min_samples`` samples per side in total is not enough."""
+    pooled_a = [x for r in a_rounds for x in r]
+    pooled_b = [x for r in b_rounds for x in r]
+    within = from_samples(pooled_a, pooled_b, threshold=threshold, min_samples=min_samples)
+    pairs = [(ra, rb) for ra, rb in zip(a_rounds, b_rounds) if ra and rb]
+    if len(pairs) < 2 or not within.enough:
+        return within
+    modes = bimodal([_median(r) for r in a_rounds if r]) or bimodal([_median(r) for r in b_rounds if r])
+    note = f"bimodal between processes ({modes.describe()})" if modes else ""
+    between = from_round_ratios([_median(ra) / _median(rb) for ra, rb in pairs], threshold=threshold, note=note)
+    lo, hi = min(between.lo, within.lo), max(between.hi, within.hi)
+    return judge(between.ratio, lo, hi, between.n, unit="rounds", threshold=threshold, note=note)
+
+
+def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """Distribution-free confidence interval of the median from order statistics (the binomial
+    method): the narrowest symmetric ranks (j, n+1-j) covering ≥ ``confidence``. None when
+    there are too few samples for that confidence (fewer than 6 at 95 %)."""
+    xs = sorted(samples)
+    n = len(xs)
+    if n == 0:
+        return None
+    best: tuple[float, float] | None = None
+    # coverage of [x_(j), x_(n+1-j)] (1-based) = P(j <= B(n, 1/2) <= n - j)
+    for j in range(1, n // 2 + 1):
+        cover = sum(math.comb(n, i) for i in range(j, n - j + 1)) / 2**n
+        if cover >= confidence:
+            best = (xs[j - 1], xs[n - j])
+        else:
+            break
+    return best
+
+
+def median_rel_halfwidth(samples: Sequence[float], confidence: float = CONFIDENCE) -> float:
+    """Half the median's CI width over the median (``inf`` when the CI cannot be formed yet)."""
+    ci = median_ci(samples, confidence)
+    m = _median(samples) if samples else 0.0
+    if ci is None or m <= 0:
+        return math.inf
+    return (ci[1] - ci[0]) / 2 / m
+
+
+@dataclass(frozen=True)
+class Modes:
+    """Two clusters of process medians: the low and high cluster's medians and sizes."""
+
+    low: float
+    high: float
+    n_low: int
+    n_high: int
+
+    def describe(self) -> str:
+        return (
+            f"{self.n_low} process{'es' if self.n_low > 1 else ''} at ≈{_fmt_s(self.low)}, "
+            f"{self.n_high} at ≈{_fmt_s(self.high)}"
+        )
+
+
+def _fmt_s(s: float) -> str:
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} µs"
+
+
+def bimodal(
+    medians: Sequence[float],
+    *,
+    within: Sequence[float] | None = None,
+    gap: float = BIMODAL_GAP,
+    factor: float = BIMODAL_SPREAD_FACTOR,
+) -> Modes | None:
+    """Do the per-process medians of one point form two clusters? Split at the largest
+    relative gap between sorted medians; bimodal when that gap exceeds ``gap`` (25 %) and
+    ``factor`` times the largest relative spread inside a cluster — or, for two processes,
+    inside either process (``within``: each process's IQR/median; default 0). Averaging such
+    a point would describe neither mode, so callers say "bimodal" instead."""
+    xs = sorted(m for m in medians if m > 0)
+    if len(xs) < 2:
+        return None
+    gaps = [(math.log(xs[i + 1] / xs[i]), i) for i in range(len(xs) - 1)]
+    g, i = max(gaps)
+    low, high = xs[: i + 1], xs[i + 1 :]
+    spread = max(
+        [math.log(c[-1] / c[0]) for c in (low, high) if len(c) > 1] + [math.log1p(w) for w in (within or [])] + [0.0]
+    )
+    if g <= math.log1p(gap) or g <= factor * spread:
+        return None
+    return Modes(_median(low), _median(high), len(low), len(high))
+
+
+def learned_threshold(
+    between_run_log_ratios: Sequence[float], *, default: float = NOISE_THRESHOLD, min_repeats: int = 2
+) -> float:
+    """A case's noise threshold from repeated identical runs on this machine: the largest of
+    the default and 2 × the RMS of the between-run log ratios (two identical runs of a point
+    whose run-to-run sd is s differ by up to ≈ 2·s·√2 at 95 %; 2 × RMS of differences already
+    carries the √2). With fewer than ``min_repeats`` repeats: ``default``."""
+    xs = [x for x in between_run_log_ratios if math.isfinite(x)]
+    if len(xs) < min_repeats:
+        return default
+    rms = math.sqrt(sum(x * x for x in xs) / len(xs))
+    return max(default, math.expm1(2 * rms))

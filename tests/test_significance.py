@@ -1,0 +1,105 @@
+"""The one rule for "significant" (analysis/significance.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from whichdevice.analysis import significance as sig
+
+
+def test_t_quantiles_from_the_table_and_beyond():
+    assert sig.t975(1) == pytest.approx(12.706)
+    assert sig.t975(4.7) == pytest.approx(2.776)  # fractional df rounds down: the wider interval
+    assert sig.t975(1000) == pytest.approx(1.96)
+    assert sig.t975(0.5) == math.inf
+
+
+def test_judge_needs_ci_excluding_one_and_the_noise_threshold():
+    assert sig.judge(2.0, 1.8, 2.2, 10).status == "faster"
+    assert sig.judge(0.5, 0.45, 0.55, 10).status == "slower"
+    assert sig.judge(1.5, 0.9, 2.5, 10).status == "no_change"  # CI contains 1
+    # CI excludes 1 but the change is within the 5 % noise threshold
+    assert sig.judge(1.03, 1.01, 1.05, 10).status == "no_change"
+    assert sig.judge(1.03, 1.01, 1.05, 10, threshold=0.01).status == "faster"
+    # fewer than 5 samples: not enough, whatever the ratio
+    c = sig.judge(3.0, 2.9, 3.1, 4)
+    assert c.status == "not_enough" and not c.significant and not c.enough
+
+
+def test_from_samples_one_sample_is_never_a_claim():
+    c = sig.from_samples([0.0644], [0.2, 0.21, 0.19, 0.2, 0.2])
+    assert c.status == "not_enough"
+    assert "1 sample" in c.note
+
+
+def test_from_samples_clear_change_and_identical_distributions():
+    a = [2.0, 2.1, 1.9, 2.05, 1.95, 2.0]
+    b = [1.0, 1.05, 0.95, 1.0, 1.02, 0.98]
+    c = sig.from_samples(a, b)
+    assert c.status == "faster" and c.lo < 2.0 < c.hi and c.n == 6 and c.unit == "samples"
+    same = sig.from_samples(a, list(reversed(a)))
+    assert same.status == "no_change" and same.lo < 1 < same.hi
+    assert sig.from_samples(b, a).status == "slower"
+
+
+def test_rounds_use_between_process_variation():
+    # Within each process A and B are tight and 1.5x apart, but the processes disagree:
+    # round 1 says 1.5x, round 2 says 0.8x. Pooled samples alone would call it a change.
+    a = [[1.5, 1.51, 1.49, 1.5, 1.5], [0.8, 0.81, 0.79, 0.8, 0.8]]
+    b = [[1.0, 1.01, 0.99, 1.0, 1.0], [1.0, 1.01, 0.99, 1.0, 1.0]]
+    c = sig.from_rounds(a, b)
+    assert c.unit == "rounds" and c.n == 2
+    assert c.status == "no_change"
+    # Consistent 2x in both rounds: still a change, with 2 rounds.
+    a2 = [[2.0, 2.02, 1.98, 2.0, 2.01], [2.1, 2.12, 2.08, 2.1, 2.1]]
+    c2 = sig.from_rounds(a2, b)
+    assert c2.status == "faster" and c2.lo > 1.05
+
+
+def test_round_interval_never_narrower_than_the_pooled_samples():
+    a = [[2.0, 1.0, 3.0, 2.0, 2.0], [2.0, 1.0, 3.0, 2.0, 2.0]]
+    b = [[1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0, 1.0]]
+    pooled = sig.from_samples([x for r in a for x in r], [x for r in b for x in r])
+    c = sig.from_rounds(a, b)  # the rounds agree exactly: between-round sd 0
+    assert c.lo <= pooled.lo and c.hi >= pooled.hi
+
+
+def test_one_round_falls_back_to_samples():
+    c = sig.from_rounds([[2.0] * 5], [[1.0] * 5])
+    assert c.unit == "samples"
+
+
+def test_median_ci_and_rel_halfwidth():
+    assert sig.median_ci([1, 2, 3, 4, 5]) is None  # 5 samples cannot give 95 % by order statistics
+    assert sig.median_ci([1, 2, 3, 4, 5, 6]) == (1, 6)
+    xs = [100 + i for i in range(40)]
+    lo, hi = sig.median_ci(xs)
+    assert lo < 119.5 < hi and lo > 100 and hi < 139
+    assert sig.median_rel_halfwidth([1.0] * 10) == 0.0
+    assert sig.median_rel_halfwidth([1.0, 2.0]) == math.inf
+
+
+def test_bimodal_process_medians():
+    # issue 16: matmul n=500 at 1.6 ms in some processes and 3.1 ms in others
+    m = sig.bimodal([1.6e-3, 3.1e-3, 1.62e-3, 3.05e-3])
+    assert m is not None and m.n_low == 2 and m.n_high == 2
+    assert "1.6" in m.describe() and "3.0" in m.describe()
+    assert sig.bimodal([1.0, 1.1, 1.05, 0.97]) is None  # one cluster
+    assert sig.bimodal([1.0, 1.5], within=[0.3, 0.3]) is None  # gap not 3x the within spread
+    assert sig.bimodal([1.0, 2.0], within=[0.02, 0.03]) is not None
+
+
+def test_bimodal_rounds_say_so():
+    a = [[1.6] * 5, [3.1] * 5, [1.6] * 5]
+    b = [[1.0] * 5, [1.0] * 5, [1.0] * 5]
+    c = sig.from_rounds(a, b)
+    assert "bimodal" in c.note
+
+
+def test_learned_threshold():
+    assert sig.learned_threshold([]) == sig.NOISE_THRESHOLD
+    assert sig.learned_threshold([0.01, -0.01]) == sig.NOISE_THRESHOLD  # quieter than the default
+    t = sig.learned_threshold([0.2, -0.2, 0.2])
+    assert t == pytest.approx(math.expm1(0.4))
