@@ -103,3 +103,13 @@ def test_learned_threshold():
     assert sig.learned_threshold([0.01, -0.01]) == sig.NOISE_THRESHOLD  # quieter than the default
     t = sig.learned_threshold([0.2, -0.2, 0.2])
     assert t == pytest.approx(math.expm1(0.4))
+
+
+def test_claim_text_carries_interval_and_count():
+    from whichdevice.present.claims import ratio_text
+
+    assert ratio_text(sig.judge(2.9, 2.1, 3.8, 5, unit="rounds")) == "2.9× faster (95 % CI 2.1–3.8×, 5 rounds)"
+    assert ratio_text(sig.judge(0.5, 0.4, 0.625, 12)) == "2× slower (95 % CI 1.6–2.5×, 12 samples)"
+    assert ratio_text(sig.judge(1.79, 0.8, 3.1, 5)) == "no clear change (1.8×, CI 0.8–3.1×, n=5)"
+    one = ratio_text(sig.from_samples([0.0644], [0.2] * 5))
+    assert one.startswith("not enough samples") and "n=1" in one
