@@ -5,8 +5,10 @@ A child runs ``python -m MODULE ARGS`` with stdin closed, in its own process gro
 processes, a probe it runs) with it. While it runs, the parent holds it to a memory limit
 (resident memory of the whole group, default 90 % of RAM or of the container's cgroup limit
 when lower: the kernel's OOM killer acts there) and to a time limit; on either, or when the
-parent itself is interrupted (Ctrl-C, SIGTERM), the group is killed and reaped. No child
-outlives the run.
+parent itself is interrupted (Ctrl-C, SIGTERM, SIGHUP, a broken pipe), the group is killed and
+reaped. When the child ends by itself, its group is killed too (:class:`GroupPopen`), with
+any process of its tree seen by the last memory scan that left the group: processes forked
+by user code do not outlive it. No child outlives the run.
 
 Two ways to use it:
 
@@ -68,9 +70,61 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL a child started in its own session and everything it spawned; reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+
+
+def _kill_known(procs: list[psutil.Process]) -> None:
+    """SIGKILL processes seen in the child's tree that left its group (``setsid``):
+    psutil refuses a pid that has since been reused."""
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+
+
+class GroupPopen(subprocess.Popen[bytes]):
+    """A child in its own process group whose group is killed as soon as the child is seen
+    to end, for any reason, before it is reaped: processes it forked (a user's model code,
+    a framework's helpers) end with it. The group is killed while the child is still a
+    zombie, so its id cannot have been reused by anything else."""
+
+    watched: GroupMemory | None = None
+
+    def _end_group(self) -> None:
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.watched is not None:
+            _kill_known(self.watched.procs[1:])
+
+    def _exited_unreaped(self, block: bool) -> bool:
+        flags = os.WEXITED | os.WNOWAIT | (0 if block else os.WNOHANG)
+        try:
+            return os.waitid(os.P_PID, self.pid, flags) is not None
+        except ChildProcessError:  # already reaped
+            return True
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self._exited_unreaped(block=False):
+            self._end_group()
+        return super().poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            if timeout is None:
+                self._exited_unreaped(block=True)
+            else:
+                end = time.monotonic() + timeout
+                while not self._exited_unreaped(block=False):
+                    if time.monotonic() > end:
+                        raise subprocess.TimeoutExpired(self.args, timeout)
+                    time.sleep(min(POLL_S, max(0.0, end - time.monotonic())))
+            self._end_group()
+        return super().wait()
 
 
 class GroupMemory:
@@ -122,7 +176,7 @@ class Child:
     ) -> None:
         self.limit = memory_limit_bytes or default_memory_limit()
         self.started = time.monotonic()
-        self.proc: subprocess.Popen[bytes] = subprocess.Popen(
+        self.proc: GroupPopen = GroupPopen(
             [sys.executable, "-m", module, *args],
             env=env,
             stdout=stdout,
@@ -132,6 +186,7 @@ class Child:
             start_new_session=True,  # its own process group, so a kill takes its helpers too
         )
         self.memory = GroupMemory(self.proc.pid)
+        self.proc.watched = self.memory
 
     @property
     def pid(self) -> int:

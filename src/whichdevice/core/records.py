@@ -22,8 +22,7 @@ Versions: 1 (first); 2 adds ``CaseResult.failure``, the kind of a failure (``fai
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import math
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,7 +38,7 @@ from pydantic import (
 )
 
 from whichdevice.core.version import __version__
-from whichdevice.core import failures, stats
+from whichdevice.core import failures, safeio, stats
 from whichdevice.core.errors import UsageError
 from whichdevice.core.telemetry import Telemetry
 
@@ -214,42 +213,64 @@ def dump_json(record: BaseModel) -> str:
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so a reader sees the old file or the whole new one.
 
-    Writes a temporary file in the same folder, flushes and fsyncs it, then renames it
-    over ``path`` (rename is atomic on POSIX within one file system).
+    ``safeio.atomic_writer``: a new ``.NAME.<random>.wdtmp`` in the same folder (``O_EXCL |
+    O_NOFOLLOW``), flushed and fsynced, renamed over ``path``; ``path`` itself must be absent
+    or a regular file (a FIFO, a device or a symbolic link there is refused, not replaced).
     """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file ordinary permissions
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    safeio.write_atomic(path, text, remember=False)
 
 
 def save_run(record: RunRecord, path: Path) -> None:
-    write_atomic(path, dump_json(record))
+    safeio.write_atomic(path, dump_json(record), remember=False)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a whichdevice record holds")
+
+
+def read_json(path: Path | str, argument: str, what: str = "result file") -> Any:
+    """JSON of a regular file of bounded size (``safeio.read_capped``); NaN and Infinity,
+    which Python's JSON reader accepts and ours never writes, are refused."""
+    p = Path(path)
+    raw = safeio.read_capped(p, argument, what=what)
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise UsageError(
+            argument, f"'{p}' is not readable JSON ({type(e).__name__})", f"Pass an intact whichdevice {what}."
+        ) from None
+
+
+def impossible(result: CaseResult) -> str | None:
+    """What no measurement can give (a negative, zero or non-finite time), or None."""
+    numbers: list[tuple[str, float, bool]] = [("wall_s", result.wall_s, True)]
+    t = result.timing
+    if t is not None:
+        numbers += [("first_call_s", t.first_call_s, True), ("overhead_s", t.overhead_s, True)]
+        numbers += [("warmup_s", v, True) for v in t.warmup_s]
+        numbers += [("samples_s", v, False) for v in t.samples_s]
+    numbers += [(f"metrics.{k}", v, True) for k, v in result.metrics.items()]
+    for name, v, zero_ok in numbers:
+        if not math.isfinite(v) or v < 0 or (v == 0 and not zero_ok):
+            return f"{name} = {v!r}"
+    return None
 
 
 def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:
     """Read a RunRecord, turning every way it can be wrong into a ``UsageError``."""
     p = Path(path)
-    if not p.exists():
-        raise UsageError(argument, f"no such file '{p}'", "Pass the JSON file a whichdevice command wrote.")
-    if p.is_dir():
+    try:
+        is_dir = p.is_dir()
+    except OSError:
+        is_dir = False
+    if is_dir:
         raise UsageError(argument, f"'{p}' is a folder", "Pass the result JSON file inside it.")
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UsageError(
-            argument, f"'{p}' is not readable JSON ({type(e).__name__})", "Pass an intact whichdevice result file."
-        ) from None
+        data = read_json(p, argument)
+    except UsageError as e:
+        if e.problem.startswith("no such file"):
+            raise UsageError(argument, e.problem, "Pass the JSON file a whichdevice command wrote.") from None
+        raise
     if not isinstance(data, dict) or "schema_version" not in data:
         raise UsageError(
             argument, f"'{p}' is not a whichdevice result", "Pass a JSON file a whichdevice command wrote."
@@ -266,7 +287,7 @@ def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:
             "Upgrade whichdevice: pip install -U whichdevice.",
         )
     try:
-        return RunRecord.model_validate(migrate(data))
+        record = RunRecord.model_validate(migrate(data))
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first.get("loc", ()))
@@ -275,6 +296,15 @@ def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:
             f"'{p}' does not match the result schema (at {where}: {first.get('msg')})",
             "Pass an intact whichdevice result file.",
         ) from None
+    for i, r in enumerate(record.results):
+        bad = impossible(r)
+        if bad is not None:
+            raise UsageError(
+                argument,
+                f"'{p}' holds an impossible measurement (results[{i}].{bad})",
+                "Pass an intact whichdevice result file.",
+            )
+    return record
 
 
 def result_v1_to_v2(raw: Any) -> Any:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import tempfile
+import warnings
 from pathlib import Path
 
 from whichdevice.core.errors import UsageError
+from whichdevice.core.safeio import existing_kind
 
 
 def parse_int_list(text: str | None, argument: str, *, maximum: int, example: str) -> list[int] | None:
@@ -24,7 +27,7 @@ def parse_int_list(text: str | None, argument: str, *, maximum: int, example: st
                 argument, f"'{text}' has an empty item", f"Remove the extra comma, e.g. {argument} {example}."
             )
         try:
-            v = int(p)
+            v = _ascii_int(p)
         except ValueError:
             raise UsageError(
                 argument,
@@ -66,12 +69,34 @@ def parse_choice(text: str, argument: str, choices: tuple[str, ...]) -> str:
     return v
 
 
-def parse_positive_float(text: str | None, argument: str, example: str, unit: str = "seconds") -> float | None:
+def _ascii_int(text: str) -> int:
+    """``int`` of ASCII digits only: Python also reads '١٢' or '１２' as 12, which then shows
+    up in file names and records as something else than what was typed."""
+    t = text.strip()
+    if not t.isascii() or not t.lstrip("+-").isdigit() or len(t) > 40:
+        raise ValueError(text)
+    return int(t)
+
+
+_FLOAT_CHARS = frozenset("0123456789+-.eE_")
+# Beyond these a run never ends (or a float conversion overflows later): a week of seconds.
+MAXIMUM = {"seconds": 7 * 86400.0, "GiB": 2.0**20}
+
+
+def parse_positive_float(
+    text: str | None, argument: str, example: str, unit: str = "seconds", maximum: float | None = None
+) -> float | None:
     if text is None:
         return None
+    maximum = maximum if maximum is not None else MAXIMUM.get(unit, 1e12)
     try:
-        v = float(text)
-    except ValueError:
+        t = text.strip()
+        if not t.isascii():
+            raise ValueError(text)
+        v = float(t) if set(t.lower()) <= _FLOAT_CHARS or t.lower() in ("nan", "inf", "-inf", "+inf") else None
+        if v is None:
+            raise ValueError(text)
+    except (ValueError, OverflowError):
         raise UsageError(
             argument, f"'{text}' is not a number", f"Pass a positive number of {unit}, e.g. {argument} {example}."
         ) from None
@@ -81,6 +106,12 @@ def parse_positive_float(text: str | None, argument: str, example: str, unit: st
             f"{text} is not a positive number",
             f"Pass a positive number of {unit}, e.g. {argument} {example}.",
         )
+    if v > maximum:
+        raise UsageError(
+            argument,
+            f"{text} {unit} is more than the supported maximum {maximum:g}",
+            f"Pass at most {maximum:g} {unit}, e.g. {argument} {example}.",
+        )
     return v
 
 
@@ -88,14 +119,41 @@ def parse_positive_int(text: str | None, argument: str, example: str, maximum: i
     if text is None:
         return None
     try:
-        v = int(text)
+        v = _ascii_int(text)
     except ValueError:
         raise UsageError(argument, f"'{text}' is not a whole number", f"Pass e.g. {argument} {example}.") from None
     if v <= 0 or v > maximum:
         raise UsageError(
             argument, f"{v} is out of range", f"Pass a whole number from 1 to {maximum}, e.g. {argument} {example}."
         )
+    if argument == "--cpu-threads":
+        warn_threads(v)
     return v
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its affinity mask, e.g. a container's cpuset)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class SettingWarning(UserWarning):
+    """A setting that is allowed but cannot do what it says (the CLI prints one line)."""
+
+
+def warn_threads(threads: int) -> None:
+    """More threads than cores: allowed (oversubscription is a thing to measure), said."""
+    cores = usable_cores()
+    if threads > cores:
+        warnings.warn(
+            SettingWarning(
+                f"--cpu-threads {threads} is more than the {cores} cores this machine gives the run: "
+                f"the threads will share cores and the CPU times will be slower than with --cpu-threads {cores}"
+            ),
+            stacklevel=3,
+        )
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -109,7 +167,22 @@ def _nearest_existing(path: Path) -> Path:
 
 def check_output_dir(path: Path, argument: str) -> Path:
     """A folder we can create or write into — checked now, created only when writing."""
-    path = Path(path).expanduser()
+    try:
+        return _check_output_dir(Path(path).expanduser(), argument)
+    except OSError as e:  # a name too long, a symlink loop, a permission on the way
+        raise UsageError(
+            argument,
+            f"'{_short(path)}' cannot be used ({e.strerror})",
+            f"Pass a folder you can write to in {argument}.",
+        ) from None
+
+
+def _short(path: object, n: int = 120) -> str:
+    text = str(path)
+    return text if len(text) <= n else text[: n // 2] + "…" + text[-n // 2 :]
+
+
+def _check_output_dir(path: Path, argument: str) -> Path:
     if path.exists() and not path.is_dir():
         raise UsageError(argument, f"'{path}' exists and is not a folder", f"Pass a folder path to {argument}.")
     base = _nearest_existing(path.absolute())
@@ -131,10 +204,33 @@ def check_output_dir(path: Path, argument: str) -> Path:
 
 
 def check_output_file(path: Path, argument: str) -> Path:
+    """A new path or an existing regular file (never a FIFO, a device, a symbolic link) in
+    a folder we can write to; the same for the plot and page beside it (.png, .html)."""
     path = Path(path).expanduser()
-    if path.is_dir():
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise UsageError(
+            argument,
+            f"'{_short(path)}' cannot be used ({e.strerror})",
+            f"Pass a file path, e.g. {argument} result.json.",
+        ) from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
         raise UsageError(argument, f"'{path}' is a folder", f"Pass a file path, e.g. {argument} result.json.")
     check_output_dir(path.parent if str(path.parent) else Path("."), argument)
+    for p in (path, path.with_suffix(".png"), path.with_suffix(".html")):
+        try:
+            what = existing_kind(p)
+        except OSError as e:
+            raise UsageError(argument, f"'{_short(p)}' cannot be used ({e.strerror})", "Pass another path.") from None
+        if what is not None:
+            raise UsageError(
+                argument,
+                f"'{p}' exists and is {what}; whichdevice writes only regular files",
+                f"Pass a new file path, e.g. {argument} result.json.",
+            )
     return path
 
 

@@ -15,7 +15,8 @@ import jinja2
 from whichdevice.present.tables import Grid, column_align
 from whichdevice.present.terminal import machine_line
 from whichdevice.core.units import nbytes, seconds
-from whichdevice.core.records import RunRecord, write_atomic
+from whichdevice.core import safeio
+from whichdevice.core.records import RunRecord
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("whichdevice.present", "templates"),
@@ -93,5 +94,5 @@ def render_html(
 
 
 def write_html(path: Path, html: str) -> Path:
-    write_atomic(path, html)
+    safeio.write_atomic(path, html)  # O_EXCL|O_NOFOLLOW temp, renamed; removed if the record is not written
     return path

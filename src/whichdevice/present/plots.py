@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from whichdevice.analysis.sweep import Table  # noqa: E402
 from whichdevice.analysis.utilization import summarize  # noqa: E402
+from whichdevice.core import safeio  # noqa: E402
 
 _COLORS = {"CPU": "#1f77b4", "GPU": "#d62728"}
 
@@ -164,10 +165,11 @@ def plot_steps(step_s: list[float], warmup: int, path: Path, *, title: str) -> P
 def _save(fig, path: Path) -> Path:
     """Write the figure atomically (temporary file, then rename): never a half-written PNG."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)  # atomic: never a half-written PNG
+    try:  # a random O_EXCL|O_NOFOLLOW temporary file, renamed: never a half-written PNG (core/safeio.py)
+        with safeio.atomic_writer(path) as f:
+            fig.savefig(f, format="png", dpi=110)
+    finally:
+        plt.close(fig)
     return path
 
 

@@ -1,0 +1,42 @@
+"""Strings that did not come from whichdevice itself (model and file names, error texts of a
+framework or of the user's code, the contents of a record or journal someone handed us), made
+safe to print: no terminal control sequence survives.
+
+Removed: whole escape sequences (CSI ``ESC [ ... final``, OSC ``ESC ] ... BEL|ST``, DCS/APC/PM/
+SOS strings, two-character ``ESC x``), every other C0 control but tab and newline, DEL, the C1
+controls (U+0080-U+009F, among them the 8-bit CSI and OSC) and the Unicode bidirectional
+overrides that make text display in another order than it reads. The CLI's consoles apply
+:func:`clean` to every piece of text they print (``cli/common.SafeConsole``), so no caller can
+forget it; whichdevice's own colours are added after that, by rich.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SEQUENCES = re.compile(
+    r"""
+    \x1b\[[0-?]*[ -/]*[@-~]?            # CSI ... final byte
+    | \x1b[\]PX^_].*?(?:\x07|\x1b\\|$)  # OSC, DCS, SOS, PM, APC ... BEL or ST (or the end)
+    | \x9b[0-?]*[ -/]*[@-~]?            # 8-bit CSI
+    | [\x90\x98\x9d\x9e\x9f].*?(?:\x07|\x9c|$)  # 8-bit DCS, SOS, OSC, PM, APC
+    | \x1b[ -/]*[0-~]?                  # any other escape (ESC c resets the terminal)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean(text: str, *, newlines: bool = True) -> str:
+    """``text`` without control sequences or control characters (tab and newline kept
+    unless ``newlines`` is false, then each becomes a space)."""
+    if text.isprintable():  # the usual case: nothing to do
+        return text
+    out = _CONTROLS.sub("", _SEQUENCES.sub("", text))
+    if not newlines:
+        out = out.replace("\n", " ").replace("\t", " ")
+    return out
+
+
+def has_controls(text: str) -> bool:
+    return clean(text) != text
