@@ -16,7 +16,11 @@ changes meaning. A record of an older version is migrated on reading (``MIGRATIO
 function per version step, applied in order; the file itself is never rewritten) and says
 so in its notes; a record from a newer version is refused with a clear message.
 
-Versions: 1 (first); 2 adds ``CaseResult.failure``, the kind of a failure (``failures.py``).
+Versions: 1 (first); 2 adds ``CaseResult.failure``, the kind of a failure (``failures.py``);
+3 adds ``Timing.rounds_s`` (the raw samples of each round: the same case measured again in a
+fresh child process, for claims that decide a verdict) and ``Timing.stop_reason`` (why the
+sampling stopped: precision reached, time cap, sample cap); both optional, so a version-2
+record reads unchanged.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from whichdevice.core import failures, safeio, stats
 from whichdevice.core.errors import UsageError
 from whichdevice.core.telemetry import Telemetry
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 Scalar = str | int | float | bool | None
 
@@ -119,6 +123,13 @@ class Timing(_Frozen):
     number_per_sample: int = Field(ge=1, description="calls per block; one sample = block / number")
     overhead_s: float
     telemetry: Telemetry | None = Field(default=None, description="utilization during the steady blocks")
+    rounds_s: list[list[float]] | None = Field(
+        default=None,
+        description="raw samples per round (one fresh child process each; samples_s pools them); None: one round",
+    )
+    stop_reason: str | None = Field(
+        default=None, description="why sampling stopped: 'precision', 'time cap', 'sample cap', 'min time'"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -157,6 +168,11 @@ class Timing(_Frozen):
     @property
     def n_samples(self) -> int:
         return len(self.samples_s)
+
+    @property
+    def rounds(self) -> list[list[float]]:
+        """The samples of each round (one round: ``[samples_s]``)."""
+        return [list(r) for r in self.rounds_s] if self.rounds_s else [list(self.samples_s)]
 
 
 class CaseResult(_Frozen):
@@ -323,7 +339,12 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
 
 
 # version -> the function that turns a record of that version into the next version.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 only adds optional fields (``Timing.rounds_s``, ``Timing.stop_reason``)."""
+    return data
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
