@@ -1,0 +1,522 @@
+"""The first screen of ``run`` and ``diagnose``: the answer, the top causes with their measured
+share, the top changes with their measured gain and the line of code to change, and where the
+details are — at most 25 lines at 100 columns. Everything else is below it (``--verbose``) or
+in the HTML report.
+
+Built from analysis data (fix pairs, the training and pipeline reports); every gain is a claim
+of ``analysis/significance.py`` written by ``present/claims.py``. A change whose claim is not
+significant is never recommended: it is listed on one line as "no clear gain here".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from whichdevice.analysis import quality
+from whichdevice.analysis.fixes import FixResult, ab_fixes
+from whichdevice.analysis.significance import Claim, from_samples
+from whichdevice.analysis.suite import SuiteVerdict
+from whichdevice.core.records import CaseResult, RunRecord
+from whichdevice.core.stats import NOISY_REL_IQR
+from whichdevice.core.units import nbytes, seconds
+from whichdevice.present import names
+from whichdevice.present.claims import ratio_text
+
+NO_PREDICTION = "Would a GPU help? `whichdevice predict --quick` models it (run traces no ops to model)."
+MAX_LINES = 25  # the first screen's budget at 100 columns (issue 17)
+GOOD_ENOUGH = 0.90  # a grid's recommended value reaches this share of its best gain (analysis/suite.py)
+
+
+@dataclass(frozen=True)
+class Cause:
+    title: str
+    share: float  # 0..1 of the step (or epoch) it is measured against
+    text: str
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: str  # batch, steps_per_execution, data, pyfunc, jit_compile, sync, precision
+    title: str
+    claim: Claim
+    where: str  # the workload it was measured on, in people's words
+    code: str  # the line to write
+    caveat: str = ""
+    source: str | None = None  # the article, for the footnote
+
+    @property
+    def gain_text(self) -> str:
+        return ratio_text(self.claim)
+
+
+@dataclass(frozen=True)
+class WarningGroup:
+    kind: str
+    count: int
+    text: str  # what it means and what to do
+    items: list[str] = field(default_factory=list)  # the full warnings, for the HTML list
+
+
+@dataclass(frozen=True)
+class FirstScreen:
+    title: str
+    answer: list[str]
+    causes: list[Cause]
+    changes: list[Change]
+    more: list[Change]  # further changes that help, beyond the first three
+    unclear: list[str]  # measured changes with no clear gain
+    warnings: list[WarningGroup]
+    failures: list[str]
+    footnotes: list[str]
+
+
+# ------------------------------------------------------------------ claims from the record
+
+
+def _per_sample(r: CaseResult) -> list[float]:
+    n = r.metrics.get("samples_per_step") or 1
+    return [s / n for s in r.timing.samples_s] if r.timing else []
+
+
+def _find(record: RunRecord, device: str, params: dict) -> CaseResult | None:
+    for r in record.results:
+        if r.status == "ok" and r.timing is not None and r.spec.device == device and r.spec.params == params:
+            return r
+    return None
+
+
+def fix_claim(record: RunRecord, f: FixResult) -> Claim | None:
+    """The claim (analysis/significance.py) for one A/B pair: per-sample times, baseline / fix
+    (the comparison's own claim when it carries one)."""
+    own = getattr(f.comparison, "claim", None)
+    if isinstance(own, Claim):
+        return own
+    ctx = {k: v for k, v in f.context.items() if k != "framework"}
+    base = _find(record, f.device, {**ctx, f.fix: f.baseline_value})
+    var = _find(record, f.device, {**ctx, f.fix: f.variant_value})
+    if base is None or var is None:
+        base = base or _find_loose(record, f, f.baseline_value)
+        var = var or _find_loose(record, f, f.variant_value)
+    if base is None or var is None:
+        return None
+    return from_samples(_per_sample(base), _per_sample(var))
+
+
+def _find_loose(record: RunRecord, f: FixResult, value) -> CaseResult | None:
+    """Same parameters regardless of their order in the record."""
+    ctx = {k: v for k, v in f.context.items() if k != "framework"}
+    want = {**ctx, f.fix: value}
+    for r in record.results:
+        if r.status == "ok" and r.timing is not None and r.spec.device == f.device and dict(r.spec.params) == want:
+            return r
+    return None
+
+
+def _pipeline_claim(a, b) -> Claim:
+    own = getattr(a, "rounds", None)
+    if own is not None:
+        from whichdevice.analysis.compare import compare
+
+        return compare("a", a, "b", b).claim
+    return from_samples(a.samples_s, b.samples_s)
+
+
+def _helps(c: Claim | None) -> bool:
+    return c is not None and c.significant and c.ratio > 1
+
+
+def _grid_pick(pairs: list[tuple[FixResult, Claim]]) -> tuple[FixResult, Claim] | None:
+    """The smallest value whose significant gain reaches GOOD_ENOUGH of the best one."""
+    gains = [(f, c) for f, c in pairs if _helps(c)]
+    if not gains:
+        return None
+    best = max(c.ratio for _, c in gains)
+    return next((f, c) for f, c in sorted(gains, key=lambda fc: fc[0].variant_value) if c.ratio >= GOOD_ENOUGH * best)
+
+
+# ------------------------------------------------------------------ the changes
+
+
+_CODE = {
+    "batch": "model.fit(x, y, batch_size={v})",
+    "steps_per_execution": "model.compile(optimizer, loss, steps_per_execution={v})",
+    "data": "ds = ds.map(f, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)",
+    "pyfunc": "ds = ds.map(augment_in_tf_ops)  # not tf.py_function(augment, ...)",
+    "jit_compile": "model.compile(optimizer, loss, jit_compile=True)",
+    "sync": "if step % 100 == 0: print(float(loss))  # not every step",
+    "precision": 'keras.mixed_precision.set_global_policy("mixed_float16")',
+}
+_TITLE = {
+    "batch": "Batch {b} → {v}",
+    "steps_per_execution": "steps_per_execution 1 → {v}",
+    "data": "Prefetch the input (tf.data)",
+    "pyfunc": "Augment in TF ops, not in tf.py_function",
+    "jit_compile": "Compile the step with XLA (jit_compile)",
+    "sync": "Read the loss back every N steps, not every step",
+    "precision": "Mixed precision (float16)",
+}
+# Where advice changes the results, not only the speed (issue 17, item 6).
+CAVEATS = {
+    "batch": "this changes training — scale the learning rate (×{r:.3g}, with warm-up), check accuracy",
+    "steps_per_execution": "callbacks and the progress bar then run once every {v} steps, not every step",
+    "precision": "keep the output layer float32; a custom loop needs keras.optimizers.LossScaleOptimizer",
+    "jit_compile": "each new input shape compiles again: the first steps get slower",
+}
+_UNCLEAR_NAME = {
+    "batch": "a larger batch",
+    "steps_per_execution": "steps_per_execution",
+    "data": "prefetch",
+    "pyfunc": "TF ops instead of tf.py_function",
+    "jit_compile": "jit_compile",
+    "sync": "loss read less often",
+    "precision": "mixed precision",
+}
+
+
+def _change(kind: str, f: FixResult | None, claim: Claim, where: str, source: str | None) -> Change:
+    v = f.variant_value if f else ""
+    b = f.baseline_value if f else ""
+    caveat = CAVEATS.get(kind, "")
+    if kind == "batch" and f is not None:
+        caveat = caveat.format(r=float(v) / float(b))
+    elif caveat:
+        caveat = caveat.format(v=v)
+    return Change(kind, _TITLE[kind].format(b=b, v=v), claim, where, _CODE[kind].format(v=v), caveat, source)
+
+
+def _changes(record: RunRecord, v: SuiteVerdict, seed_batch: int) -> tuple[list[Change], list[str]]:
+    """Every measured change: the ones that help significantly, best first, and the names of
+    the ones with no clear gain."""
+    helped: list[Change] = []
+    unclear: dict[str, None] = {}
+    train = record.model_copy(update={"results": [r for r in record.results if r.spec.workload == "train"]})
+
+    def pairs(fix: str, base, keep=lambda f: True) -> list[tuple[FixResult, Claim]]:
+        out = []
+        for f in ab_fixes(train, fix, base):
+            c = fix_claim(record, f)
+            if c is not None and keep(f):
+                out.append((f, c))
+        return out
+
+    def where(f: FixResult) -> str:
+        ctx = dict(f.context)
+        return names.workload_name({**ctx, f.fix: f.baseline_value} if f.fix == "batch" else ctx)
+
+    for kind, base, keep in (
+        ("batch", seed_batch, lambda f: f.context.get("kind") == "steady" and f.context.get("sync") == "none"),
+        ("steps_per_execution", 1, lambda f: True),
+    ):
+        got = pairs(kind, base, keep)
+        for device in sorted({f.device for f, _ in got}):
+            mine = [(f, c) for f, c in got if f.device == device]
+            pick = _grid_pick(mine)
+            if pick is None:
+                unclear[_UNCLEAR_NAME[kind]] = None
+                continue
+            f, c = pick
+            helped.append(_change(kind, f, c, f"{device}, {where(f)}", names.source_key(f.context)))
+    for kind, base, keep in (
+        ("data", "tfdata_noprefetch", lambda f: True),
+        ("jit_compile", False, lambda f: True),
+        ("sync", "each", lambda f: f.context.get("kind") == "steady"),
+        ("precision", "float32", lambda f: True),
+    ):
+        for f, c in pairs(kind, base, keep):
+            if _helps(c):
+                helped.append(_change(kind, f, c, f"{f.device}, {where(f)}", names.source_key(f.context)))
+            else:
+                unclear[_UNCLEAR_NAME[kind]] = None
+    for rep in v.pipelines:  # seed 003's pipeline alone: serial -> prefetch, py_function -> TF ops
+        rows = {r.variant: r for r in rep.rows}
+        tf_ops, py, serial = rows.get("prefetch"), rows.get("pyfunc"), rows.get("serial")
+        pipe_name = f"image input pipeline, batch {rep.rows[0].batch}" if rep.rows else "image input pipeline"
+        for kind, a, b in (("pyfunc", py, tf_ops), ("data", serial, tf_ops)):
+            if a is None or b is None or a.pipeline is None or b.pipeline is None:
+                continue
+            c = _pipeline_claim(a.pipeline, b.pipeline)
+            if _helps(c):
+                helped.append(_change(kind, None, c, f"{rep.device}, {pipe_name}, per batch", "seed003"))
+            else:
+                unclear[_UNCLEAR_NAME[kind]] = None
+    best: dict[str, Change] = {}  # one change per kind: its best measurement
+    for ch in sorted(helped, key=lambda ch: -ch.claim.ratio):
+        best.setdefault(ch.kind, ch)
+    for k in best:
+        unclear.pop(_UNCLEAR_NAME[k], None)
+    return list(best.values()), list(unclear)
+
+
+# ------------------------------------------------------------------ the causes
+
+
+def _batch_of(ch: Change) -> str:
+    return ch.title.split(" ")[1]
+
+
+def _causes(record: RunRecord, v: SuiteVerdict, changes: list[Change]) -> list[Cause]:
+    out: list[Cause] = []
+    for ch in changes:
+        if ch.kind == "batch":
+            share = 1 - 1 / ch.claim.ratio
+            out.append(
+                Cause(
+                    "Fixed cost per step",
+                    share,
+                    f"{share:.0%} of a batch-{_batch_of(ch)} step (Python, dispatch, launches; not per sample)",
+                )
+            )
+            break
+    for ch in changes if not out else []:  # the same per-step cost, seen through model.fit
+        if ch.kind == "steps_per_execution":
+            share = 1 - 1 / ch.claim.ratio
+            out.append(
+                Cause(
+                    "Keras call overhead",
+                    share,
+                    f"{share:.0%} of a model.fit step is Keras's per-call overhead",
+                )
+            )
+            break
+    for rep in v.pipelines:  # the seed's own pipeline (the first variant, serial map)
+        first = next((r for r in rep.rows if r.wait_percent is not None), None)
+        if first is not None and first.wait_percent >= 5:
+            wait = first.wait_percent
+            out.append(
+                Cause(
+                    "Waiting for input",
+                    wait / 100,
+                    f"{wait:.0f}% of each step waits for the next batch (image pipeline, "
+                    f"{names.PIPELINE_VARIANTS.get(first.variant, first.variant)})",
+                )
+            )
+    for ch in changes:
+        if ch.kind == "pyfunc":
+            share = 1 - 1 / ch.claim.ratio
+            out.append(
+                Cause(
+                    "Python in the input pipeline",
+                    share,
+                    f"{share:.0%} of the pipeline's time is the tf.py_function",
+                )
+            )
+    for s in v.training.sync_costs:
+        if s.significant and s.fraction > 0:
+            share = s.cost_s / s.each.median_s
+            out.append(
+                Cause(
+                    "Syncing every step",
+                    share,
+                    f"{share:.0%} of a batch-{s.params.get('batch')} step is reading the loss back (.numpy())",
+                )
+            )
+    for row in v.training.runs:
+        if row.params.get("kind") != "loop" or row.params.get("example") not in ("ex2", "user"):
+            continue
+        for d, cell in row.cells.items():
+            steps = (cell.metrics or {}).get("steps_per_epoch") if cell.ok else None
+            if not cell.ok or not steps:
+                continue
+            t = cell.timing
+            first, steady = t.first_call_s, t.median_s
+            share = first / (first + steady * (int(steps) - 1))
+            if share >= 0.2:
+                out.append(
+                    Cause(
+                        "Warm-up",
+                        share,
+                        f"{share:.0%} of the first epoch ({int(steps)} steps) is the first step: {seconds(first)} "
+                        f"vs {seconds(steady)} steady",
+                    )
+                )
+            break
+    return sorted(out, key=lambda c: -c.share)
+
+
+# ------------------------------------------------------------------ the answer
+
+
+def _answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) -> list[str]:
+    gpus = sorted(
+        {d for d in v.training.devices if d.startswith("GPU")}
+        | {d for t in v.matmul for d in t.devices if d.startswith("GPU")}
+    )
+    if not gpus:
+        why = next((n for n in record.notes if "GPU" in n), "")
+        reason = why.split("Likely reasons:", 1)[1].strip().rstrip(".") if "Likely reasons:" in why else ""
+        reason = reason.split(" (")[0]
+        out = ["No GPU here" + (f" ({reason})" if reason else "") + ": everything below was measured on this CPU."]
+        return out + (prediction or [NO_PREDICTION])
+    out = []
+    for t in v.training.sweep:
+        for d, c in t.crossovers.items():
+            out.append(f"Training ({names.model_name(t.group, short=True)}): {_crossover_words(c, 'batch', d)}")
+    for t in v.matmul:
+        if t.group.get("mode") != "steady":
+            continue
+        for d, c in t.crossovers.items():
+            out.append(f"Matrix multiply: {_crossover_words(c, 'n', d)}")
+    return out[:2]
+
+
+def _crossover_words(c, unit: str, gpu: str) -> str:
+    if c.kind == "gpu_everywhere":
+        return f"use {gpu}: it is faster at every {unit} measured (from {c.high:g})"
+    if c.kind == "cpu_everywhere":
+        return f"use the CPU: {gpu} is slower at every {unit} measured (up to {c.low:g})"
+    if c.kind == "between":
+        sure = " (uncertain: the ranges overlap there)" if c.ranges_overlap else ""
+        return f"CPU below {unit} ≈ {c.estimate:.3g}, {gpu} above (between {c.low:g} and {c.high:g}){sure}"
+    return c.describe(unit)
+
+
+# ------------------------------------------------------------------ warnings, one line per kind
+
+
+def aggregate_warnings(record: RunRecord) -> list[WarningGroup]:
+    """The measurement warnings (analysis/quality.py) grouped by kind, with a count."""
+    steps, spread, overhead = [], [], []
+    for r in record.results:
+        t = r.timing
+        if t is None:
+            continue
+        name = names.workload_name(r.spec.params, r.spec.workload)
+        if len(t.samples_s) >= 2 and t.rel_iqr > NOISY_REL_IQR:
+            (steps if quality._is_step_series(t) else spread).append(f"{r.spec.device} {name}: {t.rel_iqr:.0%}")
+        per_call = t.overhead_s / t.number_per_sample
+        if t.median_s > 0 and per_call / t.median_s > quality.OVERHEAD_WARN_FRACTION:
+            overhead.append(f"{r.spec.device} {name}: {per_call / t.median_s:.0%} of each call")
+    out = []
+    if spread:
+        out.append(
+            WarningGroup(
+                "noisy",
+                len(spread),
+                f"point{'s' if len(spread) > 1 else ''} noisy (spread > {NOISY_REL_IQR:.0%} of the median): the "
+                "machine was busy or the point is short — close other programs, or raise --budget",
+                spread,
+            )
+        )
+    if steps:
+        out.append(
+            WarningGroup(
+                "uneven_steps",
+                len(steps),
+                f"run{'s' if len(steps) > 1 else ''} with uneven steps (spread > {NOISY_REL_IQR:.0%}; the median "
+                "holds): slow steps point at input stalls, garbage collection or another busy process",
+                steps,
+            )
+        )
+    if overhead:
+        out.append(
+            WarningGroup(
+                "overhead",
+                len(overhead),
+                f"point{'s' if len(overhead) > 1 else ''} so short that the timer itself is > "
+                f"{quality.OVERHEAD_WARN_FRACTION:.0%} of the call: an upper bound only",
+                overhead,
+            )
+        )
+    return out
+
+
+# ------------------------------------------------------------------ assembly
+
+
+def machine_words(record: RunRecord) -> str:
+    m = record.machine
+    fw = record.sessions[0].framework if record.sessions else None
+    fws = f" · {fw.name} {fw.version}" if fw else ""
+    return f"{m.cpu_model}, {m.cpu_cores_logical} cores, {nbytes(m.ram_bytes)} RAM{fws}"
+
+
+def first_screen(
+    record: RunRecord,
+    v: SuiteVerdict,
+    *,
+    seed_batch: int = 10,
+    advice: list[str] | None = None,
+    prediction: list[str] | None = None,
+) -> FirstScreen:
+    changes, unclear = _changes(record, v, seed_batch)
+    causes = _causes(record, v, changes)
+    answer = _answer(record, v, prediction)
+    if advice:  # diagnose: the device and settings for the user's model lead
+        answer = ([a for a in advice if a.startswith("Device:")][:1] + answer)[:2]
+    when = record.created_at.replace("T", " ")[:16]
+    title = f"whichdevice {record.experiment} · {when} UTC · {machine_words(record)}"
+    keys = sorted({c.source for c in changes[:3] if c.source})
+    footnotes = [f"{names.source_note(k)}" for k in keys]
+    return FirstScreen(
+        title,
+        answer,
+        causes[:3],
+        changes[:3],
+        changes[3:],
+        unclear,
+        aggregate_warnings(record),
+        quality.failures(record),
+        footnotes,
+    )
+
+
+# ------------------------------------------------------------------ the terminal
+
+
+def _x(r: float) -> str:
+    return f"{r:.2g}" if r < 10 else f"{r:.3g}"
+
+
+def warnings_line(fs: FirstScreen) -> str:
+    bits = [f"{g.count} {g.text.split(' (')[0].split(':')[0]}" for g in fs.warnings]
+    if fs.failures:
+        bits.insert(0, f"{len(fs.failures)} case{'s' if len(fs.failures) > 1 else ''} failed")
+    return "; ".join(bits)
+
+
+def screen_lines(fs: FirstScreen, *, report: str | None) -> list[tuple[str, str]]:
+    """The first screen as (style, text) lines; style '' is plain, 'code' a line never wrapped."""
+    out: list[tuple[str, str]] = [("bold", fs.title)]
+    out += [("answer", ("Answer: " if i == 0 else "        ") + a) for i, a in enumerate(fs.answer)]
+    if fs.causes:
+        out += [("", ""), ("head", "Why it is slow (measured share of the time)")]
+        out += [("", f"  {i}. {c.title} — {c.text}") for i, c in enumerate(fs.causes, 1)]
+    out += [("", ""), ("head", "What to change (measured on this machine, best first)")]
+    if not fs.changes:
+        out.append(("", "  No measured change helps significantly here."))
+    for i, ch in enumerate(fs.changes, 1):
+        out.append(("", f"  {i}. {ch.title}: {ch.gain_text}"))
+        out.append(("code", f"       {ch.code}"))
+        if ch.caveat:
+            out.append(("caveat", f"       Caveat: {ch.caveat}"))
+    tail = []
+    if fs.more:
+        tail.append("Also helps: " + ", ".join(f"{_UNCLEAR_NAME[c.kind]} {_x(c.claim.ratio)}×" for c in fs.more) + ".")
+    if fs.unclear:
+        tail.append("No clear gain: " + ", ".join(fs.unclear) + ".")
+    if tail:
+        out.append(("dim", "  " + " ".join(tail)))
+    out.append(("", ""))
+    w = warnings_line(fs)
+    if w:
+        out.append(("warn", f"Warnings: {w} — each listed in the report."))
+    out.append(("", "Every table, the plots and a glossary: --verbose, or the report."))
+    if report:
+        out.append(("path", f"Report: {report}"))
+    return out
+
+
+_STYLE = {"bold": "bold", "head": "bold", "answer": "bold green", "caveat": "yellow", "warn": "yellow", "dim": "dim"}
+
+
+def render_terminal(console, fs: FirstScreen, *, report: str | None) -> None:
+    """Print the first screen. Paths and code lines are never wrapped by rich (a terminal may
+    fold them; a pipe gets them whole); other lines wrap at the terminal's width, or not at
+    all when stdout is not a terminal."""
+    from rich.markup import escape
+
+    soft = not console.is_terminal
+    for style, text in screen_lines(fs, report=report):
+        t = escape(text)
+        st = _STYLE.get(style)
+        console.print(f"[{st}]{t}[/{st}]" if st and text else t, soft_wrap=soft or style in ("code", "path"))

@@ -1,0 +1,139 @@
+"""People's names for what whichdevice measures, the article each comes from (a footnote
+only), and the glossary of the few terms that must stay.
+
+The suite's cases carry the project's own parameters (``model=seed001 example=ex2``); a user
+reads "small MLP, 1,000 samples, batch 10, custom training loop". Every presenter names a
+workload through :func:`workload_name`; the article it reproduces goes in a footnote through
+:func:`source_note`.
+"""
+
+from __future__ import annotations
+
+# The models the suite trains, by what they are (frameworks/common/models.py).
+MODELS = {
+    "seed001": "small MLP (100 inputs, 128 hidden, 10 classes)",
+    "seed002": "MLP (128 inputs, 256 and 128 hidden, 1 output)",
+}
+SHORT_MODELS = {"seed001": "small MLP", "seed002": "3-layer MLP"}
+
+# Where each workload comes from: the public articles in ../shared/seeds/ (not shipped).
+SOURCES = {
+    "seed000": "the matrix-multiplication timing of the Q&A 'Training a simple model in Tensorflow GPU slower than "
+    "CPU' (seed 000)",
+    "seed001": "the model and training loops of the article 'Why is TensorFlow GPU slower than CPU when creating and "
+    "training models?' (seed 001)",
+    "seed002": "the network of the article 'Keras Tensorflow backend slower on GPU than on CPU when training certain "
+    "networks' (seed 002)",
+    "seed003": "the image input pipeline of the article 'Why is TensorFlow Keras training slower on GPU than CPU?' "
+    "(seed 003)",
+}
+
+_KIND = {
+    "loop": "custom training loop",
+    "fit": "model.fit",
+    "steady": "training step",
+    "create": "building the model",
+    "placement": "op placement check",
+    "precision": "model.fit",
+    "callback": "model.fit with a callback",
+}
+_DATA = {
+    "numpy": "NumPy arrays",
+    "tfdata": "tf.data with prefetch",
+    "tfdata_noprefetch": "tf.data without prefetch",
+    "tfdata_shuffle": "tf.data, shuffled",
+}
+PIPELINE_VARIANTS = {
+    "serial": "serial map",
+    "prefetch": "parallel map + prefetch",
+    "pyfunc": "augmentation in tf.py_function",
+    "parallel": "parallel map",
+    "cache": "cached",
+}
+MATMUL_MODES = {
+    "steady": "back-to-back, operands on the device",
+    "seed": "as the article timed it: create, multiply, read back",
+}
+
+GLOSSARY = {
+    "input-bound": "the training step waits for the next batch of data: a faster model does not help until the "
+    "input pipeline keeps up (measured as the share of each step spent waiting for input).",
+    "launch-bound": "the step time stays flat as the work grows: it sits at a fixed per-step cost (Python, "
+    "framework dispatch, GPU kernel launches) rather than arithmetic; larger batches or more steps per call "
+    "amortize it.",
+    "compute-bound": "the step time grows with the work: the arithmetic itself is the cost, which is where a GPU pays.",
+    "crossover": "the size (matrix n, batch) from which one device is faster than the other.",
+    "warm-up": "the first steps, which include graph tracing, kernel compilation and memory allocation; they are "
+    "timed apart and never mixed into the steady figures.",
+    "IQR": "interquartile range: the middle half of the samples. 'median ± IQR/2' reads as the typical time and "
+    "how much it varies.",
+    "95 % CI": "the range that holds the true ratio with 95 % confidence, given the samples; a change is claimed "
+    "only when it excludes 1 (no change) and exceeds the noise threshold.",
+    "samples/s": "training examples processed per second: the fair measure when the batch size changes.",
+}
+
+
+def _n(v) -> str:
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def model_name(params: dict, *, short: bool = False) -> str:
+    m = params.get("model")
+    if params.get("example") == "user" or m is None and params.get("example") is None:
+        return "your model"
+    table = SHORT_MODELS if short else MODELS
+    return table.get(str(m), str(m))
+
+
+def workload_name(params: dict, workload: str = "train") -> str:
+    """'small MLP, 1,000 samples, batch 10, custom training loop' from a case's parameters."""
+    p = params
+    fw = f"{p['framework']}: " if p.get("framework") else ""
+    if workload == "matmul" or ("n" in p and "mode" in p):
+        mode = MATMUL_MODES.get(str(p.get("mode")), str(p.get("mode")))
+        return f"{fw}matrix multiply {p.get('n')}×{p.get('n')} ({mode})"
+    if workload == "pipeline" or "variant" in p:
+        v = PIPELINE_VARIANTS.get(str(p.get("variant")), str(p.get("variant")))
+        part = {"pipeline": "input pipeline alone", "model": "model alone", "both": "pipeline + model"}.get(
+            str(p.get("part")), ""
+        )
+        size = f"{_n(p['images'])} images {p.get('image_size')}px, " if "images" in p else ""
+        return f"{fw}image input pipeline ({size}batch {p.get('batch')}): {v}" + (f", {part}" if part else "")
+    bits = [model_name(p, short=True)]
+    kind = p.get("kind")
+    if kind == "create":
+        op = "cloning" if p.get("op") == "clone" else "building"
+        return f"{fw}{op} the {bits[0]}"
+    if "samples" in p:
+        bits.append(f"{_n(p['samples'])} samples")
+    if "batch" in p:
+        bits.append(f"batch {_n(p['batch'])}")
+    bits.append(_KIND.get(str(kind), str(kind)))
+    if p.get("data") and p.get("data") != "numpy":
+        bits.append(_DATA.get(str(p["data"]), str(p["data"])))
+    if "steps_per_execution" in p:
+        bits.append(f"steps_per_execution={p['steps_per_execution']}")
+    if "jit_compile" in p:
+        bits.append(f"jit_compile={p['jit_compile']}")
+    if kind == "precision" and p.get("precision"):
+        bits.append(str(p["precision"]))
+    if p.get("sync") == "each":
+        bits.append("loss read back every step")
+    return fw + ", ".join(bits)
+
+
+def source_key(params: dict, workload: str = "train") -> str | None:
+    """The article a case reproduces ('seed001'), or None for the user's own model."""
+    if workload == "matmul" or ("n" in params and "mode" in params):
+        return "seed000"
+    if workload == "pipeline" or "variant" in params:
+        return "seed003"
+    if params.get("example") == "user":
+        return None
+    m = params.get("model")
+    return str(m) if m in SOURCES else None
+
+
+def source_note(key: str | None) -> str:
+    """The footnote naming the article a workload reproduces."""
+    return SOURCES.get(key or "", "")
