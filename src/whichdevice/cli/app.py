@@ -1,31 +1,118 @@
 """Command line entry point: ``whichdevice <command>``.
 
-Thin on purpose: each command lives in ``whichdevice/commands/<name>.py`` and registers itself
-on the shared typer app; this module only turns bad input into one line and exit code 2.
+Thin on purpose: each command lives in ``whichdevice/cli/<module>.py`` and registers itself
+on the shared typer app; this module imports only the module of the command being run
+(issue #21: ``whichdevice --help`` and ``--version`` import typer and rich, nothing of the
+records, the measuring session, matplotlib or pydantic) and turns bad input into one line
+and exit code 2.
 """
 
 from __future__ import annotations
 
+import importlib
 import signal
 import sys
 
 import typer
 from rich.markup import escape
 
-from whichdevice.measure import experiment, journal
-from whichdevice.cli import run as _run  # noqa: F401  (each import registers its commands, in --help order)
-from whichdevice.cli import matmul as _matmul  # noqa: F401
-from whichdevice.cli import train as _train  # noqa: F401
-from whichdevice.cli import pipeline as _pipeline  # noqa: F401
-from whichdevice.cli import placement as _placement  # noqa: F401
-from whichdevice.cli import pitfalls as _pitfalls  # noqa: F401
-from whichdevice.cli import audit as _audit  # noqa: F401
-from whichdevice.cli import calibrate as _calibrate  # noqa: F401
-from whichdevice.cli import predict as _predict  # noqa: F401
-from whichdevice.cli import report as _report  # noqa: F401
-from whichdevice.cli import history as _history  # noqa: F401
-from whichdevice.cli.common import app, err_console
+from whichdevice.cli.base import app, apply_metavars, click_command, err_console
 from whichdevice.core.errors import UsageError
+
+# Every command: its name -> (the cli module that registers it, the one line `--help` lists).
+# Listed in --help's order. A new command adds its line here; tests/test_cli.py checks that
+# each line is the first line of the command's own help, so the two cannot drift apart.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": (
+        "run",
+        "The default suite: matmul crossover, the seeds' training cases, a batch sweep and the automatic fixes, "
+        "each measured; then one verdict and an HTML report.",
+    ),
+    "diagnose": (
+        "run",
+        "The suite on YOUR model: who wins at your batch, the batch sweep, every automatic fix measured — "
+        "and the device and settings to use.",
+    ),
+    "matmul": ("matmul", "Seed 000: matrix multiplication time vs size on every device; where the GPU starts to win."),
+    "train": (
+        "train",
+        "Seeds 001/002 (or --model): warm-up vs steady steps, break-even, sync cost, batch-size crossover.",
+    ),
+    "pipeline": (
+        "pipeline",
+        "Seed 003: input pipeline alone, model alone, both — waiting-for-input share, variant ladder, slowest stage.",
+    ),
+    "placement": (
+        "placement",
+        "Per device: the ops of one training step by type (count, time), the host<->device copies, and on a GPU "
+        "the ops that ran on the CPU, with why.",
+    ),
+    "pitfalls": (
+        "pitfalls",
+        "Each timing mistake (first epoch, no sync, sync every step, one CPU thread, XLA on one device, tiny batch) "
+        "next to the correct measurement, with the distortion as a ratio.",
+    ),
+    "audit": ("audit", "Audit your own CPU-vs-GPU benchmark script: what it timed vs what ran where."),
+    "calibrate": ("calibrate", "Measure this machine's per-op, copy, matmul and memory costs into a device profile."),
+    "predict": (
+        "predict",
+        "Measure the step on this CPU, predict it on a profiled GPU: winner, crossover, what dominates.",
+    ),
+    "devices": ("report", "List the devices the framework sees, and why a GPU is missing if it is."),
+    "report": ("report", "Re-render the table and plot from a saved record, without measuring again."),
+    "history": ("history", "List the runs recorded on this machine (newest first)."),
+    "compare": (
+        "history",
+        "Point by point, what changed between two runs, and whether the change is beyond the noise.",
+    ),
+}
+
+
+def _command_name(argv: list[str]) -> str | None:
+    """The command named on the line: the first word that is not an option (the app's own
+    options, --help and --version, take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def load_commands(argv: list[str]) -> None:
+    """Register what this command line needs: the named command's module, or, when there is
+    none (``--help``, a typo), one cheap stand-in per command so that the help lists them all
+    and click's "No such command" names the choices."""
+    name = _command_name(argv)
+    if name in COMMANDS:
+        app.registered_commands[:] = [c for c in app.registered_commands if c.callback is not _stand_in]
+        importlib.import_module(f"whichdevice.cli.{COMMANDS[name][0]}")
+        return
+    registered = {c.name for c in app.registered_commands}
+    for command, (_, short) in COMMANDS.items():
+        if command not in registered:
+            app.command(command, help=short, add_help_option=False)(_stand_in)
+
+
+def _stand_in() -> None:  # never run: a named command always loads its real module
+    raise AssertionError("stand-in command ran")
+
+
+def _version() -> None:
+    from whichdevice.core.version import __version__
+
+    print(f"whichdevice {__version__}")
+
+
+def _on_version(value: bool) -> None:
+    if value:
+        _version()
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", "-V", help="Print the version and exit.", is_eager=True, callback=_on_version, metavar=""
+    ),
+) -> None:
+    pass
+
 
 # typer >= 0.20 vendors click privately; find its UsageError through a public class
 # instead of importing either click by name.
@@ -49,10 +136,16 @@ _terminated = False
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors become one line on stderr and exit code 2."""
     global _terminated
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args and args[0] in ("--version", "-V"):
+        _version()
+        return
+    load_commands(args)
+    apply_metavars()
     _terminated = False
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        code = app(args=argv, standalone_mode=False)
+        code = click_command()(args=args, standalone_mode=False)
     except UsageError as e:
         err_console.print(f"error: {escape(str(e))}", soft_wrap=True)
         sys.exit(2)
@@ -66,7 +159,11 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         err_console.print("aborted")
         sys.exit(130)
-    except experiment.FrameworkUnavailable as e:
+    except Exception as e:
+        # Only a command that measured can raise this, and it has imported the module then.
+        experiment = sys.modules.get("whichdevice.measure.experiment")
+        if experiment is None or not isinstance(e, experiment.FrameworkUnavailable):
+            raise
         err_console.print(f"error: {escape(str(e))}", soft_wrap=True)
         sys.exit(1)
     finally:
@@ -86,7 +183,8 @@ TERMINATED = 143  # ... and by SIGTERM
 
 def _say_interrupted(what: str) -> None:
     """What was finished is in the journal; say how to finish the run."""
-    path = journal.active
+    journal = sys.modules.get("whichdevice.measure.journal")  # loaded by any command that journals
+    path = journal.active if journal is not None else None
     if path is not None and path.exists():
         experiment_name = journal.Journal.read(path, part=True).header.get("experiment", "run")
         err_console.print(

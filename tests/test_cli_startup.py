@@ -1,0 +1,108 @@
+"""The command line's own cost and manners (issue #21, #17's CLI papercuts): `--help` and
+`--version` load none of the heavy modules, `-h` works, every option shows its type."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import subprocess
+import sys
+
+import pytest
+
+from whichdevice.cli.app import COMMANDS
+from whichdevice.core.version import __version__
+
+HEAVY = ("matplotlib", "pydantic", "jinja2", "numpy", "whichdevice.measure", "whichdevice.core.records")
+
+
+def _modules_after(argv: list[str]) -> tuple[int, str, set[str]]:
+    code = (
+        "import sys, io, contextlib\n"
+        "from whichdevice.cli.app import main\n"
+        "out = io.StringIO()\n"
+        "rc = 0\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    try:\n"
+        f"        main({argv!r})\n"
+        "    except SystemExit as e:\n"
+        "        rc = e.code or 0\n"
+        "print(rc)\n"
+        "print('\\n'.join(sorted(sys.modules)))\n"
+        "print('=====')\n"
+        "print(out.getvalue())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    head, _, printed = out.stdout.partition("=====\n")
+    lines = head.splitlines()
+    return int(lines[0]), printed, set(lines[1:])
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    env = dict(os.environ)
+    env["COLUMNS"] = "120"
+    return env
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["-h"], ["-V"]])
+def test_help_and_version_import_nothing_heavy(argv):
+    rc, printed, modules = _modules_after(argv)
+    assert rc == 0
+    loaded = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    assert loaded == [], f"{argv} imported {loaded[:10]}"
+    if argv[0] in ("--version", "-V"):
+        assert printed.strip() == f"whichdevice {__version__}"
+    else:
+        for name in COMMANDS:
+            assert f" {name} " in printed, f"--help does not list {name}"
+
+
+def test_the_listed_help_is_each_commands_own_first_line():
+    from whichdevice.cli.base import app
+
+    for module in sorted({m for m, _ in COMMANDS.values()}):
+        importlib.import_module(f"whichdevice.cli.{module}")
+    real = {}
+    for command in app.registered_commands:
+        if command.callback is None or command.callback.__name__ == "_stand_in":
+            continue
+        name = command.name or command.callback.__name__.replace("_", "-")
+        doc = inspect.getdoc(command.callback) or ""
+        real[name] = " ".join(doc.split("\n\n")[0].split())
+    assert set(real) == set(COMMANDS), "a command is registered but not in cli/app.py's COMMANDS, or the reverse"
+    for name, (_, short) in COMMANDS.items():
+        assert short == real[name], f"{name}: COMMANDS says {short!r}, its docstring {real[name]!r}"
+
+
+def test_a_named_command_loads_only_its_own_module():
+    rc, _, modules = _modules_after(["history", "--help"])
+    assert rc == 0
+    others = {f"whichdevice.cli.{m}" for m, _ in COMMANDS.values()} - {"whichdevice.cli.history"}
+    assert not (others & modules), sorted(others & modules)
+
+
+def test_every_option_shows_its_type_not_str_or_bool(capsys, monkeypatch):
+    from whichdevice.cli.app import main
+
+    monkeypatch.setenv("COLUMNS", "120")
+    for name in COMMANDS:
+        main([name, "--help"])
+        printed = capsys.readouterr().out
+        option_rows = [line for line in printed.splitlines() if line.lstrip("│ ").startswith("-")]
+        assert option_rows, name
+        bad = [row for row in option_rows if "<str>" in row or "<bool>" in row]
+        assert not bad, f"{name} --help:\n" + "\n".join(bad)
+    main(["matmul", "--help"])
+    printed = capsys.readouterr().out
+    assert "INTEGER" in printed and "FLOAT" in printed and "PATH" in printed
+
+
+def test_an_unknown_command_is_one_line_and_exit_2():
+    out = subprocess.run(
+        [sys.executable, "-m", "whichdevice", "bogus"], capture_output=True, text=True, timeout=60, env=_env()
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == ["error: No such command 'bogus'. (see --help)"]
