@@ -27,8 +27,9 @@ from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.measure.journal import Journal, JournalState
 from whichdevice.present import html, plots
-from whichdevice.analysis.suite import SuiteVerdict, settings_advice, suite_verdict
-from whichdevice.present.tables import Grid, GridCell, creation_grid, runs_grid, sweep_grid, sync_cost_grid
+from whichdevice.present.suitepage import SuiteReport, fix_grid, suite_report  # noqa: F401 (the API's names)
+from whichdevice.analysis.suite import SuiteVerdict, suite_verdict
+from whichdevice.present.tables import sweep_grid
 from whichdevice.workloads.suite import parse_budget, suite_cases, user_cases
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.core.validate import (
@@ -267,100 +268,6 @@ def load(path: str | Path) -> Result | SuiteResult | RecordResult:
 
 
 # ---------------------------------------------------------------- the suite (run / diagnose)
-
-
-def fix_grid(v: SuiteVerdict, *, with_how: bool = True) -> Grid:
-    """The recommendations in seed 002's order, each measured or saying why not."""
-    rows = []
-    for rec in v.recommendations:
-        status = GridCell("measured", "good") if rec.measured else GridCell("not measured", "neutral")
-        # The terminal gets the measured lines; the report (with_how) also the grid each was chosen from.
-        detail = "\n".join(rec.results + ([rec.note] if with_how and rec.note else [])) if rec.results else rec.note
-        row = [GridCell(f"{rec.order}. {rec.name}"), status, GridCell(detail)]
-        rows.append(row + [GridCell(rec.advice, "dim")] if with_how else row)
-    headers = ["fix", "", "measured effect"] + (["how"] if with_how else [])
-    return Grid(
-        "Fixes, in seed 002's order (+ steps_per_execution, jit_compile, sync, mixed precision)",
-        headers,
-        rows,
-        [],
-        align=("left",) * len(headers),
-    )
-
-
-@dataclass(frozen=True)
-class SuiteReport:
-    verdict: SuiteVerdict
-    advice: list[str]  # diagnose: the device and settings to use
-    page: str  # the HTML report
-    pngs: list[Path]
-    warnings: list[str]
-    failures: list[str]
-
-
-def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteReport:
-    """Verdict, plots (``png`` stem + -matmul/-batch) and the HTML page of a run/diagnose record."""
-    user_batch = int(record.options.get("batch", 10)) if record.experiment == "diagnose" else 10
-    v = suite_verdict(record, seed_batch=user_batch)
-    advice = settings_advice(v, user_batch) if record.experiment == "diagnose" else []
-    warnings, failures = quality.timing_warnings(record), quality.failures(record)
-    png = Path(png)
-    png.parent.mkdir(parents=True, exist_ok=True)
-    mm_png, sweep_png = png.with_name(png.stem + "-matmul.png"), png.with_name(png.stem + "-batch.png")
-    sections, pngs = [], []
-    if v.matmul:
-        plots.plot_sweep(
-            v.matmul,
-            mm_png,
-            x_label="matrix size n (n x n)",
-            loglog=loglog,
-            title="Seed 000: matrix multiplication time vs size — whichdevice",
-        )
-        sections.append(
-            html.Section("Seed 000: matmul crossover", [sweep_grid(t, "n", "FLOP/s") for t in v.matmul], pngs=[mm_png])
-        )
-        pngs.append(mm_png)
-    train_grids = []
-    if v.training.creation:
-        train_grids.append(creation_grid(v.training))
-    if v.training.runs:
-        train_grids.append(runs_grid(v.training))
-    if v.training.sync_costs:
-        train_grids.append(sync_cost_grid(v.training))
-    train_grids += [sweep_grid(t, "batch", "samples/s") for t in v.training.sweep]
-    train_pngs = []
-    if v.training.sweep:
-        plots.plot_batch_sweep(
-            v.training.sweep,
-            sweep_png,
-            loglog=loglog,
-            title="Training step time and samples/s vs batch size — whichdevice",
-        )
-        train_pngs.append(sweep_png)
-        pngs.append(sweep_png)
-    if train_grids:
-        title = "Your model: training" if record.experiment == "diagnose" else "Seeds 001/002: training"
-        sections.append(html.Section(title, train_grids, pngs=train_pngs))
-    if v.pipelines:
-        from whichdevice.present.pipeline import variant_grid
-
-        sections.append(
-            html.Section(
-                "Seed 003: input pipeline",
-                [variant_grid(rep) for rep in v.pipelines],
-                lines=[line for rep in v.pipelines for line in rep.verdict],
-            )
-        )
-    sections.insert(
-        0,
-        html.Section(
-            "Fixes, each measured on the same workload",
-            [fix_grid(v)],
-            lines=[f"{f.text}" + (f" — {f.advice}" if f.advice else "") for f in v.findings],
-        ),
-    )
-    page = html.render_html(record, sections, verdict=v.headline + advice, warnings=warnings, failures=failures)
-    return SuiteReport(v, advice, page, pngs, warnings, failures)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ class Section:
     grids: list[Grid] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     pngs: list[Path] = field(default_factory=list)
+    source: str | None = None  # the article the section reproduces (present/names.py), a footnote
 
 
 def _session_line(s) -> str:
@@ -63,10 +64,18 @@ def render_html(
     verdict: list[str] | None = None,
     warnings: list[str] | None = None,
     failures: list[str] | None = None,
+    first=None,
 ) -> str:
+    """The page. ``first`` (present/firstscreen.FirstScreen) goes on top; the warnings are then
+    grouped by kind in a collapsible list; a glossary and the sources close the page."""
+    from whichdevice.present import names
+
+    sources = sorted({s.source for s in sections if s.source})
+    footnote = {k: i for i, k in enumerate(sources, 1)}
     view = [
         {
             "title": s.title,
+            "footnote": footnote.get(s.source or ""),
             "lines": s.lines,
             "grids": [
                 {
@@ -90,7 +99,29 @@ def render_html(
         verdict=verdict or [],
         warnings=warnings or [],
         failures=failures or [],
+        first=_first_view(first),
+        glossary=sorted(names.GLOSSARY.items(), key=lambda kv: kv[0].lower()) if first is not None else [],
+        sources=[names.source_note(k) for k in sources],
     )
+
+
+def _first_view(fs) -> dict | None:
+    if fs is None:
+        return None
+    from whichdevice.present.firstscreen import warnings_line
+
+    return {
+        "answer": fs.answer,
+        "causes": [{"title": c.title, "text": c.text} for c in fs.causes],
+        "changes": [
+            {"title": c.title, "gain": c.gain_text, "code": c.code, "caveat": c.caveat, "where": c.where}
+            for c in fs.changes
+        ],
+        "more": [{"title": c.title, "gain": c.gain_text, "code": c.code, "caveat": c.caveat} for c in fs.more],
+        "unclear": fs.unclear,
+        "warnings_line": warnings_line(fs),
+        "warning_groups": [{"count": g.count, "text": g.text, "items": g.items} for g in fs.warnings],
+    }
 
 
 def write_html(path: Path, html: str) -> Path:
