@@ -41,6 +41,9 @@ class SafeConsole(Console):
 
 
 console = SafeConsole(highlight=False)
+# Piped or redirected (not a terminal): lines are never wrapped, so a script that greps
+# `^Record: ` gets the whole path and a table cell its whole name (issue #17).
+console.soft_wrap = not console.is_terminal
 err_console = SafeConsole(stderr=True, highlight=False)
 
 # What `--help` shows as an option's type. Most numeric options are read as text so that
