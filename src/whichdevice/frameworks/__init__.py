@@ -15,6 +15,9 @@ Adding a framework is filling a folder (Keras' backend layout, STYLE.md). A fram
 user-facing name is not a Python identifier (``keras-jax``) lives in a folder named with
 underscores (``keras_jax``): ``folder(name)`` maps one to the other.
 
+The contract is typed in ``contracts.py`` (``Discovery``, ``Placement``, ``Sync``, ``Ops``
+protocols; ``load()`` returns a ``Framework`` and refuses a folder that lacks a function).
+
 Frameworks that train (``TRAINING``) also have ``training.py``: the framework-specific
 pieces of ``workloads/train.py`` (the seed's custom train step, the input pipeline).
 """
@@ -22,7 +25,11 @@ pieces of ``workloads/train.py`` (the seed's custom train step, the input pipeli
 from __future__ import annotations
 
 import importlib
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from whichdevice.frameworks.contracts import Framework
 
 FRAMEWORKS: tuple[str, ...] = ("tensorflow", "numpy", "keras-jax", "keras-torch", "torch", "jax")
 # Frameworks with a training module (the train workload and `run`'s training cases).
@@ -95,7 +102,12 @@ def record_notes(name: str, experiment: str) -> list[str]:
     return list(notes.get(experiment, ()))
 
 
-def load(name: str) -> SimpleNamespace:
-    """Import a framework's adapter modules (imports the framework itself: child only)."""
+def load(name: str) -> Framework:
+    """Import a framework's adapter modules (imports the framework itself: child only), each
+    checked against its protocol in ``contracts.py``."""
+    from whichdevice.frameworks import contracts
+
     mods = {m: importlib.import_module(f"whichdevice.frameworks.{folder(name)}.{m}") for m in _MODULES}
-    return SimpleNamespace(name=name, **mods)
+    for part, module in mods.items():
+        contracts.check(name, part, module)
+    return contracts.Framework(name=name, **mods)  # type: ignore[arg-type]  # modules, checked above

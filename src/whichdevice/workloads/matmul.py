@@ -12,6 +12,11 @@ FLOPs per call: 2 n^3 (n^2 outputs, n multiply-adds each).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from whichdevice.frameworks.contracts import Framework
+
 from whichdevice.core.records import CaseSpec, Timing
 from whichdevice.core.timing import TimingPolicy, measure
 
@@ -37,7 +42,7 @@ def build_cases(framework: str, device: str, sizes, modes, dtype: str) -> list[C
     ]
 
 
-def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict]:
+def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict]:
     n = int(spec.params["n"])
     dtype = str(spec.params["dtype"])
     builder = fw.ops.matmul_steady if spec.params["mode"] == "steady" else fw.ops.matmul_seed

@@ -35,6 +35,11 @@ when the child exits) and the built models are kept between the cases of one chi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from whichdevice.frameworks.contracts import Framework
+
 import atexit
 import dataclasses
 import importlib
@@ -177,7 +182,7 @@ def _model(tfp, fw, p, device: str):
     return _MODELS[key]
 
 
-def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict]:
+def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict]:
     part = spec.params["part"]
     run = {"pipeline": _run_pipeline, "model": _run_model, "both": _run_both, "stage": _run_stage}.get(part)
     if run is None:

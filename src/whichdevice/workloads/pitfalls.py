@@ -10,6 +10,13 @@ two methods read the same (the analysis says so rather than calling it a distort
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from whichdevice.core.records import CaseSpec, Timing
+    from whichdevice.core.timing import TimingPolicy
+    from whichdevice.frameworks.contracts import Framework
+
 import time
 
 from whichdevice.core.records import CaseSpec
@@ -43,7 +50,7 @@ def build_cases(framework: str, device: str, *, quick: bool, is_cpu: bool) -> tu
     return main, one
 
 
-def run_case(spec, fw, policy, overhead_s):
+def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict[str, float]]:
     from whichdevice.workloads.train import steady_step
 
     b, steps = int(spec.params["batch"]), int(spec.params.get("steps", NOSYNC_STEPS))

@@ -26,6 +26,13 @@ attributing time between ops, not for comparing devices (``whichdevice train`` d
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from whichdevice.core.records import CaseSpec, Timing
+    from whichdevice.core.timing import TimingPolicy
+    from whichdevice.frameworks.contracts import Framework
+
 import importlib
 import tempfile
 from pathlib import Path
@@ -44,7 +51,7 @@ DEFAULT_STEPS = 20
 QUICK_STEPS = 10
 
 
-def run_case(spec, fw, policy, overhead_s):
+def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict[str, float]]:
     from whichdevice.frameworks.common.casemodel import CaseModel
 
     tfmod = lambda name: importlib.import_module(f"whichdevice.frameworks.{fw.name}.{name}")  # noqa: E731

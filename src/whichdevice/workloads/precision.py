@@ -13,11 +13,18 @@ that make 16-bit math fast (``frameworks.tensorflow.precision``); on a GPU they 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from whichdevice.core.records import CaseSpec, Timing
+    from whichdevice.core.timing import TimingPolicy
+    from whichdevice.frameworks.contracts import Framework
+
 import importlib
 import math
 
 
-def run_case(spec, fw, policy, overhead_s):
+def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict[str, float]]:
     from whichdevice.keras import StepTimer
     from whichdevice.core.steps import raw_from_steps
     from whichdevice.frameworks.common.casemodel import CaseModel

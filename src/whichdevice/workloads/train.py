@@ -22,6 +22,11 @@ Metric ``samples_per_step`` (= the batch) turns step times into samples/s.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from whichdevice.frameworks.contracts import Framework
+
 import importlib
 import math
 
@@ -117,7 +122,7 @@ def _training(fw):
     return frameworks.training_module(fw.name)
 
 
-def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tuple[RawTiming, dict]:
+def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[RawTiming, dict]:
     kind = spec.params["kind"]
     if kind in _OTHER_KINDS:  # kinds measured by their own modules (placement, pitfalls, precision)
         return importlib.import_module(_OTHER_KINDS[kind]).run_case(spec, fw, policy, overhead_s)
