@@ -723,5 +723,7 @@ def test_module_does_not_import_tensorflow_or_pynvml_eagerly():
         "import sys, whichdevice.analysis.utilization, whichdevice.measure.telemetry as t; "
         "assert 'tensorflow' not in sys.modules; assert 'pynvml' not in sys.modules"
     )
-    env_path = str(Path(tm.__file__).resolve().parents[1])
+    import whichdevice
+
+    env_path = str(Path(whichdevice.__file__).resolve().parents[1])  # the folder holding the package
     subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": env_path}, timeout=60)
