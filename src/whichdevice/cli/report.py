@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import glob
+import importlib
 from pathlib import Path
 from typing import Optional
 
@@ -31,16 +33,60 @@ def devices(
         console.print(f"[yellow]Note:[/yellow] {escape(note)}")
 
 
+# experiment -> the command module whose import registers its renderer in REPORTERS
+_REPORTER_MODULES = {
+    "run": "run",
+    "diagnose": "run",
+    "matmul": "matmul",
+    "train": "train",
+    "pipeline": "pipeline",
+    "placement": "placement",
+    "pitfalls": "pitfalls",
+    "calibrate": "calibrate",
+    "predict": "predict",
+}
+
+
+def _free_png(folder: Path, stem: str) -> Path:
+    """``stem.png`` unless it or the report beside it exists; then ``stem-report.png``,
+    ``stem-report-2.png``...: the originals are kept (``--force`` overwrites them)."""
+
+    def taken(s: str) -> bool:
+        return (
+            any(folder.glob(f"{glob.escape(s)}.png"))
+            or any(folder.glob(f"{glob.escape(s)}-*.png"))
+            or (folder / f"{s}.html").exists()
+        )
+
+    if not taken(stem):
+        return folder / f"{stem}.png"
+    for i in range(1, 1000):
+        s = f"{stem}-report" + (f"-{i}" if i > 1 else "")
+        if (
+            not (folder / f"{s}.png").exists()
+            and not (folder / f"{s}.html").exists()
+            and not any(folder.glob(f"{glob.escape(s)}-*.png"))
+        ):
+            return folder / f"{s}.png"
+    raise UsageError("--out", f"too many reports beside '{stem}' already", "Pass --force, or another --out.")
+
+
 @app.command()
 def report(
     result: Path = typer.Argument(..., help="A JSON record written by a whichdevice command."),
     out: Optional[Path] = typer.Option(None, "--out", help="Folder for the re-drawn plot (default: next to RESULT)."),
     linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
+    force: bool = typer.Option(
+        False, "--force", help="Overwrite the plots and report beside RESULT (default: write new ones next to them)."
+    ),
 ) -> None:
     """Re-render the table and plot from a saved record, without measuring again."""
     record = records.load_run(result, "RESULT")
     out_dir = check_output_dir(out, "--out") if out else result.parent
-    png = out_dir / (result.stem + ".png")
+    png = out_dir / (result.stem + ".png") if force else _free_png(out_dir, result.stem)
+    module = _REPORTER_MODULES.get(record.experiment)
+    if module is not None:  # the command's module registers its renderer (imported on demand)
+        importlib.import_module(f"whichdevice.cli.{module}")
     render = REPORTERS.get(record.experiment)
     if render is not None:
         render(record, png, loglog=not linear)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+import click
 import typer
 from rich.markup import escape
 
@@ -33,7 +35,7 @@ from whichdevice.cli.common import (
 )
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
-from whichdevice.present import html, terminal
+from whichdevice.present import firstscreen, html, names, terminal
 from whichdevice.workloads.suite import DEFAULT_BUDGET_S, parse_budget, suite_cases, user_cases
 from whichdevice.core.validate import (
     check_output_dir,
@@ -45,7 +47,6 @@ from whichdevice.core.validate import (
 )
 
 RUN_MIN_TIME_S = 0.05  # steady seconds per point: short, the suite has many points
-MAX_TERMINAL_WARNINGS = 3
 DIAGNOSE_FRAMEWORK = "tensorflow"
 
 
@@ -91,9 +92,19 @@ def run(
         "--resume",
         help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
     ),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Also print every finding, the fix table, the notes and every warning."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only where the record and the report are."),
+    json_out: Optional[str] = typer.Option(
+        None,
+        "--json-out",
+        help="'-': write the JSON record to stdout, everything else to stderr (for scripts).",
+    ),
 ) -> None:
     """The default suite: matmul crossover, the seeds' training cases, a batch sweep and the
     automatic fixes, each measured; then one verdict and an HTML report."""
+    output = _output_options(ctx, verbose, quiet, json_out)
     reject_options_with_resume(ctx)
     if resume is not None:
         plan, resumed = read_plan(resume, "run", RunPlan)
@@ -115,12 +126,52 @@ def run(
     else:
         record = _run_one(plan, resumed)
     json_file = Path(plan.json_file)
-    render_run(record, json_file.with_suffix(".png"), loglog=True)  # the png: the stem of plots and report
-    write_record(record, json_file, None)
+    with output:
+        render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render)  # png: stem of the plots
+        write_record(record, json_file, None)
+    output.emit(json_file)
     Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
     if len(plan.frameworks) > 1:  # and the frameworks' part journals, kept until now
         for f in plan.frameworks:
             Journal(journal_path(_part_json(json_file, f))).finish()
+
+
+class ScriptOutput:
+    """``--verbose``/``--quiet``/``--json-out -``: how much the page says, and where. With
+    ``--json-out -`` the record goes to stdout and every other line to stderr."""
+
+    def __init__(self, verbose: bool = False, quiet: bool = False, json_out: str | None = None) -> None:
+        self.render = {"verbose": verbose, "quiet": quiet or json_out == "-"}
+        self.json_out = json_out
+        self._file = None
+
+    def __enter__(self) -> ScriptOutput:
+        if self.json_out == "-":
+            self._file = console.file
+            console.file = sys.stderr
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._file is not None:
+            console.file = self._file
+
+    def emit(self, json_file: Path) -> None:
+        """``--json-out -``: the record as written, on stdout."""
+        if self.json_out == "-":
+            sys.stdout.write(json_file.read_text(encoding="utf-8"))
+            sys.stdout.flush()
+
+
+def _output_options(ctx: typer.Context, verbose: bool, quiet: bool, json_out: str | None) -> ScriptOutput:
+    """Check the output options; they say how to print, not what to measure, so they are
+    allowed with --resume (marked as defaults for reject_options_with_resume)."""
+    if json_out is not None and json_out != "-":
+        raise UsageError("--json-out", f"takes '-' (stdout), not '{json_out}'", "Use --json PATH to write a file.")
+    if verbose and quiet:
+        raise UsageError("--quiet", "contradicts --verbose", "Pass one of them.")
+    for name in ("verbose", "quiet", "json_out"):
+        ctx.set_parameter_source(name, click.core.ParameterSource.DEFAULT)
+    return ScriptOutput(verbose, quiet, json_out)
 
 
 def _run_one(plan: RunPlan, resumed: JournalState | None) -> records.RunRecord:
@@ -247,13 +298,23 @@ def diagnose(
         "--resume",
         help="Finish an interrupted diagnose: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
     ),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Also print every finding, the fix table, the notes and every warning."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only where the record and the report are."),
+    json_out: Optional[str] = typer.Option(
+        None,
+        "--json-out",
+        help="'-': write the JSON record to stdout, everything else to stderr (for scripts).",
+    ),
 ) -> None:
     """The suite on YOUR model: who wins at your batch, the batch sweep, every automatic fix
     measured — and the device and settings to use."""
+    output = _output_options(ctx, verbose, quiet, json_out)
     reject_options_with_resume(ctx)
     if resume is not None:
         plan, resumed = read_plan(resume, "diagnose", DiagnosePlan)
-        run_diagnose(plan, resumed)
+        run_diagnose(plan, resumed, output)
         return
     fw = DIAGNOSE_FRAMEWORK
     if model is None:
@@ -290,10 +351,10 @@ def diagnose(
         command=command_line(),
         memory_limit_bytes=memory_bytes,
     )
-    run_diagnose(plan, None)
+    run_diagnose(plan, None, output)
 
 
-def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None) -> None:
+def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: ScriptOutput | None = None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
     fw = DIAGNOSE_FRAMEWORK
     json_file = Path(plan.json_file)
@@ -305,37 +366,45 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None) -> None:
         options={"model": plan.model, "data": plan.data, "batch": plan.batch, "samples": plan.samples},
     )
     record = _measure_suite(request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed)
-    render_run(record, json_file.with_suffix(".png"), loglog=True)
-    write_record(record, json_file, None)
+    output = output or ScriptOutput()
+    with output:
+        render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render)
+        write_record(record, json_file, None)
+    output.emit(json_file)
     Journal(journal_path(json_file)).finish()
 
 
-def render_run(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
-    """Terminal verdict page, two PNGs (matmul, batch sweep) and the HTML report beside ``png``."""
+def render_run(
+    record: records.RunRecord, png: Path, *, loglog: bool, verbose: bool = False, quiet: bool = False
+) -> None:
+    """The first screen (present/firstscreen.py), two PNGs (matmul, batch sweep) and the HTML
+    report beside ``png``; ``verbose`` adds every finding, the fix table, the notes and every
+    warning; ``quiet`` prints only where the report is."""
     rep = suite_report(record, png, loglog=loglog)
+    html.write_html(png.with_suffix(".html"), rep.page)
+    report = str(png.with_suffix(".html"))
+    if quiet:
+        console.print(f"Report: {escape(report)}", soft_wrap=True)
+        return
+    firstscreen.render_terminal(console, rep.first, report=None if verbose else report)
+    if not verbose:
+        return
     v = rep.verdict
+    console.print()
     terminal.render_header(console, record)
-    # The terminal gets the verdict page; every table is in the HTML report (and `report`).
-    console.rule("Verdict")
+    console.rule("Findings, line by line")
     for line in v.headline:
-        console.print(f"• {escape(line)}")
+        console.print(f"• {escape(names.plain(line))}")
     for f in v.findings:
-        console.print(
-            f"  [bold]{escape(f.rule)}[/bold] {escape(f.text)}" + (f" → {escape(f.advice)}" if f.advice else "")
-        )
+        text = names.plain(f"{f.text}" + (f" → {f.advice}" if f.advice else ""))
+        console.print(f"  [bold]{escape(f.rule)}[/bold] {escape(text)}")
     terminal.render_grid(console, fix_grid(v, with_how=False))
     for line in rep.advice:
-        console.print(f"[bold green]{escape(line)}[/bold green]")
-    shown = rep.warnings[:MAX_TERMINAL_WARNINGS]
-    terminal.render_notes(console, record, shown, rep.failures)
-    if len(rep.warnings) > len(shown):
-        console.print(
-            f"[yellow]…and {len(rep.warnings) - len(shown)} more measurement warnings in the HTML report.[/yellow]"
-        )
-    html.write_html(png.with_suffix(".html"), rep.page)
+        console.print(f"[bold green]{escape(names.plain(line))}[/bold green]")
+    terminal.render_notes(console, record, rep.warnings, rep.failures)
     for p in rep.pngs:
-        console.print(f"Plot:   {escape(str(p))}")
-    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
+        console.print(f"Plot:   {escape(str(p))}", soft_wrap=True)
+    console.print(f"Report: {escape(report)}", soft_wrap=True)
 
 
 REPORTERS["run"] = render_run

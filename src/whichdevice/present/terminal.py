@@ -59,7 +59,8 @@ _TONES = {"good": "green", "bad": "red", "neutral": "yellow", "dim": "dim"}
 def render_grid(console: Console, grid: Grid) -> None:
     rt = RichTable(title=escape(grid.title), title_justify="left", header_style="bold")
     for i, h in enumerate(grid.headers):
-        rt.add_column(escape(h), justify=column_align(grid, i))
+        # fold, never "…": an identifier cut short is worse than a taller table (issue 17)
+        rt.add_column(escape(h), justify=column_align(grid, i), overflow="fold")
     for row in grid.rows:
         rt.add_row(
             *[f"[{_TONES[c.tone]}]{escape(c.text)}[/{_TONES[c.tone]}]" if c.tone else escape(c.text) for c in row]
