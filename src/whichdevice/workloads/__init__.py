@@ -27,7 +27,7 @@ class Workload(Protocol):
     ) -> tuple[Timing, dict[str, float]]: ...
 
 
-WORKLOADS: tuple[str, ...] = ("matmul", "train", "pipeline", "calibrate")
+WORKLOADS: tuple[str, ...] = ("matmul", "train", "pipeline", "calibrate", "scale")
 
 
 def runner(name: str) -> Workload:
