@@ -204,7 +204,7 @@ class _FakeMeasuring:
         monkeypatch.setattr(experiment, "discover", self.discover)
         monkeypatch.setattr(experiment, "run_devices", self.run_devices)
         monkeypatch.setattr(userfile, "user_model_params", self.user_model_params)
-        monkeypatch.setattr(run_cmd, "render_run", lambda record, png, loglog: None)  # not under test here
+        monkeypatch.setattr(run_cmd, "render_run", lambda record, png, loglog, **kw: None)  # not under test here
 
     def discover(self, fw):
         from whichdevice.measure.experiment import Discovery
@@ -212,11 +212,11 @@ class _FakeMeasuring:
 
         return Discovery(FrameworkInfo(name=fw, version="0"), [DeviceInfo(name="CPU:0", kind="cpu")], ["none"], 0.0)
 
-    def user_model_params(self, *args):
+    def user_model_params(self, model_fn, *args):
         self.preflights += 1
         return {
             "model": "user",
-            "model_file": "/m.py",
+            "model_file": str(model_fn.path),
             "model_fn": "build",
             "input_shape": "4",
             "classes": 3,
@@ -286,7 +286,7 @@ def test_run_of_several_frameworks_resumes_every_framework(tmp_path, capsys, mon
     assert not list(tmp_path.glob(f"*{SUFFIX}"))  # top-level and part journals gone with the record
 
 
-def test_diagnose_resumes_without_a_second_preflight(tmp_path, capsys, monkeypatch):
+def test_diagnose_resume_checks_the_model_file_again(tmp_path, capsys, monkeypatch):
     (tmp_path / "m.py").write_text("def build(): pass\n")
     json_file = tmp_path / "d.json"
     fake = _FakeMeasuring(monkeypatch, kill_framework="tensorflow", kill_after=4)
@@ -307,12 +307,23 @@ def test_diagnose_resumes_without_a_second_preflight(tmp_path, capsys, monkeypat
     monkeypatch.setattr(sys, "argv", ["whichdevice", "diagnose", "--resume", str(tmp_path)])
     code, _, err = run_cli(["diagnose", "--resume", str(tmp_path / f"d{SUFFIX}")], capsys)
     assert code == 0, err
-    assert fake.preflights == 1  # the interrupted run's pre-flight result is reused
+    assert fake.preflights == 2  # the model file is checked again before its code runs (issue 18, item 12)
     data, keys = _keys(json_file)
     assert len(keys) == len(set(keys)) == len(fake.ran) + 4
     assert data["options"]["batch"] == 16 and data["options"]["budget_s"] == 30
     assert data["command"][1:] == args
     assert not json_file.with_name(f"d{SUFFIX}").exists()
+
+
+def test_diagnose_resume_refuses_a_model_file_changed_since_the_run_started(tmp_path, capsys, monkeypatch):
+    (tmp_path / "m.py").write_text("def build(): pass\n")
+    json_file = tmp_path / "d.json"
+    fake = _FakeMeasuring(monkeypatch, kill_framework="tensorflow", kill_after=2)
+    _killed(["diagnose", "--model", f"{tmp_path / 'm.py'}:build", "--json", str(json_file)], monkeypatch)
+    (tmp_path / "m.py").write_text("import os  # another file now\ndef build(): pass\n")
+    code, _, err = run_cli(["diagnose", "--resume", str(tmp_path / f"d{SUFFIX}")], capsys)
+    assert code == 2 and "changed since the run started" in err, err
+    assert fake.preflights == 1  # refused before its code ran again
 
 
 def test_a_journal_from_before_failure_kinds_is_read_with_kinds(tmp_path):

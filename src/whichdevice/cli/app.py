@@ -10,12 +10,13 @@ and exit code 2.
 from __future__ import annotations
 
 import importlib
-import signal
+import sqlite3
 import sys
 
 import typer
 from rich.markup import escape
 
+from whichdevice.cli import guard
 from whichdevice.cli.base import app, apply_metavars, click_command, err_console
 from whichdevice.core.errors import UsageError
 
@@ -119,31 +120,17 @@ def _root(
 _CLICK_USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM (a batch scheduler's time limit, `kill`): unwound like Ctrl-C, so the run says
-    how to resume instead of vanishing."""
-
-
-def _on_sigterm(signum, frame) -> None:
-    global _terminated
-    _terminated = True
-    raise _Terminated()
-
-
-_terminated = False
-
-
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors become one line on stderr and exit code 2."""
-    global _terminated
     args = sys.argv[1:] if argv is None else list(argv)
     if args and args[0] in ("--version", "-V"):
         _version()
         return
     load_commands(args)
     apply_metavars()
-    _terminated = False
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    # SIGTERM, SIGHUP and a closed output pipe unwind like Ctrl-C; the run's scratch folder;
+    # warnings as one line (cli/guard.py, issue 18)
+    undo = guard.install(scratch=_command_name(args) in COMMANDS)
     try:
         code = click_command()(args=args, standalone_mode=False)
     except UsageError as e:
@@ -159,6 +146,10 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         err_console.print("aborted")
         sys.exit(130)
+    except OSError as e:  # a full disk, a folder gone read-only, a path too long: one line
+        sys.exit(guard.os_error(e))
+    except sqlite3.Error as e:  # a damaged history database
+        sys.exit(guard.database_error(e))
     except Exception as e:
         # Only a command that measured can raise this, and it has imported the module then.
         experiment = sys.modules.get("whichdevice.measure.experiment")
@@ -167,33 +158,19 @@ def main(argv: list[str] | None = None) -> None:
         err_console.print(f"error: {escape(str(e))}", soft_wrap=True)
         sys.exit(1)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        undo()
     # Without standalone mode typer returns an Exit's code instead of raising it; Ctrl-C (and
-    # SIGTERM, through _on_sigterm) is Exit(130).
+    # SIGTERM, SIGHUP, a closed pipe, through cli/guard.py) is Exit(130).
     if isinstance(code, int) and code == INTERRUPTED:
-        code = TERMINATED if _terminated else INTERRUPTED
-        _say_interrupted("Terminated" if _terminated else "Interrupted")
+        sys.exit(guard.interrupted_code(INTERRUPTED))
     if isinstance(code, int) and code != 0:
         sys.exit(code)
+    if guard.all_failed():  # a record was written, but nothing in it was measured
+        sys.exit(1)
 
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT (Ctrl-C)
 TERMINATED = 143  # ... and by SIGTERM
-
-
-def _say_interrupted(what: str) -> None:
-    """What was finished is in the journal; say how to finish the run."""
-    journal = sys.modules.get("whichdevice.measure.journal")  # loaded by any command that journals
-    path = journal.active if journal is not None else None
-    if path is not None and path.exists():
-        experiment_name = journal.Journal.read(path, part=True).header.get("experiment", "run")
-        err_console.print(
-            f"{what}. The finished cases are kept in {escape(str(path))}; finish the run with: "
-            f"whichdevice {escape(experiment_name)} --resume {escape(str(path))}",
-            soft_wrap=True,
-        )
-    else:
-        err_console.print(f"{what}.")
 
 
 if __name__ == "__main__":

@@ -4,12 +4,15 @@ and the registry that maps an experiment name to the function that renders its r
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import secrets
 import sqlite3
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pydantic
 import typer
 from rich.markup import escape
 from rich.progress import (
@@ -22,8 +25,9 @@ from rich.progress import (
 
 from whichdevice.cli.base import app, console, err_console  # noqa: F401  (re-exported for the commands)
 from whichdevice.measure import history, session
-from whichdevice.core import records
+from whichdevice.core import records, safeio
 from whichdevice.core.errors import UsageError
+from whichdevice.measure import journal
 from whichdevice.measure.journal import Journal, JournalState, journal_path
 
 
@@ -47,7 +51,9 @@ def progress() -> Progress:
 
 
 def stamp() -> str:
-    return time.strftime("%Y%m%d-%H%M%S")
+    """The time and 4 random hex digits: two runs started in the same second get two names
+    (their records, plots and journals never meet), and a name cannot be guessed ahead."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
 # experiment name -> render(record, png_path, loglog) used by `report` (and by the command).
@@ -59,15 +65,32 @@ def describe_key(key: str) -> str:
     return f"{device} {workload} {params.replace(',', ' ')}"
 
 
+# Set by write_record when every case of the record failed: the command exits 1 (cli/app.py).
+all_failed: str | None = None
+
+
 def write_record(record: records.RunRecord, json_file: Path, png: Path | None) -> None:
+    """Write the record (atomically); then the plots and pages written before it are kept.
+    A failure to write it is raised as it is (cli/app.py: one line, the ``--resume`` command
+    while the journal is kept, exit 1) after the plots and pages of this run are removed."""
+    global all_failed
+    if journal.active_changes:  # resumed on a changed machine: the record says so
+        record = record.model_copy(
+            update={"notes": [*record.notes, *(f"Resumed with a change: {c}." for c in journal.active_changes)]}
+        )
     try:
         json_file.parent.mkdir(parents=True, exist_ok=True)
         records.save_run(record, json_file)
-    except OSError as e:
-        if png is not None:  # never leave a report without its record
+    except OSError:
+        safeio.discard_created()  # never leave a report without its record
+        if png is not None:
             png.unlink(missing_ok=True)
             png.with_suffix(".html").unlink(missing_ok=True)
-        raise UsageError("--json", f"cannot write '{json_file}' ({e.strerror})", "Pass a writable path.") from None
+        raise
+    safeio.keep_created()
+    if record.results and all(r.status == "failed" for r in record.results):
+        first = record.results[0]
+        all_failed = f"every case failed ({len(record.results)}); the first: {first.error}"
     console.print(f"Record: {escape(str(json_file))}")
     try:
         run_id = history.add(record, json_file)
@@ -108,21 +131,114 @@ def reject_options_with_resume(ctx: typer.Context) -> None:
 
 
 def read_plan(resume: Path, experiment: str, plan_cls):
-    """``--resume JOURNAL_OR_DIR`` -> (the interrupted run's plan, what it had finished)."""
+    """``--resume JOURNAL_OR_DIR`` -> (the interrupted run's plan, what it had finished).
+
+    The plan's fields are checked against their types (pydantic), and the user's model and
+    data files it names are checked again before anything runs (``recheck_user_files``)."""
     state = Journal.read(resume, "--resume", experiment=experiment)
+    options = dict(state.header.get("options") or {})
+    if isinstance(state.header.get("json_file"), str):  # where the journal is now (journal._rebase)
+        options["json_file"] = state.header["json_file"]
     try:
-        plan = plan_cls(**state.header["options"])
-    except (KeyError, TypeError):
+        plan = pydantic.TypeAdapter(plan_cls).validate_python(options)
+    except (KeyError, TypeError, pydantic.ValidationError):
         raise UsageError(
             "--resume",
             f"'{resume}' holds {experiment} options this version of whichdevice cannot read",
             "Start a new run.",
         ) from None
+    recheck_user_files(plan, state.header)
     return plan, state
 
 
+def _user_refs(value) -> list[dict]:
+    """The dicts of a plan that name a user's model file (``model_file``), at any depth."""
+    if isinstance(value, dict):
+        found = [value] if isinstance(value.get("model_file"), str) else []
+        for v in value.values():
+            found += _user_refs(v)
+        return found
+    if isinstance(value, list):
+        return [d for v in value for d in _user_refs(v)]
+    return []
+
+
+def _file_hash(path: str) -> str | None:
+    try:
+        return hashlib.sha256(safeio.read_capped(path, "--model", what="Python file")).hexdigest()
+    except UsageError:
+        return None
+
+
+def user_file_hashes(options: dict) -> dict[str, str | None]:
+    """sha256 of the user's model and data files a plan names, journaled in its header."""
+    files = {}
+    for ref in _user_refs(options):
+        for key in ("model_file", "data_file"):
+            if isinstance(ref.get(key), str):
+                files[ref[key]] = _file_hash(ref[key])
+    return files
+
+
+def recheck_user_files(plan, header: dict) -> None:
+    """Before ``--resume`` imports the user's code again (issue 18): the files must be the
+    ones the run started with (the sha256 journaled in the header) and pass the pre-flight
+    again (the same child check as a new run, through core.process)."""
+    from whichdevice import frameworks
+    from whichdevice.workloads import userfile
+
+    options = dataclasses.asdict(plan)
+    journaled = header.get("files") or {}
+    for ref in _user_refs(options):
+        for key, argument in (("model_file", "--model"), ("data_file", "--data")):
+            path = ref.get(key)
+            if not isinstance(path, str):
+                continue
+            now = _file_hash(path)
+            if now is None:
+                raise UsageError(
+                    "--resume", f"the run's {argument} file '{path}' is gone or unreadable", "Start a new run."
+                )
+            if journaled.get(path) not in (None, now):
+                raise UsageError(
+                    "--resume",
+                    f"the run's {argument} file '{path}' changed since the run started",
+                    "Its finished cases measured the old code: start a new run.",
+                )
+        fw = getattr(plan, "framework", None) or (getattr(plan, "frameworks", None) or ["tensorflow"])[0]
+        fw = fw if fw in frameworks.FRAMEWORKS else "tensorflow"
+        model_fn = userfile.UserFunction(Path(ref["model_file"]), str(ref.get("model_fn")), "--model")
+        data_fn = (
+            userfile.UserFunction(Path(ref["data_file"]), str(ref.get("data_fn")), "--data")
+            if isinstance(ref.get("data_file"), str)
+            else None
+        )
+        env = frameworks.env_module(fw).child_env("cpu")
+        err_console.print(f"Checking {escape(model_fn.text)} again before resuming (imports {escape(fw)})…")
+        if "output_shape" in ref:
+            shape = tuple(int(d) for d in str(ref.get("input_shape") or "").split(",") if d) or None
+            again = userfile.user_model_params(model_fn, None if data_fn else shape, ref.get("classes"), data_fn, env)
+            if str(again.get("output_shape")) != str(ref.get("output_shape")):
+                raise UsageError(
+                    "--resume",
+                    f"the run's model now outputs shape ({again.get('output_shape')}), "
+                    f"not ({ref.get('output_shape')}) as when the run started",
+                    "Start a new run.",
+                )
+        else:
+            size = getattr(plan, "size", None)
+            shape = (size, size, 3) if size and not data_fn else None
+            userfile.preflight(model_fn, shape, None, data_fn, env)
+
+
 def journal_header(experiment: str, plan) -> dict:
-    return {"experiment": experiment, "json_file": plan.json_file, "options": dataclasses.asdict(plan)}
+    options = dataclasses.asdict(plan)
+    return {
+        "experiment": experiment,
+        "json_file": plan.json_file,
+        "options": options,
+        "files": user_file_hashes(options),
+    }
 
 
 def open_journal(experiment: str, plan, resumed: JournalState | None) -> Journal:

@@ -84,7 +84,7 @@ def create_new(path: Path, mode: int = 0o666) -> int:
 
 def open_append(path: Path) -> int:
     """An existing regular file for appending, no link followed."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW | _NONBLOCK | os.O_CLOEXEC)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | _NOFOLLOW | _NONBLOCK | os.O_CLOEXEC)
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)

@@ -11,21 +11,44 @@ checked options and where the record goes.
 A run of several parts (``run --framework a,b``: one journal per framework) has a top-level
 journal and part journals whose header names it (``part_of``): only the top-level one is
 resumed; a folder given to ``--resume`` means its top-level journals.
+
+Safety (issue 18): the journal is created with ``O_EXCL | O_NOFOLLOW`` and appended to with
+``O_NOFOLLOW`` (a planted link is refused, never followed); it is read as a regular file of
+bounded size (a FIFO or a device is refused, not waited on). Its header carries the version
+of whichdevice that wrote it, the machine's usable cores, the installed framework versions
+and a checksum: a header that was edited, or written by another version, is refused; a
+resume on a machine with other cores or other framework versions is allowed but warned
+about and noted in the record (``resume_changes``). Paths in the header that sat beside the
+journal (the record, its plot, part journals) are taken relative to the journal given to
+``--resume``, so a moved or copied folder is resumed where it is. A cut-short last line (a
+kill, a full disk) is ignored on reading and cut off before the next append; a failed
+append is cut back at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
+import platform
+import warnings
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from whichdevice.core import safeio
 from whichdevice.core.errors import UsageError
-from whichdevice.core.records import CaseResult, Session, result_v1_to_v2
+from whichdevice.core.records import CaseResult, Session, impossible, result_v1_to_v2
+from whichdevice.core.validate import SettingWarning, usable_cores
+from whichdevice.core.version import __version__
 
 SUFFIX = ".partial.jsonl"
+FORMAT = 2  # 2: checksum, tool version, machine and framework versions in the header
+READ_CAP = 64 * 2**20
+_VERSIONED = ("numpy", "tensorflow", "torch", "jax", "keras")
 
 
 def journal_path(json_file: Path) -> Path:
@@ -37,6 +60,8 @@ class JournalState:
     header: dict
     sessions: list[Session] = field(default_factory=list)
     results: list[CaseResult] = field(default_factory=list)
+    path: Path | None = None
+    changes: list[str] = field(default_factory=list)  # what differs on this machine since the run started
 
     @property
     def done(self) -> dict[str, CaseResult]:
@@ -45,42 +70,101 @@ class JournalState:
 
 
 def _header(path: Path) -> dict:
-    """The header of a journal (an empty dict if the first line is not one)."""
+    """The header of a journal (an empty dict if the first line is not one, or if the file
+    is not a regular file of a journal's size)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            obj = json.loads(f.readline())
-    except (OSError, json.JSONDecodeError):
+        raw = safeio.read_capped(path, "--resume", cap=READ_CAP, what="journal")
+        obj = json.loads(raw.split(b"\n", 1)[0].decode("utf-8", errors="replace"))
+    except (UsageError, ValueError):
         return {}
     return obj if isinstance(obj, dict) and obj.get("type") == "header" else {}
 
 
+def _checksum(header: dict) -> str:
+    body = {k: v for k, v in header.items() if k != "checksum"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def installed_versions() -> dict[str, str]:
+    """Versions of the frameworks installed here (package metadata: nothing is imported)."""
+    found = {}
+    for dist in _VERSIONED:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            found[dist] = metadata.version(dist)
+    return found
+
+
+def machine_facts() -> dict:
+    return {"cores": usable_cores(), "host": platform.node()}
+
+
 # The journal of the run in progress in this process (a top-level one: not a part), so an
-# interrupted command can say how to resume it (cli.py).
+# interrupted command can say how to resume it (cli/app.py) without reading the file again.
 active: Path | None = None
+active_experiment: str | None = None
+active_changes: list[str] = []  # what changed since the active (resumed) run started: noted in its record
+
+
+def _set_active(path: Path, header: dict) -> None:
+    global active, active_experiment
+    active = Path(path)
+    active_experiment = str(header.get("experiment") or "run")
 
 
 class Journal:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self._tail_checked = False
 
     @classmethod
     def create(cls, path: Path, header: dict) -> Journal:
-        global active
         j = cls(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(json.dumps({"type": "header", **header}) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        full = {
+            "type": "header",
+            **header,
+            "format": FORMAT,
+            "tool_version": __version__,
+            "machine": machine_facts(),
+            "versions": installed_versions(),
+        }
+        full["checksum"] = _checksum(full)
+        fd = safeio.create_new(path)  # O_EXCL | O_NOFOLLOW: never another run's journal, never a link
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps(full) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            raise
+        j._tail_checked = True
         if not header.get("part_of"):
-            active = Path(path)
+            _set_active(path, full)
+            active_changes.clear()
         return j
 
     def _append(self, obj: dict) -> None:
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(obj) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        data = (json.dumps(obj) + "\n").encode("utf-8")
+        fd = safeio.open_append(self.path)
+        try:
+            size = os.fstat(fd).st_size
+            if not self._tail_checked:
+                size = _cut_torn_tail(fd, size)
+                self._tail_checked = True
+            try:
+                view = memoryview(data)
+                while view:
+                    n = os.write(fd, view)
+                    view = view[n:]
+                os.fsync(fd)
+            except BaseException:  # a full disk, a signal: no half line left behind
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise
+        finally:
+            os.close(fd)
 
     def add_result(self, result: CaseResult) -> None:
         self._append({"type": "result", "result": result.model_dump(mode="json")})
@@ -89,10 +173,10 @@ class Journal:
         self._append({"type": "session", "session": session.model_dump(mode="json")})
 
     def finish(self) -> None:
-        global active
+        global active, active_experiment
         self.path.unlink(missing_ok=True)
         if active == self.path:
-            active = None
+            active = active_experiment = None
 
     @staticmethod
     def read(
@@ -100,26 +184,39 @@ class Journal:
     ) -> JournalState:
         """Read a journal; a cut-short last line (the run was killed mid-write) is ignored.
         A part journal (header ``part_of``) is refused unless ``part``: its run resumes it."""
-        global active
         p = Path(path)
-        if p.is_dir():
-            found = sorted(f for f in p.glob(f"*{SUFFIX}") if not _header(f).get("part_of"))
+        try:
+            is_dir = p.is_dir()
+        except OSError:
+            is_dir = False
+        if is_dir:
+            found = sorted(f for f in p.glob(f"*{SUFFIX}") if _header(f) and not _header(f).get("part_of"))
             if len(found) != 1:
                 what = "no" if not found else f"{len(found)}"
                 raise UsageError(
                     argument, f"'{p}' holds {what} unfinished run journals (*{SUFFIX})", "Pass the journal file itself."
                 )
             p = found[0]
-        if not p.exists():
-            raise UsageError(argument, f"no such file '{p}'", f"Pass the {SUFFIX} file an interrupted run left.")
-        lines = p.read_text(encoding="utf-8", errors="replace").splitlines()
+        try:
+            raw = safeio.read_capped(p, argument, cap=READ_CAP, what="journal")
+        except UsageError as e:
+            if e.problem.startswith("no such file"):
+                raise UsageError(
+                    argument, f"no such file '{p}'", f"Pass the {SUFFIX} file an interrupted run left."
+                ) from None
+            raise
+        text = raw.decode("utf-8", errors="replace")
+        lines = text.split("\n")
+        torn = lines.pop()  # "" when the file ends with a newline; else a write that was cut short
         state: JournalState | None = None
-        for i, line in enumerate(lines):
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                if i == len(lines) - 1:
-                    break  # the write the kill interrupted
+        for i, line in enumerate([*lines, torn] if torn.strip() else lines):
+            if i >= len(lines):  # the unterminated last line
+                obj = _parse(line)
+                if obj is None or state is None:
+                    break
+            else:
+                obj = _parse(line)
+            if obj is None:
                 raise UsageError(
                     argument, f"'{p}' is corrupt at line {i + 1}", "It cannot be resumed; start a new run."
                 ) from None
@@ -127,20 +224,26 @@ class Journal:
             if i == 0:
                 if kind != "header":
                     raise UsageError(argument, f"'{p}' is not a whichdevice journal", f"Pass a {SUFFIX} file.")
-                state = JournalState(header=obj)
-            else:
-                try:
-                    if kind == "result":
-                        # a result journaled before failure kinds (schema 1) gets its kind from its text
-                        state.results.append(CaseResult.model_validate(result_v1_to_v2(obj["result"])))
-                    elif kind == "session":
-                        state.sessions.append(Session.model_validate(obj["session"]))
-                except (KeyError, TypeError, AttributeError, ValidationError):
-                    raise UsageError(
-                        argument, f"'{p}' is corrupt at line {i + 1}", "It cannot be resumed; start a new run."
-                    ) from None
+                state = JournalState(header=obj, path=p)
+                continue
+            assert state is not None
+            try:
+                if kind == "result":
+                    # a result journaled before failure kinds (schema 1) gets its kind from its text
+                    result = CaseResult.model_validate(result_v1_to_v2(obj["result"]))
+                    if impossible(result) is not None:
+                        raise ValueError(impossible(result))
+                    state.results.append(result)
+                elif kind == "session":
+                    state.sessions.append(Session.model_validate(obj["session"]))
+            except (KeyError, TypeError, AttributeError, ValueError, ValidationError):
+                raise UsageError(
+                    argument, f"'{p}' is corrupt at line {i + 1}", "It cannot be resumed; start a new run."
+                ) from None
         if state is None:
             raise UsageError(argument, f"'{p}' is empty", "It cannot be resumed; start a new run.")
+        _check_header(state.header, p, argument)
+        state.header = _rebase(state.header, p)
         top = state.header.get("part_of")
         if top and not part:
             if not Path(top).exists():
@@ -156,6 +259,114 @@ class Journal:
                 f"'{p}' is a journal of `{state.header.get('experiment')}`, not `{experiment}`",
                 f"Resume it with `whichdevice {state.header.get('experiment')} --resume`.",
             )
-        if not top:
-            active = p
+        if not top and not part:
+            state.changes = _changes(state.header)
+            for change in state.changes:
+                warnings.warn(SettingWarning(change), stacklevel=2)
+            _set_active(p, state.header)
+            active_changes[:] = state.changes
         return state
+
+
+def _parse(line: str) -> object | None:
+    """One journal line; a line where a resume appended onto a cut-short line (the bug of
+    whichdevice before issue 18) is read from its last complete object. None: unreadable."""
+    try:
+        return json.loads(line)
+    except ValueError:
+        pass
+    at = line.rfind('{"type": ')
+    if at > 0:
+        with contextlib.suppress(ValueError):
+            return json.loads(line[at:])
+    return None
+
+
+def _cut_torn_tail(fd: int, size: int) -> int:
+    """Cut a last line that has no newline (a write a kill or a full disk interrupted);
+    return the new size."""
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return size
+    pos = size
+    while pos > 0:
+        start = max(0, pos - 65536)
+        chunk = os.pread(fd, pos - start, start)
+        nl = chunk.rfind(b"\n")
+        if nl >= 0:
+            keep = start + nl + 1
+            os.ftruncate(fd, keep)
+            return keep
+        pos = start
+    return size  # no complete line at all: the header itself is torn; reading refuses it
+
+
+def _check_header(header: dict, p: Path, argument: str) -> None:
+    written_by = header.get("tool_version")
+    if header.get("format") != FORMAT or "checksum" not in header:
+        raise UsageError(
+            argument,
+            f"'{p}' was written by another version of whichdevice ({written_by or 'an older one'}; "
+            f"this is {__version__})",
+            "Finish it with that version, or start a new run.",
+        )
+    if header.get("checksum") != _checksum(header):
+        raise UsageError(
+            argument,
+            f"'{p}' has a header that was edited after the run wrote it (its checksum does not match)",
+            "Resume only journals as whichdevice wrote them; start a new run.",
+        )
+    if written_by != __version__:
+        raise UsageError(
+            argument,
+            f"'{p}' was written by whichdevice {written_by}; this is {__version__}",
+            f"Finish it with whichdevice {written_by}, or start a new run.",
+        )
+
+
+def _rebase(header: dict, journal: Path) -> dict:
+    """Paths that sat beside the record, taken relative to the journal given to ``--resume``:
+    the folder it is in now, and its stem if it was renamed."""
+    json_file = header.get("json_file")
+    if not isinstance(json_file, str):
+        return header
+    old = Path(json_file)
+    new_stem = journal.name[: -len(SUFFIX)] if journal.name.endswith(SUFFIX) else journal.stem
+    new_dir = journal.absolute().parent
+    if old.parent == new_dir and old.stem == new_stem:
+        return header
+
+    def move(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: move(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [move(v) for v in value]
+        if isinstance(value, str) and value.startswith("/") and Path(value).parent == old.parent:
+            name = Path(value).name
+            if name.startswith(old.stem):
+                name = new_stem + name[len(old.stem) :]
+            return str(new_dir / name)
+        return value
+
+    return {k: (v if k in ("checksum", "machine", "versions", "files") else move(v)) for k, v in header.items()}
+
+
+def _changes(header: dict) -> list[str]:
+    """What differs between the machine that started the run and this one."""
+    out = []
+    then = header.get("machine") or {}
+    now = machine_facts()
+    if then.get("cores") not in (None, now["cores"]):
+        out.append(
+            f"the interrupted run started with {then['cores']} usable cores and this machine gives "
+            f"{now['cores']}: CPU times before and after the resume are not comparable"
+        )
+    if then.get("host") not in (None, now["host"]):
+        out.append(f"the interrupted run started on host '{then['host']}' and is resumed on '{now['host']}'")
+    old, new = header.get("versions") or {}, installed_versions()
+    for dist in sorted(set(old) | set(new)):
+        if old.get(dist) != new.get(dist):
+            out.append(
+                f"{dist} was {old.get(dist) or 'not installed'} when the run started and is "
+                f"{new.get(dist) or 'not installed'} now: cases before and after the resume ran different versions"
+            )
+    return out

@@ -1,0 +1,264 @@
+"""What the command line does when the world misbehaves (issue 18), kept out of ``app.py``.
+
+- Signals: SIGTERM (a scheduler's limit, ``kill``), SIGHUP (the terminal went away) and a
+  broken output pipe (``| head -1``: Python ignores SIGPIPE and raises ``BrokenPipeError``
+  on the next write; :class:`_PipeGuard` turns it into the same interruption) unwind the run
+  like Ctrl-C: children killed, the journal kept, a line on stderr with the ``--resume``
+  command, exit 128 + the signal's number. The line never reads the journal
+  (``journal.active_experiment``), so a damaged journal cannot crash it.
+- Scratch: the run's temporary files (the runner's job files, the children's own ``TMPDIR``)
+  live in ``$WHICHDEVICE_HOME/tmp/run-PID-RANDOM``, removed when the command ends; folders of
+  runs killed with ``kill -9`` are removed by the next command. Nothing is left in ``/tmp``.
+- Failures of the machine, not of the input: a full disk, a read-only or vanished folder
+  while writing, a damaged history database are one line (with the ``--resume`` command
+  while the journal is kept), exit 1; the plots and pages of a record that could not be
+  written are removed (``safeio.discard_created``).
+- Warnings of impossible settings (``validate.SettingWarning``) are one ``warning:`` line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import signal
+import sqlite3
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from whichdevice.cli.base import err_console
+
+SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+NAMES = {signal.SIGINT: "Interrupted", signal.SIGTERM: "Terminated", signal.SIGHUP: "Hung up"}
+BAD_PATH = (errno.ENAMETOOLONG, errno.ELOOP)
+FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+class Terminated(KeyboardInterrupt):
+    """A signal (or a closed output pipe) unwound like Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+received: int | None = None  # the signal that ended the run (None: Ctrl-C or none)
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    global received
+    if received is not None:  # already unwinding: let the clean-up finish
+        return
+    received = signum
+    raise Terminated(signum)
+
+
+class _PipeGuard:
+    """``sys.stdout`` whose reader went away: the first ``BrokenPipeError`` becomes an
+    interruption (SIGPIPE), the rest of the output is dropped."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._broken = False
+
+    def _broke(self) -> None:
+        global received
+        self._broken = True
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        if received is None:
+            received = signal.SIGPIPE
+            raise Terminated(signal.SIGPIPE)
+
+    def write(self, text: str) -> int:
+        if self._broken:
+            return len(text)
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            self._broke()
+            return len(text)
+
+    def flush(self) -> None:
+        if self._broken:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._broke()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _home() -> Path:
+    return Path(os.environ.get("WHICHDEVICE_HOME") or Path.home() / ".whichdevice")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale_scratch(base: Path) -> None:
+    """Scratch folders of runs that were killed (their process is gone)."""
+    with contextlib.suppress(OSError):
+        for d in base.glob("run-*"):
+            try:
+                pid = int(d.name.split("-")[1])
+            except (IndexError, ValueError):
+                continue
+            if not _pid_alive(pid):
+                shutil.rmtree(d, ignore_errors=True)
+
+
+def _scratch() -> Callable[[], None]:
+    """A scratch folder for this run's temporary files (ours and the children's)."""
+    base = _home() / "tmp"
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        _remove_stale_scratch(base)
+        folder = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=base)
+    except OSError:
+        return lambda: None  # no home to write to: the system's temporary folder, as before
+    saved_env, saved_dir = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"] = folder
+    tempfile.tempdir = folder
+
+    def restore() -> None:
+        tempfile.tempdir = saved_dir
+        if saved_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved_env
+        shutil.rmtree(folder, ignore_errors=True)
+
+    return restore
+
+
+def install(*, scratch: bool = True) -> Callable[[], None]:
+    """Signal handlers, the output pipe's guard, the scratch folder (for a command) and the
+    warning line; returns the function that undoes them."""
+    global received
+    received = None
+    common = sys.modules.get("whichdevice.cli.common")
+    if common is not None:
+        common.all_failed = None  # type: ignore[attr-defined]
+    previous = {s: signal.signal(s, _on_signal) for s in SIGNALS}
+    saved_stdout = sys.stdout
+    if not isinstance(sys.stdout, _PipeGuard):
+        sys.stdout = _PipeGuard(sys.stdout)  # type: ignore[assignment]
+    restore_scratch = _scratch() if scratch else (lambda: None)
+    saved_show = warnings.showwarning
+
+    def show(message: Any, category: type, *args: Any, **kwargs: Any) -> None:
+        if category.__name__ == "SettingWarning":
+            err_console.print(f"warning: {escape(str(message))}", soft_wrap=True)
+        else:
+            saved_show(message, category, *args, **kwargs)
+
+    warnings.showwarning = show
+
+    def undo() -> None:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        warnings.showwarning = saved_show
+        if isinstance(sys.stdout, _PipeGuard) and not sys.stdout._broken:
+            sys.stdout = saved_stdout
+        restore_scratch()
+
+    return undo
+
+
+def _journal() -> tuple[Path | None, str]:
+    """The open journal of this run and its experiment, without reading the file."""
+    journal = sys.modules.get("whichdevice.measure.journal")  # loaded by any command that journals
+    path = getattr(journal, "active", None)
+    name = getattr(journal, "active_experiment", None) or "run"
+    try:
+        exists = path is not None and path.exists()
+    except OSError:
+        exists = False
+    return (path if exists else None), name
+
+
+def resume_hint() -> str:
+    path, name = _journal()
+    if path is None:
+        return ""
+    return (
+        f" The finished cases are kept in {escape(str(path))}; finish the run with: "
+        f"whichdevice {escape(name)} --resume {escape(str(path))}"
+    )
+
+
+def interrupted_code(default: int) -> int:
+    """Exit code and the line for an interruption (Ctrl-C is ``default``, 130)."""
+    what = NAMES.get(received, "Output closed") if received is not None else "Interrupted"  # type: ignore[arg-type]
+    if received == signal.SIGPIPE:
+        what = "Output closed (the program reading it quit)"
+    err_console.print(f"{what}.{resume_hint()}", soft_wrap=True)
+    return 128 + received if received is not None else default
+
+
+def _discard() -> None:
+    safeio = sys.modules.get("whichdevice.core.safeio")
+    if safeio is not None:
+        safeio.discard_created()
+
+
+def os_error(e: OSError) -> int:
+    """One line for an ``OSError`` that reached the top; the exit code."""
+    _discard()
+    where = e.filename if e.filename is not None else ""
+    shown = str(where) if len(str(where)) <= 160 else str(where)[:80] + "…" + str(where)[-60:]
+    if e.errno in BAD_PATH:
+        err_console.print(f"error: '{escape(shown)}' cannot be used ({escape(e.strerror or '')}).", soft_wrap=True)
+        return 2
+    if isinstance(e, BrokenPipeError):
+        return interrupted_code(141)
+    what = "no space left on the disk" if e.errno in FULL else (e.strerror or type(e).__name__)
+    target = f" writing '{escape(shown)}'" if shown else ""
+    hint = resume_hint()
+    fix = " Free some space, then" if e.errno in FULL else " Fix that, then"
+    if hint:
+        hint = hint.replace("; finish the run with:", f";{fix.lower()} finish the run with:")
+    err_console.print(f"error: {escape(what)}{target}; nothing half-written is left.{hint}", soft_wrap=True)
+    return 1
+
+
+def database_error(e: sqlite3.Error) -> int:
+    history = sys.modules.get("whichdevice.measure.history")
+    path = history.db_path() if history is not None else _home() / "history.sqlite"
+    err_console.print(
+        f"error: the run history '{escape(str(path))}' cannot be read ({escape(str(e))}). "
+        f"Move it aside (mv '{escape(str(path))}' '{escape(str(path))}.bak'): a new one is started; "
+        "the JSON records are untouched.",
+        soft_wrap=True,
+    )
+    return 1
+
+
+def all_failed() -> int:
+    """0, or 1 with one line when every case of the record the command wrote failed."""
+    common = sys.modules.get("whichdevice.cli.common")
+    text = getattr(common, "all_failed", None)
+    if not text:
+        return 0
+    common.all_failed = None  # type: ignore[union-attr]
+    err_console.print(f"error: {escape(text)}", soft_wrap=True)
+    return 1
