@@ -14,8 +14,8 @@ def _r(device, samples, **params):
 def test_pairs_differ_in_exactly_one_parameter():
     rec = make_record(
         [
-            _r("CPU:0", [1.0, 1.01, 0.99], kind="fit", batch=32, spe=1),
-            _r("CPU:0", [0.5, 0.51, 0.49], kind="fit", batch=32, spe=32),
+            _r("CPU:0", [1.0, 1.01, 0.99, 1.0, 1.0], kind="fit", batch=32, spe=1),
+            _r("CPU:0", [0.5, 0.51, 0.49, 0.5, 0.5], kind="fit", batch=32, spe=32),
             _r("CPU:0", [0.2, 0.2, 0.2], kind="loop", batch=32, spe=32),  # other kind: not a pair
             _r("GPU:0", [2.0, 2.0, 2.0], kind="fit", batch=32, spe=32),  # other device: not a pair
         ],
@@ -24,7 +24,7 @@ def test_pairs_differ_in_exactly_one_parameter():
     (fix,) = ab_fixes(rec, "spe", 1)
     assert fix.variant_value == 32 and fix.device == "CPU:0"
     assert fix.speedup == pytest.approx(2.0)
-    assert "2x faster" in fix.describe()
+    assert "2× faster (95 % CI" in fix.describe() and "5 samples" in fix.describe()
 
 
 def test_batch_fix_is_credited_per_sample():
@@ -50,13 +50,20 @@ def test_noise_gives_no_significant_change():
     )
     (fix,) = ab_fixes(rec, "jit", False)
     assert not fix.comparison.significant
-    assert "no significant change" in fix.describe()
+    assert "no clear change" in fix.describe()
 
 
-def _spe_grid(times):
+def _spe_grid(times, thin=None):
     return make_record(
         [
-            _r("CPU:0", [t * 0.99, t, t * 1.01], kind="fit", example="ex2", batch=10, steps_per_execution=spe)
+            _r(
+                "CPU:0",
+                [t * 0.99, t, t * 1.01, t, t] if spe != thin else [t],
+                kind="fit",
+                example="ex2",
+                batch=10,
+                steps_per_execution=spe,
+            )
             for spe, t in times.items()
         ],
         "train",
@@ -68,12 +75,25 @@ def test_the_smallest_setting_within_90_percent_of_the_best_is_recommended():
 
     # 1 -> 5 -> 20 -> 100: 2x, 3.8x, 4x: 20 reaches 95 % of the best (100) and is smaller.
     rec = _spe_recommendation(_spe_grid({1: 1.0, 5: 0.5, 20: 0.263, 100: 0.25}))
-    assert rec.results[0].startswith("CPU:0: steps_per_execution 1 -> 20: 3.8")
+    assert rec.results[0].startswith("CPU:0: steps_per_execution 1 -> 20: 3.8× faster (95 % CI")
     assert (
         "best in the grid: steps_per_execution 100 at 4x" in rec.results[0]
         and "reaches 95% of the best" in rec.results[0]
     )
-    assert rec.note == "CPU:0 grid (samples/s vs steps_per_execution 1): 5: 2x, 20: 3.8x, 100: 4x"
+    assert rec.note.startswith("CPU:0 grid (samples/s vs steps_per_execution 1): 5: 2x (CI ")
+    assert "100: 4x (CI" in rec.note and "n=5" in rec.note
+
+
+def test_a_grid_value_with_one_sample_is_never_the_best():
+    from whichdevice.analysis.suite import _spe_recommendation
+
+    # issue 16: steps_per_execution 100 "best in the grid" from one sample (64.4 ms ± 0 ns)
+    rec = _spe_recommendation(_spe_grid({1: 1.0, 5: 0.5, 20: 0.263, 100: 0.1}, thin=100))
+    line = rec.results[0]
+    assert line.startswith("CPU:0: steps_per_execution 1 -> 20: 3.8× faster")
+    assert "best in the grid: steps_per_execution 20" in line
+    assert "steps_per_execution 100: not enough samples (n=1), not considered" in line
+    assert "100: not enough samples (n=1)" in rec.note
 
 
 def test_a_grid_where_nothing_helps_recommends_nothing():

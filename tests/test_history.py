@@ -1,6 +1,9 @@
 """Run history (SQLite index) and `compare` between two runs."""
 
 import json
+import math
+
+import pytest
 
 from conftest import run_cli, timing_of
 
@@ -83,13 +86,43 @@ def _rec(samples, device="CPU:0", version="2.21.0"):
 
 
 def test_diff_names_what_changed_and_whether_it_matters():
-    d = diff_runs(_rec([1.0, 1.01, 0.99]), _rec([0.5, 0.51, 0.49], version="2.22.0"))
+    d = diff_runs(_rec([1.0, 1.01, 0.99, 1.0, 1.0]), _rec([0.5, 0.51, 0.49, 0.5, 0.5], version="2.22.0"))
     assert d.context == ["CPU:0: tensorflow 2.21.0 -> tensorflow 2.22.0"]
     (p,) = d.points
     assert p.comparison.significant and p.comparison.ratio == 2.0
-    same = diff_runs(_rec([1.0, 1.2, 0.8]), _rec([1.05, 1.25, 0.85]))
+    same = diff_runs(_rec([1.0, 1.2, 0.8, 1.0, 1.0]), _rec([1.05, 1.25, 0.85, 1.05, 1.05]))
     assert not same.points[0].comparison.significant
     assert timing_of(1.0).median_s == 1.0
+
+
+def _rounds_rec(rounds):
+    rec = _rec([x for r in rounds for x in r])
+    t = rec.results[0].timing.model_copy(update={"rounds_s": rounds})
+    return rec.model_copy(update={"results": [rec.results[0].model_copy(update={"timing": t})]})
+
+
+def test_diff_between_runs_uses_each_runs_processes_and_learned_thresholds():
+    # Two identical runs: each process tight, processes 20 % apart; the runs' medians differ 10 %.
+    a = _rounds_rec([[1.0, 1.01, 0.99, 1.0, 1.0], [1.2, 1.21, 1.19, 1.2, 1.2]])
+    b = _rounds_rec([[1.1, 1.11, 1.09, 1.1, 1.1], [1.3, 1.31, 1.29, 1.3, 1.3]])
+    (p,) = diff_runs(a, b).points
+    assert p.comparison.claim.unit == "rounds" and not p.comparison.significant
+    # A real 2x change is still a change.
+    c = _rounds_rec([[0.5, 0.505, 0.495, 0.5, 0.5], [0.55, 0.555, 0.545, 0.55, 0.55]])
+    (p2,) = diff_runs(a, c).points
+    assert p2.comparison.significant and p2.comparison.ratio > 1.9
+    # A threshold learned from repeats absorbs a change below it.
+    one_a, one_b = _rec([1.0, 1.01, 0.99, 1.0, 1.0]), _rec([1.2, 1.21, 1.19, 1.2, 1.2])
+    key = one_a.results[0].spec.key
+    assert diff_runs(one_a, one_b).points[0].comparison.significant
+    assert not diff_runs(one_a, one_b, thresholds={key: 0.3}).points[0].comparison.significant
+
+
+def test_log_ratios_of_two_runs():
+    from whichdevice.analysis.diff import log_ratios
+
+    a, b = _rec([1.0] * 5), _rec([0.5] * 5)
+    assert log_ratios(a, b) == {a.results[0].spec.key: pytest.approx(math.log(2))}
 
 
 def test_diff_says_which_side_failed_and_how():

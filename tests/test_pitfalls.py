@@ -25,15 +25,15 @@ def test_ratios_on_a_hand_made_record():
         [
             _r(
                 {**base, "kind": "steady", "batch": 10, "sync": "none"},
-                [1e-3, 1.1e-3, 0.9e-3],
+                [1e-3, 1.1e-3, 0.9e-3, 1e-3, 1e-3],  # 5 samples: the least a claim rests on
                 {"samples_per_step": 10},
             ),
             _r(
                 {**base, "kind": "steady", "batch": 10, "sync": "each"},
-                [2e-3, 2.1e-3, 1.9e-3],
+                [2e-3, 2.1e-3, 1.9e-3, 2e-3, 2e-3],
                 {"samples_per_step": 10},
             ),
-            _r({**base, "kind": "steady", "batch": 512, "sync": "none"}, [5e-3, 5e-3, 5e-3], {"samples_per_step": 512}),
+            _r({**base, "kind": "steady", "batch": 512, "sync": "none"}, [5e-3] * 5, {"samples_per_step": 512}),
             _r(
                 {**base, "kind": "fit", "example": "ex2", "epochs": 3},
                 [1e-3] * 3,

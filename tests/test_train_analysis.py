@@ -4,7 +4,7 @@ import json
 import math
 
 import pytest
-from conftest import DATA, make_record, timing_of
+from conftest import DATA, make_record, reference_timing
 from rich.console import Console
 
 from whichdevice.analysis.train import analyze_training
@@ -23,7 +23,7 @@ def _mlp_record(probe, cpu_key="cpu_step_s", gpu_key="cuda_step_s", sync="none",
     for row in probe["mlp"]:
         for device, prefix in (("CPU:0", "cpu"), ("GPU:0", "cuda")):
             key = cpu_key if device == "CPU:0" else gpu_key
-            t = timing_of(row[key])
+            t = reference_timing(row[key])
             t = t.model_copy(update={"first_call_s": row[f"{prefix}_first_step_s"]})
             spec = CaseSpec(
                 workload="train",
@@ -68,8 +68,9 @@ def test_first_step_break_even_per_batch_on_recorded_h100(h100_probe):
     by_batch = {r.params["batch"]: r.break_even["GPU:0"] for r in report.runs}
     assert by_batch[10].kind == "never"  # GPU step 1.17 ms vs CPU 0.82 ms
     assert by_batch[8192].kind == "immediately"  # shorter first step and faster steps
-    # batch 2048: GPU first step shorter too, steady 1.263 vs 1.316 ms
-    assert by_batch[2048].kind == "immediately"
+    # batch 2048: steady 1.263 vs 1.316 ms, 4 % apart: within the 5 % noise threshold
+    # (analysis/significance.py), so no break-even is claimed on it
+    assert by_batch[2048].kind == "never" and by_batch[2048].within_noise
 
 
 def test_keras_jax_1000_samples_batch_10_gpu_never_breaks_even():

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import h100_matmul_record, make_record, timing_of
+from conftest import h100_matmul_record, make_record, reference_timing
 
 from whichdevice.analysis.sweep import analyze_sweep
 from whichdevice.analysis.verdict import loglog_slope, regime, sweep_findings, warmup_dominated
@@ -19,7 +19,7 @@ def _mlp_table(probe):
     for row in probe["mlp"]:
         for device, key in (("CPU:0", "cpu_step_s"), ("GPU:0", "cuda_step_s")):
             spec = CaseSpec(workload="train", framework="torch", device=device, params={"batch": row["batch"]})
-            results.append(CaseResult(spec=spec, status="ok", timing=timing_of(row[key]), wall_s=0))
+            results.append(CaseResult(spec=spec, status="ok", timing=reference_timing(row[key]), wall_s=0))
     (table,) = analyze_sweep(make_record(results, "train"), "batch")
     return table
 

@@ -1,15 +1,20 @@
-"""Compare two timings of the same work on two devices, with their spread.
+"""Compare two timings of the same work (two devices, fix off vs on, two runs).
 
-The ratio is ``t_cpu / t_gpu`` (> 1: the GPU is faster). Its range comes from the
-quartiles: from ``q1_cpu / q3_gpu`` to ``q3_cpu / q1_gpu``. When the two interquartile
-ranges overlap the difference is within the noise and we say so (STYLE.md principle 8)
-instead of naming a winner.
+The ratio is ``t_baseline / t_other`` (> 1: ``other`` is faster). Whether it is a change is
+decided by the one rule in ``analysis/significance.py``: at least 5 samples per side, a 95 %
+interval that excludes 1 and a ratio beyond the noise threshold (5 % unless a learned one is
+passed). When both timings were measured in several rounds (fresh child processes, paired
+by round, ``Timing.rounds_s``) the interval comes from the per-round ratios, i.e. from
+between-process variation; otherwise from the samples of the one process (STYLE.md
+principle 8: within the noise, no winner is named).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from whichdevice.analysis import significance
+from whichdevice.analysis.significance import Claim
 from whichdevice.core.records import Timing
 
 
@@ -17,41 +22,62 @@ from whichdevice.core.records import Timing
 class Comparison:
     baseline: str  # e.g. "CPU:0"
     other: str  # e.g. "GPU:0"
-    ratio: float  # baseline median / other median: > 1 means `other` is faster
-    ratio_lo: float
-    ratio_hi: float
-    significant: bool  # interquartile ranges do not overlap
+    claim: Claim  # baseline / other: ratio > 1 means `other` is faster
+
+    @property
+    def ratio(self) -> float:
+        return self.claim.ratio
+
+    @property
+    def ratio_lo(self) -> float:
+        return self.claim.lo
+
+    @property
+    def ratio_hi(self) -> float:
+        return self.claim.hi
+
+    @property
+    def significant(self) -> bool:
+        """A change by significance.py's rule (CI excludes 1, beyond the noise, ≥ 5 samples)."""
+        return self.claim.significant
+
+    @property
+    def enough(self) -> bool:
+        """False when a side has fewer than 5 samples: no claim either way."""
+        return self.claim.enough
+
+    @property
+    def n(self) -> int:
+        return self.claim.n
 
     @property
     def winner(self) -> str | None:
-        """The faster device, or None when the difference is within the noise."""
+        """The faster device, or None when the difference is not a change."""
         if not self.significant:
             return None
         return self.other if self.ratio > 1 else self.baseline
 
     @property
     def faster(self) -> str:
-        """The device with the lower median, significant or not."""
+        """The side with the lower median, significant or not."""
         return self.other if self.ratio > 1 else self.baseline
 
     def describe(self) -> str:
-        """'GPU:0 3.1x faster (2.9-3.3)', 'GPU:0 1.6x slower (1.5-1.7)' or 'no significant difference'."""
-        if not self.significant:
-            return f"no significant difference ({self.other} {_times(self.ratio)})"
-        if self.ratio >= 1:
-            return f"{self.other} {self.ratio:.3g}x faster ({self.ratio_lo:.3g}-{self.ratio_hi:.3g})"
-        inv, lo, hi = 1 / self.ratio, 1 / self.ratio_hi, 1 / self.ratio_lo
-        return f"{self.other} {inv:.3g}x slower ({lo:.3g}-{hi:.3g})"
+        """'GPU:0 3.1× faster (95 % CI 2.9–3.3×, 12 samples)', 'no clear change (GPU:0 1.1×, ...)'
+        or 'not enough samples (...)'."""
+        if self.claim.significant:
+            return self.claim.text(self.other)
+        return self.claim.text()
 
 
-def _times(ratio: float) -> str:
-    return f"{ratio:.3g}x faster" if ratio >= 1 else f"{1 / ratio:.3g}x slower"
-
-
-def compare(baseline_name: str, baseline: Timing, other_name: str, other: Timing) -> Comparison:
-    ratio = baseline.median_s / other.median_s
-    lo = baseline.q1_s / other.q3_s if other.q3_s > 0 else ratio
-    hi = baseline.q3_s / other.q1_s if other.q1_s > 0 else ratio
-    overlap = baseline.q1_s <= other.q3_s and other.q1_s <= baseline.q3_s
-    # A single sample on each side has a zero-width range: equal medians only overlap.
-    return Comparison(baseline_name, other_name, ratio, min(lo, ratio), max(hi, ratio), not overlap)
+def compare(
+    baseline_name: str,
+    baseline: Timing,
+    other_name: str,
+    other: Timing,
+    *,
+    threshold: float = significance.NOISE_THRESHOLD,
+) -> Comparison:
+    """``baseline`` vs ``other`` through significance.from_rounds (rounds when both have them)."""
+    claim = significance.from_rounds(baseline.rounds, other.rounds, threshold=threshold)
+    return Comparison(baseline_name, other_name, claim)

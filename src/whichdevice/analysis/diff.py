@@ -1,11 +1,26 @@
 """What changed between two runs, point by point: the same case (workload, framework,
-device, parameters) measured twice, its ratio and whether the change is outside the noise."""
+device, parameters) measured twice, its ratio and whether the change is outside the noise.
+
+"Outside the noise" is analysis/significance.py's rule, fed with what two runs can know about
+their noise (issue 16: within a run a point is tight, between runs it moves more than its IQR):
+
+- each run's rounds (fresh child processes): between-process variation per case;
+- for a case measured in one round only, the between-process spread of the other cases of the
+  same two runs (``significance.process_spread``) widens its interval;
+- ``thresholds``: per case key, a noise threshold learned from earlier repeat runs on this
+  machine (measure/history.py stores them; ``significance.learned_threshold``); other cases use
+  ``default_threshold``.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from whichdevice.analysis.compare import Comparison, compare
+import math
+from collections.abc import Mapping
+
+from whichdevice.analysis import significance
+from whichdevice.analysis.compare import Comparison
 from whichdevice.core.records import RunRecord
 
 
@@ -68,15 +83,44 @@ def _context(a: RunRecord, b: RunRecord) -> list[str]:
     return out
 
 
-def diff_runs(before: RunRecord, after: RunRecord) -> RunDiff:
+def log_ratios(before: RunRecord, after: RunRecord) -> dict[str, float]:
+    """Per case key measured in both: log(median before / median after) — what a repeat run of
+    the same command stores as one between-run noise sample (measure/history.py)."""
+    ra = {r.spec.key: r.timing for r in before.results if r.timing is not None}
+    rb = {r.spec.key: r.timing for r in after.results if r.timing is not None}
+    return {
+        k: math.log(ra[k].median_s / rb[k].median_s)
+        for k in ra
+        if k in rb and ra[k].median_s > 0 and rb[k].median_s > 0
+    }
+
+
+def diff_runs(
+    before: RunRecord,
+    after: RunRecord,
+    *,
+    thresholds: Mapping[str, float] | None = None,
+    default_threshold: float = significance.NOISE_THRESHOLD,
+) -> RunDiff:
     ra = {r.spec.key: r for r in before.results}
     rb = {r.spec.key: r for r in after.results}
+    thresholds = thresholds or {}
+    both = [k for k in ra if k in rb]
+    process_sd = significance.process_spread(
+        [t.rounds for k in both for t in (ra[k].timing, rb[k].timing) if t is not None]
+    )
     points = []
-    for key in [k for k in ra if k in rb]:
+    for key in both:
         a, b = ra[key], rb[key]
         comp = None
         if a.timing is not None and b.timing is not None:
-            comp = compare("before", a.timing, "after", b.timing)
+            claim = significance.between_runs(
+                a.timing.rounds,
+                b.timing.rounds,
+                threshold=thresholds.get(key, default_threshold),
+                process_sd=process_sd,
+            )
+            comp = Comparison("before", "after", claim)
         points.append(
             PointChange(
                 key,

@@ -57,11 +57,36 @@ def classify_input_bound(wait_percent: float) -> str:
     return NOT
 
 
-def describe_input_bound(wait_percent: float) -> str:
-    """XProf's sentence, e.g. 'HIGHLY input-bound: 41.2 % of each step waits for input'."""
+def describe_input_bound(wait_percent: float, rounds: list[float] | None = None) -> str:
+    """XProf's sentence, e.g. 'HIGHLY input-bound: 41.2 % of each loop step waits for the batch'.
+
+    THE input-bound figure (one definition, issue 16): the share of the training loop's step
+    time spent waiting for the batch (``input_wait_s / loop_s``, measured in the loop, pooled
+    over its rounds). The pipeline-alone throughput and the loop speed are other figures and are
+    named as such wherever they appear. ``rounds``: the share in each round (fresh process);
+    when they fall on both sides of a class boundary the class is said to be borderline."""
     cls = classify_input_bound(wait_percent)
     what = "not input-bound" if cls == NOT else f"{cls} input-bound"
-    return f"{what}: {wait_percent:.1f} % of each step waits for input"
+    text = f"{what}: {wait_percent:.1f} % of each loop step waits for the batch"
+    if rounds and len(rounds) >= 2:
+        classes = {classify_input_bound(r) for r in rounds}
+        spread = f"{min(rounds):.1f}–{max(rounds):.1f} % over {len(rounds)} rounds"
+        if len(classes) > 1:
+            text += f" (borderline: {spread})"
+        else:
+            text += f" ({spread})"
+    return text
+
+
+def round_values(metrics: dict[str, float], key: str) -> list[float]:
+    """A metric's value in each round: ``key`` (round 1), then ``round2:key``, ``round3:key``...
+    (measure/session.py keeps later rounds' metrics under these names)."""
+    out = [metrics[key]] if key in metrics else []
+    i = 2
+    while f"round{i}:{key}" in metrics:
+        out.append(metrics[f"round{i}:{key}"])
+        i += 1
+    return out
 
 
 @dataclass(frozen=True)
@@ -110,12 +135,19 @@ class VariantRow:
     batch: int
     pipeline: Timing | None  # seconds per batch, pipeline alone
     loop: Timing | None  # seconds per step, pipeline + model
-    wait_percent: float | None
+    wait_percent: float | None  # THE input-bound figure: share of the loop step waiting for the batch
     input_bound: str | None
     wait_median_s: float | None
     pipeline_speedup: Comparison | None  # vs the first variant
     loop_speedup: Comparison | None
     failed: list[str] = field(default_factory=list)
+    wait_percent_rounds: list[float] = field(default_factory=list)  # the share in each round
+
+    @property
+    def input_bound_text(self) -> str | None:
+        if self.wait_percent is None:
+            return None
+        return describe_input_bound(self.wait_percent, self.wait_percent_rounds)
 
     @property
     def examples_per_s(self) -> float | None:
@@ -175,8 +207,14 @@ def variant_rows(results: list[CaseResult]) -> list[VariantRow]:
         pt = pipe.timing if pipe is not None else None
         lt = loop.timing if loop is not None else None
         wait = None
+        per_round: list[float] = []
         if lt is not None and loop is not None and "input_wait_s" in loop.metrics:
-            wait = input_wait_percent(loop.metrics["input_wait_s"], loop.metrics.get("loop_s", sum(lt.samples_s)))
+            waits = round_values(loop.metrics, "input_wait_s")
+            loops = round_values(loop.metrics, "loop_s") or [sum(lt.samples_s)]
+            if len(loops) != len(waits):
+                waits, loops = waits[:1], loops[:1]
+            per_round = [input_wait_percent(w, t) for w, t in zip(waits, loops)]
+            wait = input_wait_percent(sum(waits), sum(loops))  # pooled over the rounds
         batch = int((pipe or loop).spec.params.get("batch", 0)) if (pipe or loop) else 0
         if loop is not None and loop.metrics.get("examples_per_step"):
             batch = int(loop.metrics["examples_per_step"])
@@ -194,6 +232,7 @@ def variant_rows(results: list[CaseResult]) -> list[VariantRow]:
                 pipeline_speedup=speedup(names[0], base_pipe, v, pt) if i else None,
                 loop_speedup=speedup(names[0], base_loop, v, lt) if i else None,
                 failed=failed,
+                wait_percent_rounds=per_round if len(per_round) >= 2 else [],
             )
         )
     return rows
@@ -206,17 +245,30 @@ def _device_verdict(
     measured = [r for r in rows if r.loop is not None and r.wait_percent is not None]
     if measured:
         first = measured[0]
-        out.append(f"{device}, {first.variant}: {describe_input_bound(first.wait_percent)}.")
+        out.append(f"{device}, {first.variant}: {first.input_bound_text}.")
         best = min(measured, key=lambda r: r.loop.median_s)
         if best is not first:
             sp = best.loop_speedup
             if sp is None:
                 gain = best.variant
             elif sp.winner is None:
-                gain = f"{best.variant} (within the noise of {first.variant}: {sp.ratio:.3g}x)"
+                gain = f"{best.variant} ({sp.claim.text()} against {first.variant}: not a clear winner)"
             else:
-                gain = f"{sp.describe()} than {first.variant}"
-            out.append(f"{device}: fastest loop: {gain}; {describe_input_bound(best.wait_percent)}.")
+                gain = f"{sp.describe()} than {first.variant} (loop speed)"
+            line = f"{device}: fastest loop: {gain}; {best.input_bound_text}."
+            if (
+                best.wait_percent is not None
+                and first.wait_percent is not None
+                and best.wait_percent > first.wait_percent
+                and best.wait_s is not None
+                and first.wait_s is not None
+            ):
+                line += (
+                    f" Its share is higher although its loop is faster: its steps are shorter, so its "
+                    f"{best.wait_s * 1e3:.3g} ms of waiting per step (vs {first.wait_s * 1e3:.3g} ms for "
+                    f"{first.variant}) weighs more."
+                )
+            out.append(line)
         if model is not None and first.pipeline is not None:
             # Perfect overlap cannot beat the slower of the two; no overlap is their sum.
             bound = max(model.median_s, first.pipeline.median_s)

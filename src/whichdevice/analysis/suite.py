@@ -59,7 +59,8 @@ def _fix_lines(fixes: list[FixResult]) -> list[str]:
 def _grid_pick(mine: list[FixResult]) -> tuple[FixResult, FixResult] | None:
     """One device's grid (sorted by value) -> (the recommended value, the best), or None when no
     value's gain is significant: the smallest value whose gain reaches ``GOOD_ENOUGH`` of the
-    best gain (smaller is the cheaper change)."""
+    best gain (smaller is the cheaper change). Only gains that count by significance.py's rule
+    compete: a value with fewer than 5 samples, or whose interval includes 1, is never "best"."""
     gains = [f for f in mine if f.comparison.significant and f.speedup > 1]
     if not gains:
         return None
@@ -67,27 +68,43 @@ def _grid_pick(mine: list[FixResult]) -> tuple[FixResult, FixResult] | None:
     return next(f for f in gains if f.speedup >= GOOD_ENOUGH * best.speedup), best
 
 
+def _grid_cell(f: FixResult) -> str:
+    c = f.comparison
+    if not c.enough:
+        return f"{f.variant_value}: not enough samples (n={c.n})"
+    mark = "" if c.significant else ", no clear change"
+    return f"{f.variant_value}: {f.speedup:.3g}x (CI {c.ratio_lo:.3g}–{c.ratio_hi:.3g}, n={c.n}{mark})"
+
+
 def _grid_lines(fixes: list[FixResult], what: str, unit: str) -> tuple[list[str], list[str]]:
     """A setting tried at several values against one baseline, per device: the recommended
-    value (``_grid_pick``) and the whole grid; the line says so when no value beats the baseline."""
+    value (``_grid_pick``) and the whole grid; the line says so when no value beats the baseline,
+    and names the values left out for too few samples."""
     lines, notes = [], []
     for device in sorted({f.device for f in fixes}):
         mine = sorted((f for f in fixes if f.device == device), key=lambda f: f.variant_value)
         base = mine[0].baseline_value
-        grid = ", ".join(f"{f.variant_value}: {f.speedup:.3g}x" for f in mine)
+        grid = "; ".join(_grid_cell(f) for f in mine)
         notes.append(f"{device} grid ({unit} vs {what} {base}): {grid}")
+        thin = [f for f in mine if not f.comparison.enough]
+        left_out = (
+            f"; {what} {', '.join(str(f.variant_value) for f in thin)}: not enough samples "
+            f"({', '.join(f'n={f.comparison.n}' for f in thin)}), not considered"
+            if thin
+            else ""
+        )
         picked = _grid_pick(mine)
         if picked is None:
             lines.append(
-                f"{device}: none of {what} {', '.join(str(f.variant_value) for f in mine)} beats {base} significantly"
+                f"{device}: none of {what} {', '.join(str(f.variant_value) for f in mine)} beats {base} "
+                f"significantly{left_out}"
             )
             continue
         pick, best = picked
         lines.append(
-            f"{device}: {what} {base} -> {pick.variant_value}: {pick.comparison.ratio:.3g}x the {unit} "
-            f"({pick.comparison.ratio_lo:.3g}-{pick.comparison.ratio_hi:.3g}); best in the grid: {what} "
-            f"{best.variant_value} at {best.speedup:.3g}x, so the recommended {what} reaches "
-            f"{pick.speedup / best.speedup:.0%} of the best"
+            f"{device}: {what} {base} -> {pick.variant_value}: {pick.comparison.claim.text()} in {unit}; "
+            f"best in the grid: {what} {best.variant_value} at {best.speedup:.3g}x, so the recommended {what} "
+            f"reaches {pick.speedup / best.speedup:.0%} of the best{left_out}"
         )
     return lines, notes
 
@@ -325,7 +342,8 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         headline.append(
             f"Measured gains on {device}: "
             + "; ".join(
-                f"{f.fix} {f.baseline_value}→{f.variant_value} {f.speedup:.3g}x per sample ({f.where})" for f in ranked
+                f"{f.fix} {f.baseline_value}→{f.variant_value} {f.comparison.claim.text()} per sample ({f.where})"
+                for f in ranked
             )
         )
     return SuiteVerdict(headline, findings, recs, matmul_tables, training, pipelines)
@@ -361,6 +379,6 @@ def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
         out.append(f"Device: {device} (the only device measured here)")
     for rec in v.recommendations:
         for line in rec.results:
-            if line.startswith(f"{device}") and ("faster" in line or "the samples/s" in line):
+            if line.startswith(f"{device}") and "× faster" in line:
                 out.append(f"Setting: {rec.name}: {line}")
     return out

@@ -61,9 +61,14 @@ class SyncCost:
         return self.cost_s / self.none.median_s if self.none.median_s > 0 else 0.0
 
     @property
+    def comparison(self) -> Comparison:
+        """Syncing every step vs not, by significance.py's rule (ratio > 1: not syncing is faster)."""
+        return compare("each", self.each, "none", self.none)
+
+    @property
     def significant(self) -> bool:
-        """The interquartile ranges do not overlap."""
-        return not (self.each.q1_s <= self.none.q3_s and self.none.q1_s <= self.each.q3_s)
+        """The cost counts by significance.py's rule (≥ 5 samples, CI excludes 1, beyond the noise)."""
+        return self.comparison.significant
 
 
 @dataclass(frozen=True)

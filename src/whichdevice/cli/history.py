@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import typer
@@ -9,10 +10,12 @@ from rich.markup import escape
 
 from whichdevice.measure import history
 from whichdevice.core import records
-from whichdevice.analysis.diff import diff_runs
+from whichdevice.analysis import significance
+from whichdevice.analysis.diff import diff_runs, log_ratios
 from whichdevice.cli.common import app, console
 from whichdevice.core.errors import UsageError
 from whichdevice.present import terminal
+from whichdevice.present.claims import ratio_text
 from whichdevice.present.tables import Grid, GridCell
 from whichdevice.core.units import seconds
 from whichdevice.core.validate import parse_positive_int
@@ -74,7 +77,14 @@ def compare(
 ) -> None:
     """Point by point, what changed between two runs, and whether the change is beyond the noise."""
     a, b = _resolve(run_a, "RUN_A"), _resolve(run_b, "RUN_B")
-    d = diff_runs(a, b)
+    pair = (a.created_at, b.created_at)
+    same_host = a.machine.hostname == b.machine.hostname
+    try:  # a threshold per case, learned from earlier repeat runs on this machine
+        learned = history.noise_samples(a.machine.hostname, exclude=pair) if same_host else {}
+    except sqlite3.Error:
+        learned = {}
+    thresholds = {k: significance.learned_threshold(v) for k, v in learned.items()}
+    d = diff_runs(a, b, thresholds=thresholds)
     console.print(
         f"[bold]{escape(a.experiment)}[/bold] {escape(a.created_at)} -> [bold]{escape(b.experiment)}[/bold] "
         f"{escape(b.created_at)}"
@@ -82,16 +92,16 @@ def compare(
     for line in d.context or ["same machine, framework versions and options"]:
         console.print(f"  {escape(line)}")
     rows = []
+    flagged = 0
     for p in d.points:
         c = p.comparison
         if c is None:
             change = GridCell(p.failure_text or "not timed", "bad")
         elif not c.significant:
-            change = GridCell(f"no significant change ({c.ratio:.3g}x)", "neutral")
-        elif c.ratio > 1:
-            change = GridCell(f"{c.ratio:.3g}x faster ({c.ratio_lo:.3g}-{c.ratio_hi:.3g})", "good")
+            change = GridCell(ratio_text(c), "neutral")
         else:
-            change = GridCell(f"{1 / c.ratio:.3g}x slower ({1 / c.ratio_hi:.3g}-{1 / c.ratio_lo:.3g})", "bad")
+            flagged += 1
+            change = GridCell(ratio_text(c), "good" if c.ratio > 1 else "bad")
         rows.append([GridCell(p.label), GridCell(seconds(p.before_s)), GridCell(seconds(p.after_s)), change])
     terminal.render_grid(
         console,
@@ -99,6 +109,18 @@ def compare(
             "Point by point", ["case", "before", "after", "change"], rows, [], align=("left", "right", "right", "left")
         ),
     )
+    n_learned = sum(1 for p in d.points if p.key in thresholds)
+    console.print(
+        f"  {flagged} of {len(d.points)} cases changed beyond the noise (95 % CI excludes 1 and the change "
+        f"exceeds the noise threshold: {significance.NOISE_THRESHOLD:.0%} by default"
+        + (f", learned from earlier repeat runs for {n_learned} cases" if n_learned else "")
+        + ")"
+    )
+    if not d.context and same_host and a.created_at != b.created_at and a.experiment == b.experiment:
+        try:  # two runs with nothing changed: their differences are this machine's noise
+            history.add_repeat(a.machine.hostname, a.experiment, *pair, log_ratios(a, b))
+        except sqlite3.Error:
+            pass
     for label in d.only_before:
         console.print(f"  only in RUN_A: {escape(label)}")
     for label in d.only_after:

@@ -32,6 +32,24 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
+# Between-run noise (issue 16): when ``compare`` is given two runs of the same command on the
+# same machine with nothing changed (same versions, options, devices), each case's
+# log(median before / median after) is a sample of that case's run-to-run noise; later
+# compares on this machine learn a per-case noise threshold from them
+# (analysis/significance.learned_threshold).
+_NOISE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS case_noise (
+    hostname TEXT NOT NULL,
+    experiment TEXT NOT NULL,
+    case_key TEXT NOT NULL,
+    run_a TEXT NOT NULL,
+    run_b TEXT NOT NULL,
+    log_ratio REAL NOT NULL,
+    UNIQUE (hostname, case_key, run_a, run_b)
+)
+"""
+
+
 def home() -> Path:
     return Path(os.environ.get("WHICHDEVICE_HOME") or Path.home() / ".whichdevice")
 
@@ -60,6 +78,7 @@ def _connect() -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     con = sqlite3.connect(path)
     con.execute(_SCHEMA)
+    con.execute(_NOISE_SCHEMA)
     return con
 
 
@@ -105,3 +124,32 @@ def get(run_id: int) -> Entry | None:
     with _connect() as con:
         row = con.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
     return Entry(*row) if row else None
+
+
+def add_repeat(hostname: str, experiment: str, run_a: str, run_b: str, log_ratios: dict[str, float]) -> int:
+    """Store one repeat pair's per-case log ratios (``run_a``/``run_b``: the records' ids, e.g.
+    their creation times); a pair already stored is not stored twice. Returns rows added."""
+    rows = [(hostname, experiment, k, run_a, run_b, float(v)) for k, v in log_ratios.items()]
+    with _connect() as con:
+        before = con.total_changes
+        con.executemany(
+            "INSERT OR IGNORE INTO case_noise (hostname, experiment, case_key, run_a, run_b, log_ratio)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        return con.total_changes - before
+
+
+def noise_samples(hostname: str, exclude: tuple[str, str] | None = None) -> dict[str, list[float]]:
+    """Per case key, the between-run log ratios stored for this machine (without the pair
+    ``exclude``, so a compare never learns its threshold from itself)."""
+    if not db_path().exists():
+        return {}
+    out: dict[str, list[float]] = {}
+    with _connect() as con:
+        rows = con.execute("SELECT case_key, run_a, run_b, log_ratio FROM case_noise WHERE hostname = ?", (hostname,))
+        for key, a, b, v in rows.fetchall():
+            if exclude is not None and {a, b} == set(exclude):
+                continue
+            out.setdefault(str(key), []).append(float(v))
+    return out

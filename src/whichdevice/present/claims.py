@@ -5,41 +5,29 @@ Every presenter (terminal, HTML, tables, plots' captions) writes a claimed ratio
 interval and its sample/round count (the verdict comes from ``analysis/significance.py``)::
 
     2.9× faster (95 % CI 2.1–3.8×, 5 rounds)
-    1.6× slower (95 % CI 1.4–1.8×, 12 samples)
-    no clear change (1.79×, CI 0.8–3.1×, n=3)
-    not enough samples (64.4 ms from 1 sample; at least 5 needed)
+    2× slower (95 % CI 1.6–2.5×, 12 samples)
+    no clear change (1.8×, CI 0.8–3.1×, n=3)
+    not enough samples (2.1× from n=1; 1 sample: at least 5 needed)
 
-Ratios are of times, A/B: > 1 means B is faster (analysis/compare.py's convention).
+Ratios are of times, A/B: > 1 means B is faster (analysis/compare.py's convention). The words
+themselves are ``Claim.text`` (analysis/significance.py), so the analysis layer's own sentences
+(fix lines, verdict lines) and the presenters' cells are one implementation.
 """
 
 from __future__ import annotations
 
+from whichdevice.analysis.compare import Comparison
 from whichdevice.analysis.significance import Claim
 
 
-def _x(v: float) -> str:
-    return f"{v:.2g}" if v < 10 else f"{v:.3g}"
+def ratio_text(claim: Claim | Comparison, *, subject: str = "") -> str:
+    """The claim in words. ``subject`` (e.g. 'GPU:0') is put before 'faster'/'slower'.
+    A ``Comparison`` is written through its claim."""
+    if isinstance(claim, Comparison):
+        claim = claim.claim
+    return claim.text(subject)
 
 
-def interval_text(claim: Claim) -> str:
-    """'95 % CI 2.1–3.8×, 5 rounds' in the direction of the claim (slower: inverted)."""
-    lo, hi = (claim.lo, claim.hi) if claim.ratio >= 1 or claim.status == "no_change" else (1 / claim.hi, 1 / claim.lo)
-    unit = claim.unit if claim.n != 1 else claim.unit[:-1]
-    return f"95 % CI {_x(lo)}–{_x(hi)}×, {claim.n} {unit}"
-
-
-def ratio_text(claim: Claim, *, subject: str = "") -> str:
-    """The claim in words. ``subject`` (e.g. 'GPU:0') is put before 'faster'/'slower'."""
-    who = f"{subject} " if subject else ""
-    if claim.status == "not_enough":
-        why = f"; {claim.note}" if claim.note else ""
-        shown = f" ({_x(claim.ratio)}× from n={claim.n}{why})" if claim.ratio == claim.ratio else why
-        return f"not enough samples{shown}"
-    if claim.status == "no_change":
-        extra = f"; {claim.note}" if claim.note else ""
-        return f"no clear change ({_x(claim.ratio)}×, CI {_x(claim.lo)}–{_x(claim.hi)}×, n={claim.n}{extra})"
-    if claim.ratio >= 1:
-        text = f"{who}{_x(claim.ratio)}× faster ({interval_text(claim)})"
-    else:
-        text = f"{who}{_x(1 / claim.ratio)}× slower ({interval_text(claim)})"
-    return f"{text}; {claim.note}" if claim.note else text
+def is_claim(claim: Claim | Comparison) -> bool:
+    """True when the ratio counts as a change (analysis/significance.py's rule)."""
+    return (claim.claim if isinstance(claim, Comparison) else claim).significant
