@@ -386,10 +386,10 @@ def _write_state(path: str) -> None:
             time.sleep(0.01)
     else:
         text = json.dumps({"version": AUDIT_STATE_VERSION, "error": "state could not be serialized"})
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    # O_EXCL|O_NOFOLLOW random temporary file beside it, renamed (core/safeio.py, issue 18)
+    from whichdevice.core import safeio
+
+    safeio.write_atomic(path, text, remember=False)
 
 
 def _print_script_traceback(e: BaseException) -> None:
