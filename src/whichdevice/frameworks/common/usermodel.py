@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import sys
 import traceback
@@ -157,6 +158,29 @@ def call_data_function(path, function: str):
     return ds
 
 
+# TensorFlow's name-scope rules: a name outside them passes building and a forward pass, then
+# fails every training step ("... is not a valid root scope name"), so it is checked here.
+_ROOT_SCOPE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
+_SCOPE = re.compile(r"^[A-Za-z0-9_.\\/>-]*$")
+
+
+def _check_names(model) -> None:
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        return
+    named = [("model", model.name, _ROOT_SCOPE)]
+    named += [("layer", layer.name, _SCOPE) for layer in getattr(model, "layers", [])]
+    for what, name, pattern in named:
+        if not pattern.match(str(name)):
+            raise UserFileError(
+                "--model",
+                f"the {what} name {str(name)!r} is not one TensorFlow accepts in a training step",
+                "Use letters, digits, '.', '_' and '-' only (no spaces), starting with a letter or digit, "
+                f"e.g. name={re.sub(r'[^A-Za-z0-9_.-]', '_', str(name)).lstrip('_-') or 'model'!r}",
+            )
+
+
 def check(
     model_fn: UserFunction, input_shape: tuple[int, ...] | None, classes: int | None, data_fn: UserFunction | None
 ) -> dict:
@@ -196,6 +220,7 @@ def check(
             f"the model rejects {shape_text}: {_exc_line(e)}",
             "Pass the shape the model's first layer expects",
         ) from None
+    _check_names(model)
     out_shape = tuple(int(d) for d in y.shape[1:])
     if classes is not None:
         last = out_shape[-1] if out_shape else 1
@@ -215,8 +240,19 @@ def check(
     }
 
 
+def _answer_stream():
+    """The pre-flight's answer goes to the original stdout; the user's code, which may print
+    anything (a line that looks like JSON included), gets stderr as its stdout, at the file
+    descriptor level so that C extensions' output moves too."""
+    sys.stdout.flush()
+    answer = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    return answer
+
+
 def _main(argv: list[str]) -> int:
     job = json.loads(argv[1])
+    answer = _answer_stream()
     try:
         model_fn = UserFunction(Path(job["model"][0]), job["model"][1], "--model")
         data_fn = UserFunction(Path(job["data"][0]), job["data"][1], "--data") if job.get("data") else None
@@ -224,6 +260,13 @@ def _main(argv: list[str]) -> int:
         result = check(model_fn, shape, job.get("classes"), data_fn)
     except UserFileError as e:
         result = {"ok": False, "argument": e.argument, "problem": e.problem, "fix": e.fix}
+    except SystemExit as e:  # the user's code called sys.exit() / exit(): say so, in one line
+        result = {
+            "ok": False,
+            "argument": "--model",
+            "problem": f"the user's code exited (sys.exit({e.code!r})) while it was being checked",
+            "fix": "Remove the exit from the file's top level and from the function",
+        }
     except Exception as e:  # a bug of ours or an odd object: still one line
         traceback.print_exc()
         result = {
@@ -232,8 +275,8 @@ def _main(argv: list[str]) -> int:
             "problem": f"checking it failed: {_exc_line(e)}",
             "fix": "Run the file on its own to see the error",
         }
-    sys.stdout.write(json.dumps(result) + "\n")
-    sys.stdout.flush()
+    answer.write(json.dumps(result) + "\n")
+    answer.flush()
     return 0
 
 
