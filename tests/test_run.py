@@ -43,7 +43,7 @@ def test_suite_verdict_on_a_recorded_cpu_run():
         spe.results[0].startswith("CPU:0: steps_per_execution 1 -> 20:")
         and "reaches 100% of the best" in spe.results[0]
     )
-    assert spe.note.endswith("20: 2.68x")
+    assert "20: 2.68x" in spe.note  # the grid, value by value
     assert any(f.rule == "compute_bound" and f.device == "CPU:0" for f in v.findings)
 
 
@@ -73,12 +73,12 @@ def test_report_of_a_recorded_run_renders_parseable_html(tmp_path, capsys):
     path.write_text((DATA / "run_cpu_2core.json").read_text())
     code, out, err = run_cli(["report", str(path)], capsys)
     assert code == 0, err
-    assert "Verdict" in out and "Increase the batch size" in out
+    assert out.startswith("whichdevice run") and "What to change" in out and "batch_size=" in out
     page = (tmp_path / "run.html").read_text()
     p = _Collect()
     p.feed(page)
     assert p.tags.count("img") == 2 and p.tags.count("table") >= 6
-    assert "Seed 003: input pipeline" in page
+    assert "Image input pipeline" in page and "Every fix, measured on the same workload" in page
     text = " ".join(p.text)
     assert "Only the CPU was measured" in text and "steps_per_execution" in text
     assert len(page) < 2 * 2**20
@@ -95,7 +95,7 @@ def test_run_end_to_end_within_a_small_budget(tmp_path, capsys):
     skipped = [r for r in data["results"] if r["status"] == "failed"]
     assert all("budget" in r["error"] for r in skipped)  # nothing else may fail
     assert json_file.with_suffix(".html").exists()
-    assert "Verdict" in out
+    assert "Answer: " in out and "Report: " in out
 
 
 def test_bad_budget_is_refused(tmp_path, capsys):

@@ -401,7 +401,11 @@ def render_run(
     terminal.render_grid(console, fix_grid(v, with_how=False))
     for line in rep.advice:
         console.print(f"[bold green]{escape(names.plain(line))}[/bold green]")
-    terminal.render_notes(console, record, rep.warnings, rep.failures)
+    terminal.render_notes(console, record, [], rep.failures)
+    for g in rep.first.warnings:  # grouped by kind, each point by its people's name
+        console.print(f"[yellow]Warning:[/yellow] {g.count} {escape(g.text)}")
+        for item in g.items:
+            console.print(f"  {escape(item)}")
     for p in rep.pngs:
         console.print(f"Plot:   {escape(str(p))}", soft_wrap=True)
     console.print(f"Report: {escape(report)}", soft_wrap=True)

@@ -13,6 +13,7 @@ from whichdevice.analysis.sweep import Cell, Table
 from whichdevice.core.units import rate, seconds
 from whichdevice.core.records import Timing
 from whichdevice.analysis.utilization import summarize
+from whichdevice.present import names
 
 
 @dataclass(frozen=True)
@@ -94,29 +95,25 @@ def sweep_grid(table: Table, x_label: str, rate_unit: str | None) -> Grid:
                 cells.append(GridCell(comp.describe(), "good" if comp.winner == d else "bad"))
         rows.append(cells)
     footer = [f"Crossover {d} vs {table.baseline}: {cross.describe(x_label)}" for d, cross in table.crossovers.items()]
-    return Grid(table.title, headers, rows, footer)
+    return Grid(table_title(table.group, table.title), headers, rows, footer)
+
+
+def table_title(group: dict, fallback: str) -> str:
+    """A sweep table's title in people's words: 'matrix multiply, float32, back-to-back ...'."""
+    if "mode" in group:
+        mode = names.MATMUL_MODES.get(str(group["mode"]), str(group["mode"]))
+        fw = f"{group['framework']}: " if group.get("framework") else ""
+        return f"{fw}Matrix multiply ({group.get('dtype', '')}, {mode})".replace("(, ", "(")
+    if group.get("kind") == "steady":
+        sync = ", loss read back every step" if group.get("sync") == "each" else ""
+        fw = f"{group['framework']}: " if group.get("framework") else ""
+        return f"{fw}{names.model_name(group)} training step vs batch size{sync}"
+    return names.plain(fallback)
 
 
 def run_label(params: dict) -> str:
-    """A training run's short name from its parameters: 'ex2 loop 1000×b10 numpy spe=20'."""
-    kind = params.get("kind")
-    head = f"{params.get('example') or params.get('model', '')} {kind}".strip()
-    if params.get("framework"):  # several frameworks side by side (run --framework a,b)
-        head = f"{params['framework']} {head}"
-    bits = []
-    if "samples" in params:
-        bits.append(f"{params['samples']}×b{params.get('batch', '?')}")
-    elif "batch" in params:
-        bits.append(f"b{params['batch']}")
-    if params.get("data"):
-        bits.append(str(params["data"]))
-    if "steps_per_execution" in params:
-        bits.append(f"steps_per_execution={params['steps_per_execution']}")
-    if "jit_compile" in params:
-        bits.append(f"jit_compile={params['jit_compile']}")
-    if kind == "callback":
-        bits.append(f"{params.get('model')} sync={params.get('sync')}")
-    return " ".join([head, *bits])
+    """A training run's name for people: 'small MLP, 1,000 samples, batch 10, custom training loop'."""
+    return names.workload_name(params)
 
 
 def _comp_cell(comp) -> GridCell:
@@ -136,15 +133,14 @@ def creation_grid(report) -> Grid:
     headers += [f"{d} vs {report.baseline or '?'}" for d in gpus]
     rows = []
     for row in report.creation:
-        fw = f"{row.params['framework']} " if row.params.get("framework") else ""
-        cells = [GridCell(f"{fw}{row.params.get('op')} ({row.params.get('model')})")]
+        cells = [GridCell(names.workload_name(row.params))]
         for d in report.devices:
             c = row.cells.get(d)
             cells.append(GridCell(seconds(c.timing.first_call_s) if c and c.ok else "—", "dim"))
             cells.append(_median_text(c))
         cells += [_comp_cell(row.comparisons.get(d)) for d in gpus]
         rows.append(cells)
-    return Grid("Model creation (seed 001 ex1)", headers, rows, [])
+    return Grid("Building the model: first call (start-up) and steady", headers, rows, [])
 
 
 def runs_grid(report) -> Grid:

@@ -1,0 +1,171 @@
+"""The page a person reads first (issue 17): the first screen of run/diagnose from a recorded
+real run, at 80 and 120 columns and piped (golden text, the intervals' digits masked), its
+length at 100 columns, full paths when piped, and no project jargon outside the footnotes.
+
+Golden files: tests/data/first_screen/*.txt. After an intended change of the page, rewrite
+them with ``WHICHDEVICE_UPDATE_GOLDEN=1 python -m pytest tests/test_first_screen.py`` and read
+the diff.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+import whichdevice.cli.run as run_cli
+from whichdevice.analysis.suite import suite_verdict
+from whichdevice.core.records import load_run
+from whichdevice.present.firstscreen import MAX_LINES, first_screen
+from whichdevice.present.suitepage import suite_report
+
+DATA = Path(__file__).parent / "data"
+GOLDEN = DATA / "first_screen"
+RECORD = DATA / "run_cpu_2core.json"
+# Project words a user never needs: seed numbers and example ids (only in the footnotes).
+JARGON = re.compile(r"seed ?0\d\d|\bex[123]\b|seed0", re.IGNORECASE)
+LONG_DIR = "a-rather-long-folder-name-so-the-path-is-wider-than-eighty-columns/and-one-more-level"
+
+
+# A 1x1 PNG: the plots are tested in test_plots; here only the words are read (and drawing
+# them takes seconds per page).
+_PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_drawing(monkeypatch):
+    from whichdevice.present import plots
+
+    def draw(_tables, png, **_kw):
+        Path(png).write_bytes(_PNG)
+
+    monkeypatch.setattr(plots, "plot_sweep", draw)
+    monkeypatch.setattr(plots, "plot_batch_sweep", draw)
+
+
+def _page(record, tmp_path: Path, width: int, *, terminal: bool, monkeypatch, verbose: bool = False) -> str:
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=terminal, color_system=None, highlight=False)
+    console.soft_wrap = not terminal  # as cli/base.py sets it
+    monkeypatch.setattr(run_cli, "console", console)
+    out = tmp_path / LONG_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    run_cli.render_run(record, out / "run.png", loglog=True, verbose=verbose)
+    return buf.getvalue().replace(str(tmp_path), "TMP")
+
+
+def _masked(text: str) -> str:
+    """The stable parts: an interval's digits may move with the statistics, not the layout."""
+    return re.sub(r"\(95 % CI [^)]*\)", "(95 % CI …)", text)
+
+
+@pytest.mark.parametrize("name,width,terminal", [("80", 80, True), ("120", 120, True), ("piped", 80, False)])
+def test_first_screen_golden(name, width, terminal, tmp_path, monkeypatch):
+    text = _masked(_page(load_run(RECORD), tmp_path, width, terminal=terminal, monkeypatch=monkeypatch))
+    golden = GOLDEN / f"run_{name}.txt"
+    if os.environ.get("WHICHDEVICE_UPDATE_GOLDEN"):
+        golden.parent.mkdir(exist_ok=True)
+        golden.write_text(text)
+    assert text == golden.read_text()
+
+
+def test_first_screen_fits_25_lines_at_100_columns_and_names_answer_causes_changes(tmp_path, monkeypatch):
+    record = load_run(RECORD)
+    for rec in (record, _as_diagnose(record)):
+        text = _page(rec, tmp_path, 100, terminal=True, monkeypatch=monkeypatch)
+        lines = text.rstrip("\n").split("\n")
+        # + the two lines cli/common.write_record prints after it (Record:, History:)
+        assert len(lines) + 2 <= MAX_LINES, text
+        assert all(len(line) <= 100 for line in lines if not line.startswith("Report: "))
+        assert lines[1].startswith("Answer: ")
+        assert "Why it is slow" in text and "What to change" in text
+        assert text.count("×") >= 3  # the gains, each a measured claim
+        assert lines[-1].startswith("Report: ")
+    fs = first_screen(record, suite_verdict(record))
+    assert len(fs.causes) == 3 and all(0 < c.share <= 1 for c in fs.causes)
+    assert [c.kind for c in fs.changes][0] == "batch" and all(c.claim.significant for c in fs.changes)
+    assert "batch_size=" in fs.changes[0].code and "learning rate" in fs.changes[0].caveat
+
+
+def _as_diagnose(record):
+    return record.model_copy(
+        update={"experiment": "diagnose", "options": {**record.options, "model": "m.py:build", "batch": 10}}
+    )
+
+
+def test_no_gpu_machine_is_told_how_to_ask_would_a_gpu_help():
+    record = load_run(RECORD)
+    fs = first_screen(record, suite_verdict(record))
+    assert fs.answer[0].startswith("No GPU here")
+    assert "whichdevice predict" in fs.answer[1]
+
+
+def test_no_jargon_on_the_first_screen_verbose_page_or_html_outside_the_footnotes(tmp_path, monkeypatch):
+    record = load_run(RECORD)
+    for verbose in (False, True):
+        text = _page(record, tmp_path, 120, terminal=True, monkeypatch=monkeypatch, verbose=verbose)
+        assert not JARGON.findall(text), JARGON.findall(text)
+    page = suite_report(record, tmp_path / "r.png").page
+    page = re.sub(r'src="data:image/png;base64,[^"]*"', "", page)
+    body, _, footnotes = page.partition('<h2 id="sources">')
+    assert not JARGON.findall(body), sorted(set(JARGON.findall(body)))
+    assert "seed 003" in footnotes  # the article reference stays, as a footnote
+    assert 'id="glossary"' in page and "<details>" in page  # glossary; warnings grouped, collapsible
+
+
+def test_warnings_are_one_line_per_kind_with_a_count(tmp_path, monkeypatch):
+    text = _page(load_run(RECORD), tmp_path, 120, terminal=True, monkeypatch=monkeypatch)
+    (line,) = [line for line in text.splitlines() if line.startswith("Warnings:")]
+    assert re.search(r"\d+ points noisy; \d+ runs with uneven steps", line)
+    assert "Warning:" not in text  # no per-point warnings on the first screen
+
+
+def _piped(args: list[str], cwd: Path) -> str:
+    """A real pipe: stdout is not a terminal, so cli/base.py's console must not wrap."""
+    env = {**os.environ, "COLUMNS": "80"}
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_piped_output_has_whole_paths_a_script_can_open(tmp_path):
+    out = tmp_path / LONG_DIR
+    out.mkdir(parents=True)
+    json_file = out / "run-with-a-long-name.json"
+    json_file.write_text(RECORD.read_text())
+    code = (
+        "import sys; from pathlib import Path; from whichdevice.core.records import load_run; "
+        "from whichdevice.cli.common import write_record; "
+        "p = Path(sys.argv[1]); write_record(load_run(p), p.with_name('copy.json'), None)"
+    )
+    stdout = _piped([sys.executable, "-c", code, str(json_file)], tmp_path)
+    (record_line,) = [line for line in stdout.splitlines() if re.match(r"^Record: ", line)]
+    path = Path(record_line.removeprefix("Record: "))
+    assert len(str(path)) > 80 and load_run(path).experiment == "run"  # whole, and opens
+    stdout = _piped([sys.executable, "-m", "whichdevice", "report", str(json_file)], tmp_path)
+    (report_line,) = [line for line in stdout.splitlines() if line.startswith("Report: ")]
+    assert Path(report_line.removeprefix("Report: ")).read_text().startswith("<!doctype html>")
+    assert "\x1b[" not in stdout  # plain text, no colours, when not a terminal
+    assert "…" not in stdout.replace("--verbose", "")
+
+
+def test_report_writes_new_files_beside_the_old_unless_force(tmp_path, capsys):
+    from conftest import run_cli as cli
+
+    path = tmp_path / "run.json"
+    path.write_text(RECORD.read_text())
+    assert cli(["report", str(path)], capsys)[0] == 0
+    first = (tmp_path / "run.html").read_bytes()
+    assert cli(["report", str(path)], capsys)[0] == 0
+    assert (tmp_path / "run-report.html").exists() and (tmp_path / "run.html").read_bytes() == first
+    assert cli(["report", str(path), "--force"], capsys)[0] == 0
+    assert not (tmp_path / "run-report-2.html").exists()
