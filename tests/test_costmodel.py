@@ -103,9 +103,32 @@ def test_quartiles_of_calibrated_points_make_the_band():
     assert (p.step.low, p.step.mid, p.step.high) == pytest.approx((18 * US, 20 * US, 25 * US))
 
 
-def test_uncovered_ops_cannot_be_predicted_and_are_named():
+def test_unknown_ops_get_the_floor_and_widen_the_band_instead_of_refusing():
+    # 1 elementwise + 2 unknown ops: 3 kernels at the 10 µs floor; high edge + 2 x UNKNOWN_OP_HIGH_S
     p = costmodel.predict(
-        work([EW_1K, OpCost(op_type="While", kind="uncovered"), OpCost(op_type="While", kind="uncovered")]), gpu()
+        work([EW_1K, OpCost(op_type="Mystery", kind="uncovered"), OpCost(op_type="Mystery", kind="uncovered")]), gpu()
     )
-    assert p.step is None
-    assert "While ×2" in p.cannot_predict
+    assert p.cannot_predict is None
+    assert p.step.mid == pytest.approx(30 * US)
+    assert p.step.high == pytest.approx(30 * US + 2 * costmodel.UNKNOWN_OP_HIGH_S)
+    assert any("Mystery ×2" in a for a in p.assumptions)
+
+
+def test_measured_host_overhead_replaces_the_call_and_pays_only_the_extra_dispatch():
+    # eager: host = H 500 µs + 3 kernels x (10 - 4) µs = 518 µs > device 3 x 10 µs
+    w = work([EW_1K, EW_1K, EW_1K], launch_mode="eager", compiled=False, host_overhead_s=500 * US)
+    p = costmodel.predict(w.model_copy(update={"host_dispatch_paid_s": 4 * US}), gpu(step_call_s=1e-3))
+    assert p.step.mid == pytest.approx(518 * US)
+    assert p.bound == "host dispatch"
+    assert p.parts_s["host overhead"] == pytest.approx(500 * US)
+    assert p.dominant == "host overhead"
+
+
+def test_steps_per_execution_amortizes_the_host_overhead_of_a_compiled_step_only():
+    ops = [EW_1K] * 3
+    for mode, expected in (("xla", 100 * US + 30 * US), ("graph", 100 * US + 30 * US), ("eager", 400 * US + 30 * US)):
+        w = work(ops, launch_mode=mode, compiled=mode != "eager", host_overhead_s=400 * US, steps_per_execution=4)
+        p = costmodel.predict(w, gpu(dispatch_graph_s=10 * US))
+        assert p.step.mid == pytest.approx(expected), mode
+    w = work(ops, launch_mode="eager", compiled=False, host_overhead_s=400 * US, steps_per_execution=4)
+    assert any("no effect on an eager loop" in a for a in costmodel.predict(w, gpu()).assumptions)

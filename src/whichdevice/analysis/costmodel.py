@@ -17,33 +17,46 @@ one dispatch; f = the profile's ``dispatch_eager_s``, the floor every kernel pay
     GPU   step = max(C + k * d, sum_i max(f, t_i)) + H2D(input bytes) + s * syncs
                    host dispatch     device work        copies            syncs
 
-with k the number of kernels, d the per-op dispatch (``dispatch_graph_s`` for a compiled
-step when the profile has it, else ``dispatch_eager_s``), C the per-call cost of a compiled
-step (``step_call_s``, 0 when not profiled) and s the profile's ``sync_s``. Curves T are
-interpolated linearly in log-log space between calibrated sizes.
+with k the number of kernels, d the per-kernel host cost and C the per-call cost of a
+compiled step (``step_call_s``, 0 when not profiled), s the profile's ``sync_s``. Curves T
+are interpolated linearly in log-log space between calibrated sizes.
 
-Assumptions (each a source of error, reported with the prediction):
+How the framework launches its kernels (``launch_mode``, read from the framework's own
+trace, never assumed):
+
+- ``graph`` (TensorFlow ``tf.function``): one kernel per graph op; d = ``dispatch_graph_s``
+  when the profile has it, else ``dispatch_eager_s`` (an upper bound, said so).
+- ``xla`` (Keras on JAX, ``jit_compile``): the kernels are the compiled HLO's fusions, dots
+  and copies (``frameworks/keras_jax/calibration.py``); d as for ``graph``.
+- ``eager`` (PyTorch, Keras on PyTorch): one kernel per ATen op, each issued from Python;
+  d = ``dispatch_eager_s``, C = 0.
+
+``host_overhead_s`` H, when given, is the per-step host time *measured* on a CPU run of the
+same step beyond the model's CPU compute (``prediction.host_overhead``): the Python of the
+training loop, autograd's bookkeeping, the optimizer's loop, the compiled call, and the
+CPU's own per-kernel dispatch ``host_dispatch_paid_s`` (p). The GPU's host side is then
+
+    host = H / N + k · max(d - p, 0)          (instead of C / N + k · d without H)
+
+with ``steps_per_execution`` N (graph and xla only: N steps in one call; an eager loop pays
+its Python every step, N = 1).
+
+Ops the model does not know (``kind="uncovered"``) cost one kernel at the floor f and widen
+the band's high edge by ``UNKNOWN_OP_HIGH_S`` each; they are named in the assumptions.
+
+The band returned here is the *model's* band (curve quartiles, extrapolation, unknown ops).
+The uncertainty a user sees is calibrated on the model's own validation errors
+(``errormodel.py``), which widens it to what the model actually misses by.
+
+Assumptions (each a source of error, measured by the validation in benchmarks/predict.md):
 
 - Host dispatch and device work overlap fully (asynchronous launch); copies and syncs do
   not overlap with anything (a pageable copy and a scalar read both block the host).
 - A non-square matmul runs at the rate of the square one with the same FLOPs; a convolution
   at the rate of a matmul with the same FLOPs (marked as an approximation).
-- Kernels do not fuse (XLA off): one graph op = one kernel.
 - Per-op costs measured in one framework stand for another's (the shipped H100 profile is
-  PyTorch eager; a TensorFlow graph issues ops differently — noted on every prediction).
-
-Uncertainty band (low, high): inside a calibrated range the band is the quartiles of the
-calibrated points when kept (zero when only medians exist). Beyond the largest calibrated
-size the time is extrapolated at the largest point's rate (time proportional to work) and
-the low edge allows the rate to keep improving as fast as it did over the last calibrated
-decade, per decade extrapolated; below the smallest size the op costs the smallest point's
-time, low edge the dispatch floor. Without an elementwise curve the high edge moves memory
-traffic at the bandwidth lower bound. A GPU matmul's low edge uses the TF32 curve when the
-profile has one (TensorFlow enables TF32 on Ampere and newer by default).
-
-Ops the model does not cover (control flow, nested function calls, custom ops) make the
-whole prediction "cannot predict", with the op types named: a step time that silently left
-them out would look precise and be wrong.
+  PyTorch eager — noted on every prediction for the other frameworks).
+- The per-step host overhead measured on this machine's CPU is the GPU machine's too.
 """
 
 from __future__ import annotations
@@ -58,7 +71,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from whichdevice.analysis.deviceprofile import CurvePoint, DeviceCosts
 
 OpKind = Literal["matmul", "conv", "elementwise", "free", "uncovered"]
-PARTS = ("dispatch/launch", "compute", "memory traffic", "transfer", "sync")
+LaunchMode = Literal["graph", "xla", "eager"]
+PARTS = ("dispatch/launch", "host overhead", "compute", "memory traffic", "transfer", "sync")
+# An op the model does not know: the band's high edge moves by this much per op (100 µs:
+# the order of a mid-size kernel on either device; a documented default, not a measurement).
+UNKNOWN_OP_HIGH_S = 100e-6
 
 
 class _Frozen(BaseModel):
@@ -83,6 +100,14 @@ class WorkloadDescription(_Frozen):
     free_ops: int = Field(default=0, ge=0, description="graph ops that launch no kernel")
     compiled: bool = Field(default=True, description="a compiled step (tf.function), not eager ops")
     syncs_per_step: int = Field(default=0, ge=0, description="scalar reads back to the host per step")
+    launch_mode: LaunchMode = Field(default="graph", description="how the framework launches kernels")
+    host_overhead_s: float | None = Field(
+        default=None, ge=0, description="per-step host time measured on the CPU run beyond the model's compute"
+    )
+    host_dispatch_paid_s: float = Field(
+        default=0.0, ge=0, description="per-kernel dispatch already inside host_overhead_s (the CPU's own)"
+    )
+    steps_per_execution: int = Field(default=1, ge=1, description="steps per compiled call (graph/xla)")
 
     @property
     def kernels(self) -> int:
@@ -203,7 +228,7 @@ class OpTime:
 
 
 def op_time(op: OpCost, dev: DeviceCosts) -> OpTime | None:
-    """Time of one kernel on ``dev``; None for free ops (and uncovered ones, checked earlier)."""
+    """Time of one kernel on ``dev``; None for free ops."""
     f = dev.dispatch_eager_s
     if op.kind in ("matmul", "conv"):
         n = matmul_n(op.flops)
@@ -216,6 +241,8 @@ def op_time(op: OpCost, dev: DeviceCosts) -> OpTime | None:
         if note:
             note = f"matmul of n≈{n:.0f} {note}"
         return OpTime(band, "compute", note)
+    if op.kind == "uncovered":  # a documented default: one kernel at the floor, band widened
+        return OpTime(Band(f, f, f + UNKNOWN_OP_HIGH_S), "compute")
     if op.kind == "elementwise":
         b = max(op.bytes, 1.0)
         if dev.elementwise:
@@ -235,13 +262,18 @@ def transfer_time(curve: Sequence[CurvePoint], nbytes: float) -> tuple[Band, str
 def predict(work: WorkloadDescription, dev: DeviceCosts, dispatch_mode: str = "eager") -> Prediction:
     """Predicted step time of ``work`` on ``dev`` (see the module docstring for the equation)."""
     name = dev.kind.upper()
-    uncovered = work.uncovered
-    if uncovered:
-        kinds = ", ".join(f"{k} ×{v}" for k, v in sorted(uncovered.items()))
-        return Prediction(name, None, cannot_predict=f"the step uses ops the cost model does not cover: {kinds}")
+    if not work.ops:
+        return Prediction(name, None, cannot_predict="the traced step has no ops")
     f = dev.dispatch_eager_s
     assumptions: list[str] = []
     notes: set[str] = set()
+    uncovered = work.uncovered
+    if uncovered:
+        kinds = ", ".join(f"{k} ×{v}" for k, v in sorted(uncovered.items()))
+        assumptions.append(
+            f"ops the cost model does not know, each costed as one kernel at the {f * 1e6:.1f} µs floor "
+            f"with the band's high edge {UNKNOWN_OP_HIGH_S * 1e6:.0f} µs wider: {kinds}"
+        )
     if any(o.kind == "conv" for o in work.ops):
         assumptions.append("convolutions costed as matmuls of equal FLOPs")
     if any(o.kind == "elementwise" for o in work.ops) and not dev.elementwise:
@@ -250,18 +282,26 @@ def predict(work: WorkloadDescription, dev: DeviceCosts, dispatch_mode: str = "e
             "band up to the memory-bandwidth lower bound"
         )
     k = work.kernels
-    call = dev.step_call_s or 0.0
-    if work.compiled and dev.dispatch_graph_s is not None:
+    mode = work.launch_mode if work.compiled or work.launch_mode != "graph" else "eager"
+    n_exec = work.steps_per_execution if mode != "eager" else 1
+    if work.steps_per_execution > 1 and mode == "eager":
+        assumptions.append("steps_per_execution has no effect on an eager loop (each step still runs from Python)")
+    call = 0.0 if mode == "eager" else (dev.step_call_s or 0.0)
+    if mode != "eager" and dev.dispatch_graph_s is not None:
         d = dev.dispatch_graph_s
     else:
         d = f
-        if work.compiled:
+        if mode != "eager":
             assumptions.append(
-                f"per-op cost is the profile's {dispatch_mode} dispatch figure "
+                f"per-kernel cost is the profile's {dispatch_mode} dispatch figure "
                 "(no in-graph figure): likely an upper bound for a compiled step"
             )
-    if work.compiled and dev.step_call_s is None:
+    if mode != "eager" and dev.step_call_s is None:
         assumptions.append("no per-call cost of a compiled step in the profile (taken as 0)")
+    measured = work.host_overhead_s is not None
+    h = work.host_overhead_s or 0.0
+    overhead = h / n_exec if measured else call / n_exec
+    d_extra = max(d - work.host_dispatch_paid_s, 0.0) if measured else d
 
     device_work = ZERO
     launch_mid = 0.0
@@ -281,16 +321,17 @@ def predict(work: WorkloadDescription, dev: DeviceCosts, dispatch_mode: str = "e
         parts[t.part] += b.mid - floor_part
 
     if dev.kind == "cpu":
-        step = device_work + Band.of(call)
-        parts["dispatch/launch"] = launch_mid + call
+        step = device_work + Band.of(call / n_exec)
+        parts["dispatch/launch"] = launch_mid + call / n_exec
         return Prediction(name, step, parts, "", tuple(sorted(notes)), tuple(assumptions))
 
-    host = Band.of(call + k * d)
+    host = Band.of(overhead + k * d_extra)
     top = Band(max(host.low, device_work.low), max(host.mid, device_work.mid), max(host.high, device_work.high))
     if host.mid >= device_work.mid:
         bound = "host dispatch"
         parts = {p: 0.0 for p in PARTS}
-        parts["dispatch/launch"] = host.mid
+        parts["dispatch/launch"] = k * d_extra + (0.0 if measured else overhead)
+        parts["host overhead"] = overhead if measured else 0.0
     else:
         bound = "device work"
         parts["dispatch/launch"] = launch_mid

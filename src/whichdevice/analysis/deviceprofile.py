@@ -16,15 +16,29 @@ needs, every one a median of real measurements with where it came from:
   when there is no elementwise curve (see costmodel.py).
 
 Profiles are versioned (``PROFILE_VERSION``); one from a newer version is refused. The
-profiles we measured ship in ``whichdevice/profiles/*.json``; ``whichdevice calibrate``
-writes users' own into ``$WHICHDEVICE_HOME/profiles`` (default ``~/.whichdevice``).
-``--profile`` takes a shipped name, a saved name or a path to a profile JSON file.
+profiles we measured ship in ``whichdevice/profiles/*.json``; ``whichdevice calibrate`` and
+``whichdevice profile import`` write users' own into ``$WHICHDEVICE_HOME/profiles`` (default
+``~/.whichdevice``). ``--profile`` takes a shipped name, a saved name, or a path to a profile
+JSON file or a reference probe file (``probe_torch.json``, converted on the fly).
+
+The reference probe format (``gpu_probe.py`` in ``shared/reference/h100-2026-11-22/``;
+run it with PyTorch on any machine with a GPU to add that GPU)::
+
+    {"env": {"gpu": str, "cpu_count": int, "threads": int, "torch": str},
+     "launch": {"tiny_add_async_s", "tiny_add_sync_each_s", "tiny_add_item_roundtrip_s", "cpu_tiny_add_s"},
+     "transfer": [{"bytes", "h2d_pageable_s", "h2d_pinned_s", "d2h_s"}, ...],
+     "matmul": [{"n", "tf32": bool, "cpu_steady_s", "gpu_steady_s", ...}, ...],
+     "mlp": [...]}   # optional: validation data, never read into a profile
+
+every value the median seconds per call of 7 synchronized blocks (``bench`` there).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -141,8 +155,42 @@ def parse(text: str, where: str, argument: str = "--profile") -> DeviceProfile:
         ) from None
 
 
+def slug(text: str) -> str:
+    """A profile name from free text: ``NVIDIA H100 80GB HBM3`` -> ``nvidia-h100-80gb-hbm3``."""
+    out = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:64]
+    return out or "imported"
+
+
+def is_torch_probe(data: object) -> bool:
+    return isinstance(data, dict) and all(k in data for k in ("env", "launch", "transfer", "matmul"))
+
+
+def from_data(data: object, where: str, argument: str, created_at: str, name: str | None = None) -> DeviceProfile:
+    """A profile from parsed JSON in any format ``profile import`` reads: a profile (as
+    ``calibrate`` writes it), or a reference probe file (``gpu_probe.py``'s
+    ``probe_torch.json``: converted by ``from_torch_probe``). ``name`` renames it."""
+    fix = (
+        "Pass a profile (whichdevice calibrate writes one), a calibrate record, or a reference probe file "
+        "(gpu_probe.py's probe_torch.json)."
+    )
+    if is_torch_probe(data):
+        assert isinstance(data, dict)
+        try:
+            prof = from_torch_probe(
+                data, name or slug(str(data["env"].get("gpu") or "gpu")), f"imported from {where}", created_at
+            )
+        except (KeyError, TypeError, ValueError, ZeroDivisionError, ValidationError) as e:
+            raise UsageError(argument, f"'{where}' looks like a probe file but {type(e).__name__}: {e}", fix) from None
+        return prof
+    if isinstance(data, dict) and "profile_version" in data:
+        prof = parse(json.dumps(data), where, argument)
+        return prof.model_copy(update={"name": name}) if name else prof
+    raise UsageError(argument, f"'{where}' is neither a whichdevice device profile nor a reference probe file", fix)
+
+
 def load(spec: str, argument: str = "--profile") -> DeviceProfile:
-    """``spec``: a path to a JSON file, a name saved by ``calibrate``, or a shipped name."""
+    """``spec``: a path to a JSON file (a profile or a reference probe file), a name saved
+    by ``calibrate`` or ``profile import``, or a shipped name."""
     spec = spec.strip()
     if not spec:
         raise UsageError(argument, "is empty", "Pass a profile name (e.g. --profile h100) or a profile JSON file.")
@@ -160,6 +208,12 @@ def load(spec: str, argument: str = "--profile") -> DeviceProfile:
             raise UsageError(
                 argument, f"cannot read '{p}' ({type(e).__name__})", "Pass a readable profile file."
             ) from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            return parse(text, str(p), argument)  # says what is wrong
+        if is_torch_probe(data):
+            return from_data(data, str(p), argument, file_date(p))
         return parse(text, str(p), argument)
     saved = user_dir() / f"{spec}.json"
     if saved.is_file():
@@ -176,6 +230,11 @@ def load(spec: str, argument: str = "--profile") -> DeviceProfile:
         f"unknown profile '{spec}'",
         f"Use one of: {', '.join(known)} — or run `whichdevice calibrate` on the machine to profile.",
     )
+
+
+def file_date(p: Path) -> str:
+    """A file's modification date (UTC), for a profile converted from it."""
+    return datetime.fromtimestamp(p.stat().st_mtime, tz=timezone.utc).date().isoformat()
 
 
 def dumps(profile: DeviceProfile) -> str:

@@ -1,17 +1,22 @@
 """``predict``: measured CPU steps beside the cost model's GPU steps; and the validation of
 the model on recorded GPU runs. Pure functions of records, descriptions and profiles.
 
-The predicted winner at a batch is "too close to call" when the CPU's measured quartile
-range overlaps the GPU's predicted band (the model cannot separate them there); the
+The GPU band is calibrated on the model's validation errors (``errormodel.py``). The
+predicted winner at a batch is "too close: measure it" when the CPU's measured quartile
+range overlaps the GPU's calibrated band (the model cannot separate them there); the
 crossover is ``analysis.crossover.find_crossover`` on the CPU medians and the GPU band mids.
+
+``gpu_would_help`` is the one-call answer for other commands (``run`` on a CPU-only
+machine): measured CPU steps and the traced op lists in, one row per batch out.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
-from whichdevice.analysis import costmodel
+from whichdevice.analysis import costmodel, errormodel
 from whichdevice.core import stats
 from whichdevice.analysis.crossover import Crossover, find_crossover
 from whichdevice.analysis.costmodel import OpCost, Prediction, WorkloadDescription
@@ -24,7 +29,10 @@ def description_from_metrics(
 ) -> WorkloadDescription:
     """Rebuild the op list a ``describe`` case flattened into its metrics (workloads/calibrate.py)."""
     ops: dict[str, dict] = {}
+    mode = "graph"
     for key, value in metrics.items():
+        if key.startswith("launch_mode.") and value:
+            mode = key.split(".", 1)[1]
         if not key.startswith("op."):
             continue
         head, _, field = key.rpartition(".")
@@ -36,45 +44,145 @@ def description_from_metrics(
         input_bytes=metrics.get("input_bytes", 0.0) if copy_input else 0.0,
         free_ops=int(metrics.get("free_ops", 0)),
         syncs_per_step=syncs_per_step,
+        launch_mode=mode,
+        compiled=mode != "eager",
     )
 
 
+TOO_CLOSE = "too close: measure it"
+
+
 def winner(cpu_low: float, cpu_high: float, gpu: costmodel.Band) -> str:
+    """The winner only when the CPU's range and the GPU's band do not overlap."""
     if cpu_high < gpu.low:
         return "CPU"
     if gpu.high < cpu_low:
         return "GPU"
-    return "too close"
+    return TOO_CLOSE
+
+
+HOST_OVERHEAD_BATCHES = 3
+
+
+def host_overhead(cpu_measured: dict[int, float], cpu_compute: dict[int, float]) -> float:
+    """Per-step host time, measured: the median, over the ``HOST_OVERHEAD_BATCHES`` smallest
+    batches, of the measured CPU step minus the cost model's CPU *compute* at that batch (its
+    CPU step without the per-kernel dispatch floor: ``cpu_compute_s``), clamped at 0."""
+    bs = sorted(b for b in cpu_measured if b in cpu_compute)[:HOST_OVERHEAD_BATCHES]
+    if not bs:
+        return 0.0
+    return max(stats.median([cpu_measured[b] - cpu_compute[b] for b in bs]), 0.0)
+
+
+def cpu_compute_s(work: WorkloadDescription, profile: DeviceProfile) -> float:
+    """The cost model's CPU step for ``work`` without its per-kernel dispatch floor."""
+    p = costmodel.predict(work.model_copy(update={"input_bytes": 0.0}), profile.cpu, profile.dispatch_mode)
+    if p.step is None:
+        return 0.0
+    return max(p.step.mid - p.parts_s.get("dispatch/launch", 0.0), 0.0)
+
+
+def with_host_overhead(work: WorkloadDescription, overhead_s: float, profile: DeviceProfile) -> WorkloadDescription:
+    """``work`` with the measured host overhead, and the CPU per-kernel dispatch it already
+    holds: the eager figure for an eager step; for a compiled one the in-graph figure when
+    the profile has it, else 0 (a lower bound: the GPU's extra per kernel is then an upper one)."""
+    if work.launch_mode == "eager":
+        paid = profile.cpu.dispatch_eager_s
+    else:
+        paid = profile.cpu.dispatch_graph_s or 0.0
+    return work.model_copy(update={"host_overhead_s": overhead_s, "host_dispatch_paid_s": paid})
+
+
+def framework_key(framework: str) -> str:
+    """The error model's name for a framework (its launch mode differs, its bias too)."""
+    return framework.replace("_", "-")
 
 
 @dataclass(frozen=True)
-class PredictRow:
+class GpuAnswer:
+    """One batch: the measured CPU step, the calibrated GPU prediction, who wins."""
+
     batch: int
-    cpu_s: float | None  # measured median
+    cpu_s: float | None
     cpu_q1_s: float | None
     cpu_q3_s: float | None
-    gpu: Prediction
+    gpu: Prediction  # the cost model's own prediction (parts, bound, assumptions)
+    band: costmodel.Band | None  # calibrated on the validation errors (None: cannot predict)
     kernels: int
-    winner: str
+    winner: str  # "CPU" | "GPU" | TOO_CLOSE | "—"
+
+
+def gpu_would_help(
+    framework: str,
+    cpu_steps: dict[int, tuple[float, float, float]],
+    described: dict[int, WorkloadDescription],
+    profile: DeviceProfile,
+    errors: errormodel.ErrorModel | None,
+    *,
+    steps_per_execution: int = 1,
+) -> list[GpuAnswer]:
+    """Would a GPU help? Pure: per batch, the measured CPU step ``(median, q1, q3)`` beside
+    the GPU step predicted on ``profile`` from the traced op list, with its calibrated band,
+    and the winner only when the two do not overlap.
+
+    The per-step host overhead is measured from ``cpu_steps`` (``host_overhead``) and added
+    to every batch's GPU host time; ``errors`` (``errormodel.shipped()``) calibrates the band
+    (None: the model's own band only — narrower than the truth, say so)."""
+    gpu_costs = profile.gpu
+    if gpu_costs is None:
+        raise ValueError("the profile has no GPU")
+    cpu_pred = {
+        b: costmodel.predict(w.model_copy(update={"input_bytes": 0.0}), profile.cpu, profile.dispatch_mode).step
+        for b, w in described.items()
+    }
+    overhead = host_overhead(
+        {b: v[0] for b, v in cpu_steps.items()}, {b: p.mid for b, p in cpu_pred.items() if p is not None}
+    )
+    fw = framework_key(framework)
+    out = []
+    for b in sorted(described):
+        work = described[b].model_copy(update={"host_overhead_s": overhead, "steps_per_execution": steps_per_execution})
+        pred = costmodel.predict(work, gpu_costs, profile.dispatch_mode)
+        band = None
+        if pred.step is not None:
+            regime = pred.bound or "host dispatch"
+            band = errors.band(pred.step.mid, fw, regime, pred.step) if errors is not None else pred.step
+        cpu = cpu_steps.get(b)
+        w = "—" if band is None or cpu is None else winner(cpu[1], cpu[2], band)
+        out.append(GpuAnswer(b, *(cpu or (None, None, None)), gpu=pred, band=band, kernels=work.kernels, winner=w))
+    return out
+
+
+def measure_command(framework: str, batches: list[int]) -> str:
+    """The command that settles a "too close" batch on a machine with a GPU."""
+    return f"whichdevice train --framework {framework} --batches {','.join(str(b) for b in batches)}"
+
+
+PredictRow = GpuAnswer
 
 
 @dataclass(frozen=True)
 class PredictReport:
-    rows: list[PredictRow]
+    rows: list[GpuAnswer]
     crossover: Crossover
     assumptions: tuple[str, ...]
     extrapolated: tuple[str, ...]
     cannot_predict: str | None
     failures: list[str]
+    framework: str = "tensorflow"
+    calibrated: str | None = None  # where the band's calibration comes from (None: not calibrated)
+    too_close_command: str | None = None  # measure the "too close" batches with this
 
 
-def predict_report(record: RunRecord, profile: DeviceProfile) -> PredictReport:
+def predict_report(
+    record: RunRecord, profile: DeviceProfile, errors: errormodel.ErrorModel | None = None
+) -> PredictReport:
     """Rows per batch from a ``predict`` record: its describe cases and its measured steps."""
-    gpu_costs = profile.gpu
-    assert gpu_costs is not None, "checked at the boundary: predict needs a profile with a GPU"
     described: dict[int, WorkloadDescription] = {}
     measured: dict[int, tuple[float, float, float]] = {}
     failures = []
+    framework = str(record.options.get("framework") or "tensorflow")
+    spe = int(record.options.get("steps_per_execution") or 1)
     for r in record.results:
         b = int(r.spec.params.get("batch", 0))
         if r.status != "ok":
@@ -85,113 +193,98 @@ def predict_report(record: RunRecord, profile: DeviceProfile) -> PredictReport:
         elif r.timing is not None:
             t = r.timing
             measured[b] = (t.median_s, t.q1_s, t.q3_s)
-    rows = []
+    rows = gpu_would_help(framework, measured, described, profile, errors, steps_per_execution=spe)
     assumptions: list[str] = []
     extrapolated: list[str] = []
     cannot = None
-    for b in sorted(described):
-        pred = costmodel.predict(described[b], gpu_costs, profile.dispatch_mode)
-        cannot = cannot or pred.cannot_predict
-        assumptions += [a for a in pred.assumptions if a not in assumptions]
-        extrapolated += [e for e in pred.extrapolated if e not in extrapolated]
-        cpu = measured.get(b)
-        w = "—" if pred.step is None or cpu is None else winner(cpu[1], cpu[2], pred.step)
-        rows.append(PredictRow(b, *(cpu or (None, None, None)), gpu=pred, kernels=described[b].kernels, winner=w))
-    ok = [r for r in rows if r.cpu_s is not None and r.gpu.step is not None]
+    for r in rows:
+        cannot = cannot or r.gpu.cannot_predict
+        assumptions += [a for a in r.gpu.assumptions if a not in assumptions]
+        extrapolated += [e for e in r.gpu.extrapolated if e not in extrapolated]
+    if rows:
+        assumptions.append(
+            "per-step host overhead (Python, the training loop) measured on this machine's CPU at the "
+            "smallest batches; the GPU machine's host is taken to be as fast"
+        )
+    ok = [r for r in rows if r.cpu_s is not None and r.band is not None]
     cross = find_crossover(
         [r.batch for r in ok],
         [r.cpu_s for r in ok],
-        [r.gpu.step.mid for r in ok],
+        [r.band.mid for r in ok],
         [(r.cpu_q1_s, r.cpu_q3_s) for r in ok],
-        [(r.gpu.step.low, r.gpu.step.high) for r in ok],
+        [(r.band.low, r.band.high) for r in ok],
     )
-    return PredictReport(rows, cross, tuple(assumptions), tuple(extrapolated), cannot, failures)
-
-
-# ---------------- validation on the recorded H100 run ----------------
-
-# (reference key, syncs per step, input copied from the host) — see the reference README.
-GPU_VARIANTS = (("cuda_step_s", 0, False), ("cuda_step_item_s", 1, False), ("cuda_step_from_host_s", 1, True))
-
-
-@dataclass(frozen=True)
-class ValidationPoint:
-    batch: int
-    quantity: str  # reference key
-    measured_s: float
-    predicted: costmodel.Band | None
-    dominant: str | None
-
-    @property
-    def error(self) -> float | None:
-        """(predicted - measured) / measured."""
-        return None if self.predicted is None else self.predicted.mid / self.measured_s - 1.0
-
-    @property
-    def inside_band(self) -> bool:
-        return self.predicted is not None and self.predicted.low <= self.measured_s <= self.predicted.high
-
-
-@dataclass(frozen=True)
-class Validation:
-    points: list[ValidationPoint]
-    measured_crossover: Crossover
-    predicted_crossover: Crossover  # predicted CPU vs predicted GPU
-    mixed_crossover: Crossover  # measured CPU vs predicted GPU (what `predict` does)
-    winners: list[tuple[int, str, str, bool]]  # batch, measured winner, predicted winner, inside the close band
-
-    def errors(self, quantity: str) -> list[float]:
-        return [p.error for p in self.points if p.quantity == quantity and p.error is not None]
-
-    def median_abs_error(self, quantity: str) -> float:
-        return stats.median([abs(e) for e in self.errors(quantity)])
-
-
-def validate_on_probe(
-    mlp_rows: list[dict], profile: DeviceProfile, described: dict[int, WorkloadDescription]
-) -> Validation:
-    """Predict the reference's ``mlp`` rows (steady steps, no input copy unless the key says so)."""
-    points = []
-    pred_cpu: dict[int, costmodel.Band] = {}
-    pred_gpu: dict[int, costmodel.Band] = {}
-    for row in mlp_rows:
-        b = int(row["batch"])
-        base = described[b]
-        cpu = costmodel.predict(base.model_copy(update={"input_bytes": 0.0}), profile.cpu, profile.dispatch_mode)
-        points.append(ValidationPoint(b, "cpu_step_s", row["cpu_step_s"], cpu.step, cpu.dominant))
-        pred_cpu[b] = cpu.step
-        for key, syncs, copy in GPU_VARIANTS:
-            work = base.model_copy(update={"input_bytes": base.input_bytes if copy else 0.0, "syncs_per_step": syncs})
-            g = costmodel.predict(work, profile.gpu, profile.dispatch_mode)
-            points.append(ValidationPoint(b, key, row[key], g.step, g.dominant))
-            if key == "cuda_step_s":
-                pred_gpu[b] = g.step
-    bs = [int(r["batch"]) for r in mlp_rows]
-    measured = find_crossover(bs, [r["cpu_step_s"] for r in mlp_rows], [r["cuda_step_s"] for r in mlp_rows])
-    predicted = find_crossover(
-        bs,
-        [pred_cpu[b].mid for b in bs],
-        [pred_gpu[b].mid for b in bs],
-        [(pred_cpu[b].low, pred_cpu[b].high) for b in bs],
-        [(pred_gpu[b].low, pred_gpu[b].high) for b in bs],
+    close = [r.batch for r in rows if r.winner == TOO_CLOSE]
+    return PredictReport(
+        rows,
+        cross,
+        tuple(assumptions),
+        tuple(extrapolated),
+        cannot,
+        failures,
+        framework,
+        None if errors is None else errors.source,
+        measure_command(framework, close) if close else None,
     )
-    mixed = find_crossover(bs, [r["cpu_step_s"] for r in mlp_rows], [pred_gpu[b].mid for b in bs])
-    winners = []
-    for r in mlp_rows:
-        b = int(r["batch"])
-        mw = "CPU" if r["cpu_step_s"] <= r["cuda_step_s"] else "GPU"
-        pw = winner(pred_cpu[b].low, pred_cpu[b].high, pred_gpu[b])
-        if pw == "too close":
-            pw_mid = "CPU" if pred_cpu[b].mid <= pred_gpu[b].mid else "GPU"
-            winners.append((b, mw, pw_mid, True))
-        else:
-            winners.append((b, mw, pw, False))
-    return Validation(points, measured, predicted, mixed, winners)
 
 
-def crossover_ratio(a: Crossover, b: Crossover) -> float | None:
-    """max(a/b, b/a) of two 'between' crossovers' estimates."""
-    if a.kind != "between" or b.kind != "between":
-        return None
-    r = a.estimate / b.estimate
-    return max(r, 1 / r) if r > 0 and math.isfinite(r) else None
+# ---------------- validation points from a reference GPU run ----------------
+
+# probe_torch.json's mlp keys: (GPU key, the CPU key of the same loop, syncs per step, input copied)
+TORCH_VARIANTS = (
+    ("cuda_step_s", "cpu_step_s", 0, False),
+    ("cuda_step_item_s", "cpu_step_item_s", 1, False),
+    ("cuda_step_from_host_s", "cpu_step_from_host_s", 1, True),
+)
+KERAS_FIT = re.compile(r"^fit_(\d+)_b(\d+)_epoch_s$")
+
+
+def reference_points(
+    probe: dict,
+    keras_runs: dict[str, tuple[dict, dict]],
+    op_lists: dict[str, dict[str, dict[str, float]]],
+    profile: DeviceProfile,
+) -> list[errormodel.Point]:
+    """Every GPU step of a reference run with the cost model's prediction of it.
+
+    - ``probe``: ``probe_torch.json``; its ``mlp`` rows are predicted with ``op_lists["torch"]``
+      (and with ``op_lists["tensorflow"]`` when given: TensorFlow's graph model checked
+      against PyTorch's measured steps, labelled ``tensorflow``);
+    - ``keras_runs``: framework -> (CPU run, GPU run) of ``keras_probe.py``: epoch 2 of each
+      ``fit`` / its steps, the batch copied from host every step;
+    - ``op_lists``: framework -> batch -> a describe case's metrics (``encode_ops``).
+
+    The host overhead of each loop comes from the same machine's CPU run of that loop."""
+    out: list[errormodel.Point] = []
+
+    def predict_all(fw, cpu_step, gpu_step, syncs, copy, quantity):
+        described = {b: description_from_metrics(op_lists[fw][str(b)], b) for b in gpu_step}
+        h = host_overhead(cpu_step, {b: cpu_compute_s(w, profile) for b, w in described.items()})
+        for b in sorted(gpu_step):
+            base = with_host_overhead(described[b], h, profile)
+            w = base.model_copy(update={"input_bytes": base.input_bytes if copy else 0.0, "syncs_per_step": syncs})
+            p = costmodel.predict(w, profile.gpu, profile.dispatch_mode)
+            if p.step is not None:
+                out.append(errormodel.Point(fw, b, quantity, gpu_step[b], p.step, p.bound, cpu_step.get(b)))
+
+    rows = {int(r["batch"]): r for r in probe.get("mlp", [])}
+    for fw in ("tensorflow", "torch"):
+        if fw not in op_lists or not rows:
+            continue
+        for key, cpu_key, syncs, copy in TORCH_VARIANTS:
+            predict_all(
+                fw, {b: r[cpu_key] for b, r in rows.items()}, {b: r[key] for b, r in rows.items()}, syncs, copy, key
+            )
+    for fw, (cpu_run, gpu_run) in sorted(keras_runs.items()):
+        if fw not in op_lists:
+            continue
+        cpu_step, gpu_step = {}, {}
+        for key, epochs in gpu_run.items():
+            m = KERAS_FIT.match(key)
+            if not m or key not in cpu_run:
+                continue
+            n, b = int(m.group(1)), int(m.group(2))
+            steps = math.ceil(n / b)
+            gpu_step[b], cpu_step[b] = epochs[-1] / steps, cpu_run[key][-1] / steps
+        predict_all(fw, cpu_step, gpu_step, 0, True, "fit step")
+    return out

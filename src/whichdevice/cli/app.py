@@ -59,6 +59,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "predict",
         "Measure the step on this CPU, predict it on a profiled GPU: winner, crossover, what dominates.",
     ),
+    "profile": ("profile", "Device profiles for `predict --profile`: import one from a GPU run, list them, show one."),
+    "import": ("importcmd", "Turn reference GPU runs (gpu_probe.py / keras_probe.py output) into whichdevice records."),
+    "scale": (
+        "scale",
+        "Does the next device pay? 1…N replicas on the framework's own engine: efficiency, all-reduce share, crossover.",
+    ),
     "devices": ("report", "List the devices the framework sees, and why a GPU is missing if it is."),
     "report": ("report", "Re-render the table and plot from a saved record, without measuring again."),
     "history": ("history", "List the runs recorded on this machine (newest first)."),

@@ -17,7 +17,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from whichdevice.analysis import deviceprofile
+from whichdevice.analysis import deviceprofile, errormodel
 from whichdevice.measure import experiment, session
 from whichdevice import frameworks
 from whichdevice.core import records
@@ -45,6 +45,7 @@ from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
     parse_int_list,
+    parse_choice,
     parse_memory_limit,
     parse_positive_float,
     parse_positive_int,
@@ -53,7 +54,8 @@ from whichdevice.core.validate import (
 from whichdevice.workloads import calibrate as calibrate_workload
 from whichdevice.workloads import train as train_workload
 
-FRAMEWORK = "tensorflow"
+FRAMEWORK = "tensorflow"  # the default
+PREDICT_FRAMEWORKS = ("tensorflow", "keras-jax", "keras-torch", "torch")
 QUICK_MIN_TIME_S = 0.05
 
 
@@ -77,6 +79,8 @@ class PredictPlan:
     linear: bool
     command: list[str]
     memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
+    framework: str = FRAMEWORK
+    steps_per_execution: int = 1
 
 
 @app.command()
@@ -112,6 +116,18 @@ def predict(
     case_timeout: str = typer.Option(
         "600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."
     ),
+    framework: str = typer.Option(
+        FRAMEWORK,
+        "--framework",
+        help="Framework whose training step is predicted: tensorflow (graph ops), keras-jax (XLA fusions), "
+        "keras-torch or torch (eager ops + measured Python per step).",
+    ),
+    steps_per_execution: Optional[str] = typer.Option(
+        None,
+        "--steps-per-execution",
+        help="Predict with Keras' steps_per_execution=N: the per-step host overhead paid once per N steps "
+        "(compiled steps only; default 1).",
+    ),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
     json_path: Optional[Path] = typer.Option(
         None, "--json", help="Write the JSON record here instead of OUT/predict-<time>.json."
@@ -129,6 +145,8 @@ def predict(
         plan, resumed = read_plan(resume, "predict", PredictPlan)
         run_predict(plan, resumed)
         return
+    fw = parse_choice(framework, "--framework", PREDICT_FRAMEWORKS)
+    spe = parse_positive_int(steps_per_execution, "--steps-per-execution", "10", maximum=100_000) or 1
     prof = deviceprofile.load(profile, "--profile")
     if prof.gpu is None:
         raise UsageError(
@@ -154,13 +172,17 @@ def predict(
     ts = stamp()
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"predict-{ts}.json"
     png = json_file.with_suffix(".png") if json_path else out_dir / f"predict-{ts}.png"
-    experiment.require_installed(FRAMEWORK)
+    if model_fn is not None and fw not in frameworks.KERAS:
+        raise UsageError(
+            "--model", f"a Keras model cannot be trained by --framework {fw}", "Use --framework keras-torch."
+        )
+    experiment.require_installed(fw)
 
     params: dict = {"model": "seed001"}
     if model_fn is not None:
-        err_console.print(f"Checking {escape(model_fn.text)} (imports {FRAMEWORK})…")
+        err_console.print(f"Checking {escape(model_fn.text)} (imports {fw})…")
         params = userfile.user_model_params(
-            model_fn, shape, n_classes, None, frameworks.env_module(FRAMEWORK).child_env("cpu")
+            model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
         )
     plan = PredictPlan(
         profile=profile,
@@ -177,6 +199,8 @@ def predict(
         linear=linear,
         command=command_line(),
         memory_limit_bytes=memory_bytes,
+        framework=fw,
+        steps_per_execution=spe,
     )
     run_predict(plan, None)
 
@@ -186,12 +210,14 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None) -> None:
     write the record (the profile embedded)."""
     journal = open_journal("predict", plan, resumed)
 
+    fw = plan.framework
+
     def cases_for(found, d):
-        described = calibrate_workload.describe_cases(FRAMEWORK, d.name, plan.params, plan.batches)
+        described = calibrate_workload.describe_cases(fw, d.name, plan.params, plan.batches)
         steady = [
             records.CaseSpec(
                 workload="train",
-                framework=FRAMEWORK,
+                framework=fw,
                 device=d.name,
                 params={**plan.params, "kind": "steady", "batch": b, "sync": "none"},
             )
@@ -205,10 +231,12 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None) -> None:
         "batches": plan.batches,
         "quick": plan.quick,
         "model": plan.model,
+        "framework": fw,
+        "steps_per_execution": plan.steps_per_execution,
     }
     request = session.Request(
         "predict",
-        FRAMEWORK,
+        fw,
         cases_for,
         options,
         plan.command,
@@ -227,7 +255,7 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None) -> None:
 
 def render_predict(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
     prof = deviceprofile.parse(str(record.options["profile_json"]), "the record's embedded profile", "RESULT")
-    report = predict_report(record, prof)
+    report = predict_report(record, prof, errormodel.shipped())
     present.render_predict(console, report, prof, record.machine.cpu_model)
     console.print(
         f"Model: {escape(str(record.options.get('model')))}; the GPU side is a prediction from profile "

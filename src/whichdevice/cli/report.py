@@ -10,7 +10,9 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
+from whichdevice.analysis import deviceprofile, reference
 from whichdevice.measure import experiment
+from whichdevice.present import reference as present_reference
 from whichdevice.core import records
 from whichdevice.cli.common import REPORTERS, app, console
 from whichdevice.core.errors import UsageError
@@ -44,6 +46,7 @@ _REPORTER_MODULES = {
     "pitfalls": "pitfalls",
     "calibrate": "calibrate",
     "predict": "predict",
+    "scale": "scale",
 }
 
 
@@ -71,9 +74,38 @@ def _free_png(folder: Path, stem: str) -> Path:
     raise UsageError("--out", f"too many reports beside '{stem}' already", "Pass --force, or another --out.")
 
 
+def load_any(result: Path, argument: str = "RESULT"):
+    """A record from any file ``report`` reads: a whichdevice result, an audit record
+    (returned as such), or a reference GPU run (gpu_probe.py / keras_probe.py output,
+    converted by analysis/reference.py)."""
+    if result.is_file():
+        data = records.read_json(result, argument)
+        if isinstance(data, dict) and data.get("experiment") == "audit":
+            from whichdevice.audit import record as audit_record
+
+            try:
+                return audit_record.load(result)
+            except ValueError as e:  # pydantic's ValidationError is a ValueError
+                raise UsageError(
+                    argument, f"'{result}' is not an intact audit record ({type(e).__name__})", "Re-run the audit."
+                ) from None
+        if reference.is_reference(data):
+            return reference.record_from_reference(data, str(result), deviceprofile.file_date(result))
+    return records.load_run(result, argument)
+
+
+def _render_reference(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
+    present_reference.render_reference(console, record)
+
+
+REPORTERS.setdefault(reference.KIND, _render_reference)
+
+
 @app.command()
 def report(
-    result: Path = typer.Argument(..., help="A JSON record written by a whichdevice command."),
+    result: Path = typer.Argument(
+        ..., help="A JSON record written by a whichdevice command (or audit), or a reference GPU run's JSON."
+    ),
     out: Optional[Path] = typer.Option(None, "--out", help="Folder for the re-drawn plot (default: next to RESULT)."),
     linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
     force: bool = typer.Option(
@@ -81,7 +113,12 @@ def report(
     ),
 ) -> None:
     """Re-render the table and plot from a saved record, without measuring again."""
-    record = records.load_run(result, "RESULT")
+    record = load_any(result, "RESULT")
+    if not isinstance(record, records.RunRecord):  # the audit's own record
+        from whichdevice.cli import audit as audit_cli
+
+        audit_cli.render(record)
+        return
     out_dir = check_output_dir(out, "--out") if out else result.parent
     png = out_dir / (result.stem + ".png") if force else _free_png(out_dir, result.stem)
     module = _REPORTER_MODULES.get(record.experiment)

@@ -87,14 +87,15 @@ def plot_profile(profile: DeviceProfile, png: Path) -> None:
 def render_predict(console: Console, report: PredictReport, profile: DeviceProfile, local_cpu: str) -> None:
     gpu = profile.gpu
     t = Table(
-        title=f"Training step: measured here ({escape(local_cpu)}) vs predicted on "
+        title=f"Training step ({escape(report.framework)}): measured here ({escape(local_cpu)}) vs predicted on "
         f"{escape(gpu.description if gpu else '?')} (profile '{escape(profile.name)}')",
         title_justify="left",
     )
+    band_name = "80 % band" if report.calibrated else "model band, not calibrated"
     for col, j in (
         ("batch", "right"),
         ("CPU step ms (measured, q1–q3)", "right"),
-        ("GPU step ms (predicted [band])", "right"),
+        (f"GPU step ms (predicted [{band_name}])", "right"),
         ("winner", "left"),
         ("GPU time mostly", "left"),
         ("kernels", "right"),
@@ -102,12 +103,13 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
         t.add_column(col, justify=j)
     for r in report.rows:
         cpu = "failed" if r.cpu_s is None else f"{_ms(r.cpu_s)} ({_ms(r.cpu_q1_s)}–{_ms(r.cpu_q3_s)})"
-        if r.gpu.step is None:
+        if r.band is None or r.gpu.step is None:
             g, dom = "cannot predict", "—"
         else:
-            s = r.gpu.step
+            s = r.band
             g = f"{_ms(s.mid)} [{_ms(s.low)}, {_ms(s.high)}]"
-            share = r.gpu.parts_s[r.gpu.dominant] / s.mid if s.mid else 0
+            raw = r.gpu.step.mid
+            share = r.gpu.parts_s[r.gpu.dominant] / raw if raw else 0
             dom = f"{r.gpu.dominant} {share:.0%}"
         t.add_row(str(r.batch), cpu, g, r.winner, dom, str(r.kernels))
     console.print(t)
@@ -118,6 +120,21 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
         )
     else:
         console.print(f"Crossover (measured CPU vs predicted GPU): {escape(report.crossover.describe('samples'))}")
+    if report.calibrated:
+        console.print(
+            "The band holds the measured step in about 80 % of cases: it is calibrated on the model's own "
+            f"errors ({escape(report.calibrated)})."
+        )
+    else:
+        console.print(
+            "[yellow]The band is the model's own (no calibration of its errors is shipped): "
+            "the truth falls outside it more often than it looks.[/yellow]"
+        )
+    if report.too_close_command:
+        console.print(
+            "Too close to call where the CPU range and the GPU band overlap: measure it on a machine with the GPU, "
+            f"e.g. {escape(report.too_close_command)}"
+        )
     for a in report.assumptions:
         console.print(f"[yellow]Assumption:[/yellow] {escape(a)}")
     for e in report.extrapolated:
@@ -135,13 +152,11 @@ def plot_predict(report: PredictReport, png: Path, loglog: bool, title: str) -> 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     rows = [r for r in report.rows if r.cpu_s is not None]
     ax.plot([r.batch for r in rows], [r.cpu_s * 1e3 for r in rows], "o-", label="CPU (measured here)")
-    g = [r for r in report.rows if r.gpu.step is not None]
+    g = [r for r in report.rows if r.band is not None]
     if g:
         xs = [r.batch for r in g]
-        ax.plot(xs, [r.gpu.step.mid * 1e3 for r in g], "s--", label="GPU (predicted)")
-        ax.fill_between(
-            xs, [r.gpu.step.low * 1e3 for r in g], [r.gpu.step.high * 1e3 for r in g], alpha=0.25, label="GPU band"
-        )
+        ax.plot(xs, [r.band.mid * 1e3 for r in g], "s--", label="GPU (predicted)")
+        ax.fill_between(xs, [r.band.low * 1e3 for r in g], [r.band.high * 1e3 for r in g], alpha=0.25, label="GPU band")
     if loglog:
         ax.set_xscale("log")
         ax.set_yscale("log")

@@ -60,10 +60,14 @@ def describe_cases(framework: str, device: str, model_params: dict, batches) -> 
     ]
 
 
-def encode_ops(ops: list[dict], input_bytes: float) -> dict[str, float]:
+LAUNCH_MODES = ("graph", "xla", "eager")
+
+
+def encode_ops(ops: list[dict], input_bytes: float, launch_mode: str = "graph") -> dict[str, float]:
     """Flatten an op list into float metrics: ``op.<i>.<kind>.<type>.flops`` / ``.bytes``;
-    free ops only counted (``free_ops``)."""
-    m: dict[str, float] = {"input_bytes": float(input_bytes), "free_ops": 0.0}
+    free ops only counted (``free_ops``); how the framework launches them as
+    ``launch_mode.<mode>`` = 1 (graph, xla or eager: costmodel.py)."""
+    m: dict[str, float] = {"input_bytes": float(input_bytes), "free_ops": 0.0, f"launch_mode.{launch_mode}": 1.0}
     i = 0
     for o in ops:
         if o["kind"] == "free":
@@ -80,7 +84,9 @@ def encode_ops(ops: list[dict], input_bytes: float) -> dict[str, float]:
 
 
 def _calibration(fw):
-    return getattr(fw, "calibration", None) or importlib.import_module(f"whichdevice.frameworks.{fw.name}.calibration")
+    return getattr(fw, "calibration", None) or importlib.import_module(
+        f"whichdevice.frameworks.{fw.name.replace('-', '_')}.calibration"
+    )
 
 
 def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict]:
@@ -113,19 +119,24 @@ def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tup
 def _describe(spec: CaseSpec, fw, overhead_s: float) -> tuple[Timing, dict]:
     from whichdevice.frameworks.common.casemodel import CaseModel
 
-    training = importlib.import_module(f"whichdevice.frameworks.{fw.name}.training")
+    training = importlib.import_module(f"whichdevice.frameworks.{fw.name.replace('-', '_')}.training")
     cal = _calibration(fw)
-    m = CaseModel(spec.params)
+    m = CaseModel(spec.params, training)
     b = int(spec.params["batch"])
     t0 = time.perf_counter()
     with fw.placement.scope(spec.device):
         model = m.build()
         opt, loss = m.optimizer_and_loss(model)
-        step = training.train_step(model, opt, loss)
         x, y = m.one_batch(training, b)
-        ops = cal.describe_step(step, x, y)
+        described = cal.describe_train(model, opt, loss, training, x, y)
     trace_s = time.perf_counter() - t0
     raw = Timing(
         first_call_s=trace_s, warmup_s=[trace_s], samples_s=[trace_s], number_per_sample=1, overhead_s=overhead_s
     )
-    return raw, encode_ops(ops, float(x.nbytes + y.nbytes))
+    # Input bytes as the step receives them: float64 host arrays become float32 on the device.
+    x_bytes = (
+        x.nbytes // 2
+        if getattr(x, "dtype", None) is not None and x.dtype.itemsize == 8 and x.dtype.kind == "f"
+        else x.nbytes
+    )
+    return raw, encode_ops(described["ops"], float(x_bytes + y.nbytes), described.get("launch_mode", "graph"))

@@ -115,6 +115,11 @@ FREE = frozenset(
         "VarIsInitializedOp",
         "BroadcastGradientArgs",
         "EnsureShape",
+        "VariableShape",
+        "EmptyTensorList",
+        "TensorListReserve",
+        "TensorListLength",
+        "TensorListElementShape",
     }
 )
 MATMUL = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "_FusedMatMul"})
@@ -229,8 +234,41 @@ ELEMENTWISE = frozenset(
         "ResourceApplyKerasMomentum",
         "Cumsum",
         "Mod",
+        "Split",
+        "SplitV",
+        "Where",
+        # stateless random ops (Dropout, initializers): one kernel writing the output
+        "StatelessRandomGetKeyCounter",
+        "StatelessRandomGetKeyCounterAlg",
+        "StatelessRandomUniformV2",
+        "StatelessRandomNormalV2",
+        "StatelessTruncatedNormalV2",
+        "StatelessRandomUniformIntV2",
+        "StatelessRandomUniform",
+        "StatelessRandomNormal",
+        "RandomUniform",
+        "RandomStandardNormal",
+        "RngReadAndSkip",
+        # TensorList ops (the state of an RNN's loop): a copy of one element each
+        "TensorListFromTensor",
+        "TensorListStack",
+        "TensorListGetItem",
+        "TensorListSetItem",
+        "TensorListPushBack",
+        "TensorListPopBack",
+        "TensorListGather",
+        "TensorListScatter",
+        "TensorListScatterIntoExistingList",
+        "TensorListConcatV2",
+        "TensorListSplit",
     }
 )
+# Control flow: the body function's ops, once per iteration (trip count from the loop's
+# TensorList inputs); a call's function expanded in place.
+LOOPS = frozenset({"While", "StatelessWhile"})
+CALLS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
+# An op none of the sets name: one kernel at the dispatch floor, marked "uncovered" so the
+# cost model widens the band (costmodel.UNKNOWN_OP_HIGH_S) instead of refusing.
 _ASSIGN = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"})
 
 
@@ -289,13 +327,73 @@ def classify(op) -> dict:
     return {"op_type": t, "kind": "uncovered", "flops": 0.0, "bytes": 0.0}
 
 
-def describe_step(step, x, y) -> list[dict]:
-    """Trace ``step`` (a ``tf.function`` of (x, y)) at these exact shapes and classify its ops.
+def _function_ops(graph, name: str):
+    """The ops of function ``name`` called from ``graph`` (None when it cannot be found)."""
+    g = graph
+    while g is not None:
+        get = getattr(g, "_get_function", None)
+        fn = get(name) if get is not None else None
+        if fn is not None:
+            return fn.graph.get_operations()
+        g = getattr(g, "outer_graph", None)
+    return None
 
-    Raises when the graph holds nested function calls it cannot see into: those are
-    reported as one uncovered op each rather than expanded.
-    """
+
+def trip_count(op) -> int | None:
+    """Iterations of a While op: its maximum-iterations input when static (Keras' RNN loop
+    passes ``Max(T)``), else the element count of a TensorList it carries (an RNN's time
+    steps), or None when no input says."""
+    counts = []
+    for i in op.inputs:
+        src = i.op
+        if src.type in ("Max", "Const") and i.dtype == tf.int32 and i.shape.rank == 0:
+            v = tf.get_static_value(src.inputs[0] if src.type == "Max" else i)
+            if v is not None and np.ndim(v) == 0 and int(v) > 1:
+                counts.append(int(v))
+        elif src.type == "TensorListReserve":
+            v = tf.get_static_value(src.inputs[1])
+            if v is not None and int(v) > 0:
+                counts.append(int(v))
+        elif src.type == "TensorListFromTensor":
+            dims = src.inputs[0].shape.as_list() if src.inputs[0].shape.rank else None
+            if dims and dims[0]:
+                counts.append(int(dims[0]))
+    return max(counts) if counts else None
+
+
+def expand(ops, graph, depth: int = 0) -> list[dict]:
+    """Classify ``ops``; loops become their body's ops x trip count, calls their function's ops."""
+    out: list[dict] = []
+    for op in ops:
+        if op.type in LOOPS or op.type in CALLS:
+            attr = "body" if op.type in LOOPS else "f"
+            inner = _function_ops(graph, op.node_def.attr[attr].func.name) if depth < 8 else None
+            if inner is None:
+                out.append({"op_type": f"{op.type} (body not found)", "kind": "uncovered", "flops": 0.0, "bytes": 0.0})
+                continue
+            body = expand(inner, inner[0].graph if inner else graph, depth + 1)
+            trips = trip_count(op) if op.type in LOOPS else 1
+            if trips is None:  # one iteration costed, and the loop marked: the band widens
+                out.append(
+                    {"op_type": f"{op.type} (trip count unknown)", "kind": "uncovered", "flops": 0.0, "bytes": 0.0}
+                )
+                trips = 1
+            out += body * trips
+            continue
+        out.append(classify(op))
+    return out
+
+
+def describe_step(step, x, y) -> list[dict]:
+    """Trace ``step`` (a ``tf.function`` of (x, y)) at these exact shapes and classify its ops:
+    While loops unrolled (body x trip count), function calls expanded, an op no set names
+    kept as "uncovered" (the cost model gives it a default and widens the band)."""
     xs = tf.TensorSpec(x.shape, tf.as_dtype(x.dtype))
     ys = tf.TensorSpec(y.shape, tf.as_dtype(y.dtype))
     graph = step.get_concrete_function(xs, ys).graph
-    return [classify(op) for op in graph.get_operations()]
+    return expand(graph.get_operations(), graph)
+
+
+def describe_train(model, optimizer, loss_fn, training, x, y) -> dict:
+    """The op list of ``training.train_step`` (a ``tf.function``): one kernel per graph op."""
+    return {"ops": describe_step(training.train_step(model, optimizer, loss_fn), x, y), "launch_mode": "graph"}

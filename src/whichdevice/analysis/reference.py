@@ -1,0 +1,133 @@
+"""Reference GPU runs as normal records: ``gpu_probe.py``'s ``probe_torch.json`` and
+``keras_probe.py``'s ``keras_<backend>_<device>.json`` (shared/reference/h100-2026-11-22/).
+
+``record_from_reference`` turns one such file into a ``RunRecord`` (experiment
+``reference``) that ``whichdevice report`` renders and ``whichdevice import`` writes: one
+case per measured value, its device (CPU:0 or GPU:0) from the key, its parameters (n,
+bytes, batch, ...) from the row. The files keep medians only (7 synchronized blocks each,
+or one wall time): each value becomes a one-sample timing, and the record says so.
+"""
+
+from __future__ import annotations
+
+import re
+
+from whichdevice.core.records import CaseResult, CaseSpec, MachineInfo, RunRecord, Timing
+
+KIND = "reference"
+_FIT = re.compile(r"^fit_(\d+)_b(\d+)_epoch_s$")
+
+
+def is_torch_probe(data: object) -> bool:
+    return isinstance(data, dict) and all(k in data for k in ("env", "launch", "transfer", "matmul"))
+
+
+def is_keras_probe(data: object) -> bool:
+    return isinstance(data, dict) and "backend" in data and "tag" in data and any(_FIT.match(k) for k in data)
+
+
+def is_reference(data: object) -> bool:
+    return is_torch_probe(data) or is_keras_probe(data)
+
+
+def _timing(seconds: float) -> Timing:
+    return Timing(first_call_s=seconds, warmup_s=[], samples_s=[seconds], number_per_sample=1, overhead_s=0.0)
+
+
+def _case(section: str, framework: str, device: str, value: float, **params) -> CaseResult:
+    spec = CaseSpec(workload=section, framework=framework, device=device, params=params)
+    return CaseResult(spec=spec, status="ok", timing=_timing(float(value)), wall_s=0.0)
+
+
+def _device_of(key: str) -> tuple[str, str]:
+    """(device, quantity) from a key such as ``cuda_step_item_s`` or ``gpu_steady_s``."""
+    for prefix, dev in (("cuda_", "GPU:0"), ("gpu_", "GPU:0"), ("cpu_", "CPU:0")):
+        if key.startswith(prefix):
+            return dev, key[len(prefix) :]
+    if "_cuda_" in key or "_gpu_" in key or key.endswith("_cuda_s"):
+        return "GPU:0", key.replace("_cuda", "")
+    if "_cpu_" in key or key.endswith("_cpu_s"):
+        return "CPU:0", key.replace("_cpu", "")
+    return "GPU:0", key
+
+
+def _torch(data: dict) -> list[CaseResult]:
+    out = []
+    for key, v in data["launch"].items():
+        dev = "CPU:0" if key.startswith("cpu_") else "GPU:0"
+        out.append(_case("launch", "torch", dev, v, quantity=key.removeprefix("cpu_")))
+    for row in data["transfer"]:
+        for key in ("h2d_pageable_s", "h2d_pinned_s", "d2h_s"):
+            if row.get(key) is not None:
+                out.append(_case("transfer", "torch", "GPU:0", row[key], quantity=key, bytes=int(row["bytes"])))
+    for row in data["matmul"]:
+        for key, v in row.items():
+            if key.endswith("_s") and v is not None:
+                dev, q = _device_of(key)
+                out.append(_case("matmul", "torch", dev, v, quantity=q, n=int(row["n"]), tf32=bool(row["tf32"])))
+    for row in data.get("mlp", []):
+        for key, v in row.items():
+            if key.endswith("_s") and v is not None:
+                dev, q = _device_of(key)
+                out.append(_case("mlp step", "torch", dev, v, quantity=q, batch=int(row["batch"])))
+    for key, v in data.get("seed001", {}).items():
+        dev, q = _device_of(key)
+        out.append(_case("seed 001 loop", "torch", dev, v, quantity=q))
+    return out
+
+
+def _keras(data: dict) -> list[CaseResult]:
+    fw = f"keras-{data['backend']}"
+    dev = "GPU:0" if str(data["tag"]).endswith("gpu") else "CPU:0"
+    out = []
+    for key in ("import_s", "create_first_s", "clone_s"):
+        if data.get(key) is not None:
+            out.append(_case("keras start-up", fw, dev, data[key], quantity=key))
+    for key, v in data.items():
+        m = _FIT.match(key)
+        if m and isinstance(v, list):
+            n, b = int(m.group(1)), int(m.group(2))
+            for epoch, s in enumerate(v, 1):
+                out.append(_case("fit epoch", fw, dev, s, samples=n, batch=b, epoch=epoch))
+    for row in data.get("jax_matmul", []):
+        for key in ("first_call_s", "steady_s"):
+            if row.get(key) is not None:
+                out.append(_case("jax matmul", fw, dev, row[key], quantity=key, n=int(row["n"])))
+    return out
+
+
+def record_from_reference(data: dict, where: str, created_at: str) -> RunRecord:
+    """A reference probe file as a record (``is_reference(data)`` must hold)."""
+    if is_torch_probe(data):
+        env = data.get("env", {})
+        results = _torch(data)
+        gpu = str(env.get("gpu") or "GPU")
+        frameworks = f"PyTorch {env.get('torch', '?')}"
+        cores = int(env.get("cpu_count") or 0)
+    else:
+        results = _keras(data)
+        gpu = "GPU" if str(data["tag"]).endswith("gpu") else "(GPU hidden)"
+        frameworks = f"Keras on {data['backend']}"
+        cores = 0
+    machine = MachineInfo(
+        hostname="reference machine",
+        os="unknown",
+        python="unknown",
+        cpu_model=f"reference machine with {gpu}",
+        cpu_cores_logical=cores,
+        cpu_cores_physical=None,
+        ram_bytes=None,
+    )
+    return RunRecord(
+        experiment=KIND,
+        command=["(reference file)", where],
+        created_at=created_at,
+        options={"source": where, "frameworks": frameworks, "gpu": gpu},
+        machine=machine,
+        results=results,
+        notes=[
+            f"Imported from {where}: a reference run made outside whichdevice ({frameworks}).",
+            "Each value is the median the probe kept (7 synchronized blocks per value, or one wall time); "
+            "the raw samples were not kept, so every case shows one sample and no spread.",
+        ],
+    )
