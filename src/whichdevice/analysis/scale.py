@@ -1,0 +1,260 @@
+"""Does the next replica pay? Scaling efficiency, the all-reduce share and the crossover of a
+``scale`` record (pure functions over the record; the sentences are in ``present/scale.py``).
+
+For each framework, replicas N and global batch B (the same B split over N replicas):
+
+- ``step_s``: median steady step time (the timing core's samples, warm-up apart);
+  ``samples_per_s`` = B / step_s.
+- ``vs_one``: the claim "N replicas vs 1 at the same global batch" — the ratio of step times
+  (= the throughput ratio) with its 95 % interval and sample count, judged by THE rule of
+  ``analysis/significance.py`` (interval excludes 1 *and* beyond the noise threshold, ≥ 5
+  samples a side). ``ratio > 1``: N replicas are faster.
+- ``efficiency`` = throughput_N / (N × throughput_1) = ratio / N (its interval: the ratio's / N).
+  1.0 is perfect scaling; below 1/N the N replicas are slower than one.
+- ``allreduce_share``: the part of the N-replica step spent in the gradient all-reduce.
+  ``no_sync`` (DDP): (step − step inside ``no_sync()``) / step. ``isolated`` (TensorFlow, JAX):
+  (all-reduce of gradient-sized tensors alone − the same call without the collective) / step.
+  Clamped to [0, 1]; a difference inside the noise reads as 0 (``share_in_noise``).
+- ``crossover`` per N: the smallest measured global batch from which N replicas beat 1
+  (significantly, and at every larger measured batch), with the log-log interpolated estimate of
+  ``analysis/crossover.py`` between the last batch where 1 wins and that one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from whichdevice.analysis import significance
+from whichdevice.analysis.crossover import find_crossover
+from whichdevice.core.records import CaseResult, RunRecord, Timing
+
+METHOD = {"torch": "no_sync", "tensorflow": "isolated", "keras-jax": "isolated"}
+METHOD_TEXT = {
+    "no_sync": "step with vs without gradient sync (DDP no_sync())",
+    "isolated": "all-reduce of gradient-sized tensors timed alone on the same replicas, minus its dispatch",
+}
+
+
+@dataclass(frozen=True)
+class Point:
+    framework: str
+    replicas: int
+    global_batch: int
+    step: Timing | None
+    error: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    comm: Timing | None = None  # no_sync step, or the all-reduce alone
+    comm_base: Timing | None = None  # the all-reduce call without the collective
+    vs_one: significance.Claim | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.step is not None
+
+    @property
+    def step_s(self) -> float | None:
+        return self.step.median_s if self.step else None
+
+    @property
+    def samples_per_s(self) -> float | None:
+        return self.global_batch / self.step.median_s if self.step else None
+
+    @property
+    def replicas_seen(self) -> int | None:
+        v = self.metrics.get("replicas_seen")
+        return int(v) if v is not None else None
+
+    @property
+    def efficiency(self) -> float | None:
+        """throughput_N / (N × throughput_1)."""
+        if self.vs_one is None or not math.isfinite(self.vs_one.ratio):
+            return None
+        return self.vs_one.ratio / self.replicas
+
+    @property
+    def efficiency_ci(self) -> tuple[float, float] | None:
+        if self.vs_one is None or not math.isfinite(self.vs_one.lo) or not math.isfinite(self.vs_one.hi):
+            return None
+        return self.vs_one.lo / self.replicas, self.vs_one.hi / self.replicas
+
+    @property
+    def allreduce_raw(self) -> float | None:
+        """The all-reduce's seconds per step (unclamped; None when not measured)."""
+        if self.step is None or self.comm is None:
+            return None
+        if METHOD[self.framework] == "no_sync":
+            return self.step.median_s - self.comm.median_s
+        if self.comm_base is None:
+            return None
+        return self.comm.median_s - self.comm_base.median_s
+
+    @property
+    def share_in_noise(self) -> bool:
+        """The difference the share rests on is not significant (same rule as every claim)."""
+        if self.step is None or self.comm is None:
+            return True
+        if METHOD[self.framework] == "no_sync":
+            a, b = self.step.samples_s, self.comm.samples_s
+        elif self.comm_base is not None:
+            a, b = self.comm.samples_s, self.comm_base.samples_s
+        else:
+            return True
+        # A / B of times, "faster" = B (without the all-reduce) significantly faster than A.
+        return significance.from_samples(a, b).status != "faster"
+
+    @property
+    def allreduce_share(self) -> float | None:
+        raw = self.allreduce_raw
+        if raw is None or self.step is None:
+            return None
+        if self.share_in_noise:
+            return 0.0
+        return min(1.0, max(0.0, raw / self.step.median_s))
+
+
+@dataclass(frozen=True)
+class ScaleCrossover:
+    replicas: int
+    batch: int | None  # smallest measured global batch from which N beats 1 (None: never)
+    estimate: float | None  # log-log interpolated between the last batch 1 wins and ``batch``
+    gain: significance.Claim | None  # the claim at ``batch``
+    never_reason: str = ""
+
+
+@dataclass(frozen=True)
+class FrameworkScale:
+    framework: str
+    engine: str
+    method: str
+    replicas: list[int]
+    batches: list[int]
+    points: dict[tuple[int, int], Point]
+    crossovers: dict[int, ScaleCrossover]
+
+    def point(self, n: int, b: int) -> Point | None:
+        return self.points.get((n, b))
+
+    def replicas_ok(self) -> bool:
+        """Every measured point ran the replicas asked (read back from the engine)."""
+        return all(p.replicas_seen == p.replicas for p in self.points.values() if p.ok)
+
+
+@dataclass(frozen=True)
+class ScaleReport:
+    frameworks: list[FrameworkScale]
+    failures: list[str]
+
+
+ENGINE = {
+    "tensorflow": "tf.distribute.MirroredStrategy",
+    "keras-jax": "keras.distribution.DataParallel",
+    "torch": "torch DistributedDataParallel (gloo)",
+}
+
+
+def _by_variant(results: list[CaseResult]) -> dict[tuple[str, int, int, str], CaseResult]:
+    out = {}
+    for r in results:
+        p = r.spec.params
+        if r.spec.workload != "scale":
+            continue
+        out[(r.spec.framework, int(p["replicas"]), int(p["global_batch"]), str(p["variant"]))] = r  # type: ignore[arg-type]
+    return out
+
+
+def _timing(r: CaseResult | None) -> Timing | None:
+    return r.timing if r is not None and r.status == "ok" else None
+
+
+def crossover(fs_points: dict[tuple[int, int], Point], n: int, batches: list[int]) -> ScaleCrossover:
+    """The smallest measured global batch from which N replicas beat 1 at every larger one."""
+    rows = [(b, fs_points.get((1, b)), fs_points.get((n, b))) for b in batches]
+    rows = [(b, one, p) for b, one, p in rows if one and one.ok and p and p.ok and p.vs_one]
+    if not rows:
+        return ScaleCrossover(n, None, None, None, "not enough successful points")
+    first = None
+    for i in range(len(rows)):
+        if all(p.vs_one.status == "faster" for _, _, p in rows[i:]):  # type: ignore[union-attr]
+            first = i
+            break
+    if first is None:
+        largest = rows[-1][0]
+        return ScaleCrossover(n, None, None, rows[-1][2].vs_one, f"1 replica is as fast or faster up to {largest:,}")
+    b, _, p = rows[first]
+    estimate = None
+    if first > 0:
+        xs = [rows[first - 1][0], b]
+        one_s = [rows[first - 1][1].step_s, rows[first][1].step_s]  # type: ignore[union-attr]
+        n_s = [rows[first - 1][2].step_s, rows[first][2].step_s]
+        c = find_crossover(xs, one_s, n_s)  # "cpu" = 1 replica, "gpu" = N replicas
+        estimate = c.estimate if c.kind == "between" else None
+    return ScaleCrossover(n, b, estimate, p.vs_one)
+
+
+def analyze_framework(record: RunRecord, framework: str) -> FrameworkScale:
+    results = [r for r in record.results if r.spec.framework == framework and r.spec.workload == "scale"]
+    table = _by_variant(results)
+    replicas = sorted({int(r.spec.params["replicas"]) for r in results})  # type: ignore[arg-type]
+    batches = sorted({int(r.spec.params["global_batch"]) for r in results})  # type: ignore[arg-type]
+    points: dict[tuple[int, int], Point] = {}
+    for n in replicas:
+        for b in batches:
+            step = table.get((framework, n, b, "step"))
+            if step is None:
+                continue
+            comm_name = "no_sync" if METHOD[framework] == "no_sync" else "allreduce"
+            one = _timing(table.get((framework, 1, b, "step")))
+            st = _timing(step)
+            claim = significance.from_samples(one.samples_s, st.samples_s) if one and st and n > 1 else None
+            points[(n, b)] = Point(
+                framework=framework,
+                replicas=n,
+                global_batch=b,
+                step=st,
+                error=step.error,
+                metrics=dict(step.metrics),
+                comm=_timing(table.get((framework, n, b, comm_name))),
+                comm_base=_timing(table.get((framework, n, b, "allreduce_base"))),
+                vs_one=claim,
+            )
+    crossovers = {n: crossover(points, n, batches) for n in replicas if n > 1}
+    return FrameworkScale(
+        framework, ENGINE.get(framework, framework), METHOD[framework], replicas, batches, points, crossovers
+    )
+
+
+def analyze_scale(record: RunRecord) -> ScaleReport:
+    fws = list(dict.fromkeys(r.spec.framework for r in record.results if r.spec.workload == "scale"))
+    failures = [
+        f"{r.spec.framework} {r.spec.params.get('replicas')} replicas, global batch {r.spec.params.get('global_batch')}"
+        f" ({r.spec.params.get('variant')}): {r.error}"
+        for r in record.results
+        if r.status == "failed"
+    ]
+    return ScaleReport([analyze_framework(record, f) for f in fws], failures)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The facts of the one-line verdict for N replicas (``present/scale.py`` words them)."""
+
+    framework: str
+    replicas: int
+    worst: Point | None  # the smallest batch, where the fixed costs weigh most
+    best: Point | None  # the point where N replicas gain most
+    crossover: ScaleCrossover | None
+
+
+def verdicts(fs: FrameworkScale) -> list[Verdict]:
+    out = []
+    for n in fs.replicas:
+        if n == 1:
+            continue
+        pts = [fs.points[(n, b)] for b in fs.batches if (n, b) in fs.points and fs.points[(n, b)].vs_one]
+        if not pts:
+            out.append(Verdict(fs.framework, n, None, None, fs.crossovers.get(n)))
+            continue
+        best = max(pts, key=lambda p: p.vs_one.ratio)  # type: ignore[union-attr]
+        out.append(Verdict(fs.framework, n, pts[0], best, fs.crossovers.get(n)))
+    return out

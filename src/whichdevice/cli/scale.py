@@ -1,0 +1,273 @@
+"""`whichdevice scale`: does the next device pay? The same training step on 1…N replicas, on the
+framework's own distribution engine (TensorFlow MirroredStrategy, Keras-on-JAX DataParallel,
+PyTorch DDP) — step time, samples/s, scaling efficiency, the all-reduce share and the crossover
+batch from which N replicas beat one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from whichdevice import frameworks
+from whichdevice.analysis.scale import analyze_scale
+from whichdevice.cli.common import (
+    DEFAULT_OUT,
+    MEMORY_LIMIT_HELP,
+    REPORTERS,
+    app,
+    command_line,
+    console,
+    err_console,
+    measure_with_progress,
+    open_journal,
+    read_plan,
+    reject_options_with_resume,
+    stamp,
+    write_record,
+)
+from whichdevice.core import records
+from whichdevice.core.errors import UsageError
+from whichdevice.core.machine import usable_cores
+from whichdevice.core.validate import (
+    check_output_dir,
+    check_output_file,
+    parse_choice,
+    parse_int_list,
+    parse_memory_limit,
+    parse_positive_float,
+)
+from whichdevice.measure import experiment, session
+from whichdevice.measure.journal import Journal, JournalState, journal_path
+from whichdevice.present import html, terminal
+from whichdevice.present import scale as present_scale
+from whichdevice.workloads import scale as scale_workload
+from whichdevice.workloads import userfile
+
+BUILTIN_MODELS = {
+    "seed001": "small MLP (100 features → Dense 128 → 10 classes, seed 001)",
+    "seed002": "MLP (128 features → 256 → 128 → 1, seed 002)",
+}
+PREFLIGHT_TIMEOUT_S = 240.0
+
+
+@dataclass
+class ScalePlan:
+    """A checked `scale` run (JSON values only), journaled so ``--resume`` runs the same."""
+
+    framework: str
+    replicas: list[int]
+    batches: list[int]
+    model: dict
+    model_text: str
+    min_time_s: float
+    case_timeout_s: float
+    json_file: str
+    png_file: str
+    command: list[str]
+    memory_limit_bytes: int | None = None
+
+
+def parse_replicas(text: str, cores: int) -> list[int]:
+    """``--devices 1,2``: replica counts; 1 (the baseline) is always measured; N may not exceed
+    the devices available (on a CPU-only machine: the usable cores)."""
+    values = parse_int_list(text, "--devices", maximum=1024, example="1,2") or [1, 2]
+    too_many = [n for n in values if n > cores]
+    if too_many:
+        raise UsageError(
+            "--devices",
+            f"{max(too_many)} replicas asked but this machine has {cores} usable CPU cores (one per replica at least)",
+            f"Pass replica counts up to {cores}, e.g. --devices {','.join(str(n) for n in (1, 2, 4, 8) if n <= cores)}.",
+        )
+    return sorted({1, *values})
+
+
+def check_batches(batches: list[int], replicas: list[int]) -> None:
+    for b in batches:
+        bad = [n for n in replicas if b % n]
+        if bad:
+            lcm = 1
+            for n in replicas:
+                lcm = lcm * n // _gcd(lcm, n)
+            raise UsageError(
+                "--batches",
+                f"global batch {b:,} is not divisible by {bad[0]} replicas",
+                f"Use multiples of {lcm} (every replica gets the same share), e.g. --batches {lcm * 16},{lcm * 128}.",
+            )
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+@app.command()
+def scale(
+    ctx: typer.Context,
+    framework: str = typer.Option(
+        "tensorflow",
+        "--framework",
+        help="Engine: tensorflow (MirroredStrategy), keras-jax (DataParallel), torch (DDP).",
+    ),
+    model: str = typer.Option(
+        "seed001",
+        "--model",
+        help="seed001 (small MLP), seed002, or your Keras model as FILE.py:FUNCTION (tensorflow, keras-jax).",
+    ),
+    devices: str = typer.Option("1,2", "--devices", help="Replica counts, e.g. 1,2 (1, the baseline, is always run)."),
+    batches: Optional[str] = typer.Option(
+        None, "--batches", help="Global batch sizes (split over the replicas). Default 32,256,2048."
+    ),
+    min_time: Optional[str] = typer.Option(None, "--min-time", help="Seconds of steady samples per point (0.2)."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
+    case_timeout: str = typer.Option("600", "--case-timeout", help="Seconds one point may take before it is killed."),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the PNG plot and the HTML."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its journal or folder."),
+) -> None:
+    """Does the next device pay? 1…N replicas on the framework's own engine: efficiency, all-reduce share, crossover."""
+    reject_options_with_resume(ctx)
+    if resume is not None:
+        plan, resumed = read_plan(resume, "scale", ScalePlan)
+        run_scale(plan, resumed)
+        return
+    fw = parse_choice(framework, "--framework", scale_workload.FRAMEWORKS)
+    replicas = parse_replicas(devices, usable_cores())
+    batch_list = parse_int_list(batches, "--batches", maximum=scale_workload.MAX_BATCH, example="32,256,2048")
+    batch_list = batch_list or list(scale_workload.DEFAULT_BATCHES)
+    check_batches(batch_list, replicas)
+    mt = parse_positive_float(min_time, "--min-time", "0.2") or 0.2
+    timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600") or 600.0
+    memory_bytes = parse_memory_limit(memory_limit)
+    model_fn = None
+    if model not in BUILTIN_MODELS:
+        if ":" not in model:
+            raise UsageError(
+                "--model",
+                f"'{model}' is neither a built-in model nor FILE.py:FUNCTION",
+                "Use seed001, seed002 or FILE.py:FUNCTION.",
+            )
+        if fw == "torch":
+            raise UsageError(
+                "--model",
+                "a Keras model (FILE.py:FUNCTION) cannot be trained by torch DDP",
+                "Use --framework tensorflow or keras-jax, or --model seed001 / seed002.",
+            )
+        model_fn = userfile.parse_spec(model, "--model")
+    out_dir = check_output_dir(out, "--out")
+    ts = stamp()
+    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"scale-{ts}.json"
+    png = json_file.with_suffix(".png") if json_path else out_dir / f"scale-{ts}.png"
+    experiment.require_installed(fw)
+    model_params: dict = {"model": model}
+    model_text = BUILTIN_MODELS.get(model, model)
+    if model_fn is not None:
+        err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
+        model_params = userfile.user_model_params(
+            model_fn, None, None, None, frameworks.env_module(fw).child_env("cpu")
+        )
+        model_text = f"your model {model_fn.text}"
+        check_replicable(fw, model_params, max(replicas), model_fn.text)
+    plan = ScalePlan(
+        framework=fw,
+        replicas=replicas,
+        batches=batch_list,
+        model=model_params,
+        model_text=model_text,
+        min_time_s=mt,
+        case_timeout_s=timeout_s,
+        json_file=str(json_file.absolute()),
+        png_file=str(png.absolute()),
+        command=command_line(),
+        memory_limit_bytes=memory_bytes,
+    )
+    run_scale(plan, None)
+
+
+def check_replicable(framework: str, model: dict, replicas: int, text: str) -> None:
+    """Before anything is written: one step of the user's model on ``replicas`` replicas of the
+    engine (global batch = ``replicas``). A model the strategy cannot replicate is bad input."""
+    if replicas < 2:
+        return
+    err_console.print(f"Checking that {escape(scale_workload.ENGINE[framework])} can replicate it {replicas}×…")
+    job = {
+        "points": [[replicas, replicas, "step"]],
+        "model": model,
+        "policy": {"min_time_s": 1e-3, "warmup_calls": 0, "max_samples": 5},
+    }
+    workers = scale_workload.Workers(framework, job, scale_workload.worker_envs(framework, replicas, replicas))
+    try:
+        point = workers.wait_for((replicas, replicas, "step"))
+    except RuntimeError as e:
+        point = {"error": str(e)}
+    finally:
+        workers.close()
+        workers.tmp.cleanup()
+    if "error" in point:
+        raise UsageError(
+            "--model",
+            f"{scale_workload.ENGINE[framework]} cannot replicate {text} over {replicas} replicas ({point['error']})",
+            "Build every layer and variable inside FUNCTION (not at import time), with no fixed batch size",
+        )
+
+
+def run_scale(plan: ScalePlan, resumed: JournalState | None) -> None:
+    def cases_for(found, d):
+        return scale_workload.build_cases(plan.framework, d.name, plan.replicas, plan.batches, plan.model)
+
+    options = {
+        "replicas": plan.replicas,
+        "batches": plan.batches,
+        "model": plan.model_text,
+        "engine": scale_workload.ENGINE[plan.framework],
+    }
+    notes = [
+        f"Replicas are {'logical CPU devices' if plan.framework == 'tensorflow' else 'JAX host devices' if plan.framework == 'keras-jax' else 'local processes'}"
+        " sharing this machine's CPU cores: this measures the engine's fixed costs (all-reduce, per-replica dispatch, "
+        "input sharding) against the work per step, not what N GPUs would add (see README, `scale` design note).",
+    ]
+    request = session.Request(
+        "scale",
+        plan.framework,
+        cases_for,
+        options,
+        plan.command,
+        devices=["CPU:0"],
+        min_time_s=plan.min_time_s,
+        case_timeout_s=plan.case_timeout_s,
+        memory_limit_bytes=plan.memory_limit_bytes,
+        notes=notes,
+    )
+    record = measure_with_progress(request, journal=lambda: open_journal("scale", plan, resumed), resumed=resumed)
+    png = Path(plan.png_file)
+    render_scale(record, png, loglog=True)
+    write_record(record, Path(plan.json_file), png)
+    Journal(journal_path(Path(plan.json_file))).finish()
+
+
+def render_scale(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
+    """Terminal verdict and table, the efficiency plot and the HTML report (``png`` with .html)."""
+    report = analyze_scale(record)
+    terminal.render_header(console, record)
+    for line in present_scale.lines(report):
+        console.print(f"[bold]{escape(line)}[/bold]", soft_wrap=True)
+    for fs in report.frameworks:
+        terminal.render_grid(console, present_scale.grid(fs))
+    terminal.render_notes(console, record, [], report.failures)
+    png.parent.mkdir(parents=True, exist_ok=True)
+    present_scale.plot(report, png, title="Scaling efficiency vs global batch — whichdevice scale")
+    page = html.render_html(
+        record,
+        present_scale.sections(report, png),
+        verdict=present_scale.lines(report),
+        failures=report.failures,
+    )
+    html.write_html(png.with_suffix(".html"), page)
+    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
+
+
+REPORTERS["scale"] = render_scale

@@ -1,0 +1,112 @@
+"""``scale`` worker for PyTorch: ``DistributedDataParallel`` over N local processes.
+
+Launched as torchrun launches: ``workloads/scale.py`` starts N processes of
+``python -m whichdevice.frameworks.torch.scale JOB OUT`` (through ``core.process``) with
+``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT`` set; each joins the
+process group (``gloo`` on CPU) with ``init_process_group(init_method="env://")``. Like torchrun,
+N processes on one machine split its cores: each runs ``cores // N`` intra-op threads (torchrun
+sets ``OMP_NUM_THREADS=1`` by default; this keeps all cores busy at N = 1).
+
+Every rank holds its own slice of the global batch (B / N samples) and runs the same step:
+forward, loss, ``backward`` (DDP all-reduces the gradient buckets during it), ``optimizer.step``.
+
+Timing with N processes: the project's timing core decides how many steps a block has and when to
+stop from clock readings; every rank must take the same decisions or one would wait in an
+all-reduce forever. So every rank reads rank 0's clock (one ``broadcast`` per clock reading, at
+block boundaries, outside the timed blocks); the sync at a block's end is a ``barrier``, so a
+block ends when the slowest rank has finished.
+
+All-reduce share: the ``no_sync`` variant is the same step inside ``DDP.no_sync()`` (gradients
+not all-reduced); share = (step - no_sync step) / step (method ``no_sync``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from whichdevice.frameworks.common import scaleworker as sw
+
+
+def run(job: dict, emit: sw.Emitter) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from whichdevice.core.machine import usable_cores
+    from whichdevice.core.timing import measure_overhead
+    from whichdevice.frameworks.torch import training
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    torch.set_num_threads(max(1, usable_cores() // world))
+    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
+    try:
+        seen = dist.get_world_size()  # read back from the process group
+        emit(
+            {
+                "type": "hello",
+                "devices": [f"process {r}" for r in range(seen)],
+                "version": torch.__version__,
+                "backend": dist.get_backend(),
+            }
+        )
+
+        def clock() -> float:
+            t = torch.tensor([time.perf_counter()], dtype=torch.float64)
+            dist.broadcast(t, src=0)
+            return float(t.item())
+
+        def sync(_=None) -> None:
+            dist.barrier()
+
+        overhead_s = measure_overhead(clock, sync)
+        policy = sw.timing_policy(job)
+        name = job["model"]["model"]
+        for batch, variant in sw.points(job, world):
+
+            def make(batch=batch, variant=variant):
+                if batch % world:
+                    raise ValueError(f"global batch {batch} is not divisible by {world} processes")
+                local = batch // world
+                model = training.build_model(name)
+                ddp = DistributedDataParallel(model)
+                optimizer, loss_fn = training.optimizer_and_loss(name, ddp)
+                x, y = sw.data(job["model"], batch)
+                xb = torch.from_numpy(x[rank * local : (rank + 1) * local])
+                yb = torch.from_numpy(y[rank * local : (rank + 1) * local])
+                params = float(sum(p.numel() for p in model.parameters() if p.requires_grad))
+                metrics = {"replicas_seen": float(seen), "per_replica_batch": float(local), "params": params}
+                metrics["threads_per_replica"] = float(torch.get_num_threads())
+
+                def step():
+                    optimizer.zero_grad(set_to_none=True)
+                    loss = loss_fn(ddp(xb), yb)
+                    loss.backward()
+                    optimizer.step()
+                    return loss
+
+                def step_no_sync():
+                    with ddp.no_sync():  # gradients stay local: no all-reduce
+                        optimizer.zero_grad(set_to_none=True)
+                        loss = loss_fn(ddp(xb), yb)
+                        loss.backward()
+                    optimizer.step()
+                    return loss
+
+                return (step_no_sync if variant == "no_sync" else step), sync, metrics
+
+            sw.measure_point(emit, world, batch, variant, make, policy, clock=clock, overhead_s=overhead_s, fatal=True)
+    finally:
+        dist.destroy_process_group()
+
+
+def main(argv: list[str]) -> int:
+    sw.die_with_parent()
+    job, out = sw.read_job(argv)
+    run(job, sw.Emitter(out if os.environ.get("RANK") == "0" else None))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

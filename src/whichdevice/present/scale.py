@@ -1,0 +1,194 @@
+"""`whichdevice scale` in words, a table, a plot (efficiency vs global batch per N) and an HTML
+section. Every number comes from ``analysis/scale.py``; nothing is computed here but wording."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from whichdevice.analysis.scale import METHOD_TEXT, FrameworkScale, Point, ScaleReport, Verdict, verdicts  # noqa: E402
+from whichdevice.core.units import rate, seconds  # noqa: E402
+from whichdevice.present.html import Section  # noqa: E402
+from whichdevice.present.tables import Grid, GridCell  # noqa: E402
+
+_WORDS = {2: "two", 3: "three", 4: "four", 8: "eight"}
+
+
+def _x(v: float) -> str:
+    return f"{v:.2g}" if v < 10 else f"{v:.3g}"
+
+
+def _replicas(n: int) -> str:
+    return f"{n} replica" if n == 1 else f"{n} replicas"
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{100 * v:.0f} %"
+
+
+def _share_text(p: Point) -> str:
+    share = p.allreduce_share
+    if share is None:
+        return "—"
+    if p.share_in_noise:
+        return "≈ 0 % (within noise)"
+    return _pct(share)
+
+
+def vs_one_text(p: Point) -> str:
+    c = p.vs_one
+    if c is None:
+        return "—"
+    if c.status == "not_enough":
+        return c.text()
+    if c.status == "no_change":
+        return f"no clear difference ({_x(c.ratio)}×, CI {_x(c.lo)}–{_x(c.hi)}×, n={c.n})"
+    if c.ratio >= 1:
+        return f"{_x(c.ratio)}× faster (CI {_x(c.lo)}–{_x(c.hi)}×, n={c.n})"
+    return f"{_x(1 / c.ratio)}× slower (CI {_x(1 / c.hi)}–{_x(1 / c.lo)}×, n={c.n})"
+
+
+def verdict_line(v: Verdict) -> str:
+    """'2 replicas are 1.4× slower than 1 at global batch 64: all-reduce takes 61 % of the step;
+    from global batch ≈ 2048 two replicas win (1.7×)'."""
+    who = _replicas(v.replicas)
+    if v.worst is None or v.worst.vs_one is None:
+        return f"{v.framework}: {who} vs 1 — not enough successful points to compare."
+    w, c = v.worst, v.worst.vs_one
+    if c.status == "slower":
+        head = f"{who} are {_x(1 / c.ratio)}× slower than 1 at global batch {w.global_batch:,}"
+    elif c.status == "faster":
+        head = f"{who} are {_x(c.ratio)}× faster than 1 already at global batch {w.global_batch:,}"
+    elif c.status == "no_change":
+        head = f"{who} are no clearly faster or slower than 1 at global batch {w.global_batch:,} ({_x(c.ratio)}×)"
+    else:
+        head = f"{who} vs 1 at global batch {w.global_batch:,}: {c.text()}"
+    share = w.allreduce_share
+    if share is not None and not w.share_in_noise:
+        head += f": all-reduce takes {_pct(share)} of the step"
+    elif share is not None:
+        head += ": the all-reduce is within the noise of the step"
+    x = v.crossover
+    word = _WORDS.get(v.replicas, str(v.replicas))
+    if x is not None and x.batch is not None and x.gain is not None:
+        where = f"≈ {x.estimate:,.0f}" if x.estimate else f"{x.batch:,}"
+        if x.batch == w.global_batch:
+            tail = f"; {word} replicas win at every measured batch"
+        else:
+            tail = f"; from global batch {where} {word} replicas win ({_x(x.gain.ratio)}× at {x.batch:,})"
+    elif x is not None:
+        tail = f"; {word} replicas never win in the measured range ({x.never_reason})"
+    else:
+        tail = ""
+    return f"{v.framework}: {head}{tail}."
+
+
+def grid(fs: FrameworkScale) -> Grid:
+    headers = [
+        "replicas",
+        "global batch",
+        "per replica",
+        "step (median)",
+        "samples/s",
+        "vs 1 replica",
+        "efficiency",
+        "all-reduce share",
+    ]
+    rows = []
+    for n in fs.replicas:
+        for b in fs.batches:
+            p = fs.point(n, b)
+            if p is None:
+                continue
+            if not p.ok:
+                rows.append([GridCell(str(n)), GridCell(f"{b:,}")] + [GridCell("failed", "bad")] + [GridCell("")] * 5)
+                continue
+            eff = p.efficiency
+            ci = p.efficiency_ci
+            eff_text = "1 (baseline)" if n == 1 else ("—" if eff is None else f"{_pct(eff)}")
+            if n > 1 and eff is not None and ci is not None:
+                eff_text += f" ({_pct(ci[0])}–{_pct(ci[1])})"
+            tone = ""
+            if p.vs_one is not None and p.vs_one.significant:
+                tone = "good" if p.vs_one.ratio > 1 else "bad"
+            step_n = p.step.n_samples if p.step else 0
+            rows.append(
+                [
+                    GridCell(str(n)),
+                    GridCell(f"{b:,}"),
+                    GridCell(f"{b // n:,}"),
+                    GridCell(f"{seconds(p.step_s)} (n={step_n})"),
+                    GridCell(rate(p.samples_per_s, "samples/s")),
+                    GridCell(vs_one_text(p) if n > 1 else "—", tone),
+                    GridCell(eff_text),
+                    GridCell(_share_text(p) if n > 1 else "—"),
+                ]
+            )
+    footer = [
+        f"Engine: {fs.engine}. All-reduce share: {METHOD_TEXT[fs.method]}.",
+        "Efficiency = throughput of N replicas / (N × throughput of 1), 95 % interval in brackets; "
+        "'vs 1 replica' compares step times at the same global batch (≥ 5 samples a side, the "
+        "interval must exclude 1 and the change exceed the 5 % noise threshold).",
+    ]
+    if not fs.replicas_ok():
+        footer.append("WARNING: an engine reported a replica count other than the one asked (see the record).")
+    return Grid(f"{fs.framework}: the same training step on 1…N replicas", headers, rows, footer)
+
+
+def lines(report: ScaleReport) -> list[str]:
+    return [verdict_line(v) for fs in report.frameworks for v in verdicts(fs)]
+
+
+def plot(report: ScaleReport, path: Path, *, title: str) -> Path:
+    """Scaling efficiency vs global batch, one line per (framework, N), with the interval as a
+    band; the dashed line at 1/N is where N replicas are exactly as fast as one."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    i = 0
+    ns = set()
+    for fs in report.frameworks:
+        for n in fs.replicas:
+            if n == 1:
+                continue
+            pts = [fs.points[(n, b)] for b in fs.batches if (n, b) in fs.points and fs.points[(n, b)].efficiency]
+            if not pts:
+                continue
+            xs = [p.global_batch for p in pts]
+            ys = [p.efficiency for p in pts]
+            color = f"C{i}"
+            ax.plot(xs, ys, "o-", color=color, label=f"{fs.framework}, {n} replicas")
+            cis = [p.efficiency_ci for p in pts]
+            if all(c is not None for c in cis):
+                ax.fill_between(xs, [c[0] for c in cis], [c[1] for c in cis], color=color, alpha=0.15)  # type: ignore[index]
+            ns.add(n)
+            i += 1
+    for n in sorted(ns):
+        ax.axhline(1 / n, color="gray", linestyle="--", linewidth=0.8)
+        ax.text(ax.get_xlim()[0] if ax.lines else 1, 1 / n, f" 1/{n}: as fast as 1 replica", va="bottom", fontsize=7)
+    ax.axhline(1.0, color="green", linestyle=":", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("global batch (samples per step, split over the replicas)")
+    ax.set_ylabel("scaling efficiency  thr_N / (N × thr_1)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    if ax.lines:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no successful N > 1 points", ha="center", va="center", transform=ax.transAxes)
+    fig.tight_layout()
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(path)  # atomic: never a half-written PNG
+    return path
+
+
+def sections(report: ScaleReport, png: Path | None) -> list[Section]:
+    out = [Section("Does the next replica pay?", lines=lines(report), pngs=[png] if png else [])]
+    for fs in report.frameworks:
+        out.append(Section(f"{fs.framework} ({fs.engine})", grids=[grid(fs)]))
+    return out
