@@ -174,3 +174,36 @@ def test_a_hostile_model_name_comes_out_escaped_in_the_report(tmp_path):
     page = suite_report(rec, tmp_path / "d.png").page
     assert "<script>alert(1)</script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;.py:build" in page
+
+
+def test_plots_read_plainly_and_say_when_there_is_no_gpu(tmp_path, monkeypatch):
+    """Batch axes 8 … 8,192 (not 2^3), panel titles and legends in people's words, a 'no GPU'
+    note with one device, and no matplotlib layout warning leaking out."""
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    from whichdevice.analysis.suite import suite_verdict
+    from whichdevice.present import plots
+
+    v = suite_verdict(load_run(DATA / "run_cpu_2core.json"))
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Tight layout not applied" and friends fail the test
+        plots.plot_batch_sweep(v.training.sweep, tmp_path / "b.png", title="t")
+        plots.plot_sweep(v.matmul, tmp_path / "m.png", x_label="n", title="t")
+        for fig in figures:
+            fig.canvas.draw()
+    batch, matmul = figures
+    ticks = [t.get_text() for t in batch.axes[0].get_xticklabels()]
+    assert "8,192" in ticks and not any("^" in t for t in ticks)
+    texts = [t.get_text() for ax in batch.axes + matmul.axes for t in ax.texts]
+    assert any("no GPU" in t for t in texts)
+    titles = [ax.get_title() for ax in matmul.axes]
+    assert any("as the article timed it" in t for t in titles) and not any("mode=" in t for t in titles)
+    labels = [h.get_label() for ax in matmul.axes for h in ax.get_legend_handles_labels()[0]]
+    assert labels and not any("steady" in label for label in labels)  # the seed-mode panel is not "steady"
+    assert all(len(h.get_label()) < 40 for ax in batch.axes for h in ax.get_legend_handles_labels()[0])
+    for fig in figures:
+        plt.close(fig)

@@ -8,10 +8,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from whichdevice.analysis.sweep import Table  # noqa: E402
 from whichdevice.analysis.utilization import summarize  # noqa: E402
 from whichdevice.core import safeio  # noqa: E402
+from whichdevice.present.tables import table_title  # noqa: E402
 
 _COLORS = {"CPU": "#1f77b4", "GPU": "#d62728"}
 
@@ -21,6 +23,29 @@ def _color(device: str, i: int) -> str:
     if kind == "GPU" and device != "GPU:0":
         return plt.get_cmap("Reds")(0.5 + 0.1 * i)
     return _COLORS.get(kind, f"C{i}")
+
+
+def _plain_numbers(axis, base: int = 10) -> None:
+    """Log-axis ticks as plain numbers (8, 32, ..., 8192; 10, 100, 1000), not 2^3 or 10^3."""
+    axis.set_major_locator(LogLocator(base=base))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _no_gpu_note(ax, tables: list[Table]) -> None:
+    """With only CPUs measured, say so on the plot: the GPU curve is missing, not hidden."""
+    if not any(d.startswith("GPU") for t in tables for d in t.devices):
+        ax.text(
+            0.98,
+            0.02,
+            "no GPU on this machine: CPU only",
+            transform=ax.transAxes,
+            fontsize=8,
+            color="#8a6d00",
+            va="bottom",
+            ha="right",
+            bbox={"facecolor": "#fff8e1", "edgecolor": "#f0b400", "boxstyle": "round,pad=0.3"},
+        )
 
 
 def _utilization_strip(ax, table: Table, x_label: str) -> None:
@@ -62,7 +87,13 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
     interquartile band shaded, first calls as crosses, crossovers as dotted lines."""
     n = max(1, len(tables))
     fig, axes = plt.subplots(
-        2, n, figsize=(6.5 * n, 6.2), squeeze=False, sharex="col", gridspec_kw={"height_ratios": [4, 1]}
+        2,
+        n,
+        figsize=(6.5 * n, 6.2),
+        squeeze=False,
+        sharex="col",
+        gridspec_kw={"height_ratios": [4, 1]},
+        layout="constrained",  # no tight_layout warning with the strips and the title
     )
     for ax, strip, table in zip(axes[0], axes[1], tables):
         _utilization_strip(strip, table, x_label)
@@ -72,7 +103,7 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
                 continue
             xs = [x for x, _ in pts]
             color = _color(d, i)
-            ax.plot(xs, [t.median_s for _, t in pts], "o-", color=color, label=f"{d} steady (median)")
+            ax.plot(xs, [t.median_s for _, t in pts], "o-", color=color, label=f"{d} median (quartiles shaded)")
             ax.fill_between(xs, [t.q1_s for _, t in pts], [t.q3_s for _, t in pts], color=color, alpha=0.2)
             ax.plot(xs, [t.first_call_s for _, t in pts], "x", color=color, alpha=0.6, label=f"{d} first call")
         for d, cross in table.crossovers.items():
@@ -91,22 +122,26 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
         if loglog:
             ax.set_xscale("log")
             ax.set_yscale("log")
+            _plain_numbers(strip.xaxis)
         ax.set_ylabel("time per call (s)")
-        ax.set_title(table.title, fontsize=10)
+        ax.set_title(table_title(table.group, table.title), fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left")
+        _no_gpu_note(ax, tables)
     fig.suptitle(title)
-    fig.tight_layout()
     return _save(fig, path)
 
 
 def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: bool = True) -> Path:
     """Two panels: steady step time and samples/s against batch size, one line per device
     and sweep group (e.g. sync each / none), crossovers as dotted lines."""
-    fig, (ax_t, ax_r) = plt.subplots(1, 2, figsize=(13, 5))
+    fig, (ax_t, ax_r) = plt.subplots(1, 2, figsize=(13, 5), layout="constrained")
     styles = ["o-", "s--", "^-.", "d:"]
     for ti, table in enumerate(tables):
-        tag = ", ".join(f"{k}={v}" for k, v in table.group.items() if k not in ("kind",))
+        # short labels: the device, and only what tells two curves of one device apart
+        tag = ", loss read every step" if table.group.get("sync") == "each" else ""
+        if table.group.get("framework"):
+            tag = f" {table.group['framework']}{tag}"
         for i, d in enumerate(table.devices):
             pts = [(r.x, r.cells[d]) for r in table.rows if d in r.cells and r.cells[d].ok]
             if not pts:
@@ -114,11 +149,11 @@ def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: boo
             xs = [x for x, _ in pts]
             color = _color(d, i)
             style = styles[ti % len(styles)]
-            ax_t.plot(xs, [c.timing.median_s for _, c in pts], style, color=color, label=f"{d} {tag}")
+            ax_t.plot(xs, [c.timing.median_s for _, c in pts], style, color=color, label=f"{d}{tag}")
             ax_t.fill_between(
                 xs, [c.timing.q1_s for _, c in pts], [c.timing.q3_s for _, c in pts], color=color, alpha=0.15
             )
-            ax_r.plot(xs, [c.work_per_s for _, c in pts], style, color=color, label=f"{d} {tag}")
+            ax_r.plot(xs, [c.work_per_s for _, c in pts], style, color=color, label=f"{d}{tag}")
         for d, cross in table.crossovers.items():
             if cross.kind == "between" and cross.estimate:
                 for ax in (ax_t, ax_r):
@@ -137,18 +172,19 @@ def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: boo
         if loglog:
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
+            _plain_numbers(ax.xaxis, base=2)
         ax.set_xlabel("batch size")
         ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="best")
+    _no_gpu_note(ax_t, tables)
     fig.suptitle(title)
-    fig.tight_layout()
     return _save(fig, path)
 
 
 def plot_steps(step_s: list[float], warmup: int, path: Path, *, title: str) -> Path:
     """Per-step times in order (log y), warm-up steps marked: for a single run (StepTimer)."""
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
     xs = list(range(1, len(step_s) + 1))
     ax.plot(xs[warmup:], step_s[warmup:], ".", color=_COLORS["CPU"], label="steady")
     ax.plot(xs[:warmup], step_s[:warmup], "x", color=_COLORS["GPU"], label=f"warm-up ({warmup})")
@@ -158,7 +194,6 @@ def plot_steps(step_s: list[float], warmup: int, path: Path, *, title: str) -> P
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(title, fontsize=10)
-    fig.tight_layout()
     return _save(fig, path)
 
 
@@ -180,7 +215,11 @@ def plot_input_wait(panels: list[tuple[str, list[tuple[str, float, float, str]]]
     [(variant, wait_s, compute_s, label), ...]) — every number comes from the analysis."""
     n = max(1, len(panels))
     fig, axes = plt.subplots(
-        1, n, figsize=(max(6.5, 1.3 * max((len(b) for _, b in panels), default=1)) * n, 4.8), squeeze=False
+        1,
+        n,
+        figsize=(max(6.5, 1.3 * max((len(b) for _, b in panels), default=1)) * n, 4.8),
+        squeeze=False,
+        layout="constrained",
     )
     for ax, (device, bars) in zip(axes[0], panels):
         names = [b[0] for b in bars]
@@ -201,5 +240,4 @@ def plot_input_wait(panels: list[tuple[str, list[tuple[str, float, float, str]]]
         ax.margins(y=0.15)
         ax.legend(fontsize=8)
     fig.suptitle(title)
-    fig.tight_layout()
     return _save(fig, path)
