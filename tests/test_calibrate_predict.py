@@ -13,7 +13,7 @@ from whichdevice.analysis import errormodel
 from whichdevice.analysis.prediction import reference_points
 from whichdevice.core import stats
 from whichdevice.core.errors import UsageError
-from whichdevice.core.records import CaseResult, Timing
+from whichdevice.core.records import CaseResult
 from whichdevice.core.timing import TimingPolicy
 from whichdevice.workloads import calibrate as cal_workload
 
@@ -52,28 +52,19 @@ def fake_framework(clock: FakeClock):
     return SimpleNamespace(name="fake", calibration=probes, sync=SimpleNamespace(sync=lambda r: None), clock=clock)
 
 
-def test_calibration_with_a_fake_clock_recovers_the_declared_costs():
-    clock = FakeClock()
-    fw = fake_framework(clock)
+def fake_results(fw) -> list[CaseResult]:
     policy = TimingPolicy(min_time_s=1e-3, telemetry_period_s=None)
     results = []
     for spec in cal_workload.build_cases("fake", "CPU:0", "cpu") + cal_workload.build_cases("fake", "GPU:0", "gpu"):
         raw, metrics = cal_workload.run_case(spec, fw, policy, 0.0)
-        results.append(
-            CaseResult(
-                spec=spec,
-                status="ok",
-                metrics=metrics,
-                wall_s=0.0,
-                timing=Timing(
-                    first_call_s=raw.first_call_s,
-                    warmup_s=list(raw.warmup_s),
-                    samples_s=list(raw.samples_s),
-                    number_per_sample=raw.number_per_sample,
-                    overhead_s=raw.overhead_s,
-                ),
-            )
-        )
+        results.append(CaseResult(spec=spec, status="ok", metrics=metrics, wall_s=0.0, timing=raw))
+    return results
+
+
+def test_calibration_with_a_fake_clock_recovers_the_declared_costs():
+    clock = FakeClock()
+    fw = fake_framework(clock)
+    results = fake_results(fw)
     prof = profile_from_record(make_record(results, experiment="calibrate"), "fake")
     for dev in (prof.cpu, prof.gpu):
         assert dev.dispatch_eager_s == pytest.approx(10 * US)
@@ -84,6 +75,24 @@ def test_calibration_with_a_fake_clock_recovers_the_declared_costs():
         assert p512.s == pytest.approx(1 * US + 2 * 512**3 / 1e10)
     assert prof.cpu.h2d == [] and len(prof.gpu.h2d) == len(cal_workload.COPY_BYTES)
     assert prof.gpu.elementwise[-1].s == pytest.approx(5 * US + cal_workload.ELEMENTWISE_BYTES[-1] / 1e10)
+
+
+@pytest.mark.parametrize(
+    "probe, cost, noisy",
+    [
+        ("graph_chain", lambda clock: lambda dev, k: clock.op(100 * US - k * 0.01 * US), "in-graph dispatch probe"),
+        ("tiny_sync", lambda clock: lambda dev: clock.op(9 * US), "sync probe"),
+    ],
+)
+def test_a_fitted_value_at_the_clamp_refuses_the_profile_and_names_the_noisy_probe(probe, cost, noisy):
+    # The 64-op chain no slower than the empty call (or the synced op no slower than the plain one):
+    # the old code clamped to 1e-12 (printed "0.00 µs") and wrote the profile anyway.
+    clock = FakeClock()
+    fw = fake_framework(clock)
+    setattr(fw.calibration, probe, cost(clock))
+    with pytest.raises(UsageError, match=f"no profile written: .*{noisy} was too noisy") as e:
+        profile_from_record(make_record(fake_results(fw), experiment="calibrate"), "fake")
+    assert "--min-time" in e.value.fix
 
 
 def test_a_failed_tiny_probe_cannot_make_a_profile():

@@ -11,6 +11,11 @@ Per device of the record (one child session each):
 
 A probe that failed is left out (its field stays ``None`` or its curve point missing); a
 device without its tiny-op or matmul figures cannot make a profile and is reported.
+
+A fitted value that is not positive — the 64-op chain measured no slower than the empty
+call, or the synced tiny op no slower than the unsynced one — is noise, not a cost: the
+profile is refused (``NoisyCalibration``, naming the two measurements) instead of writing a
+clamped 0, which would make every prediction from it wrong.
 """
 
 from __future__ import annotations
@@ -36,6 +41,14 @@ def _curve(results: list[CaseResult], probe: str, key: str) -> list[CurvePoint]:
     return [CurvePoint(x=x, s=t.median_s, q1_s=t.q1_s, q3_s=t.q3_s) for x, t in pts if t.median_s > 0]
 
 
+class NoisyCalibration(ValueError):
+    """A difference of two measurements came out non-positive: they were too noisy."""
+
+
+def _us(s: float) -> str:
+    return f"{s * 1e6:.2f} µs"
+
+
 def device_costs(results: list[CaseResult], kind: str, description: str) -> DeviceCosts:
     eager = _median(results, "tiny_eager")
     matmul = _curve(results, "matmul", "n")
@@ -45,15 +58,30 @@ def device_costs(results: list[CaseResult], kind: str, description: str) -> Devi
     ks = sorted(int(r.spec.params["k"]) for r in _ok(results, "graph"))
     call = _median(results, "graph", k=0)
     graph = None
+    dev = description or kind
     if call is not None and ks and ks[-1] > 0:
-        graph = max((_median(results, "graph", k=ks[-1]) - call) / ks[-1], 1e-12)
+        chain = _median(results, "graph", k=ks[-1])
+        graph = (chain - call) / ks[-1]
+        if graph <= 0:
+            raise NoisyCalibration(
+                f"{dev}: the in-graph dispatch probe was too noisy — a compiled chain of {ks[-1]} ops took "
+                f"{_us(chain)} per call, no more than the empty compiled call ({_us(call)})"
+            )
+    sync = None
+    if synced is not None:
+        sync = synced - eager
+        if sync <= 0:
+            raise NoisyCalibration(
+                f"{dev}: the sync probe was too noisy — a tiny op read back each call took {_us(synced)}, "
+                f"no more than without the read ({_us(eager)})"
+            )
     return DeviceCosts(
         kind=kind,
         description=description,
         dispatch_eager_s=eager,
         dispatch_graph_s=graph,
         step_call_s=call,
-        sync_s=max(synced - eager, 0.0) if synced is not None else None,
+        sync_s=sync,
         matmul=matmul,
         elementwise=_curve(results, "elementwise", "bytes"),
         h2d=_curve(results, "h2d", "bytes"),
@@ -75,6 +103,13 @@ def profile_from_record(record: RunRecord, name: str) -> DeviceProfile:
         desc = (s.device.description if s else "") or dev
         try:
             costs = device_costs(results, kind, desc)
+        except NoisyCalibration as e:
+            raise UsageError(
+                "calibrate",
+                f"no profile written: {e}",
+                "Re-run on a quieter machine or with a longer --min-time (e.g. --min-time 0.5); "
+                "the record keeps every sample.",
+            ) from None
         except ValueError as e:
             problems.append(f"{dev}: {e}")
             continue

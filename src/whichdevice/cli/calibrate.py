@@ -187,7 +187,13 @@ def run_calibrate(plan: CalibratePlan, resumed: JournalState | None) -> None:
     )
     record = measure_with_progress(request, journal=journal, resumed=resumed, found=found)
     json_file, png = Path(plan.json_file), Path(plan.png_file)
-    profile = render_calibrate(record, png, loglog=True)
+    try:
+        profile = render_calibrate(record, png, loglog=True)
+    except UsageError as e:  # a fitted value came out non-positive: no profile from noise
+        write_record(record, json_file, None)  # the samples are real: kept, with no profile from them
+        journal.finish()
+        err_console.print(f"error: {escape(str(e))}", soft_wrap=True)
+        raise typer.Exit(1) from None
     write_record(record, json_file, png)
     text = deviceprofile.dumps(profile)
     profile_file, saved = Path(plan.profile_file), Path(plan.saved_file)

@@ -35,6 +35,7 @@ def import_(
             )
         converted.append((f, reference.record_from_reference(data, str(f), deviceprofile.file_date(f))))
     out_dir = check_output_dir(out, "--out")
+    out_dir.mkdir(parents=True, exist_ok=True)
     for f, record in converted:
         target = out_dir / f"reference-{f.stem}.json"
         records.save_run(record, target)
