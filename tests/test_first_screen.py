@@ -169,3 +169,26 @@ def test_report_writes_new_files_beside_the_old_unless_force(tmp_path, capsys):
     assert (tmp_path / "run-report.html").exists() and (tmp_path / "run.html").read_bytes() == first
     assert cli(["report", str(path), "--force"], capsys)[0] == 0
     assert not (tmp_path / "run-report-2.html").exists()
+
+
+def test_not_measured_says_the_true_reason(tmp_path):
+    """diagnose never schedules placement or precision: 'not part of', never 'time budget'."""
+    from whichdevice.analysis.suite import suite_verdict as verdict
+    from whichdevice.present.suitepage import fix_grid
+
+    record = load_run(RECORD)
+    kept = [r for r in record.results if r.spec.params.get("kind") not in ("placement", "precision")]
+    diag = _as_diagnose(record).model_copy(update={"results": kept})
+    rows = {row[0].text: row[2].text for row in fix_grid(verdict(diag), record=diag).rows}
+    for name in ("4. Check that the important ops run on the GPU", "9. Mixed precision"):
+        assert rows[name].startswith("not measured: not part of your model's suite"), rows[name]
+        assert "budget" not in rows[name]
+    skipped = [
+        r.model_copy(update={"status": "failed", "failure": "skipped", "timing": None, "error": "time budget"})
+        if r.spec.params.get("kind") == "precision"
+        else r
+        for r in record.results
+    ]
+    run = record.model_copy(update={"results": skipped})
+    rows = {row[0].text: row[2].text for row in fix_grid(verdict(run), record=run).rows}
+    assert "skipped, the time budget ran out" in rows["9. Mixed precision"]

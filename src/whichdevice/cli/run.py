@@ -398,7 +398,7 @@ def render_run(
     for f in v.findings:
         text = names.plain(f"{f.text}" + (f" → {f.advice}" if f.advice else ""))
         console.print(f"  [bold]{escape(f.rule)}[/bold] {escape(text)}")
-    terminal.render_grid(console, fix_grid(v, with_how=False))
+    terminal.render_grid(console, fix_grid(v, with_how=False, record=record))
     for line in rep.advice:
         console.print(f"[bold green]{escape(names.plain(line))}[/bold green]")
     terminal.render_notes(console, record, [], rep.failures)

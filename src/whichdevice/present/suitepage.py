@@ -18,14 +18,50 @@ from whichdevice.present.firstscreen import FirstScreen, first_screen
 from whichdevice.present.tables import Grid, GridCell, creation_grid, runs_grid, sweep_grid, sync_cost_grid
 
 
-def fix_grid(v: SuiteVerdict, *, with_how: bool = True) -> Grid:
+# Which cases measure each recommendation (by its number in analysis/suite.py), and where a
+# user gets it measured when this suite does not schedule it.
+_MEASURED_BY = {
+    1: (lambda w, p: p.get("kind") == "steady" and p.get("sync") == "none", ""),
+    2: (lambda w, p: p.get("data") == "tfdata_noprefetch" or p.get("variant") == "serial", "`whichdevice pipeline`"),
+    3: (lambda w, p: p.get("variant") == "pyfunc", "`whichdevice pipeline`"),
+    4: (lambda w, p: p.get("kind") == "placement", "`whichdevice placement`"),
+    5: (lambda w, p: p.get("kind") == "loop", ""),
+    6: (lambda w, p: "steps_per_execution" in p, ""),
+    7: (lambda w, p: "jit_compile" in p, ""),
+    8: (lambda w, p: p.get("sync") == "each", ""),
+    9: (lambda w, p: p.get("kind") == "precision", "`whichdevice train --precision mixed_float16`"),
+}
+
+
+def why_not_measured(order: int, record: RunRecord) -> str | None:
+    """The true reason a recommendation has no measurement: never scheduled by this suite,
+    skipped by the time budget, or failed — read from the record, not guessed."""
+    rule = _MEASURED_BY.get(order)
+    if rule is None:
+        return None
+    wanted, elsewhere = rule
+    cases = [r for r in record.results if wanted(r.spec.workload, r.spec.params)]
+    if not cases:
+        what = "your model's suite (diagnose)" if record.experiment == "diagnose" else "this suite"
+        return f"not measured: not part of {what}" + (f"; {elsewhere} measures it" if elsewhere else "")
+    if all(r.status == "failed" and r.failure == "skipped" for r in cases):
+        return "not measured: skipped, the time budget ran out (raise --budget)"
+    if all(r.status == "failed" for r in cases):
+        return "not measured: its cases failed (see Failed)"
+    return None
+
+
+def fix_grid(v: SuiteVerdict, *, with_how: bool = True, record: RunRecord | None = None) -> Grid:
     """Every fix the suite measures (the articles' list, then steps_per_execution, XLA, syncing
     and mixed precision), each measured or saying why not."""
     rows = []
     for rec in v.recommendations:
         status = GridCell("measured", "good") if rec.measured else GridCell("not measured", "neutral")
         # The terminal gets the measured lines; the report (with_how) also the grid each was chosen from.
-        detail = "\n".join(rec.results + ([rec.note] if with_how and rec.note else [])) if rec.results else rec.note
+        note = rec.note
+        if not rec.measured and record is not None:
+            note = why_not_measured(rec.order, record) or note
+        detail = "\n".join(rec.results + ([note] if with_how and note else [])) if rec.results else note
         row = [GridCell(f"{rec.order}. {rec.name}"), status, GridCell(names.plain(detail))]
         rows.append(row + [GridCell(rec.advice, "dim")] if with_how else row)
     headers = ["fix", "status", "measured effect"] + (["how"] if with_how else [])
@@ -114,7 +150,7 @@ def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteR
         0,
         html.Section(
             "Fixes, each measured on the same workload",
-            [fix_grid(v)],
+            [fix_grid(v, record=record)],
             lines=[names.plain(f"{f.text}" + (f" — {f.advice}" if f.advice else "")) for f in v.findings],
         ),
     )
