@@ -113,3 +113,43 @@ def test_claim_text_carries_interval_and_count():
     assert ratio_text(sig.judge(1.79, 0.8, 3.1, 5)) == "no clear change (1.8×, CI 0.8–3.1×, n=5)"
     one = ratio_text(sig.from_samples([0.0644], [0.2] * 5))
     assert one.startswith("not enough samples") and "n=1" in one
+
+
+def _case(key_n, samples, **metrics):
+    from whichdevice.core.records import CaseResult, CaseSpec, Timing
+
+    spec = CaseSpec(workload="matmul", framework="tensorflow", device="CPU:0", params={"n": key_n})
+    t = Timing(first_call_s=1.0, warmup_s=[1.0], samples_s=samples, number_per_sample=1, overhead_s=0.0)
+    return CaseResult(spec=spec, status="ok", timing=t, wall_s=1.0, metrics=metrics)
+
+
+def test_rounds_merge_into_one_result_with_raw_rounds():
+    from whichdevice.core.records import failed
+    from whichdevice.measure.session import merge_rounds
+
+    first = _case(1, [1.0] * 5, input_wait_s=0.2)
+    second = _case(1, [2.0] * 5, input_wait_s=0.4)
+    m = merge_rounds(first, [second])
+    assert m.timing.rounds_s == [[1.0] * 5, [2.0] * 5] and m.timing.samples_s == [1.0] * 5 + [2.0] * 5
+    assert m.metrics == {"input_wait_s": 0.2, "round2:input_wait_s": 0.4} and m.wall_s == 2.0
+    # a later round that did not run (skipped) ends the rounds: positions stay paired
+    skipped = failed(first.spec, "skipped: budget", "skipped", 0.0)
+    assert merge_rounds(first, [skipped, second]) == first
+    assert merge_rounds(first, []) == first
+
+
+def test_later_rounds_reverse_each_group_and_pick_the_verdict_cases():
+    from whichdevice.core.records import CaseSpec
+    from whichdevice.measure.session import decides_verdict, repeat_order
+
+    def t(**p):
+        return CaseSpec(workload="train", framework="tensorflow", device="CPU:0", params=p)
+
+    mm = [CaseSpec(workload="matmul", framework="tensorflow", device="CPU:0", params={"n": n}) for n in (1, 10)]
+    spe = [t(kind="fit", example="ex2", steps_per_execution=s) for s in (1, 5)]
+    steady = [t(kind="steady", batch=b) for b in (8, 10)]
+    order = repeat_order(spe + mm + steady)
+    assert order == [mm[1], mm[0], steady[1], steady[0], spe[1], spe[0]]
+    assert all(decides_verdict(s) for s in mm + spe + steady)
+    assert not decides_verdict(t(kind="placement"))
+    assert not decides_verdict(t(kind="fit", example="seed002"))

@@ -93,7 +93,11 @@ def test_samples_are_synchronized_block_means():
 def test_slow_calls_still_give_min_samples():
     dev = FakeDevice([5.0])
     raw = measure(
-        dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0, policy=TimingPolicy(min_time_s=0.2, min_samples=3)
+        dev.call,
+        sync=dev.sync,
+        clock=dev.clock,
+        overhead_s=0.0,
+        policy=TimingPolicy(min_time_s=0.2, min_samples=3, target_rel_halfwidth=None),
     )
     assert raw.number_per_sample == 1
     assert len(raw.samples_s) == 3
@@ -155,3 +159,36 @@ def test_telemetry_window_covers_the_steady_blocks_only():
     assert events[0] == ("start", warmup_calls)  # after warm-up, before the first block
     assert events[1] == ("stop", dev.calls)  # after the last block
     assert raw.telemetry is window
+
+
+def test_precision_target_stops_a_tight_point_at_min_samples():
+    dev = FakeDevice([1e-3])
+    raw = measure(
+        dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0, policy=TimingPolicy(min_time_s=0.01, target_blocks=5)
+    )
+    assert len(raw.samples_s) == 5 and raw.stop_reason == "precision"
+
+
+def test_precision_target_samples_a_noisy_point_until_its_median_is_precise():
+    # One warm-up call, then calls alternating 1 ms and 2 ms, one call per block: the median's
+    # CI spans both values (half-width ~33 %) until enough samples pin it down.
+    costs = [1e-3] + [1e-3 if i % 3 else 2e-3 for i in range(400)]
+    dev = FakeDevice(costs)
+    policy = TimingPolicy(min_time_s=1e-3, warmup_calls=0, target_blocks=1, max_time_s=1e9, max_samples=200)
+    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0, policy=policy)
+    assert raw.stop_reason == "precision"
+    assert len(raw.samples_s) > 5
+
+
+def test_a_point_that_does_not_converge_says_which_cap_stopped_it():
+    costs = [1e-3] + [1e-3 if i % 2 else 3e-3 for i in range(400)]  # two values, half each: never precise
+    dev = FakeDevice(costs)
+    policy = TimingPolicy(min_time_s=1e-3, warmup_calls=0, target_blocks=1, max_time_s=0.05, max_samples=200)
+    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0, policy=policy)
+    assert raw.stop_reason == "time cap"
+    dev = FakeDevice(costs)
+    capped = TimingPolicy(min_time_s=1e-3, warmup_calls=0, target_blocks=1, max_time_s=1e9, max_samples=9)
+    raw = measure(dev.call, sync=dev.sync, clock=dev.clock, overhead_s=0.0, policy=capped)
+    assert raw.stop_reason == "sample cap" and len(raw.samples_s) == 9
+    with pytest.raises(ValueError):
+        TimingPolicy(target_rel_halfwidth=0)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from whichdevice.analysis.utilization import describe as describe_telemetry
+from whichdevice.analysis.utilization import summarize
+from whichdevice.core import stats
 from whichdevice.core.records import RunRecord
 from whichdevice.core.stats import NOISY_REL_IQR
 
@@ -34,7 +37,16 @@ def timing_warnings(record: RunRecord, rel_iqr_limit: float = NOISY_REL_IQR) -> 
         t = r.timing
         if t is None:
             continue
-        if len(t.samples_s) >= 2 and t.rel_iqr > rel_iqr_limit and _is_step_series(t):
+        if t.stop_reason in ("time cap", "sample cap"):  # precision-targeted sampling (issue 16)
+            hw = stats.median_rel_halfwidth(t.samples_s)
+            ci = f"±{hw:.0%}" if hw != float("inf") else "not yet formed"
+            busy = f"; during it: {describe_telemetry(summarize(t.telemetry))}" if t.telemetry is not None else ""
+            out.append(
+                f"{_label(r.spec)}: did not converge — its median's 95 % interval is {ci} (target ±5 %) when its "
+                f"{t.stop_reason} stopped it after {len(t.samples_s)} samples{busy}; the machine was busy or "
+                "the point is noisy: close other programs, or raise --min-time"
+            )
+        elif len(t.samples_s) >= 2 and t.rel_iqr > rel_iqr_limit and _is_step_series(t):
             out.append(
                 f"{_label(r.spec)}: individual steps vary by {t.rel_iqr:.0%} of the median (IQR/median > "
                 f"{rel_iqr_limit:.0%}); the median is robust to it, but periodic slow steps point at input "

@@ -51,6 +51,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from whichdevice.core import stats
+
 # A change must exceed this relative size to count (see the module doc for the source).
 NOISE_THRESHOLD = 0.05
 # No claim from fewer samples per side (issue 16); also the fewest samples a point takes.
@@ -317,31 +319,13 @@ def process_spread(rounds_per_case: Sequence[Sequence[Sequence[float]]]) -> floa
 
 
 def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-    """Distribution-free confidence interval of the median from order statistics (the binomial
-    method): the narrowest symmetric ranks (j, n+1-j) covering ≥ ``confidence``. None when
-    there are too few samples for that confidence (fewer than 6 at 95 %)."""
-    xs = sorted(samples)
-    n = len(xs)
-    if n == 0:
-        return None
-    best: tuple[float, float] | None = None
-    # coverage of [x_(j), x_(n+1-j)] (1-based) = P(j <= B(n, 1/2) <= n - j)
-    for j in range(1, n // 2 + 1):
-        cover = sum(math.comb(n, i) for i in range(j, n - j + 1)) / 2**n
-        if cover >= confidence:
-            best = (xs[j - 1], xs[n - j])
-        else:
-            break
-    return best
+    """The median's distribution-free CI (core/stats.py: the timing core uses it to stop sampling)."""
+    return stats.median_ci(samples, confidence)
 
 
 def median_rel_halfwidth(samples: Sequence[float], confidence: float = CONFIDENCE) -> float:
     """Half the median's CI width over the median (``inf`` when the CI cannot be formed yet)."""
-    ci = median_ci(samples, confidence)
-    m = _median(samples) if samples else 0.0
-    if ci is None or m <= 0:
-        return math.inf
-    return (ci[1] - ci[0]) / 2 / m
+    return stats.median_rel_halfwidth(samples, confidence)
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,14 @@ Method (after torch.utils.benchmark's ``blocked_autorange``, see ANCHORS.md):
    work, which is what a training loop sees; the per-call sync cost is measured apart.
 4. **Telemetry.** When the policy has a ``window`` factory (the child sets one: a
    utilization sampler, telemetry.py), it runs during the blocks only.
-5. **Stop** once the blocks add up to ``min_time_s`` *and* there are ``min_samples`` of
-   them, or at ``max_samples``, or when ``max_time_s`` is spent (with at least
-   ``min_samples``).
+5. **Stop** once the blocks add up to ``min_time_s``, there are ``min_samples`` (5) of them
+   *and* the median is precise: its distribution-free 95 % CI (order statistics,
+   ``stats.median_ci``) has a half-width ≤ ``target_rel_halfwidth`` (5 %, MATLAB runperf's
+   target) of the median — precision-targeted sampling (issue 16). Otherwise go on until
+   ``max_samples`` or ``max_time_s`` (with at least ``min_samples``): the point then did not
+   converge and ``Timing.stop_reason`` says which cap stopped it ('time cap', 'sample cap';
+   'precision' when it converged; 'min time' when no target is set), so the report can say
+   so next to the busy-core telemetry of the same window.
 
 Trade-off: long blocks hide per-call jitter (the IQR is of block means, not single calls)
 but keep the timer's cost negligible; for kernels shorter than the clock's resolution this
@@ -45,6 +50,9 @@ Sync = Callable[[Any], None]
 _OVERHEAD_REPS = 25
 # torch.utils.benchmark sizes blocks so the timer costs <= 0.1 % of a block.
 _MAX_OVERHEAD_FRACTION = 1e-3
+# The precision stop's confidence: 95 % but for 5 samples, whose order-statistic interval is
+# their range with 93.75 % coverage (a 95 % one needs 6); so 5 tight samples can stop.
+_STOP_CONFIDENCE = 0.93
 
 
 @dataclass(frozen=True)
@@ -53,10 +61,13 @@ class TimingPolicy:
 
     min_time_s: float = 0.2
     warmup_calls: int = 2
-    min_samples: int = 3
+    # No claim rests on fewer than 5 samples (analysis/significance.MIN_SAMPLES).
+    min_samples: int = 5
     max_samples: int = 50
     target_blocks: int = 10
     max_time_s: float = 30.0
+    # Sample until the median's 95 % CI half-width is within this share of it (None: off).
+    target_rel_halfwidth: float | None = 0.05
     # Utilization sampling period beside the steady window (telemetry.py); None: off.
     telemetry_period_s: float | None = 0.05
     # Makes the sampler for one window (set inside the child, where the device is known).
@@ -69,6 +80,8 @@ class TimingPolicy:
             raise ValueError("need 1 <= min_samples <= max_samples")
         if self.warmup_calls < 0 or self.target_blocks < 1:
             raise ValueError("warmup_calls must be >= 0 and target_blocks >= 1")
+        if self.target_rel_halfwidth is not None and not self.target_rel_halfwidth > 0:
+            raise ValueError(f"target_rel_halfwidth must be > 0 or None, got {self.target_rel_halfwidth}")
 
 
 # The timing core returns the record type itself (records.Timing: every number kept,
@@ -124,6 +137,7 @@ def measure(
         sampler.start()
     samples: list[float] = []
     total_s = 0.0
+    stop_reason = ""
     while True:
         sync(None)
         t0 = clock()
@@ -135,8 +149,15 @@ def measure(
         samples.append(block_s / number)
         total_s += block_s
         enough = total_s >= policy.min_time_s * (1 - 1e-9) and len(samples) >= policy.min_samples
-        out_of_time = total_s >= policy.max_time_s and len(samples) >= policy.min_samples
-        if enough or out_of_time or len(samples) >= policy.max_samples:
+        target = policy.target_rel_halfwidth
+        if enough and (target is None or stats.median_rel_halfwidth(samples, _STOP_CONFIDENCE) <= target):
+            stop_reason = "precision" if target is not None else "min time"
+            break
+        if total_s >= policy.max_time_s and len(samples) >= policy.min_samples:
+            stop_reason = "time cap"
+            break
+        if len(samples) >= policy.max_samples:
+            stop_reason = "sample cap"
             break
     telemetry = sampler.stop() if sampler is not None else None
 
@@ -147,4 +168,5 @@ def measure(
         number_per_sample=number,
         overhead_s=overhead_s,
         telemetry=telemetry,
+        stop_reason=stop_reason,
     )

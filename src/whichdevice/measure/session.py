@@ -12,6 +12,22 @@ journal as it arrives; keep what a resumed journal had finished; return one ``Ru
 
 So every measuring command has the same ``--resume``, ``--memory-limit``, ``--case-timeout``
 and progress, and the API measures exactly as the CLI does.
+
+**Rounds** (issue 16: a claim that decides a verdict must survive a second process). After a
+device's cases, the cases that decide a verdict (:func:`decides_verdict`; ``run`` and
+``diagnose`` by default, ``Request.rounds``) are measured again in a fresh child — a second
+*round* — in the reverse order within each group, so A..B in round 1 is B..A in round 2 and
+slow drift hits both sides of every A/B pair (an ABBA design across processes). The rounds
+are merged into one result per case: ``Timing.samples_s`` pools them, ``Timing.rounds_s``
+keeps each round's raw samples (paired by round: round i of A and of B ran in the same
+child), later rounds' metrics are kept as ``round2:<name>``, so ``report`` can recompute every
+interval from per-round ratios (analysis/significance.py). Extra rounds only start while
+``ROUNDS_SHARE`` of the device's budget is left to spend, so ``run``'s default budget still
+ends on time; a case whose later round did not fit keeps the rounds it has.
+
+**Precision-targeted sampling**: the policy samples each point until its median's 95 % CI
+half-width is within ``Request.precision`` (5 %) or its time cap (``Request.point_cap_s``,
+default ``max(0.5 s, 10 × min_time_s)``): core/timing.py, ``Timing.stop_reason``.
 """
 
 from __future__ import annotations
@@ -22,13 +38,91 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from whichdevice.core.process import memory_limit_gib
-from whichdevice.core.records import CaseResult, CaseSpec, DeviceInfo, RunRecord, Session
+from whichdevice.core.records import CaseResult, CaseSpec, DeviceInfo, RunRecord, Session, Timing
 from whichdevice.core.timing import TimingPolicy
 from whichdevice.measure import experiment
 from whichdevice.measure.experiment import Discovery
 from whichdevice.measure.journal import Journal, JournalState
 
 CasesFor = Callable[[Discovery, DeviceInfo], list[CaseSpec]]
+
+# Experiments whose claims decide a verdict: measured in 2 rounds (fresh children) by default.
+ROUNDED_EXPERIMENTS = {"run": 2, "diagnose": 2}
+# Later rounds start only before this share of the device's budget is spent (the rest is the
+# margin for the last case and the report: run's default budget stays within it).
+ROUNDS_SHARE = 0.75
+# A point's sampling cap when the request sets none: max(0.5 s, this × min_time_s) — run's
+# 0.05 s points stop after 0.5 s, matmul's 0.2 s points after 2 s.
+POINT_CAP_FACTOR = 10.0
+POINT_CAP_MIN_S = 0.5
+# A later round is only worth it when the rounds together can reach the 5 samples a claim needs.
+MIN_SAMPLES_FOR_ROUNDS = 5
+
+
+def decides_verdict(spec: CaseSpec) -> bool:
+    """The cases of the suite whose ratios decide a verdict line, a recommendation or a fix
+    claim, and are cheap enough to measure twice: every matmul point (crossover, regime), the
+    input pipeline's pipeline-alone and loop parts (input-bound, prefetch, tf.py_function),
+    the steady training steps (batch sweep, sync cost), seed 001 ex2's loop and fit (device vs
+    device) and the fixes on ex2's fit (steps_per_execution, jit_compile). Not the large
+    seed 002 / ex3 / precision runs, the creation and placement cases."""
+    p = spec.params
+    if spec.workload == "matmul":
+        return True
+    if spec.workload == "pipeline":
+        return p.get("part") in ("pipeline", "both")
+    if spec.workload == "train":
+        return p.get("kind") == "steady" or (p.get("example") in ("ex2", "user") and p.get("kind") in ("loop", "fit"))
+    return False
+
+
+# Round-2 order: the groups by what they decide (cheap and verdict-deciding first), each group
+# reversed against round 1 (the ABBA order).
+def _group(spec: CaseSpec) -> int:
+    p = spec.params
+    if spec.workload == "matmul":
+        return 0
+    if spec.workload == "pipeline":
+        return 1
+    if p.get("kind") == "steady":
+        return 2
+    if "steps_per_execution" not in p and "jit_compile" not in p:
+        return 3
+    return 4
+
+
+def repeat_order(specs: list[CaseSpec]) -> list[CaseSpec]:
+    """A later round's order: grouped (``_group``), each group in reverse."""
+    groups: dict[int, list[CaseSpec]] = {}
+    for s in specs:
+        groups.setdefault(_group(s), []).append(s)
+    return [s for g in sorted(groups) for s in reversed(groups[g])]
+
+
+def merge_rounds(first: CaseResult, later: list[CaseResult]) -> CaseResult:
+    """One result from a case's rounds (the first, then each later one while they are ok):
+    samples pooled, each round's raw samples in ``Timing.rounds_s``, later metrics as
+    ``round<i>:<name>``, wall time summed."""
+    if first.timing is None or first.status != "ok":
+        return first
+    rounds: list[Timing] = [first.timing]
+    metrics = dict(first.metrics)
+    wall = first.wall_s
+    for i, r in enumerate(later, start=2):
+        if r.status != "ok" or r.timing is None:
+            break  # rounds stay paired by position: stop at the first missing one
+        rounds.append(r.timing)
+        metrics.update({f"round{i}:{k}": v for k, v in r.metrics.items()})
+        wall += r.wall_s
+    if len(rounds) == 1:
+        return first
+    timing = first.timing.model_copy(
+        update={
+            "samples_s": [x for t in rounds for x in t.samples_s],
+            "rounds_s": [list(t.samples_s) for t in rounds],
+        }
+    )
+    return first.model_copy(update={"timing": timing, "metrics": metrics, "wall_s": wall})
 
 
 @dataclass(frozen=True)
@@ -49,6 +143,10 @@ class Request:
     budget_s: float | None = None  # per device: no new case starts after it (the rest: skipped)
     memory_limit_bytes: int | None = None  # None: 90 % of RAM, or of the container's limit
     notes: list[str] = field(default_factory=list)  # the command's own notes, before the run's
+    rounds: int | None = None  # fresh-child rounds of the verdict cases (None: ROUNDED_EXPERIMENTS or 1)
+    repeat: Callable[[CaseSpec], bool] = decides_verdict  # which cases later rounds measure again
+    precision: float | None = 0.05  # target relative CI half-width of each point's median
+    point_cap_s: float | None = None  # a point's sampling cap (None: max(0.5 s, 10 x min_time_s))
 
 
 @dataclass
@@ -91,12 +189,17 @@ def measure(
 
     if progress.on_total:
         progress.on_total(sum(len(cases_for(d)) for d in chosen))
-    policy = TimingPolicy(min_time_s=request.min_time_s)
+    cap = request.point_cap_s or max(POINT_CAP_MIN_S, POINT_CAP_FACTOR * request.min_time_s)
+    policy = TimingPolicy(
+        min_time_s=request.min_time_s, max_time_s=max(cap, request.min_time_s), target_rel_halfwidth=request.precision
+    )
+    n_rounds = request.rounds if request.rounds is not None else ROUNDED_EXPERIMENTS.get(request.experiment, 1)
     sessions: list[Session] = []
     results: list[CaseResult] = []
     notes: list[str] = []
     for dev in chosen:  # one device at a time, each with its own share of the budget
-        deadline = time.time() + request.budget_s if request.budget_s is not None else None
+        started = time.time()
+        deadline = started + request.budget_s if request.budget_s is not None else None
         s, r, n = experiment.run_devices(
             fw,
             [dev],
@@ -111,11 +214,16 @@ def measure(
             resumed=resumed,
             memory_limit_bytes=request.memory_limit_bytes,
         )
+        if n_rounds > 1:
+            r, n_more = _later_rounds(request, fw, dev, r, n_rounds, policy, started, progress)
+            n += n_more
         sessions += [x for x in s if all(y.device.name != x.device.name for y in sessions)]
         results += r
         notes += n
     options = {
         "devices": [d.name for d in chosen],
+        "rounds": n_rounds,
+        "precision": request.precision,
         "framework": fw,
         "min_time_s": request.min_time_s,
         "cpu_threads": request.cpu_threads,
@@ -128,3 +236,58 @@ def measure(
     return experiment.make_record(
         request.experiment, request.command, options, fw, found, sessions, results, request.notes + notes
     )
+
+
+def _later_rounds(
+    request: Request,
+    fw: str,
+    dev: DeviceInfo,
+    first: list[CaseResult],
+    n_rounds: int,
+    policy: TimingPolicy,
+    started: float,
+    progress: Progress,
+) -> tuple[list[CaseResult], list[str]]:
+    """Rounds 2..n of the verdict cases of one device, each in a fresh child, merged into the
+    first round's results. Not journaled: a resumed run measures its later rounds again."""
+    todo = [
+        r.spec
+        for r in first
+        if r.status == "ok"
+        and r.timing is not None
+        and request.repeat(r.spec)
+        and len(r.timing.samples_s) * n_rounds >= MIN_SAMPLES_FOR_ROUNDS  # e.g. not a 1-sample fit
+    ]
+    if not todo:
+        return first, []
+    stop = started + ROUNDS_SHARE * request.budget_s if request.budget_s is not None else None
+    later: dict[str, list[CaseResult]] = {}
+    notes: list[str] = []
+    for k in range(2, n_rounds + 1):
+        if stop is not None and time.time() >= stop:
+            notes.append(f"{dev.name}: round {k} of the verdict cases did not start (time budget)")
+            break
+        specs = repeat_order(todo)
+        if progress.on_total:
+            progress.on_total(len(first) + (k - 1) * len(todo))
+        _, rk, nk = experiment.run_devices(
+            fw,
+            [dev],
+            lambda d, specs=specs: specs,
+            policy=policy,
+            cpu_threads=request.cpu_threads,
+            case_timeout_s=request.case_timeout_s,
+            deadline=stop,
+            on_start=progress.on_start,
+            on_result=progress.on_result,
+            memory_limit_bytes=request.memory_limit_bytes,
+        )
+        notes += nk
+        for r in rk:
+            later.setdefault(r.spec.key, []).append(r)
+        done = sum(r.status == "ok" for r in rk)
+        if done < len(todo):
+            notes.append(
+                f"{dev.name}: round {k} measured {done} of {len(todo)} verdict cases again (time budget or failures)"
+            )
+    return [merge_rounds(r, later.get(r.spec.key, [])) for r in first], notes
