@@ -152,7 +152,8 @@ def test_python_api_suite_result_from_a_recorded_run(tmp_path):
     from whichdevice.api import SuiteResult
 
     result = SuiteResult(load_run(DATA / "run_cpu_2core.json"))
-    assert "Increase the batch size" in str(result)
+    assert "What to change" in str(result) and "batch_size=" in str(result)
+    assert len(repr(result)) < 120 and repr(result).startswith("<SuiteResult run ")
     assert result._repr_html_().startswith("<!doctype html>")
     path = result.save(tmp_path, "r")
     assert path.exists() and (tmp_path / "r.html").exists()
@@ -207,3 +208,16 @@ def test_plots_read_plainly_and_say_when_there_is_no_gpu(tmp_path, monkeypatch):
     assert all(len(h.get_label()) < 40 for ax in batch.axes for h in ax.get_legend_handles_labels()[0])
     for fig in figures:
         plt.close(fig)
+
+
+def test_print_of_a_matmul_result_gives_each_mode_and_repr_is_short():
+    from whichdevice.api import Result
+
+    rec = load_run(DATA / "run_cpu_2core.json")
+    rec = rec.model_copy(
+        update={"experiment": "matmul", "results": [r for r in rec.results if r.spec.workload == "matmul"]}
+    )
+    text = str(Result(rec))
+    assert "steady (" in text and "seed (" in text  # one line per mode
+    assert "no crossover — one device measured" in text and "ms at n=1000" in text
+    assert len(repr(Result(rec))) < 120

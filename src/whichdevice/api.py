@@ -26,7 +26,7 @@ from whichdevice.analysis import quality
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.measure.journal import Journal, JournalState
-from whichdevice.present import html, plots
+from whichdevice.present import html, plots, summary
 from whichdevice.present.suitepage import SuiteReport, fix_grid, suite_report  # noqa: F401 (the API's names)
 from whichdevice.analysis.suite import SuiteVerdict, suite_verdict
 from whichdevice.present.tables import sweep_grid
@@ -188,10 +188,10 @@ class Result:
         return {f"{t.title} {d}": c.describe("n") for t in self.tables for d, c in t.crossovers.items()}
 
     def __str__(self) -> str:
-        lines = [f"whichdevice {self.record.experiment}: {len(self.record.results)} cases"]
-        lines += [f"  {k}: {v}" for k, v in self.crossovers().items()]
-        lines += [f"  note: {n}" for n in self.record.notes]
-        return "\n".join(lines)
+        return summary.matmul_text(self.record, self.tables)
+
+    def __repr__(self) -> str:
+        return summary.short_repr("Result", self.record)
 
     def _repr_html_(self) -> str:
         with tempfile.TemporaryDirectory() as tmp:
@@ -247,13 +247,10 @@ class RecordResult:
     record: RunRecord
 
     def __str__(self) -> str:
-        failed = sum(r.status != "ok" for r in self.record.results)
-        lines = [
-            f"whichdevice {self.record.experiment}: {len(self.record.results)} cases"
-            + (f", {failed} failed" if failed else "")
-        ]
-        lines += [f"  note: {n}" for n in self.record.notes]
-        return "\n".join(lines)
+        return summary.record_text(self.record)
+
+    def __repr__(self) -> str:
+        return summary.short_repr("RecordResult", self.record)
 
 
 def load(path: str | Path) -> Result | SuiteResult | RecordResult:
@@ -282,12 +279,10 @@ class SuiteResult:
         return suite_verdict(self.record, seed_batch=batch)
 
     def __str__(self) -> str:
-        v = self.verdict
-        lines = list(v.headline)
-        lines += [
-            f"{r.order}. {r.name}: " + ("; ".join(r.results) if r.measured else r.note) for r in v.recommendations
-        ]
-        return "\n".join(lines)
+        return summary.suite_text(self.record)
+
+    def __repr__(self) -> str:
+        return summary.short_repr("SuiteResult", self.record)
 
     def _repr_html_(self) -> str:
         with tempfile.TemporaryDirectory() as tmp:
