@@ -229,7 +229,7 @@ def render_pitfalls(record: records.RunRecord, png: Path, *, loglog: bool) -> No
             "Only the CPU was measured: the unsynchronized-clock pitfall cannot distort a CPU timing; "
             "run on a GPU machine to measure it there."
         )
-    terminal.render_notes(console, record, warnings[:3], failures)
+    terminal.render_notes(console, record, warnings, failures)  # one line per kind
     png.parent.mkdir(parents=True, exist_ok=True)
     page = html.render_html(
         record, [html.Section("Benchmarking mistakes", [grid])], warnings=warnings, failures=failures

@@ -70,6 +70,15 @@ def render_html(
     grouped by kind in a collapsible list; a glossary and the sources close the page."""
     from whichdevice.present import names
 
+    from whichdevice.analysis.quality import timing_warnings
+    from whichdevice.present.firstscreen import aggregate_warnings
+
+    timing = set(timing_warnings(record))
+    groups = (
+        [{"count": g.count, "text": g.text, "items": g.items} for g in aggregate_warnings(record)]
+        if any(w in timing for w in warnings or [])
+        else []
+    )
     sources = sorted({s.source for s in sections if s.source})
     footnote = {k: i for i, k in enumerate(sources, 1)}
     view = [
@@ -100,6 +109,8 @@ def render_html(
         warnings=warnings or [],
         failures=failures or [],
         first=_first_view(first),
+        warning_groups=groups,
+        other_warnings=[w for w in warnings or [] if w not in timing],
         glossary=sorted(names.GLOSSARY.items(), key=lambda kv: kv[0].lower()) if first is not None else [],
         sources=[names.source_note(k) for k in sources],
     )
@@ -120,7 +131,6 @@ def _first_view(fs) -> dict | None:
         "more": [{"title": c.title, "gain": c.gain_text, "code": c.code, "caveat": c.caveat} for c in fs.more],
         "unclear": fs.unclear,
         "warnings_line": warnings_line(fs),
-        "warning_groups": [{"count": g.count, "text": g.text, "items": g.items} for g in fs.warnings],
     }
 
 
