@@ -186,6 +186,15 @@ def _check_output_dir(path: Path, argument: str) -> Path:
     if path.exists() and not path.is_dir():
         raise UsageError(argument, f"'{path}' exists and is not a folder", f"Pass a folder path to {argument}.")
     base = _nearest_existing(path.absolute())
+    for p in [path.absolute(), *path.absolute().parents]:
+        if p == base:
+            break
+        if os.path.lexists(p):  # there, but not followable: a dangling link or a link loop
+            raise UsageError(
+                argument,
+                f"'{p}' is a broken or looping symbolic link",
+                f"Pass a folder you can write to in {argument}.",
+            )
     if not base.is_dir():
         raise UsageError(
             argument, f"'{path}' cannot be created: '{base}' is a file", f"Pass a folder path to {argument}."

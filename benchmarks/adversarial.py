@@ -1,0 +1,1401 @@
+"""Adversarial reliability cases (issue 18): every case a real ``python -m whichdevice`` (or a
+real child process), each with what is expected and what was observed.
+
+    python benchmarks/adversarial.py [--only SUBSTRING] [--out benchmarks/results/adversarial.json]
+
+Families: output files (FIFOs, devices, planted links, same-second runs), resume (moved,
+copied, renamed, torn, glued, edited, foreign journals), full disk (a small tmpfs: ENOSPC
+while journaling and while writing the report; a folder remounted read-only mid-run),
+processes and signals (forks in user code, the API and Ctrl-C, SIGTERM, SIGHUP, a closed
+pipe, kill -9 and the scratch folder), inputs (numbers at the limits, non-ASCII digits, long
+paths, symlink loops, FIFOs, devices, huge files, NaN/inf/negative times, damaged history),
+control characters, warnings of impossible settings, and the user's model file re-checked
+on resume.
+
+After every case two global checks run: no process started by the case is still alive (every
+process the benchmark starts carries a marker in its environment; /proc is scanned for it),
+and nothing was written to the TMPDIR the runs were given (whichdevice keeps its temporary
+files in $WHICHDEVICE_HOME/tmp). A case passes only if its own check and both global checks
+pass. The tmpfs cases need root (mount); they are reported as not run otherwise.
+
+Everything is measured on this machine; nothing is assumed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+WD = [sys.executable, "-m", "whichdevice"]
+QUICK = ["matmul", "--framework", "numpy", "--sizes", "10", "--mode", "steady", "--min-time", "0.02"]
+# A run that finishes n=8, then hangs in n=64 (an injected fault) until it is interrupted.
+HANG = ["matmul", "--framework", "numpy", "--sizes", "8,64", "--mode", "steady", "--min-time", "0.02"]
+HANG_ENV = {"WHICHDEVICE_FAULT": "hang:n=64"}
+SUFFIX = ".partial.jsonl"
+MARK = f"wdadv-{uuid.uuid4().hex[:12]}"
+
+
+@dataclass
+class Res:
+    rc: int
+    out: str
+    err: str
+    wall_s: float
+
+
+@dataclass
+class Case:
+    family: str
+    name: str
+    expected: str
+    run: Callable[[Ctx], tuple[bool, str]]
+    needs_root: bool = False
+
+
+CASES: list[Case] = []
+
+
+def case(family: str, name: str, expected: str, needs_root: bool = False):
+    def wrap(fn):
+        CASES.append(Case(family, name, expected, fn, needs_root))
+        return fn
+
+    return wrap
+
+
+class Ctx:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.home = root / "home"
+        self.watch_tmp = root / "watched-tmp"
+        self.fixtures = root / "fixtures"
+        for d in (self.home, self.watch_tmp, self.fixtures):
+            d.mkdir(parents=True, exist_ok=True)
+        self.n = 0
+        self.mounts: list[Path] = []
+
+    def env(self, extra: dict | None = None) -> dict:
+        return {
+            **os.environ,
+            "WHICHDEVICE_HOME": str(self.home),
+            "TMPDIR": str(self.watch_tmp),
+            "COLUMNS": "200",
+            "WD_ADV_MARK": MARK,
+            **(extra or {}),
+        }
+
+    def folder(self) -> Path:
+        self.n += 1
+        d = self.root / f"case{self.n:03d}"
+        d.mkdir()
+        return d
+
+    def cli(self, args: list[str], cwd: Path, extra: dict | None = None, timeout: float = 180) -> Res:
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run(
+                [*WD, *args],
+                cwd=cwd,
+                env=self.env(extra),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                errors="replace",
+            )
+        except subprocess.TimeoutExpired as e:
+            return Res(124, str(e.stdout or ""), f"TIMEOUT after {timeout} s (hang)", time.monotonic() - t0)
+        return Res(p.returncode, p.stdout, p.stderr, time.monotonic() - t0)
+
+    def start(self, args: list[str], cwd: Path, extra: dict | None = None, **kw) -> subprocess.Popen:
+        kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("stderr", subprocess.PIPE)
+        return subprocess.Popen(
+            [*WD, *args],
+            cwd=cwd,
+            env=self.env(extra),
+            text=True,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            errors="replace",
+            **kw,
+        )
+
+    def mount_tmpfs(self, folder: Path, size: str) -> bool:
+        if os.geteuid() != 0:
+            return False
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
+        if r.returncode == 0:
+            self.mounts.append(folder)
+        return r.returncode == 0
+
+    def umount_all(self) -> None:
+        for m in reversed(self.mounts):
+            subprocess.run(["umount", "-l", str(m)], capture_output=True)
+        self.mounts.clear()
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def errors_of(err: str) -> list[str]:
+    return [ln for ln in err.splitlines() if ln.startswith("error:")]
+
+
+def one_line(r: Res, code: int = 2, must: str | None = None) -> tuple[bool, str]:
+    """exit ``code``, one ``error:`` line (containing ``must``), no traceback."""
+    lines = errors_of(r.err)
+    ok = r.rc == code and len(lines) == 1 and "Traceback" not in r.err + r.out
+    if must is not None:
+        ok = ok and must.lower() in " ".join(r.err.split()).lower()
+    shown = lines[0] if lines else (r.err.strip().splitlines() or ["(nothing on stderr)"])[-1]
+    return ok, f"exit {r.rc}: {shown[:200]}"
+
+
+def finished_ok(r: Res) -> tuple[bool, str]:
+    ok = r.rc == 0 and "Traceback" not in r.err
+    return ok, f"exit {r.rc}" + ("" if ok else f": {r.err.strip().splitlines()[-1:]}")
+
+
+def record_of(r: Res) -> Path | None:
+    for ln in r.out.splitlines():
+        if ln.startswith("Record:"):
+            return Path(ln.split(":", 1)[1].strip())
+    return None
+
+
+def wait_for(pred: Callable[[], bool], timeout: float = 90) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def journal_in(folder: Path) -> Path | None:
+    found = sorted(folder.glob(f"*{SUFFIX}")) if folder.exists() else []
+    return found[0] if found else None
+
+
+def results_in(journal: Path) -> int:
+    try:
+        return journal.read_text(errors="replace").count('"type": "result"')
+    except OSError:
+        return 0
+
+
+def interrupted_run(ctx: Ctx, out: Path, sig: int = signal.SIGTERM) -> tuple[Path, Res]:
+    """A HANG run stopped by ``sig`` once n=8 is journaled: (its journal, how it ended)."""
+    p = ctx.start([*HANG, "--out", str(out)], ctx.root, HANG_ENV)
+    wait_for(lambda: (j := journal_in(out)) is not None and results_in(j) >= 1)
+    t0 = time.monotonic()
+    p.send_signal(sig)
+    try:
+        o, e = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        o, e = p.communicate()
+    return journal_in(out), Res(p.returncode, o, e, time.monotonic() - t0)
+
+
+def header_edit(journal: Path, change: Callable[[dict], None], recompute: bool) -> None:
+    lines = journal.read_text().split("\n")
+    h = json.loads(lines[0])
+    change(h)
+    if recompute:  # as a forger who knows the checksum rule would
+        body = {k: v for k, v in h.items() if k != "checksum"}
+        h["checksum"] = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
+    lines[0] = json.dumps(h)
+    journal.write_text("\n".join(lines))
+
+
+def good_record(ctx: Ctx) -> Path:
+    """One real record (made once, copied by the cases that damage it)."""
+    rec = ctx.fixtures / "good.json"
+    if not rec.exists():
+        r = ctx.cli([*QUICK, "--json", str(rec)], ctx.fixtures)
+        assert r.rc == 0, r.err
+    return rec
+
+
+def damaged(ctx: Ctx, d: Path, change: Callable[[dict], None] | None = None, text: str | None = None) -> Path:
+    p = d / "rec.json"
+    if text is not None:
+        p.write_text(text)
+        return p
+    data = json.loads(good_record(ctx).read_text())
+    change(data)
+    p.write_text(json.dumps(data))
+    return p
+
+
+def live_marked() -> list[str]:
+    """Processes still alive (not zombies) that carry this benchmark's marker."""
+    found = []
+    me = os.getpid()
+    for pid_dir in Path("/proc").iterdir():
+        if not pid_dir.name.isdigit() or int(pid_dir.name) == me:
+            continue
+        try:
+            if MARK.encode() not in (pid_dir / "environ").read_bytes():
+                continue
+            state = (pid_dir / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state != "Z":
+                found.append(f"{pid_dir.name}:{(pid_dir / 'cmdline').read_bytes()[:80]!r}")
+        except OSError:
+            continue
+    return found
+
+
+# ================================================================== 1-3: output files
+
+
+@case("output files", "--json onto a FIFO", "exit 2, one line; the FIFO is still a FIFO")
+def _(ctx):
+    d = ctx.folder()
+    os.mkfifo(d / "x_fifo")
+    r = ctx.cli([*QUICK, "--json", str(d / "x_fifo")], d)
+    ok, obs = one_line(r, 2, "FIFO")
+    return ok and stat.S_ISFIFO(os.lstat(d / "x_fifo").st_mode), obs
+
+
+@case("output files", "--json onto a character device (mknod c 1 3)", "exit 2; still a device", needs_root=True)
+def _(ctx):
+    d = ctx.folder()
+    os.mknod(d / "x_null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    r = ctx.cli([*QUICK, "--json", str(d / "x_null")], d)
+    ok, obs = one_line(r, 2, "device")
+    return ok and stat.S_ISCHR(os.lstat(d / "x_null").st_mode) and len(os.listdir(d)) == 1, obs
+
+
+@case("output files", "--json /dev/null", "exit 2; /dev/null untouched, no /dev/null.png")
+def _(ctx):
+    d = ctx.folder()
+    r = ctx.cli([*QUICK, "--json", "/dev/null"], d)
+    ok, obs = one_line(r, 2, "device")
+    return ok and stat.S_ISCHR(os.lstat("/dev/null").st_mode) and not os.path.exists("/dev/null.png"), obs
+
+
+@case("output files", "--json onto a symbolic link to a victim file", "exit 2; the victim unchanged")
+def _(ctx):
+    d = ctx.folder()
+    (d / "victim").write_text("precious")
+    os.symlink(d / "victim", d / "link.json")
+    r = ctx.cli([*QUICK, "--json", str(d / "link.json")], d)
+    ok, obs = one_line(r, 2, "symbolic link")
+    return ok and (d / "victim").read_text() == "precious", obs
+
+
+@case("output files", "--json x.json where x.png is a FIFO", "exit 2 before measuring; FIFO kept")
+def _(ctx):
+    d = ctx.folder()
+    os.mkfifo(d / "x.png")
+    r = ctx.cli([*QUICK, "--json", str(d / "x.json")], d)
+    ok, obs = one_line(r, 2, "FIFO")
+    return ok and stat.S_ISFIFO(os.lstat(d / "x.png").st_mode) and not (d / "x.json").exists(), obs
+
+
+@case("output files", "--json x.json where x.html is a link to a victim", "exit 2; victim unchanged")
+def _(ctx):
+    d = ctx.folder()
+    (d / "victim").write_text("precious")
+    os.symlink(d / "victim", d / "x.html")
+    r = ctx.cli([*QUICK, "--json", str(d / "x.json")], d)
+    ok, obs = one_line(r, 2, "symbolic link")
+    return ok and (d / "victim").read_text() == "precious", obs
+
+
+@case(
+    "output files",
+    "symlinks planted under every old-style name of the next 3 minutes (PNG temp, journal, record, html)",
+    "run finishes, victim unchanged, no planted link followed",
+)
+def _(ctx):
+    d = ctx.folder()
+    out = d / "shared"
+    out.mkdir()
+    os.chmod(out, 0o1777)
+    victim = d / "victim"
+    victim.write_text("root-owned")
+    now = time.time()
+    for s in range(-5, 180):
+        ts = time.strftime("%Y%m%d-%H%M%S", time.localtime(now + s))
+        for name in (f".matmul-{ts}.png.tmp.png", f"matmul-{ts}{SUFFIX}", f"matmul-{ts}.json", f"matmul-{ts}.html"):
+            os.symlink(victim, out / name)
+    r = ctx.cli([*QUICK, "--out", str(out)], d)
+    ok, obs = finished_ok(r)
+    return ok and victim.read_text() == "root-owned" and record_of(
+        r
+    ) is not None, obs + f"; victim: {victim.read_text()}"
+
+
+@case("output files", "a planted link at a journal's name (O_EXCL|O_NOFOLLOW)", "creation refused, victim unchanged")
+def _(ctx):
+    d = ctx.folder()
+    (d / "victim").write_text("precious")
+    os.symlink(d / "victim", d / f"j{SUFFIX}")
+    code = (
+        "import sys; from pathlib import Path; from whichdevice.measure.journal import Journal\n"
+        f"try:\n Journal.create(Path({str(d / ('j' + SUFFIX))!r}), {{'experiment': 'matmul'}})\n"
+        "except FileExistsError: print('refused')\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ctx.env())
+    ok = p.stdout.strip() == "refused" and (d / "victim").read_text() == "precious"
+    return ok, p.stdout.strip() or p.stderr.strip()[-200:]
+
+
+@case("output files", "atomic writer over a planted link at the target", "refused (NotRegularFile), victim unchanged")
+def _(ctx):
+    d = ctx.folder()
+    (d / "victim").write_text("precious")
+    os.symlink(d / "victim", d / "r.html")
+    code = (
+        "from whichdevice.core import safeio\n"
+        f"try:\n safeio.write_atomic({str(d / 'r.html')!r}, 'x')\n"
+        "except safeio.NotRegularFile: print('refused')\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ctx.env())
+    left = [n for n in os.listdir(d) if n.endswith(".wdtmp")]
+    ok = p.stdout.strip() == "refused" and (d / "victim").read_text() == "precious" and not left
+    return ok, (p.stdout.strip() or p.stderr.strip()[-200:]) + f"; temp files left: {len(left)}"
+
+
+@case(
+    "output files",
+    "two runs of the same command started in the same second",
+    "two records, two journals, 2 history ids",
+)
+def _(ctx):
+    d = ctx.folder()
+    home = d / "home"
+    procs = [ctx.start([*QUICK, "--out", str(d / "o")], d, {"WHICHDEVICE_HOME": str(home)}) for _ in range(2)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    recs = [record_of(Res(p.returncode, o, e, 0)) for p, (o, e) in zip(procs, outs)]
+    with contextlib.closing(sqlite3.connect(home / "history.sqlite")) as con:
+        paths = [row[0] for row in con.execute("select path from runs")]
+    ok = all(p.returncode == 0 for p in procs) and None not in recs and recs[0] != recs[1]
+    ok = ok and all(r.exists() for r in recs) and len(set(paths)) == 2
+    return (
+        ok,
+        f"exits {[p.returncode for p in procs]}; records {[r.name if r else None for r in recs]}; history paths {len(set(paths))}",
+    )
+
+
+@case("output files", "--out is a FIFO", "exit 2, one line")
+def _(ctx):
+    d = ctx.folder()
+    os.mkfifo(d / "f")
+    return one_line(ctx.cli([*QUICK, "--out", str(d / "f")], d), 2, "--out")
+
+
+@case("output files", "--out inside a symlink loop", "exit 2, one line")
+def _(ctx):
+    d = ctx.folder()
+    os.symlink(d / "b", d / "a")
+    os.symlink(d / "a", d / "b")
+    return one_line(ctx.cli([*QUICK, "--out", str(d / "a" / "o")], d), 2, "--out")
+
+
+@case("output files", "--json with a 5000-character path", "exit 2, one line")
+def _(ctx):
+    d = ctx.folder()
+    return one_line(ctx.cli([*QUICK, "--json", str(d / ("x" * 5000 + ".json"))], d), 2, "--json")
+
+
+@case("output files", "--out with a 300-character folder name", "exit 2, one line")
+def _(ctx):
+    d = ctx.folder()
+    return one_line(ctx.cli([*QUICK, "--out", str(d / ("y" * 300))], d), 2, "--out")
+
+
+@case("output files", "--json onto an existing regular file", "replaced by the new record, exit 0")
+def _(ctx):
+    d = ctx.folder()
+    (d / "r.json").write_text("old")
+    r = ctx.cli([*QUICK, "--json", str(d / "r.json")], d)
+    ok, obs = finished_ok(r)
+    return ok and (d / "r.json").read_text().startswith("{"), obs
+
+
+# ================================================================== 4, 5, 12: resume
+
+
+@case("resume", "folder moved (mv r moved) then --resume moved", "record written in moved/, exit 0")
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    shutil.move(d / "r", d / "moved")
+    r = ctx.cli(["matmul", "--resume", str(d / "moved")], d)
+    ok, obs = finished_ok(r)
+    rec = record_of(r)
+    return ok and rec is not None and rec.parent == d / "moved" and not journal_in(d / "moved"), obs + f"; {rec}"
+
+
+@case(
+    "resume",
+    "folder copied (cp -r r copy) then --resume copy",
+    "record in copy/, r/ untouched (journal kept, no record)",
+)
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    shutil.copytree(d / "r", d / "copy")
+    before = sorted(os.listdir(d / "r"))
+    r = ctx.cli(["matmul", "--resume", str(d / "copy")], d)
+    ok, obs = finished_ok(r)
+    rec = record_of(r)
+    return ok and rec is not None and rec.parent == d / "copy" and sorted(os.listdir(d / "r")) == before, obs
+
+
+@case("resume", "journal renamed (x.partial.jsonl -> y.partial.jsonl)", "record y.json beside it")
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    j.rename(d / "r" / f"y{SUFFIX}")
+    r = ctx.cli(["matmul", "--resume", str(d / "r" / f"y{SUFFIX}")], d)
+    ok, obs = finished_ok(r)
+    return ok and (d / "r" / "y.json").exists(), obs
+
+
+@case("resume", "journal with a cut-short last line, resumed", "tail cut before appending; every case once")
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    with open(j, "a") as f:
+        f.write('{"type": "result", "result": {"spec": {"work')
+    r = ctx.cli(["matmul", "--resume", str(j)], d)
+    ok, obs = finished_ok(r)
+    rec = record_of(r)
+    n = [x["spec"]["params"]["n"] for x in json.loads(rec.read_text())["results"]] if rec else []
+    return ok and sorted(n) == [8, 64], obs + f"; cases {sorted(n)}"
+
+
+@case(
+    "resume",
+    "torn journal, resume interrupted by SIGTERM, resumed again",
+    "hint line both times, no traceback, then complete",
+)
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    with open(j, "a") as f:
+        f.write('{"type": "resu')
+    p = ctx.start(["matmul", "--resume", str(j)], d, HANG_ENV)
+    time.sleep(4)
+    p.send_signal(signal.SIGTERM)
+    o, e = p.communicate(timeout=60)
+    first = p.returncode == 143 and "--resume" in e and "Traceback" not in e
+    r = ctx.cli(["matmul", "--resume", str(j)], d, {"WHICHDEVICE_FAULT": ""})
+    ok, obs = finished_ok(r)
+    return first and ok, f"interrupted resume: exit {p.returncode}, hint {'--resume' in e}; second resume {obs}"
+
+
+@case(
+    "resume",
+    "journal where a resume appended onto a torn line (the old bug)",
+    "the glued line is read; resume completes",
+)
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    lines = j.read_text().split("\n")
+    lines[-2] = '{"type": "result", "resu' + lines[-2]  # the n=8 result glued after a torn write
+    j.write_text("\n".join(lines))
+    r = ctx.cli(["matmul", "--resume", str(j)], d, {"WHICHDEVICE_FAULT": ""})
+    return finished_ok(r)
+
+
+@case("resume", "journal header edited (sizes changed by hand)", "exit 2: edited header refused")
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    header_edit(j, lambda h: h["options"].update(sizes=[8, 64, 99999]), recompute=False)
+    return one_line(ctx.cli(["matmul", "--resume", str(j)], d), 2, "edited")
+
+
+@case("resume", "journal written by another version (version and checksum rewritten)", "exit 2: names both versions")
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    header_edit(j, lambda h: h.update(tool_version="0.0.1"), recompute=True)
+    return one_line(ctx.cli(["matmul", "--resume", str(j)], d), 2, "0.0.1")
+
+
+@case("resume", "journal from before issue 18 (no format, no checksum)", "exit 2: another version")
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    header_edit(j, lambda h: [h.pop(k) for k in ("format", "checksum")], recompute=False)
+    return one_line(ctx.cli(["matmul", "--resume", str(j)], d), 2, "another version")
+
+
+@case("resume", "options of the wrong type in a forged header (checksum recomputed)", "exit 2, one line")
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    header_edit(j, lambda h: h["options"].update(sizes="abc", min_time_s=[1]), recompute=True)
+    return one_line(ctx.cli(["matmul", "--resume", str(j)], d), 2, "--resume")
+
+
+@case("resume", "header experiment name with ESC/OSC (forged)", "exit 2; no control character printed")
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    header_edit(j, lambda h: h.update(experiment="\x1b]0;pwned\x07\x1b[2Jmatmul"), recompute=True)
+    r = ctx.cli(["matmul", "--resume", str(j)], d)
+    ok, obs = one_line(r, 2)
+    return ok and "\x1b" not in r.err + r.out and "\x07" not in r.err, obs
+
+
+@case("resume", "--resume a FIFO", "exit 2 at once (no hang)")
+def _(ctx):
+    d = ctx.folder()
+    os.mkfifo(d / f"x{SUFFIX}")
+    return one_line(ctx.cli(["matmul", "--resume", str(d / f"x{SUFFIX}")], d, timeout=30), 2, "FIFO")
+
+
+@case("resume", "--resume /dev/zero (endless device)", "exit 2 at once")
+def _(ctx):
+    d = ctx.folder()
+    return one_line(ctx.cli(["matmul", "--resume", "/dev/zero"], d, timeout=30), 2, "device")
+
+
+@case("resume", "--resume a 300 MiB sparse file", "exit 2 at once, not read")
+def _(ctx):
+    d = ctx.folder()
+    with open(d / f"big{SUFFIX}", "wb") as f:
+        f.truncate(300 * 2**20)
+    r = ctx.cli(["matmul", "--resume", str(d / f"big{SUFFIX}")], d, timeout=30)
+    ok, obs = one_line(r, 2, "MiB")
+    return ok and r.wall_s < 20, obs + f" ({r.wall_s:.1f} s)"
+
+
+@case("resume", "--resume a folder holding a FIFO named like a journal", "exit 2, no hang")
+def _(ctx):
+    d = ctx.folder()
+    os.mkfifo(d / f"x{SUFFIX}")
+    return one_line(ctx.cli(["matmul", "--resume", str(d)], d, timeout=30), 2, "no unfinished")
+
+
+@case("resume", "--resume an empty file", "exit 2")
+def _(ctx):
+    d = ctx.folder()
+    (d / f"e{SUFFIX}").write_text("")
+    return one_line(ctx.cli(["matmul", "--resume", str(d / f"e{SUFFIX}")], d), 2, "--resume")
+
+
+@case("resume", "--resume binary garbage", "exit 2")
+def _(ctx):
+    d = ctx.folder()
+    (d / f"g{SUFFIX}").write_bytes(os.urandom(4096))
+    return one_line(ctx.cli(["matmul", "--resume", str(d / f"g{SUFFIX}")], d), 2, "--resume")
+
+
+@case("resume", "journal result with a NaN sample", "exit 2: corrupt at that line")
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    text = j.read_text()
+    i = text.index('"samples_s": [') + len('"samples_s": [')
+    j.write_text(text[:i] + "NaN, " + text[i:])
+    return one_line(ctx.cli(["matmul", "--resume", str(j)], d), 2, "corrupt")
+
+
+@case("resume", "journal result with a negative time", "exit 2: corrupt at that line")
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    text = j.read_text()
+    i = text.index('"samples_s": [') + len('"samples_s": [')
+    j.write_text(text[:i] + "-1.0, " + text[i:])
+    return one_line(ctx.cli(["matmul", "--resume", str(j)], d), 2, "corrupt")
+
+
+@case("resume", "resumed with the journal's core count changed (another machine)", "warning line, note in the record")
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    header_edit(j, lambda h: h["machine"].update(cores=64), recompute=True)
+    r = ctx.cli(["matmul", "--resume", str(j)], d, {"WHICHDEVICE_FAULT": ""})
+    ok, obs = finished_ok(r)
+    rec = record_of(r)
+    noted = rec is not None and any("64 usable cores" in n for n in json.loads(rec.read_text())["notes"])
+    return ok and "warning:" in r.err and noted, obs + f"; warning {'warning:' in r.err}; noted {noted}"
+
+
+@case("resume", "resumed with another numpy version in the journal", "warning line, note in the record")
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    header_edit(j, lambda h: h["versions"].update(numpy="0.1"), recompute=True)
+    r = ctx.cli(["matmul", "--resume", str(j)], d, {"WHICHDEVICE_FAULT": ""})
+    ok, obs = finished_ok(r)
+    rec = record_of(r)
+    noted = rec is not None and any("numpy was 0.1" in n for n in json.loads(rec.read_text())["notes"])
+    return ok and "numpy was 0.1" in r.err and noted, obs + f"; noted {noted}"
+
+
+@case("resume", "stale 0-byte .NAME.html.*.wdtmp left by a kill, then resume", "the resume removes it")
+def _(ctx):
+    d = ctx.folder()
+    j, _ = interrupted_run(ctx, d / "r")
+    stem = j.name[: -len(SUFFIX)]
+    (d / "r" / f".{stem}.html.0123456789ab.wdtmp").write_text("")
+    r = ctx.cli(["matmul", "--resume", str(j)], d, {"WHICHDEVICE_FAULT": ""})
+    ok, obs = finished_ok(r)
+    left = [n for n in os.listdir(d / "r") if n.endswith(".wdtmp")]
+    return ok and not left, obs + f"; temp files left {left}"
+
+
+# ------------------------------------------------ the user's model file on resume (item 12)
+
+MODEL = (
+    "import keras\ndef build():\n    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)], name='m')\n"
+)
+
+
+def _killed_train(ctx: Ctx, d: Path) -> Path | None:
+    (d / "m.py").write_text(MODEL)
+    args = ["train", "--framework", "tensorflow", "--model", f"{d / 'm.py'}:build", "--input-shape", "4"]
+    p = ctx.start([*args, "--batches", "8,16", "--out", str(d / "r")], d)
+    wait_for(lambda: (j := journal_in(d / "r")) is not None and results_in(j) >= 1, timeout=240)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.communicate()
+    return journal_in(d / "r")
+
+
+@case("resume", "model file edited after the run started, then --resume", "exit 2 before the code runs again")
+def _(ctx):
+    d = ctx.folder()
+    j = _killed_train(ctx, d)
+    if j is None:
+        return False, "the train run did not journal a result"
+    (d / "m.py").write_text(MODEL + "import os\nos.system('touch PWNED')\n")
+    r = ctx.cli(["train", "--resume", str(j)], d)
+    ok, obs = one_line(r, 2, "changed since the run started")
+    return ok and not (d / "PWNED").exists(), obs
+
+
+@case("resume", "model file deleted, then --resume", "exit 2, one line")
+def _(ctx):
+    d = ctx.folder()
+    j = _killed_train(ctx, d)
+    if j is None:
+        return False, "the train run did not journal a result"
+    (d / "m.py").unlink()
+    return one_line(ctx.cli(["train", "--resume", str(j)], d), 2, "gone")
+
+
+# ================================================================== 6: full disk, read-only
+
+
+@case(
+    "full disk",
+    "ENOSPC while appending to the journal (64 KiB tmpfs)",
+    "exit 1, one line with --resume; journal whole; resume completes after space is freed",
+    needs_root=True,
+)
+def _(ctx):
+    d = ctx.folder()
+    mnt = d / "mnt"
+    mnt.mkdir()
+    if not ctx.mount_tmpfs(mnt, "64k"):
+        return False, "could not mount a tmpfs"
+    args = ["matmul", "--framework", "numpy", "--sizes", ",".join(str(n) for n in range(8, 200, 4))]
+    args += ["--mode", "steady", "--min-time", "0.01", "--out", str(mnt / "o")]
+    (mnt / "o").mkdir()
+    (mnt / "filler").write_bytes(b"\0" * (56 * 1024))  # ~8 KiB left: the header and a few results
+    r = ctx.cli(args, d)
+    ok, obs = one_line(r, 1, "no space left")
+    j = journal_in(mnt / "o")
+    whole = j is not None and j.read_text().endswith("\n") and "--resume" in r.err
+    leftovers = [n for n in os.listdir(mnt / "o") if not n.endswith(SUFFIX)]
+    (mnt / "filler").unlink()
+    subprocess.run(["mount", "-o", "remount,size=2m", str(mnt)], check=True)
+    r2 = ctx.cli(["matmul", "--resume", str(j)], d) if j else Res(9, "", "", 0)
+    done, obs2 = finished_ok(r2)
+    return (
+        ok and whole and not leftovers and done,
+        f"{obs}; journal ends whole {whole}; other files {leftovers}; resume {obs2}",
+    )
+
+
+@case(
+    "full disk",
+    "ENOSPC while writing the HTML report (80 KiB tmpfs)",
+    "exit 1, one line with --resume; no PNG/HTML/temp left; resume completes",
+    needs_root=True,
+)
+def _(ctx):
+    d = ctx.folder()
+    mnt = d / "mnt"
+    mnt.mkdir()
+    if not ctx.mount_tmpfs(mnt, "80k"):
+        return False, "could not mount a tmpfs"
+    r = ctx.cli([*QUICK, "--out", str(mnt)], d)
+    ok, obs = one_line(r, 1, "no space left")
+    j = journal_in(mnt)
+    left = sorted(n for n in os.listdir(mnt) if not n.endswith(SUFFIX))
+    subprocess.run(["mount", "-o", "remount,size=2m", str(mnt)], check=True)
+    r2 = ctx.cli(["matmul", "--resume", str(j)], d) if j else Res(9, "", "", 0)
+    done, obs2 = finished_ok(r2)
+    return ok and j is not None and not left and done, f"{obs}; left beside the journal {left}; resume {obs2}"
+
+
+@case(
+    "full disk",
+    "output folder remounted read-only while measuring",
+    "exit 1, one line; resume completes once writable",
+    needs_root=True,
+)
+def _(ctx):
+    d = ctx.folder()
+    mnt = d / "mnt"
+    mnt.mkdir()
+    if not ctx.mount_tmpfs(mnt, "4m"):
+        return False, "could not mount a tmpfs"
+    p = ctx.start([*HANG, "--out", str(mnt), "--case-timeout", "6"], d, HANG_ENV)
+    wait_for(lambda: (j := journal_in(mnt)) is not None and results_in(j) >= 1)
+    subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+    o, e = p.communicate(timeout=120)  # the hang times out at 6 s; journaling its failure meets a read-only disk
+    ok, obs = one_line(Res(p.returncode, o, e, 0), 1, "read-only")
+    subprocess.run(["mount", "-o", "remount,rw", str(mnt)], check=True)
+    j = journal_in(mnt)
+    r2 = ctx.cli(["matmul", "--resume", str(j)], d, {"WHICHDEVICE_FAULT": ""}) if j else Res(9, "", "", 0)
+    done, obs2 = finished_ok(r2)
+    return ok and done, f"{obs}; resume {obs2}"
+
+
+@case(
+    "full disk", "report --out on a read-only file system", "exit 2, one line (checked before writing)", needs_root=True
+)
+def _(ctx):
+    d = ctx.folder()
+    mnt = d / "mnt"
+    mnt.mkdir()
+    if not ctx.mount_tmpfs(mnt, "1m"):
+        return False, "could not mount a tmpfs"
+    subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+    return one_line(ctx.cli(["report", str(good_record(ctx)), "--out", str(mnt)], d), 2, "--out")
+
+
+@case(
+    "full disk",
+    "journal append meets ENOSPC (fault injected into os.write)",
+    "the half line is cut back, file ends whole",
+)
+def _(ctx):
+    d = ctx.folder()
+    code = f"""
+import errno, os
+from pathlib import Path
+from whichdevice.measure import journal as jm
+from whichdevice.core.records import CaseSpec, failed
+j = jm.Journal.create(Path({str(d / ("f" + SUFFIX))!r}), {{"experiment": "matmul"}})
+spec = CaseSpec(workload="matmul", framework="numpy", device="CPU:0", params={{"n": 8}})
+j.add_result(failed(spec, "x", "error", 0.1))
+real = os.write
+def half(fd, data):
+    real(fd, bytes(data[: len(data) // 2]))
+    raise OSError(errno.ENOSPC, "No space left on device")
+os.write = half
+try:
+    j.add_result(failed(spec, "y", "error", 0.1))
+except OSError as e:
+    print("raised", e.errno == errno.ENOSPC)
+os.write = real
+print(len(jm.Journal.read(j.path).results), j.path.read_text().endswith(chr(10)))
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ctx.env())
+    return p.stdout.split() == ["raised", "True", "1", "True"], " ".join(p.stdout.split()) or p.stderr[-200:]
+
+
+# ================================================================== 7-9: processes and signals
+
+FORKER = """
+import os, subprocess, sys, time
+a = subprocess.Popen(["sleep", "300"])
+b = subprocess.Popen(["sleep", "301"], start_new_session=True)
+print(a.pid, b.pid, flush=True)
+time.sleep(1.5)
+"""
+
+
+@case(
+    "processes",
+    "a child that forks a grandchild and a setsid daemon, then exits 0",
+    "both killed when it ends (core.process)",
+)
+def _(ctx):
+    d = ctx.folder()
+    (d / "forker_mod.py").write_text(FORKER)
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from whichdevice.core.process import run_module\n"
+        "r = run_module('forker_mod', [], timeout_s=30, stdout=open(sys.argv[2], 'w'))\nprint(r.returncode)\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code, str(d), str(d / "pids")], capture_output=True, text=True, env=ctx.env()
+    )
+    time.sleep(0.3)
+    pids = [int(x) for x in (d / "pids").read_text().split()]
+    alive = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z":
+                alive.append(pid)
+    return p.stdout.strip() == "0" and not alive, f"exit {p.stdout.strip()}; still alive: {alive}"
+
+
+NOISY = """import subprocess, keras
+print('{"ok": false, "argument": "--x", "problem": "fake answer", "fix": "fake"}')
+def build():
+    subprocess.Popen(["sleep", "333"])
+    print("{not json at all")
+    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)], name="%s")
+"""
+
+
+@case(
+    "processes",
+    "user model prints fake JSON and forks in build(); name TF rejects in training",
+    "exit 2 naming the name; no fork survives; quick",
+)
+def _(ctx):
+    d = ctx.folder()
+    (d / "noisy.py").write_text(NOISY % "bad name")
+    r = ctx.cli(["train", "--model", f"{d / 'noisy.py'}:build", "--input-shape", "4", "--out", str(d / "o")], d)
+    ok, obs = one_line(r, 2, "'bad name'")
+    return ok and r.wall_s < 170 and not (d / "o").exists(), obs + f" ({r.wall_s:.0f} s)"
+
+
+@case(
+    "processes",
+    "user model prints to stdout and forks; a good name",
+    "pre-flight passes on the real answer; run measures",
+)
+def _(ctx):
+    d = ctx.folder()
+    (d / "noisy.py").write_text(NOISY % "fine_model")
+    args = ["train", "--model", f"{d / 'noisy.py'}:build", "--input-shape", "4", "--batches", "8", "--quick"]
+    r = ctx.cli([*args, "--out", str(d / "o"), "--parts", "loop"], d, timeout=400)
+    return finished_ok(r)
+
+
+@case("processes", "user code calls sys.exit(0) at import", "exit 2, one line")
+def _(ctx):
+    d = ctx.folder()
+    (d / "exits.py").write_text("import sys\nprint('hello')\nsys.exit(0)\ndef build(): pass\n")
+    return one_line(ctx.cli(["train", "--model", f"{d / 'exits.py'}:build", "--input-shape", "4"], d), 2, "exited")
+
+
+API = """
+import os, sys, whichdevice
+print(os.getpid(), flush=True)
+try:
+    whichdevice.matmul(sizes="8,64", modes="steady", framework="numpy", min_time_s=0.02, case_timeout_s=120)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+"""
+
+
+@case(
+    "processes",
+    "Python API: KeyboardInterrupt during whichdevice.matmul()",
+    "the measuring child is stopped; nothing in TMPDIR",
+)
+def _(ctx):
+    d = ctx.folder()
+    p = subprocess.Popen([sys.executable, "-c", API], stdout=subprocess.PIPE, text=True, env=ctx.env(HANG_ENV), cwd=d)
+    p.stdout.readline()
+    time.sleep(8)
+    kids = [c for c in Path("/proc").iterdir() if c.name.isdigit() and _ppid(c) == p.pid]
+    p.send_signal(signal.SIGINT)
+    out = p.communicate(timeout=60)[0]
+    time.sleep(0.3)
+    alive = live_marked()
+    return (
+        "KeyboardInterrupt" in out and not alive and kids,
+        f"children before {len(kids)}; after: {alive}; said {out.strip()!r}",
+    )
+
+
+def _ppid(proc_dir: Path) -> int:
+    try:
+        return int((proc_dir / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+@case("signals", "Ctrl-C (SIGINT) in the hang", "exit 130, the --resume line, no traceback")
+def _(ctx):
+    d = ctx.folder()
+    j, r = interrupted_run(ctx, d / "r", signal.SIGINT)
+    return r.rc == 130 and "--resume" in r.err and "Traceback" not in r.err and j is not None, f"exit {r.rc}"
+
+
+@case("signals", "SIGTERM in the hang", "exit 143, the --resume line")
+def _(ctx):
+    d = ctx.folder()
+    j, r = interrupted_run(ctx, d / "r", signal.SIGTERM)
+    return r.rc == 143 and "--resume" in r.err and "Traceback" not in r.err and j is not None, f"exit {r.rc}"
+
+
+@case("signals", "SIGHUP in the hang", "exit 129, journal kept, the --resume line, scratch removed")
+def _(ctx):
+    d = ctx.folder()
+    j, r = interrupted_run(ctx, d / "r", signal.SIGHUP)
+    scratch = list((ctx.home / "tmp").glob("run-*"))
+    ok = r.rc == 129 and "--resume" in " ".join(r.err.split()) and j is not None and not scratch
+    return ok, f"exit {r.rc}; hint {'--resume' in r.err}; scratch left {len(scratch)}"
+
+
+@case("signals", "output piped to `head -1`", "exit 141, the --resume line on stderr, journal kept; resume completes")
+def _(ctx):
+    d = ctx.folder()
+    p = subprocess.Popen(
+        f"{sys.executable} -m whichdevice matmul --framework numpy --sizes 10 --mode steady --min-time 0.02 "
+        f"--out {d / 'o'} | head -1; echo ${{PIPESTATUS[0]}} >&2",
+        shell=True,
+        executable="/bin/bash",
+        cwd=d,
+        env=ctx.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    o, e = p.communicate(timeout=120)
+    rc = int(e.strip().splitlines()[-1])
+    j = journal_in(d / "o")
+    r2 = ctx.cli(["matmul", "--resume", str(j)], d) if j else Res(9, "", "", 0)
+    done, obs2 = finished_ok(r2)
+    return rc == 141 and "--resume" in e and j is not None and done, f"exit {rc}; resume {obs2}"
+
+
+@case(
+    "signals",
+    "kill -9 of the whole run",
+    "its scratch folder is in WHICHDEVICE_HOME/tmp (not /tmp), removed by the next command",
+)
+def _(ctx):
+    d = ctx.folder()
+    p = ctx.start([*HANG, "--out", str(d / "r")], d, HANG_ENV)
+    wait_for(lambda: (j := journal_in(d / "r")) is not None and results_in(j) >= 1)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.communicate()
+    left = list((ctx.home / "tmp").glob("run-*"))
+    r = ctx.cli(["history"], d)
+    after = list((ctx.home / "tmp").glob("run-*"))
+    return bool(
+        left
+    ) and not after and r.rc == 0, f"scratch after kill -9: {len(left)}; after the next command: {len(after)}"
+
+
+@case("signals", "SIGTERM twice in quick succession", "exit 143, one hint, no traceback")
+def _(ctx):
+    d = ctx.folder()
+    p = ctx.start([*HANG, "--out", str(d / "r")], d, HANG_ENV)
+    wait_for(lambda: (j := journal_in(d / "r")) is not None and results_in(j) >= 1)
+    p.send_signal(signal.SIGTERM)
+    time.sleep(0.01)
+    p.send_signal(signal.SIGTERM)
+    o, e = p.communicate(timeout=60)
+    return p.returncode == 143 and "Traceback" not in e and e.count("--resume") == 1, f"exit {p.returncode}"
+
+
+@case(
+    "processes",
+    "a normal run: no process of it outlives it, nothing in TMPDIR or cwd but --out",
+    "0 left, only --out written",
+)
+def _(ctx):
+    d = ctx.folder()
+    r = ctx.cli([*QUICK, "--out", str(d / "o")], d)
+    ok, obs = finished_ok(r)
+    return ok and os.listdir(d) == ["o"], obs + f"; cwd holds {os.listdir(d)}"
+
+
+# ================================================================== inputs
+
+NUMERIC = [
+    (["--sizes", "١٢"], "--sizes", "Arabic-Indic digits"),
+    (["--sizes", "１０"], "--sizes", "full-width digits"),
+    (["--sizes", "²"], "--sizes", "a superscript digit"),
+    (["--sizes", "1e309"], "--sizes", "a float beyond double"),
+    (["--sizes", "9" * 5000], "--sizes", "5000 digits"),
+    (["--sizes", "99999999999999999999999"], "--sizes", "beyond int64"),
+    (["--sizes", "0x10"], "--sizes", "hex"),
+    (["--min-time", "1e309"], "--min-time", "overflows to inf"),
+    (["--min-time", "1e300"], "--min-time", "finite but endless"),
+    (["--min-time", "１"], "--min-time", "a full-width digit"),
+    (["--min-time", "-0"], "--min-time", "negative zero"),
+    (["--min-time", "1e-400"], "--min-time", "underflows to 0"),
+    (["--min-time", "0x1p3"], "--min-time", "a hex float"),
+    (["--case-timeout", "1e20"], "--case-timeout", "100 billion years"),
+    (["--case-timeout", "nan"], "--case-timeout", "NaN"),
+    (["--cpu-threads", "٤"], "--cpu-threads", "an Arabic-Indic 4"),
+    (["--cpu-threads", "99999999999999999999"], "--cpu-threads", "beyond int64"),
+    (["--cpu-threads", "-0"], "--cpu-threads", "negative zero"),
+    (["--memory-limit", "1e30"], "--memory-limit", "1e30 GiB"),
+    (["--memory-limit", "inf"], "--memory-limit", "infinite"),
+]
+for _args, _arg, _what in NUMERIC:
+
+    def _numeric(ctx, args=_args, arg=_arg):
+        d = ctx.folder()
+        r = ctx.cli([*QUICK[:-2], *args] if args[0] == "--min-time" else [*QUICK, *args], d)
+        ok, obs = one_line(r, 2, arg)
+        return ok and not os.listdir(d), obs
+
+    case("inputs", f"matmul {_arg} {_what}", "exit 2, one line naming it, nothing written")(_numeric)
+
+
+@case("inputs", "run --budget 1e300", "exit 2, one line")
+def _(ctx):
+    d = ctx.folder()
+    return one_line(ctx.cli(["run", "--budget", "1e300"], d), 2, "--budget")
+
+
+@case("inputs", "history --limit in Arabic-Indic digits", "exit 2, one line")
+def _(ctx):
+    d = ctx.folder()
+    return one_line(ctx.cli(["history", "--limit", "٥"], d), 2, "--limit")
+
+
+@case("inputs", "report a FIFO", "exit 2 at once (no hang)")
+def _(ctx):
+    d = ctx.folder()
+    os.mkfifo(d / "r.json")
+    return one_line(ctx.cli(["report", str(d / "r.json")], d, timeout=30), 2, "FIFO")
+
+
+@case("inputs", "report /dev/zero", "exit 2 at once")
+def _(ctx):
+    d = ctx.folder()
+    return one_line(ctx.cli(["report", "/dev/zero"], d, timeout=30), 2, "device")
+
+
+@case("inputs", "report /dev/stdin with a never-ending writer", "exit 2 at once")
+def _(ctx):
+    d = ctx.folder()
+    p = subprocess.Popen(
+        [*WD, "report", "/dev/stdin"],
+        cwd=d,
+        env=ctx.env(),
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        o, e = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return False, "hang"
+    return one_line(Res(p.returncode, o, e, 0), 2, "RESULT")
+
+
+@case("inputs", "report a 1 GiB sparse file", "exit 2 at once, not read")
+def _(ctx):
+    d = ctx.folder()
+    with open(d / "big.json", "wb") as f:
+        f.truncate(2**30)
+    r = ctx.cli(["report", str(d / "big.json")], d, timeout=30)
+    ok, obs = one_line(r, 2, "MiB")
+    return ok and r.wall_s < 20, obs
+
+
+@case("inputs", "report through a symlink loop", "exit 2")
+def _(ctx):
+    d = ctx.folder()
+    os.symlink(d / "b.json", d / "a.json")
+    os.symlink(d / "a.json", d / "b.json")
+    return one_line(ctx.cli(["report", str(d / "a.json")], d), 2, "RESULT")
+
+
+@case("inputs", "report a 5000-character path", "exit 2")
+def _(ctx):
+    d = ctx.folder()
+    return one_line(ctx.cli(["report", "r" * 5000 + ".json"], d), 2, "RESULT")
+
+
+@case("inputs", "compare a FIFO and a record", "exit 2 at once")
+def _(ctx):
+    d = ctx.folder()
+    os.mkfifo(d / "f.json")
+    return one_line(ctx.cli(["compare", str(d / "f.json"), str(good_record(ctx))], d, timeout=30), 2, "FIFO")
+
+
+BAD_RECORDS = [
+    ("a NaN sample", lambda r: r["results"][0]["timing"]["samples_s"].insert(0, "NaN-marker"), "NaN"),
+    ("Infinity as first call", lambda r: r["results"][0]["timing"].update(first_call_s="Inf-marker"), "Infinity"),
+    ("a negative sample", lambda r: r["results"][0]["timing"]["samples_s"].insert(0, -0.5), None),
+    ("a zero sample", lambda r: r["results"][0]["timing"]["samples_s"].insert(0, 0.0), None),
+    ("a negative wall time", lambda r: r["results"][0].update(wall_s=-3.0), None),
+    ("1e999 flops", lambda r: r["results"][0]["metrics"].update(flops="Big-marker"), "1e999"),
+    ("no results key type", lambda r: r.update(results="none"), None),
+    ("schema version true", lambda r: r.update(schema_version=True), None),
+]
+for _name, _change, _literal in BAD_RECORDS:
+
+    def _bad_record(ctx, change=_change, literal=_literal):
+        d = ctx.folder()
+        p = damaged(ctx, d, change)
+        if literal:
+            text = p.read_text()
+            for marker in ('"NaN-marker"', '"Inf-marker"', '"Big-marker"'):
+                text = text.replace(marker, literal)
+            p.write_text(text)
+        r = ctx.cli(["report", str(p)], d)
+        ok, obs = one_line(r, 2, "RESULT")
+        return ok and sorted(os.listdir(d)) == ["rec.json"], obs
+
+    case("inputs", f"record with {_name}", "exit 2, one line, nothing written")(_bad_record)
+
+
+@case("inputs", "record nested 100000 levels deep", "exit 2 (no RecursionError traceback)")
+def _(ctx):
+    d = ctx.folder()
+    return one_line(ctx.cli(["report", str(damaged(ctx, d, text="[" * 100000 + "]" * 100000))], d), 2, "RESULT")
+
+
+@case("inputs", "record of invalid UTF-8", "exit 2")
+def _(ctx):
+    d = ctx.folder()
+    (d / "rec.json").write_bytes(b'{"schema_version": 2, "x": "\xff\xfe"}')
+    return one_line(ctx.cli(["report", str(d / "rec.json")], d), 2, "RESULT")
+
+
+@case("inputs", "history database is garbage", "`history`: exit 1, one line naming the file and the fix")
+def _(ctx):
+    d = ctx.folder()
+    (d / "home").mkdir()
+    (d / "home" / "history.sqlite").write_bytes(b"not a database " * 100)
+    return one_line(ctx.cli(["history"], d, {"WHICHDEVICE_HOME": str(d / "home")}), 1, "mv")
+
+
+@case("inputs", "history database is a FIFO", "`history`: exit 1, no hang")
+def _(ctx):
+    d = ctx.folder()
+    (d / "home").mkdir()
+    os.mkfifo(d / "home" / "history.sqlite")
+    return one_line(ctx.cli(["history"], d, {"WHICHDEVICE_HOME": str(d / "home")}, timeout=30), 1, "history")
+
+
+@case("inputs", "history database is garbage during a run", "the record is written, exit 0, 'History not updated'")
+def _(ctx):
+    d = ctx.folder()
+    (d / "home").mkdir()
+    (d / "home" / "history.sqlite").write_bytes(b"not a database " * 100)
+    r = ctx.cli([*QUICK, "--out", str(d / "o")], d, {"WHICHDEVICE_HOME": str(d / "home")})
+    ok, obs = finished_ok(r)
+    return ok and record_of(r) is not None and "History not updated" in r.out, obs
+
+
+@case("inputs", "compare with a garbage history and a run id", "exit 1, one line")
+def _(ctx):
+    d = ctx.folder()
+    (d / "home").mkdir()
+    (d / "home" / "history.sqlite").write_bytes(b"not a database " * 100)
+    return one_line(ctx.cli(["compare", "1", "2"], d, {"WHICHDEVICE_HOME": str(d / "home")}), 1, "history")
+
+
+@case("inputs", "--model is a FIFO", "exit 2, no hang")
+def _(ctx):
+    d = ctx.folder()
+    os.mkfifo(d / "m.py")
+    return one_line(
+        ctx.cli(["train", "--model", f"{d / 'm.py'}:build", "--input-shape", "4"], d, timeout=200), 2, "--model"
+    )
+
+
+@case("inputs", "--model through a symlink loop", "exit 2")
+def _(ctx):
+    d = ctx.folder()
+    os.symlink(d / "b.py", d / "a.py")
+    os.symlink(d / "a.py", d / "b.py")
+    return one_line(ctx.cli(["train", "--model", f"{d / 'a.py'}:build"], d), 2, "--model")
+
+
+@case("inputs", "every case fails (injected raise on every size)", "record written, exit 1 with one line saying so")
+def _(ctx):
+    d = ctx.folder()
+    r = ctx.cli([*QUICK, "--out", str(d / "o")], d, {"WHICHDEVICE_FAULT": "raise:matmul"})
+    ok, obs = one_line(r, 1, "every case failed")
+    return ok and record_of(r) is not None, obs
+
+
+# ================================================================== 10, 11: warnings, control characters
+
+
+@case("warnings", "--cpu-threads 4096 on this machine", "one `warning:` line naming the cores; the run goes on")
+def _(ctx):
+    d = ctx.folder()
+    r = ctx.cli([*QUICK, "--cpu-threads", "4096", "--out", str(d / "o")], d)
+    ok, obs = finished_ok(r)
+    warned = [ln for ln in r.err.splitlines() if ln.startswith("warning:") and "cores" in ln]
+    return ok and len(warned) == 1, obs + f"; {warned[:1]}"
+
+
+@case("warnings", "--cpu-threads equal to the cores", "no warning")
+def _(ctx):
+    d = ctx.folder()
+    cores = len(os.sched_getaffinity(0))
+    r = ctx.cli([*QUICK, "--cpu-threads", str(cores), "--out", str(d / "o")], d)
+    ok, obs = finished_ok(r)
+    return ok and "warning:" not in r.err, obs
+
+
+ESC = "\x1b]0;OWNED\x07\x1b[2J\x1b[31m\x9b1m\x1bc"
+
+
+@case(
+    "control characters",
+    "record with ESC/OSC in notes, command and an error text, rendered by `report`",
+    "no control character reaches stdout or stderr",
+)
+def _(ctx):
+    d = ctx.folder()
+
+    def change(r):
+        r["notes"].append(f"note {ESC} end")
+        r["command"] = ["whichdevice", f"matmul{ESC}"]
+
+    p = damaged(ctx, d, change)
+    r = ctx.cli(["report", str(p), "--out", str(d / "o")], d)
+    bad = [c for c in "\x1b\x07\x9b" if c in r.out + r.err]
+    return r.rc == 0 and not bad, f"exit {r.rc}; control characters seen: {bad!r}"
+
+
+@case("control characters", "--model path with ESC sequences", "error line without them")
+def _(ctx):
+    d = ctx.folder()
+    r = ctx.cli(["train", "--model", f"{ESC}.py:build"], d)
+    ok, obs = one_line(r, 2, "--model")
+    return ok and "\x1b" not in r.err and "\x07" not in r.err, obs.encode("unicode_escape").decode()[:200]
+
+
+@case("control characters", "--sizes with ESC sequences", "error line without them")
+def _(ctx):
+    d = ctx.folder()
+    r = ctx.cli([*QUICK[:4], "--sizes", f"1{ESC}"], d)
+    ok, obs = one_line(r, 2, "--sizes")
+    return ok and "\x1b" not in r.err, obs.encode("unicode_escape").decode()[:200]
+
+
+@case(
+    "control characters", "a case's error text with ESC (injected failure named by the key)", "report lines free of ESC"
+)
+def _(ctx):
+    d = ctx.folder()
+    r = ctx.cli([*QUICK, "--out", str(d / "o")], d, {"WHICHDEVICE_FAULT": "raise:matmul", "FORCE_COLOR": ""})
+    rec = record_of(r)
+    if rec is None:
+        return False, f"no record: {r.err[-200:]}"
+    data = json.loads(rec.read_text())
+    data["results"][0]["error"] = f"RuntimeError: {ESC} boom"
+    rec.write_text(json.dumps(data))
+    r2 = ctx.cli(["report", str(rec), "--out", str(d / "o2")], d)
+    return r2.rc == 0 and "\x1b" not in r2.out + r2.err, f"exit {r2.rc}"
+
+
+# ================================================================== main
+
+
+def load() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "uptime unavailable"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default=None)
+    ap.add_argument("--out", default="benchmarks/results/adversarial.json")
+    a = ap.parse_args()
+    chosen = [c for c in CASES if a.only is None or a.only.lower() in (c.family + " " + c.name).lower()]
+    load_before = load()
+    t_all = time.monotonic()
+    rows = []
+    root = Path(tempfile.mkdtemp(prefix="wd-adversarial-", dir=os.environ.get("ADV_ROOT")))
+    ctx = Ctx(root)
+    try:
+        for i, c in enumerate(chosen, 1):
+            t0 = time.monotonic()
+            if c.needs_root and os.geteuid() != 0:
+                ok, obs = False, "not run: needs root (mount, mknod)"
+            else:
+                try:
+                    ok, obs = c.run(ctx)
+                except Exception as e:  # a defect of the case or of whichdevice: reported, never hidden
+                    ok, obs = False, f"benchmark error: {type(e).__name__}: {e}"[:300]
+            time.sleep(0.2)
+            alive = live_marked()
+            tmp_left = os.listdir(ctx.watch_tmp)
+            if alive:
+                ok, obs = False, obs + f"; PROCESSES LEFT: {alive}"
+                for entry in alive:
+                    with contextlib.suppress(OSError):
+                        os.kill(int(entry.split(":")[0]), signal.SIGKILL)
+            if tmp_left:
+                ok, obs = False, obs + f"; WRITTEN TO TMPDIR: {tmp_left[:3]}"
+                for n in tmp_left:
+                    shutil.rmtree(ctx.watch_tmp / n, ignore_errors=True)
+            ctx.umount_all()
+            rows.append(
+                {
+                    "family": c.family,
+                    "case": c.name,
+                    "expected": c.expected,
+                    "observed": obs,
+                    "pass": bool(ok),
+                    "wall_s": round(time.monotonic() - t0, 1),
+                }
+            )
+            print(f"[{i}/{len(chosen)}] {'PASS' if ok else 'FAIL'} {c.family}: {c.name} -> {obs}", flush=True)
+    finally:
+        ctx.umount_all()
+        shutil.rmtree(root, ignore_errors=True)
+    report = {
+        "command": "python benchmarks/adversarial.py" + (f" --only {a.only!r}" if a.only else ""),
+        "load_before": load_before,
+        "load_after": load(),
+        "wall_s": round(time.monotonic() - t_all, 1),
+        "cases": len(rows),
+        "passed": sum(r["pass"] for r in rows),
+        "rows": rows,
+    }
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(report, indent=1))
+    print(
+        f"\n{report['passed']}/{report['cases']} passed in {report['wall_s']} s; load before: {load_before}; after: {report['load_after']}"
+    )
+    print(markdown(report))
+
+
+def markdown(report: dict) -> str:
+    out = ["| family | case | expected | observed | pass |", "| --- | --- | --- | --- | --- |"]
+    for r in report["rows"]:
+        cells = [r["family"], r["case"], r["expected"], r["observed"], "yes" if r["pass"] else "**NO**"]
+        out.append("| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    main()
