@@ -17,8 +17,6 @@ from __future__ import annotations
 import math
 import re
 
-import jax
-
 _SHAPE = re.compile(r"\b(pred|s8|s16|s32|s64|u8|u16|u32|u64|f16|bf16|f32|f64|c64|c128)\[([0-9,]*)\]")
 _INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.+?)\s+([a-z][\w\-]*)\((.*)$")
 _SIZE = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4}
@@ -69,6 +67,8 @@ def kernels_from_hlo(text: str) -> list[dict]:
 
 def compiled_step(model, optimizer, loss_fn):
     """``training.train_step``'s jitted function and its initial state (same recipe)."""
+    import jax
+
     optimizer.build(model.trainable_variables)
 
     def loss_and_state(trainable, non_trainable, x, y):
