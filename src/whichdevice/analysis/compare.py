@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from whichdevice.analysis import significance
 from whichdevice.analysis.significance import Claim
-from whichdevice.core.records import Timing
+from whichdevice.core.records import RunRecord, Timing
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,17 @@ def compare(
     other: Timing,
     *,
     threshold: float = significance.NOISE_THRESHOLD,
+    process_sd: float | None = None,
 ) -> Comparison:
-    """``baseline`` vs ``other`` through significance.from_rounds (rounds when both have them)."""
-    claim = significance.from_rounds(baseline.rounds, other.rounds, threshold=threshold)
+    """``baseline`` vs ``other`` through significance.from_rounds (rounds when both have them;
+    ``process_sd``: the record's between-process spread, :func:`process_sd`)."""
+    claim = significance.from_rounds(baseline.rounds, other.rounds, threshold=threshold, process_sd=process_sd)
     return Comparison(baseline_name, other_name, claim)
+
+
+def process_sd(record: RunRecord) -> float | None:
+    """The record's between-process spread: how much the same case moves between two child
+    processes of this run (significance.process_spread over its cases with ≥ 2 rounds); None
+    when no case was measured twice. Every ratio of the record is widened by it, so a claim from
+    two sequential measurements is no surer than two processes agree."""
+    return significance.process_spread([r.timing.rounds for r in record.results if r.timing is not None])

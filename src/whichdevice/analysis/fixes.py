@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from whichdevice.analysis.compare import Comparison, compare
+from whichdevice.analysis.compare import Comparison, compare, process_sd
 from whichdevice.core.records import CaseResult, RunRecord, Timing
 
 
@@ -70,6 +70,7 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value, *, ignore: tuple[str, 
     """Every pair (baseline, variant) that differs only in ``fix`` (and in ``ignore`` params)."""
     ok = [r for r in record.results if r.status == "ok" and fix in r.spec.params]
     out = []
+    spread = process_sd(record)  # every claim no surer than two processes agree
 
     def rest(r: CaseResult) -> tuple:
         return (
@@ -85,7 +86,7 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value, *, ignore: tuple[str, 
         for var in ok:
             if var is base or var.spec.params[fix] == baseline_value or rest(var) != rest(base):
                 continue
-            comp = compare("before", _per_sample(base), "after", _per_sample(var))
+            comp = compare("before", _per_sample(base), "after", _per_sample(var), process_sd=spread)
             ctx = {k: v for k, v in base.spec.params.items() if k != fix and k not in ignore}
             if len({r.spec.framework for r in ok}) > 1:  # name it when frameworks sit side by side
                 ctx = {"framework": base.spec.framework, **ctx}

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from whichdevice.analysis.compare import Comparison, compare
+from whichdevice.analysis.compare import Comparison, compare, process_sd
 from whichdevice.core.records import CaseResult, RunRecord, Timing
 from whichdevice.analysis.utilization import describe as describe_telemetry
 from whichdevice.analysis.utilization import gpu_underfed, summarize
@@ -122,11 +122,18 @@ def slowest_stage(costs: list[StageCost]) -> StageCost | None:
     return max(costs, key=lambda c: c.seconds_per_example, default=None)
 
 
-def speedup(baseline_name: str, baseline: Timing | None, other_name: str, other: Timing | None) -> Comparison | None:
-    """``other`` against ``baseline`` (same unit: seconds per batch or per step); > 1 faster."""
+def speedup(
+    baseline_name: str,
+    baseline: Timing | None,
+    other_name: str,
+    other: Timing | None,
+    spread: float | None = None,
+) -> Comparison | None:
+    """``other`` against ``baseline`` (same unit: seconds per batch or per step); > 1 faster.
+    ``spread``: the record's between-process spread (compare.process_sd)."""
     if baseline is None or other is None:
         return None
-    return compare(baseline_name, baseline, other_name, other)
+    return compare(baseline_name, baseline, other_name, other, process_sd=spread)
 
 
 @dataclass(frozen=True)
@@ -196,7 +203,7 @@ def _variants(results: list[CaseResult]) -> list[str]:
     return list(seen)
 
 
-def variant_rows(results: list[CaseResult]) -> list[VariantRow]:
+def variant_rows(results: list[CaseResult], spread: float | None = None) -> list[VariantRow]:
     """One row per variant (in the record's order), speedups over the first variant."""
     names = _variants(results)
     rows: list[VariantRow] = []
@@ -229,8 +236,8 @@ def variant_rows(results: list[CaseResult]) -> list[VariantRow]:
                 wait_percent=wait,
                 input_bound=classify_input_bound(wait) if wait is not None else None,
                 wait_median_s=loop.metrics.get("input_wait_median_s") if loop is not None else None,
-                pipeline_speedup=speedup(names[0], base_pipe, v, pt) if i else None,
-                loop_speedup=speedup(names[0], base_loop, v, lt) if i else None,
+                pipeline_speedup=speedup(names[0], base_pipe, v, pt, spread) if i else None,
+                loop_speedup=speedup(names[0], base_loop, v, lt, spread) if i else None,
                 failed=failed,
                 wait_percent_rounds=per_round if len(per_round) >= 2 else [],
             )
@@ -327,7 +334,7 @@ def _device_verdict(
 
 def analyze_device(record: RunRecord, device: str) -> DeviceReport:
     results = [r for r in record.results if r.spec.device == device and r.spec.workload == "pipeline"]
-    rows = variant_rows(results)
+    rows = variant_rows(results, process_sd(record))
     model_r = _ok(results, part="model")
     model = model_r.timing if model_r is not None else None
     stages = [c for c in (stage_cost(r) for r in results if r.spec.params.get("part") == "stage") if c is not None]

@@ -236,29 +236,55 @@ def from_round_ratios(ratios: Sequence[float], *, threshold: float = NOISE_THRES
     return judge(math.exp(m), math.exp(m - half), math.exp(m + half), k, unit="rounds", threshold=threshold, note=note)
 
 
+def _widen(claim: Claim, half: float, unit: Literal["rounds", "samples"], n: int, note: str = "") -> Claim:
+    """``claim`` with its interval widened to at least ±``half`` (log) around its ratio."""
+    c = math.log(claim.ratio)
+    lo, hi = min(claim.lo, math.exp(c - half)), max(claim.hi, math.exp(c + half))
+    return judge(claim.ratio, lo, hi, n, unit=unit, threshold=claim.threshold, note=note or claim.note)
+
+
 def from_rounds(
     a_rounds: Sequence[Sequence[float]],
     b_rounds: Sequence[Sequence[float]],
     *,
     threshold: float = NOISE_THRESHOLD,
     min_samples: int = MIN_SAMPLES,
+    process_sd: float | None = None,
 ) -> Claim:
     """A/B measured in rounds (round i of A and of B ran in the same process, in alternated
     order). With ≥ 2 paired rounds: :func:`from_round_ratios` on ``median(A_i)/median(B_i)``;
     the interval is then never narrower than the pooled samples' one (:func:`from_samples`),
     so a second round can only add caution. With one round: :func:`from_samples`. Either way
-    fewer than ``min_samples`` samples per side in total is not enough."""
+    fewer than ``min_samples`` samples per side in total is not enough.
+
+    ``process_sd``: the machine's between-process spread (sd of log medians of the same case in
+    two processes, :func:`process_spread` over the record's rounded cases), known from many
+    cases. A one-round claim is widened to ±1.96·√2·process_sd (its two sides ran at different
+    times, as two processes do); a rounded claim uses max(its own round sd, √2·process_sd) with
+    the normal quantile instead of t(k-1), since that sd rests on many cases."""
     pooled_a = [x for r in a_rounds for x in r]
     pooled_b = [x for r in b_rounds for x in r]
     within = from_samples(pooled_a, pooled_b, threshold=threshold, min_samples=min_samples)
     pairs = [(ra, rb) for ra, rb in zip(a_rounds, b_rounds) if ra and rb]
-    if len(pairs) < 2 or not within.enough:
+    if not within.enough:
+        return within
+    if len(pairs) < 2:
+        if process_sd:
+            return _widen(within, 1.96 * math.sqrt(2) * process_sd, "samples", within.n)
         return within
     modes = bimodal([_median(r) for r in a_rounds if r]) or bimodal([_median(r) for r in b_rounds if r])
     note = f"bimodal between processes ({modes.describe()})" if modes else ""
-    between = from_round_ratios([_median(ra) / _median(rb) for ra, rb in pairs], threshold=threshold, note=note)
+    ratios = [_median(ra) / _median(rb) for ra, rb in pairs]
+    between = from_round_ratios(ratios, threshold=threshold, note=note)
     lo, hi = min(between.lo, within.lo), max(between.hi, within.hi)
-    return judge(between.ratio, lo, hi, between.n, unit="rounds", threshold=threshold, note=note)
+    claim = judge(between.ratio, lo, hi, between.n, unit="rounds", threshold=threshold, note=note)
+    if process_sd:
+        _, sd = _mean_sd(_logs(ratios))
+        half = 1.96 * max(sd, math.sqrt(2) * process_sd) / math.sqrt(len(ratios))
+        c = math.log(between.ratio)
+        lo, hi = min(within.lo, math.exp(c - half)), max(within.hi, math.exp(c + half))
+        claim = judge(between.ratio, lo, hi, between.n, unit="rounds", threshold=threshold, note=note)
+    return claim
 
 
 def between_runs(

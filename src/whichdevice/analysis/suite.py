@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from whichdevice.analysis.compare import compare
+from whichdevice.analysis.compare import compare, process_sd
 from whichdevice.analysis.fixes import FixResult, ab_fixes
 from whichdevice.analysis.pipeline import DeviceReport, analyze_pipeline
 from whichdevice.analysis.placement import device_placement
@@ -232,17 +232,18 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         )
     )
     pyfunc_lines, prefetch_pipe = [], []
+    spread = process_sd(pipe)
     for rep in pipelines:
         rows = {r.variant: r for r in rep.rows}
         tf_ops, py, serial = rows.get("prefetch"), rows.get("pyfunc"), rows.get("serial")
         if tf_ops and py and tf_ops.pipeline and py.pipeline:
-            c = compare("py_function", py.pipeline, "TF ops", tf_ops.pipeline)
+            c = compare("py_function", py.pipeline, "TF ops", tf_ops.pipeline, process_sd=spread)
             pyfunc_lines.append(
                 f"{rep.device}: seed 003's augmentation in TF ops vs in tf.py_function (pipeline "
                 f"alone, per batch): {c.describe().replace('TF ops ', '', 1)}"
             )
         if serial and tf_ops and serial.pipeline and tf_ops.pipeline:
-            c = compare("serial", serial.pipeline, "prefetch", tf_ops.pipeline)
+            c = compare("serial", serial.pipeline, "prefetch", tf_ops.pipeline, process_sd=spread)
             prefetch_pipe.append(
                 f"{rep.device}: seed 003's pipeline, serial map -> parallel map + prefetch: "
                 f"{c.describe().replace('prefetch ', '', 1)}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from whichdevice.analysis.compare import Comparison, compare
+from whichdevice.analysis.compare import Comparison, compare, process_sd
 from whichdevice.analysis.crossover import Crossover, find_crossover
 from whichdevice.core.records import CaseResult, RunRecord, Timing
 
@@ -77,6 +77,7 @@ def several_frameworks(record: RunRecord) -> bool:
 def analyze_sweep(record: RunRecord, x_param: str, work_metric: str | None = None) -> list[Table]:
     groups: dict[tuple, list[CaseResult]] = defaultdict(list)
     by_framework = several_frameworks(record)
+    spread = process_sd(record)  # devices ran in different processes: widen by their spread
     for r in record.results:
         if x_param not in r.spec.params:
             continue
@@ -98,7 +99,7 @@ def analyze_sweep(record: RunRecord, x_param: str, work_metric: str | None = Non
             base = cells.get(baseline) if baseline else None
             for d, c in cells.items():
                 if d != baseline and base is not None and base.ok and c.ok:
-                    comps[d] = compare(baseline, base.timing, d, c.timing)
+                    comps[d] = compare(baseline, base.timing, d, c.timing, process_sd=spread)
             rows.append(Row(x, cells, comps))
         crossovers = {}
         for d in devices:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from whichdevice.analysis.compare import Comparison, compare
+from whichdevice.analysis.compare import Comparison, compare, process_sd
 from whichdevice.analysis.sweep import Table, analyze_sweep, device_order, several_frameworks
 from whichdevice.analysis.warmup import BreakEven, EpochSummary, break_even, summarize_epochs
 from whichdevice.core.records import CaseResult, RunRecord, Timing
@@ -50,6 +50,7 @@ class SyncCost:
     params: dict[str, object]  # batch, model
     each: Timing
     none: Timing
+    spread: float | None = None  # the record's between-process spread (compare.process_sd)
 
     @property
     def cost_s(self) -> float:
@@ -63,7 +64,7 @@ class SyncCost:
     @property
     def comparison(self) -> Comparison:
         """Syncing every step vs not, by significance.py's rule (ratio > 1: not syncing is faster)."""
-        return compare("each", self.each, "none", self.none)
+        return compare("each", self.each, "none", self.none, process_sd=self.spread)
 
     @property
     def significant(self) -> bool:
@@ -98,6 +99,7 @@ def _rows(
     baseline: str | None,
     with_break_even: bool,
     by_framework: bool = False,
+    spread: float | None = None,
 ) -> list[RunRow]:
     groups: dict[tuple, list[CaseResult]] = defaultdict(list)
     for r in results:
@@ -116,7 +118,7 @@ def _rows(
                 if with_break_even:
                     bes[d] = BreakEven("no_data")
                 continue
-            comp = compare(baseline, base.timing, d, c.timing)
+            comp = compare(baseline, base.timing, d, c.timing, process_sd=spread)
             comps[d] = comp
             if with_break_even:
                 bes[d] = break_even(
@@ -140,9 +142,15 @@ def analyze_training(record: RunRecord) -> TrainReport:
     for r in results:
         by_kind[str(r.spec.params.get("kind"))].append(r)
     several = several_frameworks(record)
-    creation = _rows(by_kind["create"], devices, baseline, with_break_even=False, by_framework=several)
+    spread = process_sd(record)
+    creation = _rows(by_kind["create"], devices, baseline, with_break_even=False, by_framework=several, spread=spread)
     runs = _rows(
-        [r for k in RUN_KINDS for r in by_kind[k]], devices, baseline, with_break_even=True, by_framework=several
+        [r for k in RUN_KINDS for r in by_kind[k]],
+        devices,
+        baseline,
+        with_break_even=True,
+        by_framework=several,
+        spread=spread,
     )
 
     steady = by_kind["steady"]
@@ -153,7 +161,7 @@ def analyze_training(record: RunRecord) -> TrainReport:
             rest = (("framework", r.spec.framework),) + rest if several else rest
             pairs[(r.spec.device, rest)][str(r.spec.params["sync"])] = r.timing
     sync_costs = [
-        SyncCost(dev, dict(rest), t["each"], t["none"])
+        SyncCost(dev, dict(rest), t["each"], t["none"], spread)
         for (dev, rest), t in pairs.items()
         if "each" in t and "none" in t
     ]

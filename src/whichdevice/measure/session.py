@@ -21,9 +21,12 @@ slow drift hits both sides of every A/B pair (an ABBA design across processes). 
 are merged into one result per case: ``Timing.samples_s`` pools them, ``Timing.rounds_s``
 keeps each round's raw samples (paired by round: round i of A and of B ran in the same
 child), later rounds' metrics are kept as ``round2:<name>``, so ``report`` can recompute every
-interval from per-round ratios (analysis/significance.py). Extra rounds only start while
-``ROUNDS_SHARE`` of the device's budget is left to spend, so ``run``'s default budget still
-ends on time; a case whose later round did not fit keeps the rounds it has.
+interval from per-round ratios (analysis/significance.py). Round 1 stops starting cases
+``ROUND2_RESERVE_S`` before ``ROUNDS_SHARE`` (75 %) of the device's budget; later rounds start
+cases until that share (or for the reserve, when round 1 ran late), in the order of
+:func:`repeat_order` (matmul first: cheap, and enough to know the run's between-process
+spread), so ``run``'s default budget still ends on time; a case whose later round did not
+fit keeps the rounds it has.
 
 **Precision-targeted sampling**: the policy samples each point until its median's 95 % CI
 half-width is within ``Request.precision`` (5 %) or its time cap (``Request.point_cap_s``,
@@ -51,6 +54,10 @@ ROUNDED_EXPERIMENTS = {"run": 2, "diagnose": 2}
 # Later rounds start only before this share of the device's budget is spent (the rest is the
 # margin for the last case and the report: run's default budget stays within it).
 ROUNDS_SHARE = 0.75
+# Seconds of the budget kept for round 2 whatever round 1 takes: on a loaded machine round 1
+# alone fills the budget, and without a second round there is no between-process spread to
+# judge any claim by. Round 1 stops starting cases this long before ROUNDS_SHARE of the budget.
+ROUND2_RESERVE_S = 12.0
 # A point's sampling cap when the request sets none: max(0.5 s, this × min_time_s) — run's
 # 0.05 s points stop after 0.5 s, matmul's 0.2 s points after 2 s.
 POINT_CAP_FACTOR = 10.0
@@ -200,6 +207,8 @@ def measure(
     for dev in chosen:  # one device at a time, each with its own share of the budget
         started = time.time()
         deadline = started + request.budget_s if request.budget_s is not None else None
+        if deadline is not None and n_rounds > 1 and request.budget_s is not None:
+            deadline = started + max(ROUNDS_SHARE * request.budget_s - ROUND2_RESERVE_S, 0.5 * request.budget_s)
         s, r, n = experiment.run_devices(
             fw,
             [dev],
@@ -260,11 +269,13 @@ def _later_rounds(
     ]
     if not todo:
         return first, []
-    stop = started + ROUNDS_SHARE * request.budget_s if request.budget_s is not None else None
+    stop = None
+    if request.budget_s is not None:  # at least the reserve, even when round 1 ran late
+        stop = max(started + ROUNDS_SHARE * request.budget_s, time.time() + ROUND2_RESERVE_S)
     later: dict[str, list[CaseResult]] = {}
     notes: list[str] = []
     for k in range(2, n_rounds + 1):
-        if stop is not None and time.time() >= stop:
+        if k > 2 and stop is not None and time.time() >= stop:
             notes.append(f"{dev.name}: round {k} of the verdict cases did not start (time budget)")
             break
         specs = repeat_order(todo)
