@@ -153,3 +153,17 @@ def test_later_rounds_reverse_each_group_and_pick_the_verdict_cases():
     assert all(decides_verdict(s) for s in mm + spe + steady)
     assert not decides_verdict(t(kind="placement"))
     assert not decides_verdict(t(kind="fit", example="seed002"))
+
+
+def test_process_spread_widens_one_round_claims():
+    a, b = [1.3, 1.31, 1.29, 1.3, 1.3], [1.0, 1.01, 0.99, 1.0, 1.0]
+    tight = sig.from_rounds([a], [b])
+    assert tight.status == "faster"  # within one process the 1.3x looks sure
+    # but on a machine where the same case moves 20 % between processes, it is not
+    spread = sig.process_spread([[[1.0] * 5, [1.2] * 5], [[2.0] * 5, [2.5] * 5]])
+    assert spread == pytest.approx(0.5 * (0.1289 + 0.1578), rel=0.02)
+    wide = sig.from_rounds([a], [b], process_sd=spread)
+    assert wide.status == "no_change" and wide.lo < 1 < wide.hi
+    # a real 3x change survives it
+    assert sig.from_rounds([[3 * x for x in a]], [b], process_sd=spread).status == "faster"
+    assert sig.process_spread([[[1.0] * 5]]) is None
