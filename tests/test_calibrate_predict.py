@@ -10,7 +10,7 @@ import pytest
 from whichdevice.analysis import deviceprofile
 from whichdevice.analysis.calibration import profile_from_record
 from whichdevice.analysis import errormodel
-from whichdevice.analysis.prediction import reference_points
+from whichdevice.analysis.prediction import description_from_metrics, reference_points
 from whichdevice.core import stats
 from whichdevice.core.errors import UsageError
 from whichdevice.core.records import CaseResult
@@ -240,3 +240,27 @@ def test_real_calibrate_then_predict_on_the_cpu(tmp_path, capsys):
     for r in rep.rows:
         assert r.cpu_s > 0 and r.kernels > 50 and r.gpu.step.low <= r.gpu.step.mid <= r.gpu.step.high
     assert Path(js.with_suffix(".png")).exists()
+
+
+def test_gpu_would_help_on_the_reference_calls_winners_only_outside_the_band(h100_probe):
+    # What `predict --framework torch` would say on the H100 machine itself: its measured CPU steps,
+    # the torch op lists, the shipped profile and error model; judged against its measured GPU steps.
+    from whichdevice.analysis.prediction import TOO_CLOSE, gpu_would_help, measure_command
+
+    ops = json.loads((DATA / "h100_mlp_torch_ops.json").read_text())["batches"]
+    rows = {int(r["batch"]): r for r in h100_probe["mlp"]}
+    described = {b: description_from_metrics(ops[str(b)], b) for b in rows}
+    cpu = {b: (r["cpu_step_s"],) * 3 for b, r in rows.items()}  # medians only in the reference
+    answers = gpu_would_help("torch", cpu, described, deviceprofile.load("h100"), errormodel.shipped())
+    assert [a.batch for a in answers] == sorted(rows)
+    called = 0
+    for a in answers:
+        assert a.band.low < a.band.mid < a.band.high  # never a zero-width band
+        assert a.gpu.dominant == "host overhead"  # the MLP on the H100: Python per step, not kernels
+        measured = "CPU" if rows[a.batch]["cpu_step_s"] <= rows[a.batch]["cuda_step_s"] else "GPU"
+        if a.winner != TOO_CLOSE:
+            called += 1
+            assert a.winner == measured, a.batch
+    assert called >= 5
+    close = [a.batch for a in answers if a.winner == TOO_CLOSE]
+    assert measure_command("torch", close).startswith("whichdevice train --framework torch --batches ")

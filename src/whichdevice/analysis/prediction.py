@@ -120,28 +120,31 @@ def gpu_would_help(
     errors: errormodel.ErrorModel | None,
     *,
     steps_per_execution: int = 1,
+    copy_input: bool = False,
 ) -> list[GpuAnswer]:
     """Would a GPU help? Pure: per batch, the measured CPU step ``(median, q1, q3)`` beside
     the GPU step predicted on ``profile`` from the traced op list, with its calibrated band,
     and the winner only when the two do not overlap.
 
     The per-step host overhead is measured from ``cpu_steps`` (``host_overhead``) and added
-    to every batch's GPU host time; ``errors`` (``errormodel.shipped()``) calibrates the band
-    (None: the model's own band only — narrower than the truth, say so)."""
+    to every batch's GPU host time. The batch is taken to be on the GPU already, as the CPU
+    steps were measured (``copy_input``: copied from host every step instead). ``errors``
+    (``errormodel.shipped()``) calibrates the band (None: the model's own band only —
+    narrower than the truth, say so)."""
     gpu_costs = profile.gpu
     if gpu_costs is None:
         raise ValueError("the profile has no GPU")
-    cpu_pred = {
-        b: costmodel.predict(w.model_copy(update={"input_bytes": 0.0}), profile.cpu, profile.dispatch_mode).step
-        for b, w in described.items()
-    }
-    overhead = host_overhead(
-        {b: v[0] for b, v in cpu_steps.items()}, {b: p.mid for b, p in cpu_pred.items() if p is not None}
-    )
+    compute = {b: cpu_compute_s(w, profile) for b, w in described.items()}
+    overhead = host_overhead({b: v[0] for b, v in cpu_steps.items()}, compute)
     fw = framework_key(framework)
     out = []
     for b in sorted(described):
-        work = described[b].model_copy(update={"host_overhead_s": overhead, "steps_per_execution": steps_per_execution})
+        work = with_host_overhead(described[b], overhead, profile).model_copy(
+            update={
+                "steps_per_execution": steps_per_execution,
+                "input_bytes": described[b].input_bytes if copy_input else 0.0,
+            }
+        )
         pred = costmodel.predict(work, gpu_costs, profile.dispatch_mode)
         band = None
         if pred.step is not None:
@@ -201,6 +204,14 @@ def predict_report(
         cannot = cannot or r.gpu.cannot_predict
         assumptions += [a for a in r.gpu.assumptions if a not in assumptions]
         extrapolated += [e for e in r.gpu.extrapolated if e not in extrapolated]
+    h2d = profile.gpu.h2d if profile.gpu is not None else []
+    if rows and h2d and described:
+        big = max(described.values(), key=lambda w: w.input_bytes)
+        copy, _ = costmodel.transfer_time(h2d, big.input_bytes)
+        assumptions.append(
+            f"the batch is already on the GPU, as the CPU step was measured; copying it from host memory every "
+            f"step would add about {copy.mid * 1e3:.3f} ms at batch {big.batch} (prefetch it to the GPU to avoid that)"
+        )
     if rows:
         assumptions.append(
             "per-step host overhead (Python, the training loop) measured on this machine's CPU at the "
