@@ -17,7 +17,6 @@ from whichdevice.analysis.fixes import FixResult, ab_fixes
 from whichdevice.analysis.significance import Claim, from_samples
 from whichdevice.analysis.suite import SuiteVerdict
 from whichdevice.core.records import CaseResult, RunRecord
-from whichdevice.core.stats import NOISY_REL_IQR
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.present import names
 from whichdevice.present.claims import ratio_text
@@ -373,50 +372,56 @@ def _crossover_words(c, unit: str, gpu: str) -> str:
 # ------------------------------------------------------------------ warnings, one line per kind
 
 
-def aggregate_warnings(record: RunRecord) -> list[WarningGroup]:
-    """The measurement warnings (analysis/quality.py) grouped by kind, with a count."""
-    steps, spread, overhead = [], [], []
-    for r in record.results:
-        t = r.timing
-        if t is None:
-            continue
-        name = names.workload_name(r.spec.params, r.spec.workload)
-        if len(t.samples_s) >= 2 and t.rel_iqr > NOISY_REL_IQR:
-            (steps if quality._is_step_series(t) else spread).append(f"{r.spec.device} {name}: {t.rel_iqr:.0%}")
-        per_call = t.overhead_s / t.number_per_sample
-        if t.median_s > 0 and per_call / t.median_s > quality.OVERHEAD_WARN_FRACTION:
-            overhead.append(f"{r.spec.device} {name}: {per_call / t.median_s:.0%} of each call")
+# (phrase in analysis/quality.py's warning, kind, the group's line: what it means, what to do)
+_WARNING_KINDS = (
+    (
+        "did not converge",
+        "not_converged",
+        "point{s} did not settle (the median's 95 % interval stayed wider than ±5 %): the machine was busy — "
+        "close other programs, or raise --budget",
+    ),
+    (
+        "individual steps vary",
+        "uneven_steps",
+        "run{s} with uneven steps (spread > 10 %; the median holds): slow steps point at input stalls, garbage "
+        "collection or another busy process",
+    ),
+    (
+        "the spread is",
+        "noisy",
+        "point{s} noisy (spread > 10 % of the median): the machine was busy or the point is short — close other "
+        "programs, or raise --budget",
+    ),
+    (
+        "timer+sync cost",
+        "overhead",
+        "point{s} so short that the timer itself is > 5 % of the call: an upper bound only",
+    ),
+)
+
+
+def aggregate_warnings(record: RunRecord, warnings: list[str] | None = None) -> list[WarningGroup]:
+    """The measurement warnings (analysis/quality.py) grouped by kind, with a count; each item
+    names its point for people. A warning of a kind not listed here is kept, as 'other'."""
+    warnings = quality.timing_warnings(record) if warnings is None else warnings
+    labels = {quality._label(r.spec) + ": ": r for r in record.results}
+    items: dict[str, list[str]] = {}
+    for w in warnings:
+        label = next((lab for lab in labels if w.startswith(lab)), None)
+        rest = w[len(label) :] if label else w
+        kind = next((k for phrase, k, _ in _WARNING_KINDS if phrase in rest), "other")
+        if label:
+            r = labels[label]
+            rest = f"{r.spec.device} {names.workload_name(r.spec.params, r.spec.workload)}: {rest}"
+        items.setdefault(kind, []).append(rest)
     out = []
-    if spread:
-        out.append(
-            WarningGroup(
-                "noisy",
-                len(spread),
-                f"point{'s' if len(spread) > 1 else ''} noisy (spread > {NOISY_REL_IQR:.0%} of the median): the "
-                "machine was busy or the point is short — close other programs, or raise --budget",
-                spread,
-            )
-        )
-    if steps:
-        out.append(
-            WarningGroup(
-                "uneven_steps",
-                len(steps),
-                f"run{'s' if len(steps) > 1 else ''} with uneven steps (spread > {NOISY_REL_IQR:.0%}; the median "
-                "holds): slow steps point at input stalls, garbage collection or another busy process",
-                steps,
-            )
-        )
-    if overhead:
-        out.append(
-            WarningGroup(
-                "overhead",
-                len(overhead),
-                f"point{'s' if len(overhead) > 1 else ''} so short that the timer itself is > "
-                f"{quality.OVERHEAD_WARN_FRACTION:.0%} of the call: an upper bound only",
-                overhead,
-            )
-        )
+    for _, kind, text in _WARNING_KINDS:
+        if kind in items:
+            n = len(items[kind])
+            out.append(WarningGroup(kind, n, text.format(s="s" if n > 1 else ""), items[kind]))
+    if "other" in items:
+        n = len(items["other"])
+        out.append(WarningGroup("other", n, f"other warning{'s' if n > 1 else ''}", items["other"]))
     return out
 
 

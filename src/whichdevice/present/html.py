@@ -70,15 +70,9 @@ def render_html(
     grouped by kind in a collapsible list; a glossary and the sources close the page."""
     from whichdevice.present import names
 
-    from whichdevice.analysis.quality import timing_warnings
     from whichdevice.present.firstscreen import aggregate_warnings
 
-    timing = set(timing_warnings(record))
-    groups = (
-        [{"count": g.count, "text": g.text, "items": g.items} for g in aggregate_warnings(record)]
-        if any(w in timing for w in warnings or [])
-        else []
-    )
+    groups = [{"count": g.count, "text": g.text, "items": g.items} for g in aggregate_warnings(record, warnings or [])]
     sources = sorted({s.source for s in sections if s.source})
     footnote = {k: i for i, k in enumerate(sources, 1)}
     view = [
@@ -110,7 +104,7 @@ def render_html(
         failures=failures or [],
         first=_first_view(first),
         warning_groups=groups,
-        other_warnings=[w for w in warnings or [] if w not in timing],
+        other_warnings=[],
         glossary=sorted(names.GLOSSARY.items(), key=lambda kv: kv[0].lower()) if first is not None else [],
         sources=[names.source_note(k) for k in sources],
     )

@@ -77,20 +77,18 @@ def render_sweep_table(console: Console, table: Table, x_label: str, rate_unit: 
 def render_notes(console: Console, record: RunRecord, warnings: list[str], failures: list[str]) -> None:
     """Notes and failures one by one; the measurement warnings one line per kind with a count
     (issue 17: `train --quick` printed 24 of them), any other warning as it is."""
-    from whichdevice.analysis.quality import timing_warnings
     from whichdevice.present.firstscreen import aggregate_warnings
 
     for n in record.notes:
         console.print(f"[yellow]Note:[/yellow] {escape(n)}")
     for f in failures:
         console.print(f"[red]Failed:[/red] {escape(f)}")
-    timing = set(timing_warnings(record))
-    if any(w in timing for w in warnings):
-        for g in aggregate_warnings(record):
+    for g in aggregate_warnings(record, warnings):
+        if g.kind == "other":
+            for w in g.items:
+                console.print(f"[yellow]Warning:[/yellow] {escape(w)}")
+        else:
             console.print(f"[yellow]Warning:[/yellow] {g.count} {escape(g.text)}")
-    for w in warnings:
-        if w not in timing:
-            console.print(f"[yellow]Warning:[/yellow] {escape(w)}")
 
 
 # ---------------- whichdevice train ----------------
