@@ -51,6 +51,17 @@ def why_not_measured(order: int, record: RunRecord) -> str | None:
     return None
 
 
+# Where a fix changes the results, not only the speed (issue 17, item 6).
+_CAVEATS = {
+    1: "a larger batch changes the optimisation: scale the learning rate with the batch (linear rule, with a "
+    "warm-up) and check validation accuracy; fewer updates per epoch can need more epochs",
+    6: "callbacks, logging and the progress bar run once per N steps, not every step",
+    7: "every new input shape compiles again; check the results match (XLA may reorder float math)",
+    9: "keep the output layer float32; model.fit scales the loss, a custom loop needs "
+    "keras.optimizers.LossScaleOptimizer; check accuracy",
+}
+
+
 def fix_grid(v: SuiteVerdict, *, with_how: bool = True, record: RunRecord | None = None) -> Grid:
     """Every fix the suite measures (the articles' list, then steps_per_execution, XLA, syncing
     and mixed precision), each measured or saying why not."""
@@ -63,7 +74,8 @@ def fix_grid(v: SuiteVerdict, *, with_how: bool = True, record: RunRecord | None
             note = why_not_measured(rec.order, record) or note
         detail = "\n".join(rec.results + ([note] if with_how and note else [])) if rec.results else note
         row = [GridCell(f"{rec.order}. {rec.name}"), status, GridCell(names.plain(detail))]
-        rows.append(row + [GridCell(rec.advice, "dim")] if with_how else row)
+        how = rec.advice + (f"\nCaveat: {_CAVEATS[rec.order]}" if rec.order in _CAVEATS else "")
+        rows.append(row + [GridCell(how, "dim")] if with_how else row)
     headers = ["fix", "status", "measured effect"] + (["how"] if with_how else [])
     return Grid(
         "Every fix, measured on the same workload",
