@@ -57,7 +57,7 @@ import time
 import traceback
 from pathlib import Path
 
-from whichdevice.audit import tf_hooks
+from whichdevice.audit import tf_hooks, torch_hooks
 from whichdevice.audit.tf_hooks import short_device
 
 AUDIT_STATE_VERSION = 1
@@ -70,6 +70,7 @@ MAX_READS = 50_000  # beyond this, reads are counted but not snapshotted (memory
 MAX_INTERVALS = 50_000
 MAX_RERUNS = 8  # distinct (function, device) pairs re-measured after the script
 RERUN_MIN_TIME_S = 0.2  # steady seconds per re-measured pair (timing.TimingPolicy.min_time_s)
+RERUN_BUDGET_S = 3.0  # seconds of interleaved rounds per compared pair (at least interleave.MIN_ROUNDS)
 
 # Ops whose effect reaches outside TensorFlow: a graph holding one is not re-run.
 UNSAFE_OPS = frozenset(
@@ -128,7 +129,32 @@ class State:
             "last_gpu_work": 0,
             "last_sync": 0,
             "cpu_ops_in_gpu_block": 0,
+            "host_inputs": 0,
+            "user_syncs": 0,  # host reads made by the script's own code (.numpy(), float(t), .item())  # tf.function calls given NumPy / Python values (converted per call)
+            "vars_other_device": 0,  # variables made in a block of one device kind, used in another
+            "iterators": 0,
+            # Seconds of set-up, by kind (float counters): calls that traced or set up a graph,
+            # Session creation, variable initialization, iterator start-up and first batch.
+            "setup_trace_s": 0.0,
+            "setup_session_s": 0.0,
+            "setup_init_s": 0.0,
+            "setup_iter_s": 0.0,
+            # PyTorch (torch_hooks.py)
+            "last_work": 0,
+            "pageable_h2d": 0,
+            "pageable_moves": 0,
+            "setup_first_step_s": 0.0,
+            "setup_loader_s": 0.0,
+            "loader_wait_s": 0.0,  # seconds the script's loop waited for DataLoader batches
         }
+        self.framework = "tensorflow"
+        self.torch_installed = False
+        self.torch_mode = None
+        self.torch_first: set[int] = set()
+        self.torch_last: dict[str, tuple] = {}  # "id(module)@device" -> (module, args, grad enabled)
+        self.torch_calls: list[tuple[int, str]] = []  # (seq, key) of every top-level module call
+        self.loaders: list[dict] = []
+        self.cuda_probe: dict | None = None
         self.ops_by_device: dict[str, int] = {}
         self.placed_by_device: dict[str, int] = {}
         self.placed_cpu_in_gpu_block: dict[str, int] = {}  # op type -> count (placer log)
@@ -141,6 +167,9 @@ class State:
         self.block_calls: dict[int, dict[int, int]] = {}  # block id -> fn id -> calls
         self.last_args: dict[tuple[int, int], tuple] = {}  # (block, fn) -> (fn, args, kwargs)
         self.seen_kernels: set[tuple[str, str]] = set()
+        self.var_kind: dict[int, str] = {}  # id(variable handle) -> device kind of the block it was made in
+        self.var_handles: list = []
+        self.var_seen: set[tuple[int, int]] = set()
         self.instantiated: set[tuple] = set()
         self.tf_installed = False
         self.physical: dict[str, int] = {}
@@ -152,6 +181,7 @@ class State:
         self.timed_out = False
         self.hang_line: dict | None = None
         self.reruns: list[dict] = []
+        self.interleaved: list[dict] = []  # one entry per compared pair: rounds of A and B, or why not
         self.rerun_skipped: list[dict] = []
         self.started = _orig_perf()
         self.script_s: float | None = None
@@ -183,6 +213,11 @@ class State:
                 "version": AUDIT_STATE_VERSION,
                 "script": self.script,
                 "tf_installed": self.tf_installed,
+                "framework": self.framework,
+                "torch_installed": self.torch_installed,
+                "loaders": list(self.loaders),
+                "cuda_probe": self.cuda_probe,
+                "torch_calls": list(self.torch_calls),
                 "physical_devices": self.physical,
                 "soft_placement": self.soft_placement,
                 "placement_log": self.placement_log,
@@ -199,6 +234,7 @@ class State:
                 "timed_out": self.timed_out,
                 "hang_line": self.hang_line,
                 "reruns": list(self.reruns),
+                "interleaved": list(self.interleaved),
                 "rerun_skipped": list(self.rerun_skipped),
                 "script_s": self.script_s,
             }
@@ -298,80 +334,244 @@ def _iterator_like(x) -> bool:
     return "Iterator" in name or "Dataset" in name or hasattr(x, "__next__")
 
 
+def _fresh_args(args: tuple, kwargs: dict) -> tuple[tuple, dict] | str:
+    """The last call's arguments, with a tf.data iterator replaced by a fresh endless one over the
+    same dataset (the script's own iterator is never touched); a reason string when that is impossible."""
+
+    def fresh(x):
+        if not _iterator_like(x):
+            return x
+        ds = getattr(x, "_dataset", None)
+        if ds is None or not hasattr(ds, "repeat"):
+            raise ValueError("an argument is a data iterator whose dataset is not reachable")
+        return iter(ds.repeat())
+
+    try:
+        return tuple(fresh(a) for a in args), {k: fresh(v) for k, v in kwargs.items()}
+    except ValueError as e:
+        return str(e)
+
+
+def _side_work(st: State, block_ids: list[int]) -> tuple[list[tuple], str | None]:
+    """(fn, args, kwargs, device, calls) for every tf.function called at top level in these blocks."""
+    work: list[tuple] = []
+    for bid in block_ids:
+        for fid, n in (st.block_calls.get(bid) or {}).items():
+            fn, args, kwargs = st.last_args[(bid, fid)]
+            name = st.functions[fid]["name"]
+            fresh = _fresh_args(args, kwargs)
+            if isinstance(fresh, str):
+                return [], f"{name}: {fresh}"
+            try:
+                cf = fn.get_concrete_function(*fresh[0], **fresh[1])
+                unsafe = sorted(_graph_op_types(cf) & UNSAFE_OPS)
+            except Exception as e:
+                return [], f"{name}: its graph could not be inspected ({type(e).__name__})"
+            if unsafe:
+                return [], f"{name}: its graph has side effects outside TensorFlow ({', '.join(unsafe)})"
+            work.append((fid, fn, fresh[0], fresh[1], st.blocks[bid]["requested"], n))
+    if not work:
+        return [], (
+            "the timed work calls no tf.function (eager ops or a tf.compat.v1 session); only traced functions are "
+            "re-run, because their graph is the whole work and calling it again touches nothing outside TensorFlow"
+        )
+    return work, None
+
+
 def rerun(deadline: float) -> None:
-    """Steady re-measurement of each (function, requested device) the script called in a block."""
+    """Interleaved steady re-measurement of every compared pair (A = CPU-asked, B = GPU-asked).
+
+    Each side is the tf.functions its blocks called, with the arguments of their last call,
+    under the block's device request; one side's block time is Σ calls × (time of k calls, device
+    synchronized) / k. Rounds alternate A and B in a random order (``audit/interleave.py``)."""
     st = STATE
-    if not st.tf_installed or not st.last_args:
+    if not st.tf_installed:
         return
     import tensorflow as tf
 
-    from whichdevice.core.timing import TimingPolicy, measure
+    from whichdevice.audit import interleave, rules
 
-    def sync(_=None):
-        tf.test.experimental.sync_devices()
-
+    state = st.to_json()
+    pairs = rules.comparisons(rules.build_measurements(state))
     done: dict[tuple, int] = {}
-    for (bid, fid), (fn, args, kwargs) in list(st.last_args.items()):
-        block = st.blocks[bid]
-        name = st.functions[fid]["name"]
-        key = (fid, block["requested"])
-        base = {"block": bid, "function": name, "function_id": fid, "requested": block["requested"]}
+    for a, b in pairs:
+        base = {"a": a.id, "b": b.id}
+        key = (tuple(a.blocks), tuple(b.blocks))
         if key in done:
-            st.reruns.append({**base, "same_as": done[key]})
+            st.interleaved.append({**base, "same_as": done[key]})
             continue
-        flat = list(args) + list(kwargs.values())
-        if any(_iterator_like(x) for x in flat):
-            st.rerun_skipped.append(
-                {**base, "reason": "an argument is a data iterator: calling again would consume it"}
-            )
-            continue
-        try:
-            cf = fn.get_concrete_function(*args, **kwargs)
-            unsafe = sorted(_graph_op_types(cf) & UNSAFE_OPS)
-        except Exception as e:
-            st.rerun_skipped.append({**base, "reason": f"its graph could not be inspected ({type(e).__name__})"})
-            continue
-        if unsafe:
-            st.rerun_skipped.append(
-                {**base, "reason": f"its graph has side effects outside TensorFlow ({', '.join(unsafe)})"}
-            )
+        wa, why_a = _side_work(st, a.blocks)
+        wb, why_b = _side_work(st, b.blocks)
+        if why_a or why_b:
+            st.interleaved.append({**base, "skipped": why_a or why_b})
             continue
         if len(done) >= MAX_RERUNS:
-            st.rerun_skipped.append(
-                {**base, "reason": f"more than {MAX_RERUNS} functions x devices; the first {MAX_RERUNS} were re-run"}
-            )
+            st.interleaved.append({**base, "skipped": f"more than {MAX_RERUNS} compared pairs; the first were re-run"})
             continue
         left = deadline - _orig_mono()
-        if left < 4 * RERUN_MIN_TIME_S:
-            st.rerun_skipped.append({**base, "reason": "no time left before --timeout"})
+        if left < 10 * RERUN_MIN_TIME_S:
+            st.interleaved.append({**base, "skipped": "no time left before --timeout"})
             continue
-        policy = TimingPolicy(min_time_s=RERUN_MIN_TIME_S, max_time_s=min(5.0, left / 4), telemetry_period_s=None)
-        device = block["requested"]
         try:
-
-            def call():
-                with tf.device(device):
-                    return fn(*args, **kwargs)
-
-            raw = measure(call, sync=sync, policy=policy)
-            out = call()
-            leaves = [x for x in tf.nest.flatten(out) if hasattr(x, "device")]
-            ran_on = short_device(leaves[0].device) if leaves else ""
+            rounds, per_call = _interleave(tf, interleave, wa, wb, budget_s=min(RERUN_BUDGET_S, left / 4))
         except Exception as e:
-            st.rerun_skipped.append({**base, "reason": f"re-running raised {type(e).__name__}: {str(e).strip()[:200]}"})
+            st.interleaved.append({**base, "skipped": f"re-running raised {type(e).__name__}: {str(e).strip()[:200]}"})
             continue
-        done[key] = len(st.reruns)
-        st.reruns.append(
-            {
-                **base,
-                "ran_on": ran_on,
-                "first_call_s": raw.first_call_s,
-                "warmup_s": list(raw.warmup_s),
-                "samples_s": list(raw.samples_s),
-                "number_per_sample": raw.number_per_sample,
-                "overhead_s": raw.overhead_s,
-            }
+        done[key] = len(st.interleaved)
+        st.interleaved.append({**base, "rounds": rounds, "functions": per_call})
+
+
+def _torch_side(st: State, m) -> tuple[list[tuple], str | None]:
+    """(key, module, args, grad, calls) for the top-level module calls inside measurement ``m``."""
+    counts: dict[str, int] = {}
+    for seq, key in st.torch_calls:
+        if m.start_seq < seq < m.end_seq:
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return (
+            [],
+            "the timed work calls no nn.Module (only module calls are re-run: a forward pass with its last inputs)",
         )
+    return [(key, *st.torch_last[key], n) for key, n in counts.items()], None
+
+
+def rerun_torch(deadline: float) -> None:
+    """Interleaved re-run of each compared pair's forward passes (PyTorch): each side's top-level
+    module calls with their last inputs and grad mode, device synchronized; the backward pass and
+    the optimizer are the script's and are not replayed (said in the correction's note)."""
+    st = STATE
+    import torch
+
+    from whichdevice.audit import interleave, rules
+
+    state = st.to_json()
+    pairs = rules.comparisons(rules.build_measurements(state))
+    gpu = bool(st.physical.get("GPU"))
+
+    def sync():
+        if gpu:
+            torch.cuda.synchronize()
+
+    done: dict[tuple, int] = {}
+    for n, (a, b) in enumerate(pairs):
+        base = {"a": a.id, "b": b.id}
+        wa, why_a = _torch_side(st, a)
+        wb, why_b = _torch_side(st, b)
+        key = (tuple((w[0], w[4]) for w in wa), tuple((w[0], w[4]) for w in wb))
+        if not (why_a or why_b) and key in done:
+            st.interleaved.append({**base, "same_as": done[key]})
+            continue
+        n = len(done)
+        left = deadline - _orig_mono()
+        if why_a or why_b or n >= MAX_RERUNS or left < 10 * RERUN_MIN_TIME_S:
+            reason = why_a or why_b or ("no time left before --timeout" if n < MAX_RERUNS else "too many pairs")
+            st.interleaved.append({**base, "skipped": reason})
+            continue
+
+        def call_k(item, k):
+            _, module, args, grad, _ = item
+            with torch.set_grad_enabled(grad):
+                for _ in range(k):
+                    module(*args)
+            sync()
+
+        ks: dict[int, int] = {}
+        for item in wa + wb:
+            call_k(item, 1)
+            t0 = _orig_perf()
+            call_k(item, 1)
+            ks[id(item)] = max(1, min(1000, int(0.01 / max(_orig_perf() - t0, 1e-6)) + 1))
+        samples: dict[int, list[float]] = {id(i): [] for i in wa + wb}
+
+        def side(work):
+            def timed() -> float:
+                total = 0.0
+                for item in work:
+                    k = ks[id(item)]
+                    t0 = _orig_perf()
+                    call_k(item, k)
+                    per = (_orig_perf() - t0) / k
+                    samples[id(item)].append(per)
+                    total += item[4] * per
+                return total
+
+            return timed
+
+        try:
+            rounds = interleave.run_rounds(side(wa), side(wb), budget_s=min(RERUN_BUDGET_S, left / 4), clock=_orig_perf)
+        except Exception as e:
+            st.interleaved.append({**base, "skipped": f"re-running raised {type(e).__name__}: {str(e).strip()[:200]}"})
+            continue
+        per_call = [
+            {
+                "side": "a" if any(item is w for w in wa) else "b",
+                "function": type(item[1]).__name__ + ".forward",
+                "requested": None,
+                "ran_on": item[0].split("@", 1)[1],
+                "calls_in_block": item[4],
+                "number_per_sample": ks[id(item)],
+                "samples_s": samples[id(item)],
+            }
+            for item in wa + wb
+        ]
+        done[key] = len(st.interleaved)
+        st.interleaved.append({**base, "rounds": rounds, "functions": per_call})
+
+
+def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: float):
+    def sync():
+        tf.test.experimental.sync_devices()
+
+    def call_k(item, k):
+        _, fn, args, kwargs, device, _ = item
+        out = None
+        with tf.device(device):
+            for _ in range(k):
+                out = fn(*args, **kwargs)
+        sync()
+        return out
+
+    # Warm-up (trace / instantiate on each device), then size k so one timed chunk is ≥ 10 ms.
+    ks: dict[int, int] = {}
+    ran: dict[int, str] = {}
+    for item in wa + wb:
+        out = call_k(item, 1)
+        t0 = _orig_perf()
+        call_k(item, 1)
+        one = max(_orig_perf() - t0, 1e-6)
+        ks[id(item)] = max(1, min(1000, int(0.01 / one) + 1))
+        leaves = [x for x in tf.nest.flatten(out) if hasattr(x, "device")]
+        ran[id(item)] = short_device(leaves[0].device) if leaves else ""
+    samples: dict[int, list[float]] = {id(i): [] for i in wa + wb}
+
+    def side(work):
+        def timed() -> float:
+            total = 0.0
+            for item in work:
+                k = ks[id(item)]
+                t0 = _orig_perf()
+                call_k(item, k)
+                per = (_orig_perf() - t0) / k
+                samples[id(item)].append(per)
+                total += item[5] * per
+            return total
+
+        return timed
+
+    rounds = interleave.run_rounds(side(wa), side(wb), budget_s=budget_s, clock=_orig_perf)
+    per_call = [
+        {
+            "side": "a" if any(item is w for w in wa) else "b",
+            "function": STATE.functions[item[0]]["name"],
+            "requested": item[4],
+            "ran_on": ran[id(item)],
+            "calls_in_block": item[5],
+            "number_per_sample": ks[id(item)],
+            "samples_s": samples[id(item)],
+        }
+        for item in wa + wb
+    ]
+    return rounds, per_call
 
 
 # ---------------------------------------------------------------- main
@@ -445,6 +645,7 @@ def main(argv: list[str]) -> int:
     time.perf_counter = _clock(_orig_perf, "time.perf_counter")
     time.monotonic = _clock(_orig_mono, "time.monotonic")
     sys.meta_path.insert(0, tf_hooks.TFHookFinder(STATE))
+    sys.meta_path.insert(0, torch_hooks.TorchHookFinder(STATE))
     if "tensorflow" in sys.modules:  # only when something imported it already (never by us)
         tf_hooks.install(sys.modules["tensorflow"], STATE)
 
@@ -474,10 +675,14 @@ def main(argv: list[str]) -> int:
     except Exception:
         pass
     tf_hooks.stop_placement_log(STATE)
+    torch_hooks.uninstall(STATE)
     time.time, time.perf_counter, time.monotonic = _orig_time, _orig_perf, _orig_mono
     try:
         if not job.get("no_rerun"):
-            rerun(deadline)
+            if STATE.torch_installed:
+                rerun_torch(deadline)
+            else:
+                rerun(deadline)
     except Exception as e:  # never lose the audit to a failed re-measurement
         STATE.rerun_skipped.append(
             {

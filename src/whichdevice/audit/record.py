@@ -81,6 +81,17 @@ class Measurement(_Model):
     h2d: int
     d2h: int
     unsynced_gpu_end: bool = Field(description="GPU work was queued after the last host read before the end")
+    setup_s: dict[str, float] = Field(
+        default_factory=dict,
+        description="seconds of set-up inside the interval, by kind (trace, session, init, iter...)",
+    )
+    host_inputs: int = Field(default=0, description="calls given NumPy / Python values (converted at every call)")
+    user_syncs: int = Field(default=0, description="host reads made by the script's own code")
+    vars_other_device: int = Field(default=0, description="variables made in another device kind's block, used here")
+    loader_wait_s: float = Field(default=0.0, description="seconds the loop waited for DataLoader batches")
+    framework: str = "tensorflow"
+    start_seq: int = Field(default=0, description="event counter at the two clock reads (orders the events)")
+    end_seq: int = 0
     series: str = Field(description="line:kind — measurements of one series share it")
     index_in_series: int
     series_len: int
@@ -107,7 +118,11 @@ class Rerun(_Model):
 
 
 class Correction(_Model):
-    """A compared pair (CPU-kind measurement ``a``, GPU-kind ``b``) and what re-running showed."""
+    """A compared pair (CPU-kind measurement ``a``, GPU-kind ``b``) and what re-running showed.
+
+    The re-run is interleaved: rounds of A and B in the same process, their order drawn at
+    random per round; ``real_ratio`` is the median of the per-round ratios B/A and
+    ``real_ratio_low``/``_high`` the distribution-free 95 % interval of that median."""
 
     a: int
     b: int
@@ -120,6 +135,8 @@ class Correction(_Model):
     reruns: list[Rerun] = Field(default_factory=list)
     note: str = ""
     rerun_ok: bool = False
+    round_ratios: list[float] = Field(default_factory=list, description="B/A of each interleaved round")
+    significant: bool | None = Field(default=None, description="interval excludes 1 and the noise threshold")
 
 
 class AuditRecord(_Model):
@@ -139,6 +156,9 @@ class AuditRecord(_Model):
     wall_s: float = Field(description="the whole child: interpreter start, script, re-measurement")
     script_s: float | None = Field(description="the script alone, inside the child")
     tensorflow_seen: bool
+    framework: str = Field(default="tensorflow", description="tensorflow or torch: the hooks that watched the script")
+    loaders: list[dict[str, Any]] = Field(default_factory=list, description="DataLoaders the script built")
+    cuda_probe: dict[str, Any] | None = Field(default=None, description="the script's torch.cuda.is_available()")
     physical_devices: dict[str, int]
     soft_placement: bool | None
     placement_log: bool

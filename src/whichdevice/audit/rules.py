@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from whichdevice.core import stats
+from whichdevice.audit.interleave import summarize
 from whichdevice.audit.record import Block, Correction, Finding, Measurement, Rerun
 from whichdevice.core.units import seconds
 from whichdevice.core.records import Timing
@@ -37,7 +37,36 @@ SETUP_EVENTS_MIN = 3
 # Two compared measurements "paid different one-time costs" when their traces, graph
 # instantiations or XLA compiles differ, or when one used this many more op kernels for
 # the first time (each first use builds a kernel; a handful is noise-level).
-NEW_KERNELS_DIFF = 10
+NEW_KERNELS_DIFF = 3  # = SETUP_EVENTS_MIN (was 10, which missed seed 000's 9 first-used kernels)
+# Set-up inside a timed interval is reported when it took at least this share of the interval:
+# 5 %, the share at which xprof calls a step "moderately input-bound" and the torch profiler's
+# TensorBoard plugin flags DataLoader time (ANCHORS.md).
+SETUP_SHARE_MIN = 0.05
+# Latent GPU traps (host inputs converted per call, host reads per step) need a loop: at least
+# this many calls in the interval, and one such event for every second call or more.
+PER_STEP_MIN_CALLS = 5
+# A corrected ratio is "significant" when its interval excludes 1 and it is further from 1 than
+# this: 10 %, the spread torch.utils.benchmark treats as noise (ANCHORS.md). Replaced by
+# analysis.significance once it exists (issue #16).
+NOISE_THRESHOLD = 0.10
+# Cost of one host read round trip vs one asynchronous launch, measured on an H100 (PyTorch,
+# tests/data/h100_probe_torch.json, from ../shared/reference/h100-2026-11-22): the GPU wording
+# of the latent findings quotes them; they are never presented as this machine's cost.
+H100_LAUNCH_S = 9.68e-06
+H100_ITEM_ROUNDTRIP_S = 2.22e-05
+H100_SYNC_EACH_S = 1.87e-05
+
+SETUP_KINDS = {
+    "trace": "tf.function tracing / graph set-up (first calls, with their run)",
+    "session": "Session creation",
+    "init": "variable initialization",
+    "iter": "tf.data iterator start-up and first batch",
+    "compile": "torch.compile compilation (first calls)",
+    "first_step": "first step (lazy initialization, allocator growth, cuDNN autotune)",
+    "loader": "DataLoader iterator start-up (worker processes) and first batch",
+}
+_FLOAT_SETUP = {f"setup_{k}_s": k for k in SETUP_KINDS}
+
 # A series shorter than this shows no spread: "measured once". 1: one number is one number.
 ONE_SHOT_MAX = 1
 
@@ -145,6 +174,10 @@ def build_measurements(state: dict) -> list[Measurement]:
         if kept is None or iv["end"] < kept["end"]:
             first_by_start[iv["start"]] = iv
     items = sorted(first_by_start.values(), key=lambda iv: (reads[iv["start"]]["snap"]["seq"], iv["end"]))
+    torch = state.get("framework") == "torch"
+    fallback = torch_fallback(state)
+    script_syncs = _script_mentions_sync(state)
+    calls = state.get("torch_calls") or []
     partial = []
     for i, iv in enumerate(items):
         r0, r1 = reads[iv["start"]], reads[iv["end"]]
@@ -154,12 +187,27 @@ def build_measurements(state: dict) -> list[Measurement]:
         kind = "GPU" if "GPU" in kinds else ("CPU" if "CPU" in kinds else "")
         ran_on = _diff_devices(s0, s1)
         gpu_ran = any(d.startswith("GPU") for d in ran_on)
+        if torch:  # no device blocks in PyTorch: the kind is where the kernels ran
+            kind = "GPU" if gpu_ran else ("CPU" if ran_on else "")
         unsynced = (
             s1.get("last_gpu_work", 0) > s0["seq"]
             and s1.get("last_gpu_work", 0) > s1.get("last_sync", 0)
             and (kind == "GPU" or gpu_ran)
         )
+        if torch and fallback and not unsynced:
+            # The CUDA path fell back to the CPU here: the same loop on a GPU ends unsynchronized when no
+            # host read follows its last kernel and the script never synchronizes anywhere.
+            unsynced = (
+                s1.get("last_work", 0) > s0["seq"]
+                and s1.get("last_work", 0) > s1.get("last_sync", 0)
+                and not script_syncs
+            )
         line = iv.get("line")
+        setup = {}
+        for key, kind_name in _FLOAT_SETUP.items():
+            d = float(s1.get(key, 0.0)) - float(s0.get(key, 0.0))
+            if d > 0:
+                setup[kind_name] = d
         partial.append(
             dict(
                 id=i,
@@ -171,7 +219,12 @@ def build_measurements(state: dict) -> list[Measurement]:
                 blocks=bids,
                 ran_on=ran_on,
                 unsynced_gpu_end=unsynced,
-                series=f"{line}:{kind}",
+                series=f"{line}:{kind}" + (_torch_models(calls, s0["seq"], s1["seq"]) if torch else ""),
+                setup_s=setup,
+                loader_wait_s=float(s1.get("loader_wait_s", 0.0)) - float(s0.get("loader_wait_s", 0.0)),
+                start_seq=s0["seq"],
+                end_seq=s1["seq"],
+                framework=state.get("framework", "tensorflow"),
                 **{
                     k: _diff(s0, s1, k)
                     for k in (
@@ -185,6 +238,9 @@ def build_measurements(state: dict) -> list[Measurement]:
                         "syncs",
                         "h2d",
                         "d2h",
+                        "host_inputs",
+                        "user_syncs",
+                        "vars_other_device",
                     )
                 },
             )
@@ -194,6 +250,28 @@ def build_measurements(state: dict) -> list[Measurement]:
         p["index_in_series"] = counts.get(p["series"], 0)
         counts[p["series"]] = p["index_in_series"] + 1
     return [Measurement(**p, series_len=counts[p["series"]]) for p in partial]
+
+
+def _torch_models(calls: list, s0: int, s1: int) -> str:
+    """':m1' / ':m2' ... : which model objects the interval called (a function timing each device's own
+    model from one line makes one series per model, as TF's blocks do)."""
+    keys = sorted({key.split("@")[0] for seq, key in calls if s0 < seq < s1})
+    return (":" + "+".join(keys)) if keys else ""
+
+
+def torch_fallback(state: dict) -> bool:
+    """A PyTorch script asked torch.cuda.is_available() and was told no: its CUDA path ran on the CPU."""
+    probe = state.get("cuda_probe") or {}
+    return state.get("framework") == "torch" and probe.get("answer") is False
+
+
+def _script_mentions_sync(state: dict) -> bool:
+    try:
+        with open(state.get("script") or "", encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return False
+    return "synchronize(" in text or "block_until_ready" in text
 
 
 def series_of(measurements: list[Measurement]) -> dict[str, list[Measurement]]:
@@ -209,6 +287,13 @@ def comparisons(measurements: list[Measurement]) -> list[tuple[Measurement, Meas
     cpu = [s for s in by.values() if s[0].kind == "CPU"]
     gpu = [s for s in by.values() if s[0].kind == "GPU"]
     pairs = []
+    if measurements and measurements[0].framework == "torch" and not (cpu and gpu):
+        # PyTorch without a GPU here (a "cuda if available else cpu" fallback): the script's series
+        # are compared as it wrote them, the first with the second, the third with the fourth...
+        ordered = [s for s in by.values() if s[0].kind]
+        for sa, sb in zip(ordered[0::2], ordered[1::2]):
+            pairs.extend(zip(sa, sb))
+        return pairs
     for cs, gs in zip(cpu, gpu):
         pairs.extend(zip(cs, gs))
     return pairs
@@ -240,13 +325,87 @@ def _costs(m: Measurement) -> str:
 # ---------------------------------------------------------------- the rules
 
 
+def _ran(d: dict[str, int]) -> str:
+    return ", ".join(f"{n} op{'s' if n != 1 else ''} on {k}" for k, n in sorted(d.items())) or "no op seen"
+
+
+def _gpu_blocks(blocks: list[Block], ids) -> list[Block]:
+    return [blocks[i] for i in ids if i < len(blocks) and blocks[i].requested and "GPU" in blocks[i].requested.upper()]
+
+
 def rule_soft_placed_missing_device(state, blocks, measurements) -> list[Finding]:
-    """A block asked for a device that does not exist; soft placement ran it elsewhere."""
+    """Asked for a GPU, ran on the CPU — decided from what each timed interval ran, not from the block.
+
+    In ``tf.compat.v1`` the ``with tf.device`` block only builds the graph and ``Session.run``
+    happens after it, so the block itself holds no op; the interval holds them all. Blocks
+    that no interval covers are judged by their own ops (the TF2 case of a block timed from
+    outside, or not timed)."""
+    out = []
+    covered: set[int] = set()
+    gpus = int((state.get("physical_devices") or {}).get("GPU", 0))
+    for series in series_of(measurements).values():
+        if series[0].kind != "GPU":
+            continue
+        on_cpu = [m for m in series if m.ran_on and not any(d.startswith("GPU") for d in m.ran_on)]
+        if not on_cpu:
+            continue
+        gblocks = _gpu_blocks(blocks, sorted({b for m in series for b in m.blocks}))
+        missing = any(b.device_exists is False for b in gblocks) or (not gpus and state.get("framework") == "torch")
+        if not missing and gpus:
+            continue  # the GPU exists: ops placed on the CPU are gpu_ops_on_cpu's (placement log)
+        covered.update(b.id for b in gblocks)
+        asked = gblocks[0].requested if gblocks else "a GPU"
+        evidence = "; ".join(
+            f"measurement {m.index_in_series + 1} ({seconds(m.seconds)}): {_ran(m.ran_on)}" for m in on_cpu[:3]
+        ) + (f"; … {len(on_cpu) - 3} more" if len(on_cpu) > 3 else "")
+        where_asked = f"line {gblocks[0].line}: {gblocks[0].text}" if gblocks else _where(series[0])
+        out.append(
+            Finding(
+                rule="soft_placed_missing_device",
+                title="Asked for GPU, ran on CPU",
+                where=f"{_where(series[0])}: {series[0].text} (device asked at {where_asked})",
+                explanation=(
+                    f"{len(on_cpu)} of {len(series)} timings of this 'GPU' series ran no op on a GPU — {evidence}. "
+                    f"{asked!s} does not exist on this machine ({_devices_text(state)}); soft placement ran the work "
+                    "on the CPU, so these are CPU times, whatever the label says."
+                ),
+                fix=(
+                    "Check tf.config.list_logical_devices('GPU') (torch.cuda.is_available()) before timing, or turn "
+                    "soft placement off (tf.config.set_soft_device_placement(False); in tf.compat.v1 "
+                    "ConfigProto(allow_soft_placement=False)) so a missing device raises; label results by where the "
+                    "ops ran (tensor.device)."
+                ),
+                measurements=[m.id for m in series],
+                blocks=[b.id for b in gblocks],
+            )
+        )
+    if torch_fallback(state) and measurements and not gpus:
+        probe = state.get("cuda_probe") or {}
+        by = series_of(measurements)
+        evidence = "; ".join(f"{_where(s[0])}: {_ran(s[0].ran_on)}" for s in list(by.values())[:4] if s[0].ran_on)
+        out.append(
+            Finding(
+                rule="soft_placed_missing_device",
+                title="Asked for GPU, ran on CPU",
+                where=f"line {probe.get('line')}: {probe.get('text', '')}",
+                explanation=(
+                    "the script asked torch.cuda.is_available() and got False (no CUDA device here), so its CUDA path "
+                    f"fell back to the CPU: every kernel of every timing ran on CPU:0 ({evidence}). A series printed "
+                    "as GPU is a CPU time, whatever the label says."
+                ),
+                fix=(
+                    "Run it where torch.cuda.is_available() is True, and label each result by the device its tensors "
+                    "are on (tensor.device), not by the device asked for."
+                ),
+                measurements=[m.id for m in measurements],
+            )
+        )
     by_line: dict[int, list[Block]] = {}
     for b in blocks:
+        if b.id in covered:
+            continue
         if b.device_exists is False and b.error is None and (b.ran_on or b.fn_calls or b.session_runs):
             by_line.setdefault(b.line, []).append(b)
-    out = []
     for line, bs in by_line.items():
         ran = sorted({d for b in bs for d in b.ran_on}) or ["CPU:0"]
         n = f"{len(bs)} blocks" if len(bs) > 1 else "the block"
@@ -254,7 +413,7 @@ def rule_soft_placed_missing_device(state, blocks, measurements) -> list[Finding
         out.append(
             Finding(
                 rule="soft_placed_missing_device",
-                title="The requested device does not exist: the block ran elsewhere",
+                title="Asked for GPU, ran on CPU",
                 where=f"line {line}: {bs[0].text}",
                 explanation=(
                     f"{bs[0].requested!s} does not exist on this machine (TensorFlow sees "
@@ -315,33 +474,47 @@ def rule_different_one_time_costs(state, blocks, measurements) -> list[Finding]:
 
 
 def rule_gpu_timing_without_sync(state, blocks, measurements) -> list[Finding]:
-    """A GPU measurement whose clock was read while GPU work was still queued."""
+    """GPU timings whose clock was read while GPU work was still queued (one finding per series)."""
     out = []
-    for m in measurements:
-        if not m.unsynced_gpu_end:
+    for series in series_of(measurements).values():
+        hit = [m for m in series if m.unsynced_gpu_end]
+        if not hit:
             continue
+        m = hit[0]
         on_gpu = any(d.startswith("GPU") for d in m.ran_on)
-        here = (
-            ""
-            if on_gpu
-            else " On this machine the block ran on the CPU, whose eager ops finish before they "
-            "return, so the number is right here — on a real GPU it would time only the queueing."
+        torch = m.framework == "torch"
+        reads = (
+            "no .item(), no .cpu(), no torch.cuda.synchronize()"
+            if torch
+            else "no .numpy(), no Session.run, no sync_devices"
         )
+        if on_gpu:
+            here = ""
+        elif torch:
+            here = (
+                " Here the CUDA path fell back to the CPU, whose kernels finish before they return, so the number is "
+                "right here; on a GPU this would time only the kernel launches (the script never synchronizes)."
+            )
+        else:
+            here = (
+                " On this machine the block ran on the CPU, whose eager ops finish before they return, so the number "
+                "is right here — on a real GPU it would time only the queueing."
+            )
         out.append(
             Finding(
                 rule="gpu_timing_without_sync",
                 title="GPU timing ends without synchronizing",
                 where=f"{_where(m)}: {m.text}",
                 explanation=(
-                    "the clock was read after GPU work was queued and before anything waited for it (no "
-                    ".numpy(), no Session.run, no sync_devices): GPU ops run asynchronously, so the time "
-                    "is how fast the work was launched, not how fast it ran." + here
+                    f"{len(hit)} of {len(series)} timings of this series read the clock after GPU work was queued and "
+                    f"before anything waited for it ({reads}): GPU work runs asynchronously, so the time is how fast "
+                    "the work was launched, not how fast it ran." + here
                 ),
                 fix=(
-                    "Read a result back (.numpy()) or call tf.test.experimental.sync_devices() right before the "
-                    "second clock read."
+                    "Call torch.cuda.synchronize() (PyTorch) or read a result back (.numpy()) / "
+                    "tf.test.experimental.sync_devices() (TensorFlow) right before the second clock read."
                 ),
-                measurements=[m.id],
+                measurements=[x.id for x in hit],
             )
         )
     return out
@@ -522,6 +695,247 @@ def rule_gpu_label_without_gpu(state, blocks, measurements) -> list[Finding]:
     return out
 
 
+def _setup_text(setup: dict[str, float]) -> str:
+    return ", ".join(f"{SETUP_KINDS.get(k, k)} {seconds(v)}" for k, v in sorted(setup.items(), key=lambda kv: -kv[1]))
+
+
+def rule_setup_inside_timing(state, blocks, measurements) -> list[Finding]:
+    """One-time set-up (traces, Session creation, variable init, iterator start-up, compile,
+    first step) inside a timed interval, with the share of the interval it took."""
+    out = []
+    paired = {m.id: other for a, b in comparisons(measurements) for m, other in ((a, b), (b, a))}
+    for series in series_of(measurements).values():
+        hit = [m for m in series if m.seconds > 0 and sum(m.setup_s.values()) >= SETUP_SHARE_MIN * m.seconds]
+        if not hit:
+            continue
+        parts = []
+        for m in hit[:3]:
+            total = sum(m.setup_s.values())
+            share = min(1.0, total / m.seconds)
+            parts.append(
+                f"measurement {m.index_in_series + 1} ({seconds(m.seconds)}): {seconds(total)} = {share:.0%} "
+                f"set-up ({_setup_text(m.setup_s)})"
+            )
+        if len(hit) > 3:
+            parts.append(f"… {len(hit) - 3} more")
+        compared = ""
+        other = paired.get(hit[0].id)
+        if other is not None:
+            o_total = sum(other.setup_s.values())
+            compared = (
+                f" It is compared with {_where(other)} ({other.kind or 'no device asked'}), whose timing holds "
+                + (f"{o_total / other.seconds:.0%} set-up" if other.seconds > 0 and o_total else "no set-up")
+                + ": the ratio mixes set-up with the work."
+            )
+        out.append(
+            Finding(
+                rule="setup_inside_timing",
+                title="Set-up inside the timing",
+                where=f"{_where(hit[0])}: {hit[0].text}",
+                explanation=(
+                    f"{len(hit)} of {len(series)} timing{'s' if len(series) != 1 else ''} of this series include one-time "
+                    f"set-up (≥ {SETUP_SHARE_MIN:.0%} of the interval): " + "; ".join(parts) + "." + compared
+                ),
+                fix=(
+                    "Do the set-up before the first clock read: create the Session and initialize the variables, build "
+                    "the iterator and take one batch, call the step (or the compiled model) once on each device — then "
+                    "start the clock and time the steady steps only."
+                ),
+                measurements=[m.id for m in hit],
+            )
+        )
+    return out
+
+
+def _no_gpu(state) -> bool:
+    return not (state.get("physical_devices") or {}).get("GPU", 0)
+
+
+def _gpu_side(m: Measurement, state: dict | None = None) -> bool:
+    """The measurement asked for (or ran on) a GPU — or it is PyTorch code whose CUDA path fell back here."""
+    return m.kind == "GPU" or any(d.startswith("GPU") for d in m.ran_on) or bool(state and torch_fallback(state))
+
+
+def _steps(m: Measurement) -> int:
+    return m.fn_calls + m.session_runs
+
+
+def rule_host_inputs_per_call(state, blocks, measurements) -> list[Finding]:
+    """NumPy / Python inputs given to a compiled step at every call: a host->device copy per step on a GPU."""
+    out = []
+    for series in series_of(measurements).values():
+        hit = [
+            m
+            for m in series
+            if _gpu_side(m, state) and _steps(m) >= PER_STEP_MIN_CALLS and 2 * m.host_inputs >= max(1, m.fn_calls)
+        ]
+        if not hit:
+            continue
+        m = hit[0]
+        ran_gpu = any(d.startswith("GPU") for d in m.ran_on)
+        if m.framework == "torch":
+            said = (
+                f"{m.host_inputs} tensors built in host memory were moved with .to()/.cuda() inside this timing "
+                f"({m.fn_calls} steps). "
+                + (
+                    f"{m.h2d} host→device copies ran inside the clock."
+                    if ran_gpu
+                    else "Here the CUDA path fell back to the CPU, so nothing was copied; on a GPU each move would be "
+                    "a host→device copy per step, synchronous from pageable (not pinned) memory."
+                )
+            )
+        elif ran_gpu:
+            said = (
+                f"each of the {m.host_inputs} calls converted host values and copied them to the GPU "
+                f"({m.h2d} host→device copies seen in this timing), inside the clock."
+            )
+        else:
+            said = (
+                f"{m.host_inputs} of the {m.fn_calls} calls in this timing were given NumPy arrays or Python values. "
+                f"Here every op ran on the CPU, so nothing was copied; on a GPU this would convert and copy each input "
+                f"host→device on every call ({m.host_inputs} synchronous copies from pageable memory inside the timing)."
+            )
+        out.append(
+            Finding(
+                rule="host_inputs_per_call",
+                title="Inputs converted from host memory at every call",
+                where=f"{_where(m)}: {m.text}",
+                explanation=said,
+                fix=(
+                    "Convert once before the clock starts (tf.constant / torch.as_tensor(..., device=...)), or feed "
+                    "with tf.data .prefetch / a DataLoader with pin_memory=True and non_blocking copies."
+                ),
+                measurements=[x.id for x in hit],
+            )
+        )
+    return out
+
+
+def rule_host_read_per_step(state, blocks, measurements) -> list[Finding]:
+    """A host read (.numpy(), float(loss), .item(), Session.run) at every step of a GPU timing."""
+    out = []
+    for series in series_of(measurements).values():
+        hit = [
+            m for m in series if _gpu_side(m, state) and m.fn_calls >= PER_STEP_MIN_CALLS and m.user_syncs >= m.fn_calls
+        ]
+        if not hit:
+            continue
+        m = hit[0]
+        ran_gpu = any(d.startswith("GPU") for d in m.ran_on)
+        cost = (
+            f"on an H100 a launch costs ≈ {H100_LAUNCH_S * 1e6:.0f} µs and a launch plus a host read "
+            f"≈ {H100_ITEM_ROUNDTRIP_S * 1e6:.0f} µs (recorded there, PyTorch)"
+        )
+        if ran_gpu:
+            said = (
+                f"{m.user_syncs} host reads for {m.fn_calls} steps: the host waited for the GPU at every step, so the queue "
+                f"emptied each time and the launch latency of the next step was not hidden ({cost})."
+            )
+        else:
+            said = (
+                f"{m.user_syncs} host reads by the script for {m.fn_calls} steps. Here the work ran on the CPU, where a read costs nothing "
+                f"extra; on a GPU this would make the host wait for the device at every step, so the GPU would idle "
+                f"while the next step is launched ({cost})."
+            )
+        out.append(
+            Finding(
+                rule="host_read_per_step",
+                title="A host read at every step",
+                where=f"{_where(m)}: {m.text}",
+                explanation=said,
+                fix=(
+                    "Keep the loss on the device and read it every N steps (or once after the loop); accumulate with "
+                    "tensor ops instead of float()/.item()/.numpy()."
+                ),
+                measurements=[x.id for x in hit],
+            )
+        )
+    return out
+
+
+def rule_dataloader_settings(state, blocks, measurements) -> list[Finding]:
+    """A DataLoader with no worker processes (and pageable memory) feeding a timed loop."""
+    out = []
+    loaders = state.get("loaders") or []
+    weak = [ld for ld in loaders if ld.get("num_workers", 0) == 0 or not ld.get("pin_memory")]
+    if not weak:
+        return out
+    hit = [m for m in measurements if m.seconds > 0 and m.loader_wait_s >= SETUP_SHARE_MIN * m.seconds]
+    if not hit:
+        return out
+    ld = weak[0]
+    shares = "; ".join(
+        f"{_where(m)} #{m.index_in_series + 1}: {seconds(m.loader_wait_s)} of {seconds(m.seconds)} "
+        f"({m.loader_wait_s / m.seconds:.0%})"
+        for m in hit[:3]
+    )
+    gpu_here = not _no_gpu(state)
+    bits = []
+    if ld.get("num_workers", 0) == 0:
+        bits.append("num_workers=0: every batch is prepared in the main process, between two steps")
+    if not ld.get("pin_memory"):
+        bits.append("pin_memory=False: batches are in pageable memory, so each copy to the GPU is synchronous")
+    gpu_text = (
+        "the GPU idled while the loop waited for each batch."
+        if gpu_here
+        else "on a GPU this would leave the device idle while each batch is prepared, and the shorter the GPU step "
+        "the larger that share becomes."
+    )
+    out.append(
+        Finding(
+            rule="dataloader_settings",
+            title="The timed loop waits for its DataLoader",
+            where=f"line {ld.get('line')}: {ld.get('text', '')}",
+            explanation=(
+                f"{'; '.join(bits)}. The loop waited for batches for a measured share of its timing ({shares}); "
+                + gpu_text
+            ),
+            fix=(
+                "DataLoader(..., num_workers=N (≥ 2), pin_memory=True, persistent_workers=True) and "
+                ".to(device, non_blocking=True); or keep a small dataset on the device once, before the loop."
+            ),
+            measurements=[m.id for m in hit],
+        )
+    )
+    return out
+
+
+def rule_variables_on_other_device(state, blocks, measurements) -> list[Finding]:
+    """Variables created in a block of one device kind and used from a block of another."""
+    out = []
+    for series in series_of(measurements).values():
+        hit = [m for m in series if m.vars_other_device and m.kind]
+        if not hit:
+            continue
+        m = hit[0]
+        other = "CPU" if m.kind == "GPU" else "GPU"
+        ran_gpu = any(d.startswith("GPU") for d in m.ran_on)
+        if m.kind == "GPU" and not ran_gpu and _no_gpu(state):
+            effect = (
+                "Here both ran on the CPU; on a GPU this block would train weights that live in host memory, "
+                "copying them to the GPU (and the updates back) at every step."
+            )
+        else:
+            effect = f"the {m.kind} work read (and updated) variables placed by the {other} block: a copy every step."
+        out.append(
+            Finding(
+                rule="variables_on_other_device",
+                title=f"Variables made in a {other} block are used in a {m.kind} block",
+                where=f"{_where(m)}: {m.text}",
+                explanation=(
+                    f"{m.vars_other_device} variable(s) used in this {m.kind} timing were created inside a "
+                    f"{other} device block (model and optimizer state live where they were created). {effect}"
+                ),
+                fix=(
+                    "Build the model and the optimizer inside the device block that trains them (one model per device "
+                    "being compared), or outside any block so they follow the default device."
+                ),
+                measurements=[x.id for x in hit],
+            )
+        )
+    return out
+
+
 RULES = (
     rule_missing_device_failure,
     rule_soft_placed_missing_device,
@@ -531,6 +945,11 @@ RULES = (
     rule_first_includes_setup,
     rule_one_shot_timing,
     rule_gpu_label_without_gpu,
+    rule_setup_inside_timing,
+    rule_host_inputs_per_call,
+    rule_host_read_per_step,
+    rule_variables_on_other_device,
+    rule_dataloader_settings,
 )
 
 
@@ -545,70 +964,63 @@ def _devices_text(state: dict) -> str:
 # ---------------------------------------------------------------- corrected comparison
 
 
-def _rerun_for(state: dict, block_ids: list[int]) -> tuple[list[Rerun], str | None]:
-    """Reruns covering the traced functions called in these blocks, or why there are none."""
-    reruns = state.get("reruns", [])
-    skipped = state.get("rerun_skipped", [])
-    calls = state.get("block_calls", {})
-    out: list[Rerun] = []
-    for bid in block_ids:
-        for fid, n in (calls.get(str(bid)) or {}).items():
-            entry = next((r for r in reruns if r.get("block") == bid and str(r.get("function_id")) == fid), None)
-            if entry is None:
-                why = next(
-                    (s["reason"] for s in skipped if s.get("block") == bid and str(s.get("function_id")) == fid),
-                    "it was not re-measured",
-                )
-                return [], why
-            if "same_as" in entry:
-                entry = {**reruns[entry["same_as"]], "block": bid}
-            timing = Timing(
-                first_call_s=entry["first_call_s"],
-                warmup_s=entry["warmup_s"],
-                samples_s=entry["samples_s"],
-                number_per_sample=entry["number_per_sample"],
-                overhead_s=entry["overhead_s"],
-            )
-            out.append(
-                Rerun(
-                    function=entry["function"],
-                    requested=entry["requested"],
-                    ran_on=entry["ran_on"],
-                    calls_in_block=n,
-                    timing=timing,
-                )
-            )
-    if not out:
-        return [], (
-            "the timed work calls no tf.function (eager ops, Keras internals or a tf.compat.v1 session); "
-            "only traced functions are re-run, because their graph is the whole work and calling it "
-            "again touches nothing outside TensorFlow"
+def significant(ratio: float | None, low: float | None, high: float | None) -> bool | None:
+    """The one rule for "significant" (issue #16): the interval excludes 1 and the ratio is further
+    from 1 than the noise threshold. ``analysis.significance`` replaces this once it exists."""
+    if ratio is None or low is None or high is None:
+        return None
+    return (high < 1.0 or low > 1.0) and abs(ratio - 1.0) > NOISE_THRESHOLD
+
+
+def _reruns(entry: dict, side: str) -> list[Rerun]:
+    out = []
+    for f in entry.get("functions", []):
+        if f["side"] != side or not f["samples_s"]:
+            continue
+        timing = Timing(
+            first_call_s=f["samples_s"][0],
+            warmup_s=[],
+            samples_s=f["samples_s"],
+            number_per_sample=f["number_per_sample"],
+            overhead_s=0.0,
         )
-    return out, None
+        out.append(
+            Rerun(
+                function=f["function"],
+                requested=f["requested"],
+                ran_on=f["ran_on"],
+                calls_in_block=f["calls_in_block"],
+                timing=timing,
+            )
+        )
+    return out
 
 
 def correct(state: dict, measurements: list[Measurement]) -> list[Correction]:
+    """The corrected ratio of every compared pair, from the child's interleaved rounds."""
+
+    entries = {(e["a"], e["b"]): e for e in state.get("interleaved", [])}
+    all_entries = state.get("interleaved", [])
     out = []
     for a, b in comparisons(measurements):
         ratio = b.seconds / a.seconds if a.seconds > 0 else float("inf")
-        ra, why_a = _rerun_for(state, a.blocks)
-        rb, why_b = _rerun_for(state, b.blocks)
-        if why_a or why_b:
-            out.append(
-                Correction(a=a.id, b=b.id, script_ratio=ratio, note=f"cannot be re-run safely: {why_a or why_b}")
+        entry = entries.get((a.id, b.id))
+        if entry is not None and "same_as" in entry:
+            entry = {**all_entries[entry["same_as"]], "a": a.id, "b": b.id}
+        if entry is None or "rounds" not in entry:
+            why = (entry or {}).get("skipped") or (
+                "not re-run (--no-rerun, or the script ended past --timeout)" if entry is None else "not re-run"
             )
+            out.append(Correction(a=a.id, b=b.id, script_ratio=ratio, note=f"cannot be re-run safely: {why}"))
             continue
-
-        def est(rs, q):
-            return sum(r.calls_in_block * stats.quantile(r.timing.samples_s, q) for r in rs)
-
-        a_med, b_med = est(ra, 0.5), est(rb, 0.5)
-        lo = est(rb, 0.25) / est(ra, 0.75) if est(ra, 0.75) > 0 else None
-        hi = est(rb, 0.75) / est(ra, 0.25) if est(ra, 0.25) > 0 else None
+        summ = summarize(entry["rounds"])
+        ra, rb = _reruns(entry, "a"), _reruns(entry, "b")
         ran = sorted({r.ran_on for r in ra + rb if r.ran_on})
         note = (
-            f"re-measured steady (warm-up apart, synchronized) with the arguments of the last call; "
-            f"{' and '.join(sorted({r.function for r in ra + rb}))} per call × calls in the block"
+            f"re-measured interleaved: {len(entry['rounds'])} rounds of A and B in random order, device synchronized, "
+            f"warm-up apart, with the arguments of the last call; "
+            f"{' and '.join(sorted({r.function for r in ra + rb}))} per call × calls in the block; "
+            "interval: 95 % of the median of the per-round ratios"
         )
         if len(ran) == 1:
             note += f"; both ran on {ran[0]}"
@@ -617,14 +1029,16 @@ def correct(state: dict, measurements: list[Measurement]) -> list[Correction]:
                 a=a.id,
                 b=b.id,
                 script_ratio=ratio,
-                a_steady_s=a_med,
-                b_steady_s=b_med,
-                real_ratio=b_med / a_med if a_med > 0 else None,
-                real_ratio_low=lo,
-                real_ratio_high=hi,
+                a_steady_s=summ["a_s"],
+                b_steady_s=summ["b_s"],
+                real_ratio=summ["ratio"],
+                real_ratio_low=summ["low"],
+                real_ratio_high=summ["high"],
                 reruns=ra + rb,
                 note=note,
-                rerun_ok=True,
+                rerun_ok=summ["ratio"] is not None,
+                round_ratios=summ["ratios"],
+                significant=significant(summ["ratio"], summ["low"], summ["high"]),
             )
         )
     return out

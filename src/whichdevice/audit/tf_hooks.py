@@ -30,12 +30,16 @@ import os
 import sys
 import threading
 import traceback
+import time
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.frameworks.tensorflow.logparse import Placed, parse_placement_log
 
 if TYPE_CHECKING:
     from whichdevice.audit.child import State
+
+_perf = time.perf_counter  # the real clock: this module is imported before the child patches it
+_local = threading.local()  # depth of nested tf.function calls (a call made while tracing another)
 
 # In-band marker the child writes to fd 2 at every snapshot, so each placement line lands in the
 # right block (:meth:`StderrFilter.sync`).
@@ -82,6 +86,26 @@ def requested_kind(requested: Any) -> str:
     if "CPU" in text:
         return "CPU"
     return ""
+
+
+def is_host_value(x: Any) -> bool:
+    """A NumPy array or a Python number/list passed where a tensor is used (converted at every call)."""
+    if isinstance(x, (bool, int, float, list)):
+        return not isinstance(x, bool) and not (isinstance(x, list) and not x)
+    return type(x).__module__ == "numpy" and type(x).__name__ == "ndarray"
+
+
+def from_script(st: State, levels: int = 5) -> bool:
+    """Whether one of the few callers above the hook is the script's own code (``.numpy()``,
+    ``float(t)``) rather than a library's (Keras reading its logs)."""
+    f = sys._getframe(2)
+    for _ in range(levels):
+        if f is None:
+            return False
+        if f.f_code.co_filename == st.script:
+            return True
+        f = f.f_back
+    return False
 
 
 def mark_sync(st: State) -> None:
@@ -330,8 +354,15 @@ def hook_function_calls(st: State, pf, context, nest) -> None:
     def call(self, *args, **kwargs):
         if not st.active:
             return orig_call(self, *args, **kwargs)
+        depth = getattr(_local, "depth", 0)
         before = self.experimental_get_tracing_count()
-        result = orig_call(self, *args, **kwargs)
+        t0 = _perf()
+        _local.depth = depth + 1
+        try:
+            result = orig_call(self, *args, **kwargs)
+        finally:
+            _local.depth = depth
+        dt = _perf() - t0
         after = self.experimental_get_tracing_count()
         f = sys._getframe(1)
         user = f.f_code.co_filename == st.script
@@ -367,18 +398,24 @@ def hook_function_calls(st: State, pf, context, nest) -> None:
             except Exception:
                 pass
             key = (fid, after, ran or scope)
-            if key not in st.instantiated:
+            first = key not in st.instantiated
+            if first:
                 st.instantiated.add(key)
                 st.c["instantiations"] += 1
                 if info["jit"]:
                     st.c["xla_compiles"] += 1
-            if user:
-                info["user_calls"] += 1
-                if st.stack:
+            if depth == 0:
+                if first or after != before:  # the call traced or set up a graph: set-up time (with its run)
+                    st.c["setup_trace_s"] += dt
+                if any(is_host_value(x) for x in list(args) + list(kwargs.values())):
+                    st.c["host_inputs"] += 1  # NumPy / Python values: converted (copied to the device) per call
+                if st.stack:  # top-level calls inside a block (the script's, or a library's such as fit)
                     bid = st.stack[-1]
                     calls = st.block_calls.setdefault(bid, {})
                     calls[fid] = calls.get(fid, 0) + 1
                     st.last_args[(bid, fid)] = (self, args, kwargs)
+            if user:
+                info["user_calls"] += 1
         return result
 
     pf.Function.__call__ = call
@@ -403,6 +440,17 @@ def hook_op_callback(st: State, op_callbacks) -> None:
                 dev = short_device(getattr(o, "device", "") or "")
                 if dev:
                     break
+            kind = st.requested_kind()
+            if op_type == "VarHandleOp" and outputs:
+                if kind:  # created inside a device block: the block decides where the variable lives
+                    st.var_kind[id(outputs[0])] = kind
+                    st.var_handles.append(outputs[0])  # kept alive so its id stays its own
+            elif kind and st.var_kind:
+                for x in inputs or ():
+                    made = st.var_kind.get(id(x))
+                    if made and made != kind and (id(x), st.stack[-1]) not in st.var_seen:
+                        st.var_seen.add((id(x), st.stack[-1]))
+                        st.c["vars_other_device"] += 1
             if dev:
                 st.ops_by_device[dev] = st.ops_by_device.get(dev, 0) + 1
                 if (op_type, dev) not in st.seen_kernels:
@@ -437,9 +485,12 @@ def hook_host_reads(tf, st: State, ops) -> None:
     def _numpy(self):
         out = orig_numpy(self)
         if st.active:
+            user = from_script(st)
             with st.lock:
                 st.seq += 1
                 st.c["syncs"] += 1
+                if user:
+                    st.c["user_syncs"] += 1
                 st.c["last_sync"] = st.seq
                 try:
                     if short_device(self.device).startswith("GPU"):
@@ -471,6 +522,17 @@ def hook_host_reads(tf, st: State, ops) -> None:
 # ---------------------------------------------------------------- TF1 sessions
 
 
+def _is_initializer(fetches: Any) -> bool:
+    """``tf.global_variables_initializer()`` and friends: a NoOp named init… grouping the initializers."""
+    items = fetches if isinstance(fetches, (list, tuple)) else [fetches]
+    for f in items:
+        op = getattr(f, "op", f)
+        name = str(getattr(op, "name", ""))
+        if getattr(op, "type", "") == "NoOp" and name.split("/")[-1].startswith("init"):
+            return True
+    return False
+
+
 def hook_sessions(st: State, session_mod) -> None:
     """``tf.compat.v1`` sessions: created, ``run`` calls (each a synchronous host read), first runs."""
     orig_init = session_mod.BaseSession.__init__
@@ -488,11 +550,17 @@ def hook_sessions(st: State, session_mod) -> None:
                 config = new
             with st.lock:
                 st.c["sessions"] += 1
+        t0 = _perf()
         orig_init(self, target, graph, config)
+        if st.active:
+            with st.lock:
+                st.c["setup_session_s"] += _perf() - t0
         self._whichdevice_runs = 0
 
     def sess_run(self, *args, **kwargs):
+        init = False
         if st.active:
+            init = _is_initializer(args[0] if args else kwargs.get("fetches"))
             with st.lock:
                 st.c["session_runs"] += 1
                 if getattr(self, "_whichdevice_runs", 0) == 0:
@@ -516,12 +584,52 @@ def hook_sessions(st: State, session_mod) -> None:
                     except Exception:
                         n = 0
                     st.placed_by_device["CPU:0"] = st.placed_by_device.get("CPU:0", 0) + n
+        t0 = _perf()
         out = orig_run(self, *args, **kwargs)
+        if init and st.active:
+            with st.lock:
+                st.c["setup_init_s"] += _perf() - t0
         mark_sync(st)  # Session.run returns host values: the host has waited for the device
         return out
 
     session_mod.BaseSession.__init__ = sess_init
     session_mod.BaseSession.run = sess_run
+
+
+# ---------------------------------------------------------------- tf.data iterators
+
+
+def hook_iterators(st: State, dataset_ops, iterator_ops) -> None:
+    """Iterator start-up: ``iter(dataset)`` (pipeline threads, buffers) and each iterator's first batch."""
+    orig_iter = dataset_ops.DatasetV2.__iter__
+    orig_next = iterator_ops.OwnedIterator.__next__
+
+    def dataset_iter(self):
+        t0 = _perf()
+        it = orig_iter(self)
+        if st.active:
+            with st.lock:
+                st.c["setup_iter_s"] += _perf() - t0
+                st.c["iterators"] += 1
+            try:
+                it._whichdevice_first = True
+            except Exception:
+                pass
+        return it
+
+    def iterator_next(self):
+        if not (st.active and getattr(self, "_whichdevice_first", False)):
+            return orig_next(self)
+        self._whichdevice_first = False
+        t0 = _perf()
+        try:
+            return orig_next(self)
+        finally:
+            with st.lock:
+                st.c["setup_iter_s"] += _perf() - t0
+
+    dataset_ops.DatasetV2.__iter__ = dataset_iter
+    iterator_ops.OwnedIterator.__next__ = iterator_next
 
 
 # ---------------------------------------------------------------- install
@@ -533,6 +641,7 @@ def install(tf, st: State) -> None:
     TensorFlow's private modules are all imported first, so a TensorFlow without one of them
     gets no hook at all (the error is the caller's to report)."""
     from tensorflow.python.client import session as session_mod
+    from tensorflow.python.data.ops import dataset_ops, iterator_ops
     from tensorflow.python.eager import context
     from tensorflow.python.eager.polymorphic_function import polymorphic_function as pf
     from tensorflow.python.framework import op_callbacks, ops
@@ -544,6 +653,7 @@ def install(tf, st: State) -> None:
     hook_op_callback(st, op_callbacks)
     hook_host_reads(tf, st, ops)
     hook_sessions(st, session_mod)
+    hook_iterators(st, dataset_ops, iterator_ops)
     if st.physical.get("GPU"):
         start_placement_log(tf, st)
     st.tf_installed = True

@@ -74,10 +74,15 @@ def make_record(
         )
         state = {"blocks": [], "reads": [], "intervals": []}
     blocks, measurements, findings, corrections = rules.analyze(state)
-    if not state.get("tf_installed"):
-        notes.append("the script never imported TensorFlow: no device blocks to audit")
+    if not state.get("tf_installed") and not state.get("torch_installed"):
+        notes.append("the script imported neither TensorFlow nor PyTorch: no device work to audit")
     timed_out = bool(state.get("timed_out")) or killed
     exit_code = state.get("exit_code") if state.get("exit_code") is not None else (None if timed_out else rc)
+    if state.get("torch_installed") and not (state.get("physical_devices") or {}).get("GPU", 0):
+        notes.append(
+            "no CUDA device here: every PyTorch kernel ran on the CPU; what the script would do on a GPU is said as "
+            "'on a GPU this would …', never as a cost measured here"
+        )
     if (
         state.get("placement_log") is False
         and (state.get("physical_devices") or {}).get("GPU", 0) == 0
@@ -103,6 +108,9 @@ def make_record(
         wall_s=wall_s,
         script_s=state.get("script_s"),
         tensorflow_seen=bool(state.get("tf_installed")),
+        framework=state.get("framework") or "tensorflow",
+        loaders=state.get("loaders") or [],
+        cuda_probe=state.get("cuda_probe"),
         physical_devices=state.get("physical_devices") or {},
         soft_placement=state.get("soft_placement"),
         placement_log=bool(state.get("placement_log")),
@@ -195,7 +203,8 @@ def grids(record: audit_mod.AuditRecord) -> list[Grid]:
                     if c.real_ratio_low is not None and c.real_ratio_high is not None
                     else ""
                 )
-                real = f"{c.real_ratio:.2f}{rng}"
+                verdict = {True: " significant", False: " not significant", None: ""}[c.significant]
+                real = f"{c.real_ratio:.2f}{rng}{verdict}"
                 rows.append(
                     [
                         GridCell(f"{a.line} vs {b.line}"),
@@ -218,8 +227,9 @@ def grids(record: audit_mod.AuditRecord) -> list[Grid]:
             notes.append(f"lines {a.line} vs {b.line}: {c.note}")
         out.append(
             Grid(
-                "Corrected comparison: GPU-asked time / CPU-asked time",
-                ["lines", "script's ratio", "CPU-asked steady", "GPU-asked steady", "real ratio (IQR range)"],
+                "Corrected comparison: B / A (B = GPU-asked, A = CPU-asked; PyTorch without a GPU: the script's "
+                "second series / its first)",
+                ["lines", "script's ratio", "A steady", "B steady", "real ratio (95% interval)"],
                 rows,
                 list(dict.fromkeys(notes)),
             )
@@ -245,7 +255,10 @@ def render(record: audit_mod.AuditRecord) -> None:
     console.print()
     console.print(f"[bold]whichdevice audit[/bold]  {escape(record.script)} {escape(' '.join(record.args))}")
     console.print(escape(_status_line(record)))
-    if record.physical_devices:
+    if record.physical_devices and record.framework == "torch":
+        p = record.physical_devices
+        console.print(escape(f"PyTorch sees {p.get('GPU', 0)} CUDA device(s)"))
+    elif record.physical_devices:
         p = record.physical_devices
         console.print(
             escape(
@@ -261,7 +274,7 @@ def render(record: audit_mod.AuditRecord) -> None:
             console.print(f"[red]{i}. {escape(f.title)}[/red] [dim]\\[{escape(f.rule)}][/dim] — {escape(f.where)}")
             console.print(f"   {escape(f.explanation)}")
             console.print(f"   [green]Instead:[/green] {escape(f.fix)}")
-    elif record.tensorflow_seen:
+    elif record.tensorflow_seen or record.framework == "torch":
         console.print("[green]No findings:[/green] nothing misleading was seen in what the script timed.")
     for n in record.notes:
         console.print(f"[yellow]Note:[/yellow] {escape(n)}")
