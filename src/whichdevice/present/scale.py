@@ -167,7 +167,14 @@ def plot(report: ScaleReport, path: Path, *, title: str) -> Path:
             i += 1
     for n in sorted(ns):
         ax.axhline(1 / n, color="gray", linestyle="--", linewidth=0.8)
-        ax.text(ax.get_xlim()[0] if ax.lines else 1, 1 / n, f" 1/{n}: as fast as 1 replica", va="bottom", fontsize=7)
+        ax.text(
+            0.01,
+            1 / n,
+            f"1/{n}: {n} replicas as fast as 1",
+            va="bottom",
+            fontsize=7,
+            transform=ax.get_yaxis_transform(),
+        )
     ax.axhline(1.0, color="green", linestyle=":", linewidth=0.8)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("global batch (samples per step, split over the replicas)")

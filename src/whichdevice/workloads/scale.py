@@ -213,7 +213,12 @@ def _group(spec: CaseSpec, policy) -> Workers:
     _close_all()  # one engine at a time: two would compete for the cores
     model = {"model": p["model"], **{k: p.get(k) for k in MODEL_PARAMS}}
     policy_dict = {k: v for k, v in dataclasses.asdict(policy).items() if k not in ("window", "telemetry_period_s")}
-    job = {"points": job_points(spec.framework, replicas, batches, group), "model": model, "policy": policy_dict}
+    job = {
+        "points": job_points(spec.framework, replicas, batches, group),
+        "model": model,
+        "policy": policy_dict,
+        "max_replicas": max(replicas),
+    }
     _GROUPS[key] = Workers(spec.framework, job, worker_envs(spec.framework, group, max(replicas)))
     return _GROUPS[key]
 
