@@ -125,7 +125,7 @@ def test_no_jargon_on_the_first_screen_verbose_page_or_html_outside_the_footnote
 def test_warnings_are_one_line_per_kind_with_a_count(tmp_path, monkeypatch):
     text = _page(load_run(RECORD), tmp_path, 120, terminal=True, monkeypatch=monkeypatch)
     (line,) = [line for line in text.splitlines() if line.startswith("Warnings:")]
-    assert re.search(r"\d+ runs with uneven steps; \d+ points noisy", line)
+    assert re.search(r"points: \d+ uneven, \d+ noisy", line)
     assert "Warning:" not in text  # no per-point warnings on the first screen
 
 

@@ -67,6 +67,7 @@ class FirstScreen:
     warnings: list[WarningGroup]
     failures: list[str]
     footnotes: list[str]
+    skipped: int = 0  # cases the time budget did not reach (counted apart from failures)
 
 
 # ------------------------------------------------------------------ claims from the record
@@ -460,9 +461,15 @@ def first_screen(
         changes[3:],
         unclear,
         aggregate_warnings(record),
-        quality.failures(record),
+        [f for r, f in zip(_failed(record), quality.failures(record)) if r.failure != "skipped"],
         footnotes,
+        sum(r.failure == "skipped" for r in _failed(record)),
     )
+
+
+def _failed(record: RunRecord) -> list[CaseResult]:
+    """The failed cases, in the order analysis/quality.failures lists them."""
+    return [r for r in record.results if r.status == "failed"]
 
 
 # ------------------------------------------------------------------ the terminal
@@ -472,10 +479,24 @@ def _x(r: float) -> str:
     return f"{r:.2g}" if r < 10 else f"{r:.3g}"
 
 
+_SHORT = {
+    "not_converged": "unsettled",
+    "uneven_steps": "uneven",
+    "noisy": "noisy",
+    "overhead": "timer-bound",
+    "other": "other",
+}
+
+
 def warnings_line(fs: FirstScreen) -> str:
-    bits = [f"{g.count} {g.text.split(' (')[0].split(':')[0]}" for g in fs.warnings]
+    """'2 cases failed; 11 skipped (time budget); points: 19 did not settle, 4 noisy'."""
+    bits = []
     if fs.failures:
-        bits.insert(0, f"{len(fs.failures)} case{'s' if len(fs.failures) > 1 else ''} failed")
+        bits.append(f"{len(fs.failures)} case{'s' if len(fs.failures) > 1 else ''} failed")
+    if fs.skipped:
+        bits.append(f"{fs.skipped} skipped (raise --budget)")
+    if fs.warnings:
+        bits.append("points: " + ", ".join(f"{g.count} {_SHORT.get(g.kind, g.kind)}" for g in fs.warnings))
     return "; ".join(bits)
 
 
@@ -504,7 +525,7 @@ def screen_lines(fs: FirstScreen, *, report: str | None) -> list[tuple[str, str]
     out.append(("", ""))
     w = warnings_line(fs)
     if w:
-        out.append(("warn", f"Warnings: {w} — each listed in the report."))
+        out.append(("warn", f"Warnings: {w} — see the report."))
     out.append(("", "Every table, the plots and a glossary: --verbose, or the report."))
     if report:
         out.append(("path", f"Report: {report}"))
