@@ -496,8 +496,10 @@ def _(ctx):
     j, _ = interrupted_run(ctx, d / "r")
     with open(j, "a") as f:
         f.write('{"type": "resu')
+    size = j.stat().st_size
     p = ctx.start(["matmul", "--resume", str(j)], d, HANG_ENV)
-    time.sleep(4)
+    wait_for(lambda: j.stat().st_size > size)  # the resume appended (its child's session): it is in the hang
+    time.sleep(0.5)
     p.send_signal(signal.SIGTERM)
     o, e = p.communicate(timeout=60)
     first = p.returncode == 143 and "--resume" in e and "Traceback" not in e
@@ -542,7 +544,7 @@ def _(ctx):
     d = ctx.folder()
     j, _ = interrupted_run(ctx, d / "r")
     header_edit(j, lambda h: [h.pop(k) for k in ("format", "checksum")], recompute=False)
-    return one_line(ctx.cli(["matmul", "--resume", str(j)], d), 2, "another version")
+    return one_line(ctx.cli(["matmul", "--resume", str(j)], d), 2, "another format")
 
 
 @case("resume", "options of the wrong type in a forged header (checksum recomputed)", "exit 2, one line")

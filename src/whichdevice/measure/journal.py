@@ -305,8 +305,8 @@ def _check_header(header: dict, p: Path, argument: str) -> None:
     if header.get("format") != FORMAT or "checksum" not in header:
         raise UsageError(
             argument,
-            f"'{p}' was written by another version of whichdevice ({written_by or 'an older one'}; "
-            f"this is {__version__})",
+            f"'{p}' is a journal of another format ({header.get('format') or 'no checksum'}, written by "
+            f"whichdevice {written_by or 'before 0.1'}; this whichdevice reads format {FORMAT})",
             "Finish it with that version, or start a new run.",
         )
     if header.get("checksum") != _checksum(header):

@@ -1,0 +1,489 @@
+"""Issue 18: what an adversarial pass found, one test (or more) per numbered item.
+
+Real processes where a process is involved: the run that hangs in an injected fault (n=64)
+after finishing n=8 (``WHICHDEVICE_FAULT=hang:n=64``) is interrupted by SIGHUP, by a closed
+pipe and by Ctrl-C in the Python API; children that fork are run through core.process. Every
+process these tests start carries a marker in its environment, and each real-process test
+checks that none outlives it. The whole family of cases with expected/observed is
+benchmarks/adversarial.py.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+import uuid
+import warnings
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from whichdevice.core import safeio, textsafe
+from whichdevice.core.errors import UsageError
+from whichdevice.core.records import CaseSpec, failed
+from whichdevice.core.validate import SettingWarning, parse_positive_float, parse_positive_int
+from whichdevice.measure import journal as jm
+from whichdevice.measure.journal import SUFFIX, Journal
+
+QUICK = ["matmul", "--framework", "numpy", "--sizes", "10", "--mode", "steady", "--min-time", "0.02"]
+HANG = ["matmul", "--framework", "numpy", "--sizes", "8,64", "--mode", "steady", "--min-time", "0.02"]
+MARK = f"wdtest-{uuid.uuid4().hex[:10]}"
+
+
+def _env(tmp_path: Path, **extra: str) -> dict:
+    return {
+        **os.environ,
+        "WHICHDEVICE_HOME": str(tmp_path / "home"),
+        "TMPDIR": str(_watched(tmp_path)),
+        "WD_TEST_MARK": MARK,
+        **extra,
+    }
+
+
+def _watched(tmp_path: Path) -> Path:
+    d = tmp_path / "watched-tmp"
+    d.mkdir(exist_ok=True)
+    return d
+
+
+def _alive_marked() -> list[int]:
+    """Live (not zombie) processes started by these tests."""
+    found = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit() or int(p.name) == os.getpid():
+            continue
+        try:
+            if MARK.encode() in (p / "environ").read_bytes():
+                if (p / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    found.append(int(p.name))
+        except OSError:
+            continue
+    return found
+
+
+def _no_leftovers(tmp_path: Path) -> None:
+    time.sleep(0.2)
+    assert _alive_marked() == [], "a process of the run outlived it"
+    assert os.listdir(_watched(tmp_path)) == [], "something was written to TMPDIR"
+
+
+def _hang_run(tmp_path: Path, out: Path, **popen) -> subprocess.Popen:
+    popen.setdefault("stdout", subprocess.PIPE)
+    popen.setdefault("stderr", subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "whichdevice", *HANG, "--out", str(out)],
+        env=_env(tmp_path, WHICHDEVICE_FAULT="hang:n=64"),
+        text=True,
+        **popen,
+    )
+
+
+def _wait_result(out: Path, timeout: float = 90) -> Path:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        found = list(out.glob(f"*{SUFFIX}")) if out.exists() else []
+        if found and '"type": "result"' in found[0].read_text():
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError("the run journaled no result")
+
+
+# ------------------------------------------------------------ 1: FIFOs and devices are not replaced
+
+
+def test_json_onto_a_fifo_or_a_device_is_refused_and_left_as_it_is(tmp_path, capsys):
+    os.mkfifo(tmp_path / "fifo")
+    code, _, err = run_cli([*QUICK, "--json", str(tmp_path / "fifo")], capsys)
+    assert code == 2 and "FIFO" in err and err.count("error:") == 1
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo").st_mode)
+    code, _, err = run_cli([*QUICK, "--json", "/dev/null"], capsys)
+    assert code == 2 and "device" in err
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode) and not os.path.exists("/dev/null.png")
+    os.mkfifo(tmp_path / "x.png")  # the plot beside the record
+    code, _, err = run_cli([*QUICK, "--json", str(tmp_path / "x.json")], capsys)
+    assert code == 2 and "x.png" in err
+    assert sorted(os.listdir(tmp_path)) == ["fifo", "x.png"]
+
+
+# ------------------------------------------------------------ 2: planted links are never followed
+
+
+def test_writes_refuse_a_planted_link_and_use_random_temporary_names(tmp_path, monkeypatch):
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    os.symlink(victim, tmp_path / "r.html")
+    with pytest.raises(safeio.NotRegularFile):
+        safeio.write_atomic(tmp_path / "r.html", "x")
+    os.symlink(victim, tmp_path / ".p.png.tmp.png")  # the old predictable PNG temp name
+    os.symlink(victim, tmp_path / f"j{SUFFIX}")
+    with pytest.raises(FileExistsError):  # O_EXCL | O_NOFOLLOW
+        Journal.create(tmp_path / f"j{SUFFIX}", {"experiment": "matmul"})
+    names = []
+    real = safeio.create_new
+    monkeypatch.setattr(safeio, "create_new", lambda p, *a: names.append(Path(p).name) or real(p, *a))
+    safeio.write_atomic(tmp_path / "p.png", b"png")
+    safeio.write_atomic(tmp_path / "p.png", b"png2")
+    assert victim.read_text() == "precious" and (tmp_path / "p.png").read_bytes() == b"png2"
+    assert len(set(names)) == 2 and all(n.startswith(".p.png.") and n.endswith(".wdtmp") for n in names)
+    assert not list(tmp_path.glob("*.wdtmp")) and not list(tmp_path.glob(".*.wdtmp"))
+    safeio.keep_created()
+
+
+def test_a_report_file_written_before_a_record_that_fails_is_removed(tmp_path):
+    safeio.write_atomic(tmp_path / "a.png", b"x")
+    assert safeio.discard_created() == [tmp_path / "a.png"] and not (tmp_path / "a.png").exists()
+
+
+# ------------------------------------------------------------ 3: one name per run
+
+
+def test_record_names_are_unique_within_one_second():
+    from whichdevice.cli.common import stamp
+
+    names = {stamp() for _ in range(300)}
+    assert len(names) > 290  # 16 random bits: a collision in 300 is possible but rare
+    assert all(len(n.split("-")) == 3 for n in names)
+
+
+# ------------------------------------------ 4, 5, 9: SIGHUP, a copied folder, a torn tail, resume
+
+
+def test_sighup_then_copied_folder_with_a_torn_tail_resumes_next_to_its_journal(tmp_path, capsys):
+    out = tmp_path / "r"
+    p = _hang_run(tmp_path, out)
+    journal = _wait_result(out)
+    p.send_signal(signal.SIGHUP)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 129, err
+    assert f"--resume {journal}" in " ".join(err.split()) and "Traceback" not in err
+    assert not list((tmp_path / "home" / "tmp").glob("run-*"))  # the run's scratch folder is gone
+    _no_leftovers(tmp_path)
+
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(out), str(copy)], check=True)
+    before = sorted(os.listdir(out))
+    copied = copy / journal.name
+    with open(copied, "a") as f:
+        f.write('{"type": "result", "resu')  # a write cut short by a full disk or a kill
+    code, stdout, err = run_cli(["matmul", "--resume", str(copied)], capsys)
+    assert code == 0, err
+    record = copy / (journal.name[: -len(SUFFIX)] + ".json")
+    assert f"Record: {record}" in stdout
+    assert sorted(r["spec"]["params"]["n"] for r in json.loads(record.read_text())["results"]) == [8, 64]
+    assert sorted(os.listdir(out)) == before  # the original folder untouched
+
+
+def test_a_torn_tail_is_cut_before_the_next_append_and_a_glued_line_is_read(tmp_path):
+    spec = CaseSpec(workload="matmul", framework="numpy", device="CPU:0", params={"n": 8})
+    j = Journal.create(tmp_path / f"t{SUFFIX}", {"experiment": "matmul"})
+    with open(j.path, "a") as f:
+        f.write('{"type": "result", "resu')
+    Journal(j.path).add_result(failed(spec, "x", "error", 0.1))
+    assert len(Journal.read(j.path).results) == 1 and j.path.read_text().count("\n") == 2
+    lines = j.path.read_text().split("\n")
+    lines[1] = '{"type": "ses' + lines[1]  # what whichdevice before issue 18 left: a line glued on a torn one
+    j.path.write_text("\n".join(lines))
+    assert len(Journal.read(j.path).results) == 1
+
+
+def test_the_interrupt_line_never_reads_the_journal(tmp_path, capsys):
+    from whichdevice.cli import guard
+
+    p = tmp_path / f"bad{SUFFIX}"
+    p.write_text("{{{ not a journal\n" * 3)
+    monkey = (jm.active, jm.active_experiment)
+    jm.active, jm.active_experiment = p, "matmul"
+    try:
+        assert guard.interrupted_code(130) == 130
+    finally:
+        jm.active, jm.active_experiment = monkey
+    assert f"whichdevice matmul --resume {p}" in " ".join(capsys.readouterr().err.split())
+
+
+# ------------------------------------------------------------ 5, 6: full disk
+
+
+def test_a_failed_append_is_cut_back(tmp_path, monkeypatch):
+    spec = CaseSpec(workload="matmul", framework="numpy", device="CPU:0", params={"n": 8})
+    j = Journal.create(tmp_path / f"f{SUFFIX}", {"experiment": "matmul"})
+    real = os.write
+
+    def half(fd, data):
+        real(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", half)
+    with pytest.raises(OSError):
+        j.add_result(failed(spec, "x", "error", 0.1))
+    monkeypatch.setattr(os, "write", real)
+    assert j.path.read_text().endswith("\n") and Journal.read(j.path).results == []
+
+
+def _tmpfs(folder: Path, size: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (the fault-injected test above covers the journal)")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
+
+
+def test_full_disk_while_writing_the_report_is_one_line_with_the_resume_command(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    _tmpfs(mnt, "80k")  # the journal and the PNG fit, the HTML page does not
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "whichdevice", *QUICK, "--out", str(mnt)],
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        (journal,) = mnt.glob(f"*{SUFFIX}")
+        assert r.returncode == 1, r.stderr
+        errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+        assert len(errors) == 1 and "no space left" in errors[0] and "Traceback" not in r.stderr
+        assert f"--resume {journal}" in " ".join(r.stderr.split())
+        assert os.listdir(mnt) == [journal.name]  # no PNG without its record, no temporary file
+        subprocess.run(["mount", "-o", "remount,size=2m", str(mnt)], check=True)
+        r = subprocess.run(
+            [sys.executable, "-m", "whichdevice", "matmul", "--resume", str(journal)],
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.returncode == 0, r.stderr
+        assert sorted(p.suffix for p in mnt.iterdir()) == [".html", ".json", ".png"]
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+    _no_leftovers(tmp_path)
+
+
+# ------------------------------------------------------------ 7: processes forked by a child
+
+FORKER = """
+import subprocess, sys, time
+a = subprocess.Popen(["sleep", "300"])
+b = subprocess.Popen(["sleep", "301"], start_new_session=True)
+print(a.pid, b.pid, flush=True)
+time.sleep(1.5)
+"""
+
+
+def test_processes_a_child_forked_end_with_it(tmp_path, monkeypatch):
+    from whichdevice.core.process import run_module
+
+    (tmp_path / "forker_mod.py").write_text(FORKER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("WD_TEST_MARK", MARK)
+    with open(tmp_path / "pids", "w") as out:
+        done = run_module("forker_mod", [], timeout_s=30, stdout=out)
+    assert done.returncode == 0
+    time.sleep(0.2)
+    pids = [int(x) for x in (tmp_path / "pids").read_text().split()]
+    assert len(pids) == 2
+    assert _alive_marked() == []  # the grandchild in the group and the one that left it (setsid)
+
+
+# ------------------------------------------------------------ 8: the API and Ctrl-C
+
+API = """
+import whichdevice
+try:
+    whichdevice.matmul(sizes="8,64", modes="steady", framework="numpy", min_time_s=0.02, case_timeout_s=120)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+"""
+
+
+def test_api_keyboard_interrupt_stops_the_measuring_child(tmp_path):
+    p = subprocess.Popen(
+        [sys.executable, "-c", API],
+        env=_env(tmp_path, WHICHDEVICE_FAULT="hang:n=64"),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+    def child_running() -> bool:
+        return any(pid != p.pid for pid in _alive_marked())
+
+    end = time.monotonic() + 60
+    while not child_running() and time.monotonic() < end:
+        time.sleep(0.05)
+    assert child_running()
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    out = p.communicate(timeout=60)[0]
+    assert "KeyboardInterrupt" in out
+    _no_leftovers(tmp_path)
+
+
+# ------------------------------------------------------------ 9: a reader that quits early
+
+
+def test_a_closed_output_pipe_keeps_the_journal_and_says_how_to_resume(tmp_path):
+    out = tmp_path / "o"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "whichdevice", *QUICK, "--out", str(out)],
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    p.stdout.readline()  # `| head -1`
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    p.wait(timeout=60)
+    (journal,) = out.glob(f"*{SUFFIX}")
+    assert p.returncode == 141, err
+    assert f"--resume {journal}" in " ".join(err.split()) and "Traceback" not in err
+    _no_leftovers(tmp_path)
+
+
+# ------------------------------------------------------------ 10: impossible settings, changed machines
+
+
+def test_more_threads_than_cores_warns():
+    cores = len(os.sched_getaffinity(0))
+    with pytest.warns(SettingWarning, match="more than the"):
+        assert parse_positive_int(str(cores + 1), "--cpu-threads", "4") == cores + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        parse_positive_int(str(cores), "--cpu-threads", "4")
+
+
+def test_resume_on_a_machine_with_other_cores_or_versions_warns_and_says_what(tmp_path):
+    j = Journal.create(tmp_path / f"m{SUFFIX}", {"experiment": "matmul"})
+    lines = j.path.read_text().split("\n")
+    header = json.loads(lines[0])
+    header["machine"]["cores"] = 96
+    header["versions"]["numpy"] = "0.1"
+    header["checksum"] = jm._checksum(header)
+    j.path.write_text("\n".join([json.dumps(header), *lines[1:]]))
+    with pytest.warns(SettingWarning) as seen:
+        state = Journal.read(j.path)
+    assert any("96 usable cores" in c for c in state.changes) and any("numpy was 0.1" in c for c in state.changes)
+    assert len(seen) == len(state.changes) == 2
+
+
+def test_an_edited_or_foreign_journal_header_is_refused(tmp_path, capsys):
+    j = Journal.create(tmp_path / f"e{SUFFIX}", {"experiment": "matmul", "options": {"sizes": [8]}})
+    text = j.path.read_text()
+    j.path.write_text(text.replace('"sizes": [8]', '"sizes": [99999]'))
+    code, _, err = run_cli(["matmul", "--resume", str(j.path)], capsys)
+    assert code == 2 and "edited" in err
+    header = json.loads(text.split("\n")[0])
+    header["tool_version"] = "0.0.1"
+    header["checksum"] = jm._checksum(header)
+    j.path.write_text(json.dumps(header) + "\n")
+    code, _, err = run_cli(["matmul", "--resume", str(j.path)], capsys)
+    assert code == 2 and "0.0.1" in err
+
+
+# ------------------------------------------------------------ 11: control characters
+
+
+def test_no_control_sequence_from_outside_reaches_the_terminal(tmp_path, capsys):
+    from conftest import make_record, timing_of
+
+    from whichdevice.core.records import CaseResult, save_run
+
+    esc = "\x1b]0;OWNED\x07\x1b[2J\x9b31m\x1bc"
+    spec = CaseSpec(workload="matmul", framework="numpy", device="CPU:0", params={"n": 8, "mode": "steady"})
+    record = make_record(
+        [
+            CaseResult(spec=spec, status="ok", timing=timing_of(0.01), wall_s=0.1, metrics={"flops_per_call": 1024.0}),
+            failed(spec.model_copy(update={"params": {"n": 16, "mode": "steady"}}), f"boom {esc}", "error", 0.1),
+        ]
+    ).model_copy(update={"notes": [f"a note {esc}"], "command": ["whichdevice", f"matmul{esc}"]})
+    save_run(record, tmp_path / "r.json")
+    code, out, err = run_cli(["report", str(tmp_path / "r.json"), "--out", str(tmp_path / "o")], capsys)
+    assert code == 0, err
+    assert not any(c in out + err for c in "\x1b\x07\x9b")
+    code, out, err = run_cli(["train", "--model", f"{esc}.py:build"], capsys)
+    assert code == 2 and "\x1b" not in err and "\x07" not in err
+    assert textsafe.clean(f"a{esc}b\tc\n") == "ab\tc\n"
+
+
+# ------------------------------------------------------------ inputs
+
+
+@pytest.mark.parametrize(
+    "args, argument",
+    [
+        (["--sizes", "١٢"], "--sizes"),
+        (["--sizes", "１０"], "--sizes"),
+        (["--sizes", "9" * 5000], "--sizes"),
+        (["--cpu-threads", "٤"], "--cpu-threads"),
+        (["--case-timeout", "1e300"], "--case-timeout"),
+        (["--memory-limit", "1e30"], "--memory-limit"),
+    ],
+)
+def test_numbers_at_the_limits_and_non_ascii_digits(tmp_path, capsys, args, argument):
+    os.chdir(tmp_path)
+    code, _, err = run_cli([*QUICK, *args], capsys)
+    assert code == 2 and argument in err and err.count("error:") == 1, err
+    assert os.listdir(tmp_path) == []
+
+
+def test_float_parsing_refuses_what_python_would_accept():
+    for text in ("１", "0x1p3", "1e309", "1e-400", "nan", "1e300"):
+        with pytest.raises(UsageError):
+            parse_positive_float(text, "--min-time", "0.2")
+    assert parse_positive_float("0.25", "--min-time", "0.2") == 0.25
+
+
+def test_non_regular_and_huge_records_and_journals_are_refused_at_once(tmp_path, capsys):
+    os.mkfifo(tmp_path / "fifo.json")
+    with open(tmp_path / "big.json", "wb") as f:
+        f.truncate(2**30)
+    os.symlink(tmp_path / "loop2.json", tmp_path / "loop1.json")
+    os.symlink(tmp_path / "loop1.json", tmp_path / "loop2.json")
+    t0 = time.monotonic()
+    for target, words in (
+        (tmp_path / "fifo.json", "FIFO"),
+        ("/dev/zero", "device"),
+        (tmp_path / "big.json", "MiB"),
+        (tmp_path / "loop1.json", "symbolic links"),
+        ("x" * 5000 + ".json", "too long"),
+    ):
+        code, _, err = run_cli(["report", str(target)], capsys)
+        assert code == 2 and words in err and err.count("error:") == 1, err
+    os.mkfifo(tmp_path / f"j{SUFFIX}")
+    code, _, err = run_cli(["matmul", "--resume", str(tmp_path / f"j{SUFFIX}")], capsys)
+    assert code == 2 and "FIFO" in err
+    code, _, err = run_cli(["matmul", "--resume", str(tmp_path)], capsys)  # a folder with only a FIFO journal
+    assert code == 2 and "no unfinished" in err
+    assert time.monotonic() - t0 < 20  # nothing waited on a writer or read a gigabyte
+
+
+@pytest.mark.parametrize(
+    "literal", ['"samples_s": [NaN]', '"samples_s": [Infinity]', '"samples_s": [-0.5]', '"samples_s": [0.0]']
+)
+def test_records_with_impossible_times_are_refused(tmp_path, capsys, literal):
+    from conftest import make_record, timing_of
+
+    from whichdevice.core.records import CaseResult, save_run
+
+    spec = CaseSpec(workload="matmul", framework="numpy", device="CPU:0", params={"n": 8, "mode": "steady"})
+    save_run(make_record([CaseResult(spec=spec, status="ok", timing=timing_of(0.01), wall_s=0.1)]), tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())
+    data["results"][0]["timing"]["samples_s"] = "MARKER"
+    (tmp_path / "r.json").write_text(json.dumps(data).replace('"samples_s": "MARKER"', literal))
+    code, _, err = run_cli(["report", str(tmp_path / "r.json")], capsys)
+    assert code == 2 and "RESULT" in err and err.count("error:") == 1, err
+
+
+def test_a_damaged_history_database_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path))
+    (tmp_path / "history.sqlite").write_bytes(b"not a database " * 100)
+    code, _, err = run_cli(["history"], capsys)
+    assert code == 1 and "history.sqlite" in err and err.count("error:") == 1 and "Traceback" not in err
