@@ -426,6 +426,23 @@ def aggregate_warnings(record: RunRecord, warnings: list[str] | None = None) -> 
     return out
 
 
+def named_failures(record: RunRecord, failures: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """analysis/quality.failures' lines with each case named for people: (skipped by the time
+    budget, failed otherwise)."""
+    failures = quality.failures(record) if failures is None else failures
+    labels = {quality._label(r.spec) + " — ": r for r in record.results if r.status == "failed"}
+    skipped, failed = [], []
+    for f in failures:
+        label = next((lab for lab in labels if f.startswith(lab)), None)
+        if label is None:
+            failed.append(f)
+            continue
+        r = labels[label]
+        name = f"{r.spec.device} {names.workload_name(r.spec.params, r.spec.workload)}"
+        (skipped if r.failure == "skipped" else failed).append(f"{name} — {f[len(label) :]}")
+    return skipped, failed
+
+
 # ------------------------------------------------------------------ assembly
 
 

@@ -70,8 +70,9 @@ def render_html(
     grouped by kind in a collapsible list; a glossary and the sources close the page."""
     from whichdevice.present import names
 
-    from whichdevice.present.firstscreen import aggregate_warnings
+    from whichdevice.present.firstscreen import aggregate_warnings, named_failures
 
+    skipped, failed = named_failures(record, failures or [])
     groups = [{"count": g.count, "text": g.text, "items": g.items} for g in aggregate_warnings(record, warnings or [])]
     sources = sorted({s.source for s in sections if s.source})
     footnote = {k: i for i, k in enumerate(sources, 1)}
@@ -101,7 +102,8 @@ def render_html(
         sections=view,
         verdict=verdict or [],
         warnings=warnings or [],
-        failures=failures or [],
+        failures=failed,
+        skipped=skipped,
         first=_first_view(first),
         warning_groups=groups,
         other_warnings=[],

@@ -77,12 +77,18 @@ def render_sweep_table(console: Console, table: Table, x_label: str, rate_unit: 
 def render_notes(console: Console, record: RunRecord, warnings: list[str], failures: list[str]) -> None:
     """Notes and failures one by one; the measurement warnings one line per kind with a count
     (issue 17: `train --quick` printed 24 of them), any other warning as it is."""
-    from whichdevice.present.firstscreen import aggregate_warnings
+    from whichdevice.present.firstscreen import aggregate_warnings, named_failures
 
     for n in record.notes:
         console.print(f"[yellow]Note:[/yellow] {escape(n)}")
-    for f in failures:
+    skipped, failed = named_failures(record, failures)
+    for f in failed:
         console.print(f"[red]Failed:[/red] {escape(f)}")
+    if skipped:
+        console.print(
+            f"[yellow]Skipped:[/yellow] {len(skipped)} case{'s' if len(skipped) > 1 else ''}: the time budget ran out "
+            "before them (raise --budget); listed in the report"
+        )
     for g in aggregate_warnings(record, warnings):
         if g.kind == "other":
             for w in g.items:
