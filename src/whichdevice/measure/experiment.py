@@ -117,6 +117,11 @@ def run_devices(
     journal: Journal | None = None,
     resumed: JournalState | None = None,
     memory_limit_bytes: int | None = None,
+    repeat_for: Callable[[list[CaseSpec]], list[str]] | None = None,
+    repeat_deadline: float | None = None,
+    repeat_window_s: float = 0.0,
+    fresh_round_before: float | None = None,
+    on_round: Callable[[CaseResult], None] | None = None,
 ) -> tuple[list[Session], list[CaseResult], list[str]]:
     """One child per device, one after the other (never two at once: they would compete
     for the CPU cores and distort each other's timings).
@@ -151,7 +156,19 @@ def run_devices(
         if not todo:
             continue
         policy_dict = {k: v for k, v in dataclasses.asdict(policy).items() if k != "window"}
-        job = runner.Job(framework, dev.name, dev.kind, todo, cpu_threads, policy_dict, deadline)
+        job = runner.Job(
+            framework,
+            dev.name,
+            dev.kind,
+            todo,
+            cpu_threads,
+            policy_dict,
+            deadline,
+            repeat=repeat_for(todo) if repeat_for else [],
+            repeat_deadline=repeat_deadline,
+            repeat_window_s=repeat_window_s,
+            fresh_round_before=fresh_round_before,
+        )
         out = runner.run_job(
             job,
             case_timeout_s=case_timeout_s,
@@ -165,6 +182,9 @@ def run_devices(
         if out.error:
             notes.append(f"{framework} on {dev.name} could not start: {out.error}")
         results.extend(out.results)
+        for r in out.rounds:  # the child's second pass (round 2), for the session to merge
+            if on_round:
+                on_round(r)
     results.sort(key=lambda r: (r.spec.device, order.get(r.spec.key, 1 << 30)))
     return sessions, results, notes
 

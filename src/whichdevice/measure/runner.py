@@ -46,6 +46,12 @@ class Job:
     cpu_threads: int | None = None
     policy: dict = field(default_factory=dict)
     deadline: float | None = None  # time.time() after which the child starts no new case
+    # The second pass in the same child (child.py): these keys again, in this order, when the
+    # first pass ends after fresh_round_before, until max(repeat_deadline, its end + window).
+    repeat: list[str] = field(default_factory=list)
+    repeat_deadline: float | None = None
+    repeat_window_s: float = 0.0
+    fresh_round_before: float | None = None
 
 
 @dataclass
@@ -54,6 +60,7 @@ class Outcome:
     results: list[CaseResult] = field(default_factory=list)
     discovery: dict | None = None
     error: str | None = None  # the child could not start at all
+    rounds: list[CaseResult] = field(default_factory=list)  # the second pass's results (round 2)
 
 
 def _signal_name(returncode: int) -> str:
@@ -128,6 +135,10 @@ def run_job(
                         "env": env_extra,
                         "deadline": job.deadline,
                         "cases": [c.model_dump(mode="json") for c in remaining],
+                        "repeat": job.repeat if attempt == 1 else [],  # after a crash: no second pass
+                        "repeat_deadline": job.repeat_deadline,
+                        "repeat_window_s": job.repeat_window_s,
+                        "fresh_round_before": job.fresh_round_before,
                     }
                 )
             )
@@ -242,6 +253,9 @@ def _run_child(
                     case_started = None
                     if on_result:
                         on_result(result)
+                elif kind == "round":  # the second pass: merged by the session, never journaled
+                    outcome.rounds.append(CaseResult.model_validate(msg["result"]))
+                    case_started = None
             if exited:
                 break
             now = time.monotonic()

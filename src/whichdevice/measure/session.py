@@ -55,9 +55,13 @@ ROUNDED_EXPERIMENTS = {"run": 2, "diagnose": 2}
 # margin for the last case and the report: run's default budget stays within it).
 ROUNDS_SHARE = 0.75
 # Seconds of the budget kept for round 2 whatever round 1 takes: on a loaded machine round 1
-# alone fills the budget, and without a second round there is no between-process spread to
-# judge any claim by. Round 1 stops starting cases this long before ROUNDS_SHARE of the budget.
+# alone fills the budget, and without a second round there is no spread to judge any claim by.
+# Round 1 stops starting cases this long before the budget's end.
 ROUND2_RESERVE_S = 12.0
+# Round 2 runs in a fresh child when round 1 ended before this share of the budget; later, a
+# fresh child's framework import (5 s idle, 20 s on a loaded 2-core machine) does not fit, and
+# the first child measures the verdict cases a second time itself, until the budget's end.
+FRESH_ROUND_SHARE = 0.5
 # A point's sampling cap when the request sets none: max(0.5 s, this × min_time_s) — run's
 # 0.05 s points stop after 0.5 s, matmul's 0.2 s points after 2 s.
 POINT_CAP_FACTOR = 10.0
@@ -207,8 +211,19 @@ def measure(
     for dev in chosen:  # one device at a time, each with its own share of the budget
         started = time.time()
         deadline = started + request.budget_s if request.budget_s is not None else None
-        if deadline is not None and n_rounds > 1 and request.budget_s is not None:
-            deadline = started + max(ROUNDS_SHARE * request.budget_s - ROUND2_RESERVE_S, 0.5 * request.budget_s)
+        in_child: dict[str, CaseResult] = {}
+        second: dict[str, Any] = {}
+        if n_rounds > 1:
+            budget = request.budget_s
+            if budget is not None:
+                deadline = started + max(budget - ROUND2_RESERVE_S, 0.5 * budget)
+            second = dict(
+                repeat_for=lambda todo: [c.key for c in repeat_order([c for c in todo if request.repeat(c)])],
+                repeat_deadline=started + budget if budget is not None else None,
+                repeat_window_s=ROUND2_RESERVE_S,
+                fresh_round_before=started + (FRESH_ROUND_SHARE * budget if budget is not None else 1e9),
+                on_round=lambda x: in_child.setdefault(x.spec.key, x),
+            )
         s, r, n = experiment.run_devices(
             fw,
             [dev],
@@ -222,8 +237,16 @@ def measure(
             journal=journal,
             resumed=resumed,
             memory_limit_bytes=request.memory_limit_bytes,
+            **second,
         )
-        if n_rounds > 1:
+        if in_child:  # round 2 ran in the first child: the machine was too slow for a fresh one
+            r = [merge_rounds(x, [in_child[x.spec.key]] if x.spec.key in in_child else []) for x in r]
+            done = sum(x.status == "ok" for x in in_child.values())
+            n = n + [
+                f"{dev.name}: {done} verdict cases measured a second time in the same child process (round 2, "
+                "reverse order): round 1 ended too late in the budget for a fresh process"
+            ]
+        elif n_rounds > 1:
             r, n_more = _later_rounds(request, fw, dev, r, n_rounds, policy, started, progress)
             n += n_more
         sessions += [x for x in s if all(y.device.name != x.device.name for y in sessions)]
@@ -284,7 +307,7 @@ def _later_rounds(
         _, rk, nk = experiment.run_devices(
             fw,
             [dev],
-            lambda d, specs=specs: specs,
+            _fixed(specs),
             policy=policy,
             cpu_threads=request.cpu_threads,
             case_timeout_s=request.case_timeout_s,
@@ -302,3 +325,12 @@ def _later_rounds(
                 f"{dev.name}: round {k} measured {done} of {len(todo)} verdict cases again (time budget or failures)"
             )
     return [merge_rounds(r, later.get(r.spec.key, [])) for r in first], notes
+
+
+def _fixed(specs: list[CaseSpec]) -> Callable[[DeviceInfo], list[CaseSpec]]:
+    """``cases_for`` of a later round: the same specs whatever the device."""
+
+    def cases_for(_device: DeviceInfo) -> list[CaseSpec]:
+        return specs
+
+    return cases_for
