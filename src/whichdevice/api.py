@@ -13,6 +13,7 @@ fix, exactly as the CLI reports them. Measurements run in child processes, as in
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -70,6 +71,39 @@ class MatmulOptions:
     cpu_threads: int | None
     case_timeout_s: float
     memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
+
+    def __post_init__(self) -> None:
+        # ``matmul --resume`` builds this from a journal's header: a damaged or forged one is one
+        # line naming --resume, not a TypeError in the middle of a run (issue 18).
+        def count(v, lo=1):
+            return isinstance(v, int) and not isinstance(v, bool) and v >= lo
+
+        def seconds(v):
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+        def words(v):
+            return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+        ok = (
+            isinstance(self.framework, str)
+            and isinstance(self.sizes, list)
+            and bool(self.sizes)
+            and all(count(n) and n <= MAX_MATMUL_N for n in self.sizes)
+            and words(self.modes)
+            and isinstance(self.dtype, str)
+            and (self.devices is None or words(self.devices))
+            and seconds(self.min_time_s)
+            and isinstance(self.quick, bool)
+            and (self.cpu_threads is None or count(self.cpu_threads))
+            and seconds(self.case_timeout_s)
+            and (self.memory_limit_bytes is None or count(self.memory_limit_bytes))
+        )
+        if not ok:
+            raise UsageError(
+                "--resume",
+                "the journal holds matmul options this version of whichdevice cannot read",
+                "Start a new run.",
+            )
 
     @classmethod
     def parse(
