@@ -127,24 +127,67 @@ def test_script_that_hangs_is_stopped_at_timeout_and_audited_up_to_then(tmp_path
 # ---------------------------------------------------------------- the seeds, as written, on the CPU
 
 SEED_FINDINGS = {
-    # seed 000 through tf.compat.v1: the CPU sweep's first size pays the set-up; the GPU part stops.
-    "seed000_compat_v1.py": {"missing_device_failure", "first_includes_setup"},
+    # seed 000 through tf.compat.v1: the CPU sweep's first size pays the set-up, every size times a
+    # Session + variable init; the GPU part stops (no soft placement in a v1 Session by default).
+    "seed000_compat_v1.py": {"missing_device_failure", "first_includes_setup", "setup_inside_timing"},
+    # seed 000 with soft placement on: the GPU series runs, on the CPU — found from the intervals.
+    "seed000_soft_placement.py": {
+        "soft_placed_missing_device",
+        "different_one_time_costs",
+        "first_includes_setup",
+        "setup_inside_timing",
+    },
     # seed 001 ex1: "GPU" clone ran on the CPU; no sync before the clock; each timed once.
     "seed001_ex1.py": {"soft_placed_missing_device", "gpu_timing_without_sync", "one_shot_timing"},
-    # seed 001 ex2/ex3: the "GPU" loop ran on the CPU and reused the CPU block's tracing.
-    "seed001_ex2.py": {"soft_placed_missing_device", "different_one_time_costs", "one_shot_timing"},
-    "seed001_ex3.py": {"soft_placed_missing_device", "different_one_time_costs", "one_shot_timing"},
-    # seed 003: one timing each; ex2 says "on GPU" for tf.data work that ran on the CPU.
-    "seed003_ex1.py": {"one_shot_timing"},
-    "seed003_ex2.py": {"one_shot_timing", "gpu_label_without_gpu"},
-    "seed003_ex3.py": {"one_shot_timing"},
+    # seed 001 ex2/ex3: the "GPU" loop ran on the CPU and reused the CPU block's tracing; the
+    # optimizer's slots were made in the CPU block (first call) and trained from the GPU block;
+    # .numpy() every step; ex2 also passes NumPy slices at every call.
+    "seed001_ex2.py": {
+        "soft_placed_missing_device",
+        "different_one_time_costs",
+        "one_shot_timing",
+        "setup_inside_timing",
+        "host_inputs_per_call",
+        "host_read_per_step",
+        "variables_on_other_device",
+    },
+    "seed001_ex3.py": {
+        "soft_placed_missing_device",
+        "different_one_time_costs",
+        "one_shot_timing",
+        "setup_inside_timing",
+        "host_read_per_step",
+        "variables_on_other_device",
+    },
+    # seed 002: model.fit timed per device, 3 epochs including tracing and iterator start-up.
+    "seed002_fit.py": {
+        "soft_placed_missing_device",
+        "different_one_time_costs",
+        "one_shot_timing",
+        "setup_inside_timing",
+    },
+    # seed 003: one timing each, iterator start-up and first batch inside; ex2 says "on GPU" for
+    # tf.data work that ran on the CPU.
+    "seed003_ex1.py": {"one_shot_timing", "setup_inside_timing"},
+    "seed003_ex2.py": {"one_shot_timing", "gpu_label_without_gpu", "setup_inside_timing"},
+    "seed003_ex3.py": {"one_shot_timing", "setup_inside_timing"},
 }
+
+
+_SEED_RUNS: dict[str, tuple] = {}
+
+
+def audit_seed(tmp_path_factory, name: str):
+    """Each seed script is audited once per test session (a TF child costs ~5 s of CPU)."""
+    if name not in _SEED_RUNS:
+        _SEED_RUNS[name] = run_audit(tmp_path_factory.mktemp(name.replace(".", "_")), SEEDS / name)
+    return _SEED_RUNS[name]
 
 
 @pytest.mark.tf
 @pytest.mark.parametrize("name", sorted(SEED_FINDINGS))
-def test_seed_script_findings_on_cpu(tmp_path, name):
-    proc, record = run_audit(tmp_path, SEEDS / name)
+def test_seed_script_findings_on_cpu(tmp_path_factory, name):
+    proc, record = audit_seed(tmp_path_factory, name)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert record["tensorflow_seen"] and record["physical_devices"].get("GPU", 0) == 0
     assert set(rules_of(record)) == SEED_FINDINGS[name], rules_of(record)
@@ -154,8 +197,8 @@ def test_seed_script_findings_on_cpu(tmp_path, name):
 
 
 @pytest.mark.tf
-def test_seed000_fails_on_the_missing_gpu_after_a_cpu_sweep(tmp_path):
-    proc, record = run_audit(tmp_path, SEEDS / "seed000_compat_v1.py")
+def test_seed000_fails_on_the_missing_gpu_after_a_cpu_sweep(tmp_path_factory):
+    proc, record = audit_seed(tmp_path_factory, "seed000_compat_v1.py")
     assert record["exit_code"] == 1
     assert "Cannot assign a device for operation" in proc.stderr  # the script's own error, passed through
     assert proc.stdout.count("cpu time took:") == 5 and "gpu time took" not in proc.stdout
@@ -170,20 +213,89 @@ def test_seed000_fails_on_the_missing_gpu_after_a_cpu_sweep(tmp_path):
 
 
 @pytest.mark.tf
-def test_seed001_ex2_gpu_block_ran_on_cpu_and_corrected_ratio_is_about_one(tmp_path):
-    proc, record = run_audit(tmp_path, SEEDS / "seed001_ex2.py")
+def test_seed000_with_soft_placement_ran_its_gpu_series_on_cpu_from_the_intervals(tmp_path_factory):
+    """tf.compat.v1: the `with tf.device('gpu:0')` block only builds the graph (no op, no run in it);
+    the ops run in Session.run, after the block. The finding comes from the timed intervals."""
+    proc, record = audit_seed(tmp_path_factory, "seed000_soft_placement.py")
+    assert record["exit_code"] == 0 and proc.stdout.count("gpu time took:") == 5
+    gpu_blocks = [b for b in record["blocks"] if b["requested"] == "gpu:0"]
+    assert len(gpu_blocks) == 5 and all(b["ran_on"] == {} and b["session_runs"] == 0 for b in gpu_blocks)
+    gpu = [m for m in record["measurements"] if m["kind"] == "GPU"]
+    assert len(gpu) == 5 and all(set(m["ran_on"]) == {"CPU:0"} and m["session_runs"] == 2 for m in gpu)
+    f = next(f for f in record["findings"] if f["rule"] == "soft_placed_missing_device")
+    assert f["title"] == "Asked for GPU, ran on CPU"
+    assert f["measurements"] == [m["id"] for m in gpu] and sorted(f["blocks"]) == [b["id"] for b in gpu_blocks]
+    assert "5 of 5 timings" in f["explanation"] and "ops on CPU:0" in f["explanation"]
+    assert "line 28" in f["where"]  # where the GPU was asked
+    # Each size times a Session and the variables' initialization: the set-up finding with its share.
+    setup = [f for f in record["findings"] if f["rule"] == "setup_inside_timing"]
+    assert any("Session creation" in f["explanation"] and "variable initialization" in f["explanation"] for f in setup)
+    assert all(m["setup_s"].get("session", 0) > 0 and m["setup_s"].get("init", 0) > 0 for m in gpu)
+    # The CPU series warmed the process (first-used kernels) for the GPU series.
+    assert "different_one_time_costs" in rules_of(record)
+    # A tf.compat.v1 session cannot be re-run safely: said, not guessed.
+    assert all(not c["rerun_ok"] and "no tf.function" in c["note"] for c in record["corrections"])
+
+
+@pytest.mark.tf
+def test_seed002_fit_setup_share_and_a_corrected_ratio_for_model_fit(tmp_path_factory):
+    proc, record = audit_seed(tmp_path_factory, "seed002_fit.py")
+    a, b = record["measurements"]
+    assert a["kind"] == "CPU" and b["kind"] == "GPU" and a["fn_calls"] == b["fn_calls"]
+    assert a["traces"] >= 1 and a["setup_s"]["trace"] > 0 and a["setup_s"]["iter"] > 0
+    setup = [f for f in record["findings"] if f["rule"] == "setup_inside_timing"]
+    assert setup and "% set-up" in setup[0]["explanation"] and "tracing" in setup[0]["explanation"]
+    # model.fit's train function is re-run with a fresh iterator over the same dataset, interleaved.
+    (c,) = record["corrections"]
+    assert c["rerun_ok"], c["note"]
+    assert {r["function"] for r in c["reruns"]} == {"multi_step_on_iterator"}
+    assert len(c["round_ratios"]) >= 9 and c["real_ratio_low"] <= c["real_ratio"] <= c["real_ratio_high"]
+    assert 1 / 3 < c["real_ratio"] < 3 and c["significant"] is not True  # the same CPU twice
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("name", ["seed003_ex1.py", "seed003_ex2.py", "seed003_ex3.py"])
+def test_seed003_iterator_start_up_inside_the_timing(tmp_path_factory, name):
+    proc, record = audit_seed(tmp_path_factory, name)
+    (m,) = record["measurements"]
+    assert 0.05 * m["seconds"] <= m["setup_s"]["iter"] < m["seconds"]
+    f = next(f for f in record["findings"] if f["rule"] == "setup_inside_timing")
+    assert "tf.data iterator start-up and first batch" in f["explanation"]
+
+
+@pytest.mark.tf
+def test_seed001_ex2_gpu_block_ran_on_cpu_and_corrected_ratio_is_about_one(tmp_path_factory):
+    proc, record = audit_seed(tmp_path_factory, "seed001_ex2.py")
     cpu_block, gpu_block = record["blocks"]
     assert cpu_block["requested"] == "/CPU:0" and gpu_block["requested"] == "/GPU:0"
     assert gpu_block["device_exists"] is False and set(gpu_block["ran_on"]) == {"CPU:0"}
     assert cpu_block["traces"] >= 1 and gpu_block["traces"] == 0
     a, b = record["measurements"]
     assert a["fn_calls"] == b["fn_calls"] == 100
+    # Latent traps seen on the CPU: NumPy slices at every call, .numpy() every step, and the
+    # optimizer's slots made in the CPU block (its first call) then trained from the GPU block.
+    assert b["host_inputs"] == 100 and b["user_syncs"] == 100 and b["vars_other_device"] >= 1
     (c,) = record["corrections"]
     assert c["rerun_ok"] and {r["ran_on"] for r in c["reruns"]} == {"CPU:0"}
     assert c["script_ratio"] == pytest.approx(b["seconds"] / a["seconds"])
     # The same traced step on the same CPU: no real difference (wide bounds: 2 shared cores).
-    assert 1 / 3 < c["real_ratio"] < 3
+    assert 1 / 3 < c["real_ratio"] < 3 and len(c["round_ratios"]) >= 9
     assert "GPU training time" in proc.stdout and "Corrected comparison" in proc.stdout
+
+
+@pytest.mark.tf
+def test_latent_traps_variables_inputs_and_reads_on_a_cpu_only_machine(tmp_path):
+    proc, record = run_audit(tmp_path, Path(__file__).parent / "data" / "audit_tf_latent.py")
+    assert proc.returncode == 0 and record["exit_code"] == 0, proc.stderr[-2000:]
+    ms = record["measurements"]
+    assert len(ms) == 3 and all(m["kind"] == "GPU" and m["fn_calls"] == 20 for m in ms)
+    assert all(m["host_inputs"] == 20 and m["user_syncs"] == 20 for m in ms)
+    assert ms[0]["vars_other_device"] >= 4  # the 4 weights (each counted once per block)
+    rules = set(rules_of(record))
+    assert {"variables_on_other_device", "host_inputs_per_call", "host_read_per_step"} <= rules
+    for f in record["findings"]:
+        if f["rule"] in ("variables_on_other_device", "host_inputs_per_call", "host_read_per_step"):
+            assert "on a GPU this would" in f["explanation"]  # latent: never a cost measured here
 
 
 CLEAN = """
@@ -279,3 +391,113 @@ def test_different_one_time_costs_pairs_cpu_and_gpu_series_in_order():
     assert "2 tf.function traces" in f.explanation and f.measurements == [0, 1]
     same = b.model_copy(update={"traces": 2, "instantiations": 1})
     assert rule_different_one_time_costs({}, [], [a, same]) == []
+
+
+# ---------------------------------------------------------------- issue #20: intervals, set-up, latent traps
+
+
+def test_ran_on_cpu_is_decided_from_the_interval_not_the_block():
+    """tf.compat.v1: the GPU block only builds the graph (no op, no run); Session.run is outside it."""
+    from whichdevice.audit.record import Block
+    from whichdevice.audit.rules import rule_soft_placed_missing_device
+
+    block = Block(
+        id=0, requested="gpu:0", api="tf.compat.v1.device", line=28, text="with tf.device('gpu:0'):",
+        device_exists=False, wall_s=0.01, ran_on={}, fn_calls=0, traces=0, instantiations=0, xla_compiles=0,
+        sessions=0, session_runs=0, syncs=0, h2d=0, d2h=0, cpu_ops_in_gpu_block=0,
+    )  # fmt: skip
+    ms = [
+        _m(i, 0.05, line=36, kind="GPU", blocks=[0], ran_on={"CPU:0": 40}, session_runs=2, index_in_series=i)
+        for i in range(2)
+    ]
+    state = {"physical_devices": {"CPU": 1, "GPU": 0}}
+    (f,) = rule_soft_placed_missing_device(state, [block], ms)
+    assert f.title == "Asked for GPU, ran on CPU" and f.measurements == [0, 1] and f.blocks == [0]
+    assert "measurement 1 (50 ms): 40 ops on CPU:0" in f.explanation and "line 28" in f.where
+    # The same interval on GPU:0 raises nothing.
+    on_gpu = [m.model_copy(update={"ran_on": {"GPU:0": 40}}) for m in ms]
+    assert rule_soft_placed_missing_device(state, [block], on_gpu) == []
+
+
+def test_setup_inside_timing_gives_the_share_and_the_compared_side():
+    from whichdevice.audit.rules import rule_setup_inside_timing
+
+    a = _m(0, 1.0, line=22, setup_s={"trace": 0.4, "iter": 0.02}, series_len=1, index_in_series=0)
+    b = _m(1, 0.5, line=22, kind="GPU", setup_s={"trace": 0.01}, series_len=1, index_in_series=0)
+    (f,) = rule_setup_inside_timing({}, [], [a, b])  # b's 2 % is under the 5 % threshold
+    assert f.rule == "setup_inside_timing" and f.measurements == [0]
+    assert "420 ms = 42% set-up" in f.explanation and "tf.function tracing" in f.explanation
+    assert "compared with line 22 (GPU), whose timing holds 2% set-up" in f.explanation
+    assert rule_setup_inside_timing({}, [], [a.model_copy(update={"setup_s": {"trace": 0.04}})]) == []
+
+
+def test_latent_findings_say_on_a_gpu_without_one_and_measured_counts_with_one():
+    """GPU wording: the same rules on a measurement that ran on GPU:0 (hand-made: no GPU was lent to
+    record a real audit) quote what happened there; on the CPU they say "on a GPU this would"."""
+    from whichdevice.audit.rules import H100_ITEM_ROUNDTRIP_S, rule_host_inputs_per_call, rule_host_read_per_step
+
+    cpu = _m(0, 0.2, kind="GPU", fn_calls=20, host_inputs=20, user_syncs=20, syncs=20, series_len=1)
+    state = {"physical_devices": {"CPU": 1, "GPU": 0}}
+    (inputs,) = rule_host_inputs_per_call(state, [], [cpu])
+    (reads,) = rule_host_read_per_step(state, [], [cpu])
+    assert "on a GPU this would convert and copy each input" in inputs.explanation
+    assert "on a GPU this would make the host wait" in reads.explanation
+    assert f"{H100_ITEM_ROUNDTRIP_S * 1e6:.0f} µs" in reads.explanation  # 22 µs, recorded on an H100
+    gpu = cpu.model_copy(update={"ran_on": {"GPU:0": 200}, "h2d": 40})
+    state = {"physical_devices": {"CPU": 1, "GPU": 1}}
+    (inputs,) = rule_host_inputs_per_call(state, [], [gpu])
+    (reads,) = rule_host_read_per_step(state, [], [gpu])
+    assert "on a GPU this would" not in inputs.explanation + reads.explanation
+    assert "40 host→device copies seen in this timing" in inputs.explanation
+    assert "the host waited for the GPU at every step" in reads.explanation
+    # A CPU-asked timing on a CPU machine is not a GPU trap.
+    assert rule_host_read_per_step(state, [], [cpu.model_copy(update={"kind": "CPU"})]) == []
+
+
+def test_h100_costs_quoted_by_the_rules_are_the_recorded_ones():
+    data = json.loads((Path(__file__).parent / "data" / "h100_probe_torch.json").read_text())
+    from whichdevice.audit import rules
+
+    assert rules.H100_LAUNCH_S == pytest.approx(data["launch"]["tiny_add_async_s"], rel=0.01)
+    assert rules.H100_ITEM_ROUNDTRIP_S == pytest.approx(data["launch"]["tiny_add_item_roundtrip_s"], rel=0.01)
+
+
+def test_median_interval_is_distribution_free_order_statistics():
+    from whichdevice.audit.interleave import median_ci
+
+    xs = [float(i) for i in range(1, 21)]  # n = 20: 2·P(Bin(20, ½) <= 5) = 0.041 <= 0.05 < 2·P(<= 6)
+    assert median_ci(xs) == (6.0, 15.0)
+    assert median_ci([3.0, 1.0, 2.0, 5.0, 4.0]) == (1.0, 5.0)  # n = 5: too few, the whole range
+    assert median_ci([2.0]) == (2.0, 2.0)
+
+
+def test_interleaved_rounds_alternate_in_random_order_and_cancel_a_drift():
+    """A clock that slows down over the run (drift) biases 'all of A then all of B'; random order per
+    round does not: identical sides give an interval around 1."""
+    from whichdevice.audit.interleave import run_rounds, summarize
+
+    t = [0.0]
+    calls = []
+
+    def side(name):
+        def timed():
+            t[0] += 1.0
+            calls.append(name)
+            return 1.0 + 0.01 * t[0]  # each block a bit slower than the one before
+
+        return timed
+
+    rounds = run_rounds(side("a"), side("b"), budget_s=0.0, min_rounds=21, max_rounds=21, clock=lambda: t[0])
+    assert len(rounds) == 21 and {r["first"] for r in rounds} == {"a", "b"}
+    assert calls[:2] in (["a", "b"], ["b", "a"])
+    s = summarize(rounds)
+    assert s["low"] <= 1.0 <= s["high"] and len(s["ratios"]) == 21
+
+
+def test_significance_needs_an_interval_clear_of_one_and_of_the_noise():
+    from whichdevice.audit.rules import significant
+
+    assert significant(0.5, 0.45, 0.55) is True
+    assert significant(0.95, 0.93, 0.97) is False  # excludes 1, but inside the 10 % noise threshold
+    assert significant(1.3, 0.9, 1.6) is False
+    assert significant(None, None, None) is None

@@ -128,6 +128,7 @@ class State:
             "first_session_runs": 0,
             "last_gpu_work": 0,
             "last_sync": 0,
+            "ops_at_last_sync": 0,  # eager ops counted when the host last waited
             "cpu_ops_in_gpu_block": 0,
             "host_inputs": 0,
             "user_syncs": 0,  # host reads made by the script's own code (.numpy(), float(t), .item())  # tf.function calls given NumPy / Python values (converted per call)

@@ -67,6 +67,10 @@ SETUP_KINDS = {
 }
 _FLOAT_SETUP = {f"setup_{k}_s": k for k in SETUP_KINDS}
 
+# A timing that synchronized during its loop and left only this share of its eager ops after
+# the last host read is not "unsynchronized": 5 %, the share below which xprof does not flag a
+# step component (ANCHORS.md); Keras's fit reads its logs every step and resets metrics after.
+TRAILING_OPS_SHARE = 0.05
 # A series shorter than this shows no spread: "measured once". 1: one number is one number.
 ONE_SHOT_MAX = 1
 
@@ -194,6 +198,11 @@ def build_measurements(state: dict) -> list[Measurement]:
             and s1.get("last_gpu_work", 0) > s1.get("last_sync", 0)
             and (kind == "GPU" or gpu_ran)
         )
+        if unsynced and _diff(s0, s1, "syncs") > 0:
+            # The loop read results back as it went (Keras's progress bar, a loss per step); what is
+            # left unsynchronized at the end is a few trailing ops (metric resets), not the work.
+            trailing = int(s1.get("eager_ops", 0)) - int(s1.get("ops_at_last_sync", 0))
+            unsynced = trailing > TRAILING_OPS_SHARE * max(1, _diff(s0, s1, "eager_ops"))
         if torch and fallback and not unsynced:
             # The CUDA path fell back to the CPU here: the same loop on a GPU ends unsynchronized when no
             # host read follows its last kernel and the script never synchronizes anywhere.
@@ -912,8 +921,8 @@ def rule_variables_on_other_device(state, blocks, measurements) -> list[Finding]
         ran_gpu = any(d.startswith("GPU") for d in m.ran_on)
         if m.kind == "GPU" and not ran_gpu and _no_gpu(state):
             effect = (
-                "Here both ran on the CPU; on a GPU this block would train weights that live in host memory, "
-                "copying them to the GPU (and the updates back) at every step."
+                "Here both ran on the CPU; on a GPU this would make the GPU block train weights that live in host "
+                "memory, copying them to the GPU (and the updates back) at every step."
             )
         else:
             effect = f"the {m.kind} work read (and updated) variables placed by the {other} block: a copy every step."

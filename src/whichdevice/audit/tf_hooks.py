@@ -115,6 +115,7 @@ def mark_sync(st: State) -> None:
             st.seq += 1
             st.c["syncs"] += 1
             st.c["last_sync"] = st.seq
+            st.c["ops_at_last_sync"] = st.c["eager_ops"]
 
 
 # ---------------------------------------------------------------- placement log (fd 2)
@@ -492,6 +493,7 @@ def hook_host_reads(tf, st: State, ops) -> None:
                 if user:
                     st.c["user_syncs"] += 1
                 st.c["last_sync"] = st.seq
+                st.c["ops_at_last_sync"] = st.c["eager_ops"]
                 try:
                     if short_device(self.device).startswith("GPU"):
                         st.c["d2h"] += 1

@@ -97,6 +97,7 @@ def hook_functions(torch, st: State) -> None:
                 if name in reads:  # .item(), float(t), .tolist(): the host waits for the value
                     st.c["syncs"] += 1
                     st.c["last_sync"] = st.seq
+                    st.c["ops_at_last_sync"] = st.c["eager_ops"]
                     return out
                 st.c["last_work"] = st.seq
                 if dev:
@@ -118,6 +119,7 @@ def hook_functions(torch, st: State) -> None:
                             st.c["d2h"] += 1
                             st.c["syncs"] += 1
                             st.c["last_sync"] = st.seq
+                            st.c["ops_at_last_sync"] = st.c["eager_ops"]
             return out
 
     mode = Watch()
@@ -132,6 +134,7 @@ def _mark_user_sync(st: State) -> None:
             st.c["user_syncs"] += 1
             st.c["syncs"] += 1
             st.c["last_sync"] = st.seq
+            st.c["ops_at_last_sync"] = st.c["eager_ops"]
 
 
 def hook_host_reads(torch, st: State) -> None:
