@@ -161,7 +161,7 @@ def grids(record: audit_mod.AuditRecord) -> list[Grid]:
         out.append(
             Grid(
                 "Device blocks as they ran",
-                ["line", "requested", "ran on (ops)", "wall", "calls", "one-time", "H→D/D→H", ""],
+                ["line", "requested", "ran on (ops)", "wall", "calls", "one-time", "H→D/D→H", "status"],
                 rows,
                 [
                     "ops: eager ops (and placed graph ops) per device; calls: tf.function calls + Session.run; "

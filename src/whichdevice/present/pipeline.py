@@ -93,7 +93,7 @@ def stage_grid(rep: DeviceReport) -> Grid | None:
         )
     return Grid(
         f"{rep.device}: stages of the TFRecord pipeline in isolation (one thread)",
-        ["stage", "own time/example", "throughput", "floor/example", ""],
+        ["stage", "own time/example", "throughput", "floor/example", "note"],
         rows,
         [
             "Each stage's input is the output of the stages before it, cached in memory; the floor (counting "
