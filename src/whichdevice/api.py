@@ -199,7 +199,7 @@ def matmul_report(record: RunRecord, png: Path, *, loglog: bool = True) -> tuple
         title=f"Matrix multiplication time vs size ({dtype}) — whichdevice",
     )
     section = html.Section(
-        "Matrix multiplication (seed 000)", grids=[sweep_grid(t, "n", "FLOP/s") for t in tables], pngs=[png]
+        "Matrix multiplication", grids=[sweep_grid(t, "n", "FLOP/s") for t in tables], pngs=[png], source="seed000"
     )
     page = html.render_html(
         record, [section], warnings=quality.timing_warnings(record), failures=quality.failures(record)
