@@ -58,7 +58,7 @@ QUICK_MIN_TIME_S = 0.05
 
 def _quick_text(batches) -> str:
     return (
-        f"reduced sizes — seed 001 ex3 on {train_workload.QUICK_SAMPLES['ex3']:,} samples instead of 100,000; "
+        f"reduced sizes — the small MLP's tf.data loop on {train_workload.QUICK_SAMPLES['ex3']:,} samples instead of 100,000; "
         f"batch sweep {','.join(map(str, batches))}; {QUICK_MIN_TIME_S:g} s of steady samples per sweep point "
         "(the full run: whichdevice train)"
     )
