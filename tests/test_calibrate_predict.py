@@ -85,7 +85,7 @@ def test_calibration_with_a_fake_clock_recovers_the_declared_costs():
     ],
 )
 def test_a_fitted_value_at_the_clamp_refuses_the_profile_and_names_the_noisy_probe(probe, cost, noisy):
-    # The 64-op chain no slower than the empty call (or the synced op no slower than the plain one):
+    # The op chain no slower than the empty call (or the synced op no slower than the plain one):
     # the old code clamped to 1e-12 (printed "0.00 µs") and wrote the profile anyway.
     clock = FakeClock()
     fw = fake_framework(clock)
@@ -218,15 +218,23 @@ def test_real_calibrate_then_predict_on_the_cpu(tmp_path, capsys):
     from whichdevice.core.records import load_run
 
     out = tmp_path / "out"
-    main(["calibrate", "--name", "ci-box", "--out", str(out), "--min-time", "0.02"])  # returns on success
-    prof = deviceprofile.load("ci-box")
-    assert prof.gpu is None or prof.gpu.kind == "gpu"
-    assert prof.cpu.dispatch_eager_s > 0 and prof.cpu.dispatch_graph_s > 0 and prof.cpu.step_call_s > 0
-    assert [p.x for p in prof.cpu.matmul] == [float(n) for n in cal_workload.MATMUL_N]
-    assert len(prof.cpu.elementwise) == len(cal_workload.ELEMENTWISE_BYTES)
-    # predict needs a GPU profile: a CPU-only one is refused in one line
-    code, err = _cli(["predict", "--profile", "ci-box", "--out", str(out)], capsys)
-    assert code == 2 and "has no GPU" in err
+    try:
+        main(["calibrate", "--name", "ci-box", "--out", str(out), "--min-time", "0.02"])  # returns on success
+        code, err = 0, ""
+    except SystemExit as e:
+        code, err = e.code, capsys.readouterr().err
+    if code == 1 and "too noisy" in err:  # a busy machine: refused rather than a clamped 0 (#19)
+        assert "ci-box" not in deviceprofile.saved_names() and list(out.glob("calibrate-*[0-9].json"))
+    else:
+        assert code == 0, err
+        prof = deviceprofile.load("ci-box")
+        assert prof.gpu is None or prof.gpu.kind == "gpu"
+        assert prof.cpu.dispatch_eager_s > 0 and prof.cpu.dispatch_graph_s > 0 and prof.cpu.step_call_s > 0
+        assert [p.x for p in prof.cpu.matmul] == [float(n) for n in cal_workload.MATMUL_N]
+        assert len(prof.cpu.elementwise) == len(cal_workload.ELEMENTWISE_BYTES)
+        # predict needs a GPU profile: a CPU-only one is refused in one line
+        code, err = _cli(["predict", "--profile", "ci-box", "--out", str(out)], capsys)
+        assert code == 2 and "has no GPU" in err
 
     js = out / "p.json"
     main(["predict", "--profile", "h100", "--batches", "8,256", "--min-time", "0.02", "--json", str(js)])
@@ -238,7 +246,7 @@ def test_real_calibrate_then_predict_on_the_cpu(tmp_path, capsys):
     rep = predict_report(record, deviceprofile.parse(record.options["profile_json"], "record"))
     assert [r.batch for r in rep.rows] == [8, 256] and not rep.failures
     for r in rep.rows:
-        assert r.cpu_s > 0 and r.kernels > 50 and r.gpu.step.low <= r.gpu.step.mid <= r.gpu.step.high
+        assert r.cpu_s > 0 and r.kernels > 50 and r.band.low < r.band.mid < r.band.high
     assert Path(js.with_suffix(".png")).exists()
 
 

@@ -74,8 +74,13 @@ def test_calibrate_killed_after_its_first_probe_then_resumed(tmp_path, capsys):
     assert "resumed-box" not in deviceprofile.saved_names()
 
     code, out, err = run_cli(["calibrate", "--resume", str(out_dir)], capsys)  # the folder: its journal
-    assert code == 0, err
     (record,) = out_dir.glob("calibrate-*[0-9].json")
+    if code == 1 and "too noisy" in err:  # a busy machine: the record is kept, no profile from noise (#19)
+        assert "resumed-box" not in deviceprofile.saved_names()
+        assert not list(out_dir.glob("*.profile.json")) and not journal.exists()
+        assert sorted(_keys_and_walls(record)[1]) == sorted(c.key for c in wl.build_cases("tensorflow", "CPU:0", "cpu"))
+        return
+    assert code == 0, err
     data, keys, walls = _keys_and_walls(record)
     expected = [c.key for c in wl.build_cases("tensorflow", "CPU:0", "cpu")]
     assert sorted(keys) == sorted(expected)  # every probe exactly once

@@ -12,7 +12,7 @@ Per device of the record (one child session each):
 A probe that failed is left out (its field stays ``None`` or its curve point missing); a
 device without its tiny-op or matmul figures cannot make a profile and is reported.
 
-A fitted value that is not positive — the 64-op chain measured no slower than the empty
+A fitted value that is not positive — the chain of ops measured no slower than the empty
 call, or the synced tiny op no slower than the unsynced one — is noise, not a cost: the
 profile is refused (``NoisyCalibration``, naming the two measurements) instead of writing a
 clamped 0, which would make every prediction from it wrong.

@@ -30,6 +30,9 @@ MATMUL_N: tuple[int, ...] = (1, 16, 64, 128, 256, 512, 1024)
 GPU_MATMUL_N: tuple[int, ...] = MATMUL_N + (2048, 4096)
 ELEMENTWISE_BYTES: tuple[int, ...] = (12, 12_000, 120_000, 1_200_000, 12_000_000, 48_000_000)
 COPY_BYTES: tuple[int, ...] = (4, 4096, 65536, 1 << 20, 16 << 20, 64 << 20)
+# Ops in the in-graph dispatch probe's chain: its time minus the empty call's is the signal.
+# 256 (was 64): ~0.3-0.5 ms of per-op cost on a CPU, above the call's jitter on a busy machine.
+GRAPH_CHAIN = 256
 PROBES = ("tiny_eager", "tiny_sync", "graph", "matmul", "elementwise", "h2d", "d2h", "describe")
 
 
@@ -40,7 +43,7 @@ def build_cases(framework: str, device: str, kind: str) -> list[CaseSpec]:
         return CaseSpec(workload="calibrate", framework=framework, device=device, params=params)
 
     cases = [spec(probe="tiny_eager"), spec(probe="tiny_sync")]
-    cases += [spec(probe="graph", k=k) for k in (0, 64)]
+    cases += [spec(probe="graph", k=k) for k in (0, GRAPH_CHAIN)]
     cases += [spec(probe="matmul", n=n) for n in (GPU_MATMUL_N if kind == "gpu" else MATMUL_N)]
     cases += [spec(probe="elementwise", bytes=b) for b in ELEMENTWISE_BYTES]
     if kind == "gpu":

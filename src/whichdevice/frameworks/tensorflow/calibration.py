@@ -15,10 +15,6 @@ import tensorflow as tf
 
 from whichdevice.frameworks.tensorflow.placement import scope
 
-# Chain length of the in-graph dispatch probe: long enough that per-op cost dominates the
-# per-call cost, short enough to trace in well under a second.
-GRAPH_CHAIN = 64
-
 
 def tiny_eager(device: str):
     """One add on a 1-element tensor, eagerly, no sync per call: dispatch + launch rate."""
