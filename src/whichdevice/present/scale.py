@@ -16,6 +16,9 @@ from whichdevice.present.html import Section  # noqa: E402
 from whichdevice.present.tables import Grid, GridCell  # noqa: E402
 
 _WORDS = {2: "two", 3: "three", 4: "four", 8: "eight"}
+# An all-reduce share under this cannot explain a slowdown of N replicas (our own choice: a
+# quarter of the step; the XProf "collective" category has no threshold of its own).
+SMALL_SHARE = 0.25
 
 
 def _x(v: float) -> str:
@@ -35,7 +38,7 @@ def _share_text(p: Point) -> str:
     if share is None:
         return "—"
     if p.share_in_noise:
-        return "≈ 0 % (within noise)"
+        return "≈ 0 % (noise)"
     return _pct(share)
 
 
@@ -46,10 +49,10 @@ def vs_one_text(p: Point) -> str:
     if c.status == "not_enough":
         return c.text()
     if c.status == "no_change":
-        return f"no clear difference ({_x(c.ratio)}×, CI {_x(c.lo)}–{_x(c.hi)}×, n={c.n})"
+        return f"no clear difference ({_x(c.ratio)}×; {_x(c.lo)}–{_x(c.hi)}, n={c.n})"
     if c.ratio >= 1:
-        return f"{_x(c.ratio)}× faster (CI {_x(c.lo)}–{_x(c.hi)}×, n={c.n})"
-    return f"{_x(1 / c.ratio)}× slower (CI {_x(1 / c.hi)}–{_x(1 / c.lo)}×, n={c.n})"
+        return f"{_x(c.ratio)}× faster ({_x(c.lo)}–{_x(c.hi)}, n={c.n})"
+    return f"{_x(1 / c.ratio)}× slower ({_x(1 / c.hi)}–{_x(1 / c.lo)}, n={c.n})"
 
 
 def verdict_line(v: Verdict) -> str:
@@ -64,14 +67,21 @@ def verdict_line(v: Verdict) -> str:
     elif c.status == "faster":
         head = f"{who} are {_x(c.ratio)}× faster than 1 already at global batch {w.global_batch:,}"
     elif c.status == "no_change":
-        head = f"{who} are no clearly faster or slower than 1 at global batch {w.global_batch:,} ({_x(c.ratio)}×)"
+        head = f"{who} are not clearly faster or slower than 1 at global batch {w.global_batch:,} ({_x(c.ratio)}×)"
     else:
         head = f"{who} vs 1 at global batch {w.global_batch:,}: {c.text()}"
     share = w.allreduce_share
+    # Below this share the all-reduce cannot explain a slowdown: say what else the replicas cost.
+    small = SMALL_SHARE
+    rest = " — the rest is the replicas' own dispatch and input sharding on shared cores"
     if share is not None and not w.share_in_noise:
         head += f": all-reduce takes {_pct(share)} of the step"
+        if c.status == "slower" and share < small:
+            head += rest
     elif share is not None:
         head += ": the all-reduce is within the noise of the step"
+        if c.status == "slower":
+            head += rest
     x = v.crossover
     word = _WORDS.get(v.replicas, str(v.replicas))
     if x is not None and x.batch is not None and x.gain is not None:
@@ -89,14 +99,14 @@ def verdict_line(v: Verdict) -> str:
 
 def grid(fs: FrameworkScale) -> Grid:
     headers = [
-        "replicas",
+        "N",
         "global batch",
         "per replica",
         "step (median)",
         "samples/s",
         "vs 1 replica",
         "efficiency",
-        "all-reduce share",
+        "all-reduce",
     ]
     rows = []
     for n in fs.replicas:
@@ -109,9 +119,9 @@ def grid(fs: FrameworkScale) -> Grid:
                 continue
             eff = p.efficiency
             ci = p.efficiency_ci
-            eff_text = "1 (baseline)" if n == 1 else ("—" if eff is None else f"{_pct(eff)}")
+            eff_text = "baseline" if n == 1 else ("—" if eff is None else f"{_pct(eff)}")
             if n > 1 and eff is not None and ci is not None:
-                eff_text += f" ({_pct(ci[0])}–{_pct(ci[1])})"
+                eff_text += f" ({100 * ci[0]:.0f}–{_pct(ci[1])})"
             tone = ""
             if p.vs_one is not None and p.vs_one.significant:
                 tone = "good" if p.vs_one.ratio > 1 else "bad"
@@ -122,7 +132,7 @@ def grid(fs: FrameworkScale) -> Grid:
                     GridCell(f"{b:,}"),
                     GridCell(f"{b // n:,}"),
                     GridCell(f"{seconds(p.step_s)} (n={step_n})"),
-                    GridCell(rate(p.samples_per_s, "samples/s")),
+                    GridCell(rate(p.samples_per_s, "/s")),
                     GridCell(vs_one_text(p) if n > 1 else "—", tone),
                     GridCell(eff_text),
                     GridCell(_share_text(p) if n > 1 else "—"),
@@ -130,9 +140,10 @@ def grid(fs: FrameworkScale) -> Grid:
             )
     footer = [
         f"Engine: {fs.engine}. All-reduce share: {METHOD_TEXT[fs.method]}.",
-        "Efficiency = throughput of N replicas / (N × throughput of 1), 95 % interval in brackets; "
-        "'vs 1 replica' compares step times at the same global batch (≥ 5 samples a side, the "
-        "interval must exclude 1 and the change exceed the 5 % noise threshold).",
+        "N: replicas. Efficiency = throughput of N replicas / (N × throughput of 1); in brackets the 95 % "
+        "interval. 'vs 1 replica' compares step times at the same global batch (≥ 5 samples a side, the "
+        "interval must exclude 1 and the change exceed the 5 % noise threshold). all-reduce: its share of "
+        "the N-replica step.",
     ]
     if not fs.replicas_ok():
         footer.append("WARNING: an engine reported a replica count other than the one asked (see the record).")
