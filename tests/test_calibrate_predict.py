@@ -149,6 +149,9 @@ def _cli(argv, capsys):
         (["predict", "--input-shape", "100"], "--input-shape: only applies to --model"),
         (["calibrate", "--name", "h100"], "--name: 'h100' is the name of a shipped profile"),
         (["calibrate", "--name", "a/b"], "--name: 'a/b' is not a profile name"),
+        (["predict", "--framework", "jax"], "--framework: 'jax' is not one of tensorflow, keras-jax"),
+        (["predict", "--steps-per-execution", "0"], "--steps-per-execution: 0 is out of range"),
+        (["predict", "--profile", str(DATA / "keras_jax_gpu.json")], "is not a whichdevice device profile"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_nothing_written(argv, text, capsys, tmp_path):
