@@ -86,7 +86,8 @@ def test_numpy_sweep_end_to_end_and_report_round_trip(tmp_path, capsys):
     assert "numpy sees no GPU" in out
     png.unlink()
     code, out2, _ = run_cli(["report", str(json_file)], capsys)
-    assert code == 0 and png.exists()
+    # the report beside the record is kept: the redraw is written next to it
+    assert code == 0 and png.with_name(png.stem + "-report.png").exists() and json_file.with_suffix(".html").exists()
     # The same table comes back from the saved record: compare the rows of n=64.
     row = [ln for ln in out.splitlines() if ln.strip().startswith("│ 64 ")]
     assert row and row[0] in out2
@@ -187,5 +188,6 @@ def test_memory_limit_reaches_the_child_and_the_report_says_out_of_memory(tmp_pa
     assert by_n[8].status == "ok" and by_n[24].status == "ok"
     assert rec.options["memory_limit_gib"] == 0.6
     flat = " ".join(out.split())
-    assert "Failed: CPU:0 n=16 mode=steady dtype=float32 — out of memory: the case's processes used" in flat
+    failed = "Failed: CPU:0 matrix multiply 16×16 (back-to-back, operands on the device) — out of memory:"
+    assert f"{failed} the case's processes used" in flat  # the case named for people
     assert "raise --memory-limit" in flat
