@@ -10,6 +10,7 @@ significant is never recommended: it is listed on one line as "no clear gain her
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from whichdevice.analysis import quality
@@ -46,6 +47,13 @@ class Change:
     @property
     def gain_text(self) -> str:
         return ratio_text(self.claim)
+
+    @property
+    def short_gain_text(self) -> str:
+        """The claim without its note (the report has it): the first screen stays one line each."""
+        return ratio_text(dataclasses.replace(self.claim, note="")) + (
+            " (note in the report)" if self.claim.note else ""
+        )
 
 
 @dataclass(frozen=True)
@@ -537,7 +545,7 @@ def screen_lines(fs: FirstScreen, *, report: str | None) -> list[tuple[str, str]
     if not fs.changes:
         out.append(("", "  No measured change helps significantly here."))
     for i, ch in enumerate(fs.changes, 1):
-        out.append(("", f"  {i}. {ch.title}: {ch.gain_text}"))
+        out.append(("", f"  {i}. {ch.title}: {ch.short_gain_text}"))
         out.append(("code", f"       {ch.code}"))
         if ch.caveat:
             out.append(("caveat", f"       Caveat: {ch.caveat}"))
