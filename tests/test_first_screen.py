@@ -194,3 +194,34 @@ def test_not_measured_says_the_true_reason(tmp_path):
     run = record.model_copy(update={"results": skipped})
     rows = {row[0].text: row[2].text for row in fix_grid(verdict(run), record=run).rows}
     assert "skipped, the time budget ran out" in rows["9. Mixed precision"]
+
+
+def test_with_a_gpu_the_answer_names_the_device_and_where_it_flips(h100_probe):
+    """The recorded H100 reference (tests/data/h100_probe_torch.json: matmul and the small MLP's
+    training step per batch on CPU and GPU) read as a run: the answer says which device from
+    which size/batch, not 'no GPU here'."""
+    from conftest import h100_matmul_record, make_record, reference_timing
+
+    from whichdevice.core.records import CaseResult, CaseSpec
+
+    mm = h100_matmul_record(h100_probe, "cpu_steady_s", "gpu_steady_s", "steady").results
+    train = []
+    for row in h100_probe["mlp"]:
+        for device, key in (("CPU:0", "cpu_step_s"), ("GPU:0", "cuda_step_s")):
+            params = {"kind": "steady", "model": "seed001", "batch": row["batch"], "sync": "none"}
+            spec = CaseSpec(workload="train", framework="torch", device=device, params=params)
+            train.append(
+                CaseResult(
+                    spec=spec,
+                    status="ok",
+                    timing=reference_timing(row[key]),
+                    wall_s=0,
+                    metrics={"samples_per_step": row["batch"]},
+                )
+            )
+    record = make_record(mm + train, "run")
+    fs = first_screen(record, suite_verdict(record))
+    assert not any("No GPU here" in a for a in fs.answer)
+    assert fs.answer[0].startswith("Training (small MLP): ") and "GPU:0" in fs.answer[0]
+    assert any(a.startswith("Matrix multiply: ") for a in fs.answer)
+    assert len(fs.answer) <= 2

@@ -383,7 +383,8 @@ def _crossover_words(c, unit: str, gpu: str) -> str:
         return f"use the CPU: {gpu} is slower at every {unit} measured (up to {c.low:g})"
     if c.kind == "between":
         sure = " (uncertain: the ranges overlap there)" if c.ranges_overlap else ""
-        return f"CPU below {unit} ≈ {c.estimate:.3g}, {gpu} above (between {c.low:g} and {c.high:g}){sure}"
+        est = f"{c.estimate:,.0f}" if c.estimate >= 100 else f"{c.estimate:.3g}"
+        return f"use the CPU below {unit} ≈ {est}, {gpu} above (between {c.low:g} and {c.high:g}){sure}"
     return c.describe(unit)
 
 
