@@ -6,6 +6,7 @@ Pure formatting of what analysis/pipeline.py computed: no verdict is decided her
 from __future__ import annotations
 
 from whichdevice.analysis.compare import Comparison
+from whichdevice.present.claims import ratio_text
 from whichdevice.analysis.pipeline import HIGHLY, MODERATELY, NOT, DeviceReport
 from whichdevice.present.tables import Grid, GridCell, busy_text
 from whichdevice.core.units import rate, seconds
@@ -19,24 +20,24 @@ def _median(t: Timing | None) -> GridCell:
 
 
 def _vs(c: Comparison | None) -> GridCell:
-    """Compact: '1.25x faster', '4.85x slower', or '≈ (1.12x)' within the noise."""
+    """The claim with its interval and n (present/claims.py): '4× faster (95 % CI 3.5–4.6×, 8
+    samples)', 'no clear change (1.1×, CI 0.8–1.5×, n=8)' or 'not enough samples (...)'."""
     if c is None:
         return GridCell("—", "dim")
     if c.winner is None:
-        return GridCell(f"≈ ({c.ratio:.3g}x)", "neutral")
-    text = f"{c.ratio:.3g}x faster" if c.ratio >= 1 else f"{1 / c.ratio:.3g}x slower"
-    return GridCell(text, "good" if c.winner == c.other else "bad")
+        return GridCell(ratio_text(c), "neutral")
+    return GridCell(ratio_text(c), "good" if c.winner == c.other else "bad")
 
 
 def variant_grid(rep: DeviceReport) -> Grid:
     base = rep.baseline or "first"
     headers = [
         "variant",
-        "alone",
+        "pipeline alone (throughput)",
         "1st batch",
-        f"vs {base}",
-        "loop step ± IQR/2",
-        f"vs {base}",
+        f"pipeline alone vs {base}",
+        "loop step ± IQR/2 (loop speed)",
+        f"loop speed vs {base}",
         "input wait",
         "XProf",
         "busy (sat.)",
@@ -68,8 +69,9 @@ def variant_grid(rep: DeviceReport) -> Grid:
     footer = [
         model,
         "alone: the pipeline without a model (examples/s); loop: next() + copy to the device + train "
-        "step; input wait: share of the loop step before the batch was on the device (XProf: ≥ 20 % HIGHLY, "
-        "≥ 5 % MODERATELY input-bound); vs: median ratio, ≈ within the noise.",
+        "step; input wait: share of the loop step before the batch was on the device — the one input-bound "
+        "figure (XProf: ≥ 20 % HIGHLY, ≥ 5 % MODERATELY input-bound); vs: median ratio with its 95 % "
+        "interval and n (analysis/significance.py).",
     ]
     footer += [f"{r.variant} failed — {f}" for r in rep.rows for f in r.failed]
     return Grid(f"{rep.device}: pipeline variants (pipeline alone; pipeline + model step)", headers, rows, footer)
