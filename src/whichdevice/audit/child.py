@@ -476,12 +476,14 @@ def rerun_torch(deadline: float) -> None:
                     module(*args)
             sync()
 
-        ks: dict[int, int] = {}
+        ones = []
         for item in wa + wb:
             call_k(item, 1)
             t0 = _orig_perf()
             call_k(item, 1)
-            ks[id(item)] = max(1, min(1000, int(0.01 / max(_orig_perf() - t0, 1e-6)) + 1))
+            ones.append(max(_orig_perf() - t0, 1e-6))
+        k_all = max(1, min(1000, int(0.01 / max(ones)) + 1))  # one k for the pair (see _interleave)
+        ks = {id(item): k_all for item in wa + wb}
         samples: dict[int, list[float]] = {id(i): [] for i in wa + wb}
 
         def side(work):
@@ -532,17 +534,20 @@ def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: floa
         sync()
         return out
 
-    # Warm-up (trace / instantiate on each device), then size k so one timed chunk is ≥ 10 ms.
-    ks: dict[int, int] = {}
+    # Warm-up (trace / instantiate on each device), then one k for every function of the pair, so
+    # the slowest chunk is ≥ 10 ms: the same k on both sides amortizes the sync and the clock
+    # reads equally (a k per side biased the ratio of two identical sides).
     ran: dict[int, str] = {}
+    ones = []
     for item in wa + wb:
         out = call_k(item, 1)
         t0 = _orig_perf()
         call_k(item, 1)
-        one = max(_orig_perf() - t0, 1e-6)
-        ks[id(item)] = max(1, min(1000, int(0.01 / one) + 1))
+        ones.append(max(_orig_perf() - t0, 1e-6))
         leaves = [x for x in tf.nest.flatten(out) if hasattr(x, "device")]
         ran[id(item)] = short_device(leaves[0].device) if leaves else ""
+    k_all = max(1, min(1000, int(0.01 / max(ones)) + 1))
+    ks = {id(item): k_all for item in wa + wb}
     samples: dict[int, list[float]] = {id(i): [] for i in wa + wb}
 
     def side(work):
