@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from whichdevice.analysis.scale import METHOD_TEXT, FrameworkScale, Point, ScaleReport, Verdict, verdicts  # noqa: E402
 from whichdevice.core.units import rate, seconds  # noqa: E402
@@ -187,7 +188,9 @@ def plot(report: ScaleReport, path: Path, *, title: str) -> Path:
             transform=ax.get_yaxis_transform(),
         )
     ax.axhline(1.0, color="green", linestyle=":", linewidth=0.8)
+    ax.text(0.01, 1.0, "perfect scaling", va="bottom", fontsize=7, transform=ax.get_yaxis_transform())
     ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.set_xlabel("global batch (samples per step, split over the replicas)")
     ax.set_ylabel("scaling efficiency  thr_N / (N × thr_1)")
     ax.set_title(title, fontsize=10)
