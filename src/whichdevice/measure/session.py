@@ -30,7 +30,7 @@ fit keeps the rounds it has.
 
 **Precision-targeted sampling**: the policy samples each point until its median's 95 % CI
 half-width is within ``Request.precision`` (5 %) or its time cap (``Request.point_cap_s``,
-default ``max(0.5 s, 10 × min_time_s)``): core/timing.py, ``Timing.stop_reason``.
+default ``max(0.25 s, 5 × min_time_s)``): core/timing.py, ``Timing.stop_reason``.
 """
 
 from __future__ import annotations
@@ -62,10 +62,11 @@ ROUND2_RESERVE_S = 12.0
 # fresh child's framework import (5 s idle, 20 s on a loaded 2-core machine) does not fit, and
 # the first child measures the verdict cases a second time itself, until the budget's end.
 FRESH_ROUND_SHARE = 0.5
-# A point's sampling cap when the request sets none: max(0.5 s, this × min_time_s) — run's
-# 0.05 s points stop after 0.5 s, matmul's 0.2 s points after 2 s.
-POINT_CAP_FACTOR = 10.0
-POINT_CAP_MIN_S = 0.5
+# A point's sampling cap when the request sets none: max(0.25 s, this × min_time_s) — run's
+# 0.05 s points stop after 0.25 s, matmul's 0.2 s points after 1 s. On a loaded 2-core machine
+# no point converges and every one runs to its cap: a larger cap there only cuts the suite.
+POINT_CAP_FACTOR = 5.0
+POINT_CAP_MIN_S = 0.25
 # A later round is only worth it when the rounds together can reach the 5 samples a claim needs.
 MIN_SAMPLES_FOR_ROUNDS = 5
 
@@ -157,7 +158,7 @@ class Request:
     rounds: int | None = None  # fresh-child rounds of the verdict cases (None: ROUNDED_EXPERIMENTS or 1)
     repeat: Callable[[CaseSpec], bool] = decides_verdict  # which cases later rounds measure again
     precision: float | None = 0.05  # target relative CI half-width of each point's median
-    point_cap_s: float | None = None  # a point's sampling cap (None: max(0.5 s, 10 x min_time_s))
+    point_cap_s: float | None = None  # a point's sampling cap (None: max(0.25 s, 5 x min_time_s))
 
 
 @dataclass
