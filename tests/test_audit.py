@@ -494,10 +494,12 @@ def test_interleaved_rounds_alternate_in_random_order_and_cancel_a_drift():
     assert s["low"] <= 1.0 <= s["high"] and len(s["ratios"]) == 21
 
 
-def test_significance_needs_an_interval_clear_of_one_and_of_the_noise():
+def test_significance_is_the_projects_one_rule():
+    """analysis.significance.judge: ≥ 5 samples, 95 % interval excludes 1, beyond its noise threshold."""
     from whichdevice.audit.rules import significant
 
-    assert significant(0.5, 0.45, 0.55) is True
-    assert significant(0.95, 0.93, 0.97) is False  # excludes 1, but inside the 10 % noise threshold
-    assert significant(1.3, 0.9, 1.6) is False
-    assert significant(None, None, None) is None
+    assert significant(0.5, 0.45, 0.55, 41) is True
+    assert significant(0.97, 0.95, 0.99, 41) is False  # excludes 1, but inside the noise threshold
+    assert significant(1.3, 0.9, 1.6, 41) is False
+    assert significant(0.5, 0.45, 0.55, 3) is False  # too few rounds
+    assert significant(None, None, None, 0) is None

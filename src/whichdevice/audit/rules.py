@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 
+from whichdevice.analysis.significance import judge
 from whichdevice.audit.interleave import summarize
 from whichdevice.audit.record import Block, Correction, Finding, Measurement, Rerun
 from whichdevice.core.units import seconds
@@ -45,10 +46,6 @@ SETUP_SHARE_MIN = 0.05
 # Latent GPU traps (host inputs converted per call, host reads per step) need a loop: at least
 # this many calls in the interval, and one such event for every second call or more.
 PER_STEP_MIN_CALLS = 5
-# A corrected ratio is "significant" when its interval excludes 1 and it is further from 1 than
-# this: 10 %, the spread torch.utils.benchmark treats as noise (ANCHORS.md). Replaced by
-# analysis.significance once it exists (issue #16).
-NOISE_THRESHOLD = 0.10
 # Cost of one host read round trip vs one asynchronous launch, measured on an H100 (PyTorch,
 # tests/data/h100_probe_torch.json, from ../shared/reference/h100-2026-11-22): the GPU wording
 # of the latent findings quotes them; they are never presented as this machine's cost.
@@ -973,12 +970,12 @@ def _devices_text(state: dict) -> str:
 # ---------------------------------------------------------------- corrected comparison
 
 
-def significant(ratio: float | None, low: float | None, high: float | None) -> bool | None:
-    """The one rule for "significant" (issue #16): the interval excludes 1 and the ratio is further
-    from 1 than the noise threshold. ``analysis.significance`` replaces this once it exists."""
+def significant(ratio: float | None, low: float | None, high: float | None, n: int) -> bool | None:
+    """The project's one rule for "significant" (``analysis.significance.judge``, issue #16): enough
+    samples (rounds here), the 95 % interval excludes 1, and the ratio is beyond the noise threshold."""
     if ratio is None or low is None or high is None:
         return None
-    return (high < 1.0 or low > 1.0) and abs(ratio - 1.0) > NOISE_THRESHOLD
+    return judge(ratio, low, high, n, unit="samples").significant
 
 
 def _reruns(entry: dict, side: str) -> list[Rerun]:
@@ -1047,7 +1044,7 @@ def correct(state: dict, measurements: list[Measurement]) -> list[Correction]:
                 note=note,
                 rerun_ok=summ["ratio"] is not None,
                 round_ratios=summ["ratios"],
-                significant=significant(summ["ratio"], summ["low"], summ["high"]),
+                significant=significant(summ["ratio"], summ["low"], summ["high"], len(summ["ratios"])),
             )
         )
     return out
