@@ -145,6 +145,7 @@ class State:
             "pageable_h2d": 0,
             "pageable_moves": 0,
             "setup_first_step_s": 0.0,
+            "setup_compile_s": 0.0,
             "setup_loader_s": 0.0,
             "loader_wait_s": 0.0,  # seconds the script's loop waited for DataLoader batches
         }

@@ -188,7 +188,9 @@ def hook_modules(torch, st: State) -> None:
             st.c["fn_calls"] += 1
             if id(module) not in st.torch_first:
                 st.torch_first.add(id(module))
-                st.c["setup_first_step_s"] += dt
+                # torch.compile's module (OptimizedModule) compiles on its first call: compile time.
+                compiled = type(module).__name__ == "OptimizedModule"
+                st.c["setup_compile_s" if compiled else "setup_first_step_s"] += dt
             if key not in st.torch_last:
                 st.functions[len(st.functions)] = {
                     "name": type(module).__name__,
