@@ -29,6 +29,7 @@ DATA = Path(__file__).parent / "data"
 GOLDEN = DATA / "first_screen"
 RECORD = DATA / "run_cpu_2core.json"
 BUSY = DATA / "run_cpu_2core_busy.json"  # a real run on a loaded machine: skipped cases, unsettled points
+README_RUN = DATA / "run_cpu_2core_budget300.json"  # the README's run: two rounds, bimodal claims
 # Project words a user never needs: seed numbers and example ids (only in the footnotes).
 JARGON = re.compile(r"seed ?0\d\d|\bex[123]\b|seed0", re.IGNORECASE)
 LONG_DIR = "a-rather-long-folder-name-so-the-path-is-wider-than-eighty-columns/and-one-more-level"
@@ -81,7 +82,7 @@ def test_first_screen_golden(name, width, terminal, tmp_path, monkeypatch):
 
 def test_first_screen_fits_25_lines_at_100_columns_and_names_answer_causes_changes(tmp_path, monkeypatch):
     record = load_run(RECORD)
-    for rec in (record, _as_diagnose(record), load_run(BUSY)):
+    for rec in (record, _as_diagnose(record), load_run(BUSY), load_run(README_RUN)):
         text = _page(rec, tmp_path, 100, terminal=True, monkeypatch=monkeypatch)
         lines = text.rstrip("\n").split("\n")
         # + the two lines cli/common.write_record prints after it (Record:, History:)

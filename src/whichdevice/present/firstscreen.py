@@ -51,9 +51,11 @@ class Change:
     @property
     def short_gain_text(self) -> str:
         """The claim without its note (the report has it): the first screen stays one line each."""
-        return ratio_text(dataclasses.replace(self.claim, note="")) + (
-            " (note in the report)" if self.claim.note else ""
-        )
+        text = ratio_text(dataclasses.replace(self.claim, note=""))
+        if not self.claim.note:
+            return text
+        tag = "bimodal" if "bimodal" in self.claim.note else "see the report"
+        return f"{text[:-1]}; {tag})" if text.endswith(")") else f"{text} ({tag})"
 
 
 @dataclass(frozen=True)
@@ -158,14 +160,14 @@ _TITLE = {
     "batch": "Batch {b} → {v}",
     "steps_per_execution": "steps_per_execution 1 → {v}",
     "data": "Prefetch the input (tf.data)",
-    "pyfunc": "Augment in TF ops, not in tf.py_function",
+    "pyfunc": "TF ops instead of tf.py_function",
     "jit_compile": "Compile the step with XLA (jit_compile)",
     "sync": "Read the loss back every N steps, not every step",
     "precision": "Mixed precision (float16)",
 }
 # Where advice changes the results, not only the speed (issue 17, item 6).
 CAVEATS = {
-    "batch": "this changes training — scale the learning rate (×{r:.3g}, with warm-up), check accuracy",
+    "batch": "this changes training: scale the learning rate (×{r:.3g}, with warm-up), check accuracy",
     "steps_per_execution": "callbacks and the progress bar then run once every {v} steps, not every step",
     "precision": "keep the output layer float32; a custom loop needs keras.optimizers.LossScaleOptimizer",
     "jit_compile": "each new input shape compiles again: the first steps get slower",
