@@ -56,8 +56,10 @@ ROUNDED_EXPERIMENTS = {"run": 2, "diagnose": 2}
 ROUNDS_SHARE = 0.75
 # Seconds of the budget kept for round 2 whatever round 1 takes: on a loaded machine round 1
 # alone fills the budget, and without a second round there is no spread to judge any claim by.
-# Round 1 stops starting cases this long before the budget's end.
+# Round 1 stops starting cases this long before the budget's end (at most RESERVE_SHARE of a
+# small budget: `run --budget 20` still measures its first cases).
 ROUND2_RESERVE_S = 12.0
+RESERVE_SHARE = 0.15
 # Round 2 runs in a fresh child when round 1 ended before this share of the budget; later, a
 # fresh child's framework import (5 s idle, 20 s on a loaded 2-core machine) does not fit, and
 # the first child measures the verdict cases a second time itself, until the budget's end.
@@ -217,7 +219,7 @@ def measure(
         if n_rounds > 1:
             budget = request.budget_s
             if budget is not None:
-                deadline = started + max(budget - ROUND2_RESERVE_S, 0.5 * budget)
+                deadline = started + budget - min(ROUND2_RESERVE_S, RESERVE_SHARE * budget)
             second = dict(
                 repeat_for=lambda todo: [c.key for c in repeat_order([c for c in todo if request.repeat(c)])],
                 repeat_deadline=started + budget if budget is not None else None,
