@@ -57,7 +57,7 @@ import time
 import traceback
 from pathlib import Path
 
-from whichdevice.audit import tf_hooks, torch_hooks
+from whichdevice.audit import jax_hooks, tf_hooks, torch_hooks
 from whichdevice.audit.tf_hooks import short_device
 
 AUDIT_STATE_VERSION = 1
@@ -151,6 +151,7 @@ class State:
         }
         self.framework = "tensorflow"
         self.torch_installed = False
+        self.jax_installed = False
         self.torch_mode = None
         self.torch_first: set[int] = set()
         self.torch_last: dict[str, tuple] = {}  # "id(module)@device" -> (module, args, grad enabled)
@@ -217,6 +218,7 @@ class State:
                 "tf_installed": self.tf_installed,
                 "framework": self.framework,
                 "torch_installed": self.torch_installed,
+                "jax_installed": self.jax_installed,
                 "loaders": list(self.loaders),
                 "cuda_probe": self.cuda_probe,
                 "torch_calls": list(self.torch_calls),
@@ -424,7 +426,8 @@ def rerun(deadline: float) -> None:
 
 
 def _torch_side(st: State, m) -> tuple[list[tuple], str | None]:
-    """(key, module, args, grad, calls) for the top-level module calls inside measurement ``m``."""
+    """(key, callable, args, grad mode or kwargs, calls) for the top-level module calls (PyTorch) or
+    jitted calls (JAX) inside measurement ``m``."""
     counts: dict[str, int] = {}
     for seq, key in st.torch_calls:
         if m.start_seq < seq < m.end_seq:
@@ -442,16 +445,23 @@ def rerun_torch(deadline: float) -> None:
     module calls with their last inputs and grad mode, device synchronized; the backward pass and
     the optimizer are the script's and are not replayed (said in the correction's note)."""
     st = STATE
-    import torch
-
     from whichdevice.audit import interleave, rules
 
     state = st.to_json()
     pairs = rules.comparisons(rules.build_measurements(state))
     gpu = bool(st.physical.get("GPU"))
+    jax_mode = st.framework == "jax"
+    if jax_mode:
+        import jax
 
-    def sync():
-        if gpu:
+        torch = None
+    else:
+        import torch
+
+    def sync(out=None):
+        if jax_mode:
+            jax.block_until_ready(out)
+        elif gpu:
             torch.cuda.synchronize()
 
     done: dict[tuple, int] = {}
@@ -471,11 +481,16 @@ def rerun_torch(deadline: float) -> None:
             continue
 
         def call_k(item, k):
-            _, module, args, grad, _ = item
-            with torch.set_grad_enabled(grad):
+            _, fn, args, extra, _ = item
+            out = None
+            if jax_mode:  # extra: the call's keyword arguments
                 for _ in range(k):
-                    module(*args)
-            sync()
+                    out = fn(*args, **extra)
+            else:  # extra: grad mode of the script's last call
+                with torch.set_grad_enabled(extra):
+                    for _ in range(k):
+                        out = fn(*args)
+            sync(out)
 
         ones = []
         for item in wa + wb:
@@ -509,7 +524,11 @@ def rerun_torch(deadline: float) -> None:
         per_call = [
             {
                 "side": "a" if any(item is w for w in wa) else "b",
-                "function": type(item[1]).__name__ + ".forward",
+                "function": (
+                    f"jax.jit({getattr(item[1], '__name__', 'fn')})"
+                    if jax_mode
+                    else type(item[1]).__name__ + ".forward"
+                ),
                 "requested": None,
                 "ran_on": item[0].split("@", 1)[1],
                 "calls_in_block": item[4],
@@ -653,6 +672,7 @@ def main(argv: list[str]) -> int:
     time.monotonic = _clock(_orig_mono, "time.monotonic")
     sys.meta_path.insert(0, tf_hooks.TFHookFinder(STATE))
     sys.meta_path.insert(0, torch_hooks.TorchHookFinder(STATE))
+    sys.meta_path.insert(0, jax_hooks.JaxHookFinder(STATE))
     if "tensorflow" in sys.modules:  # only when something imported it already (never by us)
         tf_hooks.install(sys.modules["tensorflow"], STATE)
 
@@ -683,10 +703,12 @@ def main(argv: list[str]) -> int:
         pass
     tf_hooks.stop_placement_log(STATE)
     torch_hooks.uninstall(STATE)
+    if STATE.jax_installed:
+        jax_hooks.record_devices(STATE)
     time.time, time.perf_counter, time.monotonic = _orig_time, _orig_perf, _orig_mono
     try:
         if not job.get("no_rerun"):
-            if STATE.torch_installed:
+            if STATE.framework in ("torch", "jax"):
                 rerun_torch(deadline)
             else:
                 rerun(deadline)

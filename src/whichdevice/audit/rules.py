@@ -176,6 +176,7 @@ def build_measurements(state: dict) -> list[Measurement]:
             first_by_start[iv["start"]] = iv
     items = sorted(first_by_start.values(), key=lambda iv: (reads[iv["start"]]["snap"]["seq"], iv["end"]))
     torch = state.get("framework") == "torch"
+    jax = state.get("framework") == "jax"
     fallback = torch_fallback(state)
     script_syncs = _script_mentions_sync(state)
     calls = state.get("torch_calls") or []
@@ -188,7 +189,7 @@ def build_measurements(state: dict) -> list[Measurement]:
         kind = "GPU" if "GPU" in kinds else ("CPU" if "CPU" in kinds else "")
         ran_on = _diff_devices(s0, s1)
         gpu_ran = any(d.startswith("GPU") for d in ran_on)
-        if torch:  # no device blocks in PyTorch: the kind is where the kernels ran
+        if torch or jax:  # no device blocks in PyTorch / JAX: the kind is where the kernels ran
             kind = "GPU" if gpu_ran else ("CPU" if ran_on else "")
         unsynced = (
             s1.get("last_gpu_work", 0) > s0["seq"]
@@ -200,6 +201,10 @@ def build_measurements(state: dict) -> list[Measurement]:
             # left unsynchronized at the end is a few trailing ops (metric resets), not the work.
             trailing = int(s1.get("eager_ops", 0)) - int(s1.get("ops_at_last_sync", 0))
             unsynced = trailing > TRAILING_OPS_SHARE * max(1, _diff(s0, s1, "eager_ops"))
+        if jax and not unsynced:
+            # JAX dispatches asynchronously on every backend, the CPU too: work dispatched after the
+            # last host read (block_until_ready, np.asarray, .item()) was still running at the clock read.
+            unsynced = s1.get("last_work", 0) > s0["seq"] and s1.get("last_work", 0) > s1.get("last_sync", 0)
         if torch and fallback and not unsynced:
             # The CUDA path fell back to the CPU here: the same loop on a GPU ends unsynchronized when no
             # host read follows its last kernel and the script never synchronizes anywhere.
@@ -225,7 +230,7 @@ def build_measurements(state: dict) -> list[Measurement]:
                 blocks=bids,
                 ran_on=ran_on,
                 unsynced_gpu_end=unsynced,
-                series=f"{line}:{kind}" + (_torch_models(calls, s0["seq"], s1["seq"]) if torch else ""),
+                series=f"{line}:{kind}" + (_torch_models(calls, s0["seq"], s1["seq"]) if torch or jax else ""),
                 setup_s=setup,
                 loader_wait_s=float(s1.get("loader_wait_s", 0.0)) - float(s0.get("loader_wait_s", 0.0)),
                 start_seq=s0["seq"],
@@ -293,7 +298,7 @@ def comparisons(measurements: list[Measurement]) -> list[tuple[Measurement, Meas
     cpu = [s for s in by.values() if s[0].kind == "CPU"]
     gpu = [s for s in by.values() if s[0].kind == "GPU"]
     pairs = []
-    if measurements and measurements[0].framework == "torch" and not (cpu and gpu):
+    if measurements and measurements[0].framework in ("torch", "jax") and not (cpu and gpu):
         # PyTorch without a GPU here (a "cuda if available else cpu" fallback): the script's series
         # are compared as it wrote them, the first with the second, the third with the fourth...
         ordered = [s for s in by.values() if s[0].kind]
@@ -489,13 +494,17 @@ def rule_gpu_timing_without_sync(state, blocks, measurements) -> list[Finding]:
         m = hit[0]
         on_gpu = any(d.startswith("GPU") for d in m.ran_on)
         torch = m.framework == "torch"
-        reads = (
-            "no .item(), no .cpu(), no torch.cuda.synchronize()"
-            if torch
-            else "no .numpy(), no Session.run, no sync_devices"
-        )
+        reads = {
+            "torch": "no .item(), no .cpu(), no torch.cuda.synchronize()",
+            "jax": "no block_until_ready(), no np.asarray(), no .item()",
+        }.get(m.framework, "no .numpy(), no Session.run, no sync_devices")
         if on_gpu:
             here = ""
+        elif m.framework == "jax":
+            here = (
+                " JAX dispatches asynchronously on the CPU too, so this is measured here: the clock stopped while "
+                "the last jitted call was still running."
+            )
         elif torch:
             here = (
                 " Here the CUDA path fell back to the CPU, whose kernels finish before they return, so the number is "
@@ -517,8 +526,9 @@ def rule_gpu_timing_without_sync(state, blocks, measurements) -> list[Finding]:
                     "the work was launched, not how fast it ran." + here
                 ),
                 fix=(
-                    "Call torch.cuda.synchronize() (PyTorch) or read a result back (.numpy()) / "
-                    "tf.test.experimental.sync_devices() (TensorFlow) right before the second clock read."
+                    "Call torch.cuda.synchronize() (PyTorch), result.block_until_ready() (JAX) or read a result "
+                    "back (.numpy()) / tf.test.experimental.sync_devices() (TensorFlow) right before the second "
+                    "clock read."
                 ),
                 measurements=[x.id for x in hit],
             )

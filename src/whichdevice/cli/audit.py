@@ -74,8 +74,8 @@ def make_record(
         )
         state = {"blocks": [], "reads": [], "intervals": []}
     blocks, measurements, findings, corrections = rules.analyze(state)
-    if not state.get("tf_installed") and not state.get("torch_installed"):
-        notes.append("the script imported neither TensorFlow nor PyTorch: no device work to audit")
+    if not (state.get("tf_installed") or state.get("torch_installed") or state.get("jax_installed")):
+        notes.append("the script imported neither TensorFlow, PyTorch nor JAX: no device work to audit")
     timed_out = bool(state.get("timed_out")) or killed
     exit_code = state.get("exit_code") if state.get("exit_code") is not None else (None if timed_out else rc)
     if state.get("torch_installed") and not (state.get("physical_devices") or {}).get("GPU", 0):
@@ -227,8 +227,8 @@ def grids(record: audit_mod.AuditRecord) -> list[Grid]:
             notes.append(f"lines {a.line} vs {b.line}: {c.note}")
         out.append(
             Grid(
-                "Corrected comparison: B / A (B = GPU-asked, A = CPU-asked; PyTorch without a GPU: the script's "
-                "second series / its first)",
+                "Corrected comparison: B / A (B = GPU-asked, A = CPU-asked; PyTorch / JAX without a GPU: the "
+                "script's second series / its first)",
                 ["lines", "script's ratio", "A steady", "B steady", "real ratio (95% interval)"],
                 rows,
                 list(dict.fromkeys(notes)),
@@ -255,9 +255,10 @@ def render(record: audit_mod.AuditRecord) -> None:
     console.print()
     console.print(f"[bold]whichdevice audit[/bold]  {escape(record.script)} {escape(' '.join(record.args))}")
     console.print(escape(_status_line(record)))
-    if record.physical_devices and record.framework == "torch":
+    if record.physical_devices and record.framework in ("torch", "jax"):
         p = record.physical_devices
-        console.print(escape(f"PyTorch sees {p.get('GPU', 0)} CUDA device(s)"))
+        name = {"torch": "PyTorch", "jax": "JAX"}[record.framework]
+        console.print(escape(f"{name} sees {p.get('GPU', 0)} GPU device(s)"))
     elif record.physical_devices:
         p = record.physical_devices
         console.print(
@@ -274,7 +275,7 @@ def render(record: audit_mod.AuditRecord) -> None:
             console.print(f"[red]{i}. {escape(f.title)}[/red] [dim]\\[{escape(f.rule)}][/dim] — {escape(f.where)}")
             console.print(f"   {escape(f.explanation)}")
             console.print(f"   [green]Instead:[/green] {escape(f.fix)}")
-    elif record.tensorflow_seen or record.framework == "torch":
+    elif record.tensorflow_seen or record.framework in ("torch", "jax"):
         console.print("[green]No findings:[/green] nothing misleading was seen in what the script timed.")
     for n in record.notes:
         console.print(f"[yellow]Note:[/yellow] {escape(n)}")

@@ -1,0 +1,220 @@
+"""JAX hooks of the audit child (``audit/child.py``): the same counters as ``tf_hooks.py``.
+
+:func:`install` runs when the script's ``import jax`` finishes (:class:`JaxHookFinder`):
+
+- :func:`hook_jit`: ``jax.jit`` returns a wrapper of the compiled function — each call from
+  outside another jitted call is a step (``fn_calls``), the first call of a new argument
+  signature is a trace + XLA compile (``traces``, ``xla_compiles``, its seconds as ``compile``
+  set-up), the output's device goes to ``ops_by_device``, and the last arguments of each
+  (function, device) are kept for the interleaved re-run;
+- :func:`hook_host_reads`: ``block_until_ready`` (method and function), ``np.asarray(x)``,
+  ``.item()``, ``float(x)``, ``.tolist()`` — the points where the host waits.
+
+JAX dispatches asynchronously on every backend, the CPU included, so a clock read after a
+jitted call with no ``block_until_ready`` times the dispatch: the classic JAX trap, visible
+(and measured) on this CPU-only machine. Eager ``jnp`` calls outside ``jax.jit`` are not
+counted one by one (each is a small jitted primitive; counting them would cost more than they do).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import importlib.util
+import sys
+import threading
+import time
+import traceback
+from typing import TYPE_CHECKING, Any
+
+from whichdevice.audit.tf_hooks import from_script
+
+if TYPE_CHECKING:
+    from whichdevice.audit.child import State
+
+_perf = time.perf_counter  # imported before the child patches the clocks
+_local = threading.local()
+MAX_CALL_LOG = 200_000
+
+
+def jax_device(dev: Any) -> str:
+    """CpuDevice(id=0) -> 'CPU:0'; a CUDA device -> 'GPU:0'."""
+    platform = str(getattr(dev, "platform", "cpu")).lower()
+    kind = {"cpu": "CPU", "gpu": "GPU", "cuda": "GPU", "rocm": "GPU"}.get(platform, platform.upper())
+    return f"{kind}:{getattr(dev, 'id', 0)}"
+
+
+def _signature(args: tuple, kwargs: dict) -> tuple:
+    def sig(x):
+        shape = getattr(x, "shape", None)
+        return (tuple(shape), str(getattr(x, "dtype", ""))) if shape is not None else (type(x).__name__,)
+
+    return tuple(sig(a) for a in args) + tuple((k, sig(v)) for k, v in sorted(kwargs.items()))
+
+
+def _out_device(out: Any) -> str:
+    leaves = out if isinstance(out, (list, tuple)) else [out]
+    for leaf in leaves:
+        devs = getattr(leaf, "devices", None)
+        if callable(devs):
+            try:
+                return jax_device(next(iter(devs())))
+            except Exception:
+                return ""
+    return ""
+
+
+def hook_jit(jax, st: State) -> None:
+    orig_jit = jax.jit
+
+    def jit(fun=None, *jargs, **jkwargs):
+        if fun is None:  # @jax.jit(static_argnums=...)
+            return lambda f: jit(f, *jargs, **jkwargs)
+        compiled = orig_jit(fun, *jargs, **jkwargs)
+        seen: set[tuple] = set()
+        name = getattr(fun, "__name__", "fn")
+
+        @functools.wraps(fun)
+        def call(*args, **kwargs):
+            depth = getattr(_local, "depth", 0)
+            if depth or not st.active:
+                return compiled(*args, **kwargs)
+            _local.depth = 1
+            t0 = _perf()
+            try:
+                out = compiled(*args, **kwargs)
+            finally:
+                _local.depth = 0
+            dt = _perf() - t0
+            dev = _out_device(out)
+            key = f"{id(call)}@{dev}"
+            sig = _signature(args, kwargs)
+            with st.lock:
+                st.seq += 1
+                st.c["fn_calls"] += 1
+                st.c["last_work"] = st.seq
+                if dev:
+                    st.ops_by_device[dev] = st.ops_by_device.get(dev, 0) + 1
+                    if dev.startswith("GPU"):
+                        st.c["last_gpu_work"] = st.seq
+                if sig not in seen:  # a new signature: trace + XLA compile inside this call
+                    seen.add(sig)
+                    st.c["traces"] += 1
+                    st.c["xla_compiles"] += 1
+                    st.c["setup_compile_s"] += dt
+                if key not in st.torch_last:
+                    st.functions[len(st.functions)] = {
+                        "name": name,
+                        "calls": 0,
+                        "traces": 0,
+                        "jit": True,
+                        "user_calls": 0,
+                    }
+                st.torch_last[key] = (compiled, args, kwargs)
+                if len(st.torch_calls) < MAX_CALL_LOG:
+                    st.torch_calls.append((st.seq, key))
+            return out
+
+        call.__wrapped_jit__ = compiled
+        for attr in ("lower", "trace", "eval_shape", "clear_cache"):
+            if hasattr(compiled, attr):
+                setattr(call, attr, getattr(compiled, attr))
+        return call
+
+    jit.__wrapped__ = orig_jit
+    jax.jit = jit
+
+
+def _mark_read(st: State, levels: int = 3) -> None:
+    if not st.active:
+        return
+    user = from_script(st, levels=levels)
+    with st.lock:
+        st.seq += 1
+        st.c["syncs"] += 1
+        st.c["last_sync"] = st.seq
+        st.c["ops_at_last_sync"] = st.c["eager_ops"]
+        if user:
+            st.c["user_syncs"] += 1
+
+
+def hook_host_reads(jax, st: State) -> None:
+    from jax._src import array
+
+    cls = array.ArrayImpl
+
+    def wrap(orig):
+        def read(self, *a, **k):
+            out = orig(self, *a, **k)
+            _mark_read(st)
+            return out
+
+        read.__wrapped__ = orig
+        return read
+
+    for name in ("block_until_ready", "__array__", "item", "tolist", "__float__", "__int__"):
+        orig = getattr(cls, name, None)
+        if orig is not None:
+            try:
+                setattr(cls, name, wrap(orig))
+            except Exception:
+                pass
+    orig_fn = jax.block_until_ready
+
+    def block_until_ready(x):
+        out = orig_fn(x)
+        _mark_read(st, levels=2)
+        return out
+
+    jax.block_until_ready = block_until_ready
+
+
+def install(jax, st: State) -> None:
+    if not (st.tf_installed or st.torch_installed):
+        st.framework = "jax"
+    hook_jit(jax, st)
+    hook_host_reads(jax, st)
+    st.jax_installed = True
+
+
+def record_devices(st: State) -> None:
+    """After the script (asking earlier would start the backends before the script does)."""
+    jax = sys.modules.get("jax")
+    if jax is None:
+        return
+    try:
+        devs = jax.devices()
+        st.physical = {
+            "CPU": sum(1 for d in devs if d.platform == "cpu") or 1,
+            "GPU": sum(1 for d in devs if d.platform in ("gpu", "cuda", "rocm")),
+        }
+    except Exception:
+        st.physical = {"CPU": 1, "GPU": 0}
+
+
+class JaxHookFinder(importlib.abc.MetaPathFinder):
+    """Installs the JAX hooks right after the script's ``import jax`` finishes."""
+
+    def __init__(self, st: State):
+        self.st = st
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "jax" or self.st.jax_installed:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        orig_exec = loader.exec_module
+        st = self.st
+
+        def exec_module(module):
+            orig_exec(module)
+            try:
+                install(module, st)
+            except Exception:  # a hook that fails must not stop the script: audit less, say why
+                traceback.print_exc(file=sys.__stderr__)
+
+        loader.exec_module = exec_module
+        return spec
