@@ -70,6 +70,13 @@ for steps in (3, 6):
     y = np.zeros((8,), np.int64)
     d = calibration.describe_train(model, keras.optimizers.Adam(), keras.losses.SparseCategoricalCrossentropy(from_logits=True), training, x, y)
     out[f"lstm{steps}"] = encode_ops(d["ops"], float(x.nbytes + y.nbytes), d["launch_mode"])
+mlp = keras.Sequential([keras.Input((100,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)])
+mlp.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
+x, y = np.zeros((32, 100), np.float32), np.zeros((32,), np.int64)
+for jit in (True, False):
+    mlp.jit_compile = jit
+    d = calibration.describe_train(mlp, keras.optimizers.Adam(), mlp.loss, training, x, y)
+    out[f"mlp_jit_{jit}"] = encode_ops(d["ops"], float(x.nbytes + y.nbytes), d["launch_mode"])
 print(json.dumps(out))
 """
 
@@ -80,6 +87,11 @@ def test_a_dropout_lstm_model_predicts_with_its_loop_unrolled():
     assert res.returncode == 0, res.stderr[-2000:]
     described = {k: description_from_metrics(v, 8) for k, v in json.loads(res.stdout.strip().splitlines()[-1]).items()}
     gpu = deviceprofile.load("h100").gpu
+    jit, graph = described.pop("mlp_jit_True"), described.pop("mlp_jit_False")
+    # TensorFlow with jit_compile=True: XLA's fused kernels, far fewer than the graph's ops
+    assert jit.launch_mode == "xla" and graph.launch_mode == "graph"
+    assert 20 <= jit.kernels <= 60 and graph.kernels >= 100
+    assert sum(o.kind == "matmul" for o in jit.ops) == 5  # 2 forward, 2 weight gradients, 1 input gradient
     for name, w in described.items():
         assert w.uncovered == {}, name  # every op known: stateless random, While, TensorList
         p = costmodel.predict(w, gpu)

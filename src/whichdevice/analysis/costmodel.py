@@ -274,6 +274,11 @@ def predict(work: WorkloadDescription, dev: DeviceCosts, dispatch_mode: str = "e
             f"ops the cost model does not know, each costed as one kernel at the {f * 1e6:.1f} µs floor "
             f"with the band's high edge {UNKNOWN_OP_HIGH_S * 1e6:.0f} µs wider: {kinds}"
         )
+    if work.launch_mode == "xla":
+        assumptions.append(
+            "XLA kernels counted from the CPU compiler's HLO (XLA's GPU compiler fuses along the same lines, "
+            "not identically)"
+        )
     if any(o.kind == "conv" for o in work.ops):
         assumptions.append("convolutions costed as matmuls of equal FLOPs")
     if any(o.kind == "elementwise" for o in work.ops) and not dev.elementwise:

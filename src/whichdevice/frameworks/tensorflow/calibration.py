@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from whichdevice.frameworks.common.hlo import kernels_from_hlo
 from whichdevice.frameworks.tensorflow.placement import scope
 
 
@@ -390,6 +391,26 @@ def describe_step(step, x, y) -> list[dict]:
     return expand(graph.get_operations(), graph)
 
 
+def jit_step(model, optimizer, loss_fn):
+    """``training.train_step`` with ``jit_compile=True`` (XLA), the same body."""
+
+    @tf.function(jit_compile=True)
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    return step
+
+
 def describe_train(model, optimizer, loss_fn, training, x, y) -> dict:
-    """The op list of ``training.train_step`` (a ``tf.function``): one kernel per graph op."""
+    """The kernels of one training step. A model compiled with ``jit_compile=True`` runs as
+    XLA: its kernels are the optimized HLO's (``experimental_get_compiler_ir``, read by
+    ``frameworks/common/hlo.py``); otherwise ``training.train_step`` (a ``tf.function``): one
+    kernel per graph op."""
+    if getattr(model, "jit_compile", None) is True:
+        text = jit_step(model, optimizer, loss_fn).experimental_get_compiler_ir(x, y)(stage="optimized_hlo")
+        return {"ops": kernels_from_hlo(text), "launch_mode": "xla"}
     return {"ops": describe_step(training.train_step(model, optimizer, loss_fn), x, y), "launch_mode": "graph"}
