@@ -3,7 +3,7 @@
     python benchmarks/audit_overhead.py [--repeats 2] [--out benchmarks/results/audit.json]
 
 Runs every script in tests/data/seeds/ (the reduced copies; see their README) and in
-tests/data/audit_torch/ (the PyTorch scripts, one classic mistake each) in a temporary folder,
+tests/data/audit_torch/ and audit_jax/ (PyTorch and JAX scripts, one classic mistake each) in a temporary folder,
 alternating plain and audited runs, and prints the median wall time of each, the ratio, the
 user+system CPU seconds of each (less sensitive than wall time to other people's load), and the
 findings the audit reported. Real measurements only: nothing is assumed.
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
-SCRIPTS = sorted((DATA / "seeds").glob("*.py")) + sorted((DATA / "audit_torch").glob("*.py"))
+SCRIPTS = [p for d in ("seeds", "audit_torch", "audit_jax") for p in sorted((DATA / d).glob("*.py"))]
 
 
 def wall(cmd: list[str], cwd: str) -> tuple[float, float, subprocess.CompletedProcess]:
