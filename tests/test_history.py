@@ -43,6 +43,26 @@ def test_runs_are_indexed_and_listed(tmp_path, capsys):
     assert code == 0 and "matmul" in out and "Runs" in out
     code, out, _ = run_cli(["compare", "1", "2"], capsys)
     assert code == 0 and "Point by point" in out and "steady" in out
+    assert "cases changed beyond the noise" in out
+    # two runs with nothing changed between them: their differences are kept as noise samples
+    a, b = load_run(oldest.path), load_run(newest.path)
+    stored = history.noise_samples(a.machine.hostname)
+    assert set(stored) == {r.spec.key for r in a.results if r.timing is not None}
+    assert history.noise_samples(a.machine.hostname, exclude=(a.created_at, b.created_at)) == {}
+    run_cli(["compare", "1", "2"], capsys)  # the same pair is not stored twice
+    assert all(len(v) == 1 for v in history.noise_samples(a.machine.hostname).values())
+
+
+def test_learned_thresholds_from_stored_repeats():
+    key = "matmul|tensorflow|CPU:0|n=100"
+    history.add_repeat("host", "matmul", "t1", "t2", {key: 0.3})
+    history.add_repeat("host", "matmul", "t2", "t3", {key: -0.3})
+    from whichdevice.analysis.significance import learned_threshold
+
+    samples = history.noise_samples("host")
+    assert samples == {key: [0.3, -0.3]}
+    assert learned_threshold(samples[key]) == pytest.approx(math.expm1(0.6))
+    assert history.noise_samples("other host") == {}
 
 
 def test_hostile_strings_are_stored_and_shown_literally(tmp_path, capsys):
