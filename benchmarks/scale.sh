@@ -5,7 +5,7 @@
 # Usage: bash benchmarks/scale.sh [frameworks...]   (default: torch keras-jax tensorflow)
 set -uo pipefail
 WD=${WHICHDEVICE:-whichdevice}
-OUT=${OUT:-$(mktemp -d)}
+OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"
 fws=("$@"); [ ${#fws[@]} -eq 0 ] && fws=(torch keras-jax tensorflow)
 echo "| framework | wall s | exit | load before | load after |"
 echo "| --- | ---: | ---: | --- | --- |"

@@ -14,7 +14,8 @@ For each framework, replicas N and global batch B (the same B split over N repli
 - ``allreduce_share``: the part of the N-replica step spent in the gradient all-reduce.
   ``no_sync`` (DDP): (step − step inside ``no_sync()``) / step. ``isolated`` (TensorFlow, JAX):
   (all-reduce of gradient-sized tensors alone − the same call without the collective) / step.
-  Clamped to [0, 1]; a difference inside the noise reads as 0 (``share_in_noise``).
+  A difference inside the noise reads as 0 (``share_in_noise``); an all-reduce that took longer
+  alone than the whole step gives no share (``share_exceeds_step``: None).
 - ``crossover`` per N: the smallest measured global batch from which N replicas beat 1
   (significantly, and at every larger measured batch), with the log-log interpolated estimate of
   ``analysis/crossover.py`` between the last batch where 1 wins and that one.
@@ -104,13 +105,20 @@ class Point:
         return significance.from_samples(a, b).status != "faster"
 
     @property
+    def share_exceeds_step(self) -> bool:
+        """The all-reduce, timed alone, took longer than the whole step (isolated method on a
+        loaded machine): no share can be read from it."""
+        raw = self.allreduce_raw
+        return raw is not None and self.step is not None and raw > self.step.median_s and not self.share_in_noise
+
+    @property
     def allreduce_share(self) -> float | None:
         raw = self.allreduce_raw
-        if raw is None or self.step is None:
+        if raw is None or self.step is None or self.share_exceeds_step:
             return None
         if self.share_in_noise:
             return 0.0
-        return min(1.0, max(0.0, raw / self.step.median_s))
+        return max(0.0, raw / self.step.median_s)
 
 
 @dataclass(frozen=True)
@@ -180,7 +188,7 @@ def crossover(fs_points: dict[tuple[int, int], Point], n: int, batches: list[int
             break
     if first is None:
         largest = rows[-1][0]
-        return ScaleCrossover(n, None, None, rows[-1][2].vs_one, f"1 replica is as fast or faster up to {largest:,}")
+        return ScaleCrossover(n, None, None, rows[-1][2].vs_one, f"at {largest:,} one replica is as fast or faster")
     b, _, p = rows[first]
     estimate = None
     if first > 0:

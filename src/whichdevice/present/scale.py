@@ -36,6 +36,8 @@ def _pct(v: float | None) -> str:
 
 def _share_text(p: Point) -> str:
     share = p.allreduce_share
+    if p.share_exceeds_step:
+        return "? (alone > step)"
     if share is None:
         return "—"
     if p.share_in_noise:
@@ -83,6 +85,8 @@ def verdict_line(v: Verdict) -> str:
         head += ": the all-reduce is within the noise of the step"
         if c.status == "slower":
             head += rest
+    elif w.share_exceeds_step:
+        head += ": the all-reduce, timed alone, took longer than the whole step, so its share is unknown"
     x = v.crossover
     word = _WORDS.get(v.replicas, str(v.replicas))
     if x is not None and x.batch is not None and x.gain is not None:
@@ -92,7 +96,10 @@ def verdict_line(v: Verdict) -> str:
         else:
             tail = f"; from global batch {where} {word} replicas win ({_x(x.gain.ratio)}× at {x.batch:,})"
     elif x is not None:
-        tail = f"; {word} replicas never win in the measured range ({x.never_reason})"
+        if v.best is not None and v.best.vs_one is not None and v.best.vs_one.status == "faster":
+            tail = f"; but {word} replicas do not win at every larger batch ({x.never_reason})"
+        else:
+            tail = f"; {word} replicas never win in the measured range ({x.never_reason})"
     else:
         tail = ""
     return f"{v.framework}: {head}{tail}."

@@ -31,6 +31,11 @@ from typing import Any
 VARIANTS: tuple[str, ...] = ("step", "no_sync", "allreduce", "allreduce_base")
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# Calls of a point's step before the timing core's own warm-up (which stops after 3 calls): the
+# first point of a fresh worker ran 2-6x slower than the same point later in the process on the
+# loaded 2-core VM (thread pools, allocator, tf.data and XLA runtime still settling); a fixed
+# count, not a time, so every rank of a DDP group makes the same number of steps.
+SETTLE_CALLS = 20
 
 
 def die_with_parent() -> None:
@@ -115,6 +120,10 @@ def measure_point(
     key = [replicas, batch, variant]
     try:
         fn, sync, metrics = make()
+        result = None
+        for _ in range(SETTLE_CALLS):  # unmeasured: see SETTLE_CALLS
+            result = fn()
+        sync(result)
         timing = measure(fn, sync=sync, clock=clock, policy=policy, overhead_s=overhead_s)
     except Exception as e:  # one failing point is recorded, the others go on
         import traceback
