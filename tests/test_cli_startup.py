@@ -72,6 +72,9 @@ def test_the_listed_help_is_each_commands_own_first_line():
         name = command.name or command.callback.__name__.replace("_", "-")
         doc = inspect.getdoc(command.callback) or ""
         real[name] = " ".join(doc.split("\n\n")[0].split())
+    for group in app.registered_groups:  # a command with subcommands (`profile import|list|show`)
+        help_text = group.help or group.typer_instance.info.help or ""
+        real[group.name] = " ".join(str(help_text).split("\n\n")[0].split())
     assert set(real) == set(COMMANDS), "a command is registered but not in cli/app.py's COMMANDS, or the reverse"
     for name, (_, short) in COMMANDS.items():
         assert short == real[name], f"{name}: COMMANDS says {short!r}, its docstring {real[name]!r}"
