@@ -77,6 +77,18 @@ def test_calibration_with_a_fake_clock_recovers_the_declared_costs():
     assert prof.gpu.elementwise[-1].s == pytest.approx(5 * US + cal_workload.ELEMENTWISE_BYTES[-1] / 1e10)
 
 
+def test_profile_import_reads_a_calibrate_record(tmp_path, monkeypatch, capsys):
+    from whichdevice.cli.app import main
+    from whichdevice.core.records import save_run
+
+    monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path / "home"))
+    record = make_record(fake_results(fake_framework(FakeClock())), experiment="calibrate")
+    save_run(record, tmp_path / "calibrate-x.json")
+    main(["profile", "import", str(tmp_path / "calibrate-x.json"), "--name", "fake-box"])
+    assert "predict --profile fake-box" in capsys.readouterr().out
+    assert deviceprofile.load("fake-box") == profile_from_record(record, "fake-box")
+
+
 @pytest.mark.parametrize(
     "probe, cost, noisy",
     [

@@ -301,7 +301,7 @@ def predict(work: WorkloadDescription, dev: DeviceCosts, dispatch_mode: str = "e
                 f"per-kernel cost is the profile's {dispatch_mode} dispatch figure "
                 "(no in-graph figure): likely an upper bound for a compiled step"
             )
-    if mode != "eager" and dev.step_call_s is None:
+    if mode != "eager" and dev.step_call_s is None and work.host_overhead_s is None:
         assumptions.append("no per-call cost of a compiled step in the profile (taken as 0)")
     measured = work.host_overhead_s is not None
     h = work.host_overhead_s or 0.0
