@@ -132,12 +132,13 @@ def main(argv: list[str] | None = None) -> None:
     if args and args[0] in ("--version", "-V"):
         _version()
         return
-    load_commands(args)
-    apply_metavars()
-    # SIGTERM, SIGHUP and a closed output pipe unwind like Ctrl-C; the run's scratch folder;
-    # warnings as one line (cli/guard.py, issue 18)
+    # SIGTERM, SIGHUP and a closed output pipe unwind like Ctrl-C; the run's scratch folder and
+    # the libraries' caches under WHICHDEVICE_HOME (set before matplotlib is imported); warnings
+    # as one line (cli/guard.py, issue 18)
     undo = guard.install(scratch=_command_name(args) in COMMANDS)
     try:
+        load_commands(args)
+        apply_metavars()
         code = click_command()(args=args, standalone_mode=False)
     except UsageError as e:
         err_console.print(f"error: {escape(str(e))}", soft_wrap=True)

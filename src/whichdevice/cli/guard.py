@@ -126,8 +126,15 @@ def _remove_stale_scratch(base: Path) -> None:
                 shutil.rmtree(d, ignore_errors=True)
 
 
+# Where a library would otherwise write into the user's home (matplotlib's font cache):
+# under WHICHDEVICE_HOME, unless the user chose a place. (KERAS_HOME is left alone: it is also
+# where Keras reads the user's keras.json, and moving it would change the model's settings.)
+CACHES = {"MPLCONFIGDIR": "matplotlib"}
+
+
 def _scratch() -> Callable[[], None]:
-    """A scratch folder for this run's temporary files (ours and the children's)."""
+    """A scratch folder for this run's temporary files (ours and the children's), and the
+    libraries' caches under WHICHDEVICE_HOME."""
     base = _home() / "tmp"
     try:
         base.mkdir(parents=True, exist_ok=True)
@@ -135,16 +142,21 @@ def _scratch() -> Callable[[], None]:
         folder = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=base)
     except OSError:
         return lambda: None  # no home to write to: the system's temporary folder, as before
-    saved_env, saved_dir = os.environ.get("TMPDIR"), tempfile.tempdir
+    saved = {k: os.environ.get(k) for k in ("TMPDIR", *CACHES)}
+    saved_dir = tempfile.tempdir
     os.environ["TMPDIR"] = folder
     tempfile.tempdir = folder
+    for var, name in CACHES.items():
+        if not os.environ.get(var):
+            os.environ[var] = str(_home() / "cache" / name)
 
     def restore() -> None:
         tempfile.tempdir = saved_dir
-        if saved_env is None:
-            os.environ.pop("TMPDIR", None)
-        else:
-            os.environ["TMPDIR"] = saved_env
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         shutil.rmtree(folder, ignore_errors=True)
 
     return restore

@@ -17,9 +17,9 @@ import re
 _SEQUENCES = re.compile(
     r"""
     \x1b\[[0-?]*[ -/]*[@-~]?            # CSI ... final byte
-    | \x1b[\]PX^_].*?(?:\x07|\x1b\\|$)  # OSC, DCS, SOS, PM, APC ... BEL or ST (or the end)
+    | \x1b[\]PX^_][^\x00-\x1f\x7f-\x9f]*(?:\x07|\x1b\\)?  # OSC, DCS, SOS, PM, APC ... BEL or ST
     | \x9b[0-?]*[ -/]*[@-~]?            # 8-bit CSI
-    | [\x90\x98\x9d\x9e\x9f].*?(?:\x07|\x9c|$)  # 8-bit DCS, SOS, OSC, PM, APC
+    | [\x90\x98\x9d\x9e\x9f][^\x00-\x1f\x7f-\x9f]*(?:\x07|\x9c)?  # 8-bit DCS, SOS, OSC, PM, APC
     | \x1b[ -/]*[0-~]?                  # any other escape (ESC c resets the terminal)
     """,
     re.VERBOSE | re.DOTALL,
