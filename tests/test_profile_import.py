@@ -145,3 +145,14 @@ def test_report_renders_the_audits_own_record(tmp_path, capsys):
     code, out, err = cli(["report", DATA / "audit_record_cpu.json", "--out", tmp_path], capsys)
     assert code == 0, err
     assert "whichdevice audit" in out and "Findings" in out
+
+
+def test_a_malformed_reference_file_is_one_line_exit_2(tmp_path, capsys):
+    probe = json.loads((DATA / "h100_probe_torch.json").read_text())
+    del probe["matmul"][0]["n"]
+    bad = tmp_path / "probe_torch.json"
+    bad.write_text(json.dumps(probe))
+    for argv in (["report", bad], ["import", bad, "--out", tmp_path / "o"], ["profile", "import", bad]):
+        code, _, err = cli(argv, capsys)
+        assert code == 2 and "does not fit" in err and len(err.strip().splitlines()) == 1, argv
+    assert not (tmp_path / "o").exists()

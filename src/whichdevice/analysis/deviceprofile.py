@@ -180,7 +180,11 @@ def from_data(data: object, where: str, argument: str, created_at: str, name: st
                 data, name or slug(str(data["env"].get("gpu") or "gpu")), f"imported from {where}", created_at
             )
         except (KeyError, TypeError, ValueError, ZeroDivisionError, ValidationError) as e:
-            raise UsageError(argument, f"'{where}' looks like a probe file but {type(e).__name__}: {e}", fix) from None
+            raise UsageError(
+                argument,
+                f"'{where}' looks like a reference probe file but does not fit its format ({type(e).__name__}: {e})",
+                fix,
+            ) from None
         return prof
     if isinstance(data, dict) and "profile_version" in data:
         prof = parse(json.dumps(data), where, argument)

@@ -96,8 +96,20 @@ def _keras(data: dict) -> list[CaseResult]:
     return out
 
 
+class BadReference(ValueError):
+    """A file that looks like a reference run but whose contents do not fit its format."""
+
+
 def record_from_reference(data: dict, where: str, created_at: str) -> RunRecord:
-    """A reference probe file as a record (``is_reference(data)`` must hold)."""
+    """A reference probe file as a record (``is_reference(data)`` must hold); contents that
+    do not fit the format raise ``BadReference`` naming what is wrong."""
+    try:
+        return _record(data, where, created_at)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise BadReference(f"{type(e).__name__}: {str(e)[:200]}") from None
+
+
+def _record(data: dict, where: str, created_at: str) -> RunRecord:
     if is_torch_probe(data):
         env = data.get("env", {})
         results = _torch(data)

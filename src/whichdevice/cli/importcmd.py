@@ -33,7 +33,14 @@ def import_(
                 f"'{f}' is not a reference run file",
                 "Pass gpu_probe.py's probe_torch.json or keras_probe.py's keras_<backend>_<device>.json.",
             )
-        converted.append((f, reference.record_from_reference(data, str(f), deviceprofile.file_date(f))))
+        try:
+            converted.append((f, reference.record_from_reference(data, str(f), deviceprofile.file_date(f))))
+        except reference.BadReference as e:
+            raise UsageError(
+                "FILE",
+                f"'{f}' looks like a reference run but does not fit its format ({e})",
+                "Pass the file as gpu_probe.py / keras_probe.py wrote it.",
+            ) from None
     out_dir = check_output_dir(out, "--out")
     out_dir.mkdir(parents=True, exist_ok=True)
     for f, record in converted:

@@ -90,7 +90,14 @@ def load_any(result: Path, argument: str = "RESULT"):
                     argument, f"'{result}' is not an intact audit record ({type(e).__name__})", "Re-run the audit."
                 ) from None
         if reference.is_reference(data):
-            return reference.record_from_reference(data, str(result), deviceprofile.file_date(result))
+            try:
+                return reference.record_from_reference(data, str(result), deviceprofile.file_date(result))
+            except reference.BadReference as e:
+                raise UsageError(
+                    argument,
+                    f"'{result}' looks like a reference run but does not fit its format ({e})",
+                    "Pass the file as gpu_probe.py / keras_probe.py wrote it.",
+                ) from None
     return records.load_run(result, argument)
 
 
