@@ -93,9 +93,12 @@ def open_append(path: Path) -> int:
 
 
 def remove_stale_temps(path: Path) -> None:
-    """Temporary files a killed write of ``path`` left beside it."""
+    """Temporary files a killed write of ``path`` left beside it (also the names whichdevice
+    used before issue 18: ``.NAME.*.tmp`` and ``.NAME.tmp.png``)."""
+    name = glob.escape(path.name)
+    patterns = (f".{name}.*{TMP_SUFFIX}", f".{name}.*.tmp", f".{name}.tmp.png")
     with contextlib.suppress(OSError):
-        for p in path.parent.glob(f".{glob.escape(path.name)}.*{TMP_SUFFIX}"):
+        for p in [q for pattern in patterns for q in path.parent.glob(pattern)]:
             with contextlib.suppress(OSError):
                 if stat.S_ISREG(os.lstat(p).st_mode):
                     p.unlink()
