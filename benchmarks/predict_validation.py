@@ -12,7 +12,8 @@
    tests/data/h100_mlp_<fw>_ops.json.
 3. Points (every GPU step the reference measured for that model):
    - torch: probe_torch.json ``mlp``: ``cuda_step_s`` (no sync), ``cuda_step_item_s`` (one
-     ``.item()``), ``cuda_step_from_host_s`` (batch copied from host + ``.item()``);
+     ``.item()``), ``cuda_step_from_host_s`` (batch copied from host + ``.item()``); and its
+     ``seed001`` loops as written (batches 10, 32, 1024: loop seconds / steps);
    - tensorflow (proxy): the same measured steps, predicted from TensorFlow's graph op list
      (there is no TensorFlow on the reference machine: this is the graph model checked
      against PyTorch's measured steps, not a TensorFlow measurement);
@@ -37,6 +38,7 @@ PROBE = DATA / "h100_probe_torch.json"
 KERAS = {"keras-jax": "keras_jax", "keras-torch": "keras_torch"}
 FRAMEWORKS = ("tensorflow", "torch", "keras-jax", "keras-torch")
 TORCH_BATCHES = [1, 4, 10, 32, 128, 512, 2048, 8192, 32768]
+SEED001_BATCHES = [1024]  # probe_torch.json's seed001 loop at batch 1024 (10 and 32 are above)
 KERAS_FITS = [(1000, 10), (100000, 32), (100000, 512), (100000, 4096)]
 ERRORS_OUT = ROOT / "src" / "whichdevice" / "profiles" / "errors" / "h100-2026-11-22.json"
 SMALL = 512  # batch regime: <= 512 "small", above "large"
@@ -47,7 +49,9 @@ def ops_file(fw: str) -> Path:
 
 
 def batches_of(fw: str) -> list[int]:
-    return [b for _, b in KERAS_FITS] if fw in KERAS else TORCH_BATCHES
+    if fw in KERAS:
+        return [b for _, b in KERAS_FITS]
+    return sorted(TORCH_BATCHES + SEED001_BATCHES) if fw == "torch" else TORCH_BATCHES
 
 
 # ---------------- tracing (one child process per framework) ----------------

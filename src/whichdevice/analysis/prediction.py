@@ -247,6 +247,8 @@ TORCH_VARIANTS = (
     ("cuda_step_item_s", "cpu_step_item_s", 1, False),
     ("cuda_step_from_host_s", "cpu_step_from_host_s", 1, True),
 )
+# probe_torch.json's seed001 loops: (key prefix, samples, batch) — whole-loop seconds, one pass
+SEED001_LOOPS = (("ex2_small", 1000, 10), ("ex3_large_b32", 100000, 32), ("ex3_large_b1024", 100000, 1024))
 KERAS_FIT = re.compile(r"^fit_(\d+)_b(\d+)_epoch_s$")
 
 
@@ -260,7 +262,9 @@ def reference_points(
 
     - ``probe``: ``probe_torch.json``; its ``mlp`` rows are predicted with ``op_lists["torch"]``
       (and with ``op_lists["tensorflow"]`` when given: TensorFlow's graph model checked
-      against PyTorch's measured steps, labelled ``tensorflow``);
+      against PyTorch's measured steps, labelled ``tensorflow``); its ``seed001`` loops (the
+      seed's examples as written: batch copied from host and ``.item()`` every step) with
+      ``op_lists["torch"]``, per step = loop seconds / steps;
     - ``keras_runs``: framework -> (CPU run, GPU run) of ``keras_probe.py``: epoch 2 of each
       ``fit`` / its steps, the batch copied from host every step;
     - ``op_lists``: framework -> batch -> a describe case's metrics (``encode_ops``).
@@ -286,6 +290,15 @@ def reference_points(
             predict_all(
                 fw, {b: r[cpu_key] for b, r in rows.items()}, {b: r[key] for b, r in rows.items()}, syncs, copy, key
             )
+    seed = probe.get("seed001", {})
+    if "torch" in op_lists and seed:  # seed 001's loops as written: batch copied from host, .item() each step
+        cpu_step, gpu_step = {}, {}
+        for key, n, b in SEED001_LOOPS:
+            if f"{key}_cpu_s" in seed and f"{key}_cuda_s" in seed and str(b) in op_lists["torch"]:
+                steps = math.ceil(n / b)
+                cpu_step[b], gpu_step[b] = seed[f"{key}_cpu_s"] / steps, seed[f"{key}_cuda_s"] / steps
+        if gpu_step:
+            predict_all("torch", cpu_step, gpu_step, 1, True, "seed 001 loop")
     for fw, (cpu_run, gpu_run) in sorted(keras_runs.items()):
         if fw not in op_lists:
             continue
