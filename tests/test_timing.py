@@ -192,3 +192,40 @@ def test_a_point_that_does_not_converge_says_which_cap_stopped_it():
     assert raw.stop_reason == "sample cap" and len(raw.samples_s) == 9
     with pytest.raises(ValueError):
         TimingPolicy(target_rel_halfwidth=0)
+
+
+def test_interleaved_ab_sees_drift_on_both_sides():
+    # A costs 1 ms, B 2 ms, and the machine slows down 1 % per block: measured one after the
+    # other, B would carry all the drift; interleaved, each round's A/B ratio stays ~0.5.
+    class Drifting:
+        def __init__(self):
+            self.now = 0.0
+            self.queued = 0.0
+            self.slow = 1.0
+
+        def clock(self):
+            return self.now
+
+        def sync(self, _):
+            self.now += self.queued
+            self.queued = 0.0
+            self.slow *= 1.01
+
+        def a(self):
+            self.queued += 1e-3 * self.slow
+
+        def b(self):
+            self.queued += 2e-3 * self.slow
+
+    from whichdevice.analysis.significance import from_rounds
+    from whichdevice.core.timing import measure_interleaved
+
+    m = Drifting()
+    ta, tb = measure_interleaved(
+        [m.a, m.b], sync=m.sync, clock=m.clock, overhead_s=0.0, policy=TimingPolicy(min_time_s=0.01), rounds=4
+    )
+    assert len(ta.rounds_s) == 4 and all(len(r) == 5 for r in ta.rounds_s)
+    ratios = [sum(ra) / sum(rb) for ra, rb in zip(ta.rounds_s, tb.rounds_s)]
+    assert all(0.45 < r < 0.55 for r in ratios)
+    claim = from_rounds(tb.rounds, ta.rounds)
+    assert claim.status == "faster" and claim.unit == "rounds" and claim.lo < 2.0 < claim.hi * 1.05

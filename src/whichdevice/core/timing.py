@@ -170,3 +170,76 @@ def measure(
         telemetry=telemetry,
         stop_reason=stop_reason,
     )
+
+
+def measure_interleaved(
+    fns: list[Callable[[], Any]],
+    *,
+    sync: Sync,
+    clock: Clock = time.perf_counter,
+    policy: TimingPolicy = TimingPolicy(),
+    overhead_s: float | None = None,
+    rounds: int = 5,
+    seed: int = 0,
+) -> list[Timing]:
+    """Time several variants of the same work (A, B, ...) *interleaved* in one process: warm
+    each up apart, size one block per variant (as :func:`measure`), then ``rounds`` rounds in
+    each of which every variant runs its blocks once, in an order shuffled per round (seeded:
+    the same order on every run). Slow drift of the machine (another process starting, a
+    thermal change) then hits every variant alike instead of whichever ran last, and the
+    ratio's interval comes from the per-round ratios (``Timing.rounds_s``: each round's
+    samples; analysis/significance.from_rounds pairs them by position).
+
+    Each round takes ``policy.min_samples`` blocks per variant; ``samples_s`` pools the rounds.
+    The timings carry no telemetry (one window would cover every variant)."""
+    import random
+
+    if not fns:
+        return []
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    if overhead_s is None:
+        overhead_s = measure_overhead(clock, sync)
+    rng = random.Random(seed)
+    block_target_s = max(policy.min_time_s / policy.target_blocks, overhead_s / _MAX_OVERHEAD_FRACTION)
+    warmups: list[list[float]] = []
+    numbers: list[int] = []
+    for fn in fns:
+        warm: list[float] = []
+        t0 = clock()
+        sync(fn())
+        warm.append(clock() - t0)
+        while len(warm) <= policy.warmup_calls and sum(warm) < policy.min_time_s:
+            t0 = clock()
+            sync(fn())
+            warm.append(clock() - t0)
+        warmups.append(warm)
+        numbers.append(max(1, math.ceil(block_target_s / max(warm[-1], 1e-9) - 1e-9)))
+    per_round: list[list[list[float]]] = [[] for _ in fns]
+    for _ in range(rounds):
+        order = list(range(len(fns)))
+        rng.shuffle(order)
+        got: list[list[float]] = [[] for _ in fns]
+        for _ in range(policy.min_samples):
+            for i in order:
+                sync(None)
+                t0 = clock()
+                result = None
+                for _ in range(numbers[i]):
+                    result = fns[i]()
+                sync(result)
+                got[i].append((clock() - t0) / numbers[i])
+        for i in range(len(fns)):
+            per_round[i].append(got[i])
+    return [
+        Timing(
+            first_call_s=warmups[i][0],
+            warmup_s=warmups[i],
+            samples_s=[x for r in per_round[i] for x in r],
+            number_per_sample=numbers[i],
+            overhead_s=overhead_s,
+            rounds_s=per_round[i],
+            stop_reason="interleaved rounds",
+        )
+        for i in range(len(fns))
+    ]
