@@ -106,3 +106,20 @@ def test_a_dropout_lstm_model_predicts_with_its_loop_unrolled():
     assert per_step >= 10  # the cell's matmuls, gates and TensorList reads/writes, forward + backward
     mm3, mm6 = (sum(o.kind == "matmul" for o in described[k].ops) for k in ("lstm3", "lstm6"))
     assert mm6 - mm3 == 3 * 6  # per step: 2 forward matmuls, 4 backward
+
+
+def test_the_describe_case_of_a_torch_step_flattens_the_eager_kernels():
+    # workloads/calibrate.py's describe case as the predict child runs it (in process here; torch only)
+    pytest.importorskip("torch")
+    from whichdevice import frameworks
+    from whichdevice.core.records import CaseSpec
+    from whichdevice.core.timing import TimingPolicy
+    from whichdevice.workloads import calibrate as cal_workload
+
+    (spec,) = cal_workload.describe_cases("torch", "CPU:0", {"model": "seed001"}, [64])
+    fw = frameworks.load("torch")
+    raw, metrics = cal_workload.run_case(spec, fw, TimingPolicy(min_time_s=1e-3, telemetry_period_s=None), 0.0)
+    assert isinstance(spec, CaseSpec) and raw.samples_s[0] > 0
+    w = description_from_metrics(metrics, 64)
+    assert w.launch_mode == "eager" and not w.compiled and 15 <= w.kernels <= 30
+    assert w.input_bytes == 64 * 100 * 4 + 64 * 8  # float32 features (seed data is float64 on the host), int64 labels
