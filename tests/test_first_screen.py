@@ -30,6 +30,7 @@ GOLDEN = DATA / "first_screen"
 RECORD = DATA / "run_cpu_2core.json"
 BUSY = DATA / "run_cpu_2core_busy.json"  # a real run on a loaded machine: skipped cases, unsettled points
 README_RUN = DATA / "run_cpu_2core_budget300.json"  # the README's run: two rounds, bimodal claims
+DIAGNOSE = DATA / "diagnose_cpu_2core.json"  # a real diagnose of a small user model
 # Project words a user never needs: seed numbers and example ids (only in the footnotes).
 JARGON = re.compile(r"seed ?0\d\d|\bex[123]\b|seed0", re.IGNORECASE)
 LONG_DIR = "a-rather-long-folder-name-so-the-path-is-wider-than-eighty-columns/and-one-more-level"
@@ -82,7 +83,7 @@ def test_first_screen_golden(name, width, terminal, tmp_path, monkeypatch):
 
 def test_first_screen_fits_25_lines_at_100_columns_and_names_answer_causes_changes(tmp_path, monkeypatch):
     record = load_run(RECORD)
-    for rec in (record, _as_diagnose(record), load_run(BUSY), load_run(README_RUN)):
+    for rec in (record, _as_diagnose(record), load_run(BUSY), load_run(README_RUN), load_run(DIAGNOSE)):
         text = _page(rec, tmp_path, 100, terminal=True, monkeypatch=monkeypatch)
         lines = text.rstrip("\n").split("\n")
         # + the two lines cli/common.write_record prints after it (Record:, History:)
@@ -109,9 +110,12 @@ def test_no_gpu_machine_is_told_how_to_ask_would_a_gpu_help():
     fs = first_screen(record, suite_verdict(record))
     assert fs.answer[0].startswith("No GPU here")
     assert "whichdevice predict" in fs.answer[1]
+    diag = load_run(DIAGNOSE)  # diagnose: predict is asked about the user's own model
+    fs = first_screen(diag, suite_verdict(diag, seed_batch=32), seed_batch=32)
+    assert fs.answer[0].startswith("No GPU here") and f"predict --model {diag.options['model']}" in fs.answer[1]
 
 
-@pytest.mark.parametrize("path", [RECORD, BUSY])
+@pytest.mark.parametrize("path", [RECORD, BUSY, DIAGNOSE])
 def test_no_jargon_on_the_first_screen_verbose_page_or_html_outside_the_footnotes(path, tmp_path, monkeypatch):
     record = load_run(path)
     for verbose in (False, True):
@@ -121,7 +125,8 @@ def test_no_jargon_on_the_first_screen_verbose_page_or_html_outside_the_footnote
     page = re.sub(r'src="data:image/png;base64,[^"]*"', "", page)
     body, _, footnotes = page.partition('<h2 id="sources">')
     assert not JARGON.findall(body), sorted(set(JARGON.findall(body)))
-    assert "seed 003" in footnotes  # the article reference stays, as a footnote
+    if path != DIAGNOSE:  # the user's own model reproduces no article
+        assert "seed 003" in footnotes  # the article reference stays, as a footnote
     assert 'id="glossary"' in page and "<details" in page  # glossary; warnings grouped, collapsible
 
 

@@ -365,7 +365,12 @@ def _answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) ->
         reason = why.split("Likely reasons:", 1)[1].strip().rstrip(".") if "Likely reasons:" in why else ""
         reason = reason.split(" (")[0]
         out = ["No GPU here" + (f" ({reason})" if reason else "") + ": everything below was measured on this CPU."]
-        return out + (prediction or [NO_PREDICTION])
+        if prediction:
+            return out + prediction
+        model = record.options.get("model") if record.experiment == "diagnose" else None
+        if model:  # predict models the user's own model too
+            return out + [f"Would a GPU help? Ask `whichdevice predict --model {model} --quick`."]
+        return out + [NO_PREDICTION]
     out = []
     for t in v.training.sweep:
         for d, c in t.crossovers.items():
@@ -484,7 +489,7 @@ def first_screen(
     changes, unclear = _changes(record, v, seed_batch)
     causes = _causes(record, v, changes)
     answer = _answer(record, v, prediction)
-    if advice:  # diagnose: the device and settings for the user's model lead
+    if advice and not answer[0].startswith("No GPU here"):  # diagnose with a GPU: the device for your model
         answer = ([a for a in advice if a.startswith("Device:")][:1] + answer)[:2]
     when = record.created_at.replace("T", " ")[:16]
     title = f"whichdevice {record.experiment} · {when} UTC · {machine_words(record)}"
