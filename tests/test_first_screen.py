@@ -231,3 +231,31 @@ def test_with_a_gpu_the_answer_names_the_device_and_where_it_flips(h100_probe):
     assert fs.answer[0].startswith("Training (small MLP): ") and "GPU:0" in fs.answer[0]
     assert any(a.startswith("Matrix multiply: ") for a in fs.answer)
     assert len(fs.answer) <= 2
+
+
+def test_json_out_dash_puts_the_record_alone_on_stdout(tmp_path, capsys):
+    """`--json-out -` for scripts: stdout is the record and nothing else; the lines for people
+    (here only where the files are) go to stderr."""
+    import json
+
+    from whichdevice.cli.common import write_record
+
+    record = load_run(RECORD)
+    json_file = tmp_path / "run.json"
+    capsys.readouterr()
+    with run_cli.ScriptOutput(json_out="-") as output:
+        run_cli.render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render)
+        write_record(record, json_file, None)
+    output.emit(json_file)
+    out, err = capsys.readouterr()
+    assert json.loads(out)["experiment"] == "run" and out == json_file.read_text()
+    assert "Report: " in err and "Record: " in err and "Answer" not in err
+
+
+def test_quiet_and_verbose_are_refused_together_and_json_out_takes_only_a_dash(tmp_path, capsys):
+    from conftest import run_cli as cli
+
+    code, _, err = cli(["run", "--quiet", "--verbose", "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "--quiet" in err and not (tmp_path / "o").exists()
+    code, _, err = cli(["run", "--json-out", "x.json", "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "--json-out" in err and "--json PATH" in err
