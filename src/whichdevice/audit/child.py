@@ -71,6 +71,9 @@ MAX_INTERVALS = 50_000
 MAX_RERUNS = 8  # distinct (function, device) pairs re-measured after the script
 RERUN_MIN_TIME_S = 0.2  # steady seconds per re-measured pair (timing.TimingPolicy.min_time_s)
 RERUN_BUDGET_S = 3.0  # seconds of interleaved rounds per compared pair (at least interleave.MIN_ROUNDS)
+# All pairs together get at most this share of the script's own run time, so the
+# audit stays within 2x the script (benchmarks/audit.md); at least 0.5 s; a pair always gets MIN_ROUNDS rounds.
+RERUN_SHARE = 0.3
 
 # Ops whose effect reaches outside TensorFlow: a graph holding one is not re-run.
 UNSAFE_OPS = frozenset(
@@ -185,6 +188,7 @@ class State:
         self.hang_line: dict | None = None
         self.reruns: list[dict] = []
         self.interleaved: list[dict] = []  # one entry per compared pair: rounds of A and B, or why not
+        self.rerun_left_s = RERUN_BUDGET_S  # set from the script's run time before the re-run
         self.rerun_skipped: list[dict] = []
         self.started = _orig_perf()
         self.script_s: float | None = None
@@ -417,7 +421,10 @@ def rerun(deadline: float) -> None:
             st.interleaved.append({**base, "skipped": "no time left before --timeout"})
             continue
         try:
-            rounds, per_call = _interleave(tf, interleave, wa, wb, budget_s=min(RERUN_BUDGET_S, left / 4))
+            t_pair = _orig_perf()
+            budget = max(0.0, min(RERUN_BUDGET_S, left / 4, st.rerun_left_s))
+            rounds, per_call = _interleave(tf, interleave, wa, wb, budget_s=budget)
+            st.rerun_left_s -= _orig_perf() - t_pair
         except Exception as e:
             st.interleaved.append({**base, "skipped": f"re-running raised {type(e).__name__}: {str(e).strip()[:200]}"})
             continue
@@ -517,7 +524,10 @@ def rerun_torch(deadline: float) -> None:
             return timed
 
         try:
-            rounds = interleave.run_rounds(side(wa), side(wb), budget_s=min(RERUN_BUDGET_S, left / 4), clock=_orig_perf)
+            t_pair = _orig_perf()
+            budget = max(0.0, min(RERUN_BUDGET_S, left / 4, st.rerun_left_s))
+            rounds = interleave.run_rounds(side(wa), side(wb), budget_s=budget, clock=_orig_perf)
+            st.rerun_left_s -= _orig_perf() - t_pair
         except Exception as e:
             st.interleaved.append({**base, "skipped": f"re-running raised {type(e).__name__}: {str(e).strip()[:200]}"})
             continue
@@ -708,6 +718,7 @@ def main(argv: list[str]) -> int:
     time.time, time.perf_counter, time.monotonic = _orig_time, _orig_perf, _orig_mono
     try:
         if not job.get("no_rerun"):
+            STATE.rerun_left_s = max(0.5, RERUN_SHARE * (STATE.script_s or 0.0))
             if STATE.framework in ("torch", "jax"):
                 rerun_torch(deadline)
             else:
