@@ -37,6 +37,7 @@ DATA = ROOT / "tests" / "data"
 PROBE = DATA / "h100_probe_torch.json"
 KERAS = {"keras-jax": "keras_jax", "keras-torch": "keras_torch"}
 FRAMEWORKS = ("tensorflow", "torch", "keras-jax", "keras-torch")
+REPORTED = FRAMEWORKS + ("jax",)  # jax: the jitted matmul rows of keras_jax_*.json (no op list to trace)
 TORCH_BATCHES = [1, 4, 10, 32, 128, 512, 2048, 8192, 32768]
 SEED001_BATCHES = [1024]  # probe_torch.json's seed001 loop at batch 1024 (10 and 32 are above)
 KERAS_FITS = [(1000, 10), (100000, 32), (100000, 512), (100000, 4096)]
@@ -86,7 +87,7 @@ def trace_one(fw: str) -> None:
         x, y = m.one_batch(training, b)
         d = cal.describe_train(model, opt, loss, training, x, y)
         x_bytes = x.nbytes // 2 if x.dtype.kind == "f" and x.dtype.itemsize == 8 else x.nbytes
-        out["batches"][str(b)] = encode_ops(d["ops"], float(x_bytes + y.nbytes), d["launch_mode"])
+        out["batches"][str(b)] = encode_ops(d["ops"], float(x_bytes + y.nbytes), d["launch_mode"], d.get("tf32", False))
     ops_file(fw).write_text(json.dumps(out, indent=1) + "\n")
 
 
@@ -151,7 +152,7 @@ def main(argv: list[str]) -> int:
         "| inside the 80 % band (LOO) | winner right where called | too close (not called) |"
     )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for fw in FRAMEWORKS:
+    for fw in REPORTED:
         hs = [h for h in held if h.point.framework == fw]
         summary(f"{fw}, all", hs)
         summary(f"{fw}, batch ≤ {SMALL}", [h for h in hs if h.point.batch <= SMALL])

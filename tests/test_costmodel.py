@@ -132,3 +132,11 @@ def test_steps_per_execution_amortizes_the_host_overhead_of_a_compiled_step_only
         assert p.step.mid == pytest.approx(expected), mode
     w = work(ops, launch_mode="eager", compiled=False, host_overhead_s=400 * US, steps_per_execution=4)
     assert any("no effect on an eager loop" in a for a in costmodel.predict(w, gpu()).assumptions)
+
+
+def test_a_tf32_framework_takes_the_tf32_curve_for_the_middle_and_float32_for_the_high_edge():
+    dev = gpu(matmul_tf32=[CurvePoint(x=1, s=20 * US), CurvePoint(x=100, s=20 * US), CurvePoint(x=1000, s=25 * US)])
+    fp32 = costmodel.predict(work([MM_1000]), dev).step
+    tf32 = costmodel.predict(work([MM_1000], tf32=True), dev).step
+    assert fp32.mid == pytest.approx(100 * US) and fp32.low == pytest.approx(25 * US)
+    assert tf32.mid == pytest.approx(25 * US) and tf32.high == pytest.approx(100 * US)

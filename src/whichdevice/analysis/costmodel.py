@@ -57,6 +57,9 @@ Assumptions (each a source of error, measured by the validation in benchmarks/pr
 - Per-op costs measured in one framework stand for another's (the shipped H100 profile is
   PyTorch eager — noted on every prediction for the other frameworks).
 - The per-step host overhead measured on this machine's CPU is the GPU machine's too.
+- float32 matmuls run as the framework runs them by default on a GPU with TF32 (``tf32`` in
+  the description, read from the framework: on for TensorFlow and JAX, off for PyTorch): the
+  TF32 curve for the middle, float32 for the high edge.
 """
 
 from __future__ import annotations
@@ -108,6 +111,7 @@ class WorkloadDescription(_Frozen):
         default=0.0, ge=0, description="per-kernel dispatch already inside host_overhead_s (the CPU's own)"
     )
     steps_per_execution: int = Field(default=1, ge=1, description="steps per compiled call (graph/xla)")
+    tf32: bool = Field(default=False, description="float32 matmuls run as TF32 on a GPU with it (TF, JAX default)")
 
     @property
     def kernels(self) -> int:
@@ -227,8 +231,9 @@ class OpTime:
     note: str | None = None
 
 
-def op_time(op: OpCost, dev: DeviceCosts) -> OpTime | None:
-    """Time of one kernel on ``dev``; None for free ops."""
+def op_time(op: OpCost, dev: DeviceCosts, tf32: bool = False) -> OpTime | None:
+    """Time of one kernel on ``dev``; None for free ops. ``tf32``: the framework runs float32
+    matmuls in TF32 on a GPU that has it (the TF32 curve is the middle, float32 the high edge)."""
     f = dev.dispatch_eager_s
     if op.kind in ("matmul", "conv"):
         n = matmul_n(op.flops)
@@ -236,8 +241,11 @@ def op_time(op: OpCost, dev: DeviceCosts) -> OpTime | None:
             return OpTime(Band.of(dev.matmul[0].s), "compute")
         band, note = curve_band(dev.matmul, n, _mm_work, f)
         if dev.kind == "gpu" and dev.matmul_tf32:
-            tf32, _ = curve_band(dev.matmul_tf32, n, _mm_work, f)
-            band = Band(min(band.low, tf32.low), band.mid, band.high)
+            fast, _ = curve_band(dev.matmul_tf32, n, _mm_work, f)
+            if tf32:
+                band = Band(min(band.low, fast.low), fast.mid, max(band.high, fast.high))
+            else:
+                band = Band(min(band.low, fast.low), band.mid, band.high)
         if note:
             note = f"matmul of n≈{n:.0f} {note}"
         return OpTime(band, "compute", note)
@@ -312,7 +320,7 @@ def predict(work: WorkloadDescription, dev: DeviceCosts, dispatch_mode: str = "e
     launch_mid = 0.0
     parts = {p: 0.0 for p in PARTS}
     for op in work.ops:
-        t = op_time(op, dev)
+        t = op_time(op, dev, work.tf32)
         if t is None:
             continue
         if t.note:

@@ -6,8 +6,11 @@ looking at it) gives a residual ``r = ln(measured / predicted)``. The band a use
 
     low  = mid · exp(c_f + q_lo)        mid' = mid · exp(c_f)        high = mid · exp(c_f + q_hi)
 
-- ``c_f``: the median residual of framework f (the model's bias for that framework: e.g.
-  Python per op that the per-op figure misses); 0 when it has fewer than ``MIN_POINTS``.
+- ``c_f``: the median residual of framework f in the point's regime (the step bound by host
+  dispatch, or by device work): the model's bias there — e.g. Python per step that the per-op
+  figure misses when host-bound, a matmul curve when device-bound; 0 when that framework and
+  regime have fewer than ``MIN_POINTS`` (a bias found where the host bounds the step says
+  nothing about a step the device bounds).
 - ``q_lo``, ``q_hi``: how far the residuals scatter once the framework's bias is taken out,
   from the framework's own points, for the point's regime (the step bound by host dispatch,
   or by device work) when that regime has ``MIN_EMPIRICAL`` of them:
@@ -55,7 +58,8 @@ class Spread(BaseModel):
 
 
 class ErrorModel(BaseModel):
-    """Per framework: bias (median log residual) and count; per regime: residual quantiles."""
+    """Per framework and regime ("torch/host dispatch"): bias (median log residual) and count;
+    residual quantiles per framework/regime, framework, or all."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     errors_version: int = ERRORS_VERSION
@@ -70,7 +74,7 @@ class ErrorModel(BaseModel):
 
     def band(self, mid: float, framework: str, regime: str, model_band: Band | None = None) -> Band:
         """The calibrated band of a prediction ``mid`` (seconds), widened by ``model_band``."""
-        c = self.bias.get(framework, 0.0)
+        c = self.bias.get(f"{framework}/{regime}", 0.0)
         sp = self.spread_for(framework, regime)
         lo, hi = mid * math.exp(c + sp.q_lo), mid * math.exp(c + sp.q_hi)
         centre = mid * math.exp(c)
@@ -119,13 +123,13 @@ def _spread(v: Sequence[float], coverage: float) -> Spread:
 
 def fit(points: Sequence[Point], source: str, coverage: float = COVERAGE) -> ErrorModel:
     """An error model from validation points (at least two)."""
-    by_fw: dict[str, list[float]] = {}
+    by_group: dict[str, list[float]] = {}
     for p in points:
-        by_fw.setdefault(p.framework, []).append(p.residual)
-    bias = {f: (stats.median(r) if len(r) >= MIN_POINTS else 0.0) for f, r in by_fw.items()}
+        by_group.setdefault(f"{p.framework}/{p.regime}", []).append(p.residual)
+    bias = {g: (stats.median(r) if len(r) >= MIN_POINTS else 0.0) for g, r in by_group.items()}
     centred: dict[str, list[float]] = {"all": []}
     for p in points:
-        r = p.residual - bias[p.framework]
+        r = p.residual - bias[f"{p.framework}/{p.regime}"]
         centred["all"].append(r)
         centred.setdefault(p.framework, []).append(r)
         centred.setdefault(f"{p.framework}/{p.regime}", []).append(r)
@@ -138,7 +142,7 @@ def fit(points: Sequence[Point], source: str, coverage: float = COVERAGE) -> Err
         coverage=coverage,
         source=source,
         bias=bias,
-        bias_n={f: len(r) for f, r in by_fw.items()},
+        bias_n={g: len(r) for g, r in by_group.items()},
         spread=spread,
     )
 

@@ -46,6 +46,7 @@ def description_from_metrics(
         syncs_per_step=syncs_per_step,
         launch_mode=mode,
         compiled=mode != "eager",
+        tf32=bool(metrics.get("tf32", 0.0)),
     )
 
 
@@ -266,7 +267,9 @@ def reference_points(
       seed's examples as written: batch copied from host and ``.item()`` every step) with
       ``op_lists["torch"]``, per step = loop seconds / steps;
     - ``keras_runs``: framework -> (CPU run, GPU run) of ``keras_probe.py``: epoch 2 of each
-      ``fit`` / its steps, the batch copied from host every step;
+      ``fit`` / its steps, the batch copied from host every step; and the Keras/JAX runs'
+      ``jax_matmul`` rows (a jitted float32 matmul, framework ``jax``, "batch" = n): the only
+      device-bound points of the reference;
     - ``op_lists``: framework -> batch -> a describe case's metrics (``encode_ops``).
 
     The host overhead of each loop comes from the same machine's CPU run of that loop."""
@@ -299,6 +302,27 @@ def reference_points(
                 cpu_step[b], gpu_step[b] = seed[f"{key}_cpu_s"] / steps, seed[f"{key}_cuda_s"] / steps
         if gpu_step:
             predict_all("torch", cpu_step, gpu_step, 1, True, "seed 001 loop")
+    jax_runs = keras_runs.get("keras-jax")
+    if jax_runs and jax_runs[0].get("jax_matmul") and jax_runs[1].get("jax_matmul"):
+        # keras_probe.py's jitted float32 matmul (JAX's default precision: TF32 on the H100), operands
+        # on the device, steady calls: one XLA kernel each, device-bound at large n ("batch" = n here)
+        cpu_n = {int(r["n"]): r["steady_s"] for r in jax_runs[0]["jax_matmul"]}
+        gpu_n = {int(r["n"]): r["steady_s"] for r in jax_runs[1]["jax_matmul"] if int(r["n"]) in cpu_n}
+        mm = {
+            n: WorkloadDescription(
+                batch=n,
+                ops=[OpCost(op_type="dot", kind="matmul", flops=2.0 * n**3, bytes=12.0 * n * n)],
+                input_bytes=0.0,
+                launch_mode="xla",
+                tf32=True,
+            )
+            for n in gpu_n
+        }
+        h = host_overhead(cpu_n, {n: cpu_compute_s(w, profile) for n, w in mm.items()})
+        for n in sorted(gpu_n):
+            p = costmodel.predict(with_host_overhead(mm[n], h, profile), profile.gpu, profile.dispatch_mode)
+            if p.step is not None:
+                out.append(errormodel.Point("jax", n, "jitted matmul", gpu_n[n], p.step, p.bound, cpu_n[n]))
     for fw, (cpu_run, gpu_run) in sorted(keras_runs.items()):
         if fw not in op_lists:
             continue

@@ -66,11 +66,17 @@ def describe_cases(framework: str, device: str, model_params: dict, batches) -> 
 LAUNCH_MODES = ("graph", "xla", "eager")
 
 
-def encode_ops(ops: list[dict], input_bytes: float, launch_mode: str = "graph") -> dict[str, float]:
+def encode_ops(ops: list[dict], input_bytes: float, launch_mode: str = "graph", tf32: bool = False) -> dict[str, float]:
     """Flatten an op list into float metrics: ``op.<i>.<kind>.<type>.flops`` / ``.bytes``;
     free ops only counted (``free_ops``); how the framework launches them as
-    ``launch_mode.<mode>`` = 1 (graph, xla or eager: costmodel.py)."""
-    m: dict[str, float] = {"input_bytes": float(input_bytes), "free_ops": 0.0, f"launch_mode.{launch_mode}": 1.0}
+    ``launch_mode.<mode>`` = 1 (graph, xla or eager: costmodel.py); ``tf32`` = 1 when the
+    framework runs float32 matmuls as TF32 on a GPU that has it."""
+    m: dict[str, float] = {
+        "input_bytes": float(input_bytes),
+        "free_ops": 0.0,
+        f"launch_mode.{launch_mode}": 1.0,
+        "tf32": 1.0 if tf32 else 0.0,
+    }
     i = 0
     for o in ops:
         if o["kind"] == "free":
@@ -142,4 +148,6 @@ def _describe(spec: CaseSpec, fw, overhead_s: float) -> tuple[Timing, dict]:
         if getattr(x, "dtype", None) is not None and x.dtype.itemsize == 8 and x.dtype.kind == "f"
         else x.nbytes
     )
-    return raw, encode_ops(described["ops"], float(x_bytes + y.nbytes), described.get("launch_mode", "graph"))
+    return raw, encode_ops(
+        described["ops"], float(x_bytes + y.nbytes), described.get("launch_mode", "graph"), described.get("tf32", False)
+    )

@@ -47,4 +47,8 @@ def compiled_step(model, optimizer, loss_fn):
 def describe_train(model, optimizer, loss_fn, training, x, y) -> dict:
     jitted, state = compiled_step(model, optimizer, loss_fn)
     text = jitted.lower(state, x, y).compile().as_text()
-    return {"ops": kernels_from_hlo(text), "launch_mode": "xla"}
+    import jax
+
+    # JAX's default matmul precision runs float32 as TF32 on GPUs that have it
+    tf32 = jax.config.jax_default_matmul_precision in (None, "default", "bfloat16", "tensorfloat32")
+    return {"ops": kernels_from_hlo(text), "launch_mode": "xla", "tf32": tf32}

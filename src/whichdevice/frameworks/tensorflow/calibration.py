@@ -410,7 +410,9 @@ def describe_train(model, optimizer, loss_fn, training, x, y) -> dict:
     XLA: its kernels are the optimized HLO's (``experimental_get_compiler_ir``, read by
     ``frameworks/common/hlo.py``); otherwise ``training.train_step`` (a ``tf.function``): one
     kernel per graph op."""
+    tf32 = bool(tf.config.experimental.tensor_float_32_execution_enabled())  # on by default
     if getattr(model, "jit_compile", None) is True:
         text = jit_step(model, optimizer, loss_fn).experimental_get_compiler_ir(x, y)(stage="optimized_hlo")
-        return {"ops": kernels_from_hlo(text), "launch_mode": "xla"}
-    return {"ops": describe_step(training.train_step(model, optimizer, loss_fn), x, y), "launch_mode": "graph"}
+        return {"ops": kernels_from_hlo(text), "launch_mode": "xla", "tf32": tf32}
+    ops = describe_step(training.train_step(model, optimizer, loss_fn), x, y)
+    return {"ops": ops, "launch_mode": "graph", "tf32": tf32}

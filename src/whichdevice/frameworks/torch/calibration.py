@@ -142,4 +142,9 @@ def describe_train(model, optimizer, loss_fn, training, x, y) -> dict:
     """Plain PyTorch: the op list of one ``training.train_step`` (foreach optimizer)."""
     prefer_foreach(optimizer)
     step = training.train_step(model, optimizer, loss_fn)
-    return {"ops": record_step(step, x, y, scalar_ops_on_host=True), "launch_mode": "eager"}
+    return {"ops": record_step(step, x, y, scalar_ops_on_host=True), "launch_mode": "eager", "tf32": tf32_matmul()}
+
+
+def tf32_matmul() -> bool:
+    """PyTorch runs float32 matmuls as TF32 only when asked (off by default since 1.12)."""
+    return bool(torch.backends.cuda.matmul.allow_tf32) or torch.get_float32_matmul_precision() != "highest"
