@@ -156,7 +156,13 @@ def plot_predict(report: PredictReport, png: Path, loglog: bool, title: str) -> 
     if g:
         xs = [r.batch for r in g]
         ax.plot(xs, [r.band.mid * 1e3 for r in g], "s--", label="GPU (predicted)")
-        ax.fill_between(xs, [r.band.low * 1e3 for r in g], [r.band.high * 1e3 for r in g], alpha=0.25, label="GPU band")
+        ax.fill_between(
+            xs,
+            [r.band.low * 1e3 for r in g],
+            [r.band.high * 1e3 for r in g],
+            alpha=0.25,
+            label="GPU 80 % band (calibrated)" if report.calibrated else "GPU band (model's own)",
+        )
     if loglog:
         ax.set_xscale("log")
         ax.set_yscale("log")
