@@ -154,6 +154,7 @@ class State:
         }
         self.framework = "tensorflow"
         self.torch_installed = False
+        self.torch_physical: dict[str, int] = {}
         self.jax_installed = False
         self.torch_mode = None
         self.torch_first: set[int] = set()
@@ -628,6 +629,17 @@ def _write_state(path: str) -> None:
     safeio.write_atomic(path, text, remember=False)
 
 
+def _decide_framework() -> None:
+    """Which framework's audit this is: the one whose hooks the script used (TensorFlow's import can
+    pull in JAX; a script may import several): TensorFlow, else PyTorch, else JAX."""
+    if not STATE.tf_installed and STATE.torch_installed:
+        STATE.framework = "torch"
+        STATE.physical = STATE.torch_physical
+    elif not STATE.tf_installed and STATE.jax_installed:
+        STATE.framework = "jax"
+        jax_hooks.record_devices(STATE)
+
+
 def _print_script_traceback(e: BaseException) -> None:
     tb = e.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != STATE.script:
@@ -667,6 +679,8 @@ def main(argv: list[str]) -> int:
             STATE.hang_line = {"line": frame.f_lineno, "text": _source(frame.f_lineno)}
         STATE.active = False
         try:
+            if not finished:
+                _decide_framework()
             _write_state(state_path)
         finally:
             try:
@@ -713,8 +727,7 @@ def main(argv: list[str]) -> int:
         pass
     tf_hooks.stop_placement_log(STATE)
     torch_hooks.uninstall(STATE)
-    if STATE.jax_installed:
-        jax_hooks.record_devices(STATE)
+    _decide_framework()
     time.time, time.perf_counter, time.monotonic = _orig_time, _orig_perf, _orig_mono
     try:
         if not job.get("no_rerun"):

@@ -170,8 +170,8 @@ def hook_host_reads(jax, st: State) -> None:
 
 
 def install(jax, st: State) -> None:
-    if not (st.tf_installed or st.torch_installed):
-        st.framework = "jax"
+    """The framework is decided after the script (``child.main``): TensorFlow's own import can
+    import JAX, and a TensorFlow script must stay a TensorFlow audit."""
     hook_jit(jax, st)
     hook_host_reads(jax, st)
     st.jax_installed = True

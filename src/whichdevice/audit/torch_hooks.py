@@ -68,8 +68,7 @@ def record_devices(torch, st: State) -> None:
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     except Exception:
         gpus = 0
-    st.physical = {"CPU": 1, "GPU": gpus}
-    st.framework = "torch"
+    st.torch_physical = {"CPU": 1, "GPU": gpus}
 
 
 def hook_functions(torch, st: State) -> None:

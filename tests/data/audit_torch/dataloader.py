@@ -28,7 +28,7 @@ class Noisy(Dataset):
         return img, self.y[i]
 
 
-loader = DataLoader(Noisy(960), batch_size=32, shuffle=True)
+loader = DataLoader(Noisy(640), batch_size=32, shuffle=True)
 
 
 def train(device):
