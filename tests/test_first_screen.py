@@ -259,3 +259,22 @@ def test_quiet_and_verbose_are_refused_together_and_json_out_takes_only_a_dash(t
     assert code == 2 and "--quiet" in err and not (tmp_path / "o").exists()
     code, _, err = cli(["run", "--json-out", "x.json", "--out", str(tmp_path / "o")], capsys)
     assert code == 2 and "--json-out" in err and "--json PATH" in err
+
+
+def test_predict_first_screen_fits_and_answers(tmp_path, monkeypatch):
+    """predict's first screen: the answer (which device from which batch, predicted or measured),
+    one line per batch, why, what to run to be sure — 25 lines at 100 columns with Record/History."""
+    import whichdevice.cli.predict as predict_cli
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=100, force_terminal=True, color_system=None, highlight=False)
+    monkeypatch.setattr(predict_cli, "console", console)
+    monkeypatch.setattr(predict_cli.present, "plot_predict", lambda *a, **k: None)
+    predict_cli.render_predict(load_run(DATA / "predict_cpu_2core.json"), tmp_path / "p.png", loglog=True)
+    lines = buf.getvalue().rstrip("\n").split("\n")
+    assert len(lines) + 2 <= MAX_LINES and all(len(line) <= 100 for line in lines), buf.getvalue()
+    assert lines[1].startswith("Answer: small MLP: NVIDIA H100") and "wins from batch" in lines[1]
+    assert "predicted" in lines[2] and "Crossover" in lines[2]
+    assert sum(bool(re.match(r"^\s+\d+\s+\d", line)) for line in lines) == 6  # one line per batch
+    assert any("whichdevice train --framework tensorflow --batches" in line for line in lines)
+    assert not JARGON.findall(buf.getvalue())

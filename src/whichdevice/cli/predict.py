@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+import click
 import typer
 from rich.markup import escape
 
@@ -41,6 +42,7 @@ from whichdevice.cli.common import (
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.present import prediction as present
+from whichdevice.present import predictscreen
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
@@ -138,12 +140,16 @@ def predict(
         "--resume",
         help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
     ),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Also print the full table, the calibration and the model's assumptions."
+    ),
 ) -> None:
     """Measure the step on this CPU, predict it on a profiled GPU: winner, crossover, what dominates."""
+    ctx.set_parameter_source("verbose", click.core.ParameterSource.DEFAULT)  # how to print: fine with --resume
     reject_options_with_resume(ctx)
     if resume is not None:
         plan, resumed = read_plan(resume, "predict", PredictPlan)
-        run_predict(plan, resumed)
+        run_predict(plan, resumed, verbose=verbose)
         return
     fw = parse_choice(framework, "--framework", PREDICT_FRAMEWORKS)
     spe = parse_positive_int(steps_per_execution, "--steps-per-execution", "10", maximum=100_000) or 1
@@ -202,10 +208,10 @@ def predict(
         framework=fw,
         steps_per_execution=spe,
     )
-    run_predict(plan, None)
+    run_predict(plan, None, verbose=verbose)
 
 
-def run_predict(plan: PredictPlan, resumed: JournalState | None) -> None:
+def run_predict(plan: PredictPlan, resumed: JournalState | None, *, verbose: bool = False) -> None:
     """Measure ``plan`` on the CPU (continuing ``resumed``'s journal), render the prediction,
     write the record (the profile embedded)."""
     journal = open_journal("predict", plan, resumed)
@@ -248,25 +254,29 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None) -> None:
     )
     record = measure_with_progress(request, journal=journal, resumed=resumed)
     png = Path(plan.png_file)
-    render_predict(record, png, loglog=not plan.linear)
+    render_predict(record, png, loglog=not plan.linear, verbose=verbose)
     write_record(record, Path(plan.json_file), png)
     journal.finish()  # the record is complete: the journal has done its job
 
 
-def render_predict(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
+def render_predict(record: records.RunRecord, png: Path, *, loglog: bool, verbose: bool = False) -> None:
+    """The first screen (present/predictscreen.py: the answer, one line per batch, why, what to
+    run to be sure); ``verbose`` adds the full table, the calibration and the assumptions."""
     prof = deviceprofile.parse(str(record.options["profile_json"]), "the record's embedded profile", "RESULT")
     report = predict_report(record, prof, errormodel.shipped())
-    present.render_predict(console, report, prof, record.machine.cpu_model)
-    console.print(
-        f"Model: {escape(str(record.options.get('model')))}; the GPU side is a prediction from profile "
-        f"'{escape(prof.name)}' ({escape(prof.framework)}), not a measurement."
-    )
+    predictscreen.render(console, report, record, prof)
+    if verbose:
+        console.print()
+        present.render_predict(console, report, prof, record.machine.cpu_model)
+        console.print(
+            f"Model: {escape(predictscreen.model_words(record))}; the GPU side is a prediction from profile "
+            f"'{escape(prof.name)}' ({escape(prof.framework)}), not a measurement."
+        )
     present.plot_predict(
         report,
         png,
         loglog,
-        f"{record.options.get('model')}: CPU measured vs "
-        f"{prof.gpu.description if prof.gpu else 'GPU'} predicted — whichdevice predict",
+        f"{predictscreen.model_words(record)}: CPU measured vs {prof.gpu.description if prof.gpu else 'GPU'} predicted",
     )
 
 

@@ -1,0 +1,94 @@
+"""The first screen of ``whichdevice predict`` (issue 17): the answer (would a GPU win, from which
+batch, how sure), one line per batch, why, and what to run to be sure — within 25 lines at 100
+columns. The full table, the calibration and the model's assumptions follow with ``--verbose``
+(present/prediction.render_predict)."""
+
+from __future__ import annotations
+
+from whichdevice.analysis.prediction import TOO_CLOSE, PredictReport
+from whichdevice.core.records import RunRecord
+from whichdevice.core.units import seconds
+from whichdevice.present import names
+
+
+def model_words(record: RunRecord) -> str:
+    m = str(record.options.get("model") or "")
+    return names.SHORT_MODELS.get(m, f"your model ({m})" if m else "the model")
+
+
+def _batch(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def answer_lines(report: PredictReport, record: RunRecord, gpu: str) -> list[str]:
+    model = model_words(record)
+    if report.cannot_predict:
+        return [
+            f"Answer: cannot predict a GPU for {model}: {report.cannot_predict}.",
+            "        Measure it on a machine with the GPU: whichdevice train.",
+        ]
+    c = report.crossover
+    if c.kind == "between":
+        sure = ", uncertain" if c.ranges_overlap else ""
+        head = f"{gpu} wins from batch ≈ {_batch(c.estimate)} ({c.low:g}–{c.high:g}{sure})"
+    elif c.kind == "gpu_everywhere":
+        head = f"{gpu} wins at every batch tried (from {c.high:g})"
+    elif c.kind == "cpu_everywhere":
+        head = f"this CPU wins at every batch tried (up to {c.low:g}): {gpu} would not help"
+    else:
+        head = "no answer: not enough batches were measured"
+    band = "calibrated 80 % band" if report.calibrated else "the model's own band, not calibrated"
+    return [
+        f"Answer: {model}: {head}.",
+        f"        Crossover of the CPU measured here and the GPU predicted ({band}), not measured.",
+    ]
+
+
+def screen_lines(report: PredictReport, record: RunRecord, profile) -> list[tuple[str, str]]:
+    gpu = profile.gpu.description if profile.gpu else "the profiled GPU"
+    when = record.created_at.replace("T", " ")[:16]
+    out: list[tuple[str, str]] = [
+        ("bold", f"whichdevice predict · {when} UTC · {record.machine.cpu_model} vs profile '{profile.name}' ({gpu})")
+    ]
+    out += [("answer", line) for line in answer_lines(report, record, gpu)]
+    out += [("", ""), ("head", "  batch   CPU step (measured, q1–q3)   GPU step (predicted, band)   winner")]
+    for r in report.rows:
+        cpu = "failed" if r.cpu_s is None else f"{seconds(r.cpu_s)} ({seconds(r.cpu_q1_s)}–{seconds(r.cpu_q3_s)})"
+        if r.band is None or r.gpu.step is None:
+            gpu_text = "cannot predict"
+        else:
+            gpu_text = f"{seconds(r.band.mid)} [{seconds(r.band.low)}–{seconds(r.band.high)}]"
+        out.append(("", f"  {r.batch:>5}   {cpu:<28} {gpu_text:<28} {r.winner}"))
+    parts = [r for r in report.rows if r.gpu.step is not None and r.gpu.step.mid]
+    if parts:
+        r = parts[-1]
+        share = r.gpu.parts_s[r.gpu.dominant] / r.gpu.step.mid
+        out += [
+            ("", ""),
+            ("", f"Why: at batch {r.batch} the GPU's step would be mostly {r.gpu.dominant} ({share:.0%})."),
+        ]
+    close = [r.batch for r in report.rows if r.winner == TOO_CLOSE]
+    if close and report.too_close_command:
+        out.append(("", f"Too close to call at batch {', '.join(map(str, close))}: measure it on the GPU:"))
+        out.append(("code", f"  {report.too_close_command}"))
+    if report.assumptions or report.extrapolated:
+        n = len(report.assumptions) + len(report.extrapolated)
+        out.append(
+            ("dim", f"{n} assumption{'s' if n > 1 else ''} of the model, the calibration and the kernels: --verbose.")
+        )
+    if report.failures:
+        out.append(("warn", f"{len(report.failures)} case{'s' if len(report.failures) > 1 else ''} failed: --verbose."))
+    return out
+
+
+_STYLE = {"bold": "bold", "head": "bold", "answer": "bold green", "warn": "yellow", "dim": "dim"}
+
+
+def render(console, report: PredictReport, record: RunRecord, profile) -> None:
+    from rich.markup import escape
+
+    soft = not console.is_terminal
+    for style, text in screen_lines(report, record, profile):
+        st = _STYLE.get(style)
+        t = escape(text)
+        console.print(f"[{st}]{t}[/{st}]" if st and text else t, soft_wrap=soft or style == "code")
