@@ -21,12 +21,17 @@ slow drift hits both sides of every A/B pair (an ABBA design across processes). 
 are merged into one result per case: ``Timing.samples_s`` pools them, ``Timing.rounds_s``
 keeps each round's raw samples (paired by round: round i of A and of B ran in the same
 child), later rounds' metrics are kept as ``round2:<name>``, so ``report`` can recompute every
-interval from per-round ratios (analysis/significance.py). Round 1 stops starting cases
-``ROUND2_RESERVE_S`` before ``ROUNDS_SHARE`` (75 %) of the device's budget; later rounds start
-cases until that share (or for the reserve, when round 1 ran late), in the order of
-:func:`repeat_order` (matmul first: cheap, and enough to know the run's between-process
-spread), so ``run``'s default budget still ends on time; a case whose later round did not
-fit keeps the rounds it has.
+interval from per-round ratios (analysis/significance.py).
+
+Where round 2 runs: round 1 stops starting cases ``ROUND2_RESERVE_S`` (at most
+``RESERVE_SHARE`` of the budget) before the device's budget ends. If round 1 ended before
+``FRESH_ROUND_SHARE`` (half) of the budget, round 2 runs in a fresh child (between-process),
+starting cases until ``ROUNDS_SHARE`` (75 %) of the budget, at least the reserve; otherwise —
+a loaded machine, where a fresh framework import alone can take 20 s — the first child measures
+the verdict cases a second time itself, until the budget's end or the reserve after its round
+1 (the record's notes say which). Round 2 follows :func:`repeat_order` (matmul first: cheap,
+and enough to know the run's between-process spread); a case whose later round did not fit
+keeps the rounds it has.
 
 **Precision-targeted sampling**: the policy samples each point until its median's 95 % CI
 half-width is within ``Request.precision`` (5 %) or its time cap (``Request.point_cap_s``,
