@@ -144,15 +144,17 @@ class ScriptOutput:
         self.render = {"verbose": verbose, "quiet": quiet or json_out == "-"}
         self.json_out = json_out
         self._file = None
+        self._redirected = False
 
     def __enter__(self) -> ScriptOutput:
         if self.json_out == "-":
-            self._file = console.file
+            self._redirected = True
+            self._file = getattr(console, "_file", None)  # None: the console follows sys.stdout
             console.file = sys.stderr
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._file is not None:
+        if self._redirected:
             console.file = self._file
 
     def emit(self, json_file: Path) -> None:
