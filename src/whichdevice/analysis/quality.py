@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from whichdevice.analysis import significance
 from whichdevice.analysis.utilization import describe as describe_telemetry
 from whichdevice.analysis.utilization import summarize
 from whichdevice.core import stats
@@ -37,6 +38,12 @@ def timing_warnings(record: RunRecord, rel_iqr_limit: float = NOISY_REL_IQR) -> 
         t = r.timing
         if t is None:
             continue
+        modes = significance.rounds_bimodal(t.rounds) if t.rounds_s else None
+        if modes is not None:  # issue 16: say so instead of averaging two modes
+            out.append(
+                f"{_label(r.spec)}: bimodal between rounds ({modes.describe()}): its median describes "
+                "neither; every ratio on it carries that spread"
+            )
         if t.stop_reason in ("time cap", "sample cap"):  # precision-targeted sampling (issue 16)
             hw = stats.median_rel_halfwidth(t.samples_s)
             ci = f"±{hw:.0%}" if hw != float("inf") else "not yet formed"

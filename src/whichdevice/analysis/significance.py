@@ -36,7 +36,7 @@ API (pure functions, no I/O, no third-party imports)::
     claim = judge(ratio, lo, hi, n, unit="rounds", threshold=0.05)
     claim.status        # "faster" | "slower" | "no_change" | "not_enough"
     claim.significant   # status in ("faster", "slower")
-    bimodal(process_medians)                      # clusters of process medians -> Modes | None
+    bimodal(medians) / rounds_bimodal(rounds)     # clusters of round medians -> Modes | None
     median_ci(samples) / median_rel_halfwidth(samples)   # precision-targeted sampling
     learned_threshold(between_run_log_ratios)     # compare's per-case threshold
 
@@ -102,7 +102,7 @@ class Claim:
     unit: Literal["rounds", "samples"]
     threshold: float  # the relative noise threshold applied
     status: Status
-    note: str = ""  # e.g. why not enough, or 'bimodal between processes'
+    note: str = ""  # e.g. why not enough, or 'bimodal between rounds'
 
     @property
     def significant(self) -> bool:
@@ -272,8 +272,8 @@ def from_rounds(
         if process_sd:
             return _widen(within, 1.96 * math.sqrt(2) * process_sd, "samples", within.n)
         return within
-    modes = bimodal([_median(r) for r in a_rounds if r]) or bimodal([_median(r) for r in b_rounds if r])
-    note = f"bimodal between processes ({modes.describe()})" if modes else ""
+    modes = rounds_bimodal(a_rounds) or rounds_bimodal(b_rounds)
+    note = f"bimodal between rounds ({modes.describe()})" if modes else ""
     ratios = [_median(ra) / _median(rb) for ra, rb in pairs]
     between = from_round_ratios(ratios, threshold=threshold, note=note)
     lo, hi = min(between.lo, within.lo), max(between.hi, within.hi)
@@ -311,8 +311,8 @@ def between_runs(
     ma = [math.log(_median(r)) for r in a_rounds if r]
     mb = [math.log(_median(r)) for r in b_rounds if r]
     centre = math.log(within.ratio)
-    modes = bimodal([math.exp(x) for x in ma]) or bimodal([math.exp(x) for x in mb])
-    note = f"bimodal between processes ({modes.describe()})" if modes else ""
+    modes = rounds_bimodal(a_rounds) or rounds_bimodal(b_rounds)
+    note = f"bimodal between rounds ({modes.describe()})" if modes else ""
     if len(ma) >= 2 and len(mb) >= 2:
         # Student's pooled-variance t on the log process medians (the two runs are the same
         # setup, so one between-process variance; Welch's df with 2 + 2 rounds is near 1 and
@@ -370,7 +370,7 @@ class Modes:
 
     def describe(self) -> str:
         return (
-            f"{self.n_low} process{'es' if self.n_low > 1 else ''} at ≈{_fmt_s(self.low)}, "
+            f"{self.n_low} round{'s' if self.n_low > 1 else ''} at ≈{_fmt_s(self.low)}, "
             f"{self.n_high} at ≈{_fmt_s(self.high)}"
         )
 
@@ -381,6 +381,17 @@ def _fmt_s(s: float) -> str:
     if s >= 1e-3:
         return f"{s * 1e3:.3g} ms"
     return f"{s * 1e6:.3g} µs"
+
+
+def rounds_bimodal(rounds: Sequence[Sequence[float]]) -> Modes | None:
+    """:func:`bimodal` over one case's rounds: their medians, with each round's own spread
+    (IQR/median) as ``within`` — two rounds 30 % apart are two modes only when each round is
+    tight (≤ 10 % at the 3x factor), not when each is as noisy as the gap."""
+    rs = [r for r in rounds if r]
+    if len(rs) < 2:
+        return None
+    within = [stats.iqr(r) / _median(r) for r in rs if _median(r) > 0]
+    return bimodal([_median(r) for r in rs], within=within)
 
 
 def bimodal(
