@@ -214,3 +214,11 @@ def test_round_two_in_the_same_child_when_round_one_ends_late(monkeypatch):
     rec = session.measure(req)
     assert all(len(r.timing.rounds_s) == 2 for r in rec.results)
     assert any("same child process" in n for n in rec.notes)
+
+
+def test_two_rounds_are_two_modes_only_when_each_is_tight():
+    tight = [[1.6, 1.61, 1.59, 1.6, 1.6], [3.1, 3.12, 3.08, 3.1, 3.1]]
+    assert sig.rounds_bimodal(tight) is not None
+    noisy = [[1.0, 1.6, 2.2, 1.6, 1.3], [1.5, 3.1, 4.5, 3.1, 2.0]]  # each round as wide as the gap
+    assert sig.rounds_bimodal(noisy) is None
+    assert sig.rounds_bimodal([[1.0] * 5]) is None
