@@ -76,7 +76,7 @@ def verdict_line(v: Verdict) -> str:
     share = w.allreduce_share
     # Below this share the all-reduce cannot explain a slowdown: say what else the replicas cost.
     small = SMALL_SHARE
-    rest = " — the rest is the replicas' own dispatch and input sharding on shared cores"
+    rest = " — the rest of the slowdown is not the all-reduce (what is left: per-replica dispatch, input sharding, replicas sharing the cores)"
     if share is not None and not w.share_in_noise:
         head += f": all-reduce takes {_pct(share)} of the step"
         if c.status == "slower" and share < small:
