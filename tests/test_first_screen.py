@@ -278,3 +278,18 @@ def test_predict_first_screen_fits_and_answers(tmp_path, monkeypatch):
     assert sum(bool(re.match(r"^\s+\d+\s+\d", line)) for line in lines) == 6  # one line per batch
     assert any("whichdevice train --framework tensorflow --batches" in line for line in lines)
     assert not JARGON.findall(buf.getvalue())
+
+
+def test_tables_fold_long_names_instead_of_cutting_them():
+    """A narrow or piped terminal: a table cell wraps, it never ends in '…' (issue 17: 'varia…')."""
+    from whichdevice.present.tables import Grid, GridCell
+    from whichdevice.present.terminal import render_grid
+
+    name = "tfrecord_parallel_interleave_prefetch"
+    grid = Grid("t", ["variant", "a", "b", "c", "d"], [[GridCell(name)] + [GridCell("12.3 ms ± 0.4 ms")] * 4], [])
+    buf = io.StringIO()
+    render_grid(Console(file=buf, width=60, force_terminal=False, color_system=None), grid)
+    text = buf.getvalue()
+    assert "…" not in text
+    cells = [line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│")]
+    assert "".join(cells).replace(" ", "") == name  # the whole name, folded over lines
