@@ -221,3 +221,29 @@ def test_print_of_a_matmul_result_gives_each_mode_and_repr_is_short():
     assert "steady (" in text and "seed (" in text  # one line per mode
     assert "no crossover — one device measured" in text and "ms at n=1000" in text
     assert len(repr(Result(rec))) < 120
+
+
+def test_a_plot_whose_cases_all_failed_draws_without_a_legend_warning(tmp_path, monkeypatch):
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    from whichdevice.analysis.suite import suite_verdict
+    from whichdevice.present import plots
+
+    rec = load_run(DATA / "run_cpu_2core.json")
+    failed = [
+        r.model_copy(update={"status": "failed", "failure": "skipped", "timing": None, "error": "time budget"})
+        if r.spec.params.get("kind") == "steady"
+        else r
+        for r in rec.results
+    ]
+    v = suite_verdict(rec.model_copy(update={"results": failed}))
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "No artists with labels found to put in legend"
+        plots.plot_batch_sweep(v.training.sweep, tmp_path / "b.png", title="t")
+        for fig in figures:
+            fig.canvas.draw()
+            plt.close(fig)

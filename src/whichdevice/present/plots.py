@@ -25,6 +25,13 @@ def _color(device: str, i: int) -> str:
     return _COLORS.get(kind, f"C{i}")
 
 
+def _legend(ax, **kw) -> None:
+    """A legend only when something is labelled (a panel whose cases all failed or were skipped
+    has none, and matplotlib would warn)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**kw)
+
+
 def _plain_numbers(axis, base: int = 10) -> None:
     """Log-axis ticks as plain numbers (8, 32, ..., 8192; 10, 100, 1000), not 2^3 or 10^3."""
     axis.set_major_locator(LogLocator(base=base))
@@ -68,7 +75,7 @@ def _utilization_strip(ax, table: Table, x_label: str) -> None:
     ax.set_xlabel(x_label)
     ax.grid(True, alpha=0.3)
     if ax.lines:
-        ax.legend(fontsize=7, loc="lower right")
+        _legend(ax, fontsize=7, loc="lower right")
     else:
         ax.text(
             0.5,
@@ -126,7 +133,7 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
         ax.set_ylabel("time per call (s)")
         ax.set_title(table_title(table.group, table.title), fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8, loc="upper left")
+        _legend(ax, fontsize=8, loc="upper left")
         _no_gpu_note(ax, tables)
     fig.suptitle(title)
     return _save(fig, path)
@@ -176,7 +183,7 @@ def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: boo
         ax.set_xlabel("batch size")
         ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8, loc="best")
+        _legend(ax, fontsize=8, loc="best")
     _no_gpu_note(ax_t, tables)
     fig.suptitle(title)
     return _save(fig, path)
@@ -192,7 +199,7 @@ def plot_steps(step_s: list[float], warmup: int, path: Path, *, title: str) -> P
     ax.set_xlabel("step")
     ax.set_ylabel("step time (s)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    _legend(ax, fontsize=8)
     ax.set_title(title, fontsize=10)
     return _save(fig, path)
 
@@ -238,6 +245,6 @@ def plot_input_wait(panels: list[tuple[str, list[tuple[str, float, float, str]]]
         ax.set_title(device, fontsize=10)
         ax.grid(True, axis="y", alpha=0.3)
         ax.margins(y=0.15)
-        ax.legend(fontsize=8)
+        _legend(ax, fontsize=8)
     fig.suptitle(title)
     return _save(fig, path)
