@@ -199,7 +199,11 @@ def check_replicable(framework: str, model: dict, replicas: int, text: str) -> N
         "model": model,
         "policy": {"min_time_s": 1e-3, "warmup_calls": 0, "max_samples": 5},
     }
-    workers = scale_workload.Workers(framework, job, scale_workload.worker_envs(framework, replicas, replicas))
+    # The parent's environment plus the framework's CPU child environment (GPUs hidden, quiet logs),
+    # as the measuring child would pass it on to its workers.
+    cpu_env = {k: v for k, v in frameworks.env_module(framework).child_env("cpu").items() if k != "XLA_FLAGS"}
+    envs = [{**env, **cpu_env} for env in scale_workload.worker_envs(framework, replicas, replicas)]
+    workers = scale_workload.Workers(framework, job, envs)
     try:
         point = workers.wait_for((replicas, replicas, "step"))
     except RuntimeError as e:
