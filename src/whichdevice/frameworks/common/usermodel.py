@@ -60,6 +60,8 @@ def load_function(path: str | Path, function: str, argument: str):
     """Import the user's file (as a fresh module) and return the named callable."""
     path = Path(path)
     if not path.is_file():
+        if path.exists():  # a FIFO or a device: never opened (reading it could wait forever)
+            raise UserFileError(argument, f"'{path}' is not a regular file", "Pass a .py file")
         raise UserFileError(argument, f"no such file '{path}'", "Check the path.")
     try:
         source = path.read_text(encoding="utf-8")
