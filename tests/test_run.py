@@ -247,3 +247,22 @@ def test_a_plot_whose_cases_all_failed_draws_without_a_legend_warning(tmp_path, 
         for fig in figures:
             fig.canvas.draw()
             plt.close(fig)
+
+
+def test_settings_advice_reads_the_gains_as_data_not_the_words():
+    """analysis returns which result lines are significant gains (Recommendation.gains), decided
+    from the comparisons; settings_advice no longer searches the sentences for 'faster'."""
+    import dataclasses
+
+    from whichdevice.analysis.suite import settings_advice
+
+    v = suite_verdict(load_run(DATA / "run_cpu_2core.json"))
+    by_name = {r.name: r for r in v.recommendations}
+    assert by_name["Increase the batch size"].gains["CPU:0"] == by_name["Increase the batch size"].results
+    assert "CPU:0" not in by_name["Do not read the loss back every step"].gains  # no clear change there
+    advice = settings_advice(v, 10)
+    assert any(a.startswith("Setting: Increase the batch size: CPU:0: batch 10 -> ") for a in advice)
+    # the words alone decide nothing: a gain's line is advised whatever it says
+    recs = [dataclasses.replace(r, gains={"CPU:0": ["CPU:0: measured gain"]}) for r in v.recommendations]
+    advice = settings_advice(dataclasses.replace(v, recommendations=recs), 10)
+    assert sum(a.endswith("CPU:0: measured gain") for a in advice) == len(recs)

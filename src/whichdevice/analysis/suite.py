@@ -36,6 +36,9 @@ class Recommendation:
     measured: bool
     results: list[str] = field(default_factory=list)  # one line per device, measured
     note: str = ""  # why it was not measured, or what the grid showed
+    # The lines of ``results`` whose measurement is a significant gain, by device, decided from
+    # the comparisons where the lines are built (settings_advice reads this, not the words).
+    gains: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,19 @@ class SuiteVerdict:
 
 def _subset(record: RunRecord, workload: str) -> RunRecord:
     return record.model_copy(update={"results": [r for r in record.results if r.spec.workload == workload]})
+
+
+def _helps(f: FixResult) -> bool:
+    return f.comparison.significant and f.speedup > 1
+
+
+def _fix_gains(fixes: list[FixResult]) -> dict[str, list[str]]:
+    """Per device, the lines of ``_fix_lines`` whose fix helps significantly."""
+    out: dict[str, list[str]] = {}
+    for f in fixes:
+        if _helps(f):
+            out.setdefault(f.device, []).append(f.describe())
+    return out
 
 
 def _fix_lines(fixes: list[FixResult]) -> list[str]:
@@ -74,6 +90,16 @@ def _grid_cell(f: FixResult) -> str:
         return f"{f.variant_value}: not enough samples (n={c.n})"
     mark = "" if c.significant else ", no clear change"
     return f"{f.variant_value}: {f.speedup:.3g}x (CI {c.ratio_lo:.3g}–{c.ratio_hi:.3g}, n={c.n}{mark})"
+
+
+def _grid_gains(fixes: list[FixResult], lines: list[str]) -> dict[str, list[str]]:
+    """Per device, its grid line when the grid recommends a value (``_grid_pick``)."""
+    out: dict[str, list[str]] = {}
+    for device in sorted({f.device for f in fixes}):
+        mine = sorted((f for f in fixes if f.device == device), key=lambda f: f.variant_value)
+        if _grid_pick(mine) is not None:
+            out[device] = [line for line in lines if line.startswith(f"{device}: ")]
+    return out
 
 
 def _grid_lines(fixes: list[FixResult], what: str, unit: str) -> tuple[list[str], list[str]]:
@@ -120,6 +146,7 @@ def _batch_recommendation(train: RunRecord, seed_batch: int) -> Recommendation:
         bool(lines),
         lines,
         "; ".join(notes) or "the batch sweep did not complete",
+        _grid_gains(fixes, lines),
     )
 
 
@@ -133,6 +160,7 @@ def _spe_recommendation(train: RunRecord) -> Recommendation:
         bool(fixes),
         lines,
         "; ".join(notes) or "the steps_per_execution cases did not run (time budget)",
+        _grid_gains(fixes, lines),
     )
 
 
@@ -229,9 +257,12 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
             if prefetch
             else "not measured: no pipeline was run without prefetch (a user's own "
             "dataset is measured as given; or the time budget ran out)",
+            _fix_gains(prefetch),
         )
     )
     pyfunc_lines, prefetch_pipe = [], []
+    pyfunc_gains: dict[str, list[str]] = {}
+    prefetch_gains: dict[str, list[str]] = {}
     spread = process_sd(pipe)
     for rep in pipelines:
         rows = {r.variant: r for r in rep.rows}
@@ -242,14 +273,21 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
                 f"{rep.device}: seed 003's augmentation in TF ops vs in tf.py_function (pipeline "
                 f"alone, per batch): {c.describe().replace('TF ops ', '', 1)}"
             )
+            if c.significant and c.ratio > 1:
+                pyfunc_gains.setdefault(rep.device, []).append(pyfunc_lines[-1])
         if serial and tf_ops and serial.pipeline and tf_ops.pipeline:
             c = compare("serial", serial.pipeline, "prefetch", tf_ops.pipeline, process_sd=spread)
             prefetch_pipe.append(
                 f"{rep.device}: seed 003's pipeline, serial map -> parallel map + prefetch: "
                 f"{c.describe().replace('prefetch ', '', 1)}"
             )
+            if c.significant and c.ratio > 1:
+                prefetch_gains.setdefault(rep.device, []).append(prefetch_pipe[-1])
     if prefetch_pipe:
-        recs[-1] = Recommendation(2, recs[-1].name, recs[-1].advice, True, recs[-1].results + prefetch_pipe)
+        gains = {d: recs[-1].gains.get(d, []) + prefetch_gains.get(d, []) for d in {*recs[-1].gains, *prefetch_gains}}
+        recs[-1] = Recommendation(
+            2, recs[-1].name, recs[-1].advice, True, recs[-1].results + prefetch_pipe, gains=gains
+        )
     recs.append(
         Recommendation(
             3,
@@ -261,6 +299,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
             if pyfunc_lines
             else "not measured: the pipeline cases did not run (TensorFlow "
             "only, or the time budget ran out); `whichdevice pipeline` measures it",
+            pyfunc_gains,
         )
     )
     recs.append(_placement_recommendation(train))
@@ -293,6 +332,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
             "model.compile(..., jit_compile=True) fuses ops into fewer kernels",
             bool(jit),
             _fix_lines(jit),
+            gains=_fix_gains(jit),
         )
     )
     sync = [f for f in ab_fixes(train, "sync", "each") if f.context.get("kind") == "steady"]
@@ -303,6 +343,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
             "avoid .numpy()/.item()/float(loss) per step; log every N steps",
             bool(sync),
             _fix_lines(sync),
+            gains=_fix_gains(sync),
         )
     )
     prec = ab_fixes(train, "precision", "float32")
@@ -315,6 +356,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
             bool(prec),
             _fix_lines(prec) + ([prec_note] if prec and prec_note else []),
             note="" if prec else "the precision cases did not run (time budget)",
+            gains=_fix_gains(prec),
         )
     )
     gains = [
@@ -378,8 +420,6 @@ def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
                 out.append(f"Device: {v.training.baseline} — {comp.describe()} at batch {batch}")
     if not out:
         out.append(f"Device: {device} (the only device measured here)")
-    for rec in v.recommendations:
-        for line in rec.results:
-            if line.startswith(f"{device}") and "× faster" in line:
-                out.append(f"Setting: {rec.name}: {line}")
+    for rec in v.recommendations:  # the measured gains on that device, as data (Recommendation.gains)
+        out += [f"Setting: {rec.name}: {line}" for line in rec.gains.get(device, [])]
     return out
