@@ -29,7 +29,7 @@ def short_repr(cls: str, record: RunRecord) -> str:
 
 def matmul_text(record: RunRecord, tables: list[Table]) -> str:
     """The crossover per mode; with one device, says that there is nothing to cross."""
-    lines = [f"whichdevice matmul · {_when(record)} · {len(record.results)} cases on {_devices(record)}"]
+    lines = [f"whichdevice matmul: {len(record.results)} cases on {_devices(record)} · {_when(record)}"]
     for t in tables:
         mode = str(t.group.get("mode", t.title))
         what = names.MATMUL_MODES.get(mode, mode)
@@ -59,7 +59,7 @@ def suite_text(record: RunRecord) -> str:
 def record_text(record: RunRecord) -> str:
     failed = sum(r.status != "ok" for r in record.results)
     lines = [
-        f"whichdevice {record.experiment} · {_when(record)} · {len(record.results)} cases on {_devices(record)}"
+        f"whichdevice {record.experiment}: {len(record.results)} cases on {_devices(record)} · {_when(record)}"
         + (f", {failed} failed" if failed else "")
         + " (`whichdevice report FILE` draws its tables and plots)"
     ]
