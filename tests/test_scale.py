@@ -199,6 +199,7 @@ def test_cli_torch_end_to_end_record_report_html(tmp_path, capsys):
         (1, "step"),
         (2, "step"),
         (2, "no_sync"),
+        (2, "accum4"),  # the gradient-accumulation fix
     }
     # DDP really ran 2 processes: the world size read back from the process group, per point
     two = [r for r in ok if r["spec"]["params"]["replicas"] == 2]

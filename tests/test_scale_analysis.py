@@ -140,6 +140,25 @@ def test_constructed_crossover_share_and_words():
     )
 
 
+def test_gradient_accumulation_fix_from_the_recorded_torch_run():
+    """The recorded DDP run's accum4 points: per-sample gain vs syncing every step and vs 1
+    replica, recomputed from the raw samples (per call: 4 micro-batches)."""
+    path = DATA / "scale_torch_cpu2.json"
+    raw = _raw(path)
+    report = analyze_scale(records.load_run(path))
+    (fs,) = report.frameworks
+    for b in fs.batches:
+        p = fs.point(2, b)
+        per_sample = [s / 4 for s in raw[(2, b, "accum4")]]
+        expected = significance.from_samples(raw[(2, b, "step")], per_sample)
+        assert p.accum_gain.ratio == pytest.approx(expected.ratio) and p.accum_gain.status == expected.status
+        vs1 = significance.from_samples(raw[(1, b, "step")], per_sample)
+        assert p.accum_vs_one.ratio == pytest.approx(vs1.ratio) and p.accum_vs_one.status == vs1.status
+    (fix,) = present_scale.fix_lines(fs)
+    assert fix.startswith("torch fix measured — gradient accumulation over 4 micro-batches")
+    assert f"vs 1 replica: {present_scale.claim_text(fs.point(2, 32).accum_vs_one)}" in fix
+
+
 def test_a_wrong_replica_count_is_flagged():
     (fs,) = analyze_scale(_constructed(seen2=1)).frameworks
     assert not fs.replicas_ok()

@@ -16,6 +16,8 @@ For each framework, replicas N and global batch B (the same B split over N repli
   (all-reduce of gradient-sized tensors alone − the same call without the collective) / step.
   A difference inside the noise reads as 0 (``share_in_noise``); an all-reduce that took longer
   alone than the whole step gives no share (``share_exceeds_step``: None).
+- ``accum_gain`` (DDP): the fix "gradient accumulation over 4 micro-batches" (one all-reduce per 4
+  batches) against syncing every step, per sample, and ``accum_vs_one`` against 1 replica.
 - ``crossover`` per N: the smallest measured global batch from which N replicas beat 1
   (significantly, and at every larger measured batch), with the log-log interpolated estimate of
   ``analysis/crossover.py`` between the last batch where 1 wins and that one.
@@ -31,6 +33,7 @@ from whichdevice.analysis.crossover import find_crossover
 from whichdevice.core.records import CaseResult, RunRecord, Timing
 
 METHOD = {"torch": "no_sync", "tensorflow": "isolated", "keras-jax": "isolated"}
+ACCUM = 4  # micro-batches of the ``accum4`` variant (frameworks/torch/scale.py)
 METHOD_TEXT = {
     "no_sync": "step with vs without gradient sync (DDP no_sync())",
     "isolated": "all-reduce of gradient-sized tensors timed alone on the same replicas, minus its dispatch",
@@ -48,6 +51,24 @@ class Point:
     comm: Timing | None = None  # no_sync step, or the all-reduce alone
     comm_base: Timing | None = None  # the all-reduce call without the collective
     vs_one: significance.Claim | None = None
+    accum: Timing | None = None  # DDP: gradient accumulation over ACCUM micro-batches per call
+    one: Timing | None = None  # the 1-replica step at the same global batch
+
+    @property
+    def accum_gain(self) -> significance.Claim | None:
+        """Gradient accumulation vs syncing every step, per sample (A / B of per-sample times:
+        > 1 means accumulation is faster)."""
+        if self.accum is None or self.step is None:
+            return None
+        per_sample = [s / ACCUM for s in self.accum.samples_s]
+        return significance.from_samples(self.step.samples_s, per_sample)
+
+    @property
+    def accum_vs_one(self) -> significance.Claim | None:
+        """N replicas with gradient accumulation vs 1 replica, per sample (> 1: N is faster)."""
+        if self.accum is None or self.one is None:
+            return None
+        return significance.from_samples(self.one.samples_s, [s / ACCUM for s in self.accum.samples_s])
 
     @property
     def ok(self) -> bool:
@@ -225,6 +246,8 @@ def analyze_framework(record: RunRecord, framework: str) -> FrameworkScale:
                 comm=_timing(table.get((framework, n, b, comm_name))),
                 comm_base=_timing(table.get((framework, n, b, "allreduce_base"))),
                 vs_one=claim,
+                accum=_timing(table.get((framework, n, b, f"accum{ACCUM}"))),
+                one=one,
             )
     crossovers = {n: crossover(points, n, batches) for n in replicas if n > 1}
     return FrameworkScale(

@@ -37,7 +37,7 @@ FRAMEWORKS: tuple[str, ...] = ("tensorflow", "keras-jax", "torch")
 COMM_VARIANTS: dict[str, tuple[str, ...]] = {
     "tensorflow": ("allreduce", "allreduce_base"),
     "keras-jax": ("allreduce", "allreduce_base"),
-    "torch": ("no_sync",),
+    "torch": ("no_sync", "accum4"),  # accum4: gradient accumulation, a fix (frameworks/torch/scale.py)
 }
 ENGINE: dict[str, str] = {
     "tensorflow": "tf.distribute.MirroredStrategy",
