@@ -79,7 +79,7 @@ def _n(v) -> str:
 
 def model_name(params: dict, *, short: bool = False) -> str:
     m = params.get("model")
-    if params.get("example") == "user" or m is None and params.get("example") is None:
+    if params.get("example") == "user" or m == "user" or m is None and params.get("example") is None:
         return "your model"
     table = SHORT_MODELS if short else MODELS
     return table.get(str(m), str(m))
@@ -155,6 +155,7 @@ _PLAIN = (
     (r"\bdata tfdata_noprefetch -> tfdata\b", "tf.data without -> with prefetch"),
     (r"\bprecision float32 -> mixed_float16\b", "float32 -> mixed_float16"),
     (r"\bsync each -> none\b", "loss read every step -> never"),
+    (r"\bstep of user\b", "step of your model"),
     (r"\bseed ?001\b", "small MLP"),
     (r"\bseed ?002\b", "3-layer MLP"),
     (r"\bseed ?000\b", "matrix multiply"),
