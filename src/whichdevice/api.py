@@ -13,6 +13,7 @@ fix, exactly as the CLI reports them. Measurements run in child processes, as in
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import sys
 import tempfile
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from whichdevice.measure import experiment, session
 from whichdevice.core import records
+from whichdevice.core import process as _process
 from whichdevice.core.errors import UsageError
 from whichdevice.analysis import quality
 from whichdevice.analysis.sweep import Table, analyze_sweep
@@ -45,6 +47,22 @@ from whichdevice.core.validate import (
 from whichdevice.workloads import matmul as matmul_workload
 
 MAX_MATMUL_N = 32768  # two float32 operands + result = 12 GiB: beyond that, not a laptop question
+
+
+def _stops_children_on_interrupt(fn):
+    """Ctrl-C (KeyboardInterrupt) in an API call: every measuring child this process started
+    is killed with its group before the interrupt reaches the caller (issue 18) — a notebook
+    that catches it keeps no child measuring in the background."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except KeyboardInterrupt:
+            _process.kill_all()
+            raise
+
+    return call
 
 
 def _csv(values: str | Sequence | None) -> str | None:
@@ -244,6 +262,7 @@ class Result:
         return png.with_suffix(".json")
 
 
+@_stops_children_on_interrupt
 def matmul(
     sizes=None,
     modes=("steady", "seed"),
@@ -363,6 +382,7 @@ def _suite(
     return SuiteResult(session.measure(request))
 
 
+@_stops_children_on_interrupt
 def run(
     budget_s: float = 90,
     devices=None,
@@ -413,6 +433,7 @@ def _materialize(model, data, folder: Path) -> tuple[str, str | None]:
     return f"{folder / 'loader.py'}:build", data_spec
 
 
+@_stops_children_on_interrupt
 def diagnose(
     model,
     data=None,

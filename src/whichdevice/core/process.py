@@ -24,11 +24,13 @@ that every layer may use keeps the guarantees the same everywhere.
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import subprocess
 import sys
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -185,8 +187,13 @@ class Child:
             cwd=cwd,
             start_new_session=True,  # its own process group, so a kill takes its helpers too
         )
-        self.memory = GroupMemory(self.proc.pid)
-        self.proc.watched = self.memory
+        try:
+            _live.add(self)
+            self.memory = GroupMemory(self.proc.pid)
+            self.proc.watched = self.memory
+        except BaseException:  # Ctrl-C right after the start: the group does not outlive us
+            kill_group(self.proc)
+            raise
 
     @property
     def pid(self) -> int:
@@ -203,6 +210,14 @@ class Child:
     def kill(self) -> None:
         kill_group(self.proc)
 
+    def __del__(self) -> None:
+        # Dropped while running (an exception unwound its owner before it could kill it).
+        try:
+            if self.proc.returncode is None and self.proc.poll() is None:
+                self.kill()
+        except Exception:  # interpreter shutdown: atexit's kill_all has run
+            pass
+
     def __enter__(self) -> Child:
         return self
 
@@ -210,6 +225,24 @@ class Child:
         # Whatever happened in the parent (Ctrl-C included), the group does not outlive it.
         if self.proc.poll() is None:
             self.kill()
+
+
+# Every child still running, so that none outlives the process that started it: killed at
+# exit, or by ``kill_all`` (the Python API on KeyboardInterrupt).
+_live: weakref.WeakSet[Child] = weakref.WeakSet()
+
+
+def kill_all() -> None:
+    """Kill the group of every child this process started that is still running."""
+    for child in list(_live):
+        try:
+            if child.proc.poll() is None:
+                child.kill()
+        except Exception:  # already reaped elsewhere
+            pass
+
+
+atexit.register(kill_all)
 
 
 @dataclass(frozen=True)
