@@ -156,6 +156,7 @@ _PLAIN = (
     (r"\bprecision float32 -> mixed_float16\b", "float32 -> mixed_float16"),
     (r"\bsync each -> none\b", "loss read every step -> never"),
     (r"\bstep of user\b", "step of your model"),
+    (r"\(user (loop|fit)\)", r"(your model, \1)"),
     (r"\bseed ?001\b", "small MLP"),
     (r"\bseed ?002\b", "3-layer MLP"),
     (r"\bseed ?000\b", "matrix multiply"),
