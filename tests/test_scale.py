@@ -156,8 +156,10 @@ def test_cases_and_worker_env():
         (1, 256, "step"),
         (2, 32, "step"),
         (2, 32, "no_sync"),
+        (2, 32, "accum4"),
         (2, 256, "step"),
         (2, 256, "no_sync"),
+        (2, 256, "accum4"),
     ]
     envs = scale_workload.worker_envs("torch", 2, 2)
     assert [e["RANK"] for e in envs] == ["0", "1"] and {e["WORLD_SIZE"] for e in envs} == {"2"}
