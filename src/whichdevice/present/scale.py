@@ -214,6 +214,16 @@ def plot(report: ScaleReport, path: Path, *, title: str) -> Path:
             cis = [p.efficiency_ci for p in pts]
             if all(c is not None for c in cis):
                 ax.fill_between(xs, [c[0] for c in cis], [c[1] for c in cis], color=color, alpha=0.15)  # type: ignore[index]
+            acc = [(p.global_batch, p.accum_vs_one.ratio / n) for p in pts if p.accum_vs_one is not None]
+            if acc:  # the measured fix, per sample against 1 replica without it
+                ax.plot(
+                    [x for x, _ in acc],
+                    [y for _, y in acc],
+                    "s--",
+                    color=color,
+                    alpha=0.7,
+                    label=f"{fs.framework}, {n} replicas, gradient accumulation ×{ACCUM}",
+                )
             ns.add(n)
             i += 1
     for n in sorted(ns):
