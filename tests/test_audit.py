@@ -503,3 +503,28 @@ def test_significance_is_the_projects_one_rule():
     assert significant(1.3, 0.9, 1.6, 41) is False
     assert significant(0.5, 0.45, 0.55, 3) is False  # too few rounds
     assert significant(None, None, None, 0) is None
+
+
+def test_html_page_of_an_audit_record_renders_its_findings_and_corrections(tmp_path):
+    """--html: the page is built from the record (no child process here: a hand-made state)."""
+    from whichdevice.cli.audit import make_record, render_html
+
+    state = {
+        "framework": "jax",
+        "jax_installed": True,
+        "physical_devices": {"CPU": 1, "GPU": 0},
+        "blocks": [],
+        "reads": [
+            {"id": i, "fn": "time.perf_counter", "line": 5 + 2 * (i // 2), "text": "t", "block": None,
+             "snap": {"seq": 10 * i, "t": float(i), "last_work": 10 * i + 5 if i % 2 else 0}}
+            for i in range(4)
+        ],
+        "intervals": [{"start": 0, "end": 1, "seconds": 0.001, "line": 6, "text": "a = t1 - t0"},
+                      {"start": 2, "end": 3, "seconds": 0.001, "line": 8, "text": "b = t1 - t0"}],
+        "exit_code": 0,
+        "script_s": 1.0,
+    }  # fmt: skip
+    record = make_record(tmp_path / "s.py", [], 60.0, state, 0, 2.0, False)
+    assert [f["rule"] for f in record.model_dump()["findings"]].count("gpu_timing_without_sync") == 2
+    page = render_html(record)
+    assert "GPU timing ends without synchronizing" in page and "block_until_ready" in page

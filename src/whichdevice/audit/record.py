@@ -169,6 +169,7 @@ class AuditRecord(_Model):
     rerun_skipped: list[dict[str, Any]] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     sessions: list[Any] = Field(default_factory=list, description="empty: kept so the HTML presenter reads it")
+    results: list[Any] = Field(default_factory=list, description="empty: kept so the HTML presenter reads it")
 
 
 # ---------------------------------------------------------------- boundary checks
