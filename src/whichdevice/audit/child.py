@@ -161,6 +161,8 @@ class State:
         self.torch_last: dict[str, tuple] = {}  # "id(module)@device" -> (module, args, grad enabled)
         self.torch_calls: list[tuple[int, str]] = []  # (seq, key) of every top-level module call
         self.loaders: list[dict] = []
+        self.written_files: dict[str, dict] = {}  # TFRecord files the script wrote: path -> seq, line
+        self.read_after_write: list[dict] = []  # ... and then read back
         self.cuda_probe: dict | None = None
         self.ops_by_device: dict[str, int] = {}
         self.placed_by_device: dict[str, int] = {}
@@ -225,6 +227,7 @@ class State:
                 "torch_installed": self.torch_installed,
                 "jax_installed": self.jax_installed,
                 "loaders": list(self.loaders),
+                "read_after_write": list(self.read_after_write),
                 "cuda_probe": self.cuda_probe,
                 "torch_calls": list(self.torch_calls),
                 "physical_devices": self.physical,

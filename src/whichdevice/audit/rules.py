@@ -916,6 +916,34 @@ def rule_dataloader_settings(state, blocks, measurements) -> list[Finding]:
     return out
 
 
+def rule_read_from_page_cache(state, blocks, measurements) -> list[Finding]:
+    """The timed pipeline reads a file the script wrote moments before: from memory, not from disk."""
+    out = []
+    for r in state.get("read_after_write") or []:
+        hit = [m for m in measurements if m.start_seq > r.get("seq", 0)]
+        if not hit:
+            continue
+        out.append(
+            Finding(
+                rule="read_from_page_cache",
+                title="The timed pipeline reads a file written just before",
+                where=f"line {r.get('read_line')}: reads {r['path']} (written at line {r.get('written_line')})",
+                explanation=(
+                    f"the script wrote {r['path']} and then read it back inside the timing: the operating system "
+                    "still holds the file in its page cache, so the timing measures reading memory, not the disk "
+                    "(or network storage) a real training run reads from. This is not measured here (the cache "
+                    "cannot be emptied without root); it is why such a number is a best case."
+                ),
+                fix=(
+                    "Write the file in a separate run (or drop the page cache: `echo 1 > /proc/sys/vm/drop_caches` as "
+                    "root, or read a file larger than RAM), then time the reads; report the first epoch apart."
+                ),
+                measurements=[m.id for m in hit],
+            )
+        )
+    return out
+
+
 def rule_variables_on_other_device(state, blocks, measurements) -> list[Finding]:
     """Variables created in a block of one device kind and used from a block of another."""
     out = []
@@ -966,6 +994,7 @@ RULES = (
     rule_host_read_per_step,
     rule_variables_on_other_device,
     rule_dataloader_settings,
+    rule_read_from_page_cache,
 )
 
 

@@ -634,6 +634,48 @@ def hook_iterators(st: State, dataset_ops, iterator_ops) -> None:
     iterator_ops.OwnedIterator.__next__ = iterator_next
 
 
+# ---------------------------------------------------------------- files written, then read
+
+
+def hook_file_reuse(st: State, tf_record, readers) -> None:
+    """A TFRecord file the script writes and then reads back: the read comes from the OS page cache."""
+    orig_writer = tf_record.TFRecordWriter.__init__
+    orig_reader = readers.TFRecordDatasetV2.__init__
+
+    def writer_init(self, path, *a, **k):
+        orig_writer(self, path, *a, **k)
+        if st.active:
+            with st.lock:
+                st.written_files.setdefault(str(path), {"seq": st.seq, "line": _script_line(st)})
+
+    def reader_init(self, filenames, *a, **k):
+        orig_reader(self, filenames, *a, **k)
+        if not (st.active and st.written_files):
+            return
+        names = [filenames] if isinstance(filenames, (str, bytes)) else filenames
+        try:
+            names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+        except TypeError:
+            return
+        for n in names:
+            w = st.written_files.get(n)
+            if w is not None:
+                with st.lock:
+                    st.read_after_write.append(
+                        {"path": n, "written_line": w["line"], "read_line": _script_line(st), "seq": st.seq}
+                    )
+
+    tf_record.TFRecordWriter.__init__ = writer_init
+    readers.TFRecordDatasetV2.__init__ = reader_init
+
+
+def _script_line(st: State) -> int | None:
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename != st.script:
+        f = f.f_back
+    return f.f_lineno if f is not None else None
+
+
 # ---------------------------------------------------------------- install
 
 
@@ -656,6 +698,13 @@ def install(tf, st: State) -> None:
     hook_host_reads(tf, st, ops)
     hook_sessions(st, session_mod)
     hook_iterators(st, dataset_ops, iterator_ops)
+    try:
+        from tensorflow.python.data.ops import readers
+        from tensorflow.python.lib.io import tf_record
+
+        hook_file_reuse(st, tf_record, readers)
+    except Exception:  # a TensorFlow without these modules: no page-cache finding
+        pass
     if st.physical.get("GPU"):
         start_placement_log(tf, st)
     st.tf_installed = True
