@@ -3,6 +3,8 @@ collect everything into one ``RunRecord``. No framework is imported in this proc
 
 from __future__ import annotations
 
+from typing import Any
+
 import dataclasses
 import importlib.util
 from collections.abc import Callable
@@ -189,7 +191,7 @@ def run_devices(
     return sessions, results, notes
 
 
-def merge_records(parts: list[RunRecord], options: dict) -> RunRecord:
+def merge_records(parts: list[RunRecord], options: dict[str, Any]) -> RunRecord:
     """One record of several frameworks' records (``run --framework a,b``), side by side:
     sessions, devices seen (per framework already), results and notes of each, in order.
     The analysis groups by framework whenever a record holds more than one."""
@@ -209,7 +211,7 @@ def merge_records(parts: list[RunRecord], options: dict) -> RunRecord:
 def make_record(
     experiment: str,
     command: list[str],
-    options: dict,
+    options: dict[str, Any],
     framework: str,
     discovery: Discovery,
     sessions: list[Session],

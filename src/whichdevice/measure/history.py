@@ -104,6 +104,7 @@ def add(record: RunRecord, path: Path) -> int:
             " n_failed, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             row,
         )
+        assert cur.lastrowid is not None  # an INSERT always sets it
         return int(cur.lastrowid)
 
 

@@ -27,6 +27,8 @@ append is cut back at once.
 
 from __future__ import annotations
 
+from typing import Any
+
 import contextlib
 import hashlib
 import json
@@ -57,7 +59,7 @@ def journal_path(json_file: Path) -> Path:
 
 @dataclass
 class JournalState:
-    header: dict
+    header: dict[str, Any]
     sessions: list[Session] = field(default_factory=list)
     results: list[CaseResult] = field(default_factory=list)
     path: Path | None = None
@@ -69,7 +71,7 @@ class JournalState:
         return {r.spec.key: r for r in self.results}
 
 
-def _header(path: Path) -> dict:
+def _header(path: Path) -> dict[str, Any]:
     """The header of a journal (an empty dict if the first line is not one, or if the file
     is not a regular file of a journal's size)."""
     try:
@@ -80,7 +82,7 @@ def _header(path: Path) -> dict:
     return obj if isinstance(obj, dict) and obj.get("type") == "header" else {}
 
 
-def _checksum(header: dict) -> str:
+def _checksum(header: dict[str, Any]) -> str:
     body = {k: v for k, v in header.items() if k != "checksum"}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -94,7 +96,7 @@ def installed_versions() -> dict[str, str]:
     return found
 
 
-def machine_facts() -> dict:
+def machine_facts() -> dict[str, Any]:
     return {"cores": usable_cores(), "host": platform.node()}
 
 
@@ -105,7 +107,7 @@ active_experiment: str | None = None
 active_changes: list[str] = []  # what changed since the active (resumed) run started: noted in its record
 
 
-def _set_active(path: Path, header: dict) -> None:
+def _set_active(path: Path, header: dict[str, Any]) -> None:
     global active, active_experiment
     active = Path(path)
     active_experiment = str(header.get("experiment") or "run")
@@ -117,7 +119,7 @@ class Journal:
         self._tail_checked = False
 
     @classmethod
-    def create(cls, path: Path, header: dict) -> Journal:
+    def create(cls, path: Path, header: dict[str, Any]) -> Journal:
         j = cls(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         full = {
@@ -145,7 +147,7 @@ class Journal:
             active_changes.clear()
         return j
 
-    def _append(self, obj: dict) -> None:
+    def _append(self, obj: dict[str, Any]) -> None:
         data = (json.dumps(obj) + "\n").encode("utf-8")
         fd = safeio.open_append(self.path)
         try:
@@ -268,9 +270,10 @@ class Journal:
         return state
 
 
-def _parse(line: str) -> object | None:
-    """One journal line; a line where a resume appended onto a cut-short line (the bug of
-    whichdevice before issue 18) is read from its last complete object. None: unreadable."""
+def _parse(line: str) -> Any:
+    """One journal line, as JSON decodes it (the caller checks it is an object of a known
+    type); a line where a resume appended onto a cut-short line (the bug of whichdevice
+    before issue 18) is read from its last complete object. None: unreadable."""
     try:
         return json.loads(line)
     except ValueError:
@@ -300,7 +303,7 @@ def _cut_torn_tail(fd: int, size: int) -> int:
     return size  # no complete line at all: the header itself is torn; reading refuses it
 
 
-def _check_header(header: dict, p: Path, argument: str) -> None:
+def _check_header(header: dict[str, Any], p: Path, argument: str) -> None:
     written_by = header.get("tool_version")
     if header.get("format") != FORMAT or "checksum" not in header:
         raise UsageError(
@@ -323,7 +326,7 @@ def _check_header(header: dict, p: Path, argument: str) -> None:
         )
 
 
-def _rebase(header: dict, journal: Path) -> dict:
+def _rebase(header: dict[str, Any], journal: Path) -> dict[str, Any]:
     """Paths that sat beside the record, taken relative to the journal given to ``--resume``:
     the folder it is in now, and its stem if it was renamed."""
     json_file = header.get("json_file")
@@ -350,7 +353,7 @@ def _rebase(header: dict, journal: Path) -> dict:
     return {k: (v if k in ("checksum", "machine", "versions", "files") else move(v)) for k, v in header.items()}
 
 
-def _changes(header: dict) -> list[str]:
+def _changes(header: dict[str, Any]) -> list[str]:
     """What differs between the machine that started the run and this one."""
     out = []
     then = header.get("machine") or {}

@@ -17,6 +17,8 @@ death is recorded as SIGKILL, "out of memory?".
 
 from __future__ import annotations
 
+from typing import Any
+
 import json
 import os
 import signal
@@ -44,7 +46,7 @@ class Job:
     device_kind: str  # cpu | gpu | discover
     cases: list[CaseSpec] = field(default_factory=list)
     cpu_threads: int | None = None
-    policy: dict = field(default_factory=dict)
+    policy: dict[str, Any] = field(default_factory=dict)
     deadline: float | None = None  # time.time() after which the child starts no new case
     # The second pass in the same child (child.py): these keys again, in this order, when the
     # first pass ends after fresh_round_before, until max(repeat_deadline, its end + window).
@@ -58,7 +60,7 @@ class Job:
 class Outcome:
     session: Session | None = None
     results: list[CaseResult] = field(default_factory=list)
-    discovery: dict | None = None
+    discovery: dict[str, Any] | None = None
     error: str | None = None  # the child could not start at all
     rounds: list[CaseResult] = field(default_factory=list)  # the second pass's results (round 2)
 
@@ -87,7 +89,7 @@ def _stderr_tail(path: Path, start: int = 0, limit: int = 300) -> str:
 
 
 def _death_reason(
-    returncode: int | None, stopped: tuple[str, str] | None, stderr: Path, stderr_from: int = 0
+    returncode: int | None, stopped: tuple[str, failures.FailureKind] | None, stderr: Path, stderr_from: int = 0
 ) -> tuple[str, failures.FailureKind]:
     """Why the child ended, and the failure kind of the case it was running."""
     if stopped:
@@ -177,7 +179,14 @@ def run_job(
                 return outcome
 
 
-def _fail(outcome: Outcome, spec: CaseSpec, reason: str, kind: failures.FailureKind, wall_s: float, on_result) -> None:
+def _fail(
+    outcome: Outcome,
+    spec: CaseSpec,
+    reason: str,
+    kind: failures.FailureKind,
+    wall_s: float,
+    on_result: Callable[[CaseResult], None] | None,
+) -> None:
     result = failed(spec, reason, kind, wall_s)
     outcome.results.append(result)
     if on_result:
@@ -185,19 +194,22 @@ def _fail(outcome: Outcome, spec: CaseSpec, reason: str, kind: failures.FailureK
 
 
 def _run_child(
-    job_path,
-    out_path,
-    err_path,
-    env_extra,
-    outcome,
-    case_timeout_s,
-    startup_timeout_s,
-    on_result,
-    on_start,
-    is_discovery,
-    on_session=None,
-    memory_limit_bytes=None,
-):
+    job_path: Path,
+    out_path: Path,
+    err_path: Path,
+    env_extra: dict[str, str],
+    outcome: Outcome,
+    case_timeout_s: float,
+    startup_timeout_s: float,
+    on_result: Callable[[CaseResult], None] | None,
+    on_start: Callable[[str], None] | None,
+    is_discovery: bool,
+    on_session: Callable[[Session], None] | None = None,
+    memory_limit_bytes: int | None = None,
+) -> tuple[bool, dict[str, float], tuple[str, failures.FailureKind] | None, int | None, float, int]:
+    """One child process, read as it streams; returns (said hello, finished keys with their
+    wall time, why the parent stopped it, its return code, how long its unfinished case had
+    run, the stderr offset where that case started)."""
     env = {**os.environ, **env_extra, "PYTHONUNBUFFERED": "1"}
     out_path.touch()
     with open(err_path, "wb") as err:

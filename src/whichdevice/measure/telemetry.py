@@ -51,7 +51,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import psutil
 
@@ -110,7 +110,8 @@ def _busy_percent(before: Any, after: Any) -> float | None:
     if all_s <= 0.0:
         return None
     busy_s = all_s - delta["idle"] - delta.get("iowait", 0.0)
-    return round(min(100.0, max(0.0, 100.0 * busy_s / all_s)), 1)
+    busy: float = round(min(100.0, max(0.0, 100.0 * busy_s / all_s)), 1)
+    return busy
 
 
 class PsutilCpuSource:
@@ -323,9 +324,10 @@ class Sampler:
         # An instance with read() is the source itself; a class (its read() is unbound)
         # or any other callable is a factory.
         if hasattr(source, "read") and not isinstance(source, type):
-            return source  # type: ignore[return-value]
+            return cast(GpuSource, source)
+        assert self.gpu_index is not None  # _open_gpu runs only when a GPU is watched
         try:
-            return source(self.gpu_index)  # type: ignore[operator]
+            return cast(Callable[[int], GpuSource], source)(self.gpu_index)
         except Exception as exc:  # never let GPU telemetry break a measurement
             self._gpu_unavailable = _UNAVAILABLE_PREFIX + _unavailable_reason(exc)
             return None
