@@ -84,7 +84,7 @@ def test_item_per_step_is_caught_with_one_host_read_per_step(tmp_path):
 def test_to_device_per_step_is_caught_from_the_moves_inside_the_timing(tmp_path):
     proc, record = run_audit(tmp_path, TORCH / "to_device_per_step.py")
     f = _common(proc, record, "host_inputs_per_call")
-    assert all(m["host_inputs"] == 2 * m["fn_calls"] == 40 for m in record["measurements"])
+    assert all(m["host_inputs"] == m["pageable_moves"] == 2 * m["fn_calls"] == 40 for m in record["measurements"])
     assert "on a GPU each move would be a host→device copy" in f["explanation"]
     assert "host_read_per_step" not in rules_of(record)
 

@@ -86,6 +86,7 @@ class Measurement(_Model):
         description="seconds of set-up inside the interval, by kind (trace, session, init, iter...)",
     )
     host_inputs: int = Field(default=0, description="calls given NumPy / Python values (converted at every call)")
+    pageable_moves: int = Field(default=0, description="of host_inputs (PyTorch): tensors not in pinned memory")
     user_syncs: int = Field(default=0, description="host reads made by the script's own code")
     vars_other_device: int = Field(default=0, description="variables made in another device kind's block, used here")
     loader_wait_s: float = Field(default=0.0, description="seconds the loop waited for DataLoader batches")

@@ -250,6 +250,7 @@ def build_measurements(state: dict) -> list[Measurement]:
                         "h2d",
                         "d2h",
                         "host_inputs",
+                        "pageable_moves",
                         "user_syncs",
                         "vars_other_device",
                     )
@@ -792,7 +793,7 @@ def rule_host_inputs_per_call(state, blocks, measurements) -> list[Finding]:
         if m.framework == "torch":
             said = (
                 f"{m.host_inputs} tensors built in host memory were moved with .to()/.cuda() inside this timing "
-                f"({m.fn_calls} steps). "
+                f"({m.fn_calls} steps), {m.pageable_moves} of them from pageable memory (tensor.is_pinned() False). "
                 + (
                     f"{m.h2d} host→device copies ran inside the clock."
                     if ran_gpu
