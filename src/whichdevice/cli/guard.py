@@ -186,8 +186,9 @@ def install(*, scratch: bool = True) -> Callable[[], None]:
     warnings.showwarning = show
 
     def undo() -> None:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        if received is None:  # after a signal ours stay: a second SIGTERM must not kill the hint
+            for s, handler in previous.items():
+                signal.signal(s, handler)
         warnings.showwarning = saved_show
         if isinstance(sys.stdout, _PipeGuard) and not sys.stdout._broken:
             sys.stdout = saved_stdout
