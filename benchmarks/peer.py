@@ -7,7 +7,8 @@ The points: torch on the CPU, steady square matmul at n = 64, 256, 512, 1024.
 - B: a script timing the same four points with ``torch.utils.benchmark.Timer(...)
   .adaptive_autorange(threshold=0.05)`` — torch's own adaptive timer, stopping when the
   IQR/median of its blocks is under 5 % — at the same thread count (torch's default: every
-  core, as whichdevice's CPU run), torch import included.
+  core, as whichdevice's CPU run; ``Timer`` itself defaults to ONE thread, so it is passed
+  ``num_threads`` explicitly), torch import included.
 
 A and B are interleaved (the order drawn at random in each round) so that slow drift of a
 shared machine hits both; each tool runs in fresh processes every round. The report gives
@@ -45,7 +46,10 @@ out = {"import_s": time.perf_counter() - t0, "threads": torch.get_num_threads(),
 for n in SIZES:
     a = torch.rand(n, n)
     b = torch.rand(n, n)
-    m = benchmark.Timer(stmt="a @ b", globals={"a": a, "b": b}).adaptive_autorange(threshold=0.05)
+    # Timer runs single-threaded unless told (num_threads defaults to 1): give it torch's own
+    # default, the thread count whichdevice's CPU run uses.
+    timer = benchmark.Timer(stmt="a @ b", globals={"a": a, "b": b}, num_threads=torch.get_num_threads())
+    m = timer.adaptive_autorange(threshold=0.05)
     out["medians_s"][str(n)] = m.median
 print(json.dumps(out))
 """
