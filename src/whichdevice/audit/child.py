@@ -255,12 +255,6 @@ class State:
 STATE: State | None = None
 
 
-def _user_frame(depth: int = 2):
-    """The caller's frame if it belongs to the script's file, else None."""
-    f = sys._getframe(depth)
-    return f if f.f_code.co_filename == STATE.script else None
-
-
 def _source(line: int) -> str:
     return STATE.source(line)
 
