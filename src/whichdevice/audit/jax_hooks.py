@@ -19,14 +19,12 @@ counted one by one (each is a small jitted primitive; counting them would cost m
 from __future__ import annotations
 
 import functools
-import importlib.abc
-import importlib.util
 import sys
 import threading
 import time
-import traceback
 from typing import TYPE_CHECKING, Any
 
+from whichdevice.audit.importhook import AfterImportFinder
 from whichdevice.audit.tf_hooks import from_script
 
 if TYPE_CHECKING:
@@ -192,29 +190,8 @@ def record_devices(st: State) -> None:
         st.physical = {"CPU": 1, "GPU": 0}
 
 
-class JaxHookFinder(importlib.abc.MetaPathFinder):
+class JaxHookFinder(AfterImportFinder):
     """Installs the JAX hooks right after the script's ``import jax`` finishes."""
 
     def __init__(self, st: State):
-        self.st = st
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != "jax" or self.st.jax_installed:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-        orig_exec = loader.exec_module
-        st = self.st
-
-        def exec_module(module):
-            orig_exec(module)
-            try:
-                install(module, st)
-            except Exception:  # a hook that fails must not stop the script: audit less, say why
-                traceback.print_exc(file=sys.__stderr__)
-
-        loader.exec_module = exec_module
-        return spec
+        super().__init__("jax", "jax_installed", install, st)

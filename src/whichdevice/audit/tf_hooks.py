@@ -29,10 +29,10 @@ import importlib.util
 import os
 import sys
 import threading
-import traceback
 import time
 from typing import TYPE_CHECKING, Any
 
+from whichdevice.audit.importhook import AfterImportFinder
 from whichdevice.frameworks.tensorflow.logparse import Placed, parse_placement_log
 
 if TYPE_CHECKING:
@@ -710,29 +710,8 @@ def install(tf, st: State) -> None:
     st.tf_installed = True
 
 
-class TFHookFinder(importlib.abc.MetaPathFinder):
+class TFHookFinder(AfterImportFinder):
     """Installs the TensorFlow hooks right after the script's ``import tensorflow`` finishes."""
 
     def __init__(self, st: State):
-        self.st = st
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != "tensorflow" or self.st.tf_installed:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-        orig_exec = loader.exec_module
-        st = self.st
-
-        def exec_module(module):
-            orig_exec(module)
-            try:
-                install(module, st)
-            except Exception:  # a hook that fails must not stop the script: audit less, say why
-                traceback.print_exc(file=sys.__stderr__)
-
-        loader.exec_module = exec_module
-        return spec
+        super().__init__("tensorflow", "tf_installed", install, st)

@@ -24,14 +24,12 @@ Like ``tf_hooks``, nothing here imports ``whichdevice.audit.child`` or torch its
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
 import sys
 import threading
 import time
-import traceback
 from typing import TYPE_CHECKING, Any
 
+from whichdevice.audit.importhook import AfterImportFinder
 from whichdevice.audit.tf_hooks import from_script
 
 if TYPE_CHECKING:
@@ -317,29 +315,8 @@ def uninstall(st: State) -> None:
         st.torch_mode = None
 
 
-class TorchHookFinder(importlib.abc.MetaPathFinder):
+class TorchHookFinder(AfterImportFinder):
     """Installs the PyTorch hooks right after the script's ``import torch`` finishes."""
 
     def __init__(self, st: State):
-        self.st = st
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != "torch" or self.st.torch_installed:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-        orig_exec = loader.exec_module
-        st = self.st
-
-        def exec_module(module):
-            orig_exec(module)
-            try:
-                install(module, st)
-            except Exception:  # a hook that fails must not stop the script: audit less, say why
-                traceback.print_exc(file=sys.__stderr__)
-
-        loader.exec_module = exec_module
-        return spec
+        super().__init__("torch", "torch_installed", install, st)
