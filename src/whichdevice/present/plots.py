@@ -136,7 +136,7 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
         _legend(ax, fontsize=8, loc="upper left")
         _no_gpu_note(ax, tables)
     fig.suptitle(title)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: bool = True) -> Path:
@@ -186,7 +186,7 @@ def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: boo
         _legend(ax, fontsize=8, loc="best")
     _no_gpu_note(ax_t, tables)
     fig.suptitle(title)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_steps(step_s: list[float], warmup: int, path: Path, *, title: str) -> Path:
@@ -201,15 +201,16 @@ def plot_steps(step_s: list[float], warmup: int, path: Path, *, title: str) -> P
     ax.grid(True, which="both", alpha=0.3)
     _legend(ax, fontsize=8)
     ax.set_title(title, fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
-def _save(fig, path: Path) -> Path:
-    """Write the figure atomically (temporary file, then rename): never a half-written PNG."""
+def save_figure(fig, path: Path, dpi: int = 110) -> Path:
+    """Write the figure atomically (temporary file, then rename): never a half-written PNG,
+    never through a planted link. Every plot of the package is written here."""
     path = Path(path)
     try:  # a random O_EXCL|O_NOFOLLOW temporary file, renamed: never a half-written PNG (core/safeio.py)
         with safeio.atomic_writer(path) as f:
-            fig.savefig(f, format="png", dpi=110)
+            fig.savefig(f, format="png", dpi=dpi)
     finally:
         plt.close(fig)
     return path
@@ -247,4 +248,4 @@ def plot_input_wait(panels: list[tuple[str, list[tuple[str, float, float, str]]]
         ax.margins(y=0.15)
         _legend(ax, fontsize=8)
     fig.suptitle(title)
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -80,8 +80,9 @@ def plot_profile(profile: DeviceProfile, png: Path) -> None:
     fig.suptitle(f"Device profile '{profile.name}' — whichdevice calibrate")
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=100)
-    plt.close(fig)
+    from whichdevice.present.plots import save_figure  # matplotlib: only when a plot is drawn
+
+    save_figure(fig, png, dpi=100)
 
 
 def render_predict(console: Console, report: PredictReport, profile: DeviceProfile, local_cpu: str) -> None:
@@ -173,5 +174,6 @@ def plot_predict(report: PredictReport, png: Path, loglog: bool, title: str) -> 
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=100)
-    plt.close(fig)
+    from whichdevice.present.plots import save_figure  # matplotlib: only when a plot is drawn
+
+    save_figure(fig, png, dpi=100)

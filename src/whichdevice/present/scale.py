@@ -22,6 +22,7 @@ from whichdevice.analysis.scale import (
 )  # noqa: E402
 from whichdevice.core.units import rate, seconds  # noqa: E402
 from whichdevice.present.html import Section  # noqa: E402
+from whichdevice.present.plots import save_figure  # noqa: E402
 from whichdevice.present.tables import Grid, GridCell  # noqa: E402
 
 _WORDS = {2: "two", 3: "three", 4: "four", 8: "eight"}
@@ -249,12 +250,7 @@ def plot(report: ScaleReport, path: Path, *, title: str) -> Path:
     else:
         ax.text(0.5, 0.5, "no successful N > 1 points", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)  # atomic: never a half-written PNG
-    return path
+    return save_figure(fig, Path(path))
 
 
 def sections(report: ScaleReport, png: Path | None) -> list[Section]:
