@@ -462,6 +462,10 @@ def test_non_regular_and_huge_records_and_journals_are_refused_at_once(tmp_path,
     assert code == 2 and "FIFO" in err
     code, _, err = run_cli(["matmul", "--resume", str(tmp_path)], capsys)  # a folder with only a FIFO journal
     assert code == 2 and "no unfinished" in err
+    for target, words in ((tmp_path / "fifo.json", "FIFO"), ("/dev/zero", "device"), (tmp_path / "big.json", "MiB")):
+        code, _, err = run_cli(["audit", str(target), "--out", str(tmp_path / "a")], capsys)  # SCRIPT
+        assert code == 2 and words in err and "SCRIPT" in err, err
+    assert not (tmp_path / "a").exists()
     assert time.monotonic() - t0 < 20  # nothing waited on a writer or read a gigabyte
 
 

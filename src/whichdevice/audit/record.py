@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from whichdevice.core.version import __version__
+from whichdevice.core import safeio
 from whichdevice.core.errors import UsageError
 from whichdevice.core.process import run_module
 from whichdevice.core.records import MachineInfo, Timing, now_iso
@@ -176,6 +177,9 @@ class AuditRecord(_Model):
 # ---------------------------------------------------------------- boundary checks
 
 
+SCRIPT_CAP = 16 * 2**20  # bytes: larger than any benchmark script
+
+
 def check_script(text: str) -> Path:
     """The script must exist, be a file and be Python source (compiled here, not run)."""
     path = Path(text).expanduser()
@@ -185,10 +189,9 @@ def check_script(text: str) -> Path:
         raise UsageError(
             "SCRIPT", f"'{path}' is a folder", "Pass the .py file to audit, e.g. whichdevice audit bench.py."
         )
-    try:
-        source = path.read_bytes()
-    except OSError as e:
-        raise UsageError("SCRIPT", f"cannot read '{path}' ({e.strerror})", "Pass a readable .py file.") from None
+    # A regular file of a script's size only: a FIFO or device would block the read, an
+    # endless file would never end (core/safeio.py, issue #18).
+    source = safeio.read_capped(path, "SCRIPT", cap=SCRIPT_CAP, what="Python script")
     if b"\x00" in source[:8192]:
         raise UsageError(
             "SCRIPT", f"'{path}' is not a Python file (it is binary)", "Pass the .py script that runs your benchmark."
