@@ -151,10 +151,12 @@ def test_html_report_is_self_contained_and_escapes_record_strings(tmp_path, caps
     save_run(evil, json_file)
     code, out, _ = run_cli(["report", str(json_file)], capsys)
     assert code == 0
-    page = json_file.with_suffix(".html").read_text()
+    redrawn = json_file.with_name(json_file.stem + "-report.html")  # the original page is kept
+    assert f"Report: {redrawn}" in out
+    page = redrawn.read_text()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
     assert "[bold red]x[/bold red]" in out  # rich markup printed literally
-    assert json_file.with_suffix(".html").stat().st_size < 2 * 2**20
+    assert redrawn.stat().st_size < 2 * 2**20
 
 
 def test_memory_limit_reaches_the_child_and_the_report_says_out_of_memory(tmp_path, capsys, monkeypatch):
