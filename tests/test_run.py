@@ -189,7 +189,7 @@ def test_plots_read_plainly_and_say_when_there_is_no_gpu(tmp_path, monkeypatch):
 
     v = suite_verdict(load_run(DATA / "run_cpu_2core.json"))
     figures = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    monkeypatch.setattr(plots, "save_figure", lambda fig, path, dpi=110: figures.append(fig) or path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # "Tight layout not applied" and friends fail the test
         plots.plot_batch_sweep(v.training.sweep, tmp_path / "b.png", title="t")
@@ -240,7 +240,7 @@ def test_a_plot_whose_cases_all_failed_draws_without_a_legend_warning(tmp_path, 
     ]
     v = suite_verdict(rec.model_copy(update={"results": failed}))
     figures = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    monkeypatch.setattr(plots, "save_figure", lambda fig, path, dpi=110: figures.append(fig) or path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # "No artists with labels found to put in legend"
         plots.plot_batch_sweep(v.training.sweep, tmp_path / "b.png", title="t")
