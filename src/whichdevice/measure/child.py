@@ -111,6 +111,33 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="whichdevice-parent-watch", daemon=True).start()
 
 
+def _devices_line(fw: Framework, import_s: float, user_env: dict[str, str | None]) -> dict[str, Any]:
+    """The ``devices`` line. ``user_env``: the user's own values of the variables the parent set
+    for this child (None: unset), restored while the reasons are read, so a GPU the parent hid
+    for a CPU child is not reported as "hidden by CUDA_VISIBLE_DEVICES"."""
+    saved = {k: os.environ.get(k) for k in user_env}
+    try:
+        for k, v in user_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        reasons = fw.discovery.no_gpu_reasons()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return {
+        "type": "devices",
+        "framework": fw.discovery.framework_info().model_dump(mode="json"),
+        "devices": [d.model_dump(mode="json") for d in fw.discovery.list_devices()],
+        "no_gpu_reasons": reasons,
+        "import_s": import_s,
+    }
+
+
 def main(argv: list[str]) -> int:
     _die_with_parent()
     job_path, out_path = argv[1], argv[2]
@@ -126,17 +153,12 @@ def main(argv: list[str]) -> int:
     fw = frameworks.load(job["framework"])
     import_s = time.perf_counter() - t0
 
-    if job.get("device") is None:
-        emit(
-            {
-                "type": "devices",
-                "framework": fw.discovery.framework_info().model_dump(mode="json"),
-                "devices": [d.model_dump(mode="json") for d in fw.discovery.list_devices()],
-                "no_gpu_reasons": fw.discovery.no_gpu_reasons(),
-                "import_s": import_s,
-            }
-        )
-        return 0
+    if job.get("device") is None or job.get("report_devices"):
+        # A discovery job; or a measuring child the parent asked to say what it sees as well
+        # (issue 21: on a machine the parent knows has no GPU, no separate discovery child).
+        emit(_devices_line(fw, import_s, job.get("user_env") or {}))
+        if job.get("device") is None:
+            return 0
 
     device = job["device"]
     settings = fw.placement.configure(device, job.get("cpu_threads"))
