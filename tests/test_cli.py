@@ -95,7 +95,7 @@ def test_numpy_sweep_end_to_end_and_report_round_trip(tmp_path, capsys):
 
 @pytest.mark.tf
 def test_tensorflow_cpu_sweep_end_to_end(tmp_path, capsys):
-    """A real TensorFlow run: discovery child + CPU child, small sizes, both modes."""
+    """A real TensorFlow run (the CPU child; a discovery child too where a GPU could exist), small sizes, both modes."""
     json_file = tmp_path / "r.json"
     code, out, err = run_cli(["matmul", "--sizes", "1,32,128", "--min-time", "0.02", "--json", str(json_file)], capsys)
     assert code == 0, err

@@ -206,7 +206,7 @@ class _FakeMeasuring:
         monkeypatch.setattr(userfile, "user_model_params", self.user_model_params)
         monkeypatch.setattr(run_cmd, "render_run", lambda record, png, loglog, **kw: None)  # not under test here
 
-    def discover(self, fw):
+    def discover(self, fw, *args, **kwargs):
         from whichdevice.measure.experiment import Discovery
         from whichdevice.core.records import DeviceInfo, FrameworkInfo
 

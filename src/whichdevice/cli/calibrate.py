@@ -23,6 +23,7 @@ from whichdevice.measure import experiment, session
 from whichdevice.core import records
 from whichdevice.analysis.calibration import profile_from_record
 from whichdevice.cli.common import (
+    find_devices,
     DEFAULT_OUT,
     MEMORY_LIMIT_HELP,
     REPORTERS,
@@ -163,8 +164,7 @@ def run_calibrate(plan: CalibratePlan, resumed: JournalState | None) -> None:
     the profile (beside the record and under its name)."""
     fw = plan.framework
     # Discovery first: the CPU must be among the chosen devices, refused before anything is written.
-    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
-    found = experiment.discover(fw)
+    found = find_devices(fw)
     chosen = experiment.select_devices(found, plan.devices_wanted)
     if not any(d.kind == "cpu" for d in chosen):
         raise UsageError("--device", "the CPU must be calibrated too", "Add CPU:0, e.g. --device CPU:0,GPU:0.")

@@ -24,7 +24,7 @@ from rich.progress import (
 )
 
 from whichdevice.cli.base import app, console, err_console  # noqa: F401  (re-exported for the commands)
-from whichdevice.measure import history, session
+from whichdevice.measure import experiment, history, session
 from whichdevice.core import records, safeio
 from whichdevice.core.errors import UsageError
 from whichdevice.measure import journal
@@ -252,6 +252,15 @@ def open_journal(experiment: str, plan, resumed: JournalState | None) -> Journal
 # side: the "looking for devices" line and one progress bar.
 
 
+def find_devices(framework: str):
+    """The devices ``framework`` sees, for a measuring command: no child where the parent can
+    tell only the CPU exists (the measuring child reports the rest: experiment.discover's
+    ``fold``), else a discovery child, announced since it takes a few seconds."""
+    if experiment.needs_discovery_child(framework):
+        err_console.print(f"Looking for devices ({escape(framework)} import takes a few seconds)…")
+    return experiment.discover(framework, fold=True)
+
+
 def measure_with_progress(
     request: session.Request,
     *,
@@ -261,7 +270,7 @@ def measure_with_progress(
 ) -> records.RunRecord:
     """Measure ``request`` with a progress bar on stderr (transient: gone when done)."""
     if found is None:
-        err_console.print(f"Looking for devices ({escape(request.framework)} import takes a few seconds)…")
+        found = find_devices(request.framework)
     with progress() as bar:
         task = bar.add_task("starting", total=None)
         callbacks = session.Progress(

@@ -101,7 +101,8 @@ def matmul(
         json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"matmul-{ts}.json"
         png = json_file.with_suffix(".png") if json_path else out_dir / f"matmul-{ts}.png"
     experiment.require_installed(opts.framework)
-    err_console.print(f"Looking for devices ({escape(opts.framework)} import takes a few seconds)…")
+    if experiment.needs_discovery_child(opts.framework):
+        err_console.print(f"Looking for devices ({escape(opts.framework)} import takes a few seconds)…")
     with progress() as bar:
         task = bar.add_task("starting", total=None)
         record = run_matmul(

@@ -16,13 +16,13 @@ from whichdevice.core import records
 from whichdevice.analysis import quality
 from whichdevice.analysis.pitfalls import PitfallRow, analyze_pitfalls
 from whichdevice.cli.common import (
+    find_devices,
     DEFAULT_OUT,
     MEMORY_LIMIT_HELP,
     REPORTERS,
     app,
     command_line,
     console,
-    err_console,
     measure_with_progress,
     open_journal,
     read_plan,
@@ -133,8 +133,7 @@ def run_pitfalls(plan: PitfallsPlan, resumed: JournalState | None) -> None:
     two measuring calls, all cores then one thread, into the same journal and one record."""
     fw = plan.framework
     experiment.require_installed(fw)
-    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
-    found = experiment.discover(fw)
+    found = find_devices(fw)
     chosen = experiment.select_devices(found, plan.devices_wanted)  # a --device this machine lacks: before any journal
     journal = open_journal("pitfalls", plan, resumed)
 

@@ -17,6 +17,7 @@ from whichdevice.workloads import userfile
 from whichdevice.analysis import quality
 from whichdevice.analysis.placement import DevicePlacement, device_placement, explain_cpu_op
 from whichdevice.cli.common import (
+    find_devices,
     DEFAULT_OUT,
     MEMORY_LIMIT_HELP,
     REPORTERS,
@@ -179,8 +180,7 @@ def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
     fw = plan.framework
     experiment.require_installed(fw)
-    err_console.print(f"Looking for devices ({escape(fw)} import takes a few seconds)…")
-    found = experiment.discover(fw)
+    found = find_devices(fw)
     experiment.select_devices(found, plan.devices_wanted)  # a --device this machine lacks: before any journal
     journal = open_journal("placement", plan, resumed)
     params = case_params(plan)

@@ -18,6 +18,7 @@ from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.api import fix_grid, suite_report
 from whichdevice.cli.common import (
+    find_devices,
     DEFAULT_OUT,
     MEMORY_LIMIT_HELP,
     REPORTERS,
@@ -219,8 +220,7 @@ def _run_frameworks(plan: RunPlan, resumed: JournalState | None) -> records.RunR
         experiment.require_installed(f)
     found_chosen = []
     for f in plan.frameworks:  # every --device checked before anything is journaled
-        err_console.print(f"Looking for devices ({escape(f)} import takes a few seconds)…")
-        found = experiment.discover(f)
+        found = find_devices(f)
         experiment.select_devices(found, plan.devices_wanted)  # a bad --device: refused before measuring
         found_chosen.append(found)
     json_file = Path(plan.json_file)

@@ -6,15 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 import dataclasses
+import importlib.metadata
 import importlib.util
+import platform
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from whichdevice import frameworks
+from whichdevice.frameworks.common import nvidia
 from whichdevice.measure import runner
 from whichdevice.measure.journal import Journal, JournalState
 from whichdevice.core.errors import UsageError
-from whichdevice.core.machine import describe_machine
+from whichdevice.core.machine import cpu_model, describe_machine
 from whichdevice.core.records import CaseResult, CaseSpec, DeviceInfo, FrameworkInfo, RunRecord, Session, now_iso
 from whichdevice.core.timing import TimingPolicy
 
@@ -27,6 +30,10 @@ class Discovery:
     devices: list[DeviceInfo]
     no_gpu_reasons: list[str]
     import_s: float
+    # Made by the parent without a child (:func:`discover` with ``fold=True`` on a machine with
+    # no NVIDIA driver): CPU:0 only; the first measuring child reports the real one
+    # (:func:`from_child`), which replaces it in the record.
+    provisional: bool = False
 
     @property
     def gpus(self) -> list[DeviceInfo]:
@@ -46,13 +53,51 @@ def require_installed(framework: str) -> None:
             raise UsageError("--framework", f"{what} is not installed in this Python", f"Install it: {hint}.")
 
 
-def discover(framework: str, timeout_s: float = runner.DEFAULT_STARTUP_TIMEOUT_S) -> Discovery:
-    """Ask a child process which devices ``framework`` sees (GPUs not hidden)."""
+NO_DRIVER = "no NVIDIA driver found (no nvidia-smi, no /proc/driver/nvidia)"
+
+
+def needs_discovery_child(framework: str) -> bool:
+    """False where the parent can tell, without importing the framework, that only the CPU
+    exists for it: numpy; or Linux without an NVIDIA driver (every GPU build of TensorFlow,
+    torch and JAX this tool measures needs CUDA, and CUDA needs the driver)."""
+    if framework == "numpy":
+        return False
+    return not (platform.system() == "Linux" and not nvidia.driver_present())
+
+
+def discover(framework: str, timeout_s: float = runner.DEFAULT_STARTUP_TIMEOUT_S, *, fold: bool = False) -> Discovery:
+    """Ask a child process which devices ``framework`` sees (GPUs not hidden).
+
+    ``fold=True`` (the measuring commands; issue 21): where :func:`needs_discovery_child` is
+    False, no child is started — a framework import costs 2-20 s on a small machine — and a
+    provisional discovery (CPU:0) is returned; the CPU's measuring child then reports what it
+    sees (``runner.Job.report_devices``) and :func:`from_child` makes the real one from it."""
     require_installed(framework)
+    if fold and not needs_discovery_child(framework):
+        return Discovery(
+            framework=FrameworkInfo(name=framework, version=_dist_version(framework)),
+            devices=[DeviceInfo(name="CPU:0", kind="cpu", description=cpu_model())],
+            no_gpu_reasons=[] if framework == "numpy" else [NO_DRIVER],
+            import_s=0.0,
+            provisional=True,
+        )
     out = runner.run_job(runner.Job(framework, None, "discover"), case_timeout_s=timeout_s, startup_timeout_s=timeout_s)
     if out.discovery is None:
         raise FrameworkUnavailable(f"{framework} could not start: {out.error}")
-    d = out.discovery
+    return from_child(out.discovery)
+
+
+def _dist_version(framework: str) -> str:
+    """The installed version of the framework's first module's distribution ("?" if unknown)."""
+    module = frameworks.REQUIRES.get(framework, (framework,))[0]
+    try:
+        return importlib.metadata.version(module)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+def from_child(d: dict[str, Any]) -> Discovery:
+    """A discovery from a child's ``devices`` line."""
     return Discovery(
         framework=FrameworkInfo.model_validate(d["framework"]),
         devices=[DeviceInfo.model_validate(x) for x in d["devices"]],
@@ -124,6 +169,7 @@ def run_devices(
     repeat_window_s: float = 0.0,
     fresh_round_before: float | None = None,
     on_round: Callable[[CaseResult], None] | None = None,
+    on_discovery: Callable[[Discovery], None] | None = None,
 ) -> tuple[list[Session], list[CaseResult], list[str]]:
     """One child per device, one after the other (never two at once: they would compete
     for the CPU cores and distort each other's timings).
@@ -170,6 +216,7 @@ def run_devices(
             repeat_deadline=repeat_deadline,
             repeat_window_s=repeat_window_s,
             fresh_round_before=fresh_round_before,
+            report_devices=on_discovery is not None,
         )
         out = runner.run_job(
             job,
@@ -184,6 +231,8 @@ def run_devices(
         if out.error:
             notes.append(f"{framework} on {dev.name} could not start: {out.error}")
         results.extend(out.results)
+        if on_discovery is not None and out.discovery is not None:
+            on_discovery(from_child(out.discovery))
         for r in out.rounds:  # the child's second pass (round 2), for the session to merge
             if on_round:
                 on_round(r)

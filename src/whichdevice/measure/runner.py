@@ -54,6 +54,9 @@ class Job:
     repeat_deadline: float | None = None
     repeat_window_s: float = 0.0
     fresh_round_before: float | None = None
+    # A measuring child that also says what devices it sees (its ``devices`` line lands in
+    # Outcome.discovery): the parent skipped the discovery child (experiment.discover).
+    report_devices: bool = False
 
 
 @dataclass
@@ -141,6 +144,9 @@ def run_job(
                         "repeat_deadline": job.repeat_deadline,
                         "repeat_window_s": job.repeat_window_s,
                         "fresh_round_before": job.fresh_round_before,
+                        "report_devices": job.report_devices,
+                        # the user's own values of what child_env overrides (None: unset)
+                        "user_env": {k: os.environ.get(k) for k in env_extra},
                     }
                 )
             )

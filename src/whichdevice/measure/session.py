@@ -4,7 +4,10 @@
     record = measure(request, journal=journal, resumed=resumed, progress=Progress(...))
 
 What it does, in order: check the framework is installed; ask a child which devices it sees
-(discovery: the parent never imports a framework); keep the ``--device`` selection; run one
+(discovery: the parent never imports a framework) — or, where the parent can tell that only the
+CPU exists (``experiment.needs_discovery_child``: numpy, or Linux without an NVIDIA driver), no
+discovery child at all: the CPU's measuring child reports what it sees and that goes into the
+record (issue 21: one framework import fewer, 2-20 s on a small machine); keep the ``--device`` selection; run one
 child per device, one device after the other (two at once would compete for the CPU cores and
 distort each other's timings), each held to the memory limit and the per-case timeout, each
 with its own time budget when one is set; append every finished case and session to the
@@ -40,6 +43,7 @@ default ``max(0.25 s, 5 × min_time_s)``): core/timing.py, ``Timing.stop_reason`
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -196,15 +200,15 @@ def measure(
     progress = progress or Progress()
     fw = request.framework
     experiment.require_installed(fw)
-    found = found or experiment.discover(fw)
-    chosen = experiment.select_devices(found, request.devices)
+    planned: Discovery = found or experiment.discover(fw, fold=True)
+    chosen = experiment.select_devices(planned, request.devices)
     if progress.on_devices:
-        progress.on_devices(found, chosen)
+        progress.on_devices(planned, chosen)
     if callable(journal) and not isinstance(journal, Journal):
         journal = journal()
 
     def cases_for(d: DeviceInfo) -> list[CaseSpec]:
-        return request.cases_for(found, d)
+        return request.cases_for(planned, d)
 
     if progress.on_total:
         progress.on_total(sum(len(cases_for(d)) for d in chosen))
@@ -216,6 +220,7 @@ def measure(
     sessions: list[Session] = []
     results: list[CaseResult] = []
     notes: list[str] = []
+    told: list[Discovery] = []  # what the first child saw, when no discovery child ran
     for dev in chosen:  # one device at a time, each with its own share of the budget
         started = time.time()
         deadline = started + request.budget_s if request.budget_s is not None else None
@@ -245,6 +250,7 @@ def measure(
             journal=journal,
             resumed=resumed,
             memory_limit_bytes=request.memory_limit_bytes,
+            on_discovery=told.append if planned.provisional and not told else None,
             **second,
         )
         if in_child:  # round 2 ran in the first child: the machine was too slow for a fresh one
@@ -260,6 +266,7 @@ def measure(
         sessions += [x for x in s if all(y.device.name != x.device.name for y in sessions)]
         results += r
         notes += n
+    seen = _confirmed(planned, told, sessions) if planned.provisional else planned
     options = {
         "devices": [d.name for d in chosen],
         "rounds": n_rounds,
@@ -274,8 +281,19 @@ def measure(
     if request.budget_s is not None:
         options.setdefault("budget_s", request.budget_s)
     return experiment.make_record(
-        request.experiment, request.command, options, fw, found, sessions, results, request.notes + notes
+        request.experiment, request.command, options, fw, seen, sessions, results, request.notes + notes
     )
+
+
+def _confirmed(found: Discovery, told: list[Discovery], sessions: list[Session]) -> Discovery:
+    """The discovery the record keeps when the parent made a provisional one: what the
+    measuring child reported; else (every case resumed from a journal) the provisional one
+    with the framework as the journal's sessions name it."""
+    if told:
+        return told[0]
+    if sessions:
+        return dataclasses.replace(found, framework=sessions[0].framework)
+    return found
 
 
 def _later_rounds(

@@ -1,0 +1,75 @@
+"""Issue 21, item 1: where the parent can tell only the CPU exists (numpy; Linux without an
+NVIDIA driver), no discovery child runs — the CPU's measuring child says what it sees, and the
+record keeps that, not the parent's provisional guess."""
+
+import platform
+
+import pytest
+
+from whichdevice.frameworks.common import nvidia
+from whichdevice.measure import experiment, runner, session
+from whichdevice.workloads.matmul import build_cases
+
+from test_runner import QUICK
+
+
+def test_a_discovery_child_is_needed_only_where_a_gpu_could_exist(monkeypatch):
+    monkeypatch.setattr(platform, "system", lambda: "Linux")
+    monkeypatch.setattr(nvidia, "driver_present", lambda: True)
+    assert experiment.needs_discovery_child("tensorflow") and experiment.needs_discovery_child("torch")
+    assert not experiment.needs_discovery_child("numpy")  # CPU only, whatever the machine has
+    monkeypatch.setattr(nvidia, "driver_present", lambda: False)
+    assert not experiment.needs_discovery_child("tensorflow")
+    monkeypatch.setattr(platform, "system", lambda: "Darwin")  # no driver check there: ask a child
+    assert experiment.needs_discovery_child("torch")
+
+
+def test_a_measuring_child_also_reports_its_devices():
+    job = runner.Job("numpy", "CPU:0", "cpu", build_cases("numpy", "CPU:0", (4,), ["steady"], "float32"), policy=QUICK)
+    job.report_devices = True
+    out = runner.run_job(job, case_timeout_s=60)
+    assert out.discovery is not None and [d["name"] for d in out.discovery["devices"]] == ["CPU:0"]
+    assert [r.status for r in out.results] == ["ok"]  # and it measured as before
+
+
+def test_measure_starts_no_discovery_child_and_keeps_what_the_child_saw(monkeypatch):
+    jobs = []
+    real = runner.run_job
+
+    def spy(job, **kw):
+        jobs.append(job.device)
+        return real(job, **kw)
+
+    monkeypatch.setattr(runner, "run_job", spy)
+    req = session.Request(
+        "matmul",
+        "numpy",
+        lambda found, d: build_cases("numpy", d.name, (4,), ["steady"], "float32"),
+        {},
+        ["whichdevice", "matmul"],
+        min_time_s=0.01,
+    )
+    record = session.measure(req)
+    assert jobs == ["CPU:0"]  # one child, no discovery job (device None)
+    (seen,) = record.devices_seen["numpy"]
+    assert seen == record.sessions[0].device  # the child's own description of its CPU
+    assert record.results[0].status == "ok"
+
+
+@pytest.mark.skipif(
+    platform.system() != "Linux" or nvidia.driver_present(), reason="needs a Linux machine with no driver"
+)
+@pytest.mark.parametrize("users", [None, "-1"])
+def test_the_reasons_are_the_users_not_the_env_the_parent_set_for_the_cpu_child(monkeypatch, users):
+    """torch's CPU child runs with CUDA_VISIBLE_DEVICES="" (set by the parent): the reasons it
+    reports must not blame that variable; a user's own CUDA_VISIBLE_DEVICES=-1 must be named."""
+    pytest.importorskip("torch")
+    if users is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", users)
+    job = runner.Job("torch", "CPU:0", "cpu", [], policy=QUICK, report_devices=True)
+    out = runner.run_job(job, case_timeout_s=120)
+    reasons = out.discovery["no_gpu_reasons"]
+    assert experiment.NO_DRIVER in reasons
+    assert any("CUDA_VISIBLE_DEVICES='-1'" in r for r in reasons) == (users == "-1"), reasons
