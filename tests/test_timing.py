@@ -194,14 +194,75 @@ def test_a_point_that_does_not_converge_says_which_cap_stopped_it():
         TimingPolicy(target_rel_halfwidth=0)
 
 
-def test_interleaved_ab_sees_drift_on_both_sides():
-    # A costs 1 ms, B 2 ms, and the machine slows down 1 % per block: measured one after the
-    # other, B would carry all the drift; interleaved, each round's A/B ratio stays ~0.5.
-    class Drifting:
+class Drifting:
+    """A machine that slows down 1 % at every sync (another process ramping up): A costs 1 ms,
+    B 2 ms at the start. Calls queue work; the clock moves at the next sync."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.queued = 0.0
+        self.slow = 1.0
+
+    def clock(self):
+        return self.now
+
+    def sync(self, _):
+        self.now += self.queued
+        self.queued = 0.0
+        self.slow *= 1.01
+
+    def a(self):
+        self.queued += 1e-3 * self.slow
+
+    def b(self):
+        self.queued += 2e-3 * self.slow
+
+
+def test_interleaved_ab_sees_drift_on_both_sides_and_sequential_does_not():
+    # The same pair on the same drifting machine: one after the other, B carries the drift A
+    # did not see and A/B reads far below the true 0.5; interleaved, it stays at 0.5.
+    from whichdevice.core import stats
+    from whichdevice.core.timing import measure_interleaved
+
+    policy = TimingPolicy(min_time_s=0.01, target_rel_halfwidth=None, max_samples=50)
+    m = Drifting()
+    ta = measure(m.a, sync=m.sync, clock=m.clock, overhead_s=0.0, policy=policy)
+    tb = measure(m.b, sync=m.sync, clock=m.clock, overhead_s=0.0, policy=policy)
+    sequential = stats.median(ta.samples_s) / stats.median(tb.samples_s)
+    assert sequential < 0.45  # biased: B ran later, on a slower machine
+
+    m = Drifting()
+    ia, ib = measure_interleaved([m.a, m.b], sync=m.sync, clock=m.clock, overhead_s=0.0, policy=policy)
+    interleaved = stats.median(ia.samples_s) / stats.median(ib.samples_s)
+    assert 0.48 < interleaved < 0.52
+    # One ordinary result each: the blocks pooled, no process rounds (rounds_s is for children).
+    assert ia.rounds_s is None and ib.rounds_s is None
+    assert len(ia.samples_s) >= 5 and ia.stop_reason == "min time"
+
+
+def test_interleaving_order_is_shuffled_per_round_and_seeded():
+    from whichdevice.core.timing import Slotted, interleave
+
+    def orders(seed):
+        seen = []
+        variants = [Slotted(lambda i=i: [1.0], lambda s, t: "precision" if len(s) >= 6 else None) for i in range(3)]
+        interleave(variants, clock=lambda: 0.0, cap_s=1e9, seed=seed, before=seen.append)
+        return [tuple(seen[k : k + 3]) for k in range(0, len(seen), 3)]
+
+    first = orders(0)
+    assert len(first) == 6 and all(sorted(r) == [0, 1, 2] for r in first)  # every variant once a round
+    assert len(set(first)) > 1  # not always the same order
+    assert orders(0) == first  # the same orders on every run
+
+
+def test_each_variant_stops_by_its_own_precision_and_the_group_ends_when_all_did():
+    # A is tight (precise at 5 samples); B alternates 1 and 3 ms and never converges: A keeps
+    # taking its turns (drift after its 5th block must hit it too) until B's time cap.
+    from whichdevice.core.timing import measure_interleaved
+
+    class Two:
         def __init__(self):
-            self.now = 0.0
-            self.queued = 0.0
-            self.slow = 1.0
+            self.now, self.queued, self.n_b = 0.0, 0.0, 0
 
         def clock(self):
             return self.now
@@ -209,23 +270,64 @@ def test_interleaved_ab_sees_drift_on_both_sides():
         def sync(self, _):
             self.now += self.queued
             self.queued = 0.0
-            self.slow *= 1.01
 
         def a(self):
-            self.queued += 1e-3 * self.slow
+            self.queued += 1e-3
 
         def b(self):
-            self.queued += 2e-3 * self.slow
+            self.n_b += 1
+            self.queued += 1e-3 if self.n_b % 2 else 3e-3
 
-    from whichdevice.analysis.significance import from_rounds
-    from whichdevice.core.timing import measure_interleaved
+    d = Two()
+    policy = TimingPolicy(min_time_s=1e-3, warmup_calls=0, target_blocks=1, max_time_s=0.05, max_samples=200)
+    ta, tb = measure_interleaved([d.a, d.b], sync=d.sync, clock=d.clock, overhead_s=0.0, policy=policy)
+    assert ta.stop_reason == "precision" and tb.stop_reason == "time cap"
+    assert len(ta.samples_s) == len(tb.samples_s) > 5
+    # and the group ends when both are done: both precise at 5 blocks -> 5 rounds
+    d = Two()
+    ta, ta2 = measure_interleaved([d.a, d.a], sync=d.sync, clock=d.clock, overhead_s=0.0, policy=policy)
+    assert len(ta.samples_s) == len(ta2.samples_s) == 5
 
-    m = Drifting()
-    ta, tb = measure_interleaved(
-        [m.a, m.b], sync=m.sync, clock=m.clock, overhead_s=0.0, policy=TimingPolicy(min_time_s=0.01), rounds=4
+
+def test_the_group_cap_stops_what_is_left_and_a_failing_variant_does_not_stop_the_others():
+    from whichdevice.core.timing import Slotted, interleave
+
+    now = [0.0]
+
+    def slot():
+        now[0] += 1.0
+        return [1.0]
+
+    def broken():
+        raise RuntimeError("OOM at batch 8192")
+
+    never = lambda s, t: None  # noqa: E731
+    out = interleave(
+        [Slotted(slot, never), Slotted(broken, never), Slotted(slot, never)], clock=lambda: now[0], cap_s=10.0
     )
-    assert len(ta.rounds_s) == 4 and all(len(r) == 5 for r in ta.rounds_s)
-    ratios = [sum(ra) / sum(rb) for ra, rb in zip(ta.rounds_s, tb.rounds_s)]
-    assert all(0.45 < r < 0.55 for r in ratios)
-    claim = from_rounds(tb.rounds, ta.rounds)
-    assert claim.status == "faster" and claim.unit == "rounds" and claim.lo < 2.0 < claim.hi * 1.05
+    assert isinstance(out[1].error, RuntimeError) and out[1].samples_s == []
+    assert out[0].stop_reason == out[2].stop_reason == "time cap"
+    assert len(out[0].samples_s) == len(out[2].samples_s) == out[0].rounds == 5  # 10 s of 1 s slots, two at a time
+
+
+def test_interleaved_variants_get_their_own_telemetry_window_after_warm_up():
+    from whichdevice.core.timing import interleave_blocks, warm_up
+
+    dev = FakeDevice([1e-3])
+    windows = []
+
+    class FakeSampler:
+        def start(self):
+            windows.append(["start", dev.now])
+
+        def stop(self):
+            windows[-1].append(dev.now)
+            return object()  # the variant's own window (a stand-in)
+
+    policy = TimingPolicy(min_time_s=0.01, window=FakeSampler, telemetry_period_s=0.05)
+    warms = [warm_up(dev.call, sync=dev.sync, clock=dev.clock, policy=policy, overhead_s=0.0) for _ in range(2)]
+    assert len(windows) == 2 and all(end - start >= 0.15 - 1e-9 for _, start, end in windows)
+    assert warms[0].telemetry is not warms[1].telemetry
+    timings = interleave_blocks(warms, sync=dev.sync, clock=dev.clock, policy=policy, overhead_s=0.0)
+    assert [t.telemetry for t in timings] == [w.telemetry for w in warms]  # each its own, not the group's
+    assert len(windows) == 2  # no sampler over the interleaved phase

@@ -43,6 +43,7 @@ from typing import Any
 
 from whichdevice.core import stats
 from whichdevice.core.records import Timing
+from whichdevice.core.telemetry import Telemetry
 
 Clock = Callable[[], float]
 Sync = Callable[[Any], None]
@@ -100,6 +101,50 @@ def measure_overhead(clock: Clock, sync: Sync, reps: int = _OVERHEAD_REPS) -> fl
     return stats.median(costs)
 
 
+def _warm_up(
+    fn: Callable[[], Any], sync: Sync, clock: Clock, policy: TimingPolicy, overhead_s: float
+) -> tuple[list[float], int]:
+    """Warm-up calls (the first one kept apart as a result) and the calls per block (module doc, 2-3)."""
+    warmup: list[float] = []
+    t0 = clock()
+    sync(fn())
+    warmup.append(clock() - t0)
+    while len(warmup) <= policy.warmup_calls and sum(warmup) < policy.min_time_s:
+        t0 = clock()
+        sync(fn())
+        warmup.append(clock() - t0)
+    per_call_s = max(warmup[-1], 1e-9)
+    block_target_s = max(policy.min_time_s / policy.target_blocks, overhead_s / _MAX_OVERHEAD_FRACTION)
+    # ceil: a block never falls short of its target (1e-9 absorbs float rounding).
+    return warmup, max(1, math.ceil(block_target_s / per_call_s - 1e-9))
+
+
+def _block(fn: Callable[[], Any], number: int, sync: Sync, clock: Clock) -> float:
+    """One synchronized block of ``number`` calls: its seconds."""
+    sync(None)
+    t0 = clock()
+    result = None
+    for _ in range(number):
+        result = fn()
+    sync(result)
+    return clock() - t0
+
+
+def stop_reason(samples: list[float], total_s: float, policy: TimingPolicy) -> str | None:
+    """Why a point's sampling stops now (module doc, 5), or None to go on: 'precision' (or
+    'min time' without a target), 'time cap', 'sample cap'. The one rule of :func:`measure`
+    and of every variant of :func:`interleave_blocks`."""
+    enough = total_s >= policy.min_time_s * (1 - 1e-9) and len(samples) >= policy.min_samples
+    target = policy.target_rel_halfwidth
+    if enough and (target is None or stats.median_rel_halfwidth(samples, _STOP_CONFIDENCE) <= target):
+        return "precision" if target is not None else "min time"
+    if total_s >= policy.max_time_s and len(samples) >= policy.min_samples:
+        return "time cap"
+    if len(samples) >= policy.max_samples:
+        return "sample cap"
+    return None
+
+
 def measure(
     fn: Callable[[], Any],
     *,
@@ -115,20 +160,7 @@ def measure(
     """
     if overhead_s is None:
         overhead_s = measure_overhead(clock, sync)
-
-    warmup: list[float] = []
-    t0 = clock()
-    sync(fn())
-    warmup.append(clock() - t0)
-    while len(warmup) <= policy.warmup_calls and sum(warmup) < policy.min_time_s:
-        t0 = clock()
-        sync(fn())
-        warmup.append(clock() - t0)
-
-    per_call_s = max(warmup[-1], 1e-9)
-    block_target_s = max(policy.min_time_s / policy.target_blocks, overhead_s / _MAX_OVERHEAD_FRACTION)
-    # ceil: a block never falls short of its target (1e-9 absorbs float rounding).
-    number = max(1, math.ceil(block_target_s / per_call_s - 1e-9))
+    warmup, number = _warm_up(fn, sync, clock, policy, overhead_s)
 
     # The sampler covers the steady blocks only: started after warm-up, stopped after the
     # last block, so one-time costs never show up as "utilization".
@@ -137,27 +169,12 @@ def measure(
         sampler.start()
     samples: list[float] = []
     total_s = 0.0
-    stop_reason = ""
     while True:
-        sync(None)
-        t0 = clock()
-        result = None
-        for _ in range(number):
-            result = fn()
-        sync(result)
-        block_s = clock() - t0
+        block_s = _block(fn, number, sync, clock)
         samples.append(block_s / number)
         total_s += block_s
-        enough = total_s >= policy.min_time_s * (1 - 1e-9) and len(samples) >= policy.min_samples
-        target = policy.target_rel_halfwidth
-        if enough and (target is None or stats.median_rel_halfwidth(samples, _STOP_CONFIDENCE) <= target):
-            stop_reason = "precision" if target is not None else "min time"
-            break
-        if total_s >= policy.max_time_s and len(samples) >= policy.min_samples:
-            stop_reason = "time cap"
-            break
-        if len(samples) >= policy.max_samples:
-            stop_reason = "sample cap"
+        why = stop_reason(samples, total_s, policy)
+        if why is not None:
             break
     telemetry = sampler.stop() if sampler is not None else None
 
@@ -168,8 +185,175 @@ def measure(
         number_per_sample=number,
         overhead_s=overhead_s,
         telemetry=telemetry,
-        stop_reason=stop_reason,
+        stop_reason=why,
     )
+
+
+# ----------------------------------------------------------------------------- interleaving
+#
+# Issue 16: the two sides of a claimed ratio (fix off / on, batch 10 / 2048) measured one after
+# the other in a process put every slow drift of a shared machine (another process starting,
+# a thermal change) on whichever ran second. Interleaved, the variants of a group take turns:
+# each *round* every variant runs one *slot* (a block, or a few loop steps), in an order
+# shuffled per round (seeded: the same orders on every run), so drift hits all of them. Each
+# variant is done by its own rule (``stop_reason``: precision target or its caps), the group
+# when all are (or at its cap: members x per-point cap); each variant's samples then pool its
+# slots into one ordinary Timing. ``Timing.rounds_s`` stays for *process* rounds (fresh children, the
+# session's second pass): within-process rounds are not independent processes and are not put
+# there. Warm-up (tracing, first call) stays per variant, before the interleaved phase.
+
+#: Telemetry periods of each variant's own utilization window, run right after its warm-up:
+#: one sampler over the interleaved phase would mix every variant's utilization.
+WINDOW_PERIODS = 3
+
+
+@dataclass
+class Slotted:
+    """One variant of an interleaved group: ``slot()`` runs one turn and returns the samples it
+    produced; ``stop(samples, total_s)`` says why the variant is done (a stop reason) or None."""
+
+    slot: Callable[[], list[float]]
+    stop: Callable[[list[float], float], str | None]
+
+
+@dataclass
+class Interleaved:
+    """What :func:`interleave` gives back per variant: its samples (all its slots pooled), why it
+    stopped, how many slots (rounds) it took part in, or the exception one of its slots raised."""
+
+    samples_s: list[float] = field(default_factory=list)
+    stop_reason: str = ""
+    rounds: int = 0
+    error: BaseException | None = None
+
+
+def interleave(
+    variants: list[Slotted],
+    *,
+    clock: Clock = time.perf_counter,
+    cap_s: float,
+    seed: int = 0,
+    before: Callable[[int], None] | None = None,
+) -> list[Interleaved]:
+    """Rounds of one slot per variant, in an order shuffled per round with
+    ``random.Random(seed)``, until every variant's ``stop`` has said why it is done (its reason
+    is kept: the first one it met) or the group has run for ``cap_s`` (the ones not done then
+    stop with 'time cap'). A variant that is done keeps taking its turns while another is not:
+    a cheap point that converges in 5 blocks would otherwise leave the others to sample alone,
+    and drift after it would again fall on one side only. The cost is bounded by ``cap_s``
+    (the caller passes members x per-point cap: a sequential run's worst case).
+    ``before(i)`` is called before each of variant i's slots (the child's progress line). A
+    slot that raises ends that variant only (``Interleaved.error``); the others go on."""
+    import random
+
+    rng = random.Random(seed)
+    out = [Interleaved() for _ in variants]
+    totals = [0.0 for _ in variants]
+    left = list(range(len(variants)))  # still taking turns (not failed)
+    t_start = clock()
+    while left and any(not out[i].stop_reason for i in left):
+        order = list(left)
+        rng.shuffle(order)
+        for i in order:
+            if before is not None:
+                before(i)
+            try:
+                got = variants[i].slot()
+            except Exception as e:  # this variant fails; the group goes on
+                out[i].error = e
+                left.remove(i)
+                continue
+            out[i].samples_s.extend(got)
+            out[i].rounds += 1
+            totals[i] += sum(got)
+            if not out[i].stop_reason:
+                out[i].stop_reason = variants[i].stop(out[i].samples_s, totals[i]) or ""
+        if clock() - t_start >= cap_s:
+            for i in left:
+                out[i].stop_reason = out[i].stop_reason or "time cap"
+            break
+    return out
+
+
+@dataclass
+class Warm:
+    """A variant warmed up for :func:`interleave_blocks`: its callable, its warm-up calls (the
+    first kept apart), its calls per block and its own utilization window (None: no sampler)."""
+
+    fn: Callable[[], Any]
+    warmup_s: list[float]
+    number: int
+    telemetry: Telemetry | None = None
+
+
+def warm_up(
+    fn: Callable[[], Any],
+    *,
+    sync: Sync,
+    clock: Clock = time.perf_counter,
+    policy: TimingPolicy = TimingPolicy(),
+    overhead_s: float,
+) -> Warm:
+    """Warm ``fn`` up and size its blocks as :func:`measure` does; with a telemetry window in
+    the policy, then run its blocks for ``WINDOW_PERIODS`` sampler periods (at least one
+    block) under the variant's own sampler (not timed: utilization only)."""
+    warmup, number = _warm_up(fn, sync, clock, policy, overhead_s)
+    telemetry = None
+    if policy.window is not None:
+        sampler = policy.window()
+        span = WINDOW_PERIODS * (policy.telemetry_period_s or 0.05)
+        sampler.start()
+        t0 = clock()
+        while True:
+            _block(fn, number, sync, clock)
+            if clock() - t0 >= span:
+                break
+        telemetry = sampler.stop()
+    return Warm(fn, warmup, number, telemetry)
+
+
+def interleave_blocks(
+    warms: list[Warm],
+    *,
+    sync: Sync,
+    clock: Clock = time.perf_counter,
+    policy: TimingPolicy = TimingPolicy(),
+    overhead_s: float,
+    seed: int = 0,
+    before: Callable[[int], None] | None = None,
+) -> list[Timing | BaseException]:
+    """Time warmed-up variants interleaved: one synchronized block per variant and round, each
+    variant stopping by :func:`stop_reason` (its own precision target or caps), the group
+    capped at ``len(warms) x policy.max_time_s``. One ordinary Timing per variant (its blocks
+    pooled, ``rounds_s`` None: see the section comment), or the exception it raised."""
+
+    def slotted(w: Warm) -> Slotted:
+        def slot() -> list[float]:
+            return [_block(w.fn, w.number, sync, clock) / w.number]
+
+        # stop() is given block means; the rule wants seconds of blocks (calls x mean).
+        return Slotted(slot, lambda samples, total: stop_reason(samples, total * w.number, policy))
+
+    got = interleave(
+        [slotted(w) for w in warms], clock=clock, cap_s=len(warms) * policy.max_time_s, seed=seed, before=before
+    )
+    out: list[Timing | BaseException] = []
+    for w, g in zip(warms, got):
+        if g.error is not None:
+            out.append(g.error)
+            continue
+        out.append(
+            Timing(
+                first_call_s=w.warmup_s[0],
+                warmup_s=w.warmup_s,
+                samples_s=g.samples_s,
+                number_per_sample=w.number,
+                overhead_s=overhead_s,
+                telemetry=w.telemetry,
+                stop_reason=g.stop_reason,
+            )
+        )
+    return out
 
 
 def measure_interleaved(
@@ -179,67 +363,21 @@ def measure_interleaved(
     clock: Clock = time.perf_counter,
     policy: TimingPolicy = TimingPolicy(),
     overhead_s: float | None = None,
-    rounds: int = 5,
     seed: int = 0,
 ) -> list[Timing]:
-    """Time several variants of the same work (A, B, ...) *interleaved* in one process: warm
-    each up apart, size one block per variant (as :func:`measure`), then ``rounds`` rounds in
-    each of which every variant runs its blocks once, in an order shuffled per round (seeded:
-    the same order on every run). Slow drift of the machine (another process starting, a
-    thermal change) then hits every variant alike instead of whichever ran last, and the
-    ratio's interval comes from the per-round ratios (``Timing.rounds_s``: each round's
-    samples; analysis/significance.from_rounds pairs them by position).
-
-    Each round takes ``policy.min_samples`` blocks per variant; ``samples_s`` pools the rounds.
-    The timings carry no telemetry (one window would cover every variant)."""
-    import random
-
+    """Several variants of the same work (A, B, ...) timed interleaved in one process: each
+    warmed up apart (:func:`warm_up`), then :func:`interleave_blocks`. Raises the first
+    variant's exception, if any (the measuring child uses the two steps itself, to record a
+    failing variant and go on)."""
     if not fns:
         return []
-    if rounds < 1:
-        raise ValueError(f"rounds must be >= 1, got {rounds}")
     if overhead_s is None:
         overhead_s = measure_overhead(clock, sync)
-    rng = random.Random(seed)
-    block_target_s = max(policy.min_time_s / policy.target_blocks, overhead_s / _MAX_OVERHEAD_FRACTION)
-    warmups: list[list[float]] = []
-    numbers: list[int] = []
-    for fn in fns:
-        warm: list[float] = []
-        t0 = clock()
-        sync(fn())
-        warm.append(clock() - t0)
-        while len(warm) <= policy.warmup_calls and sum(warm) < policy.min_time_s:
-            t0 = clock()
-            sync(fn())
-            warm.append(clock() - t0)
-        warmups.append(warm)
-        numbers.append(max(1, math.ceil(block_target_s / max(warm[-1], 1e-9) - 1e-9)))
-    per_round: list[list[list[float]]] = [[] for _ in fns]
-    for _ in range(rounds):
-        order = list(range(len(fns)))
-        rng.shuffle(order)
-        got: list[list[float]] = [[] for _ in fns]
-        for _ in range(policy.min_samples):
-            for i in order:
-                sync(None)
-                t0 = clock()
-                result = None
-                for _ in range(numbers[i]):
-                    result = fns[i]()
-                sync(result)
-                got[i].append((clock() - t0) / numbers[i])
-        for i in range(len(fns)):
-            per_round[i].append(got[i])
-    return [
-        Timing(
-            first_call_s=warmups[i][0],
-            warmup_s=warmups[i],
-            samples_s=[x for r in per_round[i] for x in r],
-            number_per_sample=numbers[i],
-            overhead_s=overhead_s,
-            rounds_s=per_round[i],
-            stop_reason="interleaved rounds",
-        )
-        for i in range(len(fns))
-    ]
+    warms = [warm_up(fn, sync=sync, clock=clock, policy=policy, overhead_s=overhead_s) for fn in fns]
+    out = interleave_blocks(warms, sync=sync, clock=clock, policy=policy, overhead_s=overhead_s, seed=seed)
+    timings: list[Timing] = []
+    for t in out:
+        if isinstance(t, BaseException):
+            raise t
+        timings.append(t)
+    return timings
