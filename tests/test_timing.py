@@ -310,6 +310,22 @@ def test_the_group_cap_stops_what_is_left_and_a_failing_variant_does_not_stop_th
     assert len(out[0].samples_s) == len(out[2].samples_s) == out[0].rounds == 5  # 10 s of 1 s slots, two at a time
 
 
+def _window(n):
+    return Telemetry(
+        period_s=0.05,
+        t_s=[float(n)],
+        cpu_percent_per_core=[[float(n)]],
+        process_cpu_s=0.0,
+        wall_s=0.0,
+        gpu_index=None,
+        gpu_util_percent=None,
+        gpu_mem_used_bytes=None,
+        gpu_sm_clock_mhz=None,
+        gpu_unavailable=GPU_NOT_REQUESTED,
+        sampler_cost_s=0.0,
+    )
+
+
 def test_interleaved_variants_get_their_own_telemetry_window_after_warm_up():
     from whichdevice.core.timing import interleave_blocks, warm_up
 
@@ -322,12 +338,12 @@ def test_interleaved_variants_get_their_own_telemetry_window_after_warm_up():
 
         def stop(self):
             windows[-1].append(dev.now)
-            return object()  # the variant's own window (a stand-in)
+            return _window(len(windows))  # the variant's own window
 
     policy = TimingPolicy(min_time_s=0.01, window=FakeSampler, telemetry_period_s=0.05)
     warms = [warm_up(dev.call, sync=dev.sync, clock=dev.clock, policy=policy, overhead_s=0.0) for _ in range(2)]
     assert len(windows) == 2 and all(end - start >= 0.15 - 1e-9 for _, start, end in windows)
-    assert warms[0].telemetry is not warms[1].telemetry
+    assert warms[0].telemetry != warms[1].telemetry
     timings = interleave_blocks(warms, sync=dev.sync, clock=dev.clock, policy=policy, overhead_s=0.0)
     assert [t.telemetry for t in timings] == [w.telemetry for w in warms]  # each its own, not the group's
     assert len(windows) == 2  # no sampler over the interleaved phase
