@@ -9,6 +9,17 @@ Lines: ``{"type": "devices", ...}`` (discovery jobs), ``{"type": "hello", "sessi
 ``{"type": "start", "key": ...}``, ``{"type": "result", "result": ...}``, and for the second
 pass ``{"type": "round", "round": 2, "result": ...}``.
 
+**Interleaved groups** (issue 16): cases that are compared with each other
+(``workloads.interleave_groups``: the steady training steps of a sweep, the input-pipeline
+loop's variants) are timed together, their blocks in turns, so slow drift of a shared machine
+hits every member alike. A group runs at its first member's place: a ``start`` line as each
+member is set up (build, tracing, warm-up) and before each member's turn, then one ordinary
+``result`` line per member, in order, when the group is done (:func:`_run_group`). The parent's
+per-case timeout thus bounds one member's set-up or one turn; a member that raises is recorded
+and the others go on. A native crash inside a group ends the child like any crash: the parent
+records its first unfinished case as failed and restarts a child with the rest, which groups
+them again.
+
 **Second pass** (issue 16): a job may name ``repeat`` keys. After its cases, if it is later than
 ``fresh_round_before`` (the parent would not have time for a fresh child), the child measures
 those cases again in that order (the parent's ABBA order), starting each while
@@ -18,6 +29,7 @@ come as ``round`` lines, which the parent merges as round 2 and never journals.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import dataclasses
@@ -185,34 +197,129 @@ def main(argv: list[str]) -> int:
         period = policy.telemetry_period_s
         policy = dataclasses.replace(policy, window=lambda: Sampler(period, gpu_index=gpu_index))
     deadline = job.get("deadline")  # wall-clock (time.time) after which no case starts
-    specs: dict[str, CaseSpec] = {}
-    ok: set[str] = set()
-    for raw_spec in job["cases"]:
-        spec = CaseSpec.model_validate(raw_spec)
-        specs[spec.key] = spec
-        emit({"type": "start", "key": spec.key, "stderr_at": _stderr_position()})
-        if deadline is not None and time.time() > deadline:
-            skipped = failed(
-                spec, f"{failures.SKIPPED_PREFIX} the time budget (--budget) ran out before this case", "skipped", 0.0
-            )
-            emit({"type": "result", "result": skipped.model_dump(mode="json")})
-            continue
-        result = _run_one(spec, fw, policy, overhead_s)
-        # worth a second pass only when two passes can reach the 5 samples a claim needs
-        if result.status == "ok" and result.timing is not None and 2 * len(result.timing.samples_s) >= 5:
-            ok.add(spec.key)
-        emit({"type": "result", "result": result.model_dump(mode="json")})
+    specs = {spec.key: spec for spec in (CaseSpec.model_validate(raw) for raw in job["cases"])}
+    ctx = _Context(fw, policy, overhead_s, emit)
+    results = measure_cases(list(specs.values()), ctx, expired=lambda: deadline is not None and time.time() > deadline)
+    # worth a second pass only when two passes can reach the 5 samples a claim needs
+    ok = {r.spec.key for r in results if r.status == "ok" and r.timing is not None and 2 * len(r.timing.samples_s) >= 5}
     repeat = [k for k in job.get("repeat") or [] if k in ok]
     fresh_before = job.get("fresh_round_before")
     if repeat and (fresh_before is None or time.time() >= fresh_before):
         until = max(job.get("repeat_deadline") or 0.0, time.time() + float(job.get("repeat_window_s") or 0.0))
-        for key in repeat:
-            if time.time() > until:
-                break
-            emit({"type": "start", "key": key, "stderr_at": _stderr_position()})
-            result = _run_one(specs[key], fw, policy, overhead_s)
-            emit({"type": "round", "round": 2, "result": result.model_dump(mode="json")})
+        # the second pass interleaves the same groups (in the parent's reversed order)
+        measure_cases([specs[k] for k in repeat], ctx, expired=lambda: time.time() > until, round_no=2)
     return 0
+
+
+@dataclasses.dataclass
+class _Context:
+    fw: Framework
+    policy: TimingPolicy
+    overhead_s: float
+    emit: Callable[[dict[str, Any]], None]
+
+
+def measure_cases(
+    cases: list[CaseSpec], ctx: _Context, *, expired: Callable[[], bool], round_no: int = 1
+) -> list[CaseResult]:
+    """Measure ``cases`` and emit their lines; return their results. Cases that are compared
+    with each other (``workloads.interleave_groups``) are timed interleaved, one group at a
+    time, at the place of its first member. ``expired()``: no case (or member) starts after
+    it — in round 1 such a case is recorded as skipped, in round 2 it is left out. Round 2's
+    results come as ``round`` lines."""
+    by_key = {c.key: c for c in cases}
+    out: list[CaseResult] = []
+
+    def emit_result(result: CaseResult) -> None:
+        out.append(result)
+        if round_no == 1:
+            ctx.emit({"type": "result", "result": result.model_dump(mode="json")})
+        else:
+            ctx.emit({"type": "round", "round": round_no, "result": result.model_dump(mode="json")})
+
+    for keys in workloads.interleave_groups(cases):
+        group = [by_key[k] for k in keys]
+        if expired():  # no case, and no group, starts after it
+            if round_no > 1:
+                break
+            for spec in group:
+                _start(ctx, spec.key)
+                emit_result(_skipped(spec))
+        elif len(group) == 1:
+            _start(ctx, group[0].key)
+            emit_result(_run_one(group[0], ctx.fw, ctx.policy, ctx.overhead_s))
+        else:
+            for result in _run_group(group, ctx, expired, skip=round_no == 1):
+                emit_result(result)
+    return out
+
+
+def _start(ctx: _Context, key: str) -> None:
+    ctx.emit({"type": "start", "key": key, "stderr_at": _stderr_position()})
+
+
+def _skipped(spec: CaseSpec) -> CaseResult:
+    return failed(
+        spec, f"{failures.SKIPPED_PREFIX} the time budget (--budget) ran out before this case", "skipped", 0.0
+    )
+
+
+def _run_group(group: list[CaseSpec], ctx: _Context, expired: Callable[[], bool], *, skip: bool) -> list[CaseResult]:
+    """One interleaved group: each member prepared in turn (a ``start`` line each, so the
+    parent's per-case timeout covers one member's set-up and tracing, and its stderr offset
+    points at that member), then all timed together, with a ``start`` line before each
+    member's turn (a timeout still means one stuck block; a crash is read from that turn's
+    stderr). A member that raises is recorded as failed and the others go on; a member whose
+    set-up would start after ``expired()`` is skipped (``skip``) or left out. The results, in
+    the group's order, once the group is done. Wall time: each member's own set-up and turns."""
+    mod = workloads.group_runner(group[0].workload)
+    n = len(group)
+    results: list[CaseResult | None] = [None] * n
+    wall = [0.0] * n
+    current: list[Any] = [None, time.perf_counter()]  # whose time is running, since when
+
+    def switch(i: int) -> None:
+        now = time.perf_counter()
+        if current[0] is not None:
+            wall[current[0]] += now - current[1]
+        current[0], current[1] = i, now
+        _start(ctx, group[i].key)
+
+    prepared: list[tuple[int, Any]] = []
+    for i, spec in enumerate(group):
+        if expired():
+            if skip:
+                _start(ctx, spec.key)
+                results[i] = _skipped(spec)
+            continue
+        switch(i)
+        try:
+            _inject_fault(spec)
+            prepared.append((i, mod.prepare(spec, ctx.fw, ctx.policy, ctx.overhead_s)))
+        except Exception as e:  # this member fails; the group goes on
+            traceback.print_exc(file=sys.stderr)
+            results[i] = failed(spec, _error_line(e), failures.of_exception(e), time.perf_counter() - current[1])
+    if prepared:
+        try:
+            timed = mod.time_group(
+                [p for _, p in prepared], ctx.fw, ctx.policy, ctx.overhead_s, before=lambda j: switch(prepared[j][0])
+            )
+        except Exception as e:  # the group's own machinery failed: every prepared member says so
+            traceback.print_exc(file=sys.stderr)
+            timed = [e] * len(prepared)
+        switch_end = time.perf_counter()
+        if current[0] is not None:
+            wall[current[0]] += switch_end - current[1]
+        for (i, _), got in zip(prepared, timed):
+            spec = group[i]
+            if isinstance(got, BaseException):
+                if got.__traceback__ is not None:
+                    traceback.print_exception(got, file=sys.stderr)
+                results[i] = failed(spec, _error_line(got), failures.of_exception(got), wall[i])
+            else:
+                timing, metrics = got
+                results[i] = CaseResult(spec=spec, status="ok", metrics=metrics, wall_s=wall[i], timing=timing)
+    return [r for r in results if r is not None]
 
 
 def _run_one(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> CaseResult:

@@ -5,12 +5,21 @@ metrics)`` (the ``Workload`` protocol below), executed inside a child process wi
 framework adapter ``fw`` loaded (``frameworks.contracts.Framework``), and helpers to build
 its ``CaseSpec`` list in the parent. Adding a workload: a module here with ``run_case``,
 its name in ``WORKLOADS``, and the parent-side case list (README "How to add a workload").
+
+**Interleaved groups** (issue 16): cases whose ratios are claimed against each other (the
+steady training steps of a batch sweep and sync each/none; the input-pipeline loop's variants)
+are measured *interleaved* in one child: :func:`interleave_groups` derives the groups from the
+specs' params alone (keys, specs and the job format do not change), and the workload module
+provides ``prepare(spec, fw, policy, overhead_s)`` (set-up, tracing, warm-up: one member at a
+time) and ``time_group(prepared, fw, policy, overhead_s, before)`` (the members timed together,
+one ``(Timing, metrics)`` or exception per member), the ``GroupWorkload`` protocol below.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from whichdevice.core.records import CaseSpec, Timing
@@ -28,6 +37,71 @@ class Workload(Protocol):
 
 
 WORKLOADS: tuple[str, ...] = ("matmul", "train", "pipeline", "calibrate", "scale")
+
+
+class GroupWorkload(Protocol):
+    """A workload module that can time a group of its cases interleaved (see module doc)."""
+
+    def prepare(self, spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> Any: ...
+
+    def time_group(
+        self,
+        prepared: list[Any],
+        fw: Framework,
+        policy: TimingPolicy,
+        overhead_s: float,
+        before: Callable[[int], None] | None = None,
+    ) -> list[tuple[Timing, dict[str, float]] | BaseException]: ...
+
+
+# Params that tell the members of one interleaved group apart; every other param (and the
+# workload, framework and device) must be equal for two cases to be timed together.
+_VARYING = {"train": ("batch", "sync"), "pipeline": ("variant",)}
+
+
+def interleave_key(spec: CaseSpec) -> tuple[Any, ...] | None:
+    """The group a case is timed in, or None: a train ``steady`` case (batch sweep, sync
+    each/none; the same model and settings) or a pipeline ``both`` case (the loop's variants on
+    the same data, net and batch). Not with ``trace_dir`` (a profiler window is per case) and
+    not the fit cases (steps_per_execution, jit_compile: whole ``model.fit`` runs, one
+    sample per epoch, left sequential)."""
+    p = spec.params
+    if p.get("trace_dir"):
+        return None
+    if spec.workload == "train" and p.get("kind") == "steady":
+        pass
+    elif spec.workload == "pipeline" and p.get("part") == "both":
+        pass
+    else:
+        return None
+    rest = tuple(sorted((k, repr(v)) for k, v in p.items() if k not in _VARYING[spec.workload]))
+    return (spec.workload, spec.framework, spec.device, rest)
+
+
+def interleave_groups(specs: list[CaseSpec]) -> list[list[str]]:
+    """The job's cases as groups of keys, in the order of each group's first member: a case
+    that interleaves with no other is a group of one (measured alone, as before); members of a
+    group keep their order in the job (the session's round 2 reverses it, so round 2's order
+    differs and its shuffles too)."""
+    groups: list[list[str]] = []
+    where: dict[tuple[Any, ...], int] = {}
+    for s in specs:
+        k = interleave_key(s)
+        if k is not None and k in where:
+            groups[where[k]].append(s.key)
+            continue
+        if k is not None:
+            where[k] = len(groups)
+        groups.append([s.key])
+    return groups
+
+
+def group_runner(name: str) -> GroupWorkload:
+    """The module that times a group of ``name``'s cases interleaved."""
+    if name not in _VARYING:
+        raise KeyError(name)
+    module: GroupWorkload = importlib.import_module(f"whichdevice.workloads.{name}")  # type: ignore[assignment]
+    return module
 
 
 def runner(name: str) -> Workload:

@@ -18,6 +18,15 @@ One workload (``train``), four kinds of case (the ``kind`` parameter):
   over batch sizes it is the batch sweep; each vs none is the cost of syncing every step.
 
 Metric ``samples_per_step`` (= the batch) turns step times into samples/s.
+
+**Interleaved** (issue 16): in one child the ``steady`` cases of the same model and settings
+(the batch sweep and sync each/none: what the batch fix and the sync claim compare) are one
+group (``workloads.interleave_groups``): :func:`prepare` builds each member's step and warms
+it up (tracing in its first call, ``first_call_s`` per member as before), :func:`time_group`
+times their blocks in turns (``core.timing.interleave_blocks``), so a machine slowing down
+during the sweep slows every batch size alike. Metrics ``interleaved_with`` (the other
+members) and ``interleave_rounds`` (turns taken) say so. The fit cases (steps_per_execution,
+jit_compile) are not interleaved: a sample there is an epoch of ``model.fit``.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ import math
 
 from whichdevice.core.records import CaseSpec
 from whichdevice.core.steps import raw_from_steps, time_loop
-from whichdevice.core.timing import RawTiming, TimingPolicy, measure
+from whichdevice.core.timing import RawTiming, TimingPolicy, Warm, interleave_blocks, measure, warm_up
 from whichdevice.frameworks.common.casemodel import CaseModel
 
 KINDS = ("create", "loop", "fit", "steady")
@@ -255,7 +264,9 @@ def steady_step(spec, fw):
     return training, step, xb, yb
 
 
-def _run_steady(spec, fw, policy, overhead_s):
+def _steady_fn(spec, fw):
+    """The steady case's callable (one train step on its batch; with ``sync=each`` the loss
+    read back as the seeds do) and its metrics."""
     b = int(spec.params["batch"])
     each = spec.params["sync"] == "each"
     training, step, xb, yb = steady_step(spec, fw)
@@ -265,5 +276,35 @@ def _run_steady(spec, fw, policy, overhead_s):
             out = step(xb, yb)
         return training.read_back(out) if each else out
 
+    return fn, {"samples_per_step": float(b)}
+
+
+def _run_steady(spec, fw, policy, overhead_s):
+    fn, metrics = _steady_fn(spec, fw)
     raw = measure(fn, sync=fw.sync.sync, policy=policy, overhead_s=overhead_s)
-    return raw, {"samples_per_step": float(b)}
+    return raw, metrics
+
+
+def prepare(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Warm, dict]:
+    """One member of an interleaved group of steady cases: built, traced and warmed up (its
+    own telemetry window after the warm-up when the policy has one)."""
+    if spec.params.get("kind") != "steady":
+        raise ValueError(f"only steady train cases are timed interleaved, not {spec.params.get('kind')!r}")
+    fn, metrics = _steady_fn(spec, fw)
+    return warm_up(fn, sync=fw.sync.sync, policy=policy, overhead_s=overhead_s), metrics
+
+
+def time_group(prepared, fw, policy, overhead_s, before=None) -> list:
+    """The prepared members' blocks in turns (``interleave_blocks``): one ``(Timing, metrics)``
+    per member, or the exception its blocks raised (the others go on)."""
+    warms = [w for w, _ in prepared]
+    timings = interleave_blocks(warms, sync=fw.sync.sync, policy=policy, overhead_s=overhead_s, before=before)
+    out: list = []
+    for (_, metrics), t in zip(prepared, timings):
+        if isinstance(t, BaseException):
+            out.append(t)
+            continue
+        out.append(
+            (t, {**metrics, "interleaved_with": float(len(prepared) - 1), "interleave_rounds": float(len(t.samples_s))})
+        )
+    return out

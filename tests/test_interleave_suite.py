@@ -1,0 +1,251 @@
+"""Issue 16 item 1: the suite's A/B cases timed interleaved in one child.
+
+The groups are derived from the specs' params (keys, specs and the job format unchanged);
+the child prepares each member, times the group together and emits one ordinary result per
+member. Fast tests use the real child loop (``measure.child.measure_cases``) with a fake group
+workload; one real TensorFlow run (marked ``tf``) checks the steady training steps end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from whichdevice import workloads
+from whichdevice.core.records import CaseResult, CaseSpec, Timing
+from whichdevice.core.timing import TimingPolicy
+from whichdevice.measure import child
+from whichdevice.measure.session import decides_verdict, repeat_order
+from whichdevice.workloads import suite
+
+
+def _suite(framework="tensorflow"):
+    return suite.suite_cases(framework, "CPU:0", gpu_present=False)
+
+
+def test_suite_groups_are_the_steady_sweep_with_sync_and_the_pipeline_loops():
+    cases = _suite()
+    groups = workloads.interleave_groups(cases)
+    # a partition of the job's keys, keys as they are (history and compare match by key)
+    assert sorted(k for g in groups for k in g) == sorted(c.key for c in cases)
+    by_key = {c.key: c for c in cases}
+    multi = [[by_key[k] for k in g] for g in groups if len(g) > 1]
+    assert len(multi) == 2
+    steady, loops = multi
+    assert [(s.params["batch"], s.params["sync"]) for s in steady] == [
+        *((b, "none") for b in suite.SWEEP_BATCHES),
+        (suite.SEED_BATCH, "each"),
+    ]
+    assert [s.params["variant"] for s in loops] == list(suite.PIPELINE_VARIANTS)
+    assert all(s.params["part"] == "both" for s in loops)
+    # the fits (steps_per_execution, jit_compile), the pipeline alone and the rest stay alone
+    alone = [by_key[g[0]] for g in groups if len(g) == 1]
+    assert any("steps_per_execution" in s.params for s in alone) and any("jit_compile" in s.params for s in alone)
+    assert all(s.params.get("kind") != "steady" and s.params.get("part") != "both" for s in alone)
+
+
+def test_round_two_interleaves_the_same_groups_in_its_reversed_order():
+    cases = _suite()
+    first = [sorted(g) for g in workloads.interleave_groups(cases) if len(g) > 1]
+    again = repeat_order([c for c in cases if decides_verdict(c)])
+    second = [g for g in workloads.interleave_groups(again) if len(g) > 1]
+    assert sorted(sorted(g) for g in second) == sorted(first)
+    steady = next(g for g in second if "kind=steady" in g[0])
+    assert steady[0].endswith("sync=each")  # the parent's ABBA order: the round-1 last goes first
+
+
+def test_cases_that_differ_in_more_than_batch_sync_or_variant_are_not_grouped():
+    def steady(**p):
+        return CaseSpec(
+            workload="train", framework="tensorflow", device="CPU:0", params={"kind": "steady", "model": "seed001", **p}
+        )
+
+    a, b = steady(batch=8, sync="none"), steady(batch=32, sync="none")
+    other_device = CaseSpec(workload="train", framework="tensorflow", device="GPU:0", params=dict(b.params))
+    one_thread = steady(batch=4096, sync="none", threads=1)
+    traced = CaseSpec(
+        workload="pipeline", framework="tensorflow", device="CPU:0", params={"part": "both", "trace_dir": "/t"}
+    )
+    traced2 = CaseSpec(
+        workload="pipeline",
+        framework="tensorflow",
+        device="CPU:0",
+        params={"part": "both", "trace_dir": "/t", "variant": "x"},
+    )
+    groups = workloads.interleave_groups([a, other_device, one_thread, b, traced, traced2])
+    assert groups == [[a.key, b.key], [other_device.key], [one_thread.key], [traced.key], [traced2.key]]
+
+
+# --------------------------------------------------------------------------- the child's loop
+
+
+def _spec(batch, sync="none"):
+    return CaseSpec(
+        workload="train", framework="numpy", device="CPU:0", params={"kind": "steady", "batch": batch, "sync": sync}
+    )
+
+
+def _timing(x):
+    return Timing(first_call_s=x, warmup_s=[x], samples_s=[x] * 5, number_per_sample=1, overhead_s=0.0)
+
+
+class FakeGroup:
+    """A group workload: prepare records the order, time_group calls ``before`` per turn in a
+    fixed ABAB order and returns one timing per member (or the exception a member raises)."""
+
+    def __init__(self, fail_prepare=(), fail_time=()):
+        self.events = []
+        self.fail_prepare, self.fail_time = set(fail_prepare), set(fail_time)
+
+    def prepare(self, spec, fw, policy, overhead_s):
+        self.events.append(("prepare", spec.params["batch"]))
+        if spec.params["batch"] in self.fail_prepare:
+            raise MemoryError("out of memory at this batch")
+        return spec.params["batch"]
+
+    def time_group(self, prepared, fw, policy, overhead_s, before=None):
+        self.events.append(("time", tuple(prepared)))
+        for _ in range(2):
+            for j in range(len(prepared)):
+                before(j)
+        return [
+            RuntimeError(f"broke at {b}") if b in self.fail_time else (_timing(b / 1000), {"interleaved_with": 1.0})
+            for b in prepared
+        ]
+
+
+def _run(cases, group, monkeypatch, *, expired=lambda: False, round_no=1):
+    lines = []
+    monkeypatch.setattr(workloads, "group_runner", lambda name: group)
+    ctx = child._Context(SimpleNamespace(), TimingPolicy(), 0.0, lines.append)
+    results = child.measure_cases(cases, ctx, expired=expired, round_no=round_no)
+    json.dumps(lines)  # every line is JSON as the parent reads it
+    return results, lines
+
+
+def test_the_child_prepares_each_member_then_times_the_group_and_emits_ordinary_results(monkeypatch):
+    cases = [_spec(8), _spec(10), _spec(10, "each")]
+    group = FakeGroup()
+    results, lines = _run(cases, group, monkeypatch)
+    assert group.events == [("prepare", 8), ("prepare", 10), ("prepare", 10), ("time", (8, 10, 10))]
+    assert [r.spec.key for r in results] == [c.key for c in cases]
+    assert all(r.status == "ok" and r.timing.rounds_s is None for r in results)
+    kinds = [ln["type"] for ln in lines]
+    # a start line before every member's set-up and every turn, the results after the last turn
+    assert kinds == ["start"] * 3 + ["start"] * 6 + ["result"] * 3
+    assert lines[0]["key"] == cases[0].key
+    assert [ln["result"]["spec"]["params"]["batch"] for ln in lines if ln["type"] == "result"] == [8, 10, 10]
+    assert all(r.wall_s >= 0 for r in results)
+
+
+def test_a_member_that_fails_is_recorded_and_the_rest_of_the_group_goes_on(monkeypatch, capsys):
+    cases = [_spec(8), _spec(32), _spec(8192)]
+    group = FakeGroup(fail_prepare={8192}, fail_time={32})
+    results, _ = _run(cases, group, monkeypatch)
+    assert [r.status for r in results] == ["ok", "failed", "failed"]
+    assert group.events[-1] == ("time", (8, 32))  # the failed set-up is not timed
+    assert "RuntimeError: broke at 32" in results[1].error
+    assert results[2].failure == "out_of_memory"
+    assert "MemoryError" in capsys.readouterr().err  # the traceback goes where the parent reads it
+
+
+def test_no_group_starts_after_the_deadline_and_round_two_leaves_it_out(monkeypatch):
+    cases = [_spec(8), _spec(32)]
+    results, lines = _run(cases, FakeGroup(), monkeypatch, expired=lambda: True)
+    assert [r.failure for r in results] == ["skipped", "skipped"]
+    assert [ln["type"] for ln in lines] == ["start", "result", "start", "result"]
+    results, lines = _run(cases, FakeGroup(), monkeypatch, expired=lambda: True, round_no=2)
+    assert results == [] and lines == []
+
+
+def test_round_two_results_come_as_round_lines(monkeypatch):
+    cases = [_spec(32), _spec(8)]
+    results, lines = _run(cases, FakeGroup(), monkeypatch, round_no=2)
+    assert [ln["round"] for ln in lines if ln["type"] == "round"] == [2, 2]
+    assert not [ln for ln in lines if ln["type"] == "result"]
+    assert all(isinstance(r, CaseResult) and r.status == "ok" for r in results)
+
+
+def test_a_member_whose_set_up_starts_after_the_deadline_is_skipped_the_rest_timed(monkeypatch):
+    cases = [_spec(8), _spec(32), _spec(128)]
+    calls = iter([False, False, False, True])  # group start, member 1, member 2, member 3
+    group = FakeGroup()
+    results, _ = _run(cases, group, monkeypatch, expired=lambda: next(calls))
+    assert [r.failure for r in results] == [None, None, "skipped"]
+    assert group.events[-1] == ("time", (8, 32))
+
+
+def test_train_steady_group_is_timed_in_turns(monkeypatch):
+    # workloads/train.time_group on prepared members (no framework: a fake sync and plain
+    # callables): the members' blocks alternate, each gets its metrics and the interleave's.
+    from whichdevice.core.timing import Warm
+    from whichdevice.workloads import train
+
+    order = []
+    warms = [Warm(lambda i=i: order.append(i), [1e-3], 1) for i in range(2)]
+    fw = SimpleNamespace(sync=SimpleNamespace(sync=lambda _: None))
+    policy = TimingPolicy(min_time_s=1e-4, target_blocks=1, target_rel_halfwidth=None, max_samples=50)
+    out = train.time_group(
+        [(warms[0], {"samples_per_step": 8.0}), (warms[1], {"samples_per_step": 10.0})], fw, policy, 0.0
+    )
+    (t8, m8), (t10, m10) = out
+    assert m8["samples_per_step"] == 8.0 and m8["interleaved_with"] == 1.0
+    assert m8["interleave_rounds"] == len(t8.samples_s) >= 5
+    assert t8.rounds_s is None
+    switches = sum(a != b for a, b in zip(order, order[1:]))
+    assert switches >= len(order) // 2  # turns, not one member's blocks then the other's
+
+
+@pytest.mark.tf
+def test_steady_steps_interleaved_in_a_real_child(tmp_path):
+    # One real child (TensorFlow on the CPU): two steady cases of seed 001 at batch 8 (no sync)
+    # and 10 (loss read every step), timed together; every line the parent reads is right.
+    import subprocess
+
+    cases = [
+        CaseSpec(
+            workload="train",
+            framework="tensorflow",
+            device="CPU:0",
+            params={"kind": "steady", "model": "seed001", "batch": b, "sync": s},
+        )
+        for b, s in ((8, "none"), (10, "each"))
+    ]
+    job = tmp_path / "job.json"
+    out = tmp_path / "out.jsonl"
+    job.write_text(
+        json.dumps(
+            {
+                "framework": "tensorflow",
+                "device": "CPU:0",
+                "cpu_threads": None,
+                "policy": {"min_time_s": 0.02, "max_time_s": 0.5, "telemetry_period_s": None},
+                "env": {},
+                "deadline": None,
+                "cases": [c.model_dump(mode="json") for c in cases],
+            }
+        )
+    )
+    env = {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    import os
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "whichdevice.measure.child", str(job), str(out)],
+        env={**os.environ, **env},
+        capture_output=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    results = [CaseResult.model_validate(x["result"]) for x in lines if x["type"] == "result"]
+    assert [r.spec.key for r in results] == [c.key for c in cases]
+    for r in results:
+        assert r.status == "ok", r.error
+        assert r.metrics["interleaved_with"] == 1.0 and r.metrics["samples_per_step"] == r.spec.params["batch"]
+        assert len(r.timing.samples_s) >= 5 and r.timing.rounds_s is None and r.timing.stop_reason
+        assert r.timing.first_call_s > 0
+    starts = [x["key"] for x in lines if x["type"] == "start"]
+    assert starts[:2] == [c.key for c in cases] and len(starts) >= 2 + 10
