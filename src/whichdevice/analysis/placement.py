@@ -92,6 +92,7 @@ class DevicePlacement:
     profiled_steps: int
     step_s: float  # median profiled step (profiler on)
     profiled: bool  # xprof op times available
+    profiler_on: bool = True  # the steps ran under the profiler (records before it was optional: always)
 
     @property
     def on_cpu_in_gpu_run(self) -> list[OpRow]:
@@ -172,4 +173,5 @@ def device_placement(device: str, metrics: dict[str, float], step_s: float) -> D
         int(metrics.get("profiled_steps", 0)),
         step_s,
         profiled,
+        bool(metrics.get("profiler_on", 1.0)),
     )

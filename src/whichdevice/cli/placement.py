@@ -283,9 +283,10 @@ def _lines(p: DevicePlacement) -> list[str]:
         )
     if not p.profiled:
         out.append("Op times unavailable: xprof is not installed (pip install xprof).")
+    profiler = "with the profiler on" if p.profiler_on else "(profiler off)"
+    overhead = "profiler overhead included; " if p.profiler_on else ""
     out.append(
-        f"{p.device}: median step with the profiler on: {seconds(p.step_s)} (profiler overhead included; "
-        "`whichdevice train` compares devices)."
+        f"{p.device}: median step {profiler}: {seconds(p.step_s)} ({overhead}`whichdevice train` compares devices)."
     )
     return out
 

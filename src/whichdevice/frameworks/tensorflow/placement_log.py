@@ -16,7 +16,7 @@ import tempfile
 
 import tensorflow as tf
 
-from whichdevice.frameworks.tensorflow.logparse import Edge
+from whichdevice.frameworks.tensorflow.logparse import Edge, Placed
 
 
 def _flush_c_stdio() -> None:
@@ -96,6 +96,21 @@ def graph_edges(concrete_fn) -> list[Edge]:
                         size = None
                 edges.append(Edge(t.op.name, op.name, size))
     return edges
+
+
+def graph_placement(concrete_fn, device: str) -> tuple[list[Placed], list[Edge]]:
+    """Every node of the step's graph (and of the functions it calls) on ``device``, and its
+    edges: where one device is all there is, the placement the placer would log. The step's
+    arguments are ``Placeholder`` nodes here and ``_Arg`` in the placer's log: named as the log
+    names them, so plumbing is counted apart the same way."""
+    graphs = [concrete_fn.graph]
+    graphs += [f.graph for f in getattr(concrete_fn.graph, "_functions", {}).values() if hasattr(f, "graph")]
+    placed = [
+        Placed(op.name, "_Arg" if op.type == "Placeholder" else op.type, device, "graph")
+        for g in graphs
+        for op in g.get_operations()
+    ]
+    return placed, graph_edges(concrete_fn)
 
 
 def train_step(model, optimizer, loss_fn, *, with_string_op: bool):

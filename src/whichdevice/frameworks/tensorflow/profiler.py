@@ -51,6 +51,13 @@ def xplane_files(logdir: str | Path) -> list[Path]:
     return sorted(Path(logdir).glob("plugins/profile/*/*.xplane.pb"))
 
 
+def xprof_available() -> bool:
+    """Whether ``xprof`` (which turns a profile into op times) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("xprof") is not None
+
+
 def framework_op_stats(xplane: str | Path) -> bytes | None:
     """XProf's ``framework_op_stats`` JSON for one profile, or None without xprof."""
     try:
