@@ -199,10 +199,96 @@ def test_train_steady_group_is_timed_in_turns(monkeypatch):
     assert switches >= len(order) // 2  # turns, not one member's blocks then the other's
 
 
+class _World:
+    """Shared machine state of the fake loops: it slows down 1 % per step (drift)."""
+
+    def __init__(self):
+        self.n = 0
+
+
+class FakeLoop:
+    """Stands in for pipeline._Loop: ``step()`` costs ``cost`` times the drift; the first
+    ``per_pass`` steps after ``iter(ds)`` (warm-up) wait for their whole step, steady steps for
+    a quarter of it — so the metrics show whether warm-up waits leaked into the figures."""
+
+    def __init__(self, cost, world, per_pass=4):
+        self.cost, self.world, self.per_pass = cost, world, per_pass
+        self.waits, self.warmup_s, self.batch, self.since_iter = [], [], 32, 0
+        loop = self
+
+        class Data:
+            def __iter__(self):
+                loop.since_iter = 0
+                return iter(())
+
+        self.ds = Data()
+        self.it = iter(self.ds)
+
+    def step(self):
+        self.world.n += 1
+        self.since_iter += 1
+        s = self.cost * (1 + 0.01 * self.world.n)
+        self.waits.append(s if self.since_iter <= self.per_pass else s / 4)
+        return s
+
+    def prepare(self):
+        self.warmup_s = [self.step() for _ in range(self.per_pass)]
+        return self
+
+    def metrics(self, samples, waits):
+        from whichdevice.workloads.pipeline import _Loop
+
+        return _Loop.metrics(self, samples, waits)
+
+
+def test_pipeline_loops_in_abba_halves_cancel_drift_and_keep_their_own_input_waits():
+    from whichdevice.core import stats
+    from whichdevice.workloads import pipeline
+
+    policy = TimingPolicy(min_time_s=1e-3, target_rel_halfwidth=None)
+    fw = SimpleNamespace()
+    # sequential (as before): serial (2 ms) then prefetch (1 ms) on a machine slowing down
+    world = _World()
+    seq = []
+    for cost in (2e-3, 1e-3):
+        loop = FakeLoop(cost, world)
+        seq.append(pipeline._steps(loop.step, loop.per_pass, policy, loop.per_pass, 0.0))
+    sequential = stats.median(seq[1].samples_s) / stats.median(seq[0].samples_s)
+
+    world = _World()
+    loops = [FakeLoop(2e-3, world).prepare(), FakeLoop(1e-3, world).prepare()]
+    turns = []
+    (ts, ms), (tp, mp) = pipeline.time_group(loops, fw, policy, 0.0, before=turns.append)
+    interleaved = stats.median(tp.samples_s) / stats.median(ts.samples_s)
+    assert abs(interleaved - 0.5) < abs(sequential - 0.5) / 3  # the drift cancels (ABBA)
+    assert turns[:2] == turns[2:][::-1] and sorted(turns[:2]) == [0, 1]
+    for t, m in ((ts, ms), (tp, mp)):
+        assert len(t.samples_s) >= 4 and t.rounds_s is None and t.number_per_sample == 1
+        # only the steady steps' waits, of this loop: a quarter of its loop time exactly
+        assert m["input_wait_s"] == pytest.approx(m["loop_s"] / 4) and m["loop_s"] == pytest.approx(sum(t.samples_s))
+        assert m["interleaved_with"] == 1.0 and m["steps_per_pass"] == 4.0
+        assert t.first_call_s == t.warmup_s[0]
+
+
+def test_a_failing_loop_does_not_stop_the_others():
+    from whichdevice.workloads import pipeline
+
+    world = _World()
+    loops = [FakeLoop(2e-3, world).prepare(), FakeLoop(1e-3, world).prepare()]
+
+    def broken():
+        raise RuntimeError("py_function raised")
+
+    loops[0].step = broken
+    out = pipeline.time_group(loops, SimpleNamespace(), TimingPolicy(min_time_s=1e-3), 0.0)
+    assert isinstance(out[0], RuntimeError) and out[1][0].samples_s
+
+
 @pytest.mark.tf
 def test_steady_steps_interleaved_in_a_real_child(tmp_path):
     # One real child (TensorFlow on the CPU): two steady cases of seed 001 at batch 8 (no sync)
-    # and 10 (loss read every step), timed together; every line the parent reads is right.
+    # and 10 (loss read every step), timed together, and two input-pipeline loops (serial map,
+    # tf.py_function) in ABBA halves; every line the parent reads is right.
     import subprocess
 
     cases = [
@@ -213,6 +299,14 @@ def test_steady_steps_interleaved_in_a_real_child(tmp_path):
             params={"kind": "steady", "model": "seed001", "batch": b, "sync": s},
         )
         for b, s in ((8, "none"), (10, "each"))
+    ] + [
+        CaseSpec(
+            workload="pipeline",
+            framework="tensorflow",
+            device="CPU:0",
+            params={"part": "both", "variant": v, "images": 64, "image_size": 32, "batch": 16, "net": "tiny"},
+        )
+        for v in ("serial", "pyfunc")
     ]
     job = tmp_path / "job.json"
     out = tmp_path / "out.jsonl"
@@ -244,8 +338,13 @@ def test_steady_steps_interleaved_in_a_real_child(tmp_path):
     assert [r.spec.key for r in results] == [c.key for c in cases]
     for r in results:
         assert r.status == "ok", r.error
-        assert r.metrics["interleaved_with"] == 1.0 and r.metrics["samples_per_step"] == r.spec.params["batch"]
-        assert len(r.timing.samples_s) >= 5 and r.timing.rounds_s is None and r.timing.stop_reason
+        assert r.metrics["interleaved_with"] == 1.0
+        assert len(r.timing.samples_s) >= 4 and r.timing.rounds_s is None and r.timing.stop_reason
         assert r.timing.first_call_s > 0
+    steady, loops = results[:2], results[2:]
+    assert all(r.metrics["samples_per_step"] == r.spec.params["batch"] for r in steady)
+    for r in loops:
+        assert r.metrics["examples_per_step"] == 16.0 and r.metrics["steps_per_pass"] == 4.0
+        assert 0 < r.metrics["input_wait_s"] < r.metrics["loop_s"] == pytest.approx(sum(r.timing.samples_s))
     starts = [x["key"] for x in lines if x["type"] == "start"]
-    assert starts[:2] == [c.key for c in cases] and len(starts) >= 2 + 10
+    assert starts[:2] == [c.key for c in cases[:2]] and len(starts) >= 2 + 10 + 2 + 4

@@ -271,31 +271,50 @@ def _run_model(spec, fw, policy, overhead_s):
     return raw, {"examples_per_step": float(x.shape[0])}
 
 
-def _run_both(spec, fw, policy, overhead_s):
-    tfp = _tfp(fw)
-    p = spec.params
-    _, train = _model(tfp, fw, p, spec.device)
-    ds, per_pass = _dataset(tfp, p, str(p["variant"]))
-    it = iter(ds)
-    scope = fw.placement.scope
-    sync, clock = fw.sync.sync, time.perf_counter
-    waits: list[float] = []
-    batch = [0]
+class _Loop:
+    """The ``both`` case's training loop: ``step()`` = next(), copy to the device, train step,
+    synchronize; returns the step's seconds and records the time until the batch was on the
+    device (waiting for input) in ``waits``."""
 
-    def step() -> float:
+    def __init__(self, spec, fw, policy):
+        self.spec, self.fw = spec, fw
+        self.tfp = _tfp(fw)
+        p = spec.params
+        _, self.train = _model(self.tfp, fw, p, spec.device)
+        self.ds, self.per_pass = _dataset(self.tfp, p, str(p["variant"]))
+        self.it = iter(self.ds)
+        self.waits: list[float] = []
+        self.batch = 0
+        self.warmup_s: list[float] = []
+
+    def step(self) -> float:
+        scope, sync, clock = self.fw.placement.scope, self.fw.sync.sync, time.perf_counter
         t0 = clock()
-        x, y = next(it)
-        xd, yd = tfp.to_device(x, y, scope(spec.device))
+        x, y = next(self.it)
+        xd, yd = self.tfp.to_device(x, y, scope(self.spec.device))
         sync(None)  # the copy has landed: everything before this line is input
         t1 = clock()
-        with scope(spec.device):
-            loss = train(xd, yd)
+        with scope(self.spec.device):
+            loss = self.train(xd, yd)
         sync(loss)
         t2 = clock()
-        waits.append(t1 - t0)
-        batch[0] = int(x.shape[0])
+        self.waits.append(t1 - t0)
+        self.batch = int(x.shape[0])
         return t2 - t0
 
+    def metrics(self, samples: list[float], waits: list[float]) -> dict[str, float]:
+        return {
+            "examples_per_step": float(self.batch),
+            "input_wait_s": float(sum(waits)),
+            "loop_s": float(sum(samples)),
+            "input_wait_median_s": sorted(waits)[len(waits) // 2],
+            "steps_per_pass": float(self.per_pass),
+        }
+
+
+def _run_both(spec, fw, policy, overhead_s):
+    loop = _Loop(spec, fw, policy)
+    p = spec.params
     if p.get("trace_dir"):
         # --trace: the profiler runs exactly over the steady steps (policy.window is started
         # after warm-up), around the telemetry sampler when there is one.
@@ -304,15 +323,105 @@ def _run_both(spec, fw, policy, overhead_s):
         logdir = Path(str(p["trace_dir"])) / f"{spec.device.replace(':', '')}-{p['variant']}"
         inner = policy.window
         policy = dataclasses.replace(policy, window=lambda: TraceWindow(logdir, inner() if inner else None))
-    raw = _steps(step, per_pass, policy, per_pass, overhead_s, record=waits)
-    steady_waits = waits[-len(raw.samples_s) :]
-    return raw, {
-        "examples_per_step": float(batch[0]),
-        "input_wait_s": float(sum(steady_waits)),
-        "loop_s": float(sum(raw.samples_s)),
-        "input_wait_median_s": sorted(steady_waits)[len(steady_waits) // 2],
-        "steps_per_pass": float(per_pass),
-    }
+    raw = _steps(loop.step, loop.per_pass, policy, loop.per_pass, overhead_s, record=loop.waits)
+    return raw, loop.metrics(raw.samples_s, loop.waits[-len(raw.samples_s) :])
+
+
+# ---------------------------------------------------------------- interleaved loops (issue 16)
+#
+# The ``both`` variants of one data set, net and batch (serial, prefetch, tf.py_function) are
+# compared with each other, so they are timed in one group (``workloads.interleave_groups``).
+# Not block by block as the steady train steps are: a prefetching pipeline keeps producing in
+# its own threads while the other variants take their turns, so on its next turn its buffer is
+# full and its first steps wait for nothing. Measured on this project's 2-core VM (load 0.9,
+# /tmp script in the #16 notes): after a 0.15 s pause the tf.py_function loop waited 0.5 ms per
+# step for at least 6 steps against 13 ms steady; a fresh iterator per turn instead made the
+# prefetch loop's steps 1.5-1.9x slower than steady (its threads refilling an empty buffer).
+# So each variant is measured in two halves, each a steady window of the loop as a user runs
+# it, in the order A B C | C B A (the first half's order shuffled, seeded; the second its
+# reverse): a drift linear in time hits every variant's pooled samples alike. The second half
+# starts on a fresh iterator warmed up over one pass (discarded), as the first half did, so no
+# half ever sees a buffer filled during another variant's turn. Each half stops at half the
+# case's rule (``_steady_done`` with half the steps and half the time); the pooled samples and
+# the steady waits of both halves make the case's figures; the telemetry window is the first
+# half's.
+
+
+def prepare(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> _Loop:
+    """One member of an interleaved group of loops: the model, the dataset and its iterator,
+    warmed up over one pass (the first step traces the train step: ``first_call_s``)."""
+    if spec.params.get("part") != "both":
+        raise ValueError(f"only the loop (part=both) is timed interleaved, not {spec.params.get('part')!r}")
+    loop = _Loop(spec, fw, policy)
+    loop.warmup_s = [loop.step() for _ in range(max(1, loop.per_pass))]
+    return loop
+
+
+def _half_done(n: int, total_s: float, policy: TimingPolicy, per_pass: int) -> bool:
+    if n >= MAX_STEPS // 2 or (total_s >= policy.max_time_s / 2 and n >= math.ceil(policy.min_samples / 2)):
+        return True
+    return total_s >= policy.min_time_s / 2 and n >= math.ceil(max(policy.min_samples, per_pass) / 2)
+
+
+def time_group(prepared: list[_Loop], fw, policy: TimingPolicy, overhead_s: float, before=None) -> list:
+    """The loops in two halves each, A B C | C B A (see the section comment): one
+    ``(Timing, metrics)`` per loop, or the exception it raised (the others go on)."""
+    import random
+
+    n = len(prepared)
+    first = list(range(n))
+    random.Random(0).shuffle(first)
+    samples: list[list[float]] = [[] for _ in prepared]
+    waits: list[list[float]] = [[] for _ in prepared]
+    telemetry: list = [None] * n
+    capped = [False] * n
+    errors: list[BaseException | None] = [None] * n
+    for turn, i in enumerate(first + first[::-1]):
+        loop = prepared[i]
+        if errors[i] is not None:
+            continue
+        if before is not None:
+            before(i)
+        try:
+            if turn >= n:  # the second half: a fresh iterator, warmed up over one pass
+                loop.it = iter(loop.ds)
+                for _ in range(max(1, loop.per_pass)):
+                    loop.step()
+            sampler = policy.window() if policy.window is not None and turn < n else None
+            if sampler is not None:
+                sampler.start()
+            got: list[float] = []
+            mark = len(loop.waits)
+            while not _half_done(len(got), sum(got), policy, loop.per_pass):
+                got.append(loop.step())
+            if sampler is not None:
+                telemetry[i] = sampler.stop()
+            samples[i] += got
+            waits[i] += loop.waits[mark:]
+            capped[i] = capped[i] or len(got) >= MAX_STEPS // 2 or sum(got) >= policy.max_time_s / 2
+        except Exception as e:  # this loop fails; the others go on
+            errors[i] = e
+        finally:
+            del loop.waits[:]  # only this half's steady waits were wanted
+    out: list = []
+    for i, loop in enumerate(prepared):
+        if errors[i] is not None:
+            out.append(errors[i])
+            continue
+        timing = Timing(
+            first_call_s=loop.warmup_s[0],
+            warmup_s=loop.warmup_s,
+            samples_s=samples[i],
+            number_per_sample=1,
+            overhead_s=overhead_s,
+            telemetry=telemetry[i],
+            stop_reason="time cap" if capped[i] else "min time",
+        )
+        metrics = loop.metrics(samples[i], waits[i])
+        metrics.update({"interleaved_with": float(n - 1), "interleave_rounds": 2.0})
+        out.append((timing, metrics))
+        loop.it = None  # its threads stop now, not when the child exits
+    return out
 
 
 def _run_stage(spec, fw, policy, overhead_s):
