@@ -14,7 +14,9 @@ One workload (``pipeline``), four kinds of case (the ``part`` parameter), all on
   train step, synchronize — every step timed, the time until the batch is on the device
   counted as *waiting for input*. XProf counts the same: the host waiting on
   ``IteratorGetNext`` plus host-to-device copies is "Input" (ANCHORS.md). Warm-up = the
-  first pass, as above; utilization telemetry is sampled over the steady steps.
+  first pass, as above; utilization telemetry is sampled over the steady steps. The ``both``
+  variants of one child are compared with each other and timed interleaved, in two halves
+  each (A B C | C B A: :func:`time_group`, issue 16).
 - ``stage`` — one stage of the TFRecord version (read, parse, normalize, augment, batch) in
   isolation: its input is the output of the stages before it, run once and cached in memory,
   so only this stage's work is timed; one sample = one pass over up to ``STAGE_IMAGES``
@@ -334,7 +336,7 @@ def _run_both(spec, fw, policy, overhead_s):
 # Not block by block as the steady train steps are: a prefetching pipeline keeps producing in
 # its own threads while the other variants take their turns, so on its next turn its buffer is
 # full and its first steps wait for nothing. Measured on this project's 2-core VM (load 0.9,
-# /tmp script in the #16 notes): after a 0.15 s pause the tf.py_function loop waited 0.5 ms per
+# quick size, tiny net; the script is kept with the issue-16 notes): after a 0.15 s pause the tf.py_function loop waited 0.5 ms per
 # step for at least 6 steps against 13 ms steady; a fresh iterator per turn instead made the
 # prefetch loop's steps 1.5-1.9x slower than steady (its threads refilling an empty buffer).
 # So each variant is measured in two halves, each a steady window of the loop as a user runs
