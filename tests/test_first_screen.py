@@ -293,3 +293,26 @@ def test_tables_fold_long_names_instead_of_cutting_them():
     assert "…" not in text
     cells = [line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│")]
     assert "".join(cells).replace(" ", "") == name  # the whole name, folded over lines
+
+
+def test_first_screen_claims_are_no_surer_than_two_processes_of_the_run_agree(monkeypatch):
+    """#16: the first screen's pipeline claim is widened by the record's between-process spread,
+    as the fix table's are: without it, this busy recorded run's py_function fix read 2.8-8.1x
+    on the first screen and 1.1-21x in the table. A spread that large makes it unclear."""
+    from whichdevice.analysis.compare import process_sd
+    from whichdevice.present import firstscreen
+
+    record = load_run(DATA / "run_cpu_2core_budget300.json")
+    v = suite_verdict(record)
+
+    def pyfunc(spread):
+        monkeypatch.setattr(firstscreen, "process_sd", lambda _record: spread)
+        fs = first_screen(record, v)
+        return next((c.claim for c in fs.changes if c.kind == "pyfunc"), None), fs.unclear
+
+    own, _ = pyfunc(process_sd(record))
+    narrow, _ = pyfunc(None)
+    assert own is not None and narrow is not None
+    assert own.lo < narrow.lo and own.hi > narrow.hi  # the record's spread widens it
+    gone, unclear = pyfunc(3.0)
+    assert gone is None and "TF ops instead of tf.py_function" in unclear

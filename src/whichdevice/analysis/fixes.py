@@ -49,7 +49,7 @@ class FixResult:
         return f"{who} {self.fix} {self.baseline_value} -> {self.variant_value}: {verdict} per sample ({self.where})"
 
 
-def _per_sample(r: CaseResult) -> Timing:
+def per_sample(r: CaseResult) -> Timing:
     """The timing scaled to seconds per sample (when the case says how many per step)."""
     n = r.metrics.get("samples_per_step")
     t = r.timing
@@ -86,7 +86,7 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value, *, ignore: tuple[str, 
         for var in ok:
             if var is base or var.spec.params[fix] == baseline_value or rest(var) != rest(base):
                 continue
-            comp = compare("before", _per_sample(base), "after", _per_sample(var), process_sd=spread)
+            comp = compare("before", per_sample(base), "after", per_sample(var), process_sd=spread)
             ctx = {k: v for k, v in base.spec.params.items() if k != fix and k not in ignore}
             if len({r.spec.framework for r in ok}) > 1:  # name it when frameworks sit side by side
                 ctx = {"framework": base.spec.framework, **ctx}

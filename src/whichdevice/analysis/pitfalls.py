@@ -26,7 +26,7 @@ import statistics
 from dataclasses import dataclass
 
 from whichdevice.analysis.compare import compare
-from whichdevice.analysis.fixes import _per_sample
+from whichdevice.analysis.fixes import per_sample
 from whichdevice.core.records import CaseResult, RunRecord
 
 PITFALLS = ("first_epoch", "no_sync", "sync_each", "one_thread", "xla_one_device", "small_batch")
@@ -196,7 +196,7 @@ def analyze_pitfalls(record: RunRecord) -> list[PitfallRow]:
                 )
             )
         if none10 and big:
-            a, b = _per_sample(none10), _per_sample(big)
+            a, b = per_sample(none10), per_sample(big)
             c = compare("right", b, "wrong", a)
             rows.append(
                 PitfallRow(

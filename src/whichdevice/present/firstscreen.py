@@ -14,7 +14,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from whichdevice.analysis import quality
-from whichdevice.analysis.fixes import FixResult, ab_fixes
+from whichdevice.analysis.fixes import FixResult, ab_fixes, per_sample
+from whichdevice.analysis.compare import compare, process_sd
 from whichdevice.analysis.significance import Claim, from_samples
 from whichdevice.analysis.suite import SuiteVerdict
 from whichdevice.core.records import CaseResult, RunRecord
@@ -83,11 +84,6 @@ class FirstScreen:
 # ------------------------------------------------------------------ claims from the record
 
 
-def _per_sample(r: CaseResult) -> list[float]:
-    n = r.metrics.get("samples_per_step") or 1
-    return [s / n for s in r.timing.samples_s] if r.timing else []
-
-
 def _find(record: RunRecord, device: str, params: dict) -> CaseResult | None:
     for r in record.results:
         if r.status == "ok" and r.timing is not None and r.spec.device == device and r.spec.params == params:
@@ -109,7 +105,7 @@ def fix_claim(record: RunRecord, f: FixResult) -> Claim | None:
         var = var or _find_loose(record, f, f.variant_value)
     if base is None or var is None:
         return None
-    return from_samples(_per_sample(base), _per_sample(var))
+    return compare("before", per_sample(base), "after", per_sample(var), process_sd=process_sd(record)).claim
 
 
 def _find_loose(record: RunRecord, f: FixResult, value) -> CaseResult | None:
@@ -122,13 +118,11 @@ def _find_loose(record: RunRecord, f: FixResult, value) -> CaseResult | None:
     return None
 
 
-def _pipeline_claim(a, b) -> Claim:
-    own = getattr(a, "rounds", None)
-    if own is not None:
-        from whichdevice.analysis.compare import compare
-
-        return compare("a", a, "b", b).claim
-    return from_samples(a.samples_s, b.samples_s)
+def _pipeline_claim(a, b, spread: float | None) -> Claim:
+    """a vs b, no surer than two processes of the run agree (``spread``: compare.process_sd)."""
+    if getattr(a, "rounds", None) is not None:
+        return compare("a", a, "b", b, process_sd=spread).claim
+    return from_samples(a.samples_s, b.samples_s, process_sd=spread)
 
 
 def _helps(c: Claim | None) -> bool:
@@ -237,6 +231,7 @@ def _changes(record: RunRecord, v: SuiteVerdict, seed_batch: int) -> tuple[list[
                 helped.append(_change(kind, f, c, f"{f.device}, {where(f)}", names.source_key(f.context)))
             else:
                 unclear[_UNCLEAR_NAME[kind]] = None
+    spread = process_sd(record)  # the run's between-process spread: the fix table's claims use it too
     for rep in v.pipelines:  # the image pipeline: serial -> prefetch, py_function -> TF ops
         rows = {r.variant: r for r in rep.rows}
         tf_ops, py, serial = rows.get("prefetch"), rows.get("pyfunc"), rows.get("serial")
@@ -250,7 +245,7 @@ def _changes(record: RunRecord, v: SuiteVerdict, seed_batch: int) -> tuple[list[
                 ("pipeline alone, per batch", a.pipeline, b.pipeline),
             ):
                 if ta is not None and tb is not None:
-                    c = _pipeline_claim(ta, tb)
+                    c = _pipeline_claim(ta, tb, spread)
                     if _helps(c):
                         helped.append(_change(kind, None, c, f"{rep.device}, {pipe_name}, {part}", "seed003"))
                     else:
