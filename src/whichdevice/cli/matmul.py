@@ -49,9 +49,11 @@ def matmul(
     device: Optional[str] = typer.Option(
         None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."
     ),
-    quick: bool = typer.Option(False, "--quick", help="Sizes up to 2000 and shorter points (~30 s on 2 cores)."),
+    quick: bool = typer.Option(False, "--quick", help="Sizes up to 2000 (~20 s on 2 cores)."),
     min_time: Optional[str] = typer.Option(
-        None, "--min-time", help="Seconds of steady samples per point (default 0.2; 0.05 with --quick)."
+        None,
+        "--min-time",
+        help="Seconds of steady samples per point at least (default 0.05; then until the median is within 5 %, at most 1 s).",
     ),
     cpu_threads: Optional[str] = typer.Option(
         None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."
