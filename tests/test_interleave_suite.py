@@ -348,3 +348,23 @@ def test_steady_steps_interleaved_in_a_real_child(tmp_path):
         assert 0 < r.metrics["input_wait_s"] < r.metrics["loop_s"] == pytest.approx(sum(r.timing.samples_s))
     starts = [x["key"] for x in lines if x["type"] == "start"]
     assert starts[:2] == [c.key for c in cases[:2]] and len(starts) >= 2 + 10 + 2 + 4
+
+
+def test_a_native_crash_inside_a_group_is_recorded_and_the_run_goes_on(monkeypatch):
+    # The real runner and child (numpy: no framework import to wait for). The group's second
+    # member aborts the child (SIGABRT, as a crashing native library does) while being set up:
+    # the parent records a crash, restarts a child with the cases left, and the case after the
+    # group is measured. (numpy has no train step: the unharmed member fails on its own, which is
+    # why this test checks results exist, not which member the crash is laid on.)
+    from whichdevice.measure import runner
+    from whichdevice.workloads.matmul import build_cases
+
+    monkeypatch.setenv("WHICHDEVICE_FAULT", "abort:batch=32")
+    steady = [_spec(8), _spec(32)]
+    after = build_cases("numpy", "CPU:0", [8], ["steady"], "float32")
+    policy = {"min_time_s": 0.01, "telemetry_period_s": None}
+    out = runner.run_job(runner.Job("numpy", "CPU:0", "cpu", [*steady, *after], policy=policy), case_timeout_s=60)
+    by_key = {r.spec.key: r for r in out.results}
+    assert sorted(by_key) == sorted(c.key for c in [*steady, *after])  # one result each
+    assert by_key[steady[1].key].failure == "crash" and "SIGABRT" in by_key[steady[1].key].error
+    assert by_key[after[0].key].status == "ok"
