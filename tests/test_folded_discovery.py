@@ -71,5 +71,5 @@ def test_the_reasons_are_the_users_not_the_env_the_parent_set_for_the_cpu_child(
     job = runner.Job("torch", "CPU:0", "cpu", [], policy=QUICK, report_devices=True)
     out = runner.run_job(job, case_timeout_s=120)
     reasons = out.discovery["no_gpu_reasons"]
-    assert experiment.NO_DRIVER in reasons
+    assert nvidia.NO_DRIVER in reasons
     assert any("CUDA_VISIBLE_DEVICES='-1'" in r for r in reasons) == (users == "-1"), reasons

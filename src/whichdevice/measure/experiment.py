@@ -53,9 +53,6 @@ def require_installed(framework: str) -> None:
             raise UsageError("--framework", f"{what} is not installed in this Python", f"Install it: {hint}.")
 
 
-NO_DRIVER = "no NVIDIA driver found (no nvidia-smi, no /proc/driver/nvidia)"
-
-
 def needs_discovery_child(framework: str) -> bool:
     """False where the parent can tell, without importing the framework, that only the CPU
     exists for it: numpy; or Linux without an NVIDIA driver (every GPU build of TensorFlow,
@@ -77,7 +74,7 @@ def discover(framework: str, timeout_s: float = runner.DEFAULT_STARTUP_TIMEOUT_S
         return Discovery(
             framework=FrameworkInfo(name=framework, version=_dist_version(framework)),
             devices=[DeviceInfo(name="CPU:0", kind="cpu", description=cpu_model())],
-            no_gpu_reasons=[] if framework == "numpy" else [NO_DRIVER],
+            no_gpu_reasons=[] if framework == "numpy" else [nvidia.NO_DRIVER],
             import_s=0.0,
             provisional=True,
         )

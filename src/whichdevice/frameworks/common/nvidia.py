@@ -31,6 +31,9 @@ def smi_query() -> list[dict[str, str]]:
     return rows
 
 
+NO_DRIVER = "no NVIDIA driver found (no nvidia-smi, no /proc/driver/nvidia)"
+
+
 def driver_present() -> bool:
     return Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi") is not None
 

@@ -88,5 +88,5 @@ def no_gpu_reasons() -> list[str]:
     if hidden:
         reasons.append(hidden)
     if platform.system() == "Linux" and not _nvidia.driver_present():
-        reasons.append("no NVIDIA driver found (no nvidia-smi, no /proc/driver/nvidia)")
+        reasons.append(_nvidia.NO_DRIVER)
     return reasons or ["JAX found no usable GPU (run python -c 'import jax; print(jax.devices())' to see why)"]

@@ -8,7 +8,7 @@ from importlib import metadata
 
 import tensorflow as tf
 
-from whichdevice.frameworks.common.nvidia import driver_present, hidden_by_env, smi_query
+from whichdevice.frameworks.common.nvidia import NO_DRIVER, driver_present, hidden_by_env, smi_query
 from whichdevice.core.machine import cpu_model
 from whichdevice.core.records import DeviceInfo, FrameworkInfo
 
@@ -76,7 +76,7 @@ def no_gpu_reasons() -> list[str]:
         reasons.append("TensorFlow has no CUDA on macOS (the tensorflow-metal plugin adds Apple GPUs)")
     has_driver = driver_present()
     if not has_driver and system == "Linux":
-        reasons.append("no NVIDIA driver found (no nvidia-smi, no /proc/driver/nvidia)")
+        reasons.append(NO_DRIVER)
     elif has_driver and not reasons:
         reasons.append(
             "an NVIDIA driver is present but TensorFlow found no usable GPU: CUDA/cuDNN libraries "

@@ -63,5 +63,5 @@ def no_gpu_reasons() -> list[str]:
     if hidden:
         reasons.append(hidden)
     if platform.system() == "Linux" and not _nvidia.driver_present():
-        reasons.append("no NVIDIA driver found (no nvidia-smi, no /proc/driver/nvidia)")
+        reasons.append(_nvidia.NO_DRIVER)
     return reasons or ["torch found no usable GPU (python -c 'import torch; torch.cuda.init()' says why)"]
