@@ -368,3 +368,28 @@ def test_a_native_crash_inside_a_group_is_recorded_and_the_run_goes_on(monkeypat
     assert sorted(by_key) == sorted(c.key for c in [*steady, *after])  # one result each
     assert by_key[steady[1].key].failure == "crash" and "SIGABRT" in by_key[steady[1].key].error
     assert by_key[after[0].key].status == "ok"
+
+
+@pytest.mark.tf
+def test_a_crash_in_a_group_is_laid_on_the_member_that_was_running(monkeypatch):
+    # TensorFlow's steady steps at batch 8 and 32 form one group; the child aborts (SIGABRT) while
+    # setting up batch 32, after batch 8's set-up. The parent lays the crash on batch 32 (the last
+    # case the child started), not on the group's first unfinished member, and batch 8 is measured
+    # in the restarted child.
+    from whichdevice.measure import runner
+
+    monkeypatch.setenv("WHICHDEVICE_FAULT", "abort:batch=32")
+    cases = [
+        CaseSpec(
+            workload="train",
+            framework="tensorflow",
+            device="CPU:0",
+            params={"kind": "steady", "model": "seed001", "batch": b, "sync": "none"},
+        )
+        for b in (8, 32)
+    ]
+    policy = {"min_time_s": 0.02, "max_time_s": 0.3, "telemetry_period_s": None}
+    out = runner.run_job(runner.Job("tensorflow", "CPU:0", "cpu", cases, policy=policy), case_timeout_s=120)
+    by_batch = {r.spec.params["batch"]: r for r in out.results}
+    assert by_batch[32].failure == "crash" and "SIGABRT" in by_batch[32].error
+    assert by_batch[8].status == "ok", by_batch[8].error

@@ -150,7 +150,7 @@ def run_job(
                     }
                 )
             )
-            said_hello, done, stopped, returncode, current_s, err_from = _run_child(
+            said_hello, done, stopped, returncode, current_s, err_from, last_started = _run_child(
                 job_path,
                 out_path,
                 err_path,
@@ -178,9 +178,11 @@ def run_job(
                 for spec in unfinished:
                     _fail(outcome, spec, f"{failures.NOT_STARTED_PREFIX} {reason}", "not_started", 0.0, on_result)
                 return outcome
-            first = unfinished[0]
+            # The case that was running: the last one started (a group of interleaved cases starts
+            # each member in turn, so it need not be the first unfinished one).
+            first = next((c for c in unfinished if c.key == last_started), unfinished[0])
             _fail(outcome, first, reason, kind, current_s, on_result)
-            remaining = unfinished[1:]
+            remaining = [c for c in unfinished if c is not first]
             if not remaining:
                 return outcome
 
@@ -212,10 +214,10 @@ def _run_child(
     is_discovery: bool,
     on_session: Callable[[Session], None] | None = None,
     memory_limit_bytes: int | None = None,
-) -> tuple[bool, dict[str, float], tuple[str, failures.FailureKind] | None, int | None, float, int]:
+) -> tuple[bool, dict[str, float], tuple[str, failures.FailureKind] | None, int | None, float, int, str | None]:
     """One child process, read as it streams; returns (said hello, finished keys with their
     wall time, why the parent stopped it, its return code, how long its unfinished case had
-    run, the stderr offset where that case started)."""
+    run, the stderr offset where that case started, the key of the last case it started)."""
     env = {**os.environ, **env_extra, "PYTHONUNBUFFERED": "1"}
     out_path.touch()
     with open(err_path, "wb") as err:
@@ -233,6 +235,7 @@ def _run_child(
     case_started: float | None = None
     memory = child.memory
     err_from = 0  # stderr's size when the current case started
+    last_started: str | None = None
     stopped: tuple[str, failures.FailureKind] | None = None  # why the parent ended the child
     current_s: float | None = None  # how long the unfinished case had run when the child ended
     pos = 0
@@ -261,6 +264,7 @@ def _run_child(
                             on_session(outcome.session)
                 elif kind == "start":
                     case_started = time.monotonic()
+                    last_started = msg["key"]
                     err_from = msg.get("stderr_at") or 0
                     if on_start:
                         on_start(msg["key"])
@@ -307,4 +311,4 @@ def _run_child(
         raise
     if case_started is not None and current_s is None:
         current_s = time.monotonic() - case_started
-    return said_hello, done, stopped, proc.returncode, current_s or 0.0, err_from
+    return said_hello, done, stopped, proc.returncode, current_s or 0.0, err_from, last_started
