@@ -24,6 +24,7 @@ from rich.progress import (
 )
 
 from whichdevice.cli.base import app, console, err_console  # noqa: F401  (re-exported for the commands)
+from whichdevice.cli.options import DEFAULT_OUT, MEMORY_LIMIT_HELP  # noqa: F401  (re-exported)
 from whichdevice.measure import experiment, history, session
 from whichdevice.core import records, safeio
 from whichdevice.core.errors import UsageError
@@ -31,11 +32,6 @@ from whichdevice.measure import journal
 from whichdevice.measure.journal import Journal, JournalState, journal_path
 
 
-DEFAULT_OUT = Path("whichdevice-results")
-MEMORY_LIMIT_HELP = (
-    "GiB the measuring process may hold before its case is stopped and recorded as out of memory "
-    "(default: 90% of RAM, or of the container's limit when lower)."
-)
 MAX_MATMUL_N = 32768  # two float32 operands + result = 12 GiB: beyond that, not a laptop question
 
 

@@ -1,0 +1,140 @@
+"""The options the measuring commands share, each defined once (issue #15): ``--device``,
+``--resume`` or ``--memory-limit`` has one name, one default and one help text in every
+command that takes it, and a command passes only the word that differs ("one probe" where
+the others say "one case").
+
+Each factory returns a new ``typer.Option`` for a command's signature::
+
+    device: Optional[str] = device_option(),
+    case_timeout: str = case_timeout_option(300, "probe"),
+
+The type `--help` shows comes from ``cli/base.py``'s METAVARS, keyed by the option's name,
+as for every other option. Numeric options are read as text (``Optional[str]``) and checked
+by ``core/validate.py``, so that bad input gets this tool's one line rather than click's.
+
+Imports typer only: the command modules that use it import ``cli/common.py`` anyway, but
+nothing here may pull the records, the journal or a framework into ``--help``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+DEFAULT_OUT = Path("whichdevice-results")
+MEMORY_LIMIT_HELP = (
+    "GiB the measuring process may hold before its case is stopped and recorded as out of memory "
+    "(default: 90% of RAM, or of the container's limit when lower)."
+)
+FRAMEWORK_HELP = "Framework to measure (tensorflow)."
+
+
+def _listed(items: tuple[str, ...]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def device_option() -> Any:
+    return typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device.")
+
+
+def framework_option(help: str = FRAMEWORK_HELP, default: str = "tensorflow") -> Any:
+    """``--framework``: what it accepts differs by command, so each says it in ``help``."""
+    return typer.Option(default, "--framework", help=help)
+
+
+def quick_option(help: str) -> Any:
+    """``--quick``: ``help`` says what it reduces, and how long the run then takes."""
+    return typer.Option(False, "--quick", help=help)
+
+
+def min_time_option(per: str, default: float, quick: float | None = None, note: str | None = None) -> Any:
+    """``--min-time``: "Seconds of steady samples per {per} (default {default}; {quick} with
+    --quick; {note})." — ``default`` and ``quick`` are the values the command falls back on."""
+    said = [f"default {default:g}"]
+    if quick is not None:
+        said.append(f"{quick:g} with --quick")
+    if note is not None:
+        said.append(note)
+    return typer.Option(None, "--min-time", help=f"Seconds of steady samples per {per} ({'; '.join(said)}).")
+
+
+def cpu_threads_option(limits: str = "the CPU run") -> Any:
+    return typer.Option(None, "--cpu-threads", help=f"Limit {limits} to N threads (default: all cores).")
+
+
+def memory_limit_option() -> Any:
+    return typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP)
+
+
+def case_timeout_option(default_s: float, case: str = "case") -> Any:
+    """``--case-timeout`` with the command's default; ``case`` names what one case is to the
+    user ("probe", "point", "device's run")."""
+    return typer.Option(
+        f"{default_s:g}",
+        "--case-timeout",
+        help=f"Seconds one {case} may take before it is killed and recorded as failed.",
+    )
+
+
+def out_option(*writes: str) -> Any:
+    """``--out``: the folder for the JSON record and what else the command ``writes`` there."""
+    return typer.Option(DEFAULT_OUT, "--out", help=f"Folder for {_listed(('the JSON record', *writes))}.")
+
+
+def json_option(command: str) -> Any:
+    """``--json``: the record's path instead of ``OUT/<command>-<time>.json``."""
+    return typer.Option(None, "--json", help=f"Write the JSON record here instead of OUT/{command}-<time>.json.")
+
+
+def resume_option(run: str = "run", kept: str | None = "cases") -> Any:
+    """``--resume``: ``run`` is what was interrupted ("run", "sweep"); ``kept`` what of it is
+    not measured again (None: the command does not say)."""
+    reused = f"Its options are reused; finished {kept} are kept." if kept else "Its options are reused."
+    return typer.Option(
+        None,
+        "--resume",
+        help=f"Finish an interrupted {run}: its .partial.jsonl journal (or the folder holding it). {reused}",
+    )
+
+
+def linear_option() -> Any:
+    return typer.Option(False, "--linear", help="Linear axes in the plot (default log-log).")
+
+
+def verbose_option(help: str) -> Any:
+    return typer.Option(False, "--verbose", "-v", help=help)
+
+
+def quiet_option() -> Any:
+    return typer.Option(False, "--quiet", "-q", help="Print only where the record and the report are.")
+
+
+def json_out_option() -> Any:
+    return typer.Option(
+        None, "--json-out", help="'-': write the JSON record to stdout, everything else to stderr (for scripts)."
+    )
+
+
+def resume_if_asked(
+    ctx: typer.Context, resume: Path | None, experiment: str, plan_cls: type, run: Callable[[Any, Any], None]
+) -> bool:
+    """A measuring command's first lines: refuse other options given with ``--resume``; with
+    it, read the interrupted run's plan and journal and ``run(plan, resumed)`` them. True when
+    it ran (the command returns), False for a new run::
+
+        if resume_if_asked(ctx, resume, "train", TrainPlan, run_train):
+            return
+    """
+    # Imported here, not at the top: cli/common imports the journal and pydantic (see above).
+    from whichdevice.cli.common import read_plan, reject_options_with_resume
+
+    reject_options_with_resume(ctx)
+    if resume is None:
+        return False
+    plan, resumed = read_plan(resume, experiment, plan_cls)
+    run(plan, resumed)
+    return True
