@@ -18,8 +18,6 @@ from whichdevice.workloads import userfile
 from whichdevice.analysis import quality
 from whichdevice.analysis.pipeline import analyze_pipeline, block_timed, step_jitter_note
 from whichdevice.cli.common import (
-    DEFAULT_OUT,
-    MEMORY_LIMIT_HELP,
     REPORTERS,
     app,
     command_line,
@@ -27,10 +25,21 @@ from whichdevice.cli.common import (
     err_console,
     open_journal,
     measure_with_progress,
-    read_plan,
-    reject_options_with_resume,
     stamp,
     write_record,
+)
+from whichdevice.cli.options import (
+    case_timeout_option,
+    cpu_threads_option,
+    device_option,
+    framework_option,
+    json_option,
+    memory_limit_option,
+    min_time_option,
+    out_option,
+    quick_option,
+    resume_if_asked,
+    resume_option,
 )
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
@@ -126,49 +135,26 @@ def pipeline(
     data: Optional[str] = typer.Option(
         None, "--data", help="Your input: FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (needs --model)."
     ),
-    device: Optional[str] = typer.Option(
-        None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."
+    device: Optional[str] = device_option(),
+    quick: bool = quick_option(
+        f"{wl.QUICK_IMAGES} images of {wl.QUICK_SIZE}x{wl.QUICK_SIZE}, {QUICK_MIN_TIME_S:g} s per point: under 60 s on 2 cores."
     ),
-    quick: bool = typer.Option(
-        False,
-        "--quick",
-        help=f"{wl.QUICK_IMAGES} images of {wl.QUICK_SIZE}x{wl.QUICK_SIZE}, {QUICK_MIN_TIME_S:g} s per point: under 60 s on 2 cores.",
-    ),
-    min_time: Optional[str] = typer.Option(
-        None,
-        "--min-time",
-        help=f"Seconds of steady samples per measurement (default 0.2; {QUICK_MIN_TIME_S:g} with --quick).",
-    ),
-    cpu_threads: Optional[str] = typer.Option(
-        None, "--cpu-threads", help="Limit TensorFlow to N threads (default: all cores)."
-    ),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    case_timeout: str = typer.Option(
-        "600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."
-    ),
-    framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
-    out: Path = typer.Option(
-        DEFAULT_OUT, "--out", help="Folder for the JSON record, the PNG plot and the HTML report."
-    ),
-    json_path: Optional[Path] = typer.Option(
-        None, "--json", help="Write the JSON record here instead of OUT/pipeline-<time>.json."
-    ),
+    min_time: Optional[str] = min_time_option("measurement", 0.2, quick=QUICK_MIN_TIME_S),
+    cpu_threads: Optional[str] = cpu_threads_option("TensorFlow"),
+    memory_limit: Optional[str] = memory_limit_option(),
+    case_timeout: str = case_timeout_option(600),
+    framework: str = framework_option(),
+    out: Path = out_option("the PNG plot", "the HTML report"),
+    json_path: Optional[Path] = json_option("pipeline"),
     trace: Optional[Path] = typer.Option(
         None,
         "--trace",
         help="Profile each variant's training loop over its steady steps only (not warm-up) into this folder; open with: tensorboard --logdir DIR (Profile tab).",
     ),
-    resume: Optional[Path] = typer.Option(
-        None,
-        "--resume",
-        help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
-    ),
+    resume: Optional[Path] = resume_option(),
 ) -> None:
     """Seed 003: input pipeline alone, model alone, both — waiting-for-input share, variant ladder, slowest stage."""
-    reject_options_with_resume(ctx)
-    if resume is not None:
-        plan, resumed = read_plan(resume, "pipeline", PipelinePlan)
-        run_pipeline(plan, resumed)
+    if resume_if_asked(ctx, resume, "pipeline", PipelinePlan, run_pipeline):
         return
     fw = parse_choice(framework, "--framework", PIPELINE_FRAMEWORKS)
     n_images = parse_positive_int(images, "--images", "512", maximum=MAX_IMAGES) or (
