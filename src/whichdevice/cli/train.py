@@ -18,19 +18,29 @@ from whichdevice.workloads import userfile
 from whichdevice.analysis import quality
 from whichdevice.analysis.train import analyze_training
 from whichdevice.cli.common import (
-    DEFAULT_OUT,
-    MEMORY_LIMIT_HELP,
     REPORTERS,
     app,
     console,
     command_line,
     err_console,
     open_journal,
-    read_plan,
-    reject_options_with_resume,
     stamp,
     measure_with_progress,
     write_record,
+)
+from whichdevice.cli.options import (
+    case_timeout_option,
+    cpu_threads_option,
+    device_option,
+    framework_option,
+    json_option,
+    linear_option,
+    memory_limit_option,
+    min_time_option,
+    out_option,
+    quick_option,
+    resume_if_asked,
+    resume_option,
 )
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
@@ -126,30 +136,18 @@ def train(
         "--parts",
         help="Which measurements: create (seed 001 ex1), loop (custom tf.function loops), fit (model.fit), sync (.numpy() every step vs not), sweep (batch sizes).",
     ),
-    device: Optional[str] = typer.Option(
-        None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."
+    device: Optional[str] = device_option(),
+    quick: bool = quick_option(
+        "Reduced sizes (ex3 on 10,000 samples, 6 batch sizes, short points): < 60 s on 2 cores."
     ),
-    quick: bool = typer.Option(
-        False, "--quick", help="Reduced sizes (ex3 on 10,000 samples, 6 batch sizes, short points): < 60 s on 2 cores."
-    ),
-    min_time: Optional[str] = typer.Option(
-        None,
-        "--min-time",
-        help="Seconds of steady samples per sweep / creation point (default 0.2; 0.05 with --quick).",
-    ),
-    cpu_threads: Optional[str] = typer.Option(
-        None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."
-    ),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    case_timeout: str = typer.Option(
-        "600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."
-    ),
-    framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
-    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
-    json_path: Optional[Path] = typer.Option(
-        None, "--json", help="Write the JSON record here instead of OUT/train-<time>.json."
-    ),
-    linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
+    min_time: Optional[str] = min_time_option("sweep / creation point", 0.2, quick=QUICK_MIN_TIME_S),
+    cpu_threads: Optional[str] = cpu_threads_option(),
+    memory_limit: Optional[str] = memory_limit_option(),
+    case_timeout: str = case_timeout_option(600),
+    framework: str = framework_option(),
+    out: Path = out_option("the PNG plot"),
+    json_path: Optional[Path] = json_option("train"),
+    linear: bool = linear_option(),
     trace: Optional[Path] = typer.Option(
         None,
         "--trace",
@@ -160,17 +158,10 @@ def train(
         "--precision",
         help="Also train with these Keras precision policies, side by side: float32,mixed_float16,mixed_bfloat16.",
     ),
-    resume: Optional[Path] = typer.Option(
-        None,
-        "--resume",
-        help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
-    ),
+    resume: Optional[Path] = resume_option(),
 ) -> None:
     """Seeds 001/002 (or --model): warm-up vs steady steps, break-even, sync cost, batch-size crossover."""
-    reject_options_with_resume(ctx)
-    if resume is not None:
-        plan, resumed = read_plan(resume, "train", TrainPlan)
-        run_train(plan, resumed)
+    if resume_if_asked(ctx, resume, "train", TrainPlan, run_train):
         return
     fw = parse_choice(framework, "--framework", TRAIN_FRAMEWORKS)
     part_list = parse_choice_list(parts, "--parts", PARTS)
