@@ -24,8 +24,6 @@ from whichdevice.core import records
 from whichdevice.analysis.calibration import profile_from_record
 from whichdevice.cli.common import (
     find_devices,
-    DEFAULT_OUT,
-    MEMORY_LIMIT_HELP,
     REPORTERS,
     app,
     command_line,
@@ -34,10 +32,20 @@ from whichdevice.cli.common import (
     err_console,
     measure_with_progress,
     open_journal,
-    read_plan,
-    reject_options_with_resume,
     stamp,
     write_record,
+)
+from whichdevice.cli.options import (
+    case_timeout_option,
+    cpu_threads_option,
+    device_option,
+    framework_option,
+    json_option,
+    memory_limit_option,
+    min_time_option,
+    out_option,
+    resume_if_asked,
+    resume_option,
 )
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
@@ -96,35 +104,18 @@ def calibrate(
     name: Optional[str] = typer.Option(
         None, "--name", help="Profile name for `predict --profile NAME` (default: this host's name)."
     ),
-    device: Optional[str] = typer.Option(
-        None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."
-    ),
-    min_time: Optional[str] = typer.Option(
-        None, "--min-time", help=f"Seconds of steady samples per probe point (default {DEFAULT_MIN_TIME_S:g})."
-    ),
-    cpu_threads: Optional[str] = typer.Option(
-        None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."
-    ),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    case_timeout: str = typer.Option(
-        "120", "--case-timeout", help="Seconds one probe may take before it is killed and recorded as failed."
-    ),
-    framework: str = typer.Option("tensorflow", "--framework", help="Framework to calibrate (tensorflow)."),
-    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the profile and the plot."),
-    json_path: Optional[Path] = typer.Option(
-        None, "--json", help="Write the JSON record here instead of OUT/calibrate-<time>.json."
-    ),
-    resume: Optional[Path] = typer.Option(
-        None,
-        "--resume",
-        help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished probes are kept.",
-    ),
+    device: Optional[str] = device_option(),
+    min_time: Optional[str] = min_time_option("probe point", DEFAULT_MIN_TIME_S),
+    cpu_threads: Optional[str] = cpu_threads_option(),
+    memory_limit: Optional[str] = memory_limit_option(),
+    case_timeout: str = case_timeout_option(120, "probe"),
+    framework: str = framework_option("Framework to calibrate (tensorflow)."),
+    out: Path = out_option("the profile", "the plot"),
+    json_path: Optional[Path] = json_option("calibrate"),
+    resume: Optional[Path] = resume_option(kept="probes"),
 ) -> None:
     """Measure this machine's per-op, copy, matmul and memory costs into a device profile."""
-    reject_options_with_resume(ctx)
-    if resume is not None:
-        plan, resumed = read_plan(resume, "calibrate", CalibratePlan)
-        run_calibrate(plan, resumed)
+    if resume_if_asked(ctx, resume, "calibrate", CalibratePlan, run_calibrate):
         return
     fw = parse_choice(framework, "--framework", CALIBRATE_FRAMEWORKS)
     profile_name = check_name(
