@@ -17,18 +17,26 @@ from whichdevice.analysis import quality
 from whichdevice.analysis.pitfalls import PitfallRow, analyze_pitfalls
 from whichdevice.cli.common import (
     find_devices,
-    DEFAULT_OUT,
-    MEMORY_LIMIT_HELP,
     REPORTERS,
     app,
     command_line,
     console,
     measure_with_progress,
     open_journal,
-    read_plan,
-    reject_options_with_resume,
     stamp,
     write_record,
+)
+from whichdevice.cli.options import (
+    case_timeout_option,
+    device_option,
+    framework_option,
+    json_option,
+    memory_limit_option,
+    min_time_option,
+    out_option,
+    quick_option,
+    resume_if_asked,
+    resume_option,
 )
 from whichdevice.measure.journal import JournalState
 from whichdevice.present import html, terminal
@@ -65,35 +73,20 @@ class PitfallsPlan:
 @app.command()
 def pitfalls(
     ctx: typer.Context,
-    device: Optional[str] = typer.Option(
-        None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."
+    device: Optional[str] = device_option(),
+    quick: bool = quick_option(
+        f"Shorter points ({QUICK_MIN_TIME_S:g} s of steady samples, 2 epochs): < 60 s on 2 cores."
     ),
-    quick: bool = typer.Option(
-        False, "--quick", help="Shorter points (0.05 s of steady samples, 2 epochs): < 60 s on 2 cores."
-    ),
-    min_time: Optional[str] = typer.Option(
-        None, "--min-time", help="Seconds of steady samples per point (default 0.2; 0.05 with --quick)."
-    ),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    case_timeout: str = typer.Option(
-        "300", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."
-    ),
-    framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
-    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the HTML report."),
-    json_path: Optional[Path] = typer.Option(
-        None, "--json", help="Write the JSON record here instead of OUT/pitfalls-<time>.json."
-    ),
-    resume: Optional[Path] = typer.Option(
-        None,
-        "--resume",
-        help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
-    ),
+    min_time: Optional[str] = min_time_option("point", MIN_TIME_S, quick=QUICK_MIN_TIME_S),
+    memory_limit: Optional[str] = memory_limit_option(),
+    case_timeout: str = case_timeout_option(300),
+    framework: str = framework_option(),
+    out: Path = out_option("the HTML report"),
+    json_path: Optional[Path] = json_option("pitfalls"),
+    resume: Optional[Path] = resume_option(),
 ) -> None:
     """Each timing mistake (first epoch, no sync, sync every step, one CPU thread, XLA on one device, tiny batch) next to the correct measurement, with the distortion as a ratio."""  # noqa: E501
-    reject_options_with_resume(ctx)
-    if resume is not None:
-        plan, resumed = read_plan(resume, "pitfalls", PitfallsPlan)
-        run_pitfalls(plan, resumed)
+    if resume_if_asked(ctx, resume, "pitfalls", PitfallsPlan, run_pitfalls):
         return
     fw = parse_choice(framework, "--framework", ("tensorflow",))
     wanted = experiment.parse_device_filter(device)
