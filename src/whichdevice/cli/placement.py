@@ -18,8 +18,6 @@ from whichdevice.analysis import quality
 from whichdevice.analysis.placement import DevicePlacement, device_placement, explain_cpu_op
 from whichdevice.cli.common import (
     find_devices,
-    DEFAULT_OUT,
-    MEMORY_LIMIT_HELP,
     REPORTERS,
     app,
     command_line,
@@ -27,10 +25,19 @@ from whichdevice.cli.common import (
     err_console,
     measure_with_progress,
     open_journal,
-    read_plan,
-    reject_options_with_resume,
     stamp,
     write_record,
+)
+from whichdevice.cli.options import (
+    case_timeout_option,
+    device_option,
+    framework_option,
+    json_option,
+    memory_limit_option,
+    out_option,
+    quick_option,
+    resume_if_asked,
+    resume_option,
 )
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
@@ -91,32 +98,17 @@ def placement(
         "--steps",
         help=f"Steps profiled after warm-up (default {placement_workload.DEFAULT_STEPS}; {placement_workload.QUICK_STEPS} with --quick).",
     ),
-    device: Optional[str] = typer.Option(
-        None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."
-    ),
-    quick: bool = typer.Option(
-        False, "--quick", help=f"Profile {placement_workload.QUICK_STEPS} steps: < 60 s on 2 cores."
-    ),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    case_timeout: str = typer.Option(
-        "300", "--case-timeout", help="Seconds one device's run may take before it is killed and recorded as failed."
-    ),
-    framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure (tensorflow)."),
-    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the HTML report."),
-    json_path: Optional[Path] = typer.Option(
-        None, "--json", help="Write the JSON record here instead of OUT/placement-<time>.json."
-    ),
-    resume: Optional[Path] = typer.Option(
-        None,
-        "--resume",
-        help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
-    ),
+    device: Optional[str] = device_option(),
+    quick: bool = quick_option(f"Profile {placement_workload.QUICK_STEPS} steps: < 60 s on 2 cores."),
+    memory_limit: Optional[str] = memory_limit_option(),
+    case_timeout: str = case_timeout_option(300, "device's run"),
+    framework: str = framework_option(),
+    out: Path = out_option("the HTML report"),
+    json_path: Optional[Path] = json_option("placement"),
+    resume: Optional[Path] = resume_option(),
 ) -> None:
     """Per device: the ops of one training step by type (count, time), the host<->device copies, and on a GPU the ops that ran on the CPU, with why."""  # noqa: E501
-    reject_options_with_resume(ctx)
-    if resume is not None:
-        plan, resumed = read_plan(resume, "placement", PlacementPlan)
-        run_placement(plan, resumed)
+    if resume_if_asked(ctx, resume, "placement", PlacementPlan, run_placement):
         return
     fw = parse_choice(framework, "--framework", ("tensorflow",))
     shape = parse_shape(input_shape)
