@@ -19,8 +19,6 @@ from whichdevice.workloads import userfile
 from whichdevice.api import fix_grid, suite_report
 from whichdevice.cli.common import (
     find_devices,
-    DEFAULT_OUT,
-    MEMORY_LIMIT_HELP,
     REPORTERS,
     app,
     command_line,
@@ -33,6 +31,19 @@ from whichdevice.cli.common import (
     reject_options_with_resume,
     stamp,
     write_record,
+)
+from whichdevice.cli.options import (
+    cpu_threads_option,
+    device_option,
+    framework_option,
+    json_option,
+    json_out_option,
+    memory_limit_option,
+    out_option,
+    quiet_option,
+    resume_if_asked,
+    resume_option,
+    verbose_option,
 )
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
@@ -49,6 +60,7 @@ from whichdevice.core.validate import (
 
 RUN_MIN_TIME_S = 0.05  # steady seconds per point: short, the suite has many points
 DIAGNOSE_FRAMEWORK = "tensorflow"
+VERBOSE_HELP = "Also print every finding, the fix table, the notes and every warning."
 
 
 @dataclass
@@ -72,36 +84,18 @@ def run(
         "--budget",
         help=f"Seconds per device (default {DEFAULT_BUDGET_S:g}). Cases that do not fit are recorded as skipped.",
     ),
-    device: Optional[str] = typer.Option(
-        None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."
+    device: Optional[str] = device_option(),
+    cpu_threads: Optional[str] = cpu_threads_option(),
+    memory_limit: Optional[str] = memory_limit_option(),
+    framework: str = framework_option(
+        "Framework(s) to measure: tensorflow, keras-jax, keras-torch, torch; several comma-separated give one report with the frameworks side by side."
     ),
-    cpu_threads: Optional[str] = typer.Option(
-        None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."
-    ),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    framework: str = typer.Option(
-        "tensorflow",
-        "--framework",
-        help="Framework(s) to measure: tensorflow, keras-jax, keras-torch, torch; several comma-separated give one report with the frameworks side by side.",
-    ),
-    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the plots and the HTML report."),
-    json_path: Optional[Path] = typer.Option(
-        None, "--json", help="Write the JSON record here instead of OUT/run-<time>.json."
-    ),
-    resume: Optional[Path] = typer.Option(
-        None,
-        "--resume",
-        help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
-    ),
-    verbose: bool = typer.Option(
-        False, "--verbose", "-v", help="Also print every finding, the fix table, the notes and every warning."
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only where the record and the report are."),
-    json_out: Optional[str] = typer.Option(
-        None,
-        "--json-out",
-        help="'-': write the JSON record to stdout, everything else to stderr (for scripts).",
-    ),
+    out: Path = out_option("the plots", "the HTML report"),
+    json_path: Optional[Path] = json_option("run"),
+    resume: Optional[Path] = resume_option(),
+    verbose: bool = verbose_option(VERBOSE_HELP),
+    quiet: bool = quiet_option(),
+    json_out: Optional[str] = json_out_option(),
 ) -> None:
     """The default suite: matmul crossover, the seeds' training cases, a batch sweep and the
     automatic fixes, each measured; then one verdict and an HTML report."""
@@ -286,37 +280,22 @@ def diagnose(
         None, "--batch", help="Your batch size (default 32): the baseline every fix is measured against."
     ),
     budget: Optional[str] = typer.Option(None, "--budget", help=f"Seconds per device (default {DEFAULT_BUDGET_S:g})."),
-    device: Optional[str] = typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0."),
-    cpu_threads: Optional[str] = typer.Option(
-        None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."
-    ),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the plots and the HTML report."),
-    json_path: Optional[Path] = typer.Option(
-        None, "--json", help="Write the JSON record here instead of OUT/diagnose-<time>.json."
-    ),
-    resume: Optional[Path] = typer.Option(
-        None,
-        "--resume",
-        help="Finish an interrupted diagnose: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
-    ),
-    verbose: bool = typer.Option(
-        False, "--verbose", "-v", help="Also print every finding, the fix table, the notes and every warning."
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only where the record and the report are."),
-    json_out: Optional[str] = typer.Option(
-        None,
-        "--json-out",
-        help="'-': write the JSON record to stdout, everything else to stderr (for scripts).",
-    ),
+    device: Optional[str] = device_option(),
+    cpu_threads: Optional[str] = cpu_threads_option(),
+    memory_limit: Optional[str] = memory_limit_option(),
+    out: Path = out_option("the plots", "the HTML report"),
+    json_path: Optional[Path] = json_option("diagnose"),
+    resume: Optional[Path] = resume_option("diagnose"),
+    verbose: bool = verbose_option(VERBOSE_HELP),
+    quiet: bool = quiet_option(),
+    json_out: Optional[str] = json_out_option(),
 ) -> None:
     """The suite on YOUR model: who wins at your batch, the batch sweep, every automatic fix
     measured — and the device and settings to use."""
     output = _output_options(ctx, verbose, quiet, json_out)
-    reject_options_with_resume(ctx)
-    if resume is not None:
-        plan, resumed = read_plan(resume, "diagnose", DiagnosePlan)
-        run_diagnose(plan, resumed, output)
+    if resume_if_asked(
+        ctx, resume, "diagnose", DiagnosePlan, lambda plan, resumed: run_diagnose(plan, resumed, output)
+    ):
         return
     fw = DIAGNOSE_FRAMEWORK
     if model is None:
