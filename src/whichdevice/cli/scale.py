@@ -15,8 +15,6 @@ from rich.markup import escape
 from whichdevice import frameworks
 from whichdevice.analysis.scale import analyze_scale
 from whichdevice.cli.common import (
-    DEFAULT_OUT,
-    MEMORY_LIMIT_HELP,
     REPORTERS,
     app,
     command_line,
@@ -24,10 +22,18 @@ from whichdevice.cli.common import (
     err_console,
     measure_with_progress,
     open_journal,
-    read_plan,
-    reject_options_with_resume,
     stamp,
     write_record,
+)
+from whichdevice.cli.options import (
+    case_timeout_option,
+    framework_option,
+    json_option,
+    memory_limit_option,
+    min_time_option,
+    out_option,
+    resume_if_asked,
+    resume_option,
 )
 from whichdevice.core import records
 from whichdevice.core.errors import UsageError
@@ -108,11 +114,7 @@ def _gcd(a: int, b: int) -> int:
 @app.command()
 def scale(
     ctx: typer.Context,
-    framework: str = typer.Option(
-        "tensorflow",
-        "--framework",
-        help="Engine: tensorflow (MirroredStrategy), keras-jax (DataParallel), torch (DDP).",
-    ),
+    framework: str = framework_option("Engine: tensorflow (MirroredStrategy), keras-jax (DataParallel), torch (DDP)."),
     model: str = typer.Option(
         "seed001",
         "--model",
@@ -122,18 +124,15 @@ def scale(
     batches: Optional[str] = typer.Option(
         None, "--batches", help="Global batch sizes (split over the replicas). Default 32,256,2048."
     ),
-    min_time: Optional[str] = typer.Option(None, "--min-time", help="Seconds of steady samples per point (0.2)."),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    case_timeout: str = typer.Option("600", "--case-timeout", help="Seconds one point may take before it is killed."),
-    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record, the PNG plot and the HTML."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the JSON record here instead."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Finish an interrupted run: its journal or folder."),
+    min_time: Optional[str] = min_time_option("point", 0.2),
+    memory_limit: Optional[str] = memory_limit_option(),
+    case_timeout: str = case_timeout_option(600, "point"),
+    out: Path = out_option("the PNG plot", "the HTML"),
+    json_path: Optional[Path] = json_option("scale"),
+    resume: Optional[Path] = resume_option(kept="points"),
 ) -> None:
     """Does the next device pay? 1…N replicas on the framework's own engine: efficiency, all-reduce share, crossover."""
-    reject_options_with_resume(ctx)
-    if resume is not None:
-        plan, resumed = read_plan(resume, "scale", ScalePlan)
-        run_scale(plan, resumed)
+    if resume_if_asked(ctx, resume, "scale", ScalePlan, run_scale):
         return
     fw = parse_choice(framework, "--framework", scale_workload.FRAMEWORKS)
     replicas = parse_replicas(devices, usable_cores())
