@@ -25,8 +25,6 @@ from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.analysis.prediction import predict_report
 from whichdevice.cli.common import (
-    DEFAULT_OUT,
-    MEMORY_LIMIT_HELP,
     REPORTERS,
     app,
     command_line,
@@ -34,10 +32,22 @@ from whichdevice.cli.common import (
     err_console,
     measure_with_progress,
     open_journal,
-    read_plan,
-    reject_options_with_resume,
     stamp,
     write_record,
+)
+from whichdevice.cli.options import (
+    case_timeout_option,
+    cpu_threads_option,
+    framework_option,
+    json_option,
+    linear_option,
+    memory_limit_option,
+    min_time_option,
+    out_option,
+    quick_option,
+    resume_if_asked,
+    resume_option,
+    verbose_option,
 )
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
@@ -105,24 +115,17 @@ def predict(
     batches: Optional[str] = typer.Option(
         None, "--batches", help="Batch sizes, comma-separated. Default 8,16,...,8192 (--quick: 8,32,128,512,2048,8192)."
     ),
-    quick: bool = typer.Option(
-        False, "--quick", help="Short measurements (0.05 s per batch size) at 6 batch sizes: < 60 s on 2 cores."
+    quick: bool = quick_option(
+        f"Short measurements ({QUICK_MIN_TIME_S:g} s per batch size) at 6 batch sizes: < 60 s on 2 cores."
     ),
-    min_time: Optional[str] = typer.Option(
-        None, "--min-time", help="Seconds of steady samples per batch size (default 0.2; 0.05 with --quick)."
-    ),
-    cpu_threads: Optional[str] = typer.Option(
-        None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."
-    ),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    case_timeout: str = typer.Option(
-        "600", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."
-    ),
-    framework: str = typer.Option(
-        FRAMEWORK,
-        "--framework",
-        help="Framework whose training step is predicted: tensorflow (graph ops), keras-jax (XLA fusions), "
+    min_time: Optional[str] = min_time_option("batch size", 0.2, quick=QUICK_MIN_TIME_S),
+    cpu_threads: Optional[str] = cpu_threads_option(),
+    memory_limit: Optional[str] = memory_limit_option(),
+    case_timeout: str = case_timeout_option(600),
+    framework: str = framework_option(
+        "Framework whose training step is predicted: tensorflow (graph ops), keras-jax (XLA fusions), "
         "keras-torch or torch (eager ops + measured Python per step).",
+        default=FRAMEWORK,
     ),
     steps_per_execution: Optional[str] = typer.Option(
         None,
@@ -130,26 +133,17 @@ def predict(
         help="Predict with Keras' steps_per_execution=N: the per-step host overhead paid once per N steps "
         "(compiled steps only; default 1).",
     ),
-    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
-    json_path: Optional[Path] = typer.Option(
-        None, "--json", help="Write the JSON record here instead of OUT/predict-<time>.json."
-    ),
-    linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
-    resume: Optional[Path] = typer.Option(
-        None,
-        "--resume",
-        help="Finish an interrupted run: its .partial.jsonl journal (or the folder holding it). Its options are reused; finished cases are kept.",
-    ),
-    verbose: bool = typer.Option(
-        False, "--verbose", "-v", help="Also print the full table, the calibration and the model's assumptions."
-    ),
+    out: Path = out_option("the PNG plot"),
+    json_path: Optional[Path] = json_option("predict"),
+    linear: bool = linear_option(),
+    resume: Optional[Path] = resume_option(),
+    verbose: bool = verbose_option("Also print the full table, the calibration and the model's assumptions."),
 ) -> None:
     """Measure the step on this CPU, predict it on a profiled GPU: winner, crossover, what dominates."""
     ctx.set_parameter_source("verbose", click.core.ParameterSource.DEFAULT)  # how to print: fine with --resume
-    reject_options_with_resume(ctx)
-    if resume is not None:
-        plan, resumed = read_plan(resume, "predict", PredictPlan)
-        run_predict(plan, resumed, verbose=verbose)
+    if resume_if_asked(
+        ctx, resume, "predict", PredictPlan, lambda plan, resumed: run_predict(plan, resumed, verbose=verbose)
+    ):
         return
     fw = parse_choice(framework, "--framework", PREDICT_FRAMEWORKS)
     spe = parse_positive_int(steps_per_execution, "--steps-per-execution", "10", maximum=100_000) or 1
