@@ -12,8 +12,6 @@ from whichdevice.measure import experiment
 from whichdevice.core import records
 from whichdevice.analysis import quality
 from whichdevice.cli.common import (
-    DEFAULT_OUT,
-    MEMORY_LIMIT_HELP,
     REPORTERS,
     app,
     command_line,
@@ -25,10 +23,23 @@ from whichdevice.cli.common import (
     stamp,
     write_record,
 )
+from whichdevice.cli.options import (
+    case_timeout_option,
+    cpu_threads_option,
+    device_option,
+    framework_option,
+    json_option,
+    linear_option,
+    memory_limit_option,
+    min_time_option,
+    out_option,
+    quick_option,
+    resume_option,
+)
 from whichdevice.present import html, terminal
 from whichdevice.present.tables import sweep_grid
 from whichdevice.core.validate import check_output_dir, check_output_file
-from whichdevice.api import MatmulOptions, matmul_report, run_matmul
+from whichdevice.api import MATMUL_MIN_TIME_S, MatmulOptions, matmul_report, run_matmul
 from whichdevice.measure.journal import Journal, journal_path
 
 
@@ -46,33 +57,19 @@ def matmul(
         help="steady (operands on the device: the kernel) and/or seed (seed 000's create+init+multiply+read back).",
     ),
     dtype: str = typer.Option("float32", "--dtype", help="float32, float16 or bfloat16."),
-    device: Optional[str] = typer.Option(
-        None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device."
+    device: Optional[str] = device_option(),
+    quick: bool = quick_option("Sizes up to 2000 (~20 s on 2 cores)."),
+    min_time: Optional[str] = min_time_option(
+        "point at least", MATMUL_MIN_TIME_S, note="then until the median is within 5 %, at most 1 s"
     ),
-    quick: bool = typer.Option(False, "--quick", help="Sizes up to 2000 (~20 s on 2 cores)."),
-    min_time: Optional[str] = typer.Option(
-        None,
-        "--min-time",
-        help="Seconds of steady samples per point at least (default 0.05; then until the median is within 5 %, at most 1 s).",
-    ),
-    cpu_threads: Optional[str] = typer.Option(
-        None, "--cpu-threads", help="Limit the CPU run to N threads (default: all cores)."
-    ),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP),
-    case_timeout: str = typer.Option(
-        "900", "--case-timeout", help="Seconds one case may take before it is killed and recorded as failed."
-    ),
-    framework: str = typer.Option("tensorflow", "--framework", help="Framework to measure."),
-    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record and the PNG plot."),
-    json_path: Optional[Path] = typer.Option(
-        None, "--json", help="Write the JSON record here instead of OUT/matmul-<time>.json."
-    ),
-    linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
-    resume: Optional[Path] = typer.Option(
-        None,
-        "--resume",
-        help="Finish an interrupted sweep: its .partial.jsonl journal (or the folder holding it). Its options are reused.",
-    ),
+    cpu_threads: Optional[str] = cpu_threads_option(),
+    memory_limit: Optional[str] = memory_limit_option(),
+    case_timeout: str = case_timeout_option(900),
+    framework: str = framework_option("Framework to measure."),
+    out: Path = out_option("the PNG plot"),
+    json_path: Optional[Path] = json_option("matmul"),
+    linear: bool = linear_option(),
+    resume: Optional[Path] = resume_option("sweep", kept=None),
 ) -> None:
     """Seed 000: matrix multiplication time vs size on every device; where the GPU starts to win."""
     reject_options_with_resume(ctx)
