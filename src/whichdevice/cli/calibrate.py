@@ -35,18 +35,7 @@ from whichdevice.cli.common import (
     stamp,
     write_record,
 )
-from whichdevice.cli.options import (
-    case_timeout_option,
-    cpu_threads_option,
-    device_option,
-    framework_option,
-    json_option,
-    memory_limit_option,
-    min_time_option,
-    out_option,
-    resume_if_asked,
-    resume_option,
-)
+from whichdevice.cli import options as opt
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.present import prediction as present
@@ -104,18 +93,18 @@ def calibrate(
     name: Optional[str] = typer.Option(
         None, "--name", help="Profile name for `predict --profile NAME` (default: this host's name)."
     ),
-    device: Optional[str] = device_option(),
-    min_time: Optional[str] = min_time_option("probe point", DEFAULT_MIN_TIME_S),
-    cpu_threads: Optional[str] = cpu_threads_option(),
-    memory_limit: Optional[str] = memory_limit_option(),
-    case_timeout: str = case_timeout_option(120, "probe"),
-    framework: str = framework_option("Framework to calibrate (tensorflow)."),
-    out: Path = out_option("the profile", "the plot"),
-    json_path: Optional[Path] = json_option("calibrate"),
-    resume: Optional[Path] = resume_option(kept="probes"),
+    device: Optional[str] = opt.device(),
+    min_time: Optional[str] = opt.min_time("probe point", DEFAULT_MIN_TIME_S),
+    cpu_threads: Optional[str] = opt.cpu_threads(),
+    memory_limit: Optional[str] = opt.memory_limit(),
+    case_timeout: str = opt.case_timeout(120, "probe"),
+    framework: str = opt.framework("Framework to calibrate (tensorflow)."),
+    out: Path = opt.out("the profile", "the plot"),
+    json_path: Optional[Path] = opt.json("calibrate"),
+    resume: Optional[Path] = opt.resume(kept="probes"),
 ) -> None:
     """Measure this machine's per-op, copy, matmul and memory costs into a device profile."""
-    if resume_if_asked(ctx, resume, "calibrate", CalibratePlan, run_calibrate):
+    if opt.resume_if_asked(ctx, resume, "calibrate", CalibratePlan, run_calibrate):
         return
     fw = parse_choice(framework, "--framework", CALIBRATE_FRAMEWORKS)
     profile_name = check_name(

@@ -23,19 +23,7 @@ from whichdevice.cli.common import (
     stamp,
     write_record,
 )
-from whichdevice.cli.options import (
-    case_timeout_option,
-    cpu_threads_option,
-    device_option,
-    framework_option,
-    json_option,
-    linear_option,
-    memory_limit_option,
-    min_time_option,
-    out_option,
-    quick_option,
-    resume_option,
-)
+from whichdevice.cli import options as opt
 from whichdevice.present import html, terminal
 from whichdevice.present.tables import sweep_grid
 from whichdevice.core.validate import check_output_dir, check_output_file
@@ -57,19 +45,19 @@ def matmul(
         help="steady (operands on the device: the kernel) and/or seed (seed 000's create+init+multiply+read back).",
     ),
     dtype: str = typer.Option("float32", "--dtype", help="float32, float16 or bfloat16."),
-    device: Optional[str] = device_option(),
-    quick: bool = quick_option("Sizes up to 2000 (~20 s on 2 cores)."),
-    min_time: Optional[str] = min_time_option(
+    device: Optional[str] = opt.device(),
+    quick: bool = opt.quick("Sizes up to 2000 (~20 s on 2 cores)."),
+    min_time: Optional[str] = opt.min_time(
         "point at least", MATMUL_MIN_TIME_S, note="then until the median is within 5 %, at most 1 s"
     ),
-    cpu_threads: Optional[str] = cpu_threads_option(),
-    memory_limit: Optional[str] = memory_limit_option(),
-    case_timeout: str = case_timeout_option(900),
-    framework: str = framework_option("Framework to measure."),
-    out: Path = out_option("the PNG plot"),
-    json_path: Optional[Path] = json_option("matmul"),
-    linear: bool = linear_option(),
-    resume: Optional[Path] = resume_option("sweep", kept=None),
+    cpu_threads: Optional[str] = opt.cpu_threads(),
+    memory_limit: Optional[str] = opt.memory_limit(),
+    case_timeout: str = opt.case_timeout(900),
+    framework: str = opt.framework("Framework to measure."),
+    out: Path = opt.out("the PNG plot"),
+    json_path: Optional[Path] = opt.json("matmul"),
+    linear: bool = opt.linear(),
+    resume: Optional[Path] = opt.resume("sweep", kept=None),
 ) -> None:
     """Seed 000: matrix multiplication time vs size on every device; where the GPU starts to win."""
     reject_options_with_resume(ctx)

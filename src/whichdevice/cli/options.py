@@ -3,10 +3,13 @@
 command that takes it, and a command passes only the word that differs ("one probe" where
 the others say "one case").
 
-Each factory returns a new ``typer.Option`` for a command's signature::
+Each factory, named after its option, returns a new ``typer.Option`` for a command's
+signature (a new one each time: ``cli/base.apply_metavars`` sets its metavar in place)::
 
-    device: Optional[str] = device_option(),
-    case_timeout: str = case_timeout_option(300, "probe"),
+    from whichdevice.cli import options as opt
+
+    device: Optional[str] = opt.device(),
+    case_timeout: str = opt.case_timeout(120, "probe"),
 
 The type `--help` shows comes from ``cli/base.py``'s METAVARS, keyed by the option's name,
 as for every other option. Numeric options are read as text (``Optional[str]``) and checked
@@ -37,21 +40,21 @@ def _listed(items: tuple[str, ...]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
-def device_option() -> Any:
+def device() -> Any:
     return typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device.")
 
 
-def framework_option(help: str = FRAMEWORK_HELP, default: str = "tensorflow") -> Any:
+def framework(help: str = FRAMEWORK_HELP, default: str = "tensorflow") -> Any:
     """``--framework``: what it accepts differs by command, so each says it in ``help``."""
     return typer.Option(default, "--framework", help=help)
 
 
-def quick_option(help: str) -> Any:
+def quick(help: str) -> Any:
     """``--quick``: ``help`` says what it reduces, and how long the run then takes."""
     return typer.Option(False, "--quick", help=help)
 
 
-def min_time_option(per: str, default: float, quick: float | None = None, note: str | None = None) -> Any:
+def min_time(per: str, default: float, quick: float | None = None, note: str | None = None) -> Any:
     """``--min-time``: "Seconds of steady samples per {per} (default {default}; {quick} with
     --quick; {note})." — ``default`` and ``quick`` are the values the command falls back on."""
     said = [f"default {default:g}"]
@@ -62,15 +65,15 @@ def min_time_option(per: str, default: float, quick: float | None = None, note: 
     return typer.Option(None, "--min-time", help=f"Seconds of steady samples per {per} ({'; '.join(said)}).")
 
 
-def cpu_threads_option(limits: str = "the CPU run") -> Any:
+def cpu_threads(limits: str = "the CPU run") -> Any:
     return typer.Option(None, "--cpu-threads", help=f"Limit {limits} to N threads (default: all cores).")
 
 
-def memory_limit_option() -> Any:
+def memory_limit() -> Any:
     return typer.Option(None, "--memory-limit", help=MEMORY_LIMIT_HELP)
 
 
-def case_timeout_option(default_s: float, case: str = "case") -> Any:
+def case_timeout(default_s: float, case: str = "case") -> Any:
     """``--case-timeout`` with the command's default; ``case`` names what one case is to the
     user ("probe", "point", "device's run")."""
     return typer.Option(
@@ -80,17 +83,17 @@ def case_timeout_option(default_s: float, case: str = "case") -> Any:
     )
 
 
-def out_option(*writes: str) -> Any:
+def out(*writes: str) -> Any:
     """``--out``: the folder for the JSON record and what else the command ``writes`` there."""
     return typer.Option(DEFAULT_OUT, "--out", help=f"Folder for {_listed(('the JSON record', *writes))}.")
 
 
-def json_option(command: str) -> Any:
+def json(command: str) -> Any:
     """``--json``: the record's path instead of ``OUT/<command>-<time>.json``."""
     return typer.Option(None, "--json", help=f"Write the JSON record here instead of OUT/{command}-<time>.json.")
 
 
-def resume_option(run: str = "run", kept: str | None = "cases") -> Any:
+def resume(run: str = "run", kept: str | None = "cases") -> Any:
     """``--resume``: ``run`` is what was interrupted ("run", "sweep"); ``kept`` what of it is
     not measured again (None: the command does not say)."""
     reused = f"Its options are reused; finished {kept} are kept." if kept else "Its options are reused."
@@ -101,19 +104,19 @@ def resume_option(run: str = "run", kept: str | None = "cases") -> Any:
     )
 
 
-def linear_option() -> Any:
+def linear() -> Any:
     return typer.Option(False, "--linear", help="Linear axes in the plot (default log-log).")
 
 
-def verbose_option(help: str) -> Any:
+def verbose(help: str) -> Any:
     return typer.Option(False, "--verbose", "-v", help=help)
 
 
-def quiet_option() -> Any:
+def quiet() -> Any:
     return typer.Option(False, "--quiet", "-q", help="Print only where the record and the report are.")
 
 
-def json_out_option() -> Any:
+def json_out() -> Any:
     return typer.Option(
         None, "--json-out", help="'-': write the JSON record to stdout, everything else to stderr (for scripts)."
     )
@@ -126,7 +129,7 @@ def resume_if_asked(
     it, read the interrupted run's plan and journal and ``run(plan, resumed)`` them. True when
     it ran (the command returns), False for a new run::
 
-        if resume_if_asked(ctx, resume, "train", TrainPlan, run_train):
+        if opt.resume_if_asked(ctx, resume, "train", TrainPlan, run_train):
             return
     """
     # Imported here, not at the top: cli/common imports the journal and pydantic (see above).

@@ -28,19 +28,7 @@ from whichdevice.cli.common import (
     stamp,
     write_record,
 )
-from whichdevice.cli.options import (
-    case_timeout_option,
-    cpu_threads_option,
-    device_option,
-    framework_option,
-    json_option,
-    memory_limit_option,
-    min_time_option,
-    out_option,
-    quick_option,
-    resume_if_asked,
-    resume_option,
-)
+from whichdevice.cli import options as opt
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
 from whichdevice.present import html, plots, terminal
@@ -135,26 +123,26 @@ def pipeline(
     data: Optional[str] = typer.Option(
         None, "--data", help="Your input: FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (needs --model)."
     ),
-    device: Optional[str] = device_option(),
-    quick: bool = quick_option(
+    device: Optional[str] = opt.device(),
+    quick: bool = opt.quick(
         f"{wl.QUICK_IMAGES} images of {wl.QUICK_SIZE}x{wl.QUICK_SIZE}, {QUICK_MIN_TIME_S:g} s per point: under 60 s on 2 cores."
     ),
-    min_time: Optional[str] = min_time_option("measurement", 0.2, quick=QUICK_MIN_TIME_S),
-    cpu_threads: Optional[str] = cpu_threads_option("TensorFlow"),
-    memory_limit: Optional[str] = memory_limit_option(),
-    case_timeout: str = case_timeout_option(600),
-    framework: str = framework_option(),
-    out: Path = out_option("the PNG plot", "the HTML report"),
-    json_path: Optional[Path] = json_option("pipeline"),
+    min_time: Optional[str] = opt.min_time("measurement", 0.2, quick=QUICK_MIN_TIME_S),
+    cpu_threads: Optional[str] = opt.cpu_threads("TensorFlow"),
+    memory_limit: Optional[str] = opt.memory_limit(),
+    case_timeout: str = opt.case_timeout(600),
+    framework: str = opt.framework(),
+    out: Path = opt.out("the PNG plot", "the HTML report"),
+    json_path: Optional[Path] = opt.json("pipeline"),
     trace: Optional[Path] = typer.Option(
         None,
         "--trace",
         help="Profile each variant's training loop over its steady steps only (not warm-up) into this folder; open with: tensorboard --logdir DIR (Profile tab).",
     ),
-    resume: Optional[Path] = resume_option(),
+    resume: Optional[Path] = opt.resume(),
 ) -> None:
     """Seed 003: input pipeline alone, model alone, both — waiting-for-input share, variant ladder, slowest stage."""
-    if resume_if_asked(ctx, resume, "pipeline", PipelinePlan, run_pipeline):
+    if opt.resume_if_asked(ctx, resume, "pipeline", PipelinePlan, run_pipeline):
         return
     fw = parse_choice(framework, "--framework", PIPELINE_FRAMEWORKS)
     n_images = parse_positive_int(images, "--images", "512", maximum=MAX_IMAGES) or (

@@ -26,18 +26,7 @@ from whichdevice.cli.common import (
     stamp,
     write_record,
 )
-from whichdevice.cli.options import (
-    case_timeout_option,
-    device_option,
-    framework_option,
-    json_option,
-    memory_limit_option,
-    min_time_option,
-    out_option,
-    quick_option,
-    resume_if_asked,
-    resume_option,
-)
+from whichdevice.cli import options as opt
 from whichdevice.measure.journal import JournalState
 from whichdevice.present import html, terminal
 from whichdevice.present.tables import Grid, GridCell
@@ -73,20 +62,18 @@ class PitfallsPlan:
 @app.command()
 def pitfalls(
     ctx: typer.Context,
-    device: Optional[str] = device_option(),
-    quick: bool = quick_option(
-        f"Shorter points ({QUICK_MIN_TIME_S:g} s of steady samples, 2 epochs): < 60 s on 2 cores."
-    ),
-    min_time: Optional[str] = min_time_option("point", MIN_TIME_S, quick=QUICK_MIN_TIME_S),
-    memory_limit: Optional[str] = memory_limit_option(),
-    case_timeout: str = case_timeout_option(300),
-    framework: str = framework_option(),
-    out: Path = out_option("the HTML report"),
-    json_path: Optional[Path] = json_option("pitfalls"),
-    resume: Optional[Path] = resume_option(),
+    device: Optional[str] = opt.device(),
+    quick: bool = opt.quick(f"Shorter points ({QUICK_MIN_TIME_S:g} s of steady samples, 2 epochs): < 60 s on 2 cores."),
+    min_time: Optional[str] = opt.min_time("point", MIN_TIME_S, quick=QUICK_MIN_TIME_S),
+    memory_limit: Optional[str] = opt.memory_limit(),
+    case_timeout: str = opt.case_timeout(300),
+    framework: str = opt.framework(),
+    out: Path = opt.out("the HTML report"),
+    json_path: Optional[Path] = opt.json("pitfalls"),
+    resume: Optional[Path] = opt.resume(),
 ) -> None:
     """Each timing mistake (first epoch, no sync, sync every step, one CPU thread, XLA on one device, tiny batch) next to the correct measurement, with the distortion as a ratio."""  # noqa: E501
-    if resume_if_asked(ctx, resume, "pitfalls", PitfallsPlan, run_pitfalls):
+    if opt.resume_if_asked(ctx, resume, "pitfalls", PitfallsPlan, run_pitfalls):
         return
     fw = parse_choice(framework, "--framework", ("tensorflow",))
     wanted = experiment.parse_device_filter(device)

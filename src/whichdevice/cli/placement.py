@@ -28,17 +28,7 @@ from whichdevice.cli.common import (
     stamp,
     write_record,
 )
-from whichdevice.cli.options import (
-    case_timeout_option,
-    device_option,
-    framework_option,
-    json_option,
-    memory_limit_option,
-    out_option,
-    quick_option,
-    resume_if_asked,
-    resume_option,
-)
+from whichdevice.cli import options as opt
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.present import html, terminal
@@ -98,17 +88,17 @@ def placement(
         "--steps",
         help=f"Steps profiled after warm-up (default {placement_workload.DEFAULT_STEPS}; {placement_workload.QUICK_STEPS} with --quick).",
     ),
-    device: Optional[str] = device_option(),
-    quick: bool = quick_option(f"Profile {placement_workload.QUICK_STEPS} steps: < 60 s on 2 cores."),
-    memory_limit: Optional[str] = memory_limit_option(),
-    case_timeout: str = case_timeout_option(300, "device's run"),
-    framework: str = framework_option(),
-    out: Path = out_option("the HTML report"),
-    json_path: Optional[Path] = json_option("placement"),
-    resume: Optional[Path] = resume_option(),
+    device: Optional[str] = opt.device(),
+    quick: bool = opt.quick(f"Profile {placement_workload.QUICK_STEPS} steps: < 60 s on 2 cores."),
+    memory_limit: Optional[str] = opt.memory_limit(),
+    case_timeout: str = opt.case_timeout(300, "device's run"),
+    framework: str = opt.framework(),
+    out: Path = opt.out("the HTML report"),
+    json_path: Optional[Path] = opt.json("placement"),
+    resume: Optional[Path] = opt.resume(),
 ) -> None:
     """Per device: the ops of one training step by type (count, time), the host<->device copies, and on a GPU the ops that ran on the CPU, with why."""  # noqa: E501
-    if resume_if_asked(ctx, resume, "placement", PlacementPlan, run_placement):
+    if opt.resume_if_asked(ctx, resume, "placement", PlacementPlan, run_placement):
         return
     fw = parse_choice(framework, "--framework", ("tensorflow",))
     shape = parse_shape(input_shape)

@@ -35,20 +35,7 @@ from whichdevice.cli.common import (
     stamp,
     write_record,
 )
-from whichdevice.cli.options import (
-    case_timeout_option,
-    cpu_threads_option,
-    framework_option,
-    json_option,
-    linear_option,
-    memory_limit_option,
-    min_time_option,
-    out_option,
-    quick_option,
-    resume_if_asked,
-    resume_option,
-    verbose_option,
-)
+from whichdevice.cli import options as opt
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.present import prediction as present
@@ -115,14 +102,14 @@ def predict(
     batches: Optional[str] = typer.Option(
         None, "--batches", help="Batch sizes, comma-separated. Default 8,16,...,8192 (--quick: 8,32,128,512,2048,8192)."
     ),
-    quick: bool = quick_option(
+    quick: bool = opt.quick(
         f"Short measurements ({QUICK_MIN_TIME_S:g} s per batch size) at 6 batch sizes: < 60 s on 2 cores."
     ),
-    min_time: Optional[str] = min_time_option("batch size", 0.2, quick=QUICK_MIN_TIME_S),
-    cpu_threads: Optional[str] = cpu_threads_option(),
-    memory_limit: Optional[str] = memory_limit_option(),
-    case_timeout: str = case_timeout_option(600),
-    framework: str = framework_option(
+    min_time: Optional[str] = opt.min_time("batch size", 0.2, quick=QUICK_MIN_TIME_S),
+    cpu_threads: Optional[str] = opt.cpu_threads(),
+    memory_limit: Optional[str] = opt.memory_limit(),
+    case_timeout: str = opt.case_timeout(600),
+    framework: str = opt.framework(
         "Framework whose training step is predicted: tensorflow (graph ops), keras-jax (XLA fusions), "
         "keras-torch or torch (eager ops + measured Python per step).",
         default=FRAMEWORK,
@@ -133,15 +120,15 @@ def predict(
         help="Predict with Keras' steps_per_execution=N: the per-step host overhead paid once per N steps "
         "(compiled steps only; default 1).",
     ),
-    out: Path = out_option("the PNG plot"),
-    json_path: Optional[Path] = json_option("predict"),
-    linear: bool = linear_option(),
-    resume: Optional[Path] = resume_option(),
-    verbose: bool = verbose_option("Also print the full table, the calibration and the model's assumptions."),
+    out: Path = opt.out("the PNG plot"),
+    json_path: Optional[Path] = opt.json("predict"),
+    linear: bool = opt.linear(),
+    resume: Optional[Path] = opt.resume(),
+    verbose: bool = opt.verbose("Also print the full table, the calibration and the model's assumptions."),
 ) -> None:
     """Measure the step on this CPU, predict it on a profiled GPU: winner, crossover, what dominates."""
     ctx.set_parameter_source("verbose", click.core.ParameterSource.DEFAULT)  # how to print: fine with --resume
-    if resume_if_asked(
+    if opt.resume_if_asked(
         ctx, resume, "predict", PredictPlan, lambda plan, resumed: run_predict(plan, resumed, verbose=verbose)
     ):
         return

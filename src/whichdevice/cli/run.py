@@ -32,19 +32,7 @@ from whichdevice.cli.common import (
     stamp,
     write_record,
 )
-from whichdevice.cli.options import (
-    cpu_threads_option,
-    device_option,
-    framework_option,
-    json_option,
-    json_out_option,
-    memory_limit_option,
-    out_option,
-    quiet_option,
-    resume_if_asked,
-    resume_option,
-    verbose_option,
-)
+from whichdevice.cli import options as opt
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
 from whichdevice.present import firstscreen, html, names, terminal
@@ -84,18 +72,18 @@ def run(
         "--budget",
         help=f"Seconds per device (default {DEFAULT_BUDGET_S:g}). Cases that do not fit are recorded as skipped.",
     ),
-    device: Optional[str] = device_option(),
-    cpu_threads: Optional[str] = cpu_threads_option(),
-    memory_limit: Optional[str] = memory_limit_option(),
-    framework: str = framework_option(
+    device: Optional[str] = opt.device(),
+    cpu_threads: Optional[str] = opt.cpu_threads(),
+    memory_limit: Optional[str] = opt.memory_limit(),
+    framework: str = opt.framework(
         "Framework(s) to measure: tensorflow, keras-jax, keras-torch, torch; several comma-separated give one report with the frameworks side by side."
     ),
-    out: Path = out_option("the plots", "the HTML report"),
-    json_path: Optional[Path] = json_option("run"),
-    resume: Optional[Path] = resume_option(),
-    verbose: bool = verbose_option(VERBOSE_HELP),
-    quiet: bool = quiet_option(),
-    json_out: Optional[str] = json_out_option(),
+    out: Path = opt.out("the plots", "the HTML report"),
+    json_path: Optional[Path] = opt.json("run"),
+    resume: Optional[Path] = opt.resume(),
+    verbose: bool = opt.verbose(VERBOSE_HELP),
+    quiet: bool = opt.quiet(),
+    json_out: Optional[str] = opt.json_out(),
 ) -> None:
     """The default suite: matmul crossover, the seeds' training cases, a batch sweep and the
     automatic fixes, each measured; then one verdict and an HTML report."""
@@ -280,20 +268,20 @@ def diagnose(
         None, "--batch", help="Your batch size (default 32): the baseline every fix is measured against."
     ),
     budget: Optional[str] = typer.Option(None, "--budget", help=f"Seconds per device (default {DEFAULT_BUDGET_S:g})."),
-    device: Optional[str] = device_option(),
-    cpu_threads: Optional[str] = cpu_threads_option(),
-    memory_limit: Optional[str] = memory_limit_option(),
-    out: Path = out_option("the plots", "the HTML report"),
-    json_path: Optional[Path] = json_option("diagnose"),
-    resume: Optional[Path] = resume_option("diagnose"),
-    verbose: bool = verbose_option(VERBOSE_HELP),
-    quiet: bool = quiet_option(),
-    json_out: Optional[str] = json_out_option(),
+    device: Optional[str] = opt.device(),
+    cpu_threads: Optional[str] = opt.cpu_threads(),
+    memory_limit: Optional[str] = opt.memory_limit(),
+    out: Path = opt.out("the plots", "the HTML report"),
+    json_path: Optional[Path] = opt.json("diagnose"),
+    resume: Optional[Path] = opt.resume("diagnose"),
+    verbose: bool = opt.verbose(VERBOSE_HELP),
+    quiet: bool = opt.quiet(),
+    json_out: Optional[str] = opt.json_out(),
 ) -> None:
     """The suite on YOUR model: who wins at your batch, the batch sweep, every automatic fix
     measured — and the device and settings to use."""
     output = _output_options(ctx, verbose, quiet, json_out)
-    if resume_if_asked(
+    if opt.resume_if_asked(
         ctx, resume, "diagnose", DiagnosePlan, lambda plan, resumed: run_diagnose(plan, resumed, output)
     ):
         return

@@ -25,16 +25,7 @@ from whichdevice.cli.common import (
     stamp,
     write_record,
 )
-from whichdevice.cli.options import (
-    case_timeout_option,
-    framework_option,
-    json_option,
-    memory_limit_option,
-    min_time_option,
-    out_option,
-    resume_if_asked,
-    resume_option,
-)
+from whichdevice.cli import options as opt
 from whichdevice.core import records
 from whichdevice.core.errors import UsageError
 from whichdevice.core.machine import usable_cores
@@ -114,7 +105,7 @@ def _gcd(a: int, b: int) -> int:
 @app.command()
 def scale(
     ctx: typer.Context,
-    framework: str = framework_option("Engine: tensorflow (MirroredStrategy), keras-jax (DataParallel), torch (DDP)."),
+    framework: str = opt.framework("Engine: tensorflow (MirroredStrategy), keras-jax (DataParallel), torch (DDP)."),
     model: str = typer.Option(
         "seed001",
         "--model",
@@ -124,15 +115,15 @@ def scale(
     batches: Optional[str] = typer.Option(
         None, "--batches", help="Global batch sizes (split over the replicas). Default 32,256,2048."
     ),
-    min_time: Optional[str] = min_time_option("point", 0.2),
-    memory_limit: Optional[str] = memory_limit_option(),
-    case_timeout: str = case_timeout_option(600, "point"),
-    out: Path = out_option("the PNG plot", "the HTML"),
-    json_path: Optional[Path] = json_option("scale"),
-    resume: Optional[Path] = resume_option(kept="points"),
+    min_time: Optional[str] = opt.min_time("point", 0.2),
+    memory_limit: Optional[str] = opt.memory_limit(),
+    case_timeout: str = opt.case_timeout(600, "point"),
+    out: Path = opt.out("the PNG plot", "the HTML"),
+    json_path: Optional[Path] = opt.json("scale"),
+    resume: Optional[Path] = opt.resume(kept="points"),
 ) -> None:
     """Does the next device pay? 1…N replicas on the framework's own engine: efficiency, all-reduce share, crossover."""
-    if resume_if_asked(ctx, resume, "scale", ScalePlan, run_scale):
+    if opt.resume_if_asked(ctx, resume, "scale", ScalePlan, run_scale):
         return
     fw = parse_choice(framework, "--framework", scale_workload.FRAMEWORKS)
     replicas = parse_replicas(devices, usable_cores())

@@ -28,20 +28,7 @@ from whichdevice.cli.common import (
     measure_with_progress,
     write_record,
 )
-from whichdevice.cli.options import (
-    case_timeout_option,
-    cpu_threads_option,
-    device_option,
-    framework_option,
-    json_option,
-    linear_option,
-    memory_limit_option,
-    min_time_option,
-    out_option,
-    quick_option,
-    resume_if_asked,
-    resume_option,
-)
+from whichdevice.cli import options as opt
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
 from whichdevice.present import plots, terminal
@@ -136,18 +123,16 @@ def train(
         "--parts",
         help="Which measurements: create (seed 001 ex1), loop (custom tf.function loops), fit (model.fit), sync (.numpy() every step vs not), sweep (batch sizes).",
     ),
-    device: Optional[str] = device_option(),
-    quick: bool = quick_option(
-        "Reduced sizes (ex3 on 10,000 samples, 6 batch sizes, short points): < 60 s on 2 cores."
-    ),
-    min_time: Optional[str] = min_time_option("sweep / creation point", 0.2, quick=QUICK_MIN_TIME_S),
-    cpu_threads: Optional[str] = cpu_threads_option(),
-    memory_limit: Optional[str] = memory_limit_option(),
-    case_timeout: str = case_timeout_option(600),
-    framework: str = framework_option(),
-    out: Path = out_option("the PNG plot"),
-    json_path: Optional[Path] = json_option("train"),
-    linear: bool = linear_option(),
+    device: Optional[str] = opt.device(),
+    quick: bool = opt.quick("Reduced sizes (ex3 on 10,000 samples, 6 batch sizes, short points): < 60 s on 2 cores."),
+    min_time: Optional[str] = opt.min_time("sweep / creation point", 0.2, quick=QUICK_MIN_TIME_S),
+    cpu_threads: Optional[str] = opt.cpu_threads(),
+    memory_limit: Optional[str] = opt.memory_limit(),
+    case_timeout: str = opt.case_timeout(600),
+    framework: str = opt.framework(),
+    out: Path = opt.out("the PNG plot"),
+    json_path: Optional[Path] = opt.json("train"),
+    linear: bool = opt.linear(),
     trace: Optional[Path] = typer.Option(
         None,
         "--trace",
@@ -158,10 +143,10 @@ def train(
         "--precision",
         help="Also train with these Keras precision policies, side by side: float32,mixed_float16,mixed_bfloat16.",
     ),
-    resume: Optional[Path] = resume_option(),
+    resume: Optional[Path] = opt.resume(),
 ) -> None:
     """Seeds 001/002 (or --model): warm-up vs steady steps, break-even, sync cost, batch-size crossover."""
-    if resume_if_asked(ctx, resume, "train", TrainPlan, run_train):
+    if opt.resume_if_asked(ctx, resume, "train", TrainPlan, run_train):
         return
     fw = parse_choice(framework, "--framework", TRAIN_FRAMEWORKS)
     part_list = parse_choice_list(parts, "--parts", PARTS)
