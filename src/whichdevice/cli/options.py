@@ -104,6 +104,33 @@ def resume(run: str = "run", kept: str | None = "cases") -> Any:
     )
 
 
+def input_shape(for_model: bool = True) -> Any:
+    """``--input-shape`` of the user's model; ``for_model``: the command has built-in models
+    too, and the option applies to ``--model``'s only."""
+    of = " for --model" if for_model else ""
+    return typer.Option(
+        None,
+        "--input-shape",
+        help=f"Input shape of one sample{of}, e.g. 100 or 28,28,1 (default: the model's declared input).",
+    )
+
+
+def classes(for_model: bool = True) -> Any:
+    """``--classes`` of the user's model's synthetic labels (``for_model`` as for input_shape)."""
+    whose = "--model's " if for_model else ""
+    return typer.Option(
+        None,
+        "--classes",
+        help=f"Number of classes for {whose}synthetic labels (1: binary; leave out: regression on the output shape).",
+    )
+
+
+def samples(for_model: bool = True) -> Any:
+    """``--samples`` per epoch of the user's model (``for_model`` as for input_shape)."""
+    of = " for --model" if for_model else ""
+    return typer.Option(None, "--samples", help=f"Samples per epoch{of} (default 10000).")
+
+
 def linear() -> Any:
     return typer.Option(False, "--linear", help="Linear axes in the plot (default log-log).")
 

@@ -76,12 +76,8 @@ def placement(
         "--model",
         help="Your model: FILE.py:FUNCTION returning a Keras model. Default: seed 001's model with a string op in the step (no GPU kernel).",
     ),
-    input_shape: Optional[str] = typer.Option(
-        None, "--input-shape", help="Input shape of one sample for --model, e.g. 100 or 28,28,1."
-    ),
-    classes: Optional[str] = typer.Option(
-        None, "--classes", help="Number of classes for --model's synthetic labels (1: binary; leave out: regression)."
-    ),
+    input_shape: Optional[str] = opt.input_shape(),
+    classes: Optional[str] = opt.classes(),
     batch: Optional[str] = typer.Option(None, "--batch", help="Batch size of the step (default 32)."),
     steps: Optional[str] = typer.Option(
         None,

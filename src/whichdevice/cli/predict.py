@@ -93,12 +93,8 @@ def predict(
     model: Optional[str] = typer.Option(
         None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model. Default: seed 001's model."
     ),
-    input_shape: Optional[str] = typer.Option(
-        None, "--input-shape", help="Input shape of one sample for --model, e.g. 100 or 28,28,1."
-    ),
-    classes: Optional[str] = typer.Option(
-        None, "--classes", help="Number of classes for --model's synthetic labels (1: binary; leave out: regression)."
-    ),
+    input_shape: Optional[str] = opt.input_shape(),
+    classes: Optional[str] = opt.classes(),
     batches: Optional[str] = typer.Option(
         None, "--batches", help="Batch sizes, comma-separated. Default 8,16,...,8192 (--quick: 8,32,128,512,2048,8192)."
     ),

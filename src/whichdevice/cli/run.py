@@ -252,18 +252,12 @@ def diagnose(
         "--model",
         help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not). Required, unless --resume.",
     ),
-    input_shape: Optional[str] = typer.Option(
-        None,
-        "--input-shape",
-        help="Input shape of one sample, e.g. 100 or 28,28,1 (default: the model's declared input).",
-    ),
-    classes: Optional[str] = typer.Option(
-        None, "--classes", help="Number of classes for synthetic labels (1: binary; leave out: regression)."
-    ),
+    input_shape: Optional[str] = opt.input_shape(for_model=False),
+    classes: Optional[str] = opt.classes(for_model=False),
     data: Optional[str] = typer.Option(
         None, "--data", help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (default: synthetic data)."
     ),
-    samples: Optional[str] = typer.Option(None, "--samples", help="Samples per epoch (default 10000)."),
+    samples: Optional[str] = opt.samples(for_model=False),
     batch: Optional[str] = typer.Option(
         None, "--batch", help="Your batch size (default 32): the baseline every fix is measured against."
     ),

@@ -96,22 +96,14 @@ def train(
         "--model",
         help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not). Default: the seeds' models.",
     ),
-    input_shape: Optional[str] = typer.Option(
-        None,
-        "--input-shape",
-        help="Input shape of one sample for --model, e.g. 100 or 28,28,1 (default: the model's declared input).",
-    ),
-    classes: Optional[str] = typer.Option(
-        None,
-        "--classes",
-        help="Number of classes for --model's synthetic labels (1: binary; leave out: regression on the output shape).",
-    ),
+    input_shape: Optional[str] = opt.input_shape(),
+    classes: Optional[str] = opt.classes(),
     data: Optional[str] = typer.Option(
         None,
         "--data",
         help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) for --model (instead of synthetic data).",
     ),
-    samples: Optional[str] = typer.Option(None, "--samples", help="Samples per epoch for --model (default 10000)."),
+    samples: Optional[str] = opt.samples(),
     batch: Optional[str] = typer.Option(
         None, "--batch", help="Batch size of --model's loop and fit runs (default 32)."
     ),
