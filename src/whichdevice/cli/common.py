@@ -24,7 +24,7 @@ from rich.progress import (
 )
 
 from whichdevice.cli.base import app, console, err_console  # noqa: F401  (re-exported for the commands)
-from whichdevice.cli.options import DEFAULT_OUT, MEMORY_LIMIT_HELP  # noqa: F401  (re-exported)
+from whichdevice.cli.options import DEFAULT_OUT  # noqa: F401  (re-exported: audit, import)
 from whichdevice.measure import experiment, history, session
 from whichdevice.core import records, safeio
 from whichdevice.core.errors import UsageError
