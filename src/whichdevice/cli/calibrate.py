@@ -98,7 +98,7 @@ def calibrate(
     cpu_threads: Optional[str] = opt.cpu_threads(),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(120, "probe"),
-    framework: str = opt.framework("Framework to calibrate (tensorflow)."),
+    framework: str = opt.framework(choices=CALIBRATE_FRAMEWORKS, does="calibrate"),
     out: Path = opt.out("the profile", "the plot"),
     json_path: Optional[Path] = opt.json("calibrate"),
     resume: Optional[Path] = opt.resume(kept="probes"),

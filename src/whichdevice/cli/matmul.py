@@ -28,6 +28,7 @@ from whichdevice.present import html, terminal
 from whichdevice.present.tables import sweep_grid
 from whichdevice.core.validate import check_output_dir, check_output_file
 from whichdevice.api import MATMUL_MIN_TIME_S, MatmulOptions, matmul_report, run_matmul
+from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.measure.journal import Journal, journal_path
 
 
@@ -53,7 +54,7 @@ def matmul(
     cpu_threads: Optional[str] = opt.cpu_threads(),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(900),
-    framework: str = opt.framework("Framework to measure."),
+    framework: str = opt.framework(choices=FRAMEWORKS),
     out: Path = opt.out("the PNG plot"),
     json_path: Optional[Path] = opt.json("matmul"),
     linear: bool = opt.linear(),

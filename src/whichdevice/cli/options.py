@@ -32,7 +32,6 @@ MEMORY_LIMIT_HELP = (
     "GiB the measuring process may hold before its case is stopped and recorded as out of memory "
     "(default: 90% of RAM, or of the container's limit when lower)."
 )
-FRAMEWORK_HELP = "Framework to measure (tensorflow)."
 
 
 def _listed(items: tuple[str, ...]) -> str:
@@ -44,9 +43,16 @@ def device() -> Any:
     return typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device.")
 
 
-def framework(help: str = FRAMEWORK_HELP, default: str = "tensorflow") -> Any:
-    """``--framework``: what it accepts differs by command, so each says it in ``help``."""
-    return typer.Option(default, "--framework", help=help)
+def framework(
+    *,
+    choices: tuple[str, ...] = ("tensorflow",),
+    does: str = "measure",
+    help: str | None = None,
+    default: str = "tensorflow",
+) -> Any:
+    """``--framework``: the help names the ``choices`` the command checks it against (so the
+    two cannot drift apart), or says more in ``help``."""
+    return typer.Option(default, "--framework", help=help or f"Framework to {does} ({', '.join(choices)}).")
 
 
 def quick(help: str) -> Any:

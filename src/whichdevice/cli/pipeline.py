@@ -131,7 +131,7 @@ def pipeline(
     cpu_threads: Optional[str] = opt.cpu_threads("TensorFlow"),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(600),
-    framework: str = opt.framework(),
+    framework: str = opt.framework(choices=PIPELINE_FRAMEWORKS),
     out: Path = opt.out("the PNG plot", "the HTML report"),
     json_path: Optional[Path] = opt.json("pipeline"),
     trace: Optional[Path] = typer.Option(

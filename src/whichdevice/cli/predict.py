@@ -106,7 +106,7 @@ def predict(
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(600),
     framework: str = opt.framework(
-        "Framework whose training step is predicted: tensorflow (graph ops), keras-jax (XLA fusions), "
+        help="Framework whose training step is predicted: tensorflow (graph ops), keras-jax (XLA fusions), "
         "keras-torch or torch (eager ops + measured Python per step).",
         default=FRAMEWORK,
     ),

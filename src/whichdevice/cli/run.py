@@ -76,7 +76,7 @@ def run(
     cpu_threads: Optional[str] = opt.cpu_threads(),
     memory_limit: Optional[str] = opt.memory_limit(),
     framework: str = opt.framework(
-        "Framework(s) to measure: tensorflow, keras-jax, keras-torch, torch; several comma-separated give one report with the frameworks side by side."
+        help="Framework(s) to measure: tensorflow, keras-jax, keras-torch, torch; several comma-separated give one report with the frameworks side by side."
     ),
     out: Path = opt.out("the plots", "the HTML report"),
     json_path: Optional[Path] = opt.json("run"),

@@ -105,7 +105,9 @@ def _gcd(a: int, b: int) -> int:
 @app.command()
 def scale(
     ctx: typer.Context,
-    framework: str = opt.framework("Engine: tensorflow (MirroredStrategy), keras-jax (DataParallel), torch (DDP)."),
+    framework: str = opt.framework(
+        help="Engine: tensorflow (MirroredStrategy), keras-jax (DataParallel), torch (DDP)."
+    ),
     model: str = typer.Option(
         "seed001",
         "--model",

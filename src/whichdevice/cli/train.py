@@ -121,7 +121,7 @@ def train(
     cpu_threads: Optional[str] = opt.cpu_threads(),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(600),
-    framework: str = opt.framework(),
+    framework: str = opt.framework(choices=TRAIN_FRAMEWORKS),
     out: Path = opt.out("the PNG plot"),
     json_path: Optional[Path] = opt.json("train"),
     linear: bool = opt.linear(),
