@@ -111,8 +111,8 @@ def resume(run: str = "run", kept: str | None = "cases") -> Any:
 
 
 def input_shape(for_model: bool = True) -> Any:
-    """``--input-shape`` of the user's model; ``for_model``: the command has built-in models
-    too, and the option applies to ``--model``'s only."""
+    """``--input-shape`` of the user's model; ``for_model``: the command also has built-in
+    models, so the help says the option is for ``--model``'s."""
     of = " for --model" if for_model else ""
     return typer.Option(
         None,
