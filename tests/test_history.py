@@ -42,7 +42,7 @@ def test_runs_are_indexed_and_listed(tmp_path, capsys):
     code, out, _ = run_cli(["history"], capsys)
     assert code == 0 and "matmul" in out and "Runs" in out
     code, out, _ = run_cli(["compare", "1", "2"], capsys)
-    assert code == 0 and "Point by point" in out and "steady" in out
+    assert code == 0 and "Point by point" in out and "matrix" in out and "mode=" not in out
     assert "cases changed beyond the noise" in out
     # two runs with nothing changed between them: their differences are kept as noise samples
     a, b = load_run(oldest.path), load_run(newest.path)

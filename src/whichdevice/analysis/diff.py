@@ -21,13 +21,13 @@ from collections.abc import Mapping
 
 from whichdevice.analysis import significance
 from whichdevice.analysis.compare import Comparison
-from whichdevice.core.records import RunRecord
+from whichdevice.core.records import CaseSpec, RunRecord
 
 
 @dataclass(frozen=True)
 class PointChange:
     key: str
-    label: str
+    spec: CaseSpec  # what was measured (present/names.case_name says it in words)
     before_s: float | None
     after_s: float | None
     comparison: Comparison | None  # before vs after: ratio > 1 means faster now
@@ -47,16 +47,21 @@ class PointChange:
             return f"ran before, failed now ({words(b)})"
         return None
 
+    @property
+    def label(self) -> str:
+        """The case's parameters as written in the record (for scripts; people get names.case_name)."""
+        return _label(self.spec)
+
 
 @dataclass(frozen=True)
 class RunDiff:
     context: list[str]  # differences in machine, framework versions, options
     points: list[PointChange]
-    only_before: list[str]
-    only_after: list[str]
+    only_before: list[CaseSpec]
+    only_after: list[CaseSpec]
 
 
-def _label(spec) -> str:
+def _label(spec: CaseSpec) -> str:
     return f"{spec.framework} {spec.device} {spec.workload} " + " ".join(f"{k}={v}" for k, v in spec.params.items())
 
 
@@ -124,7 +129,7 @@ def diff_runs(
         points.append(
             PointChange(
                 key,
-                _label(a.spec),
+                a.spec,
                 a.timing.median_s if a.timing else None,
                 b.timing.median_s if b.timing else None,
                 comp,
@@ -135,6 +140,6 @@ def diff_runs(
     return RunDiff(
         _context(before, after),
         points,
-        [_label(ra[k].spec) for k in ra if k not in rb],
-        [_label(rb[k].spec) for k in rb if k not in ra],
+        [ra[k].spec for k in ra if k not in rb],
+        [rb[k].spec for k in rb if k not in ra],
     )

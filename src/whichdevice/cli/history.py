@@ -14,7 +14,7 @@ from whichdevice.analysis import significance
 from whichdevice.analysis.diff import diff_runs, log_ratios
 from whichdevice.cli.common import app, console
 from whichdevice.core.errors import UsageError
-from whichdevice.present import terminal
+from whichdevice.present import names, terminal
 from whichdevice.present.claims import ratio_text
 from whichdevice.present.tables import Grid, GridCell
 from whichdevice.core.units import seconds
@@ -102,7 +102,9 @@ def compare(
         else:
             flagged += 1
             change = GridCell(ratio_text(c), "good" if c.ratio > 1 else "bad")
-        rows.append([GridCell(p.label), GridCell(seconds(p.before_s)), GridCell(seconds(p.after_s)), change])
+        rows.append(
+            [GridCell(names.case_name(p.spec)), GridCell(seconds(p.before_s)), GridCell(seconds(p.after_s)), change]
+        )
     terminal.render_grid(
         console,
         Grid(
@@ -121,7 +123,7 @@ def compare(
             history.add_repeat(a.machine.hostname, a.experiment, *pair, log_ratios(a, b))
         except sqlite3.Error:
             pass
-    for label in d.only_before:
-        console.print(f"  only in RUN_A: {escape(label)}")
-    for label in d.only_after:
-        console.print(f"  only in RUN_B: {escape(label)}")
+    for spec in d.only_before:
+        console.print(f"  only in RUN_A: {escape(names.case_name(spec))}")
+    for spec in d.only_after:
+        console.print(f"  only in RUN_B: {escape(names.case_name(spec))}")

@@ -122,6 +122,11 @@ def workload_name(params: dict, workload: str = "train") -> str:
     return fw + ", ".join(bits)
 
 
+def case_name(spec) -> str:
+    """'tensorflow CPU:0: small MLP, batch 10, steady training step': a record's case in words."""
+    return f"{spec.framework} {spec.device}: {workload_name(dict(spec.params), spec.workload)}"
+
+
 def source_key(params: dict, workload: str = "train") -> str | None:
     """The article a case reproduces ('seed001'), or None for the user's own model."""
     if workload == "matmul" or ("n" in params and "mode" in params):
