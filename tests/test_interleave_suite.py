@@ -26,24 +26,28 @@ def _suite(framework="tensorflow"):
     return suite.suite_cases(framework, "CPU:0", gpu_present=False)
 
 
-def test_suite_groups_are_the_steady_sweep_with_sync_and_the_pipeline_loops():
+def test_suite_groups_are_the_steady_sweep_with_sync_the_pipeline_loops_and_the_fixes_fits():
     cases = _suite()
     groups = workloads.interleave_groups(cases)
     # a partition of the job's keys, keys as they are (history and compare match by key)
     assert sorted(k for g in groups for k in g) == sorted(c.key for c in cases)
     by_key = {c.key: c for c in cases}
     multi = [[by_key[k] for k in g] for g in groups if len(g) > 1]
-    assert len(multi) == 2
-    steady, loops = multi
+    assert len(multi) == 3
+    steady, loops, fits = multi
     assert [(s.params["batch"], s.params["sync"]) for s in steady] == [
         *((b, "none") for b in suite.SWEEP_BATCHES),
         (suite.SEED_BATCH, "each"),
     ]
     assert [s.params["variant"] for s in loops] == list(suite.PIPELINE_VARIANTS)
     assert all(s.params["part"] == "both" for s in loops)
-    # the fits (steps_per_execution, jit_compile), the pipeline alone and the rest stay alone
+    # the fixes' fits: the baseline (1, False), steps_per_execution 5 and 20, jit_compile
+    assert [(f.params["steps_per_execution"], f.params["jit_compile"]) for f in fits] == list(suite.FIX_FITS)
+    assert all(f.params["kind"] == "fit" and f.params["epochs"] == suite.FIX_EPOCHS for f in fits)
+    # seed 001 ex2's fit as written, the pipeline alone and the rest stay alone
     alone = [by_key[g[0]] for g in groups if len(g) == 1]
-    assert any("steps_per_execution" in s.params for s in alone) and any("jit_compile" in s.params for s in alone)
+    assert any(s.params.get("kind") == "fit" and s.params.get("example") == "ex2" for s in alone)
+    assert not any("steps_per_execution" in s.params or "jit_compile" in s.params for s in alone)
     assert all(s.params.get("kind") != "steady" and s.params.get("part") != "both" for s in alone)
 
 
@@ -393,3 +397,43 @@ def test_a_crash_in_a_group_is_laid_on_the_member_that_was_running(monkeypatch):
     by_batch = {r.spec.params["batch"]: r for r in out.results}
     assert by_batch[32].failure == "crash" and "SIGABRT" in by_batch[32].error
     assert by_batch[8].status == "ok", by_batch[8].error
+
+
+@pytest.mark.tf
+def test_fix_fits_are_timed_epoch_by_epoch_in_two_halves():
+    # The fixes' model.fit variants (TensorFlow, CPU): each built, compiled and fitted for its
+    # warm-up epoch, then its steady epochs in turns A B | B A; every timed batch of every
+    # steady epoch kept, one execution of k steps per sample.
+    from whichdevice import frameworks
+    from whichdevice.workloads import train
+
+    fw = frameworks.load("tensorflow")
+    specs = [
+        CaseSpec(
+            workload="train",
+            framework="tensorflow",
+            device="CPU:0",
+            params={
+                "kind": "fit",
+                "model": "seed001",
+                "example": "ex2",
+                "samples": 200,
+                "batch": 10,
+                "data": "numpy",
+                "epochs": 3,
+                "steps_per_execution": k,
+                "jit_compile": False,
+            },
+        )
+        for k in (1, 5)
+    ]
+    assert workloads.interleave_groups(specs) == [[s.key for s in specs]]
+    prepared = [train.prepare(s, fw, TimingPolicy(), 0.0) for s in specs]
+    turns: list[int] = []
+    out = train.time_group(prepared, fw, TimingPolicy(), 0.0, before=turns.append)
+    assert sorted(turns[:2]) == [0, 1] and turns[2:] == turns[:2][::-1]  # A B | B A
+    for (timing, metrics), k in zip(out, (1, 5)):
+        assert len(timing.warmup_s) == 20 // k and len(timing.samples_s) == 2 * (20 // k)
+        assert timing.first_call_s > max(timing.samples_s)  # the warm-up epoch's first batch traced the step
+        assert metrics["samples_per_step"] == 10 * k and metrics["interleaved_with"] == 1.0
+        assert metrics["interleave_rounds"] == 2.0 and metrics["jit_compile"] == 0.0

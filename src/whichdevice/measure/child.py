@@ -17,8 +17,8 @@ member is set up (build, tracing, warm-up) and before each member's turn, then o
 ``result`` line per member, in order, when the group is done (:func:`_run_group`). The parent's
 per-case timeout thus bounds one member's set-up or one turn; a member that raises is recorded
 and the others go on. A native crash inside a group ends the child like any crash: the parent
-records its first unfinished case as failed and restarts a child with the rest, which groups
-them again.
+records the case the child started last as failed and restarts a child with the rest, which
+groups them again.
 
 **Second pass** (issue 16): a job may name ``repeat`` keys. After its cases, if it is later than
 ``fresh_round_before`` (the parent would not have time for a fresh child), the child measures

@@ -7,7 +7,8 @@ its ``CaseSpec`` list in the parent. Adding a workload: a module here with ``run
 its name in ``WORKLOADS``, and the parent-side case list (README "How to add a workload").
 
 **Interleaved groups** (issue 16): cases whose ratios are claimed against each other (the
-steady training steps of a batch sweep and sync each/none; the input-pipeline loop's variants)
+steady training steps of a batch sweep and sync each/none; the fixes' ``model.fit`` variants,
+steps_per_execution and jit_compile; the input-pipeline loop's variants)
 are measured *interleaved* in one child: :func:`interleave_groups` derives the groups from the
 specs' params alone (keys, specs and the job format do not change), and the workload module
 provides ``prepare(spec, fw, policy, overhead_s)`` (set-up, tracing, warm-up: one member at a
@@ -54,27 +55,30 @@ class GroupWorkload(Protocol):
     ) -> list[tuple[Timing, dict[str, float]] | BaseException]: ...
 
 
-# Params that tell the members of one interleaved group apart; every other param (and the
-# workload, framework and device) must be equal for two cases to be timed together.
-_VARYING = {"train": ("batch", "sync"), "pipeline": ("variant",)}
+# Params that tell the members of one interleaved group apart, by workload and kind; every
+# other param (and the workload, framework and device) must be equal for two cases to be
+# timed together.
+_VARYING = {
+    ("train", "steady"): ("batch", "sync"),
+    ("train", "fit"): ("steps_per_execution", "jit_compile"),
+    ("pipeline", "both"): ("variant",),
+}
 
 
 def interleave_key(spec: CaseSpec) -> tuple[Any, ...] | None:
     """The group a case is timed in, or None: a train ``steady`` case (batch sweep, sync
-    each/none; the same model and settings) or a pipeline ``both`` case (the loop's variants on
-    the same data, net and batch). Not with ``trace_dir`` (a profiler window is per case) and
-    not the fit cases (steps_per_execution, jit_compile: whole ``model.fit`` runs, one
-    sample per epoch, left sequential)."""
+    each/none; the same model and settings), a train ``fit`` case that names
+    ``steps_per_execution`` (the fixes' variants: steps_per_execution and jit_compile, epoch by
+    epoch in two halves) or a pipeline ``both`` case (the loop's variants on the same data, net
+    and batch). Not with ``trace_dir`` (a profiler window is per case)."""
     p = spec.params
     if p.get("trace_dir"):
         return None
-    if spec.workload == "train" and p.get("kind") == "steady":
-        pass
-    elif spec.workload == "pipeline" and p.get("part") == "both":
-        pass
-    else:
-        return None
-    rest = tuple(sorted((k, repr(v)) for k, v in p.items() if k not in _VARYING[spec.workload]))
+    kind = p.get("part") if spec.workload == "pipeline" else p.get("kind")
+    varying = _VARYING.get((spec.workload, str(kind)))
+    if varying is None or (kind == "fit" and "steps_per_execution" not in p):
+        return None  # a fit is grouped only as one of the fixes' variants (both params named)
+    rest = tuple(sorted((k, repr(v)) for k, v in p.items() if k not in varying))
     return (spec.workload, spec.framework, spec.device, rest)
 
 
@@ -98,7 +102,7 @@ def interleave_groups(specs: list[CaseSpec]) -> list[list[str]]:
 
 def group_runner(name: str) -> GroupWorkload:
     """The module that times a group of ``name``'s cases interleaved."""
-    if name not in _VARYING:
+    if name not in {w for w, _ in _VARYING}:
         raise KeyError(name)
     module: GroupWorkload = importlib.import_module(f"whichdevice.workloads.{name}")  # type: ignore[assignment]
     return module

@@ -39,9 +39,9 @@ if TYPE_CHECKING:
 import importlib
 import math
 
-from whichdevice.core.records import CaseSpec
+from whichdevice.core.records import CaseSpec, Timing
 from whichdevice.core.steps import raw_from_steps, time_loop
-from whichdevice.core.timing import RawTiming, TimingPolicy, Warm, interleave_blocks, measure, warm_up
+from whichdevice.core.timing import RawTiming, TimingPolicy, interleave_blocks, measure, warm_up
 from whichdevice.frameworks.common.casemodel import CaseModel
 
 KINDS = ("create", "loop", "fit", "steady")
@@ -285,18 +285,108 @@ def _run_steady(spec, fw, policy, overhead_s):
     return raw, metrics
 
 
-def prepare(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Warm, dict]:
-    """One member of an interleaved group of steady cases: built, traced and warmed up (its
-    own telemetry window after the warm-up when the policy has one)."""
-    if spec.params.get("kind") != "steady":
-        raise ValueError(f"only steady train cases are timed interleaved, not {spec.params.get('kind')!r}")
+def prepare(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float):
+    """One member of an interleaved group: a steady case built, traced and warmed up (its own
+    telemetry window after the warm-up when the policy has one); or a fit case (:class:`_Fit`)
+    built, compiled and fitted for its warm-up epoch."""
+    kind = spec.params.get("kind")
+    if kind == "fit":
+        return _Fit(spec, fw)
+    if kind != "steady":
+        raise ValueError(f"only steady and fit train cases are timed interleaved, not {kind!r}")
     fn, metrics = _steady_fn(spec, fw)
     return warm_up(fn, sync=fw.sync.sync, policy=policy, overhead_s=overhead_s), metrics
 
 
+class _Fit:
+    """One ``model.fit`` variant of an interleaved group (steps_per_execution, jit_compile):
+    built and compiled, its first epoch fitted as the warm-up (tracing, XLA compilation, the
+    pipeline's start), then one ``fit(epochs=1)`` per turn (:meth:`epoch`), each turn's batches
+    timed by a fresh :class:`whichdevice.keras.StepTimer` (the train function, compiled once,
+    is reused by every later ``fit`` call)."""
+
+    def __init__(self, spec: CaseSpec, fw: Framework):
+        self.spec, self.fw = spec, fw
+        training = _training(fw)
+        m = CaseModel(spec.params, training)
+        self.n, self.b = int(spec.params["samples"]), int(spec.params["batch"])
+        self.data = str(spec.params["data"])
+        with fw.placement.scope(spec.device):
+            self.model = m.build()
+            m.compile_for_fit(self.model)
+            self.inputs = m.dataset(training, self.n, self.b, self.data)
+        self.warmup_s = self.epoch()
+
+    def epoch(self) -> list[float]:
+        """One epoch fitted; its batches' times (one per execution of steps_per_execution steps)."""
+        from whichdevice.keras import StepTimer
+
+        timer = StepTimer(None, warmup_batches=1, sync=True, batch_size=self.b)
+        with self.fw.placement.scope(self.spec.device):
+            if self.data == "numpy":
+                x, y = self.inputs
+                self.model.fit(x, y, batch_size=self.b, epochs=1, verbose=0, callbacks=[timer])
+            else:
+                self.model.fit(self.inputs, epochs=1, verbose=0, callbacks=[timer])
+        return list(timer.batch_times_s)
+
+    def metrics(self, turns: int) -> dict[str, float]:
+        k = int(self.spec.params.get("steps_per_execution", 1))
+        return {
+            "samples_per_step": float(self.b * k),  # each timed batch runs k batches of b
+            "steps_per_epoch": float(len(self.warmup_s)),
+            # What jit_compile="auto" resolved to on this backend and device (fair-comparison fact).
+            "jit_compile": float(bool(getattr(self.model, "jit_compile", False))),
+            "interleave_rounds": float(turns),
+        }
+
+
+def _time_fits(prepared: list[_Fit], overhead_s: float, steady_epochs: int, before=None) -> list:
+    """The fits' steady epochs in two halves, A B C | C B A (first order shuffled, seeded), as
+    the input-pipeline loops: one epoch per turn, so slow drift over the group's time hits every
+    variant alike (an epoch cannot be cut in blocks: Keras runs it whole). ``steady_epochs``
+    (the case's epochs minus the warm-up one) turns per member."""
+    import random
+
+    n = len(prepared)
+    order = list(range(n))
+    random.Random(0).shuffle(order)
+    turns = [order if t % 2 == 0 else order[::-1] for t in range(steady_epochs)]
+    samples: list[list[float]] = [[] for _ in prepared]
+    errors: list[BaseException | None] = [None] * n
+    for i in (i for turn in turns for i in turn):
+        if errors[i] is not None:
+            continue
+        if before is not None:
+            before(i)
+        try:
+            samples[i] += prepared[i].epoch()
+        except Exception as e:  # this fit fails; the others go on
+            errors[i] = e
+    out: list = []
+    for i, f in enumerate(prepared):
+        if errors[i] is not None:
+            out.append(errors[i])
+            continue
+        timing = Timing(
+            first_call_s=f.warmup_s[0],
+            warmup_s=f.warmup_s,
+            samples_s=samples[i],
+            number_per_sample=1,
+            overhead_s=overhead_s,
+            stop_reason="min time",
+        )
+        out.append((timing, {**f.metrics(steady_epochs), "interleaved_with": float(n - 1)}))
+    return out
+
+
 def time_group(prepared, fw, policy, overhead_s, before=None) -> list:
-    """The prepared members' blocks in turns (``interleave_blocks``): one ``(Timing, metrics)``
-    per member, or the exception its blocks raised (the others go on)."""
+    """The prepared members timed together: fits epoch by epoch in two halves
+    (:func:`_time_fits`), steady steps block by block in turns (``interleave_blocks``); one
+    ``(Timing, metrics)`` per member, or the exception its turns raised (the others go on)."""
+    if prepared and isinstance(prepared[0], _Fit):
+        epochs = int(prepared[0].spec.params.get("epochs", 2))
+        return _time_fits(prepared, overhead_s, max(1, epochs - 1), before)
     warms = [w for w, _ in prepared]
     timings = interleave_blocks(warms, sync=fw.sync.sync, policy=policy, overhead_s=overhead_s, before=before)
     out: list = []
