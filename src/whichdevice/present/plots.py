@@ -32,7 +32,7 @@ def _legend(ax, **kw) -> None:
         ax.legend(**kw)
 
 
-def _plain_numbers(axis, base: int = 10) -> None:
+def plain_numbers(axis, base: int = 10) -> None:
     """Log-axis ticks as plain numbers (8, 32, ..., 8192; 10, 100, 1000), not 2^3 or 10^3."""
     axis.set_major_locator(LogLocator(base=base))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
@@ -129,7 +129,7 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
         if loglog:
             ax.set_xscale("log")
             ax.set_yscale("log")
-            _plain_numbers(strip.xaxis)
+            plain_numbers(strip.xaxis)
         ax.set_ylabel("time per call (s)")
         ax.set_title(table_title(table.group, table.title), fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
@@ -179,7 +179,7 @@ def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: boo
         if loglog:
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
-            _plain_numbers(ax.xaxis, base=2)
+            plain_numbers(ax.xaxis, base=2)
         ax.set_xlabel("batch size")
         ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)

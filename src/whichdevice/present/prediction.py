@@ -164,9 +164,13 @@ def plot_predict(report: PredictReport, png: Path, loglog: bool, title: str) -> 
             alpha=0.25,
             label="GPU 80 % band (calibrated)" if report.calibrated else "GPU band (model's own)",
         )
+    from whichdevice.present.plots import plain_numbers, save_figure  # matplotlib: only when a plot is drawn
+
     if loglog:
-        ax.set_xscale("log")
+        ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        plain_numbers(ax.xaxis, base=2)  # batch 8, 32, 128 ... as numbers, not 2^3
+        plain_numbers(ax.yaxis)  # 1, 10, 100 ms, not 10^0
     ax.set_xlabel("batch size")
     ax.set_ylabel("step time (ms)")
     ax.grid(True, which="both", alpha=0.3)
@@ -174,6 +178,5 @@ def plot_predict(report: PredictReport, png: Path, loglog: bool, title: str) -> 
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
-    from whichdevice.present.plots import save_figure  # matplotlib: only when a plot is drawn
 
     save_figure(fig, png, dpi=100)
