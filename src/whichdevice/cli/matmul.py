@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+import pydantic
 import typer
 from rich.markup import escape
 
 from whichdevice.measure import experiment
 from whichdevice.core import records
+from whichdevice.core.errors import UsageError
 from whichdevice.analysis import quality
 from whichdevice.cli.common import (
     REPORTERS,
@@ -65,9 +67,16 @@ def matmul(
     resumed = None
     if resume is not None:
         resumed = Journal.read(resume, "--resume", experiment="matmul")
-        opts = MatmulOptions(**resumed.header["options"])
-        json_file = Path(resumed.header["json_file"])
-        png = Path(resumed.header["png_file"])
+        try:  # a header this version cannot read (another version's, or forged with a valid checksum)
+            opts = pydantic.TypeAdapter(MatmulOptions).validate_python(resumed.header["options"])
+            json_file = Path(resumed.header["json_file"])
+            png = Path(resumed.header["png_file"])
+        except (KeyError, TypeError, pydantic.ValidationError):
+            raise UsageError(
+                "--resume",
+                f"'{resume}' holds matmul options this version of whichdevice cannot read",
+                "Start a new run.",
+            ) from None
         linear = bool(resumed.header.get("linear", False))
         command = resumed.header.get("command")
     else:

@@ -399,7 +399,7 @@ _WARNING_KINDS = (
         "did not converge",
         "not_converged",
         "point{s} did not settle (the median's 95 % interval stayed wider than ±5 %): the machine was busy — "
-        "close other programs, or raise --budget",
+        "close other programs and measure again",
     ),
     (
         "individual steps vary",
@@ -411,7 +411,7 @@ _WARNING_KINDS = (
         "the spread is",
         "noisy",
         "point{s} noisy (spread > 10 % of the median): the machine was busy or the point is short — close other "
-        "programs, or raise --budget",
+        "programs and measure again",
     ),
     (
         "timer+sync cost",
