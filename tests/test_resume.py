@@ -400,3 +400,47 @@ def test_ctrl_c_or_sigterm_exits_and_says_how_to_resume(tmp_path, sig, code, wor
     assert f"{word}. The finished cases are kept in" in err
     assert f"whichdevice matmul --resume {journal}" in " ".join(err.split()), err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "options, resumes",
+    [
+        ({"sizes": "eight"}, False),  # a value of the wrong type: refused in one line
+        ({"evil_key": 1}, True),  # a key this version does not know: ignored, as every command's plan does
+    ],
+)
+def test_a_matmul_header_with_a_valid_checksum_but_odd_options_is_one_line_or_ignored(
+    tmp_path, capsys, options, resumes
+):
+    """#18's leftover: a journal header forged with a recomputed checksum once gave a TypeError
+    traceback on `matmul --resume`."""
+    base = {
+        "framework": "numpy",
+        "sizes": [8],
+        "modes": ["steady"],
+        "dtype": "float32",
+        "devices": None,
+        "min_time_s": 0.01,
+        "quick": False,
+        "cpu_threads": None,
+        "case_timeout_s": 60.0,
+        "memory_limit_bytes": None,
+    }
+    path = tmp_path / f"m{SUFFIX}"
+    Journal.create(
+        path,
+        {
+            "experiment": "matmul",
+            "options": {**base, **options},
+            "json_file": str(tmp_path / "m.json"),
+            "png_file": str(tmp_path / "m.png"),
+            "linear": False,
+            "command": ["whichdevice", "matmul"],
+        },
+    )
+    code, out, err = run_cli(["matmul", "--resume", str(path)], capsys)
+    if resumes:
+        assert code == 0 and (tmp_path / "m.json").exists(), err
+    else:
+        assert code == 2 and "--resume" in err and "cannot read" in err and err.strip().count("\n") == 0
+        assert "Traceback" not in err and not (tmp_path / "m.json").exists()
