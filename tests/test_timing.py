@@ -347,3 +347,13 @@ def test_interleaved_variants_get_their_own_telemetry_window_after_warm_up():
     timings = interleave_blocks(warms, sync=dev.sync, clock=dev.clock, policy=policy, overhead_s=0.0)
     assert [t.telemetry for t in timings] == [w.telemetry for w in warms]  # each its own, not the group's
     assert len(windows) == 2  # no sampler over the interleaved phase
+
+
+def test_abba_turns_reverse_every_other_pass_from_a_seeded_shuffle():
+    from whichdevice.core.timing import abba_turns
+
+    turns = abba_turns(4)
+    first, second = turns[:4], turns[4:]
+    assert sorted(first) == [0, 1, 2, 3] and second == first[::-1]
+    assert abba_turns(4) == turns  # seeded: the same order on every run
+    assert abba_turns(3, passes=3)[6:] == abba_turns(3)[:3]

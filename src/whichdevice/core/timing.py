@@ -286,6 +286,18 @@ class Warm:
     telemetry: Telemetry | None = None
 
 
+def abba_turns(n: int, passes: int = 2, seed: int = 0) -> list[int]:
+    """The turn order of ``n`` variants timed in whole passes (an epoch, a pass over a data
+    set: work that cannot be cut in blocks): the first pass in an order shuffled with ``seed``,
+    every other pass reversed — A B C | C B A | A B C — so a slow drift of the machine falls on
+    every variant alike (issue 16)."""
+    import random
+
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    return [i for k in range(passes) for i in (order if k % 2 == 0 else order[::-1])]
+
+
 def warm_up(
     fn: Callable[[], Any],
     *,

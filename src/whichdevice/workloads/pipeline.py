@@ -52,7 +52,7 @@ import time
 from pathlib import Path
 
 from whichdevice.core.records import CaseSpec, Timing
-from whichdevice.core.timing import TimingPolicy, measure
+from whichdevice.core.timing import TimingPolicy, abba_turns, measure
 
 PARTS = ("pipeline", "model", "both", "stage")
 NETS = ("tiny", "small", "heavy")
@@ -368,17 +368,13 @@ def _half_done(n: int, total_s: float, policy: TimingPolicy, per_pass: int) -> b
 def time_group(prepared: list[_Loop], fw, policy: TimingPolicy, overhead_s: float, before=None) -> list:
     """The loops in two halves each, A B C | C B A (see the section comment): one
     ``(Timing, metrics)`` per loop, or the exception it raised (the others go on)."""
-    import random
-
     n = len(prepared)
-    first = list(range(n))
-    random.Random(0).shuffle(first)
     samples: list[list[float]] = [[] for _ in prepared]
     waits: list[list[float]] = [[] for _ in prepared]
     telemetry: list = [None] * n
     capped = [False] * n
     errors: list[BaseException | None] = [None] * n
-    for turn, i in enumerate(first + first[::-1]):
+    for turn, i in enumerate(abba_turns(n)):
         loop = prepared[i]
         if errors[i] is not None:
             continue

@@ -41,7 +41,7 @@ import math
 
 from whichdevice.core.records import CaseSpec, Timing
 from whichdevice.core.steps import raw_from_steps, time_loop
-from whichdevice.core.timing import RawTiming, TimingPolicy, interleave_blocks, measure, warm_up
+from whichdevice.core.timing import RawTiming, TimingPolicy, abba_turns, interleave_blocks, measure, warm_up
 from whichdevice.frameworks.common.casemodel import CaseModel
 
 KINDS = ("create", "loop", "fit", "steady")
@@ -346,15 +346,10 @@ def _time_fits(prepared: list[_Fit], overhead_s: float, steady_epochs: int, befo
     the input-pipeline loops: one epoch per turn, so slow drift over the group's time hits every
     variant alike (an epoch cannot be cut in blocks: Keras runs it whole). ``steady_epochs``
     (the case's epochs minus the warm-up one) turns per member."""
-    import random
-
     n = len(prepared)
-    order = list(range(n))
-    random.Random(0).shuffle(order)
-    turns = [order if t % 2 == 0 else order[::-1] for t in range(steady_epochs)]
     samples: list[list[float]] = [[] for _ in prepared]
     errors: list[BaseException | None] = [None] * n
-    for i in (i for turn in turns for i in turn):
+    for i in abba_turns(n, steady_epochs):
         if errors[i] is not None:
             continue
         if before is not None:
