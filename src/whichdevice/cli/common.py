@@ -138,13 +138,16 @@ def read_plan(resume: Path, experiment: str, plan_cls):
     try:
         plan = pydantic.TypeAdapter(plan_cls).validate_python(options)
     except (KeyError, TypeError, pydantic.ValidationError):
-        raise UsageError(
-            "--resume",
-            f"'{resume}' holds {experiment} options this version of whichdevice cannot read",
-            "Start a new run.",
-        ) from None
+        raise unreadable_resume(resume, experiment) from None
     recheck_user_files(plan, state.header)
     return plan, state
+
+
+def unreadable_resume(resume: Path, experiment: str) -> UsageError:
+    """The one line for a journal whose options this version cannot read."""
+    return UsageError(
+        "--resume", f"'{resume}' holds {experiment} options this version of whichdevice cannot read", "Start a new run."
+    )
 
 
 def _user_refs(value) -> list[dict]:

@@ -11,7 +11,6 @@ from rich.markup import escape
 
 from whichdevice.measure import experiment
 from whichdevice.core import records
-from whichdevice.core.errors import UsageError
 from whichdevice.analysis import quality
 from whichdevice.cli.common import (
     REPORTERS,
@@ -23,6 +22,7 @@ from whichdevice.cli.common import (
     progress,
     reject_options_with_resume,
     stamp,
+    unreadable_resume,
     write_record,
 )
 from whichdevice.cli import options as opt
@@ -72,11 +72,7 @@ def matmul(
             json_file = Path(resumed.header["json_file"])
             png = Path(resumed.header["png_file"])
         except (KeyError, TypeError, pydantic.ValidationError):
-            raise UsageError(
-                "--resume",
-                f"'{resume}' holds matmul options this version of whichdevice cannot read",
-                "Start a new run.",
-            ) from None
+            raise unreadable_resume(resume, "matmul") from None
         linear = bool(resumed.header.get("linear", False))
         command = resumed.header.get("command")
     else:
