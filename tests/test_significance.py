@@ -153,6 +153,9 @@ def test_later_rounds_reverse_each_group_and_pick_the_verdict_cases():
     assert all(decides_verdict(s) for s in mm + spe + steady)
     assert not decides_verdict(t(kind="placement"))
     assert not decides_verdict(t(kind="fit", example="seed002"))
+    # the prefetch and mixed-precision fixes are A/B claims too: measured in two rounds
+    assert decides_verdict(t(kind="loop", example="ex3", data="tfdata_noprefetch"))
+    assert decides_verdict(t(kind="precision", example="seed002", precision="mixed_float16"))
 
 
 def test_process_spread_widens_one_round_claims():

@@ -87,15 +87,21 @@ def decides_verdict(spec: CaseSpec) -> bool:
     claim, and are cheap enough to measure twice: every matmul point (crossover, regime), the
     input pipeline's pipeline-alone and loop parts (input-bound, prefetch, tf.py_function),
     the steady training steps (batch sweep, sync cost), seed 001 ex2's loop and fit (device vs
-    device) and the fixes on ex2's fit (steps_per_execution, jit_compile). Not the large
-    seed 002 / ex3 / precision runs, the creation and placement cases."""
+    device), the fixes on ex2's fit (steps_per_execution, jit_compile), and the two other A/B
+    fixes: ex3's loop with and without prefetch, float32 against mixed precision. Not seed 002's
+    fit (no claim rests on it), the creation and placement cases."""
     p = spec.params
     if spec.workload == "matmul":
         return True
     if spec.workload == "pipeline":
         return p.get("part") in ("pipeline", "both")
     if spec.workload == "train":
-        return p.get("kind") == "steady" or (p.get("example") in ("ex2", "user") and p.get("kind") in ("loop", "fit"))
+        kind, example = p.get("kind"), p.get("example")
+        return (
+            kind in ("steady", "precision")
+            or (example in ("ex2", "user") and kind in ("loop", "fit"))
+            or (example == "ex3" and kind == "loop")
+        )
     return False
 
 
