@@ -113,8 +113,8 @@ def workload_name(params: dict, workload: str = "train") -> str:
         bits.append(_DATA.get(str(p["data"]), str(p["data"])))
     if "steps_per_execution" in p:
         bits.append(f"steps_per_execution={p['steps_per_execution']}")
-    if "jit_compile" in p:
-        bits.append(f"jit_compile={p['jit_compile']}")
+    if p.get("jit_compile"):  # False is Keras' default on the CPU: said only when XLA was asked for
+        bits.append("jit_compile=True")
     if kind == "precision" and p.get("precision"):
         bits.append(str(p["precision"]))
     if p.get("sync") == "each":
