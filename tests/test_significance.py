@@ -225,3 +225,59 @@ def test_two_rounds_are_two_modes_only_when_each_is_tight():
     noisy = [[1.0, 1.6, 2.2, 1.6, 1.3], [1.5, 3.1, 4.5, 3.1, 2.0]]  # each round as wide as the gap
     assert sig.rounds_bimodal(noisy) is None
     assert sig.rounds_bimodal([[1.0] * 5]) is None
+
+
+def test_devices_are_measured_abba_across_rounds(monkeypatch):
+    """Two devices: round 1 of each, then round 2 of each in the reverse order (CPU, GPU | GPU,
+    CPU), so a device-vs-device ratio's two rounds straddle the same moments; each round merged
+    into its own device's results. The children are faked (no GPU here): only the order and the
+    merge are under test."""
+    from whichdevice.core.records import CaseResult, CaseSpec, DeviceInfo, FrameworkInfo, Session, Timing
+    from whichdevice.measure import experiment, session
+
+    calls: list[tuple[str, int]] = []
+
+    def fake_run_devices(fw, devices, cases_for, **kw):
+        (dev,) = devices
+        rnd = 1 if "repeat_for" in kw else 2  # round 1 is the one that may ask for a second pass
+        calls.append((dev.name, rnd))
+        base = 1e-3 if dev.kind == "cpu" else 1e-4
+        out = [
+            CaseResult(
+                spec=spec,
+                status="ok",
+                timing=Timing(
+                    first_call_s=base, warmup_s=[base], samples_s=[base * rnd] * 5, number_per_sample=1, overhead_s=0.0
+                ),
+                wall_s=0.1,
+            )
+            for spec in cases_for(dev)
+        ]
+        sess = Session(
+            framework=FrameworkInfo(name="tensorflow", version="0"),
+            device=dev,
+            env={},
+            import_s=0.0,
+            overhead_s=0.0,
+            cpu_threads_intra=2,
+            cpu_threads_inter=2,
+            cpu_threads_source="test",
+            onednn=False,
+        )
+        return [sess], out, []
+
+    devices = [DeviceInfo(name="CPU:0", kind="cpu"), DeviceInfo(name="GPU:0", kind="gpu")]
+    found = experiment.Discovery(FrameworkInfo(name="tensorflow", version="0"), devices, [], 0.0)
+    monkeypatch.setattr(experiment, "require_installed", lambda fw: None)
+    monkeypatch.setattr(experiment, "run_devices", fake_run_devices)
+
+    def spec(d):
+        return CaseSpec(workload="matmul", framework="tensorflow", device=d.name, params={"n": 8, "mode": "steady"})
+
+    req = session.Request("run", "tensorflow", lambda f, d: [spec(d)], {}, ["test"], rounds=2)
+    rec = session.measure(req, found=found)
+    assert calls == [("CPU:0", 1), ("GPU:0", 1), ("GPU:0", 2), ("CPU:0", 2)]
+    assert [r.spec.device for r in rec.results] == ["CPU:0", "GPU:0"]  # the record keeps the devices' order
+    for r in rec.results:
+        first, second = r.timing.rounds_s
+        assert second[0] == 2 * first[0]  # round 2 merged into its own device's case

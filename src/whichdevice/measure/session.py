@@ -16,8 +16,9 @@ journal as it arrives; keep what a resumed journal had finished; return one ``Ru
 So every measuring command has the same ``--resume``, ``--memory-limit``, ``--case-timeout``
 and progress, and the API measures exactly as the CLI does.
 
-**Rounds** (issue 16: a claim that decides a verdict must survive a second process). After a
-device's cases, the cases that decide a verdict (:func:`decides_verdict`; ``run`` and
+**Rounds** (issue 16: a claim that decides a verdict must survive a second process). After
+every device's round 1, in the reverse order of the devices (CPU r1, GPU r1 | GPU r2, CPU r2:
+a device-vs-device ratio is paired ABBA across processes too), the cases that decide a verdict (:func:`decides_verdict`; ``run`` and
 ``diagnose`` by default, ``Request.rounds``) are measured again in a fresh child — a second
 *round* — in the reverse order within each group, so A..B in round 1 is B..A in round 2 and
 slow drift hits both sides of every A/B pair (an ABBA design across processes). The rounds
@@ -227,6 +228,11 @@ def measure(
     results: list[CaseResult] = []
     notes: list[str] = []
     told: list[Discovery] = []  # what the first child saw, when no discovery child ran
+    # Round 1 of every device, then the later rounds of every device in the reverse order:
+    # CPU r1, GPU r1 | GPU r2, CPU r2 — so the device-vs-device ratios are paired ABBA across
+    # processes, as the A/B pairs inside a device are (issue 16).
+    later: list[tuple[DeviceInfo, float]] = []  # devices whose later rounds are due, and when their round 1 ended
+    by_device: dict[str, tuple[list[CaseResult], list[str], float]] = {}
     for dev in chosen:  # one device at a time, each with its own share of the budget
         started = time.time()
         deadline = started + request.budget_s if request.budget_s is not None else None
@@ -267,9 +273,17 @@ def measure(
                 "reverse order): round 1 ended too late in the budget for a fresh process"
             ]
         elif n_rounds > 1:
-            r, n_more = _later_rounds(request, fw, dev, r, n_rounds, policy, started, progress)
-            n += n_more
+            later.append((dev, time.time()))
         sessions += [x for x in s if all(y.device.name != x.device.name for y in sessions)]
+        by_device[dev.name] = (r, n, started)
+    for dev, ended in reversed(later):
+        r, n, started = by_device[dev.name]
+        # its later rounds get the window they would have had right after its round 1
+        shifted = started + (time.time() - ended)
+        r, n_more = _later_rounds(request, fw, dev, r, n_rounds, policy, shifted, progress)
+        by_device[dev.name] = (r, n + n_more, started)
+    for dev in chosen:
+        r, n, _ = by_device[dev.name]
         results += r
         notes += n
     seen = _confirmed(planned, told, sessions) if planned.provisional else planned
