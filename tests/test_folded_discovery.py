@@ -73,3 +73,11 @@ def test_the_reasons_are_the_users_not_the_env_the_parent_set_for_the_cpu_child(
     reasons = out.discovery["no_gpu_reasons"]
     assert nvidia.NO_DRIVER in reasons
     assert any("CUDA_VISIBLE_DEVICES='-1'" in r for r in reasons) == (users == "-1"), reasons
+
+
+def test_devices_asks_a_child_and_says_why_no_gpu_without_claiming_a_measurement(capsys):
+    from conftest import run_cli
+
+    code, out, _ = run_cli(["devices", "--framework", "numpy"], capsys)
+    assert code == 0 and "numpy" in out and "CPU:0" in out
+    assert "numpy computes on the CPU only" in out and "measured" not in out
