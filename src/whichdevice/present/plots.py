@@ -13,6 +13,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: 
 from whichdevice.analysis.sweep import Table  # noqa: E402
 from whichdevice.analysis.utilization import summarize  # noqa: E402
 from whichdevice.core import safeio  # noqa: E402
+from whichdevice.core.units import seconds  # noqa: E402
 from whichdevice.present.tables import table_title  # noqa: E402
 
 _COLORS = {"CPU": "#1f77b4", "GPU": "#d62728"}
@@ -36,6 +37,13 @@ def plain_numbers(axis, base: int = 10) -> None:
     """Log-axis ticks as plain numbers (8, 32, ..., 8192; 10, 100, 1000), not 2^3 or 10^3."""
     axis.set_major_locator(LogLocator(base=base))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def seconds_axis(axis) -> None:
+    """A log time axis in people's units (10 µs, 1 ms, 1 s), not 10^-5."""
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: seconds(v)))
     axis.set_minor_formatter(NullFormatter())
 
 
@@ -130,7 +138,8 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
             ax.set_xscale("log")
             ax.set_yscale("log")
             plain_numbers(strip.xaxis)
-        ax.set_ylabel("time per call (s)")
+            seconds_axis(ax.yaxis)
+        ax.set_ylabel("time per call")
         ax.set_title(table_title(table.group, table.title), fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         _legend(ax, fontsize=8, loc="upper left")
@@ -175,11 +184,15 @@ def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: boo
                     fontsize=8,
                     color="gray",
                 )
-    for ax, ylabel in ((ax_t, "steady step time (s)"), (ax_r, "samples/s")):
+    for ax, ylabel in ((ax_t, "steady step time"), (ax_r, "samples/s")):
         if loglog:
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             plain_numbers(ax.xaxis, base=2)
+            if ax is ax_t:
+                seconds_axis(ax.yaxis)
+            else:
+                plain_numbers(ax.yaxis)
         ax.set_xlabel("batch size")
         ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)
