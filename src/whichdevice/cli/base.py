@@ -97,6 +97,9 @@ def apply_metavars() -> None:
             continue
         for parameter in inspect.signature(command.callback).parameters.values():
             info = parameter.default
+            if type(info).__name__ == "ArgumentInfo" and info.metavar is None:
+                info.metavar = parameter.name.upper()  # usage line: RESULT, not {result}
+                continue
             if type(info).__name__ != "OptionInfo" or info.metavar is not None:
                 continue
             long_name = next((d for d in info.param_decls if d.startswith("--")), "")

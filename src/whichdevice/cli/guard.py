@@ -222,9 +222,12 @@ def resume_hint() -> str:
 def interrupted_code(default: int) -> int:
     """Exit code and the line for an interruption (Ctrl-C is ``default``, 130)."""
     what = NAMES.get(received, "Output closed") if received is not None else "Interrupted"  # type: ignore[arg-type]
+    hint = resume_hint()
     if received == signal.SIGPIPE:
         what = "Output closed (the program reading it quit)"
-    err_console.print(f"{what}.{resume_hint()}", soft_wrap=True)
+        if not hint:  # `whichdevice --help | head`: nothing lost, nothing to say
+            return 128 + received
+    err_console.print(f"{what}.{hint}", soft_wrap=True)
     return 128 + received if received is not None else default
 
 
