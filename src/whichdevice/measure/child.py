@@ -29,9 +29,10 @@ come as ``round`` lines, which the parent merges as round 2 and never journals.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -123,24 +124,31 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="whichdevice-parent-watch", daemon=True).start()
 
 
+@contextlib.contextmanager
+def _environ(values: dict[str, str | None]) -> Iterator[None]:
+    """``os.environ`` with ``values`` set (None: unset) inside the block, as it was after."""
+    saved = {k: os.environ.get(k) for k in values}
+
+    def put(items: dict[str, str | None]) -> None:
+        for k, v in items.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    put(values)
+    try:
+        yield
+    finally:
+        put(saved)
+
+
 def _devices_line(fw: Framework, import_s: float, user_env: dict[str, str | None]) -> dict[str, Any]:
     """The ``devices`` line. ``user_env``: the user's own values of the variables the parent set
     for this child (None: unset), restored while the reasons are read, so a GPU the parent hid
     for a CPU child is not reported as "hidden by CUDA_VISIBLE_DEVICES"."""
-    saved = {k: os.environ.get(k) for k in user_env}
-    try:
-        for k, v in user_env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with _environ(user_env):
         reasons = fw.discovery.no_gpu_reasons()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     return {
         "type": "devices",
         "framework": fw.discovery.framework_info().model_dump(mode="json"),
