@@ -93,7 +93,15 @@ def test_seed001_training_cases_on_the_cpu(fw):
     by = {(r.spec.params["kind"], r.spec.params.get("example"), r.spec.params.get("sync")): r for r in results}
     loop = by[("loop", "ex2", None)]
     assert loop.metrics["steps"] == 100  # seed 001 ex2: 100 steps of batch 10
-    assert loop.timing.first_call_s > loop.timing.median_s  # the first step carries tracing / start-up
+    # The first step carries the start-up: tracing / compilation where the step is traced (above
+    # the median), only the first use of each op where it is eager (torch, Keras/torch: at least
+    # the fastest steady step). On this VM a 2-thread torch process is sometimes in a state where
+    # every small op takes ≈ 16 ms (benchmarks/performance.md): the eager start-up then vanishes
+    # in it (CI saw a first step of 118 ms against a median of 120 ms).
+    if fw in ("torch", "keras-torch"):
+        assert loop.timing.first_call_s >= min(loop.timing.samples_s)
+    else:
+        assert loop.timing.first_call_s > loop.timing.median_s
     assert by[("loop", "seed002", None)].metrics["steps"] == 8  # 2 epochs of 4 numpy batches
     if fw != "torch":
         fit = by[("fit", "ex2", None)]
