@@ -316,3 +316,16 @@ def test_first_screen_claims_are_no_surer_than_two_processes_of_the_run_agree(mo
     assert own.lo < narrow.lo and own.hi > narrow.hi  # the record's spread widens it
     gone, unclear = pyfunc(3.0)
     assert gone is None and "TF ops instead of tf.py_function" in unclear
+
+
+def test_report_verbose_shows_every_finding_the_first_screen_points_to(tmp_path, capsys, _no_drawing):
+    """The first screen says "Every table, the plots and a glossary: --verbose, or the report":
+    `report --verbose` on a saved run gives the same as `run --verbose`."""
+    from conftest import run_cli
+
+    rec = DATA / "run_cpu_2core_budget300.json"
+    code, out, err = run_cli(["report", str(rec), "--out", str(tmp_path), "--verbose"], capsys)
+    assert code == 0, err
+    assert "Findings, line by line" in out
+    code, short, _ = run_cli(["report", str(rec), "--out", str(tmp_path / "b")], capsys)
+    assert code == 0 and "Findings, line by line" not in short

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import importlib
+import inspect
 from pathlib import Path
 from typing import Optional
 
@@ -120,6 +121,11 @@ def report(
     force: bool = typer.Option(
         False, "--force", help="Overwrite the plots and report beside RESULT (default: write new ones next to them)."
     ),
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        help="Every table, finding and warning after the first screen (run, diagnose, predict; the others show them always).",
+    ),
 ) -> None:
     """Re-render the table and plot from a saved record, without measuring again."""
     record = load_any(result, "RESULT")
@@ -135,7 +141,8 @@ def report(
         importlib.import_module(f"whichdevice.cli.{module}")
     render = REPORTERS.get(record.experiment)
     if render is not None:
-        render(record, png, loglog=not linear)
+        wants = "verbose" in inspect.signature(render).parameters  # the renderers with a first screen
+        render(record, png, loglog=not linear, **({"verbose": True} if verbose and wants else {}))
         if png.exists():
             console.print(f"Plot:   {escape(str(png))}")
     else:
