@@ -68,16 +68,16 @@ _VARYING = {
 def interleave_key(spec: CaseSpec) -> tuple[Any, ...] | None:
     """The group a case is timed in, or None: a train ``steady`` case (batch sweep, sync
     each/none; the same model and settings), a train ``fit`` case that names
-    ``steps_per_execution`` (the fixes' variants: steps_per_execution and jit_compile, epoch by
-    epoch in two halves) or a pipeline ``both`` case (the loop's variants on the same data, net
+    ``steps_per_execution`` or ``jit_compile`` (the fixes' variants, epoch by epoch in two
+    halves) or a pipeline ``both`` case (the loop's variants on the same data, net
     and batch). Not with ``trace_dir`` (a profiler window is per case)."""
     p = spec.params
     if p.get("trace_dir"):
         return None
     kind = p.get("part") if spec.workload == "pipeline" else p.get("kind")
     varying = _VARYING.get((spec.workload, str(kind)))
-    if varying is None or (kind == "fit" and "steps_per_execution" not in p):
-        return None  # a fit is grouped only as one of the fixes' variants (both params named)
+    if varying is None or (kind == "fit" and not any(k in p for k in varying)):
+        return None  # a fit is grouped only as one of the fixes' variants (it names one)
     rest = tuple(sorted((k, repr(v)) for k, v in p.items() if k not in varying))
     return (spec.workload, spec.framework, spec.device, rest)
 

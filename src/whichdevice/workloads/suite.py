@@ -43,10 +43,16 @@ PIPELINE_VARIANTS = ("serial", "prefetch", "pyfunc")
 # 5 and 20; the recommendation is the smallest that reaches 90 % of the best (analysis/suite.py).
 # (100, one call per epoch, gave one sample per steady epoch: never a claim, so not measured.)
 FIX_STEPS_PER_EXECUTION = (5, 20)
-# The fixes' fits: (steps_per_execution, jit_compile) against the baseline (1, False), timed
-# interleaved epoch by epoch (workloads.interleave_groups) over FIX_EPOCHS epochs: the first
-# warms up (tracing, XLA), the two others are steady, one in each half A B C D | D C B A.
-FIX_FITS = ((1, False), *((k, False) for k in FIX_STEPS_PER_EXECUTION), (1, True))
+# The fixes' fits, timed interleaved epoch by epoch (workloads.interleave_groups) over FIX_EPOCHS
+# epochs (the first warms up: tracing, XLA; the two others are steady, one in each half
+# A B C D E | E D C B A): steps_per_execution 1, 5, 20 at the framework's own jit_compile default
+# ("auto": no XLA for TensorFlow on a CPU, XLA for Keras/JAX), and jit_compile False against True.
+# As (param, value) pairs: each case names only the setting it varies.
+FIX_FITS = (
+    *(("steps_per_execution", k) for k in (1, *FIX_STEPS_PER_EXECUTION)),
+    ("jit_compile", False),
+    ("jit_compile", True),
+)
 FIX_EPOCHS = 3
 
 # The fixes this suite measures, by the parameter each changes: (param, baseline value).
@@ -102,8 +108,8 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
 
         t(kind="placement", model="seed001", batch=32, steps=placement_workload.QUICK_STEPS, string_op=True)
     # 5. Fixes on ex2's fit: steps_per_execution and XLA, each against an explicit baseline.
-    for spe, jit in FIX_FITS:
-        t(kind="fit", data="numpy", epochs=FIX_EPOCHS, steps_per_execution=spe, jit_compile=jit, **ex2)
+    for name, value in FIX_FITS:
+        t(kind="fit", data="numpy", epochs=FIX_EPOCHS, **{name: value}, **ex2)
     # 6. Seed 001 ex3's tf.data loop with and without prefetch (10 000 of its 100 000 samples).
     for data in ("tfdata", "tfdata_noprefetch"):
         t(kind="loop", model="seed001", example="ex3", samples=10_000, batch=32, data=data, epochs=1)
@@ -137,8 +143,8 @@ def user_cases(framework: str, device: str, *, user: dict, batch: int, samples: 
     for b in sorted(set(USER_SWEEP_BATCHES) | {batch}):
         t(kind="steady", batch=b, sync="none")
     t(kind="steady", batch=batch, sync="each")
-    for spe, jit in FIX_FITS:
-        t(kind="fit", data="tfdata", epochs=FIX_EPOCHS, steps_per_execution=spe, jit_compile=jit, **run)
+    for name, value in FIX_FITS:
+        t(kind="fit", data="tfdata", epochs=FIX_EPOCHS, **{name: value}, **run)
     if not user.get("data_file"):
         t(kind="loop", data="tfdata_noprefetch", epochs=1, **run)
     return cases
