@@ -101,3 +101,46 @@ def test_a_grid_where_nothing_helps_recommends_nothing():
 
     rec = _spe_recommendation(_spe_grid({1: 1.0, 5: 1.001, 20: 0.999, 100: 1.2}))  # the last is slower
     assert rec.results[0] == "CPU:0: none of steps_per_execution 5, 20, 100 beats 1 significantly"
+
+
+def test_jit_compile_is_not_recommended_where_xla_is_already_the_default():
+    """Keras/JAX's jit_compile="auto" compiles with XLA: a fit that does not set jit_compile records
+    it (metric jit_compile = 1). jit_compile False -> True is then no change for the user: not on
+    the first screen's changes, and the fix table says why."""
+    from whichdevice.analysis.fixes import jit_by_default
+    from whichdevice.analysis.suite import suite_verdict
+    from whichdevice.core.records import CaseResult, CaseSpec, RunRecord
+    from whichdevice.present.firstscreen import first_screen
+
+    def fit(params, samples, jit_metric):
+        return CaseResult(
+            spec=CaseSpec(
+                workload="train",
+                framework="keras-jax",
+                device="CPU:0",
+                params={"kind": "fit", "example": "ex2", "model": "seed001", "batch": 10, **params},
+            ),
+            status="ok",
+            timing=Timing(
+                first_call_s=samples[0], warmup_s=[samples[0]], samples_s=samples, number_per_sample=1, overhead_s=0
+            ),
+            metrics={"jit_compile": jit_metric, "samples_per_step": 10.0},
+            wall_s=1.0,
+        )
+
+    fast, slow = [0.0003 + i * 1e-6 for i in range(8)], [0.027 + i * 1e-5 for i in range(8)]
+    results = [
+        fit({"steps_per_execution": 1}, fast, 1.0),
+        fit({"jit_compile": False}, slow, 0.0),
+        fit({"jit_compile": True}, fast, 1.0),
+    ]
+    record = make_record(results, "run")
+    assert isinstance(record, RunRecord) and jit_by_default(record, "CPU:0")
+    v = suite_verdict(record)
+    rec = next(r for r in v.recommendations if r.name == "jit_compile (XLA)")
+    assert "already the default here" in rec.note and not rec.gains.get("CPU:0")
+    assert not any(c.kind == "jit_compile" for c in first_screen(record, v).changes)
+    # where the default is eager (TensorFlow on a CPU), the same measurement is a change
+    eager = record.model_copy(update={"results": [fit({"steps_per_execution": 1}, slow, 0.0), *results[1:]]})
+    assert not jit_by_default(eager, "CPU:0")
+    assert any(c.kind == "jit_compile" for c in first_screen(eager, suite_verdict(eager)).changes)

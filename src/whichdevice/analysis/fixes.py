@@ -92,3 +92,17 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value, *, ignore: tuple[str, 
                 ctx = {"framework": base.spec.framework, **ctx}
             out.append(FixResult(fix, base.spec.device, baseline_value, var.spec.params[fix], ctx, comp))
     return out
+
+
+def jit_by_default(record: RunRecord, device: str) -> bool:
+    """Whether the framework's own ``jit_compile`` default ("auto") already compiled with XLA on
+    ``device``: a fit case that does not set jit_compile recorded what it resolved to (Keras/JAX:
+    yes; TensorFlow on a CPU: no). Then jit_compile=True is no change for the user."""
+    return any(
+        r.status == "ok"
+        and r.spec.device == device
+        and r.spec.params.get("kind") == "fit"
+        and "jit_compile" not in r.spec.params
+        and r.metrics.get("jit_compile") == 1.0
+        for r in record.results
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from whichdevice.analysis.compare import compare, process_sd
-from whichdevice.analysis.fixes import FixResult, ab_fixes
+from whichdevice.analysis.fixes import FixResult, ab_fixes, jit_by_default
 from whichdevice.analysis.pipeline import DeviceReport, analyze_pipeline
 from whichdevice.analysis.placement import device_placement
 from whichdevice.analysis.precision import cpu_16bit_note
@@ -325,6 +325,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
     )
     recs.append(_spe_recommendation(train))
     jit = ab_fixes(train, "jit_compile", False)
+    already = sorted({f.device for f in jit if jit_by_default(train, f.device)})
     recs.append(
         Recommendation(
             7,
@@ -332,7 +333,8 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
             "model.compile(..., jit_compile=True) fuses ops into fewer kernels",
             bool(jit),
             _fix_lines(jit),
-            gains=_fix_gains(jit),
+            note="; ".join(f"{d}: already the default here (jit_compile='auto' compiled with XLA)" for d in already),
+            gains=_fix_gains([f for f in jit if f.device not in already]),
         )
     )
     sync = [f for f in ab_fixes(train, "sync", "each") if f.context.get("kind") == "steady"]
@@ -368,7 +370,10 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
             ("jit_compile", False),
         )
         for f in ab_fixes(train, name, base)
-        if f.comparison.significant and f.speedup > 1 and (name != "batch" or f.context.get("sync") == "none")
+        if f.comparison.significant
+        and f.speedup > 1
+        and (name != "batch" or f.context.get("sync") == "none")
+        and not (name == "jit_compile" and jit_by_default(train, f.device))  # XLA is already the default there
     ]
     for device in sorted({f.device for f in gains}):
         best: dict[str, FixResult] = {}

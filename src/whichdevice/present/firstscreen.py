@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from whichdevice.analysis import quality
-from whichdevice.analysis.fixes import FixResult, ab_fixes, per_sample
+from whichdevice.analysis.fixes import FixResult, ab_fixes, jit_by_default, per_sample
 from whichdevice.analysis.compare import compare, process_sd
 from whichdevice.analysis.significance import Claim, from_samples
 from whichdevice.analysis.suite import SuiteVerdict
@@ -222,7 +222,7 @@ def _changes(record: RunRecord, v: SuiteVerdict, seed_batch: int) -> tuple[list[
             helped.append(_change(kind, f, c, f"{device}, {where(f)}", names.source_key(f.context)))
     for kind, base, keep in (
         ("data", "tfdata_noprefetch", lambda f: True),
-        ("jit_compile", False, lambda f: True),
+        ("jit_compile", False, lambda f: not jit_by_default(record, f.device)),  # no change where XLA is the default
         ("sync", "each", lambda f: f.context.get("kind") == "steady"),
         ("precision", "float32", lambda f: True),
     ):
