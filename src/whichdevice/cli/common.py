@@ -251,12 +251,17 @@ def open_journal(experiment: str, plan, resumed: JournalState | None) -> Journal
 # side: the "looking for devices" line and one progress bar.
 
 
+def announce_discovery(framework: str) -> None:
+    """Say that devices are being looked for when that takes a child (a framework import)."""
+    if experiment.needs_discovery_child(framework):
+        err_console.print(f"Looking for devices ({escape(framework)} import takes a few seconds)…")
+
+
 def find_devices(framework: str):
     """The devices ``framework`` sees, for a measuring command: no child where the parent can
     tell only the CPU exists (the measuring child reports the rest: experiment.discover's
     ``fold``), else a discovery child, announced since it takes a few seconds."""
-    if experiment.needs_discovery_child(framework):
-        err_console.print(f"Looking for devices ({escape(framework)} import takes a few seconds)…")
+    announce_discovery(framework)
     return experiment.discover(framework, fold=True)
 
 

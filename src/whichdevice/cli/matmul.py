@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-import pydantic
 import typer
 from rich.markup import escape
 
@@ -18,8 +17,9 @@ from whichdevice.cli.common import (
     command_line,
     console,
     describe_key,
-    err_console,
     progress,
+    read_plan,
+    announce_discovery,
     reject_options_with_resume,
     stamp,
     unreadable_resume,
@@ -66,12 +66,11 @@ def matmul(
     reject_options_with_resume(ctx)
     resumed = None
     if resume is not None:
-        resumed = Journal.read(resume, "--resume", experiment="matmul")
-        try:  # a header this version cannot read (another version's, or forged with a valid checksum)
-            opts = pydantic.TypeAdapter(MatmulOptions).validate_python(resumed.header["options"])
+        opts, resumed = read_plan(resume, "matmul", MatmulOptions)  # as every command reads its plan
+        try:  # the output paths of a header this version cannot read
             json_file = Path(resumed.header["json_file"])
             png = Path(resumed.header["png_file"])
-        except (KeyError, TypeError, pydantic.ValidationError):
+        except (KeyError, TypeError):
             raise unreadable_resume(resume, "matmul") from None
         linear = bool(resumed.header.get("linear", False))
         command = resumed.header.get("command")
@@ -94,8 +93,7 @@ def matmul(
         json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"matmul-{ts}.json"
         png = json_file.with_suffix(".png") if json_path else out_dir / f"matmul-{ts}.png"
     experiment.require_installed(opts.framework)
-    if experiment.needs_discovery_child(opts.framework):
-        err_console.print(f"Looking for devices ({escape(opts.framework)} import takes a few seconds)…")
+    announce_discovery(opts.framework)  # the session discovers; say so when a child must
     with progress() as bar:
         task = bar.add_task("starting", total=None)
         record = run_matmul(
