@@ -140,11 +140,14 @@ def select_devices(discovery: Discovery, wanted: list[str] | None) -> list[Devic
     return chosen
 
 
-def no_gpu_note(framework: str, discovery: Discovery) -> str | None:
+def no_gpu_note(framework: str, discovery: Discovery, *, measured: bool = True) -> str | None:
+    """Why ``framework`` sees no GPU (None when it sees one); ``measured``: a measuring command's
+    record, which then says only the CPU was measured."""
     if discovery.gpus:
         return None
     reasons = "; ".join(discovery.no_gpu_reasons) or "unknown"
-    return f"{framework} sees no GPU on this machine, so only the CPU was measured. Likely reasons: {reasons}."
+    then = ", so only the CPU was measured" if measured else ""
+    return f"{framework} sees no GPU on this machine{then}. Likely reasons: {reasons}."
 
 
 def run_devices(
