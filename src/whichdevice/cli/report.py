@@ -31,11 +31,9 @@ def devices(
     console.print(f"{escape(fw)} {escape(found.framework.version)} (import {found.import_s:.1f} s) sees:")
     for d in found.devices:
         console.print(f"  {escape(d.name)}: {escape(d.description)}")
-    if not found.gpus:  # this command measures nothing: the reasons alone
-        reasons = "; ".join(found.no_gpu_reasons) or "unknown"
-        console.print(
-            f"[yellow]Note:[/yellow] {escape(fw)} sees no GPU on this machine. Likely reasons: {escape(reasons)}."
-        )
+    note = experiment.no_gpu_note(fw, found, measured=False)  # this command measures nothing
+    if note:
+        console.print(f"[yellow]Note:[/yellow] {escape(note)}")
 
 
 # experiment -> the command module whose import registers its renderer in REPORTERS
