@@ -172,14 +172,12 @@ def test_process_spread_widens_one_round_claims():
     assert sig.process_spread([[[1.0] * 5]]) is None
 
 
-def test_rounds_in_fresh_children_end_to_end():
-    """measure.session with rounds=2 on numpy's matmul: round 2 in a second child (no budget:
-    always a fresh one), every case with two rounds of raw samples, the ratio from them."""
-    from whichdevice.analysis.compare import compare
+def _numpy_rounds_request(**extra):
+    """numpy's matmul at n = 8 and 64 measured in two rounds (the session's real children)."""
     from whichdevice.measure import session
     from whichdevice.workloads import matmul
 
-    req = session.Request(
+    return session.Request(
         "matmul",
         "numpy",
         lambda found, d: matmul.build_cases("numpy", d.name, [8, 64], ["steady"], "float32"),
@@ -187,8 +185,17 @@ def test_rounds_in_fresh_children_end_to_end():
         ["test"],
         min_time_s=0.01,
         rounds=2,
+        **extra,
     )
-    rec = session.measure(req)
+
+
+def test_rounds_in_fresh_children_end_to_end():
+    """measure.session with rounds=2 on numpy's matmul: round 2 in a second child (no budget:
+    always a fresh one), every case with two rounds of raw samples, the ratio from them."""
+    from whichdevice.analysis.compare import compare
+    from whichdevice.measure import session
+
+    rec = session.measure(_numpy_rounds_request())
     assert rec.options["rounds"] == 2
     small, large = rec.results
     assert len(small.timing.rounds_s) == 2 and all(len(r) >= 5 for r in small.timing.rounds_s)
@@ -201,20 +208,9 @@ def test_round_two_in_the_same_child_when_round_one_ends_late(monkeypatch):
     """A late round 1 (here: forced, FRESH_ROUND_SHARE = 0) gets its round 2 from the first
     child itself, merged the same way, and the record says so."""
     from whichdevice.measure import session
-    from whichdevice.workloads import matmul
 
     monkeypatch.setattr(session, "FRESH_ROUND_SHARE", 0.0)
-    req = session.Request(
-        "matmul",
-        "numpy",
-        lambda found, d: matmul.build_cases("numpy", d.name, [8, 64], ["steady"], "float32"),
-        {},
-        ["test"],
-        min_time_s=0.01,
-        rounds=2,
-        budget_s=60.0,
-    )
-    rec = session.measure(req)
+    rec = session.measure(_numpy_rounds_request(budget_s=60.0))
     assert all(len(r.timing.rounds_s) == 2 for r in rec.results)
     assert any("same child process" in n for n in rec.notes)
 
