@@ -2,19 +2,36 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from types import ModuleType
 
-import matplotlib
+from whichdevice.analysis.sweep import Table
+from whichdevice.analysis.utilization import summarize
+from whichdevice.core import safeio
+from whichdevice.core.units import seconds
+from whichdevice.present.tables import table_title
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from whichdevice.analysis.sweep import Table  # noqa: E402
-from whichdevice.analysis.utilization import summarize  # noqa: E402
-from whichdevice.core import safeio  # noqa: E402
-from whichdevice.core.units import seconds  # noqa: E402
-from whichdevice.present.tables import table_title  # noqa: E402
+@functools.cache
+def pyplot() -> ModuleType:
+    """matplotlib's pyplot on the Agg backend (no display), imported on first use: ≈ 0.5 s the
+    command does not pay before its measuring child starts; the API calls this while the child
+    imports its framework, before the child may take a sample (issue 21)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _ticker() -> ModuleType:
+    pyplot()
+    from matplotlib import ticker
+
+    return ticker
+
 
 _COLORS = {"CPU": "#1f77b4", "GPU": "#d62728"}
 
@@ -22,7 +39,7 @@ _COLORS = {"CPU": "#1f77b4", "GPU": "#d62728"}
 def _color(device: str, i: int) -> str:
     kind = device.split(":")[0]
     if kind == "GPU" and device != "GPU:0":
-        return plt.get_cmap("Reds")(0.5 + 0.1 * i)
+        return pyplot().get_cmap("Reds")(0.5 + 0.1 * i)
     return _COLORS.get(kind, f"C{i}")
 
 
@@ -35,16 +52,18 @@ def _legend(ax, **kw) -> None:
 
 def plain_numbers(axis, base: int = 10) -> None:
     """Log-axis ticks as plain numbers (8, 32, ..., 8192; 10, 100, 1000), not 2^3 or 10^3."""
-    axis.set_major_locator(LogLocator(base=base))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
-    axis.set_minor_formatter(NullFormatter())
+    ticker = _ticker()
+    axis.set_major_locator(ticker.LogLocator(base=base))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    axis.set_minor_formatter(ticker.NullFormatter())
 
 
 def seconds_axis(axis) -> None:
     """A log time axis in people's units (10 µs, 1 ms, 1 s), not 10^-5."""
-    axis.set_major_locator(LogLocator(base=10))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: seconds(v)))
-    axis.set_minor_formatter(NullFormatter())
+    ticker = _ticker()
+    axis.set_major_locator(ticker.LogLocator(base=10))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: seconds(v)))
+    axis.set_minor_formatter(ticker.NullFormatter())
 
 
 def _no_gpu_note(ax, tables: list[Table]) -> None:
@@ -101,7 +120,7 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
     """One panel per table (e.g. per matmul mode): median time vs x per device, the
     interquartile band shaded, first calls as crosses, crossovers as dotted lines."""
     n = max(1, len(tables))
-    fig, axes = plt.subplots(
+    fig, axes = pyplot().subplots(
         2,
         n,
         figsize=(6.5 * n, 6.2),
@@ -151,7 +170,7 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
 def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: bool = True) -> Path:
     """Two panels: steady step time and samples/s against batch size, one line per device
     and sweep group (e.g. sync each / none), crossovers as dotted lines."""
-    fig, (ax_t, ax_r) = plt.subplots(1, 2, figsize=(13, 5), layout="constrained")
+    fig, (ax_t, ax_r) = pyplot().subplots(1, 2, figsize=(13, 5), layout="constrained")
     styles = ["o-", "s--", "^-.", "d:"]
     for ti, table in enumerate(tables):
         # short labels: the device, and only what tells two curves of one device apart
@@ -204,7 +223,7 @@ def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: boo
 
 def plot_steps(step_s: list[float], warmup: int, path: Path, *, title: str) -> Path:
     """Per-step times in order (log y), warm-up steps marked: for a single run (StepTimer)."""
-    fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+    fig, ax = pyplot().subplots(figsize=(8, 4.5), layout="constrained")
     xs = list(range(1, len(step_s) + 1))
     ax.plot(xs[warmup:], step_s[warmup:], ".", color=_COLORS["CPU"], label="steady")
     ax.plot(xs[:warmup], step_s[:warmup], "x", color=_COLORS["GPU"], label=f"warm-up ({warmup})")
@@ -225,7 +244,7 @@ def save_figure(fig, path: Path, dpi: int = 110) -> Path:
         with safeio.atomic_writer(path) as f:
             fig.savefig(f, format="png", dpi=dpi)
     finally:
-        plt.close(fig)
+        pyplot().close(fig)
     return path
 
 
@@ -235,7 +254,7 @@ def plot_input_wait(panels: list[tuple[str, list[tuple[str, float, float, str]]]
     labelled with its text (the analysis's wait share and class). ``panels``: (device,
     [(variant, wait_s, compute_s, label), ...]) — every number comes from the analysis."""
     n = max(1, len(panels))
-    fig, axes = plt.subplots(
+    fig, axes = pyplot().subplots(
         1,
         n,
         figsize=(max(6.5, 1.3 * max((len(b) for _, b in panels), default=1)) * n, 4.8),

@@ -56,12 +56,9 @@ def _render_device(console: Console, dev: DeviceCosts) -> None:
 
 
 def plot_profile(profile: DeviceProfile, png: Path) -> None:
-    import matplotlib
+    from whichdevice.present.plots import pyplot, save_figure  # matplotlib: only when a plot is drawn
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = pyplot().subplots(1, 2, figsize=(10, 4))
     for dev in (profile.cpu, profile.gpu):
         if dev is None:
             continue
@@ -80,8 +77,6 @@ def plot_profile(profile: DeviceProfile, png: Path) -> None:
     fig.suptitle(f"Device profile '{profile.name}' — whichdevice calibrate")
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
-    from whichdevice.present.plots import save_figure  # matplotlib: only when a plot is drawn
-
     save_figure(fig, png, dpi=100)
 
 
@@ -145,12 +140,9 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
 
 
 def plot_predict(report: PredictReport, png: Path, loglog: bool, title: str) -> None:
-    import matplotlib
+    from whichdevice.present.plots import plain_numbers, pyplot, save_figure  # matplotlib: only when a plot is drawn
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = pyplot().subplots(figsize=(7, 4.5))
     rows = [r for r in report.rows if r.cpu_s is not None]
     ax.plot([r.batch for r in rows], [r.cpu_s * 1e3 for r in rows], "o-", label="CPU (measured here)")
     g = [r for r in report.rows if r.band is not None]
@@ -164,8 +156,6 @@ def plot_predict(report: PredictReport, png: Path, loglog: bool, title: str) -> 
             alpha=0.25,
             label="GPU 80 % band (calibrated)" if report.calibrated else "GPU band (model's own)",
         )
-    from whichdevice.present.plots import plain_numbers, save_figure  # matplotlib: only when a plot is drawn
-
     if loglog:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
