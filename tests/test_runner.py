@@ -134,3 +134,56 @@ def test_the_default_memory_limit_follows_a_lower_container_limit(tmp_path, monk
     v2.write_text(f"{2 << 30}\n")
     assert process.usable_memory() == 2 << 30
     assert process.default_memory_limit() == int(0.9 * (2 << 30))
+
+
+def _out_lines(tmp_path):
+    return "".join(p.read_text() for p in tmp_path.glob("whichdevice-*/out*.jsonl"))
+
+
+def test_the_child_takes_no_sample_before_the_parents_go(tmp_path, monkeypatch):
+    # The parent's work while the child imports (issue 21: matplotlib) must be over before the
+    # child times anything: while the hook runs, long after numpy's import, the child has not
+    # even said hello (its timer overhead is measured after the go).
+    import time
+
+    monkeypatch.setattr(runner.tempfile, "tempdir", str(tmp_path))
+    during = []
+
+    def hook():
+        time.sleep(1.5)
+        during.append(_out_lines(tmp_path))
+
+    out = runner.run_job(_job(), case_timeout_s=60, while_starting=hook)
+    assert during == [""]
+    assert [r.status for r in out.results] == ["ok"] * 3
+
+
+def test_a_warm_child_runs_the_job_it_is_handed_and_leaves_nothing(tmp_path, monkeypatch):
+    import os
+    import time
+
+    monkeypatch.setattr(runner.tempfile, "tempdir", str(tmp_path))
+    warm = runner.start_warm("numpy", "cpu", None)
+    time.sleep(1.0)  # it has imported and waits on its stdin, using no CPU
+    assert warm.child.poll() is None and _out_lines(tmp_path) == ""
+    out = runner.run_job(_job(), case_timeout_s=60, warm=warm)
+    assert [r.status for r in out.results] == ["ok"] * 3
+    assert out.session is not None
+    assert warm.child.poll() is not None and not warm.dir.exists()
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(ProcessLookupError):
+        os.kill(warm.child.pid, 0)
+
+
+def test_a_warm_child_for_another_job_is_closed_and_a_fresh_child_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner.tempfile, "tempdir", str(tmp_path))
+    warm = runner.start_warm("numpy", "cpu", 1)  # one thread: not the job's (all cores)
+    out = runner.run_job(_job(), case_timeout_s=60, warm=warm)
+    assert [r.status for r in out.results] == ["ok"] * 3
+    assert warm.child.poll() is not None and not list(tmp_path.iterdir())
+
+
+def test_an_unused_warm_child_is_closed():
+    warm = runner.start_warm("numpy", "cpu", None)
+    warm.close()
+    assert warm.child.poll() is not None and not warm.dir.exists()

@@ -210,7 +210,9 @@ def run_matmul(
         request,
         journal=journal,
         resumed=resumed,
-        progress=session.Progress(on_total=on_total, on_start=on_start, on_result=on_result),
+        progress=session.Progress(
+            on_total=on_total, on_start=on_start, on_result=on_result, while_child_starts=plots.pyplot
+        ),
     )
 
 

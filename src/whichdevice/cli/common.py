@@ -30,6 +30,7 @@ from whichdevice.core import records, safeio
 from whichdevice.core.errors import UsageError
 from whichdevice.measure import journal
 from whichdevice.measure.journal import Journal, JournalState, journal_path
+from whichdevice.present import plots
 
 
 MAX_MATMUL_N = 32768  # two float32 operands + result = 12 GiB: beyond that, not a laptop question
@@ -281,5 +282,7 @@ def measure_with_progress(
             on_total=lambda n: bar.update(task, total=n),
             on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
             on_result=lambda r: bar.advance(task),
+            # matplotlib (≈ 0.5 s) imported while the child imports its framework (issue 21)
+            while_child_starts=plots.pyplot,
         )
         return session.measure(request, journal=journal, resumed=resumed, progress=callbacks, found=found)

@@ -175,6 +175,7 @@ class Child:
         stderr: Stream = subprocess.DEVNULL,
         memory_limit_bytes: int | None = None,
         cwd: str | None = None,
+        stdin: Stream = subprocess.DEVNULL,
     ) -> None:
         self.limit = memory_limit_bytes or default_memory_limit()
         self.started = time.monotonic()
@@ -183,7 +184,7 @@ class Child:
             env=env,
             stdout=stdout,
             stderr=stderr,
-            stdin=subprocess.DEVNULL,
+            stdin=stdin,
             cwd=cwd,
             start_new_session=True,  # its own process group, so a kill takes its helpers too
         )

@@ -1,4 +1,7 @@
-"""Child process entry point: ``python -m whichdevice.measure.child JOB.json OUT.jsonl``.
+"""Child process entry point: ``python -m whichdevice.measure.child JOB.json OUT.jsonl``, or
+``python -m whichdevice.measure.child - OUT.jsonl FRAMEWORK`` for a warm child (runner.py's
+``start_warm``: it imports FRAMEWORK, then reads its job's path on stdin). A job with ``gate``
+waits for one line on stdin (the parent's "go") before it times anything.
 
 The parent has already put the framework's environment (hidden GPU, memory growth,
 threads) into this process's environment, so importing the framework here sees it.
@@ -161,17 +164,27 @@ def _devices_line(fw: Framework, import_s: float, user_env: dict[str, str | None
 def main(argv: list[str]) -> int:
     _die_with_parent()
     job_path, out_path = argv[1], argv[2]
-    with open(job_path, encoding="utf-8") as f:
-        job = json.load(f)
+    t0 = time.perf_counter()
+    if job_path == "-":
+        # A warm child (runner.start_warm): the framework first, then the job's path on stdin
+        # (nothing: the parent did not need this child).
+        fw = frameworks.load(argv[3])
+        import_s = time.perf_counter() - t0
+        job_path = sys.stdin.readline().strip()
+        if not job_path:
+            return 0
+        with open(job_path, encoding="utf-8") as f:
+            job = json.load(f)
+    else:
+        with open(job_path, encoding="utf-8") as f:
+            job = json.load(f)
+        fw = frameworks.load(job["framework"])
+        import_s = time.perf_counter() - t0
     out = open(out_path, "a", encoding="utf-8")
 
     def emit(obj: dict[str, Any]) -> None:
         out.write(json.dumps(obj) + "\n")
         out.flush()
-
-    t0 = time.perf_counter()
-    fw = frameworks.load(job["framework"])
-    import_s = time.perf_counter() - t0
 
     if job.get("device") is None or job.get("report_devices"):
         # A discovery job; or a measuring child the parent asked to say what it sees as well
@@ -183,6 +196,9 @@ def main(argv: list[str]) -> int:
     device = job["device"]
     settings = fw.placement.configure(device, job.get("cpu_threads"))
     info = next(d for d in fw.discovery.list_devices() if d.name == device)
+    if job.get("gate"):
+        # the parent's "go" (runner.py): it is done with what it did while this child imported
+        sys.stdin.readline()
     overhead_s = measure_overhead(time.perf_counter, fw.sync.sync)
     # The adapter's settings (threads, oneDNN) are checked by the record's schema.
     session = Session.model_validate(

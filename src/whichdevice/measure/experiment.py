@@ -170,9 +170,13 @@ def run_devices(
     fresh_round_before: float | None = None,
     on_round: Callable[[CaseResult], None] | None = None,
     on_discovery: Callable[[Discovery], None] | None = None,
+    while_starting: Callable[[], None] | None = None,
+    warm: runner.Warm | None = None,
 ) -> tuple[list[Session], list[CaseResult], list[str]]:
     """One child per device, one after the other (never two at once: they would compete
-    for the CPU cores and distort each other's timings).
+    for the CPU cores and distort each other's timings). ``while_starting``: see
+    ``runner.run_job`` (the parent's own work while a child imports, before it measures);
+    ``warm``: a child started ahead for the first device's job (``runner.start_warm``).
 
     With a ``journal``, every result and session is appended to it as it arrives; with
     ``resumed`` (a journal read back), its finished cases are kept and not run again.
@@ -225,7 +229,10 @@ def run_devices(
             on_start=on_start,
             on_session=record_session,
             memory_limit_bytes=memory_limit_bytes,
+            while_starting=while_starting,
+            warm=warm,
         )
+        warm = None  # the first device's only
         if out.session and all(x.device.name != out.session.device.name for x in sessions):
             sessions.append(out.session)
         if out.error:
@@ -236,6 +243,8 @@ def run_devices(
         for r in out.rounds:  # the child's second pass (round 2), for the session to merge
             if on_round:
                 on_round(r)
+    if warm is not None:  # no job for it (every case resumed)
+        warm.close()
     results.sort(key=lambda r: (r.spec.device, order.get(r.spec.key, 1 << 30)))
     return sessions, results, notes
 

@@ -13,6 +13,13 @@ physical RAM, or of the container's cgroup limit when lower): it reads the resid
 the child and its helpers at every poll and kills the child when they go over, before the
 machine swaps or the OS's OOM killer picks a victim. A case that allocates faster than the poll (50 ms) can still meet the OS first: that
 death is recorded as SIGKILL, "out of memory?".
+
+A child reads one line on its stdin before it times anything (issue 21): "go", once the
+parent has done what it does while the child imports its framework (``while_starting``: the
+presenters' imports), so the two never share a core while something is timed. A *warm* child
+(:func:`start_warm`) is started before its job exists: it imports its framework beside another
+child's import, then waits on its stdin, using no CPU, until ``run_job`` hands it the job's
+path (the session's second round, which so pays no import of its own).
 """
 
 from __future__ import annotations
@@ -21,7 +28,9 @@ from typing import Any
 
 import json
 import os
+import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -66,6 +75,72 @@ class Outcome:
     discovery: dict[str, Any] | None = None
     error: str | None = None  # the child could not start at all
     rounds: list[CaseResult] = field(default_factory=list)  # the second pass's results (round 2)
+
+
+@dataclass
+class Warm:
+    """A measuring child started ahead of its job (:func:`start_warm`); ``run_job`` uses it
+    for a job of the same framework, device kind and threads, else closes it."""
+
+    framework: str
+    device_kind: str
+    cpu_threads: int | None
+    child: Child
+    dir: Path  # its job, output and stderr files
+
+    def close(self) -> None:
+        """Stop it (if still waiting) and remove its files."""
+        if self.child.poll() is None:
+            self.child.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _paths(tmp: Path, attempt: int) -> tuple[Path, Path, Path]:
+    return tmp / f"job{attempt}.json", tmp / f"out{attempt}.jsonl", tmp / f"err{attempt}.txt"
+
+
+def _spawn(args: list[str], env_extra: dict[str, str], out_path: Path, err_path: Path, limit: int) -> Child:
+    env = {**os.environ, **env_extra, "PYTHONUNBUFFERED": "1"}
+    out_path.touch()
+    with open(err_path, "wb") as err:
+        return Child(
+            "whichdevice.measure.child",
+            args,
+            env=env,
+            stderr=err,
+            stdin=subprocess.PIPE,
+            memory_limit_bytes=limit,
+        )
+
+
+def _go(child: Child, line: str) -> None:
+    """The child's one line on stdin (its go, or a warm child's job path); a child already
+    gone is found by the polling that follows."""
+    pipe = child.proc.stdin
+    if pipe is None:
+        return
+    try:
+        pipe.write(line.encode() + b"\n")
+        pipe.close()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+def start_warm(
+    framework: str, device_kind: str, cpu_threads: int | None, *, memory_limit_bytes: int | None = None
+) -> Warm:
+    """A child for ``framework`` on a device of ``device_kind`` that imports the framework now
+    and measures later, when :func:`run_job` hands it a job (``warm=``)."""
+    env_extra = frameworks.env_module(framework).child_env(device_kind, cpu_threads)
+    tmp = Path(tempfile.mkdtemp(prefix="whichdevice-"))
+    try:
+        _, out_path, err_path = _paths(tmp, 1)
+        limit = memory_limit_bytes or default_memory_limit()
+        child = _spawn(["-", str(out_path), framework], env_extra, out_path, err_path, limit)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return Warm(framework, device_kind, cpu_threads, child, tmp)
 
 
 def _signal_name(returncode: int) -> str:
@@ -116,20 +191,34 @@ def run_job(
     on_start: Callable[[str], None] | None = None,
     on_session: Callable[[Session], None] | None = None,
     memory_limit_bytes: int | None = None,
+    while_starting: Callable[[], None] | None = None,
+    warm: Warm | None = None,
 ) -> Outcome:
     """Run ``job`` to the end, restarting the child after a crash, a timeout or going over
-    ``memory_limit_bytes`` (None: ``default_memory_limit()``)."""
+    ``memory_limit_bytes`` (None: ``default_memory_limit()``).
+
+    ``while_starting``: the parent's own work to do while its first child imports the framework
+    (the presenters' imports, issue 21); the child takes no sample before it has returned (the
+    "go" on its stdin), so the two never share a core while something is timed. ``warm``: a
+    child started ahead (:func:`start_warm`) that runs the first attempt; closed either way."""
     limit = memory_limit_bytes or default_memory_limit()
     env_extra = frameworks.env_module(job.framework).child_env(job.device_kind, job.cpu_threads)
+    if warm is not None and (warm.framework, warm.device_kind, warm.cpu_threads) != (
+        job.framework,
+        job.device_kind,
+        job.cpu_threads,
+    ):
+        warm.close()  # started for another job: its environment would be wrong
+        warm = None
     outcome = Outcome()
     remaining = list(job.cases)
-    with tempfile.TemporaryDirectory(prefix="whichdevice-") as tmp:
+    tmp = warm.dir if warm is not None else Path(tempfile.mkdtemp(prefix="whichdevice-"))
+    try:
         attempt = 0
         while True:
             attempt += 1
-            job_path = Path(tmp) / f"job{attempt}.json"
-            out_path = Path(tmp) / f"out{attempt}.jsonl"
-            err_path = Path(tmp) / f"err{attempt}.txt"
+            job_path, out_path, err_path = _paths(tmp, attempt)
+            ready = warm is not None and attempt == 1  # a warm child: it has imported, its job next
             job_path.write_text(
                 json.dumps(
                     {
@@ -145,16 +234,27 @@ def run_job(
                         "repeat_window_s": job.repeat_window_s,
                         "fresh_round_before": job.fresh_round_before,
                         "report_devices": job.report_devices,
+                        "gate": not ready,  # wait for "go" on stdin before timing anything
                         # the user's own values of what child_env overrides (None: unset)
                         "user_env": {k: os.environ.get(k) for k in env_extra},
                     }
                 )
             )
+            if ready:
+                assert warm is not None
+                child = warm.child
+                _go(child, str(job_path))
+            else:
+                child = _spawn([str(job_path), str(out_path)], env_extra, out_path, err_path, limit)
+                hook = while_starting if attempt == 1 else None
+                try:
+                    if hook is not None:
+                        hook()
+                finally:
+                    _go(child, "go")
             said_hello, done, stopped, returncode, current_s, err_from, last_started = _run_child(
-                job_path,
+                child,
                 out_path,
-                err_path,
-                env_extra,
                 outcome,
                 case_timeout_s,
                 startup_timeout_s,
@@ -185,6 +285,11 @@ def run_job(
             remaining = [c for c in unfinished if c is not first]
             if not remaining:
                 return outcome
+    finally:
+        if warm is not None:
+            warm.close()
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _fail(
@@ -202,10 +307,8 @@ def _fail(
 
 
 def _run_child(
-    job_path: Path,
+    child: Child,
     out_path: Path,
-    err_path: Path,
-    env_extra: dict[str, str],
     outcome: Outcome,
     case_timeout_s: float,
     startup_timeout_s: float,
@@ -218,16 +321,6 @@ def _run_child(
     """One child process, read as it streams; returns (said hello, finished keys with their
     wall time, why the parent stopped it, its return code, how long its unfinished case had
     run, the stderr offset where that case started, the key of the last case it started)."""
-    env = {**os.environ, **env_extra, "PYTHONUNBUFFERED": "1"}
-    out_path.touch()
-    with open(err_path, "wb") as err:
-        child = Child(
-            "whichdevice.measure.child",
-            [str(job_path), str(out_path)],
-            env=env,
-            stderr=err,
-            memory_limit_bytes=memory_limit_bytes,
-        )
     proc = child.proc
     said_hello = False
     done: dict[str, float] = {}

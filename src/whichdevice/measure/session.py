@@ -53,7 +53,7 @@ from typing import Any
 from whichdevice.core.process import memory_limit_gib
 from whichdevice.core.records import CaseResult, CaseSpec, DeviceInfo, RunRecord, Session, Timing
 from whichdevice.core.timing import TimingPolicy
-from whichdevice.measure import experiment
+from whichdevice.measure import experiment, runner
 from whichdevice.measure.experiment import Discovery
 from whichdevice.measure.journal import Journal, JournalState
 
@@ -187,6 +187,9 @@ class Progress:
     on_total: Callable[[int], None] | None = None
     on_start: Callable[[str], None] | None = None
     on_result: Callable[[CaseResult], None] | None = None
+    # The caller's own work (its presenters' imports), done once while the first measuring
+    # child imports its framework; that child takes no sample until it returns (runner.py).
+    while_child_starts: Callable[[], None] | None = None
 
 
 def measure(
@@ -233,55 +236,78 @@ def measure(
     # processes, as the A/B pairs inside a device are (issue 16).
     later: list[tuple[DeviceInfo, float]] = []  # devices whose later rounds are due, and when their round 1 ended
     by_device: dict[str, tuple[list[CaseResult], list[str], float]] = {}
-    for dev in chosen:  # one device at a time, each with its own share of the budget
-        started = time.time()
-        deadline = started + request.budget_s if request.budget_s is not None else None
-        in_child: dict[str, CaseResult] = {}
-        second: dict[str, Any] = {}
-        if n_rounds > 1:
-            budget = request.budget_s
-            if budget is not None:
-                deadline = started + budget - min(ROUND2_RESERVE_S, RESERVE_SHARE * budget)
-            second = dict(
-                repeat_for=lambda todo: [c.key for c in repeat_order([c for c in todo if request.repeat(c)])],
-                repeat_deadline=started + budget if budget is not None else None,
-                repeat_window_s=ROUND2_RESERVE_S,
-                fresh_round_before=started + (FRESH_ROUND_SHARE * budget if budget is not None else 1e9),
-                on_round=lambda x: in_child.setdefault(x.spec.key, x),
+    pending = [progress.while_child_starts] if progress.while_child_starts else []
+
+    def while_starting() -> None:  # once, in the first child's start
+        while pending:
+            pending.pop()()
+
+    # Each device's round-2 child starts now: it imports its framework beside round 1's child
+    # (on two cores, two imports take about as long as one), then waits, idle, for its job.
+    warms = (
+        {
+            d.name: runner.start_warm(fw, d.kind, request.cpu_threads, memory_limit_bytes=request.memory_limit_bytes)
+            for d in chosen
+        }
+        if n_rounds > 1
+        else {}
+    )
+    try:
+        for dev in chosen:  # one device at a time, each with its own share of the budget
+            started = time.time()
+            deadline = started + request.budget_s if request.budget_s is not None else None
+            in_child: dict[str, CaseResult] = {}
+            second: dict[str, Any] = {}
+            if n_rounds > 1:
+                budget = request.budget_s
+                if budget is not None:
+                    deadline = started + budget - min(ROUND2_RESERVE_S, RESERVE_SHARE * budget)
+                second = dict(
+                    repeat_for=lambda todo: [c.key for c in repeat_order([c for c in todo if request.repeat(c)])],
+                    repeat_deadline=started + budget if budget is not None else None,
+                    repeat_window_s=ROUND2_RESERVE_S,
+                    fresh_round_before=started + (FRESH_ROUND_SHARE * budget if budget is not None else 1e9),
+                    on_round=lambda x: in_child.setdefault(x.spec.key, x),
+                )
+            s, r, n = experiment.run_devices(
+                fw,
+                [dev],
+                cases_for,
+                policy=policy,
+                cpu_threads=request.cpu_threads,
+                case_timeout_s=request.case_timeout_s,
+                deadline=deadline,
+                on_start=progress.on_start,
+                on_result=progress.on_result,
+                journal=journal,
+                resumed=resumed,
+                memory_limit_bytes=request.memory_limit_bytes,
+                on_discovery=told.append if planned.provisional and not told else None,
+                while_starting=while_starting if pending else None,
+                **second,
             )
-        s, r, n = experiment.run_devices(
-            fw,
-            [dev],
-            cases_for,
-            policy=policy,
-            cpu_threads=request.cpu_threads,
-            case_timeout_s=request.case_timeout_s,
-            deadline=deadline,
-            on_start=progress.on_start,
-            on_result=progress.on_result,
-            journal=journal,
-            resumed=resumed,
-            memory_limit_bytes=request.memory_limit_bytes,
-            on_discovery=told.append if planned.provisional and not told else None,
-            **second,
-        )
-        if in_child:  # round 2 ran in the first child: the machine was too slow for a fresh one
-            r = [merge_rounds(x, [in_child[x.spec.key]] if x.spec.key in in_child else []) for x in r]
-            done = sum(x.status == "ok" for x in in_child.values())
-            n = n + [
-                f"{dev.name}: {done} verdict cases measured a second time in the same child process (round 2, "
-                "reverse order): round 1 ended too late in the budget for a fresh process"
-            ]
-        elif n_rounds > 1:
-            later.append((dev, time.time()))
-        sessions += [x for x in s if all(y.device.name != x.device.name for y in sessions)]
-        by_device[dev.name] = (r, n, started)
-    for dev, ended in reversed(later):
-        r, n, started = by_device[dev.name]
-        # its later rounds get the window they would have had right after its round 1
-        shifted = started + (time.time() - ended)
-        r, n_more = _later_rounds(request, fw, dev, r, n_rounds, policy, shifted, progress)
-        by_device[dev.name] = (r, n + n_more, started)
+            if in_child:  # round 2 ran in the first child: the machine was too slow for a fresh one
+                r = [merge_rounds(x, [in_child[x.spec.key]] if x.spec.key in in_child else []) for x in r]
+                done = sum(x.status == "ok" for x in in_child.values())
+                n = n + [
+                    f"{dev.name}: {done} verdict cases measured a second time in the same child process (round 2, "
+                    "reverse order): round 1 ended too late in the budget for a fresh process"
+                ]
+            elif n_rounds > 1:
+                later.append((dev, time.time()))
+            sessions += [x for x in s if all(y.device.name != x.device.name for y in sessions)]
+            by_device[dev.name] = (r, n, started)
+        for dev, ended in reversed(later):
+            r, n, started = by_device[dev.name]
+            # its later rounds get the window they would have had right after its round 1
+            shifted = started + (time.time() - ended)
+            r, n_more = _later_rounds(
+                request, fw, dev, r, n_rounds, policy, shifted, progress, warms.pop(dev.name, None)
+            )
+            by_device[dev.name] = (r, n + n_more, started)
+    finally:
+        for w in warms.values():  # not used: round 2 ran in round 1's child, or not at all
+            w.close()
     for dev in chosen:
         r, n, _ = by_device[dev.name]
         results += r
@@ -325,9 +351,11 @@ def _later_rounds(
     policy: TimingPolicy,
     started: float,
     progress: Progress,
+    warm: runner.Warm | None = None,
 ) -> tuple[list[CaseResult], list[str]]:
-    """Rounds 2..n of the verdict cases of one device, each in a fresh child, merged into the
-    first round's results. Not journaled: a resumed run measures its later rounds again."""
+    """Rounds 2..n of the verdict cases of one device, each in a fresh child (round 2 in
+    ``warm``, started with round 1), merged into the first round's results. Not journaled: a
+    resumed run measures its later rounds again."""
     todo = [
         r.spec
         for r in first
@@ -337,6 +365,8 @@ def _later_rounds(
         and len(r.timing.samples_s) * n_rounds >= MIN_SAMPLES_FOR_ROUNDS  # e.g. not a 1-sample fit
     ]
     if not todo:
+        if warm is not None:
+            warm.close()
         return first, []
     stop = None
     if request.budget_s is not None:  # at least the reserve, even when round 1 ran late
@@ -361,6 +391,7 @@ def _later_rounds(
             on_start=progress.on_start,
             on_result=progress.on_result,
             memory_limit_bytes=request.memory_limit_bytes,
+            warm=warm if k == 2 else None,
         )
         notes += nk
         for r in rk:
