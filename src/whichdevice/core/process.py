@@ -1,8 +1,8 @@
 """Start a child process, the one way every part of whichdevice does it.
 
-A child runs ``python -m MODULE ARGS`` with stdin closed (or a pipe the parent writes to: the measuring child's "go"), in its own process group
-(``start_new_session``), so that killing it takes everything it started (TensorFlow's helper
-processes, a probe it runs) with it. While it runs, the parent holds it to a memory limit
+A child runs ``python -m MODULE ARGS`` with stdin closed (or a pipe the parent writes one line
+to: the measuring child's "go"), in its own process group (``start_new_session``), so that
+killing it takes everything it started (TensorFlow's helper processes, a probe it runs) with it. While it runs, the parent holds it to a memory limit
 (resident memory of the whole group, default 90 % of RAM or of the container's cgroup limit
 when lower: the kernel's OOM killer acts there) and to a time limit; on either, or when the
 parent itself is interrupted (Ctrl-C, SIGTERM, SIGHUP, a broken pipe), the group is killed and
