@@ -205,14 +205,38 @@ def test_rounds_in_fresh_children_end_to_end():
 
 
 def test_round_two_in_the_same_child_when_round_one_ends_late(monkeypatch):
-    """A late round 1 (here: forced, FRESH_ROUND_SHARE = 0) gets its round 2 from the first
-    child itself, merged the same way, and the record says so."""
+    """A late round 1 (here: forced, FRESH_ROUND_SHARE = 0) without a round-2 child waiting
+    (forced: as if its import had failed) gets its round 2 from the first child itself, merged
+    the same way, and the record says so."""
     from whichdevice.measure import session
 
     monkeypatch.setattr(session, "FRESH_ROUND_SHARE", 0.0)
+    monkeypatch.setattr(session, "_alive", lambda warms, dev: False)
     rec = session.measure(_numpy_rounds_request(budget_s=60.0))
     assert all(len(r.timing.rounds_s) == 2 for r in rec.results)
     assert any("same child process" in n for n in rec.notes)
+
+
+def test_round_two_runs_in_the_child_started_with_round_one(monkeypatch):
+    """Round 2's child is started beside round 1's (issue 21) and runs round 2 — even after a
+    late round 1, since it costs no import — then exits by itself; nothing is left behind."""
+    from whichdevice.measure import runner, session
+
+    started = []
+
+    def spy(*args, **kwargs):
+        started.append(real(*args, **kwargs))
+        return started[-1]
+
+    real = runner.start_warm
+    monkeypatch.setattr(runner, "start_warm", spy)
+    monkeypatch.setattr(session, "FRESH_ROUND_SHARE", 0.0)
+    rec = session.measure(_numpy_rounds_request(budget_s=60.0))
+    assert all(len(r.timing.rounds_s) == 2 for r in rec.results)
+    assert not any("same child process" in n for n in rec.notes)
+    (warm,) = started
+    assert warm.child.proc.returncode == 0  # it ran round 2 and ended (an unused one is killed)
+    assert not warm.dir.exists()
 
 
 def test_two_rounds_are_two_modes_only_when_each_is_tight():

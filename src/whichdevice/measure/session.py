@@ -29,7 +29,8 @@ interval from per-round ratios (analysis/significance.py).
 
 Where round 2 runs: round 1 stops starting cases ``ROUND2_RESERVE_S`` (at most
 ``RESERVE_SHARE`` of the budget) before the device's budget ends. If round 1 ended before
-``FRESH_ROUND_SHARE`` (half) of the budget, round 2 runs in a fresh child (between-process),
+``FRESH_ROUND_SHARE`` (half) of the budget — or whenever round 2's child, started with round 1's
+(``runner.start_warm``), is waiting with its framework imported — round 2 runs in a fresh child (between-process),
 starting cases until ``ROUNDS_SHARE`` (75 %) of the budget, at least the reserve; otherwise —
 a loaded machine, where a fresh framework import alone can take 20 s — the first child measures
 the verdict cases a second time itself, until the budget's end or the reserve after its round
@@ -266,7 +267,9 @@ def measure(
                     repeat_for=lambda todo: [c.key for c in repeat_order([c for c in todo if request.repeat(c)])],
                     repeat_deadline=started + budget if budget is not None else None,
                     repeat_window_s=ROUND2_RESERVE_S,
-                    fresh_round_before=started + (FRESH_ROUND_SHARE * budget if budget is not None else 1e9),
+                    # a waiting warm child costs no import: round 2 in it, however late round 1 ends
+                    fresh_round_before=started
+                    + (FRESH_ROUND_SHARE * budget if budget is not None and not _alive(warms, dev) else 1e9),
                     on_round=lambda x: in_child.setdefault(x.spec.key, x),
                 )
             s, r, n = experiment.run_devices(
@@ -329,6 +332,12 @@ def measure(
     return experiment.make_record(
         request.experiment, request.command, options, fw, seen, sessions, results, request.notes + notes
     )
+
+
+def _alive(warms: dict[str, runner.Warm], dev: DeviceInfo) -> bool:
+    """Whether ``dev``'s round-2 child is still there (not ended at its import)."""
+    w = warms.get(dev.name)
+    return w is not None and w.child.poll() is None
 
 
 def _confirmed(found: Discovery, told: list[Discovery], sessions: list[Session]) -> Discovery:
