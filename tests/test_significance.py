@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import tempfile
+
 import pytest
 
 from whichdevice.analysis import significance as sig
@@ -247,7 +249,7 @@ def test_two_rounds_are_two_modes_only_when_each_is_tight():
     assert sig.rounds_bimodal([[1.0] * 5]) is None
 
 
-def test_devices_are_measured_abba_across_rounds(monkeypatch):
+def test_devices_are_measured_abba_across_rounds(monkeypatch, tmp_path):
     """Two devices: round 1 of each, then round 2 of each in the reverse order (CPU, GPU | GPU,
     CPU), so a device-vs-device ratio's two rounds straddle the same moments; each round merged
     into its own device's results. The children are faked (no GPU here): only the order and the
@@ -295,7 +297,9 @@ def test_devices_are_measured_abba_across_rounds(monkeypatch):
         return CaseSpec(workload="matmul", framework="tensorflow", device=d.name, params={"n": 8, "mode": "steady"})
 
     req = session.Request("run", "tensorflow", lambda f, d: [spec(d)], {}, ["test"], rounds=2)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     rec = session.measure(req, found=found)
+    assert not list(tmp_path.iterdir())  # each device's round-2 child (unused here) closed, its files gone
     assert calls == [("CPU:0", 1), ("GPU:0", 1), ("GPU:0", 2), ("CPU:0", 2)]
     assert [r.spec.device for r in rec.results] == ["CPU:0", "GPU:0"]  # the record keeps the devices' order
     for r in rec.results:

@@ -305,11 +305,11 @@ def measure(
             # its later rounds get the window they would have had right after its round 1
             shifted = started + (time.time() - ended)
             r, n_more = _later_rounds(
-                request, fw, dev, r, n_rounds, policy, shifted, progress, warms.pop(dev.name, None)
+                request, fw, dev, r, n_rounds, policy, shifted, progress, warms.get(dev.name)
             )
             by_device[dev.name] = (r, n + n_more, started)
     finally:
-        for w in warms.values():  # not used: round 2 ran in round 1's child, or not at all
+        for w in warms.values():  # used (run_job closed it: a no-op) or not: none outlives the run
             w.close()
     for dev in chosen:
         r, n, _ = by_device[dev.name]
