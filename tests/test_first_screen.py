@@ -329,3 +329,17 @@ def test_report_verbose_shows_every_finding_the_first_screen_points_to(tmp_path,
     assert "Findings, line by line" in out
     code, short, _ = run_cli(["report", str(rec), "--out", str(tmp_path / "b")], capsys)
     assert code == 0 and "Findings, line by line" not in short
+
+
+def test_a_run_of_two_frameworks_says_which_framework_each_change_is_from():
+    """`run --framework keras-jax,torch`: the best batch came from torch and steps_per_execution
+    from Keras/JAX; each change names its framework and is written in that framework's code
+    (a torch user gets a DataLoader, not model.fit); the title lists both frameworks."""
+    record = load_run(DATA / "run_keras_jax_torch_cpu_2core.json")
+    fs = first_screen(record, suite_verdict(record))
+    titles = {c.kind: c for c in fs.changes}
+    assert titles["batch"].title == "Batch 10 → 8192 (torch)"
+    assert titles["batch"].code == "DataLoader(dataset, batch_size=8192, shuffle=True)"
+    assert titles["steps_per_execution"].title.endswith("(keras-jax)")
+    assert titles["steps_per_execution"].code.startswith("model.compile(")
+    assert "keras-jax 3.15.1, torch 2.13.0+cpu" in fs.title

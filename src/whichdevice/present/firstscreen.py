@@ -150,6 +150,11 @@ _CODE = {
     "sync": "if step % 100 == 0: print(float(loss))  # not every step",
     "precision": 'keras.mixed_precision.set_global_policy("mixed_float16")',
 }
+# The same change in a framework without Keras' model.fit (only the batch size is measured there).
+_CODE_FOR = {
+    ("batch", "torch"): "DataLoader(dataset, batch_size={v}, shuffle=True)",
+    ("batch", "jax"): "for xb, yb in batches(x, y, size={v}): state = train_step(state, xb, yb)",
+}
 _TITLE = {
     "batch": "Batch {b} → {v}",
     "steps_per_execution": "steps_per_execution 1 → {v}",
@@ -177,7 +182,17 @@ _UNCLEAR_NAME = {
 }
 
 
-def _change(kind: str, f: FixResult | None, claim: Claim, where: str, source: str | None) -> Change:
+def _change(
+    kind: str,
+    f: FixResult | None,
+    claim: Claim,
+    where: str,
+    source: str | None,
+    framework: str | None = None,
+    several: bool = False,
+) -> Change:
+    """``framework``: the one the change was measured in (its code line follows it), named in the
+    title when the run measured several (``run --framework a,b``)."""
     v = f.variant_value if f else ""
     b = f.baseline_value if f else ""
     caveat = CAVEATS.get(kind, "")
@@ -185,7 +200,9 @@ def _change(kind: str, f: FixResult | None, claim: Claim, where: str, source: st
         caveat = caveat.format(r=float(v) / float(b))
     elif caveat:
         caveat = caveat.format(v=v)
-    return Change(kind, _TITLE[kind].format(b=b, v=v), claim, where, _CODE[kind].format(v=v), caveat, source)
+    title = _TITLE[kind].format(b=b, v=v) + (f" ({framework})" if framework and several else "")
+    code = _CODE_FOR.get((kind, framework or ""), _CODE[kind]).format(v=v)
+    return Change(kind, title, claim, where, code, caveat, source)
 
 
 def _changes(record: RunRecord, v: SuiteVerdict, seed_batch: int) -> tuple[list[Change], list[str]]:
@@ -207,6 +224,15 @@ def _changes(record: RunRecord, v: SuiteVerdict, seed_batch: int) -> tuple[list[
         ctx = dict(f.context)
         return names.workload_name({**ctx, f.fix: f.baseline_value} if f.fix == "batch" else ctx)
 
+    several = len({s.framework.name for s in record.sessions}) > 1
+
+    def framework(f: FixResult) -> str | None:  # which framework a claim was measured in
+        if f.context.get("framework"):
+            return str(f.context["framework"])
+        ctx = {k: v for k, v in f.context.items() if k != "framework"}
+        r = _find(record, f.device, {**ctx, f.fix: f.baseline_value})  # one framework has this pair
+        return r.spec.framework if r else None
+
     for kind, base, keep in (
         ("batch", seed_batch, lambda f: f.context.get("kind") == "steady" and f.context.get("sync") == "none"),
         ("steps_per_execution", 1, lambda f: True),
@@ -219,7 +245,9 @@ def _changes(record: RunRecord, v: SuiteVerdict, seed_batch: int) -> tuple[list[
                 unclear[_UNCLEAR_NAME[kind]] = None
                 continue
             f, c = pick
-            helped.append(_change(kind, f, c, f"{device}, {where(f)}", names.source_key(f.context)))
+            helped.append(
+                _change(kind, f, c, f"{device}, {where(f)}", names.source_key(f.context), framework(f), several)
+            )
     for kind, base, keep in (
         ("data", "tfdata_noprefetch", lambda f: True),
         ("jit_compile", False, lambda f: not jit_by_default(record, f.device)),  # no change where XLA is the default
@@ -228,7 +256,9 @@ def _changes(record: RunRecord, v: SuiteVerdict, seed_batch: int) -> tuple[list[
     ):
         for f, c in pairs(kind, base, keep):
             if _helps(c):
-                helped.append(_change(kind, f, c, f"{f.device}, {where(f)}", names.source_key(f.context)))
+                helped.append(
+                    _change(kind, f, c, f"{f.device}, {where(f)}", names.source_key(f.context), framework(f), several)
+                )
             else:
                 unclear[_UNCLEAR_NAME[kind]] = None
     spread = process_sd(record)  # the run's between-process spread: the fix table's claims use it too
@@ -468,8 +498,8 @@ def named_failures(record: RunRecord, failures: list[str] | None = None) -> tupl
 
 def machine_words(record: RunRecord) -> str:
     m = record.machine
-    fw = record.sessions[0].framework if record.sessions else None
-    fws = f" · {fw.name} {fw.version}" if fw else ""
+    fw = {s.framework.name: s.framework.version for s in record.sessions}  # each framework once, in order
+    fws = (" · " + ", ".join(f"{k} {v}" for k, v in fw.items())) if fw else ""
     return f"{m.cpu_model}, {m.cpu_cores_logical} cores, {nbytes(m.ram_bytes)} RAM{fws}"
 
 
