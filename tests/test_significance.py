@@ -18,13 +18,19 @@ def test_t_quantiles_from_the_table_and_beyond():
     assert sig.t975(0.5) == math.inf
 
 
-def test_judge_needs_ci_excluding_one_and_the_noise_threshold():
+def test_judge_needs_the_whole_ci_beyond_the_noise_threshold():
     assert sig.judge(2.0, 1.8, 2.2, 10).status == "faster"
     assert sig.judge(0.5, 0.45, 0.55, 10).status == "slower"
     assert sig.judge(1.5, 0.9, 2.5, 10).status == "no_change"  # CI contains 1
     # CI excludes 1 but the change is within the 5 % noise threshold
     assert sig.judge(1.03, 1.01, 1.05, 10).status == "no_change"
-    assert sig.judge(1.03, 1.01, 1.05, 10, threshold=0.01).status == "faster"
+    assert sig.judge(1.03, 1.015, 1.05, 10, threshold=0.01).status == "faster"
+    # criterion.rs's compare_to_threshold: a point estimate beyond the band is not enough, the
+    # interval must not reach into it (stop 26: 1.1x with CI 1.0-1.2x flipped between two runs)
+    assert sig.judge(1.1, 1.02, 1.2, 10).status == "no_change"
+    assert sig.judge(1 / 1.1, 1 / 1.2, 1 / 1.02, 10).status == "no_change"
+    assert sig.judge(1.1, 1.06, 1.2, 10).status == "faster"
+    assert sig.judge(1 / 1.1, 1 / 1.2, 1 / 1.06, 10).status == "slower"
     # fewer than 5 samples: not enough, whatever the ratio
     c = sig.judge(3.0, 2.9, 3.1, 4)
     assert c.status == "not_enough" and not c.significant and not c.enough

@@ -2,8 +2,7 @@
 
 The ratio is ``t_baseline / t_other`` (> 1: ``other`` is faster). Whether it is a change is
 decided by the one rule in ``analysis/significance.py``: at least 5 samples per side, a 95 %
-interval that excludes 1 and a ratio beyond the noise threshold (5 % unless a learned one is
-passed). When both timings were measured in several rounds (fresh child processes, paired
+interval wholly beyond the noise threshold (5 % unless a learned one is passed). When both timings were measured in several rounds (fresh child processes, paired
 by round, ``Timing.rounds_s``) the interval comes from the per-round ratios, i.e. from
 between-process variation; otherwise from the samples of the one process (STYLE.md
 principle 8: within the noise, no winner is named).
@@ -38,7 +37,7 @@ class Comparison:
 
     @property
     def significant(self) -> bool:
-        """A change by significance.py's rule (CI excludes 1, beyond the noise, ≥ 5 samples)."""
+        """A change by significance.py's rule (the whole CI beyond the noise, ≥ 5 samples)."""
         return self.claim.significant
 
     @property

@@ -7,7 +7,7 @@ For each framework, replicas N and global batch B (the same B split over N repli
   ``samples_per_s`` = B / step_s.
 - ``vs_one``: the claim "N replicas vs 1 at the same global batch" — the ratio of step times
   (= the throughput ratio) with its 95 % interval and sample count, judged by THE rule of
-  ``analysis/significance.py`` (interval excludes 1 *and* beyond the noise threshold, ≥ 5
+  ``analysis/significance.py`` (the whole interval beyond the noise threshold, ≥ 5
   samples a side). ``ratio > 1``: N replicas are faster.
 - ``efficiency`` = throughput_N / (N × throughput_1) = ratio / N (its interval: the ratio's / N).
   1.0 is perfect scaling; below 1/N the N replicas are slower than one.

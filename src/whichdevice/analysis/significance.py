@@ -6,11 +6,15 @@ below that end in it). A change counts only when
 
 1. there are at least ``MIN_SAMPLES`` (5) samples on each side (fewer: ``not_enough``, never
    recommended, never "best");
-2. its 95 % confidence interval excludes 1; **and**
-3. the ratio is beyond the noise threshold: ``|log ratio| > log(1 + threshold)``, default
-   ``NOISE_THRESHOLD`` = 5 % (criterion.rs's default noise threshold is 1 %, pyperf calls a
-   change under 5 % "not significant" in ``compare_to``'s summary; on a shared 2-core machine
-   5 % is the smaller of the two that two identical runs do not cross, benchmarks/stability.md).
+2. its **whole** 95 % confidence interval lies beyond the noise threshold, on one side:
+   ``lo > 1 + threshold`` (faster) or ``hi < 1 / (1 + threshold)`` (slower) — criterion.rs's
+   ``compare_to_threshold`` (both CI bounds beyond ``±noise``), so an interval that reaches
+   into the noise band is "no clear change" even when it excludes 1 (stop 26: with the point
+   estimate alone beyond the band, claims like 1.1× with CI 1.0–1.2× turned significant in one
+   of two identical runs and not in the other). Default ``NOISE_THRESHOLD`` = 5 %
+   (criterion.rs's default noise threshold is 1 %, pyperf calls a change under 5 % "not
+   significant" in ``compare_to``'s summary; on a shared 2-core machine 5 % is the smaller of
+   the two that two identical runs do not cross, benchmarks/stability.md).
    ``compare`` learns a per-case threshold from repeated runs in the history DB
    (:func:`learned_threshold`).
 
@@ -156,10 +160,12 @@ def judge(
     ratio with ``n < MIN_SAMPLES`` samples is not enough either)."""
     if not enough or (unit == "samples" and n < min_samples) or not (ratio > 0 and math.isfinite(ratio)):
         status: Status = "not_enough"
-    elif lo <= 1.0 <= hi or abs(math.log(ratio)) <= math.log1p(threshold):
-        status = "no_change"
+    elif lo > 1.0 + threshold and ratio > 1:  # the whole CI beyond the noise band (module doc)
+        status = "faster"
+    elif hi < 1.0 / (1.0 + threshold) and ratio < 1:
+        status = "slower"
     else:
-        status = "faster" if ratio > 1 else "slower"
+        status = "no_change"
     return Claim(ratio, lo, hi, n, unit, threshold, status, note)
 
 

@@ -68,7 +68,7 @@ class SyncCost:
 
     @property
     def significant(self) -> bool:
-        """The cost counts by significance.py's rule (≥ 5 samples, CI excludes 1, beyond the noise)."""
+        """The cost counts by significance.py's rule (≥ 5 samples, the whole CI beyond the noise)."""
         return self.comparison.significant
 
 

@@ -138,7 +138,7 @@ class Correction(_Model):
     note: str = ""
     rerun_ok: bool = False
     round_ratios: list[float] = Field(default_factory=list, description="B/A of each interleaved round")
-    significant: bool | None = Field(default=None, description="interval excludes 1 and the noise threshold")
+    significant: bool | None = Field(default=None, description="the whole interval beyond the noise threshold")
 
 
 class AuditRecord(_Model):

@@ -1012,7 +1012,7 @@ def _devices_text(state: dict) -> str:
 
 def significant(ratio: float | None, low: float | None, high: float | None, n: int) -> bool | None:
     """The project's one rule for "significant" (``analysis.significance.judge``, issue #16): enough
-    samples (rounds here), the 95 % interval excludes 1, and the ratio is beyond the noise threshold."""
+    samples (rounds here), and the whole 95 % interval beyond the noise threshold."""
     if ratio is None or low is None or high is None:
         return None
     return judge(ratio, low, high, n, unit="samples").significant

@@ -113,8 +113,8 @@ def compare(
     )
     n_learned = sum(1 for p in d.points if p.key in thresholds)
     console.print(
-        f"  {flagged} of {len(d.points)} cases changed beyond the noise (95 % CI excludes 1 and the change "
-        f"exceeds the noise threshold: {significance.NOISE_THRESHOLD:.0%} by default"
+        f"  {flagged} of {len(d.points)} cases changed beyond the noise (the whole 95 % CI beyond "
+        f"the noise threshold: {significance.NOISE_THRESHOLD:.0%} by default"
         + (f", learned from earlier repeat runs for {n_learned} cases" if n_learned else "")
         + ")"
     )

@@ -304,9 +304,7 @@ def measure(
             r, n, started = by_device[dev.name]
             # its later rounds get the window they would have had right after its round 1
             shifted = started + (time.time() - ended)
-            r, n_more = _later_rounds(
-                request, fw, dev, r, n_rounds, policy, shifted, progress, warms.get(dev.name)
-            )
+            r, n_more = _later_rounds(request, fw, dev, r, n_rounds, policy, shifted, progress, warms.get(dev.name))
             by_device[dev.name] = (r, n + n_more, started)
     finally:
         for w in warms.values():  # used (run_job closed it: a no-op) or not: none outlives the run

@@ -68,7 +68,7 @@ GLOSSARY = {
     "IQR": "interquartile range: the middle half of the samples. 'median ± IQR/2' reads as the typical time and "
     "how much it varies.",
     "95 % CI": "the range that holds the true ratio with 95 % confidence, given the samples; a change is claimed "
-    "only when it excludes 1 (no change) and exceeds the noise threshold.",
+    "only when the whole range lies beyond the noise threshold (5 %: 1.05× faster or slower).",
     "samples/s": "training examples processed per second: the fair measure when the batch size changes.",
 }
 

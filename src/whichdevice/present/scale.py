@@ -163,7 +163,7 @@ def grid(fs: FrameworkScale) -> Grid:
         f"Engine: {fs.engine}. All-reduce share: {METHOD_TEXT[fs.method]}.",
         "N: replicas. Efficiency = throughput of N replicas / (N × throughput of 1); in brackets the 95 % "
         "interval. 'vs 1 replica' compares step times at the same global batch (≥ 5 samples a side, the "
-        "interval must exclude 1 and the change exceed the 5 % noise threshold). all-reduce: its share of "
+        "whole interval must lie beyond the 5 % noise threshold). all-reduce: its share of "
         "the N-replica step.",
     ]
     if not fs.replicas_ok():
