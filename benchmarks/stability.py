@@ -147,10 +147,15 @@ def main() -> int:
     opposite = [
         k for k in sig if {ca[k].status, cb[k].status} == {"faster", "slower"}
     ]  # a direction flip, the worst case
+    # issue 16's "agree in direction": both runs' ratios on the same side of 1 (a claim significant
+    # in one run and "no clear change" with the same sign in the other agrees in direction, not in class)
+    same_side = [k for k in sig if (ca[k].ratio - 1) * (cb[k].ratio - 1) > 0]
     share = f"{len(agree) / len(sig):.0%}" if sig else "n/a"
+    side = f"{len(same_side) / len(sig):.0%}" if sig else "n/a"
     print(
         f"\n**Fix claims**: {len(keys)} claims in both runs; {len(sig)} significant in at least one run; "
-        f"{len(agree)} of those agree in direction in both ({share}); {len(opposite)} flip direction; "
+        f"{len(agree)} of those the same class in both ({share}); {len(same_side)} agree in direction "
+        f"(ratios on the same side of 1: {side}); {len(opposite)} flip direction (significant both ways); "
         f"{sum(not ca[k].enough for k in keys)} / {sum(not cb[k].enough for k in keys)} not enough samples"
     )
     for k in keys:
@@ -185,6 +190,7 @@ def main() -> int:
         "recommended_agree": [len(same_r), len(set(ra) | set(rb))],
         "fix_claims_significant": len(sig),
         "fix_claims_agree": len(agree),
+        "fix_claims_same_direction": len(same_side),
         "fix_claims_flip": len(opposite),
         "compare_flagged": [len(flagged), len(d.points)],
         "wall_s": times,
