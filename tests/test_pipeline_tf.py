@@ -192,3 +192,22 @@ def test_end_to_end_small_run_writes_record_plot_and_html(tmp_path, capsys):
     assert 0 <= loop["metrics"]["input_wait_s"] <= loop["metrics"]["loop_s"]
     assert json_file.with_suffix(".png").exists() and json_file.with_suffix(".html").exists()
     assert "input wait" in out and "CPU:0" in out
+
+
+@pytest.mark.tf
+def test_a_childs_temporary_files_are_gone_after_its_job(tmp_path, monkeypatch):
+    """The child ends with os._exit (no atexit): the TFRecord files a tfrecord case writes live
+    in the job's folder, which the runner removes. Here the parent's temporary folder is
+    tmp_path, as the CLI's scratch folder would be; nothing is left in it."""
+    import tempfile
+
+    from whichdevice.measure import runner
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    spec = _spec("aug", part="stage", variant="tfrecord", stage="read", net="tiny")
+    out = runner.run_job(
+        runner.Job("tensorflow", "CPU:0", "cpu", [spec], policy={"min_time_s": 0.01}), case_timeout_s=120
+    )
+    assert [r.status for r in out.results] == ["ok"], [r.error for r in out.results]
+    assert not list(tmp_path.iterdir())

@@ -100,7 +100,9 @@ def _paths(tmp: Path, attempt: int) -> tuple[Path, Path, Path]:
 
 
 def _spawn(args: list[str], env_extra: dict[str, str], out_path: Path, err_path: Path, limit: int) -> Child:
-    env = {**os.environ, **env_extra, "PYTHONUNBUFFERED": "1"}
+    # The child's temporary files (TFRecords, traced functions) go in its job folder, which
+    # run_job removes whatever happens to the child: it ends with os._exit, its atexit never runs.
+    env = {**os.environ, **env_extra, "PYTHONUNBUFFERED": "1", "TMPDIR": str(out_path.parent)}
     out_path.touch()
     with open(err_path, "wb") as err:
         return Child(
