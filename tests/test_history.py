@@ -53,6 +53,31 @@ def test_runs_are_indexed_and_listed(tmp_path, capsys):
     assert all(len(v) == 1 for v in history.noise_samples(a.machine.hostname).values())
 
 
+def test_two_runs_of_the_same_second_are_repeats_and_one_record_with_itself_is_not(tmp_path, capsys):
+    """created_at has one-second resolution: two quick runs can share it (this test failed at
+    random in CI before). They are still two runs whose differences are noise; a record compared
+    with itself, or with its copy, is not."""
+    import json
+
+    _numpy_run(tmp_path, capsys, "a.json")
+    a_path = tmp_path / "a.json"
+    _numpy_run(tmp_path, capsys, "b.json")
+    b_path = tmp_path / "b.json"
+    raw = json.loads(b_path.read_text())
+    raw["created_at"] = json.loads(a_path.read_text())["created_at"]  # the same second
+    b_path.write_text(json.dumps(raw))
+    host = load_run(a_path).machine.hostname
+    copy = tmp_path / "copy.json"
+    copy.write_text(a_path.read_text())
+    for other in (a_path, copy):
+        code, _, err = run_cli(["compare", str(a_path), str(other)], capsys)
+        assert code == 0, err
+        assert history.noise_samples(host) == {}
+    code, _, err = run_cli(["compare", str(a_path), str(b_path)], capsys)
+    assert code == 0, err
+    assert set(history.noise_samples(host)) == {r.spec.key for r in load_run(a_path).results}
+
+
 def test_learned_thresholds_from_stored_repeats():
     key = "matmul|tensorflow|CPU:0|n=100"
     history.add_repeat("host", "matmul", "t1", "t2", {key: 0.3})

@@ -56,8 +56,8 @@ def history_cmd(
     terminal.render_grid(console, grid)
 
 
-def _resolve(ref: str, argument: str) -> records.RunRecord:
-    """A run id from `history`, or a path to a record."""
+def _path(ref: str, argument: str) -> Path:
+    """The record a run id from `history`, or a path, names."""
     if ref.isdigit() and not Path(ref).exists():
         entry = history.get(int(ref))
         if entry is None:
@@ -66,8 +66,8 @@ def _resolve(ref: str, argument: str) -> records.RunRecord:
                 f"no run with id {ref} in the history",
                 "See `whichdevice history` for ids, or pass a JSON path.",
             )
-        return records.load_run(entry.path, argument)
-    return records.load_run(ref, argument)
+        return Path(entry.path)
+    return Path(ref)
 
 
 @app.command()
@@ -76,7 +76,10 @@ def compare(
     run_b: str = typer.Argument(..., help="The later run: an id or a JSON record."),
 ) -> None:
     """Point by point, what changed between two runs, and whether the change is beyond the noise."""
-    a, b = _resolve(run_a, "RUN_A"), _resolve(run_b, "RUN_B")
+    path_a = _path(run_a, "RUN_A")
+    a = records.load_run(path_a, "RUN_A")  # RUN_A's error first, as the arguments are read
+    path_b = _path(run_b, "RUN_B")
+    b = records.load_run(path_b, "RUN_B")
     pair = (a.created_at, b.created_at)
     same_host = a.machine.hostname == b.machine.hostname
     try:  # a threshold per case, learned from earlier repeat runs on this machine
@@ -118,7 +121,10 @@ def compare(
         + (f", learned from earlier repeat runs for {n_learned} cases" if n_learned else "")
         + ")"
     )
-    if not d.context and same_host and a.created_at != b.created_at and a.experiment == b.experiment:
+    # two runs (not one record with itself or its copy: two runs may start in the same second,
+    # created_at's resolution, so that cannot tell them apart) with nothing changed between them
+    two = path_a.resolve() != path_b.resolve() and a != b
+    if not d.context and same_host and two and a.experiment == b.experiment:
         try:  # two runs with nothing changed: their differences are this machine's noise
             history.add_repeat(a.machine.hostname, a.experiment, *pair, log_ratios(a, b))
         except sqlite3.Error:
