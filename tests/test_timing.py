@@ -357,3 +357,22 @@ def test_abba_turns_reverse_every_other_pass_from_a_seeded_shuffle():
     assert sorted(first) == [0, 1, 2, 3] and second == first[::-1]
     assert abba_turns(4) == turns  # seeded: the same order on every run
     assert abba_turns(3, passes=3)[6:] == abba_turns(3)[:3]
+
+
+def test_take_turns_runs_the_order_and_a_failing_variant_leaves_the_others_going():
+    from whichdevice.core.timing import take_turns
+
+    seen: list[tuple[int, int]] = []
+    before: list[int] = []
+
+    def turn(k: int, i: int) -> list[float]:
+        seen.append((k, i))
+        if i == 1:
+            raise RuntimeError("variant 1 broke")
+        return [float(10 * i + k)]
+
+    samples, errors = take_turns(3, [0, 1, 2, 2, 1, 0], turn, before.append)
+    assert seen == [(0, 0), (1, 1), (2, 2), (3, 2), (5, 0)]  # variant 1 takes no turn after it failed
+    assert before == [0, 1, 2, 2, 0]
+    assert samples == [[0.0, 5.0], [], [22.0, 23.0]]
+    assert errors[0] is None and errors[2] is None and str(errors[1]) == "variant 1 broke"

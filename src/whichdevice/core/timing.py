@@ -298,6 +298,30 @@ def abba_turns(n: int, passes: int = 2, seed: int = 0) -> list[int]:
     return [i for k in range(passes) for i in (order if k % 2 == 0 else order[::-1])]
 
 
+def take_turns(
+    n: int,
+    turns: list[int],
+    turn: Callable[[int, int], list[float]],
+    before: Callable[[int], None] | None = None,
+) -> tuple[list[list[float]], list[BaseException | None]]:
+    """Run ``n`` variants' whole passes in the order ``turns`` (:func:`abba_turns`): ``turn(k,
+    i)`` runs variant ``i`` as the k-th turn and returns its samples. A variant that raises
+    takes no further turn and the others go on. Each variant's samples, and the exception that
+    stopped it (None: none did)."""
+    samples: list[list[float]] = [[] for _ in range(n)]
+    errors: list[BaseException | None] = [None] * n
+    for k, i in enumerate(turns):
+        if errors[i] is not None:
+            continue
+        if before is not None:
+            before(i)
+        try:
+            samples[i] += turn(k, i)
+        except Exception as e:  # this variant fails; the others go on
+            errors[i] = e
+    return samples, errors
+
+
 def warm_up(
     fn: Callable[[], Any],
     *,

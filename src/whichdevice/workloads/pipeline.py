@@ -52,7 +52,7 @@ import time
 from pathlib import Path
 
 from whichdevice.core.records import CaseSpec, Timing
-from whichdevice.core.timing import TimingPolicy, abba_turns, measure
+from whichdevice.core.timing import TimingPolicy, abba_turns, measure, take_turns
 
 PARTS = ("pipeline", "model", "both", "stage")
 NETS = ("tiny", "small", "heavy")
@@ -369,17 +369,12 @@ def time_group(prepared: list[_Loop], fw, policy: TimingPolicy, overhead_s: floa
     """The loops in two halves each, A B C | C B A (see the section comment): one
     ``(Timing, metrics)`` per loop, or the exception it raised (the others go on)."""
     n = len(prepared)
-    samples: list[list[float]] = [[] for _ in prepared]
     waits: list[list[float]] = [[] for _ in prepared]
     telemetry: list = [None] * n
     capped = [False] * n
-    errors: list[BaseException | None] = [None] * n
-    for turn, i in enumerate(abba_turns(n)):
+
+    def half(turn: int, i: int) -> list[float]:
         loop = prepared[i]
-        if errors[i] is not None:
-            continue
-        if before is not None:
-            before(i)
         try:
             if turn >= n:  # the second half: a fresh iterator, warmed up over one pass
                 loop.it = iter(loop.ds)
@@ -394,13 +389,13 @@ def time_group(prepared: list[_Loop], fw, policy: TimingPolicy, overhead_s: floa
                 got.append(loop.step())
             if sampler is not None:
                 telemetry[i] = sampler.stop()
-            samples[i] += got
             waits[i] += loop.waits[mark:]
             capped[i] = capped[i] or len(got) >= MAX_STEPS // 2 or sum(got) >= policy.max_time_s / 2
-        except Exception as e:  # this loop fails; the others go on
-            errors[i] = e
+            return got
         finally:
             del loop.waits[:]  # only this half's steady waits were wanted
+
+    samples, errors = take_turns(n, abba_turns(n), half, before)
     out: list = []
     for i, loop in enumerate(prepared):
         if errors[i] is not None:

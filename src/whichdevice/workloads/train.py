@@ -41,7 +41,15 @@ import math
 
 from whichdevice.core.records import CaseSpec, Timing
 from whichdevice.core.steps import raw_from_steps, time_loop
-from whichdevice.core.timing import RawTiming, TimingPolicy, abba_turns, interleave_blocks, measure, warm_up
+from whichdevice.core.timing import (
+    RawTiming,
+    TimingPolicy,
+    abba_turns,
+    interleave_blocks,
+    measure,
+    take_turns,
+    warm_up,
+)
 from whichdevice.frameworks.common.casemodel import CaseModel
 
 KINDS = ("create", "loop", "fit", "steady")
@@ -347,17 +355,7 @@ def _time_fits(prepared: list[_Fit], overhead_s: float, steady_epochs: int, befo
     variant alike (an epoch cannot be cut in blocks: Keras runs it whole). ``steady_epochs``
     (the case's epochs minus the warm-up one) turns per member."""
     n = len(prepared)
-    samples: list[list[float]] = [[] for _ in prepared]
-    errors: list[BaseException | None] = [None] * n
-    for i in abba_turns(n, steady_epochs):
-        if errors[i] is not None:
-            continue
-        if before is not None:
-            before(i)
-        try:
-            samples[i] += prepared[i].epoch()
-        except Exception as e:  # this fit fails; the others go on
-            errors[i] = e
+    samples, errors = take_turns(n, abba_turns(n, steady_epochs), lambda _k, i: prepared[i].epoch(), before)
     out: list = []
     for i, f in enumerate(prepared):
         if errors[i] is not None:
