@@ -215,22 +215,12 @@ def _run_loop(spec, fw, policy, overhead_s):
 def _run_fit(spec, fw, policy, overhead_s):
     from whichdevice.keras import StepTimer
 
-    training = _training(fw)
-    m = CaseModel(spec.params, training)
     n, b, epochs = int(spec.params["samples"]), int(spec.params["batch"]), int(spec.params["epochs"])
-    data = str(spec.params["data"])
     with fw.placement.scope(spec.device):
-        model = m.build()
-        m.compile_for_fit(model)
-        inputs = m.dataset(training, n, b, data)
+        model, inputs = _built_for_fit(spec, fw)
         # Warm-up = the whole first epoch (tracing in its first batch, pipeline start-up).
         timer = StepTimer(None, warmup_batches=_steps(n, b), sync=True, batch_size=b)
-        callbacks = [timer, *_trace_callbacks(spec, fw)]
-        if data == "numpy":
-            x, y = inputs
-            model.fit(x, y, batch_size=b, epochs=epochs, verbose=0, callbacks=callbacks)
-        else:
-            model.fit(inputs, epochs=epochs, verbose=0, callbacks=callbacks)
+        _fit(model, inputs, spec, epochs, [timer, *_trace_callbacks(spec, fw)])
     spe = timer.batch_epochs.count(0)
     raw = raw_from_steps(timer.batch_times_s, warmup_steps=spe, overhead_s=overhead_s)
     metrics = timer.metrics()
@@ -241,6 +231,26 @@ def _run_fit(spec, fw, policy, overhead_s):
         # Keras calls batch callbacks once per execution of k steps: each timed "batch" carries k batches.
         metrics["samples_per_step"] = float(b * k)
     return raw, metrics
+
+
+def _built_for_fit(spec: CaseSpec, fw: Framework):
+    """The case's model, built and compiled for ``model.fit``, and its inputs (``data``: numpy
+    arrays or a dataset); call inside the device's scope."""
+    training = _training(fw)
+    m = CaseModel(spec.params, training)
+    model = m.build()
+    m.compile_for_fit(model)
+    return model, m.dataset(training, int(spec.params["samples"]), int(spec.params["batch"]), str(spec.params["data"]))
+
+
+def _fit(model, inputs, spec: CaseSpec, epochs: int, callbacks: list) -> None:
+    """``model.fit`` on the case's inputs as the seeds call it (arrays with ``batch_size``, or
+    an already batched dataset); call inside the device's scope."""
+    if spec.params["data"] == "numpy":
+        x, y = inputs
+        model.fit(x, y, batch_size=int(spec.params["batch"]), epochs=epochs, verbose=0, callbacks=callbacks)
+    else:
+        model.fit(inputs, epochs=epochs, verbose=0, callbacks=callbacks)
 
 
 def _trace_callbacks(spec, fw) -> list:
@@ -315,14 +325,9 @@ class _Fit:
 
     def __init__(self, spec: CaseSpec, fw: Framework):
         self.spec, self.fw = spec, fw
-        training = _training(fw)
-        m = CaseModel(spec.params, training)
-        self.n, self.b = int(spec.params["samples"]), int(spec.params["batch"])
-        self.data = str(spec.params["data"])
+        self.b = int(spec.params["batch"])
         with fw.placement.scope(spec.device):
-            self.model = m.build()
-            m.compile_for_fit(self.model)
-            self.inputs = m.dataset(training, self.n, self.b, self.data)
+            self.model, self.inputs = _built_for_fit(spec, fw)
         self.warmup_s = self.epoch()
 
     def epoch(self) -> list[float]:
@@ -331,11 +336,7 @@ class _Fit:
 
         timer = StepTimer(None, warmup_batches=1, sync=True, batch_size=self.b)
         with self.fw.placement.scope(self.spec.device):
-            if self.data == "numpy":
-                x, y = self.inputs
-                self.model.fit(x, y, batch_size=self.b, epochs=1, verbose=0, callbacks=[timer])
-            else:
-                self.model.fit(self.inputs, epochs=1, verbose=0, callbacks=[timer])
+            _fit(self.model, self.inputs, self.spec, 1, [timer])
         return list(timer.batch_times_s)
 
     def metrics(self, turns: int) -> dict[str, float]:
