@@ -176,7 +176,8 @@ def run_devices(
     """One child per device, one after the other (never two at once: they would compete
     for the CPU cores and distort each other's timings). ``while_starting``: see
     ``runner.run_job`` (the parent's own work while a child imports, before it measures);
-    ``warm``: a child started ahead for the first device's job (``runner.start_warm``).
+    ``warm``: a child started ahead for the first device's job (``runner.start_warm``; its
+    owner closes it if no job needed it).
 
     With a ``journal``, every result and session is appended to it as it arrives; with
     ``resumed`` (a journal read back), its finished cases are kept and not run again.
@@ -243,8 +244,6 @@ def run_devices(
         for r in out.rounds:  # the child's second pass (round 2), for the session to merge
             if on_round:
                 on_round(r)
-    if warm is not None:  # no job for it (every case resumed)
-        warm.close()
     results.sort(key=lambda r: (r.spec.device, order.get(r.spec.key, 1 << 30)))
     return sessions, results, notes
 
