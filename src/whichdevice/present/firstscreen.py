@@ -97,25 +97,16 @@ def fix_claim(record: RunRecord, f: FixResult) -> Claim | None:
     own = getattr(f.comparison, "claim", None)
     if isinstance(own, Claim):
         return own
-    ctx = {k: v for k, v in f.context.items() if k != "framework"}
-    base = _find(record, f.device, {**ctx, f.fix: f.baseline_value})
-    var = _find(record, f.device, {**ctx, f.fix: f.variant_value})
-    if base is None or var is None:
-        base = base or _find_loose(record, f, f.baseline_value)
-        var = var or _find_loose(record, f, f.variant_value)
+    base, var = _side(record, f, f.baseline_value), _side(record, f, f.variant_value)
     if base is None or var is None:
         return None
     return compare("before", per_sample(base), "after", per_sample(var), process_sd=process_sd(record)).claim
 
 
-def _find_loose(record: RunRecord, f: FixResult, value) -> CaseResult | None:
-    """Same parameters regardless of their order in the record."""
-    ctx = {k: v for k, v in f.context.items() if k != "framework"}
-    want = {**ctx, f.fix: value}
-    for r in record.results:
-        if r.status == "ok" and r.timing is not None and r.spec.device == f.device and dict(r.spec.params) == want:
-            return r
-    return None
+def _side(record: RunRecord, f: FixResult, value) -> CaseResult | None:
+    """The measured case of one side of an A/B pair: the fix's parameter at ``value``, the
+    rest its context (dict equality: the parameters' order in the record does not matter)."""
+    return _find(record, f.device, {**{k: v for k, v in f.context.items() if k != "framework"}, f.fix: value})
 
 
 def _pipeline_claim(a, b, spread: float | None) -> Claim:
@@ -229,8 +220,7 @@ def _changes(record: RunRecord, v: SuiteVerdict, seed_batch: int) -> tuple[list[
     def framework(f: FixResult) -> str | None:  # which framework a claim was measured in
         if f.context.get("framework"):
             return str(f.context["framework"])
-        ctx = {k: v for k, v in f.context.items() if k != "framework"}
-        r = _find(record, f.device, {**ctx, f.fix: f.baseline_value})  # one framework has this pair
+        r = _side(record, f, f.baseline_value)  # one framework has this pair
         return r.spec.framework if r else None
 
     for kind, base, keep in (
