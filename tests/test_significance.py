@@ -311,3 +311,46 @@ def test_devices_are_measured_abba_across_rounds(monkeypatch, tmp_path):
     for r in rec.results:
         first, second = r.timing.rounds_s
         assert second[0] == 2 * first[0]  # round 2 merged into its own device's case
+
+
+def test_confidence_is_written_as_measured_never_rounded_up():
+    assert [sig.percent(c) for c in (0.95, 0.975, 0.9995, 1 - 0.05 / 40, 0.99999)] == [
+        "95 %",
+        "97.5 %",
+        "99.95 %",
+        "99.8 %",
+        "99.9 %",
+    ]
+
+
+def test_run_spread_is_the_unchanged_cases_spread_not_the_size_of_a_change():
+    import random
+
+    rng = random.Random(1)
+    noise = [rng.gauss(0.0, 0.1) for _ in range(40)]
+    assert sig.run_spread(noise[:9]) is None  # too few cases to tell
+    assert 0.07 < sig.run_spread(noise) < 0.13
+    # half the cases really 2x slower: the spread stays near the unchanged half's (a MAD around
+    # the median would be about half the change, 0.35, and hide it)
+    half = [x + (math.log(2) if i % 2 else 0.0) for i, x in enumerate(noise)]
+    assert sig.run_spread(half) < 0.25
+
+
+def test_claims_made_together_hold_together():
+    # Forty claims, each 1.12x with a 95 % CI of 1.06-1.18x: each alone is a change...
+    one = sig.judge(1.12, 1.06, 1.18, 5, unit="rounds")
+    assert one.significant
+    forty = sig.together([one] * 40)
+    # ...but not all forty at once: each is now a 99.875 % interval (Bonferroni)
+    assert all(c.confidence == pytest.approx(1 - 0.05 / 40) for c in forty)
+    assert not any(c.significant for c in forty)
+    assert "99.8 % CI" in sig.judge(2.0, 1.8, 2.2, 10, confidence=forty[0].confidence).text()
+    # a clear 2x change survives both the Bonferroni widening and a 10 % between-run spread
+    clear = sig.judge(2.0, 1.9, 2.1, 5, unit="rounds")
+    assert all(c.significant for c in sig.together([clear] * 40, run_sd=0.1))
+    # the between-run spread alone widens a lone claim
+    (lone,) = sig.together([sig.judge(1.3, 1.2, 1.4, 5, unit="rounds")], run_sd=0.15)
+    assert lone.confidence == 0.95 and lone.lo < 1.05 and not lone.significant
+    # claims without enough samples are left as they are
+    few = sig.judge(3.0, 2.9, 3.1, 4)
+    assert sig.together([few, clear])[0] is few

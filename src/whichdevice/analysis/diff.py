@@ -9,7 +9,11 @@ their noise (issue 16: within a run a point is tight, between runs it moves more
   same two runs (``significance.process_spread``) widens its interval;
 - ``thresholds``: per case key, a noise threshold learned from earlier repeat runs on this
   machine (measure/history.py stores them; ``significance.learned_threshold``); other cases use
-  ``default_threshold``.
+  ``default_threshold``;
+- the cases' intervals hold **together** (``significance.together``): at 95 % for all cases at
+  once (Bonferroni), each widened by how far the cases of these two runs moved between them
+  (``significance.run_spread``, from 10 cases on) — two identical runs a minute apart differ
+  by 3–30 % on the 2-core machine, more than either run's rounds show (benchmarks/stability.md).
 """
 
 from __future__ import annotations
@@ -59,6 +63,10 @@ class RunDiff:
     points: list[PointChange]
     only_before: list[CaseSpec]
     only_after: list[CaseSpec]
+    # How far the cases moved between the two runs (sd of log ratios, significance.run_spread;
+    # None: too few cases to tell), and the confidence each case's interval is given at.
+    run_sd: float | None = None
+    confidence: float = significance.CONFIDENCE
 
 
 def _label(spec: CaseSpec) -> str:
@@ -114,32 +122,36 @@ def diff_runs(
     process_sd = significance.process_spread(
         [t.rounds for k in both for t in (ra[k].timing, rb[k].timing) if t is not None]
     )
+    alone: dict[str, significance.Claim] = {}
+    for key in both:
+        a, b = ra[key].timing, rb[key].timing
+        if a is not None and b is not None:
+            alone[key] = significance.between_runs(
+                a.rounds, b.rounds, threshold=thresholds.get(key, default_threshold), process_sd=process_sd
+            )
+    run_sd = significance.run_spread([math.log(c.ratio) for c in alone.values() if c.enough])
+    claims = dict(zip(alone, significance.together(list(alone.values()), run_sd=run_sd)))
     points = []
     for key in both:
         a, b = ra[key], rb[key]
-        comp = None
-        if a.timing is not None and b.timing is not None:
-            claim = significance.between_runs(
-                a.timing.rounds,
-                b.timing.rounds,
-                threshold=thresholds.get(key, default_threshold),
-                process_sd=process_sd,
-            )
-            comp = Comparison("before", "after", claim)
+        claim = claims.get(key)
         points.append(
             PointChange(
                 key,
                 a.spec,
                 a.timing.median_s if a.timing else None,
                 b.timing.median_s if b.timing else None,
-                comp,
+                Comparison("before", "after", claim) if claim is not None else None,
                 a.failure,
                 b.failure,
             )
         )
+    judged = [c for c in claims.values() if c.enough]
     return RunDiff(
         _context(before, after),
         points,
         [ra[k].spec for k in ra if k not in rb],
         [rb[k].spec for k in rb if k not in ra],
+        run_sd,
+        judged[0].confidence if judged else significance.CONFIDENCE,
     )

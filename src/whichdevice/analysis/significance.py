@@ -107,6 +107,9 @@ class Claim:
     threshold: float  # the relative noise threshold applied
     status: Status
     note: str = ""  # e.g. why not enough, or 'bimodal between rounds'
+    # The interval's confidence: 95 %, or more for one of many claims made together
+    # (:func:`together`: ``compare``'s cases hold at 95 % all at once).
+    confidence: float = CONFIDENCE
 
     @property
     def significant(self) -> bool:
@@ -136,12 +139,22 @@ class Claim:
         else:
             lo, hi, word, r = 1 / self.hi, 1 / self.lo, "slower", 1 / self.ratio
         unit = self.unit if self.n != 1 else self.unit[:-1]
-        text = f"{who}{_x(r)}× {word} (95 % CI {_x(lo)}–{_x(hi)}×, {self.n} {unit})"
+        text = f"{who}{_x(r)}× {word} ({percent(self.confidence)} CI {_x(lo)}–{_x(hi)}×, {self.n} {unit})"
         return f"{text}; {self.note}" if self.note else text
 
 
 def _x(v: float) -> str:
     return f"{v:.2g}" if v < 10 else f"{v:.3g}"
+
+
+def percent(confidence: float) -> str:
+    """'95 %', '97.5 %', '99.8 %': a confidence as the text writes it — exact when it has at most
+    two decimals in percent, else rounded down to one (never up: 99.98 % is not 100 %)."""
+    pct = confidence * 100
+    for digits in (0, 1, 2):
+        if abs(round(pct, digits) - pct) < 1e-9:
+            return f"{round(pct, digits):g} %"
+    return f"{math.floor(pct * 10) / 10:g} %"
 
 
 def judge(
@@ -155,6 +168,7 @@ def judge(
     enough: bool = True,
     min_samples: int = MIN_SAMPLES,
     note: str = "",
+    confidence: float = CONFIDENCE,
 ) -> Claim:
     """THE rule. ``enough``: the caller's sample-count check (``from_*`` pass it; a bare
     ratio with ``n < MIN_SAMPLES`` samples is not enough either)."""
@@ -166,7 +180,7 @@ def judge(
         status = "slower"
     else:
         status = "no_change"
-    return Claim(ratio, lo, hi, n, unit, threshold, status, note)
+    return Claim(ratio, lo, hi, n, unit, threshold, status, note, confidence)
 
 
 def _mean_sd(xs: Sequence[float]) -> tuple[float, float]:
@@ -353,6 +367,81 @@ def process_spread(rounds_per_case: Sequence[Sequence[Sequence[float]]]) -> floa
         if len(logs) >= 2:
             sds.append(_mean_sd(logs)[1])
     return stats.quantile(sds, 0.75) if sds else None
+
+
+# Fewest cases from which two runs' common between-run spread is estimated (:func:`run_spread`).
+MIN_CASES_FOR_RUN_SPREAD = 10
+# Qn's consistency factor: Qn = 2.2219 × the first quartile of the pairwise distances is the sd
+# for normal data (Rousseeuw & Croux 1993, "Alternatives to the median absolute deviation").
+_QN_FACTOR = 2.2219
+
+
+def run_spread(log_ratios: Sequence[float], *, min_cases: int = MIN_CASES_FOR_RUN_SPREAD) -> float | None:
+    """How far the cases of two runs moved between the runs, as an sd of log ratios: the Qn
+    scale estimator of the cases' ``log(before / after)`` (None with fewer than ``min_cases``).
+
+    Why (issue 16): within a run, a case's two rounds agree closely, yet two identical runs a
+    minute apart differ by 3–30 % (sd across cases, 20 recorded pairs on the 2-core machine,
+    benchmarks/stability.md): the machine drifts over minutes, and both rounds of one run share
+    its moment. Only the two runs together show that spread. Qn, not the sd: it ignores up to
+    half the cases, so real changes in some cases do not widen the others' intervals; and not
+    the MAD around the median: with half the cases 2× slower, the MAD would be the size of the
+    change and hide it, while Qn (built on pairwise distances, no centre) stays near the
+    unchanged half's spread (at most ≈ 2× it)."""
+    xs = sorted(x for x in log_ratios if math.isfinite(x))
+    if len(xs) < min_cases:
+        return None
+    distances = [b - a for i, a in enumerate(xs) for b in xs[i + 1 :]]
+    return _QN_FACTOR * stats.quantile(sorted(distances), 0.25)
+
+
+def _z(p: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(p)
+
+
+def together(claims: Sequence[Claim], *, family: float = CONFIDENCE, run_sd: float | None = None) -> list[Claim]:
+    """``claims`` made at once (``compare``'s cases), each interval widened so that
+
+    - all of them hold **together** at ``family`` (95 %): each at ``1 - (1 - family) / m``
+      for ``m`` judged claims (Bonferroni). Forty claims at 95 % each call two of forty cases
+      changed in two identical runs on average even when their noise is right; together at
+      95 %, two identical runs show no change at all 19 times in 20;
+    - each includes ``run_sd``, the between-run spread common to the two runs
+      (:func:`run_spread`), added in quadrature to the claim's own spread.
+
+    The normal quantile scales each side of an interval (its half-width at 95 % over 1.96 is the
+    claim's standard error): the widening rests on spreads estimated across all cases of the two
+    runs, dozens of degrees of freedom. Claims that were not enough stay as they are."""
+    judged = {i for i, c in enumerate(claims) if c.enough and c.lo > 0 and math.isfinite(c.hi)}
+    m = len(judged)
+    if m == 0:
+        return list(claims)
+    confidence = 1 - (1 - family) / m
+    z, z95 = _z(1 - (1 - confidence) / 2), _z(1 - (1 - CONFIDENCE) / 2)
+    tau = run_sd or 0.0
+    out = []
+    for i, c in enumerate(claims):
+        if i not in judged:
+            out.append(c)
+            continue
+        centre = math.log(c.ratio)
+        below = math.hypot((centre - math.log(c.lo)) / z95, tau) * z
+        above = math.hypot((math.log(c.hi) - centre) / z95, tau) * z
+        out.append(
+            judge(
+                c.ratio,
+                math.exp(centre - below),
+                math.exp(centre + above),
+                c.n,
+                unit=c.unit,
+                threshold=c.threshold,
+                note=c.note,
+                confidence=confidence,
+            )
+        )
+    return out
 
 
 def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from pathlib import Path
 
@@ -70,6 +71,20 @@ def _path(ref: str, argument: str) -> Path:
     return Path(ref)
 
 
+def _how_judged(d) -> str:
+    """compare's second summary line: why its intervals are wider than one run's."""
+    judged = sum(1 for p in d.points if p.comparison is not None and p.comparison.claim.enough)
+    ci = significance.percent(d.confidence)
+    together = f"Each case's CI is {ci} so that all {judged} hold together at 95 % (Bonferroni)" if judged > 1 else ""
+    if d.run_sd is None:
+        moved = (
+            f"too few cases (under {significance.MIN_CASES_FOR_RUN_SPREAD}) to see how far the runs moved as a whole"
+        )
+    else:
+        moved = f"it includes how far these two runs' cases moved between the runs (±{math.expm1(d.run_sd):.0%}, spread across cases)"
+    return f"{together}; {moved}." if together else f"{moved[0].upper()}{moved[1:]}."
+
+
 @app.command()
 def compare(
     run_a: str = typer.Argument(..., help="The earlier run: an id from `whichdevice history` or a JSON record."),
@@ -116,11 +131,13 @@ def compare(
     )
     n_learned = sum(1 for p in d.points if p.key in thresholds)
     console.print(
-        f"  {flagged} of {len(d.points)} cases changed beyond the noise (the whole 95 % CI beyond "
-        f"the noise threshold: {significance.NOISE_THRESHOLD:.0%} by default"
+        f"  {flagged} of {len(d.points)} cases changed beyond the noise (the whole "
+        f"{significance.percent(d.confidence)} CI beyond the noise threshold: "
+        f"{significance.NOISE_THRESHOLD:.0%} by default"
         + (f", learned from earlier repeat runs for {n_learned} cases" if n_learned else "")
         + ")"
     )
+    console.print(f"  {escape(_how_judged(d))}")
     # two runs (not one record with itself or its copy: two runs may start in the same second,
     # created_at's resolution, so that cannot tell them apart) with nothing changed between them
     two = path_a.resolve() != path_b.resolve() and a != b
