@@ -33,6 +33,14 @@ it has 3 distinct resamples), while the t-interval widens honestly as rounds get
 and the interval multiplicative. It is also deterministic: the same record gives the same
 verdict every time ``report`` recomputes it.
 
+Claims made together (``compare``): one run against another judges ~40 cases at once. Each at
+95 % would call two of them changed in two identical runs even with the right noise; and two
+runs a minute apart differ by more than either run's rounds show (the machine drifts over
+minutes, and both rounds of a run share its moment). :func:`together` gives each case's interval
+at ``1 - 5 % / cases`` (Bonferroni: all hold at once at 95 %) and adds the between-run spread
+that the two runs' cases show (:func:`run_spread`, a robust scale of their log ratios). The
+rule (:func:`judge`) stays the same; only the intervals it is given are wider.
+
 API (pure functions, no I/O, no third-party imports)::
 
     claim = from_rounds(a_rounds, b_rounds)       # per-round samples, paired by round
@@ -43,6 +51,7 @@ API (pure functions, no I/O, no third-party imports)::
     bimodal(medians) / rounds_bimodal(rounds)     # clusters of round medians -> Modes | None
     median_ci(samples) / median_rel_halfwidth(samples)   # precision-targeted sampling
     learned_threshold(between_run_log_ratios)     # compare's per-case threshold
+    together(claims, run_sd=run_spread(log_ratios))   # compare's cases, all at once
 
 Ratios are ``A / B`` of times (baseline / other): > 1 means B (the other, the fix, the later run)
 is faster — the convention of ``analysis/compare.py``.
