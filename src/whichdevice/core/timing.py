@@ -120,12 +120,20 @@ def _warm_up(
 
 
 def _block(fn: Callable[[], Any], number: int, sync: Sync, clock: Clock) -> float:
-    """One synchronized block of ``number`` calls: its seconds."""
+    """One synchronized block of ``number`` calls: its seconds.
+
+    Every call's result but the last is dropped at once, as a loop that discards it does
+    (``timeit``, torch.utils.benchmark). Kept until the next call returned (``result = fn()``),
+    two outputs were alive at each call and the allocator alternated two buffers: torch's CPU
+    matmul at n = 512 (a 1 MiB output) was 2–15 % slower than torch.utils.benchmark in 4 of 7
+    interleaved processes, against ≤ 5 % in 7 of 7 with the result dropped
+    (benchmarks/performance.md, stop 27). The last result is what ``sync`` waits for: a
+    device runs its queue in order, so it is done when the last call is."""
     sync(None)
     t0 = clock()
-    result = None
-    for _ in range(number):
-        result = fn()
+    for _ in range(number - 1):
+        fn()
+    result = fn()
     sync(result)
     return clock() - t0
 
