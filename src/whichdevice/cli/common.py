@@ -9,7 +9,8 @@ import secrets
 import sqlite3
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pydantic
@@ -64,6 +65,20 @@ def describe_key(key: str) -> str:
 
 # Set by write_record when every case of the record failed: the command exits 1 (cli/app.py).
 all_failed: str | None = None
+
+
+@contextmanager
+def page_after_record() -> Iterator[None]:
+    """Hold what the command prints on stdout until the block is done — the record written,
+    the journal closed — then print it at once. ``whichdevice run | head -3`` used to quit
+    while the first screen printed, before the record was written: the run was lost until
+    ``--resume`` re-rendered it. Now a reader that quits early costs nothing (exit 141, no
+    journal left, nothing to resume). If the block fails, its page is not printed: the error
+    says what was kept and how to finish."""
+    with console.capture() as page:
+        yield
+    console.file.write(page.get())
+    console.file.flush()
 
 
 def write_record(record: records.RunRecord, json_file: Path, png: Path | None) -> None:

@@ -23,6 +23,7 @@ from whichdevice.cli.common import (
     reject_options_with_resume,
     stamp,
     unreadable_resume,
+    page_after_record,
     write_record,
 )
 from whichdevice.cli import options as opt
@@ -111,9 +112,10 @@ def matmul(
                 "command": command,
             },
         )
-    render_matmul(record, png, loglog=not linear)
-    write_record(record, json_file, png)
-    Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
+    with page_after_record():
+        render_matmul(record, png, loglog=not linear)
+        write_record(record, json_file, png)
+        Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
 
 
 def render_matmul(record: records.RunRecord, png: Path, *, loglog: bool) -> None:

@@ -26,6 +26,7 @@ from whichdevice.cli.common import (
     open_journal,
     measure_with_progress,
     stamp,
+    page_after_record,
     write_record,
 )
 from whichdevice.cli import options as opt
@@ -315,9 +316,10 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
     )
     record = measure_with_progress(request, journal=lambda: open_journal("pipeline", plan, resumed), resumed=resumed)
     png = Path(plan.png_file)
-    render_pipeline(record, png, loglog=False)
-    write_record(record, Path(plan.json_file), png)
-    Journal(journal_path(Path(plan.json_file))).finish()  # the record is complete: the journal has done its job
+    with page_after_record():
+        render_pipeline(record, png, loglog=False)
+        write_record(record, Path(plan.json_file), png)
+        Journal(journal_path(Path(plan.json_file))).finish()  # the record is complete: the journal has done its job
 
 
 def render_pipeline(record: records.RunRecord, png: Path, *, loglog: bool = False) -> None:

@@ -24,6 +24,7 @@ from whichdevice.cli.common import (
     measure_with_progress,
     open_journal,
     stamp,
+    page_after_record,
     write_record,
 )
 from whichdevice.cli import options as opt
@@ -143,9 +144,10 @@ def run_pitfalls(plan: PitfallsPlan, resumed: JournalState | None) -> None:
         )
     record = _merge(parts)
     json_file = Path(plan.json_file)
-    render_pitfalls(record, json_file.with_suffix(".png"), loglog=True)
-    write_record(record, json_file, None)
-    journal.finish()  # the record is complete: the journal has done its job
+    with page_after_record():
+        render_pitfalls(record, json_file.with_suffix(".png"), loglog=True)
+        write_record(record, json_file, None)
+        journal.finish()  # the record is complete: the journal has done its job
 
 
 def _merge(parts: list[records.RunRecord]) -> records.RunRecord:

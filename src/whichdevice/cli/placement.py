@@ -26,6 +26,7 @@ from whichdevice.cli.common import (
     measure_with_progress,
     open_journal,
     stamp,
+    page_after_record,
     write_record,
 )
 from whichdevice.cli import options as opt
@@ -179,9 +180,10 @@ def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
     )
     record = measure_with_progress(request, journal=journal, resumed=resumed, found=found)
     json_file = Path(plan.json_file)
-    render_placement(record, json_file.with_suffix(".png"), loglog=True)
-    write_record(record, json_file, None)
-    journal.finish()  # the record is complete: the journal has done its job
+    with page_after_record():
+        render_placement(record, json_file.with_suffix(".png"), loglog=True)
+        write_record(record, json_file, None)
+        journal.finish()  # the record is complete: the journal has done its job
 
 
 def placements(record: records.RunRecord) -> list[DevicePlacement]:

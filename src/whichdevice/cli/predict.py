@@ -33,6 +33,7 @@ from whichdevice.cli.common import (
     measure_with_progress,
     open_journal,
     stamp,
+    page_after_record,
     write_record,
 )
 from whichdevice.cli import options as opt
@@ -231,9 +232,10 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None, *, verbose: boo
     )
     record = measure_with_progress(request, journal=journal, resumed=resumed)
     png = Path(plan.png_file)
-    render_predict(record, png, loglog=not plan.linear, verbose=verbose)
-    write_record(record, Path(plan.json_file), png)
-    journal.finish()  # the record is complete: the journal has done its job
+    with page_after_record():
+        render_predict(record, png, loglog=not plan.linear, verbose=verbose)
+        write_record(record, Path(plan.json_file), png)
+        journal.finish()  # the record is complete: the journal has done its job
 
 
 def render_predict(record: records.RunRecord, png: Path, *, loglog: bool, verbose: bool = False) -> None:

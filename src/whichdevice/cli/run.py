@@ -30,6 +30,7 @@ from whichdevice.cli.common import (
     read_plan,
     reject_options_with_resume,
     stamp,
+    page_after_record,
     write_record,
 )
 from whichdevice.cli import options as opt
@@ -109,14 +110,14 @@ def run(
     else:
         record = _run_one(plan, resumed)
     json_file = Path(plan.json_file)
-    with output:
+    with output, page_after_record():
         render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render)  # png: stem of the plots
         write_record(record, json_file, None)
+        Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
+        if len(plan.frameworks) > 1:  # and the frameworks' part journals, kept until now
+            for f in plan.frameworks:
+                Journal(journal_path(_part_json(json_file, f))).finish()
     output.emit(json_file)
-    Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
-    if len(plan.frameworks) > 1:  # and the frameworks' part journals, kept until now
-        for f in plan.frameworks:
-            Journal(journal_path(_part_json(json_file, f))).finish()
 
 
 class ScriptOutput:
@@ -330,11 +331,11 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
     )
     record = _measure_suite(request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed)
     output = output or ScriptOutput()
-    with output:
+    with output, page_after_record():
         render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render)
         write_record(record, json_file, None)
+        Journal(journal_path(json_file)).finish()
     output.emit(json_file)
-    Journal(journal_path(json_file)).finish()
 
 
 def render_run(

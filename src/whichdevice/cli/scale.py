@@ -23,6 +23,7 @@ from whichdevice.cli.common import (
     measure_with_progress,
     open_journal,
     stamp,
+    page_after_record,
     write_record,
 )
 from whichdevice.cli import options as opt
@@ -240,9 +241,10 @@ def run_scale(plan: ScalePlan, resumed: JournalState | None) -> None:
     )
     record = measure_with_progress(request, journal=lambda: open_journal("scale", plan, resumed), resumed=resumed)
     png = Path(plan.png_file)
-    render_scale(record, png, loglog=True)
-    write_record(record, Path(plan.json_file), png)
-    Journal(journal_path(Path(plan.json_file))).finish()
+    with page_after_record():
+        render_scale(record, png, loglog=True)
+        write_record(record, Path(plan.json_file), png)
+        Journal(journal_path(Path(plan.json_file))).finish()
 
 
 def render_scale(record: records.RunRecord, png: Path, *, loglog: bool) -> None:

@@ -26,6 +26,7 @@ from whichdevice.cli.common import (
     open_journal,
     stamp,
     measure_with_progress,
+    page_after_record,
     write_record,
 )
 from whichdevice.cli import options as opt
@@ -278,9 +279,10 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
     )
     record = measure_with_progress(request, journal=lambda: open_journal("train", plan, resumed), resumed=resumed)
     png = Path(plan.png_file)
-    render_train(record, png, loglog=not plan.linear)
-    write_record(record, Path(plan.json_file), png)
-    Journal(journal_path(Path(plan.json_file))).finish()  # the record is complete: the journal has done its job
+    with page_after_record():
+        render_train(record, png, loglog=not plan.linear)
+        write_record(record, Path(plan.json_file), png)
+        Journal(journal_path(Path(plan.json_file))).finish()  # the record is complete: the journal has done its job
 
 
 def render_train(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
