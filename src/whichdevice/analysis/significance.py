@@ -62,6 +62,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Literal
 
 from whichdevice.core import stats
@@ -401,12 +402,10 @@ def run_spread(log_ratios: Sequence[float], *, min_cases: int = MIN_CASES_FOR_RU
     if len(xs) < min_cases:
         return None
     distances = [b - a for i, a in enumerate(xs) for b in xs[i + 1 :]]
-    return _QN_FACTOR * stats.quantile(sorted(distances), 0.25)
+    return _QN_FACTOR * stats.quantile(distances, 0.25)
 
 
 def _z(p: float) -> float:
-    from statistics import NormalDist
-
     return NormalDist().inv_cdf(p)
 
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 from whichdevice.measure import history
 from whichdevice.core import records
 from whichdevice.analysis import significance
-from whichdevice.analysis.diff import diff_runs, log_ratios
+from whichdevice.analysis.diff import RunDiff, diff_runs, log_ratios
 from whichdevice.cli.common import app, console
 from whichdevice.core.errors import UsageError
 from whichdevice.present import names, terminal
@@ -71,7 +71,7 @@ def _path(ref: str, argument: str) -> Path:
     return Path(ref)
 
 
-def _how_judged(d) -> str:
+def _how_judged(d: RunDiff) -> str:
     """compare's second summary line: why its intervals are wider than one run's."""
     judged = sum(1 for p in d.points if p.comparison is not None and p.comparison.claim.enough)
     ci = significance.percent(d.confidence)
