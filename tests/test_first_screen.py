@@ -343,3 +343,18 @@ def test_a_run_of_two_frameworks_says_which_framework_each_change_is_from():
     assert titles["steps_per_execution"].title.endswith("(keras-jax)")
     assert titles["steps_per_execution"].code.startswith("model.compile(")
     assert "keras-jax 3.15.1, torch 2.13.0+cpu" in fs.title
+
+
+def test_a_run_of_two_frameworks_names_the_framework_of_the_pipeline_changes():
+    """The image pipeline runs in TensorFlow only (tf.data): in `run --framework tensorflow,torch`
+    its changes say so, as the batch and steps_per_execution changes do."""
+    tf = load_run(DATA / "run_cpu_2core.json")
+    other = load_run(DATA / "run_keras_jax_torch_cpu_2core.json")
+    torch_sessions = [s for s in other.sessions if s.framework.name == "torch"]
+    torch_results = [r for r in other.results if r.spec.framework == "torch"]
+    both = tf.model_copy(update={"sessions": [*tf.sessions, *torch_sessions], "results": [*tf.results, *torch_results]})
+    fs = first_screen(both, suite_verdict(both))
+    pipe = [c for c in fs.changes if c.kind in ("pyfunc", "data") and "pipeline" in c.where]
+    assert pipe and all(c.title.endswith("(tensorflow)") for c in pipe)
+    alone = first_screen(tf, suite_verdict(tf))  # one framework: no name in the title
+    assert not any(c.title.endswith("(tensorflow)") for c in alone.changes)

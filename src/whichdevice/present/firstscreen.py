@@ -252,6 +252,13 @@ def _changes(record: RunRecord, v: SuiteVerdict, seed_batch: int) -> tuple[list[
             else:
                 unclear[_UNCLEAR_NAME[kind]] = None
     spread = process_sd(record)  # the run's between-process spread: the fix table's claims use it too
+
+    def pipe_fw(device: str) -> str | None:  # the framework the image pipeline ran in (tf.data: TensorFlow)
+        return next(
+            (r.spec.framework for r in record.results if r.spec.workload == "pipeline" and r.spec.device == device),
+            None,
+        )
+
     for rep in v.pipelines:  # the image pipeline: serial -> prefetch, py_function -> TF ops
         rows = {r.variant: r for r in rep.rows}
         tf_ops, py, serial = rows.get("prefetch"), rows.get("pyfunc"), rows.get("serial")
@@ -267,7 +274,8 @@ def _changes(record: RunRecord, v: SuiteVerdict, seed_batch: int) -> tuple[list[
                 if ta is not None and tb is not None:
                     c = _pipeline_claim(ta, tb, spread)
                     if _helps(c):
-                        helped.append(_change(kind, None, c, f"{rep.device}, {pipe_name}, {part}", "seed003"))
+                        context = f"{rep.device}, {pipe_name}, {part}"
+                        helped.append(_change(kind, None, c, context, "seed003", pipe_fw(rep.device), several))
                     else:
                         unclear[_UNCLEAR_NAME[kind]] = None
                     break
