@@ -87,7 +87,10 @@ MIN_SAMPLES_FOR_ROUNDS = 5
 def decides_verdict(spec: CaseSpec) -> bool:
     """The cases of the suite whose ratios decide a verdict line, a recommendation or a fix
     claim, and are cheap enough to measure twice: every matmul point (crossover, regime), the
-    input pipeline's pipeline-alone and loop parts (input-bound, prefetch, tf.py_function),
+    input pipeline's pipeline-alone, loop and model-alone parts (input-bound, prefetch,
+    tf.py_function; the model step alone bounds what overlap can gain — and it depends on the
+    process: 0.75 ms in round 1, 0.65 ms in round 2 of the same run, stop 27, so one round of it
+    was the case `compare` flagged most between identical runs),
     the steady training steps (batch sweep, sync cost), seed 001 ex2's loop and fit (device vs
     device), the fixes on ex2's fit (steps_per_execution, jit_compile), and the two other A/B
     fixes: ex3's loop with and without prefetch, float32 against mixed precision. Not seed 002's
@@ -96,7 +99,7 @@ def decides_verdict(spec: CaseSpec) -> bool:
     if spec.workload == "matmul":
         return True
     if spec.workload == "pipeline":
-        return p.get("part") in ("pipeline", "both")
+        return p.get("part") in ("pipeline", "both", "model")
     if spec.workload == "train":
         kind, example = p.get("kind"), p.get("example")
         return (
