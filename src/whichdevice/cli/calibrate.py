@@ -33,6 +33,7 @@ from whichdevice.cli.common import (
     measure_with_progress,
     open_journal,
     stamp,
+    page_after_record,
     write_record,
 )
 from whichdevice.cli import options as opt
@@ -167,22 +168,27 @@ def run_calibrate(plan: CalibratePlan, resumed: JournalState | None) -> None:
     )
     record = measure_with_progress(request, journal=journal, resumed=resumed, found=found)
     json_file, png = Path(plan.json_file), Path(plan.png_file)
-    try:
-        profile = render_calibrate(record, png, loglog=True)
-    except UsageError as e:  # a fitted value came out non-positive: no profile from noise
-        write_record(record, json_file, None)  # the samples are real: kept, with no profile from them
-        journal.finish()
-        err_console.print(f"error: {escape(str(e))}", soft_wrap=True)
+    failed: UsageError | None = None
+    with page_after_record():
+        try:
+            profile = render_calibrate(record, png, loglog=True)
+        except UsageError as e:  # a fitted value came out non-positive: no profile from noise
+            failed = e
+            write_record(record, json_file, None)  # the samples are real: kept, with no profile from them
+            journal.finish()
+        else:
+            write_record(record, json_file, png)
+            text = deviceprofile.dumps(profile)
+            profile_file, saved = Path(plan.profile_file), Path(plan.saved_file)
+            records.write_atomic(profile_file, text)
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            records.write_atomic(saved, text)
+            journal.finish()  # the record and the profile are written: the journal has done its job
+            console.print(f"Profile: {escape(str(profile_file))}")
+            console.print(f"Saved as '{escape(plan.name)}': whichdevice predict --profile {escape(plan.name)}")
+    if failed is not None:
+        err_console.print(f"error: {escape(str(failed))}", soft_wrap=True)
         raise typer.Exit(1) from None
-    write_record(record, json_file, png)
-    text = deviceprofile.dumps(profile)
-    profile_file, saved = Path(plan.profile_file), Path(plan.saved_file)
-    records.write_atomic(profile_file, text)
-    saved.parent.mkdir(parents=True, exist_ok=True)
-    records.write_atomic(saved, text)
-    journal.finish()  # the record and the profile are written: the journal has done its job
-    console.print(f"Profile: {escape(str(profile_file))}")
-    console.print(f"Saved as '{escape(plan.name)}': whichdevice predict --profile {escape(plan.name)}")
 
 
 def render_calibrate(record: records.RunRecord, png: Path, *, loglog: bool) -> deviceprofile.DeviceProfile:
