@@ -72,8 +72,8 @@ def page_after_record() -> Iterator[None]:
     """Hold what the command prints on stdout until the block is done — the record written,
     the journal closed — then print it at once. ``whichdevice run | head -3`` used to quit
     while the first screen printed, before the record was written: the run was lost until
-    ``--resume`` re-rendered it. Now a reader that quits early costs nothing (exit 141, no
-    journal left, nothing to resume). If the block fails, its page is not printed: the error
+    ``--resume`` re-rendered it. Now a reader that quits early costs nothing (no journal left,
+    nothing to resume; exit 0, or 141 when the pipe closed before the page was written). If the block fails, its page is not printed: the error
     says what was kept and how to finish."""
     with console.capture() as page:
         yield
