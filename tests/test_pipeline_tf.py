@@ -211,3 +211,40 @@ def test_a_childs_temporary_files_are_gone_after_its_job(tmp_path, monkeypatch):
     )
     assert [r.status for r in out.results] == ["ok"], [r.error for r in out.results]
     assert not list(tmp_path.iterdir())
+
+
+def test_a_new_model_is_stepped_past_its_slow_start_before_any_case_times_it(monkeypatch):
+    """A fresh TF train step of the pipeline's CNN is ~25 % slower for its first 75-200 calls
+    (workloads/pipeline.SETTLE_STEPS): the model is run that many steps, untimed, when built,
+    and only once per child (the loops and the model-alone case share it)."""
+    from whichdevice import frameworks
+    from whichdevice.workloads import pipeline as wp
+
+    fw = frameworks.load("tensorflow")
+    tfp = wp._tfp(fw)
+    calls = []
+    real = tfp.train_step
+
+    def counting(model, loss):
+        step = real(model, loss)
+
+        def counted(x, y):
+            calls.append(1)
+            return step(x, y)
+
+        return counted
+
+    monkeypatch.setattr(tfp, "train_step", counting)
+    monkeypatch.setattr(wp, "SETTLE_STEPS", 12)
+    monkeypatch.setattr(wp, "_MODELS", {})
+    p = {**SMALL, "net": "tiny", "variant": "serial", "part": "model"}
+    wp._model(tfp, fw, p, "CPU:0")
+    assert len(calls) == 12
+    wp._model(tfp, fw, {**p, "part": "both"}, "CPU:0")  # the same model: built and settled once
+    assert len(calls) == 12
+    # a step slower than the time cap stops the settling early (never less than one step)
+    monkeypatch.setattr(wp, "SETTLE_MAX_S", 0.0)
+    monkeypatch.setattr(wp, "_MODELS", {})
+    calls.clear()
+    wp._model(tfp, fw, p, "CPU:0")
+    assert len(calls) == 1
