@@ -202,7 +202,7 @@ def _settle(tfp, fw, p, device: str, step) -> int:
     x, y = next(iter(ds))
     xd, yd = tfp.to_device(x, y, fw.placement.scope(device))
     end = time.perf_counter() + SETTLE_MAX_S
-    n = 0
+    n, out = 0, None
     with fw.placement.scope(device):
         while n < SETTLE_STEPS and (n == 0 or time.perf_counter() < end):
             out = step(xd, yd)
