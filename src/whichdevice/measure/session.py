@@ -88,9 +88,8 @@ def decides_verdict(spec: CaseSpec) -> bool:
     """The cases of the suite whose ratios decide a verdict line, a recommendation or a fix
     claim, and are cheap enough to measure twice: every matmul point (crossover, regime), the
     input pipeline's pipeline-alone, loop and model-alone parts (input-bound, prefetch,
-    tf.py_function; the model step alone bounds what overlap can gain — and it depends on the
-    process: 0.75 ms in round 1, 0.65 ms in round 2 of the same run, stop 27, so one round of it
-    was the case `compare` flagged most between identical runs),
+    tf.py_function; the model step alone bounds what overlap can gain, and measured in one
+    round it was the case `compare` flagged most between identical runs, stop 27),
     the steady training steps (batch sweep, sync cost), seed 001 ex2's loop and fit (device vs
     device), the fixes on ex2's fit (steps_per_execution, jit_compile), and the two other A/B
     fixes: ex3's loop with and without prefetch, float32 against mixed precision. Not seed 002's

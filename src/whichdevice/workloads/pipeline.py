@@ -69,12 +69,13 @@ SEED_IMAGES, SEED_SIZE, SEED_BATCH = 1000, 256, 32  # seed 003 as written
 STAGE_IMAGES = 256  # elements per stage pass: enough for a steady rate, bounded memory
 # A steady window of per-step samples stops at this many steps even if short of min_time.
 MAX_STEPS = 2000
-# A fresh TensorFlow train step of the pipeline's CNN runs ~25 % slower for its first 75-200
-# calls (the tiny net on the 2-core machine: 0.9 ms, then 0.7 ms from then on, in three runs;
-# the seeds' MLP step does not show it) — TensorFlow's executor only learns over its first runs
-# which ops are cheap enough to run inline. Measured once per run, the model alone caught that
-# start (0.75 ms in round 1, 0.65 ms in round 2 of the same run, stop 27). So a model is run
-# this many steps (at most SETTLE_MAX_S), untimed, once built: every case that uses it — the
+# A fresh TensorFlow train step of the pipeline's CNN runs 20-35 % slower for its first 50-200
+# calls (the tiny net on the 2-core machine, three processes: ~0.9 ms, then ~0.7 ms; the seeds'
+# MLP step drifts by 4-5 % only; benchmarks/settle_trajectory.py, benchmarks/pipeline.md). A
+# likely cause, not measured: TensorFlow's executor learns over its first runs which ops are
+# cheap enough to run inline. Measured right after its model was built, the model-alone case
+# caught that start (0.75 ms in round 1, 0.65 ms in round 2 of the same run, stop 27). So a new
+# model is run this many steps (at most SETTLE_MAX_S), untimed: every case that uses it — the
 # model alone, the loops — is measured past that start, as a real training run would be.
 SETTLE_STEPS = 250
 SETTLE_MAX_S = 0.5
