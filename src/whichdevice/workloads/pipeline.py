@@ -195,13 +195,20 @@ def _model(tfp, fw, p, device: str):
     return _MODELS[key]
 
 
-def _settle(tfp, fw, p, device: str, step) -> int:
-    """Run a new model's train step ``SETTLE_STEPS`` times (at most ``SETTLE_MAX_S``) on one
-    batch, untimed (see SETTLE_STEPS); the steps it ran."""
+def _one_batch(tfp, fw, p, device: str):
+    """The model's one batch: the first of the user's dataset for user variants, else of
+    ``MODEL_BATCH_FROM``'s; ``(x, x on the device, y on the device)``."""
     variant = str(p["variant"]) if p.get("variant") in USER_VARIANTS else MODEL_BATCH_FROM
     ds, _ = _dataset(tfp, p, variant)
     x, y = next(iter(ds))
     xd, yd = tfp.to_device(x, y, fw.placement.scope(device))
+    return x, xd, yd
+
+
+def _settle(tfp, fw, p, device: str, step) -> int:
+    """Run a new model's train step ``SETTLE_STEPS`` times (at most ``SETTLE_MAX_S``) on one
+    batch, untimed (see SETTLE_STEPS); the steps it ran."""
+    _, xd, yd = _one_batch(tfp, fw, p, device)
     end = time.perf_counter() + SETTLE_MAX_S
     n, out = 0, None
     with fw.placement.scope(device):
@@ -288,10 +295,7 @@ def _run_model(spec, fw, policy, overhead_s):
     tfp = _tfp(fw)
     p = spec.params
     _, step = _model(tfp, fw, p, spec.device)
-    variant = str(p["variant"]) if p["variant"] in USER_VARIANTS else MODEL_BATCH_FROM
-    ds, _ = _dataset(tfp, p, variant)
-    x, y = next(iter(ds))
-    xd, yd = tfp.to_device(x, y, fw.placement.scope(spec.device))
+    x, xd, yd = _one_batch(tfp, fw, p, spec.device)
 
     def fn():
         with fw.placement.scope(spec.device):
