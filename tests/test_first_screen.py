@@ -450,3 +450,18 @@ def test_no_verdict_over_failed_cases_and_run_exits_1_when_nothing_deciding_was_
         update={"results": [r.model_copy(update={"failure": "skipped"}) if r.status == "failed" else r for r in failed]}
     )
     assert "time budget ran out" in first_screen(skipped, suite_verdict(skipped, seed_batch=32)).answer[0]
+
+
+def test_the_readme_sample_screen_is_what_the_code_renders_from_its_record(tmp_path, monkeypatch):
+    """The README's sample screen is `whichdevice report` of the record it names (piped, 100
+    columns, the output folder shortened to whichdevice-results/): regenerate it when this fails."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    start = readme.index("whichdevice run · 2026-11-23 18:07 UTC")
+    shown = readme[start : readme.index("Record: whichdevice-results/run-20261123-180312-683c.json", start)]
+    buf = io.StringIO()
+    console = Console(file=buf, width=100, force_terminal=False, color_system=None, highlight=False)
+    console.soft_wrap = True
+    monkeypatch.setattr(run_cli, "console", console)
+    monkeypatch.chdir(tmp_path)
+    run_cli.render_run(load_run(README_RUN), Path("whichdevice-results/run-20261123-180312-683c.png"), loglog=True)
+    assert buf.getvalue() == shown

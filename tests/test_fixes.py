@@ -147,3 +147,46 @@ def test_jit_compile_is_not_recommended_where_xla_is_already_the_default():
     eager = record.model_copy(update={"results": [fit({"steps_per_execution": 1}, slow, 0.0), *results[1:]]})
     assert not jit_by_default(eager, "CPU:0")
     assert any(c.kind == "jit_compile" for c in first_screen(eager, suite_verdict(eager)).changes)
+
+
+def test_adding_a_fix_is_one_catalogue_entry(monkeypatch):
+    """README "How to add a fix": a new FixEntry (and the cases that measure it) is paired,
+    claimed, put on the first screen and in the fix table with no other change."""
+    from whichdevice.analysis import suite
+    from whichdevice.present.firstscreen import first_screen
+    from whichdevice.present.suitepage import fix_grid
+    from whichdevice.workloads import fixes as catalogue
+
+    new = catalogue.FixEntry(
+        key="layout",
+        param="layout",
+        baseline="channels_first",
+        method="ab",
+        title="Use channels_last",
+        change="channels_last instead of channels_first",
+        short="channels_last",
+        code="x = x.to(memory_format=torch.channels_last)",
+        how="convert the model and its inputs to channels_last",
+        source="seed003",
+        anchor="PyTorch performance tuning guide",
+        cases=lambda w, p: w == "train" and "layout" in p,
+        repeat=True,
+    )
+    monkeypatch.setattr(catalogue, "FIXES", (*catalogue.FIXES, new))
+    monkeypatch.setitem(catalogue.BY_KEY, "layout", new)
+    fast, slow = [0.5, 0.51, 0.49, 0.5, 0.5], [1.0, 1.01, 0.99, 1.0, 1.0]
+    record = make_record(
+        [
+            _r("CPU:0", slow, kind="fit", example="ex2", batch=10, layout="channels_first"),
+            _r("CPU:0", fast, kind="fit", example="ex2", batch=10, layout="channels_last"),
+        ],
+        "run",
+    )
+    v = suite.suite_verdict(record)
+    layout = v.fix("layout")
+    assert layout.outcome == "helps" and layout.best.variant == "channels_last"
+    (change,) = [c for c in first_screen(record, v).changes if c.kind == "layout"]
+    assert change.title == "channels_last instead of channels_first" and change.code.startswith("x = x.to(")
+    row = next(r for r in fix_grid(v, record=record).rows if r[0].text.endswith("Use channels_last"))
+    assert row[1].text == "helps" and change.gain_text.rstrip(")") in row[2].text
+    assert catalogue.repeated("train", {"layout": "channels_last"})  # round 2 repeats its cases

@@ -18,7 +18,6 @@ from typing import Literal
 
 from whichdevice.analysis.compare import compare, process_sd
 from whichdevice.analysis.fixes import (
-    FIXES,
     Fix,
     FixEntry,
     FixResult,
@@ -37,6 +36,7 @@ from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.analysis.train import TrainReport, analyze_training
 from whichdevice.analysis.verdict import Finding, sweep_findings
 from whichdevice.core.records import CaseResult, RunRecord
+from whichdevice.workloads import fixes as catalogue
 
 # A recommended setting (batch, steps_per_execution) must reach this share of the best
 # throughput found in its grid; the smallest such value is recommended (a smaller batch costs
@@ -408,7 +408,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         findings += [
             Finding(f.rule, f.device, f"training step: {f.text}", f.advice) for f in sweep_findings(t, "batch")
         ]
-    fixes = [_fix_verdict(record, e, seed_batch, pipelines) for e in FIXES]
+    fixes = [_fix_verdict(record, e, seed_batch, pipelines) for e in catalogue.FIXES]
     gpus = sorted(
         {d for d in training.devices if d.startswith("GPU")}
         | {d for t in matmul_tables for d in t.devices if d.startswith("GPU")}
