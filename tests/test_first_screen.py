@@ -465,3 +465,24 @@ def test_the_readme_sample_screen_is_what_the_code_renders_from_its_record(tmp_p
     monkeypatch.chdir(tmp_path)
     run_cli.render_run(load_run(README_RUN), Path("whichdevice-results/run-20261123-180312-683c.png"), loglog=True)
     assert buf.getvalue() == shown
+
+
+def test_no_gpu_reasons_are_a_record_field_not_parsed_from_the_note():
+    """The record keeps the discovery's reasons (RunRecord.no_gpu_reasons, written by
+    measure/experiment.make_record); the first screen reads them, whatever the note says. A
+    record written before the field still gets its reasons (analysis/suite.no_gpu_reasons)."""
+    from whichdevice.analysis.suite import no_gpu_reasons
+    from whichdevice.measure.experiment import Discovery, make_record, merge_records
+
+    record = load_run(RECORD)
+    assert no_gpu_reasons(record) == ["no NVIDIA driver found (no nvidia-smi, no /proc/driver/nvidia)"]  # legacy
+    fresh = record.model_copy(update={"notes": [], "no_gpu_reasons": {"tensorflow": ["CUDA_VISIBLE_DEVICES is empty"]}})
+    assert first_screen(fresh, suite_verdict(fresh)).answer[0].startswith("No GPU here (CUDA_VISIBLE_DEVICES is empty)")
+    cpu = record.sessions[0].device
+    found = Discovery(record.sessions[0].framework, [cpu], ["no NVIDIA driver found"], 1.0)
+    made = make_record("run", ["x"], {}, "tensorflow", found, [], [], [])
+    assert made.no_gpu_reasons == {"tensorflow": ["no NVIDIA driver found"]}
+    assert merge_records([made, made.model_copy(update={"no_gpu_reasons": {"torch": ["r"]}})], {}).no_gpu_reasons == {
+        "tensorflow": ["no NVIDIA driver found"],
+        "torch": ["r"],
+    }

@@ -109,6 +109,7 @@ class SuiteVerdict:
     gpus: list[str] = field(default_factory=list)  # the GPUs measured
     seed_batch: int = 10
     answer_cases: list[CaseResult] = field(default_factory=list)  # the cases the answer rests on
+    no_gpu_reasons: list[str] = field(default_factory=list)  # why no GPU was seen (RunRecord.no_gpu_reasons)
 
     def fix(self, key: str) -> FixVerdict:
         return next(v for v in self.fixes if v.kind == key)
@@ -390,6 +391,22 @@ def answer_cases(record: RunRecord) -> list[CaseResult]:
     return out
 
 
+# Records written before RunRecord.no_gpu_reasons carry the reasons only in their note
+# (measure/experiment.no_gpu_note: "... Likely reasons: a; b."): read once, here.
+_LEGACY_REASONS = "Likely reasons: "
+
+
+def no_gpu_reasons(record: RunRecord) -> list[str]:
+    """Why the frameworks saw no GPU, each reason once: the record's field, or for a record
+    written before it the discovery's reasons as its note lists them."""
+    reasons = [r for rs in record.no_gpu_reasons.values() for r in rs]
+    if not reasons:
+        for note in record.notes:
+            if "sees no GPU" in note and _LEGACY_REASONS in note:
+                reasons += note.split(_LEGACY_REASONS, 1)[1].rstrip(".").split("; ")
+    return list(dict.fromkeys(reasons))
+
+
 def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
     mm = _subset(record, "matmul")
     train = _subset(record, "train")
@@ -423,4 +440,5 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         gpus,
         seed_batch,
         answer_cases(record),
+        no_gpu_reasons(record),
     )

@@ -169,9 +169,7 @@ def _answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) ->
     if not v.answer_measured:  # never a verdict over failed cases
         return [not_measured_answer(v)]
     if not v.gpus:
-        why = next((n for n in record.notes if "GPU" in n), "")
-        reason = why.split("Likely reasons:", 1)[1].strip().rstrip(".") if "Likely reasons:" in why else ""
-        reason = reason.split(" (")[0]
+        reason = v.no_gpu_reasons[0].split(" (")[0] if v.no_gpu_reasons else ""  # its gist; the note has it whole
         out = ["No GPU here" + (f" ({reason})" if reason else "") + ": everything below was measured on this CPU."]
         if prediction:
             return out + prediction
