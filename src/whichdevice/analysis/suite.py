@@ -99,8 +99,25 @@ class Cause:
 
 
 @dataclass(frozen=True)
+class SweepFinding:
+    """A rule that fired on one of the suite's sweeps (analysis/verdict.py), and which sweep."""
+
+    sweep: Literal["matmul", "training"]
+    group: dict  # the sweep table's group: framework, mode, model ...
+    finding: Finding
+
+    @property
+    def rule(self) -> str:
+        return self.finding.rule
+
+    @property
+    def device(self) -> str:
+        return self.finding.device
+
+
+@dataclass(frozen=True)
 class SuiteVerdict:
-    findings: list[Finding]
+    findings: list[SweepFinding]
     fixes: list[FixVerdict]  # the catalogue's order
     causes: list[Cause]  # largest share first
     matmul: list[Table]
@@ -414,17 +431,8 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
     pipelines = analyze_pipeline(record) if any(r.spec.workload == "pipeline" for r in record.results) else []
     matmul_tables = analyze_sweep(mm, "n", work_metric="flops_per_call")
     training = analyze_training(train)
-    findings: list[Finding] = []
-    for t in matmul_tables:
-        fw_name = f"{t.group['framework']} " if "framework" in t.group else ""
-        findings += [
-            Finding(f.rule, f.device, f"{fw_name}matmul {t.group.get('mode')}: {f.text}", f.advice)
-            for f in sweep_findings(t, "n")
-        ]
-    for t in training.sweep:
-        findings += [
-            Finding(f.rule, f.device, f"training step: {f.text}", f.advice) for f in sweep_findings(t, "batch")
-        ]
+    findings = [SweepFinding("matmul", t.group, f) for t in matmul_tables for f in sweep_findings(t, "n")]
+    findings += [SweepFinding("training", t.group, f) for t in training.sweep for f in sweep_findings(t, "batch")]
     fixes = [_fix_verdict(record, e, seed_batch, pipelines) for e in catalogue.FIXES]
     gpus = sorted(
         {d for d in training.devices if d.startswith("GPU")}

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from whichdevice.analysis import quality
-from whichdevice.analysis.suite import SuiteVerdict, suite_verdict
+from whichdevice.analysis.suite import SuiteVerdict, SweepFinding, suite_verdict
 from whichdevice.core.records import RunRecord
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import html, names, plots
@@ -87,6 +87,19 @@ def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
     for fv in v.fixes:  # the measured gains on that device (FixVerdict.gains), in the fix table's words
         out += [f"Setting: {fv.entry.title}: {fixwords.fix_line(f, several=several)}" for f in fv.gains(device)]
     return out
+
+
+def finding_text(f: SweepFinding, arrow: str = " → ") -> str:
+    """'matrix multiply (back-to-back, operands on the device): CPU:0: time grows with n ...'."""
+    g = f.group
+    fw = f"{g['framework']}: " if g.get("framework") else ""
+    if f.sweep == "matmul":
+        mode = names.MATMUL_MODES.get(str(g.get("mode")), str(g.get("mode")))
+        where = f"{fw}matrix multiply ({mode})"
+    else:
+        where = f"{fw}{names.model_name(g, short=True)} training step"
+    advice = f"{arrow}{f.finding.advice}" if f.finding.advice else ""
+    return names.plain(f"{where}: {f.finding.text}{advice}")
 
 
 def headline(v: SuiteVerdict) -> list[str]:
@@ -209,7 +222,7 @@ def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteR
         html.Section(
             "Fixes, each measured on the same workload",
             [fix_grid(v, record=record)],
-            lines=[names.plain(f"{f.text}" + (f" — {f.advice}" if f.advice else "")) for f in v.findings],
+            lines=[finding_text(f, " — ") for f in v.findings],
         ),
     )
     page = html.render_html(
