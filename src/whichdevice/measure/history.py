@@ -50,6 +50,9 @@ CREATE TABLE IF NOT EXISTS case_noise (
 """
 
 
+MAX_ID = 2**63 - 1  # SQLite's largest integer: a run id beyond it names no run
+
+
 def home() -> Path:
     return Path(os.environ.get("WHICHDEVICE_HOME") or Path.home() / ".whichdevice")
 
