@@ -21,9 +21,14 @@ time its work took to finish. Cost: one device sync per batch (measured in
 ``benchmarks/train.md``), which also removes any overlap between consecutive steps.
 
 The first ``warmup_batches`` batches (tracing / compilation / allocation are in the first)
-are kept apart from the steady ones. With ``path`` set, a whichdevice ``RunRecord`` is written
-at the end of training (same format as ``whichdevice train``); ``batch_times_s``,
-``epoch_s`` and ``steady()`` are there for use in Python.
+are kept apart from the steady ones. At the end of ``fit`` it prints a two-line summary
+(steady step median ± IQR/2, samples/s, the first step's cost, how many steps were warm-up;
+``verbose=0`` silences it), and each epoch's ``logs`` (so ``History.history``) get
+``steps_per_second`` (1 / the median steady step of the epoch) and, with ``batch_size``,
+``samples_per_second``. With ``path`` set, a whichdevice ``RunRecord`` is written at the end of
+training (same format as ``whichdevice train``); ``timer.result()`` is the same record as the
+Python API's result object (``whichdevice.load`` of that file), ``timer.write(path)`` keeps
+it later, and ``whichdevice compare baseline.json run.json --fail-on-regression`` gates on it.
 """
 
 from __future__ import annotations
@@ -88,6 +93,7 @@ class StepTimer(keras.callbacks.Callback):
         warmup_batches: how many first batches are warm-up (>= 1; the first always is).
         sync: synchronize the device before every clock reading.
         batch_size: samples per batch, for samples/s in the report (optional).
+        verbose: 1 (default) prints the summary at the end of ``fit``; 0 prints nothing.
     """
 
     # Safe to run on Keras's callback thread: it never is, since it only overrides
@@ -101,6 +107,7 @@ class StepTimer(keras.callbacks.Callback):
         sync: bool = False,
         batch_size: int | None = None,
         clock=time.perf_counter,
+        verbose: int = 1,
     ):
         super().__init__()
         if not isinstance(warmup_batches, int) or warmup_batches < 1:
@@ -109,6 +116,9 @@ class StepTimer(keras.callbacks.Callback):
             )
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}.")
+        if verbose not in (0, 1, 2, True, False):
+            raise ValueError(f"verbose must be 0 (silent) or 1 (summary at the end of fit), got {verbose!r}.")
+        self.verbose = int(verbose)
         self.path = Path(path) if path is not None else None
         self.warmup_batches = warmup_batches
         self.sync = bool(sync)
@@ -155,14 +165,63 @@ class StepTimer(keras.callbacks.Callback):
         end = self._now()
         last = self._val_start if self._val_start is not None else end
         ends = self._stamps[1:] + [last]
+        first = len(self.batch_times_s)
         for t0, t1 in zip(self._stamps, ends):
             self.batch_times_s.append(t1 - t0)
             self.batch_epochs.append(epoch)
         self.epoch_s.append(end - self._epoch_start)
+        if logs is not None:
+            # This epoch's steady steps (the run's warm-up batches left out); Keras's History runs
+            # after the user's callbacks on the same dict, so History.history gets them too.
+            steady = self.batch_times_s[max(first, self.warmup_batches) :] or self.batch_times_s[first:]
+            if steady:
+                from whichdevice.core.stats import median
+
+                m = median(steady)
+                if m > 0:
+                    logs["steps_per_second"] = 1.0 / m
+                    if self.batch_size:
+                        logs["samples_per_second"] = self.batch_size / m
 
     def on_train_end(self, logs=None):
+        from whichdevice.core.records import now_iso
+
+        self.ended_at = now_iso()  # the record's time, whenever it is built
         if self.path is not None and self.batch_times_s:
             self.write(self.path)
+        if self.verbose and self.batch_times_s:
+            lines = self.summary().lines()
+            if self.path is not None:
+                lines.append(f"  Record: {self.path} (whichdevice report {self.path})")
+            print("\n".join(lines), flush=True)
+
+    # --- what it says ---
+    def summary(self):
+        """The numbers of the end-of-fit summary (``present/steps.StepSummary``)."""
+        from whichdevice.present.steps import StepSummary
+
+        return StepSummary.of(self.raw(), epochs=len(self.epoch_s), batch_size=self.batch_size, sync=self.sync)
+
+    def __repr__(self) -> str:
+        if not self.batch_times_s:
+            return f"<StepTimer warmup_batches={self.warmup_batches} sync={self.sync}: no batch timed yet>"
+        return f"<StepTimer: {self.summary().short()}>"
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        if not self.batch_times_s:
+            return f"<div class=\"whichdevice-report\"><code>{escape(repr(self))}</code></div>"
+        return self.summary().html()
+
+    def result(self):
+        """The run as the Python API's result object (``whichdevice.load`` of the record:
+        ``RecordResult``), without writing a file."""
+        from whichdevice.api import RecordResult
+
+        if not self.batch_times_s:
+            raise ValueError("no batch was timed yet: call model.fit(..., callbacks=[timer]) first.")
+        return RecordResult(self.record())
 
     # --- results ---
     def raw(self):
@@ -186,8 +245,18 @@ class StepTimer(keras.callbacks.Callback):
 
     def write(self, path: str | Path) -> Path:
         """Write a whichdevice ``RunRecord`` (experiment ``train``) that ``whichdevice report`` renders."""
+        from whichdevice.core.records import save_run
+
+        record = self.record()
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_run(record, path)
+        return path
+
+    def record(self):
+        """The ``RunRecord`` (experiment ``train``) that :meth:`write` writes."""
         from whichdevice.core.machine import describe_machine
-        from whichdevice.core.records import CaseResult, CaseSpec, RunRecord, now_iso, save_run
+        from whichdevice.core.records import CaseResult, CaseSpec, RunRecord, now_iso
 
         timing = self.raw()
         params = {
@@ -208,7 +277,7 @@ class StepTimer(keras.callbacks.Callback):
         record = RunRecord(
             experiment="train",
             command=list(sys.argv),
-            created_at=now_iso(),
+            created_at=getattr(self, "ended_at", None) or now_iso(),
             options={
                 "source": "whichdevice.keras.StepTimer",
                 "sync": self.sync,
@@ -221,7 +290,4 @@ class StepTimer(keras.callbacks.Callback):
             ],
             notes=notes,
         )
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_run(record, path)
-        return path
+        return record
