@@ -94,7 +94,10 @@ def main() -> None:
     print(f"--cpu-threads 1 pairs failed (caught): {caught} of {n}")
     if o.out:
         Path(o.out).write_text(
-            json.dumps({"command": sys.argv, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rounds": rows}, indent=1)
+            json.dumps(
+                {"command": sys.argv, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rounds": rows},
+                indent=1,
+            )
         )
 
 

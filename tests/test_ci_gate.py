@@ -35,8 +35,12 @@ TIGHT = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0]
 def _pair(tmp_path, after_scale=1.0, after_fail=False):
     a = _write(tmp_path / "a.json", [_case(100, TIGHT), _case(200, [2 * x for x in TIGHT])])
     second = (
-        failed(CaseSpec(workload="matmul", framework="numpy", device="CPU:0", params={"n": 200, "mode": "steady"}),
-               "boom", "crash", 1.0)
+        failed(
+            CaseSpec(workload="matmul", framework="numpy", device="CPU:0", params={"n": 200, "mode": "steady"}),
+            "boom",
+            "crash",
+            1.0,
+        )
         if after_fail
         else _case(200, [2 * after_scale * x for x in TIGHT])
     )
@@ -119,8 +123,9 @@ def test_history_folder_and_history_json(tmp_path, capsys):
 
 def _piped(args, cwd, env=None):
     env = {**os.environ, "COLUMNS": "", "PYTHONPATH": str(ROOT / "src"), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "whichdevice", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "whichdevice", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
+    )
 
 
 def test_piped_table_rows_are_never_squeezed_to_80_columns(tmp_path):
@@ -141,7 +146,7 @@ def _run_block(block: str, tmp_path):
     prelude = f'whichdevice() {{ "{sys.executable}" -m whichdevice "$@"; }}\nset -e\n'
     lines = block.strip().splitlines()
     *setup, gate = lines  # the gate's exit code is what the test checks, not `set -e`'s
-    script = prelude + "\n".join(setup) + "\nset +e\n" + gate + "\necho \"gate=$?\"\n"
+    script = prelude + "\n".join(setup) + "\nset +e\n" + gate + '\necho "gate=$?"\n'
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     return subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=900)
 

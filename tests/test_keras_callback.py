@@ -103,3 +103,40 @@ def test_verbose_0_prints_nothing(capsys):
     assert capsys.readouterr().out == ""
     with pytest.raises(ValueError, match="verbose must be 0"):
         StepTimer(verbose=3)
+
+
+def _ticking(step_s):
+    """A fake clock (STYLE principle 9): each reading is ``step_s`` after the previous one."""
+    t = [0.0]
+
+    def clock():
+        t[0] += step_s
+        return t[0]
+
+    return clock
+
+
+def test_a_step_timer_record_gates_against_a_baseline(tmp_path, capsys):
+    """`compare baseline.json run.json --fail-on-regression` reads StepTimer records the same way."""
+    import keras
+    import numpy as np
+
+    from conftest import run_cli
+    from whichdevice.keras import StepTimer
+
+    def fit(path, step_s):
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)], name="net")
+        model.compile(optimizer="sgd", loss="mse")
+        x, y = np.zeros((64, 4), "float32"), np.zeros((64, 1), "float32")
+        timer = StepTimer(path, batch_size=8, clock=_ticking(step_s), verbose=0)
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[timer])
+        return str(path)
+
+    base, same, slow = (
+        fit(tmp_path / "base.json", 1e-3),
+        fit(tmp_path / "same.json", 1e-3),
+        fit(tmp_path / "slow.json", 2e-3),
+    )
+    assert run_cli(["compare", base, same, "--fail-on-regression"], capsys)[0] == 0
+    code, out, _ = run_cli(["compare", base, slow, "--fail-on-regression"], capsys)
+    assert code == 1 and "2× slower" in out

@@ -109,7 +109,9 @@ def parse_threshold(text: str | None) -> float:
         return significance.NOISE_THRESHOLD
     t = text.strip()
     scale = 100.0 if t.endswith("%") else 1.0
-    value = parse_positive_float(t.rstrip("%").strip() or t, "--threshold", "0.1", unit="relative change", maximum=10.0 * scale)
+    value = parse_positive_float(
+        t.rstrip("%").strip() or t, "--threshold", "0.1", unit="relative change", maximum=10.0 * scale
+    )
     assert value is not None
     return value / scale
 

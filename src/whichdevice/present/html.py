@@ -65,8 +65,10 @@ def render_html(
     warnings: list[str] | None = None,
     failures: list[str] | None = None,
     first=None,
+    fragment: bool = False,
 ) -> str:
-    """The page. ``first`` (present/firstscreen.FirstScreen) goes on top; the warnings are then
+    """The page (``fragment``: the same content without the page around it, for a notebook:
+    no <html>/<body>, every CSS rule scoped under ``.whichdevice-report``). ``first`` (present/firstscreen.FirstScreen) goes on top; the warnings are then
     grouped by kind in a collapsible list; a glossary and the sources close the page."""
     from whichdevice.present import names
 
@@ -109,7 +111,21 @@ def render_html(
         other_warnings=[],
         glossary=sorted(names.GLOSSARY.items(), key=lambda kv: kv[0].lower()) if first is not None else [],
         sources=[names.source_note(k) for k in sources],
+        fragment=fragment,
     )
+
+
+SCOPE = "whichdevice-report"  # the class every CSS rule of the report is scoped under
+
+
+def fragment_of(page: str) -> str:
+    """The report without the page around it (a notebook cell's output must not restyle the
+    notebook): from the scoped container to its end."""
+    start = page.find(f'<div class="{SCOPE}">')
+    end = page.rfind("</div>")
+    if start < 0 or end < start:
+        return page
+    return page[start : end + len("</div>")]
 
 
 def _first_view(fs) -> dict | None:
