@@ -50,6 +50,7 @@ FRAMEWORK_FILES: dict[str, tuple[str, ...]] = {
     # Keras' own helpers and the StepTimer callback: imported only with a Keras backend
     "frameworks/common/keras.py": KERAS,
     "frameworks/common/batches.py": KERAS,
+    "frameworks/common/steptimer.py": KERAS,
     "keras.py": KERAS,
 }
 

@@ -185,7 +185,9 @@ def read_capped(path: Path | str, argument: str, *, cap: int = READ_CAP, what: s
     except FileNotFoundError:
         raise UsageError(argument, f"no such file '{p}'", f"Pass the {what} path.") from None
     except ValueError:  # a NUL byte in the name: no file can have it
-        raise UsageError(argument, f"no such file '{p}' (the name holds a NUL byte)", f"Pass the {what} path.") from None
+        raise UsageError(
+            argument, f"no such file '{p}' (the name holds a NUL byte)", f"Pass the {what} path."
+        ) from None
     except IsADirectoryError:
         raise UsageError(argument, f"'{p}' is a folder", f"Pass the {what} inside it.") from None
     except OSError as e:
