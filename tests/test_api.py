@@ -19,10 +19,17 @@ def test_numpy_sweep_result_saves_and_renders(tmp_path):
     assert {r.spec.params["n"] for r in result.record.results} == {8, 32}
     assert "CPU" in str(result) or "note" in str(result)
     page = result._repr_html_()
-    assert page.startswith("<!doctype html>") and "data:image/png;base64," in page
+    assert page.startswith('<div class="whichdevice-report">') and "data:image/png;base64," in page
+    assert result._repr_html_() is page  # drawn once, however often the notebook shows it
     path = result.save(tmp_path, "m")
     assert path.exists() and (tmp_path / "m.png").exists() and (tmp_path / "m.html").exists()
+    assert (tmp_path / "m.html").read_text().startswith("<!doctype html>")  # the file is a whole page
     assert whichdevice.load(path).record == result.record
+    # an API run is kept and indexed like a command's (issue #34)
+    from whichdevice.measure import history
+
+    assert result.path is not None and result.path.exists()
+    assert history.entries(1)[0].path == str(result.path.absolute())
 
 
 def test_diagnose_refuses_what_is_not_a_model():

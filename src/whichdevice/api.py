@@ -30,6 +30,7 @@ from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.measure.journal import Journal, JournalState
 from whichdevice.present import html, plots, summary
+from whichdevice.present.progress import ApiProgress
 from whichdevice.present.suitepage import SuiteReport, fix_grid, suite_report  # noqa: F401 (the API's names)
 from whichdevice.analysis.suite import SuiteVerdict, suite_verdict
 from whichdevice.present.tables import sweep_grid
@@ -236,11 +237,36 @@ def matmul_report(record: RunRecord, png: Path, *, loglog: bool = True) -> tuple
     return tables, page
 
 
+def _keep(record: RunRecord) -> Path | None:
+    """An API run is kept like a command's: its record written under the history's folder
+    (``$WHICHDEVICE_HOME/records/``) and indexed, so ``whichdevice history`` lists it and
+    ``whichdevice compare`` takes its id. Never fails the call: a history that cannot be
+    written is said in one warning line."""
+    import secrets
+    import sqlite3
+    import time
+    import warnings
+
+    from whichdevice.measure import history
+
+    try:
+        folder = history.home() / "records"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{record.experiment}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}.json"
+        records.save_run(record, path)
+        history.add(record, path)
+        return path
+    except (OSError, sqlite3.Error) as e:
+        warnings.warn(f"whichdevice: the run was not kept in the history ({e})", stacklevel=3)
+        return None
+
+
 @dataclass(frozen=True)
 class Result:
     """A measured (or loaded) record with its analysis; shows itself in a notebook."""
 
     record: RunRecord
+    path: Path | None = None  # where the record is (kept and indexed in the history), if anywhere
 
     @property
     def tables(self) -> list[Table]:
@@ -257,9 +283,15 @@ class Result:
         return summary.short_repr("Result", self.record)
 
     def _repr_html_(self) -> str:
+        return self._fragment
+
+    @functools.cached_property
+    def _fragment(self) -> str:
+        """The report as a notebook fragment (no page, CSS scoped), its plot drawn once: a
+        notebook redisplays a result on every scroll back and every ``display``."""
         with tempfile.TemporaryDirectory() as tmp:
             _, page = matmul_report(self.record, Path(tmp) / "plot.png")
-        return page
+        return html.fragment_of(page)
 
     def save(self, folder: str | Path, name: str | None = None) -> Path:
         """Write NAME.json, NAME.png and NAME.html into ``folder``; returns the JSON path."""
@@ -285,8 +317,12 @@ def matmul(
     case_timeout_s=900,
     framework="tensorflow",
     memory_limit_gib=None,
+    progress: bool = True,
 ) -> Result:
-    """Seed 000's sweep: matmul time vs size on every device (see ``whichdevice matmul``)."""
+    """Seed 000's sweep: matmul time vs size on every device (see ``whichdevice matmul``).
+
+    ``progress``: show a bar (terminal) or a line updated in place (notebook) while measuring.
+    The record is kept and indexed in ``whichdevice history`` (``result.path``)."""
     opts = MatmulOptions.parse(
         sizes=sizes,
         modes=modes,
@@ -299,7 +335,10 @@ def matmul(
         framework=framework,
         memory_limit_gib=memory_limit_gib,
     )
-    return Result(run_matmul(opts))
+    with ApiProgress("matmul", enabled=progress) as bar:
+        cb = bar.callbacks()
+        record = run_matmul(opts, on_total=cb.on_total, on_start=cb.on_start, on_result=cb.on_result)
+    return Result(record, _keep(record))
 
 
 @dataclass(frozen=True)
@@ -309,6 +348,8 @@ class RecordResult:
     renders its tables and plots."""
 
     record: RunRecord
+    path: Path | None = None
+    page: str = ""  # the command's own first screen, when the API ran the command (predict, pipeline)
 
     def __str__(self) -> str:
         return summary.record_text(self.record)
@@ -316,16 +357,27 @@ class RecordResult:
     def __repr__(self) -> str:
         return summary.short_repr("RecordResult", self.record)
 
+    def _repr_html_(self) -> str:
+        """The text in a scoped fragment; ``whichdevice report PATH`` draws its tables and plots."""
+        import html as _html
+
+        hint = (
+            f"<p>Tables and plots: <code>whichdevice report {_html.escape(str(self.path))}</code></p>"
+            if self.path
+            else ""
+        )
+        return f'<div class="{html.SCOPE}"><pre>{_html.escape(str(self))}</pre>{hint}</div>'
+
 
 def load(path: str | Path) -> Result | SuiteResult | RecordResult:
     """A saved record, without measuring, as the type of the experiment that wrote it:
     ``matmul`` -> Result, ``run``/``diagnose`` -> SuiteResult, any other -> RecordResult."""
     record = records.load_run(path)
     if record.experiment == "matmul":
-        return Result(record)
+        return Result(record, Path(path))
     if record.experiment in ("run", "diagnose"):
-        return SuiteResult(record)
-    return RecordResult(record)
+        return SuiteResult(record, Path(path))
+    return RecordResult(record, Path(path))
 
 
 # ---------------------------------------------------------------- the suite (run / diagnose)
@@ -336,6 +388,7 @@ class SuiteResult:
     """The result of ``whichdevice.run()`` / ``diagnose()``: the record, its verdict, a notebook view."""
 
     record: RunRecord
+    path: Path | None = None
 
     @property
     def verdict(self) -> SuiteVerdict:
@@ -349,8 +402,12 @@ class SuiteResult:
         return summary.short_repr("SuiteResult", self.record)
 
     def _repr_html_(self) -> str:
+        return self._fragment
+
+    @functools.cached_property
+    def _fragment(self) -> str:
         with tempfile.TemporaryDirectory() as tmp:
-            return suite_report(self.record, Path(tmp) / "run.png").page
+            return html.fragment_of(suite_report(self.record, Path(tmp) / "run.png").page)
 
     def save(self, folder: str | Path, name: str | None = None) -> Path:
         folder = Path(folder)
@@ -390,7 +447,9 @@ def _suite(
         memory_limit_bytes=parse_memory_limit(_opt_str(memory_limit_gib)),
     )
     # No journal: an API call that is interrupted has no command line to resume it from.
-    return SuiteResult(session.measure(request))
+    with ApiProgress(name) as bar:
+        record = session.measure(request, progress=bar.callbacks(while_child_starts=plots.pyplot))
+    return SuiteResult(record, _keep(record))
 
 
 @_stops_children_on_interrupt
@@ -509,3 +568,128 @@ def diagnose(
             "samples": n_samples,
         },
     )
+
+
+# ---------------------------------------------------------------- predict / pipeline
+
+
+def _cli_args(options: dict) -> list[str]:
+    """Keyword arguments as the command's options: ``image_size=64`` -> ``--image-size 64``,
+    ``quick=True`` -> ``--quick`` (False or None: left out), a list -> ``1,2,3``."""
+    out: list[str] = []
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            out.append(flag)
+        elif isinstance(value, (list, tuple)):
+            out += [flag, ",".join(str(v) for v in value)]
+        else:
+            out += [flag, str(value)]
+    return out
+
+
+@_stops_children_on_interrupt
+def _command(name: str, options: dict, *, out: str | Path, progress: bool) -> RecordResult:
+    """Run ``whichdevice NAME --options`` in a child process, as typed in a terminal: the same
+    checks, cases, record, report files and history entry. Its page is returned with the
+    record (``str(result)`` is the summary; ``result.page`` the command's own first screen).
+    Bad input raises ``UsageError`` with the command's one line; a failed run, RuntimeError."""
+    import os
+    import subprocess
+
+    folder = Path(out)
+    stamp = f"{name}-{os.getpid()}-{_process_counter()}"
+    json_path = folder / f"{stamp}.json"
+    argv = [
+        sys.executable,
+        "-m",
+        "whichdevice",
+        name,
+        *_cli_args(options),
+        "--out",
+        str(folder),
+        "--json",
+        str(json_path),
+    ]
+    with ApiProgress(name, enabled=progress) as bar:
+        child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+        try:
+            stdout, stderr = child.communicate()
+        except BaseException:
+            child.kill()
+            child.wait()
+            raise
+        bar.done = 1 if child.returncode == 0 else 0
+    if child.returncode == 2:
+        line = next((x for x in stderr.splitlines() if x.startswith("error: ")), stderr.strip()[-300:])
+        raise _usage_error(line.removeprefix("error: "))
+    if child.returncode != 0 or not json_path.exists():
+        raise RuntimeError(f"whichdevice {name} exited {child.returncode}: {stderr.strip()[-500:] or stdout[-500:]}")
+    return RecordResult(records.load_run(json_path), json_path, page=stdout)
+
+
+def _usage_error(line: str) -> UsageError:
+    """The child's one line ('--batch: ... Pass ...') as the UsageError the API raises."""
+    argument, _, rest = line.partition(": ")
+    err = UsageError.__new__(UsageError)
+    ValueError.__init__(err, line)
+    err.argument, err.problem, err.fix = argument, rest, ""
+    return err
+
+
+_counter = [0]
+
+
+def _process_counter() -> int:
+    _counter[0] += 1
+    return _counter[0]
+
+
+def pipeline(
+    *,
+    quick: bool = False,
+    images: int | None = None,
+    image_size: int | None = None,
+    batch: int | None = None,
+    net: str | None = None,
+    variants=None,
+    model: str | None = None,
+    data: str | None = None,
+    device=None,
+    cpu_threads: int | None = None,
+    out: str | Path = "whichdevice-results",
+    progress: bool = True,
+    **options,
+) -> RecordResult:
+    """``whichdevice pipeline`` from Python: is the model waiting for data (seed 003's pipeline,
+    or ``model="my_model.py:build", data="my_data.py:make_dataset"``)? Keyword arguments are the
+    command's options (``no_stages=True`` is ``--no-stages``). The record, its plot and page are
+    written in ``out`` and indexed in the history, like the command's."""
+    opts = dict(
+        quick=quick, images=images, image_size=image_size, batch=batch, net=net, variants=variants,
+        model=model, data=data, device=device, cpu_threads=cpu_threads, **options,
+    )  # fmt: skip
+    return _command("pipeline", opts, out=out, progress=progress)
+
+
+def predict(
+    *,
+    quick: bool = False,
+    model: str | None = None,
+    input_shape=None,
+    classes: int | None = None,
+    batches=None,
+    profile: str | None = None,
+    out: str | Path = "whichdevice-results",
+    progress: bool = True,
+    **options,
+) -> RecordResult:
+    """``whichdevice predict`` from Python: would a GPU win, modelled from this CPU's traced
+    operations (``profile="h100"``, the default, or one saved by ``whichdevice calibrate``). Keyword arguments are the command's options;
+    the record is written in ``out`` and indexed in the history, like the command's."""
+    opts = dict(
+        quick=quick, model=model, input_shape=input_shape, classes=classes, batches=batches, profile=profile, **options
+    )
+    return _command("predict", opts, out=out, progress=progress)

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import click
 import typer
 from rich.markup import escape
 
@@ -20,6 +19,7 @@ from whichdevice.api import fix_grid, suite_report
 from whichdevice.analysis.suite import answer_cases
 from whichdevice.present.suitepage import finding_text, headline
 from whichdevice.cli.common import (
+    allow_with_resume,
     find_devices,
     REPORTERS,
     app,
@@ -158,8 +158,7 @@ def _output_options(ctx: typer.Context, verbose: bool, quiet: bool, json_out: st
         raise UsageError("--json-out", f"takes '-' (stdout), not '{json_out}'", "Use --json PATH to write a file.")
     if verbose and quiet:
         raise UsageError("--quiet", "contradicts --verbose", "Pass one of them.")
-    for name in ("verbose", "quiet", "json_out"):
-        ctx.set_parameter_source(name, click.core.ParameterSource.DEFAULT)
+    allow_with_resume(ctx, "verbose", "quiet", "json_out")
     return ScriptOutput(verbose, quiet, json_out)
 
 

@@ -65,9 +65,26 @@ def render_grid(console: Console, grid: Grid) -> None:
         rt.add_row(
             *[f"[{_TONES[c.tone]}]{escape(c.text)}[/{_TONES[c.tone]}]" if c.tone else escape(c.text) for c in row]
         )
-    console.print(rt)
+    _print_unsqueezed(console, rt)
     for line in grid.footer:
         console.print(f"  {escape(line)}")
+
+
+def _print_unsqueezed(console: Console, renderable) -> None:
+    """Piped or redirected, a table gets its natural width, never the 80 columns rich assumes
+    for a file (issue #34: a grep on a row must find the whole row); on a terminal, its width."""
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    from rich.measure import Measurement
+
+    natural = Measurement.get(console, console.options.update(max_width=100_000), renderable).maximum
+    saved = console._width  # the console's own setting (None: from the environment)
+    console.width = max(console.width, natural)
+    try:
+        console.print(renderable)
+    finally:
+        console._width = saved
 
 
 def render_sweep_table(console: Console, table: Table, x_label: str, rate_unit: str | None) -> None:
