@@ -84,8 +84,8 @@ def page_markdown(page: Page, *, full: bool = False) -> str:
                 "",
                 "Also helps: " + "; ".join(f"{_line(c['title'])} — {_line(c['gain'])}" for c in fs["more"]) + ".",
             ]
-        if fs["unclear"]:
-            lines += ["", "No clear gain here: " + ", ".join(_line(u) for u in fs["unclear"]) + "."]
+        for tail in fs["tail"]:  # slower here, no clear change, not measured (present/firstscreen.tail_lines)
+            lines += ["", _line(tail)]
         lines.append("")
     elif page.verdict:
         lines += [f"- {_line(v)}" for v in page.verdict] + [""]
