@@ -68,7 +68,7 @@ class FixVerdict:
     not_measured: NotMeasured | None = None  # outcome "not_measured": why
     grids: list[GridResult] = field(default_factory=list)
     checks: list[PlacementCheck | WarmupCheck] = field(default_factory=list)  # method "check"
-    default_on: list[str] = field(default_factory=list)  # devices where the framework already applies it
+    default_on: list[Fix] = field(default_factory=list)  # pairs where the framework's default already applies it
     cpu_16bit: str | None = None  # precision: what the record says about this CPU's 16-bit math
 
     @property
@@ -293,12 +293,12 @@ def _fix_verdict(record: RunRecord, e: FixEntry, seed_batch: int, pipelines: lis
     fixes, deciding = fixes + piped, deciding + piped_deciding
     extra: dict = {"grids": grids}
     if e.key == "jit_compile":  # where the framework's default already compiles with XLA, True is no change
-        already = sorted({f.device for f in fixes if jit_by_default(record, f.device, f.framework)})
-        deciding = [f for f in deciding if f.device not in already]
+        already = [f for f in fixes if jit_by_default(record, f.device, f.framework)]
+        deciding = [f for f in deciding if f not in already]
         extra["default_on"] = already
         if fixes and not deciding:
-            v = FixVerdict(e, fixes, [], "not_measured", None, NotMeasured("default", devices=already), **extra)
-            return v
+            devices = sorted({f.device for f in already})
+            return FixVerdict(e, fixes, [], "not_measured", None, NotMeasured("default", devices=devices), **extra)
     if e.key == "precision":
         extra["cpu_16bit"] = cpu_16bit_note(record) if fixes else None
     return _verdict(record, e, baseline, fixes, deciding, **extra)

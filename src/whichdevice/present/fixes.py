@@ -157,10 +157,10 @@ def verdict_lines(v: FixVerdict, *, several: bool = False, with_grid: bool = Tru
         lines += [fix_line(f, several=several) for f in v.fixes]
     for c in v.checks:
         lines.append(check_line(c))
-    if v.default_on and v.fixes:
+    on = dict.fromkeys(f"{f.framework} {f.device}" if several else f.device for f in v.default_on)
+    if on:
         lines.append(
-            f"{', '.join(v.default_on)}: already the default here (jit_compile='auto' compiled with XLA): no change "
-            "for you"
+            f"{', '.join(on)}: already the default here (jit_compile='auto' compiled with XLA): no change for you"
         )
     if v.cpu_16bit:
         lines.append(v.cpu_16bit)

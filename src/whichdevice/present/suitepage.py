@@ -29,6 +29,8 @@ def fix_grid(v: SuiteVerdict, *, with_how: bool = True, record: RunRecord | None
         e = fv.entry
         if fv.measured and e.method == "check":
             status = GridCell("checked", "good")
+        elif fv.not_measured is not None and fv.not_measured.reason == "default":
+            status = GridCell(fixwords.DEFAULT_ON, "neutral")  # measured, but the framework already does it
         elif fv.measured:
             tone = {"helps": "good", "slower": "bad"}.get(fv.outcome, "neutral")
             status = GridCell(fixwords.OUTCOME_WORDS[fv.outcome], tone)

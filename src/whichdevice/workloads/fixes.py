@@ -196,7 +196,7 @@ FIXES: tuple[FixEntry, ...] = (
         baseline="each",
         method="ab",
         title="Do not read the loss back every step",
-        change="Read the loss back every N steps, not every step",
+        change="Read the loss back every N steps",
         short="loss read less often",
         code="if step % 100 == 0: print(float(loss))  # not every step",
         how="avoid .numpy()/.item()/float(loss) per step; log every N steps",
