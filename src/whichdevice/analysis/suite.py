@@ -31,7 +31,7 @@ from whichdevice.analysis.fixes import (
 )
 from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT, DeviceReport, analyze_pipeline
 from whichdevice.analysis.placement import device_placement
-from whichdevice.analysis.precision import cpu_16bit_note
+from whichdevice.analysis.precision import Cpu16Bit, cpu_16bit
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.analysis.train import TrainReport, analyze_training
 from whichdevice.analysis.verdict import Finding, sweep_findings
@@ -69,7 +69,7 @@ class FixVerdict:
     grids: list[GridResult] = field(default_factory=list)
     checks: list[PlacementCheck | WarmupCheck] = field(default_factory=list)  # method "check"
     default_on: list[Fix] = field(default_factory=list)  # pairs where the framework's default already applies it
-    cpu_16bit: str | None = None  # precision: what the record says about this CPU's 16-bit math
+    cpu_16bit: Cpu16Bit | None = None  # precision: what the record says about this CPU's 16-bit math
 
     @property
     def kind(self) -> str:
@@ -300,7 +300,7 @@ def _fix_verdict(record: RunRecord, e: FixEntry, seed_batch: int, pipelines: lis
             devices = sorted({f.device for f in already})
             return FixVerdict(e, fixes, [], "not_measured", None, NotMeasured("default", devices=devices), **extra)
     if e.key == "precision":
-        extra["cpu_16bit"] = cpu_16bit_note(record) if fixes else None
+        extra["cpu_16bit"] = cpu_16bit(record) if fixes else None
     return _verdict(record, e, baseline, fixes, deciding, **extra)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from whichdevice.analysis.fixes import Fix, FixEntry, GridResult, NotMeasured
+from whichdevice.analysis.precision import Cpu16Bit
 from whichdevice.analysis.significance import Claim
 from whichdevice.analysis.suite import FixVerdict
 from whichdevice.core.units import seconds
@@ -162,8 +163,9 @@ def verdict_lines(v: FixVerdict, *, several: bool = False, with_grid: bool = Tru
         lines.append(
             f"{', '.join(on)}: already the default here (jit_compile='auto' compiled with XLA): no change for you"
         )
-    if v.cpu_16bit:
-        lines.append(v.cpu_16bit)
+    note = cpu_16bit_text(v.cpu_16bit)
+    if note:
+        lines.append(note)
     return lines
 
 
@@ -219,3 +221,22 @@ class _N:
 def general_caveat(e: FixEntry) -> str:
     """The caveat with no measured value ('every N steps'), for the fix table's how column."""
     return e.caveat.format(v=_N(), r=_N())
+
+
+def cpu_16bit_text(c: Cpu16Bit | None) -> str | None:
+    """What this CPU's 16-bit math means for a mixed-precision measurement made on it."""
+    if c is None:
+        return None
+    if c.bf16 and c.fp16:
+        return "This CPU has fast bfloat16 and float16 math (avx512_bf16/amx_bf16 and avx512_fp16/amx_fp16)."
+    missing = [
+        n
+        for n, ok in (("bfloat16 (no avx512_bf16/amx_bf16)", c.bf16), ("float16 (no avx512_fp16/amx_fp16)", c.fp16))
+        if not ok
+    ]
+    return (
+        "This CPU has no fast 16-bit math for " + " or ".join(missing) + " in /proc/cpuinfo: its 16-bit "
+        "arithmetic is not accelerated, so a difference measured here comes from elsewhere (less memory "
+        "traffic, different kernels), not from 16-bit compute units; tensor-core GPUs are where mixed "
+        "precision is designed to pay — measure it there."
+    )
