@@ -175,6 +175,13 @@ class GridResult:
     best: Fix | None  # the largest significant gain
 
     @property
+    def pick_share(self) -> float | None:
+        """The recommended value's gain as a share of the best gain (at least GOOD_ENOUGH)."""
+        if self.pick is None or self.best is None:
+            return None
+        return self.pick.claim.ratio / self.best.claim.ratio
+
+    @property
     def thin(self) -> list[Fix]:
         """Values left out for too few samples."""
         return [f for f in self.cells if not f.claim.enough]

@@ -102,14 +102,14 @@ def grid_lines(g: GridResult, e: FixEntry, *, several: bool = False) -> tuple[st
         else ""
     )
     grid = f"{who} grid (samples/s vs {what} {g.baseline}): " + "; ".join(_grid_cell(f) for f in g.cells)
-    if g.pick is None or g.best is None:
+    if g.pick is None or g.best is None or g.pick_share is None:
         values = ", ".join(str(f.variant) for f in g.cells)
         return f"{who}: none of {what} {values} beats {g.baseline} significantly{left_out}", grid
     pick, best = g.pick, g.best
     line = (
         f"{who}: {what} {g.baseline} -> {pick.variant}: {claim_text(pick.claim)} in samples/s "
         f"({where_words(pick)}); best in the grid: {what} {best.variant} at {best.claim.ratio:.3g}x, so the "
-        f"recommended {what} reaches {pick.claim.ratio / best.claim.ratio:.0%} of the best{left_out}"
+        f"recommended {what} reaches {g.pick_share:.0%} of the best{left_out}"
     )
     return line, grid
 
