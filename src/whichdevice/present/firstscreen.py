@@ -212,27 +212,27 @@ def _crossover_words(c, unit: str, gpu: str) -> str:
 # what to do, and its short name on the first screen's warnings line.
 _WARNING_KINDS = {
     "bimodal": (
-        "point{s} bimodal between rounds (two processes disagreed by more than 25 %): every ratio on it carries "
+        "point{s} bimodal between rounds (two processes disagreed by more than {t}): every ratio on it carries "
         "that spread — measure again on a quieter machine",
         "bimodal",
     ),
     "not_converged": (
-        "point{s} did not settle (the median's 95 % interval stayed wider than ±5 %): the machine was busy — "
+        "point{s} did not settle (the median's 95 % interval stayed wider than ±{t}): the machine was busy — "
         "close other programs and measure again",
         "unsettled",
     ),
     "uneven_steps": (
-        "run{s} with uneven steps (spread > 10 %; the median holds): slow steps point at input stalls, garbage "
+        "run{s} with uneven steps (spread > {t}; the median holds): slow steps point at input stalls, garbage "
         "collection or another busy process",
         "uneven",
     ),
     "noisy": (
-        "point{s} noisy (spread > 10 % of the median): the machine was busy or the point is short — close other "
+        "point{s} noisy (spread > {t} of the median): the machine was busy or the point is short — close other "
         "programs and measure again",
         "noisy",
     ),
     "overhead": (
-        "point{s} so short that the timer itself is > 5 % of the call: an upper bound only",
+        "point{s} so short that the timer itself is > {t} of the call: an upper bound only",
         "timer-bound",
     ),
 }
@@ -248,6 +248,7 @@ def aggregate_warnings(record: RunRecord, warnings: list[str] | None = None) -> 
         wanted = set(warnings)
         typed = [w for w in typed if w.text in wanted]
     items: dict[str, list[str]] = {}
+    thresholds = {w.kind: w.threshold for w in typed}
     for w in typed:
         items.setdefault(w.kind, []).append(
             f"{w.case.device} {names.workload_name(w.case.params, w.case.workload)}: {w.message}"
@@ -258,7 +259,8 @@ def aggregate_warnings(record: RunRecord, warnings: list[str] | None = None) -> 
     for kind, (text, _) in _WARNING_KINDS.items():
         if kind in items:
             n = len(items[kind])
-            out.append(WarningGroup(kind, n, text.format(s="s" if n > 1 else ""), items[kind]))
+            t = f"{thresholds[kind] * 100:g} %"  # the threshold the warnings carry (analysis/quality.py)
+            out.append(WarningGroup(kind, n, text.format(s="s" if n > 1 else "", t=t), items[kind]))
     if extra:
         out.append(WarningGroup(OTHER, len(extra), f"other warning{'s' if len(extra) > 1 else ''}", extra))
     return out

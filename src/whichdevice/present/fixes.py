@@ -13,7 +13,7 @@ import dataclasses
 
 from whichdevice.analysis.fixes import Fix, FixEntry, GridResult, NotMeasured
 from whichdevice.analysis.precision import Cpu16Bit
-from whichdevice.analysis.significance import Claim
+from whichdevice.analysis.significance import MIN_SAMPLES, Claim
 from whichdevice.analysis.suite import FixVerdict
 from whichdevice.core.units import seconds
 from whichdevice.present import names
@@ -125,7 +125,7 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
         kinds = ", ".join(k.replace("_", " ") for k in why.failures)
         return f"not measured: its cases failed ({kinds}; see Failed)"
     if why.reason == "too_few_samples":
-        return f"not measured: fewer than 5 samples (n={why.n})"
+        return f"not measured: fewer than {MIN_SAMPLES} samples (n={why.n})"
     if why.reason == "default":
         return f"no change to make: {', '.join(why.devices)} already compile with XLA by default (jit_compile='auto')"
     return "not measured: one side of the pair did not run"
@@ -140,7 +140,7 @@ def short_reason(why: NotMeasured) -> str:
         "not_in_suite": "not in this suite",
         "skipped": "skipped: time budget",
         "failed": "failed",
-        "too_few_samples": "fewer than 5 samples",
+        "too_few_samples": f"fewer than {MIN_SAMPLES} samples",
         "default": DEFAULT_ON,
         "no_pair": "one side did not run",
     }[why.reason]
