@@ -420,6 +420,9 @@ def test_a_change_measured_significantly_slower_is_listed_as_slower_with_its_cla
     text = _page(record, tmp_path, 100, terminal=True, monkeypatch=monkeypatch)
     assert re.search(r"Slower here: loss read less often 5\.8× slower \(95 % CI 4\.3–7\.8×, 46 samples\)", text)
     assert re.search(r"Not measured: steps_per_execution, jit_compile, mixed precision \(skipped: time budget\)", text)
+    page = suite_report(record, tmp_path / "r.png").page  # the report's first section says the same
+    assert "Slower here: loss read less often 5.8× slower (95 % CI 4.3–7.8×, 46 samples)." in page
+    assert "Not measured: steps_per_execution, jit_compile, mixed precision (skipped: time budget)." in page
 
 
 def test_no_verdict_over_failed_cases_and_run_exits_1_when_nothing_deciding_was_measured(tmp_path, monkeypatch):
