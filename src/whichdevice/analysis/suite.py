@@ -14,7 +14,7 @@ change) and ``analysis/pipeline.py`` (input-bound); their thresholds and sources
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from whichdevice.analysis.compare import compare, process_sd
 from whichdevice.analysis.fixes import (
@@ -103,7 +103,7 @@ class SweepFinding:
     """A rule that fired on one of the suite's sweeps (analysis/verdict.py), and which sweep."""
 
     sweep: Literal["matmul", "training"]
-    group: dict  # the sweep table's group: framework, mode, model ...
+    group: dict[str, Any]  # the sweep table's group: framework, mode, model ...
     finding: Finding
 
     @property
@@ -235,7 +235,7 @@ def _decide(deciding: list[Fix]) -> tuple[Outcome, Fix | None]:
     return "not_measured", None
 
 
-def _baseline_side(e: FixEntry, baseline: object, workload: str, p: dict) -> bool:
+def _baseline_side(e: FixEntry, baseline: object, workload: str, p: dict[str, Any]) -> bool:
     """Whether a case of ``e`` is its baseline (every case of a check)."""
     if not e.cases(workload, p):
         return False
@@ -271,7 +271,7 @@ def _verdict(
     baseline: object,
     fixes: list[Fix],
     deciding: list[Fix],
-    **extra,
+    **extra: Any,
 ) -> FixVerdict:
     outcome, best = _decide(deciding)
     why = why_not_measured(record, e, fixes, baseline) if outcome == "not_measured" else None
@@ -291,7 +291,7 @@ def _fix_verdict(record: RunRecord, e: FixEntry, seed_batch: int, pipelines: lis
         deciding = [g.pick for g in grids if g.pick] or fixes
     piped, piped_deciding = _pipeline_pairs(record, e, pipelines)
     fixes, deciding = fixes + piped, deciding + piped_deciding
-    extra: dict = {"grids": grids}
+    extra: dict[str, Any] = {"grids": grids}
     if e.key == "jit_compile":  # where the framework's default already compiles with XLA, True is no change
         already = [f for f in fixes if jit_by_default(record, f.device, f.framework)]
         deciding = [f for f in deciding if f not in already]

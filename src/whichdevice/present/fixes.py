@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from whichdevice.analysis.fixes import Fix, FixEntry, GridResult, NotMeasured
+from whichdevice.analysis.fixes import Fix, FixEntry, GridResult, NotMeasured, PlacementCheck, WarmupCheck
 from whichdevice.analysis.precision import Cpu16Bit
 from whichdevice.analysis.significance import MIN_SAMPLES, Claim
 from whichdevice.analysis.suite import FixVerdict
@@ -169,9 +169,7 @@ def verdict_lines(v: FixVerdict, *, several: bool = False, with_grid: bool = Tru
     return lines
 
 
-def check_line(c) -> str:
-    from whichdevice.analysis.fixes import PlacementCheck
-
+def check_line(c: PlacementCheck | WarmupCheck) -> str:
     if isinstance(c, PlacementCheck):
         if c.device.startswith("GPU"):
             text = (
