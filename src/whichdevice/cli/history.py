@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 
 from whichdevice.measure import history
-from whichdevice.core import records
+from whichdevice.core import records, safeio
 from whichdevice.analysis import significance
 from whichdevice.analysis.diff import RunDiff, diff_runs, log_ratios
 from whichdevice.cli.common import app, console, err_console
@@ -76,9 +76,12 @@ def history_cmd(
 
 
 def _path(ref: str, argument: str) -> Path:
-    """The record a run id from `history`, or a path, names."""
-    if ref.isdigit() and not Path(ref).exists():
-        entry = history.get(int(ref))
+    """The record a run id from `history`, or a path, names. An id is ASCII digits ('²' and
+    '١٢' are digits to str.isdigit, not to int or to the user); one too large for the history's
+    integers names no run, like any other id it does not hold."""
+    if ref.isascii() and ref.isdigit() and not safeio.exists_quietly(ref):
+        fits = len(ref.lstrip("0")) <= len(str(history.MAX_ID)) and int(ref) <= history.MAX_ID
+        entry = history.get(int(ref)) if fits else None
         if entry is None:
             raise UsageError(
                 argument,

@@ -14,7 +14,7 @@ from rich.markup import escape
 from whichdevice.analysis import deviceprofile, reference
 from whichdevice.measure import experiment
 from whichdevice.present import reference as present_reference
-from whichdevice.core import records
+from whichdevice.core import records, safeio
 from whichdevice.cli.common import REPORTERS, app, console
 from whichdevice.core.errors import UsageError
 from whichdevice.frameworks import FRAMEWORKS
@@ -79,7 +79,7 @@ def load_any(result: Path, argument: str = "RESULT"):
     """A record from any file ``report`` reads: a whichdevice result, an audit record
     (returned as such), or a reference GPU run (gpu_probe.py / keras_probe.py output,
     converted by analysis/reference.py)."""
-    if result.is_file():
+    if safeio.is_file_quietly(result):
         data = records.read_json(result, argument)
         if isinstance(data, dict) and data.get("experiment") == "audit":
             from whichdevice.audit import record as audit_record

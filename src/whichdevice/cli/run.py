@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import click
 import typer
 from rich.markup import escape
 
@@ -17,7 +16,10 @@ from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.api import fix_grid, suite_report
+from whichdevice.analysis.suite import answer_cases
+from whichdevice.present.suitepage import headline
 from whichdevice.cli.common import (
+    allow_with_resume,
     find_devices,
     REPORTERS,
     app,
@@ -118,6 +120,7 @@ def run(
             for f in plan.frameworks:
                 Journal(journal_path(_part_json(json_file, f))).finish()
     output.emit(json_file)
+    exit_if_nothing_decided(record)
 
 
 class ScriptOutput:
@@ -155,8 +158,7 @@ def _output_options(ctx: typer.Context, verbose: bool, quiet: bool, json_out: st
         raise UsageError("--json-out", f"takes '-' (stdout), not '{json_out}'", "Use --json PATH to write a file.")
     if verbose and quiet:
         raise UsageError("--quiet", "contradicts --verbose", "Pass one of them.")
-    for name in ("verbose", "quiet", "json_out"):
-        ctx.set_parameter_source(name, click.core.ParameterSource.DEFAULT)
+    allow_with_resume(ctx, "verbose", "quiet", "json_out")
     return ScriptOutput(verbose, quiet, json_out)
 
 
@@ -336,6 +338,18 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
         write_record(record, json_file, None)
         Journal(journal_path(json_file)).finish()
     output.emit(json_file)
+    exit_if_nothing_decided(record)
+
+
+def exit_if_nothing_decided(record: records.RunRecord) -> None:
+    """Exit 1 when no case that decides the answer was measured (every one failed or was
+    skipped): the page says "not measured" and why; a script must not read it as a verdict."""
+    if not any(r.status == "ok" for r in answer_cases(record)):
+        err_console.print(
+            "[red]No case that decides the answer was measured[/red] (they failed or the budget skipped them; "
+            "see the report): exit 1."
+        )
+        raise typer.Exit(1)
 
 
 def render_run(
@@ -357,7 +371,7 @@ def render_run(
     console.print()
     terminal.render_header(console, record)
     console.rule("Findings, line by line")
-    for line in v.headline:
+    for line in headline(v):
         console.print(f"• {escape(names.plain(line))}")
     for f in v.findings:
         text = names.plain(f"{f.text}" + (f" → {f.advice}" if f.advice else ""))

@@ -52,6 +52,8 @@ CREATE TABLE IF NOT EXISTS case_noise (
 """
 
 
+MAX_ID = 2**63 - 1  # SQLite's largest integer: a run id beyond it names no run
+
 # Set by ``--history DIR`` for the rest of the command (:func:`use`); None: the environment decides.
 _home_override: Path | None = None
 

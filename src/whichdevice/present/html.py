@@ -171,17 +171,17 @@ def first_view(fs) -> dict | None:
 def _first_view(fs) -> dict | None:
     if fs is None:
         return None
-    from whichdevice.present.firstscreen import warnings_line
+    from whichdevice.present.firstscreen import cause_text, cause_title, tail_lines, warnings_line
 
     return {
         "answer": fs.answer,
-        "causes": [{"title": c.title, "text": c.text} for c in fs.causes],
+        "causes": [{"title": cause_title(c), "text": cause_text(c)} for c in fs.causes],
         "changes": [
             {"title": c.title, "gain": c.gain_text, "code": c.code, "caveat": c.caveat, "where": c.where}
             for c in fs.changes
         ],
         "more": [{"title": c.title, "gain": c.gain_text, "code": c.code, "caveat": c.caveat} for c in fs.more],
-        "unclear": fs.unclear,
+        "tail": [line for line in tail_lines(fs) if not line.startswith("Also helps")],  # more is listed whole
         "warnings_line": warnings_line(fs),
     }
 

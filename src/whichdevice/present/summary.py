@@ -51,7 +51,7 @@ def matmul_text(record: RunRecord, tables: list[Table]) -> str:
 def suite_text(record: RunRecord) -> str:
     """The first screen, as plain text (no report path: the result is not saved yet)."""
     batch = int(record.options.get("batch", 10)) if record.experiment == "diagnose" else 10
-    fs = first_screen(record, suite_verdict(record, seed_batch=batch), seed_batch=batch)
+    fs = first_screen(record, suite_verdict(record, seed_batch=batch))
     lines = [text for style, text in screen_lines(fs, report=None)]
     return "\n".join(line for line in lines if not line.startswith("Every table"))
 

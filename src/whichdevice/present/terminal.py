@@ -94,7 +94,7 @@ def render_sweep_table(console: Console, table: Table, x_label: str, rate_unit: 
 def render_notes(console: Console, record: RunRecord, warnings: list[str], failures: list[str]) -> None:
     """Notes and failures one by one; the measurement warnings one line per kind with a count
     (issue 17: `train --quick` printed 24 of them), any other warning as it is."""
-    from whichdevice.present.firstscreen import aggregate_warnings, named_failures
+    from whichdevice.present.firstscreen import OTHER, aggregate_warnings, named_failures
 
     for n in record.notes:
         console.print(f"[yellow]Note:[/yellow] {escape(n)}")
@@ -107,7 +107,7 @@ def render_notes(console: Console, record: RunRecord, warnings: list[str], failu
             "before them (raise --budget); listed in the report"
         )
     for g in aggregate_warnings(record, warnings):
-        if g.kind == "other":
+        if g.kind == OTHER:
             for w in g.items:
                 console.print(f"[yellow]Warning:[/yellow] {escape(w)}")
         else:

@@ -55,15 +55,6 @@ FIX_FITS = (
 )
 FIX_EPOCHS = 3
 
-# The fixes this suite measures, by the parameter each changes: (param, baseline value).
-MEASURED_FIXES = (
-    ("batch", SEED_BATCH),
-    ("data", "tfdata_noprefetch"),
-    ("steps_per_execution", 1),
-    ("jit_compile", False),
-    ("sync", "each"),
-)
-
 
 def _train(framework: str, device: str, **params) -> CaseSpec:
     return CaseSpec(workload="train", framework=framework, device=device, params=params)
