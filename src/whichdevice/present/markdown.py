@@ -84,7 +84,9 @@ def page_markdown(page: Page, *, full: bool = False) -> str:
                 "",
                 "Also helps: " + "; ".join(f"{_line(c['title'])} — {_line(c['gain'])}" for c in fs["more"]) + ".",
             ]
-        if fs["unclear"]:
+        for tail in fs.get("tail", []):  # "No clear gain: ...", what was not measured
+            lines += ["", _line(tail)]
+        if fs.get("unclear"):
             lines += ["", "No clear gain here: " + ", ".join(_line(u) for u in fs["unclear"]) + "."]
         lines.append("")
     elif page.verdict:
