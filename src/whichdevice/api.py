@@ -352,7 +352,7 @@ class RecordResult:
     page: str = ""  # the command's own first screen, when the API ran the command (predict, pipeline)
 
     def __str__(self) -> str:
-        return summary.record_text(self.record)
+        return self.page.rstrip() if self.page else summary.record_text(self.record)
 
     def __repr__(self) -> str:
         return summary.short_repr("RecordResult", self.record)
