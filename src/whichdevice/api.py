@@ -30,7 +30,7 @@ from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.measure.journal import Journal, JournalState
 from whichdevice.present import html, plots, summary
-from whichdevice.present.progress import ApiProgress
+from whichdevice.present.progress import ApiProgress, run_command
 from whichdevice.present.suitepage import SuiteReport, fix_grid, suite_report  # noqa: F401 (the API's names)
 from whichdevice.analysis.suite import SuiteVerdict, suite_verdict
 from whichdevice.present.tables import sweep_grid
@@ -597,36 +597,17 @@ def _command(name: str, options: dict, *, out: str | Path, progress: bool) -> Re
     record (``str(result)`` is the summary; ``result.page`` the command's own first screen).
     Bad input raises ``UsageError`` with the command's one line; a failed run, RuntimeError."""
     import os
-    import subprocess
 
     folder = Path(out)
     stamp = f"{name}-{os.getpid()}-{_process_counter()}"
     json_path = folder / f"{stamp}.json"
-    argv = [
-        sys.executable,
-        "-m",
-        "whichdevice",
-        name,
-        *_cli_args(options),
-        "--out",
-        str(folder),
-        "--json",
-        str(json_path),
-    ]
-    with ApiProgress(name, enabled=progress) as bar:
-        child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
-        try:
-            stdout, stderr = child.communicate()
-        except BaseException:
-            child.kill()
-            child.wait()
-            raise
-        bar.done = 1 if child.returncode == 0 else 0
-    if child.returncode == 2:
+    args = [name, *_cli_args(options), "--out", str(folder), "--json", str(json_path)]
+    code, stdout, stderr = run_command(args, title=name, echo=False, progress=progress)
+    if code == 2:
         line = next((x for x in stderr.splitlines() if x.startswith("error: ")), stderr.strip()[-300:])
         raise _usage_error(line.removeprefix("error: "))
-    if child.returncode != 0 or not json_path.exists():
-        raise RuntimeError(f"whichdevice {name} exited {child.returncode}: {stderr.strip()[-500:] or stdout[-500:]}")
+    if code != 0 or not json_path.exists():
+        raise RuntimeError(f"whichdevice {name} exited {code}: {stderr.strip()[-500:] or stdout[-500:]}")
     return RecordResult(records.load_run(json_path), json_path, page=stdout)
 
 
