@@ -12,6 +12,7 @@ fix, exactly as the CLI reports them. Measurements run in child processes, as in
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -476,6 +477,21 @@ def run(
     )
 
 
+@contextlib.contextmanager
+def _kept_folder(kind: str):
+    """A new folder under ``$WHICHDEVICE_HOME/models/`` that outlives the call (issue #34): the
+    record and its first screen name the saved model's loader (``whichdevice predict --model
+    LOADER:build`` is the next step they suggest), so it must still exist when they are read."""
+    import secrets
+    import time
+
+    from whichdevice.measure import history
+
+    folder = history.home() / "models" / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    folder.mkdir(parents=True, exist_ok=False)
+    yield str(folder)
+
+
 def _materialize(model, data, folder: Path) -> tuple[str, str | None]:
     """A Keras model object (and ``(x, y)`` arrays) from a notebook -> files a child can load:
     the model saved as .keras, a tiny loader module with ``build()`` / ``data()``."""
@@ -527,7 +543,7 @@ def diagnose(
             raise UsageError(
                 "model", f"{type(model).__name__} is not a Keras model", 'Pass a keras.Model or "my_model.py:build".'
             )
-        with tempfile.TemporaryDirectory(prefix="whichdevice-model-") as tmp:
+        with _kept_folder("model") as tmp:
             model_spec, data_spec = _materialize(model, data, Path(tmp))
             return diagnose(
                 model_spec,
