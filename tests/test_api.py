@@ -73,7 +73,21 @@ def test_diagnose_a_model_object_with_arrays(tmp_path):
     r = whichdevice.diagnose(m, (x, y), classes=4, samples=256, budget_s=20)
     assert r.record.experiment == "diagnose"
     assert any(c.status == "ok" and c.spec.params.get("kind") == "fit" for c in r.record.results)
+    # the loader the record names (and the first screen's `predict --model` hint) still exists (#34)
+    assert Path(r.record.options["model"].rsplit(":", 1)[0]).exists()
     assert "Increase the batch size" in str(r)
+
+
+def test_a_model_objects_folder_outlives_the_call():
+    """#34: hints never name a deleted file: the folder a model object is saved in is kept
+    under $WHICHDEVICE_HOME/models/ (a temporary folder was gone when the call returned)."""
+    from whichdevice.api import _kept_folder
+    from whichdevice.measure import history
+
+    with _kept_folder("model") as folder:
+        (Path(folder) / "loader.py").write_text("def build(): ...\n")
+    assert (Path(folder) / "loader.py").exists()
+    assert Path(folder).parent == history.home() / "models"
 
 
 def test_load_returns_the_type_of_the_experiment(tmp_path):

@@ -192,3 +192,23 @@ def test_real_runs_identical_pass_and_one_thread_fails(tmp_path, capsys):
         assert code == 0, err
     assert run_cli(["compare", paths["a"], paths["b"], "--fail-on-regression"], capsys)[0] == 0
     assert run_cli(["compare", paths["a"], paths["one"], "--fail-on-regression"], capsys)[0] == 1
+
+
+def test_compare_history_folder_keeps_the_learned_noise_there(tmp_path, capsys):
+    """Two identical runs compared with --history DIR: their differences are stored in DIR, not
+    in $WHICHDEVICE_HOME (a CI cache folder keeps them between jobs)."""
+    from whichdevice.core.records import load_run
+    from whichdevice.measure import history
+
+    a, b = _pair(tmp_path)
+    folder = tmp_path / "ci-cache"
+    code, _, err = run_cli(["compare", a, b, "--history", str(folder)], capsys)
+    assert code == 0, err
+    assert (folder / "history.sqlite").exists()
+    host = load_run(a).machine.hostname
+    history.use(folder)
+    try:
+        assert set(history.noise_samples(host)) == {r.spec.key for r in load_run(a).results}
+    finally:
+        history.use(None)
+    assert history.noise_samples(host) == {}  # $WHICHDEVICE_HOME untouched

@@ -140,3 +140,27 @@ def test_a_step_timer_record_gates_against_a_baseline(tmp_path, capsys):
     assert run_cli(["compare", base, same, "--fail-on-regression"], capsys)[0] == 0
     code, out, _ = run_cli(["compare", base, slow, "--fail-on-regression"], capsys)
     assert code == 1 and "2× slower" in out
+
+
+def test_timer_compare_in_python_applies_the_same_rule(tmp_path):
+    import keras
+    import numpy as np
+
+    from whichdevice.keras import StepTimer
+
+    def fit(step_s, path=None):
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)], name="net")
+        model.compile(optimizer="sgd", loss="mse")
+        timer = StepTimer(path, batch_size=8, clock=_ticking(step_s), verbose=0)
+        x, y = np.zeros((64, 4), "float32"), np.zeros((64, 1), "float32")
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[timer])
+        return timer
+
+    base = tmp_path / "base.json"
+    fit(1e-3, base)
+    same, slow = fit(1e-3).compare(base), fit(2e-3).compare(base)
+    assert same["regression"] is False and same["points"][0]["status"] == "no_change"
+    assert slow["regression"] is True and slow["points"][0]["text"].startswith("2× slower")
+    assert fit(2e-3).compare(base, threshold=1.5)["regression"] is False  # within a 150 % margin
+    with pytest.raises(ValueError, match="threshold must be"):
+        fit(1e-3).compare(base, threshold=0)

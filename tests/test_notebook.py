@@ -107,3 +107,32 @@ def test_whichdevice_matmul_quick_in_ipython(tmp_path):
     )
     assert r.returncode == 0, r.stderr[-2000:]
     assert re.search(r"RESULT Result \d+", r.stdout)
+
+
+def test_progress_in_a_notebook_updates_one_line_in_place(monkeypatch):
+    """In Jupyter (a ZMQ shell) the API's progress is one display handle updated in place."""
+    pytest.importorskip("IPython")
+    import IPython.display
+
+    from whichdevice.present import progress
+
+    shown = []
+
+    class Handle:
+        def update(self, obj):
+            shown.append(obj.data)
+
+    def display(obj, display_id=None):
+        shown.append(obj.data)
+        return Handle()
+
+    monkeypatch.setattr(progress, "in_notebook", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr(progress.ApiProgress, "MIN_INTERVAL_S", 0.0)
+    with progress.ApiProgress("run") as p:
+        cb = p.callbacks()
+        cb.on_total(2)
+        cb.on_result(None)
+        cb.on_result(None)
+    assert shown[0].startswith('<div class="whichdevice-report">') and "<progress" in shown[0]
+    assert "2/2 cases" in shown[-2] and "done, 2 cases" in shown[-1] and "<progress" not in shown[-1]

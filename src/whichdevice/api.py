@@ -12,6 +12,7 @@ fix, exactly as the CLI reports them. Measurements run in child processes, as in
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -30,7 +31,7 @@ from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.measure.journal import Journal, JournalState
 from whichdevice.present import html, plots, summary
-from whichdevice.present.progress import ApiProgress
+from whichdevice.present.progress import ApiProgress, run_command
 from whichdevice.present.suitepage import SuiteReport, fix_grid, suite_report  # noqa: F401 (the API's names)
 from whichdevice.analysis.suite import SuiteVerdict, suite_verdict
 from whichdevice.present.tables import sweep_grid
@@ -352,7 +353,7 @@ class RecordResult:
     page: str = ""  # the command's own first screen, when the API ran the command (predict, pipeline)
 
     def __str__(self) -> str:
-        return summary.record_text(self.record)
+        return self.page.rstrip() if self.page else summary.record_text(self.record)
 
     def __repr__(self) -> str:
         return summary.short_repr("RecordResult", self.record)
@@ -476,6 +477,21 @@ def run(
     )
 
 
+@contextlib.contextmanager
+def _kept_folder(kind: str):
+    """A new folder under ``$WHICHDEVICE_HOME/models/`` that outlives the call (issue #34): the
+    record and its first screen name the saved model's loader (``whichdevice predict --model
+    LOADER:build`` is the next step they suggest), so it must still exist when they are read."""
+    import secrets
+    import time
+
+    from whichdevice.measure import history
+
+    folder = history.home() / "models" / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    folder.mkdir(parents=True, exist_ok=False)
+    yield str(folder)
+
+
 def _materialize(model, data, folder: Path) -> tuple[str, str | None]:
     """A Keras model object (and ``(x, y)`` arrays) from a notebook -> files a child can load:
     the model saved as .keras, a tiny loader module with ``build()`` / ``data()``."""
@@ -527,7 +543,7 @@ def diagnose(
             raise UsageError(
                 "model", f"{type(model).__name__} is not a Keras model", 'Pass a keras.Model or "my_model.py:build".'
             )
-        with tempfile.TemporaryDirectory(prefix="whichdevice-model-") as tmp:
+        with _kept_folder("model") as tmp:
             model_spec, data_spec = _materialize(model, data, Path(tmp))
             return diagnose(
                 model_spec,
@@ -597,36 +613,17 @@ def _command(name: str, options: dict, *, out: str | Path, progress: bool) -> Re
     record (``str(result)`` is the summary; ``result.page`` the command's own first screen).
     Bad input raises ``UsageError`` with the command's one line; a failed run, RuntimeError."""
     import os
-    import subprocess
 
     folder = Path(out)
     stamp = f"{name}-{os.getpid()}-{_process_counter()}"
     json_path = folder / f"{stamp}.json"
-    argv = [
-        sys.executable,
-        "-m",
-        "whichdevice",
-        name,
-        *_cli_args(options),
-        "--out",
-        str(folder),
-        "--json",
-        str(json_path),
-    ]
-    with ApiProgress(name, enabled=progress) as bar:
-        child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
-        try:
-            stdout, stderr = child.communicate()
-        except BaseException:
-            child.kill()
-            child.wait()
-            raise
-        bar.done = 1 if child.returncode == 0 else 0
-    if child.returncode == 2:
+    args = [name, *_cli_args(options), "--out", str(folder), "--json", str(json_path)]
+    code, stdout, stderr = run_command(args, title=name, echo=False, progress=progress)
+    if code == 2:
         line = next((x for x in stderr.splitlines() if x.startswith("error: ")), stderr.strip()[-300:])
         raise _usage_error(line.removeprefix("error: "))
-    if child.returncode != 0 or not json_path.exists():
-        raise RuntimeError(f"whichdevice {name} exited {child.returncode}: {stderr.strip()[-500:] or stdout[-500:]}")
+    if code != 0 or not json_path.exists():
+        raise RuntimeError(f"whichdevice {name} exited {code}: {stderr.strip()[-500:] or stdout[-500:]}")
     return RecordResult(records.load_run(json_path), json_path, page=stdout)
 
 

@@ -27,3 +27,35 @@ class StepTimer(_steptimer.StepTimer):
         if not self.batch_times_s:
             raise ValueError("no batch was timed yet: call model.fit(..., callbacks=[timer]) first.")
         return RecordResult(self.record(), self.path if self.path is not None and self.path.exists() else None)
+
+    def compare(self, baseline, *, threshold: float = 0.05) -> dict:
+        """This run against a baseline record (a path, e.g. an earlier ``StepTimer`` record), by
+        the rule ``whichdevice compare --fail-on-regression`` applies: the comparison as the JSON
+        ``compare --json`` prints (``["regression"]``: True when the step is slower beyond the
+        threshold; ``["points"][0]["text"]``: the claim in words).
+
+        One process per side: the interval is the steps' own spread, not how much two runs of
+        your job differ; set ``threshold`` to cover that (README "In CI")."""
+        from pathlib import Path
+
+        from whichdevice.analysis.diff import diff_runs
+        from whichdevice.core import records
+        from whichdevice.present.comparison import comparison_json
+
+        if not self.batch_times_s:
+            raise ValueError("no batch was timed yet: call model.fit(..., callbacks=[timer]) first.")
+        if not (isinstance(threshold, (int, float)) and 0 < threshold <= 10):
+            raise ValueError(f"threshold must be a relative change in (0, 10], e.g. 0.1 for 10 %, got {threshold!r}.")
+        before = records.load_run(Path(baseline), "baseline")
+        after = self.record()
+        d = diff_runs(before, after, default_threshold=float(threshold))
+        here = str(self.path) if self.path is not None else "(this run)"
+        return comparison_json(
+            d,
+            before,
+            after,
+            refs=(str(baseline), here),
+            paths=(str(baseline), here),
+            threshold=float(threshold),
+            learned=0,
+        )

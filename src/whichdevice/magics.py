@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,51 +27,10 @@ _RECORD_LINE = re.compile(r"^Record:\s+(.+?)\s*$", re.M)
 
 
 def run_command(args: list[str], *, echo: bool = True) -> tuple[int, str, str]:
-    """``whichdevice ARGS`` in a child; its stdout and stderr printed here as they come
-    (``echo``). Returns (exit code, stdout, stderr)."""
-    import threading
+    """``whichdevice ARGS`` in a child, its output printed as it comes, the elapsed time shown."""
+    from whichdevice.present.progress import run_command as run
 
-    child = subprocess.Popen(
-        [sys.executable, "-m", "whichdevice", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        errors="replace",
-        start_new_session=True,  # its process group: an interrupt stops it and its measuring children
-    )
-    out: list[str] = []
-    err: list[str] = []
-
-    def pump(stream, sink, target) -> None:  # noqa: ANN001
-        for line in iter(stream.readline, ""):
-            sink.append(line)
-            if echo:
-                target.write(line)
-                target.flush()
-
-    threads = [
-        threading.Thread(target=pump, args=(child.stdout, out, sys.stdout), daemon=True),
-        threading.Thread(target=pump, args=(child.stderr, err, sys.stderr), daemon=True),
-    ]
-    for t in threads:
-        t.start()
-    try:
-        while child.poll() is None:
-            time.sleep(0.05)
-    except KeyboardInterrupt:
-        import os
-        import signal
-
-        try:
-            os.killpg(child.pid, signal.SIGINT)
-            child.wait(timeout=20)
-        except (OSError, subprocess.TimeoutExpired):
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-        raise
-    for t in threads:
-        t.join()
-    return child.returncode, "".join(out), "".join(err)
+    return run(args, title=args[0] if args else "whichdevice", echo=echo)
 
 
 def _result_of(stdout: str) -> Any:

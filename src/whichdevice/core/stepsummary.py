@@ -64,7 +64,8 @@ class StepSummary:
 
     def first_text(self) -> str:
         ratio = self.first_step_s / self.steady_median_s if self.steady_median_s > 0 else float("inf")
-        return f"first step {seconds(self.first_step_s)} ({ratio:.3g}× a steady step: tracing, allocation)"
+        times = _count(ratio) if ratio != float("inf") else "∞"
+        return f"first step {seconds(self.first_step_s)} ({times}× a steady step: tracing, allocation)"
 
     def lines(self) -> list[str]:
         """The end-of-fit summary: two lines."""

@@ -10,7 +10,9 @@ display handle: no widget library needed), left as "done: N cases in S s".
 from __future__ import annotations
 
 import html
+import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -103,6 +105,10 @@ class ApiProgress:
             self._bar.advance(self._task)
         self._draw()
 
+    def tick(self) -> None:
+        """Redraw the elapsed time (a notebook line does not redraw by itself)."""
+        self._draw()
+
     # --- the notebook line
     def text(self, final: bool = False) -> str:
         elapsed = time.monotonic() - self._t0
@@ -135,3 +141,59 @@ def _describe(key: str) -> str:
         return key
     workload, _, device, params = parts
     return f"{device} {workload} {params.replace(',', ' ')}"
+
+
+def run_command(args: list[str], *, title: str, echo: bool = True, progress: bool = True) -> tuple[int, str, str]:
+    """``whichdevice ARGS`` in a child process (the API's ``predict``/``pipeline``, the
+    ``%whichdevice`` magic): its stdout and stderr printed here as they come (``echo``), the
+    elapsed time shown while it runs (``progress``). Returns (exit code, stdout, stderr).
+    Ctrl-C (a notebook's interrupt) stops the child's whole process group, then is raised."""
+    import os
+    import signal
+
+    child = subprocess.Popen(
+        [sys.executable, "-m", "whichdevice", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,  # its own process group: an interrupt stops it and its measuring children
+    )
+    out: list[str] = []
+    err: list[str] = []
+
+    def pump(stream, sink: list[str], target: str) -> None:  # noqa: ANN001
+        for line in iter(stream.readline, ""):
+            sink.append(line)
+            if echo:  # sys.stdout looked up per line: a progress bar redirects it while it runs
+                f = getattr(sys, target)
+                f.write(line)
+                f.flush()
+
+    threads = [
+        threading.Thread(target=pump, args=(child.stdout, out, "stdout"), daemon=True),
+        threading.Thread(target=pump, args=(child.stderr, err, "stderr"), daemon=True),
+    ]
+    for t in threads:
+        t.start()
+    try:
+        with ApiProgress(title, enabled=progress) as bar:
+            bar.current = " ".join(args)[:80]
+            while child.poll() is None:
+                bar.tick()
+                time.sleep(0.1)
+            bar.done = 1 if child.returncode == 0 else 0
+    except BaseException:
+        try:
+            os.killpg(child.pid, signal.SIGINT)
+            child.wait(timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            child.wait()
+        raise
+    for t in threads:
+        t.join()
+    return child.returncode, "".join(out), "".join(err)

@@ -197,6 +197,8 @@ class StepTimer(keras.callbacks.Callback):
             lines = self.summary().lines()
             if self.path is not None:
                 lines.append(f"  Record: {self.path} (whichdevice report {self.path})")
+            else:
+                lines.append('  Not kept: timer.write("run.json") keeps it (whichdevice report / compare read it)')
             print("\n".join(lines), flush=True)
 
     # --- what it says ---
