@@ -65,7 +65,7 @@ Assumptions (each a source of error, measured by the validation in benchmarks/pr
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -187,7 +187,9 @@ def _quartile_ratio(curve: Sequence[CurvePoint], x: float) -> tuple[float, float
     return min(lo, 1.0), max(hi, 1.0)
 
 
-def curve_band(curve: Sequence[CurvePoint], x: float, work, floor_s: float) -> tuple[Band, str | None]:
+def curve_band(
+    curve: Sequence[CurvePoint], x: float, work: Callable[[float], float], floor_s: float
+) -> tuple[Band, str | None]:
     """Time of one op of size ``x`` from a curve; ``work(x)`` is the work (FLOPs or bytes) at
     size x. Returns the band and, when extrapolating, a short note."""
     first, last = curve[0], curve[-1]
@@ -210,7 +212,7 @@ def curve_band(curve: Sequence[CurvePoint], x: float, work, floor_s: float) -> t
 
 def matmul_n(flops: float) -> float:
     """Side of the square matmul with the same FLOPs (2 n^3)."""
-    return (max(flops, 0.0) / 2.0) ** (1.0 / 3.0)
+    return float((max(flops, 0.0) / 2.0) ** (1.0 / 3.0))
 
 
 def _mm_work(n: float) -> float:

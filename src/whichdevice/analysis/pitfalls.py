@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from whichdevice.analysis.compare import compare
 from whichdevice.analysis.fixes import per_sample
+from whichdevice.analysis.values import timing_of
 from whichdevice.core.records import CaseResult, RunRecord
 
 PITFALLS = ("first_epoch", "no_sync", "sync_each", "one_thread", "xla_one_device", "small_batch")
@@ -84,7 +85,7 @@ class PitfallRow:
         return f"reads {1 / self.ratio:.3g}x too fast"
 
 
-def _find(results: list[CaseResult], device: str, **want) -> CaseResult | None:
+def _find(results: list[CaseResult], device: str, **want: object) -> CaseResult | None:
     for r in results:
         if r.spec.device != device or r.status != "ok":
             continue
@@ -126,7 +127,7 @@ def analyze_pitfalls(record: RunRecord) -> list[PitfallRow]:
         nosync = _find(res, d, kind="nosync", batch=10)
         if nosync and "synced_median_s" in nosync.metrics:
             m = nosync.metrics
-            sig = not (m["synced_q1_s"] <= nosync.timing.q3_s and nosync.timing.q1_s <= m["synced_q3_s"])
+            sig = not (m["synced_q1_s"] <= timing_of(nosync).q3_s and timing_of(nosync).q1_s <= m["synced_q3_s"])
             note = (
                 "on a CPU TensorFlow returns from the step after the work is done: an unsynchronized clock "
                 "cannot distort here; on a GPU it times only the kernel launches"
@@ -137,7 +138,7 @@ def analyze_pitfalls(record: RunRecord) -> list[PitfallRow]:
                 PitfallRow(
                     "no_sync",
                     d,
-                    nosync.timing.median_s,
+                    timing_of(nosync).median_s,
                     m["synced_median_s"],
                     "s per step",
                     "clock read after each call, no sync",
@@ -147,13 +148,13 @@ def analyze_pitfalls(record: RunRecord) -> list[PitfallRow]:
                 )
             )
         if none10 and each10:
-            c = compare("right", none10.timing, "wrong", each10.timing)
+            c = compare("right", timing_of(none10), "wrong", timing_of(each10))
             rows.append(
                 PitfallRow(
                     "sync_each",
                     d,
-                    each10.timing.median_s,
-                    none10.timing.median_s,
+                    timing_of(each10).median_s,
+                    timing_of(none10).median_s,
                     "s per step",
                     ".numpy() after every step",
                     "one sync per block of steps",
@@ -164,13 +165,13 @@ def analyze_pitfalls(record: RunRecord) -> list[PitfallRow]:
         allc = _find(res, d, kind="steady", batch=4096, sync="none")
         one = _find(res, d, kind="steady", batch=4096, sync="none", threads=1)
         if allc and one:
-            c = compare("right", allc.timing, "wrong", one.timing)
+            c = compare("right", timing_of(allc), "wrong", timing_of(one))
             rows.append(
                 PitfallRow(
                     "one_thread",
                     d,
-                    one.timing.median_s,
-                    allc.timing.median_s,
+                    timing_of(one).median_s,
+                    timing_of(allc).median_s,
                     "s per step",
                     "1 CPU thread",
                     f"all cores ({_threads(record, d)})",
@@ -181,13 +182,13 @@ def analyze_pitfalls(record: RunRecord) -> list[PitfallRow]:
         off = _find(res, d, kind="fit", example="ex2", jit_compile=False)
         on = _find(res, d, kind="fit", example="ex2", jit_compile=True)
         if off and on:
-            c = compare("right", on.timing, "wrong", off.timing)
+            c = compare("right", timing_of(on), "wrong", timing_of(off))
             rows.append(
                 PitfallRow(
                     "xla_one_device",
                     d,
-                    off.timing.median_s,
-                    on.timing.median_s,
+                    timing_of(off).median_s,
+                    timing_of(on).median_s,
                     "s per step",
                     "jit_compile=False (auto on a CPU-only machine)",
                     "jit_compile=True (auto where a GPU is visible)",
