@@ -21,7 +21,7 @@ from whichdevice.analysis import costmodel, errormodel
 from whichdevice.core import stats
 from whichdevice.analysis.crossover import Crossover, find_crossover
 from whichdevice.analysis.costmodel import LaunchMode, OpCost, Prediction, WorkloadDescription
-from whichdevice.analysis.deviceprofile import DeviceProfile
+from whichdevice.analysis.deviceprofile import DeviceCosts, DeviceProfile
 from whichdevice.analysis.values import as_int
 from whichdevice.core.records import RunRecord
 
@@ -263,6 +263,36 @@ SEED001_LOOPS = (("ex2_small", 1000, 10), ("ex3_large_b32", 100000, 32), ("ex3_l
 KERAS_FIT = re.compile(r"^fit_(\d+)_b(\d+)_epoch_s$")
 
 
+def _jax_matmul_points(
+    keras_runs: dict[str, tuple[dict[str, Any], dict[str, Any]]], profile: DeviceProfile, gpu: DeviceCosts
+) -> list[errormodel.Point]:
+    """keras_probe.py's jitted matmul on Keras/JAX (CPU run, GPU run) with the cost model's
+    prediction of each GPU size: the reference's device-bound points."""
+    points: list[errormodel.Point] = []
+    jax_runs = keras_runs.get("keras-jax")
+    if jax_runs and jax_runs[0].get("jax_matmul") and jax_runs[1].get("jax_matmul"):
+        # keras_probe.py's jitted float32 matmul (JAX's default precision: TF32 on the H100), operands
+        # on the device, steady calls: one XLA kernel each, device-bound at large n ("batch" = n here)
+        cpu_n = {int(r["n"]): r["steady_s"] for r in jax_runs[0]["jax_matmul"]}
+        gpu_n = {int(r["n"]): r["steady_s"] for r in jax_runs[1]["jax_matmul"] if int(r["n"]) in cpu_n}
+        mm = {
+            n: WorkloadDescription(
+                batch=n,
+                ops=[OpCost(op_type="dot", kind="matmul", flops=2.0 * n**3, bytes=12.0 * n * n)],
+                input_bytes=0.0,
+                launch_mode="xla",
+                tf32=True,
+            )
+            for n in gpu_n
+        }
+        h = host_overhead(cpu_n, {n: cpu_compute_s(w, profile) for n, w in mm.items()})
+        for n in sorted(gpu_n):
+            p = costmodel.predict(with_host_overhead(mm[n], h, profile), gpu, profile.dispatch_mode)
+            if p.step is not None:
+                points.append(errormodel.Point("jax", n, "jitted matmul", gpu_n[n], p.step, p.bound, cpu_n[n]))
+    return points
+
+
 def reference_points(
     probe: dict[str, Any],
     keras_runs: dict[str, tuple[dict[str, Any], dict[str, Any]]],
@@ -317,27 +347,7 @@ def reference_points(
                 cpu_step[b], gpu_step[b] = seed[f"{key}_cpu_s"] / steps, seed[f"{key}_cuda_s"] / steps
         if gpu_step:
             predict_all("torch", cpu_step, gpu_step, 1, True, "seed 001 loop")
-    jax_runs = keras_runs.get("keras-jax")
-    if jax_runs and jax_runs[0].get("jax_matmul") and jax_runs[1].get("jax_matmul"):
-        # keras_probe.py's jitted float32 matmul (JAX's default precision: TF32 on the H100), operands
-        # on the device, steady calls: one XLA kernel each, device-bound at large n ("batch" = n here)
-        cpu_n = {int(r["n"]): r["steady_s"] for r in jax_runs[0]["jax_matmul"]}
-        gpu_n = {int(r["n"]): r["steady_s"] for r in jax_runs[1]["jax_matmul"] if int(r["n"]) in cpu_n}
-        mm = {
-            n: WorkloadDescription(
-                batch=n,
-                ops=[OpCost(op_type="dot", kind="matmul", flops=2.0 * n**3, bytes=12.0 * n * n)],
-                input_bytes=0.0,
-                launch_mode="xla",
-                tf32=True,
-            )
-            for n in gpu_n
-        }
-        h = host_overhead(cpu_n, {n: cpu_compute_s(w, profile) for n, w in mm.items()})
-        for n in sorted(gpu_n):
-            p = costmodel.predict(with_host_overhead(mm[n], h, profile), gpu, profile.dispatch_mode)
-            if p.step is not None:
-                out.append(errormodel.Point("jax", n, "jitted matmul", gpu_n[n], p.step, p.bound, cpu_n[n]))
+    out += _jax_matmul_points(keras_runs, profile, gpu)
     for fw, (cpu_run, gpu_run) in sorted(keras_runs.items()):
         if fw not in op_lists:
             continue
