@@ -247,6 +247,41 @@ def variant_rows(results: list[CaseResult], spread: float | None = None) -> list
     return rows
 
 
+def _where_the_work_runs(device: str, kind: str, measured: list[VariantRow], n_cores: int | None) -> list[str]:
+    """Where the input work and the train step run on ``device``, with what the utilization
+    sampled during the first measured loop says."""
+    out: list[str] = []
+    loop_t = next((r.loop.telemetry for r in measured if r.loop is not None and r.loop.telemetry is not None), None)
+    where = measured[0].variant if measured else None
+    if kind == "gpu":
+        line = (
+            f"{device}: the tf.data work (read, map, augment) runs on the host CPU — tf.data's "
+            "kernels are CPU kernels — and only the train step runs on the GPU."
+        )
+        if loop_t is not None:
+            s = summarize(loop_t)
+            under = gpu_underfed(s)
+            if under is None:
+                line += f" GPU utilization was not available ({s.gpu_unavailable})."
+            else:
+                if under and measured[0].input_bound != NOT:
+                    why = "the GPU idles waiting for input"
+                elif under:
+                    why = "the GPU is under-used although input is not the limit (too little work per step)"
+                else:
+                    why = "the GPU is kept busy"
+                line += f" During the {where} loop: {describe_telemetry(s)} — {why}."
+        out.append(line)
+    elif loop_t is not None:
+        s = summarize(loop_t)
+        cores = f"{n_cores} cores" if n_cores else "the cores"
+        out.append(
+            f"{device}: input work and the train step share the same {cores}; during the {where} loop: "
+            f"{describe_telemetry(s)}."
+        )
+    return out
+
+
 def _device_verdict(
     device: str, kind: str, rows: list[VariantRow], model: Timing | None, slowest: StageCost | None, n_cores: int | None
 ) -> list[str]:
@@ -303,34 +338,7 @@ def _device_verdict(
             f"({slowest.seconds_per_example * 1e6:.3g} µs per example"
             f"{f', {rate:,.0f} examples/s on one thread' if rate else ''})."
         )
-    loop_t = next((r.loop.telemetry for r in measured if r.loop is not None and r.loop.telemetry is not None), None)
-    where = measured[0].variant if measured else None
-    if kind == "gpu":
-        line = (
-            f"{device}: the tf.data work (read, map, augment) runs on the host CPU — tf.data's "
-            "kernels are CPU kernels — and only the train step runs on the GPU."
-        )
-        if loop_t is not None:
-            s = summarize(loop_t)
-            under = gpu_underfed(s)
-            if under is None:
-                line += f" GPU utilization was not available ({s.gpu_unavailable})."
-            else:
-                if under and measured[0].input_bound != NOT:
-                    why = "the GPU idles waiting for input"
-                elif under:
-                    why = "the GPU is under-used although input is not the limit (too little work per step)"
-                else:
-                    why = "the GPU is kept busy"
-                line += f" During the {where} loop: {describe_telemetry(s)} — {why}."
-        out.append(line)
-    elif loop_t is not None:
-        s = summarize(loop_t)
-        cores = f"{n_cores} cores" if n_cores else "the cores"
-        out.append(
-            f"{device}: input work and the train step share the same {cores}; during the {where} loop: "
-            f"{describe_telemetry(s)}."
-        )
+    out += _where_the_work_runs(device, kind, measured, n_cores)
     return out
 
 
