@@ -31,6 +31,7 @@ THREADS = [
     ("pt_bpb.py", "torch.ones(4,4) b += b question", "10^6 tiny dependent ops", ["dispatch_bound", "latent_from_source"]),
     ("pt_bpb_fallback.py", "b += b question (fallback copy)", "10^6 tiny dependent ops", ["dispatch_bound"]),
     ("pt33044.py", "pytorch/pytorch#33044", "asynchronous CUDA, no sync", ["latent_from_source", "gpu_timing_without_sync"]),
+    ("pt33044_fallback.py", "pytorch/pytorch#33044 (fallback copy, sizes cut)", "asynchronous CUDA, no sync", ["gpu_timing_without_sync"]),
     ("keras_lstm.py", "Keras LSTM on CPU faster than GPU", "not on the cuDNN path", ["recurrent_layer"]),
 ]
 

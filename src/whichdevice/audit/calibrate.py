@@ -124,6 +124,7 @@ def rerun_first_runs(first_runs: list[dict], entries: list[tuple], budget_s: flo
     ``budget_s`` in all: a fetch whose first run alone took longer than what is left is not re-run
     (its steady run could be as long), and re-runs stop when the budget is spent (at least 3)."""
     from tensorflow.python.framework import graph_util
+    from tensorflow.python.util import deprecation
 
     spent = 0.0
     for sess, args, kwargs, i in entries:
@@ -136,7 +137,8 @@ def rerun_first_runs(first_runs: list[dict], entries: list[tuple], budget_s: flo
             continue
         try:
             fetches = args[0] if args else kwargs.get("fetches")
-            sub = graph_util.extract_sub_graph(sess.graph.as_graph_def(), _fetch_names(fetches))
+            with deprecation.silence():  # the audit's own call: no TensorFlow warning on the user's stderr
+                sub = graph_util.extract_sub_graph(sess.graph.as_graph_def(), _fetch_names(fetches))
             writes = sorted({n.op for n in sub.node if n.op.startswith(_WRITES)})
             if writes:
                 rec["not_rerun"] = f"the fetch's graph changes state ({', '.join(writes[:4])})"

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import linecache
+import re
 import os
 import runpy
 import sys
@@ -665,7 +666,11 @@ def _user_frames(te: traceback.TracebackException, seen: set[int]) -> None:
 def _print_script_traceback(e: BaseException) -> None:
     te = traceback.TracebackException(type(e), e, e.__traceback__)
     _user_frames(te, set())
-    sys.stderr.write("".join(te.format()))
+    # Messages that quote a Python stack (TensorFlow's "defined at (most recent call last)") list the
+    # runner's frames too: those lines go, the script's and the libraries' stay.
+    runner = re.compile(r'^\s*File "(?:<frozen runpy>|' + re.escape(_AUDIT_DIR) + r'[^"]*)", line \d+, in .*$')
+    text = "".join(te.format())
+    sys.stderr.write("".join(ln for ln in text.splitlines(keepends=True) if not runner.match(ln)))
 
 
 def _script_line(e: BaseException) -> int | None:
