@@ -148,7 +148,7 @@ def rule_first_run_is_setup(state: dict, blocks: list[Block], measurements: list
                 ),
                 fix=(
                     "Run the fetch once untimed (sess.run(fetch)), then time a loop of runs and report the median "
-                    "per run; with one tiny layer, expect the GPU to lose to the CPU at any batch this small."
+                    "per run; compare devices on those steady runs."
                 ),
                 measurements=[m.id],
             )
