@@ -189,12 +189,18 @@ def rule_per_element_loop(state: dict, blocks: list[Block], measurements: list[M
                 if elems is not None
                 else "loop variables of shapes " + ", ".join(lp.get("var_shapes") or ["unknown"])
             )
+            tiny = elems is not None and elems <= LOOP_ELEMS_MAX
             if n:
                 per = m.seconds / (calls * n)
                 evidence = (
                     f"this timing ({seconds(m.seconds)}, {calls} call{'s' if calls != 1 else ''}) ran {calls * n:,} "
-                    f"iterations on {size} each: {_us(per)} per iteration, where the arithmetic on {size} takes "
-                    "nanoseconds — the time is the loop's per-iteration machinery."
+                    f"iterations: {_us(per)} per iteration"
+                    + (
+                        f", where the arithmetic on {size} takes nanoseconds — the time is the loop's per-iteration "
+                        "machinery."
+                        if tiny
+                        else ", each a scalar loop-condition step plus the body's ops, one after another."
+                    )
                 )
             else:
                 evidence = (
@@ -219,8 +225,10 @@ def rule_per_element_loop(state: dict, blocks: list[Block], measurements: list[M
                     title=f"A graph loop per element: {_loop_name(lp)}",
                     where=f"line {lp['line']}: {lp.get('text', '')} (timed at {_where(m)})",
                     explanation=(
-                        f"{_loop_name(lp)} built at line {lp['line']} runs one loop iteration after another, each on "
-                        f"{size}; " + evidence + tf_gpu
+                        f"{_loop_name(lp)} built at line {lp['line']} runs one loop iteration after another"
+                        + (f", each on {size}; " if tiny else f" ({size}); ")
+                        + evidence
+                        + tf_gpu
                     ),
                     fix=fix,
                     measurements=[m.id],
@@ -295,7 +303,7 @@ def rule_dispatch_bound(state: dict, blocks: list[Block], measurements: list[Mea
         out.append(
             Finding(
                 rule="dispatch_bound",
-                title="Thousands of tiny ops, one by one: the time is per-op overhead, not arithmetic",
+                title=f"{m.eager_ops:,} tiny ops, one by one: the time is per-op overhead, not arithmetic",
                 where=_where(m),
                 explanation=(
                     f"this timing ran {m.eager_ops:,} {fw} ops dispatched one by one from Python, each on "

@@ -356,7 +356,11 @@ def verdict_lines(record: audit_mod.AuditRecord) -> list[str]:
 
 
 def render_html(record: audit_mod.AuditRecord) -> str:
-    sections = [html_mod.Section("What the script measured", grids=grids(record), lines=[_status_line(record)])]
+    sections = [
+        html_mod.Section(
+            "What the script measured", grids=grids(record), lines=[_status_line(record), *verdict_lines(record)]
+        )
+    ]
     if record.findings:
         sections.append(
             html_mod.Section(
