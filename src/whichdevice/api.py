@@ -483,7 +483,6 @@ def diagnose(
             )
     if data is not None and not isinstance(data, str):
         raise UsageError("data", "(x, y) arrays need a model object", 'Pass data as "my_data.py:make_dataset".')
-    from whichdevice import frameworks
     from whichdevice.workloads import userfile
 
     model_fn = userfile.parse_spec(model, "--model")
@@ -492,12 +491,22 @@ def diagnose(
     n_classes = parse_positive_int(_opt_str(classes), "--classes", "10", maximum=1_000_000)
     n_batch = parse_positive_int(_opt_str(batch), "--batch", "32", maximum=65536)
     n_samples = parse_positive_int(_opt_str(samples), "--samples", "10000", maximum=10_000_000)
-    user = userfile.user_model_params(
-        model_fn, shape, n_classes, data_fn, frameworks.env_module("tensorflow").child_env("cpu")
+    from whichdevice.workloads.suite import plan_user_suite, sizing_options
+
+    user, sizing = plan_user_suite(  # the pre-flight's training step; the cases sized to the budget
+        model_fn,
+        shape,
+        n_classes,
+        data_fn,
+        "tensorflow",
+        batch=n_batch,
+        samples=n_samples,
+        budget_s=parse_budget(_opt_str(budget_s), "budget_s"),
+        samples_given=n_samples != 10_000,
     )
     return _suite(
         "diagnose",
-        lambda found, d: user_cases("tensorflow", d.name, user=user, batch=n_batch, samples=n_samples),
+        lambda found, d: user_cases("tensorflow", d.name, user=user, batch=n_batch, samples=n_samples, sizing=sizing),
         budget_s=budget_s,
         devices=devices,
         cpu_threads=cpu_threads,
@@ -507,5 +516,6 @@ def diagnose(
             "data": data_fn.text if data_fn else None,
             "batch": n_batch,
             "samples": n_samples,
+            **sizing_options(sizing),
         },
     )

@@ -48,9 +48,15 @@ def _exc_line(e: BaseException) -> str:
     # Keras wraps a layer's error: "Exception encountered when calling Sequential.call()." first,
     # then what is wrong ("Input 0 of layer ... is incompatible ...: expected ..."), sometimes
     # after the offending tensor's values ("Invalid input shape for input [[0.63 ...").
+    if lines and lines[0].startswith("in user code") and len(lines) > 1:
+        # a tf.function's error: the traced stack first, what is wrong on its last line
+        lines = lines[-1:]
     telling = [ln for ln in lines if not ln.startswith("Exception encountered when calling")]
     expected = [ln for ln in telling if "expected" in ln.lower()]
     line = (expected or telling or lines or [""])[0].rstrip(".")
+    line = re.sub(r"\s*for '\{\{node [^}]*\}\}.*$", "", line)  # TF's graph op text after the message
+    if line.startswith(f"{type(e).__name__}: "):
+        line = line[len(type(e).__name__) + 2 :]
     if line.find("Expected ") > 0:  # "<tensor values> with name ... Expected shape (None, 8), but ..."
         line = line[line.find("Expected ") :]
     return f"{type(e).__name__}: {line[:300]}" if line else type(e).__name__
@@ -223,7 +229,13 @@ def check(
             raise UserFileError(e.argument, e.problem, e.fix) from None
         x = iospec.draw_inputs(io_in, 2, __import__("numpy").random.default_rng(0))
         shape_arg = "--input-shape"
-        shape_text = f"input {iospec.describe_inputs(io_in, 2)}"
+        ins = io_in["inputs"]
+        shape_text = (
+            f"input of shape {tuple(ins[0]['shape'])}"
+            + (f" (token ids < {ins[0]['high']})" if ins[0].get("high") is not None else "")
+            if len(ins) == 1
+            else f"inputs {iospec.describe_inputs(io_in, 2)}"
+        )
     try:
         y = model(x, training=False)
     except Exception as e:
@@ -247,6 +259,7 @@ def check(
 
     io = {**(io_in or {"inputs": [], "in_struct": "single", "in_keys": []}), **io_out}
     io["custom_train_step"] = custom_train_step(model)
+    io["compiled"] = compiled
     first_in = tuple(io_in["inputs"][0]["shape"]) if io_in else tuple(first.shape[1:])
     facts = {
         "ok": True,
@@ -331,7 +344,7 @@ def step_check(model_fn, data_fn, io: dict, classes, batch: int, framework: str)
             f"Check that {data_fn.function}() yields (inputs, labels) as your model.fit takes them"
             if data_fn is not None
             else "Pass your own batches with --data FILE.py:FUNCTION (a tf.data.Dataset of (x, y) as your "
-            "model.fit takes them)" + ("" if classes is not None else ", or --classes N for class-id labels")
+            "model.fit takes them)" + (", or --classes N for class-id labels" if not io.get("compiled", True) else "")
         )
         return UserFileError(
             "--data" if data_fn is not None else "--model",
