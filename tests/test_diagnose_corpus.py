@@ -196,3 +196,33 @@ def test_diagnose_end_to_end_on_a_custom_train_step_model(tmp_path, capsys):
 def test_diagnose_measures_every_case_of_every_family(name, tmp_path, capsys):
     record, _ = _diagnose(name, tmp_path, capsys, budget="60" if _heavy(name) else "30")
     _assert_every_case_measured(record)
+
+
+def test_a_fast_model_gets_every_case_and_the_epochs_asked():
+    from whichdevice.workloads.suite import USER_SWEEP_BATCHES, size_user_cases, user_cases
+
+    facts = dict(step_s=0.001, first_step_s=0.5, fit_first_s=0.8, build_s=0.02, import_s=6)
+    sizing = size_user_cases(facts, batch=32, samples=10_000, budget_s=90, samples_given=False)
+    assert sizing["cut"] == [] and sizing["rounds"] == 2 and sizing["samples"] >= 10_000
+    assert sizing["sweep_batches"] == sorted(set(USER_SWEEP_BATCHES) | {32})
+    cases = user_cases("tensorflow", "CPU:0", user={"model": "user"}, batch=32, samples=10_000, sizing=sizing)
+    fits = [c.params for c in cases if c.params["kind"] == "fit"]
+    assert {p.get("steps_per_execution") for p in fits} >= {1, 5, 20} and any(p.get("jit_compile") for p in fits)
+    kinds = [c.params["kind"] for c in cases]
+    # the cases that decide the main answer come before the long epochs and the fixes
+    assert kinds.index("steady") < kinds.index("loop") < kinds.index("fit")
+
+
+def test_a_slow_model_is_planned_to_the_budget_and_the_cuts_are_said():
+    from whichdevice.workloads.suite import size_user_cases, user_cases
+
+    # keras-io's bidirectional LSTM on the loaded 2-core VM (benchmarks/diagnose.md)
+    facts = dict(step_s=0.66, first_step_s=13.0, fit_first_s=22.0, build_s=0.28, import_s=13)
+    sizing = size_user_cases(facts, batch=32, samples=10_000, budget_s=90, samples_given=False)
+    assert sizing["rounds"] == 1 and sizing["sweep_batches"] == [32] and not sizing["fixes"]
+    assert sizing["samples"] == 6 * 32 and sizing["point_cap_s"] >= 6 * 0.66
+    text = " ".join(sizing["cut"])
+    assert "one process, not two" in text and "batch sweep without batch 8, 128, 512, 2048" in text
+    assert "each epoch 192 samples (6 steps of 32), not the default 10000" in text
+    cases = user_cases("tensorflow", "CPU:0", user={"model": "user"}, batch=32, samples=10_000, sizing=sizing)
+    assert [c.params["kind"] for c in cases] == ["create", "steady", "steady", "loop", "fit"]

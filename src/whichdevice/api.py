@@ -372,6 +372,8 @@ def _suite(
     options,
     memory_limit_gib=None,
     case_timeout_s=None,
+    point_cap_s=None,
+    rounds=None,
 ) -> SuiteResult:
     """The CLI's suite, parsed by the same functions: one ``measure.session`` Request."""
     budget = parse_budget(_opt_str(budget_s), "budget_s")
@@ -388,6 +390,8 @@ def _suite(
         case_timeout_s=timeout_s,
         budget_s=budget,
         memory_limit_bytes=parse_memory_limit(_opt_str(memory_limit_gib)),
+        point_cap_s=point_cap_s,
+        rounds=rounds,
     )
     # No journal: an API call that is interrupted has no command line to resume it from.
     return SuiteResult(session.measure(request))
@@ -518,4 +522,6 @@ def diagnose(
             "samples": n_samples,
             **sizing_options(sizing),
         },
+        point_cap_s=sizing.get("point_cap_s"),
+        rounds=sizing.get("rounds"),
     )

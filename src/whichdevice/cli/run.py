@@ -195,6 +195,9 @@ def _suite_request(name: str, fw: str, cases_for, plan, *, options: dict, notes=
         budget_s=plan.budget_s,
         memory_limit_bytes=plan.memory_limit_bytes,
         notes=list(notes),
+        # diagnose: each point samples long enough for a few samples of the user's slowest step
+        point_cap_s=(getattr(plan, "sizing", None) or {}).get("point_cap_s"),
+        rounds=(getattr(plan, "sizing", None) or {}).get("rounds"),
     )
 
 

@@ -130,92 +130,136 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
 
 # `diagnose`: the user's model instead of the seeds'.
 USER_SWEEP_BATCHES = (8, 32, 128, 512, 2048)
-# Sizing the user's cases from the pre-flight's measured step (issue 32): round 1 of a device is
-# planned to ROUND1_SHARE of what its budget leaves after the framework's start-up
-# (START_UP_S, an estimate: 5 s idle, up to 20 s on the loaded 2-core VM), so the second round
-# of the deciding cases fits in the rest and the wall time stays near the budget.
-ROUND1_SHARE = 0.42
-START_UP_S = 8.0
-SWEEP_SHARE = 0.30  # of round 1: the batch sweep and the sync cost (they decide the main answer)
-STEADY_CALLS = 8  # a steady point: its first call, ~2 warm-up calls, at least 5 samples
+# Sizing the user's cases from the pre-flight's measured step (issue 32). Round 1 of a device
+# is planned to ROUND1_SHARE of what its budget leaves after the framework's start-up (the
+# pre-flight child's own import time, at least START_UP_MIN_S), so the second round of the
+# deciding cases fits in the rest and the wall time stays within the budget. Each case's cost
+# is estimated from the pre-flight's facts (building the model, tracing the step and fit's
+# train function, a steady step): every member of a case builds and traces its own model.
+ROUND1_SHARE = 0.45
+ROUND1_ONLY_SHARE = 0.85  # when one round is all that fits
+START_UP_MIN_S = 5.0
+SWEEP_SHARE = 0.35  # of round 1: the sweep's other batches (the user's batch is always measured)
+STEADY_CALLS = 9  # a steady point: its first call, a warm-up call, ~6 samples, a margin
 STEADY_MIN_S = 0.3  # a fast point samples to its time cap (0.25 s) anyway
+POINT_SAMPLES = 6  # a point's sampling cap is set so a slow step still gets this many samples
 FIT_OVERHEAD = 1.2  # a fit step against the custom step (callbacks, StepTimer's sync)
-CLONE_SHARE = 0.1  # clone_model is timed when its 5+ calls take at most this share of round 1
 MIN_EPOCH_STEPS = 6  # the loop's first step apart, 5 steady samples
-XLA_TRACE_FACTOR = 8.0  # jit_compile=True's first epoch against a plain trace (XLA compiles)
+XLA_TRACE_FACTOR = 8.0  # jit_compile=True's first epoch against a plain fit trace (XLA compiles it)
+CLONE_SHARE = 0.1  # clone_model is timed when its 5+ calls take at most this share of round 1
 
 
-def _steady_cost(step_s: float, trace_s: float) -> float:
-    return trace_s + max(STEADY_CALLS * step_s, STEADY_MIN_S)
+def _ms(x: float) -> str:
+    return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.3g} s"
 
 
 def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, samples_given: bool) -> dict:
-    """The user's cases sized to the budget from the pre-flight's measured step (``facts``:
-    ``step_s`` at ``batch``, ``first_step_s``, ``fit_first_s``, ``build_s``): the epoch length
-    (samples), the sweep's batches, the steps_per_execution values tried and whether the clone
-    case fits, with what the budget cut (``cut``: one line each, for the record's notes).
-    A step at batch k is taken as ``step_s * max(1, k / batch)`` (linear in the batch above
-    the user's: an upper bound where a step has a fixed cost)."""
+    """The user's cases planned to the budget from the pre-flight's facts (``step_s`` at
+    ``batch``, ``first_step_s``, ``fit_first_s``, ``build_s``, ``import_s``), in priority
+    order: the model's creation, its steady step at the user's batch and the sync cost, its
+    loop (the warm-up) and fit — always; then the sweep's other batches (nearest first), the
+    fixes' fits, the prefetch A/B and clone_model while they fit; then the epochs grown to fill
+    what is left (up to ``samples``). What did not fit is left out of the plan and said
+    (``cut``: one line each, for the record), rather than started and skipped at the deadline.
+    A step at batch k is taken as ``step_s * max(1, k / batch)`` (linear above the user's
+    batch: an upper bound where a step has a fixed cost)."""
     step = max(float(facts.get("step_s") or 0.0), 1e-5)
     trace = max(0.0, float(facts.get("first_step_s") or 0.0) - step)
     fit_trace = max(0.0, float(facts.get("fit_first_s") or 0.0) - 2 * step)
     build = float(facts.get("build_s") or 0.0)
-    plan_s = ROUND1_SHARE * max(budget_s - START_UP_S, 0.5 * budget_s)
+    start_up = max(START_UP_MIN_S, float(facts.get("import_s") or 0.0))
+    plan_s = ROUND1_SHARE * max(budget_s - start_up, 0.5 * budget_s)
     cut: list[str] = []
     t = lambda k: step * max(1.0, k / batch)  # noqa: E731
-
-    def ms(x: float) -> str:
-        return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.3g} s"
-
-    # 1. The sweep and the sync cost: the user's batch always; the others while they fit.
-    sweep = sorted(set(USER_SWEEP_BATCHES) | {batch})
-    cost = lambda ks: sum(_steady_cost(t(k), trace) for k in ks) + _steady_cost(t(batch), trace)  # noqa: E731
-    dropped = []
-    while len(sweep) > 2 and cost(sweep) > SWEEP_SHARE * plan_s:
-        far = max((k for k in sweep if k != batch), key=lambda k: (k > batch, abs(k - batch)))
-        sweep.remove(far)
-        dropped.append(far)
+    steady = lambda k: build + trace + max(STEADY_CALLS * t(k), STEADY_MIN_S)  # noqa: E731
+    n = MIN_EPOCH_STEPS
+    epoch_s = lambda steps: steps * step  # noqa: E731
+    # 1. Always: create, the user's batch (sync none and each), the loop and the fit.
+    used = max(STEADY_CALLS * build, STEADY_MIN_S) + 2 * steady(batch)
+    used += build + trace + epoch_s(n) + build + fit_trace + 2 * FIT_OVERHEAD * epoch_s(n)
+    # Two rounds (a second process for the deciding cases) when round 1's essentials fit its share;
+    # else one round, given the whole budget, said in the cuts.
+    rounds = 2
+    if used > plan_s:
+        rounds = 1
+        plan_s = ROUND1_ONLY_SHARE * max(budget_s - start_up, 0.5 * budget_s)
+        cut.append(
+            f"the deciding cases measured in one process, not two: at batch {batch} a step took {_ms(step)} and "
+            f"its first call {_ms(trace + step)} here, so two rounds would take more than the budget "
+            "(intervals then rest on one process)"
+        )
+    # 2. The sweep's other batches, nearest to the user's first (in log distance), within its share.
+    others = sorted((k for k in USER_SWEEP_BATCHES if k != batch), key=lambda k: (abs(math.log(k / batch)), k))
+    sweep, dropped = [batch], []
+    sweep_room = min(SWEEP_SHARE * plan_s, max(0.0, plan_s - used))
+    for k in others:
+        if steady(k) <= sweep_room:
+            sweep.append(k)
+            sweep_room -= steady(k)
+            used += steady(k)
+        else:
+            dropped.append(k)
     if dropped:
         cut.append(
             f"batch sweep without batch {', '.join(map(str, sorted(dropped)))}: a step at batch {batch} took "
-            f"{ms(step)} here, so {'they' if len(dropped) > 1 else 'it'} would take more than the budget's share "
-            "for the sweep (a larger --budget measures them)"
+            f"{_ms(step)} and its first call {_ms(trace + step)} here, more than the budget's share for the sweep"
         )
-    fixed = cost(sweep)
-    # 2. Creating the model (and its clone), 5+ times each.
+    # 3. The fixes' fits (steps_per_execution 1 and jit_compile False/True, interleaved), then the
+    #    prefetch A/B, then clone_model: each while it fits.
+    fix_group = 3 * (build + fit_trace) + (XLA_TRACE_FACTOR - 1) * fit_trace + 3 * 3 * FIT_OVERHEAD * epoch_s(n)
+    with_fixes = used + fix_group <= plan_s
+    if with_fixes:
+        used += fix_group
+    else:
+        cut.append(
+            "the fixes' fits (steps_per_execution, jit_compile) not measured: fit's first epoch took "
+            f"{_ms(fit_trace + 2 * step)} here (jit_compile's XLA build more), more than the budget leaves"
+        )
+    noprefetch = build + trace + epoch_s(n)
+    with_prefetch = used + noprefetch <= plan_s
+    if with_prefetch:
+        used += noprefetch
+    else:
+        cut.append("the prefetch A/B not measured: no time left in the budget")
     create_s = max(STEADY_CALLS * build, STEADY_MIN_S)
-    with_clone = create_s <= CLONE_SHARE * plan_s
-    fixed += create_s * (2 if with_clone else 1)
-    if not with_clone:
-        cut.append(f"clone_model not timed: building the model took {ms(build)}, too long for the budget")
-    # 3. The epochs: loop, fit (2), the fixes' fits (5 variants x 3), loop without prefetch.
-    variants = 5
-    fixed += 2 * trace + (1 + variants) * fit_trace + (XLA_TRACE_FACTOR - 1) * fit_trace
-    per_step = step * (2 + FIT_OVERHEAD * (2 + 3 * variants))
+    with_clone = used + create_s <= plan_s and create_s <= CLONE_SHARE * plan_s
+    if with_clone:
+        used += create_s
+    else:
+        cut.append(f"clone_model not timed: building the model took {_ms(build)} here")
+    # 4. The epochs grown into what is left: the loop (+ the A/B), fit's 2 epochs, the fixes' 3 each.
+    per_step = step * (1 + with_prefetch + FIT_OVERHEAD * (2 + (9 if with_fixes else 0)))
     asked_steps = max(1, math.ceil(samples / batch))
-    steps = int(max(0.0, plan_s - fixed) / per_step)
-    steps = max(MIN_EPOCH_STEPS, min(asked_steps, steps))
+    extra = int(max(0.0, plan_s - used) / per_step)
+    steps = max(MIN_EPOCH_STEPS, min(asked_steps, MIN_EPOCH_STEPS + extra))
     if steps < asked_steps:
         cut.append(
             f"each epoch {steps * batch} samples ({steps} steps of {batch}), not "
-            f"{'--samples ' if samples_given else 'the default '}{samples}: a step took {ms(step)} here "
-            "(a larger --budget runs longer epochs)"
+            f"{'--samples ' if samples_given else 'the default '}{samples}: a step took {_ms(step)} here"
         )
     # steps_per_execution k gives ceil(steps / k) timed executions per epoch: at least 3 (2 steady
-    # epochs -> 6 samples, a claim needs 5).
-    spe = tuple(k for k in FIX_STEPS_PER_EXECUTION if math.ceil(steps / k) >= 3)
+    # epochs -> 6 samples, a claim needs 5), and only with the fixes' group.
+    spe = tuple(k for k in FIX_STEPS_PER_EXECUTION if with_fixes and math.ceil(steps / k) >= 3)
     left = [k for k in FIX_STEPS_PER_EXECUTION if k not in spe]
-    if left:
+    if left and with_fixes:
         cut.append(
-            f"steps_per_execution {', '.join(map(str, left))} not tried: an epoch of {steps} steps gives it "
-            "fewer than 3 timed executions per epoch (a larger --budget runs longer epochs)"
+            f"steps_per_execution {', '.join(map(str, left))} not tried: an epoch of {steps} steps gives "
+            "fewer than 3 timed executions per epoch"
         )
+    if cut:
+        cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
     return {
         "samples": steps * batch,
-        "sweep_batches": sweep,
+        "rounds": rounds,
+        "sweep_batches": sorted(sweep),
         "steps_per_execution": list(spe),
+        "fixes": with_fixes,
+        "prefetch": with_prefetch,
         "clone": with_clone,
         "step_s": step,
+        # each point samples long enough for POINT_SAMPLES samples of its slowest step
+        "point_cap_s": max(0.25, POINT_SAMPLES * t(max(sweep))),
+        "planned_s": used,
         "cut": cut,
     }
 
@@ -241,10 +285,11 @@ def user_cases(
     run = dict(example="user", samples=n, batch=batch)
     t(kind="loop", data="tfdata", epochs=1, **run)
     t(kind="fit", data="tfdata", epochs=2, **run)
-    fits = [(k, v) for k, v in FIX_FITS if k != "steps_per_execution" or (spe and (v == 1 or v in spe))]
-    for name, value in fits:
-        t(kind="fit", data="tfdata", epochs=FIX_EPOCHS, **{name: value}, **run)
-    if not user.get("data_file"):
+    if not sizing or sizing.get("fixes", True):
+        for name, value in FIX_FITS:
+            if name != "steps_per_execution" or value == 1 or value in spe:
+                t(kind="fit", data="tfdata", epochs=FIX_EPOCHS, **{name: value}, **run)
+    if not user.get("data_file") and (not sizing or sizing.get("prefetch", True)):
         t(kind="loop", data="tfdata_noprefetch", epochs=1, **run)
     return cases
 
@@ -274,9 +319,8 @@ def plan_user_suite(
     )
     facts["preflight_s"] = time.perf_counter() - t0
     sizing = size_user_cases(facts, batch=batch, samples=samples, budget_s=budget_s, samples_given=samples_given)
-    sizing.update(
-        {k: facts[k] for k in ("first_step_s", "fit_first_s", "build_s", "losses", "preflight_s") if k in facts}
-    )
+    keep = ("first_step_s", "fit_first_s", "build_s", "import_s", "losses", "preflight_s")
+    sizing.update({k: facts[k] for k in keep if k in facts})
     return user, sizing
 
 
@@ -290,6 +334,7 @@ def sizing_options(sizing: dict | None) -> dict:
         "preflight_step_s": sizing["step_s"],
         "sweep_batches": list(sizing["sweep_batches"]),
         "steps_per_execution_tried": list(sizing["steps_per_execution"]),
+        "rounds_planned": sizing.get("rounds", 2),
         "losses": list(sizing.get("losses") or []),
         "preflight_s": sizing.get("preflight_s"),
         "budget_cut": list(sizing["cut"]),

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import sys
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -407,9 +408,14 @@ def _main(argv: list[str]) -> int:
         model_fn = UserFunction(Path(job["model"][0]), job["model"][1], "--model")
         data_fn = UserFunction(Path(job["data"][0]), job["data"][1], "--data") if job.get("data") else None
         shape = tuple(job["input_shape"]) if job.get("input_shape") else None
+        t0 = time.perf_counter()
+        import keras  # noqa: F401  (the framework's import, timed: the measuring children pay it too)
+
+        import_s = time.perf_counter() - t0
         result = check(
             model_fn, shape, job.get("classes"), data_fn, batch=job.get("batch"), framework=job.get("framework")
         )
+        result["import_s"] = import_s
     except UserFileError as e:
         result = {"ok": False, "argument": e.argument, "problem": e.problem, "fix": e.fix}
     except SystemExit as e:  # the user's code called sys.exit() / exit(): say so, in one line
