@@ -430,6 +430,8 @@ def _suite(
     options,
     memory_limit_gib=None,
     case_timeout_s=None,
+    point_cap_s=None,
+    rounds=None,
 ) -> SuiteResult:
     """The CLI's suite, parsed by the same functions: one ``measure.session`` Request."""
     budget = parse_budget(_opt_str(budget_s), "budget_s")
@@ -446,6 +448,8 @@ def _suite(
         case_timeout_s=timeout_s,
         budget_s=budget,
         memory_limit_bytes=parse_memory_limit(_opt_str(memory_limit_gib)),
+        point_cap_s=point_cap_s,
+        rounds=rounds,
     )
     # No journal: an API call that is interrupted has no command line to resume it from.
     with ApiProgress(name) as bar:
@@ -558,7 +562,6 @@ def diagnose(
             )
     if data is not None and not isinstance(data, str):
         raise UsageError("data", "(x, y) arrays need a model object", 'Pass data as "my_data.py:make_dataset".')
-    from whichdevice import frameworks
     from whichdevice.workloads import userfile
 
     model_fn = userfile.parse_spec(model, "--model")
@@ -567,12 +570,22 @@ def diagnose(
     n_classes = parse_positive_int(_opt_str(classes), "--classes", "10", maximum=1_000_000)
     n_batch = parse_positive_int(_opt_str(batch), "--batch", "32", maximum=65536)
     n_samples = parse_positive_int(_opt_str(samples), "--samples", "10000", maximum=10_000_000)
-    user = userfile.user_model_params(
-        model_fn, shape, n_classes, data_fn, frameworks.env_module("tensorflow").child_env("cpu")
+    from whichdevice.workloads.suite import plan_user_suite, sizing_options
+
+    user, sizing = plan_user_suite(  # the pre-flight's training step; the cases sized to the budget
+        model_fn,
+        shape,
+        n_classes,
+        data_fn,
+        "tensorflow",
+        batch=n_batch,
+        samples=n_samples,
+        budget_s=parse_budget(_opt_str(budget_s), "budget_s"),
+        samples_given=n_samples != 10_000,
     )
     return _suite(
         "diagnose",
-        lambda found, d: user_cases("tensorflow", d.name, user=user, batch=n_batch, samples=n_samples),
+        lambda found, d: user_cases("tensorflow", d.name, user=user, batch=n_batch, samples=n_samples, sizing=sizing),
         budget_s=budget_s,
         devices=devices,
         cpu_threads=cpu_threads,
@@ -582,7 +595,10 @@ def diagnose(
             "data": data_fn.text if data_fn else None,
             "batch": n_batch,
             "samples": n_samples,
+            **sizing_options(sizing),
         },
+        point_cap_s=sizing.get("point_cap_s"),
+        rounds=sizing.get("rounds"),
     )
 
 
