@@ -381,6 +381,7 @@ def test_each_first_screen_claim_is_the_fix_tables_claim_word_for_word(path, tmp
 
     from whichdevice.present.claims import ratio_text
     from whichdevice.present.firstscreen import OTHER, tail_lines
+    from whichdevice.present.fixes import DEFAULT_ON
     from whichdevice.present.suitepage import fix_grid
 
     record = load_run(path)
@@ -401,8 +402,8 @@ def test_each_first_screen_claim_is_the_fix_tables_claim_word_for_word(path, tmp
     shorts = {fv.entry.short: fv for fv in v.fixes}
     for name in fs.unclear:
         assert rows[shorts[name].entry.title][0] == "no clear change"
-    for name, _why in fs.not_measured:
-        assert rows[shorts[name].entry.title][0] == "not measured"
+    for name, why in fs.not_measured:  # 'already on by default': measured, and no change to make
+        assert rows[shorts[name].entry.title][0] == ("already on by default" if why == DEFAULT_ON else "not measured")
     assert not any("No clear gain" in line for line in tail_lines(fs))
     assert all(g.kind != OTHER for g in fs.warnings) and " other" not in first
 
@@ -419,6 +420,9 @@ def test_a_change_measured_significantly_slower_is_listed_as_slower_with_its_cla
     text = _page(record, tmp_path, 100, terminal=True, monkeypatch=monkeypatch)
     assert re.search(r"Slower here: loss read less often 5\.8× slower \(95 % CI 4\.3–7\.8×, 46 samples\)", text)
     assert re.search(r"Not measured: steps_per_execution, jit_compile, mixed precision \(skipped: time budget\)", text)
+    page = suite_report(record, tmp_path / "r.png").page  # the report's first section says the same
+    assert "Slower here: loss read less often 5.8× slower (95 % CI 4.3–7.8×, 46 samples)." in page
+    assert "Not measured: steps_per_execution, jit_compile, mixed precision (skipped: time budget)." in page
 
 
 def test_no_verdict_over_failed_cases_and_run_exits_1_when_nothing_deciding_was_measured(tmp_path, monkeypatch):

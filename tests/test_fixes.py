@@ -140,7 +140,7 @@ def test_jit_compile_is_not_recommended_where_xla_is_already_the_default():
     assert isinstance(record, RunRecord) and jit_by_default(record, "CPU:0")
     v = suite_verdict(record)
     jit = v.fix("jit_compile")
-    assert jit.default_on == ["CPU:0"] and not jit.gains("CPU:0")
+    assert [f.device for f in jit.default_on] == ["CPU:0"] and not jit.gains("CPU:0")
     assert jit.outcome == "not_measured" and jit.not_measured.reason == "default"
     assert not any(c.kind == "jit_compile" for c in first_screen(record, v).changes)
     # where the default is eager (TensorFlow on a CPU), the same measurement is a change

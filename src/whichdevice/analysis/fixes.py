@@ -15,7 +15,7 @@ longer step it takes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from whichdevice.analysis.compare import Comparison, compare, process_sd
 from whichdevice.analysis.significance import Claim
@@ -39,7 +39,7 @@ class FixResult:
     device: str
     baseline_value: object
     variant_value: object
-    context: dict  # the parameters both cases share
+    context: dict[str, Any]  # the parameters both cases share
     comparison: Comparison  # baseline vs variant, per sample: ratio > 1 means the fix helps
     framework: str = ""  # the framework both cases ran in
 
@@ -86,13 +86,13 @@ def per_sample(r: CaseResult) -> Timing:
     )
 
 
-def ab_fixes(record: RunRecord, fix: str, baseline_value, *, ignore: tuple[str, ...] = ()) -> list[FixResult]:
+def ab_fixes(record: RunRecord, fix: str, baseline_value: object, *, ignore: tuple[str, ...] = ()) -> list[FixResult]:
     """Every pair (baseline, variant) that differs only in ``fix`` (and in ``ignore`` params)."""
     ok = [r for r in record.results if r.status == "ok" and fix in r.spec.params]
     out = []
     spread = process_sd(record)  # every claim no surer than two processes agree
 
-    def rest(r: CaseResult) -> tuple:
+    def rest(r: CaseResult) -> tuple[object, ...]:
         return (
             r.spec.workload,
             r.spec.framework,
@@ -150,7 +150,7 @@ class Fix:
     baseline: object  # the parameter's value before ...
     variant: object  # ... and after
     claim: Claim  # per sample, baseline / variant: > 1 means the fix is faster
-    where: dict  # the parameters both cases share: the workload, for present/names.workload_name
+    where: dict[str, Any]  # the parameters both cases share: the workload, for present/names.workload_name
     workload: str = "train"  # "pipeline": the image input pipeline
     part: str = ""  # pipeline: "both" (per training step) or "pipeline" (the pipeline alone, per batch)
 
@@ -173,6 +173,13 @@ class GridResult:
     cells: list[Fix]  # by value
     pick: Fix | None  # the recommended value (analysis/suite.grid_pick), None when none helps
     best: Fix | None  # the largest significant gain
+
+    @property
+    def pick_share(self) -> float | None:
+        """The recommended value's gain as a share of the best gain (at least GOOD_ENOUGH)."""
+        if self.pick is None or self.best is None:
+            return None
+        return self.pick.claim.ratio / self.best.claim.ratio
 
     @property
     def thin(self) -> list[Fix]:

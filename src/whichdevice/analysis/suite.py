@@ -14,7 +14,7 @@ change) and ``analysis/pipeline.py`` (input-bound); their thresholds and sources
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from whichdevice.analysis.compare import compare, process_sd
 from whichdevice.analysis.fixes import (
@@ -31,7 +31,7 @@ from whichdevice.analysis.fixes import (
 )
 from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT, DeviceReport, analyze_pipeline
 from whichdevice.analysis.placement import device_placement
-from whichdevice.analysis.precision import cpu_16bit_note
+from whichdevice.analysis.precision import Cpu16Bit, cpu_16bit
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.analysis.train import TrainReport, analyze_training
 from whichdevice.analysis.verdict import Finding, sweep_findings
@@ -68,8 +68,8 @@ class FixVerdict:
     not_measured: NotMeasured | None = None  # outcome "not_measured": why
     grids: list[GridResult] = field(default_factory=list)
     checks: list[PlacementCheck | WarmupCheck] = field(default_factory=list)  # method "check"
-    default_on: list[str] = field(default_factory=list)  # devices where the framework already applies it
-    cpu_16bit: str | None = None  # precision: what the record says about this CPU's 16-bit math
+    default_on: list[Fix] = field(default_factory=list)  # pairs where the framework's default already applies it
+    cpu_16bit: Cpu16Bit | None = None  # precision: what the record says about this CPU's 16-bit math
 
     @property
     def kind(self) -> str:
@@ -99,8 +99,25 @@ class Cause:
 
 
 @dataclass(frozen=True)
+class SweepFinding:
+    """A rule that fired on one of the suite's sweeps (analysis/verdict.py), and which sweep."""
+
+    sweep: Literal["matmul", "training"]
+    group: dict[str, Any]  # the sweep table's group: framework, mode, model ...
+    finding: Finding
+
+    @property
+    def rule(self) -> str:
+        return self.finding.rule
+
+    @property
+    def device(self) -> str:
+        return self.finding.device
+
+
+@dataclass(frozen=True)
 class SuiteVerdict:
-    findings: list[Finding]
+    findings: list[SweepFinding]
     fixes: list[FixVerdict]  # the catalogue's order
     causes: list[Cause]  # largest share first
     matmul: list[Table]
@@ -218,7 +235,7 @@ def _decide(deciding: list[Fix]) -> tuple[Outcome, Fix | None]:
     return "not_measured", None
 
 
-def _baseline_side(e: FixEntry, baseline: object, workload: str, p: dict) -> bool:
+def _baseline_side(e: FixEntry, baseline: object, workload: str, p: dict[str, Any]) -> bool:
     """Whether a case of ``e`` is its baseline (every case of a check)."""
     if not e.cases(workload, p):
         return False
@@ -254,7 +271,7 @@ def _verdict(
     baseline: object,
     fixes: list[Fix],
     deciding: list[Fix],
-    **extra,
+    **extra: Any,
 ) -> FixVerdict:
     outcome, best = _decide(deciding)
     why = why_not_measured(record, e, fixes, baseline) if outcome == "not_measured" else None
@@ -274,16 +291,16 @@ def _fix_verdict(record: RunRecord, e: FixEntry, seed_batch: int, pipelines: lis
         deciding = [g.pick for g in grids if g.pick] or fixes
     piped, piped_deciding = _pipeline_pairs(record, e, pipelines)
     fixes, deciding = fixes + piped, deciding + piped_deciding
-    extra: dict = {"grids": grids}
+    extra: dict[str, Any] = {"grids": grids}
     if e.key == "jit_compile":  # where the framework's default already compiles with XLA, True is no change
-        already = sorted({f.device for f in fixes if jit_by_default(record, f.device, f.framework)})
-        deciding = [f for f in deciding if f.device not in already]
+        already = [f for f in fixes if jit_by_default(record, f.device, f.framework)]
+        deciding = [f for f in deciding if f not in already]
         extra["default_on"] = already
         if fixes and not deciding:
-            v = FixVerdict(e, fixes, [], "not_measured", None, NotMeasured("default", devices=already), **extra)
-            return v
+            devices = sorted({f.device for f in already})
+            return FixVerdict(e, fixes, [], "not_measured", None, NotMeasured("default", devices=devices), **extra)
     if e.key == "precision":
-        extra["cpu_16bit"] = cpu_16bit_note(record) if fixes else None
+        extra["cpu_16bit"] = cpu_16bit(record) if fixes else None
     return _verdict(record, e, baseline, fixes, deciding, **extra)
 
 
@@ -414,17 +431,8 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
     pipelines = analyze_pipeline(record) if any(r.spec.workload == "pipeline" for r in record.results) else []
     matmul_tables = analyze_sweep(mm, "n", work_metric="flops_per_call")
     training = analyze_training(train)
-    findings: list[Finding] = []
-    for t in matmul_tables:
-        fw_name = f"{t.group['framework']} " if "framework" in t.group else ""
-        findings += [
-            Finding(f.rule, f.device, f"{fw_name}matmul {t.group.get('mode')}: {f.text}", f.advice)
-            for f in sweep_findings(t, "n")
-        ]
-    for t in training.sweep:
-        findings += [
-            Finding(f.rule, f.device, f"training step: {f.text}", f.advice) for f in sweep_findings(t, "batch")
-        ]
+    findings = [SweepFinding("matmul", t.group, f) for t in matmul_tables for f in sweep_findings(t, "n")]
+    findings += [SweepFinding("training", t.group, f) for t in training.sweep for f in sweep_findings(t, "batch")]
     fixes = [_fix_verdict(record, e, seed_batch, pipelines) for e in catalogue.FIXES]
     gpus = sorted(
         {d for d in training.devices if d.startswith("GPU")}

@@ -17,7 +17,7 @@ from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.api import fix_grid, suite_report
 from whichdevice.analysis.suite import answer_cases
-from whichdevice.present.suitepage import headline
+from whichdevice.present.suitepage import finding_text, headline
 from whichdevice.cli.common import (
     allow_with_resume,
     find_devices,
@@ -374,8 +374,7 @@ def render_run(
     for line in headline(v):
         console.print(f"• {escape(names.plain(line))}")
     for f in v.findings:
-        text = names.plain(f"{f.text}" + (f" → {f.advice}" if f.advice else ""))
-        console.print(f"  [bold]{escape(f.rule)}[/bold] {escape(text)}")
+        console.print(f"  [bold]{escape(f.rule)}[/bold] {escape(finding_text(f))}")
     terminal.render_grid(console, fix_grid(v, with_how=False, record=record))
     for line in rep.advice:
         console.print(f"[bold green]{escape(names.plain(line))}[/bold green]")

@@ -13,8 +13,10 @@ computes a ratio or decides a threshold.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from whichdevice.analysis import quality
+from whichdevice.analysis.crossover import Crossover
 from whichdevice.analysis.fixes import Fix
 from whichdevice.analysis.significance import Claim
 from whichdevice.analysis.suite import Cause, SuiteVerdict
@@ -22,6 +24,9 @@ from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import names
+
+if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
+    from rich.console import Console
 
 NO_PREDICTION = "Would a GPU help? `whichdevice predict --quick` models it (run traces no ops to model)."
 MAX_LINES = 25  # the first screen's budget at 100 columns (issue 17)
@@ -193,12 +198,12 @@ def _answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) ->
     return out[:2]
 
 
-def _crossover_words(c, unit: str, gpu: str) -> str:
+def _crossover_words(c: Crossover, unit: str, gpu: str) -> str:
     if c.kind == "gpu_everywhere":
         return f"use {gpu}: it is faster at every {unit} measured (from {c.high:g})"
     if c.kind == "cpu_everywhere":
         return f"use the CPU: {gpu} is slower at every {unit} measured (up to {c.low:g})"
-    if c.kind == "between":
+    if c.kind == "between" and c.estimate is not None:
         sure = " (uncertain: the ranges overlap there)" if c.ranges_overlap else ""
         est = f"{c.estimate:,.0f}" if c.estimate >= 100 else f"{c.estimate:.3g}"
         return f"use the CPU below {unit} ≈ {est}, {gpu} above (between {c.low:g} and {c.high:g}){sure}"
@@ -212,27 +217,27 @@ def _crossover_words(c, unit: str, gpu: str) -> str:
 # what to do, and its short name on the first screen's warnings line.
 _WARNING_KINDS = {
     "bimodal": (
-        "point{s} bimodal between rounds (two processes disagreed by more than 25 %): every ratio on it carries "
+        "point{s} bimodal between rounds (two processes disagreed by more than {t}): every ratio on it carries "
         "that spread — measure again on a quieter machine",
         "bimodal",
     ),
     "not_converged": (
-        "point{s} did not settle (the median's 95 % interval stayed wider than ±5 %): the machine was busy — "
+        "point{s} did not settle (the median's 95 % interval stayed wider than ±{t}): the machine was busy — "
         "close other programs and measure again",
         "unsettled",
     ),
     "uneven_steps": (
-        "run{s} with uneven steps (spread > 10 %; the median holds): slow steps point at input stalls, garbage "
+        "run{s} with uneven steps (spread > {t}; the median holds): slow steps point at input stalls, garbage "
         "collection or another busy process",
         "uneven",
     ),
     "noisy": (
-        "point{s} noisy (spread > 10 % of the median): the machine was busy or the point is short — close other "
+        "point{s} noisy (spread > {t} of the median): the machine was busy or the point is short — close other "
         "programs and measure again",
         "noisy",
     ),
     "overhead": (
-        "point{s} so short that the timer itself is > 5 % of the call: an upper bound only",
+        "point{s} so short that the timer itself is > {t} of the call: an upper bound only",
         "timer-bound",
     ),
 }
@@ -248,6 +253,7 @@ def aggregate_warnings(record: RunRecord, warnings: list[str] | None = None) -> 
         wanted = set(warnings)
         typed = [w for w in typed if w.text in wanted]
     items: dict[str, list[str]] = {}
+    thresholds: dict[str, float] = {w.kind: w.threshold for w in typed}
     for w in typed:
         items.setdefault(w.kind, []).append(
             f"{w.case.device} {names.workload_name(w.case.params, w.case.workload)}: {w.message}"
@@ -258,7 +264,8 @@ def aggregate_warnings(record: RunRecord, warnings: list[str] | None = None) -> 
     for kind, (text, _) in _WARNING_KINDS.items():
         if kind in items:
             n = len(items[kind])
-            out.append(WarningGroup(kind, n, text.format(s="s" if n > 1 else ""), items[kind]))
+            t = f"{thresholds[kind] * 100:g} %"  # the threshold the warnings carry (analysis/quality.py)
+            out.append(WarningGroup(kind, n, text.format(s="s" if n > 1 else "", t=t), items[kind]))
     if extra:
         out.append(WarningGroup(OTHER, len(extra), f"other warning{'s' if len(extra) > 1 else ''}", extra))
     return out
@@ -442,7 +449,7 @@ def _screen_lines(fs: FirstScreen, report: str | None, n_causes: int, gap: bool,
 _STYLE = {"bold": "bold", "head": "bold", "answer": "bold green", "caveat": "yellow", "warn": "yellow", "dim": "dim"}
 
 
-def render_terminal(console, fs: FirstScreen, *, report: str | None) -> None:
+def render_terminal(console: Console, fs: FirstScreen, *, report: str | None) -> None:
     """Print the first screen. Paths and code lines are never wrapped by rich (a terminal may
     fold them; a pipe gets them whole); other lines wrap at the terminal's width, or not at
     all when stdout is not a terminal."""

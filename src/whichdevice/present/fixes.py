@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from whichdevice.analysis.fixes import Fix, FixEntry, GridResult, NotMeasured
-from whichdevice.analysis.significance import Claim
+from whichdevice.analysis.fixes import Fix, FixEntry, GridResult, NotMeasured, PlacementCheck, WarmupCheck
+from whichdevice.analysis.precision import Cpu16Bit
+from whichdevice.analysis.significance import MIN_SAMPLES, Claim
 from whichdevice.analysis.suite import FixVerdict
 from whichdevice.core.units import seconds
 from whichdevice.present import names
@@ -101,14 +102,14 @@ def grid_lines(g: GridResult, e: FixEntry, *, several: bool = False) -> tuple[st
         else ""
     )
     grid = f"{who} grid (samples/s vs {what} {g.baseline}): " + "; ".join(_grid_cell(f) for f in g.cells)
-    if g.pick is None or g.best is None:
+    if g.pick is None or g.best is None or g.pick_share is None:
         values = ", ".join(str(f.variant) for f in g.cells)
         return f"{who}: none of {what} {values} beats {g.baseline} significantly{left_out}", grid
     pick, best = g.pick, g.best
     line = (
         f"{who}: {what} {g.baseline} -> {pick.variant}: {claim_text(pick.claim)} in samples/s "
         f"({where_words(pick)}); best in the grid: {what} {best.variant} at {best.claim.ratio:.3g}x, so the "
-        f"recommended {what} reaches {pick.claim.ratio / best.claim.ratio:.0%} of the best{left_out}"
+        f"recommended {what} reaches {g.pick_share:.0%} of the best{left_out}"
     )
     return line, grid
 
@@ -124,7 +125,7 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
         kinds = ", ".join(k.replace("_", " ") for k in why.failures)
         return f"not measured: its cases failed ({kinds}; see Failed)"
     if why.reason == "too_few_samples":
-        return f"not measured: fewer than 5 samples (n={why.n})"
+        return f"not measured: fewer than {MIN_SAMPLES} samples (n={why.n})"
     if why.reason == "default":
         return f"no change to make: {', '.join(why.devices)} already compile with XLA by default (jit_compile='auto')"
     return "not measured: one side of the pair did not run"
@@ -139,7 +140,7 @@ def short_reason(why: NotMeasured) -> str:
         "not_in_suite": "not in this suite",
         "skipped": "skipped: time budget",
         "failed": "failed",
-        "too_few_samples": "fewer than 5 samples",
+        "too_few_samples": f"fewer than {MIN_SAMPLES} samples",
         "default": DEFAULT_ON,
         "no_pair": "one side did not run",
     }[why.reason]
@@ -157,19 +158,18 @@ def verdict_lines(v: FixVerdict, *, several: bool = False, with_grid: bool = Tru
         lines += [fix_line(f, several=several) for f in v.fixes]
     for c in v.checks:
         lines.append(check_line(c))
-    if v.default_on and v.fixes:
+    on = dict.fromkeys(f"{f.framework} {f.device}" if several else f.device for f in v.default_on)
+    if on:
         lines.append(
-            f"{', '.join(v.default_on)}: already the default here (jit_compile='auto' compiled with XLA): no change "
-            "for you"
+            f"{', '.join(on)}: already the default here (jit_compile='auto' compiled with XLA): no change for you"
         )
-    if v.cpu_16bit:
-        lines.append(v.cpu_16bit)
+    note = cpu_16bit_text(v.cpu_16bit)
+    if note:
+        lines.append(note)
     return lines
 
 
-def check_line(c) -> str:
-    from whichdevice.analysis.fixes import PlacementCheck
-
+def check_line(c: PlacementCheck | WarmupCheck) -> str:
     if isinstance(c, PlacementCheck):
         if c.device.startswith("GPU"):
             text = (
@@ -219,3 +219,22 @@ class _N:
 def general_caveat(e: FixEntry) -> str:
     """The caveat with no measured value ('every N steps'), for the fix table's how column."""
     return e.caveat.format(v=_N(), r=_N())
+
+
+def cpu_16bit_text(c: Cpu16Bit | None) -> str | None:
+    """What this CPU's 16-bit math means for a mixed-precision measurement made on it."""
+    if c is None:
+        return None
+    if c.bf16 and c.fp16:
+        return "This CPU has fast bfloat16 and float16 math (avx512_bf16/amx_bf16 and avx512_fp16/amx_fp16)."
+    missing = [
+        n
+        for n, ok in (("bfloat16 (no avx512_bf16/amx_bf16)", c.bf16), ("float16 (no avx512_fp16/amx_fp16)", c.fp16))
+        if not ok
+    ]
+    return (
+        "This CPU has no fast 16-bit math for " + " or ".join(missing) + " in /proc/cpuinfo: its 16-bit "
+        "arithmetic is not accelerated, so a difference measured here comes from elsewhere (less memory "
+        "traffic, different kernels), not from 16-bit compute units; tensor-core GPUs are where mixed "
+        "precision is designed to pay — measure it there."
+    )

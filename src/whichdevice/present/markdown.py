@@ -84,10 +84,8 @@ def page_markdown(page: Page, *, full: bool = False) -> str:
                 "",
                 "Also helps: " + "; ".join(f"{_line(c['title'])} — {_line(c['gain'])}" for c in fs["more"]) + ".",
             ]
-        for tail in fs.get("tail", []):  # "No clear gain: ...", what was not measured
+        for tail in fs["tail"]:  # slower here, no clear change, not measured (present/firstscreen.tail_lines)
             lines += ["", _line(tail)]
-        if fs.get("unclear"):
-            lines += ["", "No clear gain here: " + ", ".join(_line(u) for u in fs["unclear"]) + "."]
         lines.append("")
     elif page.verdict:
         lines += [f"- {_line(v)}" for v in page.verdict] + [""]

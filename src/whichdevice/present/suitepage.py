@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from whichdevice.analysis import quality
-from whichdevice.analysis.suite import SuiteVerdict, suite_verdict
+from whichdevice.analysis.suite import SuiteVerdict, SweepFinding, suite_verdict
 from whichdevice.core.records import RunRecord
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import html, names, plots
@@ -29,6 +29,8 @@ def fix_grid(v: SuiteVerdict, *, with_how: bool = True, record: RunRecord | None
         e = fv.entry
         if fv.measured and e.method == "check":
             status = GridCell("checked", "good")
+        elif fv.not_measured is not None and fv.not_measured.reason == "default":
+            status = GridCell(fixwords.DEFAULT_ON, "neutral")  # measured, but the framework already does it
         elif fv.measured:
             tone = {"helps": "good", "slower": "bad"}.get(fv.outcome, "neutral")
             status = GridCell(fixwords.OUTCOME_WORDS[fv.outcome], tone)
@@ -89,6 +91,19 @@ def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
     return out
 
 
+def finding_text(f: SweepFinding, arrow: str = " → ") -> str:
+    """'matrix multiply (back-to-back, operands on the device): CPU:0: time grows with n ...'."""
+    g = f.group
+    fw = f"{g['framework']}: " if g.get("framework") else ""
+    if f.sweep == "matmul":
+        mode = names.MATMUL_MODES.get(str(g.get("mode")), str(g.get("mode")))
+        where = f"{fw}matrix multiply ({mode})"
+    else:
+        where = f"{fw}{names.model_name(g, short=True)} training step"
+    advice = f"{arrow}{f.finding.advice}" if f.finding.advice else ""
+    return names.plain(f"{where}: {f.finding.text}{advice}")
+
+
 def headline(v: SuiteVerdict) -> list[str]:
     """The verdict line by line (``--verbose`` and the report): crossovers, device against
     device in the seeds' runs, break-even, the input pipeline, and the measured gains per
@@ -143,17 +158,21 @@ class SuiteReport:
     first: FirstScreen | None = None  # the first screen (terminal and the top of the page)
 
 
-def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteReport:
-    """Verdict, plots (``png`` stem + -matmul/-batch) and the HTML page of a run/diagnose record."""
-    user_batch = int(str(record.options.get("batch", 10))) if record.experiment == "diagnose" else 10
-    v = suite_verdict(record, seed_batch=user_batch)
-    advice = settings_advice(v, user_batch) if record.experiment == "diagnose" else []
-    warnings, failures = quality.timing_warnings(record), quality.failures(record)
-    first = first_screen(record, v, advice=advice)
+@dataclass(frozen=True)
+class SuitePlots:
+    matmul: Path | None  # time vs matrix size, per mode
+    batch: Path | None  # training step time and samples/s vs batch
+
+    @property
+    def paths(self) -> list[Path]:
+        return [p for p in (self.matmul, self.batch) if p is not None]
+
+
+def draw_plots(v: SuiteVerdict, png: Path, *, loglog: bool = True) -> SuitePlots:
+    """The plotting step: the suite's PNGs (``png`` stem + -matmul/-batch), apart from the text."""
     png = Path(png)
     png.parent.mkdir(parents=True, exist_ok=True)
     mm_png, sweep_png = png.with_name(png.stem + "-matmul.png"), png.with_name(png.stem + "-batch.png")
-    sections, pngs = [], []
     if v.matmul:
         plots.plot_sweep(
             v.matmul,
@@ -162,15 +181,34 @@ def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteR
             loglog=loglog,
             title="Matrix multiplication time vs size — whichdevice",
         )
+    if v.training.sweep:
+        plots.plot_batch_sweep(
+            v.training.sweep,
+            sweep_png,
+            loglog=loglog,
+            title="Training step time and samples/s vs batch size — whichdevice",
+        )
+    return SuitePlots(mm_png if v.matmul else None, sweep_png if v.training.sweep else None)
+
+
+def _sections(record: RunRecord, v: SuiteVerdict, drawn: SuitePlots) -> list[html.Section]:
+    """The report's sections, fixes first, each with its tables and the plots already drawn."""
+    sections = [
+        html.Section(
+            "Fixes, each measured on the same workload",
+            [fix_grid(v, record=record)],
+            lines=[finding_text(f, " — ") for f in v.findings],
+        )
+    ]
+    if v.matmul:
         sections.append(
             html.Section(
                 "Matrix multiply: where the GPU starts to pay",
                 [sweep_grid(t, "n", "FLOP/s") for t in v.matmul],
-                pngs=[mm_png],
+                pngs=[drawn.matmul] if drawn.matmul else [],
                 source="seed000",
             )
         )
-        pngs.append(mm_png)
     train_grids = []
     if v.training.creation:
         train_grids.append(creation_grid(v.training))
@@ -179,20 +217,11 @@ def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteR
     if v.training.sync_costs:
         train_grids.append(sync_cost_grid(v.training))
     train_grids += [sweep_grid(t, "batch", "samples/s") for t in v.training.sweep]
-    train_pngs = []
-    if v.training.sweep:
-        plots.plot_batch_sweep(
-            v.training.sweep,
-            sweep_png,
-            loglog=loglog,
-            title="Training step time and samples/s vs batch size — whichdevice",
-        )
-        train_pngs.append(sweep_png)
-        pngs.append(sweep_png)
     if train_grids:
         diag = record.experiment == "diagnose"
         title = "Your model: training" if diag else "Training: the small MLP and the 3-layer MLP"
-        sections.append(html.Section(title, train_grids, pngs=train_pngs, source=None if diag else "seed001"))
+        pngs = [drawn.batch] if drawn.batch else []
+        sections.append(html.Section(title, train_grids, pngs=pngs, source=None if diag else "seed001"))
     if v.pipelines:
         from whichdevice.present.pipeline import variant_grid
 
@@ -204,20 +233,24 @@ def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteR
                 source="seed003",
             )
         )
-    sections.insert(
-        0,
-        html.Section(
-            "Fixes, each measured on the same workload",
-            [fix_grid(v, record=record)],
-            lines=[names.plain(f"{f.text}" + (f" — {f.advice}" if f.advice else "")) for f in v.findings],
-        ),
-    )
+    return sections
+
+
+def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteReport:
+    """Verdict, plots (``png`` stem + -matmul/-batch) and the HTML page of a run/diagnose record:
+    analysis once, then the plotting step, then the text (first screen, sections, page)."""
+    user_batch = int(str(record.options.get("batch", 10))) if record.experiment == "diagnose" else 10
+    v = suite_verdict(record, seed_batch=user_batch)
+    drawn = draw_plots(v, png, loglog=loglog)
+    advice = settings_advice(v, user_batch) if record.experiment == "diagnose" else []
+    warnings, failures = quality.timing_warnings(record), quality.failures(record)
+    first = first_screen(record, v, advice=advice)
     page = html.render_html(
         record,
-        sections,
+        _sections(record, v, drawn),
         verdict=[names.plain(line) for line in headline(v) + advice],
         warnings=warnings,
         failures=failures,
         first=first,
     )
-    return SuiteReport(v, advice, page, pngs, warnings, failures, first)
+    return SuiteReport(v, advice, page, drawn.paths, warnings, failures, first)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 # How an entry is measured: an A/B pair of cases (``ab``), a grid of values against one
 # baseline where the smallest value close to the best is recommended (``grid``), the image
@@ -31,7 +31,7 @@ from typing import Literal
 # that measures no ratio (``check``: op placement, warm-up).
 Method = Literal["ab", "grid", "pipeline", "check"]
 # Where a case is in the record: (workload, params) -> whether it measures this fix.
-CasePredicate = Callable[[str, dict], bool]
+CasePredicate = Callable[[str, dict[str, Any]], bool]
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ FIXES: tuple[FixEntry, ...] = (
         baseline="each",
         method="ab",
         title="Do not read the loss back every step",
-        change="Read the loss back every N steps, not every step",
+        change="Read the loss back every N steps",
         short="loss read less often",
         code="if step % 100 == 0: print(float(loss))  # not every step",
         how="avoid .numpy()/.item()/float(loss) per step; log every N steps",
@@ -231,6 +231,6 @@ def entry(key: str) -> FixEntry:
     return BY_KEY[key]
 
 
-def repeated(workload: str, params: dict) -> bool:
+def repeated(workload: str, params: dict[str, Any]) -> bool:
     """Whether a case measures a fix whose claims round 2 must repeat (``FixEntry.repeat``)."""
     return any(f.repeat and f.cases(workload, params) for f in FIXES)
