@@ -65,12 +65,12 @@ def render_grid(console: Console, grid: Grid) -> None:
         rt.add_row(
             *[f"[{_TONES[c.tone]}]{escape(c.text)}[/{_TONES[c.tone]}]" if c.tone else escape(c.text) for c in row]
         )
-    _print_unsqueezed(console, rt)
+    print_table(console, rt)
     for line in grid.footer:
         console.print(f"  {escape(line)}")
 
 
-def _print_unsqueezed(console: Console, renderable) -> None:
+def print_table(console: Console, renderable) -> None:
     """Piped or redirected, a table gets its natural width, never the 80 columns rich assumes
     for a file (issue #34: a grep on a row must find the whole row); on a terminal, its width."""
     if console.is_terminal:
