@@ -98,8 +98,10 @@ def test_cell_magic_audits_the_cell_and_keeps_the_file(tmp_path):
 
 
 @pytest.mark.tf
+@pytest.mark.slow
 def test_whichdevice_matmul_quick_in_ipython(tmp_path):
-    """The done-when line: `%load_ext whichdevice` then `%whichdevice matmul --quick`."""
+    """The done-when line: `%load_ext whichdevice` then `%whichdevice matmul --quick` (≈ 30 s on
+    2 cores: slow; test_load_ext_registers_the_magics_under_ipython runs the same path in CI)."""
     pytest.importorskip("IPython")
     r = _ipython(
         "%load_ext whichdevice\nr = %whichdevice matmul --quick\nprint('RESULT', type(r).__name__, len(r.record.results))\n",
