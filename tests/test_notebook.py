@@ -88,13 +88,14 @@ def test_cell_magic_audits_the_cell_and_keeps_the_file(tmp_path):
         "cell = 'import time\\nt0 = time.perf_counter()\\nsum(range(100000))\\nprint(\"took\", time.perf_counter() - t0)\\n'\n"
         "# a script file is one cell: the cell magic is called as IPython calls it for a %%cell\n"
         "rec = get_ipython().run_cell_magic('whichdevice_audit', '--no-rerun', cell)\n"
-        "print('AUDIT', type(rec).__name__)\n",
+        "print('AUDIT', type(rec).__name__, repr(rec))\n",
         tmp_path,
     )
     assert r.returncode == 0, r.stderr[-2000:]
     (cell,) = (tmp_path / "whichdevice-results").glob("cell-*.py")
     assert "perf_counter" in cell.read_text()
     assert "took" in r.stdout and cell.name in r.stdout
+    assert "AUDIT AuditResult" in r.stdout
 
 
 @pytest.mark.tf
