@@ -212,3 +212,11 @@ def test_compare_history_folder_keeps_the_learned_noise_there(tmp_path, capsys):
     finally:
         history.use(None)
     assert history.noise_samples(host) == {}  # $WHICHDEVICE_HOME untouched
+
+
+def test_a_gate_that_compares_nothing_does_not_pass(tmp_path, capsys):
+    a = _write(tmp_path / "a.json", [_case(100, TIGHT)])
+    b = _write(tmp_path / "b.json", [_case(999, TIGHT)], created="2026-11-22T00:01:00+00:00")
+    assert run_cli(["compare", a, b], capsys)[0] == 0  # a report may show nothing in common
+    code, _, err = run_cli(["compare", a, b, "--fail-on-regression"], capsys)
+    assert code == 2 and "RUN_B: no case of RUN_A is in RUN_B (1 only in RUN_A, 1 only in RUN_B)" in err

@@ -185,6 +185,13 @@ def compare(
         out.print(f"  only in RUN_A: {escape(names.case_name(spec))}")
     for spec in d.only_after:
         out.print(f"  only in RUN_B: {escape(names.case_name(spec))}")
+    if fail_on_regression and not d.points:  # a gate that compared nothing must not pass
+        raise UsageError(
+            "RUN_B",
+            f"no case of RUN_A is in RUN_B ({len(d.only_before)} only in RUN_A, {len(d.only_after)} only in RUN_B), "
+            "so there is nothing to gate",
+            "Compare two runs of the same command, options and model.",
+        )
     if fail_on_regression:
         out.print(escape(regression_line(d)))
     if as_json:
