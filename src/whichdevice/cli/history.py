@@ -127,7 +127,8 @@ def compare(
         False,
         "--fail-on-regression",
         help="Exit 1 when a case is slower in RUN_B by the table's rule (its whole CI beyond the threshold), "
-        "or ran in RUN_A and failed in RUN_B; exit 0 otherwise, 2 on bad input. For CI.",
+        "or ran in RUN_A and failed in RUN_B (not: skipped by the budget); exit 0 otherwise, 2 on bad input "
+        "or when no case is in both runs. For CI.",
     ),
     threshold: Optional[str] = typer.Option(
         None,
