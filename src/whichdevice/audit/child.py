@@ -240,20 +240,14 @@ def rerun_torch(deadline: float) -> None:
 
     state = st.to_json()
     pairs = rules.comparisons(rules.timed(rules.build_measurements(state)))
-    gpu = bool(st.physical.get("GPU"))
     jax_mode = st.framework == "jax"
-    if jax_mode:
-        import jax
+    from whichdevice import frameworks
+    from whichdevice.core import timing
 
-        torch = None
-    else:
+    # The project's sync (block_until_ready / torch.cuda.synchronize when CUDA is up): issue #31, one ground.
+    fw_sync = frameworks.load("jax" if jax_mode else "torch").sync.sync
+    if not jax_mode:
         import torch
-
-    def sync(out=None):
-        if jax_mode:
-            jax.block_until_ready(out)
-        elif gpu:
-            torch.cuda.synchronize()
 
     done: dict[tuple, int] = {}
     for n, (a, b) in enumerate(pairs):
@@ -271,24 +265,18 @@ def rerun_torch(deadline: float) -> None:
             st.interleaved.append({**base, "skipped": reason})
             continue
 
-        def call_k(item, k):
+        def call_k(item, k) -> float:
+            """Seconds of k calls, synchronized before and after (core.timing.block)."""
             _, fn, args, extra, _ = item
-            out = None
             if jax_mode:  # extra: the call's keyword arguments
-                for _ in range(k):
-                    out = fn(*args, **extra)
-            else:  # extra: grad mode of the script's last call
-                with torch.set_grad_enabled(extra):
-                    for _ in range(k):
-                        out = fn(*args)
-            sync(out)
+                return timing.block(lambda: fn(*args, **extra), k, fw_sync, _orig_perf)
+            with torch.set_grad_enabled(extra):  # extra: grad mode of the script's last call
+                return timing.block(lambda: fn(*args), k, fw_sync, _orig_perf)
 
         ones = []
         for item in wa + wb:
             call_k(item, 1)
-            t0 = _orig_perf()
-            call_k(item, 1)
-            ones.append(max(_orig_perf() - t0, 1e-6))
+            ones.append(max(call_k(item, 1), 1e-6))
         k_all = max(1, min(1000, int(0.01 / max(ones)) + 1))  # one k for the pair (see _interleave)
         ks = {id(item): k_all for item in wa + wb}
         samples: dict[int, list[float]] = {id(i): [] for i in wa + wb}
@@ -298,9 +286,7 @@ def rerun_torch(deadline: float) -> None:
                 total = 0.0
                 for item in work:
                     k = ks[id(item)]
-                    t0 = _orig_perf()
-                    call_k(item, k)
-                    per = (_orig_perf() - t0) / k
+                    per = call_k(item, k) / k
                     samples[id(item)].append(per)
                     total += item[4] * per
                 return total
@@ -336,17 +322,16 @@ def rerun_torch(deadline: float) -> None:
 
 
 def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: float):
-    def sync():
-        tf.test.experimental.sync_devices()
+    from whichdevice import frameworks
+    from whichdevice.core import timing
 
-    def call_k(item, k):
+    fw_sync = frameworks.load("tensorflow").sync.sync  # the project's sync (issue #31: one ground)
+
+    def call_k(item, k) -> float:
+        """Seconds of k calls under the block's device request, synchronized (core.timing.block)."""
         _, fn, args, kwargs, device, _ = item
-        out = None
         with tf.device(device):
-            for _ in range(k):
-                out = fn(*args, **kwargs)
-        sync()
-        return out
+            return timing.block(lambda: fn(*args, **kwargs), k, fw_sync, _orig_perf)
 
     # Warm-up (trace / instantiate on each device), then one k for every function of the pair, so
     # the slowest chunk is ≥ 10 ms: the same k on both sides amortizes the sync and the clock
@@ -354,10 +339,11 @@ def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: floa
     ran: dict[int, str] = {}
     ones = []
     for item in wa + wb:
-        out = call_k(item, 1)
-        t0 = _orig_perf()
-        call_k(item, 1)
-        ones.append(max(_orig_perf() - t0, 1e-6))
+        _, fn, args, kwargs, device, _ = item
+        with tf.device(device):
+            out = fn(*args, **kwargs)
+        fw_sync(out)
+        ones.append(max(call_k(item, 1), 1e-6))
         leaves = [x for x in tf.nest.flatten(out) if hasattr(x, "device")]
         ran[id(item)] = short_device(leaves[0].device) if leaves else ""
     k_all = max(1, min(1000, int(0.01 / max(ones)) + 1))
@@ -369,9 +355,7 @@ def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: floa
             total = 0.0
             for item in work:
                 k = ks[id(item)]
-                t0 = _orig_perf()
-                call_k(item, k)
-                per = (_orig_perf() - t0) / k
+                per = call_k(item, k) / k
                 samples[id(item)].append(per)
                 total += item[5] * per
             return total
