@@ -37,7 +37,7 @@ from whichdevice.audit.importhook import AfterImportFinder
 from whichdevice.frameworks.tensorflow.logparse import Placed, parse_placement_log
 
 if TYPE_CHECKING:
-    from whichdevice.audit.child import State
+    from whichdevice.audit.state import State
 
 _perf = time.perf_counter  # the real clock: this module is imported before the child patches it
 MAX_CALL_LOG = 200_000  # top-level tf.function calls and Session.runs remembered (seq, owner)
@@ -847,6 +847,7 @@ def install(tf, st: State) -> None:
     from tensorflow.python.util import nest
 
     record_devices(tf, st)
+    st.before_read.append(sync_log_reader)
     try:  # autograph must call the audit's clock wrappers as they are (not convert them, warning the user)
         from tensorflow.python.autograph.core import config as ag_config
 
