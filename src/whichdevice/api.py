@@ -26,7 +26,6 @@ from whichdevice.measure import experiment, session
 from whichdevice.core import records
 from whichdevice.core import process as _process
 from whichdevice.core.errors import UsageError
-from whichdevice.analysis import quality
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.measure.journal import Journal, JournalState
@@ -34,7 +33,7 @@ from whichdevice.present import html, plots, summary
 from whichdevice.present.progress import ApiProgress, run_command
 from whichdevice.present.suitepage import SuiteReport, fix_grid, suite_report  # noqa: F401 (the API's names)
 from whichdevice.analysis.suite import SuiteVerdict, suite_verdict
-from whichdevice.present.tables import sweep_grid
+from whichdevice.present.pages.matmul import matmul_report  # noqa: F401 (the API's name)
 from whichdevice.workloads.suite import parse_budget, suite_cases, user_cases
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.core.validate import (
@@ -216,26 +215,6 @@ def run_matmul(
             on_total=on_total, on_start=on_start, on_result=on_result, while_child_starts=plots.pyplot
         ),
     )
-
-
-def matmul_report(record: RunRecord, png: Path, *, loglog: bool = True) -> tuple[list[Table], str]:
-    """Analysis tables, the PNG plot written to ``png`` and the HTML page (as a string)."""
-    tables = analyze_sweep(record, "n", work_metric="flops_per_call")
-    dtype = record.options.get("dtype", "")
-    plots.plot_sweep(
-        tables,
-        png,
-        x_label="matrix size n (n x n)",
-        loglog=loglog,
-        title=f"Matrix multiplication time vs size ({dtype}) — whichdevice",
-    )
-    section = html.Section(
-        "Matrix multiplication", grids=[sweep_grid(t, "n", "FLOP/s") for t in tables], pngs=[png], source="seed000"
-    )
-    page = html.render_html(
-        record, [section], warnings=quality.timing_warnings(record), failures=quality.failures(record)
-    )
-    return tables, page
 
 
 def _keep(record: RunRecord) -> Path | None:
@@ -430,6 +409,8 @@ def _suite(
     options,
     memory_limit_gib=None,
     case_timeout_s=None,
+    point_cap_s=None,
+    rounds=None,
 ) -> SuiteResult:
     """The CLI's suite, parsed by the same functions: one ``measure.session`` Request."""
     budget = parse_budget(_opt_str(budget_s), "budget_s")
@@ -446,6 +427,8 @@ def _suite(
         case_timeout_s=timeout_s,
         budget_s=budget,
         memory_limit_bytes=parse_memory_limit(_opt_str(memory_limit_gib)),
+        point_cap_s=point_cap_s,
+        rounds=rounds,
     )
     # No journal: an API call that is interrupted has no command line to resume it from.
     with ApiProgress(name) as bar:
@@ -558,7 +541,6 @@ def diagnose(
             )
     if data is not None and not isinstance(data, str):
         raise UsageError("data", "(x, y) arrays need a model object", 'Pass data as "my_data.py:make_dataset".')
-    from whichdevice import frameworks
     from whichdevice.workloads import userfile
 
     model_fn = userfile.parse_spec(model, "--model")
@@ -567,12 +549,22 @@ def diagnose(
     n_classes = parse_positive_int(_opt_str(classes), "--classes", "10", maximum=1_000_000)
     n_batch = parse_positive_int(_opt_str(batch), "--batch", "32", maximum=65536)
     n_samples = parse_positive_int(_opt_str(samples), "--samples", "10000", maximum=10_000_000)
-    user = userfile.user_model_params(
-        model_fn, shape, n_classes, data_fn, frameworks.env_module("tensorflow").child_env("cpu")
+    from whichdevice.workloads.suite import plan_user_suite, sizing_options
+
+    user, sizing = plan_user_suite(  # the pre-flight's training step; the cases sized to the budget
+        model_fn,
+        shape,
+        n_classes,
+        data_fn,
+        "tensorflow",
+        batch=n_batch,
+        samples=n_samples,
+        budget_s=parse_budget(_opt_str(budget_s), "budget_s"),
+        samples_given=n_samples != 10_000,
     )
     return _suite(
         "diagnose",
-        lambda found, d: user_cases("tensorflow", d.name, user=user, batch=n_batch, samples=n_samples),
+        lambda found, d: user_cases("tensorflow", d.name, user=user, batch=n_batch, samples=n_samples, sizing=sizing),
         budget_s=budget_s,
         devices=devices,
         cpu_threads=cpu_threads,
@@ -582,7 +574,10 @@ def diagnose(
             "data": data_fn.text if data_fn else None,
             "batch": n_batch,
             "samples": n_samples,
+            **sizing_options(sizing),
         },
+        point_cap_s=sizing.get("point_cap_s"),
+        rounds=sizing.get("rounds"),
     )
 
 

@@ -186,8 +186,7 @@ def _run_loop(spec, fw, policy, overhead_s):
     epoch_s: list[float] = []
     with fw.placement.scope(spec.device):
         model = m.build()
-        opt, loss = m.optimizer_and_loss(model)
-        step = training.train_step(model, opt, loss)
+        step = m.train_step(training, model)
         inputs = m.dataset(training, n, b, data)
         if data == "numpy":
             x, y = inputs
@@ -275,8 +274,7 @@ def steady_step(spec, fw):
     m = CaseModel(spec.params, training)
     with fw.placement.scope(spec.device):
         model = m.build()
-        opt, loss = m.optimizer_and_loss(model)
-        step = training.train_step(model, opt, loss)
+        step = m.train_step(training, model)
         x, y = m.one_batch(training, int(spec.params["batch"]))
         xb, yb = training.on_device(x, y, fw.placement.scope(spec.device))
     return training, step, xb, yb
