@@ -344,7 +344,9 @@ def verdict_lines(record: audit_mod.AuditRecord) -> list[str]:
             else ""
         )
         return [
-            "No timing seen: the script computed no end - start of the device work" + why + ". Clocks followed: "
+            "No timing seen: the script computed no end - start of the device work"
+            + why
+            + ". Clocks followed: "
             + ", ".join(clocks_mod.CLOCKS_FOLLOWED)
             + ". Its own printed times (if any) came from elsewhere (a library's log, a clock the audit does not follow)."
         ]
