@@ -164,7 +164,13 @@ class State:
             return
         with self.lock:
             self.intervals.append(
-                {"start": start, "end": end, "seconds": seconds, "line": line, "text": self.source(line) if line else ""}
+                {
+                    "start": start,
+                    "end": end,
+                    "seconds": seconds,
+                    "line": line,
+                    "text": self.source(line) if line else "",
+                }
             )
 
     def current_block(self) -> dict | None:

@@ -917,7 +917,9 @@ def install_keras(keras, st: State) -> None:
             off = {
                 k: kwargs[k]
                 for k, v in CUDNN_DEFAULTS.items()
-                if k in kwargs and kwargs[k] != v and not (k.endswith("activation") and getattr(kwargs[k], "__name__", "") == v)
+                if k in kwargs
+                and kwargs[k] != v
+                and not (k.endswith("activation") and getattr(kwargs[k], "__name__", "") == v)
             }
             if kwargs.get("use_cudnn") is False:
                 off["use_cudnn"] = False
