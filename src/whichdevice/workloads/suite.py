@@ -250,19 +250,31 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
         unable.append(f"clone_model not timed: Keras cannot clone this model ({facts['clone_error'][:160]})")
     else:
         cut.append(f"clone_model not timed: building the model took {_ms(build)} here")
-    # 4. The epochs grown into what is left: the loop (+ the A/B), fit's 2 epochs, the fixes' 3 each.
-    per_step = step * (1 + with_prefetch + FIT_OVERHEAD * (2 + (9 if with_fixes else 0)))
+    # 4. The epochs grown into what is left: the loop (+ the A/B), fit's 2 epochs, the fixes' 3 each
+    #    (steps_per_execution 5 and 20 are two more fits, tried when an epoch gives each at least 3
+    #    timed executions: 2 steady epochs -> 6 samples, a claim needs 5).
     asked_steps = max(1, math.ceil(samples / batch))
-    extra = int(max(0.0, plan_s - used) / per_step)
-    steps = max(MIN_EPOCH_STEPS, min(asked_steps, MIN_EPOCH_STEPS + extra))
+
+    def grown(fits: int, room: float) -> int:
+        per_step = step * (1 + with_prefetch + FIT_OVERHEAD * (2 + FIX_EPOCHS * fits))
+        return max(MIN_EPOCH_STEPS, min(asked_steps, MIN_EPOCH_STEPS + int(max(0.0, room) / per_step)))
+
+    spe: tuple[int, ...] = ()
+    steps = grown(3 if with_fixes else 0, plan_s - used)
+    if with_fixes:
+        for k in sorted(FIX_STEPS_PER_EXECUTION, reverse=True):  # both, else the smaller, else none
+            tried = tuple(v for v in FIX_STEPS_PER_EXECUTION if v <= k)
+            more = len(tried) * (build + fit_trace)
+            longer = grown(3 + len(tried), plan_s - used - more)
+            if all(math.ceil(longer / v) >= 3 for v in tried):
+                spe, steps = tried, longer
+                used += more
+                break
     if steps < asked_steps:
         cut.append(
             f"each epoch {steps * batch} samples ({steps} steps of {batch}), not "
             f"{'--samples ' if samples_given else 'the default '}{samples}: a step took {_ms(step)} here"
         )
-    # steps_per_execution k gives ceil(steps / k) timed executions per epoch: at least 3 (2 steady
-    # epochs -> 6 samples, a claim needs 5), and only with the fixes' group.
-    spe = tuple(k for k in FIX_STEPS_PER_EXECUTION if with_fixes and math.ceil(steps / k) >= 3)
     left = [k for k in FIX_STEPS_PER_EXECUTION if k not in spe]
     if left and with_fixes:
         cut.append(
