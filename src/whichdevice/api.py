@@ -217,6 +217,13 @@ def run_matmul(
     )
 
 
+def _api_command(name: str, **kwargs) -> list[str]:
+    """The record's command for an API call: the call itself, e.g. ``whichdevice.matmul(quick=True)``
+    (``sys.argv`` is the notebook kernel's or the script's, not this call's)."""
+    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items() if v is not None)
+    return [f"whichdevice.{name}({args})"]
+
+
 def _keep(record: RunRecord) -> Path | None:
     """An API run is kept like a command's: its record written under the history's folder
     (``$WHICHDEVICE_HOME/records/``) and indexed, so ``whichdevice history`` lists it and
@@ -317,7 +324,13 @@ def matmul(
     )
     with ApiProgress("matmul", enabled=progress) as bar:
         cb = bar.callbacks()
-        record = run_matmul(opts, on_total=cb.on_total, on_start=cb.on_start, on_result=cb.on_result)
+        record = run_matmul(
+            opts,
+            on_total=cb.on_total,
+            on_start=cb.on_start,
+            on_result=cb.on_result,
+            command=_api_command("matmul", sizes=sizes, modes=modes, dtype=dtype, devices=devices, quick=quick or None),
+        )
     return Result(record, _keep(record))
 
 
@@ -409,6 +422,8 @@ def _suite(
     options,
     memory_limit_gib=None,
     case_timeout_s=None,
+    point_cap_s=None,
+    rounds=None,
 ) -> SuiteResult:
     """The CLI's suite, parsed by the same functions: one ``measure.session`` Request."""
     budget = parse_budget(_opt_str(budget_s), "budget_s")
@@ -418,13 +433,15 @@ def _suite(
         framework,
         cases_for,
         options,
-        ["whichdevice", *sys.argv[1:]],
+        _api_command(name),
         devices=experiment.parse_device_filter(_csv(devices)),
         min_time_s=0.05,
         cpu_threads=parse_positive_int(_opt_str(cpu_threads), "--cpu-threads", "4"),
         case_timeout_s=timeout_s,
         budget_s=budget,
         memory_limit_bytes=parse_memory_limit(_opt_str(memory_limit_gib)),
+        point_cap_s=point_cap_s,
+        rounds=rounds,
     )
     # No journal: an API call that is interrupted has no command line to resume it from.
     with ApiProgress(name) as bar:
@@ -537,7 +554,6 @@ def diagnose(
             )
     if data is not None and not isinstance(data, str):
         raise UsageError("data", "(x, y) arrays need a model object", 'Pass data as "my_data.py:make_dataset".')
-    from whichdevice import frameworks
     from whichdevice.workloads import userfile
 
     model_fn = userfile.parse_spec(model, "--model")
@@ -546,12 +562,22 @@ def diagnose(
     n_classes = parse_positive_int(_opt_str(classes), "--classes", "10", maximum=1_000_000)
     n_batch = parse_positive_int(_opt_str(batch), "--batch", "32", maximum=65536)
     n_samples = parse_positive_int(_opt_str(samples), "--samples", "10000", maximum=10_000_000)
-    user = userfile.user_model_params(
-        model_fn, shape, n_classes, data_fn, frameworks.env_module("tensorflow").child_env("cpu")
+    from whichdevice.workloads.suite import plan_user_suite, sizing_options
+
+    user, sizing = plan_user_suite(  # the pre-flight's training step; the cases sized to the budget
+        model_fn,
+        shape,
+        n_classes,
+        data_fn,
+        "tensorflow",
+        batch=n_batch,
+        samples=n_samples,
+        budget_s=parse_budget(_opt_str(budget_s), "budget_s"),
+        samples_given=n_samples != 10_000,
     )
     return _suite(
         "diagnose",
-        lambda found, d: user_cases("tensorflow", d.name, user=user, batch=n_batch, samples=n_samples),
+        lambda found, d: user_cases("tensorflow", d.name, user=user, batch=n_batch, samples=n_samples, sizing=sizing),
         budget_s=budget_s,
         devices=devices,
         cpu_threads=cpu_threads,
@@ -561,7 +587,10 @@ def diagnose(
             "data": data_fn.text if data_fn else None,
             "batch": n_batch,
             "samples": n_samples,
+            **sizing_options(sizing),
         },
+        point_cap_s=sizing.get("point_cap_s"),
+        rounds=sizing.get("rounds"),
     )
 
 

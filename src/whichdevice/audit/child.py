@@ -48,7 +48,7 @@ script's own printed numbers include that. ``benchmarks/audit.md`` measures it.
 from __future__ import annotations
 
 import json
-import linecache
+import re
 import os
 import runpy
 import sys
@@ -57,20 +57,16 @@ import time
 import traceback
 from pathlib import Path
 
-from whichdevice.audit import jax_hooks, tf_hooks, torch_hooks
+from whichdevice.audit import clocks, jax_hooks, tf_hooks, torch_hooks
+from whichdevice.audit.state import AUDIT_STATE_VERSION, RERUN_BUDGET_S, State
 from whichdevice.audit.tf_hooks import short_device
-
-AUDIT_STATE_VERSION = 1
 
 _orig_time = time.time
 _orig_perf = time.perf_counter
 _orig_mono = time.monotonic
 
-MAX_READS = 50_000  # beyond this, reads are counted but not snapshotted (memory)
-MAX_INTERVALS = 50_000
 MAX_RERUNS = 8  # distinct (function, device) pairs re-measured after the script
 RERUN_MIN_TIME_S = 0.2  # steady seconds per re-measured pair (timing.TimingPolicy.min_time_s)
-RERUN_BUDGET_S = 3.0  # seconds of interleaved rounds per compared pair (at least interleave.MIN_ROUNDS)
 # All pairs together get at most this share of the script's own run time, so the
 # audit stays within 2x the script (benchmarks/audit.md); at least 0.5 s; a pair always gets MIN_ROUNDS rounds.
 RERUN_SHARE = 0.3
@@ -107,221 +103,11 @@ UNSAFE_OPS = frozenset(
 )
 
 
-class State:
-    """Everything observed, as JSON-ready counters and lists (the parent analyses it)."""
-
-    def __init__(self, script: str):
-        self.script = script
-        self.lock = threading.RLock()
-        self.active = True
-        self.seq = 0
-        self.c = {  # cumulative counters, snapshotted at every stamped read and block edge
-            "eager_ops": 0,
-            "graph_ops": 0,
-            "traces": 0,
-            "fn_calls": 0,
-            "instantiations": 0,
-            "xla_compiles": 0,
-            "new_kernels": 0,
-            "syncs": 0,
-            "h2d": 0,
-            "d2h": 0,
-            "sessions": 0,
-            "session_runs": 0,
-            "first_session_runs": 0,
-            "last_gpu_work": 0,
-            "last_sync": 0,
-            "ops_at_last_sync": 0,  # eager ops counted when the host last waited
-            "cpu_ops_in_gpu_block": 0,
-            "host_inputs": 0,
-            "user_syncs": 0,  # host reads made by the script's own code (.numpy(), float(t), .item())  # tf.function calls given NumPy / Python values (converted per call)
-            "vars_other_device": 0,  # variables made in a block of one device kind, used in another
-            "iterators": 0,
-            # Seconds of set-up, by kind (float counters): calls that traced or set up a graph,
-            # Session creation, variable initialization, iterator start-up and first batch.
-            "setup_trace_s": 0.0,
-            "setup_session_s": 0.0,
-            "setup_init_s": 0.0,
-            "setup_iter_s": 0.0,
-            # PyTorch (torch_hooks.py)
-            "last_work": 0,
-            "pageable_h2d": 0,
-            "pageable_moves": 0,
-            "setup_first_step_s": 0.0,
-            "setup_compile_s": 0.0,
-            "setup_loader_s": 0.0,
-            "loader_wait_s": 0.0,  # seconds the script's loop waited for DataLoader batches
-        }
-        self.framework = "tensorflow"
-        self.torch_installed = False
-        self.torch_physical: dict[str, int] = {}
-        self.jax_installed = False
-        self.torch_mode = None
-        self.torch_first: set[int] = set()
-        self.torch_last: dict[str, tuple] = {}  # "id(module)@device" -> (module, args, grad enabled)
-        self.torch_calls: list[tuple[int, str]] = []  # (seq, key) of every top-level module call
-        self.loaders: list[dict] = []
-        self.written_files: dict[str, dict] = {}  # TFRecord files the script wrote: path -> seq, line
-        self.read_after_write: list[dict] = []  # ... and then read back
-        self.cuda_probe: dict | None = None
-        self.ops_by_device: dict[str, int] = {}
-        self.placed_by_device: dict[str, int] = {}
-        self.placed_cpu_in_gpu_block: dict[str, int] = {}  # op type -> count (placer log)
-        self.reads: list[dict] = []
-        self.n_reads = 0
-        self.intervals: list[dict] = []
-        self.blocks: list[dict] = []
-        self.stack: list[int] = []  # open user blocks (ids)
-        self.functions: dict[int, dict] = {}  # id(fn) -> {"name", "calls", "traces"}
-        self.block_calls: dict[int, dict[int, int]] = {}  # block id -> fn id -> calls
-        self.last_args: dict[tuple[int, int], tuple] = {}  # (block, fn) -> (fn, args, kwargs)
-        self.seen_kernels: set[tuple[str, str]] = set()
-        self.var_kind: dict[int, str] = {}  # id(variable handle) -> device kind of the block it was made in
-        self.var_handles: list = []
-        self.var_seen: set[tuple[int, int]] = set()
-        self.instantiated: set[tuple] = set()
-        self.tf_installed = False
-        self.physical: dict[str, int] = {}
-        self.soft_placement: bool | None = None
-        self.placement_log = False
-        self.log_reader: tf_hooks.StderrFilter | None = None  # reads the placement log (fd 2)
-        self.exception: dict | None = None
-        self.exit_code: int | None = None
-        self.timed_out = False
-        self.hang_line: dict | None = None
-        self.reruns: list[dict] = []
-        self.interleaved: list[dict] = []  # one entry per compared pair: rounds of A and B, or why not
-        self.rerun_left_s = RERUN_BUDGET_S  # set from the script's run time before the re-run
-        self.rerun_skipped: list[dict] = []
-        self.started = _orig_perf()
-        self.script_s: float | None = None
-
-    def snap(self) -> dict:
-        with self.lock:
-            self.seq += 1
-            s = dict(self.c)
-            s["seq"] = self.seq
-            s["t"] = _orig_perf()
-            s["ops_by_device"] = dict(self.ops_by_device)
-            s["placed_by_device"] = dict(self.placed_by_device)
-            return s
-
-    def current_block(self) -> dict | None:
-        return self.blocks[self.stack[-1]] if self.stack else None
-
-    def requested_kind(self) -> str:
-        b = self.current_block()
-        return b["kind"] if b else ""
-
-    def source(self, line: int) -> str:
-        """The script's source line ``line``, stripped and cut to 200 characters."""
-        return linecache.getline(self.script, line).strip()[:200]
-
-    def to_json(self) -> dict:
-        with self.lock:
-            return {
-                "version": AUDIT_STATE_VERSION,
-                "script": self.script,
-                "tf_installed": self.tf_installed,
-                "framework": self.framework,
-                "torch_installed": self.torch_installed,
-                "jax_installed": self.jax_installed,
-                "loaders": list(self.loaders),
-                "read_after_write": list(self.read_after_write),
-                "cuda_probe": self.cuda_probe,
-                "torch_calls": list(self.torch_calls),
-                "physical_devices": self.physical,
-                "soft_placement": self.soft_placement,
-                "placement_log": self.placement_log,
-                "reads": list(self.reads),
-                "n_reads": self.n_reads,
-                "intervals": list(self.intervals),
-                "blocks": [dict(b) for b in self.blocks],
-                "functions": {str(k): dict(v) for k, v in self.functions.items()},
-                "block_calls": {str(b): {str(f): n for f, n in calls.items()} for b, calls in self.block_calls.items()},
-                "placed_cpu_in_gpu_block": dict(self.placed_cpu_in_gpu_block),
-                "totals": self.snap(),
-                "exception": self.exception,
-                "exit_code": self.exit_code,
-                "timed_out": self.timed_out,
-                "hang_line": self.hang_line,
-                "reruns": list(self.reruns),
-                "interleaved": list(self.interleaved),
-                "rerun_skipped": list(self.rerun_skipped),
-                "script_s": self.script_s,
-            }
-
-
 STATE: State | None = None
 
 
 def _source(line: int) -> str:
     return STATE.source(line)
-
-
-# ---------------------------------------------------------------- clock reads
-
-
-class Stamp(float):
-    """A clock value from the script; ``end - start`` between two stamps records the interval."""
-
-    __slots__ = ("read_id",)
-
-    def __new__(cls, value: float, read_id: int):
-        obj = super().__new__(cls, value)
-        obj.read_id = read_id
-        return obj
-
-    def __sub__(self, other):
-        result = float(self) - float(other)
-        st = STATE
-        if isinstance(other, Stamp) and st is not None and st.active and len(st.intervals) < MAX_INTERVALS:
-            f = sys._getframe(1)
-            line = f.f_lineno if f.f_code.co_filename == st.script else None
-            with st.lock:
-                st.intervals.append(
-                    {
-                        "start": other.read_id,
-                        "end": self.read_id,
-                        "seconds": result,
-                        "line": line,
-                        "text": _source(line) if line else "",
-                    }
-                )
-        return result
-
-    def __reduce__(self):  # pickles and copies as a plain float
-        return (float, (float(self),))
-
-
-def _clock(orig, name):
-    def read():
-        value = orig()
-        st = STATE
-        if st is None or not st.active or sys._getframe(1).f_code.co_filename != st.script:
-            return value
-        f = sys._getframe(1)
-        tf_hooks.sync_log_reader(st)  # outside the lock: the reader thread takes it for each line
-        with st.lock:
-            st.n_reads += 1
-            if len(st.reads) >= MAX_READS:
-                return value
-            rid = len(st.reads)
-            st.reads.append(
-                {
-                    "id": rid,
-                    "fn": name,
-                    "line": f.f_lineno,
-                    "text": _source(f.f_lineno),
-                    "block": st.stack[-1] if st.stack else None,
-                    "snap": st.snap(),
-                }
-            )
-        return Stamp(value, rid)
-
-    read.__wrapped__ = orig
-    read.__name__ = orig.__name__
-    return read
 
 
 # ---------------------------------------------------------------- re-measurement
@@ -398,7 +184,7 @@ def rerun(deadline: float) -> None:
     from whichdevice.audit import interleave, rules
 
     state = st.to_json()
-    pairs = rules.comparisons(rules.build_measurements(state))
+    pairs = rules.comparisons(rules.timed(rules.build_measurements(state)))
     done: dict[tuple, int] = {}
     for a, b in pairs:
         base = {"a": a.id, "b": b.id}
@@ -453,21 +239,15 @@ def rerun_torch(deadline: float) -> None:
     from whichdevice.audit import interleave, rules
 
     state = st.to_json()
-    pairs = rules.comparisons(rules.build_measurements(state))
-    gpu = bool(st.physical.get("GPU"))
+    pairs = rules.comparisons(rules.timed(rules.build_measurements(state)))
     jax_mode = st.framework == "jax"
-    if jax_mode:
-        import jax
+    from whichdevice import frameworks
+    from whichdevice.core import timing
 
-        torch = None
-    else:
+    # The project's sync (block_until_ready / torch.cuda.synchronize when CUDA is up): issue #31, one ground.
+    fw_sync = frameworks.load("jax" if jax_mode else "torch").sync.sync
+    if not jax_mode:
         import torch
-
-    def sync(out=None):
-        if jax_mode:
-            jax.block_until_ready(out)
-        elif gpu:
-            torch.cuda.synchronize()
 
     done: dict[tuple, int] = {}
     for n, (a, b) in enumerate(pairs):
@@ -485,24 +265,18 @@ def rerun_torch(deadline: float) -> None:
             st.interleaved.append({**base, "skipped": reason})
             continue
 
-        def call_k(item, k):
+        def call_k(item, k) -> float:
+            """Seconds of k calls, synchronized before and after (core.timing.block)."""
             _, fn, args, extra, _ = item
-            out = None
             if jax_mode:  # extra: the call's keyword arguments
-                for _ in range(k):
-                    out = fn(*args, **extra)
-            else:  # extra: grad mode of the script's last call
-                with torch.set_grad_enabled(extra):
-                    for _ in range(k):
-                        out = fn(*args)
-            sync(out)
+                return timing.block(lambda: fn(*args, **extra), k, fw_sync, _orig_perf)
+            with torch.set_grad_enabled(extra):  # extra: grad mode of the script's last call
+                return timing.block(lambda: fn(*args), k, fw_sync, _orig_perf)
 
         ones = []
         for item in wa + wb:
             call_k(item, 1)
-            t0 = _orig_perf()
-            call_k(item, 1)
-            ones.append(max(_orig_perf() - t0, 1e-6))
+            ones.append(max(call_k(item, 1), 1e-6))
         k_all = max(1, min(1000, int(0.01 / max(ones)) + 1))  # one k for the pair (see _interleave)
         ks = {id(item): k_all for item in wa + wb}
         samples: dict[int, list[float]] = {id(i): [] for i in wa + wb}
@@ -512,9 +286,7 @@ def rerun_torch(deadline: float) -> None:
                 total = 0.0
                 for item in work:
                     k = ks[id(item)]
-                    t0 = _orig_perf()
-                    call_k(item, k)
-                    per = (_orig_perf() - t0) / k
+                    per = call_k(item, k) / k
                     samples[id(item)].append(per)
                     total += item[4] * per
                 return total
@@ -550,17 +322,16 @@ def rerun_torch(deadline: float) -> None:
 
 
 def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: float):
-    def sync():
-        tf.test.experimental.sync_devices()
+    from whichdevice import frameworks
+    from whichdevice.core import timing
 
-    def call_k(item, k):
+    fw_sync = frameworks.load("tensorflow").sync.sync  # the project's sync (issue #31: one ground)
+
+    def call_k(item, k) -> float:
+        """Seconds of k calls under the block's device request, synchronized (core.timing.block)."""
         _, fn, args, kwargs, device, _ = item
-        out = None
         with tf.device(device):
-            for _ in range(k):
-                out = fn(*args, **kwargs)
-        sync()
-        return out
+            return timing.block(lambda: fn(*args, **kwargs), k, fw_sync, _orig_perf)
 
     # Warm-up (trace / instantiate on each device), then one k for every function of the pair, so
     # the slowest chunk is ≥ 10 ms: the same k on both sides amortizes the sync and the clock
@@ -568,10 +339,11 @@ def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: floa
     ran: dict[int, str] = {}
     ones = []
     for item in wa + wb:
-        out = call_k(item, 1)
-        t0 = _orig_perf()
-        call_k(item, 1)
-        ones.append(max(_orig_perf() - t0, 1e-6))
+        _, fn, args, kwargs, device, _ = item
+        with tf.device(device):
+            out = fn(*args, **kwargs)
+        fw_sync(out)
+        ones.append(max(call_k(item, 1), 1e-6))
         leaves = [x for x in tf.nest.flatten(out) if hasattr(x, "device")]
         ran[id(item)] = short_device(leaves[0].device) if leaves else ""
     k_all = max(1, min(1000, int(0.01 / max(ones)) + 1))
@@ -583,9 +355,7 @@ def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: floa
             total = 0.0
             for item in work:
                 k = ks[id(item)]
-                t0 = _orig_perf()
-                call_k(item, k)
-                per = (_orig_perf() - t0) / k
+                per = call_k(item, k) / k
                 samples[id(item)].append(per)
                 total += item[5] * per
             return total
@@ -609,6 +379,30 @@ def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: floa
 
 
 # ---------------------------------------------------------------- main
+
+
+def _calibrate(deadline: float) -> None:
+    """After the script: the per-op cost (plain and hooked) when the script dispatched many ops, and
+    the re-run of its first Session.runs (``audit/calibrate.py``). A failure here loses only that evidence."""
+    from whichdevice.audit import calibrate
+
+    try:
+        if STATE.c["eager_ops"] >= calibrate.MIN_OPS_FOR_COST and STATE.framework in ("torch", "tensorflow"):
+            STATE.op_cost = calibrate.per_op_cost(
+                STATE.framework,
+                torch_mode_factory=torch_hooks.make_mode if STATE.framework == "torch" else None,
+                tf_callback=tf_hooks.hook_op_callback if STATE.framework == "tensorflow" else None,
+            )
+    except Exception as e:
+        STATE.op_cost = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+    try:
+        if STATE.first_run_args:
+            budget = min(max(1.0, RERUN_SHARE * (STATE.script_s or 0.0)), (deadline - _orig_mono()) / 4)
+            calibrate.rerun_first_runs(STATE.first_runs, STATE.first_run_args, budget)
+    except Exception as e:
+        for r in STATE.first_runs:
+            r.setdefault("not_rerun", f"{type(e).__name__}: {str(e)[:200]}")
+    STATE.first_run_args = []
 
 
 def _write_state(path: str) -> None:
@@ -637,11 +431,33 @@ def _decide_framework() -> None:
         jax_hooks.record_devices(STATE)
 
 
+_AUDIT_DIR = str(Path(__file__).resolve().parent)
+
+
+def _user_frames(te: traceback.TracebackException, seen: set[int]) -> None:
+    """Drop the audit's own frames (the runner before the script, the hooks around the calls it
+    made) from a traceback and from the exceptions chained to it: the user sees Python's traceback."""
+    if id(te) in seen:
+        return
+    seen.add(id(te))
+    frames = list(te.stack)
+    first = next((i for i, f in enumerate(frames) if f.filename == STATE.script), 0)
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in frames[first:] if not str(f.filename).startswith(_AUDIT_DIR)]
+    )
+    for other in (te.__cause__, te.__context__):
+        if other is not None:
+            _user_frames(other, seen)
+
+
 def _print_script_traceback(e: BaseException) -> None:
-    tb = e.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename != STATE.script:
-        tb = tb.tb_next
-    traceback.print_exception(type(e), e, tb if tb is not None else e.__traceback__, file=sys.stderr)
+    te = traceback.TracebackException(type(e), e, e.__traceback__)
+    _user_frames(te, set())
+    # Messages that quote a Python stack (TensorFlow's "defined at (most recent call last)") list the
+    # runner's frames too: those lines go, the script's and the libraries' stay.
+    runner = re.compile(r'^\s*File "(?:<frozen runpy>|' + re.escape(_AUDIT_DIR) + r'[^"]*)", line \d+, in .*$')
+    text = "".join(te.format())
+    sys.stderr.write("".join(ln for ln in text.splitlines(keepends=True) if not runner.match(ln)))
 
 
 def _script_line(e: BaseException) -> int | None:
@@ -688,21 +504,21 @@ def main(argv: list[str]) -> int:
 
     threading.Thread(target=watchdog, daemon=True, name="whichdevice-watchdog").start()
 
-    time.time = _clock(_orig_time, "time.time")
-    time.perf_counter = _clock(_orig_perf, "time.perf_counter")
-    time.monotonic = _clock(_orig_mono, "time.monotonic")
+    clocks.install(STATE)
     sys.meta_path.insert(0, tf_hooks.TFHookFinder(STATE))
     sys.meta_path.insert(0, torch_hooks.TorchHookFinder(STATE))
     sys.meta_path.insert(0, jax_hooks.JaxHookFinder(STATE))
+    sys.meta_path.insert(0, tf_hooks.KerasHookFinder(STATE))
     if "tensorflow" in sys.modules:  # only when something imported it already (never by us)
         tf_hooks.install(sys.modules["tensorflow"], STATE)
 
-    sys.argv = [script, *job.get("args", [])]
-    sys.path.insert(0, str(Path(script).parent))
+    sys.argv = [job.get("shown_as") or script, *job.get("args", [])]
+    sys.path.insert(0, job.get("path0") or str(Path(script).parent))
     code = 0
     STATE.started = _orig_perf()
     try:
-        runpy.run_path(script, run_name="__main__")
+        magics = {"__whichdevice_magics__": clocks.Magics(STATE)} if job.get("notebook") else None
+        runpy.run_path(script, init_globals=magics, run_name="__main__")
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if e.code is not None and not isinstance(e.code, int):
@@ -725,7 +541,8 @@ def main(argv: list[str]) -> int:
     tf_hooks.stop_placement_log(STATE)
     torch_hooks.uninstall(STATE)
     _decide_framework()
-    time.time, time.perf_counter, time.monotonic = _orig_time, _orig_perf, _orig_mono
+    clocks.uninstall()
+    _calibrate(deadline)
     try:
         if not job.get("no_rerun"):
             STATE.rerun_left_s = max(0.5, RERUN_SHARE * (STATE.script_s or 0.0))

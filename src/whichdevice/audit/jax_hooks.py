@@ -28,7 +28,7 @@ from whichdevice.audit.importhook import AfterImportFinder
 from whichdevice.audit.tf_hooks import from_script
 
 if TYPE_CHECKING:
-    from whichdevice.audit.child import State
+    from whichdevice.audit.state import State
 
 _perf = time.perf_counter  # imported before the child patches the clocks
 _local = threading.local()

@@ -41,7 +41,7 @@ def history_cmd(
         None, "--experiment", help="Only runs of this experiment (matmul, train, run, ...)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the runs as a JSON list (for scripts), no table."),
-    history_dir: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP),
+    history_dir: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP, metavar="DIR"),
 ) -> None:
     """List the runs recorded on this machine (newest first)."""
     n = parse_positive_int(limit, "--limit", "20", maximum=100_000)
@@ -127,18 +127,20 @@ def compare(
         False,
         "--fail-on-regression",
         help="Exit 1 when a case is slower in RUN_B by the table's rule (its whole CI beyond the threshold), "
-        "or ran in RUN_A and failed in RUN_B; exit 0 otherwise, 2 on bad input. For CI.",
+        "or ran in RUN_A and failed in RUN_B (not: skipped by the budget); exit 0 otherwise, 2 on bad input "
+        "or when no case is in both runs. For CI.",
     ),
     threshold: Optional[str] = typer.Option(
         None,
         "--threshold",
         help="The smallest change that counts, relative: 0.1 or 10% (default 5%; a case's noise learned from "
         "repeat runs on this machine is used where larger).",
+        metavar="RATIO|PCT",
     ),
     as_json: bool = typer.Option(
         False, "--json", help="Print the whole comparison as JSON on stdout; the table goes to stderr."
     ),
-    history_dir: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP),
+    history_dir: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP, metavar="DIR"),
 ) -> None:
     """Point by point, what changed between two runs, and whether the change is beyond the noise."""
     margin = parse_threshold(threshold)
@@ -185,6 +187,13 @@ def compare(
         out.print(f"  only in RUN_A: {escape(names.case_name(spec))}")
     for spec in d.only_after:
         out.print(f"  only in RUN_B: {escape(names.case_name(spec))}")
+    if fail_on_regression and not d.points:  # a gate that compared nothing must not pass
+        raise UsageError(
+            "RUN_B",
+            f"no case of RUN_A is in RUN_B ({len(d.only_before)} only in RUN_A, {len(d.only_after)} only in RUN_B), "
+            "so there is nothing to gate",
+            "Compare two runs of the same command, options and model.",
+        )
     if fail_on_regression:
         out.print(escape(regression_line(d)))
     if as_json:

@@ -99,9 +99,13 @@ def _print_as_text(record: records.RunRecord, *, markdown: bool, verbose: bool) 
         raise UsageError(
             "RESULT", f"experiment '{record.experiment}' has no report in this version", "Upgrade whichdevice."
         )
+    from whichdevice.present import terminal
+
     with tempfile.TemporaryDirectory(prefix="whichdevice-report-") as tmp, html.capturing() as pages:
-        with console.capture():
+        with console.capture(), terminal.capturing_grids() as grids:
             render(console, record, Path(tmp) / "report.png", loglog=True)
+    if not pages and grids:  # a renderer with no HTML page (train): its terminal tables
+        pages = [html.Page(record, [html.Section("Tables", list(grids))], [], [], [], None)]
     if not pages:
         raise UsageError(
             "--markdown" if markdown else "--csv",

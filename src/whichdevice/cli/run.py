@@ -36,7 +36,15 @@ from whichdevice.cli import options as opt
 from whichdevice.present.pages import run as run_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
-from whichdevice.workloads.suite import DEFAULT_BUDGET_S, parse_budget, suite_cases, user_cases
+from whichdevice.workloads.suite import (
+    DEFAULT_BUDGET_S,
+    parse_budget,
+    plan_user_suite,
+    sizing_notes,
+    sizing_options,
+    suite_cases,
+    user_cases,
+)
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
@@ -170,7 +178,7 @@ def _run_request(plan: RunPlan, fw: str) -> session.Request:
     )
 
 
-def _suite_request(name: str, fw: str, cases_for, plan, *, options: dict) -> session.Request:
+def _suite_request(name: str, fw: str, cases_for, plan, *, options: dict, notes=()) -> session.Request:
     """run and diagnose: each device its own budget; a case may take the budget (at least 60 s)."""
     timeout_s = getattr(plan, "case_timeout_s", None) or max(plan.budget_s, 60.0)
     return session.Request(
@@ -185,6 +193,10 @@ def _suite_request(name: str, fw: str, cases_for, plan, *, options: dict) -> ses
         case_timeout_s=timeout_s,
         budget_s=plan.budget_s,
         memory_limit_bytes=plan.memory_limit_bytes,
+        notes=list(notes),
+        # diagnose: each point samples long enough for a few samples of the user's slowest step
+        point_cap_s=(getattr(plan, "sizing", None) or {}).get("point_cap_s"),
+        rounds=(getattr(plan, "sizing", None) or {}).get("rounds"),
     )
 
 
@@ -242,6 +254,9 @@ class DiagnosePlan:
     json_file: str
     command: list[str]
     memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
+    # The cases sized from the pre-flight's measured step (workloads.suite.size_user_cases);
+    # None in a journal written before sizing existed (the sizes as asked).
+    sizing: dict | None = None
 
 
 @app.command()
@@ -299,8 +314,20 @@ def diagnose(
     out_dir = check_output_dir(out, "--out")
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"diagnose-{stamp()}.json"
     experiment.require_installed(fw)
-    err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-    user = userfile.user_model_params(model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu"))
+    err_console.print(
+        f"Checking {escape(model_fn.text)}: one training step at batch {user_batch} (imports {escape(fw)})…"
+    )
+    user, sizing = plan_user_suite(
+        model_fn,
+        shape,
+        n_classes,
+        data_fn,
+        fw,
+        batch=user_batch,
+        samples=n_samples,
+        budget_s=budget_s,
+        samples_given=samples is not None,
+    )
     plan = DiagnosePlan(
         model=model_fn.text,
         data=data_fn.text if data_fn else None,
@@ -313,6 +340,7 @@ def diagnose(
         json_file=str(json_file.absolute()),
         command=command_line(),
         memory_limit_bytes=memory_bytes,
+        sizing=sizing,
     )
     run_diagnose(plan, None, output)
 
@@ -324,9 +352,18 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
     request = _suite_request(
         "diagnose",
         fw,
-        lambda found, d: user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples),
+        lambda found, d: user_cases(
+            fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples, sizing=plan.sizing
+        ),
         plan,
-        options={"model": plan.model, "data": plan.data, "batch": plan.batch, "samples": plan.samples},
+        options={
+            "model": plan.model,
+            "data": plan.data,
+            "batch": plan.batch,
+            "samples": plan.samples,
+            **sizing_options(plan.sizing),
+        },
+        notes=sizing_notes(plan.sizing),
     )
     record = _measure_suite(request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed)
     output = output or ScriptOutput()

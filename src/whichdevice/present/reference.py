@@ -9,6 +9,7 @@ from rich.table import Table
 
 from whichdevice.core.records import RunRecord, Scalar
 from whichdevice.present.tables import Align
+from whichdevice.present.terminal import print_table
 
 
 def _time(s: float | None) -> str:
@@ -50,6 +51,6 @@ def render_reference(console: Console, record: RunRecord) -> None:
             ratio = f"{gpu / cpu:.2f}×" if cpu and gpu else "—"
             label = ", ".join(f"{k}={v}" for k, v in what)
             t.add_row(escape(fw), escape(label), _time(cpu), _time(gpu), ratio)
-        console.print(t)
+        print_table(console, t)
     for n in record.notes:
         console.print(f"[yellow]Note:[/yellow] {escape(n)}")
