@@ -41,3 +41,15 @@ def test_report_imports_no_command_module():
         "whichdevice.cli.common",
         "whichdevice.cli.options",
     }, sorted(loaded)
+
+
+def test_every_measuring_command_s_record_has_a_renderer():
+    """Each command that writes a record (its module registers a render_X) has its page."""
+    import importlib
+
+    from whichdevice.cli.app import COMMANDS
+
+    for name, (module, _) in COMMANDS.items():
+        mod = importlib.import_module(f"whichdevice.cli.{module}")
+        if hasattr(mod, f"render_{name}"):
+            assert registry.renderer(name) is not None, name
