@@ -106,8 +106,15 @@ UNSAFE_OPS = frozenset(
 STATE: State | None = None
 
 
+def _st() -> State:
+    """The audit's state: main() sets it before the script runs, and everything below runs after."""
+    if STATE is None:
+        raise RuntimeError("the audit's state was read before main() set it")
+    return STATE
+
+
 def _source(line: int) -> str:
-    return STATE.source(line)
+    return _st().source(line)
 
 
 # ---------------------------------------------------------------- re-measurement
@@ -176,7 +183,7 @@ def rerun(deadline: float) -> None:
     Each side is the tf.functions its blocks called, with the arguments of their last call,
     under the block's device request; one side's block time is Σ calls × (time of k calls, device
     synchronized) / k. Rounds alternate A and B in a random order (``audit/interleave.py``)."""
-    st = STATE
+    st = _st()
     if not st.tf_installed:
         return
     import tensorflow as tf
@@ -235,7 +242,7 @@ def rerun_torch(deadline: float) -> None:
     """Interleaved re-run of each compared pair's forward passes (PyTorch): each side's top-level
     module calls with their last inputs and grad mode, device synchronized; the backward pass and
     the optimizer are the script's and are not replayed (said in the correction's note)."""
-    st = STATE
+    st = _st()
     from whichdevice.audit import interleave, rules
 
     state = st.to_json()
@@ -366,7 +373,7 @@ def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: floa
     per_call = [
         {
             "side": "a" if any(item is w for w in wa) else "b",
-            "function": STATE.functions[item[0]]["name"],
+            "function": _st().functions[item[0]]["name"],
             "requested": item[4],
             "ran_on": ran[id(item)],
             "calls_in_block": item[5],
@@ -386,29 +393,31 @@ def _calibrate(deadline: float) -> None:
     the re-run of its first Session.runs (``audit/calibrate.py``). A failure here loses only that evidence."""
     from whichdevice.audit import calibrate
 
+    st = _st()
     try:
-        if STATE.c["eager_ops"] >= calibrate.MIN_OPS_FOR_COST and STATE.framework in ("torch", "tensorflow"):
-            STATE.op_cost = calibrate.per_op_cost(
-                STATE.framework,
-                torch_mode_factory=torch_hooks.make_mode if STATE.framework == "torch" else None,
-                tf_callback=tf_hooks.hook_op_callback if STATE.framework == "tensorflow" else None,
+        if st.c["eager_ops"] >= calibrate.MIN_OPS_FOR_COST and st.framework in ("torch", "tensorflow"):
+            st.op_cost = calibrate.per_op_cost(
+                st.framework,
+                torch_mode_factory=torch_hooks.make_mode if st.framework == "torch" else None,
+                tf_callback=tf_hooks.hook_op_callback if st.framework == "tensorflow" else None,
             )
     except Exception as e:
-        STATE.op_cost = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+        st.op_cost = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
     try:
-        if STATE.first_run_args:
-            budget = min(max(1.0, RERUN_SHARE * (STATE.script_s or 0.0)), (deadline - _orig_mono()) / 4)
-            calibrate.rerun_first_runs(STATE.first_runs, STATE.first_run_args, budget)
+        if st.first_run_args:
+            budget = min(max(1.0, RERUN_SHARE * (st.script_s or 0.0)), (deadline - _orig_mono()) / 4)
+            calibrate.rerun_first_runs(st.first_runs, st.first_run_args, budget)
     except Exception as e:
-        for r in STATE.first_runs:
+        for r in st.first_runs:
             r.setdefault("not_rerun", f"{type(e).__name__}: {str(e)[:200]}")
-    STATE.first_run_args = []
+    st.first_run_args = []
 
 
 def _write_state(path: str) -> None:
+    st = _st()
     for _ in range(5):  # the main thread may be mutating lists while the watchdog dumps
         try:
-            text = json.dumps(STATE.to_json())
+            text = json.dumps(st.to_json())
             break
         except RuntimeError:
             time.sleep(0.01)
@@ -423,12 +432,13 @@ def _write_state(path: str) -> None:
 def _decide_framework() -> None:
     """Which framework's audit this is: the one whose hooks the script used (TensorFlow's import can
     pull in JAX; a script may import several): TensorFlow, else PyTorch, else JAX."""
-    if not STATE.tf_installed and STATE.torch_installed:
-        STATE.framework = "torch"
-        STATE.physical = STATE.torch_physical
-    elif not STATE.tf_installed and STATE.jax_installed:
-        STATE.framework = "jax"
-        jax_hooks.record_devices(STATE)
+    st = _st()
+    if not st.tf_installed and st.torch_installed:
+        st.framework = "torch"
+        st.physical = st.torch_physical
+    elif not st.tf_installed and st.jax_installed:
+        st.framework = "jax"
+        jax_hooks.record_devices(st)
 
 
 _AUDIT_DIR = str(Path(__file__).resolve().parent)
@@ -441,7 +451,7 @@ def _user_frames(te: traceback.TracebackException, seen: set[int]) -> None:
         return
     seen.add(id(te))
     frames = list(te.stack)
-    first = next((i for i, f in enumerate(frames) if f.filename == STATE.script), 0)
+    first = next((i for i, f in enumerate(frames) if f.filename == _st().script), 0)
     te.stack = traceback.StackSummary.from_list(
         [f for f in frames[first:] if not str(f.filename).startswith(_AUDIT_DIR)]
     )
@@ -463,7 +473,7 @@ def _print_script_traceback(e: BaseException) -> None:
 def _script_line(e: BaseException) -> int | None:
     line = None
     for frame, lineno in traceback.walk_tb(e.__traceback__):
-        if frame.f_code.co_filename == STATE.script:
+        if frame.f_code.co_filename == _st().script:
             line = lineno
     return line
 

@@ -119,7 +119,7 @@ def hook_jit(jax, st: State) -> None:
                 setattr(call, attr, getattr(compiled, attr))
         return call
 
-    jit.__wrapped__ = orig_jit
+    setattr(jit, "__wrapped__", orig_jit)  # the original, as functools.wraps keeps it
     jax.jit = jit
 
 

@@ -342,7 +342,7 @@ def comparisons(measurements: list[Measurement]) -> list[tuple[Measurement, Meas
     by = series_of(measurements)
     cpu = [s for s in by.values() if s[0].kind == "CPU"]
     gpu = [s for s in by.values() if s[0].kind == "GPU"]
-    pairs = []
+    pairs: list[tuple[Measurement, Measurement]] = []
     if measurements and measurements[0].framework in ("torch", "jax") and not (cpu and gpu):
         # PyTorch without a GPU here (a "cuda if available else cpu" fallback): the script's series
         # are compared as it wrote them, the first with the second, the third with the fourth —
@@ -1051,7 +1051,7 @@ def rule_host_read_per_step(state, blocks, measurements) -> list[Finding]:
 
 def rule_dataloader_settings(state, blocks, measurements) -> list[Finding]:
     """A DataLoader with no worker processes (and pageable memory) feeding a timed loop."""
-    out = []
+    out: list[Finding] = []
     loaders = state.get("loaders") or []
     weak = [ld for ld in loaders if ld.get("num_workers", 0) == 0 or not ld.get("pin_memory")]
     if not weak:

@@ -127,7 +127,7 @@ class State:
     def snap(self) -> dict:
         with self.lock:
             self.seq += 1
-            s = dict(self.c)
+            s: dict[str, Any] = dict(self.c)
             s["seq"] = self.seq
             s["t"] = _perf()
             s["ops_by_device"] = dict(self.ops_by_device)
