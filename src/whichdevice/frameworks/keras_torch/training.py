@@ -20,7 +20,8 @@ def train_step(model, optimizer, loss_fn):
     weights = list(model.trainable_weights)
 
     def step(x, y):
-        x, y = keras.ops.convert_to_tensor(x), keras.ops.convert_to_tensor(y)
+        put = keras.ops.convert_to_tensor  # each array of a dict or tuple (several inputs or outputs)
+        x, y = keras.tree.map_structure(put, x), keras.tree.map_structure(put, y)
         model.zero_grad()
         loss = loss_fn(y, model(x, training=True))
         loss.backward()
