@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from whichdevice.analysis import torch_fixes
 from whichdevice.analysis.compare import compare, process_sd
 from whichdevice.analysis.fixes import FixResult, ab_fixes, jit_by_default
 from whichdevice.analysis.pipeline import DeviceReport, analyze_pipeline
@@ -361,6 +362,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
             gains=_fix_gains(prec),
         )
     )
+    recs += torch_fixes.recommendations(record)  # diagnose --framework torch: the PyTorch fixes
     gains = [
         f
         for name, base in (
@@ -410,6 +412,12 @@ def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
         and "steps_per_execution" not in r.params
         and "jit_compile" not in r.params
     ]
+    if not fit_rows:  # plain torch has no model.fit: the user's own loop at their batch decides
+        fit_rows = [
+            r
+            for r in v.training.runs
+            if r.params.get("kind") == "loop" and r.params.get("example") == "user" and r.params.get("data") == "tfdata"
+        ]
     device = v.training.baseline
     for row in fit_rows:
         for d, comp in row.comparisons.items():

@@ -41,6 +41,7 @@ from whichdevice.workloads.suite import DEFAULT_BUDGET_S, parse_budget, suite_ca
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
+    parse_choice,
     parse_choice_list,
     parse_memory_limit,
     parse_positive_int,
@@ -49,6 +50,7 @@ from whichdevice.core.validate import (
 
 RUN_MIN_TIME_S = 0.05  # steady seconds per point: short, the suite has many points
 DIAGNOSE_FRAMEWORK = "tensorflow"
+DIAGNOSE_FRAMEWORKS = ("tensorflow", "torch")
 VERBOSE_HELP = "Also print every finding, the fix table, the notes and every warning."
 
 
@@ -243,6 +245,7 @@ class DiagnosePlan:
     json_file: str
     command: list[str]
     memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
+    framework: str = DIAGNOSE_FRAMEWORK  # --framework (journals from before it: tensorflow)
 
 
 @app.command()
@@ -251,12 +254,19 @@ def diagnose(
     model: Optional[str] = typer.Option(
         None,
         "--model",
-        help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not). Required, unless --resume.",
+        help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not), or with --framework torch "
+        "an nn.Module, (module, loss_fn) or (module, loss_fn, optimizer). Required, unless --resume.",
+    ),
+    framework: str = opt.framework(
+        help="The framework your model is written in: tensorflow (Keras, default) or torch (an nn.Module).",
     ),
     input_shape: Optional[str] = opt.input_shape(for_model=False),
     classes: Optional[str] = opt.classes(for_model=False),
     data: Optional[str] = typer.Option(
-        None, "--data", help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (default: synthetic data)."
+        None,
+        "--data",
+        help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y), or with --framework torch a DataLoader or "
+        "iterable of (x, y) batches (default: synthetic data).",
     ),
     samples: Optional[str] = opt.samples(for_model=False),
     batch: Optional[str] = typer.Option(
@@ -280,7 +290,7 @@ def diagnose(
         ctx, resume, "diagnose", DiagnosePlan, lambda plan, resumed: run_diagnose(plan, resumed, output)
     ):
         return
-    fw = DIAGNOSE_FRAMEWORK
+    fw = parse_choice(framework, "--framework", DIAGNOSE_FRAMEWORKS)
     if model is None:
         raise UsageError(
             "--model",
@@ -292,7 +302,8 @@ def diagnose(
     shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000) or 10_000
-    user_batch = parse_positive_int(batch, "--batch", "32", maximum=65536) or 32
+    given_batch = parse_positive_int(batch, "--batch", "32", maximum=65536)
+    user_batch = given_batch or 32
     budget_s = parse_budget(budget)
     wanted = experiment.parse_device_filter(device)
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
@@ -301,7 +312,12 @@ def diagnose(
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"diagnose-{stamp()}.json"
     experiment.require_installed(fw)
     err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-    user = userfile.user_model_params(model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu"))
+    if fw == "torch":
+        user, user_batch = _torch_user(model_fn, shape, n_classes, data_fn, given_batch)
+    else:
+        user = userfile.user_model_params(
+            model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu")
+        )
     plan = DiagnosePlan(
         model=model_fn.text,
         data=data_fn.text if data_fn else None,
@@ -314,20 +330,44 @@ def diagnose(
         json_file=str(json_file.absolute()),
         command=command_line(),
         memory_limit_bytes=memory_bytes,
+        framework=fw,
     )
     run_diagnose(plan, None, output)
 
 
+def _torch_user(model_fn, shape, n_classes, data_fn, given_batch: int | None) -> tuple[dict, int]:
+    """The torch pre-flight (one real training step, in a child) -> the case parameters and the
+    batch: ``--batch``, else the DataLoader's own batch size, else 32."""
+    from whichdevice.workloads import torch_diagnose
+
+    env = frameworks.env_module("torch").child_env("cpu")
+    user = torch_diagnose.user_params(model_fn, shape, n_classes, data_fn, given_batch, env)
+    return user, given_batch or int(user.get("data_batch") or 32)
+
+
+def _diagnose_cases(plan: DiagnosePlan):
+    """The cases of one device for ``plan``'s framework."""
+    fw = plan.framework
+    if fw == "torch":
+        from whichdevice.workloads import torch_diagnose
+
+        return lambda found, d: torch_diagnose.cases(
+            d.name, user=plan.user, batch=plan.batch, samples=plan.samples, budget_s=plan.budget_s
+        )
+    return lambda found, d: user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples)
+
+
 def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: ScriptOutput | None = None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
-    fw = DIAGNOSE_FRAMEWORK
+    fw = plan.framework
     json_file = Path(plan.json_file)
     request = _suite_request(
         "diagnose",
         fw,
-        lambda found, d: user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples),
+        _diagnose_cases(plan),
         plan,
-        options={"model": plan.model, "data": plan.data, "batch": plan.batch, "samples": plan.samples},
+        options={"model": plan.model, "data": plan.data, "batch": plan.batch, "samples": plan.samples}
+        | _framework_options(plan),
     )
     record = _measure_suite(request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed)
     output = output or ScriptOutput()
@@ -336,6 +376,19 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
         write_record(record, json_file, None)
         Journal(journal_path(json_file)).finish()
     output.emit(json_file)
+
+
+def _framework_options(plan: DiagnosePlan) -> dict:
+    """The record's options beyond the Keras diagnose's: the framework and, for torch, what the
+    pre-flight found (what the function returned, the loss and optimizer trained with, the input)."""
+    if plan.framework == DIAGNOSE_FRAMEWORK:
+        return {}
+    out: dict = {"framework": plan.framework}
+    if plan.framework == "torch":
+        from whichdevice.workloads import torch_diagnose
+
+        out |= {f"torch_{k}": plan.user.get(k) for k in torch_diagnose.INFO_KEYS}
+    return out
 
 
 def render_run(

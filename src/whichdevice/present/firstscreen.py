@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from whichdevice.analysis import quality
+from whichdevice.analysis import quality, torch_fixes
 from whichdevice.analysis.fixes import FixResult, ab_fixes, jit_by_default, per_sample
 from whichdevice.analysis.compare import compare, process_sd
 from whichdevice.analysis.significance import Claim, from_samples
@@ -79,6 +79,7 @@ class FirstScreen:
     failures: list[str]
     footnotes: list[str]
     skipped: int = 0  # cases the time budget did not reach (counted apart from failures)
+    not_measured: dict[str, str] = field(default_factory=dict)  # a fix's name -> why (torch diagnose)
 
 
 # ------------------------------------------------------------------ claims from the record
@@ -173,6 +174,14 @@ _UNCLEAR_NAME = {
 }
 
 
+# The PyTorch fixes (analysis/torch_fixes.py's catalogue), under their parameter's name.
+_TITLE.update({f.param: f.title for f in torch_fixes.CATALOGUE})
+_CODE.update({f.param: f.code for f in torch_fixes.CATALOGUE})
+CAVEATS.update({f.param: f.caveat for f in torch_fixes.CATALOGUE})
+_UNCLEAR_NAME.update({f.param: f.short for f in torch_fixes.CATALOGUE})
+_CODE_FOR[("sync", "torch")] = torch_fixes.ITEM_CODE
+
+
 def _change(
     kind: str,
     f: FixResult | None,
@@ -243,6 +252,7 @@ def _changes(record: RunRecord, v: SuiteVerdict, seed_batch: int) -> tuple[list[
         ("jit_compile", False, lambda f: not jit_by_default(record, f.device)),  # no change where XLA is the default
         ("sync", "each", lambda f: f.context.get("kind") == "steady"),
         ("precision", "float32", lambda f: True),
+        *((f.param, f.baseline, lambda f: True) for f in torch_fixes.CATALOGUE),  # diagnose --framework torch
     ):
         for f, c in pairs(kind, base, keep):
             if _helps(c):
@@ -529,6 +539,7 @@ def first_screen(
         [f for r, f in zip(_failed(record), quality.failures(record)) if r.failure != "skipped"],
         footnotes,
         sum(r.failure == "skipped" for r in _failed(record)),
+        torch_fixes.not_measured(record),
     )
 
 
@@ -585,6 +596,8 @@ def screen_lines(fs: FirstScreen, *, report: str | None) -> list[tuple[str, str]
         tail.append("Also helps: " + ", ".join(f"{_UNCLEAR_NAME[c.kind]} {_x(c.claim.ratio)}×" for c in fs.more) + ".")
     if fs.unclear:
         tail.append("No clear gain: " + ", ".join(fs.unclear) + ".")
+    if fs.not_measured:
+        tail.append("Not measured: " + "; ".join(f"{k} — {v}" for k, v in fs.not_measured.items()) + ".")
     if tail:
         out.append(("dim", "  " + " ".join(tail)))
     out.append(("", ""))

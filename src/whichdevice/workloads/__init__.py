@@ -58,8 +58,11 @@ class GroupWorkload(Protocol):
 # Params that tell the members of one interleaved group apart, by workload and kind; every
 # other param (and the workload, framework and device) must be equal for two cases to be
 # timed together.
+# The torch fixes' settings (torch_diagnose.FIX_PARAMS).
+_TORCH_FIXES = ("set_to_none", "autocast", "channels_last", "cudnn_benchmark", "torch_compile")
 _VARYING = {
-    ("train", "steady"): ("batch", "sync"),
+    # plus the torch fixes' settings: each fix pair names its ``fix``, a group of its own
+    ("train", "steady"): ("batch", "sync", *_TORCH_FIXES),
     ("train", "fit"): ("steps_per_execution", "jit_compile"),
     ("pipeline", "both"): ("variant",),
 }

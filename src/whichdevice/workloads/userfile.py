@@ -47,20 +47,34 @@ def parse_spec(text: str, argument: str) -> UserFunction:
     return UserFunction(path.resolve(), fn, argument)
 
 
-def preflight(model_fn: UserFunction, input_shape, classes, data_fn, framework_env: dict[str, str]) -> dict:
-    """Run ``check`` in a child process (parent stays TensorFlow-free); UsageError on failure."""
+KERAS_PREFLIGHT = "whichdevice.frameworks.common.usermodel"
+
+
+def preflight(
+    model_fn: UserFunction,
+    input_shape,
+    classes,
+    data_fn,
+    framework_env: dict[str, str],
+    *,
+    module: str = KERAS_PREFLIGHT,
+    extra: dict | None = None,
+) -> dict:
+    """Run ``check`` in a child process (parent stays TensorFlow-free); UsageError on failure.
+    ``module``: the pre-flight child (plain torch has its own); ``extra``: more job fields."""
     job = {
         "model": [str(model_fn.path), model_fn.function],
         "data": [str(data_fn.path), data_fn.function] if data_fn else None,
         "input_shape": list(input_shape) if input_shape else None,
         "classes": classes,
+        **(extra or {}),
     }
     env = {**os.environ, **framework_env, "PYTHONUNBUFFERED": "1"}
     with tempfile.TemporaryDirectory(prefix="whichdevice-preflight-") as tmp:
         out_path, err_path = Path(tmp) / "out.txt", Path(tmp) / "err.txt"
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             done = run_module(
-                "whichdevice.frameworks.common.usermodel",
+                module,
                 [json.dumps(job)],
                 timeout_s=PREFLIGHT_TIMEOUT_S,
                 env=env,

@@ -10,6 +10,11 @@ NOTES: dict[str, list[str]] = {
     ],
 }
 NOTES["run"] = NOTES["train"]
+NOTES["diagnose"] = [
+    "torch: your nn.Module trained by a plain loop (zero_grad, forward, loss, backward, optimizer.step), "
+    "with your loss and optimizer when your function returns them (else the defaults the record's options "
+    "name); without --data, synthetic numpy batches copied to the device inside each step."
+]
 
 
 def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:

@@ -1,0 +1,129 @@
+"""``whichdevice diagnose --framework torch``: the suite on the user's nn.Module.
+
+The same train cases as the Keras diagnose (creation, the user's loop at their batch, the
+batch sweep, the loss read back every step) on the user's module, loss and optimizer
+(``frameworks/torch/usercase.py`` builds them in each child), then the PyTorch fixes, each an
+A/B pair on the user's model that differs in one parameter (``analysis/fixes.ab_fixes`` pairs
+them; ``analysis/torch_fixes.py`` reads them):
+
+- steady train steps at the user's batch, timed interleaved block by block as the batch sweep
+  (``workloads._VARYING``; each pair is its own group, named by its ``fix`` parameter):
+  ``set_to_none``, ``autocast`` (bfloat16), ``channels_last`` (a model with Conv2d on 4-d
+  input), ``cudnn_benchmark`` (GPU), ``torch_compile`` (last: compiling takes 20 s or more on
+  2 cores, measured in benchmarks/diagnose_torch.md);
+- the user's loop over a DataLoader (theirs with ``--data``, else one over a TensorDataset of
+  the synthetic inputs): ``num_workers`` 0 -> 2, and on a GPU ``pin_memory`` (with
+  ``non_blocking`` copies).
+
+Reading the loss every step (``.item()``) is the suite's sync each/none pair, as for Keras.
+The parent never imports torch: the pre-flight runs in a child (``frameworks/torch/usermodel.py``).
+"""
+
+from __future__ import annotations
+
+from whichdevice.core.records import CaseSpec
+from whichdevice.workloads import userfile
+from whichdevice.workloads.suite import USER_SWEEP_BATCHES
+
+FRAMEWORK = "torch"
+PREFLIGHT = "whichdevice.frameworks.torch.usermodel"
+# Steady-step fixes: (parameter, baseline, variant). Order: priority under the time budget.
+STEADY_FIXES: tuple[tuple[str, object, object], ...] = (
+    ("set_to_none", False, True),
+    ("autocast", "off", "bfloat16"),
+    ("channels_last", False, True),
+    ("cudnn_benchmark", False, True),
+    ("torch_compile", False, True),
+)
+GPU_ONLY = ("cudnn_benchmark", "pin_memory")
+LOADER_WORKERS = 2  # the variant's DataLoader workers (2 cores here; more rarely pay on a small machine)
+# The loops (the user's, the loaders') run at most this many steps: the first step against the
+# steady ones needs tens of steps, not an epoch (10 000 samples of a small CNN at batch 32 were
+# 313 steps, 18 s a round on the 2-core machine, more than a 40 s budget's share).
+LOOP_STEPS = 64
+# torch.compile's bound: compiling a small MLP's training step took 21-52 s on the loaded 2-core
+# machine (benchmarks/diagnose_torch.md). At most this, and at most this share of the budget.
+COMPILE_LIMIT_S = 90.0
+COMPILE_SHARE = 0.5
+# Every parameter a torch fix varies: the interleaved groups' varying keys (workloads._VARYING).
+FIX_PARAMS: tuple[str, ...] = tuple(p for p, _, _ in STEADY_FIXES)
+
+
+def user_params(model_fn, input_shape, classes, data_fn, batch: int | None, framework_env: dict[str, str]) -> dict:
+    """Pre-flight the user's module (and data) in a child — one real training step on the very
+    batch the run measures — then the case parameters every measuring child rebuilds it from."""
+    facts = userfile.preflight(
+        model_fn, input_shape, classes, data_fn, framework_env, module=PREFLIGHT, extra={"batch": batch}
+    )
+    return {
+        "model": "user",
+        "model_file": str(model_fn.path),
+        "model_fn": model_fn.function,
+        "input_shape": ",".join(map(str, facts["input_shape"])),
+        "classes": classes,
+        "label_classes": facts["label_classes"],
+        "output_shape": ",".join(map(str, facts["output_shape"])),
+        "vocab": facts.get("vocab"),
+        "conv2d": bool(facts.get("conv2d")),
+        "data_file": str(data_fn.path) if data_fn else None,
+        "data_fn": data_fn.function if data_fn else None,
+        "data_batch": facts.get("data_batch"),
+        "returned": facts.get("returned"),
+        "loss": facts.get("loss"),
+        "optimizer": facts.get("optimizer"),
+    }
+
+
+# Facts the pre-flight learned that the cases do not need (the record's options keep them).
+_INFO_ONLY = ("conv2d", "data_batch", "returned", "loss", "optimizer")
+INFO_KEYS = ("returned", "loss", "optimizer", "input_shape", "conv2d")
+
+
+def fixes_for(user: dict, gpu: bool) -> list[tuple[str, object, object]]:
+    """The steady fixes that apply to this model on this device."""
+    out = []
+    for name, base, var in STEADY_FIXES:
+        if name in GPU_ONLY and not gpu:
+            continue
+        if name == "channels_last" and not (user.get("conv2d") and len(str(user["input_shape"]).split(",")) == 3):
+            continue
+        out.append((name, base, var))
+    return out
+
+
+def compile_limit_s(budget_s: float) -> float:
+    """How long torch.compile may take to compile (frameworks/torch/usercase.py): half the
+    device's budget, at most COMPILE_LIMIT_S; past it the fix is "not measured" and why."""
+    return round(min(COMPILE_LIMIT_S, COMPILE_SHARE * budget_s), 1)
+
+
+def cases(device: str, *, user: dict, batch: int, samples: int, budget_s: float = 90.0) -> list[CaseSpec]:
+    """The cases of one device, in priority order (the budget cuts the last ones)."""
+    gpu = device.startswith("GPU")
+    params = {k: v for k, v in user.items() if k not in _INFO_ONLY}
+    out: list[CaseSpec] = []
+
+    def t(**p) -> None:
+        out.append(CaseSpec(workload="train", framework=FRAMEWORK, device=device, params={**params, **p}))
+
+    for op in ("create", "clone"):
+        t(kind="create", example="user", op=op)
+    loop_samples = min(samples, LOOP_STEPS * batch)
+    t(kind="loop", example="user", samples=loop_samples, batch=batch, data="tfdata", epochs=1)
+    for b in sorted(set(USER_SWEEP_BATCHES) | {batch}):
+        t(kind="steady", batch=b, sync="none")
+    t(kind="steady", batch=batch, sync="each")  # the loss read back (.item()) every step
+    fixes = fixes_for(user, gpu)
+    for name, base, var in [f for f in fixes if f[0] != "torch_compile"]:
+        for value in (base, var):
+            t(kind="steady", batch=batch, sync="none", fix=name, **{name: value})
+    loader = dict(example="user", samples=loop_samples, batch=batch, data="loader", epochs=1)
+    for w in (0, LOADER_WORKERS):
+        t(kind="loop", num_workers=w, **loader)
+    if gpu:
+        for pin in (False, True):
+            t(kind="loop", num_workers=0, pin_memory=pin, **{**loader, "data": "loader_pin"})
+    for name, base, var in [f for f in fixes if f[0] == "torch_compile"]:
+        t(kind="steady", batch=batch, sync="none", fix=name, **{name: base})
+        t(kind="steady", batch=batch, sync="none", fix=name, compile_limit_s=compile_limit_s(budget_s), **{name: var})
+    return out
