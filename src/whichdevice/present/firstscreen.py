@@ -352,6 +352,7 @@ def _causes(record: RunRecord, v: SuiteVerdict, changes: list[Change]) -> list[C
                     else f"{share:.0%} of the pipeline's time is the tf.py_function",
                 )
             )
+    read = ".item()" if any(s.framework.name == "torch" for s in record.sessions) else ".numpy()"
     for s in v.training.sync_costs:
         if s.significant and s.fraction > 0:
             share = s.cost_s / s.each.median_s
@@ -359,7 +360,7 @@ def _causes(record: RunRecord, v: SuiteVerdict, changes: list[Change]) -> list[C
                 Cause(
                     "Syncing every step",
                     share,
-                    f"{share:.0%} of a batch-{s.params.get('batch')} step is reading the loss back (.numpy())",
+                    f"{share:.0%} of a batch-{s.params.get('batch')} step is reading the loss back ({read})",
                 )
             )
     for row in v.training.runs:

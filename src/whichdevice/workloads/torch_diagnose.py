@@ -7,7 +7,8 @@ A/B pair on the user's model that differs in one parameter (``analysis/fixes.ab_
 them; ``analysis/torch_fixes.py`` reads them):
 
 - steady train steps at the user's batch, timed interleaved block by block as the batch sweep
-  (``workloads._VARYING``; each pair is its own group, named by its ``fix`` parameter):
+  (``workloads._VARYING``; each pair is its own group, named by its ``fix`` parameter, with
+  blocks of as many calls on both sides: ``workloads/train.same_block_size``), before the sweep:
   ``set_to_none``, ``autocast`` (bfloat16), ``channels_last`` (a model with Conv2d on 4-d
   input), ``cudnn_benchmark`` (GPU), ``torch_compile`` (last: compiling takes 20 s or more on
   2 cores, measured in benchmarks/diagnose_torch.md);
@@ -39,8 +40,8 @@ GPU_ONLY = ("cudnn_benchmark", "pin_memory")
 LOADER_WORKERS = 2  # the variant's DataLoader workers (2 cores here; more rarely pay on a small machine)
 # The loops (the user's, the loaders') run at most this many steps: the first step against the
 # steady ones needs tens of steps, not an epoch (10 000 samples of a small CNN at batch 32 were
-# 313 steps, 18 s a round on the 2-core machine, more than a 40 s budget's share).
-LOOP_STEPS = 64
+# 313 steps, 18 s a round on the 2-core machine; 64 steps of the mnist Net took 46 s there).
+LOOP_STEPS = 32
 # torch.compile's bound: compiling a small MLP's training step took 21-52 s on the loaded 2-core
 # machine (benchmarks/diagnose_torch.md). At most this, and at most this share of the budget.
 COMPILE_LIMIT_S = 90.0
@@ -110,13 +111,15 @@ def cases(device: str, *, user: dict, batch: int, samples: int, budget_s: float 
         t(kind="create", example="user", op=op)
     loop_samples = min(samples, LOOP_STEPS * batch)
     t(kind="loop", example="user", samples=loop_samples, batch=batch, data="tfdata", epochs=1)
+    fixes = fixes_for(user, gpu)
+    for name, base, var in [f for f in fixes if f[0] != "torch_compile"]:  # each a pair at the user's batch
+        for value in (base, var):
+            t(kind="steady", batch=batch, sync="none", fix=name, **{name: value})
+    # The batch sweep after the fixes: one group whose large batches cost most (a batch-512 step of
+    # pytorch/examples' mnist Net took 17 s of a 90 s budget on the loaded 2-core machine).
     for b in sorted(set(USER_SWEEP_BATCHES) | {batch}):
         t(kind="steady", batch=b, sync="none")
     t(kind="steady", batch=batch, sync="each")  # the loss read back (.item()) every step
-    fixes = fixes_for(user, gpu)
-    for name, base, var in [f for f in fixes if f[0] != "torch_compile"]:
-        for value in (base, var):
-            t(kind="steady", batch=batch, sync="none", fix=name, **{name: value})
     loader = dict(example="user", samples=loop_samples, batch=batch, data="loader", epochs=1)
     for w in (0, LOADER_WORKERS):
         t(kind="loop", num_workers=w, **loader)
@@ -124,6 +127,7 @@ def cases(device: str, *, user: dict, batch: int, samples: int, budget_s: float 
         for pin in (False, True):
             t(kind="loop", num_workers=0, pin_memory=pin, **{**loader, "data": "loader_pin"})
     for name, base, var in [f for f in fixes if f[0] == "torch_compile"]:
-        t(kind="steady", batch=batch, sync="none", fix=name, **{name: base})
-        t(kind="steady", batch=batch, sync="none", fix=name, compile_limit_s=compile_limit_s(budget_s), **{name: var})
+        limit = compile_limit_s(budget_s)  # on both sides: they differ only in torch_compile (one group, one pair)
+        for value in (base, var):
+            t(kind="steady", batch=batch, sync="none", fix=name, compile_limit_s=limit, **{name: value})
     return out

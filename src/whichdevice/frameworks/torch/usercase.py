@@ -31,6 +31,10 @@ from whichdevice.frameworks.common.casemodel import CaseModel, _shape
 from whichdevice.frameworks.torch import training as torch_training
 from whichdevice.frameworks.torch import usermodel
 
+# A DataLoader worker's batch not ready in this long fails the case with torch's own message
+# (instead of waiting for the case timeout): one test run's loader loop hung for 60 s once.
+LOADER_TIMEOUT_S = 30.0
+
 # The loss and optimizer each built model trains with (the user's, or the defaults).
 _LOSS_OPT: dict[int, tuple[object, object]] = {}
 
@@ -117,6 +121,7 @@ class UserCaseModel(CaseModel):
                 num_workers=workers,
                 pin_memory=bool(self.p.get("pin_memory", False)),
                 persistent_workers=workers > 0,
+                timeout=LOADER_TIMEOUT_S if workers > 0 else 0,
             )
             return usermodel.CappedBatches(loader, steps)
         return training.dataset(x, y, batch)

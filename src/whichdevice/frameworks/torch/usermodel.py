@@ -247,6 +247,7 @@ def rebuilt_loader(loader, *, batch: int | None = None, num_workers: int | None 
     )
     if workers > 0:
         kw["persistent_workers"] = True  # the workers start once, not every epoch
+        kw["timeout"] = loader.timeout or 30.0  # a stuck worker fails the case, not the whole budget
     return DataLoader(loader.dataset, **kw)
 
 
@@ -496,3 +497,79 @@ def _main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(_main(sys.argv))
+
+
+# ------------------------------------------------------------------ objects from a notebook
+
+
+def is_torch_object(obj) -> bool:
+    """An nn.Module or a (module, loss[, optimizer]) tuple, told without importing torch (the
+    API calls this in the user's process, where torch is already imported if it is one)."""
+    first = obj[0] if isinstance(obj, (tuple, list)) and obj else obj
+    return any(getattr(c, "__module__", "").startswith("torch.nn") for c in type(first).__mro__)
+
+
+def _pickler(obj):
+    """pickle, or cloudpickle when the objects' classes or functions live in ``__main__`` (a
+    notebook or script: a measuring child cannot import them) and cloudpickle is installed."""
+    import pickle
+
+    items = obj if isinstance(obj, (tuple, list)) else (obj,)
+    in_main = any(
+        getattr(type(o), "__module__", "") == "__main__" or getattr(o, "__module__", "") == "__main__" for o in items
+    )
+    if not in_main:
+        return pickle
+    try:
+        import cloudpickle
+    except ImportError:
+        raise UserFileError(
+            "model",
+            "its class or loss is defined in the notebook (__main__), which a measuring process cannot import",
+            "Put the model in a .py file and pass 'file.py:function', or pip install cloudpickle",
+        ) from None
+    return cloudpickle
+
+
+def materialize(model, data, folder: Path) -> tuple[str, str | None]:
+    """A module (or tuple) and data from a notebook -> files each measuring child loads: the
+    objects pickled with ``torch.save``, a small ``loader.py`` with ``build()`` / ``data()``.
+    ``data``: a DataLoader (pickled), an ``(x, y)`` pair of arrays or tensors (a shuffling
+    DataLoader of batch 32 over them), or ``FILE:FUNCTION``."""
+    folder = Path(folder)
+    try:
+        torch.save(model, folder / "model.pt", pickle_module=_pickler(model))
+    except UserFileError:
+        raise
+    except Exception as e:
+        raise UserFileError(
+            "model", f"cannot be saved for the measuring processes ({_exc_line(e)})", "Pass 'file.py:function'"
+        ) from None
+    lines = [
+        "import torch",
+        "",
+        "def build():",
+        f"    return torch.load({str(folder / 'model.pt')!r}, weights_only=False)",
+    ]
+    data_spec = None
+    if isinstance(data, str):
+        data_spec = data
+    elif data is not None:
+        if is_loader(data):
+            torch.save(data, folder / "data.pt", pickle_module=_pickler(data.dataset))
+            lines += ["", "def data():", f"    return torch.load({str(folder / 'data.pt')!r}, weights_only=False)"]
+        elif isinstance(data, (tuple, list)) and len(data) == 2:
+            torch.save((_as_tensor(data[0]), _as_tensor(data[1])), folder / "data.pt")
+            lines += [
+                "",
+                "def data():",
+                f"    x, y = torch.load({str(folder / 'data.pt')!r})",
+                "    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=32, shuffle=True)",
+            ]
+        else:
+            raise UserFileError(
+                "data", f"a {type(data).__name__} is not data it can measure", "Pass a DataLoader or (x, y)"
+            )
+        data_spec = f"{folder / 'loader.py'}:data"
+    (folder / "loader.py").write_text("\n".join(lines) + "\n")
+    return f"{folder / 'loader.py'}:build", data_spec

@@ -1,0 +1,319 @@
+"""`whichdevice diagnose --framework torch`: the user's nn.Module.
+
+The corpus in tests/torch_models/ (one file per way users write a model: our own code) is
+pre-flighted in this process (fast: ``usermodel.check``, torch imported once) and diagnosed
+end to end through the CLI (each a real run in child processes: the MLP and the DataLoader in
+CI, the other families marked slow). Every diagnosed case must be measured ("ok"), torch.compile
+left out where the budget is small (it compiles for 20-50 s on the 2-core machine; its own slow
+test gives it the time).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from whichdevice import workloads
+from whichdevice.workloads import torch_diagnose
+
+MODELS = Path(__file__).parent / "torch_models"
+
+# (file:function, --input-shape, --classes, --data): every family of the corpus.
+CORPUS = {
+    "mlp": ("mlp.py:build", None, "10", None),
+    "cnn": ("cnn.py:SmallCNN", "1,28,28", "10", None),
+    "rnn": ("rnn.py:build", "20,8", "4", None),
+    "transformer": ("transformer.py:build", "16", "3", None),
+    "batchnorm_dropout": ("batchnorm_dropout.py:build", None, None, None),
+    "module_loss_optimizer": ("module_loss_optimizer.py:build", None, None, None),
+    "custom_loss": ("custom_loss.py:build", None, None, None),
+    "dataloader": ("dataloader_data.py:build", None, None, "dataloader_data.py:loader"),
+}
+FAST = ("mlp", "dataloader")  # diagnosed end to end in CI; the others with -m slow
+
+USER = {"model": "user", "model_file": "m.py", "model_fn": "build", "input_shape": "20", "classes": 10}
+
+
+# ------------------------------------------------------------------ the cases (parent side, no torch)
+
+
+def test_cases_put_the_seed_parts_first_and_each_fix_in_a_pair():
+    cases = torch_diagnose.cases("CPU:0", user={**USER, "conv2d": False}, batch=32, samples=10_000)
+    kinds = [c.params["kind"] for c in cases]
+    assert kinds[:3] == ["create", "create", "loop"]
+    assert len({c.key for c in cases}) == len(cases)
+    fixes = [c.params for c in cases if "fix" in c.params]
+    assert {p["fix"] for p in fixes} == {"set_to_none", "autocast", "torch_compile"}  # no conv, no GPU
+    assert fixes[-1]["fix"] == "torch_compile"  # last: compiling is the slowest case
+    assert fixes[-1]["compile_limit_s"] == 45.0  # half the default 90 s budget
+    loaders = [c.params for c in cases if c.params.get("data") == "loader"]
+    assert [p["num_workers"] for p in loaders] == [0, torch_diagnose.LOADER_WORKERS]
+    loop = next(c.params for c in cases if c.params["kind"] == "loop")
+    assert loop["samples"] == torch_diagnose.LOOP_STEPS * 32  # a capped pass, not 10 000 samples
+    assert "conv2d" not in loop and "loss" not in loop  # pre-flight facts stay out of the cases
+
+
+def test_channels_last_needs_a_conv2d_on_image_input_and_gpu_fixes_a_gpu():
+    conv = {**USER, "input_shape": "1,28,28", "conv2d": True}
+    cpu = {c.params.get("fix") for c in torch_diagnose.cases("CPU:0", user=conv, batch=32, samples=100)}
+    gpu = torch_diagnose.cases("GPU:0", user=conv, batch=32, samples=100)
+    assert "channels_last" in cpu and "cudnn_benchmark" not in cpu
+    assert "cudnn_benchmark" in {c.params.get("fix") for c in gpu}
+    assert {c.params.get("pin_memory") for c in gpu if c.params.get("data") == "loader_pin"} == {False, True}
+
+
+def test_each_fix_pair_is_its_own_interleaved_group():
+    cases = torch_diagnose.cases("CPU:0", user={**USER, "conv2d": False}, batch=32, samples=1000)
+    by_key = {c.key: c for c in cases}
+    groups = [[by_key[k] for k in g] for g in workloads.interleave_groups(cases)]
+    for g in groups:
+        fix = {c.params.get("fix") for c in g}
+        assert len(fix) == 1  # never a fix mixed with the sweep or another fix
+        if fix != {None}:
+            (name,) = fix
+            assert len(g) == 2 and {c.params[name] for c in g} == {
+                b for n, b, v in torch_diagnose.STEADY_FIXES if n == name
+            } | {v for n, b, v in torch_diagnose.STEADY_FIXES if n == name}
+    assert set(torch_diagnose.FIX_PARAMS) == set(workloads._TORCH_FIXES)
+
+
+def test_compile_limit_follows_the_budget():
+    assert torch_diagnose.compile_limit_s(40) == 20.0
+    assert torch_diagnose.compile_limit_s(600) == torch_diagnose.COMPILE_LIMIT_S
+
+
+# ------------------------------------------------------------------ the pre-flight, in this process
+
+
+@pytest.fixture(scope="module")
+def usermodel():
+    pytest.importorskip("torch")
+    from whichdevice.frameworks.torch import usermodel
+
+    return usermodel
+
+
+def _fn(usermodel, spec: str, argument: str = "--model"):
+    path, fn = spec.split(":")
+    return usermodel.UserFunction(MODELS / path, fn, argument)
+
+
+@pytest.mark.frameworks
+@pytest.mark.parametrize("family", sorted(CORPUS))
+def test_preflight_trains_every_family_one_step(usermodel, family):
+    spec, shape, classes, data = CORPUS[family]
+    shape_t = tuple(int(d) for d in shape.split(",")) if shape else None
+    data_fn = _fn(usermodel, data, "--data") if data else None
+    facts = usermodel.check(_fn(usermodel, spec), shape_t, int(classes) if classes else None, data_fn)
+    assert facts["ok"] and facts["first_loss"] is not None
+    expected = {
+        "mlp": ([20], 10, "default CrossEntropyLoss"),
+        "cnn": ([1, 28, 28], 10, "default CrossEntropyLoss"),
+        "rnn": ([20, 8], 4, "default CrossEntropyLoss"),
+        "transformer": ([16], 3, "default CrossEntropyLoss"),
+        "batchnorm_dropout": ([16], None, "default MSELoss"),
+        "module_loss_optimizer": ([12], 5, "CrossEntropyLoss"),  # classes from the user's own loss
+        "custom_loss": ([10], None, "huber_l1"),
+        "dataloader": ([24], 6, "default CrossEntropyLoss"),  # class ids in the data: cross-entropy
+    }[family]
+    assert (facts["input_shape"], facts["label_classes"], facts["loss"]) == expected
+    assert facts["conv2d"] == (family == "cnn")
+    assert facts["input_int"] == (family == "transformer")  # token ids for an Embedding
+    if family == "module_loss_optimizer":
+        assert facts["optimizer"] == "SGD" and facts["returned"] == "(module, loss_fn, optimizer)"
+    if family == "dataloader":
+        assert facts["data_batch"] == 64
+
+
+BAD = [
+    # (source, input_shape, classes, argument, words in the problem or fix)
+    ("def build():\n    return 'a string'\n", None, None, "--model", "not an nn.Module"),
+    (
+        "import torch.nn as nn\ndef build():\n    return nn.Sequential(nn.Conv2d(3, 4, 3))\n",
+        None,
+        None,
+        "--input-shape",
+        "--input-shape 3,28,28",
+    ),
+    ("import torch.nn as nn\ndef build():\n    return nn.Linear(8, 3)\n", None, 5, "--classes", "--classes 3"),
+    ("import torch.nn as nn\ndef build():\n    return nn.Linear(8, 3)\n", (9,), None, "--input-shape", "rejects"),
+    (
+        "import torch.nn as nn\ndef build():\n    return nn.Linear(8, 3), (lambda o, y: (o - y) ** 2)\n",
+        None,
+        None,
+        "--model",
+        "not one number",
+    ),
+    (
+        "import torch, torch.nn as nn\ndef build():\n    m = nn.Linear(8, 3)\n"
+        "    return m, nn.MSELoss(), torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)\n",
+        None,
+        None,
+        "--model",
+        "none of the module's parameters",
+    ),
+    (
+        "import torch.nn as nn\ndef build():\n    return nn.LSTM(8, 4, batch_first=True)\n",
+        (5, 8),
+        None,
+        "--model",
+        "not one tensor",
+    ),
+    (
+        "import torch.nn as nn\ndef build():\n    return nn.Linear(8, 3), 'mse'\n",
+        None,
+        None,
+        "--model",
+        "not a callable",
+    ),
+]
+
+
+@pytest.mark.frameworks
+@pytest.mark.parametrize("source,shape,classes,argument,words", BAD)
+def test_preflight_refuses_in_one_line_naming_the_argument(
+    usermodel, tmp_path, source, shape, classes, argument, words
+):
+    (tmp_path / "m.py").write_text(source)
+    with pytest.raises(usermodel.UserFileError) as e:
+        usermodel.check(usermodel.UserFunction(tmp_path / "m.py", "build", "--model"), shape, classes, None)
+    assert e.value.argument == argument
+    text = f"{e.value.problem}. {e.value.fix}"
+    assert words in text and "\n" not in text
+
+
+@pytest.mark.frameworks
+def test_data_batches_that_are_not_pairs_and_a_batch_it_cannot_make(usermodel, tmp_path):
+    (tmp_path / "d.py").write_text(
+        "import torch\ndef plain():\n    return [torch.zeros(4, 24)]\n"
+        "def pairs():\n    return [(torch.zeros(4, 24), torch.zeros(4, dtype=torch.long))]\n"
+    )
+    model = _fn(usermodel, CORPUS["dataloader"][0])
+    with pytest.raises(usermodel.UserFileError, match="not .inputs, labels. pairs"):
+        usermodel.check(model, None, None, usermodel.UserFunction(tmp_path / "d.py", "plain", "--data"))
+    with pytest.raises(usermodel.UserFileError) as e:
+        usermodel.check(model, None, None, usermodel.UserFunction(tmp_path / "d.py", "pairs", "--data"), batch=8)
+    assert e.value.argument == "--batch" and "Leave --batch out" in e.value.fix
+    facts = usermodel.check(model, None, 6, usermodel.UserFunction(tmp_path / "d.py", "pairs", "--data"))
+    assert facts["data_batch"] == 4 and facts["label_classes"] == 6
+
+
+@pytest.mark.frameworks
+def test_a_loader_rebuilt_keeps_its_dataset_and_shuffling(usermodel):
+    import torch
+
+    loader = usermodel.call_data_function(MODELS / "dataloader_data.py", "loader")
+    again = usermodel.rebuilt_loader(loader, batch=16, num_workers=0)
+    assert again.batch_size == 16 and again.dataset is loader.dataset
+    assert isinstance(again.sampler, torch.utils.data.RandomSampler)
+    capped = usermodel.CappedBatches(again, 3)
+    assert len(capped) == 3 and len(list(capped)) == 3 and len(list(capped)) == 3  # re-iterable
+    x, y = usermodel.concat_batch(again, 100)
+    assert x.shape == (100, 24) and y.shape == (100,)
+
+
+# ------------------------------------------------------------------ the CLI
+
+
+def test_a_keras_diagnose_of_a_torch_file_points_at_framework_torch(tmp_path, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("keras")
+    (tmp_path / "net.py").write_text(
+        "import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 2)\n    def forward(self, x):\n        return self.fc(x)\n"
+    )
+    code, _, err = run_cli(["diagnose", "--model", f"{tmp_path / 'net.py'}:Net", "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "--framework torch" in err and "nn.Module Net" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_framework_is_one_line(tmp_path, capsys):
+    code, _, err = run_cli(
+        ["diagnose", "--framework", "mxnet", "--model", f"{MODELS / 'mlp.py'}:build", "--out", str(tmp_path / "o")],
+        capsys,
+    )
+    assert code == 2 and "--framework" in err and "torch" in err
+
+
+@pytest.mark.frameworks
+def test_torch_preflight_failure_is_one_line_and_writes_nothing(tmp_path, capsys):
+    pytest.importorskip("torch")
+    code, _, err = run_cli(
+        ["diagnose", "--framework", "torch", "--model", f"{MODELS / 'cnn.py'}:SmallCNN", "--out", str(tmp_path / "o")],
+        capsys,
+    )
+    assert code == 2 and "--input-shape 1,28,28" in err
+    assert not (tmp_path / "o").exists()
+
+
+def _diagnose(tmp_path, capsys, family: str, budget: str = "40", extra=()):
+    spec, shape, classes, data = CORPUS[family]
+    args = ["diagnose", "--framework", "torch", "--model", f"{MODELS / spec}"]
+    args += ["--input-shape", shape] if shape else []
+    args += ["--classes", classes] if classes else []
+    args += ["--data", f"{MODELS / data}"] if data else []
+    args += ["--budget", budget, "--cpu-threads", "1", "--samples", "512", "--json", str(tmp_path / "d.json"), *extra]
+    code, out, err = run_cli([*args, "--out", str(tmp_path)], capsys)
+    assert code == 0, err
+    return json.loads((tmp_path / "d.json").read_text()), out
+
+
+def _without_compile(monkeypatch):
+    monkeypatch.setattr(
+        torch_diagnose, "STEADY_FIXES", tuple(f for f in torch_diagnose.STEADY_FIXES if f[0] != "torch_compile")
+    )
+
+
+def _check_all_measured(record, family):
+    failed = [
+        (
+            {k: v for k, v in r["spec"]["params"].items() if k in ("kind", "data", "num_workers", "fix", "batch")},
+            r.get("error"),
+        )
+        for r in record["results"]
+        if r["status"] != "ok"
+    ]
+    assert not failed, (family, failed)
+    fixes = {r["spec"]["params"].get("fix") for r in record["results"]} - {None}
+    assert {"set_to_none", "autocast"} <= fixes
+    assert record["options"]["framework"] == "torch" and record["options"]["torch_loss"]
+
+
+@pytest.mark.frameworks
+@pytest.mark.parametrize("family", FAST)
+def test_diagnose_measures_every_case(tmp_path, capsys, monkeypatch, family):
+    pytest.importorskip("torch")
+    _without_compile(monkeypatch)
+    record, out = _diagnose(tmp_path, capsys, family)
+    _check_all_measured(record, family)
+    assert "Answer: No GPU here" in out
+    assert "cudnn.benchmark — not measured here (no GPU)" in out
+    if family == "dataloader":
+        assert record["options"]["batch"] == 64  # the DataLoader's own batch
+        assert any(r["spec"]["params"].get("data_file") for r in record["results"])
+
+
+@pytest.mark.slow
+@pytest.mark.frameworks
+@pytest.mark.parametrize("family", [f for f in sorted(CORPUS) if f not in FAST])
+def test_diagnose_measures_every_case_slow(tmp_path, capsys, monkeypatch, family):
+    pytest.importorskip("torch")
+    _without_compile(monkeypatch)
+    record, _ = _diagnose(tmp_path, capsys, family, budget="60")
+    _check_all_measured(record, family)
+    if family == "cnn":
+        assert any(r["spec"]["params"].get("fix") == "channels_last" for r in record["results"])
+
+
+@pytest.mark.slow
+@pytest.mark.frameworks
+def test_torch_compile_is_measured_or_says_why(tmp_path, capsys):
+    pytest.importorskip("torch")
+    record, out = _diagnose(tmp_path, capsys, "mlp", budget="150")
+    compiled = [r for r in record["results"] if r["spec"]["params"].get("torch_compile")]
+    assert compiled
+    if compiled[0]["status"] != "ok":
+        assert "torch.compile —" in out and "not measured" in out
