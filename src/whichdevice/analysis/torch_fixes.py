@@ -140,8 +140,11 @@ def not_measured(record: RunRecord) -> dict[str, str]:
 
 
 def _first_line(error: str | None) -> str:
+    """The error's first line, from our own words when they are in it (torch wraps the compile
+    bound's TimeoutError: "InductorError: TimeoutError: torch.compile did not finish ...")."""
     line = (error or "failed").strip().splitlines()[0] if (error or "").strip() else "failed"
-    return line[:120]
+    own = line.find("torch.compile did not finish")
+    return line[own if own >= 0 else 0 :][:120]
 
 
 def recommendation_rows(record: RunRecord) -> list[tuple[TorchFix, list[FixResult], str]]:

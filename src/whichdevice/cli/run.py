@@ -50,7 +50,7 @@ from whichdevice.core.validate import (
 
 RUN_MIN_TIME_S = 0.05  # steady seconds per point: short, the suite has many points
 DIAGNOSE_FRAMEWORK = "tensorflow"
-DIAGNOSE_FRAMEWORKS = ("tensorflow", "torch")
+DIAGNOSE_FRAMEWORKS = ("tensorflow", "torch", "keras-jax", "keras-torch")
 VERBOSE_HELP = "Also print every finding, the fix table, the notes and every warning."
 
 
@@ -258,7 +258,8 @@ def diagnose(
         "an nn.Module, (module, loss_fn) or (module, loss_fn, optimizer). Required, unless --resume.",
     ),
     framework: str = opt.framework(
-        help="The framework your model is written in: tensorflow (Keras, default) or torch (an nn.Module).",
+        help="tensorflow (a Keras model, default), torch (an nn.Module), or keras-jax / keras-torch (your Keras "
+        "model on another backend: is the backend the cause?).",
     ),
     input_shape: Optional[str] = opt.input_shape(for_model=False),
     classes: Optional[str] = opt.classes(for_model=False),
@@ -312,6 +313,12 @@ def diagnose(
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"diagnose-{stamp()}.json"
     experiment.require_installed(fw)
     err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
+    if fw in ("keras-jax", "keras-torch") and data_fn is not None:
+        raise UsageError(
+            "--data",
+            f"a tf.data dataset is TensorFlow's; --framework {fw} measures your Keras model on synthetic data",
+            "Leave --data out, or use --framework tensorflow",
+        )
     if fw == "torch":
         user, user_batch = _torch_user(model_fn, shape, n_classes, data_fn, given_batch)
     else:
@@ -354,6 +361,12 @@ def _diagnose_cases(plan: DiagnosePlan):
         return lambda found, d: torch_diagnose.cases(
             d.name, user=plan.user, batch=plan.batch, samples=plan.samples, budget_s=plan.budget_s
         )
+    if fw != DIAGNOSE_FRAMEWORK:  # a Keras model on another backend: what does not apply there is left out
+        return lambda found, d: [
+            c
+            for c in user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples)
+            if frameworks.unsupported(fw, c.params) is None
+        ]
     return lambda found, d: user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples)
 
 

@@ -352,7 +352,8 @@ def _causes(record: RunRecord, v: SuiteVerdict, changes: list[Change]) -> list[C
                     else f"{share:.0%} of the pipeline's time is the tf.py_function",
                 )
             )
-    read = ".item()" if any(s.framework.name == "torch" for s in record.sessions) else ".numpy()"
+    torch = record.options.get("framework") == "torch" or any(s.framework.name == "torch" for s in record.sessions)
+    read = ".item()" if torch else ".numpy()"
     for s in v.training.sync_costs:
         if s.significant and s.fraction > 0:
             share = s.cost_s / s.each.median_s
