@@ -455,3 +455,74 @@ def test_first_screen_of_a_recorded_torch_diagnose():
     assert "Not measured: torch.compile — not measured (torch.compile did not finish compiling" in text
     names = {r.name for r in rep.verdict.recommendations}
     assert "Compile the model (torch.compile)" in names and "Free the gradients instead of zeroing them" in names
+
+
+# ------------------------------------------------------------------ a Keras model on another backend
+
+
+def _plan(framework: str):
+    from whichdevice.cli.run import DiagnosePlan
+
+    user = {"model": "user", "model_file": "m.py", "model_fn": "build", "input_shape": "20", "classes": 3}
+    return DiagnosePlan(
+        model="m.py:build",
+        data=None,
+        user=user,
+        batch=32,
+        samples=1000,
+        budget_s=90,
+        devices_wanted=None,
+        cpu_threads=None,
+        json_file="d.json",
+        command=["whichdevice"],
+        framework=framework,
+    )
+
+
+@pytest.mark.parametrize("framework", ["keras-jax", "keras-torch"])
+def test_keras_backends_leave_out_what_does_not_apply(framework):
+    from whichdevice import frameworks
+    from whichdevice.cli.run import _diagnose_cases
+    from whichdevice.core.records import DeviceInfo
+
+    cases = _diagnose_cases(_plan(framework))(None, DeviceInfo(name="CPU:0", kind="cpu"))
+    assert {c.framework for c in cases} == {framework}
+    assert all(frameworks.unsupported(framework, c.params) is None for c in cases)
+    assert any(c.params.get("kind") == "fit" for c in cases)  # model.fit runs on every Keras backend
+    has_spe = any("steps_per_execution" in c.params for c in cases)
+    assert has_spe == (framework == "keras-jax")  # Keras' torch trainer: one step per call
+
+
+def test_keras_backend_with_tf_data_is_refused_in_one_line(tmp_path, capsys):
+    (tmp_path / "m.py").write_text("def build():\n    pass\n")
+    code, _, err = run_cli(
+        [
+            "diagnose",
+            "--framework",
+            "keras-jax",
+            "--model",
+            f"{tmp_path / 'm.py'}:build",
+            "--data",
+            f"{tmp_path / 'm.py'}:build",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capsys,
+    )
+    assert code == 2 and "Checking" not in err and err.startswith("error: --data") and "--framework tensorflow" in err
+
+
+@pytest.mark.slow
+@pytest.mark.frameworks
+def test_keras_jax_diagnose_end_to_end(tmp_path, capsys):
+    pytest.importorskip("jax")
+    (tmp_path / "m.py").write_text(
+        "import keras\ndef build():\n    return keras.Sequential([keras.Input((20,)), keras.layers.Dense(8, "
+        "activation='relu'), keras.layers.Dense(3, activation='softmax')])\n"
+    )
+    args = ["diagnose", "--framework", "keras-jax", "--model", f"{tmp_path / 'm.py'}:build", "--classes", "3"]
+    code, out, err = run_cli([*args, "--samples", "256", "--budget", "30", "--json", str(tmp_path / "d.json")], capsys)
+    assert code == 0, err
+    record = json.loads((tmp_path / "d.json").read_text())
+    assert record["options"]["framework"] == "keras-jax"
+    assert any(r["status"] == "ok" and r["spec"]["params"].get("kind") == "fit" for r in record["results"])

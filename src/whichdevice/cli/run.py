@@ -300,6 +300,12 @@ def diagnose(
         )
     model_fn = userfile.parse_spec(model, "--model")
     data_fn = userfile.parse_spec(data, "--data") if data else None
+    if fw in ("keras-jax", "keras-torch") and data_fn is not None:
+        raise UsageError(
+            "--data",
+            f"a tf.data dataset is TensorFlow's; --framework {fw} measures your Keras model on synthetic data",
+            "Leave --data out, or use --framework tensorflow",
+        )
     shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000) or 10_000
@@ -313,12 +319,6 @@ def diagnose(
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"diagnose-{stamp()}.json"
     experiment.require_installed(fw)
     err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-    if fw in ("keras-jax", "keras-torch") and data_fn is not None:
-        raise UsageError(
-            "--data",
-            f"a tf.data dataset is TensorFlow's; --framework {fw} measures your Keras model on synthetic data",
-            "Leave --data out, or use --framework tensorflow",
-        )
     if fw == "torch":
         user, user_batch = _torch_user(model_fn, shape, n_classes, data_fn, given_batch)
     else:
