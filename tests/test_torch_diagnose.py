@@ -526,3 +526,12 @@ def test_keras_jax_diagnose_end_to_end(tmp_path, capsys):
     record = json.loads((tmp_path / "d.json").read_text())
     assert record["options"]["framework"] == "keras-jax"
     assert any(r["status"] == "ok" and r["spec"]["params"].get("kind") == "fit" for r in record["results"])
+
+
+def test_a_torch_diagnose_without_gpu_does_not_offer_predict_on_the_module():
+    from whichdevice.core.records import load_run
+    from whichdevice.present.suitepage import suite_report
+
+    record = load_run(Path(__file__).parent / "data" / "diagnose_torch_cnn_cpu_2core.json")
+    answer = suite_report(record, Path("/nonexistent/x.png")).first.answer
+    assert "predict --framework torch --quick" in answer[1] and "--model" not in answer[1]

@@ -403,8 +403,15 @@ def _answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) ->
         if prediction:
             return out + prediction
         model = record.options.get("model") if record.experiment == "diagnose" else None
+        fw = str(record.options.get("framework") or "tensorflow")
+        if model and fw == "torch":  # predict takes Keras models only: an nn.Module is not modelled
+            return out + [
+                "Would a GPU help? `whichdevice predict --framework torch --quick` models the seeds' MLP "
+                "(not your nn.Module)."
+            ]
         if model:  # predict models the user's own model too
-            return out + [f"Would a GPU help? Ask `whichdevice predict --model {model} --quick`."]
+            on = f" --framework {fw}" if fw != "tensorflow" else ""
+            return out + [f"Would a GPU help? Ask `whichdevice predict --model {model}{on} --quick`."]
         return out + [NO_PREDICTION]
     out = []
     for t in v.training.sweep:
