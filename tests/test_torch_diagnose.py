@@ -51,6 +51,9 @@ def test_cases_put_the_seed_parts_first_and_each_fix_in_a_pair():
     assert fixes[-1]["compile_limit_s"] == 22.5  # a quarter of the default 90 s budget
     loaders = [c.params for c in cases if c.params.get("data") == "loader"]
     assert [p["num_workers"] for p in loaders] == [0, torch_diagnose.LOADER_WORKERS]
+    assert {p["epochs"] for p in loaders} == {3} and {p["samples"] for p in loaders} == {16 * 32}
+    sweep = next(i for i, p in enumerate(c.params for c in cases) if p["kind"] == "steady" and "fix" not in p)
+    assert all("fix" in c.params for c in cases[3:sweep])  # the fix pairs before the batch sweep
     loop = next(c.params for c in cases if c.params["kind"] == "loop")
     assert loop["samples"] == torch_diagnose.LOOP_STEPS * 32  # a capped pass, not 10 000 samples
     assert "conv2d" not in loop and "loss" not in loop  # pre-flight facts stay out of the cases
@@ -69,6 +72,10 @@ def test_each_fix_pair_is_its_own_interleaved_group():
     cases = torch_diagnose.cases("CPU:0", user={**USER, "conv2d": False}, batch=32, samples=1000)
     by_key = {c.key: c for c in cases}
     groups = [[by_key[k] for k in g] for g in workloads.interleave_groups(cases)]
+    loader_groups = [g for g in groups if g[0].params.get("data") == "loader"]
+    assert len(loader_groups) == 1 and [c.params["num_workers"] for c in loader_groups[0]] == [0, 2]
+    user_loop = [g for g in groups if g[0].params.get("kind") == "loop" and g[0].params.get("data") == "tfdata"]
+    assert [len(g) for g in user_loop] == [1]  # the user's own loop is measured alone
     for g in groups:
         fix = {c.params.get("fix") for c in g}
         assert len(fix) == 1  # never a fix mixed with the sweep or another fix

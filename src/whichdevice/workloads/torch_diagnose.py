@@ -14,7 +14,7 @@ them; ``analysis/torch_fixes.py`` reads them):
   2 cores, measured in benchmarks/diagnose_torch.md; bounded by :func:`compile_limit_s`);
 - the user's loop over a DataLoader (theirs with ``--data``, else one over a TensorDataset of
   the synthetic inputs): ``num_workers`` 0 -> 2, and on a GPU ``pin_memory`` (with
-  ``non_blocking`` copies).
+  ``non_blocking`` copies); the two sides' passes interleaved A B | B A (:class:`LoaderPasses`).
 
 Reading the loss every step (``.item()``) is the suite's sync each/none pair, as for Keras.
 The parent never imports torch: the pre-flight runs in a child (``frameworks/torch/usermodel.py``).
@@ -23,7 +23,8 @@ The parent never imports torch: the pre-flight runs in a child (``frameworks/tor
 from __future__ import annotations
 
 from whichdevice.core.records import CaseSpec
-from whichdevice.workloads import userfile
+from whichdevice.core.steps import time_loop
+from whichdevice.workloads import train, userfile
 from whichdevice.workloads.suite import USER_SWEEP_BATCHES
 
 FRAMEWORK = "torch"
@@ -42,6 +43,8 @@ LOADER_WORKERS = 2  # the variant's DataLoader workers (2 cores here; more rarel
 # steady ones needs tens of steps, not an epoch (10 000 samples of a small CNN at batch 32 were
 # 313 steps, 18 s a round on the 2-core machine; 64 steps of the mnist Net took 46 s there).
 LOOP_STEPS = 32
+# The DataLoader pairs' passes: this many steps each, three passes a side (LoaderPasses).
+LOADER_STEPS = 16
 # torch.compile's bound: compiling a small MLP's training step took 21-52 s on the loaded 2-core
 # machine (benchmarks/diagnose_torch.md). At most this, and at most this share of the budget: a
 # compile that ran 60 s of a 120 s budget left round 2 time for 1 of 10 verdict cases (the
@@ -122,7 +125,8 @@ def cases(device: str, *, user: dict, batch: int, samples: int, budget_s: float 
     for b in sorted(set(USER_SWEEP_BATCHES) | {batch}):
         t(kind="steady", batch=b, sync="none")
     t(kind="steady", batch=batch, sync="each")  # the loss read back (.item()) every step
-    loader = dict(example="user", samples=loop_samples, batch=batch, data="loader", epochs=1)
+    # The loader pairs: passes of LOADER_STEPS, one warm-up pass then one in each half, A B | B A.
+    loader = dict(example="user", samples=min(samples, LOADER_STEPS * batch), batch=batch, data="loader", epochs=3)
     for w in (0, LOADER_WORKERS):
         t(kind="loop", num_workers=w, **loader)
     if gpu:
@@ -133,3 +137,38 @@ def cases(device: str, *, user: dict, batch: int, samples: int, budget_s: float 
         for value in (base, var):
             t(kind="steady", batch=batch, sync="none", fix=name, compile_limit_s=limit, **{name: value})
     return out
+
+
+class LoaderPasses(train._Fit):
+    """One side of a DataLoader pair (``num_workers`` or ``pin_memory``), timed interleaved with
+    the other as the fixes' ``model.fit`` variants are (``train._time_fits``): whole passes over
+    the loader (a pass cannot be cut in blocks: the workers run ahead), the first the warm-up
+    (workers starting, the first step), then one pass a turn, A B | B A; every step of a pass
+    timed by ``core.steps.time_loop``, with the loss read back each step as the user's loop."""
+
+    def __init__(self, spec: CaseSpec, fw) -> None:
+        from whichdevice import frameworks
+        from whichdevice.frameworks.common.casemodel import CaseModel
+
+        self.spec, self.fw = spec, fw
+        self.b = int(spec.params["batch"])
+        self.training = frameworks.training_module(fw.name)
+        m = CaseModel(spec.params, self.training)
+        with fw.placement.scope(spec.device):
+            model = m.build()
+            opt, loss = m.optimizer_and_loss(model)
+            self.step = self.training.train_step(model, opt, loss)
+            self.batches = m.dataset(self.training, int(spec.params["samples"]), self.b, str(spec.params["data"]))
+        self.warmup_s = self.epoch()
+
+    def epoch(self) -> list[float]:
+        read, step = self.training.read_back, self.step
+        with self.fw.placement.scope(self.spec.device):
+            return time_loop(self.batches, lambda xy: read(step(xy[0], xy[1])), sync=self.fw.sync.sync)
+
+    def metrics(self, turns: int) -> dict[str, float]:
+        return {
+            "samples_per_step": float(self.b),
+            "steps_per_epoch": float(len(self.warmup_s)),
+            "interleave_rounds": float(turns),
+        }

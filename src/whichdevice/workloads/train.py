@@ -324,6 +324,10 @@ def prepare(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: flo
     kind = spec.params.get("kind")
     if kind == "fit":
         return _Fit(spec, fw)
+    if kind == "loop":  # one side of a torch DataLoader pair (workloads._VARYING)
+        from whichdevice.workloads.torch_diagnose import LoaderPasses
+
+        return LoaderPasses(spec, fw)
     if kind != "steady":
         raise ValueError(f"only steady and fit train cases are timed interleaved, not {kind!r}")
     fn, metrics = _steady_fn(spec, fw)
