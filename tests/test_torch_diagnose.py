@@ -542,3 +542,48 @@ def test_a_torch_diagnose_without_gpu_does_not_offer_predict_on_the_module():
     record = load_run(Path(__file__).parent / "data" / "diagnose_torch_cnn_cpu_2core.json")
     answer = suite_report(record, Path("/nonexistent/x.png")).first.answer
     assert "predict --framework torch --quick" in answer[1] and "--model" not in answer[1]
+
+
+# ------------------------------------------------------------------ --resume
+
+
+def test_torch_diagnose_resumes_with_the_torch_preflight_again(tmp_path, capsys, monkeypatch):
+    """Killed after 3 cases, then --resume: the plan keeps --framework torch, the model file is
+    checked again by the torch pre-flight (not the Keras one), the cases finish (fake children)."""
+    import sys
+
+    from test_resume import SUFFIX, _FakeMeasuring, _keys, _killed
+
+    (tmp_path / "m.py").write_text("def build(): pass\n")
+    json_file = tmp_path / "d.json"
+    fake = _FakeMeasuring(monkeypatch, kill_framework="torch", kill_after=3)
+    torch_checks = []
+
+    def user_params(model_fn, shape, classes, data_fn, batch, env):
+        torch_checks.append(batch)
+        return {
+            "model": "user",
+            "model_file": str(model_fn.path),
+            "model_fn": "build",
+            "input_shape": "4",
+            "classes": None,
+            "label_classes": None,
+            "output_shape": "3",
+            "data_file": None,
+            "data_fn": None,
+            "conv2d": False,
+            "loss": "default MSELoss",
+        }
+
+    monkeypatch.setattr(torch_diagnose, "user_params", user_params)
+    monkeypatch.setattr(torch_diagnose, "STEADY_FIXES", torch_diagnose.STEADY_FIXES[:2])
+    args = ["diagnose", "--framework", "torch", "--model", f"{tmp_path / 'm.py'}:build", "--batch", "16"]
+    _killed([*args, "--budget", "30", "--json", str(json_file)], monkeypatch)
+    fake.ran, fake.kill_framework = [], None
+    monkeypatch.setattr(sys, "argv", ["whichdevice", "diagnose", "--resume", str(tmp_path)])
+    code, _, err = run_cli(["diagnose", "--resume", str(tmp_path / f"d{SUFFIX}")], capsys)
+    assert code == 0, err
+    assert torch_checks == [16, 16] and fake.preflights == 0  # torch's pre-flight, twice; never Keras'
+    data, keys = _keys(json_file)
+    assert len(keys) == len(set(keys)) == len(fake.ran) + 3
+    assert data["options"]["framework"] == "torch" and {r["spec"]["framework"] for r in data["results"]} == {"torch"}
