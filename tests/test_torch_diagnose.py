@@ -587,3 +587,15 @@ def test_torch_diagnose_resumes_with_the_torch_preflight_again(tmp_path, capsys,
     data, keys = _keys(json_file)
     assert len(keys) == len(set(keys)) == len(fake.ran) + 3
     assert data["options"]["framework"] == "torch" and {r["spec"]["framework"] for r in data["results"]} == {"torch"}
+
+
+def test_a_torch_verdict_lists_torch_fixes_not_keras_settings():
+    from whichdevice.analysis import torch_fixes
+    from whichdevice.analysis.suite import suite_verdict
+    from whichdevice.core.records import load_run
+
+    record = load_run(Path(__file__).parent / "data" / "diagnose_torch_cnn_cpu_2core.json")
+    names = [r.name for r in suite_verdict(record, seed_batch=32).recommendations]
+    assert not set(names) & set(torch_fixes.KERAS_ONLY)
+    assert names[:3] == ["Increase the batch size", "Benchmark after warm-up", "Do not read the loss back every step"]
+    assert len(names) == 3 + len(torch_fixes.CATALOGUE)

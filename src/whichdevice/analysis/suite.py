@@ -362,7 +362,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
             gains=_fix_gains(prec),
         )
     )
-    recs += torch_fixes.recommendations(record)  # diagnose --framework torch: the PyTorch fixes
+    recs = torch_fixes.with_torch_fixes(record, recs)  # diagnose --framework torch: the PyTorch fixes
     gains = [
         f
         for name, base in (

@@ -175,3 +175,22 @@ def recommendations(record: RunRecord, first_order: int = 10) -> list:
             )
         )
     return out
+
+
+# The suite's recommendations that are Keras or TensorFlow settings: not a plain-torch user's.
+KERAS_ONLY = (
+    "Use tf.data with prefetch",
+    "Reduce Python-side preprocessing",
+    "Check that the important ops run on the GPU",
+    "steps_per_execution",
+    "jit_compile (XLA)",
+    "Mixed precision",
+)
+
+
+def with_torch_fixes(record: RunRecord, recs: list) -> list:
+    """A torch diagnose's recommendations: the suite's that apply to plain torch (batch, warm-up,
+    reading the loss every step), then the PyTorch fixes. Any other record: ``recs`` unchanged."""
+    if record.experiment != "diagnose" or record.options.get("framework") != "torch":
+        return recs
+    return [r for r in recs if r.name not in KERAS_ONLY] + recommendations(record)
