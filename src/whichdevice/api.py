@@ -372,6 +372,7 @@ def _suite(
     options,
     memory_limit_gib=None,
     case_timeout_s=None,
+    point_cap_s=None,
 ) -> SuiteResult:
     """The CLI's suite, parsed by the same functions: one ``measure.session`` Request."""
     budget = parse_budget(_opt_str(budget_s), "budget_s")
@@ -388,6 +389,7 @@ def _suite(
         case_timeout_s=timeout_s,
         budget_s=budget,
         memory_limit_bytes=parse_memory_limit(_opt_str(memory_limit_gib)),
+        point_cap_s=point_cap_s,
     )
     # No journal: an API call that is interrupted has no command line to resume it from.
     return SuiteResult(session.measure(request))
@@ -581,6 +583,7 @@ def _diagnose_torch(
         devices=devices,
         cpu_threads=cpu_threads,
         framework="torch",
+        point_cap_s=torch_diagnose.POINT_CAP_S,
         options={
             "model": model_fn.text,
             "data": data_fn.text if data_fn else None,

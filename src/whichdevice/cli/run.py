@@ -382,6 +382,10 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
         options={"model": plan.model, "data": plan.data, "batch": plan.batch, "samples": plan.samples}
         | _framework_options(plan),
     )
+    if fw == "torch":  # the fix pairs need 5 samples a side of a user's (slower) step
+        from whichdevice.workloads import torch_diagnose
+
+        request = dataclasses.replace(request, point_cap_s=torch_diagnose.POINT_CAP_S)
     record = _measure_suite(request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed)
     output = output or ScriptOutput()
     with output, page_after_record():

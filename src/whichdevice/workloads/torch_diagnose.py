@@ -43,6 +43,11 @@ LOADER_WORKERS = 2  # the variant's DataLoader workers (2 cores here; more rarel
 # steady ones needs tens of steps, not an epoch (10 000 samples of a small CNN at batch 32 were
 # 313 steps, 18 s a round on the 2-core machine; 64 steps of the mnist Net took 46 s there).
 LOOP_STEPS = 32
+# A point's sampling cap (measure.session.Request.point_cap_s; run's own is 0.25 s): a fix pair
+# is one interleaved group capped at 2 x this, and needs 5 samples a side for a claim. The mnist
+# Net's step took 145 ms at batch 32 with one thread on the loaded 2-core machine: at 0.25 s its
+# pairs got 2-3 samples a side ("not enough samples"), at 1 s about 6.
+POINT_CAP_S = 1.0
 # The DataLoader pairs' passes: this many steps each, three passes a side (LoaderPasses).
 LOADER_STEPS = 16
 # torch.compile's bound: compiling a small MLP's training step took 21-52 s on the loaded 2-core
@@ -169,6 +174,8 @@ class LoaderPasses(train._Fit):
     def metrics(self, turns: int) -> dict[str, float]:
         return {
             "samples_per_step": float(self.b),
-            "steps_per_epoch": float(len(self.warmup_s)),
+            # not "steps_per_epoch": the first screen's warm-up share reads that from the user's
+            # loop, and a loader pass's first step is the workers' start, not the model's
+            "steps_per_pass": float(len(self.warmup_s)),
             "interleave_rounds": float(turns),
         }
