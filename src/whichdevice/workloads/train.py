@@ -288,7 +288,7 @@ def same_block_size(warms: list) -> list:
     blocks of as many calls each, the larger of their warm-ups' choices: each side's block size
     follows its own last warm-up call, and on the loaded 2-core machine one preempted call gave
     one side 1 call a block and the other 6 — and the 6-call blocks, preempted more often, ran
-    2.5x slower per call on identical work (a set_to_none pair, stop 35)."""
+    2.5x slower per call on identical work (an MLP's set_to_none pair, issue 35's first runs)."""
     number = max(w.number for w in warms)
     return [dataclasses.replace(w, number=number) for w in warms]
 
@@ -320,7 +320,8 @@ def _run_steady(spec, fw, policy, overhead_s):
 def prepare(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float):
     """One member of an interleaved group: a steady case built, traced and warmed up (its own
     telemetry window after the warm-up when the policy has one); or a fit case (:class:`_Fit`)
-    built, compiled and fitted for its warm-up epoch."""
+    built, compiled and fitted for its warm-up epoch; or one side of a torch DataLoader pair
+    (``torch_diagnose.LoaderPasses``, a ``_Fit`` of loader passes)."""
     kind = spec.params.get("kind")
     if kind == "fit":
         return _Fit(spec, fw)
@@ -329,7 +330,7 @@ def prepare(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: flo
 
         return LoaderPasses(spec, fw)
     if kind != "steady":
-        raise ValueError(f"only steady and fit train cases are timed interleaved, not {kind!r}")
+        raise ValueError(f"only steady, fit and loader-loop train cases are timed interleaved, not {kind!r}")
     fn, metrics = _steady_fn(spec, fw)
     return warm_up(fn, sync=fw.sync.sync, policy=policy, overhead_s=overhead_s), metrics
 
