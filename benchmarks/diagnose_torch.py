@@ -7,7 +7,7 @@ Everything after ``--`` goes to ``whichdevice diagnose --framework torch`` uncha
 ``--budget``, ``--cpu-threads``...). The script prints the command, the date, ``uptime`` before
 and after (the machine is shared: say how busy it was), the wall time, the first screen, and a
 table of the record: each case's first step, steady median, samples, rounds; then each torch
-fix's claim (analysis/torch_fixes.py) or why it was not measured. ``--record FILE`` reads an
+fix's claim (the catalogue's torch entries, workloads/fixes.TORCH_FIXES) or why it was not measured. ``--record FILE`` reads an
 existing record instead of running.
 """
 
@@ -27,9 +27,9 @@ def _uptime() -> str:
 
 
 def _table(record_path: Path) -> None:
-    from whichdevice.analysis import torch_fixes
+    from whichdevice.analysis.suite import suite_verdict
     from whichdevice.core.records import load_run
-    from whichdevice.present import firstscreen
+    from whichdevice.present import fixes as fixwords
 
     record = load_run(record_path)
     print("\n| case | first step | steady median | samples | rounds | status |")
@@ -49,11 +49,14 @@ def _table(record_path: Path) -> None:
         )
     print("\n| torch fix | claim (per sample, baseline / fix) |")
     print("| --- | --- |")
-    for pair in torch_fixes.pairs(record):
-        claim = firstscreen.fix_claim(record, pair.result)
-        print(f"| {pair.fix.short} ({pair.result.device}) | {claim.text() if claim else 'no claim'} |")
-    for name, why in torch_fixes.not_measured(record).items():
-        print(f"| {name} | {why} |")
+    v = suite_verdict(record, seed_batch=int(record.options.get("batch", 32)))
+    for fv in v.fixes:
+        if fv.entry.framework != "torch":
+            continue
+        for f in fv.fixes:
+            print(f"| {fv.entry.short} ({f.device}) | {fixwords.claim_text(f.claim)} |")
+        if not fv.fixes and fv.not_measured is not None:
+            print(f"| {fv.entry.short} | {fixwords.not_measured_text(fv.not_measured, 'diagnose')} |")
 
 
 def main(argv: list[str]) -> int:

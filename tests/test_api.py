@@ -19,10 +19,17 @@ def test_numpy_sweep_result_saves_and_renders(tmp_path):
     assert {r.spec.params["n"] for r in result.record.results} == {8, 32}
     assert "CPU" in str(result) or "note" in str(result)
     page = result._repr_html_()
-    assert page.startswith("<!doctype html>") and "data:image/png;base64," in page
+    assert page.startswith('<div class="whichdevice-report">') and "data:image/png;base64," in page
+    assert result._repr_html_() is page  # drawn once, however often the notebook shows it
     path = result.save(tmp_path, "m")
     assert path.exists() and (tmp_path / "m.png").exists() and (tmp_path / "m.html").exists()
+    assert (tmp_path / "m.html").read_text().startswith("<!doctype html>")  # the file is a whole page
     assert whichdevice.load(path).record == result.record
+    # an API run is kept and indexed like a command's (issue #34)
+    from whichdevice.measure import history
+
+    assert result.path is not None and result.path.exists()
+    assert history.entries(1)[0].path == str(result.path.absolute())
 
 
 def test_diagnose_refuses_what_is_not_a_model():
@@ -66,7 +73,21 @@ def test_diagnose_a_model_object_with_arrays(tmp_path):
     r = whichdevice.diagnose(m, (x, y), classes=4, samples=256, budget_s=20)
     assert r.record.experiment == "diagnose"
     assert any(c.status == "ok" and c.spec.params.get("kind") == "fit" for c in r.record.results)
+    # the loader the record names (and the first screen's `predict --model` hint) still exists (#34)
+    assert Path(r.record.options["model"].rsplit(":", 1)[0]).exists()
     assert "Increase the batch size" in str(r)
+
+
+def test_a_model_objects_folder_outlives_the_call():
+    """#34: hints never name a deleted file: the folder a model object is saved in is kept
+    under $WHICHDEVICE_HOME/models/ (a temporary folder was gone when the call returned)."""
+    from whichdevice.api import _kept_folder
+    from whichdevice.measure import history
+
+    with _kept_folder("model") as folder:
+        (Path(folder) / "loader.py").write_text("def build(): ...\n")
+    assert (Path(folder) / "loader.py").exists()
+    assert Path(folder).parent == history.home() / "models"
 
 
 def test_load_returns_the_type_of_the_experiment(tmp_path):

@@ -111,7 +111,7 @@ def test_no_gpu_machine_is_told_how_to_ask_would_a_gpu_help():
     assert fs.answer[0].startswith("No GPU here")
     assert "whichdevice predict" in fs.answer[1]
     diag = load_run(DIAGNOSE)  # diagnose: predict is asked about the user's own model
-    fs = first_screen(diag, suite_verdict(diag, seed_batch=32), seed_batch=32)
+    fs = first_screen(diag, suite_verdict(diag, seed_batch=32))
     assert fs.answer[0].startswith("No GPU here") and f"predict --model {diag.options['model']}" in fs.answer[1]
 
 
@@ -296,18 +296,17 @@ def test_tables_fold_long_names_instead_of_cutting_them():
 
 
 def test_first_screen_claims_are_no_surer_than_two_processes_of_the_run_agree(monkeypatch):
-    """#16: the first screen's pipeline claim is widened by the record's between-process spread,
-    as the fix table's are: without it, this busy recorded run's py_function fix read 2.8-8.1x
-    on the first screen and 1.1-21x in the table. A spread that large makes it unclear."""
+    """#16: the pipeline claims are widened by the record's between-process spread, as every
+    fix claim is: without it, this busy recorded run's py_function fix read 2.8-8.1x on the
+    first screen and 1.1-21x in the table. A spread that large makes it unclear."""
+    from whichdevice.analysis import suite
     from whichdevice.analysis.compare import process_sd
-    from whichdevice.present import firstscreen
 
     record = load_run(DATA / "run_cpu_2core_budget300.json")
-    v = suite_verdict(record)
 
     def pyfunc(spread):
-        monkeypatch.setattr(firstscreen, "process_sd", lambda _record: spread)
-        fs = first_screen(record, v)
+        monkeypatch.setattr(suite, "process_sd", lambda _record: spread)
+        fs = first_screen(record, suite_verdict(record))
         return next((c.claim for c in fs.changes if c.kind == "pyfunc"), None), fs.unclear
 
     own, _ = pyfunc(process_sd(record))
@@ -358,3 +357,136 @@ def test_a_run_of_two_frameworks_names_the_framework_of_the_pipeline_changes():
     assert pipe and all(c.title.endswith("(tensorflow)") for c in pipe)
     alone = first_screen(tf, suite_verdict(tf))  # one framework: no name in the title
     assert not any(c.title.endswith("(tensorflow)") for c in alone.changes)
+
+
+def _recorded_suites():
+    """Every recorded run/diagnose in tests/data (the other JSON files are other records)."""
+    import json
+
+    out = []
+    for path in sorted(DATA.glob("*.json")):
+        if json.loads(path.read_text()).get("experiment") in ("run", "diagnose"):
+            out.append(path)
+    assert len(out) >= 5
+    return out
+
+
+@pytest.mark.parametrize("path", _recorded_suites(), ids=lambda p: p.stem)
+def test_each_first_screen_claim_is_the_fix_tables_claim_word_for_word(path, tmp_path, monkeypatch):
+    """Issue 31: the first screen and the fix table are drawn from the same Fix objects, so a
+    claim reads the same in both: each change's claim (its note shortened to a tag on the first
+    screen) is in its fix's row of the table, the outcome words agree, and the first screen has
+    no 'other' warning bucket."""
+    import dataclasses
+
+    from whichdevice.present.claims import ratio_text
+    from whichdevice.present.firstscreen import OTHER, tail_lines
+    from whichdevice.present.fixes import DEFAULT_ON
+    from whichdevice.present.suitepage import fix_grid
+
+    record = load_run(path)
+    batch = int(record.options.get("batch", 10)) if record.experiment == "diagnose" else 10
+    v = suite_verdict(record, seed_batch=batch)
+    fs = first_screen(record, v)
+    rows = {row[0].text.split(". ", 1)[1]: (row[1].text, row[2].text) for row in fix_grid(v, record=record).rows}
+    verbose = _page(record, tmp_path, 400, terminal=False, monkeypatch=monkeypatch, verbose=True)
+    first = _page(record, tmp_path, 100, terminal=False, monkeypatch=monkeypatch)  # piped: lines whole
+    for ch, status in [(c, "helps") for c in fs.changes + fs.more] + [(c, "slower here") for c in fs.slower]:
+        words = ratio_text(dataclasses.replace(ch.claim, note=""))
+        title = ch.fix.entry.title
+        assert rows[title][0] == status, (title, rows[title])
+        assert words.rstrip(")") in rows[title][1], (words, rows[title][1])  # the table adds the note
+        assert words.rstrip(")") in verbose  # and the terminal's table says it too
+    for ch in fs.changes:
+        assert f"{ch.title}: {ch.short_gain_text}" in first
+    shorts = {fv.entry.short: fv for fv in v.fixes}
+    for name in fs.unclear:
+        assert rows[shorts[name].entry.title][0] == "no clear change"
+    for name, why in fs.not_measured:  # 'already on by default': measured, and no change to make
+        assert rows[shorts[name].entry.title][0] == ("already on by default" if why == DEFAULT_ON else "not measured")
+    assert not any("No clear gain" in line for line in tail_lines(fs))
+    assert all(g.kind != OTHER for g in fs.warnings) and " other" not in first
+
+
+def test_a_change_measured_significantly_slower_is_listed_as_slower_with_its_claim(tmp_path, monkeypatch):
+    """The busy recorded run: reading the loss back every step was 5.8x faster than never
+    reading it (4.3-7.8x, 46 samples) — a significant loss for the fix, listed as 'Slower here'
+    with its interval, never folded into 'no clear gain'; the cases the budget skipped are
+    'Not measured' with the reason."""
+    record = load_run(BUSY)
+    fs = first_screen(record, suite_verdict(record))
+    (slow,) = fs.slower
+    assert slow.kind == "sync" and slow.claim.status == "slower" and 4 < 1 / slow.claim.ratio < 8
+    text = _page(record, tmp_path, 100, terminal=True, monkeypatch=monkeypatch)
+    assert re.search(r"Slower here: loss read less often 5\.8× slower \(95 % CI 4\.3–7\.8×, 46 samples\)", text)
+    assert re.search(r"Not measured: steps_per_execution, jit_compile, mixed precision \(skipped: time budget\)", text)
+    page = suite_report(record, tmp_path / "r.png").page  # the report's first section says the same
+    assert "Slower here: loss read less often 5.8× slower (95 % CI 4.3–7.8×, 46 samples)." in page
+    assert "Not measured: steps_per_execution, jit_compile, mixed precision (skipped: time budget)." in page
+
+
+def test_no_verdict_over_failed_cases_and_run_exits_1_when_nothing_deciding_was_measured(tmp_path, monkeypatch):
+    """#32 item 3 on the presenter side: when every case that decides the answer failed or was
+    skipped, the answer is 'Not measured' and why (never 'No GPU here: everything below was
+    measured'), and run/diagnose exit 1 after writing the record and the page."""
+    import typer
+
+    from whichdevice.analysis.suite import answer_cases
+
+    record = load_run(DIAGNOSE)
+    deciding = {id(r) for r in answer_cases(record)}
+    failed = [
+        r.model_copy(update={"status": "failed", "failure": "out_of_memory", "timing": None, "error": "OOM"})
+        if id(r) in deciding
+        else r
+        for r in record.results
+    ]
+    broken = record.model_copy(update={"results": failed})
+    fs = first_screen(broken, suite_verdict(broken, seed_batch=32))
+    assert fs.answer == [
+        "Not measured: no case that decides it ran to the end — they failed (out of memory; see the report)."
+    ]
+    with pytest.raises(typer.Exit) as stop:
+        run_cli.exit_if_nothing_decided(broken)
+    assert stop.value.exit_code == 1
+    run_cli.exit_if_nothing_decided(record)  # measured: no exit
+    skipped = broken.model_copy(
+        update={"results": [r.model_copy(update={"failure": "skipped"}) if r.status == "failed" else r for r in failed]}
+    )
+    assert "time budget ran out" in first_screen(skipped, suite_verdict(skipped, seed_batch=32)).answer[0]
+
+
+def test_the_readme_sample_screen_is_what_the_code_renders_from_its_record(tmp_path, monkeypatch):
+    """The README's sample screen is `whichdevice report` of the record it names (piped, 100
+    columns, the output folder shortened to whichdevice-results/): regenerate it when this fails."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    start = readme.index("whichdevice run · 2026-11-23 18:07 UTC")
+    shown = readme[start : readme.index("Record: whichdevice-results/run-20261123-180312-683c.json", start)]
+    buf = io.StringIO()
+    console = Console(file=buf, width=100, force_terminal=False, color_system=None, highlight=False)
+    console.soft_wrap = True
+    monkeypatch.setattr(run_cli, "console", console)
+    monkeypatch.chdir(tmp_path)
+    run_cli.render_run(load_run(README_RUN), Path("whichdevice-results/run-20261123-180312-683c.png"), loglog=True)
+    assert buf.getvalue() == shown
+
+
+def test_no_gpu_reasons_are_a_record_field_not_parsed_from_the_note():
+    """The record keeps the discovery's reasons (RunRecord.no_gpu_reasons, written by
+    measure/experiment.make_record); the first screen reads them, whatever the note says. A
+    record written before the field still gets its reasons (analysis/suite.no_gpu_reasons)."""
+    from whichdevice.analysis.suite import no_gpu_reasons
+    from whichdevice.measure.experiment import Discovery, make_record, merge_records
+
+    record = load_run(RECORD)
+    assert no_gpu_reasons(record) == ["no NVIDIA driver found (no nvidia-smi, no /proc/driver/nvidia)"]  # legacy
+    fresh = record.model_copy(update={"notes": [], "no_gpu_reasons": {"tensorflow": ["CUDA_VISIBLE_DEVICES is empty"]}})
+    assert first_screen(fresh, suite_verdict(fresh)).answer[0].startswith("No GPU here (CUDA_VISIBLE_DEVICES is empty)")
+    cpu = record.sessions[0].device
+    found = Discovery(record.sessions[0].framework, [cpu], ["no NVIDIA driver found"], 1.0)
+    made = make_record("run", ["x"], {}, "tensorflow", found, [], [], [])
+    assert made.no_gpu_reasons == {"tensorflow": ["no NVIDIA driver found"]}
+    assert merge_records([made, made.model_copy(update={"no_gpu_reasons": {"torch": ["r"]}})], {}).no_gpu_reasons == {
+        "tensorflow": ["no NVIDIA driver found"],
+        "torch": ["r"],
+    }

@@ -70,37 +70,39 @@ def _spe_grid(times, thin=None):
     )
 
 
-def test_the_smallest_setting_within_90_percent_of_the_best_is_recommended():
-    from whichdevice.analysis.suite import _spe_recommendation
+def _spe(record):
+    from whichdevice.analysis.suite import suite_verdict
+    from whichdevice.present.fixes import verdict_lines
 
+    v = suite_verdict(record).fix("steps_per_execution")
+    return v, verdict_lines(v)
+
+
+def test_the_smallest_setting_within_90_percent_of_the_best_is_recommended():
     # 1 -> 5 -> 20 -> 100: 2x, 3.8x, 4x: 20 reaches 95 % of the best (100) and is smaller.
-    rec = _spe_recommendation(_spe_grid({1: 1.0, 5: 0.5, 20: 0.263, 100: 0.25}))
-    assert rec.results[0].startswith("CPU:0: steps_per_execution 1 -> 20: 3.8× faster (95 % CI")
-    assert (
-        "best in the grid: steps_per_execution 100 at 4x" in rec.results[0]
-        and "reaches 95% of the best" in rec.results[0]
-    )
-    assert rec.note.startswith("CPU:0 grid (samples/s vs steps_per_execution 1): 5: 2x (CI ")
-    assert "100: 4x (CI" in rec.note and "n=5" in rec.note
+    v, lines = _spe(_spe_grid({1: 1.0, 5: 0.5, 20: 0.263, 100: 0.25}))
+    (grid,) = v.grids
+    assert grid.pick.variant == 20 and grid.best.variant == 100 and v.outcome == "helps" and v.best is grid.pick
+    assert lines[0].startswith("CPU:0: steps_per_execution 1 -> 20: 3.8× faster (95 % CI")
+    assert "best in the grid: steps_per_execution 100 at 4x" in lines[0] and "reaches 95% of the best" in lines[0]
+    assert lines[1].startswith("CPU:0 grid (samples/s vs steps_per_execution 1): 5: 2x (CI ")
+    assert "100: 4x (CI" in lines[1] and "n=5" in lines[1]
 
 
 def test_a_grid_value_with_one_sample_is_never_the_best():
-    from whichdevice.analysis.suite import _spe_recommendation
-
     # issue 16: steps_per_execution 100 "best in the grid" from one sample (64.4 ms ± 0 ns)
-    rec = _spe_recommendation(_spe_grid({1: 1.0, 5: 0.5, 20: 0.263, 100: 0.1}, thin=100))
-    line = rec.results[0]
-    assert line.startswith("CPU:0: steps_per_execution 1 -> 20: 3.8× faster")
-    assert "best in the grid: steps_per_execution 20" in line
-    assert "steps_per_execution 100: not enough samples (n=1), not considered" in line
-    assert "100: not enough samples (n=1)" in rec.note
+    v, lines = _spe(_spe_grid({1: 1.0, 5: 0.5, 20: 0.263, 100: 0.1}, thin=100))
+    assert v.grids[0].best.variant == 20 and [f.variant for f in v.grids[0].thin] == [100]
+    assert lines[0].startswith("CPU:0: steps_per_execution 1 -> 20: 3.8× faster")
+    assert "best in the grid: steps_per_execution 20" in lines[0]
+    assert "steps_per_execution 100: not enough samples (n=1), not considered" in lines[0]
+    assert "100: not enough samples (n=1)" in lines[1]
 
 
 def test_a_grid_where_nothing_helps_recommends_nothing():
-    from whichdevice.analysis.suite import _spe_recommendation
-
-    rec = _spe_recommendation(_spe_grid({1: 1.0, 5: 1.001, 20: 0.999, 100: 1.2}))  # the last is slower
-    assert rec.results[0] == "CPU:0: none of steps_per_execution 5, 20, 100 beats 1 significantly"
+    v, lines = _spe(_spe_grid({1: 1.0, 5: 1.001, 20: 0.999, 100: 1.2}))  # the last is slower
+    assert lines[0] == "CPU:0: none of steps_per_execution 5, 20, 100 beats 1 significantly"
+    assert v.outcome == "slower" and v.best.variant == 100  # listed as slower here, not as "no clear gain"
 
 
 def test_jit_compile_is_not_recommended_where_xla_is_already_the_default():
@@ -137,10 +139,54 @@ def test_jit_compile_is_not_recommended_where_xla_is_already_the_default():
     record = make_record(results, "run")
     assert isinstance(record, RunRecord) and jit_by_default(record, "CPU:0")
     v = suite_verdict(record)
-    rec = next(r for r in v.recommendations if r.name == "jit_compile (XLA)")
-    assert "already the default here" in rec.note and not rec.gains.get("CPU:0")
+    jit = v.fix("jit_compile")
+    assert [f.device for f in jit.default_on] == ["CPU:0"] and not jit.gains("CPU:0")
+    assert jit.outcome == "not_measured" and jit.not_measured.reason == "default"
     assert not any(c.kind == "jit_compile" for c in first_screen(record, v).changes)
     # where the default is eager (TensorFlow on a CPU), the same measurement is a change
     eager = record.model_copy(update={"results": [fit({"steps_per_execution": 1}, slow, 0.0), *results[1:]]})
     assert not jit_by_default(eager, "CPU:0")
     assert any(c.kind == "jit_compile" for c in first_screen(eager, suite_verdict(eager)).changes)
+
+
+def test_adding_a_fix_is_one_catalogue_entry(monkeypatch):
+    """README "How to add a fix": a new FixEntry (and the cases that measure it) is paired,
+    claimed, put on the first screen and in the fix table with no other change."""
+    from whichdevice.analysis import suite
+    from whichdevice.present.firstscreen import first_screen
+    from whichdevice.present.suitepage import fix_grid
+    from whichdevice.workloads import fixes as catalogue
+
+    new = catalogue.FixEntry(
+        key="layout",
+        param="layout",
+        baseline="channels_first",
+        method="ab",
+        title="Use channels_last",
+        change="channels_last instead of channels_first",
+        short="channels_last",
+        code="x = x.to(memory_format=torch.channels_last)",
+        how="convert the model and its inputs to channels_last",
+        source="seed003",
+        anchor="PyTorch performance tuning guide",
+        cases=lambda w, p: w == "train" and "layout" in p,
+        repeat=True,
+    )
+    monkeypatch.setattr(catalogue, "FIXES", (*catalogue.FIXES, new))
+    monkeypatch.setitem(catalogue.BY_KEY, "layout", new)
+    fast, slow = [0.5, 0.51, 0.49, 0.5, 0.5], [1.0, 1.01, 0.99, 1.0, 1.0]
+    record = make_record(
+        [
+            _r("CPU:0", slow, kind="fit", example="ex2", batch=10, layout="channels_first"),
+            _r("CPU:0", fast, kind="fit", example="ex2", batch=10, layout="channels_last"),
+        ],
+        "run",
+    )
+    v = suite.suite_verdict(record)
+    layout = v.fix("layout")
+    assert layout.outcome == "helps" and layout.best.variant == "channels_last"
+    (change,) = [c for c in first_screen(record, v).changes if c.kind == "layout"]
+    assert change.title == "channels_last instead of channels_first" and change.code.startswith("x = x.to(")
+    row = next(r for r in fix_grid(v, record=record).rows if r[0].text.endswith("Use channels_last"))
+    assert row[1].text == "helps" and change.gain_text.rstrip(")") in row[2].text
+    assert catalogue.repeated("train", {"layout": "channels_last"})  # round 2 repeats its cases

@@ -58,3 +58,109 @@ def test_bad_arguments_say_how_to_fix():
 
     with pytest.raises(ValueError, match="warmup_batches must be an integer >= 1"):
         StepTimer(warmup_batches=0)
+
+
+def test_summary_at_the_end_of_fit_logs_repr_and_result(tmp_path, capsys):
+    """Issue #34: the summary is printed (verbose=1), steps/s reach History, repr shows the
+    steady step, and result() is the API's own result type for the same record."""
+    import keras
+    import numpy as np
+
+    from whichdevice.api import RecordResult
+    from whichdevice.keras import StepTimer
+
+    timer = StepTimer(warmup_batches=2, batch_size=32)
+    assert "no batch timed yet" in repr(timer)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = np.random.rand(320, 8).astype("float32"), np.random.rand(320, 1).astype("float32")
+    history = model.fit(x, y, batch_size=32, epochs=2, verbose=0, callbacks=[timer])
+    out = capsys.readouterr().out
+    assert out.startswith("StepTimer: steady step ") and "samples/s" in out
+    assert "first step" in out and "2 warm-up steps apart" in out and "18 steps over 2 epochs" in out
+    per_epoch = history.history["steps_per_second"]
+    assert len(per_epoch) == 2 and all(v > 0 for v in per_epoch)
+    assert history.history["samples_per_second"][0] == pytest.approx(32 * per_epoch[0])
+    s = timer.summary()
+    assert s.samples_per_s == pytest.approx(32 / s.steady_median_s)
+    assert repr(timer).startswith("<StepTimer: steady step ") and "samples/s" in repr(timer)
+    frag = timer._repr_html_()
+    assert frag.startswith('<div class="whichdevice-report">') and "<body" not in frag
+    result = timer.result()
+    assert isinstance(result, RecordResult)
+    (case,) = result.record.results
+    assert case.timing.median_s == s.steady_median_s
+    path = timer.write(tmp_path / "again.json")
+    import whichdevice
+
+    assert whichdevice.load(path).record == result.record  # the same record, from the file
+
+
+def test_verbose_0_prints_nothing(capsys):
+    from whichdevice.keras import StepTimer
+
+    _fit(StepTimer(verbose=0), epochs=1, n=64)
+    assert capsys.readouterr().out == ""
+    with pytest.raises(ValueError, match="verbose must be 0"):
+        StepTimer(verbose=3)
+
+
+def _ticking(step_s):
+    """A fake clock (STYLE principle 9): each reading is ``step_s`` after the previous one."""
+    t = [0.0]
+
+    def clock():
+        t[0] += step_s
+        return t[0]
+
+    return clock
+
+
+def test_a_step_timer_record_gates_against_a_baseline(tmp_path, capsys):
+    """`compare baseline.json run.json --fail-on-regression` reads StepTimer records the same way."""
+    import keras
+    import numpy as np
+
+    from conftest import run_cli
+    from whichdevice.keras import StepTimer
+
+    def fit(path, step_s):
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)], name="net")
+        model.compile(optimizer="sgd", loss="mse")
+        x, y = np.zeros((64, 4), "float32"), np.zeros((64, 1), "float32")
+        timer = StepTimer(path, batch_size=8, clock=_ticking(step_s), verbose=0)
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[timer])
+        return str(path)
+
+    base, same, slow = (
+        fit(tmp_path / "base.json", 1e-3),
+        fit(tmp_path / "same.json", 1e-3),
+        fit(tmp_path / "slow.json", 2e-3),
+    )
+    assert run_cli(["compare", base, same, "--fail-on-regression"], capsys)[0] == 0
+    code, out, _ = run_cli(["compare", base, slow, "--fail-on-regression"], capsys)
+    assert code == 1 and "2× slower" in out
+
+
+def test_timer_compare_in_python_applies_the_same_rule(tmp_path):
+    import keras
+    import numpy as np
+
+    from whichdevice.keras import StepTimer
+
+    def fit(step_s, path=None):
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)], name="net")
+        model.compile(optimizer="sgd", loss="mse")
+        timer = StepTimer(path, batch_size=8, clock=_ticking(step_s), verbose=0)
+        x, y = np.zeros((64, 4), "float32"), np.zeros((64, 1), "float32")
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[timer])
+        return timer
+
+    base = tmp_path / "base.json"
+    fit(1e-3, base)
+    same, slow = fit(1e-3).compare(base), fit(2e-3).compare(base)
+    assert same["regression"] is False and same["points"][0]["status"] == "no_change"
+    assert slow["regression"] is True and slow["points"][0]["text"].startswith("2× slower")
+    assert fit(2e-3).compare(base, threshold=1.5)["regression"] is False  # within a 150 % margin
+    with pytest.raises(ValueError, match="threshold must be"):
+        fit(1e-3).compare(base, threshold=0)

@@ -15,35 +15,28 @@ DATA = Path(__file__).parent / "data"
 
 
 def test_suite_verdict_on_a_recorded_cpu_run():
+    from whichdevice.present.fixes import verdict_lines
+    from whichdevice.present.suitepage import headline
+    from whichdevice.workloads.fixes import FIXES
+
     record = load_run(DATA / "run_cpu_2core.json")
     v = suite_verdict(record)
-    assert v.headline[0].startswith("Only the CPU was measured")
-    by_name = {r.name: r for r in v.recommendations}
-    assert [r.order for r in v.recommendations] == sorted(r.order for r in v.recommendations)
-    assert by_name["Increase the batch size"].measured
-    assert "reaches" in by_name["Increase the batch size"].results[0]
-    for name in (
-        "Use tf.data with prefetch",
-        "steps_per_execution",
-        "jit_compile (XLA)",
-        "Do not read the loss back every step",
-        "Benchmark after warm-up",
-        "Reduce Python-side preprocessing",
-        "Mixed precision",
-    ):
-        assert by_name[name].measured, name
-    placement = by_name["Check that the important ops run on the GPU"]
-    assert placement.measured and "AsString" in placement.results[0]  # the built-in no-GPU-kernel op
-    assert "tf.py_function" in by_name["Reduce Python-side preprocessing"].results[0]
-    assert any(line.startswith("Input pipeline (seed 003)") for line in v.headline)
+    assert headline(v)[0].startswith("Only the CPU was measured")
+    assert [f.entry for f in v.fixes] == list(FIXES)  # the catalogue's order
+    by_key = {f.kind: f for f in v.fixes}
+    batch = verdict_lines(by_key["batch"])
+    assert by_key["batch"].outcome == "helps" and "reaches" in batch[0]
+    for key in ("prefetch", "steps_per_execution", "jit_compile", "sync", "warmup", "pyfunc", "precision"):
+        assert by_key[key].measured, key
+    placement = by_key["placement"]
+    assert placement.measured and "AsString" in verdict_lines(placement)[0]  # the built-in no-GPU-kernel op
+    assert "tf.py_function" in verdict_lines(by_key["pyfunc"])[0]
+    assert any(line.startswith("Image input pipeline: ") for line in headline(v))
     # The recorded CPU run: steps_per_execution=20 helps the batch-10 fit (2.68x there); its grid
     # (recorded before the grid had 5 and 100) is the one value, so it is the best and recommended.
-    spe = by_name["steps_per_execution"]
-    assert (
-        spe.results[0].startswith("CPU:0: steps_per_execution 1 -> 20:")
-        and "reaches 100% of the best" in spe.results[0]
-    )
-    assert "20: 2.68x" in spe.note  # the grid, value by value
+    spe = verdict_lines(by_key["steps_per_execution"])
+    assert spe[0].startswith("CPU:0: steps_per_execution 1 -> 20:") and "reaches 100% of the best" in spe[0]
+    assert "20: 2.68x" in spe[1]  # the grid, value by value
     assert any(f.rule == "compute_bound" and f.device == "CPU:0" for f in v.findings)
 
 
@@ -154,7 +147,7 @@ def test_python_api_suite_result_from_a_recorded_run(tmp_path):
     result = SuiteResult(load_run(DATA / "run_cpu_2core.json"))
     assert "What to change" in str(result) and "batch_size=" in str(result)
     assert len(repr(result)) < 120 and repr(result).startswith("<SuiteResult run ")
-    assert result._repr_html_().startswith("<!doctype html>")
+    assert result._repr_html_().startswith('<div class="whichdevice-report">')  # a notebook fragment (#34)
     path = result.save(tmp_path, "r")
     assert path.exists() and (tmp_path / "r.html").exists()
 
@@ -250,19 +243,23 @@ def test_a_plot_whose_cases_all_failed_draws_without_a_legend_warning(tmp_path, 
 
 
 def test_settings_advice_reads_the_gains_as_data_not_the_words():
-    """analysis returns which result lines are significant gains (Recommendation.gains), decided
-    from the comparisons; settings_advice no longer searches the sentences for 'faster'."""
+    """analysis returns which pairs are significant gains (FixVerdict.gains), decided from the
+    claims; settings_advice writes them in the fix table's words and searches no sentence."""
     import dataclasses
 
-    from whichdevice.analysis.suite import settings_advice
+    from whichdevice.present.fixes import fix_line
+    from whichdevice.present.suitepage import settings_advice
 
     v = suite_verdict(load_run(DATA / "run_cpu_2core.json"))
-    by_name = {r.name: r for r in v.recommendations}
-    assert by_name["Increase the batch size"].gains["CPU:0"] == by_name["Increase the batch size"].results
-    assert "CPU:0" not in by_name["Do not read the loss back every step"].gains  # no clear change there
+    batch = v.fix("batch")
+    assert batch.gains("CPU:0") == [batch.grids[0].pick]
+    assert not v.fix("sync").gains("CPU:0")  # no clear change there
     advice = settings_advice(v, 10)
-    assert any(a.startswith("Setting: Increase the batch size: CPU:0: batch 10 -> ") for a in advice)
-    # the words alone decide nothing: a gain's line is advised whatever it says
-    recs = [dataclasses.replace(r, gains={"CPU:0": ["CPU:0: measured gain"]}) for r in v.recommendations]
-    advice = settings_advice(dataclasses.replace(v, recommendations=recs), 10)
-    assert sum(a.endswith("CPU:0: measured gain") for a in advice) == len(recs)
+    assert f"Setting: Increase the batch size: {fix_line(batch.grids[0].pick)}" in advice
+    # the outcome alone decides: a pair made 'no change' is not advised, whatever its words
+    sync = v.fix("sync")
+    assert not any(a.startswith("Setting: Do not read the loss back") for a in advice)
+    made_gain = dataclasses.replace(sync, deciding=[batch.grids[0].pick])
+    fixes = [made_gain if f is sync else f for f in v.fixes]
+    advice = settings_advice(dataclasses.replace(v, fixes=fixes), 10)
+    assert any(a.startswith("Setting: Do not read the loss back") for a in advice)

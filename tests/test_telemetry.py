@@ -360,7 +360,7 @@ def test_pynvml_not_importable(monkeypatch):
     with _cpu_only_sampler() as s:  # default source: NvmlGpuSource
         pass
     t = s.telemetry
-    assert t.gpu_unavailable == "GPU telemetry unavailable: pynvml not installed (pip install nvidia-ml-py)"
+    assert t.gpu_unavailable == "GPU telemetry unavailable: pynvml not installed (pip install 'whichdevice[gpu]')"
     assert len(t.t_s) == 1
 
 

@@ -297,7 +297,7 @@ def test_diagnose_measures_every_case(tmp_path, capsys, monkeypatch, family):
     record, out = _diagnose(tmp_path, capsys, family)
     _check_all_measured(record, family)
     assert "Answer: No GPU here" in out
-    assert "cudnn.benchmark — not measured here (no GPU)" in out
+    assert "cudnn.benchmark, pin_memory + non_blocking (no GPU here)" in out
     if family == "dataloader":
         assert record["options"]["batch"] == 64  # the DataLoader's own batch
         assert any(r["spec"]["params"].get("data_file") for r in record["results"])
@@ -323,7 +323,7 @@ def test_torch_compile_is_measured_or_says_why(tmp_path, capsys):
     compiled = [r for r in record["results"] if r["spec"]["params"].get("torch_compile")]
     assert compiled
     if compiled[0]["status"] != "ok":
-        assert "torch.compile —" in out and "not measured" in out
+        assert "torch.compile" in out and "Not measured:" in out
 
 
 # ------------------------------------------------------------------ the Python API
@@ -415,10 +415,15 @@ def _h100_diagnose_record(probe: dict):
     return record.model_copy(update={"options": {"framework": "torch", "batch": 32, "model": "mlp.py:build"}})
 
 
+def _torch_verdicts(v):
+    """The PyTorch fixes' verdicts (workloads/fixes.TORCH_FIXES), by key."""
+    return {fv.kind: fv for fv in v.fixes if fv.entry.framework == "torch"}
+
+
 def test_gpu_side_reads_the_h100_reference(h100_probe):
-    from whichdevice.analysis import torch_fixes
-    from whichdevice.analysis.suite import settings_advice, suite_verdict
-    from whichdevice.present.firstscreen import first_screen
+    from whichdevice.analysis.suite import suite_verdict
+    from whichdevice.present.firstscreen import cause_text, first_screen
+    from whichdevice.present.suitepage import settings_advice
 
     record = _h100_diagnose_record(h100_probe)
     v = suite_verdict(record, seed_batch=32)
@@ -428,10 +433,10 @@ def test_gpu_side_reads_the_h100_reference(h100_probe):
     fs = first_screen(record, v, seed_batch=32, advice=advice)
     assert fs.answer[0].startswith("Device: CPU:0")
     assert any("GPU:0" in a and "batch" in a for a in fs.answer[1:])  # the sweep's crossover
-    missing = torch_fixes.not_measured(record)
-    assert "no GPU" not in " ".join(missing.values())  # a GPU was measured: no "(no GPU)" excuse
-    assert missing["cudnn.benchmark"] == "not measured"
-    assert any("reading the loss back (.item())" in c.text for c in fs.causes)
+    torch = _torch_verdicts(v)
+    # a GPU was measured: the GPU-only fixes are not excused by "no GPU" (their cases are not in this record)
+    assert torch["cudnn_benchmark"].not_measured.reason == "not_in_suite"
+    assert any("reading the loss back (.item())" in cause_text(c) for c in fs.causes)
 
 
 # ------------------------------------------------------------------ a recorded real run
@@ -440,28 +445,39 @@ def test_gpu_side_reads_the_h100_reference(h100_probe):
 def test_first_screen_of_a_recorded_torch_diagnose():
     """tests/data/diagnose_torch_cnn_cpu_2core.json: a real run of the corpus's CNN on the loaded
     2-core machine, its torch.compile case past its bound."""
-    from whichdevice.analysis import torch_fixes
     from whichdevice.core.records import load_run
     from whichdevice.present.firstscreen import screen_lines
     from whichdevice.present.suitepage import suite_report
 
     record = load_run(Path(__file__).parent / "data" / "diagnose_torch_cnn_cpu_2core.json")
-    measured = {p.fix.param for p in torch_fixes.pairs(record)}
-    assert measured == {"set_to_none", "autocast", "channels_last", "num_workers"}
-    missing = torch_fixes.not_measured(record)
-    assert (
-        missing["torch.compile"]
-        == "not measured (torch.compile did not finish compiling within 60 s here (raise --budget))"
-    )
-    assert missing["cudnn.benchmark"] == "not measured here (no GPU)"
     rep = suite_report(record, Path("/nonexistent/x.png"))
+    torch = _torch_verdicts(rep.verdict)
+    assert {k for k, fv in torch.items() if fv.fixes} == {"set_to_none", "autocast", "channels_last", "num_workers"}
+    assert torch["torch_compile"].not_measured.reason == "failed"  # past its compile bound (the Failed list says so)
+    assert torch["cudnn_benchmark"].not_measured.reason == "no_gpu"
+    assert torch["set_to_none"].outcome == "helps"  # the one significant claim of this (noisy, loaded) run
     text = "\n".join(t for _, t in screen_lines(rep.first, report=None))
-    assert "optimizer.zero_grad(set_to_none=True)" in text  # the one fix whose claim is significant here
+    assert "optimizer.zero_grad(set_to_none=True)" in text
     assert "Caveat: the default since PyTorch 2.0" in text
-    assert "No clear gain:" in text and "channels_last" in text and "autocast bfloat16" in text
-    assert "Not measured: torch.compile — not measured (torch.compile did not finish compiling" in text
-    names = {r.name for r in rep.verdict.recommendations}
-    assert "Compile the model (torch.compile)" in names and "Free the gradients instead of zeroing them" in names
+    assert "cudnn.benchmark, pin_memory + non_blocking (no GPU here)" in text
+    assert "torch.compile" in text
+
+
+def test_a_keras_diagnose_record_lists_no_torch_fixes():
+    from whichdevice.analysis.suite import suite_verdict
+    from whichdevice.core.records import load_run
+
+    record = load_run(Path(__file__).parent / "data" / "diagnose_cpu_2core.json")
+    assert not _torch_verdicts(suite_verdict(record, seed_batch=32))
+
+
+def test_a_torch_diagnose_without_gpu_does_not_offer_predict_on_the_module():
+    from whichdevice.core.records import load_run
+    from whichdevice.present.suitepage import suite_report
+
+    record = load_run(Path(__file__).parent / "data" / "diagnose_torch_cnn_cpu_2core.json")
+    answer = suite_report(record, Path("/nonexistent/x.png")).first.answer
+    assert "predict --framework torch --quick" in answer[1] and "--model" not in answer[1]
 
 
 # ------------------------------------------------------------------ a Keras model on another backend
@@ -535,15 +551,6 @@ def test_keras_jax_diagnose_end_to_end(tmp_path, capsys):
     assert any(r["status"] == "ok" and r["spec"]["params"].get("kind") == "fit" for r in record["results"])
 
 
-def test_a_torch_diagnose_without_gpu_does_not_offer_predict_on_the_module():
-    from whichdevice.core.records import load_run
-    from whichdevice.present.suitepage import suite_report
-
-    record = load_run(Path(__file__).parent / "data" / "diagnose_torch_cnn_cpu_2core.json")
-    answer = suite_report(record, Path("/nonexistent/x.png")).first.answer
-    assert "predict --framework torch --quick" in answer[1] and "--model" not in answer[1]
-
-
 # ------------------------------------------------------------------ --resume
 
 
@@ -587,15 +594,3 @@ def test_torch_diagnose_resumes_with_the_torch_preflight_again(tmp_path, capsys,
     data, keys = _keys(json_file)
     assert len(keys) == len(set(keys)) == len(fake.ran) + 3
     assert data["options"]["framework"] == "torch" and {r["spec"]["framework"] for r in data["results"]} == {"torch"}
-
-
-def test_a_torch_verdict_lists_torch_fixes_not_keras_settings():
-    from whichdevice.analysis import torch_fixes
-    from whichdevice.analysis.suite import suite_verdict
-    from whichdevice.core.records import load_run
-
-    record = load_run(Path(__file__).parent / "data" / "diagnose_torch_cnn_cpu_2core.json")
-    names = [r.name for r in suite_verdict(record, seed_batch=32).recommendations]
-    assert not set(names) & set(torch_fixes.KERAS_ONLY)
-    assert names[:3] == ["Increase the batch size", "Benchmark after warm-up", "Do not read the loss back every step"]
-    assert len(names) == 3 + len(torch_fixes.CATALOGUE)

@@ -10,13 +10,40 @@ Data flows one way (see README "How it works"):
 
 from whichdevice.core.version import __version__
 
-__all__ = ["__version__", "RecordResult", "Result", "SuiteResult", "UsageError", "diagnose", "load", "matmul", "run"]
+_API = ("matmul", "load", "Result", "run", "diagnose", "SuiteResult", "RecordResult", "predict", "pipeline")
+
+__all__ = [
+    "__version__",
+    "RecordResult",
+    "Result",
+    "SuiteResult",
+    "UsageError",
+    "diagnose",
+    "load",
+    "load_ipython_extension",
+    "matmul",
+    "pipeline",
+    "predict",
+    "run",
+]
+
+
+def __dir__() -> list[str]:
+    """The API, for tab completion: the names are loaded lazily, so ``dir`` would miss them."""
+    return sorted(set(globals()) | set(__all__))
+
+
+def load_ipython_extension(ipython) -> None:  # noqa: ANN001 (IPython's own shell type)
+    """``%load_ext whichdevice``: ``%whichdevice ARGS`` and ``%%whichdevice_audit`` (whichdevice/magics.py)."""
+    from whichdevice import magics
+
+    magics.register(ipython)
 
 
 def __getattr__(name: str):
     # Lazy: `import whichdevice` stays cheap, and child processes (which import
     # whichdevice.measure.child) never load matplotlib or jinja2 they do not need.
-    if name in ("matmul", "load", "Result", "run", "diagnose", "SuiteResult", "RecordResult"):
+    if name in _API:
         from whichdevice import api
 
         return getattr(api, name)

@@ -12,6 +12,7 @@ fix, exactly as the CLI reports them. Measurements run in child processes, as in
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -30,6 +31,7 @@ from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.measure.journal import Journal, JournalState
 from whichdevice.present import html, plots, summary
+from whichdevice.present.progress import ApiProgress, run_command
 from whichdevice.present.suitepage import SuiteReport, fix_grid, suite_report  # noqa: F401 (the API's names)
 from whichdevice.analysis.suite import SuiteVerdict, suite_verdict
 from whichdevice.present.tables import sweep_grid
@@ -236,11 +238,36 @@ def matmul_report(record: RunRecord, png: Path, *, loglog: bool = True) -> tuple
     return tables, page
 
 
+def _keep(record: RunRecord) -> Path | None:
+    """An API run is kept like a command's: its record written under the history's folder
+    (``$WHICHDEVICE_HOME/records/``) and indexed, so ``whichdevice history`` lists it and
+    ``whichdevice compare`` takes its id. Never fails the call: a history that cannot be
+    written is said in one warning line."""
+    import secrets
+    import sqlite3
+    import time
+    import warnings
+
+    from whichdevice.measure import history
+
+    try:
+        folder = history.home() / "records"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{record.experiment}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}.json"
+        records.save_run(record, path)
+        history.add(record, path)
+        return path
+    except (OSError, sqlite3.Error) as e:
+        warnings.warn(f"whichdevice: the run was not kept in the history ({e})", stacklevel=3)
+        return None
+
+
 @dataclass(frozen=True)
 class Result:
     """A measured (or loaded) record with its analysis; shows itself in a notebook."""
 
     record: RunRecord
+    path: Path | None = None  # where the record is (kept and indexed in the history), if anywhere
 
     @property
     def tables(self) -> list[Table]:
@@ -257,9 +284,15 @@ class Result:
         return summary.short_repr("Result", self.record)
 
     def _repr_html_(self) -> str:
+        return self._fragment
+
+    @functools.cached_property
+    def _fragment(self) -> str:
+        """The report as a notebook fragment (no page, CSS scoped), its plot drawn once: a
+        notebook redisplays a result on every scroll back and every ``display``."""
         with tempfile.TemporaryDirectory() as tmp:
             _, page = matmul_report(self.record, Path(tmp) / "plot.png")
-        return page
+        return html.fragment_of(page)
 
     def save(self, folder: str | Path, name: str | None = None) -> Path:
         """Write NAME.json, NAME.png and NAME.html into ``folder``; returns the JSON path."""
@@ -285,8 +318,12 @@ def matmul(
     case_timeout_s=900,
     framework="tensorflow",
     memory_limit_gib=None,
+    progress: bool = True,
 ) -> Result:
-    """Seed 000's sweep: matmul time vs size on every device (see ``whichdevice matmul``)."""
+    """Seed 000's sweep: matmul time vs size on every device (see ``whichdevice matmul``).
+
+    ``progress``: show a bar (terminal) or a line updated in place (notebook) while measuring.
+    The record is kept and indexed in ``whichdevice history`` (``result.path``)."""
     opts = MatmulOptions.parse(
         sizes=sizes,
         modes=modes,
@@ -299,7 +336,10 @@ def matmul(
         framework=framework,
         memory_limit_gib=memory_limit_gib,
     )
-    return Result(run_matmul(opts))
+    with ApiProgress("matmul", enabled=progress) as bar:
+        cb = bar.callbacks()
+        record = run_matmul(opts, on_total=cb.on_total, on_start=cb.on_start, on_result=cb.on_result)
+    return Result(record, _keep(record))
 
 
 @dataclass(frozen=True)
@@ -309,12 +349,25 @@ class RecordResult:
     renders its tables and plots."""
 
     record: RunRecord
+    path: Path | None = None
+    page: str = ""  # the command's own first screen, when the API ran the command (predict, pipeline)
 
     def __str__(self) -> str:
-        return summary.record_text(self.record)
+        return self.page.rstrip() if self.page else summary.record_text(self.record)
 
     def __repr__(self) -> str:
         return summary.short_repr("RecordResult", self.record)
+
+    def _repr_html_(self) -> str:
+        """The text in a scoped fragment; ``whichdevice report PATH`` draws its tables and plots."""
+        import html as _html
+
+        hint = (
+            f"<p>Tables and plots: <code>whichdevice report {_html.escape(str(self.path))}</code></p>"
+            if self.path
+            else ""
+        )
+        return f'<div class="{html.SCOPE}"><pre>{_html.escape(str(self))}</pre>{hint}</div>'
 
 
 def load(path: str | Path) -> Result | SuiteResult | RecordResult:
@@ -322,10 +375,10 @@ def load(path: str | Path) -> Result | SuiteResult | RecordResult:
     ``matmul`` -> Result, ``run``/``diagnose`` -> SuiteResult, any other -> RecordResult."""
     record = records.load_run(path)
     if record.experiment == "matmul":
-        return Result(record)
+        return Result(record, Path(path))
     if record.experiment in ("run", "diagnose"):
-        return SuiteResult(record)
-    return RecordResult(record)
+        return SuiteResult(record, Path(path))
+    return RecordResult(record, Path(path))
 
 
 # ---------------------------------------------------------------- the suite (run / diagnose)
@@ -336,6 +389,7 @@ class SuiteResult:
     """The result of ``whichdevice.run()`` / ``diagnose()``: the record, its verdict, a notebook view."""
 
     record: RunRecord
+    path: Path | None = None
 
     @property
     def verdict(self) -> SuiteVerdict:
@@ -349,8 +403,12 @@ class SuiteResult:
         return summary.short_repr("SuiteResult", self.record)
 
     def _repr_html_(self) -> str:
+        return self._fragment
+
+    @functools.cached_property
+    def _fragment(self) -> str:
         with tempfile.TemporaryDirectory() as tmp:
-            return suite_report(self.record, Path(tmp) / "run.png").page
+            return html.fragment_of(suite_report(self.record, Path(tmp) / "run.png").page)
 
     def save(self, folder: str | Path, name: str | None = None) -> Path:
         folder = Path(folder)
@@ -373,6 +431,7 @@ def _suite(
     memory_limit_gib=None,
     case_timeout_s=None,
     point_cap_s=None,
+    rounds=None,
 ) -> SuiteResult:
     """The CLI's suite, parsed by the same functions: one ``measure.session`` Request."""
     budget = parse_budget(_opt_str(budget_s), "budget_s")
@@ -390,9 +449,12 @@ def _suite(
         budget_s=budget,
         memory_limit_bytes=parse_memory_limit(_opt_str(memory_limit_gib)),
         point_cap_s=point_cap_s,
+        rounds=rounds,
     )
     # No journal: an API call that is interrupted has no command line to resume it from.
-    return SuiteResult(session.measure(request))
+    with ApiProgress(name) as bar:
+        record = session.measure(request, progress=bar.callbacks(while_child_starts=plots.pyplot))
+    return SuiteResult(record, _keep(record))
 
 
 @_stops_children_on_interrupt
@@ -417,6 +479,21 @@ def run(
         memory_limit_gib=memory_limit_gib,
         case_timeout_s=case_timeout_s,
     )
+
+
+@contextlib.contextmanager
+def _kept_folder(kind: str):
+    """A new folder under ``$WHICHDEVICE_HOME/models/`` that outlives the call (issue #34): the
+    record and its first screen name the saved model's loader (``whichdevice predict --model
+    LOADER:build`` is the next step they suggest), so it must still exist when they are read."""
+    import secrets
+    import time
+
+    from whichdevice.measure import history
+
+    folder = history.home() / "models" / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    folder.mkdir(parents=True, exist_ok=False)
+    yield str(folder)
 
 
 def _materialize(model, data, folder: Path) -> tuple[str, str | None]:
@@ -487,7 +564,7 @@ def diagnose(
             raise UsageError(
                 "model", f"{type(model).__name__} is not a Keras model", 'Pass a keras.Model or "my_model.py:build".'
             )
-        with tempfile.TemporaryDirectory(prefix="whichdevice-model-") as tmp:
+        with _kept_folder("model") as tmp:
             model_spec, data_spec = _materialize(model, data, Path(tmp))
             return diagnose(
                 model_spec,
@@ -502,7 +579,6 @@ def diagnose(
             )
     if data is not None and not isinstance(data, str):
         raise UsageError("data", "(x, y) arrays need a model object", 'Pass data as "my_data.py:make_dataset".')
-    from whichdevice import frameworks
     from whichdevice.workloads import userfile
 
     model_fn = userfile.parse_spec(model, "--model")
@@ -511,12 +587,22 @@ def diagnose(
     n_classes = parse_positive_int(_opt_str(classes), "--classes", "10", maximum=1_000_000)
     n_batch = parse_positive_int(_opt_str(batch), "--batch", "32", maximum=65536)
     n_samples = parse_positive_int(_opt_str(samples), "--samples", "10000", maximum=10_000_000)
-    user = userfile.user_model_params(
-        model_fn, shape, n_classes, data_fn, frameworks.env_module("tensorflow").child_env("cpu")
+    from whichdevice.workloads.suite import plan_user_suite, sizing_options
+
+    user, sizing = plan_user_suite(  # the pre-flight's training step; the cases sized to the budget
+        model_fn,
+        shape,
+        n_classes,
+        data_fn,
+        "tensorflow",
+        batch=n_batch,
+        samples=n_samples,
+        budget_s=parse_budget(_opt_str(budget_s), "budget_s"),
+        samples_given=n_samples != 10_000,
     )
     return _suite(
         "diagnose",
-        lambda found, d: user_cases("tensorflow", d.name, user=user, batch=n_batch, samples=n_samples),
+        lambda found, d: user_cases("tensorflow", d.name, user=user, batch=n_batch, samples=n_samples, sizing=sizing),
         budget_s=budget_s,
         devices=devices,
         cpu_threads=cpu_threads,
@@ -526,7 +612,10 @@ def diagnose(
             "data": data_fn.text if data_fn else None,
             "batch": n_batch,
             "samples": n_samples,
+            **sizing_options(sizing),
         },
+        point_cap_s=sizing.get("point_cap_s"),
+        rounds=sizing.get("rounds"),
     )
 
 
@@ -593,3 +682,109 @@ def _diagnose_torch(
         }
         | {f"torch_{k}": user.get(k) for k in torch_diagnose.INFO_KEYS},
     )
+
+
+# ---------------------------------------------------------------- predict / pipeline
+
+
+def _cli_args(options: dict) -> list[str]:
+    """Keyword arguments as the command's options: ``image_size=64`` -> ``--image-size 64``,
+    ``quick=True`` -> ``--quick`` (False or None: left out), a list -> ``1,2,3``."""
+    out: list[str] = []
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            out.append(flag)
+        elif isinstance(value, (list, tuple)):
+            out += [flag, ",".join(str(v) for v in value)]
+        else:
+            out += [flag, str(value)]
+    return out
+
+
+@_stops_children_on_interrupt
+def _command(name: str, options: dict, *, out: str | Path, progress: bool) -> RecordResult:
+    """Run ``whichdevice NAME --options`` in a child process, as typed in a terminal: the same
+    checks, cases, record, report files and history entry. Its page is returned with the
+    record (``str(result)`` is the summary; ``result.page`` the command's own first screen).
+    Bad input raises ``UsageError`` with the command's one line; a failed run, RuntimeError."""
+    import os
+
+    folder = Path(out)
+    stamp = f"{name}-{os.getpid()}-{_process_counter()}"
+    json_path = folder / f"{stamp}.json"
+    args = [name, *_cli_args(options), "--out", str(folder), "--json", str(json_path)]
+    code, stdout, stderr = run_command(args, title=name, echo=False, progress=progress)
+    if code == 2:
+        line = next((x for x in stderr.splitlines() if x.startswith("error: ")), stderr.strip()[-300:])
+        raise _usage_error(line.removeprefix("error: "))
+    if code != 0 or not json_path.exists():
+        raise RuntimeError(f"whichdevice {name} exited {code}: {stderr.strip()[-500:] or stdout[-500:]}")
+    return RecordResult(records.load_run(json_path), json_path, page=stdout)
+
+
+def _usage_error(line: str) -> UsageError:
+    """The child's one line ('--batch: ... Pass ...') as the UsageError the API raises."""
+    argument, _, rest = line.partition(": ")
+    err = UsageError.__new__(UsageError)
+    ValueError.__init__(err, line)
+    err.argument, err.problem, err.fix = argument, rest, ""
+    return err
+
+
+_counter = [0]
+
+
+def _process_counter() -> int:
+    _counter[0] += 1
+    return _counter[0]
+
+
+def pipeline(
+    *,
+    quick: bool = False,
+    images: int | None = None,
+    image_size: int | None = None,
+    batch: int | None = None,
+    net: str | None = None,
+    variants=None,
+    model: str | None = None,
+    data: str | None = None,
+    device=None,
+    cpu_threads: int | None = None,
+    out: str | Path = "whichdevice-results",
+    progress: bool = True,
+    **options,
+) -> RecordResult:
+    """``whichdevice pipeline`` from Python: is the model waiting for data (seed 003's pipeline,
+    or ``model="my_model.py:build", data="my_data.py:make_dataset"``)? Keyword arguments are the
+    command's options (``no_stages=True`` is ``--no-stages``). The record, its plot and page are
+    written in ``out`` and indexed in the history, like the command's."""
+    opts = dict(
+        quick=quick, images=images, image_size=image_size, batch=batch, net=net, variants=variants,
+        model=model, data=data, device=device, cpu_threads=cpu_threads, **options,
+    )  # fmt: skip
+    return _command("pipeline", opts, out=out, progress=progress)
+
+
+def predict(
+    *,
+    quick: bool = False,
+    model: str | None = None,
+    input_shape=None,
+    classes: int | None = None,
+    batches=None,
+    profile: str | None = None,
+    out: str | Path = "whichdevice-results",
+    progress: bool = True,
+    **options,
+) -> RecordResult:
+    """``whichdevice predict`` from Python: would a GPU win, modelled from this CPU's traced
+    operations (``profile="h100"``, the default, or one saved by ``whichdevice calibrate``). Keyword arguments are the command's options;
+    the record is written in ``out`` and indexed in the history, like the command's."""
+    opts = dict(
+        quick=quick, model=model, input_shape=input_shape, classes=classes, batches=batches, profile=profile, **options
+    )
+    return _command("predict", opts, out=out, progress=progress)

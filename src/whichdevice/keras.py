@@ -1,227 +1,61 @@
-"""A Keras 3 callback that times every training batch: ``whichdevice.keras.StepTimer``.
+"""A Keras 3 callback that times every training batch and says what it found.
 
     from whichdevice.keras import StepTimer
-    model.fit(ds, epochs=3, callbacks=[StepTimer("run.json", warmup_batches=5, sync=True)])
-    # then: whichdevice report run.json
+    model.fit(ds, epochs=3, callbacks=[StepTimer("run.json", warmup_batches=5, sync=True, batch_size=64)])
+    # prints: StepTimer: steady step 1.2 ms ± 0.1 ms (median ± IQR/2, ...), 52 000 samples/s ...
+    # then: whichdevice report run.json; whichdevice compare baseline.json run.json --fail-on-regression
 
-How a batch is timed. The clock is read in ``on_train_batch_begin`` (and at the end of each
-epoch); a batch's time is the gap to the next reading, so it covers the train step *and*
-Keras's own per-batch work (callbacks, logs), which is what a user's epoch is made of.
-``on_train_batch_end`` is deliberately not overridden: a callback that overrides it stops
-Keras 3 from dispatching batch-end callbacks on its thread pool (on the JAX and torch
-backends), which would change the run being measured. (On the TensorFlow backend Keras
-already converts the logs to Python floats after every batch, ``CallbackList.pythonify_logs``,
-which reads the loss back to the host: ``model.fit`` there syncs every step on its own.)
-
-``sync=False`` (default): the clock is read as soon as Keras calls the callback. On a GPU
-whose work is still queued this measures dispatch, not execution, except where Keras itself
-synchronizes (see above). Cost: two clock reads and a list append per batch.
-``sync=True``: the device is synchronized before each reading, so every batch time is the
-time its work took to finish. Cost: one device sync per batch (measured in
-``benchmarks/train.md``), which also removes any overlap between consecutive steps.
-
-The first ``warmup_batches`` batches (tracing / compilation / allocation are in the first)
-are kept apart from the steady ones. With ``path`` set, a whichdevice ``RunRecord`` is written
-at the end of training (same format as ``whichdevice train``); ``batch_times_s``,
-``epoch_s`` and ``steady()`` are there for use in Python.
+The method and its cost are in ``whichdevice/frameworks/common/steptimer.py`` (the same
+callback the training workloads use); this module adds ``result()``.
 """
 
 from __future__ import annotations
 
-import sys
-import time
-from pathlib import Path
+from whichdevice.frameworks.common import steptimer as _steptimer
 
-import keras
-
-from whichdevice.core.steps import raw_from_steps
-from whichdevice.core.timing import measure_overhead
+__all__ = ["StepTimer"]
 
 
-def _backend_sync_fn(model):
-    """Block until the backend's device has finished queued work (None: nothing to do)."""
-    name = keras.backend.backend()
-    if name == "tensorflow":
-        import tensorflow as tf
+class StepTimer(_steptimer.StepTimer):
+    __doc__ = _steptimer.StepTimer.__doc__
 
-        return lambda _=None: tf.test.experimental.sync_devices()
-    if name == "jax":
-        import jax
+    def result(self):
+        """The run as the Python API's result object (what ``whichdevice.load`` gives for the
+        record: ``RecordResult``), without writing a file."""
+        from whichdevice.api import RecordResult
 
-        # JAX has no global barrier, and during fit Keras' JAX trainer keeps the model's state
-        # outside its variables (it empties them: JAXTrainer._purge_model_variables), so wait
-        # for every live array instead: the state the last step wrote is among them.
-        return lambda _=None: jax.block_until_ready(jax.live_arrays())
-    if name == "torch":
-        import torch
+        if not self.batch_times_s:
+            raise ValueError("no batch was timed yet: call model.fit(..., callbacks=[timer]) first.")
+        return RecordResult(self.record(), self.path if self.path is not None and self.path.exists() else None)
 
-        if torch.cuda.is_available():
-            return lambda _=None: torch.cuda.synchronize()
-    return lambda _=None: None
+    def compare(self, baseline, *, threshold: float = 0.05) -> dict:
+        """This run against a baseline record (a path, e.g. an earlier ``StepTimer`` record), by
+        the rule ``whichdevice compare --fail-on-regression`` applies: the comparison as the JSON
+        ``compare --json`` prints (``["regression"]``: True when the step is slower beyond the
+        threshold; ``["points"][0]["text"]``: the claim in words).
 
+        One process per side: the interval is the steps' own spread, not how much two runs of
+        your job differ; set ``threshold`` to cover that (README "In CI")."""
+        from pathlib import Path
 
-def _device_name() -> str:
-    name = keras.backend.backend()
-    try:
-        if name == "tensorflow":
-            import tensorflow as tf
+        from whichdevice.analysis.diff import diff_runs
+        from whichdevice.core import records
+        from whichdevice.present.comparison import comparison_json
 
-            return "GPU:0" if tf.config.list_logical_devices("GPU") else "CPU:0"
-        if name == "jax":
-            import jax
-
-            return "GPU:0" if jax.default_backend() == "gpu" else "CPU:0"
-        if name == "torch":
-            import torch
-
-            return "GPU:0" if torch.cuda.is_available() else "CPU:0"
-    except Exception:  # naming the device must never break training
-        pass
-    return "CPU:0"
-
-
-class StepTimer(keras.callbacks.Callback):
-    """Per-batch training times; see the module docstring for the method and its cost.
-
-    Args:
-        path: where to write the RunRecord JSON at the end of training (None: do not write).
-        warmup_batches: how many first batches are warm-up (>= 1; the first always is).
-        sync: synchronize the device before every clock reading.
-        batch_size: samples per batch, for samples/s in the report (optional).
-    """
-
-    # Safe to run on Keras's callback thread: it never is, since it only overrides
-    # *_begin and epoch hooks, which Keras always calls on the training thread.
-    async_safe = True
-
-    def __init__(
-        self,
-        path: str | Path | None = None,
-        warmup_batches: int = 1,
-        sync: bool = False,
-        batch_size: int | None = None,
-        clock=time.perf_counter,
-    ):
-        super().__init__()
-        if not isinstance(warmup_batches, int) or warmup_batches < 1:
-            raise ValueError(
-                f"warmup_batches must be an integer >= 1, got {warmup_batches!r}. Pass e.g. warmup_batches=1."
-            )
-        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
-            raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}.")
-        self.path = Path(path) if path is not None else None
-        self.warmup_batches = warmup_batches
-        self.sync = bool(sync)
-        self.batch_size = batch_size
-        self._clock = clock
-        self._sync_fn = None
-        self.batch_times_s: list[float] = []
-        self.batch_epochs: list[int] = []
-        self.epoch_s: list[float] = []
-        self.setup_s: float | None = None  # fit() start to the first batch's start
-        self.overhead_s = 0.0
-
-    # --- Keras hooks (training thread only) ---
-    def _now(self) -> float:
-        if self._sync_fn is not None:
-            self._sync_fn()
-        return self._clock()
-
-    def on_train_begin(self, logs=None):
-        self._sync_fn = _backend_sync_fn(self.model) if self.sync else None
-        self.overhead_s = measure_overhead(self._clock, self._sync_fn or (lambda _=None: None), reps=5)
-        self.batch_times_s, self.batch_epochs, self.epoch_s = [], [], []
-        self._train_start = self._now()
-        self.setup_s = None
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self._epoch = epoch
-        self._stamps: list[float] = []
-        self._epoch_start = self._now()
-        self._val_start: float | None = None
-
-    def on_train_batch_begin(self, batch, logs=None):
-        t = self._now()
-        if self.setup_s is None:
-            self.setup_s = t - self._train_start
-        self._stamps.append(t)
-
-    def on_test_begin(self, logs=None):
-        # Validation inside fit: the epoch's last batch ends here, not at epoch end.
-        if getattr(self, "_stamps", None) and self._val_start is None:
-            self._val_start = self._now()
-
-    def on_epoch_end(self, epoch, logs=None):
-        end = self._now()
-        last = self._val_start if self._val_start is not None else end
-        ends = self._stamps[1:] + [last]
-        for t0, t1 in zip(self._stamps, ends):
-            self.batch_times_s.append(t1 - t0)
-            self.batch_epochs.append(epoch)
-        self.epoch_s.append(end - self._epoch_start)
-
-    def on_train_end(self, logs=None):
-        if self.path is not None and self.batch_times_s:
-            self.write(self.path)
-
-    # --- results ---
-    def raw(self):
-        """The batches as a ``Timing``: first ``warmup_batches`` apart, the rest steady."""
-        return raw_from_steps(self.batch_times_s, warmup_steps=self.warmup_batches, overhead_s=self.overhead_s)
-
-    def steady(self) -> list[float]:
-        return list(self.raw().samples_s)
-
-    def metrics(self) -> dict[str, float]:
-        m: dict[str, float] = {f"epoch_{i + 1}_s": s for i, s in enumerate(self.epoch_s)}
-        m["epochs"] = float(len(self.epoch_s))
-        m["steps"] = float(len(self.batch_times_s))
-        if self.epoch_s:
-            m["steps_per_epoch"] = float(self.batch_epochs.count(self.batch_epochs[0]))
-        if self.setup_s is not None:
-            m["setup_s"] = self.setup_s
-        if self.batch_size:
-            m["samples_per_step"] = float(self.batch_size)
-        return m
-
-    def write(self, path: str | Path) -> Path:
-        """Write a whichdevice ``RunRecord`` (experiment ``train``) that ``whichdevice report`` renders."""
-        from whichdevice.core.machine import describe_machine
-        from whichdevice.core.records import CaseResult, CaseSpec, RunRecord, now_iso, save_run
-
-        timing = self.raw()
-        params = {
-            "kind": "callback",
-            "model": getattr(self.model, "name", "model"),
-            "loop": "fit",
-            "sync": "each" if self.sync else "none",
-        }
-        if self.batch_size:
-            params["batch"] = self.batch_size
-        spec = CaseSpec(workload="train", framework=keras.backend.backend(), device=_device_name(), params=params)
-        notes = []
-        if len(self.batch_times_s) <= self.warmup_batches:
-            notes.append(
-                f"only {len(self.batch_times_s)} batches for {self.warmup_batches} warm-up batches: "
-                "the steady time is the last batch alone; train longer or lower warmup_batches"
-            )
-        record = RunRecord(
-            experiment="train",
-            command=list(sys.argv),
-            created_at=now_iso(),
-            options={
-                "source": "whichdevice.keras.StepTimer",
-                "sync": self.sync,
-                "warmup_batches": self.warmup_batches,
-                "keras": keras.__version__,
-            },
-            machine=describe_machine(),
-            results=[
-                CaseResult(spec=spec, status="ok", timing=timing, metrics=self.metrics(), wall_s=sum(self.epoch_s))
-            ],
-            notes=notes,
+        if not self.batch_times_s:
+            raise ValueError("no batch was timed yet: call model.fit(..., callbacks=[timer]) first.")
+        if not (isinstance(threshold, (int, float)) and 0 < threshold <= 10):
+            raise ValueError(f"threshold must be a relative change in (0, 10], e.g. 0.1 for 10 %, got {threshold!r}.")
+        before = records.load_run(Path(baseline), "baseline")
+        after = self.record()
+        d = diff_runs(before, after, default_threshold=float(threshold))
+        here = str(self.path) if self.path is not None else "(this run)"
+        return comparison_json(
+            d,
+            before,
+            after,
+            refs=(str(baseline), here),
+            paths=(str(baseline), here),
+            threshold=float(threshold),
+            learned=0,
         )
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_run(record, path)
-        return path

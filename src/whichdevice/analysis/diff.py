@@ -52,6 +52,22 @@ class PointChange:
         return None
 
     @property
+    def regressed(self) -> bool:
+        """The CI gate's rule (``compare --fail-on-regression``): slower after by the table's own
+        rule (the whole interval beyond the noise, enough samples), or ran before and failed after."""
+        c = self.comparison
+        if c is not None:
+            return c.significant and c.ratio < 1
+        return self.before_failure is None and self.after_failure is not None
+
+    @property
+    def status(self) -> str:
+        """One word for scripts: faster, slower, no_change, not_enough, or failed."""
+        if self.comparison is None:
+            return "failed"
+        return self.comparison.claim.status
+
+    @property
     def label(self) -> str:
         """The case's parameters as written in the record (for scripts; people get names.case_name)."""
         return _label(self.spec)
@@ -67,6 +83,11 @@ class RunDiff:
     # None: too few cases to tell), and the confidence each case's interval is given at.
     run_sd: float | None = None
     confidence: float = significance.CONFIDENCE
+
+    @property
+    def regressions(self) -> list[PointChange]:
+        """The cases ``compare --fail-on-regression`` fails on (:attr:`PointChange.regressed`)."""
+        return [p for p in self.points if p.regressed]
 
 
 def _label(spec: CaseSpec) -> str:

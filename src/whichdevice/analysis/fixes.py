@@ -1,5 +1,9 @@
 """Recommendations proven by measurement: A/B pairs of the same workload with one setting
-changed, compared with their spread.
+changed, compared with their spread, and the typed results analysis returns for them.
+
+The catalogue of fixes (what each changes, its title, code line, caveat, source, repeat flag)
+is ``workloads/fixes.py`` (re-exported here as :data:`FIXES`): ``measure`` reads it too, and
+the layers contract lets ``measure`` import ``workloads`` but not ``analysis``.
 
 A "fix" is a parameter of a case (``steps_per_execution``, ``jit_compile``, ``batch``,
 ``data``, ``sync`` ...). Two ok results form a pair when their specs are equal except for
@@ -10,10 +14,24 @@ longer step it takes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from whichdevice.analysis.compare import Comparison, compare, process_sd
+from whichdevice.analysis.significance import Claim
 from whichdevice.core.records import CaseResult, RunRecord, Timing
+from whichdevice.workloads.fixes import BY_KEY, FIXES, FixEntry, entry
+
+__all__ = ["BY_KEY", "FIXES", "FixEntry", "entry"]  # the catalogue, re-exported for analysis and present
+
+# What a measured change did, by significance.py's rule: a gain, a significant loss, no change
+# beyond the noise, or no claim at all (too few samples, or no pair measured).
+Outcome = Literal["helps", "slower", "no_change", "not_measured"]
+# Why a fix has no measurement, read from the record (never guessed): the suite does not
+# schedule it, the time budget skipped its cases, they failed, fewer than 5 samples, the only
+# pair was not formed (one side missing), the framework's default already applies it, or it
+# is measured on a GPU only and none was here (FixEntry.gpu_only).
+NotMeasuredReason = Literal["not_in_suite", "skipped", "failed", "too_few_samples", "no_pair", "default", "no_gpu"]
 
 
 @dataclass(frozen=True)
@@ -22,8 +40,9 @@ class FixResult:
     device: str
     baseline_value: object
     variant_value: object
-    context: dict  # the parameters both cases share
+    context: dict[str, Any]  # the parameters both cases share
     comparison: Comparison  # baseline vs variant, per sample: ratio > 1 means the fix helps
+    framework: str = ""  # the framework both cases ran in
 
     @property
     def speedup(self) -> float:
@@ -53,6 +72,8 @@ def per_sample(r: CaseResult) -> Timing:
     """The timing scaled to seconds per sample (when the case says how many per step)."""
     n = r.metrics.get("samples_per_step")
     t = r.timing
+    if t is None:
+        raise ValueError(f"{r.spec.key}: a failed case has no timing to scale")
     if not n or n == 1:
         return t
     scale = 1.0 / n
@@ -66,13 +87,13 @@ def per_sample(r: CaseResult) -> Timing:
     )
 
 
-def ab_fixes(record: RunRecord, fix: str, baseline_value, *, ignore: tuple[str, ...] = ()) -> list[FixResult]:
+def ab_fixes(record: RunRecord, fix: str, baseline_value: object, *, ignore: tuple[str, ...] = ()) -> list[FixResult]:
     """Every pair (baseline, variant) that differs only in ``fix`` (and in ``ignore`` params)."""
     ok = [r for r in record.results if r.status == "ok" and fix in r.spec.params]
     out = []
     spread = process_sd(record)  # every claim no surer than two processes agree
 
-    def rest(r: CaseResult) -> tuple:
+    def rest(r: CaseResult) -> tuple[object, ...]:
         return (
             r.spec.workload,
             r.spec.framework,
@@ -90,19 +111,106 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value, *, ignore: tuple[str, 
             ctx = {k: v for k, v in base.spec.params.items() if k != fix and k not in ignore}
             if len({r.spec.framework for r in ok}) > 1:  # name it when frameworks sit side by side
                 ctx = {"framework": base.spec.framework, **ctx}
-            out.append(FixResult(fix, base.spec.device, baseline_value, var.spec.params[fix], ctx, comp))
+            out.append(
+                FixResult(fix, base.spec.device, baseline_value, var.spec.params[fix], ctx, comp, base.spec.framework)
+            )
     return out
 
 
-def jit_by_default(record: RunRecord, device: str) -> bool:
+def jit_by_default(record: RunRecord, device: str, framework: str | None = None) -> bool:
     """Whether the framework's own ``jit_compile`` default ("auto") already compiled with XLA on
     ``device``: a fit case that does not set jit_compile recorded what it resolved to (Keras/JAX:
     yes; TensorFlow on a CPU: no). Then jit_compile=True is no change for the user."""
     return any(
         r.status == "ok"
         and r.spec.device == device
+        and (framework is None or r.spec.framework == framework)
         and r.spec.params.get("kind") == "fit"
         and "jit_compile" not in r.spec.params
         and r.metrics.get("jit_compile") == 1.0
         for r in record.results
     )
+
+
+def outcome(claim: Claim) -> Outcome:
+    """A claim's outcome for a fix (ratio > 1: the fix is faster)."""
+    if not claim.enough:
+        return "not_measured"
+    if not claim.significant:
+        return "no_change"
+    return "helps" if claim.ratio > 1 else "slower"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One measured change: a catalogue fix's baseline against its variant on one workload."""
+
+    kind: str  # the catalogue key (workloads/fixes.py)
+    device: str
+    framework: str  # the framework both sides ran in
+    baseline: object  # the parameter's value before ...
+    variant: object  # ... and after
+    claim: Claim  # per sample, baseline / variant: > 1 means the fix is faster
+    where: dict[str, Any]  # the parameters both cases share: the workload, for present/names.workload_name
+    workload: str = "train"  # "pipeline": the image input pipeline
+    part: str = ""  # pipeline: "both" (per training step) or "pipeline" (the pipeline alone, per batch)
+
+    @property
+    def outcome(self) -> Outcome:
+        return outcome(self.claim)
+
+    @property
+    def entry(self) -> FixEntry:
+        return entry(self.kind)
+
+
+@dataclass(frozen=True)
+class GridResult:
+    """A setting tried at several values against one baseline, on one device and framework."""
+
+    device: str
+    framework: str
+    baseline: object
+    cells: list[Fix]  # by value
+    pick: Fix | None  # the recommended value (analysis/suite.grid_pick), None when none helps
+    best: Fix | None  # the largest significant gain
+
+    @property
+    def pick_share(self) -> float | None:
+        """The recommended value's gain as a share of the best gain (at least GOOD_ENOUGH)."""
+        if self.pick is None or self.best is None:
+            return None
+        return self.pick.claim.ratio / self.best.claim.ratio
+
+    @property
+    def thin(self) -> list[Fix]:
+        """Values left out for too few samples."""
+        return [f for f in self.cells if not f.claim.enough]
+
+
+@dataclass(frozen=True)
+class NotMeasured:
+    reason: NotMeasuredReason
+    elsewhere: str = ""  # the command that measures it (not_in_suite)
+    failures: list[str] = field(default_factory=list)  # failed: the failure kinds
+    n: int = 0  # too_few_samples: the most samples a side had
+    devices: list[str] = field(default_factory=list)  # default: where the framework already does it
+
+
+@dataclass(frozen=True)
+class PlacementCheck:
+    device: str
+    cpu_ops: list[str]  # a GPU run: op types that ran on the CPU in the GPU step
+    fallbacks: list[str]  # a CPU run: op types with no GPU kernel in this build
+    copies: int  # copies between devices per step
+
+
+@dataclass(frozen=True)
+class WarmupCheck:
+    device: str
+    first_s: float  # the first step
+    steady_s: float  # the steady step's median
+
+    @property
+    def ratio(self) -> float:
+        return self.first_s / self.steady_s

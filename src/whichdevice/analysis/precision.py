@@ -56,8 +56,17 @@ def _float32(ok: list[CaseResult], r: CaseResult) -> CaseResult | None:
     return None
 
 
-def cpu_16bit_note(record: RunRecord) -> str | None:
-    """What the record says about this CPU's 16-bit math (from the cases' metrics)."""
+@dataclass(frozen=True)
+class Cpu16Bit:
+    """Whether this CPU has fast 16-bit math, from /proc/cpuinfo as the precision cases recorded
+    it (metrics cpu_fast_bf16: avx512_bf16/amx_bf16; cpu_fast_fp16: avx512_fp16/amx_fp16)."""
+
+    bf16: bool
+    fp16: bool
+
+
+def cpu_16bit(record: RunRecord) -> Cpu16Bit | None:
+    """What the record says about this CPU's 16-bit math (None: no precision case recorded it)."""
     ms = [
         r.metrics
         for r in record.results
@@ -65,17 +74,4 @@ def cpu_16bit_note(record: RunRecord) -> str | None:
     ]
     if not ms:
         return None
-    bf16, fp16 = ms[0]["cpu_fast_bf16"] > 0, ms[0]["cpu_fast_fp16"] > 0
-    if bf16 and fp16:
-        return "This CPU has fast bfloat16 and float16 math (avx512_bf16/amx_bf16 and avx512_fp16/amx_fp16)."
-    missing = [
-        n
-        for n, ok in (("bfloat16 (no avx512_bf16/amx_bf16)", bf16), ("float16 (no avx512_fp16/amx_fp16)", fp16))
-        if not ok
-    ]
-    return (
-        "This CPU has no fast 16-bit math for " + " or ".join(missing) + " in /proc/cpuinfo: its 16-bit "
-        "arithmetic is not accelerated, so a difference measured here comes from elsewhere (less memory "
-        "traffic, different kernels), not from 16-bit compute units; tensor-core GPUs are where mixed "
-        "precision is designed to pay — measure it there."
-    )
+    return Cpu16Bit(ms[0]["cpu_fast_bf16"] > 0, ms[0]["cpu_fast_fp16"] > 0)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 from whichdevice.analysis import significance
 from whichdevice.analysis.utilization import describe as describe_telemetry
 from whichdevice.analysis.utilization import summarize
 from whichdevice.core import stats
-from whichdevice.core.records import RunRecord
+from whichdevice.core.records import CaseSpec, RunRecord
 from whichdevice.core.stats import NOISY_REL_IQR
 
 # Above this share of a per-call time, the harness's own timer + sync cost matters.
@@ -31,8 +34,35 @@ def _is_step_series(t) -> bool:
     return t.number_per_sample == 1 and len(t.samples_s) >= _STEP_SERIES_MIN
 
 
-def timing_warnings(record: RunRecord, rel_iqr_limit: float = NOISY_REL_IQR) -> list[str]:
-    """Noise (IQR/median > 10 %, torch.utils.benchmark's threshold) and harness overhead."""
+# The kinds of measurement warning, each with its threshold's source:
+# bimodal: process medians in two clusters (significance.rounds_bimodal, issue 16);
+# not_converged: the point's median CI stayed wider than the target when its cap stopped it
+#   (core/timing.py's precision-targeted sampling, MATLAB runperf's 5 %);
+# uneven_steps / noisy: IQR/median above NOISY_REL_IQR (torch.utils.benchmark's 10 %), for a
+#   step-by-step series and for block means;
+# overhead: the harness's timer+sync cost above OVERHEAD_WARN_FRACTION of a call.
+WarningKind = Literal["bimodal", "not_converged", "uneven_steps", "noisy", "overhead"]
+
+
+@dataclass(frozen=True)
+class TimingWarning:
+    """One measurement that flags its own problem: what kind, on which case, the measured value
+    against its threshold (both relative: 0.12 is 12 %), and the sentence for the lists."""
+
+    kind: WarningKind
+    case: CaseSpec
+    value: float
+    threshold: float
+    message: str  # what it means and what to do, without the case's label
+
+    @property
+    def text(self) -> str:
+        return f"{_label(self.case)}: {self.message}"
+
+
+def measurement_warnings(record: RunRecord, rel_iqr_limit: float = NOISY_REL_IQR) -> list[TimingWarning]:
+    """Bimodal rounds, unsettled points, noise (IQR/median > 10 %, torch.utils.benchmark's
+    threshold) and harness overhead, typed."""
     out = []
     for r in record.results:
         t = r.timing
@@ -41,37 +71,73 @@ def timing_warnings(record: RunRecord, rel_iqr_limit: float = NOISY_REL_IQR) -> 
         modes = significance.rounds_bimodal(t.rounds) if t.rounds_s else None
         if modes is not None:  # issue 16: say so instead of averaging two modes
             out.append(
-                f"{_label(r.spec)}: bimodal between rounds ({modes.describe()}): its median describes "
-                "neither; every ratio on it carries that spread"
+                TimingWarning(
+                    "bimodal",
+                    r.spec,
+                    modes.high / modes.low - 1,  # the relative gap between the clusters
+                    significance.BIMODAL_GAP,
+                    f"bimodal between rounds ({modes.describe()}): its median describes "
+                    "neither; every ratio on it carries that spread",
+                )
             )
         if t.stop_reason in ("time cap", "sample cap"):  # precision-targeted sampling (issue 16)
             hw = stats.median_rel_halfwidth(t.samples_s)
             ci = f"±{hw:.0%}" if hw != float("inf") else "not yet formed"
             busy = f"; during it: {describe_telemetry(summarize(t.telemetry))}" if t.telemetry is not None else ""
             out.append(
-                f"{_label(r.spec)}: did not converge — its median's 95 % interval is {ci} (target ±5 %) when its "
-                f"{t.stop_reason} stopped it after {len(t.samples_s)} samples{busy}; the machine was busy or "
-                "the point is noisy: close other programs, or raise --min-time"
+                TimingWarning(
+                    "not_converged",
+                    r.spec,
+                    hw,
+                    significance.TARGET_REL_HALFWIDTH,
+                    f"did not converge — its median's 95 % interval is {ci} (target ±5 %) when its "
+                    f"{t.stop_reason} stopped it after {len(t.samples_s)} samples{busy}; the machine was busy or "
+                    "the point is noisy: close other programs, or raise --min-time",
+                )
             )
         elif len(t.samples_s) >= 2 and t.rel_iqr > rel_iqr_limit and _is_step_series(t):
             out.append(
-                f"{_label(r.spec)}: individual steps vary by {t.rel_iqr:.0%} of the median (IQR/median > "
-                f"{rel_iqr_limit:.0%}); the median is robust to it, but periodic slow steps point at input "
-                "stalls, garbage collection or another busy process"
+                TimingWarning(
+                    "uneven_steps",
+                    r.spec,
+                    t.rel_iqr,
+                    rel_iqr_limit,
+                    f"individual steps vary by {t.rel_iqr:.0%} of the median (IQR/median > "
+                    f"{rel_iqr_limit:.0%}); the median is robust to it, but periodic slow steps point at input "
+                    "stalls, garbage collection or another busy process",
+                )
             )
         elif len(t.samples_s) >= 2 and t.rel_iqr > rel_iqr_limit:
             out.append(
-                f"{_label(r.spec)}: the spread is {t.rel_iqr:.0%} of the median "
-                f"(IQR/median > {rel_iqr_limit:.0%}): the machine was busy or the point is short; "
-                "close other programs or raise --min-time and measure again"
+                TimingWarning(
+                    "noisy",
+                    r.spec,
+                    t.rel_iqr,
+                    rel_iqr_limit,
+                    f"the spread is {t.rel_iqr:.0%} of the median "
+                    f"(IQR/median > {rel_iqr_limit:.0%}): the machine was busy or the point is short; "
+                    "close other programs or raise --min-time and measure again",
+                )
             )
         per_call_overhead = t.overhead_s / t.number_per_sample
         if t.median_s > 0 and per_call_overhead / t.median_s > OVERHEAD_WARN_FRACTION:
+            share = per_call_overhead / t.median_s
             out.append(
-                f"{_label(r.spec)}: the harness's timer+sync cost is {per_call_overhead / t.median_s:.0%} "
-                "of each call; this point only bounds the time from above"
+                TimingWarning(
+                    "overhead",
+                    r.spec,
+                    share,
+                    OVERHEAD_WARN_FRACTION,
+                    f"the harness's timer+sync cost is {share:.0%} of each call; this point only bounds the time "
+                    "from above",
+                )
             )
     return out
+
+
+def timing_warnings(record: RunRecord, rel_iqr_limit: float = NOISY_REL_IQR) -> list[str]:
+    """:func:`measurement_warnings` as lines, each led by its case's label."""
+    return [w.text for w in measurement_warnings(record, rel_iqr_limit)]
 
 
 # What each failure kind (failures.py) means, and the next step, by the device's kind.

@@ -1,438 +1,465 @@
-"""The verdict of ``whichdevice run``: per experiment who wins and why, and the fixes in
-seed 002's order, each with its measured effect or a plain "not measured".
+"""The verdict of ``whichdevice run`` and ``diagnose``, as data: per fix of the catalogue
+(``workloads/fixes.py``) every measured pair with its claim, the pair a recommendation rests
+on and its outcome (helps, slower, no clear change, not measured and why); the causes of the
+slowness with their measured share; the sweeps, the training and pipeline reports.
 
-Pure: a record in, sentences and numbers out. The rules it applies live in
-``analysis/verdict.py`` (shape of the curves), ``analysis/fixes.py`` (A/B pairs) and
-``analysis/warmup.py`` (break-even); the thresholds and their sources are there.
+Pure: a record in, typed data out; no sentence is written here (``present/`` writes them).
+Each claim is computed once, here, and every presenter (first screen, fix table, HTML,
+settings advice) formats the same :class:`~whichdevice.analysis.fixes.Fix`, so a claim reads
+the same everywhere. The rules it applies live in ``analysis/verdict.py`` (shape of the
+curves), ``analysis/fixes.py`` (A/B pairs), ``analysis/significance.py`` (what counts as a
+change) and ``analysis/pipeline.py`` (input-bound); their thresholds and sources are there.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from whichdevice.analysis import torch_fixes
 from whichdevice.analysis.compare import compare, process_sd
-from whichdevice.analysis.fixes import FixResult, ab_fixes, jit_by_default
-from whichdevice.analysis.pipeline import DeviceReport, analyze_pipeline
+from whichdevice.analysis.fixes import (
+    Fix,
+    FixEntry,
+    FixResult,
+    GridResult,
+    NotMeasured,
+    Outcome,
+    PlacementCheck,
+    WarmupCheck,
+    ab_fixes,
+    jit_by_default,
+)
+from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT, DeviceReport, analyze_pipeline
 from whichdevice.analysis.placement import device_placement
-from whichdevice.analysis.precision import cpu_16bit_note
+from whichdevice.analysis.precision import Cpu16Bit, cpu_16bit
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.analysis.train import TrainReport, analyze_training
 from whichdevice.analysis.verdict import Finding, sweep_findings
-from whichdevice.core.records import RunRecord
+from whichdevice.core.records import CaseResult, RunRecord
+from whichdevice.workloads import fixes as catalogue
 
 # A recommended setting (batch, steps_per_execution) must reach this share of the best
 # throughput found in its grid; the smallest such value is recommended (a smaller batch costs
 # less memory and trains as the seeds' models were tuned; fewer steps per call keep callbacks
 # and logging fine-grained). The 90 % is issue 6's acceptance bar.
 GOOD_ENOUGH = 0.90
-_GRID_FIXES = {"batch", "steps_per_execution"}  # tried at several values: recommended by _grid_pick
+# A pipeline's wait for input is a cause of the slowness from XProf's "MODERATELY input-bound"
+# share of the step (analysis/pipeline.py, xprof op_stats_to_input_pipeline_analysis.cc).
+INPUT_WAIT_CAUSE_PERCENT = MODERATELY_INPUT_BOUND_PERCENT
+# The first step is a cause when it takes at least this share of the first epoch: a fifth of an
+# epoch's time spent once is what a one-epoch benchmark would mistake for the training speed.
+WARMUP_CAUSE_SHARE = 0.2
+# The image pipeline's parts a pipeline fix is measured on, in the order one decides: the whole
+# training step (what the user waits for) when measured, else the pipeline alone (per batch).
+PIPELINE_PARTS = ("both", "pipeline")
+
+CauseKind = Literal["fixed_cost", "call_overhead", "input_wait", "python_pipeline", "sync", "warmup"]
 
 
 @dataclass(frozen=True)
-class Recommendation:
-    order: int
-    name: str
-    advice: str
-    measured: bool
-    results: list[str] = field(default_factory=list)  # one line per device, measured
-    note: str = ""  # why it was not measured, or what the grid showed
-    # The lines of ``results`` whose measurement is a significant gain, by device, decided from
-    # the comparisons where the lines are built (settings_advice reads this, not the words).
-    gains: dict[str, list[str]] = field(default_factory=dict)
+class FixVerdict:
+    """One catalogue fix on one record: every measured pair, and what it comes to."""
+
+    entry: FixEntry
+    fixes: list[Fix]  # every measured pair (the fix table lists them all)
+    deciding: list[Fix]  # the pairs a recommendation rests on (a grid's pick; a pipeline's training step)
+    outcome: Outcome
+    best: Fix | None  # helps: the largest gain; slower: the largest loss; else None
+    not_measured: NotMeasured | None = None  # outcome "not_measured": why
+    grids: list[GridResult] = field(default_factory=list)
+    checks: list[PlacementCheck | WarmupCheck] = field(default_factory=list)  # method "check"
+    default_on: list[Fix] = field(default_factory=list)  # pairs where the framework's default already applies it
+    cpu_16bit: Cpu16Bit | None = None  # precision: what the record says about this CPU's 16-bit math
+
+    @property
+    def kind(self) -> str:
+        return self.entry.key
+
+    @property
+    def measured(self) -> bool:
+        return bool(self.fixes or self.checks)
+
+    def gains(self, device: str) -> list[Fix]:
+        """The deciding pairs that help significantly on ``device``."""
+        return [f for f in self.deciding if f.device == device and f.outcome == "helps"]
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why it is slow: a share of the step (or epoch), measured."""
+
+    kind: CauseKind
+    share: float  # 0..1 of the step (or first epoch) it is measured against
+    device: str
+    fix: Fix | None = None  # the change whose gain measures it (fixed cost, call overhead, python, sync)
+    variant: str = ""  # input_wait: the pipeline variant measured
+    steps: int = 0  # warmup: steps in the epoch
+    first_s: float = 0.0  # warmup: the first step
+    steady_s: float = 0.0  # warmup: a steady step
+
+
+@dataclass(frozen=True)
+class SweepFinding:
+    """A rule that fired on one of the suite's sweeps (analysis/verdict.py), and which sweep."""
+
+    sweep: Literal["matmul", "training"]
+    group: dict[str, Any]  # the sweep table's group: framework, mode, model ...
+    finding: Finding
+
+    @property
+    def rule(self) -> str:
+        return self.finding.rule
+
+    @property
+    def device(self) -> str:
+        return self.finding.device
 
 
 @dataclass(frozen=True)
 class SuiteVerdict:
-    headline: list[str]
-    findings: list[Finding]
-    recommendations: list[Recommendation]
+    findings: list[SweepFinding]
+    fixes: list[FixVerdict]  # the catalogue's order
+    causes: list[Cause]  # largest share first
     matmul: list[Table]
     training: TrainReport
     pipelines: list[DeviceReport] = field(default_factory=list)
+    gpus: list[str] = field(default_factory=list)  # the GPUs measured
+    seed_batch: int = 10
+    answer_cases: list[CaseResult] = field(default_factory=list)  # the cases the answer rests on
+    no_gpu_reasons: list[str] = field(default_factory=list)  # why no GPU was seen (RunRecord.no_gpu_reasons)
+
+    def fix(self, key: str) -> FixVerdict:
+        return next(v for v in self.fixes if v.kind == key)
+
+    @property
+    def answer_measured(self) -> bool:
+        """Whether any case that decides the answer (which device, from which size) was measured."""
+        return any(r.status == "ok" for r in self.answer_cases)
 
 
 def _subset(record: RunRecord, workload: str) -> RunRecord:
     return record.model_copy(update={"results": [r for r in record.results if r.spec.workload == workload]})
 
 
-def _helps(f: FixResult) -> bool:
-    return f.comparison.significant and f.speedup > 1
+# ------------------------------------------------------------------ pairs
 
 
-def _fix_gains(fixes: list[FixResult]) -> dict[str, list[str]]:
-    """Per device, the lines of ``_fix_lines`` whose fix helps significantly."""
-    out: dict[str, list[str]] = {}
-    for f in fixes:
-        if _helps(f):
-            out.setdefault(f.device, []).append(f.describe())
-    return out
-
-
-def _fix_lines(fixes: list[FixResult]) -> list[str]:
-    return [f.describe() for f in fixes]
-
-
-def _grid_pick(mine: list[FixResult]) -> tuple[FixResult, FixResult] | None:
-    """One device's grid (sorted by value) -> (the recommended value, the best), or None when no
-    value's gain is significant: the smallest value whose gain reaches ``GOOD_ENOUGH`` of the
-    best gain (smaller is the cheaper change). Only gains that count by significance.py's rule
-    compete: a value with fewer than 5 samples, or whose interval includes 1, is never "best"."""
-    gains = [f for f in mine if f.comparison.significant and f.speedup > 1]
+def grid_pick(cells: list[Fix]) -> tuple[Fix, Fix] | None:
+    """One grid (sorted by value) -> (the recommended value, the best), or None when no value's
+    gain is significant: the smallest value whose gain reaches ``GOOD_ENOUGH`` of the best gain
+    (smaller is the cheaper change). Only gains that count by significance.py's rule compete: a
+    value with fewer than 5 samples, or whose interval reaches into the noise, is never "best"."""
+    gains = [f for f in cells if f.outcome == "helps"]
     if not gains:
         return None
-    best = max(gains, key=lambda f: f.speedup)
-    return next(f for f in gains if f.speedup >= GOOD_ENOUGH * best.speedup), best
+    best = max(gains, key=lambda f: f.claim.ratio)
+    return next(f for f in gains if f.claim.ratio >= GOOD_ENOUGH * best.claim.ratio), best
 
 
-def _grid_cell(f: FixResult) -> str:
-    c = f.comparison
-    if not c.enough:
-        return f"{f.variant_value}: not enough samples (n={c.n})"
-    mark = "" if c.significant else ", no clear change"
-    return f"{f.variant_value}: {f.speedup:.3g}x (CI {c.ratio_lo:.3g}–{c.ratio_hi:.3g}, n={c.n}{mark})"
+def _fix(kind: str, r: FixResult) -> Fix:
+    where = {k: v for k, v in r.context.items() if k != "framework"}
+    return Fix(kind, r.device, r.framework, r.baseline_value, r.variant_value, r.comparison.claim, where)
 
 
-def _grid_gains(fixes: list[FixResult], lines: list[str]) -> dict[str, list[str]]:
-    """Per device, its grid line when the grid recommends a value (``_grid_pick``)."""
-    out: dict[str, list[str]] = {}
-    for device in sorted({f.device for f in fixes}):
-        mine = sorted((f for f in fixes if f.device == device), key=lambda f: f.variant_value)
-        if _grid_pick(mine) is not None:
-            out[device] = [line for line in lines if line.startswith(f"{device}: ")]
+def _ab_pairs(record: RunRecord, e: FixEntry, baseline: object) -> list[Fix]:
+    """Every A/B pair of ``e`` in the record's training cases, whose baseline case is one of
+    the entry's cases (``FixEntry.cases``), with the whole record's between-process spread."""
+    return [
+        _fix(e.key, r)
+        for r in ab_fixes(record, e.param, baseline)
+        if e.cases("train", {**r.context, e.param: baseline})
+    ]
+
+
+def _pipeline_pairs(record: RunRecord, e: FixEntry, pipelines: list[DeviceReport]) -> tuple[list[Fix], list[Fix]]:
+    """The image pipeline's pair for ``e`` per device, per part: (all, the deciding ones)."""
+    if e.pipeline is None:
+        return [], []
+    base, var = e.pipeline
+    spread = process_sd(record)
+    every: list[Fix] = []
+    deciding: list[Fix] = []
+    for rep in pipelines:
+        rows = {r.variant: r for r in rep.rows}
+        a, b = rows.get(base), rows.get(var)
+        if a is None or b is None:
+            continue
+        fw = next(
+            (r.spec.framework for r in record.results if r.spec.workload == "pipeline" and r.spec.device == rep.device),
+            "tensorflow",
+        )
+        mine = []
+        for part in PIPELINE_PARTS:
+            ta, tb = (a.loop, b.loop) if part == "both" else (a.pipeline, b.pipeline)
+            if ta is None or tb is None:
+                continue
+            claim = compare(base, ta, var, tb, process_sd=spread).claim
+            mine.append(Fix(e.key, rep.device, fw, base, var, claim, {"batch": a.batch}, "pipeline", part))
+        every += mine
+        deciding += mine[:1]
+    return every, deciding
+
+
+def _grids(fixes: list[Fix]) -> list[GridResult]:
+    """The grid of each (device, framework, workload): its values sorted, its pick and best."""
+    keys = dict.fromkeys((f.device, f.framework, tuple(sorted(f.where.items()))) for f in fixes)
+    out = []
+    for device, fw, where in keys:
+        cells = sorted(
+            (f for f in fixes if (f.device, f.framework, tuple(sorted(f.where.items()))) == (device, fw, where)),
+            key=lambda f: f.variant,  # type: ignore[arg-type, return-value]
+        )
+        picked = grid_pick(cells)
+        out.append(
+            GridResult(
+                device, fw, cells[0].baseline, cells, picked[0] if picked else None, picked[1] if picked else None
+            )
+        )
     return out
 
 
-def _grid_lines(fixes: list[FixResult], what: str, unit: str) -> tuple[list[str], list[str]]:
-    """A setting tried at several values against one baseline, per device: the recommended
-    value (``_grid_pick``) and the whole grid; the line says so when no value beats the baseline,
-    and names the values left out for too few samples."""
-    lines, notes = [], []
-    for device in sorted({f.device for f in fixes}):
-        mine = sorted((f for f in fixes if f.device == device), key=lambda f: f.variant_value)
-        base = mine[0].baseline_value
-        grid = "; ".join(_grid_cell(f) for f in mine)
-        notes.append(f"{device} grid ({unit} vs {what} {base}): {grid}")
-        thin = [f for f in mine if not f.comparison.enough]
-        left_out = (
-            f"; {what} {', '.join(str(f.variant_value) for f in thin)}: not enough samples "
-            f"({', '.join(f'n={f.comparison.n}' for f in thin)}), not considered"
-            if thin
-            else ""
-        )
-        picked = _grid_pick(mine)
-        if picked is None:
-            lines.append(
-                f"{device}: none of {what} {', '.join(str(f.variant_value) for f in mine)} beats {base} "
-                f"significantly{left_out}"
-            )
-            continue
-        pick, best = picked
-        lines.append(
-            f"{device}: {what} {base} -> {pick.variant_value}: {pick.comparison.claim.text()} in {unit}; "
-            f"best in the grid: {what} {best.variant_value} at {best.speedup:.3g}x, so the recommended {what} "
-            f"reaches {pick.speedup / best.speedup:.0%} of the best{left_out}"
-        )
-    return lines, notes
+# ------------------------------------------------------------------ outcome and why not
 
 
-def _batch_recommendation(train: RunRecord, seed_batch: int) -> Recommendation:
-    fixes = ab_fixes(train, "batch", seed_batch, ignore=())
-    fixes = [f for f in fixes if f.context.get("kind") == "steady" and f.context.get("sync") == "none"]
-    lines, notes = _grid_lines(fixes, "batch", "samples/s")
-    return Recommendation(
-        1,
-        "Increase the batch size",
-        f"raise the batch until samples/s stops growing (measured from batch {seed_batch})",
-        bool(lines),
-        lines,
-        "; ".join(notes) or "the batch sweep did not complete",
-        _grid_gains(fixes, lines),
+def _decide(deciding: list[Fix]) -> tuple[Outcome, Fix | None]:
+    """helps (the largest gain), else slower (the largest loss), else no clear change, else not
+    measured (no pair has a claim)."""
+    helps = [f for f in deciding if f.outcome == "helps"]
+    if helps:
+        return "helps", max(helps, key=lambda f: f.claim.ratio)
+    slower = [f for f in deciding if f.outcome == "slower"]
+    if slower:
+        return "slower", min(slower, key=lambda f: f.claim.ratio)
+    if any(f.outcome == "no_change" for f in deciding):
+        return "no_change", None
+    return "not_measured", None
+
+
+def _baseline_side(e: FixEntry, baseline: object, workload: str, p: dict[str, Any]) -> bool:
+    """Whether a case of ``e`` is its baseline (every case of a check)."""
+    if not e.cases(workload, p):
+        return False
+    if e.method == "check":
+        return True
+    return p.get(e.param) == baseline or (e.pipeline is not None and p.get("variant") == e.pipeline[0])
+
+
+def _applies(record: RunRecord, e: FixEntry) -> bool:
+    """The PyTorch fixes (issue 35) belong to records where torch ran; every other entry to all."""
+    return e.framework != "torch" or any(r.spec.framework == "torch" for r in record.results)
+
+
+def _has_gpu(record: RunRecord) -> bool:
+    return any(s.device.kind == "gpu" for s in record.sessions) or any(
+        r.spec.device.startswith("GPU") for r in record.results
     )
 
 
-def _spe_recommendation(train: RunRecord) -> Recommendation:
-    fixes = ab_fixes(train, "steps_per_execution", 1)
-    lines, notes = _grid_lines(fixes, "steps_per_execution", "samples/s")
-    return Recommendation(
-        6,
-        "steps_per_execution",
-        "model.compile(..., steps_per_execution=N) runs N steps per call, amortizing Python and dispatch overhead",
-        bool(fixes),
-        lines,
-        "; ".join(notes) or "the steps_per_execution cases did not run (time budget)",
-        _grid_gains(fixes, lines),
-    )
+def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline: object = None) -> NotMeasured:
+    """The true reason a fix has no claim, read from the record: its baseline is not part of
+    the suite, the time budget skipped its cases, they failed, a side has fewer than 5 samples,
+    or only one side of the pair ran."""
+    if fixes:  # pairs, none with enough samples
+        return NotMeasured("too_few_samples", n=max(f.claim.n for f in fixes))
+    if e.gpu_only and not _has_gpu(record):
+        return NotMeasured("no_gpu")
+    base = e.baseline if baseline is None else baseline
+    if not any(_baseline_side(e, base, r.spec.workload, r.spec.params) for r in record.results):
+        return NotMeasured("not_in_suite", elsewhere=e.elsewhere)
+    cases = [r for r in record.results if e.cases(r.spec.workload, r.spec.params)]
+    if not cases:
+        return NotMeasured("not_in_suite", elsewhere=e.elsewhere)
+    failed = [r for r in cases if r.status == "failed"]
+    if failed and all(r.failure == "skipped" for r in failed):
+        return NotMeasured("skipped")
+    if failed:
+        kinds = list(dict.fromkeys(str(r.failure or "error") for r in failed if r.failure != "skipped"))
+        return NotMeasured("failed", failures=kinds)
+    return NotMeasured("no_pair")
 
 
-def _placement_recommendation(train: RunRecord) -> Recommendation:
-    """Recommendation 4 from the suite's placement case (analysis/placement.py)."""
-    lines = []
-    for r in train.results:
+def _verdict(
+    record: RunRecord,
+    e: FixEntry,
+    baseline: object,
+    fixes: list[Fix],
+    deciding: list[Fix],
+    **extra: Any,
+) -> FixVerdict:
+    outcome, best = _decide(deciding)
+    why = why_not_measured(record, e, fixes, baseline) if outcome == "not_measured" else None
+    return FixVerdict(e, fixes, deciding, outcome, best, why, **extra)
+
+
+def _fix_verdict(record: RunRecord, e: FixEntry, seed_batch: int, pipelines: list[DeviceReport]) -> FixVerdict:
+    if e.method == "check":
+        checks = _placement_checks(record) if e.key == "placement" else _warmup_checks(record)
+        return FixVerdict(e, [], [], "not_measured", None, why_not_measured(record, e, []), checks=checks)
+    baseline = seed_batch if e.baseline is None else e.baseline
+    fixes = _ab_pairs(record, e, baseline) if e.method in ("ab", "grid") else []
+    deciding = list(fixes)
+    grids: list[GridResult] = []
+    if e.method == "grid":
+        grids = _grids(fixes)
+        deciding = [g.pick for g in grids if g.pick] or fixes
+    piped, piped_deciding = _pipeline_pairs(record, e, pipelines)
+    fixes, deciding = fixes + piped, deciding + piped_deciding
+    extra: dict[str, Any] = {"grids": grids}
+    if e.key == "jit_compile":  # where the framework's default already compiles with XLA, True is no change
+        already = [f for f in fixes if jit_by_default(record, f.device, f.framework)]
+        deciding = [f for f in deciding if f not in already]
+        extra["default_on"] = already
+        if fixes and not deciding:
+            devices = sorted({f.device for f in already})
+            return FixVerdict(e, fixes, [], "not_measured", None, NotMeasured("default", devices=devices), **extra)
+    if e.key == "precision":
+        extra["cpu_16bit"] = cpu_16bit(record) if fixes else None
+    return _verdict(record, e, baseline, fixes, deciding, **extra)
+
+
+def _placement_checks(record: RunRecord) -> list[PlacementCheck | WarmupCheck]:
+    out: list[PlacementCheck | WarmupCheck] = []
+    for r in record.results:
         if r.status != "ok" or r.spec.params.get("kind") != "placement" or r.timing is None:
             continue
         p = device_placement(r.spec.device, r.metrics, r.timing.median_s)
-        if p.device.startswith("GPU"):
-            cpu_ops = p.on_cpu_in_gpu_run
-            lines.append(
-                f"{p.device}: "
-                + (
-                    f"{len(cpu_ops)} op types ran on the CPU in the GPU step: " + ", ".join(o.op_type for o in cpu_ops)
-                    if cpu_ops
-                    else "every op that does work ran on the GPU"
-                )
+        gpu = p.device.startswith("GPU")
+        out.append(
+            PlacementCheck(
+                p.device,
+                [o.op_type for o in p.on_cpu_in_gpu_run] if gpu else [],
+                [] if gpu else [o.op_type for o in p.would_fall_back],
+                p.copies.count,
             )
-        else:
-            fall = ", ".join(o.op_type for o in p.would_fall_back)
-            lines.append(
-                f"{p.device}: everything ran on the CPU (a CPU run); this build has no GPU kernel for "
-                f"{fall or 'none of the step ops'}, which would run on the CPU in a GPU run"
+        )
+    return out
+
+
+def _warmup_checks(record: RunRecord) -> list[PlacementCheck | WarmupCheck]:
+    """The first step against the steady one, in the seed's (or the user's) custom loop."""
+    out: list[PlacementCheck | WarmupCheck] = []
+    for r in record.results:
+        p = r.spec.params
+        if (
+            r.status == "ok"
+            and r.timing is not None
+            and r.spec.workload == "train"
+            and p.get("example") in ("ex2", "user")
+            and p.get("kind") == "loop"
+            and p.get("data") != "tfdata_noprefetch"
+        ):
+            out.append(WarmupCheck(r.spec.device, r.timing.first_call_s, r.timing.median_s))
+    return out
+
+
+# ------------------------------------------------------------------ causes
+
+
+def _share(f: Fix) -> float:
+    """The share of the baseline's time the fix removes: 1 − 1/gain."""
+    return 1 - 1 / f.claim.ratio
+
+
+def causes(v_fixes: list[FixVerdict], pipelines: list[DeviceReport], training: TrainReport) -> list[Cause]:
+    """Why it is slow, each from a measurement: the fixed cost per step (the batch change's
+    gain), else Keras's per-call overhead (steps_per_execution's), the wait for input (XProf's
+    input-bound share of the serial pipeline's step), the tf.py_function's share, the loss read
+    back every step, and the first step's share of the first epoch. Largest share first."""
+    by = {v.kind: v for v in v_fixes}
+    out: list[Cause] = []
+    batch, spe = by.get("batch"), by.get("steps_per_execution")
+    if batch and batch.outcome == "helps" and batch.best:
+        out.append(Cause("fixed_cost", _share(batch.best), batch.best.device, batch.best))
+    elif spe and spe.outcome == "helps" and spe.best:  # the same per-step cost, seen through model.fit
+        out.append(Cause("call_overhead", _share(spe.best), spe.best.device, spe.best))
+    for rep in pipelines:  # the seed's own pipeline (the first variant, serial map)
+        seed = next((r for r in rep.rows if r.wait_percent is not None), None)
+        if seed is not None and seed.wait_percent is not None and seed.wait_percent >= INPUT_WAIT_CAUSE_PERCENT:
+            out.append(Cause("input_wait", seed.wait_percent / 100, rep.device, variant=seed.variant))
+    for key, kind in (("pyfunc", "python_pipeline"), ("sync", "sync")):
+        v = by.get(key)
+        if v and v.outcome == "helps" and v.best:
+            out.append(Cause(kind, _share(v.best), v.best.device, v.best))  # type: ignore[arg-type]
+    for row in training.runs:
+        if row.params.get("kind") != "loop" or row.params.get("example") not in ("ex2", "user"):
+            continue
+        for d, cell in row.cells.items():
+            steps = (cell.metrics or {}).get("steps_per_epoch") if cell.ok else None
+            if not cell.ok or not steps or cell.timing is None:
+                continue
+            first, steady = cell.timing.first_call_s, cell.timing.median_s
+            share = first / (first + steady * (int(steps) - 1))
+            if share >= WARMUP_CAUSE_SHARE:
+                out.append(Cause("warmup", share, d, steps=int(steps), first_s=first, steady_s=steady))
+            break
+    return sorted(out, key=lambda c: -c.share)
+
+
+# ------------------------------------------------------------------ the verdict
+
+
+def answer_cases(record: RunRecord) -> list[CaseResult]:
+    """The cases the answer (which device, from which size or batch) rests on: the matmul sweep
+    as the article timed it back to back, the steady training step per batch, and the seed's
+    (or the user's) own loop and fit at its batch."""
+    out = []
+    for r in record.results:
+        p = r.spec.params
+        if r.spec.workload == "matmul" and p.get("mode") == "steady":
+            out.append(r)
+        elif r.spec.workload == "train" and (
+            (p.get("kind") == "steady" and p.get("sync") == "none")
+            or (
+                p.get("example") in ("ex2", "user")
+                and p.get("kind") in ("loop", "fit")
+                and "steps_per_execution" not in p
+                and "jit_compile" not in p
+                and p.get("data") != "tfdata_noprefetch"
             )
-        if p.copies.count:
-            lines.append(f"{p.device}: {p.copies.count} copies between devices per step")
-    return Recommendation(
-        4,
-        "Check that the important ops run on the GPU",
-        "tf.debugging.set_log_device_placement(True); `whichdevice placement` for the full table",
-        bool(lines),
-        lines,
-        "" if lines else "not measured: the placement case did not run (TensorFlow only, or the time budget ran out)",
-    )
+        ):
+            out.append(r)
+    return out
+
+
+# Records written before RunRecord.no_gpu_reasons carry the reasons only in their note
+# (measure/experiment.no_gpu_note: "... Likely reasons: a; b."): read once, here.
+_LEGACY_REASONS = "Likely reasons: "
+
+
+def no_gpu_reasons(record: RunRecord) -> list[str]:
+    """Why the frameworks saw no GPU, each reason once: the record's field, or for a record
+    written before it the discovery's reasons as its note lists them."""
+    reasons = [r for rs in record.no_gpu_reasons.values() for r in rs]
+    if not reasons:
+        for note in record.notes:
+            if "sees no GPU" in note and _LEGACY_REASONS in note:
+                reasons += note.split(_LEGACY_REASONS, 1)[1].rstrip(".").split("; ")
+    return list(dict.fromkeys(reasons))
 
 
 def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
     mm = _subset(record, "matmul")
-    pipe = _subset(record, "pipeline")
-    pipelines = analyze_pipeline(pipe) if pipe.results else []
     train = _subset(record, "train")
+    # the whole record: every claim is widened by the run's one between-process spread
+    pipelines = analyze_pipeline(record) if any(r.spec.workload == "pipeline" for r in record.results) else []
     matmul_tables = analyze_sweep(mm, "n", work_metric="flops_per_call")
     training = analyze_training(train)
-    findings: list[Finding] = []
-    headline: list[str] = []
-
-    for t in matmul_tables:
-        fw_name = f"{t.group['framework']} " if "framework" in t.group else ""
-        findings += [
-            Finding(f.rule, f.device, f"{fw_name}matmul {t.group.get('mode')}: {f.text}", f.advice)
-            for f in sweep_findings(t, "n")
-        ]
-        for d, c in t.crossovers.items():
-            fw = f"{t.group['framework']}, " if "framework" in t.group else ""
-            headline.append(f"Matmul ({fw}{t.group.get('mode')}): {c.describe('n')}")
-    for t in training.sweep:
-        findings += [
-            Finding(f.rule, f.device, f"training step: {f.text}", f.advice) for f in sweep_findings(t, "batch")
-        ]
-        for d, c in t.crossovers.items():
-            headline.append(f"Training step ({t.title}): {c.describe('batch')}")
-    for row in training.runs:
-        label = f"{row.params.get('example')} {row.params.get('kind')} (batch {row.params.get('batch')})"
-        if "framework" in row.params:
-            label = f"{row.params['framework']} {label}"
-        for d, comp in row.comparisons.items():
-            headline.append(f"Seed {label}: {comp.describe()}")
-        for d, be in row.break_even.items():
-            if be.kind != "no_gpu":
-                headline.append(f"Seed {label}, {d}: {be.describe()}")
-
-    for rep in pipelines:
-        headline += [f"Input pipeline (seed 003): {line}" for line in rep.verdict[:2]]
-    gpus = [d for d in training.devices + [d for t in matmul_tables for d in t.devices] if d.startswith("GPU")]
-    if not gpus:
-        headline.insert(
-            0,
-            "Only the CPU was measured: no GPU is visible to the framework here (see the note). "
-            "Below: where this CPU spends its time, and which fixes help on it.",
-        )
-
-    recs = [_batch_recommendation(train, seed_batch)]
-    prefetch = ab_fixes(train, "data", "tfdata_noprefetch")
-    recs.append(
-        Recommendation(
-            2,
-            "Use tf.data with prefetch",
-            "dataset.batch(...).prefetch(tf.data.AUTOTUNE) so input overlaps the step",
-            bool(prefetch),
-            _fix_lines(prefetch),
-            ""
-            if prefetch
-            else "not measured: no pipeline was run without prefetch (a user's own "
-            "dataset is measured as given; or the time budget ran out)",
-            _fix_gains(prefetch),
-        )
+    findings = [SweepFinding("matmul", t.group, f) for t in matmul_tables for f in sweep_findings(t, "n")]
+    findings += [SweepFinding("training", t.group, f) for t in training.sweep for f in sweep_findings(t, "batch")]
+    fixes = [_fix_verdict(record, e, seed_batch, pipelines) for e in catalogue.FIXES if _applies(record, e)]
+    gpus = sorted(
+        {d for d in training.devices if d.startswith("GPU")}
+        | {d for t in matmul_tables for d in t.devices if d.startswith("GPU")}
     )
-    pyfunc_lines, prefetch_pipe = [], []
-    pyfunc_gains: dict[str, list[str]] = {}
-    prefetch_gains: dict[str, list[str]] = {}
-    spread = process_sd(pipe)
-    for rep in pipelines:
-        rows = {r.variant: r for r in rep.rows}
-        tf_ops, py, serial = rows.get("prefetch"), rows.get("pyfunc"), rows.get("serial")
-        if tf_ops and py and tf_ops.pipeline and py.pipeline:
-            c = compare("py_function", py.pipeline, "TF ops", tf_ops.pipeline, process_sd=spread)
-            pyfunc_lines.append(
-                f"{rep.device}: seed 003's augmentation in TF ops vs in tf.py_function (pipeline "
-                f"alone, per batch): {c.describe().replace('TF ops ', '', 1)}"
-            )
-            if c.significant and c.ratio > 1:
-                pyfunc_gains.setdefault(rep.device, []).append(pyfunc_lines[-1])
-        if serial and tf_ops and serial.pipeline and tf_ops.pipeline:
-            c = compare("serial", serial.pipeline, "prefetch", tf_ops.pipeline, process_sd=spread)
-            prefetch_pipe.append(
-                f"{rep.device}: seed 003's pipeline, serial map -> parallel map + prefetch: "
-                f"{c.describe().replace('prefetch ', '', 1)}"
-            )
-            if c.significant and c.ratio > 1:
-                prefetch_gains.setdefault(rep.device, []).append(prefetch_pipe[-1])
-    if prefetch_pipe:
-        gains = {d: recs[-1].gains.get(d, []) + prefetch_gains.get(d, []) for d in {*recs[-1].gains, *prefetch_gains}}
-        recs[-1] = Recommendation(
-            2, recs[-1].name, recs[-1].advice, True, recs[-1].results + prefetch_pipe, gains=gains
-        )
-    recs.append(
-        Recommendation(
-            3,
-            "Reduce Python-side preprocessing",
-            "do preprocessing in TF ops inside tf.data map",
-            bool(pyfunc_lines),
-            pyfunc_lines,
-            ""
-            if pyfunc_lines
-            else "not measured: the pipeline cases did not run (TensorFlow "
-            "only, or the time budget ran out); `whichdevice pipeline` measures it",
-            pyfunc_gains,
-        )
+    return SuiteVerdict(
+        findings,
+        fixes,
+        causes(fixes, pipelines, training),
+        matmul_tables,
+        training,
+        pipelines,
+        gpus,
+        seed_batch,
+        answer_cases(record),
+        no_gpu_reasons(record),
     )
-    recs.append(_placement_recommendation(train))
-    warm = []
-    for row in training.runs:
-        for d, cell in row.cells.items():
-            if (
-                cell.ok
-                and row.params.get("example") in ("ex2", "user")
-                and row.params.get("kind") == "loop"
-                and row.params.get("data") != "tfdata_noprefetch"
-            ):
-                t = cell.timing
-                warm.append(
-                    f"{d}: first step {t.first_call_s * 1e3:.3g} ms vs steady {t.median_s * 1e3:.3g} ms "
-                    f"({t.first_call_s / t.median_s:.3g}x): a one-step or first-epoch timing overstates "
-                    "the steady cost this much"
-                )
-    recs.append(
-        Recommendation(
-            5, "Benchmark after warm-up", "exclude the first steps / epoch from comparisons", bool(warm), warm
-        )
-    )
-    recs.append(_spe_recommendation(train))
-    jit = ab_fixes(train, "jit_compile", False)
-    already = sorted({f.device for f in jit if jit_by_default(train, f.device)})
-    recs.append(
-        Recommendation(
-            7,
-            "jit_compile (XLA)",
-            "model.compile(..., jit_compile=True) fuses ops into fewer kernels",
-            bool(jit),
-            _fix_lines(jit),
-            note="; ".join(f"{d}: already the default here (jit_compile='auto' compiled with XLA)" for d in already),
-            gains=_fix_gains([f for f in jit if f.device not in already]),
-        )
-    )
-    sync = [f for f in ab_fixes(train, "sync", "each") if f.context.get("kind") == "steady"]
-    recs.append(
-        Recommendation(
-            8,
-            "Do not read the loss back every step",
-            "avoid .numpy()/.item()/float(loss) per step; log every N steps",
-            bool(sync),
-            _fix_lines(sync),
-            gains=_fix_gains(sync),
-        )
-    )
-    prec = ab_fixes(train, "precision", "float32")
-    prec_note = cpu_16bit_note(train) or ""
-    recs.append(
-        Recommendation(
-            9,
-            "Mixed precision",
-            "keras.mixed_precision.set_global_policy('mixed_float16')",
-            bool(prec),
-            _fix_lines(prec) + ([prec_note] if prec and prec_note else []),
-            note="" if prec else "the precision cases did not run (time budget)",
-            gains=_fix_gains(prec),
-        )
-    )
-    recs = torch_fixes.with_torch_fixes(record, recs)  # diagnose --framework torch: the PyTorch fixes
-    gains = [
-        f
-        for name, base in (
-            ("batch", seed_batch),
-            ("data", "tfdata_noprefetch"),
-            ("steps_per_execution", 1),
-            ("jit_compile", False),
-        )
-        for f in ab_fixes(train, name, base)
-        if f.comparison.significant
-        and f.speedup > 1
-        and (name != "batch" or f.context.get("sync") == "none")
-        and not (name == "jit_compile" and jit_by_default(train, f.device))  # XLA is already the default there
-    ]
-    for device in sorted({f.device for f in gains}):
-        best: dict[str, FixResult] = {}
-        for f in gains:
-            if f.device == device and (f.fix not in best or f.speedup > best[f.fix].speedup):
-                best[f.fix] = f
-        for fix in _GRID_FIXES & best.keys():  # a grid's gain is its recommended value's, as in the fix table
-            mine = sorted(
-                (f for f in gains if f.device == device and f.fix == fix and f.context == best[fix].context),
-                key=lambda f: f.variant_value,
-            )
-            best[fix] = _grid_pick(mine)[0]
-        ranked = sorted(best.values(), key=lambda f: -f.speedup)
-        headline.append(
-            f"Measured gains on {device}: "
-            + "; ".join(
-                f"{f.fix} {f.baseline_value}→{f.variant_value} {f.comparison.claim.text()} per sample ({f.where})"
-                for f in ranked
-            )
-        )
-    return SuiteVerdict(headline, findings, recs, matmul_tables, training, pipelines)
-
-
-def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
-    """The device and settings to use, from measurements only: the device that won the
-    user's own fit at their batch, the recommended batch, and every fix that helped
-    significantly on that device."""
-    out = []
-    fit_rows = [
-        r
-        for r in v.training.runs
-        if r.params.get("kind") == "fit"
-        and r.params.get("example") == "user"
-        and "steps_per_execution" not in r.params
-        and "jit_compile" not in r.params
-    ]
-    if not fit_rows:  # plain torch has no model.fit: the user's own loop at their batch decides
-        fit_rows = [
-            r
-            for r in v.training.runs
-            if r.params.get("kind") == "loop" and r.params.get("example") == "user" and r.params.get("data") == "tfdata"
-        ]
-    device = v.training.baseline
-    for row in fit_rows:
-        for d, comp in row.comparisons.items():
-            if comp.winner == d:
-                device = d
-                out.append(
-                    f"Device: {d} — it trains your model {comp.describe().split(' ', 1)[1]} than "
-                    f"{v.training.baseline} at batch {batch}"
-                )
-            elif comp.winner is None:
-                out.append(f"Device: either — {comp.describe()} at batch {batch}; a larger batch may tip it")
-            else:
-                out.append(f"Device: {v.training.baseline} — {comp.describe()} at batch {batch}")
-    if not out:
-        out.append(f"Device: {device} (the only device measured here)")
-    for rec in v.recommendations:  # the measured gains on that device, as data (Recommendation.gains)
-        out += [f"Setting: {rec.name}: {line}" for line in rec.gains.get(device, [])]
-    return out

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import linecache
+import re
 import os
 import runpy
 import sys
@@ -57,7 +58,7 @@ import time
 import traceback
 from pathlib import Path
 
-from whichdevice.audit import jax_hooks, tf_hooks, torch_hooks
+from whichdevice.audit import clocks, jax_hooks, tf_hooks, torch_hooks
 from whichdevice.audit.tf_hooks import short_device
 
 AUDIT_STATE_VERSION = 1
@@ -117,6 +118,7 @@ class State:
         self.seq = 0
         self.c = {  # cumulative counters, snapshotted at every stamped read and block edge
             "eager_ops": 0,
+            "elems": 0,  # output elements of those eager ops (op size = elems / eager_ops)
             "graph_ops": 0,
             "traces": 0,
             "fn_calls": 0,
@@ -161,6 +163,14 @@ class State:
         self.torch_last: dict[str, tuple] = {}  # "id(module)@device" -> (module, args, grad enabled)
         self.torch_calls: list[tuple[int, str]] = []  # (seq, key) of every top-level module call
         self.loaders: list[dict] = []
+        self.moved_modules: set[int] = set()  # nn.Modules the script sent with .to() / .cuda()
+        self.keras_installed = False
+        self.rnn_layers: list[dict] = []  # keras LSTM / GRU the script built (tf_hooks.install_keras)
+        self.loops: list[dict] = []  # graph loops built (map_fn, while_loop, for over tf.range): tf_hooks.hook_loops
+        self.tf_calls: list[tuple[int, str]] = []  # (seq, "fn:<id>" | "graph:<id>") of top-level calls / runs
+        self.first_run_args: list[tuple] = []  # (session, args, kwargs, index in first_runs): the script's own
+        self.first_runs: list[dict] = []  # each (session, fetch)'s first Session.run: tf_hooks.hook_sessions
+        self.op_cost: dict = {}  # calibrate.per_op_cost after the script
         self.written_files: dict[str, dict] = {}  # TFRecord files the script wrote: path -> seq, line
         self.read_after_write: list[dict] = []  # ... and then read back
         self.cuda_probe: dict | None = None
@@ -206,6 +216,38 @@ class State:
             s["placed_by_device"] = dict(self.placed_by_device)
             return s
 
+    def stamp(self, fn: str, line: int) -> int | None:
+        """Record one clock read by the script (clocks.py) with a snapshot of the counters; its id,
+        or None past MAX_READS (counted, not followed)."""
+        tf_hooks.sync_log_reader(self)  # outside the lock: the reader thread takes it for each line
+        tracing = clocks.tracing_now(self)
+        with self.lock:
+            self.n_reads += 1
+            if len(self.reads) >= MAX_READS:
+                return None
+            rid = len(self.reads)
+            self.reads.append(
+                {
+                    "id": rid,
+                    "fn": fn,
+                    "line": line,
+                    "text": self.source(line),
+                    "block": self.stack[-1] if self.stack else None,
+                    "tracing": tracing,
+                    "snap": self.snap(),
+                }
+            )
+            return rid
+
+    def add_interval(self, start: int, end: int, seconds: float, line: int | None) -> None:
+        """``end - start`` computed by the script from two recorded reads."""
+        if len(self.intervals) >= MAX_INTERVALS:
+            return
+        with self.lock:
+            self.intervals.append(
+                {"start": start, "end": end, "seconds": seconds, "line": line, "text": self.source(line) if line else ""}
+            )
+
     def current_block(self) -> dict | None:
         return self.blocks[self.stack[-1]] if self.stack else None
 
@@ -227,6 +269,12 @@ class State:
                 "torch_installed": self.torch_installed,
                 "jax_installed": self.jax_installed,
                 "loaders": list(self.loaders),
+                "loops": list(self.loops),
+                "rnn_layers": list(self.rnn_layers),
+                "moved_modules": sorted(self.moved_modules),
+                "first_runs": list(self.first_runs),
+                "tf_calls": list(self.tf_calls),
+                "op_cost": dict(self.op_cost),
                 "read_after_write": list(self.read_after_write),
                 "cuda_probe": self.cuda_probe,
                 "torch_calls": list(self.torch_calls),
@@ -257,71 +305,6 @@ STATE: State | None = None
 
 def _source(line: int) -> str:
     return STATE.source(line)
-
-
-# ---------------------------------------------------------------- clock reads
-
-
-class Stamp(float):
-    """A clock value from the script; ``end - start`` between two stamps records the interval."""
-
-    __slots__ = ("read_id",)
-
-    def __new__(cls, value: float, read_id: int):
-        obj = super().__new__(cls, value)
-        obj.read_id = read_id
-        return obj
-
-    def __sub__(self, other):
-        result = float(self) - float(other)
-        st = STATE
-        if isinstance(other, Stamp) and st is not None and st.active and len(st.intervals) < MAX_INTERVALS:
-            f = sys._getframe(1)
-            line = f.f_lineno if f.f_code.co_filename == st.script else None
-            with st.lock:
-                st.intervals.append(
-                    {
-                        "start": other.read_id,
-                        "end": self.read_id,
-                        "seconds": result,
-                        "line": line,
-                        "text": _source(line) if line else "",
-                    }
-                )
-        return result
-
-    def __reduce__(self):  # pickles and copies as a plain float
-        return (float, (float(self),))
-
-
-def _clock(orig, name):
-    def read():
-        value = orig()
-        st = STATE
-        if st is None or not st.active or sys._getframe(1).f_code.co_filename != st.script:
-            return value
-        f = sys._getframe(1)
-        tf_hooks.sync_log_reader(st)  # outside the lock: the reader thread takes it for each line
-        with st.lock:
-            st.n_reads += 1
-            if len(st.reads) >= MAX_READS:
-                return value
-            rid = len(st.reads)
-            st.reads.append(
-                {
-                    "id": rid,
-                    "fn": name,
-                    "line": f.f_lineno,
-                    "text": _source(f.f_lineno),
-                    "block": st.stack[-1] if st.stack else None,
-                    "snap": st.snap(),
-                }
-            )
-        return Stamp(value, rid)
-
-    read.__wrapped__ = orig
-    read.__name__ = orig.__name__
-    return read
 
 
 # ---------------------------------------------------------------- re-measurement
@@ -398,7 +381,7 @@ def rerun(deadline: float) -> None:
     from whichdevice.audit import interleave, rules
 
     state = st.to_json()
-    pairs = rules.comparisons(rules.build_measurements(state))
+    pairs = rules.comparisons(rules.timed(rules.build_measurements(state)))
     done: dict[tuple, int] = {}
     for a, b in pairs:
         base = {"a": a.id, "b": b.id}
@@ -453,7 +436,7 @@ def rerun_torch(deadline: float) -> None:
     from whichdevice.audit import interleave, rules
 
     state = st.to_json()
-    pairs = rules.comparisons(rules.build_measurements(state))
+    pairs = rules.comparisons(rules.timed(rules.build_measurements(state)))
     gpu = bool(st.physical.get("GPU"))
     jax_mode = st.framework == "jax"
     if jax_mode:
@@ -611,6 +594,30 @@ def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: floa
 # ---------------------------------------------------------------- main
 
 
+def _calibrate(deadline: float) -> None:
+    """After the script: the per-op cost (plain and hooked) when the script dispatched many ops, and
+    the re-run of its first Session.runs (``audit/calibrate.py``). A failure here loses only that evidence."""
+    from whichdevice.audit import calibrate
+
+    try:
+        if STATE.c["eager_ops"] >= calibrate.MIN_OPS_FOR_COST and STATE.framework in ("torch", "tensorflow"):
+            STATE.op_cost = calibrate.per_op_cost(
+                STATE.framework,
+                torch_mode_factory=torch_hooks.make_mode if STATE.framework == "torch" else None,
+                tf_callback=tf_hooks.hook_op_callback if STATE.framework == "tensorflow" else None,
+            )
+    except Exception as e:
+        STATE.op_cost = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+    try:
+        if STATE.first_run_args:
+            budget = min(max(1.0, RERUN_SHARE * (STATE.script_s or 0.0)), (deadline - _orig_mono()) / 4)
+            calibrate.rerun_first_runs(STATE.first_runs, STATE.first_run_args, budget)
+    except Exception as e:
+        for r in STATE.first_runs:
+            r.setdefault("not_rerun", f"{type(e).__name__}: {str(e)[:200]}")
+    STATE.first_run_args = []
+
+
 def _write_state(path: str) -> None:
     for _ in range(5):  # the main thread may be mutating lists while the watchdog dumps
         try:
@@ -637,11 +644,33 @@ def _decide_framework() -> None:
         jax_hooks.record_devices(STATE)
 
 
+_AUDIT_DIR = str(Path(__file__).resolve().parent)
+
+
+def _user_frames(te: traceback.TracebackException, seen: set[int]) -> None:
+    """Drop the audit's own frames (the runner before the script, the hooks around the calls it
+    made) from a traceback and from the exceptions chained to it: the user sees Python's traceback."""
+    if id(te) in seen:
+        return
+    seen.add(id(te))
+    frames = list(te.stack)
+    first = next((i for i, f in enumerate(frames) if f.filename == STATE.script), 0)
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in frames[first:] if not str(f.filename).startswith(_AUDIT_DIR)]
+    )
+    for other in (te.__cause__, te.__context__):
+        if other is not None:
+            _user_frames(other, seen)
+
+
 def _print_script_traceback(e: BaseException) -> None:
-    tb = e.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename != STATE.script:
-        tb = tb.tb_next
-    traceback.print_exception(type(e), e, tb if tb is not None else e.__traceback__, file=sys.stderr)
+    te = traceback.TracebackException(type(e), e, e.__traceback__)
+    _user_frames(te, set())
+    # Messages that quote a Python stack (TensorFlow's "defined at (most recent call last)") list the
+    # runner's frames too: those lines go, the script's and the libraries' stay.
+    runner = re.compile(r'^\s*File "(?:<frozen runpy>|' + re.escape(_AUDIT_DIR) + r'[^"]*)", line \d+, in .*$')
+    text = "".join(te.format())
+    sys.stderr.write("".join(ln for ln in text.splitlines(keepends=True) if not runner.match(ln)))
 
 
 def _script_line(e: BaseException) -> int | None:
@@ -688,21 +717,21 @@ def main(argv: list[str]) -> int:
 
     threading.Thread(target=watchdog, daemon=True, name="whichdevice-watchdog").start()
 
-    time.time = _clock(_orig_time, "time.time")
-    time.perf_counter = _clock(_orig_perf, "time.perf_counter")
-    time.monotonic = _clock(_orig_mono, "time.monotonic")
+    clocks.install(STATE)
     sys.meta_path.insert(0, tf_hooks.TFHookFinder(STATE))
     sys.meta_path.insert(0, torch_hooks.TorchHookFinder(STATE))
     sys.meta_path.insert(0, jax_hooks.JaxHookFinder(STATE))
+    sys.meta_path.insert(0, tf_hooks.KerasHookFinder(STATE))
     if "tensorflow" in sys.modules:  # only when something imported it already (never by us)
         tf_hooks.install(sys.modules["tensorflow"], STATE)
 
-    sys.argv = [script, *job.get("args", [])]
-    sys.path.insert(0, str(Path(script).parent))
+    sys.argv = [job.get("shown_as") or script, *job.get("args", [])]
+    sys.path.insert(0, job.get("path0") or str(Path(script).parent))
     code = 0
     STATE.started = _orig_perf()
     try:
-        runpy.run_path(script, run_name="__main__")
+        magics = {"__whichdevice_magics__": clocks.Magics(STATE)} if job.get("notebook") else None
+        runpy.run_path(script, init_globals=magics, run_name="__main__")
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if e.code is not None and not isinstance(e.code, int):
@@ -725,7 +754,8 @@ def main(argv: list[str]) -> int:
     tf_hooks.stop_placement_log(STATE)
     torch_hooks.uninstall(STATE)
     _decide_framework()
-    time.time, time.perf_counter, time.monotonic = _orig_time, _orig_perf, _orig_mono
+    clocks.uninstall()
+    _calibrate(deadline)
     try:
         if not job.get("no_rerun"):
             STATE.rerun_left_s = max(0.5, RERUN_SHARE * (STATE.script_s or 0.0))

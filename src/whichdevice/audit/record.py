@@ -92,6 +92,18 @@ class Measurement(_Model):
     vars_other_device: int = Field(default=0, description="variables made in another device kind's block, used here")
     loader_wait_s: float = Field(default=0.0, description="seconds the loop waited for DataLoader batches")
     framework: str = "tensorflow"
+    tracing: str = Field(
+        default="", description="'tf.function NAME' / 'jax.jit' when a clock read ran while that was tracing"
+    )
+    device_script: bool = Field(
+        default=True, description="the script mentions a GPU (cuda, gpu): its PyTorch / JAX series are compared"
+    )
+    eager_ops: int = Field(default=0, description="framework ops dispatched one by one from Python in the interval")
+    elems: int = Field(default=0, description="elements of those ops' outputs, summed (op size = elems / eager_ops)")
+    first_session_runs: int = Field(default=0, description="Session.run calls that were a session's first")
+    loops: list[dict[str, Any]] = Field(
+        default_factory=list, description="graph loops (map_fn, while_loop, for over tf.range) the timed work ran"
+    )
     start_seq: int = Field(default=0, description="event counter at the two clock reads (orders the events)")
     end_seq: int = 0
     series: str = Field(description="line:kind — measurements of one series share it")
@@ -170,6 +182,15 @@ class AuditRecord(_Model):
     corrections: list[Correction]
     rerun_skipped: list[dict[str, Any]] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    clocks_read: list[str] = Field(default_factory=list, description="the clocks the script read from its own code")
+    op_cost: dict[str, Any] = Field(
+        default_factory=dict,
+        description="per-op cost measured in the child after the script: plain and under the audit's hooks (seconds)",
+    )
+    overhead: float | None = Field(
+        default=None, description="estimated script time under audit / without the audit's per-op hooks"
+    )
+    notebook: dict[str, Any] | None = Field(default=None, description="for an .ipynb: cells run and magics translated")
     sessions: list[Any] = Field(default_factory=list, description="empty: kept so the HTML presenter reads it")
     results: list[Any] = Field(default_factory=list, description="empty: kept so the HTML presenter reads it")
 
@@ -192,6 +213,11 @@ def check_script(text: str) -> Path:
     # A regular file of a script's size only: a FIFO or device would block the read, an
     # endless file would never end (core/safeio.py, issue #18).
     source = safeio.read_capped(path, "SCRIPT", cap=SCRIPT_CAP, what="Python script")
+    if path.suffix.lower() == ".ipynb":
+        from whichdevice.audit import notebook
+
+        notebook.translate(path)  # refused here (one line, exit 2) when its cells cannot be audited
+        return path.resolve()
     if b"\x00" in source[:8192]:
         raise UsageError(
             "SCRIPT", f"'{path}' is not a Python file (it is binary)", "Pass the .py script that runs your benchmark."
@@ -214,23 +240,33 @@ def check_script(text: str) -> Path:
 
 
 def run_child(
-    script: Path, args: list[str], timeout_s: float, *, rerun: bool = True
+    script: Path, args: list[str], timeout_s: float, *, rerun: bool = True, source: str | None = None
 ) -> tuple[dict | None, int | None, float, bool]:
-    """Run the script in the audit child; its stdout/stderr are ours (passed through).
+    """Run the script in the audit child; its stdout/stderr are ours (passed through). With ``source``
+    (a notebook's translated cells, ``notebook.translate``) that text runs in the script's place, its
+    folder first on ``sys.path`` and ``sys.argv[0]`` the notebook.
 
-    Returns (state or None, child's return code or None when killed, wall seconds, killed).
+    Returns (state or None, child's return code or None when killed, wall seconds, killed); the state
+    keeps the text that ran (``script_source``) for the rules that read it.
     """
     with tempfile.TemporaryDirectory(prefix="whichdevice-audit-") as tmp:
         state_path = Path(tmp) / "state.json"
         job = Path(tmp) / "job.json"
+        ran = script
+        if source is not None:
+            ran = Path(tmp) / (script.name + ".py")
+            ran.write_text(source, encoding="utf-8")
         job.write_text(
             json.dumps(
                 {
-                    "script": str(script),
+                    "script": str(ran),
                     "args": list(args),
                     "state": str(state_path),
                     "timeout_s": timeout_s,
                     "no_rerun": not rerun,
+                    "shown_as": str(script),
+                    "path0": str(script.parent),
+                    "notebook": source is not None,
                 }
             )
         )
@@ -253,6 +289,11 @@ def run_child(
                 state = json.loads(state_path.read_text(encoding="utf-8"))
             except (OSError, json.JSONDecodeError):
                 state = None
+        if state is not None:
+            try:
+                state["script_source"] = ran.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                pass
         return state, rc, wall, killed
 
 

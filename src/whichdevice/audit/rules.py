@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 
 from whichdevice.analysis.significance import judge
+from whichdevice.audit import causes
 from whichdevice.audit.interleave import summarize
 from whichdevice.audit.record import Block, Correction, Finding, Measurement, Rerun
 from whichdevice.core.units import seconds
@@ -74,9 +75,17 @@ ONE_SHOT_MAX = 1
 _MISSING_DEVICE_RE = re.compile(
     r"Cannot assign a device for operation|Could not satisfy explicit device specification|"
     r"explicitly assigned to (?P<dev>\S+) but available devices|Unknown device|"
-    r"no (?:GPU|device) (?:named|found)|Could not find device",
+    r"no (?:GPU|device) (?:named|found)|Could not find device|"
+    # PyTorch: a CPU-only build, no driver, no visible GPU, torch.cuda.Event on a CPU build
+    r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|"
+    r"CUDA driver initialization failed|Tried to instantiate dummy base class|"
+    # JAX: no GPU backend
+    r"Unknown backend|no platforms that are instances of gpu|Backend '?(?:gpu|cuda)'? failed to initialize|"
+    r"Unable to initialize backend '?(?:cuda|gpu)",
     re.I,
 )
+_TORCH_MISSING_RE = re.compile(r"Torch not compiled|NVIDIA driver|CUDA GPUs|CUDA driver|dummy base class", re.I)
+_JAX_MISSING_RE = re.compile(r"backend|platforms that are instances", re.I)
 _DEVICE_IN_TEXT = re.compile(r"/(?:device:)?(?P<kind>GPU|CPU):(?P<idx>\d+)", re.I)
 
 
@@ -180,6 +189,7 @@ def build_measurements(state: dict) -> list[Measurement]:
     fallback = torch_fallback(state)
     script_syncs = _script_mentions_sync(state)
     calls = state.get("torch_calls") or []
+    device_script = fallback or bool(_DEVICE_WORD.search(_source_text(state)))
     partial = []
     for i, iv in enumerate(items):
         r0, r1 = reads[iv["start"]], reads[iv["end"]]
@@ -207,13 +217,17 @@ def build_measurements(state: dict) -> list[Measurement]:
             unsynced = s1.get("last_work", 0) > s0["seq"] and s1.get("last_work", 0) > s1.get("last_sync", 0)
         if torch and fallback and not unsynced:
             # The CUDA path fell back to the CPU here: the same loop on a GPU ends unsynchronized when no
-            # host read follows its last kernel and the script never synchronizes anywhere.
+            # host read follows its last kernel and the script never synchronizes anywhere — only for an
+            # interval that ran a module the script sent to its device (.to(device) / .cuda()): a loop
+            # that never touched the device path is not flagged (issue #33: no false alarm).
             unsynced = (
                 s1.get("last_work", 0) > s0["seq"]
                 and s1.get("last_work", 0) > s1.get("last_sync", 0)
                 and not script_syncs
+                and _ran_moved_module(state, s0["seq"], s1["seq"])
             )
         line = iv.get("line")
+        tracing = r0.get("tracing") or r1.get("tracing") or ""
         setup = {}
         for key, kind_name in _FLOAT_SETUP.items():
             d = float(s1.get(key, 0.0)) - float(s0.get(key, 0.0))
@@ -236,6 +250,9 @@ def build_measurements(state: dict) -> list[Measurement]:
                 start_seq=s0["seq"],
                 end_seq=s1["seq"],
                 framework=state.get("framework", "tensorflow"),
+                tracing=tracing,
+                device_script=device_script,
+                loops=loops_in(state, s0["seq"], s1["seq"]),
                 **{
                     k: _diff(s0, s1, k)
                     for k in (
@@ -253,6 +270,9 @@ def build_measurements(state: dict) -> list[Measurement]:
                         "pageable_moves",
                         "user_syncs",
                         "vars_other_device",
+                        "eager_ops",
+                        "elems",
+                        "first_session_runs",
                     )
                 },
             )
@@ -262,6 +282,34 @@ def build_measurements(state: dict) -> list[Measurement]:
         p["index_in_series"] = counts.get(p["series"], 0)
         counts[p["series"]] = p["index_in_series"] + 1
     return [Measurement(**p, series_len=counts[p["series"]]) for p in partial]
+
+
+def _ran_moved_module(state: dict, s0: int, s1: int) -> bool:
+    moved = {str(m) for m in state.get("moved_modules") or []}
+    return any(s0 < seq < s1 and key.split("@")[0] in moved for seq, key in state.get("torch_calls") or [])
+
+
+def loops_in(state: dict, s0: int, s1: int) -> list[dict]:
+    """The graph loops (tf_hooks.hook_loops) the interval ran: loops of the functions it called and
+    the graphs it ran (``tf_calls``), and loops run eagerly inside it; with the calls that ran each."""
+    calls: dict[str, int] = {}
+    for seq, owner in state.get("tf_calls") or []:
+        if s0 < seq < s1:
+            calls[owner] = calls.get(owner, 0) + 1
+    out = []
+    for lp in state.get("loops") or []:
+        if lp.get("owner") == "eager":
+            if s0 < lp["seq"] < s1:
+                out.append({**lp, "calls": 1})
+        elif lp.get("owner") in calls and lp["seq"] < s1:
+            out.append({**lp, "calls": calls[lp["owner"]]})
+    return out
+
+
+def timed(measurements: list[Measurement]) -> list[Measurement]:
+    """The measurements that timed work: not the ones whose clock was read while tracing (those ran
+    once, in Python, at trace time; ``rule_clock_read_while_tracing`` reports them)."""
+    return [m for m in measurements if not m.tracing]
 
 
 def _torch_models(calls: list, s0: int, s1: int) -> str:
@@ -278,11 +326,7 @@ def torch_fallback(state: dict) -> bool:
 
 
 def _script_mentions_sync(state: dict) -> bool:
-    try:
-        with open(state.get("script") or "", encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return False
+    text = _source_text(state)
     return "synchronize(" in text or "block_until_ready" in text
 
 
@@ -301,7 +345,10 @@ def comparisons(measurements: list[Measurement]) -> list[tuple[Measurement, Meas
     pairs = []
     if measurements and measurements[0].framework in ("torch", "jax") and not (cpu and gpu):
         # PyTorch without a GPU here (a "cuda if available else cpu" fallback): the script's series
-        # are compared as it wrote them, the first with the second, the third with the fourth...
+        # are compared as it wrote them, the first with the second, the third with the fourth —
+        # only when the script labels them as devices (two timings of unrelated work are no pair).
+        if not any(m.device_script for m in measurements):
+            return []
         ordered = [s for s in by.values() if s[0].kind]
         for sa, sb in zip(ordered[0::2], ordered[1::2]):
             pairs.extend(zip(sa, sb))
@@ -309,6 +356,27 @@ def comparisons(measurements: list[Measurement]) -> list[tuple[Measurement, Meas
     for cs, gs in zip(cpu, gpu):
         pairs.extend(zip(cs, gs))
     return pairs
+
+
+# A PyTorch / JAX script compares devices when its source says so (cuda, gpu); two timings of
+# unrelated work in a script that never mentions a GPU are no pair.
+_DEVICE_WORD = re.compile(r"(?<![a-z])(gpu|cuda)(?![a-z])", re.I)
+
+
+def uses_tf1(state: dict) -> bool:
+    """The script runs tf.compat.v1 sessions: TF1 wording (Session, ConfigProto) fits its findings."""
+    return bool(state.get("first_runs")) or "compat.v1" in _source_text(state) or any(
+        int((b.get("exit") or b.get("enter") or {}).get("sessions", 0)) for b in state.get("blocks", [])
+    )
+
+
+def _fix_for(state: dict, framework: str, *, tf: str, torch: str, jax: str, tf1: str | None = None) -> str:
+    """The fix in the finding's own framework's terms (no TF1 text in a TF2 or PyTorch finding)."""
+    if framework == "torch":
+        return torch
+    if framework == "jax":
+        return jax
+    return tf1 if tf1 is not None and uses_tf1(state) else tf
 
 
 def _where(m: Measurement) -> str:
@@ -381,11 +449,24 @@ def rule_soft_placed_missing_device(state, blocks, measurements) -> list[Finding
                     f"{asked!s} does not exist on this machine ({_devices_text(state)}); soft placement ran the work "
                     "on the CPU, so these are CPU times, whatever the label says."
                 ),
-                fix=(
-                    "Check tf.config.list_logical_devices('GPU') (torch.cuda.is_available()) before timing, or turn "
-                    "soft placement off (tf.config.set_soft_device_placement(False); in tf.compat.v1 "
-                    "ConfigProto(allow_soft_placement=False)) so a missing device raises; label results by where the "
-                    "ops ran (tensor.device)."
+                fix=_fix_for(
+                    state,
+                    series[0].framework,
+                    tf=(
+                        "Check tf.config.list_logical_devices('GPU') before timing, or turn soft placement off "
+                        "(tf.config.set_soft_device_placement(False)) so a missing device raises; label results by "
+                        "where the ops ran (tensor.device)."
+                    ),
+                    tf1=(
+                        "Check tf.config.list_logical_devices('GPU') before timing, or create the Session with "
+                        "tf.compat.v1.ConfigProto(allow_soft_placement=False) so a missing device raises; label "
+                        "results by where the ops ran."
+                    ),
+                    torch=(
+                        "Check torch.cuda.is_available() before timing and label results by tensor.device, not by the "
+                        "device asked for."
+                    ),
+                    jax="Check jax.devices() before timing and label results by the array's device (x.devices()).",
                 ),
                 measurements=[m.id for m in series],
                 blocks=[b.id for b in gblocks],
@@ -526,10 +607,13 @@ def rule_gpu_timing_without_sync(state, blocks, measurements) -> list[Finding]:
                     f"before anything waited for it ({reads}): GPU work runs asynchronously, so the time is how fast "
                     "the work was launched, not how fast it ran." + here
                 ),
-                fix=(
-                    "Call torch.cuda.synchronize() (PyTorch), result.block_until_ready() (JAX) or read a result "
-                    "back (.numpy()) / tf.test.experimental.sync_devices() (TensorFlow) right before the second "
-                    "clock read."
+                fix=_fix_for(
+                    state,
+                    m.framework,
+                    tf="Read a result back (.numpy()) or call tf.test.experimental.sync_devices() right before the second clock read.",
+                    tf1="Fetch the result with Session.run (it returns host values) inside the timing, before the second clock read.",
+                    torch="Call torch.cuda.synchronize() right before the second clock read (or time with torch.cuda.Event).",
+                    jax="Call result.block_until_ready() (or jax.block_until_ready(result)) before the second clock read.",
                 ),
                 measurements=[x.id for x in hit],
             )
@@ -621,8 +705,62 @@ def rule_first_includes_setup(state, blocks, measurements) -> list[Finding]:
     return out
 
 
+def _source_line(state: dict, line: int | None) -> str:
+    if not line:
+        return ""
+    lines = _source_text(state).splitlines()
+    return lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
+
+
+def _missing_device_words(text: str, state: dict) -> tuple[str, str, str]:
+    """(framework's name, what it did, the fix) for a missing-device failure, in the failing framework's terms."""
+    if _TORCH_MISSING_RE.search(text):
+        return (
+            "PyTorch",
+            "this PyTorch cannot reach a CUDA device (a CPU-only build, no NVIDIA driver, or no visible GPU), so "
+            "the first .cuda() / device='cuda' / torch.cuda call stopped the script before its GPU timing ran",
+            "Run it where torch.cuda.is_available() is True (`whichdevice devices` says why it is not here; a CPU-only "
+            "wheel needs the CUDA build of torch), or choose the device with "
+            "`device = 'cuda' if torch.cuda.is_available() else 'cpu'` and label results by tensor.device.",
+        )
+    if _JAX_MISSING_RE.search(text) and (state.get("jax_installed") or "jax" in text.lower()):
+        return (
+            "JAX",
+            "this JAX has no GPU backend (the CPU-only jaxlib, or no CUDA plugin), so asking for a GPU device "
+            "stopped the script",
+            "Install the CUDA build (pip install -U 'jax[cuda12]') on a machine with a GPU, or pick devices with "
+            "jax.devices() and label results by the array's device (x.devices()).",
+        )
+    session = bool(state.get("first_runs")) or any(int(b.get("enter", {}).get("sessions", 0)) for b in state.get("blocks", []))
+    soft = (
+        "tf.compat.v1.ConfigProto(allow_soft_placement=True)"
+        if session or "compat.v1" in _source_text(state)
+        else "tf.config.set_soft_device_placement(True)"
+    )
+    return (
+        "TensorFlow",
+        "TensorFlow refused to place the ops there"
+        + (" (a tf.compat.v1 Session does not fall back unless soft placement is allowed)" if "ConfigProto" in soft else "")
+        + ", so it stopped",
+        f"Run it where TensorFlow sees a GPU (`whichdevice devices` says why it does not here); or allow soft placement "
+        f"({soft}) knowing the 'GPU' numbers will then be CPU numbers.",
+    )
+
+
+def _source_text(state: dict) -> str:
+    """The text the child ran (kept in the state by ``record.run_child``), else the script file."""
+    if state.get("script_source") is not None:
+        return str(state["script_source"])
+    try:
+        with open(state.get("script") or "", encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def rule_missing_device_failure(state, blocks, measurements) -> list[Finding]:
-    """The script stopped because it asked for a device this machine does not have."""
+    """The script stopped because it asked for a device this machine does not have (TensorFlow,
+    PyTorch or JAX, each said in its own terms)."""
     exc = state.get("exception")
     texts = []
     if exc:
@@ -631,27 +769,36 @@ def rule_missing_device_failure(state, blocks, measurements) -> list[Finding]:
         if b.get("error"):
             texts.append((b["error"], b["line"]))
     for text, line in texts:
-        if not _MISSING_DEVICE_RE.search(text or ""):
+        if not _MISSING_DEVICE_RE.search(text or "") and not (exc and _MISSING_DEVICE_RE.search(exc.get("type", ""))):
             continue
         m = _DEVICE_IN_TEXT.search(text)
-        dev = f"{m.group('kind').upper()}:{m.group('idx')}" if m else "a device"
+        name, did, fix = _missing_device_words(text, state)
+        dev = f"{m.group('kind').upper()}:{m.group('idx')}" if m else ("a CUDA GPU" if name != "TensorFlow" else "a GPU")
         block = next((b for b in reversed(blocks) if b.device_exists is False), None)
-        where = f"line {block.line}: {block.text}" if block else (f"line {line}" if line else "the script")
+        where = (
+            f"line {block.line}: {block.text}"
+            if block
+            else (f"line {line}: {_source_line(state, line)}" if line else "the script")
+        )
+        timed_before = len(timed(measurements))
+        after = (
+            f" It had timed {timed_before} interval(s) before it stopped; what they show is below."
+            if timed_before
+            else " Nothing the script meant to time on the GPU ran."
+        )
+        first = next((ln.strip() for ln in (text or "").splitlines() if _MISSING_DEVICE_RE.search(ln)), "")
         return [
             Finding(
                 rule="missing_device_failure",
                 title=f"The script failed: {dev} does not exist on this machine",
                 where=where,
                 explanation=(
-                    f"the script asked for {dev}, and this machine has {_devices_text(state)}; TensorFlow "
-                    "refused to place the ops there (a tf.compat.v1 Session does not fall back unless soft "
-                    "placement is allowed), so it stopped."
+                    f"the script asked for {dev}, and this machine has {_devices_text(state)}; {did}"
+                    + (f" ({first[:160]})" if first else "")
+                    + "."
+                    + after
                 ),
-                fix=(
-                    "Run it where TensorFlow sees a GPU (`whichdevice devices` says why it does not here); or allow "
-                    "soft placement (tf.ConfigProto(allow_soft_placement=True) / tf.config.set_soft_device_placement(True)) "
-                    "knowing the 'GPU' numbers will then be CPU numbers."
-                ),
+                fix=fix,
                 blocks=[block.id] if block else [],
             )
         ]
@@ -753,10 +900,26 @@ def rule_setup_inside_timing(state, blocks, measurements) -> list[Finding]:
                     f"{len(hit)} of {len(series)} timing{'s' if len(series) != 1 else ''} of this series include one-time "
                     f"set-up (≥ {SETUP_SHARE_MIN:.0%} of the interval): " + "; ".join(parts) + "." + compared
                 ),
-                fix=(
-                    "Do the set-up before the first clock read: create the Session and initialize the variables, build "
-                    "the iterator and take one batch, call the step (or the compiled model) once on each device — then "
-                    "start the clock and time the steady steps only."
+                fix=_fix_for(
+                    state,
+                    hit[0].framework,
+                    tf=(
+                        "Do the set-up before the first clock read: call the tf.function (or the model) once on each "
+                        "device with the same shapes, build the tf.data iterator and take one batch — then start the "
+                        "clock and time the steady steps only."
+                    ),
+                    tf1=(
+                        "Do the set-up before the first clock read: create the Session and initialize the variables, "
+                        "run each fetch once untimed — then start the clock and time the steady runs only."
+                    ),
+                    torch=(
+                        "Do the set-up before the first clock read: run one warm-up step per device (first calls, "
+                        "torch.compile, DataLoader workers) — then start the clock and time the steady steps only."
+                    ),
+                    jax=(
+                        "Do the set-up before the first clock read: call the jitted function once with the same shapes "
+                        "(it compiles) and block_until_ready() — then start the clock and time the steady calls only."
+                    ),
                 ),
                 measurements=[m.id for m in hit],
             )
@@ -818,9 +981,15 @@ def rule_host_inputs_per_call(state, blocks, measurements) -> list[Finding]:
                 title="Inputs converted from host memory at every call",
                 where=f"{_where(m)}: {m.text}",
                 explanation=said,
-                fix=(
-                    "Convert once before the clock starts (tf.constant / torch.as_tensor(..., device=...)), or feed "
-                    "with tf.data .prefetch / a DataLoader with pin_memory=True and non_blocking copies."
+                fix=_fix_for(
+                    state,
+                    m.framework,
+                    tf="Convert once before the clock starts (tf.constant(x) on the device), or feed with tf.data and .prefetch.",
+                    torch=(
+                        "Move the data to the device once before the clock starts (torch.as_tensor(x, device=...)), or "
+                        "feed with a DataLoader(pin_memory=True) and .to(device, non_blocking=True)."
+                    ),
+                    jax="Put the data on the device once before the clock starts (jax.device_put(x)).",
                 ),
                 measurements=[x.id for x in hit],
             )
@@ -981,6 +1150,21 @@ def rule_variables_on_other_device(state, blocks, measurements) -> list[Finding]
     return out
 
 
+# Findings are listed with the causes first: the failure, what the clock really measured, why.
+_ORDER = {
+    "missing_device_failure": 0,
+    "clock_read_while_tracing": 1,
+    "first_run_is_setup": 2,
+    "per_element_loop": 3,
+    "dispatch_bound": 4,
+    "soft_placed_missing_device": 5,
+    "different_one_time_costs": 6,
+    "gpu_timing_without_sync": 7,
+    "latent_from_source": 8,
+    "first_includes_setup": 9,
+    "setup_inside_timing": 10,
+}
+
 RULES = (
     rule_missing_device_failure,
     rule_soft_placed_missing_device,
@@ -1002,7 +1186,7 @@ RULES = (
 def _devices_text(state: dict) -> str:
     p = state.get("physical_devices") or {}
     if not p:
-        return "no device list (TensorFlow was not imported)"
+        return "no device list (no framework reported its devices)"
     names = [f"CPU:{i}" for i in range(p.get("CPU", 0))] + [f"GPU:{i}" for i in range(p.get("GPU", 0))]
     return (", ".join(names) or "no devices") + ("" if p.get("GPU") else " and no GPU")
 
@@ -1091,8 +1275,12 @@ def correct(state: dict, measurements: list[Measurement]) -> list[Correction]:
 
 
 def analyze(state: dict):
-    """-> (blocks, measurements, findings, corrections)."""
+    """-> (blocks, measurements, findings, corrections). The rules see the measurements that timed
+    work (``timed``); the tracing rule sees the clock reads themselves."""
     blocks = build_blocks(state)
     measurements = build_measurements(state)
-    findings = [f for rule in RULES for f in rule(state, blocks, measurements)]
-    return blocks, measurements, findings, correct(state, measurements)
+    work = timed(measurements)
+    findings = [f for rule in RULES for f in rule(state, blocks, work)]
+    findings += [f for rule in causes.RULES for f in rule(state, blocks, measurements)]
+    findings.sort(key=lambda f: _ORDER.get(f.rule, 50))
+    return blocks, measurements, findings, correct(state, work)

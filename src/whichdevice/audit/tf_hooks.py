@@ -32,6 +32,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from whichdevice.audit import clocks
 from whichdevice.audit.importhook import AfterImportFinder
 from whichdevice.frameworks.tensorflow.logparse import Placed, parse_placement_log
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from whichdevice.audit.child import State
 
 _perf = time.perf_counter  # the real clock: this module is imported before the child patches it
+MAX_CALL_LOG = 200_000  # top-level tf.function calls and Session.runs remembered (seq, owner)
 _local = threading.local()  # depth of nested tf.function calls (a call made while tracing another)
 
 # In-band marker the child writes to fd 2 at every snapshot, so each placement line lands in the
@@ -359,10 +361,15 @@ def hook_function_calls(st: State, pf, context, nest) -> None:
         before = self.experimental_get_tracing_count()
         t0 = _perf()
         _local.depth = depth + 1
+        owners = getattr(_local, "owners", None)
+        if owners is None:
+            owners = _local.owners = []
+        owners.append(id(self))
         try:
             result = orig_call(self, *args, **kwargs)
         finally:
             _local.depth = depth
+            owners.pop()
         dt = _perf() - t0
         after = self.experimental_get_tracing_count()
         f = sys._getframe(1)
@@ -406,6 +413,9 @@ def hook_function_calls(st: State, pf, context, nest) -> None:
                 if info["jit"]:
                     st.c["xla_compiles"] += 1
             if depth == 0:
+                st.seq += 1
+                if len(st.tf_calls) < MAX_CALL_LOG:
+                    st.tf_calls.append((st.seq, f"fn:{fid}"))
                 if first or after != before:  # the call traced or set up a graph: set-up time (with its run)
                     st.c["setup_trace_s"] += dt
                 if any(is_host_value(x) for x in list(args) + list(kwargs.values())):
@@ -425,7 +435,7 @@ def hook_function_calls(st: State, pf, context, nest) -> None:
 # ---------------------------------------------------------------- eager ops
 
 
-def hook_op_callback(st: State, op_callbacks) -> None:
+def hook_op_callback(st: Any, op_callbacks) -> Any:
     """An op callback: where each eager op ran, copies between devices, new kernels."""
 
     def on_op(op_type, inputs, attrs, outputs, op_name=None, graph=None):
@@ -440,6 +450,10 @@ def hook_op_callback(st: State, op_callbacks) -> None:
             for o in outputs or ():
                 dev = short_device(getattr(o, "device", "") or "")
                 if dev:
+                    try:
+                        st.c["elems"] += int(o.shape.num_elements() or 0)
+                    except Exception:
+                        pass
                     break
             kind = st.requested_kind()
             if op_type == "VarHandleOp" and outputs:
@@ -473,6 +487,7 @@ def hook_op_callback(st: State, op_callbacks) -> None:
         return None
 
     op_callbacks.add_op_callback(on_op)
+    return on_op
 
 
 # ---------------------------------------------------------------- host reads
@@ -561,7 +576,20 @@ def hook_sessions(st: State, session_mod) -> None:
 
     def sess_run(self, *args, **kwargs):
         init = False
+        first_of_fetch = None
         if st.active:
+            try:
+                fkey = repr(args[0] if args else kwargs.get("fetches"))[:300]
+            except Exception:
+                fkey = "?"
+            seen = self.__dict__.setdefault("_whichdevice_fetches", set())
+            if fkey not in seen:
+                seen.add(fkey)
+                first_of_fetch = fkey
+            with st.lock:
+                st.seq += 1
+                if len(st.tf_calls) < MAX_CALL_LOG:
+                    st.tf_calls.append((st.seq, f"graph:{id(self.graph)}"))
             init = _is_initializer(args[0] if args else kwargs.get("fetches"))
             with st.lock:
                 st.c["session_runs"] += 1
@@ -588,14 +616,37 @@ def hook_sessions(st: State, session_mod) -> None:
                     st.placed_by_device["CPU:0"] = st.placed_by_device.get("CPU:0", 0) + n
         t0 = _perf()
         out = orig_run(self, *args, **kwargs)
+        dt = _perf() - t0
         if init and st.active:
             with st.lock:
-                st.c["setup_init_s"] += _perf() - t0
+                st.c["setup_init_s"] += dt
+        elif first_of_fetch is not None and st.active:
+            f = sys._getframe(1)
+            user = f.f_code.co_filename == st.script
+            with st.lock:
+                st.seq += 1
+                st.first_runs.append(
+                    {"seq": st.seq, "seconds": dt, "line": f.f_lineno if user else None, "fetch": first_of_fetch}
+                )
+                if user:  # kept for the re-run after the script (calibrate.rerun_first_runs)
+                    st.first_run_args.append((self, args, kwargs, len(st.first_runs) - 1))
         mark_sync(st)  # Session.run returns host values: the host has waited for the device
         return out
 
+    orig_close = session_mod.BaseSession.close
+
+    def sess_close(self):
+        # A session whose first run of a fetch the script timed stays open until the re-run of that
+        # fetch after the script (calibrate.rerun_first_runs), which closes it.
+        if st.active and any(entry[0] is self for entry in st.first_run_args):
+            self._whichdevice_close_deferred = True
+            return None
+        return orig_close(self)
+
+    sess_close.__wrapped__ = orig_close
     session_mod.BaseSession.__init__ = sess_init
     session_mod.BaseSession.run = sess_run
+    session_mod.BaseSession.close = sess_close
 
 
 # ---------------------------------------------------------------- tf.data iterators
@@ -669,6 +720,110 @@ def hook_file_reuse(st: State, tf_record, readers) -> None:
     readers.TFRecordDatasetV2.__init__ = reader_init
 
 
+def _static_int(x: Any) -> int | None:
+    if x is None:
+        return None
+    if isinstance(x, int):
+        return x
+    try:
+        from tensorflow.python.framework import tensor_util
+
+        v = tensor_util.constant_value(x)
+        return int(v) if v is not None else None
+    except Exception:
+        return None
+
+
+def hook_loops(st: State, while_loop_mod, ops) -> None:
+    """Graph loops (``tf.map_fn``, ``tf.while_loop``, autograph's ``for i in tf.range(n)``): where the
+    script built them, how many iterations when that is static, the size of what one iteration works
+    on, and which function or graph owns them (so a timed call or ``Session.run`` can be tied to them)."""
+    orig = while_loop_mod.while_loop
+
+    def while_loop(cond, body, loop_vars, *args, **kwargs):
+        if st.active:
+            try:
+                _record_loop(st, ops, loop_vars, kwargs.get("maximum_iterations"))
+            except Exception:
+                pass
+        return orig(cond, body, loop_vars, *args, **kwargs)
+
+    while_loop.__wrapped__ = orig
+    while_loop_mod.while_loop = while_loop
+
+
+def _record_loop(st: State, ops, loop_vars: Any, max_iter: Any) -> None:
+    f = sys._getframe(2)
+    kind, iterations, elems = "tf.while_loop", _static_int(max_iter), None
+    caller = f
+    while caller is not None and caller.f_code.co_filename != st.script:
+        name = caller.f_code.co_filename.replace("\\", "/")
+        if name.endswith("ops/map_fn.py") and kind == "tf.while_loop":
+            kind = "tf.map_fn"
+            n = caller.f_locals.get("n")
+            iterations = _static_int(n) if iterations is None else iterations
+            try:
+                flat = caller.f_locals.get("elems_flat") or []
+                elems = int(flat[0].shape[1:].num_elements() or 1) if flat else None
+            except Exception:
+                elems = None
+        elif "autograph/operators/control_flow.py" in name and kind == "tf.while_loop":
+            kind = "while (autograph)"
+        if caller.f_code.co_name == "_tf_range_for_stmt":
+            kind = "for over tf.range"
+            try:
+                start, limit, delta = (_static_int(x) for x in caller.f_locals["iter_"].op.inputs)
+                if None not in (start, limit, delta) and delta:
+                    iterations = max(0, -(-(limit - start) // delta))
+            except Exception:
+                pass
+        caller = caller.f_back
+    if caller is None:
+        return  # a library's loop (Keras's RNN when unrolled by TF, ...), not the script's
+    line = clocks.autograph_origin(st, f) or caller.f_lineno
+    shapes = []
+    for v in nest_flatten(loop_vars):
+        shape = getattr(v, "shape", None)
+        if shape is not None and hasattr(shape, "num_elements"):
+            shapes.append(shape)
+    if elems is None and shapes:
+        known = [int(x.num_elements()) for x in shapes if x.num_elements() is not None]
+        elems = max(known) if len(known) == len(shapes) else None
+    owners = getattr(_local, "owners", None) or []
+    graph = ops.get_default_graph()
+    if owners:
+        owner = f"fn:{owners[-1]}"
+    elif getattr(graph, "building_function", False):
+        owner = ""  # traced by a library outside the script's tf.function calls
+    elif ops.executing_eagerly_outside_functions():
+        owner = "eager"
+    else:
+        owner = f"graph:{id(graph)}"
+    with st.lock:
+        st.seq += 1
+        st.loops.append(
+            {
+                "seq": st.seq,
+                "kind": kind,
+                "line": line,
+                "text": st.source(line),
+                "var_shapes": [str(x) for x in shapes[:6]],
+                "iterations": iterations,
+                "elems_per_iteration": elems,
+                "owner": owner,
+            }
+        )
+
+
+def nest_flatten(x: Any) -> list:
+    try:
+        from tensorflow.python.util import nest
+
+        return list(nest.flatten(x, expand_composites=False))
+    except Exception:
+        return []
+
+
 def _script_line(st: State) -> int | None:
     f = sys._getframe(1)
     while f is not None and f.f_code.co_filename != st.script:
@@ -692,11 +847,23 @@ def install(tf, st: State) -> None:
     from tensorflow.python.util import nest
 
     record_devices(tf, st)
+    try:  # autograph must call the audit's clock wrappers as they are (not convert them, warning the user)
+        from tensorflow.python.autograph.core import config as ag_config
+
+        ag_config.CONVERSION_RULES = (ag_config.DoNotConvert("whichdevice"), *ag_config.CONVERSION_RULES)
+    except Exception:
+        pass
     hook_device_scopes(st)
     hook_function_calls(st, pf, context, nest)
     hook_op_callback(st, op_callbacks)
     hook_host_reads(tf, st, ops)
     hook_sessions(st, session_mod)
+    try:
+        from tensorflow.python.ops import while_loop as while_loop_mod
+
+        hook_loops(st, while_loop_mod, ops)
+    except Exception:  # a TensorFlow without this module: no loop finding
+        pass
     hook_iterators(st, dataset_ops, iterator_ops)
     try:
         from tensorflow.python.data.ops import readers
@@ -715,3 +882,63 @@ class TFHookFinder(AfterImportFinder):
 
     def __init__(self, st: State):
         super().__init__("tensorflow", "tf_installed", install, st)
+
+
+# ---------------------------------------------------------------- Keras recurrent layers
+
+
+# Keras 3 runs an LSTM / GRU on the fused cuDNN kernel on a GPU only with these arguments
+# (keras.layers.LSTM's docstring, "use_cudnn"); otherwise it loops over the time steps.
+CUDNN_DEFAULTS = {
+    "activation": "tanh",
+    "recurrent_activation": "sigmoid",
+    "recurrent_dropout": 0,
+    "unroll": False,
+    "use_bias": True,
+}
+
+
+def install_keras(keras, st: State) -> None:
+    """``keras.layers.LSTM`` / ``GRU`` built by the script: units, time steps and whether their
+    arguments allow Keras's cuDNN kernel on a GPU (``causes.rule_recurrent_layer``)."""
+    for name in ("LSTM", "GRU"):
+        cls = getattr(keras.layers, name, None)
+        if cls is None:
+            continue
+        orig = cls.__init__
+
+        def init(self, *args, _orig=orig, _name=name, **kwargs):
+            _orig(self, *args, **kwargs)
+            f = sys._getframe(1)
+            if not st.active or f.f_code.co_filename != st.script:
+                return
+            shape = kwargs.get("input_shape") or (kwargs.get("batch_input_shape") or (None,))[1:]
+            off = {
+                k: kwargs[k]
+                for k, v in CUDNN_DEFAULTS.items()
+                if k in kwargs and kwargs[k] != v and not (k.endswith("activation") and getattr(kwargs[k], "__name__", "") == v)
+            }
+            if kwargs.get("use_cudnn") is False:
+                off["use_cudnn"] = False
+            with st.lock:
+                st.rnn_layers.append(
+                    {
+                        "layer": _name,
+                        "line": f.f_lineno,
+                        "text": st.source(f.f_lineno),
+                        "units": args[0] if args else kwargs.get("units"),
+                        "timesteps": shape[0] if shape else None,
+                        "features": shape[1] if shape and len(shape) > 1 else None,
+                        "not_cudnn_because": {k: str(v) for k, v in off.items()},
+                    }
+                )
+
+        cls.__init__ = init
+    st.keras_installed = True
+
+
+class KerasHookFinder(AfterImportFinder):
+    """Installs the Keras layer hooks right after the script's ``import keras`` finishes."""
+
+    def __init__(self, st: State):
+        super().__init__("keras", "keras_installed", install_keras, st)

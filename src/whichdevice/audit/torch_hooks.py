@@ -70,6 +70,13 @@ def record_devices(torch, st: State) -> None:
 
 
 def hook_functions(torch, st: State) -> None:
+    """On for the whole script: :func:`make_mode` entered on the main thread."""
+    mode = make_mode(torch, st)
+    mode.__enter__()  # on for the whole script (the main thread's mode stack)
+    st.torch_mode = mode
+
+
+def make_mode(torch, st: Any) -> Any:
     """A ``TorchFunctionMode`` (``torch.overrides``) kept on for the whole script: every torch call
     from Python with the device of its output. A ``TorchDispatchMode`` would also see the
     backward kernels one by one, but costs ≈ 1.8 ms per op on this machine against ≈ 12 µs
@@ -97,6 +104,8 @@ def hook_functions(torch, st: State) -> None:
                     st.c["ops_at_last_sync"] = st.c["eager_ops"]
                     return out
                 st.c["last_work"] = st.seq
+                if t is not None:
+                    st.c["elems"] += t.numel()
                 if dev:
                     st.ops_by_device[dev] = st.ops_by_device.get(dev, 0) + 1
                     if (name, dev) not in st.seen_kernels:
@@ -119,9 +128,7 @@ def hook_functions(torch, st: State) -> None:
                             st.c["ops_at_last_sync"] = st.c["eager_ops"]
             return out
 
-    mode = Watch()
-    mode.__enter__()  # on for the whole script (the main thread's mode stack)
-    st.torch_mode = mode
+    return Watch()
 
 
 def _mark_user_sync(st: State) -> None:
@@ -223,6 +230,18 @@ def hook_moves(torch, st: State) -> None:
     for name in ("to", "cuda"):
         setattr(torch.Tensor, name, wrap(getattr(torch.Tensor, name), name))
 
+    def wrap_module(orig):
+        def move(self, *a, **k):
+            if st.active and from_script(st, levels=1):
+                st.moved_modules.add(id(self))
+            return orig(self, *a, **k)
+
+        move.__wrapped__ = orig
+        return move
+
+    for name in ("to", "cuda"):
+        setattr(torch.nn.Module, name, wrap_module(getattr(torch.nn.Module, name)))
+
 
 def hook_dataloader(torch, st: State) -> None:
     from torch.utils.data import dataloader as dl
@@ -293,9 +312,39 @@ def hook_cuda_probe(torch, st: State) -> None:
     torch.cuda.is_available = is_available
 
 
+def hook_cuda_events(torch, st: State) -> None:
+    """``torch.cuda.Event(enable_timing=True)``: ``record()`` from the script is a clock read,
+    ``start.elapsed_time(end)`` the interval (milliseconds, as torch returns them)."""
+    ev = getattr(torch.cuda, "Event", None)
+    if ev is None:
+        return
+    orig_record, orig_elapsed = ev.record, ev.elapsed_time
+
+    def record(self, *a, **k):
+        out = orig_record(self, *a, **k)
+        f = sys._getframe(1)
+        if st.active and f.f_code.co_filename == st.script:
+            self._whichdevice_read = st.stamp("torch.cuda.Event", f.f_lineno)
+        return out
+
+    def elapsed_time(self, end):
+        ms = orig_elapsed(self, end)
+        f = sys._getframe(1)
+        a, b = getattr(self, "_whichdevice_read", None), getattr(end, "_whichdevice_read", None)
+        if st.active and a is not None and b is not None:
+            st.add_interval(a, b, ms / 1e3, f.f_lineno if f.f_code.co_filename == st.script else None)
+        return ms
+
+    try:
+        ev.record, ev.elapsed_time = record, elapsed_time
+    except Exception:
+        pass
+
+
 def install(torch, st: State) -> None:
     record_devices(torch, st)
     hook_cuda_probe(torch, st)
+    hook_cuda_events(torch, st)
     hook_host_reads(torch, st)
     hook_modules(torch, st)
     hook_moves(torch, st)

@@ -19,6 +19,7 @@ from rich.markup import escape
 from whichdevice.cli import guard
 from whichdevice.cli.base import app, apply_metavars, click_command, err_console
 from whichdevice.core.errors import UsageError
+from whichdevice.core.textsafe import clean
 
 # Every command: its name -> (the cli module that registers it, the one line `--help` lists).
 # Listed in --help's order. A new command adds its line here; tests/test_cli.py checks that
@@ -140,13 +141,13 @@ def main(argv: list[str] | None = None) -> None:
         load_commands(args)
         apply_metavars()
         code = click_command()(args=args, standalone_mode=False)
-    except UsageError as e:
-        err_console.print(f"error: {escape(str(e))}", soft_wrap=True)
+    except UsageError as e:  # one line, whatever the user typed into it (a newline, a NUL)
+        err_console.print(f"error: {escape(clean(str(e), newlines=False))}", soft_wrap=True)
         sys.exit(2)
     except _CLICK_USAGE_ERROR as e:
         if type(e).__name__.startswith("NoArgsIsHelp"):  # bare `whichdevice`: help was printed
             sys.exit(0)
-        err_console.print(f"error: {escape(e.format_message())} (see --help)", soft_wrap=True)
+        err_console.print(f"error: {escape(clean(e.format_message(), newlines=False))} (see --help)", soft_wrap=True)
         sys.exit(2)
     except typer.Exit as e:
         sys.exit(e.exit_code)

@@ -11,7 +11,8 @@ import typer
 from rich.markup import escape
 
 from whichdevice.audit import record as audit_mod
-from whichdevice.audit import rules
+from whichdevice.audit import clocks as clocks_mod
+from whichdevice.audit import notebook, rules
 from whichdevice.cli.common import DEFAULT_OUT, app, console, err_console, stamp
 from whichdevice.core.errors import UsageError
 from whichdevice.core.machine import describe_machine
@@ -48,8 +49,11 @@ def audit(
         f"[dim]whichdevice audit: running {escape(str(path))} once, instrumented "
         f"(timeout {timeout_s:g} s); its own output follows.[/dim]"
     )
-    state, rc, wall_s, killed = audit_mod.run_child(path, args, timeout_s, rerun=not no_rerun)
-    record = make_record(path, args, timeout_s, state, rc, wall_s, killed)
+    source, nb = None, None
+    if path.suffix.lower() == ".ipynb":
+        source, nb = notebook.translate(path)
+    state, rc, wall_s, killed = audit_mod.run_child(path, args, timeout_s, rerun=not no_rerun, source=source)
+    record = make_record(path, args, timeout_s, state, rc, wall_s, killed, notebook=nb)
     render(record)
     try:
         json_file.parent.mkdir(parents=True, exist_ok=True)
@@ -64,7 +68,14 @@ def audit(
 
 
 def make_record(
-    path: Path, args: list[str], timeout_s: float, state: dict | None, rc: int | None, wall_s: float, killed: bool
+    path: Path,
+    args: list[str],
+    timeout_s: float,
+    state: dict | None,
+    rc: int | None,
+    wall_s: float,
+    killed: bool,
+    notebook: dict | None = None,
 ) -> audit_mod.AuditRecord:
     notes: list[str] = []
     if state is None or "blocks" not in state:
@@ -72,7 +83,7 @@ def make_record(
             "the instrumented child left no state (it crashed or was killed before writing it): "
             "nothing could be audited" + (f"; exit code {rc}" if rc is not None else "")
         )
-        state = {"blocks": [], "reads": [], "intervals": []}
+        state = {"blocks": [], "reads": [], "intervals": [], "totals": {}}
     blocks, measurements, findings, corrections = rules.analyze(state)
     if not (state.get("tf_installed") or state.get("torch_installed") or state.get("jax_installed")):
         notes.append("the script imported neither TensorFlow, PyTorch nor JAX: no device work to audit")
@@ -93,6 +104,17 @@ def make_record(
         notes.append(
             f"the script read the clock {state['n_reads']} times; only the first "
             f"{len(state.get('reads', []))} were followed"
+        )
+    op_cost = state.get("op_cost") or {}
+    overhead = _overhead(state, op_cost)
+    if overhead is not None and overhead > OVERHEAD_ANNOUNCE:
+        extra = (overhead - 1) / overhead * (state.get("script_s") or 0.0)
+        notes.append(
+            f"the audit's per-op hooks slowed this script ≈ {overhead:.1f}x: "
+            f"{state['totals'].get('eager_ops', 0):,} ops × ≈ {seconds(op_cost['hooked_s'] - op_cost['plain_s'])} per op "
+            f"(measured after the script: {op_cost.get('op')}, {seconds(op_cost['plain_s'])} plain, "
+            f"{seconds(op_cost['hooked_s'])} hooked) ≈ {seconds(extra)} of its {seconds(state.get('script_s'))}; "
+            "the times it printed include that, the findings' per-op figures say how much"
         )
     return audit_mod.AuditRecord(
         command=["whichdevice", *sys.argv[1:]],
@@ -120,7 +142,27 @@ def make_record(
         corrections=corrections,
         rerun_skipped=state.get("rerun_skipped") or [],
         notes=notes,
+        clocks_read=sorted({r["fn"] for r in state.get("reads", [])}),
+        op_cost=op_cost,
+        overhead=overhead,
+        notebook=notebook,
     )
+
+
+# The audit says how much it slowed the script when its hooks cost more than this factor (issue #33).
+OVERHEAD_ANNOUNCE = 2.0
+
+
+def _overhead(state: dict, op_cost: dict) -> float | None:
+    """Script time under the audit / the same without the per-op hooks' extra cost (estimated from
+    the ops the script dispatched × the measured hooked − plain cost of one op)."""
+    plain, hooked = op_cost.get("plain_s"), op_cost.get("hooked_s")
+    script_s = state.get("script_s")
+    ops = int((state.get("totals") or {}).get("eager_ops", 0))
+    if not (plain and hooked and script_s) or hooked <= plain or ops <= 0:
+        return None
+    extra = ops * (hooked - plain)
+    return script_s / max(script_s - extra, 1e-3 * script_s)
 
 
 # ---------------------------------------------------------------- presenting
@@ -275,14 +317,50 @@ def render(record: audit_mod.AuditRecord) -> None:
             console.print(f"[red]{i}. {escape(f.title)}[/red] [dim]\\[{escape(f.rule)}][/dim] — {escape(f.where)}")
             console.print(f"   {escape(f.explanation)}")
             console.print(f"   [green]Instead:[/green] {escape(f.fix)}")
-    elif record.tensorflow_seen or record.framework in ("torch", "jax"):
-        console.print("[green]No findings:[/green] nothing misleading was seen in what the script timed.")
+    for line in verdict_lines(record):
+        console.print(escape(line))
+    if record.notebook:
+        nb = record.notebook
+        console.print(
+            escape(
+                f"Notebook: {nb['cells']} code cells run in order as one script ({nb['magics_translated']} magics "
+                f"translated or skipped); line numbers count the joined cells (cell k starts at line "
+                f"{', '.join(str(x) for x in nb['cell_first_lines'][:12])}{'…' if len(nb['cell_first_lines']) > 12 else ''})."
+            )
+        )
     for n in record.notes:
         console.print(f"[yellow]Note:[/yellow] {escape(n)}")
 
 
+def verdict_lines(record: audit_mod.AuditRecord) -> list[str]:
+    """What was timed, said honestly: no timing seen (naming the clocks looked for) is not "timings
+    seen, none misleading"; the latter is said only with timings and no finding about them."""
+    timed = [m for m in record.measurements if not m.tracing]
+    if not timed:
+        traced = len(record.measurements) - len(timed)
+        why = (
+            f" (its only clock reads ran while a function was being traced: {traced} difference(s) of trace time)"
+            if traced
+            else ""
+        )
+        return [
+            "No timing seen: the script computed no end - start of the device work" + why + ". Clocks followed: "
+            + ", ".join(clocks_mod.CLOCKS_FOLLOWED)
+            + ". Its own printed times (if any) came from elsewhere (a library's log, a clock the audit does not follow)."
+        ]
+    about = {i for f in record.findings for i in f.measurements}
+    seen = f"Timings seen: {len(timed)} (clocks: {', '.join(record.clocks_read) or '—'})"
+    if not about & {m.id for m in timed}:
+        return [seen + "; none misleading by the audit's rules."]
+    return [seen + "; what they measured is in the findings above."]
+
+
 def render_html(record: audit_mod.AuditRecord) -> str:
-    sections = [html_mod.Section("What the script measured", grids=grids(record), lines=[_status_line(record)])]
+    sections = [
+        html_mod.Section(
+            "What the script measured", grids=grids(record), lines=[_status_line(record), *verdict_lines(record)]
+        )
+    ]
     if record.findings:
         sections.append(
             html_mod.Section(

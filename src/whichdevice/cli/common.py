@@ -124,13 +124,22 @@ def command_line() -> list[str]:
     return ["whichdevice", *sys.argv[1:]]
 
 
+_FINE_WITH_RESUME = "whichdevice.fine_with_resume"
+
+
+def allow_with_resume(ctx: typer.Context, *names: str) -> None:
+    """Options that say how to print, not what to measure: allowed with ``--resume``."""
+    ctx.meta.setdefault(_FINE_WITH_RESUME, set()).update(names)
+
+
 def reject_options_with_resume(ctx: typer.Context) -> None:
     """With ``--resume`` the interrupted run's options are reused: any other option given on
     the command line would be silently ignored, so it is an error instead."""
     if ctx.params.get("resume") is None:
         return
+    fine = ctx.meta.get(_FINE_WITH_RESUME, set())
     for param in ctx.command.params:
-        if param.name == "resume":
+        if param.name == "resume" or param.name in fine:
             continue
         source = ctx.get_parameter_source(param.name)
         if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):

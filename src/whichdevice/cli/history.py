@@ -2,24 +2,36 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import sqlite3
+import sys
 from pathlib import Path
+from typing import Optional
 
 import typer
 from rich.markup import escape
 
 from whichdevice.measure import history
-from whichdevice.core import records
+from whichdevice.core import records, safeio
 from whichdevice.analysis import significance
 from whichdevice.analysis.diff import RunDiff, diff_runs, log_ratios
-from whichdevice.cli.common import app, console
+from whichdevice.cli.common import app, console, err_console
 from whichdevice.core.errors import UsageError
 from whichdevice.present import names, terminal
-from whichdevice.present.claims import ratio_text
+from whichdevice.present.comparison import comparison_grid, comparison_json, regression_line
 from whichdevice.present.tables import Grid, GridCell
-from whichdevice.core.units import seconds
-from whichdevice.core.validate import parse_positive_int
+from whichdevice.core.validate import check_output_dir, parse_positive_float, parse_positive_int
+
+
+HISTORY_HELP = "The folder holding history.sqlite (default: $WHICHDEVICE_HOME, else ~/.whichdevice)."
+
+
+def _use_history(folder: str | None) -> None:
+    """``--history DIR``: checked like an output folder (compare writes learned noise there);
+    without it, ``$WHICHDEVICE_HOME`` (reset each command: the CLI may run in-process twice)."""
+    history.use(check_output_dir(Path(folder), "--history") if folder is not None else None)
 
 
 @app.command("history")
@@ -28,10 +40,16 @@ def history_cmd(
     experiment: str = typer.Option(
         None, "--experiment", help="Only runs of this experiment (matmul, train, run, ...)."
     ),
+    as_json: bool = typer.Option(False, "--json", help="Print the runs as a JSON list (for scripts), no table."),
+    history_dir: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP),
 ) -> None:
     """List the runs recorded on this machine (newest first)."""
     n = parse_positive_int(limit, "--limit", "20", maximum=100_000)
+    _use_history(history_dir)
     rows = history.entries(n, experiment)
+    if as_json:
+        sys.stdout.write(json.dumps([dataclasses.asdict(e) for e in rows], indent=2, ensure_ascii=False) + "\n")
+        return
     if not rows:
         console.print(f"No runs recorded yet in {escape(str(history.db_path()))}.")
         return
@@ -58,9 +76,12 @@ def history_cmd(
 
 
 def _path(ref: str, argument: str) -> Path:
-    """The record a run id from `history`, or a path, names."""
-    if ref.isdigit() and not Path(ref).exists():
-        entry = history.get(int(ref))
+    """The record a run id from `history`, or a path, names. An id is ASCII digits ('²' and
+    '١٢' are digits to str.isdigit, not to int or to the user); one too large for the history's
+    integers names no run, like any other id it does not hold."""
+    if ref.isascii() and ref.isdigit() and not safeio.exists_quietly(ref):
+        fits = len(ref.lstrip("0")) <= len(str(history.MAX_ID)) and int(ref) <= history.MAX_ID
+        entry = history.get(int(ref)) if fits else None
         if entry is None:
             raise UsageError(
                 argument,
@@ -85,59 +106,73 @@ def _how_judged(d: RunDiff) -> str:
     return f"{together}; {moved}." if together else f"{moved[0].upper()}{moved[1:]}."
 
 
+def parse_threshold(text: str | None) -> float:
+    """``--threshold``: a relative change, '0.1' or '10%' (at most 10, i.e. 11×)."""
+    if text is None:
+        return significance.NOISE_THRESHOLD
+    t = text.strip()
+    scale = 100.0 if t.endswith("%") else 1.0
+    value = parse_positive_float(
+        t.rstrip("%").strip() or t, "--threshold", "0.1", unit="relative change", maximum=10.0 * scale
+    )
+    assert value is not None
+    return value / scale
+
+
 @app.command()
 def compare(
     run_a: str = typer.Argument(..., help="The earlier run: an id from `whichdevice history` or a JSON record."),
     run_b: str = typer.Argument(..., help="The later run: an id or a JSON record."),
+    fail_on_regression: bool = typer.Option(
+        False,
+        "--fail-on-regression",
+        help="Exit 1 when a case is slower in RUN_B by the table's rule (its whole CI beyond the threshold), "
+        "or ran in RUN_A and failed in RUN_B; exit 0 otherwise, 2 on bad input. For CI.",
+    ),
+    threshold: Optional[str] = typer.Option(
+        None,
+        "--threshold",
+        help="The smallest change that counts, relative: 0.1 or 10% (default 5%; a case's noise learned from "
+        "repeat runs on this machine is used where larger).",
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the whole comparison as JSON on stdout; the table goes to stderr."
+    ),
+    history_dir: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP),
 ) -> None:
     """Point by point, what changed between two runs, and whether the change is beyond the noise."""
+    margin = parse_threshold(threshold)
+    _use_history(history_dir)
     path_a = _path(run_a, "RUN_A")
     a = records.load_run(path_a, "RUN_A")  # RUN_A's error first, as the arguments are read
     path_b = _path(run_b, "RUN_B")
     b = records.load_run(path_b, "RUN_B")
+    out = err_console if as_json else console
     pair = (a.created_at, b.created_at)
     same_host = a.machine.hostname == b.machine.hostname
     try:  # a threshold per case, learned from earlier repeat runs on this machine
         learned = history.noise_samples(a.machine.hostname, exclude=pair) if same_host else {}
     except sqlite3.Error:
         learned = {}
-    thresholds = {k: significance.learned_threshold(v) for k, v in learned.items()}
-    d = diff_runs(a, b, thresholds=thresholds)
-    console.print(
+    thresholds = {k: max(margin, significance.learned_threshold(v, default=margin)) for k, v in learned.items()}
+    d = diff_runs(a, b, thresholds=thresholds, default_threshold=margin)
+    out.print(
         f"[bold]{escape(a.experiment)}[/bold] {escape(a.created_at)} -> [bold]{escape(b.experiment)}[/bold] "
         f"{escape(b.created_at)}"
     )
     for line in d.context or ["same machine, framework versions and options"]:
-        console.print(f"  {escape(line)}")
-    rows = []
-    flagged = 0
-    for p in d.points:
-        c = p.comparison
-        if c is None:
-            change = GridCell(p.failure_text or "not timed", "bad")
-        elif not c.significant:
-            change = GridCell(ratio_text(c), "neutral")
-        else:
-            flagged += 1
-            change = GridCell(ratio_text(c), "good" if c.ratio > 1 else "bad")
-        rows.append(
-            [GridCell(names.case_name(p.spec)), GridCell(seconds(p.before_s)), GridCell(seconds(p.after_s)), change]
-        )
-    terminal.render_grid(
-        console,
-        Grid(
-            "Point by point", ["case", "before", "after", "change"], rows, [], align=("left", "right", "right", "left")
-        ),
-    )
-    n_learned = sum(1 for p in d.points if p.key in thresholds)
-    console.print(
+        out.print(f"  {escape(line)}")
+    terminal.render_grid(out, comparison_grid(d))
+    flagged = sum(1 for p in d.points if p.comparison is not None and p.comparison.significant)
+    n_learned = sum(1 for p in d.points if p.key in thresholds and thresholds[p.key] > margin)
+    out.print(
         f"  {flagged} of {len(d.points)} cases changed beyond the noise (the whole "
         f"{significance.percent(d.confidence)} CI beyond the noise threshold: "
-        f"{significance.NOISE_THRESHOLD:.0%} by default"
+        f"{margin:.0%}{' by default' if threshold is None else ' (--threshold)'}"
         + (f", learned from earlier repeat runs for {n_learned} cases" if n_learned else "")
         + ")"
     )
-    console.print(f"  {escape(_how_judged(d))}")
+    out.print(f"  {escape(_how_judged(d))}")
     # two runs (not one record with itself or its copy: two runs may start in the same second,
     # created_at's resolution, so that cannot tell them apart) with nothing changed between them
     two = path_a.resolve() != path_b.resolve() and a != b
@@ -147,6 +182,16 @@ def compare(
         except sqlite3.Error:
             pass
     for spec in d.only_before:
-        console.print(f"  only in RUN_A: {escape(names.case_name(spec))}")
+        out.print(f"  only in RUN_A: {escape(names.case_name(spec))}")
     for spec in d.only_after:
-        console.print(f"  only in RUN_B: {escape(names.case_name(spec))}")
+        out.print(f"  only in RUN_B: {escape(names.case_name(spec))}")
+    if fail_on_regression:
+        out.print(escape(regression_line(d)))
+    if as_json:
+        doc = comparison_json(
+            d, a, b, refs=(run_a, run_b), paths=(str(path_a), str(path_b)), threshold=margin, learned=n_learned
+        )
+        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    if fail_on_regression and d.regressions:
+        raise typer.Exit(1)

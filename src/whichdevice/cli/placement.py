@@ -262,7 +262,7 @@ def _lines(p: DevicePlacement) -> list[str]:
             f"({nbytes(p.feed_bytes)} per step)."
         )
     if not p.profiled:
-        out.append("Op times unavailable: xprof is not installed (pip install xprof).")
+        out.append("Op times unavailable: xprof is not installed (pip install 'whichdevice[profile]').")
     profiler = "with the profiler on" if p.profiler_on else "(profiler off)"
     overhead = "profiler overhead included; " if p.profiler_on else ""
     out.append(

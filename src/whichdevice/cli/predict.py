@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import click
 import typer
 from rich.markup import escape
 
@@ -25,6 +24,7 @@ from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.analysis.prediction import predict_report
 from whichdevice.cli.common import (
+    allow_with_resume,
     REPORTERS,
     app,
     command_line,
@@ -124,7 +124,7 @@ def predict(
     verbose: bool = opt.verbose("Also print the full table, the calibration and the model's assumptions."),
 ) -> None:
     """Measure the step on this CPU, predict it on a profiled GPU: winner, crossover, what dominates."""
-    ctx.set_parameter_source("verbose", click.core.ParameterSource.DEFAULT)  # how to print: fine with --resume
+    allow_with_resume(ctx, "verbose")  # how to print: fine with --resume
     if opt.resume_if_asked(
         ctx, resume, "predict", PredictPlan, lambda plan, resumed: run_predict(plan, resumed, verbose=verbose)
     ):

@@ -14,7 +14,7 @@ from rich.markup import escape
 from whichdevice.analysis import deviceprofile, reference
 from whichdevice.measure import experiment
 from whichdevice.present import reference as present_reference
-from whichdevice.core import records
+from whichdevice.core import records, safeio
 from whichdevice.cli.common import REPORTERS, app, console
 from whichdevice.core.errors import UsageError
 from whichdevice.frameworks import FRAMEWORKS
@@ -79,7 +79,7 @@ def load_any(result: Path, argument: str = "RESULT"):
     """A record from any file ``report`` reads: a whichdevice result, an audit record
     (returned as such), or a reference GPU run (gpu_probe.py / keras_probe.py output,
     converted by analysis/reference.py)."""
-    if result.is_file():
+    if safeio.is_file_quietly(result):
         data = records.read_json(result, argument)
         if isinstance(data, dict) and data.get("experiment") == "audit":
             from whichdevice.audit import record as audit_record
@@ -109,6 +109,40 @@ def _render_reference(record: records.RunRecord, png: Path, *, loglog: bool) -> 
 REPORTERS.setdefault(reference.KIND, _render_reference)
 
 
+def _print_as_text(record: records.RunRecord, *, markdown: bool, verbose: bool) -> None:
+    """The record's report as Markdown or CSV on stdout: the command's own renderer composes the
+    page (present/html.capturing keeps its sections) into a scratch folder that is removed,
+    its terminal text discarded; nothing is written beside RESULT."""
+    import sys
+    import tempfile
+
+    from whichdevice.present import html, markdown as md
+
+    module = _REPORTER_MODULES.get(record.experiment)
+    if module is not None:
+        importlib.import_module(f"whichdevice.cli.{module}")
+    render = REPORTERS.get(record.experiment)
+    if render is None:
+        raise UsageError(
+            "RESULT", f"experiment '{record.experiment}' has no report in this version", "Upgrade whichdevice."
+        )
+    with tempfile.TemporaryDirectory(prefix="whichdevice-report-") as tmp, html.capturing() as pages:
+        with console.capture():
+            render(record, Path(tmp) / "report.png", loglog=True)
+    if not pages:
+        raise UsageError(
+            "--markdown" if markdown else "--csv",
+            f"the '{record.experiment}' report has no tables to write",
+            f"Run `whichdevice report` without {'--markdown' if markdown else '--csv'}.",
+        )
+    if markdown:
+        text = "\n".join(md.page_markdown(p, full=verbose) for p in pages)
+    else:
+        text = md.pages_csv(pages)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
 @app.command()
 def report(
     result: Path = typer.Argument(
@@ -124,9 +158,31 @@ def report(
         "--verbose",
         help="Every table, finding and warning after the first screen (run, diagnose, predict; the others show them always).",
     ),
+    markdown: bool = typer.Option(
+        False,
+        "--markdown",
+        help="Print the report as GitHub Markdown (the first screen and the fix table; every table with --verbose) "
+        "to paste into a pull request or an issue; writes no file.",
+    ),
+    as_csv: bool = typer.Option(
+        False,
+        "--csv",
+        help="Print every table as CSV (one row per cell: section,table,row,column,value); writes no file.",
+    ),
 ) -> None:
     """Re-render the table and plot from a saved record, without measuring again."""
+    if markdown and as_csv:
+        raise UsageError("--markdown", "--markdown and --csv are two formats of one output", "Pass one of them.")
     record = load_any(result, "RESULT")
+    if (markdown or as_csv) and not isinstance(record, records.RunRecord):
+        raise UsageError(
+            "--markdown" if markdown else "--csv",
+            "an audit record has no Markdown or CSV form yet",
+            f"Run `whichdevice report {result}` for its text.",
+        )
+    if markdown or as_csv:
+        _print_as_text(record, markdown=markdown, verbose=verbose)
+        return
     if not isinstance(record, records.RunRecord):  # the audit's own record
         from whichdevice.cli import audit as audit_cli
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import click
 import typer
 from rich.markup import escape
 
@@ -17,7 +16,10 @@ from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.api import fix_grid, suite_report
+from whichdevice.analysis.suite import answer_cases
+from whichdevice.present.suitepage import finding_text, headline
 from whichdevice.cli.common import (
+    allow_with_resume,
     find_devices,
     REPORTERS,
     app,
@@ -37,7 +39,15 @@ from whichdevice.cli import options as opt
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
 from whichdevice.present import firstscreen, html, names, terminal
-from whichdevice.workloads.suite import DEFAULT_BUDGET_S, parse_budget, suite_cases, user_cases
+from whichdevice.workloads.suite import (
+    DEFAULT_BUDGET_S,
+    parse_budget,
+    plan_user_suite,
+    sizing_notes,
+    sizing_options,
+    suite_cases,
+    user_cases,
+)
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
@@ -120,6 +130,7 @@ def run(
             for f in plan.frameworks:
                 Journal(journal_path(_part_json(json_file, f))).finish()
     output.emit(json_file)
+    exit_if_nothing_decided(record)
 
 
 class ScriptOutput:
@@ -157,8 +168,7 @@ def _output_options(ctx: typer.Context, verbose: bool, quiet: bool, json_out: st
         raise UsageError("--json-out", f"takes '-' (stdout), not '{json_out}'", "Use --json PATH to write a file.")
     if verbose and quiet:
         raise UsageError("--quiet", "contradicts --verbose", "Pass one of them.")
-    for name in ("verbose", "quiet", "json_out"):
-        ctx.set_parameter_source(name, click.core.ParameterSource.DEFAULT)
+    allow_with_resume(ctx, "verbose", "quiet", "json_out")
     return ScriptOutput(verbose, quiet, json_out)
 
 
@@ -173,7 +183,7 @@ def _run_request(plan: RunPlan, fw: str) -> session.Request:
     )
 
 
-def _suite_request(name: str, fw: str, cases_for, plan, *, options: dict) -> session.Request:
+def _suite_request(name: str, fw: str, cases_for, plan, *, options: dict, notes=()) -> session.Request:
     """run and diagnose: each device its own budget; a case may take the budget (at least 60 s)."""
     timeout_s = getattr(plan, "case_timeout_s", None) or max(plan.budget_s, 60.0)
     return session.Request(
@@ -188,6 +198,10 @@ def _suite_request(name: str, fw: str, cases_for, plan, *, options: dict) -> ses
         case_timeout_s=timeout_s,
         budget_s=plan.budget_s,
         memory_limit_bytes=plan.memory_limit_bytes,
+        notes=list(notes),
+        # diagnose: each point samples long enough for a few samples of the user's slowest step
+        point_cap_s=(getattr(plan, "sizing", None) or {}).get("point_cap_s"),
+        rounds=(getattr(plan, "sizing", None) or {}).get("rounds"),
     )
 
 
@@ -245,6 +259,9 @@ class DiagnosePlan:
     json_file: str
     command: list[str]
     memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
+    # The cases sized from the pre-flight's measured step (workloads.suite.size_user_cases);
+    # None in a journal written before sizing existed (the sizes as asked), and for torch.
+    sizing: dict | None = None
     framework: str = DIAGNOSE_FRAMEWORK  # --framework (journals from before it: tensorflow)
 
 
@@ -318,12 +335,24 @@ def diagnose(
     out_dir = check_output_dir(out, "--out")
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"diagnose-{stamp()}.json"
     experiment.require_installed(fw)
-    err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-    if fw == "torch":
+    sizing = None
+    if fw == "torch":  # an nn.Module: torch's own pre-flight (one real step on the exact batch)
+        err_console.print(f"Checking {escape(model_fn.text)}: one training step (imports torch)…")
         user, user_batch = _torch_user(model_fn, shape, n_classes, data_fn, given_batch)
     else:
-        user = userfile.user_model_params(
-            model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu")
+        err_console.print(
+            f"Checking {escape(model_fn.text)}: one training step at batch {user_batch} (imports {escape(fw)})…"
+        )
+        user, sizing = plan_user_suite(
+            model_fn,
+            shape,
+            n_classes,
+            data_fn,
+            fw,
+            batch=user_batch,
+            samples=n_samples,
+            budget_s=budget_s,
+            samples_given=samples is not None,
         )
     plan = DiagnosePlan(
         model=model_fn.text,
@@ -337,6 +366,7 @@ def diagnose(
         json_file=str(json_file.absolute()),
         command=command_line(),
         memory_limit_bytes=memory_bytes,
+        sizing=sizing,
         framework=fw,
     )
     run_diagnose(plan, None, output)
@@ -361,13 +391,12 @@ def _diagnose_cases(plan: DiagnosePlan):
         return lambda found, d: torch_diagnose.cases(
             d.name, user=plan.user, batch=plan.batch, samples=plan.samples, budget_s=plan.budget_s
         )
-    if fw != DIAGNOSE_FRAMEWORK:  # a Keras model on another backend: what does not apply there is left out
-        return lambda found, d: [
-            c
-            for c in user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples)
-            if frameworks.unsupported(fw, c.params) is None
-        ]
-    return lambda found, d: user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples)
+    # A Keras model on another backend (keras-jax, keras-torch): what does not apply there is left out.
+    return lambda found, d: [
+        c
+        for c in user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples, sizing=plan.sizing)
+        if fw == DIAGNOSE_FRAMEWORK or frameworks.unsupported(fw, c.params) is None
+    ]
 
 
 def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: ScriptOutput | None = None) -> None:
@@ -379,8 +408,15 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
         fw,
         _diagnose_cases(plan),
         plan,
-        options={"model": plan.model, "data": plan.data, "batch": plan.batch, "samples": plan.samples}
-        | _framework_options(plan),
+        options={
+            "model": plan.model,
+            "data": plan.data,
+            "batch": plan.batch,
+            "samples": plan.samples,
+            **sizing_options(plan.sizing),
+            **_framework_options(plan),
+        },
+        notes=sizing_notes(plan.sizing),
     )
     if fw == "torch":  # the fix pairs need 5 samples a side of a user's (slower) step
         from whichdevice.workloads import torch_diagnose
@@ -393,6 +429,18 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
         write_record(record, json_file, None)
         Journal(journal_path(json_file)).finish()
     output.emit(json_file)
+    exit_if_nothing_decided(record)
+
+
+def exit_if_nothing_decided(record: records.RunRecord) -> None:
+    """Exit 1 when no case that decides the answer was measured (every one failed or was
+    skipped): the page says "not measured" and why; a script must not read it as a verdict."""
+    if not any(r.status == "ok" for r in answer_cases(record)):
+        err_console.print(
+            "[red]No case that decides the answer was measured[/red] (they failed or the budget skipped them; "
+            "see the report): exit 1."
+        )
+        raise typer.Exit(1)
 
 
 def _framework_options(plan: DiagnosePlan) -> dict:
@@ -427,11 +475,10 @@ def render_run(
     console.print()
     terminal.render_header(console, record)
     console.rule("Findings, line by line")
-    for line in v.headline:
+    for line in headline(v):
         console.print(f"• {escape(names.plain(line))}")
     for f in v.findings:
-        text = names.plain(f"{f.text}" + (f" → {f.advice}" if f.advice else ""))
-        console.print(f"  [bold]{escape(f.rule)}[/bold] {escape(text)}")
+        console.print(f"  [bold]{escape(f.rule)}[/bold] {escape(finding_text(f))}")
     terminal.render_grid(console, fix_grid(v, with_how=False, record=record))
     for line in rep.advice:
         console.print(f"[bold green]{escape(names.plain(line))}[/bold green]")

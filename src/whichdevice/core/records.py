@@ -216,6 +216,11 @@ class RunRecord(_Frozen):
     )
     results: list[CaseResult] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list, description="facts the reader must know")
+    no_gpu_reasons: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="per framework that saw no GPU, the likely reasons its discovery found (the note says them "
+        "in a sentence); empty in records written before this field",
+    )
 
 
 def now_iso() -> str:

@@ -158,6 +158,23 @@ def discard_created() -> list[Path]:
     return gone
 
 
+def exists_quietly(path: Path | str) -> bool:
+    """Whether ``path`` names anything, for a string a user typed: False, not an exception,
+    for a name too long for the file system, one with a NUL byte, or one we may not look at."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
+
+
+def is_file_quietly(path: Path | str) -> bool:
+    """``Path.is_file`` that says False for a name the file system refuses (too long, a NUL)."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def read_capped(path: Path | str, argument: str, *, cap: int = READ_CAP, what: str = "file") -> bytes:
     """The bytes of a regular file of at most ``cap`` bytes; a ``UsageError`` naming
     ``argument`` for anything else (absent, a FIFO or device, too large, a symlink loop, a
@@ -167,6 +184,10 @@ def read_capped(path: Path | str, argument: str, *, cap: int = READ_CAP, what: s
         fd = os.open(p, os.O_RDONLY | _NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise UsageError(argument, f"no such file '{p}'", f"Pass the {what} path.") from None
+    except ValueError:  # a NUL byte in the name: no file can have it
+        raise UsageError(
+            argument, f"no such file '{p}' (the name holds a NUL byte)", f"Pass the {what} path."
+        ) from None
     except IsADirectoryError:
         raise UsageError(argument, f"'{p}' is a folder", f"Pass the {what} inside it.") from None
     except OSError as e:

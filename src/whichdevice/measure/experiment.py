@@ -260,6 +260,7 @@ def merge_records(parts: list[RunRecord], options: dict[str, Any]) -> RunRecord:
             "sessions": [s for p in parts for s in p.sessions],
             "devices_seen": {k: v for p in parts for k, v in p.devices_seen.items()},
             "results": [r for p in parts for r in p.results],
+            "no_gpu_reasons": {k: v for p in parts for k, v in p.no_gpu_reasons.items()},
             "notes": notes,
         }
     )
@@ -288,4 +289,5 @@ def make_record(
         devices_seen={framework: discovery.devices},
         results=results,
         notes=all_notes,
+        no_gpu_reasons={} if discovery.gpus else {framework: list(discovery.no_gpu_reasons) or ["unknown"]},
     )

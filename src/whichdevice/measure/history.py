@@ -2,7 +2,9 @@
 
 The database only *indexes* records (where the JSON is, what machine and versions made it);
 the JSON files stay the source of truth. Location: ``$WHICHDEVICE_HOME/history.sqlite``,
-default ``~/.whichdevice``. Parameterized queries only. Indexing never fails a run: if the
+default ``~/.whichdevice``; ``history --history DIR`` and ``compare --history DIR`` read another
+folder (:func:`use`). On an ephemeral CI runner, point ``WHICHDEVICE_HOME`` at a cached folder
+so that the baseline's run ids and the learned noise survive between jobs. Parameterized queries only. Indexing never fails a run: if the
 database cannot be written, the command says so and goes on.
 """
 
@@ -50,7 +52,21 @@ CREATE TABLE IF NOT EXISTS case_noise (
 """
 
 
+MAX_ID = 2**63 - 1  # SQLite's largest integer: a run id beyond it names no run
+
+# Set by ``--history DIR`` for the rest of the command (:func:`use`); None: the environment decides.
+_home_override: Path | None = None
+
+
+def use(folder: Path | None) -> None:
+    """Read and write the history in ``folder`` (``--history``) instead of ``$WHICHDEVICE_HOME``."""
+    global _home_override
+    _home_override = Path(folder) if folder is not None else None
+
+
 def home() -> Path:
+    if _home_override is not None:
+        return _home_override
     return Path(os.environ.get("WHICHDEVICE_HOME") or Path.home() / ".whichdevice")
 
 

@@ -57,6 +57,7 @@ from whichdevice.core.timing import TimingPolicy
 from whichdevice.measure import experiment, runner
 from whichdevice.measure.experiment import Discovery
 from whichdevice.measure.journal import Journal, JournalState
+from whichdevice.workloads import fixes as fix_catalogue
 
 CasesFor = Callable[[Discovery, DeviceInfo], list[CaseSpec]]
 
@@ -87,26 +88,21 @@ MIN_SAMPLES_FOR_ROUNDS = 5
 def decides_verdict(spec: CaseSpec) -> bool:
     """The cases of the suite whose ratios decide a verdict line, a recommendation or a fix
     claim, and are cheap enough to measure twice: every matmul point (crossover, regime), the
-    input pipeline's pipeline-alone, loop and model-alone parts (input-bound, prefetch,
-    tf.py_function; the model step alone bounds what overlap can gain, and measured in one
-    round it was the case `compare` flagged most between identical runs, stop 27),
-    the steady training steps (batch sweep, sync cost), seed 001 ex2's loop and fit (device vs
-    device), the fixes on ex2's fit (steps_per_execution, jit_compile), and the two other A/B
-    fixes: ex3's loop with and without prefetch, float32 against mixed precision. Not seed 002's
-    fit (no claim rests on it), the creation and placement cases."""
+    input pipeline's pipeline-alone, loop and model-alone parts (input-bound; the model step
+    alone bounds what overlap can gain, and measured in one round it was the case `compare`
+    flagged most between identical runs, stop 27), seed 001 ex2's (or the user's) loop and fit
+    (device vs device), and every case of a fix whose catalogue entry says round 2 repeats it
+    (``workloads/fixes.FixEntry.repeat``: the batch sweep, steps_per_execution, jit_compile,
+    prefetch, the sync cost, mixed precision). Not seed 002's fit (no claim rests on it), the
+    creation and placement cases."""
     p = spec.params
     if spec.workload == "matmul":
         return True
     if spec.workload == "pipeline":
         return p.get("part") in ("pipeline", "both", "model")
-    if spec.workload == "train":
-        kind, example = p.get("kind"), p.get("example")
-        return (
-            kind in ("steady", "precision")
-            or (example in ("ex2", "user") and kind in ("loop", "fit"))
-            or (example == "ex3" and kind == "loop")
-        )
-    return False
+    if spec.workload == "train" and p.get("example") in ("ex2", "user") and p.get("kind") in ("loop", "fit"):
+        return True
+    return fix_catalogue.repeated(spec.workload, dict(p))
 
 
 # Round-2 order: the groups by what they decide (cheap and verdict-deciding first), each group

@@ -198,7 +198,7 @@ class NvmlGpuSource:
 def _unavailable_reason(exc: BaseException) -> str:
     """A short human reason for why GPU telemetry could not be had."""
     if isinstance(exc, ImportError):
-        return "pynvml not installed (pip install nvidia-ml-py)"
+        return "pynvml not installed (pip install 'whichdevice[gpu]')"
     name = type(exc).__name__
     # Match pynvml's exception classes by name so this works without importing pynvml.
     if name == "NVMLError_LibraryNotFound":

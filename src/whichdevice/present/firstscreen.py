@@ -3,60 +3,56 @@ share, the top changes with their measured gain and the line of code to change, 
 details are — at most 25 lines at 100 columns. Everything else is below it (``--verbose``) or
 in the HTML report.
 
-Built from analysis data (fix pairs, the training and pipeline reports); every gain is a claim
-of ``analysis/significance.py`` written by ``present/claims.py``. A change whose claim is not
-significant is never recommended: it is listed on one line as "no clear gain here".
+It selects and formats what analysis decided (``analysis/suite.SuiteVerdict``): the changes
+are the fixes whose deciding pair helps, each with the claim the fix table shows (the same
+``Fix`` object, present/fixes.py writes both); the others are listed as *slower here*
+(significantly slower), *no clear change*, or *not measured* and why. Nothing here pairs cases,
+computes a ratio or decides a threshold.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from whichdevice.analysis import quality, torch_fixes
-from whichdevice.analysis.fixes import FixResult, ab_fixes, jit_by_default, per_sample
-from whichdevice.analysis.compare import compare, process_sd
-from whichdevice.analysis.significance import Claim, from_samples
-from whichdevice.analysis.suite import SuiteVerdict
+from whichdevice.analysis import quality
+from whichdevice.analysis.crossover import Crossover
+from whichdevice.analysis.fixes import Fix
+from whichdevice.analysis.significance import Claim
+from whichdevice.analysis.suite import Cause, SuiteVerdict
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.core.units import nbytes, seconds
+from whichdevice.present import fixes as fixwords
 from whichdevice.present import names
-from whichdevice.present.claims import ratio_text
+
+if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
+    from rich.console import Console
 
 NO_PREDICTION = "Would a GPU help? `whichdevice predict --quick` models it (run traces no ops to model)."
 MAX_LINES = 25  # the first screen's budget at 100 columns (issue 17)
-GOOD_ENOUGH = 0.90  # a grid's recommended value reaches this share of its best gain (analysis/suite.py)
-
-
-@dataclass(frozen=True)
-class Cause:
-    title: str
-    share: float  # 0..1 of the step (or epoch) it is measured against
-    text: str
+SHOWN_CHANGES = 3  # changes with their code line; the others that help are named on one line
+SHOWN_CAUSES = 3
 
 
 @dataclass(frozen=True)
 class Change:
-    kind: str  # batch, steps_per_execution, data, pyfunc, jit_compile, sync, precision
+    kind: str  # the catalogue key (workloads/fixes.py)
     title: str
     claim: Claim
     where: str  # the workload it was measured on, in people's words
     code: str  # the line to write
     caveat: str = ""
     source: str | None = None  # the article, for the footnote
+    fix: Fix | None = None  # the measured pair it shows
 
     @property
     def gain_text(self) -> str:
-        return ratio_text(self.claim)
+        return fixwords.claim_text(self.claim)
 
     @property
     def short_gain_text(self) -> str:
-        """The claim without its note (the report has it): the first screen stays one line each."""
-        text = ratio_text(dataclasses.replace(self.claim, note=""))
-        if not self.claim.note:
-            return text
-        tag = "bimodal" if "bimodal" in self.claim.note else "see the report"
-        return f"{text[:-1]}; {tag})" if text.endswith(")") else f"{text} ({tag})"
+        """The fix table's claim, its note shortened to a tag: one line each."""
+        return fixwords.short_claim_text(self.claim)
 
 
 @dataclass(frozen=True)
@@ -74,331 +70,112 @@ class FirstScreen:
     causes: list[Cause]
     changes: list[Change]
     more: list[Change]  # further changes that help, beyond the first three
-    unclear: list[str]  # measured changes with no clear gain
+    slower: list[Change]  # measured significantly slower here
+    unclear: list[str]  # measured, no clear change (the fixes' short names)
+    not_measured: list[tuple[str, str]]  # (short name, why) of fixes with no claim
     warnings: list[WarningGroup]
     failures: list[str]
     footnotes: list[str]
     skipped: int = 0  # cases the time budget did not reach (counted apart from failures)
-    not_measured: dict[str, str] = field(default_factory=dict)  # a fix's name -> why (torch diagnose)
-
-
-# ------------------------------------------------------------------ claims from the record
-
-
-def _find(record: RunRecord, device: str, params: dict) -> CaseResult | None:
-    for r in record.results:
-        if r.status == "ok" and r.timing is not None and r.spec.device == device and r.spec.params == params:
-            return r
-    return None
-
-
-def fix_claim(record: RunRecord, f: FixResult) -> Claim | None:
-    """The claim (analysis/significance.py) for one A/B pair: per-sample times, baseline / fix
-    (the comparison's own claim when it carries one)."""
-    own = getattr(f.comparison, "claim", None)
-    if isinstance(own, Claim):
-        return own
-    base, var = _side(record, f, f.baseline_value), _side(record, f, f.variant_value)
-    if base is None or var is None:
-        return None
-    return compare("before", per_sample(base), "after", per_sample(var), process_sd=process_sd(record)).claim
-
-
-def _side(record: RunRecord, f: FixResult, value) -> CaseResult | None:
-    """The measured case of one side of an A/B pair: the fix's parameter at ``value``, the
-    rest its context (dict equality: the parameters' order in the record does not matter)."""
-    return _find(record, f.device, {**{k: v for k, v in f.context.items() if k != "framework"}, f.fix: value})
-
-
-def _pipeline_claim(a, b, spread: float | None) -> Claim:
-    """a vs b, no surer than two processes of the run agree (``spread``: compare.process_sd)."""
-    if getattr(a, "rounds", None) is not None:
-        return compare("a", a, "b", b, process_sd=spread).claim
-    return from_samples(a.samples_s, b.samples_s, process_sd=spread)
-
-
-def _helps(c: Claim | None) -> bool:
-    return c is not None and c.significant and c.ratio > 1
-
-
-def _grid_pick(pairs: list[tuple[FixResult, Claim]]) -> tuple[FixResult, Claim] | None:
-    """The smallest value whose significant gain reaches GOOD_ENOUGH of the best one."""
-    gains = [(f, c) for f, c in pairs if _helps(c)]
-    if not gains:
-        return None
-    best = max(c.ratio for _, c in gains)
-    return next((f, c) for f, c in sorted(gains, key=lambda fc: fc[0].variant_value) if c.ratio >= GOOD_ENOUGH * best)
 
 
 # ------------------------------------------------------------------ the changes
 
 
-_CODE = {
-    "batch": "model.fit(x, y, batch_size={v})",
-    "steps_per_execution": "model.compile(optimizer, loss, steps_per_execution={v})",
-    "data": "ds = ds.map(f, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)",
-    "pyfunc": "ds = ds.map(augment_in_tf_ops)  # not tf.py_function(augment, ...)",
-    "jit_compile": "model.compile(optimizer, loss, jit_compile=True)",
-    "sync": "if step % 100 == 0: print(float(loss))  # not every step",
-    "precision": 'keras.mixed_precision.set_global_policy("mixed_float16")',
-}
-# The same change in a framework without Keras' model.fit (only the batch size is measured there).
-_CODE_FOR = {
-    ("batch", "torch"): "DataLoader(dataset, batch_size={v}, shuffle=True)",
-    ("batch", "jax"): "for xb, yb in batches(x, y, size={v}): state = train_step(state, xb, yb)",
-}
-_TITLE = {
-    "batch": "Batch {b} → {v}",
-    "steps_per_execution": "steps_per_execution 1 → {v}",
-    "data": "Prefetch the input (tf.data)",
-    "pyfunc": "TF ops instead of tf.py_function",
-    "jit_compile": "Compile the step with XLA (jit_compile)",
-    "sync": "Read the loss back every N steps, not every step",
-    "precision": "Mixed precision (float16)",
-}
-# Where advice changes the results, not only the speed (issue 17, item 6).
-CAVEATS = {
-    "batch": "this changes training: scale the learning rate (×{r:.3g}, with warm-up), check accuracy",
-    "steps_per_execution": "callbacks and the progress bar then run once every {v} steps, not every step",
-    "precision": "keep the output layer float32; a custom loop needs keras.optimizers.LossScaleOptimizer",
-    "jit_compile": "each new input shape compiles again: the first steps get slower",
-}
-_UNCLEAR_NAME = {
-    "batch": "a larger batch",
-    "steps_per_execution": "steps_per_execution",
-    "data": "prefetch",
-    "pyfunc": "TF ops instead of tf.py_function",
-    "jit_compile": "jit_compile",
-    "sync": "loss read less often",
-    "precision": "mixed precision",
-}
+def _change(f: Fix, several: bool) -> Change:
+    return Change(
+        f.kind,
+        fixwords.change_title(f, several=several),
+        f.claim,
+        f"{f.device}, {fixwords.where_words(f)}",
+        fixwords.change_code(f),
+        fixwords.change_caveat(f),
+        f.entry.source if f.where.get("example") != "user" else None,
+        f,
+    )
 
 
-# The PyTorch fixes (analysis/torch_fixes.py's catalogue), under their parameter's name.
-_TITLE.update({f.param: f.title for f in torch_fixes.CATALOGUE})
-_CODE.update({f.param: f.code for f in torch_fixes.CATALOGUE})
-CAVEATS.update({f.param: f.caveat for f in torch_fixes.CATALOGUE})
-_UNCLEAR_NAME.update({f.param: f.short for f in torch_fixes.CATALOGUE})
-_CODE_FOR[("sync", "torch")] = torch_fixes.ITEM_CODE
-
-
-def _change(
-    kind: str,
-    f: FixResult | None,
-    claim: Claim,
-    where: str,
-    source: str | None,
-    framework: str | None = None,
-    several: bool = False,
-) -> Change:
-    """``framework``: the one the change was measured in (its code line follows it), named in the
-    title when the run measured several (``run --framework a,b``)."""
-    v = f.variant_value if f else ""
-    b = f.baseline_value if f else ""
-    caveat = CAVEATS.get(kind, "")
-    if kind == "batch" and f is not None:
-        caveat = caveat.format(r=float(v) / float(b))
-    elif caveat:
-        caveat = caveat.format(v=v)
-    title = _TITLE[kind].format(b=b, v=v) + (f" ({framework})" if framework and several else "")
-    code = _CODE_FOR.get((kind, framework or ""), _CODE[kind]).format(v=v)
-    return Change(kind, title, claim, where, code, caveat, source)
-
-
-def _changes(record: RunRecord, v: SuiteVerdict, seed_batch: int) -> tuple[list[Change], list[str]]:
-    """Every measured change: the ones that help significantly, best first, and the names of
-    the ones with no clear gain."""
-    helped: list[Change] = []
-    unclear: dict[str, None] = {}
-    train = record.model_copy(update={"results": [r for r in record.results if r.spec.workload == "train"]})
-
-    def pairs(fix: str, base, keep=lambda f: True) -> list[tuple[FixResult, Claim]]:
-        out = []
-        for f in ab_fixes(train, fix, base):
-            c = fix_claim(record, f)
-            if c is not None and keep(f):
-                out.append((f, c))
-        return out
-
-    def where(f: FixResult) -> str:
-        ctx = dict(f.context)
-        return names.workload_name({**ctx, f.fix: f.baseline_value} if f.fix == "batch" else ctx)
-
-    several = len({s.framework.name for s in record.sessions}) > 1
-
-    def framework(f: FixResult) -> str | None:  # which framework a claim was measured in
-        if f.context.get("framework"):
-            return str(f.context["framework"])
-        r = _side(record, f, f.baseline_value)  # one framework has this pair
-        return r.spec.framework if r else None
-
-    for kind, base, keep in (
-        ("batch", seed_batch, lambda f: f.context.get("kind") == "steady" and f.context.get("sync") == "none"),
-        ("steps_per_execution", 1, lambda f: True),
-    ):
-        got = pairs(kind, base, keep)
-        for device in sorted({f.device for f, _ in got}):
-            mine = [(f, c) for f, c in got if f.device == device]
-            pick = _grid_pick(mine)
-            if pick is None:
-                unclear[_UNCLEAR_NAME[kind]] = None
-                continue
-            f, c = pick
-            helped.append(
-                _change(kind, f, c, f"{device}, {where(f)}", names.source_key(f.context), framework(f), several)
-            )
-    for kind, base, keep in (
-        ("data", "tfdata_noprefetch", lambda f: True),
-        ("jit_compile", False, lambda f: not jit_by_default(record, f.device)),  # no change where XLA is the default
-        ("sync", "each", lambda f: f.context.get("kind") == "steady"),
-        ("precision", "float32", lambda f: True),
-        *((f.param, f.baseline, lambda f: True) for f in torch_fixes.CATALOGUE),  # diagnose --framework torch
-    ):
-        for f, c in pairs(kind, base, keep):
-            if _helps(c):
-                helped.append(
-                    _change(kind, f, c, f"{f.device}, {where(f)}", names.source_key(f.context), framework(f), several)
-                )
-            else:
-                unclear[_UNCLEAR_NAME[kind]] = None
-    spread = process_sd(record)  # the run's between-process spread: the fix table's claims use it too
-
-    def pipe_fw(device: str) -> str | None:  # the framework the image pipeline ran in (tf.data: TensorFlow)
-        return next(
-            (r.spec.framework for r in record.results if r.spec.workload == "pipeline" and r.spec.device == device),
-            None,
-        )
-
-    for rep in v.pipelines:  # the image pipeline: serial -> prefetch, py_function -> TF ops
-        rows = {r.variant: r for r in rep.rows}
-        tf_ops, py, serial = rows.get("prefetch"), rows.get("pyfunc"), rows.get("serial")
-        pipe_name = f"image input pipeline, batch {rep.rows[0].batch}" if rep.rows else "image input pipeline"
-        for kind, a, b in (("pyfunc", py, tf_ops), ("data", serial, tf_ops)):
-            if a is None or b is None:
-                continue
-            # the whole training step (what the user waits for) when measured, else the pipeline alone
-            for part, ta, tb in (
-                ("per training step", a.loop, b.loop),
-                ("pipeline alone, per batch", a.pipeline, b.pipeline),
-            ):
-                if ta is not None and tb is not None:
-                    c = _pipeline_claim(ta, tb, spread)
-                    if _helps(c):
-                        context = f"{rep.device}, {pipe_name}, {part}"
-                        helped.append(_change(kind, None, c, context, "seed003", pipe_fw(rep.device), several))
-                    else:
-                        unclear[_UNCLEAR_NAME[kind]] = None
-                    break
-    best: dict[str, Change] = {}  # one change per kind: its best measurement
-    for ch in sorted(helped, key=lambda ch: -ch.claim.ratio):
-        best.setdefault(ch.kind, ch)
-    for k in best:
-        unclear.pop(_UNCLEAR_NAME[k], None)
-    return list(best.values()), list(unclear)
+def _changes(v: SuiteVerdict) -> tuple[list[Change], list[Change], list[str], list[tuple[str, str]]]:
+    """The fixes with a ratio by what they came to: (helps, best first; slower here; no clear
+    change; not measured and why). Checks (placement, warm-up) measure no ratio: not listed."""
+    several = fixwords.several_frameworks(v.fixes)
+    helped, slower, unclear, missing = [], [], [], []
+    for fv in v.fixes:
+        if fv.entry.method == "check":
+            continue
+        if fv.outcome == "helps" and fv.best is not None:
+            helped.append(_change(fv.best, several))
+        elif fv.outcome == "slower" and fv.best is not None:
+            slower.append(_change(fv.best, several))
+        elif fv.outcome == "no_change":
+            unclear.append(fv.entry.short)
+        elif fv.not_measured is not None and fv.not_measured.reason != "not_in_suite":
+            missing.append((fv.entry.short, fixwords.short_reason(fv.not_measured)))
+    return sorted(helped, key=lambda ch: -ch.claim.ratio), slower, unclear, missing
 
 
 # ------------------------------------------------------------------ the causes
 
 
-def _batch_of(ch: Change) -> str:
-    return ch.title.split(" ")[1]
+_CAUSE_TITLES = {
+    "fixed_cost": "Fixed cost per step",
+    "call_overhead": "Keras call overhead",
+    "input_wait": "Waiting for input",
+    "python_pipeline": "Python in the input pipeline",
+    "sync": "Syncing every step",
+    "warmup": "Warm-up",
+}
 
 
-def _causes(record: RunRecord, v: SuiteVerdict, changes: list[Change]) -> list[Cause]:
-    out: list[Cause] = []
-    for ch in changes:
-        if ch.kind == "batch":
-            share = 1 - 1 / ch.claim.ratio
-            out.append(
-                Cause(
-                    "Fixed cost per step",
-                    share,
-                    f"{share:.0%} of a batch-{_batch_of(ch)} step (Python, dispatch, launches; not per sample)",
-                )
-            )
-            break
-    for ch in changes if not out else []:  # the same per-step cost, seen through model.fit
-        if ch.kind == "steps_per_execution":
-            share = 1 - 1 / ch.claim.ratio
-            out.append(
-                Cause(
-                    "Keras call overhead",
-                    share,
-                    f"{share:.0%} of a model.fit step is Keras's per-call overhead",
-                )
-            )
-            break
-    for rep in v.pipelines:  # the seed's own pipeline (the first variant, serial map)
-        first = next((r for r in rep.rows if r.wait_percent is not None), None)
-        if first is not None and first.wait_percent >= 5:
-            wait = first.wait_percent
-            out.append(
-                Cause(
-                    "Waiting for input",
-                    wait / 100,
-                    f"{wait:.0f}% of each step waits for the next batch (image pipeline, "
-                    f"{names.PIPELINE_VARIANTS.get(first.variant, first.variant)})",
-                )
-            )
-    for ch in changes:
-        if ch.kind == "pyfunc":
-            share = 1 - 1 / ch.claim.ratio
-            out.append(
-                Cause(
-                    "Python in the input pipeline",
-                    share,
-                    f"{share:.0%} of each training step is the tf.py_function"
-                    if "training step" in ch.where
-                    else f"{share:.0%} of the pipeline's time is the tf.py_function",
-                )
-            )
-    torch = record.options.get("framework") == "torch" or any(s.framework.name == "torch" for s in record.sessions)
-    read = ".item()" if torch else ".numpy()"
-    for s in v.training.sync_costs:
-        if s.significant and s.fraction > 0:
-            share = s.cost_s / s.each.median_s
-            out.append(
-                Cause(
-                    "Syncing every step",
-                    share,
-                    f"{share:.0%} of a batch-{s.params.get('batch')} step is reading the loss back ({read})",
-                )
-            )
-    for row in v.training.runs:
-        if row.params.get("kind") != "loop" or row.params.get("example") not in ("ex2", "user"):
-            continue
-        for d, cell in row.cells.items():
-            steps = (cell.metrics or {}).get("steps_per_epoch") if cell.ok else None
-            if not cell.ok or not steps:
-                continue
-            t = cell.timing
-            first, steady = t.first_call_s, t.median_s
-            share = first / (first + steady * (int(steps) - 1))
-            if share >= 0.2:
-                out.append(
-                    Cause(
-                        "Warm-up",
-                        share,
-                        f"{share:.0%} of the first epoch ({int(steps)} steps) is the first step: {seconds(first)} "
-                        f"vs {seconds(steady)} steady",
-                    )
-                )
-            break
-    return sorted(out, key=lambda c: -c.share)
+def cause_title(c: Cause) -> str:
+    return _CAUSE_TITLES[c.kind]
+
+
+def cause_text(c: Cause) -> str:
+    """'99% of a batch-10 step (Python, dispatch, launches; not per sample)' and the like."""
+    share = f"{c.share:.0%}"
+    if c.kind == "fixed_cost" and c.fix is not None:
+        return f"{share} of a batch-{c.fix.baseline} step (Python, dispatch, launches; not per sample)"
+    if c.kind == "call_overhead":
+        return f"{share} of a model.fit step is Keras's per-call overhead"
+    if c.kind == "input_wait":
+        variant = names.PIPELINE_VARIANTS.get(c.variant, c.variant)
+        return f"{share} of each step waits for the next batch (image pipeline, {variant})"
+    if c.kind == "python_pipeline" and c.fix is not None:
+        if c.fix.part == "both":
+            return f"{share} of each training step is the tf.py_function"
+        return f"{share} of the pipeline's time is the tf.py_function"
+    if c.kind == "sync" and c.fix is not None:
+        read = ".item()" if c.fix.framework == "torch" else ".numpy()"
+        return f"{share} of a batch-{c.fix.where.get('batch')} step is reading the loss back ({read})"
+    return (
+        f"{share} of the first epoch ({c.steps} steps) is the first step: {seconds(c.first_s)} "
+        f"vs {seconds(c.steady_s)} steady"
+    )
 
 
 # ------------------------------------------------------------------ the answer
 
 
+def _failure_words(cases: list[CaseResult]) -> str:
+    """'the time budget ran out before them (raise --budget)' or 'they failed (out of memory)'."""
+    failed = [r for r in cases if r.status == "failed"]
+    if failed and all(r.failure == "skipped" for r in failed):
+        return "the time budget ran out before them (raise --budget)"
+    kinds = ", ".join(dict.fromkeys(str(r.failure or "error").replace("_", " ") for r in failed))
+    return f"they failed ({kinds}; see the report)" if failed else "they are not in this record"
+
+
+def not_measured_answer(v: SuiteVerdict) -> str:
+    """The answer when no case that decides it was measured: 'not measured' and why."""
+    return f"Not measured: no case that decides it ran to the end — {_failure_words(v.answer_cases)}."
+
+
 def _answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) -> list[str]:
-    gpus = sorted(
-        {d for d in v.training.devices if d.startswith("GPU")}
-        | {d for t in v.matmul for d in t.devices if d.startswith("GPU")}
-    )
-    if not gpus:
-        why = next((n for n in record.notes if "GPU" in n), "")
-        reason = why.split("Likely reasons:", 1)[1].strip().rstrip(".") if "Likely reasons:" in why else ""
-        reason = reason.split(" (")[0]
+    if not v.answer_measured:  # never a verdict over failed cases
+        return [not_measured_answer(v)]
+    if not v.gpus:
+        reason = v.no_gpu_reasons[0].split(" (")[0] if v.no_gpu_reasons else ""  # its gist; the note has it whole
         out = ["No GPU here" + (f" ({reason})" if reason else "") + ": everything below was measured on this CPU."]
         if prediction:
             return out + prediction
@@ -422,15 +199,19 @@ def _answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) ->
             continue
         for d, c in t.crossovers.items():
             out.append(f"Matrix multiply: {_crossover_words(c, 'n', d)}")
+    for gpu in v.gpus:  # a GPU whose deciding cases all failed: said in place of its answer
+        mine = [r for r in v.answer_cases if r.spec.device == gpu]
+        if mine and not any(r.status == "ok" for r in mine):
+            out.insert(0, f"{gpu}: not measured — {_failure_words(mine)}.")
     return out[:2]
 
 
-def _crossover_words(c, unit: str, gpu: str) -> str:
+def _crossover_words(c: Crossover, unit: str, gpu: str) -> str:
     if c.kind == "gpu_everywhere":
         return f"use {gpu}: it is faster at every {unit} measured (from {c.high:g})"
     if c.kind == "cpu_everywhere":
         return f"use the CPU: {gpu} is slower at every {unit} measured (up to {c.low:g})"
-    if c.kind == "between":
+    if c.kind == "between" and c.estimate is not None:
         sure = " (uncertain: the ranges overlap there)" if c.ranges_overlap else ""
         est = f"{c.estimate:,.0f}" if c.estimate >= 100 else f"{c.estimate:.3g}"
         return f"use the CPU below {unit} ≈ {est}, {gpu} above (between {c.low:g} and {c.high:g}){sure}"
@@ -440,56 +221,61 @@ def _crossover_words(c, unit: str, gpu: str) -> str:
 # ------------------------------------------------------------------ warnings, one line per kind
 
 
-# (phrase in analysis/quality.py's warning, kind, the group's line: what it means, what to do)
-_WARNING_KINDS = (
-    (
-        "did not converge",
-        "not_converged",
-        "point{s} did not settle (the median's 95 % interval stayed wider than ±5 %): the machine was busy — "
+# Per warning kind (analysis/quality.TimingWarning.kind): the group's line, what it means and
+# what to do, and its short name on the first screen's warnings line.
+_WARNING_KINDS = {
+    "bimodal": (
+        "point{s} bimodal between rounds (two processes disagreed by more than {t}): every ratio on it carries "
+        "that spread — measure again on a quieter machine",
+        "bimodal",
+    ),
+    "not_converged": (
+        "point{s} did not settle (the median's 95 % interval stayed wider than ±{t}): the machine was busy — "
         "close other programs and measure again",
+        "unsettled",
     ),
-    (
-        "individual steps vary",
-        "uneven_steps",
-        "run{s} with uneven steps (spread > 10 %; the median holds): slow steps point at input stalls, garbage "
+    "uneven_steps": (
+        "run{s} with uneven steps (spread > {t}; the median holds): slow steps point at input stalls, garbage "
         "collection or another busy process",
+        "uneven",
     ),
-    (
-        "the spread is",
-        "noisy",
-        "point{s} noisy (spread > 10 % of the median): the machine was busy or the point is short — close other "
+    "noisy": (
+        "point{s} noisy (spread > {t} of the median): the machine was busy or the point is short — close other "
         "programs and measure again",
+        "noisy",
     ),
-    (
-        "timer+sync cost",
-        "overhead",
-        "point{s} so short that the timer itself is > 5 % of the call: an upper bound only",
+    "overhead": (
+        "point{s} so short that the timer itself is > {t} of the call: an upper bound only",
+        "timer-bound",
     ),
-)
+}
+OTHER = "other"  # a line a command adds to the warnings that is no measurement warning (never on the first screen)
 
 
 def aggregate_warnings(record: RunRecord, warnings: list[str] | None = None) -> list[WarningGroup]:
-    """The measurement warnings (analysis/quality.py) grouped by kind, with a count; each item
-    names its point for people. A warning of a kind not listed here is kept, as 'other'."""
-    warnings = quality.timing_warnings(record) if warnings is None else warnings
-    labels = {quality._label(r.spec) + ": ": r for r in record.results}
+    """The measurement warnings (analysis/quality.measurement_warnings) grouped by their kind,
+    with a count; each item names its point for people. ``warnings``: the lines a command shows
+    (quality.timing_warnings' text, plus any note of its own, grouped apart as 'other')."""
+    typed = quality.measurement_warnings(record)
+    if warnings is not None:
+        wanted = set(warnings)
+        typed = [w for w in typed if w.text in wanted]
     items: dict[str, list[str]] = {}
-    for w in warnings:
-        label = next((lab for lab in labels if w.startswith(lab)), None)
-        rest = w[len(label) :] if label else w
-        kind = next((k for phrase, k, _ in _WARNING_KINDS if phrase in rest), "other")
-        if label:
-            r = labels[label]
-            rest = f"{r.spec.device} {names.workload_name(r.spec.params, r.spec.workload)}: {rest}"
-        items.setdefault(kind, []).append(rest)
+    thresholds: dict[str, float] = {w.kind: w.threshold for w in typed}
+    for w in typed:
+        items.setdefault(w.kind, []).append(
+            f"{w.case.device} {names.workload_name(w.case.params, w.case.workload)}: {w.message}"
+        )
+    known = {w.text for w in typed}
+    extra = [w for w in (warnings or []) if w not in known]
     out = []
-    for _, kind, text in _WARNING_KINDS:
+    for kind, (text, _) in _WARNING_KINDS.items():
         if kind in items:
             n = len(items[kind])
-            out.append(WarningGroup(kind, n, text.format(s="s" if n > 1 else ""), items[kind]))
-    if "other" in items:
-        n = len(items["other"])
-        out.append(WarningGroup("other", n, f"other warning{'s' if n > 1 else ''}", items["other"]))
+            t = f"{thresholds[kind] * 100:g} %"  # the threshold the warnings carry (analysis/quality.py)
+            out.append(WarningGroup(kind, n, text.format(s="s" if n > 1 else "", t=t), items[kind]))
+    if extra:
+        out.append(WarningGroup(OTHER, len(extra), f"other warning{'s' if len(extra) > 1 else ''}", extra))
     return out
 
 
@@ -498,7 +284,8 @@ def named_failures(record: RunRecord, failures: list[str] | None = None) -> tupl
     budget, failed otherwise)."""
     failures = quality.failures(record) if failures is None else failures
     labels = {quality._label(r.spec) + " — ": r for r in record.results if r.status == "failed"}
-    skipped, failed = [], []
+    skipped: list[str] = []
+    failed: list[str] = []
     for f in failures:
         label = next((lab for lab in labels if f.startswith(lab)), None)
         if label is None:
@@ -524,37 +311,32 @@ def first_screen(
     record: RunRecord,
     v: SuiteVerdict,
     *,
-    seed_batch: int = 10,
     advice: list[str] | None = None,
     prediction: list[str] | None = None,
 ) -> FirstScreen:
-    changes, unclear = _changes(record, v, seed_batch)
-    causes = _causes(record, v, changes)
+    changes, slower, unclear, missing = _changes(v)
     answer = _answer(record, v, prediction)
-    if advice and not answer[0].startswith("No GPU here"):  # diagnose with a GPU: the device for your model
+    if advice and v.gpus and v.answer_measured:  # diagnose with a GPU: the device for your model
         answer = ([a for a in advice if a.startswith("Device:")][:1] + answer)[:2]
     when = record.created_at.replace("T", " ")[:16]
     title = f"whichdevice {record.experiment} · {when} UTC · {machine_words(record)}"
-    keys = sorted({c.source for c in changes[:3] if c.source})
+    keys = sorted({c.source for c in changes[:SHOWN_CHANGES] if c.source})
     footnotes = [f"{names.source_note(k)}" for k in keys]
+    failed = [r for r in record.results if r.status == "failed"]
     return FirstScreen(
         title,
         answer,
-        causes[:3],
-        changes[:3],
-        changes[3:],
+        v.causes[:SHOWN_CAUSES],
+        changes[:SHOWN_CHANGES],
+        changes[SHOWN_CHANGES:],
+        slower,
         unclear,
+        missing,
         aggregate_warnings(record),
-        [f for r, f in zip(_failed(record), quality.failures(record)) if r.failure != "skipped"],
+        [f for r, f in zip(failed, quality.failures(record)) if r.failure != "skipped"],
         footnotes,
-        sum(r.failure == "skipped" for r in _failed(record)),
-        torch_fixes.not_measured(record),
+        sum(r.failure == "skipped" for r in failed),
     )
-
-
-def _failed(record: RunRecord) -> list[CaseResult]:
-    """The failed cases, in the order analysis/quality.failures lists them."""
-    return [r for r in record.results if r.status == "failed"]
 
 
 # ------------------------------------------------------------------ the terminal
@@ -562,15 +344,6 @@ def _failed(record: RunRecord) -> list[CaseResult]:
 
 def _x(r: float) -> str:
     return f"{r:.2g}" if r < 10 else f"{r:.3g}"
-
-
-_SHORT = {
-    "not_converged": "unsettled",
-    "uneven_steps": "uneven",
-    "noisy": "noisy",
-    "overhead": "timer-bound",
-    "other": "other",
-}
 
 
 def warnings_line(fs: FirstScreen) -> str:
@@ -581,17 +354,85 @@ def warnings_line(fs: FirstScreen) -> str:
     if fs.skipped:
         bits.append(f"{fs.skipped} skipped (raise --budget)")
     if fs.warnings:
-        bits.append("points: " + ", ".join(f"{g.count} {_SHORT.get(g.kind, g.kind)}" for g in fs.warnings))
+        short = {k: name for k, (_, name) in _WARNING_KINDS.items()}
+        bits.append("points: " + ", ".join(f"{g.count} {short.get(g.kind, g.kind)}" for g in fs.warnings))
     return "; ".join(bits)
 
 
-def screen_lines(fs: FirstScreen, *, report: str | None) -> list[tuple[str, str]]:
-    """The first screen as (style, text) lines; style '' is plain, 'code' a line never wrapped."""
+def tail_lines(fs: FirstScreen) -> list[str]:
+    """The changes not shown above, by what they came to: one line each."""
+    out = []
+    if fs.more:
+        out.append("Also helps: " + ", ".join(f"{_short(c)} {_x(c.claim.ratio)}×" for c in fs.more) + ".")
+    if fs.slower:
+        out.append(
+            "Slower here: " + "; ".join(f"{_short(c)} {fixwords.short_claim_text(c.claim)}" for c in fs.slower) + "."
+        )
+    if fs.unclear:
+        out.append("No clear change: " + ", ".join(fs.unclear) + ".")
+    default = [name for name, why in fs.not_measured if why == fixwords.DEFAULT_ON]
+    if default:  # measured, but the framework's own default already makes the change
+        out.append(f"Already the default here: {', '.join(default)}.")
+    by_reason: dict[str, list[str]] = {}
+    for name, why in fs.not_measured:
+        if why != fixwords.DEFAULT_ON:
+            by_reason.setdefault(why, []).append(name)
+    if by_reason:
+        out.append("Not measured: " + "; ".join(f"{', '.join(n)} ({why})" for why, n in by_reason.items()) + ".")
+    return out
+
+
+def _short(c: Change) -> str:
+    return c.fix.entry.short if c.fix is not None else c.kind
+
+
+WIDTH = 100  # the first screen's width (issue 17): MAX_LINES are counted at it
+AFTER_PAGE = 2  # lines cli/common.write_record prints after the page (Record:, History:)
+
+
+def _packed(items: list[str], width: int) -> list[str]:
+    """Consecutive short sentences on one line while they fit in ``width``."""
+    out: list[str] = []
+    for item in items:
+        if out and len(out[-1]) + 1 + len(item) <= width:
+            out[-1] += " " + item
+        else:
+            out.append(item)
+    return out
+
+
+def _height(lines: list[tuple[str, str]]) -> int:
+    """Terminal lines at WIDTH columns: code and paths are never wrapped (one line each)."""
+    import textwrap
+
+    return sum(1 if style in ("code", "path") else max(1, len(textwrap.wrap(text, WIDTH))) for style, text in lines)
+
+
+def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES - AFTER_PAGE) -> list[tuple[str, str]]:
+    """The first screen as (style, text) lines; style '' is plain, 'code' a line never wrapped.
+    Within ``budget`` lines at WIDTH columns: when it would not fit, the blank line before the
+    warnings goes first, then the line pointing to --verbose (the warnings line points to the
+    report), then the causes beyond the first (the report lists them all)."""
+    n = len(fs.causes)
+    for n_causes, gap, more in (
+        (n, True, True),
+        (n, False, True),
+        (n, False, False),
+        (2, False, False),
+        (1, False, False),
+    ):
+        lines = _screen_lines(fs, report, n_causes, gap, more)
+        if _height(lines) <= budget:
+            break
+    return lines
+
+
+def _screen_lines(fs: FirstScreen, report: str | None, n_causes: int, gap: bool, more: bool) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = [("bold", fs.title)]
     out += [("answer", ("Answer: " if i == 0 else "        ") + a) for i, a in enumerate(fs.answer)]
-    if fs.causes:
+    if fs.causes[:n_causes]:
         out += [("", ""), ("head", "Why it is slow (measured share of the time)")]
-        out += [("", f"  {i}. {c.title} — {c.text}") for i, c in enumerate(fs.causes, 1)]
+        out += [("", f"  {i}. {cause_title(c)} — {cause_text(c)}") for i, c in enumerate(fs.causes[:n_causes], 1)]
     out += [("", ""), ("head", "What to change (measured on this machine, best first)")]
     if not fs.changes:
         out.append(("", "  No measured change helps significantly here."))
@@ -600,20 +441,14 @@ def screen_lines(fs: FirstScreen, *, report: str | None) -> list[tuple[str, str]
         out.append(("code", f"       {ch.code}"))
         if ch.caveat:
             out.append(("caveat", f"       Caveat: {ch.caveat}"))
-    tail = []
-    if fs.more:
-        tail.append("Also helps: " + ", ".join(f"{_UNCLEAR_NAME[c.kind]} {_x(c.claim.ratio)}×" for c in fs.more) + ".")
-    if fs.unclear:
-        tail.append("No clear gain: " + ", ".join(fs.unclear) + ".")
-    if fs.not_measured:
-        tail.append("Not measured: " + "; ".join(f"{k} — {v}" for k, v in fs.not_measured.items()) + ".")
-    if tail:
-        out.append(("dim", "  " + " ".join(tail)))
-    out.append(("", ""))
+    out += [("dim", f"  {line}") for line in _packed(tail_lines(fs), WIDTH - 2)]
+    if gap:
+        out.append(("", ""))
     w = warnings_line(fs)
     if w:
         out.append(("warn", f"Warnings: {w} — see the report."))
-    out.append(("", "Every table, the plots and a glossary: --verbose, or the report."))
+    if more:
+        out.append(("", "Every table, the plots and a glossary: --verbose, or the report."))
     if report:
         out.append(("path", f"Report: {report}"))
     return out
@@ -622,7 +457,7 @@ def screen_lines(fs: FirstScreen, *, report: str | None) -> list[tuple[str, str]
 _STYLE = {"bold": "bold", "head": "bold", "answer": "bold green", "caveat": "yellow", "warn": "yellow", "dim": "dim"}
 
 
-def render_terminal(console, fs: FirstScreen, *, report: str | None) -> None:
+def render_terminal(console: Console, fs: FirstScreen, *, report: str | None) -> None:
     """Print the first screen. Paths and code lines are never wrapped by rich (a terminal may
     fold them; a pipe gets them whole); other lines wrap at the terminal's width, or not at
     all when stdout is not a terminal."""

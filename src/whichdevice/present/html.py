@@ -7,6 +7,8 @@ so a model name like ``<script>`` is shown, never run.
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +34,34 @@ class Section:
     lines: list[str] = field(default_factory=list)
     pngs: list[Path] = field(default_factory=list)
     source: str | None = None  # the article the section reproduces (present/names.py), a footnote
+
+
+@dataclass(frozen=True)
+class Page:
+    """What one report page is made of, as its renderer passed it (for other formats)."""
+
+    record: RunRecord
+    sections: list[Section]
+    verdict: list[str]
+    warnings: list[str]
+    failures: list[str]
+    first: object | None  # present/firstscreen.FirstScreen
+
+
+_pages: list[Page] | None = None
+
+
+@contextmanager
+def capturing() -> Iterator[list[Page]]:
+    """Keep every page rendered inside the block: each command's renderer composes its page
+    through :func:`render_html`, so ``report --markdown``/``--csv`` get the same sections,
+    tables and first screen as the HTML, from any experiment, without a second composer."""
+    global _pages
+    saved, _pages = _pages, []
+    try:
+        yield _pages
+    finally:
+        _pages = saved
 
 
 def _session_line(s) -> str:
@@ -65,13 +95,20 @@ def render_html(
     warnings: list[str] | None = None,
     failures: list[str] | None = None,
     first=None,
+    fragment: bool = False,
 ) -> str:
-    """The page. ``first`` (present/firstscreen.FirstScreen) goes on top; the warnings are then
+    """The page (``fragment``: the same content without the page around it, for a notebook:
+    no <html>/<body>, every CSS rule scoped under ``.whichdevice-report``). Inside
+    :func:`capturing`, what the page is made of is also kept (``report --markdown``). ``first`` (present/firstscreen.FirstScreen) goes on top; the warnings are then
     grouped by kind in a collapsible list; a glossary and the sources close the page."""
     from whichdevice.present import names
 
     from whichdevice.present.firstscreen import aggregate_warnings, named_failures
 
+    if _pages is not None:
+        _pages.append(
+            Page(record, list(sections), list(verdict or []), list(warnings or []), list(failures or []), first)
+        )
     skipped, failed = named_failures(record, failures or [])
     groups = [{"count": g.count, "text": g.text, "items": g.items} for g in aggregate_warnings(record, warnings or [])]
     sources = sorted({s.source for s in sections if s.source})
@@ -109,23 +146,42 @@ def render_html(
         other_warnings=[],
         glossary=sorted(names.GLOSSARY.items(), key=lambda kv: kv[0].lower()) if first is not None else [],
         sources=[names.source_note(k) for k in sources],
+        fragment=fragment,
     )
+
+
+SCOPE = "whichdevice-report"  # the class every CSS rule of the report is scoped under
+
+
+def fragment_of(page: str) -> str:
+    """The report without the page around it (a notebook cell's output must not restyle the
+    notebook): from the scoped container to its end."""
+    start = page.find(f'<div class="{SCOPE}">')
+    end = page.rfind("</div>")
+    if start < 0 or end < start:
+        return page
+    return page[start : end + len("</div>")]
+
+
+def first_view(fs) -> dict | None:
+    """The first screen as plain values (answer, causes, changes with code and caveat, ...)."""
+    return _first_view(fs)
 
 
 def _first_view(fs) -> dict | None:
     if fs is None:
         return None
-    from whichdevice.present.firstscreen import warnings_line
+    from whichdevice.present.firstscreen import cause_text, cause_title, tail_lines, warnings_line
 
     return {
         "answer": fs.answer,
-        "causes": [{"title": c.title, "text": c.text} for c in fs.causes],
+        "causes": [{"title": cause_title(c), "text": cause_text(c)} for c in fs.causes],
         "changes": [
             {"title": c.title, "gain": c.gain_text, "code": c.code, "caveat": c.caveat, "where": c.where}
             for c in fs.changes
         ],
         "more": [{"title": c.title, "gain": c.gain_text, "code": c.code, "caveat": c.caveat} for c in fs.more],
-        "unclear": fs.unclear,
+        "tail": [line for line in tail_lines(fs) if not line.startswith("Also helps")],  # more is listed whole
         "warnings_line": warnings_line(fs),
     }
 

@@ -9,6 +9,11 @@ workload through :func:`workload_name`; the article it reproduces goes in a foot
 
 from __future__ import annotations
 
+import re
+
+# The thresholds analysis/verdict.py writes into its findings; read from there, never copied.
+from whichdevice.analysis.verdict import FLAT_SLOPE, SCALING_SLOPE
+
 # The models the suite trains, by what they are (frameworks/common/models.py).
 MODELS = {
     "seed001": "small MLP (100 inputs, 128 hidden, 10 classes)",
@@ -150,8 +155,8 @@ _PLAIN = (
     (r"\bseed ?003's augmentation\b", "the image augmentation"),
     (r"\bseed ?003's pipeline\b", "the image input pipeline"),
     (r"Input pipeline \(seed 003\)", "Image input pipeline"),
-    (r"\(log-log slope ≥ 0\.5\)", "(at least as fast as the square root of the work)"),
-    (r"\(log-log slope < 0\.2\)", "(flat: a fixed cost per call)"),
+    (rf"\(log-log slope ≥ {re.escape(str(SCALING_SLOPE))}\)", "(at least as fast as the square root of the work)"),
+    (rf"\(log-log slope < {re.escape(str(FLAT_SLOPE))}\)", "(flat: a fixed cost per call)"),
     (r"\bsteady train step of seed001\b", "small MLP training step"),
     (r"\bex2 fit\b", "small MLP, 1,000 samples, batch 10, model.fit"),
     (r"\bex2 loop\b", "small MLP, 1,000 samples, batch 10, custom loop"),
@@ -173,8 +178,6 @@ _PLAIN = (
 
 def plain(text: str) -> str:
     """An analysis sentence in people's words (no seed numbers, no example ids)."""
-    import re
-
     for pat, rep in _PLAIN:
         text = re.sub(pat, rep, text, flags=re.IGNORECASE)
     return text

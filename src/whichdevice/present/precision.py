@@ -8,10 +8,11 @@ import math
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis.precision import cpu_16bit_note, precision_rows
+from whichdevice.analysis.precision import cpu_16bit, precision_rows
 from whichdevice.core.records import RunRecord
 from whichdevice.core.units import rate, seconds
 from whichdevice.present import terminal
+from whichdevice.present.fixes import cpu_16bit_text
 from whichdevice.present.tables import Grid, GridCell
 
 
@@ -42,7 +43,7 @@ def grid(record: RunRecord) -> Grid | None:
                 GridCell(loss),
             ]
         )
-    note = cpu_16bit_note(record)
+    note = cpu_16bit_text(cpu_16bit(record))
     return Grid(
         "Precision: steady step (model.fit, epochs 2..) and the final training loss",
         ["device", "policy", "step ± IQR/2", "samples/s", "vs float32", "final loss"],

@@ -11,70 +11,37 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from whichdevice.analysis import quality
-from whichdevice.analysis.suite import SuiteVerdict, settings_advice, suite_verdict
+from whichdevice.analysis.suite import SuiteVerdict, SweepFinding, suite_verdict
 from whichdevice.core.records import RunRecord
+from whichdevice.present import fixes as fixwords
 from whichdevice.present import html, names, plots
 from whichdevice.present.firstscreen import FirstScreen, first_screen
 from whichdevice.present.tables import Grid, GridCell, creation_grid, runs_grid, sweep_grid, sync_cost_grid
 
 
-# Which cases measure each recommendation (by its number in analysis/suite.py), and where a
-# user gets it measured when this suite does not schedule it.
-_MEASURED_BY = {
-    1: (lambda w, p: p.get("kind") == "steady" and p.get("sync") == "none", ""),
-    2: (lambda w, p: p.get("data") == "tfdata_noprefetch" or p.get("variant") == "serial", "`whichdevice pipeline`"),
-    3: (lambda w, p: p.get("variant") == "pyfunc", "`whichdevice pipeline`"),
-    4: (lambda w, p: p.get("kind") == "placement", "`whichdevice placement`"),
-    5: (lambda w, p: p.get("kind") == "loop", ""),
-    6: (lambda w, p: "steps_per_execution" in p, ""),
-    7: (lambda w, p: "jit_compile" in p, ""),
-    8: (lambda w, p: p.get("sync") == "each", ""),
-    9: (lambda w, p: p.get("kind") == "precision", "`whichdevice train --precision mixed_float16`"),
-}
-
-
-def why_not_measured(order: int, record: RunRecord) -> str | None:
-    """The true reason a recommendation has no measurement: never scheduled by this suite,
-    skipped by the time budget, or failed — read from the record, not guessed."""
-    rule = _MEASURED_BY.get(order)
-    if rule is None:
-        return None
-    wanted, elsewhere = rule
-    cases = [r for r in record.results if wanted(r.spec.workload, r.spec.params)]
-    if not cases:
-        what = "your model's suite (diagnose)" if record.experiment == "diagnose" else "this suite"
-        return f"not measured: not part of {what}" + (f"; {elsewhere} measures it" if elsewhere else "")
-    if all(r.status == "failed" and r.failure == "skipped" for r in cases):
-        return "not measured: skipped, the time budget ran out (raise --budget)"
-    if all(r.status == "failed" for r in cases):
-        return "not measured: its cases failed (see Failed)"
-    return None
-
-
-# Where a fix changes the results, not only the speed (issue 17, item 6).
-_CAVEATS = {
-    1: "a larger batch changes the optimisation: scale the learning rate with the batch (linear rule, with a "
-    "warm-up) and check validation accuracy; fewer updates per epoch can need more epochs",
-    6: "callbacks, logging and the progress bar run once per N steps, not every step",
-    7: "every new input shape compiles again; check the results match (XLA may reorder float math)",
-    9: "keep the output layer float32; model.fit scales the loss, a custom loop needs "
-    "keras.optimizers.LossScaleOptimizer; check accuracy",
-}
-
-
 def fix_grid(v: SuiteVerdict, *, with_how: bool = True, record: RunRecord | None = None) -> Grid:
-    """Every fix the suite measures (the articles' list, then steps_per_execution, XLA, syncing
-    and mixed precision), each measured or saying why not."""
+    """Every fix of the catalogue (the articles' list, then steps_per_execution, XLA, syncing
+    and mixed precision), each with every measured pair, what it came to, or why not measured."""
+    several = fixwords.several_frameworks(v.fixes)
+    experiment = record.experiment if record is not None else "run"
     rows = []
-    for rec in v.recommendations:
-        status = GridCell("measured", "good") if rec.measured else GridCell("not measured", "neutral")
+    for i, fv in enumerate(v.fixes, 1):
+        e = fv.entry
+        if fv.measured and e.method == "check":
+            status = GridCell("checked", "good")
+        elif fv.not_measured is not None and fv.not_measured.reason == "default":
+            status = GridCell(fixwords.DEFAULT_ON, "neutral")  # measured, but the framework already does it
+        elif fv.measured:
+            tone = {"helps": "good", "slower": "bad"}.get(fv.outcome, "neutral")
+            status = GridCell(fixwords.OUTCOME_WORDS[fv.outcome], tone)
+        else:
+            status = GridCell("not measured", "neutral")
         # The terminal gets the measured lines; the report (with_how) also the grid each was chosen from.
-        note = rec.note
-        if not rec.measured and record is not None:
-            note = why_not_measured(rec.order, record) or note
-        detail = "\n".join(rec.results + ([note] if with_how and note else [])) if rec.results else note
-        row = [GridCell(f"{rec.order}. {rec.name}"), status, GridCell(names.plain(detail))]
-        how = rec.advice + (f"\nCaveat: {_CAVEATS[rec.order]}" if rec.order in _CAVEATS else "")
+        lines = fixwords.verdict_lines(fv, several=several, with_grid=with_how)
+        if not lines and fv.not_measured is not None:
+            lines = [fixwords.not_measured_text(fv.not_measured, experiment)]
+        row = [GridCell(f"{i}. {e.title}"), status, GridCell("\n".join(lines))]
+        how = e.how + (f"\nCaveat: {fixwords.general_caveat(e)}" if e.caveat else "")
         rows.append(row + [GridCell(how, "dim")] if with_how else row)
     headers = ["fix", "status", "measured effect"] + (["how"] if with_how else [])
     return Grid(
@@ -84,6 +51,106 @@ def fix_grid(v: SuiteVerdict, *, with_how: bool = True, record: RunRecord | None
         [],
         align=("left",) * len(headers),
     )
+
+
+def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
+    """diagnose: the device and settings to use, from measurements only: the device that won
+    the user's own fit at their batch (or 'not measured' and why when a side failed), and every
+    fix that helped significantly on that device (the fix table's words)."""
+    out = []
+    fit_rows = [
+        r
+        for r in v.training.runs
+        if r.params.get("kind") == "fit"
+        and r.params.get("example") == "user"
+        and "steps_per_execution" not in r.params
+        and "jit_compile" not in r.params
+    ]
+    if not fit_rows:  # plain torch has no model.fit: the user's own loop at their batch decides
+        fit_rows = [
+            r
+            for r in v.training.runs
+            if r.params.get("kind") == "loop" and r.params.get("example") == "user" and r.params.get("data") == "tfdata"
+        ]
+    device = v.training.baseline or "CPU:0"
+    for row in fit_rows:
+        for d, comp in row.comparisons.items():
+            if comp.winner == d:
+                device = d
+                out.append(
+                    f"Device: {d} — it trains your model {comp.describe().split(' ', 1)[1]} than "
+                    f"{v.training.baseline} at batch {batch}"
+                )
+            elif comp.winner is None:
+                out.append(f"Device: either — {comp.describe()} at batch {batch}; a larger batch may tip it")
+            else:
+                out.append(f"Device: {v.training.baseline} — {comp.describe()} at batch {batch}")
+        failed = [d for d, cell in row.cells.items() if not cell.ok]
+        if failed and not row.comparisons:
+            kinds = ", ".join(str(row.cells[d].failure or "error").replace("_", " ") for d in failed)
+            out.append(f"Device: not measured — your model.fit on {', '.join(failed)} did not run ({kinds})")
+    if not out:
+        out.append(f"Device: {device} (the only device measured here)")
+    several = fixwords.several_frameworks(v.fixes)
+    for fv in v.fixes:  # the measured gains on that device (FixVerdict.gains), in the fix table's words
+        out += [f"Setting: {fv.entry.title}: {fixwords.fix_line(f, several=several)}" for f in fv.gains(device)]
+    return out
+
+
+def finding_text(f: SweepFinding, arrow: str = " → ") -> str:
+    """'matrix multiply (back-to-back, operands on the device): CPU:0: time grows with n ...'."""
+    g = f.group
+    fw = f"{g['framework']}: " if g.get("framework") else ""
+    if f.sweep == "matmul":
+        mode = names.MATMUL_MODES.get(str(g.get("mode")), str(g.get("mode")))
+        where = f"{fw}matrix multiply ({mode})"
+    else:
+        where = f"{fw}{names.model_name(g, short=True)} training step"
+    advice = f"{arrow}{f.finding.advice}" if f.finding.advice else ""
+    return names.plain(f"{where}: {f.finding.text}{advice}")
+
+
+def headline(v: SuiteVerdict) -> list[str]:
+    """The verdict line by line (``--verbose`` and the report): crossovers, device against
+    device in the seeds' runs, break-even, the input pipeline, and the measured gains per
+    device (the fix table's claims)."""
+    out = []
+    for t in v.matmul:
+        for d, c in t.crossovers.items():
+            fw = f"{t.group['framework']}, " if "framework" in t.group else ""
+            out.append(f"Matmul ({fw}{t.group.get('mode')}): {c.describe('n')}")
+    for t in v.training.sweep:
+        for d, c in t.crossovers.items():
+            out.append(f"Training step ({t.title}): {c.describe('batch')}")
+    for row in v.training.runs:
+        label = names.workload_name(row.params)
+        for d, comp in row.comparisons.items():
+            out.append(f"{label}: {comp.describe()}")
+        for d, be in row.break_even.items():
+            if be.kind != "no_gpu":
+                out.append(f"{label}, {d}: {be.describe()}")
+    for rep in v.pipelines:
+        out += [f"Image input pipeline: {line}" for line in rep.verdict[:2]]
+    if not v.gpus:
+        out.insert(
+            0,
+            "Only the CPU was measured: no GPU is visible to the framework here (see the note). "
+            "Below: where this CPU spends its time, and which fixes help on it.",
+        )
+    several = fixwords.several_frameworks(v.fixes)
+    devices = sorted({f.device for fv in v.fixes for f in fv.deciding})
+    for device in devices:
+        gains = sorted((f for fv in v.fixes for f in fv.gains(device)), key=lambda f: -f.claim.ratio)
+        best = {f.kind: f for f in reversed(gains)}  # one per fix: its largest gain
+        if best:
+            ranked = sorted(best.values(), key=lambda f: -f.claim.ratio)
+            out.append(
+                f"Measured gains on {device}: "
+                + "; ".join(
+                    f"{fixwords.change_title(f, several=several)}: {fixwords.claim_text(f.claim)}" for f in ranked
+                )
+            )
+    return out
 
 
 @dataclass(frozen=True)
@@ -97,17 +164,21 @@ class SuiteReport:
     first: FirstScreen | None = None  # the first screen (terminal and the top of the page)
 
 
-def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteReport:
-    """Verdict, plots (``png`` stem + -matmul/-batch) and the HTML page of a run/diagnose record."""
-    user_batch = int(record.options.get("batch", 10)) if record.experiment == "diagnose" else 10
-    v = suite_verdict(record, seed_batch=user_batch)
-    advice = settings_advice(v, user_batch) if record.experiment == "diagnose" else []
-    warnings, failures = quality.timing_warnings(record), quality.failures(record)
-    first = first_screen(record, v, seed_batch=user_batch, advice=advice)
+@dataclass(frozen=True)
+class SuitePlots:
+    matmul: Path | None  # time vs matrix size, per mode
+    batch: Path | None  # training step time and samples/s vs batch
+
+    @property
+    def paths(self) -> list[Path]:
+        return [p for p in (self.matmul, self.batch) if p is not None]
+
+
+def draw_plots(v: SuiteVerdict, png: Path, *, loglog: bool = True) -> SuitePlots:
+    """The plotting step: the suite's PNGs (``png`` stem + -matmul/-batch), apart from the text."""
     png = Path(png)
     png.parent.mkdir(parents=True, exist_ok=True)
     mm_png, sweep_png = png.with_name(png.stem + "-matmul.png"), png.with_name(png.stem + "-batch.png")
-    sections, pngs = [], []
     if v.matmul:
         plots.plot_sweep(
             v.matmul,
@@ -116,15 +187,34 @@ def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteR
             loglog=loglog,
             title="Matrix multiplication time vs size — whichdevice",
         )
+    if v.training.sweep:
+        plots.plot_batch_sweep(
+            v.training.sweep,
+            sweep_png,
+            loglog=loglog,
+            title="Training step time and samples/s vs batch size — whichdevice",
+        )
+    return SuitePlots(mm_png if v.matmul else None, sweep_png if v.training.sweep else None)
+
+
+def _sections(record: RunRecord, v: SuiteVerdict, drawn: SuitePlots) -> list[html.Section]:
+    """The report's sections, fixes first, each with its tables and the plots already drawn."""
+    sections = [
+        html.Section(
+            "Fixes, each measured on the same workload",
+            [fix_grid(v, record=record)],
+            lines=[finding_text(f, " — ") for f in v.findings],
+        )
+    ]
+    if v.matmul:
         sections.append(
             html.Section(
                 "Matrix multiply: where the GPU starts to pay",
                 [sweep_grid(t, "n", "FLOP/s") for t in v.matmul],
-                pngs=[mm_png],
+                pngs=[drawn.matmul] if drawn.matmul else [],
                 source="seed000",
             )
         )
-        pngs.append(mm_png)
     train_grids = []
     if v.training.creation:
         train_grids.append(creation_grid(v.training))
@@ -133,20 +223,11 @@ def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteR
     if v.training.sync_costs:
         train_grids.append(sync_cost_grid(v.training))
     train_grids += [sweep_grid(t, "batch", "samples/s") for t in v.training.sweep]
-    train_pngs = []
-    if v.training.sweep:
-        plots.plot_batch_sweep(
-            v.training.sweep,
-            sweep_png,
-            loglog=loglog,
-            title="Training step time and samples/s vs batch size — whichdevice",
-        )
-        train_pngs.append(sweep_png)
-        pngs.append(sweep_png)
     if train_grids:
         diag = record.experiment == "diagnose"
         title = "Your model: training" if diag else "Training: the small MLP and the 3-layer MLP"
-        sections.append(html.Section(title, train_grids, pngs=train_pngs, source=None if diag else "seed001"))
+        pngs = [drawn.batch] if drawn.batch else []
+        sections.append(html.Section(title, train_grids, pngs=pngs, source=None if diag else "seed001"))
     if v.pipelines:
         from whichdevice.present.pipeline import variant_grid
 
@@ -158,20 +239,24 @@ def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteR
                 source="seed003",
             )
         )
-    sections.insert(
-        0,
-        html.Section(
-            "Fixes, each measured on the same workload",
-            [fix_grid(v, record=record)],
-            lines=[names.plain(f"{f.text}" + (f" — {f.advice}" if f.advice else "")) for f in v.findings],
-        ),
-    )
+    return sections
+
+
+def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteReport:
+    """Verdict, plots (``png`` stem + -matmul/-batch) and the HTML page of a run/diagnose record:
+    analysis once, then the plotting step, then the text (first screen, sections, page)."""
+    user_batch = int(str(record.options.get("batch", 10))) if record.experiment == "diagnose" else 10
+    v = suite_verdict(record, seed_batch=user_batch)
+    drawn = draw_plots(v, png, loglog=loglog)
+    advice = settings_advice(v, user_batch) if record.experiment == "diagnose" else []
+    warnings, failures = quality.timing_warnings(record), quality.failures(record)
+    first = first_screen(record, v, advice=advice)
     page = html.render_html(
         record,
-        sections,
-        verdict=[names.plain(line) for line in v.headline + advice],
+        _sections(record, v, drawn),
+        verdict=[names.plain(line) for line in headline(v) + advice],
         warnings=warnings,
         failures=failures,
         first=first,
     )
-    return SuiteReport(v, advice, page, pngs, warnings, failures, first)
+    return SuiteReport(v, advice, page, drawn.paths, warnings, failures, first)

@@ -38,7 +38,8 @@ def matmul_text(record: RunRecord, tables: list[Table]) -> str:
             continue
         best = []
         for d in t.devices:
-            pts = [(r.x, r.cells[d].timing.median_s) for r in t.rows if d in r.cells and r.cells[d].ok]
+            timings = [(r.x, r.cells[d].timing) for r in t.rows if d in r.cells and r.cells[d].ok]
+            pts = [(x, tm.median_s) for x, tm in timings if tm is not None]
             if pts:
                 best.append(
                     f"{d} {pts[0][1] * 1e3:.3g} ms at n={pts[0][0]:g} … {pts[-1][1] * 1e3:.3g} ms at n={pts[-1][0]:g}"
@@ -50,8 +51,8 @@ def matmul_text(record: RunRecord, tables: list[Table]) -> str:
 
 def suite_text(record: RunRecord) -> str:
     """The first screen, as plain text (no report path: the result is not saved yet)."""
-    batch = int(record.options.get("batch", 10)) if record.experiment == "diagnose" else 10
-    fs = first_screen(record, suite_verdict(record, seed_batch=batch), seed_batch=batch)
+    batch = int(str(record.options.get("batch", 10))) if record.experiment == "diagnose" else 10
+    fs = first_screen(record, suite_verdict(record, seed_batch=batch))
     lines = [text for style, text in screen_lines(fs, report=None)]
     return "\n".join(line for line in lines if not line.startswith("Every table"))
 

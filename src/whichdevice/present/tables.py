@@ -8,6 +8,7 @@ presenter's job.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from whichdevice.analysis.sweep import Cell, Table
 from whichdevice.core.units import rate, seconds
@@ -34,11 +35,14 @@ class Grid:
 _LABEL_HEADERS = ("run", "what", "device", "fix", "recommendation", "variant", "stage")
 
 
-def column_align(grid: Grid, i: int) -> str:
+Align = Literal["left", "right"]
+
+
+def column_align(grid: Grid, i: int) -> Align:
     """'left' or 'right' for column ``i``: the grid's own choice, else labels and
     comparisons left, numbers right."""
     if i < len(grid.align):
-        return grid.align[i]
+        return "right" if grid.align[i] == "right" else "left"
     h = grid.headers[i]
     return "left" if (i == 0 and h in _LABEL_HEADERS) or " vs " in h else "right"
 
@@ -62,6 +66,8 @@ def _median_text(cell: Cell | None) -> GridCell:
     if not cell.ok:  # the kind in short; the full reason is in the failures list
         return GridCell(f"failed: {cell.failure.replace('_', ' ')}" if cell.failure else "failed", "bad")
     t = cell.timing
+    if t is None:
+        return GridCell("—")
     return GridCell(f"{seconds(t.median_s)} ± {seconds(t.iqr_s / 2)}")
 
 
@@ -79,12 +85,12 @@ def sweep_grid(table: Table, x_label: str, rate_unit: str | None) -> Grid:
         cells = [GridCell(f"{row.x:g}")]
         for d in table.devices:
             c = row.cells.get(d)
-            ok = c is not None and c.ok
-            cells.append(GridCell(seconds(c.timing.first_call_s) if ok else "—", "dim"))
+            t = c.timing if c is not None and c.ok else None
+            cells.append(GridCell(seconds(t.first_call_s) if t is not None else "—", "dim"))
             cells.append(_median_text(c))
             if rate_unit:
-                cells.append(GridCell(rate(c.work_per_s, rate_unit) if ok else "—"))
-            cells.append(GridCell(busy_text(c.timing) if ok else "—", "dim"))
+                cells.append(GridCell(rate(c.work_per_s, rate_unit) if c is not None and t is not None else "—"))
+            cells.append(GridCell(busy_text(t) if t is not None else "—", "dim"))
         for d in others:
             comp = row.comparisons.get(d)
             if comp is None:

@@ -65,9 +65,26 @@ def render_grid(console: Console, grid: Grid) -> None:
         rt.add_row(
             *[f"[{_TONES[c.tone]}]{escape(c.text)}[/{_TONES[c.tone]}]" if c.tone else escape(c.text) for c in row]
         )
-    console.print(rt)
+    _print_unsqueezed(console, rt)
     for line in grid.footer:
         console.print(f"  {escape(line)}")
+
+
+def _print_unsqueezed(console: Console, renderable) -> None:
+    """Piped or redirected, a table gets its natural width, never the 80 columns rich assumes
+    for a file (issue #34: a grep on a row must find the whole row); on a terminal, its width."""
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    from rich.measure import Measurement
+
+    natural = Measurement.get(console, console.options.update(max_width=100_000), renderable).maximum
+    saved = console._width  # the console's own setting (None: from the environment)
+    console.width = max(console.width, natural)
+    try:
+        console.print(renderable)
+    finally:
+        console._width = saved
 
 
 def render_sweep_table(console: Console, table: Table, x_label: str, rate_unit: str | None) -> None:
@@ -77,7 +94,7 @@ def render_sweep_table(console: Console, table: Table, x_label: str, rate_unit: 
 def render_notes(console: Console, record: RunRecord, warnings: list[str], failures: list[str]) -> None:
     """Notes and failures one by one; the measurement warnings one line per kind with a count
     (issue 17: `train --quick` printed 24 of them), any other warning as it is."""
-    from whichdevice.present.firstscreen import aggregate_warnings, named_failures
+    from whichdevice.present.firstscreen import OTHER, aggregate_warnings, named_failures
 
     for n in record.notes:
         console.print(f"[yellow]Note:[/yellow] {escape(n)}")
@@ -90,7 +107,7 @@ def render_notes(console: Console, record: RunRecord, warnings: list[str], failu
             "before them (raise --budget); listed in the report"
         )
     for g in aggregate_warnings(record, warnings):
-        if g.kind == "other":
+        if g.kind == OTHER:
             for w in g.items:
                 console.print(f"[yellow]Warning:[/yellow] {escape(w)}")
         else:

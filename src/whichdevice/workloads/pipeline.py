@@ -352,11 +352,14 @@ def _run_both(spec, fw, policy, overhead_s):
     if p.get("trace_dir"):
         # --trace: the profiler runs exactly over the steady steps (policy.window is started
         # after warm-up), around the telemetry sampler when there is one.
-        from whichdevice.frameworks.tensorflow.profiler import TraceWindow
+        from whichdevice.frameworks.tensorflow.profiler import TraceWindow, marked
 
         logdir = Path(str(p["trace_dir"])) / f"{spec.device.replace(':', '')}-{p['variant']}"
         inner = policy.window
         policy = dataclasses.replace(policy, window=lambda: TraceWindow(logdir, inner() if inner else None))
+        # each step marked for XProf (the overview's step time, the input-pipeline analyzer)
+        raw = _steps(marked(loop.step), loop.per_pass, policy, loop.per_pass, overhead_s, record=loop.waits)
+        return raw, loop.metrics(raw.samples_s, loop.waits[-len(raw.samples_s) :])
     raw = _steps(loop.step, loop.per_pass, policy, loop.per_pass, overhead_s, record=loop.waits)
     return raw, loop.metrics(raw.samples_s, loop.waits[-len(raw.samples_s) :])
 

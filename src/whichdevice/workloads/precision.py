@@ -25,7 +25,7 @@ import math
 
 
 def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict[str, float]]:
-    from whichdevice.keras import StepTimer
+    from whichdevice.frameworks.common.steptimer import StepTimer
     from whichdevice.core.steps import raw_from_steps
     from whichdevice.frameworks.common.casemodel import CaseModel
     from whichdevice.workloads.train import _steps
@@ -42,7 +42,7 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
         model = m.build()
         m.compile_for_fit(model)
         inputs = m.dataset(training, n, b, str(p.get("data", "tfdata")))
-        timer = StepTimer(None, warmup_batches=_steps(n, b), sync=True, batch_size=b)
+        timer = StepTimer(None, warmup_batches=_steps(n, b), sync=True, batch_size=b, verbose=0)
         if isinstance(inputs, tuple):
             hist = model.fit(inputs[0], inputs[1], batch_size=b, epochs=epochs, verbose=0, callbacks=[timer])
         else:

@@ -8,6 +8,9 @@ and the crossovers come first, the fixes after them, the large seed-002/ex3 runs
 
 from __future__ import annotations
 
+import math
+import time
+
 from whichdevice import frameworks
 from whichdevice.core.errors import UsageError
 from whichdevice.core.validate import parse_positive_float
@@ -54,15 +57,6 @@ FIX_FITS = (
     ("jit_compile", True),
 )
 FIX_EPOCHS = 3
-
-# The fixes this suite measures, by the parameter each changes: (param, baseline value).
-MEASURED_FIXES = (
-    ("batch", SEED_BATCH),
-    ("data", "tfdata_noprefetch"),
-    ("steps_per_execution", 1),
-    ("jit_compile", False),
-    ("sync", "each"),
-)
 
 
 def _train(framework: str, device: str, **params) -> CaseSpec:
@@ -127,24 +121,223 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
 
 # `diagnose`: the user's model instead of the seeds'.
 USER_SWEEP_BATCHES = (8, 32, 128, 512, 2048)
+# Sizing the user's cases from the pre-flight's measured step (issue 32). Round 1 of a device
+# is planned to ROUND1_SHARE of what its budget leaves after the framework's start-up (the
+# pre-flight child's own import time, at least START_UP_MIN_S), so the second round of the
+# deciding cases fits in the rest and the wall time stays within the budget. Each case's cost
+# is estimated from the pre-flight's facts (building the model, tracing the step and fit's
+# train function, a steady step): every member of a case builds and traces its own model.
+ROUND1_SHARE = 0.45
+ROUND1_ONLY_SHARE = 0.85  # when one round is all that fits
+START_UP_MIN_S = 5.0
+SWEEP_SHARE = 0.35  # of round 1: the sweep's other batches (the user's batch is always measured)
+STEADY_CALLS = 9  # a steady point: its first call, a warm-up call, ~6 samples, a margin
+STEADY_MIN_S = 0.3  # a fast point samples to its time cap (0.25 s) anyway
+POINT_SAMPLES = 6  # a point's sampling cap is set so a slow step still gets this many samples
+FIT_OVERHEAD = 1.2  # a fit step against the custom step (callbacks, StepTimer's sync)
+MIN_EPOCH_STEPS = 6  # the loop's first step apart, 5 steady samples
+XLA_TRACE_FACTOR = 8.0  # jit_compile=True's first epoch against a plain fit trace (XLA compiles it)
+CLONE_SHARE = 0.1  # clone_model is timed when its 5+ calls take at most this share of round 1
 
 
-def user_cases(framework: str, device: str, *, user: dict, batch: int, samples: int) -> list[CaseSpec]:
-    """The suite on the user's model: creation, its loop and fit at the user's batch, a batch
-    sweep, the sync cost, and the same A/B fixes as `run` (prefetch only on synthetic data:
-    a user's own dataset is measured as given)."""
+def _ms(x: float) -> str:
+    return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.3g} s"
+
+
+def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, samples_given: bool) -> dict:
+    """The user's cases planned to the budget from the pre-flight's facts (``step_s`` at
+    ``batch``, ``first_step_s``, ``fit_first_s``, ``build_s``, ``import_s``), in priority
+    order: the model's creation, its steady step at the user's batch and the sync cost, its
+    loop (the warm-up) and fit — always; then the sweep's other batches (nearest first), the
+    fixes' fits, the prefetch A/B and clone_model while they fit; then the epochs grown to fill
+    what is left (up to ``samples``). What did not fit is left out of the plan and said
+    (``cut``: one line each, for the record), rather than started and skipped at the deadline.
+    A step at batch k is taken as ``step_s * max(1, k / batch)`` (linear above the user's
+    batch: an upper bound where a step has a fixed cost)."""
+    step = max(float(facts.get("step_s") or 0.0), 1e-5)
+    trace = max(0.0, float(facts.get("first_step_s") or 0.0) - step)
+    fit_trace = max(0.0, float(facts.get("fit_first_s") or 0.0) - 2 * step)
+    build = float(facts.get("build_s") or 0.0)
+    start_up = max(START_UP_MIN_S, float(facts.get("import_s") or 0.0))
+    plan_s = ROUND1_SHARE * max(budget_s - start_up, 0.5 * budget_s)
+    cut: list[str] = []
+    t = lambda k: step * max(1.0, k / batch)  # noqa: E731
+    steady = lambda k: build + trace + max(STEADY_CALLS * t(k), STEADY_MIN_S)  # noqa: E731
+    n = MIN_EPOCH_STEPS
+    epoch_s = lambda steps: steps * step  # noqa: E731
+    # 1. Always: create, the user's batch (sync none and each), the loop and the fit.
+    used = max(STEADY_CALLS * build, STEADY_MIN_S) + 2 * steady(batch)
+    used += build + trace + epoch_s(n) + build + fit_trace + 2 * FIT_OVERHEAD * epoch_s(n)
+    # Two rounds (a second process for the deciding cases) when round 1's essentials fit its share;
+    # else one round, given the whole budget, said in the cuts.
+    rounds = 2
+    if used > plan_s:
+        rounds = 1
+        plan_s = ROUND1_ONLY_SHARE * max(budget_s - start_up, 0.5 * budget_s)
+        cut.append(
+            f"the deciding cases measured in one process, not two: at batch {batch} a step took {_ms(step)} and "
+            f"its first call {_ms(trace + step)} here, so two rounds would take more than the budget "
+            "(intervals then rest on one process)"
+        )
+    # 2. The sweep's other batches, nearest to the user's first (in log distance), within its share.
+    others = sorted((k for k in USER_SWEEP_BATCHES if k != batch), key=lambda k: (abs(math.log(k / batch)), k))
+    sweep, dropped = [batch], []
+    sweep_room = min(SWEEP_SHARE * plan_s, max(0.0, plan_s - used))
+    for k in others:
+        if steady(k) <= sweep_room:
+            sweep.append(k)
+            sweep_room -= steady(k)
+            used += steady(k)
+        else:
+            dropped.append(k)
+    if dropped:
+        cut.append(
+            f"batch sweep without batch {', '.join(map(str, sorted(dropped)))}: a step at batch {batch} took "
+            f"{_ms(step)} and its first call {_ms(trace + step)} here, more than the budget's share for the sweep"
+        )
+    # 3. The fixes' fits (steps_per_execution 1 and jit_compile False/True, interleaved), then the
+    #    prefetch A/B, then clone_model: each while it fits.
+    fix_group = 3 * (build + fit_trace) + (XLA_TRACE_FACTOR - 1) * fit_trace + 3 * 3 * FIT_OVERHEAD * epoch_s(n)
+    with_fixes = used + fix_group <= plan_s
+    if with_fixes:
+        used += fix_group
+    else:
+        cut.append(
+            "the fixes' fits (steps_per_execution, jit_compile) not measured: fit's first epoch took "
+            f"{_ms(fit_trace + 2 * step)} here (jit_compile's XLA build more), more than the budget leaves"
+        )
+    noprefetch = build + trace + epoch_s(n)
+    with_prefetch = used + noprefetch <= plan_s
+    if with_prefetch:
+        used += noprefetch
+    else:
+        cut.append("the prefetch A/B not measured: no time left in the budget")
+    create_s = max(STEADY_CALLS * build, STEADY_MIN_S)
+    with_clone = used + create_s <= plan_s and create_s <= CLONE_SHARE * plan_s
+    if with_clone:
+        used += create_s
+    else:
+        cut.append(f"clone_model not timed: building the model took {_ms(build)} here")
+    # 4. The epochs grown into what is left: the loop (+ the A/B), fit's 2 epochs, the fixes' 3 each.
+    per_step = step * (1 + with_prefetch + FIT_OVERHEAD * (2 + (9 if with_fixes else 0)))
+    asked_steps = max(1, math.ceil(samples / batch))
+    extra = int(max(0.0, plan_s - used) / per_step)
+    steps = max(MIN_EPOCH_STEPS, min(asked_steps, MIN_EPOCH_STEPS + extra))
+    if steps < asked_steps:
+        cut.append(
+            f"each epoch {steps * batch} samples ({steps} steps of {batch}), not "
+            f"{'--samples ' if samples_given else 'the default '}{samples}: a step took {_ms(step)} here"
+        )
+    # steps_per_execution k gives ceil(steps / k) timed executions per epoch: at least 3 (2 steady
+    # epochs -> 6 samples, a claim needs 5), and only with the fixes' group.
+    spe = tuple(k for k in FIX_STEPS_PER_EXECUTION if with_fixes and math.ceil(steps / k) >= 3)
+    left = [k for k in FIX_STEPS_PER_EXECUTION if k not in spe]
+    if left and with_fixes:
+        cut.append(
+            f"steps_per_execution {', '.join(map(str, left))} not tried: an epoch of {steps} steps gives "
+            "fewer than 3 timed executions per epoch"
+        )
+    if cut:
+        cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
+    return {
+        "samples": steps * batch,
+        "rounds": rounds,
+        "sweep_batches": sorted(sweep),
+        "steps_per_execution": list(spe),
+        "fixes": with_fixes,
+        "prefetch": with_prefetch,
+        "clone": with_clone,
+        "step_s": step,
+        # each point samples long enough for POINT_SAMPLES samples of its slowest step
+        "point_cap_s": max(0.25, POINT_SAMPLES * t(max(sweep))),
+        "planned_s": used,
+        "cut": cut,
+    }
+
+
+def user_cases(
+    framework: str, device: str, *, user: dict, batch: int, samples: int, sizing: dict | None = None
+) -> list[CaseSpec]:
+    """The suite on the user's model: creation, a batch sweep and the sync cost (they decide
+    the main answer: first), its loop (the warm-up) and fit at the user's batch, the same A/B
+    fixes as `run` (prefetch only on synthetic data: a user's own dataset is measured as
+    given). ``sizing`` (:func:`size_user_cases`): the epoch length, sweep and fixes that fit
+    the budget; None: the sizes as asked (a journal written before sizing existed)."""
     cases: list[CaseSpec] = []
     t = lambda **p: cases.append(_train(framework, device, **{**user, **p}))  # noqa: E731
-    for op in ("create", "clone"):
+    sweep = sizing["sweep_batches"] if sizing else sorted(set(USER_SWEEP_BATCHES) | {batch})
+    spe = tuple(sizing["steps_per_execution"]) if sizing else FIX_STEPS_PER_EXECUTION
+    n = int(sizing["samples"]) if sizing else samples
+    for op in ("create", "clone") if not sizing or sizing.get("clone", True) else ("create",):
         t(kind="create", example="user", op=op)
-    run = dict(example="user", samples=samples, batch=batch)
-    t(kind="loop", data="tfdata", epochs=1, **run)
-    t(kind="fit", data="tfdata", epochs=2, **run)
-    for b in sorted(set(USER_SWEEP_BATCHES) | {batch}):
+    for b in sweep:
         t(kind="steady", batch=b, sync="none")
     t(kind="steady", batch=batch, sync="each")
-    for name, value in FIX_FITS:
-        t(kind="fit", data="tfdata", epochs=FIX_EPOCHS, **{name: value}, **run)
-    if not user.get("data_file"):
+    run = dict(example="user", samples=n, batch=batch)
+    t(kind="loop", data="tfdata", epochs=1, **run)
+    t(kind="fit", data="tfdata", epochs=2, **run)
+    if not sizing or sizing.get("fixes", True):
+        for name, value in FIX_FITS:
+            if name != "steps_per_execution" or value == 1 or value in spe:
+                t(kind="fit", data="tfdata", epochs=FIX_EPOCHS, **{name: value}, **run)
+    if not user.get("data_file") and (not sizing or sizing.get("prefetch", True)):
         t(kind="loop", data="tfdata_noprefetch", epochs=1, **run)
     return cases
+
+
+def plan_user_suite(
+    model_fn,
+    input_shape,
+    classes,
+    data_fn,
+    framework: str,
+    *,
+    batch: int,
+    samples: int,
+    budget_s: float,
+    samples_given: bool,
+) -> tuple[dict, dict]:
+    """``diagnose``'s plan (CLI and API): the pre-flight (the model read, one real training
+    step at ``batch`` in a child of ``framework``: a failure is a UsageError, exit 2, before any
+    measuring), then the cases sized to the budget from its measured step. Returns the case
+    parameters and the sizing (:func:`size_user_cases`, plus the pre-flight's facts)."""
+    from whichdevice.workloads import userfile
+
+    env = frameworks.env_module(framework).child_env("cpu")
+    t0 = time.perf_counter()
+    user, facts = userfile.user_model_checked(
+        model_fn, input_shape, classes, data_fn, env, batch=batch, framework=framework
+    )
+    facts["preflight_s"] = time.perf_counter() - t0
+    sizing = size_user_cases(facts, batch=batch, samples=samples, budget_s=budget_s, samples_given=samples_given)
+    keep = ("first_step_s", "fit_first_s", "build_s", "import_s", "losses", "preflight_s")
+    sizing.update({k: facts[k] for k in keep if k in facts})
+    return user, sizing
+
+
+def sizing_options(sizing: dict | None) -> dict:
+    """The sizing as record options (flat: the record keeps scalars and lists of them), so a
+    reader knows what ran and what the budget cut (``budget_cut``: one line each)."""
+    if not sizing:
+        return {}
+    return {
+        "samples_measured": sizing["samples"],
+        "preflight_step_s": sizing["step_s"],
+        "sweep_batches": list(sizing["sweep_batches"]),
+        "steps_per_execution_tried": list(sizing["steps_per_execution"]),
+        "rounds_planned": sizing.get("rounds", 2),
+        "losses": list(sizing.get("losses") or []),
+        "preflight_s": sizing.get("preflight_s"),
+        "budget_cut": list(sizing["cut"]),
+    }
+
+
+def sizing_notes(sizing: dict | None) -> list[str]:
+    if not sizing:
+        return []
+    step = sizing["step_s"]
+    head = (
+        f"Sized from the pre-flight's training step ({step * 1e3:.3g} ms at the user's batch on the CPU): "
+        f"epochs of {sizing['samples']} samples"
+    )
+    return [head] + [f"The budget cut: {c}" for c in sizing["cut"]]

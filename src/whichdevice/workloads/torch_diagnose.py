@@ -4,7 +4,7 @@ The same train cases as the Keras diagnose (creation, the user's loop at their b
 batch sweep, the loss read back every step) on the user's module, loss and optimizer
 (``frameworks/torch/usercase.py`` builds them in each child), then the PyTorch fixes, each an
 A/B pair on the user's model that differs in one parameter (``analysis/fixes.ab_fixes`` pairs
-them; ``analysis/torch_fixes.py`` reads them):
+them; their entries are in the catalogue, ``workloads/fixes.TORCH_FIXES``):
 
 - steady train steps at the user's batch, timed interleaved block by block as the batch sweep
   (``workloads._VARYING``; each pair is its own group, named by its ``fix`` parameter, with
@@ -64,7 +64,7 @@ def user_params(model_fn, input_shape, classes, data_fn, batch: int | None, fram
     """Pre-flight the user's module (and data) in a child — one real training step on the very
     batch the run measures — then the case parameters every measuring child rebuilds it from."""
     facts = userfile.preflight(
-        model_fn, input_shape, classes, data_fn, framework_env, module=PREFLIGHT, extra={"batch": batch}
+        model_fn, input_shape, classes, data_fn, framework_env, module=PREFLIGHT, batch=batch
     )
     return {
         "model": "user",

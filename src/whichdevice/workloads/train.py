@@ -187,8 +187,7 @@ def _run_loop(spec, fw, policy, overhead_s):
     epoch_s: list[float] = []
     with fw.placement.scope(spec.device):
         model = m.build()
-        opt, loss = m.optimizer_and_loss(model)
-        step = training.train_step(model, opt, loss)
+        step = m.train_step(training, model)
         inputs = m.dataset(training, n, b, data)
         if data == "numpy":
             x, y = inputs
@@ -214,13 +213,13 @@ def _run_loop(spec, fw, policy, overhead_s):
 
 
 def _run_fit(spec, fw, policy, overhead_s):
-    from whichdevice.keras import StepTimer
+    from whichdevice.frameworks.common.steptimer import StepTimer
 
     n, b, epochs = int(spec.params["samples"]), int(spec.params["batch"]), int(spec.params["epochs"])
     with fw.placement.scope(spec.device):
         model, inputs = _built_for_fit(spec, fw)
         # Warm-up = the whole first epoch (tracing in its first batch, pipeline start-up).
-        timer = StepTimer(None, warmup_batches=_steps(n, b), sync=True, batch_size=b)
+        timer = StepTimer(None, warmup_batches=_steps(n, b), sync=True, batch_size=b, verbose=0)
         _fit(model, inputs, spec, epochs, [timer, *_trace_callbacks(spec, fw)])
     spe = timer.batch_epochs.count(0)
     raw = raw_from_steps(timer.batch_times_s, warmup_steps=spe, overhead_s=overhead_s)
@@ -276,8 +275,7 @@ def steady_step(spec, fw):
     m = CaseModel(spec.params, training)
     with fw.placement.scope(spec.device):
         model = m.build()
-        opt, loss = m.optimizer_and_loss(model)
-        step = training.train_step(model, opt, loss)
+        step = m.train_step(training, model)
         x, y = m.one_batch(training, int(spec.params["batch"]))
         xb, yb = training.on_device(x, y, fw.placement.scope(spec.device))
     return training, step, xb, yb
@@ -351,9 +349,9 @@ class _Fit:
 
     def epoch(self) -> list[float]:
         """One epoch fitted; its batches' times (one per execution of steps_per_execution steps)."""
-        from whichdevice.keras import StepTimer
+        from whichdevice.frameworks.common.steptimer import StepTimer
 
-        timer = StepTimer(None, warmup_batches=1, sync=True, batch_size=self.b)
+        timer = StepTimer(None, warmup_batches=1, sync=True, batch_size=self.b, verbose=0)
         with self.fw.placement.scope(self.spec.device):
             _fit(self.model, self.inputs, self.spec, 1, [timer])
         return list(timer.batch_times_s)

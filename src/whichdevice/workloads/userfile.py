@@ -23,6 +23,7 @@ from whichdevice.frameworks.common.usermodel import (  # noqa: F401  (re-exporte
     UserFunction,
     call_data_function,
     call_model_function,
+    case_params,
 )
 
 PREFLIGHT_TIMEOUT_S = 180.0
@@ -57,17 +58,20 @@ def preflight(
     data_fn,
     framework_env: dict[str, str],
     *,
+    batch: int | None = None,
+    framework: str | None = None,
     module: str = KERAS_PREFLIGHT,
-    extra: dict | None = None,
 ) -> dict:
     """Run ``check`` in a child process (parent stays TensorFlow-free); UsageError on failure.
-    ``module``: the pre-flight child (plain torch has its own); ``extra``: more job fields."""
+    With ``framework``: the check ends with one real training step at ``batch`` (``step_check``).
+    ``module``: the pre-flight child (plain torch has its own, frameworks/torch/usermodel.py)."""
     job = {
         "model": [str(model_fn.path), model_fn.function],
         "data": [str(data_fn.path), data_fn.function] if data_fn else None,
         "input_shape": list(input_shape) if input_shape else None,
         "classes": classes,
-        **(extra or {}),
+        "batch": batch,
+        "framework": framework,
     }
     env = {**os.environ, **framework_env, "PYTHONUNBUFFERED": "1"}
     with tempfile.TemporaryDirectory(prefix="whichdevice-preflight-") as tmp:
@@ -113,18 +117,14 @@ def user_model_params(model_fn: UserFunction, input_shape, classes, data_fn, fra
     """Pre-flight the user's model (and data) in a child, then the case parameters that
     the train workload uses to rebuild them inside every measuring child."""
     facts = preflight(model_fn, input_shape, classes, data_fn, framework_env)
-    out_shape = facts["output_shape"]
-    label_classes = classes
-    if classes is not None and out_shape and out_shape[-1] == 1:
-        label_classes = 1  # one sigmoid output: binary labels
-    return {
-        "model": "user",
-        "model_file": str(model_fn.path),
-        "model_fn": model_fn.function,
-        "input_shape": ",".join(map(str, facts["input_shape"])),
-        "classes": classes,
-        "label_classes": label_classes,
-        "output_shape": ",".join(map(str, out_shape)),
-        "data_file": str(data_fn.path) if data_fn else None,
-        "data_fn": data_fn.function if data_fn else None,
-    }
+    return case_params(model_fn, data_fn, facts, classes)
+
+
+def user_model_checked(
+    model_fn: UserFunction, input_shape, classes, data_fn, framework_env: dict[str, str], *, batch: int, framework: str
+) -> tuple[dict, dict]:
+    """``diagnose``'s pre-flight: the model read and one real training step at ``batch`` in a
+    child of ``framework`` (a failure: UsageError, exit 2, before any measuring). Returns the
+    case parameters and the facts (``step_s``, ``first_step_s``, ``build_s``, ``losses``...)."""
+    facts = preflight(model_fn, input_shape, classes, data_fn, framework_env, batch=batch, framework=framework)
+    return case_params(model_fn, data_fn, facts, classes), facts

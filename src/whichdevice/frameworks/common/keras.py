@@ -97,7 +97,8 @@ def is_dataset(obj) -> bool:
 def on_device(x, y, device_scope):
     """One batch copied to the device once (steady steps without input costs)."""
     with device_scope:
-        return keras.ops.convert_to_tensor(x), keras.ops.convert_to_tensor(y)
+        put = keras.ops.convert_to_tensor
+        return keras.tree.map_structure(put, x), keras.tree.map_structure(put, y)  # dicts, tuples: each array
 
 
 def read_back(loss) -> float:

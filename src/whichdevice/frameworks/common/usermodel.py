@@ -15,6 +15,7 @@ import json
 import os
 import re
 import sys
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,9 +49,15 @@ def _exc_line(e: BaseException) -> str:
     # Keras wraps a layer's error: "Exception encountered when calling Sequential.call()." first,
     # then what is wrong ("Input 0 of layer ... is incompatible ...: expected ..."), sometimes
     # after the offending tensor's values ("Invalid input shape for input [[0.63 ...").
+    if lines and lines[0].startswith("in user code") and len(lines) > 1:
+        # a tf.function's error: the traced stack first, what is wrong on its last line
+        lines = lines[-1:]
     telling = [ln for ln in lines if not ln.startswith("Exception encountered when calling")]
     expected = [ln for ln in telling if "expected" in ln.lower()]
     line = (expected or telling or lines or [""])[0].rstrip(".")
+    line = re.sub(r"\s*for '\{\{node [^}]*\}\}.*$", "", line)  # TF's graph op text after the message
+    if line.startswith(f"{type(e).__name__}: "):
+        line = line[len(type(e).__name__) + 2 :]
     if line.find("Expected ") > 0:  # "<tensor values> with name ... Expected shape (None, 8), but ..."
         line = line[line.find("Expected ") :]
     return f"{type(e).__name__}: {line[:300]}" if line else type(e).__name__
@@ -203,14 +210,25 @@ def _check_names(model) -> None:
 
 
 def check(
-    model_fn: UserFunction, input_shape: tuple[int, ...] | None, classes: int | None, data_fn: UserFunction | None
+    model_fn: UserFunction,
+    input_shape: tuple[int, ...] | None,
+    classes: int | None,
+    data_fn: UserFunction | None,
+    *,
+    batch: int | None = None,
+    framework: str | None = None,
 ) -> dict:
-    """Pre-flight, inside a child (imports TensorFlow): build the model, run one forward pass
-    on the input it will get, compare its outputs with ``classes``. Returns facts for the
-    parent: ``input_shape``, ``output_shape``, ``compiled``, ``name``, ``params``."""
-    import numpy as np
+    """Pre-flight, inside a child (imports Keras): build the model, read its inputs, outputs
+    and loss (``iospec``), run one forward pass on the input it will get, compare its outputs
+    with ``classes``. With ``framework`` (the measuring children's), then one real training
+    step as the cases run it — the custom loop's step and one ``model.fit`` step, on exactly
+    the data, labels and settings of the cases, at ``batch`` — and its time (:func:`step_check`).
+    Returns facts for the parent: ``input_shape``, ``output_shape``, ``compiled``, ``name``,
+    ``params``, ``io`` (the inputs and targets, as JSON text) and, after a step, ``step_s``."""
+    from whichdevice.frameworks.common import iospec
 
     model = call_model_function(model_fn.path, model_fn.function)
+    compiled = bool(getattr(model, "compiled", False) and getattr(model, "optimizer", None) is not None)
     if data_fn is not None:
         ds = call_data_function(data_fn.path, data_fn.function)
         from whichdevice.frameworks.tensorflow import training
@@ -218,21 +236,26 @@ def check(
         if training.looks_batched(ds):
             ds = ds.unbatch()
         x, _ = next(iter(ds.batch(2).take(1)))
-        x = x.numpy()
-        shape_arg, shape_text = "--data", f"the data's inputs {tuple(x.shape[1:])}"
+        import tensorflow as tf
+
+        x = tf.nest.map_structure(lambda t: t.numpy(), x)
+        first = tf.nest.flatten(x)[0]
+        io_in = None
+        shape_arg, shape_text = "--data", f"the data's inputs {tuple(first.shape[1:])}"
     else:
-        if input_shape is None:
-            model_in = getattr(model, "inputs", None)
-            dims = tuple(model_in[0].shape[1:]) if model_in else None
-            if not dims or any(d is None for d in dims):
-                raise UserFileError(
-                    "--input-shape",
-                    "is missing and the model does not declare its input shape",
-                    "Pass e.g. --input-shape 100 (or 28,28,1)",
-                )
-            input_shape = tuple(int(d) for d in dims)
-        x = np.random.default_rng(0).random((2, *input_shape)).astype("float32")
-        shape_arg, shape_text = "--input-shape", f"input of shape {input_shape}"
+        try:
+            io_in = iospec.infer_inputs(model, input_shape)
+        except iospec.IOError_ as e:
+            raise UserFileError(e.argument, e.problem, e.fix) from None
+        x = iospec.draw_inputs(io_in, 2, __import__("numpy").random.default_rng(0))
+        shape_arg = "--input-shape"
+        ins = io_in["inputs"]
+        shape_text = (
+            f"input of shape {tuple(ins[0]['shape'])}"
+            + (f" (token ids < {ins[0]['high']})" if ins[0].get("high") is not None else "")
+            if len(ins) == 1
+            else f"inputs {iospec.describe_inputs(io_in, 2)}"
+        )
     try:
         y = model(x, training=False)
     except Exception as e:
@@ -242,8 +265,9 @@ def check(
             "Pass the shape the model's first layer expects",
         ) from None
     _check_names(model)
-    out_shape = tuple(int(d) for d in y.shape[1:])
-    if classes is not None:
+    io_out = iospec.infer_outputs(model, y, classes, compiled)
+    out_shape = tuple(io_out["outputs"][0]["shape"])
+    if classes is not None and len(io_out["outputs"]) == 1:
         last = out_shape[-1] if out_shape else 1
         if last != classes and not (classes == 2 and last == 1):
             raise UserFileError(
@@ -251,13 +275,138 @@ def check(
                 f"{classes} classes, but the model outputs {last} values per sample (output shape {out_shape})",
                 f"Pass --classes {last} or change the last layer",
             )
-    return {
+    from whichdevice.frameworks.common.casemodel import custom_train_step
+
+    io = {**(io_in or {"inputs": [], "in_struct": "single", "in_keys": []}), **io_out}
+    io["custom_train_step"] = custom_train_step(model)
+    io["compiled"] = compiled
+    first_in = tuple(io_in["inputs"][0]["shape"]) if io_in else tuple(first.shape[1:])
+    facts = {
         "ok": True,
         "name": model.name,
         "params": int(model.count_params()),
-        "compiled": bool(getattr(model, "compiled", False) and getattr(model, "optimizer", None) is not None),
-        "input_shape": list(x.shape[1:]),
+        "compiled": compiled,
+        "input_shape": list(first_in),
         "output_shape": list(out_shape),
+        "io": iospec.dumps(io),
+        "losses": [o["loss"] for o in io["outputs"]],
+    }
+    if framework is not None:
+        facts.update(step_check(model_fn, data_fn, io, classes, batch or 32, framework))
+    return facts
+
+
+def case_params(model_fn: UserFunction, data_fn: UserFunction | None, facts: dict, classes: int | None) -> dict:
+    """The train cases' parameters for the user's model (the parent's
+    ``userfile.user_model_params`` builds the same from the facts)."""
+    out_shape = facts["output_shape"]
+    label_classes = classes
+    if classes is not None and out_shape and out_shape[-1] == 1:
+        label_classes = 1  # one sigmoid output: binary labels
+    return {
+        "model": "user",
+        "model_file": str(model_fn.path),
+        "model_fn": model_fn.function,
+        "input_shape": ",".join(map(str, facts["input_shape"])),
+        "classes": classes,
+        "label_classes": label_classes,
+        "output_shape": ",".join(map(str, out_shape)),
+        "data_file": str(data_fn.path) if data_fn else None,
+        "data_fn": data_fn.function if data_fn else None,
+        "io": facts.get("io"),
+    }
+
+
+# The pre-flight's step timing: steady calls until this many seconds (at least 3 calls).
+STEP_TIMING_S = 1.0
+STEP_TIMING_MAX_CALLS = 20
+
+
+def _shapes_text(tree) -> str:
+    import numpy as np
+
+    from keras import tree as ktree
+
+    shapes = [tuple(np.shape(a)) for a in ktree.flatten(tree)]
+    return (
+        ", ".join(str(s).replace(",)", ")") for s in shapes) if len(shapes) > 1 else str(shapes[0]).replace(",)", ")")
+    )
+
+
+def step_check(model_fn, data_fn, io: dict, classes, batch: int, framework: str) -> dict:
+    """One real training step of the user's model, built as every measuring child builds it
+    (``CaseModel``: the same parameters, the same data and labels at ``batch``, the same
+    compile), through the custom loop's step and through ``model.fit``; a failure is a
+    :class:`UserFileError` naming the loss, the labels it got and the output, and the fix.
+    Returns ``step_s`` (the custom step's median steady time at ``batch``, on this child's
+    CPU), ``first_step_s`` (its first call: tracing) and ``build_s`` (building the model)."""
+    import time
+
+    from whichdevice import frameworks
+    from whichdevice.frameworks.common import iospec
+    from whichdevice.frameworks.common.casemodel import CaseModel
+
+    training = frameworks.training_module(framework)
+    facts = {"output_shape": io["outputs"][0]["shape"], "input_shape": (io["inputs"] or [{"shape": []}])[0]["shape"]}
+    params = case_params(model_fn, data_fn, {**facts, "io": iospec.dumps(io)}, classes)
+    m = CaseModel(params, training)
+    t0 = time.perf_counter()
+    model = m.build()
+    build_s = time.perf_counter() - t0
+
+    def what(x, y) -> str:
+        if data_fn is not None:
+            return f"your --data batches (x {_shapes_text(x)}, y {_shapes_text(y)})"
+        return f"labels {iospec.describe_targets(io, batch)}"
+
+    def failed(where: str, x, y, e: BaseException) -> UserFileError:
+        fix = (
+            f"Check that {data_fn.function}() yields (inputs, labels) as your model.fit takes them"
+            if data_fn is not None
+            else "Pass your own batches with --data FILE.py:FUNCTION (a tf.data.Dataset of (x, y) as your "
+            "model.fit takes them)" + (", or --classes N for class-id labels" if not io.get("compiled", True) else "")
+        )
+        return UserFileError(
+            "--data" if data_fn is not None else "--model",
+            f"one training step ({where}) failed with {what(x, y)} against the output "
+            f"{iospec.describe_outputs(io, batch)}: {_exc_line(e)}",
+            fix,
+        )
+
+    x = y = None
+    try:
+        x, y = m.one_batch(training, batch)
+        step = m.train_step(training, model)
+        xb, yb = x, y
+        t0 = time.perf_counter()
+        training.read_back(step(xb, yb))
+        first_s = time.perf_counter() - t0
+        times: list[float] = []
+        while len(times) < 3 or (sum(times) < STEP_TIMING_S and len(times) < STEP_TIMING_MAX_CALLS):
+            t0 = time.perf_counter()
+            training.read_back(step(xb, yb))
+            times.append(time.perf_counter() - t0)
+    except Exception as e:
+        raise failed("the custom loop", x, y, e) from None
+    try:
+        fit_model = m.build()
+        m.compile_for_fit(fit_model)
+        ds = m.dataset(training, 2 * batch, batch, "tfdata")
+        t0 = time.perf_counter()
+        if training.is_dataset(ds) or not isinstance(ds, tuple):
+            fit_model.fit(ds, epochs=1, verbose=0, steps_per_epoch=2)
+        else:
+            fit_model.fit(ds[0], ds[1], batch_size=batch, epochs=1, verbose=0)
+        fit_s = time.perf_counter() - t0
+    except Exception as e:
+        raise failed("model.fit", x, y, e) from None
+    times.sort()
+    return {
+        "step_s": times[len(times) // 2],
+        "first_step_s": first_s,
+        "fit_first_s": fit_s,
+        "build_s": build_s,
+        "step_batch": batch,
     }
 
 
@@ -278,7 +427,14 @@ def _main(argv: list[str]) -> int:
         model_fn = UserFunction(Path(job["model"][0]), job["model"][1], "--model")
         data_fn = UserFunction(Path(job["data"][0]), job["data"][1], "--data") if job.get("data") else None
         shape = tuple(job["input_shape"]) if job.get("input_shape") else None
-        result = check(model_fn, shape, job.get("classes"), data_fn)
+        t0 = time.perf_counter()
+        import keras  # noqa: F401  (the framework's import, timed: the measuring children pay it too)
+
+        import_s = time.perf_counter() - t0
+        result = check(
+            model_fn, shape, job.get("classes"), data_fn, batch=job.get("batch"), framework=job.get("framework")
+        )
+        result["import_s"] = import_s
     except UserFileError as e:
         result = {"ok": False, "argument": e.argument, "problem": e.problem, "fix": e.fix}
     except SystemExit as e:  # the user's code called sys.exit() / exit(): say so, in one line

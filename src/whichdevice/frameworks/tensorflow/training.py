@@ -59,9 +59,25 @@ def user_dataset(ds, batch: int, samples: int | None):
 def on_device(x, y, device_scope):
     """One batch copied to the device once (for steady steps without input costs)."""
     with device_scope:
-        return tf.identity(tf.convert_to_tensor(x)), tf.identity(tf.convert_to_tensor(y))
+        put = lambda a: tf.identity(tf.convert_to_tensor(a))  # noqa: E731
+        return tf.nest.map_structure(put, x), tf.nest.map_structure(put, y)  # dicts, tuples: each array
 
 
 def read_back(loss) -> float:
     """``.numpy()``: the host read that the seed does every step (a device sync)."""
     return loss.numpy()
+
+
+def model_train_step(model):
+    """The model's own ``train_step`` (a user model that overrides it) as a ``tf.function``, as
+    ``fit`` runs it; returns its loss (the ``loss`` entry of what it returns, else the first)."""
+
+    @tf.function
+    def step(x, y):
+        out = model.train_step((x, y))
+        if isinstance(out, dict):
+            out = out.get("loss", next(iter(out.values()), None)) if out else None
+        flat = tf.nest.flatten(out)
+        return flat[0] if flat else tf.constant(0.0)
+
+    return step

@@ -1,0 +1,91 @@
+"""IPython magics: ``%load_ext whichdevice`` registers
+
+- ``%whichdevice ARGS``: any command, exactly as typed in a terminal (``%whichdevice matmul --quick``,
+  ``%whichdevice compare 3 7``); its text is shown in the cell as it would be in a terminal, and
+  when it wrote a record, that record is returned as the Python API's result object (rendered
+  inline by its ``_repr_html_``; ``r = %whichdevice train --quick`` keeps it).
+- ``%%whichdevice_audit [audit options]``: audits the cell's code (``whichdevice audit``). The
+  cell is written to ``whichdevice-results/cell-<time>.py`` first and kept there, so every line
+  and hint of the audit names a file that exists; the audit record is returned.
+
+Each command runs in a child process (``python -m whichdevice``), as the measuring commands
+run their cases anyway: the notebook's own process keeps its state, signal handlers and
+imported frameworks, and a Ctrl-C (the kernel's interrupt) stops the child and its children.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+# The line every command that writes a record prints (cli/common.write_record, cli/audit.py).
+_RECORD_LINE = re.compile(r"^Record:\s+(.+?)\s*$", re.M)
+
+
+def run_command(args: list[str], *, echo: bool = True) -> tuple[int, str, str]:
+    """``whichdevice ARGS`` in a child, its output printed as it comes, the elapsed time shown."""
+    from whichdevice.present.progress import run_command as run
+
+    return run(args, title=args[0] if args else "whichdevice", echo=echo)
+
+
+def _result_of(stdout: str) -> Any:
+    """The record the command wrote (its last ``Record:`` line), as the API's result object."""
+    found = _RECORD_LINE.findall(stdout)
+    if not found:
+        return None
+    path = Path(found[-1])
+    if not path.exists():
+        return None
+    import whichdevice
+
+    try:
+        return whichdevice.load(path)
+    except ValueError:  # not a RunRecord (an audit record): the audit's own reader
+        from whichdevice.audit import record as audit_record
+
+        try:
+            return audit_record.load(path)
+        except Exception:
+            return None
+
+
+def whichdevice_line(line: str) -> Any:
+    """``%whichdevice ARGS``."""
+    try:
+        args = shlex.split(line)
+    except ValueError as e:
+        print(f"error: %whichdevice: {e} (quote the argument)", file=sys.stderr)
+        return None
+    if not args:
+        args = ["--help"]
+    code, stdout, _ = run_command(args)
+    if code != 0:
+        return None  # the command said why (one line on stderr for bad input)
+    return _result_of(stdout)
+
+
+def whichdevice_audit_cell(line: str, cell: str) -> Any:
+    """``%%whichdevice_audit [options]``: the cell audited as a script."""
+    try:
+        options = shlex.split(line)
+    except ValueError as e:
+        print(f"error: %%whichdevice_audit: {e} (quote the argument)", file=sys.stderr)
+        return None
+    folder = Path("whichdevice-results")
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / f"cell-{time.strftime('%Y%m%d-%H%M%S')}-{len(list(folder.glob('cell-*.py')))}.py"
+    script.write_text(cell)
+    code, stdout, _ = run_command(["audit", *options, str(script)])
+    if code != 0:
+        return None
+    return _result_of(stdout)
+
+
+def register(ipython) -> None:  # noqa: ANN001
+    ipython.register_magic_function(whichdevice_line, magic_kind="line", magic_name="whichdevice")
+    ipython.register_magic_function(whichdevice_audit_cell, magic_kind="cell", magic_name="whichdevice_audit")

@@ -1,0 +1,244 @@
+"""The words for the fixes analysis measured (analysis/suite.FixVerdict): one sentence per
+measured pair, the grid's choice, why a fix was not measured, and a change's title, code line
+and caveat from the catalogue (workloads/fixes.py).
+
+The first screen, the fix table, the HTML report and the settings advice all write a fix
+through these functions, from the same :class:`~whichdevice.analysis.fixes.Fix` objects, so a
+claim reads the same everywhere: its words are ``Claim.text`` (present/claims.ratio_text).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from whichdevice.analysis.fixes import Fix, FixEntry, GridResult, NotMeasured, PlacementCheck, WarmupCheck
+from whichdevice.analysis.precision import Cpu16Bit
+from whichdevice.analysis.significance import MIN_SAMPLES, Claim
+from whichdevice.analysis.suite import FixVerdict
+from whichdevice.core.units import seconds
+from whichdevice.present import names
+from whichdevice.present.claims import ratio_text
+
+# A fix's parameter and values in words, where the parameter's own name says little.
+_VALUES = {
+    "prefetch": {
+        "tfdata_noprefetch": "tf.data without",
+        "tfdata": "with prefetch",
+        "serial": "serial map",
+        "prefetch": "parallel map + prefetch",
+    },
+    "pyfunc": {"pyfunc": "augmentation in tf.py_function", "prefetch": "in TF ops"},
+    "sync": {"each": "loss read every step", "none": "never"},
+    "precision": {},
+}
+_PARTS = {"both": "per training step", "pipeline": "pipeline alone, per batch"}
+OUTCOME_WORDS = {
+    "helps": "helps",
+    "slower": "slower here",
+    "no_change": "no clear change",
+    "not_measured": "not measured",
+}
+
+
+def claim_text(claim: Claim) -> str:
+    """The claim in words, as every presenter writes it."""
+    return ratio_text(claim)
+
+
+def short_claim_text(claim: Claim) -> str:
+    """The claim without its note (the report has it), with a one-word tag for it: the first
+    screen keeps one line per change. The rest is the fix table's words exactly."""
+    text = ratio_text(dataclasses.replace(claim, note=""))
+    if not claim.note or not claim.enough:
+        return text
+    tag = "bimodal" if "bimodal" in claim.note else "see the report"
+    return f"{text[:-1]}; {tag})" if text.endswith(")") else f"{text} ({tag})"
+
+
+def several_frameworks(fixes: list[FixVerdict]) -> bool:
+    return len({f.framework for v in fixes for f in v.fixes}) > 1
+
+
+def where_words(f: Fix) -> str:
+    """The workload a pair was measured on, for people."""
+    if f.workload == "pipeline":
+        return f"image input pipeline, batch {f.where.get('batch')}, {_PARTS.get(f.part, f.part)}"
+    ctx = {**f.where, f.entry.param: f.baseline} if f.entry.param == "batch" else f.where
+    return names.workload_name(ctx)
+
+
+def _values(f: Fix) -> tuple[str, str]:
+    words = _VALUES.get(f.kind, {})
+    return words.get(str(f.baseline), str(f.baseline)), words.get(str(f.variant), str(f.variant))
+
+
+def fix_line(f: Fix, *, several: bool = False) -> str:
+    """'CPU:0 jit_compile False -> True: 1.3× faster (95 % CI 1.2–1.4×, 2 rounds), per sample
+    (small MLP, 1,000 samples, batch 10, model.fit)'."""
+    who = f"{f.framework} {f.device}" if several else f.device
+    b, v = _values(f)
+    param = "" if f.workload == "pipeline" or f.kind in _VALUES else f"{f.entry.param} "
+    per = "" if f.workload == "pipeline" else ", per sample"
+    return f"{who} {param}{b} -> {v}: {claim_text(f.claim)}{per} ({where_words(f)})"
+
+
+def _grid_cell(f: Fix) -> str:
+    c = f.claim
+    if not c.enough:
+        return f"{f.variant}: not enough samples (n={c.n})"
+    mark = "" if c.significant else ", no clear change"
+    return f"{f.variant}: {c.ratio:.3g}x (CI {c.lo:.3g}–{c.hi:.3g}, n={c.n}{mark})"
+
+
+def grid_lines(g: GridResult, e: FixEntry, *, several: bool = False) -> tuple[str, str]:
+    """(the grid's choice in words, the whole grid) for one device."""
+    what = e.param
+    who = f"{g.framework} {g.device}" if several else g.device
+    thin = g.thin
+    left_out = (
+        f"; {what} {', '.join(str(f.variant) for f in thin)}: not enough samples "
+        f"({', '.join(f'n={f.claim.n}' for f in thin)}), not considered"
+        if thin
+        else ""
+    )
+    grid = f"{who} grid (samples/s vs {what} {g.baseline}): " + "; ".join(_grid_cell(f) for f in g.cells)
+    if g.pick is None or g.best is None or g.pick_share is None:
+        values = ", ".join(str(f.variant) for f in g.cells)
+        return f"{who}: none of {what} {values} beats {g.baseline} significantly{left_out}", grid
+    pick, best = g.pick, g.best
+    line = (
+        f"{who}: {what} {g.baseline} -> {pick.variant}: {claim_text(pick.claim)} in samples/s "
+        f"({where_words(pick)}); best in the grid: {what} {best.variant} at {best.claim.ratio:.3g}x, so the "
+        f"recommended {what} reaches {g.pick_share:.0%} of the best{left_out}"
+    )
+    return line, grid
+
+
+def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
+    """'not measured: skipped, the time budget ran out (raise --budget)' and the like."""
+    if why.reason == "not_in_suite":
+        what = "your model's suite (diagnose)" if experiment == "diagnose" else "this suite"
+        return f"not measured: not part of {what}" + (f"; {why.elsewhere} measures it" if why.elsewhere else "")
+    if why.reason == "skipped":
+        return "not measured: skipped, the time budget ran out (raise --budget)"
+    if why.reason == "failed":
+        kinds = ", ".join(k.replace("_", " ") for k in why.failures)
+        return f"not measured: its cases failed ({kinds}; see Failed)"
+    if why.reason == "too_few_samples":
+        return f"not measured: fewer than {MIN_SAMPLES} samples (n={why.n})"
+    if why.reason == "default":
+        return f"no change to make: {', '.join(why.devices)} already compile with XLA by default (jit_compile='auto')"
+    if why.reason == "no_gpu":
+        return NO_GPU
+    return "not measured: one side of the pair did not run"
+
+
+DEFAULT_ON = "already on by default"
+NO_GPU = "not measured here (no GPU)"
+
+
+def short_reason(why: NotMeasured) -> str:
+    """The reason in a few words, for the first screen."""
+    return {
+        "not_in_suite": "not in this suite",
+        "skipped": "skipped: time budget",
+        "failed": "failed",
+        "too_few_samples": f"fewer than {MIN_SAMPLES} samples",
+        "default": DEFAULT_ON,
+        "no_pair": "one side did not run",
+        "no_gpu": "no GPU here",
+    }[why.reason]
+
+
+def verdict_lines(v: FixVerdict, *, several: bool = False, with_grid: bool = True) -> list[str]:
+    """The fix table's "measured effect" lines for one fix."""
+    e = v.entry
+    lines: list[str] = []
+    if e.method == "grid":
+        for g in v.grids:
+            line, grid = grid_lines(g, e, several=several)
+            lines += [line, grid] if with_grid else [line]
+    else:
+        lines += [fix_line(f, several=several) for f in v.fixes]
+    for c in v.checks:
+        lines.append(check_line(c))
+    on = dict.fromkeys(f"{f.framework} {f.device}" if several else f.device for f in v.default_on)
+    if on:
+        lines.append(
+            f"{', '.join(on)}: already the default here (jit_compile='auto' compiled with XLA): no change for you"
+        )
+    note = cpu_16bit_text(v.cpu_16bit)
+    if note:
+        lines.append(note)
+    return lines
+
+
+def check_line(c: PlacementCheck | WarmupCheck) -> str:
+    if isinstance(c, PlacementCheck):
+        if c.device.startswith("GPU"):
+            text = (
+                f"{len(c.cpu_ops)} op types ran on the CPU in the GPU step: " + ", ".join(c.cpu_ops)
+                if c.cpu_ops
+                else "every op that does work ran on the GPU"
+            )
+        else:
+            text = (
+                "everything ran on the CPU (a CPU run); this build has no GPU kernel for "
+                f"{', '.join(c.fallbacks) or 'none of the step ops'}, which would run on the CPU in a GPU run"
+            )
+        copies = f"; {c.copies} copies between devices per step" if c.copies else ""
+        return f"{c.device}: {text}{copies}"
+    return (
+        f"{c.device}: first step {seconds(c.first_s)} vs steady {seconds(c.steady_s)} ({c.ratio:.3g}x): a one-step "
+        "or first-epoch timing overstates the steady cost this much"
+    )
+
+
+def change_title(f: Fix, *, several: bool = False) -> str:
+    title = f.entry.change.format(b=f.baseline, v=f.variant)
+    return title + (f" ({f.framework})" if several else "")
+
+
+def change_code(f: Fix) -> str:
+    e = f.entry
+    return e.code_for.get(f.framework, e.code).format(v=f.variant)  # keras-*: Keras' own code
+
+
+def change_caveat(f: Fix) -> str:
+    e = f.entry
+    if not e.caveat:
+        return ""
+    if e.key == "batch":
+        return e.caveat.format(r=float(f.variant) / float(f.baseline))  # type: ignore[arg-type]
+    return e.caveat.format(v=f.variant)
+
+
+class _N:
+    """A placeholder value in a caveat that speaks of no particular measurement: 'N'."""
+
+    def __format__(self, spec: str) -> str:
+        return "N"
+
+
+def general_caveat(e: FixEntry) -> str:
+    """The caveat with no measured value ('every N steps'), for the fix table's how column."""
+    return e.caveat.format(v=_N(), r=_N())
+
+
+def cpu_16bit_text(c: Cpu16Bit | None) -> str | None:
+    """What this CPU's 16-bit math means for a mixed-precision measurement made on it."""
+    if c is None:
+        return None
+    if c.bf16 and c.fp16:
+        return "This CPU has fast bfloat16 and float16 math (avx512_bf16/amx_bf16 and avx512_fp16/amx_fp16)."
+    missing = [
+        n
+        for n, ok in (("bfloat16 (no avx512_bf16/amx_bf16)", c.bf16), ("float16 (no avx512_fp16/amx_fp16)", c.fp16))
+        if not ok
+    ]
+    return (
+        "This CPU has no fast 16-bit math for " + " or ".join(missing) + " in /proc/cpuinfo: its 16-bit "
+        "arithmetic is not accelerated, so a difference measured here comes from elsewhere (less memory "
+        "traffic, different kernels), not from 16-bit compute units; tensor-core GPUs are where mixed "
+        "precision is designed to pay — measure it there."
+    )

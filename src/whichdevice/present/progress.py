@@ -1,0 +1,199 @@
+"""Progress of a Python API call (issue #34): the CLI shows a bar while a 30 s measurement runs;
+the API showed nothing. In a terminal (plain Python, IPython) the same rich bar as the CLI, on
+stderr and gone when done; in a Jupyter notebook one output line updated in place (an IPython
+display handle: no widget library needed), left as "done: N cases in S s".
+
+    with ApiProgress("matmul") as p:
+        record = session.measure(request, progress=p.callbacks())
+"""
+
+from __future__ import annotations
+
+import html
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from whichdevice.measure import session
+
+
+def in_notebook() -> bool:
+    """True in a Jupyter kernel (IPython's ZMQ shell), False in a terminal or plain Python."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    try:
+        shell = ipython.get_ipython()
+    except Exception:
+        return False
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+class ApiProgress:
+    """Counts finished cases out of the total; ``enabled=False`` shows nothing."""
+
+    MIN_INTERVAL_S = 0.25  # a notebook redraw at most 4× per second
+
+    def __init__(self, title: str, *, enabled: bool = True) -> None:
+        self.title = title
+        self.enabled = enabled
+        self.total: int | None = None
+        self.done = 0
+        self.current = "starting"
+        self._t0 = time.monotonic()
+        self._shown = 0.0
+        self._handle = None
+        self._bar = None
+        self._task = None
+
+    # --- context
+    def __enter__(self) -> ApiProgress:
+        if not self.enabled:
+            return self
+        if in_notebook():
+            from IPython.display import HTML, display
+
+            self._handle = display(HTML(self._html()), display_id=True)
+        else:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(stderr=True, highlight=False),
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task(f"{self.title}: starting", total=None)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+        if self._handle is not None:
+            self._draw(force=True, final=exc[0] is None)
+
+    # --- the measuring session's callbacks
+    def callbacks(self, while_child_starts: Callable[[], None] | None = None) -> session.Progress:
+        return session.Progress(
+            on_total=self._on_total,
+            on_start=self._on_start,
+            on_result=self._on_result,
+            while_child_starts=while_child_starts,
+        )
+
+    def _on_total(self, n: int) -> None:
+        self.total = n
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, total=n)
+        self._draw()
+
+    def _on_start(self, key: str) -> None:
+        self.current = _describe(key)
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, description=f"{self.title}: {self.current}"[:90])
+        self._draw()
+
+    def _on_result(self, _result: object) -> None:
+        self.done += 1
+        if self._bar is not None and self._task is not None:
+            self._bar.advance(self._task)
+        self._draw()
+
+    def tick(self) -> None:
+        """Redraw the elapsed time (a notebook line does not redraw by itself)."""
+        self._draw()
+
+    # --- the notebook line
+    def text(self, final: bool = False) -> str:
+        elapsed = time.monotonic() - self._t0
+        if final:
+            return f"whichdevice {self.title}: done, {self.done} cases in {elapsed:.0f} s"
+        of = f"/{self.total}" if self.total else ""
+        return f"whichdevice {self.title}: {self.done}{of} cases, {elapsed:.0f} s — {self.current}"
+
+    def _html(self, final: bool = False) -> str:
+        frac = (self.done / self.total) if self.total else 0.0
+        bar = "" if final else f' <progress value="{frac:.3f}" max="1" style="width:12rem"></progress>'
+        return f'<div class="whichdevice-report"><code>{html.escape(self.text(final))}</code>{bar}</div>'
+
+    def _draw(self, force: bool = False, final: bool = False) -> None:
+        if self._handle is None:
+            return
+        now = time.monotonic()
+        if not force and now - self._shown < self.MIN_INTERVAL_S:
+            return
+        self._shown = now
+        from IPython.display import HTML
+
+        self._handle.update(HTML(self._html(final)))
+
+
+def _describe(key: str) -> str:
+    """'CPU:0 matmul n=100 mode=steady' from a case key 'matmul|tensorflow|CPU:0|n=100,mode=steady'."""
+    parts = key.split("|", 3)
+    if len(parts) < 4:
+        return key
+    workload, _, device, params = parts
+    return f"{device} {workload} {params.replace(',', ' ')}"
+
+
+def run_command(args: list[str], *, title: str, echo: bool = True, progress: bool = True) -> tuple[int, str, str]:
+    """``whichdevice ARGS`` in a child process (the API's ``predict``/``pipeline``, the
+    ``%whichdevice`` magic): its stdout and stderr printed here as they come (``echo``), the
+    elapsed time shown while it runs (``progress``). Returns (exit code, stdout, stderr).
+    Ctrl-C (a notebook's interrupt) stops the child's whole process group, then is raised."""
+    import os
+    import signal
+
+    child = subprocess.Popen(
+        [sys.executable, "-m", "whichdevice", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,  # its own process group: an interrupt stops it and its measuring children
+    )
+    out: list[str] = []
+    err: list[str] = []
+
+    def pump(stream, sink: list[str], target: str) -> None:  # noqa: ANN001
+        for line in iter(stream.readline, ""):
+            sink.append(line)
+            if echo:  # sys.stdout looked up per line: a progress bar redirects it while it runs
+                f = getattr(sys, target)
+                f.write(line)
+                f.flush()
+
+    threads = [
+        threading.Thread(target=pump, args=(child.stdout, out, "stdout"), daemon=True),
+        threading.Thread(target=pump, args=(child.stderr, err, "stderr"), daemon=True),
+    ]
+    for t in threads:
+        t.start()
+    try:
+        with ApiProgress(title, enabled=progress) as bar:
+            bar.current = " ".join(args)[:80]
+            while child.poll() is None:
+                bar.tick()
+                time.sleep(0.1)
+            bar.done = 1 if child.returncode == 0 else 0
+    except BaseException:
+        try:
+            os.killpg(child.pid, signal.SIGINT)
+            child.wait(timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            child.wait()
+        raise
+    for t in threads:
+        t.join()
+    return child.returncode, "".join(out), "".join(err)

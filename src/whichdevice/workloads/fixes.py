@@ -1,0 +1,377 @@
+"""THE catalogue of fixes: every change whichdevice measures (or checks) and recommends.
+
+One entry per fix: the case parameter it changes, its baseline, its title, the line of code to
+write, the caveat when it changes training, the article and anchor it comes from, which
+framework it applies to, which cases measure it and whether round 2 repeats them. Everything
+else reads this list: the pairing and the claims (``analysis/suite.py``), the first screen and
+the fix table (``present/``), the round-2 choice (``measure/session.decides_verdict``). Nothing
+else lists fixes.
+
+It lives in ``workloads/`` because both ``analysis`` and ``measure`` read it, and the layers
+contract (pyproject.toml) lets neither import the other; ``analysis/fixes.py`` re-exports it.
+
+Adding a fix (README "How to add a fix"): one :class:`FixEntry` in :data:`FIXES`, plus the
+workload case(s) that measure its baseline and its variant (``workloads/suite.py``). An entry
+with ``method="ab"`` is paired automatically: two ok cases whose parameters differ only in
+``param`` (``baseline`` on one side) form a claim, per sample.
+
+Text fields are data for presenters (``present/``), with ``{b}``/``{v}`` for the baseline and
+the variant value and, in the batch caveat, ``{r}`` for their ratio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+# How an entry is measured: an A/B pair of cases (``ab``), a grid of values against one
+# baseline where the smallest value close to the best is recommended (``grid``), the image
+# pipeline's variants (``pipeline``: per training step, else the pipeline alone), or a check
+# that measures no ratio (``check``: op placement, warm-up).
+Method = Literal["ab", "grid", "pipeline", "check"]
+# Where a case is in the record: (workload, params) -> whether it measures this fix.
+CasePredicate = Callable[[str, dict[str, Any]], bool]
+
+
+@dataclass(frozen=True)
+class FixEntry:
+    key: str  # a short stable name: 'batch', 'prefetch', ...
+    param: str  # the case parameter it changes ('' for a check)
+    baseline: object  # that parameter's value before the fix (None: the run's own, e.g. the user's batch)
+    method: Method
+    title: str  # the fix table's row: "Increase the batch size"
+    change: str  # the first screen's line: "Batch {b} → {v}"
+    short: str  # in a list of names: "a larger batch"
+    code: str  # the line to write ({v}: the recommended value)
+    how: str  # the fix table's "how" column
+    source: str  # the article it comes from (a key of present/names.SOURCES)
+    anchor: str  # where the advice is documented (../shared/ANCHORS.md and the anchors' docs)
+    cases: CasePredicate  # the cases that measure it (both sides)
+    repeat: bool  # round 2 (a fresh process) measures its cases again: a claim rests on them
+    framework: str = "any"  # "any", or the one framework it applies to (tf.data: tensorflow)
+    caveat: str = ""  # when the change alters training, not only its speed
+    elsewhere: str = ""  # the command that measures it when a suite does not
+    code_for: dict[str, str] = field(default_factory=dict)  # the same change in another framework
+    # The image pipeline's variants that measure it too (baseline variant, fixed variant), per
+    # training step and for the pipeline alone (workloads/pipeline.py); None: not measured there.
+    pipeline: tuple[str, str] | None = None
+    gpu_only: bool = False  # measured on a GPU only: a run without one says "not measured here (no GPU)"
+
+
+_PREFETCH_DATA = ("tfdata_noprefetch", "tfdata")  # the two sides of the train-loop prefetch pair
+
+
+def _p(**want: object) -> CasePredicate:
+    """A predicate: the case's parameters hold these values."""
+    return lambda workload, p: all(p.get(k) == v for k, v in want.items())
+
+
+FIXES: tuple[FixEntry, ...] = (
+    FixEntry(
+        key="batch",
+        param="batch",
+        baseline=None,
+        method="grid",
+        title="Increase the batch size",
+        change="Batch {b} → {v}",
+        short="a larger batch",
+        code="model.fit(x, y, batch_size={v})",
+        code_for={
+            "torch": "DataLoader(dataset, batch_size={v}, shuffle=True)",
+            "jax": "for xb, yb in batches(x, y, size={v}): state = train_step(state, xb, yb)",
+        },
+        how="raise the batch until samples/s stops growing",
+        caveat="this changes training: scale the learning rate (×{r:.3g}, with warm-up), check accuracy",
+        source="seed001",
+        anchor="PyTorch profiler plugin: GPU utilisation < 0.5 → increase batch size (ANCHORS.md)",
+        cases=lambda w, p: w == "train" and p.get("kind") == "steady" and p.get("sync") == "none",
+        repeat=True,
+    ),
+    FixEntry(
+        key="prefetch",
+        param="data",
+        baseline="tfdata_noprefetch",
+        method="ab",
+        title="Use tf.data with prefetch",
+        change="Prefetch the input (tf.data)",
+        short="prefetch",
+        code="ds = ds.map(f, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)",
+        how="dataset.batch(...).prefetch(tf.data.AUTOTUNE) so input overlaps the step",
+        source="seed003",
+        anchor="XProf input-pipeline advice: num_parallel_calls in map(), tune prefetch (ANCHORS.md)",
+        cases=lambda w, p: (
+            (w == "train" and p.get("kind") == "loop" and p.get("data") in _PREFETCH_DATA)
+            or (w == "pipeline" and p.get("variant") in ("serial", "prefetch"))
+        ),
+        pipeline=("serial", "prefetch"),
+        repeat=True,
+        framework="tensorflow",
+        elsewhere="`whichdevice pipeline`",
+    ),
+    FixEntry(
+        key="pyfunc",
+        param="variant",
+        baseline="pyfunc",
+        method="pipeline",
+        title="Reduce Python-side preprocessing",
+        change="TF ops instead of tf.py_function",
+        short="TF ops instead of tf.py_function",
+        code="ds = ds.map(augment_in_tf_ops)  # not tf.py_function(augment, ...)",
+        how="do preprocessing in TF ops inside tf.data map",
+        source="seed003",
+        anchor="XProf: POTENTIALLY input-bound (I/O or Python execution) (ANCHORS.md)",
+        cases=lambda w, p: w == "pipeline" and p.get("variant") in ("pyfunc", "prefetch"),
+        pipeline=("pyfunc", "prefetch"),
+        repeat=True,
+        framework="tensorflow",
+        elsewhere="`whichdevice pipeline`",
+    ),
+    FixEntry(
+        key="placement",
+        param="",
+        baseline=None,
+        method="check",
+        title="Check that the important ops run on the GPU",
+        change="Check op placement",
+        short="op placement",
+        code="tf.debugging.set_log_device_placement(True)",
+        how="tf.debugging.set_log_device_placement(True); `whichdevice placement` for the full table",
+        source="seed001",
+        anchor="TensorFlow GPU performance guide: set_log_device_placement (ANCHORS.md)",
+        cases=_p(kind="placement"),
+        repeat=False,
+        framework="tensorflow",
+        elsewhere="`whichdevice placement`",
+    ),
+    FixEntry(
+        key="warmup",
+        param="",
+        baseline=None,
+        method="check",
+        title="Benchmark after warm-up",
+        change="Time after warm-up",
+        short="timing after warm-up",
+        code="# time the steps after the first epoch, not the first steps",
+        how="exclude the first steps / epoch from comparisons",
+        source="seed001",
+        anchor="TensorFlow GPU performance guide: avoid profiling the first few batches (ANCHORS.md)",
+        cases=_p(kind="loop"),
+        repeat=True,  # the loops are device-vs-device claims too (seed 001 ex2)
+    ),
+    FixEntry(
+        key="steps_per_execution",
+        param="steps_per_execution",
+        baseline=1,
+        method="grid",
+        title="steps_per_execution",
+        change="steps_per_execution 1 → {v}",
+        short="steps_per_execution",
+        code="model.compile(optimizer, loss, steps_per_execution={v})",
+        how="model.compile(..., steps_per_execution=N) runs N steps per call, amortizing Python and dispatch overhead",
+        caveat="callbacks and the progress bar then run once every {v} steps, not every step",
+        source="seed001",
+        anchor="Keras 3: steps_per_execution helps small models with large Python overhead (ANCHORS.md)",
+        cases=lambda w, p: w == "train" and "steps_per_execution" in p,
+        repeat=True,
+    ),
+    FixEntry(
+        key="jit_compile",
+        param="jit_compile",
+        baseline=False,
+        method="ab",
+        title="jit_compile (XLA)",
+        change="Compile the step with XLA (jit_compile)",
+        short="jit_compile",
+        code="model.compile(optimizer, loss, jit_compile=True)",
+        how="model.compile(..., jit_compile=True) fuses ops into fewer kernels",
+        caveat="each new input shape compiles again: the first steps get slower",
+        source="seed001",
+        anchor="Keras 3: jit_compile='auto' disables XLA on CPU-only machines (ANCHORS.md)",
+        cases=lambda w, p: w == "train" and "jit_compile" in p,
+        repeat=True,
+    ),
+    FixEntry(
+        key="sync",
+        param="sync",
+        baseline="each",
+        method="ab",
+        title="Do not read the loss back every step",
+        change="Read the loss back every N steps",
+        short="loss read less often",
+        code="if step % 100 == 0: print(float(loss))  # not every step",
+        how="avoid .numpy()/.item()/float(loss) per step; log every N steps",
+        source="seed001",
+        anchor="JAX dispatch is asynchronous; each read-back is a device sync (ANCHORS.md, timing methods)",
+        cases=_p(kind="steady"),
+        repeat=True,
+    ),
+    FixEntry(
+        key="precision",
+        param="precision",
+        baseline="float32",
+        method="ab",
+        title="Mixed precision",
+        change="Mixed precision (float16)",
+        short="mixed precision",
+        code='keras.mixed_precision.set_global_policy("mixed_float16")',
+        how="keras.mixed_precision.set_global_policy('mixed_float16')",
+        caveat="keep the output layer float32; a custom loop needs keras.optimizers.LossScaleOptimizer",
+        source="seed002",
+        anchor="XProf overview: only X % of device compute in 16 bit when < 10 % (ANCHORS.md)",
+        cases=_p(kind="precision"),
+        repeat=True,
+        elsewhere="`whichdevice train --precision mixed_float16`",
+    ),
+)
+
+# ------------------------------------------------------------------ PyTorch (issue 35)
+# `diagnose --framework torch`: each an A/B pair on the user's nn.Module at the user's batch
+# (workloads/torch_diagnose.py lists the cases: a steady pair names its fix in ``fix``; the
+# DataLoader pairs are loops over a loader). Reading the loss every step is ``sync`` above.
+_TUNING_GUIDE = "PyTorch Performance Tuning Guide (pytorch.org/tutorials/recipes/recipes/tuning_guide)"
+
+
+def _torch_pair(key: str) -> CasePredicate:
+    """The steady A/B pair of torch fix ``key`` (both sides name it in ``fix``)."""
+    return lambda w, p: w == "train" and p.get("fix") == key
+
+
+TORCH_FIXES: tuple[FixEntry, ...] = (
+    FixEntry(
+        key="set_to_none",
+        param="set_to_none",
+        baseline=False,
+        method="ab",
+        title="Free the gradients instead of zeroing them",
+        change="zero_grad(set_to_none=True)",
+        short="zero_grad(set_to_none=True)",
+        code="optimizer.zero_grad(set_to_none=True)  # not set_to_none=False, not p.grad.zero_()",
+        how="optimizer.zero_grad(set_to_none=True): no memset of every gradient each step",
+        caveat="the default since PyTorch 2.0; code that reads .grad after zero_grad() then sees None, not zeros",
+        source="",
+        anchor=f"{_TUNING_GUIDE}: use parameter.grad = None instead of model.zero_grad()",
+        cases=_torch_pair("set_to_none"),
+        repeat=True,
+        framework="torch",
+    ),
+    FixEntry(
+        key="autocast",
+        param="autocast",
+        baseline="off",
+        method="ab",
+        title="Autocast (mixed precision)",
+        change="Autocast to {v}",
+        short="autocast bfloat16",
+        code="with torch.autocast(device.type, dtype=torch.{v}): loss = loss_fn(model(x), y)",
+        how="forward and loss under torch.autocast(device.type, dtype=torch.bfloat16)",
+        caveat="changes the numerics: compare the loss curve and accuracy; float16 needs torch.amp.GradScaler; "
+        "a CPU without bfloat16 instructions runs it slower",
+        source="",
+        anchor=f"{_TUNING_GUIDE}: use mixed precision and AMP",
+        cases=_torch_pair("autocast"),
+        repeat=True,
+        framework="torch",
+    ),
+    FixEntry(
+        key="channels_last",
+        param="channels_last",
+        baseline=False,
+        method="ab",
+        title="channels_last memory format for the convolutions",
+        change="channels_last memory format",
+        short="channels_last",
+        code="model = model.to(memory_format=torch.channels_last); x = x.to(memory_format=torch.channels_last)",
+        how="the model and each 4-d batch in torch.channels_last (a model with Conv2d on image input)",
+        caveat="helps convolutions only, and mostly on GPUs with tensor cores; other layers may copy back",
+        source="",
+        anchor=f"{_TUNING_GUIDE}: use channels_last memory format for computer vision models",
+        cases=_torch_pair("channels_last"),
+        repeat=True,
+        framework="torch",
+    ),
+    FixEntry(
+        key="cudnn_benchmark",
+        param="cudnn_benchmark",
+        baseline=False,
+        method="ab",
+        title="Let cuDNN pick the fastest convolution (cudnn.benchmark)",
+        change="torch.backends.cudnn.benchmark = True",
+        short="cudnn.benchmark",
+        code="torch.backends.cudnn.benchmark = True",
+        how="torch.backends.cudnn.benchmark = True before training (GPU)",
+        caveat="the first step of each input shape tries every algorithm; varying shapes pay it again; "
+        "results are not bit-for-bit reproducible",
+        source="",
+        anchor=f"{_TUNING_GUIDE}: enable cuDNN auto-tuner",
+        cases=_torch_pair("cudnn_benchmark"),
+        repeat=True,
+        framework="torch",
+        gpu_only=True,
+    ),
+    FixEntry(
+        key="num_workers",
+        param="num_workers",
+        baseline=0,
+        method="ab",
+        title="Load batches in DataLoader worker processes",
+        change="Load batches in {v} DataLoader workers",
+        short="DataLoader workers",
+        code="DataLoader(dataset, batch_size=b, shuffle=True, num_workers={v}, persistent_workers=True)",
+        how="DataLoader(..., num_workers=N, persistent_workers=True)",
+        caveat="each worker is a process with its own copy of the dataset object; on few cores they compete with the step",
+        source="",
+        anchor="PyTorch profiler plugin: DataLoader > 5 % of step → raise num_workers (ANCHORS.md)",
+        cases=lambda w, p: w == "train" and p.get("kind") == "loop" and "num_workers" in p and "pin_memory" not in p,
+        repeat=True,
+        framework="torch",
+    ),
+    FixEntry(
+        key="pin_memory",
+        param="pin_memory",
+        baseline=False,
+        method="ab",
+        title="Pinned batches and non_blocking copies",
+        change="pin_memory + non_blocking copies",
+        short="pin_memory + non_blocking",
+        code="DataLoader(..., pin_memory=True); x = x.to(device, non_blocking=True)",
+        how="DataLoader(..., pin_memory=True) and .to(device, non_blocking=True) (GPU)",
+        caveat="pinned host memory is locked: very large pinned batches leave less memory to the rest of the machine",
+        source="",
+        anchor=f"{_TUNING_GUIDE}: enable async data loading and augmentation (pin_memory)",
+        cases=lambda w, p: w == "train" and p.get("kind") == "loop" and "pin_memory" in p,
+        repeat=True,
+        framework="torch",
+        gpu_only=True,
+    ),
+    FixEntry(
+        key="torch_compile",
+        param="torch_compile",
+        baseline=False,
+        method="ab",
+        title="Compile the model (torch.compile)",
+        change="Compile the model (torch.compile)",
+        short="torch.compile",
+        code="model = torch.compile(model)",
+        how="model = torch.compile(model); compiling is bounded by a quarter of --budget",
+        caveat="the first step compiles (seconds to minutes, in the warm-up, not in this gain); a new input "
+        "shape compiles again; check that the results match",
+        source="",
+        anchor=f"{_TUNING_GUIDE}: fuse operations (torch.compile)",
+        cases=_torch_pair("torch_compile"),
+        repeat=True,
+        framework="torch",
+    ),
+)
+FIXES = FIXES + TORCH_FIXES
+
+BY_KEY: dict[str, FixEntry] = {f.key: f for f in FIXES}
+
+
+def entry(key: str) -> FixEntry:
+    return BY_KEY[key]
+
+
+def repeated(workload: str, params: dict[str, Any]) -> bool:
+    """Whether a case measures a fix whose claims round 2 must repeat (``FixEntry.repeat``)."""
+    return any(f.repeat and f.cases(workload, params) for f in FIXES)

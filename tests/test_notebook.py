@@ -1,0 +1,138 @@
+"""Notebooks (issue #34): the HTML is a fragment whose CSS restyles nothing outside it, drawn
+once; `dir(whichdevice)` lists the API; `%load_ext whichdevice` under a real IPython."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import whichdevice
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data"
+
+
+def _selectors(fragment: str) -> list[str]:
+    css = "".join(re.findall(r"<style>(.*?)</style>", fragment, re.S))
+    return [sel.strip() for block in re.findall(r"([^{}]+)\{[^{}]*\}", css) for sel in block.split(",")]
+
+
+def test_suite_result_html_is_a_scoped_fragment_drawn_once():
+    result = whichdevice.load(DATA / "run_cpu_2core.json")
+    frag = result._repr_html_()
+    assert frag.startswith('<div class="whichdevice-report">') and frag.endswith("</div>")
+    for tag in ("<html", "<body", "<head", "<!doctype", "<title"):
+        assert tag not in frag.lower()
+    selectors = _selectors(frag)
+    assert selectors and all(s.startswith(".whichdevice-report") for s in selectors), selectors
+    assert result._repr_html_() is frag  # cached: no second plot
+
+
+def test_dir_lists_the_api():
+    names = dir(whichdevice)
+    for name in ("run", "diagnose", "matmul", "load", "predict", "pipeline", "load_ipython_extension"):
+        assert name in names
+        assert callable(getattr(whichdevice, name))
+
+
+def test_progress_line_in_words():
+    from whichdevice.present.progress import ApiProgress, in_notebook
+
+    assert not in_notebook()
+    p = ApiProgress("matmul", enabled=False)
+    with p:
+        cb = p.callbacks()
+        cb.on_total(4)
+        cb.on_start("matmul|numpy|CPU:0|n=64,mode=steady")
+        cb.on_result(None)
+    assert p.text().startswith("whichdevice matmul: 1/4 cases") and "CPU:0 matmul n=64 mode=steady" in p.text()
+
+
+def test_api_command_functions_raise_the_commands_usage_error(tmp_path):
+    with pytest.raises(whichdevice.UsageError, match="--batch"):
+        whichdevice.pipeline(batch=0, out=tmp_path, progress=False)
+    assert not list(tmp_path.glob("*.json"))
+
+
+def _ipython(script: str, cwd: Path, timeout=300) -> subprocess.CompletedProcess:
+    (cwd / "t.ipy").write_text(script)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run(
+        [sys.executable, "-m", "IPython", "--no-banner", "--colors=NoColor", "t.ipy"],
+        cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout,
+    )  # fmt: skip
+
+
+def test_load_ext_registers_the_magics_under_ipython(tmp_path):
+    pytest.importorskip("IPython")
+    r = _ipython(
+        "%load_ext whichdevice\n"
+        "r = %whichdevice matmul --framework numpy --sizes 16,32 --mode steady --min-time 0.01\n"
+        "print('RESULT', type(r).__name__, r.path.exists(), '<body' in r._repr_html_())\n"
+        "bad = %whichdevice matmul --sizes abc\n"
+        "print('BAD', bad)\n",
+        tmp_path,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "RESULT Result True False" in r.stdout
+    assert "error: --sizes: 'abc' is not a whole number" in r.stderr and "BAD None" in r.stdout
+
+
+def test_cell_magic_audits_the_cell_and_keeps_the_file(tmp_path):
+    pytest.importorskip("IPython")
+    r = _ipython(
+        "%load_ext whichdevice\n"
+        "cell = 'import time\\nt0 = time.perf_counter()\\nsum(range(100000))\\nprint(\"took\", time.perf_counter() - t0)\\n'\n"
+        "# a script file is one cell: the cell magic is called as IPython calls it for a %%cell\n"
+        "rec = get_ipython().run_cell_magic('whichdevice_audit', '--no-rerun', cell)\n"
+        "print('AUDIT', type(rec).__name__)\n",
+        tmp_path,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    (cell,) = (tmp_path / "whichdevice-results").glob("cell-*.py")
+    assert "perf_counter" in cell.read_text()
+    assert "took" in r.stdout and cell.name in r.stdout
+
+
+@pytest.mark.tf
+def test_whichdevice_matmul_quick_in_ipython(tmp_path):
+    """The done-when line: `%load_ext whichdevice` then `%whichdevice matmul --quick`."""
+    pytest.importorskip("IPython")
+    r = _ipython(
+        "%load_ext whichdevice\nr = %whichdevice matmul --quick\nprint('RESULT', type(r).__name__, len(r.record.results))\n",
+        tmp_path,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert re.search(r"RESULT Result \d+", r.stdout)
+
+
+def test_progress_in_a_notebook_updates_one_line_in_place(monkeypatch):
+    """In Jupyter (a ZMQ shell) the API's progress is one display handle updated in place."""
+    pytest.importorskip("IPython")
+    import IPython.display
+
+    from whichdevice.present import progress
+
+    shown = []
+
+    class Handle:
+        def update(self, obj):
+            shown.append(obj.data)
+
+    def display(obj, display_id=None):
+        shown.append(obj.data)
+        return Handle()
+
+    monkeypatch.setattr(progress, "in_notebook", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr(progress.ApiProgress, "MIN_INTERVAL_S", 0.0)
+    with progress.ApiProgress("run") as p:
+        cb = p.callbacks()
+        cb.on_total(2)
+        cb.on_result(None)
+        cb.on_result(None)
+    assert shown[0].startswith('<div class="whichdevice-report">') and "<progress" in shown[0]
+    assert "2/2 cases" in shown[-2] and "done, 2 cases" in shown[-1] and "<progress" not in shown[-1]

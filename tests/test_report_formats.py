@@ -1,0 +1,58 @@
+"""`whichdevice report X --markdown` / `--csv` (issue #34): a result pasted into a pull request
+or read by a script, from the same pages as the HTML report, writing no file."""
+
+import csv
+import io
+import shutil
+from pathlib import Path
+
+from conftest import run_cli
+
+DATA = Path(__file__).parent / "data"
+
+
+def _copy(tmp_path, name):
+    path = tmp_path / name
+    shutil.copy(DATA / name, path)
+    return path
+
+
+def test_markdown_of_a_run_is_the_first_screen_and_the_fix_table(tmp_path, capsys):
+    path = _copy(tmp_path, "run_cpu_2core_budget300.json")
+    code, out, err = run_cli(["report", str(path), "--markdown"], capsys)
+    assert code == 0, err
+    assert out.startswith("### whichdevice run · 2026-11-23")
+    assert "**Answer:** No GPU here" in out and "**What to change**" in out
+    assert "   ```python\n   model.fit(x, y, batch_size=8192)\n   ```" in out
+    assert "| fix | status | measured effect | how |\n| --- | --- | --- | --- |" in out
+    assert "Matrix multiply" not in out  # the other tables only with --verbose
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # nothing written beside it
+    code, full, _ = run_cli(["report", str(path), "--markdown", "--verbose"], capsys)
+    assert code == 0 and "Matrix multiply" in full and len(full) > len(out)
+
+
+def test_markdown_cells_are_one_line_with_pipes_escaped():
+    from whichdevice.present.markdown import grid_markdown
+    from whichdevice.present.tables import Grid, GridCell
+
+    grid = Grid("t", ["case", "time"], [[GridCell("a | b\nc"), GridCell("1 ms")]], ["foot"], align=("left", "right"))
+    lines = grid_markdown(grid)
+    assert "| a \\| b<br>c | 1 ms |" in lines and "| --- | ---: |" in lines
+
+
+def test_csv_is_one_row_per_cell_of_every_table(tmp_path, capsys):
+    path = _copy(tmp_path, "run_cpu_2core.json")
+    code, out, err = run_cli(["report", str(path), "--csv"], capsys)
+    assert code == 0, err
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rows[0] == ["section", "table", "row", "column", "value"]
+    assert len(rows) > 50 and all(len(r) == 5 for r in rows)
+    fixes = [r for r in rows if r[0] == "Fixes, each measured on the same workload" and r[3] == "fix"]
+    assert fixes and fixes[0][4].startswith("1. ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+def test_markdown_and_csv_together_is_bad_input(tmp_path, capsys):
+    path = _copy(tmp_path, "run_cpu_2core.json")
+    code, out, err = run_cli(["report", str(path), "--markdown", "--csv"], capsys)
+    assert code == 2 and out == "" and err.startswith("error: --markdown:") and len(err.strip().splitlines()) == 1
