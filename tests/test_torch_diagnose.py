@@ -430,7 +430,7 @@ def test_gpu_side_reads_the_h100_reference(h100_probe):
     advice = settings_advice(v, 32)
     # The user's loop at batch 32: CPU 0.82 ms a step, the H100 1.33 ms (its ~1 ms floor): the CPU.
     assert advice[0].startswith("Device: CPU:0 —") and "batch 32" in advice[0]
-    fs = first_screen(record, v, seed_batch=32, advice=advice)
+    fs = first_screen(record, v, advice=advice)
     assert fs.answer[0].startswith("Device: CPU:0")
     assert any("GPU:0" in a and "batch" in a for a in fs.answer[1:])  # the sweep's crossover
     torch = _torch_verdicts(v)

@@ -63,9 +63,7 @@ FIX_PARAMS: tuple[str, ...] = tuple(p for p, _, _ in STEADY_FIXES)
 def user_params(model_fn, input_shape, classes, data_fn, batch: int | None, framework_env: dict[str, str]) -> dict:
     """Pre-flight the user's module (and data) in a child — one real training step on the very
     batch the run measures — then the case parameters every measuring child rebuilds it from."""
-    facts = userfile.preflight(
-        model_fn, input_shape, classes, data_fn, framework_env, module=PREFLIGHT, batch=batch
-    )
+    facts = userfile.preflight(model_fn, input_shape, classes, data_fn, framework_env, module=PREFLIGHT, batch=batch)
     return {
         "model": "user",
         "model_file": str(model_fn.path),
