@@ -70,7 +70,7 @@ def test_diagnose_a_model_object_with_arrays(tmp_path):
 
     m = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, activation="softmax")])
     x, y = np.random.rand(256, 8).astype("float32"), np.random.randint(0, 4, 256)
-    r = whichdevice.diagnose(m, (x, y), classes=4, samples=256, budget_s=20)
+    r = whichdevice.diagnose(m, (x, y), classes=4, samples=256, budget_s=45)  # the sweep fits (issue 32 plans it)
     assert r.record.experiment == "diagnose"
     assert any(c.status == "ok" and c.spec.params.get("kind") == "fit" for c in r.record.results)
     # the loader the record names (and the first screen's `predict --model` hint) still exists (#34)
@@ -120,11 +120,12 @@ def test_diagnose_keeps_the_input_shape_order(monkeypatch, tmp_path):
 
     seen = {}
 
-    def fake_params(model_fn, shape, classes, data_fn, env):
+    def fake_params(model_fn, shape, classes, data_fn, env, **kwargs):
         seen["shape"] = shape
         raise RuntimeError("stop here")
 
     monkeypatch.setattr(userfile, "user_model_params", fake_params)
+    monkeypatch.setattr(userfile, "user_model_checked", fake_params)  # diagnose's pre-flight (issue 32)
     model = tmp_path / "m.py"
     model.write_text("def build():\n    pass\n")
     with pytest.raises(RuntimeError, match="stop here"):

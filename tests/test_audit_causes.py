@@ -167,7 +167,10 @@ def _nb(tmp_path, cells):
 
 def test_notebook_cells_joined_in_order_with_magics_translated(tmp_path):
     src, info = notebook.translate(
-        _nb(tmp_path, ["!pip install x\nimport math\n%matplotlib inline", "%timeit -n 5 -r 3 math.sqrt(2)", "%%time\ny = 1"])
+        _nb(
+            tmp_path,
+            ["!pip install x\nimport math\n%matplotlib inline", "%timeit -n 5 -r 3 math.sqrt(2)", "%%time\ny = 1"],
+        )
     )
     compile(src, "n", "exec")
     assert info["cells"] == 3 and info["magics_translated"] == 4
@@ -188,3 +191,38 @@ def test_broken_notebook_json_is_refused(tmp_path):
     p.write_text('{"cells": [null')
     with pytest.raises(UsageError):
         notebook.translate(p)
+
+
+def test_an_audit_record_of_schema_1_is_read_with_its_ratios_as_a_over_b(tmp_path):
+    """Issue #31 item 4: the audit's ratios read A/B as compare's; a schema-1 record (B/A) is migrated
+    on reading, its interval's ends swapped, and says so."""
+    from pathlib import Path
+
+    from whichdevice.audit import record
+
+    raw = json.loads((Path(__file__).parent / "data" / "audit_record_cpu.json").read_text())
+    assert raw["schema_version"] == 1
+    # seed 001 ex2's figures (benchmarks/audit.md, issue 8): script 0.19, re-measured 0.97 (0.89-1.1), B/A
+    raw["corrections"] = [
+        {
+            "a": 0,
+            "b": 1,
+            "script_ratio": 0.19,
+            "real_ratio": 0.97,
+            "real_ratio_low": 0.89,
+            "real_ratio_high": 1.1,
+            "round_ratios": [0.9, 1.0, 1.05],
+            "rerun_ok": True,
+        }
+    ]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(raw))
+    rec = record.load(path)
+    assert rec.corrections[0].script_ratio == pytest.approx(1 / 0.19)
+    for old, new in zip(raw["corrections"], rec.corrections):
+        assert new.script_ratio == pytest.approx(1 / old["script_ratio"])
+        if old.get("real_ratio"):
+            assert new.real_ratio == pytest.approx(1 / old["real_ratio"])
+            assert new.real_ratio_low == pytest.approx(1 / old["real_ratio_high"])
+            assert new.real_ratio_low <= new.real_ratio <= new.real_ratio_high
+    assert any("schema 1" in n for n in rec.notes)

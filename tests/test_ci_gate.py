@@ -32,13 +32,13 @@ def _write(path, cases, created="2026-11-22T00:00:00+00:00"):
 TIGHT = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0]
 
 
-def _pair(tmp_path, after_scale=1.0, after_fail=False):
+def _pair(tmp_path, after_scale=1.0, after_fail=False, kind="crash"):
     a = _write(tmp_path / "a.json", [_case(100, TIGHT), _case(200, [2 * x for x in TIGHT])])
     second = (
         failed(
             CaseSpec(workload="matmul", framework="numpy", device="CPU:0", params={"n": 200, "mode": "steady"}),
             "boom",
-            "crash",
+            kind,
             1.0,
         )
         if after_fail
@@ -63,6 +63,9 @@ def test_a_case_that_fails_only_in_run_b_is_a_regression(tmp_path, capsys):
     a, b = _pair(tmp_path, after_fail=True)
     code, out, _ = run_cli(["compare", a, b, "--fail-on-regression"], capsys)
     assert code == 1 and "1 ran in RUN_A and failed in RUN_B" in out
+    a, b = _pair(tmp_path, after_fail=True, kind="skipped")  # the time budget ran out: not measured, not failed
+    code, out, _ = run_cli(["compare", a, b, "--fail-on-regression"], capsys)
+    assert code == 0 and "No regression" in out
 
 
 def test_threshold_sets_the_practical_margin(tmp_path, capsys):
@@ -212,3 +215,11 @@ def test_compare_history_folder_keeps_the_learned_noise_there(tmp_path, capsys):
     finally:
         history.use(None)
     assert history.noise_samples(host) == {}  # $WHICHDEVICE_HOME untouched
+
+
+def test_a_gate_that_compares_nothing_does_not_pass(tmp_path, capsys):
+    a = _write(tmp_path / "a.json", [_case(100, TIGHT)])
+    b = _write(tmp_path / "b.json", [_case(999, TIGHT)], created="2026-11-22T00:01:00+00:00")
+    assert run_cli(["compare", a, b], capsys)[0] == 0  # a report may show nothing in common
+    code, _, err = run_cli(["compare", a, b, "--fail-on-regression"], capsys)
+    assert code == 2 and "RUN_B: no case of RUN_A is in RUN_B (1 only in RUN_A, 1 only in RUN_B)" in err

@@ -265,11 +265,12 @@ def test_predict_first_screen_fits_and_answers(tmp_path, monkeypatch):
     """predict's first screen: the answer (which device from which batch, predicted or measured),
     one line per batch, why, what to run to be sure — 25 lines at 100 columns with Record/History."""
     import whichdevice.cli.predict as predict_cli
+    from whichdevice.present import prediction
 
     buf = io.StringIO()
     console = Console(file=buf, width=100, force_terminal=True, color_system=None, highlight=False)
     monkeypatch.setattr(predict_cli, "console", console)
-    monkeypatch.setattr(predict_cli.present, "plot_predict", lambda *a, **k: None)
+    monkeypatch.setattr(prediction, "plot_predict", lambda *a, **k: None)  # present/pages/predict.py draws it
     predict_cli.render_predict(load_run(DATA / "predict_cpu_2core.json"), tmp_path / "p.png", loglog=True)
     lines = buf.getvalue().rstrip("\n").split("\n")
     assert len(lines) + 2 <= MAX_LINES and all(len(line) <= 100 for line in lines), buf.getvalue()

@@ -164,3 +164,12 @@ def test_timer_compare_in_python_applies_the_same_rule(tmp_path):
     assert fit(2e-3).compare(base, threshold=1.5)["regression"] is False  # within a 150 % margin
     with pytest.raises(ValueError, match="threshold must be"):
         fit(1e-3).compare(base, threshold=0)
+    other = tmp_path / "other.json"
+    fit(1e-3, other)
+    import json
+
+    raw = json.loads(other.read_text())
+    raw["results"][0]["spec"]["params"]["batch"] = 16  # another training
+    other.write_text(json.dumps(raw))
+    with pytest.raises(ValueError, match="has no case of this run"):
+        fit(1e-3).compare(other)

@@ -6,6 +6,8 @@ import io
 import shutil
 from pathlib import Path
 
+import pytest
+
 from conftest import run_cli
 
 DATA = Path(__file__).parent / "data"
@@ -56,3 +58,22 @@ def test_markdown_and_csv_together_is_bad_input(tmp_path, capsys):
     path = _copy(tmp_path, "run_cpu_2core.json")
     code, out, err = run_cli(["report", str(path), "--markdown", "--csv"], capsys)
     assert code == 2 and out == "" and err.startswith("error: --markdown:") and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.tf
+def test_markdown_of_a_step_timer_record_has_its_runs_table(tmp_path, capsys):
+    """train's report has no HTML page: its terminal tables are what --markdown writes."""
+    import keras
+    import numpy as np
+
+    from whichdevice.keras import StepTimer
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)], name="net")
+    model.compile(optimizer="sgd", loss="mse")
+    path = tmp_path / "run.json"
+    model.fit(np.zeros((64, 4), "float32"), np.zeros((64, 1), "float32"), batch_size=8, epochs=2, verbose=0,
+              callbacks=[StepTimer(path, batch_size=8, verbose=0)])  # fmt: skip
+    code, out, err = run_cli(["report", str(path), "--markdown"], capsys)
+    assert code == 0, err
+    assert out.startswith("### whichdevice train") and "| run |" in out and "net, batch 8" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]

@@ -204,6 +204,7 @@ class _FakeMeasuring:
         monkeypatch.setattr(experiment, "discover", self.discover)
         monkeypatch.setattr(experiment, "run_devices", self.run_devices)
         monkeypatch.setattr(userfile, "user_model_params", self.user_model_params)
+        monkeypatch.setattr(userfile, "user_model_checked", self.user_model_checked)
         monkeypatch.setattr(run_cmd, "render_run", lambda record, png, loglog, **kw: None)  # not under test here
 
     def discover(self, fw, *args, **kwargs):
@@ -225,6 +226,11 @@ class _FakeMeasuring:
             "data_file": None,
             "data_fn": None,
         }
+
+    def user_model_checked(self, model_fn, *args, **kwargs):
+        """diagnose's pre-flight (issue 32): the parameters and the training step's facts."""
+        facts = {"step_s": 0.001, "first_step_s": 0.3, "fit_first_s": 0.5, "build_s": 0.01, "import_s": 5.0}
+        return self.user_model_params(model_fn), facts
 
     def run_devices(self, fw, devices, cases_for, *, journal=None, resumed=None, on_result=None, **kw):
         from conftest import timing_of

@@ -79,3 +79,51 @@ def test_xprof_overview_page_has_a_step_time(tmp_path):
     average = re.search(r'"steptime_ms_average":\s*"?([0-9.]+)', text)
     assert average is not None and float(average.group(1)) > 0, text[:500]
     assert "No step marker observed" not in text
+
+
+def test_step_timer_marks_steps_in_a_users_own_profile(tmp_path):
+    """A user's own profile of a Keras 3 fit (as `keras.callbacks.TensorBoard(profile_batch=(3, 8))`
+    takes it: the profiler started at a batch's begin, stopped at a later batch's end) has no step
+    marker (tensorflow/tensorboard#6954); with StepTimer in the callbacks it has one per profiled
+    batch, numbered as fit's batches. (TensorBoard itself is not installed here: the window is
+    opened the way its callback opens it.)"""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from whichdevice.keras import StepTimer
+
+    class ProfileBatches(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == 2:
+                tf.profiler.experimental.start(str(tmp_path))
+
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 7:
+                tf.profiler.experimental.stop()
+
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    x, y = np.random.rand(320, 8).astype("float32"), np.random.rand(320, 1).astype("float32")
+    model.fit(x, y, batch_size=32, epochs=1, verbose=0, callbacks=[ProfileBatches(), StepTimer(verbose=0)])
+    marks = _markers(tmp_path)
+    assert [m["step_num"] for m in marks] == [2, 3, 4, 5, 6]  # batch 7's marker closes after the stop
+    assert all(m["_r"] == 1 and m["duration_ms"] > 0 for m in marks)
+
+
+def test_step_timer_marks_nothing_without_a_profiler(tmp_path):
+    from whichdevice.keras import StepTimer
+
+    timer = StepTimer(verbose=0)
+    _fit_plain(timer)
+    assert timer._marker is None and timer._step_num == 10
+
+
+def _fit_plain(timer):
+    import keras
+    import numpy as np
+
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = np.random.rand(160, 8).astype("float32"), np.random.rand(160, 1).astype("float32")
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[timer])

@@ -26,7 +26,6 @@ from whichdevice.measure import experiment, session
 from whichdevice.core import records
 from whichdevice.core import process as _process
 from whichdevice.core.errors import UsageError
-from whichdevice.analysis import quality
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.measure.journal import Journal, JournalState
@@ -34,7 +33,7 @@ from whichdevice.present import html, plots, summary
 from whichdevice.present.progress import ApiProgress, run_command
 from whichdevice.present.suitepage import SuiteReport, fix_grid, suite_report  # noqa: F401 (the API's names)
 from whichdevice.analysis.suite import SuiteVerdict, suite_verdict
-from whichdevice.present.tables import sweep_grid
+from whichdevice.present.pages.matmul import matmul_report  # noqa: F401 (the API's name)
 from whichdevice.workloads.suite import parse_budget, suite_cases, user_cases
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.core.validate import (
@@ -216,26 +215,6 @@ def run_matmul(
             on_total=on_total, on_start=on_start, on_result=on_result, while_child_starts=plots.pyplot
         ),
     )
-
-
-def matmul_report(record: RunRecord, png: Path, *, loglog: bool = True) -> tuple[list[Table], str]:
-    """Analysis tables, the PNG plot written to ``png`` and the HTML page (as a string)."""
-    tables = analyze_sweep(record, "n", work_metric="flops_per_call")
-    dtype = record.options.get("dtype", "")
-    plots.plot_sweep(
-        tables,
-        png,
-        x_label="matrix size n (n x n)",
-        loglog=loglog,
-        title=f"Matrix multiplication time vs size ({dtype}) — whichdevice",
-    )
-    section = html.Section(
-        "Matrix multiplication", grids=[sweep_grid(t, "n", "FLOP/s") for t in tables], pngs=[png], source="seed000"
-    )
-    page = html.render_html(
-        record, [section], warnings=quality.timing_warnings(record), failures=quality.failures(record)
-    )
-    return tables, page
 
 
 def _keep(record: RunRecord) -> Path | None:

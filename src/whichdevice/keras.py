@@ -49,6 +49,11 @@ class StepTimer(_steptimer.StepTimer):
         before = records.load_run(Path(baseline), "baseline")
         after = self.record()
         d = diff_runs(before, after, default_threshold=float(threshold))
+        if not d.points:
+            raise ValueError(
+                f"the baseline {baseline} has no case of this run (its model, batch size, sync, backend or device "
+                "differ): compare a StepTimer record of the same training."
+            )
         here = str(self.path) if self.path is not None else "(this run)"
         return comparison_json(
             d,

@@ -33,6 +33,18 @@ def run_command(args: list[str], *, echo: bool = True) -> tuple[int, str, str]:
     return run(args, title=args[0] if args else "whichdevice", echo=echo)
 
 
+class AuditResult:
+    """What ``%%whichdevice_audit`` returns: the audit record (``.record``, the ``AuditRecord``
+    ``whichdevice report PATH`` reads) and where it is, shown in one line (its text is above)."""
+
+    def __init__(self, record: Any, path: Path) -> None:
+        self.record, self.path = record, path
+
+    def __repr__(self) -> str:
+        n = len(getattr(self.record, "findings", []))
+        return f"<AuditResult {self.record.script}: {n} finding{'s' if n != 1 else ''}, record {self.path}>"
+
+
 def _result_of(stdout: str) -> Any:
     """The record the command wrote (its last ``Record:`` line), as the API's result object."""
     found = _RECORD_LINE.findall(stdout)
@@ -49,7 +61,7 @@ def _result_of(stdout: str) -> Any:
         from whichdevice.audit import record as audit_record
 
         try:
-            return audit_record.load(path)
+            return AuditResult(audit_record.load(path), path)
         except Exception:
             return None
 

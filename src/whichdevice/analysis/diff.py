@@ -54,11 +54,13 @@ class PointChange:
     @property
     def regressed(self) -> bool:
         """The CI gate's rule (``compare --fail-on-regression``): slower after by the table's own
-        rule (the whole interval beyond the noise, enough samples), or ran before and failed after."""
+        rule (the whole interval beyond the noise, enough samples), or ran before and failed after
+        (crashed, raised, timed out, ran out of memory; not skipped by the time budget)."""
         c = self.comparison
         if c is not None:
             return c.significant and c.ratio < 1
-        return self.before_failure is None and self.after_failure is not None
+        # a case the time budget skipped (failures.py "skipped") was not measured: not a failure
+        return self.before_failure is None and self.after_failure not in (None, "skipped")
 
     @property
     def status(self) -> str:

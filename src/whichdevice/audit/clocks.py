@@ -88,6 +88,7 @@ class Stamp(float):
     """A clock value from the script; ``end - start`` between two stamps records the interval."""
 
     __slots__ = ("read_id",)
+    read_id: int
 
     def __new__(cls, value: float, read_id: int) -> Stamp:
         obj = super().__new__(cls, value)
@@ -108,7 +109,7 @@ class Stamp(float):
 
 
 def _script_frame(st: State, levels: int) -> Any:
-    f = sys._getframe(2)
+    f: Any = sys._getframe(2)
     for _ in range(levels):
         if f is None:
             return None
@@ -181,10 +182,10 @@ def _timed_run(st: State, name: str, run: Any, levels: int) -> Any:
 
 
 def _hook_timeit(st: State) -> None:
-    def timer_timeit(self: Any, number: int = _timeit.default_number) -> float:
+    def timer_timeit(self: Any, number: int = 1_000_000) -> float:  # timeit's own defaults
         return _timed_run(st, "timeit", lambda: _orig_timer_timeit(self, number), levels=4)
 
-    def timer_repeat(self: Any, repeat: int = _timeit.default_repeat, number: int = _timeit.default_number) -> list:
+    def timer_repeat(self: Any, repeat: int = 5, number: int = 1_000_000) -> list:
         if getattr(_local, "busy", False) or _script_frame(st, 3) is None:
             return _orig_timer_repeat(self, repeat, number)
         frame = _script_frame(st, 3)

@@ -3,7 +3,8 @@
 Timing all of A and then all of B lets anything that drifts during the run (another process
 taking a core, clock boost, caches, a warming allocator) land on one side only. Instead each
 round times one block of A and one block of B, in an order drawn at random for that round,
-in the same process; the ratio of the round is B/A, and the answer is the median of the
+in the same process; the ratio of the round is A/B (as ``compare`` reads a change: above 1, B
+is faster), and the answer is the median of the
 per-round ratios with a distribution-free 95 % interval of that median (order statistics of
 the binomial, no normality assumed). For two identical blocks that interval contains 1.0 in
 ≥ 95 % of runs when rounds are independent (measured: ``benchmarks/audit.md``).
@@ -70,8 +71,9 @@ def run_rounds(
 
 
 def summarize(rounds: list[dict]) -> dict:
-    """Median ratio B/A over the rounds, its 95 % interval, the per-round ratios and the sides' medians."""
-    ratios = [r["b_s"] / r["a_s"] for r in rounds if r["a_s"] > 0]
+    """Median ratio A/B over the rounds (above 1: B faster), its 95 % interval, the per-round ratios
+    and the sides' medians."""
+    ratios = [r["a_s"] / r["b_s"] for r in rounds if r["b_s"] > 0]
     if not ratios:
         return {"ratios": [], "ratio": None, "low": None, "high": None, "a_s": None, "b_s": None}
     lo, hi = median_ci(ratios)

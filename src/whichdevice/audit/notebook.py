@@ -35,7 +35,8 @@ def _refuse(path: Path, why: str) -> UsageError:
 
 def _options(words: list[str]) -> tuple[int, int, list[str]]:
     """-n N, -r R (IPython's %timeit); the rest is the statement."""
-    number, repeat, rest = 0, 7, []
+    number, repeat = 0, 7
+    rest: list[str] = []
     i = 0
     while i < len(words):
         w = words[i]

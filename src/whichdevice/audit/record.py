@@ -27,7 +27,8 @@ from whichdevice.core.errors import UsageError
 from whichdevice.core.process import run_module
 from whichdevice.core.records import MachineInfo, Timing, now_iso
 
-AUDIT_SCHEMA_VERSION = 1
+# 2 (issue #31/#33): the corrected ratios read A/B, as compare's (above 1: B faster); 1 had B/A.
+AUDIT_SCHEMA_VERSION = 2
 # Seconds the child gets after --timeout to write what it saw before it is killed.
 STATE_GRACE_S = 20.0
 
@@ -135,21 +136,22 @@ class Correction(_Model):
     """A compared pair (CPU-kind measurement ``a``, GPU-kind ``b``) and what re-running showed.
 
     The re-run is interleaved: rounds of A and B in the same process, their order drawn at
-    random per round; ``real_ratio`` is the median of the per-round ratios B/A and
+    random per round; ``real_ratio`` is the median of the per-round ratios A/B (above 1: B, the
+    GPU-asked side, is faster — the direction ``compare`` reads a change in) and
     ``real_ratio_low``/``_high`` the distribution-free 95 % interval of that median."""
 
     a: int
     b: int
-    script_ratio: float = Field(description="b / a as the script measured it")
+    script_ratio: float = Field(description="a / b as the script measured it (above 1: B faster)")
     a_steady_s: float | None = None
     b_steady_s: float | None = None
-    real_ratio: float | None = Field(default=None, description="b / a from the steady re-measurement")
+    real_ratio: float | None = Field(default=None, description="a / b from the steady re-measurement")
     real_ratio_low: float | None = None
     real_ratio_high: float | None = None
     reruns: list[Rerun] = Field(default_factory=list)
     note: str = ""
     rerun_ok: bool = False
-    round_ratios: list[float] = Field(default_factory=list, description="B/A of each interleaved round")
+    round_ratios: list[float] = Field(default_factory=list, description="A/B of each interleaved round")
     significant: bool | None = Field(default=None, description="the whole interval beyond the noise threshold")
 
 
@@ -311,7 +313,26 @@ def load(path: Path) -> AuditRecord:
             f"'{path}' has audit schema {data.get('schema_version')}, newer than this whichdevice",
             "Upgrade whichdevice.",
         )
+    if data.get("schema_version", 1) < 2:
+        data = _migrate_v1(data)
     return AuditRecord.model_validate(data)
+
+
+def _migrate_v1(data: dict) -> dict:
+    """Schema 1 kept the corrected ratios as B/A: inverted to A/B (the interval's ends swap). The file
+    itself is never rewritten; the record's notes say it was migrated."""
+
+    def inv(x: Any) -> Any:
+        return 1.0 / x if isinstance(x, (int, float)) and x else x
+
+    for c in data.get("corrections", []):
+        c["script_ratio"] = inv(c.get("script_ratio"))
+        c["real_ratio"] = inv(c.get("real_ratio"))
+        c["real_ratio_low"], c["real_ratio_high"] = inv(c.get("real_ratio_high")), inv(c.get("real_ratio_low"))
+        c["round_ratios"] = [inv(r) for r in c.get("round_ratios", [])]
+    data["notes"] = [*data.get("notes", []), "read from audit schema 1: its ratios were B/A, shown here as A/B"]
+    data["schema_version"] = AUDIT_SCHEMA_VERSION
+    return data
 
 
 def now() -> str:

@@ -1233,7 +1233,7 @@ def correct(state: dict, measurements: list[Measurement]) -> list[Correction]:
     all_entries = state.get("interleaved", [])
     out = []
     for a, b in comparisons(measurements):
-        ratio = b.seconds / a.seconds if a.seconds > 0 else float("inf")
+        ratio = a.seconds / b.seconds if b.seconds > 0 else float("inf")  # A/B as compare: above 1, B faster
         entry = entries.get((a.id, b.id))
         if entry is not None and "same_as" in entry:
             entry = {**all_entries[entry["same_as"]], "a": a.id, "b": b.id}

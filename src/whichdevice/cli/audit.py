@@ -269,8 +269,8 @@ def grids(record: audit_mod.AuditRecord) -> list[Grid]:
             notes.append(f"lines {a.line} vs {b.line}: {c.note}")
         out.append(
             Grid(
-                "Corrected comparison: B / A (B = GPU-asked, A = CPU-asked; PyTorch / JAX without a GPU: the "
-                "script's second series / its first)",
+                "Corrected comparison: A / B, above 1 = B faster (A = CPU-asked, B = GPU-asked; PyTorch / JAX without a GPU: the "
+                "A = the script's first series, B = its second)",
                 ["lines", "script's ratio", "A steady", "B steady", "real ratio (95% interval)"],
                 rows,
                 list(dict.fromkeys(notes)),

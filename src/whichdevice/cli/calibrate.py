@@ -21,14 +21,11 @@ from rich.markup import escape
 from whichdevice.analysis import deviceprofile
 from whichdevice.measure import experiment, session
 from whichdevice.core import records
-from whichdevice.analysis.calibration import profile_from_record
 from whichdevice.cli.common import (
     find_devices,
-    REPORTERS,
     app,
     command_line,
     console,
-    describe_key,
     err_console,
     measure_with_progress,
     open_journal,
@@ -37,9 +34,9 @@ from whichdevice.cli.common import (
     write_record,
 )
 from whichdevice.cli import options as opt
+from whichdevice.present.pages import calibrate as calibrate_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
-from whichdevice.present import prediction as present
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
@@ -192,15 +189,5 @@ def run_calibrate(plan: CalibratePlan, resumed: JournalState | None) -> None:
 
 
 def render_calibrate(record: records.RunRecord, png: Path, *, loglog: bool) -> deviceprofile.DeviceProfile:
-    profile = profile_from_record(record, str(record.options.get("name") or "local"))
-    present.render_profile(console, profile)
-    for r in record.results:
-        if r.status != "ok":
-            console.print(f"[red]Failed:[/red] {escape(describe_key(r.spec.key))}: {escape(r.error or '')}")
-    for n in record.notes:
-        console.print(f"[yellow]Note:[/yellow] {escape(n)}")
-    present.plot_profile(profile, png)
-    return profile
-
-
-REPORTERS["calibrate"] = render_calibrate
+    """present/pages/calibrate.py on this command's console."""
+    return calibrate_page.render(console, record, png, loglog=loglog)

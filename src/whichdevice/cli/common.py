@@ -1,5 +1,5 @@
 """Shared pieces of the command line: the typer app, consoles, progress, writing records,
-and the registry that maps an experiment name to the function that renders its record."""
+and the pieces the measuring commands share (each record's renderer is present/registry.py's)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from whichdevice.core.errors import UsageError
 from whichdevice.measure import journal
 from whichdevice.measure.journal import Journal, JournalState, journal_path
 from whichdevice.present import plots
+from whichdevice.present.tables import describe_key  # noqa: F401  (re-exported for the commands)
 
 
 MAX_MATMUL_N = 32768  # two float32 operands + result = 12 GiB: beyond that, not a laptop question
@@ -52,15 +53,6 @@ def stamp() -> str:
     """The time and 4 random hex digits: two runs started in the same second get two names
     (their records, plots and journals never meet), and a name cannot be guessed ahead."""
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
-
-
-# experiment name -> render(record, png_path, loglog) used by `report` (and by the command).
-REPORTERS: dict[str, Callable[[records.RunRecord, Path, bool], None]] = {}
-
-
-def describe_key(key: str) -> str:
-    workload, _, device, params = key.split("|", 3)
-    return f"{device} {workload} {params.replace(',', ' ')}"
 
 
 # Set by write_record when every case of the record failed: the command exits 1 (cli/app.py).

@@ -127,7 +127,8 @@ def compare(
         False,
         "--fail-on-regression",
         help="Exit 1 when a case is slower in RUN_B by the table's rule (its whole CI beyond the threshold), "
-        "or ran in RUN_A and failed in RUN_B; exit 0 otherwise, 2 on bad input. For CI.",
+        "or ran in RUN_A and failed in RUN_B (not: skipped by the budget); exit 0 otherwise, 2 on bad input "
+        "or when no case is in both runs. For CI.",
     ),
     threshold: Optional[str] = typer.Option(
         None,
@@ -185,6 +186,13 @@ def compare(
         out.print(f"  only in RUN_A: {escape(names.case_name(spec))}")
     for spec in d.only_after:
         out.print(f"  only in RUN_B: {escape(names.case_name(spec))}")
+    if fail_on_regression and not d.points:  # a gate that compared nothing must not pass
+        raise UsageError(
+            "RUN_B",
+            f"no case of RUN_A is in RUN_B ({len(d.only_before)} only in RUN_A, {len(d.only_after)} only in RUN_B), "
+            "so there is nothing to gate",
+            "Compare two runs of the same command, options and model.",
+        )
     if fail_on_regression:
         out.print(escape(regression_line(d)))
     if as_json:

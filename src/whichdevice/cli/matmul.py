@@ -10,9 +10,7 @@ from rich.markup import escape
 
 from whichdevice.measure import experiment
 from whichdevice.core import records
-from whichdevice.analysis import quality
 from whichdevice.cli.common import (
-    REPORTERS,
     app,
     command_line,
     console,
@@ -27,10 +25,9 @@ from whichdevice.cli.common import (
     write_record,
 )
 from whichdevice.cli import options as opt
-from whichdevice.present import html, terminal
-from whichdevice.present.tables import sweep_grid
+from whichdevice.present.pages import matmul as matmul_page
 from whichdevice.core.validate import check_output_dir, check_output_file
-from whichdevice.api import MATMUL_MIN_TIME_S, MatmulOptions, matmul_report, run_matmul
+from whichdevice.api import MATMUL_MIN_TIME_S, MatmulOptions, run_matmul
 from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.measure.journal import Journal, journal_path
 
@@ -119,15 +116,5 @@ def matmul(
 
 
 def render_matmul(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
-    """Terminal tables, the PNG plot and the HTML report (``png`` with .html) of a matmul record."""
-    terminal.render_header(console, record)
-    png.parent.mkdir(parents=True, exist_ok=True)
-    tables, page = matmul_report(record, png, loglog=loglog)
-    for t in tables:
-        terminal.render_grid(console, sweep_grid(t, "n", "FLOP/s"))
-    terminal.render_notes(console, record, quality.timing_warnings(record), quality.failures(record))
-    html.write_html(png.with_suffix(".html"), page)
-    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
-
-
-REPORTERS["matmul"] = render_matmul
+    """present/pages/matmul.py on this command's console."""
+    matmul_page.render(console, record, png, loglog=loglog)

@@ -15,10 +15,7 @@ from whichdevice.measure import experiment, session
 from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
-from whichdevice.analysis import quality
-from whichdevice.analysis.pipeline import analyze_pipeline, block_timed, step_jitter_note
 from whichdevice.cli.common import (
-    REPORTERS,
     app,
     command_line,
     console,
@@ -30,10 +27,9 @@ from whichdevice.cli.common import (
     write_record,
 )
 from whichdevice.cli import options as opt
+from whichdevice.present.pages import pipeline as pipeline_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
-from whichdevice.present import html, plots, terminal
-from whichdevice.present.pipeline import stage_grid, variant_grid, wait_bars
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
@@ -323,41 +319,5 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
 
 
 def render_pipeline(record: records.RunRecord, png: Path, *, loglog: bool = False) -> None:
-    """Terminal tables and verdict, the stacked-bar PNG and the HTML report (``png`` with .html)
-    of a pipeline record. ``loglog`` is accepted for ``report`` and unused (bars are linear)."""
-    reports = analyze_pipeline(record)
-    jitter = step_jitter_note(record)
-    warnings = quality.timing_warnings(block_timed(record)) + ([jitter] if jitter else [])
-    failures = quality.failures(record)
-    terminal.render_header(console, record)
-    o = record.options
-    what = (
-        f"data {o.get('data')}"
-        if o.get("data")
-        else (f"seed 003's pipeline on {o.get('images')} images of {o.get('image_size')}x{o.get('image_size')}x3")
-    )
-    heavy = f"; constructed slow stage: {o.get('heavy_stage')} x{o.get('heavy_factor')}" if o.get("heavy_stage") else ""
-    console.print(
-        f"{escape(what)}, batch {o.get('batch')}, model {escape(str(o.get('model') or o.get('net')))}{escape(heavy)}"
-    )
-    sections, verdict = [], []
-    for rep in reports:
-        grids = [g for g in (variant_grid(rep), stage_grid(rep)) if g is not None]
-        for g in grids:
-            terminal.render_grid(console, g)
-        verdict.extend(rep.verdict)
-        sections.append(html.Section(f"{rep.device}: input pipeline", grids=grids))
-    for line in verdict:
-        console.print(f"[bold]→[/bold] {escape(line)}")
-    terminal.render_notes(console, record, warnings, failures)
-    png.parent.mkdir(parents=True, exist_ok=True)
-    panels = [(rep.device, wait_bars(rep)) for rep in reports]
-    plots.plot_input_wait(panels, png, title="Training step: waiting for input vs computing, per variant — whichdevice")
-    if sections:
-        sections[-1].pngs.append(png)
-    page = html.render_html(record, sections, verdict=verdict, warnings=warnings, failures=failures)
-    html.write_html(png.with_suffix(".html"), page)
-    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
-
-
-REPORTERS["pipeline"] = render_pipeline
+    """present/pages/pipeline.py on this command's console."""
+    pipeline_page.render(console, record, png, loglog=loglog)

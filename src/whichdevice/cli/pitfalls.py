@@ -9,15 +9,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 
 from whichdevice.measure import experiment, session
 from whichdevice.core import records
-from whichdevice.analysis import quality
-from whichdevice.analysis.pitfalls import PitfallRow, analyze_pitfalls
 from whichdevice.cli.common import (
     find_devices,
-    REPORTERS,
     app,
     command_line,
     console,
@@ -28,10 +24,8 @@ from whichdevice.cli.common import (
     write_record,
 )
 from whichdevice.cli import options as opt
+from whichdevice.present.pages import pitfalls as pitfalls_page
 from whichdevice.measure.journal import JournalState
-from whichdevice.present import html, terminal
-from whichdevice.present.tables import Grid, GridCell
-from whichdevice.core.units import seconds
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
@@ -164,59 +158,6 @@ def _merge(parts: list[records.RunRecord]) -> records.RunRecord:
     )
 
 
-def pitfalls_grid(rows: list[PitfallRow]) -> Grid:
-    out = []
-    for r in rows:
-        tone = "neutral" if not r.significant else ("bad" if abs(r.ratio - 1) > 0.1 else "")
-        out.append(
-            [
-                GridCell(r.short),
-                GridCell(r.device),
-                GridCell(seconds(r.wrong_s)),
-                GridCell(seconds(r.right_s)),
-                GridCell(f"{r.ratio:.3g}x", tone),
-                GridCell(r.verdict(), tone),
-                GridCell(r.unit, "dim"),
-            ]
-        )
-    footer = [
-        f"{r.short} ({r.device}): wrong = {r.wrong_method}; right = {r.right_method}"
-        + (f". {r.note}" if r.note else "")
-        for r in rows
-    ]
-    return Grid(
-        "Benchmarking mistakes: the wrong figure, the right one, wrong / right",
-        ["pitfall", "device", "wrong", "right", "ratio", "what it does", "per"],
-        out,
-        footer,
-        align=("left", "left", "right", "right", "right", "left", "left"),
-    )
-
-
 def render_pitfalls(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
-    """Terminal table and an HTML report beside ``png`` (no plot: one table says it all)."""
-    rows = analyze_pitfalls(record)
-    warnings, failures = quality.timing_warnings(record), quality.failures(record)
-    terminal.render_header(console, record)
-    if record.options.get("quick"):
-        console.print(
-            "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 2 epochs for the first-epoch "
-            "pitfall (the full run: whichdevice pitfalls)"
-        )
-    grid = pitfalls_grid(rows)
-    terminal.render_grid(console, grid)
-    if not any(d.startswith("GPU") for d in {r.device for r in rows}):
-        console.print(
-            "Only the CPU was measured: the unsynchronized-clock pitfall cannot distort a CPU timing; "
-            "run on a GPU machine to measure it there."
-        )
-    terminal.render_notes(console, record, warnings, failures)  # one line per kind
-    png.parent.mkdir(parents=True, exist_ok=True)
-    page = html.render_html(
-        record, [html.Section("Benchmarking mistakes", [grid])], warnings=warnings, failures=failures
-    )
-    html.write_html(png.with_suffix(".html"), page)
-    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
-
-
-REPORTERS["pitfalls"] = render_pitfalls
+    """present/pages/pitfalls.py on this command's console."""
+    pitfalls_page.render(console, record, png, loglog=loglog)

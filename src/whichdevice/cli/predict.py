@@ -17,15 +17,13 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from whichdevice.analysis import deviceprofile, errormodel
+from whichdevice.analysis import deviceprofile
 from whichdevice.measure import experiment, session
 from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
-from whichdevice.analysis.prediction import predict_report
 from whichdevice.cli.common import (
     allow_with_resume,
-    REPORTERS,
     app,
     command_line,
     console,
@@ -37,10 +35,9 @@ from whichdevice.cli.common import (
     write_record,
 )
 from whichdevice.cli import options as opt
+from whichdevice.present.pages import predict as predict_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
-from whichdevice.present import prediction as present
-from whichdevice.present import predictscreen
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
@@ -239,24 +236,5 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None, *, verbose: boo
 
 
 def render_predict(record: records.RunRecord, png: Path, *, loglog: bool, verbose: bool = False) -> None:
-    """The first screen (present/predictscreen.py: the answer, one line per batch, why, what to
-    run to be sure); ``verbose`` adds the full table, the calibration and the assumptions."""
-    prof = deviceprofile.parse(str(record.options["profile_json"]), "the record's embedded profile", "RESULT")
-    report = predict_report(record, prof, errormodel.shipped())
-    predictscreen.render(console, report, record, prof)
-    if verbose:
-        console.print()
-        present.render_predict(console, report, prof, record.machine.cpu_model)
-        console.print(
-            f"Model: {escape(predictscreen.model_words(record))}; the GPU side is a prediction from profile "
-            f"'{escape(prof.name)}' ({escape(prof.framework)}), not a measurement."
-        )
-    present.plot_predict(
-        report,
-        png,
-        loglog,
-        f"{predictscreen.model_words(record)}: CPU measured vs {prof.gpu.description if prof.gpu else 'GPU'} predicted",
-    )
-
-
-REPORTERS["predict"] = render_predict
+    """present/pages/predict.py on this command's console."""
+    predict_page.render(console, record, png, loglog=loglog, verbose=verbose)

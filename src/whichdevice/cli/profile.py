@@ -16,6 +16,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from whichdevice.present.terminal import print_table
+
 from whichdevice.analysis import deviceprofile
 from whichdevice.analysis.calibration import profile_from_record
 from whichdevice.cli.calibrate import check_name
@@ -84,7 +86,7 @@ def list_profiles() -> None:
                 continue
             gpu = p.gpu.description if p.gpu else "no GPU"
             t.add_row(escape(n), where, escape(gpu), escape(p.framework), escape(p.created_at))
-    console.print(t)
+    print_table(console, t)
     console.print(f"Saved profiles live in {escape(str(deviceprofile.user_dir()))}.")
 
 

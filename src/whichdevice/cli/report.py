@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import glob
-import importlib
-import inspect
 from pathlib import Path
 from typing import Optional
 
@@ -13,9 +11,9 @@ from rich.markup import escape
 
 from whichdevice.analysis import deviceprofile, reference
 from whichdevice.measure import experiment
-from whichdevice.present import reference as present_reference
+from whichdevice.present import registry
 from whichdevice.core import records, safeio
-from whichdevice.cli.common import REPORTERS, app, console
+from whichdevice.cli.base import app, console
 from whichdevice.core.errors import UsageError
 from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.core.validate import check_output_dir, parse_choice
@@ -34,21 +32,6 @@ def devices(
     note = experiment.no_gpu_note(fw, found, measured=False)  # this command measures nothing
     if note:
         console.print(f"[yellow]Note:[/yellow] {escape(note)}")
-
-
-# experiment -> the command module whose import registers its renderer in REPORTERS
-_REPORTER_MODULES = {
-    "run": "run",
-    "diagnose": "run",
-    "matmul": "matmul",
-    "train": "train",
-    "pipeline": "pipeline",
-    "placement": "placement",
-    "pitfalls": "pitfalls",
-    "calibrate": "calibrate",
-    "predict": "predict",
-    "scale": "scale",
-}
 
 
 def _free_png(folder: Path, stem: str) -> Path:
@@ -102,13 +85,6 @@ def load_any(result: Path, argument: str = "RESULT"):
     return records.load_run(result, argument)
 
 
-def _render_reference(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
-    present_reference.render_reference(console, record)
-
-
-REPORTERS.setdefault(reference.KIND, _render_reference)
-
-
 def _print_as_text(record: records.RunRecord, *, markdown: bool, verbose: bool) -> None:
     """The record's report as Markdown or CSV on stdout: the command's own renderer composes the
     page (present/html.capturing keeps its sections) into a scratch folder that is removed,
@@ -118,17 +94,18 @@ def _print_as_text(record: records.RunRecord, *, markdown: bool, verbose: bool) 
 
     from whichdevice.present import html, markdown as md
 
-    module = _REPORTER_MODULES.get(record.experiment)
-    if module is not None:
-        importlib.import_module(f"whichdevice.cli.{module}")
-    render = REPORTERS.get(record.experiment)
+    render = registry.renderer(record.experiment)
     if render is None:
         raise UsageError(
             "RESULT", f"experiment '{record.experiment}' has no report in this version", "Upgrade whichdevice."
         )
+    from whichdevice.present import terminal
+
     with tempfile.TemporaryDirectory(prefix="whichdevice-report-") as tmp, html.capturing() as pages:
-        with console.capture():
-            render(record, Path(tmp) / "report.png", loglog=True)
+        with console.capture(), terminal.capturing_grids() as grids:
+            render(console, record, Path(tmp) / "report.png", loglog=True)
+    if not pages and grids:  # a renderer with no HTML page (train): its terminal tables
+        pages = [html.Page(record, [html.Section("Tables", list(grids))], [], [], [], None)]
     if not pages:
         raise UsageError(
             "--markdown" if markdown else "--csv",
@@ -190,13 +167,7 @@ def report(
         return
     out_dir = check_output_dir(out, "--out") if out else result.parent
     png = out_dir / (result.stem + ".png") if force else _free_png(out_dir, result.stem)
-    module = _REPORTER_MODULES.get(record.experiment)
-    if module is not None:  # the command's module registers its renderer (imported on demand)
-        importlib.import_module(f"whichdevice.cli.{module}")
-    render = REPORTERS.get(record.experiment)
-    if render is not None:
-        wants = "verbose" in inspect.signature(render).parameters  # the renderers with a first screen
-        render(record, png, loglog=not linear, **({"verbose": True} if verbose and wants else {}))
+    if registry.render(console, record, png, loglog=not linear, verbose=verbose):
         if png.exists():
             console.print(f"Plot:   {escape(str(png))}")
     else:

@@ -15,13 +15,10 @@ from whichdevice.measure import experiment, session
 from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
-from whichdevice.api import fix_grid, suite_report
 from whichdevice.analysis.suite import answer_cases
-from whichdevice.present.suitepage import finding_text, headline
 from whichdevice.cli.common import (
     allow_with_resume,
     find_devices,
-    REPORTERS,
     app,
     command_line,
     console,
@@ -36,9 +33,9 @@ from whichdevice.cli.common import (
     write_record,
 )
 from whichdevice.cli import options as opt
+from whichdevice.present.pages import run as run_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
-from whichdevice.present import firstscreen, html, names, terminal
 from whichdevice.workloads.suite import (
     DEFAULT_BUDGET_S,
     parse_budget,
@@ -459,38 +456,6 @@ def _framework_options(plan: DiagnosePlan) -> dict:
 def render_run(
     record: records.RunRecord, png: Path, *, loglog: bool, verbose: bool = False, quiet: bool = False
 ) -> None:
-    """The first screen (present/firstscreen.py), two PNGs (matmul, batch sweep) and the HTML
-    report beside ``png``; ``verbose`` adds every finding, the fix table, the notes and every
-    warning; ``quiet`` prints only where the report is."""
-    rep = suite_report(record, png, loglog=loglog)
-    html.write_html(png.with_suffix(".html"), rep.page)
-    report = str(png.with_suffix(".html"))
-    if quiet:
-        console.print(f"Report: {escape(report)}", soft_wrap=True)
-        return
-    firstscreen.render_terminal(console, rep.first, report=None if verbose else report)
-    if not verbose:
-        return
-    v = rep.verdict
-    console.print()
-    terminal.render_header(console, record)
-    console.rule("Findings, line by line")
-    for line in headline(v):
-        console.print(f"• {escape(names.plain(line))}")
-    for f in v.findings:
-        console.print(f"  [bold]{escape(f.rule)}[/bold] {escape(finding_text(f))}")
-    terminal.render_grid(console, fix_grid(v, with_how=False, record=record))
-    for line in rep.advice:
-        console.print(f"[bold green]{escape(names.plain(line))}[/bold green]")
-    terminal.render_notes(console, record, [], rep.failures)
-    for g in rep.first.warnings:  # grouped by kind, each point by its people's name
-        console.print(f"[yellow]Warning:[/yellow] {g.count} {escape(g.text)}")
-        for item in g.items:
-            console.print(f"  {escape(item)}")
-    for p in rep.pngs:
-        console.print(f"Plot:   {escape(str(p))}", soft_wrap=True)
-    console.print(f"Report: {escape(report)}", soft_wrap=True)
-
-
-REPORTERS["run"] = render_run
-REPORTERS["diagnose"] = render_run
+    """present/pages/run.py on this command's console: the first screen, the plots and the HTML
+    report beside ``png``; ``verbose`` adds every table, ``quiet`` prints only where the report is."""
+    run_page.render(console, record, png, loglog=loglog, verbose=verbose, quiet=quiet)

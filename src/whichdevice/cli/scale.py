@@ -13,9 +13,7 @@ import typer
 from rich.markup import escape
 
 from whichdevice import frameworks
-from whichdevice.analysis.scale import analyze_scale
 from whichdevice.cli.common import (
-    REPORTERS,
     app,
     command_line,
     console,
@@ -27,6 +25,7 @@ from whichdevice.cli.common import (
     write_record,
 )
 from whichdevice.cli import options as opt
+from whichdevice.present.pages import scale as scale_page
 from whichdevice.core import records
 from whichdevice.core.errors import UsageError
 from whichdevice.core.machine import usable_cores
@@ -40,8 +39,6 @@ from whichdevice.core.validate import (
 )
 from whichdevice.measure import experiment, session
 from whichdevice.measure.journal import Journal, JournalState, journal_path
-from whichdevice.present import html, terminal
-from whichdevice.present import scale as present_scale
 from whichdevice.workloads import scale as scale_workload
 from whichdevice.workloads import userfile
 
@@ -248,24 +245,5 @@ def run_scale(plan: ScalePlan, resumed: JournalState | None) -> None:
 
 
 def render_scale(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
-    """Terminal verdict and table, the efficiency plot and the HTML report (``png`` with .html)."""
-    report = analyze_scale(record)
-    terminal.render_header(console, record)
-    for line in present_scale.lines(report):
-        console.print(f"[bold]{escape(line)}[/bold]", soft_wrap=True)
-    for fs in report.frameworks:
-        terminal.render_grid(console, present_scale.grid(fs))
-    terminal.render_notes(console, record, [], report.failures)
-    png.parent.mkdir(parents=True, exist_ok=True)
-    present_scale.plot(report, png, title="Scaling efficiency vs global batch — whichdevice scale")
-    page = html.render_html(
-        record,
-        present_scale.sections(report, png),
-        verdict=present_scale.lines(report),
-        failures=report.failures,
-    )
-    html.write_html(png.with_suffix(".html"), page)
-    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
-
-
-REPORTERS["scale"] = render_scale
+    """present/pages/scale.py on this command's console."""
+    scale_page.render(console, record, png, loglog=loglog)

@@ -15,10 +15,7 @@ from whichdevice.measure import experiment, session
 from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
-from whichdevice.analysis import quality
-from whichdevice.analysis.train import analyze_training
 from whichdevice.cli.common import (
-    REPORTERS,
     app,
     console,
     command_line,
@@ -30,10 +27,9 @@ from whichdevice.cli.common import (
     write_record,
 )
 from whichdevice.cli import options as opt
+from whichdevice.present.pages import train as train_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
-from whichdevice.present import plots, terminal
-from whichdevice.present.tables import run_label
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
@@ -46,7 +42,6 @@ from whichdevice.core.validate import (
     parse_shape,
 )
 from whichdevice.workloads import train as train_workload
-from whichdevice.present import precision as present_precision
 from whichdevice.workloads import precision_cases
 
 PARTS = ("create", "loop", "fit", "sync", "sweep")
@@ -286,25 +281,5 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
 
 
 def render_train(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
-    report = analyze_training(record)
-    terminal.render_train(console, record, report, quality.timing_warnings(record), quality.failures(record))
-    present_precision.render(console, record)
-    png.parent.mkdir(parents=True, exist_ok=True)
-    if report.sweep:
-        plots.plot_batch_sweep(
-            report.sweep, png, loglog=loglog, title="Training step time and samples/s vs batch size — whichdevice"
-        )
-        return
-    run = next((r for r in record.results if r.timing is not None and r.timing.number_per_sample == 1), None)
-    if run is None:
-        run = next((r for r in record.results if r.timing is not None), None)
-    steps = list(run.timing.warmup_s) + list(run.timing.samples_s) if run else []
-    plots.plot_steps(
-        steps,
-        len(run.timing.warmup_s) if run else 0,
-        png,
-        title=f"{run.spec.device} {run_label(run.spec.params)}" if run else "no data",
-    )
-
-
-REPORTERS["train"] = render_train
+    """present/pages/train.py on this command's console."""
+    train_page.render(console, record, png, loglog=loglog)

@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from whichdevice.present.terminal import print_table
+
 from whichdevice.analysis.prediction import PredictReport
 from whichdevice.analysis.deviceprofile import DeviceCosts, DeviceProfile
 
@@ -52,7 +54,7 @@ def _render_device(console: Console, dev: DeviceCosts) -> None:
     t.add_row("elementwise best bytes/s (at bytes)", _rate(dev.elementwise, lambda b: b))
     t.add_row("host→device best bytes/s (at bytes)", _rate(dev.h2d, lambda b: b))
     t.add_row("device→host best bytes/s (at bytes)", _rate(dev.d2h, lambda b: b))
-    console.print(t)
+    print_table(console, t)
 
 
 def plot_profile(profile: DeviceProfile, png: Path) -> None:
@@ -108,7 +110,7 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
             share = r.gpu.parts_s[r.gpu.dominant] / raw if raw else 0
             dom = f"{r.gpu.dominant} {share:.0%}"
         t.add_row(str(r.batch), cpu, g, r.winner, dom, str(r.kernels))
-    console.print(t)
+    print_table(console, t)
     if report.cannot_predict:
         console.print(
             f"[red]Cannot predict:[/red] {escape(report.cannot_predict)}. "

@@ -7,6 +7,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from whichdevice.present.terminal import print_table
+
 from whichdevice.core.records import RunRecord
 
 
@@ -48,6 +50,6 @@ def render_reference(console: Console, record: RunRecord) -> None:
             ratio = f"{gpu / cpu:.2f}×" if cpu and gpu else "—"
             label = ", ".join(f"{k}={v}" for k, v in what)
             t.add_row(escape(fw), escape(label), _time(cpu), _time(gpu), ratio)
-        console.print(t)
+        print_table(console, t)
     for n in record.notes:
         console.print(f"[yellow]Note:[/yellow] {escape(n)}")

@@ -117,6 +117,12 @@ def table_title(group: dict, fallback: str) -> str:
     return names.plain(fallback)
 
 
+def describe_key(key: str) -> str:
+    """A case key ``workload|framework|device|params`` in words: device, workload, params."""
+    workload, _, device, params = key.split("|", 3)
+    return f"{device} {workload} {params.replace(',', ' ')}"
+
+
 def run_label(params: dict) -> str:
     """A training run's name for people: 'small MLP, 1,000 samples, batch 10, custom training loop'."""
     return names.workload_name(params)

@@ -3,6 +3,9 @@ device name or an error message can never inject rich markup."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
@@ -56,7 +59,24 @@ def render_header(console: Console, record: RunRecord) -> None:
 _TONES = {"good": "green", "bad": "red", "neutral": "yellow", "dim": "dim"}
 
 
+# Set by :func:`capturing_grids`: every grid rendered to a terminal is also kept (report --markdown
+# of an experiment whose renderer writes no HTML page, e.g. train).
+_grids: list[Grid] | None = None
+
+
+@contextmanager
+def capturing_grids() -> Iterator[list[Grid]]:
+    global _grids
+    saved, _grids = _grids, []
+    try:
+        yield _grids
+    finally:
+        _grids = saved
+
+
 def render_grid(console: Console, grid: Grid) -> None:
+    if _grids is not None:
+        _grids.append(grid)
     rt = RichTable(title=escape(grid.title), title_justify="left", header_style="bold")
     for i, h in enumerate(grid.headers):
         # fold, never "…": an identifier cut short is worse than a taller table (issue 17)
@@ -65,12 +85,12 @@ def render_grid(console: Console, grid: Grid) -> None:
         rt.add_row(
             *[f"[{_TONES[c.tone]}]{escape(c.text)}[/{_TONES[c.tone]}]" if c.tone else escape(c.text) for c in row]
         )
-    _print_unsqueezed(console, rt)
+    print_table(console, rt)
     for line in grid.footer:
         console.print(f"  {escape(line)}")
 
 
-def _print_unsqueezed(console: Console, renderable) -> None:
+def print_table(console: Console, renderable) -> None:
     """Piped or redirected, a table gets its natural width, never the 80 columns rich assumes
     for a file (issue #34: a grep on a row must find the whole row); on a terminal, its width."""
     if console.is_terminal:

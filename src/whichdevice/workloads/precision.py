@@ -42,7 +42,7 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
         model = m.build()
         m.compile_for_fit(model)
         inputs = m.dataset(training, n, b, str(p.get("data", "tfdata")))
-        timer = StepTimer(None, warmup_batches=_steps(n, b), sync=True, batch_size=b, verbose=0)
+        timer = StepTimer(None, warmup_batches=_steps(n, b), sync=True, batch_size=b, verbose=0, mark_steps=False)
         if isinstance(inputs, tuple):
             hist = model.fit(inputs[0], inputs[1], batch_size=b, epochs=epochs, verbose=0, callbacks=[timer])
         else:

@@ -219,7 +219,7 @@ def _run_fit(spec, fw, policy, overhead_s):
     with fw.placement.scope(spec.device):
         model, inputs = _built_for_fit(spec, fw)
         # Warm-up = the whole first epoch (tracing in its first batch, pipeline start-up).
-        timer = StepTimer(None, warmup_batches=_steps(n, b), sync=True, batch_size=b, verbose=0)
+        timer = StepTimer(None, warmup_batches=_steps(n, b), sync=True, batch_size=b, verbose=0, mark_steps=False)
         _fit(model, inputs, spec, epochs, [timer, *_trace_callbacks(spec, fw)])
     spe = timer.batch_epochs.count(0)
     raw = raw_from_steps(timer.batch_times_s, warmup_steps=spe, overhead_s=overhead_s)
@@ -351,7 +351,7 @@ class _Fit:
         """One epoch fitted; its batches' times (one per execution of steps_per_execution steps)."""
         from whichdevice.frameworks.common.steptimer import StepTimer
 
-        timer = StepTimer(None, warmup_batches=1, sync=True, batch_size=self.b, verbose=0)
+        timer = StepTimer(None, warmup_batches=1, sync=True, batch_size=self.b, verbose=0, mark_steps=False)
         with self.fw.placement.scope(self.spec.device):
             _fit(self.model, self.inputs, self.spec, 1, [timer])
         return list(timer.batch_times_s)

@@ -69,6 +69,26 @@ def _backend_sync_fn(model):
     return lambda _=None: None
 
 
+def _profiler_check():
+    """TensorFlow's own "is a profiler running" check (a C++ call), or None on another backend."""
+    if keras.backend.backend() != "tensorflow":
+        return None
+    try:
+        from tensorflow.python.profiler import trace  # the check tf.profiler.experimental.Trace uses
+    except ImportError:
+        return None
+    return getattr(trace, "enabled", None)
+
+
+def _step_marker(step_num: int, epoch: int):
+    """An open XProf step marker (frameworks/tensorflow/profiler.py says why)."""
+    import tensorflow as tf
+
+    marker = tf.profiler.experimental.Trace("train", step_num=step_num, epoch_num=epoch, _r=1)
+    marker.__enter__()
+    return marker
+
+
 def _device_name() -> str:
     name = keras.backend.backend()
     try:
@@ -98,6 +118,12 @@ class StepTimer(keras.callbacks.Callback):
         sync: synchronize the device before every clock reading.
         batch_size: samples per batch, for samples/s in the report (optional).
         verbose: 1 (default) prints the summary at the end of ``fit``; 0 prints nothing.
+        mark_steps: on the TensorFlow backend, while a profiler runs (e.g. Keras's own
+            ``TensorBoard(profile_batch=...)``), mark each batch as a training step for XProf
+            (a "train" TraceMe with ``step_num`` and ``_r=1``, from the batch's begin to the next
+            batch's begin or the epoch's end: the batch this callback times), so TensorBoard's
+            profile shows a step time instead of "No step marker observed" (Keras 3 marks none).
+            Costs one check of the profiler's state per batch when none runs.
     """
 
     # Safe to run on Keras's callback thread: it never is, since it only overrides
@@ -112,6 +138,7 @@ class StepTimer(keras.callbacks.Callback):
         batch_size: int | None = None,
         clock=time.perf_counter,
         verbose: int = 1,
+        mark_steps: bool = True,
     ):
         super().__init__()
         if not isinstance(warmup_batches, int) or warmup_batches < 1:
@@ -123,6 +150,10 @@ class StepTimer(keras.callbacks.Callback):
         if verbose not in (0, 1, 2, True, False):
             raise ValueError(f"verbose must be 0 (silent) or 1 (summary at the end of fit), got {verbose!r}.")
         self.verbose = int(verbose)
+        self.mark_steps = bool(mark_steps)
+        self._profiling = None  # TensorFlow's "is a profiler running" check, when marking steps
+        self._marker = None  # the open step marker
+        self._step_num = 0
         self.path = Path(path) if path is not None else None
         self.warmup_batches = warmup_batches
         self.sync = bool(sync)
@@ -147,6 +178,8 @@ class StepTimer(keras.callbacks.Callback):
         self.batch_times_s, self.batch_epochs, self.epoch_s = [], [], []
         self._train_start = self._now()
         self.setup_s = None
+        self._profiling = _profiler_check() if self.mark_steps else None
+        self._step_num = 0
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
@@ -159,14 +192,26 @@ class StepTimer(keras.callbacks.Callback):
         if self.setup_s is None:
             self.setup_s = t - self._train_start
         self._stamps.append(t)
+        if self._profiling is not None:  # after the clock: marking is charged to no batch's start
+            self._close_marker()
+            if self._profiling():
+                self._marker = _step_marker(self._step_num, self._epoch)
+            self._step_num += 1
+
+    def _close_marker(self) -> None:
+        if self._marker is not None:
+            self._marker.__exit__(None, None, None)
+            self._marker = None
 
     def on_test_begin(self, logs=None):
         # Validation inside fit: the epoch's last batch ends here, not at epoch end.
         if getattr(self, "_stamps", None) and self._val_start is None:
             self._val_start = self._now()
+            self._close_marker()
 
     def on_epoch_end(self, epoch, logs=None):
         end = self._now()
+        self._close_marker()
         last = self._val_start if self._val_start is not None else end
         ends = self._stamps[1:] + [last]
         first = len(self.batch_times_s)
@@ -190,6 +235,7 @@ class StepTimer(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         from whichdevice.core.records import now_iso
 
+        self._close_marker()
         self.ended_at = now_iso()  # the record's time, whenever it is built
         if self.path is not None and self.batch_times_s:
             self.write(self.path)

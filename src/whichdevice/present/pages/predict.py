@@ -1,0 +1,36 @@
+"""The page of a ``predict`` record: the first screen (present/predictscreen.py) and with
+``verbose`` the full table, the calibration and the assumptions; the prediction's plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from whichdevice.analysis import deviceprofile, errormodel
+from whichdevice.analysis.prediction import predict_report
+from whichdevice.core import records
+from whichdevice.present import prediction as present
+from whichdevice.present import predictscreen
+
+
+def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bool, verbose: bool = False) -> None:
+    """The first screen (present/predictscreen.py: the answer, one line per batch, why, what to
+    run to be sure); ``verbose`` adds the full table, the calibration and the assumptions."""
+    prof = deviceprofile.parse(str(record.options["profile_json"]), "the record's embedded profile", "RESULT")
+    report = predict_report(record, prof, errormodel.shipped())
+    predictscreen.render(console, report, record, prof)
+    if verbose:
+        console.print()
+        present.render_predict(console, report, prof, record.machine.cpu_model)
+        console.print(
+            f"Model: {escape(predictscreen.model_words(record))}; the GPU side is a prediction from profile "
+            f"'{escape(prof.name)}' ({escape(prof.framework)}), not a measurement."
+        )
+    present.plot_predict(
+        report,
+        png,
+        loglog,
+        f"{predictscreen.model_words(record)}: CPU measured vs {prof.gpu.description if prof.gpu else 'GPU'} predicted",
+    )

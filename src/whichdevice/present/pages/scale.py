@@ -1,0 +1,35 @@
+"""The page of a ``scale`` record: the verdict, one table per framework, the scaling-efficiency
+plot and the HTML report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from whichdevice.analysis.scale import analyze_scale
+from whichdevice.core import records
+from whichdevice.present import html, terminal
+from whichdevice.present import scale as present_scale
+
+
+def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bool) -> None:
+    """Terminal verdict and table, the efficiency plot and the HTML report (``png`` with .html)."""
+    report = analyze_scale(record)
+    terminal.render_header(console, record)
+    for line in present_scale.lines(report):
+        console.print(f"[bold]{escape(line)}[/bold]", soft_wrap=True)
+    for fs in report.frameworks:
+        terminal.render_grid(console, present_scale.grid(fs))
+    terminal.render_notes(console, record, [], report.failures)
+    png.parent.mkdir(parents=True, exist_ok=True)
+    present_scale.plot(report, png, title="Scaling efficiency vs global batch — whichdevice scale")
+    page = html.render_html(
+        record,
+        present_scale.sections(report, png),
+        verdict=present_scale.lines(report),
+        failures=report.failures,
+    )
+    html.write_html(png.with_suffix(".html"), page)
+    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")

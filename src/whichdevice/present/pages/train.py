@@ -1,0 +1,37 @@
+"""The page of a ``train`` record: the terminal tables and verdict, the precision table, and
+the batch-sweep plot (or the step-time plot of a run without a sweep)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from whichdevice.analysis import quality
+from whichdevice.analysis.train import analyze_training
+from whichdevice.core import records
+from whichdevice.present import plots, terminal
+from whichdevice.present import precision as present_precision
+from whichdevice.present.tables import run_label
+
+
+def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bool) -> None:
+    report = analyze_training(record)
+    terminal.render_train(console, record, report, quality.timing_warnings(record), quality.failures(record))
+    present_precision.render(console, record)
+    png.parent.mkdir(parents=True, exist_ok=True)
+    if report.sweep:
+        plots.plot_batch_sweep(
+            report.sweep, png, loglog=loglog, title="Training step time and samples/s vs batch size — whichdevice"
+        )
+        return
+    run = next((r for r in record.results if r.timing is not None and r.timing.number_per_sample == 1), None)
+    if run is None:
+        run = next((r for r in record.results if r.timing is not None), None)
+    steps = list(run.timing.warmup_s) + list(run.timing.samples_s) if run and run.timing else []
+    plots.plot_steps(
+        steps,
+        len(run.timing.warmup_s) if run and run.timing else 0,
+        png,
+        title=f"{run.spec.device} {run_label(run.spec.params)}" if run else "no data",
+    )
