@@ -122,6 +122,9 @@ class UserCaseModel(CaseModel):
                 pin_memory=bool(self.p.get("pin_memory", False)),
                 persistent_workers=workers > 0,
                 timeout=LOADER_TIMEOUT_S if workers > 0 else 0,
+                # workers started afresh (spawn), not forked from this child: forked from it after
+                # its steady cases, they hung (a lock held by one of its threads at fork time)
+                multiprocessing_context="spawn" if workers > 0 else None,
             )
             return usermodel.CappedBatches(loader, steps)
         return training.dataset(x, y, batch)

@@ -248,6 +248,11 @@ def rebuilt_loader(loader, *, batch: int | None = None, num_workers: int | None 
     if workers > 0:
         kw["persistent_workers"] = True  # the workers start once, not every epoch
         kw["timeout"] = loader.timeout or 30.0  # a stuck worker fails the case, not the whole budget
+        if not type(loader.dataset).__module__.startswith("whichdevice_user_"):
+            # started afresh (spawn), not forked from the measuring child (whose threads' locks
+            # hung forked workers; forkserver's socket path was too long in a deep TMPDIR); a
+            # dataset class of the user's own file cannot be pickled to a fresh process
+            kw["multiprocessing_context"] = "spawn"
     return DataLoader(loader.dataset, **kw)
 
 
@@ -278,7 +283,12 @@ class CappedBatches:
         if self._list is not None:
             yield from self._list
             return
-        for _, b in zip(range(self.steps), self.data):
+        # enumerate, not zip(range(steps), data): a loader of exactly ``steps`` batches is then
+        # read to its StopIteration, so a DataLoader's persistent workers start the next pass
+        # from a finished epoch rather than resetting a half-read one
+        for i, b in enumerate(self.data):
+            if i >= self.steps:
+                break
             yield _pair(b, self.function)
 
 
