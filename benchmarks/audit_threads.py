@@ -24,14 +24,34 @@ THREADS = [
     ("tf1532.py", "tensorflow/tensorflow#1532", "session set-up dominates one run", ["first_run_is_setup"]),
     ("tf24774.py", "tensorflow/tensorflow#24774", "one graph branch per element (map_fn)", ["per_element_loop"]),
     ("tf34231.py", "tensorflow/tensorflow#34231", "the clock is read while tracing", ["clock_read_while_tracing"]),
-    ("tf39850.py", "tensorflow/tensorflow#39850", "tracing in the first call", ["setup_inside_timing", "first_includes_setup"]),
+    (
+        "tf39850.py",
+        "tensorflow/tensorflow#39850",
+        "tracing in the first call",
+        ["setup_inside_timing", "first_includes_setup"],
+    ),
     ("tf40708.ipynb", "tensorflow/tensorflow#40708", "scalar while_loop (tf.range); timeit", ["per_element_loop"]),
     ("pt2219.py", "pytorch/pytorch#2219", "launch overhead of tiny ops", ["latent_from_source", "dispatch_bound"]),
     ("pt2219_fallback.py", "pytorch/pytorch#2219 (fallback copy)", "launch overhead of tiny ops", ["dispatch_bound"]),
-    ("pt_bpb.py", "torch.ones(4,4) b += b question", "10^6 tiny dependent ops", ["dispatch_bound", "latent_from_source"]),
+    (
+        "pt_bpb.py",
+        "torch.ones(4,4) b += b question",
+        "10^6 tiny dependent ops",
+        ["dispatch_bound", "latent_from_source"],
+    ),
     ("pt_bpb_fallback.py", "b += b question (fallback copy)", "10^6 tiny dependent ops", ["dispatch_bound"]),
-    ("pt33044.py", "pytorch/pytorch#33044", "asynchronous CUDA, no sync", ["latent_from_source", "gpu_timing_without_sync"]),
-    ("pt33044_fallback.py", "pytorch/pytorch#33044 (fallback copy, sizes cut)", "asynchronous CUDA, no sync", ["gpu_timing_without_sync"]),
+    (
+        "pt33044.py",
+        "pytorch/pytorch#33044",
+        "asynchronous CUDA, no sync",
+        ["latent_from_source", "gpu_timing_without_sync"],
+    ),
+    (
+        "pt33044_fallback.py",
+        "pytorch/pytorch#33044 (fallback copy, sizes cut)",
+        "asynchronous CUDA, no sync",
+        ["gpu_timing_without_sync"],
+    ),
     ("keras_lstm.py", "Keras LSTM on CPU faster than GPU", "not on the cuDNN path", ["recurrent_layer"]),
 ]
 
@@ -40,7 +60,12 @@ def run(cmd: list[str], cwd: Path, timeout: float) -> dict:
     t0 = time.perf_counter()
     try:
         p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-        return {"rc": p.returncode, "wall_s": time.perf_counter() - t0, "stdout": p.stdout[-20000:], "stderr": p.stderr[-4000:]}
+        return {
+            "rc": p.returncode,
+            "wall_s": time.perf_counter() - t0,
+            "stdout": p.stdout[-20000:],
+            "stderr": p.stderr[-4000:],
+        }
     except subprocess.TimeoutExpired:
         return {"rc": None, "wall_s": time.perf_counter() - t0, "stdout": "", "stderr": "timeout"}
 
@@ -79,7 +104,8 @@ def main() -> None:
             "rules": rules,
             "timings": len(timed),
             "no_timing_seen": "No timing seen" in out,
-            "nothing_misleading_with_zero_timings": (not timed) and ("none misleading" in out or "nothing misleading" in out),
+            "nothing_misleading_with_zero_timings": (not timed)
+            and ("none misleading" in out or "nothing misleading" in out),
             "plain_wall_s": plain["wall_s"] if plain else None,
             "plain_rc": plain["rc"] if plain else None,
             "audit_wall_s": audited["wall_s"],

@@ -10,6 +10,10 @@ exit codes.
     python benchmarks/ci_gate.py --rounds 6 --framework numpy --sizes 256,512,1024
     python benchmarks/ci_gate.py --rounds 4 --framework tensorflow --quick
 
+`--learn 2`: before the gate, two more baseline runs (A1, A2) are compared with A in a fresh
+history shared by the round (`A1 A2`, `A2 A`: two repeat pairs, so `compare` uses each case's
+learned noise as its threshold), as the README's advice for a shared runner says.
+
 Prints one line per round and a summary; `--out FILE.json` keeps every exit code and ratio.
 """
 
@@ -46,6 +50,7 @@ def main() -> None:
     ap.add_argument("--threshold", default=None)
     ap.add_argument("--out", default=None)
     ap.add_argument("--keep", default=None, help="a folder to keep every round's three records in")
+    ap.add_argument("--learn", type=int, default=0, help="extra baseline runs compared first (learned noise)")
     o = ap.parse_args()
     base = ["matmul", "--framework", o.framework, "--mode", o.mode]
     if o.sizes:
@@ -69,11 +74,23 @@ def main() -> None:
                     Path(o.keep).mkdir(parents=True, exist_ok=True)
                     (Path(o.keep) / p.name).write_text(p.read_text())
             row = {"round": i, "load": _load(), "order": "".join(order)}
+            shared = tempfile.mkdtemp(dir=tmp)
+            if o.learn:
+                repeats = []
+                for k in range(o.learn):
+                    p = Path(tmp) / f"r{i}_A{k + 1}.json"
+                    r = _wd([*base, "--json", str(p), "--out", tmp], home)
+                    if r.returncode != 0:
+                        sys.exit(f"run A{k + 1} failed: {r.stderr[-500:]}")
+                    repeats.append(str(p))
+                chain = [*repeats, paths["A"]]
+                for x, y in zip(chain, chain[1:]):
+                    _wd(["compare", x, y], shared)  # a repeat pair: stored as this machine's noise
             for pair, other in (("identical", "B"), ("threads1", "C")):
                 cmd = ["compare", paths["A"], paths[other], "--fail-on-regression", "--json"]
                 if o.threshold:
                     cmd += ["--threshold", o.threshold]
-                r = _wd(cmd, tempfile.mkdtemp(dir=tmp))
+                r = _wd(cmd, shared if o.learn else tempfile.mkdtemp(dir=tmp))
                 doc = json.loads(r.stdout)
                 row[pair] = {
                     "exit": r.returncode,

@@ -131,3 +131,8 @@ def test_diagnose_keeps_the_input_shape_order(monkeypatch, tmp_path):
     with pytest.raises(RuntimeError, match="stop here"):
         api.diagnose(f"{model}:build", input_shape=(28, 28, 1))
     assert seen["shape"] == (28, 28, 1)
+
+
+def test_an_api_run_records_the_call_not_the_kernels_argv():
+    result = whichdevice.matmul(sizes=[8], modes=["steady"], min_time_s=0.01, framework="numpy", progress=False)
+    assert result.record.command == ["whichdevice.matmul(sizes=[8], modes=['steady'], dtype='float32')"]

@@ -27,8 +27,13 @@ def test_pipeline_trace_writes_a_profile_per_variant(tmp_path, capsys):
         capsys,
     )
     assert code == 0, err
+    from test_trace_markers import _markers
+
     for variant in ("serial", "prefetch"):
         assert list((trace / f"CPU0-{variant}").glob("plugins/profile/*/*.xplane.pb")), variant
+        # every traced loop step carries XProf's step marker, numbered (issue #34)
+        steps = [m["step_num"] for m in _markers(trace / f"CPU0-{variant}")]
+        assert steps and steps == sorted(steps) and len(set(steps)) == len(steps), variant
     assert json.loads(json_file.read_text())["options"]["trace"] == str(trace.resolve())
 
 

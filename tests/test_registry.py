@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import subprocess
 import sys
+from pathlib import Path
 
 from whichdevice.present import registry
 
@@ -41,3 +42,33 @@ def test_report_imports_no_command_module():
         "whichdevice.cli.common",
         "whichdevice.cli.options",
     }, sorted(loaded)
+
+
+def test_every_measuring_command_s_record_has_a_renderer():
+    """Each command that writes a record (its module registers a render_X) has its page."""
+    import importlib
+
+    from whichdevice.cli.app import COMMANDS
+
+    for name, (module, _) in COMMANDS.items():
+        mod = importlib.import_module(f"whichdevice.cli.{module}")
+        if hasattr(mod, f"render_{name}"):
+            assert registry.renderer(name) is not None, name
+
+
+def test_report_draws_an_audit_record_through_the_registry_without_the_audit_command():
+    """The audit's page is present/pages/audit.py: `report` on an audit record loads no cli.audit."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from whichdevice.cli.report import report\n"
+        "report(Path('tests/data/audit_record_cpu.json'), out=None, linear=False, force=False, verbose=False,"
+        " markdown=False, as_csv=False)\n"
+        "print('MODULES', ' '.join(m for m in sys.modules if m.startswith('whichdevice.cli.')))\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root).stdout
+    assert "whichdevice audit" in out and "What the script timed" in out, out
+    loaded = set(out.rsplit("MODULES", 1)[1].split())
+    assert "whichdevice.cli.audit" not in loaded, sorted(loaded)
+    assert registry.renderer("audit") is not None

@@ -217,6 +217,13 @@ def run_matmul(
     )
 
 
+def _api_command(name: str, **kwargs) -> list[str]:
+    """The record's command for an API call: the call itself, e.g. ``whichdevice.matmul(quick=True)``
+    (``sys.argv`` is the notebook kernel's or the script's, not this call's)."""
+    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items() if v is not None)
+    return [f"whichdevice.{name}({args})"]
+
+
 def _keep(record: RunRecord) -> Path | None:
     """An API run is kept like a command's: its record written under the history's folder
     (``$WHICHDEVICE_HOME/records/``) and indexed, so ``whichdevice history`` lists it and
@@ -317,7 +324,13 @@ def matmul(
     )
     with ApiProgress("matmul", enabled=progress) as bar:
         cb = bar.callbacks()
-        record = run_matmul(opts, on_total=cb.on_total, on_start=cb.on_start, on_result=cb.on_result)
+        record = run_matmul(
+            opts,
+            on_total=cb.on_total,
+            on_start=cb.on_start,
+            on_result=cb.on_result,
+            command=_api_command("matmul", sizes=sizes, modes=modes, dtype=dtype, devices=devices, quick=quick or None),
+        )
     return Result(record, _keep(record))
 
 
@@ -420,7 +433,7 @@ def _suite(
         framework,
         cases_for,
         options,
-        ["whichdevice", *sys.argv[1:]],
+        _api_command(name),
         devices=experiment.parse_device_filter(_csv(devices)),
         min_time_s=0.05,
         cpu_threads=parse_positive_int(_opt_str(cpu_threads), "--cpu-threads", "4"),

@@ -20,24 +20,27 @@ clamped 0, which would make every prediction from it wrong.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from whichdevice.analysis.deviceprofile import CurvePoint, DeviceCosts, DeviceProfile
 from whichdevice.core.errors import UsageError
-from whichdevice.core.records import CaseResult, RunRecord
+from whichdevice.analysis.values import as_float, as_int, timing_of
+from whichdevice.core.records import CaseResult, RunRecord, Scalar
 
 
 def _ok(results: list[CaseResult], probe: str) -> list[CaseResult]:
     return [r for r in results if r.status == "ok" and r.timing is not None and r.spec.params.get("probe") == probe]
 
 
-def _median(results: list[CaseResult], probe: str, **params) -> float | None:
+def _median(results: list[CaseResult], probe: str, **params: Scalar) -> float | None:
     for r in _ok(results, probe):
         if all(r.spec.params.get(k) == v for k, v in params.items()):
-            return r.timing.median_s
+            return timing_of(r).median_s
     return None
 
 
 def _curve(results: list[CaseResult], probe: str, key: str) -> list[CurvePoint]:
-    pts = sorted(((float(r.spec.params[key]), r.timing) for r in _ok(results, probe)), key=lambda p: p[0])
+    pts = sorted(((as_float(r.spec.params[key]), timing_of(r)) for r in _ok(results, probe)), key=lambda p: p[0])
     return [CurvePoint(x=x, s=t.median_s, q1_s=t.q1_s, q3_s=t.q3_s) for x, t in pts if t.median_s > 0]
 
 
@@ -49,18 +52,20 @@ def _us(s: float) -> str:
     return f"{s * 1e6:.2f} µs"
 
 
-def device_costs(results: list[CaseResult], kind: str, description: str) -> DeviceCosts:
+def device_costs(results: list[CaseResult], kind: Literal["cpu", "gpu"], description: str) -> DeviceCosts:
     eager = _median(results, "tiny_eager")
     matmul = _curve(results, "matmul", "n")
     if eager is None or not matmul:
         raise ValueError("the tiny-op and matmul probes are needed for a profile")
     synced = _median(results, "tiny_sync")
-    ks = sorted(int(r.spec.params["k"]) for r in _ok(results, "graph"))
+    ks = sorted(as_int(r.spec.params["k"]) for r in _ok(results, "graph"))
     call = _median(results, "graph", k=0)
     graph = None
     dev = description or kind
     if call is not None and ks and ks[-1] > 0:
         chain = _median(results, "graph", k=ks[-1])
+        if chain is None:  # ks lists the measured chains: the longest one has a median
+            raise ValueError(f"{description or kind}: the compiled chain of {ks[-1]} ops has no timing")
         graph = (chain - call) / ks[-1]
         if graph <= 0:
             raise NoisyCalibration(

@@ -65,7 +65,7 @@ Assumptions (each a source of error, measured by the validation in benchmarks/pr
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -187,7 +187,9 @@ def _quartile_ratio(curve: Sequence[CurvePoint], x: float) -> tuple[float, float
     return min(lo, 1.0), max(hi, 1.0)
 
 
-def curve_band(curve: Sequence[CurvePoint], x: float, work, floor_s: float) -> tuple[Band, str | None]:
+def curve_band(
+    curve: Sequence[CurvePoint], x: float, work: Callable[[float], float], floor_s: float
+) -> tuple[Band, str | None]:
     """Time of one op of size ``x`` from a curve; ``work(x)`` is the work (FLOPs or bytes) at
     size x. Returns the band and, when extrapolating, a short note."""
     first, last = curve[0], curve[-1]
@@ -210,7 +212,7 @@ def curve_band(curve: Sequence[CurvePoint], x: float, work, floor_s: float) -> t
 
 def matmul_n(flops: float) -> float:
     """Side of the square matmul with the same FLOPs (2 n^3)."""
-    return (max(flops, 0.0) / 2.0) ** (1.0 / 3.0)
+    return float((max(flops, 0.0) / 2.0) ** (1.0 / 3.0))
 
 
 def _mm_work(n: float) -> float:
@@ -267,14 +269,11 @@ def transfer_time(curve: Sequence[CurvePoint], nbytes: float) -> tuple[Band, str
     return curve_band(curve, nbytes, _bytes_work, curve[0].s)
 
 
-def predict(work: WorkloadDescription, dev: DeviceCosts, dispatch_mode: str = "eager") -> Prediction:
-    """Predicted step time of ``work`` on ``dev`` (see the module docstring for the equation)."""
-    name = dev.kind.upper()
-    if not work.ops:
-        return Prediction(name, None, cannot_predict="the traced step has no ops")
+def _op_assumptions(work: WorkloadDescription, dev: DeviceCosts) -> list[str]:
+    """What the prediction of ``work``'s ops on ``dev`` takes for granted (ops it does not
+    know, XLA's kernels, convolutions, a missing elementwise curve)."""
     f = dev.dispatch_eager_s
     assumptions: list[str] = []
-    notes: set[str] = set()
     uncovered = work.uncovered
     if uncovered:
         kinds = ", ".join(f"{k} ×{v}" for k, v in sorted(uncovered.items()))
@@ -294,6 +293,40 @@ def predict(work: WorkloadDescription, dev: DeviceCosts, dispatch_mode: str = "e
             f"no elementwise curve in the profile: elementwise ops at the {f * 1e6:.1f} µs floor, "
             "band up to the memory-bandwidth lower bound"
         )
+    return assumptions
+
+
+def _device_work(work: WorkloadDescription, dev: DeviceCosts) -> tuple[Band, float, dict[str, float], set[str]]:
+    """The ops' device time (each op at least the launch floor on a GPU), the floors' sum, the
+    time above the floor per part, and the curves' notes."""
+    f = dev.dispatch_eager_s
+    notes: set[str] = set()
+    device_work = ZERO
+    launch_mid = 0.0
+    parts = {p: 0.0 for p in PARTS}
+    for op in work.ops:
+        t = op_time(op, dev, work.tf32)
+        if t is None:
+            continue
+        if t.note:
+            notes.add(t.note)
+        b = t.band
+        if dev.kind == "gpu":
+            b = Band(max(f, b.low), max(f, b.mid), max(f, b.high))
+        device_work = device_work + b
+        floor_part = min(f, b.mid)
+        launch_mid += floor_part
+        parts[t.part] += b.mid - floor_part
+    return device_work, launch_mid, parts, notes
+
+
+def predict(work: WorkloadDescription, dev: DeviceCosts, dispatch_mode: str = "eager") -> Prediction:
+    """Predicted step time of ``work`` on ``dev`` (see the module docstring for the equation)."""
+    name = dev.kind.upper()
+    if not work.ops:
+        return Prediction(name, None, cannot_predict="the traced step has no ops")
+    f = dev.dispatch_eager_s
+    assumptions = _op_assumptions(work, dev)
     k = work.kernels
     mode = work.launch_mode if work.compiled or work.launch_mode != "graph" else "eager"
     n_exec = work.steps_per_execution if mode != "eager" else 1
@@ -316,22 +349,7 @@ def predict(work: WorkloadDescription, dev: DeviceCosts, dispatch_mode: str = "e
     overhead = h / n_exec if measured else call / n_exec
     d_extra = max(d - work.host_dispatch_paid_s, 0.0) if measured else d
 
-    device_work = ZERO
-    launch_mid = 0.0
-    parts = {p: 0.0 for p in PARTS}
-    for op in work.ops:
-        t = op_time(op, dev, work.tf32)
-        if t is None:
-            continue
-        if t.note:
-            notes.add(t.note)
-        b = t.band
-        if dev.kind == "gpu":
-            b = Band(max(f, b.low), max(f, b.mid), max(f, b.high))
-        device_work = device_work + b
-        floor_part = min(f, b.mid)
-        launch_mid += floor_part
-        parts[t.part] += b.mid - floor_part
+    device_work, launch_mid, parts, notes = _device_work(work, dev)
 
     if dev.kind == "cpu":
         step = device_work + Band.of(call / n_exec)

@@ -53,7 +53,8 @@ def find_crossover(
     """
     if not (len(xs) == len(cpu_s) == len(gpu_s)):
         raise ValueError("xs, cpu_s and gpu_s must have the same length")
-    points = sorted(zip(xs, cpu_s, gpu_s, cpu_ranges or [None] * len(xs), gpu_ranges or [None] * len(xs)))
+    no_ranges: list[tuple[float, float] | None] = [None] * len(xs)
+    points = sorted(zip(xs, cpu_s, gpu_s, cpu_ranges or no_ranges, gpu_ranges or no_ranges))
     if not points:
         return Crossover("no_data")
     cpu_wins = [c <= g for _, c, g, _, _ in points]
@@ -70,7 +71,7 @@ def find_crossover(
     return Crossover("between", low=x0, high=x1, estimate=estimate, ranges_overlap=overlap)
 
 
-def _overlaps(a, b) -> bool:
+def _overlaps(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool:
     if a is None or b is None:
         return False
     return a[0] <= b[1] and b[0] <= a[1]

@@ -41,7 +41,7 @@ import re
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -248,11 +248,11 @@ def dumps(profile: DeviceProfile) -> str:
 # ---------------- a profile from the H100 reference probe ----------------
 
 
-def _curve(rows, key: str, x_key: str) -> list[CurvePoint]:
+def _curve(rows: list[dict[str, Any]], key: str, x_key: str) -> list[CurvePoint]:
     return [CurvePoint(x=float(r[x_key]), s=float(r[key])) for r in rows if r.get(key) is not None]
 
 
-def from_torch_probe(probe: dict, name: str, source: str, created_at: str) -> DeviceProfile:
+def from_torch_probe(probe: dict[str, Any], name: str, source: str, created_at: str) -> DeviceProfile:
     """A profile from ``gpu_probe.py``'s ``probe_torch.json`` — its ``launch``, ``transfer`` and
     ``matmul`` sections only (``mlp`` is validation data and is never read here).
 

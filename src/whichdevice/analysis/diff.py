@@ -42,7 +42,10 @@ class PointChange:
     def failure_text(self) -> str | None:
         """What a failed side says, e.g. 'failed before (timeout), ok now'; None if both ran."""
         a, b = self.before_failure, self.after_failure
-        words = lambda k: k.replace("_", " ")  # noqa: E731
+
+        def words(k: str) -> str:
+            return k.replace("_", " ")
+
         if a and b:
             return f"failed in both ({words(a)} -> {words(b)})" if a != b else f"failed in both ({words(a)})"
         if a:
@@ -156,17 +159,17 @@ def diff_runs(
     claims = dict(zip(alone, significance.together(list(alone.values()), run_sd=run_sd)))
     points = []
     for key in both:
-        a, b = ra[key], rb[key]
+        was, now = ra[key], rb[key]
         claim = claims.get(key)
         points.append(
             PointChange(
                 key,
-                a.spec,
-                a.timing.median_s if a.timing else None,
-                b.timing.median_s if b.timing else None,
+                was.spec,
+                was.timing.median_s if was.timing else None,
+                now.timing.median_s if now.timing else None,
                 Comparison("before", "after", claim) if claim is not None else None,
-                a.failure,
-                b.failure,
+                was.failure,
+                now.failure,
             )
         )
     judged = [c for c in claims.values() if c.enough]

@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from whichdevice.analysis.compare import Comparison, compare, process_sd
-from whichdevice.core.records import CaseResult, RunRecord, Timing
+from whichdevice.analysis.values import as_int, known
+from whichdevice.core.records import CaseResult, RunRecord, Scalar, Timing
 from whichdevice.analysis.utilization import describe as describe_telemetry
 from whichdevice.analysis.utilization import gpu_underfed, summarize
 
@@ -188,7 +189,7 @@ class DeviceReport:
     verdict: list[str]
 
 
-def _ok(results: list[CaseResult], **params) -> CaseResult | None:
+def _ok(results: list[CaseResult], **params: Scalar) -> CaseResult | None:
     for r in results:
         if all(r.spec.params.get(k) == v for k, v in params.items()):
             return r
@@ -222,7 +223,8 @@ def variant_rows(results: list[CaseResult], spread: float | None = None) -> list
                 waits, loops = waits[:1], loops[:1]
             per_round = [input_wait_percent(w, t) for w, t in zip(waits, loops)]
             wait = input_wait_percent(sum(waits), sum(loops))  # pooled over the rounds
-        batch = int((pipe or loop).spec.params.get("batch", 0)) if (pipe or loop) else 0
+        either = pipe or loop
+        batch = as_int(either.spec.params.get("batch", 0)) if either else 0
         if loop is not None and loop.metrics.get("examples_per_step"):
             batch = int(loop.metrics["examples_per_step"])
         if i == 0:
@@ -245,6 +247,41 @@ def variant_rows(results: list[CaseResult], spread: float | None = None) -> list
     return rows
 
 
+def _where_the_work_runs(device: str, kind: str, measured: list[VariantRow], n_cores: int | None) -> list[str]:
+    """Where the input work and the train step run on ``device``, with what the utilization
+    sampled during the first measured loop says."""
+    out: list[str] = []
+    loop_t = next((r.loop.telemetry for r in measured if r.loop is not None and r.loop.telemetry is not None), None)
+    where = measured[0].variant if measured else None
+    if kind == "gpu":
+        line = (
+            f"{device}: the tf.data work (read, map, augment) runs on the host CPU — tf.data's "
+            "kernels are CPU kernels — and only the train step runs on the GPU."
+        )
+        if loop_t is not None:
+            s = summarize(loop_t)
+            under = gpu_underfed(s)
+            if under is None:
+                line += f" GPU utilization was not available ({s.gpu_unavailable})."
+            else:
+                if under and measured[0].input_bound != NOT:
+                    why = "the GPU idles waiting for input"
+                elif under:
+                    why = "the GPU is under-used although input is not the limit (too little work per step)"
+                else:
+                    why = "the GPU is kept busy"
+                line += f" During the {where} loop: {describe_telemetry(s)} — {why}."
+        out.append(line)
+    elif loop_t is not None:
+        s = summarize(loop_t)
+        cores = f"{n_cores} cores" if n_cores else "the cores"
+        out.append(
+            f"{device}: input work and the train step share the same {cores}; during the {where} loop: "
+            f"{describe_telemetry(s)}."
+        )
+    return out
+
+
 def _device_verdict(
     device: str, kind: str, rows: list[VariantRow], model: Timing | None, slowest: StageCost | None, n_cores: int | None
 ) -> list[str]:
@@ -253,7 +290,7 @@ def _device_verdict(
     if measured:
         first = measured[0]
         out.append(f"{device}, {first.variant}: {first.input_bound_text}.")
-        best = min(measured, key=lambda r: r.loop.median_s)
+        best = min(measured, key=lambda r: known(r.loop, "loop timing").median_s)
         if best is not first:
             sp = best.loop_speedup
             if sp is None:
@@ -284,12 +321,12 @@ def _device_verdict(
                 f"{first.pipeline.median_s * 1e3:.3g} ms per batch: a loop that overlaps them perfectly "
                 f"takes ≥ {bound * 1e3:.3g} ms per step, one that does not ≈ "
                 f"{(model.median_s + first.pipeline.median_s) * 1e3:.3g} ms "
-                f"(measured {first.loop.median_s * 1e3:.3g} ms)."
+                f"(measured {known(first.loop, 'loop timing').median_s * 1e3:.3g} ms)."
             )
     by_name = {r.variant: r for r in rows}
     py, tfops = by_name.get("pyfunc"), by_name.get("prefetch")
     if py and tfops and py.pipeline and tfops.pipeline:
-        sp = speedup("tf ops", tfops.pipeline, "tf.py_function", py.pipeline)
+        sp = known(speedup("tf ops", tfops.pipeline, "tf.py_function", py.pipeline), "comparison")
         out.append(
             f"{device}: the same preprocessing in Python (tf.py_function) vs in TF ops: {sp.describe()} "
             "(pipeline alone, per batch)."
@@ -301,34 +338,7 @@ def _device_verdict(
             f"({slowest.seconds_per_example * 1e6:.3g} µs per example"
             f"{f', {rate:,.0f} examples/s on one thread' if rate else ''})."
         )
-    loop_t = next((r.loop for r in measured if r.loop.telemetry is not None), None)
-    where = measured[0].variant if measured else None
-    if kind == "gpu":
-        line = (
-            f"{device}: the tf.data work (read, map, augment) runs on the host CPU — tf.data's "
-            "kernels are CPU kernels — and only the train step runs on the GPU."
-        )
-        if loop_t is not None:
-            s = summarize(loop_t.telemetry)
-            under = gpu_underfed(s)
-            if under is None:
-                line += f" GPU utilization was not available ({s.gpu_unavailable})."
-            else:
-                if under and measured[0].input_bound != NOT:
-                    why = "the GPU idles waiting for input"
-                elif under:
-                    why = "the GPU is under-used although input is not the limit (too little work per step)"
-                else:
-                    why = "the GPU is kept busy"
-                line += f" During the {where} loop: {describe_telemetry(s)} — {why}."
-        out.append(line)
-    elif loop_t is not None:
-        s = summarize(loop_t.telemetry)
-        cores = f"{n_cores} cores" if n_cores else "the cores"
-        out.append(
-            f"{device}: input work and the train step share the same {cores}; during the {where} loop: "
-            f"{describe_telemetry(s)}."
-        )
+    out += _where_the_work_runs(device, kind, measured, n_cores)
     return out
 
 

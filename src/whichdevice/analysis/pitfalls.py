@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from whichdevice.analysis.compare import compare
 from whichdevice.analysis.fixes import per_sample
+from whichdevice.analysis.values import timing_of
 from whichdevice.core.records import CaseResult, RunRecord
 
 PITFALLS = ("first_epoch", "no_sync", "sync_each", "one_thread", "xla_one_device", "small_batch")
@@ -84,7 +85,7 @@ class PitfallRow:
         return f"reads {1 / self.ratio:.3g}x too fast"
 
 
-def _find(results: list[CaseResult], device: str, **want) -> CaseResult | None:
+def _find(results: list[CaseResult], device: str, **want: object) -> CaseResult | None:
     for r in results:
         if r.spec.device != device or r.status != "ok":
             continue
@@ -101,110 +102,138 @@ def analyze_pitfalls(record: RunRecord) -> list[PitfallRow]:
     res = record.results
     devices = sorted({r.spec.device for r in res}, key=lambda d: (not d.startswith("CPU"), d))
     for d in devices:
-        cpu = d.startswith("CPU")
-        fit = _find(res, d, kind="fit", example="ex2")
-        if fit is not None:
-            epochs = [fit.metrics[f"epoch_{i}_s"] for i in range(1, 100) if f"epoch_{i}_s" in fit.metrics]
-            if len(epochs) >= 2:
-                rest = epochs[1:]
-                # Epochs are single numbers: the spread test needs the later epochs' range.
-                sig = epochs[0] > max(rest) or epochs[0] < min(rest)
-                rows.append(
-                    PitfallRow(
-                        "first_epoch",
-                        d,
-                        epochs[0],
-                        statistics.median(rest),
-                        "s per epoch",
-                        "first epoch",
-                        "epoch 2" if len(epochs) == 2 else f"median of epochs 2-{len(epochs)}",
-                        sig,
-                    )
-                )
-        none10 = _find(res, d, kind="steady", batch=10, sync="none")
-        each10 = _find(res, d, kind="steady", batch=10, sync="each")
-        nosync = _find(res, d, kind="nosync", batch=10)
-        if nosync and "synced_median_s" in nosync.metrics:
-            m = nosync.metrics
-            sig = not (m["synced_q1_s"] <= nosync.timing.q3_s and nosync.timing.q1_s <= m["synced_q3_s"])
-            note = (
-                "on a CPU TensorFlow returns from the step after the work is done: an unsynchronized clock "
-                "cannot distort here; on a GPU it times only the kernel launches"
-                if cpu
-                else "the call returned before the GPU finished: the unsynchronized figure is the launch cost"
-            )
-            rows.append(
-                PitfallRow(
-                    "no_sync",
-                    d,
-                    nosync.timing.median_s,
-                    m["synced_median_s"],
-                    "s per step",
-                    "clock read after each call, no sync",
-                    "the same clock after a device sync",
-                    sig,
-                    note,
-                )
-            )
-        if none10 and each10:
-            c = compare("right", none10.timing, "wrong", each10.timing)
-            rows.append(
-                PitfallRow(
-                    "sync_each",
-                    d,
-                    each10.timing.median_s,
-                    none10.timing.median_s,
-                    "s per step",
-                    ".numpy() after every step",
-                    "one sync per block of steps",
-                    c.significant,
-                )
-            )
-        big = _find(res, d, kind="steady", batch=512, sync="none")
-        allc = _find(res, d, kind="steady", batch=4096, sync="none")
-        one = _find(res, d, kind="steady", batch=4096, sync="none", threads=1)
-        if allc and one:
-            c = compare("right", allc.timing, "wrong", one.timing)
-            rows.append(
-                PitfallRow(
-                    "one_thread",
-                    d,
-                    one.timing.median_s,
-                    allc.timing.median_s,
-                    "s per step",
-                    "1 CPU thread",
-                    f"all cores ({_threads(record, d)})",
-                    c.significant,
-                    "batch 4096 steady step",
-                )
-            )
-        off = _find(res, d, kind="fit", example="ex2", jit_compile=False)
-        on = _find(res, d, kind="fit", example="ex2", jit_compile=True)
-        if off and on:
-            c = compare("right", on.timing, "wrong", off.timing)
-            rows.append(
-                PitfallRow(
-                    "xla_one_device",
-                    d,
-                    off.timing.median_s,
-                    on.timing.median_s,
-                    "s per step",
-                    "jit_compile=False (auto on a CPU-only machine)",
-                    "jit_compile=True (auto where a GPU is visible)",
-                    c.significant,
-                    "compare devices with the same jit_compile; ratio < 1: XLA is slower here",
-                )
-            )
-        if none10 and big:
-            a, b = per_sample(none10), per_sample(big)
-            c = compare("right", b, "wrong", a)
-            rows.append(
-                PitfallRow(
-                    "small_batch", d, a.median_s, b.median_s, "s per sample", "batch 10", "batch 512", c.significant
-                )
-            )
+        found = (
+            _first_epoch(res, d),
+            _no_sync(res, d),
+            _sync_each(res, d),
+            _one_thread(record, res, d),
+            _xla_one_device(res, d),
+            _small_batch(res, d),
+        )
+        rows += [r for r in found if r is not None]
     order = {p: i for i, p in enumerate(PITFALLS)}
     return sorted(rows, key=lambda r: (order[r.pitfall], devices.index(r.device)))
+
+
+def _first_epoch(res: list[CaseResult], d: str) -> PitfallRow | None:
+    """The first epoch against the later ones (they include the one-time start-up)."""
+    fit = _find(res, d, kind="fit", example="ex2")
+    if fit is not None:
+        epochs = [fit.metrics[f"epoch_{i}_s"] for i in range(1, 100) if f"epoch_{i}_s" in fit.metrics]
+        if len(epochs) >= 2:
+            rest = epochs[1:]
+            # Epochs are single numbers: the spread test needs the later epochs' range.
+            sig = epochs[0] > max(rest) or epochs[0] < min(rest)
+            return PitfallRow(
+                "first_epoch",
+                d,
+                epochs[0],
+                statistics.median(rest),
+                "s per epoch",
+                "first epoch",
+                "epoch 2" if len(epochs) == 2 else f"median of epochs 2-{len(epochs)}",
+                sig,
+            )
+    return None
+
+
+def _no_sync(res: list[CaseResult], d: str) -> PitfallRow | None:
+    """A clock read after each call without a device sync against the same clock after one."""
+    nosync = _find(res, d, kind="nosync", batch=10)
+    cpu = d.startswith("CPU")
+    if nosync and "synced_median_s" in nosync.metrics:
+        m = nosync.metrics
+        sig = not (m["synced_q1_s"] <= timing_of(nosync).q3_s and timing_of(nosync).q1_s <= m["synced_q3_s"])
+        note = (
+            "on a CPU TensorFlow returns from the step after the work is done: an unsynchronized clock "
+            "cannot distort here; on a GPU it times only the kernel launches"
+            if cpu
+            else "the call returned before the GPU finished: the unsynchronized figure is the launch cost"
+        )
+        return PitfallRow(
+            "no_sync",
+            d,
+            timing_of(nosync).median_s,
+            m["synced_median_s"],
+            "s per step",
+            "clock read after each call, no sync",
+            "the same clock after a device sync",
+            sig,
+            note,
+        )
+    return None
+
+
+def _sync_each(res: list[CaseResult], d: str) -> PitfallRow | None:
+    """Reading the loss back every step against one sync per block of steps."""
+    none10 = _find(res, d, kind="steady", batch=10, sync="none")
+    each10 = _find(res, d, kind="steady", batch=10, sync="each")
+    if none10 and each10:
+        c = compare("right", timing_of(none10), "wrong", timing_of(each10))
+        return PitfallRow(
+            "sync_each",
+            d,
+            timing_of(each10).median_s,
+            timing_of(none10).median_s,
+            "s per step",
+            ".numpy() after every step",
+            "one sync per block of steps",
+            c.significant,
+        )
+    return None
+
+
+def _one_thread(record: RunRecord, res: list[CaseResult], d: str) -> PitfallRow | None:
+    """One CPU thread against all the cores."""
+    allc = _find(res, d, kind="steady", batch=4096, sync="none")
+    one = _find(res, d, kind="steady", batch=4096, sync="none", threads=1)
+    if allc and one:
+        c = compare("right", timing_of(allc), "wrong", timing_of(one))
+        return PitfallRow(
+            "one_thread",
+            d,
+            timing_of(one).median_s,
+            timing_of(allc).median_s,
+            "s per step",
+            "1 CPU thread",
+            f"all cores ({_threads(record, d)})",
+            c.significant,
+            "batch 4096 steady step",
+        )
+    return None
+
+
+def _xla_one_device(res: list[CaseResult], d: str) -> PitfallRow | None:
+    """jit_compile off against on, on one device."""
+    off = _find(res, d, kind="fit", example="ex2", jit_compile=False)
+    on = _find(res, d, kind="fit", example="ex2", jit_compile=True)
+    if off and on:
+        c = compare("right", timing_of(on), "wrong", timing_of(off))
+        return PitfallRow(
+            "xla_one_device",
+            d,
+            timing_of(off).median_s,
+            timing_of(on).median_s,
+            "s per step",
+            "jit_compile=False (auto on a CPU-only machine)",
+            "jit_compile=True (auto where a GPU is visible)",
+            c.significant,
+            "compare devices with the same jit_compile; ratio < 1: XLA is slower here",
+        )
+    return None
+
+
+def _small_batch(res: list[CaseResult], d: str) -> PitfallRow | None:
+    """Batch 10 against batch 512, per sample."""
+    none10 = _find(res, d, kind="steady", batch=10, sync="none")
+    big = _find(res, d, kind="steady", batch=512, sync="none")
+    if none10 and big:
+        a, b = per_sample(none10), per_sample(big)
+        c = compare("right", b, "wrong", a)
+        return PitfallRow(
+            "small_batch", d, a.median_s, b.median_s, "s per sample", "batch 10", "batch 512", c.significant
+        )
+    return None
 
 
 def _threads(record: RunRecord, device: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from whichdevice.analysis.compare import Comparison, compare
+from whichdevice.analysis.values import timing_of
 from whichdevice.core.records import CaseResult, RunRecord, Timing
 
 
@@ -28,15 +29,19 @@ def precision_rows(record: RunRecord) -> list[PrecisionRow]:
     rows = []
     for r in ok:
         base = _float32(ok, r)
-        comp = compare("float32", base.timing, r.spec.params["precision"], r.timing) if base and base is not r else None
+        comp = (
+            compare("float32", timing_of(base), str(r.spec.params["precision"]), timing_of(r))
+            if base and base is not r
+            else None
+        )
         n = r.metrics.get("samples_per_step")
         rows.append(
             PrecisionRow(
                 r.spec.device,
                 str(r.spec.params["precision"]),
-                r.timing,
+                timing_of(r),
                 r.metrics.get("final_loss", float("nan")),
-                n / r.timing.median_s if n and r.timing.median_s > 0 else None,
+                n / timing_of(r).median_s if n and timing_of(r).median_s > 0 else None,
                 comp,
             )
         )

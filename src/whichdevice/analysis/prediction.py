@@ -15,12 +15,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Any, cast
 
 from whichdevice.analysis import costmodel, errormodel
 from whichdevice.core import stats
 from whichdevice.analysis.crossover import Crossover, find_crossover
-from whichdevice.analysis.costmodel import OpCost, Prediction, WorkloadDescription
-from whichdevice.analysis.deviceprofile import DeviceProfile
+from whichdevice.analysis.costmodel import LaunchMode, OpCost, Prediction, WorkloadDescription
+from whichdevice.analysis.deviceprofile import DeviceCosts, DeviceProfile
+from whichdevice.analysis.values import as_int
 from whichdevice.core.records import RunRecord
 
 
@@ -28,11 +30,11 @@ def description_from_metrics(
     metrics: dict[str, float], batch: int, *, syncs_per_step: int = 0, copy_input: bool = True
 ) -> WorkloadDescription:
     """Rebuild the op list a ``describe`` case flattened into its metrics (workloads/calibrate.py)."""
-    ops: dict[str, dict] = {}
-    mode = "graph"
+    ops: dict[str, dict[str, Any]] = {}
+    mode: LaunchMode = "graph"
     for key, value in metrics.items():
         if key.startswith("launch_mode.") and value:
-            mode = key.split(".", 1)[1]
+            mode = cast(LaunchMode, key.split(".", 1)[1])  # WorkloadDescription (pydantic) checks it
         if not key.startswith("op."):
             continue
         head, _, field = key.rpartition(".")
@@ -153,7 +155,8 @@ def gpu_would_help(
             band = errors.band(pred.step.mid, fw, regime, pred.step) if errors is not None else pred.step
         cpu = cpu_steps.get(b)
         w = "—" if band is None or cpu is None else winner(cpu[1], cpu[2], band)
-        out.append(GpuAnswer(b, *(cpu or (None, None, None)), gpu=pred, band=band, kernels=work.kernels, winner=w))
+        median, q1, q3 = cpu if cpu is not None else (None, None, None)
+        out.append(GpuAnswer(b, median, q1, q3, gpu=pred, band=band, kernels=work.kernels, winner=w))
     return out
 
 
@@ -186,9 +189,9 @@ def predict_report(
     measured: dict[int, tuple[float, float, float]] = {}
     failures = []
     framework = str(record.options.get("framework") or "tensorflow")
-    spe = int(record.options.get("steps_per_execution") or 1)
+    spe = as_int(record.options.get("steps_per_execution") or 1)
     for r in record.results:
-        b = int(r.spec.params.get("batch", 0))
+        b = as_int(r.spec.params.get("batch", 0))
         if r.status != "ok":
             failures.append(f"{r.spec.params.get('probe', r.spec.params.get('kind'))} batch {b}: {r.error}")
             continue
@@ -201,10 +204,10 @@ def predict_report(
     assumptions: list[str] = []
     extrapolated: list[str] = []
     cannot = None
-    for r in rows:
-        cannot = cannot or r.gpu.cannot_predict
-        assumptions += [a for a in r.gpu.assumptions if a not in assumptions]
-        extrapolated += [e for e in r.gpu.extrapolated if e not in extrapolated]
+    for row in rows:
+        cannot = cannot or row.gpu.cannot_predict
+        assumptions += [a for a in row.gpu.assumptions if a not in assumptions]
+        extrapolated += [e for e in row.gpu.extrapolated if e not in extrapolated]
     h2d = profile.gpu.h2d if profile.gpu is not None else []
     if rows and h2d and described:
         big = max(described.values(), key=lambda w: w.input_bytes)
@@ -218,15 +221,22 @@ def predict_report(
             "per-step host overhead (Python, the training loop) measured on this machine's CPU at the "
             "smallest batches; the GPU machine's host is taken to be as fast"
         )
-    ok = [r for r in rows if r.cpu_s is not None and r.band is not None]
+    ok = [  # the measured batches with a prediction (a measured step has its quartiles)
+        (row.batch, cpu, q1, q3, band)
+        for row in rows
+        if (cpu := row.cpu_s) is not None
+        and (band := row.band) is not None
+        and (q1 := row.cpu_q1_s) is not None
+        and (q3 := row.cpu_q3_s) is not None
+    ]
     cross = find_crossover(
-        [r.batch for r in ok],
-        [r.cpu_s for r in ok],
-        [r.band.mid for r in ok],
-        [(r.cpu_q1_s, r.cpu_q3_s) for r in ok],
-        [(r.band.low, r.band.high) for r in ok],
+        [b for b, *_ in ok],
+        [cpu for _, cpu, *_ in ok],
+        [band.mid for *_, band in ok],
+        [(q1, q3) for _, _, q1, q3, _ in ok],
+        [(band.low, band.high) for *_, band in ok],
     )
-    close = [r.batch for r in rows if r.winner == TOO_CLOSE]
+    close = [row.batch for row in rows if row.winner == TOO_CLOSE]
     return PredictReport(
         rows,
         cross,
@@ -253,9 +263,39 @@ SEED001_LOOPS = (("ex2_small", 1000, 10), ("ex3_large_b32", 100000, 32), ("ex3_l
 KERAS_FIT = re.compile(r"^fit_(\d+)_b(\d+)_epoch_s$")
 
 
+def _jax_matmul_points(
+    keras_runs: dict[str, tuple[dict[str, Any], dict[str, Any]]], profile: DeviceProfile, gpu: DeviceCosts
+) -> list[errormodel.Point]:
+    """keras_probe.py's jitted matmul on Keras/JAX (CPU run, GPU run) with the cost model's
+    prediction of each GPU size: the reference's device-bound points."""
+    points: list[errormodel.Point] = []
+    jax_runs = keras_runs.get("keras-jax")
+    if jax_runs and jax_runs[0].get("jax_matmul") and jax_runs[1].get("jax_matmul"):
+        # keras_probe.py's jitted float32 matmul (JAX's default precision: TF32 on the H100), operands
+        # on the device, steady calls: one XLA kernel each, device-bound at large n ("batch" = n here)
+        cpu_n = {int(r["n"]): r["steady_s"] for r in jax_runs[0]["jax_matmul"]}
+        gpu_n = {int(r["n"]): r["steady_s"] for r in jax_runs[1]["jax_matmul"] if int(r["n"]) in cpu_n}
+        mm = {
+            n: WorkloadDescription(
+                batch=n,
+                ops=[OpCost(op_type="dot", kind="matmul", flops=2.0 * n**3, bytes=12.0 * n * n)],
+                input_bytes=0.0,
+                launch_mode="xla",
+                tf32=True,
+            )
+            for n in gpu_n
+        }
+        h = host_overhead(cpu_n, {n: cpu_compute_s(w, profile) for n, w in mm.items()})
+        for n in sorted(gpu_n):
+            p = costmodel.predict(with_host_overhead(mm[n], h, profile), gpu, profile.dispatch_mode)
+            if p.step is not None:
+                points.append(errormodel.Point("jax", n, "jitted matmul", gpu_n[n], p.step, p.bound, cpu_n[n]))
+    return points
+
+
 def reference_points(
-    probe: dict,
-    keras_runs: dict[str, tuple[dict, dict]],
+    probe: dict[str, Any],
+    keras_runs: dict[str, tuple[dict[str, Any], dict[str, Any]]],
     op_lists: dict[str, dict[str, dict[str, float]]],
     profile: DeviceProfile,
 ) -> list[errormodel.Point]:
@@ -274,14 +314,19 @@ def reference_points(
 
     The host overhead of each loop comes from the same machine's CPU run of that loop."""
     out: list[errormodel.Point] = []
+    gpu = profile.gpu
+    if gpu is None:
+        raise ValueError("the profile has no GPU")
 
-    def predict_all(fw, cpu_step, gpu_step, syncs, copy, quantity):
+    def predict_all(
+        fw: str, cpu_step: dict[int, float], gpu_step: dict[int, float], syncs: int, copy: bool, quantity: str
+    ) -> None:
         described = {b: description_from_metrics(op_lists[fw][str(b)], b) for b in gpu_step}
         h = host_overhead(cpu_step, {b: cpu_compute_s(w, profile) for b, w in described.items()})
         for b in sorted(gpu_step):
             base = with_host_overhead(described[b], h, profile)
             w = base.model_copy(update={"input_bytes": base.input_bytes if copy else 0.0, "syncs_per_step": syncs})
-            p = costmodel.predict(w, profile.gpu, profile.dispatch_mode)
+            p = costmodel.predict(w, gpu, profile.dispatch_mode)
             if p.step is not None:
                 out.append(errormodel.Point(fw, b, quantity, gpu_step[b], p.step, p.bound, cpu_step.get(b)))
 
@@ -302,27 +347,7 @@ def reference_points(
                 cpu_step[b], gpu_step[b] = seed[f"{key}_cpu_s"] / steps, seed[f"{key}_cuda_s"] / steps
         if gpu_step:
             predict_all("torch", cpu_step, gpu_step, 1, True, "seed 001 loop")
-    jax_runs = keras_runs.get("keras-jax")
-    if jax_runs and jax_runs[0].get("jax_matmul") and jax_runs[1].get("jax_matmul"):
-        # keras_probe.py's jitted float32 matmul (JAX's default precision: TF32 on the H100), operands
-        # on the device, steady calls: one XLA kernel each, device-bound at large n ("batch" = n here)
-        cpu_n = {int(r["n"]): r["steady_s"] for r in jax_runs[0]["jax_matmul"]}
-        gpu_n = {int(r["n"]): r["steady_s"] for r in jax_runs[1]["jax_matmul"] if int(r["n"]) in cpu_n}
-        mm = {
-            n: WorkloadDescription(
-                batch=n,
-                ops=[OpCost(op_type="dot", kind="matmul", flops=2.0 * n**3, bytes=12.0 * n * n)],
-                input_bytes=0.0,
-                launch_mode="xla",
-                tf32=True,
-            )
-            for n in gpu_n
-        }
-        h = host_overhead(cpu_n, {n: cpu_compute_s(w, profile) for n, w in mm.items()})
-        for n in sorted(gpu_n):
-            p = costmodel.predict(with_host_overhead(mm[n], h, profile), profile.gpu, profile.dispatch_mode)
-            if p.step is not None:
-                out.append(errormodel.Point("jax", n, "jitted matmul", gpu_n[n], p.step, p.bound, cpu_n[n]))
+    out += _jax_matmul_points(keras_runs, profile, gpu)
     for fw, (cpu_run, gpu_run) in sorted(keras_runs.items()):
         if fw not in op_lists:
             continue

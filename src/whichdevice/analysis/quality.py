@@ -9,7 +9,7 @@ from whichdevice.analysis import significance
 from whichdevice.analysis.utilization import describe as describe_telemetry
 from whichdevice.analysis.utilization import summarize
 from whichdevice.core import stats
-from whichdevice.core.records import CaseSpec, RunRecord
+from whichdevice.core.records import CaseSpec, RunRecord, Timing
 from whichdevice.core.stats import NOISY_REL_IQR
 
 # Above this share of a per-call time, the harness's own timer + sync cost matters.
@@ -20,7 +20,7 @@ OVERHEAD_WARN_FRACTION = 0.05
 _HIDDEN_IN_LABELS = {"model_file", "model_fn", "input_shape", "output_shape", "data_file", "data_fn", "label_classes"}
 
 
-def _label(spec) -> str:
+def _label(spec: CaseSpec) -> str:
     p = " ".join(f"{k}={v}" for k, v in spec.params.items() if k not in _HIDDEN_IN_LABELS and v is not None)
     return f"{spec.device} {p}"
 
@@ -30,7 +30,7 @@ def _label(spec) -> str:
 _STEP_SERIES_MIN = 10
 
 
-def _is_step_series(t) -> bool:
+def _is_step_series(t: Timing) -> bool:
     return t.number_per_sample == 1 and len(t.samples_s) >= _STEP_SERIES_MIN
 
 

@@ -11,8 +11,9 @@ or one wall time): each value becomes a one-sample timing, and the record says s
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from whichdevice.core.records import CaseResult, CaseSpec, MachineInfo, RunRecord, Timing
+from whichdevice.core.records import CaseResult, CaseSpec, MachineInfo, RunRecord, Scalar, Timing
 
 KIND = "reference"
 _FIT = re.compile(r"^fit_(\d+)_b(\d+)_epoch_s$")
@@ -34,7 +35,7 @@ def _timing(seconds: float) -> Timing:
     return Timing(first_call_s=seconds, warmup_s=[], samples_s=[seconds], number_per_sample=1, overhead_s=0.0)
 
 
-def _case(section: str, framework: str, device: str, value: float, **params) -> CaseResult:
+def _case(section: str, framework: str, device: str, value: float, **params: Scalar) -> CaseResult:
     spec = CaseSpec(workload=section, framework=framework, device=device, params=params)
     return CaseResult(spec=spec, status="ok", timing=_timing(float(value)), wall_s=0.0)
 
@@ -51,7 +52,7 @@ def _device_of(key: str) -> tuple[str, str]:
     return "GPU:0", key
 
 
-def _torch(data: dict) -> list[CaseResult]:
+def _torch(data: dict[str, Any]) -> list[CaseResult]:
     out = []
     for key, v in data["launch"].items():
         dev = "CPU:0" if key.startswith("cpu_") else "GPU:0"
@@ -76,7 +77,7 @@ def _torch(data: dict) -> list[CaseResult]:
     return out
 
 
-def _keras(data: dict) -> list[CaseResult]:
+def _keras(data: dict[str, Any]) -> list[CaseResult]:
     fw = f"keras-{data['backend']}"
     dev = "GPU:0" if str(data["tag"]).endswith("gpu") else "CPU:0"
     out = []
@@ -100,7 +101,7 @@ class BadReference(ValueError):
     """A file that looks like a reference run but whose contents do not fit its format."""
 
 
-def record_from_reference(data: dict, where: str, created_at: str) -> RunRecord:
+def record_from_reference(data: dict[str, Any], where: str, created_at: str) -> RunRecord:
     """A reference probe file as a record (``is_reference(data)`` must hold); contents that
     do not fit the format raise ``BadReference`` naming what is wrong."""
     try:
@@ -109,7 +110,7 @@ def record_from_reference(data: dict, where: str, created_at: str) -> RunRecord:
         raise BadReference(f"{type(e).__name__}: {str(e)[:200]}") from None
 
 
-def _record(data: dict, where: str, created_at: str) -> RunRecord:
+def _record(data: dict[str, Any], where: str, created_at: str) -> RunRecord:
     if is_torch_probe(data):
         env = data.get("env", {})
         results = _torch(data)

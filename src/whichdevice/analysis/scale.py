@@ -198,27 +198,34 @@ def _timing(r: CaseResult | None) -> Timing | None:
 
 def crossover(fs_points: dict[tuple[int, int], Point], n: int, batches: list[int]) -> ScaleCrossover:
     """The smallest measured global batch from which N replicas beat 1 at every larger one."""
-    rows = [(b, fs_points.get((1, b)), fs_points.get((n, b))) for b in batches]
-    rows = [(b, one, p) for b, one, p in rows if one and one.ok and p and p.ok and p.vs_one]
+    rows = [  # the batches where both ran and N replicas were compared with 1
+        (b, one_s, p_s, claim)
+        for b in batches
+        if (one := fs_points.get((1, b))) is not None
+        and (one_s := one.step_s) is not None
+        and (p := fs_points.get((n, b))) is not None
+        and (p_s := p.step_s) is not None
+        and (claim := p.vs_one) is not None
+    ]
     if not rows:
         return ScaleCrossover(n, None, None, None, "not enough successful points")
     first = None
     for i in range(len(rows)):
-        if all(p.vs_one.status == "faster" for _, _, p in rows[i:]):  # type: ignore[union-attr]
+        if all(claim.status == "faster" for *_, claim in rows[i:]):
             first = i
             break
     if first is None:
         largest = rows[-1][0]
-        return ScaleCrossover(n, None, None, rows[-1][2].vs_one, f"at {largest:,} one replica is as fast or faster")
-    b, _, p = rows[first]
+        return ScaleCrossover(n, None, None, rows[-1][3], f"at {largest:,} one replica is as fast or faster")
+    b, _, _, vs_one = rows[first]
     estimate = None
     if first > 0:
         xs = [rows[first - 1][0], b]
-        one_s = [rows[first - 1][1].step_s, rows[first][1].step_s]  # type: ignore[union-attr]
-        n_s = [rows[first - 1][2].step_s, rows[first][2].step_s]
-        c = find_crossover(xs, one_s, n_s)  # "cpu" = 1 replica, "gpu" = N replicas
+        one_steps = [rows[first - 1][1], rows[first][1]]
+        n_steps = [rows[first - 1][2], rows[first][2]]
+        c = find_crossover(xs, one_steps, n_steps)  # "cpu" = 1 replica, "gpu" = N replicas
         estimate = c.estimate if c.kind == "between" else None
-    return ScaleCrossover(n, b, estimate, p.vs_one)
+    return ScaleCrossover(n, b, estimate, vs_one)
 
 
 def analyze_framework(record: RunRecord, framework: str) -> FrameworkScale:

@@ -9,11 +9,13 @@ sweep (x = n, groups = mode x dtype) and a batch-size sweep (x = batch).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from whichdevice.analysis.compare import Comparison, compare, process_sd
 from whichdevice.analysis.crossover import Crossover, find_crossover
-from whichdevice.core.records import CaseResult, RunRecord, Timing
+from whichdevice.analysis.values import as_number
+from whichdevice.core.records import CaseResult, RunRecord, Scalar, Timing
 
 
 @dataclass(frozen=True)
@@ -49,10 +51,10 @@ class Table:
         return ", ".join(f"{k}={v}" for k, v in self.group.items())
 
 
-def device_order(names) -> list[str]:
+def device_order(names: Iterable[str]) -> list[str]:
     """CPU first, then GPUs by index, then anything else."""
 
-    def key(name: str):
+    def key(name: str) -> tuple[int, str, int]:
         kind, _, idx = name.partition(":")
         return (0 if kind == "CPU" else 1 if kind == "GPU" else 2, kind, int(idx) if idx.isdigit() else 0)
 
@@ -75,7 +77,7 @@ def several_frameworks(record: RunRecord) -> bool:
 
 
 def analyze_sweep(record: RunRecord, x_param: str, work_metric: str | None = None) -> list[Table]:
-    groups: dict[tuple, list[CaseResult]] = defaultdict(list)
+    groups: dict[tuple[tuple[str, Scalar], ...], list[CaseResult]] = defaultdict(list)
     by_framework = several_frameworks(record)
     spread = process_sd(record)  # devices ran in different processes: widen by their spread
     for r in record.results:
@@ -91,25 +93,30 @@ def analyze_sweep(record: RunRecord, x_param: str, work_metric: str | None = Non
         baseline = next((d for d in devices if d.startswith("CPU")), None)
         by_x: dict[float, dict[str, Cell]] = defaultdict(dict)
         for r in results:
-            by_x[r.spec.params[x_param]][r.spec.device] = _cell(r, work_metric)
+            by_x[as_number(r.spec.params[x_param])][r.spec.device] = _cell(r, work_metric)
         rows = []
         for x in sorted(by_x):
             cells = by_x[x]
             comps = {}
             base = cells.get(baseline) if baseline else None
             for d, c in cells.items():
-                if d != baseline and base is not None and base.ok and c.ok:
+                if d != baseline and baseline and base is not None and base.timing is not None and c.timing is not None:
                     comps[d] = compare(baseline, base.timing, d, c.timing, process_sd=spread)
             rows.append(Row(x, cells, comps))
         crossovers = {}
         for d in devices:
             if d == baseline or baseline is None:
                 continue
-            both = [r for r in rows if r.cells.get(baseline, Cell("", None)).ok and r.cells.get(d, Cell("", None)).ok]
-            cpu = [r.cells[baseline].timing for r in both]
-            gpu = [r.cells[d].timing for r in both]
+            both = [
+                (r.x, a, b)
+                for r in rows
+                if (a := r.cells.get(baseline, Cell("", None)).timing) is not None
+                and (b := r.cells.get(d, Cell("", None)).timing) is not None
+            ]
+            cpu = [a for _, a, _ in both]
+            gpu = [b for _, _, b in both]
             crossovers[d] = find_crossover(
-                [r.x for r in both],
+                [x for x, _, _ in both],
                 [t.median_s for t in cpu],
                 [t.median_s for t in gpu],
                 [(t.q1_s, t.q3_s) for t in cpu],

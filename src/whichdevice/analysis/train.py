@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from whichdevice.analysis.compare import Comparison, compare, process_sd
 from whichdevice.analysis.sweep import Table, analyze_sweep, device_order, several_frameworks
 from whichdevice.analysis.warmup import BreakEven, EpochSummary, break_even, summarize_epochs
-from whichdevice.core.records import CaseResult, RunRecord, Timing
+from whichdevice.core.records import CaseResult, RunRecord, Scalar, Timing
 
 RUN_KINDS = ("loop", "fit", "callback")
 
@@ -101,7 +101,7 @@ def _rows(
     by_framework: bool = False,
     spread: float | None = None,
 ) -> list[RunRow]:
-    groups: dict[tuple, list[CaseResult]] = defaultdict(list)
+    groups: dict[tuple[tuple[str, Scalar], ...], list[CaseResult]] = defaultdict(list)
     for r in results:
         fw = (("framework", r.spec.framework),) if by_framework else ()
         groups[fw + tuple(r.spec.params.items())].append(r)
@@ -114,18 +114,20 @@ def _rows(
         bes: dict[str, BreakEven] = {}
         for d in gpus:
             c = cells.get(d)
-            if base is None or not base.ok or c is None or not c.ok:
+            base_t = base.timing if base is not None else None
+            c_t = c.timing if c is not None else None
+            if baseline is None or base_t is None or c_t is None:
                 if with_break_even:
                     bes[d] = BreakEven("no_data")
                 continue
-            comp = compare(baseline, base.timing, d, c.timing, process_sd=spread)
+            comp = compare(baseline, base_t, d, c_t, process_sd=spread)
             comps[d] = comp
             if with_break_even:
                 bes[d] = break_even(
-                    base.timing.first_call_s,
-                    base.timing.median_s,
-                    c.timing.first_call_s,
-                    c.timing.median_s,
+                    base_t.first_call_s,
+                    base_t.median_s,
+                    c_t.first_call_s,
+                    c_t.median_s,
                     significant=comp.significant,
                 )
         if with_break_even and not gpus:
@@ -154,7 +156,7 @@ def analyze_training(record: RunRecord) -> TrainReport:
     )
 
     steady = by_kind["steady"]
-    pairs: dict[tuple, dict[str, Timing]] = defaultdict(dict)
+    pairs: dict[tuple[str, tuple[tuple[str, Scalar], ...]], dict[str, Timing]] = defaultdict(dict)
     for r in steady:
         if r.status == "ok" and r.timing is not None:
             rest = tuple((k, v) for k, v in r.spec.params.items() if k not in ("sync", "kind"))

@@ -75,7 +75,7 @@ class Finding:
 def device_regimes(table: Table) -> dict[str, str]:
     out = {}
     for d in table.devices:
-        pts = [(r.x, r.cells[d].timing.median_s) for r in table.rows if d in r.cells and r.cells[d].ok]
+        pts = [(r.x, t.median_s) for r in table.rows if d in r.cells and (t := r.cells[d].timing) is not None]
         out[d] = regime([x for x, _ in pts], [t for _, t in pts])
     return out
 
@@ -87,7 +87,7 @@ def sweep_findings(table: Table, x_label: str) -> list[Finding]:
     top = next((r for r in reversed(table.rows) if r.comparisons), None)
     for d, reg in regimes.items():
         if reg == "floor" and d.startswith("GPU"):
-            floor = min(r.cells[d].timing.median_s for r in table.rows if d in r.cells and r.cells[d].ok)
+            floor = min(t.median_s for r in table.rows if d in r.cells and (t := r.cells[d].timing) is not None)
             findings.append(
                 Finding(
                     "launch_bound",

@@ -48,19 +48,23 @@ class BreakEven:
         if self.kind == "immediately":
             return (
                 f"break-even: the GPU is ahead from the first {u[:-1]} "
-                f"(warm-up {_s(-self.extra_warmup_s)} shorter, saves {_s(self.saving_per_unit_s)} per {u[:-1]})"
+                f"(warm-up {_s(_neg(self.extra_warmup_s))} shorter, saves {_s(self.saving_per_unit_s)} per {u[:-1]})"
             )
         if self.kind == "never":
             why = (
                 "its steady steps are not significantly faster"
                 if self.within_noise
-                else f"its steady {u} are {_s(-self.saving_per_unit_s)} slower each"
+                else f"its steady {u} are {_s(_neg(self.saving_per_unit_s))} slower each"
             )
             return f"break-even: never — {why} (extra warm-up {_s(self.extra_warmup_s)})"
         return (
             f"break-even after {self.n:,} {u}: the GPU's extra warm-up {_s(self.extra_warmup_s)} "
             f"is paid back at {_s(self.saving_per_unit_s)} saved per {u[:-1]}"
         )
+
+
+def _neg(x: float | None) -> float | None:
+    return None if x is None else -x
 
 
 def _s(x: float | None) -> str:

@@ -48,7 +48,6 @@ script's own printed numbers include that. ``benchmarks/audit.md`` measures it.
 from __future__ import annotations
 
 import json
-import linecache
 import re
 import os
 import runpy
@@ -59,19 +58,15 @@ import traceback
 from pathlib import Path
 
 from whichdevice.audit import clocks, jax_hooks, tf_hooks, torch_hooks
+from whichdevice.audit.state import AUDIT_STATE_VERSION, RERUN_BUDGET_S, State
 from whichdevice.audit.tf_hooks import short_device
-
-AUDIT_STATE_VERSION = 1
 
 _orig_time = time.time
 _orig_perf = time.perf_counter
 _orig_mono = time.monotonic
 
-MAX_READS = 50_000  # beyond this, reads are counted but not snapshotted (memory)
-MAX_INTERVALS = 50_000
 MAX_RERUNS = 8  # distinct (function, device) pairs re-measured after the script
 RERUN_MIN_TIME_S = 0.2  # steady seconds per re-measured pair (timing.TimingPolicy.min_time_s)
-RERUN_BUDGET_S = 3.0  # seconds of interleaved rounds per compared pair (at least interleave.MIN_ROUNDS)
 # All pairs together get at most this share of the script's own run time, so the
 # audit stays within 2x the script (benchmarks/audit.md); at least 0.5 s; a pair always gets MIN_ROUNDS rounds.
 RERUN_SHARE = 0.3
@@ -108,203 +103,18 @@ UNSAFE_OPS = frozenset(
 )
 
 
-class State:
-    """Everything observed, as JSON-ready counters and lists (the parent analyses it)."""
-
-    def __init__(self, script: str):
-        self.script = script
-        self.lock = threading.RLock()
-        self.active = True
-        self.seq = 0
-        self.c = {  # cumulative counters, snapshotted at every stamped read and block edge
-            "eager_ops": 0,
-            "elems": 0,  # output elements of those eager ops (op size = elems / eager_ops)
-            "graph_ops": 0,
-            "traces": 0,
-            "fn_calls": 0,
-            "instantiations": 0,
-            "xla_compiles": 0,
-            "new_kernels": 0,
-            "syncs": 0,
-            "h2d": 0,
-            "d2h": 0,
-            "sessions": 0,
-            "session_runs": 0,
-            "first_session_runs": 0,
-            "last_gpu_work": 0,
-            "last_sync": 0,
-            "ops_at_last_sync": 0,  # eager ops counted when the host last waited
-            "cpu_ops_in_gpu_block": 0,
-            "host_inputs": 0,
-            "user_syncs": 0,  # host reads made by the script's own code (.numpy(), float(t), .item())  # tf.function calls given NumPy / Python values (converted per call)
-            "vars_other_device": 0,  # variables made in a block of one device kind, used in another
-            "iterators": 0,
-            # Seconds of set-up, by kind (float counters): calls that traced or set up a graph,
-            # Session creation, variable initialization, iterator start-up and first batch.
-            "setup_trace_s": 0.0,
-            "setup_session_s": 0.0,
-            "setup_init_s": 0.0,
-            "setup_iter_s": 0.0,
-            # PyTorch (torch_hooks.py)
-            "last_work": 0,
-            "pageable_h2d": 0,
-            "pageable_moves": 0,
-            "setup_first_step_s": 0.0,
-            "setup_compile_s": 0.0,
-            "setup_loader_s": 0.0,
-            "loader_wait_s": 0.0,  # seconds the script's loop waited for DataLoader batches
-        }
-        self.framework = "tensorflow"
-        self.torch_installed = False
-        self.torch_physical: dict[str, int] = {}
-        self.jax_installed = False
-        self.torch_mode = None
-        self.torch_first: set[int] = set()
-        self.torch_last: dict[str, tuple] = {}  # "id(module)@device" -> (module, args, grad enabled)
-        self.torch_calls: list[tuple[int, str]] = []  # (seq, key) of every top-level module call
-        self.loaders: list[dict] = []
-        self.moved_modules: set[int] = set()  # nn.Modules the script sent with .to() / .cuda()
-        self.keras_installed = False
-        self.rnn_layers: list[dict] = []  # keras LSTM / GRU the script built (tf_hooks.install_keras)
-        self.loops: list[dict] = []  # graph loops built (map_fn, while_loop, for over tf.range): tf_hooks.hook_loops
-        self.tf_calls: list[tuple[int, str]] = []  # (seq, "fn:<id>" | "graph:<id>") of top-level calls / runs
-        self.first_run_args: list[tuple] = []  # (session, args, kwargs, index in first_runs): the script's own
-        self.first_runs: list[dict] = []  # each (session, fetch)'s first Session.run: tf_hooks.hook_sessions
-        self.op_cost: dict = {}  # calibrate.per_op_cost after the script
-        self.written_files: dict[str, dict] = {}  # TFRecord files the script wrote: path -> seq, line
-        self.read_after_write: list[dict] = []  # ... and then read back
-        self.cuda_probe: dict | None = None
-        self.ops_by_device: dict[str, int] = {}
-        self.placed_by_device: dict[str, int] = {}
-        self.placed_cpu_in_gpu_block: dict[str, int] = {}  # op type -> count (placer log)
-        self.reads: list[dict] = []
-        self.n_reads = 0
-        self.intervals: list[dict] = []
-        self.blocks: list[dict] = []
-        self.stack: list[int] = []  # open user blocks (ids)
-        self.functions: dict[int, dict] = {}  # id(fn) -> {"name", "calls", "traces"}
-        self.block_calls: dict[int, dict[int, int]] = {}  # block id -> fn id -> calls
-        self.last_args: dict[tuple[int, int], tuple] = {}  # (block, fn) -> (fn, args, kwargs)
-        self.seen_kernels: set[tuple[str, str]] = set()
-        self.var_kind: dict[int, str] = {}  # id(variable handle) -> device kind of the block it was made in
-        self.var_handles: list = []
-        self.var_seen: set[tuple[int, int]] = set()
-        self.instantiated: set[tuple] = set()
-        self.tf_installed = False
-        self.physical: dict[str, int] = {}
-        self.soft_placement: bool | None = None
-        self.placement_log = False
-        self.log_reader: tf_hooks.StderrFilter | None = None  # reads the placement log (fd 2)
-        self.exception: dict | None = None
-        self.exit_code: int | None = None
-        self.timed_out = False
-        self.hang_line: dict | None = None
-        self.reruns: list[dict] = []
-        self.interleaved: list[dict] = []  # one entry per compared pair: rounds of A and B, or why not
-        self.rerun_left_s = RERUN_BUDGET_S  # set from the script's run time before the re-run
-        self.rerun_skipped: list[dict] = []
-        self.started = _orig_perf()
-        self.script_s: float | None = None
-
-    def snap(self) -> dict:
-        with self.lock:
-            self.seq += 1
-            s = dict(self.c)
-            s["seq"] = self.seq
-            s["t"] = _orig_perf()
-            s["ops_by_device"] = dict(self.ops_by_device)
-            s["placed_by_device"] = dict(self.placed_by_device)
-            return s
-
-    def stamp(self, fn: str, line: int) -> int | None:
-        """Record one clock read by the script (clocks.py) with a snapshot of the counters; its id,
-        or None past MAX_READS (counted, not followed)."""
-        tf_hooks.sync_log_reader(self)  # outside the lock: the reader thread takes it for each line
-        tracing = clocks.tracing_now(self)
-        with self.lock:
-            self.n_reads += 1
-            if len(self.reads) >= MAX_READS:
-                return None
-            rid = len(self.reads)
-            self.reads.append(
-                {
-                    "id": rid,
-                    "fn": fn,
-                    "line": line,
-                    "text": self.source(line),
-                    "block": self.stack[-1] if self.stack else None,
-                    "tracing": tracing,
-                    "snap": self.snap(),
-                }
-            )
-            return rid
-
-    def add_interval(self, start: int, end: int, seconds: float, line: int | None) -> None:
-        """``end - start`` computed by the script from two recorded reads."""
-        if len(self.intervals) >= MAX_INTERVALS:
-            return
-        with self.lock:
-            self.intervals.append(
-                {"start": start, "end": end, "seconds": seconds, "line": line, "text": self.source(line) if line else ""}
-            )
-
-    def current_block(self) -> dict | None:
-        return self.blocks[self.stack[-1]] if self.stack else None
-
-    def requested_kind(self) -> str:
-        b = self.current_block()
-        return b["kind"] if b else ""
-
-    def source(self, line: int) -> str:
-        """The script's source line ``line``, stripped and cut to 200 characters."""
-        return linecache.getline(self.script, line).strip()[:200]
-
-    def to_json(self) -> dict:
-        with self.lock:
-            return {
-                "version": AUDIT_STATE_VERSION,
-                "script": self.script,
-                "tf_installed": self.tf_installed,
-                "framework": self.framework,
-                "torch_installed": self.torch_installed,
-                "jax_installed": self.jax_installed,
-                "loaders": list(self.loaders),
-                "loops": list(self.loops),
-                "rnn_layers": list(self.rnn_layers),
-                "moved_modules": sorted(self.moved_modules),
-                "first_runs": list(self.first_runs),
-                "tf_calls": list(self.tf_calls),
-                "op_cost": dict(self.op_cost),
-                "read_after_write": list(self.read_after_write),
-                "cuda_probe": self.cuda_probe,
-                "torch_calls": list(self.torch_calls),
-                "physical_devices": self.physical,
-                "soft_placement": self.soft_placement,
-                "placement_log": self.placement_log,
-                "reads": list(self.reads),
-                "n_reads": self.n_reads,
-                "intervals": list(self.intervals),
-                "blocks": [dict(b) for b in self.blocks],
-                "functions": {str(k): dict(v) for k, v in self.functions.items()},
-                "block_calls": {str(b): {str(f): n for f, n in calls.items()} for b, calls in self.block_calls.items()},
-                "placed_cpu_in_gpu_block": dict(self.placed_cpu_in_gpu_block),
-                "totals": self.snap(),
-                "exception": self.exception,
-                "exit_code": self.exit_code,
-                "timed_out": self.timed_out,
-                "hang_line": self.hang_line,
-                "reruns": list(self.reruns),
-                "interleaved": list(self.interleaved),
-                "rerun_skipped": list(self.rerun_skipped),
-                "script_s": self.script_s,
-            }
-
-
 STATE: State | None = None
 
 
+def _st() -> State:
+    """The audit's state: main() sets it before the script runs, and everything below runs after."""
+    if STATE is None:
+        raise RuntimeError("the audit's state was read before main() set it")
+    return STATE
+
+
 def _source(line: int) -> str:
-    return STATE.source(line)
+    return _st().source(line)
 
 
 # ---------------------------------------------------------------- re-measurement
@@ -373,7 +183,7 @@ def rerun(deadline: float) -> None:
     Each side is the tf.functions its blocks called, with the arguments of their last call,
     under the block's device request; one side's block time is Σ calls × (time of k calls, device
     synchronized) / k. Rounds alternate A and B in a random order (``audit/interleave.py``)."""
-    st = STATE
+    st = _st()
     if not st.tf_installed:
         return
     import tensorflow as tf
@@ -432,25 +242,19 @@ def rerun_torch(deadline: float) -> None:
     """Interleaved re-run of each compared pair's forward passes (PyTorch): each side's top-level
     module calls with their last inputs and grad mode, device synchronized; the backward pass and
     the optimizer are the script's and are not replayed (said in the correction's note)."""
-    st = STATE
+    st = _st()
     from whichdevice.audit import interleave, rules
 
     state = st.to_json()
     pairs = rules.comparisons(rules.timed(rules.build_measurements(state)))
-    gpu = bool(st.physical.get("GPU"))
     jax_mode = st.framework == "jax"
-    if jax_mode:
-        import jax
+    from whichdevice import frameworks
+    from whichdevice.core import timing
 
-        torch = None
-    else:
+    # The project's sync (block_until_ready / torch.cuda.synchronize when CUDA is up): issue #31, one ground.
+    fw_sync = frameworks.load("jax" if jax_mode else "torch").sync.sync
+    if not jax_mode:
         import torch
-
-    def sync(out=None):
-        if jax_mode:
-            jax.block_until_ready(out)
-        elif gpu:
-            torch.cuda.synchronize()
 
     done: dict[tuple, int] = {}
     for n, (a, b) in enumerate(pairs):
@@ -468,24 +272,18 @@ def rerun_torch(deadline: float) -> None:
             st.interleaved.append({**base, "skipped": reason})
             continue
 
-        def call_k(item, k):
+        def call_k(item, k) -> float:
+            """Seconds of k calls, synchronized before and after (core.timing.block)."""
             _, fn, args, extra, _ = item
-            out = None
             if jax_mode:  # extra: the call's keyword arguments
-                for _ in range(k):
-                    out = fn(*args, **extra)
-            else:  # extra: grad mode of the script's last call
-                with torch.set_grad_enabled(extra):
-                    for _ in range(k):
-                        out = fn(*args)
-            sync(out)
+                return timing.block(lambda: fn(*args, **extra), k, fw_sync, _orig_perf)
+            with torch.set_grad_enabled(extra):  # extra: grad mode of the script's last call
+                return timing.block(lambda: fn(*args), k, fw_sync, _orig_perf)
 
         ones = []
         for item in wa + wb:
             call_k(item, 1)
-            t0 = _orig_perf()
-            call_k(item, 1)
-            ones.append(max(_orig_perf() - t0, 1e-6))
+            ones.append(max(call_k(item, 1), 1e-6))
         k_all = max(1, min(1000, int(0.01 / max(ones)) + 1))  # one k for the pair (see _interleave)
         ks = {id(item): k_all for item in wa + wb}
         samples: dict[int, list[float]] = {id(i): [] for i in wa + wb}
@@ -495,9 +293,7 @@ def rerun_torch(deadline: float) -> None:
                 total = 0.0
                 for item in work:
                     k = ks[id(item)]
-                    t0 = _orig_perf()
-                    call_k(item, k)
-                    per = (_orig_perf() - t0) / k
+                    per = call_k(item, k) / k
                     samples[id(item)].append(per)
                     total += item[4] * per
                 return total
@@ -533,17 +329,16 @@ def rerun_torch(deadline: float) -> None:
 
 
 def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: float):
-    def sync():
-        tf.test.experimental.sync_devices()
+    from whichdevice import frameworks
+    from whichdevice.core import timing
 
-    def call_k(item, k):
+    fw_sync = frameworks.load("tensorflow").sync.sync  # the project's sync (issue #31: one ground)
+
+    def call_k(item, k) -> float:
+        """Seconds of k calls under the block's device request, synchronized (core.timing.block)."""
         _, fn, args, kwargs, device, _ = item
-        out = None
         with tf.device(device):
-            for _ in range(k):
-                out = fn(*args, **kwargs)
-        sync()
-        return out
+            return timing.block(lambda: fn(*args, **kwargs), k, fw_sync, _orig_perf)
 
     # Warm-up (trace / instantiate on each device), then one k for every function of the pair, so
     # the slowest chunk is ≥ 10 ms: the same k on both sides amortizes the sync and the clock
@@ -551,10 +346,11 @@ def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: floa
     ran: dict[int, str] = {}
     ones = []
     for item in wa + wb:
-        out = call_k(item, 1)
-        t0 = _orig_perf()
-        call_k(item, 1)
-        ones.append(max(_orig_perf() - t0, 1e-6))
+        _, fn, args, kwargs, device, _ = item
+        with tf.device(device):
+            out = fn(*args, **kwargs)
+        fw_sync(out)
+        ones.append(max(call_k(item, 1), 1e-6))
         leaves = [x for x in tf.nest.flatten(out) if hasattr(x, "device")]
         ran[id(item)] = short_device(leaves[0].device) if leaves else ""
     k_all = max(1, min(1000, int(0.01 / max(ones)) + 1))
@@ -566,9 +362,7 @@ def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: floa
             total = 0.0
             for item in work:
                 k = ks[id(item)]
-                t0 = _orig_perf()
-                call_k(item, k)
-                per = (_orig_perf() - t0) / k
+                per = call_k(item, k) / k
                 samples[id(item)].append(per)
                 total += item[5] * per
             return total
@@ -579,7 +373,7 @@ def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: floa
     per_call = [
         {
             "side": "a" if any(item is w for w in wa) else "b",
-            "function": STATE.functions[item[0]]["name"],
+            "function": _st().functions[item[0]]["name"],
             "requested": item[4],
             "ran_on": ran[id(item)],
             "calls_in_block": item[5],
@@ -599,29 +393,31 @@ def _calibrate(deadline: float) -> None:
     the re-run of its first Session.runs (``audit/calibrate.py``). A failure here loses only that evidence."""
     from whichdevice.audit import calibrate
 
+    st = _st()
     try:
-        if STATE.c["eager_ops"] >= calibrate.MIN_OPS_FOR_COST and STATE.framework in ("torch", "tensorflow"):
-            STATE.op_cost = calibrate.per_op_cost(
-                STATE.framework,
-                torch_mode_factory=torch_hooks.make_mode if STATE.framework == "torch" else None,
-                tf_callback=tf_hooks.hook_op_callback if STATE.framework == "tensorflow" else None,
+        if st.c["eager_ops"] >= calibrate.MIN_OPS_FOR_COST and st.framework in ("torch", "tensorflow"):
+            st.op_cost = calibrate.per_op_cost(
+                st.framework,
+                torch_mode_factory=torch_hooks.make_mode if st.framework == "torch" else None,
+                tf_callback=tf_hooks.hook_op_callback if st.framework == "tensorflow" else None,
             )
     except Exception as e:
-        STATE.op_cost = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+        st.op_cost = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
     try:
-        if STATE.first_run_args:
-            budget = min(max(1.0, RERUN_SHARE * (STATE.script_s or 0.0)), (deadline - _orig_mono()) / 4)
-            calibrate.rerun_first_runs(STATE.first_runs, STATE.first_run_args, budget)
+        if st.first_run_args:
+            budget = min(max(1.0, RERUN_SHARE * (st.script_s or 0.0)), (deadline - _orig_mono()) / 4)
+            calibrate.rerun_first_runs(st.first_runs, st.first_run_args, budget)
     except Exception as e:
-        for r in STATE.first_runs:
+        for r in st.first_runs:
             r.setdefault("not_rerun", f"{type(e).__name__}: {str(e)[:200]}")
-    STATE.first_run_args = []
+    st.first_run_args = []
 
 
 def _write_state(path: str) -> None:
+    st = _st()
     for _ in range(5):  # the main thread may be mutating lists while the watchdog dumps
         try:
-            text = json.dumps(STATE.to_json())
+            text = json.dumps(st.to_json())
             break
         except RuntimeError:
             time.sleep(0.01)
@@ -636,12 +432,13 @@ def _write_state(path: str) -> None:
 def _decide_framework() -> None:
     """Which framework's audit this is: the one whose hooks the script used (TensorFlow's import can
     pull in JAX; a script may import several): TensorFlow, else PyTorch, else JAX."""
-    if not STATE.tf_installed and STATE.torch_installed:
-        STATE.framework = "torch"
-        STATE.physical = STATE.torch_physical
-    elif not STATE.tf_installed and STATE.jax_installed:
-        STATE.framework = "jax"
-        jax_hooks.record_devices(STATE)
+    st = _st()
+    if not st.tf_installed and st.torch_installed:
+        st.framework = "torch"
+        st.physical = st.torch_physical
+    elif not st.tf_installed and st.jax_installed:
+        st.framework = "jax"
+        jax_hooks.record_devices(st)
 
 
 _AUDIT_DIR = str(Path(__file__).resolve().parent)
@@ -654,7 +451,7 @@ def _user_frames(te: traceback.TracebackException, seen: set[int]) -> None:
         return
     seen.add(id(te))
     frames = list(te.stack)
-    first = next((i for i, f in enumerate(frames) if f.filename == STATE.script), 0)
+    first = next((i for i, f in enumerate(frames) if f.filename == _st().script), 0)
     te.stack = traceback.StackSummary.from_list(
         [f for f in frames[first:] if not str(f.filename).startswith(_AUDIT_DIR)]
     )
@@ -676,7 +473,7 @@ def _print_script_traceback(e: BaseException) -> None:
 def _script_line(e: BaseException) -> int | None:
     line = None
     for frame, lineno in traceback.walk_tb(e.__traceback__):
-        if frame.f_code.co_filename == STATE.script:
+        if frame.f_code.co_filename == _st().script:
             line = lineno
     return line
 

@@ -33,7 +33,7 @@ import timeit as _timeit
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from whichdevice.audit.child import State
+    from whichdevice.audit.state import State
 
 _orig = {
     "time.time": time.time,
@@ -311,6 +311,7 @@ def install(st: State) -> None:
     """Follow every clock above (the script has not run yet)."""
     global _STATE
     _STATE = st
+    st.tracing_probes.append(tracing_now)
     time.time = _clock(_orig["time.time"], "time.time")
     time.perf_counter = _clock(_orig["time.perf_counter"], "time.perf_counter")
     time.monotonic = _clock(_orig["time.monotonic"], "time.monotonic")

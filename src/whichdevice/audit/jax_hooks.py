@@ -28,7 +28,7 @@ from whichdevice.audit.importhook import AfterImportFinder
 from whichdevice.audit.tf_hooks import from_script
 
 if TYPE_CHECKING:
-    from whichdevice.audit.child import State
+    from whichdevice.audit.state import State
 
 _perf = time.perf_counter  # imported before the child patches the clocks
 _local = threading.local()
@@ -119,7 +119,7 @@ def hook_jit(jax, st: State) -> None:
                 setattr(call, attr, getattr(compiled, attr))
         return call
 
-    jit.__wrapped__ = orig_jit
+    setattr(jit, "__wrapped__", orig_jit)  # the original, as functools.wraps keeps it
     jax.jit = jit
 
 

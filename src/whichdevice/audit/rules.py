@@ -342,7 +342,7 @@ def comparisons(measurements: list[Measurement]) -> list[tuple[Measurement, Meas
     by = series_of(measurements)
     cpu = [s for s in by.values() if s[0].kind == "CPU"]
     gpu = [s for s in by.values() if s[0].kind == "GPU"]
-    pairs = []
+    pairs: list[tuple[Measurement, Measurement]] = []
     if measurements and measurements[0].framework in ("torch", "jax") and not (cpu and gpu):
         # PyTorch without a GPU here (a "cuda if available else cpu" fallback): the script's series
         # are compared as it wrote them, the first with the second, the third with the fourth —
@@ -365,8 +365,10 @@ _DEVICE_WORD = re.compile(r"(?<![a-z])(gpu|cuda)(?![a-z])", re.I)
 
 def uses_tf1(state: dict) -> bool:
     """The script runs tf.compat.v1 sessions: TF1 wording (Session, ConfigProto) fits its findings."""
-    return bool(state.get("first_runs")) or "compat.v1" in _source_text(state) or any(
-        int((b.get("exit") or b.get("enter") or {}).get("sessions", 0)) for b in state.get("blocks", [])
+    return (
+        bool(state.get("first_runs"))
+        or "compat.v1" in _source_text(state)
+        or any(int((b.get("exit") or b.get("enter") or {}).get("sessions", 0)) for b in state.get("blocks", []))
     )
 
 
@@ -731,7 +733,9 @@ def _missing_device_words(text: str, state: dict) -> tuple[str, str, str]:
             "Install the CUDA build (pip install -U 'jax[cuda12]') on a machine with a GPU, or pick devices with "
             "jax.devices() and label results by the array's device (x.devices()).",
         )
-    session = bool(state.get("first_runs")) or any(int(b.get("enter", {}).get("sessions", 0)) for b in state.get("blocks", []))
+    session = bool(state.get("first_runs")) or any(
+        int(b.get("enter", {}).get("sessions", 0)) for b in state.get("blocks", [])
+    )
     soft = (
         "tf.compat.v1.ConfigProto(allow_soft_placement=True)"
         if session or "compat.v1" in _source_text(state)
@@ -740,7 +744,11 @@ def _missing_device_words(text: str, state: dict) -> tuple[str, str, str]:
     return (
         "TensorFlow",
         "TensorFlow refused to place the ops there"
-        + (" (a tf.compat.v1 Session does not fall back unless soft placement is allowed)" if "ConfigProto" in soft else "")
+        + (
+            " (a tf.compat.v1 Session does not fall back unless soft placement is allowed)"
+            if "ConfigProto" in soft
+            else ""
+        )
         + ", so it stopped",
         f"Run it where TensorFlow sees a GPU (`whichdevice devices` says why it does not here); or allow soft placement "
         f"({soft}) knowing the 'GPU' numbers will then be CPU numbers.",
@@ -773,7 +781,9 @@ def rule_missing_device_failure(state, blocks, measurements) -> list[Finding]:
             continue
         m = _DEVICE_IN_TEXT.search(text)
         name, did, fix = _missing_device_words(text, state)
-        dev = f"{m.group('kind').upper()}:{m.group('idx')}" if m else ("a CUDA GPU" if name != "TensorFlow" else "a GPU")
+        dev = (
+            f"{m.group('kind').upper()}:{m.group('idx')}" if m else ("a CUDA GPU" if name != "TensorFlow" else "a GPU")
+        )
         block = next((b for b in reversed(blocks) if b.device_exists is False), None)
         where = (
             f"line {block.line}: {block.text}"
@@ -1041,7 +1051,7 @@ def rule_host_read_per_step(state, blocks, measurements) -> list[Finding]:
 
 def rule_dataloader_settings(state, blocks, measurements) -> list[Finding]:
     """A DataLoader with no worker processes (and pageable memory) feeding a timed loop."""
-    out = []
+    out: list[Finding] = []
     loaders = state.get("loaders") or []
     weak = [ld for ld in loaders if ld.get("num_workers", 0) == 0 or not ld.get("pin_memory")]
     if not weak:

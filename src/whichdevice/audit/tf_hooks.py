@@ -30,6 +30,7 @@ import os
 import sys
 import threading
 import time
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.audit import clocks
@@ -37,7 +38,7 @@ from whichdevice.audit.importhook import AfterImportFinder
 from whichdevice.frameworks.tensorflow.logparse import Placed, parse_placement_log
 
 if TYPE_CHECKING:
-    from whichdevice.audit.child import State
+    from whichdevice.audit.state import State
 
 _perf = time.perf_counter  # the real clock: this module is imported before the child patches it
 MAX_CALL_LOG = 200_000  # top-level tf.function calls and Session.runs remembered (seq, owner)
@@ -100,7 +101,7 @@ def is_host_value(x: Any) -> bool:
 def from_script(st: State, levels: int = 5) -> bool:
     """Whether one of the few callers above the hook is the script's own code (``.numpy()``,
     ``float(t)``) rather than a library's (Keras reading its logs)."""
-    f = sys._getframe(2)
+    f: FrameType | None = sys._getframe(2)
     for _ in range(levels):
         if f is None:
             return False
@@ -318,7 +319,7 @@ def wrap_device(orig, api: str, st: State):
         requested = args[0] if args else kwargs.get("device_name", kwargs.get("name"))
         return Block(st, cm, requested, api, frame)
 
-    device.__wrapped__ = orig
+    setattr(device, "__wrapped__", orig)  # the original, as functools.wraps keeps it
     device.__doc__ = orig.__doc__
     return device
 
@@ -643,7 +644,7 @@ def hook_sessions(st: State, session_mod) -> None:
             return None
         return orig_close(self)
 
-    sess_close.__wrapped__ = orig_close
+    setattr(sess_close, "__wrapped__", orig_close)  # the original, as functools.wraps keeps it
     session_mod.BaseSession.__init__ = sess_init
     session_mod.BaseSession.run = sess_run
     session_mod.BaseSession.close = sess_close
@@ -748,14 +749,14 @@ def hook_loops(st: State, while_loop_mod, ops) -> None:
                 pass
         return orig(cond, body, loop_vars, *args, **kwargs)
 
-    while_loop.__wrapped__ = orig
+    setattr(while_loop, "__wrapped__", orig)  # the original, as functools.wraps keeps it
     while_loop_mod.while_loop = while_loop
 
 
 def _record_loop(st: State, ops, loop_vars: Any, max_iter: Any) -> None:
     f = sys._getframe(2)
     kind, iterations, elems = "tf.while_loop", _static_int(max_iter), None
-    caller = f
+    caller: FrameType | None = f
     while caller is not None and caller.f_code.co_filename != st.script:
         name = caller.f_code.co_filename.replace("\\", "/")
         if name.endswith("ops/map_fn.py") and kind == "tf.while_loop":
@@ -773,7 +774,7 @@ def _record_loop(st: State, ops, loop_vars: Any, max_iter: Any) -> None:
             kind = "for over tf.range"
             try:
                 start, limit, delta = (_static_int(x) for x in caller.f_locals["iter_"].op.inputs)
-                if None not in (start, limit, delta) and delta:
+                if start is not None and limit is not None and delta:
                     iterations = max(0, -(-(limit - start) // delta))
             except Exception:
                 pass
@@ -825,7 +826,7 @@ def nest_flatten(x: Any) -> list:
 
 
 def _script_line(st: State) -> int | None:
-    f = sys._getframe(1)
+    f: FrameType | None = sys._getframe(1)
     while f is not None and f.f_code.co_filename != st.script:
         f = f.f_back
     return f.f_lineno if f is not None else None
@@ -847,6 +848,7 @@ def install(tf, st: State) -> None:
     from tensorflow.python.util import nest
 
     record_devices(tf, st)
+    st.before_read.append(sync_log_reader)
     try:  # autograph must call the audit's clock wrappers as they are (not convert them, warning the user)
         from tensorflow.python.autograph.core import config as ag_config
 
@@ -916,7 +918,9 @@ def install_keras(keras, st: State) -> None:
             off = {
                 k: kwargs[k]
                 for k, v in CUDNN_DEFAULTS.items()
-                if k in kwargs and kwargs[k] != v and not (k.endswith("activation") and getattr(kwargs[k], "__name__", "") == v)
+                if k in kwargs
+                and kwargs[k] != v
+                and not (k.endswith("activation") and getattr(kwargs[k], "__name__", "") == v)
             }
             if kwargs.get("use_cudnn") is False:
                 off["use_cudnn"] = False

@@ -33,7 +33,7 @@ from whichdevice.audit.importhook import AfterImportFinder
 from whichdevice.audit.tf_hooks import from_script
 
 if TYPE_CHECKING:
-    from whichdevice.audit.child import State
+    from whichdevice.audit.state import State
 
 _perf = time.perf_counter  # imported before the child patches the clocks
 _local = threading.local()
@@ -293,9 +293,10 @@ def hook_dataloader(torch, st: State) -> None:
                 if first:
                     st.c["setup_loader_s"] += dt
 
-    dl._BaseDataLoaderIter.__next__ = next_batch
-    dl.DataLoader.__init__ = init
-    dl.DataLoader.__iter__ = iterate
+    # torch's own classes, patched in the child for the script's run (methods are not assignable to mypy)
+    setattr(dl._BaseDataLoaderIter, "__next__", next_batch)
+    setattr(dl.DataLoader, "__init__", init)
+    setattr(dl.DataLoader, "__iter__", iterate)
 
 
 def hook_cuda_probe(torch, st: State) -> None:
@@ -308,7 +309,7 @@ def hook_cuda_probe(torch, st: State) -> None:
             st.cuda_probe = {"line": f.f_lineno, "text": st.source(f.f_lineno), "answer": bool(out)}
         return out
 
-    is_available.__wrapped__ = orig
+    setattr(is_available, "__wrapped__", orig)  # the original, as functools.wraps keeps it
     torch.cuda.is_available = is_available
 
 

@@ -11,14 +11,12 @@ import typer
 from rich.markup import escape
 
 from whichdevice.audit import record as audit_mod
-from whichdevice.audit import clocks as clocks_mod
 from whichdevice.audit import notebook, rules
 from whichdevice.cli.common import DEFAULT_OUT, app, console, err_console, stamp
 from whichdevice.core.errors import UsageError
 from whichdevice.core.machine import describe_machine
 from whichdevice.present import html as html_mod
-from whichdevice.present.tables import Grid, GridCell
-from whichdevice.present.terminal import render_grid
+from whichdevice.present.pages import audit as audit_page
 from whichdevice.core.units import seconds
 from whichdevice.core.validate import check_output_dir, check_output_file, parse_positive_float
 
@@ -166,209 +164,13 @@ def _overhead(state: dict, op_cost: dict) -> float | None:
 
 
 # ---------------------------------------------------------------- presenting
-
-
-def _ran(d: dict[str, int]) -> str:
-    return ", ".join(f"{k} ({v})" for k, v in sorted(d.items())) or "—"
-
-
-def _one_time(x) -> str:
-    bits = [
-        f"{x.traces} tr" if x.traces else "",
-        f"{x.instantiations} inst" if x.instantiations else "",
-        f"{x.xla_compiles} xla" if x.xla_compiles else "",
-        f"{x.sessions} sess" if x.sessions else "",
-    ]
-    return ", ".join(b for b in bits if b) or "—"
-
-
-def grids(record: audit_mod.AuditRecord) -> list[Grid]:
-    out = []
-    if record.blocks:
-        rows = []
-        for b in record.blocks:
-            exists = {True: "", False: " (does not exist)", None: ""}[b.device_exists]
-            rows.append(
-                [
-                    GridCell(str(b.line)),
-                    GridCell(f"{b.requested}{exists}", "bad" if exists else ""),
-                    GridCell(_ran(b.ran_on), "bad" if b.device_exists is False or b.cpu_ops_in_gpu_block else ""),
-                    GridCell(seconds(b.wall_s)),
-                    GridCell(str(b.fn_calls + b.session_runs)),
-                    GridCell(_one_time(b), "dim"),
-                    GridCell(f"{b.h2d}/{b.d2h}"),
-                    GridCell("failed" if b.error else "", "bad" if b.error else ""),
-                ]
-            )
-        out.append(
-            Grid(
-                "Device blocks as they ran",
-                ["line", "requested", "ran on (ops)", "wall", "calls", "one-time", "H→D/D→H", "status"],
-                rows,
-                [
-                    "ops: eager ops (and placed graph ops) per device; calls: tf.function calls + Session.run; "
-                    "one-time: tr = traces, inst = graph instantiations (first call of a signature on a device), "
-                    "xla = XLA compiles, sess = new Sessions"
-                ],
-            )
-        )
-    if record.measurements:
-        rows = []
-        for m in record.measurements:
-            rows.append(
-                [
-                    GridCell(str(m.line or "?")),
-                    GridCell(f"{m.index_in_series + 1}/{m.series_len}", "dim"),
-                    GridCell(m.kind or "—"),
-                    GridCell(_ran(m.ran_on)),
-                    GridCell(seconds(m.seconds)),
-                    GridCell(str(m.fn_calls + m.session_runs)),
-                    GridCell(_one_time(m), "dim"),
-                    GridCell("no" if m.unsynced_gpu_end else "yes", "bad" if m.unsynced_gpu_end else "dim"),
-                ]
-            )
-        out.append(
-            Grid(
-                "What the script timed (each end - start it computed)",
-                ["line", "#", "asked", "ran on (ops)", "script's time", "calls", "one-time", "synced"],
-                rows,
-                [f"line {n}: {t}" for n, t in dict.fromkeys((m.line, m.text) for m in record.measurements)],
-            )
-        )
-    if record.corrections:
-        rows, notes = [], []
-        for c in record.corrections:
-            a, b = record.measurements[c.a], record.measurements[c.b]
-            if c.rerun_ok:
-                rng = (
-                    f" ({c.real_ratio_low:.2f}-{c.real_ratio_high:.2f})"
-                    if c.real_ratio_low is not None and c.real_ratio_high is not None
-                    else ""
-                )
-                verdict = {True: " significant", False: " not significant", None: ""}[c.significant]
-                real = f"{c.real_ratio:.2f}{rng}{verdict}"
-                rows.append(
-                    [
-                        GridCell(f"{a.line} vs {b.line}"),
-                        GridCell(f"{c.script_ratio:.2f}", "bad"),
-                        GridCell(seconds(c.a_steady_s)),
-                        GridCell(seconds(c.b_steady_s)),
-                        GridCell(real, "good"),
-                    ]
-                )
-            else:
-                rows.append(
-                    [
-                        GridCell(f"{a.line} vs {b.line}"),
-                        GridCell(f"{c.script_ratio:.2f}"),
-                        GridCell("—"),
-                        GridCell("—"),
-                        GridCell("not re-run", "neutral"),
-                    ]
-                )
-            notes.append(f"lines {a.line} vs {b.line}: {c.note}")
-        out.append(
-            Grid(
-                "Corrected comparison: A / B, above 1 = B faster (A = CPU-asked, B = GPU-asked; PyTorch / JAX without a GPU: the "
-                "A = the script's first series, B = its second)",
-                ["lines", "script's ratio", "A steady", "B steady", "real ratio (95% interval)"],
-                rows,
-                list(dict.fromkeys(notes)),
-            )
-        )
-    return out
-
-
-def _status_line(record: audit_mod.AuditRecord) -> str:
-    if record.timed_out:
-        where = f" (it was at line {record.hang_line['line']}: {record.hang_line['text']})" if record.hang_line else ""
-        return f"Script timed out after {record.timeout_s:g} s (--timeout) and was stopped{where}; audited up to then."
-    if record.exit_code is None:
-        return "Script was killed before it reported an exit code."
-    exc = ""
-    if record.exception:
-        lines = [ln.strip() for ln in (record.exception.get("message") or "").strip().splitlines() if ln.strip()]
-        key = next((ln for ln in lines if rules.mentions_missing_device(ln)), lines[0] if lines else "")
-        exc = f" — {record.exception['type']}: {key[:300]}"
-    return f"Script exit code {record.exit_code}{exc}; script {seconds(record.script_s)}, audit child {seconds(record.wall_s)}."
+# The page itself is present/pages/audit.py (registered in present/registry.py, drawn by
+# `report` too); these two keep the command's own calls short.
 
 
 def render(record: audit_mod.AuditRecord) -> None:
-    console.print()
-    console.print(f"[bold]whichdevice audit[/bold]  {escape(record.script)} {escape(' '.join(record.args))}")
-    console.print(escape(_status_line(record)))
-    if record.physical_devices and record.framework in ("torch", "jax"):
-        p = record.physical_devices
-        name = {"torch": "PyTorch", "jax": "JAX"}[record.framework]
-        console.print(escape(f"{name} sees {p.get('GPU', 0)} GPU device(s)"))
-    elif record.physical_devices:
-        p = record.physical_devices
-        console.print(
-            escape(
-                f"TensorFlow sees {p.get('CPU', 0)} CPU, {p.get('GPU', 0)} GPU; soft placement "
-                f"{'on' if record.soft_placement else 'off'} at import"
-            )
-        )
-    for g in grids(record):
-        render_grid(console, g)
-    if record.findings:
-        console.print(f"[bold]Findings ({len(record.findings)})[/bold]")
-        for i, f in enumerate(record.findings, 1):
-            console.print(f"[red]{i}. {escape(f.title)}[/red] [dim]\\[{escape(f.rule)}][/dim] — {escape(f.where)}")
-            console.print(f"   {escape(f.explanation)}")
-            console.print(f"   [green]Instead:[/green] {escape(f.fix)}")
-    for line in verdict_lines(record):
-        console.print(escape(line))
-    if record.notebook:
-        nb = record.notebook
-        console.print(
-            escape(
-                f"Notebook: {nb['cells']} code cells run in order as one script ({nb['magics_translated']} magics "
-                f"translated or skipped); line numbers count the joined cells (cell k starts at line "
-                f"{', '.join(str(x) for x in nb['cell_first_lines'][:12])}{'…' if len(nb['cell_first_lines']) > 12 else ''})."
-            )
-        )
-    for n in record.notes:
-        console.print(f"[yellow]Note:[/yellow] {escape(n)}")
+    """Draw the record on the command's console."""
+    audit_page.render(console, record)
 
 
-def verdict_lines(record: audit_mod.AuditRecord) -> list[str]:
-    """What was timed, said honestly: no timing seen (naming the clocks looked for) is not "timings
-    seen, none misleading"; the latter is said only with timings and no finding about them."""
-    timed = [m for m in record.measurements if not m.tracing]
-    if not timed:
-        traced = len(record.measurements) - len(timed)
-        why = (
-            f" (its only clock reads ran while a function was being traced: {traced} difference(s) of trace time)"
-            if traced
-            else ""
-        )
-        return [
-            "No timing seen: the script computed no end - start of the device work" + why + ". Clocks followed: "
-            + ", ".join(clocks_mod.CLOCKS_FOLLOWED)
-            + ". Its own printed times (if any) came from elsewhere (a library's log, a clock the audit does not follow)."
-        ]
-    about = {i for f in record.findings for i in f.measurements}
-    seen = f"Timings seen: {len(timed)} (clocks: {', '.join(record.clocks_read) or '—'})"
-    if not about & {m.id for m in timed}:
-        return [seen + "; none misleading by the audit's rules."]
-    return [seen + "; what they measured is in the findings above."]
-
-
-def render_html(record: audit_mod.AuditRecord) -> str:
-    sections = [
-        html_mod.Section(
-            "What the script measured", grids=grids(record), lines=[_status_line(record), *verdict_lines(record)]
-        )
-    ]
-    if record.findings:
-        sections.append(
-            html_mod.Section(
-                "Findings",
-                lines=[
-                    f"{i}. {f.title} [{f.rule}] — {f.where}. {f.explanation} Instead: {f.fix}"
-                    for i, f in enumerate(record.findings, 1)
-                ],
-            )
-        )
-    return html_mod.render_html(record, sections, failures=[], warnings=[])
+render_html = audit_page.render_html

@@ -41,7 +41,7 @@ def history_cmd(
         None, "--experiment", help="Only runs of this experiment (matmul, train, run, ...)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the runs as a JSON list (for scripts), no table."),
-    history_dir: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP),
+    history_dir: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP, metavar="DIR"),
 ) -> None:
     """List the runs recorded on this machine (newest first)."""
     n = parse_positive_int(limit, "--limit", "20", maximum=100_000)
@@ -135,11 +135,12 @@ def compare(
         "--threshold",
         help="The smallest change that counts, relative: 0.1 or 10% (default 5%; a case's noise learned from "
         "repeat runs on this machine is used where larger).",
+        metavar="RATIO|PCT",
     ),
     as_json: bool = typer.Option(
         False, "--json", help="Print the whole comparison as JSON on stdout; the table goes to stderr."
     ),
-    history_dir: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP),
+    history_dir: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP, metavar="DIR"),
 ) -> None:
     """Point by point, what changed between two runs, and whether the change is beyond the noise."""
     margin = parse_threshold(threshold)

@@ -160,10 +160,8 @@ def report(
     if markdown or as_csv:
         _print_as_text(record, markdown=markdown, verbose=verbose)
         return
-    if not isinstance(record, records.RunRecord):  # the audit's own record
-        from whichdevice.cli import audit as audit_cli
-
-        audit_cli.render(record)
+    if not isinstance(record, records.RunRecord):  # the audit's own record: no plot, nothing written
+        registry.render(console, record, result.with_suffix(".png"), loglog=not linear)
         return
     out_dir = check_output_dir(out, "--out") if out else result.parent
     png = out_dir / (result.stem + ".png") if force else _free_png(out_dir, result.stem)

@@ -138,6 +138,11 @@ def _block(fn: Callable[[], Any], number: int, sync: Sync, clock: Clock) -> floa
     return clock() - t0
 
 
+# Public name of one synchronized block, for callers outside this module that time their own
+# rounds (the audit's interleaved re-run, issue #31: the same ground as every measurement).
+block = _block
+
+
 def stop_reason(samples: list[float], total_s: float, policy: TimingPolicy) -> str | None:
     """Why a point's sampling stops now (module doc, 5), or None to go on: 'precision' (or
     'min time' without a target), 'time cap', 'sample cap'. The one rule of :func:`measure`

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 import jinja2
 
@@ -18,7 +19,10 @@ from whichdevice.present.tables import Grid, column_align
 from whichdevice.present.terminal import machine_line
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.core import safeio
-from whichdevice.core.records import RunRecord
+from whichdevice.core.records import RunRecord, Session
+
+if TYPE_CHECKING:  # firstscreen imports this module
+    from whichdevice.present.firstscreen import FirstScreen
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("whichdevice.present", "templates"),
@@ -45,7 +49,18 @@ class Page:
     verdict: list[str]
     warnings: list[str]
     failures: list[str]
-    first: object | None  # present/firstscreen.FirstScreen
+    first: FirstScreen | None
+
+
+class FirstView(TypedDict):
+    """The first screen as plain values, for the HTML template and the Markdown."""
+
+    answer: list[str]
+    causes: list[dict[str, str]]
+    changes: list[dict[str, str]]
+    more: list[dict[str, str]]
+    tail: list[str]
+    warnings_line: str
 
 
 _pages: list[Page] | None = None
@@ -64,7 +79,7 @@ def capturing() -> Iterator[list[Page]]:
         _pages = saved
 
 
-def _session_line(s) -> str:
+def _session_line(s: Session) -> str:
     d = s.device
     if d.kind == "cpu":
         onednn = "" if s.onednn is None else f", oneDNN {'on' if s.onednn else 'off'}"
@@ -94,7 +109,7 @@ def render_html(
     verdict: list[str] | None = None,
     warnings: list[str] | None = None,
     failures: list[str] | None = None,
-    first=None,
+    first: FirstScreen | None = None,
     fragment: bool = False,
 ) -> str:
     """The page (``fragment``: the same content without the page around it, for a notebook:
@@ -163,12 +178,12 @@ def fragment_of(page: str) -> str:
     return page[start : end + len("</div>")]
 
 
-def first_view(fs) -> dict | None:
+def first_view(fs: FirstScreen | None) -> FirstView | None:
     """The first screen as plain values (answer, causes, changes with code and caveat, ...)."""
     return _first_view(fs)
 
 
-def _first_view(fs) -> dict | None:
+def _first_view(fs: FirstScreen | None) -> FirstView | None:
     if fs is None:
         return None
     from whichdevice.present.firstscreen import cause_text, cause_title, tail_lines, warnings_line

@@ -10,9 +10,11 @@ workload through :func:`workload_name`; the article it reproduces goes in a foot
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 # The thresholds analysis/verdict.py writes into its findings; read from there, never copied.
 from whichdevice.analysis.verdict import FLAT_SLOPE, SCALING_SLOPE
+from whichdevice.core.records import CaseSpec
 
 # The models the suite trains, by what they are (frameworks/common/models.py).
 MODELS = {
@@ -78,11 +80,11 @@ GLOSSARY = {
 }
 
 
-def _n(v) -> str:
+def _n(v: object) -> str:
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
-def model_name(params: dict, *, short: bool = False) -> str:
+def model_name(params: Mapping[str, object], *, short: bool = False) -> str:
     m = params.get("model")
     if params.get("example") == "user" or m == "user" or m is None and params.get("example") is None:
         return "your model"
@@ -90,7 +92,7 @@ def model_name(params: dict, *, short: bool = False) -> str:
     return table.get(str(m), str(m))
 
 
-def workload_name(params: dict, workload: str = "train") -> str:
+def workload_name(params: Mapping[str, object], workload: str = "train") -> str:
     """'small MLP, 1,000 samples, batch 10, custom training loop' from a case's parameters."""
     p = params
     fw = f"{p['framework']}: " if p.get("framework") else ""
@@ -127,12 +129,12 @@ def workload_name(params: dict, workload: str = "train") -> str:
     return fw + ", ".join(bits)
 
 
-def case_name(spec) -> str:
+def case_name(spec: CaseSpec) -> str:
     """'tensorflow CPU:0: small MLP, batch 10, steady training step': a record's case in words."""
     return f"{spec.framework} {spec.device}: {workload_name(dict(spec.params), spec.workload)}"
 
 
-def source_key(params: dict, workload: str = "train") -> str | None:
+def source_key(params: Mapping[str, object], workload: str = "train") -> str | None:
     """The article a case reproduces ('seed001'), or None for the user's own model."""
     if workload == "matmul" or ("n" in params and "mode" in params):
         return "seed000"

@@ -5,12 +5,18 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from whichdevice.analysis.sweep import Table
 from whichdevice.analysis.utilization import summarize
 from whichdevice.core import safeio
 from whichdevice.core.units import seconds
 from whichdevice.present.tables import table_title
+
+if TYPE_CHECKING:  # matplotlib is imported on first use (pyplot())
+    from matplotlib.axes import Axes
+    from matplotlib.axis import Axis
+    from matplotlib.figure import Figure
 
 
 @functools.cache
@@ -36,21 +42,22 @@ def _ticker() -> ModuleType:
 _COLORS = {"CPU": "#1f77b4", "GPU": "#d62728"}
 
 
-def _color(device: str, i: int) -> str:
+def _color(device: str, i: int) -> str | tuple[float, float, float, float]:
     kind = device.split(":")[0]
     if kind == "GPU" and device != "GPU:0":
-        return pyplot().get_cmap("Reds")(0.5 + 0.1 * i)
+        rgba: tuple[float, float, float, float] = pyplot().get_cmap("Reds")(0.5 + 0.1 * i)
+        return rgba
     return _COLORS.get(kind, f"C{i}")
 
 
-def _legend(ax, **kw) -> None:
+def _legend(ax: Axes, **kw: Any) -> None:
     """A legend only when something is labelled (a panel whose cases all failed or were skipped
     has none, and matplotlib would warn)."""
     if ax.get_legend_handles_labels()[0]:
         ax.legend(**kw)
 
 
-def plain_numbers(axis, base: int = 10) -> None:
+def plain_numbers(axis: Axis, base: int = 10) -> None:
     """Log-axis ticks as plain numbers (8, 32, ..., 8192; 10, 100, 1000), not 2^3 or 10^3."""
     ticker = _ticker()
     axis.set_major_locator(ticker.LogLocator(base=base))
@@ -58,7 +65,7 @@ def plain_numbers(axis, base: int = 10) -> None:
     axis.set_minor_formatter(ticker.NullFormatter())
 
 
-def seconds_axis(axis) -> None:
+def seconds_axis(axis: Axis) -> None:
     """A log time axis in people's units (10 µs, 1 ms, 1 s), not 10^-5."""
     ticker = _ticker()
     axis.set_major_locator(ticker.LogLocator(base=10))
@@ -66,7 +73,7 @@ def seconds_axis(axis) -> None:
     axis.set_minor_formatter(ticker.NullFormatter())
 
 
-def _no_gpu_note(ax, tables: list[Table]) -> None:
+def _no_gpu_note(ax: Axes, tables: list[Table]) -> None:
     """With only CPUs measured, say so on the plot: the GPU curve is missing, not hidden."""
     if not any(d.startswith("GPU") for t in tables for d in t.devices):
         ax.text(
@@ -82,13 +89,13 @@ def _no_gpu_note(ax, tables: list[Table]) -> None:
         )
 
 
-def _utilization_strip(ax, table: Table, x_label: str) -> None:
+def _utilization_strip(ax: Axes, table: Table, x_label: str) -> None:
     """Under each timing panel: mean CPU busy % (and GPU busy %) during each steady window."""
     for i, d in enumerate(table.devices):
         pts = []
         for r in table.rows:
             c = r.cells.get(d)
-            if c is None or not c.ok or c.timing.telemetry is None:
+            if c is None or c.timing is None or c.timing.telemetry is None:
                 continue
             s = summarize(c.timing.telemetry)
             value = s.gpu_util_mean_percent if d.startswith("GPU") else s.cpu_mean_percent
@@ -132,7 +139,7 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
     for ax, strip, table in zip(axes[0], axes[1], tables):
         _utilization_strip(strip, table, x_label)
         for i, d in enumerate(table.devices):
-            pts = [(r.x, r.cells[d].timing) for r in table.rows if d in r.cells and r.cells[d].ok]
+            pts = [(r.x, t) for r in table.rows if d in r.cells and (t := r.cells[d].timing) is not None]
             if not pts:
                 continue
             xs = [x for x, _ in pts]
@@ -178,17 +185,17 @@ def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: boo
         if table.group.get("framework"):
             tag = f" {table.group['framework']}{tag}"
         for i, d in enumerate(table.devices):
-            pts = [(r.x, r.cells[d]) for r in table.rows if d in r.cells and r.cells[d].ok]
-            if not pts:
+            cells = [
+                (r.x, c, t) for r in table.rows if (c := r.cells.get(d)) is not None and (t := c.timing) is not None
+            ]
+            if not cells:
                 continue
-            xs = [x for x, _ in pts]
+            xs = [x for x, _, _ in cells]
             color = _color(d, i)
             style = styles[ti % len(styles)]
-            ax_t.plot(xs, [c.timing.median_s for _, c in pts], style, color=color, label=f"{d}{tag}")
-            ax_t.fill_between(
-                xs, [c.timing.q1_s for _, c in pts], [c.timing.q3_s for _, c in pts], color=color, alpha=0.15
-            )
-            ax_r.plot(xs, [c.work_per_s for _, c in pts], style, color=color, label=f"{d}{tag}")
+            ax_t.plot(xs, [t.median_s for _, _, t in cells], style, color=color, label=f"{d}{tag}")
+            ax_t.fill_between(xs, [t.q1_s for _, _, t in cells], [t.q3_s for _, _, t in cells], color=color, alpha=0.15)
+            ax_r.plot(xs, [c.work_per_s for _, c, _ in cells], style, color=color, label=f"{d}{tag}")
         for d, cross in table.crossovers.items():
             if cross.kind == "between" and cross.estimate:
                 for ax in (ax_t, ax_r):
@@ -236,7 +243,7 @@ def plot_steps(step_s: list[float], warmup: int, path: Path, *, title: str) -> P
     return save_figure(fig, path)
 
 
-def save_figure(fig, path: Path, dpi: int = 110) -> Path:
+def save_figure(fig: Figure, path: Path, dpi: int = 110) -> Path:
     """Write the figure atomically (temporary file, then rename): never a half-written PNG,
     never through a planted link. Every plot of the package is written here."""
     path = Path(path)

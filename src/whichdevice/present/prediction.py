@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -11,7 +12,8 @@ from rich.table import Table
 from whichdevice.present.terminal import print_table
 
 from whichdevice.analysis.prediction import PredictReport
-from whichdevice.analysis.deviceprofile import DeviceCosts, DeviceProfile
+from whichdevice.analysis.deviceprofile import CurvePoint, DeviceCosts, DeviceProfile
+from whichdevice.present.tables import Align
 
 
 def _ms(s: float | None) -> str:
@@ -35,7 +37,7 @@ def render_profile(console: Console, profile: DeviceProfile) -> None:
         console.print(f"[yellow]Note:[/yellow] {escape(n)}")
 
 
-def _rate(curve, work) -> str:
+def _rate(curve: Sequence[CurvePoint], work: Callable[[float], float]) -> str:
     if not curve:
         return "—"
     best = max(curve, key=lambda p: work(p.x) / p.s)
@@ -90,14 +92,15 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
         title_justify="left",
     )
     band_name = "80 % band" if report.calibrated else "model band, not calibrated"
-    for col, j in (
+    columns: tuple[tuple[str, Align], ...] = (
         ("batch", "right"),
         ("CPU step ms (measured, q1–q3)", "right"),
         (f"GPU step ms (predicted [{band_name}])", "right"),
         ("winner", "left"),
         ("GPU time mostly", "left"),
         ("kernels", "right"),
-    ):
+    )
+    for col, j in columns:
         t.add_column(col, justify=j)
     for r in report.rows:
         cpu = "failed" if r.cpu_s is None else f"{_ms(r.cpu_s)} ({_ms(r.cpu_q1_s)}–{_ms(r.cpu_q3_s)})"
@@ -107,7 +110,8 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
             s = r.band
             g = f"{_ms(s.mid)} [{_ms(s.low)}, {_ms(s.high)}]"
             raw = r.gpu.step.mid
-            share = r.gpu.parts_s[r.gpu.dominant] / raw if raw else 0
+            dominant = r.gpu.dominant
+            share = r.gpu.parts_s[dominant] / raw if raw and dominant is not None else 0
             dom = f"{r.gpu.dominant} {share:.0%}"
         t.add_row(str(r.batch), cpu, g, r.winner, dom, str(r.kernels))
     print_table(console, t)
@@ -145,16 +149,16 @@ def plot_predict(report: PredictReport, png: Path, loglog: bool, title: str) -> 
     from whichdevice.present.plots import plain_numbers, pyplot, save_figure  # matplotlib: only when a plot is drawn
 
     fig, ax = pyplot().subplots(figsize=(7, 4.5))
-    rows = [r for r in report.rows if r.cpu_s is not None]
-    ax.plot([r.batch for r in rows], [r.cpu_s * 1e3 for r in rows], "o-", label="CPU (measured here)")
-    g = [r for r in report.rows if r.band is not None]
+    cpu = [(r.batch, s) for r in report.rows if (s := r.cpu_s) is not None]
+    ax.plot([b for b, _ in cpu], [s * 1e3 for _, s in cpu], "o-", label="CPU (measured here)")
+    g = [(r.batch, band) for r in report.rows if (band := r.band) is not None]
     if g:
-        xs = [r.batch for r in g]
-        ax.plot(xs, [r.band.mid * 1e3 for r in g], "s--", label="GPU (predicted)")
+        xs = [b for b, _ in g]
+        ax.plot(xs, [band.mid * 1e3 for _, band in g], "s--", label="GPU (predicted)")
         ax.fill_between(
             xs,
-            [r.band.low * 1e3 for r in g],
-            [r.band.high * 1e3 for r in g],
+            [band.low * 1e3 for _, band in g],
+            [band.high * 1e3 for _, band in g],
             alpha=0.25,
             label="GPU 80 % band (calibrated)" if report.calibrated else "GPU band (model's own)",
         )

@@ -5,7 +5,11 @@ columns. The full table, the calibration and the model's assumptions follow with
 
 from __future__ import annotations
 
+from rich.console import Console
+
+from whichdevice.analysis.deviceprofile import DeviceProfile
 from whichdevice.analysis.prediction import TOO_CLOSE, PredictReport
+from whichdevice.analysis.values import known
 from whichdevice.core.records import RunRecord
 from whichdevice.core.units import seconds
 from whichdevice.present import names
@@ -30,7 +34,7 @@ def answer_lines(report: PredictReport, record: RunRecord, gpu: str) -> list[str
     c = report.crossover
     if c.kind == "between":
         sure = ", uncertain" if c.ranges_overlap else ""
-        head = f"{gpu} wins from batch ≈ {_batch(c.estimate)} ({c.low:g}–{c.high:g}{sure})"
+        head = f"{gpu} wins from batch ≈ {_batch(known(c.estimate, 'crossover estimate'))} ({c.low:g}–{c.high:g}{sure})"
     elif c.kind == "gpu_everywhere":
         head = f"{gpu} wins at every batch tried (from {c.high:g})"
     elif c.kind == "cpu_everywhere":
@@ -44,7 +48,7 @@ def answer_lines(report: PredictReport, record: RunRecord, gpu: str) -> list[str
     ]
 
 
-def screen_lines(report: PredictReport, record: RunRecord, profile) -> list[tuple[str, str]]:
+def screen_lines(report: PredictReport, record: RunRecord, profile: DeviceProfile) -> list[tuple[str, str]]:
     gpu = profile.gpu.description if profile.gpu else "the profiled GPU"
     when = record.created_at.replace("T", " ")[:16]
     out: list[tuple[str, str]] = [
@@ -59,10 +63,10 @@ def screen_lines(report: PredictReport, record: RunRecord, profile) -> list[tupl
         else:
             gpu_text = f"{seconds(r.band.mid)} [{seconds(r.band.low)}–{seconds(r.band.high)}]"
         out.append(("", f"  {r.batch:>5}   {cpu:<28} {gpu_text:<28} {r.winner}"))
-    parts = [r for r in report.rows if r.gpu.step is not None and r.gpu.step.mid]
-    if parts:
-        r = parts[-1]
-        share = r.gpu.parts_s[r.gpu.dominant] / r.gpu.step.mid
+    parts = [(r, step) for r in report.rows if (step := r.gpu.step) is not None and step.mid]
+    if parts and (dominant := parts[-1][0].gpu.dominant) is not None:
+        r, step = parts[-1]
+        share = r.gpu.parts_s[dominant] / step.mid
         out += [
             ("", ""),
             ("", f"Why: at batch {r.batch} the GPU's step would be mostly {r.gpu.dominant} ({share:.0%})."),
@@ -84,7 +88,7 @@ def screen_lines(report: PredictReport, record: RunRecord, profile) -> list[tupl
 _STYLE = {"bold": "bold", "head": "bold", "answer": "bold green", "warn": "yellow", "dim": "dim"}
 
 
-def render(console, report: PredictReport, record: RunRecord, profile) -> None:
+def render(console: Console, report: PredictReport, record: RunRecord, profile: DeviceProfile) -> None:
     from rich.markup import escape
 
     soft = not console.is_terminal

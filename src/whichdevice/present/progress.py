@@ -15,8 +15,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any
 
 from whichdevice.measure import session
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 
 def in_notebook() -> bool:
@@ -44,9 +48,9 @@ class ApiProgress:
         self.current = "starting"
         self._t0 = time.monotonic()
         self._shown = 0.0
-        self._handle = None
-        self._bar = None
-        self._task = None
+        self._handle: Any = None  # IPython's display handle (IPython ships no type information)
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
 
     # --- context
     def __enter__(self) -> ApiProgress:
@@ -55,12 +59,12 @@ class ApiProgress:
         if in_notebook():
             from IPython.display import HTML, display
 
-            self._handle = display(HTML(self._html()), display_id=True)
+            self._handle = display(HTML(self._html()), display_id=True)  # type: ignore[no-untyped-call]  # IPython is untyped
         else:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._bar = Progress(
+            self._bar = bar = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
@@ -68,8 +72,8 @@ class ApiProgress:
                 console=Console(stderr=True, highlight=False),
                 transient=True,
             )
-            self._bar.start()
-            self._task = self._bar.add_task(f"{self.title}: starting", total=None)
+            bar.start()
+            self._task = bar.add_task(f"{self.title}: starting", total=None)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -131,7 +135,7 @@ class ApiProgress:
         self._shown = now
         from IPython.display import HTML
 
-        self._handle.update(HTML(self._html(final)))
+        self._handle.update(HTML(self._html(final)))  # type: ignore[no-untyped-call]  # IPython is untyped
 
 
 def _describe(key: str) -> str:
@@ -162,7 +166,7 @@ def run_command(args: list[str], *, title: str, echo: bool = True, progress: boo
     out: list[str] = []
     err: list[str] = []
 
-    def pump(stream, sink: list[str], target: str) -> None:  # noqa: ANN001
+    def pump(stream: IO[str], sink: list[str], target: str) -> None:
         for line in iter(stream.readline, ""):
             sink.append(line)
             if echo:  # sys.stdout looked up per line: a progress bar redirects it while it runs

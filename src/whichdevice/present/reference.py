@@ -7,9 +7,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from whichdevice.core.records import RunRecord, Scalar
+from whichdevice.present.tables import Align
 from whichdevice.present.terminal import print_table
-
-from whichdevice.core.records import RunRecord
 
 
 def _time(s: float | None) -> str:
@@ -28,7 +28,7 @@ def render_reference(console: Console, record: RunRecord) -> None:
         f"[bold]Reference run[/bold] — {escape(str(o.get('frameworks', '')))} on {escape(str(o.get('gpu', '')))} "
         f"({escape(str(o.get('source', '')))}, {escape(record.created_at)})"
     )
-    sections: dict[str, dict[tuple, dict[str, float]]] = {}
+    sections: dict[str, dict[tuple[str, tuple[tuple[str, Scalar], ...]], dict[str, float]]] = {}
     for r in record.results:
         if r.status != "ok" or r.timing is None:
             continue
@@ -37,13 +37,14 @@ def render_reference(console: Console, record: RunRecord) -> None:
         row[r.spec.device] = r.timing.median_s
     for section, rows in sections.items():
         t = Table(title=section, title_justify="left")
-        for col, j in (
+        columns: tuple[tuple[str, Align], ...] = (
             ("framework", "left"),
             ("what", "left"),
             ("CPU", "right"),
             ("GPU", "right"),
             ("GPU / CPU", "right"),
-        ):
+        )
+        for col, j in columns:
             t.add_column(col, justify=j)
         for (fw, what), by_dev in rows.items():
             cpu, gpu = by_dev.get("CPU:0"), by_dev.get("GPU:0")

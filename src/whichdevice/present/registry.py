@@ -13,18 +13,21 @@ from __future__ import annotations
 import importlib
 import inspect
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rich.console import Console
 
 from whichdevice.core.records import RunRecord
+
+if TYPE_CHECKING:  # the audit's record is loaded only by the audit's page
+    from whichdevice.audit.record import AuditRecord
 
 
 class Renderer(Protocol):
     """``render(console, record, png, loglog=...)``; the ones with a first screen also take
     ``verbose`` (every table, finding and warning after it)."""
 
-    def __call__(self, console: Console, record: RunRecord, png: Path, *, loglog: bool) -> object: ...
+    def __call__(self, console: Console, record: RunRecord | AuditRecord, png: Path, *, loglog: bool) -> object: ...
 
 
 # record.experiment -> the module under present/pages/ whose ``render`` draws it
@@ -40,6 +43,7 @@ RENDERERS: dict[str, str] = {
     "predict": "predict",
     "scale": "scale",
     "reference": "reference",  # analysis/reference.KIND: a GPU run imported from gpu_probe.py / keras_probe.py
+    "audit": "audit",  # audit/record.AuditRecord: `whichdevice audit SCRIPT`; no plot
 }
 
 
@@ -57,7 +61,9 @@ def takes_verbose(render: Renderer) -> bool:
     return "verbose" in inspect.signature(render).parameters
 
 
-def render(console: Console, record: RunRecord, png: Path, *, loglog: bool, verbose: bool = False) -> bool:
+def render(
+    console: Console, record: RunRecord | AuditRecord, png: Path, *, loglog: bool, verbose: bool = False
+) -> bool:
     """Draw ``record`` with its renderer; False (nothing drawn) when its experiment has none."""
     draw = renderer(record.experiment)
     if draw is None:

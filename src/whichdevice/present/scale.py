@@ -20,6 +20,7 @@ from whichdevice.analysis.scale import (
     Verdict,
     verdicts,
 )  # noqa: E402
+from whichdevice.analysis.significance import Claim  # noqa: E402
 from whichdevice.core.units import rate, seconds  # noqa: E402
 from whichdevice.present.html import Section  # noqa: E402
 from whichdevice.present.plots import save_figure  # noqa: E402
@@ -58,7 +59,7 @@ def vs_one_text(p: Point) -> str:
     return claim_text(p.vs_one)
 
 
-def claim_text(c) -> str:
+def claim_text(c: Claim | None) -> str:
     """A significance.Claim (A / B of times, > 1: B faster) as '1.8× slower (1.4–2.4, n=11)'."""
     if c is None:
         return "—"
@@ -205,17 +206,17 @@ def plot(report: ScaleReport, path: Path, *, title: str) -> Path:
         for n in fs.replicas:
             if n == 1:
                 continue
-            pts = [fs.points[(n, b)] for b in fs.batches if (n, b) in fs.points and fs.points[(n, b)].efficiency]
+            pts = [(p, e) for b in fs.batches if (p := fs.points.get((n, b))) is not None and (e := p.efficiency)]
             if not pts:
                 continue
-            xs = [p.global_batch for p in pts]
-            ys = [p.efficiency for p in pts]
+            xs = [p.global_batch for p, _ in pts]
+            ys = [e for _, e in pts]
             color = f"C{i}"
             ax.plot(xs, ys, "o-", color=color, label=f"{fs.framework}, {n} replicas")
-            cis = [p.efficiency_ci for p in pts]
-            if all(c is not None for c in cis):
-                ax.fill_between(xs, [c[0] for c in cis], [c[1] for c in cis], color=color, alpha=0.15)  # type: ignore[index]
-            acc = [(p.global_batch, p.accum_vs_one.ratio / n) for p in pts if p.accum_vs_one is not None]
+            cis = [ci for p, _ in pts if (ci := p.efficiency_ci) is not None]
+            if len(cis) == len(pts):  # every point has its interval
+                ax.fill_between(xs, [c[0] for c in cis], [c[1] for c in cis], color=color, alpha=0.15)
+            acc = [(p.global_batch, a.ratio / n) for p, _ in pts if (a := p.accum_vs_one) is not None]
             if acc:  # the measured fix, per sample against 1 replica without it
                 ax.plot(
                     [x for x, _ in acc],

@@ -7,10 +7,13 @@ presenter's job.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from whichdevice.analysis.compare import Comparison
 from whichdevice.analysis.sweep import Cell, Table
+from whichdevice.analysis.train import RunCell, TrainReport
 from whichdevice.core.units import rate, seconds
 from whichdevice.core.records import Timing
 from whichdevice.analysis.utilization import summarize
@@ -60,7 +63,7 @@ def busy_text(timing: Timing | None) -> str:
     return f"{s.cpu_mean_percent:.0f}% ({s.cores_saturated}/{s.n_cores})"
 
 
-def _median_text(cell: Cell | None) -> GridCell:
+def _median_text(cell: Cell | RunCell | None) -> GridCell:
     if cell is None:
         return GridCell("—")
     if not cell.ok:  # the kind in short; the full reason is in the failures list
@@ -104,7 +107,7 @@ def sweep_grid(table: Table, x_label: str, rate_unit: str | None) -> Grid:
     return Grid(table_title(table.group, table.title), headers, rows, footer)
 
 
-def table_title(group: dict, fallback: str) -> str:
+def table_title(group: Mapping[str, object], fallback: str) -> str:
     """A sweep table's title in people's words: 'matrix multiply, float32, back-to-back ...'."""
     if "mode" in group:
         mode = names.MATMUL_MODES.get(str(group["mode"]), str(group["mode"]))
@@ -123,12 +126,12 @@ def describe_key(key: str) -> str:
     return f"{device} {workload} {params.replace(',', ' ')}"
 
 
-def run_label(params: dict) -> str:
+def run_label(params: Mapping[str, object]) -> str:
     """A training run's name for people: 'small MLP, 1,000 samples, batch 10, custom training loop'."""
     return names.workload_name(params)
 
 
-def _comp_cell(comp) -> GridCell:
+def _comp_cell(comp: Comparison | None) -> GridCell:
     if comp is None:
         return GridCell("—")
     if comp.winner is None:
@@ -136,7 +139,7 @@ def _comp_cell(comp) -> GridCell:
     return GridCell(comp.describe(), "good" if comp.winner == comp.other else "bad")
 
 
-def creation_grid(report) -> Grid:
+def creation_grid(report: TrainReport) -> Grid:
     """Seed 001 ex1: model creation and clone_model per device (analysis.train.TrainReport)."""
     gpus = [d for d in report.devices if d != report.baseline]
     headers = ["what"]
@@ -148,14 +151,14 @@ def creation_grid(report) -> Grid:
         cells = [GridCell(names.workload_name(row.params))]
         for d in report.devices:
             c = row.cells.get(d)
-            cells.append(GridCell(seconds(c.timing.first_call_s) if c and c.ok else "—", "dim"))
+            cells.append(GridCell(seconds(c.timing.first_call_s) if c and c.timing else "—", "dim"))
             cells.append(_median_text(c))
         cells += [_comp_cell(row.comparisons.get(d)) for d in gpus]
         rows.append(cells)
     return Grid("Building the model: first call (start-up) and steady", headers, rows, [])
 
 
-def runs_grid(report) -> Grid:
+def runs_grid(report: TrainReport) -> Grid:
     """Every training run: first step apart, steady step, samples/s, epochs, GPU vs CPU, break-even."""
     gpus = [d for d in report.devices if d != report.baseline]
     headers = ["run"]
@@ -167,10 +170,10 @@ def runs_grid(report) -> Grid:
         cells = [GridCell(run_label(row.params))]
         for d in report.devices:
             c = row.cells.get(d)
-            ok = c is not None and c.ok
-            cells.append(GridCell(seconds(c.timing.first_call_s) if ok else "—", "dim"))
+            t = c.timing if c is not None else None
+            cells.append(GridCell(seconds(t.first_call_s) if t is not None else "—", "dim"))
             cells.append(_median_text(c))
-            cells.append(GridCell(rate(c.samples_per_s, "") if ok and c.samples_per_s else "—"))
+            cells.append(GridCell(rate(c.samples_per_s, "") if c is not None and t and c.samples_per_s else "—"))
             cells.append(
                 GridCell(
                     f"{seconds(c.epochs.first_s)} / {seconds(c.epochs.steady_s)}"
@@ -192,7 +195,7 @@ def runs_grid(report) -> Grid:
     return Grid("Training runs: first step (warm-up) apart from the steady steps", headers, rows, footer)
 
 
-def sync_cost_grid(report) -> Grid:
+def sync_cost_grid(report: TrainReport) -> Grid:
     """What reading the loss back every step (.numpy()) costs against syncing once per block."""
     headers = ["device", "batch", "step, .numpy() each", "step, no sync", "cost per step", "share"]
     rows = []

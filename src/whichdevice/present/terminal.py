@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.table import Table as RichTable
 
 from whichdevice.analysis.sweep import Table
+from whichdevice.analysis.train import TrainReport
 from whichdevice.present.tables import (
     Grid,
     busy_text as busy_text,
@@ -90,7 +91,7 @@ def render_grid(console: Console, grid: Grid) -> None:
         console.print(f"  {escape(line)}")
 
 
-def print_table(console: Console, renderable) -> None:
+def print_table(console: Console, renderable: RenderableType) -> None:
     """Piped or redirected, a table gets its natural width, never the 80 columns rich assumes
     for a file (issue #34: a grep on a row must find the whole row); on a terminal, its width."""
     if console.is_terminal:
@@ -137,25 +138,27 @@ def render_notes(console: Console, record: RunRecord, warnings: list[str], failu
 # ---------------- whichdevice train ----------------
 
 
-def render_creation(console: Console, report) -> None:
+def render_creation(console: Console, report: TrainReport) -> None:
     """Seed 001 ex1: model creation and clone_model per device."""
     if report.creation:
         render_grid(console, creation_grid(report))
 
 
-def render_runs(console: Console, report) -> None:
+def render_runs(console: Console, report: TrainReport) -> None:
     """Every training run: first step apart, steady step, samples/s, epochs, GPU vs CPU, break-even."""
     if report.runs:
         render_grid(console, runs_grid(report))
 
 
-def render_sync_cost(console: Console, report) -> None:
+def render_sync_cost(console: Console, report: TrainReport) -> None:
     """What reading the loss back every step (.numpy()) costs against syncing once per block."""
     if report.sync_costs:
         render_grid(console, sync_cost_grid(report))
 
 
-def render_train(console: Console, record: RunRecord, report, warnings: list[str], failures: list[str]) -> None:
+def render_train(
+    console: Console, record: RunRecord, report: TrainReport, warnings: list[str], failures: list[str]
+) -> None:
     render_header(console, record)
     if record.options.get("quick"):
         console.print(f"[yellow]--quick:[/yellow] {escape(str(record.options.get('quick_sizes', 'reduced sizes')))}")

@@ -137,6 +137,9 @@ POINT_SAMPLES = 6  # a point's sampling cap is set so a slow step still gets thi
 FIT_OVERHEAD = 1.2  # a fit step against the custom step (callbacks, StepTimer's sync)
 MIN_EPOCH_STEPS = 6  # the loop's first step apart, 5 steady samples
 XLA_TRACE_FACTOR = 8.0  # jit_compile=True's first epoch against a plain fit trace (XLA compiles it)
+# A later case's first call against the pre-flight's (the first in its process): 0.75-1.0 measured
+# on the loaded 2-core VM (a conv1d model 1.53-1.75 s against 2.04 s, an MLP 0.54-0.60 s against 0.58 s).
+LATER_TRACE = 0.85
 CLONE_SHARE = 0.1  # clone_model is timed when its 5+ calls take at most this share of round 1
 
 
@@ -155,12 +158,16 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
     A step at batch k is taken as ``step_s * max(1, k / batch)`` (linear above the user's
     batch: an upper bound where a step has a fixed cost)."""
     step = max(float(facts.get("step_s") or 0.0), 1e-5)
-    trace = max(0.0, float(facts.get("first_step_s") or 0.0) - step)
-    fit_trace = max(0.0, float(facts.get("fit_first_s") or 0.0) - 2 * step)
+    # a case's own tracing, after the pre-flight's first in its process paid one-time costs
+    first_s = max(float(facts.get("first_step_s") or 0.0), step)  # as measured, for the messages
+    fit_first_s = max(float(facts.get("fit_first_s") or 0.0), 2 * step)
+    trace = LATER_TRACE * (first_s - step)
+    fit_trace = LATER_TRACE * (fit_first_s - 2 * step)
     build = float(facts.get("build_s") or 0.0)
     start_up = max(START_UP_MIN_S, float(facts.get("import_s") or 0.0))
     plan_s = ROUND1_SHARE * max(budget_s - start_up, 0.5 * budget_s)
     cut: list[str] = []
+    unable: list[str] = []  # left out for another reason than the budget
     t = lambda k: step * max(1.0, k / batch)  # noqa: E731
     steady = lambda k: build + trace + max(STEADY_CALLS * t(k), STEADY_MIN_S)  # noqa: E731
     n = MIN_EPOCH_STEPS
@@ -170,13 +177,27 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
     used += build + trace + epoch_s(n) + build + fit_trace + 2 * FIT_OVERHEAD * epoch_s(n)
     # Two rounds (a second process for the deciding cases) when round 1's essentials fit its share;
     # else one round, given the whole budget, said in the cuts.
-    rounds = 2
+    rounds, with_sync = 2, True
     if used > plan_s:
         rounds = 1
-        plan_s = ROUND1_ONLY_SHARE * max(budget_s - start_up, 0.5 * budget_s)
+        avail = max(budget_s - start_up, 0.5 * budget_s)
+        plan_s = ROUND1_ONLY_SHARE * avail
+        if used > avail:  # the sync cost (the loss read every step) is the essential a verdict needs least
+            used -= steady(batch)
+            with_sync = False
+            cut.append("the cost of reading the loss every step not measured")
+        if used > avail:
+            need = math.ceil((used / ROUND1_ONLY_SHARE + start_up) / 10) * 10
+            raise UsageError(
+                "--budget",
+                f"{budget_s:g} s is too short for this model: its essential cases (creating it, a steady step, "
+                f"the loop and one fit at batch {batch}) need about {used:.0f} s here (a step's first call took "
+                f"{_ms(first_s)}, fit's first epoch {_ms(fit_first_s)})",
+                f"Pass --budget {need} or more.",
+            )
         cut.append(
             f"the deciding cases measured in one process, not two: at batch {batch} a step took {_ms(step)} and "
-            f"its first call {_ms(trace + step)} here, so two rounds would take more than the budget "
+            f"its first call {_ms(first_s)} here, so two rounds would take more than the budget "
             "(intervals then rest on one process)"
         )
     # 2. The sweep's other batches, nearest to the user's first (in log distance), within its share.
@@ -193,7 +214,7 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
     if dropped:
         cut.append(
             f"batch sweep without batch {', '.join(map(str, sorted(dropped)))}: a step at batch {batch} took "
-            f"{_ms(step)} and its first call {_ms(trace + step)} here, more than the budget's share for the sweep"
+            f"{_ms(step)} and its first call {_ms(first_s)} here, more than the budget's share for the sweep"
         )
     # 3. The fixes' fits (steps_per_execution 1 and jit_compile False/True, interleaved), then the
     #    prefetch A/B, then clone_model: each while it fits.
@@ -204,7 +225,7 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
     else:
         cut.append(
             "the fixes' fits (steps_per_execution, jit_compile) not measured: fit's first epoch took "
-            f"{_ms(fit_trace + 2 * step)} here (jit_compile's XLA build more), more than the budget leaves"
+            f"{_ms(fit_first_s)} here (jit_compile's XLA build more), more than the budget leaves"
         )
     noprefetch = build + trace + epoch_s(n)
     with_prefetch = used + noprefetch <= plan_s
@@ -213,24 +234,38 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
     else:
         cut.append("the prefetch A/B not measured: no time left in the budget")
     create_s = max(STEADY_CALLS * build, STEADY_MIN_S)
-    with_clone = used + create_s <= plan_s and create_s <= CLONE_SHARE * plan_s
+    with_clone = used + create_s <= plan_s and create_s <= CLONE_SHARE * plan_s and not facts.get("clone_error")
     if with_clone:
         used += create_s
+    elif facts.get("clone_error"):
+        unable.append(f"clone_model not timed: Keras cannot clone this model ({facts['clone_error'][:160]})")
     else:
         cut.append(f"clone_model not timed: building the model took {_ms(build)} here")
-    # 4. The epochs grown into what is left: the loop (+ the A/B), fit's 2 epochs, the fixes' 3 each.
-    per_step = step * (1 + with_prefetch + FIT_OVERHEAD * (2 + (9 if with_fixes else 0)))
+    # 4. The epochs grown into what is left: the loop (+ the A/B), fit's 2 epochs, the fixes' 3 each
+    #    (steps_per_execution 5 and 20 are two more fits, tried when an epoch gives each at least 3
+    #    timed executions: 2 steady epochs -> 6 samples, a claim needs 5).
     asked_steps = max(1, math.ceil(samples / batch))
-    extra = int(max(0.0, plan_s - used) / per_step)
-    steps = max(MIN_EPOCH_STEPS, min(asked_steps, MIN_EPOCH_STEPS + extra))
+
+    def grown(fits: int, room: float) -> int:
+        per_step = step * (1 + with_prefetch + FIT_OVERHEAD * (2 + FIX_EPOCHS * fits))
+        return max(MIN_EPOCH_STEPS, min(asked_steps, MIN_EPOCH_STEPS + int(max(0.0, room) / per_step)))
+
+    spe: tuple[int, ...] = ()
+    steps = grown(3 if with_fixes else 0, plan_s - used)
+    if with_fixes:
+        for k in sorted(FIX_STEPS_PER_EXECUTION, reverse=True):  # both, else the smaller, else none
+            tried = tuple(v for v in FIX_STEPS_PER_EXECUTION if v <= k)
+            more = len(tried) * (build + fit_trace)
+            longer = grown(3 + len(tried), plan_s - used - more)
+            if all(math.ceil(longer / v) >= 3 for v in tried):
+                spe, steps = tried, longer
+                used += more
+                break
     if steps < asked_steps:
         cut.append(
             f"each epoch {steps * batch} samples ({steps} steps of {batch}), not "
             f"{'--samples ' if samples_given else 'the default '}{samples}: a step took {_ms(step)} here"
         )
-    # steps_per_execution k gives ceil(steps / k) timed executions per epoch: at least 3 (2 steady
-    # epochs -> 6 samples, a claim needs 5), and only with the fixes' group.
-    spe = tuple(k for k in FIX_STEPS_PER_EXECUTION if with_fixes and math.ceil(steps / k) >= 3)
     left = [k for k in FIX_STEPS_PER_EXECUTION if k not in spe]
     if left and with_fixes:
         cut.append(
@@ -239,12 +274,14 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
         )
     if cut:
         cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
+    cut += unable
     return {
         "samples": steps * batch,
         "rounds": rounds,
         "sweep_batches": sorted(sweep),
         "steps_per_execution": list(spe),
         "fixes": with_fixes,
+        "sync": with_sync,
         "prefetch": with_prefetch,
         "clone": with_clone,
         "step_s": step,
@@ -272,7 +309,8 @@ def user_cases(
         t(kind="create", example="user", op=op)
     for b in sweep:
         t(kind="steady", batch=b, sync="none")
-    t(kind="steady", batch=batch, sync="each")
+    if not sizing or sizing.get("sync", True):
+        t(kind="steady", batch=batch, sync="each")
     run = dict(example="user", samples=n, batch=batch)
     t(kind="loop", data="tfdata", epochs=1, **run)
     t(kind="fit", data="tfdata", epochs=2, **run)

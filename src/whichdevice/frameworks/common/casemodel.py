@@ -105,6 +105,8 @@ class CaseModel:
             self.ensure_compiled(model)
             if keras.backend.backend() != "jax":  # JAX's step is stateless: its loss must be pure
                 return model.optimizer, lambda y, y_pred: model.compute_loss(None, y, y_pred, None)
+            if isinstance(model.loss, (dict, list, tuple)) or model.loss is None:  # several outputs
+                return model.optimizer, lambda y, y_pred: model.compute_loss(None, y, y_pred, None)
             loss = model.loss if not isinstance(model.loss, str) else keras.losses.get(model.loss)
             if not isinstance(loss, keras.losses.Loss) and callable(loss):
                 from keras.src.losses.losses import LossFunctionWrapper  # not public in Keras 3.15

@@ -373,6 +373,16 @@ def step_check(model_fn, data_fn, io: dict, classes, batch: int, framework: str)
             fix,
         )
 
+    clone = getattr(training, "clone_model", None)
+    if clone is None:
+        import keras
+
+        clone = keras.models.clone_model
+    try:  # the clone case times clone_model: a subclassed model without get_config cannot be cloned
+        clone(model)
+        clone_error = None
+    except Exception as e:
+        clone_error = _exc_line(e)
     x = y = None
     try:
         x, y = m.one_batch(training, batch)
@@ -407,6 +417,7 @@ def step_check(model_fn, data_fn, io: dict, classes, batch: int, framework: str)
         "fit_first_s": fit_s,
         "build_s": build_s,
         "step_batch": batch,
+        "clone_error": clone_error,
     }
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from whichdevice.analysis.values import known
 from whichdevice.core import records
 from whichdevice.present import firstscreen, html, names, terminal
 from whichdevice.present.suitepage import finding_text, fix_grid, headline, suite_report
@@ -31,7 +32,8 @@ def render(
     if quiet:
         console.print(f"Report: {escape(report)}", soft_wrap=True)
         return
-    firstscreen.render_terminal(console, rep.first, report=None if verbose else report)
+    first = known(rep.first, "first screen")  # suite_report always composes one
+    firstscreen.render_terminal(console, first, report=None if verbose else report)
     if not verbose:
         return
     v = rep.verdict
@@ -46,7 +48,7 @@ def render(
     for line in rep.advice:
         console.print(f"[bold green]{escape(names.plain(line))}[/bold green]")
     terminal.render_notes(console, record, [], rep.failures)
-    for g in rep.first.warnings:  # grouped by kind, each point by its people's name
+    for g in first.warnings:  # grouped by kind, each point by its people's name
         console.print(f"[yellow]Warning:[/yellow] {g.count} {escape(g.text)}")
         for item in g.items:
             console.print(f"  {escape(item)}")

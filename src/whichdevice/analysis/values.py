@@ -1,0 +1,52 @@
+"""Typed reads of a record's loosely typed parts: a case's timing (present exactly when the
+case was measured: ``records.CaseResult`` checks it) and the JSON values of ``params`` and
+``options`` read as numbers."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from whichdevice.core.records import CaseResult, Timing
+
+T = TypeVar("T")
+
+
+def timing_of(result: CaseResult) -> Timing:
+    """The timing of a measured case; a failed case has none, and asking for it is a bug."""
+    if result.timing is None:
+        raise ValueError(f"case {result.spec.key} was not measured ({result.error})")
+    return result.timing
+
+
+def as_int(value: object, default: int = 0) -> int:
+    """``int(value)`` for a JSON value of a record (``default`` for a missing one, None)."""
+    if value is None:
+        return default
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"not a number: {value!r}")
+
+
+def as_float(value: object, default: float = 0.0) -> float:
+    """``float(value)`` for a JSON value of a record (``default`` for a missing one, None)."""
+    if value is None:
+        return default
+    if isinstance(value, (int, float, str)):
+        return float(value)
+    raise TypeError(f"not a number: {value!r}")
+
+
+def as_number(value: object) -> float:
+    """A swept parameter's value as it is (an int stays an int); anything else than a number is
+    not a point of a sweep."""
+    if isinstance(value, (int, float)):
+        return value
+    raise TypeError(f"not a number: {value!r}")
+
+
+def known(value: T | None, what: str = "value") -> T:
+    """``value``, which the caller has already seen is there (a filtered list's timing): a None
+    here is a bug, said as one rather than as an AttributeError further on."""
+    if value is None:
+        raise ValueError(f"no {what}")
+    return value
