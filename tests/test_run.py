@@ -22,7 +22,8 @@ def test_suite_verdict_on_a_recorded_cpu_run():
     record = load_run(DATA / "run_cpu_2core.json")
     v = suite_verdict(record)
     assert headline(v)[0].startswith("Only the CPU was measured")
-    assert [f.entry for f in v.fixes] == list(FIXES)  # the catalogue's order
+    # the catalogue's order; the PyTorch fixes (issue 35) only where torch ran
+    assert [f.entry for f in v.fixes] == [f for f in FIXES if f.framework != "torch"]
     by_key = {f.kind: f for f in v.fixes}
     batch = verdict_lines(by_key["batch"])
     assert by_key["batch"].outcome == "helps" and "reaches" in batch[0]

@@ -527,13 +527,30 @@ def diagnose(
     budget_s: float = 90,
     devices=None,
     cpu_threads=None,
+    framework: str | None = None,
 ) -> SuiteResult:
     """``whichdevice diagnose`` from Python.
+
+    PyTorch: ``model`` an ``nn.Module`` or ``(module, loss_fn[, optimizer])`` (or
+    "FILE.py:FUNCTION" with ``framework="torch"``); ``data`` a DataLoader, ``(x, y)`` or
+    "FILE.py:FUNCTION" (:func:`_diagnose_torch`).
 
     ``model``: a Keras model object, or "FILE.py:FUNCTION" returning one. ``data``: ``(x, y)``
     arrays, or "FILE.py:FUNCTION" returning a tf.data.Dataset, or None for synthetic data.
     Model objects are saved to a temporary .keras file that each measuring child loads.
     """
+    if framework == "torch" or (not isinstance(model, str) and _is_torch_object(model)):
+        return _diagnose_torch(
+            model,
+            data,
+            input_shape=input_shape,
+            classes=classes,
+            samples=samples,
+            batch=batch,
+            budget_s=budget_s,
+            devices=devices,
+            cpu_threads=cpu_threads,
+        )
     if not isinstance(model, str):
         if not hasattr(model, "save"):
             raise UsageError(
@@ -591,6 +608,71 @@ def diagnose(
         },
         point_cap_s=sizing.get("point_cap_s"),
         rounds=sizing.get("rounds"),
+    )
+
+
+def _is_torch_object(obj) -> bool:
+    """An nn.Module (or a tuple starting with one), told without importing torch."""
+    first = obj[0] if isinstance(obj, (tuple, list)) and obj else obj
+    return any(getattr(c, "__module__", "").startswith("torch.nn") for c in type(first).__mro__)
+
+
+def _diagnose_torch(
+    model, data, *, input_shape, classes, samples, batch, budget_s, devices, cpu_threads
+) -> SuiteResult:
+    """``diagnose`` of a PyTorch model: objects are pickled to a temporary folder each measuring
+    child loads (frameworks/torch/usermodel.materialize), then the CLI's torch path."""
+    if not isinstance(model, str):
+        from whichdevice.frameworks.common.usermodel import UserFileError
+        from whichdevice.frameworks.torch import usermodel as torch_usermodel
+
+        with tempfile.TemporaryDirectory(prefix="whichdevice-model-") as tmp:
+            try:
+                model_spec, data_spec = torch_usermodel.materialize(model, data, Path(tmp))
+            except UserFileError as e:
+                raise UsageError(e.argument, e.problem, e.fix + ".") from None
+            return _diagnose_torch(
+                model_spec,
+                data_spec,
+                input_shape=input_shape,
+                classes=classes,
+                samples=samples,
+                batch=batch,
+                budget_s=budget_s,
+                devices=devices,
+                cpu_threads=cpu_threads,
+            )
+    if data is not None and not isinstance(data, str):
+        raise UsageError("data", "a DataLoader or (x, y) needs a model object", 'Pass data as "my_data.py:loader".')
+    from whichdevice import frameworks
+    from whichdevice.workloads import torch_diagnose, userfile
+
+    model_fn = userfile.parse_spec(model, "--model")
+    data_fn = userfile.parse_spec(data, "--data") if data else None
+    shape = parse_shape(_csv(input_shape))
+    n_classes = parse_positive_int(_opt_str(classes), "--classes", "10", maximum=1_000_000)
+    given = parse_positive_int(_opt_str(batch), "--batch", "32", maximum=65536) if batch is not None else None
+    n_samples = parse_positive_int(_opt_str(samples), "--samples", "10000", maximum=10_000_000)
+    env = frameworks.env_module("torch").child_env("cpu")
+    user = torch_diagnose.user_params(model_fn, shape, n_classes, data_fn, given, env)
+    n_batch = given or int(user.get("data_batch") or 32)
+    budget = parse_budget(_opt_str(budget_s), "budget_s")
+    return _suite(
+        "diagnose",
+        lambda found, d: torch_diagnose.cases(d.name, user=user, batch=n_batch, samples=n_samples, budget_s=budget),
+        budget_s=budget_s,
+        devices=devices,
+        cpu_threads=cpu_threads,
+        framework="torch",
+        point_cap_s=torch_diagnose.POINT_CAP_S,
+        options={
+            "model": model_fn.text,
+            "data": data_fn.text if data_fn else None,
+            "batch": n_batch,
+            "samples": n_samples,
+            "framework": "torch",
+        }
+        | {f"torch_{k}": user.get(k) for k in torch_diagnose.INFO_KEYS},
     )
 
 

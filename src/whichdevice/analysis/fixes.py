@@ -29,8 +29,9 @@ __all__ = ["BY_KEY", "FIXES", "FixEntry", "entry"]  # the catalogue, re-exported
 Outcome = Literal["helps", "slower", "no_change", "not_measured"]
 # Why a fix has no measurement, read from the record (never guessed): the suite does not
 # schedule it, the time budget skipped its cases, they failed, fewer than 5 samples, the only
-# pair was not formed (one side missing), or the framework's default already applies it.
-NotMeasuredReason = Literal["not_in_suite", "skipped", "failed", "too_few_samples", "no_pair", "default"]
+# pair was not formed (one side missing), the framework's default already applies it, or it
+# is measured on a GPU only and none was here (FixEntry.gpu_only).
+NotMeasuredReason = Literal["not_in_suite", "skipped", "failed", "too_few_samples", "no_pair", "default", "no_gpu"]
 
 
 @dataclass(frozen=True)

@@ -244,12 +244,25 @@ def _baseline_side(e: FixEntry, baseline: object, workload: str, p: dict[str, An
     return p.get(e.param) == baseline or (e.pipeline is not None and p.get("variant") == e.pipeline[0])
 
 
+def _applies(record: RunRecord, e: FixEntry) -> bool:
+    """The PyTorch fixes (issue 35) belong to records where torch ran; every other entry to all."""
+    return e.framework != "torch" or any(r.spec.framework == "torch" for r in record.results)
+
+
+def _has_gpu(record: RunRecord) -> bool:
+    return any(s.device.kind == "gpu" for s in record.sessions) or any(
+        r.spec.device.startswith("GPU") for r in record.results
+    )
+
+
 def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline: object = None) -> NotMeasured:
     """The true reason a fix has no claim, read from the record: its baseline is not part of
     the suite, the time budget skipped its cases, they failed, a side has fewer than 5 samples,
     or only one side of the pair ran."""
     if fixes:  # pairs, none with enough samples
         return NotMeasured("too_few_samples", n=max(f.claim.n for f in fixes))
+    if e.gpu_only and not _has_gpu(record):
+        return NotMeasured("no_gpu")
     base = e.baseline if baseline is None else baseline
     if not any(_baseline_side(e, base, r.spec.workload, r.spec.params) for r in record.results):
         return NotMeasured("not_in_suite", elsewhere=e.elsewhere)
@@ -433,7 +446,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
     training = analyze_training(train)
     findings = [SweepFinding("matmul", t.group, f) for t in matmul_tables for f in sweep_findings(t, "n")]
     findings += [SweepFinding("training", t.group, f) for t in training.sweep for f in sweep_findings(t, "batch")]
-    fixes = [_fix_verdict(record, e, seed_batch, pipelines) for e in catalogue.FIXES]
+    fixes = [_fix_verdict(record, e, seed_batch, pipelines) for e in catalogue.FIXES if _applies(record, e)]
     gpus = sorted(
         {d for d in training.devices if d.startswith("GPU")}
         | {d for t in matmul_tables for d in t.devices if d.startswith("GPU")}

@@ -233,7 +233,16 @@ def recheck_user_files(plan, header: dict) -> None:
         err_console.print(f"Checking {escape(model_fn.text)} again before resuming (imports {escape(fw)})…")
         if "output_shape" in ref:
             shape = tuple(int(d) for d in str(ref.get("input_shape") or "").split(",") if d) or None
-            again = userfile.user_model_params(model_fn, None if data_fn else shape, ref.get("classes"), data_fn, env)
+            if fw == "torch":  # an nn.Module: torch's own pre-flight
+                from whichdevice.workloads import torch_diagnose
+
+                again = torch_diagnose.user_params(
+                    model_fn, None if data_fn else shape, ref.get("classes"), data_fn, getattr(plan, "batch", None), env
+                )
+            else:
+                again = userfile.user_model_params(
+                    model_fn, None if data_fn else shape, ref.get("classes"), data_fn, env
+                )
             if str(again.get("output_shape")) != str(ref.get("output_shape")):
                 raise UsageError(
                     "--resume",

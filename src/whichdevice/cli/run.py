@@ -48,6 +48,7 @@ from whichdevice.workloads.suite import (
 from whichdevice.core.validate import (
     check_output_dir,
     check_output_file,
+    parse_choice,
     parse_choice_list,
     parse_memory_limit,
     parse_positive_int,
@@ -56,6 +57,7 @@ from whichdevice.core.validate import (
 
 RUN_MIN_TIME_S = 0.05  # steady seconds per point: short, the suite has many points
 DIAGNOSE_FRAMEWORK = "tensorflow"
+DIAGNOSE_FRAMEWORKS = ("tensorflow", "torch", "keras-jax", "keras-torch")
 VERBOSE_HELP = "Also print every finding, the fix table, the notes and every warning."
 
 
@@ -255,8 +257,9 @@ class DiagnosePlan:
     command: list[str]
     memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
     # The cases sized from the pre-flight's measured step (workloads.suite.size_user_cases);
-    # None in a journal written before sizing existed (the sizes as asked).
+    # None in a journal written before sizing existed (the sizes as asked), and for torch.
     sizing: dict | None = None
+    framework: str = DIAGNOSE_FRAMEWORK  # --framework (journals from before it: tensorflow)
 
 
 @app.command()
@@ -265,12 +268,20 @@ def diagnose(
     model: Optional[str] = typer.Option(
         None,
         "--model",
-        help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not). Required, unless --resume.",
+        help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not), or with --framework torch "
+        "an nn.Module, (module, loss_fn) or (module, loss_fn, optimizer). Required, unless --resume.",
+    ),
+    framework: str = opt.framework(
+        help="tensorflow (a Keras model, default), torch (an nn.Module), or keras-jax / keras-torch (your Keras "
+        "model on another backend: is the backend the cause?).",
     ),
     input_shape: Optional[str] = opt.input_shape(for_model=False),
     classes: Optional[str] = opt.classes(for_model=False),
     data: Optional[str] = typer.Option(
-        None, "--data", help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (default: synthetic data)."
+        None,
+        "--data",
+        help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y), or with --framework torch a DataLoader or "
+        "iterable of (x, y) batches (default: synthetic data).",
     ),
     samples: Optional[str] = opt.samples(for_model=False),
     batch: Optional[str] = typer.Option(
@@ -294,7 +305,7 @@ def diagnose(
         ctx, resume, "diagnose", DiagnosePlan, lambda plan, resumed: run_diagnose(plan, resumed, output)
     ):
         return
-    fw = DIAGNOSE_FRAMEWORK
+    fw = parse_choice(framework, "--framework", DIAGNOSE_FRAMEWORKS)
     if model is None:
         raise UsageError(
             "--model",
@@ -303,10 +314,17 @@ def diagnose(
         )
     model_fn = userfile.parse_spec(model, "--model")
     data_fn = userfile.parse_spec(data, "--data") if data else None
+    if fw in ("keras-jax", "keras-torch") and data_fn is not None:
+        raise UsageError(
+            "--data",
+            f"a tf.data dataset is TensorFlow's; --framework {fw} measures your Keras model on synthetic data",
+            "Leave --data out, or use --framework tensorflow",
+        )
     shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000) or 10_000
-    user_batch = parse_positive_int(batch, "--batch", "32", maximum=65536) or 32
+    given_batch = parse_positive_int(batch, "--batch", "32", maximum=65536)
+    user_batch = given_batch or 32
     budget_s = parse_budget(budget)
     wanted = experiment.parse_device_filter(device)
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
@@ -314,20 +332,25 @@ def diagnose(
     out_dir = check_output_dir(out, "--out")
     json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"diagnose-{stamp()}.json"
     experiment.require_installed(fw)
-    err_console.print(
-        f"Checking {escape(model_fn.text)}: one training step at batch {user_batch} (imports {escape(fw)})…"
-    )
-    user, sizing = plan_user_suite(
-        model_fn,
-        shape,
-        n_classes,
-        data_fn,
-        fw,
-        batch=user_batch,
-        samples=n_samples,
-        budget_s=budget_s,
-        samples_given=samples is not None,
-    )
+    sizing = None
+    if fw == "torch":  # an nn.Module: torch's own pre-flight (one real step on the exact batch)
+        err_console.print(f"Checking {escape(model_fn.text)}: one training step (imports torch)…")
+        user, user_batch = _torch_user(model_fn, shape, n_classes, data_fn, given_batch)
+    else:
+        err_console.print(
+            f"Checking {escape(model_fn.text)}: one training step at batch {user_batch} (imports {escape(fw)})…"
+        )
+        user, sizing = plan_user_suite(
+            model_fn,
+            shape,
+            n_classes,
+            data_fn,
+            fw,
+            batch=user_batch,
+            samples=n_samples,
+            budget_s=budget_s,
+            samples_given=samples is not None,
+        )
     plan = DiagnosePlan(
         model=model_fn.text,
         data=data_fn.text if data_fn else None,
@@ -341,20 +364,46 @@ def diagnose(
         command=command_line(),
         memory_limit_bytes=memory_bytes,
         sizing=sizing,
+        framework=fw,
     )
     run_diagnose(plan, None, output)
 
 
+def _torch_user(model_fn, shape, n_classes, data_fn, given_batch: int | None) -> tuple[dict, int]:
+    """The torch pre-flight (one real training step, in a child) -> the case parameters and the
+    batch: ``--batch``, else the DataLoader's own batch size, else 32."""
+    from whichdevice.workloads import torch_diagnose
+
+    env = frameworks.env_module("torch").child_env("cpu")
+    user = torch_diagnose.user_params(model_fn, shape, n_classes, data_fn, given_batch, env)
+    return user, given_batch or int(user.get("data_batch") or 32)
+
+
+def _diagnose_cases(plan: DiagnosePlan):
+    """The cases of one device for ``plan``'s framework."""
+    fw = plan.framework
+    if fw == "torch":
+        from whichdevice.workloads import torch_diagnose
+
+        return lambda found, d: torch_diagnose.cases(
+            d.name, user=plan.user, batch=plan.batch, samples=plan.samples, budget_s=plan.budget_s
+        )
+    # A Keras model on another backend (keras-jax, keras-torch): what does not apply there is left out.
+    return lambda found, d: [
+        c
+        for c in user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples, sizing=plan.sizing)
+        if fw == DIAGNOSE_FRAMEWORK or frameworks.unsupported(fw, c.params) is None
+    ]
+
+
 def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: ScriptOutput | None = None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
-    fw = DIAGNOSE_FRAMEWORK
+    fw = plan.framework
     json_file = Path(plan.json_file)
     request = _suite_request(
         "diagnose",
         fw,
-        lambda found, d: user_cases(
-            fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples, sizing=plan.sizing
-        ),
+        _diagnose_cases(plan),
         plan,
         options={
             "model": plan.model,
@@ -362,9 +411,14 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
             "batch": plan.batch,
             "samples": plan.samples,
             **sizing_options(plan.sizing),
+            **_framework_options(plan),
         },
         notes=sizing_notes(plan.sizing),
     )
+    if fw == "torch":  # the fix pairs need 5 samples a side of a user's (slower) step
+        from whichdevice.workloads import torch_diagnose
+
+        request = dataclasses.replace(request, point_cap_s=torch_diagnose.POINT_CAP_S)
     record = _measure_suite(request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed)
     output = output or ScriptOutput()
     with output, page_after_record():
@@ -384,6 +438,19 @@ def exit_if_nothing_decided(record: records.RunRecord) -> None:
             "see the report): exit 1."
         )
         raise typer.Exit(1)
+
+
+def _framework_options(plan: DiagnosePlan) -> dict:
+    """The record's options beyond the Keras diagnose's: the framework and, for torch, what the
+    pre-flight found (what the function returned, the loss and optimizer trained with, the input)."""
+    if plan.framework == DIAGNOSE_FRAMEWORK:
+        return {}
+    out: dict = {"framework": plan.framework}
+    if plan.framework == "torch":
+        from whichdevice.workloads import torch_diagnose
+
+        out |= {f"torch_{k}": plan.user.get(k) for k in torch_diagnose.INFO_KEYS}
+    return out
 
 
 def render_run(

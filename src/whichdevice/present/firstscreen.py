@@ -146,7 +146,8 @@ def cause_text(c: Cause) -> str:
             return f"{share} of each training step is the tf.py_function"
         return f"{share} of the pipeline's time is the tf.py_function"
     if c.kind == "sync" and c.fix is not None:
-        return f"{share} of a batch-{c.fix.where.get('batch')} step is reading the loss back (.numpy())"
+        read = ".item()" if c.fix.framework == "torch" else ".numpy()"
+        return f"{share} of a batch-{c.fix.where.get('batch')} step is reading the loss back ({read})"
     return (
         f"{share} of the first epoch ({c.steps} steps) is the first step: {seconds(c.first_s)} "
         f"vs {seconds(c.steady_s)} steady"
@@ -179,8 +180,15 @@ def _answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) ->
         if prediction:
             return out + prediction
         model = record.options.get("model") if record.experiment == "diagnose" else None
+        fw = str(record.options.get("framework") or "tensorflow")
+        if model and fw == "torch":  # predict takes Keras models only: an nn.Module is not modelled
+            return out + [
+                "Would a GPU help? `whichdevice predict --framework torch --quick` models the seeds' MLP "
+                "(not your nn.Module)."
+            ]
         if model:  # predict models the user's own model too
-            return out + [f"Would a GPU help? Ask `whichdevice predict --model {model} --quick`."]
+            on = f" --framework {fw}" if fw != "tensorflow" else ""
+            return out + [f"Would a GPU help? Ask `whichdevice predict --model {model}{on} --quick`."]
         return out + [NO_PREDICTION]
     out = []
     for t in v.training.sweep:

@@ -128,10 +128,13 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
         return f"not measured: fewer than {MIN_SAMPLES} samples (n={why.n})"
     if why.reason == "default":
         return f"no change to make: {', '.join(why.devices)} already compile with XLA by default (jit_compile='auto')"
+    if why.reason == "no_gpu":
+        return NO_GPU
     return "not measured: one side of the pair did not run"
 
 
 DEFAULT_ON = "already on by default"
+NO_GPU = "not measured here (no GPU)"
 
 
 def short_reason(why: NotMeasured) -> str:
@@ -143,6 +146,7 @@ def short_reason(why: NotMeasured) -> str:
         "too_few_samples": f"fewer than {MIN_SAMPLES} samples",
         "default": DEFAULT_ON,
         "no_pair": "one side did not run",
+        "no_gpu": "no GPU here",
     }[why.reason]
 
 

@@ -66,6 +66,12 @@ def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
         and "steps_per_execution" not in r.params
         and "jit_compile" not in r.params
     ]
+    if not fit_rows:  # plain torch has no model.fit: the user's own loop at their batch decides
+        fit_rows = [
+            r
+            for r in v.training.runs
+            if r.params.get("kind") == "loop" and r.params.get("example") == "user" and r.params.get("data") == "tfdata"
+        ]
     device = v.training.baseline or "CPU:0"
     for row in fit_rows:
         for d, comp in row.comparisons.items():

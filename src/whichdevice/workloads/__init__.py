@@ -58,9 +58,13 @@ class GroupWorkload(Protocol):
 # Params that tell the members of one interleaved group apart, by workload and kind; every
 # other param (and the workload, framework and device) must be equal for two cases to be
 # timed together.
+# The torch fixes' settings (torch_diagnose.FIX_PARAMS).
+_TORCH_FIXES = ("set_to_none", "autocast", "channels_last", "cudnn_benchmark", "torch_compile")
 _VARYING = {
-    ("train", "steady"): ("batch", "sync"),
+    # plus the torch fixes' settings: each fix pair names its ``fix``, a group of its own
+    ("train", "steady"): ("batch", "sync", *_TORCH_FIXES),
     ("train", "fit"): ("steps_per_execution", "jit_compile"),
+    ("train", "loop"): ("num_workers", "pin_memory"),  # the torch DataLoader pairs (torch_diagnose)
     ("pipeline", "both"): ("variant",),
 }
 
@@ -76,8 +80,8 @@ def interleave_key(spec: CaseSpec) -> tuple[Any, ...] | None:
         return None
     kind = p.get("part") if spec.workload == "pipeline" else p.get("kind")
     varying = _VARYING.get((spec.workload, str(kind)))
-    if varying is None or (kind == "fit" and not any(k in p for k in varying)):
-        return None  # a fit is grouped only as one of the fixes' variants (it names one)
+    if varying is None or (kind in ("fit", "loop") and not any(k in p for k in varying)):
+        return None  # a fit or loop is grouped only as one of the fixes' variants (it names one)
     rest = tuple(sorted((k, repr(v)) for k, v in p.items() if k not in varying))
     return (spec.workload, spec.framework, spec.device, rest)
 

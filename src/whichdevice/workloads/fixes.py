@@ -56,6 +56,7 @@ class FixEntry:
     # The image pipeline's variants that measure it too (baseline variant, fixed variant), per
     # training step and for the pipeline alone (workloads/pipeline.py); None: not measured there.
     pipeline: tuple[str, str] | None = None
+    gpu_only: bool = False  # measured on a GPU only: a run without one says "not measured here (no GPU)"
 
 
 _PREFETCH_DATA = ("tfdata_noprefetch", "tfdata")  # the two sides of the train-loop prefetch pair
@@ -84,7 +85,7 @@ FIXES: tuple[FixEntry, ...] = (
         caveat="this changes training: scale the learning rate (×{r:.3g}, with warm-up), check accuracy",
         source="seed001",
         anchor="PyTorch profiler plugin: GPU utilisation < 0.5 → increase batch size (ANCHORS.md)",
-        cases=lambda w, p: w == "train" and p.get("kind") == "steady" and p.get("sync") == "none",
+        cases=lambda w, p: w == "train" and p.get("kind") == "steady" and p.get("sync") == "none" and "fix" not in p,
         repeat=True,
     ),
     FixEntry(
@@ -202,7 +203,7 @@ FIXES: tuple[FixEntry, ...] = (
         how="avoid .numpy()/.item()/float(loss) per step; log every N steps",
         source="seed001",
         anchor="JAX dispatch is asynchronous; each read-back is a device sync (ANCHORS.md, timing methods)",
-        cases=_p(kind="steady"),
+        cases=lambda w, p: w == "train" and p.get("kind") == "steady" and "fix" not in p,  # not a torch fix's pair
         repeat=True,
     ),
     FixEntry(
@@ -223,6 +224,148 @@ FIXES: tuple[FixEntry, ...] = (
         elsewhere="`whichdevice train --precision mixed_float16`",
     ),
 )
+
+# ------------------------------------------------------------------ PyTorch (issue 35)
+# `diagnose --framework torch`: each an A/B pair on the user's nn.Module at the user's batch
+# (workloads/torch_diagnose.py lists the cases: a steady pair names its fix in ``fix``; the
+# DataLoader pairs are loops over a loader). Reading the loss every step is ``sync`` above.
+_TUNING_GUIDE = "PyTorch Performance Tuning Guide (pytorch.org/tutorials/recipes/recipes/tuning_guide)"
+
+
+def _torch_pair(key: str) -> CasePredicate:
+    """The steady A/B pair of torch fix ``key`` (both sides name it in ``fix``)."""
+    return lambda w, p: w == "train" and p.get("fix") == key
+
+
+TORCH_FIXES: tuple[FixEntry, ...] = (
+    FixEntry(
+        key="set_to_none",
+        param="set_to_none",
+        baseline=False,
+        method="ab",
+        title="Free the gradients instead of zeroing them",
+        change="zero_grad(set_to_none=True)",
+        short="zero_grad(set_to_none=True)",
+        code="optimizer.zero_grad(set_to_none=True)  # not set_to_none=False, not p.grad.zero_()",
+        how="optimizer.zero_grad(set_to_none=True): no memset of every gradient each step",
+        caveat="the default since PyTorch 2.0; code that reads .grad after zero_grad() then sees None, not zeros",
+        source="",
+        anchor=f"{_TUNING_GUIDE}: use parameter.grad = None instead of model.zero_grad()",
+        cases=_torch_pair("set_to_none"),
+        repeat=True,
+        framework="torch",
+    ),
+    FixEntry(
+        key="autocast",
+        param="autocast",
+        baseline="off",
+        method="ab",
+        title="Autocast (mixed precision)",
+        change="Autocast to {v}",
+        short="autocast bfloat16",
+        code="with torch.autocast(device.type, dtype=torch.{v}): loss = loss_fn(model(x), y)",
+        how="forward and loss under torch.autocast(device.type, dtype=torch.bfloat16)",
+        caveat="changes the numerics: compare the loss curve and accuracy; float16 needs torch.amp.GradScaler; "
+        "a CPU without bfloat16 instructions runs it slower",
+        source="",
+        anchor=f"{_TUNING_GUIDE}: use mixed precision and AMP",
+        cases=_torch_pair("autocast"),
+        repeat=True,
+        framework="torch",
+    ),
+    FixEntry(
+        key="channels_last",
+        param="channels_last",
+        baseline=False,
+        method="ab",
+        title="channels_last memory format for the convolutions",
+        change="channels_last memory format",
+        short="channels_last",
+        code="model = model.to(memory_format=torch.channels_last); x = x.to(memory_format=torch.channels_last)",
+        how="the model and each 4-d batch in torch.channels_last (a model with Conv2d on image input)",
+        caveat="helps convolutions only, and mostly on GPUs with tensor cores; other layers may copy back",
+        source="",
+        anchor=f"{_TUNING_GUIDE}: use channels_last memory format for computer vision models",
+        cases=_torch_pair("channels_last"),
+        repeat=True,
+        framework="torch",
+    ),
+    FixEntry(
+        key="cudnn_benchmark",
+        param="cudnn_benchmark",
+        baseline=False,
+        method="ab",
+        title="Let cuDNN pick the fastest convolution (cudnn.benchmark)",
+        change="torch.backends.cudnn.benchmark = True",
+        short="cudnn.benchmark",
+        code="torch.backends.cudnn.benchmark = True",
+        how="torch.backends.cudnn.benchmark = True before training (GPU)",
+        caveat="the first step of each input shape tries every algorithm; varying shapes pay it again; "
+        "results are not bit-for-bit reproducible",
+        source="",
+        anchor=f"{_TUNING_GUIDE}: enable cuDNN auto-tuner",
+        cases=_torch_pair("cudnn_benchmark"),
+        repeat=True,
+        framework="torch",
+        gpu_only=True,
+    ),
+    FixEntry(
+        key="num_workers",
+        param="num_workers",
+        baseline=0,
+        method="ab",
+        title="Load batches in DataLoader worker processes",
+        change="Load batches in {v} DataLoader workers",
+        short="DataLoader workers",
+        code="DataLoader(dataset, batch_size=b, shuffle=True, num_workers={v}, persistent_workers=True)",
+        how="DataLoader(..., num_workers=N, persistent_workers=True)",
+        caveat="each worker is a process with its own copy of the dataset object; on few cores they compete with the step",
+        source="",
+        anchor="PyTorch profiler plugin: DataLoader > 5 % of step → raise num_workers (ANCHORS.md)",
+        cases=lambda w, p: w == "train" and p.get("kind") == "loop" and "num_workers" in p and "pin_memory" not in p,
+        repeat=True,
+        framework="torch",
+    ),
+    FixEntry(
+        key="pin_memory",
+        param="pin_memory",
+        baseline=False,
+        method="ab",
+        title="Pinned batches and non_blocking copies",
+        change="pin_memory + non_blocking copies",
+        short="pin_memory + non_blocking",
+        code="DataLoader(..., pin_memory=True); x = x.to(device, non_blocking=True)",
+        how="DataLoader(..., pin_memory=True) and .to(device, non_blocking=True) (GPU)",
+        caveat="pinned host memory is locked: very large pinned batches leave less memory to the rest of the machine",
+        source="",
+        anchor=f"{_TUNING_GUIDE}: enable async data loading and augmentation (pin_memory)",
+        cases=lambda w, p: w == "train" and p.get("kind") == "loop" and "pin_memory" in p,
+        repeat=True,
+        framework="torch",
+        gpu_only=True,
+    ),
+    FixEntry(
+        key="torch_compile",
+        param="torch_compile",
+        baseline=False,
+        method="ab",
+        title="Compile the model (torch.compile)",
+        change="Compile the model (torch.compile)",
+        short="torch.compile",
+        code="model = torch.compile(model)",
+        how="model = torch.compile(model); compiling is bounded by a quarter of --budget",
+        caveat="the first step compiles (seconds to minutes, in the warm-up, not in this gain); a new input "
+        "shape compiles again; check that the results match",
+        source="",
+        anchor=f"{_TUNING_GUIDE}: fuse operations (torch.compile)",
+        cases=_torch_pair("torch_compile"),
+        # compiled once: a second process compiles again (60-75 s of the mnist Net's 300 s budget
+        # twice left round 2 one of 11 cases), so its claim rests on round 1's interleaved pair
+        repeat=False,
+        framework="torch",
+    ),
+)
+FIXES = FIXES + TORCH_FIXES
 
 BY_KEY: dict[str, FixEntry] = {f.key: f for f in FIXES}
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from whichdevice.frameworks.contracts import Framework
 
+import dataclasses
 import importlib
 import math
 
@@ -280,6 +281,16 @@ def steady_step(spec, fw):
     return training, step, xb, yb
 
 
+def same_block_size(warms: list) -> list:
+    """The two sides of one fix (the same work, one setting changed: torch_diagnose's pairs) time
+    blocks of as many calls each, the larger of their warm-ups' choices: each side's block size
+    follows its own last warm-up call, and on the loaded 2-core machine one preempted call gave
+    one side 1 call a block and the other 6 — and the 6-call blocks, preempted more often, ran
+    2.5x slower per call on identical work (an MLP's set_to_none pair, issue 35's first runs)."""
+    number = max(w.number for w in warms)
+    return [dataclasses.replace(w, number=number) for w in warms]
+
+
 def _steady_fn(spec, fw):
     """The steady case's callable (one train step on its batch; with ``sync=each`` the loss
     read back as the seeds do) and its metrics."""
@@ -292,7 +303,10 @@ def _steady_fn(spec, fw):
             out = step(xb, yb)
         return training.read_back(out) if each else out
 
-    return fn, {"samples_per_step": float(b)}
+    metrics = {"samples_per_step": float(b)}
+    if "fix" in spec.params:  # one side of a fix pair (time_group: same_block_size)
+        metrics["ab_pair"] = 1.0
+    return fn, metrics
 
 
 def _run_steady(spec, fw, policy, overhead_s):
@@ -304,12 +318,17 @@ def _run_steady(spec, fw, policy, overhead_s):
 def prepare(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float):
     """One member of an interleaved group: a steady case built, traced and warmed up (its own
     telemetry window after the warm-up when the policy has one); or a fit case (:class:`_Fit`)
-    built, compiled and fitted for its warm-up epoch."""
+    built, compiled and fitted for its warm-up epoch; or one side of a torch DataLoader pair
+    (``torch_diagnose.LoaderPasses``, a ``_Fit`` of loader passes)."""
     kind = spec.params.get("kind")
     if kind == "fit":
         return _Fit(spec, fw)
+    if kind == "loop":  # one side of a torch DataLoader pair (workloads._VARYING)
+        from whichdevice.workloads.torch_diagnose import LoaderPasses
+
+        return LoaderPasses(spec, fw)
     if kind != "steady":
-        raise ValueError(f"only steady and fit train cases are timed interleaved, not {kind!r}")
+        raise ValueError(f"only steady, fit and loader-loop train cases are timed interleaved, not {kind!r}")
     fn, metrics = _steady_fn(spec, fw)
     return warm_up(fn, sync=fw.sync.sync, policy=policy, overhead_s=overhead_s), metrics
 
@@ -380,6 +399,8 @@ def time_group(prepared, fw, policy, overhead_s, before=None) -> list:
         epochs = int(prepared[0].spec.params.get("epochs", 2))
         return _time_fits(prepared, overhead_s, max(1, epochs - 1), before)
     warms = [w for w, _ in prepared]
+    if prepared and all("ab_pair" in m for _, m in prepared):
+        warms = same_block_size(warms)
     timings = interleave_blocks(warms, sync=fw.sync.sync, policy=policy, overhead_s=overhead_s, before=before)
     out: list = []
     for (_, metrics), t in zip(prepared, timings):

@@ -48,6 +48,9 @@ def parse_spec(text: str, argument: str) -> UserFunction:
     return UserFunction(path.resolve(), fn, argument)
 
 
+KERAS_PREFLIGHT = "whichdevice.frameworks.common.usermodel"
+
+
 def preflight(
     model_fn: UserFunction,
     input_shape,
@@ -57,9 +60,11 @@ def preflight(
     *,
     batch: int | None = None,
     framework: str | None = None,
+    module: str = KERAS_PREFLIGHT,
 ) -> dict:
     """Run ``check`` in a child process (parent stays TensorFlow-free); UsageError on failure.
-    With ``framework``: the check ends with one real training step at ``batch`` (``step_check``)."""
+    With ``framework``: the check ends with one real training step at ``batch`` (``step_check``).
+    ``module``: the pre-flight child (plain torch has its own, frameworks/torch/usermodel.py)."""
     job = {
         "model": [str(model_fn.path), model_fn.function],
         "data": [str(data_fn.path), data_fn.function] if data_fn else None,
@@ -73,7 +78,7 @@ def preflight(
         out_path, err_path = Path(tmp) / "out.txt", Path(tmp) / "err.txt"
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             done = run_module(
-                "whichdevice.frameworks.common.usermodel",
+                module,
                 [json.dumps(job)],
                 timeout_s=PREFLIGHT_TIMEOUT_S,
                 env=env,

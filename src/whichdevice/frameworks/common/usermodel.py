@@ -131,12 +131,31 @@ def call_model_function(path, function: str):
             f"Fix {function}() in '{Path(path).name}' (it is called with no arguments)",
         ) from None
     if not isinstance(model, keras.Model):
+        if _is_torch(model):
+            raise UserFileError(
+                "--model",
+                f"{function}() returned a PyTorch model ({_torch_what(model)}), not a Keras model",
+                "Add --framework torch to diagnose it as a PyTorch model",
+            )
         raise UserFileError(
             "--model",
             f"{function}() returned {type(model).__name__}, not a Keras model",
             "Return a keras.Model (e.g. keras.Sequential([...])), compiled or not",
         )
     return model
+
+
+def _is_torch(obj) -> bool:
+    """An nn.Module, or a (module, loss[, optimizer]) tuple, told without importing torch."""
+    if isinstance(obj, (tuple, list)) and obj:
+        obj = obj[0]
+    return any(getattr(c, "__module__", "").startswith("torch.nn") for c in type(obj).__mro__)
+
+
+def _torch_what(obj) -> str:
+    if isinstance(obj, (tuple, list)):
+        return f"a tuple starting with the nn.Module {type(obj[0]).__name__}"
+    return f"the nn.Module {type(obj).__name__}"
 
 
 def call_data_function(path, function: str):

@@ -10,6 +10,11 @@ NOTES: dict[str, list[str]] = {
     ],
 }
 NOTES["run"] = NOTES["train"]
+NOTES["diagnose"] = [
+    "torch: your nn.Module trained by a plain loop (zero_grad, forward, loss, backward, optimizer.step), "
+    "with your loss and optimizer when your function returns them (else the defaults the record's options "
+    "name); without --data, synthetic numpy batches copied to the device inside each step."
+]
 
 
 def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:
@@ -18,7 +23,11 @@ def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str
     ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` (read at import) and ``torch.set_num_threads`` in
     ``placement.configure``. Without ``--cpu-threads`` torch's own default stays (one thread
     per physical core), and the record says how many that was."""
-    env: dict[str, str] = {}
+    # Keras (imported for its PyDataset by frameworks/common/batches.py) on torch, so a plain
+    # torch child never imports TensorFlow, Keras' default backend: with TensorFlow's threads
+    # in the process, a forked DataLoader worker hung ("DataLoader timed out after 30.0 s", the
+    # corpus's MLP, every run), and it cost seconds of import for nothing.
+    env: dict[str, str] = {"KERAS_BACKEND": "torch"}
     if device_kind == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
     elif device_kind not in ("gpu", "discover"):

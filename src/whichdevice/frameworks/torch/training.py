@@ -10,12 +10,31 @@ There is no ``model.fit`` and no tf.data: the seeds' pipelines become numpy batc
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import weakref
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from whichdevice.frameworks.common.batches import NumpyBatches
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """How ``train_step`` runs one step: the settings ``diagnose --framework torch``'s fixes vary
+    (frameworks/torch/usercase.py sets them per model). The defaults are the plain loop."""
+
+    set_to_none: bool = True  # optimizer.zero_grad(set_to_none=...): torch's default since 2.0
+    autocast: str = "off"  # "bfloat16" / "float16": forward and loss under torch.autocast
+    channels_last: bool = False  # 4-d inputs copied to channels_last each step (the model too)
+    cudnn_benchmark: bool | None = None  # set torch.backends.cudnn.benchmark before each step (GPU)
+    non_blocking: bool = False  # host batches copied with .to(device, non_blocking=True)
+
+
+# The options of the models built with non-default ones, by model (train_step looks them up).
+STEP_OPTIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def build_model(name: str):
@@ -40,15 +59,15 @@ def optimizer_and_loss(name: str, model):
     return opt, (torch.nn.CrossEntropyLoss() if name == "seed001" else torch.nn.BCEWithLogitsLoss())
 
 
-def _tensor(a, device):
-    """Host numpy (or a tensor already there) -> a tensor on ``device``; float64 inputs (seed
-    001 draws them) become float32, as the Keras layer casts them; integer labels stay int64."""
+def _tensor(a, device, non_blocking: bool = False):
+    """Host numpy (or a tensor) -> a tensor on ``device``; float64 inputs (seed 001 draws them)
+    become float32, as the Keras layer casts them; integer labels stay int64."""
     if isinstance(a, torch.Tensor):
-        return a
+        return a if a.device == device else a.to(device, non_blocking=non_blocking)
     t = torch.from_numpy(np.asarray(a))
     if t.dtype == torch.float64:
         t = t.float()
-    return t.to(device)
+    return t.to(device, non_blocking=non_blocking)
 
 
 def train_step(model, optimizer, loss_fn):
@@ -56,11 +75,18 @@ def train_step(model, optimizer, loss_fn):
     Numpy batches are copied to the model's device inside the step (the seeds' host data).
     Returns the loss tensor (not read back)."""
     device = next(model.parameters()).device
+    o = STEP_OPTIONS.get(model, StepOptions())
+    dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(o.autocast)
 
     def step(x, y):
-        xb, yb = _tensor(x, device), _tensor(y, device)
-        optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(xb), yb)
+        if o.cudnn_benchmark is not None:  # process-wide: set on every step, A and B alternate
+            torch.backends.cudnn.benchmark = o.cudnn_benchmark
+        xb, yb = _tensor(x, device, o.non_blocking), _tensor(y, device, o.non_blocking)
+        if o.channels_last and xb.dim() == 4:
+            xb = xb.contiguous(memory_format=torch.channels_last)
+        optimizer.zero_grad(set_to_none=o.set_to_none)
+        with torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext():
+            loss = loss_fn(model(xb), yb)
         loss.backward()
         optimizer.step()
         return loss
@@ -75,6 +101,16 @@ def dataset(x, y, batch: int, *, shuffle: int | None = None, prefetch: bool = Tr
 
 def user_dataset(ds, batch: int, samples: int | None):
     raise ValueError("a tf.data dataset (--data) needs --framework tensorflow")
+
+
+def __getattr__(name: str):
+    # The user's nn.Module (diagnose --framework torch): casemodel.CaseModel builds it through
+    # this class; imported on first use (it imports casemodel, which imports this module's users).
+    if name == "UserCaseModel":
+        from whichdevice.frameworks.torch.usercase import UserCaseModel
+
+        return UserCaseModel
+    raise AttributeError(name)
 
 
 def on_device(x, y, device_scope):

@@ -1,0 +1,164 @@
+"""The user's nn.Module as a train case (``diagnose --framework torch``): built by calling the
+user's function again in every measuring child, with the case's fix settings applied.
+
+``casemodel.CaseModel(params, torch_training)`` returns this class for ``model=user``; the train
+workload then runs its create / loop / steady cases on it unchanged. The fixes are case
+parameters (``workloads/torch_diagnose.py`` lists them):
+
+- ``set_to_none``: ``optimizer.zero_grad(set_to_none=...)``
+- ``autocast``: ``"off"``, ``"bfloat16"`` or ``"float16"`` (forward and loss under ``torch.autocast``)
+- ``channels_last``: the model and each 4-d batch in ``torch.channels_last``
+- ``torch_compile``: ``torch.compile(model)`` (compiled in the warm-up, before any sample)
+- ``cudnn_benchmark``: ``torch.backends.cudnn.benchmark`` before each step (GPU)
+- ``num_workers`` / ``pin_memory``: the DataLoader's (loop cases with ``data=loader``), with
+  ``non_blocking`` copies when pinned
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import math
+import os
+import shutil
+import signal
+import tempfile
+import threading
+
+import torch
+
+from whichdevice.frameworks.common.casemodel import CaseModel, _shape
+from whichdevice.frameworks.torch import training as torch_training
+from whichdevice.frameworks.torch import usermodel
+
+# A DataLoader worker's batch not ready in this long fails the case with torch's own message
+# (instead of waiting for the case timeout): one test run's loader loop hung for 60 s once.
+LOADER_TIMEOUT_S = 30.0
+
+# The loss and optimizer each built model trains with (the user's, or the defaults).
+_LOSS_OPT: dict[int, tuple[object, object]] = {}
+
+
+def step_options(params: dict) -> torch_training.StepOptions:
+    return torch_training.StepOptions(
+        set_to_none=bool(params.get("set_to_none", True)),
+        autocast=str(params.get("autocast", "off")),
+        channels_last=bool(params.get("channels_last", False)),
+        cudnn_benchmark=params.get("cudnn_benchmark"),
+        non_blocking=bool(params.get("pin_memory", False)),
+    )
+
+
+class UserCaseModel(CaseModel):
+    """The user's module, loss and optimizer (their function called again), and their data."""
+
+    def build(self):
+        user = usermodel.call_model_function(self.p["model_file"], str(self.p["model_fn"]))
+        model = user.module
+        model.train()
+        if self.p.get("channels_last"):
+            model = model.to(memory_format=torch.channels_last)
+        loss = user.loss_fn or usermodel.default_loss(self.classes)
+        opt = user.optimizer or torch.optim.Adam(model.parameters(), usermodel.ADAM_LR)
+        if self.p.get("torch_compile"):
+            model = self._compiled(model, loss)
+        torch_training.STEP_OPTIONS[model] = step_options(self.p)
+        _LOSS_OPT[id(model)] = (loss, opt)
+        return model
+
+    def _compiled(self, model, loss):
+        """``torch.compile(model)``, compiled here by one forward and backward on the case's batch
+        (the gradients dropped), within the case's ``compile_limit_s``: past it the case fails with that reason
+        (the report then says "not measured" and why) instead of eating the rest of the budget.
+        Inductor's cache goes to a temporary folder removed when the child exits."""
+        _private_inductor_cache()
+        compiled = torch.compile(model)
+        b = int(self.p.get("batch", 32))
+        x, y = self.one_batch(torch_training, b)
+        device = next(model.parameters()).device
+        xb, yb = torch_training.on_device(x, y, device)
+        limit = float(self.p.get("compile_limit_s", 90.0))  # workloads/torch_diagnose.compile_limit_s
+        with _time_limit(limit, f"torch.compile did not finish compiling within {limit:g} s here (raise --budget)"):
+            loss(compiled(xb), yb).backward()
+        model.zero_grad(set_to_none=True)
+        return compiled
+
+    def optimizer_and_loss(self, model):
+        loss, opt = _LOSS_OPT.pop(id(model))
+        return opt, loss
+
+    def arrays(self, n: int):
+        shape = _shape(self.p["input_shape"])
+        vocab = self.p.get("vocab")
+        x = usermodel.synthetic_inputs(n, shape, int(vocab) if vocab else None)
+        out = _shape(self.p.get("output_shape") or "")
+        return x, usermodel.synthetic_labels(n, self.classes, out)
+
+    def _user_data(self, batch: int):
+        data = usermodel.call_data_function(self.p["data_file"], str(self.p["data_fn"]))
+        if usermodel.is_loader(data):
+            data = usermodel.rebuilt_loader(
+                data, batch=batch, num_workers=self.p.get("num_workers"), pin_memory=self.p.get("pin_memory")
+            )
+        return data
+
+    def dataset(self, training, n: int, batch: int, data: str):
+        """The loop's batches, at most ``n`` samples an epoch: the user's data (their
+        DataLoader at ``batch``, workers and pinning as the case says), or the synthetic
+        arrays in numpy slices (``data=tfdata``: copied to the device in the step) or in a
+        DataLoader over a TensorDataset (``data=loader``)."""
+        steps = math.ceil(n / batch)
+        if self.p.get("data_file"):
+            return usermodel.CappedBatches(self._user_data(batch), steps, str(self.p["data_fn"]))
+        x, y = self.arrays(n)
+        if data.startswith("loader"):  # loader, loader_pin
+            dataset = torch.utils.data.TensorDataset(torch.as_tensor(x), torch.as_tensor(y))
+            workers = int(self.p.get("num_workers", 0))
+            loader = torch.utils.data.DataLoader(
+                dataset,
+                batch_size=batch,
+                shuffle=True,
+                num_workers=workers,
+                pin_memory=bool(self.p.get("pin_memory", False)),
+                persistent_workers=workers > 0,
+                timeout=LOADER_TIMEOUT_S if workers > 0 else 0,
+                # workers started afresh (spawn), not forked from this child: forked from it after
+                # its steady cases, they hung (a lock held by one of its threads at fork time)
+                multiprocessing_context="spawn" if workers > 0 else None,
+            )
+            return usermodel.CappedBatches(loader, steps)
+        return training.dataset(x, y, batch)
+
+    def one_batch(self, training, batch: int):
+        if self.p.get("data_file"):
+            return usermodel.concat_batch(self._user_data(batch), batch, str(self.p["data_fn"]))
+        return self.arrays(batch)
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float, message: str):
+    """Raise TimeoutError(message) in the main thread after ``seconds`` (SIGALRM; elsewhere no limit)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _alarm(signum, frame):
+        raise TimeoutError(message)
+
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _private_inductor_cache() -> None:
+    """Inductor's compiled kernels in a temporary folder of this child, removed at its exit (not
+    in /tmp/torchinductor_USER, which would outlive the run and warm the next one's compile)."""
+    if os.environ.get("WHICHDEVICE_INDUCTOR_CACHE"):
+        return
+    path = tempfile.mkdtemp(prefix="whichdevice-inductor-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.environ["WHICHDEVICE_INDUCTOR_CACHE"] = path
+    atexit.register(shutil.rmtree, path, True)
