@@ -536,7 +536,7 @@ def _pickler(obj):
         raise UserFileError(
             "model",
             "its class or loss is defined in the notebook (__main__), which a measuring process cannot import",
-            "Put the model in a .py file and pass 'file.py:function', or pip install cloudpickle",
+            "Put the model in a .py file and pass 'file.py:function', or pip install 'whichdevice[notebook]' (cloudpickle)",
         ) from None
     return cloudpickle
 
