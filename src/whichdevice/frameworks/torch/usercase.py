@@ -120,7 +120,7 @@ class UserCaseModel(CaseModel):
                 shuffle=True,
                 num_workers=workers,
                 pin_memory=bool(self.p.get("pin_memory", False)),
-                persistent_workers=workers > 0,
+                persistent_workers=False,  # fresh workers each pass: persistent ones hung across passes
                 timeout=LOADER_TIMEOUT_S if workers > 0 else 0,
                 # workers started afresh (spawn), not forked from this child: forked from it after
                 # its steady cases, they hung (a lock held by one of its threads at fork time)

@@ -246,7 +246,6 @@ def rebuilt_loader(loader, *, batch: int | None = None, num_workers: int | None 
         pin_memory=loader.pin_memory if pin_memory is None else bool(pin_memory),
     )
     if workers > 0:
-        kw["persistent_workers"] = True  # the workers start once, not every epoch
         kw["timeout"] = loader.timeout or 30.0  # a stuck worker fails the case, not the whole budget
         if not type(loader.dataset).__module__.startswith("whichdevice_user_"):
             # started afresh (spawn), not forked from the measuring child (whose threads' locks
