@@ -132,10 +132,29 @@ def _remove_stale_scratch(base: Path) -> None:
 CACHES = {"MPLCONFIGDIR": "matplotlib"}
 
 
+# A child's temporary folder is BASE/run-PID-XXXXXXXX/whichdevice-XXXXXXXX (43 bytes below
+# BASE), and a Unix socket made in it (multiprocessing's; a torch DataLoader worker passes each
+# batch through one at pymp-XXXXXXXX/listener-XXXXXXXX, 32 bytes more) holds at most 107 bytes.
+# Past that the worker's sending thread fails unseen and the loop waits for a batch that never
+# comes ("DataLoader timed out after 30 seconds" on every pass, measured under a 56-byte
+# WHICHDEVICE_HOME; fine under ~/.whichdevice).
+_SOCKET_PATH_MAX = 107
+_BELOW_BASE = 43 + 32
+
+
+def _scratch_base() -> Path:
+    """WHICHDEVICE_HOME/tmp, or, when that is too deep for a socket in a child's temp folder, a
+    folder of ours in the system's temporary folder (removed with the run all the same)."""
+    base = _home() / "tmp"
+    if len(os.fsencode(base)) + _BELOW_BASE <= _SOCKET_PATH_MAX:
+        return base
+    return Path(tempfile.gettempdir()) / f"whichdevice-{os.getuid()}"
+
+
 def _scratch() -> Callable[[], None]:
     """A scratch folder for this run's temporary files (ours and the children's), and the
     libraries' caches under WHICHDEVICE_HOME."""
-    base = _home() / "tmp"
+    base = _scratch_base()
     try:
         base.mkdir(parents=True, exist_ok=True)
         _remove_stale_scratch(base)
@@ -158,6 +177,9 @@ def _scratch() -> Callable[[], None]:
             else:
                 os.environ[k] = v
         shutil.rmtree(folder, ignore_errors=True)
+        if base != _home() / "tmp":  # ours in the system's temporary folder: gone when empty
+            with contextlib.suppress(OSError):
+                base.rmdir()
 
     return restore
 
