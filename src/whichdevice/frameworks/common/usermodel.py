@@ -43,6 +43,28 @@ class UserFileError(Exception):
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+def check_failed(e: BaseException) -> dict:
+    """A check child's answer when the check raised: the user's file's problem as it said it,
+    the user's code calling sys.exit() / exit(), or a bug of ours or an odd object (its
+    traceback on the child's stderr): each one line."""
+    if isinstance(e, UserFileError):
+        return {"ok": False, "argument": e.argument, "problem": e.problem, "fix": e.fix}
+    if isinstance(e, SystemExit):
+        return {
+            "ok": False,
+            "argument": "--model",
+            "problem": f"the user's code exited (sys.exit({e.code!r})) while it was being checked",
+            "fix": "Remove the exit from the file's top level and from the function",
+        }
+    traceback.print_exc()
+    return {
+        "ok": False,
+        "argument": "--model",
+        "problem": f"checking it failed: {_exc_line(e)}",
+        "fix": "Run the file on its own to see the error",
+    }
+
+
 def _exc_line(e: BaseException) -> str:
     """One line of an exception for a one-line error: the line that says what is wrong."""
     lines = [ln.strip() for ln in _ANSI.sub("", str(e)).strip().splitlines() if ln.strip()]
@@ -446,23 +468,8 @@ def _main(argv: list[str]) -> int:
             model_fn, shape, job.get("classes"), data_fn, batch=job.get("batch"), framework=job.get("framework")
         )
         result["import_s"] = import_s
-    except UserFileError as e:
-        result = {"ok": False, "argument": e.argument, "problem": e.problem, "fix": e.fix}
-    except SystemExit as e:  # the user's code called sys.exit() / exit(): say so, in one line
-        result = {
-            "ok": False,
-            "argument": "--model",
-            "problem": f"the user's code exited (sys.exit({e.code!r})) while it was being checked",
-            "fix": "Remove the exit from the file's top level and from the function",
-        }
-    except Exception as e:  # a bug of ours or an odd object: still one line
-        traceback.print_exc()
-        result = {
-            "ok": False,
-            "argument": "--model",
-            "problem": f"checking it failed: {_exc_line(e)}",
-            "fix": "Run the file on its own to see the error",
-        }
+    except (UserFileError, SystemExit, Exception) as e:
+        result = check_failed(e)
     answer.write(json.dumps(result) + "\n")
     answer.flush()
     return 0

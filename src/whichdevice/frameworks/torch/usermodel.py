@@ -30,6 +30,7 @@ from whichdevice.frameworks.common.usermodel import (
     UserFunction,
     _answer_stream,
     _exc_line,
+    check_failed,
     load_function,
 )
 
@@ -480,25 +481,8 @@ def _main(argv: list[str]) -> int:
         shape = tuple(job["input_shape"]) if job.get("input_shape") else None
         torch.manual_seed(0)
         result = check(model_fn, shape, job.get("classes"), data_fn, job.get("batch"))
-    except UserFileError as e:
-        result = {"ok": False, "argument": e.argument, "problem": e.problem, "fix": e.fix}
-    except SystemExit as e:
-        result = {
-            "ok": False,
-            "argument": "--model",
-            "problem": f"the user's code exited (sys.exit({e.code!r})) while it was being checked",
-            "fix": "Remove the exit from the file's top level and from the function",
-        }
-    except Exception as e:  # a bug of ours or an odd object: still one line
-        import traceback
-
-        traceback.print_exc()
-        result = {
-            "ok": False,
-            "argument": "--model",
-            "problem": f"checking it failed: {_exc_line(e)}",
-            "fix": "Run the file on its own to see the error",
-        }
+    except (UserFileError, SystemExit, Exception) as e:
+        result = check_failed(e)
     answer.write(json.dumps(result) + "\n")
     answer.flush()
     return 0
