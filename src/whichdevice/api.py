@@ -18,6 +18,7 @@ import functools
 import math
 import sys
 import tempfile
+import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,13 +67,25 @@ def _stops_children_on_interrupt(fn):
     return call
 
 
+@typing.overload
+def _csv(values: None) -> None: ...
+@typing.overload
+def _csv(values: str | Sequence) -> str: ...
+@typing.overload
+def _csv(values: str | Sequence | None) -> str | None: ...
 def _csv(values: str | Sequence | None) -> str | None:
     if values is None or isinstance(values, str):
         return values
     return ",".join(str(v) for v in values)
 
 
-def _opt_str(value) -> str | None:
+@typing.overload
+def _opt_str(value: None) -> None: ...
+@typing.overload
+def _opt_str(value: str | float) -> str: ...
+@typing.overload
+def _opt_str(value: object) -> str | None: ...
+def _opt_str(value: object) -> str | None:
     return None if value is None else str(value)
 
 
@@ -385,7 +398,7 @@ class SuiteResult:
 
     @property
     def verdict(self) -> SuiteVerdict:
-        batch = int(self.record.options.get("batch", 10)) if self.record.experiment == "diagnose" else 10
+        batch = records.scalar_int(self.record.options.get("batch", 10)) if self.record.experiment == "diagnose" else 10
         return suite_verdict(self.record, seed_batch=batch)
 
     def __str__(self) -> str:

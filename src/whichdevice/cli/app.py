@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import sqlite3
 import sys
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -124,7 +125,7 @@ def _root(
 
 # typer >= 0.20 vendors click privately; find its UsageError through a public class
 # instead of importing either click by name.
-_CLICK_USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+_CLICK_USAGE_ERROR: type[Any] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -36,7 +36,7 @@ from rich.markup import escape
 from whichdevice.cli.base import err_console
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-NAMES = {signal.SIGINT: "Interrupted", signal.SIGTERM: "Terminated", signal.SIGHUP: "Hung up"}
+NAMES: dict[int, str] = {signal.SIGINT: "Interrupted", signal.SIGTERM: "Terminated", signal.SIGHUP: "Hung up"}
 BAD_PATH = (errno.ENAMETOOLONG, errno.ELOOP)
 FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
@@ -243,7 +243,7 @@ def resume_hint() -> str:
 
 def interrupted_code(default: int) -> int:
     """Exit code and the line for an interruption (Ctrl-C is ``default``, 130)."""
-    what = NAMES.get(received, "Output closed") if received is not None else "Interrupted"  # type: ignore[arg-type]
+    what = NAMES.get(received, "Output closed") if received is not None else "Interrupted"
     hint = resume_hint()
     if received == signal.SIGPIPE:
         what = "Output closed (the program reading it quit)"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, cast
 
 import typer
 
@@ -121,10 +121,14 @@ def run_pitfalls(plan: PitfallsPlan, resumed: JournalState | None) -> None:
     for one_thread, threads in ((False, None), (True, 1)):
         if one_thread and not any(cases(d, True) for d in chosen):  # no CPU chosen: no one-thread child
             continue
+
+        def cases_for(_found: object, d: records.DeviceInfo, o: bool = one_thread) -> list[records.CaseSpec]:
+            return cases(d, o)
+
         request = session.Request(
             "pitfalls",
             fw,
-            lambda _found, d, o=one_thread: cases(d, o),
+            cases_for,
             options,
             plan.command,
             devices=plan.devices_wanted,
@@ -149,7 +153,9 @@ def _merge(parts: list[records.RunRecord]) -> records.RunRecord:
     None), each device's sessions and results together, in device order as a single loop
     over the devices would give them."""
     merged = experiment.merge_records(parts, parts[0].options)
-    order = {d: i for i, d in enumerate(parts[0].options["devices"])}
+    order = {
+        d: i for i, d in enumerate(cast("list[records.Scalar]", parts[0].options["devices"]))
+    }  # a list: the plan's
     return merged.model_copy(
         update={
             "sessions": sorted(merged.sessions, key=lambda s: order.get(s.device.name, len(order))),

@@ -149,7 +149,7 @@ class ScriptOutput:
 
     def __exit__(self, *exc) -> None:
         if self._redirected:
-            console.file = self._file
+            console._file = self._file  # what the file setter does; its type (IO[str]) leaves out None
 
     def emit(self, json_file: Path) -> None:
         """``--json-out -``: the record as written, on stdout."""

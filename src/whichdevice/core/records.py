@@ -51,6 +51,20 @@ SCHEMA_VERSION = 3
 Scalar = str | int | float | bool | None
 
 
+def scalar_int(value: Scalar | list[Scalar]) -> int:
+    """``int(value)`` for a case's parameter; None raises the TypeError ``int(None)`` would."""
+    if value is None or isinstance(value, list):
+        raise TypeError(f"int() argument must be a string or a real number, not '{type(value).__name__}'")
+    return int(value)
+
+
+def scalar_float(value: Scalar) -> float:
+    """``float(value)`` for a case's parameter; None raises the TypeError ``float(None)`` would."""
+    if value is None:
+        raise TypeError("float() argument must be a string or a real number, not 'NoneType'")
+    return float(value)
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -8,6 +8,7 @@ import stat
 import tempfile
 import warnings
 from pathlib import Path
+from typing import overload
 
 from whichdevice.core.errors import UsageError
 from whichdevice.core.safeio import existing_kind
@@ -44,6 +45,12 @@ def parse_int_list(text: str | None, argument: str, *, maximum: int, example: st
     return sorted(set(values))
 
 
+@overload
+def parse_choice_list(text: str, argument: str, choices: tuple[str, ...]) -> list[str]: ...
+@overload
+def parse_choice_list(text: None, argument: str, choices: tuple[str, ...]) -> None: ...
+@overload
+def parse_choice_list(text: str | None, argument: str, choices: tuple[str, ...]) -> list[str] | None: ...
 def parse_choice_list(text: str | None, argument: str, choices: tuple[str, ...]) -> list[str] | None:
     if text is None:
         return None
@@ -83,6 +90,18 @@ _FLOAT_CHARS = frozenset("0123456789+-.eE_")
 MAXIMUM = {"seconds": 7 * 86400.0, "GiB": 2.0**20}
 
 
+@overload
+def parse_positive_float(
+    text: str, argument: str, example: str, unit: str = "seconds", maximum: float | None = None
+) -> float: ...
+@overload
+def parse_positive_float(
+    text: None, argument: str, example: str, unit: str = "seconds", maximum: float | None = None
+) -> None: ...
+@overload
+def parse_positive_float(
+    text: str | None, argument: str, example: str, unit: str = "seconds", maximum: float | None = None
+) -> float | None: ...
 def parse_positive_float(
     text: str | None, argument: str, example: str, unit: str = "seconds", maximum: float | None = None
 ) -> float | None:
@@ -115,6 +134,12 @@ def parse_positive_float(
     return v
 
 
+@overload
+def parse_positive_int(text: str, argument: str, example: str, maximum: int = 4096) -> int: ...
+@overload
+def parse_positive_int(text: None, argument: str, example: str, maximum: int = 4096) -> None: ...
+@overload
+def parse_positive_int(text: str | None, argument: str, example: str, maximum: int = 4096) -> int | None: ...
 def parse_positive_int(text: str | None, argument: str, example: str, maximum: int = 4096) -> int | None:
     if text is None:
         return None

@@ -188,7 +188,7 @@ class Progress:
     on_result: Callable[[CaseResult], None] | None = None
     # The caller's own work (its presenters' imports), done once while the first measuring
     # child imports its framework; that child takes no sample until it returns (runner.py).
-    while_child_starts: Callable[[], None] | None = None
+    while_child_starts: Callable[[], object] | None = None
 
 
 def measure(

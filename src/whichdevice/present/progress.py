@@ -83,7 +83,7 @@ class ApiProgress:
             self._draw(force=True, final=exc[0] is None)
 
     # --- the measuring session's callbacks
-    def callbacks(self, while_child_starts: Callable[[], None] | None = None) -> session.Progress:
+    def callbacks(self, while_child_starts: Callable[[], object] | None = None) -> session.Progress:
         return session.Progress(
             on_total=self._on_total,
             on_start=self._on_start,

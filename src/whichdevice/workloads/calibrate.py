@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 import time
 
-from whichdevice.core.records import CaseSpec, Timing
+from whichdevice.core.records import CaseSpec, Timing, scalar_float, scalar_int
 from whichdevice.core.timing import TimingPolicy, measure
 
 MATMUL_N: tuple[int, ...] = (1, 16, 64, 128, 256, 512, 1024)
@@ -106,18 +106,19 @@ def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tup
     cal = _calibration(fw)
     dev = spec.device
     if probe == "tiny_eager":
+        metrics: dict[str, float]
         fn, metrics = cal.tiny_eager(dev), {}
     elif probe == "tiny_sync":
         fn, metrics = cal.tiny_sync(dev), {}
     elif probe == "graph":
-        fn, metrics = cal.graph_chain(dev, int(p["k"])), {"ops_per_call": float(p["k"])}
+        fn, metrics = cal.graph_chain(dev, scalar_int(p["k"])), {"ops_per_call": scalar_float(p["k"])}
     elif probe == "matmul":
-        n = int(p["n"])
+        n = scalar_int(p["n"])
         # TensorFlow's probe is the matmul workload's own steady op (placement checked there).
         fn = cal.matmul(dev, n) if hasattr(cal, "matmul") else fw.ops.matmul_steady(n, "float32", dev)
         metrics = {"flops_per_call": 2.0 * n**3}
     elif probe in ("elementwise", "h2d", "d2h"):
-        fn, metrics = getattr(cal, probe)(dev, int(p["bytes"])), {"bytes_per_call": float(p["bytes"])}
+        fn, metrics = getattr(cal, probe)(dev, scalar_int(p["bytes"])), {"bytes_per_call": scalar_float(p["bytes"])}
     else:
         raise ValueError(f"unknown calibration probe {probe!r}")
     clock = getattr(fw, "clock", time.perf_counter)
@@ -131,7 +132,7 @@ def _describe(spec: CaseSpec, fw, overhead_s: float) -> tuple[Timing, dict]:
     training = importlib.import_module(f"whichdevice.frameworks.{fw.name.replace('-', '_')}.training")
     cal = _calibration(fw)
     m = CaseModel(spec.params, training)
-    b = int(spec.params["batch"])
+    b = scalar_int(spec.params["batch"])
     t0 = time.perf_counter()
     with fw.placement.scope(spec.device):
         model = m.build()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from whichdevice.frameworks.contracts import Framework
 
-from whichdevice.core.records import CaseSpec, Timing
+from whichdevice.core.records import CaseSpec, Timing, scalar_int
 from whichdevice.core.timing import TimingPolicy, measure
 
 # Seed 000's own list of sizes.
@@ -43,7 +43,7 @@ def build_cases(framework: str, device: str, sizes, modes, dtype: str) -> list[C
 
 
 def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict]:
-    n = int(spec.params["n"])
+    n = scalar_int(spec.params["n"])
     dtype = str(spec.params["dtype"])
     builder = fw.ops.matmul_steady if spec.params["mode"] == "steady" else fw.ops.matmul_seed
     fn = builder(n, dtype, spec.device)

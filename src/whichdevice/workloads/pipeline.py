@@ -40,6 +40,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from whichdevice.core.records import Scalar
     from whichdevice.frameworks.contracts import Framework
 
 import atexit
@@ -221,7 +224,13 @@ def _settle(tfp, fw, p, device: str, step) -> int:
 
 def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict]:
     part = spec.params["part"]
-    run = {"pipeline": _run_pipeline, "model": _run_model, "both": _run_both, "stage": _run_stage}.get(part)
+    runners: dict[Scalar, Callable[..., tuple[Timing, dict]]] = {
+        "pipeline": _run_pipeline,
+        "model": _run_model,
+        "both": _run_both,
+        "stage": _run_stage,
+    }
+    run = runners.get(part)
     if run is None:
         raise ValueError(f"unknown pipeline case part {part!r}")
     return run(spec, fw, policy, overhead_s)

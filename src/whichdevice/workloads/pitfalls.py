@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 import time
 
-from whichdevice.core.records import CaseSpec
+from whichdevice.core.records import CaseSpec, scalar_int
 from whichdevice.core.steps import raw_from_steps
 
 SEED_BATCH = 10  # seed 001 ex2's batch: where per-step costs weigh most
@@ -53,7 +53,7 @@ def build_cases(framework: str, device: str, *, quick: bool, is_cpu: bool) -> tu
 def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict[str, float]]:
     from whichdevice.workloads.train import steady_step
 
-    b, steps = int(spec.params["batch"]), int(spec.params.get("steps", NOSYNC_STEPS))
+    b, steps = scalar_int(spec.params["batch"]), scalar_int(spec.params.get("steps", NOSYNC_STEPS))
     _, step, xb, yb = steady_step(spec, fw)
     with fw.placement.scope(spec.device):
         for _ in range(3):  # warm-up, synchronized: the mistake under test is the clock, not the warm-up

@@ -46,6 +46,7 @@ from whichdevice.frameworks.tensorflow.logparse import (
     parse_placement_log,
     placement_map,
 )
+from whichdevice.core.records import scalar_int
 from whichdevice.core.steps import raw_from_steps, time_loop
 
 DEFAULT_STEPS = 20
@@ -59,7 +60,7 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
     plog, prof, training = tfmod("placement_log"), tfmod("profiler"), tfmod("training")
     p = spec.params
     m = CaseModel(p)
-    b, steps = int(p["batch"]), int(p.get("steps", DEFAULT_STEPS))
+    b, steps = scalar_int(p["batch"]), scalar_int(p.get("steps", DEFAULT_STEPS))
     with fw.placement.scope(spec.device):
         model = m.build()
         opt, loss = m.optimizer_and_loss(model)
@@ -71,7 +72,7 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
             sync(plog.first(step(x, y)))
         trace_root = p.get("trace_dir")
         tmp = None if trace_root else tempfile.TemporaryDirectory(prefix="whichdevice-prof-")
-        logdir = Path(trace_root) if trace_root else Path(tmp.name)
+        logdir = Path(tmp.name) if tmp is not None else Path(str(trace_root))
         try:
             # The profiler runs when its trace is kept (--trace) or xprof can read op times
             # from it; else it would only cost its start-up (~1 s) and slow the steps.

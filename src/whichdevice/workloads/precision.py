@@ -26,6 +26,7 @@ import math
 
 def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict[str, float]]:
     from whichdevice.frameworks.common.steptimer import StepTimer
+    from whichdevice.core.records import scalar_int
     from whichdevice.core.steps import raw_from_steps
     from whichdevice.frameworks.common.casemodel import CaseModel
     from whichdevice.workloads.train import _steps
@@ -34,7 +35,7 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
     prec = importlib.import_module(f"whichdevice.frameworks.{fw.name}.precision")
     p = spec.params
     m = CaseModel(p)
-    n, b, epochs = int(p["samples"]), int(p["batch"]), int(p["epochs"])
+    n, b, epochs = scalar_int(p["samples"]), scalar_int(p["batch"]), scalar_int(p["epochs"])
     name = str(p["precision"])
     if name not in prec.POLICIES:
         raise ValueError(f"unknown precision {name!r}")

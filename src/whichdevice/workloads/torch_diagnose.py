@@ -22,7 +22,7 @@ The parent never imports torch: the pre-flight runs in a child (``frameworks/tor
 
 from __future__ import annotations
 
-from whichdevice.core.records import CaseSpec
+from whichdevice.core.records import CaseSpec, scalar_int
 from whichdevice.core.steps import time_loop
 from whichdevice.workloads import train, userfile
 from whichdevice.workloads.suite import USER_SWEEP_BATCHES
@@ -166,14 +166,16 @@ class LoaderPasses(train._Fit):
         from whichdevice.frameworks.common.casemodel import CaseModel
 
         self.spec, self.fw = spec, fw
-        self.b = int(spec.params["batch"])
+        self.b = scalar_int(spec.params["batch"])
         self.training = frameworks.training_module(fw.name)
         m = CaseModel(spec.params, self.training)
         with fw.placement.scope(spec.device):
             model = m.build()
             opt, loss = m.optimizer_and_loss(model)
             self.step = self.training.train_step(model, opt, loss)
-            self.batches = m.dataset(self.training, int(spec.params["samples"]), self.b, str(spec.params["data"]))
+            self.batches = m.dataset(
+                self.training, scalar_int(spec.params["samples"]), self.b, str(spec.params["data"])
+            )
         self.warmup_s = self._pass()
 
     def _pass(self) -> list[float]:

@@ -34,13 +34,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from whichdevice.frameworks.contracts import Framework
 
 import dataclasses
 import importlib
 import math
 
-from whichdevice.core.records import CaseSpec, Timing
+from whichdevice.core.records import CaseSpec, Scalar, Timing, scalar_int
 from whichdevice.core.steps import raw_from_steps, time_loop
 from whichdevice.core.timing import (
     RawTiming,
@@ -144,7 +146,13 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
     kind = spec.params["kind"]
     if kind in _OTHER_KINDS:  # kinds measured by their own modules (placement, pitfalls, precision)
         return importlib.import_module(_OTHER_KINDS[kind]).run_case(spec, fw, policy, overhead_s)
-    runner = {"create": _run_create, "loop": _run_loop, "fit": _run_fit, "steady": _run_steady}.get(kind)
+    runners: dict[Scalar, Callable[..., tuple[RawTiming, dict]]] = {
+        "create": _run_create,
+        "loop": _run_loop,
+        "fit": _run_fit,
+        "steady": _run_steady,
+    }
+    runner = runners.get(kind)
     if runner is None:
         raise ValueError(f"unknown train case kind {kind!r}")
     return runner(spec, fw, policy, overhead_s)
@@ -240,7 +248,9 @@ def _built_for_fit(spec: CaseSpec, fw: Framework):
     m = CaseModel(spec.params, training)
     model = m.build()
     m.compile_for_fit(model)
-    return model, m.dataset(training, int(spec.params["samples"]), int(spec.params["batch"]), str(spec.params["data"]))
+    return model, m.dataset(
+        training, scalar_int(spec.params["samples"]), scalar_int(spec.params["batch"]), str(spec.params["data"])
+    )
 
 
 def _fit(model, inputs, spec: CaseSpec, epochs: int, callbacks: list) -> None:
@@ -248,7 +258,7 @@ def _fit(model, inputs, spec: CaseSpec, epochs: int, callbacks: list) -> None:
     an already batched dataset); call inside the device's scope."""
     if spec.params["data"] == "numpy":
         x, y = inputs
-        model.fit(x, y, batch_size=int(spec.params["batch"]), epochs=epochs, verbose=0, callbacks=callbacks)
+        model.fit(x, y, batch_size=scalar_int(spec.params["batch"]), epochs=epochs, verbose=0, callbacks=callbacks)
     else:
         model.fit(inputs, epochs=epochs, verbose=0, callbacks=callbacks)
 
@@ -342,7 +352,7 @@ class _Fit:
 
     def __init__(self, spec: CaseSpec, fw: Framework):
         self.spec, self.fw = spec, fw
-        self.b = int(spec.params["batch"])
+        self.b = scalar_int(spec.params["batch"])
         with fw.placement.scope(spec.device):
             self.model, self.inputs = _built_for_fit(spec, fw)
         self.warmup_s = self.epoch()
@@ -357,7 +367,7 @@ class _Fit:
         return list(timer.batch_times_s)
 
     def metrics(self, turns: int) -> dict[str, float]:
-        k = int(self.spec.params.get("steps_per_execution", 1))
+        k = scalar_int(self.spec.params.get("steps_per_execution", 1))
         return {
             "samples_per_step": float(self.b * k),  # each timed batch runs k batches of b
             "steps_per_epoch": float(len(self.warmup_s)),
@@ -396,7 +406,7 @@ def time_group(prepared, fw, policy, overhead_s, before=None) -> list:
     (:func:`_time_fits`), steady steps block by block in turns (``interleave_blocks``); one
     ``(Timing, metrics)`` per member, or the exception its turns raised (the others go on)."""
     if prepared and isinstance(prepared[0], _Fit):
-        epochs = int(prepared[0].spec.params.get("epochs", 2))
+        epochs = scalar_int(prepared[0].spec.params.get("epochs", 2))
         return _time_fits(prepared, overhead_s, max(1, epochs - 1), before)
     warms = [w for w, _ in prepared]
     if prepared and all("ab_pair" in m for _, m in prepared):
