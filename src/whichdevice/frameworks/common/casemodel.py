@@ -73,6 +73,7 @@ class CaseModel:
         import keras
 
         if not is_compiled(model):
+            assert self.io is not None  # its callers call it only for a model whose outputs ``io`` read
             model.compile(optimizer=keras.optimizers.Adam(0.001), loss=iospec.compile_losses(self.io), **kw)
 
     def train_step(self, training, model):

@@ -318,7 +318,7 @@ def infer_outputs(model, y_pred, classes: int | None, compiled: bool) -> dict:
             kind = "real"
         if not compiled or user_loss is None:
             logits = act not in ("softmax", "sigmoid") and kind in ("sparse", "binary")
-            compile_loss.append(_DEFAULT_LOSS.get((kind, False)) + ("_logits" if logits else ""))
+            compile_loss.append(_DEFAULT_LOSS[(kind, False)] + ("_logits" if logits else ""))
         out_classes = (
             int(classes) if (classes is not None and kind in ("sparse", "onehot") and last == classes) else last
         )

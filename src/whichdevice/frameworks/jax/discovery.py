@@ -10,7 +10,7 @@ import jax
 
 from whichdevice.frameworks.common import nvidia as _nvidia
 from whichdevice.core.machine import cpu_model
-from whichdevice.core.records import DeviceInfo, FrameworkInfo
+from whichdevice.core.records import DeviceInfo, FrameworkInfo, Scalar
 
 
 def _dist_version(name: str) -> str | None:
@@ -28,17 +28,18 @@ def cuda_plugin() -> str | None:
     return None
 
 
-def settings() -> dict[str, object]:
+def settings() -> dict[str, Scalar]:
     """What decides a fair comparison, as in effect in this process: compile mode, float32
     matmul precision on the GPU (JAX's default lets the GPU use TF32 for float32 matmul;
     ``jax_default_matmul_precision='highest'`` turns that off) and the memory policy."""
-    precision = jax.config.jax_default_matmul_precision
+    # jax.config's flags are attributes made at run time, absent from jax's type information
+    precision = jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
     return {
         "jaxlib": _dist_version("jaxlib"),
         "cuda_plugin": cuda_plugin(),
         "compile": "jax.jit (XLA) on every device",
         "default_matmul_precision": str(precision) if precision else "default (TF32 on GPUs that have it)",
-        "x64": bool(jax.config.jax_enable_x64),
+        "x64": bool(jax.config.jax_enable_x64),  # type: ignore[attr-defined]  # (as above)
         "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true (JAX default: 75 % of GPU memory)"),
     }
 

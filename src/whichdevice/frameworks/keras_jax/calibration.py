@@ -50,5 +50,7 @@ def describe_train(model, optimizer, loss_fn, training, x, y) -> dict:
     import jax
 
     # JAX's default matmul precision runs float32 as TF32 on GPUs that have it
-    tf32 = jax.config.jax_default_matmul_precision in (None, "default", "bfloat16", "tensorfloat32")
+    # jax.config's flags are attributes made at run time, absent from jax's type information
+    precision = jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
+    tf32 = precision in (None, "default", "bfloat16", "tensorfloat32")
     return {"ops": kernels_from_hlo(text), "launch_mode": "xla", "tf32": tf32}

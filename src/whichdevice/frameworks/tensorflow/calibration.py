@@ -316,9 +316,10 @@ def classify(op) -> dict:
     if t in MATMUL or t in CONV or t in ELEMENTWISE:
         if not known:
             return {"op_type": f"{t} (unknown shape)", "kind": "uncovered", "flops": 0.0, "bytes": 0.0}
-        nbytes = float(sum(sizes))
+        known_sizes = [s for s in sizes if s is not None]  # all of them: ``known``
+        nbytes = float(sum(known_sizes))
         if t in _ASSIGN:  # the variable is read and written as well as the value read
-            nbytes += 2.0 * float(sizes[1])
+            nbytes += 2.0 * float(known_sizes[1])
         kind = "matmul" if t in MATMUL else "conv" if t in CONV else "elementwise"
         return {"op_type": t, "kind": kind, "flops": _flops(op) if kind != "elementwise" else 0.0, "bytes": nbytes}
     return {"op_type": t, "kind": "uncovered", "flops": 0.0, "bytes": 0.0}

@@ -9,10 +9,10 @@ import torch
 
 from whichdevice.frameworks.common import nvidia as _nvidia
 from whichdevice.core.machine import cpu_model
-from whichdevice.core.records import DeviceInfo, FrameworkInfo
+from whichdevice.core.records import DeviceInfo, FrameworkInfo, Scalar
 
 
-def settings() -> dict[str, object]:
+def settings() -> dict[str, Scalar]:
     """What decides a fair comparison, as in effect in this process: threads, compile mode,
     and whether float32 matmul/convolutions may use TF32 on the GPU (torch's defaults:
     matmul off, cuDNN on)."""

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import Any
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +44,7 @@ class TorchUserModel:
     """What the user's model function returned, completed with the defaults."""
 
     module: torch.nn.Module
-    loss_fn: object | None  # None: the default for the labels (default_loss)
+    loss_fn: Callable[..., Any] | None  # None: the default for the labels (default_loss)
     optimizer: torch.optim.Optimizer | None  # None: Adam on the module's parameters
     returned: str  # "module", "(module, loss_fn)" or "(module, loss_fn, optimizer)"
 
