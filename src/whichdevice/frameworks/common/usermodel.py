@@ -106,6 +106,8 @@ def load_function(path: str | Path, function: str, argument: str):
             argument, f"cannot read '{path}' ({type(e).__name__})", "Pass a readable UTF-8 .py file"
         ) from None
     spec = importlib.util.spec_from_file_location(f"whichdevice_user_{path.stem}", path)
+    if spec is None or spec.loader is None:  # no loader for its suffix (model.txt): was an AttributeError
+        raise UserFileError(argument, f"'{path.name}' is not a Python source file", "Pass a .py file")
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(path.parent))  # let the file import its neighbours
     try:
