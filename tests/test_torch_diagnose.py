@@ -371,6 +371,9 @@ def test_api_diagnoses_a_module_object(monkeypatch):
     record = result.record
     assert record.options["framework"] == "torch" and record.options["torch_returned"] == "module"
     assert all(r.status == "ok" for r in record.results)
+    # the record names the pickled model's loader: it outlives the call, as a Keras object's does
+    model_file = next(r.spec.params["model_file"] for r in record.results if r.spec.params.get("model_file"))
+    assert Path(model_file).exists(), model_file
 
 
 # ------------------------------------------------------------------ the GPU side, on recorded H100 data

@@ -633,13 +633,13 @@ def _is_torch_object(obj) -> bool:
 def _diagnose_torch(
     model, data, *, input_shape, classes, samples, batch, budget_s, devices, cpu_threads
 ) -> SuiteResult:
-    """``diagnose`` of a PyTorch model: objects are pickled to a temporary folder each measuring
-    child loads (frameworks/torch/usermodel.materialize), then the CLI's torch path."""
+    """``diagnose`` of a PyTorch model: objects are pickled to a kept folder (``_kept_folder``,
+    as a Keras model object's) each measuring child loads (frameworks/torch/usermodel.materialize), then the CLI's torch path."""
     if not isinstance(model, str):
         from whichdevice.frameworks.common.usermodel import UserFileError
         from whichdevice.frameworks.torch import usermodel as torch_usermodel
 
-        with tempfile.TemporaryDirectory(prefix="whichdevice-model-") as tmp:
+        with _kept_folder("torch-model") as tmp:  # as a Keras model's: the record names its loader
             try:
                 model_spec, data_spec = torch_usermodel.materialize(model, data, Path(tmp))
             except UserFileError as e:
