@@ -168,17 +168,7 @@ def _timed_run(st: State, name: str, run: Any, levels: int) -> Any:
     frame = _script_frame(st, levels)
     if frame is None:
         return run()
-    line = frame.f_lineno
-    _local.busy = True
-    try:
-        start = st.stamp(name, line)
-        seconds = run()
-        end = st.stamp(name, line)
-    finally:
-        _local.busy = False
-    if start is not None and end is not None:
-        st.add_interval(start, end, float(seconds), line)
-    return seconds
+    return _timed_run_at(st, name, run, frame.f_lineno)
 
 
 def _hook_timeit(st: State) -> None:
