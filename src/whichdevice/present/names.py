@@ -110,7 +110,8 @@ def workload_name(params: Mapping[str, object], workload: str = "train") -> str:
     kind = p.get("kind")
     if kind == "create":
         op = "cloning" if p.get("op") == "clone" else "building"
-        return f"{fw}{op} the {bits[0]}"
+        the = "" if bits[0].startswith("your ") else "the "  # "building your model", not "the your model"
+        return f"{fw}{op} {the}{bits[0]}"
     if "samples" in p:
         bits.append(f"{_n(p['samples'])} samples")
     if "batch" in p:
