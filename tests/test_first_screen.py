@@ -491,3 +491,11 @@ def test_no_gpu_reasons_are_a_record_field_not_parsed_from_the_note():
         "tensorflow": ["no NVIDIA driver found"],
         "torch": ["r"],
     }
+
+
+def test_building_the_users_model_reads_without_a_double_article():
+    from whichdevice.present.names import workload_name
+
+    assert workload_name({"example": "user", "kind": "create"}) == "building your model"
+    assert workload_name({"example": "user", "kind": "create", "op": "clone"}) == "cloning your model"
+    assert workload_name({"model": "mlp", "kind": "create"}).startswith("building the ")

@@ -16,7 +16,16 @@ from whichdevice.core.records import RunRecord
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import html, names, plots
 from whichdevice.present.firstscreen import FirstScreen, first_screen
-from whichdevice.present.tables import Grid, GridCell, creation_grid, runs_grid, sweep_grid, sync_cost_grid
+from whichdevice.present.pipeline import device_verdict
+from whichdevice.present.tables import (
+    Grid,
+    GridCell,
+    break_even_text,
+    creation_grid,
+    runs_grid,
+    sweep_grid,
+    sync_cost_grid,
+)
 
 
 def fix_grid(v: SuiteVerdict, *, with_how: bool = True, record: RunRecord | None = None) -> Grid:
@@ -128,9 +137,9 @@ def headline(v: SuiteVerdict) -> list[str]:
             out.append(f"{label}: {comp.describe()}")
         for d, be in row.break_even.items():
             if be.kind != "no_gpu":
-                out.append(f"{label}, {d}: {be.describe()}")
+                out.append(f"{label}, {d}: {break_even_text(be)}")
     for rep in v.pipelines:
-        out += [f"Image input pipeline: {line}" for line in rep.verdict[:2]]
+        out += [f"Image input pipeline: {line}" for line in device_verdict(rep)[:2]]
     if not v.gpus:
         out.insert(
             0,
@@ -235,7 +244,7 @@ def _sections(record: RunRecord, v: SuiteVerdict, drawn: SuitePlots) -> list[htm
             html.Section(
                 "Image input pipeline: is the step waiting for data?",
                 [variant_grid(rep) for rep in v.pipelines],
-                lines=[names.plain(line) for rep in v.pipelines for line in rep.verdict],
+                lines=[names.plain(line) for rep in v.pipelines for line in device_verdict(rep)],
                 source="seed003",
             )
         )

@@ -14,6 +14,7 @@ from typing import Literal
 from whichdevice.analysis.compare import Comparison
 from whichdevice.analysis.sweep import Cell, Table
 from whichdevice.analysis.train import RunCell, TrainReport
+from whichdevice.analysis.warmup import BreakEven
 from whichdevice.core.units import rate, seconds
 from whichdevice.core.records import Timing
 from whichdevice.analysis.utilization import summarize
@@ -185,7 +186,7 @@ def runs_grid(report: TrainReport) -> Grid:
         cells += [_comp_cell(row.comparisons.get(d)) for d in gpus]
         rows.append(cells)
     footer = [
-        f"{run_label(row.params)} — {d}: {be.describe()}"
+        f"{run_label(row.params)} — {d}: {break_even_text(be)}"
         for row in report.runs
         for d, be in row.break_even.items()
         if be.kind != "no_gpu"
@@ -216,3 +217,33 @@ def sync_cost_grid(report: TrainReport) -> Grid:
             ]
         )
     return Grid("Cost of syncing every step (.numpy() per step vs once per block)", headers, rows, [])
+
+
+def _neg(x: float | None) -> float | None:
+    return None if x is None else -x
+
+
+def break_even_text(be: BreakEven) -> str:
+    """The break-even in words (analysis/warmup.py computes it), e.g. 'break-even after 1,234
+    steps: the GPU's extra warm-up 1.2 s is paid back at 1 ms saved per step'."""
+    u, s = be.unit, seconds
+    if be.kind == "no_data":
+        return "break-even: not enough successful runs on both devices"
+    if be.kind == "no_gpu":
+        return "break-even: needs a GPU run (no GPU was measured here); run on a machine with a GPU"
+    if be.kind == "immediately":
+        return (
+            f"break-even: the GPU is ahead from the first {u[:-1]} "
+            f"(warm-up {s(_neg(be.extra_warmup_s))} shorter, saves {s(be.saving_per_unit_s)} per {u[:-1]})"
+        )
+    if be.kind == "never":
+        why = (
+            "its steady steps are not significantly faster"
+            if be.within_noise
+            else f"its steady {u} are {s(_neg(be.saving_per_unit_s))} slower each"
+        )
+        return f"break-even: never — {why} (extra warm-up {s(be.extra_warmup_s)})"
+    return (
+        f"break-even after {be.n:,} {u}: the GPU's extra warm-up {s(be.extra_warmup_s)} "
+        f"is paid back at {s(be.saving_per_unit_s)} saved per {u[:-1]}"
+    )
