@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from whichdevice.analysis import quality
 from whichdevice.analysis.suite import SuiteVerdict, SweepFinding, suite_verdict
 from whichdevice.core.records import RunRecord
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import html, names, plots
 from whichdevice.present.firstscreen import FirstScreen, first_screen
 from whichdevice.present.pipeline import device_verdict
+from whichdevice.present import notes
 from whichdevice.present.tables import (
     Grid,
     GridCell,
@@ -258,7 +258,7 @@ def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteR
     v = suite_verdict(record, seed_batch=user_batch)
     drawn = draw_plots(v, png, loglog=loglog)
     advice = settings_advice(v, user_batch) if record.experiment == "diagnose" else []
-    warnings, failures = quality.timing_warnings(record), quality.failures(record)
+    warnings, failures = notes.timing_warnings(record), notes.failures(record)
     first = first_screen(record, v, advice=advice)
     page = html.render_html(
         record,

@@ -8,11 +8,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis import quality
 from whichdevice.analysis.pipeline import analyze_pipeline, block_timed, step_jitter
 from whichdevice.core import records
 from whichdevice.present import html, plots, terminal
 from whichdevice.present.pipeline import device_verdict, stage_grid, step_jitter_note, variant_grid, wait_bars
+from whichdevice.present import notes
 
 
 def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bool = False) -> None:
@@ -20,8 +20,8 @@ def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bo
     of a pipeline record. ``loglog`` is accepted for ``report`` and unused (bars are linear)."""
     reports = analyze_pipeline(record)
     jitter = step_jitter_note(step_jitter(record))
-    warnings = quality.timing_warnings(block_timed(record)) + ([jitter] if jitter else [])
-    failures = quality.failures(record)
+    warnings = notes.timing_warnings(block_timed(record)) + ([jitter] if jitter else [])
+    failures = notes.failures(record)
     terminal.render_header(console, record)
     o = record.options
     what = (

@@ -8,12 +8,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis import quality
 from whichdevice.analysis.pitfalls import PitfallRow, analyze_pitfalls
 from whichdevice.core import records
 from whichdevice.core.units import seconds
 from whichdevice.present import html, terminal
 from whichdevice.present.tables import Grid, GridCell
+from whichdevice.present import notes
 
 
 def pitfalls_grid(rows: list[PitfallRow]) -> Grid:
@@ -48,7 +48,7 @@ def pitfalls_grid(rows: list[PitfallRow]) -> Grid:
 def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bool) -> None:
     """Terminal table and an HTML report beside ``png`` (no plot: one table says it all)."""
     rows = analyze_pitfalls(record)
-    warnings, failures = quality.timing_warnings(record), quality.failures(record)
+    warnings, failures = notes.timing_warnings(record), notes.failures(record)
     terminal.render_header(console, record)
     if record.options.get("quick"):
         console.print(
