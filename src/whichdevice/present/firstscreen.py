@@ -25,6 +25,7 @@ from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import names
+from whichdevice.present.claims import crossover_text
 
 if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
     from rich.console import Console
@@ -216,7 +217,7 @@ def _crossover_words(c: Crossover, unit: str, gpu: str) -> str:
         sure = " (uncertain: the ranges overlap there)" if c.ranges_overlap else ""
         est = f"{c.estimate:,.0f}" if c.estimate >= 100 else f"{c.estimate:.3g}"
         return f"use the CPU below {unit} ≈ {est}, {gpu} above (between {c.low:g} and {c.high:g}){sure}"
-    return c.describe(unit)
+    return crossover_text(c, unit)
 
 
 # ------------------------------------------------------------------ warnings, one line per kind

@@ -10,6 +10,7 @@ from whichdevice.analysis.quality import TimingWarning, measurement_warnings
 from whichdevice.analysis.utilization import describe as describe_telemetry
 from whichdevice.core.records import CaseResult, CaseSpec, RunRecord
 from whichdevice.core.stats import NOISY_REL_IQR
+from whichdevice.present.claims import modes_text
 
 # Parameters that say where a user's model comes from: true, but noise in a one-line label.
 _HIDDEN_IN_LABELS = {"model_file", "model_fn", "input_shape", "output_shape", "data_file", "data_fn", "label_classes"}
@@ -25,7 +26,7 @@ def warning_message(w: TimingWarning) -> str:
     """What the warning means and what to do, without the case's label."""
     if w.kind == "bimodal" and w.modes is not None:
         return (
-            f"bimodal between rounds ({w.modes.describe()}): its median describes "
+            f"bimodal between rounds ({modes_text(w.modes)}): its median describes "
             "neither; every ratio on it carries that spread"
         )
     if w.kind == "not_converged":

@@ -6,7 +6,7 @@ Pure formatting of what analysis/pipeline.py computed: no verdict is decided her
 from __future__ import annotations
 
 from whichdevice.analysis.compare import Comparison
-from whichdevice.present.claims import ratio_text
+from whichdevice.present.claims import comparison_text, ratio_text
 from whichdevice.analysis.pipeline import HIGHLY, MODERATELY, NOT, DeviceReport, VariantRow, WorkPlace, borderline
 from whichdevice.analysis.pipeline import classify_input_bound
 from whichdevice.analysis.utilization import describe as describe_telemetry
@@ -171,7 +171,7 @@ def _fastest_line(rep: DeviceReport) -> str | None:
     elif sp.winner is None:
         gain = f"{best.variant} ({ratio_text(sp)} against {first.variant}: not a clear winner)"
     else:
-        gain = f"{sp.describe()} than {first.variant} (loop speed)"
+        gain = f"{comparison_text(sp)} than {first.variant} (loop speed)"
     line = f"{rep.device}: fastest loop: {gain}; {_bound_text(best)}."
     if rep.fastest_waits_more and best.wait_s is not None and first.wait_s is not None:
         line += (
@@ -207,7 +207,7 @@ def device_verdict(rep: DeviceReport) -> list[str]:
     if rep.pyfunc_vs_tfops is not None:
         out.append(
             f"{d}: the same preprocessing in Python (tf.py_function) vs in TF ops: "
-            f"{known(rep.pyfunc_vs_tfops, 'comparison').describe()} (pipeline alone, per batch)."
+            f"{comparison_text(known(rep.pyfunc_vs_tfops, 'comparison'))} (pipeline alone, per batch)."
         )
     if rep.slowest is not None:
         rate_ = rep.slowest.examples_per_s

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from whichdevice.analysis.suite import SuiteVerdict, SweepFinding, suite_verdict
+from whichdevice.analysis.verdict import Finding
 from whichdevice.core.records import RunRecord
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import html, names, plots
 from whichdevice.present.firstscreen import FirstScreen, first_screen
 from whichdevice.present.pipeline import device_verdict
 from whichdevice.present import notes
+from whichdevice.present.claims import comparison_text, crossover_text
 from whichdevice.present.tables import (
     Grid,
     GridCell,
@@ -87,13 +89,13 @@ def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
             if comp.winner == d:
                 device = d
                 out.append(
-                    f"Device: {d} — it trains your model {comp.describe().split(' ', 1)[1]} than "
+                    f"Device: {d} — it trains your model {comparison_text(comp).split(' ', 1)[1]} than "
                     f"{v.training.baseline} at batch {batch}"
                 )
             elif comp.winner is None:
-                out.append(f"Device: either — {comp.describe()} at batch {batch}; a larger batch may tip it")
+                out.append(f"Device: either — {comparison_text(comp)} at batch {batch}; a larger batch may tip it")
             else:
-                out.append(f"Device: {v.training.baseline} — {comp.describe()} at batch {batch}")
+                out.append(f"Device: {v.training.baseline} — {comparison_text(comp)} at batch {batch}")
         failed = [d for d, cell in row.cells.items() if not cell.ok]
         if failed and not row.comparisons:
             kinds = ", ".join(str(row.cells[d].failure or "error").replace("_", " ") for d in failed)
@@ -115,8 +117,30 @@ def finding_text(f: SweepFinding, arrow: str = " → ") -> str:
         where = f"{fw}matrix multiply ({mode})"
     else:
         where = f"{fw}{names.model_name(g, short=True)} training step"
-    advice = f"{arrow}{f.finding.advice}" if f.finding.advice else ""
-    return names.plain(f"{where}: {f.finding.text}{advice}")
+    text, advice = _finding_words(f.finding)
+    return names.plain(f"{where}: {text}{f'{arrow}{advice}' if advice else ''}")
+
+
+def _finding_words(f: Finding) -> tuple[str, str]:
+    """A sweep finding (analysis/verdict.py) as its sentence and its advice ('' for none)."""
+    d, x = f.device, f.x_label
+    if f.rule == "launch_bound":
+        floor = f"≈{f.floor_s * 1e3:.3g} ms" if f.floor_s is not None else "a fixed time"
+        return (
+            f"{d}: time flat in {x} (flat: a fixed cost per call): it sits at a per-step floor of "
+            f"{floor} of kernel launches, dispatch and synchronization, not computing",
+            f"give each step more work: a larger {x}, steps_per_execution, or jit_compile to fuse ops",
+        )
+    if f.rule == "compute_bound":
+        return (
+            f"{d}: time grows with {x} (at least as fast as the square root of the work): compute-bound at the "
+            "top of the range",
+            "",
+        )
+    at = f"at {x}={f.x:g}: " if f.x is not None else ""
+    said = comparison_text(f.comparison) if f.comparison is not None else ""
+    advice = "for work this small the CPU is the right device" if f.rule == "cpu_wins" else ""
+    return f"{at}{said}", advice
 
 
 def headline(v: SuiteVerdict) -> list[str]:
@@ -127,14 +151,14 @@ def headline(v: SuiteVerdict) -> list[str]:
     for t in v.matmul:
         for d, c in t.crossovers.items():
             fw = f"{t.group['framework']}, " if "framework" in t.group else ""
-            out.append(f"Matmul ({fw}{t.group.get('mode')}): {c.describe('n')}")
+            out.append(f"Matmul ({fw}{t.group.get('mode')}): {crossover_text(c, 'n')}")
     for t in v.training.sweep:
         for d, c in t.crossovers.items():
-            out.append(f"Training step ({t.title}): {c.describe('batch')}")
+            out.append(f"Training step ({t.title}): {crossover_text(c, 'batch')}")
     for row in v.training.runs:
         label = names.workload_name(row.params)
         for d, comp in row.comparisons.items():
-            out.append(f"{label}: {comp.describe()}")
+            out.append(f"{label}: {comparison_text(comp)}")
         for d, be in row.break_even.items():
             if be.kind != "no_gpu":
                 out.append(f"{label}, {d}: {break_even_text(be)}")

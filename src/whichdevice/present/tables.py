@@ -19,6 +19,7 @@ from whichdevice.core.units import rate, seconds
 from whichdevice.core.records import Timing
 from whichdevice.analysis.utilization import summarize
 from whichdevice.present import names
+from whichdevice.present.claims import comparison_text, crossover_text
 
 
 @dataclass(frozen=True)
@@ -100,11 +101,13 @@ def sweep_grid(table: Table, x_label: str, rate_unit: str | None) -> Grid:
             if comp is None:
                 cells.append(GridCell("—"))
             elif comp.winner is None:
-                cells.append(GridCell(comp.describe(), "neutral"))
+                cells.append(GridCell(comparison_text(comp), "neutral"))
             else:
-                cells.append(GridCell(comp.describe(), "good" if comp.winner == d else "bad"))
+                cells.append(GridCell(comparison_text(comp), "good" if comp.winner == d else "bad"))
         rows.append(cells)
-    footer = [f"Crossover {d} vs {table.baseline}: {cross.describe(x_label)}" for d, cross in table.crossovers.items()]
+    footer = [
+        f"Crossover {d} vs {table.baseline}: {crossover_text(cross, x_label)}" for d, cross in table.crossovers.items()
+    ]
     return Grid(table_title(table.group, table.title), headers, rows, footer)
 
 
@@ -136,8 +139,8 @@ def _comp_cell(comp: Comparison | None) -> GridCell:
     if comp is None:
         return GridCell("—")
     if comp.winner is None:
-        return GridCell(comp.describe(), "neutral")
-    return GridCell(comp.describe(), "good" if comp.winner == comp.other else "bad")
+        return GridCell(comparison_text(comp), "neutral")
+    return GridCell(comparison_text(comp), "good" if comp.winner == comp.other else "bad")
 
 
 def creation_grid(report: TrainReport) -> Grid:
