@@ -7,9 +7,9 @@ Pure formatting: which points warn, and why, is decided in analysis/quality.py.
 from __future__ import annotations
 
 from whichdevice.analysis.quality import TimingWarning, measurement_warnings
-from whichdevice.analysis.utilization import describe as describe_telemetry
 from whichdevice.core.records import CaseResult, CaseSpec, RunRecord
 from whichdevice.core.stats import NOISY_REL_IQR
+from whichdevice.present.tables import telemetry_text
 from whichdevice.present.claims import modes_text
 
 # Parameters that say where a user's model comes from: true, but noise in a one-line label.
@@ -31,7 +31,7 @@ def warning_message(w: TimingWarning) -> str:
         )
     if w.kind == "not_converged":
         ci = f"±{w.value:.0%}" if w.value != float("inf") else "not yet formed"
-        busy = f"; during it: {describe_telemetry(w.telemetry)}" if w.telemetry is not None else ""
+        busy = f"; during it: {telemetry_text(w.telemetry)}" if w.telemetry is not None else ""
         return (
             f"did not converge — its median's 95 % interval is {ci} (target ±5 %) when its "
             f"{w.stop_reason} stopped it after {w.n_samples} samples{busy}; the machine was busy or "

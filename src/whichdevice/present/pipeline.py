@@ -9,9 +9,8 @@ from whichdevice.analysis.compare import Comparison
 from whichdevice.present.claims import comparison_text, ratio_text
 from whichdevice.analysis.pipeline import HIGHLY, MODERATELY, NOT, DeviceReport, VariantRow, WorkPlace, borderline
 from whichdevice.analysis.pipeline import classify_input_bound
-from whichdevice.analysis.utilization import describe as describe_telemetry
 from whichdevice.analysis.values import known
-from whichdevice.present.tables import Grid, GridCell, busy_text
+from whichdevice.present.tables import Grid, GridCell, busy_text, telemetry_text
 from whichdevice.core.units import rate, seconds
 from whichdevice.core.records import Timing
 
@@ -148,7 +147,7 @@ def _work_place_line(device: str, w: WorkPlace) -> str:
     s = w.telemetry
     if w.kind != "gpu":
         cores = f"{w.n_cores} cores" if w.n_cores else "the cores"
-        busy = describe_telemetry(s) if s is not None else ""
+        busy = telemetry_text(s) if s is not None else ""
         return f"{device}: input work and the train step share the same {cores}; during the {w.loop} loop: {busy}."
     line = (
         f"{device}: the tf.data work (read, map, augment) runs on the host CPU — tf.data's "
@@ -157,7 +156,7 @@ def _work_place_line(device: str, w: WorkPlace) -> str:
     if s is not None and w.gpu_state == "unavailable":
         line += f" GPU utilization was not available ({s.gpu_unavailable})."
     elif s is not None and w.gpu_state is not None:
-        line += f" During the {w.loop} loop: {describe_telemetry(s)} — {_GPU_STATE[w.gpu_state]}."
+        line += f" During the {w.loop} loop: {telemetry_text(s)} — {_GPU_STATE[w.gpu_state]}."
     return line
 
 

@@ -17,6 +17,7 @@ from whichdevice.analysis.train import RunCell, TrainReport
 from whichdevice.analysis.warmup import BreakEven
 from whichdevice.core.units import rate, seconds
 from whichdevice.core.records import Timing
+from whichdevice.core.telemetry import GPU_NOT_REQUESTED, TelemetrySummary
 from whichdevice.analysis.utilization import summarize
 from whichdevice.present import names
 from whichdevice.present.claims import comparison_text, crossover_text
@@ -250,3 +251,23 @@ def break_even_text(be: BreakEven) -> str:
         f"break-even after {be.n:,} {u}: the GPU's extra warm-up {s(be.extra_warmup_s)} "
         f"is paid back at {s(be.saving_per_unit_s)} saved per {u[:-1]}"
     )
+
+
+def telemetry_text(summary: TelemetrySummary) -> str:
+    """One terminal line, e.g. ``GPU busy 23 %, CPU 2 of 16 cores saturated (mean 41 %)``.
+
+    When GPU telemetry was asked for but could not be had, the reason is appended; when
+    it was not asked for (a CPU window) the GPU is not mentioned.
+    """
+    if summary.cpu_mean_percent is None:
+        cpu = "CPU not sampled"
+    else:
+        cpu = (
+            f"CPU {summary.cores_saturated} of {summary.n_cores} cores saturated"
+            f" (mean {summary.cpu_mean_percent:.0f} %)"
+        )
+    if summary.gpu_util_mean_percent is not None:
+        return f"GPU busy {summary.gpu_util_mean_percent:.0f} %, {cpu}"
+    if summary.gpu_unavailable and summary.gpu_unavailable != GPU_NOT_REQUESTED:
+        return f"{cpu}; {summary.gpu_unavailable}"
+    return cpu
