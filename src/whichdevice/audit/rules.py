@@ -20,6 +20,7 @@ Vocabulary:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from whichdevice.analysis.significance import judge
 from whichdevice.audit import causes
@@ -120,6 +121,40 @@ def device_exists(requested: str | None, physical: dict[str, int]) -> bool | Non
     return int(m.group("idx")) < physical.get(m.group("kind").upper(), 0)
 
 
+# The counters a block's or a measurement's row reports: each the difference of its two snapshots.
+_BLOCK_COUNTERS = (
+    "fn_calls",
+    "traces",
+    "instantiations",
+    "xla_compiles",
+    "sessions",
+    "session_runs",
+    "syncs",
+    "h2d",
+    "d2h",
+    "cpu_ops_in_gpu_block",
+)
+_MEASUREMENT_COUNTERS = (
+    "fn_calls",
+    "traces",
+    "instantiations",
+    "xla_compiles",
+    "new_kernels",
+    "sessions",
+    "session_runs",
+    "syncs",
+    "h2d",
+    "d2h",
+    "host_inputs",
+    "pageable_moves",
+    "user_syncs",
+    "vars_other_device",
+    "eager_ops",
+    "elems",
+    "first_session_runs",
+)
+
+
 def build_blocks(state: dict) -> list[Block]:
     physical = state.get("physical_devices") or {}
     blocks = []
@@ -136,21 +171,7 @@ def build_blocks(state: dict) -> list[Block]:
                 device_exists=device_exists(b["requested"], physical),
                 wall_s=(exit_["t"] - enter["t"]) if b.get("exit") else None,
                 ran_on=_diff_devices(enter, exit_),
-                **{
-                    k: _diff(enter, exit_, k)
-                    for k in (
-                        "fn_calls",
-                        "traces",
-                        "instantiations",
-                        "xla_compiles",
-                        "sessions",
-                        "session_runs",
-                        "syncs",
-                        "h2d",
-                        "d2h",
-                        "cpu_ops_in_gpu_block",
-                    )
-                },
+                **{k: _diff(enter, exit_, k) for k in _BLOCK_COUNTERS},
                 error=b.get("error"),
             )
         )
@@ -171,9 +192,41 @@ def _blocks_in(state: dict, s0: dict, s1: dict, start_block: int | None) -> list
     return sorted(ids)
 
 
-def build_measurements(state: dict) -> list[Measurement]:
-    reads = {r["id"]: r for r in state.get("reads", [])}
-    raw_blocks = state.get("blocks", [])
+@dataclass(frozen=True)
+class _Script:
+    """What the whole script says about each of its measurements: its framework, whether its CUDA
+    path fell back to the CPU, whether it ever synchronizes, whether its source names a device."""
+
+    framework: str
+    fallback: bool
+    syncs: bool
+    calls: list
+    device_script: bool
+
+    @property
+    def torch(self) -> bool:
+        return self.framework == "torch"
+
+    @property
+    def jax(self) -> bool:
+        return self.framework == "jax"
+
+    @classmethod
+    def of(cls, state: dict) -> _Script:
+        fallback = torch_fallback(state)
+        return cls(
+            framework=state.get("framework", "tensorflow"),
+            fallback=fallback,
+            syncs=_script_mentions_sync(state),
+            calls=state.get("torch_calls") or [],
+            device_script=fallback or bool(_DEVICE_WORD.search(_source_text(state))),
+        )
+
+
+def _first_intervals(state: dict, reads: dict[int, dict]) -> list[dict]:
+    """The script's intervals between two recorded reads, one per start read (the first end wins:
+    ``times.append(time.time() - start)`` then ``print(time.time() - start)`` is one measurement),
+    in the order they started."""
     first_by_start: dict[int, dict] = {}
     for iv in state.get("intervals", []):
         if iv["start"] not in reads or iv["end"] not in reads or iv["seconds"] < 0:
@@ -183,100 +236,97 @@ def build_measurements(state: dict) -> list[Measurement]:
         kept = first_by_start.get(iv["start"])
         if kept is None or iv["end"] < kept["end"]:
             first_by_start[iv["start"]] = iv
-    items = sorted(first_by_start.values(), key=lambda iv: (reads[iv["start"]]["snap"]["seq"], iv["end"]))
-    torch = state.get("framework") == "torch"
-    jax = state.get("framework") == "jax"
-    fallback = torch_fallback(state)
-    script_syncs = _script_mentions_sync(state)
-    calls = state.get("torch_calls") or []
-    device_script = fallback or bool(_DEVICE_WORD.search(_source_text(state)))
-    partial = []
-    for i, iv in enumerate(items):
-        r0, r1 = reads[iv["start"]], reads[iv["end"]]
-        s0, s1 = r0["snap"], r1["snap"]
-        bids = _blocks_in(state, s0, s1, r0.get("block"))
-        kinds = {raw_blocks[b]["kind"] for b in bids}
-        kind = "GPU" if "GPU" in kinds else ("CPU" if "CPU" in kinds else "")
-        ran_on = _diff_devices(s0, s1)
-        gpu_ran = any(d.startswith("GPU") for d in ran_on)
-        if torch or jax:  # no device blocks in PyTorch / JAX: the kind is where the kernels ran
-            kind = "GPU" if gpu_ran else ("CPU" if ran_on else "")
+    return sorted(first_by_start.values(), key=lambda iv: (reads[iv["start"]]["snap"]["seq"], iv["end"]))
+
+
+def _interval_kind(script: _Script, block_kinds: set[str], ran_on: dict[str, int]) -> str:
+    """'GPU', 'CPU' or '': the device blocks the interval ran in (TensorFlow), or where its kernels ran
+    (PyTorch / JAX, which have no device blocks)."""
+    if script.torch or script.jax:
+        return "GPU" if any(d.startswith("GPU") for d in ran_on) else ("CPU" if ran_on else "")
+    return "GPU" if "GPU" in block_kinds else ("CPU" if "CPU" in block_kinds else "")
+
+
+def _work_after_last_read(s0: dict, s1: dict, key: str) -> bool:
+    """Work (counter ``key``: the last GPU / any work's seq) dispatched in the interval after its last host read."""
+    return s1.get(key, 0) > s0["seq"] and s1.get(key, 0) > s1.get("last_sync", 0)
+
+
+def _unsynced_end(state: dict, script: _Script, s0: dict, s1: dict, gpu_side: bool) -> bool:
+    """Whether the interval's second clock read came before its device work finished."""
+    unsynced = _work_after_last_read(s0, s1, "last_gpu_work") and gpu_side
+    if unsynced and _diff(s0, s1, "syncs") > 0:
+        # The loop read results back as it went (Keras's progress bar, a loss per step); what is
+        # left unsynchronized at the end is a few trailing ops (metric resets), not the work.
+        trailing = int(s1.get("eager_ops", 0)) - int(s1.get("ops_at_last_sync", 0))
+        unsynced = trailing > TRAILING_OPS_SHARE * max(1, _diff(s0, s1, "eager_ops"))
+    if script.jax and not unsynced:
+        # JAX dispatches asynchronously on every backend, the CPU too: work dispatched after the
+        # last host read (block_until_ready, np.asarray, .item()) was still running at the clock read.
+        unsynced = _work_after_last_read(s0, s1, "last_work")
+    if script.torch and script.fallback and not unsynced:
+        # The CUDA path fell back to the CPU here: the same loop on a GPU ends unsynchronized when no
+        # host read follows its last kernel and the script never synchronizes anywhere — only for an
+        # interval that ran a module the script sent to its device (.to(device) / .cuda()): a loop
+        # that never touched the device path is not flagged (issue #33: no false alarm).
         unsynced = (
-            s1.get("last_gpu_work", 0) > s0["seq"]
-            and s1.get("last_gpu_work", 0) > s1.get("last_sync", 0)
-            and (kind == "GPU" or gpu_ran)
+            _work_after_last_read(s0, s1, "last_work")
+            and not script.syncs
+            and _ran_moved_module(state, s0["seq"], s1["seq"])
         )
-        if unsynced and _diff(s0, s1, "syncs") > 0:
-            # The loop read results back as it went (Keras's progress bar, a loss per step); what is
-            # left unsynchronized at the end is a few trailing ops (metric resets), not the work.
-            trailing = int(s1.get("eager_ops", 0)) - int(s1.get("ops_at_last_sync", 0))
-            unsynced = trailing > TRAILING_OPS_SHARE * max(1, _diff(s0, s1, "eager_ops"))
-        if jax and not unsynced:
-            # JAX dispatches asynchronously on every backend, the CPU too: work dispatched after the
-            # last host read (block_until_ready, np.asarray, .item()) was still running at the clock read.
-            unsynced = s1.get("last_work", 0) > s0["seq"] and s1.get("last_work", 0) > s1.get("last_sync", 0)
-        if torch and fallback and not unsynced:
-            # The CUDA path fell back to the CPU here: the same loop on a GPU ends unsynchronized when no
-            # host read follows its last kernel and the script never synchronizes anywhere — only for an
-            # interval that ran a module the script sent to its device (.to(device) / .cuda()): a loop
-            # that never touched the device path is not flagged (issue #33: no false alarm).
-            unsynced = (
-                s1.get("last_work", 0) > s0["seq"]
-                and s1.get("last_work", 0) > s1.get("last_sync", 0)
-                and not script_syncs
-                and _ran_moved_module(state, s0["seq"], s1["seq"])
-            )
-        line = iv.get("line")
-        tracing = r0.get("tracing") or r1.get("tracing") or ""
-        setup = {}
-        for key, kind_name in _FLOAT_SETUP.items():
-            d = float(s1.get(key, 0.0)) - float(s0.get(key, 0.0))
-            if d > 0:
-                setup[kind_name] = d
-        partial.append(
-            dict(
-                id=i,
-                line=line,
-                text=iv.get("text", ""),
-                seconds=iv["seconds"],
-                clock=r1["fn"],
-                kind=kind,
-                blocks=bids,
-                ran_on=ran_on,
-                unsynced_gpu_end=unsynced,
-                series=f"{line}:{kind}" + (_torch_models(calls, s0["seq"], s1["seq"]) if torch or jax else ""),
-                setup_s=setup,
-                loader_wait_s=float(s1.get("loader_wait_s", 0.0)) - float(s0.get("loader_wait_s", 0.0)),
-                start_seq=s0["seq"],
-                end_seq=s1["seq"],
-                framework=state.get("framework", "tensorflow"),
-                tracing=tracing,
-                device_script=device_script,
-                loops=loops_in(state, s0["seq"], s1["seq"]),
-                **{
-                    k: _diff(s0, s1, k)
-                    for k in (
-                        "fn_calls",
-                        "traces",
-                        "instantiations",
-                        "xla_compiles",
-                        "new_kernels",
-                        "sessions",
-                        "session_runs",
-                        "syncs",
-                        "h2d",
-                        "d2h",
-                        "host_inputs",
-                        "pageable_moves",
-                        "user_syncs",
-                        "vars_other_device",
-                        "eager_ops",
-                        "elems",
-                        "first_session_runs",
-                    )
-                },
-            )
-        )
+    return unsynced
+
+
+def _setup_seconds(s0: dict, s1: dict) -> dict[str, float]:
+    """Seconds of set-up by kind (``SETUP_KINDS``) that happened inside the interval."""
+    setup = {}
+    for key, kind_name in _FLOAT_SETUP.items():
+        d = float(s1.get(key, 0.0)) - float(s0.get(key, 0.0))
+        if d > 0:
+            setup[kind_name] = d
+    return setup
+
+
+def _measurement_fields(state: dict, script: _Script, i: int, iv: dict, reads: dict[int, dict]) -> dict:
+    """The fields of measurement ``i`` (interval ``iv``) but its place in its series."""
+    r0, r1 = reads[iv["start"]], reads[iv["end"]]
+    s0, s1 = r0["snap"], r1["snap"]
+    bids = _blocks_in(state, s0, s1, r0.get("block"))
+    raw_blocks = state.get("blocks", [])
+    ran_on = _diff_devices(s0, s1)
+    kind = _interval_kind(script, {raw_blocks[b]["kind"] for b in bids}, ran_on)
+    gpu_side = kind == "GPU" or any(d.startswith("GPU") for d in ran_on)
+    line = iv.get("line")
+    models = _torch_models(script.calls, s0["seq"], s1["seq"]) if script.torch or script.jax else ""
+    return dict(
+        id=i,
+        line=line,
+        text=iv.get("text", ""),
+        seconds=iv["seconds"],
+        clock=r1["fn"],
+        kind=kind,
+        blocks=bids,
+        ran_on=ran_on,
+        unsynced_gpu_end=_unsynced_end(state, script, s0, s1, gpu_side),
+        series=f"{line}:{kind}" + models,
+        setup_s=_setup_seconds(s0, s1),
+        loader_wait_s=float(s1.get("loader_wait_s", 0.0)) - float(s0.get("loader_wait_s", 0.0)),
+        start_seq=s0["seq"],
+        end_seq=s1["seq"],
+        framework=state.get("framework", "tensorflow"),
+        tracing=r0.get("tracing") or r1.get("tracing") or "",
+        device_script=script.device_script,
+        loops=loops_in(state, s0["seq"], s1["seq"]),
+        **{k: _diff(s0, s1, k) for k in _MEASUREMENT_COUNTERS},
+    )
+
+
+def build_measurements(state: dict) -> list[Measurement]:
+    """One :class:`Measurement` per interval the script computed (``_first_intervals``), numbered
+    within its series (same line, same device kind) in the order they ran."""
+    reads = {r["id"]: r for r in state.get("reads", [])}
+    script = _Script.of(state)
+    partial = [_measurement_fields(state, script, i, iv, reads) for i, iv in enumerate(_first_intervals(state, reads))]
     counts: dict[str, int] = {}
     for p in partial:
         p["index_in_series"] = counts.get(p["series"], 0)
@@ -415,6 +465,9 @@ def _gpu_blocks(blocks: list[Block], ids) -> list[Block]:
     return [blocks[i] for i in ids if i < len(blocks) and blocks[i].requested and "GPU" in blocks[i].requested.upper()]
 
 
+_SOFT_PLACED_TITLE = "Asked for GPU, ran on CPU"
+
+
 def rule_soft_placed_missing_device(state, blocks, measurements) -> list[Finding]:
     """Asked for a GPU, ran on the CPU — decided from what each timed interval ran, not from the block.
 
@@ -422,8 +475,17 @@ def rule_soft_placed_missing_device(state, blocks, measurements) -> list[Finding
     happens after it, so the block itself holds no op; the interval holds them all. Blocks
     that no interval covers are judged by their own ops (the TF2 case of a block timed from
     outside, or not timed)."""
-    out = []
     covered: set[int] = set()
+    out = _soft_placed_series(state, blocks, measurements, covered)
+    out += _soft_placed_torch_fallback(state, measurements)
+    out += _soft_placed_blocks(state, blocks, measurements, covered)
+    return out
+
+
+def _soft_placed_series(state, blocks, measurements, covered: set[int]) -> list[Finding]:
+    """'GPU' series whose timings ran no op on a GPU because the device asked for does not exist
+    (the blocks they ran in are added to ``covered``)."""
+    out = []
     gpus = int((state.get("physical_devices") or {}).get("GPU", 0))
     for series in series_of(measurements).values():
         if series[0].kind != "GPU":
@@ -436,65 +498,81 @@ def rule_soft_placed_missing_device(state, blocks, measurements) -> list[Finding
         if not missing and gpus:
             continue  # the GPU exists: ops placed on the CPU are gpu_ops_on_cpu's (placement log)
         covered.update(b.id for b in gblocks)
-        asked = gblocks[0].requested if gblocks else "a GPU"
-        evidence = "; ".join(
-            f"measurement {m.index_in_series + 1} ({seconds(m.seconds)}): {_ran(m.ran_on)}" for m in on_cpu[:3]
-        ) + (f"; … {len(on_cpu) - 3} more" if len(on_cpu) > 3 else "")
-        where_asked = f"line {gblocks[0].line}: {gblocks[0].text}" if gblocks else _where(series[0])
-        out.append(
-            Finding(
-                rule="soft_placed_missing_device",
-                title="Asked for GPU, ran on CPU",
-                where=f"{_where(series[0])}: {series[0].text} (device asked at {where_asked})",
-                explanation=(
-                    f"{len(on_cpu)} of {len(series)} timings of this 'GPU' series ran no op on a GPU — {evidence}. "
-                    f"{asked!s} does not exist on this machine ({_devices_text(state)}); soft placement ran the work "
-                    "on the CPU, so these are CPU times, whatever the label says."
-                ),
-                fix=_fix_for(
-                    state,
-                    series[0].framework,
-                    tf=(
-                        "Check tf.config.list_logical_devices('GPU') before timing, or turn soft placement off "
-                        "(tf.config.set_soft_device_placement(False)) so a missing device raises; label results by "
-                        "where the ops ran (tensor.device)."
-                    ),
-                    tf1=(
-                        "Check tf.config.list_logical_devices('GPU') before timing, or create the Session with "
-                        "tf.compat.v1.ConfigProto(allow_soft_placement=False) so a missing device raises; label "
-                        "results by where the ops ran."
-                    ),
-                    torch=(
-                        "Check torch.cuda.is_available() before timing and label results by tensor.device, not by the "
-                        "device asked for."
-                    ),
-                    jax="Check jax.devices() before timing and label results by the array's device (x.devices()).",
-                ),
-                measurements=[m.id for m in series],
-                blocks=[b.id for b in gblocks],
-            )
+        out.append(_soft_placed_series_finding(state, series, on_cpu, gblocks))
+    return out
+
+
+def _soft_placed_series_finding(
+    state: dict, series: list[Measurement], on_cpu: list[Measurement], gblocks: list[Block]
+) -> Finding:
+    asked = gblocks[0].requested if gblocks else "a GPU"
+    evidence = "; ".join(
+        f"measurement {m.index_in_series + 1} ({seconds(m.seconds)}): {_ran(m.ran_on)}" for m in on_cpu[:3]
+    ) + (f"; … {len(on_cpu) - 3} more" if len(on_cpu) > 3 else "")
+    where_asked = f"line {gblocks[0].line}: {gblocks[0].text}" if gblocks else _where(series[0])
+    return Finding(
+        rule="soft_placed_missing_device",
+        title=_SOFT_PLACED_TITLE,
+        where=f"{_where(series[0])}: {series[0].text} (device asked at {where_asked})",
+        explanation=(
+            f"{len(on_cpu)} of {len(series)} timings of this 'GPU' series ran no op on a GPU — {evidence}. "
+            f"{asked!s} does not exist on this machine ({_devices_text(state)}); soft placement ran the work "
+            "on the CPU, so these are CPU times, whatever the label says."
+        ),
+        fix=_fix_for(
+            state,
+            series[0].framework,
+            tf=(
+                "Check tf.config.list_logical_devices('GPU') before timing, or turn soft placement off "
+                "(tf.config.set_soft_device_placement(False)) so a missing device raises; label results by "
+                "where the ops ran (tensor.device)."
+            ),
+            tf1=(
+                "Check tf.config.list_logical_devices('GPU') before timing, or create the Session with "
+                "tf.compat.v1.ConfigProto(allow_soft_placement=False) so a missing device raises; label "
+                "results by where the ops ran."
+            ),
+            torch=(
+                "Check torch.cuda.is_available() before timing and label results by tensor.device, not by the "
+                "device asked for."
+            ),
+            jax="Check jax.devices() before timing and label results by the array's device (x.devices()).",
+        ),
+        measurements=[m.id for m in series],
+        blocks=[b.id for b in gblocks],
+    )
+
+
+def _soft_placed_torch_fallback(state, measurements) -> list[Finding]:
+    """A PyTorch script told torch.cuda.is_available() is False: its CUDA path ran on the CPU."""
+    gpus = int((state.get("physical_devices") or {}).get("GPU", 0))
+    if not (torch_fallback(state) and measurements and not gpus):
+        return []
+    probe = state.get("cuda_probe") or {}
+    by = series_of(measurements)
+    evidence = "; ".join(f"{_where(s[0])}: {_ran(s[0].ran_on)}" for s in list(by.values())[:4] if s[0].ran_on)
+    return [
+        Finding(
+            rule="soft_placed_missing_device",
+            title=_SOFT_PLACED_TITLE,
+            where=f"line {probe.get('line')}: {probe.get('text', '')}",
+            explanation=(
+                "the script asked torch.cuda.is_available() and got False (no CUDA device here), so its CUDA path "
+                f"fell back to the CPU: every kernel of every timing ran on CPU:0 ({evidence}). A series printed "
+                "as GPU is a CPU time, whatever the label says."
+            ),
+            fix=(
+                "Run it where torch.cuda.is_available() is True, and label each result by the device its tensors "
+                "are on (tensor.device), not by the device asked for."
+            ),
+            measurements=[m.id for m in measurements],
         )
-    if torch_fallback(state) and measurements and not gpus:
-        probe = state.get("cuda_probe") or {}
-        by = series_of(measurements)
-        evidence = "; ".join(f"{_where(s[0])}: {_ran(s[0].ran_on)}" for s in list(by.values())[:4] if s[0].ran_on)
-        out.append(
-            Finding(
-                rule="soft_placed_missing_device",
-                title="Asked for GPU, ran on CPU",
-                where=f"line {probe.get('line')}: {probe.get('text', '')}",
-                explanation=(
-                    "the script asked torch.cuda.is_available() and got False (no CUDA device here), so its CUDA path "
-                    f"fell back to the CPU: every kernel of every timing ran on CPU:0 ({evidence}). A series printed "
-                    "as GPU is a CPU time, whatever the label says."
-                ),
-                fix=(
-                    "Run it where torch.cuda.is_available() is True, and label each result by the device its tensors "
-                    "are on (tensor.device), not by the device asked for."
-                ),
-                measurements=[m.id for m in measurements],
-            )
-        )
+    ]
+
+
+def _soft_placed_blocks(state, blocks, measurements, covered: set[int]) -> list[Finding]:
+    """Blocks no 'GPU' series covered that asked for a missing device and ran work: one finding per line."""
+    out = []
     by_line: dict[int, list[Block]] = {}
     for b in blocks:
         if b.id in covered:
@@ -508,7 +586,7 @@ def rule_soft_placed_missing_device(state, blocks, measurements) -> list[Finding
         out.append(
             Finding(
                 rule="soft_placed_missing_device",
-                title="Asked for GPU, ran on CPU",
+                title=_SOFT_PLACED_TITLE,
                 where=f"line {line}: {bs[0].text}",
                 explanation=(
                     f"{bs[0].requested!s} does not exist on this machine (TensorFlow sees "
