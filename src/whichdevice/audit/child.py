@@ -58,7 +58,6 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from whichdevice.audit import clocks, jax_hooks, tf_hooks, torch_hooks
 from whichdevice.audit.state import AUDIT_STATE_VERSION, RERUN_BUDGET_S, State
@@ -104,20 +103,6 @@ UNSAFE_OPS = frozenset(
         "SaveDatasetV2",
     }
 )
-
-
-STATE: State | None = None
-
-
-def _st() -> State:
-    """The audit's state: main() sets it before the script runs, and everything below runs after."""
-    if STATE is None:
-        raise RuntimeError("the audit's state was read before main() set it")
-    return STATE
-
-
-def _source(line: int) -> str:
-    return _st().source(line)
 
 
 # ---------------------------------------------------------------- re-measurement
@@ -180,21 +165,20 @@ def _side_work(st: State, block_ids: list[int]) -> tuple[list[tuple], str | None
     return work, None
 
 
-def rerun(deadline: float) -> None:
+def rerun(st: State, deadline: float) -> None:
     """Interleaved steady re-measurement of every compared pair (A = CPU-asked, B = GPU-asked).
 
     Each side is the tf.functions its blocks called, with the arguments of their last call,
     under the block's device request; one side's block time is Σ calls × (time of k calls, device
     synchronized) / k. Rounds alternate A and B in a random order (``audit/interleave.py``)."""
-    st = _st()
     if not st.tf_installed:
         return
     import tensorflow as tf
 
-    from whichdevice.audit import interleave, rules
+    from whichdevice.audit import measurements
 
     state = st.to_json()
-    pairs = rules.comparisons(rules.timed(rules.build_measurements(state)))
+    pairs = measurements.comparisons(measurements.timed(measurements.build_measurements(state)))
     done: dict[tuple, int] = {}
     for a, b in pairs:
         base = {"a": a.id, "b": b.id}
@@ -217,7 +201,7 @@ def rerun(deadline: float) -> None:
         try:
             t_pair = _orig_perf()
             budget = max(0.0, min(RERUN_BUDGET_S, left / 4, st.rerun_left_s))
-            rounds, per_call = _interleave(tf, interleave, wa, wb, budget_s=budget)
+            rounds, per_call = _interleave(st, tf, wa, wb, budget_s=budget)
             st.rerun_left_s -= _orig_perf() - t_pair
         except Exception as e:
             st.interleaved.append({**base, "skipped": f"re-running raised {type(e).__name__}: {str(e).strip()[:200]}"})
@@ -241,17 +225,16 @@ def _torch_side(st: State, m) -> tuple[list[tuple], str | None]:
     return [(key, *st.torch_last[key], n) for key, n in counts.items()], None
 
 
-def rerun_torch(deadline: float) -> None:
+def rerun_torch(st: State, deadline: float) -> None:
     """Interleaved re-run of each compared pair's forward passes (PyTorch): each side's top-level
     module calls with their last inputs and grad mode, device synchronized; the backward pass and
     the optimizer are the script's and are not replayed (said in the correction's note)."""
-    st = _st()
-    from whichdevice.audit import interleave, rules
+    from whichdevice.audit import measurements
 
     state = st.to_json()
-    pairs = rules.comparisons(rules.timed(rules.build_measurements(state)))
+    pairs = measurements.comparisons(measurements.timed(measurements.build_measurements(state)))
     jax_mode = st.framework == "jax"
-    pairs_run = _TorchPairs(st, deadline, jax_mode, _torch_call_k(jax_mode), interleave)
+    pairs_run = _TorchPairs(st, deadline, jax_mode, _torch_call_k(jax_mode))
     for a, b in pairs:
         pairs_run.pair(a, b)
 
@@ -313,10 +296,11 @@ class _TorchPairs:
     deadline: float
     jax_mode: bool
     call_k: Callable[[tuple, int], float]
-    interleave: Any
     done: dict[tuple, int] = field(default_factory=dict)
 
     def pair(self, a, b) -> None:
+        from whichdevice.audit import interleave
+
         st = self.st
         base = {"a": a.id, "b": b.id}
         wa, why_a = _torch_side(st, a)
@@ -340,7 +324,7 @@ class _TorchPairs:
         try:
             t_pair = _orig_perf()
             budget = max(0.0, min(RERUN_BUDGET_S, left / 4, st.rerun_left_s))
-            rounds = self.interleave.run_rounds(
+            rounds = interleave.run_rounds(
                 _side_clock(wa, ks, samples, self.call_k, 4),
                 _side_clock(wb, ks, samples, self.call_k, 4),
                 budget_s=budget,
@@ -370,8 +354,9 @@ class _TorchPairs:
         }
 
 
-def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: float):
+def _interleave(st: State, tf, wa: list[tuple], wb: list[tuple], budget_s: float):
     from whichdevice import frameworks
+    from whichdevice.audit import interleave
     from whichdevice.core import timing
 
     fw_sync = frameworks.load("tensorflow").sync.sync  # the project's sync (issue #31: one ground)
@@ -406,7 +391,7 @@ def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: floa
     per_call = [
         {
             "side": "a" if any(item is w for w in wa) else "b",
-            "function": _st().functions[item[0]]["name"],
+            "function": st.functions[item[0]]["name"],
             "requested": item[4],
             "ran_on": ran[id(item)],
             "calls_in_block": item[5],
@@ -421,12 +406,11 @@ def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: floa
 # ---------------------------------------------------------------- main
 
 
-def _calibrate(deadline: float) -> None:
+def _calibrate(st: State, deadline: float) -> None:
     """After the script: the per-op cost (plain and hooked) when the script dispatched many ops, and
     the re-run of its first Session.runs (``audit/calibrate.py``). A failure here loses only that evidence."""
     from whichdevice.audit import calibrate
 
-    st = _st()
     try:
         if st.c["eager_ops"] >= calibrate.MIN_OPS_FOR_COST and st.framework in ("torch", "tensorflow"):
             st.op_cost = calibrate.per_op_cost(
@@ -446,8 +430,7 @@ def _calibrate(deadline: float) -> None:
     st.first_run_args = []
 
 
-def _write_state(path: str) -> None:
-    st = _st()
+def _write_state(st: State, path: str) -> None:
     for _ in range(5):  # the main thread may be mutating lists while the watchdog dumps
         try:
             text = json.dumps(st.to_json())
@@ -462,10 +445,9 @@ def _write_state(path: str) -> None:
     safeio.write_atomic(path, text, remember=False)
 
 
-def _decide_framework() -> None:
+def _decide_framework(st: State) -> None:
     """Which framework's audit this is: the one whose hooks the script used (TensorFlow's import can
     pull in JAX; a script may import several): TensorFlow, else PyTorch, else JAX."""
-    st = _st()
     if not st.tf_installed and st.torch_installed:
         st.framework = "torch"
         st.physical = st.torch_physical
@@ -477,25 +459,25 @@ def _decide_framework() -> None:
 _AUDIT_DIR = str(Path(__file__).resolve().parent)
 
 
-def _user_frames(te: traceback.TracebackException, seen: set[int]) -> None:
+def _user_frames(te: traceback.TracebackException, seen: set[int], script: str) -> None:
     """Drop the audit's own frames (the runner before the script, the hooks around the calls it
     made) from a traceback and from the exceptions chained to it: the user sees Python's traceback."""
     if id(te) in seen:
         return
     seen.add(id(te))
     frames = list(te.stack)
-    first = next((i for i, f in enumerate(frames) if f.filename == _st().script), 0)
+    first = next((i for i, f in enumerate(frames) if f.filename == script), 0)
     te.stack = traceback.StackSummary.from_list(
         [f for f in frames[first:] if not str(f.filename).startswith(_AUDIT_DIR)]
     )
     for other in (te.__cause__, te.__context__):
         if other is not None:
-            _user_frames(other, seen)
+            _user_frames(other, seen, script)
 
 
-def _print_script_traceback(e: BaseException) -> None:
+def _print_script_traceback(e: BaseException, script: str) -> None:
     te = traceback.TracebackException(type(e), e, e.__traceback__)
-    _user_frames(te, set())
+    _user_frames(te, set(), script)
     # Messages that quote a Python stack (TensorFlow's "defined at (most recent call last)") list the
     # runner's frames too: those lines go, the script's and the libraries' stay.
     runner = re.compile(r'^\s*File "(?:<frozen runpy>|' + re.escape(_AUDIT_DIR) + r'[^"]*)", line \d+, in .*$')
@@ -503,10 +485,10 @@ def _print_script_traceback(e: BaseException) -> None:
     sys.stderr.write("".join(ln for ln in text.splitlines(keepends=True) if not runner.match(ln)))
 
 
-def _script_line(e: BaseException) -> int | None:
+def _script_line(e: BaseException, script: str) -> int | None:
     line = None
     for frame, lineno in traceback.walk_tb(e.__traceback__):
-        if frame.f_code.co_filename == _st().script:
+        if frame.f_code.co_filename == script:
             line = lineno
     return line
 
@@ -527,12 +509,12 @@ def _start_watchdog(st: State, done: threading.Event, deadline: float, state_pat
         while frame is not None and frame.f_code.co_filename != st.script:
             frame = frame.f_back
         if frame is not None:
-            st.hang_line = {"line": frame.f_lineno, "text": _source(frame.f_lineno)}
+            st.hang_line = {"line": frame.f_lineno, "text": st.source(frame.f_lineno)}
         st.active = False
         try:
             if not finished:
-                _decide_framework()
-            _write_state(state_path)
+                _decide_framework(st)
+            _write_state(st, state_path)
         finally:
             try:
                 sys.stdout.flush()
@@ -571,9 +553,9 @@ def _run_script(st: State, job: dict) -> int:
     except KeyboardInterrupt:
         code = 130
     except BaseException as e:  # the script's own failure: shown as Python would, then audited
-        _print_script_traceback(e)
+        _print_script_traceback(e, st.script)
         msg = str(e).strip()
-        st.exception = {"type": type(e).__name__, "message": msg[:4000], "line": _script_line(e)}
+        st.exception = {"type": type(e).__name__, "message": msg[:4000], "line": _script_line(e, st.script)}
         code = 1
     st.script_s = _orig_perf() - st.started
     st.exit_code = code
@@ -590,7 +572,7 @@ def _stop_watching(st: State) -> None:
         pass
     tf_hooks.stop_placement_log(st)
     torch_hooks.uninstall(st)
-    _decide_framework()
+    _decide_framework(st)
     clocks.uninstall()
 
 
@@ -599,9 +581,9 @@ def _rerun_all(st: State, deadline: float) -> None:
     try:
         st.rerun_left_s = max(0.5, RERUN_SHARE * (st.script_s or 0.0))
         if st.framework in ("torch", "jax"):
-            rerun_torch(deadline)
+            rerun_torch(st, deadline)
         else:
-            rerun(deadline)
+            rerun(st, deadline)
     except Exception as e:  # never lose the audit to a failed re-measurement
         st.rerun_skipped.append(
             {
@@ -614,22 +596,21 @@ def _rerun_all(st: State, deadline: float) -> None:
 
 
 def main(argv: list[str]) -> int:
-    global STATE
     job = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
     script = str(Path(job["script"]).resolve())
     state_path = job["state"]
     deadline = _orig_mono() + float(job["timeout_s"])
-    STATE = st = State(script)
+    st = State(script)
     done = threading.Event()
     _start_watchdog(st, done, deadline, state_path)
     _install_hooks(st)
     code = _run_script(st, job)
     _stop_watching(st)
-    _calibrate(deadline)
+    _calibrate(st, deadline)
     if not job.get("no_rerun"):
         _rerun_all(st, deadline)
     done.set()
-    _write_state(state_path)
+    _write_state(st, state_path)
     if st.log_reader is not None:
         st.log_reader.close()
     return code
