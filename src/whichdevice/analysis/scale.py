@@ -34,10 +34,6 @@ from whichdevice.core.records import CaseResult, RunRecord, Timing
 
 METHOD = {"torch": "no_sync", "tensorflow": "isolated", "keras-jax": "isolated"}
 ACCUM = 4  # micro-batches of the ``accum4`` variant (frameworks/torch/scale.py)
-METHOD_TEXT = {
-    "no_sync": "step with vs without gradient sync (DDP no_sync())",
-    "isolated": "all-reduce of gradient-sized tensors timed alone on the same replicas, minus its dispatch",
-}
 
 
 @dataclass(frozen=True)
@@ -148,14 +144,13 @@ class ScaleCrossover:
     batch: int | None  # smallest measured global batch from which N beats 1 (None: never)
     estimate: float | None  # log-log interpolated between the last batch 1 wins and ``batch``
     gain: significance.Claim | None  # the claim at ``batch``
-    never_reason: str = ""
+    never_at: int | None = None  # no batch from which N always wins: the largest batch measured (None: no data)
 
 
 @dataclass(frozen=True)
 class FrameworkScale:
     framework: str
-    engine: str
-    method: str
+    method: str  # how the all-reduce share was measured: "no_sync" | "isolated"
     replicas: list[int]
     batches: list[int]
     points: dict[tuple[int, int], Point]
@@ -172,14 +167,7 @@ class FrameworkScale:
 @dataclass(frozen=True)
 class ScaleReport:
     frameworks: list[FrameworkScale]
-    failures: list[str]
-
-
-ENGINE = {
-    "tensorflow": "tf.distribute.MirroredStrategy",
-    "keras-jax": "keras.distribution.DataParallel",
-    "torch": "torch DistributedDataParallel (gloo)",
-}
+    failed: list[CaseResult]  # the failed cases, in the record's order
 
 
 def _by_variant(results: list[CaseResult]) -> dict[tuple[str, int, int, str], CaseResult]:
@@ -208,7 +196,7 @@ def crossover(fs_points: dict[tuple[int, int], Point], n: int, batches: list[int
         and (claim := p.vs_one) is not None
     ]
     if not rows:
-        return ScaleCrossover(n, None, None, None, "not enough successful points")
+        return ScaleCrossover(n, None, None, None)
     first = None
     for i in range(len(rows)):
         if all(claim.status == "faster" for *_, claim in rows[i:]):
@@ -216,7 +204,7 @@ def crossover(fs_points: dict[tuple[int, int], Point], n: int, batches: list[int
             break
     if first is None:
         largest = rows[-1][0]
-        return ScaleCrossover(n, None, None, rows[-1][3], f"at {largest:,} one replica is as fast or faster")
+        return ScaleCrossover(n, None, None, rows[-1][3], never_at=largest)
     b, _, _, vs_one = rows[first]
     estimate = None
     if first > 0:
@@ -257,20 +245,13 @@ def analyze_framework(record: RunRecord, framework: str) -> FrameworkScale:
                 one=one,
             )
     crossovers = {n: crossover(points, n, batches) for n in replicas if n > 1}
-    return FrameworkScale(
-        framework, ENGINE.get(framework, framework), METHOD[framework], replicas, batches, points, crossovers
-    )
+    return FrameworkScale(framework, METHOD[framework], replicas, batches, points, crossovers)
 
 
 def analyze_scale(record: RunRecord) -> ScaleReport:
     fws = list(dict.fromkeys(r.spec.framework for r in record.results if r.spec.workload == "scale"))
-    failures = [
-        f"{r.spec.framework} {r.spec.params.get('replicas')} replicas, global batch {r.spec.params.get('global_batch')}"
-        f" ({r.spec.params.get('variant')}): {r.error}"
-        for r in record.results
-        if r.status == "failed"
-    ]
-    return ScaleReport([analyze_framework(record, f) for f in fws], failures)
+    failed = [r for r in record.results if r.status == "failed"]
+    return ScaleReport([analyze_framework(record, f) for f in fws], failed)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from whichdevice.analysis.scale import (
     ACCUM,
-    METHOD_TEXT,
     FrameworkScale,
     Point,
     ScaleReport,
@@ -31,6 +30,31 @@ _WORDS = {2: "two", 3: "three", 4: "four", 8: "eight"}
 # An all-reduce share under this cannot explain a slowdown of N replicas (our own choice: a
 # quarter of the step; the XProf "collective" category has no threshold of its own).
 SMALL_SHARE = 0.25
+
+
+ENGINE = {
+    "tensorflow": "tf.distribute.MirroredStrategy",
+    "keras-jax": "keras.distribution.DataParallel",
+    "torch": "torch DistributedDataParallel (gloo)",
+}
+METHOD_TEXT = {
+    "no_sync": "step with vs without gradient sync (DDP no_sync())",
+    "isolated": "all-reduce of gradient-sized tensors timed alone on the same replicas, minus its dispatch",
+}
+
+
+def engine(fs: FrameworkScale) -> str:
+    """The framework's data-parallel engine, by name."""
+    return ENGINE.get(fs.framework, fs.framework)
+
+
+def failures(report: ScaleReport) -> list[str]:
+    """One line per failed case: framework, replicas, global batch, variant and the error."""
+    return [
+        f"{r.spec.framework} {r.spec.params.get('replicas')} replicas, global batch {r.spec.params.get('global_batch')}"
+        f" ({r.spec.params.get('variant')}): {r.error}"
+        for r in report.failed
+    ]
 
 
 def _x(v: float) -> str:
@@ -104,6 +128,11 @@ def verdict_line(v: Verdict) -> str:
         head += ": the all-reduce, timed alone, took longer than the whole step, so its share is unknown"
     x = v.crossover
     word = _WORDS.get(v.replicas, str(v.replicas))
+    never = (
+        "not enough successful points"
+        if x is None or x.never_at is None
+        else (f"at {x.never_at:,} one replica is as fast or faster")
+    )
     if x is not None and x.batch is not None and x.gain is not None:
         where = f"≈ {x.estimate:,.0f}" if x.estimate else f"{x.batch:,}"
         if x.batch == w.global_batch:
@@ -112,9 +141,9 @@ def verdict_line(v: Verdict) -> str:
             tail = f"; from global batch {where} {word} replicas win ({_x(x.gain.ratio)}× at {x.batch:,})"
     elif x is not None:
         if v.best is not None and v.best.vs_one is not None and v.best.vs_one.status == "faster":
-            tail = f"; but {word} replicas do not win at every larger batch ({x.never_reason})"
+            tail = f"; but {word} replicas do not win at every larger batch ({never})"
         else:
-            tail = f"; {word} replicas never win in the measured range ({x.never_reason})"
+            tail = f"; {word} replicas never win in the measured range ({never})"
     else:
         tail = ""
     return f"{v.framework}: {head}{tail}."
@@ -162,7 +191,7 @@ def grid(fs: FrameworkScale) -> Grid:
                 ]
             )
     footer = [
-        f"Engine: {fs.engine}. All-reduce share: {METHOD_TEXT[fs.method]}.",
+        f"Engine: {engine(fs)}. All-reduce share: {METHOD_TEXT[fs.method]}.",
         "N: replicas. Efficiency = throughput of N replicas / (N × throughput of 1); in brackets the 95 % "
         "interval. 'vs 1 replica' compares step times at the same global batch (≥ 5 samples a side, the "
         "whole interval must lie beyond the 5 % noise threshold). all-reduce: its share of "
@@ -258,5 +287,5 @@ def plot(report: ScaleReport, path: Path, *, title: str) -> Path:
 def sections(report: ScaleReport, png: Path | None) -> list[Section]:
     out = [Section("Does the next replica pay?", lines=lines(report), pngs=[png] if png else [])]
     for fs in report.frameworks:
-        out.append(Section(f"{fs.framework} ({fs.engine})", grids=[grid(fs)]))
+        out.append(Section(f"{fs.framework} ({engine(fs)})", grids=[grid(fs)]))
     return out

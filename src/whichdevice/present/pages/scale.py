@@ -22,14 +22,14 @@ def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bo
         console.print(f"[bold]{escape(line)}[/bold]", soft_wrap=True)
     for fs in report.frameworks:
         terminal.render_grid(console, present_scale.grid(fs))
-    terminal.render_notes(console, record, [], report.failures)
+    terminal.render_notes(console, record, [], present_scale.failures(report))
     png.parent.mkdir(parents=True, exist_ok=True)
     present_scale.plot(report, png, title="Scaling efficiency vs global batch — whichdevice scale")
     page = html.render_html(
         record,
         present_scale.sections(report, png),
         verdict=present_scale.lines(report),
-        failures=report.failures,
+        failures=present_scale.failures(report),
     )
     html.write_html(png.with_suffix(".html"), page)
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
