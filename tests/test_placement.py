@@ -7,7 +7,8 @@ import json
 import pytest
 from conftest import DATA, run_cli
 
-from whichdevice.analysis.placement import device_placement, explain_cpu_op
+from whichdevice.analysis.placement import cpu_op_cause, device_placement
+from whichdevice.present.pages.placement import explain_cpu_op
 from whichdevice.frameworks.tensorflow.logparse import (
     Edge,
     count_copies,
@@ -73,6 +74,7 @@ def test_real_xprof_op_stats_give_time_and_occurrences():
 
 
 def test_fallback_explanations_name_the_reason():
+    assert cpu_op_cause("AsString", {"CPU"}) == "no_gpu_kernel" and cpu_op_cause("Shape", None) == "unknown"
     assert "no GPU kernel" in explain_cpu_op("AsString", {"CPU"})
     assert "Python" in explain_cpu_op("PyFunc", {"CPU"})
     assert "int32" in explain_cpu_op("Shape", {"CPU", "GPU"})

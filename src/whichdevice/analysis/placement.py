@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Literal
 
 # Graph plumbing: function arguments/returns and control nodes. They are placed like any node
 # but do no work; counted apart so the op table shows the model's real ops.
@@ -41,31 +42,25 @@ from whichdevice.frameworks.tensorflow.logparse import (
 # ---------------- why an op is on the CPU ----------------
 
 
-def explain_cpu_op(op_type: str, kernel_devices: set[str] | None) -> str:
-    """A plain reason why ``op_type`` ran on the CPU in a GPU run.
+CpuOpCause = Literal["python", "no_gpu_kernel", "plumbing", "variable", "dtype_or_host_memory", "unknown"]
+
+
+def cpu_op_cause(op_type: str, kernel_devices: set[str] | None) -> CpuOpCause:
+    """Why ``op_type`` ran on the CPU in a GPU run (present/pages/placement.py words it).
 
     ``kernel_devices``: the device types TensorFlow has kernels for (``CPU``, ``GPU``,
     ``DEFAULT`` = any device), from the kernel registry; None when unknown."""
     if op_type in ("PyFunc", "EagerPyFunc", "PyFuncStateless"):
-        return (
-            "Python code inside the step (tf.numpy_function / tf.py_function): it always runs on the host, "
-            "and its inputs and outputs are copied across"
-        )
+        return "python"
     if kernel_devices is not None and not ({"GPU", "DEFAULT"} & kernel_devices):
-        return (
-            "no GPU kernel in this TensorFlow build: soft placement put it on the CPU, and every tensor it "
-            "reads or writes crosses between host and device"
-        )
+        return "no_gpu_kernel"
     if op_type in PLUMBING:
-        return "graph plumbing (argument, return, constant): placed with the tensor it carries, no work"
+        return "plumbing"
     if op_type in RESOURCE_OPS:
-        return "a variable's op: it runs where the variable was created (a variable made outside the GPU scope stays on the CPU)"
+        return "variable"
     if kernel_devices is not None:
-        return (
-            "has a GPU kernel, but not for this dtype or with host-memory inputs (int32 shapes and indices "
-            "are kept on the host), or it was colocated with a CPU-only neighbour"
-        )
-    return "reason unknown (kernel registry not available)"
+        return "dtype_or_host_memory"
+    return "unknown"
 
 
 # ---------------- a placement record -> tables ----------------

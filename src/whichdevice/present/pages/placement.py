@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis.placement import DevicePlacement, OpRow, device_placement, explain_cpu_op
+from whichdevice.analysis.placement import DevicePlacement, OpRow, cpu_op_cause, device_placement
 from whichdevice.core import records
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.present import html, terminal
@@ -16,6 +16,33 @@ from whichdevice.present.tables import Grid, GridCell
 from whichdevice.present import notes
 
 MAX_OPS_SHOWN = 25  # per device in the terminal; the HTML report has them all
+
+
+_CPU_OP_WORDS = {
+    "python": (
+        "Python code inside the step (tf.numpy_function / tf.py_function): it always runs on the host, "
+        "and its inputs and outputs are copied across"
+    ),
+    "no_gpu_kernel": (
+        "no GPU kernel in this TensorFlow build: soft placement put it on the CPU, and every tensor it "
+        "reads or writes crosses between host and device"
+    ),
+    "plumbing": "graph plumbing (argument, return, constant): placed with the tensor it carries, no work",
+    "variable": (
+        "a variable's op: it runs where the variable was created (a variable made outside the GPU scope stays on "
+        "the CPU)"
+    ),
+    "dtype_or_host_memory": (
+        "has a GPU kernel, but not for this dtype or with host-memory inputs (int32 shapes and indices "
+        "are kept on the host), or it was colocated with a CPU-only neighbour"
+    ),
+    "unknown": "reason unknown (kernel registry not available)",
+}
+
+
+def explain_cpu_op(op_type: str, kernel_devices: set[str] | None) -> str:
+    """A plain reason why ``op_type`` ran on the CPU in a GPU run (analysis/placement.cpu_op_cause)."""
+    return _CPU_OP_WORDS[cpu_op_cause(op_type, kernel_devices)]
 
 
 def placements(record: records.RunRecord) -> list[DevicePlacement]:
