@@ -6,7 +6,7 @@ of the two, and reports:
 - verdict lines: the rule findings (rule, device, what) of both runs, and how many agree;
 - the input-bound class of every pipeline variant (one figure: share of the loop step spent
   waiting for the batch);
-- the recommended settings (batch, steps_per_execution: ``_grid_pick``) and the device verdict;
+- the recommended settings (batch, steps_per_execution: ``analysis/suite.grid_pick``) and the device verdict;
 - every fix claim (each A/B pair, analysis/fixes.py, plus the pipeline's prefetch and
   tf.py_function claims): how many are significant in either run and how many of those agree
   in direction in both;
@@ -34,13 +34,13 @@ import time
 from pathlib import Path
 
 from whichdevice.analysis.diff import diff_runs
-from whichdevice.analysis.fixes import FixResult, ab_fixes
 from whichdevice.analysis.pipeline import analyze_pipeline
 from whichdevice.analysis.significance import Claim
-from whichdevice.analysis.suite import _grid_pick, settings_advice, suite_verdict
+from whichdevice.analysis.suite import suite_verdict
 from whichdevice.core.records import RunRecord, load_run
 from whichdevice.present.claims import ratio_text
-from whichdevice.workloads.suite import MEASURED_FIXES, SEED_BATCH
+from whichdevice.present.suitepage import finding_text, settings_advice
+from whichdevice.workloads.suite import SEED_BATCH
 
 
 def uptime() -> str:
@@ -61,7 +61,7 @@ def _strip_numbers(text: str) -> str:
 
 def findings(rec: RunRecord) -> set[tuple[str, str, str]]:
     v = suite_verdict(rec)
-    return {(f.rule, f.device, _strip_numbers(f.text)) for f in v.findings}
+    return {(f.rule, f.device, _strip_numbers(finding_text(f))) for f in v.findings}
 
 
 def input_bound(rec: RunRecord) -> dict[str, str | None]:
@@ -69,27 +69,28 @@ def input_bound(rec: RunRecord) -> dict[str, str | None]:
 
 
 def recommended(rec: RunRecord) -> dict[str, str]:
+    """The recommended batch and steps_per_execution per device (the grid's pick, analysis/suite.py)
+    and the device line of the settings advice."""
     out: dict[str, str] = {}
-    for fix, base in (("batch", SEED_BATCH), ("steps_per_execution", 1)):
-        fixes = ab_fixes(rec, fix, base)
-        if fix == "batch":
-            fixes = [f for f in fixes if f.context.get("kind") == "steady" and f.context.get("sync") == "none"]
-        for device in sorted({f.device for f in fixes}):
-            picked = _grid_pick(sorted((f for f in fixes if f.device == device), key=lambda f: f.variant_value))
-            out[f"{device} {fix}"] = str(picked[0].variant_value) if picked else "none"
     v = suite_verdict(rec)
+    for fv in v.fixes:
+        if fv.entry.param not in ("batch", "steps_per_execution"):
+            continue
+        for device in sorted({f.device for f in fv.fixes}):
+            picked = [f for f in fv.deciding if f.device == device and f.outcome == "helps"]
+            out[f"{device} {fv.entry.param}"] = str(picked[0].variant) if picked else "none"
     out["device"] = next((line for line in settings_advice(v, SEED_BATCH) if line.startswith("Device:")), "")
     out["device"] = _strip_numbers(out["device"])
     return out
 
 
 def fix_claims(rec: RunRecord) -> dict[str, Claim]:
+    """Every measured pair of every catalogue fix, and every pipeline variant's speedup."""
     claims: dict[str, Claim] = {}
-    fixes: list[FixResult] = []
-    for fix, base in MEASURED_FIXES + (("precision", "float32"),):
-        fixes += ab_fixes(rec, fix, base)
-    for f in fixes:
-        claims[f"{f.device} {f.fix} {f.baseline_value}->{f.variant_value} ({f.where})"] = f.comparison.claim
+    for fv in suite_verdict(rec).fixes:
+        for f in fv.fixes:
+            where = " ".join(f"{k}={val}" for k, val in f.where.items())
+            claims[f"{f.device} {fv.entry.param or fv.kind} {f.baseline}->{f.variant} ({where})"] = f.claim
     for rep in analyze_pipeline(rec):
         for r in rep.rows:
             for what, sp in (("pipeline alone", r.pipeline_speedup), ("loop", r.loop_speedup)):
