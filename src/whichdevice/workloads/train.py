@@ -54,6 +54,7 @@ from whichdevice.core.timing import (
     warm_up,
 )
 from whichdevice.frameworks.common.casemodel import CaseModel
+from whichdevice.workloads.epochturns import EpochTurns
 
 KINDS = ("create", "loop", "fit", "steady")
 # Further kinds, each in its own module with the same run_case signature.
@@ -329,7 +330,7 @@ def prepare(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: flo
     """One member of an interleaved group: a steady case built, traced and warmed up (its own
     telemetry window after the warm-up when the policy has one); or a fit case (:class:`_Fit`)
     built, compiled and fitted for its warm-up epoch; or one side of a torch DataLoader pair
-    (``torch_diagnose.LoaderPasses``, a ``_Fit`` of loader passes)."""
+    (``torch_diagnose.LoaderPasses``, timed as a ``_Fit``: both are ``EpochTurns``)."""
     kind = spec.params.get("kind")
     if kind == "fit":
         return _Fit(spec, fw)
@@ -343,7 +344,7 @@ def prepare(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: flo
     return warm_up(fn, sync=fw.sync.sync, policy=policy, overhead_s=overhead_s), metrics
 
 
-class _Fit:
+class _Fit(EpochTurns):
     """One ``model.fit`` variant of an interleaved group (steps_per_execution, jit_compile):
     built and compiled, its first epoch fitted as the warm-up (tracing, XLA compilation, the
     pipeline's start), then one ``fit(epochs=1)`` per turn (:meth:`epoch`), each turn's batches
@@ -377,7 +378,7 @@ class _Fit:
         }
 
 
-def _time_fits(prepared: list[_Fit], overhead_s: float, steady_epochs: int, before=None) -> list:
+def _time_fits(prepared: list[EpochTurns], overhead_s: float, steady_epochs: int, before=None) -> list:
     """The fits' steady epochs in two halves, A B C | C B A (first order shuffled, seeded), as
     the input-pipeline loops: one epoch per turn, so slow drift over the group's time hits every
     variant alike (an epoch cannot be cut in blocks: Keras runs it whole). ``steady_epochs``
@@ -405,7 +406,7 @@ def time_group(prepared, fw, policy, overhead_s, before=None) -> list:
     """The prepared members timed together: fits epoch by epoch in two halves
     (:func:`_time_fits`), steady steps block by block in turns (``interleave_blocks``); one
     ``(Timing, metrics)`` per member, or the exception its turns raised (the others go on)."""
-    if prepared and isinstance(prepared[0], _Fit):
+    if prepared and isinstance(prepared[0], EpochTurns):
         epochs = scalar_int(prepared[0].spec.params.get("epochs", 2))
         return _time_fits(prepared, overhead_s, max(1, epochs - 1), before)
     warms = [w for w, _ in prepared]
