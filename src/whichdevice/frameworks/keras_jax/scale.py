@@ -42,6 +42,7 @@ def run(job: dict, emit: sw.Emitter) -> None:
     os.environ["KERAS_BACKEND"] = "jax"
     import jax
     import keras
+
     # Keras' private helper (_train_step uses it): a Keras without it fails here, before any point.
     from keras.src.backend.jax.trainer import _distribute_data  # noqa: F401
 
