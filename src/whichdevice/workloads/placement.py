@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from whichdevice.frameworks.contracts import Framework
 
 import contextlib
-import importlib
 import tempfile
 from pathlib import Path
 
@@ -56,8 +55,11 @@ QUICK_STEPS = 10
 def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict[str, float]]:
     from whichdevice.frameworks.common.casemodel import CaseModel
 
-    tfmod = lambda name: importlib.import_module(f"whichdevice.frameworks.{fw.name}.{name}")  # noqa: E731
-    plog, prof, training = tfmod("placement_log"), tfmod("profiler"), tfmod("training")
+    from whichdevice import frameworks
+
+    plog = frameworks.part(fw.name, "placement_log")
+    prof = frameworks.part(fw.name, "profiler")
+    training = frameworks.part(fw.name, "training")
     p = spec.params
     m = CaseModel(p)
     b, steps = scalar_int(p["batch"]), scalar_int(p.get("steps", DEFAULT_STEPS))

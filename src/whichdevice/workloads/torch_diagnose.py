@@ -168,7 +168,7 @@ class LoaderPasses(EpochTurns):
 
         self.spec, self.fw = spec, fw
         self.b = scalar_int(spec.params["batch"])
-        self.training = frameworks.training_module(fw.name)
+        self.training = frameworks.part(fw.name, "training")
         m = CaseModel(spec.params, self.training)
         with fw.placement.scope(spec.device):
             model = m.build()

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from whichdevice.frameworks.contracts import Framework
+    from whichdevice.frameworks.contracts import Framework, Training
 
 import dataclasses
 import importlib
@@ -137,10 +137,10 @@ def build_cases(
 # ---------------- inside the child ----------------
 
 
-def _training(fw):
+def _training(fw: Framework) -> Training:
     from whichdevice import frameworks
 
-    return frameworks.training_module(fw.name)
+    return frameworks.part(fw.name, "training")
 
 
 def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[RawTiming, dict]:
@@ -272,7 +272,9 @@ def _trace_callbacks(spec, fw) -> list:
     import re
     from pathlib import Path
 
-    profiler = importlib.import_module(f"whichdevice.frameworks.{fw.name}.profiler")
+    from whichdevice import frameworks
+
+    profiler = frameworks.part(fw.name, "profiler")
     label = "-".join(str(spec.params.get(k)) for k in ("example", "kind", "batch") if spec.params.get(k) is not None)
     sub = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{spec.device}-{label}")
     return [profiler.steady_trace_callback(Path(str(root)) / sub)]
