@@ -112,6 +112,14 @@ def build_cases(
         if user
         else [(ex, m, QUICK_SAMPLES.get(ex, n) if quick else n, b, d, e) for ex, m, n, b, d, e in SEED_RUNS]
     )
+    cases += _run_cases(spec, runs, parts, user is not None)
+    sync_batches = sorted({10, 512} if not user else {user_batch})
+    return cases + _steady_cases(spec, parts, sweep_model, sorted(batches), sync_batches)
+
+
+def _run_cases(spec: Callable[..., CaseSpec], runs: list, parts, user: bool) -> list[CaseSpec]:
+    """The whole runs: the custom loop's (``loop``), then ``model.fit``'s (``fit``)."""
+    cases: list[CaseSpec] = []
     if "loop" in parts:
         for ex, m, n, b, d, e in runs:
             cases.append(spec(kind="loop", model=m, example=ex, samples=n, batch=b, data=d, epochs=e))
@@ -123,14 +131,23 @@ def build_cases(
                     kind="fit", model=m, example=ex, samples=n, batch=b, data=data, epochs=2 if user else FIT_EPOCHS[ex]
                 )
             )
+    return cases
+
+
+def _steady_cases(
+    spec: Callable[..., CaseSpec], parts, model: str, batches: list, sync_batches: list
+) -> list[CaseSpec]:
+    """The steady steps: the sync modes at ``sync_batches`` (``sync`` without ``sweep``), or
+    the batch sweep (in every sync mode with ``sync``)."""
+    cases: list[CaseSpec] = []
     if "sync" in parts and "sweep" not in parts:
-        for b in sorted({10, 512} if not user else {user_batch}):
+        for b in sync_batches:
             for s in SYNC_MODES:
-                cases.append(spec(kind="steady", model=sweep_model, batch=b, sync=s))
+                cases.append(spec(kind="steady", model=model, batch=b, sync=s))
     if "sweep" in parts:
         for s in SYNC_MODES if "sync" in parts else ("none",):
-            for b in sorted(batches):
-                cases.append(spec(kind="steady", model=sweep_model, batch=b, sync=s))
+            for b in batches:
+                cases.append(spec(kind="steady", model=model, batch=b, sync=s))
     return cases
 
 
