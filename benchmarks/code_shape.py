@@ -33,6 +33,13 @@ LONG = 80
 RULES = "C901,PLR0912,PLR0913,PLR0915"
 
 
+def _shown(path: Path) -> str:
+    for base in (Path.cwd(), ROOT):
+        if path.is_relative_to(base):
+            return str(path.relative_to(base))
+    return str(path)
+
+
 def long_functions(files: list[Path], limit: int = LONG) -> list[tuple[int, str, str]]:
     """(lines, file, qualified name) of every function longer than ``limit`` lines."""
     out: list[tuple[int, str, str]] = []
@@ -47,7 +54,7 @@ def long_functions(files: list[Path], limit: int = LONG) -> list[tuple[int, str,
                     if not isinstance(child, ast.ClassDef):
                         n = (child.end_lineno or child.lineno) - child.lineno + 1
                         if n > limit:
-                            out.append((n, str(path.relative_to(ROOT)), name))
+                            out.append((n, _shown(path), name))
                     stack.append((child, name + "."))
                 else:
                     stack.append((child, prefix))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from whichdevice.analysis.pipeline import analyze_pipeline
 from whichdevice.core.records import load_run
+from whichdevice.present.claims import comparison_text
 
 RUNS = {
     "quick": ["--quick"],
@@ -57,8 +58,8 @@ def main(out: Path) -> None:
         for rep in analyze_pipeline(load_run(path)):
             print(f"## {name}: wall {wall:.1f} s (whole command, TF import included), {rep.device}")
             for r in rep.rows:
-                ps = r.pipeline_speedup.describe() if r.pipeline_speedup else "baseline"
-                ls = r.loop_speedup.describe() if r.loop_speedup else "baseline"
+                ps = comparison_text(r.pipeline_speedup) if r.pipeline_speedup else "baseline"
+                ls = comparison_text(r.loop_speedup) if r.loop_speedup else "baseline"
                 eps = f"{r.examples_per_s:,.0f}" if r.examples_per_s else "-"
                 wait = f"{r.wait_percent:.1f} %" if r.wait_percent is not None else "-"
                 print(

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from whichdevice.analysis.pitfalls import analyze_pitfalls
+from whichdevice.present.pages.pitfalls import TITLES, methods
 from whichdevice.core.units import seconds
 from whichdevice.core.records import load_run
 
@@ -44,8 +45,8 @@ def main() -> None:
     for r in analyze_pitfalls(rec):
         sig = "" if r.significant else " (within noise)"
         print(
-            f"| {r.title} | {r.device} | {seconds(r.wrong_s)} ({r.wrong_method}) | {seconds(r.right_s)} "
-            f"({r.right_method}) | {r.ratio:.3g}x{sig} | {r.unit.removeprefix('s per ')} |"
+            f"| {TITLES[r.pitfall]} | {r.device} | {seconds(r.wrong_s)} ({methods(r)[0]}) | {seconds(r.right_s)} "
+            f"({methods(r)[1]}) | {r.ratio:.3g}x{sig} | {r.unit.removeprefix('s per ')} |"
         )
     print()
     for k, v in wall.items():

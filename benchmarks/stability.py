@@ -39,6 +39,7 @@ from whichdevice.analysis.pipeline import analyze_pipeline
 from whichdevice.analysis.significance import Claim
 from whichdevice.analysis.suite import _grid_pick, settings_advice, suite_verdict
 from whichdevice.core.records import RunRecord, load_run
+from whichdevice.present.claims import ratio_text
 from whichdevice.workloads.suite import MEASURED_FIXES, SEED_BATCH
 
 
@@ -166,7 +167,7 @@ def main() -> int:
     flagged = [p for p in d.points if p.comparison is not None and p.comparison.significant]
     print(f"\n**compare of the two runs**: {len(flagged)} of {len(d.points)} cases flagged beyond the noise")
     for p in flagged:
-        print(f"  - {p.label}: {p.comparison.claim.text()}")
+        print(f"  - {p.label}: {ratio_text(p.comparison)}")
     _, text = run(["whichdevice", "compare", str(out / "a.json"), str(out / "b.json")], env)
     line = next((ln.strip() for ln in text.splitlines() if "changed beyond the noise" in ln), "")
     print(f"  - `whichdevice compare a.json b.json` says: {line}")
@@ -181,9 +182,7 @@ def main() -> int:
         s = diff_runs(load_run(out / "one.json"), load_run(out / "all.json"))
         for p in s.points:
             c = p.comparison
-            print(
-                f"  - {p.label}: {'FLAGGED' if c and c.significant else 'not flagged'}: {c.claim.text() if c else ''}"
-            )
+            print(f"  - {p.label}: {'FLAGGED' if c and c.significant else 'not flagged'}: {ratio_text(c) if c else ''}")
     summary = {
         "findings_agree": [len(fa & fb), len(fa | fb)],
         "input_bound_agree": [len(same_ib), len(set(ia) | set(ib))],

@@ -44,7 +44,8 @@ from collections.abc import Callable
 
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"  # before importing TensorFlow: keep its INFO lines out
 
-from whichdevice.analysis.utilization import describe, summarize  # noqa: E402
+from whichdevice.analysis.utilization import summarize  # noqa: E402
+from whichdevice.present.tables import telemetry_text as describe  # noqa: E402
 from whichdevice.core.stats import iqr, median  # noqa: E402
 from whichdevice.measure.telemetry import Sampler  # noqa: E402
 

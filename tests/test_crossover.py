@@ -5,6 +5,7 @@ from conftest import h100_matmul_record
 
 from whichdevice.analysis.crossover import find_crossover
 from whichdevice.analysis.sweep import analyze_sweep
+from whichdevice.present.claims import crossover_text
 
 
 def test_steady_fp32_crossover_on_h100_is_between_128_and_256(h100_probe):
@@ -49,7 +50,7 @@ def test_no_crossover_cases():
     assert find_crossover([1, 2, 4], [1, 1, 1], [2, 2, 2]).kind == "cpu_everywhere"
     assert find_crossover([1, 2, 4], [2, 2, 2], [1, 1, 1]).kind == "gpu_everywhere"
     assert find_crossover([], [], []).kind == "no_data"
-    text = find_crossover([1, 2, 4], [2, 2, 2], [1, 1, 1]).describe("n")
+    text = crossover_text(find_crossover([1, 2, 4], [2, 2, 2], [1, 1, 1]), "n")
     assert "GPU wins everywhere" in text
 
 
@@ -62,4 +63,4 @@ def test_crossover_uses_the_last_cpu_win_when_noise_flips_a_point():
 def test_overlapping_ranges_make_the_crossover_uncertain():
     cross = find_crossover([1, 2], [1.0, 2.0], [1.5, 1.0], [(0.9, 1.6), (1.9, 2.1)], [(1.4, 1.6), (0.9, 1.1)])
     assert cross.ranges_overlap
-    assert "uncertain" in cross.describe()
+    assert "uncertain" in crossover_text(cross)

@@ -393,7 +393,7 @@ def test_each_first_screen_claim_is_the_fix_tables_claim_word_for_word(path, tmp
     verbose = _page(record, tmp_path, 400, terminal=False, monkeypatch=monkeypatch, verbose=True)
     first = _page(record, tmp_path, 100, terminal=False, monkeypatch=monkeypatch)  # piped: lines whole
     for ch, status in [(c, "helps") for c in fs.changes + fs.more] + [(c, "slower here") for c in fs.slower]:
-        words = ratio_text(dataclasses.replace(ch.claim, note=""))
+        words = ratio_text(dataclasses.replace(ch.claim, note=None))
         title = ch.fix.entry.title
         assert rows[title][0] == status, (title, rows[title])
         assert words.rstrip(")") in rows[title][1], (words, rows[title][1])  # the table adds the note
@@ -491,3 +491,11 @@ def test_no_gpu_reasons_are_a_record_field_not_parsed_from_the_note():
         "tensorflow": ["no NVIDIA driver found"],
         "torch": ["r"],
     }
+
+
+def test_building_the_users_model_reads_without_a_double_article():
+    from whichdevice.present.names import workload_name
+
+    assert workload_name({"example": "user", "kind": "create"}) == "building your model"
+    assert workload_name({"example": "user", "kind": "create", "op": "clone"}) == "cloning your model"
+    assert workload_name({"model": "mlp", "kind": "create"}).startswith("building the ")

@@ -3,6 +3,7 @@ from conftest import make_record
 
 from whichdevice.analysis.fixes import ab_fixes
 from whichdevice.core.records import CaseResult, CaseSpec, Timing
+from whichdevice.present.claims import ratio_text
 
 
 def _r(device, samples, **params):
@@ -24,7 +25,7 @@ def test_pairs_differ_in_exactly_one_parameter():
     (fix,) = ab_fixes(rec, "spe", 1)
     assert fix.variant_value == 32 and fix.device == "CPU:0"
     assert fix.speedup == pytest.approx(2.0)
-    assert "2× faster (95 % CI" in fix.describe() and "5 samples" in fix.describe()
+    assert "2× faster (95 % CI" in ratio_text(fix.comparison) and "5 samples" in ratio_text(fix.comparison)
 
 
 def test_batch_fix_is_credited_per_sample():
@@ -50,7 +51,7 @@ def test_noise_gives_no_significant_change():
     )
     (fix,) = ab_fixes(rec, "jit", False)
     assert not fix.comparison.significant
-    assert "no clear change" in fix.describe()
+    assert "no clear change" in ratio_text(fix.comparison)
 
 
 def _spe_grid(times, thin=None):

@@ -131,7 +131,14 @@ def test_fix_pairs_never_cross_frameworks():
     record = make_record([res("tensorflow", 1, 1.0), res("tensorflow", 20, 0.5), res("keras-jax", 20, 0.1)])
     fixes = ab_fixes(record, "steps_per_execution", 1)
     assert len(fixes) == 1 and fixes[0].speedup == pytest.approx(2.0)
-    assert fixes[0].describe().startswith("tensorflow CPU:0 steps_per_execution 1 -> 20")
+    f = fixes[0]
+    assert (f.framework, f.device, f.fix, f.baseline_value, f.variant_value) == (
+        "tensorflow",
+        "CPU:0",
+        "steps_per_execution",
+        1,
+        20,
+    )
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from conftest import run_cli, timing_of
 from whichdevice.measure import history
 from whichdevice.analysis.diff import diff_runs
 from whichdevice.core.records import CaseResult, CaseSpec, Timing, load_run
+from whichdevice.present.comparison import failure_text
 
 
 def _numpy_run(tmp_path, capsys, name):
@@ -177,9 +178,9 @@ def test_diff_says_which_side_failed_and_how():
     spec = ok.results[0].spec
     oom = ok.model_copy(update={"results": [failed(spec, "ResourceExhaustedError: OOM", "out_of_memory", 0.2)]})
     (p,) = diff_runs(oom, ok).points
-    assert p.comparison is None and p.failure_text == "failed before (out of memory), ran now"
-    assert diff_runs(ok, oom).points[0].failure_text == "ran before, failed now (out of memory)"
-    assert diff_runs(ok, ok).points[0].failure_text is None
+    assert p.comparison is None and failure_text(p) == "failed before (out of memory), ran now"
+    assert failure_text(diff_runs(ok, oom).points[0]) == "ran before, failed now (out of memory)"
+    assert failure_text(diff_runs(ok, ok).points[0]) is None
 
 
 def _suite_pair(changed: int, seed: int, factor: float = 4.0):

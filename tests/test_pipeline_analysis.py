@@ -5,6 +5,7 @@ import pytest
 
 from conftest import make_record
 from whichdevice.analysis import pipeline as ap
+from whichdevice.present import pipeline as pp
 from whichdevice.core.records import CaseResult, CaseSpec, Timing
 from whichdevice.core.telemetry import Telemetry
 
@@ -75,8 +76,10 @@ def test_wait_percent_is_bounded_and_handles_nothing():
     assert ap.input_wait_percent(5.0, 4.0) == 100.0
     assert ap.input_wait_percent(-1.0, 4.0) == 0.0
     assert ap.input_wait_percent(1.0, 0.0) == 0.0
-    assert ap.describe_input_bound(41.25).startswith("HIGHLY input-bound: 41.2 %")
-    assert ap.describe_input_bound(1.0).startswith("not input-bound")
+    assert pp.describe_input_bound(41.25).startswith("HIGHLY input-bound: 41.2 %")
+    assert pp.describe_input_bound(1.0).startswith("not input-bound")
+    assert ap.borderline([4.0, 6.0]) and not ap.borderline([6.0, 7.0]) and not ap.borderline([30.0])
+    assert "(borderline: 4.0–6.0 % over 2 rounds)" in pp.describe_input_bound(5.0, [4.0, 6.0])
 
 
 def _ladder_record():
@@ -123,7 +126,9 @@ def test_ladder_rows_speedups_and_classes():
     assert rows["pyfunc"].loop_speedup.winner == "serial"  # slower than the baseline
     assert rows["serial"].examples_per_s == pytest.approx(32 / 0.0405, rel=0.01)
     assert rows["serial"].wait_s + rows["serial"].compute_s == pytest.approx(rows["serial"].loop.median_s)
-    text = " ".join(rep.verdict)
+    assert rep.first.variant == "serial" and rep.fastest.variant == "prefetch"  # typed, then written
+    assert rep.pyfunc_vs_tfops is not None and rep.pyfunc_vs_tfops.winner == "tf ops"
+    text = " ".join(pp.device_verdict(rep))
     assert "serial: HIGHLY input-bound" in text
     assert "fastest loop: prefetch" in text
     assert "tf.py_function" in text and "slower" in text
@@ -163,7 +168,8 @@ def test_gpu_verdict_says_where_input_runs_and_that_the_gpu_idles():
         experiment="pipeline",
     )
     (rep,) = ap.analyze_pipeline(rec)
-    line = next(v for v in rep.verdict if "host CPU" in v)
+    assert rep.work.gpu_state == "waits_for_input"
+    line = next(v for v in pp.device_verdict(rep) if "host CPU" in v)
     assert "GPU busy 12 %" in line and "idles waiting for input" in line
 
 
@@ -171,7 +177,8 @@ def test_gpu_kept_busy_is_said():
     d = "GPU:0"
     rec = make_record([_loop(d, "cache", 0.05, 0.0001, telemetry=_gpu_telemetry(93.0))], experiment="pipeline")
     (rep,) = ap.analyze_pipeline(rec)
-    assert any("kept busy" in v for v in rep.verdict)
+    assert rep.work.gpu_state == "busy"
+    assert any("kept busy" in v for v in pp.device_verdict(rep))
 
 
 def test_failed_case_is_shown_not_fatal():
@@ -200,7 +207,7 @@ def test_per_step_noise_is_one_note_not_a_warning_per_case():
     rec = _ladder_record()
     kept = ap.block_timed(rec)
     assert {r.spec.params["part"] for r in kept.results} == {"model", "stage"}
-    assert "jitter" in ap.step_jitter_note(rec)
+    assert "jitter" in pp.step_jitter_note(ap.step_jitter(rec))
 
 
 def test_report_renders_terminal_png_and_html(tmp_path, capsys):

@@ -5,6 +5,7 @@ import pytest
 from conftest import make_record, run_cli
 
 from whichdevice.analysis.pitfalls import PITFALLS, PitfallRow, analyze_pitfalls
+from whichdevice.present.pages.pitfalls import verdict
 from whichdevice.core.records import CaseResult, CaseSpec, Timing, load_run
 
 
@@ -47,12 +48,12 @@ def test_ratios_on_a_hand_made_record():
     assert rows["first_epoch"].ratio == pytest.approx(0.6 / 0.205)
     assert rows["sync_each"].ratio == pytest.approx(2.0) and rows["sync_each"].significant
     assert rows["small_batch"].ratio == pytest.approx((1e-3 / 10) / (5e-3 / 512))
-    assert "reads 2x the real cost" in rows["sync_each"].verdict()
+    assert "reads 2x the real cost" in verdict(rows["sync_each"])
 
 
 def test_within_noise_is_not_called_a_distortion():
-    r = PitfallRow("no_sync", "CPU:0", 1.0, 1.01, "s per step", "a", "b", significant=False)
-    assert "within noise" in r.verdict()
+    r = PitfallRow("no_sync", "CPU:0", 1.0, 1.01, "s per step", significant=False)
+    assert "within noise" in verdict(r)
 
 
 def test_bad_input(tmp_path, capsys):

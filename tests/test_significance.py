@@ -9,6 +9,7 @@ import tempfile
 import pytest
 
 from whichdevice.analysis import significance as sig
+from whichdevice.present.claims import modes_text, ratio_text
 
 
 def test_t_quantiles_from_the_table_and_beyond():
@@ -39,7 +40,8 @@ def test_judge_needs_the_whole_ci_beyond_the_noise_threshold():
 def test_from_samples_one_sample_is_never_a_claim():
     c = sig.from_samples([0.0644], [0.2, 0.21, 0.19, 0.2, 0.2])
     assert c.status == "not_enough"
-    assert "1 sample" in c.note
+    assert c.note == sig.ClaimNote("too_few_samples", 1, 5)
+    assert "1 sample: at least 5 needed" in ratio_text(c)
 
 
 def test_from_samples_clear_change_and_identical_distributions():
@@ -93,7 +95,7 @@ def test_bimodal_process_medians():
     # issue 16: matmul n=500 at 1.6 ms in some processes and 3.1 ms in others
     m = sig.bimodal([1.6e-3, 3.1e-3, 1.62e-3, 3.05e-3])
     assert m is not None and m.n_low == 2 and m.n_high == 2
-    assert "1.6" in m.describe() and "3.0" in m.describe()
+    assert "1.6" in modes_text(m) and "3.0" in modes_text(m)
     assert sig.bimodal([1.0, 1.1, 1.05, 0.97]) is None  # one cluster
     assert sig.bimodal([1.0, 1.5], within=[0.3, 0.3]) is None  # gap not 3x the within spread
     assert sig.bimodal([1.0, 2.0], within=[0.02, 0.03]) is not None
@@ -103,7 +105,8 @@ def test_bimodal_rounds_say_so():
     a = [[1.6] * 5, [3.1] * 5, [1.6] * 5]
     b = [[1.0] * 5, [1.0] * 5, [1.0] * 5]
     c = sig.from_rounds(a, b)
-    assert "bimodal" in c.note
+    assert c.note is not None and c.note.kind == "bimodal" and c.note.modes is not None
+    assert "bimodal between rounds (2 rounds at ≈1.6 s, 1 at ≈3.1 s)" in ratio_text(c)
 
 
 def test_learned_threshold():
@@ -344,7 +347,7 @@ def test_claims_made_together_hold_together():
     # ...but not all forty at once: each is now a 99.875 % interval (Bonferroni)
     assert all(c.confidence == pytest.approx(1 - 0.05 / 40) for c in forty)
     assert not any(c.significant for c in forty)
-    assert "99.8 % CI" in sig.judge(2.0, 1.8, 2.2, 10, confidence=forty[0].confidence).text()
+    assert "99.8 % CI" in ratio_text(sig.judge(2.0, 1.8, 2.2, 10, confidence=forty[0].confidence))
     # a clear 2x change survives both the Bonferroni widening and a 10 % between-run spread
     clear = sig.judge(2.0, 1.9, 2.1, 5, unit="rounds")
     assert all(c.significant for c in sig.together([clear] * 40, run_sd=0.1))

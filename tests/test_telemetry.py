@@ -16,7 +16,6 @@ import pytest
 from whichdevice.analysis.utilization import (
     CORE_SATURATED_PERCENT,
     GPU_UNDERFED_PERCENT,
-    describe,
     gpu_underfed,
     input_threads_saturated,
     pipeline_cpu_bound,
@@ -25,6 +24,7 @@ from whichdevice.analysis.utilization import (
 from whichdevice.core.telemetry import GPU_NOT_REQUESTED, Telemetry, TelemetrySummary
 from whichdevice.measure import telemetry as tm
 from whichdevice.measure.telemetry import Sampler
+from whichdevice.present.tables import telemetry_text
 
 DATA = Path(__file__).parent / "data"
 
@@ -333,7 +333,7 @@ def test_gpu_source_factory_that_raises_gives_a_reason_not_an_exception():
     assert t.gpu_unavailable == "GPU telemetry unavailable: NVML library not found (no NVIDIA driver)"
     assert t.gpu_util_percent is None
     assert t.cpu_percent_per_core == [[1.0, 99.0]]  # CPU telemetry is untouched
-    assert describe(summarize(t)) == (
+    assert telemetry_text(summarize(t)) == (
         "CPU 1 of 2 cores saturated (mean 50 %); GPU telemetry unavailable: NVML library not found (no NVIDIA driver)"
     )
 
@@ -546,7 +546,7 @@ def test_summary_of_an_empty_series():
     assert s.cpu_mean_percent is None and s.cpu_per_core_mean_percent == []
     assert s.process_cpu_cores is None
     assert s.gpu_util_mean_percent is None
-    assert describe(s) == "CPU not sampled"
+    assert telemetry_text(s) == "CPU not sampled"
     assert input_threads_saturated(s, 1) is False
     assert pipeline_cpu_bound(s) is None
 
@@ -570,7 +570,7 @@ def test_recorded_series_from_this_machine():
     assert s.cores_saturated == 1
     assert s.process_cpu_cores == pytest.approx(0.9943167697154259, rel=1e-9)
     assert s.gpu_unavailable == "GPU telemetry unavailable: NVML library not found (no NVIDIA driver)"
-    assert describe(s) == (
+    assert telemetry_text(s) == (
         "CPU 1 of 2 cores saturated (mean 50 %); GPU telemetry unavailable: NVML library not found (no NVIDIA driver)"
     )
     assert gpu_underfed(s) is None and pipeline_cpu_bound(s) is None
@@ -628,19 +628,19 @@ NO_GPU = dict(
 
 
 def test_describe_gpu_window():
-    assert describe(summary()) == "GPU busy 23 %, CPU 2 of 16 cores saturated (mean 41 %)"
+    assert telemetry_text(summary()) == "GPU busy 23 %, CPU 2 of 16 cores saturated (mean 41 %)"
 
 
 def test_describe_gpu_unavailable():
     s = summary(
         n_cores=2, cores_saturated=2, cpu_mean_percent=96.6, gpu_unavailable="GPU telemetry unavailable: r", **NO_GPU
     )
-    assert describe(s) == "CPU 2 of 2 cores saturated (mean 97 %); GPU telemetry unavailable: r"
+    assert telemetry_text(s) == "CPU 2 of 2 cores saturated (mean 97 %); GPU telemetry unavailable: r"
 
 
 def test_describe_cpu_window_does_not_mention_the_gpu():
     s = summary(gpu_index=None, gpu_unavailable=GPU_NOT_REQUESTED, **NO_GPU)
-    assert describe(s) == "CPU 2 of 16 cores saturated (mean 41 %)"
+    assert telemetry_text(s) == "CPU 2 of 16 cores saturated (mean 41 %)"
 
 
 # --------------------------------------------------------------------------- verdict inputs

@@ -10,6 +10,7 @@ from rich.console import Console
 from whichdevice.analysis.train import analyze_training
 from whichdevice.analysis.warmup import break_even, break_even_epochs, summarize_epochs
 from whichdevice.core.records import CaseResult, CaseSpec
+from whichdevice.present.tables import break_even_text
 from whichdevice.core.steps import raw_from_steps, time_loop
 
 
@@ -80,7 +81,7 @@ def test_keras_jax_1000_samples_batch_10_gpu_never_breaks_even():
     assert gpu.first_s > cpu.first_s  # the GPU's first epoch costs more
     be = break_even_epochs(cpu, gpu)
     assert be.kind == "never" and be.n is None
-    assert "never" in be.describe()
+    assert "never" in break_even_text(be)
 
 
 def test_keras_jax_batch_4096_breaks_even_after_145_epochs():
@@ -105,7 +106,7 @@ def test_break_even_edge_cases():
     assert break_even(1.0, 0.01, 0.5, 0.005).kind == "immediately"
     assert break_even(1.0, 0.01, 2.0, 0.01).kind == "never"
     noisy = break_even(1.0, 0.01, 2.0, 0.005, significant=False)
-    assert noisy.kind == "never" and noisy.within_noise and "not significantly" in noisy.describe()
+    assert noisy.kind == "never" and noisy.within_noise and "not significantly" in break_even_text(noisy)
     exact = break_even(0.0, 1.0, 2.0, 0.0)  # W = 2, d = 1: n-1 > 2 -> n = 4
     assert exact.n == 4
     with pytest.raises(ValueError):

@@ -31,6 +31,7 @@ from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.measure.journal import Journal, JournalState
 from whichdevice.present import html, plots, summary
+from whichdevice.present.claims import crossover_text
 from whichdevice.present.progress import ApiProgress, run_command
 from whichdevice.present.suitepage import SuiteReport, fix_grid, suite_report  # noqa: F401 (the API's names)
 from whichdevice.analysis.suite import SuiteVerdict, suite_verdict
@@ -274,7 +275,7 @@ class Result:
 
     def crossovers(self) -> dict[str, str]:
         """Per table title and device: the crossover sentence."""
-        return {f"{t.title} {d}": c.describe("n") for t in self.tables for d, c in t.crossovers.items()}
+        return {f"{t.title} {d}": crossover_text(c, "n") for t in self.tables for d, c in t.crossovers.items()}
 
     def __str__(self) -> str:
         return summary.matmul_text(self.record, self.tables)

@@ -61,13 +61,6 @@ class Comparison:
         """The side with the lower median, significant or not."""
         return self.other if self.ratio > 1 else self.baseline
 
-    def describe(self) -> str:
-        """'GPU:0 3.1× faster (95 % CI 2.9–3.3×, 12 samples)', 'no clear change (GPU:0 1.1×, ...)'
-        or 'not enough samples (...)'."""
-        if self.claim.significant:
-            return self.claim.text(self.other)
-        return self.claim.text()
-
 
 def compare(
     baseline_name: str,

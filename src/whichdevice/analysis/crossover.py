@@ -27,18 +27,6 @@ class Crossover:
     ranges_overlap: bool = False  # sample ranges overlap at a bracketing size
     gpu_wins_below: bool = False  # cpu_everywhere, yet the GPU won some smaller size (noise)
 
-    def describe(self, unit: str = "") -> str:
-        u = f" {unit}" if unit else ""
-        if self.kind == "no_data":
-            return "no crossover: not enough successful measurements on both devices"
-        if self.kind == "gpu_everywhere":
-            return f"no crossover in range: the GPU wins everywhere (from {self.high:g}{u})"
-        if self.kind == "cpu_everywhere":
-            extra = " (the GPU won at some smaller sizes, within the noise)" if self.gpu_wins_below else ""
-            return f"no crossover in range: the CPU wins everywhere (up to {self.low:g}{u}){extra}"
-        note = "; the sample ranges overlap there, so it is uncertain" if self.ranges_overlap else ""
-        return f"the GPU starts to win at about {self.estimate:.3g}{u} (between {self.low:g} and {self.high:g}){note}"
-
 
 def find_crossover(
     xs: Sequence[float],

@@ -39,22 +39,6 @@ class PointChange:
     after_failure: str | None = None
 
     @property
-    def failure_text(self) -> str | None:
-        """What a failed side says, e.g. 'failed before (timeout), ok now'; None if both ran."""
-        a, b = self.before_failure, self.after_failure
-
-        def words(k: str) -> str:
-            return k.replace("_", " ")
-
-        if a and b:
-            return f"failed in both ({words(a)} -> {words(b)})" if a != b else f"failed in both ({words(a)})"
-        if a:
-            return f"failed before ({words(a)}), ran now"
-        if b:
-            return f"ran before, failed now ({words(b)})"
-        return None
-
-    @property
     def regressed(self) -> bool:
         """The CI gate's rule (``compare --fail-on-regression``): slower after by the table's own
         rule (the whole interval beyond the noise, enough samples), or ran before and failed after

@@ -48,25 +48,6 @@ class FixResult:
     def speedup(self) -> float:
         return self.comparison.ratio
 
-    @property
-    def where(self) -> str:
-        """The workload in a few words: 'ex2 fit', 'steady step, batch 10'."""
-        c = self.context
-        if c.get("example"):
-            return f"{c['example']} {c.get('kind', '')}".strip()
-        if c.get("kind") == "steady":
-            return f"steady train step of {c.get('model', 'the model')}" + (
-                f", batch {c['batch']}" if "batch" in c else ""
-            )
-        return " ".join(f"{k}={v}" for k, v in c.items())
-
-    def describe(self) -> str:
-        """'CPU:0 jit_compile False -> True: 1.3× faster (95 % CI 1.2–1.4×, 2 rounds) per sample (ex2 fit)';
-        the ratio's words are significance.Claim.text (the one formatter)."""
-        verdict = self.comparison.claim.text()
-        who = f"{self.context['framework']} {self.device}" if "framework" in self.context else self.device
-        return f"{who} {self.fix} {self.baseline_value} -> {self.variant_value}: {verdict} per sample ({self.where})"
-
 
 def per_sample(r: CaseResult) -> Timing:
     """The timing scaled to seconds per sample (when the case says how many per step)."""

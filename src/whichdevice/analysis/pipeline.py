@@ -22,11 +22,12 @@ Step picture (one training step, as ``both`` times it)::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from whichdevice.analysis.compare import Comparison, compare, process_sd
 from whichdevice.analysis.values import as_int, known
 from whichdevice.core.records import CaseResult, RunRecord, Scalar, Timing
-from whichdevice.analysis.utilization import describe as describe_telemetry
+from whichdevice.core.telemetry import TelemetrySummary
 from whichdevice.analysis.utilization import gpu_underfed, summarize
 
 # XProf's input-pipeline thresholds, openxla/xprof
@@ -58,25 +59,10 @@ def classify_input_bound(wait_percent: float) -> str:
     return NOT
 
 
-def describe_input_bound(wait_percent: float, rounds: list[float] | None = None) -> str:
-    """XProf's sentence, e.g. 'HIGHLY input-bound: 41.2 % of each loop step waits for the batch'.
-
-    THE input-bound figure (one definition, issue 16): the share of the training loop's step
-    time spent waiting for the batch (``input_wait_s / loop_s``, measured in the loop, pooled
-    over its rounds). The pipeline-alone throughput and the loop speed are other figures and are
-    named as such wherever they appear. ``rounds``: the share in each round (fresh process);
-    when they fall on both sides of a class boundary the class is said to be borderline."""
-    cls = classify_input_bound(wait_percent)
-    what = "not input-bound" if cls == NOT else f"{cls} input-bound"
-    text = f"{what}: {wait_percent:.1f} % of each loop step waits for the batch"
-    if rounds and len(rounds) >= 2:
-        classes = {classify_input_bound(r) for r in rounds}
-        spread = f"{min(rounds):.1f}–{max(rounds):.1f} % over {len(rounds)} rounds"
-        if len(classes) > 1:
-            text += f" (borderline: {spread})"
-        else:
-            text += f" ({spread})"
-    return text
+def borderline(rounds: list[float]) -> bool:
+    """True when the share in each round (fresh process) falls on both sides of an XProf class
+    boundary: the class is then borderline (issue 16)."""
+    return len(rounds) >= 2 and len({classify_input_bound(r) for r in rounds}) > 1
 
 
 def round_values(metrics: dict[str, float], key: str) -> list[float]:
@@ -152,12 +138,6 @@ class VariantRow:
     wait_percent_rounds: list[float] = field(default_factory=list)  # the share in each round
 
     @property
-    def input_bound_text(self) -> str | None:
-        if self.wait_percent is None:
-            return None
-        return describe_input_bound(self.wait_percent, self.wait_percent_rounds)
-
-    @property
     def examples_per_s(self) -> float | None:
         return self.batch / self.pipeline.median_s if self.pipeline and self.pipeline.median_s > 0 else None
 
@@ -177,8 +157,49 @@ class VariantRow:
         return None if self.loop is None or self.wait_s is None else self.loop.median_s - self.wait_s
 
 
+GpuState = Literal["waits_for_input", "underused", "busy", "unavailable"]
+
+
+@dataclass(frozen=True)
+class WorkPlace:
+    """Where the input work and the train step ran on a device, with the utilization sampled
+    during the first measured loop (None: no telemetry). ``gpu_state`` (GPU devices with
+    telemetry): the GPU waited for input (under-used while the loop is input-bound), was
+    under-used although input was not the limit, was kept busy, or its utilization was not
+    available. ``loop``: the variant whose loop was sampled."""
+
+    kind: str  # cpu | gpu
+    loop: str | None
+    telemetry: TelemetrySummary | None
+    gpu_state: GpuState | None
+    n_cores: int | None
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """The model step alone and the first variant's pipeline alone, per batch, against the
+    measured loop step: perfect overlap cannot beat the slower of the two, no overlap is their sum."""
+
+    model_s: float
+    pipeline_s: float
+    loop_s: float
+
+    @property
+    def best_s(self) -> float:
+        return max(self.model_s, self.pipeline_s)
+
+    @property
+    def serial_s(self) -> float:
+        return self.model_s + self.pipeline_s
+
+
 @dataclass(frozen=True)
 class DeviceReport:
+    """A device's pipeline analysis. ``first``: the first variant with a measured loop and wait
+    share; ``fastest``: the variant with the fastest loop when it is not ``first``, and
+    ``fastest_waits_more`` when its wait share is nevertheless higher (its steps are shorter);
+    ``pyfunc_vs_tfops``: the same preprocessing in TF ops against tf.py_function (pipeline alone)."""
+
     device: str
     kind: str  # cpu | gpu
     baseline: str | None  # the first variant
@@ -186,7 +207,12 @@ class DeviceReport:
     rows: list[VariantRow]
     stages: list[StageCost]
     slowest: StageCost | None
-    verdict: list[str]
+    first: VariantRow | None = None
+    fastest: VariantRow | None = None
+    fastest_waits_more: bool = False
+    overlap: Overlap | None = None
+    pyfunc_vs_tfops: Comparison | None = None
+    work: WorkPlace | None = None
 
 
 def _ok(results: list[CaseResult], **params: Scalar) -> CaseResult | None:
@@ -247,99 +273,51 @@ def variant_rows(results: list[CaseResult], spread: float | None = None) -> list
     return rows
 
 
-def _where_the_work_runs(device: str, kind: str, measured: list[VariantRow], n_cores: int | None) -> list[str]:
+def _work_place(device: str, kind: str, measured: list[VariantRow], n_cores: int | None) -> WorkPlace | None:
     """Where the input work and the train step run on ``device``, with what the utilization
-    sampled during the first measured loop says."""
-    out: list[str] = []
+    sampled during the first measured loop says (None: a CPU with no telemetry)."""
     loop_t = next((r.loop.telemetry for r in measured if r.loop is not None and r.loop.telemetry is not None), None)
     where = measured[0].variant if measured else None
-    if kind == "gpu":
-        line = (
-            f"{device}: the tf.data work (read, map, augment) runs on the host CPU — tf.data's "
-            "kernels are CPU kernels — and only the train step runs on the GPU."
-        )
-        if loop_t is not None:
-            s = summarize(loop_t)
-            under = gpu_underfed(s)
-            if under is None:
-                line += f" GPU utilization was not available ({s.gpu_unavailable})."
-            else:
-                if under and measured[0].input_bound != NOT:
-                    why = "the GPU idles waiting for input"
-                elif under:
-                    why = "the GPU is under-used although input is not the limit (too little work per step)"
-                else:
-                    why = "the GPU is kept busy"
-                line += f" During the {where} loop: {describe_telemetry(s)} — {why}."
-        out.append(line)
-    elif loop_t is not None:
-        s = summarize(loop_t)
-        cores = f"{n_cores} cores" if n_cores else "the cores"
-        out.append(
-            f"{device}: input work and the train step share the same {cores}; during the {where} loop: "
-            f"{describe_telemetry(s)}."
-        )
-    return out
+    s = summarize(loop_t) if loop_t is not None else None
+    if kind != "gpu":
+        return None if s is None else WorkPlace(kind, where, s, None, n_cores)
+    state: GpuState | None = None
+    if s is not None:
+        under = gpu_underfed(s)
+        if under is None:
+            state = "unavailable"
+        elif under and measured[0].input_bound != NOT:
+            state = "waits_for_input"
+        else:
+            state = "underused" if under else "busy"
+    return WorkPlace(kind, where, s, state, n_cores)
 
 
-def _device_verdict(
-    device: str, kind: str, rows: list[VariantRow], model: Timing | None, slowest: StageCost | None, n_cores: int | None
-) -> list[str]:
-    out: list[str] = []
-    measured = [r for r in rows if r.loop is not None and r.wait_percent is not None]
-    if measured:
-        first = measured[0]
-        out.append(f"{device}, {first.variant}: {first.input_bound_text}.")
-        best = min(measured, key=lambda r: known(r.loop, "loop timing").median_s)
-        if best is not first:
-            sp = best.loop_speedup
-            if sp is None:
-                gain = best.variant
-            elif sp.winner is None:
-                gain = f"{best.variant} ({sp.claim.text()} against {first.variant}: not a clear winner)"
-            else:
-                gain = f"{sp.describe()} than {first.variant} (loop speed)"
-            line = f"{device}: fastest loop: {gain}; {best.input_bound_text}."
-            if (
-                best.wait_percent is not None
-                and first.wait_percent is not None
-                and best.wait_percent > first.wait_percent
-                and best.wait_s is not None
-                and first.wait_s is not None
-            ):
-                line += (
-                    f" Its share is higher although its loop is faster: its steps are shorter, so its "
-                    f"{best.wait_s * 1e3:.3g} ms of waiting per step (vs {first.wait_s * 1e3:.3g} ms for "
-                    f"{first.variant}) weighs more."
-                )
-            out.append(line)
-        if model is not None and first.pipeline is not None:
-            # Perfect overlap cannot beat the slower of the two; no overlap is their sum.
-            bound = max(model.median_s, first.pipeline.median_s)
-            out.append(
-                f"{device}: model step alone {model.median_s * 1e3:.3g} ms, {first.variant} pipeline alone "
-                f"{first.pipeline.median_s * 1e3:.3g} ms per batch: a loop that overlaps them perfectly "
-                f"takes ≥ {bound * 1e3:.3g} ms per step, one that does not ≈ "
-                f"{(model.median_s + first.pipeline.median_s) * 1e3:.3g} ms "
-                f"(measured {known(first.loop, 'loop timing').median_s * 1e3:.3g} ms)."
-            )
+def _fastest(measured: list[VariantRow]) -> tuple[VariantRow | None, bool]:
+    """The variant with the fastest loop when it is not the first, and whether its wait share
+    is higher than the first's although its loop is faster."""
+    if not measured:
+        return None, False
+    first = measured[0]
+    best = min(measured, key=lambda r: known(r.loop, "loop timing").median_s)
+    if best is first:
+        return None, False
+    waits_more = (
+        best.wait_percent is not None
+        and first.wait_percent is not None
+        and best.wait_percent > first.wait_percent
+        and best.wait_s is not None
+        and first.wait_s is not None
+    )
+    return best, waits_more
+
+
+def _pyfunc_vs_tfops(rows: list[VariantRow]) -> Comparison | None:
     by_name = {r.variant: r for r in rows}
     py, tfops = by_name.get("pyfunc"), by_name.get("prefetch")
     if py and tfops and py.pipeline and tfops.pipeline:
-        sp = known(speedup("tf ops", tfops.pipeline, "tf.py_function", py.pipeline), "comparison")
-        out.append(
-            f"{device}: the same preprocessing in Python (tf.py_function) vs in TF ops: {sp.describe()} "
-            "(pipeline alone, per batch)."
-        )
-    if slowest is not None:
-        rate = slowest.examples_per_s
-        out.append(
-            f"{device}: slowest stage: {slowest.stage} "
-            f"({slowest.seconds_per_example * 1e6:.3g} µs per example"
-            f"{f', {rate:,.0f} examples/s on one thread' if rate else ''})."
-        )
-    out += _where_the_work_runs(device, kind, measured, n_cores)
-    return out
+        return known(speedup("tf ops", tfops.pipeline, "tf.py_function", py.pipeline), "comparison")
+    return None
 
 
 def analyze_device(record: RunRecord, device: str) -> DeviceReport:
@@ -352,6 +330,12 @@ def analyze_device(record: RunRecord, device: str) -> DeviceReport:
     kind = "gpu" if device.startswith("GPU") else "cpu"
     session = next((s for s in record.sessions if s.device.name == device), None)
     n_cores = record.machine.cpu_cores_logical if session is None or kind == "cpu" else None
+    measured = [r for r in rows if r.loop is not None and r.wait_percent is not None]
+    first = measured[0] if measured else None
+    fastest, waits_more = _fastest(measured)
+    overlap = None
+    if first is not None and model is not None and first.pipeline is not None:
+        overlap = Overlap(model.median_s, first.pipeline.median_s, known(first.loop, "loop timing").median_s)
     return DeviceReport(
         device=device,
         kind=kind,
@@ -360,7 +344,12 @@ def analyze_device(record: RunRecord, device: str) -> DeviceReport:
         rows=rows,
         stages=stages,
         slowest=slowest,
-        verdict=_device_verdict(device, kind, rows, model, slowest, n_cores),
+        first=first,
+        fastest=fastest,
+        fastest_waits_more=waits_more,
+        overlap=overlap,
+        pyfunc_vs_tfops=_pyfunc_vs_tfops(rows),
+        work=_work_place(device, kind, measured, n_cores),
     )
 
 
@@ -374,9 +363,10 @@ def block_timed(record: RunRecord) -> RunRecord:
     return record.model_copy(update={"results": keep})
 
 
-def step_jitter_note(record: RunRecord) -> str | None:
-    """One line on the per-step cases' spread, which is step-to-step jitter (one sample =
-    one batch, not a block mean), so it is reported once instead of warned about per case."""
+def step_jitter(record: RunRecord) -> tuple[float, float] | None:
+    """The per-step cases' spread (IQR/median, lowest and highest), which is step-to-step
+    jitter (one sample = one batch, not a block mean), so it is reported once instead of
+    warned about per case. None without such cases."""
     rel = [
         r.timing.rel_iqr
         for r in record.results
@@ -384,11 +374,7 @@ def step_jitter_note(record: RunRecord) -> str | None:
     ]
     if not rel:
         return None
-    return (
-        f"per-batch and per-step times vary by {min(rel):.0%}-{max(rel):.0%} of their median (IQR/median): "
-        "one sample is one batch, so this is step-to-step jitter; the tables use medians. Raise --min-time "
-        "for more steps if the loop medians of two variants are within the noise (≈)."
-    )
+    return min(rel), max(rel)
 
 
 def analyze_pipeline(record: RunRecord) -> list[DeviceReport]:

@@ -31,58 +31,31 @@ from whichdevice.analysis.values import timing_of
 from whichdevice.core.records import CaseResult, RunRecord
 
 PITFALLS = ("first_epoch", "no_sync", "sync_each", "one_thread", "xla_one_device", "small_batch")
-TITLES = {
-    "first_epoch": "Timing the first epoch (warm-up included)",
-    "no_sync": "Reading the clock without synchronizing the device",
-    "sync_each": "Synchronizing every step needlessly (.numpy() per step)",
-    "one_thread": "CPU limited to one thread (torch.utils.benchmark default)",
-    "xla_one_device": 'XLA on one device only (Keras jit_compile="auto")',
-    "small_batch": "A batch too small (10 instead of 512)",
-}
-
-SHORT = {
-    "first_epoch": "first epoch timed",
-    "no_sync": "clock without sync",
-    "sync_each": "sync every step",
-    "one_thread": "CPU on 1 thread",
-    "xla_one_device": "XLA on one device",
-    "small_batch": "batch too small",
-}
 
 
 @dataclass(frozen=True)
 class PitfallRow:
+    """One benchmarking mistake on one device: the wrong figure against the right one, in
+    seconds per ``unit`` (epoch, step or sample), and whether they differ beyond the noise.
+    ``epochs``: how many epochs the first-epoch pitfall had; ``threads``: the CPU's default
+    intra-op thread count when the session recorded it. present/pages/pitfalls.py words it."""
+
     pitfall: str
     device: str
     wrong_s: float
     right_s: float
     unit: str  # what one figure is: "s per epoch", "s per step", "s per sample"
-    wrong_method: str
-    right_method: str
     significant: bool
-    note: str = ""
+    epochs: int = 0
+    threads: int | None = None
 
     @property
     def ratio(self) -> float:
         return self.wrong_s / self.right_s if self.right_s > 0 else float("nan")
 
     @property
-    def title(self) -> str:
-        return TITLES[self.pitfall]
-
-    @property
-    def short(self) -> str:
-        return SHORT[self.pitfall]
-
-    def verdict(self) -> str:
-        if not self.significant:
-            return "within noise: no distortion here"
-        if self.pitfall == "xla_one_device":
-            faster = "faster" if self.ratio > 1 else "slower"
-            return f"XLA makes this device {max(self.ratio, 1 / self.ratio):.3g}x {faster}: a mixed-path comparison carries it"
-        if self.ratio >= 1:
-            return f"reads {self.ratio:.3g}x the real cost"
-        return f"reads {1 / self.ratio:.3g}x too fast"
+    def on_cpu(self) -> bool:
+        return self.device.startswith("CPU")
 
 
 def _find(results: list[CaseResult], device: str, **want: object) -> CaseResult | None:
@@ -130,9 +103,8 @@ def _first_epoch(res: list[CaseResult], d: str) -> PitfallRow | None:
                 epochs[0],
                 statistics.median(rest),
                 "s per epoch",
-                "first epoch",
-                "epoch 2" if len(epochs) == 2 else f"median of epochs 2-{len(epochs)}",
                 sig,
+                epochs=len(epochs),
             )
     return None
 
@@ -140,27 +112,10 @@ def _first_epoch(res: list[CaseResult], d: str) -> PitfallRow | None:
 def _no_sync(res: list[CaseResult], d: str) -> PitfallRow | None:
     """A clock read after each call without a device sync against the same clock after one."""
     nosync = _find(res, d, kind="nosync", batch=10)
-    cpu = d.startswith("CPU")
     if nosync and "synced_median_s" in nosync.metrics:
         m = nosync.metrics
         sig = not (m["synced_q1_s"] <= timing_of(nosync).q3_s and timing_of(nosync).q1_s <= m["synced_q3_s"])
-        note = (
-            "on a CPU TensorFlow returns from the step after the work is done: an unsynchronized clock "
-            "cannot distort here; on a GPU it times only the kernel launches"
-            if cpu
-            else "the call returned before the GPU finished: the unsynchronized figure is the launch cost"
-        )
-        return PitfallRow(
-            "no_sync",
-            d,
-            timing_of(nosync).median_s,
-            m["synced_median_s"],
-            "s per step",
-            "clock read after each call, no sync",
-            "the same clock after a device sync",
-            sig,
-            note,
-        )
+        return PitfallRow("no_sync", d, timing_of(nosync).median_s, m["synced_median_s"], "s per step", sig)
     return None
 
 
@@ -176,8 +131,6 @@ def _sync_each(res: list[CaseResult], d: str) -> PitfallRow | None:
             timing_of(each10).median_s,
             timing_of(none10).median_s,
             "s per step",
-            ".numpy() after every step",
-            "one sync per block of steps",
             c.significant,
         )
     return None
@@ -195,10 +148,8 @@ def _one_thread(record: RunRecord, res: list[CaseResult], d: str) -> PitfallRow 
             timing_of(one).median_s,
             timing_of(allc).median_s,
             "s per step",
-            "1 CPU thread",
-            f"all cores ({_threads(record, d)})",
             c.significant,
-            "batch 4096 steady step",
+            threads=_threads(record, d),
         )
     return None
 
@@ -215,10 +166,7 @@ def _xla_one_device(res: list[CaseResult], d: str) -> PitfallRow | None:
             timing_of(off).median_s,
             timing_of(on).median_s,
             "s per step",
-            "jit_compile=False (auto on a CPU-only machine)",
-            "jit_compile=True (auto where a GPU is visible)",
             c.significant,
-            "compare devices with the same jit_compile; ratio < 1: XLA is slower here",
         )
     return None
 
@@ -230,14 +178,13 @@ def _small_batch(res: list[CaseResult], d: str) -> PitfallRow | None:
     if none10 and big:
         a, b = per_sample(none10), per_sample(big)
         c = compare("right", b, "wrong", a)
-        return PitfallRow(
-            "small_batch", d, a.median_s, b.median_s, "s per sample", "batch 10", "batch 512", c.significant
-        )
+        return PitfallRow("small_batch", d, a.median_s, b.median_s, "s per sample", c.significant)
     return None
 
 
-def _threads(record: RunRecord, device: str) -> str:
+def _threads(record: RunRecord, device: str) -> int | None:
+    """The device's intra-op thread count when it was the framework's default, else None."""
     for s in record.sessions:
         if s.device.name == device and s.cpu_threads_source.startswith("default"):
-            return f"{s.cpu_threads_intra} threads"
-    return "default threads"
+            return s.cpu_threads_intra
+    return None

@@ -106,6 +106,18 @@ def t975(df: float) -> float:
 
 
 @dataclass(frozen=True)
+class ClaimNote:
+    """Why a claim is not enough, or what else its reader must know: no samples; too few
+    samples (``n`` of the ``needed``); too few rounds (``n``); the rounds fell in two clusters
+    (``modes``)."""
+
+    kind: Literal["no_samples", "too_few_samples", "too_few_rounds", "bimodal"]
+    n: int = 0
+    needed: int = 0
+    modes: Modes | None = None
+
+
+@dataclass(frozen=True)
 class Claim:
     """A measured ratio A/B with its 95 % interval, the count it rests on, and the verdict."""
 
@@ -116,7 +128,7 @@ class Claim:
     unit: Literal["rounds", "samples"]
     threshold: float  # the relative noise threshold applied
     status: Status
-    note: str = ""  # e.g. why not enough, or 'bimodal between rounds'
+    note: ClaimNote | None = None  # why not enough, or the rounds were bimodal (present/claims.py words it)
     # The interval's confidence: 95 %, or more for one of many claims made together
     # (:func:`together`: ``compare``'s cases hold at 95 % all at once).
     confidence: float = CONFIDENCE
@@ -128,33 +140,6 @@ class Claim:
     @property
     def enough(self) -> bool:
         return self.status != "not_enough"
-
-    def text(self, subject: str = "") -> str:
-        """The claim in words (``present/claims.ratio_text`` is the presenters' door to it)::
-
-        2.9× faster (95 % CI 2.1–3.8×, 5 rounds)
-        no clear change (1.8×, CI 0.8–3.1×, n=3)
-        not enough samples (2.1× from n=1; 1 sample: at least 5 needed)
-        """
-        who = f"{subject} " if subject else ""
-        if self.status == "not_enough":
-            why = f"; {self.note}" if self.note else ""
-            shown = f" ({_x(self.ratio)}× from n={self.n}{why})" if math.isfinite(self.ratio) else why
-            return f"not enough samples{shown}"
-        if self.status == "no_change":
-            extra = f"; {self.note}" if self.note else ""
-            return f"no clear change ({_x(self.ratio)}×, CI {_x(self.lo)}–{_x(self.hi)}×, n={self.n}{extra})"
-        if self.ratio >= 1:
-            lo, hi, word, r = self.lo, self.hi, "faster", self.ratio
-        else:
-            lo, hi, word, r = 1 / self.hi, 1 / self.lo, "slower", 1 / self.ratio
-        unit = self.unit if self.n != 1 else self.unit[:-1]
-        text = f"{who}{_x(r)}× {word} ({percent(self.confidence)} CI {_x(lo)}–{_x(hi)}×, {self.n} {unit})"
-        return f"{text}; {self.note}" if self.note else text
-
-
-def _x(v: float) -> str:
-    return f"{v:.2g}" if v < 10 else f"{v:.3g}"
 
 
 def percent(confidence: float) -> str:
@@ -177,7 +162,7 @@ def judge(
     threshold: float = NOISE_THRESHOLD,
     enough: bool = True,
     min_samples: int = MIN_SAMPLES,
-    note: str = "",
+    note: ClaimNote | None = None,
     confidence: float = CONFIDENCE,
 ) -> Claim:
     """THE rule. ``enough``: the caller's sample-count check (``from_*`` pass it; a bare
@@ -218,7 +203,7 @@ def from_samples(
     la, lb = _logs(a), _logs(b)
     n = min(len(la), len(lb))
     if n == 0:
-        return judge(math.nan, math.nan, math.nan, 0, threshold=threshold, enough=False, note="no samples")
+        return judge(math.nan, math.nan, math.nan, 0, threshold=threshold, enough=False, note=ClaimNote("no_samples"))
     ratio = _median(a) / _median(b)
     ma, sa = _mean_sd(la)
     mb, sb = _mean_sd(lb)
@@ -231,7 +216,7 @@ def from_samples(
         half = 0.0 if n >= min_samples else math.inf
     centre = math.log(ratio)
     enough = n >= min_samples
-    note = "" if enough else f"{n} sample{'s' if n != 1 else ''}: at least {min_samples} needed"
+    note = None if enough else ClaimNote("too_few_samples", n, min_samples)
     return judge(
         ratio,
         math.exp(centre - half),
@@ -245,7 +230,9 @@ def from_samples(
     )
 
 
-def from_round_ratios(ratios: Sequence[float], *, threshold: float = NOISE_THRESHOLD, note: str = "") -> Claim:
+def from_round_ratios(
+    ratios: Sequence[float], *, threshold: float = NOISE_THRESHOLD, note: ClaimNote | None = None
+) -> Claim:
     """A/B from per-round ratios (each round: one process, A and B in it): the geometric mean
     and the t-interval of the log ratios. Needs ≥ 2 rounds."""
     logs = _logs(ratios)
@@ -259,14 +246,16 @@ def from_round_ratios(ratios: Sequence[float], *, threshold: float = NOISE_THRES
             unit="rounds",
             threshold=threshold,
             enough=False,
-            note="fewer than 2 rounds",
+            note=ClaimNote("too_few_rounds", k, 2),
         )
     m, sd = _mean_sd(logs)
     half = t975(k - 1) * sd / math.sqrt(k)
     return judge(math.exp(m), math.exp(m - half), math.exp(m + half), k, unit="rounds", threshold=threshold, note=note)
 
 
-def _widen(claim: Claim, half: float, unit: Literal["rounds", "samples"], n: int, note: str = "") -> Claim:
+def _widen(
+    claim: Claim, half: float, unit: Literal["rounds", "samples"], n: int, note: ClaimNote | None = None
+) -> Claim:
     """``claim`` with its interval widened to at least ±``half`` (log) around its ratio."""
     c = math.log(claim.ratio)
     lo, hi = min(claim.lo, math.exp(c - half)), max(claim.hi, math.exp(c + half))
@@ -303,7 +292,7 @@ def from_rounds(
             return _widen(within, 1.96 * math.sqrt(2) * process_sd, "samples", within.n)
         return within
     modes = rounds_bimodal(a_rounds) or rounds_bimodal(b_rounds)
-    note = f"bimodal between rounds ({modes.describe()})" if modes else ""
+    note = ClaimNote("bimodal", modes=modes) if modes else None
     ratios = [_median(ra) / _median(rb) for ra, rb in pairs]
     between = from_round_ratios(ratios, threshold=threshold, note=note)
     lo, hi = min(between.lo, within.lo), max(between.hi, within.hi)
@@ -342,7 +331,7 @@ def between_runs(
     mb = [math.log(_median(r)) for r in b_rounds if r]
     centre = math.log(within.ratio)
     modes = rounds_bimodal(a_rounds) or rounds_bimodal(b_rounds)
-    note = f"bimodal between rounds ({modes.describe()})" if modes else ""
+    note = ClaimNote("bimodal", modes=modes) if modes else None
     if len(ma) >= 2 and len(mb) >= 2:
         # Student's pooled-variance t on the log process medians (the two runs are the same
         # setup, so one between-process variance; Welch's df with 2 + 2 rounds is near 1 and
@@ -470,20 +459,6 @@ class Modes:
     high: float
     n_low: int
     n_high: int
-
-    def describe(self) -> str:
-        return (
-            f"{self.n_low} round{'s' if self.n_low > 1 else ''} at ≈{_fmt_s(self.low)}, "
-            f"{self.n_high} at ≈{_fmt_s(self.high)}"
-        )
-
-
-def _fmt_s(s: float) -> str:
-    if s >= 1:
-        return f"{s:.3g} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s * 1e6:.3g} µs"
 
 
 def rounds_bimodal(rounds: Sequence[Sequence[float]]) -> Modes | None:

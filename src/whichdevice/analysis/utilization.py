@@ -15,12 +15,11 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from whichdevice.core.telemetry import GPU_NOT_REQUESTED, Telemetry, TelemetrySummary
+from whichdevice.core.telemetry import Telemetry, TelemetrySummary
 
 __all__ = [
     "CORE_SATURATED_PERCENT",
     "GPU_UNDERFED_PERCENT",
-    "describe",
     "gpu_underfed",
     "input_threads_saturated",
     "pipeline_cpu_bound",
@@ -94,26 +93,6 @@ def summarize(t: Telemetry) -> TelemetrySummary:
         gpu_sm_clock_median_mhz=float(statistics.median(t.gpu_sm_clock_mhz)) if has_gpu else None,  # type: ignore[arg-type]
         gpu_unavailable=t.gpu_unavailable,
     )
-
-
-def describe(summary: TelemetrySummary) -> str:
-    """One terminal line, e.g. ``GPU busy 23 %, CPU 2 of 16 cores saturated (mean 41 %)``.
-
-    When GPU telemetry was asked for but could not be had, the reason is appended; when
-    it was not asked for (a CPU window) the GPU is not mentioned.
-    """
-    if summary.cpu_mean_percent is None:
-        cpu = "CPU not sampled"
-    else:
-        cpu = (
-            f"CPU {summary.cores_saturated} of {summary.n_cores} cores saturated"
-            f" (mean {summary.cpu_mean_percent:.0f} %)"
-        )
-    if summary.gpu_util_mean_percent is not None:
-        return f"GPU busy {summary.gpu_util_mean_percent:.0f} %, {cpu}"
-    if summary.gpu_unavailable and summary.gpu_unavailable != GPU_NOT_REQUESTED:
-        return f"{cpu}; {summary.gpu_unavailable}"
-    return cpu
 
 
 # --------------------------------------------------------------------------- verdict inputs

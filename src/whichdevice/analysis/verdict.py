@@ -22,6 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from whichdevice.analysis.compare import Comparison
 from whichdevice.analysis.sweep import Table
 from whichdevice.analysis.warmup import BreakEven
 
@@ -64,12 +65,16 @@ def regime(xs: Sequence[float], ts: Sequence[float]) -> str:
 
 @dataclass(frozen=True)
 class Finding:
-    """One verdict line: which rule fired, on what, and what to do about it."""
+    """One rule that fired on a sweep, on which device, with what the presenter needs to say
+    it (present/suitepage.finding_text): the swept parameter, the per-step floor of a
+    launch-bound device, and the size and comparison at the top of the range."""
 
-    rule: str  # e.g. "launch_bound", "compute_bound"
+    rule: str  # launch_bound | compute_bound | no_difference | gpu_wins | cpu_wins
     device: str
-    text: str
-    advice: str = ""
+    x_label: str  # the swept parameter: "n", "batch"
+    floor_s: float | None = None  # launch_bound: the lowest median over the sweep
+    x: float | None = None  # the largest size both devices ran (the *_wins and no_difference rules)
+    comparison: Comparison | None = None
 
 
 def device_regimes(table: Table) -> dict[str, str]:
@@ -88,38 +93,13 @@ def sweep_findings(table: Table, x_label: str) -> list[Finding]:
     for d, reg in regimes.items():
         if reg == "floor" and d.startswith("GPU"):
             floor = min(t.median_s for r in table.rows if d in r.cells and (t := r.cells[d].timing) is not None)
-            findings.append(
-                Finding(
-                    "launch_bound",
-                    d,
-                    f"{d}: time flat in {x_label} (log-log slope < {FLAT_SLOPE}): it sits at a per-step floor of "
-                    f"≈{floor * 1e3:.3g} ms of kernel launches, dispatch and synchronization, not computing",
-                    f"give each step more work: a larger {x_label}, steps_per_execution, or jit_compile to fuse ops",
-                )
-            )
+            findings.append(Finding("launch_bound", d, x_label, floor_s=floor))
         elif reg == "scaling":
-            findings.append(
-                Finding(
-                    "compute_bound",
-                    d,
-                    f"{d}: time grows with {x_label} (log-log slope ≥ {SCALING_SLOPE}): compute-bound at the top of the range",
-                )
-            )
+            findings.append(Finding("compute_bound", d, x_label))
     if top is not None:
         for d, comp in top.comparisons.items():
-            if comp.winner is None:
-                findings.append(Finding("no_difference", d, f"at {x_label}={top.x:g}: {comp.describe()}"))
-            elif comp.winner == d:
-                findings.append(Finding("gpu_wins", d, f"at {x_label}={top.x:g}: {comp.describe()}"))
-            else:
-                findings.append(
-                    Finding(
-                        "cpu_wins",
-                        d,
-                        f"at {x_label}={top.x:g}: {comp.describe()}",
-                        "for work this small the CPU is the right device",
-                    )
-                )
+            rule = "no_difference" if comp.winner is None else ("gpu_wins" if comp.winner == d else "cpu_wins")
+            findings.append(Finding(rule, d, x_label, x=top.x, comparison=comp))
     return findings
 
 

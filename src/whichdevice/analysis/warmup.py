@@ -39,43 +39,6 @@ class BreakEven:
     unit: str = "steps"
     within_noise: bool = False
 
-    def describe(self) -> str:
-        u = self.unit
-        if self.kind == "no_data":
-            return "break-even: not enough successful runs on both devices"
-        if self.kind == "no_gpu":
-            return "break-even: needs a GPU run (no GPU was measured here); run on a machine with a GPU"
-        if self.kind == "immediately":
-            return (
-                f"break-even: the GPU is ahead from the first {u[:-1]} "
-                f"(warm-up {_s(_neg(self.extra_warmup_s))} shorter, saves {_s(self.saving_per_unit_s)} per {u[:-1]})"
-            )
-        if self.kind == "never":
-            why = (
-                "its steady steps are not significantly faster"
-                if self.within_noise
-                else f"its steady {u} are {_s(_neg(self.saving_per_unit_s))} slower each"
-            )
-            return f"break-even: never — {why} (extra warm-up {_s(self.extra_warmup_s)})"
-        return (
-            f"break-even after {self.n:,} {u}: the GPU's extra warm-up {_s(self.extra_warmup_s)} "
-            f"is paid back at {_s(self.saving_per_unit_s)} saved per {u[:-1]}"
-        )
-
-
-def _neg(x: float | None) -> float | None:
-    return None if x is None else -x
-
-
-def _s(x: float | None) -> str:
-    """Seconds with a unit (kept here so analysis does not depend on the presenters)."""
-    if x is None:
-        return "—"
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if abs(x) >= scale:
-            return f"{x / scale:.3g} {unit}"
-    return f"{x * 1e9:.3g} ns"
-
 
 def break_even(
     cpu_first_s: float,

@@ -55,6 +55,8 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from whichdevice.audit import clocks, jax_hooks, tf_hooks, torch_hooks
@@ -101,20 +103,6 @@ UNSAFE_OPS = frozenset(
         "SaveDatasetV2",
     }
 )
-
-
-STATE: State | None = None
-
-
-def _st() -> State:
-    """The audit's state: main() sets it before the script runs, and everything below runs after."""
-    if STATE is None:
-        raise RuntimeError("the audit's state was read before main() set it")
-    return STATE
-
-
-def _source(line: int) -> str:
-    return _st().source(line)
 
 
 # ---------------------------------------------------------------- re-measurement
@@ -177,21 +165,20 @@ def _side_work(st: State, block_ids: list[int]) -> tuple[list[tuple], str | None
     return work, None
 
 
-def rerun(deadline: float) -> None:
+def rerun(st: State, deadline: float) -> None:
     """Interleaved steady re-measurement of every compared pair (A = CPU-asked, B = GPU-asked).
 
     Each side is the tf.functions its blocks called, with the arguments of their last call,
     under the block's device request; one side's block time is Σ calls × (time of k calls, device
     synchronized) / k. Rounds alternate A and B in a random order (``audit/interleave.py``)."""
-    st = _st()
     if not st.tf_installed:
         return
     import tensorflow as tf
 
-    from whichdevice.audit import interleave, rules
+    from whichdevice.audit import measurements
 
     state = st.to_json()
-    pairs = rules.comparisons(rules.timed(rules.build_measurements(state)))
+    pairs = measurements.comparisons(measurements.timed(measurements.build_measurements(state)))
     done: dict[tuple, int] = {}
     for a, b in pairs:
         base = {"a": a.id, "b": b.id}
@@ -214,7 +201,7 @@ def rerun(deadline: float) -> None:
         try:
             t_pair = _orig_perf()
             budget = max(0.0, min(RERUN_BUDGET_S, left / 4, st.rerun_left_s))
-            rounds, per_call = _interleave(tf, interleave, wa, wb, budget_s=budget)
+            rounds, per_call = _interleave(st, tf, wa, wb, budget_s=budget)
             st.rerun_left_s -= _orig_perf() - t_pair
         except Exception as e:
             st.interleaved.append({**base, "skipped": f"re-running raised {type(e).__name__}: {str(e).strip()[:200]}"})
@@ -238,16 +225,23 @@ def _torch_side(st: State, m) -> tuple[list[tuple], str | None]:
     return [(key, *st.torch_last[key], n) for key, n in counts.items()], None
 
 
-def rerun_torch(deadline: float) -> None:
+def rerun_torch(st: State, deadline: float) -> None:
     """Interleaved re-run of each compared pair's forward passes (PyTorch): each side's top-level
     module calls with their last inputs and grad mode, device synchronized; the backward pass and
     the optimizer are the script's and are not replayed (said in the correction's note)."""
-    st = _st()
-    from whichdevice.audit import interleave, rules
+    from whichdevice.audit import measurements
 
     state = st.to_json()
-    pairs = rules.comparisons(rules.timed(rules.build_measurements(state)))
+    pairs = measurements.comparisons(measurements.timed(measurements.build_measurements(state)))
     jax_mode = st.framework == "jax"
+    pairs_run = _TorchPairs(st, deadline, jax_mode, _torch_call_k(jax_mode))
+    for a, b in pairs:
+        pairs_run.pair(a, b)
+
+
+def _torch_call_k(jax_mode: bool) -> Callable[[tuple, int], float]:
+    """Seconds of k calls of one (key, callable, args, grad mode or kwargs, calls) item, synchronized
+    before and after with the project's sync (core.timing.block; issue #31, one ground)."""
     from whichdevice import frameworks
     from whichdevice.core import timing
 
@@ -256,80 +250,113 @@ def rerun_torch(deadline: float) -> None:
     if not jax_mode:
         import torch
 
-    done: dict[tuple, int] = {}
-    for n, (a, b) in enumerate(pairs):
+    def call_k(item, k) -> float:
+        """Seconds of k calls, synchronized before and after (core.timing.block)."""
+        _, fn, args, extra, _ = item
+        if jax_mode:  # extra: the call's keyword arguments
+            return timing.block(lambda: fn(*args, **extra), k, fw_sync, _orig_perf)
+        with torch.set_grad_enabled(extra):  # extra: grad mode of the script's last call
+            return timing.block(lambda: fn(*args), k, fw_sync, _orig_perf)
+
+    return call_k
+
+
+def _same_k(items: list[tuple], ones: list[float]) -> dict[int, int]:
+    """One k (calls per sample) for every function of a pair, so the slowest chunk is ≥ 10 ms: the
+    same k on both sides amortizes the sync and the clock reads equally (a k per side biased the
+    ratio of two identical sides)."""
+    k_all = max(1, min(1000, int(0.01 / max(ones)) + 1))
+    return {id(item): k_all for item in items}
+
+
+def _side_clock(
+    work: list[tuple], ks: dict[int, int], samples: dict[int, list[float]], call_k: Callable, calls_at: int
+) -> Callable[[], float]:
+    """One side's round: Σ calls in the block × (seconds of k calls / k) over its functions, each
+    function's per-call time kept in ``samples`` (``calls_at``: where the item keeps its call count)."""
+
+    def timed() -> float:
+        total = 0.0
+        for item in work:
+            k = ks[id(item)]
+            per = call_k(item, k) / k
+            samples[id(item)].append(per)
+            total += item[calls_at] * per
+        return total
+
+    return timed
+
+
+@dataclass
+class _TorchPairs:
+    """The PyTorch / JAX re-run, pair by pair: identical pairs point at the first, and the time left
+    (``deadline``, the state's ``rerun_left_s``) is shared between them."""
+
+    st: State
+    deadline: float
+    jax_mode: bool
+    call_k: Callable[[tuple, int], float]
+    done: dict[tuple, int] = field(default_factory=dict)
+
+    def pair(self, a, b) -> None:
+        from whichdevice.audit import interleave
+
+        st = self.st
         base = {"a": a.id, "b": b.id}
         wa, why_a = _torch_side(st, a)
         wb, why_b = _torch_side(st, b)
         key = (tuple((w[0], w[4]) for w in wa), tuple((w[0], w[4]) for w in wb))
-        if not (why_a or why_b) and key in done:
-            st.interleaved.append({**base, "same_as": done[key]})
-            continue
-        n = len(done)
-        left = deadline - _orig_mono()
+        if not (why_a or why_b) and key in self.done:
+            st.interleaved.append({**base, "same_as": self.done[key]})
+            return
+        n = len(self.done)
+        left = self.deadline - _orig_mono()
         if why_a or why_b or n >= MAX_RERUNS or left < 10 * RERUN_MIN_TIME_S:
             reason = why_a or why_b or ("no time left before --timeout" if n < MAX_RERUNS else "too many pairs")
             st.interleaved.append({**base, "skipped": reason})
-            continue
-
-        def call_k(item, k) -> float:
-            """Seconds of k calls, synchronized before and after (core.timing.block)."""
-            _, fn, args, extra, _ = item
-            if jax_mode:  # extra: the call's keyword arguments
-                return timing.block(lambda: fn(*args, **extra), k, fw_sync, _orig_perf)
-            with torch.set_grad_enabled(extra):  # extra: grad mode of the script's last call
-                return timing.block(lambda: fn(*args), k, fw_sync, _orig_perf)
-
+            return
         ones = []
         for item in wa + wb:
-            call_k(item, 1)
-            ones.append(max(call_k(item, 1), 1e-6))
-        k_all = max(1, min(1000, int(0.01 / max(ones)) + 1))  # one k for the pair (see _interleave)
-        ks = {id(item): k_all for item in wa + wb}
+            self.call_k(item, 1)
+            ones.append(max(self.call_k(item, 1), 1e-6))
+        ks = _same_k(wa + wb, ones)  # one k for the pair (see _interleave)
         samples: dict[int, list[float]] = {id(i): [] for i in wa + wb}
-
-        def side(work):
-            def timed() -> float:
-                total = 0.0
-                for item in work:
-                    k = ks[id(item)]
-                    per = call_k(item, k) / k
-                    samples[id(item)].append(per)
-                    total += item[4] * per
-                return total
-
-            return timed
-
         try:
             t_pair = _orig_perf()
             budget = max(0.0, min(RERUN_BUDGET_S, left / 4, st.rerun_left_s))
-            rounds = interleave.run_rounds(side(wa), side(wb), budget_s=budget, clock=_orig_perf)
+            rounds = interleave.run_rounds(
+                _side_clock(wa, ks, samples, self.call_k, 4),
+                _side_clock(wb, ks, samples, self.call_k, 4),
+                budget_s=budget,
+                clock=_orig_perf,
+            )
             st.rerun_left_s -= _orig_perf() - t_pair
         except Exception as e:
             st.interleaved.append({**base, "skipped": f"re-running raised {type(e).__name__}: {str(e).strip()[:200]}"})
-            continue
-        per_call = [
-            {
-                "side": "a" if any(item is w for w in wa) else "b",
-                "function": (
-                    f"jax.jit({getattr(item[1], '__name__', 'fn')})"
-                    if jax_mode
-                    else type(item[1]).__name__ + ".forward"
-                ),
-                "requested": None,
-                "ran_on": item[0].split("@", 1)[1],
-                "calls_in_block": item[4],
-                "number_per_sample": ks[id(item)],
-                "samples_s": samples[id(item)],
-            }
-            for item in wa + wb
-        ]
-        done[key] = len(st.interleaved)
+            return
+        per_call = [self._per_call(item, wa, ks, samples) for item in wa + wb]
+        self.done[key] = len(st.interleaved)
         st.interleaved.append({**base, "rounds": rounds, "functions": per_call})
 
+    def _per_call(self, item: tuple, wa: list[tuple], ks: dict[int, int], samples: dict[int, list[float]]) -> dict:
+        return {
+            "side": "a" if any(item is w for w in wa) else "b",
+            "function": (
+                f"jax.jit({getattr(item[1], '__name__', 'fn')})"
+                if self.jax_mode
+                else type(item[1]).__name__ + ".forward"
+            ),
+            "requested": None,
+            "ran_on": item[0].split("@", 1)[1],
+            "calls_in_block": item[4],
+            "number_per_sample": ks[id(item)],
+            "samples_s": samples[id(item)],
+        }
 
-def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: float):
+
+def _interleave(st: State, tf, wa: list[tuple], wb: list[tuple], budget_s: float):
     from whichdevice import frameworks
+    from whichdevice.audit import interleave
     from whichdevice.core import timing
 
     fw_sync = frameworks.load("tensorflow").sync.sync  # the project's sync (issue #31: one ground)
@@ -353,27 +380,18 @@ def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: floa
         ones.append(max(call_k(item, 1), 1e-6))
         leaves = [x for x in tf.nest.flatten(out) if hasattr(x, "device")]
         ran[id(item)] = short_device(leaves[0].device) if leaves else ""
-    k_all = max(1, min(1000, int(0.01 / max(ones)) + 1))
-    ks = {id(item): k_all for item in wa + wb}
+    ks = _same_k(wa + wb, ones)
     samples: dict[int, list[float]] = {id(i): [] for i in wa + wb}
-
-    def side(work):
-        def timed() -> float:
-            total = 0.0
-            for item in work:
-                k = ks[id(item)]
-                per = call_k(item, k) / k
-                samples[id(item)].append(per)
-                total += item[5] * per
-            return total
-
-        return timed
-
-    rounds = interleave.run_rounds(side(wa), side(wb), budget_s=budget_s, clock=_orig_perf)
+    rounds = interleave.run_rounds(
+        _side_clock(wa, ks, samples, call_k, 5),
+        _side_clock(wb, ks, samples, call_k, 5),
+        budget_s=budget_s,
+        clock=_orig_perf,
+    )
     per_call = [
         {
             "side": "a" if any(item is w for w in wa) else "b",
-            "function": _st().functions[item[0]]["name"],
+            "function": st.functions[item[0]]["name"],
             "requested": item[4],
             "ran_on": ran[id(item)],
             "calls_in_block": item[5],
@@ -388,12 +406,11 @@ def _interleave(tf, interleave, wa: list[tuple], wb: list[tuple], budget_s: floa
 # ---------------------------------------------------------------- main
 
 
-def _calibrate(deadline: float) -> None:
+def _calibrate(st: State, deadline: float) -> None:
     """After the script: the per-op cost (plain and hooked) when the script dispatched many ops, and
     the re-run of its first Session.runs (``audit/calibrate.py``). A failure here loses only that evidence."""
     from whichdevice.audit import calibrate
 
-    st = _st()
     try:
         if st.c["eager_ops"] >= calibrate.MIN_OPS_FOR_COST and st.framework in ("torch", "tensorflow"):
             st.op_cost = calibrate.per_op_cost(
@@ -413,8 +430,7 @@ def _calibrate(deadline: float) -> None:
     st.first_run_args = []
 
 
-def _write_state(path: str) -> None:
-    st = _st()
+def _write_state(st: State, path: str) -> None:
     for _ in range(5):  # the main thread may be mutating lists while the watchdog dumps
         try:
             text = json.dumps(st.to_json())
@@ -429,10 +445,9 @@ def _write_state(path: str) -> None:
     safeio.write_atomic(path, text, remember=False)
 
 
-def _decide_framework() -> None:
+def _decide_framework(st: State) -> None:
     """Which framework's audit this is: the one whose hooks the script used (TensorFlow's import can
     pull in JAX; a script may import several): TensorFlow, else PyTorch, else JAX."""
-    st = _st()
     if not st.tf_installed and st.torch_installed:
         st.framework = "torch"
         st.physical = st.torch_physical
@@ -444,25 +459,25 @@ def _decide_framework() -> None:
 _AUDIT_DIR = str(Path(__file__).resolve().parent)
 
 
-def _user_frames(te: traceback.TracebackException, seen: set[int]) -> None:
+def _user_frames(te: traceback.TracebackException, seen: set[int], script: str) -> None:
     """Drop the audit's own frames (the runner before the script, the hooks around the calls it
     made) from a traceback and from the exceptions chained to it: the user sees Python's traceback."""
     if id(te) in seen:
         return
     seen.add(id(te))
     frames = list(te.stack)
-    first = next((i for i, f in enumerate(frames) if f.filename == _st().script), 0)
+    first = next((i for i, f in enumerate(frames) if f.filename == script), 0)
     te.stack = traceback.StackSummary.from_list(
         [f for f in frames[first:] if not str(f.filename).startswith(_AUDIT_DIR)]
     )
     for other in (te.__cause__, te.__context__):
         if other is not None:
-            _user_frames(other, seen)
+            _user_frames(other, seen, script)
 
 
-def _print_script_traceback(e: BaseException) -> None:
+def _print_script_traceback(e: BaseException, script: str) -> None:
     te = traceback.TracebackException(type(e), e, e.__traceback__)
-    _user_frames(te, set())
+    _user_frames(te, set(), script)
     # Messages that quote a Python stack (TensorFlow's "defined at (most recent call last)") list the
     # runner's frames too: those lines go, the script's and the libraries' stay.
     runner = re.compile(r'^\s*File "(?:<frozen runpy>|' + re.escape(_AUDIT_DIR) + r'[^"]*)", line \d+, in .*$')
@@ -470,65 +485,67 @@ def _print_script_traceback(e: BaseException) -> None:
     sys.stderr.write("".join(ln for ln in text.splitlines(keepends=True) if not runner.match(ln)))
 
 
-def _script_line(e: BaseException) -> int | None:
+def _script_line(e: BaseException, script: str) -> int | None:
     line = None
     for frame, lineno in traceback.walk_tb(e.__traceback__):
-        if frame.f_code.co_filename == _st().script:
+        if frame.f_code.co_filename == script:
             line = lineno
     return line
 
 
-def main(argv: list[str]) -> int:
-    global STATE
-    job = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-    script = str(Path(job["script"]).resolve())
-    state_path = job["state"]
-    deadline = _orig_mono() + float(job["timeout_s"])
-    STATE = State(script)
-    done = threading.Event()
+def _start_watchdog(st: State, done: threading.Event, deadline: float, state_path: str) -> None:
+    """A thread that, at the deadline, records where the script was, writes the state and ends the
+    process (124 while the script still ran; its own exit code when only the re-run ran out of time)."""
     main_thread = threading.main_thread()
 
     def watchdog():
         if done.wait(max(0.0, deadline - _orig_mono())):
             return
-        finished = STATE.exit_code is not None  # the script ended; the re-measurement ran out of time
-        STATE.timed_out = not finished
+        finished = st.exit_code is not None  # the script ended; the re-measurement ran out of time
+        st.timed_out = not finished
         if not finished:
-            STATE.script_s = _orig_perf() - STATE.started
+            st.script_s = _orig_perf() - st.started
         frame = sys._current_frames().get(main_thread.ident)
-        while frame is not None and frame.f_code.co_filename != script:
+        while frame is not None and frame.f_code.co_filename != st.script:
             frame = frame.f_back
         if frame is not None:
-            STATE.hang_line = {"line": frame.f_lineno, "text": _source(frame.f_lineno)}
-        STATE.active = False
+            st.hang_line = {"line": frame.f_lineno, "text": st.source(frame.f_lineno)}
+        st.active = False
         try:
             if not finished:
-                _decide_framework()
-            _write_state(state_path)
+                _decide_framework(st)
+            _write_state(st, state_path)
         finally:
             try:
                 sys.stdout.flush()
                 sys.stderr.flush()
             finally:
-                os._exit(STATE.exit_code if finished else 124)
+                os._exit(st.exit_code if finished else 124)
 
     threading.Thread(target=watchdog, daemon=True, name="whichdevice-watchdog").start()
 
-    clocks.install(STATE)
-    sys.meta_path.insert(0, tf_hooks.TFHookFinder(STATE))
-    sys.meta_path.insert(0, torch_hooks.TorchHookFinder(STATE))
-    sys.meta_path.insert(0, jax_hooks.JaxHookFinder(STATE))
-    sys.meta_path.insert(0, tf_hooks.KerasHookFinder(STATE))
-    if "tensorflow" in sys.modules:  # only when something imported it already (never by us)
-        tf_hooks.install(sys.modules["tensorflow"], STATE)
 
-    sys.argv = [job.get("shown_as") or script, *job.get("args", [])]
-    sys.path.insert(0, job.get("path0") or str(Path(script).parent))
+def _install_hooks(st: State) -> None:
+    """The clocks now; each framework's hooks the moment the script imports it."""
+    clocks.install(st)
+    sys.meta_path.insert(0, tf_hooks.TFHookFinder(st))
+    sys.meta_path.insert(0, torch_hooks.TorchHookFinder(st))
+    sys.meta_path.insert(0, jax_hooks.JaxHookFinder(st))
+    sys.meta_path.insert(0, tf_hooks.KerasHookFinder(st))
+    if "tensorflow" in sys.modules:  # only when something imported it already (never by us)
+        tf_hooks.install(sys.modules["tensorflow"], st)
+
+
+def _run_script(st: State, job: dict) -> int:
+    """Run the script as ``__main__`` with its own ``sys.argv``; its exit code (its own failure is
+    shown as Python would show it, and kept in the state)."""
+    sys.argv = [job.get("shown_as") or st.script, *job.get("args", [])]
+    sys.path.insert(0, job.get("path0") or str(Path(st.script).parent))
     code = 0
-    STATE.started = _orig_perf()
+    st.started = _orig_perf()
     try:
-        magics = {"__whichdevice_magics__": clocks.Magics(STATE)} if job.get("notebook") else None
-        runpy.run_path(script, init_globals=magics, run_name="__main__")
+        magics = {"__whichdevice_magics__": clocks.Magics(st)} if job.get("notebook") else None
+        runpy.run_path(st.script, init_globals=magics, run_name="__main__")
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if e.code is not None and not isinstance(e.code, int):
@@ -536,32 +553,39 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         code = 130
     except BaseException as e:  # the script's own failure: shown as Python would, then audited
-        _print_script_traceback(e)
+        _print_script_traceback(e, st.script)
         msg = str(e).strip()
-        STATE.exception = {"type": type(e).__name__, "message": msg[:4000], "line": _script_line(e)}
+        st.exception = {"type": type(e).__name__, "message": msg[:4000], "line": _script_line(e, st.script)}
         code = 1
-    STATE.script_s = _orig_perf() - STATE.started
-    STATE.exit_code = code
-    STATE.active = False
+    st.script_s = _orig_perf() - st.started
+    st.exit_code = code
+    return code
+
+
+def _stop_watching(st: State) -> None:
+    """After the script: instrumentation off, hooks and clocks removed, the framework decided."""
+    st.active = False
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except Exception:
         pass
-    tf_hooks.stop_placement_log(STATE)
-    torch_hooks.uninstall(STATE)
-    _decide_framework()
+    tf_hooks.stop_placement_log(st)
+    torch_hooks.uninstall(st)
+    _decide_framework(st)
     clocks.uninstall()
-    _calibrate(deadline)
+
+
+def _rerun_all(st: State, deadline: float) -> None:
+    """The steady re-measurement of the compared pairs; a failure is recorded, never fatal."""
     try:
-        if not job.get("no_rerun"):
-            STATE.rerun_left_s = max(0.5, RERUN_SHARE * (STATE.script_s or 0.0))
-            if STATE.framework in ("torch", "jax"):
-                rerun_torch(deadline)
-            else:
-                rerun(deadline)
+        st.rerun_left_s = max(0.5, RERUN_SHARE * (st.script_s or 0.0))
+        if st.framework in ("torch", "jax"):
+            rerun_torch(st, deadline)
+        else:
+            rerun(st, deadline)
     except Exception as e:  # never lose the audit to a failed re-measurement
-        STATE.rerun_skipped.append(
+        st.rerun_skipped.append(
             {
                 "block": None,
                 "function": None,
@@ -569,10 +593,26 @@ def main(argv: list[str]) -> int:
                 "reason": f"re-measurement failed: {type(e).__name__}: {e}",
             }
         )
+
+
+def main(argv: list[str]) -> int:
+    job = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    script = str(Path(job["script"]).resolve())
+    state_path = job["state"]
+    deadline = _orig_mono() + float(job["timeout_s"])
+    st = State(script)
+    done = threading.Event()
+    _start_watchdog(st, done, deadline, state_path)
+    _install_hooks(st)
+    code = _run_script(st, job)
+    _stop_watching(st)
+    _calibrate(st, deadline)
+    if not job.get("no_rerun"):
+        _rerun_all(st, deadline)
     done.set()
-    _write_state(state_path)
-    if STATE.log_reader is not None:
-        STATE.log_reader.close()
+    _write_state(st, state_path)
+    if st.log_reader is not None:
+        st.log_reader.close()
     return code
 
 

@@ -62,6 +62,21 @@ def _out_device(out: Any) -> str:
     return ""
 
 
+def _count_device(st: State, dev: str) -> None:
+    """A jitted call's output on ``dev`` ('' when unknown): counted there, GPU work marked."""
+    if dev:
+        st.ops_by_device[dev] = st.ops_by_device.get(dev, 0) + 1
+        if dev.startswith("GPU"):
+            st.c["last_gpu_work"] = st.seq
+
+
+def _count_compile(st: State, dt: float) -> None:
+    """The first call of a new argument signature: a trace and an XLA compile, its seconds set-up."""
+    st.c["traces"] += 1
+    st.c["xla_compiles"] += 1
+    st.c["setup_compile_s"] += dt
+
+
 def hook_jit(jax, st: State) -> None:
     orig_jit = jax.jit
 
@@ -91,15 +106,10 @@ def hook_jit(jax, st: State) -> None:
                 st.seq += 1
                 st.c["fn_calls"] += 1
                 st.c["last_work"] = st.seq
-                if dev:
-                    st.ops_by_device[dev] = st.ops_by_device.get(dev, 0) + 1
-                    if dev.startswith("GPU"):
-                        st.c["last_gpu_work"] = st.seq
+                _count_device(st, dev)
                 if sig not in seen:  # a new signature: trace + XLA compile inside this call
                     seen.add(sig)
-                    st.c["traces"] += 1
-                    st.c["xla_compiles"] += 1
-                    st.c["setup_compile_s"] += dt
+                    _count_compile(st, dt)
                 if key not in st.torch_last:
                     st.functions[len(st.functions)] = {
                         "name": name,

@@ -5,16 +5,8 @@ from one named rule function below, with its threshold as a module constant and 
 where the threshold comes from. A rule sees the whole picture (blocks and measurements) and
 returns zero or more ``Finding``s; ``RULES`` lists them in the order they are reported.
 
-Vocabulary:
-
-- a **block** is one ``with tf.device(...)`` the script entered;
-- a **measurement** is one ``end - start`` the script computed from two clock reads (two
-  subtractions from the same start keep the first: ``times.append(time.time() - start)``
-  followed by ``print(time.time() - start)`` is one measurement);
-- a **series** is the measurements computed on one source line for one device kind (a loop
-  over sizes or steps);
-- a **comparison** pairs the i-th CPU series with the i-th GPU series, measurement by
-  measurement, in the order the script ran them.
+The blocks and measurements the rules read, and their vocabulary (block, measurement, series,
+comparison), are built by ``audit/measurements.py``.
 """
 
 from __future__ import annotations
@@ -24,6 +16,17 @@ import re
 from whichdevice.analysis.significance import judge
 from whichdevice.audit import causes
 from whichdevice.audit.interleave import summarize
+from whichdevice.audit.measurements import (
+    SETUP_KINDS,
+    build_blocks,
+    build_measurements,
+    comparisons,
+    series_of,
+    timed,
+    torch_fallback,
+)
+from whichdevice.audit.measurements import DEVICE_IN_TEXT as _DEVICE_IN_TEXT
+from whichdevice.audit.measurements import source_text as _source_text
 from whichdevice.audit.record import Block, Correction, Finding, Measurement, Rerun
 from whichdevice.core.units import seconds
 from whichdevice.core.records import Timing
@@ -54,21 +57,7 @@ H100_LAUNCH_S = 9.68e-06
 H100_ITEM_ROUNDTRIP_S = 2.22e-05
 H100_SYNC_EACH_S = 1.87e-05
 
-SETUP_KINDS = {
-    "trace": "tf.function tracing / graph set-up (first calls, with their run)",
-    "session": "Session creation",
-    "init": "variable initialization",
-    "iter": "tf.data iterator start-up and first batch",
-    "compile": "torch.compile compilation (first calls)",
-    "first_step": "first step (lazy initialization, allocator growth, cuDNN autotune)",
-    "loader": "DataLoader iterator start-up (worker processes) and first batch",
-}
-_FLOAT_SETUP = {f"setup_{k}_s": k for k in SETUP_KINDS}
 
-# A timing that synchronized during its loop and left only this share of its eager ops after
-# the last host read is not "unsynchronized": 5 %, the share below which xprof does not flag a
-# step component (ANCHORS.md); Keras's fit reads its logs every step and resets metrics after.
-TRAILING_OPS_SHARE = 0.05
 # A series shorter than this shows no spread: "measured once". 1: one number is one number.
 ONE_SHOT_MAX = 1
 
@@ -86,281 +75,13 @@ _MISSING_DEVICE_RE = re.compile(
 )
 _TORCH_MISSING_RE = re.compile(r"Torch not compiled|NVIDIA driver|CUDA GPUs|CUDA driver|dummy base class", re.I)
 _JAX_MISSING_RE = re.compile(r"backend|platforms that are instances", re.I)
-_DEVICE_IN_TEXT = re.compile(r"/(?:device:)?(?P<kind>GPU|CPU):(?P<idx>\d+)", re.I)
 
 
-# ---------------------------------------------------------------- building blocks and measurements
+# ---------------------------------------------------------------- wording shared by the rules
 
 
 def mentions_missing_device(text: str) -> bool:
     return bool(_MISSING_DEVICE_RE.search(text or ""))
-
-
-def _diff(a: dict, b: dict, key: str) -> int:
-    return int(b.get(key, 0)) - int(a.get(key, 0))
-
-
-def _diff_devices(a: dict, b: dict) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for field in ("ops_by_device", "placed_by_device"):
-        before, after = a.get(field, {}), b.get(field, {})
-        for dev, n in after.items():
-            d = n - before.get(dev, 0)
-            if d > 0:
-                out[dev] = out.get(dev, 0) + d
-    return out
-
-
-def device_exists(requested: str | None, physical: dict[str, int]) -> bool | None:
-    if not physical or not requested:
-        return None
-    m = _DEVICE_IN_TEXT.search("/" + requested.lstrip("/")) or _DEVICE_IN_TEXT.search(requested)
-    if m is None:
-        return None
-    return int(m.group("idx")) < physical.get(m.group("kind").upper(), 0)
-
-
-def build_blocks(state: dict) -> list[Block]:
-    physical = state.get("physical_devices") or {}
-    blocks = []
-    for b in state.get("blocks", []):
-        enter = b["enter"]
-        exit_ = b.get("exit") or state.get("totals") or enter
-        blocks.append(
-            Block(
-                id=b["id"],
-                requested=b["requested"],
-                api=b["api"],
-                line=b["line"],
-                text=b["text"],
-                device_exists=device_exists(b["requested"], physical),
-                wall_s=(exit_["t"] - enter["t"]) if b.get("exit") else None,
-                ran_on=_diff_devices(enter, exit_),
-                **{
-                    k: _diff(enter, exit_, k)
-                    for k in (
-                        "fn_calls",
-                        "traces",
-                        "instantiations",
-                        "xla_compiles",
-                        "sessions",
-                        "session_runs",
-                        "syncs",
-                        "h2d",
-                        "d2h",
-                        "cpu_ops_in_gpu_block",
-                    )
-                },
-                error=b.get("error"),
-            )
-        )
-    return blocks
-
-
-def _blocks_in(state: dict, s0: dict, s1: dict, start_block: int | None) -> list[int]:
-    raw = state.get("blocks", [])
-    ids = set()
-    for b in raw:
-        exit_seq = b["exit"]["seq"] if b.get("exit") else float("inf")
-        if b["enter"]["seq"] < s1["seq"] and exit_seq > s0["seq"]:
-            ids.add(b["id"])
-    bid = start_block
-    while bid is not None:  # the blocks the interval started inside
-        ids.add(bid)
-        bid = raw[bid].get("parent")
-    return sorted(ids)
-
-
-def build_measurements(state: dict) -> list[Measurement]:
-    reads = {r["id"]: r for r in state.get("reads", [])}
-    raw_blocks = state.get("blocks", [])
-    first_by_start: dict[int, dict] = {}
-    for iv in state.get("intervals", []):
-        if iv["start"] not in reads or iv["end"] not in reads or iv["seconds"] < 0:
-            continue
-        if iv["start"] == iv["end"]:
-            continue
-        kept = first_by_start.get(iv["start"])
-        if kept is None or iv["end"] < kept["end"]:
-            first_by_start[iv["start"]] = iv
-    items = sorted(first_by_start.values(), key=lambda iv: (reads[iv["start"]]["snap"]["seq"], iv["end"]))
-    torch = state.get("framework") == "torch"
-    jax = state.get("framework") == "jax"
-    fallback = torch_fallback(state)
-    script_syncs = _script_mentions_sync(state)
-    calls = state.get("torch_calls") or []
-    device_script = fallback or bool(_DEVICE_WORD.search(_source_text(state)))
-    partial = []
-    for i, iv in enumerate(items):
-        r0, r1 = reads[iv["start"]], reads[iv["end"]]
-        s0, s1 = r0["snap"], r1["snap"]
-        bids = _blocks_in(state, s0, s1, r0.get("block"))
-        kinds = {raw_blocks[b]["kind"] for b in bids}
-        kind = "GPU" if "GPU" in kinds else ("CPU" if "CPU" in kinds else "")
-        ran_on = _diff_devices(s0, s1)
-        gpu_ran = any(d.startswith("GPU") for d in ran_on)
-        if torch or jax:  # no device blocks in PyTorch / JAX: the kind is where the kernels ran
-            kind = "GPU" if gpu_ran else ("CPU" if ran_on else "")
-        unsynced = (
-            s1.get("last_gpu_work", 0) > s0["seq"]
-            and s1.get("last_gpu_work", 0) > s1.get("last_sync", 0)
-            and (kind == "GPU" or gpu_ran)
-        )
-        if unsynced and _diff(s0, s1, "syncs") > 0:
-            # The loop read results back as it went (Keras's progress bar, a loss per step); what is
-            # left unsynchronized at the end is a few trailing ops (metric resets), not the work.
-            trailing = int(s1.get("eager_ops", 0)) - int(s1.get("ops_at_last_sync", 0))
-            unsynced = trailing > TRAILING_OPS_SHARE * max(1, _diff(s0, s1, "eager_ops"))
-        if jax and not unsynced:
-            # JAX dispatches asynchronously on every backend, the CPU too: work dispatched after the
-            # last host read (block_until_ready, np.asarray, .item()) was still running at the clock read.
-            unsynced = s1.get("last_work", 0) > s0["seq"] and s1.get("last_work", 0) > s1.get("last_sync", 0)
-        if torch and fallback and not unsynced:
-            # The CUDA path fell back to the CPU here: the same loop on a GPU ends unsynchronized when no
-            # host read follows its last kernel and the script never synchronizes anywhere — only for an
-            # interval that ran a module the script sent to its device (.to(device) / .cuda()): a loop
-            # that never touched the device path is not flagged (issue #33: no false alarm).
-            unsynced = (
-                s1.get("last_work", 0) > s0["seq"]
-                and s1.get("last_work", 0) > s1.get("last_sync", 0)
-                and not script_syncs
-                and _ran_moved_module(state, s0["seq"], s1["seq"])
-            )
-        line = iv.get("line")
-        tracing = r0.get("tracing") or r1.get("tracing") or ""
-        setup = {}
-        for key, kind_name in _FLOAT_SETUP.items():
-            d = float(s1.get(key, 0.0)) - float(s0.get(key, 0.0))
-            if d > 0:
-                setup[kind_name] = d
-        partial.append(
-            dict(
-                id=i,
-                line=line,
-                text=iv.get("text", ""),
-                seconds=iv["seconds"],
-                clock=r1["fn"],
-                kind=kind,
-                blocks=bids,
-                ran_on=ran_on,
-                unsynced_gpu_end=unsynced,
-                series=f"{line}:{kind}" + (_torch_models(calls, s0["seq"], s1["seq"]) if torch or jax else ""),
-                setup_s=setup,
-                loader_wait_s=float(s1.get("loader_wait_s", 0.0)) - float(s0.get("loader_wait_s", 0.0)),
-                start_seq=s0["seq"],
-                end_seq=s1["seq"],
-                framework=state.get("framework", "tensorflow"),
-                tracing=tracing,
-                device_script=device_script,
-                loops=loops_in(state, s0["seq"], s1["seq"]),
-                **{
-                    k: _diff(s0, s1, k)
-                    for k in (
-                        "fn_calls",
-                        "traces",
-                        "instantiations",
-                        "xla_compiles",
-                        "new_kernels",
-                        "sessions",
-                        "session_runs",
-                        "syncs",
-                        "h2d",
-                        "d2h",
-                        "host_inputs",
-                        "pageable_moves",
-                        "user_syncs",
-                        "vars_other_device",
-                        "eager_ops",
-                        "elems",
-                        "first_session_runs",
-                    )
-                },
-            )
-        )
-    counts: dict[str, int] = {}
-    for p in partial:
-        p["index_in_series"] = counts.get(p["series"], 0)
-        counts[p["series"]] = p["index_in_series"] + 1
-    return [Measurement(**p, series_len=counts[p["series"]]) for p in partial]
-
-
-def _ran_moved_module(state: dict, s0: int, s1: int) -> bool:
-    moved = {str(m) for m in state.get("moved_modules") or []}
-    return any(s0 < seq < s1 and key.split("@")[0] in moved for seq, key in state.get("torch_calls") or [])
-
-
-def loops_in(state: dict, s0: int, s1: int) -> list[dict]:
-    """The graph loops (tf_hooks.hook_loops) the interval ran: loops of the functions it called and
-    the graphs it ran (``tf_calls``), and loops run eagerly inside it; with the calls that ran each."""
-    calls: dict[str, int] = {}
-    for seq, owner in state.get("tf_calls") or []:
-        if s0 < seq < s1:
-            calls[owner] = calls.get(owner, 0) + 1
-    out = []
-    for lp in state.get("loops") or []:
-        if lp.get("owner") == "eager":
-            if s0 < lp["seq"] < s1:
-                out.append({**lp, "calls": 1})
-        elif lp.get("owner") in calls and lp["seq"] < s1:
-            out.append({**lp, "calls": calls[lp["owner"]]})
-    return out
-
-
-def timed(measurements: list[Measurement]) -> list[Measurement]:
-    """The measurements that timed work: not the ones whose clock was read while tracing (those ran
-    once, in Python, at trace time; ``rule_clock_read_while_tracing`` reports them)."""
-    return [m for m in measurements if not m.tracing]
-
-
-def _torch_models(calls: list, s0: int, s1: int) -> str:
-    """':m1' / ':m2' ... : which model objects the interval called (a function timing each device's own
-    model from one line makes one series per model, as TF's blocks do)."""
-    keys = sorted({key.split("@")[0] for seq, key in calls if s0 < seq < s1})
-    return (":" + "+".join(keys)) if keys else ""
-
-
-def torch_fallback(state: dict) -> bool:
-    """A PyTorch script asked torch.cuda.is_available() and was told no: its CUDA path ran on the CPU."""
-    probe = state.get("cuda_probe") or {}
-    return state.get("framework") == "torch" and probe.get("answer") is False
-
-
-def _script_mentions_sync(state: dict) -> bool:
-    text = _source_text(state)
-    return "synchronize(" in text or "block_until_ready" in text
-
-
-def series_of(measurements: list[Measurement]) -> dict[str, list[Measurement]]:
-    out: dict[str, list[Measurement]] = {}
-    for m in measurements:
-        out.setdefault(m.series, []).append(m)
-    return out
-
-
-def comparisons(measurements: list[Measurement]) -> list[tuple[Measurement, Measurement]]:
-    """Pairs (CPU-kind, GPU-kind): the i-th CPU series with the i-th GPU series, index by index."""
-    by = series_of(measurements)
-    cpu = [s for s in by.values() if s[0].kind == "CPU"]
-    gpu = [s for s in by.values() if s[0].kind == "GPU"]
-    pairs: list[tuple[Measurement, Measurement]] = []
-    if measurements and measurements[0].framework in ("torch", "jax") and not (cpu and gpu):
-        # PyTorch without a GPU here (a "cuda if available else cpu" fallback): the script's series
-        # are compared as it wrote them, the first with the second, the third with the fourth —
-        # only when the script labels them as devices (two timings of unrelated work are no pair).
-        if not any(m.device_script for m in measurements):
-            return []
-        ordered = [s for s in by.values() if s[0].kind]
-        for sa, sb in zip(ordered[0::2], ordered[1::2]):
-            pairs.extend(zip(sa, sb))
-        return pairs
-    for cs, gs in zip(cpu, gpu):
-        pairs.extend(zip(cs, gs))
-    return pairs
-
-
-# A PyTorch / JAX script compares devices when its source says so (cuda, gpu); two timings of
-# unrelated work in a script that never mentions a GPU are no pair.
-_DEVICE_WORD = re.compile(r"(?<![a-z])(gpu|cuda)(?![a-z])", re.I)
 
 
 def uses_tf1(state: dict) -> bool:
@@ -415,6 +136,9 @@ def _gpu_blocks(blocks: list[Block], ids) -> list[Block]:
     return [blocks[i] for i in ids if i < len(blocks) and blocks[i].requested and "GPU" in blocks[i].requested.upper()]
 
 
+_SOFT_PLACED_TITLE = "Asked for GPU, ran on CPU"
+
+
 def rule_soft_placed_missing_device(state, blocks, measurements) -> list[Finding]:
     """Asked for a GPU, ran on the CPU — decided from what each timed interval ran, not from the block.
 
@@ -422,8 +146,17 @@ def rule_soft_placed_missing_device(state, blocks, measurements) -> list[Finding
     happens after it, so the block itself holds no op; the interval holds them all. Blocks
     that no interval covers are judged by their own ops (the TF2 case of a block timed from
     outside, or not timed)."""
-    out = []
     covered: set[int] = set()
+    out = _soft_placed_series(state, blocks, measurements, covered)
+    out += _soft_placed_torch_fallback(state, measurements)
+    out += _soft_placed_blocks(state, blocks, measurements, covered)
+    return out
+
+
+def _soft_placed_series(state, blocks, measurements, covered: set[int]) -> list[Finding]:
+    """'GPU' series whose timings ran no op on a GPU because the device asked for does not exist
+    (the blocks they ran in are added to ``covered``)."""
+    out = []
     gpus = int((state.get("physical_devices") or {}).get("GPU", 0))
     for series in series_of(measurements).values():
         if series[0].kind != "GPU":
@@ -436,65 +169,81 @@ def rule_soft_placed_missing_device(state, blocks, measurements) -> list[Finding
         if not missing and gpus:
             continue  # the GPU exists: ops placed on the CPU are gpu_ops_on_cpu's (placement log)
         covered.update(b.id for b in gblocks)
-        asked = gblocks[0].requested if gblocks else "a GPU"
-        evidence = "; ".join(
-            f"measurement {m.index_in_series + 1} ({seconds(m.seconds)}): {_ran(m.ran_on)}" for m in on_cpu[:3]
-        ) + (f"; … {len(on_cpu) - 3} more" if len(on_cpu) > 3 else "")
-        where_asked = f"line {gblocks[0].line}: {gblocks[0].text}" if gblocks else _where(series[0])
-        out.append(
-            Finding(
-                rule="soft_placed_missing_device",
-                title="Asked for GPU, ran on CPU",
-                where=f"{_where(series[0])}: {series[0].text} (device asked at {where_asked})",
-                explanation=(
-                    f"{len(on_cpu)} of {len(series)} timings of this 'GPU' series ran no op on a GPU — {evidence}. "
-                    f"{asked!s} does not exist on this machine ({_devices_text(state)}); soft placement ran the work "
-                    "on the CPU, so these are CPU times, whatever the label says."
-                ),
-                fix=_fix_for(
-                    state,
-                    series[0].framework,
-                    tf=(
-                        "Check tf.config.list_logical_devices('GPU') before timing, or turn soft placement off "
-                        "(tf.config.set_soft_device_placement(False)) so a missing device raises; label results by "
-                        "where the ops ran (tensor.device)."
-                    ),
-                    tf1=(
-                        "Check tf.config.list_logical_devices('GPU') before timing, or create the Session with "
-                        "tf.compat.v1.ConfigProto(allow_soft_placement=False) so a missing device raises; label "
-                        "results by where the ops ran."
-                    ),
-                    torch=(
-                        "Check torch.cuda.is_available() before timing and label results by tensor.device, not by the "
-                        "device asked for."
-                    ),
-                    jax="Check jax.devices() before timing and label results by the array's device (x.devices()).",
-                ),
-                measurements=[m.id for m in series],
-                blocks=[b.id for b in gblocks],
-            )
+        out.append(_soft_placed_series_finding(state, series, on_cpu, gblocks))
+    return out
+
+
+def _soft_placed_series_finding(
+    state: dict, series: list[Measurement], on_cpu: list[Measurement], gblocks: list[Block]
+) -> Finding:
+    asked = gblocks[0].requested if gblocks else "a GPU"
+    evidence = "; ".join(
+        f"measurement {m.index_in_series + 1} ({seconds(m.seconds)}): {_ran(m.ran_on)}" for m in on_cpu[:3]
+    ) + (f"; … {len(on_cpu) - 3} more" if len(on_cpu) > 3 else "")
+    where_asked = f"line {gblocks[0].line}: {gblocks[0].text}" if gblocks else _where(series[0])
+    return Finding(
+        rule="soft_placed_missing_device",
+        title=_SOFT_PLACED_TITLE,
+        where=f"{_where(series[0])}: {series[0].text} (device asked at {where_asked})",
+        explanation=(
+            f"{len(on_cpu)} of {len(series)} timings of this 'GPU' series ran no op on a GPU — {evidence}. "
+            f"{asked!s} does not exist on this machine ({_devices_text(state)}); soft placement ran the work "
+            "on the CPU, so these are CPU times, whatever the label says."
+        ),
+        fix=_fix_for(
+            state,
+            series[0].framework,
+            tf=(
+                "Check tf.config.list_logical_devices('GPU') before timing, or turn soft placement off "
+                "(tf.config.set_soft_device_placement(False)) so a missing device raises; label results by "
+                "where the ops ran (tensor.device)."
+            ),
+            tf1=(
+                "Check tf.config.list_logical_devices('GPU') before timing, or create the Session with "
+                "tf.compat.v1.ConfigProto(allow_soft_placement=False) so a missing device raises; label "
+                "results by where the ops ran."
+            ),
+            torch=(
+                "Check torch.cuda.is_available() before timing and label results by tensor.device, not by the "
+                "device asked for."
+            ),
+            jax="Check jax.devices() before timing and label results by the array's device (x.devices()).",
+        ),
+        measurements=[m.id for m in series],
+        blocks=[b.id for b in gblocks],
+    )
+
+
+def _soft_placed_torch_fallback(state, measurements) -> list[Finding]:
+    """A PyTorch script told torch.cuda.is_available() is False: its CUDA path ran on the CPU."""
+    gpus = int((state.get("physical_devices") or {}).get("GPU", 0))
+    if not (torch_fallback(state) and measurements and not gpus):
+        return []
+    probe = state.get("cuda_probe") or {}
+    by = series_of(measurements)
+    evidence = "; ".join(f"{_where(s[0])}: {_ran(s[0].ran_on)}" for s in list(by.values())[:4] if s[0].ran_on)
+    return [
+        Finding(
+            rule="soft_placed_missing_device",
+            title=_SOFT_PLACED_TITLE,
+            where=f"line {probe.get('line')}: {probe.get('text', '')}",
+            explanation=(
+                "the script asked torch.cuda.is_available() and got False (no CUDA device here), so its CUDA path "
+                f"fell back to the CPU: every kernel of every timing ran on CPU:0 ({evidence}). A series printed "
+                "as GPU is a CPU time, whatever the label says."
+            ),
+            fix=(
+                "Run it where torch.cuda.is_available() is True, and label each result by the device its tensors "
+                "are on (tensor.device), not by the device asked for."
+            ),
+            measurements=[m.id for m in measurements],
         )
-    if torch_fallback(state) and measurements and not gpus:
-        probe = state.get("cuda_probe") or {}
-        by = series_of(measurements)
-        evidence = "; ".join(f"{_where(s[0])}: {_ran(s[0].ran_on)}" for s in list(by.values())[:4] if s[0].ran_on)
-        out.append(
-            Finding(
-                rule="soft_placed_missing_device",
-                title="Asked for GPU, ran on CPU",
-                where=f"line {probe.get('line')}: {probe.get('text', '')}",
-                explanation=(
-                    "the script asked torch.cuda.is_available() and got False (no CUDA device here), so its CUDA path "
-                    f"fell back to the CPU: every kernel of every timing ran on CPU:0 ({evidence}). A series printed "
-                    "as GPU is a CPU time, whatever the label says."
-                ),
-                fix=(
-                    "Run it where torch.cuda.is_available() is True, and label each result by the device its tensors "
-                    "are on (tensor.device), not by the device asked for."
-                ),
-                measurements=[m.id for m in measurements],
-            )
-        )
+    ]
+
+
+def _soft_placed_blocks(state, blocks, measurements, covered: set[int]) -> list[Finding]:
+    """Blocks no 'GPU' series covered that asked for a missing device and ran work: one finding per line."""
+    out = []
     by_line: dict[int, list[Block]] = {}
     for b in blocks:
         if b.id in covered:
@@ -508,7 +257,7 @@ def rule_soft_placed_missing_device(state, blocks, measurements) -> list[Finding
         out.append(
             Finding(
                 rule="soft_placed_missing_device",
-                title="Asked for GPU, ran on CPU",
+                title=_SOFT_PLACED_TITLE,
                 where=f"line {line}: {bs[0].text}",
                 explanation=(
                     f"{bs[0].requested!s} does not exist on this machine (TensorFlow sees "
@@ -753,17 +502,6 @@ def _missing_device_words(text: str, state: dict) -> tuple[str, str, str]:
         f"Run it where TensorFlow sees a GPU (`whichdevice devices` says why it does not here); or allow soft placement "
         f"({soft}) knowing the 'GPU' numbers will then be CPU numbers.",
     )
-
-
-def _source_text(state: dict) -> str:
-    """The text the child ran (kept in the state by ``record.run_child``), else the script file."""
-    if state.get("script_source") is not None:
-        return str(state["script_source"])
-    try:
-        with open(state.get("script") or "", encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
 
 
 def rule_missing_device_failure(state, blocks, measurements) -> list[Finding]:

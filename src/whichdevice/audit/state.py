@@ -13,6 +13,7 @@ import linecache
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 AUDIT_STATE_VERSION = 1
@@ -23,106 +24,131 @@ RERUN_BUDGET_S = 3.0  # seconds of interleaved rounds per compared pair (at leas
 _perf = time.perf_counter  # imported before the child patches the clocks
 
 
-class State:
-    """Everything observed, as JSON-ready counters and lists (the parent analyses it)."""
+def new_counters() -> dict[str, float]:
+    """The cumulative counters, all at zero: snapshotted at every stamped read and block edge."""
+    return {
+        "eager_ops": 0,
+        "elems": 0,  # output elements of those eager ops (op size = elems / eager_ops)
+        "graph_ops": 0,
+        "traces": 0,
+        "fn_calls": 0,
+        "instantiations": 0,
+        "xla_compiles": 0,
+        "new_kernels": 0,
+        "syncs": 0,
+        "h2d": 0,
+        "d2h": 0,
+        "sessions": 0,
+        "session_runs": 0,
+        "first_session_runs": 0,
+        "last_gpu_work": 0,
+        "last_sync": 0,
+        "ops_at_last_sync": 0,  # eager ops counted when the host last waited
+        "cpu_ops_in_gpu_block": 0,
+        "host_inputs": 0,  # tf.function calls given NumPy / Python values (converted per call)
+        "user_syncs": 0,  # host reads made by the script's own code (.numpy(), float(t), .item())
+        "vars_other_device": 0,  # variables made in a block of one device kind, used in another
+        "iterators": 0,
+        # Seconds of set-up, by kind (float counters): calls that traced or set up a graph,
+        # Session creation, variable initialization, iterator start-up and first batch.
+        "setup_trace_s": 0.0,
+        "setup_session_s": 0.0,
+        "setup_init_s": 0.0,
+        "setup_iter_s": 0.0,
+        # PyTorch (torch_hooks.py)
+        "last_work": 0,
+        "pageable_h2d": 0,
+        "pageable_moves": 0,
+        "setup_first_step_s": 0.0,
+        "setup_compile_s": 0.0,
+        "setup_loader_s": 0.0,
+        "loader_wait_s": 0.0,  # seconds the script's loop waited for DataLoader batches
+    }
 
-    def __init__(self, script: str):
-        self.script = script
-        self.lock = threading.RLock()
-        # Registered by the hooks that need them (no import of theirs here): called at each clock read.
-        self.before_read: list[Callable[[State], None]] = []
-        self.tracing_probes: list[Callable[[State], str]] = []  # 'tf.function f' / 'jax.jit' while tracing
-        self.active = True
-        self.seq = 0
-        self.c = {  # cumulative counters, snapshotted at every stamped read and block edge
-            "eager_ops": 0,
-            "elems": 0,  # output elements of those eager ops (op size = elems / eager_ops)
-            "graph_ops": 0,
-            "traces": 0,
-            "fn_calls": 0,
-            "instantiations": 0,
-            "xla_compiles": 0,
-            "new_kernels": 0,
-            "syncs": 0,
-            "h2d": 0,
-            "d2h": 0,
-            "sessions": 0,
-            "session_runs": 0,
-            "first_session_runs": 0,
-            "last_gpu_work": 0,
-            "last_sync": 0,
-            "ops_at_last_sync": 0,  # eager ops counted when the host last waited
-            "cpu_ops_in_gpu_block": 0,
-            "host_inputs": 0,
-            "user_syncs": 0,  # host reads made by the script's own code (.numpy(), float(t), .item())  # tf.function calls given NumPy / Python values (converted per call)
-            "vars_other_device": 0,  # variables made in a block of one device kind, used in another
-            "iterators": 0,
-            # Seconds of set-up, by kind (float counters): calls that traced or set up a graph,
-            # Session creation, variable initialization, iterator start-up and first batch.
-            "setup_trace_s": 0.0,
-            "setup_session_s": 0.0,
-            "setup_init_s": 0.0,
-            "setup_iter_s": 0.0,
-            # PyTorch (torch_hooks.py)
-            "last_work": 0,
-            "pageable_h2d": 0,
-            "pageable_moves": 0,
-            "setup_first_step_s": 0.0,
-            "setup_compile_s": 0.0,
-            "setup_loader_s": 0.0,
-            "loader_wait_s": 0.0,  # seconds the script's loop waited for DataLoader batches
-        }
-        self.framework = "tensorflow"
-        self.torch_installed = False
-        self.torch_physical: dict[str, int] = {}
-        self.jax_installed = False
-        self.torch_mode = None
-        self.torch_first: set[int] = set()
-        self.torch_last: dict[str, tuple] = {}  # "id(module)@device" -> (module, args, grad enabled)
-        self.torch_calls: list[tuple[int, str]] = []  # (seq, key) of every top-level module call
-        self.loaders: list[dict] = []
-        self.moved_modules: set[int] = set()  # nn.Modules the script sent with .to() / .cuda()
-        self.keras_installed = False
-        self.rnn_layers: list[dict] = []  # keras LSTM / GRU the script built (tf_hooks.install_keras)
-        self.loops: list[dict] = []  # graph loops built (map_fn, while_loop, for over tf.range): tf_hooks.hook_loops
-        self.tf_calls: list[tuple[int, str]] = []  # (seq, "fn:<id>" | "graph:<id>") of top-level calls / runs
-        self.first_run_args: list[tuple] = []  # (session, args, kwargs, index in first_runs): the script's own
-        self.first_runs: list[dict] = []  # each (session, fetch)'s first Session.run: tf_hooks.hook_sessions
-        self.op_cost: dict = {}  # calibrate.per_op_cost after the script
-        self.written_files: dict[str, dict] = {}  # TFRecord files the script wrote: path -> seq, line
-        self.read_after_write: list[dict] = []  # ... and then read back
-        self.cuda_probe: dict | None = None
-        self.ops_by_device: dict[str, int] = {}
-        self.placed_by_device: dict[str, int] = {}
-        self.placed_cpu_in_gpu_block: dict[str, int] = {}  # op type -> count (placer log)
-        self.reads: list[dict] = []
-        self.n_reads = 0
-        self.intervals: list[dict] = []
-        self.blocks: list[dict] = []
-        self.stack: list[int] = []  # open user blocks (ids)
-        self.functions: dict[int, dict] = {}  # id(fn) -> {"name", "calls", "traces"}
-        self.block_calls: dict[int, dict[int, int]] = {}  # block id -> fn id -> calls
-        self.last_args: dict[tuple[int, int], tuple] = {}  # (block, fn) -> (fn, args, kwargs)
-        self.seen_kernels: set[tuple[str, str]] = set()
-        self.var_kind: dict[int, str] = {}  # id(variable handle) -> device kind of the block it was made in
-        self.var_handles: list = []
-        self.var_seen: set[tuple[int, int]] = set()
-        self.instantiated: set[tuple] = set()
-        self.tf_installed = False
-        self.physical: dict[str, int] = {}
-        self.soft_placement: bool | None = None
-        self.placement_log = False
-        self.log_reader: Any = None  # tf_hooks.StderrFilter: reads the placement log (fd 2)
-        self.exception: dict | None = None
-        self.exit_code: int | None = None
-        self.timed_out = False
-        self.hang_line: dict | None = None
-        self.reruns: list[dict] = []
-        self.interleaved: list[dict] = []  # one entry per compared pair: rounds of A and B, or why not
-        self.rerun_left_s = RERUN_BUDGET_S  # set from the script's run time before the re-run
-        self.rerun_skipped: list[dict] = []
-        self.started = _perf()
-        self.script_s: float | None = None
+
+@dataclass(eq=False, repr=False)
+class State:
+    """Everything observed, as JSON-ready counters and lists (the parent analyses it).
+
+    One typed field per thing observed, grouped below by who fills it: the run itself, the
+    counters, the clock reads and device blocks (``clocks``, ``tf_hooks``), TensorFlow's
+    functions, ops and sessions (``tf_hooks``), PyTorch / JAX (``torch_hooks``, ``jax_hooks``),
+    and what the child does after the script (re-runs, calibration)."""
+
+    script: str
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    # Registered by the hooks that need them (no import of theirs here): called at each clock read.
+    before_read: list[Callable[[State], None]] = field(default_factory=list)
+    # 'tf.function f' / 'jax.jit' while tracing:
+    tracing_probes: list[Callable[[State], str]] = field(default_factory=list)
+    active: bool = True
+    seq: int = 0
+    c: dict[str, float] = field(default_factory=new_counters)
+
+    # Which framework, and what each framework's hooks saw of the machine.
+    framework: str = "tensorflow"
+    tf_installed: bool = False
+    keras_installed: bool = False
+    torch_installed: bool = False
+    jax_installed: bool = False
+    physical: dict[str, int] = field(default_factory=dict)
+    torch_physical: dict[str, int] = field(default_factory=dict)
+    soft_placement: bool | None = None
+    placement_log: bool = False
+    log_reader: Any = None  # tf_hooks.StderrFilter: reads the placement log (fd 2)
+    cuda_probe: dict | None = None
+
+    # PyTorch / JAX (torch_hooks.py, jax_hooks.py).
+    torch_mode: Any = None
+    torch_first: set[int] = field(default_factory=set)
+    torch_last: dict[str, tuple] = field(default_factory=dict)  # "id(module)@device" -> (module, args, grad enabled)
+    torch_calls: list[tuple[int, str]] = field(default_factory=list)  # (seq, key) of every top-level module call
+    loaders: list[dict] = field(default_factory=list)
+    moved_modules: set[int] = field(default_factory=set)  # nn.Modules the script sent with .to() / .cuda()
+
+    # TensorFlow: layers, loops, functions, sessions, files (tf_hooks.py).
+    rnn_layers: list[dict] = field(default_factory=list)  # keras LSTM / GRU the script built (install_keras)
+    loops: list[dict] = field(default_factory=list)  # graph loops built (map_fn, while_loop, for over tf.range)
+    tf_calls: list[tuple[int, str]] = field(default_factory=list)  # (seq, "fn:<id>" | "graph:<id>") of top-level
+    first_run_args: list[tuple] = field(default_factory=list)  # (session, args, kwargs, index in first_runs)
+    first_runs: list[dict] = field(default_factory=list)  # each (session, fetch)'s first Session.run: hook_sessions
+    written_files: dict[str, dict] = field(default_factory=dict)  # TFRecord files the script wrote: path -> seq, line
+    read_after_write: list[dict] = field(default_factory=list)  # ... and then read back
+    functions: dict[int, dict] = field(default_factory=dict)  # id(fn) -> {"name", "calls", "traces"}
+    block_calls: dict[int, dict[int, int]] = field(default_factory=dict)  # block id -> fn id -> calls
+    last_args: dict[tuple[int, int], tuple] = field(default_factory=dict)  # (block, fn) -> (fn, args, kwargs)
+    instantiated: set[tuple] = field(default_factory=set)
+    seen_kernels: set[tuple[str, str]] = field(default_factory=set)
+    var_kind: dict[int, str] = field(default_factory=dict)  # id(variable handle) -> device kind of its block
+    var_handles: list = field(default_factory=list)
+    var_seen: set[tuple[int, int]] = field(default_factory=set)
+
+    # Where ops ran: eager ops and placed graph ops per device (snapshotted with the counters).
+    ops_by_device: dict[str, int] = field(default_factory=dict)
+    placed_by_device: dict[str, int] = field(default_factory=dict)
+    placed_cpu_in_gpu_block: dict[str, int] = field(default_factory=dict)  # op type -> count (placer log)
+
+    # Clock reads, the intervals the script computed, device blocks (clocks.py, tf_hooks.Block).
+    reads: list[dict] = field(default_factory=list)
+    n_reads: int = 0
+    intervals: list[dict] = field(default_factory=list)
+    blocks: list[dict] = field(default_factory=list)
+    stack: list[int] = field(default_factory=list)  # open user blocks (ids)
+
+    # How the script ended (child.main).
+    exception: dict | None = None
+    exit_code: int | None = None
+    timed_out: bool = False
+    hang_line: dict | None = None
+    started: float = field(default_factory=_perf)
+    script_s: float | None = None
+
+    # After the script: calibration and re-runs (calibrate.py, child.rerun / rerun_torch).
+    op_cost: dict = field(default_factory=dict)  # calibrate.per_op_cost after the script
+    reruns: list[dict] = field(default_factory=list)
+    interleaved: list[dict] = field(default_factory=list)  # one per compared pair: rounds of A and B, or why not
+    rerun_left_s: float = RERUN_BUDGET_S  # set from the script's run time before the re-run
+    rerun_skipped: list[dict] = field(default_factory=list)
 
     def snap(self) -> dict:
         with self.lock:

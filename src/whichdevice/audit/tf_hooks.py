@@ -30,6 +30,7 @@ import os
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -375,62 +376,88 @@ def hook_function_calls(st: State, pf, context, nest) -> None:
         after = self.experimental_get_tracing_count()
         f = sys._getframe(1)
         user = f.f_code.co_filename == st.script
-        try:
-            scope = context.context().device_name or ""
-        except Exception:
-            scope = ""
+        scope = _scope_device(context)
         with st.lock:
-            fid = id(self)
-            info = st.functions.get(fid)
-            if info is None:
-                info = st.functions[fid] = {
-                    "name": getattr(self, "__name__", None) or getattr(self, "_name", "fn"),
-                    "calls": 0,
-                    "traces": 0,
-                    "jit": bool(getattr(self, "_jit_compile", False)),
-                    "user_calls": 0,
-                }
+            info = _function_info(st, self)
             info["calls"] += 1
             info["traces"] += after - before
             st.c["fn_calls"] += 1
             st.c["traces"] += after - before
-            # Where the call ran (its outputs' device; the scope when it returns nothing): a new
-            # (traced signature, device) pair is a graph instantiation — placement, grappler,
-            # and with jit_compile an XLA compile. A soft-placed "GPU" call on a machine
-            # without one reuses the CPU instantiation, as TensorFlow does.
-            ran = ""
-            try:
-                for leaf in nest.flatten(result):
-                    ran = short_device(getattr(leaf, "device", "") or "")
-                    if ran:
-                        break
-            except Exception:
-                pass
-            key = (fid, after, ran or scope)
-            first = key not in st.instantiated
-            if first:
-                st.instantiated.add(key)
-                st.c["instantiations"] += 1
-                if info["jit"]:
-                    st.c["xla_compiles"] += 1
+            first = _count_instantiation(st, info, (id(self), after, _ran_device(nest, result) or scope))
             if depth == 0:
-                st.seq += 1
-                if len(st.tf_calls) < MAX_CALL_LOG:
-                    st.tf_calls.append((st.seq, f"fn:{fid}"))
                 if first or after != before:  # the call traced or set up a graph: set-up time (with its run)
                     st.c["setup_trace_s"] += dt
-                if any(is_host_value(x) for x in list(args) + list(kwargs.values())):
-                    st.c["host_inputs"] += 1  # NumPy / Python values: converted (copied to the device) per call
-                if st.stack:  # top-level calls inside a block (the script's, or a library's such as fit)
-                    bid = st.stack[-1]
-                    calls = st.block_calls.setdefault(bid, {})
-                    calls[fid] = calls.get(fid, 0) + 1
-                    st.last_args[(bid, fid)] = (self, args, kwargs)
+                _top_level_call(st, self, args, kwargs)
             if user:
                 info["user_calls"] += 1
         return result
 
     pf.Function.__call__ = call
+
+
+def _scope_device(context) -> str:
+    """The device scope the call was made in ('' when TensorFlow cannot say)."""
+    try:
+        return context.context().device_name or ""
+    except Exception:
+        return ""
+
+
+def _ran_device(nest, result: Any) -> str:
+    """Where a call ran: the device of its first output that has one ('' when it returns none)."""
+    ran = ""
+    try:
+        for leaf in nest.flatten(result):
+            ran = short_device(getattr(leaf, "device", "") or "")
+            if ran:
+                break
+    except Exception:
+        pass
+    return ran
+
+
+def _function_info(st: State, fn: Any) -> dict:
+    """The state's entry for one ``tf.function`` (made at its first call)."""
+    fid = id(fn)
+    info = st.functions.get(fid)
+    if info is None:
+        info = st.functions[fid] = {
+            "name": getattr(fn, "__name__", None) or getattr(fn, "_name", "fn"),
+            "calls": 0,
+            "traces": 0,
+            "jit": bool(getattr(fn, "_jit_compile", False)),
+            "user_calls": 0,
+        }
+    return info
+
+
+def _count_instantiation(st: State, info: dict, key: tuple) -> bool:
+    """Whether this call is the first of its (function, traced signature, device) ``key``: a graph
+    instantiation — placement, grappler, and with jit_compile an XLA compile. A soft-placed "GPU"
+    call on a machine without one reuses the CPU instantiation, as TensorFlow does."""
+    first = key not in st.instantiated
+    if first:
+        st.instantiated.add(key)
+        st.c["instantiations"] += 1
+        if info["jit"]:
+            st.c["xla_compiles"] += 1
+    return first
+
+
+def _top_level_call(st: State, fn: Any, args: tuple, kwargs: dict) -> None:
+    """A call not made inside another tf.function: logged (``tf_calls``), host inputs counted, and
+    inside a block its arguments kept for the re-run after the script."""
+    fid = id(fn)
+    st.seq += 1
+    if len(st.tf_calls) < MAX_CALL_LOG:
+        st.tf_calls.append((st.seq, f"fn:{fid}"))
+    if any(is_host_value(x) for x in list(args) + list(kwargs.values())):
+        st.c["host_inputs"] += 1  # NumPy / Python values: converted (copied to the device) per call
+    if st.stack:  # top-level calls inside a block (the script's, or a library's such as fit)
+        bid = st.stack[-1]
+        calls = st.block_calls.setdefault(bid, {})
+        calls[fid] = calls.get(fid, 0) + 1
+        st.last_args[(bid, fid)] = (fn, args, kwargs)
 
 
 # ---------------------------------------------------------------- eager ops
@@ -447,38 +474,10 @@ def hook_op_callback(st: Any, op_callbacks) -> Any:
                 st.c["graph_ops"] += 1
                 return None
             st.c["eager_ops"] += 1
-            dev = ""
-            for o in outputs or ():
-                dev = short_device(getattr(o, "device", "") or "")
-                if dev:
-                    try:
-                        st.c["elems"] += int(o.shape.num_elements() or 0)
-                    except Exception:
-                        pass
-                    break
-            kind = st.requested_kind()
-            if op_type == "VarHandleOp" and outputs:
-                if kind:  # created inside a device block: the block decides where the variable lives
-                    st.var_kind[id(outputs[0])] = kind
-                    st.var_handles.append(outputs[0])  # kept alive so its id stays its own
-            elif kind and st.var_kind:
-                for x in inputs or ():
-                    made = st.var_kind.get(id(x))
-                    if made and made != kind and (id(x), st.stack[-1]) not in st.var_seen:
-                        st.var_seen.add((id(x), st.stack[-1]))
-                        st.c["vars_other_device"] += 1
+            dev = _output_device(st, outputs)
+            _track_variables(st, op_type, inputs, outputs)
             if dev:
-                st.ops_by_device[dev] = st.ops_by_device.get(dev, 0) + 1
-                if (op_type, dev) not in st.seen_kernels:
-                    st.seen_kernels.add((op_type, dev))
-                    st.c["new_kernels"] += 1
-                if dev.startswith("GPU"):
-                    st.c["last_gpu_work"] = st.seq + 1
-                    st.seq += 1
-                for x in inputs or ():
-                    xdev = short_device(getattr(x, "device", "") or "")
-                    if xdev and xdev != dev and xdev[:3] != dev[:3]:
-                        st.c["h2d" if dev.startswith("GPU") else "d2h"] += 1
+                _count_on_device(st, op_type, inputs, dev)
             if st.requested_kind() == "GPU":
                 st.seq += 1
                 st.c["last_gpu_work"] = st.seq
@@ -489,6 +488,50 @@ def hook_op_callback(st: Any, op_callbacks) -> Any:
 
     op_callbacks.add_op_callback(on_op)
     return on_op
+
+
+def _output_device(st: Any, outputs: Any) -> str:
+    """The device of an eager op's first output that has one (its elements counted), else ''."""
+    for o in outputs or ():
+        dev = short_device(getattr(o, "device", "") or "")
+        if dev:
+            try:
+                st.c["elems"] += int(o.shape.num_elements() or 0)
+            except Exception:
+                pass
+            return dev
+    return ""
+
+
+def _track_variables(st: Any, op_type: str, inputs: Any, outputs: Any) -> None:
+    """Variables made inside a device block (the block decides where they live), and each later use
+    of one from a block of the other device kind (``vars_other_device``)."""
+    kind = st.requested_kind()
+    if op_type == "VarHandleOp" and outputs:
+        if kind:  # created inside a device block: the block decides where the variable lives
+            st.var_kind[id(outputs[0])] = kind
+            st.var_handles.append(outputs[0])  # kept alive so its id stays its own
+    elif kind and st.var_kind:
+        for x in inputs or ():
+            made = st.var_kind.get(id(x))
+            if made and made != kind and (id(x), st.stack[-1]) not in st.var_seen:
+                st.var_seen.add((id(x), st.stack[-1]))
+                st.c["vars_other_device"] += 1
+
+
+def _count_on_device(st: Any, op_type: str, inputs: Any, dev: str) -> None:
+    """An eager op that ran on ``dev``: counted there, a first-used kernel, GPU work, copies of its inputs."""
+    st.ops_by_device[dev] = st.ops_by_device.get(dev, 0) + 1
+    if (op_type, dev) not in st.seen_kernels:
+        st.seen_kernels.add((op_type, dev))
+        st.c["new_kernels"] += 1
+    if dev.startswith("GPU"):
+        st.c["last_gpu_work"] = st.seq + 1
+        st.seq += 1
+    for x in inputs or ():
+        xdev = short_device(getattr(x, "device", "") or "")
+        if xdev and xdev != dev and xdev[:3] != dev[:3]:
+            st.c["h2d" if dev.startswith("GPU") else "d2h"] += 1
 
 
 # ---------------------------------------------------------------- host reads
@@ -559,13 +602,7 @@ def hook_sessions(st: State, session_mod) -> None:
     def sess_init(self, target="", graph=None, config=None):
         if st.active:
             if st.placement_log:
-                from tensorflow.core.protobuf import config_pb2
-
-                new = config_pb2.ConfigProto()
-                if config is not None:
-                    new.CopyFrom(config)
-                new.log_device_placement = True
-                config = new
+                config = _logging_config(config)
             with st.lock:
                 st.c["sessions"] += 1
         t0 = _perf()
@@ -576,45 +613,7 @@ def hook_sessions(st: State, session_mod) -> None:
         self._whichdevice_runs = 0
 
     def sess_run(self, *args, **kwargs):
-        init = False
-        first_of_fetch = None
-        if st.active:
-            try:
-                fkey = repr(args[0] if args else kwargs.get("fetches"))[:300]
-            except Exception:
-                fkey = "?"
-            seen = self.__dict__.setdefault("_whichdevice_fetches", set())
-            if fkey not in seen:
-                seen.add(fkey)
-                first_of_fetch = fkey
-            with st.lock:
-                st.seq += 1
-                if len(st.tf_calls) < MAX_CALL_LOG:
-                    st.tf_calls.append((st.seq, f"graph:{id(self.graph)}"))
-            init = _is_initializer(args[0] if args else kwargs.get("fetches"))
-            with st.lock:
-                st.c["session_runs"] += 1
-                if getattr(self, "_whichdevice_runs", 0) == 0:
-                    st.c["first_session_runs"] += 1
-                self._whichdevice_runs = getattr(self, "_whichdevice_runs", 0) + 1
-                if st.requested_kind() == "GPU":
-                    st.seq += 1
-                    st.c["last_gpu_work"] = st.seq
-                try:  # op types this process runs for the first time: their kernels are built now
-                    for op_type in {op.type for op in self.graph.get_operations()}:
-                        if (op_type, "graph") not in st.seen_kernels:
-                            st.seen_kernels.add((op_type, "graph"))
-                            st.c["new_kernels"] += 1
-                except Exception:
-                    pass
-                if not st.physical.get("GPU"):
-                    # No GPU: every op of the session's graph can only have run on the CPU (with a
-                    # GPU, the placement log reports each op instead).
-                    try:
-                        n = len(self.graph.get_operations())
-                    except Exception:
-                        n = 0
-                    st.placed_by_device["CPU:0"] = st.placed_by_device.get("CPU:0", 0) + n
+        init, first_of_fetch = _before_session_run(st, self, args, kwargs) if st.active else (False, None)
         t0 = _perf()
         out = orig_run(self, *args, **kwargs)
         dt = _perf() - t0
@@ -624,13 +623,8 @@ def hook_sessions(st: State, session_mod) -> None:
         elif first_of_fetch is not None and st.active:
             f = sys._getframe(1)
             user = f.f_code.co_filename == st.script
-            with st.lock:
-                st.seq += 1
-                st.first_runs.append(
-                    {"seq": st.seq, "seconds": dt, "line": f.f_lineno if user else None, "fetch": first_of_fetch}
-                )
-                if user:  # kept for the re-run after the script (calibrate.rerun_first_runs)
-                    st.first_run_args.append((self, args, kwargs, len(st.first_runs) - 1))
+            run = {"seconds": dt, "line": f.f_lineno if user else None, "fetch": first_of_fetch}
+            _record_first_run(st, run, (self, args, kwargs) if user else None)
         mark_sync(st)  # Session.run returns host values: the host has waited for the device
         return out
 
@@ -648,6 +642,76 @@ def hook_sessions(st: State, session_mod) -> None:
     session_mod.BaseSession.__init__ = sess_init
     session_mod.BaseSession.run = sess_run
     session_mod.BaseSession.close = sess_close
+
+
+def _logging_config(config: Any) -> Any:
+    """A copy of the Session's ConfigProto with the placement log on (a machine with a GPU)."""
+    from tensorflow.core.protobuf import config_pb2
+
+    new = config_pb2.ConfigProto()
+    if config is not None:
+        new.CopyFrom(config)
+    new.log_device_placement = True
+    return new
+
+
+def _before_session_run(st: State, sess: Any, args: tuple, kwargs: dict) -> tuple[bool, str | None]:
+    """Count one ``Session.run``; (whether it runs the variable initializer, the fetch's key when this
+    is the session's first run of that fetch, else None)."""
+    first_of_fetch = None
+    try:
+        fkey = repr(args[0] if args else kwargs.get("fetches"))[:300]
+    except Exception:
+        fkey = "?"
+    seen = sess.__dict__.setdefault("_whichdevice_fetches", set())
+    if fkey not in seen:
+        seen.add(fkey)
+        first_of_fetch = fkey
+    with st.lock:
+        st.seq += 1
+        if len(st.tf_calls) < MAX_CALL_LOG:
+            st.tf_calls.append((st.seq, f"graph:{id(sess.graph)}"))
+    init = _is_initializer(args[0] if args else kwargs.get("fetches"))
+    with st.lock:
+        st.c["session_runs"] += 1
+        if getattr(sess, "_whichdevice_runs", 0) == 0:
+            st.c["first_session_runs"] += 1
+        sess._whichdevice_runs = getattr(sess, "_whichdevice_runs", 0) + 1
+        if st.requested_kind() == "GPU":
+            st.seq += 1
+            st.c["last_gpu_work"] = st.seq
+        _count_graph_ops(st, sess.graph)
+    return init, first_of_fetch
+
+
+def _count_graph_ops(st: State, graph: Any) -> None:
+    """The graph's op types this process runs for the first time (their kernels are built now); with
+    no GPU, every op of the graph as placed on the CPU."""
+    try:  # op types this process runs for the first time: their kernels are built now
+        for op_type in {op.type for op in graph.get_operations()}:
+            if (op_type, "graph") not in st.seen_kernels:
+                st.seen_kernels.add((op_type, "graph"))
+                st.c["new_kernels"] += 1
+    except Exception:
+        pass
+    if not st.physical.get("GPU"):
+        # No GPU: every op of the session's graph can only have run on the CPU (with a
+        # GPU, the placement log reports each op instead).
+        try:
+            n = len(graph.get_operations())
+        except Exception:
+            n = 0
+        st.placed_by_device["CPU:0"] = st.placed_by_device.get("CPU:0", 0) + n
+
+
+def _record_first_run(st: State, run: dict, call: tuple | None) -> None:
+    """The first ``Session.run`` of a fetch (seconds, line, fetch); the script's own ``call`` (session,
+    args, kwargs) is kept for the re-run after the script (calibrate.rerun_first_runs)."""
+    with st.lock:
+        st.seq += 1
+        st.first_runs.append({"seq": st.seq, **run})
+        if call is not None:
+            st.first_run_args.append((*call, len(st.first_runs) - 1))
 
 
 # ---------------------------------------------------------------- tf.data iterators
@@ -753,31 +817,57 @@ def hook_loops(st: State, while_loop_mod, ops) -> None:
     while_loop_mod.while_loop = while_loop
 
 
-def _record_loop(st: State, ops, loop_vars: Any, max_iter: Any) -> None:
-    f = sys._getframe(2)
-    kind, iterations, elems = "tf.while_loop", _static_int(max_iter), None
-    caller: FrameType | None = f
-    while caller is not None and caller.f_code.co_filename != st.script:
+@dataclass
+class _LoopSeen:
+    """What the frames between the script and ``while_loop`` say of one graph loop."""
+
+    kind: str
+    iterations: int | None
+    elems: int | None = None
+
+    def read_frame(self, caller: FrameType) -> None:
+        """Refine the loop's kind, iterations and elements from one frame of its call stack."""
         name = caller.f_code.co_filename.replace("\\", "/")
-        if name.endswith("ops/map_fn.py") and kind == "tf.while_loop":
-            kind = "tf.map_fn"
+        if name.endswith("ops/map_fn.py") and self.kind == "tf.while_loop":
+            self.kind = "tf.map_fn"
             n = caller.f_locals.get("n")
-            iterations = _static_int(n) if iterations is None else iterations
+            self.iterations = _static_int(n) if self.iterations is None else self.iterations
             try:
                 flat = caller.f_locals.get("elems_flat") or []
-                elems = int(flat[0].shape[1:].num_elements() or 1) if flat else None
+                self.elems = int(flat[0].shape[1:].num_elements() or 1) if flat else None
             except Exception:
-                elems = None
-        elif "autograph/operators/control_flow.py" in name and kind == "tf.while_loop":
-            kind = "while (autograph)"
+                self.elems = None
+        elif "autograph/operators/control_flow.py" in name and self.kind == "tf.while_loop":
+            self.kind = "while (autograph)"
         if caller.f_code.co_name == "_tf_range_for_stmt":
-            kind = "for over tf.range"
+            self.kind = "for over tf.range"
             try:
                 start, limit, delta = (_static_int(x) for x in caller.f_locals["iter_"].op.inputs)
                 if start is not None and limit is not None and delta:
-                    iterations = max(0, -(-(limit - start) // delta))
+                    self.iterations = max(0, -(-(limit - start) // delta))
             except Exception:
                 pass
+
+
+def _loop_owner(ops) -> str:
+    """Who runs the loop: the tf.function being traced, a graph, eager code, or '' (a library's trace)."""
+    owners = getattr(_local, "owners", None) or []
+    graph = ops.get_default_graph()
+    if owners:
+        return f"fn:{owners[-1]}"
+    if getattr(graph, "building_function", False):
+        return ""  # traced by a library outside the script's tf.function calls
+    if ops.executing_eagerly_outside_functions():
+        return "eager"
+    return f"graph:{id(graph)}"
+
+
+def _record_loop(st: State, ops, loop_vars: Any, max_iter: Any) -> None:
+    f = sys._getframe(2)
+    seen = _LoopSeen("tf.while_loop", _static_int(max_iter))
+    caller: FrameType | None = f
+    while caller is not None and caller.f_code.co_filename != st.script:
+        seen.read_frame(caller)
         caller = caller.f_back
     if caller is None:
         return  # a library's loop (Keras's RNN when unrolled by TF, ...), not the script's
@@ -787,29 +877,21 @@ def _record_loop(st: State, ops, loop_vars: Any, max_iter: Any) -> None:
         shape = getattr(v, "shape", None)
         if shape is not None and hasattr(shape, "num_elements"):
             shapes.append(shape)
+    elems = seen.elems
     if elems is None and shapes:
         known = [int(x.num_elements()) for x in shapes if x.num_elements() is not None]
         elems = max(known) if len(known) == len(shapes) else None
-    owners = getattr(_local, "owners", None) or []
-    graph = ops.get_default_graph()
-    if owners:
-        owner = f"fn:{owners[-1]}"
-    elif getattr(graph, "building_function", False):
-        owner = ""  # traced by a library outside the script's tf.function calls
-    elif ops.executing_eagerly_outside_functions():
-        owner = "eager"
-    else:
-        owner = f"graph:{id(graph)}"
+    owner = _loop_owner(ops)
     with st.lock:
         st.seq += 1
         st.loops.append(
             {
                 "seq": st.seq,
-                "kind": kind,
+                "kind": seen.kind,
                 "line": line,
                 "text": st.source(line),
                 "var_shapes": [str(x) for x in shapes[:6]],
-                "iterations": iterations,
+                "iterations": seen.iterations,
                 "elems_per_iteration": elems,
                 "owner": owner,
             }

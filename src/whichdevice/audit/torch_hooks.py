@@ -114,21 +114,28 @@ def make_mode(torch, st: Any) -> Any:
                     if dev.startswith("GPU"):
                         st.c["last_gpu_work"] = st.seq
                 if name in copies:
-                    src = args[0] if args and isinstance(args[0], torch.Tensor) else None
-                    sdev = torch_device(src.device) if src is not None else dev
-                    if src is not None and dev and sdev[:3] != dev[:3]:
-                        if dev.startswith("GPU"):
-                            st.c["h2d"] += 1
-                            if sdev.startswith("CPU") and not src.is_pinned():
-                                st.c["pageable_h2d"] += 1
-                        else:
-                            st.c["d2h"] += 1
-                            st.c["syncs"] += 1
-                            st.c["last_sync"] = st.seq
-                            st.c["ops_at_last_sync"] = st.c["eager_ops"]
+                    _count_copy(st, torch, args, dev)
             return out
 
     return Watch()
+
+
+def _count_copy(st: Any, torch, args: tuple, dev: str) -> None:
+    """A copy (``to``, ``cuda``, ``copy_``, ``cpu``) whose output is on ``dev``: host to device (from
+    pageable memory or not), or device to host (the host waits: a sync)."""
+    src = args[0] if args and isinstance(args[0], torch.Tensor) else None
+    sdev = torch_device(src.device) if src is not None else dev
+    if src is None or not dev or sdev[:3] == dev[:3]:
+        return
+    if dev.startswith("GPU"):
+        st.c["h2d"] += 1
+        if sdev.startswith("CPU") and not src.is_pinned():
+            st.c["pageable_h2d"] += 1
+    else:
+        st.c["d2h"] += 1
+        st.c["syncs"] += 1
+        st.c["last_sync"] = st.seq
+        st.c["ops_at_last_sync"] = st.c["eager_ops"]
 
 
 def _mark_user_sync(st: State) -> None:

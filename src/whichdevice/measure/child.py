@@ -335,15 +335,19 @@ def _run_group(group: list[CaseSpec], ctx: _Context, expired: Callable[[], bool]
         if current[0] is not None:
             wall[current[0]] += switch_end - current[1]
         for (i, _), got in zip(prepared, timed):
-            spec = group[i]
-            if isinstance(got, BaseException):
-                if got.__traceback__ is not None:
-                    traceback.print_exception(got, file=sys.stderr)
-                results[i] = failed(spec, _error_line(got), failures.of_exception(got), wall[i])
-            else:
-                timing, metrics = got
-                results[i] = CaseResult(spec=spec, status="ok", metrics=metrics, wall_s=wall[i], timing=timing)
+            results[i] = _member_result(group[i], got, wall[i])
     return [r for r in results if r is not None]
+
+
+def _member_result(spec: CaseSpec, got: Any, wall_s: float) -> CaseResult:
+    """One member's result from what ``time_group`` gave it: its (timing, metrics), or the
+    exception it raised (recorded as failed)."""
+    if isinstance(got, BaseException):
+        if got.__traceback__ is not None:
+            traceback.print_exception(got, file=sys.stderr)
+        return failed(spec, _error_line(got), failures.of_exception(got), wall_s)
+    timing, metrics = got
+    return CaseResult(spec=spec, status="ok", metrics=metrics, wall_s=wall_s, timing=timing)
 
 
 def _run_one(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> CaseResult:

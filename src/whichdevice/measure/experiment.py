@@ -10,7 +10,7 @@ import importlib.metadata
 import importlib.util
 import platform
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from whichdevice import frameworks
 from whichdevice.frameworks.common import nvidia
@@ -183,39 +183,22 @@ def run_devices(
     ``resumed`` (a journal read back), its finished cases are kept and not run again.
     """
     done = resumed.done if resumed else {}
-    sessions = list(resumed.sessions) if resumed else []
-    results, notes = [], []
-
-    def record_result(r: CaseResult) -> None:
-        if journal:
-            journal.add_result(r)
-        if on_result:
-            on_result(r)
-
-    def record_session(s: Session) -> None:
-        if journal and all(x.device.name != s.device.name for x in sessions):
-            journal.add_session(s)
-
+    got = _Collected(framework, journal, on_result, list(resumed.sessions) if resumed else [])
     order: dict[str, int] = {}  # the order the cases were defined in, kept whatever was resumed
     for dev in devices:
         cases = cases_for(dev)
         order.update((c.key, i) for i, c in enumerate(cases))
-        for c in cases:
-            if c.key in done:
-                results.append(done[c.key])
-                if on_result:
-                    on_result(done[c.key])
+        got.resumed(cases, done)
         todo = [c for c in cases if c.key not in done]
         if not todo:
             continue
-        policy_dict = {k: v for k, v in dataclasses.asdict(policy).items() if k != "window"}
         job = runner.Job(
             framework,
             dev.name,
             dev.kind,
             todo,
             cpu_threads,
-            policy_dict,
+            _policy_dict(policy),
             deadline,
             repeat=repeat_for(todo) if repeat_for else [],
             repeat_deadline=repeat_deadline,
@@ -226,26 +209,67 @@ def run_devices(
         out = runner.run_job(
             job,
             case_timeout_s=case_timeout_s,
-            on_result=record_result,
+            on_result=got.record_result,
             on_start=on_start,
-            on_session=record_session,
+            on_session=got.record_session,
             memory_limit_bytes=memory_limit_bytes,
             while_starting=while_starting,
             warm=warm,
         )
         warm = None  # the first device's only
-        if out.session and all(x.device.name != out.session.device.name for x in sessions):
-            sessions.append(out.session)
-        if out.error:
-            notes.append(f"{framework} on {dev.name} could not start: {out.error}")
-        results.extend(out.results)
+        got.take(out, dev.name)
         if on_discovery is not None and out.discovery is not None:
             on_discovery(from_child(out.discovery))
         for r in out.rounds:  # the child's second pass (round 2), for the session to merge
             if on_round:
                 on_round(r)
-    results.sort(key=lambda r: (r.spec.device, order.get(r.spec.key, 1 << 30)))
-    return sessions, results, notes
+    got.results.sort(key=lambda r: (r.spec.device, order.get(r.spec.key, 1 << 30)))
+    return got.sessions, got.results, got.notes
+
+
+def _policy_dict(policy: TimingPolicy) -> dict[str, Any]:
+    """The timing policy as a child's job holds it (its fields but the window)."""
+    return {k: v for k, v in dataclasses.asdict(policy).items() if k != "window"}
+
+
+@dataclass
+class _Collected:
+    """What :func:`run_devices` gathers over its devices: a session per device, the results
+    and the notes; each result and new session is journaled as it arrives."""
+
+    framework: str
+    journal: Journal | None
+    on_result: Callable[[CaseResult], None] | None
+    sessions: list[Session]
+    results: list[CaseResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def record_result(self, r: CaseResult) -> None:
+        if self.journal:
+            self.journal.add_result(r)
+        if self.on_result:
+            self.on_result(r)
+
+    def record_session(self, s: Session) -> None:
+        if self.journal and all(x.device.name != s.device.name for x in self.sessions):
+            self.journal.add_session(s)
+
+    def resumed(self, cases: list[CaseSpec], done: dict[str, CaseResult]) -> None:
+        """The cases a resumed journal had finished, kept in the cases' order (each told to
+        ``on_result``, not journaled again)."""
+        for c in cases:
+            if c.key in done:
+                self.results.append(done[c.key])
+                if self.on_result:
+                    self.on_result(done[c.key])
+
+    def take(self, out: runner.Outcome, device: str) -> None:
+        """One device's outcome: its session (one per device), why it could not start, its results."""
+        if out.session and all(x.device.name != out.session.device.name for x in self.sessions):
+            self.sessions.append(out.session)
+        if out.error:
+            self.notes.append(f"{self.framework} on {device} could not start: {out.error}")
+        self.results.extend(out.results)
 
 
 def merge_records(parts: list[RunRecord], options: dict[str, Any]) -> RunRecord:

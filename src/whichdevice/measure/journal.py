@@ -186,75 +186,13 @@ class Journal:
     ) -> JournalState:
         """Read a journal; a cut-short last line (the run was killed mid-write) is ignored.
         A part journal (header ``part_of``) is refused unless ``part``: its run resumes it."""
-        p = Path(path)
-        try:
-            is_dir = p.is_dir()
-        except OSError:
-            is_dir = False
-        if is_dir:
-            found = sorted(f for f in p.glob(f"*{SUFFIX}") if _header(f) and not _header(f).get("part_of"))
-            if len(found) != 1:
-                what = "no" if not found else f"{len(found)}"
-                raise UsageError(
-                    argument, f"'{p}' holds {what} unfinished run journals (*{SUFFIX})", "Pass the journal file itself."
-                )
-            p = found[0]
-        try:
-            raw = safeio.read_capped(p, argument, cap=READ_CAP, what="journal")
-        except UsageError as e:
-            if e.problem.startswith("no such file"):
-                raise UsageError(
-                    argument, f"no such file '{p}'", f"Pass the {SUFFIX} file an interrupted run left."
-                ) from None
-            raise
-        text = raw.decode("utf-8", errors="replace")
-        lines = text.split("\n")
-        torn = lines.pop()  # "" when the file ends with a newline; else a write that was cut short
-        state: JournalState | None = None
-        for i, line in enumerate([*lines, torn] if torn.strip() else lines):
-            if i >= len(lines):  # the unterminated last line
-                obj = _parse(line)
-                if obj is None or state is None:
-                    break
-            else:
-                obj = _parse(line)
-            if obj is None:
-                raise UsageError(
-                    argument, f"'{p}' is corrupt at line {i + 1}", "It cannot be resumed; start a new run."
-                ) from None
-            kind = obj.get("type") if isinstance(obj, dict) else None
-            if i == 0:
-                if kind != "header":
-                    raise UsageError(argument, f"'{p}' is not a whichdevice journal", f"Pass a {SUFFIX} file.")
-                state = JournalState(header=obj, path=p)
-                continue
-            assert state is not None
-            try:
-                if kind == "result":
-                    # a result journaled before failure kinds (schema 1) gets its kind from its text
-                    result = CaseResult.model_validate(result_v1_to_v2(obj["result"]))
-                    if impossible(result) is not None:
-                        raise ValueError(impossible(result))
-                    state.results.append(result)
-                elif kind == "session":
-                    state.sessions.append(Session.model_validate(obj["session"]))
-            except (KeyError, TypeError, AttributeError, ValueError, ValidationError):
-                raise UsageError(
-                    argument, f"'{p}' is corrupt at line {i + 1}", "It cannot be resumed; start a new run."
-                ) from None
-        if state is None:
-            raise UsageError(argument, f"'{p}' is empty", "It cannot be resumed; start a new run.")
+        p = _the_journal(Path(path), argument)
+        state = _parse_journal(_read_raw(p, argument), p, argument)
         _check_header(state.header, p, argument)
         state.header = _rebase(state.header, p)
         top = state.header.get("part_of")
         if top and not part:
-            if not Path(top).exists():
-                raise UsageError(
-                    argument, f"'{p}' is left over from a run that has finished ('{top}' is gone)", "Delete it."
-                )
-            raise UsageError(
-                argument, f"'{p}' is one part of the interrupted run '{top}'", f"Resume the whole run: --resume {top}."
-            )
+            _refuse_part(p, top, argument)
         if experiment and state.header.get("experiment") != experiment:
             raise UsageError(
                 argument,
@@ -268,6 +206,89 @@ class Journal:
             _set_active(p, state.header)
             active_changes[:] = state.changes
         return state
+
+
+def _the_journal(p: Path, argument: str) -> Path:
+    """The journal ``--resume`` names: the file, or a folder's one top-level journal."""
+    try:
+        is_dir = p.is_dir()
+    except OSError:
+        is_dir = False
+    if not is_dir:
+        return p
+    found = sorted(f for f in p.glob(f"*{SUFFIX}") if _header(f) and not _header(f).get("part_of"))
+    if len(found) != 1:
+        what = "no" if not found else f"{len(found)}"
+        raise UsageError(
+            argument, f"'{p}' holds {what} unfinished run journals (*{SUFFIX})", "Pass the journal file itself."
+        )
+    return found[0]
+
+
+def _read_raw(p: Path, argument: str) -> bytes:
+    """The journal's bytes (a regular file of bounded size)."""
+    try:
+        return safeio.read_capped(p, argument, cap=READ_CAP, what="journal")
+    except UsageError as e:
+        if e.problem.startswith("no such file"):
+            raise UsageError(
+                argument, f"no such file '{p}'", f"Pass the {SUFFIX} file an interrupted run left."
+            ) from None
+        raise
+
+
+def _corrupt(p: Path, line_no: int, argument: str) -> UsageError:
+    return UsageError(argument, f"'{p}' is corrupt at line {line_no}", "It cannot be resumed; start a new run.")
+
+
+def _parse_journal(raw: bytes, p: Path, argument: str) -> JournalState:
+    """The header, results and sessions of a journal's lines; an unterminated last line (a
+    write that was cut short) is ignored when it cannot be read."""
+    lines = raw.decode("utf-8", errors="replace").split("\n")
+    torn = lines.pop()  # "" when the file ends with a newline; else a write that was cut short
+    state: JournalState | None = None
+    for i, line in enumerate([*lines, torn] if torn.strip() else lines):
+        obj = _parse(line)
+        if i >= len(lines) and (obj is None or state is None):  # the unterminated last line
+            break
+        if obj is None:
+            raise _corrupt(p, i + 1, argument) from None
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        if i == 0:
+            if kind != "header":
+                raise UsageError(argument, f"'{p}' is not a whichdevice journal", f"Pass a {SUFFIX} file.")
+            state = JournalState(header=obj, path=p)
+            continue
+        assert state is not None
+        try:
+            _add_entry(state, kind, obj)
+        except (KeyError, TypeError, AttributeError, ValueError, ValidationError):
+            raise _corrupt(p, i + 1, argument) from None
+    if state is None:
+        raise UsageError(argument, f"'{p}' is empty", "It cannot be resumed; start a new run.")
+    return state
+
+
+def _add_entry(state: JournalState, kind: object, obj: Any) -> None:
+    """One journaled result or session into ``state`` (other lines are skipped); raises on an
+    entry that does not validate."""
+    if kind == "result":
+        # a result journaled before failure kinds (schema 1) gets its kind from its text
+        result = CaseResult.model_validate(result_v1_to_v2(obj["result"]))
+        if impossible(result) is not None:
+            raise ValueError(impossible(result))
+        state.results.append(result)
+    elif kind == "session":
+        state.sessions.append(Session.model_validate(obj["session"]))
+
+
+def _refuse_part(p: Path, top: str, argument: str) -> None:
+    """A part journal given to ``--resume``: its run is resumed as a whole, or is gone."""
+    if not Path(top).exists():
+        raise UsageError(argument, f"'{p}' is left over from a run that has finished ('{top}' is gone)", "Delete it.")
+    raise UsageError(
+        argument, f"'{p}' is one part of the interrupted run '{top}'", f"Resume the whole run: --resume {top}."
+    )
 
 
 def _parse(line: str) -> Any:

@@ -212,6 +212,7 @@ def run_job(
     ):
         warm.close()  # started for another job: its environment would be wrong
         warm = None
+    watch = _Watch(case_timeout_s, startup_timeout_s, limit, job.device is None, on_result, on_start, on_session)
     outcome = Outcome()
     remaining = list(job.cases)
     tmp = warm.dir if warm is not None else Path(tempfile.mkdtemp(prefix="whichdevice-"))
@@ -221,27 +222,7 @@ def run_job(
             attempt += 1
             job_path, out_path, err_path = _paths(tmp, attempt)
             ready = warm is not None and attempt == 1  # a warm child: it has imported, its job next
-            job_path.write_text(
-                json.dumps(
-                    {
-                        "framework": job.framework,
-                        "device": job.device,
-                        "cpu_threads": job.cpu_threads,
-                        "policy": job.policy,
-                        "env": env_extra,
-                        "deadline": job.deadline,
-                        "cases": [c.model_dump(mode="json") for c in remaining],
-                        "repeat": job.repeat if attempt == 1 else [],  # after a crash: no second pass
-                        "repeat_deadline": job.repeat_deadline,
-                        "repeat_window_s": job.repeat_window_s,
-                        "fresh_round_before": job.fresh_round_before,
-                        "report_devices": job.report_devices,
-                        "gate": not ready,  # wait for "go" on stdin before timing anything
-                        # the user's own values of what child_env overrides (None: unset)
-                        "user_env": {k: os.environ.get(k) for k in env_extra},
-                    }
-                )
-            )
+            job_path.write_text(_job_text(job, env_extra, remaining, attempt, ready))
             if ready:
                 assert warm is not None
                 child = warm.child
@@ -254,37 +235,8 @@ def run_job(
                         hook()
                 finally:
                     _go(child, "go")
-            said_hello, done, stopped, returncode, current_s, err_from, last_started = _run_child(
-                child,
-                out_path,
-                outcome,
-                case_timeout_s,
-                startup_timeout_s,
-                on_result,
-                on_start,
-                is_discovery=job.device is None,
-                on_session=on_session,
-                memory_limit_bytes=limit,
-            )
-            if job.device is None:
-                if outcome.discovery is None:
-                    outcome.error = _death_reason(returncode, stopped, err_path)[0]
-                return outcome
-            unfinished = [c for c in remaining if c.key not in done]
-            if not unfinished:
-                return outcome
-            reason, kind = _death_reason(returncode, stopped, err_path, err_from)
-            if not said_hello:
-                # The framework could not even start: no point retrying case by case.
-                outcome.error = reason
-                for spec in unfinished:
-                    _fail(outcome, spec, f"{failures.NOT_STARTED_PREFIX} {reason}", "not_started", 0.0, on_result)
-                return outcome
-            # The case that was running: the last one started (a group of interleaved cases starts
-            # each member in turn, so it need not be the first unfinished one).
-            first = next((c for c in unfinished if c.key == last_started), unfinished[0])
-            _fail(outcome, first, reason, kind, current_s, on_result)
-            remaining = [c for c in unfinished if c is not first]
+            end = _run_child(child, out_path, outcome, watch)
+            remaining = _cases_left(outcome, remaining, end, err_path, watch)
             if not remaining:
                 return outcome
     finally:
@@ -294,116 +246,198 @@ def run_job(
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _fail(
-    outcome: Outcome,
-    spec: CaseSpec,
-    reason: str,
-    kind: failures.FailureKind,
-    wall_s: float,
-    on_result: Callable[[CaseResult], None] | None,
-) -> None:
-    result = failed(spec, reason, kind, wall_s)
+def _job_text(job: Job, env_extra: dict[str, str], cases: list[CaseSpec], attempt: int, ready: bool) -> str:
+    """The job file of one attempt: ``cases`` (those left), the second pass only in the first."""
+    return json.dumps(
+        {
+            "framework": job.framework,
+            "device": job.device,
+            "cpu_threads": job.cpu_threads,
+            "policy": job.policy,
+            "env": env_extra,
+            "deadline": job.deadline,
+            "cases": [c.model_dump(mode="json") for c in cases],
+            "repeat": job.repeat if attempt == 1 else [],  # after a crash: no second pass
+            "repeat_deadline": job.repeat_deadline,
+            "repeat_window_s": job.repeat_window_s,
+            "fresh_round_before": job.fresh_round_before,
+            "report_devices": job.report_devices,
+            "gate": not ready,  # wait for "go" on stdin before timing anything
+            # the user's own values of what child_env overrides (None: unset)
+            "user_env": {k: os.environ.get(k) for k in env_extra},
+        }
+    )
+
+
+def _cases_left(
+    outcome: Outcome, remaining: list[CaseSpec], end: _ChildEnd, err_path: Path, watch: _Watch
+) -> list[CaseSpec]:
+    """After a child ended: the cases a new child is to run (none: the job is over). The case
+    it was running is recorded as failed with the reason; a child that could not even start
+    fails every case left (no point retrying case by case); discovery is never retried."""
+    if watch.is_discovery:
+        if outcome.discovery is None:
+            outcome.error = _death_reason(end.returncode, end.stopped, err_path)[0]
+        return []
+    unfinished = [c for c in remaining if c.key not in end.done]
+    if not unfinished:
+        return []
+    reason, kind = _death_reason(end.returncode, end.stopped, err_path, end.err_from)
+    if not end.said_hello:
+        # The framework could not even start: no point retrying case by case.
+        outcome.error = reason
+        for spec in unfinished:
+            _fail(outcome, failed(spec, f"{failures.NOT_STARTED_PREFIX} {reason}", "not_started", 0.0), watch)
+        return []
+    # The case that was running: the last one started (a group of interleaved cases starts
+    # each member in turn, so it need not be the first unfinished one).
+    first = next((c for c in unfinished if c.key == end.last_started), unfinished[0])
+    _fail(outcome, failed(first, reason, kind, end.current_s), watch)
+    return [c for c in unfinished if c is not first]
+
+
+def _fail(outcome: Outcome, result: CaseResult, watch: _Watch) -> None:
     outcome.results.append(result)
-    if on_result:
-        on_result(result)
+    if watch.on_result:
+        watch.on_result(result)
 
 
-def _run_child(
-    child: Child,
-    out_path: Path,
-    outcome: Outcome,
-    case_timeout_s: float,
-    startup_timeout_s: float,
-    on_result: Callable[[CaseResult], None] | None,
-    on_start: Callable[[str], None] | None,
-    is_discovery: bool,
-    on_session: Callable[[Session], None] | None = None,
-    memory_limit_bytes: int | None = None,
-) -> tuple[bool, dict[str, float], tuple[str, failures.FailureKind] | None, int | None, float, int, str | None]:
-    """One child process, read as it streams; returns (said hello, finished keys with their
-    wall time, why the parent stopped it, its return code, how long its unfinished case had
-    run, the stderr offset where that case started, the key of the last case it started)."""
-    proc = child.proc
-    said_hello = False
-    done: dict[str, float] = {}
-    started = time.monotonic()
-    case_started: float | None = None
-    memory = child.memory
-    err_from = 0  # stderr's size when the current case started
+@dataclass(frozen=True)
+class _Watch:
+    """What the parent holds a child to while it runs, and whom it tells what the child streams."""
+
+    case_timeout_s: float
+    startup_timeout_s: float
+    memory_limit_bytes: int | None
+    is_discovery: bool
+    on_result: Callable[[CaseResult], None] | None = None
+    on_start: Callable[[str], None] | None = None
+    on_session: Callable[[Session], None] | None = None
+
+
+@dataclass(frozen=True)
+class _ChildEnd:
+    """How one child process ended."""
+
+    said_hello: bool
+    done: dict[str, float]  # the finished keys with their wall time
+    stopped: tuple[str, failures.FailureKind] | None  # why the parent stopped it
+    returncode: int | None
+    current_s: float  # how long its unfinished case had run
+    err_from: int  # the stderr offset where that case started
+    last_started: str | None  # the key of the last case it started
+
+
+@dataclass
+class _Stream:
+    """What the parent has read so far of one child's JSON lines, and what they said."""
+
+    outcome: Outcome
+    watch: _Watch
+    said_hello: bool = False
+    done: dict[str, float] = field(default_factory=dict)
+    case_started: float | None = None  # time.monotonic() when the running case started
+    err_from: int = 0  # stderr's size when the current case started
     last_started: str | None = None
+    pos: int = 0
+    buffer: str = ""
+
+    def read(self, out_path: Path) -> None:
+        """The lines the child has completed since the last read, each handled."""
+        with open(out_path, encoding="utf-8") as f:
+            f.seek(self.pos)
+            chunk = f.read()
+            self.pos = f.tell()
+        self.buffer += chunk
+        *lines, self.buffer = self.buffer.split("\n")
+        for line in lines:
+            if line.strip():
+                self.handle(json.loads(line))
+
+    def handle(self, msg: dict[str, Any]) -> None:
+        outcome, watch = self.outcome, self.watch
+        kind = msg["type"]
+        if kind == "devices":
+            outcome.discovery = msg
+        elif kind == "hello":
+            self.said_hello = True
+            if outcome.session is None:
+                outcome.session = Session.model_validate(msg["session"])
+                if watch.on_session:
+                    watch.on_session(outcome.session)
+        elif kind == "start":
+            self.case_started = time.monotonic()
+            self.last_started = msg["key"]
+            self.err_from = msg.get("stderr_at") or 0
+            if watch.on_start:
+                watch.on_start(msg["key"])
+        elif kind == "result":
+            result = CaseResult.model_validate(msg["result"])
+            outcome.results.append(result)
+            self.done[result.spec.key] = result.wall_s
+            self.case_started = None
+            if watch.on_result:
+                watch.on_result(result)
+        elif kind == "round":  # the second pass: merged by the session, never journaled
+            outcome.rounds.append(CaseResult.model_validate(msg["result"]))
+            self.case_started = None
+
+
+def _why_stop(
+    child: Child, stream: _Stream, watch: _Watch, started: float, now: float
+) -> tuple[str, failures.FailureKind] | None:
+    """Why the parent stops the child now (None: it goes on): over the memory limit, the
+    framework not started in time, discovery too long, or its case over the case timeout."""
+    limit = watch.memory_limit_bytes
+    rss = child.memory.rss() if limit else 0
+    if limit and rss > limit:
+        return (
+            f"{failures.MEMORY_LIMIT_PREFIX} {rss / 2**30:.3f} GiB, over the memory limit of "
+            f"{limit / 2**30:.3f} GiB (--memory-limit); killed",
+            "out_of_memory",
+        )
+    if not stream.said_hello and not watch.is_discovery and now - started > watch.startup_timeout_s:
+        return (
+            f"{failures.TIMEOUT_PREFIX}: the framework did not start within {watch.startup_timeout_s:.0f} s",
+            "not_started",
+        )
+    if watch.is_discovery and now - started > watch.startup_timeout_s:
+        return (
+            f"{failures.TIMEOUT_PREFIX}: device discovery took over {watch.startup_timeout_s:.0f} s",
+            "timeout",
+        )
+    if stream.case_started is not None and now - stream.case_started > watch.case_timeout_s:
+        return (f"{failures.TIMEOUT_PREFIX} after {watch.case_timeout_s:g} s (--case-timeout)", "timeout")
+    return None
+
+
+def _run_child(child: Child, out_path: Path, outcome: Outcome, watch: _Watch) -> _ChildEnd:
+    """One child process, read as it streams, until it exits or the parent stops it (and
+    kills its group) for a limit of ``watch``."""
+    proc = child.proc
+    stream = _Stream(outcome, watch)
+    started = time.monotonic()
     stopped: tuple[str, failures.FailureKind] | None = None  # why the parent ended the child
     current_s: float | None = None  # how long the unfinished case had run when the child ended
-    pos = 0
-    buffer = ""
     try:
         while True:
             exited = proc.poll() is not None
-            with open(out_path, encoding="utf-8") as f:
-                f.seek(pos)
-                chunk = f.read()
-                pos = f.tell()
-            buffer += chunk
-            *lines, buffer = buffer.split("\n")
-            for line in lines:
-                if not line.strip():
-                    continue
-                msg = json.loads(line)
-                kind = msg["type"]
-                if kind == "devices":
-                    outcome.discovery = msg
-                elif kind == "hello":
-                    said_hello = True
-                    if outcome.session is None:
-                        outcome.session = Session.model_validate(msg["session"])
-                        if on_session:
-                            on_session(outcome.session)
-                elif kind == "start":
-                    case_started = time.monotonic()
-                    last_started = msg["key"]
-                    err_from = msg.get("stderr_at") or 0
-                    if on_start:
-                        on_start(msg["key"])
-                elif kind == "result":
-                    result = CaseResult.model_validate(msg["result"])
-                    outcome.results.append(result)
-                    done[result.spec.key] = result.wall_s
-                    case_started = None
-                    if on_result:
-                        on_result(result)
-                elif kind == "round":  # the second pass: merged by the session, never journaled
-                    outcome.rounds.append(CaseResult.model_validate(msg["result"]))
-                    case_started = None
+            stream.read(out_path)
             if exited:
                 break
             now = time.monotonic()
-            rss = memory.rss() if memory_limit_bytes else 0
-            if memory_limit_bytes and rss > memory_limit_bytes:
-                stopped = (
-                    f"{failures.MEMORY_LIMIT_PREFIX} {rss / 2**30:.3f} GiB, over the memory limit of "
-                    f"{memory_limit_bytes / 2**30:.3f} GiB (--memory-limit); killed",
-                    "out_of_memory",
-                )
-            elif not said_hello and not is_discovery and now - started > startup_timeout_s:
-                stopped = (
-                    f"{failures.TIMEOUT_PREFIX}: the framework did not start within {startup_timeout_s:.0f} s",
-                    "not_started",
-                )
-            elif is_discovery and now - started > startup_timeout_s:
-                stopped = (
-                    f"{failures.TIMEOUT_PREFIX}: device discovery took over {startup_timeout_s:.0f} s",
-                    "timeout",
-                )
-            elif case_started is not None and now - case_started > case_timeout_s:
-                stopped = (f"{failures.TIMEOUT_PREFIX} after {case_timeout_s:g} s (--case-timeout)", "timeout")
+            stopped = _why_stop(child, stream, watch, started, now)
             if stopped:
-                if case_started is not None:
-                    current_s = now - case_started
+                if stream.case_started is not None:
+                    current_s = now - stream.case_started
                 kill_group(proc)
                 break
             time.sleep(POLL_S)
     except BaseException:  # Ctrl-C, SIGTERM, a bug: the child's group does not outlive us
         child.kill()
         raise
-    if case_started is not None and current_s is None:
-        current_s = time.monotonic() - case_started
-    return said_hello, done, stopped, proc.returncode, current_s or 0.0, err_from, last_started
+    if stream.case_started is not None and current_s is None:
+        current_s = time.monotonic() - stream.case_started
+    return _ChildEnd(
+        stream.said_hello, stream.done, stopped, proc.returncode, current_s or 0.0, stream.err_from, stream.last_started
+    )

@@ -215,108 +215,54 @@ def measure(
         progress.on_devices(planned, chosen)
     if callable(journal) and not isinstance(journal, Journal):
         journal = journal()
-
-    def cases_for(d: DeviceInfo) -> list[CaseSpec]:
-        return request.cases_for(planned, d)
-
     if progress.on_total:
-        progress.on_total(sum(len(cases_for(d)) for d in chosen))
-    cap = request.point_cap_s or max(POINT_CAP_MIN_S, POINT_CAP_FACTOR * request.min_time_s)
-    policy = TimingPolicy(
-        min_time_s=request.min_time_s, max_time_s=max(cap, request.min_time_s), target_rel_halfwidth=request.precision
-    )
+        progress.on_total(sum(len(request.cases_for(planned, d)) for d in chosen))
     n_rounds = request.rounds if request.rounds is not None else ROUNDED_EXPERIMENTS.get(request.experiment, 1)
-    sessions: list[Session] = []
-    results: list[CaseResult] = []
-    notes: list[str] = []
-    told: list[Discovery] = []  # what the first child saw, when no discovery child ran
-    # Round 1 of every device, then the later rounds of every device in the reverse order:
-    # CPU r1, GPU r1 | GPU r2, CPU r2 — so the device-vs-device ratios are paired ABBA across
-    # processes, as the A/B pairs inside a device are (issue 16).
-    later: list[tuple[DeviceInfo, float]] = []  # devices whose later rounds are due, and when their round 1 ended
-    by_device: dict[str, tuple[list[CaseResult], list[str], float]] = {}
-    pending = [progress.while_child_starts] if progress.while_child_starts else []
-
-    def while_starting() -> None:  # once, in the first child's start
-        while pending:
-            pending.pop()()
-
+    run = _Run(request, planned, _policy(request), n_rounds, progress, journal, resumed)
+    if progress.while_child_starts:
+        run.pending.append(progress.while_child_starts)
     # Each device's round-2 child starts now: it imports its framework beside round 1's child
     # (on two cores, two imports take about as long as one), then waits, idle, for its job.
-    warms = (
-        {
+    if n_rounds > 1:
+        run.warms = {
             d.name: runner.start_warm(fw, d.kind, request.cpu_threads, memory_limit_bytes=request.memory_limit_bytes)
             for d in chosen
         }
-        if n_rounds > 1
-        else {}
-    )
     try:
-        for dev in chosen:  # one device at a time, each with its own share of the budget
-            started = time.time()
-            deadline = started + request.budget_s if request.budget_s is not None else None
-            in_child: dict[str, CaseResult] = {}
-            second: dict[str, Any] = {}
-            if n_rounds > 1:
-                budget = request.budget_s
-                if budget is not None:
-                    deadline = started + budget - min(ROUND2_RESERVE_S, RESERVE_SHARE * budget)
-                second = dict(
-                    repeat_for=lambda todo: [c.key for c in repeat_order([c for c in todo if request.repeat(c)])],
-                    repeat_deadline=started + budget if budget is not None else None,
-                    repeat_window_s=ROUND2_RESERVE_S,
-                    # a waiting warm child costs no import: round 2 in it, however late round 1 ends
-                    fresh_round_before=started
-                    + (FRESH_ROUND_SHARE * budget if budget is not None and not _alive(warms, dev) else 1e9),
-                    on_round=lambda x: in_child.setdefault(x.spec.key, x),
-                )
-            s, r, n = experiment.run_devices(
-                fw,
-                [dev],
-                cases_for,
-                policy=policy,
-                cpu_threads=request.cpu_threads,
-                case_timeout_s=request.case_timeout_s,
-                deadline=deadline,
-                on_start=progress.on_start,
-                on_result=progress.on_result,
-                journal=journal,
-                resumed=resumed,
-                memory_limit_bytes=request.memory_limit_bytes,
-                on_discovery=told.append if planned.provisional and not told else None,
-                while_starting=while_starting if pending else None,
-                **second,
-            )
-            if in_child:  # round 2 ran in the first child: the machine was too slow for a fresh one
-                r = [merge_rounds(x, [in_child[x.spec.key]] if x.spec.key in in_child else []) for x in r]
-                done = sum(x.status == "ok" for x in in_child.values())
-                n = n + [
-                    f"{dev.name}: {done} verdict cases measured a second time in the same child process (round 2, "
-                    "reverse order): round 1 ended too late in the budget for a fresh process"
-                ]
-            elif n_rounds > 1:
-                later.append((dev, time.time()))
-            sessions += [x for x in s if all(y.device.name != x.device.name for y in sessions)]
-            by_device[dev.name] = (r, n, started)
-        for dev, ended in reversed(later):
-            r, n, started = by_device[dev.name]
-            # its later rounds get the window they would have had right after its round 1
-            shifted = started + (time.time() - ended)
-            r, n_more = _later_rounds(request, fw, dev, r, n_rounds, policy, shifted, progress, warms.get(dev.name))
-            by_device[dev.name] = (r, n + n_more, started)
+        by_device = _all_rounds(run, chosen)
     finally:
-        for w in warms.values():  # used (run_job closed it: a no-op) or not: none outlives the run
+        for w in run.warms.values():  # used (run_job closed it: a no-op) or not: none outlives the run
             w.close()
-    for dev in chosen:
-        r, n, _ = by_device[dev.name]
-        results += r
-        notes += n
-    seen = _confirmed(planned, told, sessions) if planned.provisional else planned
+    results = [x for dev in chosen for x in by_device[dev.name][0]]
+    notes = [x for dev in chosen for x in by_device[dev.name][1]]
+    seen = _confirmed(planned, run.told, run.sessions) if planned.provisional else planned
+    return experiment.make_record(
+        request.experiment,
+        request.command,
+        _record_options(request, chosen, n_rounds),
+        fw,
+        seen,
+        run.sessions,
+        results,
+        request.notes + notes,
+    )
+
+
+def _policy(request: Request) -> TimingPolicy:
+    """Each point's sampling: ``min_time_s`` of samples, until the precision or the point's cap."""
+    cap = request.point_cap_s or max(POINT_CAP_MIN_S, POINT_CAP_FACTOR * request.min_time_s)
+    return TimingPolicy(
+        min_time_s=request.min_time_s, max_time_s=max(cap, request.min_time_s), target_rel_halfwidth=request.precision
+    )
+
+
+def _record_options(request: Request, chosen: list[DeviceInfo], n_rounds: int) -> dict[str, Any]:
+    """The record's options: the request's limits and devices, then the command's own."""
     options = {
         "devices": [d.name for d in chosen],
         "rounds": n_rounds,
         "precision": request.precision,
-        "framework": fw,
+        "framework": request.framework,
         "min_time_s": request.min_time_s,
         "cpu_threads": request.cpu_threads,
         "case_timeout_s": request.case_timeout_s,
@@ -325,8 +271,112 @@ def measure(
     }
     if request.budget_s is not None:
         options.setdefault("budget_s", request.budget_s)
-    return experiment.make_record(
-        request.experiment, request.command, options, fw, seen, sessions, results, request.notes + notes
+    return options
+
+
+@dataclass
+class _Run:
+    """What the devices' rounds of one :func:`measure` share."""
+
+    request: Request
+    planned: Discovery
+    policy: TimingPolicy
+    n_rounds: int
+    progress: Progress
+    journal: Journal | None
+    resumed: JournalState | None
+    warms: dict[str, runner.Warm] = field(default_factory=dict)  # each device's round-2 child, started ahead
+    sessions: list[Session] = field(default_factory=list)
+    told: list[Discovery] = field(default_factory=list)  # what the first child saw, when no discovery child ran
+    pending: list[Callable[[], object]] = field(default_factory=list)  # the caller's work while a child starts
+
+    def cases_for(self, d: DeviceInfo) -> list[CaseSpec]:
+        return self.request.cases_for(self.planned, d)
+
+    def while_starting(self) -> None:  # once, in the first child's start
+        while self.pending:
+            self.pending.pop()()
+
+
+def _all_rounds(run: _Run, chosen: list[DeviceInfo]) -> dict[str, tuple[list[CaseResult], list[str], float]]:
+    """Round 1 of every device, then the later rounds of every device in the reverse order:
+    CPU r1, GPU r1 | GPU r2, CPU r2 — so the device-vs-device ratios are paired ABBA across
+    processes, as the A/B pairs inside a device are (issue 16). Each device's results, notes
+    and when its round 1 started."""
+    later: list[tuple[DeviceInfo, float]] = []  # devices whose later rounds are due, and when their round 1 ended
+    by_device: dict[str, tuple[list[CaseResult], list[str], float]] = {}
+    for dev in chosen:  # one device at a time, each with its own share of the budget
+        started = time.time()
+        s, r, n, in_child = _round1(run, dev, started)
+        if not in_child and run.n_rounds > 1:
+            later.append((dev, time.time()))
+        run.sessions += [x for x in s if all(y.device.name != x.device.name for y in run.sessions)]
+        by_device[dev.name] = (r, n, started)
+    for dev, ended in reversed(later):
+        r, n, started = by_device[dev.name]
+        # its later rounds get the window they would have had right after its round 1
+        shifted = started + (time.time() - ended)
+        r, n_more = _later_rounds(run, dev, r, shifted, run.warms.get(dev.name))
+        by_device[dev.name] = (r, n + n_more, started)
+    return by_device
+
+
+def _round1(run: _Run, dev: DeviceInfo, started: float) -> tuple[list[Session], list[CaseResult], list[str], bool]:
+    """Round 1 of ``dev`` in its child, journaled; when the round ends too late in the budget
+    for a fresh child (and no round-2 child waits), that child measures the verdict cases a
+    second time itself, merged here. Its sessions, results, notes, and whether it did."""
+    request = run.request
+    in_child: dict[str, CaseResult] = {}
+    deadline, second = _second_pass(run, dev, started, in_child)
+    s, r, n = experiment.run_devices(
+        request.framework,
+        [dev],
+        run.cases_for,
+        policy=run.policy,
+        cpu_threads=request.cpu_threads,
+        case_timeout_s=request.case_timeout_s,
+        deadline=deadline,
+        on_start=run.progress.on_start,
+        on_result=run.progress.on_result,
+        journal=run.journal,
+        resumed=run.resumed,
+        memory_limit_bytes=request.memory_limit_bytes,
+        on_discovery=run.told.append if run.planned.provisional and not run.told else None,
+        while_starting=run.while_starting if run.pending else None,
+        **second,
+    )
+    if in_child:  # round 2 ran in the first child: the machine was too slow for a fresh one
+        r = [merge_rounds(x, [in_child[x.spec.key]] if x.spec.key in in_child else []) for x in r]
+        done = sum(x.status == "ok" for x in in_child.values())
+        n = n + [
+            f"{dev.name}: {done} verdict cases measured a second time in the same child process (round 2, "
+            "reverse order): round 1 ended too late in the budget for a fresh process"
+        ]
+    return s, r, n, bool(in_child)
+
+
+def _second_pass(
+    run: _Run, dev: DeviceInfo, started: float, in_child: dict[str, CaseResult]
+) -> tuple[float | None, dict[str, Any]]:
+    """Round 1's deadline, and (with later rounds) what its child needs for a second pass of
+    its own (``runner.Job.repeat``): round 1 stops the reserve before the budget's end; the
+    second pass runs only if it ends after ``FRESH_ROUND_SHARE`` of the budget and no round-2
+    child waits; its results land in ``in_child``."""
+    request = run.request
+    budget = request.budget_s
+    deadline = started + budget if budget is not None else None
+    if run.n_rounds <= 1:
+        return deadline, {}
+    if budget is not None:
+        deadline = started + budget - min(ROUND2_RESERVE_S, RESERVE_SHARE * budget)
+    return deadline, dict(
+        repeat_for=lambda todo: [c.key for c in repeat_order([c for c in todo if request.repeat(c)])],
+        repeat_deadline=started + budget if budget is not None else None,
+        repeat_window_s=ROUND2_RESERVE_S,
+        # a waiting warm child costs no import: round 2 in it, however late round 1 ends
+        fresh_round_before=started
+        + (FRESH_ROUND_SHARE * budget if budget is not None and not _alive(run.warms, dev) else 1e9),
+        on_round=lambda x: in_child.setdefault(x.spec.key, x),
     )
 
 
@@ -348,19 +398,12 @@ def _confirmed(found: Discovery, told: list[Discovery], sessions: list[Session])
 
 
 def _later_rounds(
-    request: Request,
-    fw: str,
-    dev: DeviceInfo,
-    first: list[CaseResult],
-    n_rounds: int,
-    policy: TimingPolicy,
-    started: float,
-    progress: Progress,
-    warm: runner.Warm | None = None,
+    run: _Run, dev: DeviceInfo, first: list[CaseResult], started: float, warm: runner.Warm | None = None
 ) -> tuple[list[CaseResult], list[str]]:
     """Rounds 2..n of the verdict cases of one device, each in a fresh child (round 2 in
     ``warm``, started with round 1), merged into the first round's results. Not journaled: a
     resumed run measures its later rounds again."""
+    request, n_rounds, progress = run.request, run.n_rounds, run.progress
     todo = [
         r.spec
         for r in first
@@ -386,10 +429,10 @@ def _later_rounds(
         if progress.on_total:
             progress.on_total(len(first) + (k - 1) * len(todo))
         _, rk, nk = experiment.run_devices(
-            fw,
+            request.framework,
             [dev],
             _fixed(specs),
-            policy=policy,
+            policy=run.policy,
             cpu_threads=request.cpu_threads,
             case_timeout_s=request.case_timeout_s,
             deadline=stop,

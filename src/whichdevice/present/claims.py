@@ -9,23 +9,94 @@ interval and its sample/round count (the verdict comes from ``analysis/significa
     no clear change (1.8×, CI 0.8–3.1×, n=3)
     not enough samples (2.1× from n=1; 1 sample: at least 5 needed)
 
-Ratios are of times, A/B: > 1 means B is faster (analysis/compare.py's convention). The words
-themselves are ``Claim.text`` (analysis/significance.py), so the analysis layer's own sentences
-(fix lines, verdict lines) and the presenters' cells are one implementation.
+Ratios are of times, A/B: > 1 means B is faster (analysis/compare.py's convention). The verdict
+(faster, slower, no clear change, not enough) and its note are typed in analysis/significance.py;
+this module is the only one that words them.
 """
 
 from __future__ import annotations
 
+import math
+
 from whichdevice.analysis.compare import Comparison
-from whichdevice.analysis.significance import Claim
+from whichdevice.analysis.crossover import Crossover
+from whichdevice.analysis.significance import Claim, ClaimNote, Modes, percent
+from whichdevice.core.units import seconds
+
+
+def _x(v: float) -> str:
+    return f"{v:.2g}" if v < 10 else f"{v:.3g}"
+
+
+def modes_text(modes: Modes) -> str:
+    """'2 rounds at ≈1.6 ms, 1 at ≈3 ms': the two clusters of a bimodal point."""
+    return (
+        f"{modes.n_low} round{'s' if modes.n_low > 1 else ''} at ≈{_s(modes.low)}, {modes.n_high} at ≈{_s(modes.high)}"
+    )
+
+
+def _s(v: float) -> str:
+    return seconds(v) if v >= 1e-6 else f"{v * 1e6:.3g} µs"
+
+
+def note_text(note: ClaimNote | None) -> str:
+    """The claim's note in words ('' when it has none)."""
+    if note is None:
+        return ""
+    if note.kind == "no_samples":
+        return "no samples"
+    if note.kind == "too_few_samples":
+        return f"{note.n} sample{'s' if note.n != 1 else ''}: at least {note.needed} needed"
+    if note.kind == "too_few_rounds":
+        return f"fewer than {note.needed} rounds"
+    return f"bimodal between rounds ({modes_text(note.modes)})" if note.modes is not None else "bimodal between rounds"
 
 
 def ratio_text(claim: Claim | Comparison, *, subject: str = "") -> str:
     """The claim in words. ``subject`` (e.g. 'GPU:0') is put before 'faster'/'slower'.
-    A ``Comparison`` is written through its claim."""
-    if isinstance(claim, Comparison):
-        claim = claim.claim
-    return claim.text(subject)
+    A ``Comparison`` is written through its claim::
+
+        2.9× faster (95 % CI 2.1–3.8×, 5 rounds)
+        no clear change (1.8×, CI 0.8–3.1×, n=3)
+        not enough samples (2.1× from n=1; 1 sample: at least 5 needed)
+    """
+    c = claim.claim if isinstance(claim, Comparison) else claim
+    note = note_text(c.note)
+    who = f"{subject} " if subject else ""
+    if c.status == "not_enough":
+        why = f"; {note}" if note else ""
+        shown = f" ({_x(c.ratio)}× from n={c.n}{why})" if math.isfinite(c.ratio) else why
+        return f"not enough samples{shown}"
+    if c.status == "no_change":
+        extra = f"; {note}" if note else ""
+        return f"no clear change ({_x(c.ratio)}×, CI {_x(c.lo)}–{_x(c.hi)}×, n={c.n}{extra})"
+    if c.ratio >= 1:
+        lo, hi, word, r = c.lo, c.hi, "faster", c.ratio
+    else:
+        lo, hi, word, r = 1 / c.hi, 1 / c.lo, "slower", 1 / c.ratio
+    unit = c.unit if c.n != 1 else c.unit[:-1]
+    text = f"{who}{_x(r)}× {word} ({percent(c.confidence)} CI {_x(lo)}–{_x(hi)}×, {c.n} {unit})"
+    return f"{text}; {note}" if note else text
+
+
+def comparison_text(comp: Comparison) -> str:
+    """'GPU:0 3.1× faster (95 % CI 2.9–3.3×, 12 samples)': a change names its faster side;
+    'no clear change (...)' and 'not enough samples (...)' do not."""
+    return ratio_text(comp, subject=comp.other) if comp.claim.significant else ratio_text(comp)
+
+
+def crossover_text(cross: Crossover, unit: str = "") -> str:
+    """Where the GPU starts to win (analysis/crossover.py), in words."""
+    u = f" {unit}" if unit else ""
+    if cross.kind == "no_data":
+        return "no crossover: not enough successful measurements on both devices"
+    if cross.kind == "gpu_everywhere":
+        return f"no crossover in range: the GPU wins everywhere (from {cross.high:g}{u})"
+    if cross.kind == "cpu_everywhere":
+        extra = " (the GPU won at some smaller sizes, within the noise)" if cross.gpu_wins_below else ""
+        return f"no crossover in range: the CPU wins everywhere (up to {cross.low:g}{u}){extra}"
+    note = "; the sample ranges overlap there, so it is uncertain" if cross.ranges_overlap else ""
+    return f"the GPU starts to win at about {cross.estimate:.3g}{u} (between {cross.low:g} and {cross.high:g}){note}"
 
 
 def is_claim(claim: Claim | Comparison) -> bool:

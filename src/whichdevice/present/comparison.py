@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from whichdevice.analysis import significance
-from whichdevice.analysis.diff import RunDiff
+from whichdevice.analysis.diff import PointChange, RunDiff
 from whichdevice.core.records import RunRecord
 from whichdevice.core.units import seconds
 from whichdevice.present import names
@@ -22,13 +22,29 @@ from whichdevice.present.tables import Grid, GridCell
 COMPARISON_SCHEMA = 1
 
 
+def failure_text(p: PointChange) -> str | None:
+    """What a failed side says, e.g. 'failed before (timeout), ran now'; None if both ran."""
+    a, b = p.before_failure, p.after_failure
+
+    def words(k: str) -> str:
+        return k.replace("_", " ")
+
+    if a and b:
+        return f"failed in both ({words(a)} -> {words(b)})" if a != b else f"failed in both ({words(a)})"
+    if a:
+        return f"failed before ({words(a)}), ran now"
+    if b:
+        return f"ran before, failed now ({words(b)})"
+    return None
+
+
 def comparison_grid(d: RunDiff) -> Grid:
     """'Point by point': case, before, after, change (the claim in words, toned)."""
     rows = []
     for p in d.points:
         c = p.comparison
         if c is None:
-            change = GridCell(p.failure_text or "not timed", "bad")
+            change = GridCell(failure_text(p) or "not timed", "bad")
         elif not c.significant:
             change = GridCell(ratio_text(c), "neutral")
         else:
@@ -81,7 +97,7 @@ def comparison_json(
                 "unit": c.claim.unit if c else None,
                 "threshold": c.claim.threshold if c else None,
                 "confidence": c.claim.confidence if c else None,
-                "text": ratio_text(c) if c else (p.failure_text or "not timed"),
+                "text": ratio_text(c) if c else (failure_text(p) or "not timed"),
                 "before_failure": p.before_failure,
                 "after_failure": p.after_failure,
             }

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from whichdevice.analysis import quality
+from whichdevice.present import notes
 from whichdevice.analysis.crossover import Crossover
 from whichdevice.analysis.fixes import Fix
 from whichdevice.analysis.significance import Claim
@@ -24,6 +25,7 @@ from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import names
+from whichdevice.present.claims import crossover_text
 
 if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
     from rich.console import Console
@@ -215,7 +217,7 @@ def _crossover_words(c: Crossover, unit: str, gpu: str) -> str:
         sure = " (uncertain: the ranges overlap there)" if c.ranges_overlap else ""
         est = f"{c.estimate:,.0f}" if c.estimate >= 100 else f"{c.estimate:.3g}"
         return f"use the CPU below {unit} ≈ {est}, {gpu} above (between {c.low:g} and {c.high:g}){sure}"
-    return c.describe(unit)
+    return crossover_text(c, unit)
 
 
 # ------------------------------------------------------------------ warnings, one line per kind
@@ -255,18 +257,18 @@ OTHER = "other"  # a line a command adds to the warnings that is no measurement 
 def aggregate_warnings(record: RunRecord, warnings: list[str] | None = None) -> list[WarningGroup]:
     """The measurement warnings (analysis/quality.measurement_warnings) grouped by their kind,
     with a count; each item names its point for people. ``warnings``: the lines a command shows
-    (quality.timing_warnings' text, plus any note of its own, grouped apart as 'other')."""
+    (notes.timing_warnings' text, plus any note of its own, grouped apart as 'other')."""
     typed = quality.measurement_warnings(record)
     if warnings is not None:
         wanted = set(warnings)
-        typed = [w for w in typed if w.text in wanted]
+        typed = [w for w in typed if notes.warning_text(w) in wanted]
     items: dict[str, list[str]] = {}
     thresholds: dict[str, float] = {w.kind: w.threshold for w in typed}
     for w in typed:
         items.setdefault(w.kind, []).append(
-            f"{w.case.device} {names.workload_name(w.case.params, w.case.workload)}: {w.message}"
+            f"{w.case.device} {names.workload_name(w.case.params, w.case.workload)}: {notes.warning_message(w)}"
         )
-    known = {w.text for w in typed}
+    known = {notes.warning_text(w) for w in typed}
     extra = [w for w in (warnings or []) if w not in known]
     out = []
     for kind, (text, _) in _WARNING_KINDS.items():
@@ -280,10 +282,10 @@ def aggregate_warnings(record: RunRecord, warnings: list[str] | None = None) -> 
 
 
 def named_failures(record: RunRecord, failures: list[str] | None = None) -> tuple[list[str], list[str]]:
-    """analysis/quality.failures' lines with each case named for people: (skipped by the time
+    """present/notes.failures' lines with each case named for people: (skipped by the time
     budget, failed otherwise)."""
-    failures = quality.failures(record) if failures is None else failures
-    labels = {quality._label(r.spec) + " — ": r for r in record.results if r.status == "failed"}
+    failures = notes.failures(record) if failures is None else failures
+    labels = {notes.case_label(r.spec) + " — ": r for r in record.results if r.status == "failed"}
     skipped: list[str] = []
     failed: list[str] = []
     for f in failures:
@@ -333,7 +335,7 @@ def first_screen(
         unclear,
         missing,
         aggregate_warnings(record),
-        [f for r, f in zip(failed, quality.failures(record)) if r.failure != "skipped"],
+        [notes.failure_line(r) for r in failed if r.failure != "skipped"],
         footnotes,
         sum(r.failure == "skipped" for r in failed),
     )

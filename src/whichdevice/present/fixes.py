@@ -48,10 +48,10 @@ def claim_text(claim: Claim) -> str:
 def short_claim_text(claim: Claim) -> str:
     """The claim without its note (the report has it), with a one-word tag for it: the first
     screen keeps one line per change. The rest is the fix table's words exactly."""
-    text = ratio_text(dataclasses.replace(claim, note=""))
-    if not claim.note or not claim.enough:
+    text = ratio_text(dataclasses.replace(claim, note=None))
+    if claim.note is None or not claim.enough:
         return text
-    tag = "bimodal" if "bimodal" in claim.note else "see the report"
+    tag = "bimodal" if claim.note.kind == "bimodal" else "see the report"
     return f"{text[:-1]}; {tag})" if text.endswith(")") else f"{text} ({tag})"
 
 

@@ -13,7 +13,6 @@ import re
 from collections.abc import Mapping
 
 # The thresholds analysis/verdict.py writes into its findings; read from there, never copied.
-from whichdevice.analysis.verdict import FLAT_SLOPE, SCALING_SLOPE
 from whichdevice.core.records import CaseSpec
 
 # The models the suite trains, by what they are (frameworks/common/models.py).
@@ -110,7 +109,8 @@ def workload_name(params: Mapping[str, object], workload: str = "train") -> str:
     kind = p.get("kind")
     if kind == "create":
         op = "cloning" if p.get("op") == "clone" else "building"
-        return f"{fw}{op} the {bits[0]}"
+        the = "" if bits[0].startswith("your ") else "the "  # "building your model", not "the your model"
+        return f"{fw}{op} {the}{bits[0]}"
     if "samples" in p:
         bits.append(f"{_n(p['samples'])} samples")
     if "batch" in p:
@@ -157,8 +157,6 @@ _PLAIN = (
     (r"\bseed ?003's augmentation\b", "the image augmentation"),
     (r"\bseed ?003's pipeline\b", "the image input pipeline"),
     (r"Input pipeline \(seed 003\)", "Image input pipeline"),
-    (rf"\(log-log slope ≥ {re.escape(str(SCALING_SLOPE))}\)", "(at least as fast as the square root of the work)"),
-    (rf"\(log-log slope < {re.escape(str(FLAT_SLOPE))}\)", "(flat: a fixed cost per call)"),
     (r"\bsteady train step of seed001\b", "small MLP training step"),
     (r"\bex2 fit\b", "small MLP, 1,000 samples, batch 10, model.fit"),
     (r"\bex2 loop\b", "small MLP, 1,000 samples, batch 10, custom loop"),

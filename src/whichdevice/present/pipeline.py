@@ -6,9 +6,11 @@ Pure formatting of what analysis/pipeline.py computed: no verdict is decided her
 from __future__ import annotations
 
 from whichdevice.analysis.compare import Comparison
-from whichdevice.present.claims import ratio_text
-from whichdevice.analysis.pipeline import HIGHLY, MODERATELY, NOT, DeviceReport
-from whichdevice.present.tables import Grid, GridCell, busy_text
+from whichdevice.present.claims import comparison_text, ratio_text
+from whichdevice.analysis.pipeline import HIGHLY, MODERATELY, NOT, DeviceReport, VariantRow, WorkPlace, borderline
+from whichdevice.analysis.pipeline import classify_input_bound
+from whichdevice.analysis.values import known
+from whichdevice.present.tables import Grid, GridCell, busy_text, telemetry_text
 from whichdevice.core.units import rate, seconds
 from whichdevice.core.records import Timing
 
@@ -112,3 +114,120 @@ def wait_bars(rep: DeviceReport) -> list[tuple[str, float, float, str]]:
             continue
         out.append((r.variant, r.wait_s, r.compute_s, f"{r.wait_percent:.0f} % {(r.input_bound or '').lower()}"))
     return out
+
+
+# ------------------------------------------------------------------ the verdict's sentences
+
+
+def describe_input_bound(wait_percent: float, rounds: list[float] | None = None) -> str:
+    """XProf's sentence, e.g. 'HIGHLY input-bound: 41.2 % of each loop step waits for the batch'.
+
+    THE input-bound figure (one definition, issue 16): the share of the training loop's step
+    time spent waiting for the batch (``input_wait_s / loop_s``, measured in the loop, pooled
+    over its rounds). The pipeline-alone throughput and the loop speed are other figures and are
+    named as such wherever they appear. ``rounds``: the share in each round (fresh process);
+    when they fall on both sides of a class boundary the class is said to be borderline."""
+    cls = classify_input_bound(wait_percent)
+    what = "not input-bound" if cls == NOT else f"{cls} input-bound"
+    text = f"{what}: {wait_percent:.1f} % of each loop step waits for the batch"
+    if rounds and len(rounds) >= 2:
+        spread = f"{min(rounds):.1f}–{max(rounds):.1f} % over {len(rounds)} rounds"
+        text += f" (borderline: {spread})" if borderline(rounds) else f" ({spread})"
+    return text
+
+
+_GPU_STATE = {
+    "waits_for_input": "the GPU idles waiting for input",
+    "underused": "the GPU is under-used although input is not the limit (too little work per step)",
+    "busy": "the GPU is kept busy",
+}
+
+
+def _work_place_line(device: str, w: WorkPlace) -> str:
+    s = w.telemetry
+    if w.kind != "gpu":
+        cores = f"{w.n_cores} cores" if w.n_cores else "the cores"
+        busy = telemetry_text(s) if s is not None else ""
+        return f"{device}: input work and the train step share the same {cores}; during the {w.loop} loop: {busy}."
+    line = (
+        f"{device}: the tf.data work (read, map, augment) runs on the host CPU — tf.data's "
+        "kernels are CPU kernels — and only the train step runs on the GPU."
+    )
+    if s is not None and w.gpu_state == "unavailable":
+        line += f" GPU utilization was not available ({s.gpu_unavailable})."
+    elif s is not None and w.gpu_state is not None:
+        line += f" During the {w.loop} loop: {telemetry_text(s)} — {_GPU_STATE[w.gpu_state]}."
+    return line
+
+
+def _fastest_line(rep: DeviceReport) -> str | None:
+    first, best = rep.first, rep.fastest
+    if first is None or best is None:
+        return None
+    sp = best.loop_speedup
+    if sp is None:
+        gain = best.variant
+    elif sp.winner is None:
+        gain = f"{best.variant} ({ratio_text(sp)} against {first.variant}: not a clear winner)"
+    else:
+        gain = f"{comparison_text(sp)} than {first.variant} (loop speed)"
+    line = f"{rep.device}: fastest loop: {gain}; {_bound_text(best)}."
+    if rep.fastest_waits_more and best.wait_s is not None and first.wait_s is not None:
+        line += (
+            f" Its share is higher although its loop is faster: its steps are shorter, so its "
+            f"{best.wait_s * 1e3:.3g} ms of waiting per step (vs {first.wait_s * 1e3:.3g} ms for "
+            f"{first.variant}) weighs more."
+        )
+    return line
+
+
+def _bound_text(r: VariantRow) -> str | None:
+    return None if r.wait_percent is None else describe_input_bound(r.wait_percent, r.wait_percent_rounds)
+
+
+def device_verdict(rep: DeviceReport) -> list[str]:
+    """The device's verdict lines, from the typed report only."""
+    out: list[str] = []
+    d, first = rep.device, rep.first
+    if first is not None:
+        out.append(f"{d}, {first.variant}: {_bound_text(first)}.")
+        fastest = _fastest_line(rep)
+        if fastest is not None:
+            out.append(fastest)
+        o = rep.overlap
+        if o is not None:
+            out.append(
+                f"{d}: model step alone {o.model_s * 1e3:.3g} ms, {first.variant} pipeline alone "
+                f"{o.pipeline_s * 1e3:.3g} ms per batch: a loop that overlaps them perfectly "
+                f"takes ≥ {o.best_s * 1e3:.3g} ms per step, one that does not ≈ "
+                f"{o.serial_s * 1e3:.3g} ms "
+                f"(measured {o.loop_s * 1e3:.3g} ms)."
+            )
+    if rep.pyfunc_vs_tfops is not None:
+        out.append(
+            f"{d}: the same preprocessing in Python (tf.py_function) vs in TF ops: "
+            f"{comparison_text(known(rep.pyfunc_vs_tfops, 'comparison'))} (pipeline alone, per batch)."
+        )
+    if rep.slowest is not None:
+        rate_ = rep.slowest.examples_per_s
+        out.append(
+            f"{d}: slowest stage: {rep.slowest.stage} "
+            f"({rep.slowest.seconds_per_example * 1e6:.3g} µs per example"
+            f"{f', {rate_:,.0f} examples/s on one thread' if rate_ else ''})."
+        )
+    if rep.work is not None:
+        out.append(_work_place_line(d, rep.work))
+    return out
+
+
+def step_jitter_note(span: tuple[float, float] | None) -> str | None:
+    """One line on the per-step cases' spread (analysis/pipeline.step_jitter), reported once
+    instead of warned about per case."""
+    if span is None:
+        return None
+    lo, hi = span
+    return (
+        f"per-batch and per-step times vary by {lo:.0%}-{hi:.0%} of their median (IQR/median): "
+        "one sample is one batch, so this is step-to-step jitter; the tables use medians. Raise --min-time "
+        "for more steps if the loop medians of two variants are within the noise (≈)."
+    )

@@ -14,6 +14,7 @@ from whichdevice.present.terminal import print_table
 from whichdevice.analysis.prediction import PredictReport
 from whichdevice.analysis.deviceprofile import CurvePoint, DeviceCosts, DeviceProfile
 from whichdevice.present.tables import Align
+from whichdevice.present.claims import crossover_text
 
 
 def _ms(s: float | None) -> str:
@@ -121,7 +122,9 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
             "Measure on a real GPU (whichdevice train) for this model."
         )
     else:
-        console.print(f"Crossover (measured CPU vs predicted GPU): {escape(report.crossover.describe('samples'))}")
+        console.print(
+            f"Crossover (measured CPU vs predicted GPU): {escape(crossover_text(report.crossover, 'samples'))}"
+        )
     if report.calibrated:
         console.print(
             "The band holds the measured step in about 80 % of cases: it is calibrated on the model's own "

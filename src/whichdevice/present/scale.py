@@ -25,6 +25,7 @@ from whichdevice.core.units import rate, seconds  # noqa: E402
 from whichdevice.present.html import Section  # noqa: E402
 from whichdevice.present.plots import save_figure  # noqa: E402
 from whichdevice.present.tables import Grid, GridCell  # noqa: E402
+from whichdevice.present.claims import ratio_text
 
 _WORDS = {2: "two", 3: "three", 4: "four", 8: "eight"}
 # An all-reduce share under this cannot explain a slowdown of N replicas (our own choice: a
@@ -64,7 +65,7 @@ def claim_text(c: Claim | None) -> str:
     if c is None:
         return "—"
     if c.status == "not_enough":
-        return c.text()
+        return ratio_text(c)
     if c.status == "no_change":
         return f"no clear difference ({_x(c.ratio)}×; {_x(c.lo)}–{_x(c.hi)}, n={c.n})"
     if c.ratio >= 1:
@@ -86,7 +87,7 @@ def verdict_line(v: Verdict) -> str:
     elif c.status == "no_change":
         head = f"{who} are not clearly faster or slower than 1 at global batch {w.global_batch:,} ({_x(c.ratio)}×)"
     else:
-        head = f"{who} vs 1 at global batch {w.global_batch:,}: {c.text()}"
+        head = f"{who} vs 1 at global batch {w.global_batch:,}: {ratio_text(c)}"
     share = w.allreduce_share
     # Below this share the all-reduce cannot explain a slowdown: say what else the replicas cost.
     small = SMALL_SHARE

@@ -10,13 +10,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from whichdevice.analysis import quality
 from whichdevice.analysis.suite import SuiteVerdict, SweepFinding, suite_verdict
+from whichdevice.analysis.verdict import Finding
 from whichdevice.core.records import RunRecord
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import html, names, plots
 from whichdevice.present.firstscreen import FirstScreen, first_screen
-from whichdevice.present.tables import Grid, GridCell, creation_grid, runs_grid, sweep_grid, sync_cost_grid
+from whichdevice.present.pipeline import device_verdict
+from whichdevice.present import notes
+from whichdevice.present.claims import comparison_text, crossover_text
+from whichdevice.present.tables import (
+    Grid,
+    GridCell,
+    break_even_text,
+    creation_grid,
+    runs_grid,
+    sweep_grid,
+    sync_cost_grid,
+)
 
 
 def fix_grid(v: SuiteVerdict, *, with_how: bool = True, record: RunRecord | None = None) -> Grid:
@@ -78,13 +89,13 @@ def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
             if comp.winner == d:
                 device = d
                 out.append(
-                    f"Device: {d} — it trains your model {comp.describe().split(' ', 1)[1]} than "
+                    f"Device: {d} — it trains your model {comparison_text(comp).split(' ', 1)[1]} than "
                     f"{v.training.baseline} at batch {batch}"
                 )
             elif comp.winner is None:
-                out.append(f"Device: either — {comp.describe()} at batch {batch}; a larger batch may tip it")
+                out.append(f"Device: either — {comparison_text(comp)} at batch {batch}; a larger batch may tip it")
             else:
-                out.append(f"Device: {v.training.baseline} — {comp.describe()} at batch {batch}")
+                out.append(f"Device: {v.training.baseline} — {comparison_text(comp)} at batch {batch}")
         failed = [d for d, cell in row.cells.items() if not cell.ok]
         if failed and not row.comparisons:
             kinds = ", ".join(str(row.cells[d].failure or "error").replace("_", " ") for d in failed)
@@ -106,8 +117,30 @@ def finding_text(f: SweepFinding, arrow: str = " → ") -> str:
         where = f"{fw}matrix multiply ({mode})"
     else:
         where = f"{fw}{names.model_name(g, short=True)} training step"
-    advice = f"{arrow}{f.finding.advice}" if f.finding.advice else ""
-    return names.plain(f"{where}: {f.finding.text}{advice}")
+    text, advice = _finding_words(f.finding)
+    return names.plain(f"{where}: {text}{f'{arrow}{advice}' if advice else ''}")
+
+
+def _finding_words(f: Finding) -> tuple[str, str]:
+    """A sweep finding (analysis/verdict.py) as its sentence and its advice ('' for none)."""
+    d, x = f.device, f.x_label
+    if f.rule == "launch_bound":
+        floor = f"≈{f.floor_s * 1e3:.3g} ms" if f.floor_s is not None else "a fixed time"
+        return (
+            f"{d}: time flat in {x} (flat: a fixed cost per call): it sits at a per-step floor of "
+            f"{floor} of kernel launches, dispatch and synchronization, not computing",
+            f"give each step more work: a larger {x}, steps_per_execution, or jit_compile to fuse ops",
+        )
+    if f.rule == "compute_bound":
+        return (
+            f"{d}: time grows with {x} (at least as fast as the square root of the work): compute-bound at the "
+            "top of the range",
+            "",
+        )
+    at = f"at {x}={f.x:g}: " if f.x is not None else ""
+    said = comparison_text(f.comparison) if f.comparison is not None else ""
+    advice = "for work this small the CPU is the right device" if f.rule == "cpu_wins" else ""
+    return f"{at}{said}", advice
 
 
 def headline(v: SuiteVerdict) -> list[str]:
@@ -118,19 +151,19 @@ def headline(v: SuiteVerdict) -> list[str]:
     for t in v.matmul:
         for d, c in t.crossovers.items():
             fw = f"{t.group['framework']}, " if "framework" in t.group else ""
-            out.append(f"Matmul ({fw}{t.group.get('mode')}): {c.describe('n')}")
+            out.append(f"Matmul ({fw}{t.group.get('mode')}): {crossover_text(c, 'n')}")
     for t in v.training.sweep:
         for d, c in t.crossovers.items():
-            out.append(f"Training step ({t.title}): {c.describe('batch')}")
+            out.append(f"Training step ({t.title}): {crossover_text(c, 'batch')}")
     for row in v.training.runs:
         label = names.workload_name(row.params)
         for d, comp in row.comparisons.items():
-            out.append(f"{label}: {comp.describe()}")
+            out.append(f"{label}: {comparison_text(comp)}")
         for d, be in row.break_even.items():
             if be.kind != "no_gpu":
-                out.append(f"{label}, {d}: {be.describe()}")
+                out.append(f"{label}, {d}: {break_even_text(be)}")
     for rep in v.pipelines:
-        out += [f"Image input pipeline: {line}" for line in rep.verdict[:2]]
+        out += [f"Image input pipeline: {line}" for line in device_verdict(rep)[:2]]
     if not v.gpus:
         out.insert(
             0,
@@ -235,7 +268,7 @@ def _sections(record: RunRecord, v: SuiteVerdict, drawn: SuitePlots) -> list[htm
             html.Section(
                 "Image input pipeline: is the step waiting for data?",
                 [variant_grid(rep) for rep in v.pipelines],
-                lines=[names.plain(line) for rep in v.pipelines for line in rep.verdict],
+                lines=[names.plain(line) for rep in v.pipelines for line in device_verdict(rep)],
                 source="seed003",
             )
         )
@@ -249,7 +282,7 @@ def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteR
     v = suite_verdict(record, seed_batch=user_batch)
     drawn = draw_plots(v, png, loglog=loglog)
     advice = settings_advice(v, user_batch) if record.experiment == "diagnose" else []
-    warnings, failures = quality.timing_warnings(record), quality.failures(record)
+    warnings, failures = notes.timing_warnings(record), notes.failures(record)
     first = first_screen(record, v, advice=advice)
     page = html.render_html(
         record,

@@ -8,6 +8,7 @@ from whichdevice.analysis.sweep import Table
 from whichdevice.core.records import RunRecord
 from whichdevice.present import names
 from whichdevice.present.firstscreen import first_screen, screen_lines
+from whichdevice.present.claims import crossover_text
 
 
 def _when(record: RunRecord) -> str:
@@ -34,7 +35,9 @@ def matmul_text(record: RunRecord, tables: list[Table]) -> str:
         mode = str(t.group.get("mode", t.title))
         what = names.MATMUL_MODES.get(mode, mode)
         if t.crossovers:
-            lines += [f"  {mode} ({what}): {d} vs {t.baseline}: {c.describe('n')}" for d, c in t.crossovers.items()]
+            lines += [
+                f"  {mode} ({what}): {d} vs {t.baseline}: {crossover_text(c, 'n')}" for d, c in t.crossovers.items()
+            ]
             continue
         best = []
         for d in t.devices:

@@ -14,10 +14,13 @@ from typing import Literal
 from whichdevice.analysis.compare import Comparison
 from whichdevice.analysis.sweep import Cell, Table
 from whichdevice.analysis.train import RunCell, TrainReport
+from whichdevice.analysis.warmup import BreakEven
 from whichdevice.core.units import rate, seconds
 from whichdevice.core.records import Timing
+from whichdevice.core.telemetry import GPU_NOT_REQUESTED, TelemetrySummary
 from whichdevice.analysis.utilization import summarize
 from whichdevice.present import names
+from whichdevice.present.claims import comparison_text, crossover_text
 
 
 @dataclass(frozen=True)
@@ -99,11 +102,13 @@ def sweep_grid(table: Table, x_label: str, rate_unit: str | None) -> Grid:
             if comp is None:
                 cells.append(GridCell("—"))
             elif comp.winner is None:
-                cells.append(GridCell(comp.describe(), "neutral"))
+                cells.append(GridCell(comparison_text(comp), "neutral"))
             else:
-                cells.append(GridCell(comp.describe(), "good" if comp.winner == d else "bad"))
+                cells.append(GridCell(comparison_text(comp), "good" if comp.winner == d else "bad"))
         rows.append(cells)
-    footer = [f"Crossover {d} vs {table.baseline}: {cross.describe(x_label)}" for d, cross in table.crossovers.items()]
+    footer = [
+        f"Crossover {d} vs {table.baseline}: {crossover_text(cross, x_label)}" for d, cross in table.crossovers.items()
+    ]
     return Grid(table_title(table.group, table.title), headers, rows, footer)
 
 
@@ -135,8 +140,8 @@ def _comp_cell(comp: Comparison | None) -> GridCell:
     if comp is None:
         return GridCell("—")
     if comp.winner is None:
-        return GridCell(comp.describe(), "neutral")
-    return GridCell(comp.describe(), "good" if comp.winner == comp.other else "bad")
+        return GridCell(comparison_text(comp), "neutral")
+    return GridCell(comparison_text(comp), "good" if comp.winner == comp.other else "bad")
 
 
 def creation_grid(report: TrainReport) -> Grid:
@@ -185,7 +190,7 @@ def runs_grid(report: TrainReport) -> Grid:
         cells += [_comp_cell(row.comparisons.get(d)) for d in gpus]
         rows.append(cells)
     footer = [
-        f"{run_label(row.params)} — {d}: {be.describe()}"
+        f"{run_label(row.params)} — {d}: {break_even_text(be)}"
         for row in report.runs
         for d, be in row.break_even.items()
         if be.kind != "no_gpu"
@@ -216,3 +221,53 @@ def sync_cost_grid(report: TrainReport) -> Grid:
             ]
         )
     return Grid("Cost of syncing every step (.numpy() per step vs once per block)", headers, rows, [])
+
+
+def _neg(x: float | None) -> float | None:
+    return None if x is None else -x
+
+
+def break_even_text(be: BreakEven) -> str:
+    """The break-even in words (analysis/warmup.py computes it), e.g. 'break-even after 1,234
+    steps: the GPU's extra warm-up 1.2 s is paid back at 1 ms saved per step'."""
+    u, s = be.unit, seconds
+    if be.kind == "no_data":
+        return "break-even: not enough successful runs on both devices"
+    if be.kind == "no_gpu":
+        return "break-even: needs a GPU run (no GPU was measured here); run on a machine with a GPU"
+    if be.kind == "immediately":
+        return (
+            f"break-even: the GPU is ahead from the first {u[:-1]} "
+            f"(warm-up {s(_neg(be.extra_warmup_s))} shorter, saves {s(be.saving_per_unit_s)} per {u[:-1]})"
+        )
+    if be.kind == "never":
+        why = (
+            "its steady steps are not significantly faster"
+            if be.within_noise
+            else f"its steady {u} are {s(_neg(be.saving_per_unit_s))} slower each"
+        )
+        return f"break-even: never — {why} (extra warm-up {s(be.extra_warmup_s)})"
+    return (
+        f"break-even after {be.n:,} {u}: the GPU's extra warm-up {s(be.extra_warmup_s)} "
+        f"is paid back at {s(be.saving_per_unit_s)} saved per {u[:-1]}"
+    )
+
+
+def telemetry_text(summary: TelemetrySummary) -> str:
+    """One terminal line, e.g. ``GPU busy 23 %, CPU 2 of 16 cores saturated (mean 41 %)``.
+
+    When GPU telemetry was asked for but could not be had, the reason is appended; when
+    it was not asked for (a CPU window) the GPU is not mentioned.
+    """
+    if summary.cpu_mean_percent is None:
+        cpu = "CPU not sampled"
+    else:
+        cpu = (
+            f"CPU {summary.cores_saturated} of {summary.n_cores} cores saturated"
+            f" (mean {summary.cpu_mean_percent:.0f} %)"
+        )
+    if summary.gpu_util_mean_percent is not None:
+        return f"GPU busy {summary.gpu_util_mean_percent:.0f} %, {cpu}"
+    if summary.gpu_unavailable and summary.gpu_unavailable != GPU_NOT_REQUESTED:
+        return f"{cpu}; {summary.gpu_unavailable}"
+    return cpu

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
 
 from whichdevice import frameworks
 from whichdevice.core.errors import UsageError
@@ -147,6 +148,180 @@ def _ms(x: float) -> str:
     return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.3g} s"
 
 
+@dataclass(frozen=True)
+class _Costs:
+    """The pre-flight's facts as the cost model of the plan (:func:`size_user_cases`)."""
+
+    batch: int
+    step: float
+    first_s: float  # as measured, for the messages
+    fit_first_s: float
+    trace: float  # a case's own tracing, after the pre-flight's first in its process paid one-time costs
+    fit_trace: float
+    build: float
+    start_up: float
+
+    @classmethod
+    def of(cls, facts: dict, batch: int) -> _Costs:
+        step = max(float(facts.get("step_s") or 0.0), 1e-5)
+        first_s = max(float(facts.get("first_step_s") or 0.0), step)
+        fit_first_s = max(float(facts.get("fit_first_s") or 0.0), 2 * step)
+        return cls(
+            batch=batch,
+            step=step,
+            first_s=first_s,
+            fit_first_s=fit_first_s,
+            trace=LATER_TRACE * (first_s - step),
+            fit_trace=LATER_TRACE * (fit_first_s - 2 * step),
+            build=float(facts.get("build_s") or 0.0),
+            start_up=max(START_UP_MIN_S, float(facts.get("import_s") or 0.0)),
+        )
+
+    def t(self, k: int) -> float:
+        """A step at batch ``k``."""
+        return self.step * max(1.0, k / self.batch)
+
+    def steady(self, k: int) -> float:
+        """A steady point at batch ``k``: building, tracing, its calls."""
+        return self.build + self.trace + max(STEADY_CALLS * self.t(k), STEADY_MIN_S)
+
+    def epoch_s(self, steps: int) -> float:
+        return steps * self.step
+
+    def create_s(self) -> float:
+        """The creation case (and clone_model's): its calls, each building the model."""
+        return max(STEADY_CALLS * self.build, STEADY_MIN_S)
+
+
+@dataclass
+class _Plan:
+    """The plan as it is filled, case group by case group, in priority order."""
+
+    plan_s: float  # round 1's share of the budget
+    used: float  # what the cases planned so far take
+    rounds: int = 2
+    with_sync: bool = True
+    cut: list[str] = field(default_factory=list)  # left out for the budget: one line each
+    unable: list[str] = field(default_factory=list)  # left out for another reason than the budget
+
+    def fits(self, cost: float) -> bool:
+        """Whether ``cost`` fits what round 1 has left; if it does, it is planned."""
+        if self.used + cost <= self.plan_s:
+            self.used += cost
+            return True
+        return False
+
+
+def _essentials(c: _Costs, budget_s: float) -> _Plan:
+    """1. Always: create, the user's batch (sync none and each), the loop and the fit. Two
+    rounds (a second process for the deciding cases) when round 1's essentials fit its share;
+    else one round (:func:`_one_round`)."""
+    n = MIN_EPOCH_STEPS
+    used = c.create_s() + 2 * c.steady(c.batch)
+    used += c.build + c.trace + c.epoch_s(n) + c.build + c.fit_trace + 2 * FIT_OVERHEAD * c.epoch_s(n)
+    plan = _Plan(plan_s=ROUND1_SHARE * max(budget_s - c.start_up, 0.5 * budget_s), used=used)
+    if plan.used > plan.plan_s:
+        _one_round(c, plan, budget_s)
+    return plan
+
+
+def _one_round(c: _Costs, plan: _Plan, budget_s: float) -> None:
+    """Round 1's essentials do not fit its share: one round, given the whole budget, said in
+    the cuts (without the sync cost if need be); a UsageError when not even that fits."""
+    batch = c.batch
+    plan.rounds = 1
+    avail = max(budget_s - c.start_up, 0.5 * budget_s)
+    plan.plan_s = ROUND1_ONLY_SHARE * avail
+    if plan.used > avail:  # the sync cost (the loss read every step) is the essential a verdict needs least
+        plan.used -= c.steady(batch)
+        plan.with_sync = False
+        plan.cut.append("the cost of reading the loss every step not measured")
+    if plan.used > avail:
+        need = math.ceil((plan.used / ROUND1_ONLY_SHARE + c.start_up) / 10) * 10
+        raise UsageError(
+            "--budget",
+            f"{budget_s:g} s is too short for this model: its essential cases (creating it, a steady step, "
+            f"the loop and one fit at batch {batch}) need about {plan.used:.0f} s here (a step's first call took "
+            f"{_ms(c.first_s)}, fit's first epoch {_ms(c.fit_first_s)})",
+            f"Pass --budget {need} or more.",
+        )
+    plan.cut.append(
+        f"the deciding cases measured in one process, not two: at batch {batch} a step took {_ms(c.step)} and "
+        f"its first call {_ms(c.first_s)} here, so two rounds would take more than the budget "
+        "(intervals then rest on one process)"
+    )
+
+
+def _sweep(c: _Costs, plan: _Plan) -> list[int]:
+    """2. The sweep's other batches, nearest to the user's first (in log distance), within its share."""
+    batch = c.batch
+    others = sorted((k for k in USER_SWEEP_BATCHES if k != batch), key=lambda k: (abs(math.log(k / batch)), k))
+    sweep, dropped = [batch], []
+    sweep_room = min(SWEEP_SHARE * plan.plan_s, max(0.0, plan.plan_s - plan.used))
+    for k in others:
+        if c.steady(k) <= sweep_room:
+            sweep.append(k)
+            sweep_room -= c.steady(k)
+            plan.used += c.steady(k)
+        else:
+            dropped.append(k)
+    if dropped:
+        plan.cut.append(
+            f"batch sweep without batch {', '.join(map(str, sorted(dropped)))}: a step at batch {batch} took "
+            f"{_ms(c.step)} and its first call {_ms(c.first_s)} here, more than the budget's share for the sweep"
+        )
+    return sweep
+
+
+def _extras(c: _Costs, plan: _Plan, clone_error: str | None) -> tuple[bool, bool, bool]:
+    """3. The fixes' fits (steps_per_execution 1 and jit_compile False/True, interleaved), then
+    the prefetch A/B, then clone_model: each while it fits. Whether each is planned."""
+    n = MIN_EPOCH_STEPS
+    fix_group = 3 * (c.build + c.fit_trace) + (XLA_TRACE_FACTOR - 1) * c.fit_trace + 3 * 3 * FIT_OVERHEAD * c.epoch_s(n)
+    with_fixes = plan.fits(fix_group)
+    if not with_fixes:
+        plan.cut.append(
+            "the fixes' fits (steps_per_execution, jit_compile) not measured: fit's first epoch took "
+            f"{_ms(c.fit_first_s)} here (jit_compile's XLA build more), more than the budget leaves"
+        )
+    with_prefetch = plan.fits(c.build + c.trace + c.epoch_s(n))
+    if not with_prefetch:
+        plan.cut.append("the prefetch A/B not measured: no time left in the budget")
+    create_s = c.create_s()
+    with_clone = create_s <= CLONE_SHARE * plan.plan_s and not clone_error and plan.fits(create_s)
+    if clone_error:
+        plan.unable.append(f"clone_model not timed: Keras cannot clone this model ({clone_error[:160]})")
+    elif not with_clone:
+        plan.cut.append(f"clone_model not timed: building the model took {_ms(c.build)} here")
+    return with_fixes, with_prefetch, with_clone
+
+
+def _epochs(
+    c: _Costs, plan: _Plan, asked_steps: int, with_fixes: bool, with_prefetch: bool
+) -> tuple[int, tuple[int, ...]]:
+    """4. The epochs grown into what is left: the loop (+ the A/B), fit's 2 epochs, the fixes' 3
+    each (steps_per_execution 5 and 20 are two more fits, tried when an epoch gives each at least
+    3 timed executions: 2 steady epochs -> 6 samples, a claim needs 5). The steps per epoch and
+    the steps_per_execution values tried."""
+
+    def grown(fits: int, room: float) -> int:
+        per_step = c.step * (1 + with_prefetch + FIT_OVERHEAD * (2 + FIX_EPOCHS * fits))
+        return max(MIN_EPOCH_STEPS, min(asked_steps, MIN_EPOCH_STEPS + int(max(0.0, room) / per_step)))
+
+    spe: tuple[int, ...] = ()
+    steps = grown(3 if with_fixes else 0, plan.plan_s - plan.used)
+    if with_fixes:
+        for k in sorted(FIX_STEPS_PER_EXECUTION, reverse=True):  # both, else the smaller, else none
+            tried = tuple(v for v in FIX_STEPS_PER_EXECUTION if v <= k)
+            more = len(tried) * (c.build + c.fit_trace)
+            longer = grown(3 + len(tried), plan.plan_s - plan.used - more)
+            if all(math.ceil(longer / v) >= 3 for v in tried):
+                spe, steps = tried, longer
+                plan.used += more
+                break
+    return steps, spe
+
+
 def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, samples_given: bool) -> dict:
     """The user's cases planned to the budget from the pre-flight's facts (``step_s`` at
     ``batch``, ``first_step_s``, ``fit_first_s``, ``build_s``, ``import_s``), in priority
@@ -157,114 +332,17 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
     (``cut``: one line each, for the record), rather than started and skipped at the deadline.
     A step at batch k is taken as ``step_s * max(1, k / batch)`` (linear above the user's
     batch: an upper bound where a step has a fixed cost)."""
-    step = max(float(facts.get("step_s") or 0.0), 1e-5)
-    # a case's own tracing, after the pre-flight's first in its process paid one-time costs
-    first_s = max(float(facts.get("first_step_s") or 0.0), step)  # as measured, for the messages
-    fit_first_s = max(float(facts.get("fit_first_s") or 0.0), 2 * step)
-    trace = LATER_TRACE * (first_s - step)
-    fit_trace = LATER_TRACE * (fit_first_s - 2 * step)
-    build = float(facts.get("build_s") or 0.0)
-    start_up = max(START_UP_MIN_S, float(facts.get("import_s") or 0.0))
-    plan_s = ROUND1_SHARE * max(budget_s - start_up, 0.5 * budget_s)
-    cut: list[str] = []
-    unable: list[str] = []  # left out for another reason than the budget
-    t = lambda k: step * max(1.0, k / batch)  # noqa: E731
-    steady = lambda k: build + trace + max(STEADY_CALLS * t(k), STEADY_MIN_S)  # noqa: E731
-    n = MIN_EPOCH_STEPS
-    epoch_s = lambda steps: steps * step  # noqa: E731
-    # 1. Always: create, the user's batch (sync none and each), the loop and the fit.
-    used = max(STEADY_CALLS * build, STEADY_MIN_S) + 2 * steady(batch)
-    used += build + trace + epoch_s(n) + build + fit_trace + 2 * FIT_OVERHEAD * epoch_s(n)
-    # Two rounds (a second process for the deciding cases) when round 1's essentials fit its share;
-    # else one round, given the whole budget, said in the cuts.
-    rounds, with_sync = 2, True
-    if used > plan_s:
-        rounds = 1
-        avail = max(budget_s - start_up, 0.5 * budget_s)
-        plan_s = ROUND1_ONLY_SHARE * avail
-        if used > avail:  # the sync cost (the loss read every step) is the essential a verdict needs least
-            used -= steady(batch)
-            with_sync = False
-            cut.append("the cost of reading the loss every step not measured")
-        if used > avail:
-            need = math.ceil((used / ROUND1_ONLY_SHARE + start_up) / 10) * 10
-            raise UsageError(
-                "--budget",
-                f"{budget_s:g} s is too short for this model: its essential cases (creating it, a steady step, "
-                f"the loop and one fit at batch {batch}) need about {used:.0f} s here (a step's first call took "
-                f"{_ms(first_s)}, fit's first epoch {_ms(fit_first_s)})",
-                f"Pass --budget {need} or more.",
-            )
-        cut.append(
-            f"the deciding cases measured in one process, not two: at batch {batch} a step took {_ms(step)} and "
-            f"its first call {_ms(first_s)} here, so two rounds would take more than the budget "
-            "(intervals then rest on one process)"
-        )
-    # 2. The sweep's other batches, nearest to the user's first (in log distance), within its share.
-    others = sorted((k for k in USER_SWEEP_BATCHES if k != batch), key=lambda k: (abs(math.log(k / batch)), k))
-    sweep, dropped = [batch], []
-    sweep_room = min(SWEEP_SHARE * plan_s, max(0.0, plan_s - used))
-    for k in others:
-        if steady(k) <= sweep_room:
-            sweep.append(k)
-            sweep_room -= steady(k)
-            used += steady(k)
-        else:
-            dropped.append(k)
-    if dropped:
-        cut.append(
-            f"batch sweep without batch {', '.join(map(str, sorted(dropped)))}: a step at batch {batch} took "
-            f"{_ms(step)} and its first call {_ms(first_s)} here, more than the budget's share for the sweep"
-        )
-    # 3. The fixes' fits (steps_per_execution 1 and jit_compile False/True, interleaved), then the
-    #    prefetch A/B, then clone_model: each while it fits.
-    fix_group = 3 * (build + fit_trace) + (XLA_TRACE_FACTOR - 1) * fit_trace + 3 * 3 * FIT_OVERHEAD * epoch_s(n)
-    with_fixes = used + fix_group <= plan_s
-    if with_fixes:
-        used += fix_group
-    else:
-        cut.append(
-            "the fixes' fits (steps_per_execution, jit_compile) not measured: fit's first epoch took "
-            f"{_ms(fit_first_s)} here (jit_compile's XLA build more), more than the budget leaves"
-        )
-    noprefetch = build + trace + epoch_s(n)
-    with_prefetch = used + noprefetch <= plan_s
-    if with_prefetch:
-        used += noprefetch
-    else:
-        cut.append("the prefetch A/B not measured: no time left in the budget")
-    create_s = max(STEADY_CALLS * build, STEADY_MIN_S)
-    with_clone = used + create_s <= plan_s and create_s <= CLONE_SHARE * plan_s and not facts.get("clone_error")
-    if with_clone:
-        used += create_s
-    elif facts.get("clone_error"):
-        unable.append(f"clone_model not timed: Keras cannot clone this model ({facts['clone_error'][:160]})")
-    else:
-        cut.append(f"clone_model not timed: building the model took {_ms(build)} here")
-    # 4. The epochs grown into what is left: the loop (+ the A/B), fit's 2 epochs, the fixes' 3 each
-    #    (steps_per_execution 5 and 20 are two more fits, tried when an epoch gives each at least 3
-    #    timed executions: 2 steady epochs -> 6 samples, a claim needs 5).
+    c = _Costs.of(facts, batch)
+    plan = _essentials(c, budget_s)
+    sweep = _sweep(c, plan)
+    with_fixes, with_prefetch, with_clone = _extras(c, plan, facts.get("clone_error"))
     asked_steps = max(1, math.ceil(samples / batch))
-
-    def grown(fits: int, room: float) -> int:
-        per_step = step * (1 + with_prefetch + FIT_OVERHEAD * (2 + FIX_EPOCHS * fits))
-        return max(MIN_EPOCH_STEPS, min(asked_steps, MIN_EPOCH_STEPS + int(max(0.0, room) / per_step)))
-
-    spe: tuple[int, ...] = ()
-    steps = grown(3 if with_fixes else 0, plan_s - used)
-    if with_fixes:
-        for k in sorted(FIX_STEPS_PER_EXECUTION, reverse=True):  # both, else the smaller, else none
-            tried = tuple(v for v in FIX_STEPS_PER_EXECUTION if v <= k)
-            more = len(tried) * (build + fit_trace)
-            longer = grown(3 + len(tried), plan_s - used - more)
-            if all(math.ceil(longer / v) >= 3 for v in tried):
-                spe, steps = tried, longer
-                used += more
-                break
+    steps, spe = _epochs(c, plan, asked_steps, with_fixes, with_prefetch)
+    cut = plan.cut
     if steps < asked_steps:
         cut.append(
             f"each epoch {steps * batch} samples ({steps} steps of {batch}), not "
-            f"{'--samples ' if samples_given else 'the default '}{samples}: a step took {_ms(step)} here"
+            f"{'--samples ' if samples_given else 'the default '}{samples}: a step took {_ms(c.step)} here"
         )
     left = [k for k in FIX_STEPS_PER_EXECUTION if k not in spe]
     if left and with_fixes:
@@ -274,20 +352,20 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
         )
     if cut:
         cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
-    cut += unable
+    cut += plan.unable
     return {
         "samples": steps * batch,
-        "rounds": rounds,
+        "rounds": plan.rounds,
         "sweep_batches": sorted(sweep),
         "steps_per_execution": list(spe),
         "fixes": with_fixes,
-        "sync": with_sync,
+        "sync": plan.with_sync,
         "prefetch": with_prefetch,
         "clone": with_clone,
-        "step_s": step,
+        "step_s": c.step,
         # each point samples long enough for POINT_SAMPLES samples of its slowest step
-        "point_cap_s": max(0.25, POINT_SAMPLES * t(max(sweep))),
-        "planned_s": used,
+        "point_cap_s": max(0.25, POINT_SAMPLES * c.t(max(sweep))),
+        "planned_s": plan.used,
         "cut": cut,
     }
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from whichdevice.audit import clocks as clocks_mod
 from whichdevice.audit import rules
-from whichdevice.audit.record import AuditRecord, Block, Measurement
+from whichdevice.audit.record import AuditRecord, Block, Correction, Measurement
 from whichdevice.core.units import seconds
 from whichdevice.present import html as html_mod
 from whichdevice.present.tables import Grid, GridCell
@@ -34,100 +34,105 @@ def _one_time(x: Block | Measurement) -> str:
 
 
 def grids(record: AuditRecord) -> list[Grid]:
-    out: list[Grid] = []
-    if record.blocks:
-        rows = []
-        for b in record.blocks:
-            exists = {True: "", False: " (does not exist)", None: ""}[b.device_exists]
-            rows.append(
-                [
-                    GridCell(str(b.line)),
-                    GridCell(f"{b.requested}{exists}", "bad" if exists else ""),
-                    GridCell(_ran(b.ran_on), "bad" if b.device_exists is False or b.cpu_ops_in_gpu_block else ""),
-                    GridCell(seconds(b.wall_s)),
-                    GridCell(str(b.fn_calls + b.session_runs)),
-                    GridCell(_one_time(b), "dim"),
-                    GridCell(f"{b.h2d}/{b.d2h}"),
-                    GridCell("failed" if b.error else "", "bad" if b.error else ""),
-                ]
-            )
-        out.append(
-            Grid(
-                "Device blocks as they ran",
-                ["line", "requested", "ran on (ops)", "wall", "calls", "one-time", "H→D/D→H", "status"],
-                rows,
-                [
-                    "ops: eager ops (and placed graph ops) per device; calls: tf.function calls + Session.run; "
-                    "one-time: tr = traces, inst = graph instantiations (first call of a signature on a device), "
-                    "xla = XLA compiles, sess = new Sessions"
-                ],
-            )
+    """The page's tables, each drawn only when the record has rows for it: the device blocks, what
+    the script timed, the corrected comparisons."""
+    out = [
+        _blocks_grid(record) if record.blocks else None,
+        _measurements_grid(record) if record.measurements else None,
+        _corrections_grid(record) if record.corrections else None,
+    ]
+    return [g for g in out if g is not None]
+
+
+def _blocks_grid(record: AuditRecord) -> Grid:
+    rows = []
+    for b in record.blocks:
+        exists = {True: "", False: " (does not exist)", None: ""}[b.device_exists]
+        rows.append(
+            [
+                GridCell(str(b.line)),
+                GridCell(f"{b.requested}{exists}", "bad" if exists else ""),
+                GridCell(_ran(b.ran_on), "bad" if b.device_exists is False or b.cpu_ops_in_gpu_block else ""),
+                GridCell(seconds(b.wall_s)),
+                GridCell(str(b.fn_calls + b.session_runs)),
+                GridCell(_one_time(b), "dim"),
+                GridCell(f"{b.h2d}/{b.d2h}"),
+                GridCell("failed" if b.error else "", "bad" if b.error else ""),
+            ]
         )
-    if record.measurements:
-        rows = []
-        for m in record.measurements:
-            rows.append(
-                [
-                    GridCell(str(m.line or "?")),
-                    GridCell(f"{m.index_in_series + 1}/{m.series_len}", "dim"),
-                    GridCell(m.kind or "—"),
-                    GridCell(_ran(m.ran_on)),
-                    GridCell(seconds(m.seconds)),
-                    GridCell(str(m.fn_calls + m.session_runs)),
-                    GridCell(_one_time(m), "dim"),
-                    GridCell("no" if m.unsynced_gpu_end else "yes", "bad" if m.unsynced_gpu_end else "dim"),
-                ]
-            )
-        out.append(
-            Grid(
-                "What the script timed (each end - start it computed)",
-                ["line", "#", "asked", "ran on (ops)", "script's time", "calls", "one-time", "synced"],
-                rows,
-                [f"line {n}: {t}" for n, t in dict.fromkeys((m.line, m.text) for m in record.measurements)],
-            )
+    return Grid(
+        "Device blocks as they ran",
+        ["line", "requested", "ran on (ops)", "wall", "calls", "one-time", "H→D/D→H", "status"],
+        rows,
+        [
+            "ops: eager ops (and placed graph ops) per device; calls: tf.function calls + Session.run; "
+            "one-time: tr = traces, inst = graph instantiations (first call of a signature on a device), "
+            "xla = XLA compiles, sess = new Sessions"
+        ],
+    )
+
+
+def _measurements_grid(record: AuditRecord) -> Grid:
+    rows = []
+    for m in record.measurements:
+        rows.append(
+            [
+                GridCell(str(m.line or "?")),
+                GridCell(f"{m.index_in_series + 1}/{m.series_len}", "dim"),
+                GridCell(m.kind or "—"),
+                GridCell(_ran(m.ran_on)),
+                GridCell(seconds(m.seconds)),
+                GridCell(str(m.fn_calls + m.session_runs)),
+                GridCell(_one_time(m), "dim"),
+                GridCell("no" if m.unsynced_gpu_end else "yes", "bad" if m.unsynced_gpu_end else "dim"),
+            ]
         )
-    if record.corrections:
-        rows, notes = [], []
-        for c in record.corrections:
-            a, b_ = record.measurements[c.a], record.measurements[c.b]
-            if c.rerun_ok:
-                rng = (
-                    f" ({c.real_ratio_low:.2f}-{c.real_ratio_high:.2f})"
-                    if c.real_ratio_low is not None and c.real_ratio_high is not None
-                    else ""
-                )
-                verdict = {True: " significant", False: " not significant", None: ""}[c.significant]
-                real = f"{c.real_ratio:.2f}{rng}{verdict}"
-                rows.append(
-                    [
-                        GridCell(f"{a.line} vs {b_.line}"),
-                        GridCell(f"{c.script_ratio:.2f}", "bad"),
-                        GridCell(seconds(c.a_steady_s)),
-                        GridCell(seconds(c.b_steady_s)),
-                        GridCell(real, "good"),
-                    ]
-                )
-            else:
-                rows.append(
-                    [
-                        GridCell(f"{a.line} vs {b_.line}"),
-                        GridCell(f"{c.script_ratio:.2f}"),
-                        GridCell("—"),
-                        GridCell("—"),
-                        GridCell("not re-run", "neutral"),
-                    ]
-                )
-            notes.append(f"lines {a.line} vs {b_.line}: {c.note}")
-        out.append(
-            Grid(
-                "Corrected comparison: A / B, above 1 = B faster (A = CPU-asked, B = GPU-asked; PyTorch / JAX without a GPU: the "
-                "A = the script's first series, B = its second)",
-                ["lines", "script's ratio", "A steady", "B steady", "real ratio (95% interval)"],
-                rows,
-                list(dict.fromkeys(notes)),
-            )
-        )
-    return out
+    return Grid(
+        "What the script timed (each end - start it computed)",
+        ["line", "#", "asked", "ran on (ops)", "script's time", "calls", "one-time", "synced"],
+        rows,
+        [f"line {n}: {t}" for n, t in dict.fromkeys((m.line, m.text) for m in record.measurements)],
+    )
+
+
+def _correction_row(c: Correction, lines: str) -> list[GridCell]:
+    """One compared pair: the script's ratio, and the re-run's steady times and real ratio (or "not re-run")."""
+    if not c.rerun_ok:
+        return [
+            GridCell(lines),
+            GridCell(f"{c.script_ratio:.2f}"),
+            GridCell("—"),
+            GridCell("—"),
+            GridCell("not re-run", "neutral"),
+        ]
+    rng = (
+        f" ({c.real_ratio_low:.2f}-{c.real_ratio_high:.2f})"
+        if c.real_ratio_low is not None and c.real_ratio_high is not None
+        else ""
+    )
+    verdict = {True: " significant", False: " not significant", None: ""}[c.significant]
+    return [
+        GridCell(lines),
+        GridCell(f"{c.script_ratio:.2f}", "bad"),
+        GridCell(seconds(c.a_steady_s)),
+        GridCell(seconds(c.b_steady_s)),
+        GridCell(f"{c.real_ratio:.2f}{rng}{verdict}", "good"),
+    ]
+
+
+def _corrections_grid(record: AuditRecord) -> Grid:
+    rows, notes = [], []
+    for c in record.corrections:
+        a, b_ = record.measurements[c.a], record.measurements[c.b]
+        rows.append(_correction_row(c, f"{a.line} vs {b_.line}"))
+        notes.append(f"lines {a.line} vs {b_.line}: {c.note}")
+    return Grid(
+        "Corrected comparison: A / B, above 1 = B faster (A = CPU-asked, B = GPU-asked; PyTorch / JAX without a GPU: the "
+        "A = the script's first series, B = its second)",
+        ["lines", "script's ratio", "A steady", "B steady", "real ratio (95% interval)"],
+        rows,
+        list(dict.fromkeys(notes)),
+    )
 
 
 def _status_line(record: AuditRecord) -> str:

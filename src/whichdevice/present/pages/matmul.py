@@ -7,11 +7,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis import quality
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.core.records import RunRecord
 from whichdevice.present import html, plots, terminal
 from whichdevice.present.tables import sweep_grid
+from whichdevice.present import notes
 
 
 def matmul_report(record: RunRecord, png: Path, *, loglog: bool = True) -> tuple[list[Table], str]:
@@ -28,9 +28,7 @@ def matmul_report(record: RunRecord, png: Path, *, loglog: bool = True) -> tuple
     section = html.Section(
         "Matrix multiplication", grids=[sweep_grid(t, "n", "FLOP/s") for t in tables], pngs=[png], source="seed000"
     )
-    page = html.render_html(
-        record, [section], warnings=quality.timing_warnings(record), failures=quality.failures(record)
-    )
+    page = html.render_html(record, [section], warnings=notes.timing_warnings(record), failures=notes.failures(record))
     return tables, page
 
 
@@ -41,6 +39,6 @@ def render(console: Console, record: RunRecord, png: Path, *, loglog: bool) -> N
     tables, page = matmul_report(record, png, loglog=loglog)
     for t in tables:
         terminal.render_grid(console, sweep_grid(t, "n", "FLOP/s"))
-    terminal.render_notes(console, record, quality.timing_warnings(record), quality.failures(record))
+    terminal.render_notes(console, record, notes.timing_warnings(record), notes.failures(record))
     html.write_html(png.with_suffix(".html"), page)
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")

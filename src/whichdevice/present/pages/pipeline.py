@@ -8,20 +8,20 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis import quality
-from whichdevice.analysis.pipeline import analyze_pipeline, block_timed, step_jitter_note
+from whichdevice.analysis.pipeline import analyze_pipeline, block_timed, step_jitter
 from whichdevice.core import records
 from whichdevice.present import html, plots, terminal
-from whichdevice.present.pipeline import stage_grid, variant_grid, wait_bars
+from whichdevice.present.pipeline import device_verdict, stage_grid, step_jitter_note, variant_grid, wait_bars
+from whichdevice.present import notes
 
 
 def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bool = False) -> None:
     """Terminal tables and verdict, the stacked-bar PNG and the HTML report (``png`` with .html)
     of a pipeline record. ``loglog`` is accepted for ``report`` and unused (bars are linear)."""
     reports = analyze_pipeline(record)
-    jitter = step_jitter_note(record)
-    warnings = quality.timing_warnings(block_timed(record)) + ([jitter] if jitter else [])
-    failures = quality.failures(record)
+    jitter = step_jitter_note(step_jitter(record))
+    warnings = notes.timing_warnings(block_timed(record)) + ([jitter] if jitter else [])
+    failures = notes.failures(record)
     terminal.render_header(console, record)
     o = record.options
     what = (
@@ -39,7 +39,7 @@ def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bo
         grids = [g for g in (variant_grid(rep), stage_grid(rep)) if g is not None]
         for g in grids:
             terminal.render_grid(console, g)
-        verdict.extend(rep.verdict)
+        verdict.extend(device_verdict(rep))
         sections.append(html.Section(f"{rep.device}: input pipeline", grids=grids))
     for line in verdict:
         console.print(f"[bold]→[/bold] {escape(line)}")

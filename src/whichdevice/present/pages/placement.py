@@ -8,12 +8,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis import quality
 from whichdevice.analysis.placement import DevicePlacement, OpRow, device_placement, explain_cpu_op
 from whichdevice.core import records
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.present import html, terminal
 from whichdevice.present.tables import Grid, GridCell
+from whichdevice.present import notes
 
 MAX_OPS_SHOWN = 25  # per device in the terminal; the HTML report has them all
 
@@ -110,7 +110,7 @@ def _kd(o: OpRow) -> set[str] | None:
 def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bool) -> None:
     """The placement lines and op tables per device (GPU runs first) and the HTML report."""
     terminal.render_header(console, record)
-    warnings, failures = quality.timing_warnings(record), quality.failures(record)
+    warnings, failures = notes.timing_warnings(record), notes.failures(record)
     sections: list[html.Section] = []
     # GPU runs first: their CPU fallbacks are the finding.
     for p in sorted(placements(record), key=lambda p: not p.device.startswith("GPU")):

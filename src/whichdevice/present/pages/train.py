@@ -7,17 +7,17 @@ from pathlib import Path
 
 from rich.console import Console
 
-from whichdevice.analysis import quality
 from whichdevice.analysis.train import analyze_training
 from whichdevice.core import records
 from whichdevice.present import plots, terminal
 from whichdevice.present import precision as present_precision
 from whichdevice.present.tables import run_label
+from whichdevice.present import notes
 
 
 def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bool) -> None:
     report = analyze_training(record)
-    terminal.render_train(console, record, report, quality.timing_warnings(record), quality.failures(record))
+    terminal.render_train(console, record, report, notes.timing_warnings(record), notes.failures(record))
     present_precision.render(console, record)
     png.parent.mkdir(parents=True, exist_ok=True)
     if report.sweep:

@@ -1,0 +1,109 @@
+"""The notes under every page: each measurement warning (analysis/quality.py's typed
+``TimingWarning``) and each failed case in words, with what it means and what to do next.
+
+Pure formatting: which points warn, and why, is decided in analysis/quality.py.
+"""
+
+from __future__ import annotations
+
+from whichdevice.analysis.quality import TimingWarning, measurement_warnings
+from whichdevice.core.records import CaseResult, CaseSpec, RunRecord
+from whichdevice.core.stats import NOISY_REL_IQR
+from whichdevice.present.tables import telemetry_text
+from whichdevice.present.claims import modes_text
+
+# Parameters that say where a user's model comes from: true, but noise in a one-line label.
+_HIDDEN_IN_LABELS = {"model_file", "model_fn", "input_shape", "output_shape", "data_file", "data_fn", "label_classes"}
+
+
+def case_label(spec: CaseSpec) -> str:
+    """The case's device and parameters on one line (the notes' label)."""
+    p = " ".join(f"{k}={v}" for k, v in spec.params.items() if k not in _HIDDEN_IN_LABELS and v is not None)
+    return f"{spec.device} {p}"
+
+
+def warning_message(w: TimingWarning) -> str:
+    """What the warning means and what to do, without the case's label."""
+    if w.kind == "bimodal" and w.modes is not None:
+        return (
+            f"bimodal between rounds ({modes_text(w.modes)}): its median describes "
+            "neither; every ratio on it carries that spread"
+        )
+    if w.kind == "not_converged":
+        ci = f"±{w.value:.0%}" if w.value != float("inf") else "not yet formed"
+        busy = f"; during it: {telemetry_text(w.telemetry)}" if w.telemetry is not None else ""
+        return (
+            f"did not converge — its median's 95 % interval is {ci} (target ±5 %) when its "
+            f"{w.stop_reason} stopped it after {w.n_samples} samples{busy}; the machine was busy or "
+            "the point is noisy: close other programs, or raise --min-time"
+        )
+    if w.kind == "uneven_steps":
+        return (
+            f"individual steps vary by {w.value:.0%} of the median (IQR/median > "
+            f"{w.threshold:.0%}); the median is robust to it, but periodic slow steps point at input "
+            "stalls, garbage collection or another busy process"
+        )
+    if w.kind == "noisy":
+        return (
+            f"the spread is {w.value:.0%} of the median "
+            f"(IQR/median > {w.threshold:.0%}): the machine was busy or the point is short; "
+            "close other programs or raise --min-time and measure again"
+        )
+    return f"the harness's timer+sync cost is {w.value:.0%} of each call; this point only bounds the time from above"
+
+
+def warning_text(w: TimingWarning) -> str:
+    """The warning led by its case's label."""
+    return f"{case_label(w.case)}: {warning_message(w)}"
+
+
+def timing_warnings(record: RunRecord, rel_iqr_limit: float = NOISY_REL_IQR) -> list[str]:
+    """analysis/quality.measurement_warnings as lines, each led by its case's label."""
+    return [warning_text(w) for w in measurement_warnings(record, rel_iqr_limit)]
+
+
+# What each failure kind (core/failures.py) means, and the next step, by the device's kind.
+_FAILURE_WORDS = {
+    "error": "error",
+    "crash": "crashed",
+    "timeout": "timed out",
+    "out_of_memory": "out of memory",
+    "not_started": "did not start",
+    "skipped": "skipped",
+}
+
+
+def failure_advice(kind: str | None, device: str) -> str | None:
+    on_gpu = device.upper().startswith("GPU")
+    if kind == "out_of_memory" and on_gpu:
+        return (
+            "the GPU's memory ran out: lower the batch or model size, or free the GPU (another process may "
+            "hold its memory: nvidia-smi)"
+        )
+    if kind == "out_of_memory":
+        return "host memory ran out: lower the size, or raise --memory-limit if the machine has room"
+    if kind == "timeout":
+        return "raise --case-timeout, or lower the size"
+    if kind == "crash":
+        return "the process died (a native library crashed, or the OS killed it); the other cases ran in a fresh one"
+    if kind == "not_started":
+        return "the framework could not start on this device: check it with `whichdevice devices`"
+    if kind == "skipped":
+        return "raise --budget to measure it"
+    return None
+
+
+def failure_line(r: CaseResult, label: str | None = None) -> str:
+    """One failed case: where (``label``, by default its case label), which kind of failure, the
+    error and what to do (presenters put "Failed" in front)."""
+    error = r.error or ""
+    words = _FAILURE_WORDS.get(r.failure or "", "failed")
+    said = r.failure in (None, "error") or error.lower().startswith(words)  # the error already says it
+    advice = failure_advice(r.failure, r.spec.device)
+    where = case_label(r.spec) if label is None else label
+    return f"{where} — {error if said else f'{words}: {error}'}" + (f" → {advice}" if advice else "")
+
+
+def failures(record: RunRecord) -> list[str]:
+    """One line per failed case, in the record's order."""
+    return [failure_line(r) for r in record.results if r.status == "failed"]
