@@ -5,6 +5,11 @@ Each module is checked against a ``Protocol`` here when it is loaded, so a folde
 function fails at once with its name rather than deep inside a measurement, and mypy can
 check a workload's use of the adapter. Modules satisfy protocols structurally (PEP 544):
 the functions of ``discovery.py`` are the protocol's methods, without ``self``.
+
+Optional parts (issue #31): ``training.py``, ``calibration.py``, ``scale.py`` and TensorFlow's
+``pipeline.py``, ``profiler.py``, ``precision.py``, ``placement_log.py`` have protocols too
+(``OPTIONAL``), checked by ``frameworks.part(name, kind)`` when a workload loads one; mypy
+checks each module against its protocol through ``conformance.py``.
 """
 
 from __future__ import annotations
