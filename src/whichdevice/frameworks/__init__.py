@@ -18,22 +18,54 @@ underscores (``keras_jax``): ``folder(name)`` maps one to the other.
 The contract is typed in ``contracts.py`` (``Discovery``, ``Placement``, ``Sync``, ``Ops``
 protocols; ``load()`` returns a ``Framework`` and refuses a folder that lacks a function).
 
-Frameworks that train (``TRAINING``) also have ``training.py``: the framework-specific
-pieces of ``workloads/train.py`` (the seed's custom train step, the input pipeline).
+Optional parts, listed per framework in ``PARTS`` and typed in ``contracts.py`` like the
+four required ones: ``training.py`` (frameworks that train, ``TRAINING``: the seed's custom
+train step, the input pipeline), ``calibration.py``, ``scale.py``, and TensorFlow's
+``pipeline.py``, ``profiler.py``, ``precision.py``, ``placement_log.py``. A workload loads one
+with ``part(name, kind)`` (inside a child: it imports the framework), which refuses a module
+that lacks a function of its protocol.
 """
 
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 if TYPE_CHECKING:
-    from whichdevice.frameworks.contracts import Framework
+    from whichdevice.frameworks.contracts import (
+        Calibration,
+        CalibrationProbes,
+        Framework,
+        Pipeline,
+        PlacementLog,
+        Precision,
+        Profiler,
+        Scale,
+        Training,
+    )
 
 FRAMEWORKS: tuple[str, ...] = ("tensorflow", "numpy", "keras-jax", "keras-torch", "torch", "jax")
+# The optional parts each framework's folder has (contracts.OPTIONAL: kind -> module, protocol).
+PARTS: dict[str, tuple[str, ...]] = {
+    "tensorflow": (
+        "training",
+        "calibration",
+        "probes",
+        "scale",
+        "pipeline",
+        "profiler",
+        "precision",
+        "placement_log",
+    ),
+    "numpy": (),
+    "keras-jax": ("training", "calibration", "scale"),
+    "keras-torch": ("training", "calibration"),
+    "torch": ("training", "calibration", "scale"),
+    "jax": (),
+}
 # Frameworks with a training module (the train workload and `run`'s training cases).
-TRAINING: tuple[str, ...] = ("tensorflow", "keras-jax", "keras-torch", "torch")
+TRAINING: tuple[str, ...] = tuple(n for n in FRAMEWORKS if "training" in PARTS[n])
 # Frameworks that train a Keras model (model.fit, the user's --model); plain torch does not.
 KERAS: tuple[str, ...] = ("tensorflow", "keras-jax", "keras-torch")
 # The Python modules a framework needs, and how to install them.
@@ -68,11 +100,48 @@ def env_module(name: str) -> ModuleType:
     return importlib.import_module(f"whichdevice.frameworks.{folder(name)}.env")
 
 
-def training_module(name: str) -> ModuleType:
+def training_module(name: str) -> Training:
     """The framework's ``training`` module (imports the framework: child only)."""
     if name not in TRAINING:
         raise KeyError(f"{name} has no training module (frameworks that train: {', '.join(TRAINING)})")
-    return importlib.import_module(f"whichdevice.frameworks.{folder(name)}.training")
+    return part(name, "training")
+
+
+def part_module(name: str, kind: str) -> str:
+    """The dotted name of framework ``name``'s optional part ``kind`` (not imported: e.g. the
+    ``scale`` worker, started as ``python -m``); ``KeyError`` when the framework has none."""
+    from whichdevice.frameworks import contracts
+
+    if kind not in PARTS.get(name, ()):
+        having = [n for n in FRAMEWORKS if kind in PARTS[n]]
+        raise KeyError(f"{name} has no {kind} part (frameworks with one: {', '.join(having) or 'none'})")
+    return f"whichdevice.frameworks.{folder(name)}.{contracts.OPTIONAL[kind][0]}"
+
+
+@overload
+def part(name: str, kind: Literal["training"]) -> Training: ...
+@overload
+def part(name: str, kind: Literal["calibration"]) -> Calibration: ...
+@overload
+def part(name: str, kind: Literal["probes"]) -> CalibrationProbes: ...
+@overload
+def part(name: str, kind: Literal["scale"]) -> Scale: ...
+@overload
+def part(name: str, kind: Literal["pipeline"]) -> Pipeline: ...
+@overload
+def part(name: str, kind: Literal["profiler"]) -> Profiler: ...
+@overload
+def part(name: str, kind: Literal["precision"]) -> Precision: ...
+@overload
+def part(name: str, kind: Literal["placement_log"]) -> PlacementLog: ...
+def part(name: str, kind: str) -> Any:
+    """Framework ``name``'s optional part ``kind`` (``PARTS``), imported (it imports the
+    framework: child only) and checked against its protocol in ``contracts.OPTIONAL``."""
+    from whichdevice.frameworks import contracts
+
+    module = importlib.import_module(part_module(name, kind))
+    contracts.check(name, kind, module)
+    return module
 
 
 # Train kinds measured by TensorFlow-only modules (workloads/placement, pitfalls, precision).

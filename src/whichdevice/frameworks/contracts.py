@@ -5,6 +5,11 @@ Each module is checked against a ``Protocol`` here when it is loaded, so a folde
 function fails at once with its name rather than deep inside a measurement, and mypy can
 check a workload's use of the adapter. Modules satisfy protocols structurally (PEP 544):
 the functions of ``discovery.py`` are the protocol's methods, without ``self``.
+
+Optional parts (issue #31): ``training.py``, ``calibration.py``, ``scale.py`` and TensorFlow's
+``pipeline.py``, ``profiler.py``, ``precision.py``, ``placement_log.py`` have protocols too
+(``OPTIONAL``), checked by ``frameworks.part(name, kind)`` when a workload loads one; mypy
+checks each module against its protocol through ``conformance.py``.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from whichdevice.core.records import DeviceInfo, FrameworkInfo
@@ -55,9 +61,151 @@ class Ops(Protocol):
     def matmul_seed(self, n: int, dtype: str, device: str) -> Callable[[], Any]: ...
 
 
+# ------------------------------------------------------------------ optional parts
+# A framework folder may have further modules, each listed for it in ``frameworks.PARTS`` and
+# loaded by ``frameworks.part(name, kind)`` (inside a child: they import the framework). Each
+# protocol holds the functions the workloads call, and is checked when the part is loaded.
+
+
+@runtime_checkable
+class Training(Protocol):
+    """``training.py`` (``frameworks.TRAINING``): the framework-specific pieces of the train
+    workload (``workloads/train.py``, through ``common.casemodel.CaseModel``)."""
+
+    def train_step(self, model: Any, optimizer: Any, loss_fn: Any) -> Callable[..., Any]: ...
+
+    def dataset(self, x: Any, y: Any, batch: int, *, shuffle: int | None = None, prefetch: bool = True) -> Any: ...
+
+    def user_dataset(self, ds: Any, batch: int, samples: int | None) -> Any: ...
+
+    def on_device(self, x: Any, y: Any, device_scope: Any) -> Any: ...
+
+    def read_back(self, loss: Any) -> float: ...
+
+
+@runtime_checkable
+class Calibration(Protocol):
+    """``calibration.py``: the ``describe`` probe of ``predict`` (a train step's ops)."""
+
+    def describe_train(self, model: Any, optimizer: Any, loss_fn: Any, training: Any, x: Any, y: Any) -> dict: ...
+
+
+@runtime_checkable
+class CalibrationProbes(Calibration, Protocol):
+    """``calibration.py`` with the ``calibrate`` probes (TensorFlow's: ``cli/calibrate.py``).
+    Each builder returns a zero-argument callable, one unit of work."""
+
+    def tiny_eager(self, device: str) -> Callable[[], Any]: ...
+
+    def tiny_sync(self, device: str) -> Callable[[], Any]: ...
+
+    def graph_chain(self, device: str, k: int) -> Callable[[], Any]: ...
+
+    def elementwise(self, device: str, nbytes: int) -> Callable[[], Any]: ...
+
+    def h2d(self, device: str, nbytes: int) -> Callable[[], Any]: ...
+
+    def d2h(self, device: str, nbytes: int) -> Callable[[], Any]: ...
+
+
+@runtime_checkable
+class Scale(Protocol):
+    """``scale.py``: the ``scale`` worker, started as ``python -m ... JOB OUT`` by
+    ``workloads/scale.py`` (never imported by it)."""
+
+    def run(self, job: dict, emit: Any) -> None: ...
+
+    def main(self, argv: list[str]) -> int: ...
+
+
+@runtime_checkable
+class Pipeline(Protocol):
+    """``pipeline.py``: the input-pipeline workload's datasets, model and step."""
+
+    def synthetic_images(self, n: int, size: int, *, classes: int = ..., seed: int = 0) -> Any: ...
+
+    def write_tfrecords(self, images: Any, labels: Any, folder: Any, shards: int = ...) -> list[str]: ...
+
+    def build_variant(
+        self,
+        variant: str,
+        images: Any,
+        labels: Any,
+        batch: int,
+        *,
+        files: list[str] | None = None,
+        heavy: Any = None,
+        repeat: bool = True,
+    ) -> Any: ...
+
+    def user_variant(self, ds: Any, variant: str, batch: int, default_steps: int = 10) -> Any: ...
+
+    def stage_input(self, stage: str, files: list[str], size: int, batch: int, heavy: Any = None) -> Any: ...
+
+    def floor_input(self, n: int) -> Any: ...
+
+    def materialize(self, ds: Any) -> Any: ...
+
+    def counter(self, ds: Any) -> Callable[[], Any]: ...
+
+    def to_device(self, x: Any, y: Any, device_scope: Any) -> Any: ...
+
+    def build_model(self, net: str, size: int, classes: int = ...) -> Any: ...
+
+    def loss_for(self, model: Any, out_dim: int) -> Any: ...
+
+    def train_step(self, model: Any, loss_fn: Any) -> Callable[..., Any]: ...
+
+
+@runtime_checkable
+class Profiler(Protocol):
+    """``profiler.py``: traces for ``--trace`` and the placement workload's op times."""
+
+    def trace(self, logdir: Any) -> AbstractContextManager[Any]: ...
+
+    def xprof_available(self) -> bool: ...
+
+    def xplane_files(self, logdir: Any) -> list[Path]: ...
+
+    def framework_op_stats(self, xplane: Any) -> bytes | None: ...
+
+    def steady_trace_callback(self, logdir: Any) -> Any: ...
+
+
+@runtime_checkable
+class Precision(Protocol):
+    """``precision.py``: the mixed-precision policies and the CPU's 16-bit support."""
+
+    @property
+    def POLICIES(self) -> tuple[str, ...]: ...
+
+    def policy(self, name: str) -> AbstractContextManager[Any]: ...
+
+    def cpu_flags(self, cpuinfo: str | None = None) -> set[str]: ...
+
+    def fast_16bit(self, flags: set[str]) -> dict[str, bool]: ...
+
+
+@runtime_checkable
+class PlacementLog(Protocol):
+    """``placement_log.py``: the placement workload's step, its graph's placement and the
+    placement-log probe process."""
+
+    def train_step(self, model: Any, optimizer: Any, loss_fn: Any, *, with_string_op: bool) -> Any: ...
+
+    def first(self, out: Any) -> Any: ...
+
+    def graph_placement(self, concrete_fn: Any, device: str) -> tuple[list[Any], list[Any]]: ...
+
+    def kernel_devices(self, op_type: str) -> set[str] | None: ...
+
+    def run_probe(self, device: str, params: dict) -> dict: ...
+
+
 @dataclass(frozen=True)
 class Framework:
-    """A loaded framework adapter: what ``frameworks.load(name)`` returns to a workload."""
+    """A loaded framework adapter: what ``frameworks.load(name)`` returns to a workload. Its
+    optional parts are loaded on demand: ``frameworks.part(name, kind)``."""
 
     name: str
     discovery: Discovery
@@ -68,18 +216,47 @@ class Framework:
 
 PROTOCOLS: dict[str, type] = {"discovery": Discovery, "placement": Placement, "sync": Sync, "ops": Ops}
 
+# The optional parts: kind -> (module of the framework folder, protocol). ``probes`` is the
+# calibration module with the calibrate probes, which only TensorFlow's has.
+OPTIONAL: dict[str, tuple[str, type]] = {
+    "training": ("training", Training),
+    "calibration": ("calibration", Calibration),
+    "probes": ("calibration", CalibrationProbes),
+    "scale": ("scale", Scale),
+    "pipeline": ("pipeline", Pipeline),
+    "profiler": ("profiler", Profiler),
+    "precision": ("precision", Precision),
+    "placement_log": ("placement_log", PlacementLog),
+}
+
 
 class IncompleteFramework(TypeError):
     """A framework folder whose module lacks a function of the contract."""
 
 
+def _members(protocol: type) -> list[tuple[str, bool]]:
+    """The protocol's members (its bases' first), each with whether it must be callable: a
+    property, such as ``Precision.POLICIES``, need only be there."""
+    out: dict[str, bool] = {}
+    for cls in reversed(protocol.__mro__):
+        if cls is object or cls is Protocol or cls.__module__ == "typing":
+            continue
+        for m, v in vars(cls).items():
+            if not m.startswith("_"):
+                out.setdefault(m, not isinstance(v, property))
+    return list(out.items())
+
+
+def _lacks(module: object, member: str, must_call: bool) -> bool:
+    return not callable(getattr(module, member, None)) if must_call else not hasattr(module, member)
+
+
 def check(name: str, part: str, module: object) -> None:
     """Raise ``IncompleteFramework`` naming what ``module`` (framework ``name``'s ``part``) lacks."""
-    protocol = PROTOCOLS[part]
+    filename, protocol = OPTIONAL[part] if part in OPTIONAL else (part, PROTOCOLS[part])
     if isinstance(module, protocol):
         return
-    members = [m for m in vars(protocol) if not m.startswith("_")]
-    missing = [m for m in members if not callable(getattr(module, m, None))]
+    missing = [m for m, must_call in _members(protocol) if _lacks(module, m, must_call)]
     raise IncompleteFramework(
-        f"framework {name!r}: {part}.py lacks {', '.join(missing) or '?'} (the contract: whichdevice.frameworks.contracts)"
+        f"framework {name!r}: {filename}.py lacks {', '.join(missing) or '?'} (the contract: whichdevice.frameworks.contracts)"
     )

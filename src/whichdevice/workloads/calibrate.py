@@ -13,18 +13,21 @@ One workload, ``calibrate``, with a ``probe`` parameter:
   one training step and returns its op list (kind, FLOPs, bytes per op) flattened into the
   metrics; its "timing" is the trace time.
 
-The framework's probes come from ``whichdevice.frameworks.<name>.calibration`` (or
+The framework's probes come from ``whichdevice.frameworks.<name>.calibration`` (``frameworks.part``; or
 ``fw.calibration`` when the caller provides one, as the fake-clock tests do), timed by
 ``timing.measure`` with ``fw.clock`` when given.
 """
 
 from __future__ import annotations
 
-import importlib
 import time
+from typing import TYPE_CHECKING
 
 from whichdevice.core.records import CaseSpec, Timing, scalar_float, scalar_int
 from whichdevice.core.timing import TimingPolicy, measure
+
+if TYPE_CHECKING:
+    from whichdevice.frameworks.contracts import Calibration, CalibrationProbes
 
 MATMUL_N: tuple[int, ...] = (1, 16, 64, 128, 256, 512, 1024)
 GPU_MATMUL_N: tuple[int, ...] = MATMUL_N + (2048, 4096)
@@ -92,10 +95,19 @@ def encode_ops(ops: list[dict], input_bytes: float, launch_mode: str = "graph", 
 # ---------------- inside the child ----------------
 
 
-def _calibration(fw):
-    return getattr(fw, "calibration", None) or importlib.import_module(
-        f"whichdevice.frameworks.{fw.name.replace('-', '_')}.calibration"
-    )
+def _calibration(fw) -> Calibration:
+    """The framework's calibration module (or ``fw.calibration`` when the caller provides one,
+    as the fake-clock tests do)."""
+    from whichdevice import frameworks
+
+    return getattr(fw, "calibration", None) or frameworks.part(fw.name, "calibration")
+
+
+def _probes(fw) -> CalibrationProbes:
+    """The calibration module with the ``calibrate`` probes (TensorFlow's), or ``fw.calibration``."""
+    from whichdevice import frameworks
+
+    return getattr(fw, "calibration", None) or frameworks.part(fw.name, "probes")
 
 
 def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict]:
@@ -103,7 +115,7 @@ def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tup
     probe = p["probe"]
     if probe == "describe":
         return _describe(spec, fw, overhead_s)
-    cal = _calibration(fw)
+    cal = _probes(fw)
     dev = spec.device
     if probe == "tiny_eager":
         metrics: dict[str, float]
@@ -129,7 +141,9 @@ def run_case(spec: CaseSpec, fw, policy: TimingPolicy, overhead_s: float) -> tup
 def _describe(spec: CaseSpec, fw, overhead_s: float) -> tuple[Timing, dict]:
     from whichdevice.frameworks.common.casemodel import CaseModel
 
-    training = importlib.import_module(f"whichdevice.frameworks.{fw.name.replace('-', '_')}.training")
+    from whichdevice import frameworks
+
+    training = frameworks.part(fw.name, "training")
     cal = _calibration(fw)
     m = CaseModel(spec.params, training)
     b = scalar_int(spec.params["batch"])

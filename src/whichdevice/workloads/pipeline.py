@@ -43,11 +43,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from whichdevice.core.records import Scalar
-    from whichdevice.frameworks.contracts import Framework
+    from whichdevice.frameworks.contracts import Framework, Pipeline
 
 import atexit
 import dataclasses
-import importlib
 import math
 import shutil
 import tempfile
@@ -128,8 +127,10 @@ _MODELS: dict = {}
 _TMP: list[str] = []
 
 
-def _tfp(fw):
-    return importlib.import_module(f"whichdevice.frameworks.{fw.name}.pipeline")
+def _tfp(fw: Framework) -> Pipeline:
+    from whichdevice import frameworks
+
+    return frameworks.part(fw.name, "pipeline")
 
 
 def _heavy(p) -> tuple[str, int] | None:

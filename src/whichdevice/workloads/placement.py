@@ -31,10 +31,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from whichdevice.core.records import CaseSpec, Timing
     from whichdevice.core.timing import TimingPolicy
-    from whichdevice.frameworks.contracts import Framework
+    from whichdevice.frameworks.contracts import Framework, PlacementLog
 
 import contextlib
-import importlib
 import tempfile
 from pathlib import Path
 
@@ -56,8 +55,11 @@ QUICK_STEPS = 10
 def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict[str, float]]:
     from whichdevice.frameworks.common.casemodel import CaseModel
 
-    tfmod = lambda name: importlib.import_module(f"whichdevice.frameworks.{fw.name}.{name}")  # noqa: E731
-    plog, prof, training = tfmod("placement_log"), tfmod("profiler"), tfmod("training")
+    from whichdevice import frameworks
+
+    plog = frameworks.part(fw.name, "placement_log")
+    prof = frameworks.part(fw.name, "profiler")
+    training = frameworks.part(fw.name, "training")
     p = spec.params
     m = CaseModel(p)
     b, steps = scalar_int(p["batch"]), scalar_int(p.get("steps", DEFAULT_STEPS))
@@ -102,6 +104,17 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
         "op_stats": 1.0 if stats_json is not None else 0.0,
         "profiler_on": 1.0 if profile else 0.0,
     }
+    _placement_metrics(metrics, placed, edges, plog)
+    metrics["feed_tensors"] = 2.0
+    metrics["feed_bytes"] = float(x.nbytes + y.nbytes)
+    if stats_json is not None:
+        _op_stats_metrics(metrics, stats_json)
+    return raw_from_steps(times, warmup_steps=1, overhead_s=overhead_s), metrics
+
+
+def _placement_metrics(metrics: dict[str, float], placed: list, edges: list, plog: PlacementLog) -> None:
+    """Where each op went (``placed|DEVICE|OP``), whether a GPU kernel exists for it
+    (``gpu_kernel|OP``) and the copies between devices the placement implies."""
     for device, counter in op_type_counts(placed, include_plumbing=True).items():
         for op_type, n in counter.items():
             metrics[f"placed|{device}|{op_type}"] = float(n)
@@ -115,11 +128,11 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
     metrics["copies_unknown_size"] = float(copies.unknown_size)
     for direction, n in copies.by_direction.items():
         metrics[f"copies|{direction}"] = float(n)
-    metrics["feed_tensors"] = 2.0
-    metrics["feed_bytes"] = float(x.nbytes + y.nbytes)
-    if stats_json is not None:
-        for s in parse_op_stats(stats_json):
-            k = f"{s.host_or_device}|{s.op_type}"
-            metrics[f"occ|{k}"] = metrics.get(f"occ|{k}", 0.0) + s.occurrences
-            metrics[f"self_us|{k}"] = metrics.get(f"self_us|{k}", 0.0) + s.self_us
-    return raw_from_steps(times, warmup_steps=1, overhead_s=overhead_s), metrics
+
+
+def _op_stats_metrics(metrics: dict[str, float], stats_json: bytes) -> None:
+    """The profiler's op times, summed per (host or device, op type): ``occ|...``, ``self_us|...``."""
+    for s in parse_op_stats(stats_json):
+        k = f"{s.host_or_device}|{s.op_type}"
+        metrics[f"occ|{k}"] = metrics.get(f"occ|{k}", 0.0) + s.occurrences
+        metrics[f"self_us|{k}"] = metrics.get(f"self_us|{k}", 0.0) + s.self_us

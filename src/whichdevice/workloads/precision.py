@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from whichdevice.core.timing import TimingPolicy
     from whichdevice.frameworks.contracts import Framework
 
-import importlib
 import math
 
 
@@ -31,8 +30,10 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
     from whichdevice.frameworks.common.casemodel import CaseModel
     from whichdevice.workloads.train import _steps
 
-    training = importlib.import_module(f"whichdevice.frameworks.{fw.name}.training")
-    prec = importlib.import_module(f"whichdevice.frameworks.{fw.name}.precision")
+    from whichdevice import frameworks
+
+    training = frameworks.part(fw.name, "training")
+    prec = frameworks.part(fw.name, "precision")
     p = spec.params
     m = CaseModel(p)
     n, b, epochs = scalar_int(p["samples"]), scalar_int(p["batch"]), scalar_int(p["epochs"])

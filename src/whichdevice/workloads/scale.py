@@ -124,7 +124,7 @@ class Workers:
         self.pos = 0
         self.buffer = ""
         self.err_paths = [folder / f"err{i}.txt" for i in range(len(envs))]
-        module = f"whichdevice.frameworks.{frameworks.folder(framework)}.scale"
+        module = frameworks.part_module(framework, "scale")  # started as python -m, never imported here
         self.children: list[Child] = []
         for env, err_path in zip(envs, self.err_paths):
             with open(err_path, "wb") as err:

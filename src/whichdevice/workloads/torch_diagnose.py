@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from whichdevice.core.records import CaseSpec, scalar_int
 from whichdevice.core.steps import time_loop
-from whichdevice.workloads import train, userfile
+from whichdevice.workloads import userfile
+from whichdevice.workloads.epochturns import EpochTurns
 from whichdevice.workloads.suite import USER_SWEEP_BATCHES
 
 FRAMEWORK = "torch"
@@ -154,7 +155,7 @@ def _compile_pair(fixes, batch: int, budget_s: float, t) -> list[CaseSpec]:
     return []
 
 
-class LoaderPasses(train._Fit):
+class LoaderPasses(EpochTurns):
     """One side of a DataLoader pair (``num_workers`` or ``pin_memory``), timed interleaved with
     the other as the fixes' ``model.fit`` variants are (``train._time_fits``): whole passes over
     the loader (a pass cannot be cut in blocks: the workers run ahead), the first the warm-up
@@ -167,7 +168,7 @@ class LoaderPasses(train._Fit):
 
         self.spec, self.fw = spec, fw
         self.b = scalar_int(spec.params["batch"])
-        self.training = frameworks.training_module(fw.name)
+        self.training = frameworks.part(fw.name, "training")
         m = CaseModel(spec.params, self.training)
         with fw.placement.scope(spec.device):
             model = m.build()

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from whichdevice.frameworks.contracts import Framework
+    from whichdevice.frameworks.contracts import Framework, Training
 
 import dataclasses
 import importlib
@@ -54,6 +54,7 @@ from whichdevice.core.timing import (
     warm_up,
 )
 from whichdevice.frameworks.common.casemodel import CaseModel
+from whichdevice.workloads.epochturns import EpochTurns
 
 KINDS = ("create", "loop", "fit", "steady")
 # Further kinds, each in its own module with the same run_case signature.
@@ -111,6 +112,14 @@ def build_cases(
         if user
         else [(ex, m, QUICK_SAMPLES.get(ex, n) if quick else n, b, d, e) for ex, m, n, b, d, e in SEED_RUNS]
     )
+    cases += _run_cases(spec, runs, parts, user is not None)
+    sync_batches = sorted({10, 512} if not user else {user_batch})
+    return cases + _steady_cases(spec, parts, sweep_model, sorted(batches), sync_batches)
+
+
+def _run_cases(spec: Callable[..., CaseSpec], runs: list, parts, user: bool) -> list[CaseSpec]:
+    """The whole runs: the custom loop's (``loop``), then ``model.fit``'s (``fit``)."""
+    cases: list[CaseSpec] = []
     if "loop" in parts:
         for ex, m, n, b, d, e in runs:
             cases.append(spec(kind="loop", model=m, example=ex, samples=n, batch=b, data=d, epochs=e))
@@ -122,24 +131,33 @@ def build_cases(
                     kind="fit", model=m, example=ex, samples=n, batch=b, data=data, epochs=2 if user else FIT_EPOCHS[ex]
                 )
             )
+    return cases
+
+
+def _steady_cases(
+    spec: Callable[..., CaseSpec], parts, model: str, batches: list, sync_batches: list
+) -> list[CaseSpec]:
+    """The steady steps: the sync modes at ``sync_batches`` (``sync`` without ``sweep``), or
+    the batch sweep (in every sync mode with ``sync``)."""
+    cases: list[CaseSpec] = []
     if "sync" in parts and "sweep" not in parts:
-        for b in sorted({10, 512} if not user else {user_batch}):
+        for b in sync_batches:
             for s in SYNC_MODES:
-                cases.append(spec(kind="steady", model=sweep_model, batch=b, sync=s))
+                cases.append(spec(kind="steady", model=model, batch=b, sync=s))
     if "sweep" in parts:
         for s in SYNC_MODES if "sync" in parts else ("none",):
-            for b in sorted(batches):
-                cases.append(spec(kind="steady", model=sweep_model, batch=b, sync=s))
+            for b in batches:
+                cases.append(spec(kind="steady", model=model, batch=b, sync=s))
     return cases
 
 
 # ---------------- inside the child ----------------
 
 
-def _training(fw):
+def _training(fw: Framework) -> Training:
     from whichdevice import frameworks
 
-    return frameworks.training_module(fw.name)
+    return frameworks.part(fw.name, "training")
 
 
 def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[RawTiming, dict]:
@@ -271,7 +289,9 @@ def _trace_callbacks(spec, fw) -> list:
     import re
     from pathlib import Path
 
-    profiler = importlib.import_module(f"whichdevice.frameworks.{fw.name}.profiler")
+    from whichdevice import frameworks
+
+    profiler = frameworks.part(fw.name, "profiler")
     label = "-".join(str(spec.params.get(k)) for k in ("example", "kind", "batch") if spec.params.get(k) is not None)
     sub = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{spec.device}-{label}")
     return [profiler.steady_trace_callback(Path(str(root)) / sub)]
@@ -329,7 +349,7 @@ def prepare(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: flo
     """One member of an interleaved group: a steady case built, traced and warmed up (its own
     telemetry window after the warm-up when the policy has one); or a fit case (:class:`_Fit`)
     built, compiled and fitted for its warm-up epoch; or one side of a torch DataLoader pair
-    (``torch_diagnose.LoaderPasses``, a ``_Fit`` of loader passes)."""
+    (``torch_diagnose.LoaderPasses``, timed as a ``_Fit``: both are ``EpochTurns``)."""
     kind = spec.params.get("kind")
     if kind == "fit":
         return _Fit(spec, fw)
@@ -343,7 +363,7 @@ def prepare(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: flo
     return warm_up(fn, sync=fw.sync.sync, policy=policy, overhead_s=overhead_s), metrics
 
 
-class _Fit:
+class _Fit(EpochTurns):
     """One ``model.fit`` variant of an interleaved group (steps_per_execution, jit_compile):
     built and compiled, its first epoch fitted as the warm-up (tracing, XLA compilation, the
     pipeline's start), then one ``fit(epochs=1)`` per turn (:meth:`epoch`), each turn's batches
@@ -377,7 +397,7 @@ class _Fit:
         }
 
 
-def _time_fits(prepared: list[_Fit], overhead_s: float, steady_epochs: int, before=None) -> list:
+def _time_fits(prepared: list[EpochTurns], overhead_s: float, steady_epochs: int, before=None) -> list:
     """The fits' steady epochs in two halves, A B C | C B A (first order shuffled, seeded), as
     the input-pipeline loops: one epoch per turn, so slow drift over the group's time hits every
     variant alike (an epoch cannot be cut in blocks: Keras runs it whole). ``steady_epochs``
@@ -405,7 +425,7 @@ def time_group(prepared, fw, policy, overhead_s, before=None) -> list:
     """The prepared members timed together: fits epoch by epoch in two halves
     (:func:`_time_fits`), steady steps block by block in turns (``interleave_blocks``); one
     ``(Timing, metrics)`` per member, or the exception its turns raised (the others go on)."""
-    if prepared and isinstance(prepared[0], _Fit):
+    if prepared and isinstance(prepared[0], EpochTurns):
         epochs = scalar_int(prepared[0].spec.params.get("epochs", 2))
         return _time_fits(prepared, overhead_s, max(1, epochs - 1), before)
     warms = [w for w, _ in prepared]

@@ -4,7 +4,7 @@ Imported inside a measuring child only (it imports Keras)."""
 
 from __future__ import annotations
 
-from whichdevice.frameworks.common import iospec, models, usermodel
+from whichdevice.frameworks.common import iospec, models, userload
 
 
 def _shape(text) -> tuple[int, ...]:
@@ -54,7 +54,7 @@ class CaseModel:
         if self.own is not None:
             return self.own.build_model(self.name)
         if self.name == "user":
-            return usermodel.call_model_function(self.p["model_file"], str(self.p["model_fn"]))
+            return userload.call_model_function(self.p["model_file"], str(self.p["model_fn"]))
         return models.build(self.name)
 
     @property
@@ -151,7 +151,7 @@ class CaseModel:
     def dataset(self, training, n: int, batch: int, data: str):
         """The case's input: numpy arrays (``data=numpy``) or a tf.data pipeline."""
         if self.name == "user" and self.p.get("data_file"):
-            ds = usermodel.call_data_function(self.p["data_file"], str(self.p["data_fn"]))
+            ds = userload.call_data_function(self.p["data_file"], str(self.p["data_fn"]))
             return training.user_dataset(ds, batch, n)
         x, y = self.arrays(n)
         if data == "numpy":

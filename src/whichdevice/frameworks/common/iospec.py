@@ -273,22 +273,25 @@ def _per_output_losses(loss, names: list[str]) -> list:
     return [loss] * n
 
 
+def _output_structure(y_pred) -> tuple[list, str, list]:
+    """The model's outputs as (values, structure, keys): a dict's values by key, a list's
+    (``single`` for a list of one), or one tensor."""
+    if isinstance(y_pred, dict):
+        keys = list(y_pred.keys())
+        return [y_pred[k] for k in keys], "dict", keys
+    if isinstance(y_pred, (list, tuple)):
+        values = list(y_pred)
+        return values, "list" if len(values) > 1 else "single", []
+    return [y_pred], "single", []
+
+
 def infer_outputs(model, y_pred, classes: int | None, compiled: bool) -> dict:
     """The targets to draw, per output: ``{"outputs": [{name, shape, kind, classes, loss}],
     "out_struct", "out_keys", "compile_loss"}`` (``compile_loss``: what to compile an
     uncompiled model with, per output; None when the user compiled it)."""
     import keras
 
-    if isinstance(y_pred, dict):
-        keys = list(y_pred.keys())
-        values = [y_pred[k] for k in keys]
-        struct = "dict"
-    elif isinstance(y_pred, (list, tuple)):
-        values = list(y_pred)
-        struct = "list" if len(values) > 1 else "single"
-        keys = []
-    else:
-        values, struct, keys = [y_pred], "single", []
+    values, struct, keys = _output_structure(y_pred)
     names = list(keys)
     if not names:
         model_names = list(getattr(model, "output_names", None) or [])

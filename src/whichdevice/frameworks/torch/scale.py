@@ -32,21 +32,34 @@ global batches and pays one all-reduce.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from whichdevice.frameworks.common import scaleworker as sw
+
+
+@dataclass(frozen=True)
+class _Rank:
+    """This process's place in the group, and what every point shares."""
+
+    job: dict
+    rank: int
+    world: int
+    seen: int  # the group's size, read back from the process group
+    sync: Callable[[Any], None]
 
 
 def run(job: dict, emit: sw.Emitter) -> None:
     import torch
     import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel
 
     from whichdevice.core.machine import usable_cores
     from whichdevice.core.timing import measure_overhead
-    from whichdevice.frameworks.torch import training
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.set_num_threads(max(1, usable_cores() // int(job.get("max_replicas", world))))
@@ -69,58 +82,76 @@ def run(job: dict, emit: sw.Emitter) -> None:
 
         overhead_s = measure_overhead(time.perf_counter, sync)
         policy = sw.timing_policy(job)
-        name = job["model"]["model"]
+        me = _Rank(job, rank, world, seen, sync)
         for batch, variant in sw.points(job, world):
-
-            def make(batch=batch, variant=variant):
-                if batch % world:
-                    raise ValueError(f"global batch {batch} is not divisible by {world} processes")
-                local = batch // world
-                model = training.build_model(name)
-                ddp = DistributedDataParallel(model)
-                optimizer, loss_fn = training.optimizer_and_loss(name, ddp)
-                x, y = sw.data(job["model"], batch)
-                xb = torch.from_numpy(x[rank * local : (rank + 1) * local])
-                yb = torch.from_numpy(y[rank * local : (rank + 1) * local])
-                params = float(sum(p.numel() for p in model.parameters() if p.requires_grad))
-                metrics = {"replicas_seen": float(seen), "per_replica_batch": float(local), "params": params}
-                metrics["threads_per_replica"] = float(torch.get_num_threads())
-
-                def step():
-                    optimizer.zero_grad(set_to_none=True)
-                    loss = loss_fn(ddp(xb), yb)
-                    loss.backward()
-                    optimizer.step()
-                    return loss
-
-                def step_no_sync():
-                    with ddp.no_sync():  # gradients stay local: no all-reduce
-                        optimizer.zero_grad(set_to_none=True)
-                        loss = loss_fn(ddp(xb), yb)
-                        loss.backward()
-                    optimizer.step()
-                    return loss
-
-                def step_accumulated():
-                    # ACCUM micro-batches, the gradient all-reduced once (the last backward),
-                    # one optimizer step: the fix that pays the all-reduce once per ACCUM batches.
-                    optimizer.zero_grad(set_to_none=True)
-                    with ddp.no_sync():
-                        for _ in range(ACCUM - 1):
-                            loss_fn(ddp(xb), yb).backward()
-                    loss = loss_fn(ddp(xb), yb)
-                    loss.backward()
-                    optimizer.step()
-                    return loss
-
-                if variant == f"accum{ACCUM}":
-                    metrics["micro_batches"] = float(ACCUM)
-                    return step_accumulated, sync, metrics
-                return (step_no_sync if variant == "no_sync" else step), sync, metrics
-
+            make = functools.partial(_make_point, me, batch, variant)
             sw.measure_point(emit, world, batch, variant, make, policy, clock=clock, overhead_s=overhead_s, fatal=True)
     finally:
         dist.destroy_process_group()
+
+
+def _make_point(me: _Rank, batch: int, variant: str):
+    """One point's (step, sync, metrics): the built-in model under DDP, this rank's slice of
+    the global ``batch``, and the ``variant``'s step."""
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    from whichdevice.frameworks.torch import training
+
+    if batch % me.world:
+        raise ValueError(f"global batch {batch} is not divisible by {me.world} processes")
+    local = batch // me.world
+    name = me.job["model"]["model"]
+    model = training.build_model(name)
+    ddp = DistributedDataParallel(model)
+    optimizer, loss_fn = training.optimizer_and_loss(name, ddp)
+    x, y = sw.data(me.job["model"], batch)
+    xb = torch.from_numpy(x[me.rank * local : (me.rank + 1) * local])
+    yb = torch.from_numpy(y[me.rank * local : (me.rank + 1) * local])
+    params = float(sum(p.numel() for p in model.parameters() if p.requires_grad))
+    metrics = {"replicas_seen": float(me.seen), "per_replica_batch": float(local), "params": params}
+    metrics["threads_per_replica"] = float(torch.get_num_threads())
+    if variant == f"accum{ACCUM}":
+        metrics["micro_batches"] = float(ACCUM)
+    return _step(variant, ddp, (optimizer, loss_fn), (xb, yb)), me.sync, metrics
+
+
+def _step(variant: str, ddp, optimizer_loss: tuple, xy: tuple) -> Callable[[], Any]:
+    """The variant's step on this rank's batch ``xy``: the plain DDP step, the same inside
+    ``no_sync()`` (``no_sync``: no all-reduce) or ``ACCUM`` micro-batches (``accum4``)."""
+    optimizer, loss_fn = optimizer_loss
+    xb, yb = xy
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(ddp(xb), yb)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    def step_no_sync():
+        with ddp.no_sync():  # gradients stay local: no all-reduce
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(ddp(xb), yb)
+            loss.backward()
+        optimizer.step()
+        return loss
+
+    def step_accumulated():
+        # ACCUM micro-batches, the gradient all-reduced once (the last backward),
+        # one optimizer step: the fix that pays the all-reduce once per ACCUM batches.
+        optimizer.zero_grad(set_to_none=True)
+        with ddp.no_sync():
+            for _ in range(ACCUM - 1):
+                loss_fn(ddp(xb), yb).backward()
+        loss = loss_fn(ddp(xb), yb)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    if variant == f"accum{ACCUM}":
+        return step_accumulated
+    return step_no_sync if variant == "no_sync" else step
 
 
 # Gradient accumulation (the ``accum4`` variant): micro-batches per optimizer step.

@@ -12,29 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import weakref
-from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from whichdevice.frameworks.common.batches import NumpyBatches
 
-
-@dataclass(frozen=True)
-class StepOptions:
-    """How ``train_step`` runs one step: the settings ``diagnose --framework torch``'s fixes vary
-    (frameworks/torch/usercase.py sets them per model). The defaults are the plain loop."""
-
-    set_to_none: bool = True  # optimizer.zero_grad(set_to_none=...): torch's default since 2.0
-    autocast: str = "off"  # "bfloat16" / "float16": forward and loss under torch.autocast
-    channels_last: bool = False  # 4-d inputs copied to channels_last each step (the model too)
-    cudnn_benchmark: bool | None = None  # set torch.backends.cudnn.benchmark before each step (GPU)
-    non_blocking: bool = False  # host batches copied with .to(device, non_blocking=True)
-
-
-# The options of the models built with non-default ones, by model (train_step looks them up).
-STEP_OPTIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# The step's settings and the host-to-device copy live in ``steps.py``, shared with the user's
+# case model (``usercase.py``); re-exported here, the training module's names.
+from whichdevice.frameworks.torch.steps import STEP_OPTIONS, StepOptions, _tensor, on_device  # noqa: F401
 
 
 def build_model(name: str):
@@ -57,17 +42,6 @@ def optimizer_and_loss(name: str, model):
     """Adam 1e-3 (both seeds' Keras default) and the seed's loss, on logits."""
     opt = torch.optim.Adam(model.parameters(), 1e-3)
     return opt, (torch.nn.CrossEntropyLoss() if name == "seed001" else torch.nn.BCEWithLogitsLoss())
-
-
-def _tensor(a, device, non_blocking: bool = False):
-    """Host numpy (or a tensor) -> a tensor on ``device``; float64 inputs (seed 001 draws them)
-    become float32, as the Keras layer casts them; integer labels stay int64."""
-    if isinstance(a, torch.Tensor):
-        return a if a.device == device else a.to(device, non_blocking=non_blocking)
-    t = torch.from_numpy(np.asarray(a))
-    if t.dtype == torch.float64:
-        t = t.float()
-    return t.to(device, non_blocking=non_blocking)
 
 
 def train_step(model, optimizer, loss_fn):
@@ -105,18 +79,12 @@ def user_dataset(ds, batch: int, samples: int | None):
 
 def __getattr__(name: str):
     # The user's nn.Module (diagnose --framework torch): casemodel.CaseModel builds it through
-    # this class; imported on first use (it imports casemodel, which imports this module's users).
+    # this class; imported on first use (only ``diagnose --framework torch`` needs it).
     if name == "UserCaseModel":
         from whichdevice.frameworks.torch.usercase import UserCaseModel
 
         return UserCaseModel
     raise AttributeError(name)
-
-
-def on_device(x, y, device_scope):
-    """One batch copied to the device once (steady steps without input costs)."""
-    dev = device_scope if isinstance(device_scope, torch.device) else torch.get_default_device()
-    return _tensor(x, dev), _tensor(y, dev)
 
 
 def read_back(loss) -> float:

@@ -28,7 +28,7 @@ import threading
 import torch
 
 from whichdevice.frameworks.common.casemodel import CaseModel, _shape
-from whichdevice.frameworks.torch import training as torch_training
+from whichdevice.frameworks.torch import steps as torch_steps
 from whichdevice.frameworks.torch import usermodel
 
 # A DataLoader worker's batch not ready in this long fails the case with torch's own message
@@ -39,8 +39,8 @@ LOADER_TIMEOUT_S = 30.0
 _LOSS_OPT: dict[int, tuple[object, object]] = {}
 
 
-def step_options(params: dict) -> torch_training.StepOptions:
-    return torch_training.StepOptions(
+def step_options(params: dict) -> torch_steps.StepOptions:
+    return torch_steps.StepOptions(
         set_to_none=bool(params.get("set_to_none", True)),
         autocast=str(params.get("autocast", "off")),
         channels_last=bool(params.get("channels_last", False)),
@@ -62,7 +62,7 @@ class UserCaseModel(CaseModel):
         opt = user.optimizer or torch.optim.Adam(model.parameters(), usermodel.ADAM_LR)
         if self.p.get("torch_compile"):
             model = self._compiled(model, loss)
-        torch_training.STEP_OPTIONS[model] = step_options(self.p)
+        torch_steps.STEP_OPTIONS[model] = step_options(self.p)
         _LOSS_OPT[id(model)] = (loss, opt)
         return model
 
@@ -74,9 +74,9 @@ class UserCaseModel(CaseModel):
         _private_inductor_cache()
         compiled = torch.compile(model)
         b = int(self.p.get("batch", 32))
-        x, y = self.one_batch(torch_training, b)
+        x, y = self.one_batch(None, b)  # this class's one_batch reads no training module
         device = next(model.parameters()).device
-        xb, yb = torch_training.on_device(x, y, device)
+        xb, yb = torch_steps.on_device(x, y, device)
         limit = float(self.p.get("compile_limit_s", 90.0))  # workloads/torch_diagnose.compile_limit_s
         with _time_limit(limit, f"torch.compile did not finish compiling within {limit:g} s here (raise --budget)"):
             loss(compiled(xb), yb).backward()

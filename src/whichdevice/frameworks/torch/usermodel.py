@@ -325,6 +325,118 @@ def _output_tensor(out, has_loss: bool, function: str):
     )
 
 
+@dataclass
+class _Sample:
+    """The batch the pre-flight trains on, and how to name its shape in an error."""
+
+    x: torch.Tensor
+    y: torch.Tensor | None  # None: synthetic labels, made once the output's shape is known
+    data_batch: int | None  # the data's own batch size (None without --data)
+    shape_arg: str  # the argument that set the input's shape
+    shape_text: str
+
+
+def _first_batch(data, function: str):
+    """The data's first batch, or one line naming what is wrong with it."""
+    try:
+        return next(iter(data))
+    except StopIteration:
+        raise UserFileError("--data", f"{function}() yields no batches", "Return at least one batch") from None
+    except UserFileError:
+        raise
+    except Exception as e:
+        raise UserFileError(
+            "--data", f"reading the first batch raised {_exc_line(e)}", "Fix the data function or its dataset"
+        ) from None
+
+
+def _data_sample(data_fn: UserFunction, input_shape: tuple[int, ...] | None, batch: int | None) -> _Sample:
+    """The first batch of the user's data (re-batched to ``batch`` when it is a DataLoader),
+    checked against ``--batch`` and ``--input-shape``."""
+    data = call_data_function(data_fn.path, data_fn.function)
+    data_batch = loader_batch(data)
+    if batch and is_loader(data):
+        data = rebuilt_loader(data, batch=batch)
+    x, y = _pair(_first_batch(data, data_fn.function), data_fn.function)
+    data_batch = data_batch or int(x.shape[0])
+    if batch and not is_loader(data) and int(x.shape[0]) != batch:
+        raise UserFileError(
+            "--batch",
+            f"{batch}, but the data's batches hold {int(x.shape[0])} samples and are not a DataLoader "
+            "(whichdevice cannot re-batch them)",
+            f"Leave --batch out (it is then {int(x.shape[0])}) or return a DataLoader",
+        )
+    if input_shape is not None and tuple(x.shape[1:]) != tuple(input_shape):
+        raise UserFileError(
+            "--input-shape",
+            f"{','.join(map(str, input_shape))}, but the data's inputs are {tuple(x.shape[1:])}",
+            "Leave --input-shape out when --data is given",
+        )
+    return _Sample(x, y, data_batch, "--data", f"the data's inputs {tuple(x.shape[1:])}")
+
+
+def _synthetic_sample(module: torch.nn.Module, input_shape: tuple[int, ...] | None, vocab: int | None) -> _Sample:
+    """Two random inputs of ``--input-shape`` (or the shape the first layer tells)."""
+    guess, example, _ = input_hint(module)
+    if input_shape is None:
+        if guess is None:
+            raise UserFileError(
+                "--input-shape",
+                f"is missing and the module's first layer ({type(_first_leaf(module)).__name__}) "
+                "does not tell the whole shape of a sample",
+                f"Pass one sample's shape without the batch, e.g. --input-shape {example}",
+            )
+        input_shape = guess
+    x = torch.as_tensor(synthetic_inputs(2, tuple(input_shape), vocab))
+    return _Sample(x, None, None, "--input-shape", f"input of shape {tuple(input_shape)}")
+
+
+def _forward(module: torch.nn.Module, sample: _Sample):
+    """One forward pass in training mode; a model that rejects the input names the shape."""
+    module.train()
+    try:
+        return module(sample.x)
+    except Exception as e:
+        _, example, _ = input_hint(module)
+        raise UserFileError(
+            sample.shape_arg,
+            f"the model rejects {sample.shape_text}: {_exc_line(e)}",
+            f"Pass the shape one sample has for the model's first layer, e.g. --input-shape {example}",
+        ) from None
+
+
+def _train_step(
+    module: torch.nn.Module, loss_fn, opt, xy: tuple[torch.Tensor, torch.Tensor], blame_model: bool
+) -> float:
+    """One real training step on this very batch ``xy``; the loss's value. A failure blames --model
+    when the user chose the loss or the data (``blame_model``), else --classes."""
+    try:
+        opt.zero_grad()
+        loss = loss_fn(module(xy[0]), xy[1])
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            what = (
+                type(loss).__name__ if not isinstance(loss, torch.Tensor) else f"a tensor of shape {tuple(loss.shape)}"
+            )
+            raise UserFileError(
+                "--model",
+                f"the loss returned {what}, not one number",
+                "Return a scalar loss (e.g. reduce it with .mean())",
+            )
+        loss.backward()
+        opt.step()
+        return float(loss.detach())
+    except UserFileError:
+        raise
+    except Exception as e:
+        arg = "--model" if blame_model else "--classes"
+        fix = (
+            "Make the loss take (model output, labels) of these shapes"
+            if arg == "--model"
+            else "Check --classes against the model's last layer"
+        )
+        raise UserFileError(arg, f"one training step failed: {_exc_line(e)}", fix) from None
+
+
 def check(
     model_fn: UserFunction,
     input_shape: tuple[int, ...] | None,
@@ -337,96 +449,19 @@ def check(
     user = call_model_function(model_fn.path, model_fn.function)
     module = user.module
     vocab = _embedding_vocab(module)
-    data_batch = None
     if data_fn is not None:
-        data = call_data_function(data_fn.path, data_fn.function)
-        data_batch = loader_batch(data)
-        if batch and is_loader(data):
-            data = rebuilt_loader(data, batch=batch)
-        try:
-            first = next(iter(data))
-        except StopIteration:
-            raise UserFileError(
-                "--data", f"{data_fn.function}() yields no batches", "Return at least one batch"
-            ) from None
-        except UserFileError:
-            raise
-        except Exception as e:
-            raise UserFileError(
-                "--data", f"reading the first batch raised {_exc_line(e)}", "Fix the data function or its dataset"
-            ) from None
-        x, y = _pair(first, data_fn.function)
-        data_batch = data_batch or int(x.shape[0])
-        if batch and not is_loader(data) and int(x.shape[0]) != batch:
-            raise UserFileError(
-                "--batch",
-                f"{batch}, but the data's batches hold {int(x.shape[0])} samples and are not a DataLoader "
-                "(whichdevice cannot re-batch them)",
-                f"Leave --batch out (it is then {int(x.shape[0])}) or return a DataLoader",
-            )
-        if input_shape is not None and tuple(x.shape[1:]) != tuple(input_shape):
-            raise UserFileError(
-                "--input-shape",
-                f"{','.join(map(str, input_shape))}, but the data's inputs are {tuple(x.shape[1:])}",
-                "Leave --input-shape out when --data is given",
-            )
-        shape_arg, shape_text = "--data", f"the data's inputs {tuple(x.shape[1:])}"
+        sample = _data_sample(data_fn, input_shape, batch)
     else:
-        guess, example, _ = input_hint(module)
-        if input_shape is None:
-            if guess is None:
-                raise UserFileError(
-                    "--input-shape",
-                    f"is missing and the module's first layer ({type(_first_leaf(module)).__name__}) "
-                    "does not tell the whole shape of a sample",
-                    f"Pass one sample's shape without the batch, e.g. --input-shape {example}",
-                )
-            input_shape = guess
-        x = torch.as_tensor(synthetic_inputs(2, tuple(input_shape), vocab))
-        y = None
-        shape_arg, shape_text = "--input-shape", f"input of shape {tuple(input_shape)}"
-    module.train()
-    try:
-        out = module(x)
-    except Exception as e:
-        _, example, _ = input_hint(module)
-        raise UserFileError(
-            shape_arg,
-            f"the model rejects {shape_text}: {_exc_line(e)}",
-            f"Pass the shape one sample has for the model's first layer, e.g. --input-shape {example}",
-        ) from None
-    out = _output_tensor(out, user.loss_fn is not None, model_fn.function)
+        sample = _synthetic_sample(module, input_shape, vocab)
+    x, y = sample.x, sample.y
+    out = _output_tensor(_forward(module, sample), user.loss_fn is not None, model_fn.function)
     out_shape = tuple(int(d) for d in out.shape[1:]) if isinstance(out, torch.Tensor) else ()
     label_classes = _label_classes(user.loss_fn, classes, out_shape, y)
     if y is None:
         y = torch.as_tensor(synthetic_labels(len(x), label_classes, out_shape))
     loss_fn = user.loss_fn or default_loss(label_classes)
     opt = user.optimizer or torch.optim.Adam(module.parameters(), ADAM_LR)
-    try:  # one real training step, on this very batch
-        opt.zero_grad()
-        loss = loss_fn(module(x), y)
-        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-            what = (
-                type(loss).__name__ if not isinstance(loss, torch.Tensor) else f"a tensor of shape {tuple(loss.shape)}"
-            )
-            raise UserFileError(
-                "--model",
-                f"the loss returned {what}, not one number",
-                "Return a scalar loss (e.g. reduce it with .mean())",
-            )
-        loss.backward()
-        opt.step()
-        value = float(loss.detach())
-    except UserFileError:
-        raise
-    except Exception as e:
-        arg = "--model" if user.loss_fn is not None or data_fn is not None else "--classes"
-        fix = (
-            "Make the loss take (model output, labels) of these shapes"
-            if arg == "--model"
-            else "Check --classes against the model's last layer"
-        )
-        raise UserFileError(arg, f"one training step failed: {_exc_line(e)}", fix) from None
+    value = _train_step(module, loss_fn, opt, (x, y), user.loss_fn is not None or data_fn is not None)
     return {
         "ok": True,
         "name": type(module).__name__,
@@ -439,7 +474,7 @@ def check(
         "vocab": vocab,
         "output_shape": list(out_shape),
         "label_classes": label_classes,
-        "data_batch": data_batch,
+        "data_batch": sample.data_batch,
         "conv2d": any(isinstance(m, torch.nn.Conv2d) for m in module.modules()),
         "first_loss": value if math.isfinite(value) else None,
     }

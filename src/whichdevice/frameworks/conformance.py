@@ -1,0 +1,47 @@
+"""The optional parts' static check: each framework module listed in ``frameworks.PARTS``
+assigned to its protocol (``contracts.OPTIONAL``), so that mypy checks the modules' signatures
+against what the workloads call (PEP 544: a module implements a protocol structurally).
+
+Never imported: it exists for mypy (everything below is under ``TYPE_CHECKING``). At run time
+``frameworks.part`` checks the same protocols when it loads a part; tests/test_contracts.py
+checks that this file names every part ``PARTS`` lists.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from whichdevice.frameworks import contracts
+    from whichdevice.frameworks.keras_jax import calibration as keras_jax_calibration
+    from whichdevice.frameworks.keras_jax import scale as keras_jax_scale
+    from whichdevice.frameworks.keras_jax import training as keras_jax_training
+    from whichdevice.frameworks.keras_torch import calibration as keras_torch_calibration
+    from whichdevice.frameworks.keras_torch import training as keras_torch_training
+    from whichdevice.frameworks.tensorflow import calibration as tensorflow_calibration
+    from whichdevice.frameworks.tensorflow import pipeline as tensorflow_pipeline
+    from whichdevice.frameworks.tensorflow import placement_log as tensorflow_placement_log
+    from whichdevice.frameworks.tensorflow import precision as tensorflow_precision
+    from whichdevice.frameworks.tensorflow import profiler as tensorflow_profiler
+    from whichdevice.frameworks.tensorflow import scale as tensorflow_scale
+    from whichdevice.frameworks.tensorflow import training as tensorflow_training
+    from whichdevice.frameworks.torch import calibration as torch_calibration
+    from whichdevice.frameworks.torch import scale as torch_scale
+    from whichdevice.frameworks.torch import training as torch_training
+
+    # one line a part (CalibrationProbes includes Calibration): mypy names the member that differs
+    _tensorflow_training: contracts.Training = tensorflow_training
+    _tensorflow_calibration: contracts.CalibrationProbes = tensorflow_calibration
+    _tensorflow_scale: contracts.Scale = tensorflow_scale
+    _tensorflow_pipeline: contracts.Pipeline = tensorflow_pipeline
+    _tensorflow_profiler: contracts.Profiler = tensorflow_profiler
+    _tensorflow_precision: contracts.Precision = tensorflow_precision
+    _tensorflow_placement_log: contracts.PlacementLog = tensorflow_placement_log
+    _keras_jax_training: contracts.Training = keras_jax_training
+    _keras_jax_calibration: contracts.Calibration = keras_jax_calibration
+    _keras_jax_scale: contracts.Scale = keras_jax_scale
+    _keras_torch_training: contracts.Training = keras_torch_training
+    _keras_torch_calibration: contracts.Calibration = keras_torch_calibration
+    _torch_training: contracts.Training = torch_training
+    _torch_calibration: contracts.Calibration = torch_calibration
+    _torch_scale: contracts.Scale = torch_scale
