@@ -49,6 +49,9 @@ from whichdevice.core.validate import (
 )
 from whichdevice.workloads import matmul as matmul_workload
 
+if typing.TYPE_CHECKING:
+    from whichdevice.workloads.userfile import UserFunction
+
 MAX_MATMUL_N = 32768  # two float32 operands + result = 12 GiB: beyond that, not a laptop question
 
 
@@ -553,18 +556,55 @@ def diagnose(
     arrays, or "FILE.py:FUNCTION" returning a tf.data.Dataset, or None for synthetic data.
     Model objects are saved to a temporary .keras file that each measuring child loads.
     """
+    opts = _DiagnoseOptions(input_shape, classes, samples, batch, budget_s, devices, cpu_threads)
     if framework == "torch" or (not isinstance(model, str) and _is_torch_object(model)):
-        return _diagnose_torch(
-            model,
-            data,
-            input_shape=input_shape,
-            classes=classes,
-            samples=samples,
-            batch=batch,
-            budget_s=budget_s,
-            devices=devices,
-            cpu_threads=cpu_threads,
-        )
+        return _diagnose_torch(model, data, opts)
+    return _diagnose_keras(model, data, opts)
+
+
+@dataclass(frozen=True)
+class _DiagnoseOptions:
+    """``diagnose``'s options besides the model and its data, as the caller gave them."""
+
+    input_shape: typing.Any
+    classes: typing.Any
+    samples: int
+    batch: int
+    budget_s: float
+    devices: typing.Any
+    cpu_threads: typing.Any
+
+
+@dataclass(frozen=True)
+class _UserModel:
+    """The user's model and data functions and the options about them, checked by the CLI's parsers."""
+
+    model_fn: UserFunction
+    data_fn: UserFunction | None
+    shape: tuple[int, ...] | None
+    classes: int | None
+    batch: int  # as diagnose() types it; None if the caller passed None (torch: the DataLoader's batch)
+    samples: int
+
+
+def _parse_user_model(model: str, data: str | None, opts: _DiagnoseOptions) -> _UserModel:
+    """``model`` and ``data`` (FILE.py:FUNCTION) and their options, each checked as the CLI
+    checks its option, in the CLI's order: the first bad one is the error."""
+    from whichdevice.workloads import userfile
+
+    return _UserModel(
+        model_fn=userfile.parse_spec(model, "--model"),
+        data_fn=userfile.parse_spec(data, "--data") if data else None,
+        shape=parse_shape(_csv(opts.input_shape)),  # the CLI's parser: keeps order and repeats (28,28,1)
+        classes=parse_positive_int(_opt_str(opts.classes), "--classes", "10", maximum=1_000_000),
+        batch=parse_positive_int(_opt_str(opts.batch), "--batch", "32", maximum=65536),
+        samples=parse_positive_int(_opt_str(opts.samples), "--samples", "10000", maximum=10_000_000),
+    )
+
+
+def _diagnose_keras(model, data, opts: _DiagnoseOptions) -> SuiteResult:
+    """``diagnose`` of a Keras model: an object is saved to a kept folder (``_materialize``)
+    each measuring child loads; then the CLI's Keras path."""
     if not isinstance(model, str):
         if not hasattr(model, "save"):
             raise UsageError(
@@ -572,52 +612,35 @@ def diagnose(
             )
         with _kept_folder("model") as tmp:
             model_spec, data_spec = _materialize(model, data, Path(tmp))
-            return diagnose(
-                model_spec,
-                data_spec,
-                input_shape=input_shape,
-                classes=classes,
-                samples=samples,
-                batch=batch,
-                budget_s=budget_s,
-                devices=devices,
-                cpu_threads=cpu_threads,
-            )
+            return _diagnose_keras(model_spec, data_spec, opts)
     if data is not None and not isinstance(data, str):
         raise UsageError("data", "(x, y) arrays need a model object", 'Pass data as "my_data.py:make_dataset".')
-    from whichdevice.workloads import userfile
-
-    model_fn = userfile.parse_spec(model, "--model")
-    data_fn = userfile.parse_spec(data, "--data") if data else None
-    shape = parse_shape(_csv(input_shape))  # the CLI's parser: keeps order and repeats (28,28,1)
-    n_classes = parse_positive_int(_opt_str(classes), "--classes", "10", maximum=1_000_000)
-    n_batch = parse_positive_int(_opt_str(batch), "--batch", "32", maximum=65536)
-    n_samples = parse_positive_int(_opt_str(samples), "--samples", "10000", maximum=10_000_000)
+    u = _parse_user_model(model, data, opts)
     from whichdevice.workloads.suite import plan_user_suite, sizing_options
 
     user, sizing = plan_user_suite(  # the pre-flight's training step; the cases sized to the budget
-        model_fn,
-        shape,
-        n_classes,
-        data_fn,
+        u.model_fn,
+        u.shape,
+        u.classes,
+        u.data_fn,
         "tensorflow",
-        batch=n_batch,
-        samples=n_samples,
-        budget_s=parse_budget(_opt_str(budget_s), "budget_s"),
-        samples_given=n_samples != 10_000,
+        batch=u.batch,
+        samples=u.samples,
+        budget_s=parse_budget(_opt_str(opts.budget_s), "budget_s"),
+        samples_given=u.samples != 10_000,
     )
     return _suite(
         "diagnose",
-        lambda found, d: user_cases("tensorflow", d.name, user=user, batch=n_batch, samples=n_samples, sizing=sizing),
-        budget_s=budget_s,
-        devices=devices,
-        cpu_threads=cpu_threads,
+        lambda found, d: user_cases("tensorflow", d.name, user=user, batch=u.batch, samples=u.samples, sizing=sizing),
+        budget_s=opts.budget_s,
+        devices=opts.devices,
+        cpu_threads=opts.cpu_threads,
         framework="tensorflow",
         options={
-            "model": model_fn.text,
-            "data": data_fn.text if data_fn else None,
-            "batch": n_batch,
-            "samples": n_samples,
+            "model": u.model_fn.text,
+            "data": u.data_fn.text if u.data_fn else None,
+            "batch": u.batch,
+            "samples": u.samples,
             **sizing_options(sizing),
         },
         point_cap_s=sizing.get("point_cap_s"),
@@ -631,9 +654,7 @@ def _is_torch_object(obj) -> bool:
     return any(getattr(c, "__module__", "").startswith("torch.nn") for c in type(first).__mro__)
 
 
-def _diagnose_torch(
-    model, data, *, input_shape, classes, samples, batch, budget_s, devices, cpu_threads
-) -> SuiteResult:
+def _diagnose_torch(model, data, opts: _DiagnoseOptions) -> SuiteResult:
     """``diagnose`` of a PyTorch model: objects are pickled to a kept folder (``_kept_folder``,
     as a Keras model object's) each measuring child loads (frameworks/torch/usermodel.materialize), then the CLI's torch path."""
     if not isinstance(model, str):
@@ -645,45 +666,30 @@ def _diagnose_torch(
                 model_spec, data_spec = torch_usermodel.materialize(model, data, Path(tmp))
             except UserFileError as e:
                 raise UsageError(e.argument, e.problem, e.fix + ".") from None
-            return _diagnose_torch(
-                model_spec,
-                data_spec,
-                input_shape=input_shape,
-                classes=classes,
-                samples=samples,
-                batch=batch,
-                budget_s=budget_s,
-                devices=devices,
-                cpu_threads=cpu_threads,
-            )
+            return _diagnose_torch(model_spec, data_spec, opts)
     if data is not None and not isinstance(data, str):
         raise UsageError("data", "a DataLoader or (x, y) needs a model object", 'Pass data as "my_data.py:loader".')
     from whichdevice import frameworks
-    from whichdevice.workloads import torch_diagnose, userfile
+    from whichdevice.workloads import torch_diagnose
 
-    model_fn = userfile.parse_spec(model, "--model")
-    data_fn = userfile.parse_spec(data, "--data") if data else None
-    shape = parse_shape(_csv(input_shape))
-    n_classes = parse_positive_int(_opt_str(classes), "--classes", "10", maximum=1_000_000)
-    given = parse_positive_int(_opt_str(batch), "--batch", "32", maximum=65536) if batch is not None else None
-    n_samples = parse_positive_int(_opt_str(samples), "--samples", "10000", maximum=10_000_000)
+    u = _parse_user_model(model, data, opts)
     env = frameworks.env_module("torch").child_env("cpu")
-    user = torch_diagnose.user_params(model_fn, shape, n_classes, data_fn, given, env)
-    n_batch = given or int(user.get("data_batch") or 32)
-    budget = parse_budget(_opt_str(budget_s), "budget_s")
+    user = torch_diagnose.user_params(u.model_fn, u.shape, u.classes, u.data_fn, u.batch, env)
+    n_batch = u.batch or int(user.get("data_batch") or 32)
+    budget = parse_budget(_opt_str(opts.budget_s), "budget_s")
     return _suite(
         "diagnose",
-        lambda found, d: torch_diagnose.cases(d.name, user=user, batch=n_batch, samples=n_samples, budget_s=budget),
-        budget_s=budget_s,
-        devices=devices,
-        cpu_threads=cpu_threads,
+        lambda found, d: torch_diagnose.cases(d.name, user=user, batch=n_batch, samples=u.samples, budget_s=budget),
+        budget_s=opts.budget_s,
+        devices=opts.devices,
+        cpu_threads=opts.cpu_threads,
         framework="torch",
         point_cap_s=torch_diagnose.POINT_CAP_S,
         options={
-            "model": model_fn.text,
-            "data": data_fn.text if data_fn else None,
+            "model": u.model_fn.text,
+            "data": u.data_fn.text if u.data_fn else None,
             "batch": n_batch,
-            "samples": n_samples,
+            "samples": u.samples,
             "framework": "torch",
         }
         | {f"torch_{k}": user.get(k) for k in torch_diagnose.INFO_KEYS},

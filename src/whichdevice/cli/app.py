@@ -142,30 +142,11 @@ def main(argv: list[str] | None = None) -> None:
         load_commands(args)
         apply_metavars()
         code = click_command()(args=args, standalone_mode=False)
-    except UsageError as e:  # one line, whatever the user typed into it (a newline, a NUL)
-        err_console.print(f"error: {escape(clean(str(e), newlines=False))}", soft_wrap=True)
-        sys.exit(2)
-    except _CLICK_USAGE_ERROR as e:
-        if type(e).__name__.startswith("NoArgsIsHelp"):  # bare `whichdevice`: help was printed
-            sys.exit(0)
-        err_console.print(f"error: {escape(clean(e.format_message(), newlines=False))} (see --help)", soft_wrap=True)
-        sys.exit(2)
-    except typer.Exit as e:
-        sys.exit(e.exit_code)
-    except typer.Abort:
-        err_console.print("aborted")
-        sys.exit(130)
-    except OSError as e:  # a full disk, a folder gone read-only, a path too long: one line
-        sys.exit(guard.os_error(e))
-    except sqlite3.Error as e:  # a damaged history database
-        sys.exit(guard.database_error(e))
     except Exception as e:
-        # Only a command that measured can raise this, and it has imported the module then.
-        experiment = sys.modules.get("whichdevice.measure.experiment")
-        if experiment is None or not isinstance(e, experiment.FrameworkUnavailable):
+        exit_code = _error_exit(e)
+        if exit_code is None:
             raise
-        err_console.print(f"error: {escape(str(e))}", soft_wrap=True)
-        sys.exit(1)
+        sys.exit(exit_code)
     finally:
         undo()
     # Without standalone mode typer returns an Exit's code instead of raising it; Ctrl-C (and
@@ -176,6 +157,34 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(code)
     if guard.all_failed():  # a record was written, but nothing in it was measured
         sys.exit(1)
+
+
+def _error_exit(e: Exception) -> int | None:
+    """The exit code for an error that ended a command, its line printed on stderr; None for
+    an error that is not the user's nor the machine's (a bug: its traceback is shown)."""
+    if isinstance(e, UsageError):  # one line, whatever the user typed into it (a newline, a NUL)
+        err_console.print(f"error: {escape(clean(str(e), newlines=False))}", soft_wrap=True)
+        return 2
+    if isinstance(e, _CLICK_USAGE_ERROR):
+        if type(e).__name__.startswith("NoArgsIsHelp"):  # bare `whichdevice`: help was printed
+            return 0
+        err_console.print(f"error: {escape(clean(e.format_message(), newlines=False))} (see --help)", soft_wrap=True)
+        return 2
+    if isinstance(e, typer.Exit):
+        return e.exit_code
+    if isinstance(e, typer.Abort):
+        err_console.print("aborted")
+        return 130
+    if isinstance(e, OSError):  # a full disk, a folder gone read-only, a path too long: one line
+        return guard.os_error(e)
+    if isinstance(e, sqlite3.Error):  # a damaged history database
+        return guard.database_error(e)
+    # Only a command that measured can raise this, and it has imported the module then.
+    experiment = sys.modules.get("whichdevice.measure.experiment")
+    if experiment is None or not isinstance(e, experiment.FrameworkUnavailable):
+        return None
+    err_console.print(f"error: {escape(str(e))}", soft_wrap=True)
+    return 1
 
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT (Ctrl-C)

@@ -29,9 +29,10 @@ from whichdevice.cli.common import (
     err_console,
     measure_with_progress,
     open_journal,
-    stamp,
     page_after_record,
     write_record,
+    resume_if_asked,
+    record_paths,
 )
 from whichdevice.cli import options as opt
 from whichdevice.present.pages import calibrate as calibrate_page
@@ -39,7 +40,6 @@ from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
     check_output_dir,
-    check_output_file,
     parse_choice,
     parse_memory_limit,
     parse_positive_float,
@@ -102,7 +102,7 @@ def calibrate(
     resume: Optional[Path] = opt.resume(kept="probes"),
 ) -> None:
     """Measure this machine's per-op, copy, matmul and memory costs into a device profile."""
-    if opt.resume_if_asked(ctx, resume, "calibrate", CalibratePlan, run_calibrate):
+    if resume_if_asked(ctx, resume, "calibrate", CalibratePlan, run_calibrate):
         return
     fw = parse_choice(framework, "--framework", CALIBRATE_FRAMEWORKS)
     profile_name = check_name(
@@ -113,10 +113,7 @@ def calibrate(
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "120")
     memory_bytes = parse_memory_limit(memory_limit)
-    out_dir = check_output_dir(out, "--out")
-    ts = stamp()
-    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"calibrate-{ts}.json"
-    png = json_file.with_suffix(".png") if json_path else out_dir / f"calibrate-{ts}.png"
+    json_file, png = record_paths(out, json_path, "calibrate")
     saved = deviceprofile.user_dir() / f"{profile_name}.json"
     check_output_dir(saved.parent, "WHICHDEVICE_HOME")
     experiment.require_installed(fw)

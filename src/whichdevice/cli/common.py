@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pydantic
 import typer
@@ -29,6 +30,7 @@ from whichdevice.cli.options import DEFAULT_OUT  # noqa: F401  (re-exported: aud
 from whichdevice.measure import experiment, history, session
 from whichdevice.core import records, safeio
 from whichdevice.core.errors import UsageError
+from whichdevice.core.validate import check_output_dir, check_output_file
 from whichdevice.measure import journal
 from whichdevice.measure.journal import Journal, JournalState, journal_path
 from whichdevice.present import plots
@@ -53,6 +55,27 @@ def stamp() -> str:
     """The time and 4 random hex digits: two runs started in the same second get two names
     (their records, plots and journals never meet), and a name cannot be guessed ahead."""
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+def record_paths(out: Path, json_path: Path | None, experiment: str) -> tuple[Path, Path]:
+    """``--out`` and ``--json`` checked -> (the record's path, its plot's): ``--json``'s path and
+    the PNG beside it, else ``OUT/<experiment>-<stamp>.json`` and ``.png``."""
+    out_dir = check_output_dir(out, "--out")
+    ts = stamp()
+    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"{experiment}-{ts}.json"
+    png = json_file.with_suffix(".png") if json_path else out_dir / f"{experiment}-{ts}.png"
+    return json_file, png
+
+
+def only_with_model(model: str | None, **given: object) -> None:
+    """Options that only apply to ``--model`` (keyword: the option's parameter name): without
+    ``--model``, the first of them given, in the order passed, is the error."""
+    if model is not None:
+        return
+    for name, value in given.items():
+        if value is not None:
+            arg = "--" + name.replace("_", "-")
+            raise UsageError(arg, "only applies to --model", f"Add --model FILE.py:FUNCTION, or drop {arg}.")
 
 
 # Set by write_record when every case of the record failed: the command exits 1 (cli/app.py).
@@ -158,6 +181,24 @@ def read_plan(resume: Path, experiment: str, plan_cls):
         raise unreadable_resume(resume, experiment) from None
     recheck_user_files(plan, state.header)
     return plan, state
+
+
+def resume_if_asked(
+    ctx: typer.Context, resume: Path | None, experiment: str, plan_cls: type, run: Callable[[Any, Any], None]
+) -> bool:
+    """A measuring command's first lines: refuse other options given with ``--resume``; with
+    it, read the interrupted run's plan and journal and ``run(plan, resumed)`` them. True when
+    it ran (the command returns), False for a new run::
+
+        if resume_if_asked(ctx, resume, "train", TrainPlan, run_train):
+            return
+    """
+    reject_options_with_resume(ctx)
+    if resume is None:
+        return False
+    plan, resumed = read_plan(resume, experiment, plan_cls)
+    run(plan, resumed)
+    return True
 
 
 def unreadable_resume(resume: Path, experiment: str) -> UsageError:

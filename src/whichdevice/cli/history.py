@@ -119,6 +119,40 @@ def parse_threshold(text: str | None) -> float:
     return value / scale
 
 
+def _learned_thresholds(a: records.RunRecord, b: records.RunRecord, margin: float) -> dict:
+    """A threshold per case, learned from earlier repeat runs on this machine (none when the
+    two runs are from two machines, or the history cannot be read)."""
+    if a.machine.hostname != b.machine.hostname:
+        return {}
+    try:
+        learned = history.noise_samples(a.machine.hostname, exclude=(a.created_at, b.created_at))
+    except sqlite3.Error:
+        return {}
+    return {k: max(margin, significance.learned_threshold(v, default=margin)) for k, v in learned.items()}
+
+
+def _changed_line(d: RunDiff, margin: float, margin_from: str, n_learned: int) -> str:
+    """How many cases changed beyond the noise, and the noise threshold that says so."""
+    flagged = sum(1 for p in d.points if p.comparison is not None and p.comparison.significant)
+    return (
+        f"  {flagged} of {len(d.points)} cases changed beyond the noise (the whole "
+        f"{significance.percent(d.confidence)} CI beyond the noise threshold: {margin:.0%} {margin_from}"
+        + (f", learned from earlier repeat runs for {n_learned} cases" if n_learned else "")
+        + ")"
+    )
+
+
+def _learn_noise(a: records.RunRecord, b: records.RunRecord) -> None:
+    """Two runs of one experiment on this machine with nothing changed between them: their
+    differences are this machine's noise, kept for the next comparisons' thresholds."""
+    if a.machine.hostname != b.machine.hostname or a.experiment != b.experiment:
+        return
+    try:
+        history.add_repeat(a.machine.hostname, a.experiment, a.created_at, b.created_at, log_ratios(a, b))
+    except sqlite3.Error:
+        pass
+
+
 @app.command()
 def compare(
     run_a: str = typer.Argument(..., help="The earlier run: an id from `whichdevice history` or a JSON record."),
@@ -150,13 +184,7 @@ def compare(
     path_b = _path(run_b, "RUN_B")
     b = records.load_run(path_b, "RUN_B")
     out = err_console if as_json else console
-    pair = (a.created_at, b.created_at)
-    same_host = a.machine.hostname == b.machine.hostname
-    try:  # a threshold per case, learned from earlier repeat runs on this machine
-        learned = history.noise_samples(a.machine.hostname, exclude=pair) if same_host else {}
-    except sqlite3.Error:
-        learned = {}
-    thresholds = {k: max(margin, significance.learned_threshold(v, default=margin)) for k, v in learned.items()}
+    thresholds = _learned_thresholds(a, b, margin)
     d = diff_runs(a, b, thresholds=thresholds, default_threshold=margin)
     out.print(
         f"[bold]{escape(a.experiment)}[/bold] {escape(a.created_at)} -> [bold]{escape(b.experiment)}[/bold] "
@@ -165,24 +193,13 @@ def compare(
     for line in d.context or ["same machine, framework versions and options"]:
         out.print(f"  {escape(line)}")
     terminal.render_grid(out, comparison_grid(d))
-    flagged = sum(1 for p in d.points if p.comparison is not None and p.comparison.significant)
     n_learned = sum(1 for p in d.points if p.key in thresholds and thresholds[p.key] > margin)
-    out.print(
-        f"  {flagged} of {len(d.points)} cases changed beyond the noise (the whole "
-        f"{significance.percent(d.confidence)} CI beyond the noise threshold: "
-        f"{margin:.0%}{' by default' if threshold is None else ' (--threshold)'}"
-        + (f", learned from earlier repeat runs for {n_learned} cases" if n_learned else "")
-        + ")"
-    )
+    out.print(_changed_line(d, margin, "by default" if threshold is None else "(--threshold)", n_learned))
     out.print(f"  {escape(_how_judged(d))}")
     # two runs (not one record with itself or its copy: two runs may start in the same second,
     # created_at's resolution, so that cannot tell them apart) with nothing changed between them
-    two = path_a.resolve() != path_b.resolve() and a != b
-    if not d.context and same_host and two and a.experiment == b.experiment:
-        try:  # two runs with nothing changed: their differences are this machine's noise
-            history.add_repeat(a.machine.hostname, a.experiment, *pair, log_ratios(a, b))
-        except sqlite3.Error:
-            pass
+    if not d.context and path_a.resolve() != path_b.resolve() and a != b:
+        _learn_noise(a, b)
     for spec in d.only_before:
         out.print(f"  only in RUN_A: {escape(names.case_name(spec))}")
     for spec in d.only_after:

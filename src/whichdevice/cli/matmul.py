@@ -19,14 +19,13 @@ from whichdevice.cli.common import (
     read_plan,
     announce_discovery,
     reject_options_with_resume,
-    stamp,
     unreadable_resume,
     page_after_record,
     write_record,
+    record_paths,
 )
 from whichdevice.cli import options as opt
 from whichdevice.present.pages import matmul as matmul_page
-from whichdevice.core.validate import check_output_dir, check_output_file
 from whichdevice.api import MATMUL_MIN_TIME_S, MatmulOptions, run_matmul
 from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.measure.journal import Journal, journal_path
@@ -86,10 +85,7 @@ def matmul(
             framework=framework,
             memory_limit_gib=memory_limit,
         )
-        out_dir = check_output_dir(out, "--out")
-        ts = stamp()
-        json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"matmul-{ts}.json"
-        png = json_file.with_suffix(".png") if json_path else out_dir / f"matmul-{ts}.png"
+        json_file, png = record_paths(out, json_path, "matmul")
     experiment.require_installed(opts.framework)
     announce_discovery(opts.framework)  # the session discovers; say so when a child must
     with progress() as bar:

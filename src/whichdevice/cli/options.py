@@ -16,12 +16,13 @@ as for every other option. Numeric options are read as text (``Optional[str]``) 
 by ``core/validate.py``, so that bad input gets this tool's one line rather than click's.
 
 Imports typer only: the command modules that use it import ``cli/common.py`` anyway, but
-nothing here may pull the records, the journal or a framework into ``--help``.
+nothing here may pull the records, the journal or a framework into ``--help`` (and
+``cli/common.py`` imports this module, never the other way round: ``resume_if_asked`` is
+common's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -153,24 +154,3 @@ def json_out() -> Any:
     return typer.Option(
         None, "--json-out", help="'-': write the JSON record to stdout, everything else to stderr (for scripts)."
     )
-
-
-def resume_if_asked(
-    ctx: typer.Context, resume: Path | None, experiment: str, plan_cls: type, run: Callable[[Any, Any], None]
-) -> bool:
-    """A measuring command's first lines: refuse other options given with ``--resume``; with
-    it, read the interrupted run's plan and journal and ``run(plan, resumed)`` them. True when
-    it ran (the command returns), False for a new run::
-
-        if opt.resume_if_asked(ctx, resume, "train", TrainPlan, run_train):
-            return
-    """
-    # Imported here, not at the top: cli/common imports the journal and pydantic (see above).
-    from whichdevice.cli.common import read_plan, reject_options_with_resume
-
-    reject_options_with_resume(ctx)
-    if resume is None:
-        return False
-    plan, resumed = read_plan(resume, experiment, plan_cls)
-    run(plan, resumed)
-    return True

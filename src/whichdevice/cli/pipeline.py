@@ -22,9 +22,10 @@ from whichdevice.cli.common import (
     err_console,
     open_journal,
     measure_with_progress,
-    stamp,
+    record_paths,
     page_after_record,
     write_record,
+    resume_if_asked,
 )
 from whichdevice.cli import options as opt
 from whichdevice.present.pages import pipeline as pipeline_page
@@ -32,7 +33,6 @@ from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
 from whichdevice.core.validate import (
     check_output_dir,
-    check_output_file,
     parse_choice,
     parse_choice_list,
     parse_memory_limit,
@@ -79,51 +79,71 @@ class PipelinePlan:
     memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
 
 
+# This command's own options (the shared ones are cli/options.py's), kept out of the signature
+# so that it reads as one line per option.
+IMAGES_OPTION = typer.Option(
+    None,
+    "--images",
+    help=f"Number of synthetic images (default {wl.DEFAULT_IMAGES}; {wl.QUICK_IMAGES} with --quick; seed 003: {wl.SEED_IMAGES}).",
+)
+IMAGE_SIZE_OPTION = typer.Option(
+    None,
+    "--image-size",
+    help=f"Image side in pixels, size x size x 3 uint8 (default {wl.DEFAULT_SIZE}; {wl.QUICK_SIZE} with --quick; seed 003: {wl.SEED_SIZE}).",
+)
+BATCH_OPTION = typer.Option(None, "--batch", help=f"Batch size (default {wl.SEED_BATCH}, seed 003's).")
+NET_OPTION = typer.Option(
+    "small", "--net", help="Built-in model behind the pipeline: tiny, small or heavy (ignored with --model)."
+)
+VARIANTS_OPTION = typer.Option(
+    None,
+    "--variants",
+    help=f"Which variants, in ladder order: {','.join(wl.VARIANTS)} (default: all; the first is the baseline).",
+)
+NO_STAGES_OPTION = typer.Option(
+    False, "--no-stages", help="Skip the per-stage measurements (read, parse, normalize, augment, batch)."
+)
+HEAVY_STAGE_OPTION = typer.Option(
+    None,
+    "--heavy-stage",
+    help=f"Construct a known slow stage to check the analyzer: {', '.join(wl.HEAVY_STAGES)} does --heavy-factor times its work.",
+)
+HEAVY_FACTOR_OPTION = typer.Option(
+    None, "--heavy-factor", help="How many times the --heavy-stage does its work (default 20)."
+)
+MODEL_OPTION = typer.Option(
+    None,
+    "--model",
+    help="Your model: FILE.py:FUNCTION returning a Keras model for (size, size, 3) images or for --data's inputs.",
+)
+DATA_OPTION = typer.Option(
+    None, "--data", help="Your input: FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (needs --model)."
+)
+QUICK_OPTION = opt.quick(
+    f"{wl.QUICK_IMAGES} images of {wl.QUICK_SIZE}x{wl.QUICK_SIZE}, {QUICK_MIN_TIME_S:g} s per point: under 60 s on 2 cores."
+)
+TRACE_OPTION = typer.Option(
+    None,
+    "--trace",
+    help="Profile each variant's training loop over its steady steps only (not warm-up) into this folder; open with: tensorboard --logdir DIR (Profile tab).",
+)
+
+
 @app.command()
 def pipeline(
     ctx: typer.Context,
-    images: Optional[str] = typer.Option(
-        None,
-        "--images",
-        help=f"Number of synthetic images (default {wl.DEFAULT_IMAGES}; {wl.QUICK_IMAGES} with --quick; seed 003: {wl.SEED_IMAGES}).",
-    ),
-    image_size: Optional[str] = typer.Option(
-        None,
-        "--image-size",
-        help=f"Image side in pixels, size x size x 3 uint8 (default {wl.DEFAULT_SIZE}; {wl.QUICK_SIZE} with --quick; seed 003: {wl.SEED_SIZE}).",
-    ),
-    batch: Optional[str] = typer.Option(None, "--batch", help=f"Batch size (default {wl.SEED_BATCH}, seed 003's)."),
-    net: str = typer.Option(
-        "small", "--net", help="Built-in model behind the pipeline: tiny, small or heavy (ignored with --model)."
-    ),
-    variants: Optional[str] = typer.Option(
-        None,
-        "--variants",
-        help=f"Which variants, in ladder order: {','.join(wl.VARIANTS)} (default: all; the first is the baseline).",
-    ),
-    no_stages: bool = typer.Option(
-        False, "--no-stages", help="Skip the per-stage measurements (read, parse, normalize, augment, batch)."
-    ),
-    heavy_stage: Optional[str] = typer.Option(
-        None,
-        "--heavy-stage",
-        help=f"Construct a known slow stage to check the analyzer: {', '.join(wl.HEAVY_STAGES)} does --heavy-factor times its work.",
-    ),
-    heavy_factor: Optional[str] = typer.Option(
-        None, "--heavy-factor", help="How many times the --heavy-stage does its work (default 20)."
-    ),
-    model: Optional[str] = typer.Option(
-        None,
-        "--model",
-        help="Your model: FILE.py:FUNCTION returning a Keras model for (size, size, 3) images or for --data's inputs.",
-    ),
-    data: Optional[str] = typer.Option(
-        None, "--data", help="Your input: FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (needs --model)."
-    ),
+    images: Optional[str] = IMAGES_OPTION,
+    image_size: Optional[str] = IMAGE_SIZE_OPTION,
+    batch: Optional[str] = BATCH_OPTION,
+    net: str = NET_OPTION,
+    variants: Optional[str] = VARIANTS_OPTION,
+    no_stages: bool = NO_STAGES_OPTION,
+    heavy_stage: Optional[str] = HEAVY_STAGE_OPTION,
+    heavy_factor: Optional[str] = HEAVY_FACTOR_OPTION,
+    model: Optional[str] = MODEL_OPTION,
+    data: Optional[str] = DATA_OPTION,
     device: Optional[str] = opt.device(),
-    quick: bool = opt.quick(
-        f"{wl.QUICK_IMAGES} images of {wl.QUICK_SIZE}x{wl.QUICK_SIZE}, {QUICK_MIN_TIME_S:g} s per point: under 60 s on 2 cores."
-    ),
+    quick: bool = QUICK_OPTION,
     min_time: Optional[str] = opt.min_time("measurement", 0.2, quick=QUICK_MIN_TIME_S),
     cpu_threads: Optional[str] = opt.cpu_threads("TensorFlow"),
     memory_limit: Optional[str] = opt.memory_limit(),
@@ -131,58 +151,20 @@ def pipeline(
     framework: str = opt.framework(choices=PIPELINE_FRAMEWORKS),
     out: Path = opt.out("the PNG plot", "the HTML report"),
     json_path: Optional[Path] = opt.json("pipeline"),
-    trace: Optional[Path] = typer.Option(
-        None,
-        "--trace",
-        help="Profile each variant's training loop over its steady steps only (not warm-up) into this folder; open with: tensorboard --logdir DIR (Profile tab).",
-    ),
+    trace: Optional[Path] = TRACE_OPTION,
     resume: Optional[Path] = opt.resume(),
 ) -> None:
     """Seed 003: input pipeline alone, model alone, both — waiting-for-input share, variant ladder, slowest stage."""
-    if opt.resume_if_asked(ctx, resume, "pipeline", PipelinePlan, run_pipeline):
+    if resume_if_asked(ctx, resume, "pipeline", PipelinePlan, run_pipeline):
         return
+    # Each option is checked in this order: the first bad one is the error.
     fw = parse_choice(framework, "--framework", PIPELINE_FRAMEWORKS)
-    n_images = parse_positive_int(images, "--images", "512", maximum=MAX_IMAGES) or (
-        wl.QUICK_IMAGES if quick else wl.DEFAULT_IMAGES
-    )
-    size = parse_positive_int(image_size, "--image-size", "128", maximum=MAX_IMAGE_SIZE) or (
-        wl.QUICK_SIZE if quick else wl.DEFAULT_SIZE
-    )
+    n_images, size = _images(images, image_size, quick)
     n_batch = parse_positive_int(batch, "--batch", "32", maximum=65536) or wl.SEED_BATCH
     net_name = parse_choice(net, "--net", wl.NETS)
-    heavy = None
-    if heavy_stage is not None:
-        heavy = [
-            parse_choice(heavy_stage, "--heavy-stage", wl.HEAVY_STAGES),
-            parse_positive_int(heavy_factor, "--heavy-factor", "20", maximum=10_000) or 20,
-        ]
-    elif heavy_factor is not None:
-        raise UsageError(
-            "--heavy-factor", "only applies to --heavy-stage", "Add e.g. --heavy-stage augment, or drop it."
-        )
-    if data is not None and model is None:
-        raise UsageError(
-            "--data",
-            "needs --model (the built-in models take seed 003's images only)",
-            "Add --model FILE.py:FUNCTION returning a Keras model for your data's inputs.",
-        )
-    if data is not None:
-        for arg, value in (
-            ("--variants", variants),
-            ("--heavy-stage", heavy_stage),
-            ("--images", images),
-            ("--image-size", image_size),
-        ):
-            if value is not None:
-                raise UsageError(
-                    arg,
-                    "does not apply to --data (your dataset is measured as given and prefetched)",
-                    f"Drop {arg}, or drop --data to measure seed 003's pipeline.",
-                )
-        variant_list = list(wl.USER_VARIANTS)
-    else:
-        chosen = parse_choice_list(variants, "--variants", wl.VARIANTS) or list(wl.VARIANTS)
-        variant_list = [v for v in wl.VARIANTS if v in chosen]
+    heavy = _heavy(heavy_stage, heavy_factor)
+    seed_only = (("--heavy-stage", heavy_stage), ("--images", images), ("--image-size", image_size))
+    variant_list = _variant_list(variants, model, data, seed_only)
     model_fn = userfile.parse_spec(model, "--model") if model else None
     data_fn = userfile.parse_spec(data, "--data") if data else None
     wanted = experiment.parse_device_filter(device)
@@ -190,42 +172,14 @@ def pipeline(
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600")
     memory_bytes = parse_memory_limit(memory_limit)
-    out_dir = check_output_dir(out, "--out")
-    ts = stamp()
-    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"pipeline-{ts}.json"
-    png = json_file.with_suffix(".png") if json_path else out_dir / f"pipeline-{ts}.png"
+    json_file, png = record_paths(out, json_path, "pipeline")
     trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
     experiment.require_installed(fw)
 
-    notes: list[str] = []
-    if "cache" in variant_list:
-        need, avail = wl.cache_bytes(n_images, size), psutil.virtual_memory().available
-        if need > CACHE_MEMORY_SHARE * avail:
-            variant_list.remove("cache")
-            notes.append(
-                f"cache variant skipped: the cached float32 images need {need / 2**30:.3g} GiB, more than "
-                f"{CACHE_MEMORY_SHARE:.0%} of the {avail / 2**30:.3g} GiB available; lower --images or --image-size."
-            )
+    variant_list, notes = _fit_cache(variant_list, n_images, size)
     if not variant_list:
         raise UsageError("--variants", "leaves nothing to measure", f"Pass one or more of: {', '.join(wl.VARIANTS)}.")
-
-    user = None
-    if model_fn is not None:
-        err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        facts = userfile.preflight(
-            model_fn, None if data_fn else (size, size, 3), None, data_fn, frameworks.env_module(fw).child_env("cpu")
-        )
-        out_shape = facts.get("output_shape") or [1]
-        out_dim = int(out_shape[-1]) if out_shape else 1
-        user = {
-            "net": "user",
-            "model_file": str(model_fn.path),
-            "model_fn": model_fn.function,
-            "out_dim": out_dim,
-            "classes": out_dim if out_dim > 1 else 2,
-        }
-        if data_fn is not None:
-            user.update(data_file=str(data_fn.path), data_fn=data_fn.function)
+    user = _user_model(model_fn, data_fn, size, fw) if model_fn is not None else None
     if data_fn is not None:
         notes.append("per-stage throughput is not measured for --data: a user's dataset is one opaque pipeline.")
     plan = PipelinePlan(
@@ -253,6 +207,90 @@ def pipeline(
         memory_limit_bytes=memory_bytes,
     )
     run_pipeline(plan, None)
+
+
+def _images(images: str | None, image_size: str | None, quick: bool) -> tuple[int, int]:
+    """``--images`` and ``--image-size``, or their defaults (smaller with ``--quick``)."""
+    n_images = parse_positive_int(images, "--images", "512", maximum=MAX_IMAGES)
+    size = parse_positive_int(image_size, "--image-size", "128", maximum=MAX_IMAGE_SIZE)
+    return (
+        n_images or (wl.QUICK_IMAGES if quick else wl.DEFAULT_IMAGES),
+        size or (wl.QUICK_SIZE if quick else wl.DEFAULT_SIZE),
+    )
+
+
+def _heavy(heavy_stage: str | None, heavy_factor: str | None) -> list | None:
+    """``--heavy-stage`` and ``--heavy-factor`` -> [stage, factor], or None without a stage."""
+    if heavy_stage is not None:
+        return [
+            parse_choice(heavy_stage, "--heavy-stage", wl.HEAVY_STAGES),
+            parse_positive_int(heavy_factor, "--heavy-factor", "20", maximum=10_000) or 20,
+        ]
+    if heavy_factor is not None:
+        raise UsageError(
+            "--heavy-factor", "only applies to --heavy-stage", "Add e.g. --heavy-stage augment, or drop it."
+        )
+    return None
+
+
+def _variant_list(
+    variants: str | None, model: str | None, data: str | None, seed_only: tuple[tuple[str, str | None], ...]
+) -> list[str]:
+    """The variants to measure, in ladder order: ``--variants`` of seed 003's pipeline, or the
+    user's dataset's own (``--data``, which needs ``--model`` and takes none of ``seed_only``,
+    the (option, value) pairs of the synthetic images)."""
+    if data is not None and model is None:
+        raise UsageError(
+            "--data",
+            "needs --model (the built-in models take seed 003's images only)",
+            "Add --model FILE.py:FUNCTION returning a Keras model for your data's inputs.",
+        )
+    if data is None:
+        chosen = parse_choice_list(variants, "--variants", wl.VARIANTS) or list(wl.VARIANTS)
+        return [v for v in wl.VARIANTS if v in chosen]
+    for arg, value in (("--variants", variants), *seed_only):
+        if value is not None:
+            raise UsageError(
+                arg,
+                "does not apply to --data (your dataset is measured as given and prefetched)",
+                f"Drop {arg}, or drop --data to measure seed 003's pipeline.",
+            )
+    return list(wl.USER_VARIANTS)
+
+
+def _fit_cache(variant_list: list[str], n_images: int, size: int) -> tuple[list[str], list[str]]:
+    """The variants without the cache variant when the cached images would not fit in memory,
+    and the record's notes (what was dropped and why)."""
+    if "cache" not in variant_list:
+        return variant_list, []
+    need, avail = wl.cache_bytes(n_images, size), psutil.virtual_memory().available
+    if need <= CACHE_MEMORY_SHARE * avail:
+        return variant_list, []
+    note = (
+        f"cache variant skipped: the cached float32 images need {need / 2**30:.3g} GiB, more than "
+        f"{CACHE_MEMORY_SHARE:.0%} of the {avail / 2**30:.3g} GiB available; lower --images or --image-size."
+    )
+    return [v for v in variant_list if v != "cache"], [note]
+
+
+def _user_model(model_fn: userfile.UserFunction, data_fn: userfile.UserFunction | None, size: int, fw: str) -> dict:
+    """The pre-flight of the user's model (and dataset), in a child: the plan's ``user``."""
+    err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
+    facts = userfile.preflight(
+        model_fn, None if data_fn else (size, size, 3), None, data_fn, frameworks.env_module(fw).child_env("cpu")
+    )
+    out_shape = facts.get("output_shape") or [1]
+    out_dim = int(out_shape[-1]) if out_shape else 1
+    user = {
+        "net": "user",
+        "model_file": str(model_fn.path),
+        "model_fn": model_fn.function,
+        "out_dim": out_dim,
+        "classes": out_dim if out_dim > 1 else 2,
+    }
+    if data_fn is not None:
+        user.update(data_file=str(data_fn.path), data_fn=data_fn.function)
+    return user
 
 
 def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:

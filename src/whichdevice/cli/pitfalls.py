@@ -19,16 +19,15 @@ from whichdevice.cli.common import (
     console,
     measure_with_progress,
     open_journal,
-    stamp,
     page_after_record,
     write_record,
+    resume_if_asked,
+    record_paths,
 )
 from whichdevice.cli import options as opt
 from whichdevice.present.pages import pitfalls as pitfalls_page
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
-    check_output_dir,
-    check_output_file,
     parse_choice,
     parse_memory_limit,
     parse_positive_float,
@@ -68,16 +67,14 @@ def pitfalls(
     resume: Optional[Path] = opt.resume(),
 ) -> None:
     """Each timing mistake (first epoch, no sync, sync every step, one CPU thread, XLA on one device, tiny batch) next to the correct measurement, with the distortion as a ratio."""  # noqa: E501
-    if opt.resume_if_asked(ctx, resume, "pitfalls", PitfallsPlan, run_pitfalls):
+    if resume_if_asked(ctx, resume, "pitfalls", PitfallsPlan, run_pitfalls):
         return
     fw = parse_choice(framework, "--framework", ("tensorflow",))
     wanted = experiment.parse_device_filter(device)
     mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else MIN_TIME_S)
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "300")
     memory_bytes = parse_memory_limit(memory_limit)
-    out_dir = check_output_dir(out, "--out")
-    ts = stamp()
-    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"pitfalls-{ts}.json"
+    json_file, _ = record_paths(out, json_path, "pitfalls")
     experiment.require_installed(fw)
     plan = PitfallsPlan(
         framework=fw,

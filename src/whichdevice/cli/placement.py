@@ -22,9 +22,10 @@ from whichdevice.cli.common import (
     err_console,
     measure_with_progress,
     open_journal,
-    stamp,
     page_after_record,
     write_record,
+    resume_if_asked,
+    record_paths,
 )
 from whichdevice.cli import options as opt
 from whichdevice.present.pages import placement as placement_page
@@ -32,8 +33,6 @@ from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.records import CaseSpec
 from whichdevice.core.validate import (
-    check_output_dir,
-    check_output_file,
     parse_choice,
     parse_memory_limit,
     parse_positive_float,
@@ -89,7 +88,7 @@ def placement(
     resume: Optional[Path] = opt.resume(),
 ) -> None:
     """Per device: the ops of one training step by type (count, time), the host<->device copies, and on a GPU the ops that ran on the CPU, with why."""  # noqa: E501
-    if opt.resume_if_asked(ctx, resume, "placement", PlacementPlan, run_placement):
+    if resume_if_asked(ctx, resume, "placement", PlacementPlan, run_placement):
         return
     fw = parse_choice(framework, "--framework", ("tensorflow",))
     shape = parse_shape(input_shape)
@@ -106,9 +105,7 @@ def placement(
     wanted = experiment.parse_device_filter(device)
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "300")
     memory_bytes = parse_memory_limit(memory_limit)
-    out_dir = check_output_dir(out, "--out")
-    ts = stamp()
-    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"placement-{ts}.json"
+    json_file, _ = record_paths(out, json_path, "placement")
     experiment.require_installed(fw)
 
     user = None

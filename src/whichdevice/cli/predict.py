@@ -29,18 +29,18 @@ from whichdevice.cli.common import (
     console,
     err_console,
     measure_with_progress,
+    only_with_model,
     open_journal,
-    stamp,
+    record_paths,
     page_after_record,
     write_record,
+    resume_if_asked,
 )
 from whichdevice.cli import options as opt
 from whichdevice.present.pages import predict as predict_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
-    check_output_dir,
-    check_output_file,
     parse_int_list,
     parse_choice,
     parse_memory_limit,
@@ -80,79 +80,79 @@ class PredictPlan:
     steps_per_execution: int = 1
 
 
+# This command's own options (the shared ones are cli/options.py's), kept out of the signature
+# so that it reads as one line per option.
+PROFILE_OPTION = typer.Option(
+    "h100",
+    "--profile",
+    help="The GPU machine to predict: a shipped profile (h100), a name saved by `whichdevice calibrate`, or a profile JSON file.",
+)
+MODEL_OPTION = typer.Option(
+    None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model. Default: seed 001's model."
+)
+BATCHES_OPTION = typer.Option(
+    None, "--batches", help="Batch sizes, comma-separated. Default 8,16,...,8192 (--quick: 8,32,128,512,2048,8192)."
+)
+QUICK_OPTION = opt.quick(
+    f"Short measurements ({QUICK_MIN_TIME_S:g} s per batch size) at 6 batch sizes: < 60 s on 2 cores."
+)
+FRAMEWORK_OPTION = opt.framework(
+    help="Framework whose training step is predicted: tensorflow (graph ops), keras-jax (XLA fusions), "
+    "keras-torch or torch (eager ops + measured Python per step).",
+    default=FRAMEWORK,
+)
+STEPS_PER_EXECUTION_OPTION = typer.Option(
+    None,
+    "--steps-per-execution",
+    help="Predict with Keras' steps_per_execution=N: the per-step host overhead paid once per N steps "
+    "(compiled steps only; default 1).",
+)
+VERBOSE_OPTION = opt.verbose("Also print the full table, the calibration and the model's assumptions.")
+
+
 @app.command()
 def predict(
     ctx: typer.Context,
-    profile: str = typer.Option(
-        "h100",
-        "--profile",
-        help="The GPU machine to predict: a shipped profile (h100), a name saved by `whichdevice calibrate`, or a profile JSON file.",
-    ),
-    model: Optional[str] = typer.Option(
-        None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model. Default: seed 001's model."
-    ),
+    profile: str = PROFILE_OPTION,
+    model: Optional[str] = MODEL_OPTION,
     input_shape: Optional[str] = opt.input_shape(),
     classes: Optional[str] = opt.classes(),
-    batches: Optional[str] = typer.Option(
-        None, "--batches", help="Batch sizes, comma-separated. Default 8,16,...,8192 (--quick: 8,32,128,512,2048,8192)."
-    ),
-    quick: bool = opt.quick(
-        f"Short measurements ({QUICK_MIN_TIME_S:g} s per batch size) at 6 batch sizes: < 60 s on 2 cores."
-    ),
+    batches: Optional[str] = BATCHES_OPTION,
+    quick: bool = QUICK_OPTION,
     min_time: Optional[str] = opt.min_time("batch size", 0.2, quick=QUICK_MIN_TIME_S),
     cpu_threads: Optional[str] = opt.cpu_threads(),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(600),
-    framework: str = opt.framework(
-        help="Framework whose training step is predicted: tensorflow (graph ops), keras-jax (XLA fusions), "
-        "keras-torch or torch (eager ops + measured Python per step).",
-        default=FRAMEWORK,
-    ),
-    steps_per_execution: Optional[str] = typer.Option(
-        None,
-        "--steps-per-execution",
-        help="Predict with Keras' steps_per_execution=N: the per-step host overhead paid once per N steps "
-        "(compiled steps only; default 1).",
-    ),
+    framework: str = FRAMEWORK_OPTION,
+    steps_per_execution: Optional[str] = STEPS_PER_EXECUTION_OPTION,
     out: Path = opt.out("the PNG plot"),
     json_path: Optional[Path] = opt.json("predict"),
     linear: bool = opt.linear(),
     resume: Optional[Path] = opt.resume(),
-    verbose: bool = opt.verbose("Also print the full table, the calibration and the model's assumptions."),
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Measure the step on this CPU, predict it on a profiled GPU: winner, crossover, what dominates."""
     allow_with_resume(ctx, "verbose")  # how to print: fine with --resume
-    if opt.resume_if_asked(
+    if resume_if_asked(
         ctx, resume, "predict", PredictPlan, lambda plan, resumed: run_predict(plan, resumed, verbose=verbose)
     ):
         return
+    # Each option is checked in this order: the first bad one is the error.
     fw = parse_choice(framework, "--framework", PREDICT_FRAMEWORKS)
     spe = parse_positive_int(steps_per_execution, "--steps-per-execution", "10", maximum=100_000) or 1
-    prof = deviceprofile.load(profile, "--profile")
-    if prof.gpu is None:
-        raise UsageError(
-            "--profile",
-            f"profile '{prof.name}' has no GPU",
-            "Pass a profile calibrated on a machine with a GPU (e.g. --profile h100).",
-        )
+    prof = _gpu_profile(profile)
     batch_list = parse_int_list(batches, "--batches", maximum=train_workload.MAX_BATCH, example="8,64,512,4096")
     if batch_list is None:
         batch_list = list(train_workload.QUICK_BATCHES if quick else train_workload.DEFAULT_BATCHES)
     shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
-    if model is None:
-        for arg, value in (("--input-shape", input_shape), ("--classes", classes)):
-            if value is not None:
-                raise UsageError(arg, "only applies to --model", f"Add --model FILE.py:FUNCTION, or drop {arg}.")
+    only_with_model(model, input_shape=input_shape, classes=classes)
     model_fn = userfile.parse_spec(model, "--model") if model else None
     mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else 0.2)
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600")
     memory_bytes = parse_memory_limit(memory_limit)
-    out_dir = check_output_dir(out, "--out")
-    ts = stamp()
-    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"predict-{ts}.json"
-    png = json_file.with_suffix(".png") if json_path else out_dir / f"predict-{ts}.png"
+    json_file, png = record_paths(out, json_path, "predict")
     if model_fn is not None and fw not in frameworks.KERAS:
         raise UsageError(
             "--model", f"a Keras model cannot be trained by --framework {fw}", "Use --framework keras-torch."
@@ -184,6 +184,18 @@ def predict(
         steps_per_execution=spe,
     )
     run_predict(plan, None, verbose=verbose)
+
+
+def _gpu_profile(profile: str) -> deviceprofile.DeviceProfile:
+    """``--profile`` read: a profile with a GPU to predict."""
+    prof = deviceprofile.load(profile, "--profile")
+    if prof.gpu is None:
+        raise UsageError(
+            "--profile",
+            f"profile '{prof.name}' has no GPU",
+            "Pass a profile calibrated on a machine with a GPU (e.g. --profile h100).",
+        )
+    return prof
 
 
 def run_predict(plan: PredictPlan, resumed: JournalState | None, *, verbose: bool = False) -> None:

@@ -27,10 +27,11 @@ from whichdevice.cli.common import (
     open_journal,
     measure_with_progress,
     read_plan,
+    record_paths,
     reject_options_with_resume,
-    stamp,
     page_after_record,
     write_record,
+    resume_if_asked,
 )
 from whichdevice.cli import options as opt
 from whichdevice.present.pages import run as run_page
@@ -46,8 +47,6 @@ from whichdevice.workloads.suite import (
     user_cases,
 )
 from whichdevice.core.validate import (
-    check_output_dir,
-    check_output_file,
     parse_choice,
     parse_choice_list,
     parse_memory_limit,
@@ -102,8 +101,7 @@ def run(
     if resume is not None:
         plan, resumed = read_plan(resume, "run", RunPlan)
     else:
-        out_dir = check_output_dir(out, "--out")
-        json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"run-{stamp()}.json"
+        json_file, _ = record_paths(out, json_path, "run")
         plan = RunPlan(
             frameworks=parse_choice_list(framework, "--framework", frameworks.TRAINING),
             budget_s=parse_budget(budget),
@@ -262,32 +260,41 @@ class DiagnosePlan:
     framework: str = DIAGNOSE_FRAMEWORK  # --framework (journals from before it: tensorflow)
 
 
+# This command's own options (the shared ones are cli/options.py's), kept out of the signature
+# so that it reads as one line per option.
+DIAGNOSE_MODEL_OPTION = typer.Option(
+    None,
+    "--model",
+    help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not), or with --framework torch "
+    "an nn.Module, (module, loss_fn) or (module, loss_fn, optimizer). Required, unless --resume.",
+)
+DIAGNOSE_FRAMEWORK_OPTION = opt.framework(
+    help="tensorflow (a Keras model, default), torch (an nn.Module), or keras-jax / keras-torch (your Keras "
+    "model on another backend: is the backend the cause?).",
+)
+DIAGNOSE_DATA_OPTION = typer.Option(
+    None,
+    "--data",
+    help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y), or with --framework torch a DataLoader or "
+    "iterable of (x, y) batches (default: synthetic data).",
+)
+DIAGNOSE_BATCH_OPTION = typer.Option(
+    None, "--batch", help="Your batch size (default 32): the baseline every fix is measured against."
+)
+DIAGNOSE_BUDGET_OPTION = typer.Option(None, "--budget", help=f"Seconds per device (default {DEFAULT_BUDGET_S:g}).")
+
+
 @app.command()
 def diagnose(
     ctx: typer.Context,
-    model: Optional[str] = typer.Option(
-        None,
-        "--model",
-        help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not), or with --framework torch "
-        "an nn.Module, (module, loss_fn) or (module, loss_fn, optimizer). Required, unless --resume.",
-    ),
-    framework: str = opt.framework(
-        help="tensorflow (a Keras model, default), torch (an nn.Module), or keras-jax / keras-torch (your Keras "
-        "model on another backend: is the backend the cause?).",
-    ),
+    model: Optional[str] = DIAGNOSE_MODEL_OPTION,
+    framework: str = DIAGNOSE_FRAMEWORK_OPTION,
     input_shape: Optional[str] = opt.input_shape(for_model=False),
     classes: Optional[str] = opt.classes(for_model=False),
-    data: Optional[str] = typer.Option(
-        None,
-        "--data",
-        help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y), or with --framework torch a DataLoader or "
-        "iterable of (x, y) batches (default: synthetic data).",
-    ),
+    data: Optional[str] = DIAGNOSE_DATA_OPTION,
     samples: Optional[str] = opt.samples(for_model=False),
-    batch: Optional[str] = typer.Option(
-        None, "--batch", help="Your batch size (default 32): the baseline every fix is measured against."
-    ),
-    budget: Optional[str] = typer.Option(None, "--budget", help=f"Seconds per device (default {DEFAULT_BUDGET_S:g})."),
+    batch: Optional[str] = DIAGNOSE_BATCH_OPTION,
+    budget: Optional[str] = DIAGNOSE_BUDGET_OPTION,
     device: Optional[str] = opt.device(),
     cpu_threads: Optional[str] = opt.cpu_threads(),
     memory_limit: Optional[str] = opt.memory_limit(),
@@ -301,25 +308,13 @@ def diagnose(
     """The suite on YOUR model: who wins at your batch, the batch sweep, every automatic fix
     measured — and the device and settings to use."""
     output = _output_options(ctx, verbose, quiet, json_out)
-    if opt.resume_if_asked(
+    if resume_if_asked(
         ctx, resume, "diagnose", DiagnosePlan, lambda plan, resumed: run_diagnose(plan, resumed, output)
     ):
         return
+    # Each option is checked in this order: the first bad one is the error.
     fw = parse_choice(framework, "--framework", DIAGNOSE_FRAMEWORKS)
-    if model is None:
-        raise UsageError(
-            "--model",
-            "is required",
-            "Pass your model as --model FILE.py:FUNCTION (or --resume JOURNAL to finish an interrupted diagnose).",
-        )
-    model_fn = userfile.parse_spec(model, "--model")
-    data_fn = userfile.parse_spec(data, "--data") if data else None
-    if fw in ("keras-jax", "keras-torch") and data_fn is not None:
-        raise UsageError(
-            "--data",
-            f"a tf.data dataset is TensorFlow's; --framework {fw} measures your Keras model on synthetic data",
-            "Leave --data out, or use --framework tensorflow",
-        )
+    model_fn, data_fn = _model_and_data(model, data, fw)
     shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000) or 10_000
@@ -329,8 +324,7 @@ def diagnose(
     wanted = experiment.parse_device_filter(device)
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
     memory_bytes = parse_memory_limit(memory_limit)
-    out_dir = check_output_dir(out, "--out")
-    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"diagnose-{stamp()}.json"
+    json_file, _ = record_paths(out, json_path, "diagnose")
     experiment.require_installed(fw)
     sizing = None
     if fw == "torch":  # an nn.Module: torch's own pre-flight (one real step on the exact batch)
@@ -367,6 +361,28 @@ def diagnose(
         framework=fw,
     )
     run_diagnose(plan, None, output)
+
+
+def _model_and_data(
+    model: str | None, data: str | None, fw: str
+) -> tuple[userfile.UserFunction, userfile.UserFunction | None]:
+    """``--model`` (required) and ``--data`` -> the user's functions; a tf.data dataset is
+    TensorFlow's, so not for keras-jax or keras-torch."""
+    if model is None:
+        raise UsageError(
+            "--model",
+            "is required",
+            "Pass your model as --model FILE.py:FUNCTION (or --resume JOURNAL to finish an interrupted diagnose).",
+        )
+    model_fn = userfile.parse_spec(model, "--model")
+    data_fn = userfile.parse_spec(data, "--data") if data else None
+    if fw in ("keras-jax", "keras-torch") and data_fn is not None:
+        raise UsageError(
+            "--data",
+            f"a tf.data dataset is TensorFlow's; --framework {fw} measures your Keras model on synthetic data",
+            "Leave --data out, or use --framework tensorflow",
+        )
+    return model_fn, data_fn
 
 
 def _torch_user(model_fn, shape, n_classes, data_fn, given_batch: int | None) -> tuple[dict, int]:

@@ -20,9 +20,10 @@ from whichdevice.cli.common import (
     err_console,
     measure_with_progress,
     open_journal,
-    stamp,
     page_after_record,
     write_record,
+    resume_if_asked,
+    record_paths,
 )
 from whichdevice.cli import options as opt
 from whichdevice.present.pages import scale as scale_page
@@ -30,8 +31,6 @@ from whichdevice.core import records
 from whichdevice.core.errors import UsageError
 from whichdevice.core.machine import usable_cores
 from whichdevice.core.validate import (
-    check_output_dir,
-    check_output_file,
     parse_choice,
     parse_int_list,
     parse_memory_limit,
@@ -123,7 +122,7 @@ def scale(
     resume: Optional[Path] = opt.resume(kept="points"),
 ) -> None:
     """Does the next device pay? 1…N replicas on the framework's own engine: efficiency, all-reduce share, crossover."""
-    if opt.resume_if_asked(ctx, resume, "scale", ScalePlan, run_scale):
+    if resume_if_asked(ctx, resume, "scale", ScalePlan, run_scale):
         return
     fw = parse_choice(framework, "--framework", scale_workload.FRAMEWORKS)
     replicas = parse_replicas(devices, usable_cores())
@@ -148,10 +147,7 @@ def scale(
                 "Use --framework tensorflow or keras-jax, or --model seed001 / seed002.",
             )
         model_fn = userfile.parse_spec(model, "--model")
-    out_dir = check_output_dir(out, "--out")
-    ts = stamp()
-    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"scale-{ts}.json"
-    png = json_file.with_suffix(".png") if json_path else out_dir / f"scale-{ts}.png"
+    json_file, png = record_paths(out, json_path, "scale")
     experiment.require_installed(fw)
     model_params: dict = {"model": model}
     model_text = BUILTIN_MODELS.get(model, model)

@@ -20,11 +20,13 @@ from whichdevice.cli.common import (
     console,
     command_line,
     err_console,
+    only_with_model,
     open_journal,
-    stamp,
+    record_paths,
     measure_with_progress,
     page_after_record,
     write_record,
+    resume_if_asked,
 )
 from whichdevice.cli import options as opt
 from whichdevice.present.pages import train as train_page
@@ -32,7 +34,6 @@ from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
 from whichdevice.core.validate import (
     check_output_dir,
-    check_output_file,
     parse_choice,
     parse_choice_list,
     parse_int_list,
@@ -84,35 +85,53 @@ class TrainPlan:
     memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
 
 
+# This command's own options (the shared ones are cli/options.py's), kept out of the signature
+# so that it reads as one line per option.
+MODEL_OPTION = typer.Option(
+    None,
+    "--model",
+    help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not). Default: the seeds' models.",
+)
+DATA_OPTION = typer.Option(
+    None,
+    "--data",
+    help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) for --model (instead of synthetic data).",
+)
+BATCH_OPTION = typer.Option(None, "--batch", help="Batch size of --model's loop and fit runs (default 32).")
+BATCHES_OPTION = typer.Option(
+    None, "--batches", help="Batch sizes of the sweep, comma-separated. Default 8,16,...,8192."
+)
+PARTS_OPTION = typer.Option(
+    ",".join(PARTS),
+    "--parts",
+    help="Which measurements: create (seed 001 ex1), loop (custom tf.function loops), fit (model.fit), sync (.numpy() every step vs not), sweep (batch sizes).",
+)
+QUICK_OPTION = opt.quick("Reduced sizes (ex3 on 10,000 samples, 6 batch sizes, short points): < 60 s on 2 cores.")
+TRACE_OPTION = typer.Option(
+    None,
+    "--trace",
+    help="Profile the model.fit runs' steady epochs (not the first) into this folder; open with: tensorboard --logdir DIR (Profile tab).",
+)
+PRECISION_OPTION = typer.Option(
+    None,
+    "--precision",
+    help="Also train with these Keras precision policies, side by side: float32,mixed_float16,mixed_bfloat16.",
+)
+
+
 @app.command()
 def train(
     ctx: typer.Context,
-    model: Optional[str] = typer.Option(
-        None,
-        "--model",
-        help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not). Default: the seeds' models.",
-    ),
+    model: Optional[str] = MODEL_OPTION,
     input_shape: Optional[str] = opt.input_shape(),
     classes: Optional[str] = opt.classes(),
-    data: Optional[str] = typer.Option(
-        None,
-        "--data",
-        help="FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) for --model (instead of synthetic data).",
-    ),
+    data: Optional[str] = DATA_OPTION,
     samples: Optional[str] = opt.samples(),
-    batch: Optional[str] = typer.Option(
-        None, "--batch", help="Batch size of --model's loop and fit runs (default 32)."
-    ),
-    batches: Optional[str] = typer.Option(
-        None, "--batches", help="Batch sizes of the sweep, comma-separated. Default 8,16,...,8192."
-    ),
-    parts: str = typer.Option(
-        ",".join(PARTS),
-        "--parts",
-        help="Which measurements: create (seed 001 ex1), loop (custom tf.function loops), fit (model.fit), sync (.numpy() every step vs not), sweep (batch sizes).",
-    ),
+    batch: Optional[str] = BATCH_OPTION,
+    batches: Optional[str] = BATCHES_OPTION,
+    parts: str = PARTS_OPTION,
     device: Optional[str] = opt.device(),
-    quick: bool = opt.quick("Reduced sizes (ex3 on 10,000 samples, 6 batch sizes, short points): < 60 s on 2 cores."),
+    quick: bool = QUICK_OPTION,
     min_time: Optional[str] = opt.min_time("sweep / creation point", 0.2, quick=QUICK_MIN_TIME_S),
     cpu_threads: Optional[str] = opt.cpu_threads(),
     memory_limit: Optional[str] = opt.memory_limit(),
@@ -121,54 +140,22 @@ def train(
     out: Path = opt.out("the PNG plot"),
     json_path: Optional[Path] = opt.json("train"),
     linear: bool = opt.linear(),
-    trace: Optional[Path] = typer.Option(
-        None,
-        "--trace",
-        help="Profile the model.fit runs' steady epochs (not the first) into this folder; open with: tensorboard --logdir DIR (Profile tab).",
-    ),
-    precision: Optional[str] = typer.Option(
-        None,
-        "--precision",
-        help="Also train with these Keras precision policies, side by side: float32,mixed_float16,mixed_bfloat16.",
-    ),
+    trace: Optional[Path] = TRACE_OPTION,
+    precision: Optional[str] = PRECISION_OPTION,
     resume: Optional[Path] = opt.resume(),
 ) -> None:
     """Seeds 001/002 (or --model): warm-up vs steady steps, break-even, sync cost, batch-size crossover."""
-    if opt.resume_if_asked(ctx, resume, "train", TrainPlan, run_train):
+    if resume_if_asked(ctx, resume, "train", TrainPlan, run_train):
         return
+    # Each option is checked in this order: the first bad one is the error.
     fw = parse_choice(framework, "--framework", TRAIN_FRAMEWORKS)
-    part_list = parse_choice_list(parts, "--parts", PARTS)
-    if fw not in frameworks.KERAS:  # plain torch: no model.fit, no Keras --model (the record's notes say so)
-        if model is not None:
-            raise UsageError(
-                "--model",
-                f"a Keras model cannot be trained by --framework {fw}",
-                "Use --framework tensorflow, keras-jax or keras-torch.",
-            )
-        part_list = [p for p in part_list if p != "fit"] or ["loop"]
-    if data is not None and fw != "tensorflow":
-        raise UsageError(
-            "--data",
-            "a tf.data dataset needs --framework tensorflow",
-            "Drop --data (synthetic numpy data is used), or use --framework tensorflow.",
-        )
-    batch_list = parse_int_list(batches, "--batches", maximum=train_workload.MAX_BATCH, example="8,64,512,4096")
-    if batch_list is None:
-        batch_list = list(train_workload.QUICK_BATCHES if quick else train_workload.DEFAULT_BATCHES)
+    part_list = _parts(parse_choice_list(parts, "--parts", PARTS), fw, model, data)
+    batch_list = _batch_list(batches, quick)
     shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000)
     user_batch = parse_positive_int(batch, "--batch", "32", maximum=train_workload.MAX_BATCH) or 32
-    if model is None:
-        for arg, value in (
-            ("--input-shape", input_shape),
-            ("--classes", classes),
-            ("--data", data),
-            ("--samples", samples),
-            ("--batch", batch),
-        ):
-            if value is not None:
-                raise UsageError(arg, "only applies to --model", f"Add --model FILE.py:FUNCTION, or drop {arg}.")
+    only_with_model(model, input_shape=input_shape, classes=classes, data=data, samples=samples, batch=batch)
     model_fn = userfile.parse_spec(model, "--model") if model else None
     data_fn = userfile.parse_spec(data, "--data") if data else None
     wanted = experiment.parse_device_filter(device)
@@ -176,24 +163,16 @@ def train(
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600")
     memory_bytes = parse_memory_limit(memory_limit)
-    out_dir = check_output_dir(out, "--out")
-    ts = stamp()
-    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"train-{ts}.json"
-    png = json_file.with_suffix(".png") if json_path else out_dir / f"train-{ts}.png"
+    json_file, png = record_paths(out, json_path, "train")
     trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
     precisions = parse_choice_list(precision, "--precision", precision_cases.POLICIES)
     experiment.require_installed(fw)
 
-    user = None
-    if model_fn is not None:
-        err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        user = userfile.user_model_params(
-            model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu")
-        )
+    user = _user_model(model_fn, shape, n_classes, data_fn, fw) if model_fn is not None else None
     plan = TrainPlan(
         framework=fw,
         parts=part_list,
-        batches=list(batch_list),
+        batches=batch_list,
         quick=quick,
         user=user,
         model=model_fn.text if model_fn else None,
@@ -213,6 +192,42 @@ def train(
         memory_limit_bytes=memory_bytes,
     )
     run_train(plan, None)
+
+
+def _batch_list(batches: str | None, quick: bool) -> list[int]:
+    """``--batches``, or the sweep's default batch sizes (fewer with ``--quick``)."""
+    batch_list = parse_int_list(batches, "--batches", maximum=train_workload.MAX_BATCH, example="8,64,512,4096")
+    if batch_list is None:
+        return list(train_workload.QUICK_BATCHES if quick else train_workload.DEFAULT_BATCHES)
+    return list(batch_list)
+
+
+def _user_model(
+    model_fn: userfile.UserFunction, shape, n_classes: int | None, data_fn: userfile.UserFunction | None, fw: str
+) -> dict:
+    """The pre-flight of the user's model (and dataset), in a child: the plan's ``user``."""
+    err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
+    return userfile.user_model_params(model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu"))
+
+
+def _parts(part_list: list[str], fw: str, model: str | None, data: str | None) -> list[str]:
+    """``--parts`` for ``fw``: plain torch has no model.fit (the record's notes say so) and
+    trains no Keras ``--model``; a ``--data`` dataset is TensorFlow's."""
+    if fw not in frameworks.KERAS:
+        if model is not None:
+            raise UsageError(
+                "--model",
+                f"a Keras model cannot be trained by --framework {fw}",
+                "Use --framework tensorflow, keras-jax or keras-torch.",
+            )
+        part_list = [p for p in part_list if p != "fit"] or ["loop"]
+    if data is not None and fw != "tensorflow":
+        raise UsageError(
+            "--data",
+            "a tf.data dataset needs --framework tensorflow",
+            "Drop --data (synthetic numpy data is used), or use --framework tensorflow.",
+        )
+    return part_list
 
 
 def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
