@@ -293,7 +293,7 @@ def _jax_matmul_points(
     return points
 
 
-def reference_points(
+def reference_points(  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
     probe: dict[str, Any],
     keras_runs: dict[str, tuple[dict[str, Any], dict[str, Any]]],
     op_lists: dict[str, dict[str, dict[str, float]]],

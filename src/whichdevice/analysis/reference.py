@@ -52,7 +52,7 @@ def _device_of(key: str) -> tuple[str, str]:
     return "GPU:0", key
 
 
-def _torch(data: dict[str, Any]) -> list[CaseResult]:
+def _torch(data: dict[str, Any]) -> list[CaseResult]:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
     out = []
     for key, v in data["launch"].items():
         dev = "CPU:0" if key.startswith("cpu_") else "GPU:0"

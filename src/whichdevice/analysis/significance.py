@@ -152,7 +152,7 @@ def percent(confidence: float) -> str:
     return f"{math.floor(pct * 10) / 10:g} %"
 
 
-def judge(
+def judge(  # noqa: PLR0913 (THE rule's parameters, keyword-only)
     ratio: float,
     lo: float,
     hi: float,

@@ -360,7 +360,7 @@ def _share(f: Fix) -> float:
     return 1 - 1 / f.claim.ratio
 
 
-def causes(v_fixes: list[FixVerdict], pipelines: list[DeviceReport], training: TrainReport) -> list[Cause]:
+def causes(v_fixes: list[FixVerdict], pipelines: list[DeviceReport], training: TrainReport) -> list[Cause]:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
     """Why it is slow, each from a measurement: the fixed cost per step (the batch change's
     gain), else Keras's per-call overhead (steps_per_execution's), the wait for input (XProf's
     input-bound share of the serial pipeline's step), the tf.py_function's share, the loss read

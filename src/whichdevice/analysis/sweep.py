@@ -76,7 +76,7 @@ def several_frameworks(record: RunRecord) -> bool:
     return len({r.spec.framework for r in record.results}) > 1
 
 
-def analyze_sweep(record: RunRecord, x_param: str, work_metric: str | None = None) -> list[Table]:
+def analyze_sweep(record: RunRecord, x_param: str, work_metric: str | None = None) -> list[Table]:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
     groups: dict[tuple[tuple[str, Scalar], ...], list[CaseResult]] = defaultdict(list)
     by_framework = several_frameworks(record)
     spread = process_sd(record)  # devices ran in different processes: widen by their spread

@@ -324,7 +324,7 @@ def rule_dispatch_bound(state: dict, blocks: list[Block], measurements: list[Mea
 # ---------------------------------------------------------------- read from the source
 
 
-def rule_latent_from_source(state: dict, blocks: list[Block], measurements: list[Measurement]) -> list[Finding]:
+def rule_latent_from_source(state: dict, blocks: list[Block], measurements: list[Measurement]) -> list[Finding]:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
     """The script stopped (no GPU) before a timed region that runs CUDA work: what that timing would
     measure on a GPU, read from its source (``audit/static.py``) — never said as a cost measured here."""
     exc = state.get("exception") or {}

@@ -291,7 +291,7 @@ def impossible(result: CaseResult) -> str | None:
     return None
 
 
-def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:
+def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
     """Read a RunRecord, turning every way it can be wrong into a ``UsageError``."""
     p = Path(path)
     try:

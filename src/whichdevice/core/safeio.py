@@ -175,7 +175,7 @@ def is_file_quietly(path: Path | str) -> bool:
         return False
 
 
-def read_capped(path: Path | str, argument: str, *, cap: int = READ_CAP, what: str = "file") -> bytes:
+def read_capped(path: Path | str, argument: str, *, cap: int = READ_CAP, what: str = "file") -> bytes:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
     """The bytes of a regular file of at most ``cap`` bytes; a ``UsageError`` naming
     ``argument`` for anything else (absent, a FIFO or device, too large, a symlink loop, a
     name too long, unreadable)."""

@@ -288,7 +288,7 @@ def _skipped(spec: CaseSpec) -> CaseResult:
     )
 
 
-def _run_group(group: list[CaseSpec], ctx: _Context, expired: Callable[[], bool], *, skip: bool) -> list[CaseResult]:
+def _run_group(group: list[CaseSpec], ctx: _Context, expired: Callable[[], bool], *, skip: bool) -> list[CaseResult]:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
     """One interleaved group: each member prepared in turn (a ``start`` line each, so the
     parent's per-case timeout covers one member's set-up and tracing, and its stderr offset
     points at that member), then all timed together, with a ``start`` line before each

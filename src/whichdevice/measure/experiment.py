@@ -150,7 +150,7 @@ def no_gpu_note(framework: str, discovery: Discovery, *, measured: bool = True) 
     return f"{framework} sees no GPU on this machine{then}. Likely reasons: {reasons}."
 
 
-def run_devices(
+def run_devices(  # noqa: PLR0913 (the session's limits and callbacks, keyword-only (tests read them by name))
     framework: str,
     devices: list[DeviceInfo],
     cases_for: Callable[[DeviceInfo], list[CaseSpec]],

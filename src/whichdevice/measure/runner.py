@@ -184,7 +184,7 @@ def _death_reason(
     return (f"{why}; last error line: {tail}" if tail else why), "crash"
 
 
-def run_job(
+def run_job(  # noqa: PLR0913 (public, keyword-only; tests call it directly)
     job: Job,
     *,
     case_timeout_s: float,

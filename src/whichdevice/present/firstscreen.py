@@ -173,7 +173,7 @@ def not_measured_answer(v: SuiteVerdict) -> str:
     return f"Not measured: no case that decides it ran to the end — {_failure_words(v.answer_cases)}."
 
 
-def _answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) -> list[str]:
+def _answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) -> list[str]:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
     if not v.answer_measured:  # never a verdict over failed cases
         return [not_measured_answer(v)]
     if not v.gpus:

@@ -49,7 +49,7 @@ def grid_markdown(grid: Grid) -> list[str]:
     return out + [""]
 
 
-def page_markdown(page: Page, *, full: bool = False) -> str:
+def page_markdown(page: Page, *, full: bool = False) -> str:  # noqa: C901, PLR0912 (named exception, issue #31: one decision table read top to bottom)
     r = page.record
     versions = sorted({f"{s.framework.name} {s.framework.version}" for s in r.sessions})
     devices = sorted({s.device.name for s in r.sessions})

@@ -91,7 +91,7 @@ def model_name(params: Mapping[str, object], *, short: bool = False) -> str:
     return table.get(str(m), str(m))
 
 
-def workload_name(params: Mapping[str, object], workload: str = "train") -> str:
+def workload_name(params: Mapping[str, object], workload: str = "train") -> str:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
     """'small MLP, 1,000 samples, batch 10, custom training loop' from a case's parameters."""
     p = params
     fw = f"{p['framework']}: " if p.get("framework") else ""

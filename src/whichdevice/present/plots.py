@@ -174,7 +174,7 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
     return save_figure(fig, path)
 
 
-def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: bool = True) -> Path:
+def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: bool = True) -> Path:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
     """Two panels: steady step time and samples/s against batch size, one line per device
     and sweep group (e.g. sync each / none), crossovers as dotted lines."""
     fig, (ax_t, ax_r) = pyplot().subplots(1, 2, figsize=(13, 5), layout="constrained")

@@ -143,7 +143,7 @@ def _finding_words(f: Finding) -> tuple[str, str]:
     return f"{at}{said}", advice
 
 
-def headline(v: SuiteVerdict) -> list[str]:
+def headline(v: SuiteVerdict) -> list[str]:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
     """The verdict line by line (``--verbose`` and the report): crossovers, device against
     device in the seeds' runs, break-even, the input pipeline, and the measured gains per
     device (the fix table's claims)."""

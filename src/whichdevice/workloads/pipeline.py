@@ -88,7 +88,7 @@ def cache_bytes(images: int, size: int) -> int:
     return images * size * size * 3 * 4
 
 
-def build_cases(
+def build_cases(  # noqa: PLR0913 (the pipeline's knobs, keyword-only)
     framework: str,
     device: str,
     *,

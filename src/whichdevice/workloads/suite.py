@@ -401,7 +401,7 @@ def user_cases(
     return cases
 
 
-def plan_user_suite(
+def plan_user_suite(  # noqa: PLR0913 (the user suite's facts, keyword-only)
     model_fn,
     input_shape,
     classes,

@@ -99,7 +99,7 @@ def timing_policy(job: dict[str, Any]):
     return TimingPolicy(**policy)
 
 
-def measure_point(
+def measure_point(  # noqa: PLR0913 (one worker's settings, passed by keyword)
     emit: Emitter,
     replicas: int,
     batch: int,
