@@ -554,7 +554,8 @@ def diagnose(
 
     ``model``: a Keras model object, or "FILE.py:FUNCTION" returning one. ``data``: ``(x, y)``
     arrays, or "FILE.py:FUNCTION" returning a tf.data.Dataset, or None for synthetic data.
-    Model objects are saved to a temporary .keras file that each measuring child loads.
+    Model objects are saved under ``$WHICHDEVICE_HOME/models/`` (a .keras file, or a pickled PyTorch module)
+    that each measuring child loads; the folder is kept, since the record names its loader.
     """
     opts = _DiagnoseOptions(input_shape, classes, samples, batch, budget_s, devices, cpu_threads)
     if framework == "torch" or (not isinstance(model, str) and _is_torch_object(model)):
