@@ -5,6 +5,7 @@ import pytest
 from whichdevice.analysis import costmodel
 from whichdevice.analysis.costmodel import OpCost, WorkloadDescription
 from whichdevice.analysis.deviceprofile import CurvePoint, DeviceCosts
+from whichdevice.present.prediction import assumption_text, extrapolation_text
 
 US = 1e-6
 
@@ -81,7 +82,8 @@ def test_band_widens_beyond_the_calibrated_range():
     assert p.step.mid == pytest.approx(0.1)  # time proportional to work at the last point's rate
     assert p.step.low == pytest.approx(1e-3)  # the rate may keep gaining 100x per decade
     assert p.step.high == pytest.approx(0.1)
-    assert any("beyond the largest calibrated size" in e for e in p.extrapolated)
+    assert p.extrapolated == (costmodel.Extrapolation("matmul", pytest.approx(1000), 100),)
+    assert extrapolation_text(p.extrapolated[0]) == "matmul of n≈1000 beyond the largest calibrated size 100"
 
 
 def test_missing_bandwidth_widens_elementwise_up_to_the_floor_bandwidth():
@@ -89,7 +91,8 @@ def test_missing_bandwidth_widens_elementwise_up_to_the_floor_bandwidth():
     p = costmodel.predict(work([big]), gpu())
     assert p.step.low == pytest.approx(10 * US) and p.step.mid == pytest.approx(10 * US)
     assert p.step.high == pytest.approx(1e-3)
-    assert any("no elementwise curve" in a for a in p.assumptions)
+    assert costmodel.Assumption("no_elementwise_curve", floor_s=10 * US) in p.assumptions
+    assert any("no elementwise curve" in assumption_text(a) for a in p.assumptions)
 
 
 def test_quartiles_of_calibrated_points_make_the_band():
@@ -111,7 +114,8 @@ def test_unknown_ops_get_the_floor_and_widen_the_band_instead_of_refusing():
     assert p.cannot_predict is None
     assert p.step.mid == pytest.approx(30 * US)
     assert p.step.high == pytest.approx(30 * US + 2 * costmodel.UNKNOWN_OP_HIGH_S)
-    assert any("Mystery ×2" in a for a in p.assumptions)
+    (unknown,) = [a for a in p.assumptions if a.kind == "unknown_ops"]
+    assert unknown.ops == (("Mystery", 2),) and "Mystery ×2" in assumption_text(unknown)
 
 
 def test_measured_host_overhead_replaces_the_call_and_pays_only_the_extra_dispatch():
@@ -131,7 +135,9 @@ def test_steps_per_execution_amortizes_the_host_overhead_of_a_compiled_step_only
         p = costmodel.predict(w, gpu(dispatch_graph_s=10 * US))
         assert p.step.mid == pytest.approx(expected), mode
     w = work(ops, launch_mode="eager", compiled=False, host_overhead_s=400 * US, steps_per_execution=4)
-    assert any("no effect on an eager loop" in a for a in costmodel.predict(w, gpu()).assumptions)
+    eager = costmodel.predict(w, gpu()).assumptions
+    assert costmodel.Assumption("spe_eager") in eager
+    assert any("no effect on an eager loop" in assumption_text(a) for a in eager)
 
 
 def test_a_tf32_framework_takes_the_tf32_curve_for_the_middle_and_float32_for_the_high_edge():

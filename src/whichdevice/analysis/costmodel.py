@@ -143,6 +143,45 @@ class Band:
 ZERO = Band(0.0, 0.0, 0.0)
 
 
+AssumptionKind = Literal[
+    "unknown_ops",  # ops the model does not know, each one kernel at the floor (floor_s, high_s, ops)
+    "xla_kernels",  # XLA kernels counted from the CPU compiler's HLO
+    "conv_as_matmul",  # convolutions costed as matmuls of equal FLOPs
+    "no_elementwise_curve",  # elementwise ops at the floor (floor_s), up to the memory-bandwidth bound
+    "spe_eager",  # steps_per_execution has no effect on an eager loop
+    "dispatch_upper_bound",  # the eager dispatch figure used in a compiled step (mode)
+    "no_step_call",  # no per-call cost of a compiled step in the profile: 0
+    "no_sync_cost",  # no sync cost in the profile: 0
+    "batch_on_gpu",  # the batch taken to be on the GPU already (copy_s at batch)
+    "host_from_cpu",  # the per-step host overhead measured on this CPU, taken for the GPU machine's host
+]
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """What a prediction takes for granted, with its figures (present/prediction.py words it)."""
+
+    kind: AssumptionKind
+    floor_s: float = 0.0
+    high_s: float = 0.0
+    ops: tuple[tuple[str, int], ...] = ()  # unknown_ops: (op type, count), sorted
+    mode: str = ""  # dispatch_upper_bound: the profile's dispatch mode
+    copy_s: float = 0.0  # batch_on_gpu: the copy it would add per step
+    batch: int = 0  # batch_on_gpu: at this batch
+
+
+@dataclass(frozen=True)
+class Extrapolation:
+    """An op beyond the largest calibrated size of its curve: the band is widened there."""
+
+    what: Literal["matmul", "elementwise", "input_copy"]
+    size: float  # matmul: n; elementwise and input copy: bytes
+    largest: float  # the curve's largest calibrated x
+
+
+CannotPredict = Literal["no_ops"]
+
+
 @dataclass(frozen=True)
 class Prediction:
     """A predicted step on one device. ``step`` is None when it cannot be predicted."""
@@ -151,9 +190,9 @@ class Prediction:
     step: Band | None
     parts_s: dict[str, float] = field(default_factory=dict)  # mid values, attribution of the step
     bound: str = ""  # "host dispatch" | "device work" | "" (CPU)
-    extrapolated: tuple[str, ...] = ()
-    assumptions: tuple[str, ...] = ()
-    cannot_predict: str | None = None
+    extrapolated: tuple[Extrapolation, ...] = ()
+    assumptions: tuple[Assumption, ...] = ()
+    cannot_predict: CannotPredict | None = None
 
     @property
     def dominant(self) -> str | None:
@@ -189,9 +228,9 @@ def _quartile_ratio(curve: Sequence[CurvePoint], x: float) -> tuple[float, float
 
 def curve_band(
     curve: Sequence[CurvePoint], x: float, work: Callable[[float], float], floor_s: float
-) -> tuple[Band, str | None]:
+) -> tuple[Band, float | None]:
     """Time of one op of size ``x`` from a curve; ``work(x)`` is the work (FLOPs or bytes) at
-    size x. Returns the band and, when extrapolating, a short note."""
+    size x. Returns the band and, when extrapolating, the curve's largest calibrated x."""
     first, last = curve[0], curve[-1]
     if x > last.x:
         mid = last.s * work(x) / work(last.x)
@@ -202,7 +241,7 @@ def curve_band(
             rate_tenth = work(tenth) / interp_loglog(curve, tenth)
             gain = max(rate_last / rate_tenth, 1.0)
         decades = math.log10(x / last.x)
-        return Band(mid / gain ** max(decades, 0.0), mid, mid), f"beyond the largest calibrated size {last.x:g}"
+        return Band(mid / gain ** max(decades, 0.0), mid, mid), last.x
     if x < first.x:
         return Band(min(floor_s, first.s), first.s, first.s), None  # smaller than the smallest: floor-bound
     mid = interp_loglog(curve, x)
@@ -230,7 +269,7 @@ def _bytes_work(b: float) -> float:
 class OpTime:
     band: Band
     part: str  # "compute" or "memory traffic"
-    note: str | None = None
+    extrapolated: Extrapolation | None = None
 
 
 def op_time(op: OpCost, dev: DeviceCosts, tf32: bool = False) -> OpTime | None:
@@ -241,66 +280,60 @@ def op_time(op: OpCost, dev: DeviceCosts, tf32: bool = False) -> OpTime | None:
         n = matmul_n(op.flops)
         if n < 1.0:
             return OpTime(Band.of(dev.matmul[0].s), "compute")
-        band, note = curve_band(dev.matmul, n, _mm_work, f)
+        band, largest = curve_band(dev.matmul, n, _mm_work, f)
         if dev.kind == "gpu" and dev.matmul_tf32:
             fast, _ = curve_band(dev.matmul_tf32, n, _mm_work, f)
             if tf32:
                 band = Band(min(band.low, fast.low), fast.mid, max(band.high, fast.high))
             else:
                 band = Band(min(band.low, fast.low), band.mid, band.high)
-        if note:
-            note = f"matmul of n≈{n:.0f} {note}"
-        return OpTime(band, "compute", note)
+        return OpTime(band, "compute", Extrapolation("matmul", n, largest) if largest is not None else None)
     if op.kind == "uncovered":  # a documented default: one kernel at the floor, band widened
         return OpTime(Band(f, f, f + UNKNOWN_OP_HIGH_S), "compute")
     if op.kind == "elementwise":
         b = max(op.bytes, 1.0)
         if dev.elementwise:
-            band, note = curve_band(dev.elementwise, b, _bytes_work, f)
-            return OpTime(band, "memory traffic", f"elementwise op of {b:.3g} B {note}" if note else None)
+            band, largest = curve_band(dev.elementwise, b, _bytes_work, f)
+            return OpTime(
+                band, "memory traffic", Extrapolation("elementwise", b, largest) if largest is not None else None
+            )
         hi = max(f, b / dev.memory_floor_bytes_per_s) if dev.memory_floor_bytes_per_s else f
         return OpTime(Band(f, f, hi), "memory traffic")
     return None
 
 
-def transfer_time(curve: Sequence[CurvePoint], nbytes: float) -> tuple[Band, str | None]:
+def transfer_time(curve: Sequence[CurvePoint], nbytes: float) -> tuple[Band, float | None]:
     if nbytes <= 0 or not curve:
         return ZERO, None
     return curve_band(curve, nbytes, _bytes_work, curve[0].s)
 
 
-def _op_assumptions(work: WorkloadDescription, dev: DeviceCosts) -> list[str]:
+def _op_assumptions(work: WorkloadDescription, dev: DeviceCosts) -> list[Assumption]:
     """What the prediction of ``work``'s ops on ``dev`` takes for granted (ops it does not
     know, XLA's kernels, convolutions, a missing elementwise curve)."""
     f = dev.dispatch_eager_s
-    assumptions: list[str] = []
+    assumptions: list[Assumption] = []
     uncovered = work.uncovered
     if uncovered:
-        kinds = ", ".join(f"{k} ×{v}" for k, v in sorted(uncovered.items()))
         assumptions.append(
-            f"ops the cost model does not know, each costed as one kernel at the {f * 1e6:.1f} µs floor "
-            f"with the band's high edge {UNKNOWN_OP_HIGH_S * 1e6:.0f} µs wider: {kinds}"
+            Assumption("unknown_ops", floor_s=f, high_s=UNKNOWN_OP_HIGH_S, ops=tuple(sorted(uncovered.items())))
         )
     if work.launch_mode == "xla":
-        assumptions.append(
-            "XLA kernels counted from the CPU compiler's HLO (XLA's GPU compiler fuses along the same lines, "
-            "not identically)"
-        )
+        assumptions.append(Assumption("xla_kernels"))
     if any(o.kind == "conv" for o in work.ops):
-        assumptions.append("convolutions costed as matmuls of equal FLOPs")
+        assumptions.append(Assumption("conv_as_matmul"))
     if any(o.kind == "elementwise" for o in work.ops) and not dev.elementwise:
-        assumptions.append(
-            f"no elementwise curve in the profile: elementwise ops at the {f * 1e6:.1f} µs floor, "
-            "band up to the memory-bandwidth lower bound"
-        )
+        assumptions.append(Assumption("no_elementwise_curve", floor_s=f))
     return assumptions
 
 
-def _device_work(work: WorkloadDescription, dev: DeviceCosts) -> tuple[Band, float, dict[str, float], set[str]]:
+def _device_work(
+    work: WorkloadDescription, dev: DeviceCosts
+) -> tuple[Band, float, dict[str, float], set[Extrapolation]]:
     """The ops' device time (each op at least the launch floor on a GPU), the floors' sum, the
     time above the floor per part, and the curves' notes."""
     f = dev.dispatch_eager_s
-    notes: set[str] = set()
+    notes: set[Extrapolation] = set()
     device_work = ZERO
     launch_mid = 0.0
     parts = {p: 0.0 for p in PARTS}
@@ -308,8 +341,8 @@ def _device_work(work: WorkloadDescription, dev: DeviceCosts) -> tuple[Band, flo
         t = op_time(op, dev, work.tf32)
         if t is None:
             continue
-        if t.note:
-            notes.add(t.note)
+        if t.extrapolated is not None:
+            notes.add(t.extrapolated)
         b = t.band
         if dev.kind == "gpu":
             b = Band(max(f, b.low), max(f, b.mid), max(f, b.high))
@@ -324,26 +357,23 @@ def predict(work: WorkloadDescription, dev: DeviceCosts, dispatch_mode: str = "e
     """Predicted step time of ``work`` on ``dev`` (see the module docstring for the equation)."""
     name = dev.kind.upper()
     if not work.ops:
-        return Prediction(name, None, cannot_predict="the traced step has no ops")
+        return Prediction(name, None, cannot_predict="no_ops")
     f = dev.dispatch_eager_s
     assumptions = _op_assumptions(work, dev)
     k = work.kernels
     mode = work.launch_mode if work.compiled or work.launch_mode != "graph" else "eager"
     n_exec = work.steps_per_execution if mode != "eager" else 1
     if work.steps_per_execution > 1 and mode == "eager":
-        assumptions.append("steps_per_execution has no effect on an eager loop (each step still runs from Python)")
+        assumptions.append(Assumption("spe_eager"))
     call = 0.0 if mode == "eager" else (dev.step_call_s or 0.0)
     if mode != "eager" and dev.dispatch_graph_s is not None:
         d = dev.dispatch_graph_s
     else:
         d = f
         if mode != "eager":
-            assumptions.append(
-                f"per-kernel cost is the profile's {dispatch_mode} dispatch figure "
-                "(no in-graph figure): likely an upper bound for a compiled step"
-            )
+            assumptions.append(Assumption("dispatch_upper_bound", mode=dispatch_mode))
     if mode != "eager" and dev.step_call_s is None and work.host_overhead_s is None:
-        assumptions.append("no per-call cost of a compiled step in the profile (taken as 0)")
+        assumptions.append(Assumption("no_step_call"))
     measured = work.host_overhead_s is not None
     h = work.host_overhead_s or 0.0
     overhead = h / n_exec if measured else call / n_exec
@@ -354,7 +384,7 @@ def predict(work: WorkloadDescription, dev: DeviceCosts, dispatch_mode: str = "e
     if dev.kind == "cpu":
         step = device_work + Band.of(call / n_exec)
         parts["dispatch/launch"] = launch_mid + call / n_exec
-        return Prediction(name, step, parts, "", tuple(sorted(notes)), tuple(assumptions))
+        return Prediction(name, step, parts, "", _in_order(notes), tuple(assumptions))
 
     host = Band.of(overhead + k * d_extra)
     top = Band(max(host.low, device_work.low), max(host.mid, device_work.mid), max(host.high, device_work.high))
@@ -366,12 +396,16 @@ def predict(work: WorkloadDescription, dev: DeviceCosts, dispatch_mode: str = "e
     else:
         bound = "device work"
         parts["dispatch/launch"] = launch_mid
-    copy, note = transfer_time(dev.h2d, work.input_bytes)
-    if note:
-        notes.add(f"input copy of {work.input_bytes:.3g} B {note}")
+    copy, largest = transfer_time(dev.h2d, work.input_bytes)
+    if largest is not None:
+        notes.add(Extrapolation("input_copy", work.input_bytes, largest))
     sync = Band.of((dev.sync_s or 0.0) * work.syncs_per_step)
     if work.syncs_per_step and dev.sync_s is None:
-        assumptions.append("no sync cost in the profile (taken as 0)")
+        assumptions.append(Assumption("no_sync_cost"))
     parts["transfer"] = copy.mid
     parts["sync"] = sync.mid
-    return Prediction(name, top + copy + sync, parts, bound, tuple(sorted(notes)), tuple(assumptions))
+    return Prediction(name, top + copy + sync, parts, bound, _in_order(notes), tuple(assumptions))
+
+
+def _in_order(notes: set[Extrapolation]) -> tuple[Extrapolation, ...]:
+    return tuple(sorted(notes, key=lambda e: (e.what, e.size, e.largest)))

@@ -172,9 +172,9 @@ PredictRow = GpuAnswer
 class PredictReport:
     rows: list[GpuAnswer]
     crossover: Crossover
-    assumptions: tuple[str, ...]
-    extrapolated: tuple[str, ...]
-    cannot_predict: str | None
+    assumptions: tuple[costmodel.Assumption, ...]
+    extrapolated: tuple[costmodel.Extrapolation, ...]
+    cannot_predict: costmodel.CannotPredict | None
     failures: list[str]
     framework: str = "tensorflow"
     calibrated: str | None = None  # where the band's calibration comes from (None: not calibrated)
@@ -201,8 +201,8 @@ def predict_report(
             t = r.timing
             measured[b] = (t.median_s, t.q1_s, t.q3_s)
     rows = gpu_would_help(framework, measured, described, profile, errors, steps_per_execution=spe)
-    assumptions: list[str] = []
-    extrapolated: list[str] = []
+    assumptions: list[costmodel.Assumption] = []
+    extrapolated: list[costmodel.Extrapolation] = []
     cannot = None
     for row in rows:
         cannot = cannot or row.gpu.cannot_predict
@@ -212,15 +212,9 @@ def predict_report(
     if rows and h2d and described:
         big = max(described.values(), key=lambda w: w.input_bytes)
         copy, _ = costmodel.transfer_time(h2d, big.input_bytes)
-        assumptions.append(
-            f"the batch is already on the GPU, as the CPU step was measured; copying it from host memory every "
-            f"step would add about {copy.mid * 1e3:.3f} ms at batch {big.batch} (prefetch it to the GPU to avoid that)"
-        )
+        assumptions.append(costmodel.Assumption("batch_on_gpu", copy_s=copy.mid, batch=big.batch))
     if rows:
-        assumptions.append(
-            "per-step host overhead (Python, the training loop) measured on this machine's CPU at the "
-            "smallest batches; the GPU machine's host is taken to be as fast"
-        )
+        assumptions.append(costmodel.Assumption("host_from_cpu"))
     ok = [  # the measured batches with a prediction (a measured step has its quartiles)
         (row.batch, cpu, q1, q3, band)
         for row in rows

@@ -11,10 +11,64 @@ from rich.table import Table
 
 from whichdevice.present.terminal import print_table
 
+from whichdevice.analysis.costmodel import Assumption, Extrapolation
 from whichdevice.analysis.prediction import PredictReport
 from whichdevice.analysis.deviceprofile import CurvePoint, DeviceCosts, DeviceProfile
 from whichdevice.present.tables import Align
 from whichdevice.present.claims import crossover_text
+
+
+CANNOT_PREDICT = {"no_ops": "the traced step has no ops"}
+
+
+def assumption_text(a: Assumption) -> str:
+    """What the prediction takes for granted, in words (analysis/costmodel.Assumption)."""
+    if a.kind == "unknown_ops":
+        kinds = ", ".join(f"{k} ×{v}" for k, v in a.ops)
+        return (
+            f"ops the cost model does not know, each costed as one kernel at the {a.floor_s * 1e6:.1f} µs floor "
+            f"with the band's high edge {a.high_s * 1e6:.0f} µs wider: {kinds}"
+        )
+    if a.kind == "no_elementwise_curve":
+        return (
+            f"no elementwise curve in the profile: elementwise ops at the {a.floor_s * 1e6:.1f} µs floor, "
+            "band up to the memory-bandwidth lower bound"
+        )
+    if a.kind == "dispatch_upper_bound":
+        return (
+            f"per-kernel cost is the profile's {a.mode} dispatch figure "
+            "(no in-graph figure): likely an upper bound for a compiled step"
+        )
+    if a.kind == "batch_on_gpu":
+        return (
+            f"the batch is already on the GPU, as the CPU step was measured; copying it from host memory every "
+            f"step would add about {a.copy_s * 1e3:.3f} ms at batch {a.batch} (prefetch it to the GPU to avoid that)"
+        )
+    return _ASSUMPTIONS[a.kind]
+
+
+_ASSUMPTIONS = {
+    "xla_kernels": (
+        "XLA kernels counted from the CPU compiler's HLO (XLA's GPU compiler fuses along the same lines, "
+        "not identically)"
+    ),
+    "conv_as_matmul": "convolutions costed as matmuls of equal FLOPs",
+    "spe_eager": "steps_per_execution has no effect on an eager loop (each step still runs from Python)",
+    "no_step_call": "no per-call cost of a compiled step in the profile (taken as 0)",
+    "no_sync_cost": "no sync cost in the profile (taken as 0)",
+    "host_from_cpu": (
+        "per-step host overhead (Python, the training loop) measured on this machine's CPU at the "
+        "smallest batches; the GPU machine's host is taken to be as fast"
+    ),
+}
+
+
+def extrapolation_text(e: Extrapolation) -> str:
+    """'matmul of n≈8192 beyond the largest calibrated size 4096' (the band is widened there)."""
+    what = {"matmul": f"matmul of n≈{e.size:.0f}", "elementwise": f"elementwise op of {e.size:.3g} B"}.get(
+        e.what, f"input copy of {e.size:.3g} B"
+    )
+    return f"{what} beyond the largest calibrated size {e.largest:g}"
 
 
 def _ms(s: float | None) -> str:
@@ -118,7 +172,7 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
     print_table(console, t)
     if report.cannot_predict:
         console.print(
-            f"[red]Cannot predict:[/red] {escape(report.cannot_predict)}. "
+            f"[red]Cannot predict:[/red] {escape(CANNOT_PREDICT[report.cannot_predict])}. "
             "Measure on a real GPU (whichdevice train) for this model."
         )
     else:
@@ -140,9 +194,9 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
             "Too close to call where the CPU range and the GPU band overlap: measure it on a machine with the GPU, "
             f"e.g. {escape(report.too_close_command)}"
         )
-    for a in report.assumptions:
+    for a in dict.fromkeys(assumption_text(a) for a in report.assumptions):
         console.print(f"[yellow]Assumption:[/yellow] {escape(a)}")
-    for e in report.extrapolated:
+    for e in sorted(set(extrapolation_text(e) for e in report.extrapolated)):
         console.print(f"[yellow]Extrapolated (band widened):[/yellow] {escape(e)}")
     for f in report.failures:
         console.print(f"[red]Failed:[/red] {escape(f)}")

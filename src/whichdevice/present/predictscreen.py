@@ -13,6 +13,7 @@ from whichdevice.analysis.values import known
 from whichdevice.core.records import RunRecord
 from whichdevice.core.units import seconds
 from whichdevice.present import names
+from whichdevice.present.prediction import CANNOT_PREDICT, assumption_text, extrapolation_text
 
 
 def model_words(record: RunRecord) -> str:
@@ -28,7 +29,7 @@ def answer_lines(report: PredictReport, record: RunRecord, gpu: str) -> list[str
     model = model_words(record)
     if report.cannot_predict:
         return [
-            f"Answer: cannot predict a GPU for {model}: {report.cannot_predict}.",
+            f"Answer: cannot predict a GPU for {model}: {CANNOT_PREDICT[report.cannot_predict]}.",
             "        Measure it on a machine with the GPU: whichdevice train.",
         ]
     c = report.crossover
@@ -76,7 +77,9 @@ def screen_lines(report: PredictReport, record: RunRecord, profile: DeviceProfil
         out.append(("", f"Too close to call at batch {', '.join(map(str, close))}: measure it on the GPU:"))
         out.append(("code", f"  {report.too_close_command}"))
     if report.assumptions or report.extrapolated:
-        n = len(report.assumptions) + len(report.extrapolated)
+        n = len({assumption_text(a) for a in report.assumptions}) + len(
+            {extrapolation_text(e) for e in report.extrapolated}
+        )
         out.append(
             ("dim", f"{n} assumption{'s' if n > 1 else ''} of the model, the calibration and the kernels: --verbose.")
         )
