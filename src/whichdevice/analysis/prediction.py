@@ -52,7 +52,7 @@ def description_from_metrics(
     )
 
 
-TOO_CLOSE = "too close: measure it"
+TOO_CLOSE = "too_close"  # the CPU range and the GPU band overlap (present/prediction.WINNER words it)
 
 
 def winner(cpu_low: float, cpu_high: float, gpu: costmodel.Band) -> str:

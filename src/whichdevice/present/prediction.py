@@ -12,13 +12,18 @@ from rich.table import Table
 from whichdevice.present.terminal import print_table
 
 from whichdevice.analysis.costmodel import Assumption, Extrapolation
-from whichdevice.analysis.prediction import PredictReport
+from whichdevice.analysis.prediction import TOO_CLOSE, PredictReport
 from whichdevice.analysis.deviceprofile import CurvePoint, DeviceCosts, DeviceProfile
 from whichdevice.present.tables import Align
 from whichdevice.present.claims import crossover_text
 
 
 CANNOT_PREDICT = {"no_ops": "the traced step has no ops"}
+
+
+def winner_text(winner: str) -> str:
+    """'CPU', 'GPU', '—', or the overlap said as what to do."""
+    return "too close: measure it" if winner == TOO_CLOSE else winner
 
 
 def assumption_text(a: Assumption) -> str:
@@ -168,7 +173,7 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
             dominant = r.gpu.dominant
             share = r.gpu.parts_s[dominant] / raw if raw and dominant is not None else 0
             dom = f"{r.gpu.dominant} {share:.0%}"
-        t.add_row(str(r.batch), cpu, g, r.winner, dom, str(r.kernels))
+        t.add_row(str(r.batch), cpu, g, winner_text(r.winner), dom, str(r.kernels))
     print_table(console, t)
     if report.cannot_predict:
         console.print(

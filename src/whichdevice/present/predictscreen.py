@@ -13,7 +13,7 @@ from whichdevice.analysis.values import known
 from whichdevice.core.records import RunRecord
 from whichdevice.core.units import seconds
 from whichdevice.present import names
-from whichdevice.present.prediction import CANNOT_PREDICT, assumption_text, extrapolation_text
+from whichdevice.present.prediction import CANNOT_PREDICT, assumption_text, extrapolation_text, winner_text
 
 
 def model_words(record: RunRecord) -> str:
@@ -63,7 +63,7 @@ def screen_lines(report: PredictReport, record: RunRecord, profile: DeviceProfil
             gpu_text = "cannot predict"
         else:
             gpu_text = f"{seconds(r.band.mid)} [{seconds(r.band.low)}–{seconds(r.band.high)}]"
-        out.append(("", f"  {r.batch:>5}   {cpu:<28} {gpu_text:<28} {r.winner}"))
+        out.append(("", f"  {r.batch:>5}   {cpu:<28} {gpu_text:<28} {winner_text(r.winner)}"))
     parts = [(r, step) for r in report.rows if (step := r.gpu.step) is not None and step.mid]
     if parts and (dominant := parts[-1][0].gpu.dominant) is not None:
         r, step = parts[-1]
