@@ -173,39 +173,57 @@ def not_measured_answer(v: SuiteVerdict) -> str:
     return f"Not measured: no case that decides it ran to the end — {_failure_words(v.answer_cases)}."
 
 
-def _answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) -> list[str]:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
+def _answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) -> list[str]:
     if not v.answer_measured:  # never a verdict over failed cases
         return [not_measured_answer(v)]
     if not v.gpus:
-        reason = v.no_gpu_reasons[0].split(" (")[0] if v.no_gpu_reasons else ""  # its gist; the note has it whole
-        out = ["No GPU here" + (f" ({reason})" if reason else "") + ": everything below was measured on this CPU."]
-        if prediction:
-            return out + prediction
-        model = record.options.get("model") if record.experiment == "diagnose" else None
-        fw = str(record.options.get("framework") or "tensorflow")
-        if model and fw == "torch":  # predict takes Keras models only: an nn.Module is not modelled
-            return out + [
-                "Would a GPU help? `whichdevice predict --framework torch --quick` models the seeds' MLP "
-                "(not your nn.Module)."
-            ]
-        if model:  # predict models the user's own model too
-            on = f" --framework {fw}" if fw != "tensorflow" else ""
-            return out + [f"Would a GPU help? Ask `whichdevice predict --model {model}{on} --quick`."]
-        return out + [NO_PREDICTION]
+        return _no_gpu_answer(record, v, prediction)
+    return (_unmeasured_gpu_lines(v) + _crossover_answer_lines(v))[:2]
+
+
+def _no_gpu_answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) -> list[str]:
+    """'No GPU here (why): ...', then the prediction, or how to ask for one."""
+    reason = v.no_gpu_reasons[0].split(" (")[0] if v.no_gpu_reasons else ""  # its gist; the note has it whole
+    out = ["No GPU here" + (f" ({reason})" if reason else "") + ": everything below was measured on this CPU."]
+    return out + (prediction or [_predict_hint(record)])
+
+
+def _predict_hint(record: RunRecord) -> str:
+    """How to ask `whichdevice predict` whether a GPU would help: for the user's own model
+    (diagnose, Keras), or the seeds' workloads."""
+    model = record.options.get("model") if record.experiment == "diagnose" else None
+    fw = str(record.options.get("framework") or "tensorflow")
+    if model and fw == "torch":  # predict takes Keras models only: an nn.Module is not modelled
+        return (
+            "Would a GPU help? `whichdevice predict --framework torch --quick` models the seeds' MLP "
+            "(not your nn.Module)."
+        )
+    if model:  # predict models the user's own model too
+        on = f" --framework {fw}" if fw != "tensorflow" else ""
+        return f"Would a GPU help? Ask `whichdevice predict --model {model}{on} --quick`."
+    return NO_PREDICTION
+
+
+def _crossover_answer_lines(v: SuiteVerdict) -> list[str]:
+    """Where each GPU overtakes the CPU: in the training sweep (by batch), then the steady matmul (by n)."""
     out = []
     for t in v.training.sweep:
         for d, c in t.crossovers.items():
             out.append(f"Training ({names.model_name(t.group, short=True)}): {_crossover_words(c, 'batch', d)}")
     for t in v.matmul:
-        if t.group.get("mode") != "steady":
-            continue
-        for d, c in t.crossovers.items():
-            out.append(f"Matrix multiply: {_crossover_words(c, 'n', d)}")
-    for gpu in v.gpus:  # a GPU whose deciding cases all failed: said in place of its answer
+        if t.group.get("mode") == "steady":
+            out += [f"Matrix multiply: {_crossover_words(c, 'n', d)}" for d, c in t.crossovers.items()]
+    return out
+
+
+def _unmeasured_gpu_lines(v: SuiteVerdict) -> list[str]:
+    """A GPU whose deciding cases all failed: said in place of its answer (the last GPU first)."""
+    out = []
+    for gpu in reversed(v.gpus):
         mine = [r for r in v.answer_cases if r.spec.device == gpu]
         if mine and not any(r.status == "ok" for r in mine):
-            out.insert(0, f"{gpu}: not measured — {_failure_words(mine)}.")
-    return out[:2]
+            out.append(f"{gpu}: not measured — {_failure_words(mine)}.")
+    return out
 
 
 def _crossover_words(c: Crossover, unit: str, gpu: str) -> str:

@@ -18,7 +18,7 @@ import csv
 import io
 
 from whichdevice.core.textsafe import clean
-from whichdevice.present.html import Page, first_view
+from whichdevice.present.html import FirstView, Page, first_view
 from whichdevice.present.tables import Grid, column_align
 from whichdevice.present.terminal import machine_line
 
@@ -49,11 +49,12 @@ def grid_markdown(grid: Grid) -> list[str]:
     return out + [""]
 
 
-def page_markdown(page: Page, *, full: bool = False) -> str:  # noqa: C901, PLR0912 (named exception, issue #31: one decision table read top to bottom)
+def _header_markdown(page: Page) -> list[str]:
+    """The run's header: experiment and date, then the machine, framework versions and devices."""
     r = page.record
     versions = sorted({f"{s.framework.name} {s.framework.version}" for s in r.sessions})
     devices = sorted({s.device.name for s in r.sessions})
-    lines = [
+    return [
         f"### whichdevice {_line(r.experiment)} · {_line(r.created_at)}",
         "",
         f"{_line(machine_line(r))}"
@@ -61,55 +62,88 @@ def page_markdown(page: Page, *, full: bool = False) -> str:  # noqa: C901, PLR0
         + (f" · {', '.join(devices)}" if devices else ""),
         "",
     ]
-    fs = first_view(page.first)
-    if fs is not None:
-        answer = [_line(a) for a in fs["answer"]]
-        if answer:
-            lines += [f"**Answer:** {answer[0]}"] + [f"{a}" for a in answer[1:]] + [""]
-        if fs["causes"]:
-            lines += ["**Why it is slow** (measured share of the time)", ""]
-            lines += [f"{i}. **{_line(c['title'])}** — {_line(c['text'])}" for i, c in enumerate(fs["causes"], 1)]
-            lines.append("")
-        lines += ["**What to change** (measured on this machine, best first)", ""]
-        if fs["changes"]:
-            for i, c in enumerate(fs["changes"], 1):
-                lines.append(f"{i}. **{_line(c['title'])}**: {_line(c['gain'])} ({_line(c['where'])})")
-                lines += ["   ```python", *[f"   {clean(x)}" for x in str(c["code"]).splitlines()], "   ```"]
-                if c["caveat"]:
-                    lines.append(f"   Caveat: {_line(c['caveat'])}")
-        else:
-            lines.append("No measured change helps significantly here.")
-        if fs["more"]:
-            lines += [
-                "",
-                "Also helps: " + "; ".join(f"{_line(c['title'])} — {_line(c['gain'])}" for c in fs["more"]) + ".",
-            ]
-        for tail in fs["tail"]:  # slower here, no clear change, not measured (present/firstscreen.tail_lines)
-            lines += ["", _line(tail)]
-        lines.append("")
-    elif page.verdict:
-        lines += [f"- {_line(v)}" for v in page.verdict] + [""]
-    sections = page.sections
-    if r.experiment in _FIRST_SCREEN and not full:
-        sections = sections[:1]  # the fix table
+
+
+def _causes_markdown(causes: list[dict[str, str]]) -> list[str]:
+    """The block "Why it is slow": the measured causes, numbered."""
+    if not causes:
+        return []
+    lines = ["**Why it is slow** (measured share of the time)", ""]
+    lines += [f"{i}. **{_line(c['title'])}** — {_line(c['text'])}" for i, c in enumerate(causes, 1)]
+    return lines + [""]
+
+
+def _changes_markdown(changes: list[dict[str, str]]) -> list[str]:
+    """The block "What to change": each fix with its gain, where, its line of code and its caveat."""
+    lines = ["**What to change** (measured on this machine, best first)", ""]
+    if not changes:
+        return lines + ["No measured change helps significantly here."]
+    for i, c in enumerate(changes, 1):
+        lines.append(f"{i}. **{_line(c['title'])}**: {_line(c['gain'])} ({_line(c['where'])})")
+        lines += ["   ```python", *[f"   {clean(x)}" for x in str(c["code"]).splitlines()], "   ```"]
+        if c["caveat"]:
+            lines.append(f"   Caveat: {_line(c['caveat'])}")
+    return lines
+
+
+def _first_screen_markdown(fs: FirstView) -> list[str]:
+    """The first screen: answer, why it is slow, what to change, what else helps, and the tail."""
+    lines: list[str] = []
+    answer = [_line(a) for a in fs["answer"]]
+    if answer:
+        lines += [f"**Answer:** {answer[0]}"] + [f"{a}" for a in answer[1:]] + [""]
+    lines += _causes_markdown(fs["causes"])
+    lines += _changes_markdown(fs["changes"])
+    if fs["more"]:
+        lines += [
+            "",
+            "Also helps: " + "; ".join(f"{_line(c['title'])} — {_line(c['gain'])}" for c in fs["more"]) + ".",
+        ]
+    for tail in fs["tail"]:  # slower here, no clear change, not measured (present/firstscreen.tail_lines)
+        lines += ["", _line(tail)]
+    return lines + [""]
+
+
+def _sections_markdown(page: Page, *, full: bool) -> list[str]:
+    """The tables: for run/diagnose only the fix table (and no section lines) unless ``full``."""
+    brief = page.record.experiment in _FIRST_SCREEN and not full
+    sections = page.sections[:1] if brief else page.sections  # [:1]: the fix table
+    lines: list[str] = []
     for s in sections:
         lines += [f"#### {_line(s.title)}", ""]
         for g in s.grids:
             lines += grid_markdown(g)
-        if full or r.experiment not in _FIRST_SCREEN:
+        if not brief:
             lines += [f"- {_line(x)}" for x in s.lines]
             if s.lines:
                 lines.append("")
-    lines += [f"> Note: {_line(n)}" for n in r.notes]
+    return lines
+
+
+def _footer_markdown(page: Page) -> list[str]:
+    """Notes, failures and the warning count in one line each, then the tool's signature."""
+    r = page.record
+    lines = [f"> Note: {_line(n)}" for n in r.notes]
     lines += [f"> Failed: {_line(f)}" for f in page.failures]
     if page.warnings:
         lines.append(
             f"> {len(page.warnings)} measurement warning{'s' if len(page.warnings) != 1 else ''} (see the HTML report)"
         )
-    lines += [
+    return lines + [
         "",
         f"<sub>whichdevice {_line(r.tool_version)} · every number measured on this machine; the JSON record holds the raw samples.</sub>",
     ]
+
+
+def page_markdown(page: Page, *, full: bool = False) -> str:
+    lines = _header_markdown(page)
+    fs = first_view(page.first)
+    if fs is not None:
+        lines += _first_screen_markdown(fs)
+    elif page.verdict:
+        lines += [f"- {_line(v)}" for v in page.verdict] + [""]
+    lines += _sections_markdown(page, full=full)
+    lines += _footer_markdown(page)
     return "\n".join(lines).rstrip() + "\n"
 
 

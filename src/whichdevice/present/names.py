@@ -91,42 +91,70 @@ def model_name(params: Mapping[str, object], *, short: bool = False) -> str:
     return table.get(str(m), str(m))
 
 
-def workload_name(params: Mapping[str, object], workload: str = "train") -> str:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
+def workload_name(params: Mapping[str, object], workload: str = "train") -> str:
     """'small MLP, 1,000 samples, batch 10, custom training loop' from a case's parameters."""
     p = params
     fw = f"{p['framework']}: " if p.get("framework") else ""
     if workload == "matmul" or ("n" in p and "mode" in p):
-        mode = MATMUL_MODES.get(str(p.get("mode")), str(p.get("mode")))
-        return f"{fw}matrix multiply {p.get('n')}×{p.get('n')} ({mode})"
+        return fw + _matmul_name(p)
     if workload == "pipeline" or "variant" in p:
-        v = PIPELINE_VARIANTS.get(str(p.get("variant")), str(p.get("variant")))
-        part = {"pipeline": "input pipeline alone", "model": "model alone", "both": "pipeline + model"}.get(
-            str(p.get("part")), ""
-        )
-        size = f"{_n(p['images'])} images {p.get('image_size')}px, " if "images" in p else ""
-        return f"{fw}image input pipeline ({size}batch {p.get('batch')}): {v}" + (f", {part}" if part else "")
+        return fw + _pipeline_name(p)
+    if p.get("kind") == "create":
+        return fw + _creation_name(p)
+    return fw + ", ".join(_training_bits(p))
+
+
+def _matmul_name(p: Mapping[str, object]) -> str:
+    """'matrix multiply 1024×1024 (back-to-back, operands on the device)'."""
+    mode = MATMUL_MODES.get(str(p.get("mode")), str(p.get("mode")))
+    return f"matrix multiply {p.get('n')}×{p.get('n')} ({mode})"
+
+
+_PIPELINE_PARTS = {"pipeline": "input pipeline alone", "model": "model alone", "both": "pipeline + model"}
+
+
+def _pipeline_name(p: Mapping[str, object]) -> str:
+    """'image input pipeline (2,000 images 64px, batch 32): parallel map + prefetch, pipeline + model'."""
+    v = PIPELINE_VARIANTS.get(str(p.get("variant")), str(p.get("variant")))
+    part = _PIPELINE_PARTS.get(str(p.get("part")), "")
+    size = f"{_n(p['images'])} images {p.get('image_size')}px, " if "images" in p else ""
+    return f"image input pipeline ({size}batch {p.get('batch')}): {v}" + (f", {part}" if part else "")
+
+
+def _creation_name(p: Mapping[str, object]) -> str:
+    """'building the small MLP', 'cloning your model'."""
+    model = model_name(p, short=True)
+    op = "cloning" if p.get("op") == "clone" else "building"
+    the = "" if model.startswith("your ") else "the "  # "building your model", not "the your model"
+    return f"{op} {the}{model}"
+
+
+def _training_bits(p: Mapping[str, object]) -> list[str]:
+    """The model, its size and batch, the kind of training, then the settings that differ from the defaults."""
     bits = [model_name(p, short=True)]
-    kind = p.get("kind")
-    if kind == "create":
-        op = "cloning" if p.get("op") == "clone" else "building"
-        the = "" if bits[0].startswith("your ") else "the "  # "building your model", not "the your model"
-        return f"{fw}{op} {the}{bits[0]}"
     if "samples" in p:
         bits.append(f"{_n(p['samples'])} samples")
     if "batch" in p:
         bits.append(f"batch {_n(p['batch'])}")
-    bits.append(_KIND.get(str(kind), str(kind)))
+    bits.append(_KIND.get(str(p.get("kind")), str(p.get("kind"))))
+    return bits + _setting_bits(p)
+
+
+def _setting_bits(p: Mapping[str, object]) -> list[str]:
+    """'tf.data with prefetch', 'steps_per_execution=8', 'jit_compile=True', 'mixed_float16', 'loss read
+    back every step': only those the case sets away from the default."""
+    bits = []
     if p.get("data") and p.get("data") != "numpy":
         bits.append(_DATA.get(str(p["data"]), str(p["data"])))
     if "steps_per_execution" in p:
         bits.append(f"steps_per_execution={p['steps_per_execution']}")
     if p.get("jit_compile"):  # False is Keras' default on the CPU: said only when XLA was asked for
         bits.append("jit_compile=True")
-    if kind == "precision" and p.get("precision"):
+    if p.get("kind") == "precision" and p.get("precision"):
         bits.append(str(p["precision"]))
     if p.get("sync") == "each":
         bits.append("loss read back every step")
-    return fw + ", ".join(bits)
+    return bits
 
 
 def case_name(spec: CaseSpec) -> str:

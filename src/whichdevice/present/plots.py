@@ -174,55 +174,75 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
     return save_figure(fig, path)
 
 
-def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: bool = True) -> Path:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
+_BATCH_STYLES = ("o-", "s--", "^-.", "d:")  # one per sweep group (table), in turn
+
+
+def _curve_tag(group: dict[str, object]) -> str:
+    """What tells two curves of one device apart: ' torch, loss read every step', or ''."""
+    tag = ", loss read every step" if group.get("sync") == "each" else ""
+    return f" {group['framework']}{tag}" if group.get("framework") else tag
+
+
+def _plot_batch_curves(ax_t: Axes, ax_r: Axes, table: Table, style: str) -> None:
+    """One table's curves, one per device with a measured point: median step time with its
+    interquartile band (``ax_t``), samples/s (``ax_r``)."""
+    tag = _curve_tag(table.group)  # short labels: the device, and only what tells two curves apart
+    for i, d in enumerate(table.devices):
+        cells = [(r.x, c, t) for r in table.rows if (c := r.cells.get(d)) is not None and (t := c.timing) is not None]
+        if not cells:
+            continue
+        xs = [x for x, _, _ in cells]
+        color = _color(d, i)
+        ax_t.plot(xs, [t.median_s for _, _, t in cells], style, color=color, label=f"{d}{tag}")
+        ax_t.fill_between(xs, [t.q1_s for _, _, t in cells], [t.q3_s for _, _, t in cells], color=color, alpha=0.15)
+        rates = [c.work_per_s for _, c, _ in cells]  # None (no metric): a gap in the line, as matplotlib draws it
+        ax_r.plot(xs, rates, style, color=color, label=f"{d}{tag}")  # type: ignore[arg-type]  # stubs omit None
+
+
+def _mark_batch_crossovers(ax_t: Axes, ax_r: Axes, table: Table) -> None:
+    """Each estimated crossover as a dotted line on both panels, its batch written on the time panel."""
+    for cross in table.crossovers.values():
+        if cross.kind != "between" or not cross.estimate:
+            continue
+        for ax in (ax_t, ax_r):
+            ax.axvline(cross.estimate, color="gray", linestyle=":", linewidth=1.5)
+        ax_t.annotate(
+            f"crossover ≈ {cross.estimate:.3g}",
+            (cross.estimate, 0.97),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            va="top",
+            ha="right",
+            fontsize=8,
+            color="gray",
+        )
+
+
+def _batch_axes(ax: Axes, ylabel: str, *, loglog: bool, times: bool) -> None:
+    """A batch-size panel's axes: log base 2 in batch, plain numbers (times in people's units)."""
+    if loglog:
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        plain_numbers(ax.xaxis, base=2)
+        if times:
+            seconds_axis(ax.yaxis)
+        else:
+            plain_numbers(ax.yaxis)
+    ax.set_xlabel("batch size")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    _legend(ax, fontsize=8, loc="best")
+
+
+def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: bool = True) -> Path:
     """Two panels: steady step time and samples/s against batch size, one line per device
     and sweep group (e.g. sync each / none), crossovers as dotted lines."""
     fig, (ax_t, ax_r) = pyplot().subplots(1, 2, figsize=(13, 5), layout="constrained")
-    styles = ["o-", "s--", "^-.", "d:"]
     for ti, table in enumerate(tables):
-        # short labels: the device, and only what tells two curves of one device apart
-        tag = ", loss read every step" if table.group.get("sync") == "each" else ""
-        if table.group.get("framework"):
-            tag = f" {table.group['framework']}{tag}"
-        for i, d in enumerate(table.devices):
-            cells = [
-                (r.x, c, t) for r in table.rows if (c := r.cells.get(d)) is not None and (t := c.timing) is not None
-            ]
-            if not cells:
-                continue
-            xs = [x for x, _, _ in cells]
-            color = _color(d, i)
-            style = styles[ti % len(styles)]
-            ax_t.plot(xs, [t.median_s for _, _, t in cells], style, color=color, label=f"{d}{tag}")
-            ax_t.fill_between(xs, [t.q1_s for _, _, t in cells], [t.q3_s for _, _, t in cells], color=color, alpha=0.15)
-            ax_r.plot(xs, [c.work_per_s for _, c, _ in cells], style, color=color, label=f"{d}{tag}")
-        for d, cross in table.crossovers.items():
-            if cross.kind == "between" and cross.estimate:
-                for ax in (ax_t, ax_r):
-                    ax.axvline(cross.estimate, color="gray", linestyle=":", linewidth=1.5)
-                ax_t.annotate(
-                    f"crossover ≈ {cross.estimate:.3g}",
-                    (cross.estimate, 0.97),
-                    xycoords=("data", "axes fraction"),
-                    rotation=90,
-                    va="top",
-                    ha="right",
-                    fontsize=8,
-                    color="gray",
-                )
-    for ax, ylabel in ((ax_t, "steady step time"), (ax_r, "samples/s")):
-        if loglog:
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            plain_numbers(ax.xaxis, base=2)
-            if ax is ax_t:
-                seconds_axis(ax.yaxis)
-            else:
-                plain_numbers(ax.yaxis)
-        ax.set_xlabel("batch size")
-        ax.set_ylabel(ylabel)
-        ax.grid(True, which="both", alpha=0.3)
-        _legend(ax, fontsize=8, loc="best")
+        _plot_batch_curves(ax_t, ax_r, table, _BATCH_STYLES[ti % len(_BATCH_STYLES)])
+        _mark_batch_crossovers(ax_t, ax_r, table)
+    _batch_axes(ax_t, "steady step time", loglog=loglog, times=True)
+    _batch_axes(ax_r, "samples/s", loglog=loglog, times=False)
     _no_gpu_note(ax_t, tables)
     fig.suptitle(title)
     return save_figure(fig, path)

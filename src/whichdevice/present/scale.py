@@ -97,56 +97,68 @@ def claim_text(c: Claim | None) -> str:
     return f"{_x(1 / c.ratio)}× slower ({_x(1 / c.hi)}–{_x(1 / c.lo)}, n={c.n})"
 
 
-def verdict_line(v: Verdict) -> str:  # noqa: C901, PLR0912 (named exception, issue #31: one decision table read top to bottom)
+# Said after a slowdown the all-reduce cannot explain (its share under SMALL_SHARE, or in the noise).
+_NOT_THE_ALLREDUCE = (
+    " — the rest of the slowdown is not the all-reduce"
+    " (what is left: per-replica dispatch, input sharding, replicas sharing the cores)"
+)
+
+
+def _vs_one_head(who: str, w: Point, c: Claim) -> str:
+    """'2 replicas are 1.4× slower than 1 at global batch 64' (or faster, no clear change, not enough)."""
+    at = f"at global batch {w.global_batch:,}"
+    if c.status == "slower":
+        return f"{who} are {_x(1 / c.ratio)}× slower than 1 {at}"
+    if c.status == "faster":
+        return f"{who} are {_x(c.ratio)}× faster than 1 already {at}"
+    if c.status == "no_change":
+        return f"{who} are not clearly faster or slower than 1 {at} ({_x(c.ratio)}×)"
+    return f"{who} vs 1 {at}: {ratio_text(c)}"
+
+
+def _share_clause(w: Point, c: Claim) -> str:
+    """': all-reduce takes 61 % of the step', and what else the replicas cost when it cannot explain
+    a slowdown (SMALL_SHARE); '' when the share was not measured."""
+    share = w.allreduce_share
+    slower = c.status == "slower"
+    if share is not None and not w.share_in_noise:
+        clause = f": all-reduce takes {_pct(share)} of the step"
+        return clause + _NOT_THE_ALLREDUCE if slower and share < SMALL_SHARE else clause
+    if share is not None:
+        return ": the all-reduce is within the noise of the step" + (_NOT_THE_ALLREDUCE if slower else "")
+    if w.share_exceeds_step:
+        return ": the all-reduce, timed alone, took longer than the whole step, so its share is unknown"
+    return ""
+
+
+def _crossover_clause(v: Verdict, w: Point) -> str:
+    """'; from global batch ≈ 2048 two replicas win (1.7× at 4,096)', or why they never win; ''
+    when there is no crossover to speak of."""
+    x = v.crossover
+    if x is None:
+        return ""
+    word = _WORDS.get(v.replicas, str(v.replicas))
+    if x.batch is not None and x.gain is not None:
+        if x.batch == w.global_batch:
+            return f"; {word} replicas win at every measured batch"
+        where = f"≈ {x.estimate:,.0f}" if x.estimate else f"{x.batch:,}"
+        return f"; from global batch {where} {word} replicas win ({_x(x.gain.ratio)}× at {x.batch:,})"
+    never = (
+        "not enough successful points" if x.never_at is None else f"at {x.never_at:,} one replica is as fast or faster"
+    )
+    if v.best is not None and v.best.vs_one is not None and v.best.vs_one.status == "faster":
+        return f"; but {word} replicas do not win at every larger batch ({never})"
+    return f"; {word} replicas never win in the measured range ({never})"
+
+
+def verdict_line(v: Verdict) -> str:
     """'2 replicas are 1.4× slower than 1 at global batch 64: all-reduce takes 61 % of the step;
     from global batch ≈ 2048 two replicas win (1.7×)'."""
     who = _replicas(v.replicas)
     if v.worst is None or v.worst.vs_one is None:
         return f"{v.framework}: {who} vs 1 — not enough successful points to compare."
     w, c = v.worst, v.worst.vs_one
-    if c.status == "slower":
-        head = f"{who} are {_x(1 / c.ratio)}× slower than 1 at global batch {w.global_batch:,}"
-    elif c.status == "faster":
-        head = f"{who} are {_x(c.ratio)}× faster than 1 already at global batch {w.global_batch:,}"
-    elif c.status == "no_change":
-        head = f"{who} are not clearly faster or slower than 1 at global batch {w.global_batch:,} ({_x(c.ratio)}×)"
-    else:
-        head = f"{who} vs 1 at global batch {w.global_batch:,}: {ratio_text(c)}"
-    share = w.allreduce_share
-    # Below this share the all-reduce cannot explain a slowdown: say what else the replicas cost.
-    small = SMALL_SHARE
-    rest = " — the rest of the slowdown is not the all-reduce (what is left: per-replica dispatch, input sharding, replicas sharing the cores)"
-    if share is not None and not w.share_in_noise:
-        head += f": all-reduce takes {_pct(share)} of the step"
-        if c.status == "slower" and share < small:
-            head += rest
-    elif share is not None:
-        head += ": the all-reduce is within the noise of the step"
-        if c.status == "slower":
-            head += rest
-    elif w.share_exceeds_step:
-        head += ": the all-reduce, timed alone, took longer than the whole step, so its share is unknown"
-    x = v.crossover
-    word = _WORDS.get(v.replicas, str(v.replicas))
-    never = (
-        "not enough successful points"
-        if x is None or x.never_at is None
-        else (f"at {x.never_at:,} one replica is as fast or faster")
-    )
-    if x is not None and x.batch is not None and x.gain is not None:
-        where = f"≈ {x.estimate:,.0f}" if x.estimate else f"{x.batch:,}"
-        if x.batch == w.global_batch:
-            tail = f"; {word} replicas win at every measured batch"
-        else:
-            tail = f"; from global batch {where} {word} replicas win ({_x(x.gain.ratio)}× at {x.batch:,})"
-    elif x is not None:
-        if v.best is not None and v.best.vs_one is not None and v.best.vs_one.status == "faster":
-            tail = f"; but {word} replicas do not win at every larger batch ({never})"
-        else:
-            tail = f"; {word} replicas never win in the measured range ({never})"
-    else:
-        tail = ""
-    return f"{v.framework}: {head}{tail}."
+    return f"{v.framework}: {_vs_one_head(who, w, c)}{_share_clause(w, c)}{_crossover_clause(v, w)}."
 
 
 def grid(fs: FrameworkScale) -> Grid:

@@ -143,33 +143,38 @@ def _finding_words(f: Finding) -> tuple[str, str]:
     return f"{at}{said}", advice
 
 
-def headline(v: SuiteVerdict) -> list[str]:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
-    """The verdict line by line (``--verbose`` and the report): crossovers, device against
-    device in the seeds' runs, break-even, the input pipeline, and the measured gains per
-    device (the fix table's claims)."""
+_ONLY_CPU = (
+    "Only the CPU was measured: no GPU is visible to the framework here (see the note). "
+    "Below: where this CPU spends its time, and which fixes help on it."
+)
+
+
+def _crossover_lines(v: SuiteVerdict) -> list[str]:
+    """Where the GPU overtakes the CPU: in the matmul sweep (by n) and the training sweep (by batch)."""
     out = []
     for t in v.matmul:
-        for d, c in t.crossovers.items():
+        for c in t.crossovers.values():
             fw = f"{t.group['framework']}, " if "framework" in t.group else ""
             out.append(f"Matmul ({fw}{t.group.get('mode')}): {crossover_text(c, 'n')}")
     for t in v.training.sweep:
-        for d, c in t.crossovers.items():
-            out.append(f"Training step ({t.title}): {crossover_text(c, 'batch')}")
+        out += [f"Training step ({t.title}): {crossover_text(c, 'batch')}" for c in t.crossovers.values()]
+    return out
+
+
+def _run_lines(v: SuiteVerdict) -> list[str]:
+    """Device against device in the seeds' runs, and the break-even of each (but no-GPU ones)."""
+    out = []
     for row in v.training.runs:
         label = names.workload_name(row.params)
-        for d, comp in row.comparisons.items():
-            out.append(f"{label}: {comparison_text(comp)}")
-        for d, be in row.break_even.items():
-            if be.kind != "no_gpu":
-                out.append(f"{label}, {d}: {break_even_text(be)}")
-    for rep in v.pipelines:
-        out += [f"Image input pipeline: {line}" for line in device_verdict(rep)[:2]]
-    if not v.gpus:
-        out.insert(
-            0,
-            "Only the CPU was measured: no GPU is visible to the framework here (see the note). "
-            "Below: where this CPU spends its time, and which fixes help on it.",
-        )
+        out += [f"{label}: {comparison_text(comp)}" for comp in row.comparisons.values()]
+        out += [f"{label}, {d}: {break_even_text(be)}" for d, be in row.break_even.items() if be.kind != "no_gpu"]
+    return out
+
+
+def _gains_lines(v: SuiteVerdict) -> list[str]:
+    """Per device, the measured gains of the fixes (the fix table's claims), each fix once at its
+    largest gain, largest first."""
+    out = []
     several = fixwords.several_frameworks(v.fixes)
     devices = sorted({f.device for fv in v.fixes for f in fv.deciding})
     for device in devices:
@@ -183,6 +188,19 @@ def headline(v: SuiteVerdict) -> list[str]:  # noqa: C901 (named exception, issu
                     f"{fixwords.change_title(f, several=several)}: {fixwords.claim_text(f.claim)}" for f in ranked
                 )
             )
+    return out
+
+
+def headline(v: SuiteVerdict) -> list[str]:
+    """The verdict line by line (``--verbose`` and the report): crossovers, device against
+    device in the seeds' runs, break-even, the input pipeline, and the measured gains per
+    device (the fix table's claims)."""
+    out = [] if v.gpus else [_ONLY_CPU]
+    out += _crossover_lines(v)
+    out += _run_lines(v)
+    for rep in v.pipelines:
+        out += [f"Image input pipeline: {line}" for line in device_verdict(rep)[:2]]
+    out += _gains_lines(v)
     return out
 
 
