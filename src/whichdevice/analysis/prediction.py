@@ -287,7 +287,100 @@ def _jax_matmul_points(
     return points
 
 
-def reference_points(  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
+@dataclass(frozen=True)
+class _Loop:
+    """One measured loop of a reference run: its CPU and GPU step (seconds) per batch, its syncs
+    per step, whether the batch is copied from host each step, and its label."""
+
+    cpu_step: dict[int, float]
+    gpu_step: dict[int, float]
+    syncs: int
+    copy: bool
+    quantity: str
+
+
+def _loop_points(
+    fw: str, ops: dict[str, dict[str, float]], loop: _Loop, profile: DeviceProfile, gpu: DeviceCosts
+) -> list[errormodel.Point]:
+    """``loop``'s GPU steps with the cost model's prediction of each: ``ops``' description per
+    batch (``encode_ops`` metrics), the host overhead from the loop's CPU run."""
+    cpu_step, gpu_step = loop.cpu_step, loop.gpu_step
+    described = {b: description_from_metrics(ops[str(b)], b) for b in gpu_step}
+    h = host_overhead(cpu_step, {b: cpu_compute_s(w, profile) for b, w in described.items()})
+    points: list[errormodel.Point] = []
+    for b in sorted(gpu_step):
+        base = with_host_overhead(described[b], h, profile)
+        update = {"input_bytes": base.input_bytes if loop.copy else 0.0, "syncs_per_step": loop.syncs}
+        p = costmodel.predict(base.model_copy(update=update), gpu, profile.dispatch_mode)
+        if p.step is not None:
+            points.append(errormodel.Point(fw, b, loop.quantity, gpu_step[b], p.step, p.bound, cpu_step.get(b)))
+    return points
+
+
+def _mlp_points(
+    probe: dict[str, Any], op_lists: dict[str, dict[str, dict[str, float]]], profile: DeviceProfile, gpu: DeviceCosts
+) -> list[errormodel.Point]:
+    """``probe_torch.json``'s ``mlp`` rows, each loop variant (``TORCH_VARIANTS``), predicted
+    with TensorFlow's op list (when given) and then PyTorch's."""
+    points: list[errormodel.Point] = []
+    rows = {int(r["batch"]): r for r in probe.get("mlp", [])}
+    for fw in ("tensorflow", "torch"):
+        if fw not in op_lists or not rows:
+            continue
+        for key, cpu_key, syncs, copy in TORCH_VARIANTS:
+            loop = _Loop(
+                {b: r[cpu_key] for b, r in rows.items()}, {b: r[key] for b, r in rows.items()}, syncs, copy, key
+            )
+            points += _loop_points(fw, op_lists[fw], loop, profile, gpu)
+    return points
+
+
+def _seed001_points(
+    probe: dict[str, Any], op_lists: dict[str, dict[str, dict[str, float]]], profile: DeviceProfile, gpu: DeviceCosts
+) -> list[errormodel.Point]:
+    """``probe_torch.json``'s ``seed001`` loops as written (batch copied from host, ``.item()``
+    each step), per step = loop seconds / steps, predicted with PyTorch's op list."""
+    seed = probe.get("seed001", {})
+    if "torch" not in op_lists or not seed:
+        return []
+    cpu_step: dict[int, float] = {}
+    gpu_step: dict[int, float] = {}
+    for key, n, b in SEED001_LOOPS:
+        if f"{key}_cpu_s" in seed and f"{key}_cuda_s" in seed and str(b) in op_lists["torch"]:
+            steps = math.ceil(n / b)
+            cpu_step[b], gpu_step[b] = seed[f"{key}_cpu_s"] / steps, seed[f"{key}_cuda_s"] / steps
+    if not gpu_step:
+        return []
+    loop = _Loop(cpu_step, gpu_step, 1, True, "seed 001 loop")
+    return _loop_points("torch", op_lists["torch"], loop, profile, gpu)
+
+
+def _keras_fit_points(
+    keras_runs: dict[str, tuple[dict[str, Any], dict[str, Any]]],
+    op_lists: dict[str, dict[str, dict[str, float]]],
+    profile: DeviceProfile,
+    gpu: DeviceCosts,
+) -> list[errormodel.Point]:
+    """``keras_probe.py``'s ``fit`` runs (framework -> CPU run, GPU run): epoch 2 of each / its
+    steps, the batch copied from host every step."""
+    points: list[errormodel.Point] = []
+    for fw, (cpu_run, gpu_run) in sorted(keras_runs.items()):
+        if fw not in op_lists:
+            continue
+        cpu_step: dict[int, float] = {}
+        gpu_step: dict[int, float] = {}
+        for key, epochs in gpu_run.items():
+            m = KERAS_FIT.match(key)
+            if not m or key not in cpu_run:
+                continue
+            n, b = int(m.group(1)), int(m.group(2))
+            steps = math.ceil(n / b)
+            gpu_step[b], cpu_step[b] = epochs[-1] / steps, cpu_run[key][-1] / steps
+        points += _loop_points(fw, op_lists[fw], _Loop(cpu_step, gpu_step, 0, True, "fit step"), profile, gpu)
+    return points
+
+
+def reference_points(
     probe: dict[str, Any],
     keras_runs: dict[str, tuple[dict[str, Any], dict[str, Any]]],
     op_lists: dict[str, dict[str, dict[str, float]]],
@@ -307,51 +400,12 @@ def reference_points(  # noqa: C901 (named exception, issue #31: one decision ta
     - ``op_lists``: framework -> batch -> a describe case's metrics (``encode_ops``).
 
     The host overhead of each loop comes from the same machine's CPU run of that loop."""
-    out: list[errormodel.Point] = []
     gpu = profile.gpu
     if gpu is None:
         raise ValueError("the profile has no GPU")
-
-    def predict_all(
-        fw: str, cpu_step: dict[int, float], gpu_step: dict[int, float], syncs: int, copy: bool, quantity: str
-    ) -> None:
-        described = {b: description_from_metrics(op_lists[fw][str(b)], b) for b in gpu_step}
-        h = host_overhead(cpu_step, {b: cpu_compute_s(w, profile) for b, w in described.items()})
-        for b in sorted(gpu_step):
-            base = with_host_overhead(described[b], h, profile)
-            w = base.model_copy(update={"input_bytes": base.input_bytes if copy else 0.0, "syncs_per_step": syncs})
-            p = costmodel.predict(w, gpu, profile.dispatch_mode)
-            if p.step is not None:
-                out.append(errormodel.Point(fw, b, quantity, gpu_step[b], p.step, p.bound, cpu_step.get(b)))
-
-    rows = {int(r["batch"]): r for r in probe.get("mlp", [])}
-    for fw in ("tensorflow", "torch"):
-        if fw not in op_lists or not rows:
-            continue
-        for key, cpu_key, syncs, copy in TORCH_VARIANTS:
-            predict_all(
-                fw, {b: r[cpu_key] for b, r in rows.items()}, {b: r[key] for b, r in rows.items()}, syncs, copy, key
-            )
-    seed = probe.get("seed001", {})
-    if "torch" in op_lists and seed:  # seed 001's loops as written: batch copied from host, .item() each step
-        cpu_step, gpu_step = {}, {}
-        for key, n, b in SEED001_LOOPS:
-            if f"{key}_cpu_s" in seed and f"{key}_cuda_s" in seed and str(b) in op_lists["torch"]:
-                steps = math.ceil(n / b)
-                cpu_step[b], gpu_step[b] = seed[f"{key}_cpu_s"] / steps, seed[f"{key}_cuda_s"] / steps
-        if gpu_step:
-            predict_all("torch", cpu_step, gpu_step, 1, True, "seed 001 loop")
-    out += _jax_matmul_points(keras_runs, profile, gpu)
-    for fw, (cpu_run, gpu_run) in sorted(keras_runs.items()):
-        if fw not in op_lists:
-            continue
-        cpu_step, gpu_step = {}, {}
-        for key, epochs in gpu_run.items():
-            m = KERAS_FIT.match(key)
-            if not m or key not in cpu_run:
-                continue
-            n, b = int(m.group(1)), int(m.group(2))
-            steps = math.ceil(n / b)
-            gpu_step[b], cpu_step[b] = epochs[-1] / steps, cpu_run[key][-1] / steps
-        predict_all(fw, cpu_step, gpu_step, 0, True, "fit step")
-    return out
+    return (
+        _mlp_points(probe, op_lists, profile, gpu)
+        + _seed001_points(probe, op_lists, profile, gpu)
+        + _jax_matmul_points(keras_runs, profile, gpu)
+        + _keras_fit_points(keras_runs, op_lists, profile, gpu)
+    )

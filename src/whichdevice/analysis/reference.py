@@ -52,26 +52,56 @@ def _device_of(key: str) -> tuple[str, str]:
     return "GPU:0", key
 
 
-def _torch(data: dict[str, Any]) -> list[CaseResult]:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
+def _torch(data: dict[str, Any]) -> list[CaseResult]:
+    return [
+        *_torch_launch(data["launch"]),
+        *_torch_transfer(data["transfer"]),
+        *_torch_matmul(data["matmul"]),
+        *_torch_mlp(data.get("mlp", [])),
+        *_torch_seed001(data.get("seed001", {})),
+    ]
+
+
+def _torch_launch(launch: dict[str, Any]) -> list[CaseResult]:
     out = []
-    for key, v in data["launch"].items():
+    for key, v in launch.items():
         dev = "CPU:0" if key.startswith("cpu_") else "GPU:0"
         out.append(_case("launch", "torch", dev, v, quantity=key.removeprefix("cpu_")))
-    for row in data["transfer"]:
+    return out
+
+
+def _torch_transfer(rows: list[dict[str, Any]]) -> list[CaseResult]:
+    out = []
+    for row in rows:
         for key in ("h2d_pageable_s", "h2d_pinned_s", "d2h_s"):
             if row.get(key) is not None:
                 out.append(_case("transfer", "torch", "GPU:0", row[key], quantity=key, bytes=int(row["bytes"])))
-    for row in data["matmul"]:
+    return out
+
+
+def _torch_matmul(rows: list[dict[str, Any]]) -> list[CaseResult]:
+    out = []
+    for row in rows:
         for key, v in row.items():
             if key.endswith("_s") and v is not None:
                 dev, q = _device_of(key)
                 out.append(_case("matmul", "torch", dev, v, quantity=q, n=int(row["n"]), tf32=bool(row["tf32"])))
-    for row in data.get("mlp", []):
+    return out
+
+
+def _torch_mlp(rows: list[dict[str, Any]]) -> list[CaseResult]:
+    out = []
+    for row in rows:
         for key, v in row.items():
             if key.endswith("_s") and v is not None:
                 dev, q = _device_of(key)
                 out.append(_case("mlp step", "torch", dev, v, quantity=q, batch=int(row["batch"])))
-    for key, v in data.get("seed001", {}).items():
+    return out
+
+
+def _torch_seed001(seed: dict[str, Any]) -> list[CaseResult]:
+    out = []
+    for key, v in seed.items():
         dev, q = _device_of(key)
         out.append(_case("seed 001 loop", "torch", dev, v, quantity=q))
     return out

@@ -33,7 +33,7 @@ from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT, Device
 from whichdevice.analysis.placement import device_placement
 from whichdevice.analysis.precision import Cpu16Bit, cpu_16bit
 from whichdevice.analysis.sweep import Table, analyze_sweep
-from whichdevice.analysis.train import TrainReport, analyze_training
+from whichdevice.analysis.train import RunRow, TrainReport, analyze_training
 from whichdevice.analysis.verdict import Finding, sweep_findings
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.workloads import fixes as catalogue
@@ -360,39 +360,82 @@ def _share(f: Fix) -> float:
     return 1 - 1 / f.claim.ratio
 
 
-def causes(v_fixes: list[FixVerdict], pipelines: list[DeviceReport], training: TrainReport) -> list[Cause]:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
+# The fixes whose gain measures a cause of their own: (fix kind, cause).
+_FIX_CAUSES: tuple[tuple[str, CauseKind], ...] = (("pyfunc", "python_pipeline"), ("sync", "sync"))
+
+
+def causes(v_fixes: list[FixVerdict], pipelines: list[DeviceReport], training: TrainReport) -> list[Cause]:
     """Why it is slow, each from a measurement: the fixed cost per step (the batch change's
     gain), else Keras's per-call overhead (steps_per_execution's), the wait for input (XProf's
     input-bound share of the serial pipeline's step), the tf.py_function's share, the loss read
     back every step, and the first step's share of the first epoch. Largest share first."""
     by = {v.kind: v for v in v_fixes}
+    out = _step_cost_causes(by) + _input_wait_causes(pipelines) + _fix_causes(by) + _warmup_causes(training)
+    return sorted(out, key=lambda c: -c.share)
+
+
+def _helping(v: FixVerdict | None) -> Fix | None:
+    """The fix's best pair when it helps, else None."""
+    return v.best if v and v.outcome == "helps" and v.best else None
+
+
+def _step_cost_causes(by: dict[str, FixVerdict]) -> list[Cause]:
+    """The fixed cost per step (the batch change's gain), else Keras's per-call overhead
+    (steps_per_execution's: the same per-step cost, seen through model.fit)."""
+    batch = _helping(by.get("batch"))
+    if batch is not None:
+        return [Cause("fixed_cost", _share(batch), batch.device, batch)]
+    spe = _helping(by.get("steps_per_execution"))
+    if spe is not None:
+        return [Cause("call_overhead", _share(spe), spe.device, spe)]
+    return []
+
+
+def _input_wait_causes(pipelines: list[DeviceReport]) -> list[Cause]:
+    """The wait for input of the seed's own pipeline (the first variant, serial map), per device."""
     out: list[Cause] = []
-    batch, spe = by.get("batch"), by.get("steps_per_execution")
-    if batch and batch.outcome == "helps" and batch.best:
-        out.append(Cause("fixed_cost", _share(batch.best), batch.best.device, batch.best))
-    elif spe and spe.outcome == "helps" and spe.best:  # the same per-step cost, seen through model.fit
-        out.append(Cause("call_overhead", _share(spe.best), spe.best.device, spe.best))
-    for rep in pipelines:  # the seed's own pipeline (the first variant, serial map)
+    for rep in pipelines:
         seed = next((r for r in rep.rows if r.wait_percent is not None), None)
         if seed is not None and seed.wait_percent is not None and seed.wait_percent >= INPUT_WAIT_CAUSE_PERCENT:
             out.append(Cause("input_wait", seed.wait_percent / 100, rep.device, variant=seed.variant))
-    for key, kind in (("pyfunc", "python_pipeline"), ("sync", "sync")):
-        v = by.get(key)
-        if v and v.outcome == "helps" and v.best:
-            out.append(Cause(kind, _share(v.best), v.best.device, v.best))  # type: ignore[arg-type]
+    return out
+
+
+def _fix_causes(by: dict[str, FixVerdict]) -> list[Cause]:
+    """The tf.py_function's share and the loss read back every step: the gain of their fixes."""
+    out: list[Cause] = []
+    for key, kind in _FIX_CAUSES:
+        best = _helping(by.get(key))
+        if best is not None:
+            out.append(Cause(kind, _share(best), best.device, best))
+    return out
+
+
+def _warmup_causes(training: TrainReport) -> list[Cause]:
+    """The first step's share of the first epoch in the seed's (or the user's) own loop."""
+    out: list[Cause] = []
     for row in training.runs:
         if row.params.get("kind") != "loop" or row.params.get("example") not in ("ex2", "user"):
             continue
-        for d, cell in row.cells.items():
-            steps = (cell.metrics or {}).get("steps_per_epoch") if cell.ok else None
-            if not cell.ok or not steps or cell.timing is None:
-                continue
-            first, steady = cell.timing.first_call_s, cell.timing.median_s
-            share = first / (first + steady * (int(steps) - 1))
-            if share >= WARMUP_CAUSE_SHARE:
-                out.append(Cause("warmup", share, d, steps=int(steps), first_s=first, steady_s=steady))
-            break
-    return sorted(out, key=lambda c: -c.share)
+        cause = _warmup_cause(row)
+        if cause is not None:
+            out.append(cause)
+    return out
+
+
+def _warmup_cause(row: RunRow) -> Cause | None:
+    """The loop's first measured device with steps per epoch: its first step's share of the
+    first epoch, when that reaches ``WARMUP_CAUSE_SHARE``."""
+    for d, cell in row.cells.items():
+        steps = (cell.metrics or {}).get("steps_per_epoch") if cell.ok else None
+        if not cell.ok or not steps or cell.timing is None:
+            continue
+        first, steady = cell.timing.first_call_s, cell.timing.median_s
+        share = first / (first + steady * (int(steps) - 1))
+        if share >= WARMUP_CAUSE_SHARE:
+            return Cause("warmup", share, d, steps=int(steps), first_s=first, steady_s=steady)
+        return None
+    return None
 
 
 # ------------------------------------------------------------------ the verdict

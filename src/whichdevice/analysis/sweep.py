@@ -76,10 +76,27 @@ def several_frameworks(record: RunRecord) -> bool:
     return len({r.spec.framework for r in record.results}) > 1
 
 
-def analyze_sweep(record: RunRecord, x_param: str, work_metric: str | None = None) -> list[Table]:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
-    groups: dict[tuple[tuple[str, Scalar], ...], list[CaseResult]] = defaultdict(list)
-    by_framework = several_frameworks(record)
+_GroupKey = tuple[tuple[str, Scalar], ...]
+
+
+def analyze_sweep(record: RunRecord, x_param: str, work_metric: str | None = None) -> list[Table]:
+    groups = _groups(record, x_param)
     spread = process_sd(record)  # devices ran in different processes: widen by their spread
+    tables = []
+    for key, results in groups.items():
+        devices = device_order(r.spec.device for r in results)
+        baseline = next((d for d in devices if d.startswith("CPU")), None)
+        rows = _rows(results, x_param, work_metric, baseline, spread)
+        tables.append(Table(dict(key), devices, baseline, rows, _crossovers(rows, devices, baseline)))
+    # Stable order: by the group's parameters as written in the record.
+    return tables
+
+
+def _groups(record: RunRecord, x_param: str) -> dict[_GroupKey, list[CaseResult]]:
+    """The results that vary ``x_param``, grouped by every other parameter (and by the
+    framework when the record holds several), in the record's order."""
+    groups: dict[_GroupKey, list[CaseResult]] = defaultdict(list)
+    by_framework = several_frameworks(record)
     for r in record.results:
         if x_param not in r.spec.params:
             continue
@@ -87,41 +104,48 @@ def analyze_sweep(record: RunRecord, x_param: str, work_metric: str | None = Non
         if by_framework:
             key = (("framework", r.spec.framework),) + key
         groups[key].append(r)
-    tables = []
-    for key, results in groups.items():
-        devices = device_order(r.spec.device for r in results)
-        baseline = next((d for d in devices if d.startswith("CPU")), None)
-        by_x: dict[float, dict[str, Cell]] = defaultdict(dict)
-        for r in results:
-            by_x[as_number(r.spec.params[x_param])][r.spec.device] = _cell(r, work_metric)
-        rows = []
-        for x in sorted(by_x):
-            cells = by_x[x]
-            comps = {}
-            base = cells.get(baseline) if baseline else None
-            for d, c in cells.items():
-                if d != baseline and baseline and base is not None and base.timing is not None and c.timing is not None:
-                    comps[d] = compare(baseline, base.timing, d, c.timing, process_sd=spread)
-            rows.append(Row(x, cells, comps))
-        crossovers = {}
-        for d in devices:
-            if d == baseline or baseline is None:
-                continue
-            both = [
-                (r.x, a, b)
-                for r in rows
-                if (a := r.cells.get(baseline, Cell("", None)).timing) is not None
-                and (b := r.cells.get(d, Cell("", None)).timing) is not None
-            ]
-            cpu = [a for _, a, _ in both]
-            gpu = [b for _, _, b in both]
-            crossovers[d] = find_crossover(
-                [x for x, _, _ in both],
-                [t.median_s for t in cpu],
-                [t.median_s for t in gpu],
-                [(t.q1_s, t.q3_s) for t in cpu],
-                [(t.q1_s, t.q3_s) for t in gpu],
-            )
-        tables.append(Table(dict(key), devices, baseline, rows, crossovers))
-    # Stable order: by the group's parameters as written in the record.
-    return tables
+    return groups
+
+
+def _rows(
+    results: list[CaseResult], x_param: str, work_metric: str | None, baseline: str | None, spread: float | None
+) -> list[Row]:
+    """One row per x: a cell per device and each other device compared with the baseline."""
+    by_x: dict[float, dict[str, Cell]] = defaultdict(dict)
+    for r in results:
+        by_x[as_number(r.spec.params[x_param])][r.spec.device] = _cell(r, work_metric)
+    rows = []
+    for x in sorted(by_x):
+        cells = by_x[x]
+        comps = {}
+        base = cells.get(baseline) if baseline else None
+        for d, c in cells.items():
+            if d != baseline and baseline and base is not None and base.timing is not None and c.timing is not None:
+                comps[d] = compare(baseline, base.timing, d, c.timing, process_sd=spread)
+        rows.append(Row(x, cells, comps))
+    return rows
+
+
+def _crossovers(rows: list[Row], devices: list[str], baseline: str | None) -> dict[str, Crossover]:
+    """Per device other than the baseline: where it overtakes the baseline, over the rows
+    both measured."""
+    crossovers = {}
+    for d in devices:
+        if d == baseline or baseline is None:
+            continue
+        both = [
+            (r.x, a, b)
+            for r in rows
+            if (a := r.cells.get(baseline, Cell("", None)).timing) is not None
+            and (b := r.cells.get(d, Cell("", None)).timing) is not None
+        ]
+        cpu = [a for _, a, _ in both]
+        gpu = [b for _, _, b in both]
+        crossovers[d] = find_crossover(
+            [x for x, _, _ in both],
+            [t.median_s for t in cpu],
+            [t.median_s for t in gpu],
+            [(t.q1_s, t.q3_s) for t in cpu],
+            [(t.q1_s, t.q3_s) for t in gpu],
+        )
+    return crossovers

@@ -324,62 +324,85 @@ def rule_dispatch_bound(state: dict, blocks: list[Block], measurements: list[Mea
 # ---------------------------------------------------------------- read from the source
 
 
-def rule_latent_from_source(state: dict, blocks: list[Block], measurements: list[Measurement]) -> list[Finding]:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
+def rule_latent_from_source(state: dict, blocks: list[Block], measurements: list[Measurement]) -> list[Finding]:
     """The script stopped (no GPU) before a timed region that runs CUDA work: what that timing would
     measure on a GPU, read from its source (``audit/static.py``) — never said as a cost measured here."""
     exc = state.get("exception") or {}
     stop = exc.get("line")
     if not stop:
         return []
+    text = _script_source(state)
+    if text is None:
+        return []
+    out = []
+    timed_lines = {m.line for m in measurements if m.line}
+    for r in static.scan(text):
+        if r.end_line in timed_lines or not r.cuda_names:
+            continue  # measured (the other rules say it) or no CUDA work in it
+        if not _at_or_after_stop(r, stop):
+            continue
+        bits = _latent_bits(r)
+        if bits:
+            out.append(_latent_finding(r, stop, bits))
+    return out
+
+
+def _script_source(state: dict) -> str | None:
+    """The audited script's source: as the state kept it, else read from its file (None when
+    that cannot be read)."""
     text = state.get("script_source")
     if text is None:
         try:
             with open(state.get("script") or "", encoding="utf-8", errors="replace") as f:
                 text = f.read()
         except OSError:
-            return []
-    out = []
-    timed_lines = {m.line for m in measurements if m.line}
-    for r in static.scan(text):
-        if r.end_line in timed_lines or not r.cuda_names:
-            continue  # measured (the other rules say it) or no CUDA work in it
-        if not (r.start_line >= stop or r.start_line <= stop <= r.end_line or stop < r.end_line):
-            continue
-        bits = []
-        if not r.waits:
-            bits.append(
-                "nothing in it waits for the GPU (no torch.cuda.synchronize(), .item(), .cpu()): CUDA kernels run "
-                "asynchronously, so the clock would stop when the last kernel was queued, not when it finished — "
-                "the number is the launch time, and a later timing pays for the queue this one left"
-            )
-        if r.iterations and r.elems is not None and r.elems <= TINY_OP_ELEMS:
-            bits.append(
-                f"its loop runs {r.iterations:,} iterations of ops on a {r.elems}-element tensor: each op is a kernel "
-                f"launch (≈ {_us(H100_LAUNCH_S)} on an H100, recorded there), ≥ {seconds(r.iterations * H100_LAUNCH_S)} "
-                "of launches for a few nanoseconds of arithmetic each — launch-bound, so the CPU wins at this size"
-            )
-        elif r.iterations:
-            bits.append(f"its loop runs {r.iterations:,} iterations")
-        if not bits:
-            continue
-        uses = ", ".join(r.cuda_names[:4])
-        out.append(
-            Finding(
-                rule="latent_from_source",
-                title="Not run here (no GPU): what the GPU timing would measure, read from the source",
-                where=f"lines {r.start_line}-{r.end_line}: {r.text}",
-                explanation=(
-                    f"the script stopped at line {stop} before this timed region, which works on CUDA "
-                    f"({uses}); read from its source, not measured: " + "; ".join(bits) + "."
-                ),
-                fix=(
-                    "Call torch.cuda.synchronize() before each clock read (or time with torch.cuda.Event / "
-                    "torch.utils.benchmark.Timer, which synchronize); warm up once before timing; and give the GPU "
-                    "work in few large ops (batch the small tensors) before comparing it with the CPU."
-                ),
-            )
+            return None
+    return text
+
+
+def _at_or_after_stop(r: static.Region, stop: int) -> bool:
+    """Whether the region is at or after the line the script stopped at (one it did not get
+    through): it starts at or after that line, holds it, or ends after it."""
+    return r.start_line >= stop or r.start_line <= stop <= r.end_line or stop < r.end_line
+
+
+def _latent_bits(r: static.Region) -> list[str]:
+    """What the region's timing would measure on a GPU, read from its source: no wait for the
+    GPU before the clock stops, and its loop's launches (launch-bound when its tensors are tiny)."""
+    bits = []
+    if not r.waits:
+        bits.append(
+            "nothing in it waits for the GPU (no torch.cuda.synchronize(), .item(), .cpu()): CUDA kernels run "
+            "asynchronously, so the clock would stop when the last kernel was queued, not when it finished — "
+            "the number is the launch time, and a later timing pays for the queue this one left"
         )
-    return out
+    if r.iterations and r.elems is not None and r.elems <= TINY_OP_ELEMS:
+        bits.append(
+            f"its loop runs {r.iterations:,} iterations of ops on a {r.elems}-element tensor: each op is a kernel "
+            f"launch (≈ {_us(H100_LAUNCH_S)} on an H100, recorded there), ≥ {seconds(r.iterations * H100_LAUNCH_S)} "
+            "of launches for a few nanoseconds of arithmetic each — launch-bound, so the CPU wins at this size"
+        )
+    elif r.iterations:
+        bits.append(f"its loop runs {r.iterations:,} iterations")
+    return bits
+
+
+def _latent_finding(r: static.Region, stop: int, bits: list[str]) -> Finding:
+    uses = ", ".join(r.cuda_names[:4])
+    return Finding(
+        rule="latent_from_source",
+        title="Not run here (no GPU): what the GPU timing would measure, read from the source",
+        where=f"lines {r.start_line}-{r.end_line}: {r.text}",
+        explanation=(
+            f"the script stopped at line {stop} before this timed region, which works on CUDA "
+            f"({uses}); read from its source, not measured: " + "; ".join(bits) + "."
+        ),
+        fix=(
+            "Call torch.cuda.synchronize() before each clock read (or time with torch.cuda.Event / "
+            "torch.utils.benchmark.Timer, which synchronize); warm up once before timing; and give the GPU "
+            "work in few large ops (batch the small tensors) before comparing it with the CPU."
+        ),
+    )
 
 
 # ---------------------------------------------------------------- recurrent layers

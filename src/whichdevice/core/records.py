@@ -291,21 +291,34 @@ def impossible(result: CaseResult) -> str | None:
     return None
 
 
-def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
+def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:
     """Read a RunRecord, turning every way it can be wrong into a ``UsageError``."""
     p = Path(path)
-    try:
-        is_dir = p.is_dir()
-    except OSError:
-        is_dir = False
-    if is_dir:
-        raise UsageError(argument, f"'{p}' is a folder", "Pass the result JSON file inside it.")
+    _refuse_folder(p, argument)
     try:
         data = read_json(p, argument)
     except UsageError as e:
         if e.problem.startswith("no such file"):
             raise UsageError(argument, e.problem, "Pass the JSON file a whichdevice command wrote.") from None
         raise
+    _check_schema_version(data, p, argument)
+    record = _validated(data, p, argument)
+    _refuse_impossible(record, p, argument)
+    return record
+
+
+def _refuse_folder(p: Path, argument: str) -> None:
+    """A folder is named as such (one we may not look at is left to the read to refuse)."""
+    try:
+        is_dir = p.is_dir()
+    except OSError:
+        is_dir = False
+    if is_dir:
+        raise UsageError(argument, f"'{p}' is a folder", "Pass the result JSON file inside it.")
+
+
+def _check_schema_version(data: Any, p: Path, argument: str) -> None:
+    """A JSON object with a schema version from 1 to ``SCHEMA_VERSION``, or a ``UsageError``."""
     if not isinstance(data, dict) or "schema_version" not in data:
         raise UsageError(
             argument, f"'{p}' is not a whichdevice result", "Pass a JSON file a whichdevice command wrote."
@@ -321,8 +334,12 @@ def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:  # noqa: 
             f"'{p}' has schema version {version}, newer than this whichdevice reads ({SCHEMA_VERSION})",
             "Upgrade whichdevice: pip install -U whichdevice.",
         )
+
+
+def _validated(data: dict[str, Any], p: Path, argument: str) -> RunRecord:
+    """The record, migrated to ``SCHEMA_VERSION``; its first schema error as a ``UsageError``."""
     try:
-        record = RunRecord.model_validate(migrate(data))
+        return RunRecord.model_validate(migrate(data))
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first.get("loc", ()))
@@ -331,6 +348,10 @@ def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:  # noqa: 
             f"'{p}' does not match the result schema (at {where}: {first.get('msg')})",
             "Pass an intact whichdevice result file.",
         ) from None
+
+
+def _refuse_impossible(record: RunRecord, p: Path, argument: str) -> None:
+    """The first result holding what no measurement can give, as a ``UsageError``."""
     for i, r in enumerate(record.results):
         bad = impossible(r)
         if bad is not None:
@@ -339,7 +360,6 @@ def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:  # noqa: 
                 f"'{p}' holds an impossible measurement (results[{i}].{bad})",
                 "Pass an intact whichdevice result file.",
             )
-    return record
 
 
 def result_v1_to_v2(raw: Any) -> Any:

@@ -175,13 +175,30 @@ def is_file_quietly(path: Path | str) -> bool:
         return False
 
 
-def read_capped(path: Path | str, argument: str, *, cap: int = READ_CAP, what: str = "file") -> bytes:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
+def read_capped(path: Path | str, argument: str, *, cap: int = READ_CAP, what: str = "file") -> bytes:
     """The bytes of a regular file of at most ``cap`` bytes; a ``UsageError`` naming
     ``argument`` for anything else (absent, a FIFO or device, too large, a symlink loop, a
     name too long, unreadable)."""
     p = Path(path)
+    fd = _open_to_read(p, argument, what)
     try:
-        fd = os.open(p, os.O_RDONLY | _NONBLOCK | os.O_CLOEXEC)
+        _refuse_non_regular_or_large(os.fstat(fd), p, argument, cap=cap, what=what)
+        os.set_blocking(fd, True)
+        data = _read_past(fd, cap)
+        if len(data) > cap:  # a file that grows while read (or a /proc file that reports size 0)
+            raise UsageError(argument, f"'{p}' is larger than {cap / 2**20:.0f} MiB", f"Pass a whichdevice {what}.")
+        return data
+    except OSError as e:
+        raise UsageError(argument, f"cannot read '{p}' ({e.strerror})", f"Pass a readable {what}.") from None
+    finally:
+        os.close(fd)
+
+
+def _open_to_read(p: Path, argument: str, what: str) -> int:
+    """A descriptor of ``p`` opened without blocking (a FIFO does not hang the open); a
+    ``UsageError`` naming ``argument`` when it cannot be opened."""
+    try:
+        return os.open(p, os.O_RDONLY | _NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise UsageError(argument, f"no such file '{p}'", f"Pass the {what} path.") from None
     except ValueError:  # a NUL byte in the name: no file can have it
@@ -192,31 +209,31 @@ def read_capped(path: Path | str, argument: str, *, cap: int = READ_CAP, what: s
         raise UsageError(argument, f"'{p}' is a folder", f"Pass the {what} inside it.") from None
     except OSError as e:
         raise UsageError(argument, f"cannot open '{p}' ({e.strerror})", f"Pass a readable {what}.") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise UsageError(argument, f"'{p}' is a folder", f"Pass the {what} inside it.")
-        if not stat.S_ISREG(st.st_mode):
-            raise UsageError(argument, f"'{p}' is {kind_of(st.st_mode)}", f"Pass a regular {what}.")
-        if st.st_size > cap:
-            raise UsageError(
-                argument,
-                f"'{p}' is {st.st_size / 2**20:.0f} MiB, more than a whichdevice {what} can be ({cap / 2**20:.0f} MiB)",
-                f"Pass the {what} a whichdevice command wrote.",
-            )
-        os.set_blocking(fd, True)
-        chunks = []
-        total = 0
-        while total <= cap:
-            chunk = os.read(fd, min(2**20, cap + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > cap:  # a file that grows while read (or a /proc file that reports size 0)
-            raise UsageError(argument, f"'{p}' is larger than {cap / 2**20:.0f} MiB", f"Pass a whichdevice {what}.")
-        return b"".join(chunks)
-    except OSError as e:
-        raise UsageError(argument, f"cannot read '{p}' ({e.strerror})", f"Pass a readable {what}.") from None
-    finally:
-        os.close(fd)
+
+
+def _refuse_non_regular_or_large(st: os.stat_result, p: Path, argument: str, *, cap: int, what: str) -> None:
+    """A ``UsageError`` unless ``st`` is a regular file of at most ``cap`` bytes."""
+    if stat.S_ISDIR(st.st_mode):
+        raise UsageError(argument, f"'{p}' is a folder", f"Pass the {what} inside it.")
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(argument, f"'{p}' is {kind_of(st.st_mode)}", f"Pass a regular {what}.")
+    if st.st_size > cap:
+        raise UsageError(
+            argument,
+            f"'{p}' is {st.st_size / 2**20:.0f} MiB, more than a whichdevice {what} can be ({cap / 2**20:.0f} MiB)",
+            f"Pass the {what} a whichdevice command wrote.",
+        )
+
+
+def _read_past(fd: int, cap: int) -> bytes:
+    """The bytes of ``fd`` up to its end or ``cap + 1`` bytes, whichever comes first: more
+    than ``cap`` says the file is larger than its size said."""
+    chunks = []
+    total = 0
+    while total <= cap:
+        chunk = os.read(fd, min(2**20, cap + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)

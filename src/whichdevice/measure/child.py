@@ -288,7 +288,32 @@ def _skipped(spec: CaseSpec) -> CaseResult:
     )
 
 
-def _run_group(group: list[CaseSpec], ctx: _Context, expired: Callable[[], bool], *, skip: bool) -> list[CaseResult]:  # noqa: C901 (named exception, issue #31: one decision table read top to bottom)
+class _MemberWall:
+    """Each member's wall time in an interleaved group: its own set-up and turns. ``switch(i)``
+    ends the running member's time and starts member ``i``'s (with its ``start`` line);
+    ``stop()`` ends the running member's time."""
+
+    def __init__(self, group: list[CaseSpec], ctx: _Context) -> None:
+        self.group = group
+        self.ctx = ctx
+        self.wall = [0.0] * len(group)
+        self.current: int | None = None  # whose time is running
+        self.since = time.perf_counter()  # since when
+
+    def switch(self, i: int) -> None:
+        now = time.perf_counter()
+        if self.current is not None:
+            self.wall[self.current] += now - self.since
+        self.current, self.since = i, now
+        _start(self.ctx, self.group[i].key)
+
+    def stop(self) -> None:
+        end = time.perf_counter()
+        if self.current is not None:
+            self.wall[self.current] += end - self.since
+
+
+def _run_group(group: list[CaseSpec], ctx: _Context, expired: Callable[[], bool], *, skip: bool) -> list[CaseResult]:
     """One interleaved group: each member prepared in turn (a ``start`` line each, so the
     parent's per-case timeout covers one member's set-up and tracing, and its stderr offset
     points at that member), then all timed together, with a ``start`` line before each
@@ -297,46 +322,54 @@ def _run_group(group: list[CaseSpec], ctx: _Context, expired: Callable[[], bool]
     set-up would start after ``expired()`` is skipped (``skip``) or left out. The results, in
     the group's order, once the group is done. Wall time: each member's own set-up and turns."""
     mod = workloads.group_runner(group[0].workload)
-    n = len(group)
-    results: list[CaseResult | None] = [None] * n
-    wall = [0.0] * n
-    current: list[Any] = [None, time.perf_counter()]  # whose time is running, since when
+    results: list[CaseResult | None] = [None] * len(group)
+    clock = _MemberWall(group, ctx)
+    prepared = _prepare_members(mod, ctx, clock, results, expired=expired, skip=skip)
+    if prepared:
+        try:
+            timed = mod.time_group(
+                [p for _, p in prepared],
+                ctx.fw,
+                ctx.policy,
+                ctx.overhead_s,
+                before=lambda j: clock.switch(prepared[j][0]),
+            )
+        except Exception as e:  # the group's own machinery failed: every prepared member says so
+            traceback.print_exc(file=sys.stderr)
+            timed = [e] * len(prepared)
+        clock.stop()
+        for (i, _), got in zip(prepared, timed):
+            results[i] = _member_result(group[i], got, clock.wall[i])
+    return [r for r in results if r is not None]
 
-    def switch(i: int) -> None:
-        now = time.perf_counter()
-        if current[0] is not None:
-            wall[current[0]] += now - current[1]
-        current[0], current[1] = i, now
-        _start(ctx, group[i].key)
 
+def _prepare_members(
+    mod: workloads.GroupWorkload,
+    ctx: _Context,
+    clock: _MemberWall,
+    results: list[CaseResult | None],
+    *,
+    expired: Callable[[], bool],
+    skip: bool,
+) -> list[tuple[int, Any]]:
+    """Each member of ``clock.group`` prepared in turn, its time on ``clock``: (its index, what
+    ``mod.prepare`` gave). A member that raises, or that is skipped (``expired()``, ``skip``),
+    gets its result in ``results`` instead."""
     prepared: list[tuple[int, Any]] = []
-    for i, spec in enumerate(group):
+    for i, spec in enumerate(clock.group):
         if expired():
             if skip:
                 _start(ctx, spec.key)
                 results[i] = _skipped(spec)
             continue
-        switch(i)
+        clock.switch(i)
         try:
             _inject_fault(spec)
             prepared.append((i, mod.prepare(spec, ctx.fw, ctx.policy, ctx.overhead_s)))
         except Exception as e:  # this member fails; the group goes on
             traceback.print_exc(file=sys.stderr)
-            results[i] = failed(spec, _error_line(e), failures.of_exception(e), time.perf_counter() - current[1])
-    if prepared:
-        try:
-            timed = mod.time_group(
-                [p for _, p in prepared], ctx.fw, ctx.policy, ctx.overhead_s, before=lambda j: switch(prepared[j][0])
-            )
-        except Exception as e:  # the group's own machinery failed: every prepared member says so
-            traceback.print_exc(file=sys.stderr)
-            timed = [e] * len(prepared)
-        switch_end = time.perf_counter()
-        if current[0] is not None:
-            wall[current[0]] += switch_end - current[1]
-        for (i, _), got in zip(prepared, timed):
-            results[i] = _member_result(group[i], got, wall[i])
-    return [r for r in results if r is not None]
+            results[i] = failed(spec, _error_line(e), failures.of_exception(e), time.perf_counter() - clock.since)
+    return prepared
 
 
 def _member_result(spec: CaseSpec, got: Any, wall_s: float) -> CaseResult:
