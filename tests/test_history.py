@@ -10,7 +10,8 @@ from conftest import run_cli, timing_of
 from whichdevice.measure import history
 from whichdevice.analysis.diff import diff_runs
 from whichdevice.core.records import CaseResult, CaseSpec, Timing, load_run
-from whichdevice.present.comparison import failure_text
+from whichdevice.analysis.diff import ContextChange
+from whichdevice.present.comparison import context_text, failure_text
 
 
 def _numpy_run(tmp_path, capsys, name):
@@ -133,7 +134,8 @@ def _rec(samples, device="CPU:0", version="2.21.0"):
 
 def test_diff_names_what_changed_and_whether_it_matters():
     d = diff_runs(_rec([1.0, 1.01, 0.99, 1.0, 1.0]), _rec([0.5, 0.51, 0.49, 0.5, 0.5], version="2.22.0"))
-    assert d.context == ["CPU:0: tensorflow 2.21.0 -> tensorflow 2.22.0"]
+    assert d.context == [ContextChange("framework", "CPU:0", "tensorflow 2.21.0", "tensorflow 2.22.0")]
+    assert [context_text(c) for c in d.context] == ["CPU:0: tensorflow 2.21.0 -> tensorflow 2.22.0"]
     (p,) = d.points
     assert p.comparison.significant and p.comparison.ratio == 2.0
     same = diff_runs(_rec([1.0, 1.2, 0.8, 1.0, 1.0]), _rec([1.05, 1.25, 0.85, 1.05, 1.05]))

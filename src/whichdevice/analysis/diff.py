@@ -19,6 +19,7 @@ their noise (issue 16: within a run a point is tight, between runs it moves more
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import math
 from collections.abc import Mapping
@@ -63,8 +64,19 @@ class PointChange:
 
 
 @dataclass(frozen=True)
+class ContextChange:
+    """One way the two runs' set-up differs: a machine field, a device's framework (or whether it
+    was measured: None), a device that is another one under the same name, or an option."""
+
+    kind: Literal["machine", "framework", "device", "option"]
+    name: str  # the field, the device or the option
+    before: object
+    after: object
+
+
+@dataclass(frozen=True)
 class RunDiff:
-    context: list[str]  # differences in machine, framework versions, options
+    context: list[ContextChange]  # differences in machine, framework versions, devices, options
     points: list[PointChange]
     only_before: list[CaseSpec]
     only_after: list[CaseSpec]
@@ -83,26 +95,26 @@ def _label(spec: CaseSpec) -> str:
     return f"{spec.framework} {spec.device} {spec.workload} " + " ".join(f"{k}={v}" for k, v in spec.params.items())
 
 
-def _context(a: RunRecord, b: RunRecord) -> list[str]:
+def _context(a: RunRecord, b: RunRecord) -> list[ContextChange]:
     out = []
     ma, mb = a.machine, b.machine
     for field in ("hostname", "cpu_model", "cpu_cores_logical", "ram_bytes", "os", "python"):
         va, vb = getattr(ma, field), getattr(mb, field)
         if va != vb:
-            out.append(f"machine {field}: {va} -> {vb}")
+            out.append(ContextChange("machine", field, va, vb))
     fa = {f"{s.device.name}": f"{s.framework.name} {s.framework.version}" for s in a.sessions}
     fb = {f"{s.device.name}": f"{s.framework.name} {s.framework.version}" for s in b.sessions}
     for dev in sorted(set(fa) | set(fb)):
         if fa.get(dev) != fb.get(dev):
-            out.append(f"{dev}: {fa.get(dev, 'not measured')} -> {fb.get(dev, 'not measured')}")
+            out.append(ContextChange("framework", dev, fa.get(dev), fb.get(dev)))
     da = {s.device.name: s.device.description for s in a.sessions}
     db = {s.device.name: s.device.description for s in b.sessions}
     for dev in sorted(set(da) & set(db)):
         if da[dev] != db[dev]:
-            out.append(f"{dev} is another device: {da[dev]} -> {db[dev]}")
+            out.append(ContextChange("device", dev, da[dev], db[dev]))
     for k in sorted(set(a.options) | set(b.options)):
         if a.options.get(k) != b.options.get(k):
-            out.append(f"option {k}: {a.options.get(k)} -> {b.options.get(k)}")
+            out.append(ContextChange("option", k, a.options.get(k), b.options.get(k)))
     return out
 
 

@@ -20,7 +20,7 @@ from whichdevice.analysis.diff import RunDiff, diff_runs, log_ratios
 from whichdevice.cli.common import app, console, err_console
 from whichdevice.core.errors import UsageError
 from whichdevice.present import names, terminal
-from whichdevice.present.comparison import comparison_grid, comparison_json, regression_line
+from whichdevice.present.comparison import comparison_grid, comparison_json, context_text, regression_line
 from whichdevice.present.tables import Grid, GridCell
 from whichdevice.core.validate import check_output_dir, parse_positive_float, parse_positive_int
 
@@ -190,7 +190,7 @@ def compare(
         f"[bold]{escape(a.experiment)}[/bold] {escape(a.created_at)} -> [bold]{escape(b.experiment)}[/bold] "
         f"{escape(b.created_at)}"
     )
-    for line in d.context or ["same machine, framework versions and options"]:
+    for line in [context_text(c) for c in d.context] or ["same machine, framework versions and options"]:
         out.print(f"  {escape(line)}")
     terminal.render_grid(out, comparison_grid(d))
     n_learned = sum(1 for p in d.points if p.key in thresholds and thresholds[p.key] > margin)

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from whichdevice.analysis import significance
-from whichdevice.analysis.diff import PointChange, RunDiff
+from whichdevice.analysis.diff import ContextChange, PointChange, RunDiff
 from whichdevice.core.records import RunRecord
 from whichdevice.core.units import seconds
 from whichdevice.present import names
@@ -20,6 +20,19 @@ from whichdevice.present.tables import Grid, GridCell
 
 # The JSON's own version: a script reading it checks this, not whichdevice's version.
 COMPARISON_SCHEMA = 1
+
+
+def context_text(c: ContextChange) -> str:
+    """One set-up difference: 'machine cpu_model: A -> B', 'CPU:0: tensorflow 2.21 -> not measured'."""
+    if c.kind == "machine":
+        return f"machine {c.name}: {c.before} -> {c.after}"
+    if c.kind == "framework":
+        was = "not measured" if c.before is None else c.before
+        now = "not measured" if c.after is None else c.after
+        return f"{c.name}: {was} -> {now}"
+    if c.kind == "device":
+        return f"{c.name} is another device: {c.before} -> {c.after}"
+    return f"option {c.name}: {c.before} -> {c.after}"
 
 
 def failure_text(p: PointChange) -> str | None:
@@ -107,7 +120,7 @@ def comparison_json(
         "schema": COMPARISON_SCHEMA,
         "before": {"ref": refs[0], "path": paths[0], "experiment": a.experiment, "created_at": a.created_at},
         "after": {"ref": refs[1], "path": paths[1], "experiment": b.experiment, "created_at": b.created_at},
-        "context": list(d.context),
+        "context": [context_text(c) for c in d.context],
         "rule": {
             "threshold": threshold,
             "learned_thresholds": learned,
