@@ -20,6 +20,20 @@ if TYPE_CHECKING:  # matplotlib is imported on first use (pyplot())
 
 
 @functools.cache
+def _crossover_note(ax: Axes, x: float) -> None:
+    """The crossover's label, written up its dotted line."""
+    ax.annotate(
+        f"crossover ≈ {x:.3g}",
+        (x, 0.97),
+        xycoords=("data", "axes fraction"),
+        rotation=90,
+        va="top",
+        ha="right",
+        fontsize=8,
+        color="gray",
+    )
+
+
 def pyplot() -> ModuleType:
     """matplotlib's pyplot on the Agg backend (no display), imported on first use: ≈ 0.5 s the
     command does not pay before its measuring child starts; the API calls this while the child
@@ -150,16 +164,7 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
         for d, cross in table.crossovers.items():
             if cross.kind == "between" and cross.estimate:
                 ax.axvline(cross.estimate, color="gray", linestyle=":", linewidth=1.5)
-                ax.annotate(
-                    f"crossover ≈ {cross.estimate:.3g}",
-                    (cross.estimate, 0.97),
-                    xycoords=("data", "axes fraction"),
-                    rotation=90,
-                    va="top",
-                    ha="right",
-                    fontsize=8,
-                    color="gray",
-                )
+                _crossover_note(ax, cross.estimate)
         if loglog:
             ax.set_xscale("log")
             ax.set_yscale("log")
@@ -206,16 +211,7 @@ def _mark_batch_crossovers(ax_t: Axes, ax_r: Axes, table: Table) -> None:
             continue
         for ax in (ax_t, ax_r):
             ax.axvline(cross.estimate, color="gray", linestyle=":", linewidth=1.5)
-        ax_t.annotate(
-            f"crossover ≈ {cross.estimate:.3g}",
-            (cross.estimate, 0.97),
-            xycoords=("data", "axes fraction"),
-            rotation=90,
-            va="top",
-            ha="right",
-            fontsize=8,
-            color="gray",
-        )
+        _crossover_note(ax_t, cross.estimate)
 
 
 def _batch_axes(ax: Axes, ylabel: str, *, loglog: bool, times: bool) -> None:

@@ -15,6 +15,7 @@ import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -137,19 +138,25 @@ def load_function(path: str | Path, function: str, argument: str):
     return fn
 
 
+def call_user_function(path: str | Path, function: str, argument: str) -> Any:
+    """Load ``function`` from the user's file and call it with no arguments; an exception it
+    raises is one line naming ``argument`` (--model, --data) and the fix."""
+    fn = load_function(path, function, argument)
+    try:
+        return fn()
+    except Exception as e:
+        raise UserFileError(
+            argument,
+            f"{function}() raised {_exc_line(e)}",
+            f"Fix {function}() in '{Path(path).name}' (it is called with no arguments)",
+        ) from None
+
+
 def call_model_function(path, function: str):
     """Call the user's model function and check it returns a Keras model."""
     import keras
 
-    fn = load_function(path, function, "--model")
-    try:
-        model = fn()
-    except Exception as e:
-        raise UserFileError(
-            "--model",
-            f"{function}() raised {_exc_line(e)}",
-            f"Fix {function}() in '{Path(path).name}' (it is called with no arguments)",
-        ) from None
+    model = call_user_function(path, function, "--model")
     if not isinstance(model, keras.Model):
         if _is_torch(model):
             raise UserFileError(
@@ -181,15 +188,7 @@ def _torch_what(obj) -> str:
 def call_data_function(path, function: str):
     from whichdevice.frameworks.tensorflow import training
 
-    fn = load_function(path, function, "--data")
-    try:
-        ds = fn()
-    except Exception as e:
-        raise UserFileError(
-            "--data",
-            f"{function}() raised {_exc_line(e)}",
-            f"Fix {function}() in '{Path(path).name}' (it is called with no arguments)",
-        ) from None
+    ds = call_user_function(path, function, "--data")
     if not training.is_dataset(ds):
         raise UserFileError(
             "--data",

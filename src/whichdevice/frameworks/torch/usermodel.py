@@ -27,13 +27,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from whichdevice.frameworks.common.userload import call_user_function
 from whichdevice.frameworks.common.usermodel import (
     UserFileError,
     UserFunction,
     _answer_stream,
     _exc_line,
     check_failed,
-    load_function,
 )
 
 ADAM_LR = 1e-3  # torch.optim.Adam's own default, as the seeds' Keras Adam
@@ -55,15 +55,7 @@ def _is_module(obj) -> bool:
 
 def call_model_function(path, function: str) -> TorchUserModel:
     """Call the user's function (or class) and check what it returns."""
-    fn = load_function(path, function, "--model")
-    try:
-        got = fn()
-    except Exception as e:
-        raise UserFileError(
-            "--model",
-            f"{function}() raised {_exc_line(e)}",
-            f"Fix {function}() in '{Path(path).name}' (it is called with no arguments)",
-        ) from None
+    got = call_user_function(path, function, "--model")
     if _is_module(got):
         return TorchUserModel(got, None, None, "module")
     if isinstance(got, (tuple, list)) and 2 <= len(got) <= 3 and _is_module(got[0]):
@@ -204,15 +196,7 @@ def _pair(batch, function: str):
 
 def call_data_function(path, function: str):
     """The user's data: a DataLoader, or any iterable of (x, y) batches."""
-    fn = load_function(path, function, "--data")
-    try:
-        data = fn()
-    except Exception as e:
-        raise UserFileError(
-            "--data",
-            f"{function}() raised {_exc_line(e)}",
-            f"Fix {function}() in '{Path(path).name}' (it is called with no arguments)",
-        ) from None
+    data = call_user_function(path, function, "--data")
     if type(data).__module__.startswith("tensorflow"):
         raise UserFileError(
             "--data",
