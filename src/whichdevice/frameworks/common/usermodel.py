@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -339,26 +340,39 @@ def _answer_stream():
     return answer
 
 
-def _main(argv: list[str]) -> int:
+PreflightJob = Callable[[dict, UserFunction, UserFunction | None, tuple | None], dict]
+
+
+def preflight_main(argv: list[str], run: PreflightJob) -> int:
+    """A pre-flight child's main (Keras here, PyTorch in frameworks/torch/usermodel.py): read the
+    job, answer on the saved stdout with ``run(job, model_fn, data_fn, input_shape)``'s result, or
+    with the one-line failure (``check_failed``) when anything in it fails."""
     job = json.loads(argv[1])
     answer = _answer_stream()
     try:
         model_fn = UserFunction(Path(job["model"][0]), job["model"][1], "--model")
         data_fn = UserFunction(Path(job["data"][0]), job["data"][1], "--data") if job.get("data") else None
         shape = tuple(job["input_shape"]) if job.get("input_shape") else None
-        t0 = time.perf_counter()
-        import keras  # noqa: F401  (the framework's import, timed: the measuring children pay it too)
-
-        import_s = time.perf_counter() - t0
-        result = check(
-            model_fn, shape, job.get("classes"), data_fn, batch=job.get("batch"), framework=job.get("framework")
-        )
-        result["import_s"] = import_s
+        result = run(job, model_fn, data_fn, shape)
     except (UserFileError, SystemExit, Exception) as e:
         result = check_failed(e)
     answer.write(json.dumps(result) + "\n")
     answer.flush()
     return 0
+
+
+def _keras_job(job: dict, model_fn: UserFunction, data_fn: UserFunction | None, shape: tuple | None) -> dict:
+    t0 = time.perf_counter()
+    import keras  # noqa: F401  (the framework's import, timed: the measuring children pay it too)
+
+    import_s = time.perf_counter() - t0
+    result = check(model_fn, shape, job.get("classes"), data_fn, batch=job.get("batch"), framework=job.get("framework"))
+    result["import_s"] = import_s
+    return result
+
+
+def _main(argv: list[str]) -> int:
+    return preflight_main(argv, _keras_job)
 
 
 if __name__ == "__main__":

@@ -31,9 +31,8 @@ from whichdevice.frameworks.common.userload import call_user_function
 from whichdevice.frameworks.common.usermodel import (
     UserFileError,
     UserFunction,
-    _answer_stream,
     _exc_line,
-    check_failed,
+    preflight_main,
 )
 
 ADAM_LR = 1e-3  # torch.optim.Adam's own default, as the seeds' Keras Adam
@@ -491,22 +490,13 @@ def _label_classes(loss_fn, classes: int | None, out_shape: tuple[int, ...], y) 
     return None
 
 
-def _main(argv: list[str]) -> int:
-    import json
+def _torch_job(job: dict, model_fn: UserFunction, data_fn: UserFunction | None, shape: tuple | None) -> dict:
+    torch.manual_seed(0)
+    return check(model_fn, shape, job.get("classes"), data_fn, job.get("batch"))
 
-    job = json.loads(argv[1])
-    answer = _answer_stream()
-    try:
-        model_fn = UserFunction(Path(job["model"][0]), job["model"][1], "--model")
-        data_fn = UserFunction(Path(job["data"][0]), job["data"][1], "--data") if job.get("data") else None
-        shape = tuple(job["input_shape"]) if job.get("input_shape") else None
-        torch.manual_seed(0)
-        result = check(model_fn, shape, job.get("classes"), data_fn, job.get("batch"))
-    except (UserFileError, SystemExit, Exception) as e:
-        result = check_failed(e)
-    answer.write(json.dumps(result) + "\n")
-    answer.flush()
-    return 0
+
+def _main(argv: list[str]) -> int:
+    return preflight_main(argv, _torch_job)
 
 
 if __name__ == "__main__":
