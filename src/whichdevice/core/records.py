@@ -309,11 +309,7 @@ def load_run(path: Path | str, argument: str = "RESULT") -> RunRecord:
 
 def _refuse_folder(p: Path, argument: str) -> None:
     """A folder is named as such (one we may not look at is left to the read to refuse)."""
-    try:
-        is_dir = p.is_dir()
-    except OSError:
-        is_dir = False
-    if is_dir:
+    if safeio.is_dir_quietly(p):
         raise UsageError(argument, f"'{p}' is a folder", "Pass the result JSON file inside it.")
 
 

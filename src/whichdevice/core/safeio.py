@@ -175,6 +175,15 @@ def is_file_quietly(path: Path | str) -> bool:
         return False
 
 
+def is_dir_quietly(path: Path | str) -> bool:
+    """``Path.is_dir`` that says False for a name the file system refuses or we may not look at
+    (a read of it then refuses it with its own message)."""
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def read_capped(path: Path | str, argument: str, *, cap: int = READ_CAP, what: str = "file") -> bytes:
     """The bytes of a regular file of at most ``cap`` bytes; a ``UsageError`` naming
     ``argument`` for anything else (absent, a FIFO or device, too large, a symlink loop, a

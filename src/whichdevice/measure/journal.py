@@ -210,11 +210,7 @@ class Journal:
 
 def _the_journal(p: Path, argument: str) -> Path:
     """The journal ``--resume`` names: the file, or a folder's one top-level journal."""
-    try:
-        is_dir = p.is_dir()
-    except OSError:
-        is_dir = False
-    if not is_dir:
+    if not safeio.is_dir_quietly(p):
         return p
     found = sorted(f for f in p.glob(f"*{SUFFIX}") if _header(f) and not _header(f).get("part_of"))
     if len(found) != 1:
