@@ -192,7 +192,7 @@ def test_not_measured_says_the_true_reason(tmp_path):
         assert rows[name].startswith("not measured: not part of your model's suite"), rows[name]
         assert "budget" not in rows[name]
     skipped = [
-        r.model_copy(update={"status": "failed", "failure": "skipped", "timing": None, "error": "time budget"})
+        r.model_copy(update={"status": "skipped", "failure": "skipped", "timing": None, "error": "time budget"})
         if r.spec.params.get("kind") == "precision"
         else r
         for r in record.results
@@ -452,7 +452,12 @@ def test_no_verdict_over_failed_cases_and_run_exits_1_when_nothing_deciding_was_
     assert stop.value.exit_code == 1
     run_cli.exit_if_nothing_decided(record)  # measured: no exit
     skipped = broken.model_copy(
-        update={"results": [r.model_copy(update={"failure": "skipped"}) if r.status == "failed" else r for r in failed]}
+        update={
+            "results": [
+                r.model_copy(update={"status": "skipped", "failure": "skipped"}) if r.status == "failed" else r
+                for r in failed
+            ]
+        }
     )
     assert "time budget ran out" in first_screen(skipped, suite_verdict(skipped, seed_batch=32)).answer[0]
 

@@ -155,6 +155,25 @@ class GridResult:
     cells: list[Fix]  # by value
     pick: Fix | None  # the recommended value (analysis/suite.grid_pick), None when none helps
     best: Fix | None  # the largest significant gain
+    skipped: list[object] = field(default_factory=list)  # values of the grid the time budget skipped
+    failed: list[object] = field(default_factory=list)  # values of the grid whose cases failed
+
+    @property
+    def largest(self) -> object:
+        """The largest value measured (the grid's edge when values above it were not)."""
+        return self.cells[-1].variant
+
+    @property
+    def cut(self) -> bool:
+        """Whether values above the largest measured one were not measured (skipped or failed)."""
+        top = self.largest
+        return any(_above(v, top) for v in [*self.skipped, *self.failed])
+
+    @property
+    def best_at_cut_edge(self) -> bool:
+        """Whether the best gain is at the largest value measured of a grid cut above it: then
+        it is only the edge of what was measured, not the best of the grid."""
+        return self.cut and self.best is not None and self.best.variant == self.largest
 
     @property
     def pick_share(self) -> float | None:
@@ -167,6 +186,13 @@ class GridResult:
     def thin(self) -> list[Fix]:
         """Values left out for too few samples."""
         return [f for f in self.cells if not f.claim.enough]
+
+
+def _above(value: object, top: object) -> bool:
+    try:
+        return float(value) > float(top)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
 
 
 @dataclass(frozen=True)

@@ -200,8 +200,9 @@ def _pipeline_pairs(record: RunRecord, e: FixEntry, pipelines: list[DeviceReport
     return every, deciding
 
 
-def _grids(fixes: list[Fix]) -> list[GridResult]:
-    """The grid of each (device, framework, workload): its values sorted, its pick and best."""
+def _grids(record: RunRecord, e: FixEntry, fixes: list[Fix]) -> list[GridResult]:
+    """The grid of each (device, framework, workload): its values sorted, its pick and best, and
+    the values of the same grid that were not measured (skipped by the time budget, or failed)."""
     keys = dict.fromkeys((f.device, f.framework, tuple(sorted(f.where.items()))) for f in fixes)
     out = []
     for device, fw, where in keys:
@@ -210,12 +211,34 @@ def _grids(fixes: list[Fix]) -> list[GridResult]:
             key=lambda f: f.variant,  # type: ignore[arg-type, return-value]
         )
         picked = grid_pick(cells)
+        missing = _unmeasured_values(record, e.param, device, fw, dict(where))
         out.append(
             GridResult(
-                device, fw, cells[0].baseline, cells, picked[0] if picked else None, picked[1] if picked else None
+                device,
+                fw,
+                cells[0].baseline,
+                cells,
+                picked[0] if picked else None,
+                picked[1] if picked else None,
+                skipped=[v for v, r in missing if r.status == "skipped"],
+                failed=[v for v, r in missing if r.status == "failed"],
             )
         )
     return out
+
+
+def _unmeasured_values(
+    record: RunRecord, param: str, device: str, framework: str, where: dict[str, Any]
+) -> list[tuple[object, CaseResult]]:
+    """The grid's values whose case did not run to the end, by value, with the case."""
+    out = []
+    for r in record.results:
+        p = r.spec.params
+        if r.status == "ok" or r.spec.device != device or r.spec.framework != framework or param not in p:
+            continue
+        if r.spec.workload == "train" and {k: v for k, v in p.items() if k != param} == where:
+            out.append((p[param], r))
+    return sorted(out, key=lambda vr: float(vr[0]) if isinstance(vr[0], int | float) else 0.0)
 
 
 # ------------------------------------------------------------------ outcome and why not
@@ -270,11 +293,10 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
     if not cases:
         return NotMeasured("not_in_suite", elsewhere=e.elsewhere)
     failed = [r for r in cases if r.status == "failed"]
-    if failed and all(r.failure == "skipped" for r in failed):
-        return NotMeasured("skipped")
     if failed:
-        kinds = list(dict.fromkeys(str(r.failure or "error") for r in failed if r.failure != "skipped"))
-        return NotMeasured("failed", failures=kinds)
+        return NotMeasured("failed", failures=list(dict.fromkeys(str(r.failure or "error") for r in failed)))
+    if any(r.status == "skipped" for r in cases):
+        return NotMeasured("skipped")
     return NotMeasured("no_pair")
 
 
@@ -300,7 +322,7 @@ def _fix_verdict(record: RunRecord, e: FixEntry, seed_batch: int, pipelines: lis
     deciding = list(fixes)
     grids: list[GridResult] = []
     if e.method == "grid":
-        grids = _grids(fixes)
+        grids = _grids(record, e, fixes)
         deciding = [g.pick for g in grids if g.pick] or fixes
     piped, piped_deciding = _pipeline_pairs(record, e, pipelines)
     fixes, deciding = fixes + piped, deciding + piped_deciding

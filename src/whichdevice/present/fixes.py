@@ -101,17 +101,34 @@ def grid_lines(g: GridResult, e: FixEntry, *, several: bool = False) -> tuple[st
         if thin
         else ""
     )
-    grid = f"{who} grid (samples/s vs {what} {g.baseline}): " + "; ".join(_grid_cell(f) for f in g.cells)
+    cut = _cut_text(g, what)
+    grid = f"{who} grid (samples/s vs {what} {g.baseline}): " + "; ".join(_grid_cell(f) for f in g.cells) + cut
     if g.pick is None or g.best is None or g.pick_share is None:
         values = ", ".join(str(f.variant) for f in g.cells)
-        return f"{who}: none of {what} {values} beats {g.baseline} significantly{left_out}", grid
+        return f"{who}: none of {what} {values} beats {g.baseline} significantly{left_out}{cut}", grid
     pick, best = g.pick, g.best
+    head = f"{who}: {what} {g.baseline} -> {pick.variant}: {claim_text(pick.claim)} in samples/s ({where_words(pick)})"
+    if g.best_at_cut_edge:  # the edge of what was measured is no "best": larger values were not measured
+        share = "" if pick is best else f"; the recommended {what} reaches {g.pick_share:.0%} of the largest measured"
+        return f"{head}{share}{left_out}{cut}", grid
     line = (
-        f"{who}: {what} {g.baseline} -> {pick.variant}: {claim_text(pick.claim)} in samples/s "
-        f"({where_words(pick)}); best in the grid: {what} {best.variant} at {best.claim.ratio:.3g}x, so the "
-        f"recommended {what} reaches {g.pick_share:.0%} of the best{left_out}"
+        f"{head}; best {'measured' if g.cut else 'in the grid'}: {what} {best.variant} at {best.claim.ratio:.3g}x, so the "
+        f"recommended {what} reaches {g.pick_share:.0%} of the best{left_out}{cut}"
     )
     return line, grid
+
+
+def _cut_text(g: GridResult, what: str) -> str:
+    """'; largest measured: batch 128; batch 512, 2048, 8192 not measured (time budget)' for a
+    grid whose values above the largest measured one did not run; else ''."""
+    if not g.cut:
+        return ""
+    parts = []
+    if g.skipped:
+        parts.append(f"{what} {', '.join(str(v) for v in g.skipped)} not measured (time budget)")
+    if g.failed:
+        parts.append(f"{what} {', '.join(str(v) for v in g.failed)} not measured (failed; see Failed)")
+    return f"; largest measured: {what} {g.largest}; " + "; ".join(parts)
 
 
 def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
