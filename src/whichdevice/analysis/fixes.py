@@ -200,7 +200,9 @@ class NotMeasured:
     reason: NotMeasuredReason
     elsewhere: str = ""  # the command that measures it (not_in_suite)
     failures: list[str] = field(default_factory=list)  # failed: the failure kinds
-    n: int = 0  # too_few_samples: the most samples a side had
+    n: int = 0  # too_few_samples: the most samples (or rounds) a pair had
+    unit: str = "samples"  # too_few_samples: what n counts ("rounds": too few rounds to tell)
+    needed: int = 0  # too_few_samples: how many a claim needs
     devices: list[str] = field(default_factory=list)  # default: where the framework already does it
 
 

@@ -32,6 +32,7 @@ from whichdevice.analysis.fixes import (
 from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT, DeviceReport, analyze_pipeline
 from whichdevice.analysis.placement import device_placement
 from whichdevice.analysis.precision import Cpu16Bit, cpu_16bit
+from whichdevice.analysis.significance import MIN_SAMPLES
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.analysis.train import RunRow, TrainReport, analyze_training
 from whichdevice.analysis.verdict import Finding, sweep_findings
@@ -282,8 +283,11 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
     """The true reason a fix has no claim, read from the record: its baseline is not part of
     the suite, the time budget skipped its cases, they failed, a side has fewer than 5 samples,
     or only one side of the pair ran."""
-    if fixes:  # pairs, none with enough samples
-        return NotMeasured("too_few_samples", n=max(f.claim.n for f in fixes))
+    if fixes:  # pairs, none with enough samples (or rounds)
+        most = max(fixes, key=lambda f: (f.claim.unit == "rounds", f.claim.n))
+        note = most.claim.note
+        needed = note.needed if note is not None and note.needed else MIN_SAMPLES
+        return NotMeasured("too_few_samples", n=most.claim.n, unit=most.claim.unit, needed=needed)
     if e.gpu_only and not _has_gpu(record):
         return NotMeasured("no_gpu")
     base = e.baseline if baseline is None else baseline

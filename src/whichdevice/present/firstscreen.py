@@ -399,9 +399,12 @@ def tail_lines(fs: FirstScreen) -> list[str]:
     default = [name for name, why in fs.not_measured if why == fixwords.DEFAULT_ON]
     if default:  # measured, but the framework's own default already makes the change
         out.append(f"Already the default here: {', '.join(default)}.")
+    thin = [name for name, why in fs.not_measured if why == fixwords.NOT_ENOUGH]
+    if thin:  # measured, from too few samples or rounds to tell a change from none
+        out.append(f"Not enough samples to tell: {', '.join(thin)}.")
     by_reason: dict[str, list[str]] = {}
     for name, why in fs.not_measured:
-        if why != fixwords.DEFAULT_ON:
+        if why not in (fixwords.DEFAULT_ON, fixwords.NOT_ENOUGH):
             by_reason.setdefault(why, []).append(name)
     if by_reason:
         out.append("Not measured: " + "; ".join(f"{', '.join(n)} ({why})" for why, n in by_reason.items()) + ".")

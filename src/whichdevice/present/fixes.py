@@ -36,8 +36,9 @@ OUTCOME_WORDS = {
     "helps": "helps",
     "slower": "slower here",
     "no_change": "no clear change",
-    "not_measured": "not measured",
+    "not_measured": "not enough samples",  # measured pairs, none with a claim (suitepage: no pair is 'not measured')
 }
+NOT_ENOUGH = "not enough samples"  # a fix measured, from too few samples or rounds to tell
 
 
 def claim_text(claim: Claim) -> str:
@@ -142,7 +143,9 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
         kinds = ", ".join(k.replace("_", " ") for k in why.failures)
         return f"not measured: its cases failed ({kinds}; see Failed)"
     if why.reason == "too_few_samples":
-        return f"not measured: fewer than {MIN_SAMPLES} samples (n={why.n})"
+        if why.unit == "rounds":
+            return f"not enough samples: {why.n} rounds, at least {why.needed} needed to tell a change from none"
+        return f"not enough samples: fewer than {MIN_SAMPLES} samples (n={why.n})"
     if why.reason == "default":
         return f"no change to make: {', '.join(why.devices)} already compile with XLA by default (jit_compile='auto')"
     if why.reason == "no_gpu":
@@ -160,7 +163,7 @@ def short_reason(why: NotMeasured) -> str:
         "not_in_suite": "not in this suite",
         "skipped": "skipped: time budget",
         "failed": "failed",
-        "too_few_samples": f"fewer than {MIN_SAMPLES} samples",
+        "too_few_samples": NOT_ENOUGH,
         "default": DEFAULT_ON,
         "no_pair": "one side did not run",
         "no_gpu": "no GPU here",
