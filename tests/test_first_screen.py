@@ -506,3 +506,45 @@ def test_building_the_users_model_reads_without_a_double_article():
     assert workload_name({"example": "user", "kind": "create"}) == "building your model"
     assert workload_name({"example": "user", "kind": "create", "op": "clone"}) == "cloning your model"
     assert workload_name({"model": "mlp", "kind": "create"}).startswith("building the ")
+
+
+H200_RUN = DATA / "h200" / "run.json"  # real: `run --framework torch,keras-jax --budget 30` on an H200
+
+
+def test_h200_run_answer_lines_name_their_framework_and_one_framework_stays_as_it_was(tmp_path, monkeypatch):
+    """Issue 39: the H200 run of torch and keras-jax printed two answer lines, "Training (small
+    MLP): use the CPU below batch ≈ 1,628 ..." and "... ≈ 74 ...", neither naming its framework."""
+    record = load_run(H200_RUN)
+    fs = first_screen(record, suite_verdict(record))
+    assert fs.answer[0].startswith("Training (small MLP, torch): use the CPU below batch ≈ 1,628")
+    assert fs.answer[1].startswith("Training (small MLP, keras-jax): use the CPU below batch ≈ 74")
+    # one framework: the line reads as before, with no framework named
+    torch_only = record.model_copy(update={"results": [r for r in record.results if r.spec.framework == "torch"]})
+    (line, *_) = first_screen(torch_only, suite_verdict(torch_only)).answer
+    assert line.startswith("Training (small MLP): use the CPU below batch ≈ 1,628"), line
+
+
+def test_h200_run_shows_no_skipped_case_as_failed_and_no_best_at_a_budget_cut_edge(tmp_path, monkeypatch):
+    """Issue 39: the keras-jax GPU batch sweep was cut at 128 by the time budget, yet the fix table
+    said "best in the grid: batch 128 ... 100% of the best"; the report said "failed: skipped" for
+    the 15 cases the budget skipped. Re-rendered, both say what happened."""
+    import re
+
+    from whichdevice.present.suitepage import fix_grid
+
+    record = load_run(H200_RUN)
+    v = suite_verdict(record)
+    rows = {row[0].text.split(". ", 1)[1]: row[2].text for row in fix_grid(v, record=record).rows}
+    batch = rows["Increase the batch size"]
+    jax_gpu = next(line for line in batch.splitlines() if line.startswith("keras-jax GPU:0: batch 10 -> 128"))
+    assert "best in the grid" not in jax_gpu and "of the best" not in jax_gpu
+    assert "largest measured: batch 128; batch 512, 2048, 8192 not measured (time budget)" in jax_gpu
+    # the grids measured to their end keep their words
+    assert "torch GPU:0: batch 10 -> 8192" in batch and "best in the grid: batch 8192" in batch
+    verbose = _page(record, tmp_path, 400, terminal=False, monkeypatch=monkeypatch, verbose=True)
+    html = next((tmp_path / LONG_DIR).glob("*.html")).read_text()
+    for page in (verbose, html):
+        assert not re.search(r"failed: skipped|Failed:.*skipped", page)
+    assert "not measured (time budget)" in html
+    fs = first_screen(record, v)
+    assert fs.failures == [] and fs.skipped == 15

@@ -31,7 +31,10 @@ Outcome = Literal["helps", "slower", "no_change", "not_measured"]
 # schedule it, the time budget skipped its cases, they failed, fewer than 5 samples, the only
 # pair was not formed (one side missing), the framework's default already applies it, or it
 # is measured on a GPU only and none was here (FixEntry.gpu_only).
-NotMeasuredReason = Literal["not_in_suite", "skipped", "failed", "too_few_samples", "no_pair", "default", "no_gpu"]
+# A fix that is a larger value (FixEntry.larger) with only smaller values measured: none_larger.
+NotMeasuredReason = Literal[
+    "not_in_suite", "skipped", "failed", "too_few_samples", "no_pair", "default", "no_gpu", "none_larger"
+]
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,12 @@ class GridResult:
         return [f for f in self.cells if not f.claim.enough]
 
 
+def towards(e: FixEntry, variant: object, baseline: object) -> bool:
+    """Whether ``baseline`` -> ``variant`` is the change ``e`` recommends: any value, or for a
+    fix that is a larger value (``FixEntry.larger``) only one above the baseline."""
+    return not e.larger or _above(variant, baseline)
+
+
 def _above(value: object, top: object) -> bool:
     try:
         return float(value) > float(top)  # type: ignore[arg-type]
@@ -204,6 +213,8 @@ class NotMeasured:
     unit: str = "samples"  # too_few_samples: what n counts ("rounds": too few rounds to tell)
     needed: int = 0  # too_few_samples: how many a claim needs
     devices: list[str] = field(default_factory=list)  # default: where the framework already does it
+    param: str = ""  # none_larger: the parameter ...
+    above: object = None  # ... and the baseline value nothing above which was measured
 
 
 @dataclass(frozen=True)

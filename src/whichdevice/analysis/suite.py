@@ -28,6 +28,7 @@ from whichdevice.analysis.fixes import (
     WarmupCheck,
     ab_fixes,
     jit_by_default,
+    towards,
 )
 from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT, DeviceReport, analyze_pipeline
 from whichdevice.analysis.placement import device_placement
@@ -211,7 +212,7 @@ def _grids(record: RunRecord, e: FixEntry, fixes: list[Fix]) -> list[GridResult]
             (f for f in fixes if (f.device, f.framework, tuple(sorted(f.where.items()))) == (device, fw, where)),
             key=lambda f: f.variant,  # type: ignore[arg-type, return-value]
         )
-        picked = grid_pick(cells)
+        picked = grid_pick([c for c in cells if towards(e, c.variant, c.baseline)])
         missing = _unmeasured_values(record, e.param, device, fw, dict(where))
         out.append(
             GridResult(
@@ -304,6 +305,24 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
     return NotMeasured("no_pair")
 
 
+def _none_larger(record: RunRecord, e: FixEntry, baseline: object) -> NotMeasured:
+    """Why a larger value than the baseline has no measurement: its cases were skipped by the
+    time budget, failed, or none was in the run."""
+    larger = [
+        r
+        for r in record.results
+        if r.status != "ok"
+        and e.cases(r.spec.workload, r.spec.params)
+        and towards(e, r.spec.params.get(e.param), baseline)
+    ]
+    failed = [r for r in larger if r.status == "failed"]
+    if failed:
+        return NotMeasured("failed", failures=list(dict.fromkeys(str(r.failure or "error") for r in failed)))
+    if larger:
+        return NotMeasured("skipped")
+    return NotMeasured("none_larger", param=e.param, above=baseline)
+
+
 def _verdict(
     record: RunRecord,
     e: FixEntry,
@@ -327,10 +346,12 @@ def _fix_verdict(record: RunRecord, e: FixEntry, seed_batch: int, pipelines: lis
     grids: list[GridResult] = []
     if e.method == "grid":
         grids = _grids(record, e, fixes)
-        deciding = [g.pick for g in grids if g.pick] or fixes
+        deciding = [g.pick for g in grids if g.pick] or [f for f in fixes if towards(e, f.variant, f.baseline)]
     piped, piped_deciding = _pipeline_pairs(record, e, pipelines)
     fixes, deciding = fixes + piped, deciding + piped_deciding
     extra: dict[str, Any] = {"grids": grids}
+    if fixes and not deciding:  # only smaller values than the baseline measured: the fix itself was not
+        return FixVerdict(e, fixes, [], "not_measured", None, _none_larger(record, e, baseline), **extra)
     if e.key == "jit_compile":  # where the framework's default already compiles with XLA, True is no change
         already = [f for f in fixes if jit_by_default(record, f.device, f.framework)]
         deciding = [f for f in deciding if f not in already]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from whichdevice.analysis.fixes import Fix, FixEntry, GridResult, NotMeasured, PlacementCheck, WarmupCheck
+from whichdevice.analysis.fixes import Fix, FixEntry, GridResult, NotMeasured, PlacementCheck, WarmupCheck, towards
 from whichdevice.analysis.precision import Cpu16Bit
 from whichdevice.analysis.significance import MIN_SAMPLES, Claim
 from whichdevice.analysis.suite import FixVerdict
@@ -104,6 +104,9 @@ def grid_lines(g: GridResult, e: FixEntry, *, several: bool = False) -> tuple[st
     )
     cut = _cut_text(g, what)
     grid = f"{who} grid (samples/s vs {what} {g.baseline}): " + "; ".join(_grid_cell(f) for f in g.cells) + cut
+    if not any(towards(e, f.variant, f.baseline) for f in g.cells):  # only smaller values: not the fix
+        values = ", ".join(str(f.variant) for f in g.cells)
+        return f"{who}: no {what} larger than {g.baseline} measured (only {what} {values}){cut}", grid
     if g.pick is None or g.best is None or g.pick_share is None:
         values = ", ".join(str(f.variant) for f in g.cells)
         return f"{who}: none of {what} {values} beats {g.baseline} significantly{left_out}{cut}", grid
@@ -150,6 +153,8 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
         return f"no change to make: {', '.join(why.devices)} already compile with XLA by default (jit_compile='auto')"
     if why.reason == "no_gpu":
         return NO_GPU
+    if why.reason == "none_larger":
+        return f"not measured: no {why.param} larger than {why.above} was measured (only smaller ones)"
     return "not measured: one side of the pair did not run"
 
 
@@ -167,6 +172,7 @@ def short_reason(why: NotMeasured) -> str:
         "default": DEFAULT_ON,
         "no_pair": "one side did not run",
         "no_gpu": "no GPU here",
+        "none_larger": "nothing larger measured",
     }[why.reason]
 
 
