@@ -84,8 +84,7 @@ def main() -> None:
         (128, 512),
         1.0,
         None,
-        origin + "batch 128 and 512 dropped, batch 8 scaled to batch 32's time per sample "
-        "(tests/data/edited/make.py).",
+        origin + "batch 128 and 512 dropped, batch 8 scaled to batch 32's time per sample (tests/data/edited/make.py).",
     )
     (HERE / "diagnose_batch8_slower.json").write_text(json.dumps(slower, indent=1) + "\n")
     (HERE / "diagnose_nothing_above_32.json").write_text(json.dumps(nothing, indent=1) + "\n")
