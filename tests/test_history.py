@@ -183,6 +183,12 @@ def test_diff_says_which_side_failed_and_how():
     assert p.comparison is None and failure_text(p) == "failed before (out of memory), ran now"
     assert failure_text(diff_runs(ok, oom).points[0]) == "ran before, failed now (out of memory)"
     assert failure_text(diff_runs(ok, ok).points[0]) is None
+    # issue 39: a case the time budget skipped was not measured; compare never says it failed
+    skipped = ok.model_copy(update={"results": [failed(spec, "skipped: the time budget ran out", "skipped", 0.0)]})
+    (p,) = diff_runs(ok, skipped).points
+    assert p.status == "not_measured" and failure_text(p) == "before: ran; now: not measured (time budget)"
+    assert "fail" not in failure_text(p) and not p.regressed
+    assert diff_runs(skipped, oom).points[0].status == "failed"  # one side really failed
 
 
 def _suite_pair(changed: int, seed: int, factor: float = 4.0):

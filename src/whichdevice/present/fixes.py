@@ -83,10 +83,15 @@ def fix_line(f: Fix, *, several: bool = False) -> str:
     return f"{who} {param}{b} -> {v}: {claim_text(f.claim)}{per} ({where_words(f)})"
 
 
+def _count(c: Claim) -> str:
+    """'n=3' (samples), or '2 rounds' for a claim short of rounds."""
+    return f"{c.n} rounds" if c.unit == "rounds" and c.n > 1 else f"n={c.n}"
+
+
 def _grid_cell(f: Fix) -> str:
     c = f.claim
     if not c.enough:
-        return f"{f.variant}: not enough samples (n={c.n})"
+        return f"{f.variant}: not enough samples ({_count(c)})"
     mark = "" if c.significant else ", no clear change"
     return f"{f.variant}: {c.ratio:.3g}x (CI {c.lo:.3g}–{c.hi:.3g}, n={c.n}{mark})"
 
@@ -98,7 +103,7 @@ def grid_lines(g: GridResult, e: FixEntry, *, several: bool = False) -> tuple[st
     thin = g.thin
     left_out = (
         f"; {what} {', '.join(str(f.variant) for f in thin)}: not enough samples "
-        f"({', '.join(f'n={f.claim.n}' for f in thin)}), not considered"
+        f"({', '.join(_count(f.claim) for f in thin)}), not considered"
         if thin
         else ""
     )
