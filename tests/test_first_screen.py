@@ -192,7 +192,7 @@ def test_not_measured_says_the_true_reason(tmp_path):
         assert rows[name].startswith("not measured: not part of your model's suite"), rows[name]
         assert "budget" not in rows[name]
     skipped = [
-        r.model_copy(update={"status": "failed", "failure": "skipped", "timing": None, "error": "time budget"})
+        r.model_copy(update={"status": "skipped", "failure": "skipped", "timing": None, "error": "time budget"})
         if r.spec.params.get("kind") == "precision"
         else r
         for r in record.results
@@ -314,8 +314,9 @@ def test_first_screen_claims_are_no_surer_than_two_processes_of_the_run_agree(mo
     narrow, _ = pyfunc(None)
     assert own is not None and narrow is not None
     assert own.lo < narrow.lo and own.hi > narrow.hi  # the record's spread widens it
-    gone, unclear = pyfunc(3.0)
-    assert gone is None and "TF ops instead of tf.py_function" in unclear
+    gone, _ = pyfunc(3.0)
+    fs = first_screen(record, suite_verdict(record))  # its 2 rounds cannot tell a change that wide from none
+    assert gone is None and ("TF ops instead of tf.py_function", "not enough samples") in fs.not_measured
 
 
 def test_report_verbose_shows_every_finding_the_first_screen_points_to(tmp_path, capsys, _no_drawing):
@@ -382,7 +383,7 @@ def test_each_first_screen_claim_is_the_fix_tables_claim_word_for_word(path, tmp
 
     from whichdevice.present.claims import ratio_text
     from whichdevice.present.firstscreen import OTHER, tail_lines
-    from whichdevice.present.fixes import DEFAULT_ON
+    from whichdevice.present.fixes import DEFAULT_ON, NOT_ENOUGH
     from whichdevice.present.suitepage import fix_grid
 
     record = load_run(path)
@@ -404,7 +405,8 @@ def test_each_first_screen_claim_is_the_fix_tables_claim_word_for_word(path, tmp
     for name in fs.unclear:
         assert rows[shorts[name].entry.title][0] == "no clear change"
     for name, why in fs.not_measured:  # 'already on by default': measured, and no change to make
-        assert rows[shorts[name].entry.title][0] == ("already on by default" if why == DEFAULT_ON else "not measured")
+        status = {DEFAULT_ON: "already on by default", NOT_ENOUGH: "not enough samples"}.get(why, "not measured")
+        assert rows[shorts[name].entry.title][0] == status
     assert not any("No clear gain" in line for line in tail_lines(fs))
     assert all(g.kind != OTHER for g in fs.warnings) and " other" not in first
 
@@ -452,7 +454,12 @@ def test_no_verdict_over_failed_cases_and_run_exits_1_when_nothing_deciding_was_
     assert stop.value.exit_code == 1
     run_cli.exit_if_nothing_decided(record)  # measured: no exit
     skipped = broken.model_copy(
-        update={"results": [r.model_copy(update={"failure": "skipped"}) if r.status == "failed" else r for r in failed]}
+        update={
+            "results": [
+                r.model_copy(update={"status": "skipped", "failure": "skipped"}) if r.status == "failed" else r
+                for r in failed
+            ]
+        }
     )
     assert "time budget ran out" in first_screen(skipped, suite_verdict(skipped, seed_batch=32)).answer[0]
 
@@ -499,3 +506,45 @@ def test_building_the_users_model_reads_without_a_double_article():
     assert workload_name({"example": "user", "kind": "create"}) == "building your model"
     assert workload_name({"example": "user", "kind": "create", "op": "clone"}) == "cloning your model"
     assert workload_name({"model": "mlp", "kind": "create"}).startswith("building the ")
+
+
+H200_RUN = DATA / "h200" / "run.json"  # real: `run --framework torch,keras-jax --budget 30` on an H200
+
+
+def test_h200_run_answer_lines_name_their_framework_and_one_framework_stays_as_it_was(tmp_path, monkeypatch):
+    """Issue 39: the H200 run of torch and keras-jax printed two answer lines, "Training (small
+    MLP): use the CPU below batch ≈ 1,628 ..." and "... ≈ 74 ...", neither naming its framework."""
+    record = load_run(H200_RUN)
+    fs = first_screen(record, suite_verdict(record))
+    assert fs.answer[0].startswith("Training (small MLP, torch): use the CPU below batch ≈ 1,628")
+    assert fs.answer[1].startswith("Training (small MLP, keras-jax): use the CPU below batch ≈ 74")
+    # one framework: the line reads as before, with no framework named
+    torch_only = record.model_copy(update={"results": [r for r in record.results if r.spec.framework == "torch"]})
+    (line, *_) = first_screen(torch_only, suite_verdict(torch_only)).answer
+    assert line.startswith("Training (small MLP): use the CPU below batch ≈ 1,628"), line
+
+
+def test_h200_run_shows_no_skipped_case_as_failed_and_no_best_at_a_budget_cut_edge(tmp_path, monkeypatch):
+    """Issue 39: the keras-jax GPU batch sweep was cut at 128 by the time budget, yet the fix table
+    said "best in the grid: batch 128 ... 100% of the best"; the report said "failed: skipped" for
+    the 15 cases the budget skipped. Re-rendered, both say what happened."""
+    import re
+
+    from whichdevice.present.suitepage import fix_grid
+
+    record = load_run(H200_RUN)
+    v = suite_verdict(record)
+    rows = {row[0].text.split(". ", 1)[1]: row[2].text for row in fix_grid(v, record=record).rows}
+    batch = rows["Increase the batch size"]
+    jax_gpu = next(line for line in batch.splitlines() if line.startswith("keras-jax GPU:0: batch 10 -> 128"))
+    assert "best in the grid" not in jax_gpu and "of the best" not in jax_gpu
+    assert "largest measured: batch 128; batch 512, 2048, 8192 not measured (time budget)" in jax_gpu
+    # the grids measured to their end keep their words
+    assert "torch GPU:0: batch 10 -> 8192" in batch and "best in the grid: batch 8192" in batch
+    verbose = _page(record, tmp_path, 400, terminal=False, monkeypatch=monkeypatch, verbose=True)
+    html = next((tmp_path / LONG_DIR).glob("*.html")).read_text()
+    for page in (verbose, html):
+        assert not re.search(r"failed: skipped|Failed:.*skipped", page)
+    assert "not measured (time budget)" in html
+    fs = first_screen(record, v)
+    assert fs.failures == [] and fs.skipped == 15

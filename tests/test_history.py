@@ -183,6 +183,12 @@ def test_diff_says_which_side_failed_and_how():
     assert p.comparison is None and failure_text(p) == "failed before (out of memory), ran now"
     assert failure_text(diff_runs(ok, oom).points[0]) == "ran before, failed now (out of memory)"
     assert failure_text(diff_runs(ok, ok).points[0]) is None
+    # issue 39: a case the time budget skipped was not measured; compare never says it failed
+    skipped = ok.model_copy(update={"results": [failed(spec, "skipped: the time budget ran out", "skipped", 0.0)]})
+    (p,) = diff_runs(ok, skipped).points
+    assert p.status == "not_measured" and failure_text(p) == "before: ran; now: not measured (time budget)"
+    assert "fail" not in failure_text(p) and not p.regressed
+    assert diff_runs(skipped, oom).points[0].status == "failed"  # one side really failed
 
 
 def _suite_pair(changed: int, seed: int, factor: float = 4.0):
@@ -229,3 +235,41 @@ def test_compare_of_two_identical_runs_flags_no_drift_but_every_real_change():
         real = diff_runs(*_suite_pair(6, seed))
         flagged = {p.spec.params["n"] for p in real.points if p.comparison.significant}
         assert flagged >= {100, 101, 102, 103, 104, 105} and len(flagged) <= 7
+
+
+def test_history_counts_skipped_cases_apart_from_failed_ones(tmp_path, capsys):
+    """Issue 39: `history` showed a red failure count for a `run --budget 30` that exited 0: its
+    15 cases the time budget skipped were counted as failed. They were not measured; none failed.
+    A run indexed before the count existed is split from its record when listed."""
+    import shutil
+    import sqlite3
+    from pathlib import Path
+
+    from whichdevice.core.records import save_run
+
+    src = Path(__file__).parent / "data" / "h200" / "run.json"
+    record = load_run(src)
+    path = tmp_path / "run.json"
+    save_run(record, path)
+    history.add(record, path)
+    (e,) = history.entries()
+    assert (e.n_failed, e.n_skipped) == (0, 15)
+    code, out, _ = run_cli(["history"], capsys)
+    assert code == 0 and "skipped" in out
+    # a history written by an older version: no n_skipped column, the skipped cases counted failed
+    db = history.db_path()
+    db.unlink()
+    with sqlite3.connect(db) as con:
+        con.execute(history._SCHEMA)
+        old = tmp_path / "old.json"
+        shutil.copy(src, old)
+        con.execute(
+            "INSERT INTO runs (created_at, experiment, command, hostname, cpu, devices, frameworks, n_results,"
+            " n_failed, path) VALUES ('t', 'run', 'whichdevice run', 'h', 'c', 'd', 'f', 68, 15, ?)",
+            (str(old),),
+        )
+    (e,) = history.entries()
+    assert (e.n_failed, e.n_skipped) == (0, 15)
+    old.unlink()  # its record gone: the row stays as it was indexed, its skipped count unknown
+    (e,) = history.entries()
+    assert (e.n_failed, e.n_skipped) == (15, None)

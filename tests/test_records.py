@@ -130,3 +130,43 @@ def test_a_failed_result_needs_its_kind():
         CaseResult(spec=spec, status="failed", error="boom", wall_s=0)
     with pytest.raises(ValueError, match="no failure kind"):
         CaseResult(spec=spec, status="ok", timing=timing_of(1.0), failure="error", wall_s=0)
+
+
+H200_RUN = Path(__file__).parent / "data" / "h200" / "run.json"  # a real `run --budget 30`: 15 cases skipped
+
+
+def test_a_case_the_budget_skipped_is_skipped_not_failed_and_old_records_read_so(tmp_path):
+    """Issue 39: `run --budget 30` wrote its skipped cases as status "failed" (failure kind
+    "skipped"). A skipped case was not measured; it did not fail. Version 4 gives it its own
+    status; a version-3 record that said failed+skipped reads as skipped, and says it was migrated."""
+    from whichdevice.core.records import failed, result_upgraded
+
+    raw = json.loads(H200_RUN.read_text())
+    assert raw["schema_version"] == 3
+    said = [r for r in raw["results"] if r["status"] == "failed"]
+    assert len(said) == 15 and all(r["failure"] == "skipped" for r in said)
+    rec = load_run(H200_RUN)
+    assert sum(r.status == "skipped" for r in rec.results) == 15
+    assert not any(r.status == "failed" for r in rec.results)
+    assert any("schema version 3" in n and "migration" in n for n in rec.notes)
+    # a record written now says skipped, and reads back the same, with no migration note
+    path = tmp_path / "now.json"
+    save_run(rec.model_copy(update={"notes": []}), path)
+    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION == 4
+    again = load_run(path)
+    assert [r.status for r in again.results] == [r.status for r in rec.results] and again.notes == []
+    # the child's budget skip makes a skipped case, never a failed one
+    spec = CaseSpec(workload="m", framework="f", device="CPU:0")
+    assert failed(spec, "skipped: the time budget (--budget) ran out", "skipped", 0.0).status == "skipped"
+    assert failed(spec, "boom", "error", 0.0).status == "failed"
+    with pytest.raises(ValueError, match="skipped"):
+        CaseResult(spec=spec, status="failed", error="skipped: budget", failure="skipped", wall_s=0)
+    # a journal line written before version 4 (results have no version of their own) reads as skipped
+    assert result_upgraded(said[0])["status"] == "skipped"
+
+
+def test_a_version_3_record_with_no_skipped_case_reads_unchanged_with_no_note():
+    """Keep every rendered record identical: version 4 changes nothing for a record with no
+    skipped case, so it gets no migration note (its report stays word for word)."""
+    rec = load_run(Path(__file__).parent / "data" / "run_keras_jax_torch_cpu_2core.json")
+    assert not any("migration" in n for n in rec.notes)

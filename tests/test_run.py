@@ -227,7 +227,7 @@ def test_a_plot_whose_cases_all_failed_draws_without_a_legend_warning(tmp_path, 
 
     rec = load_run(DATA / "run_cpu_2core.json")
     failed = [
-        r.model_copy(update={"status": "failed", "failure": "skipped", "timing": None, "error": "time budget"})
+        r.model_copy(update={"status": "skipped", "failure": "skipped", "timing": None, "error": "time budget"})
         if r.spec.params.get("kind") == "steady"
         else r
         for r in rec.results

@@ -61,7 +61,7 @@ def test_rounds_use_between_process_variation():
     b = [[1.0, 1.01, 0.99, 1.0, 1.0], [1.0, 1.01, 0.99, 1.0, 1.0]]
     c = sig.from_rounds(a, b)
     assert c.unit == "rounds" and c.n == 2
-    assert c.status == "no_change"
+    assert not c.significant  # two rounds that disagree cannot tell a change from none (issue 39)
     # Consistent 2x in both rounds: still a change, with 2 rounds.
     a2 = [[2.0, 2.02, 1.98, 2.0, 2.01], [2.1, 2.12, 2.08, 2.1, 2.1]]
     c2 = sig.from_rounds(a2, b)
@@ -357,3 +357,29 @@ def test_claims_made_together_hold_together():
     # claims without enough samples are left as they are
     few = sig.judge(3.0, 2.9, 3.1, 4)
     assert sig.together([few, clear])[0] is few
+
+
+def test_two_rounds_too_few_to_tell_a_change_read_not_enough_samples_never_no_clear_change():
+    """Issue 39: `run --budget 30` gave steps_per_execution 1 -> 20 two rounds of 5 samples; its
+    3.3x gain read "no clear change (CI 0.79-13.5x)": the interval rested on 2 rounds (one degree
+    of freedom), and the sample-count rule counts samples, not rounds. From the README's recorded
+    run: the same pair, 2.3x from 2 rounds of 5 samples."""
+    from pathlib import Path
+
+    from whichdevice.analysis.compare import process_sd
+    from whichdevice.analysis.fixes import per_sample
+    from whichdevice.core.records import load_run
+
+    record = load_run(Path(__file__).parent / "data" / "run_cpu_2core_budget300.json")
+    spe = {r.spec.params.get("steps_per_execution"): per_sample(r) for r in record.results if r.status == "ok"}
+    c = sig.from_rounds(spe[1].rounds, spe[20].rounds, process_sd=process_sd(record))
+    assert c.unit == "rounds" and c.n == 2 and c.ratio > 2
+    assert c.status == "not_enough" and c.note is not None and c.note.kind == "too_few_rounds"
+    text = ratio_text(c)
+    assert text.startswith("not enough samples (2.3× from 2 rounds") and "no clear change" not in text
+    # the same rounds, three of them: then the interval can tell, and "no clear change" may be said
+    three = sig.from_rounds([*spe[1].rounds, spe[1].rounds[0]], [*spe[20].rounds, spe[20].rounds[0]])
+    assert three.n == 3 and three.status != "not_enough"
+    # two rounds that measure no change at all (inside the noise band) still say no clear change
+    flat = sig.from_rounds([[1.0, 1.01, 0.99, 1.0, 1.0], [1.2] * 5], [[1.0] * 5, [1.2, 1.21, 1.19, 1.2, 1.2]])
+    assert flat.n == 2 and flat.status == "no_change"

@@ -52,9 +52,11 @@ class PointChange:
 
     @property
     def status(self) -> str:
-        """One word for scripts: faster, slower, no_change, not_enough, or failed."""
+        """One word for scripts: faster, slower, no_change, not_enough, failed, or not_measured
+        (a side the time budget skipped, and neither failed)."""
         if self.comparison is None:
-            return "failed"
+            sides = {self.before_failure, self.after_failure} - {None}
+            return "not_measured" if sides == {"skipped"} else "failed"
         return self.comparison.claim.status
 
     @property

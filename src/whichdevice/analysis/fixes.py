@@ -31,7 +31,10 @@ Outcome = Literal["helps", "slower", "no_change", "not_measured"]
 # schedule it, the time budget skipped its cases, they failed, fewer than 5 samples, the only
 # pair was not formed (one side missing), the framework's default already applies it, or it
 # is measured on a GPU only and none was here (FixEntry.gpu_only).
-NotMeasuredReason = Literal["not_in_suite", "skipped", "failed", "too_few_samples", "no_pair", "default", "no_gpu"]
+# A fix that is a larger value (FixEntry.larger) with only smaller values measured: none_larger.
+NotMeasuredReason = Literal[
+    "not_in_suite", "skipped", "failed", "too_few_samples", "no_pair", "default", "no_gpu", "none_larger"
+]
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,25 @@ class GridResult:
     cells: list[Fix]  # by value
     pick: Fix | None  # the recommended value (analysis/suite.grid_pick), None when none helps
     best: Fix | None  # the largest significant gain
+    skipped: list[object] = field(default_factory=list)  # values of the grid the time budget skipped
+    failed: list[object] = field(default_factory=list)  # values of the grid whose cases failed
+
+    @property
+    def largest(self) -> object:
+        """The largest value measured (the grid's edge when values above it were not)."""
+        return self.cells[-1].variant
+
+    @property
+    def cut(self) -> bool:
+        """Whether values above the largest measured one were not measured (skipped or failed)."""
+        top = self.largest
+        return any(_above(v, top) for v in [*self.skipped, *self.failed])
+
+    @property
+    def best_at_cut_edge(self) -> bool:
+        """Whether the best gain is at the largest value measured of a grid cut above it: then
+        it is only the edge of what was measured, not the best of the grid."""
+        return self.cut and self.best is not None and self.best.variant == self.largest
 
     @property
     def pick_share(self) -> float | None:
@@ -169,13 +191,30 @@ class GridResult:
         return [f for f in self.cells if not f.claim.enough]
 
 
+def towards(e: FixEntry, variant: object, baseline: object) -> bool:
+    """Whether ``baseline`` -> ``variant`` is the change ``e`` recommends: any value, or for a
+    fix that is a larger value (``FixEntry.larger``) only one above the baseline."""
+    return not e.larger or _above(variant, baseline)
+
+
+def _above(value: object, top: object) -> bool:
+    try:
+        return float(value) > float(top)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
 @dataclass(frozen=True)
 class NotMeasured:
     reason: NotMeasuredReason
     elsewhere: str = ""  # the command that measures it (not_in_suite)
     failures: list[str] = field(default_factory=list)  # failed: the failure kinds
-    n: int = 0  # too_few_samples: the most samples a side had
+    n: int = 0  # too_few_samples: the most samples (or rounds) a pair had
+    unit: str = "samples"  # too_few_samples: what n counts ("rounds": too few rounds to tell)
+    needed: int = 0  # too_few_samples: how many a claim needs
     devices: list[str] = field(default_factory=list)  # default: where the framework already does it
+    param: str = ""  # none_larger: the parameter ...
+    above: object = None  # ... and the baseline value nothing above which was measured
 
 
 @dataclass(frozen=True)

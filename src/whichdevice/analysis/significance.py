@@ -59,6 +59,7 @@ is faster — the convention of ``analysis/compare.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -71,6 +72,12 @@ from whichdevice.core import stats
 NOISE_THRESHOLD = 0.05
 # No claim from fewer samples per side (issue 16); also the fewest samples a point takes.
 MIN_SAMPLES = 5
+# A claim in rounds whose ratio lies beyond the noise band says "no clear change" only from at
+# least this many rounds: with 2 rounds the interval rests on one degree of freedom (t = 12.7),
+# so a 3.3x gain read "no clear change (CI 0.79-13.5x)" for want of rounds, not for want of a
+# change (issue 39). Such a claim is "not enough" (too few rounds). A ratio inside the band
+# (no change measured) stays "no clear change" from 2 rounds.
+MIN_ROUNDS_NO_CHANGE = 3
 CONFIDENCE = 0.95
 # A point's median is precise enough when its 95 % CI half-width is within this share of the
 # median (MATLAB runperf's default target, 5 %); configurable per policy (core/timing.py).
@@ -303,7 +310,17 @@ def from_rounds(
         c = math.log(between.ratio)
         lo, hi = min(within.lo, math.exp(c - half)), max(within.hi, math.exp(c + half))
         claim = judge(between.ratio, lo, hi, between.n, unit="rounds", threshold=threshold, note=note)
-    return claim
+    return _few_rounds(claim)
+
+
+def _few_rounds(claim: Claim) -> Claim:
+    """A rounded claim that is no change only for want of rounds (fewer than
+    ``MIN_ROUNDS_NO_CHANGE``, its ratio beyond the noise band): not enough, with why."""
+    inside = 1.0 / (1.0 + claim.threshold) <= claim.ratio <= 1.0 + claim.threshold
+    if claim.status != "no_change" or claim.n >= MIN_ROUNDS_NO_CHANGE or inside:
+        return claim
+    few = ClaimNote("too_few_rounds", claim.n, MIN_ROUNDS_NO_CHANGE)
+    return dataclasses.replace(claim, status="not_enough", note=few)
 
 
 def between_runs(

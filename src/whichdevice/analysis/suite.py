@@ -28,10 +28,12 @@ from whichdevice.analysis.fixes import (
     WarmupCheck,
     ab_fixes,
     jit_by_default,
+    towards,
 )
 from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT, DeviceReport, analyze_pipeline
 from whichdevice.analysis.placement import device_placement
 from whichdevice.analysis.precision import Cpu16Bit, cpu_16bit
+from whichdevice.analysis.significance import MIN_SAMPLES
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.analysis.train import RunRow, TrainReport, analyze_training
 from whichdevice.analysis.verdict import Finding, sweep_findings
@@ -200,8 +202,9 @@ def _pipeline_pairs(record: RunRecord, e: FixEntry, pipelines: list[DeviceReport
     return every, deciding
 
 
-def _grids(fixes: list[Fix]) -> list[GridResult]:
-    """The grid of each (device, framework, workload): its values sorted, its pick and best."""
+def _grids(record: RunRecord, e: FixEntry, fixes: list[Fix]) -> list[GridResult]:
+    """The grid of each (device, framework, workload): its values sorted, its pick and best, and
+    the values of the same grid that were not measured (skipped by the time budget, or failed)."""
     keys = dict.fromkeys((f.device, f.framework, tuple(sorted(f.where.items()))) for f in fixes)
     out = []
     for device, fw, where in keys:
@@ -209,13 +212,35 @@ def _grids(fixes: list[Fix]) -> list[GridResult]:
             (f for f in fixes if (f.device, f.framework, tuple(sorted(f.where.items()))) == (device, fw, where)),
             key=lambda f: f.variant,  # type: ignore[arg-type, return-value]
         )
-        picked = grid_pick(cells)
+        picked = grid_pick([c for c in cells if towards(e, c.variant, c.baseline)])
+        missing = _unmeasured_values(record, e.param, device, fw, dict(where))
         out.append(
             GridResult(
-                device, fw, cells[0].baseline, cells, picked[0] if picked else None, picked[1] if picked else None
+                device,
+                fw,
+                cells[0].baseline,
+                cells,
+                picked[0] if picked else None,
+                picked[1] if picked else None,
+                skipped=[v for v, r in missing if r.status == "skipped"],
+                failed=[v for v, r in missing if r.status == "failed"],
             )
         )
     return out
+
+
+def _unmeasured_values(
+    record: RunRecord, param: str, device: str, framework: str, where: dict[str, Any]
+) -> list[tuple[object, CaseResult]]:
+    """The grid's values whose case did not run to the end, by value, with the case."""
+    out = []
+    for r in record.results:
+        p = r.spec.params
+        if r.status == "ok" or r.spec.device != device or r.spec.framework != framework or param not in p:
+            continue
+        if r.spec.workload == "train" and {k: v for k, v in p.items() if k != param} == where:
+            out.append((p[param], r))
+    return sorted(out, key=lambda vr: float(vr[0]) if isinstance(vr[0], int | float) else 0.0)
 
 
 # ------------------------------------------------------------------ outcome and why not
@@ -259,8 +284,11 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
     """The true reason a fix has no claim, read from the record: its baseline is not part of
     the suite, the time budget skipped its cases, they failed, a side has fewer than 5 samples,
     or only one side of the pair ran."""
-    if fixes:  # pairs, none with enough samples
-        return NotMeasured("too_few_samples", n=max(f.claim.n for f in fixes))
+    if fixes:  # pairs, none with enough samples (or rounds)
+        most = max(fixes, key=lambda f: (f.claim.unit == "rounds", f.claim.n))
+        note = most.claim.note
+        needed = note.needed if note is not None and note.needed else MIN_SAMPLES
+        return NotMeasured("too_few_samples", n=most.claim.n, unit=most.claim.unit, needed=needed)
     if e.gpu_only and not _has_gpu(record):
         return NotMeasured("no_gpu")
     base = e.baseline if baseline is None else baseline
@@ -270,12 +298,29 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
     if not cases:
         return NotMeasured("not_in_suite", elsewhere=e.elsewhere)
     failed = [r for r in cases if r.status == "failed"]
-    if failed and all(r.failure == "skipped" for r in failed):
-        return NotMeasured("skipped")
     if failed:
-        kinds = list(dict.fromkeys(str(r.failure or "error") for r in failed if r.failure != "skipped"))
-        return NotMeasured("failed", failures=kinds)
+        return NotMeasured("failed", failures=list(dict.fromkeys(str(r.failure or "error") for r in failed)))
+    if any(r.status == "skipped" for r in cases):
+        return NotMeasured("skipped")
     return NotMeasured("no_pair")
+
+
+def _none_larger(record: RunRecord, e: FixEntry, baseline: object) -> NotMeasured:
+    """Why a larger value than the baseline has no measurement: its cases were skipped by the
+    time budget, failed, or none was in the run."""
+    larger = [
+        r
+        for r in record.results
+        if r.status != "ok"
+        and e.cases(r.spec.workload, r.spec.params)
+        and towards(e, r.spec.params.get(e.param), baseline)
+    ]
+    failed = [r for r in larger if r.status == "failed"]
+    if failed:
+        return NotMeasured("failed", failures=list(dict.fromkeys(str(r.failure or "error") for r in failed)))
+    if larger:
+        return NotMeasured("skipped")
+    return NotMeasured("none_larger", param=e.param, above=baseline)
 
 
 def _verdict(
@@ -300,11 +345,13 @@ def _fix_verdict(record: RunRecord, e: FixEntry, seed_batch: int, pipelines: lis
     deciding = list(fixes)
     grids: list[GridResult] = []
     if e.method == "grid":
-        grids = _grids(fixes)
-        deciding = [g.pick for g in grids if g.pick] or fixes
+        grids = _grids(record, e, fixes)
+        deciding = [g.pick for g in grids if g.pick] or [f for f in fixes if towards(e, f.variant, f.baseline)]
     piped, piped_deciding = _pipeline_pairs(record, e, pipelines)
     fixes, deciding = fixes + piped, deciding + piped_deciding
     extra: dict[str, Any] = {"grids": grids}
+    if fixes and not deciding:  # only smaller values than the baseline measured: the fix itself was not
+        return FixVerdict(e, fixes, [], "not_measured", None, _none_larger(record, e, baseline), **extra)
     if e.key == "jit_compile":  # where the framework's default already compiles with XLA, True is no change
         already = [f for f in fixes if jit_by_default(record, f.device, f.framework)]
         deciding = [f for f in deciding if f not in already]

@@ -55,7 +55,7 @@ def history_cmd(
         return
     grid = Grid(
         "Runs",
-        ["id", "when", "experiment", "devices", "frameworks", "cases", "failed", "record"],
+        ["id", "when", "experiment", "devices", "frameworks", "cases", "failed", "skipped", "record"],
         [
             [
                 GridCell(str(e.id)),
@@ -65,12 +65,13 @@ def history_cmd(
                 GridCell(e.frameworks),
                 GridCell(str(e.n_results)),
                 GridCell(str(e.n_failed), "bad" if e.n_failed else ""),
+                GridCell("?" if e.n_skipped is None else str(e.n_skipped)),  # not measured: the time budget
                 GridCell(e.path),
             ]
             for e in rows
         ],
         [],
-        align=("right", "left", "left", "left", "left", "right", "right", "left"),
+        align=("right", "left", "left", "left", "left", "right", "right", "right", "left"),
     )
     terminal.render_grid(console, grid)
 

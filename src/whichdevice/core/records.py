@@ -20,7 +20,9 @@ Versions: 1 (first); 2 adds ``CaseResult.failure``, the kind of a failure (``fai
 3 adds ``Timing.rounds_s`` (the raw samples of each round: the same case measured again in a
 fresh child process, for claims that decide a verdict) and ``Timing.stop_reason`` (why the
 sampling stopped: precision reached, time cap, sample cap); both optional, so a version-2
-record reads unchanged.
+record reads unchanged; 4 gives a case the time budget skipped its own status, ``skipped``
+(not measured; it did not fail), where version 3 wrote ``failed`` with the failure kind
+``skipped``: such a result is read as ``skipped`` (the kind is kept as the reason).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from whichdevice.core import failures, safeio, stats
 from whichdevice.core.errors import UsageError
 from whichdevice.core.telemetry import Telemetry
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 Scalar = str | int | float | bool | None
 
@@ -190,10 +192,16 @@ class Timing(_Frozen):
 
 
 class CaseResult(_Frozen):
+    """One case's outcome: ``ok`` (measured), ``failed`` (it ran and went wrong: ``failure``
+    says how) or ``skipped`` (not measured: the time budget ran out before it; ``failure`` is
+    ``skipped`` and ``error`` says why). A skipped case did not fail."""
+
     spec: CaseSpec
-    status: Literal["ok", "failed"]
+    status: Literal["ok", "failed", "skipped"]
     error: str | None = None
-    failure: failures.FailureKind | None = Field(default=None, description="why it failed (failures.py); None when ok")
+    failure: failures.FailureKind | None = Field(
+        default=None, description="why it failed, or 'skipped' for a skipped case (failures.py); None when ok"
+    )
     timing: Timing | None = None
     metrics: dict[str, float] = Field(default_factory=dict, description="e.g. flops per call")
     wall_s: float = Field(description="seconds this case took, warm-up and set-up included")
@@ -206,12 +214,22 @@ class CaseResult(_Frozen):
             raise ValueError("a failed result needs an error and a failure kind")
         if self.status == "ok" and self.failure is not None:
             raise ValueError("an ok result has no failure kind")
+        if (self.status == "skipped") != (self.failure == "skipped"):
+            raise ValueError("a case the time budget skipped has status 'skipped' and failure kind 'skipped'")
+        if self.status == "skipped" and not self.error:
+            raise ValueError("a skipped result needs the reason it was skipped")
         return self
+
+    @property
+    def measured(self) -> bool:
+        return self.status == "ok"
 
 
 def failed(spec: CaseSpec, error: str, kind: failures.FailureKind, wall_s: float) -> CaseResult:
-    """A failed case: what went wrong, its kind, and the time it used."""
-    return CaseResult(spec=spec, status="failed", error=error, failure=kind, wall_s=wall_s)
+    """A case that did not run to the end: what went wrong, its kind, and the time it used. The
+    kind ``skipped`` (the time budget ran out before it) makes a ``skipped`` case, not a failed one."""
+    status: Literal["failed", "skipped"] = "skipped" if kind == "skipped" else "failed"
+    return CaseResult(spec=spec, status=status, error=error, failure=kind, wall_s=wall_s)
 
 
 class RunRecord(_Frozen):
@@ -366,11 +384,29 @@ def result_v1_to_v2(raw: Any) -> Any:
     return raw
 
 
-def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+def result_v3_to_v4(raw: Any) -> Any:
+    """One result's JSON: version 4 gives a case the time budget skipped the status
+    ``skipped``; version 3 wrote it as ``failed`` with the failure kind ``skipped``."""
+    if isinstance(raw, dict) and raw.get("status") == "failed" and raw.get("failure") == "skipped":
+        return {**raw, "status": "skipped"}
+    return raw
+
+
+def result_upgraded(raw: Any) -> Any:
+    """One result's JSON of any version brought to the current one (journals hold results
+    alone, with no version of their own: every step applies, each a no-op where done)."""
+    return result_v3_to_v4(result_v1_to_v2(raw))
+
+
+def _results_through(data: dict[str, Any], step: Callable[[Any], Any]) -> dict[str, Any]:
     results = data.get("results")
     if not isinstance(results, list):
         return data  # validation says what is wrong
-    return {**data, "results": [result_v1_to_v2(r) for r in results]}
+    return {**data, "results": [step(r) for r in results]}
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    return _results_through(data, result_v1_to_v2)
 
 
 # version -> the function that turns a record of that version into the next version.
@@ -379,16 +415,28 @@ def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 4: a case the time budget skipped is ``skipped``, no longer ``failed``."""
+    return _results_through(data, result_v3_to_v4)
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+# Versions whose record reads the same under the next version unless the step changed it: such
+# a record is noted as migrated only when it was (a version-3 record with no skipped case reads
+# unchanged, and its report stays word for word what it was).
+_NOTED_ONLY_WHEN_CHANGED = frozenset({3})
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
     """Bring a record's JSON up to ``SCHEMA_VERSION`` one step at a time; note that it was."""
     start = version = data["schema_version"]
+    changed = False
     while version < SCHEMA_VERSION:
-        data = {**MIGRATIONS[version](data), "schema_version": version + 1}
+        stepped = MIGRATIONS[version](data)
+        changed = changed or version not in _NOTED_ONLY_WHEN_CHANGED or stepped != data
+        data = {**stepped, "schema_version": version + 1}
         version += 1
-    if start != SCHEMA_VERSION:
+    if start != SCHEMA_VERSION and changed:
         note = (
             f"This record was written with result schema version {start} (whichdevice "
             f"{data.get('tool_version', '?')}) and read through migration to version {SCHEMA_VERSION}."

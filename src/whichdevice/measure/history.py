@@ -10,12 +10,14 @@ database cannot be written, the command says so and goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from whichdevice.core.records import RunRecord
+from whichdevice.core.errors import UsageError
+from whichdevice.core.records import RunRecord, load_run
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -85,8 +87,9 @@ class Entry:
     devices: str
     frameworks: str
     n_results: int
-    n_failed: int
+    n_failed: int  # cases that failed (not those the time budget skipped: see n_skipped)
     path: str
+    n_skipped: int | None = None  # cases the time budget skipped (not measured, not failed)
 
 
 def _connect() -> sqlite3.Connection:
@@ -95,6 +98,9 @@ def _connect() -> sqlite3.Connection:
     con = sqlite3.connect(path)
     con.execute(_SCHEMA)
     con.execute(_NOISE_SCHEMA)
+    columns = {str(row[1]) for row in con.execute("PRAGMA table_info(runs)")}
+    if "n_skipped" not in columns:  # a history written before skipped cases were counted apart
+        con.execute("ALTER TABLE runs ADD COLUMN n_skipped INTEGER")
     return con
 
 
@@ -113,11 +119,12 @@ def add(record: RunRecord, path: Path) -> int:
         len(record.results),
         sum(r.status == "failed" for r in record.results),
         str(Path(path).absolute()),
+        sum(r.status == "skipped" for r in record.results),
     )
     with _connect() as con:
         cur = con.execute(
             "INSERT INTO runs (created_at, experiment, command, hostname, cpu, devices, frameworks, n_results,"
-            " n_failed, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " n_failed, path, n_skipped) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             row,
         )
         assert cur.lastrowid is not None  # an INSERT always sets it
@@ -132,7 +139,7 @@ def entries(limit: int = 20, experiment: str | None = None) -> list[Entry]:
             rows = con.execute("SELECT * FROM runs WHERE experiment = ? ORDER BY id DESC LIMIT ?", (experiment, limit))
         else:
             rows = con.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,))
-        return [Entry(*r) for r in rows.fetchall()]
+        return [_counted(Entry(*r)) for r in rows.fetchall()]
 
 
 def get(run_id: int) -> Entry | None:
@@ -140,7 +147,23 @@ def get(run_id: int) -> Entry | None:
         return None
     with _connect() as con:
         row = con.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
-    return Entry(*row) if row else None
+    return _counted(Entry(*row)) if row else None
+
+
+def _counted(e: Entry) -> Entry:
+    """An entry indexed before skipped cases were counted apart (``n_skipped`` None) counted
+    them as failed: its record, when still readable, splits them; otherwise it stays as indexed."""
+    if e.n_skipped is not None or not e.n_failed:
+        return e if e.n_skipped is not None else dataclasses.replace(e, n_skipped=0)
+    try:
+        record = load_run(e.path)
+    except (UsageError, OSError):
+        return e
+    return dataclasses.replace(
+        e,
+        n_failed=sum(r.status == "failed" for r in record.results),
+        n_skipped=sum(r.status == "skipped" for r in record.results),
+    )
 
 
 def add_repeat(hostname: str, experiment: str, run_a: str, run_b: str, log_ratios: dict[str, float]) -> int:

@@ -43,7 +43,7 @@ from pydantic import ValidationError
 
 from whichdevice.core import safeio
 from whichdevice.core.errors import UsageError
-from whichdevice.core.records import CaseResult, Session, impossible, result_v1_to_v2
+from whichdevice.core.records import CaseResult, Session, impossible, result_upgraded
 from whichdevice.core.validate import SettingWarning, usable_cores
 from whichdevice.core.version import __version__
 
@@ -269,8 +269,9 @@ def _add_entry(state: JournalState, kind: object, obj: Any) -> None:
     """One journaled result or session into ``state`` (other lines are skipped); raises on an
     entry that does not validate."""
     if kind == "result":
-        # a result journaled before failure kinds (schema 1) gets its kind from its text
-        result = CaseResult.model_validate(result_v1_to_v2(obj["result"]))
+        # a result journaled by an older version: before failure kinds (schema 1) it gets its kind
+        # from its text; before the skipped status (schema 4) a skipped case said "failed"
+        result = CaseResult.model_validate(result_upgraded(obj["result"]))
         if impossible(result) is not None:
             raise ValueError(impossible(result))
         state.results.append(result)

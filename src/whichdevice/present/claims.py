@@ -65,7 +65,8 @@ def ratio_text(claim: Claim | Comparison, *, subject: str = "") -> str:
     who = f"{subject} " if subject else ""
     if c.status == "not_enough":
         why = f"; {note}" if note else ""
-        shown = f" ({_x(c.ratio)}× from n={c.n}{why})" if math.isfinite(c.ratio) else why
+        count = f"{c.n} rounds" if c.unit == "rounds" and c.n > 1 else f"n={c.n}"
+        shown = f" ({_x(c.ratio)}× from {count}{why})" if math.isfinite(c.ratio) else why
         return f"not enough samples{shown}"
     if c.status == "no_change":
         extra = f"; {note}" if note else ""

@@ -42,6 +42,8 @@ def failure_text(p: PointChange) -> str | None:
     def words(k: str) -> str:
         return k.replace("_", " ")
 
+    if "skipped" in (a, b):  # the time budget skipped it: not measured, it did not fail
+        return _skipped_text(a, b)
     if a and b:
         return f"failed in both ({words(a)} -> {words(b)})" if a != b else f"failed in both ({words(a)})"
     if a:
@@ -51,13 +53,24 @@ def failure_text(p: PointChange) -> str | None:
     return None
 
 
+def _skipped_text(a: str | None, b: str | None) -> str:
+    """A point one side of which the time budget skipped: 'not measured now (time budget)'."""
+
+    def side(k: str | None) -> str:
+        if k is None:
+            return "ran"
+        return "not measured (time budget)" if k == "skipped" else f"failed ({k.replace('_', ' ')})"
+
+    return f"before: {side(a)}; now: {side(b)}"
+
+
 def comparison_grid(d: RunDiff) -> Grid:
     """'Point by point': case, before, after, change (the claim in words, toned)."""
     rows = []
     for p in d.points:
         c = p.comparison
         if c is None:
-            change = GridCell(failure_text(p) or "not timed", "bad")
+            change = GridCell(failure_text(p) or "not timed", "neutral" if p.status == "not_measured" else "bad")
         elif not c.significant:
             change = GridCell(ratio_text(c), "neutral")
         else:
@@ -139,6 +152,7 @@ def comparison_json(
             "no_change": sum(p.status == "no_change" for p in d.points),
             "not_enough": sum(p.status == "not_enough" for p in d.points),
             "failed": sum(p.status == "failed" for p in d.points),
+            "not_measured": sum(p.status == "not_measured" for p in d.points),
             "regressions": len(regressions),
         },
         "regression": bool(regressions),

@@ -162,7 +162,7 @@ def cause_text(c: Cause) -> str:
 def _failure_words(cases: list[CaseResult]) -> str:
     """'the time budget ran out before them (raise --budget)' or 'they failed (out of memory)'."""
     failed = [r for r in cases if r.status == "failed"]
-    if failed and all(r.failure == "skipped" for r in failed):
+    if not failed and any(r.status == "skipped" for r in cases):
         return "the time budget ran out before them (raise --budget)"
     kinds = ", ".join(dict.fromkeys(str(r.failure or "error").replace("_", " ") for r in failed))
     return f"they failed ({kinds}; see the report)" if failed else "they are not in this record"
@@ -205,14 +205,18 @@ def _predict_hint(record: RunRecord) -> str:
 
 
 def _crossover_answer_lines(v: SuiteVerdict) -> list[str]:
-    """Where each GPU overtakes the CPU: in the training sweep (by batch), then the steady matmul (by n)."""
+    """Where each GPU overtakes the CPU: in the training sweep (by batch), then the steady matmul
+    (by n). When the run measured more than one framework, each line names its own."""
     out = []
+    several = len({t.group.get("framework") for t in [*v.training.sweep, *v.matmul]}) > 1
     for t in v.training.sweep:
+        what = names.model_name(t.group, short=True) + (f", {t.group.get('framework')}" if several else "")
         for d, c in t.crossovers.items():
-            out.append(f"Training ({names.model_name(t.group, short=True)}): {_crossover_words(c, 'batch', d)}")
+            out.append(f"Training ({what}): {_crossover_words(c, 'batch', d)}")
     for t in v.matmul:
         if t.group.get("mode") == "steady":
-            out += [f"Matrix multiply: {_crossover_words(c, 'n', d)}" for d, c in t.crossovers.items()]
+            what = f" ({t.group.get('framework')})" if several else ""
+            out += [f"Matrix multiply{what}: {_crossover_words(c, 'n', d)}" for d, c in t.crossovers.items()]
     return out
 
 
@@ -300,21 +304,24 @@ def aggregate_warnings(record: RunRecord, warnings: list[str] | None = None) -> 
 
 
 def named_failures(record: RunRecord, failures: list[str] | None = None) -> tuple[list[str], list[str]]:
-    """present/notes.failures' lines with each case named for people: (skipped by the time
-    budget, failed otherwise)."""
+    """present/notes.failures' lines with each case named for people: (the cases the time
+    budget skipped — not measured, not failed — and the failed ones)."""
     failures = notes.failures(record) if failures is None else failures
     labels = {notes.case_label(r.spec) + " — ": r for r in record.results if r.status == "failed"}
-    skipped: list[str] = []
+    skipped = [
+        _people_name(r) + " — not measured: the time budget ran out before it (raise --budget)"
+        for r in record.results
+        if r.status == "skipped"
+    ]
     failed: list[str] = []
     for f in failures:
         label = next((lab for lab in labels if f.startswith(lab)), None)
-        if label is None:
-            failed.append(f)
-            continue
-        r = labels[label]
-        name = f"{r.spec.device} {names.workload_name(r.spec.params, r.spec.workload)}"
-        (skipped if r.failure == "skipped" else failed).append(f"{name} — {f[len(label) :]}")
+        failed.append(f if label is None else f"{_people_name(labels[label])} — {f[len(label) :]}")
     return skipped, failed
+
+
+def _people_name(r: CaseResult) -> str:
+    return f"{r.spec.device} {names.workload_name(r.spec.params, r.spec.workload)}"
 
 
 # ------------------------------------------------------------------ assembly
@@ -342,7 +349,6 @@ def first_screen(
     title = f"whichdevice {record.experiment} · {when} UTC · {machine_words(record)}"
     keys = sorted({c.source for c in changes[:SHOWN_CHANGES] if c.source})
     footnotes = [f"{names.source_note(k)}" for k in keys]
-    failed = [r for r in record.results if r.status == "failed"]
     return FirstScreen(
         title,
         answer,
@@ -353,9 +359,9 @@ def first_screen(
         unclear,
         missing,
         aggregate_warnings(record),
-        [notes.failure_line(r) for r in failed if r.failure != "skipped"],
+        [notes.failure_line(r) for r in record.results if r.status == "failed"],
         footnotes,
-        sum(r.failure == "skipped" for r in failed),
+        sum(r.status == "skipped" for r in record.results),
     )
 
 
@@ -393,9 +399,12 @@ def tail_lines(fs: FirstScreen) -> list[str]:
     default = [name for name, why in fs.not_measured if why == fixwords.DEFAULT_ON]
     if default:  # measured, but the framework's own default already makes the change
         out.append(f"Already the default here: {', '.join(default)}.")
+    thin = [name for name, why in fs.not_measured if why == fixwords.NOT_ENOUGH]
+    if thin:  # measured, from too few samples or rounds to tell a change from none
+        out.append(f"Not enough samples to tell: {', '.join(thin)}.")
     by_reason: dict[str, list[str]] = {}
     for name, why in fs.not_measured:
-        if why != fixwords.DEFAULT_ON:
+        if why not in (fixwords.DEFAULT_ON, fixwords.NOT_ENOUGH):
             by_reason.setdefault(why, []).append(name)
     if by_reason:
         out.append("Not measured: " + "; ".join(f"{', '.join(n)} ({why})" for why, n in by_reason.items()) + ".")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from whichdevice.analysis.fixes import Fix, FixEntry, GridResult, NotMeasured, PlacementCheck, WarmupCheck
+from whichdevice.analysis.fixes import Fix, FixEntry, GridResult, NotMeasured, PlacementCheck, WarmupCheck, towards
 from whichdevice.analysis.precision import Cpu16Bit
 from whichdevice.analysis.significance import MIN_SAMPLES, Claim
 from whichdevice.analysis.suite import FixVerdict
@@ -36,8 +36,9 @@ OUTCOME_WORDS = {
     "helps": "helps",
     "slower": "slower here",
     "no_change": "no clear change",
-    "not_measured": "not measured",
+    "not_measured": "not enough samples",  # measured pairs, none with a claim (suitepage: no pair is 'not measured')
 }
+NOT_ENOUGH = "not enough samples"  # a fix measured, from too few samples or rounds to tell
 
 
 def claim_text(claim: Claim) -> str:
@@ -82,10 +83,15 @@ def fix_line(f: Fix, *, several: bool = False) -> str:
     return f"{who} {param}{b} -> {v}: {claim_text(f.claim)}{per} ({where_words(f)})"
 
 
+def _count(c: Claim) -> str:
+    """'n=3' (samples), or '2 rounds' for a claim short of rounds."""
+    return f"{c.n} rounds" if c.unit == "rounds" and c.n > 1 else f"n={c.n}"
+
+
 def _grid_cell(f: Fix) -> str:
     c = f.claim
     if not c.enough:
-        return f"{f.variant}: not enough samples (n={c.n})"
+        return f"{f.variant}: not enough samples ({_count(c)})"
     mark = "" if c.significant else ", no clear change"
     return f"{f.variant}: {c.ratio:.3g}x (CI {c.lo:.3g}–{c.hi:.3g}, n={c.n}{mark})"
 
@@ -97,21 +103,41 @@ def grid_lines(g: GridResult, e: FixEntry, *, several: bool = False) -> tuple[st
     thin = g.thin
     left_out = (
         f"; {what} {', '.join(str(f.variant) for f in thin)}: not enough samples "
-        f"({', '.join(f'n={f.claim.n}' for f in thin)}), not considered"
+        f"({', '.join(_count(f.claim) for f in thin)}), not considered"
         if thin
         else ""
     )
-    grid = f"{who} grid (samples/s vs {what} {g.baseline}): " + "; ".join(_grid_cell(f) for f in g.cells)
+    cut = _cut_text(g, what)
+    grid = f"{who} grid (samples/s vs {what} {g.baseline}): " + "; ".join(_grid_cell(f) for f in g.cells) + cut
+    if not any(towards(e, f.variant, f.baseline) for f in g.cells):  # only smaller values: not the fix
+        values = ", ".join(str(f.variant) for f in g.cells)
+        return f"{who}: no {what} larger than {g.baseline} measured (only {what} {values}){cut}", grid
     if g.pick is None or g.best is None or g.pick_share is None:
         values = ", ".join(str(f.variant) for f in g.cells)
-        return f"{who}: none of {what} {values} beats {g.baseline} significantly{left_out}", grid
+        return f"{who}: none of {what} {values} beats {g.baseline} significantly{left_out}{cut}", grid
     pick, best = g.pick, g.best
+    head = f"{who}: {what} {g.baseline} -> {pick.variant}: {claim_text(pick.claim)} in samples/s ({where_words(pick)})"
+    if g.best_at_cut_edge:  # the edge of what was measured is no "best": larger values were not measured
+        share = "" if pick is best else f"; the recommended {what} reaches {g.pick_share:.0%} of the largest measured"
+        return f"{head}{share}{left_out}{cut}", grid
     line = (
-        f"{who}: {what} {g.baseline} -> {pick.variant}: {claim_text(pick.claim)} in samples/s "
-        f"({where_words(pick)}); best in the grid: {what} {best.variant} at {best.claim.ratio:.3g}x, so the "
-        f"recommended {what} reaches {g.pick_share:.0%} of the best{left_out}"
+        f"{head}; best {'measured' if g.cut else 'in the grid'}: {what} {best.variant} at {best.claim.ratio:.3g}x, so the "
+        f"recommended {what} reaches {g.pick_share:.0%} of the best{left_out}{cut}"
     )
     return line, grid
+
+
+def _cut_text(g: GridResult, what: str) -> str:
+    """'; largest measured: batch 128; batch 512, 2048, 8192 not measured (time budget)' for a
+    grid whose values above the largest measured one did not run; else ''."""
+    if not g.cut:
+        return ""
+    parts = []
+    if g.skipped:
+        parts.append(f"{what} {', '.join(str(v) for v in g.skipped)} not measured (time budget)")
+    if g.failed:
+        parts.append(f"{what} {', '.join(str(v) for v in g.failed)} not measured (failed; see Failed)")
+    return f"; largest measured: {what} {g.largest}; " + "; ".join(parts)
 
 
 def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
@@ -125,11 +151,15 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
         kinds = ", ".join(k.replace("_", " ") for k in why.failures)
         return f"not measured: its cases failed ({kinds}; see Failed)"
     if why.reason == "too_few_samples":
-        return f"not measured: fewer than {MIN_SAMPLES} samples (n={why.n})"
+        if why.unit == "rounds":
+            return f"not enough samples: {why.n} rounds, at least {why.needed} needed to tell a change from none"
+        return f"not enough samples: fewer than {MIN_SAMPLES} samples (n={why.n})"
     if why.reason == "default":
         return f"no change to make: {', '.join(why.devices)} already compile with XLA by default (jit_compile='auto')"
     if why.reason == "no_gpu":
         return NO_GPU
+    if why.reason == "none_larger":
+        return f"not measured: no {why.param} larger than {why.above} was measured (only smaller ones)"
     return "not measured: one side of the pair did not run"
 
 
@@ -143,10 +173,11 @@ def short_reason(why: NotMeasured) -> str:
         "not_in_suite": "not in this suite",
         "skipped": "skipped: time budget",
         "failed": "failed",
-        "too_few_samples": f"fewer than {MIN_SAMPLES} samples",
+        "too_few_samples": NOT_ENOUGH,
         "default": DEFAULT_ON,
         "no_pair": "one side did not run",
         "no_gpu": "no GPU here",
+        "none_larger": "nothing larger measured",
     }[why.reason]
 
 

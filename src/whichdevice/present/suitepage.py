@@ -42,7 +42,7 @@ def fix_grid(v: SuiteVerdict, *, with_how: bool = True, record: RunRecord | None
             status = GridCell("checked", "good")
         elif fv.not_measured is not None and fv.not_measured.reason == "default":
             status = GridCell(fixwords.DEFAULT_ON, "neutral")  # measured, but the framework already does it
-        elif fv.measured:
+        elif fv.measured and (fv.not_measured is None or fv.not_measured.reason == "too_few_samples"):
             tone = {"helps": "good", "slower": "bad"}.get(fv.outcome, "neutral")
             status = GridCell(fixwords.OUTCOME_WORDS[fv.outcome], tone)
         else:

@@ -66,9 +66,14 @@ def busy_text(timing: Timing | None) -> str:
     return f"{s.cpu_mean_percent:.0f}% ({s.cores_saturated}/{s.n_cores})"
 
 
+SKIPPED_CELL = "not measured (time budget)"  # a case the time budget skipped: no failure
+
+
 def _median_text(cell: Cell | RunCell | None) -> GridCell:
     if cell is None:
         return GridCell("—")
+    if cell.failure == "skipped":  # not measured: it did not fail
+        return GridCell(SKIPPED_CELL)
     if not cell.ok:  # the kind in short; the full reason is in the failures list
         return GridCell(f"failed: {cell.failure.replace('_', ' ')}" if cell.failure else "failed", "bad")
     t = cell.timing

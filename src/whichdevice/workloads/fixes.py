@@ -57,6 +57,9 @@ class FixEntry:
     # training step and for the pipeline alone (workloads/pipeline.py); None: not measured there.
     pipeline: tuple[str, str] | None = None
     gpu_only: bool = False  # measured on a GPU only: a run without one says "not measured here (no GPU)"
+    # The fix is a larger value of ``param`` (a larger batch): the grid's smaller values are shown
+    # beside it, never its outcome (batch 8 slower than 32 is not "a larger batch is slower").
+    larger: bool = False
 
 
 _PREFETCH_DATA = ("tfdata_noprefetch", "tfdata")  # the two sides of the train-loop prefetch pair
@@ -87,6 +90,7 @@ FIXES: tuple[FixEntry, ...] = (
         anchor="PyTorch profiler plugin: GPU utilisation < 0.5 → increase batch size (ANCHORS.md)",
         cases=lambda w, p: w == "train" and p.get("kind") == "steady" and p.get("sync") == "none" and "fix" not in p,
         repeat=True,
+        larger=True,
     ),
     FixEntry(
         key="prefetch",
