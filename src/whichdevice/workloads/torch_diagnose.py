@@ -70,6 +70,11 @@ def user_params(model_fn, input_shape, classes, data_fn, batch: int | None, fram
     """Pre-flight the user's module (and data) in a child — one real training step on the very
     batch the run measures — then the case parameters every measuring child rebuilds it from."""
     facts = userfile.preflight(model_fn, input_shape, classes, data_fn, framework_env, module=PREFLIGHT, batch=batch)
+    return params_from_facts(facts, model_fn, classes, data_fn)
+
+
+def params_from_facts(facts: dict, model_fn, classes, data_fn) -> dict:
+    """The case parameters from the pre-flight's facts (``frameworks/torch/usermodel.check``)."""
     return {
         "model": "user",
         "model_file": str(model_fn.path),

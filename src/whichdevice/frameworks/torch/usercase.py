@@ -28,6 +28,7 @@ import threading
 import torch
 
 from whichdevice.frameworks.common.casemodel import CaseModel, _shape
+from whichdevice.frameworks.torch import placement
 from whichdevice.frameworks.torch import steps as torch_steps
 from whichdevice.frameworks.torch import usermodel
 
@@ -95,24 +96,28 @@ class UserCaseModel(CaseModel):
         return x, usermodel.synthetic_labels(n, self.classes, out)
 
     def _user_data(self, batch: int):
-        data = usermodel.call_data_function(self.p["data_file"], str(self.p["data_fn"]))
-        if usermodel.is_loader(data):
-            data = usermodel.rebuilt_loader(
-                data, batch=batch, num_workers=self.p.get("num_workers"), pin_memory=self.p.get("pin_memory")
-            )
+        """The user's data, made as their script makes it: on the host (``placement.host``)."""
+        with placement.host():
+            data = usermodel.call_data_function(self.p["data_file"], str(self.p["data_fn"]))
+            if usermodel.is_loader(data):
+                data = usermodel.rebuilt_loader(
+                    data, batch=batch, num_workers=self.p.get("num_workers"), pin_memory=self.p.get("pin_memory")
+                )
         return data
 
     def dataset(self, training, n: int, batch: int, data: str):
         """The loop's batches, at most ``n`` samples an epoch: the user's data (their
         DataLoader at ``batch``, workers and pinning as the case says), or the synthetic
         arrays in numpy slices (``data=tfdata``: copied to the device in the step) or in a
-        DataLoader over a TensorDataset (``data=loader``)."""
+        DataLoader over a TensorDataset (``data=loader``) of host tensors, as a user's script
+        makes it (``placement.host``; CappedBatches reads it there too)."""
         steps = math.ceil(n / batch)
         if self.p.get("data_file"):
             return usermodel.CappedBatches(self._user_data(batch), steps, str(self.p["data_fn"]))
         x, y = self.arrays(n)
         if data.startswith("loader"):  # loader, loader_pin
-            dataset = torch.utils.data.TensorDataset(torch.as_tensor(x), torch.as_tensor(y))
+            with placement.host():
+                dataset = torch.utils.data.TensorDataset(torch.as_tensor(x), torch.as_tensor(y))
             workers = int(self.p.get("num_workers", 0))
             loader = torch.utils.data.DataLoader(
                 dataset,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import sys
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +34,7 @@ from whichdevice.frameworks.common.usermodel import (
     _exc_line,
     preflight_main,
 )
+from whichdevice.frameworks.torch.placement import host
 
 ADAM_LR = 1e-3  # torch.optim.Adam's own default, as the seeds' Keras Adam
 
@@ -252,8 +253,11 @@ class CappedBatches:
     def __init__(self, data, steps: int, function: str = "data"):
         self.steps, self.function = steps, function
         self._list = None
-        if iter(data) is data:  # a generator: read once, kept
-            self._list = [_pair(b, function) for _, b in zip(range(steps), data)]
+        # a generator (an iterator): read once, kept. Not ``iter(data) is data``: that made a
+        # DataLoader's iterator, starting its workers and drawing its shuffle, to learn nothing
+        if isinstance(data, Iterator):
+            with host():
+                self._list = [_pair(b, function) for _, b in zip(range(steps), data)]
         self.data = data
 
     def __len__(self) -> int:
@@ -270,15 +274,27 @@ class CappedBatches:
             return
         # enumerate, not zip(range(steps), data): a loader of exactly ``steps`` batches is then
         # read to its StopIteration, so a DataLoader's persistent workers start the next pass
-        # from a finished epoch rather than resetting a half-read one
-        for i, b in enumerate(self.data):
-            if i >= self.steps:
-                break
-            yield _pair(b, self.function)
+        # from a finished epoch rather than resetting a half-read one. Each batch is read on the
+        # host (placement.host): the caller's step runs in the device's scope between batches.
+        with host():
+            batches = enumerate(self.data)
+        while True:
+            with host():
+                i, b = next(batches, (self.steps, None))
+                if i >= self.steps:
+                    return
+                xy = _pair(b, self.function)
+            yield xy
 
 
 def concat_batch(data, n: int, function: str = "data") -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` samples from the data's first batches (repeated when the data has fewer)."""
+    """``n`` samples from the data's first batches (repeated when the data has fewer), read on
+    the host (placement.host)."""
+    with host():
+        return _concat_batch(data, n, function)
+
+
+def _concat_batch(data, n: int, function: str) -> tuple[torch.Tensor, torch.Tensor]:
     xs, ys, have = [], [], 0
     for _ in range(1 + n):  # at most: one sample per batch, and one pass over a short data set
         for b in data:
