@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from typing import Any
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -445,7 +446,9 @@ def check(
 ) -> dict:
     """Pre-flight: build, one forward pass, and one training step on the batch the run will use.
     Returns facts for the parent (``input_shape``, ``output_shape``, ``label_classes``, ...)."""
+    t0 = time.perf_counter()
     user = call_model_function(model_fn.path, model_fn.function)
+    build_s = time.perf_counter() - t0
     module = user.module
     vocab = _embedding_vocab(module)
     if data_fn is not None:
@@ -460,7 +463,13 @@ def check(
         y = torch.as_tensor(synthetic_labels(len(x), label_classes, out_shape))
     loss_fn = user.loss_fn or default_loss(label_classes)
     opt = user.optimizer or torch.optim.Adam(module.parameters(), ADAM_LR)
-    value = _train_step(module, loss_fn, opt, (x, y), user.loss_fn is not None or data_fn is not None)
+    blame_model = user.loss_fn is not None or data_fn is not None
+    t0 = time.perf_counter()
+    value = _train_step(module, loss_fn, opt, (x, y), blame_model)
+    first_s = time.perf_counter() - t0
+    b = batch or sample.data_batch or DEFAULT_BATCH
+    xb, yb = _timing_batch(sample, b, label_classes, out_shape, vocab)
+    step_s = _steady_step_s(lambda: _train_step(module, loss_fn, opt, (xb, yb), blame_model))
     return {
         "ok": True,
         "name": type(module).__name__,
@@ -476,7 +485,40 @@ def check(
         "data_batch": sample.data_batch,
         "conv2d": any(isinstance(m, torch.nn.Conv2d) for m in module.modules()),
         "first_loss": value if math.isfinite(value) else None,
+        # the plan's cost model (workloads/torch_diagnose.size_cases): seconds on this CPU
+        "build_s": build_s,
+        "first_step_s": max(first_s, step_s),
+        "step_s": step_s,
+        "step_batch": b,
     }
+
+
+# Steady steps the pre-flight times at the run's batch; the fastest sizes the plan: on the loaded
+# 2-core machine a small CNN's three steps had a median of 618 ms once, its measured steps 30 ms.
+TIMED_STEPS = 5
+DEFAULT_BATCH = 32  # diagnose's batch without --batch or a DataLoader's own
+
+
+def _timing_batch(sample: _Sample, b: int, label_classes, out_shape, vocab) -> tuple[torch.Tensor, torch.Tensor]:
+    """The batch the measuring steps use: the data's first (already ``b`` samples), or ``b``
+    synthetic samples (the check itself trained on two)."""
+    if sample.y is not None:
+        return sample.x, sample.y
+    shape = tuple(int(d) for d in sample.x.shape[1:])
+    x = torch.as_tensor(synthetic_inputs(b, shape, vocab))
+    return x, torch.as_tensor(synthetic_labels(b, label_classes, out_shape))
+
+
+def _steady_step_s(step) -> float:
+    """The fastest of TIMED_STEPS training steps after one untimed (the batch's first): what a
+    step costs when the machine lets it run (load only slows a step down)."""
+    step()
+    times = []
+    for _ in range(TIMED_STEPS):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return min(times)
 
 
 def _name(fn) -> str:
@@ -507,8 +549,11 @@ def _label_classes(loss_fn, classes: int | None, out_shape: tuple[int, ...], y) 
 
 
 def _torch_job(job: dict, model_fn: UserFunction, data_fn: UserFunction | None, shape: tuple | None) -> dict:
+    t0 = time.perf_counter()
     torch.manual_seed(0)
-    return check(model_fn, shape, job.get("classes"), data_fn, job.get("batch"))
+    facts = check(model_fn, shape, job.get("classes"), data_fn, job.get("batch"))
+    facts["check_s"] = time.perf_counter() - t0  # the rest of the child's wall time is its start-up
+    return facts
 
 
 def _main(argv: list[str]) -> int:
