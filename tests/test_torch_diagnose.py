@@ -569,8 +569,9 @@ def test_torch_diagnose_resumes_with_the_torch_preflight_again(tmp_path, capsys,
     fake = _FakeMeasuring(monkeypatch, kill_framework="torch", kill_after=3)
     torch_checks = []
 
-    def user_params(model_fn, shape, classes, data_fn, batch, env):
+    def user_params_and_facts(model_fn, shape, classes, data_fn, batch, env):
         torch_checks.append(batch)
+        facts = {"step_s": 1e-3, "first_step_s": 2e-3, "build_s": 1e-3, "import_s": 1.0}  # the plan's cost model
         return {
             "model": "user",
             "model_file": str(model_fn.path),
@@ -583,9 +584,9 @@ def test_torch_diagnose_resumes_with_the_torch_preflight_again(tmp_path, capsys,
             "data_fn": None,
             "conv2d": False,
             "loss": "default MSELoss",
-        }
+        }, facts
 
-    monkeypatch.setattr(torch_diagnose, "user_params", user_params)
+    monkeypatch.setattr(torch_diagnose, "user_params_and_facts", user_params_and_facts)
     monkeypatch.setattr(torch_diagnose, "STEADY_FIXES", torch_diagnose.STEADY_FIXES[:2])
     args = ["diagnose", "--framework", "torch", "--model", f"{tmp_path / 'm.py'}:build", "--batch", "16"]
     _killed([*args, "--budget", "30", "--json", str(json_file)], monkeypatch)
@@ -705,3 +706,28 @@ def test_a_finished_compile_is_reported_with_its_break_even(tmp_path):
     load_run(path)  # a valid record
     line = next(ln for ln in _compile_text(path) if ln.startswith("GPU:0: compiling"))
     assert "compiling took 12" in line and "a one-time cost" in line and "it pays back after" in line
+
+
+def test_a_fix_the_plan_left_out_is_said_so_not_called_outside_the_suite(tmp_path):
+    """A torch fix the budget's plan left out reads "left out: time budget", never "not part of
+    your model's suite" (it is part of it), and is listed on the first screen."""
+    from whichdevice.analysis.suite import suite_verdict
+    from whichdevice.core.records import load_run
+    from whichdevice.present.fixes import not_measured_text
+
+    data = json.loads((Path(__file__).parent / "data" / "h200" / "diag_cnn.json").read_text())
+    keep = ("set_to_none",)
+    data["results"] = [
+        r
+        for r in data["results"]
+        if r["spec"]["params"].get("fix") in (None, *keep)
+        and not str(r["spec"]["params"].get("data", "")).startswith("loader")
+    ]
+    data["options"] |= {"fixes_planned": list(keep), "budget_cut": ["autocast, ... not measured: ..."]}
+    path = tmp_path / "cut.json"
+    path.write_text(json.dumps(data))
+    torch = _torch_verdicts(suite_verdict(load_run(path), seed_batch=32))
+    for key in ("autocast", "channels_last", "cudnn_benchmark", "torch_compile", "num_workers", "pin_memory"):
+        assert torch[key].not_measured.reason == "cut", key
+        assert "time budget" in not_measured_text(torch[key].not_measured, "diagnose")
+    assert torch["set_to_none"].fixes

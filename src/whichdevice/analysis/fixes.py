@@ -32,7 +32,9 @@ Outcome = Literal["helps", "slower", "no_change", "not_measured"]
 # schedule it, the time budget skipped its cases, they failed, fewer than 5 samples, the only
 # pair was not formed (one side missing), the framework's default already applies it, or it
 # is measured on a GPU only and none was here (FixEntry.gpu_only).
-NotMeasuredReason = Literal["not_in_suite", "skipped", "failed", "too_few_samples", "no_pair", "default", "no_gpu"]
+NotMeasuredReason = Literal[
+    "not_in_suite", "skipped", "failed", "too_few_samples", "no_pair", "default", "no_gpu", "cut"
+]
 
 
 @dataclass(frozen=True)

@@ -259,6 +259,19 @@ def _has_gpu(record: RunRecord) -> bool:
     )
 
 
+def _cut_by_plan(record: RunRecord, e: FixEntry) -> bool:
+    """Whether the torch diagnose's plan left this fix out for the budget (its options'
+    ``fixes_planned`` and ``budget_cut``: workloads/torch_diagnose.size_cases), not the suite."""
+    planned = record.options.get("fixes_planned")
+    if e.framework != "torch" or not isinstance(planned, list) or not record.options.get("budget_cut"):
+        return False
+    if e.key in ("num_workers", "pin_memory"):
+        data = "loader" if e.key == "num_workers" else "loader_pin"
+        gpu = _has_gpu(record)
+        return (gpu or e.key == "num_workers") and not any(r.spec.params.get("data") == data for r in record.results)
+    return e.key not in planned
+
+
 def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline: object = None) -> NotMeasured:
     """The true reason a fix has no claim, read from the record: its baseline is not part of
     the suite, the time budget skipped its cases, they failed, a side has fewer than 5 samples,
@@ -267,6 +280,8 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
         return NotMeasured("too_few_samples", n=max(f.claim.n for f in fixes))
     if e.gpu_only and not _has_gpu(record):
         return NotMeasured("no_gpu")
+    if _cut_by_plan(record, e):
+        return NotMeasured("cut")
     base = e.baseline if baseline is None else baseline
     if not any(_baseline_side(e, base, r.spec.workload, r.spec.params) for r in record.results):
         return NotMeasured("not_in_suite", elsewhere=e.elsewhere)

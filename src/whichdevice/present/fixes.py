@@ -129,6 +129,8 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
         return f"not measured: not part of {what}" + (f"; {why.elsewhere} measures it" if why.elsewhere else "")
     if why.reason == "skipped":
         return "not measured: skipped, the time budget ran out (raise --budget)"
+    if why.reason == "cut":
+        return "not measured: the plan left it out to keep within the time budget (raise --budget; see the notes)"
     if why.reason == "failed":
         kinds = ", ".join(k.replace("_", " ") for k in why.failures)
         return f"not measured: its cases failed ({kinds}; see Failed)"
@@ -150,6 +152,7 @@ def short_reason(why: NotMeasured) -> str:
     return {
         "not_in_suite": "not in this suite",
         "skipped": "skipped: time budget",
+        "cut": "left out: time budget",
         "failed": "failed",
         "too_few_samples": f"fewer than {MIN_SAMPLES} samples",
         "default": DEFAULT_ON,
