@@ -32,6 +32,15 @@ def _table(record_path: Path) -> None:
     from whichdevice.present import fixes as fixwords
 
     record = load_run(record_path)
+    o = record.options
+    if "fixes_planned" in o:  # the plan sized to the budget (issue #39: workloads/torch_diagnose.size_cases)
+        print(
+            f"\nplan: pre-flight {o.get('preflight_s') or 0:.1f} s, its step {o['preflight_step_s'] * 1e3:.3g} ms; "
+            f"rounds {o.get('rounds_planned')}; fixes {', '.join(o['fixes_planned']) or 'none'}; "
+            f"sweep {o.get('sweep_batches')}; cases' wall {sum(r.wall_s for r in record.results):.0f} s"
+        )
+        for line in o.get("budget_cut") or []:
+            print(f"  cut: {line}")
     print("\n| case | first step | steady median | samples | rounds | status |")
     print("| --- | --- | --- | --- | --- | --- |")
     for r in record.results:

@@ -569,8 +569,9 @@ def test_torch_diagnose_resumes_with_the_torch_preflight_again(tmp_path, capsys,
     fake = _FakeMeasuring(monkeypatch, kill_framework="torch", kill_after=3)
     torch_checks = []
 
-    def user_params(model_fn, shape, classes, data_fn, batch, env):
+    def user_params_and_facts(model_fn, shape, classes, data_fn, batch, env):
         torch_checks.append(batch)
+        facts = {"step_s": 1e-3, "first_step_s": 2e-3, "build_s": 1e-3, "import_s": 1.0}  # the plan's cost model
         return {
             "model": "user",
             "model_file": str(model_fn.path),
@@ -583,9 +584,9 @@ def test_torch_diagnose_resumes_with_the_torch_preflight_again(tmp_path, capsys,
             "data_fn": None,
             "conv2d": False,
             "loss": "default MSELoss",
-        }
+        }, facts
 
-    monkeypatch.setattr(torch_diagnose, "user_params", user_params)
+    monkeypatch.setattr(torch_diagnose, "user_params_and_facts", user_params_and_facts)
     monkeypatch.setattr(torch_diagnose, "STEADY_FIXES", torch_diagnose.STEADY_FIXES[:2])
     args = ["diagnose", "--framework", "torch", "--model", f"{tmp_path / 'm.py'}:build", "--batch", "16"]
     _killed([*args, "--budget", "30", "--json", str(json_file)], monkeypatch)
@@ -597,3 +598,136 @@ def test_torch_diagnose_resumes_with_the_torch_preflight_again(tmp_path, capsys,
     data, keys = _keys(json_file)
     assert len(keys) == len(set(keys)) == len(fake.ran) + 3
     assert data["options"]["framework"] == "torch" and {r["spec"]["framework"] for r in data["results"]} == {"torch"}
+
+
+# ------------------------------------------------------------------ issue #39: the plan sized to the budget
+
+# The pre-flight's facts of a slow model (a DCGAN discriminator's step on the loaded 2-core machine:
+# 113 s wall for --budget 60, 16 of 19 cases skipped) and of a fast one (the corpus's CNN).
+SLOW = {"step_s": 1.0, "first_step_s": 1.5, "build_s": 0.05, "import_s": 4.0}
+FAST = {"step_s": 0.005, "first_step_s": 0.05, "build_s": 0.002, "import_s": 4.0}
+
+
+@pytest.mark.parametrize("facts", [SLOW, FAST], ids=["slow", "fast"])
+@pytest.mark.parametrize("budget", [30.0, 60.0, 90.0])
+def test_the_torch_plan_fits_round_1_in_its_share_of_the_budget(facts, budget):
+    """As the Keras diagnose: round 1 planned to its share of what the budget leaves after the
+    start-up (two rounds) or to the whole of it (one), from the pre-flight's measured step."""
+    from whichdevice.workloads import suite
+
+    s = torch_diagnose.size_cases(facts, batch=32, budget_s=budget, samples=10_000)
+    avail = max(budget - max(suite.START_UP_MIN_S, facts["import_s"]), 0.5 * budget)
+    share = suite.ROUND1_SHARE if s["rounds"] == 2 else suite.ROUND1_ONLY_SHARE
+    assert s["planned_s"] <= share * avail + 1e-9
+    cases = torch_diagnose.cases("GPU:0", user={**USER, "conv2d": False}, batch=32, samples=10_000, sizing=s)
+    sweep = sorted({c.params["batch"] for c in cases if c.params["kind"] == "steady" and "fix" not in c.params})
+    assert sweep == s["sweep_batches"] and 32 in sweep  # the user's batch is always measured
+    fixes = {c.params["fix"] for c in cases if "fix" in c.params}
+    assert fixes == set(s["fixes_planned"]) - {"channels_last"}  # no Conv2d in USER
+    assert any(c.params.get("data") == "loader" for c in cases) == s["loaders"]
+    loop = next(c for c in cases if c.params["kind"] == "loop")
+    assert loop.params["samples"] == s["loop_samples"] <= torch_diagnose.LOOP_STEPS * 32
+    if not (s["loaders"] and "torch_compile" in s["fixes_planned"] and len(sweep) == 5):
+        assert s["cut"][-1].startswith("a larger --budget measures what was cut")  # what was cut is said
+
+
+def test_a_slow_step_leaves_the_costly_cases_out_and_says_so():
+    """A 1 s step at --budget 60: no DataLoader pairs (3 worker start-ups and 96 steps) and no
+    torch.compile are started to overrun the budget; each cut is one line of the record."""
+    s = torch_diagnose.size_cases(SLOW, batch=32, budget_s=60.0, samples=10_000)
+    assert not s["loaders"] and s["compile_limit_s"] is None and "torch_compile" not in s["fixes_planned"]
+    assert s["loop_samples"] < torch_diagnose.LOOP_STEPS * 32
+    cut = "\n".join(s["cut"])
+    assert "DataLoader pairs" in cut and "torch.compile not measured" in cut and "the user's loop" in cut
+    fast = torch_diagnose.size_cases(FAST, batch=32, budget_s=90.0, samples=10_000)
+    assert fast["loaders"] and fast["rounds"] == 2 and len(fast["fixes_planned"]) >= 4
+
+
+def test_a_budget_too_short_for_the_essentials_is_one_line():
+    from whichdevice.core.errors import UsageError
+
+    with pytest.raises(UsageError) as e:
+        torch_diagnose.size_cases({**SLOW, "step_s": 5.0}, batch=32, budget_s=30.0, samples=10_000)
+    assert e.value.argument == "--budget" and "Pass --budget" in e.value.fix
+
+
+def test_a_journal_without_the_torch_plan_keeps_every_case():
+    """A diagnose journaled before the plan (sizing None) resumes with the cases as they were."""
+    old = torch_diagnose.cases("GPU:0", user={**USER, "conv2d": False}, batch=32, samples=10_000)
+    assert {c.params.get("fix") for c in old} >= {"set_to_none", "autocast", "cudnn_benchmark", "torch_compile"}
+    assert sum(c.params.get("data") in ("loader", "loader_pin") for c in old) == 4
+
+
+# ------------------------------------------------------------------ issue #39: torch.compile's compile, a one-time cost
+
+
+def _compile_text(record_path: Path) -> list[str]:
+    from whichdevice.analysis.suite import suite_verdict
+    from whichdevice.core.records import load_run
+    from whichdevice.present.fixes import verdict_lines
+
+    record = load_run(record_path)
+    fv = _torch_verdicts(suite_verdict(record, seed_batch=32))["torch_compile"]
+    return verdict_lines(fv)
+
+
+def test_h200_compile_past_its_bound_is_a_measured_lower_bound_not_a_budget_blame():
+    """The H200's torch.compile "did not finish compiling within 7.5 s (raise --budget)": now the
+    measured lower bound and the fewest steps compiling could pay back in."""
+    lines = _compile_text(Path(__file__).parent / "data" / "h200" / "diag_cnn.json")
+    line = next(ln for ln in lines if ln.startswith("GPU:0"))
+    assert "compiling took more than 7.5 s here (stopped at its bound)" in line
+    assert "it pays back only after more than" in line and "steps even if compiled steps were free" in line
+    assert "raise --budget" not in line
+
+
+def test_a_finished_compile_is_reported_with_its_break_even(tmp_path):
+    """A compiled pair with its measured compile (``compile_s``): the one-time cost and the step
+    count after which it pays back, from the pair's steady steps (analysis/warmup.break_even)."""
+    from whichdevice.core.records import load_run
+
+    src = Path(__file__).parent / "data" / "h200" / "diag_cnn.json"
+    data = json.loads(src.read_text())
+    for r in data["results"]:
+        p = r["spec"]["params"]
+        if p.get("fix") == "torch_compile" and r["spec"]["device"] == "GPU:0":
+            base = next(
+                x
+                for x in data["results"]
+                if x["spec"]["device"] == "GPU:0" and x["spec"]["params"].get("torch_compile") is False
+            )
+            if p["torch_compile"]:  # the compiled side: steps a quarter of the eager ones, 12 s to compile
+                r.update(status="ok", error=None, failure=None, wall_s=14.0)
+                r["timing"] = {**base["timing"], "samples_s": [s / 4 for s in base["timing"]["samples_s"]]}
+                r["timing"]["first_call_s"] = base["timing"]["first_call_s"] / 4
+                r["metrics"] = {**base["metrics"], "compile_s": 12.0}
+    path = tmp_path / "compiled.json"
+    path.write_text(json.dumps(data))
+    load_run(path)  # a valid record
+    line = next(ln for ln in _compile_text(path) if ln.startswith("GPU:0: compiling"))
+    assert "compiling took 12" in line and "a one-time cost" in line and "it pays back after" in line
+
+
+def test_a_fix_the_plan_left_out_is_said_so_not_called_outside_the_suite(tmp_path):
+    """A torch fix the budget's plan left out reads "left out: time budget", never "not part of
+    your model's suite" (it is part of it), and is listed on the first screen."""
+    from whichdevice.analysis.suite import suite_verdict
+    from whichdevice.core.records import load_run
+    from whichdevice.present.fixes import not_measured_text
+
+    data = json.loads((Path(__file__).parent / "data" / "h200" / "diag_cnn.json").read_text())
+    keep = ("set_to_none",)
+    data["results"] = [
+        r
+        for r in data["results"]
+        if r["spec"]["params"].get("fix") in (None, *keep)
+        and not str(r["spec"]["params"].get("data", "")).startswith("loader")
+    ]
+    data["options"] |= {"fixes_planned": list(keep), "budget_cut": ["autocast, ... not measured: ..."]}
+    path = tmp_path / "cut.json"
+    path.write_text(json.dumps(data))
+    torch = _torch_verdicts(suite_verdict(load_run(path), seed_batch=32))
+    for key in ("autocast", "channels_last", "cudnn_benchmark", "torch_compile", "num_workers", "pin_memory"):
+        assert torch[key].not_measured.reason == "cut", key
+        assert "time budget" in not_measured_text(torch[key].not_measured, "diagnose")
+    assert torch["set_to_none"].fixes

@@ -675,23 +675,30 @@ def _diagnose_torch(model, data, opts: _DiagnoseOptions) -> SuiteResult:
 
     u = _parse_user_model(model, data, opts)
     env = frameworks.env_module("torch").child_env("cpu")
-    user = torch_diagnose.user_params(u.model_fn, u.shape, u.classes, u.data_fn, u.batch, env)
-    n_batch = u.batch or int(user.get("data_batch") or 32)
+    from whichdevice.workloads.suite import sizing_options
+
     budget = parse_budget(_opt_str(opts.budget_s), "budget_s")
+    user, n_batch, sizing = torch_diagnose.plan(
+        u.model_fn, u.shape, u.classes, u.data_fn, u.batch, env, budget_s=budget, samples=u.samples
+    )
     return _suite(
         "diagnose",
-        lambda found, d: torch_diagnose.cases(d.name, user=user, batch=n_batch, samples=u.samples, budget_s=budget),
+        lambda found, d: torch_diagnose.cases(
+            d.name, user=user, batch=n_batch, samples=u.samples, budget_s=budget, sizing=sizing
+        ),
         budget_s=opts.budget_s,
         devices=opts.devices,
         cpu_threads=opts.cpu_threads,
         framework="torch",
-        point_cap_s=torch_diagnose.POINT_CAP_S,
+        point_cap_s=sizing.get("point_cap_s"),
+        rounds=sizing.get("rounds"),
         options={
             "model": u.model_fn.text,
             "data": u.data_fn.text if u.data_fn else None,
             "batch": n_batch,
             "samples": u.samples,
             "framework": "torch",
+            **sizing_options(sizing),
         }
         | {f"torch_{k}": user.get(k) for k in torch_diagnose.INFO_KEYS},
     )

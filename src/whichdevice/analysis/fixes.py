@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from whichdevice.analysis.compare import Comparison, compare, process_sd
 from whichdevice.analysis.significance import Claim
+from whichdevice.analysis.warmup import BreakEven
 from whichdevice.core.records import CaseResult, RunRecord, Timing
 from whichdevice.workloads.fixes import BY_KEY, FIXES, FixEntry, entry
 
@@ -31,9 +32,10 @@ Outcome = Literal["helps", "slower", "no_change", "not_measured"]
 # schedule it, the time budget skipped its cases, they failed, fewer than 5 samples, the only
 # pair was not formed (one side missing), the framework's default already applies it, or it
 # is measured on a GPU only and none was here (FixEntry.gpu_only).
-# A fix that is a larger value (FixEntry.larger) with only smaller values measured: none_larger.
+# A fix that is a larger value (FixEntry.larger) with only smaller values measured: none_larger; a fix the torch
+# diagnose plan left out to keep the budget: cut.
 NotMeasuredReason = Literal[
-    "not_in_suite", "skipped", "failed", "too_few_samples", "no_pair", "default", "no_gpu", "none_larger"
+    "not_in_suite", "skipped", "failed", "too_few_samples", "no_pair", "default", "no_gpu", "none_larger", "cut"
 ]
 
 
@@ -223,6 +225,22 @@ class PlacementCheck:
     cpu_ops: list[str]  # a GPU run: op types that ran on the CPU in the GPU step
     fallbacks: list[str]  # a CPU run: op types with no GPU kernel in this build
     copies: int  # copies between devices per step
+
+
+@dataclass(frozen=True)
+class CompileCost:
+    """torch.compile's compile on one device: a measured one-time cost, with the step count after
+    which the compiled run's total is the lower (analysis/warmup.break_even: the eager run as the
+    baseline, the compile as the extra warm-up). ``finished`` False: compiling was stopped at its
+    bound ``compile_s`` (a lower bound), and ``min_steps`` the fewest steps it could pay back in
+    even if it made every step free (bound / the eager step)."""
+
+    device: str
+    compile_s: float
+    finished: bool
+    eager_step_s: float | None
+    break_even: BreakEven | None = None  # finished: from the pair's steady steps
+    min_steps: float | None = None  # not finished: a lower bound on the break-even
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from whichdevice.analysis.fixes import (
     Outcome,
     PlacementCheck,
     WarmupCheck,
+    CompileCost,
     ab_fixes,
     jit_by_default,
     towards,
@@ -37,6 +38,7 @@ from whichdevice.analysis.significance import MIN_SAMPLES
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.analysis.train import RunRow, TrainReport, analyze_training
 from whichdevice.analysis.verdict import Finding, sweep_findings
+from whichdevice.analysis.warmup import break_even
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.workloads import fixes as catalogue
 
@@ -69,7 +71,9 @@ class FixVerdict:
     best: Fix | None  # helps: the largest gain; slower: the largest loss; else None
     not_measured: NotMeasured | None = None  # outcome "not_measured": why
     grids: list[GridResult] = field(default_factory=list)
-    checks: list[PlacementCheck | WarmupCheck] = field(default_factory=list)  # method "check"
+    checks: list[PlacementCheck | WarmupCheck | CompileCost] = field(
+        default_factory=list
+    )  # "check"; torch.compile's cost
     default_on: list[Fix] = field(default_factory=list)  # pairs where the framework's default already applies it
     cpu_16bit: Cpu16Bit | None = None  # precision: what the record says about this CPU's 16-bit math
 
@@ -280,6 +284,19 @@ def _has_gpu(record: RunRecord) -> bool:
     )
 
 
+def _cut_by_plan(record: RunRecord, e: FixEntry) -> bool:
+    """Whether the torch diagnose's plan left this fix out for the budget (its options'
+    ``fixes_planned`` and ``budget_cut``: workloads/torch_diagnose.size_cases), not the suite."""
+    planned = record.options.get("fixes_planned")
+    if e.framework != "torch" or not isinstance(planned, list) or not record.options.get("budget_cut"):
+        return False
+    if e.key in ("num_workers", "pin_memory"):
+        data = "loader" if e.key == "num_workers" else "loader_pin"
+        gpu = _has_gpu(record)
+        return (gpu or e.key == "num_workers") and not any(r.spec.params.get("data") == data for r in record.results)
+    return e.key not in planned
+
+
 def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline: object = None) -> NotMeasured:
     """The true reason a fix has no claim, read from the record: its baseline is not part of
     the suite, the time budget skipped its cases, they failed, a side has fewer than 5 samples,
@@ -291,6 +308,8 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
         return NotMeasured("too_few_samples", n=most.claim.n, unit=most.claim.unit, needed=needed)
     if e.gpu_only and not _has_gpu(record):
         return NotMeasured("no_gpu")
+    if _cut_by_plan(record, e):
+        return NotMeasured("cut")
     base = e.baseline if baseline is None else baseline
     if not any(_baseline_side(e, base, r.spec.workload, r.spec.params) for r in record.results):
         return NotMeasured("not_in_suite", elsewhere=e.elsewhere)
@@ -361,11 +380,44 @@ def _fix_verdict(record: RunRecord, e: FixEntry, seed_batch: int, pipelines: lis
             return FixVerdict(e, fixes, [], "not_measured", None, NotMeasured("default", devices=devices), **extra)
     if e.key == "precision":
         extra["cpu_16bit"] = cpu_16bit(record) if fixes else None
+    if e.key == "torch_compile":
+        extra["checks"] = compile_costs(record, fixes)
     return _verdict(record, e, baseline, fixes, deciding, **extra)
 
 
-def _placement_checks(record: RunRecord) -> list[PlacementCheck | WarmupCheck]:
-    out: list[PlacementCheck | WarmupCheck] = []
+def compile_costs(record: RunRecord, fixes: list[Fix]) -> list[PlacementCheck | WarmupCheck | CompileCost]:
+    """torch.compile's compile per device, from its pair: the measured compile (the compiled
+    side's ``compile_s``) and its break-even against the eager steps; or, where compiling was
+    stopped at its bound (the compiled side failed with a TimeoutError), that bound as a lower
+    bound and the fewest steps it could pay back in."""
+    out: list[PlacementCheck | WarmupCheck | CompileCost] = []
+    pairs: dict[str, dict[bool, CaseResult]] = {}
+    for r in record.results:
+        p = r.spec.params
+        if r.spec.workload == "train" and p.get("fix") == "torch_compile":
+            pairs.setdefault(r.spec.device, {})[bool(p.get("torch_compile"))] = r
+    for device, pair in pairs.items():
+        base, comp = pair.get(False), pair.get(True)
+        if comp is None:
+            continue
+        eager = base.timing.median_s if base is not None and base.status == "ok" and base.timing else None
+        if comp.status == "ok" and comp.timing is not None and "compile_s" in comp.metrics:
+            claim = next((f.claim for f in fixes if f.device == device), None)
+            significant = claim is not None and claim.enough and claim.significant
+            be = (
+                break_even(0.0, eager, comp.metrics["compile_s"], comp.timing.median_s, significant=significant)
+                if eager is not None
+                else None
+            )
+            out.append(CompileCost(device, comp.metrics["compile_s"], True, eager, be))
+        elif comp.status == "failed" and "TimeoutError: torch.compile" in str(comp.error or ""):
+            bound = float(comp.spec.params.get("compile_limit_s") or 0.0)
+            out.append(CompileCost(device, bound, False, eager, None, bound / eager if eager else None))
+    return out
+
+
+def _placement_checks(record: RunRecord) -> list[PlacementCheck | WarmupCheck | CompileCost]:
+    out: list[PlacementCheck | WarmupCheck | CompileCost] = []
     for r in record.results:
         if r.status != "ok" or r.spec.params.get("kind") != "placement" or r.timing is None:
             continue
@@ -382,9 +434,9 @@ def _placement_checks(record: RunRecord) -> list[PlacementCheck | WarmupCheck]:
     return out
 
 
-def _warmup_checks(record: RunRecord) -> list[PlacementCheck | WarmupCheck]:
+def _warmup_checks(record: RunRecord) -> list[PlacementCheck | WarmupCheck | CompileCost]:
     """The first step against the steady one, in the seed's (or the user's) custom loop."""
-    out: list[PlacementCheck | WarmupCheck] = []
+    out: list[PlacementCheck | WarmupCheck | CompileCost] = []
     for r in record.results:
         p = r.spec.params
         if (

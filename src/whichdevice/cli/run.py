@@ -255,7 +255,7 @@ class DiagnosePlan:
     command: list[str]
     memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
     # The cases sized from the pre-flight's measured step (workloads.suite.size_user_cases);
-    # None in a journal written before sizing existed (the sizes as asked), and for torch.
+    # None in a journal written before sizing existed (the sizes as asked).
     sizing: dict | None = None
     framework: str = DIAGNOSE_FRAMEWORK  # --framework (journals from before it: tensorflow)
 
@@ -329,7 +329,7 @@ def diagnose(
     sizing = None
     if fw == "torch":  # an nn.Module: torch's own pre-flight (one real step on the exact batch)
         err_console.print(f"Checking {escape(model_fn.text)}: one training step (imports torch)…")
-        user, user_batch = _torch_user(model_fn, shape, n_classes, data_fn, given_batch)
+        user, user_batch, sizing = _torch_user(model_fn, shape, n_classes, data_fn, given_batch, budget_s, n_samples)
     else:
         err_console.print(
             f"Checking {escape(model_fn.text)}: one training step at batch {user_batch} (imports {escape(fw)})…"
@@ -385,14 +385,18 @@ def _model_and_data(
     return model_fn, data_fn
 
 
-def _torch_user(model_fn, shape, n_classes, data_fn, given_batch: int | None) -> tuple[dict, int]:
-    """The torch pre-flight (one real training step, in a child) -> the case parameters and the
-    batch: ``--batch``, else the DataLoader's own batch size, else 32."""
+def _torch_user(
+    model_fn, shape, n_classes, data_fn, given_batch: int | None, budget_s: float, samples: int
+) -> tuple[dict, int, dict]:
+    """The torch pre-flight (one real training step, in a child, and steps timed at the batch)
+    -> the case parameters, the batch (``--batch``, else the DataLoader's own batch size, else
+    32) and the cases sized to the budget (``torch_diagnose.plan``)."""
     from whichdevice.workloads import torch_diagnose
 
     env = frameworks.env_module("torch").child_env("cpu")
-    user = torch_diagnose.user_params(model_fn, shape, n_classes, data_fn, given_batch, env)
-    return user, given_batch or int(user.get("data_batch") or 32)
+    return torch_diagnose.plan(
+        model_fn, shape, n_classes, data_fn, given_batch, env, budget_s=budget_s, samples=samples
+    )
 
 
 def _diagnose_cases(plan: DiagnosePlan):
@@ -402,7 +406,7 @@ def _diagnose_cases(plan: DiagnosePlan):
         from whichdevice.workloads import torch_diagnose
 
         return lambda found, d: torch_diagnose.cases(
-            d.name, user=plan.user, batch=plan.batch, samples=plan.samples, budget_s=plan.budget_s
+            d.name, user=plan.user, batch=plan.batch, samples=plan.samples, budget_s=plan.budget_s, sizing=plan.sizing
         )
     # A Keras model on another backend (keras-jax, keras-torch): what does not apply there is left out.
     return lambda found, d: [
@@ -431,7 +435,7 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
         },
         notes=sizing_notes(plan.sizing),
     )
-    if fw == "torch":  # the fix pairs need 5 samples a side of a user's (slower) step
+    if fw == "torch" and not plan.sizing:  # a journal from before the torch plan: its fixed point cap
         from whichdevice.workloads import torch_diagnose
 
         request = dataclasses.replace(request, point_cap_s=torch_diagnose.POINT_CAP_S)

@@ -11,7 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from whichdevice.analysis.fixes import Fix, FixEntry, GridResult, NotMeasured, PlacementCheck, WarmupCheck, towards
+from whichdevice.analysis.fixes import (
+    CompileCost,
+    Fix,
+    FixEntry,
+    GridResult,
+    NotMeasured,
+    PlacementCheck,
+    WarmupCheck,
+    towards,
+)
 from whichdevice.analysis.precision import Cpu16Bit
 from whichdevice.analysis.significance import MIN_SAMPLES, Claim
 from whichdevice.analysis.suite import FixVerdict
@@ -147,6 +156,8 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
         return f"not measured: not part of {what}" + (f"; {why.elsewhere} measures it" if why.elsewhere else "")
     if why.reason == "skipped":
         return "not measured: skipped, the time budget ran out (raise --budget)"
+    if why.reason == "cut":
+        return "not measured: the plan left it out to keep within the time budget (raise --budget; see the notes)"
     if why.reason == "failed":
         kinds = ", ".join(k.replace("_", " ") for k in why.failures)
         return f"not measured: its cases failed ({kinds}; see Failed)"
@@ -172,6 +183,7 @@ def short_reason(why: NotMeasured) -> str:
     return {
         "not_in_suite": "not in this suite",
         "skipped": "skipped: time budget",
+        "cut": "left out: time budget",
         "failed": "failed",
         "too_few_samples": NOT_ENOUGH,
         "default": DEFAULT_ON,
@@ -204,7 +216,35 @@ def verdict_lines(v: FixVerdict, *, several: bool = False, with_grid: bool = Tru
     return lines
 
 
-def check_line(c: PlacementCheck | WarmupCheck) -> str:
+def compile_cost_line(c: CompileCost) -> str:
+    """torch.compile's compile as the one-time cost it is, with its break-even (warm-up's words)."""
+    eager = f" (an eager step {seconds(c.eager_step_s)})" if c.eager_step_s else ""
+    if not c.finished:
+        bound = (
+            f"; it pays back only after more than {c.min_steps:,.0f} steps even if compiled steps were free"
+            if c.min_steps
+            else ""
+        )
+        return f"{c.device}: compiling took more than {seconds(c.compile_s)} here (stopped at its bound){bound}{eager}"
+    be = c.break_even
+    if be is None:
+        return f"{c.device}: compiling took {seconds(c.compile_s)} here (a one-time cost)"
+    if be.kind == "after":
+        return (
+            f"{c.device}: compiling took {seconds(c.compile_s)} here (a one-time cost); at {seconds(be.saving_per_unit_s)} "
+            f"saved per step{eager} it pays back after {be.n:,} steps"
+        )
+    why = (
+        "its steps are not significantly faster"
+        if be.within_noise or (be.saving_per_unit_s or 0) > 0
+        else "its steps are slower"
+    )
+    return f"{c.device}: compiling took {seconds(c.compile_s)} here (a one-time cost); it never pays back: {why}"
+
+
+def check_line(c: PlacementCheck | WarmupCheck | CompileCost) -> str:
+    if isinstance(c, CompileCost):
+        return compile_cost_line(c)
     if isinstance(c, PlacementCheck):
         if c.device.startswith("GPU"):
             text = (

@@ -436,24 +436,27 @@ def sizing_options(sizing: dict | None) -> dict:
     reader knows what ran and what the budget cut (``budget_cut``: one line each)."""
     if not sizing:
         return {}
-    return {
-        "samples_measured": sizing["samples"],
+    out = {
+        "samples_measured": sizing.get("samples"),
         "preflight_step_s": sizing["step_s"],
         "sweep_batches": list(sizing["sweep_batches"]),
-        "steps_per_execution_tried": list(sizing["steps_per_execution"]),
+        "steps_per_execution_tried": list(sizing.get("steps_per_execution") or []),
         "rounds_planned": sizing.get("rounds", 2),
         "losses": list(sizing.get("losses") or []),
         "preflight_s": sizing.get("preflight_s"),
         "budget_cut": list(sizing["cut"]),
     }
+    if "fixes_planned" in sizing:  # the torch plan (workloads/torch_diagnose.size_cases): no epochs, no fit
+        del out["samples_measured"], out["steps_per_execution_tried"], out["losses"]
+        out |= {"fixes_planned": list(sizing["fixes_planned"]), "compile_limit_s": sizing.get("compile_limit_s")}
+    return out
 
 
 def sizing_notes(sizing: dict | None) -> list[str]:
     if not sizing:
         return []
     step = sizing["step_s"]
-    head = (
-        f"Sized from the pre-flight's training step ({step * 1e3:.3g} ms at the user's batch on the CPU): "
-        f"epochs of {sizing['samples']} samples"
-    )
+    head = f"Sized from the pre-flight's training step ({step * 1e3:.3g} ms at the user's batch on the CPU)"
+    if sizing.get("samples") is not None:  # the Keras plan's epochs (the torch plan has none)
+        head += f": epochs of {sizing['samples']} samples"
     return [head] + [f"The budget cut: {c}" for c in sizing["cut"]]

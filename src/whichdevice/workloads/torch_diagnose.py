@@ -22,6 +22,8 @@ The parent never imports torch: the pre-flight runs in a child (``frameworks/tor
 
 from __future__ import annotations
 
+import time
+
 from whichdevice.core.records import CaseSpec, scalar_int
 from whichdevice.core.steps import time_loop
 from whichdevice.workloads import userfile
@@ -69,7 +71,38 @@ FIX_PARAMS: tuple[str, ...] = tuple(p for p, _, _ in STEADY_FIXES)
 def user_params(model_fn, input_shape, classes, data_fn, batch: int | None, framework_env: dict[str, str]) -> dict:
     """Pre-flight the user's module (and data) in a child — one real training step on the very
     batch the run measures — then the case parameters every measuring child rebuilds it from."""
+    return user_params_and_facts(model_fn, input_shape, classes, data_fn, batch, framework_env)[0]
+
+
+def user_params_and_facts(
+    model_fn, input_shape, classes, data_fn, batch: int | None, framework_env: dict[str, str]
+) -> tuple[dict, dict]:
+    """:func:`user_params` and the pre-flight's facts, with ``import_s``: the child's wall time
+    but its check (a measuring child pays the same start-up: Python, torch, the user's file)."""
+    t0 = time.perf_counter()
     facts = userfile.preflight(model_fn, input_shape, classes, data_fn, framework_env, module=PREFLIGHT, batch=batch)
+    wall = time.perf_counter() - t0
+    facts["preflight_s"] = wall
+    facts["import_s"] = max(0.0, wall - float(facts.get("check_s") or 0.0))
+    return params_from_facts(facts, model_fn, classes, data_fn), facts
+
+
+def plan(
+    model_fn, input_shape, classes, data_fn, batch: int | None, framework_env: dict[str, str], *, budget_s, samples
+) -> tuple[dict, int, dict]:
+    """``diagnose --framework torch``'s plan (CLI and API): the pre-flight (a failure is a
+    UsageError, exit 2, before any measuring), then the cases sized to the budget from its
+    measured steps. Returns the case parameters, the batch (given, else the DataLoader's own,
+    else 32) and the sizing (:func:`size_cases`, plus the pre-flight's timings)."""
+    user, facts = user_params_and_facts(model_fn, input_shape, classes, data_fn, batch, framework_env)
+    n_batch = batch or int(user.get("data_batch") or 32)
+    sizing = size_cases(facts, batch=n_batch, budget_s=budget_s, samples=samples)
+    sizing.update({k: facts[k] for k in ("first_step_s", "build_s", "import_s", "preflight_s") if k in facts})
+    return user, n_batch, sizing
+
+
+def params_from_facts(facts: dict, model_fn, classes, data_fn) -> dict:
+    """The case parameters from the pre-flight's facts (``frameworks/torch/usermodel.check``)."""
     return {
         "model": "user",
         "model_file": str(model_fn.path),
@@ -112,8 +145,12 @@ def compile_limit_s(budget_s: float) -> float:
     return round(min(COMPILE_LIMIT_S, COMPILE_SHARE * budget_s), 1)
 
 
-def cases(device: str, *, user: dict, batch: int, samples: int, budget_s: float = 90.0) -> list[CaseSpec]:
-    """The cases of one device, in priority order (the budget cuts the last ones)."""
+def cases(
+    device: str, *, user: dict, batch: int, samples: int, budget_s: float = 90.0, sizing: dict | None = None
+) -> list[CaseSpec]:
+    """The cases of one device, in priority order (the budget cuts the last ones). ``sizing``
+    (:func:`size_cases`): the sweep, fixes, loader pairs and compile bound that fit the budget;
+    None: all of them (a journal written before sizing existed)."""
     gpu = device.startswith("GPU")
     params = {k: v for k, v in user.items() if k not in _INFO_ONLY}
     out: list[CaseSpec] = []
@@ -123,36 +160,193 @@ def cases(device: str, *, user: dict, batch: int, samples: int, budget_s: float 
 
     for op in ("create", "clone"):
         t(kind="create", example="user", op=op)
-    loop_samples = min(samples, LOOP_STEPS * batch)
+    loop_samples = min(samples, LOOP_STEPS * batch) if sizing is None else int(sizing["loop_samples"])
     t(kind="loop", example="user", samples=loop_samples, batch=batch, data="tfdata", epochs=1)
     fixes = fixes_for(user, gpu)
+    if sizing is not None:
+        fixes = [f for f in fixes if f[0] in sizing["fixes_planned"]]
     for name, base, var in [f for f in fixes if f[0] != "torch_compile"]:  # each a pair at the user's batch
         for value in (base, var):
             t(kind="steady", batch=batch, sync="none", fix=name, **{name: value})
     # The batch sweep after the fixes: one group whose large batches cost most (a batch-512 step of
     # pytorch/examples' mnist Net took 17 s of a 90 s budget on the loaded 2-core machine).
-    for b in sorted(set(USER_SWEEP_BATCHES) | {batch}):
+    sweep = sizing["sweep_batches"] if sizing is not None else sorted(set(USER_SWEEP_BATCHES) | {batch})
+    for b in sweep:
         t(kind="steady", batch=b, sync="none")
-    t(kind="steady", batch=batch, sync="each")  # the loss read back (.item()) every step
-    # The loader pairs: passes of LOADER_STEPS, one warm-up pass then one in each half, A B | B A.
-    if not LOADER_PAIRS:
-        return out + _compile_pair(fixes, batch, budget_s, t)
+    if sizing is None or sizing.get("sync", True):
+        t(kind="steady", batch=batch, sync="each")  # the loss read back (.item()) every step
+    _loader_pairs(gpu, batch, samples, sizing, t)
+    limit = compile_limit_s(budget_s) if sizing is None else sizing.get("compile_limit_s")
+    return out + _compile_pair(fixes, batch, limit, t)
+
+
+def _loader_pairs(gpu: bool, batch: int, samples: int, sizing: dict | None, t) -> None:
+    """The loader pairs (``t`` appends them): passes of LOADER_STEPS, one warm-up pass then one
+    in each half, A B | B A; ``num_workers`` 0 -> 2, and on a GPU ``pin_memory``."""
+    if not LOADER_PAIRS or (sizing is not None and not sizing.get("loaders")):
+        return
     loader = dict(example="user", samples=min(samples, LOADER_STEPS * batch), batch=batch, data="loader", epochs=3)
     for w in (0, LOADER_WORKERS):
         t(kind="loop", num_workers=w, **loader)
-    if gpu:
+    if gpu and (sizing is None or sizing.get("pin_memory")):
         for pin in (False, True):
             t(kind="loop", num_workers=0, pin_memory=pin, **{**loader, "data": "loader_pin"})
-    return out + _compile_pair(fixes, batch, budget_s, t)
 
 
-def _compile_pair(fixes, batch: int, budget_s: float, t) -> list[CaseSpec]:
+def _compile_pair(fixes, batch: int, limit: float | None, t) -> list[CaseSpec]:
     """torch.compile's pair, last (``t`` appends to the case list; nothing is returned)."""
     for name, base, var in [f for f in fixes if f[0] == "torch_compile"]:
-        limit = compile_limit_s(budget_s)  # on both sides: they differ only in torch_compile (one group, one pair)
-        for value in (base, var):
+        if limit is None:
+            continue
+        for value in (base, var):  # the bound on both sides: they differ only in torch_compile (one group, one pair)
             t(kind="steady", batch=batch, sync="none", fix=name, compile_limit_s=limit, **{name: value})
     return []
+
+
+# ------------------------------------------------------------------ the plan, sized to the budget
+# As the Keras diagnose (workloads/suite.size_user_cases): from the pre-flight's facts (its
+# start-up, building the module, its first and steady steps at the user's batch on this CPU),
+# round 1 is planned to ROUND1_SHARE of what the budget leaves after the start-up, so that
+# round 2 (a fresh process) fits in the rest; what does not fit is left out and said, one line
+# each, instead of started and overrunning the budget (a DCGAN discriminator's cases took 113 s
+# of a 60 s budget on the 2-core machine; the H200's two devices 122 s of 2 x 30 s).
+# A spawned DataLoader worker starts a Python that imports torch: about the pre-flight child's start-up.
+WORKER_START_FACTOR = 1.0
+# A compile bound below this measures only that compiling takes longer: a small MLP's compile took
+# 21-52 s on the loaded 2-core machine, and inductor overran a 7.1 s bound by 28 s once (its alarm
+# waits for Python code), so torch.compile is planned from a 20 s bound: --budget 80 or more.
+MIN_COMPILE_S = 20.0
+
+
+def _point_s(c, k: int, cap: float) -> float:
+    """One steady point at batch ``k``: building, the first call and two warm-up calls, sampling
+    to the point's cap, and a last block's overrun."""
+    return c.build + c.trace + 4 * c.t(k) + cap
+
+
+def _loader_pair_s(c, import_s: float, with_workers: bool) -> float:
+    """A DataLoader pair: each side built and passed over 3 times (LoaderPasses), the workers'
+    side starting its workers afresh every pass (each a Python that imports torch: ``import_s``)."""
+    passes = 2 * 3 * (LOADER_STEPS * c.step + c.trace)
+    return 2 * c.build + passes + (3 * WORKER_START_FACTOR * import_s if with_workers else 0.0)
+
+
+def size_cases(facts: dict, *, batch: int, budget_s: float, samples: int) -> dict:
+    """The torch cases planned to the budget from the pre-flight's facts, in priority order: the
+    essentials (creation, the user's loop, the steady step at their batch and the loss read
+    back every step) always; then each fix pair, the sweep's other batches (nearest first, within
+    their share), the DataLoader pairs and torch.compile while they fit. The GPU's own pairs
+    (cudnn.benchmark, pin_memory) are planned too: the plan is one for every device."""
+    from whichdevice.workloads import suite
+
+    c = suite._Costs.of(facts, batch)
+    cap = max(POINT_CAP_S, suite.POINT_SAMPLES * c.t(batch))
+    asked_steps = -(-min(samples, LOOP_STEPS * batch) // batch)
+    loop_steps = min(asked_steps, suite.MIN_EPOCH_STEPS)  # grown at the end into what is left
+    essentials = c.create_s() + c.build + c.trace + loop_steps * c.step + 2 * _point_s(c, batch, cap)
+    avail = max(budget_s - c.start_up, 0.5 * budget_s)
+    plan = suite._Plan(plan_s=suite.ROUND1_SHARE * avail, used=essentials)
+    if plan.used > plan.plan_s:
+        _one_round(c, plan, avail, budget_s)
+    fixes = [name for name, _, _ in STEADY_FIXES if name != "torch_compile" and plan.fits(2 * _point_s(c, batch, cap))]
+    left = [name for name, _, _ in STEADY_FIXES if name != "torch_compile" and name not in fixes]
+    if left:
+        plan.cut.append(
+            f"{', '.join(left)} not measured: a pair of steps at batch {batch} needs about "
+            f"{2 * _point_s(c, batch, cap):.0f} s here (a step {suite._ms(c.step)}), more than the budget leaves"
+        )
+    sweep = _torch_sweep(c, plan, cap)
+    import_s = float(facts.get("import_s") or c.start_up)
+    loaders = plan.fits(_loader_pair_s(c, import_s, True))
+    pin = loaders and plan.fits(_loader_pair_s(c, import_s, False))
+    if not loaders:
+        plan.cut.append(
+            f"the DataLoader pairs (workers, pin_memory) not measured: {2 * 3 * LOADER_STEPS} steps and "
+            f"workers started 3 times (a start-up took {suite._ms(import_s)} here) need more than the budget leaves"
+        )
+    elif not pin:
+        plan.cut.append("pin_memory + non_blocking (GPU) not measured: no time left in the budget")
+    compile_s = min(compile_limit_s(budget_s), plan.plan_s - plan.used - 2 * _point_s(c, batch, cap))
+    with_compile = compile_s >= MIN_COMPILE_S and plan.fits(compile_s + 2 * _point_s(c, batch, cap))
+    if not with_compile:
+        plan.cut.append(
+            f"torch.compile not measured: compiling needs more time than the budget leaves (at least {MIN_COMPILE_S:g} s)"
+        )
+    more = min(asked_steps - loop_steps, int(max(0.0, plan.plan_s - plan.used) / c.step))
+    loop_steps, plan.used = loop_steps + more, plan.used + more * c.step
+    if loop_steps < asked_steps:
+        plan.cut.append(
+            f"the user's loop {loop_steps} steps of {batch}, not {asked_steps} steps: a step took {suite._ms(c.step)} here"
+        )
+    if plan.cut:
+        plan.cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
+    return {
+        "loop_samples": min(samples, loop_steps * batch),
+        "rounds": plan.rounds,
+        "sweep_batches": sorted(sweep),
+        "fixes_planned": fixes + (["torch_compile"] if with_compile else []),
+        "loaders": loaders,
+        "pin_memory": pin,
+        "compile_limit_s": round(compile_s, 1) if with_compile else None,
+        "sync": plan.with_sync,
+        "step_s": c.step,
+        "point_cap_s": cap,
+        "planned_s": plan.used,
+        "cut": plan.cut,
+    }
+
+
+def _one_round(c, plan, avail: float, budget_s: float) -> None:
+    """Round 1's essentials do not fit its share: one round, given the whole budget, said in the
+    cuts (without the sync cost if need be); a UsageError when not even that fits."""
+    from whichdevice.core.errors import UsageError
+    from whichdevice.workloads import suite
+
+    plan.rounds = 1
+    plan.plan_s = suite.ROUND1_ONLY_SHARE * avail
+    cap = max(POINT_CAP_S, suite.POINT_SAMPLES * c.t(c.batch))
+    if plan.used > avail:
+        plan.used -= _point_s(c, c.batch, cap)
+        plan.with_sync = False
+        plan.cut.append("the cost of reading the loss every step not measured")
+    if plan.used > avail:
+        need = -(-(plan.used / suite.ROUND1_ONLY_SHARE + c.start_up) // 10) * 10
+        raise UsageError(
+            "--budget",
+            f"{budget_s:g} s is too short for this model: its essential cases (creating it, its loop and a "
+            f"steady step at batch {c.batch}) need about {plan.used:.0f} s here (a step took {suite._ms(c.step)})",
+            f"Pass --budget {need:.0f} or more.",
+        )
+    plan.cut.append(
+        f"the deciding cases measured in one process, not two: at batch {c.batch} a step took {suite._ms(c.step)} "
+        "here, so two rounds would take more than the budget (intervals then rest on one process)"
+    )
+
+
+def _torch_sweep(c, plan, cap: float) -> list[int]:
+    """The sweep's other batches, nearest to the user's first (in log distance), within its share."""
+    import math
+
+    from whichdevice.workloads import suite
+
+    batch = c.batch
+    others = sorted((k for k in USER_SWEEP_BATCHES if k != batch), key=lambda k: (abs(math.log(k / batch)), k))
+    sweep, dropped = [batch], []
+    room = min(suite.SWEEP_SHARE * plan.plan_s, max(0.0, plan.plan_s - plan.used))
+    for k in others:
+        cost = _point_s(c, k, cap)
+        if cost <= room:
+            sweep.append(k)
+            room -= cost
+            plan.used += cost
+        else:
+            dropped.append(k)
+    if dropped:
+        plan.cut.append(
+            f"batch sweep without batch {', '.join(map(str, sorted(dropped)))}: a step at batch {batch} took "
+            f"{suite._ms(c.step)} here, more than the budget's share for the sweep"
+        )
+    return sweep
 
 
 class LoaderPasses(EpochTurns):

@@ -334,6 +334,9 @@ def _steady_fn(spec, fw):
         return training.read_back(out) if each else out
 
     metrics = {"samples_per_step": float(b)}
+    build_metrics = getattr(training, "build_metrics", None)  # one-time costs (torch.compile's compile_s)
+    if build_metrics is not None:
+        metrics.update(build_metrics())
     if "fix" in spec.params:  # one side of a fix pair (time_group: same_block_size)
         metrics["ab_pair"] = 1.0
     return fn, metrics

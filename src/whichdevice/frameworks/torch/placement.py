@@ -41,5 +41,15 @@ def scope(device: str):
     return torch_device(device)
 
 
+def host():
+    """``with torch.device('cpu')``: the data side as a user's script runs it, on the CPU, even
+    inside a GPU's :func:`scope` — datasets and their tensors, the user's data function, a
+    DataLoader read batch by batch (its sampler, workers, pinning); the step then copies each
+    batch to the model's device. Read inside the GPU's scope, a shuffling DataLoader drew its
+    permutation on the GPU with its CPU generator and failed ("Expected a 'cuda' device type for
+    generator but found 'cpu'", every loader case of the first H200 run, issue #39)."""
+    return torch.device("cpu")
+
+
 def ran_on(tensor) -> str:
     return "GPU" if tensor.device.type == "cuda" else tensor.device.type.upper()

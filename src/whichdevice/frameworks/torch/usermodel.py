@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from whichdevice.frameworks.common.usermodel import (
     _exc_line,
     preflight_main,
 )
+from whichdevice.frameworks.torch.placement import host
 
 ADAM_LR = 1e-3  # torch.optim.Adam's own default, as the seeds' Keras Adam
 
@@ -252,8 +254,11 @@ class CappedBatches:
     def __init__(self, data, steps: int, function: str = "data"):
         self.steps, self.function = steps, function
         self._list = None
-        if iter(data) is data:  # a generator: read once, kept
-            self._list = [_pair(b, function) for _, b in zip(range(steps), data)]
+        # a generator (an iterator): read once, kept. Not ``iter(data) is data``: that made a
+        # DataLoader's iterator, starting its workers and drawing its shuffle, to learn nothing
+        if isinstance(data, Iterator):
+            with host():
+                self._list = [_pair(b, function) for _, b in zip(range(steps), data)]
         self.data = data
 
     def __len__(self) -> int:
@@ -270,15 +275,27 @@ class CappedBatches:
             return
         # enumerate, not zip(range(steps), data): a loader of exactly ``steps`` batches is then
         # read to its StopIteration, so a DataLoader's persistent workers start the next pass
-        # from a finished epoch rather than resetting a half-read one
-        for i, b in enumerate(self.data):
-            if i >= self.steps:
-                break
-            yield _pair(b, self.function)
+        # from a finished epoch rather than resetting a half-read one. Each batch is read on the
+        # host (placement.host): the caller's step runs in the device's scope between batches.
+        with host():
+            batches = enumerate(self.data)
+        while True:
+            with host():
+                i, b = next(batches, (self.steps, None))
+                if i >= self.steps:
+                    return
+                xy = _pair(b, self.function)
+            yield xy
 
 
 def concat_batch(data, n: int, function: str = "data") -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` samples from the data's first batches (repeated when the data has fewer)."""
+    """``n`` samples from the data's first batches (repeated when the data has fewer), read on
+    the host (placement.host)."""
+    with host():
+        return _concat_batch(data, n, function)
+
+
+def _concat_batch(data, n: int, function: str) -> tuple[torch.Tensor, torch.Tensor]:
     xs, ys, have = [], [], 0
     for _ in range(1 + n):  # at most: one sample per batch, and one pass over a short data set
         for b in data:
@@ -429,7 +446,9 @@ def check(
 ) -> dict:
     """Pre-flight: build, one forward pass, and one training step on the batch the run will use.
     Returns facts for the parent (``input_shape``, ``output_shape``, ``label_classes``, ...)."""
+    t0 = time.perf_counter()
     user = call_model_function(model_fn.path, model_fn.function)
+    build_s = time.perf_counter() - t0
     module = user.module
     vocab = _embedding_vocab(module)
     if data_fn is not None:
@@ -444,7 +463,13 @@ def check(
         y = torch.as_tensor(synthetic_labels(len(x), label_classes, out_shape))
     loss_fn = user.loss_fn or default_loss(label_classes)
     opt = user.optimizer or torch.optim.Adam(module.parameters(), ADAM_LR)
-    value = _train_step(module, loss_fn, opt, (x, y), user.loss_fn is not None or data_fn is not None)
+    blame_model = user.loss_fn is not None or data_fn is not None
+    t0 = time.perf_counter()
+    value = _train_step(module, loss_fn, opt, (x, y), blame_model)
+    first_s = time.perf_counter() - t0
+    b = batch or sample.data_batch or DEFAULT_BATCH
+    xb, yb = _timing_batch(sample, b, label_classes, out_shape, vocab)
+    step_s = _steady_step_s(lambda: _train_step(module, loss_fn, opt, (xb, yb), blame_model))
     return {
         "ok": True,
         "name": type(module).__name__,
@@ -460,7 +485,40 @@ def check(
         "data_batch": sample.data_batch,
         "conv2d": any(isinstance(m, torch.nn.Conv2d) for m in module.modules()),
         "first_loss": value if math.isfinite(value) else None,
+        # the plan's cost model (workloads/torch_diagnose.size_cases): seconds on this CPU
+        "build_s": build_s,
+        "first_step_s": max(first_s, step_s),
+        "step_s": step_s,
+        "step_batch": b,
     }
+
+
+# Steady steps the pre-flight times at the run's batch; the fastest sizes the plan: on the loaded
+# 2-core machine a small CNN's three steps had a median of 618 ms once, its measured steps 30 ms.
+TIMED_STEPS = 5
+DEFAULT_BATCH = 32  # diagnose's batch without --batch or a DataLoader's own
+
+
+def _timing_batch(sample: _Sample, b: int, label_classes, out_shape, vocab) -> tuple[torch.Tensor, torch.Tensor]:
+    """The batch the measuring steps use: the data's first (already ``b`` samples), or ``b``
+    synthetic samples (the check itself trained on two)."""
+    if sample.y is not None:
+        return sample.x, sample.y
+    shape = tuple(int(d) for d in sample.x.shape[1:])
+    x = torch.as_tensor(synthetic_inputs(b, shape, vocab))
+    return x, torch.as_tensor(synthetic_labels(b, label_classes, out_shape))
+
+
+def _steady_step_s(step) -> float:
+    """The fastest of TIMED_STEPS training steps after one untimed (the batch's first): what a
+    step costs when the machine lets it run (load only slows a step down)."""
+    step()
+    times = []
+    for _ in range(TIMED_STEPS):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return min(times)
 
 
 def _name(fn) -> str:
@@ -491,8 +549,11 @@ def _label_classes(loss_fn, classes: int | None, out_shape: tuple[int, ...], y) 
 
 
 def _torch_job(job: dict, model_fn: UserFunction, data_fn: UserFunction | None, shape: tuple | None) -> dict:
+    t0 = time.perf_counter()
     torch.manual_seed(0)
-    return check(model_fn, shape, job.get("classes"), data_fn, job.get("batch"))
+    facts = check(model_fn, shape, job.get("classes"), data_fn, job.get("batch"))
+    facts["check_s"] = time.perf_counter() - t0  # the rest of the child's wall time is its start-up
+    return facts
 
 
 def _main(argv: list[str]) -> int:

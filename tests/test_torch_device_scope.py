@@ -1,0 +1,167 @@
+"""A CPU-side guard for device bugs in the torch measuring paths (issue #39, What to build #2).
+
+On a GPU, whichdevice builds the model inside ``with torch.device('cuda')``
+(``frameworks/torch/placement.scope``): whatever is created in that scope without a device lands on
+the GPU. A CPU-side object created there breaks: the H200 run's DataLoader cases all failed with
+"Expected a 'cuda' device type for generator but found 'cpu'" (``RandomSampler``'s ``randperm``
+with a CPU generator on a CUDA default device; tests/data/h200/diag_cnn.json), and the synthetic
+TensorDataset and the user's own data function would have built their tensors on the GPU, where a
+user's script never puts its data.
+
+This machine has no GPU, so ``meta`` stands in for it: ``placement.torch_device`` returns
+``torch.device('meta')`` for every device, and the cases of a GPU diagnose (the loaders with
+workers and pinned memory included) and of ``train --framework torch`` run here, in this process,
+through the measuring children's own entry points (``workloads/train.run_case``, ``prepare`` and
+``time_group``). The model is built on meta, so every step computes on meta; the data must come
+from where a user's data comes from, the CPU, and be copied to the device in the step.
+
+What meta cannot do is left out, and only that: ``.item()`` of a meta loss (the loss read back
+returns NaN for a meta tensor, here only) and autocast (torch has no meta autocast: the autocast
+pair is not run); torch.compile's pair is left out for its compile time (tens of seconds here).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from whichdevice import frameworks, workloads  # noqa: E402
+from whichdevice.core.records import CaseSpec  # noqa: E402
+from whichdevice.core.timing import TimingPolicy  # noqa: E402
+from whichdevice.frameworks.common.usermodel import UserFunction  # noqa: E402
+from whichdevice.frameworks.torch import placement, training, usermodel  # noqa: E402
+from whichdevice.workloads import torch_diagnose  # noqa: E402
+from whichdevice.workloads import train as train_workload  # noqa: E402
+
+MODELS = Path(__file__).parent / "torch_models"
+POLICY = TimingPolicy(min_time_s=1e-3, warmup_calls=1, min_samples=2, max_samples=3, telemetry_period_s=None)
+# pin_memory=True without an accelerator: torch warns and does not pin (the case still runs its path)
+pytestmark = pytest.mark.filterwarnings("ignore:'pin_memory' argument is set as true:UserWarning")
+NOT_ON_META = ("autocast", "torch_compile")  # no meta autocast; compiling takes tens of seconds
+
+
+class Spy:
+    """What the train step was given: the devices of the tensor batches it copied (steady steps
+    get theirs on the device already), and the devices it copied to."""
+
+    def __init__(self) -> None:
+        self.sources: set[str] = set()
+        self.targets: set[str] = set()
+
+
+@pytest.fixture
+def meta_gpu(monkeypatch):
+    """The device scope of every device is ``torch.device('meta')``; the step's copies spied on."""
+    spy = Spy()
+    real_tensor, real_read = training._tensor, training.read_back
+
+    def tensor(a, device, non_blocking=False):
+        if isinstance(a, torch.Tensor) and a.device != torch.device(device):  # a batch copied in the step
+            spy.sources.add(a.device.type)
+        spy.targets.add(torch.device(device).type)
+        return real_tensor(a, device, non_blocking)
+
+    monkeypatch.setattr(placement, "torch_device", lambda device: torch.device("meta"))
+    monkeypatch.setattr(training, "_tensor", tensor)
+    monkeypatch.setattr(training, "read_back", lambda loss: math.nan if loss.is_meta else real_read(loss))
+    yield spy
+    assert torch.get_default_device().type == "cpu"  # no scope left behind
+
+
+def _user(model: str, shape: tuple[int, ...] | None, classes: int | None, data: str | None) -> dict:
+    """The case parameters of a corpus model, from its pre-flight's facts (as diagnose makes them)."""
+    path, fn = model.split(":")
+    model_fn = UserFunction(MODELS / path, fn, "--model")
+    data_fn = UserFunction(MODELS / data.split(":")[0], data.split(":")[1], "--data") if data else None
+    facts = usermodel.check(model_fn, shape, classes, data_fn)
+    return torch_diagnose.params_from_facts(facts, model_fn, classes, data_fn)
+
+
+def _run(cases) -> dict[str, str]:
+    """Each case measured as the measuring child does (groups interleaved): key -> "ok" or the error."""
+    fw = frameworks.load("torch")
+    by_key = {c.key: c for c in cases}
+    out: dict[str, str] = {}
+    for keys in workloads.interleave_groups(cases):
+        group = [by_key[k] for k in keys]
+        try:
+            if len(group) == 1:
+                train_workload.run_case(group[0], fw, POLICY, 0.0)
+                got: list = [None]
+            else:
+                prepared = [train_workload.prepare(s, fw, POLICY, 0.0) for s in group]
+                got = train_workload.time_group(prepared, fw, POLICY, 0.0)
+        except Exception as e:  # noqa: BLE001 - the guard reports every failing case
+            got = [e] * len(group)
+        for spec, g in zip(group, got):
+            out[_label(spec)] = "ok" if not isinstance(g, BaseException) else f"{type(g).__name__}: {g}"
+    return out
+
+
+def _label(spec) -> str:
+    """A case in a few words (its key is hundreds of characters): its kind and what sets it apart."""
+    p = spec.params
+    keys = ["kind", "op", "model", "data", "num_workers", "pin_memory", "batch", "sync", "fix", str(p.get("fix"))]
+    return " ".join(f"{k}={p[k]}" for k in keys if k in p)
+
+
+def _diagnose_cases(user: dict, monkeypatch) -> list:
+    monkeypatch.setattr(torch_diagnose, "LOADER_STEPS", 4)
+    monkeypatch.setattr(torch_diagnose, "LOOP_STEPS", 4)
+    cases = torch_diagnose.cases("GPU:0", user=user, batch=8, samples=10_000)
+    cases = [c for c in cases if c.params.get("fix") not in NOT_ON_META]
+    return [c for c in cases if c.params.get("kind") != "steady" or c.params.get("batch") in (8, 16)]
+
+
+@pytest.mark.frameworks
+def test_a_gpu_diagnose_with_synthetic_loaders_keeps_the_data_on_the_cpu(meta_gpu, monkeypatch):
+    """The H200's failure, on the CPU: the loader pairs (workers, pinned memory) over a TensorDataset
+    of the synthetic inputs, the CNN's fixes and its steps, with a non-CPU default device."""
+    cases = _diagnose_cases(_user("cnn.py:SmallCNN", (1, 28, 28), 10, None), monkeypatch)
+    loaders = [c for c in cases if str(c.params.get("data", "")).startswith("loader")]
+    assert {(c.params.get("num_workers"), c.params.get("pin_memory")) for c in loaders} == {
+        (0, None),
+        (2, None),
+        (0, False),
+        (0, True),
+    }
+    got = _run(cases)
+    assert {k: v for k, v in got.items() if v != "ok"} == {}
+    assert meta_gpu.targets == {"meta"}  # the model was built in the scope: the guard guards
+    assert meta_gpu.sources == {"cpu"}  # every batch the loaders gave was the CPU's, as a user's is
+
+
+@pytest.mark.frameworks
+def test_a_gpu_diagnose_with_the_users_dataloader_keeps_the_data_on_the_cpu(meta_gpu, monkeypatch):
+    """The user's data function (a shuffling DataLoader over tensors drawn with a CPU generator)
+    is called and read as their own script does, outside the device scope."""
+    user = _user("dataloader_data.py:build", None, None, "dataloader_data.py:loader")
+    got = _run(_diagnose_cases(user, monkeypatch))
+    assert {k: v for k, v in got.items() if v != "ok"} == {}
+    assert meta_gpu.targets == {"meta"} and meta_gpu.sources == {"cpu"}
+
+
+@pytest.mark.frameworks
+def test_train_framework_torch_builds_its_steps_in_the_scope(meta_gpu):
+    """``train --framework torch``'s cases (the seeds' models: creation, their loops over numpy
+    batches, the steady steps in both sync modes) with the same non-CPU default device."""
+    cases = train_workload.build_cases(
+        "torch", "GPU:0", quick=True, batches=(8, 32), parts=("create", "loop", "sweep", "sync")
+    )
+    cases = [c if c.params.get("kind") != "loop" else _fewer_samples(c) for c in cases]
+    got = _run(cases)
+    assert {k: v for k, v in got.items() if v != "ok"} == {}
+    assert meta_gpu.targets == {"meta"}
+
+
+def _fewer_samples(spec):
+    return CaseSpec(
+        workload=spec.workload,
+        framework=spec.framework,
+        device=spec.device,
+        params={**spec.params, "samples": 4 * int(spec.params["batch"]), "epochs": 1},
+    )
