@@ -243,3 +243,16 @@ def test_every_warning_and_note_kind_uses_no_other_frameworks_words(framework):
     text = "\n".join(lines).lower()
     found = [word for word in _FOREIGN[framework] if word.lower() in text]
     assert not found, (found, text)
+
+
+def test_a_long_uncapped_step_series_is_judged_without_its_quadratic_interval():
+    """The median's interval (order statistics, O(n^2)) is computed for capped points only: the
+    H200 train record's 10,000-step series made `whichdevice report` spin for minutes."""
+    steps = [1.0 + 0.01 * (i % 13) for i in range(20_000)]
+    t0 = time.perf_counter()
+    assert quality.measurement_warnings(make_record([_result(steps, number=1, stop="precision")])) == []
+    assert time.perf_counter() - t0 < 5.0
+    record = load_run(DATA / "h200" / "train_torch.json")
+    t0 = time.perf_counter()
+    assert len(quality.measurement_warnings(record)) < 60
+    assert time.perf_counter() - t0 < 10.0

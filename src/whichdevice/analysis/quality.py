@@ -96,9 +96,11 @@ def _one_point(r: CaseResult, t: Timing, rel_iqr_limit: float) -> list[TimingWar
             )
         )
     # The stop reason is the first round's (measure/session.merge_rounds keeps it): so is the interval.
+    # (Only for a capped point: the interval costs O(n^2) on a long step series.)
     first = t.rounds[0]
-    halfwidth = stats.median_rel_halfwidth(first)  # inf: the interval is not formed yet
-    unsettled = t.stop_reason in ("time cap", "sample cap") and halfwidth > significance.TARGET_REL_HALFWIDTH
+    capped = t.stop_reason in ("time cap", "sample cap")
+    halfwidth = stats.median_rel_halfwidth(first) if capped else 0.0  # inf: the interval is not formed yet
+    unsettled = capped and halfwidth > significance.TARGET_REL_HALFWIDTH
     if unsettled:  # precision-targeted sampling (issue 16)
         out.append(
             TimingWarning(

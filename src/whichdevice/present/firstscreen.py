@@ -253,7 +253,7 @@ _WARNING_KINDS = {
     ),
     "not_converged": (
         "point{s} did not settle (the median's 95 % interval stayed wider than ±{t})",
-        "the points vary themselves: raise --min-time for more samples",
+        "a spread of {its} own: raise --min-time for more samples",
         "unsettled",
     ),
     "uneven_steps": (
@@ -263,7 +263,7 @@ _WARNING_KINDS = {
     ),
     "noisy": (
         "point{s} noisy (spread > {t} of the median within a process)",
-        "the points are short or vary themselves: raise --min-time and measure again",
+        "short points, or a spread of {its} own: raise --min-time and measure again",
         "noisy",
     ),
     "overhead": (
@@ -277,7 +277,7 @@ _WARNING_KINDS = {
 def _group_cause(kind: str, group: list[quality.TimingWarning]) -> str:
     """The group's cause from its points' telemetry: other programs busy during some of them
     (analysis/utilization.others_busy), or during none, or not known."""
-    quiet = _WARNING_KINDS[kind][1]
+    quiet = _WARNING_KINDS[kind][1].format(its="their" if len(group) > 1 else "its")
     if not quiet:
         return ""
     busy = sum(w.others_busy is True for w in group)
