@@ -141,3 +141,45 @@ def test_diagnose_keeps_the_input_shape_order(monkeypatch, tmp_path):
 def test_an_api_run_records_the_call_not_the_kernels_argv():
     result = whichdevice.matmul(sizes=[8], modes=["steady"], min_time_s=0.01, framework="numpy", progress=False)
     assert result.record.command == ["whichdevice.matmul(sizes=[8], modes=['steady'], dtype='float32')"]
+
+
+@pytest.mark.tf
+def test_diagnose_labels_its_cases_with_the_samples_the_arrays_hold(monkeypatch):
+    """Issue #39: ``diagnose(model, (x, y))`` with 2,000 samples labelled every case "4,992
+    samples" (the epochs the budget allowed, up to the default 10,000); an epoch of the user's
+    arrays holds 2,000. The pre-flight's child is replaced by its facts (a 1 ms step: the budget
+    fits every sample); the model is a real Keras model, saved as diagnose saves it."""
+    import keras
+    import numpy as np
+
+    from whichdevice import api
+    from whichdevice.workloads import userfile
+
+    facts = {
+        "step_s": 1e-3,
+        "first_step_s": 0.3,
+        "fit_first_s": 0.5,
+        "build_s": 0.02,
+        "import_s": 3.0,
+        "input_shape": [8],
+        "output_shape": [4],
+        "losses": [1.0],
+    }
+    monkeypatch.setattr(userfile, "preflight", lambda *a, **k: dict(facts))
+    planned = {}
+
+    def no_measuring(name, cases_for, **kwargs):
+        planned["cases"] = cases_for(None, type("Device", (), {"name": "CPU:0"})())
+        planned["options"] = kwargs["options"]
+        raise RuntimeError("planned")
+
+    monkeypatch.setattr(api, "_suite", no_measuring)
+    m = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, activation="softmax")])
+    x, y = np.random.rand(2000, 8).astype("float32"), np.random.randint(0, 4, 2000)
+    with pytest.raises(RuntimeError, match="planned"):
+        whichdevice.diagnose(m, (x, y), classes=4, budget_s=60)
+    epochs = [c.params for c in planned["cases"] if c.params.get("kind") in ("loop", "fit")]
+    assert epochs and {p["samples"] for p in epochs} == {2000}
+    assert planned["options"]["samples"] == 2000 and planned["options"]["samples_measured"] == 2000
+    assert api._samples_in((x, y)) == 2000 and api._samples_in(({"a": x}, y)) == 2000
+    assert api._samples_in("data.py:make") is None

@@ -82,7 +82,10 @@ def test_summary_at_the_end_of_fit_logs_repr_and_result(tmp_path, capsys):
     assert len(per_epoch) == 2 and all(v > 0 for v in per_epoch)
     assert history.history["samples_per_second"][0] == pytest.approx(32 * per_epoch[0])
     s = timer.summary()
-    assert s.samples_per_s == pytest.approx(32 / s.steady_median_s)
+    steps, wall = timer.steady_rate()  # epoch 2 (all steady): its steps over its wall time
+    assert steps == 10 and wall == pytest.approx(timer.epoch_train_s[1])
+    assert s.samples_per_s == pytest.approx(32 * steps / wall)
+    assert history.history["samples_per_second"][1] == pytest.approx(32 * 10 / timer.epoch_train_s[1])
     assert repr(timer).startswith("<StepTimer: steady step ") and "samples/s" in repr(timer)
     frag = timer._repr_html_()
     assert frag.startswith('<div class="whichdevice-report">') and "<body" not in frag
@@ -94,6 +97,32 @@ def test_summary_at_the_end_of_fit_logs_repr_and_result(tmp_path, capsys):
     import whichdevice
 
     assert whichdevice.load(path).record == result.record  # the same record, from the file
+
+
+def test_samples_per_second_is_samples_over_the_steady_epochs_wall_time(capsys):
+    """Issue #39: StepTimer(batch_size=32) said 30,272 samples/s where the same fit's epochs 2-3
+    ran 14,156 samples/s (samples over their wall time): batch_size / the median step missed the
+    time outside the batches (the epoch's iterator) and the slow steps. Now it is samples over
+    the steady epochs' wall time (within the partial last batch: 2,000 = 62 x 32 + 16)."""
+    from whichdevice.keras import StepTimer
+
+    n = 2000
+    timer = StepTimer(batch_size=32, verbose=0)
+    _fit(timer, epochs=3, n=n, batch=32)
+    wall_rate = 2 * n / (timer.epoch_s[1] + timer.epoch_s[2])  # epochs 2-3, as the issue measured
+    said = timer.summary().samples_per_s
+    assert said == pytest.approx(wall_rate, rel=0.05), (said, wall_rate)
+    assert f"{said:,.0f}".replace(",", " ") in timer.summary().lines()[0]
+
+
+def test_a_one_epoch_fit_leaves_its_warm_up_batches_out_of_the_wall_time():
+    from whichdevice.keras import StepTimer
+
+    timer = StepTimer(warmup_batches=3, batch_size=32, verbose=0)
+    _fit(timer, epochs=1, n=640, batch=32)
+    steps, wall = timer.steady_rate()
+    assert steps == 17
+    assert wall == pytest.approx(timer.epoch_train_s[0] - sum(timer.batch_times_s[:3]))
 
 
 def test_verbose_0_prints_nothing(capsys):

@@ -315,7 +315,7 @@ def test_psutil_source_holds_a_core_whose_counters_did_not_move(monkeypatch):
 
 def _cpu_only_sampler(gpu_source=None) -> Sampler:
     clock = FakeClock()
-    cpu = ScriptedCpu(clock, cpu_script(3), process_cpu_s=[0.0, 0.1])
+    cpu = ScriptedCpu(clock, cpu_script(3), process_cpu_s=[0.0, 0.001])
     kwargs = {} if gpu_source is None else {"gpu_source": gpu_source}
     return Sampler(3600.0, gpu_index=0, cpu_source=cpu, clock=clock, **kwargs)
 
@@ -334,7 +334,8 @@ def test_gpu_source_factory_that_raises_gives_a_reason_not_an_exception():
     assert t.gpu_util_percent is None
     assert t.cpu_percent_per_core == [[1.0, 99.0]]  # CPU telemetry is untouched
     assert telemetry_text(summarize(t)) == (
-        "CPU 1 of 2 cores saturated (mean 50 %); GPU telemetry unavailable: NVML library not found (no NVIDIA driver)"
+        "CPU 1 of 2 cores saturated (mean 50 %: this process 0.5 cores, the rest 0.5); "
+        "GPU telemetry unavailable: NVML library not found (no NVIDIA driver)"
     )
 
 
@@ -571,7 +572,8 @@ def test_recorded_series_from_this_machine():
     assert s.process_cpu_cores == pytest.approx(0.9943167697154259, rel=1e-9)
     assert s.gpu_unavailable == "GPU telemetry unavailable: NVML library not found (no NVIDIA driver)"
     assert telemetry_text(s) == (
-        "CPU 1 of 2 cores saturated (mean 50 %); GPU telemetry unavailable: NVML library not found (no NVIDIA driver)"
+        "CPU 1 of 2 cores saturated (mean 50 %: this process 1.0 cores, the rest 0.0); "
+        "GPU telemetry unavailable: NVML library not found (no NVIDIA driver)"
     )
     assert gpu_underfed(s) is None and pipeline_cpu_bound(s) is None
     assert input_threads_saturated(s, 1) is True

@@ -558,14 +558,36 @@ def diagnose(
     that each measuring child loads; the folder is kept, since the record names its loader.
     """
     opts = _DiagnoseOptions(input_shape, classes, samples, batch, budget_s, devices, cpu_threads)
+    held = _samples_in(data)
+    if held is not None and isinstance(samples, int) and held < samples:
+        # (x, y) arrays hold fewer samples than asked: an epoch is what they hold (issue #39:
+        # 2,000 samples were labelled with the 4,992 the budget allowed).
+        opts = dataclasses.replace(opts, samples=held, samples_from_data=True)
     if framework == "torch" or (not isinstance(model, str) and _is_torch_object(model)):
         return _diagnose_torch(model, data, opts)
     return _diagnose_keras(model, data, opts)
 
 
+def _samples_in(data) -> int | None:
+    """How many samples ``(x, y)`` arrays hold (the first input's length; x may be a dict or a
+    list of inputs); None for anything else (a file's function, a DataLoader)."""
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        return None
+    x = data[0]
+    if isinstance(x, dict):
+        x = next(iter(x.values()), None)
+    elif isinstance(x, (tuple, list)) and x and hasattr(x[0], "shape"):
+        x = x[0]
+    shape = getattr(x, "shape", None)
+    if shape is not None and len(shape) >= 1 and isinstance(shape[0], int):
+        return int(shape[0])
+    return len(x) if isinstance(x, (list, tuple)) else None
+
+
 @dataclass(frozen=True)
 class _DiagnoseOptions:
-    """``diagnose``'s options besides the model and its data, as the caller gave them."""
+    """``diagnose``'s options besides the model and its data, as the caller gave them
+    (``samples`` cut to what ``(x, y)`` arrays hold: ``samples_from_data``)."""
 
     input_shape: typing.Any
     classes: typing.Any
@@ -574,6 +596,7 @@ class _DiagnoseOptions:
     budget_s: float
     devices: typing.Any
     cpu_threads: typing.Any
+    samples_from_data: bool = False
 
 
 @dataclass(frozen=True)
@@ -628,7 +651,7 @@ def _diagnose_keras(model, data, opts: _DiagnoseOptions) -> SuiteResult:
         batch=u.batch,
         samples=u.samples,
         budget_s=parse_budget(_opt_str(opts.budget_s), "budget_s"),
-        samples_given=u.samples != 10_000,
+        samples_given="the data's " if opts.samples_from_data else u.samples != 10_000,
     )
     return _suite(
         "diagnose",

@@ -31,9 +31,20 @@ class StepSummary:
     epochs: int
     batch_size: int | None
     sync: bool
+    # The steady steps and the wall time they took (StepTimer.steady_rate): throughput is
+    # steps over wall time, between-step time and slow steps included. None: 1 / the median.
+    wall: tuple[int, float] | None = None
 
     @classmethod
-    def of(cls, timing: Timing, *, epochs: int, batch_size: int | None, sync: bool) -> StepSummary:
+    def of(
+        cls,
+        timing: Timing,
+        *,
+        epochs: int,
+        batch_size: int | None,
+        sync: bool,
+        wall: tuple[int, float] | None = None,
+    ) -> StepSummary:
         return cls(
             timing.median_s,
             timing.iqr_s / 2,
@@ -43,10 +54,13 @@ class StepSummary:
             epochs,
             batch_size,
             sync,
+            wall,
         )
 
     @property
     def steps_per_s(self) -> float:
+        if self.wall is not None:
+            return self.wall[0] / self.wall[1]
         return 1.0 / self.steady_median_s if self.steady_median_s > 0 else float("inf")
 
     @property
@@ -58,9 +72,15 @@ class StepSummary:
         return 100.0 * self.steady_half_iqr_s / self.steady_median_s if self.steady_median_s > 0 else 0.0
 
     def rate_text(self) -> str:
+        over = ", over the steady epochs' wall time" if self.wall is not None else ""
         if self.samples_per_s is not None:
-            return f"{_count(self.samples_per_s)} samples/s ({_count(self.steps_per_s)} steps/s)"
-        return f"{_count(self.steps_per_s)} steps/s (pass batch_size= for samples/s)"
+            return f"{_count(self.samples_per_s)} samples/s ({_count(self.steps_per_s)} steps/s{over})"
+        steps = f"{_count(self.steps_per_s)} steps/s"
+        return (
+            f"{steps} ({over[2:]}; pass batch_size= for samples/s)"
+            if over
+            else f"{steps} (pass batch_size= for samples/s)"
+        )
 
     def first_text(self) -> str:
         ratio = self.first_step_s / self.steady_median_s if self.steady_median_s > 0 else float("inf")

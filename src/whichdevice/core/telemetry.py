@@ -44,6 +44,11 @@ class Telemetry(BaseModel):
     #: CPU seconds (user + system, all threads) this process used during the window,
     #: the sampler's own ticks included.
     process_cpu_s: float
+    #: CPU seconds (user + system) this process's child processes used during the window
+    #: (a DataLoader's workers, a compiler's helpers): so the rest of the machine's busy time
+    #: is other programs'. ``None`` in records written before it was measured (they cannot
+    #: tell this run's own children from other programs).
+    children_cpu_s: float | None = None
     wall_s: float
     gpu_index: int | None
     gpu_util_percent: list[float] | None
@@ -92,6 +97,12 @@ class TelemetrySummary(BaseModel):
     cores_saturated: int
     #: Cores' worth of CPU this process used: process_cpu_s / wall_s (1.0 = one core).
     process_cpu_cores: float | None
+    #: Cores' worth its child processes used (``None``: not measured, an older record).
+    children_cpu_cores: float | None = None
+    #: Cores' worth every other program used: the machine's busy time less this run's (this
+    #: process, and its children where measured), never below 0. ``None`` when the CPU was not
+    #: sampled. Where ``children_cpu_cores`` is ``None`` it includes this run's children.
+    others_cpu_cores: float | None = None
     wall_s: float
     gpu_index: int | None
     gpu_util_mean_percent: float | None

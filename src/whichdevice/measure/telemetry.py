@@ -8,7 +8,8 @@ A :class:`Sampler` runs a daemon thread that, every ``period_s`` seconds, reads
   utilization, device memory used and SM clock,
 
 and, once for the whole window, the CPU seconds of this process (user + system, all
-threads). The result is a frozen ``core.telemetry.Telemetry`` (the raw series, for records
+threads) and of its child processes, so the rest of the machine's busy time is known to be
+other programs' (issue #39: torch's own 16 threads saturating 16 cores is no busy machine). The result is a frozen ``core.telemetry.Telemetry`` (the raw series, for records
 and plots); ``analysis.utilization`` summarizes it and turns it into verdict inputs.
 
 Method and trade-offs
@@ -87,6 +88,9 @@ class CpuSource(Protocol):
         """CPU seconds this process has used so far (user + system, all threads)."""
         ...
 
+    # Optional: ``children_cpu_s() -> float``, the CPU seconds this process's children have
+    # used so far. A source without it records ``Telemetry.children_cpu_s = None``.
+
 
 class GpuSource(Protocol):
     """What the sampler reads GPU utilization from (injectable for tests)."""
@@ -158,6 +162,27 @@ class PsutilCpuSource:
 
     def process_cpu_s(self) -> float:
         return time.process_time()
+
+    def children_cpu_s(self) -> float:
+        """User + system seconds of this process's descendants: the live ones (psutil, 10 ms
+        ticks; one that ends meanwhile is skipped) plus the ended ones this process waited for
+        (``os.times``). Read twice per window, at its start and its end, so a child that ends
+        inside the window counts from its live reading to its end."""
+        import os
+
+        done = os.times()
+        total = done.children_user + done.children_system
+        try:
+            children = psutil.Process().children(recursive=True)
+        except psutil.Error:
+            return total
+        for child in children:
+            try:
+                t = child.cpu_times()
+            except psutil.Error:  # ended, a zombie, or not ours to read
+                continue
+            total += t.user + t.system
+        return total
 
 
 class NvmlGpuSource:
@@ -255,6 +280,7 @@ class Sampler:
         self._thread_error: BaseException | None = None
         self._t0 = 0.0
         self._cpu0_s = 0.0
+        self._children0_s: float | None = None
         self._t_s: list[float] = []
         self._cpu_series: list[list[float]] = []
         self._gpu_series: list[tuple[float, int, int]] = []
@@ -275,6 +301,7 @@ class Sampler:
         self._t0 = self._clock()
         self._cpu.per_core_percent()  # baseline: the first sample's interval starts here
         self._cpu0_s = self._cpu.process_cpu_s()
+        self._children0_s = self._children_cpu_s()
         self._thread = threading.Thread(target=self._run, name="whichdevice-telemetry", daemon=True)
         self._thread.start()
         return self
@@ -292,6 +319,7 @@ class Sampler:
             raise RuntimeError("telemetry sampling thread failed") from self._thread_error
         self._tick()  # final sample: the series covers the window to its end
         cpu1_s = self._cpu.process_cpu_s()
+        children1_s = self._children_cpu_s()
         wall_s = self._clock() - self._t0
         self._close_gpu()
 
@@ -301,6 +329,11 @@ class Sampler:
             t_s=self._t_s,
             cpu_percent_per_core=self._cpu_series,
             process_cpu_s=max(0.0, cpu1_s - self._cpu0_s),
+            children_cpu_s=(
+                max(0.0, children1_s - self._children0_s)
+                if children1_s is not None and self._children0_s is not None
+                else None
+            ),
             wall_s=wall_s,
             gpu_index=self.gpu_index,
             gpu_util_percent=[g[0] for g in self._gpu_series] if have_gpu else None,
@@ -318,6 +351,10 @@ class Sampler:
         self.stop()
 
     # -- internals
+
+    def _children_cpu_s(self) -> float | None:
+        read = getattr(self._cpu, "children_cpu_s", None)  # optional in a CpuSource
+        return float(read()) if read is not None else None
 
     def _open_gpu(self) -> GpuSource | None:
         source = self._gpu_source_arg

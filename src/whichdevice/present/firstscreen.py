@@ -245,34 +245,56 @@ def _crossover_words(c: Crossover, unit: str, gpu: str) -> str:
 # ------------------------------------------------------------------ warnings, one line per kind
 
 
-# Per warning kind (analysis/quality.TimingWarning.kind): the group's line, what it means and
-# what to do, and its short name on the first screen's warnings line.
+# Per warning kind (analysis/quality.TimingWarning.kind): the group's line, what it means
+# (the cause follows: _group_cause), what to do when no other program was busy, and its short
+# name on the first screen's warnings line.
 _WARNING_KINDS = {
     "bimodal": (
         "point{s} bimodal between rounds (two processes disagreed by more than {t}): every ratio on it carries "
-        "that spread — measure again on a quieter machine",
+        "that spread",
+        "the processes themselves differed (thread placement, memory layout, clocks)",
         "bimodal",
     ),
     "not_converged": (
-        "point{s} did not settle (the median's 95 % interval stayed wider than ±{t}): the machine was busy — "
-        "close other programs and measure again",
+        "point{s} did not settle (the median's 95 % interval stayed wider than ±{t})",
+        "a spread of {its} own: raise --min-time for more samples",
         "unsettled",
     ),
     "uneven_steps": (
-        "run{s} with uneven steps (spread > {t}; the median holds): slow steps point at input stalls, garbage "
-        "collection or another busy process",
+        "run{s} with uneven steps (single steps' spread > {t}; the median holds)",
+        "the steps themselves vary (input stalls, garbage collection, a slow step per epoch)",
         "uneven",
     ),
     "noisy": (
-        "point{s} noisy (spread > {t} of the median): the machine was busy or the point is short — close other "
-        "programs and measure again",
+        "point{s} noisy (spread > {t} of the median within a process)",
+        "short points, or a spread of {its} own: raise --min-time and measure again",
         "noisy",
     ),
     "overhead": (
         "point{s} so short that the timer itself is > {t} of the call: an upper bound only",
+        "",
         "timer-bound",
     ),
 }
+
+
+def _group_cause(kind: str, group: list[quality.TimingWarning]) -> str:
+    """The group's cause from its points' telemetry: other programs busy during some of them
+    (analysis/utilization.others_busy), or during none, or not known."""
+    quiet = _WARNING_KINDS[kind][1].format(its="their" if len(group) > 1 else "its")
+    if not quiet:
+        return ""
+    busy = sum(w.others_busy is True for w in group)
+    known = sum(w.others_busy is not None for w in group)
+    if busy:
+        return f" — other programs kept the machine busy during {busy} of them: close them and measure again"
+    if known == len(group):
+        return f" — no other program was busy while {'they' if known > 1 else 'it'} ran: {quiet}"
+    if known:
+        return f" — no other program was busy during the {known} of them whose CPU was sampled: {quiet}"
+    return f" — if other programs were running, close them; else {quiet}"
+
+
 OTHER = "other"  # a line a command adds to the warnings that is no measurement warning (never on the first screen)
 
 
@@ -284,20 +306,23 @@ def aggregate_warnings(record: RunRecord, warnings: list[str] | None = None) -> 
     if warnings is not None:
         wanted = set(warnings)
         typed = [w for w in typed if notes.warning_text(w) in wanted]
-    items: dict[str, list[str]] = {}
-    thresholds: dict[str, float] = {w.kind: w.threshold for w in typed}
+    by_kind: dict[str, list[quality.TimingWarning]] = {}
     for w in typed:
-        items.setdefault(w.kind, []).append(
-            f"{w.case.device} {names.workload_name(w.case.params, w.case.workload)}: {notes.warning_message(w)}"
-        )
+        by_kind.setdefault(w.kind, []).append(w)
     known = {notes.warning_text(w) for w in typed}
     extra = [w for w in (warnings or []) if w not in known]
     out = []
-    for kind, (text, _) in _WARNING_KINDS.items():
-        if kind in items:
-            n = len(items[kind])
-            t = f"{thresholds[kind] * 100:g} %"  # the threshold the warnings carry (analysis/quality.py)
-            out.append(WarningGroup(kind, n, text.format(s="s" if n > 1 else "", t=t), items[kind]))
+    for kind, (text, _, _) in _WARNING_KINDS.items():
+        group = by_kind.get(kind)
+        if group:
+            n = len(group)
+            t = f"{group[0].threshold * 100:g} %"  # the threshold the warnings carry (analysis/quality.py)
+            items = [
+                f"{w.case.device} {names.workload_name(w.case.params, w.case.workload)}: {notes.warning_message(w)}"
+                for w in group
+            ]
+            line = text.format(s="s" if n > 1 else "", t=t) + _group_cause(kind, group)
+            out.append(WarningGroup(kind, n, line, items))
     if extra:
         out.append(WarningGroup(OTHER, len(extra), f"other warning{'s' if len(extra) > 1 else ''}", extra))
     return out
@@ -380,7 +405,7 @@ def warnings_line(fs: FirstScreen) -> str:
     if fs.skipped:
         bits.append(f"{fs.skipped} skipped (raise --budget)")
     if fs.warnings:
-        short = {k: name for k, (_, name) in _WARNING_KINDS.items()}
+        short = {k: name for k, (_, _, name) in _WARNING_KINDS.items()}
         bits.append("points: " + ", ".join(f"{g.count} {short.get(g.kind, g.kind)}" for g in fs.warnings))
     return "; ".join(bits)
 

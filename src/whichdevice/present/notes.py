@@ -22,34 +22,87 @@ def case_label(spec: CaseSpec) -> str:
     return f"{spec.device} {p}"
 
 
+def _pct(value: float, target: float) -> str:
+    """``value`` as a percentage, with a decimal where the whole number would read as the
+    target itself (5.4 % is outside ±5 %; "±5%" would not say so)."""
+    return f"{value:.1%}" if round(value * 100) <= round(target * 100) else f"{value:.0%}"
+
+
+def others_text(w: TimingWarning) -> str:
+    """What other programs used while the point was measured, from its telemetry: the only
+    ground for calling the machine busy (analysis/utilization.others_busy). A record from
+    before this run's child processes were measured apart cannot tell them from other programs."""
+    s = w.telemetry
+    if s is None or s.others_cpu_cores is None:
+        return ""
+    who = "other programs" if s.children_cpu_cores is not None else "other programs (or this run's own child processes)"
+    return f"{who} used {s.others_cpu_cores:.1f} of {s.n_cores} cores"
+
+
+def busy_advice(w: TimingWarning, quiet: str) -> str:
+    """Why the point spread, as far as its telemetry says: other programs kept the machine busy
+    (close them), or none did (``quiet``: the point's own cause), or nothing is known."""
+    s = w.telemetry
+    if w.others_busy is None or s is None or s.others_cpu_cores is None:
+        return f"if other programs were running, close them; else {quiet}"
+    if w.others_busy:
+        return f"{others_text(w)} while it ran: close them and measure again"
+    own = f"; this run's own threads kept all {s.n_cores} cores busy" if s.cores_saturated == s.n_cores else ""
+    return f"no other program was busy (they used {s.others_cpu_cores:.1f} of {s.n_cores} cores){own}: {quiet}"
+
+
+def _round_of(w: TimingWarning) -> str:
+    return f" in round {w.round_index + 1} of {w.rounds}" if w.rounds > 1 else ""
+
+
+def _bimodal(w: TimingWarning) -> str:
+    assert w.modes is not None
+    return (
+        f"bimodal between rounds ({modes_text(w.modes)}): its median describes "
+        "neither; every ratio on it carries that spread"
+    )
+
+
+def _not_converged(w: TimingWarning) -> str:
+    ci = f"±{_pct(w.value, w.threshold)}" if w.value != float("inf") else "not yet formed"
+    during = f"; during it: {telemetry_text(w.telemetry)}" if w.telemetry is not None else ""
+    return (
+        f"did not converge — its median's 95 % interval is {ci} (target ±{w.threshold * 100:g} %) when its "
+        f"{w.stop_reason} stopped it after {w.n_samples} samples{_round_of(w)}{during}; "
+        + busy_advice(w, "the point varies itself: raise --min-time for more samples")
+    )
+
+
+def _uneven(w: TimingWarning) -> str:
+    return (
+        f"individual steps vary by {w.value:.0%} of the median (IQR/median > {w.threshold:.0%}{_round_of(w)}); "
+        "the median is robust to it; "
+        + busy_advice(w, "the steps themselves vary (input stalls, garbage collection, a slow step per epoch)")
+    )
+
+
+def _noisy(w: TimingWarning) -> str:
+    return f"the spread is {w.value:.0%} of the median (IQR/median > {w.threshold:.0%}{_round_of(w)}); " + busy_advice(
+        w, "the point is short or varies itself: raise --min-time and measure again"
+    )
+
+
+def _overhead(w: TimingWarning) -> str:
+    return f"the harness's timer+sync cost is {w.value:.0%} of each call; this point only bounds the time from above"
+
+
+_MESSAGES = {
+    "bimodal": _bimodal,
+    "not_converged": _not_converged,
+    "uneven_steps": _uneven,
+    "noisy": _noisy,
+    "overhead": _overhead,
+}
+
+
 def warning_message(w: TimingWarning) -> str:
     """What the warning means and what to do, without the case's label."""
-    if w.kind == "bimodal" and w.modes is not None:
-        return (
-            f"bimodal between rounds ({modes_text(w.modes)}): its median describes "
-            "neither; every ratio on it carries that spread"
-        )
-    if w.kind == "not_converged":
-        ci = f"±{w.value:.0%}" if w.value != float("inf") else "not yet formed"
-        busy = f"; during it: {telemetry_text(w.telemetry)}" if w.telemetry is not None else ""
-        return (
-            f"did not converge — its median's 95 % interval is {ci} (target ±5 %) when its "
-            f"{w.stop_reason} stopped it after {w.n_samples} samples{busy}; the machine was busy or "
-            "the point is noisy: close other programs, or raise --min-time"
-        )
-    if w.kind == "uneven_steps":
-        return (
-            f"individual steps vary by {w.value:.0%} of the median (IQR/median > "
-            f"{w.threshold:.0%}); the median is robust to it, but periodic slow steps point at input "
-            "stalls, garbage collection or another busy process"
-        )
-    if w.kind == "noisy":
-        return (
-            f"the spread is {w.value:.0%} of the median "
-            f"(IQR/median > {w.threshold:.0%}): the machine was busy or the point is short; "
-            "close other programs or raise --min-time and measure again"
-        )
-    return f"the harness's timer+sync cost is {w.value:.0%} of each call; this point only bounds the time from above"
+    return _MESSAGES[w.kind](w)
 
 
 def warning_text(w: TimingWarning) -> str:

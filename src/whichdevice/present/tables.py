@@ -258,8 +258,20 @@ def break_even_text(be: BreakEven) -> str:
     )
 
 
+def _whose(summary: TelemetrySummary) -> str:
+    """Whose the busy cores were: this run's (this process and its children) and other
+    programs'; a record from before the children were measured says "the rest"."""
+    if summary.process_cpu_cores is None or summary.others_cpu_cores is None:
+        return ""
+    if summary.children_cpu_cores is None:
+        return f": this process {summary.process_cpu_cores:.1f} cores, the rest {summary.others_cpu_cores:.1f}"
+    own = summary.process_cpu_cores + summary.children_cpu_cores
+    return f": this run {own:.1f} cores, other programs {summary.others_cpu_cores:.1f}"
+
+
 def telemetry_text(summary: TelemetrySummary) -> str:
-    """One terminal line, e.g. ``GPU busy 23 %, CPU 2 of 16 cores saturated (mean 41 %)``.
+    """One terminal line, e.g. ``GPU busy 23 %, CPU 2 of 16 cores saturated (mean 41 %: this
+    run 1.9 cores, other programs 4.6)``.
 
     When GPU telemetry was asked for but could not be had, the reason is appended; when
     it was not asked for (a CPU window) the GPU is not mentioned.
@@ -269,7 +281,7 @@ def telemetry_text(summary: TelemetrySummary) -> str:
     else:
         cpu = (
             f"CPU {summary.cores_saturated} of {summary.n_cores} cores saturated"
-            f" (mean {summary.cpu_mean_percent:.0f} %)"
+            f" (mean {summary.cpu_mean_percent:.0f} %{_whose(summary)})"
         )
     if summary.gpu_util_mean_percent is not None:
         return f"GPU busy {summary.gpu_util_mean_percent:.0f} %, {cpu}"

@@ -322,13 +322,15 @@ def _epochs(
     return steps, spe
 
 
-def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, samples_given: bool) -> dict:
+def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, samples_given: bool | str) -> dict:
     """The user's cases planned to the budget from the pre-flight's facts (``step_s`` at
     ``batch``, ``first_step_s``, ``fit_first_s``, ``build_s``, ``import_s``), in priority
     order: the model's creation, its steady step at the user's batch and the sync cost, its
     loop (the warm-up) and fit — always; then the sweep's other batches (nearest first), the
     fixes' fits, the prefetch A/B and clone_model while they fit; then the epochs grown to fill
-    what is left (up to ``samples``). What did not fit is left out of the plan and said
+    what is left (up to ``samples``; ``samples_given``: True for --samples, False for the
+    default, or the words naming where the count came from, e.g. "the data's "). What did not
+    fit is left out of the plan and said
     (``cut``: one line each, for the record), rather than started and skipped at the deadline.
     A step at batch k is taken as ``step_s * max(1, k / batch)`` (linear above the user's
     batch: an upper bound where a step has a fixed cost)."""
@@ -342,7 +344,7 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
     if steps < asked_steps:
         cut.append(
             f"each epoch {steps * batch} samples ({steps} steps of {batch}), not "
-            f"{'--samples ' if samples_given else 'the default '}{samples}: a step took {_ms(c.step)} here"
+            f"{_samples_from(samples_given)}{samples}: a step took {_ms(c.step)} here"
         )
     left = [k for k in FIX_STEPS_PER_EXECUTION if k not in spe]
     if left and with_fixes:
@@ -354,7 +356,9 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
         cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
     cut += plan.unable
     return {
-        "samples": steps * batch,
+        # The samples an epoch holds: its steps' worth, but never more than asked (2,000 samples
+        # in batches of 32 are 63 steps, the last one partial: 2,000, not 2,016; issue #39).
+        "samples": min(steps * batch, samples),
         "rounds": plan.rounds,
         "sweep_batches": sorted(sweep),
         "steps_per_execution": list(spe),
@@ -368,6 +372,12 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
         "planned_s": plan.used,
         "cut": cut,
     }
+
+
+def _samples_from(samples_given: bool | str) -> str:
+    if isinstance(samples_given, str):
+        return samples_given
+    return "--samples " if samples_given else "the default "
 
 
 def user_cases(
@@ -411,7 +421,7 @@ def plan_user_suite(  # noqa: PLR0913 (the user suite's facts, keyword-only)
     batch: int,
     samples: int,
     budget_s: float,
-    samples_given: bool,
+    samples_given: bool | str,
 ) -> tuple[dict, dict]:
     """``diagnose``'s plan (CLI and API): the pre-flight (the model read, one real training
     step at ``batch`` in a child of ``framework``: a failure is a UsageError, exit 2, before any

@@ -28,8 +28,16 @@ The first ``warmup_batches`` batches (tracing / compilation / allocation are in 
 are kept apart from the steady ones. At the end of ``fit`` it prints a two-line summary
 (steady step median ± IQR/2, samples/s, the first step's cost, how many steps were warm-up;
 ``verbose=0`` silences it), and each epoch's ``logs`` (so ``History.history``) get
-``steps_per_second`` (1 / the median steady step of the epoch) and, with ``batch_size``,
-``samples_per_second``. With ``path`` set, a whichdevice ``RunRecord`` is written at the end of
+``steps_per_second`` and, with ``batch_size``, ``samples_per_second``.
+
+Throughput is steps over *wall time*, not 1 / the median step (issue #39: a fit whose epochs
+2-3 ran 14,156 samples/s was reported at 30,272): an epoch also spends time outside its batches
+(Keras builds the epoch's data iterator before the first batch, and ends the epoch after the
+last), and its slow steps count in full. So samples/s is ``batch_size`` x the steady steps over
+the wall time of the epochs that hold only steady steps (training only: validation is left
+out); when no epoch does (a one-epoch fit), over the epochs' training time less the warm-up
+batches. ``batch_size`` counts every step whole: a partial last batch (2,000 samples in
+batches of 32) is counted as a full one, an error of under one batch per epoch. With ``path`` set, a whichdevice ``RunRecord`` is written at the end of
 training (same format as ``whichdevice train``); ``timer.result()`` is the same record as the
 Python API's result object (``whichdevice.load`` of that file), ``timer.write(path)`` keeps
 it later, and ``whichdevice compare baseline.json run.json --fail-on-regression`` gates on it.
@@ -163,6 +171,7 @@ class StepTimer(keras.callbacks.Callback):
         self.batch_times_s: list[float] = []
         self.batch_epochs: list[int] = []
         self.epoch_s: list[float] = []
+        self.epoch_train_s: list[float] = []  # each epoch's wall time to its last batch's end (no validation)
         self.setup_s: float | None = None  # fit() start to the first batch's start
         self.overhead_s = 0.0
 
@@ -175,7 +184,7 @@ class StepTimer(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         self._sync_fn = _backend_sync_fn(self.model) if self.sync else None
         self.overhead_s = measure_overhead(self._clock, self._sync_fn or (lambda _=None: None), reps=5)
-        self.batch_times_s, self.batch_epochs, self.epoch_s = [], [], []
+        self.batch_times_s, self.batch_epochs, self.epoch_s, self.epoch_train_s = [], [], [], []
         self._train_start = self._now()
         self.setup_s = None
         self._profiling = _profiler_check() if self.mark_steps else None
@@ -219,18 +228,35 @@ class StepTimer(keras.callbacks.Callback):
             self.batch_times_s.append(t1 - t0)
             self.batch_epochs.append(epoch)
         self.epoch_s.append(end - self._epoch_start)
+        self.epoch_train_s.append(last - self._epoch_start)
         if logs is not None:
-            # This epoch's steady steps (the run's warm-up batches left out); Keras's History runs
-            # after the user's callbacks on the same dict, so History.history gets them too.
-            steady = self.batch_times_s[max(first, self.warmup_batches) :] or self.batch_times_s[first:]
-            if steady:
-                from whichdevice.core.stats import median
+            # This epoch's steady steps over its wall time (the run's warm-up batches left out);
+            # Keras's History runs after the user's callbacks on the same dict, so
+            # History.history gets them too.
+            steps, wall = self._epoch_rate(epoch, first)
+            if steps and wall > 0:
+                logs["steps_per_second"] = steps / wall
+                if self.batch_size:
+                    logs["samples_per_second"] = self.batch_size * steps / wall
 
-                m = median(steady)
-                if m > 0:
-                    logs["steps_per_second"] = 1.0 / m
-                    if self.batch_size:
-                        logs["samples_per_second"] = self.batch_size / m
+    def _epoch_rate(self, epoch: int, first: int) -> tuple[int, float]:
+        """Epoch ``epoch``'s steady steps and its training wall time less its warm-up batches
+        (its batches start at index ``first``); a fit of warm-up only: all its batches."""
+        mine = range(first, first + self.batch_epochs.count(epoch))
+        warm = [i for i in mine if i < self.warmup_batches]
+        if len(warm) == len(mine):  # nothing steady yet: the epoch as it ran
+            return len(mine), self.epoch_train_s[epoch]
+        return len(mine) - len(warm), self.epoch_train_s[epoch] - sum(self.batch_times_s[i] for i in warm)
+
+    def steady_rate(self) -> tuple[int, float]:
+        """The steady steps and the wall time they took (module doc): the epochs holding only
+        steady steps, else each epoch's training time less its warm-up batches."""
+        starts = [self.batch_epochs.index(e) for e in range(len(self.epoch_train_s)) if e in self.batch_epochs]
+        whole = [e for e, i in enumerate(starts) if i >= self.warmup_batches]
+        if whole:
+            return sum(self.batch_epochs.count(e) for e in whole), sum(self.epoch_train_s[e] for e in whole)
+        rates = [self._epoch_rate(e, i) for e, i in enumerate(starts)]
+        return sum(n for n, _ in rates), sum(w for _, w in rates)
 
     def on_train_end(self, logs=None):
         from whichdevice.core.records import now_iso
@@ -252,7 +278,14 @@ class StepTimer(keras.callbacks.Callback):
         """The numbers of the end-of-fit summary (``present/steps.StepSummary``)."""
         from whichdevice.core.stepsummary import StepSummary
 
-        return StepSummary.of(self.raw(), epochs=len(self.epoch_s), batch_size=self.batch_size, sync=self.sync)
+        steps, wall = self.steady_rate()
+        return StepSummary.of(
+            self.raw(),
+            epochs=len(self.epoch_s),
+            batch_size=self.batch_size,
+            sync=self.sync,
+            wall=(steps, wall) if steps and wall > 0 else None,
+        )
 
     def __repr__(self) -> str:
         if not self.batch_times_s:
@@ -284,6 +317,10 @@ class StepTimer(keras.callbacks.Callback):
             m["setup_s"] = self.setup_s
         if self.batch_size:
             m["samples_per_step"] = float(self.batch_size)
+        steps, wall = self.steady_rate() if self.epoch_train_s else (0, 0.0)
+        if steps and wall > 0:  # throughput over wall time (module doc)
+            m["steady_steps"] = float(steps)
+            m["steady_wall_s"] = wall
         return m
 
     def write(self, path: str | Path) -> Path:
