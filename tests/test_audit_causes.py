@@ -134,6 +134,7 @@ def test_latent_from_source_only_for_a_script_stopped_before_its_cuda_timing():
         ("Torch not compiled with CUDA enabled", "torch.cuda.is_available()"),
         ("Found no NVIDIA driver on your system.", "torch.cuda.is_available()"),
         ("Tried to instantiate dummy base class Event", "torch.cuda.is_available()"),
+        ("Cannot access accelerator device when none is available.", "torch.cuda.is_available()"),  # torch 2.13
         ("Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are present.", "jax"),
         ("Cannot assign a device for operation MatMul: /device:GPU:0", "soft placement"),
     ],
@@ -148,7 +149,7 @@ def test_missing_device_is_found_in_each_frameworks_words(message, framework_wor
     f = rules.rule_missing_device_failure(state, [], [])
     assert [x.rule for x in f] == ["missing_device_failure"]
     assert framework_word in f[0].fix
-    if "Torch" in message or "NVIDIA" in message:
+    if "Torch" in message or "NVIDIA" in message or "accelerator" in message:
         assert "tf." not in f[0].fix and "ConfigProto" not in f[0].fix
 
 

@@ -68,12 +68,16 @@ _MISSING_DEVICE_RE = re.compile(
     # PyTorch: a CPU-only build, no driver, no visible GPU, torch.cuda.Event on a CPU build
     r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|"
     r"CUDA driver initialization failed|Tried to instantiate dummy base class|"
+    # PyTorch 2.13's CPU build on X.cuda(0) (torch.accelerator): no accelerator at all
+    r"Cannot access accelerator device when none is available|"
     # JAX: no GPU backend
     r"Unknown backend|no platforms that are instances of gpu|Backend '?(?:gpu|cuda)'? failed to initialize|"
     r"Unable to initialize backend '?(?:cuda|gpu)",
     re.I,
 )
-_TORCH_MISSING_RE = re.compile(r"Torch not compiled|NVIDIA driver|CUDA GPUs|CUDA driver|dummy base class", re.I)
+_TORCH_MISSING_RE = re.compile(
+    r"Torch not compiled|NVIDIA driver|CUDA GPUs|CUDA driver|dummy base class|Cannot access accelerator device", re.I
+)
 _JAX_MISSING_RE = re.compile(r"backend|platforms that are instances", re.I)
 
 
