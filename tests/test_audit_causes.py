@@ -117,6 +117,32 @@ def test_static_scan_finds_each_timed_region_its_loop_and_its_cuda_names():
     assert gpu.iterations == 100 and gpu.elems == 9 and not gpu.waits
 
 
+REASSIGNED = """import time
+import torch
+x = torch.rand(64, 64).cuda()
+y = torch.rand(64, 64).to('cuda')
+t0 = time.time()
+z = x @ y
+print(time.time() - t0)
+x, y = x.cpu(), torch.rand(64, 64)
+t0 = time.time()
+z = x @ y
+print(time.time() - t0)
+y = y.cuda()
+t0 = time.time()
+z = x @ y
+print(time.time() - t0)
+"""
+
+
+def test_static_scan_reads_the_device_each_name_holds_when_the_region_runs():
+    """Issue #39 (pytorch/pytorch#7459): a name's last assignment before the timed region says where
+    its tensor is; x = x.cpu() after a GPU timing makes the next timing CPU work."""
+    regions = static.scan(REASSIGNED)
+    assert [(r.start_line, r.end_line) for r in regions] == [(5, 7), (9, 11), (13, 15)]
+    assert [r.cuda_names for r in regions] == [["x", "y"], [], ["y"]]
+
+
 def test_latent_from_source_only_for_a_script_stopped_before_its_cuda_timing():
     state = _state(script_source=POSTED, exception={"type": "AssertionError", "line": 5, "message": "x"})
     f = causes.rule_latent_from_source(state, [], [])

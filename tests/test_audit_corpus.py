@@ -70,3 +70,16 @@ def test_a_notebook_with_a_cell_magic_that_is_not_python_is_refused_with_nbconve
     assert "jupyter nbconvert --to script" in proc.stderr
     assert len([ln for ln in proc.stderr.splitlines() if ln.strip()]) <= 3
     assert not (tmp_path / "audit.json").exists()
+
+
+@pytest.mark.frameworks
+def test_names_moved_back_to_the_cpu_are_cpu_work_not_a_latent_gpu_timing(tmp_path):
+    """Issue #39 (pytorch/pytorch#7459's pattern): x, y are CUDA tensors for the first timing, then
+    x = x.cpu() and a new CPU y for the second. The script stops at .cuda() here; what the source says
+    the GPU timing would measure is said for lines 9-12 only, never for the CPU loop at 16-19."""
+    pytest.importorskip("torch")
+    proc, record = run_audit(tmp_path, CORPUS / "torch_reassign_to_cpu.py", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    latent = [f for f in record["findings"] if f["rule"] == "latent_from_source"]
+    assert [f["where"].split(":")[0] for f in latent] == ["lines 9-12"], latent
+    assert "(x, y)" in latent[0]["explanation"]
