@@ -173,7 +173,12 @@ def scan(source: str) -> list[Region]:
 
 
 def _region(
-    tree: ast.AST, lines: list[str], a: int, b: int, cuda_names: dict[str, list[tuple[int, bool]]], sizes: dict[str, int]
+    tree: ast.AST,
+    lines: list[str],
+    a: int,
+    b: int,
+    cuda_names: dict[str, list[tuple[int, bool]]],
+    sizes: dict[str, int],
 ) -> Region:
     r = Region(start_line=a, end_line=b, text=lines[b - 1].strip()[:200] if b - 1 < len(lines) else "")
     used: set[str] = set()
