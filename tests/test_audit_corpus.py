@@ -60,6 +60,12 @@ def test_corpus_script(tmp_path, name, exp):
     for f in record["findings"]:
         for word in exp.get("fix_not", []):
             assert word not in f["fix"], (f["rule"], word, f["fix"])
+    # Issue #39: no GPU here, so none was measured; a GPU cost quoted is the H100's, labelled with its card.
+    if not record["physical_devices"].get("GPU"):
+        assert record["gpu_costs"] is None
+        for f in record["findings"]:
+            assert f["explanation"].count("H100") == f["explanation"].count("on an H100"), f["explanation"]
+            assert "H100" not in f["explanation"] or "recorded there" in f["explanation"], f["explanation"]
     # The user's traceback (if the script failed) shows no frame of the audit.
     assert "whichdevice/audit" not in proc.stderr
 

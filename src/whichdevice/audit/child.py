@@ -407,8 +407,9 @@ def _interleave(st: State, tf, wa: list[tuple], wb: list[tuple], budget_s: float
 
 
 def _calibrate(st: State, deadline: float) -> None:
-    """After the script: the per-op cost (plain and hooked) when the script dispatched many ops, and
-    the re-run of its first Session.runs (``audit/calibrate.py``). A failure here loses only that evidence."""
+    """After the script: the per-op cost (plain and hooked) when the script dispatched many ops, the
+    launch costs of the GPU present (none: the findings quote the H100's recorded ones), and the re-run
+    of its first Session.runs (``audit/calibrate.py``). A failure here loses only that evidence."""
     from whichdevice.audit import calibrate
 
     try:
@@ -420,6 +421,11 @@ def _calibrate(st: State, deadline: float) -> None:
             )
     except Exception as e:
         st.op_cost = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+    try:
+        if (st.physical or {}).get("GPU"):
+            st.gpu_costs = calibrate.gpu_launch_cost(st.framework)
+    except Exception as e:
+        st.gpu_costs = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
     try:
         if st.first_run_args:
             budget = min(max(1.0, RERUN_SHARE * (st.script_s or 0.0)), (deadline - _orig_mono()) / 4)

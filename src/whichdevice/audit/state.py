@@ -145,6 +145,7 @@ class State:
 
     # After the script: calibration and re-runs (calibrate.py, child.rerun / rerun_torch).
     op_cost: dict = field(default_factory=dict)  # calibrate.per_op_cost after the script
+    gpu_costs: dict | None = None  # calibrate.gpu_launch_cost: this GPU's launch costs (None: no GPU here)
     reruns: list[dict] = field(default_factory=list)
     interleaved: list[dict] = field(default_factory=list)  # one per compared pair: rounds of A and B, or why not
     rerun_left_s: float = RERUN_BUDGET_S  # set from the script's run time before the re-run
@@ -226,6 +227,7 @@ class State:
                 "first_runs": list(self.first_runs),
                 "tf_calls": list(self.tf_calls),
                 "op_cost": dict(self.op_cost),
+                "gpu_costs": self.gpu_costs,
                 "read_after_write": list(self.read_after_write),
                 "cuda_probe": self.cuda_probe,
                 "torch_calls": list(self.torch_calls),

@@ -103,6 +103,7 @@ def make_record(
             f"the script read the clock {state['n_reads']} times; only the first "
             f"{len(state.get('reads', []))} were followed"
         )
+    notes += _gpu_cost_notes(state.get("gpu_costs"))
     op_cost = state.get("op_cost") or {}
     overhead = _overhead(state, op_cost)
     if overhead is not None and overhead > OVERHEAD_ANNOUNCE:
@@ -142,9 +143,27 @@ def make_record(
         notes=notes,
         clocks_read=sorted({r["fn"] for r in state.get("reads", [])}),
         op_cost=op_cost,
+        gpu_costs=state.get("gpu_costs"),
         overhead=overhead,
         notebook=notebook,
     )
+
+
+def _gpu_cost_notes(gpu_costs: dict | None) -> list[str]:
+    """What the findings' GPU launch costs are: this GPU's, measured after the script, or why not."""
+    if not gpu_costs:
+        return []
+    if gpu_costs.get("error"):
+        return [
+            f"measuring this GPU's launch cost failed ({gpu_costs['error']}): the findings quote the H100's "
+            "recorded figure, labelled so"
+        ]
+    return [
+        f"launch costs measured on this GPU ({gpu_costs.get('device')}, {gpu_costs.get('framework')}) after the "
+        f"script: a tiny kernel launch ≈ {seconds(gpu_costs.get('launch_s'))}, a launch plus a host read "
+        f"≈ {seconds(gpu_costs.get('item_roundtrip_s'))} (median of {gpu_costs.get('blocks')} blocks of "
+        f"{gpu_costs.get('launches')} and {gpu_costs.get('roundtrips')}); the findings quote these"
+    ]
 
 
 # The audit says how much it slowed the script when its hooks cost more than this factor (issue #33).
