@@ -212,16 +212,21 @@ def rerun(st: State, deadline: float) -> None:
 
 def _torch_side(st: State, m) -> tuple[list[tuple], str | None]:
     """(key, callable, args, grad mode or kwargs, calls) for the top-level module calls (PyTorch) or
-    jitted calls (JAX) inside measurement ``m``."""
+    jitted calls (JAX) inside measurement ``m``; a PyTorch block with no module call: its torch ops,
+    replayed (``audit/replay.py``)."""
     counts: dict[str, int] = {}
     for seq, key in st.torch_calls:
         if m.start_seq < seq < m.end_seq:
             counts[key] = counts.get(key, 0) + 1
-    if not counts:
-        return (
-            [],
-            "the timed work calls no nn.Module (only module calls are re-run: a forward pass with its last inputs)",
+    if not counts and st.framework == "jax":
+        return [], (
+            "the timed work calls no jax.jit function (only jitted calls are re-run; JAX's eager jnp ops are not "
+            "recorded one by one)"
         )
+    if not counts:  # plain tensors: the block's torch ops, replayed on fresh tensors (audit/replay.py)
+        from whichdevice.audit import replay
+
+        return replay.side(st, m)
     return [(key, *st.torch_last[key], n) for key, n in counts.items()], None
 
 
@@ -344,7 +349,7 @@ class _TorchPairs:
             "function": (
                 f"jax.jit({getattr(item[1], '__name__', 'fn')})"
                 if self.jax_mode
-                else type(item[1]).__name__ + ".forward"
+                else getattr(item[1], "label", None) or type(item[1]).__name__ + ".forward"
             ),
             "requested": None,
             "ran_on": item[0].split("@", 1)[1],

@@ -1020,11 +1020,17 @@ def correct(state: dict, measurements: list[Measurement]) -> list[Correction]:
         summ = summarize(entry["rounds"])
         ra, rb = _reruns(entry, "a"), _reruns(entry, "b")
         ran = sorted({r.ran_on for r in ra + rb if r.ran_on})
+        functions = " and ".join(sorted({r.function for r in ra + rb}))
+        replayed = any("replayed" in r.function for r in ra + rb)
         note = (
             f"re-measured interleaved: {len(entry['rounds'])} rounds of A and B in random order, device synchronized, "
-            f"warm-up apart, with the arguments of the last call; "
-            f"{' and '.join(sorted({r.function for r in ra + rb}))} per call × calls in the block; "
-            "interval: 95 % of the median of the per-round ratios"
+            + (
+                f"warm-up apart, each block's torch ops run again in order on fresh tensors of the same shapes, "
+                f"dtypes and devices ({functions}); "
+                if replayed
+                else f"warm-up apart, with the arguments of the last call; {functions} per call × calls in the block; "
+            )
+            + "interval: 95 % of the median of the per-round ratios"
         )
         if len(ran) == 1:
             note += f"; both ran on {ran[0]}"

@@ -103,6 +103,11 @@ class State:
     torch_first: set[int] = field(default_factory=set)
     torch_last: dict[str, tuple] = field(default_factory=dict)  # "id(module)@device" -> (module, args, grad enabled)
     torch_calls: list[tuple[int, str]] = field(default_factory=list)  # (seq, key) of every top-level module call
+    torch_ops: list[tuple] = field(default_factory=list)  # (seq, op index, arg specs, kwarg specs): _log_op
+    torch_op_index: dict[Any, int] = field(default_factory=dict)  # op -> its index in torch_ops' entries
+    torch_ops_full_at: int | None = None  # seq at which the op log reached its cap (later blocks: no replay)
+    span_ops: int = 0  # ops logged since the last clock read
+    torch_ops_dropped: list[int] = field(default_factory=list)  # seq of the first op not logged, per long span
     loaders: list[dict] = field(default_factory=list)
     moved_modules: set[int] = field(default_factory=set)  # nn.Modules the script sent with .to() / .cuda()
 
@@ -169,6 +174,7 @@ class State:
         tracing = next((t for t in (probe(self) for probe in self.tracing_probes) if t), "")
         with self.lock:
             self.n_reads += 1
+            self.span_ops = 0  # torch_hooks._log_op: a new span between two clock reads
             if len(self.reads) >= MAX_READS:
                 return None
             rid = len(self.reads)

@@ -104,6 +104,7 @@ def make_record(
             f"{len(state.get('reads', []))} were followed"
         )
     notes += _gpu_cost_notes(state.get("gpu_costs"))
+    notes += _no_gpu_ratio_notes(state, findings, corrections)
     op_cost = state.get("op_cost") or {}
     overhead = _overhead(state, op_cost)
     if overhead is not None and overhead > OVERHEAD_ANNOUNCE:
@@ -147,6 +148,31 @@ def make_record(
         overhead=overhead,
         notebook=notebook,
     )
+
+
+def _no_gpu_ratio_notes(state: dict, findings: list, corrections: list) -> list[str]:
+    """PyTorch / JAX with no GPU here (issue #39): the GPU side of the script's CPU/GPU ratio cannot be
+    measured on this machine, said in words — whether its GPU timing ran on the CPU or did not run."""
+    fw = state.get("framework")
+    if fw not in ("torch", "jax") or (state.get("physical_devices") or {}).get("GPU", 0):
+        return []
+    rerun = (
+        "a model's forward pass, or a plain-tensor block's torch ops replayed on fresh tensors"
+        if fw == "torch"
+        else "its jax.jit calls"
+    )
+    if corrections:
+        return [
+            "the corrected ratios compare the script's blocks as they ran here, all on the CPU: the GPU side cannot "
+            "be measured on this machine (no GPU)"
+        ]
+    if any(f.rule in ("missing_device_failure", "latent_from_source") for f in findings):
+        return [
+            "no corrected CPU/GPU ratio: the script's GPU timing did not run here (no GPU on this machine), so its "
+            f"GPU side cannot be measured; where a GPU is present the audit re-runs each timed block ({rerun}), "
+            "synchronized and warmed up, and gives the real ratio"
+        ]
+    return []
 
 
 def _gpu_cost_notes(gpu_costs: dict | None) -> list[str]:
