@@ -79,7 +79,8 @@ def _log_op(st: Any, torch, func, args: tuple, kwargs: dict | None) -> None:
     op itself is kept once, in ``st.torch_op_index``: an entry of atomic values only is untracked by the
     garbage collector, so a long log does not make its full collections slower."""
     log = getattr(st, "torch_ops", None)
-    if log is None or getattr(_local, "depth", 0):
+    depth: int = getattr(_local, "depth", 0)
+    if log is None or depth:
         return
     if len(log) >= MAX_OP_LOG:
         if st.torch_ops_full_at is None:

@@ -87,17 +87,7 @@ def make_record(
         notes.append("the script imported neither TensorFlow, PyTorch nor JAX: no device work to audit")
     timed_out = bool(state.get("timed_out")) or killed
     exit_code = state.get("exit_code") if state.get("exit_code") is not None else (None if timed_out else rc)
-    if state.get("torch_installed") and not (state.get("physical_devices") or {}).get("GPU", 0):
-        notes.append(
-            "no CUDA device here: every PyTorch kernel ran on the CPU; what the script would do on a GPU is said as "
-            "'on a GPU this would …', never as a cost measured here"
-        )
-    if (
-        state.get("placement_log") is False
-        and (state.get("physical_devices") or {}).get("GPU", 0) == 0
-        and state.get("tf_installed")
-    ):
-        notes.append("no GPU here: every op could only run on the CPU (placement logging was not needed)")
+    notes += _device_notes(state)
     if state.get("n_reads", 0) > len(state.get("reads", [])):
         notes.append(
             f"the script read the clock {state['n_reads']} times; only the first "
@@ -148,6 +138,24 @@ def make_record(
         overhead=overhead,
         notebook=notebook,
     )
+
+
+def _device_notes(state: dict) -> list[str]:
+    """What no GPU here means for the record: PyTorch's kernels all ran on the CPU, TensorFlow needed no
+    placement log."""
+    notes = []
+    if state.get("torch_installed") and not (state.get("physical_devices") or {}).get("GPU", 0):
+        notes.append(
+            "no CUDA device here: every PyTorch kernel ran on the CPU; what the script would do on a GPU is said as "
+            "'on a GPU this would …', never as a cost measured here"
+        )
+    if (
+        state.get("placement_log") is False
+        and (state.get("physical_devices") or {}).get("GPU", 0) == 0
+        and state.get("tf_installed")
+    ):
+        notes.append("no GPU here: every op could only run on the CPU (placement logging was not needed)")
+    return notes
 
 
 def _no_gpu_ratio_notes(state: dict, findings: list, corrections: list) -> list[str]:
