@@ -291,7 +291,7 @@ def test_replay_runs_the_blocks_ops_on_fresh_tensors_or_says_why_not_in_one_line
     )
     assert "op log was full" in why
     long = SimpleNamespace(torch_ops_dropped=[14], torch_ops=ops, torch_ops_full_at=None, torch_op_index=index)
-    assert "more than 5,000 torch ops between two clock reads" in replay.side(long, m)[1]
+    assert "more than 1,000 torch ops between two clock reads" in replay.side(long, m)[1]
     _, why = replay.side(
         SimpleNamespace(torch_ops_dropped=[], torch_ops=[], torch_ops_full_at=None, torch_op_index={}), m
     )

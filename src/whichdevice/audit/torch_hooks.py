@@ -24,6 +24,7 @@ Like ``tf_hooks``, nothing here imports ``whichdevice.audit.child`` or torch its
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 import time
@@ -40,9 +41,9 @@ _local = threading.local()
 MAX_CALL_LOG = 200_000  # top-level module calls remembered (seq, key) for the re-run
 MAX_OP_LOG = 200_000  # torch ops outside module calls remembered (seq, op, argument specs) for the replay
 # Ops logged between two clock reads: a longer timed block is not replayed (said so), and the ops past
-# this many cost no logging (≈ 7 µs per op under the mode, measured with a loop of 4x4 adds; 5,000 ops
-# ≈ 35 ms per span).
-MAX_SPAN_OPS = 5_000
+# this many cost no logging (≈ 3-5 µs per logged op on this 2-core machine, measured with a loop of 4x4
+# adds under the mode: ≤ 5 ms per span). The plain-tensor benchmarks people post time a few ops.
+MAX_SPAN_OPS = 1_000
 
 
 # A tensor argument in the op log is (TENSOR, id, shape, kind): what the replay needs of it, not the
@@ -51,6 +52,7 @@ MAX_SPAN_OPS = 5_000
 # torch.device (types the collector may track) stayed tracked, and with torch's ≈ 300,000 objects
 # each full collection made a logged op cost ≈ 20 µs instead of ≈ 2 µs.
 TENSOR = object()
+_Tensor: Any = None  # torch.Tensor, set by install (this module never imports torch)
 KINDS: list[tuple[Any, Any]] = []  # (dtype, device) by index
 _KIND_INDEX: dict[tuple[Any, Any], int] = {}
 
@@ -61,14 +63,15 @@ def is_spec(x: Any) -> bool:
 
 def _spec(x: Any, torch) -> Any:
     """An op's argument with each tensor (also inside a list or tuple: torch.cat) replaced by its spec."""
-    if isinstance(x, torch.Tensor):
+    tensor = _Tensor or torch.Tensor
+    if isinstance(x, tensor):
         key = (x.dtype, x.device)
         kind = _KIND_INDEX.get(key)
         if kind is None:
             kind = _KIND_INDEX[key] = len(KINDS)
             KINDS.append(key)
         return (TENSOR, id(x), tuple(x.shape), kind)
-    if isinstance(x, (list, tuple)) and any(isinstance(y, torch.Tensor) for y in x):
+    if isinstance(x, (list, tuple)) and any(isinstance(y, tensor) for y in x):
         return [_spec(y, torch) for y in x] if isinstance(x, list) else tuple(_spec(y, torch) for y in x)
     return x
 
@@ -95,7 +98,7 @@ def _log_op(st: Any, torch, func, args: tuple, kwargs: dict | None) -> None:
     i = index.get(func)
     if i is None:
         i = index[func] = len(index)
-    specs = tuple(_spec(a, torch) for a in args)
+    specs = tuple([_spec(a, torch) for a in args])
     log.append((st.seq, i, specs, {k: _spec(v, torch) for k, v in kwargs.items()} if kwargs else None))
 
 
@@ -411,6 +414,12 @@ def hook_cuda_events(torch, st: State) -> None:
 
 
 def install(torch, st: State) -> None:
+    global _Tensor
+    _Tensor = torch.Tensor
+    # One full collection now, at import: torch leaves ≈ 300,000 objects no full collection has seen, so
+    # the first one (≈ 0.1-0.3 s here) would otherwise land wherever the script first allocates — in its
+    # timed loop, where the op log's entries bring it sooner.
+    gc.collect()
     record_devices(torch, st)
     hook_cuda_probe(torch, st)
     hook_cuda_events(torch, st)
