@@ -29,7 +29,10 @@ def audit(
         "600", "--timeout", help="Seconds the script may run; a hanging script is audited up to then."
     ),
     no_rerun: bool = typer.Option(
-        False, "--no-rerun", help="Skip the steady re-measurement of the script's tf.functions."
+        False,
+        "--no-rerun",
+        help="Skip the steady re-measurement of the script's timed blocks (tf.function, nn.Module and jax.jit "
+        "calls; a plain-tensor PyTorch block's ops).",
     ),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record (and the HTML with --html)."),
     json_path: Optional[Path] = typer.Option(
