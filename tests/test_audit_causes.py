@@ -117,6 +117,32 @@ def test_static_scan_finds_each_timed_region_its_loop_and_its_cuda_names():
     assert gpu.iterations == 100 and gpu.elems == 9 and not gpu.waits
 
 
+REASSIGNED = """import time
+import torch
+x = torch.rand(64, 64).cuda()
+y = torch.rand(64, 64).to('cuda')
+t0 = time.time()
+z = x @ y
+print(time.time() - t0)
+x, y = x.cpu(), torch.rand(64, 64)
+t0 = time.time()
+z = x @ y
+print(time.time() - t0)
+y = y.cuda()
+t0 = time.time()
+z = x @ y
+print(time.time() - t0)
+"""
+
+
+def test_static_scan_reads_the_device_each_name_holds_when_the_region_runs():
+    """Issue #39 (pytorch/pytorch#7459): a name's last assignment before the timed region says where
+    its tensor is; x = x.cpu() after a GPU timing makes the next timing CPU work."""
+    regions = static.scan(REASSIGNED)
+    assert [(r.start_line, r.end_line) for r in regions] == [(5, 7), (9, 11), (13, 15)]
+    assert [r.cuda_names for r in regions] == [["x", "y"], [], ["y"]]
+
+
 def test_latent_from_source_only_for_a_script_stopped_before_its_cuda_timing():
     state = _state(script_source=POSTED, exception={"type": "AssertionError", "line": 5, "message": "x"})
     f = causes.rule_latent_from_source(state, [], [])
@@ -134,6 +160,7 @@ def test_latent_from_source_only_for_a_script_stopped_before_its_cuda_timing():
         ("Torch not compiled with CUDA enabled", "torch.cuda.is_available()"),
         ("Found no NVIDIA driver on your system.", "torch.cuda.is_available()"),
         ("Tried to instantiate dummy base class Event", "torch.cuda.is_available()"),
+        ("Cannot access accelerator device when none is available.", "torch.cuda.is_available()"),  # torch 2.13
         ("Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are present.", "jax"),
         ("Cannot assign a device for operation MatMul: /device:GPU:0", "soft placement"),
     ],
@@ -148,7 +175,7 @@ def test_missing_device_is_found_in_each_frameworks_words(message, framework_wor
     f = rules.rule_missing_device_failure(state, [], [])
     assert [x.rule for x in f] == ["missing_device_failure"]
     assert framework_word in f[0].fix
-    if "Torch" in message or "NVIDIA" in message:
+    if "Torch" in message or "NVIDIA" in message or "accelerator" in message:
         assert "tf." not in f[0].fix and "ConfigProto" not in f[0].fix
 
 
@@ -226,3 +253,46 @@ def test_an_audit_record_of_schema_1_is_read_with_its_ratios_as_a_over_b(tmp_pat
             assert new.real_ratio_low == pytest.approx(1 / old["real_ratio_high"])
             assert new.real_ratio_low <= new.real_ratio <= new.real_ratio_high
     assert any("schema 1" in n for n in rec.notes)
+
+
+# ---------------------------------------------------------------- issue #39: the plain-tensor replay
+
+
+@pytest.mark.frameworks
+def test_replay_runs_the_blocks_ops_on_fresh_tensors_or_says_why_not_in_one_line():
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from whichdevice.audit import replay
+    from whichdevice.audit.torch_hooks import _spec
+
+    a = torch.ones(8, 8)
+    spec = _spec(a, torch)
+    idx = _spec(torch.ones(3, dtype=torch.int64), torch)
+    index = {torch.matmul: 0, torch.index_select: 1, torch.add: 2, torch.Tensor.backward: 3}
+    ops = [(11, 0, (spec, spec), None), (12, 1, (spec, 0, idx), None), (30, 2, (spec, 1), {"alpha": 2})]
+    st = SimpleNamespace(torch_ops_dropped=[], torch_ops=ops, torch_ops_full_at=None, torch_op_index=index)
+    m = _m(0, 0.1, start_seq=10, end_seq=20, ran_on={"CPU:0": 2}, framework="torch")
+    ((key, run, args, grad, calls),) = replay.side(st, m)[0]
+    assert key == "replay:0@CPU:0" and args == () and grad is False and calls == 1
+    assert run.label == "2 torch ops replayed (matmul ×1, index_select ×1)"  # op 30 is outside the block
+    fresh = run.ops[0][1][0]
+    assert fresh is not a and fresh is run.ops[0][1][1] and fresh.shape == (8, 8)  # one spec, one fresh tensor
+    assert run.ops[1][1][2].dtype == torch.int64 and not run.ops[1][1][2].any()  # indices: zeros, valid
+    run()
+    assert torch.equal(a, torch.ones(8, 8))  # the script's tensor is untouched
+    backward = [(15, 3, (spec,), None)]
+    _, why = replay.side(
+        SimpleNamespace(torch_ops_dropped=[], torch_ops=backward, torch_ops_full_at=None, torch_op_index=index), m
+    )
+    assert why.startswith("the timed work runs backward (autograd") and "\n" not in why
+    _, why = replay.side(
+        SimpleNamespace(torch_ops_dropped=[], torch_ops=ops, torch_ops_full_at=15, torch_op_index=index), m
+    )
+    assert "op log was full" in why
+    long = SimpleNamespace(torch_ops_dropped=[14], torch_ops=ops, torch_ops_full_at=None, torch_op_index=index)
+    assert "more than 1,000 torch ops between two clock reads" in replay.side(long, m)[1]
+    _, why = replay.side(
+        SimpleNamespace(torch_ops_dropped=[], torch_ops=[], torch_ops_full_at=None, torch_op_index={}), m
+    )
+    assert why == "the timed work calls no nn.Module and runs no torch op from the script: nothing to re-run"

@@ -9,7 +9,11 @@
   run minus the steady median of the re-runs. A fetch whose graph writes state (assignments,
   optimizers, queues, iterators, files) is not re-run, and the reason is kept.
 
-Both run with the hooks inactive and the clocks restored; each is bounded (``OPS``, ``RUNS``).
+- :func:`gpu_launch_cost`: on the GPU the script's framework sees, the cost of one tiny kernel launch
+  and of a launch plus a host read (a short synchronized loop of 1-element adds), so the findings
+  quote this machine's figure, not the H100's recorded one (issue #39).
+
+All run with the hooks inactive and the clocks restored; each is bounded (``OPS``, ``RUNS``).
 """
 
 from __future__ import annotations
@@ -105,6 +109,107 @@ def per_op_cost(framework: str, torch_mode_factory: Any = None, tf_callback: Any
                 op_callbacks.remove_op_callback(cb)
         return {"framework": "tensorflow", "op": "4x4 add (TF eager)", "plain_s": plain, "hooked_s": hooked, "ops": OPS}
     return {}
+
+
+# ---------------------------------------------------------------- this machine's GPU launch cost
+
+LAUNCHES = 1000  # tiny kernels per timed block (≈ 10 ms on an H100 at ≈ 9.7 µs each)
+ROUNDTRIPS = 200  # launches each followed by a host read, per timed block
+LAUNCH_BLOCKS = 3  # timed blocks of each; the median is kept
+
+
+def launch_cost(step: Any, read: Any, sync: Any, device: str, framework: str) -> dict:
+    """Seconds per tiny kernel launched back to back (``step`` launches one, ``sync`` waits for the device
+    once after the block: the queue's rate, as tests/data/h100_probe_torch.json's ``tiny_add_async_s``),
+    and per launch followed by a host read (``read``: ``tiny_add_item_roundtrip_s``); each the median of
+    ``LAUNCH_BLOCKS`` blocks after a warm-up."""
+    for _ in range(20):  # warm-up: the kernel built, the allocator and the stream warm
+        step()
+    read()
+    launches, reads = [], []
+    for _ in range(LAUNCH_BLOCKS):
+        sync()
+        t0 = _perf()
+        for _ in range(LAUNCHES):
+            step()
+        sync()
+        launches.append((_perf() - t0) / LAUNCHES)
+        t0 = _perf()
+        for _ in range(ROUNDTRIPS):
+            read()
+        reads.append((_perf() - t0) / ROUNDTRIPS)
+    return {
+        "device": device,
+        "framework": framework,
+        "launch_s": _median(launches),
+        "item_roundtrip_s": _median(reads),
+        "launches": LAUNCHES,
+        "roundtrips": ROUNDTRIPS,
+        "blocks": LAUNCH_BLOCKS,
+    }
+
+
+def torch_launch_cost(torch: Any, device: str, name: str) -> dict:
+    """A 1-element in-place add on ``device`` ('cuda', or 'cpu' where a test runs it), synchronized
+    with ``torch.cuda.synchronize`` on CUDA; the read is ``.item()``."""
+    x = torch.zeros(1, device=device)
+    cuda = torch.device(device).type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    return launch_cost(lambda: x.add_(1), lambda: x.add_(1).item(), sync, name, "torch")
+
+
+def jax_launch_cost(jax: Any, device: Any, name: str) -> dict:
+    """A jitted 1-element add on ``device``, waited for with ``block_until_ready``; the read is ``float()``."""
+    add = jax.jit(lambda a: a + 1)
+    box = [jax.device_put(jax.numpy.zeros(1), device)]
+
+    def step() -> None:
+        box[0] = add(box[0])
+
+    return launch_cost(step, lambda: float(add(box[0])[0]), lambda: box[0].block_until_ready(), name, "jax")
+
+
+def tf_launch_cost(tf: Any, device: str, name: str) -> dict:
+    """A 1-element eager add under ``tf.device(device)``; the read (and the wait) is ``.numpy()``."""
+    with tf.device(device):
+        x = tf.zeros([1])
+
+    def step() -> None:
+        with tf.device(device):
+            x + 1
+
+    def read() -> None:
+        with tf.device(device):
+            (x + 1).numpy()
+
+    return launch_cost(step, read, read, name, "tensorflow")
+
+
+def gpu_launch_cost(framework: str) -> dict | None:
+    """This machine's GPU launch costs in the script's framework (issue #39: quoted by the findings in
+    place of the H100's recorded figure); None where that framework sees no GPU."""
+    if framework == "torch":
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        return torch_launch_cost(torch, "cuda", torch.cuda.get_device_name(0))
+    if framework == "jax":
+        import jax
+
+        gpus = [d for d in jax.devices() if d.platform in ("gpu", "cuda", "rocm")]
+        if not gpus:
+            return None
+        return jax_launch_cost(jax, gpus[0], str(getattr(gpus[0], "device_kind", "") or "GPU"))
+    if framework == "tensorflow":
+        import tensorflow as tf
+
+        gpus = tf.config.list_logical_devices("GPU")
+        if not gpus:
+            return None
+        details = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0])
+        return tf_launch_cost(tf, gpus[0].name, str(details.get("device_name") or "GPU"))
+    return None
 
 
 def _fetch_names(fetches: Any) -> list[str]:

@@ -16,7 +16,9 @@ runs them after the timing rules. Thresholds are module constants with their sou
 
 from __future__ import annotations
 
-from whichdevice.audit import static
+from dataclasses import dataclass
+
+from whichdevice.audit import static, words
 from whichdevice.audit.record import Block, Finding, Measurement
 from whichdevice.core.units import seconds
 
@@ -29,8 +31,11 @@ DISPATCH_MIN_OPS = 100
 # With compiled steps in the interval, the tiny eager ops are its story only when their measured
 # dispatch cost is at least half of it.
 DISPATCH_SHARE_MIN = 0.5
-# Launch cost of one kernel measured on an H100 (PyTorch; rules.H100_LAUNCH_S, same source).
+# Cost of one kernel launch, and of a launch plus a host read (.item()), measured on an H100 (PyTorch,
+# tests/data/h100_probe_torch.json, from ../shared/reference/h100-2026-11-22): quoted, labelled with
+# that card, only where no GPU is present to measure (issue #39; ``gpu_cost``).
 H100_LAUNCH_S = 9.68e-06
+H100_ITEM_ROUNDTRIP_S = 2.22e-05
 # A loop's iterations are "per element" when one iteration works on at most this many elements.
 LOOP_ELEMS_MAX = TINY_OP_ELEMS
 # Set-up counts when it is at least this share of the interval (rules.SETUP_SHARE_MIN, ANCHORS.md: xprof's 5 %).
@@ -39,6 +44,35 @@ SETUP_SHARE_MIN = 0.05
 
 def _where(m: Measurement) -> str:
     return f"line {m.line}: {m.text}" if m.line else "the script"
+
+
+@dataclass(frozen=True)
+class GpuCost:
+    """The launch costs a finding quotes, and whose they are: this machine's GPU, measured by the audit
+    child after the script (``calibrate.gpu_launch_cost``), or the H100's recorded figure where no GPU
+    is present (or measuring it failed)."""
+
+    launch_s: float
+    roundtrip_s: float
+    card: str  # 'an H100' / 'this NVIDIA H200'
+    how: str  # 'recorded there' / 'measured here after the script'
+
+    @property
+    def measured(self) -> bool:
+        return self.card != "an H100"
+
+
+def gpu_cost(state: dict) -> GpuCost:
+    """This machine's GPU launch costs when the child measured them, else the H100's, labelled so."""
+    g = state.get("gpu_costs") or {}
+    if g.get("launch_s") and g.get("item_roundtrip_s"):
+        return GpuCost(
+            float(g["launch_s"]),
+            float(g["item_roundtrip_s"]),
+            f"this {g.get('device') or 'GPU'}",
+            "measured here after the script",
+        )
+    return GpuCost(H100_LAUNCH_S, H100_ITEM_ROUNDTRIP_S, "an H100", "recorded there")
 
 
 def _us(s: float) -> str:
@@ -288,12 +322,9 @@ def rule_dispatch_bound(state: dict, blocks: list[Block], measurements: list[Mea
             if plain
             else ""
         )
-        gpu = m.eager_ops * H100_LAUNCH_S
-        fw = (
-            "PyTorch"
-            if m.framework == "torch"
-            else ("TensorFlow eager" if m.framework == "tensorflow" else m.framework)
-        )
+        gpu_c = gpu_cost(state)
+        gpu = m.eager_ops * gpu_c.launch_s
+        fw = "TensorFlow eager" if m.framework == "tensorflow" else words.name(m.framework)
         on_gpu = any(d.startswith("GPU") for d in m.ran_on)
         where_gpu = (
             "On this GPU each op is also a kernel launch"
@@ -309,7 +340,7 @@ def rule_dispatch_bound(state: dict, blocks: list[Block], measurements: list[Mea
                     f"this timing ran {m.eager_ops:,} {fw} ops dispatched one by one from Python, each on "
                     f"{size:,.0f} element{'s' if round(size) != 1 else ''} on average: {seconds(m.seconds)} in all, "
                     f"{_us(per)} per op{hook_note}{floor}. The arithmetic of an op this small takes nanoseconds. "
-                    f"{where_gpu} (≈ {_us(H100_LAUNCH_S)} each on an H100, recorded there): {m.eager_ops:,} launches "
+                    f"{where_gpu} (≈ {_us(gpu_c.launch_s)} each on {gpu_c.card}, {gpu_c.how}): {m.eager_ops:,} launches "
                     f"≈ {seconds(gpu)} at the least, whatever the GPU's speed — each op also waits for the one before "
                     "when they depend on each other, so nothing runs in parallel. The CPU wins on ops this small; the "
                     "GPU pays only when one op carries enough work."
@@ -336,14 +367,15 @@ def rule_latent_from_source(state: dict, blocks: list[Block], measurements: list
         return []
     out = []
     timed_lines = {m.line for m in measurements if m.line}
+    jax = state.get("framework") == "jax"
     for r in static.scan(text):
         if r.end_line in timed_lines or not r.cuda_names:
             continue  # measured (the other rules say it) or no CUDA work in it
         if not _at_or_after_stop(r, stop):
             continue
-        bits = _latent_bits(r)
+        bits = _latent_bits(r, gpu_cost(state), jax)
         if bits:
-            out.append(_latent_finding(r, stop, bits))
+            out.append(_latent_finding(r, stop, bits, jax))
     return out
 
 
@@ -366,28 +398,32 @@ def _at_or_after_stop(r: static.Region, stop: int) -> bool:
     return r.start_line >= stop or r.start_line <= stop <= r.end_line or stop < r.end_line
 
 
-def _latent_bits(r: static.Region) -> list[str]:
+def _latent_bits(r: static.Region, cost: GpuCost, jax: bool = False) -> list[str]:
     """What the region's timing would measure on a GPU, read from its source: no wait for the
     GPU before the clock stops, and its loop's launches (launch-bound when its tensors are tiny)."""
     bits = []
     if not r.waits:
+        waits = (
+            "no block_until_ready(), np.asarray(), .item()" if jax else "no torch.cuda.synchronize(), .item(), .cpu()"
+        )
         bits.append(
-            "nothing in it waits for the GPU (no torch.cuda.synchronize(), .item(), .cpu()): CUDA kernels run "
+            f"nothing in it waits for the GPU ({waits}): {'GPU work runs' if jax else 'CUDA kernels run'} "
             "asynchronously, so the clock would stop when the last kernel was queued, not when it finished — "
             "the number is the launch time, and a later timing pays for the queue this one left"
         )
     if r.iterations and r.elems is not None and r.elems <= TINY_OP_ELEMS:
         bits.append(
             f"its loop runs {r.iterations:,} iterations of ops on a {r.elems}-element tensor: each op is a kernel "
-            f"launch (≈ {_us(H100_LAUNCH_S)} on an H100, recorded there), ≥ {seconds(r.iterations * H100_LAUNCH_S)} "
-            "of launches for a few nanoseconds of arithmetic each — launch-bound, so the CPU wins at this size"
+            f"launch (≈ {_us(cost.launch_s)} on {cost.card}, {cost.how}), "
+            f"≥ {seconds(r.iterations * cost.launch_s)} of launches for a few nanoseconds of arithmetic each — "
+            "launch-bound, so the CPU wins at this size"
         )
     elif r.iterations:
         bits.append(f"its loop runs {r.iterations:,} iterations")
     return bits
 
 
-def _latent_finding(r: static.Region, stop: int, bits: list[str]) -> Finding:
+def _latent_finding(r: static.Region, stop: int, bits: list[str], jax: bool = False) -> Finding:
     uses = ", ".join(r.cuda_names[:4])
     return Finding(
         rule="latent_from_source",
@@ -398,7 +434,11 @@ def _latent_finding(r: static.Region, stop: int, bits: list[str]) -> Finding:
             f"({uses}); read from its source, not measured: " + "; ".join(bits) + "."
         ),
         fix=(
-            "Call torch.cuda.synchronize() before each clock read (or time with torch.cuda.Event / "
+            "Call result.block_until_ready() before each clock read; call the jitted function once to compile "
+            "before timing; and give the GPU work in few large ops (jax.vmap over the small arrays) before "
+            "comparing it with the CPU."
+            if jax
+            else "Call torch.cuda.synchronize() before each clock read (or time with torch.cuda.Event / "
             "torch.utils.benchmark.Timer, which synchronize); warm up once before timing; and give the GPU "
             "work in few large ops (batch the small tensors) before comparing it with the CPU."
         ),

@@ -212,16 +212,21 @@ def rerun(st: State, deadline: float) -> None:
 
 def _torch_side(st: State, m) -> tuple[list[tuple], str | None]:
     """(key, callable, args, grad mode or kwargs, calls) for the top-level module calls (PyTorch) or
-    jitted calls (JAX) inside measurement ``m``."""
+    jitted calls (JAX) inside measurement ``m``; a PyTorch block with no module call: its torch ops,
+    replayed (``audit/replay.py``)."""
     counts: dict[str, int] = {}
     for seq, key in st.torch_calls:
         if m.start_seq < seq < m.end_seq:
             counts[key] = counts.get(key, 0) + 1
-    if not counts:
-        return (
-            [],
-            "the timed work calls no nn.Module (only module calls are re-run: a forward pass with its last inputs)",
+    if not counts and st.framework == "jax":
+        return [], (
+            "the timed work calls no jax.jit function (only jitted calls are re-run; JAX's eager jnp ops are not "
+            "recorded one by one)"
         )
+    if not counts:  # plain tensors: the block's torch ops, replayed on fresh tensors (audit/replay.py)
+        from whichdevice.audit import replay
+
+        return replay.side(st, m)
     return [(key, *st.torch_last[key], n) for key, n in counts.items()], None
 
 
@@ -344,7 +349,7 @@ class _TorchPairs:
             "function": (
                 f"jax.jit({getattr(item[1], '__name__', 'fn')})"
                 if self.jax_mode
-                else type(item[1]).__name__ + ".forward"
+                else getattr(item[1], "label", None) or type(item[1]).__name__ + ".forward"
             ),
             "requested": None,
             "ran_on": item[0].split("@", 1)[1],
@@ -407,8 +412,9 @@ def _interleave(st: State, tf, wa: list[tuple], wb: list[tuple], budget_s: float
 
 
 def _calibrate(st: State, deadline: float) -> None:
-    """After the script: the per-op cost (plain and hooked) when the script dispatched many ops, and
-    the re-run of its first Session.runs (``audit/calibrate.py``). A failure here loses only that evidence."""
+    """After the script: the per-op cost (plain and hooked) when the script dispatched many ops, the
+    launch costs of the GPU present (none: the findings quote the H100's recorded ones), and the re-run
+    of its first Session.runs (``audit/calibrate.py``). A failure here loses only that evidence."""
     from whichdevice.audit import calibrate
 
     try:
@@ -420,6 +426,11 @@ def _calibrate(st: State, deadline: float) -> None:
             )
     except Exception as e:
         st.op_cost = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+    try:
+        if (st.physical or {}).get("GPU"):
+            st.gpu_costs = calibrate.gpu_launch_cost(st.framework)
+    except Exception as e:
+        st.gpu_costs = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
     try:
         if st.first_run_args:
             budget = min(max(1.0, RERUN_SHARE * (st.script_s or 0.0)), (deadline - _orig_mono()) / 4)

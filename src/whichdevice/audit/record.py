@@ -189,6 +189,11 @@ class AuditRecord(_Model):
         default_factory=dict,
         description="per-op cost measured in the child after the script: plain and under the audit's hooks (seconds)",
     )
+    gpu_costs: dict[str, Any] | None = Field(
+        default=None,
+        description="this machine's GPU launch costs measured after the script (device, framework, launch_s, "
+        "item_roundtrip_s); None where no GPU was present: the findings then quote the H100's recorded ones",
+    )
     overhead: float | None = Field(
         default=None, description="estimated script time under audit / without the audit's per-op hooks"
     )

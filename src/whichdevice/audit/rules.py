@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from whichdevice.analysis.significance import judge
-from whichdevice.audit import causes
+from whichdevice.audit import causes, words
 from whichdevice.audit.interleave import summarize
 from whichdevice.audit.measurements import (
     SETUP_KINDS,
@@ -53,8 +53,9 @@ PER_STEP_MIN_CALLS = 5
 # Cost of one host read round trip vs one asynchronous launch, measured on an H100 (PyTorch,
 # tests/data/h100_probe_torch.json, from ../shared/reference/h100-2026-11-22): the GPU wording
 # of the latent findings quotes them; they are never presented as this machine's cost.
-H100_LAUNCH_S = 9.68e-06
-H100_ITEM_ROUNDTRIP_S = 2.22e-05
+# (causes.H100_LAUNCH_S / H100_ITEM_ROUNDTRIP_S, quoted by ``causes.gpu_cost`` where no GPU is measured.)
+H100_LAUNCH_S = causes.H100_LAUNCH_S
+H100_ITEM_ROUNDTRIP_S = causes.H100_ITEM_ROUNDTRIP_S
 H100_SYNC_EACH_S = 1.87e-05
 
 
@@ -68,12 +69,16 @@ _MISSING_DEVICE_RE = re.compile(
     # PyTorch: a CPU-only build, no driver, no visible GPU, torch.cuda.Event on a CPU build
     r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|"
     r"CUDA driver initialization failed|Tried to instantiate dummy base class|"
+    # PyTorch 2.13's CPU build on X.cuda(0) (torch.accelerator): no accelerator at all
+    r"Cannot access accelerator device when none is available|"
     # JAX: no GPU backend
     r"Unknown backend|no platforms that are instances of gpu|Backend '?(?:gpu|cuda)'? failed to initialize|"
     r"Unable to initialize backend '?(?:cuda|gpu)",
     re.I,
 )
-_TORCH_MISSING_RE = re.compile(r"Torch not compiled|NVIDIA driver|CUDA GPUs|CUDA driver|dummy base class", re.I)
+_TORCH_MISSING_RE = re.compile(
+    r"Torch not compiled|NVIDIA driver|CUDA GPUs|CUDA driver|dummy base class|Cannot access accelerator device", re.I
+)
 _JAX_MISSING_RE = re.compile(r"backend|platforms that are instances", re.I)
 
 
@@ -113,7 +118,7 @@ def _one_time_count(m: Measurement) -> int:
 def _costs(m: Measurement) -> str:
     bits = []
     if m.traces:
-        bits.append(f"{m.traces} tf.function trace{'s' if m.traces != 1 else ''}")
+        bits.append(words.traces(m.traces, m.framework))
     if m.instantiations:
         bits.append(f"{m.instantiations} graph instantiation{'s' if m.instantiations != 1 else ''}")
     if m.xla_compiles:
@@ -187,8 +192,13 @@ def _soft_placed_series_finding(
         where=f"{_where(series[0])}: {series[0].text} (device asked at {where_asked})",
         explanation=(
             f"{len(on_cpu)} of {len(series)} timings of this 'GPU' series ran no op on a GPU — {evidence}. "
-            f"{asked!s} does not exist on this machine ({_devices_text(state)}); soft placement ran the work "
-            "on the CPU, so these are CPU times, whatever the label says."
+            f"{asked!s} does not exist on this machine ({_devices_text(state)}); "
+            + (
+                "its CUDA path ran the work on the CPU"
+                if series[0].framework == "torch"
+                else "soft placement ran the work on the CPU"
+            )
+            + ", so these are CPU times, whatever the label says."
         ),
         fix=_fix_for(
             state,
@@ -383,7 +393,7 @@ def rule_one_shot_timing(state, blocks, measurements) -> list[Finding]:
         if m.fn_calls == 1 or m.session_runs == 1:
             work = " of a single call"
         elif m.fn_calls > 1:
-            work = f" ({m.fn_calls} tf.function calls in one timing)"
+            work = f" ({words.steps(m.fn_calls, m.framework)} in one timing)"
         out.append(
             Finding(
                 rule="one_shot_timing",
@@ -590,7 +600,8 @@ def rule_gpu_label_without_gpu(state, blocks, measurements) -> list[Finding]:
     for m in measurements:
         if m.kind or "gpu" not in m.text.lower() or any(d.startswith("GPU") for d in m.ran_on):
             continue
-        ran = ", ".join(sorted(m.ran_on)) or "the CPU (no TensorFlow op was seen)"
+        tf = m.framework not in ("torch", "jax")
+        ran = ", ".join(sorted(m.ran_on)) or f"the CPU (no {words.name(m.framework)} op was seen)"
         out.append(
             Finding(
                 rule="gpu_label_without_gpu",
@@ -599,16 +610,30 @@ def rule_gpu_label_without_gpu(state, blocks, measurements) -> list[Finding]:
                 explanation=(
                     f"the line that reports this time says GPU, but no tf.device block asked for one and the "
                     f"work ran on {ran}; tf.data transformations (map, batch) always run on the CPU."
+                    if tf
+                    else f"the line that reports this time says GPU, but nothing in this timing ran on a GPU: the "
+                    f"work ran on {ran}."
                 ),
-                fix="Label results by where the ops ran (tensor.device), and time the GPU only inside a GPU block.",
+                fix=_fix_for(
+                    state,
+                    m.framework,
+                    tf="Label results by where the ops ran (tensor.device), and time the GPU only inside a GPU block.",
+                    torch="Label results by where the tensors are (tensor.device), and move the work there first "
+                    "(.to('cuda')).",
+                    jax="Label results by where the arrays are (x.devices()), and put the work there first "
+                    "(jax.device_put(x, jax.devices('gpu')[0])).",
+                ),
                 measurements=[m.id],
             )
         )
     return out
 
 
-def _setup_text(setup: dict[str, float]) -> str:
-    return ", ".join(f"{SETUP_KINDS.get(k, k)} {seconds(v)}" for k, v in sorted(setup.items(), key=lambda kv: -kv[1]))
+def _setup_text(setup: dict[str, float], framework: str) -> str:
+    return ", ".join(
+        f"{words.setup_kind(k, framework, SETUP_KINDS.get(k, k))} {seconds(v)}"
+        for k, v in sorted(setup.items(), key=lambda kv: -kv[1])
+    )
 
 
 def rule_setup_inside_timing(state, blocks, measurements) -> list[Finding]:
@@ -626,7 +651,7 @@ def rule_setup_inside_timing(state, blocks, measurements) -> list[Finding]:
             share = min(1.0, total / m.seconds)
             parts.append(
                 f"measurement {m.index_in_series + 1} ({seconds(m.seconds)}): {seconds(total)} = {share:.0%} "
-                f"set-up ({_setup_text(m.setup_s)})"
+                f"set-up ({_setup_text(m.setup_s, m.framework)})"
             )
         if len(hit) > 3:
             parts.append(f"… {len(hit) - 3} more")
@@ -756,9 +781,10 @@ def rule_host_read_per_step(state, blocks, measurements) -> list[Finding]:
             continue
         m = hit[0]
         ran_gpu = any(d.startswith("GPU") for d in m.ran_on)
+        c = causes.gpu_cost(state)
         cost = (
-            f"on an H100 a launch costs ≈ {H100_LAUNCH_S * 1e6:.0f} µs and a launch plus a host read "
-            f"≈ {H100_ITEM_ROUNDTRIP_S * 1e6:.0f} µs (recorded there, PyTorch)"
+            f"on {c.card} a launch costs ≈ {c.launch_s * 1e6:.0f} µs and a launch plus a host read "
+            f"≈ {c.roundtrip_s * 1e6:.0f} µs ({c.how})"
         )
         if ran_gpu:
             said = (
@@ -994,11 +1020,17 @@ def correct(state: dict, measurements: list[Measurement]) -> list[Correction]:
         summ = summarize(entry["rounds"])
         ra, rb = _reruns(entry, "a"), _reruns(entry, "b")
         ran = sorted({r.ran_on for r in ra + rb if r.ran_on})
+        functions = " and ".join(sorted({r.function for r in ra + rb}))
+        replayed = any("replayed" in r.function for r in ra + rb)
         note = (
             f"re-measured interleaved: {len(entry['rounds'])} rounds of A and B in random order, device synchronized, "
-            f"warm-up apart, with the arguments of the last call; "
-            f"{' and '.join(sorted({r.function for r in ra + rb}))} per call × calls in the block; "
-            "interval: 95 % of the median of the per-round ratios"
+            + (
+                f"warm-up apart, each block's torch ops run again in order on fresh tensors of the same shapes, "
+                f"dtypes and devices ({functions}); "
+                if replayed
+                else f"warm-up apart, with the arguments of the last call; {functions} per call × calls in the block; "
+            )
+            + "interval: 95 % of the median of the per-round ratios"
         )
         if len(ran) == 1:
             note += f"; both ran on {ran[0]}"

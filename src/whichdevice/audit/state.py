@@ -103,6 +103,11 @@ class State:
     torch_first: set[int] = field(default_factory=set)
     torch_last: dict[str, tuple] = field(default_factory=dict)  # "id(module)@device" -> (module, args, grad enabled)
     torch_calls: list[tuple[int, str]] = field(default_factory=list)  # (seq, key) of every top-level module call
+    torch_ops: list[tuple] = field(default_factory=list)  # (seq, op index, arg specs, kwarg specs): _log_op
+    torch_op_index: dict[Any, int] = field(default_factory=dict)  # op -> its index in torch_ops' entries
+    torch_ops_full_at: int | None = None  # seq at which the op log reached its cap (later blocks: no replay)
+    span_ops: int = 0  # ops logged since the last clock read
+    torch_ops_dropped: list[int] = field(default_factory=list)  # seq of the first op not logged, per long span
     loaders: list[dict] = field(default_factory=list)
     moved_modules: set[int] = field(default_factory=set)  # nn.Modules the script sent with .to() / .cuda()
 
@@ -145,6 +150,7 @@ class State:
 
     # After the script: calibration and re-runs (calibrate.py, child.rerun / rerun_torch).
     op_cost: dict = field(default_factory=dict)  # calibrate.per_op_cost after the script
+    gpu_costs: dict | None = None  # calibrate.gpu_launch_cost: this GPU's launch costs (None: no GPU here)
     reruns: list[dict] = field(default_factory=list)
     interleaved: list[dict] = field(default_factory=list)  # one per compared pair: rounds of A and B, or why not
     rerun_left_s: float = RERUN_BUDGET_S  # set from the script's run time before the re-run
@@ -168,6 +174,7 @@ class State:
         tracing = next((t for t in (probe(self) for probe in self.tracing_probes) if t), "")
         with self.lock:
             self.n_reads += 1
+            self.span_ops = 0  # torch_hooks._log_op: a new span between two clock reads
             if len(self.reads) >= MAX_READS:
                 return None
             rid = len(self.reads)
@@ -226,6 +233,7 @@ class State:
                 "first_runs": list(self.first_runs),
                 "tf_calls": list(self.tf_calls),
                 "op_cost": dict(self.op_cost),
+                "gpu_costs": self.gpu_costs,
                 "read_after_write": list(self.read_after_write),
                 "cuda_probe": self.cuda_probe,
                 "torch_calls": list(self.torch_calls),

@@ -78,14 +78,47 @@ def _range_count(node: ast.For) -> int | None:
     return None
 
 
-def _names_assigned(tree: ast.AST) -> tuple[set[str], dict[str, int]]:
-    cuda: set[str] = set()
+# A value moved back to the host: ``x.cpu()``, ``x.to('cpu')``, ``x.numpy()``, ``x.item()``.
+_TO_HOST = {"cpu", "numpy", "item", "tolist"}
+
+
+def _is_cuda_value(node: ast.AST) -> bool:
+    """Whether an assigned value is a CUDA tensor, read from its text: it mentions CUDA and its last
+    call does not bring it back to the host (``x.cuda().cpu()``, ``x.to('cpu')``)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr in _TO_HOST:
+            return False
+        if node.func.attr == "to" and node.args and isinstance(node.args[0], ast.Constant):
+            return str(node.args[0].value).startswith("cuda")
+    return _mentions_cuda(node)
+
+
+def _targets(n: ast.Assign) -> list[tuple[str, ast.AST]]:
+    """(name, value) for ``x = v`` and ``x, y = v1, v2`` (a tuple target from one value: each name gets it)."""
+    out: list[tuple[str, ast.AST]] = []
+    for t in n.targets:
+        if isinstance(t, ast.Name):
+            out.append((t.id, n.value))
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            values = n.value.elts if isinstance(n.value, (ast.Tuple, ast.List)) else [n.value] * len(t.elts)
+            out.extend((e.id, v) for e, v in zip(t.elts, values) if isinstance(e, ast.Name))
+    return out
+
+
+def _names_assigned(tree: ast.AST) -> tuple[dict[str, list[tuple[int, bool]]], dict[str, int]]:
+    """Each name's assignments in line order, (line, whether the value is a CUDA tensor), so a region
+    reads the device of the tensors it really uses (pytorch/pytorch#7459's pattern: ``x = x.cuda()``,
+    a GPU timing, then ``x = x.cpu()`` and a CPU timing: the second is CPU work); and the constant
+    element counts of the tensors made."""
+    cuda: dict[str, list[tuple[int, bool]]] = {}
     sizes: dict[str, int] = {}
     for n in ast.walk(tree):
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+        if not isinstance(n, ast.Assign):
+            continue
+        for name, value in _targets(n):
+            cuda.setdefault(name, []).append((n.lineno, _is_cuda_value(value)))
+        if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
             name = n.targets[0].id
-            if _mentions_cuda(n.value):
-                cuda.add(name)
             e = _const_elems(n.value)
             if e is None and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute):
                 base = n.value.func.value
@@ -93,7 +126,16 @@ def _names_assigned(tree: ast.AST) -> tuple[set[str], dict[str, int]]:
                     e = sizes[base.id]
             if e is not None:
                 sizes[name] = e
+    for history in cuda.values():
+        history.sort()
     return cuda, sizes
+
+
+def _cuda_at(history: list[tuple[int, bool]], line: int) -> bool:
+    """Whether the name holds a CUDA tensor when a region starting at ``line`` runs: its last assignment
+    before that line says so (none before it: any assignment of it does, as a function's argument may)."""
+    before = [is_cuda for at, is_cuda in history if at < line]
+    return before[-1] if before else any(is_cuda for _, is_cuda in history)
 
 
 def scan(source: str) -> list[Region]:
@@ -130,7 +172,14 @@ def scan(source: str) -> list[Region]:
     return list(out.values())
 
 
-def _region(tree: ast.AST, lines: list[str], a: int, b: int, cuda_names: set[str], sizes: dict[str, int]) -> Region:
+def _region(
+    tree: ast.AST,
+    lines: list[str],
+    a: int,
+    b: int,
+    cuda_names: dict[str, list[tuple[int, bool]]],
+    sizes: dict[str, int],
+) -> Region:
     r = Region(start_line=a, end_line=b, text=lines[b - 1].strip()[:200] if b - 1 < len(lines) else "")
     used: set[str] = set()
     iters = None
@@ -154,10 +203,10 @@ def _region(tree: ast.AST, lines: list[str], a: int, b: int, cuda_names: set[str
                 r.calls.append(fn)
             if fn in _WAITS:
                 r.waits = True
-        if isinstance(n, ast.Assign) and _mentions_cuda(n.value):
-            r.cuda_names.extend(t.id for t in n.targets if isinstance(t, ast.Name))
+        if isinstance(n, ast.Assign):
+            r.cuda_names.extend(name for name, value in _targets(n) if _is_cuda_value(value))
     r.iterations = iters
-    r.cuda_names = sorted(set(r.cuda_names) | (used & cuda_names))
+    r.cuda_names = sorted(set(r.cuda_names) | {x for x in used if x in cuda_names and _cuda_at(cuda_names[x], a)})
     known = [sizes[x] for x in used if x in sizes]
     r.elems = max(known) if known else None
     return r

@@ -29,7 +29,10 @@ def audit(
         "600", "--timeout", help="Seconds the script may run; a hanging script is audited up to then."
     ),
     no_rerun: bool = typer.Option(
-        False, "--no-rerun", help="Skip the steady re-measurement of the script's tf.functions."
+        False,
+        "--no-rerun",
+        help="Skip the steady re-measurement of the script's timed blocks (tf.function, nn.Module and jax.jit "
+        "calls; a plain-tensor PyTorch block's ops).",
     ),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the JSON record (and the HTML with --html)."),
     json_path: Optional[Path] = typer.Option(
@@ -87,22 +90,14 @@ def make_record(
         notes.append("the script imported neither TensorFlow, PyTorch nor JAX: no device work to audit")
     timed_out = bool(state.get("timed_out")) or killed
     exit_code = state.get("exit_code") if state.get("exit_code") is not None else (None if timed_out else rc)
-    if state.get("torch_installed") and not (state.get("physical_devices") or {}).get("GPU", 0):
-        notes.append(
-            "no CUDA device here: every PyTorch kernel ran on the CPU; what the script would do on a GPU is said as "
-            "'on a GPU this would …', never as a cost measured here"
-        )
-    if (
-        state.get("placement_log") is False
-        and (state.get("physical_devices") or {}).get("GPU", 0) == 0
-        and state.get("tf_installed")
-    ):
-        notes.append("no GPU here: every op could only run on the CPU (placement logging was not needed)")
+    notes += _device_notes(state)
     if state.get("n_reads", 0) > len(state.get("reads", [])):
         notes.append(
             f"the script read the clock {state['n_reads']} times; only the first "
             f"{len(state.get('reads', []))} were followed"
         )
+    notes += _gpu_cost_notes(state.get("gpu_costs"))
+    notes += _no_gpu_ratio_notes(state, findings, corrections)
     op_cost = state.get("op_cost") or {}
     overhead = _overhead(state, op_cost)
     if overhead is not None and overhead > OVERHEAD_ANNOUNCE:
@@ -142,9 +137,70 @@ def make_record(
         notes=notes,
         clocks_read=sorted({r["fn"] for r in state.get("reads", [])}),
         op_cost=op_cost,
+        gpu_costs=state.get("gpu_costs"),
         overhead=overhead,
         notebook=notebook,
     )
+
+
+def _device_notes(state: dict) -> list[str]:
+    """What no GPU here means for the record: PyTorch's kernels all ran on the CPU, TensorFlow needed no
+    placement log."""
+    notes = []
+    if state.get("torch_installed") and not (state.get("physical_devices") or {}).get("GPU", 0):
+        notes.append(
+            "no CUDA device here: every PyTorch kernel ran on the CPU; what the script would do on a GPU is said as "
+            "'on a GPU this would …', never as a cost measured here"
+        )
+    if (
+        state.get("placement_log") is False
+        and (state.get("physical_devices") or {}).get("GPU", 0) == 0
+        and state.get("tf_installed")
+    ):
+        notes.append("no GPU here: every op could only run on the CPU (placement logging was not needed)")
+    return notes
+
+
+def _no_gpu_ratio_notes(state: dict, findings: list, corrections: list) -> list[str]:
+    """PyTorch / JAX with no GPU here (issue #39): the GPU side of the script's CPU/GPU ratio cannot be
+    measured on this machine, said in words — whether its GPU timing ran on the CPU or did not run."""
+    fw = state.get("framework")
+    if fw not in ("torch", "jax") or (state.get("physical_devices") or {}).get("GPU", 0):
+        return []
+    rerun = (
+        "a model's forward pass, or a plain-tensor block's torch ops replayed on fresh tensors"
+        if fw == "torch"
+        else "its jax.jit calls"
+    )
+    if corrections:
+        return [
+            "the corrected ratios compare the script's blocks as they ran here, all on the CPU: the GPU side cannot "
+            "be measured on this machine (no GPU)"
+        ]
+    if any(f.rule in ("missing_device_failure", "latent_from_source") for f in findings):
+        return [
+            "no corrected CPU/GPU ratio: the script's GPU timing did not run here (no GPU on this machine), so its "
+            f"GPU side cannot be measured; where a GPU is present the audit re-runs each timed block ({rerun}), "
+            "synchronized and warmed up, and gives the real ratio"
+        ]
+    return []
+
+
+def _gpu_cost_notes(gpu_costs: dict | None) -> list[str]:
+    """What the findings' GPU launch costs are: this GPU's, measured after the script, or why not."""
+    if not gpu_costs:
+        return []
+    if gpu_costs.get("error"):
+        return [
+            f"measuring this GPU's launch cost failed ({gpu_costs['error']}): the findings quote the H100's "
+            "recorded figure, labelled so"
+        ]
+    return [
+        f"launch costs measured on this GPU ({gpu_costs.get('device')}, {gpu_costs.get('framework')}) after the "
+        f"script: a tiny kernel launch ≈ {seconds(gpu_costs.get('launch_s'))}, a launch plus a host read "
+        f"≈ {seconds(gpu_costs.get('item_roundtrip_s'))} (median of {gpu_costs.get('blocks')} blocks of "
+        f"{gpu_costs.get('launches')} and {gpu_costs.get('roundtrips')}); the findings quote these"
+    ]
 
 
 # The audit says how much it slowed the script when its hooks cost more than this factor (issue #33).
