@@ -233,8 +233,9 @@ def test_every_warning_and_note_kind_uses_no_other_frameworks_words(framework):
     spec = CaseSpec(workload="matmul", framework=framework, device="GPU:0", params={"n": 64})
     results += [
         CaseResult(spec=spec, status="failed", failure=f, error="boom", wall_s=1.0)
-        for f in ("error", "crash", "timeout", "out_of_memory", "not_started", "skipped")
+        for f in ("error", "crash", "timeout", "out_of_memory", "not_started")
     ]
+    results.append(CaseResult(spec=spec, status="skipped", failure="skipped", error="time budget", wall_s=0.0))
     record = make_record(results)
     kinds = {w.kind for w in quality.measurement_warnings(record)}
     assert kinds == {"bimodal", "not_converged", "uneven_steps", "noisy", "overhead"}
