@@ -625,6 +625,7 @@ def test_the_torch_plan_fits_round_1_in_its_share_of_the_budget(facts, budget):
     fixes = {c.params["fix"] for c in cases if "fix" in c.params}
     assert fixes == set(s["fixes_planned"]) - {"channels_last"}  # no Conv2d in USER
     assert any(c.params.get("data") == "loader" for c in cases) == s["loaders"]
+    assert any(c.params.get("data") == "loader_pin" for c in cases) == s["pin_memory"]
     loop = next(c for c in cases if c.params["kind"] == "loop")
     assert loop.params["samples"] == s["loop_samples"] <= torch_diagnose.LOOP_STEPS * 32
     if not (s["loaders"] and "torch_compile" in s["fixes_planned"] and len(sweep) == 5):
@@ -638,7 +639,7 @@ def test_a_slow_step_leaves_the_costly_cases_out_and_says_so():
     assert not s["loaders"] and s["compile_limit_s"] is None and "torch_compile" not in s["fixes_planned"]
     assert s["loop_samples"] < torch_diagnose.LOOP_STEPS * 32
     cut = "\n".join(s["cut"])
-    assert "DataLoader pairs" in cut and "torch.compile not measured" in cut and "the user's loop" in cut
+    assert "DataLoader workers pair" in cut and "torch.compile not measured" in cut and "the user's loop" in cut
     fast = torch_diagnose.size_cases(FAST, batch=32, budget_s=90.0, samples=10_000)
     assert fast["loaders"] and fast["rounds"] == 2 and len(fast["fixes_planned"]) >= 4
 
@@ -731,3 +732,18 @@ def test_a_fix_the_plan_left_out_is_said_so_not_called_outside_the_suite(tmp_pat
         assert torch[key].not_measured.reason == "cut", key
         assert "time budget" in not_measured_text(torch[key].not_measured, "diagnose")
     assert torch["set_to_none"].fixes
+
+
+def test_the_pin_memory_pair_is_planned_apart_from_the_workers_pair():
+    """#39 on the H200: diagnose --framework torch --budget 45 left out the DataLoader workers pair
+    (three spawned workers a side, a 5.8 s torch import each) and with it the pin_memory pair, the
+    GPU's own loader fix, which starts no workers. The pin pair is planned on its own, first."""
+    h200 = {"step_s": 0.00229, "first_step_s": 0.017, "build_s": 0.002, "import_s": 5.79}  # its pre-flight (CPU)
+    s = torch_diagnose.size_cases(h200, batch=32, budget_s=45.0, samples=10_000)
+    assert s["pin_memory"] and not s["loaders"]
+    gpu = torch_diagnose.cases("GPU:0", user={**USER, "conv2d": False}, batch=32, samples=10_000, sizing=s)
+    assert [c.params["pin_memory"] for c in gpu if c.params.get("data") == "loader_pin"] == [False, True]
+    assert not any(c.params.get("data") == "loader" for c in gpu)
+    cpu = torch_diagnose.cases("CPU:0", user={**USER, "conv2d": False}, batch=32, samples=10_000, sizing=s)
+    assert not any(str(c.params.get("data", "")).startswith("loader") for c in cpu)
+    assert any("DataLoader workers pair not measured" in line for line in s["cut"])
