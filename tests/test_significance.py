@@ -380,6 +380,10 @@ def test_two_rounds_too_few_to_tell_a_change_read_not_enough_samples_never_no_cl
     # the same rounds, three of them: then the interval can tell, and "no clear change" may be said
     three = sig.from_rounds([*spe[1].rounds, spe[1].rounds[0]], [*spe[20].rounds, spe[20].rounds[0]])
     assert three.n == 3 and three.status != "not_enough"
-    # two rounds that measure no change at all (inside the noise band) still say no clear change
+    # two rounds whose ratio is 1.0 but whose interval reaches past the noise band (0.92-1.1x) cannot
+    # tell a 10 % change from none either: not enough (the H200's "no clear change (1x, CI 0.71-1.5x, n=2)")
     flat = sig.from_rounds([[1.0, 1.01, 0.99, 1.0, 1.0], [1.2] * 5], [[1.0] * 5, [1.2, 1.21, 1.19, 1.2, 1.2]])
-    assert flat.n == 2 and flat.status == "no_change"
+    assert flat.n == 2 and flat.status == "not_enough" and flat.lo < 1 / 1.05
+    # two rounds that agree to the digit: the interval lies inside the band, no change measured
+    same = sig.from_rounds([[1.0, 1.001, 0.999, 1.0, 1.0]] * 2, [[1.0, 1.0, 1.001, 0.999, 1.0]] * 2)
+    assert same.n == 2 and same.status == "no_change" and 1 / 1.05 <= same.lo and same.hi <= 1.05

@@ -75,8 +75,10 @@ MIN_SAMPLES = 5
 # A claim in rounds whose ratio lies beyond the noise band says "no clear change" only from at
 # least this many rounds: with 2 rounds the interval rests on one degree of freedom (t = 12.7),
 # so a 3.3x gain read "no clear change (CI 0.79-13.5x)" for want of rounds, not for want of a
-# change (issue 39). Such a claim is "not enough" (too few rounds). A ratio inside the band
-# (no change measured) stays "no clear change" from 2 rounds.
+# change (issue 39). Such a claim is "not enough" (too few rounds), and so is one whose ratio is
+# inside the band but whose interval reaches out of it: "n=2, CI 0.71-1.5x" on the H200 could hide a
+# 1.4x change. Only an interval wholly inside the band (no change, measured) stays "no clear change"
+# from 2 rounds.
 MIN_ROUNDS_NO_CHANGE = 3
 CONFIDENCE = 0.95
 # A point's median is precise enough when its 95 % CI half-width is within this share of the
@@ -315,8 +317,8 @@ def from_rounds(
 
 def _few_rounds(claim: Claim) -> Claim:
     """A rounded claim that is no change only for want of rounds (fewer than
-    ``MIN_ROUNDS_NO_CHANGE``, its ratio beyond the noise band): not enough, with why."""
-    inside = 1.0 / (1.0 + claim.threshold) <= claim.ratio <= 1.0 + claim.threshold
+    ``MIN_ROUNDS_NO_CHANGE``, its interval reaching beyond the noise band): not enough, with why."""
+    inside = 1.0 / (1.0 + claim.threshold) <= claim.lo and claim.hi <= 1.0 + claim.threshold
     if claim.status != "no_change" or claim.n >= MIN_ROUNDS_NO_CHANGE or inside:
         return claim
     few = ClaimNote("too_few_rounds", claim.n, MIN_ROUNDS_NO_CHANGE)
