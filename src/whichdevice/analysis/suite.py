@@ -36,6 +36,7 @@ from whichdevice.analysis.placement import device_placement
 from whichdevice.analysis.precision import Cpu16Bit, cpu_16bit
 from whichdevice.analysis.significance import MIN_SAMPLES
 from whichdevice.analysis.sweep import Table, analyze_sweep
+from whichdevice.frameworks import KERAS
 from whichdevice.analysis.train import RunRow, TrainReport, analyze_training
 from whichdevice.analysis.verdict import Finding, sweep_findings
 from whichdevice.analysis.warmup import break_even
@@ -274,8 +275,16 @@ def _baseline_side(e: FixEntry, baseline: object, workload: str, p: dict[str, An
 
 
 def _applies(record: RunRecord, e: FixEntry) -> bool:
-    """The PyTorch fixes (issue 35) belong to records where torch ran; every other entry to all."""
-    return e.framework != "torch" or any(r.spec.framework == "torch" for r in record.results)
+    """The PyTorch fixes (issue 35) belong to records where torch ran; Keras' and TensorFlow's
+    (steps_per_execution, jit_compile, precision policies, tf.data) to records where a Keras
+    framework ran, or that ran nothing (issue 39: a torch diagnose listed "Use tf.data with
+    prefetch"); every other entry to all."""
+    ran = {r.spec.framework for r in record.results}
+    if e.framework == "torch":
+        return "torch" in ran
+    if e.framework in ("keras", "tensorflow"):
+        return not ran or bool(ran & set(KERAS))
+    return True
 
 
 def _has_gpu(record: RunRecord) -> bool:

@@ -40,6 +40,7 @@ class RunRow:
     cells: dict[str, RunCell]
     comparisons: dict[str, Comparison]  # per GPU device, steady step vs the CPU's
     break_even: dict[str, BreakEven]  # per GPU device; {"GPU": no_gpu} when none was measured
+    framework: str | None = None  # the framework the row's cases ran in
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def _rows(
                 )
         if with_break_even and not gpus:
             bes["GPU"] = BreakEven("no_gpu")
-        rows.append(RunRow(dict(key), cells, comps, bes))
+        rows.append(RunRow(dict(key), cells, comps, bes, framework=rs[0].spec.framework))
     return rows
 
 

@@ -318,7 +318,7 @@ def aggregate_warnings(record: RunRecord, warnings: list[str] | None = None) -> 
             n = len(group)
             t = f"{group[0].threshold * 100:g} %"  # the threshold the warnings carry (analysis/quality.py)
             items = [
-                f"{w.case.device} {names.workload_name(w.case.params, w.case.workload)}: {notes.warning_message(w)}"
+                f"{w.case.device} {names.workload_name(w.case.params, w.case.workload, framework=w.case.framework)}: {notes.warning_message(w)}"
                 for w in group
             ]
             line = text.format(s="s" if n > 1 else "", t=t) + _group_cause(kind, group)
@@ -346,7 +346,7 @@ def named_failures(record: RunRecord, failures: list[str] | None = None) -> tupl
 
 
 def _people_name(r: CaseResult) -> str:
-    return f"{r.spec.device} {names.workload_name(r.spec.params, r.spec.workload)}"
+    return f"{r.spec.device} {names.workload_name(r.spec.params, r.spec.workload, framework=r.spec.framework)}"
 
 
 # ------------------------------------------------------------------ assembly

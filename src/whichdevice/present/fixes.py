@@ -74,7 +74,7 @@ def where_words(f: Fix) -> str:
     if f.workload == "pipeline":
         return f"image input pipeline, batch {f.where.get('batch')}, {_PARTS.get(f.part, f.part)}"
     ctx = {**f.where, f.entry.param: f.baseline} if f.entry.param == "batch" else f.where
-    return names.workload_name(ctx)
+    return names.workload_name(ctx, framework=f.framework)
 
 
 def _values(f: Fix) -> tuple[str, str]:

@@ -48,6 +48,15 @@ _DATA = {
     "tfdata": "tf.data with prefetch",
     "tfdata_noprefetch": "tf.data without prefetch",
     "tfdata_shuffle": "tf.data, shuffled",
+    "loader": "DataLoader",
+    "loader_pin": "DataLoader",
+}
+# Outside TensorFlow the seeds' tf.data input is NumPy batches (frameworks/common/keras.dataset,
+# frameworks/torch/training.dataset: no tf.data, no prefetch): the words follow the framework (#39).
+_DATA_NOT_TF = {
+    "tfdata": "NumPy batches",
+    "tfdata_noprefetch": "NumPy batches",
+    "tfdata_shuffle": "NumPy batches, shuffled",
 }
 PIPELINE_VARIANTS = {
     "serial": "serial map",
@@ -91,9 +100,13 @@ def model_name(params: Mapping[str, object], *, short: bool = False) -> str:
     return table.get(str(m), str(m))
 
 
-def workload_name(params: Mapping[str, object], workload: str = "train") -> str:
-    """'small MLP, 1,000 samples, batch 10, custom training loop' from a case's parameters."""
+def workload_name(params: Mapping[str, object], workload: str = "train", *, framework: str | None = None) -> str:
+    """'small MLP, 1,000 samples, batch 10, custom training loop' from a case's parameters;
+    ``framework`` (else ``params['framework']``) words the input as that framework feeds it."""
     p = params
+    framework = framework or (str(params["framework"]) if params.get("framework") else None)
+    if framework is not None and framework != "tensorflow" and params.get("data") in _DATA_NOT_TF:
+        p = {**params, "data": _DATA_NOT_TF[str(params["data"])]}
     fw = f"{p['framework']}: " if p.get("framework") else ""
     if workload == "matmul" or ("n" in p and "mode" in p):
         return fw + _matmul_name(p)
@@ -159,7 +172,9 @@ def _setting_bits(p: Mapping[str, object]) -> list[str]:
 
 def case_name(spec: CaseSpec) -> str:
     """'tensorflow CPU:0: small MLP, batch 10, steady training step': a record's case in words."""
-    return f"{spec.framework} {spec.device}: {workload_name(dict(spec.params), spec.workload)}"
+    return (
+        f"{spec.framework} {spec.device}: {workload_name(dict(spec.params), spec.workload, framework=spec.framework)}"
+    )
 
 
 def source_key(params: Mapping[str, object], workload: str = "train") -> str | None:

@@ -157,7 +157,9 @@ def _crossover_lines(v: SuiteVerdict) -> list[str]:
             fw = f"{t.group['framework']}, " if "framework" in t.group else ""
             out.append(f"Matmul ({fw}{t.group.get('mode')}): {crossover_text(c, 'n')}")
     for t in v.training.sweep:
-        out += [f"Training step ({t.title}): {crossover_text(c, 'batch')}" for c in t.crossovers.values()]
+        fw = f", {t.group['framework']}" if "framework" in t.group else ""
+        what = names.model_name(t.group, short=True) + fw
+        out += [f"Training step ({what}): {crossover_text(c, 'batch')}" for c in t.crossovers.values()]
     return out
 
 
@@ -165,7 +167,7 @@ def _run_lines(v: SuiteVerdict) -> list[str]:
     """Device against device in the seeds' runs, and the break-even of each (but no-GPU ones)."""
     out = []
     for row in v.training.runs:
-        label = names.workload_name(row.params)
+        label = names.workload_name(row.params, framework=row.framework)
         out += [f"{label}: {comparison_text(comp)}" for comp in row.comparisons.values()]
         out += [f"{label}, {d}: {break_even_text(be)}" for d, be in row.break_even.items() if be.kind != "no_gpu"]
     return out

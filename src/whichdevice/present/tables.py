@@ -136,9 +136,9 @@ def describe_key(key: str) -> str:
     return f"{device} {workload} {params.replace(',', ' ')}"
 
 
-def run_label(params: Mapping[str, object]) -> str:
+def run_label(params: Mapping[str, object], framework: str | None = None) -> str:
     """A training run's name for people: 'small MLP, 1,000 samples, batch 10, custom training loop'."""
-    return names.workload_name(params)
+    return names.workload_name(params, framework=framework)
 
 
 def _comp_cell(comp: Comparison | None) -> GridCell:
@@ -158,7 +158,7 @@ def creation_grid(report: TrainReport) -> Grid:
     headers += [f"{d} vs {report.baseline or '?'}" for d in gpus]
     rows = []
     for row in report.creation:
-        cells = [GridCell(names.workload_name(row.params))]
+        cells = [GridCell(names.workload_name(row.params, framework=row.framework))]
         for d in report.devices:
             c = row.cells.get(d)
             cells.append(GridCell(seconds(c.timing.first_call_s) if c and c.timing else "—", "dim"))
@@ -177,7 +177,7 @@ def runs_grid(report: TrainReport) -> Grid:
     headers += [f"{d} vs {report.baseline or '?'}" for d in gpus]
     rows = []
     for row in report.runs:
-        cells = [GridCell(run_label(row.params))]
+        cells = [GridCell(run_label(row.params, row.framework))]
         for d in report.devices:
             c = row.cells.get(d)
             t = c.timing if c is not None else None
@@ -195,7 +195,7 @@ def runs_grid(report: TrainReport) -> Grid:
         cells += [_comp_cell(row.comparisons.get(d)) for d in gpus]
         rows.append(cells)
     footer = [
-        f"{run_label(row.params)} — {d}: {break_even_text(be)}"
+        f"{run_label(row.params, row.framework)} — {d}: {break_even_text(be)}"
         for row in report.runs
         for d, be in row.break_even.items()
         if be.kind != "no_gpu"

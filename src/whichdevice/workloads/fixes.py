@@ -49,7 +49,9 @@ class FixEntry:
     anchor: str  # where the advice is documented (../shared/ANCHORS.md and the anchors' docs)
     cases: CasePredicate  # the cases that measure it (both sides)
     repeat: bool  # round 2 (a fresh process) measures its cases again: a claim rests on them
-    framework: str = "any"  # "any", or the one framework it applies to (tf.data: tensorflow)
+    # "any", the one framework it applies to (tf.data: tensorflow), or "keras": Keras' own API
+    # (model.compile options, precision policies) on any Keras framework (frameworks.KERAS)
+    framework: str = "any"
     caveat: str = ""  # when the change alters training, not only its speed
     elsewhere: str = ""  # the command that measures it when a suite does not
     code_for: dict[str, str] = field(default_factory=dict)  # the same change in another framework
@@ -165,6 +167,7 @@ FIXES: tuple[FixEntry, ...] = (
     ),
     FixEntry(
         key="steps_per_execution",
+        framework="keras",
         param="steps_per_execution",
         baseline=1,
         method="grid",
@@ -181,6 +184,7 @@ FIXES: tuple[FixEntry, ...] = (
     ),
     FixEntry(
         key="jit_compile",
+        framework="keras",
         param="jit_compile",
         baseline=False,
         method="ab",
@@ -212,6 +216,7 @@ FIXES: tuple[FixEntry, ...] = (
     ),
     FixEntry(
         key="precision",
+        framework="keras",
         param="precision",
         baseline="float32",
         method="ab",

@@ -33,5 +33,5 @@ def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bo
         steps,
         len(run.timing.warmup_s) if run and run.timing else 0,
         png,
-        title=f"{run.spec.device} {run_label(run.spec.params)}" if run else "no data",
+        title=f"{run.spec.device} {run_label(run.spec.params, run.spec.framework)}" if run else "no data",
     )
