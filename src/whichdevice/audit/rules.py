@@ -1012,8 +1012,11 @@ def correct(state: dict, measurements: list[Measurement]) -> list[Correction]:
         if entry is not None and "same_as" in entry:
             entry = {**all_entries[entry["same_as"]], "a": a.id, "b": b.id}
         if entry is None or "rounds" not in entry:
+            failed = next((r["reason"] for r in state.get("rerun_skipped", []) if r.get("block") is None), None)
             why = (entry or {}).get("skipped") or (
-                "not re-run (--no-rerun, or the script ended past --timeout)" if entry is None else "not re-run"
+                (failed or "not re-run (--no-rerun, or the script ended past --timeout)")
+                if entry is None
+                else "not re-run"
             )
             out.append(Correction(a=a.id, b=b.id, script_ratio=ratio, note=f"cannot be re-run safely: {why}"))
             continue
