@@ -236,6 +236,7 @@ def test_a_new_model_is_stepped_past_its_slow_start_before_any_case_times_it(mon
 
     monkeypatch.setattr(tfp, "train_step", counting)
     monkeypatch.setattr(wp, "SETTLE_STEPS", 12)
+    monkeypatch.setattr(wp, "SETTLE_MAX_S", 600.0)  # a loaded machine's slow steps must not stop it early here
     monkeypatch.setattr(wp, "_MODELS", {})
     p = {**SMALL, "net": "tiny", "variant": "serial", "part": "model"}
     wp._model(tfp, fw, p, "CPU:0")
