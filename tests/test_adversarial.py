@@ -509,3 +509,73 @@ def test_a_damaged_history_database_is_one_line(tmp_path, capsys, monkeypatch):
     (tmp_path / "history.sqlite").write_bytes(b"not a database " * 100)
     code, _, err = run_cli(["history"], capsys)
     assert code == 1 and "history.sqlite" in err and err.count("error:") == 1 and "Traceback" not in err
+
+
+# ============================================================ issue 43: Reliability III
+
+
+def _brute_median_ci(xs: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """The definition, rank by rank (the code before issue 43)."""
+    import math
+
+    s, n, best = sorted(xs), len(xs), None
+    for j in range(1, n // 2 + 1):
+        if sum(math.comb(n, i) for i in range(j, n - j + 1)) / 2**n < confidence:
+            break
+        best = (s[j - 1], s[n - j])
+    return best
+
+
+def test_median_interval_is_the_binomial_one_and_scales():
+    """43.3: the interval grew as n⁴ (1,000 samples 7.8 s); now the same interval in milliseconds."""
+    import random
+
+    from whichdevice.core import stats
+
+    rng = random.Random(43)
+    for n in [*range(0, 80), 101, 250]:
+        xs = [rng.lognormvariate(0, 0.3) for _ in range(n)]
+        for confidence in (0.95, 0.99, 0.5):
+            assert stats.median_ci(xs, confidence) == _brute_median_ci(xs, confidence), (n, confidence)
+    xs = [rng.random() for _ in range(1000)]
+    t0 = time.process_time()
+    lo, hi = stats.median_ci(xs)
+    assert time.process_time() - t0 < 0.5
+    s = sorted(xs)
+    assert (lo, hi) == (s[468], s[531])  # ranks 469 and 532 of 1,000 (Conover's table, 95 %)
+    big = [rng.random() for _ in range(200_001)]  # beyond the exact sums: the float walk
+    assert stats.median_ci(big) is not None
+
+
+def _many_samples_record(path: Path, n: int) -> Path:
+    from conftest import make_record
+
+    from whichdevice.core.records import CaseResult, Timing, save_run
+
+    rows = []
+    for size, dev in ((64, "CPU:0"), (64, "GPU:0"), (256, "CPU:0"), (256, "GPU:0")):
+        base = 1e-4 * size / (4 if dev == "GPU:0" else 1)
+        xs = [base * (1 + 0.01 * ((i * 7919) % 101) / 101) for i in range(n)]
+        spec = CaseSpec(workload="matmul", framework="numpy", device=dev, params={"n": size, "mode": "steady"})
+        t = Timing(
+            first_call_s=base,
+            warmup_s=[base],
+            samples_s=xs,
+            number_per_sample=1,
+            overhead_s=0.0,
+            stop_reason="sample cap",
+        )  # a capped point: its interval is drawn in the warnings
+        rows.append(CaseResult(spec=spec, status="ok", timing=t, wall_s=1.0, metrics={"flops_per_call": 2.0 * size**3}))
+    save_run(make_record(rows), path)
+    return path
+
+
+def test_report_and_compare_of_3000_samples_per_point_are_quick(tmp_path, capsys):
+    """43.3: a record of 3,000 samples per point did not finish `report` in 100 s."""
+    rec = _many_samples_record(tmp_path / "r.json", 3000)
+    t0 = time.process_time()
+    code, out, err = run_cli(["report", str(rec), "--markdown"], capsys)
+    assert code == 0, err
+    code, out, err = run_cli(["compare", str(rec), str(rec)], capsys)
+    assert code == 0, err
+    assert time.process_time() - t0 < 10
