@@ -234,10 +234,12 @@ def _tmpfs(folder: Path, size: str) -> None:
         pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
 
 
-def test_full_disk_while_writing_the_report_is_one_line_with_the_resume_command(tmp_path):
+def test_full_disk_while_writing_the_report_keeps_the_record_and_says_how_to_draw_it(tmp_path):
+    """The record is written first (issue #43): a disk that fills while the page is drawn costs
+    the page, not the measurements; one line names the record and how to draw the page."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    _tmpfs(mnt, "80k")  # the journal and the PNG fit, the HTML page does not
+    _tmpfs(mnt, "80k")  # the journal and the record fit, the PNG and the HTML page do not
     try:
         r = subprocess.run(
             [sys.executable, "-m", "whichdevice", *QUICK, "--out", str(mnt)],
@@ -246,15 +248,16 @@ def test_full_disk_while_writing_the_report_is_one_line_with_the_resume_command(
             text=True,
             timeout=120,
         )
-        (journal,) = mnt.glob(f"*{SUFFIX}")
+        (record,) = mnt.glob("*.json")
         assert r.returncode == 1, r.stderr
         errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
         assert len(errors) == 1 and "no space left" in errors[0] and "Traceback" not in r.stderr
-        assert f"--resume {journal}" in " ".join(r.stderr.split())
-        assert os.listdir(mnt) == [journal.name]  # no PNG without its record, no temporary file
+        assert f"whichdevice report {record}" in " ".join(r.stderr.split()) and f"Record: {record}" in r.stdout
+        assert os.listdir(mnt) == [record.name]  # no journal (the record is complete), no half page
+        assert load_run(record).results[0].status == "ok"
         subprocess.run(["mount", "-o", "remount,size=2m", str(mnt)], check=True)
         r = subprocess.run(
-            [sys.executable, "-m", "whichdevice", "matmul", "--resume", str(journal)],
+            [sys.executable, "-m", "whichdevice", "report", str(record), "--out", str(mnt)],
             env=_env(tmp_path),
             capture_output=True,
             text=True,
@@ -579,3 +582,119 @@ def test_report_and_compare_of_3000_samples_per_point_are_quick(tmp_path, capsys
     code, out, err = run_cli(["compare", str(rec), str(rec)], capsys)
     assert code == 0, err
     assert time.process_time() - t0 < 10
+
+
+def _wd(args: list, tmp_path: Path, timeout: float = 120, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "whichdevice", *args],
+        cwd=tmp_path,
+        env=_env(tmp_path, COLUMNS="120", **extra),
+        capture_output=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_an_ascii_terminal_and_a_name_that_is_not_utf8_lose_nothing(tmp_path):
+    """43.4: on PYTHONIOENCODING=ascii every page crashed at the first '·' or '—'; an --out whose
+    name is not UTF-8 crashed writing the HTML after measuring, and no record was written."""
+    p = _wd([*QUICK, "--out", "o"], tmp_path, PYTHONIOENCODING="ascii")
+    assert p.returncode == 0, p.stderr.decode(errors="replace")[-600:]
+    p.stdout.decode("ascii")  # plain characters only
+    assert b"Record: " in p.stdout and len(list((tmp_path / "o").glob("*.json"))) == 1
+    rec = next((tmp_path / "o").glob("*.json"))
+    p = _wd(["report", str(rec), "--markdown"], tmp_path, PYTHONIOENCODING="latin-1")
+    assert p.returncode == 0 and b"Traceback" not in p.stderr
+    odd = os.fsdecode(b"o\xff")
+    p = _wd([*QUICK, "--out", odd], tmp_path)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")[-600:]
+    written = sorted(f.suffix for f in (tmp_path / odd).iterdir())
+    assert written == [".html", ".json", ".png"]  # no journal left: the run is complete
+    _no_leftovers(tmp_path)
+
+
+def test_a_page_that_cannot_be_drawn_keeps_the_record(tmp_path, capsys, monkeypatch):
+    """43.4: the record is written before the page; a page that fails says where the record is."""
+    from whichdevice.cli import matmul as matmul_cli
+
+    def broken(*a, **k):
+        raise UnicodeEncodeError("utf-8", "\udcff", 0, 1, "surrogates not allowed")
+
+    monkeypatch.setattr(matmul_cli, "render_matmul", broken)
+    monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path / "home"))
+    code, out, err = run_cli([*QUICK, "--out", str(tmp_path / "o")], capsys)
+    assert code == 1 and err.count("error:") == 1 and "whichdevice report" in err, err
+    records = list((tmp_path / "o").glob("*.json"))
+    assert len(records) == 1 and f"Record: {records[0]}" in out
+    assert load_run(records[0]).results and not list((tmp_path / "o").glob(f"*{SUFFIX}"))
+
+
+def test_stdout_closed_is_one_line(tmp_path):
+    """43.7: `whichdevice ... >&-` (stdout closed, as in cron) ended in a traceback."""
+    p = subprocess.run(
+        f"{sys.executable} -m whichdevice {' '.join(QUICK)} --out o >&-",
+        shell=True,
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=False,
+        stderr=subprocess.PIPE,
+        timeout=60,
+    )
+    err = p.stderr.decode()
+    assert p.returncode == 2 and err.count("error:") == 1 and "standard output" in err and "Traceback" not in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def _holds_open(pid: int, path: Path, timeout: float = 60) -> bool:
+    """Whether process ``pid`` opens ``path`` (its lock) within ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            return False
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
+                    return True
+            except OSError:
+                continue
+        time.sleep(0.05)
+    return False
+
+
+def test_a_second_resume_of_one_journal_is_refused_before_it_measures(tmp_path):
+    """43.5: two `--resume` of one journal side by side both measured and both wrote the record
+    (or the second failed at the end on a journal the first had removed)."""
+    out = tmp_path / "o"
+    first = _hang_run(tmp_path, out)
+    try:
+        journal = _wait_result(out)
+        t0 = time.monotonic()
+        p = _wd(["matmul", "--resume", str(journal)], tmp_path, timeout=60)  # while the run goes on
+        err = p.stderr.decode()
+        assert p.returncode == 2 and err.count("error:") == 1 and "--resume" in err and "in use" in err, err
+        assert time.monotonic() - t0 < 30 and '"type": "session"' not in err
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=60)
+        resuming = subprocess.Popen(
+            [sys.executable, "-m", "whichdevice", "matmul", "--resume", str(journal)],
+            cwd=tmp_path,
+            env=_env(tmp_path, WHICHDEVICE_FAULT="hang:n=64"),  # this one hangs again, holding the journal
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert _holds_open(resuming.pid, journal), "the resume never opened its journal"
+        p = _wd(["matmul", "--resume", str(journal)], tmp_path, timeout=60)
+        assert p.returncode == 2 and "in use" in p.stderr.decode(), p.stderr.decode()
+        resuming.send_signal(signal.SIGTERM)
+        resuming.communicate(timeout=60)
+        p = _wd(["matmul", "--resume", str(journal)], tmp_path, timeout=120)  # now alone: it finishes
+        assert p.returncode == 0, p.stderr.decode()[-500:]
+        assert len(list(out.glob("*.json"))) == 1 and not journal.exists()
+    finally:
+        for proc in (first, locals().get("resuming")):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    _no_leftovers(tmp_path)

@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from whichdevice.cli import guard
 from whichdevice.cli.base import app, apply_metavars, click_command, err_console
-from whichdevice.core.errors import UsageError
+from whichdevice.core.errors import PageNotDrawn, UsageError
 from whichdevice.core.textsafe import clean
 
 # Every command: its name -> (the cli module that registers it, the one line `--help` lists).
@@ -131,6 +131,8 @@ _CLICK_USAGE_ERROR: type[Any] = next(c for c in typer.BadParameter.__mro__ if c.
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors become one line on stderr and exit code 2."""
     args = sys.argv[1:] if argv is None else list(argv)
+    if guard.closed_output():
+        sys.exit(2)
     if args and args[0] in ("--version", "-V"):
         _version()
         return
@@ -175,6 +177,10 @@ def _error_exit(e: Exception) -> int | None:
     if isinstance(e, typer.Abort):
         err_console.print("aborted")
         return 130
+    if isinstance(e, PageNotDrawn):  # measured and recorded; the page alone failed
+        print(f"Record: {e.record}", flush=True)  # the line scripts grep for, as after every record
+        err_console.print(f"error: {escape(clean(str(e), newlines=False))}", soft_wrap=True)
+        return 1
     if isinstance(e, OSError):  # a full disk, a folder gone read-only, a path too long: one line
         return guard.os_error(e)
     if isinstance(e, sqlite3.Error):  # a damaged history database

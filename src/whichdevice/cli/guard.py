@@ -34,6 +34,7 @@ from typing import Any
 from rich.markup import escape
 
 from whichdevice.cli.base import err_console
+from whichdevice.core.textsafe import for_encoding
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 NAMES: dict[int, str] = {signal.SIGINT: "Interrupted", signal.SIGTERM: "Terminated", signal.SIGHUP: "Hung up"}
@@ -60,12 +61,34 @@ def _on_signal(signum: int, frame: Any) -> None:
     raise Terminated(signum)
 
 
-class _PipeGuard:
+class _EncodingGuard:
+    """A text stream that writes what its encoding cannot hold (an ASCII or latin-1 terminal,
+    a file name that is not UTF-8) as plain characters (``textsafe.for_encoding``) instead of
+    raising ``UnicodeEncodeError`` after the run was measured (issue #43)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except UnicodeEncodeError:  # the stream encodes the whole text before writing: none of it went out
+            self._stream.write(for_encoding(text, getattr(self._stream, "encoding", None)))
+            return len(text)
+
+    def write(self, text: str) -> int:
+        return self._write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _PipeGuard(_EncodingGuard):
     """``sys.stdout`` whose reader went away: the first ``BrokenPipeError`` becomes an
     interruption (SIGPIPE), the rest of the output is dropped."""
 
     def __init__(self, stream: Any) -> None:
-        self._stream = stream
+        super().__init__(stream)
         self._broken = False
 
     def _broke(self) -> None:
@@ -83,7 +106,7 @@ class _PipeGuard:
         if self._broken:
             return len(text)
         try:
-            return int(self._stream.write(text))
+            return self._write(text)
         except BrokenPipeError:
             self._broke()
             return len(text)
@@ -95,9 +118,6 @@ class _PipeGuard:
             self._stream.flush()
         except BrokenPipeError:
             self._broke()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
 
 
 def _home() -> Path:
@@ -184,6 +204,20 @@ def _scratch() -> Callable[[], None]:
     return restore
 
 
+def closed_output() -> bool:
+    """True when the command was started with its standard output closed (``>&-``, as cron
+    can): Python then has no ``sys.stdout``, and a file the run opens could take descriptor 1.
+    Said in one line (on stderr, when that is open), exit 2, before anything runs (issue #43)."""
+    if sys.stdout is not None:
+        return False
+    err_console.print(
+        "error: standard output is closed (as `>&-` leaves it). "
+        "Send it somewhere instead, e.g. >/dev/null or >whichdevice.log.",
+        soft_wrap=True,
+    )
+    return True
+
+
 def install(*, scratch: bool = True) -> Callable[[], None]:
     """Signal handlers, the output pipe's guard, the scratch folder (for a command) and the
     warning line; returns the function that undoes them."""
@@ -193,9 +227,7 @@ def install(*, scratch: bool = True) -> Callable[[], None]:
     if common is not None:
         common.all_failed = None  # type: ignore[attr-defined]
     previous = {s: signal.signal(s, _on_signal) for s in SIGNALS}
-    saved_stdout = sys.stdout
-    if not isinstance(sys.stdout, _PipeGuard):
-        sys.stdout = _PipeGuard(sys.stdout)  # type: ignore[assignment]
+    restore_streams = _guard_streams()
     restore_scratch = _scratch() if scratch else (lambda: None)
     saved_show = warnings.showwarning
 
@@ -212,11 +244,30 @@ def install(*, scratch: bool = True) -> Callable[[], None]:
             for s, handler in previous.items():
                 signal.signal(s, handler)
         warnings.showwarning = saved_show
-        if isinstance(sys.stdout, _PipeGuard) and not sys.stdout._broken:
-            sys.stdout = saved_stdout
+        restore_streams()
         restore_scratch()
+        journal = sys.modules.get("whichdevice.measure.journal")
+        if journal is not None:  # the command is over: its journal is no longer in use
+            journal.release_locks()
 
     return undo
+
+
+def _guard_streams() -> Callable[[], None]:
+    """stdout behind the pipe's guard, stderr behind the encoding's; returns the undo."""
+    saved_stdout, saved_stderr = sys.stdout, sys.stderr
+    if not isinstance(sys.stdout, _PipeGuard):
+        sys.stdout = _PipeGuard(sys.stdout)  # type: ignore[assignment]
+    if sys.stderr is not None and not isinstance(sys.stderr, _EncodingGuard):
+        sys.stderr = _EncodingGuard(sys.stderr)  # type: ignore[assignment]
+
+    def restore() -> None:
+        if isinstance(sys.stdout, _PipeGuard) and not sys.stdout._broken:
+            sys.stdout = saved_stdout
+        if isinstance(sys.stderr, _EncodingGuard):
+            sys.stderr = saved_stderr
+
+    return restore
 
 
 def _journal() -> tuple[Path | None, str]:

@@ -16,6 +16,7 @@ from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
+    record_then_page,
     app,
     command_line,
     console,
@@ -23,14 +24,12 @@ from whichdevice.cli.common import (
     open_journal,
     measure_with_progress,
     record_paths,
-    page_after_record,
-    write_record,
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
 from whichdevice.present.pages import pipeline as pipeline_page
 from whichdevice.core.errors import UsageError
-from whichdevice.measure.journal import Journal, JournalState, journal_path
+from whichdevice.measure.journal import JournalState, journal_path
 from whichdevice.core.validate import (
     check_output_dir,
     parse_choice,
@@ -350,10 +349,10 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
     )
     record = measure_with_progress(request, journal=lambda: open_journal("pipeline", plan, resumed), resumed=resumed)
     png = Path(plan.png_file)
-    with page_after_record():
-        render_pipeline(record, png, loglog=False)
-        write_record(record, Path(plan.json_file), png)
-        Journal(journal_path(Path(plan.json_file))).finish()  # the record is complete: the journal has done its job
+    json_file = Path(plan.json_file)
+    record_then_page(
+        record, json_file, png, lambda: render_pipeline(record, png, loglog=False), [journal_path(json_file)]
+    )
 
 
 def render_pipeline(record: records.RunRecord, png: Path, *, loglog: bool = False) -> None:

@@ -15,6 +15,7 @@ from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
+    record_then_page,
     find_devices,
     app,
     command_line,
@@ -22,8 +23,6 @@ from whichdevice.cli.common import (
     err_console,
     measure_with_progress,
     open_journal,
-    page_after_record,
-    write_record,
     resume_if_asked,
     record_paths,
 )
@@ -171,10 +170,13 @@ def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
     )
     record = measure_with_progress(request, journal=journal, resumed=resumed, found=found)
     json_file = Path(plan.json_file)
-    with page_after_record():
-        render_placement(record, json_file.with_suffix(".png"), loglog=True)
-        write_record(record, json_file, None)
-        journal.finish()  # the record is complete: the journal has done its job
+    record_then_page(
+        record,
+        json_file,
+        None,
+        lambda: render_placement(record, json_file.with_suffix(".png"), loglog=True),
+        [journal.path],
+    )
 
 
 def render_placement(record: records.RunRecord, png: Path, *, loglog: bool) -> None:

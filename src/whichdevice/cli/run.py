@@ -17,6 +17,7 @@ from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.analysis.suite import answer_cases
 from whichdevice.cli.common import (
+    record_then_page,
     allow_with_resume,
     find_devices,
     app,
@@ -29,8 +30,6 @@ from whichdevice.cli.common import (
     read_plan,
     record_paths,
     reject_options_with_resume,
-    page_after_record,
-    write_record,
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
@@ -117,13 +116,17 @@ def run(
     else:
         record = _run_one(plan, resumed)
     json_file = Path(plan.json_file)
-    with output, page_after_record():
-        render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render)  # png: stem of the plots
-        write_record(record, json_file, None)
-        Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
-        if len(plan.frameworks) > 1:  # and the frameworks' part journals, kept until now
-            for f in plan.frameworks:
-                Journal(journal_path(_part_json(json_file, f))).finish()
+    journals = [journal_path(json_file)]
+    if len(plan.frameworks) > 1:  # and the frameworks' part journals, kept until now
+        journals += [journal_path(_part_json(json_file, f)) for f in plan.frameworks]
+    with output:  # png: the stem of the plots
+        record_then_page(
+            record,
+            json_file,
+            None,
+            lambda: render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render),
+            journals,
+        )
     output.emit(json_file)
     exit_if_nothing_decided(record)
 
@@ -437,10 +440,14 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
         request = dataclasses.replace(request, point_cap_s=torch_diagnose.POINT_CAP_S)
     record = _measure_suite(request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed)
     output = output or ScriptOutput()
-    with output, page_after_record():
-        render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render)
-        write_record(record, json_file, None)
-        Journal(journal_path(json_file)).finish()
+    with output:
+        record_then_page(
+            record,
+            json_file,
+            None,
+            lambda: render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render),
+            [journal_path(json_file)],
+        )
     output.emit(json_file)
     exit_if_nothing_decided(record)
 

@@ -40,3 +40,72 @@ def clean(text: str, *, newlines: bool = True) -> str:
 
 def has_controls(text: str) -> bool:
     return clean(text) != text
+
+
+# Plain stand-ins for the typographic characters whichdevice prints, for a terminal whose
+# encoding cannot show them (PYTHONIOENCODING=ascii, a latin-1 locale; issue #43). A character
+# with no stand-in, or a file name's undecodable byte (a lone surrogate), becomes '?'. Each
+# stand-in is one character wide: the consoles substitute after rich has laid a table out, and
+# a wider one would be cropped at the cell's edge.
+_PLAIN = str.maketrans(
+    {
+        "·": ".",
+        "—": "-",
+        "–": "-",
+        "−": "-",
+        "…": ".",
+        "≈": "~",
+        "±": "~",
+        "×": "x",
+        "→": ">",
+        "←": "<",
+        "≤": "<",
+        "≥": ">",
+        "•": "*",
+        "‘": "'",
+        "’": "'",
+        "“": '"',
+        "”": '"',
+        "µ": "u",
+        "μ": "u",
+        "✓": "v",
+        "✔": "v",
+        "✗": "x",
+        "✘": "x",
+        "²": "2",
+        "³": "3",
+        "⁴": "4",
+        "\u00a0": " ",
+        "\u2009": " ",
+        "\u202f": " ",
+    }
+)
+
+
+def for_encoding(text: str, encoding: str | None) -> str:
+    """``text`` as a stream of ``encoding`` can write it, as wide as it was: unchanged when it
+    can, else each character it cannot encode replaced by a plain stand-in (``—`` -> ``-``) or
+    ``?``."""
+    enc = encoding or "utf-8"
+    try:
+        text.encode(enc)
+        return text
+    except UnicodeEncodeError:
+        pass
+    except LookupError:  # an encoding Python does not know: ASCII is safe everywhere
+        enc = "ascii"
+    out = []
+    for ch in text:
+        if not _encodes(ch, enc):
+            ch = ch.translate(_PLAIN)
+            ch = ch if _encodes(ch, enc) else "?"
+        out.append(ch)
+    return "".join(out)
+
+
+def _encodes(text: str, encoding: str) -> bool:
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
