@@ -698,3 +698,74 @@ def test_a_second_resume_of_one_journal_is_refused_before_it_measures(tmp_path):
                 proc.kill()
                 proc.communicate()
     _no_leftovers(tmp_path)
+
+
+DAEMON = """
+import os, sys, time
+pid = os.fork()
+if pid == 0:  # the classic daemon: fork, setsid, fork again, the middle one exits
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", "300"])
+    os._exit(0)
+os.waitpid(pid, 0)
+print("daemon started", flush=True)
+"""
+
+
+def test_a_double_forked_setsid_daemon_ends_with_the_child(tmp_path, monkeypatch):
+    """43.1: a model whose build() starts a daemon (double fork + setsid) left processes behind:
+    the clean-up covered the process group and what the last one-second scan saw."""
+    from whichdevice.core import process
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("PR_SET_CHILD_SUBREAPER is Linux only")
+    (tmp_path / "daemon_mod.py").write_text(DAEMON)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("WD_TEST_MARK", MARK)
+    for _ in range(3):
+        with open(tmp_path / "said", "w") as out:
+            done = process.run_module("daemon_mod", [], timeout_s=30, stdout=out)
+        assert done.returncode == 0 and "daemon started" in (tmp_path / "said").read_text()
+        assert _alive_marked() == [], "the daemon outlived the child"
+    assert not [p for p in psutil_children() if p.status() == "zombie"], "an adopted process was not reaped"
+
+
+def psutil_children():
+    import psutil
+
+    return psutil.Process().children()
+
+
+ORPHANED = """
+import sys
+from whichdevice.core.process import run_module
+print("started", flush=True)
+run_module("sleeper_mod", [], timeout_s=300)
+"""
+
+
+def test_children_die_when_whichdevice_is_killed(tmp_path):
+    """43.1: a script that SIGKILLs whichdevice left the audit child running until its own
+    timeout (600 s by default): every child now has PR_SET_PDEATHSIG."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("PR_SET_PDEATHSIG is Linux only")
+    (tmp_path / "sleeper_mod.py").write_text("import time\ntime.sleep(300)\n")
+    env = _env(tmp_path, PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
+    parent = subprocess.Popen([sys.executable, "-c", ORPHANED], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None and parent.stdout.readline().strip() == "started"
+        end = time.monotonic() + 30
+        while len(_alive_marked()) < 2 and time.monotonic() < end:
+            time.sleep(0.05)
+        assert len(_alive_marked()) == 2  # whichdevice and its child
+    finally:
+        parent.kill()
+        parent.communicate()
+    end = time.monotonic() + 10
+    while _alive_marked() and time.monotonic() < end:
+        time.sleep(0.05)
+    left = _alive_marked()
+    for pid in left:  # do not leave them to the next test
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], "the child outlived whichdevice"
