@@ -113,6 +113,12 @@ def _become_subreaper() -> None:
         _subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
+def _stop_subreaper() -> None:
+    global _subreaper
+    if _prctl is not None and _subreaper:
+        _subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) != 0
+
+
 def _die_with_parent(parent: int) -> Callable[[], None] | None:
     """A ``preexec_fn`` giving the child SIGKILL when its parent dies (Linux; only from the main
     thread: the kernel sends it when the *thread* that forked the child ends)."""
@@ -252,6 +258,8 @@ class GroupPopen(subprocess.Popen[bytes]):
             _kill_known(self.watched.procs[1:])
         if self.token is not None:
             _end_adopted(self.token, self.pid)
+            if not _started_pids() - {self.pid}:
+                _stop_subreaper()  # no child left: the Python API's host process is as it was
 
     def _exited_unreaped(self, block: bool) -> bool:
         flags = os.WEXITED | os.WNOWAIT | (0 if block else os.WNOHANG)
