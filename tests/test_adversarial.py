@@ -769,3 +769,71 @@ def test_children_die_when_whichdevice_is_killed(tmp_path):
     for pid in left:  # do not leave them to the next test
         os.kill(pid, signal.SIGKILL)
     assert left == [], "the child outlived whichdevice"
+
+
+@pytest.mark.parametrize("nb", ["list", "deep"])
+def test_hostile_notebooks_are_one_line(tmp_path, capsys, nb):
+    """43.7: a notebook cell whose source is a list of numbers, or a notebook nested 100,000
+    levels deep, ended in a traceback."""
+    path = tmp_path / f"{nb}.ipynb"
+    if nb == "list":
+        cell = {"cell_type": "code", "source": [1, 2, 3], "metadata": {}, "outputs": []}
+        path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    else:
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    code, _, err = run_cli(["audit", str(path), "--out", str(tmp_path / "a")], capsys)
+    assert code == 2 and err.count("error:") == 1 and "SCRIPT" in err and "Traceback" not in err, err
+    assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize("kind", ["a file", "under a file", "cache is a file"])
+def test_an_unusable_whichdevice_home_is_one_line(tmp_path, capsys, monkeypatch, kind):
+    """43.7: an unusable WHICHDEVICE_HOME ended every run with matplotlib's 'Exception ignored
+    in atexit callback' traceback."""
+    (tmp_path / "f").write_text("")
+    home = {"a file": tmp_path / "f", "under a file": tmp_path / "f" / "h", "cache is a file": tmp_path / "h"}[kind]
+    if kind == "cache is a file":
+        home.mkdir()
+        (home / "cache").write_text("")
+    monkeypatch.setenv("WHICHDEVICE_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli([*QUICK, "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and err.count("error:") == 1 and "WHICHDEVICE_HOME" in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_keras_writes_its_config_into_the_run_not_the_home(tmp_path, monkeypatch):
+    """43.8: importing Keras created ~/.keras/keras.json in a fresh HOME, even for a torch model
+    and for a refused input. The run gets its own KERAS_HOME; the user's keras.json is copied in
+    and their downloads are linked."""
+    from whichdevice.cli import guard
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    monkeypatch.setenv("HOME", str(fresh))
+    monkeypatch.delenv("KERAS_HOME", raising=False)
+    monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path / "wd"))
+    undo = guard.install()
+    try:
+        keras_home = Path(os.environ["KERAS_HOME"])
+        assert keras_home.parent == Path(os.environ["TMPDIR"]) and keras_home.is_dir()  # in the run's scratch
+        done = subprocess.run(
+            [sys.executable, "-c", "import keras.src.backend.config as c; print(c.keras_home())"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0 and done.stdout.strip() == str(keras_home), done.stderr[-300:]
+    finally:
+        undo()
+    assert os.listdir(fresh) == [] and "KERAS_HOME" not in os.environ and not keras_home.exists()
+    (fresh / ".keras" / "datasets").mkdir(parents=True)
+    (fresh / ".keras" / "keras.json").write_text('{"floatx": "float16"}')
+    undo = guard.install()
+    try:
+        keras_home = Path(os.environ["KERAS_HOME"])
+        assert (keras_home / "keras.json").read_text() == '{"floatx": "float16"}'
+        assert (keras_home / "datasets").resolve() == (fresh / ".keras" / "datasets").resolve()
+    finally:
+        undo()
+    assert (fresh / ".keras" / "datasets").is_dir()  # the scratch's removal did not follow the link

@@ -139,7 +139,10 @@ def main(argv: list[str] | None = None) -> None:
     # SIGTERM, SIGHUP and a closed output pipe unwind like Ctrl-C; the run's scratch folder and
     # the libraries' caches under WHICHDEVICE_HOME (set before matplotlib is imported); warnings
     # as one line (cli/guard.py, issue 18)
-    undo = guard.install(scratch=_command_name(args) in COMMANDS)
+    command = _command_name(args) in COMMANDS
+    if command and guard.unusable_home():
+        sys.exit(2)
+    undo = guard.install(scratch=command)
     try:
         load_commands(args)
         apply_metavars()

@@ -147,9 +147,32 @@ def _remove_stale_scratch(base: Path) -> None:
 
 
 # Where a library would otherwise write into the user's home (matplotlib's font cache):
-# under WHICHDEVICE_HOME, unless the user chose a place. (KERAS_HOME is left alone: it is also
-# where Keras reads the user's keras.json, and moving it would change the model's settings.)
+# under WHICHDEVICE_HOME, unless the user chose a place.
 CACHES = {"MPLCONFIGDIR": "matplotlib"}
+
+
+def _keras_home(folder: str) -> str | None:
+    """A KERAS_HOME for the run in its scratch folder, unless the user set one (issue #43:
+    importing Keras wrote ~/.keras/keras.json in a fresh home, even for a torch model or a
+    refused input). The user's own keras.json is copied in, so the model's settings (backend,
+    floatx, image data format) are theirs; every other entry of their Keras folder (datasets,
+    models) is linked, so what Keras downloaded before is found and not fetched again."""
+    if os.environ.get("KERAS_HOME"):
+        return None
+    base = os.path.expanduser("~")
+    real = Path(base if os.access(base, os.W_OK) else "/tmp") / ".keras"  # keras/src/backend/config.py
+    mine = Path(folder) / "keras"
+    try:
+        mine.mkdir()
+    except OSError:
+        return None
+    with contextlib.suppress(OSError):
+        for entry in real.iterdir():
+            if entry.name == "keras.json":
+                shutil.copyfile(entry, mine / entry.name)
+            else:
+                (mine / entry.name).symlink_to(entry)
+    return str(mine)
 
 
 # A child's temporary folder is BASE/run-PID-XXXXXXXX/whichdevice-XXXXXXXX (43 bytes below
@@ -181,13 +204,21 @@ def _scratch() -> Callable[[], None]:
         folder = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=base)
     except OSError:
         return lambda: None  # no home to write to: the system's temporary folder, as before
-    saved = {k: os.environ.get(k) for k in ("TMPDIR", *CACHES)}
+    saved = {k: os.environ.get(k) for k in ("TMPDIR", "KERAS_HOME", *CACHES)}
     saved_dir = tempfile.tempdir
     os.environ["TMPDIR"] = folder
     tempfile.tempdir = folder
+    keras_home = _keras_home(folder)
+    if keras_home is not None:
+        os.environ["KERAS_HOME"] = keras_home
     for var, name in CACHES.items():
         if not os.environ.get(var):
-            os.environ[var] = str(_home() / "cache" / name)
+            cache = _home() / "cache" / name
+            try:
+                cache.mkdir(parents=True, exist_ok=True)
+            except OSError:  # matplotlib would make a temporary one and fail to remove it at exit
+                cache = Path(folder) / name
+            os.environ[var] = str(cache)
 
     def restore() -> None:
         tempfile.tempdir = saved_dir
@@ -216,6 +247,32 @@ def closed_output() -> bool:
         soft_wrap=True,
     )
     return True
+
+
+def unusable_home() -> bool:
+    """True, with one line, when the WHICHDEVICE_HOME the user set cannot hold the run's
+    scratch folder and caches (a file, a read-only or vanished folder; issue #43): said before
+    anything runs, exit 2. Unset, a home that cannot be used falls back to the system's
+    temporary folder."""
+    if not os.environ.get("WHICHDEVICE_HOME"):
+        return False
+    home = _home()
+    try:
+        for folder in (home / "tmp", home / "cache"):
+            folder.mkdir(parents=True, exist_ok=True)
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(folder))
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        if e.filename and str(e.filename) != str(home):
+            why = f"{e.filename}: {why}"
+        err_console.print(
+            f"error: WHICHDEVICE_HOME: '{escape(str(home))}' cannot be used ({escape(why)}). "
+            "Set it to a folder you can write to, or unset it (the default is ~/.whichdevice).",
+            soft_wrap=True,
+        )
+        return True
+    return False
 
 
 def install(*, scratch: bool = True) -> Callable[[], None]:
