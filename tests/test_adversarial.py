@@ -837,3 +837,53 @@ def test_keras_writes_its_config_into_the_run_not_the_home(tmp_path, monkeypatch
     finally:
         undo()
     assert (fresh / ".keras" / "datasets").is_dir()  # the scratch's removal did not follow the link
+
+
+EVIL_OUTPUT = r"""
+import sys
+print("plain line")
+print("title \x1b]0;OWNED\x07 clear \x1b[2J\x1bc clip \x1b]52;c;ZXZpbA==\x07 end")
+sys.stdout.write("cut \x1b]0;SPLIT"); sys.stdout.flush()
+sys.stdout.write("TITLE\x07 after\n"); sys.stdout.flush()
+sys.stdout.write("progress 50%\r"); sys.stdout.flush()
+print("progress 100%")
+print("err \x1b[31mred\x1b[0m \x9b2J", file=sys.stderr)
+"""
+
+
+def test_the_audit_passes_the_scripts_text_through_without_control_sequences(tmp_path):
+    """43.10: `audit` passed the script's output through raw: terminal-title, screen-clear and
+    clipboard-write (OSC 52) sequences reached the user's terminal."""
+    (tmp_path / "evil.py").write_text(EVIL_OUTPUT)
+    p = _wd(["audit", "evil.py", "--out", "a", "--no-rerun"], tmp_path, timeout=180)
+    out, err = p.stdout.decode(), p.stderr.decode()
+    assert p.returncode == 0, err[-500:]
+    for seq in ("\x1b", "\x07", "\x9b"):
+        assert seq not in out and seq not in err
+    assert "plain line" in out and "title  clear  clip  end" in out and "cut  after" in out
+    assert "progress 50%\rprogress 100%" in out and "err red" in err  # text, newlines and \r pass
+    assert len(list((tmp_path / "a").glob("audit-*.json"))) == 1
+    _no_leftovers(tmp_path)
+
+
+def test_stream_cleaner_holds_a_sequence_cut_across_pieces():
+    from whichdevice.core.textsafe import StreamCleaner
+
+    text = "a\x1b]0;T\x07b\x1b[2Jc\x1b]52;c;Zm9v\x1b\\d\x9b31me\n\x1bcf\x1b"
+    for size in (1, 2, 3, 7, len(text)):
+        c = StreamCleaner()
+        got = "".join(c.feed(text[i : i + size]) for i in range(0, len(text), size)) + c.close()
+        assert got == "abcde\nf", (size, got)
+
+
+def test_report_writes_nothing_beside_the_record_unless_asked(tmp_path, capsys):
+    """43.8: `whichdevice report RECORD` wrote an HTML and PNGs beside the record on every call
+    (-report.html, -report-2.html, ...), into a reference folder or a read-only checkout."""
+    rec = _many_samples_record(tmp_path / "r.json", 20)
+    for _ in range(2):
+        code, out, err = run_cli(["report", str(rec)], capsys)
+        assert code == 0 and "Matrix multiply" in out and "Report:" not in out and "Plot:" not in out, err
+    assert os.listdir(tmp_path) == ["r.json"]
+    code, out, _ = run_cli(["report", str(rec), "--html"], capsys)
+    assert code == 0 and sorted(os.listdir(tmp_path)) == ["r.html", "r.json", "r.png"]
+    assert f"Report: {tmp_path / 'r.html'}" in out

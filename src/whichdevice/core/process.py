@@ -34,6 +34,8 @@ that every layer may use keeps the guarantees the same everywhere.
 from __future__ import annotations
 
 import atexit
+import codecs
+import contextlib
 import ctypes
 import itertools
 import os
@@ -43,12 +45,14 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 import psutil
+
+from whichdevice.core.textsafe import StreamCleaner
 
 POLL_S = 0.05
 _CHILDREN_EVERY = 20  # polls between two scans for the child's own subprocesses
@@ -456,3 +460,50 @@ def run_module(
                 child.kill()
                 return Finished(None, time.monotonic() - child.started, "timeout")
             time.sleep(POLL_S)
+
+
+# ------------------------------------------------------------------ a child's output, passed through
+
+_PUMP_JOIN_S = 5.0  # after the child ends: how long its last output may take to arrive
+
+
+@contextlib.contextmanager
+def passed_through() -> Iterator[tuple[int, int]]:
+    """Two descriptors to give a child as its stdout and stderr (``run_module(stdout=...,
+    stderr=...)``): what it writes reaches this process's stdout and stderr as it comes, as
+    text with no escape sequence (``textsafe.StreamCleaner``, issue #43: an audited script's
+    window title, screen clear or clipboard write (OSC 52) reached the user's terminal)."""
+    ends, pumps = [], []
+    try:
+        for name in ("stdout", "stderr"):
+            read_end, write_end = os.pipe()
+            ends.append(write_end)
+            pump = threading.Thread(target=_pump, args=(read_end, name), daemon=True, name=f"pass-{name}")
+            pump.start()
+            pumps.append(pump)
+        yield ends[0], ends[1]
+    finally:
+        for fd in ends:
+            os.close(fd)
+        for pump in pumps:
+            pump.join(_PUMP_JOIN_S)
+
+
+def _pump(fd: int, name: str) -> None:
+    cleaner = StreamCleaner()
+    decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        while chunk := f.read(65536):
+            _emit(name, cleaner.feed(decode(chunk)))
+    _emit(name, cleaner.feed(decode(b"", final=True)) + cleaner.close())
+
+
+def _emit(name: str, text: str) -> None:
+    stream = getattr(sys, name)
+    if not text or stream is None:
+        return
+    try:
+        stream.write(text)
+        stream.flush()
+    except (Exception, KeyboardInterrupt):  # a reader gone (cli/guard's Terminated too): the rest is dropped
+        pass
