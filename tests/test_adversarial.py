@@ -887,3 +887,140 @@ def test_report_writes_nothing_beside_the_record_unless_asked(tmp_path, capsys):
     code, out, _ = run_cli(["report", str(rec), "--html"], capsys)
     assert code == 0 and sorted(os.listdir(tmp_path)) == ["r.html", "r.json", "r.png"]
     assert f"Report: {tmp_path / 'r.html'}" in out
+
+
+THREAD_LEFT_RUNNING = """
+import threading, time
+def build():
+    threading.Thread(target=time.sleep, args=(600,)).start()  # not a daemon: Python waits for it at exit
+    raise ValueError("my model is not ready")
+"""
+
+MEMORY_HOG = """
+import time
+HELD = []
+def build():
+    HELD.append(b"x" * (1536 * 2**20))  # 1.5 GiB, touched
+    time.sleep(30)
+    raise ValueError("held memory for 30 s")
+"""
+
+
+def test_the_preflight_does_not_wait_on_a_thread_the_user_left_running(tmp_path):
+    """43.6: a non-daemon thread in build() cost the pre-flight its whole time limit (180 s), and
+    the message blamed the time."""
+    pytest.importorskip("torch")
+    (tmp_path / "m.py").write_text(THREAD_LEFT_RUNNING)
+    t0 = time.monotonic()
+    p = _wd(["diagnose", "--framework", "torch", "--model", "m.py:build", "--budget", "20"], tmp_path, timeout=150)
+    err = p.stderr.decode()
+    assert p.returncode == 2 and err.count("error:") == 1 and "my model is not ready" in err, err[-800:]
+    assert time.monotonic() - t0 < 90
+    _no_leftovers(tmp_path)
+
+
+def test_the_memory_limit_holds_the_preflight_and_is_named(tmp_path):
+    """43.2: with --memory-limit 2 the pre-flight held 5.9 GB for 180 s, and the error blamed the
+    time. Now the run's limit holds the pre-flight, and the line says the memory limit stopped it."""
+    pytest.importorskip("torch")
+    (tmp_path / "m.py").write_text(MEMORY_HOG)
+    args = ["diagnose", "--framework", "torch", "--model", "m.py:build", "--memory-limit", "0.75", "--budget", "20"]
+    t0 = time.monotonic()
+    p = _wd(args, tmp_path, timeout=150)
+    err = p.stderr.decode()
+    assert p.returncode == 2 and err.count("error:") == 1, err[-800:]
+    assert "memory limit" in err and "--memory-limit" in err and "held memory" not in err, err[-800:]
+    assert time.monotonic() - t0 < 28  # stopped while it held the memory, not after
+    _no_leftovers(tmp_path)
+
+
+# ------------------------------------------------------------ issue 43's new family: processes that try to escape
+# Each module runs as a child through core.process (as the pre-flight, a measuring child and the
+# audit child do) and leaves a process behind in its own way; none may outlive the child.
+
+_SLEEP = 'os.execvp("sleep", ["sleep", "300"])'
+ESCAPES = {
+    "double fork + setsid, at once": f"""
+import os
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        {_SLEEP}
+    os._exit(0)
+""",
+    "triple fork, setsid twice": f"""
+import os
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        if os.fork() == 0:
+            os.setsid()
+            {_SLEEP}
+        os._exit(0)
+    os._exit(0)
+""",
+    "setpgid: a group of its own, same session": f"""
+import os
+if os.fork() == 0:
+    os.setpgid(0, 0)
+    if os.fork() == 0:
+        {_SLEEP}
+    os._exit(0)
+""",
+    "ignores SIGTERM and SIGHUP": """
+import os, signal, subprocess
+subprocess.Popen(["sh", "-c", "trap '' TERM HUP; exec sleep 300"], start_new_session=True)
+""",
+    "nohup sh -c 'sleep &' (the shell exits)": """
+import subprocess
+subprocess.run(["sh", "-c", "nohup setsid sleep 300 >/dev/null 2>&1 &"], check=True)
+""",
+    "20 daemons in a loop": f"""
+import os
+for _ in range(20):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            {_SLEEP}
+        os._exit(0)
+""",
+    "from a thread, start_new_session": """
+import subprocess, threading
+t = threading.Thread(target=lambda: subprocess.Popen(["sleep", "300"], start_new_session=True))
+t.start(); t.join()
+""",
+    "a detached parent that forks the daemon later": f"""
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(0.3)  # after the child has ended
+    if os.fork() == 0:
+        {_SLEEP}
+    os._exit(0)
+""",
+}
+
+
+@pytest.mark.parametrize("name", list(ESCAPES))
+def test_no_process_escapes_the_child_that_started_it(tmp_path, monkeypatch, name):
+    from whichdevice.core import process
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the subreaper is Linux only")
+    (tmp_path / "escape_mod.py").write_text(ESCAPES[name])
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("WD_TEST_MARK", MARK)
+    done = process.run_module("escape_mod", [], timeout_s=30)
+    assert done.returncode == 0
+    left = _alive_marked()
+    for pid in left:  # do not leave them to the next test
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], f"{len(left)} processes escaped"
+
+
+def test_an_audited_script_that_starts_a_daemon_leaves_nothing(tmp_path):
+    """43.1: an audited script doing a double fork + setsid left one process behind."""
+    (tmp_path / "s.py").write_text("import os\n" + ESCAPES["double fork + setsid, at once"] + "\nprint('done')\n")
+    p = _wd(["audit", "s.py", "--out", "a", "--no-rerun"], tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr.decode()[-500:]
+    _no_leftovers(tmp_path)

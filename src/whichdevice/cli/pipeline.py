@@ -178,7 +178,8 @@ def pipeline(
     variant_list, notes = _fit_cache(variant_list, n_images, size)
     if not variant_list:
         raise UsageError("--variants", "leaves nothing to measure", f"Pass one or more of: {', '.join(wl.VARIANTS)}.")
-    user = _user_model(model_fn, data_fn, size, fw) if model_fn is not None else None
+    with userfile.limits(memory_bytes, timeout_s):  # the pre-flight too (issue #43)
+        user = _user_model(model_fn, data_fn, size, fw) if model_fn is not None else None
     if data_fn is not None:
         notes.append("per-stage throughput is not measured for --data: a user's dataset is one opaque pipeline.")
     plan = PipelinePlan(

@@ -110,9 +110,10 @@ def placement(
     user = None
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        found_user = userfile.user_model_params(
-            model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
-        )
+        with userfile.limits(memory_bytes, timeout_s):  # issue #43
+            found_user = userfile.user_model_params(
+                model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
+            )
         # No --data here: the data keys (both None) stay out of the case's parameters.
         user = {k: v for k, v in found_user.items() if not k.startswith("data_")}
     plan = PlacementPlan(

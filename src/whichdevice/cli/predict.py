@@ -161,9 +161,10 @@ def predict(
     params: dict = {"model": "seed001"}
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {fw})…")
-        params = userfile.user_model_params(
-            model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
-        )
+        with userfile.limits(memory_bytes, timeout_s):  # issue #43
+            params = userfile.user_model_params(
+                model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
+            )
     plan = PredictPlan(
         profile=profile,
         profile_json=deviceprofile.dumps(prof),

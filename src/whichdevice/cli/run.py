@@ -322,31 +322,15 @@ def diagnose(
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000) or 10_000
     given_batch = parse_positive_int(batch, "--batch", "32", maximum=65536)
-    user_batch = given_batch or 32
     budget_s = parse_budget(budget)
     wanted = experiment.parse_device_filter(device)
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
     memory_bytes = parse_memory_limit(memory_limit)
     json_file, _ = record_paths(out, json_path, "diagnose")
     experiment.require_installed(fw)
-    sizing = None
-    if fw == "torch":  # an nn.Module: torch's own pre-flight (one real step on the exact batch)
-        err_console.print(f"Checking {escape(model_fn.text)}: one training step (imports torch)…")
-        user, user_batch = _torch_user(model_fn, shape, n_classes, data_fn, given_batch)
-    else:
-        err_console.print(
-            f"Checking {escape(model_fn.text)}: one training step at batch {user_batch} (imports {escape(fw)})…"
-        )
-        user, sizing = plan_user_suite(
-            model_fn,
-            shape,
-            n_classes,
-            data_fn,
-            fw,
-            batch=user_batch,
-            samples=n_samples,
-            budget_s=budget_s,
-            samples_given=samples is not None,
+    with userfile.limits(memory_bytes, max(budget_s, 60.0), timeout_from="--budget"):  # as the cases (issue #43)
+        user, user_batch, sizing = _diagnose_preflight(
+            model_fn, shape, n_classes, data_fn, fw, given_batch, budget_s, n_samples, samples is not None
         )
     plan = DiagnosePlan(
         model=model_fn.text,
@@ -364,6 +348,40 @@ def diagnose(
         framework=fw,
     )
     run_diagnose(plan, None, output)
+
+
+def _diagnose_preflight(
+    model_fn: userfile.UserFunction,
+    shape,
+    n_classes: int | None,
+    data_fn: userfile.UserFunction | None,
+    fw: str,
+    given_batch: int | None,
+    budget_s: float,
+    n_samples: int,
+    samples_given: bool,
+) -> tuple[dict, int, dict | None]:
+    """``diagnose``'s pre-flight: the case parameters, the batch and (Keras) the sizing."""
+    if fw == "torch":  # an nn.Module: torch's own pre-flight (one real step on the exact batch)
+        err_console.print(f"Checking {escape(model_fn.text)}: one training step (imports torch)…")
+        user, user_batch = _torch_user(model_fn, shape, n_classes, data_fn, given_batch)
+        return user, user_batch, None
+    user_batch = given_batch or 32
+    err_console.print(
+        f"Checking {escape(model_fn.text)}: one training step at batch {user_batch} (imports {escape(fw)})…"
+    )
+    user, sizing = plan_user_suite(
+        model_fn,
+        shape,
+        n_classes,
+        data_fn,
+        fw,
+        batch=user_batch,
+        samples=n_samples,
+        budget_s=budget_s,
+        samples_given=samples_given,
+    )
+    return user, user_batch, sizing
 
 
 def _model_and_data(

@@ -152,9 +152,10 @@ def scale(
     model_text = BUILTIN_MODELS.get(model, model)
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        model_params = userfile.user_model_params(
-            model_fn, None, None, None, frameworks.env_module(fw).child_env("cpu")
-        )
+        with userfile.limits(memory_bytes, timeout_s if case_timeout else None):  # issue #43
+            model_params = userfile.user_model_params(
+                model_fn, None, None, None, frameworks.env_module(fw).child_env("cpu")
+            )
         model_text = f"your model {model_fn.text}"
         check_replicable(fw, model_params, max(replicas), model_fn.text)
     plan = ScalePlan(

@@ -167,7 +167,8 @@ def train(
     precisions = parse_choice_list(precision, "--precision", precision_cases.POLICIES)
     experiment.require_installed(fw)
 
-    user = _user_model(model_fn, shape, n_classes, data_fn, fw) if model_fn is not None else None
+    with userfile.limits(memory_bytes, timeout_s):  # the pre-flight too (issue #43)
+        user = _user_model(model_fn, shape, n_classes, data_fn, fw) if model_fn is not None else None
     plan = TrainPlan(
         framework=fw,
         parts=part_list,
