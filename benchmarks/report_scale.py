@@ -1,11 +1,13 @@
 """report and compare on records with many samples per point (issue #43, item 3).
 
 Builds records from the recorded H200 runs in tests/data/h200/ with each point's samples
-resampled (with a small jitter) to N samples, then times ``whichdevice report`` (rendering the
-HTML and PNGs into a scratch folder) and ``whichdevice compare`` of the record with itself, each a
-real ``python -m whichdevice`` run. Also times ``stats.median_ci`` alone.
+resampled (with a small jitter) to N samples, then times ``whichdevice report`` (the page on the
+terminal: the plots are still drawn, into a scratch folder that is removed), ``report --markdown``
+(no plots) and ``whichdevice compare`` of the record with itself, each a real
+``python -m whichdevice`` run: wall seconds and CPU seconds of the process. Also times
+``stats.median_ci`` alone.
 
-    python benchmarks/report_scale.py [--samples 1000,3000] [--big-mb 50] [--out DIR]
+    python benchmarks/report_scale.py [--samples 1000,3000] [--big-mb 50]
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "tests" / "data" / "h200"
 WD = [sys.executable, "-m", "whichdevice"]
-REPORT_ARGS: list[str] = []  # set by --report-args
 
 
 def resampled(src: Path, n: int, seed: int = 0) -> dict:
@@ -46,11 +47,14 @@ def padded_to(src: Path, mb: float) -> dict:
     return resampled(src, per_point)
 
 
-def timed(args: list[str], cwd: Path) -> tuple[float, int, str]:
+def timed(args: list[str], cwd: Path) -> tuple[float, float, int]:
+    """(wall s, CPU s of the process, exit code) of one real ``python -m whichdevice`` run."""
     env = {**os.environ, "WHICHDEVICE_HOME": str(cwd / "home"), "COLUMNS": "120"}
-    t0 = time.perf_counter()
+    c0, t0 = os.times(), time.perf_counter()
     p = subprocess.run([*WD, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
-    return time.perf_counter() - t0, p.returncode, (p.stderr.strip().splitlines() or [""])[-1]
+    wall, c1 = time.perf_counter() - t0, os.times()
+    cpu = c1.children_user + c1.children_system - c0.children_user - c0.children_system
+    return wall, cpu, p.returncode
 
 
 def median_ci_times(sizes: list[int]) -> list[tuple[int, float]]:
@@ -73,8 +77,8 @@ def main() -> None:
     ap.add_argument("--big-mb", type=float, default=50.0)
     ap.add_argument("--source", default="run.json,matmul_torch.json")
     args = ap.parse_args()
-    print("| what | samples per point | record | command | wall s | exit |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| record | samples per point | size | command | wall s | CPU s | exit |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory(prefix="wd-report-scale-") as tmp:
         root = Path(tmp)
         for name in args.source.split(","):
@@ -87,15 +91,12 @@ def main() -> None:
                 rec.write_text(json.dumps(data))
                 per = max(len((r.get("timing") or {}).get("samples_s") or []) for r in data["results"])
                 size = f"{rec.stat().st_size / 1e6:.1f} MB"
-                for cmd in (
-                    ["report", str(rec), *REPORT_ARGS, "--out", str(root / "o")],
-                    ["compare", str(rec), str(rec)],
-                ):
-                    (root / "o").mkdir(exist_ok=True)
-                    wall, rc, last = timed(cmd, root)
-                    print(f"| {src.stem} | {per} | {size} | {cmd[0]} | {wall:.2f} | {rc} |", flush=True)
+                for cmd in (["report", str(rec)], ["report", str(rec), "--markdown"], ["compare", str(rec), str(rec)]):
+                    wall, cpu, rc = timed(cmd, root)
+                    what = " ".join(c for c in cmd if c != str(rec))
+                    print(f"| {src.name} | {per} | {size} | {what} | {wall:.2f} | {cpu:.2f} | {rc} |", flush=True)
     for n, s in median_ci_times([1000, 2000, 3000, 100_000, 1_000_000]):
-        print(f"| stats.median_ci alone | {n} | - | - | {s:.4f} | - |")
+        print(f"| stats.median_ci alone | {n} | - | - | {s:.4f} | - | - |")
 
 
 if __name__ == "__main__":
