@@ -153,8 +153,9 @@ def report(
         help="Print every table as CSV (one row per cell: section,table,row,column,value); writes no file.",
     ),
 ) -> None:
-    """Re-render the table and plot from a saved record, without measuring again (the plots and
-    HTML report are written only with --out or --html)."""
+    """Re-render the table and plot from a saved record, without measuring again.
+
+    The page is printed; its plots and HTML report are written only with --out or --html."""
     if markdown and as_csv:
         raise UsageError("--markdown", "--markdown and --csv are two formats of one output", "Pass one of them.")
     record = load_any(result, "RESULT")

@@ -151,9 +151,10 @@ def _token_of(pid: int) -> str | None:
     return None
 
 
-def _adopted(token: str | None, group: int | None, ours: set[int]) -> list[int]:
-    """Our children, other than the ones we started, that carry ``token`` (any of ours: None) or
-    belong to process group ``group`` (a member killed with the group, now our zombie)."""
+def _adopted(token: str | None, group: int | None, ours: set[int], seen: frozenset[int] = frozenset()) -> list[int]:
+    """Our children, other than the ones we started, that carry ``token`` (any of ours: None),
+    belong to process group ``group`` (a member killed with the group, now our zombie) or were
+    seen in the child's tree by the memory scan (``seen``: killed, now our zombies)."""
     mine = f"{os.getpid()}:"
     found = []
     try:
@@ -166,7 +167,7 @@ def _adopted(token: str | None, group: int | None, ours: set[int]) -> list[int]:
         t = _token_of(p.pid)
         if t is not None and (t == token if token is not None else t.startswith(mine)):
             found.append(p.pid)
-        elif group is not None and _pgid(p.pid) == group:
+        elif p.pid in seen or (group is not None and _pgid(p.pid) == group):
             found.append(p.pid)
     return found
 
@@ -178,7 +179,7 @@ def _pgid(pid: int) -> int | None:
         return None
 
 
-def _end_adopted(token: str | None, group: int | None = None) -> None:
+def _end_adopted(token: str | None, group: int | None = None, seen: set[int] | None = None) -> None:
     """Kill and reap every process adopted from a child's tree (``token``; every child's: None):
     daemons that left the child's group and lost their parent. Waits up to ``_ADOPTED_WAIT_S``
     for the group's members, killed just before, to die and hand their own orphans to us."""
@@ -186,7 +187,7 @@ def _end_adopted(token: str | None, group: int | None = None) -> None:
         return
     end = time.monotonic() + _ADOPTED_WAIT_S
     while True:
-        found = _adopted(token, group, _started_pids())
+        found = _adopted(token, group, _started_pids(), frozenset(seen or ()))
         for pid in found:
             _kill_tree(pid)
         if not found and not (group is not None and _group_alive(group)):
@@ -258,10 +259,10 @@ class GroupPopen(subprocess.Popen[bytes]):
             os.killpg(self.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        if self.watched is not None:
-            _kill_known(self.watched.procs[1:])
+        seen = self.watched.procs[1:] if self.watched is not None else []
+        _kill_known(seen)
         if self.token is not None:
-            _end_adopted(self.token, self.pid)
+            _end_adopted(self.token, self.pid, {p.pid for p in seen})
             if not _started_pids() - {self.pid}:
                 _stop_subreaper()  # no child left: the Python API's host process is as it was
 
