@@ -1024,3 +1024,13 @@ def test_an_audited_script_that_starts_a_daemon_leaves_nothing(tmp_path):
     p = _wd(["audit", "s.py", "--out", "a", "--no-rerun"], tmp_path, timeout=120)
     assert p.returncode == 0, p.stderr.decode()[-500:]
     _no_leftovers(tmp_path)
+
+
+@pytest.mark.parametrize("option", ["--out", "--json"])
+def test_an_output_path_with_a_line_break_is_refused(tmp_path, capsys, monkeypatch, option):
+    """43.10: a newline in --out broke the `grep '^Record: '` contract."""
+    monkeypatch.chdir(tmp_path)
+    value = str(tmp_path / ("a\nb" if option == "--out" else "a\nb.json"))
+    code, _, err = run_cli([*QUICK, option, value], capsys)
+    assert code == 2 and err.count("error:") == 1 and option in err and "line break" in err, err
+    assert os.listdir(tmp_path) == []
