@@ -855,7 +855,7 @@ def _(ctx):
         [sys.executable, "-c", code, str(d), str(d / "pids")],
         capture_output=True,
         text=True,
-        env=ctx.env({"PYTHONPATH": str(d)}),
+        env=ctx.env({"PYTHONPATH": os.pathsep.join([str(d), os.environ.get("PYTHONPATH", "")])}),
     )
     time.sleep(0.3)
     pids = [int(x) for x in (d / "pids").read_text().split()]
@@ -1332,6 +1332,326 @@ def load() -> str:
         return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     except OSError:
         return "uptime unavailable"
+
+
+# ================================================================== issue 43: Reliability III
+# The failures issue #43 found, each as a real run, and a new family of its own: processes
+# that try to outlive the child that started them ("escaping processes").
+
+_SLEEP = 'os.execvp("sleep", ["sleep", "300"])'
+ESCAPES = {
+    "double fork + setsid, at once": f"""
+import os
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        {_SLEEP}
+    os._exit(0)
+""",
+    "triple fork, setsid twice": f"""
+import os
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        if os.fork() == 0:
+            os.setsid()
+            {_SLEEP}
+        os._exit(0)
+    os._exit(0)
+""",
+    "setpgid: a group of its own, same session": f"""
+import os
+if os.fork() == 0:
+    os.setpgid(0, 0)
+    if os.fork() == 0:
+        {_SLEEP}
+    os._exit(0)
+""",
+    "ignores SIGTERM and SIGHUP, own session": """
+import subprocess
+subprocess.Popen(["sh", "-c", "trap '' TERM HUP; exec sleep 300"], start_new_session=True)
+""",
+    "nohup setsid sleep & (the shell exits)": """
+import subprocess
+subprocess.run(["sh", "-c", "nohup setsid sleep 300 >/dev/null 2>&1 &"], check=True)
+""",
+    "20 daemons in a loop": f"""
+import os
+for _ in range(20):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            {_SLEEP}
+        os._exit(0)
+""",
+    "from a thread, start_new_session": """
+import subprocess, threading
+t = threading.Thread(target=lambda: subprocess.Popen(["sleep", "300"], start_new_session=True))
+t.start(); t.join()
+""",
+    "a detached parent that forks the daemon after the child ended": f"""
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(0.3)
+    if os.fork() == 0:
+        {_SLEEP}
+    os._exit(0)
+""",
+}
+
+
+def _escape_case(name: str, source: str) -> None:
+    @case("escaping processes", f"a child's code: {name}", "nothing outlives the child (subreaper, core.process)")
+    def _(ctx):
+        d = ctx.folder()
+        (d / "escape_mod.py").write_text(source)
+        code = "from whichdevice.core.process import run_module\nprint(run_module('escape_mod', [], timeout_s=30).returncode)\n"
+        p = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env=ctx.env({"PYTHONPATH": os.pathsep.join([str(d), os.environ.get("PYTHONPATH", "")])}),
+        )
+        time.sleep(0.3)
+        alive = live_marked()
+        return p.stdout.strip() == "0" and not alive, f"exit {p.stdout.strip()}; alive after: {len(alive)}"
+
+
+for _name, _source in ESCAPES.items():
+    _escape_case(_name, _source)
+
+
+@case("escaping processes", "an audited script that double-forks a setsid daemon", "nothing left after the audit")
+def _(ctx):
+    d = ctx.folder()
+    (d / "s.py").write_text("import os\n" + ESCAPES["double fork + setsid, at once"] + "print('done')\n")
+    r = ctx.cli(["audit", "s.py", "--out", "a", "--no-rerun"], d)
+    time.sleep(0.3)
+    alive = live_marked()
+    return r.rc == 0 and not alive, f"exit {r.rc}; alive after: {len(alive)}"
+
+
+@case("escaping processes", "whichdevice SIGKILLed while its child runs", "the child dies with it (PR_SET_PDEATHSIG)")
+def _(ctx):
+    d = ctx.folder()
+    (d / "sleeper_mod.py").write_text("import time\ntime.sleep(300)\n")
+    code = "from whichdevice.core.process import run_module\nprint('go', flush=True)\nrun_module('sleeper_mod', [], timeout_s=300)\n"
+    p = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=ctx.env({"PYTHONPATH": os.pathsep.join([str(d), os.environ.get("PYTHONPATH", "")])}),
+    )
+    p.stdout.readline()
+    wait_for(lambda: len(live_marked()) >= 2, 30)
+    p.kill()
+    p.wait()
+    gone = wait_for(lambda: not live_marked(), 10)
+    return gone, "child gone" if gone else f"alive: {live_marked()}"
+
+
+DAEMON_MODEL = """
+import os
+import torch
+
+def build():
+    pid = os.fork()
+    if pid == 0:  # a daemon: fork, setsid, fork again, the middle one exits
+        os.setsid()
+        if os.fork() == 0:
+            os.execvp("sleep", ["sleep", "300"])
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 10))
+"""
+
+
+@case(
+    "escaping processes",
+    "diagnose --framework torch of a model whose build() starts a daemon (every child builds it)",
+    "exit 0; no process left (issue #43: 36 were)",
+)
+def _(ctx):
+    d = ctx.folder()
+    (d / "m.py").write_text(DAEMON_MODEL)
+    args = ["diagnose", "--framework", "torch", "--model", "m.py:build", "--input-shape", "3,8,8"]
+    r = ctx.cli([*args, "--classes", "10", "--budget", "20", "--out", "o"], d, timeout=600)
+    time.sleep(0.5)
+    alive = live_marked()
+    return r.rc in (
+        0,
+        1,
+    ) and "Traceback" not in r.err and not alive, f"exit {r.rc} ({r.wall_s:.0f} s); alive after: {len(alive)}"
+
+
+@case("hostile environment", "PYTHONIOENCODING=ascii: a whole run", "exit 0, plain ASCII, the record written")
+def _(ctx):
+    d = ctx.folder()
+    r = ctx.cli([*QUICK, "--out", "o"], d, {"PYTHONIOENCODING": "ascii"})
+    ok = r.rc == 0 and r.out.isascii() and record_of(r) is not None and (d / record_of(r)).exists()
+    return ok, f"exit {r.rc}; ascii {r.out.isascii()}"
+
+
+@case("hostile environment", "PYTHONIOENCODING=latin-1: report --markdown of a record", "exit 0, no traceback")
+def _(ctx):
+    d = ctx.folder()
+    r = ctx.cli(["report", str(good_record(ctx)), "--markdown"], d, {"PYTHONIOENCODING": "latin-1"})
+    return r.rc == 0 and "Traceback" not in r.err, f"exit {r.rc}"
+
+
+@case("hostile environment", "--out named with a byte that is not UTF-8", "exit 0; record, HTML and PNG written")
+def _(ctx):
+    d = ctx.folder()
+    odd = os.fsdecode(b"o\xff")
+    r = ctx.cli([*QUICK, "--out", odd], d)
+    got = sorted(f.suffix for f in (d / odd).iterdir()) if (d / odd).exists() else []
+    return r.rc == 0 and got == [".html", ".json", ".png"], f"exit {r.rc}; written {got}"
+
+
+@case("hostile environment", "stdout closed (>&-, as in cron)", "exit 2, one line, nothing measured")
+def _(ctx):
+    d = ctx.folder()
+    p = subprocess.run(
+        " ".join([*WD, *QUICK, "--out", "o"]) + " >&-", shell=True, cwd=d, env=ctx.env(), stderr=subprocess.PIPE
+    )
+    err = p.stderr.decode(errors="replace")
+    r = Res(p.returncode, "", err, 0.0)
+    ok, obs = one_line(r, 2, "standard output")
+    return ok and not (d / "o").exists(), obs
+
+
+for _kind in ("a file", "under a file", "its cache a file"):
+
+    def _home_case(kind: str) -> None:
+        @case("hostile environment", f"WHICHDEVICE_HOME is {kind}", "exit 2, one line naming WHICHDEVICE_HOME")
+        def _(ctx):
+            d = ctx.folder()
+            (d / "f").write_text("")
+            home = {"a file": d / "f", "under a file": d / "f" / "h", "its cache a file": d / "h"}[kind]
+            if kind == "its cache a file":
+                home.mkdir()
+                (home / "cache").write_text("")
+            return one_line(ctx.cli([*QUICK, "--out", "o"], d, {"WHICHDEVICE_HOME": str(home)}), 2, "WHICHDEVICE_HOME")
+
+    _home_case(_kind)
+
+
+@case("hostile environment", "a fresh HOME: a Keras model refused by the pre-flight", "exit 2; nothing in HOME")
+def _(ctx):
+    d = ctx.folder()
+    (d / "home").mkdir()
+    (d / "m.py").write_text("import keras\ndef build():\n    return keras.Sequential([keras.layers.Dense(2)])\n")
+    r = ctx.cli(["diagnose", "--model", "m.py:nope", "--budget", "20"], d, {"HOME": str(d / "home")})
+    ok, obs = one_line(r, 2, "--model")
+    left = os.listdir(d / "home")
+    return ok and left == [], f"{obs}; HOME holds {left}"
+
+
+@case("hostile notebooks", "a code cell whose source is a list of numbers", "exit 2, one line")
+def _(ctx):
+    d = ctx.folder()
+    cell = {"cell_type": "code", "source": [1, 2, 3], "metadata": {}, "outputs": []}
+    (d / "n.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return one_line(ctx.cli(["audit", "n.ipynb", "--out", "a"], d), 2, "SCRIPT")
+
+
+@case("hostile notebooks", "a notebook nested 100,000 levels deep", "exit 2, one line")
+def _(ctx):
+    d = ctx.folder()
+    (d / "n.ipynb").write_text("[" * 100_000 + "]" * 100_000)
+    return one_line(ctx.cli(["audit", "n.ipynb", "--out", "a"], d), 2, "SCRIPT")
+
+
+@case("hostile user files", "an audited script writes title, clear and OSC 52 sequences", "text passes, no sequence")
+def _(ctx):
+    d = ctx.folder()
+    (d / "s.py").write_text(
+        'import sys\nprint("a \\x1b]0;T\\x07 b \\x1b[2J\\x1bc c \\x1b]52;c;Zm9v\\x07 d")\n'
+        'print("e \\x9b31m", file=sys.stderr)\n'
+    )
+    r = ctx.cli(["audit", "s.py", "--out", "a", "--no-rerun"], d)
+    seen = [c for c in "\x1b\x07\x9b" if c in r.out + r.err]
+    return r.rc == 0 and not seen and "a  b  c  d" in r.out, f"exit {r.rc}; control characters seen: {seen}"
+
+
+@case("hostile user files", "build() starts a non-daemon thread, then raises", "exit 2 at once with the model's error")
+def _(ctx):
+    d = ctx.folder()
+    (d / "m.py").write_text(
+        "import threading, time\ndef build():\n    threading.Thread(target=time.sleep, args=(600,)).start()\n"
+        "    raise ValueError('not ready')\n"
+    )
+    r = ctx.cli(["diagnose", "--framework", "torch", "--model", "m.py:build", "--budget", "20"], d, timeout=200)
+    ok, obs = one_line(r, 2, "not ready")
+    return ok and r.wall_s < 90, f"{obs} ({r.wall_s:.0f} s)"
+
+
+@case("hostile user files", "build() holds 1.5 GiB, --memory-limit 0.75", "stopped by the memory limit, said so")
+def _(ctx):
+    d = ctx.folder()
+    (d / "m.py").write_text(
+        "import time\nHELD = []\ndef build():\n    HELD.append(b'x' * (1536 * 2**20))\n    time.sleep(30)\n"
+        "    raise ValueError('held')\n"
+    )
+    args = ["diagnose", "--framework", "torch", "--model", "m.py:build", "--memory-limit", "0.75", "--budget", "20"]
+    r = ctx.cli(args, d, timeout=200)
+    ok, obs = one_line(r, 2, "memory limit")
+    return ok and "--memory-limit" in r.err and r.wall_s < 28, f"{obs} ({r.wall_s:.0f} s)"
+
+
+@case("concurrency", "a second --resume of a journal while the first resume runs", "exit 2 before it measures")
+def _(ctx):
+    d = ctx.folder()
+    journal, _first = interrupted_run(ctx, d / "o")
+    p = ctx.start(["matmul", "--resume", str(journal)], d, HANG_ENV)
+    try:
+        wait_for(lambda: any(str(journal) in os.path.realpath(f"/proc/{p.pid}/fd/{fd}") for fd in _fds(p.pid)), 60)
+        r = ctx.cli(["matmul", "--resume", str(journal)], d, timeout=60)
+        ok, obs = one_line(r, 2, "in use")
+    finally:
+        p.send_signal(signal.SIGTERM)  # as a user would: it removes its scratch folder
+        try:
+            p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+    return ok and r.wall_s < 30, f"{obs} ({r.wall_s:.0f} s)"
+
+
+def _fds(pid: int) -> list[str]:
+    try:
+        return os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return []
+
+
+@case("foreign records", "report of a record in a read-only folder", "the page printed, nothing written")
+def _(ctx):
+    d = ctx.folder()
+    shutil.copy(good_record(ctx), d / "r.json")
+    r = ctx.cli(["report", "r.json"], d)
+    return r.rc == 0 and os.listdir(d) == ["r.json"], f"exit {r.rc}; folder holds {sorted(os.listdir(d))}"
+
+
+@case("foreign records", "report and compare of a record with 3,000 samples per point", "each under 2 s of CPU")
+def _(ctx):
+    d = ctx.folder()
+    data = json.loads(good_record(ctx).read_text())
+    for res in data["results"]:
+        t = res.get("timing") or {}
+        if t.get("samples_s"):
+            t["samples_s"] = [t["samples_s"][i % len(t["samples_s"])] * (1 + i % 7 * 1e-3) for i in range(3000)]
+            t["stop_reason"] = "sample cap"
+    (d / "r.json").write_text(json.dumps(data))
+    times = []
+    for args in (["report", "r.json"], ["compare", "r.json", "r.json"]):
+        t0 = os.times()
+        r = ctx.cli(args, d, timeout=300)
+        t1 = os.times()
+        times.append((r.rc, t1.children_user + t1.children_system - t0.children_user - t0.children_system))
+    ok = all(rc == 0 and cpu < 2 for rc, cpu in times)
+    return ok, "; ".join(f"exit {rc}, {cpu:.2f} s CPU" for rc, cpu in times)
 
 
 def main() -> None:

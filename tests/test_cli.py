@@ -85,7 +85,10 @@ def test_numpy_sweep_end_to_end_and_report_round_trip(tmp_path, capsys):
     assert all(r["status"] == "ok" for r in data["results"])
     assert "numpy sees no GPU" in out
     png.unlink()
+    before = sorted(out_dir.iterdir())
     code, out2, _ = run_cli(["report", str(json_file)], capsys)
+    assert code == 0 and sorted(out_dir.iterdir()) == before  # report writes nothing unless asked (issue #43)
+    code, out2, _ = run_cli(["report", str(json_file), "--html"], capsys)
     # the report beside the record is kept: the redraw is written next to it
     assert code == 0 and png.with_name(png.stem + "-report.png").exists() and json_file.with_suffix(".html").exists()
     # The same table comes back from the saved record: compare the rows of n=64.
@@ -149,7 +152,7 @@ def test_html_report_is_self_contained_and_escapes_record_strings(tmp_path, caps
     rec = load_run(json_file)
     evil = rec.model_copy(update={"notes": ["<script>alert(1)</script> [bold red]x[/bold red]"]})
     save_run(evil, json_file)
-    code, out, _ = run_cli(["report", str(json_file)], capsys)
+    code, out, _ = run_cli(["report", str(json_file), "--html"], capsys)
     assert code == 0
     redrawn = json_file.with_name(json_file.stem + "-report.html")  # the original page is kept
     assert f"Report: {redrawn}" in out

@@ -159,7 +159,7 @@ def test_piped_output_has_whole_paths_a_script_can_open(tmp_path):
     (record_line,) = [line for line in stdout.splitlines() if re.match(r"^Record: ", line)]
     path = Path(record_line.removeprefix("Record: "))
     assert len(str(path)) > 80 and load_run(path).experiment == "run"  # whole, and opens
-    stdout = _piped([sys.executable, "-m", "whichdevice", "report", str(json_file)], tmp_path)
+    stdout = _piped([sys.executable, "-m", "whichdevice", "report", str(json_file), "--html"], tmp_path)
     (report_line,) = [line for line in stdout.splitlines() if line.startswith("Report: ")]
     assert Path(report_line.removeprefix("Report: ")).read_text().startswith("<!doctype html>")
     assert "\x1b[" not in stdout  # plain text, no colours, when not a terminal
@@ -172,10 +172,12 @@ def test_report_writes_new_files_beside_the_old_unless_force(tmp_path, capsys):
     path = tmp_path / "run.json"
     path.write_text(RECORD.read_text())
     assert cli(["report", str(path)], capsys)[0] == 0
+    assert sorted(os.listdir(tmp_path)) == ["run.json"]  # nothing written unless asked (issue #43)
+    assert cli(["report", str(path), "--html"], capsys)[0] == 0
     first = (tmp_path / "run.html").read_bytes()
-    assert cli(["report", str(path)], capsys)[0] == 0
+    assert cli(["report", str(path), "--html"], capsys)[0] == 0
     assert (tmp_path / "run-report.html").exists() and (tmp_path / "run.html").read_bytes() == first
-    assert cli(["report", str(path), "--force"], capsys)[0] == 0
+    assert cli(["report", str(path), "--html", "--force"], capsys)[0] == 0
     assert not (tmp_path / "run-report-2.html").exists()
 
 

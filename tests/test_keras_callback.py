@@ -36,7 +36,7 @@ def test_step_timer_in_real_fit_writes_a_reportable_record(tmp_path, capsys, syn
     assert len(result.timing.warmup_s) == 3 and len(result.timing.samples_s) == 57
     assert result.metrics["steps_per_epoch"] == 20 and result.metrics["samples_per_step"] == 32
     with pytest.raises(SystemExit) as e:
-        main(["report", str(path)])
+        main(["report", str(path), "--html"])
         raise SystemExit(0)
     out, err = capsys.readouterr()
     assert e.value.code in (0, None), err

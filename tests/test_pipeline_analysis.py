@@ -227,7 +227,7 @@ def test_report_renders_terminal_png_and_html(tmp_path, capsys):
 
     save_run(rec, tmp_path / "rec.json")
     with pytest.raises(SystemExit) as e:
-        main(["report", str(tmp_path / "rec.json")])
+        main(["report", str(tmp_path / "rec.json"), "--html"])
         raise SystemExit(0)
     assert e.value.code == 0
     assert (tmp_path / "rec.png").exists() and (tmp_path / "rec.html").exists()

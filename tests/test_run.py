@@ -65,7 +65,7 @@ class _Collect(HTMLParser):
 def test_report_of_a_recorded_run_renders_parseable_html(tmp_path, capsys):
     path = tmp_path / "run.json"
     path.write_text((DATA / "run_cpu_2core.json").read_text())
-    code, out, err = run_cli(["report", str(path)], capsys)
+    code, out, err = run_cli(["report", str(path), "--html"], capsys)
     assert code == 0, err
     assert out.startswith("whichdevice run") and "What to change" in out and "batch_size=" in out
     page = (tmp_path / "run.html").read_text()

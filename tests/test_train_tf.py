@@ -78,7 +78,7 @@ def test_every_builtin_workload_runs_on_the_cpu_and_report_rerenders(tmp_path, c
     assert "reduced sizes" in text and "Cost of syncing every step" in text and "need a GPU run" in text
     assert (out / "t.png").stat().st_size > 10_000
     (out / "t.png").unlink()
-    code, text2, err = run_cli(["report", str(out / "t.json")], capsys)
+    code, text2, err = run_cli(["report", str(out / "t.json"), "--html"], capsys)
     assert code == 0, err
     assert "Training runs" in text2 and (out / "t.png").exists()
 

@@ -111,13 +111,15 @@ def translate(path: Path) -> tuple[str, dict]:
     """(the Python source of the notebook's code cells, {'cells', 'magics', 'cell_lines'})."""
     try:
         nb = json.loads(path.read_text(encoding="utf-8"))
-        cells = nb["cells"]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as e:
-        raise _refuse(path, f"not a readable notebook: {type(e).__name__}") from None
+        cells = list(nb["cells"])
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, RecursionError) as e:
+        raise _refuse(path, f"not a readable notebook: {type(e).__name__}") from None  # nested too deep: RecursionError
     code = []
-    for c in cells:
+    for k, c in enumerate(cells, 1):
         if isinstance(c, dict) and c.get("cell_type") == "code":
             src = c.get("source", "")
+            if isinstance(src, list) and not all(isinstance(x, str) for x in src):
+                raise _refuse(path, f"cell {k}'s source is not text")  # a list of numbers (issue #43)
             code.append("".join(src) if isinstance(src, list) else str(src))
     if not code:
         raise _refuse(path, "it has no code cell")

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from whichdevice.core.version import __version__
 from whichdevice.core import safeio
 from whichdevice.core.errors import UsageError
-from whichdevice.core.process import run_module
+from whichdevice.core.process import passed_through, run_module
 from whichdevice.core.records import MachineInfo, Timing, now_iso
 
 # 2 (issue #31/#33): the corrected ratios read A/B, as compare's (above 1: B faster); 1 had B/A.
@@ -279,15 +279,17 @@ def run_child(
         )
         sys.stdout.flush()
         sys.stderr.flush()
-        # The script's output is the user's: stdout and stderr are passed through.
-        done = run_module(
-            "whichdevice.audit.child",
-            [str(job)],
-            timeout_s=timeout_s + STATE_GRACE_S,
-            stdout=None,
-            stderr=None,
-            cwd=os.getcwd(),
-        )
+        # The script's output is the user's: stdout and stderr are passed through, as text with
+        # no escape sequence (core/process.passed_through).
+        with passed_through() as (out, err):
+            done = run_module(
+                "whichdevice.audit.child",
+                [str(job)],
+                timeout_s=timeout_s + STATE_GRACE_S,
+                stdout=out,
+                stderr=err,
+                cwd=os.getcwd(),
+            )
         killed = done.stopped is not None
         rc, wall = done.returncode, done.wall_s
         state = None

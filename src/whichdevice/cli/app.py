@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from whichdevice.cli import guard
 from whichdevice.cli.base import app, apply_metavars, click_command, err_console
-from whichdevice.core.errors import UsageError
+from whichdevice.core.errors import PageNotDrawn, UsageError
 from whichdevice.core.textsafe import clean
 
 # Every command: its name -> (the cli module that registers it, the one line `--help` lists).
@@ -131,13 +131,18 @@ _CLICK_USAGE_ERROR: type[Any] = next(c for c in typer.BadParameter.__mro__ if c.
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors become one line on stderr and exit code 2."""
     args = sys.argv[1:] if argv is None else list(argv)
+    if guard.closed_output():
+        sys.exit(2)
     if args and args[0] in ("--version", "-V"):
         _version()
         return
     # SIGTERM, SIGHUP and a closed output pipe unwind like Ctrl-C; the run's scratch folder and
     # the libraries' caches under WHICHDEVICE_HOME (set before matplotlib is imported); warnings
     # as one line (cli/guard.py, issue 18)
-    undo = guard.install(scratch=_command_name(args) in COMMANDS)
+    command = _command_name(args) in COMMANDS
+    if command and guard.unusable_home():
+        sys.exit(2)
+    undo = guard.install(scratch=command)
     try:
         load_commands(args)
         apply_metavars()
@@ -175,6 +180,10 @@ def _error_exit(e: Exception) -> int | None:
     if isinstance(e, typer.Abort):
         err_console.print("aborted")
         return 130
+    if isinstance(e, PageNotDrawn):  # measured and recorded; the page alone failed
+        print(f"Record: {e.record}", flush=True)  # the line scripts grep for, as after every record
+        err_console.print(f"error: {escape(clean(str(e), newlines=False))}", soft_wrap=True)
+        return 1
     if isinstance(e, OSError):  # a full disk, a folder gone read-only, a path too long: one line
         return guard.os_error(e)
     if isinstance(e, sqlite3.Error):  # a damaged history database

@@ -55,12 +55,12 @@ def audit(
         source, nb = notebook.translate(path)
     state, rc, wall_s, killed = audit_mod.run_child(path, args, timeout_s, rerun=not no_rerun, source=source)
     record = make_record(path, args, timeout_s, state, rc, wall_s, killed, notebook=nb)
-    render(record)
-    try:
+    try:  # first: nothing measured is lost to a page that cannot be printed (issue #43)
         json_file.parent.mkdir(parents=True, exist_ok=True)
         audit_mod.save(record, json_file)
     except OSError as e:
         raise UsageError("--json", f"cannot write '{json_file}' ({e.strerror})", "Pass a writable path.") from None
+    render(record)
     console.print(f"Record: {escape(str(json_file))}")
     if html:
         page = json_file.with_suffix(".html")

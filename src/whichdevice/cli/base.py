@@ -14,7 +14,7 @@ import typer.main
 from rich.console import Console
 from rich.segment import Segment
 
-from whichdevice.core.textsafe import clean
+from whichdevice.core.textsafe import clean, for_encoding
 
 app = typer.Typer(
     add_completion=False,
@@ -30,12 +30,19 @@ class SafeConsole(Console):
     text it renders (``core.textsafe.clean``, issue #18): model names, error texts of
     frameworks and user code, the contents of a record or journal never move the cursor,
     clear the screen or set the window title. Rich's own colours and the progress bar's
-    cursor movements are added after rendering (control segments), so they are kept."""
+    cursor movements are added after rendering (control segments), so they are kept.
+
+    On a stream that cannot encode a character (an ASCII or latin-1 terminal, a file name that
+    is not UTF-8) the character is printed as its plain stand-in (``textsafe.for_encoding``,
+    issue #43) instead of ending the command with a traceback."""
 
     def render(self, renderable, options=None):  # type: ignore[no-untyped-def, override]
+        encoding = self.encoding
         for segment in super().render(renderable, options):
-            if segment.control is None and segment.text and not segment.text.isprintable():
-                yield Segment(clean(segment.text), segment.style, None)
+            if segment.control is None and segment.text:
+                text = segment.text if segment.text.isprintable() else clean(segment.text)
+                text = for_encoding(text, encoding)
+                yield segment if text is segment.text else Segment(text, segment.style, None)
             else:
                 yield segment
 

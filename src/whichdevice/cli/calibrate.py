@@ -22,6 +22,9 @@ from whichdevice.analysis import deviceprofile
 from whichdevice.measure import experiment, session
 from whichdevice.core import records
 from whichdevice.cli.common import (
+    announce_record,
+    draw_page,
+    save_record,
     find_devices,
     app,
     command_line,
@@ -30,7 +33,6 @@ from whichdevice.cli.common import (
     measure_with_progress,
     open_journal,
     page_after_record,
-    write_record,
     resume_if_asked,
     record_paths,
 )
@@ -164,14 +166,15 @@ def run_calibrate(plan: CalibratePlan, resumed: JournalState | None) -> None:
     json_file, png = Path(plan.json_file), Path(plan.png_file)
     failed: UsageError | None = None
     with page_after_record():
+        save_record(record, json_file)  # first: nothing measured is lost to the page
         try:
-            profile = render_calibrate(record, png, loglog=True)
+            profile = draw_page(lambda: render_calibrate(record, png, loglog=True), json_file)
         except UsageError as e:  # a fitted value came out non-positive: no profile from noise
             failed = e
-            write_record(record, json_file, None)  # the samples are real: kept, with no profile from them
+            announce_record(record, json_file, None)  # the samples are real: kept, with no profile from them
             journal.finish()
         else:
-            write_record(record, json_file, png)
+            announce_record(record, json_file, png)
             text = deviceprofile.dumps(profile)
             profile_file, saved = Path(plan.profile_file), Path(plan.saved_file)
             records.write_atomic(profile_file, text)

@@ -9,7 +9,7 @@ import secrets
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from whichdevice.cli.base import app, console, err_console  # noqa: F401  (re-ex
 from whichdevice.cli.options import DEFAULT_OUT  # noqa: F401  (re-exported: audit, import)
 from whichdevice.measure import experiment, history, session
 from whichdevice.core import records, safeio
-from whichdevice.core.errors import UsageError
+from whichdevice.core.errors import PageNotDrawn, UsageError
 from whichdevice.core.validate import check_output_dir, check_output_file
 from whichdevice.measure import journal
 from whichdevice.measure.journal import Journal, JournalState, journal_path
@@ -96,10 +96,11 @@ def page_after_record() -> Iterator[None]:
     console.file.flush()
 
 
-def write_record(record: records.RunRecord, json_file: Path, png: Path | None) -> None:
-    """Write the record (atomically); then the plots and pages written before it are kept.
-    A failure to write it is raised as it is (cli/app.py: one line, the ``--resume`` command
-    while the journal is kept, exit 1) after the plots and pages of this run are removed."""
+def save_record(record: records.RunRecord, json_file: Path) -> None:
+    """Write the record (atomically), first of all: nothing measured is lost to a page that
+    cannot be drawn or printed afterwards (a name that is not UTF-8, an ASCII terminal, a full
+    disk: issue #43). A failure to write it is raised as it is (cli/app.py: one line, the
+    ``--resume`` command while the journal is kept, exit 1), with whatever this run created."""
     global all_failed
     if journal.active_changes:  # resumed on a changed machine: the record says so
         record = record.model_copy(
@@ -110,22 +111,60 @@ def write_record(record: records.RunRecord, json_file: Path, png: Path | None) -
         records.save_run(record, json_file)
     except OSError:
         safeio.discard_created()  # never leave a report without its record
-        if png is not None:
-            png.unlink(missing_ok=True)
-            png.with_suffix(".html").unlink(missing_ok=True)
         raise
     safeio.keep_created()
     if record.results and all(r.status == "failed" for r in record.results):
         first = record.results[0]
         all_failed = f"every case failed ({len(record.results)}); the first: {first.error}"
+
+
+def draw_page(draw: Callable[[], Any], json_file: Path) -> Any:
+    """``draw()`` (the command's renderer, after its record is written); a page that cannot be
+    written or encoded ends the command with one line naming the record and how to draw it again
+    (errors.PageNotDrawn), the files of the half-drawn page removed."""
+    try:
+        drawn = draw()
+    except (OSError, UnicodeError) as e:
+        safeio.discard_created()
+        raise PageNotDrawn(json_file, e) from None
+    safeio.keep_created()
+    return drawn
+
+
+def announce_record(record: records.RunRecord, json_file: Path, png: Path | None) -> None:
+    """The lines after the page: where the record is, its run id in the history, the plot."""
     console.print(f"Record: {escape(str(json_file))}")
     try:
         run_id = history.add(record, json_file)
         console.print(f"History: run {run_id} (whichdevice history; whichdevice compare {run_id} LATER_RUN)")
-    except (OSError, sqlite3.Error) as e:  # the index is a convenience: never fail a finished run over it
+    except (OSError, sqlite3.Error, UnicodeError) as e:  # the index is a convenience: never fail a finished run
         console.print(f"[yellow]History not updated ({escape(str(e))}).[/yellow]")
     if png is not None:
         console.print(f"Plot:   {escape(str(png))}")
+
+
+def write_record(record: records.RunRecord, json_file: Path, png: Path | None) -> None:
+    """Write the record and print its lines (``save_record``, ``announce_record``)."""
+    save_record(record, json_file)
+    announce_record(record, json_file, png)
+
+
+def record_then_page(
+    record: records.RunRecord,
+    json_file: Path,
+    png: Path | None,
+    draw: Callable[[], Any],
+    journals: Sequence[Path] = (),
+) -> None:
+    """A measuring command's end: write the record, close its journals (the record is complete:
+    they have done their job), then draw the page and print it with the record's lines after
+    it, all at once (``page_after_record``)."""
+    with page_after_record():
+        save_record(record, json_file)
+        for path in journals:
+            Journal(path).finish()
+        draw_page(draw, json_file)
+        announce_record(record, json_file, png)
 
 
 # ------------------------------------------------------------------ --resume

@@ -34,6 +34,7 @@ from typing import Any
 from rich.markup import escape
 
 from whichdevice.cli.base import err_console
+from whichdevice.core.textsafe import for_encoding
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 NAMES: dict[int, str] = {signal.SIGINT: "Interrupted", signal.SIGTERM: "Terminated", signal.SIGHUP: "Hung up"}
@@ -60,12 +61,34 @@ def _on_signal(signum: int, frame: Any) -> None:
     raise Terminated(signum)
 
 
-class _PipeGuard:
+class _EncodingGuard:
+    """A text stream that writes what its encoding cannot hold (an ASCII or latin-1 terminal,
+    a file name that is not UTF-8) as plain characters (``textsafe.for_encoding``) instead of
+    raising ``UnicodeEncodeError`` after the run was measured (issue #43)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except UnicodeEncodeError:  # the stream encodes the whole text before writing: none of it went out
+            self._stream.write(for_encoding(text, getattr(self._stream, "encoding", None)))
+            return len(text)
+
+    def write(self, text: str) -> int:
+        return self._write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _PipeGuard(_EncodingGuard):
     """``sys.stdout`` whose reader went away: the first ``BrokenPipeError`` becomes an
     interruption (SIGPIPE), the rest of the output is dropped."""
 
     def __init__(self, stream: Any) -> None:
-        self._stream = stream
+        super().__init__(stream)
         self._broken = False
 
     def _broke(self) -> None:
@@ -83,7 +106,7 @@ class _PipeGuard:
         if self._broken:
             return len(text)
         try:
-            return int(self._stream.write(text))
+            return self._write(text)
         except BrokenPipeError:
             self._broke()
             return len(text)
@@ -95,9 +118,6 @@ class _PipeGuard:
             self._stream.flush()
         except BrokenPipeError:
             self._broke()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
 
 
 def _home() -> Path:
@@ -127,9 +147,32 @@ def _remove_stale_scratch(base: Path) -> None:
 
 
 # Where a library would otherwise write into the user's home (matplotlib's font cache):
-# under WHICHDEVICE_HOME, unless the user chose a place. (KERAS_HOME is left alone: it is also
-# where Keras reads the user's keras.json, and moving it would change the model's settings.)
+# under WHICHDEVICE_HOME, unless the user chose a place.
 CACHES = {"MPLCONFIGDIR": "matplotlib"}
+
+
+def _keras_home(folder: str) -> str | None:
+    """A KERAS_HOME for the run in its scratch folder, unless the user set one (issue #43:
+    importing Keras wrote ~/.keras/keras.json in a fresh home, even for a torch model or a
+    refused input). The user's own keras.json is copied in, so the model's settings (backend,
+    floatx, image data format) are theirs; every other entry of their Keras folder (datasets,
+    models) is linked, so what Keras downloaded before is found and not fetched again."""
+    if os.environ.get("KERAS_HOME"):
+        return None
+    base = os.path.expanduser("~")
+    real = Path(base if os.access(base, os.W_OK) else "/tmp") / ".keras"  # keras/src/backend/config.py
+    mine = Path(folder) / "keras"
+    try:
+        mine.mkdir()
+    except OSError:
+        return None
+    with contextlib.suppress(OSError):
+        for entry in real.iterdir():
+            if entry.name == "keras.json":
+                shutil.copyfile(entry, mine / entry.name)
+            else:
+                (mine / entry.name).symlink_to(entry)
+    return str(mine)
 
 
 # A child's temporary folder is BASE/run-PID-XXXXXXXX/whichdevice-XXXXXXXX (43 bytes below
@@ -161,13 +204,21 @@ def _scratch() -> Callable[[], None]:
         folder = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=base)
     except OSError:
         return lambda: None  # no home to write to: the system's temporary folder, as before
-    saved = {k: os.environ.get(k) for k in ("TMPDIR", *CACHES)}
+    saved = {k: os.environ.get(k) for k in ("TMPDIR", "KERAS_HOME", *CACHES)}
     saved_dir = tempfile.tempdir
     os.environ["TMPDIR"] = folder
     tempfile.tempdir = folder
+    keras_home = _keras_home(folder)
+    if keras_home is not None:
+        os.environ["KERAS_HOME"] = keras_home
     for var, name in CACHES.items():
         if not os.environ.get(var):
-            os.environ[var] = str(_home() / "cache" / name)
+            cache = _home() / "cache" / name
+            try:
+                cache.mkdir(parents=True, exist_ok=True)
+            except OSError:  # matplotlib would make a temporary one and fail to remove it at exit
+                cache = Path(folder) / name
+            os.environ[var] = str(cache)
 
     def restore() -> None:
         tempfile.tempdir = saved_dir
@@ -184,6 +235,46 @@ def _scratch() -> Callable[[], None]:
     return restore
 
 
+def closed_output() -> bool:
+    """True when the command was started with its standard output closed (``>&-``, as cron
+    can): Python then has no ``sys.stdout``, and a file the run opens could take descriptor 1.
+    Said in one line (on stderr, when that is open), exit 2, before anything runs (issue #43)."""
+    if sys.stdout is not None:
+        return False
+    err_console.print(
+        "error: standard output is closed (as `>&-` leaves it). "
+        "Send it somewhere instead, e.g. >/dev/null or >whichdevice.log.",
+        soft_wrap=True,
+    )
+    return True
+
+
+def unusable_home() -> bool:
+    """True, with one line, when the WHICHDEVICE_HOME the user set cannot hold the run's
+    scratch folder and caches (a file, a read-only or vanished folder; issue #43): said before
+    anything runs, exit 2. Unset, a home that cannot be used falls back to the system's
+    temporary folder."""
+    if not os.environ.get("WHICHDEVICE_HOME"):
+        return False
+    home = _home()
+    try:
+        for folder in (home / "tmp", home / "cache"):
+            folder.mkdir(parents=True, exist_ok=True)
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(folder))
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        if e.filename and str(e.filename) != str(home):
+            why = f"{e.filename}: {why}"
+        err_console.print(
+            f"error: WHICHDEVICE_HOME: '{escape(str(home))}' cannot be used ({escape(why)}). "
+            "Set it to a folder you can write to, or unset it (the default is ~/.whichdevice).",
+            soft_wrap=True,
+        )
+        return True
+    return False
+
+
 def install(*, scratch: bool = True) -> Callable[[], None]:
     """Signal handlers, the output pipe's guard, the scratch folder (for a command) and the
     warning line; returns the function that undoes them."""
@@ -193,9 +284,7 @@ def install(*, scratch: bool = True) -> Callable[[], None]:
     if common is not None:
         common.all_failed = None  # type: ignore[attr-defined]
     previous = {s: signal.signal(s, _on_signal) for s in SIGNALS}
-    saved_stdout = sys.stdout
-    if not isinstance(sys.stdout, _PipeGuard):
-        sys.stdout = _PipeGuard(sys.stdout)  # type: ignore[assignment]
+    restore_streams = _guard_streams()
     restore_scratch = _scratch() if scratch else (lambda: None)
     saved_show = warnings.showwarning
 
@@ -212,11 +301,30 @@ def install(*, scratch: bool = True) -> Callable[[], None]:
             for s, handler in previous.items():
                 signal.signal(s, handler)
         warnings.showwarning = saved_show
-        if isinstance(sys.stdout, _PipeGuard) and not sys.stdout._broken:
-            sys.stdout = saved_stdout
+        restore_streams()
         restore_scratch()
+        journal = sys.modules.get("whichdevice.measure.journal")
+        if journal is not None:  # the command is over: its journal is no longer in use
+            journal.release_locks()
 
     return undo
+
+
+def _guard_streams() -> Callable[[], None]:
+    """stdout behind the pipe's guard, stderr behind the encoding's; returns the undo."""
+    saved_stdout, saved_stderr = sys.stdout, sys.stderr
+    if not isinstance(sys.stdout, _PipeGuard):
+        sys.stdout = _PipeGuard(sys.stdout)  # type: ignore[assignment]
+    if sys.stderr is not None and not isinstance(sys.stderr, _EncodingGuard):
+        sys.stderr = _EncodingGuard(sys.stderr)  # type: ignore[assignment]
+
+    def restore() -> None:
+        if isinstance(sys.stdout, _PipeGuard) and not sys.stdout._broken:
+            sys.stdout = saved_stdout
+        if isinstance(sys.stderr, _EncodingGuard):
+            sys.stderr = saved_stderr
+
+    return restore
 
 
 def _journal() -> tuple[Path | None, str]:

@@ -11,6 +11,7 @@ from rich.markup import escape
 from whichdevice.measure import experiment
 from whichdevice.core import records
 from whichdevice.cli.common import (
+    record_then_page,
     app,
     command_line,
     console,
@@ -20,15 +21,13 @@ from whichdevice.cli.common import (
     announce_discovery,
     reject_options_with_resume,
     unreadable_resume,
-    page_after_record,
-    write_record,
     record_paths,
 )
 from whichdevice.cli import options as opt
 from whichdevice.present.pages import matmul as matmul_page
 from whichdevice.api import MATMUL_MIN_TIME_S, MatmulOptions, run_matmul
 from whichdevice.frameworks import FRAMEWORKS
-from whichdevice.measure.journal import Journal, journal_path
+from whichdevice.measure.journal import journal_path
 
 
 @app.command()
@@ -105,10 +104,9 @@ def matmul(
                 "command": command,
             },
         )
-    with page_after_record():
-        render_matmul(record, png, loglog=not linear)
-        write_record(record, json_file, png)
-        Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
+    record_then_page(
+        record, json_file, png, lambda: render_matmul(record, png, loglog=not linear), [journal_path(json_file)]
+    )
 
 
 def render_matmul(record: records.RunRecord, png: Path, *, loglog: bool) -> None:

@@ -16,6 +16,7 @@ from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
+    record_then_page,
     app,
     command_line,
     console,
@@ -23,14 +24,12 @@ from whichdevice.cli.common import (
     open_journal,
     measure_with_progress,
     record_paths,
-    page_after_record,
-    write_record,
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
 from whichdevice.present.pages import pipeline as pipeline_page
 from whichdevice.core.errors import UsageError
-from whichdevice.measure.journal import Journal, JournalState, journal_path
+from whichdevice.measure.journal import JournalState, journal_path
 from whichdevice.core.validate import (
     check_output_dir,
     parse_choice,
@@ -179,7 +178,8 @@ def pipeline(
     variant_list, notes = _fit_cache(variant_list, n_images, size)
     if not variant_list:
         raise UsageError("--variants", "leaves nothing to measure", f"Pass one or more of: {', '.join(wl.VARIANTS)}.")
-    user = _user_model(model_fn, data_fn, size, fw) if model_fn is not None else None
+    with userfile.limits(memory_bytes, timeout_s):  # the pre-flight too (issue #43)
+        user = _user_model(model_fn, data_fn, size, fw) if model_fn is not None else None
     if data_fn is not None:
         notes.append("per-stage throughput is not measured for --data: a user's dataset is one opaque pipeline.")
     plan = PipelinePlan(
@@ -350,10 +350,10 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
     )
     record = measure_with_progress(request, journal=lambda: open_journal("pipeline", plan, resumed), resumed=resumed)
     png = Path(plan.png_file)
-    with page_after_record():
-        render_pipeline(record, png, loglog=False)
-        write_record(record, Path(plan.json_file), png)
-        Journal(journal_path(Path(plan.json_file))).finish()  # the record is complete: the journal has done its job
+    json_file = Path(plan.json_file)
+    record_then_page(
+        record, json_file, png, lambda: render_pipeline(record, png, loglog=False), [journal_path(json_file)]
+    )
 
 
 def render_pipeline(record: records.RunRecord, png: Path, *, loglog: bool = False) -> None:

@@ -13,14 +13,13 @@ import typer
 from whichdevice.measure import experiment, session
 from whichdevice.core import records
 from whichdevice.cli.common import (
+    record_then_page,
     find_devices,
     app,
     command_line,
     console,
     measure_with_progress,
     open_journal,
-    page_after_record,
-    write_record,
     resume_if_asked,
     record_paths,
 )
@@ -139,10 +138,13 @@ def run_pitfalls(plan: PitfallsPlan, resumed: JournalState | None) -> None:
         )
     record = _merge(parts)
     json_file = Path(plan.json_file)
-    with page_after_record():
-        render_pitfalls(record, json_file.with_suffix(".png"), loglog=True)
-        write_record(record, json_file, None)
-        journal.finish()  # the record is complete: the journal has done its job
+    record_then_page(
+        record,
+        json_file,
+        None,
+        lambda: render_pitfalls(record, json_file.with_suffix(".png"), loglog=True),
+        [journal.path],
+    )
 
 
 def _merge(parts: list[records.RunRecord]) -> records.RunRecord:

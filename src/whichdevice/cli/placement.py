@@ -15,6 +15,7 @@ from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
+    record_then_page,
     find_devices,
     app,
     command_line,
@@ -22,8 +23,6 @@ from whichdevice.cli.common import (
     err_console,
     measure_with_progress,
     open_journal,
-    page_after_record,
-    write_record,
     resume_if_asked,
     record_paths,
 )
@@ -111,9 +110,10 @@ def placement(
     user = None
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        found_user = userfile.user_model_params(
-            model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
-        )
+        with userfile.limits(memory_bytes, timeout_s):  # issue #43
+            found_user = userfile.user_model_params(
+                model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
+            )
         # No --data here: the data keys (both None) stay out of the case's parameters.
         user = {k: v for k, v in found_user.items() if not k.startswith("data_")}
     plan = PlacementPlan(
@@ -171,10 +171,13 @@ def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
     )
     record = measure_with_progress(request, journal=journal, resumed=resumed, found=found)
     json_file = Path(plan.json_file)
-    with page_after_record():
-        render_placement(record, json_file.with_suffix(".png"), loglog=True)
-        write_record(record, json_file, None)
-        journal.finish()  # the record is complete: the journal has done its job
+    record_then_page(
+        record,
+        json_file,
+        None,
+        lambda: render_placement(record, json_file.with_suffix(".png"), loglog=True),
+        [journal.path],
+    )
 
 
 def render_placement(record: records.RunRecord, png: Path, *, loglog: bool) -> None:

@@ -23,6 +23,7 @@ from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
+    record_then_page,
     allow_with_resume,
     app,
     command_line,
@@ -32,8 +33,6 @@ from whichdevice.cli.common import (
     only_with_model,
     open_journal,
     record_paths,
-    page_after_record,
-    write_record,
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
@@ -162,9 +161,10 @@ def predict(
     params: dict = {"model": "seed001"}
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {fw})…")
-        params = userfile.user_model_params(
-            model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
-        )
+        with userfile.limits(memory_bytes, timeout_s):  # issue #43
+            params = userfile.user_model_params(
+                model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
+            )
     plan = PredictPlan(
         profile=profile,
         profile_json=deviceprofile.dumps(prof),
@@ -241,10 +241,13 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None, *, verbose: boo
     )
     record = measure_with_progress(request, journal=journal, resumed=resumed)
     png = Path(plan.png_file)
-    with page_after_record():
-        render_predict(record, png, loglog=not plan.linear, verbose=verbose)
-        write_record(record, Path(plan.json_file), png)
-        journal.finish()  # the record is complete: the journal has done its job
+    record_then_page(
+        record,
+        Path(plan.json_file),
+        png,
+        lambda: render_predict(record, png, loglog=not plan.linear, verbose=verbose),
+        [journal.path],
+    )
 
 
 def render_predict(record: records.RunRecord, png: Path, *, loglog: bool, verbose: bool = False) -> None:

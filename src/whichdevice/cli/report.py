@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import glob
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.markup import escape
+from rich.text import Text
 
 from whichdevice.analysis import deviceprofile, reference
 from whichdevice.measure import experiment
 from whichdevice.present import registry
 from whichdevice.core import records, safeio
-from whichdevice.cli.base import app, console
+from whichdevice.cli.base import SafeConsole, app, console
 from whichdevice.core.errors import UsageError
 from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.core.validate import check_output_dir, parse_choice
@@ -125,7 +126,12 @@ def report(
     result: Path = typer.Argument(
         ..., help="A JSON record written by a whichdevice command (or audit), or a reference GPU run's JSON."
     ),
-    out: Optional[Path] = typer.Option(None, "--out", help="Folder for the re-drawn plot (default: next to RESULT)."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="Write the re-drawn plots and HTML report into this folder (default: write nothing)."
+    ),
+    html_beside: bool = typer.Option(
+        False, "--html", help="Write the re-drawn plots and HTML report next to RESULT (new names unless --force)."
+    ),
     linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
     force: bool = typer.Option(
         False, "--force", help="Overwrite the plots and report beside RESULT (default: write new ones next to them)."
@@ -147,7 +153,9 @@ def report(
         help="Print every table as CSV (one row per cell: section,table,row,column,value); writes no file.",
     ),
 ) -> None:
-    """Re-render the table and plot from a saved record, without measuring again."""
+    """Re-render the table and plot from a saved record, without measuring again.
+
+    The page is printed; its plots and HTML report are written only with --out or --html."""
     if markdown and as_csv:
         raise UsageError("--markdown", "--markdown and --csv are two formats of one output", "Pass one of them.")
     record = load_any(result, "RESULT")
@@ -163,12 +171,40 @@ def report(
     if not isinstance(record, records.RunRecord):  # the audit's own record: no plot, nothing written
         registry.render(console, record, result.with_suffix(".png"), loglog=not linear)
         return
-    out_dir = check_output_dir(out, "--out") if out else result.parent
-    png = out_dir / (result.stem + ".png") if force else _free_png(out_dir, result.stem)
-    if registry.render(console, record, png, loglog=not linear, verbose=verbose):
-        if png.exists():
-            console.print(f"Plot:   {escape(str(png))}")
-    else:
+    if registry.renderer(record.experiment) is None:
         raise UsageError(
             "RESULT", f"experiment '{record.experiment}' has no report in this version", "Upgrade whichdevice."
         )
+    if out is None and not html_beside:  # issue #43: a report of a record writes nothing unless asked
+        _print_only(record, result.stem, loglog=not linear, verbose=verbose)
+        return
+    out_dir = check_output_dir(out, "--out") if out else result.parent
+    png = out_dir / (result.stem + ".png") if force else _free_png(out_dir, result.stem)
+    registry.render(console, record, png, loglog=not linear, verbose=verbose)
+    if png.exists():
+        console.print(f"Plot:   {escape(str(png))}")
+
+
+class _WithoutLinesAbout(SafeConsole):
+    """The command's console, less the lines that name a file under ``folder`` (the renderer's
+    "Report:" and "Plot:" lines, when what it drew is thrown away)."""
+
+    def __init__(self, folder: str) -> None:
+        super().__init__(highlight=False)
+        self.soft_wrap = console.soft_wrap
+        self._folder = folder
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if any(self._folder in (o.plain if isinstance(o, Text) else str(o)) for o in objects):
+            return
+        super().print(*objects, **kwargs)
+
+
+def _print_only(record: records.RunRecord, stem: str, *, loglog: bool, verbose: bool) -> None:
+    """The record's page on the terminal, and no file anywhere: the renderer draws its plots
+    and HTML into a scratch folder that is removed, and its lines naming them are dropped
+    (``--out`` or ``--html`` keep them)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="whichdevice-report-") as tmp:
+        registry.render(_WithoutLinesAbout(tmp), record, Path(tmp) / f"{stem}.png", loglog=loglog, verbose=verbose)

@@ -17,6 +17,7 @@ from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.analysis.suite import answer_cases
 from whichdevice.cli.common import (
+    record_then_page,
     allow_with_resume,
     find_devices,
     app,
@@ -29,8 +30,6 @@ from whichdevice.cli.common import (
     read_plan,
     record_paths,
     reject_options_with_resume,
-    page_after_record,
-    write_record,
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
@@ -117,13 +116,17 @@ def run(
     else:
         record = _run_one(plan, resumed)
     json_file = Path(plan.json_file)
-    with output, page_after_record():
-        render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render)  # png: stem of the plots
-        write_record(record, json_file, None)
-        Journal(journal_path(json_file)).finish()  # the record is complete: the journal has done its job
-        if len(plan.frameworks) > 1:  # and the frameworks' part journals, kept until now
-            for f in plan.frameworks:
-                Journal(journal_path(_part_json(json_file, f))).finish()
+    journals = [journal_path(json_file)]
+    if len(plan.frameworks) > 1:  # and the frameworks' part journals, kept until now
+        journals += [journal_path(_part_json(json_file, f)) for f in plan.frameworks]
+    with output:  # png: the stem of the plots
+        record_then_page(
+            record,
+            json_file,
+            None,
+            lambda: render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render),
+            journals,
+        )
     output.emit(json_file)
     exit_if_nothing_decided(record)
 
@@ -319,31 +322,15 @@ def diagnose(
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000) or 10_000
     given_batch = parse_positive_int(batch, "--batch", "32", maximum=65536)
-    user_batch = given_batch or 32
     budget_s = parse_budget(budget)
     wanted = experiment.parse_device_filter(device)
     threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
     memory_bytes = parse_memory_limit(memory_limit)
     json_file, _ = record_paths(out, json_path, "diagnose")
     experiment.require_installed(fw)
-    sizing = None
-    if fw == "torch":  # an nn.Module: torch's own pre-flight (one real step on the exact batch)
-        err_console.print(f"Checking {escape(model_fn.text)}: one training step (imports torch)…")
-        user, user_batch, sizing = _torch_user(model_fn, shape, n_classes, data_fn, given_batch, budget_s, n_samples)
-    else:
-        err_console.print(
-            f"Checking {escape(model_fn.text)}: one training step at batch {user_batch} (imports {escape(fw)})…"
-        )
-        user, sizing = plan_user_suite(
-            model_fn,
-            shape,
-            n_classes,
-            data_fn,
-            fw,
-            batch=user_batch,
-            samples=n_samples,
-            budget_s=budget_s,
-            samples_given=samples is not None,
+    with userfile.limits(memory_bytes, max(budget_s, 60.0), timeout_from="--budget"):  # as the cases (issue #43)
+        user, user_batch, sizing = _diagnose_preflight(
+            model_fn, shape, n_classes, data_fn, fw, given_batch, budget_s, n_samples, samples is not None
         )
     plan = DiagnosePlan(
         model=model_fn.text,
@@ -361,6 +348,39 @@ def diagnose(
         framework=fw,
     )
     run_diagnose(plan, None, output)
+
+
+def _diagnose_preflight(
+    model_fn: userfile.UserFunction,
+    shape,
+    n_classes: int | None,
+    data_fn: userfile.UserFunction | None,
+    fw: str,
+    given_batch: int | None,
+    budget_s: float,
+    n_samples: int,
+    samples_given: bool,
+) -> tuple[dict, int, dict | None]:
+    """``diagnose``'s pre-flight: the case parameters, the batch and (Keras) the sizing."""
+    if fw == "torch":  # an nn.Module: torch's own pre-flight (one real step on the exact batch)
+        err_console.print(f"Checking {escape(model_fn.text)}: one training step (imports torch)…")
+        return _torch_user(model_fn, shape, n_classes, data_fn, given_batch, budget_s, n_samples)
+    user_batch = given_batch or 32
+    err_console.print(
+        f"Checking {escape(model_fn.text)}: one training step at batch {user_batch} (imports {escape(fw)})…"
+    )
+    user, sizing = plan_user_suite(
+        model_fn,
+        shape,
+        n_classes,
+        data_fn,
+        fw,
+        batch=user_batch,
+        samples=n_samples,
+        budget_s=budget_s,
+        samples_given=samples_given,
+    )
+    return user, user_batch, sizing
 
 
 def _model_and_data(
@@ -441,10 +461,14 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
         request = dataclasses.replace(request, point_cap_s=torch_diagnose.POINT_CAP_S)
     record = _measure_suite(request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed)
     output = output or ScriptOutput()
-    with output, page_after_record():
-        render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render)
-        write_record(record, json_file, None)
-        Journal(journal_path(json_file)).finish()
+    with output:
+        record_then_page(
+            record,
+            json_file,
+            None,
+            lambda: render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render),
+            [journal_path(json_file)],
+        )
     output.emit(json_file)
     exit_if_nothing_decided(record)
 

@@ -14,14 +14,13 @@ from rich.markup import escape
 
 from whichdevice import frameworks
 from whichdevice.cli.common import (
+    record_then_page,
     app,
     command_line,
     console,
     err_console,
     measure_with_progress,
     open_journal,
-    page_after_record,
-    write_record,
     resume_if_asked,
     record_paths,
 )
@@ -37,7 +36,7 @@ from whichdevice.core.validate import (
     parse_positive_float,
 )
 from whichdevice.measure import experiment, session
-from whichdevice.measure.journal import Journal, JournalState, journal_path
+from whichdevice.measure.journal import JournalState, journal_path
 from whichdevice.workloads import scale as scale_workload
 from whichdevice.workloads import userfile
 
@@ -153,9 +152,10 @@ def scale(
     model_text = BUILTIN_MODELS.get(model, model)
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        model_params = userfile.user_model_params(
-            model_fn, None, None, None, frameworks.env_module(fw).child_env("cpu")
-        )
+        with userfile.limits(memory_bytes, timeout_s if case_timeout else None):  # issue #43
+            model_params = userfile.user_model_params(
+                model_fn, None, None, None, frameworks.env_module(fw).child_env("cpu")
+            )
         model_text = f"your model {model_fn.text}"
         check_replicable(fw, model_params, max(replicas), model_fn.text)
     plan = ScalePlan(
@@ -234,10 +234,8 @@ def run_scale(plan: ScalePlan, resumed: JournalState | None) -> None:
     )
     record = measure_with_progress(request, journal=lambda: open_journal("scale", plan, resumed), resumed=resumed)
     png = Path(plan.png_file)
-    with page_after_record():
-        render_scale(record, png, loglog=True)
-        write_record(record, Path(plan.json_file), png)
-        Journal(journal_path(Path(plan.json_file))).finish()
+    json_file = Path(plan.json_file)
+    record_then_page(record, json_file, png, lambda: render_scale(record, png, loglog=True), [journal_path(json_file)])
 
 
 def render_scale(record: records.RunRecord, png: Path, *, loglog: bool) -> None:

@@ -16,6 +16,7 @@ from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
+    record_then_page,
     app,
     console,
     command_line,
@@ -24,14 +25,12 @@ from whichdevice.cli.common import (
     open_journal,
     record_paths,
     measure_with_progress,
-    page_after_record,
-    write_record,
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
 from whichdevice.present.pages import train as train_page
 from whichdevice.core.errors import UsageError
-from whichdevice.measure.journal import Journal, JournalState, journal_path
+from whichdevice.measure.journal import JournalState, journal_path
 from whichdevice.core.validate import (
     check_output_dir,
     parse_choice,
@@ -168,7 +167,8 @@ def train(
     precisions = parse_choice_list(precision, "--precision", precision_cases.POLICIES)
     experiment.require_installed(fw)
 
-    user = _user_model(model_fn, shape, n_classes, data_fn, fw) if model_fn is not None else None
+    with userfile.limits(memory_bytes, timeout_s):  # the pre-flight too (issue #43)
+        user = _user_model(model_fn, shape, n_classes, data_fn, fw) if model_fn is not None else None
     plan = TrainPlan(
         framework=fw,
         parts=part_list,
@@ -289,10 +289,10 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
     )
     record = measure_with_progress(request, journal=lambda: open_journal("train", plan, resumed), resumed=resumed)
     png = Path(plan.png_file)
-    with page_after_record():
-        render_train(record, png, loglog=not plan.linear)
-        write_record(record, Path(plan.json_file), png)
-        Journal(journal_path(Path(plan.json_file))).finish()  # the record is complete: the journal has done its job
+    json_file = Path(plan.json_file)
+    record_then_page(
+        record, json_file, png, lambda: render_train(record, png, loglog=not plan.linear), [journal_path(json_file)]
+    )
 
 
 def render_train(record: records.RunRecord, png: Path, *, loglog: bool) -> None:

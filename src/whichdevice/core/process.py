@@ -10,6 +10,15 @@ reaped. When the child ends by itself, its group is killed too (:class:`GroupPop
 any process of its tree seen by the last memory scan that left the group: processes forked
 by user code do not outlive it. No child outlives the run.
 
+On Linux two kernel guarantees close what a scan can miss (issue #43: a model whose ``build()``
+double-forks a ``setsid`` daemon left 17 processes behind): the parent is a *child subreaper*
+(``PR_SET_CHILD_SUBREAPER``) while it has children, so a daemon that leaves its group and loses
+its parent is re-parented to whichdevice, not to init; each child carries a token in its
+environment, and when the child ends every adopted process with its token is killed and
+reaped (:func:`_end_adopted`). Each child also gets ``PR_SET_PDEATHSIG`` = SIGKILL, so that
+when whichdevice itself dies (``kill -9``, a script that kills it) its children die with it.
+Elsewhere both are no-ops.
+
 Two ways to use it:
 
 - :func:`run_module`: start, wait (polling the limits), return a :class:`Finished` — for the
@@ -25,17 +34,25 @@ that every layer may use keeps the guarantees the same everywhere.
 from __future__ import annotations
 
 import atexit
+import codecs
+import contextlib
+import ctypes
+import itertools
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 import psutil
+
+from whichdevice.core.textsafe import StreamCleaner
 
 POLL_S = 0.05
 _CHILDREN_EVERY = 20  # polls between two scans for the child's own subprocesses
@@ -68,6 +85,147 @@ def memory_limit_gib(limit_bytes: int | None) -> float:
     return round((limit_bytes or default_memory_limit()) / 2**30, 2)
 
 
+# ------------------------------------------------------------------ Linux: subreaper, parent-death signal
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+TOKEN_VAR = "WHICHDEVICE_CHILD_TOKEN"  # in each child's environment: "PARENT_PID:N", inherited by its descendants
+_ADOPTED_WAIT_S = 1.0  # how long a child's end waits for its group's orphans to reach us
+
+
+def _find_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl
+
+
+_prctl = _find_prctl()
+_tokens = itertools.count(1)
+_subreaper = False
+
+
+def _become_subreaper() -> None:
+    """Orphans of our children's trees come to us, not to init, from now on (Linux)."""
+    global _subreaper
+    if _prctl is not None and not _subreaper:
+        _subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def _stop_subreaper() -> None:
+    global _subreaper
+    if _prctl is not None and _subreaper:
+        _subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) != 0
+
+
+def _die_with_parent(parent: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` giving the child SIGKILL when its parent dies (Linux; only from the main
+    thread: the kernel sends it when the *thread* that forked the child ends)."""
+    prctl = _prctl
+    if prctl is None or threading.current_thread() is not threading.main_thread():
+        return None
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the line above: die now
+            os._exit(1)
+
+    return preexec
+
+
+def _token_of(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read()
+    except OSError:
+        return None
+    key = TOKEN_VAR.encode() + b"="
+    for item in env.split(b"\0"):
+        if item.startswith(key):
+            return item[len(key) :].decode(errors="replace")
+    return None
+
+
+def _adopted(token: str | None, group: int | None, ours: set[int], seen: frozenset[int] = frozenset()) -> list[int]:
+    """Our children, other than the ones we started, that carry ``token`` (any of ours: None),
+    belong to process group ``group`` (a member killed with the group, now our zombie) or were
+    seen in the child's tree by the memory scan (``seen``: killed, now our zombies)."""
+    mine = f"{os.getpid()}:"
+    found = []
+    try:
+        children = psutil.Process().children()
+    except psutil.Error:
+        return []
+    for p in children:
+        if p.pid in ours:
+            continue
+        t = _token_of(p.pid)
+        if t is not None and (t == token if token is not None else t.startswith(mine)):
+            found.append(p.pid)
+        elif p.pid in seen or (group is not None and _pgid(p.pid) == group):
+            found.append(p.pid)
+    return found
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _end_adopted(token: str | None, group: int | None = None, seen: set[int] | None = None) -> None:
+    """Kill and reap every process adopted from a child's tree (``token``; every child's: None):
+    daemons that left the child's group and lost their parent. Waits up to ``_ADOPTED_WAIT_S``
+    for the group's members, killed just before, to die and hand their own orphans to us."""
+    if not _subreaper:
+        return
+    end = time.monotonic() + _ADOPTED_WAIT_S
+    while True:
+        found = _adopted(token, group, _started_pids(), frozenset(seen or ()))
+        for pid in found:
+            _kill_tree(pid)
+        if not found and not (group is not None and _group_alive(group)):
+            return
+        if time.monotonic() > end:
+            return
+        time.sleep(0.01)
+
+
+def _kill_tree(pid: int) -> None:
+    try:
+        procs = [psutil.Process(pid)]
+        procs += procs[0].children(recursive=True)
+    except psutil.Error:
+        procs = []
+    _kill_known(procs)
+    try:
+        os.waitpid(pid, 0)  # adopted: ours to reap
+    except ChildProcessError:
+        pass
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+_popens: weakref.WeakSet[GroupPopen] = weakref.WeakSet()
+
+
+def _started_pids() -> set[int]:
+    """The children we started ourselves and have not reaped (never reaped by the sweep)."""
+    return {p.pid for p in list(_popens) if p.returncode is None}
+
+
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL a child started in its own session and everything it spawned; reap it."""
     try:
@@ -94,14 +252,19 @@ class GroupPopen(subprocess.Popen[bytes]):
     zombie, so its id cannot have been reused by anything else."""
 
     watched: GroupMemory | None = None
+    token: str | None = None  # TOKEN_VAR in its environment: what it left behind carries it
 
     def _end_group(self) -> None:
         try:
             os.killpg(self.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        if self.watched is not None:
-            _kill_known(self.watched.procs[1:])
+        seen = self.watched.procs[1:] if self.watched is not None else []
+        _kill_known(seen)
+        if self.token is not None:
+            _end_adopted(self.token, self.pid, {p.pid for p in seen})
+            if not _started_pids() - {self.pid}:
+                _stop_subreaper()  # no child left: the Python API's host process is as it was
 
     def _exited_unreaped(self, block: bool) -> bool:
         flags = os.WEXITED | os.WNOWAIT | (0 if block else os.WNOHANG)
@@ -179,15 +342,20 @@ class Child:
     ) -> None:
         self.limit = memory_limit_bytes or default_memory_limit()
         self.started = time.monotonic()
+        _become_subreaper()
+        token = f"{os.getpid()}:{next(_tokens)}"
         self.proc: GroupPopen = GroupPopen(
             [sys.executable, "-m", module, *args],
-            env=env,
+            env={**(os.environ if env is None else env), TOKEN_VAR: token},
             stdout=stdout,
             stderr=stderr,
             stdin=stdin,
             cwd=cwd,
             start_new_session=True,  # its own process group, so a kill takes its helpers too
+            preexec_fn=_die_with_parent(os.getpid()),
         )
+        self.proc.token = token
+        _popens.add(self.proc)
         try:
             _live.add(self)
             self.memory = GroupMemory(self.proc.pid)
@@ -234,13 +402,18 @@ _live: weakref.WeakSet[Child] = weakref.WeakSet()
 
 
 def kill_all() -> None:
-    """Kill the group of every child this process started that is still running."""
+    """Kill the group of every child this process started that is still running, and every
+    process adopted from their trees."""
     for child in list(_live):
         try:
             if child.proc.poll() is None:
                 child.kill()
         except Exception:  # already reaped elsewhere
             pass
+    try:
+        _end_adopted(None)
+    except Exception:  # interpreter shutdown
+        pass
 
 
 atexit.register(kill_all)
@@ -288,3 +461,50 @@ def run_module(
                 child.kill()
                 return Finished(None, time.monotonic() - child.started, "timeout")
             time.sleep(POLL_S)
+
+
+# ------------------------------------------------------------------ a child's output, passed through
+
+_PUMP_JOIN_S = 5.0  # after the child ends: how long its last output may take to arrive
+
+
+@contextlib.contextmanager
+def passed_through() -> Iterator[tuple[int, int]]:
+    """Two descriptors to give a child as its stdout and stderr (``run_module(stdout=...,
+    stderr=...)``): what it writes reaches this process's stdout and stderr as it comes, as
+    text with no escape sequence (``textsafe.StreamCleaner``, issue #43: an audited script's
+    window title, screen clear or clipboard write (OSC 52) reached the user's terminal)."""
+    ends, pumps = [], []
+    try:
+        for name in ("stdout", "stderr"):
+            read_end, write_end = os.pipe()
+            ends.append(write_end)
+            pump = threading.Thread(target=_pump, args=(read_end, name), daemon=True, name=f"pass-{name}")
+            pump.start()
+            pumps.append(pump)
+        yield ends[0], ends[1]
+    finally:
+        for fd in ends:
+            os.close(fd)
+        for pump in pumps:
+            pump.join(_PUMP_JOIN_S)
+
+
+def _pump(fd: int, name: str) -> None:
+    cleaner = StreamCleaner()
+    decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        while chunk := f.read(65536):
+            _emit(name, cleaner.feed(decode(chunk)))
+    _emit(name, cleaner.feed(decode(b"", final=True)) + cleaner.close())
+
+
+def _emit(name: str, text: str) -> None:
+    stream = getattr(sys, name)
+    if not text or stream is None:
+        return
+    try:
+        stream.write(text)
+        stream.flush()
+    except (Exception, KeyboardInterrupt):  # a reader gone (cli/guard's Terminated too): the rest is dropped
+        pass

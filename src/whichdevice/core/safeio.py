@@ -138,8 +138,11 @@ def atomic_writer(path: Path | str, *, remember: bool = True) -> Iterator[IO[byt
 
 
 def write_atomic(path: Path | str, data: str | bytes, *, remember: bool = True) -> None:
+    """``data`` at ``path``, atomically. Text is UTF-8; a character UTF-8 cannot hold (the lone
+    surrogate Python makes of a file name's byte that is not UTF-8) is written as its escape
+    (``\\udcff``) instead of failing after the run was measured (issue #43)."""
     with atomic_writer(path, remember=remember) as f:
-        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        f.write(data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data)
 
 
 def keep_created() -> None:

@@ -190,8 +190,19 @@ def _nearest_existing(path: Path) -> Path:
     return p
 
 
+def _one_line_path(path: object, argument: str) -> None:
+    """A path with a line break would split the ``Record: PATH`` line scripts grep for (issue #43)."""
+    if "\n" in str(path) or "\r" in str(path):
+        raise UsageError(
+            argument,
+            f"'{_short(path)}' holds a line break, so the lines naming what is written there could not be read back",
+            f"Pass a path without one in {argument}.",
+        )
+
+
 def check_output_dir(path: Path, argument: str) -> Path:
     """A folder we can create or write into — checked now, created only when writing."""
+    _one_line_path(path, argument)
     try:
         return _check_output_dir(Path(path).expanduser(), argument)
     except OSError as e:  # a name too long, a symlink loop, a permission on the way
@@ -240,6 +251,7 @@ def _check_output_dir(path: Path, argument: str) -> Path:
 def check_output_file(path: Path, argument: str) -> Path:
     """A new path or an existing regular file (never a FIFO, a device, a symbolic link) in
     a folder we can write to; the same for the plot and page beside it (.png, .html)."""
+    _one_line_path(path, argument)
     path = Path(path).expanduser()
     try:
         st = os.lstat(path)

@@ -143,6 +143,7 @@ class Journal:
             raise
         j._tail_checked = True
         if not header.get("part_of"):
+            _lock(path, "--resume")  # a --resume of this journal while the run goes on is refused
             _set_active(path, full)
             active_changes.clear()
         return j
@@ -177,6 +178,7 @@ class Journal:
     def finish(self) -> None:
         global active, active_experiment
         self.path.unlink(missing_ok=True)
+        _unlock(self.path)
         if active == self.path:
             active = active_experiment = None
 
@@ -200,12 +202,58 @@ class Journal:
                 f"Resume it with `whichdevice {state.header.get('experiment')} --resume`.",
             )
         if not top and not part:
+            _lock(p, argument)  # before anything is measured: one resume of a journal at a time
             state.changes = _changes(state.header)
             for change in state.changes:
                 warnings.warn(SettingWarning(change), stacklevel=2)
             _set_active(p, state.header)
             active_changes[:] = state.changes
         return state
+
+
+# Descriptors holding an exclusive lock (flock) on the journals of this process's run, by path:
+# a second ``--resume`` of the same journal, or one while the run that wrote it goes on, is
+# refused before it measures (issue #43: two resumes side by side both measured, then both wrote
+# the record, or one failed at the end on a journal the other had removed). Released by
+# ``finish`` or when the process ends, however it ends; kill -9 included.
+_held: dict[Path, int] = {}
+
+
+def _lock(p: Path, argument: str) -> None:
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system: no lock, as before
+        return
+    key = p.absolute()
+    if key in _held:
+        return
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return  # the reading that follows says what is wrong with the file
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise UsageError(
+            argument,
+            f"'{p}' is in use by another whichdevice that is running or resuming it now",
+            "Wait for that one to finish (it writes the record), or stop it, then resume again.",
+        ) from None
+    _held[key] = fd
+
+
+def release_locks() -> None:
+    """Release every journal lock this process holds (a command's end: cli/guard.py)."""
+    for p in list(_held):
+        _unlock(p)
+
+
+def _unlock(p: Path) -> None:
+    fd = _held.pop(p.absolute(), None)
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _the_journal(p: Path, argument: str) -> Path:

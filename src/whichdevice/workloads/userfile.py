@@ -11,9 +11,11 @@ which prints one JSON line ``{"ok": true, ...}`` or ``{"ok": false, "argument", 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from whichdevice.core.errors import UsageError
@@ -27,6 +29,53 @@ from whichdevice.frameworks.common.usermodel import (  # noqa: F401  (re-exporte
 )
 
 PREFLIGHT_TIMEOUT_S = 180.0
+
+# The run's own limits, when its command was given them (issue #43: with --memory-limit 2 the
+# pre-flight held 5.9 GB for 180 s, then the error blamed the time): (memory bytes or None,
+# seconds or None, the argument each came from). Set by :func:`limits` around a command's checks.
+_limits: tuple[int | None, str, float | None, str] = (None, "", None, "")
+
+
+@contextlib.contextmanager
+def limits(
+    memory_limit_bytes: int | None, timeout_s: float | None, *, timeout_from: str = "--case-timeout"
+) -> Iterator[None]:
+    """The pre-flight inside the block is held to the run's ``--memory-limit`` and case timeout
+    (``timeout_from`` names where the timeout came from), not only to its own defaults."""
+    global _limits
+    saved = _limits
+    _limits = (memory_limit_bytes, "--memory-limit", timeout_s, timeout_from)
+    try:
+        yield
+    finally:
+        _limits = saved
+
+
+def _stopped(done, model_fn: UserFunction, memory_limit_bytes: int | None, timeout_s: float) -> UsageError:
+    """The one line for a pre-flight its parent stopped: which limit stopped it, and how to move it."""
+    _, memory_from, given_timeout, timeout_from = _limits
+    if done.stopped == "timeout":
+        limit = f"{timeout_s:g} s, the run's {timeout_from}" if given_timeout else f"{timeout_s:g} s"
+        more = f", or raise {timeout_from}" if given_timeout else ""
+        return UsageError(
+            "--model",
+            f"checking '{model_fn.text}' was stopped by the time limit ({limit})",
+            "Make the function return quickly: build the model, do not train it, and end any thread it starts" + more,
+        )
+    used = done.rss_bytes / 2**30
+    if memory_limit_bytes is not None:
+        return UsageError(
+            "--model",
+            f"checking '{model_fn.text}' was stopped by the memory limit ({used:.2f} GiB used, over "
+            f"{memory_from} {memory_limit_bytes / 2**30:g} GiB)",
+            f"Build a smaller model, or raise {memory_from}",
+        )
+    return UsageError(
+        "--model",
+        f"checking '{model_fn.text}' was stopped by the memory limit ({used:.2f} GiB used, over 90 % of this "
+        "machine's memory)",
+        "Build a smaller model, or free memory",
+    )
 
 
 def parse_spec(text: str, argument: str) -> UserFunction:
@@ -74,31 +123,24 @@ def preflight(
         "framework": framework,
     }
     env = {**os.environ, **framework_env, "PYTHONUNBUFFERED": "1"}
+    memory_limit_bytes, _, timeout_s, _ = _limits
+    timeout_s = timeout_s or PREFLIGHT_TIMEOUT_S
     with tempfile.TemporaryDirectory(prefix="whichdevice-preflight-") as tmp:
         out_path, err_path = Path(tmp) / "out.txt", Path(tmp) / "err.txt"
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             done = run_module(
                 module,
                 [json.dumps(job)],
-                timeout_s=PREFLIGHT_TIMEOUT_S,
+                timeout_s=timeout_s,
                 env=env,
                 stdout=out,
                 stderr=err,
+                memory_limit_bytes=memory_limit_bytes,
             )
         stdout = out_path.read_text(encoding="utf-8", errors="replace")
         stderr = err_path.read_text(encoding="utf-8", errors="replace")
-    if done.stopped == "timeout":
-        raise UsageError(
-            "--model",
-            f"checking '{model_fn.text}' took over {PREFLIGHT_TIMEOUT_S:.0f} s",
-            "Make the function return quickly (build the model, do not train it)",
-        )
-    if done.stopped == "memory":
-        raise UsageError(
-            "--model",
-            f"checking '{model_fn.text}' went over the memory limit ({done.rss_bytes / 2**30:.2f} GiB)",
-            "Build a smaller model, or free memory",
-        )
+    if done.stopped is not None:
+        raise _stopped(done, model_fn, memory_limit_bytes, timeout_s)
     lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
     if not lines:
         tail = [ln for ln in stderr.splitlines() if ln.strip()][-1:] or ["no output"]

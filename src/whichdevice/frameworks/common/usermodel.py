@@ -11,6 +11,7 @@ data for every case.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -358,7 +359,19 @@ def preflight_main(argv: list[str], run: PreflightJob) -> int:
         result = check_failed(e)
     answer.write(json.dumps(result) + "\n")
     answer.flush()
+    _end_now()
     return 0
+
+
+def _end_now() -> None:
+    """The answer is written: end the child now, not after the threads the user's code left
+    running (issue #43: a non-daemon thread started in build() held the pre-flight to its time
+    limit, and the error blamed build()). Whatever the user's code started in this process's
+    group ends with it (core/process.GroupPopen)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)
 
 
 def _keras_job(job: dict, model_fn: UserFunction, data_fn: UserFunction | None, shape: tuple | None) -> dict:
