@@ -112,6 +112,7 @@ class SweepFinding:
     sweep: Literal["matmul", "training"]
     group: dict[str, Any]  # the sweep table's group: framework, mode, model ...
     finding: Finding
+    framework: str | None = None  # the framework the sweep ran in (its advice is in that framework's words)
 
     @property
     def rule(self) -> str:
@@ -595,8 +596,18 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
     pipelines = analyze_pipeline(record) if any(r.spec.workload == "pipeline" for r in record.results) else []
     matmul_tables = analyze_sweep(mm, "n", work_metric="flops_per_call")
     training = analyze_training(train)
-    findings = [SweepFinding("matmul", t.group, f) for t in matmul_tables for f in sweep_findings(t, "n")]
-    findings += [SweepFinding("training", t.group, f) for t in training.sweep for f in sweep_findings(t, "batch")]
+    ran = {r.spec.framework for r in record.results}
+    only = next(iter(ran)) if len(ran) == 1 else None  # a table of several frameworks' run names its own
+    findings = [
+        SweepFinding("matmul", t.group, f, str(t.group.get("framework") or only or "") or None)
+        for t in matmul_tables
+        for f in sweep_findings(t, "n")
+    ]
+    findings += [
+        SweepFinding("training", t.group, f, str(t.group.get("framework") or only or "") or None)
+        for t in training.sweep
+        for f in sweep_findings(t, "batch")
+    ]
     fixes = [_fix_verdict(record, e, seed_batch, pipelines) for e in catalogue.FIXES if _applies(record, e)]
     gpus = sorted(
         {d for d in training.devices if d.startswith("GPU")}

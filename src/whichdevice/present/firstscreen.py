@@ -100,7 +100,8 @@ def _change(f: Fix, several: bool) -> Change:
 def _changes(v: SuiteVerdict) -> tuple[list[Change], list[Change], list[str], list[tuple[str, str]]]:
     """The fixes with a ratio by what they came to: (helps, best first; slower here; no clear
     change; not measured and why). Checks (placement, warm-up) measure no ratio: not listed."""
-    several = fixwords.several_frameworks(v.fixes)
+    # a run of several frameworks names each change's, even when only one framework's fixes were measured
+    several = fixwords.several_frameworks(v.fixes) or _several_frameworks(v)
     helped, slower, unclear, missing = [], [], [], []
     for fv in v.fixes:
         if fv.entry.method == "check":
@@ -204,11 +205,15 @@ def _predict_hint(record: RunRecord) -> str:
     return NO_PREDICTION
 
 
+def _several_frameworks(v: SuiteVerdict) -> bool:
+    return len({t.group.get("framework") for t in [*v.training.sweep, *v.matmul]}) > 1
+
+
 def _crossover_answer_lines(v: SuiteVerdict) -> list[str]:
     """Where each GPU overtakes the CPU: in the training sweep (by batch), then the steady matmul
     (by n). When the run measured more than one framework, each line names its own."""
     out = []
-    several = len({t.group.get("framework") for t in [*v.training.sweep, *v.matmul]}) > 1
+    several = _several_frameworks(v)
     for t in v.training.sweep:
         what = names.model_name(t.group, short=True) + (f", {t.group.get('framework')}" if several else "")
         for d, c in t.crossovers.items():

@@ -108,6 +108,11 @@ def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
     return out
 
 
+def _more_work(x: str, framework: str | None) -> str:
+    more = _MORE_WORK.get(framework or "", _KERAS_MORE_WORK)
+    return f"give each step more work: a larger {x}" + (f", {more}" if more else "")
+
+
 def finding_text(f: SweepFinding, arrow: str = " → ") -> str:
     """'matrix multiply (back-to-back, operands on the device): CPU:0: time grows with n ...'."""
     g = f.group
@@ -117,11 +122,20 @@ def finding_text(f: SweepFinding, arrow: str = " → ") -> str:
         where = f"{fw}matrix multiply ({mode})"
     else:
         where = f"{fw}{names.model_name(g, short=True)} training step"
-    text, advice = _finding_words(f.finding)
+    text, advice = _finding_words(f.finding, f.framework)
     return names.plain(f"{where}: {text}{f'{arrow}{advice}' if advice else ''}")
 
 
-def _finding_words(f: Finding) -> tuple[str, str]:
+# More work per step, in each framework's words (issue #39: a torch diagnose was told steps_per_execution).
+_MORE_WORK = {
+    "torch": "CUDA graphs or torch.compile to fuse ops",
+    "jax": "jax.jit over more of the step (lax.scan over several steps) to fuse ops",
+    "numpy": "",
+}
+_KERAS_MORE_WORK = "steps_per_execution, or jit_compile to fuse ops"
+
+
+def _finding_words(f: Finding, framework: str | None = None) -> tuple[str, str]:
     """A sweep finding (analysis/verdict.py) as its sentence and its advice ('' for none)."""
     d, x = f.device, f.x_label
     if f.rule == "launch_bound":
@@ -129,7 +143,7 @@ def _finding_words(f: Finding) -> tuple[str, str]:
         return (
             f"{d}: time flat in {x} (flat: a fixed cost per call): it sits at a per-step floor of "
             f"{floor} of kernel launches, dispatch and synchronization, not computing",
-            f"give each step more work: a larger {x}, steps_per_execution, or jit_compile to fuse ops",
+            _more_work(x, framework),
         )
     if f.rule == "compute_bound":
         return (
