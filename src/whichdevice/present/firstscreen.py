@@ -30,6 +30,9 @@ from whichdevice.present.claims import crossover_text
 if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
     from rich.console import Console
 
+    from whichdevice.analysis.deviceprofile import DeviceProfile
+    from whichdevice.analysis.prediction import PredictReport
+
 NO_PREDICTION = "Would a GPU help? `whichdevice predict --quick` models it (run traces no ops to model)."
 MAX_LINES = 25  # the first screen's budget at 100 columns (issue 17)
 SHOWN_CHANGES = 3  # changes with their code line; the others that help are named on one line
@@ -79,6 +82,7 @@ class FirstScreen:
     failures: list[str]
     footnotes: list[str]
     skipped: int = 0  # cases the time budget did not reach (counted apart from failures)
+    confirmed: str = ""  # round 2 against the provisional answer shown after round 1 (issue 44)
 
 
 # ------------------------------------------------------------------ the changes
@@ -186,6 +190,50 @@ def _no_gpu_answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | N
     reason = v.no_gpu_reasons[0].split(" (")[0] if v.no_gpu_reasons else ""  # its gist; the note has it whole
     out = ["No GPU here" + (f" ({reason})" if reason else "") + ": everything below was measured on this CPU."]
     return out + (prediction or [_predict_hint(record)])
+
+
+DIAGNOSE_HINT = "For your own model: `whichdevice diagnose --model FILE.py:FUNCTION`."
+
+
+def _batch(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def prediction_lines(report: PredictReport | None, profile: DeviceProfile | None) -> list[str] | None:
+    """A run without a GPU (issue 44): would the reference GPU win, from what batch, and what
+    its step would be made of — labelled a prediction, from which profile — then where to ask
+    about one's own model. None: the record traced no ops (the hint to `predict` instead)."""
+    if report is None or profile is None or profile.gpu is None:
+        return None
+    what = f"predicted on profile '{profile.name}' ({profile.gpu.description}), not measured"
+    if report.cannot_predict:
+        from whichdevice.present.prediction import CANNOT_PREDICT  # imports rich: only here
+
+        return [f"Would a GPU help? Cannot predict it: {CANNOT_PREDICT[report.cannot_predict]}.", DIAGNOSE_HINT]
+    c = report.crossover
+    if c.kind == "between" and c.estimate is not None:
+        sure = ", uncertain" if c.ranges_overlap else ""
+        head = f"it would win from batch ≈ {_batch(c.estimate)} ({c.low:g}–{c.high:g}{sure})"
+        at = c.estimate
+    elif c.kind == "gpu_everywhere" and c.high is not None:
+        head, at = f"it would win at every batch measured (from {c.high:g})", c.high
+    elif c.kind == "cpu_everywhere" and c.low is not None:
+        head, at = f"this CPU would win at every batch measured (up to {c.low:g})", c.low
+    else:
+        return [f"Would a GPU help? Not enough batches were measured to predict it ({what}).", DIAGNOSE_HINT]
+    return [f"Would a GPU help? {what}: {head}{_dominant_words(report, at)}.", DIAGNOSE_HINT]
+
+
+def _dominant_words(report: PredictReport, batch: float) -> str:
+    """'; its step there mostly dispatch/launch (85 %)': the predicted part that dominates the
+    GPU's step at the first batch from ``batch`` (the largest predicted, if none is)."""
+    rows = [r for r in report.rows if r.gpu.step is not None and r.gpu.step.mid and r.gpu.dominant is not None]
+    if not rows:
+        return ""
+    r = next((x for x in rows if x.batch >= batch), rows[-1])
+    step, part = r.gpu.step, r.gpu.dominant
+    assert step is not None and part is not None
+    return f"; at batch {r.batch} its step would be mostly {part} ({r.gpu.parts_s[part] / step.mid:.0%})"
 
 
 def _predict_hint(record: RunRecord) -> str:
@@ -367,6 +415,10 @@ def first_screen(
     prediction: list[str] | None = None,
 ) -> FirstScreen:
     changes, slower, unclear, missing = _changes(v)
+    report = None
+    if prediction is None and not v.gpus:
+        report, profile = gpu_prediction(record)
+        prediction = prediction_lines(report, profile)
     answer = _answer(record, v, prediction)
     if advice and v.gpus and v.answer_measured:  # diagnose with a GPU: the device for your model
         answer = ([a for a in advice if a.startswith("Device:")][:1] + answer)[:2]
@@ -387,7 +439,52 @@ def first_screen(
         [notes.failure_line(r) for r in record.results if r.status == "failed"],
         footnotes,
         sum(r.status == "skipped" for r in record.results),
+        _confirmed(record, answer_gist(v, report)),
     )
+
+
+def gpu_prediction(record: RunRecord) -> tuple[PredictReport | None, DeviceProfile | None]:
+    """A run's prediction of the reference GPU (analysis/prediction.run_prediction) and the
+    profile it is from; (None, None) when the record traced no ops to predict from."""
+    from whichdevice.analysis import deviceprofile, errormodel, prediction
+
+    if not any(prediction.is_trace(r.spec) for r in record.results):
+        return None, None
+    profile = deviceprofile.load(prediction.RUN_PROFILE)
+    return prediction.run_prediction(record, profile, errormodel.shipped(prediction.RUN_ERRORS)), profile
+
+
+def answer_gist(v: SuiteVerdict, report: PredictReport | None = None) -> list[str]:
+    """What the answer decides, without its figures: per device and workload, where the GPU
+    overtakes the CPU as the kind of crossover and the measured points around it (or the
+    predicted GPU's, without one). Round 2 confirms the provisional answer when it is the same."""
+    if not v.answer_measured:
+        return ["not measured"]
+    out = []
+    for t in [*v.training.sweep, *(t for t in v.matmul if t.group.get("mode") == "steady")]:
+        what = names.model_name(t.group, short=True) if t in v.training.sweep else "matmul"
+        out += [f"{what}, {t.group.get('framework')}: {d} {c.kind} {c.low}–{c.high}" for d, c in t.crossovers.items()]
+    if report is not None:
+        c = report.crossover
+        out.append(f"predicted {c.kind} {c.low}–{c.high}")
+    return out
+
+
+def provisional_answer(record: RunRecord, v: SuiteVerdict) -> tuple[list[str], list[str]]:
+    """The answer lines and their gist (:func:`answer_gist`) from round 1's record."""
+    report, profile = gpu_prediction(record) if not v.gpus else (None, None)
+    return _answer(record, v, prediction_lines(report, profile)), answer_gist(v, report)
+
+
+def _confirmed(record: RunRecord, gist: list[str]) -> str:
+    """Round 2 against the answer shown after round 1: the same, or changed and what it was."""
+    p = record.provisional
+    if p is None:
+        return ""
+    when = f"after round {p.round} of {p.rounds}, at {p.after_s:.0f} s"
+    if p.gist == gist:
+        return f"Round {p.rounds} confirmed the provisional answer ({when})."
+    return f"Round {p.rounds} changed the provisional answer ({when}), which was: {' '.join(p.answer)}"
 
 
 # ------------------------------------------------------------------ the terminal
@@ -484,6 +581,8 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
 def _screen_lines(fs: FirstScreen, report: str | None, n_causes: int, gap: bool, more: bool) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = [("bold", fs.title)]
     out += [("answer", ("Answer: " if i == 0 else "        ") + a) for i, a in enumerate(fs.answer)]
+    if fs.confirmed:
+        out.append(("dim", f"        {fs.confirmed}"))
     if fs.causes[:n_causes]:
         out += [("", ""), ("head", "Why it is slow (measured share of the time)")]
         out += [("", f"  {i}. {cause_title(c)} — {cause_text(c)}") for i, c in enumerate(fs.causes[:n_causes], 1)]
