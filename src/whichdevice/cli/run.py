@@ -19,7 +19,7 @@ from whichdevice.workloads import userfile
 from whichdevice.analysis import prediction
 from whichdevice.analysis.suite import answer_cases, decides_answer, suite_verdict
 from whichdevice.present.cliprogress import CliProgress
-from whichdevice.present.firstscreen import provisional_answer
+from whichdevice.present import firstscreen
 from whichdevice.cli.common import (
     allow_with_resume,
     find_devices,
@@ -275,7 +275,7 @@ class ProvisionalAnswer:
         rounds = int(str(record.options.get("rounds") or 2))
         batch = int(str(record.options.get("batch", 10))) if record.experiment == "diagnose" else 10
         try:
-            answer, gist = provisional_answer(record, suite_verdict(record, seed_batch=batch))
+            answer, gist = firstscreen.provisional_answer(record, suite_verdict(record, seed_batch=batch))
         except Exception:  # noqa: BLE001 (an early answer is a courtesy: never lose the run over it)
             return
         self.value = records.Provisional(
@@ -286,11 +286,12 @@ class ProvisionalAnswer:
             gist=gist,
         )
         if shown.live and not self.quiet:
-            head = f"[bold green]Provisional answer (round 1 of {rounds}):[/bold green] "
-            shown.say(head + escape(answer[0]))
-            for line in answer[1:]:
-                shown.say("  " + escape(line))
-            shown.say(f"[dim]  Round {rounds} confirms it or changes it; the full report follows.[/dim]")
+            lines = [f"Provisional answer (round 1 of {rounds}): {answer[0]}", *(f"  {a}" for a in answer[1:])]
+            lines.append(f"  Round {rounds} confirms it or changes it; the full report follows.")
+            for i, line in enumerate(lines):
+                style = "bold green" if i == 0 else "dim" if i == len(lines) - 1 else None
+                for part in firstscreen.hanging(line, shown.console.width):
+                    firstscreen.print_line(shown.console, part, style)
 
 
 @dataclass

@@ -12,6 +12,7 @@ computes a ratio or decides a threshold.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -205,7 +206,8 @@ def prediction_lines(report: PredictReport | None, profile: DeviceProfile | None
     about one's own model. None: the record traced no ops (the hint to `predict` instead)."""
     if report is None or profile is None or profile.gpu is None:
         return None
-    what = f"predicted on profile '{profile.name}' ({profile.gpu.description}), not measured"
+    gpu = profile.gpu.description
+    source = f"Predicted from profile '{profile.name}', not measured."
     if report.cannot_predict:
         from whichdevice.present.prediction import CANNOT_PREDICT  # imports rich: only here
 
@@ -213,15 +215,15 @@ def prediction_lines(report: PredictReport | None, profile: DeviceProfile | None
     c = report.crossover
     if c.kind == "between" and c.estimate is not None:
         sure = ", uncertain" if c.ranges_overlap else ""
-        head = f"it would win from batch ≈ {_batch(c.estimate)} ({c.low:g}–{c.high:g}{sure})"
+        head = f"An {gpu} would win from batch ≈ {_batch(c.estimate)} ({c.low:g}–{c.high:g}{sure})"
         at = c.estimate
     elif c.kind == "gpu_everywhere" and c.high is not None:
-        head, at = f"it would win at every batch measured (from {c.high:g})", c.high
+        head, at = f"An {gpu} would win at every batch measured (from {c.high:g})", c.high
     elif c.kind == "cpu_everywhere" and c.low is not None:
-        head, at = f"this CPU would win at every batch measured (up to {c.low:g})", c.low
+        head, at = f"An {gpu} would lose to this CPU at every batch measured (up to {c.low:g})", c.low
     else:
-        return [f"Would a GPU help? Not enough batches were measured to predict it ({what}).", DIAGNOSE_HINT]
-    return [f"Would a GPU help? {what}: {head}{_dominant_words(report, at)}.", DIAGNOSE_HINT]
+        return [f"Would a GPU help? Not enough batches were measured to predict an {gpu}.", DIAGNOSE_HINT]
+    return [f"Would a GPU help? {head}{_dominant_words(report, at)}. {source}", DIAGNOSE_HINT]
 
 
 def _dominant_words(report: PredictReport, batch: float) -> str:
@@ -614,10 +616,33 @@ def render_terminal(console: Console, fs: FirstScreen, *, report: str | None) ->
     """Print the first screen. Paths and code lines are never wrapped by rich (a terminal may
     fold them; a pipe gets them whole); other lines wrap at the terminal's width, or not at
     all when stdout is not a terminal."""
-    from rich.markup import escape
-
     soft = not console.is_terminal
     for style, text in screen_lines(fs, report=report):
-        t = escape(text)
-        st = _STYLE.get(style)
-        console.print(f"[{st}]{t}[/{st}]" if st and text else t, soft_wrap=soft or style in ("code", "path"))
+        if soft or style in ("code", "path"):
+            print_line(console, text, _STYLE.get(style))
+        else:
+            for part in hanging(text, console.width):
+                print_line(console, part, _STYLE.get(style))
+
+
+def print_line(console: Console, text: str, style: str | None) -> None:
+    """One line as it is (never wrapped by rich), in ``style``."""
+    from rich.markup import escape
+
+    t = escape(text)
+    console.print(f"[{style}]{t}[/{style}]" if style and text else t, soft_wrap=True)
+
+
+_HANG = re.compile(r"\s*(?:Answer: |Warnings: |Caveat: |\d+\. |Provisional answer \(round \d+ of \d+\): )?")
+
+
+def hanging(text: str, width: int) -> list[str]:
+    """``text`` wrapped at ``width`` with each wrapped line under the first one's words: after
+    its indent and its label ('  1. ', 'Answer: ', '       Caveat: '), not at column 0."""
+    import textwrap
+
+    if len(text) <= width:
+        return [text]
+    hang = len(_HANG.match(text).group(0))  # type: ignore[union-attr]  # the pattern matches the empty string
+    hang = hang if hang < width // 2 else 0
+    return textwrap.wrap(text, width=width, subsequent_indent=" " * hang, break_on_hyphens=False) or [text]
