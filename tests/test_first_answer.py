@@ -17,7 +17,6 @@ from whichdevice.core.records import (
     CaseSpec,
     DeviceInfo,
     FrameworkInfo,
-    Provisional,
     Session,
     Timing,
     load_run,
@@ -113,11 +112,21 @@ def test_wrapped_first_screen_lines_keep_their_indent(tmp_path):
 # ------------------------------------------------------------------ item 2: no GPU, predicted
 
 
-def test_a_run_without_a_gpu_answers_from_what_batch_the_reference_gpu_would_win():
+def _traced_without_provisional(tmp_path: Path):
+    """The traced run as a record from before the provisional field (item 2 alone)."""
+    import json
+
+    data = json.loads(TRACED.read_text())
+    data.pop("provisional")
+    (tmp_path / "r.json").write_text(json.dumps(data))
+    return load_run(tmp_path / "r.json")
+
+
+def test_a_run_without_a_gpu_answers_from_what_batch_the_reference_gpu_would_win(tmp_path):
     """The traced run's first screen: the crossover predicted on the shipped h100 profile,
     labelled a prediction and from which profile, what its step would be made of, then
     `diagnose` for one's own model; no longer the hint to run `predict`."""
-    record = load_run(TRACED)
+    record = _traced_without_provisional(tmp_path)
     fs = first_screen(record, suite_verdict(record))
     answer = " ".join(fs.answer)
     assert "predict --quick" not in answer
@@ -265,6 +274,7 @@ def test_the_provisional_answer_is_shown_in_a_terminal_only_and_kept_either_way(
     """In a terminal: 'Provisional answer (round 1 of 2): …' with the prediction; piped or
     --quiet: nothing printed (the final answer only); the record keeps it in every case."""
     from whichdevice.cli.run import ProvisionalAnswer
+    from whichdevice.core.records import Provisional
     from whichdevice.present.cliprogress import CliProgress
 
     record = load_run(TRACED).model_copy(update={"provisional": None})
