@@ -190,7 +190,9 @@ def test_round_2_confirms_or_changes_the_provisional_answer():
         update={"provisional": record.provisional.model_copy(update={"gist": ["predicted cpu_everywhere 8192.0–None"]})}
     )
     text = first_screen(changed, suite_verdict(changed)).confirmed
-    assert text.startswith("Round 2 changed the provisional answer (after round 1 of 2, at 29 s), which was: No GPU")
+    assert text.startswith(
+        "Round 2 changed the provisional answer (after round 1 of 2, at 29 s), which said: predicted on profile"
+    )
     assert first_screen(load_run(OLD), suite_verdict(load_run(OLD))).confirmed == ""  # none was shown
 
 
@@ -291,3 +293,20 @@ def test_the_provisional_answer_is_shown_in_a_terminal_only_and_kept_either_way(
             assert all(len(x) <= 80 for x in text.splitlines())
         else:
             assert text == ""
+
+
+def test_a_changed_provisional_answer_is_said_and_the_screen_stays_within_25_lines():
+    """A real run whose round 2 moved the predicted crossover: the screen says what round 1
+    said, and with the Record/History lines after it stays within 25 lines at 100 columns."""
+    from whichdevice.present.firstscreen import AFTER_PAGE, _height
+
+    record = load_run(DATA / "run_cpu_2core_changed.json")
+    fs = first_screen(record, suite_verdict(record))
+    assert fs.confirmed == (
+        "Round 2 changed the provisional answer (after round 1 of 2, at 22 s), which said: "
+        "An NVIDIA H100 80GB HBM3 would win from batch ≈ 343 (128–512, uncertain)."
+    )
+    assert any("(512–2048, uncertain)" in a for a in fs.answer)
+    assert (
+        _height(screen_lines(fs, report="whichdevice-results/run-20261127-151819-209d.html")) + AFTER_PAGE <= MAX_LINES
+    )

@@ -441,7 +441,7 @@ def first_screen(
         [notes.failure_line(r) for r in record.results if r.status == "failed"],
         footnotes,
         sum(r.status == "skipped" for r in record.results),
-        _confirmed(record, answer_gist(v, report)),
+        _confirmed(record, answer_gist(v, report), answer),
     )
 
 
@@ -478,15 +478,18 @@ def provisional_answer(record: RunRecord, v: SuiteVerdict) -> tuple[list[str], l
     return _answer(record, v, prediction_lines(report, profile)), answer_gist(v, report)
 
 
-def _confirmed(record: RunRecord, gist: list[str]) -> str:
-    """Round 2 against the answer shown after round 1: the same, or changed and what it was."""
+def _confirmed(record: RunRecord, gist: list[str], answer: list[str]) -> str:
+    """Round 2 against the answer shown after round 1: the same, or changed and what it said
+    (its lines that the final answer does not repeat)."""
     p = record.provisional
     if p is None:
         return ""
     when = f"after round {p.round} of {p.rounds}, at {p.after_s:.0f} s"
     if p.gist == gist:
         return f"Round {p.rounds} confirmed the provisional answer ({when})."
-    return f"Round {p.rounds} changed the provisional answer ({when}), which was: {' '.join(p.answer)}"
+    said = ([a for a in p.answer if a not in answer] or p.answer)[0]
+    said = said.removeprefix("Would a GPU help? ").split("; ")[0].rstrip(".")  # its claim, not its details
+    return f"Round {p.rounds} changed the provisional answer ({when}), which said: {said}."
 
 
 # ------------------------------------------------------------------ the terminal
@@ -565,7 +568,7 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
     """The first screen as (style, text) lines; style '' is plain, 'code' a line never wrapped.
     Within ``budget`` lines at WIDTH columns: when it would not fit, the blank line before the
     warnings goes first, then the line pointing to --verbose (the warnings line points to the
-    report), then the causes beyond the first (the report lists them all)."""
+    report), then the causes beyond the first (the report lists them all), then every blank line."""
     n = len(fs.causes)
     for n_causes, gap, more in (
         (n, True, True),
@@ -576,8 +579,9 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
     ):
         lines = _screen_lines(fs, report, n_causes, gap, more)
         if _height(lines) <= budget:
-            break
-    return lines
+            return lines
+    # still too long (a changed provisional answer, long prediction lines): no blank lines at all
+    return [x for x in lines if x != ("", "")]
 
 
 def _screen_lines(fs: FirstScreen, report: str | None, n_causes: int, gap: bool, more: bool) -> list[tuple[str, str]]:
