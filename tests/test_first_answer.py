@@ -287,7 +287,7 @@ def test_the_provisional_answer_is_shown_in_a_terminal_only_and_kept_either_way(
         text = buf.getvalue()
         assert isinstance(early.value, Provisional) and early.value.rounds == 2
         assert early.value.gist == ["predicted between 128–512"]
-        assert ("Provisional answer (round 1 of 2): No GPU here" in text) is shown, text
+        assert ("Provisional answer (round 1 of 2):\n  No GPU here" in text) is shown, text
         if shown:
             assert "An NVIDIA H100 80GB HBM3 would win from batch" in text
             assert all(len(x) <= 80 for x in text.splitlines())

@@ -286,10 +286,10 @@ class ProvisionalAnswer:
             gist=gist,
         )
         if shown.live and not self.quiet:
-            lines = [f"Provisional answer (round 1 of {rounds}): {answer[0]}", *(f"  {a}" for a in answer[1:])]
+            lines = [f"Provisional answer (round 1 of {rounds}):", *(f"  {a}" for a in answer)]
             lines.append(f"  Round {rounds} confirms it or changes it; the full report follows.")
             for i, line in enumerate(lines):
-                style = "bold green" if i == 0 else "dim" if i == len(lines) - 1 else None
+                style = "bold green" if i <= 1 else "dim" if i == len(lines) - 1 else None
                 for part in firstscreen.hanging(line, shown.console.width):
                     firstscreen.print_line(shown.console, part, style)
 

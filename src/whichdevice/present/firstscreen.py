@@ -637,7 +637,7 @@ def print_line(console: Console, text: str, style: str | None) -> None:
     console.print(f"[{style}]{t}[/{style}]" if style and text else t, soft_wrap=True)
 
 
-_HANG = re.compile(r"\s*(?:Answer: |Warnings: |Caveat: |\d+\. |Provisional answer \(round \d+ of \d+\): )?")
+_HANG = re.compile(r"\s*(?:Answer: |Warnings: |Caveat: |\d+\. )?")
 
 
 def hanging(text: str, width: int) -> list[str]:
