@@ -38,6 +38,10 @@ the verdict cases a second time itself, until the budget's end or the reserve af
 and enough to know the run's between-process spread); a case whose later round did not fit
 keeps the rounds it has.
 
+**A provisional answer** (issue 44): with ``Request.decides_answer`` and ``Progress.on_provisional``,
+once round 1 of every case the answer rests on has a result (on every device), the caller gets a
+record of round 1 so far — it shows the answer as provisional, long before the later rounds end.
+
 **Precision-targeted sampling**: the policy samples each point until its median's 95 % CI
 half-width is within ``Request.precision`` (5 %) or its time cap (``Request.point_cap_s``,
 default ``max(0.25 s, 5 × min_time_s)``): core/timing.py, ``Timing.stop_reason``.
