@@ -23,7 +23,7 @@ from whichdevice.analysis.crossover import Crossover, find_crossover
 from whichdevice.analysis.costmodel import LaunchMode, OpCost, Prediction, WorkloadDescription
 from whichdevice.analysis.deviceprofile import DeviceCosts, DeviceProfile
 from whichdevice.analysis.values import as_int
-from whichdevice.core.records import RunRecord
+from whichdevice.core.records import CaseResult, CaseSpec, RunRecord
 
 
 def description_from_metrics(
@@ -185,12 +185,20 @@ def predict_report(
     record: RunRecord, profile: DeviceProfile, errors: errormodel.ErrorModel | None = None
 ) -> PredictReport:
     """Rows per batch from a ``predict`` record: its describe cases and its measured steps."""
+    described, measured, failures = _traces_and_steps(record.results)
+    framework = str(record.options.get("framework") or "tensorflow")
+    spe = as_int(record.options.get("steps_per_execution") or 1)
+    return _report(framework, measured, described, failures, profile, errors, spe)
+
+
+def _traces_and_steps(
+    results: list[CaseResult],
+) -> tuple[dict[int, WorkloadDescription], dict[int, tuple[float, float, float]], list[str]]:
+    """The op traces by batch, the measured steps (median, q1, q3) by batch, and the failures."""
     described: dict[int, WorkloadDescription] = {}
     measured: dict[int, tuple[float, float, float]] = {}
     failures = []
-    framework = str(record.options.get("framework") or "tensorflow")
-    spe = as_int(record.options.get("steps_per_execution") or 1)
-    for r in record.results:
+    for r in results:
         b = as_int(r.spec.params.get("batch", 0))
         if r.status != "ok":
             failures.append(f"{r.spec.params.get('probe', r.spec.params.get('kind'))} batch {b}: {r.error}")
@@ -200,6 +208,18 @@ def predict_report(
         elif r.timing is not None:
             t = r.timing
             measured[b] = (t.median_s, t.q1_s, t.q3_s)
+    return described, measured, failures
+
+
+def _report(
+    framework: str,
+    measured: dict[int, tuple[float, float, float]],
+    described: dict[int, WorkloadDescription],
+    failures: list[str],
+    profile: DeviceProfile,
+    errors: errormodel.ErrorModel | None,
+    spe: int = 1,
+) -> PredictReport:
     rows = gpu_would_help(framework, measured, described, profile, errors, steps_per_execution=spe)
     assumptions: list[costmodel.Assumption] = []
     extrapolated: list[costmodel.Extrapolation] = []
@@ -242,6 +262,69 @@ def predict_report(
         None if errors is None else errors.source,
         measure_command(framework, close) if close else None,
     )
+
+
+# ---------------- the GPU a `run` without one would have (issue 44) ----------------
+
+RUN_PROFILE = "h100"  # the shipped reference GPU profile `run` predicts on a machine without a GPU
+RUN_ERRORS = "h100-2026-11-22"  # its calibration (errormodel.shipped)
+
+
+def is_trace(spec: CaseSpec) -> bool:
+    """A case that traces the step's ops for the cost model (workloads/calibrate.py ``describe``)."""
+    return spec.workload == "calibrate" and spec.params.get("probe") == "describe"
+
+
+def interpolated(described: dict[int, WorkloadDescription], batches: list[int]) -> dict[int, WorkloadDescription]:
+    """The op list at every batch of ``batches`` from traces at two batches: each op's FLOPs
+    and bytes, and the input's bytes, affine in the batch (a dense layer's matmul is 2·B·K·N
+    FLOPs and (B·K + K·N + B·N)·4 bytes; an optimizer update does not depend on B). Empty when
+    there are not two traces, or they differ in their ops (then it is no such model)."""
+    if len(described) < 2:
+        return {}
+    lo, hi = min(described), max(described)
+    a, b = described[lo], described[hi]
+    if [(o.op_type, o.kind) for o in a.ops] != [(o.op_type, o.kind) for o in b.ops] or a.launch_mode != b.launch_mode:
+        return {}
+
+    def at(x0: float, x1: float, batch: int) -> float:
+        return max(x0 + (x1 - x0) * (batch - lo) / (hi - lo), 0.0)
+
+    out = {}
+    for k in batches:
+        ops = [
+            o.model_copy(update={"flops": at(o.flops, p.flops, k), "bytes": at(o.bytes, p.bytes, k)})
+            for o, p in zip(a.ops, b.ops)
+        ]
+        out[k] = described.get(k) or a.model_copy(
+            update={"batch": k, "ops": ops, "input_bytes": at(a.input_bytes, b.input_bytes, k)}
+        )
+    return out
+
+
+def run_prediction(
+    record: RunRecord, profile: DeviceProfile, errors: errormodel.ErrorModel | None
+) -> PredictReport | None:
+    """A ``run`` on a machine without a GPU: its measured CPU batch sweep (steady steps, no
+    sync) beside ``profile``'s GPU predicted from the op traces it took (workloads/suite.py
+    ``TRACED_BATCHES``, interpolated between: :func:`interpolated`). None when the record has no trace (a run from
+    before the traces, or a diagnose) or no sweep step to set beside them."""
+    framework = str(record.options.get("framework") or "tensorflow")
+    traces = [r for r in record.results if is_trace(r.spec) and r.spec.framework == framework]
+    sweep = [
+        r
+        for r in record.results
+        if r.spec.workload == "train"
+        and r.spec.framework == framework
+        and r.spec.params.get("kind") == "steady"
+        and r.spec.params.get("sync") == "none"
+        and r.spec.params.get("model") == "seed001"
+    ]
+    if not traces or not sweep:
+        return None
+    described, measured, failures = _traces_and_steps(traces + sweep)
+    every = interpolated(described, sorted(measured)) if described else {}
+    return _report(framework, measured, every or described, failures, profile, errors)
 
 
 # ---------------- validation points from a reference GPU run ----------------

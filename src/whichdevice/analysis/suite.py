@@ -40,7 +40,7 @@ from whichdevice.frameworks import KERAS
 from whichdevice.analysis.train import RunRow, TrainReport, analyze_training
 from whichdevice.analysis.verdict import Finding, sweep_findings
 from whichdevice.analysis.warmup import break_even
-from whichdevice.core.records import CaseResult, RunRecord
+from whichdevice.core.records import CaseResult, CaseSpec, RunRecord
 from whichdevice.workloads import fixes as catalogue
 
 # A recommended setting (batch, steps_per_execution) must reach this share of the best
@@ -553,24 +553,25 @@ def _warmup_cause(row: RunRow) -> Cause | None:
 def answer_cases(record: RunRecord) -> list[CaseResult]:
     """The cases the answer (which device, from which size or batch) rests on: the matmul sweep
     as the article timed it back to back, the steady training step per batch, and the seed's
-    (or the user's) own loop and fit at its batch."""
-    out = []
-    for r in record.results:
-        p = r.spec.params
-        if r.spec.workload == "matmul" and p.get("mode") == "steady":
-            out.append(r)
-        elif r.spec.workload == "train" and (
-            (p.get("kind") == "steady" and p.get("sync") == "none")
-            or (
-                p.get("example") in ("ex2", "user")
-                and p.get("kind") in ("loop", "fit")
-                and "steps_per_execution" not in p
-                and "jit_compile" not in p
-                and p.get("data") != "tfdata_noprefetch"
-            )
-        ):
-            out.append(r)
-    return out
+    (or the user's) own loop and fit at its batch (:func:`decides_answer`)."""
+    return [r for r in record.results if decides_answer(r.spec)]
+
+
+def decides_answer(spec: CaseSpec) -> bool:
+    """Whether the answer rests on ``spec`` (:func:`answer_cases`)."""
+    p = spec.params
+    if spec.workload == "matmul":
+        return p.get("mode") == "steady"
+    return spec.workload == "train" and (
+        (p.get("kind") == "steady" and p.get("sync") == "none")
+        or (
+            p.get("example") in ("ex2", "user")
+            and p.get("kind") in ("loop", "fit")
+            and "steps_per_execution" not in p
+            and "jit_compile" not in p
+            and p.get("data") != "tfdata_noprefetch"
+        )
+    )
 
 
 # Records written before RunRecord.no_gpu_reasons carry the reasons only in their note

@@ -17,13 +17,7 @@ from typing import Any
 import pydantic
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from rich.progress import Progress
 
 from whichdevice.cli.base import app, console, err_console  # noqa: F401  (re-exported for the commands)
 from whichdevice.cli.options import DEFAULT_OUT  # noqa: F401  (re-exported: audit, import)
@@ -33,7 +27,7 @@ from whichdevice.core.errors import PageNotDrawn, UsageError
 from whichdevice.core.validate import check_output_dir, check_output_file
 from whichdevice.measure import journal
 from whichdevice.measure.journal import Journal, JournalState, journal_path
-from whichdevice.present import plots
+from whichdevice.present import cliprogress, plots
 from whichdevice.present.tables import describe_key  # noqa: F401  (re-exported for the commands)
 
 
@@ -41,14 +35,8 @@ MAX_MATMUL_N = 32768  # two float32 operands + result = 12 GiB: beyond that, not
 
 
 def progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    )
+    """A progress line on stderr that fits the terminal (present/cliprogress.py)."""
+    return cliprogress.bar_for(err_console)
 
 
 def stamp() -> str:
@@ -377,17 +365,18 @@ def measure_with_progress(
     journal: Journal | Callable[[], Journal] | None = None,
     resumed: JournalState | None = None,
     found=None,
+    quiet: bool = False,
+    on_provisional: Callable[[records.RunRecord, cliprogress.CliProgress], None] | None = None,
 ) -> records.RunRecord:
-    """Measure ``request`` with a progress bar on stderr (transient: gone when done)."""
+    """Measure ``request`` with its progress on stderr: a live line in a terminal (gone when
+    done), a line per finished phase when piped (none with ``quiet``). ``on_provisional``: given
+    the record of round 1's answer cases (session.Progress.on_provisional) and the progress."""
     if found is None:
         found = find_devices(request.framework)
-    with progress() as bar:
-        task = bar.add_task("starting", total=None)
-        callbacks = session.Progress(
-            on_total=lambda n: bar.update(task, total=n),
-            on_start=lambda key: bar.update(task, description=escape(describe_key(key))[:90]),
-            on_result=lambda r: bar.advance(task),
+    with cliprogress.CliProgress(err_console, quiet=quiet) as shown:
+        callbacks = shown.callbacks(
             # matplotlib (≈ 0.5 s) imported while the child imports its framework (issue 21)
             while_child_starts=plots.pyplot,
+            on_provisional=(lambda rec: on_provisional(rec, shown)) if on_provisional else None,
         )
         return session.measure(request, journal=journal, resumed=resumed, progress=callbacks, found=found)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -15,7 +16,10 @@ from whichdevice.measure import experiment, session
 from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
-from whichdevice.analysis.suite import answer_cases
+from whichdevice.analysis import prediction
+from whichdevice.analysis.suite import answer_cases, decides_answer, suite_verdict
+from whichdevice.present.cliprogress import CliProgress
+from whichdevice.present import firstscreen
 from whichdevice.cli.common import (
     record_then_page,
     allow_with_resume,
@@ -114,7 +118,7 @@ def run(
     if len(plan.frameworks) > 1:  # frameworks side by side: one after the other, one record
         record = _run_frameworks(plan, resumed)
     else:
-        record = _run_one(plan, resumed)
+        record = _run_one(plan, resumed, quiet=output.quiet)
     json_file = Path(plan.json_file)
     journals = [journal_path(json_file)]
     if len(plan.frameworks) > 1:  # and the frameworks' part journals, kept until now
@@ -137,6 +141,7 @@ class ScriptOutput:
 
     def __init__(self, verbose: bool = False, quiet: bool = False, json_out: str | None = None) -> None:
         self.render = {"verbose": verbose, "quiet": quiet or json_out == "-"}
+        self.quiet = quiet or json_out == "-"  # only the final answer: no provisional one, no phase lines
         self.json_out = json_out
         self._file = None
         self._redirected = False
@@ -170,9 +175,11 @@ def _output_options(ctx: typer.Context, verbose: bool, quiet: bool, json_out: st
     return ScriptOutput(verbose, quiet, json_out)
 
 
-def _run_one(plan: RunPlan, resumed: JournalState | None) -> records.RunRecord:
+def _run_one(plan: RunPlan, resumed: JournalState | None, *, quiet: bool = False) -> records.RunRecord:
     (fw,) = plan.frameworks
-    return _measure_suite(_run_request(plan, fw), journal=lambda: open_journal("run", plan, resumed), resumed=resumed)
+    return _measure_suite(
+        _run_request(plan, fw), journal=lambda: open_journal("run", plan, resumed), resumed=resumed, quiet=quiet
+    )
 
 
 def _run_request(plan: RunPlan, fw: str) -> session.Request:
@@ -200,7 +207,14 @@ def _suite_request(name: str, fw: str, cases_for, plan, *, options: dict, notes=
         # diagnose: each point samples long enough for a few samples of the user's slowest step
         point_cap_s=(getattr(plan, "sizing", None) or {}).get("point_cap_s"),
         rounds=(getattr(plan, "sizing", None) or {}).get("rounds"),
+        decides_answer=_decides_answer,
     )
+
+
+def _decides_answer(spec: records.CaseSpec) -> bool:
+    """What the provisional answer waits for: the answer's cases, and the op traces of the
+    GPU predicted on a machine without one."""
+    return decides_answer(spec) or prediction.is_trace(spec)
 
 
 def _part_json(json_file: Path, fw: str) -> Path:
@@ -237,8 +251,50 @@ def _run_frameworks(plan: RunPlan, resumed: JournalState | None) -> records.RunR
     return experiment.merge_records(parts, options)
 
 
-def _measure_suite(request: session.Request, *, journal, resumed, found=None) -> records.RunRecord:
-    return measure_with_progress(request, journal=journal, resumed=resumed, found=found)
+def _measure_suite(request: session.Request, *, journal, resumed, found=None, quiet=None) -> records.RunRecord:
+    """The suite measured with its progress; ``quiet`` not None (one framework: run, diagnose):
+    with the provisional answer after round 1 of the answer's cases, shown in a terminal
+    unless ``quiet``, and kept in the record."""
+    if quiet is None:  # several frameworks, one after the other: no provisional answer per part
+        return measure_with_progress(request, journal=journal, resumed=resumed, found=found)
+    early = ProvisionalAnswer(quiet)
+    record = measure_with_progress(
+        request, journal=journal, resumed=resumed, found=found, quiet=quiet, on_provisional=early
+    )
+    return record.model_copy(update={"provisional": early.value}) if early.value is not None else record
+
+
+class ProvisionalAnswer:
+    """``measure_with_progress``'s ``on_provisional``: the answer from round 1 of the cases
+    that decide it (issue 44), printed above the progress line in a terminal unless ``quiet``
+    ("Provisional answer (round 1 of 2): ..."), and kept (``value``) for the record."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.started = time.monotonic()
+        self.value: records.Provisional | None = None
+
+    def __call__(self, record: records.RunRecord, shown: CliProgress) -> None:
+        rounds = int(str(record.options.get("rounds") or 2))
+        batch = int(str(record.options.get("batch", 10))) if record.experiment == "diagnose" else 10
+        try:
+            answer, gist = firstscreen.provisional_answer(record, suite_verdict(record, seed_batch=batch))
+        except Exception:  # noqa: BLE001 (an early answer is a courtesy: never lose the run over it)
+            return
+        self.value = records.Provisional(
+            after_s=round(time.monotonic() - self.started, 1),
+            rounds=rounds,
+            cases=len(record.results),
+            answer=answer,
+            gist=gist,
+        )
+        if shown.live and not self.quiet:
+            lines = [f"Provisional answer (round 1 of {rounds}):", *(f"  {a}" for a in answer)]
+            lines.append(f"  Round {rounds} confirms it or changes it; the full report follows.")
+            for i, line in enumerate(lines):
+                style = "bold green" if i <= 1 else "dim" if i == len(lines) - 1 else None
+                for part in firstscreen.hanging(line, shown.console.width):
+                    firstscreen.print_line(shown.console, part, style)
 
 
 @dataclass
@@ -459,8 +515,10 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
         from whichdevice.workloads import torch_diagnose
 
         request = dataclasses.replace(request, point_cap_s=torch_diagnose.POINT_CAP_S)
-    record = _measure_suite(request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed)
     output = output or ScriptOutput()
+    record = _measure_suite(
+        request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed, quiet=output.quiet
+    )
     with output:
         record_then_page(
             record,

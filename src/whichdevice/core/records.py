@@ -22,7 +22,9 @@ fresh child process, for claims that decide a verdict) and ``Timing.stop_reason`
 sampling stopped: precision reached, time cap, sample cap); both optional, so a version-2
 record reads unchanged; 4 gives a case the time budget skipped its own status, ``skipped``
 (not measured; it did not fail), where version 3 wrote ``failed`` with the failure kind
-``skipped``: such a result is read as ``skipped`` (the kind is kept as the reason).
+``skipped``: such a result is read as ``skipped`` (the kind is kept as the reason). Version 4
+records may carry ``RunRecord.provisional`` (the answer shown after round 1, issue 44): optional,
+absent from records written before it.
 """
 
 from __future__ import annotations
@@ -232,6 +234,19 @@ def failed(spec: CaseSpec, error: str, kind: failures.FailureKind, wall_s: float
     return CaseResult(spec=spec, status=status, error=error, failure=kind, wall_s=wall_s)
 
 
+class Provisional(_Frozen):
+    """The answer a ``run`` or ``diagnose`` showed once round 1 of the cases that decide it had
+    finished, before the later rounds (issue 44): what it said, and its gist, which the final
+    answer's gist confirms or changes."""
+
+    after_s: float = Field(description="seconds from the start of measuring to the provisional answer")
+    round: int = 1
+    rounds: int = Field(description="the rounds the run measures the answer's cases in")
+    cases: int = Field(description="round-1 results it rested on")
+    answer: list[str] = Field(description="the lines shown")
+    gist: list[str] = Field(description="what the answer decides, one item per line of it, without its figures")
+
+
 class RunRecord(_Frozen):
     """Everything one command measured. Written once, never modified."""
 
@@ -252,6 +267,9 @@ class RunRecord(_Frozen):
         default_factory=dict,
         description="per framework that saw no GPU, the likely reasons its discovery found (the note says them "
         "in a sentence); empty in records written before this field",
+    )
+    provisional: Provisional | None = Field(
+        default=None, description="the answer shown after round 1 (None: none was shown, or an older record)"
     )
 
 

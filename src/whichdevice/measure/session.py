@@ -38,6 +38,10 @@ the verdict cases a second time itself, until the budget's end or the reserve af
 and enough to know the run's between-process spread); a case whose later round did not fit
 keeps the rounds it has.
 
+**A provisional answer** (issue 44): with ``Request.decides_answer`` and ``Progress.on_provisional``,
+once round 1 of every case the answer rests on has a result (on every device), the caller gets a
+record of round 1 so far — it shows the answer as provisional, long before the later rounds end.
+
 **Precision-targeted sampling**: the policy samples each point until its median's 95 % CI
 half-width is within ``Request.precision`` (5 %) or its time cap (``Request.point_cap_s``,
 default ``max(0.25 s, 5 × min_time_s)``): core/timing.py, ``Timing.stop_reason``.
@@ -176,6 +180,9 @@ class Request:
     repeat: Callable[[CaseSpec], bool] = decides_verdict  # which cases later rounds measure again
     precision: float | None = 0.05  # target relative CI half-width of each point's median
     point_cap_s: float | None = None  # a point's sampling cap (None: max(0.25 s, 5 x min_time_s))
+    # The cases the answer rests on (issue 44): once round 1 of every one of them has a result,
+    # ``Progress.on_provisional`` gets a record of round 1 so far — before the later rounds.
+    decides_answer: Callable[[CaseSpec], bool] | None = None
 
 
 @dataclass
@@ -189,6 +196,9 @@ class Progress:
     # The caller's own work (its presenters' imports), done once while the first measuring
     # child imports its framework; that child takes no sample until it returns (runner.py).
     while_child_starts: Callable[[], object] | None = None
+    # Round 1 of the answer's cases done (``Request.decides_answer``), later rounds to come: a
+    # record of round 1's results so far, to show a provisional answer. Called once, at most.
+    on_provisional: Callable[[RunRecord], None] | None = None
 
 
 def measure(
@@ -219,6 +229,7 @@ def measure(
         progress.on_total(sum(len(request.cases_for(planned, d)) for d in chosen))
     n_rounds = request.rounds if request.rounds is not None else ROUNDED_EXPERIMENTS.get(request.experiment, 1)
     run = _Run(request, planned, _policy(request), n_rounds, progress, journal, resumed)
+    run.chosen, run.awaiting = chosen, _answer_keys(run, chosen)
     if progress.while_child_starts:
         run.pending.append(progress.while_child_starts)
     # Each device's round-2 child starts now: it imports its framework beside round 1's child
@@ -289,6 +300,9 @@ class _Run:
     sessions: list[Session] = field(default_factory=list)
     told: list[Discovery] = field(default_factory=list)  # what the first child saw, when no discovery child ran
     pending: list[Callable[[], object]] = field(default_factory=list)  # the caller's work while a child starts
+    chosen: list[DeviceInfo] = field(default_factory=list)
+    awaiting: set[str] = field(default_factory=set)  # the answer's cases round 1 has yet to finish
+    round1: list[CaseResult] = field(default_factory=list)  # round 1's results as they arrive
 
     def cases_for(self, d: DeviceInfo) -> list[CaseSpec]:
         return self.request.cases_for(self.planned, d)
@@ -296,6 +310,43 @@ class _Run:
     def while_starting(self) -> None:  # once, in the first child's start
         while self.pending:
             self.pending.pop()()
+
+    def on_round1(self, r: CaseResult) -> None:
+        """A round-1 result: told to the caller; the last of the answer's cases calls
+        ``on_provisional`` with round 1 so far."""
+        if self.progress.on_result:
+            self.progress.on_result(r)
+        if not self.awaiting:
+            return
+        self.round1.append(r)
+        self.awaiting.discard(r.spec.key)
+        if not self.awaiting and self.progress.on_provisional:
+            self.progress.on_provisional(self.provisional_record())
+
+    def provisional_record(self) -> RunRecord:
+        """Round 1's results so far as a record (what the devices' children reported, else
+        what the parent found)."""
+        seen = self.told[0] if self.told else self.planned
+        request = self.request
+        return experiment.make_record(
+            request.experiment,
+            request.command,
+            _record_options(request, self.chosen, self.n_rounds),
+            request.framework,
+            seen,
+            self.sessions,
+            list(self.round1),
+            list(request.notes),
+        )
+
+
+def _answer_keys(run: _Run, chosen: list[DeviceInfo]) -> set[str]:
+    """The keys of the cases a provisional answer waits for: none (no provisional answer)
+    unless later rounds follow and the caller asked for one."""
+    decides = run.request.decides_answer
+    if run.n_rounds <= 1 or decides is None or run.progress.on_provisional is None:
+        return set()
+    return {c.key for d in chosen for c in run.cases_for(d) if decides(c)}
 
 
 def _all_rounds(run: _Run, chosen: list[DeviceInfo]) -> dict[str, tuple[list[CaseResult], list[str], float]]:
@@ -337,7 +388,7 @@ def _round1(run: _Run, dev: DeviceInfo, started: float) -> tuple[list[Session], 
         case_timeout_s=request.case_timeout_s,
         deadline=deadline,
         on_start=run.progress.on_start,
-        on_result=run.progress.on_result,
+        on_result=run.on_round1,
         journal=run.journal,
         resumed=run.resumed,
         memory_limit_bytes=request.memory_limit_bytes,

@@ -12,6 +12,7 @@ computes a ratio or decides a threshold.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,9 @@ from whichdevice.present.claims import crossover_text
 
 if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
     from rich.console import Console
+
+    from whichdevice.analysis.deviceprofile import DeviceProfile
+    from whichdevice.analysis.prediction import PredictReport
 
 NO_PREDICTION = "Would a GPU help? `whichdevice predict --quick` models it (run traces no ops to model)."
 MAX_LINES = 25  # the first screen's budget at 100 columns (issue 17)
@@ -79,6 +83,7 @@ class FirstScreen:
     failures: list[str]
     footnotes: list[str]
     skipped: int = 0  # cases the time budget did not reach (counted apart from failures)
+    confirmed: str = ""  # round 2 against the provisional answer shown after round 1 (issue 44)
 
 
 # ------------------------------------------------------------------ the changes
@@ -187,6 +192,51 @@ def _no_gpu_answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | N
     reason = v.no_gpu_reasons[0].split(" (")[0] if v.no_gpu_reasons else ""  # its gist; the note has it whole
     out = ["No GPU here" + (f" ({reason})" if reason else "") + ": everything below was measured on this CPU."]
     return out + (prediction or [_predict_hint(record)])
+
+
+DIAGNOSE_HINT = "For your own model: `whichdevice diagnose --model FILE.py:FUNCTION`."
+
+
+def _batch(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def prediction_lines(report: PredictReport | None, profile: DeviceProfile | None) -> list[str] | None:
+    """A run without a GPU (issue 44): would the reference GPU win, from what batch, and what
+    its step would be made of — labelled a prediction, from which profile — then where to ask
+    about one's own model. None: the record traced no ops (the hint to `predict` instead)."""
+    if report is None or profile is None or profile.gpu is None:
+        return None
+    gpu = profile.gpu.description
+    source = f"Predicted from profile '{profile.name}', not measured."
+    if report.cannot_predict:
+        from whichdevice.present.prediction import CANNOT_PREDICT  # imports rich: only here
+
+        return [f"Would a GPU help? Cannot predict it: {CANNOT_PREDICT[report.cannot_predict]}.", DIAGNOSE_HINT]
+    c = report.crossover
+    if c.kind == "between" and c.estimate is not None:
+        sure = ", uncertain" if c.ranges_overlap else ""
+        head = f"An {gpu} would win from batch ≈ {_batch(c.estimate)} ({c.low:g}–{c.high:g}{sure})"
+        at = c.estimate
+    elif c.kind == "gpu_everywhere" and c.high is not None:
+        head, at = f"An {gpu} would win at every batch measured (from {c.high:g})", c.high
+    elif c.kind == "cpu_everywhere" and c.low is not None:
+        head, at = f"An {gpu} would lose to this CPU at every batch measured (up to {c.low:g})", c.low
+    else:
+        return [f"Would a GPU help? Not enough batches were measured to predict an {gpu}.", DIAGNOSE_HINT]
+    return [f"Would a GPU help? {head}{_dominant_words(report, at)}. {source}", DIAGNOSE_HINT]
+
+
+def _dominant_words(report: PredictReport, batch: float) -> str:
+    """'; its step there mostly dispatch/launch (85 %)': the predicted part that dominates the
+    GPU's step at the first batch from ``batch`` (the largest predicted, if none is)."""
+    rows = [r for r in report.rows if r.gpu.step is not None and r.gpu.step.mid and r.gpu.dominant is not None]
+    if not rows:
+        return ""
+    r = next((x for x in rows if x.batch >= batch), rows[-1])
+    step, part = r.gpu.step, r.gpu.dominant
+    assert step is not None and part is not None
+    return f"; at batch {r.batch} its step would be mostly {part} ({r.gpu.parts_s[part] / step.mid:.0%})"
 
 
 def _predict_hint(record: RunRecord) -> str:
@@ -372,6 +422,10 @@ def first_screen(
     prediction: list[str] | None = None,
 ) -> FirstScreen:
     changes, slower, unclear, missing = _changes(v)
+    report = None
+    if prediction is None and not v.gpus:
+        report, profile = gpu_prediction(record)
+        prediction = prediction_lines(report, profile)
     answer = _answer(record, v, prediction)
     if advice and v.gpus and v.answer_measured:  # diagnose with a GPU: the device for your model
         answer = ([a for a in advice if a.startswith("Device:")][:1] + answer)[:2]
@@ -392,7 +446,55 @@ def first_screen(
         [notes.failure_line(r) for r in record.results if r.status == "failed"],
         footnotes,
         sum(r.status == "skipped" for r in record.results),
+        _confirmed(record, answer_gist(v, report), answer),
     )
+
+
+def gpu_prediction(record: RunRecord) -> tuple[PredictReport | None, DeviceProfile | None]:
+    """A run's prediction of the reference GPU (analysis/prediction.run_prediction) and the
+    profile it is from; (None, None) when the record traced no ops to predict from."""
+    from whichdevice.analysis import deviceprofile, errormodel, prediction
+
+    if not any(prediction.is_trace(r.spec) for r in record.results):
+        return None, None
+    profile = deviceprofile.load(prediction.RUN_PROFILE)
+    return prediction.run_prediction(record, profile, errormodel.shipped(prediction.RUN_ERRORS)), profile
+
+
+def answer_gist(v: SuiteVerdict, report: PredictReport | None = None) -> list[str]:
+    """What the answer decides, without its figures: per device and workload, where the GPU
+    overtakes the CPU as the kind of crossover and the measured points around it (or the
+    predicted GPU's, without one). Round 2 confirms the provisional answer when it is the same."""
+    if not v.answer_measured:
+        return ["not measured"]
+    out = []
+    for t in [*v.training.sweep, *(t for t in v.matmul if t.group.get("mode") == "steady")]:
+        what = names.model_name(t.group, short=True) if t in v.training.sweep else "matmul"
+        out += [f"{what}, {t.group.get('framework')}: {d} {c.kind} {c.low}–{c.high}" for d, c in t.crossovers.items()]
+    if report is not None:
+        c = report.crossover
+        out.append(f"predicted {c.kind} {c.low}–{c.high}")
+    return out
+
+
+def provisional_answer(record: RunRecord, v: SuiteVerdict) -> tuple[list[str], list[str]]:
+    """The answer lines and their gist (:func:`answer_gist`) from round 1's record."""
+    report, profile = gpu_prediction(record) if not v.gpus else (None, None)
+    return _answer(record, v, prediction_lines(report, profile)), answer_gist(v, report)
+
+
+def _confirmed(record: RunRecord, gist: list[str], answer: list[str]) -> str:
+    """Round 2 against the answer shown after round 1: the same, or changed and what it said
+    (its lines that the final answer does not repeat)."""
+    p = record.provisional
+    if p is None:
+        return ""
+    when = f"after round {p.round} of {p.rounds}, at {p.after_s:.0f} s"
+    if p.gist == gist:
+        return f"Round {p.rounds} confirmed the provisional answer ({when})."
+    said = ([a for a in p.answer if a not in answer] or p.answer)[0]
+    said = said.removeprefix("Would a GPU help? ").split("; ")[0].rstrip(".")  # its claim, not its details
+    return f"Round {p.rounds} changed the provisional answer ({when}), which said: {said}."
 
 
 # ------------------------------------------------------------------ the terminal
@@ -471,7 +573,7 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
     """The first screen as (style, text) lines; style '' is plain, 'code' a line never wrapped.
     Within ``budget`` lines at WIDTH columns: when it would not fit, the blank line before the
     warnings goes first, then the line pointing to --verbose (the warnings line points to the
-    report), then the causes beyond the first (the report lists them all)."""
+    report), then the causes beyond the first (the report lists them all), then every blank line."""
     n = len(fs.causes)
     for n_causes, gap, more in (
         (n, True, True),
@@ -482,13 +584,16 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
     ):
         lines = _screen_lines(fs, report, n_causes, gap, more)
         if _height(lines) <= budget:
-            break
-    return lines
+            return lines
+    # still too long (a changed provisional answer, long prediction lines): no blank lines at all
+    return [x for x in lines if x != ("", "")]
 
 
 def _screen_lines(fs: FirstScreen, report: str | None, n_causes: int, gap: bool, more: bool) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = [("bold", fs.title)]
     out += [("answer", ("Answer: " if i == 0 else "        ") + a) for i, a in enumerate(fs.answer)]
+    if fs.confirmed:
+        out.append(("dim", f"        {fs.confirmed}"))
     if fs.causes[:n_causes]:
         out += [("", ""), ("head", "Why it is slow (measured share of the time)")]
         out += [("", f"  {i}. {cause_title(c)} — {cause_text(c)}") for i, c in enumerate(fs.causes[:n_causes], 1)]
@@ -520,10 +625,33 @@ def render_terminal(console: Console, fs: FirstScreen, *, report: str | None) ->
     """Print the first screen. Paths and code lines are never wrapped by rich (a terminal may
     fold them; a pipe gets them whole); other lines wrap at the terminal's width, or not at
     all when stdout is not a terminal."""
-    from rich.markup import escape
-
     soft = not console.is_terminal
     for style, text in screen_lines(fs, report=report):
-        t = escape(text)
-        st = _STYLE.get(style)
-        console.print(f"[{st}]{t}[/{st}]" if st and text else t, soft_wrap=soft or style in ("code", "path"))
+        if soft or style in ("code", "path"):
+            print_line(console, text, _STYLE.get(style))
+        else:
+            for part in hanging(text, console.width):
+                print_line(console, part, _STYLE.get(style))
+
+
+def print_line(console: Console, text: str, style: str | None) -> None:
+    """One line as it is (never wrapped by rich), in ``style``."""
+    from rich.markup import escape
+
+    t = escape(text)
+    console.print(f"[{style}]{t}[/{style}]" if style and text else t, soft_wrap=True)
+
+
+_HANG = re.compile(r"\s*(?:Answer: |Warnings: |Caveat: |\d+\. )?")
+
+
+def hanging(text: str, width: int) -> list[str]:
+    """``text`` wrapped at ``width`` with each wrapped line under the first one's words: after
+    its indent and its label ('  1. ', 'Answer: ', '       Caveat: '), not at column 0."""
+    import textwrap
+
+    if len(text) <= width:
+        return [text]
+    hang = len(_HANG.match(text).group(0))  # type: ignore[union-attr]  # the pattern matches the empty string
+    hang = hang if hang < width // 2 else 0
+    return textwrap.wrap(text, width=width, subsequent_indent=" " * hang, break_on_hyphens=False) or [text]

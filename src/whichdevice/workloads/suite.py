@@ -40,6 +40,9 @@ GPU_SIZES = (1, 10, 100, 500, 1000, 2000, 4000)
 # Batch sweep: powers of 4 plus the seed's batch 10 (so the batch fix has its baseline).
 SWEEP_BATCHES = (8, 10, 32, 128, 512, 2048, 8192)
 SEED_BATCH = 10  # seed 001 ex2
+# Without a GPU, `run` traces the sweep's step at these batches (a trace costs 1-3 s on 2 cores),
+# and predicts the reference GPU's step from them (analysis/prediction.run_prediction, issue 44).
+TRACED_BATCHES = (8, 8192)
 # Seed 003's pipeline rungs the suite measures: serial map (the seed's first example), the
 # prefetched parallel pipeline, and the same work in Python (tf.py_function).
 PIPELINE_VARIANTS = ("serial", "prefetch", "pyfunc")
@@ -80,6 +83,10 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
     # 4. Batch sweep (steady steps, no sync) and the cost of syncing every step at the seed's batch.
     for b in SWEEP_BATCHES:
         t(kind="steady", model="seed001", batch=b, sync="none")
+    if not gpu_present:  # would a GPU help? its step is predicted from these traces of the sweep's
+        from whichdevice.workloads import calibrate as calibrate_workload
+
+        cases += calibrate_workload.describe_cases(framework, device, {"model": "seed001"}, TRACED_BATCHES)
     t(kind="steady", model="seed001", batch=SEED_BATCH, sync="each")
     # 4b. Seed 003's input pipeline (tf.data: TensorFlow only), quick size: is the step waiting
     #     for input, what prefetch buys, and Python-side preprocessing vs the same work in TF ops.

@@ -8,10 +8,18 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from whichdevice.analysis.prediction import is_trace
 from whichdevice.analysis.values import known
 from whichdevice.core import records
 from whichdevice.present import firstscreen, html, names, terminal
 from whichdevice.present.suitepage import finding_text, fix_grid, headline, suite_report
+
+
+PREDICTION_NOTE = (
+    "The GPU prediction: this CPU's measured steps beside the cost model's GPU steps (the shipped h100 "
+    "profile, its calibrated 80 % band), from the step's ops traced at batch 8 and 8192 and interpolated "
+    "between (exact for dense layers); `whichdevice predict --quick` traces every batch and shows each."
+)
 
 
 def render(
@@ -47,6 +55,8 @@ def render(
     terminal.render_grid(console, fix_grid(v, with_how=False, record=record))
     for line in rep.advice:
         console.print(f"[bold green]{escape(names.plain(line))}[/bold green]")
+    if not v.gpus and any(is_trace(r.spec) for r in record.results):
+        console.print(PREDICTION_NOTE)
     terminal.render_notes(console, record, [], rep.failures)
     for g in first.warnings:  # grouped by kind, each point by its people's name
         console.print(f"[yellow]Warning:[/yellow] {g.count} {escape(g.text)}")

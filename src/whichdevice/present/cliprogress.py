@@ -1,0 +1,152 @@
+"""The command line's progress on stderr (issue 44, item 6).
+
+In a terminal: one live line — what is being measured, a bar, the count and the elapsed time —
+that fits the terminal's width: the description is cut (with an ellipsis) before the count and
+the time are, so at 80 columns the line still says ``14/40 0:00:21``. Gone when done.
+
+Not a terminal (piped, redirected, CI): rich draws nothing live, so a line per finished phase
+(the cases of one workload and kind on one device, one after the other), with the count and the
+elapsed time: a script's log moves every few seconds instead of nothing for a minute.
+
+Lines printed through :meth:`CliProgress.say` appear above the live line (the provisional answer).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from whichdevice.measure import session
+from whichdevice.present.tables import describe_key
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
+
+# The columns after the description: a bar, "123/456" and "0:01:23", with their gaps.
+BAR_WIDTH_NARROW = 16  # below WIDE_AT columns
+BAR_WIDTH = 40
+WIDE_AT = 110
+COUNT_AND_TIME = 7 + 1 + 7 + 3  # "123/456", "0:01:23", the gaps between the columns
+MIN_DESCRIPTION = 12
+
+
+def description_width(width: int) -> int:
+    """The description's columns at a terminal ``width``: what the bar, count and time leave."""
+    bar = BAR_WIDTH if width >= WIDE_AT else BAR_WIDTH_NARROW
+    return max(MIN_DESCRIPTION, width - bar - COUNT_AND_TIME)
+
+
+def bar_for(console: Console, *, transient: bool = True) -> Progress:
+    """A rich progress line for ``console``'s width: the description cut to fit (ellipsis),
+    never wrapped, so the count and the elapsed time always show."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Column
+
+    width = console.width
+    return Progress(
+        TextColumn(
+            "{task.description}",
+            table_column=Column(no_wrap=True, overflow="ellipsis", width=description_width(width)),
+        ),
+        BarColumn(bar_width=BAR_WIDTH if width >= WIDE_AT else BAR_WIDTH_NARROW),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=transient,
+    )
+
+
+def phase_of(key: str) -> str:
+    """A case key's phase, in words: its device, workload and kind ('CPU:0 train steady');
+    describe cases are the op trace the GPU prediction reads."""
+    parts = key.split("|", 3)
+    if len(parts) < 4:
+        return key
+    workload, _, device, params = parts
+    p = dict(x.split("=", 1) for x in params.split(",") if "=" in x)
+    if workload == "calibrate" and p.get("probe") == "describe":
+        return f"{device} op trace"
+    kind = p.get("kind") or p.get("mode") or p.get("part") or p.get("probe")
+    if workload == "train" and ("steps_per_execution" in p or "jit_compile" in p):
+        kind = "fixes"
+    return f"{device} {workload}" + (f" {kind}" if kind else "")
+
+
+def _clock(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+class CliProgress:
+    """Progress of one measuring command on ``console`` (stderr): a live line in a terminal,
+    a line per finished phase otherwise (none with ``quiet``)."""
+
+    def __init__(self, console: Console, *, quiet: bool = False) -> None:
+        self.console = console
+        self.live = console.is_terminal
+        self.quiet = quiet
+        self.total: int | None = None
+        self.done = 0
+        self._t0 = time.monotonic()
+        self._phase: str | None = None
+        self._phase_done = 0
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+
+    def __enter__(self) -> CliProgress:
+        if self.live:
+            self._bar = bar_for(self.console)
+            self._bar.start()
+            self._task = self._bar.add_task("starting", total=None)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+        elif exc[0] is None:
+            self._end_phase()
+
+    # --- what the measuring session calls
+    def on_total(self, n: int) -> None:
+        self.total = n
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, total=n)
+
+    def on_start(self, key: str) -> None:
+        from rich.markup import escape
+
+        phase = phase_of(key)
+        if phase != self._phase:
+            self._end_phase()
+            self._phase, self._phase_done = phase, 0
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, description=escape(describe_key(key)))
+
+    def on_result(self, _result: object) -> None:
+        self.done += 1
+        self._phase_done += 1
+        if self._bar is not None and self._task is not None:
+            self._bar.advance(self._task)
+
+    def say(self, text: str) -> None:
+        """A line above the live line (or simply a line); ``text`` is rich markup."""
+        self.console.print(text)
+
+    def _end_phase(self) -> None:
+        """Piped: the phase that just ended, its cases, the count so far and the time."""
+        if self.live or self.quiet or self._phase is None or not self._phase_done:
+            return
+        of = f"/{self.total}" if self.total else ""
+        n = self._phase_done
+        self.console.print(
+            f"{self._phase}: {n} case{'s' if n > 1 else ''} done ({self.done}{of}, "
+            f"{_clock(time.monotonic() - self._t0)})",
+            soft_wrap=True,
+            markup=False,
+        )
+        self._phase_done = 0
+
+    def callbacks(self, **more: Any) -> session.Progress:
+        """The measuring session's callbacks for this progress (``more``: its other ones)."""
+        return session.Progress(on_total=self.on_total, on_start=self.on_start, on_result=self.on_result, **more)

@@ -1,0 +1,312 @@
+"""Issue 44, items 1, 2 and 6: the answer after round 1 (provisional, then confirmed or changed
+by round 2), the no-GPU answer predicted on the reference GPU, and the progress at 80 columns
+and piped. The record tests read a real run on the 2-core VM (tests/data/README.md)."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from whichdevice.analysis.suite import suite_verdict
+from whichdevice.core.records import (
+    CaseResult,
+    CaseSpec,
+    DeviceInfo,
+    FrameworkInfo,
+    Session,
+    Timing,
+    load_run,
+)
+from whichdevice.present.firstscreen import first_screen, render_terminal, screen_lines, MAX_LINES
+
+DATA = Path(__file__).parent / "data"
+TRACED = DATA / "run_cpu_2core_traced.json"  # a real run with the op traces and a provisional answer
+OLD = DATA / "run_cpu_2core.json"  # a run from before the traces
+LONG_KEY = (
+    "train|tensorflow|CPU:0|batch=32,kind=placement,model=seed001,steps=10,string_op=True,"
+    "example=ex2,data=numpy,epochs=3,jit_compile=False"
+)
+
+
+def _console(width: int, terminal: bool) -> tuple[Console, io.StringIO]:
+    buf = io.StringIO()
+    c = Console(file=buf, width=width, force_terminal=terminal, color_system=None, highlight=False)
+    return c, buf
+
+
+# ------------------------------------------------------------------ item 6: 80 columns, pipes
+
+
+def test_the_progress_line_keeps_its_count_and_time_at_80_columns(monkeypatch):
+    """At 80 columns a long case name used to push the count and the elapsed time off the line
+    (`…string_op=True ╸ … 0…`): the name is cut instead."""
+    from whichdevice.cli import common
+    from whichdevice.present.tables import describe_key
+
+    console, buf = _console(80, True)
+    monkeypatch.setattr(common, "err_console", console)
+    bar = common.progress()
+    bar.add_task(describe_key(LONG_KEY)[:90], total=40, completed=14)
+    console.print(bar.get_renderable())
+    line = buf.getvalue().rstrip("\n")
+    assert "14/40" in line and re.search(r"0:00:0\d", line), line
+    assert len(line) <= 80 and "\n" not in line
+
+
+def test_piped_progress_prints_a_line_per_finished_phase(monkeypatch):
+    """Piped (stderr not a terminal) the live bar draws nothing: a line per finished phase
+    instead, with the count and the elapsed time; --quiet prints none."""
+    from whichdevice.cli import common
+    from whichdevice.measure import session
+
+    keys = [
+        "matmul|tensorflow|CPU:0|dtype=float32,mode=steady,n=1",
+        "matmul|tensorflow|CPU:0|dtype=float32,mode=steady,n=10",
+        "train|tensorflow|CPU:0|batch=8,kind=steady,model=seed001,sync=none",
+        "train|tensorflow|CPU:0|batch=32,kind=steady,model=seed001,sync=none",
+        "calibrate|tensorflow|CPU:0|batch=8,model=seed001,probe=describe",
+    ]
+
+    def fake_measure(request, *, progress, **_kw):
+        progress.on_total(len(keys))
+        for k in keys:
+            progress.on_start(k)
+            progress.on_result(None)
+        return "record"
+
+    monkeypatch.setattr(session, "measure", fake_measure)
+    for quiet, expected in ((False, 3), (True, 0)):
+        console, buf = _console(80, False)
+        monkeypatch.setattr(common, "err_console", console)
+        assert common.measure_with_progress(object(), found=object(), quiet=quiet) == "record"  # type: ignore[arg-type]
+        lines = buf.getvalue().splitlines()
+        assert len(lines) == expected, lines
+    console, buf = _console(80, False)
+    monkeypatch.setattr(common, "err_console", console)
+    common.measure_with_progress(object(), found=object())  # type: ignore[arg-type]
+    assert [re.sub(r"\d:\d\d:\d\d", "T", x) for x in buf.getvalue().splitlines()] == [
+        "CPU:0 matmul steady: 2 cases done (2/5, T)",
+        "CPU:0 train steady: 2 cases done (4/5, T)",
+        "CPU:0 op trace: 1 case done (5/5, T)",
+    ]
+
+
+def test_wrapped_first_screen_lines_keep_their_indent(tmp_path):
+    """At 80 columns a wrapped cause, caveat or answer line continues under its first word,
+    not at column 0."""
+    record = load_run(OLD)
+    fs = first_screen(record, suite_verdict(record))
+    console, buf = _console(80, True)
+    render_terminal(console, fs, report=None)
+    text = buf.getvalue()
+    assert "\nnot per sample)" not in text and "\n     not per sample)" in text
+    assert "\n        this CPU." in text  # the answer's second line under its first word
+    for line in text.splitlines():
+        assert len(line) <= 80
+
+
+# ------------------------------------------------------------------ item 2: no GPU, predicted
+
+
+def _traced_without_provisional(tmp_path: Path):
+    """The traced run as a record from before the provisional field (item 2 alone)."""
+    import json
+
+    data = json.loads(TRACED.read_text())
+    data.pop("provisional")
+    (tmp_path / "r.json").write_text(json.dumps(data))
+    return load_run(tmp_path / "r.json")
+
+
+def test_a_run_without_a_gpu_answers_from_what_batch_the_reference_gpu_would_win(tmp_path):
+    """The traced run's first screen: the crossover predicted on the shipped h100 profile,
+    labelled a prediction and from which profile, what its step would be made of, then
+    `diagnose` for one's own model; no longer the hint to run `predict`."""
+    record = _traced_without_provisional(tmp_path)
+    fs = first_screen(record, suite_verdict(record))
+    answer = " ".join(fs.answer)
+    assert "predict --quick" not in answer
+    assert re.search(r"An NVIDIA H100 80GB HBM3 would win from batch ≈ [\d,]+ \(\d+–\d+", answer), answer
+    assert "would be mostly dispatch/launch" in answer
+    assert "Predicted from profile 'h100', not measured." in answer
+    assert "`whichdevice diagnose --model FILE.py:FUNCTION`" in answer
+    lines = screen_lines(fs, report="r.html")
+    from whichdevice.present.firstscreen import _height
+
+    assert _height(lines) <= MAX_LINES - 2
+
+
+def test_a_record_without_traces_keeps_its_hint():
+    """A run recorded before the traces keeps its line (and the README's sample screen)."""
+    record = load_run(OLD)
+    assert any(
+        "`whichdevice predict --quick` models it" in a for a in first_screen(record, suite_verdict(record)).answer
+    )
+
+
+def test_op_lists_are_interpolated_between_the_two_traced_batches_exactly_for_dense_layers():
+    from whichdevice.analysis.costmodel import OpCost, WorkloadDescription
+    from whichdevice.analysis.prediction import interpolated
+
+    def mlp(b: int) -> WorkloadDescription:  # 784 -> 128 dense + an optimizer update
+        return WorkloadDescription(
+            batch=b,
+            ops=[
+                OpCost(
+                    op_type="MatMul",
+                    kind="matmul",
+                    flops=2.0 * b * 784 * 128,
+                    bytes=4.0 * (b * 784 + 784 * 128 + b * 128),
+                ),
+                OpCost(op_type="AssignSub", kind="elementwise", flops=784 * 128, bytes=8.0 * 784 * 128),
+            ],
+            input_bytes=4.0 * b * 784,
+        )
+
+    got = interpolated({8: mlp(8), 8192: mlp(8192)}, [8, 32, 512, 8192])
+    for b in (32, 512):
+        assert got[b].batch == b
+        assert got[b].input_bytes == pytest.approx(mlp(b).input_bytes)
+        for o, want in zip(got[b].ops, mlp(b).ops):
+            assert o.flops == pytest.approx(want.flops) and o.bytes == pytest.approx(want.bytes)
+    other = mlp(8192).model_copy(update={"ops": mlp(8192).ops[:1]})
+    assert interpolated({8: mlp(8), 8192: other}, [32]) == {}  # not the same ops: no interpolation
+    assert interpolated({8: mlp(8)}, [32]) == {}
+
+
+# ------------------------------------------------------------------ item 1: the provisional answer
+
+
+def test_round_2_confirms_or_changes_the_provisional_answer():
+    record = load_run(TRACED)
+    assert record.provisional is not None and record.provisional.after_s < 40
+    fs = first_screen(record, suite_verdict(record))
+    assert fs.confirmed == "Round 2 confirmed the provisional answer (after round 1 of 2, at 29 s)."
+    changed = record.model_copy(
+        update={"provisional": record.provisional.model_copy(update={"gist": ["predicted cpu_everywhere 8192.0–None"]})}
+    )
+    text = first_screen(changed, suite_verdict(changed)).confirmed
+    assert text.startswith(
+        "Round 2 changed the provisional answer (after round 1 of 2, at 29 s), which said: predicted on profile"
+    )
+    assert first_screen(load_run(OLD), suite_verdict(load_run(OLD))).confirmed == ""  # none was shown
+
+
+def _case(dev: DeviceInfo, n: int) -> CaseSpec:
+    return CaseSpec(workload="matmul", framework="tensorflow", device=dev.name, params={"n": n, "mode": "steady"})
+
+
+def test_the_session_gives_round_1_of_the_answers_cases_before_round_2(monkeypatch, tmp_path):
+    """Two devices, two rounds: once round 1 of every case the answer rests on is in (on every
+    device), ``on_provisional`` gets a record of round 1 — before any round 2 starts; never
+    without ``decides_answer``."""
+    import tempfile
+
+    from whichdevice.measure import experiment, session
+
+    events: list[str] = []
+
+    def fake_run_devices(fw, devices, cases_for, **kw):
+        (dev,) = devices
+        rnd = 1 if "repeat_for" in kw else 2
+        events.append(f"{dev.name} r{rnd}")
+        out = []
+        for spec in cases_for(dev):
+            r = CaseResult(
+                spec=spec,
+                status="ok",
+                timing=Timing(
+                    first_call_s=1e-3, warmup_s=[1e-3], samples_s=[1e-3 * rnd] * 5, number_per_sample=1, overhead_s=0.0
+                ),
+                wall_s=0.1,
+            )
+            out.append(r)
+            if kw.get("on_result"):
+                kw["on_result"](r)
+        sess = Session(
+            framework=FrameworkInfo(name="tensorflow", version="0"),
+            device=dev,
+            env={},
+            import_s=0.0,
+            overhead_s=0.0,
+            cpu_threads_intra=2,
+            cpu_threads_inter=2,
+            cpu_threads_source="test",
+            onednn=False,
+        )
+        return [sess], out, []
+
+    devices = [DeviceInfo(name="CPU:0", kind="cpu"), DeviceInfo(name="GPU:0", kind="gpu")]
+    found = experiment.Discovery(FrameworkInfo(name="tensorflow", version="0"), devices, [], 0.0)
+    monkeypatch.setattr(experiment, "require_installed", lambda fw: None)
+    monkeypatch.setattr(experiment, "run_devices", fake_run_devices)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    got = []
+
+    def on_provisional(rec):
+        events.append("provisional")
+        got.append(rec)
+
+    req = session.Request(
+        "run",
+        "tensorflow",
+        lambda f, d: [_case(d, 8), _case(d, 64)],
+        {},
+        ["t"],
+        rounds=2,
+        decides_answer=lambda c: c.params["n"] == 8,
+    )
+    final = session.measure(req, found=found, progress=session.Progress(on_provisional=on_provisional))
+    assert events == ["CPU:0 r1", "GPU:0 r1", "provisional", "GPU:0 r2", "CPU:0 r2"]
+    (rec,) = got
+    assert {r.spec.key for r in rec.results} >= {_case(d, 8).key for d in devices}
+    assert all(r.timing.rounds_s is None for r in rec.results)  # round 1 only
+    assert all(len(r.timing.rounds_s) == 2 for r in final.results)
+    events.clear()
+    plain = session.Request("run", "tensorflow", lambda f, d: [_case(d, 8)], {}, ["t"], rounds=2)
+    session.measure(plain, found=found, progress=session.Progress(on_provisional=on_provisional))
+    assert "provisional" not in events
+
+
+def test_the_provisional_answer_is_shown_in_a_terminal_only_and_kept_either_way():
+    """In a terminal: 'Provisional answer (round 1 of 2): …' with the prediction; piped or
+    --quiet: nothing printed (the final answer only); the record keeps it in every case."""
+    from whichdevice.cli.run import ProvisionalAnswer
+    from whichdevice.core.records import Provisional
+    from whichdevice.present.cliprogress import CliProgress
+
+    record = load_run(TRACED).model_copy(update={"provisional": None})
+    for terminal, quiet, shown in ((True, False, True), (False, False, False), (True, True, False)):
+        console, buf = _console(80, terminal)
+        early = ProvisionalAnswer(quiet)
+        early(record, CliProgress(console, quiet=quiet))
+        text = buf.getvalue()
+        assert isinstance(early.value, Provisional) and early.value.rounds == 2
+        assert early.value.gist == ["predicted between 128–512"]
+        assert ("Provisional answer (round 1 of 2):\n  No GPU here" in text) is shown, text
+        if shown:
+            assert "An NVIDIA H100 80GB HBM3 would win from batch" in text
+            assert all(len(x) <= 80 for x in text.splitlines())
+        else:
+            assert text == ""
+
+
+def test_a_changed_provisional_answer_is_said_and_the_screen_stays_within_25_lines():
+    """A real run whose round 2 moved the predicted crossover: the screen says what round 1
+    said, and with the Record/History lines after it stays within 25 lines at 100 columns."""
+    from whichdevice.present.firstscreen import AFTER_PAGE, _height
+
+    record = load_run(DATA / "run_cpu_2core_changed.json")
+    fs = first_screen(record, suite_verdict(record))
+    assert fs.confirmed == (
+        "Round 2 changed the provisional answer (after round 1 of 2, at 22 s), which said: "
+        "An NVIDIA H100 80GB HBM3 would win from batch ≈ 343 (128–512, uncertain)."
+    )
+    assert any("(512–2048, uncertain)" in a for a in fs.answer)
+    assert (
+        _height(screen_lines(fs, report="whichdevice-results/run-20261127-151819-209d.html")) + AFTER_PAGE <= MAX_LINES
+    )
