@@ -10,6 +10,8 @@ and exit code 2.
 from __future__ import annotations
 
 import importlib
+import os
+import shlex
 import sqlite3
 import sys
 from typing import Any
@@ -98,6 +100,20 @@ def load_commands(argv: list[str]) -> None:
             app.command(command, help=short, add_help_option=False)(_stand_in)
 
 
+def _completion_words() -> list[str]:
+    """While the shell asks for completions (typer's --install-completion script sets
+    _WHICHDEVICE_COMPLETE), the words typed so far, from the shell's variables, past the program
+    name: the command named there is loaded, so that its own options complete too."""
+    if "_WHICHDEVICE_COMPLETE" not in os.environ:
+        return []
+    typed = os.environ.get("_TYPER_COMPLETE_ARGS") or os.environ.get("COMP_WORDS") or ""
+    try:
+        words = shlex.split(typed)
+    except ValueError:  # an open quote, half typed
+        words = typed.split()
+    return words[1:]
+
+
 def _stand_in() -> None:  # never run: a named command always loads its real module
     raise AssertionError("stand-in command ran")
 
@@ -139,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     # as one line (cli/guard.py, issue 18)
     undo = guard.install(scratch=_command_name(args) in COMMANDS)
     try:
-        load_commands(args)
+        load_commands(_completion_words() or args)
         apply_metavars()
         code = click_command()(args=args, standalone_mode=False)
     except Exception as e:

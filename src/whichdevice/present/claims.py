@@ -36,7 +36,7 @@ def modes_text(modes: Modes) -> str:
 
 
 def _s(v: float) -> str:
-    return seconds(v) if v >= 1e-6 else f"{v * 1e6:.3g} µs"
+    return seconds(v, smallest="µs")
 
 
 def note_text(note: ClaimNote | None) -> str:
