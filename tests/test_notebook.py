@@ -170,11 +170,14 @@ def _texts(outputs: list[dict]) -> list[str]:
 
 
 def _check_in_place(outputs: list[dict], max_lines: int = 60) -> str:
-    """One output block (updated in place, not frames piled up), no escape code, few lines."""
-    assert len(outputs) == 1 and outputs[0]["output_type"] == "display_data", [o["output_type"] for o in outputs]
+    """One output block (updated in place, not frames piled up; the record's own HTML may
+    follow as the cell's result), no escape code, at most ``max_lines`` lines in all."""
+    kinds = [o["output_type"] for o in outputs]
+    assert kinds in (["display_data"], ["display_data", "execute_result"]), kinds
     assert not any("\x1b" in t for t in _texts(outputs))
+    lines = sum(len(o["data"]["text/plain"].splitlines()) for o in outputs)
     plain = outputs[0]["data"]["text/plain"]
-    assert len(plain.splitlines()) <= max_lines, plain
+    assert lines <= max_lines, plain
     assert "<pre" in outputs[0]["data"]["text/html"]
     return plain
 
