@@ -38,14 +38,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "The suite on YOUR model: who wins at your batch, the batch sweep, every automatic fix measured — "
         "and the device and settings to use.",
     ),
-    "matmul": ("matmul", "Seed 000: matrix multiplication time vs size on every device; where the GPU starts to win."),
+    "matmul": ("matmul", "Matrix multiplication time vs size on every device; where the GPU starts to win."),
     "train": (
         "train",
-        "Seeds 001/002 (or --model): warm-up vs steady steps, break-even, sync cost, batch-size crossover.",
+        "The small MLP and the 3-layer MLP (or --model): warm-up vs steady steps, break-even, sync cost, batch-size "
+        "crossover.",
     ),
     "pipeline": (
         "pipeline",
-        "Seed 003: input pipeline alone, model alone, both — waiting-for-input share, variant ladder, slowest stage.",
+        "An image input pipeline (or --data): alone, the model alone, both — waiting-for-input share, variant ladder, "
+        "slowest stage.",
     ),
     "placement": (
         "placement",
