@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from whichdevice.core.units import nbytes, rate, seconds
+from whichdevice.core.units import figure, nbytes, rate, seconds
 
 
 @pytest.mark.parametrize(
@@ -73,3 +73,21 @@ def test_rate_boundaries(value, text):
 )
 def test_nbytes_boundaries(value, text):
     assert nbytes(value) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0.5, "0.5"), (64.3, "64.3"), (125.0, "125"), (999.6, "1000"), (1634.2, "1630"), (523000.0, "523000")],
+)
+def test_a_figure_never_shows_an_exponent(value, text):
+    assert figure(value) == text
+
+
+def test_a_crossover_past_1000_reads_as_a_number():
+    """The H200 run's batch crossover of keras-jax (≈ 1630) read 'about 1.63e+03' in the
+    answer lines and on the plot."""
+    from whichdevice.analysis.crossover import Crossover
+    from whichdevice.present.claims import crossover_text
+
+    cross = Crossover(kind="between", estimate=1634.2, low=512.0, high=2048.0)
+    assert crossover_text(cross, "") == "the GPU starts to win at about 1630 (between 512 and 2048)"

@@ -24,6 +24,15 @@ def _g3(x: float) -> str:
     return text
 
 
+def figure(x: float | None) -> str:
+    """A plain figure to three significant digits, never with an exponent: 1634.2 is '1630',
+    0.5 is '0.5' (a crossover's batch or matrix size, a count)."""
+    if x is None:
+        return "—"
+    text = f"{x:.3g}"
+    return f"{float(text):.0f}" if "e+" in text else text
+
+
 def scaled(value: float, units: tuple[tuple[float, str], ...]) -> tuple[str, str]:
     """(figure, unit) for ``value`` in the smallest of ``units`` (smallest first) whose rounded
     figure stays under 1000; the largest unit takes whatever is left."""

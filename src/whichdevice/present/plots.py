@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from whichdevice.analysis.sweep import Table
 from whichdevice.analysis.utilization import summarize
 from whichdevice.core import safeio
-from whichdevice.core.units import seconds
+from whichdevice.core.units import figure, seconds
 from whichdevice.present.tables import table_title
 
 if TYPE_CHECKING:  # matplotlib is imported on first use (pyplot())
@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # matplotlib is imported on first use (pyplot())
 def _crossover_note(ax: Axes, x: float) -> None:
     """The crossover's label, written up its dotted line."""
     ax.annotate(
-        f"crossover ≈ {x:.3g}",
+        f"crossover ≈ {figure(x)}",
         (x, 0.97),
         xycoords=("data", "axes fraction"),
         rotation=90,
