@@ -109,3 +109,36 @@ def test_an_unknown_command_is_one_line_and_exit_2():
     )
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == ["error: No such command 'bogus'. (see --help)"]
+
+
+def test_shell_completion_is_typers_own(capsys, monkeypatch):
+    """Issue #44 item 7: `--install-completion` / `--show-completion` exist (typer's, not
+    switched off), show no type in --help, and the completion script's callback completes a
+    command's name and that command's own options."""
+    from whichdevice.cli.app import main
+
+    monkeypatch.setenv("COLUMNS", "120")
+    main(["--help"])
+    printed = capsys.readouterr().out
+    rows = [line for line in printed.splitlines() if "-completion" in line]
+    assert len(rows) == 2 and not any("<bool>" in r for r in rows), printed
+    # what the installed script runs: the program `whichdevice` with the shell's words
+    as_installed = "import sys; sys.argv[0] = 'whichdevice'; from whichdevice.cli.app import main; main()"
+
+    def complete(words: str, cword: int) -> list[str]:
+        env = {**_env(), "_WHICHDEVICE_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+        r = subprocess.run([sys.executable, "-c", as_installed], env=env, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.split()
+
+    assert complete("whichdevice hist", 1) == ["history"]
+    assert "--framework" in complete("whichdevice matmul --fr", 2)
+    assert complete('whichdevice train --model "half', 3) == []  # an open quote is no crash
+    shown = subprocess.run(
+        [sys.executable, "-c", as_installed, "--show-completion", "bash"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+    )
+    assert shown.returncode == 0 and "_WHICHDEVICE_COMPLETE=complete_bash" in shown.stdout, shown.stderr

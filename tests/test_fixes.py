@@ -151,7 +151,7 @@ def test_jit_compile_is_not_recommended_where_xla_is_already_the_default():
 
 
 def test_adding_a_fix_is_one_catalogue_entry(monkeypatch):
-    """README "How to add a fix": a new FixEntry (and the cases that measure it) is paired,
+    """CONTRIBUTING.md "How to add a fix": a new FixEntry (and the cases that measure it) is paired,
     claimed, put on the first screen and in the fix table with no other change."""
     from whichdevice.analysis import suite
     from whichdevice.present.firstscreen import first_screen

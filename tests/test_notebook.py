@@ -139,3 +139,115 @@ def test_progress_in_a_notebook_updates_one_line_in_place(monkeypatch):
         cb.on_result(None)
     assert shown[0].startswith('<div class="whichdevice-report">') and "<progress" in shown[0]
     assert "2/2 cases" in shown[-2] and "done, 2 cases" in shown[-1] and "<progress" not in shown[-1]
+
+
+def _notebook(cells: list[str], cwd: Path, timeout: int = 600) -> list[list[dict]]:
+    """The cells run by a real Jupyter kernel (ipykernel, which sets FORCE_COLOR=1), each cell's
+    outputs as saved in the notebook; skipped where nbclient or a python3 kernel is missing."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    from jupyter_client.kernelspec import find_kernel_specs
+
+    if "python3" not in find_kernel_specs():
+        pytest.skip("no python3 Jupyter kernel")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "WHICHDEVICE_HOME": str(cwd / "home")}
+    old = dict(os.environ)
+    os.environ.update(env)  # the kernel inherits this process's environment
+    try:
+        nbclient.NotebookClient(
+            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+        ).execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return [[dict(o) for o in cell.outputs] for cell in nb.cells]
+
+
+def _texts(outputs: list[dict]) -> list[str]:
+    return [o.get("text", "") for o in outputs] + [str(v) for o in outputs for v in o.get("data", {}).values()]
+
+
+def _check_in_place(outputs: list[dict], max_lines: int = 60) -> str:
+    """One output block (updated in place, not frames piled up; the record's own HTML may
+    follow as the cell's result), no escape code, at most ``max_lines`` lines in all."""
+    kinds = [o["output_type"] for o in outputs]
+    assert kinds in (["display_data"], ["display_data", "execute_result"]), kinds
+    assert not any("\x1b" in t for t in _texts(outputs))
+    lines = sum(len(o["data"]["text/plain"].splitlines()) for o in outputs)
+    plain = outputs[0]["data"]["text/plain"]
+    assert lines <= max_lines, plain
+    assert "<pre" in outputs[0]["data"]["text/html"]
+    return plain
+
+
+def test_magics_in_a_jupyter_kernel_show_one_block_no_escape_codes_tables_whole(tmp_path):
+    """Issue #44 item 4 under ipykernel's own environment (FORCE_COLOR=1): the command's output
+    is one HTML block, without escape codes or progress frames, and `history` is not cut to 80
+    columns (each row, record path included, on one line)."""
+    cells = _notebook(
+        [
+            "import os; print(os.environ.get('FORCE_COLOR'))",
+            "%load_ext whichdevice",
+            "r = %whichdevice matmul --framework numpy --sizes 16,32,64 --mode steady --min-time 0.05",
+            "%whichdevice history",
+            "print(type(r).__name__)",
+        ],
+        tmp_path,
+    )
+    assert cells[0][0]["text"].strip() == "1"  # ipykernel forces colour: the case the child must not follow
+    matmul = _check_in_place(cells[2])
+    assert "matmul" in matmul and "done in" in matmul
+    rows = [line for line in _check_in_place(cells[3]).splitlines() if ".json" in line]
+    assert len(rows) == 1 and rows[0].rstrip().endswith("│") and len(rows[0]) > 80, rows
+    assert cells[4][0]["text"].strip() == "Result"
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_matmul_quick_in_a_jupyter_kernel_is_at_most_60_lines(tmp_path):
+    """The done-when line of issue #44 item 4: `%whichdevice matmul --quick` under FORCE_COLOR=1
+    prints no escape code and at most 60 lines."""
+    cells = _notebook(["%load_ext whichdevice", "%whichdevice matmul --quick"], tmp_path)
+    _check_in_place(cells[1], max_lines=60)
+
+
+def test_magic_child_is_not_forced_to_draw_for_a_terminal(monkeypatch):
+    from whichdevice import magics
+
+    for name in ("FORCE_COLOR", "CLICOLOR_FORCE", "COLUMNS"):
+        monkeypatch.setenv(name, "1")
+    env = magics.child_env()
+    assert not {"FORCE_COLOR", "CLICOLOR_FORCE", "COLUMNS"} & set(env) and env["NO_COLOR"] == "1"
+
+
+def test_magic_output_in_a_notebook_is_one_handle_updated_in_place(monkeypatch, tmp_path):
+    """Without a kernel: in a (faked) notebook, the command's lines go to one display handle,
+    redrawn in place, none printed as a stream; the last draw is the whole output and its status."""
+    pytest.importorskip("IPython")
+    import IPython.display
+
+    from whichdevice import magics
+    from whichdevice.present import progress
+
+    shown: list[dict] = []
+    printed: list[str] = []
+
+    class Handle:
+        def update(self, obj, raw=False):
+            shown.append(obj)
+
+    def display(obj, raw=False, display_id=None):
+        shown.append(obj)
+        return Handle()
+
+    monkeypatch.setattr(progress, "in_notebook", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr(sys, "stdout", type("W", (), {"write": printed.append, "flush": lambda self: None})())
+    monkeypatch.chdir(tmp_path)
+    code, out, err = magics.run_command(["matmul", "--sizes", "abc"])
+    assert code == 2 and "--sizes" in err and not printed
+    last = shown[-1]
+    assert "error: --sizes" in last["text/plain"] and "exit code 2" in last["text/plain"]
+    assert last["text/html"].startswith('<div class="whichdevice-report">') and "\x1b" not in last["text/html"]

@@ -1,6 +1,6 @@
 """whichdevice: measure when the GPU pays off against the CPU, and why it does not.
 
-Data flows one way (see README "How it works"):
+Data flows one way (see CONTRIBUTING.md "How it works"):
 
     measure (one child process per framework x device)
       -> immutable records on disk (records.py, raw samples kept)

@@ -10,6 +10,8 @@ and exit code 2.
 from __future__ import annotations
 
 import importlib
+import os
+import shlex
 import sqlite3
 import sys
 from typing import Any
@@ -36,14 +38,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "The suite on YOUR model: who wins at your batch, the batch sweep, every automatic fix measured — "
         "and the device and settings to use.",
     ),
-    "matmul": ("matmul", "Seed 000: matrix multiplication time vs size on every device; where the GPU starts to win."),
+    "matmul": ("matmul", "Matrix multiplication time vs size on every device; where the GPU starts to win."),
     "train": (
         "train",
-        "Seeds 001/002 (or --model): warm-up vs steady steps, break-even, sync cost, batch-size crossover.",
+        "The small MLP and the 3-layer MLP (or --model): warm-up vs steady steps, break-even, sync cost, batch-size "
+        "crossover.",
     ),
     "pipeline": (
         "pipeline",
-        "Seed 003: input pipeline alone, model alone, both — waiting-for-input share, variant ladder, slowest stage.",
+        "An image input pipeline (or --data): alone, the model alone, both — waiting-for-input share, variant ladder, "
+        "slowest stage.",
     ),
     "placement": (
         "placement",
@@ -98,6 +102,20 @@ def load_commands(argv: list[str]) -> None:
             app.command(command, help=short, add_help_option=False)(_stand_in)
 
 
+def _completion_words() -> list[str]:
+    """While the shell asks for completions (typer's --install-completion script sets
+    _WHICHDEVICE_COMPLETE), the words typed so far, from the shell's variables, past the program
+    name: the command named there is loaded, so that its own options complete too."""
+    if "_WHICHDEVICE_COMPLETE" not in os.environ:
+        return []
+    typed = os.environ.get("_TYPER_COMPLETE_ARGS") or os.environ.get("COMP_WORDS") or ""
+    try:
+        words = shlex.split(typed)
+    except ValueError:  # an open quote, half typed
+        words = typed.split()
+    return words[1:]
+
+
 def _stand_in() -> None:  # never run: a named command always loads its real module
     raise AssertionError("stand-in command ran")
 
@@ -144,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     undo = guard.install(scratch=command)
     try:
-        load_commands(args)
+        load_commands(_completion_words() or args)
         apply_metavars()
         code = click_command()(args=args, standalone_mode=False)
     except Exception as e:

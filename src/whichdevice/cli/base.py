@@ -17,7 +17,7 @@ from rich.segment import Segment
 from whichdevice.core.textsafe import clean, for_encoding
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -91,6 +91,9 @@ def click_command() -> Any:
         help_option = command.get_help_option(typer.Context(command, help_option_names=["-h", "--help"]))
         if help_option is not None:
             help_option.metavar = ""
+    for param in group.params:  # typer's --install-completion / --show-completion: flags
+        if param.name in ("install_completion", "show_completion"):
+            param.metavar = ""
     return group
 
 

@@ -36,12 +36,12 @@ def matmul(
     sizes: Optional[str] = typer.Option(
         None,
         "--sizes",
-        help="Matrix sizes n (n x n), comma-separated. Default: seed 000's 1,10,100,500,1000,2000,3000,4000,5000,8000,10000.",
+        help="Matrix sizes n (n x n), comma-separated. Default: the article's 1,10,100,500,1000,2000,3000,4000,5000,8000,10000.",
     ),
     mode: str = typer.Option(
         "steady,seed",
         "--mode",
-        help="steady (operands on the device: the kernel) and/or seed (seed 000's create+init+multiply+read back).",
+        help="steady (operands on the device: the kernel) and/or seed (as the matmul article timed it: create+init+multiply+read back).",
     ),
     dtype: str = typer.Option("float32", "--dtype", help="float32, float16 or bfloat16."),
     device: Optional[str] = opt.device(),
@@ -58,7 +58,7 @@ def matmul(
     linear: bool = opt.linear(),
     resume: Optional[Path] = opt.resume("sweep", kept=None),
 ) -> None:
-    """Seed 000: matrix multiplication time vs size on every device; where the GPU starts to win."""
+    """Matrix multiplication time vs size on every device; where the GPU starts to win."""
     reject_options_with_resume(ctx)
     resumed = None
     if resume is not None:

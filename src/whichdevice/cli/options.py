@@ -152,5 +152,7 @@ def quiet() -> Any:
 
 def json_out() -> Any:
     return typer.Option(
-        None, "--json-out", help="'-': write the JSON record to stdout, everything else to stderr (for scripts)."
+        None,
+        "--json-out",
+        help="'-': write the JSON record to stdout, and to stderr only where the files are (as --quiet; for scripts).",
     )

@@ -83,14 +83,14 @@ class PipelinePlan:
 IMAGES_OPTION = typer.Option(
     None,
     "--images",
-    help=f"Number of synthetic images (default {wl.DEFAULT_IMAGES}; {wl.QUICK_IMAGES} with --quick; seed 003: {wl.SEED_IMAGES}).",
+    help=f"Number of synthetic images (default {wl.DEFAULT_IMAGES}; {wl.QUICK_IMAGES} with --quick; the article's: {wl.SEED_IMAGES}).",
 )
 IMAGE_SIZE_OPTION = typer.Option(
     None,
     "--image-size",
-    help=f"Image side in pixels, size x size x 3 uint8 (default {wl.DEFAULT_SIZE}; {wl.QUICK_SIZE} with --quick; seed 003: {wl.SEED_SIZE}).",
+    help=f"Image side in pixels, size x size x 3 uint8 (default {wl.DEFAULT_SIZE}; {wl.QUICK_SIZE} with --quick; the article's: {wl.SEED_SIZE}).",
 )
-BATCH_OPTION = typer.Option(None, "--batch", help=f"Batch size (default {wl.SEED_BATCH}, seed 003's).")
+BATCH_OPTION = typer.Option(None, "--batch", help=f"Batch size (default {wl.SEED_BATCH}, the article's).")
 NET_OPTION = typer.Option(
     "small", "--net", help="Built-in model behind the pipeline: tiny, small or heavy (ignored with --model)."
 )
@@ -153,7 +153,8 @@ def pipeline(
     trace: Optional[Path] = TRACE_OPTION,
     resume: Optional[Path] = opt.resume(),
 ) -> None:
-    """Seed 003: input pipeline alone, model alone, both — waiting-for-input share, variant ladder, slowest stage."""
+    """An image input pipeline (or --data): alone, the model alone, both — waiting-for-input share, variant ladder,
+    slowest stage."""
     if resume_if_asked(ctx, resume, "pipeline", PipelinePlan, run_pipeline):
         return
     # Each option is checked in this order: the first bad one is the error.

@@ -67,7 +67,7 @@ def placement(
     model: Optional[str] = typer.Option(
         None,
         "--model",
-        help="Your model: FILE.py:FUNCTION returning a Keras model. Default: seed 001's model with a string op in the step (no GPU kernel).",
+        help="Your model: FILE.py:FUNCTION returning a Keras model. Default: the built-in small MLP with a string op in the step (no GPU kernel).",
     ),
     input_shape: Optional[str] = opt.input_shape(),
     classes: Optional[str] = opt.classes(),

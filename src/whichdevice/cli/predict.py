@@ -87,7 +87,7 @@ PROFILE_OPTION = typer.Option(
     help="The GPU machine to predict: a shipped profile (h100), a name saved by `whichdevice calibrate`, or a profile JSON file.",
 )
 MODEL_OPTION = typer.Option(
-    None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model. Default: seed 001's model."
+    None, "--model", help="Your model: FILE.py:FUNCTION returning a Keras model. Default: the built-in small MLP."
 )
 BATCHES_OPTION = typer.Option(
     None, "--batches", help="Batch sizes, comma-separated. Default 8,16,...,8192 (--quick: 8,32,128,512,2048,8192)."

@@ -107,7 +107,7 @@ def scale(
     model: str = typer.Option(
         "seed001",
         "--model",
-        help="seed001 (small MLP), seed002, or your Keras model as FILE.py:FUNCTION (tensorflow, keras-jax).",
+        help="seed001 (the built-in small MLP), seed002 (the 3-layer MLP), or your Keras model as FILE.py:FUNCTION (tensorflow, keras-jax).",
     ),
     devices: str = typer.Option("1,2", "--devices", help="Replica counts, e.g. 1,2 (1, the baseline, is always run)."),
     batches: Optional[str] = typer.Option(
@@ -218,7 +218,7 @@ def run_scale(plan: ScalePlan, resumed: JournalState | None) -> None:
     notes = [
         f"Replicas are {'logical CPU devices' if plan.framework == 'tensorflow' else 'JAX host devices' if plan.framework == 'keras-jax' else 'local processes'}"
         " sharing this machine's CPU cores: this measures the engine's fixed costs (all-reduce, per-replica dispatch, "
-        "input sharding) against the work per step, not what N GPUs would add (see README, `scale` design note).",
+        "input sharding) against the work per step, not what N GPUs would add (see docs/commands.md, `scale` design note).",
     ]
     request = session.Request(
         "scale",

@@ -103,7 +103,7 @@ BATCHES_OPTION = typer.Option(
 PARTS_OPTION = typer.Option(
     ",".join(PARTS),
     "--parts",
-    help="Which measurements: create (seed 001 ex1), loop (custom tf.function loops), fit (model.fit), sync (.numpy() every step vs not), sweep (batch sizes).",
+    help="Which measurements: create (building and cloning the small MLP), loop (custom tf.function loops), fit (model.fit), sync (.numpy() every step vs not), sweep (batch sizes).",
 )
 QUICK_OPTION = opt.quick("Reduced sizes (ex3 on 10,000 samples, 6 batch sizes, short points): < 60 s on 2 cores.")
 TRACE_OPTION = typer.Option(
@@ -143,7 +143,8 @@ def train(
     precision: Optional[str] = PRECISION_OPTION,
     resume: Optional[Path] = opt.resume(),
 ) -> None:
-    """Seeds 001/002 (or --model): warm-up vs steady steps, break-even, sync cost, batch-size crossover."""
+    """The small MLP and the 3-layer MLP (or --model): warm-up vs steady steps, break-even, sync cost, batch-size
+    crossover."""
     if resume_if_asked(ctx, resume, "train", TrainPlan, run_train):
         return
     # Each option is checked in this order: the first bad one is the error.

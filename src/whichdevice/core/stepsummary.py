@@ -5,7 +5,7 @@ In core, not present/: the callback lives in frameworks/common/steptimer.py (the
 workloads run it in their measuring children), and frameworks/ may import only core/.
 
 The numbers are the record's own (core/records.Timing): the steady step's median and IQR/2
-(README "How to read the matmul table"), the first step (tracing, allocation) kept apart, the
+(docs/commands.md "How to read the matmul table"), the first step (tracing, allocation) kept apart, the
 warm-up steps counted. Samples/s needs the batch size, which Keras does not hand callbacks.
 """
 

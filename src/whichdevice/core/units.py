@@ -1,34 +1,68 @@
-"""Human-readable numbers with units."""
+"""Human-readable numbers with units: the one formatter every presenter writes through.
+
+A figure is rounded to three significant digits *before* its unit is chosen, so a value just
+under a unit's boundary reads in the larger unit (999.96 µs is "1 ms", never "1e+03 µs"), and
+the largest unit never shows an exponent (4000 s is "4000 s")."""
 
 from __future__ import annotations
 
+from typing import Literal
 
-def seconds(s: float | None) -> str:
+# (scale, unit), smallest first
+_TIME: tuple[tuple[float, str], ...] = ((1e-9, "ns"), (1e-6, "µs"), (1e-3, "ms"), (1.0, "s"))
+_RATE: tuple[tuple[float, str], ...] = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"), (1e12, "T"))
+_BYTES: tuple[tuple[float, str], ...] = ((2**10, "KiB"), (2**20, "MiB"), (2**30, "GiB"))
+
+TimeUnit = Literal["ns", "µs", "ms", "s"]
+
+
+def _g3(x: float) -> str:
+    """Three significant digits, without an exponent for figures up to 10^15."""
+    text = f"{x:.3g}"
+    if "e+" in text:  # only from the largest unit: the figure is >= 1000
+        text = f"{x:.0f}"
+    return text
+
+
+def figure(x: float | None) -> str:
+    """A plain figure to three significant digits, never with an exponent: 1634.2 is '1630',
+    0.5 is '0.5' (a crossover's batch or matrix size, a count)."""
+    if x is None:
+        return "—"
+    text = f"{x:.3g}"
+    return f"{float(text):.0f}" if "e+" in text else text
+
+
+def scaled(value: float, units: tuple[tuple[float, str], ...]) -> tuple[str, str]:
+    """(figure, unit) for ``value`` in the smallest of ``units`` (smallest first) whose rounded
+    figure stays under 1000; the largest unit takes whatever is left."""
+    for scale, unit in units[:-1]:
+        if abs(float(f"{value / scale:.3g}")) < 1000:
+            return _g3(value / scale), unit
+    scale, unit = units[-1]
+    return _g3(value / scale), unit
+
+
+def seconds(s: float | None, smallest: TimeUnit = "ns") -> str:
+    """A duration: '1.23 ms', '1 s'; ``smallest`` is the smallest unit shown ('0.5 µs')."""
     if s is None:
         return "—"
-    a = abs(s)
-    if a >= 1:
-        return f"{s:.3g} s"
-    if a >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    if a >= 1e-6:
-        return f"{s * 1e6:.3g} µs"
-    return f"{s * 1e9:.3g} ns"
+    units = _TIME[[u for _, u in _TIME].index(smallest) :]
+    figure, unit = scaled(s, units)
+    return f"{figure} {unit}"
 
 
 def rate(per_s: float | None, unit: str = "FLOP/s") -> str:
     if per_s is None:
         return "—"
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if per_s >= scale:
-            return f"{per_s / scale:.3g} {prefix}{unit}"
-    return f"{per_s:.3g} {unit}"
+    figure, prefix = scaled(per_s, _RATE)
+    return f"{figure} {prefix}{unit}"
 
 
 def nbytes(n: int | None) -> str:
     if n is None:
         return "—"
-    for scale, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n} B"
+    if abs(n) < 2**10:
+        return f"{n} B"
+    figure, unit = scaled(n, _BYTES)
+    return f"{figure} {unit}"

@@ -21,7 +21,7 @@ import math
 from whichdevice.analysis.compare import Comparison
 from whichdevice.analysis.crossover import Crossover
 from whichdevice.analysis.significance import Claim, ClaimNote, Modes, percent
-from whichdevice.core.units import seconds
+from whichdevice.core.units import figure, seconds
 
 
 def _x(v: float) -> str:
@@ -36,7 +36,7 @@ def modes_text(modes: Modes) -> str:
 
 
 def _s(v: float) -> str:
-    return seconds(v) if v >= 1e-6 else f"{v * 1e6:.3g} µs"
+    return seconds(v, smallest="µs")
 
 
 def note_text(note: ClaimNote | None) -> str:
@@ -97,7 +97,9 @@ def crossover_text(cross: Crossover, unit: str = "") -> str:
         extra = " (the GPU won at some smaller sizes, within the noise)" if cross.gpu_wins_below else ""
         return f"no crossover in range: the CPU wins everywhere (up to {cross.low:g}{u}){extra}"
     note = "; the sample ranges overlap there, so it is uncertain" if cross.ranges_overlap else ""
-    return f"the GPU starts to win at about {cross.estimate:.3g}{u} (between {cross.low:g} and {cross.high:g}){note}"
+    return (
+        f"the GPU starts to win at about {figure(cross.estimate)}{u} (between {cross.low:g} and {cross.high:g}){note}"
+    )
 
 
 def is_claim(claim: Claim | Comparison) -> bool:

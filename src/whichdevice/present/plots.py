@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from whichdevice.analysis.sweep import Table
 from whichdevice.analysis.utilization import summarize
 from whichdevice.core import safeio
-from whichdevice.core.units import seconds
+from whichdevice.core.units import figure, seconds
 from whichdevice.present.tables import table_title
 
 if TYPE_CHECKING:  # matplotlib is imported on first use (pyplot())
@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # matplotlib is imported on first use (pyplot())
 def _crossover_note(ax: Axes, x: float) -> None:
     """The crossover's label, written up its dotted line."""
     ax.annotate(
-        f"crossover ≈ {x:.3g}",
+        f"crossover ≈ {figure(x)}",
         (x, 0.97),
         xycoords=("data", "axes fraction"),
         rotation=90,
@@ -54,6 +54,10 @@ def _ticker() -> ModuleType:
 
 
 _COLORS = {"CPU": "#1f77b4", "GPU": "#d62728"}
+# A figure's width in inches: at save_figure's 110 dpi 715 px, which a report 800 px wide shows
+# unscaled, so a legend's 8 pt is 12 px there; panels are stacked, never side by side.
+PANEL_WIDTH_IN = 6.5
+LEGEND_MIN_PT = 7  # the smallest text on a plot (bar labels; legends are 8 pt)
 
 
 def _color(device: str, i: int) -> str | tuple[float, float, float, float]:
@@ -141,16 +145,18 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
     """One panel per table (e.g. per matmul mode): median time vs x per device, the
     interquartile band shaded, first calls as crosses, crossovers as dotted lines."""
     n = max(1, len(tables))
+    # One column, each panel above its strip: side by side, four panels made a 2860 px image
+    # whose legends were 3 px tall in a report 800 px wide (issue #44).
     fig, axes = pyplot().subplots(
-        2,
-        n,
-        figsize=(6.5 * n, 6.2),
+        2 * n,
+        1,
+        figsize=(PANEL_WIDTH_IN, 6.2 * n),
         squeeze=False,
-        sharex="col",
-        gridspec_kw={"height_ratios": [4, 1]},
+        gridspec_kw={"height_ratios": [4, 1] * n},
         layout="constrained",  # no tight_layout warning with the strips and the title
     )
-    for ax, strip, table in zip(axes[0], axes[1], tables):
+    for ax, strip, table in zip(axes[0::2, 0], axes[1::2, 0], tables):
+        strip.sharex(ax)
         _utilization_strip(strip, table, x_label)
         for i, d in enumerate(table.devices):
             pts = [(r.x, t) for r in table.rows if d in r.cells and (t := r.cells[d].timing) is not None]
@@ -233,7 +239,7 @@ def _batch_axes(ax: Axes, ylabel: str, *, loglog: bool, times: bool) -> None:
 def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: bool = True) -> Path:
     """Two panels: steady step time and samples/s against batch size, one line per device
     and sweep group (e.g. sync each / none), crossovers as dotted lines."""
-    fig, (ax_t, ax_r) = pyplot().subplots(1, 2, figsize=(13, 5), layout="constrained")
+    fig, (ax_t, ax_r) = pyplot().subplots(2, 1, figsize=(PANEL_WIDTH_IN, 9), layout="constrained")
     for ti, table in enumerate(tables):
         _plot_batch_curves(ax_t, ax_r, table, _BATCH_STYLES[ti % len(_BATCH_STYLES)])
         _mark_batch_crossovers(ax_t, ax_r, table)
@@ -278,13 +284,13 @@ def plot_input_wait(panels: list[tuple[str, list[tuple[str, float, float, str]]]
     [(variant, wait_s, compute_s, label), ...]) — every number comes from the analysis."""
     n = max(1, len(panels))
     fig, axes = pyplot().subplots(
-        1,
         n,
-        figsize=(max(6.5, 1.3 * max((len(b) for _, b in panels), default=1)) * n, 4.8),
+        1,
+        figsize=(max(PANEL_WIDTH_IN, 1.3 * max((len(b) for _, b in panels), default=1)), 4.8 * n),
         squeeze=False,
         layout="constrained",
     )
-    for ax, (device, bars) in zip(axes[0], panels):
+    for ax, (device, bars) in zip(axes[:, 0], panels):
         names = [b[0] for b in bars]
         wait_ms = [b[1] * 1e3 for b in bars]
         comp_ms = [b[2] * 1e3 for b in bars]

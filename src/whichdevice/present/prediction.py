@@ -120,9 +120,9 @@ def _render_device(console: Console, dev: DeviceCosts) -> None:
 
 
 def plot_profile(profile: DeviceProfile, png: Path) -> None:
-    from whichdevice.present.plots import pyplot, save_figure  # matplotlib: only when a plot is drawn
+    from whichdevice.present.plots import PANEL_WIDTH_IN, pyplot, save_figure  # matplotlib: only when drawn
 
-    fig, axes = pyplot().subplots(1, 2, figsize=(10, 4))
+    fig, axes = pyplot().subplots(2, 1, figsize=(PANEL_WIDTH_IN, 8))
     for dev in (profile.cpu, profile.gpu):
         if dev is None:
             continue

@@ -10,7 +10,7 @@ else lists fixes.
 It lives in ``workloads/`` because both ``analysis`` and ``measure`` read it, and the layers
 contract (pyproject.toml) lets neither import the other; ``analysis/fixes.py`` re-exports it.
 
-Adding a fix (README "How to add a fix"): one :class:`FixEntry` in :data:`FIXES`, plus the
+Adding a fix (CONTRIBUTING.md "How to add a fix"): one :class:`FixEntry` in :data:`FIXES`, plus the
 workload case(s) that measure its baseline and its variant (``workloads/suite.py``). An entry
 with ``method="ab"`` is paired automatically: two ok cases whose parameters differ only in
 ``param`` (``baseline`` on one side) form a claim, per sample.

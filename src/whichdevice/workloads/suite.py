@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from whichdevice import frameworks
 from whichdevice.core.errors import UsageError
 from whichdevice.core.validate import parse_positive_float
+from whichdevice.core.units import seconds
 from whichdevice.core.records import CaseSpec
 from whichdevice.workloads import matmul as matmul_workload
 
@@ -152,7 +153,7 @@ CLONE_SHARE = 0.1  # clone_model is timed when its 5+ calls take at most this sh
 
 
 def _ms(x: float) -> str:
-    return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.3g} s"
+    return seconds(x, smallest="ms")
 
 
 @dataclass(frozen=True)
