@@ -1034,3 +1034,135 @@ def test_an_output_path_with_a_line_break_is_refused(tmp_path, capsys, monkeypat
     code, _, err = run_cli([*QUICK, option, value], capsys)
     assert code == 2 and err.count("error:") == 1 and option in err and "line break" in err, err
     assert os.listdir(tmp_path) == []
+
+
+# ------------------------------------------------------------ issue 43, item 9: the argument really at fault
+
+KERAS_MODEL = """
+import keras, tensorflow as tf
+
+def build():
+    m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    return m
+
+def graph_loss(y_true, y_pred):
+    tf.debugging.assert_less(tf.reduce_max(y_pred), -1e9, message="my loss refuses these predictions")
+    return tf.reduce_mean(y_pred)
+
+def python_loss(y_true, y_pred):
+    raise ValueError("my loss is not ready")
+
+def build_graph_loss():
+    m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    m.compile(optimizer="sgd", loss=graph_loss)
+    return m
+
+def build_python_loss():
+    m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    m.compile(optimizer="sgd", loss=python_loss)
+    return m
+"""
+
+KERAS_DATA = """
+import numpy as np, tensorflow as tf
+
+def empty():
+    return tf.data.Dataset.from_tensor_slices((np.zeros((0, 4), "float32"), np.zeros((0,), "int64")))
+
+def good():
+    return tf.data.Dataset.from_tensor_slices((np.zeros((64, 4), "float32"), np.zeros((64,), "int64"))).batch(8)
+"""
+
+
+def _keras_preflight(tmp_path: Path, build: str, data: str):
+    from whichdevice.frameworks.common import usermodel
+    from whichdevice.frameworks.common.userload import UserFileError
+
+    (tmp_path / "km.py").write_text(KERAS_MODEL)
+    (tmp_path / "kd.py").write_text(KERAS_DATA)
+    model_fn = usermodel.UserFunction(tmp_path / "km.py", build, "--model")
+    data_fn = usermodel.UserFunction(tmp_path / "kd.py", data, "--data")
+    try:
+        usermodel.check(model_fn, None, None, data_fn, batch=8, framework="tensorflow")
+    except UserFileError as e:
+        return e
+    raise AssertionError("the pre-flight passed")
+
+
+def test_an_empty_data_set_names_data_not_the_model(tmp_path):
+    e = _keras_preflight(tmp_path, "build", "empty")
+    assert e.argument == "--data"
+    assert "your --data function empty() returned an empty dataset" in e.problem
+    assert "StopIteration" not in e.problem
+
+
+@pytest.mark.parametrize(
+    ("build", "said"),
+    [("build_graph_loss", "my loss refuses these predictions"), ("build_python_loss", "my loss is not ready")],
+)
+def test_a_loss_that_raises_shows_its_own_error_and_names_the_compile(tmp_path, build, said):
+    e = _keras_preflight(tmp_path, build, "good")
+    assert e.argument == "--model", str(e)
+    assert said in e.problem and "your loss" in e.problem and "'km.py' line" in e.problem
+    assert "Graph execution error" not in str(e)
+    assert "compile()" in e.fix and "--data" not in e.fix
+
+
+TORCH_MODELS = """
+import torch
+
+class ToCuda(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.l(x.cuda())
+
+class Greedy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        if x.shape[0] > 2:  # the step at the run's batch: 4 TiB, more than any machine
+            torch.empty(2**40, dtype=torch.float32)
+        return self.l(x)
+
+def cuda_forward():
+    return ToCuda()
+
+def greedy():
+    return Greedy()
+"""
+
+
+def _torch_preflight(tmp_path: Path, build: str):
+    from whichdevice.frameworks.common.userload import UserFileError
+    from whichdevice.frameworks.torch import usermodel
+
+    (tmp_path / "tm.py").write_text(TORCH_MODELS)
+    try:
+        usermodel.check(usermodel.UserFunction(tmp_path / "tm.py", build, "--model"), (4,), 3, None, batch=16)
+    except UserFileError as e:
+        return e
+    raise AssertionError("the pre-flight passed")
+
+
+def test_cuda_in_forward_names_the_models_code_not_the_input_shape(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: .cuda() works")
+    e = _torch_preflight(tmp_path, "cuda_forward")
+    assert e.argument == "--model", str(e)
+    assert "forward moves tensors to CUDA" in e.problem and "'tm.py' line 10, in forward" in e.problem
+    assert "x.device" in e.fix and "--input-shape" not in e.fix
+
+
+def test_an_out_of_memory_step_names_memory_not_the_classes(tmp_path):
+    pytest.importorskip("torch")
+    e = _torch_preflight(tmp_path, "greedy")
+    assert e.argument == "--batch", str(e)
+    assert "at batch 16 ran out of memory" in e.problem
+    assert "--memory-limit" in e.fix and "--classes" not in str(e)
