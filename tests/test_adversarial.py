@@ -1166,3 +1166,44 @@ def test_an_out_of_memory_step_names_memory_not_the_classes(tmp_path):
     assert e.argument == "--batch", str(e)
     assert "at batch 16 ran out of memory" in e.problem
     assert "--memory-limit" in e.fix and "--classes" not in str(e)
+
+
+FD_EATER = """
+import os
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError as e:
+    print("out of descriptors after", len(held), e.errno)
+print("done")
+"""
+
+
+def _low_fd_limit() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (512, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+
+def test_an_audited_script_that_uses_up_its_file_descriptors_is_recorded(tmp_path):
+    """43.7: the audit child itself crashed (its next import could not open a file) and left no
+    state: now it is recorded, one note says so, and the script's own run is audited."""
+    (tmp_path / "s.py").write_text(FD_EATER)
+    p = subprocess.run(
+        [sys.executable, "-m", "whichdevice", "audit", "s.py", "--out", "a", "--no-rerun"],
+        cwd=tmp_path,
+        env=_env(tmp_path, COLUMNS="200"),
+        capture_output=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=_low_fd_limit,
+    )
+    out, err = p.stdout.decode(), p.stderr.decode()
+    assert p.returncode == 0, err[-800:]
+    assert "Traceback" not in err and "left no state" not in out
+    notes = [ln for ln in out.splitlines() if "ran out of file descriptors" in ln]
+    assert len(notes) == 1 and "512" in notes[0], out
+    record = json.loads(next((tmp_path / "a").glob("*.json")).read_text())
+    assert record["exit_code"] == 0 and record["script_s"] is not None
+    assert any("ran out of file descriptors" in n for n in record["notes"])
