@@ -1207,3 +1207,54 @@ def test_an_audited_script_that_uses_up_its_file_descriptors_is_recorded(tmp_pat
     record = json.loads(next((tmp_path / "a").glob("*.json")).read_text())
     assert record["exit_code"] == 0 and record["script_s"] is not None
     assert any("ran out of file descriptors" in n for n in record["notes"])
+
+
+# ------------------------------------------------------------ issue 43, item 10: a hang inside a budget
+
+
+def test_a_hang_in_a_budgeted_job_ends_with_the_budget_and_says_it_hung(monkeypatch):
+    """43.10: a case that hung spent the 60 s case timeout inside a 20 s budget; now a budgeted
+    job's case timeout is what the budget left (at least MIN_BUDGETED_CASE_S, here 1 s)."""
+    from whichdevice.measure import runner
+    from whichdevice.workloads.matmul import build_cases
+
+    monkeypatch.setenv("WHICHDEVICE_FAULT", "hang:n=8")
+    monkeypatch.setattr(runner, "MIN_BUDGETED_CASE_S", 1.0, raising=False)
+    quick = {"min_time_s": 0.01, "warmup_calls": 0, "min_samples": 2, "max_samples": 5, "target_blocks": 2}
+    cases = build_cases("numpy", "CPU:0", (8, 16), ["steady"], "float32")
+    job = runner.Job("numpy", "CPU:0", "cpu", cases, policy=quick, deadline=time.time() + 2.0)
+    t0 = time.monotonic()
+    out = runner.run_job(job, case_timeout_s=60)
+    took = time.monotonic() - t0
+    hung = next(r for r in out.results if r.spec.params["n"] == 8)
+    assert hung.status == "failed" and hung.failure == "timeout", hung
+    assert took < 20 and hung.wall_s < 10, (took, hung.wall_s)
+    assert "the case hung" in hung.error and "--budget" not in hung.error and "--case-timeout" not in hung.error
+
+
+def test_cases_skipped_after_a_hang_do_not_ask_for_more_budget():
+    """43.10: the answer said 'the time budget ran out before them (raise --budget)' when a case
+    had hung and taken the budget: it names the case that did not end instead."""
+    from whichdevice.analysis.suite import answer_cases, suite_verdict
+    from whichdevice.present.firstscreen import first_screen, warnings_line
+
+    record = load_run(Path(__file__).parent / "data" / "run_cpu_2core.json")
+    deciding = {id(r) for r in answer_cases(record)}
+    first_other = next(i for i, r in enumerate(record.results) if id(r) not in deciding)
+    results = []
+    for i, r in enumerate(record.results):
+        if id(r) in deciding:
+            r = failed(r.spec, "skipped: the time budget (--budget) ran out before this case", "skipped", 0.0)
+        elif i == first_other:
+            r = failed(
+                r.spec,
+                "timed out after 17 s (all the time budget had left when it began): the case hung",
+                "timeout",
+                17.0,
+            )
+        results.append(r)
+    record = record.model_copy(update={"results": results})
+    fs = first_screen(record, suite_verdict(record))
+    assert fs.answer[0].startswith("Not measured"), fs.answer
+    assert "did not end" in fs.answer[0] and "timed out after 17 s" in fs.answer[0]
+    assert "raise --budget" not in fs.answer[0] and "raise --budget" not in warnings_line(fs)
