@@ -1654,6 +1654,109 @@ def _(ctx):
     return ok, "; ".join(f"exit {rc}, {cpu:.2f} s CPU" for rc, cpu in times)
 
 
+# ---------------------------------------------------------------- issue 43's rest (items 9, 7 and 10)
+
+KERAS_M = """
+import keras, tensorflow as tf
+def build():
+    m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    return m
+def bad_loss(y_true, y_pred):
+    tf.debugging.assert_less(tf.reduce_max(y_pred), -1e9, message="my loss refuses these")
+    return tf.reduce_mean(y_pred)
+def build_bad_loss():
+    m = build()
+    m.compile(optimizer="sgd", loss=bad_loss)
+    return m
+"""
+KERAS_D = """
+import numpy as np, tensorflow as tf
+def empty():
+    return tf.data.Dataset.from_tensor_slices((np.zeros((0, 4), "float32"), np.zeros((0,), "int64")))
+def good():
+    return tf.data.Dataset.from_tensor_slices((np.zeros((64, 4), "float32"), np.zeros((64,), "int64"))).batch(8)
+"""
+TORCH_M = """
+import torch
+class ToCuda(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 3)
+    def forward(self, x):
+        return self.l(x.cuda())
+class Greedy(ToCuda):
+    def forward(self, x):
+        if x.shape[0] > 2:
+            torch.empty(2**40)
+        return self.l(x)
+def cuda_forward():
+    return ToCuda()
+def greedy():
+    return Greedy()
+"""
+
+
+def _preflight_case(name: str, args: list[str], want: str, must: str) -> None:
+    @case("wrong argument", name, f"exit 2, one line naming {want}")
+    def _(ctx):
+        d = ctx.folder()
+        (d / "km.py").write_text(KERAS_M)
+        (d / "kd.py").write_text(KERAS_D)
+        (d / "tm.py").write_text(TORCH_M)
+        r = ctx.cli(["diagnose", *args, "--budget", "20", "--out", "o"], d, timeout=300)
+        ok, obs = one_line(r, 2, must)
+        return ok and f"error: {want}:" in r.err, obs
+
+
+for _name, _args, _want, _must in [
+    ("an empty --data dataset", ["--model", "km.py:build", "--data", "kd.py:empty"], "--data", "empty dataset"),
+    (
+        "a loss that raises in the graph",
+        ["--model", "km.py:build_bad_loss", "--data", "kd.py:good"],
+        "--model",
+        "my loss refuses these",
+    ),
+    (
+        ".cuda() in forward, no GPU",
+        ["--framework", "torch", "--model", "tm.py:cuda_forward", "--input-shape", "4", "--classes", "3"],
+        "--model",
+        "x.device",
+    ),
+    (
+        "a step that runs out of memory",
+        ["--framework", "torch", "--model", "tm.py:greedy", "--input-shape", "4", "--classes", "3"],
+        "--batch",
+        "--memory-limit",
+    ),
+]:
+    _preflight_case(_name, _args, _want, _must)
+
+
+@case("hostile user files", "an audited script that uses up its file descriptors", "exit 0, recorded, one note")
+def _(ctx):
+    d = ctx.folder()
+    (d / "s.py").write_text(
+        "import os\nheld = []\ntry:\n    while True:\n        held.append(os.open(os.devnull, os.O_RDONLY))\n"
+        "except OSError:\n    pass\nprint('done')\n"
+    )
+    r = ctx.cli(["audit", "s.py", "--out", "a", "--no-rerun"], d)
+    noted = "ran out of file descriptors" in r.out
+    ok = r.rc == 0 and noted and "Traceback" not in r.err and record_of(r) is not None
+    return ok, f"exit {r.rc}; note {noted}; traceback {'Traceback' in r.err}"
+
+
+@case("hostile user files", "run --budget 20 whose measuring children hang", "ends near the budget; says a case hung")
+def _(ctx):
+    d = ctx.folder()
+    r = ctx.cli(
+        ["run", "--framework", "torch", "--budget", "20", "--out", "o"], d, {"WHICHDEVICE_FAULT": "hang:|"}, timeout=300
+    )
+    answer = next((ln for ln in r.out.splitlines() if ln.startswith("Answer:")), "")
+    ok = r.rc == 1 and r.wall_s < 50 and "did not end" in answer and "raise --budget" not in answer
+    return ok, f"exit {r.rc} in {r.wall_s:.0f} s; {answer[:160]}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default=None)

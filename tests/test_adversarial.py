@@ -1034,3 +1034,247 @@ def test_an_output_path_with_a_line_break_is_refused(tmp_path, capsys, monkeypat
     code, _, err = run_cli([*QUICK, option, value], capsys)
     assert code == 2 and err.count("error:") == 1 and option in err and "line break" in err, err
     assert os.listdir(tmp_path) == []
+
+
+# ------------------------------------------------------------ issue 43, item 9: the argument really at fault
+
+KERAS_MODEL = """
+import keras, tensorflow as tf
+
+def build():
+    m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    return m
+
+def graph_loss(y_true, y_pred):
+    tf.debugging.assert_less(tf.reduce_max(y_pred), -1e9, message="my loss refuses these predictions")
+    return tf.reduce_mean(y_pred)
+
+def python_loss(y_true, y_pred):
+    raise ValueError("my loss is not ready")
+
+def build_graph_loss():
+    m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    m.compile(optimizer="sgd", loss=graph_loss)
+    return m
+
+def build_python_loss():
+    m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    m.compile(optimizer="sgd", loss=python_loss)
+    return m
+"""
+
+KERAS_DATA = """
+import numpy as np, tensorflow as tf
+
+def empty():
+    return tf.data.Dataset.from_tensor_slices((np.zeros((0, 4), "float32"), np.zeros((0,), "int64")))
+
+def good():
+    return tf.data.Dataset.from_tensor_slices((np.zeros((64, 4), "float32"), np.zeros((64,), "int64"))).batch(8)
+"""
+
+
+def _keras_preflight(tmp_path: Path, build: str, data: str):
+    from whichdevice.frameworks.common import usermodel
+    from whichdevice.frameworks.common.userload import UserFileError
+
+    (tmp_path / "km.py").write_text(KERAS_MODEL)
+    (tmp_path / "kd.py").write_text(KERAS_DATA)
+    model_fn = usermodel.UserFunction(tmp_path / "km.py", build, "--model")
+    data_fn = usermodel.UserFunction(tmp_path / "kd.py", data, "--data")
+    try:
+        usermodel.check(model_fn, None, None, data_fn, batch=8, framework="tensorflow")
+    except UserFileError as e:
+        return e
+    raise AssertionError("the pre-flight passed")
+
+
+def test_an_empty_data_set_names_data_not_the_model(tmp_path):
+    e = _keras_preflight(tmp_path, "build", "empty")
+    assert e.argument == "--data"
+    assert "your --data function empty() returned an empty dataset" in e.problem
+    assert "StopIteration" not in e.problem
+
+
+@pytest.mark.parametrize(
+    ("build", "said"),
+    [("build_graph_loss", "my loss refuses these predictions"), ("build_python_loss", "my loss is not ready")],
+)
+def test_a_loss_that_raises_shows_its_own_error_and_names_the_compile(tmp_path, build, said):
+    e = _keras_preflight(tmp_path, build, "good")
+    assert e.argument == "--model", str(e)
+    assert said in e.problem and "your loss" in e.problem and "'km.py' line" in e.problem
+    assert "Graph execution error" not in str(e)
+    assert "compile()" in e.fix and "--data" not in e.fix
+
+
+TORCH_MODELS = """
+import torch
+
+class ToCuda(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.l(x.cuda())
+
+class Greedy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        if x.shape[0] > 2:  # the step at the run's batch: 4 TiB, more than any machine
+            torch.empty(2**40, dtype=torch.float32)
+        return self.l(x)
+
+def cuda_forward():
+    return ToCuda()
+
+def greedy():
+    return Greedy()
+"""
+
+
+def _torch_preflight(tmp_path: Path, build: str):
+    from whichdevice.frameworks.common.userload import UserFileError
+    from whichdevice.frameworks.torch import usermodel
+
+    (tmp_path / "tm.py").write_text(TORCH_MODELS)
+    try:
+        usermodel.check(usermodel.UserFunction(tmp_path / "tm.py", build, "--model"), (4,), 3, None, batch=16)
+    except UserFileError as e:
+        return e
+    raise AssertionError("the pre-flight passed")
+
+
+def test_cuda_in_forward_names_the_models_code_not_the_input_shape(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: .cuda() works")
+    e = _torch_preflight(tmp_path, "cuda_forward")
+    assert e.argument == "--model", str(e)
+    assert "forward moves tensors to CUDA" in e.problem and "'tm.py' line 10, in forward" in e.problem
+    assert "x.device" in e.fix and "--input-shape" not in e.fix
+
+
+def test_an_out_of_memory_step_names_memory_not_the_classes(tmp_path):
+    pytest.importorskip("torch")
+    e = _torch_preflight(tmp_path, "greedy")
+    assert e.argument == "--batch", str(e)
+    assert "at batch 16 ran out of memory" in e.problem
+    assert "--memory-limit" in e.fix and "--classes" not in str(e)
+
+
+FD_EATER = """
+import os
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError as e:
+    print("out of descriptors after", len(held), e.errno)
+print("done")
+"""
+
+
+def _low_fd_limit() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (512, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+
+def test_an_audited_script_that_uses_up_its_file_descriptors_is_recorded(tmp_path):
+    """43.7: the audit child itself crashed (its next import could not open a file) and left no
+    state: now it is recorded, one note says so, and the script's own run is audited."""
+    (tmp_path / "s.py").write_text(FD_EATER)
+    p = subprocess.run(
+        [sys.executable, "-m", "whichdevice", "audit", "s.py", "--out", "a", "--no-rerun"],
+        cwd=tmp_path,
+        env=_env(tmp_path, COLUMNS="200"),
+        capture_output=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=_low_fd_limit,
+    )
+    out, err = p.stdout.decode(), p.stderr.decode()
+    assert p.returncode == 0, err[-800:]
+    assert "Traceback" not in err and "left no state" not in out
+    notes = [ln for ln in out.splitlines() if "ran out of file descriptors" in ln]
+    assert len(notes) == 1 and "512" in notes[0], out
+    record = json.loads(next((tmp_path / "a").glob("*.json")).read_text())
+    assert record["exit_code"] == 0 and record["script_s"] is not None
+    assert any("ran out of file descriptors" in n for n in record["notes"])
+
+
+# ------------------------------------------------------------ issue 43, item 10: a hang inside a budget
+
+
+def test_a_hang_in_a_budgeted_job_ends_with_the_budget_and_says_it_hung(monkeypatch):
+    """43.10: a case that hung spent the 60 s case timeout inside a 20 s budget; now a budgeted
+    job's case timeout is what the budget left (at least MIN_BUDGETED_CASE_S, here 1 s)."""
+    from whichdevice.measure import runner
+    from whichdevice.workloads.matmul import build_cases
+
+    monkeypatch.setenv("WHICHDEVICE_FAULT", "hang:n=8")
+    monkeypatch.setattr(runner, "MIN_BUDGETED_CASE_S", 1.0, raising=False)
+    quick = {"min_time_s": 0.01, "warmup_calls": 0, "min_samples": 2, "max_samples": 5, "target_blocks": 2}
+    cases = build_cases("numpy", "CPU:0", (8, 16), ["steady"], "float32")
+    job = runner.Job("numpy", "CPU:0", "cpu", cases, policy=quick, deadline=time.time() + 2.0)
+    t0 = time.monotonic()
+    out = runner.run_job(job, case_timeout_s=60)
+    took = time.monotonic() - t0
+    hung = next(r for r in out.results if r.spec.params["n"] == 8)
+    assert hung.status == "failed" and hung.failure == "timeout", hung
+    assert took < 20 and hung.wall_s < 10, (took, hung.wall_s)
+    assert "the case hung" in hung.error and "--budget" not in hung.error and "--case-timeout" not in hung.error
+
+
+def test_cases_skipped_after_a_hang_do_not_ask_for_more_budget():
+    """43.10: the answer said 'the time budget ran out before them (raise --budget)' when a case
+    had hung and taken the budget: it names the case that did not end instead."""
+    from whichdevice.analysis.suite import answer_cases, suite_verdict
+    from whichdevice.present.firstscreen import first_screen, warnings_line
+
+    record = load_run(Path(__file__).parent / "data" / "run_cpu_2core.json")
+    deciding = {id(r) for r in answer_cases(record)}
+    first_other = next(i for i, r in enumerate(record.results) if id(r) not in deciding)
+    results = []
+    for i, r in enumerate(record.results):
+        if id(r) in deciding:
+            r = failed(r.spec, "skipped: the time budget (--budget) ran out before this case", "skipped", 0.0)
+        elif i == first_other:
+            r = failed(
+                r.spec,
+                "timed out after 17 s (all the time budget had left when it began): the case hung",
+                "timeout",
+                17.0,
+            )
+        results.append(r)
+    record = record.model_copy(update={"results": results})
+    fs = first_screen(record, suite_verdict(record))
+    assert fs.answer[0].startswith("Not measured"), fs.answer
+    assert "did not end" in fs.answer[0] and "timed out after 17 s" in fs.answer[0]
+    assert "raise --budget" not in fs.answer[0] and "raise --budget" not in warnings_line(fs)
+
+
+def test_medians_of_a_many_sample_record_sort_each_point_once():
+    """43.3 (rest): analysis/significance._median sorted its samples at every call (0.4 s of a
+    3,000-sample report); it now uses the kept sorted list, which holds a 118-point record."""
+    import random
+
+    from whichdevice.analysis import significance
+    from whichdevice.core import stats
+
+    rng = random.Random(3)
+    points = [[rng.random() for _ in range(3000 + i % 2)] for i in range(118)]
+    stats._SORTED.clear()
+    stats._sorted_held = 0
+    for xs in points:
+        s = sorted(xs)
+        k = len(s)
+        plain = s[k // 2] if k % 2 else 0.5 * (s[k // 2 - 1] + s[k // 2])
+        assert significance._median(xs) == plain
+    assert all(tuple(xs) in stats._SORTED for xs in points), "a point's sorted samples were not kept"

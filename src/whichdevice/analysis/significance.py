@@ -199,7 +199,7 @@ def _logs(xs: Sequence[float]) -> list[float]:
 
 
 def _median(xs: Sequence[float]) -> float:
-    s = sorted(xs)
+    s = stats.sorted_samples(xs)  # sorted once per point's samples (issue #43: 0.4 s of a 3,000-sample report)
     k = len(s)
     return s[k // 2] if k % 2 else 0.5 * (s[k // 2 - 1] + s[k // 2])
 

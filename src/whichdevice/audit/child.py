@@ -47,9 +47,11 @@ script's own printed numbers include that. ``benchmarks/audit.md`` measures it.
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import os
+import resource
 import runpy
 import sys
 import threading
@@ -522,6 +524,41 @@ def _script_line(e: BaseException, script: str) -> int | None:
     return line
 
 
+# File descriptors kept back while the script runs (issue #43: a script that used up its file
+# descriptors crashed the audit child itself, at the import after it, and no state was written):
+# closed when the script ends or the watchdog fires, so the audit's own files can be opened.
+FD_RESERVE = 32
+_reserved: list[int] = []
+
+
+def _reserve_fds() -> None:
+    """Keep ``FD_RESERVE`` descriptors back, and import now what the audit needs after the script
+    (an import opens the module's file)."""
+    from whichdevice.audit import calibrate  # noqa: F401
+    from whichdevice.core import safeio  # noqa: F401
+
+    for _ in range(FD_RESERVE):
+        try:
+            _reserved.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+        except OSError:
+            break
+
+
+def _release_fds(st: State) -> None:
+    """Give the reserve back; first note whether the script left no descriptor free."""
+    try:
+        os.close(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+    except OSError as e:
+        if e.errno == errno.EMFILE:
+            st.fd_limit_reached = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    while _reserved:
+        fd = _reserved.pop()
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def _start_watchdog(st: State, done: threading.Event, deadline: float, state_path: str) -> None:
     """A thread that, at the deadline, records where the script was, writes the state and ends the
     process (124 while the script still ran; its own exit code when only the re-run ran out of time)."""
@@ -541,6 +578,7 @@ def _start_watchdog(st: State, done: threading.Event, deadline: float, state_pat
             st.hang_line = {"line": frame.f_lineno, "text": st.source(frame.f_lineno)}
         st.active = False
         try:
+            _release_fds(st)
             if not finished:
                 _decide_framework(st)
             _write_state(st, state_path)
@@ -633,7 +671,9 @@ def main(argv: list[str]) -> int:
     done = threading.Event()
     _start_watchdog(st, done, deadline, state_path)
     _install_hooks(st)
+    _reserve_fds()
     code = _run_script(st, job)
+    _release_fds(st)
     _stop_watching(st)
     _calibrate(st, deadline)
     if not job.get("no_rerun"):

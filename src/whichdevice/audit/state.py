@@ -145,6 +145,7 @@ class State:
     exit_code: int | None = None
     timed_out: bool = False
     hang_line: dict | None = None
+    fd_limit_reached: int | None = None  # the script left no file descriptor free: the limit (RLIMIT_NOFILE)
     started: float = field(default_factory=_perf)
     script_s: float | None = None
 
@@ -252,6 +253,7 @@ class State:
                 "exit_code": self.exit_code,
                 "timed_out": self.timed_out,
                 "hang_line": self.hang_line,
+                "fd_limit_reached": self.fd_limit_reached,
                 "reruns": list(self.reruns),
                 "interleaved": list(self.interleaved),
                 "rerun_skipped": list(self.rerun_skipped),

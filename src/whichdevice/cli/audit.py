@@ -90,6 +90,11 @@ def make_record(
         notes.append("the script imported neither TensorFlow, PyTorch nor JAX: no device work to audit")
     timed_out = bool(state.get("timed_out")) or killed
     exit_code = state.get("exit_code") if state.get("exit_code") is not None else (None if timed_out else rc)
+    if state.get("fd_limit_reached"):
+        notes.append(
+            f"the script ran out of file descriptors (it held all {state['fd_limit_reached']} that "
+            "`ulimit -n` allows when it ended); the audit went on from a few it had kept back"
+        )
     notes += _device_notes(state)
     if state.get("n_reads", 0) > len(state.get("reads", [])):
         notes.append(

@@ -44,6 +44,9 @@ from whichdevice import frameworks
 from whichdevice.core.records import CaseResult, CaseSpec, Session, failed
 
 DEFAULT_STARTUP_TIMEOUT_S = 180.0
+# A budgeted job's case may run until the budget's end, never less than this (issue #43: a case
+# that hung spent the 60 s case timeout inside a 20 s budget); and never more than the case timeout.
+MIN_BUDGETED_CASE_S = 15.0
 
 
 @dataclass
@@ -212,7 +215,16 @@ def run_job(  # noqa: PLR0913 (public, keyword-only; tests call it directly)
     ):
         warm.close()  # started for another job: its environment would be wrong
         warm = None
-    watch = _Watch(case_timeout_s, startup_timeout_s, limit, job.device is None, on_result, on_start, on_session)
+    watch = _Watch(
+        case_timeout_s,
+        startup_timeout_s,
+        limit,
+        job.device is None,
+        on_result,
+        on_start,
+        on_session,
+        budget_end=job.repeat_deadline or job.deadline,
+    )
     outcome = Outcome()
     remaining = list(job.cases)
     tmp = warm.dir if warm is not None else Path(tempfile.mkdtemp(prefix="whichdevice-"))
@@ -313,6 +325,16 @@ class _Watch:
     on_result: Callable[[CaseResult], None] | None = None
     on_start: Callable[[str], None] | None = None
     on_session: Callable[[Session], None] | None = None
+    budget_end: float | None = None  # time.time() at which a budgeted job's budget ends (None: no budget)
+
+    def case_limit(self, case_age_s: float) -> tuple[float, bool]:
+        """A running case's timeout, and whether the budget set it: the case timeout, or less when
+        the budget ends sooner (at least ``MIN_BUDGETED_CASE_S``)."""
+        if self.budget_end is None:
+            return self.case_timeout_s, False
+        left = self.budget_end - (time.time() - case_age_s)  # what the budget left when the case began
+        bound = max(left, MIN_BUDGETED_CASE_S)
+        return (bound, True) if bound < self.case_timeout_s else (self.case_timeout_s, False)
 
 
 @dataclass(frozen=True)
@@ -406,8 +428,17 @@ def _why_stop(
             f"{failures.TIMEOUT_PREFIX}: device discovery took over {watch.startup_timeout_s:.0f} s",
             "timeout",
         )
-    if stream.case_started is not None and now - stream.case_started > watch.case_timeout_s:
-        return (f"{failures.TIMEOUT_PREFIX} after {watch.case_timeout_s:g} s (--case-timeout)", "timeout")
+    if stream.case_started is not None:
+        age = now - stream.case_started
+        limit_s, by_budget = watch.case_limit(age)
+        if age > limit_s and not by_budget:
+            return (f"{failures.TIMEOUT_PREFIX} after {limit_s:g} s (--case-timeout)", "timeout")
+        if age > limit_s:
+            return (
+                f"{failures.TIMEOUT_PREFIX} after {limit_s:.0f} s (all the time budget had left when it began): "
+                "the case hung, or is far slower than planned",
+                "timeout",
+            )
     return None
 
 

@@ -165,26 +165,32 @@ def cause_text(c: Cause) -> str:
 # ------------------------------------------------------------------ the answer
 
 
-def _failure_words(cases: list[CaseResult]) -> str:
-    """'the time budget ran out before them (raise --budget)' or 'they failed (out of memory)'."""
+def _failure_words(cases: list[CaseResult], others: list[CaseResult] | None = None) -> str:
+    """'the time budget ran out before them (raise --budget)' or 'they failed (out of memory)';
+    skipped after a case of ``others`` (the record's) on their device hung: that case, not the budget."""
     failed = [r for r in cases if r.status == "failed"]
     if not failed and any(r.status == "skipped" for r in cases):
+        devices = {r.spec.device for r in cases}
+        hung = [r for r in others or [] if r.failure == "timeout" and r.spec.device in devices]
+        if hung:  # issue #43: a hang spent the budget, and the answer said "raise --budget"
+            return f"a case before them did not end ({_people_name(hung[0])}: {hung[0].error}); see the report"
         return "the time budget ran out before them (raise --budget)"
     kinds = ", ".join(dict.fromkeys(str(r.failure or "error").replace("_", " ") for r in failed))
     return f"they failed ({kinds}; see the report)" if failed else "they are not in this record"
 
 
-def not_measured_answer(v: SuiteVerdict) -> str:
+def not_measured_answer(v: SuiteVerdict, record: RunRecord | None = None) -> str:
     """The answer when no case that decides it was measured: 'not measured' and why."""
-    return f"Not measured: no case that decides it ran to the end — {_failure_words(v.answer_cases)}."
+    others = record.results if record is not None else None
+    return f"Not measured: no case that decides it ran to the end — {_failure_words(v.answer_cases, others)}."
 
 
 def _answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) -> list[str]:
     if not v.answer_measured:  # never a verdict over failed cases
-        return [not_measured_answer(v)]
+        return [not_measured_answer(v, record)]
     if not v.gpus:
         return _no_gpu_answer(record, v, prediction)
-    return (_unmeasured_gpu_lines(v) + _crossover_answer_lines(v))[:2]
+    return (_unmeasured_gpu_lines(v, record) + _crossover_answer_lines(v))[:2]
 
 
 def _no_gpu_answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) -> list[str]:
@@ -275,13 +281,13 @@ def _crossover_answer_lines(v: SuiteVerdict) -> list[str]:
     return out
 
 
-def _unmeasured_gpu_lines(v: SuiteVerdict) -> list[str]:
+def _unmeasured_gpu_lines(v: SuiteVerdict, record: RunRecord | None = None) -> list[str]:
     """A GPU whose deciding cases all failed: said in place of its answer (the last GPU first)."""
     out = []
     for gpu in reversed(v.gpus):
         mine = [r for r in v.answer_cases if r.spec.device == gpu]
         if mine and not any(r.status == "ok" for r in mine):
-            out.append(f"{gpu}: not measured — {_failure_words(mine)}.")
+            out.append(f"{gpu}: not measured — {_failure_words(mine, record.results if record else None)}.")
     return out
 
 
@@ -509,8 +515,11 @@ def warnings_line(fs: FirstScreen) -> str:
     bits = []
     if fs.failures:
         bits.append(f"{len(fs.failures)} case{'s' if len(fs.failures) > 1 else ''} failed")
-    if fs.skipped:
-        bits.append(f"{fs.skipped} skipped (raise --budget)")
+    if fs.skipped:  # after a timeout, more budget is not the fix (issue #43)
+        timed_out = any(" — timed out after " in f for f in fs.failures)
+        bits.append(
+            f"{fs.skipped} skipped ({'time budget, after a case timed out' if timed_out else 'raise --budget'})"
+        )
     if fs.warnings:
         short = {k: name for k, (_, _, name) in _WARNING_KINDS.items()}
         bits.append("points: " + ", ".join(f"{g.count} {short.get(g.kind, g.kind)}" for g in fs.warnings))

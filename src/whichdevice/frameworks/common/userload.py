@@ -65,6 +65,12 @@ def check_failed(e: BaseException) -> dict:
 def _exc_line(e: BaseException) -> str:
     """One line of an exception for a one-line error: the line that says what is wrong."""
     lines = [ln.strip() for ln in _ANSI.sub("", str(e)).strip().splitlines() if ln.strip()]
+    if lines and lines[0].startswith("Graph execution error"):
+        # TensorFlow's runtime error (issue #43: only "Graph execution error:" was shown): the
+        # op's stack ("File ..." lines) first, what is wrong on the first line after it
+        after = [i for i, ln in enumerate(lines) if ln.startswith("File ")]
+        rest = lines[after[-1] + 1 :] if after else lines[1:]
+        lines = [ln for ln in rest if not ln.startswith("[[")] or lines
     # Keras wraps a layer's error: "Exception encountered when calling Sequential.call()." first,
     # then what is wrong ("Input 0 of layer ... is incompatible ...: expected ..."), sometimes
     # after the offending tensor's values ("Invalid input shape for input [[0.63 ...").
@@ -80,6 +86,66 @@ def _exc_line(e: BaseException) -> str:
     if line.find("Expected ") > 0:  # "<tensor values> with name ... Expected shape (None, 8), but ..."
         line = line[line.find("Expected ") :]
     return f"{type(e).__name__}: {line[:300]}" if line else type(e).__name__
+
+
+_GRAPH_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+_GRAPH_NODE = re.compile(r"Detected at node (\S+)")
+
+
+def user_frame(e: BaseException, path: str | Path) -> tuple[str, int] | None:
+    """The innermost place in the user's file ``path`` where ``e`` arose, as (function, line):
+    from the Python traceback, or from the op's stack TensorFlow puts in a graph error's text.
+    None: the error did not pass through the file."""
+    target = str(Path(path))
+    found: tuple[str, int] | None = None
+    tb = e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == target:
+            found = (tb.tb_frame.f_code.co_name, tb.tb_lineno)
+        tb = tb.tb_next
+    for file, line, function in _GRAPH_FRAME.findall(str(e)):
+        if file == target:
+            found = (function, int(line))
+    return found
+
+
+def in_loss(e: BaseException) -> bool:
+    """Whether a training step's error arose in the loss: TensorFlow's failing op is in a loss's
+    name scope (``compile_loss/...``, ``.../loss/...``) or the Python traceback passes through
+    Keras' loss code."""
+    node = _GRAPH_NODE.search(str(e))
+    if node and any("loss" in part for part in node.group(1).split("/")):
+        return True
+    tb = e.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename.replace("\\", "/")
+        if "/keras/src/losses/" in name or name.endswith("/keras/src/trainers/compile_utils.py"):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+_OOM_TEXT = ("out of memory", "can't allocate memory", "unable to allocate", "oom when allocating")
+
+
+def is_out_of_memory(e: BaseException) -> bool:
+    """An allocator's refusal, whatever the framework calls it (MemoryError, TensorFlow's
+    ResourceExhaustedError, torch's OutOfMemoryError or its CPU allocator's RuntimeError)."""
+    if isinstance(e, MemoryError) or type(e).__name__ in ("ResourceExhaustedError", "OutOfMemoryError"):
+        return True
+    text = str(e).lower()
+    return any(t in text for t in _OOM_TEXT)
+
+
+def out_of_memory(e: BaseException, batch: int | None) -> UserFileError:
+    """The one line for a pre-flight step that ran out of memory: memory is at fault, not the
+    shapes or the labels (issue #43: it was reported against --classes)."""
+    at = f" at batch {batch}" if batch else ""
+    return UserFileError(
+        "--batch",
+        f"one training step{at} ran out of memory ({_exc_line(e)})",
+        "Lower --batch, or raise --memory-limit (or free memory) if the machine has more",
+    )
 
 
 def load_function(path: str | Path, function: str, argument: str):

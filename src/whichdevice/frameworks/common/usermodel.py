@@ -31,7 +31,11 @@ from whichdevice.frameworks.common.userload import (  # noqa: F401
     call_data_function,
     call_model_function,
     check_failed,
+    in_loss,
+    is_out_of_memory,
     load_function,
+    out_of_memory,
+    user_frame,
 )
 
 
@@ -76,7 +80,14 @@ def _data_input(data_fn: UserFunction) -> _Input:
 
     if training.looks_batched(ds):
         ds = ds.unbatch()
-    x, _ = next(iter(ds.batch(2).take(1)))
+    first = next(iter(ds.batch(2).take(1)), None)
+    if first is None:  # issue #43: was "--model: checking it failed: StopIteration"
+        raise UserFileError(
+            "--data",
+            f"your --data function {data_fn.function}() returned an empty dataset",
+            "Return a dataset with at least one (inputs, labels) pair",
+        )
+    x, _ = first
     import tensorflow as tf
 
     x = tf.nest.map_structure(lambda t: t.numpy(), x)
@@ -220,6 +231,7 @@ class _StepBlame:
     data_fn: UserFunction | None
     io: dict
     batch: int
+    model_fn: UserFunction | None = None
 
     def what(self, x, y) -> str:
         from whichdevice.frameworks.common import iospec
@@ -231,6 +243,17 @@ class _StepBlame:
     def error(self, where: str, xy: tuple, e: BaseException) -> UserFileError:
         from whichdevice.frameworks.common import iospec
 
+        if is_out_of_memory(e):
+            return out_of_memory(e, self.batch)
+        own = self.model_fn is not None and in_loss(e) and user_frame(e, self.model_fn.path)
+        if own and self.model_fn is not None:  # the user's own loss raised (issue #43: blamed --data)
+            function, line = own
+            name = self.model_fn.path.name
+            return UserFileError(
+                "--model",
+                f"one training step ({where}) failed in your loss {function}() ('{name}' line {line}): {_exc_line(e)}",
+                f"Fix the loss your model's compile() is given in '{name}'",
+            )
         data_fn = self.data_fn
         fix = (
             f"Check that {data_fn.function}() yields (inputs, labels) as your model.fit takes them"
@@ -314,7 +337,7 @@ def step_check(model_fn, data_fn, io: dict, classes, batch: int, framework: str)
     model = m.build()
     build_s = time.perf_counter() - t0
     clone_error = _clone_error(training, model)
-    blame = _StepBlame(data_fn, io, batch)
+    blame = _StepBlame(data_fn, io, batch, model_fn)
     xy, first_s, times = _time_custom_step(m, training, model, blame)
     try:
         fit_s = _time_fit(m, training, batch)

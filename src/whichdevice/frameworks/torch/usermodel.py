@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from whichdevice.frameworks.common.userload import call_user_function
+from whichdevice.frameworks.common.userload import call_user_function, is_out_of_memory, out_of_memory, user_frame
 from whichdevice.frameworks.common.usermodel import (
     UserFileError,
     UserFunction,
@@ -391,12 +391,35 @@ def _synthetic_sample(module: torch.nn.Module, input_shape: tuple[int, ...] | No
     return _Sample(x, None, None, "--input-shape", f"input of shape {tuple(input_shape)}")
 
 
-def _forward(module: torch.nn.Module, sample: _Sample):
+def _not_the_input(e: BaseException, model_path: Path | None, batch: int | None) -> UserFileError | None:
+    """A step's error that is not about the input's shape or the labels (issue #43: each was
+    reported against --input-shape or --classes): the model's own code moving tensors to CUDA
+    in a child without a GPU, or memory running out."""
+    text = str(e).lower()
+    if not torch.cuda.is_available() and ("cuda" in text or "nvidia" in text):
+        where = user_frame(e, model_path) if model_path is not None else None
+        at = f"'{model_path.name}' line {where[1]}, in {where[0]}: " if model_path is not None and where else ""
+        return UserFileError(
+            "--model",
+            f"your model's forward moves tensors to CUDA ({at}{_exc_line(e)}), which a run without a GPU cannot do "
+            "(this check and the CPU cases run without one)",
+            "Use the device of the input instead of .cuda() or 'cuda' (x.device, e.g. torch.zeros(n, device=x.device))"
+            ", so that the model runs on either device",
+        )
+    if is_out_of_memory(e):
+        return out_of_memory(e, batch)
+    return None
+
+
+def _forward(module: torch.nn.Module, sample: _Sample, model_path: Path | None = None):
     """One forward pass in training mode; a model that rejects the input names the shape."""
     module.train()
     try:
         return module(sample.x)
     except Exception as e:
+        other = _not_the_input(e, model_path, len(sample.x))
+        if other is not None:
+            raise other from None
         _, example, _ = input_hint(module)
         raise UserFileError(
             sample.shape_arg,
@@ -406,7 +429,12 @@ def _forward(module: torch.nn.Module, sample: _Sample):
 
 
 def _train_step(
-    module: torch.nn.Module, loss_fn, opt, xy: tuple[torch.Tensor, torch.Tensor], blame_model: bool
+    module: torch.nn.Module,
+    loss_fn,
+    opt,
+    xy: tuple[torch.Tensor, torch.Tensor],
+    blame_model: bool,
+    model_path: Path | None = None,
 ) -> float:
     """One real training step on this very batch ``xy``; the loss's value. A failure blames --model
     when the user chose the loss or the data (``blame_model``), else --classes."""
@@ -428,6 +456,9 @@ def _train_step(
     except UserFileError:
         raise
     except Exception as e:
+        other = _not_the_input(e, model_path, len(xy[0]))
+        if other is not None:
+            raise other from None
         arg = "--model" if blame_model else "--classes"
         fix = (
             "Make the loss take (model output, labels) of these shapes"
@@ -456,7 +487,7 @@ def check(
     else:
         sample = _synthetic_sample(module, input_shape, vocab)
     x, y = sample.x, sample.y
-    out = _output_tensor(_forward(module, sample), user.loss_fn is not None, model_fn.function)
+    out = _output_tensor(_forward(module, sample, model_fn.path), user.loss_fn is not None, model_fn.function)
     out_shape = tuple(int(d) for d in out.shape[1:]) if isinstance(out, torch.Tensor) else ()
     label_classes = _label_classes(user.loss_fn, classes, out_shape, y)
     if y is None:
@@ -465,11 +496,11 @@ def check(
     opt = user.optimizer or torch.optim.Adam(module.parameters(), ADAM_LR)
     blame_model = user.loss_fn is not None or data_fn is not None
     t0 = time.perf_counter()
-    value = _train_step(module, loss_fn, opt, (x, y), blame_model)
+    value = _train_step(module, loss_fn, opt, (x, y), blame_model, model_fn.path)
     first_s = time.perf_counter() - t0
     b = batch or sample.data_batch or DEFAULT_BATCH
     xb, yb = _timing_batch(sample, b, label_classes, out_shape, vocab)
-    step_s = _steady_step_s(lambda: _train_step(module, loss_fn, opt, (xb, yb), blame_model))
+    step_s = _steady_step_s(lambda: _train_step(module, loss_fn, opt, (xb, yb), blame_model, model_fn.path))
     return {
         "ok": True,
         "name": type(module).__name__,
