@@ -294,8 +294,12 @@ def _has_gpu(record: RunRecord) -> bool:
 
 
 def _cut_by_plan(record: RunRecord, e: FixEntry) -> bool:
-    """Whether the torch diagnose's plan left this fix out for the budget (its options'
-    ``fixes_planned`` and ``budget_cut``: workloads/torch_diagnose.size_cases), not the suite."""
+    """Whether the diagnose's plan left this fix out for the budget, not the suite: the Keras
+    plan's ``fixes_cut`` (workloads/suite.size_user_cases), the torch plan's ``fixes_planned``
+    and ``budget_cut`` (workloads/torch_diagnose.size_cases)."""
+    cut = record.options.get("fixes_cut")
+    if isinstance(cut, list):  # the Keras diagnose's plan (workloads/suite.size_user_cases)
+        return e.key in cut
     planned = record.options.get("fixes_planned")
     if e.framework != "torch" or not isinstance(planned, list) or not record.options.get("budget_cut"):
         return False
@@ -348,6 +352,8 @@ def _none_larger(record: RunRecord, e: FixEntry, baseline: object) -> NotMeasure
         return NotMeasured("failed", failures=list(dict.fromkeys(str(r.failure or "error") for r in failed)))
     if larger:
         return NotMeasured("skipped")
+    if _cut_by_plan(record, e):
+        return NotMeasured("cut")
     return NotMeasured("none_larger", param=e.param, above=baseline)
 
 
