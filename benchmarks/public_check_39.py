@@ -19,6 +19,7 @@ Each screen is checked by simple rules (the checks below, one function each):
              a case the budget skipped);
   batch      "a larger batch" claimed while no batch above the user's ran;
   words      another framework's words (tf.function in a torch run, torch.compile in a JAX script);
+  synced     an audit row of a JAX script that saw no work and no host read, yet reads "synced yes";
   converge   "did not converge" with an interval inside its target;
   budget     diagnose wall > 1.3 × budget × devices + start-up (the pre-flight and each
              measuring process's framework import, read from the record);
@@ -227,6 +228,18 @@ def check_converge(lines: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+def check_synced(lines: list[str], framework: str) -> list[tuple[str, str]]:
+    """A JAX row of the audit's timing table that saw no work and no call yet reads "synced yes"."""
+    if framework != "jax":
+        return []
+    out = []
+    for line in lines:
+        cells = [c.strip() for c in line.strip("│ ").split("│")]
+        if len(cells) == 8 and cells[2:4] == ["—", "—"] and cells[5] == "0" and cells[7] == "yes":
+            out.append(("synced", line.strip() + "  [no JAX work seen, yet 'synced yes']"))
+    return out
+
+
 def startup_s(record: dict) -> float:
     o = record.get("options", {})
     return float(o.get("preflight_s") or 0) + sum(float(s.get("import_s") or 0) for s in record.get("sessions", []))
@@ -267,6 +280,7 @@ def check(run: Run, text: str) -> list[tuple[str, str]]:
         *check_batch(lines, run.record),
         *check_words(lines, "jax" if framework == "keras" and "jax" in str(run.command) else framework),
         *check_converge(lines),
+        *check_synced(lines, framework),
         *check_budget(run),
         *check_crash(run),
     ]
