@@ -322,15 +322,11 @@ def _epochs(
     return steps, spe
 
 
-def _fixes_cut(batch: int, sweep: list[int], with_fixes: bool, with_prefetch: bool) -> list[str]:
+def _fixes_cut(with_fixes: bool, with_prefetch: bool) -> list[str]:
     """The fixes (workloads/fixes.FIXES keys) this plan left out for the budget, for the record:
-    a fix table says "left out: time budget" for them, never "not part of the suite" or "one
-    side did not run" (issue 39)."""
-    cut = [] if with_fixes else ["steps_per_execution", "jit_compile"]
-    cut += [] if with_prefetch else ["prefetch"]
-    if any(k > batch for k in USER_SWEEP_BATCHES) and max(sweep) <= batch:
-        cut.append("batch")
-    return cut
+    a fix table says "left out: time budget" for them, never "not part of the suite" (issue 39).
+    The batch sweep's cut is read from ``sweep_batches`` (analysis/suite._sweep_cut)."""
+    return ([] if with_fixes else ["steps_per_execution", "jit_compile"]) + ([] if with_prefetch else ["prefetch"])
 
 
 def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, samples_given: bool | str) -> dict:
@@ -374,7 +370,7 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
         "sweep_batches": sorted(sweep),
         "steps_per_execution": list(spe),
         "fixes": with_fixes,
-        "fixes_cut": _fixes_cut(batch, sweep, with_fixes, with_prefetch),
+        "fixes_cut": _fixes_cut(with_fixes, with_prefetch),
         "sync": plan.with_sync,
         "prefetch": with_prefetch,
         "clone": with_clone,
