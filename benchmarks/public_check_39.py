@@ -18,6 +18,8 @@ Each screen is checked by simple rules (the checks below, one function each):
   skipped    a skipped case called failed (on the screen, or status "failed" in the record for
              a case the budget skipped);
   batch      "a larger batch" claimed while no batch above the user's ran;
+  wide       "no clear change" (in --verbose's fix table) whose interval cannot rule out a 2× change;
+  reason     a larger batch "not measured (one side did not run)" when the budget cut the sweep;
   words      another framework's words (tf.function in a torch run, torch.compile in a JAX script);
   synced     an audit row of a JAX script that saw no work and no host read, yet reads "synced yes";
   converge   "did not converge" with an interval inside its target;
@@ -123,7 +125,7 @@ def run_as_user(path: Path, budget: float, out: Path) -> Run:
         first = run.screen.strip().splitlines()[-1]
         run = run_one(path, float(m.group(1)), out)
         run.retried_from = f"--budget {budget:g} refused (exit 2): {first}"
-    run.broken = check(run, path.read_text())
+    run.broken = check(run, path.read_text()) + check_wide(fix_table(run, out))
     return run
 
 
@@ -171,6 +173,32 @@ def check_thin(lines: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+NO_CHANGE = re.compile(r"no clear change \(([\d.]+)×, CI ([\d.]+)–([\d.]+)×, n=(\d+)")
+
+
+def fix_table(run: Run, out: Path) -> list[str]:
+    """The fix table of ``report --verbose`` (a diagnose's record), one row a line."""
+    if not run.record or "diagnose" not in run.command:
+        return []
+    json_file = run.command[run.command.index("--json") + 1]
+    cmd = [sys.executable, "-m", "whichdevice", "report", json_file, "--verbose", "--out", str(out / "verbose")]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=_env())
+    return [ln for ln in done.stdout.splitlines() if re.match(r"^│ \d+\. ", ln)]
+
+
+def check_wide(rows: list[str]) -> list[tuple[str, str]]:
+    """A first-screen "No clear change" whose fix-table interval reaches below 0.5× or above 2×: it
+    cannot rule out a 2× change, so it is too few samples, not "no clear change"."""
+    out = []
+    for row in rows:
+        for m in NO_CHANGE.finditer(row):
+            lo, hi = float(m.group(2)), float(m.group(3))
+            if lo < 0.5 or hi > 2.0:
+                cells = [c.strip() for c in row.strip("│ ").split("│")]
+                out.append(("wide", f"{cells[0]}: {m.group(0)})  [cannot rule out a 2× change]"))
+    return out
+
+
 def check_skipped(lines: list[str], record: dict | None) -> list[tuple[str, str]]:
     out = [("skipped", ln.strip()) for ln in lines if re.search(r"failed[^.]*skipped|skipped[^.]*failed", ln)]
     for r in (record or {}).get("results", []):
@@ -204,6 +232,19 @@ def check_batch(lines: list[str], record: dict | None) -> list[tuple[str, str]]:
         if "larger batch" in low and "not measured" not in low and not larger:
             out.append(("batch", line.strip() + f"  [no batch above {user} ran]"))
     return out
+
+
+def check_reason(lines: list[str], record: dict | None) -> list[tuple[str, str]]:
+    """A larger batch "not measured (one side did not run)" when the budget cut the sweep."""
+    o = (record or {}).get("options", {})
+    sweep, user = o.get("sweep_batches"), o.get("batch")
+    if not (o.get("budget_cut") and isinstance(sweep, list) and isinstance(user, int) and max(sweep) <= user):
+        return []
+    return [
+        ("reason", ln.strip() + f"  [the budget cut the sweep to batch {user}]")
+        for ln in lines
+        if "larger batch" in ln and "one side did not run" in ln
+    ]
 
 
 def script_framework(text: str) -> str:
@@ -278,6 +319,7 @@ def check(run: Run, text: str) -> list[tuple[str, str]]:
         *check_thin(lines),
         *check_skipped(lines, run.record),
         *check_batch(lines, run.record),
+        *check_reason(lines, run.record),
         *check_words(lines, "jax" if framework == "keras" and "jax" in str(run.command) else framework),
         *check_converge(lines),
         *check_synced(lines, framework),
