@@ -75,3 +75,23 @@ def test_a_sweep_that_kept_a_larger_batch_or_had_none_is_not_called_cut():
         options = {**record.options, "sweep_batches": sweep, "batch": batch}
         v = suite_verdict(record.model_copy(update={"options": options}), seed_batch=128)
         assert v.fix("batch").not_measured is None or v.fix("batch").not_measured.reason != "cut", sweep
+
+
+MNIST = Path(__file__).parent / "data" / "diagnose_keras_mnist_convnet_budget30_cpu_2core.json"
+
+
+def test_steps_per_execution_not_tried_for_short_epochs_reads_left_out():
+    """keras-io's mnist_convnet at --budget 30, batch 128: the fits ran (jit_compile measured) but
+    epochs of 9 steps tried no steps_per_execution above 1; the first screen said
+    "steps_per_execution (one side did not run)"."""
+    facts = dict(step_s=0.0115, first_step_s=0.393, fit_first_s=0.5, build_s=0.05, import_s=5.0)
+    sizing = size_user_cases(facts, batch=128, samples=10_000, budget_s=30, samples_given=False)
+    assert sizing["fixes"] and sizing["steps_per_execution"] == []
+    assert sizing_options(sizing)["fixes_cut"] == ["steps_per_execution"]
+    record = load_run(MNIST)
+    assert record.options["steps_per_execution_tried"] == [] and "not tried" in " ".join(record.options["budget_cut"])
+    cut = record.model_copy(update={"options": {**record.options, "fixes_cut": ["steps_per_execution"]}})
+    v = suite_verdict(cut, seed_batch=128)
+    assert v.fix("steps_per_execution").not_measured.reason == "cut"
+    tail = " ".join(tail_lines(first_screen(cut, v)))
+    assert "Not measured: steps_per_execution (left out: time budget)." in tail, tail

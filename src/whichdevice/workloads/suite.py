@@ -322,11 +322,14 @@ def _epochs(
     return steps, spe
 
 
-def _fixes_cut(with_fixes: bool, with_prefetch: bool) -> list[str]:
+def _fixes_cut(with_fixes: bool, with_prefetch: bool, spe: tuple[int, ...]) -> list[str]:
     """The fixes (workloads/fixes.FIXES keys) this plan left out for the budget, for the record:
-    a fix table says "left out: time budget" for them, never "not part of the suite" (issue 39).
-    The batch sweep's cut is read from ``sweep_batches`` (analysis/suite._sweep_cut)."""
-    return ([] if with_fixes else ["steps_per_execution", "jit_compile"]) + ([] if with_prefetch else ["prefetch"])
+    a fix table says "left out: time budget" for them, never "not part of the suite" or "one
+    side did not run" (issue 39); steps_per_execution too when the fits ran but no value above 1
+    was tried (epochs too short for the budget). The batch sweep's cut is read from
+    ``sweep_batches`` (analysis/suite._sweep_cut)."""
+    cut = ["steps_per_execution", "jit_compile"] if not with_fixes else ([] if spe else ["steps_per_execution"])
+    return cut + ([] if with_prefetch else ["prefetch"])
 
 
 def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, samples_given: bool | str) -> dict:
@@ -370,7 +373,7 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
         "sweep_batches": sorted(sweep),
         "steps_per_execution": list(spe),
         "fixes": with_fixes,
-        "fixes_cut": _fixes_cut(with_fixes, with_prefetch),
+        "fixes_cut": _fixes_cut(with_fixes, with_prefetch, spe),
         "sync": plan.with_sync,
         "prefetch": with_prefetch,
         "clone": with_clone,
