@@ -445,7 +445,7 @@ def none_text(fs: FirstScreen) -> str:
     when some change was measured; when every one was left out, skipped or not runnable here it
     says so (issue 39: a torch diagnose at --budget 30 that measured no fix read "No measured
     change helps significantly here", a verdict over nothing)."""
-    measured = fs.more or fs.slower or fs.unclear
+    measured = bool(fs.more or fs.slower or fs.unclear)
     measured = measured or any(why in (fixwords.NOT_ENOUGH, fixwords.DEFAULT_ON) for _, why in fs.not_measured)
     return NO_CHANGE_HELPS if measured or not fs.not_measured else NOTHING_MEASURED
 

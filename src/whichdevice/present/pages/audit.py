@@ -88,7 +88,7 @@ def _measurements_grid(record: AuditRecord) -> Grid:
             ]
         )
     notes = [f"line {n}: {t}" for n, t in dict.fromkeys((m.line, m.text) for m in record.measurements)]
-    unseen = sorted({m.line for m in record.measurements if _unseen_jax(m)})
+    unseen = sorted({m.line for m in record.measurements if _unseen_jax(m) and m.line is not None})
     if unseen:
         notes.append(
             f"synced —: line {', '.join(map(str, unseen))}: no JAX work and no host read seen in the interval "
