@@ -42,6 +42,7 @@ from whichdevice.analysis.verdict import Finding, sweep_findings
 from whichdevice.analysis.warmup import break_even
 from whichdevice.core.records import CaseResult, CaseSpec, RunRecord
 from whichdevice.workloads import fixes as catalogue
+from whichdevice.workloads.suite import USER_SWEEP_BATCHES
 
 # A recommended setting (batch, steps_per_execution) must reach this share of the best
 # throughput found in its grid; the smallest such value is recommended (a smaller batch costs
@@ -294,9 +295,29 @@ def _has_gpu(record: RunRecord) -> bool:
     )
 
 
+def _sweep_cut(record: RunRecord, e: FixEntry) -> bool:
+    """Whether the diagnose's plan cut its batch sweep to no batch above the user's (its options'
+    ``sweep_batches``, ``batch`` and ``budget_cut``) though the grid has larger ones: a larger
+    batch was left out for the budget, not "one side did not run" (issue 39: keras-io's weather
+    LSTM, a CIFAR ResNet18 in torch)."""
+    o = record.options
+    sweep, batch = o.get("sweep_batches"), o.get("batch")
+    if not (e.larger and e.param == "batch" and o.get("budget_cut") and isinstance(sweep, list)):
+        return False
+    if not isinstance(batch, int):
+        return False
+    return any(k > batch for k in USER_SWEEP_BATCHES) and not any(isinstance(b, int) and b > batch for b in sweep)
+
+
 def _cut_by_plan(record: RunRecord, e: FixEntry) -> bool:
-    """Whether the torch diagnose's plan left this fix out for the budget (its options'
-    ``fixes_planned`` and ``budget_cut``: workloads/torch_diagnose.size_cases), not the suite."""
+    """Whether the diagnose's plan left this fix out for the budget, not the suite: the Keras
+    plan's ``fixes_cut`` (workloads/suite.size_user_cases), the torch plan's ``fixes_planned``
+    and ``budget_cut`` (workloads/torch_diagnose.size_cases)."""
+    if _sweep_cut(record, e):
+        return True
+    cut = record.options.get("fixes_cut")
+    if isinstance(cut, list):  # the Keras diagnose's plan (workloads/suite.size_user_cases)
+        return e.key in cut
     planned = record.options.get("fixes_planned")
     if e.framework != "torch" or not isinstance(planned, list) or not record.options.get("budget_cut"):
         return False
@@ -349,6 +370,8 @@ def _none_larger(record: RunRecord, e: FixEntry, baseline: object) -> NotMeasure
         return NotMeasured("failed", failures=list(dict.fromkeys(str(r.failure or "error") for r in failed)))
     if larger:
         return NotMeasured("skipped")
+    if _cut_by_plan(record, e):
+        return NotMeasured("cut")
     return NotMeasured("none_larger", param=e.param, above=baseline)
 
 

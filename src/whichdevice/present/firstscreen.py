@@ -552,6 +552,20 @@ def tail_lines(fs: FirstScreen) -> list[str]:
     return out
 
 
+NO_CHANGE_HELPS = "No measured change helps significantly here."
+NOTHING_MEASURED = "No change was measured here: each one is listed below with why."
+
+
+def none_text(fs: FirstScreen) -> str:
+    """The line under "What to change" when no change helps. "No measured change helps" only
+    when some change was measured; when every one was left out, skipped or not runnable here it
+    says so (issue 39: a torch diagnose at --budget 30 that measured no fix read "No measured
+    change helps significantly here", a verdict over nothing)."""
+    measured = bool(fs.more or fs.slower or fs.unclear)
+    measured = measured or any(why in (fixwords.NOT_ENOUGH, fixwords.DEFAULT_ON) for _, why in fs.not_measured)
+    return NO_CHANGE_HELPS if measured or not fs.not_measured else NOTHING_MEASURED
+
+
 def _short(c: Change) -> str:
     return c.fix.entry.short if c.fix is not None else c.kind
 
@@ -608,7 +622,7 @@ def _screen_lines(fs: FirstScreen, report: str | None, n_causes: int, gap: bool,
         out += [("", f"  {i}. {cause_title(c)} — {cause_text(c)}") for i, c in enumerate(fs.causes[:n_causes], 1)]
     out += [("", ""), ("head", "What to change (measured on this machine, best first)")]
     if not fs.changes:
-        out.append(("", "  No measured change helps significantly here."))
+        out.append(("", f"  {none_text(fs)}"))
     for i, ch in enumerate(fs.changes, 1):
         out.append(("", f"  {i}. {ch.title}: {ch.short_gain_text}"))
         out.append(("code", f"       {ch.code}"))

@@ -61,6 +61,7 @@ class FirstView(TypedDict):
     more: list[dict[str, str]]
     tail: list[str]
     warnings_line: str
+    none: str  # the line when no change helps (present/firstscreen.none_text)
 
 
 _pages: list[Page] | None = None
@@ -186,7 +187,7 @@ def first_view(fs: FirstScreen | None) -> FirstView | None:
 def _first_view(fs: FirstScreen | None) -> FirstView | None:
     if fs is None:
         return None
-    from whichdevice.present.firstscreen import cause_text, cause_title, tail_lines, warnings_line
+    from whichdevice.present.firstscreen import cause_text, cause_title, none_text, tail_lines, warnings_line
 
     return {
         "answer": fs.answer,
@@ -198,6 +199,7 @@ def _first_view(fs: FirstScreen | None) -> FirstView | None:
         "more": [{"title": c.title, "gain": c.gain_text, "code": c.code, "caveat": c.caveat} for c in fs.more],
         "tail": [line for line in tail_lines(fs) if not line.startswith("Also helps")],  # more is listed whole
         "warnings_line": warnings_line(fs),
+        "none": none_text(fs),
     }
 
 

@@ -73,11 +73,11 @@ def _causes_markdown(causes: list[dict[str, str]]) -> list[str]:
     return lines + [""]
 
 
-def _changes_markdown(changes: list[dict[str, str]]) -> list[str]:
+def _changes_markdown(changes: list[dict[str, str]], none: str) -> list[str]:
     """The block "What to change": each fix with its gain, where, its line of code and its caveat."""
     lines = ["**What to change** (measured on this machine, best first)", ""]
     if not changes:
-        return lines + ["No measured change helps significantly here."]
+        return lines + [none]
     for i, c in enumerate(changes, 1):
         lines.append(f"{i}. **{_line(c['title'])}**: {_line(c['gain'])} ({_line(c['where'])})")
         lines += ["   ```python", *[f"   {clean(x)}" for x in str(c["code"]).splitlines()], "   ```"]
@@ -93,7 +93,7 @@ def _first_screen_markdown(fs: FirstView) -> list[str]:
     if answer:
         lines += [f"**Answer:** {answer[0]}"] + [f"{a}" for a in answer[1:]] + [""]
     lines += _causes_markdown(fs["causes"])
-    lines += _changes_markdown(fs["changes"])
+    lines += _changes_markdown(fs["changes"], fs["none"])
     if fs["more"]:
         lines += [
             "",

@@ -330,6 +330,16 @@ def _epochs(
     return steps, spe
 
 
+def _fixes_cut(with_fixes: bool, with_prefetch: bool, spe: tuple[int, ...]) -> list[str]:
+    """The fixes (workloads/fixes.FIXES keys) this plan left out for the budget, for the record:
+    a fix table says "left out: time budget" for them, never "not part of the suite" or "one
+    side did not run" (issue 39); steps_per_execution too when the fits ran but no value above 1
+    was tried (epochs too short for the budget). The batch sweep's cut is read from
+    ``sweep_batches`` (analysis/suite._sweep_cut)."""
+    cut = ["steps_per_execution", "jit_compile"] if not with_fixes else ([] if spe else ["steps_per_execution"])
+    return cut + ([] if with_prefetch else ["prefetch"])
+
+
 def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, samples_given: bool | str) -> dict:
     """The user's cases planned to the budget from the pre-flight's facts (``step_s`` at
     ``batch``, ``first_step_s``, ``fit_first_s``, ``build_s``, ``import_s``), in priority
@@ -371,6 +381,7 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
         "sweep_batches": sorted(sweep),
         "steps_per_execution": list(spe),
         "fixes": with_fixes,
+        "fixes_cut": _fixes_cut(with_fixes, with_prefetch, spe),
         "sync": plan.with_sync,
         "prefetch": with_prefetch,
         "clone": with_clone,
@@ -464,6 +475,8 @@ def sizing_options(sizing: dict | None) -> dict:
         "preflight_s": sizing.get("preflight_s"),
         "budget_cut": list(sizing["cut"]),
     }
+    if "fixes_cut" in sizing:  # the Keras plan: the fixes it left out for the budget
+        out["fixes_cut"] = list(sizing["fixes_cut"])
     if "fixes_planned" in sizing:  # the torch plan (workloads/torch_diagnose.size_cases): no epochs, no fit
         del out["samples_measured"], out["steps_per_execution_tried"], out["losses"]
         out |= {"fixes_planned": list(sizing["fixes_planned"]), "compile_limit_s": sizing.get("compile_limit_s")}

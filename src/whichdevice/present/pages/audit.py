@@ -84,15 +84,36 @@ def _measurements_grid(record: AuditRecord) -> Grid:
                 GridCell(seconds(m.seconds)),
                 GridCell(str(m.fn_calls + m.session_runs)),
                 GridCell(_one_time(m), "dim"),
-                GridCell("no" if m.unsynced_gpu_end else "yes", "bad" if m.unsynced_gpu_end else "dim"),
+                _synced(m),
             ]
+        )
+    notes = [f"line {n}: {t}" for n, t in dict.fromkeys((m.line, m.text) for m in record.measurements)]
+    unseen = sorted({m.line for m in record.measurements if _unseen_jax(m) and m.line is not None})
+    if unseen:
+        notes.append(
+            f"synced —: line {', '.join(map(str, unseen))}: no JAX work and no host read seen in the interval "
+            "(JAX's eager jnp ops are not recorded one by one, and JAX dispatches them asynchronously): "
+            "whether the clock waited for them is not known"
         )
     return Grid(
         "What the script timed (each end - start it computed)",
         ["line", "#", "asked", "ran on (ops)", "script's time", "calls", "one-time", "synced"],
         rows,
-        [f"line {n}: {t}" for n, t in dict.fromkeys((m.line, m.text) for m in record.measurements)],
+        notes,
     )
+
+
+def _unseen_jax(m: Measurement) -> bool:
+    """A JAX interval in which the audit saw no work and no host read: its eager jnp ops (not
+    recorded one by one) may still be running at the clock read, so "synced: yes" would be a
+    guess (issue 39: the JAX docs' jnp.dot timed without block_until_ready read "synced yes")."""
+    return m.framework == "jax" and not m.unsynced_gpu_end and not (m.ran_on or m.fn_calls or m.syncs or m.eager_ops)
+
+
+def _synced(m: Measurement) -> GridCell:
+    if m.unsynced_gpu_end:
+        return GridCell("no", "bad")
+    return GridCell("—", "dim") if _unseen_jax(m) else GridCell("yes", "dim")
 
 
 def _correction_row(c: Correction, lines: str) -> list[GridCell]:

@@ -1,0 +1,97 @@
+"""Issue 39, seen on the public-code check (benchmarks/public_check_39.md): a Keras diagnose whose
+plan left fixes out for the budget said why wrongly. keras-io's weather LSTM at --budget 30
+(tests/data/diagnose_keras_lstm_budget30_cpu_2core.json, a real record on the 2-core VM): its
+plan cut the batch sweep to the user's batch 256 and the fixes' fits and the prefetch A/B (its
+notes say so), yet the first screen said "a larger batch (one side did not run)" and the fix
+table "steps_per_execution: not measured: not part of your model's suite (diagnose)". Both
+were cut by the time budget: the plan now records which fixes it left out (``fixes_cut``) and
+the fix table and the first screen say "left out: time budget"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from whichdevice.analysis.suite import suite_verdict
+from whichdevice.core.records import load_run
+from whichdevice.present.firstscreen import first_screen, tail_lines
+from whichdevice.present.suitepage import fix_grid
+from whichdevice.workloads.suite import size_user_cases, sizing_options
+
+LSTM = Path(__file__).parent / "data" / "diagnose_keras_lstm_budget30_cpu_2core.json"
+RESNET = Path(__file__).parent / "data" / "diagnose_torch_resnet18_budget290_cpu_2core.json"
+RECORDED = ["steps_per_execution", "jit_compile", "prefetch"]  # what the Keras plan records as fixes_cut
+CUT = [*RECORDED, "batch"]  # the batch sweep's cut is read from sweep_batches
+
+
+def test_the_keras_plan_records_the_fixes_it_left_out():
+    # the pre-flight of keras-io's weather LSTM in that record: a step 45.4 ms at batch 256, its
+    # first call 1.74 s, fit's first epoch 2.78 s (the pre-flight took 17.5 s on the loaded VM)
+    facts = dict(step_s=0.0454, first_step_s=1.74, fit_first_s=2.78, build_s=0.3, import_s=20.0)
+    sizing = size_user_cases(facts, batch=256, samples=10_000, budget_s=30, samples_given=False)
+    assert sizing["sweep_batches"] == [256] and not sizing["fixes"] and not sizing["prefetch"]
+    assert sorted(sizing_options(sizing)["fixes_cut"]) == sorted(RECORDED)
+    roomy = size_user_cases(facts, batch=256, samples=10_000, budget_s=600, samples_given=False)
+    assert sizing_options(roomy)["fixes_cut"] == []
+
+
+def test_fixes_the_budget_cut_read_left_out_never_not_in_the_suite():
+    record = load_run(LSTM)
+    cut = record.model_copy(update={"options": {**record.options, "fixes_cut": RECORDED}})  # as the plan records it now
+    v = suite_verdict(cut, seed_batch=256)
+    for key in CUT:
+        assert v.fix(key).not_measured is not None and v.fix(key).not_measured.reason == "cut", key
+    rows = {row[0].text.split(". ", 1)[1]: row[2].text for row in fix_grid(v, record=cut).rows}
+    for title in ("Increase the batch size", "steps_per_execution", "jit_compile (XLA)", "Use tf.data with prefetch"):
+        assert rows[title].startswith("not measured: the plan left it out to keep within the time budget"), rows[title]
+    tail = " ".join(tail_lines(first_screen(cut, v)))
+    assert "Not measured: a larger batch, prefetch, steps_per_execution, jit_compile (left out: time budget)." in tail
+    assert "one side did not run" not in tail
+
+
+def test_a_record_without_fixes_cut_says_only_what_it_shows():
+    """A record made before the plan said which fixes it cut: its sweep (``sweep_batches``) still
+    shows the larger batch was cut; its fixes' fits are not guessed."""
+    record = load_run(LSTM)
+    v = suite_verdict(record, seed_batch=256)
+    assert v.fix("batch").not_measured.reason == "cut"
+    assert v.fix("steps_per_execution").not_measured.reason == "not_in_suite"
+
+
+def test_the_torch_plan_that_cut_the_sweep_says_so():
+    """pytorch-cifar's ResNet18 at batch 128 (the 2-core VM, --budget 290 as diagnose asked): a
+    step took 11.4 s, the plan kept only batch 128; the first screen said "a larger batch (one
+    side did not run)"."""
+    record = load_run(RESNET)
+    assert record.options["sweep_batches"] == [128] and record.options["batch"] == 128
+    v = suite_verdict(record, seed_batch=128)
+    assert v.fix("batch").not_measured.reason == "cut"
+    tail = " ".join(tail_lines(first_screen(record, v)))
+    assert "Not measured: a larger batch, zero_grad(set_to_none=True)" in tail and "one side did not run" not in tail
+
+
+def test_a_sweep_that_kept_a_larger_batch_or_had_none_is_not_called_cut():
+    record = load_run(RESNET)
+    for sweep, batch in (([128, 512], 128), ([512, 2048], 2048)):
+        options = {**record.options, "sweep_batches": sweep, "batch": batch}
+        v = suite_verdict(record.model_copy(update={"options": options}), seed_batch=128)
+        assert v.fix("batch").not_measured is None or v.fix("batch").not_measured.reason != "cut", sweep
+
+
+MNIST = Path(__file__).parent / "data" / "diagnose_keras_mnist_convnet_budget30_cpu_2core.json"
+
+
+def test_steps_per_execution_not_tried_for_short_epochs_reads_left_out():
+    """keras-io's mnist_convnet at --budget 30, batch 128: the fits ran (jit_compile measured) but
+    epochs of 9 steps tried no steps_per_execution above 1; the first screen said
+    "steps_per_execution (one side did not run)"."""
+    facts = dict(step_s=0.0115, first_step_s=0.393, fit_first_s=0.5, build_s=0.05, import_s=5.0)
+    sizing = size_user_cases(facts, batch=128, samples=10_000, budget_s=30, samples_given=False)
+    assert sizing["fixes"] and sizing["steps_per_execution"] == []
+    assert sizing_options(sizing)["fixes_cut"] == ["steps_per_execution"]
+    record = load_run(MNIST)
+    assert record.options["steps_per_execution_tried"] == [] and "not tried" in " ".join(record.options["budget_cut"])
+    cut = record.model_copy(update={"options": {**record.options, "fixes_cut": ["steps_per_execution"]}})
+    v = suite_verdict(cut, seed_batch=128)
+    assert v.fix("steps_per_execution").not_measured.reason == "cut"
+    tail = " ".join(tail_lines(first_screen(cut, v)))
+    assert "Not measured: steps_per_execution (left out: time budget)." in tail, tail
