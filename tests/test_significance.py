@@ -22,7 +22,12 @@ def test_t_quantiles_from_the_table_and_beyond():
 def test_judge_needs_the_whole_ci_beyond_the_noise_threshold():
     assert sig.judge(2.0, 1.8, 2.2, 10).status == "faster"
     assert sig.judge(0.5, 0.45, 0.55, 10).status == "slower"
-    assert sig.judge(1.5, 0.9, 2.5, 10).status == "no_change"  # CI contains 1
+    assert sig.judge(1.5, 0.9, 1.9, 10).status == "no_change"  # CI contains 1
+    # an interval that cannot rule out a 2x change either way is not enough, never "no clear change"
+    # (issue 39: the keras-io weather LSTM's prefetch pair, 0.062-6.7x from 5 samples)
+    wide = sig.judge(1.5, 0.9, 2.5, 10)
+    assert wide.status == "not_enough" and wide.note is not None and wide.note.kind == "too_wide"
+    assert sig.judge(0.65, 0.062, 6.7, 5).status == "not_enough"
     # CI excludes 1 but the change is within the 5 % noise threshold
     assert sig.judge(1.03, 1.01, 1.05, 10).status == "no_change"
     assert sig.judge(1.03, 1.015, 1.05, 10, threshold=0.01).status == "faster"
@@ -121,7 +126,9 @@ def test_claim_text_carries_interval_and_count():
 
     assert ratio_text(sig.judge(2.9, 2.1, 3.8, 5, unit="rounds")) == "2.9× faster (95 % CI 2.1–3.8×, 5 rounds)"
     assert ratio_text(sig.judge(0.5, 0.4, 0.625, 12)) == "2× slower (95 % CI 1.6–2.5×, 12 samples)"
-    assert ratio_text(sig.judge(1.79, 0.8, 3.1, 5)) == "no clear change (1.8×, CI 0.8–3.1×, n=5)"
+    assert ratio_text(sig.judge(1.3, 0.8, 1.9, 5)) == "no clear change (1.3×, CI 0.8–1.9×, n=5)"
+    wide = "not enough samples (1.8×, CI 0.8–3.1×, n=5; too wide to rule out a 2× change)"
+    assert ratio_text(sig.judge(1.79, 0.8, 3.1, 5)) == wide
     one = ratio_text(sig.from_samples([0.0644], [0.2] * 5))
     assert one.startswith("not enough samples") and "n=1" in one
 

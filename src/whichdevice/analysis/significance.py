@@ -80,6 +80,11 @@ MIN_SAMPLES = 5
 # 1.4x change. Only an interval wholly inside the band (no change, measured) stays "no clear change"
 # from 2 rounds.
 MIN_ROUNDS_NO_CHANGE = 3
+# "No clear change" says the change, if any, is small. An interval that cannot rule out a change of
+# this factor either way (the keras-io weather LSTM's prefetch pair on a busy machine: 0.062-6.7x from
+# 5 samples) says nothing of the kind: the samples were too few for their spread, so the claim is "not
+# enough" (too wide), never "no clear change" (issue 39).
+WIDE_FACTOR = 2.0
 CONFIDENCE = 0.95
 # A point's median is precise enough when its 95 % CI half-width is within this share of the
 # median (MATLAB runperf's default target, 5 %); configurable per policy (core/timing.py).
@@ -120,7 +125,7 @@ class ClaimNote:
     samples (``n`` of the ``needed``); too few rounds (``n``); the rounds fell in two clusters
     (``modes``)."""
 
-    kind: Literal["no_samples", "too_few_samples", "too_few_rounds", "bimodal"]
+    kind: Literal["no_samples", "too_few_samples", "too_few_rounds", "too_wide", "bimodal"]
     n: int = 0
     needed: int = 0
     modes: Modes | None = None
@@ -182,6 +187,8 @@ def judge(  # noqa: PLR0913 (THE rule's parameters, keyword-only)
         status = "faster"
     elif hi < 1.0 / (1.0 + threshold) and ratio < 1:
         status = "slower"
+    elif lo < 1.0 / WIDE_FACTOR or hi > WIDE_FACTOR:
+        status, note = "not_enough", ClaimNote("too_wide", n) if note is None or note.kind != "bimodal" else note
     else:
         status = "no_change"
     return Claim(ratio, lo, hi, n, unit, threshold, status, note, confidence)
@@ -294,7 +301,7 @@ def from_rounds(
     pooled_b = [x for r in b_rounds for x in r]
     within = from_samples(pooled_a, pooled_b, threshold=threshold, min_samples=min_samples)
     pairs = [(ra, rb) for ra, rb in zip(a_rounds, b_rounds) if ra and rb]
-    if not within.enough:
+    if not within.enough and not _too_wide(within):  # too few samples: the rounds cannot help
         return within
     if len(pairs) < 2:
         if process_sd:
@@ -315,11 +322,15 @@ def from_rounds(
     return _few_rounds(claim)
 
 
+def _too_wide(claim: Claim) -> bool:
+    return claim.status == "not_enough" and claim.note is not None and claim.note.kind == "too_wide"
+
+
 def _few_rounds(claim: Claim) -> Claim:
     """A rounded claim that is no change only for want of rounds (fewer than
     ``MIN_ROUNDS_NO_CHANGE``, its interval reaching beyond the noise band): not enough, with why."""
     inside = 1.0 / (1.0 + claim.threshold) <= claim.lo and claim.hi <= 1.0 + claim.threshold
-    if claim.status != "no_change" or claim.n >= MIN_ROUNDS_NO_CHANGE or inside:
+    if not (claim.status == "no_change" or _too_wide(claim)) or claim.n >= MIN_ROUNDS_NO_CHANGE or inside:
         return claim
     few = ClaimNote("too_few_rounds", claim.n, MIN_ROUNDS_NO_CHANGE)
     return dataclasses.replace(claim, status="not_enough", note=few)

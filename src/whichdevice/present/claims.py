@@ -49,6 +49,8 @@ def note_text(note: ClaimNote | None) -> str:
         return f"{note.n} sample{'s' if note.n != 1 else ''}: at least {note.needed} needed"
     if note.kind == "too_few_rounds":
         return f"fewer than {note.needed} rounds"
+    if note.kind == "too_wide":
+        return "too wide to rule out a 2× change"
     return f"bimodal between rounds ({modes_text(note.modes)})" if note.modes is not None else "bimodal between rounds"
 
 
@@ -63,6 +65,9 @@ def ratio_text(claim: Claim | Comparison, *, subject: str = "") -> str:
     c = claim.claim if isinstance(claim, Comparison) else claim
     note = note_text(c.note)
     who = f"{subject} " if subject else ""
+    if c.status == "not_enough" and c.note is not None and c.note.kind == "too_wide":
+        count = f"{c.n} rounds" if c.unit == "rounds" else f"n={c.n}"
+        return f"not enough samples ({_x(c.ratio)}×, CI {_x(c.lo)}–{_x(c.hi)}×, {count}; {note})"
     if c.status == "not_enough":
         why = f"; {note}" if note else ""
         count = f"{c.n} rounds" if c.unit == "rounds" and c.n > 1 else f"n={c.n}"
