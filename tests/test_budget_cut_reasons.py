@@ -95,3 +95,24 @@ def test_steps_per_execution_not_tried_for_short_epochs_reads_left_out():
     assert v.fix("steps_per_execution").not_measured.reason == "cut"
     tail = " ".join(tail_lines(first_screen(cut, v)))
     assert "Not measured: steps_per_execution (left out: time budget)." in tail, tail
+
+
+def test_channels_last_for_a_model_without_conv2d_is_not_a_budget_cut():
+    """channels_last applies to Conv2d only: a torch diagnose of a model without one (an LSTM) whose plan
+    cut fixes for the budget says it is not part of the suite, never "left out: time budget"."""
+    record = load_run(RESNET)
+    no_conv = record.model_copy(update={"options": {**record.options, "torch_conv2d": False}})
+    v = suite_verdict(no_conv, seed_batch=128)
+    (fv,) = [f for f in v.fixes if f.entry.key == "channels_last"]
+    assert fv.not_measured is not None and fv.not_measured.reason != "cut"
+    conv = suite_verdict(record, seed_batch=128)
+    (cv,) = [f for f in conv.fixes if f.entry.key == "channels_last"]
+    assert cv.not_measured is not None and cv.not_measured.reason == "cut"  # with Conv2d: the budget did cut it
+
+
+def test_a_pair_with_samples_enough_but_too_wide_an_interval_says_so():
+    from whichdevice.analysis.fixes import NotMeasured
+    from whichdevice.present.fixes import not_measured_text
+
+    text = not_measured_text(NotMeasured("too_few_samples", n=10, unit="samples", needed=5, wide=True))
+    assert "too wide to rule out a 2× change" in text and "fewer than" not in text

@@ -214,6 +214,7 @@ class NotMeasured:
     n: int = 0  # too_few_samples: the most samples (or rounds) a pair had
     unit: str = "samples"  # too_few_samples: what n counts ("rounds": too few rounds to tell)
     needed: int = 0  # too_few_samples: how many a claim needs
+    wide: bool = False  # too_few_samples: enough of them, but their interval too wide to tell a 2x change
     devices: list[str] = field(default_factory=list)  # default: where the framework already does it
     param: str = ""  # none_larger: the parameter ...
     above: object = None  # ... and the baseline value nothing above which was measured

@@ -321,6 +321,8 @@ def _cut_by_plan(record: RunRecord, e: FixEntry) -> bool:
     planned = record.options.get("fixes_planned")
     if e.framework != "torch" or not isinstance(planned, list) or not record.options.get("budget_cut"):
         return False
+    if e.key == "channels_last" and not record.options.get("torch_conv2d"):
+        return False  # no Conv2d in the model: the fix does not apply, whatever the plan (an LSTM)
     if e.key in ("num_workers", "pin_memory"):
         data = "loader" if e.key == "num_workers" else "loader_pin"
         gpu = _has_gpu(record)
@@ -336,7 +338,8 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
         most = max(fixes, key=lambda f: (f.claim.unit == "rounds", f.claim.n))
         note = most.claim.note
         needed = note.needed if note is not None and note.needed else MIN_SAMPLES
-        return NotMeasured("too_few_samples", n=most.claim.n, unit=most.claim.unit, needed=needed)
+        wide = note is not None and note.kind == "too_wide"
+        return NotMeasured("too_few_samples", n=most.claim.n, unit=most.claim.unit, needed=needed, wide=wide)
     if e.gpu_only and not _has_gpu(record):
         return NotMeasured("no_gpu")
     if _cut_by_plan(record, e):

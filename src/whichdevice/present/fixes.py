@@ -149,6 +149,15 @@ def _cut_text(g: GridResult, what: str) -> str:
     return f"; largest measured: {what} {g.largest}; " + "; ".join(parts)
 
 
+def _too_few_text(why: NotMeasured) -> str:
+    if why.wide:
+        count = f"{why.n} rounds" if why.unit == "rounds" else f"{why.n} samples"
+        return f"not enough samples: {count}, but their interval is too wide to rule out a 2× change"
+    if why.unit == "rounds":
+        return f"not enough samples: {why.n} rounds, at least {why.needed} needed to tell a change from none"
+    return f"not enough samples: fewer than {MIN_SAMPLES} samples (n={why.n})"
+
+
 def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
     """'not measured: skipped, the time budget ran out (raise --budget)' and the like."""
     if why.reason == "not_in_suite":
@@ -162,9 +171,7 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
         kinds = ", ".join(k.replace("_", " ") for k in why.failures)
         return f"not measured: its cases failed ({kinds}; see Failed)"
     if why.reason == "too_few_samples":
-        if why.unit == "rounds":
-            return f"not enough samples: {why.n} rounds, at least {why.needed} needed to tell a change from none"
-        return f"not enough samples: fewer than {MIN_SAMPLES} samples (n={why.n})"
+        return _too_few_text(why)
     if why.reason == "default":
         return f"no change to make: {', '.join(why.devices)} already compile with XLA by default (jit_compile='auto')"
     if why.reason == "no_gpu":
