@@ -246,6 +246,18 @@ class _StepBlame:
         if is_out_of_memory(e):
             return out_of_memory(e, self.batch)
         own = self.model_fn is not None and in_loss(e) and user_frame(e, self.model_fn.path)
+        if own and self.model_fn is not None and self.data_fn is None:
+            # the user's own loss raised on labels made for the model: their shape may be what it
+            # refuses (a loss that reshapes its labels), so both the labels and the loss are named
+            function, line = own
+            name = self.model_fn.path.name
+            return UserFileError(
+                "--model",
+                f"one training step ({where}) failed in your loss {function}() ('{name}' line {line}) with "
+                f"{self.what(*xy)} against the output {iospec.describe_outputs(self.io, self.batch)}: {_exc_line(e)}",
+                "Pass your own batches with --data FILE.py:FUNCTION if your loss needs other labels; "
+                f"else fix the loss your model's compile() is given in '{name}'",
+            )
         if own and self.model_fn is not None:  # the user's own loss raised (issue #43: blamed --data)
             function, line = own
             name = self.model_fn.path.name
