@@ -310,3 +310,27 @@ def test_a_changed_provisional_answer_is_said_and_the_screen_stays_within_25_lin
     assert (
         _height(screen_lines(fs, report="whichdevice-results/run-20261127-151819-209d.html")) + AFTER_PAGE <= MAX_LINES
     )
+
+
+def test_piped_progress_never_counts_past_its_total():
+    """On the H200 the piped lines read "(32/24, …)", "(44/20, …)": round 2 gives each device's own
+    count as a new total (measure/session.py). Past the first, the count goes on without a total."""
+    import io
+
+    from rich.console import Console
+
+    from whichdevice.present.cliprogress import CliProgress
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=80, force_terminal=False, color_system=None)
+    with CliProgress(console) as p:
+        p.on_total(24)
+        for key in ["CPU:0|train|a"] * 24:
+            p.on_start(key)
+            p.on_result(None)
+        p.on_total(20)  # a device's round 2: its own cases, rounds 1 and 2
+        for key in ["GPU:0|train|b"] * 8:
+            p.on_start(key)
+            p.on_result(None)
+    lines = buf.getvalue().splitlines()
+    assert "(24/24," in lines[0] and "(32 so far," in lines[-1], lines

@@ -109,9 +109,14 @@ class CliProgress:
 
     # --- what the measuring session calls
     def on_total(self, n: int) -> None:
-        self.total = n
+        # The session gives the whole plan first, then each device's round 2 as that device's own
+        # count (measure/session.py): past the first, a total would be below the cases already done
+        # (the H200's "44/20"), so the count goes on without one.
+        if self.done:
+            self._end_phase()  # the phase that ran under the old total is said with it
+        self.total = n if self.done == 0 else None
         if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, total=n)
+            self._bar.update(self._task, total=self.total)
 
     def on_start(self, key: str) -> None:
         from rich.markup import escape
@@ -137,7 +142,7 @@ class CliProgress:
         """Piped: the phase that just ended, its cases, the count so far and the time."""
         if self.live or self.quiet or self._phase is None or not self._phase_done:
             return
-        of = f"/{self.total}" if self.total else ""
+        of = f"/{self.total}" if self.total else " so far"
         n = self._phase_done
         self.console.print(
             f"{self._phase}: {n} case{'s' if n > 1 else ''} done ({self.done}{of}, "
