@@ -93,7 +93,7 @@ def _print_as_text(record: records.RunRecord, *, markdown: bool, verbose: bool) 
     import sys
     import tempfile
 
-    from whichdevice.present import html, markdown as md
+    from whichdevice.present import html, markdown as md, plots
 
     render = registry.renderer(record.experiment)
     if render is None:
@@ -103,7 +103,7 @@ def _print_as_text(record: records.RunRecord, *, markdown: bool, verbose: bool) 
     from whichdevice.present import terminal
 
     with tempfile.TemporaryDirectory(prefix="whichdevice-report-") as tmp, html.capturing() as pages:
-        with console.capture(), terminal.capturing_grids() as grids:
+        with console.capture(), terminal.capturing_grids() as grids, plots.unseen():
             render(console, record, Path(tmp) / "report.png", loglog=True)
     if not pages and grids:  # a renderer with no HTML page (train): its terminal tables
         pages = [html.Page(record, [html.Section("Tables", list(grids))], [], [], [], None)]
@@ -206,5 +206,7 @@ def _print_only(record: records.RunRecord, stem: str, *, loglog: bool, verbose: 
     (``--out`` or ``--html`` keep them)."""
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="whichdevice-report-") as tmp:
+    from whichdevice.present import plots
+
+    with tempfile.TemporaryDirectory(prefix="whichdevice-report-") as tmp, plots.unseen():
         registry.render(_WithoutLinesAbout(tmp), record, Path(tmp) / f"{stem}.png", loglog=loglog, verbose=verbose)
