@@ -25,12 +25,13 @@ import html
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+from whichdevice.core import process
 from typing import IO, Any
 
 # The line every command that writes a record prints (cli/common.write_record, cli/audit.py).
@@ -89,19 +90,6 @@ class _Shown:
         self._handle.update(self._data(text, status), raw=True)
 
 
-def _stop(child: subprocess.Popen[str]) -> None:
-    """Ctrl-C (the kernel's interrupt): the child's whole process group, politely first."""
-    try:
-        os.killpg(child.pid, signal.SIGINT)
-        child.wait(timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        child.wait()
-
-
 def run_command(args: list[str], *, echo: bool = True) -> tuple[int, str, str]:
     """``whichdevice ARGS`` in a child: in a notebook its output in one block updated in place,
     elsewhere printed as it comes with the elapsed time. Returns (exit code, stdout, stderr)."""
@@ -133,7 +121,7 @@ def run_command(args: list[str], *, echo: bool = True) -> tuple[int, str, str]:
                 time.sleep(0.1)
             bar.done = 1 if child.returncode == 0 else 0
     except BaseException:
-        _stop(child)
+        process.interrupt_group(child)
         raise
     for t in pumps:
         t.join()

@@ -48,7 +48,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import psutil
 
@@ -239,13 +239,23 @@ def _started_pids() -> set[int]:
     return {p.pid for p in list(_popens) if p.returncode is None}
 
 
-def kill_group(proc: subprocess.Popen[bytes]) -> None:
+def kill_group(proc: subprocess.Popen[Any]) -> None:
     """SIGKILL a child started in its own session and everything it spawned; reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+
+
+def interrupt_group(proc: subprocess.Popen[Any], grace_s: float = 20.0) -> None:
+    """Ctrl-C for a child started in its own session (a notebook's interrupt): SIGINT to its whole
+    group, ``grace_s`` to end, then :func:`kill_group`."""
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=grace_s)
+    except (OSError, subprocess.TimeoutExpired):
+        kill_group(proc)
 
 
 def _kill_known(procs: list[psutil.Process]) -> None:

@@ -152,8 +152,7 @@ def run_command(args: list[str], *, title: str, echo: bool = True, progress: boo
     ``%whichdevice`` magic): its stdout and stderr printed here as they come (``echo``), the
     elapsed time shown while it runs (``progress``). Returns (exit code, stdout, stderr).
     Ctrl-C (a notebook's interrupt) stops the child's whole process group, then is raised."""
-    import os
-    import signal
+    from whichdevice.core import process
 
     child = subprocess.Popen(
         [sys.executable, "-m", "whichdevice", *args],
@@ -188,15 +187,7 @@ def run_command(args: list[str], *, title: str, echo: bool = True, progress: boo
                 time.sleep(0.1)
             bar.done = 1 if child.returncode == 0 else 0
     except BaseException:
-        try:
-            os.killpg(child.pid, signal.SIGINT)
-            child.wait(timeout=20)
-        except (OSError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(child.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            child.wait()
+        process.interrupt_group(child)
         raise
     for t in threads:
         t.join()
