@@ -29,6 +29,23 @@ def reference_timing(seconds: float, blocks: int = 7):
     )
 
 
+def fake_session(dev):
+    """A measuring session of ``dev`` as a faked ``experiment.run_devices`` returns it."""
+    from whichdevice.core.records import FrameworkInfo, Session
+
+    return Session(
+        framework=FrameworkInfo(name="tensorflow", version="0"),
+        device=dev,
+        env={},
+        import_s=0.0,
+        overhead_s=0.0,
+        cpu_threads_intra=2,
+        cpu_threads_inter=2,
+        cpu_threads_source="test",
+        onednn=False,
+    )
+
+
 def make_record(results, experiment="matmul"):
     from whichdevice.core.records import MachineInfo, RunRecord
 

@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from conftest import fake_session
+
 from whichdevice.analysis.suite import suite_verdict
 from whichdevice.core.records import (
     CaseResult,
     CaseSpec,
     DeviceInfo,
     FrameworkInfo,
-    Session,
     Timing,
     load_run,
 )
@@ -227,18 +228,7 @@ def test_the_session_gives_round_1_of_the_answers_cases_before_round_2(monkeypat
             out.append(r)
             if kw.get("on_result"):
                 kw["on_result"](r)
-        sess = Session(
-            framework=FrameworkInfo(name="tensorflow", version="0"),
-            device=dev,
-            env={},
-            import_s=0.0,
-            overhead_s=0.0,
-            cpu_threads_intra=2,
-            cpu_threads_inter=2,
-            cpu_threads_source="test",
-            onednn=False,
-        )
-        return [sess], out, []
+        return [fake_session(dev)], out, []
 
     devices = [DeviceInfo(name="CPU:0", kind="cpu"), DeviceInfo(name="GPU:0", kind="gpu")]
     found = experiment.Discovery(FrameworkInfo(name="tensorflow", version="0"), devices, [], 0.0)

@@ -8,6 +8,8 @@ import tempfile
 
 import pytest
 
+from conftest import fake_session
+
 from whichdevice.analysis import significance as sig
 from whichdevice.present.claims import modes_text, ratio_text
 
@@ -270,7 +272,7 @@ def test_devices_are_measured_abba_across_rounds(monkeypatch, tmp_path):
     CPU), so a device-vs-device ratio's two rounds straddle the same moments; each round merged
     into its own device's results. The children are faked (no GPU here): only the order and the
     merge are under test."""
-    from whichdevice.core.records import CaseResult, CaseSpec, DeviceInfo, FrameworkInfo, Session, Timing
+    from whichdevice.core.records import CaseResult, CaseSpec, DeviceInfo, FrameworkInfo, Timing
     from whichdevice.measure import experiment, session
 
     calls: list[tuple[str, int]] = []
@@ -291,18 +293,7 @@ def test_devices_are_measured_abba_across_rounds(monkeypatch, tmp_path):
             )
             for spec in cases_for(dev)
         ]
-        sess = Session(
-            framework=FrameworkInfo(name="tensorflow", version="0"),
-            device=dev,
-            env={},
-            import_s=0.0,
-            overhead_s=0.0,
-            cpu_threads_intra=2,
-            cpu_threads_inter=2,
-            cpu_threads_source="test",
-            onednn=False,
-        )
-        return [sess], out, []
+        return [fake_session(dev)], out, []
 
     devices = [DeviceInfo(name="CPU:0", kind="cpu"), DeviceInfo(name="GPU:0", kind="gpu")]
     found = experiment.Discovery(FrameworkInfo(name="tensorflow", version="0"), devices, [], 0.0)
