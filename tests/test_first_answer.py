@@ -324,3 +324,11 @@ def test_piped_progress_never_counts_past_its_total():
             p.on_result(None)
     lines = buf.getvalue().splitlines()
     assert "(24/24," in lines[0] and "(32 so far," in lines[-1], lines
+
+
+def test_the_op_trace_cases_have_a_name():
+    """compare of two no-GPU runs named the prediction's op traces "small MLP, batch 8, None"."""
+    from whichdevice.present import names
+
+    name = names.workload_name({"model": "seed001", "probe": "describe", "batch": 8}, "calibrate")
+    assert name == "small MLP, batch 8, op trace"

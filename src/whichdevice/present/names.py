@@ -42,6 +42,7 @@ _KIND = {
     "placement": "op placement check",
     "precision": "model.fit",
     "callback": "model.fit with a callback",
+    "describe": "op trace",  # the training step's ops traced for the no-GPU prediction (calibrate probe)
 }
 _DATA = {
     "numpy": "NumPy arrays",
@@ -149,7 +150,8 @@ def _training_bits(p: Mapping[str, object]) -> list[str]:
         bits.append(f"{_n(p['samples'])} samples")
     if "batch" in p:
         bits.append(f"batch {_n(p['batch'])}")
-    bits.append(_KIND.get(str(p.get("kind")), str(p.get("kind"))))
+    kind = p.get("kind") or p.get("probe")  # a calibrate probe has no kind ("None" in compare's table)
+    bits.append(_KIND.get(str(kind), str(kind)))
     return bits + _setting_bits(p)
 
 
