@@ -1,0 +1,186 @@
+"""The counts issue #40 (one path from a job to the screen) asks about, measured from the source.
+
+- ``round_trips``: places in the package that start ``python -m whichdevice`` (an API or magic that
+  shells out to the CLI and reads its text), target 0;
+- ``presenters_importing_analysis``: modules under ``present/`` that import from
+  ``whichdevice.analysis`` (at any level, type-only imports under ``TYPE_CHECKING`` excepted), target 0;
+- ``presenters_writing_files``: modules under ``present/`` that write files (``write_text``,
+  ``write_bytes``, ``savefig``, ``open(..., "w"...)``, ``safeio`` writers), target <= 1;
+- ``framework_branches_outside``: conditions outside ``frameworks/`` that compare against a
+  framework's name (``fw == "torch"``, ``framework in ("keras-jax", "keras-torch")``,
+  ``name.startswith("keras")``), one per line, target <= 3;
+- ``audit_hook_modules``: modules under ``audit/`` that patch a framework (their name ends in
+  ``hooks`` or they call ``setattr`` on a framework module), target 0;
+- ``src_lines``: lines of ``src/`` Python (``wc -l``), limit 36,000;
+- duplicated-code pairs are counted with the project's duplicate scanner by the lead (six or more
+  shared lines); this script does not count them.
+
+Usage::
+
+    python benchmarks/one_path.py            # the table
+    python benchmarks/one_path.py --list     # every counted place
+    python benchmarks/one_path.py --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "whichdevice"
+NAMES = {"tensorflow", "numpy", "keras-jax", "keras-torch", "torch", "jax", "keras"}
+WRITERS = re.compile(r"\.write_text\(|\.write_bytes\(|savefig\(|write_atomic|atomic_write|open\([^)]*[\"'][wa]b?[\"']")
+
+
+def _files(sub: str = "") -> list[Path]:
+    return sorted((PACKAGE / sub).rglob("*.py"))
+
+
+def _rel(p: Path) -> str:
+    return str(p.relative_to(PACKAGE))
+
+
+def round_trips() -> list[str]:
+    out = []
+    for p in _files():
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"[\"']-m[\"'],\s*[\"']whichdevice[\"']", line):
+                out.append(f"{_rel(p)}:{i}")
+    return out
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for sub in node.body:
+                lines.update(range(sub.lineno, (sub.end_lineno or sub.lineno) + 1))
+    return lines
+
+
+def presenters_importing_analysis() -> list[str]:
+    out = []
+    for p in _files("present"):
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        typing_only = _type_checking_lines(tree)
+        for node in ast.walk(tree):
+            mod = None
+            if isinstance(node, ast.ImportFrom) and node.module:
+                mod = node.module
+            elif isinstance(node, ast.Import):
+                mod = ",".join(a.name for a in node.names)
+            if mod and "whichdevice.analysis" in mod and node.lineno not in typing_only:
+                out.append(f"{_rel(p)}:{node.lineno} {mod}")
+    return out
+
+
+def presenters_writing_files() -> list[str]:
+    out = []
+    for p in _files("present"):
+        hits = [i for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if WRITERS.search(line)]
+        if hits:
+            out.append(f"{_rel(p)}:{','.join(map(str, hits))}")
+    return out
+
+
+def _names_in(node: ast.AST) -> bool:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value in NAMES:
+            return True
+    return False
+
+
+def _is_framework_test(test: ast.AST) -> bool:
+    for sub in ast.walk(test):
+        if isinstance(sub, ast.Compare) and any(_names_in(c) for c in [sub.left, *sub.comparators]):
+            return True
+        if (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Attribute)
+            and sub.func.attr in {"startswith", "endswith"}
+            and any(_names_in(a) for a in sub.args)
+        ):
+            return True
+    return False
+
+
+def framework_branches_outside() -> list[str]:
+    out: set[str] = set()
+    for p in _files():
+        if _rel(p).startswith("frameworks/"):
+            continue
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            tests: list[ast.AST] = []
+            if isinstance(node, (ast.If, ast.IfExp, ast.While)):
+                tests = [node.test]
+            elif isinstance(node, ast.comprehension):
+                tests = list(node.ifs)
+            elif isinstance(node, ast.match_case):
+                tests = [node.pattern]
+            for t in tests:
+                if _is_framework_test(t) or isinstance(node, ast.match_case) and _names_in(t):
+                    out.add(f"{_rel(p)}:{t.lineno}")
+    return sorted(out, key=lambda s: (s.split(":")[0], int(s.split(":")[1])))
+
+
+def audit_hook_modules() -> list[str]:
+    out = []
+    for p in _files("audit"):
+        text = p.read_text(encoding="utf-8")
+        if p.stem.endswith("hooks") or p.stem == "importhook" or re.search(r"setattr\((torch|tf|jax|keras)\b", text):
+            out.append(_rel(p))
+    return out
+
+
+def src_lines() -> int:
+    return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in _files())
+
+
+def measure() -> dict[str, list[str] | int]:
+    return {
+        "round_trips": round_trips(),
+        "presenters_importing_analysis": presenters_importing_analysis(),
+        "presenters_writing_files": presenters_writing_files(),
+        "framework_branches_outside": framework_branches_outside(),
+        "audit_hook_modules": audit_hook_modules(),
+        "src_lines": src_lines(),
+    }
+
+
+TARGETS = {
+    "round_trips": 0,
+    "presenters_importing_analysis": 0,
+    "presenters_writing_files": 1,
+    "framework_branches_outside": 3,
+    "audit_hook_modules": 0,
+    "src_lines": 36000,
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--list", action="store_true", help="print every counted place")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    found = measure()
+    if args.json:
+        print(json.dumps(found, indent=1))
+        return 0
+    for key, value in found.items():
+        count = value if isinstance(value, int) else len(value)
+        mark = "ok" if count <= TARGETS[key] else "over"
+        print(f"{key:32} {count:>6}  (target <= {TARGETS[key]}: {mark})")
+        if args.list and isinstance(value, list):
+            for place in value:
+                print(f"    {place}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
