@@ -94,6 +94,13 @@ def device_costs(results: list[CaseResult], kind: Literal["cpu", "gpu"], descrip
     )
 
 
+def dispatch_mode(record: RunRecord) -> Literal["eager", "graph"]:
+    """How the calibrated framework issues ops: ``graph`` when the record planned the compiled
+    chain (TensorFlow's tf.function, JAX's jit), ``eager`` when its framework has none
+    (PyTorch: workloads/calibrate.skipped_probes)."""
+    return "graph" if any(r.spec.params.get("probe") == "graph" for r in record.results) else "eager"
+
+
 def profile_from_record(record: RunRecord, name: str) -> DeviceProfile:
     """The profile of the machine that produced ``record`` (experiment ``calibrate``)."""
     by_device: dict[str, list[CaseResult]] = {}
@@ -142,7 +149,7 @@ def profile_from_record(record: RunRecord, name: str) -> DeviceProfile:
             "gpu": gpu.description if gpu else None,
         },
         framework=f"{fw.name} {fw.version}" if fw else "unknown",
-        dispatch_mode="graph",
+        dispatch_mode=dispatch_mode(record),
         cpu=cpu,
         gpu=gpu,
         notes=problems,

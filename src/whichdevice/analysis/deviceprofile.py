@@ -236,6 +236,38 @@ def load(spec: str, argument: str = "--profile") -> DeviceProfile:
     )
 
 
+def local_profile(framework: str, hostname: str) -> DeviceProfile | None:
+    """The newest profile saved by ``calibrate --framework FRAMEWORK`` on ``hostname`` (this
+    machine), or None; unreadable saved files are passed over (``profile list`` names them)."""
+    found = []
+    for n in saved_names():
+        try:
+            p = parse((user_dir() / f"{n}.json").read_text(encoding="utf-8"), n)
+        except (OSError, UnicodeDecodeError, UsageError):
+            continue
+        if p.framework.split(" ")[0] == framework and p.machine.get("hostname") == hostname:
+            found.append(p)
+    return max(found, key=lambda p: p.created_at, default=None)
+
+
+def with_local_cpu(profile: DeviceProfile, framework: str, hostname: str) -> DeviceProfile:
+    """``profile`` (the GPU machine to predict) with this machine's CPU costs, calibrated here
+    with the same framework (:func:`local_profile`), in place of the CPU of the machine it was
+    measured on (the shipped h100's is that machine's host CPU): ``predict`` measures its CPU
+    steps here, and fits the per-step host overhead on this CPU's costs. Unchanged when there is
+    no such profile, or when ``profile`` was itself calibrated on this machine."""
+    if profile.machine.get("hostname") == hostname:
+        return profile
+    local = local_profile(framework, hostname)
+    if local is None:
+        return profile
+    note = (
+        f"CPU costs: profile '{local.name}' ({local.framework}, calibrated on this machine {local.created_at}) "
+        f"in place of the CPU of '{profile.name}'"
+    )
+    return profile.model_copy(update={"cpu": local.cpu, "notes": [*profile.notes, note]})
+
+
 def file_date(p: Path) -> str:
     """A file's modification date (UTC), for a profile converted from it."""
     return datetime.fromtimestamp(p.stat().st_mtime, tz=timezone.utc).date().isoformat()

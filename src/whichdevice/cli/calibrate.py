@@ -18,6 +18,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
+from whichdevice import frameworks
 from whichdevice.analysis import deviceprofile
 from whichdevice.measure import experiment, session
 from whichdevice.core import records
@@ -49,7 +50,7 @@ from whichdevice.core.validate import (
 )
 from whichdevice.workloads import calibrate as calibrate_workload
 
-CALIBRATE_FRAMEWORKS = ("tensorflow",)
+CALIBRATE_FRAMEWORKS = frameworks.CALIBRATE  # the frameworks with the calibrate probes
 DEFAULT_MIN_TIME_S = 0.05  # per probe point: ~25 points, a 60 s budget on 2 cores with two TF imports
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 

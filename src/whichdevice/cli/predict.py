@@ -10,6 +10,8 @@ interrupted run finishes with ``--resume`` (against the profile as it was read a
 
 from __future__ import annotations
 
+import socket
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -140,6 +142,8 @@ def predict(
     fw = parse_choice(framework, "--framework", PREDICT_FRAMEWORKS)
     spe = parse_positive_int(steps_per_execution, "--steps-per-execution", "10", maximum=100_000) or 1
     prof = _gpu_profile(profile)
+    if fw != "tensorflow":  # TensorFlow's predict keeps its profile's CPU as before (its records unchanged)
+        prof = deviceprofile.with_local_cpu(prof, fw, socket.gethostname())
     batch_list = parse_int_list(batches, "--batches", maximum=train_workload.MAX_BATCH, example="8,64,512,4096")
     if batch_list is None:
         batch_list = list(train_workload.QUICK_BATCHES if quick else train_workload.DEFAULT_BATCHES)

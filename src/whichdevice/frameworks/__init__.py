@@ -59,13 +59,15 @@ PARTS: dict[str, tuple[str, ...]] = {
         "placement_log",
     ),
     "numpy": (),
-    "keras-jax": ("training", "calibration", "scale"),
-    "keras-torch": ("training", "calibration"),
-    "torch": ("training", "calibration", "scale"),
+    "keras-jax": ("training", "calibration", "probes", "scale"),
+    "keras-torch": ("training", "calibration", "probes"),
+    "torch": ("training", "calibration", "probes", "scale"),
     "jax": (),
 }
 # Frameworks with a training module (the train workload and `run`'s training cases).
 TRAINING: tuple[str, ...] = tuple(n for n in FRAMEWORKS if "training" in PARTS[n])
+# Frameworks with the calibrate probes (``whichdevice calibrate``).
+CALIBRATE: tuple[str, ...] = tuple(n for n in FRAMEWORKS if "probes" in PARTS[n])
 # Frameworks that train a Keras model (model.fit, the user's --model); plain torch does not.
 KERAS: tuple[str, ...] = ("tensorflow", "keras-jax", "keras-torch")
 # The Python modules a framework needs, and how to install them.

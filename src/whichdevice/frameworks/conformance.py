@@ -38,10 +38,10 @@ if TYPE_CHECKING:
     _tensorflow_precision: contracts.Precision = tensorflow_precision
     _tensorflow_placement_log: contracts.PlacementLog = tensorflow_placement_log
     _keras_jax_training: contracts.Training = keras_jax_training
-    _keras_jax_calibration: contracts.Calibration = keras_jax_calibration
+    _keras_jax_calibration: contracts.CalibrationProbes = keras_jax_calibration
     _keras_jax_scale: contracts.Scale = keras_jax_scale
     _keras_torch_training: contracts.Training = keras_torch_training
-    _keras_torch_calibration: contracts.Calibration = keras_torch_calibration
+    _keras_torch_calibration: contracts.CalibrationProbes = keras_torch_calibration
     _torch_training: contracts.Training = torch_training
-    _torch_calibration: contracts.Calibration = torch_calibration
+    _torch_calibration: contracts.CalibrationProbes = torch_calibration
     _torch_scale: contracts.Scale = torch_scale

@@ -39,14 +39,25 @@ GRAPH_CHAIN = 256
 PROBES = ("tiny_eager", "tiny_sync", "graph", "matmul", "elementwise", "h2d", "d2h", "describe")
 
 
+def skipped_probes(framework: str) -> tuple[str, ...]:
+    """The probes that do not apply to ``framework`` (its env.py's ``CALIBRATE_SKIPS``: PyTorch
+    has no compiled chain); none for a name that is not a framework folder (the fake-clock tests)."""
+    from whichdevice import frameworks
+
+    if framework not in frameworks.FRAMEWORKS:
+        return ()
+    return tuple(getattr(frameworks.env_module(framework), "CALIBRATE_SKIPS", ()))
+
+
 def build_cases(framework: str, device: str, kind: str) -> list[CaseSpec]:
-    """Every probe for one device, cheapest first."""
+    """Every probe for one device, cheapest first (less the framework's ``skipped_probes``)."""
 
     def spec(**params) -> CaseSpec:
         return CaseSpec(workload="calibrate", framework=framework, device=device, params=params)
 
     cases = [spec(probe="tiny_eager"), spec(probe="tiny_sync")]
-    cases += [spec(probe="graph", k=k) for k in (0, GRAPH_CHAIN)]
+    if "graph" not in skipped_probes(framework):
+        cases += [spec(probe="graph", k=k) for k in (0, GRAPH_CHAIN)]
     cases += [spec(probe="matmul", n=n) for n in (GPU_MATMUL_N if kind == "gpu" else MATMUL_N)]
     cases += [spec(probe="elementwise", bytes=b) for b in ELEMENTWISE_BYTES]
     if kind == "gpu":

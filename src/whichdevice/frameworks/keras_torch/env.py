@@ -16,6 +16,14 @@ _NUMPY_INPUT = (
 )
 NOTES: dict[str, list[str]] = {"train": [_NUMPY_INPUT], "run": [_NUMPY_INPUT]}
 
+# ``calibrate``: the probes that do not apply (workloads/calibrate.skipped_probes). PyTorch runs
+# op by op: there is no compiled step whose per-op cost differs from the eager one.
+CALIBRATE_SKIPS: tuple[str, ...] = ("graph",)
+NOTES["calibrate"] = [
+    "keras-torch: no compiled-chain probe — PyTorch runs op by op, so the profile has the eager per-op "
+    "dispatch only (its compiled per-op and step-call figures are not measured)."
+]
+
 
 def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:
     return {**_torch_env.child_env(device_kind, cpu_threads), "KERAS_BACKEND": "torch"}

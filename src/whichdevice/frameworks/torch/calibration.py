@@ -12,6 +12,12 @@ Traced on the CPU; what would differ on a GPU is handled here:
   step counters on the CPU (``torch.optim`` without ``capturable``): ``scalar_ops_on_host``
   makes them free (their cost is in the measured per-step Python overhead);
 - views, metadata and profiler markers launch nothing (``FREE``).
+
+It also holds the ``calibrate`` probes (``contracts.CalibrationProbes``): a 1-element add
+queued without a sync (the eager dispatch + launch rate), the same read back with ``.item()``
+(the sync), ``a + b`` across sizes, and the host<->device copies (pageable numpy memory, as a
+user's batch is). PyTorch runs op by op, so there is no compiled chain to time: ``graph_chain``
+is never planned for it (``env.CALIBRATE_SKIPS``) and refuses to run.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import math
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
+
+from whichdevice.frameworks.torch.placement import torch_device
 
 FREE = frozenset(
     {
@@ -148,3 +156,47 @@ def describe_train(model, optimizer, loss_fn, training, x, y) -> dict:
 def tf32_matmul() -> bool:
     """PyTorch runs float32 matmuls as TF32 only when asked (off by default since 1.12)."""
     return bool(torch.backends.cuda.matmul.allow_tf32) or torch.get_float32_matmul_precision() != "highest"
+
+
+# ---------------- the calibrate probes ----------------
+
+
+def tiny_eager(device: str):
+    """One add on a 1-element tensor on ``device``, no sync per call: dispatch + launch rate."""
+    a = torch.ones(1, device=torch_device(device))
+    return lambda: torch.add(a, a)
+
+
+def tiny_sync(device: str):
+    """The same add, then ``.item()``: one device->host read (a sync on a GPU) per call."""
+    a = torch.ones(1, device=torch_device(device))
+    return lambda: torch.add(a, a).item()
+
+
+def graph_chain(device: str, k: int):
+    """Not planned for PyTorch (``env.CALIBRATE_SKIPS``): eager PyTorch has no compiled step
+    whose per-op cost differs from ``tiny_eager``'s (TorchScript is deprecated, and
+    ``torch.compile`` compiles for tens of seconds)."""
+    raise NotImplementedError("PyTorch runs op by op: the compiled-chain probe does not apply (env.CALIBRATE_SKIPS)")
+
+
+def elementwise(device: str, nbytes: int):
+    """``a + b`` on float32 tensors on ``device``; ``nbytes`` = bytes moved (two inputs + one output)."""
+    n = max(1, int(nbytes) // 12)
+    g = torch.Generator().manual_seed(0)
+    a = torch.rand(n, generator=g).to(torch_device(device))
+    b = torch.rand(n, generator=g).to(torch_device(device))
+    return lambda: torch.add(a, b)
+
+
+def h2d(device: str, nbytes: int):
+    """A pageable host (numpy-backed) tensor of ``nbytes`` copied to ``device``."""
+    host = torch.ones(max(1, int(nbytes) // 4))
+    dev = torch_device(device)
+    return lambda: host.to(dev)
+
+
+def d2h(device: str, nbytes: int):
+    """A tensor of ``nbytes`` on ``device`` copied back to the host."""
+    t = torch.ones(max(1, int(nbytes) // 4), device=torch_device(device))
+    return lambda: t.cpu()

@@ -16,6 +16,14 @@ NOTES["diagnose"] = [
     "name); without --data, synthetic numpy batches copied to the device inside each step."
 ]
 
+# ``calibrate``: the probes that do not apply (workloads/calibrate.skipped_probes). PyTorch runs
+# op by op: there is no compiled step whose per-op cost differs from the eager one.
+CALIBRATE_SKIPS: tuple[str, ...] = ("graph",)
+NOTES["calibrate"] = [
+    "torch: no compiled-chain probe — PyTorch runs op by op, so the profile has the eager per-op "
+    "dispatch only (its compiled per-op and step-call figures are not measured)."
+]
+
 
 def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:
     """``cpu``: ``CUDA_VISIBLE_DEVICES=""`` so CUDA is never initialized (a CPU run must not
