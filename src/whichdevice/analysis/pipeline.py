@@ -29,6 +29,7 @@ from whichdevice.analysis.values import as_int, known
 from whichdevice.core.records import CaseResult, RunRecord, Scalar, Timing
 from whichdevice.core.telemetry import TelemetrySummary
 from whichdevice.analysis.utilization import gpu_underfed, summarize
+from whichdevice.frameworks.common.ladders import TF_DATA, Ladder
 
 # XProf's input-pipeline thresholds, openxla/xprof
 # xprof/convert/op_stats_to_input_pipeline_analysis.cc: input >= 20 % of the step time is
@@ -136,6 +137,7 @@ class VariantRow:
     loop_speedup: Comparison | None
     failed: list[str] = field(default_factory=list)
     wait_percent_rounds: list[float] = field(default_factory=list)  # the share in each round
+    not_measured: str | None = None  # why this variant was not measured on this device (GPU only)
 
     @property
     def examples_per_s(self) -> float | None:
@@ -213,6 +215,7 @@ class DeviceReport:
     overlap: Overlap | None = None
     pyfunc_vs_tfops: Comparison | None = None
     work: WorkPlace | None = None
+    ladder: Ladder = TF_DATA  # the loader's variants and words (frameworks/common/ladders.py)
 
 
 def _ok(results: list[CaseResult], **params: Scalar) -> CaseResult | None:
@@ -312,17 +315,56 @@ def _fastest(measured: list[VariantRow]) -> tuple[VariantRow | None, bool]:
     return best, waits_more
 
 
-def _pyfunc_vs_tfops(rows: list[VariantRow]) -> Comparison | None:
+def _pyfunc_vs_tfops(rows: list[VariantRow], ladder: Ladder = TF_DATA) -> Comparison | None:
+    """The same preprocessing in Python against in the framework's ops (``ladder.python_pair``:
+    TensorFlow's tf.py_function vs TF ops), pipeline alone."""
+    if ladder.python_pair is None:
+        return None
     by_name = {r.variant: r for r in rows}
-    py, tfops = by_name.get("pyfunc"), by_name.get("prefetch")
-    if py and tfops and py.pipeline and tfops.pipeline:
-        return known(speedup("tf ops", tfops.pipeline, "tf.py_function", py.pipeline), "comparison")
+    py, ops = by_name.get(ladder.python_pair[0]), by_name.get(ladder.python_pair[1])
+    py_name, ops_name = ladder.python_names
+    if py and ops and py.pipeline and ops.pipeline:
+        return known(speedup(ops_name, ops.pipeline, py_name, py.pipeline), "comparison")
     return None
+
+
+def record_ladder(record: RunRecord) -> Ladder:
+    """The ladder of the framework a pipeline record measured (TensorFlow's for a record
+    without results or of an unknown framework)."""
+    from whichdevice import frameworks
+
+    fw = next((r.spec.framework for r in record.results if r.spec.workload == "pipeline"), "tensorflow")
+    if fw not in frameworks.FRAMEWORKS:
+        return TF_DATA
+    return getattr(frameworks.env_module(fw), "PIPELINE", TF_DATA)
+
+
+def _not_measured(record: RunRecord, device: str, rows: list[VariantRow], ladder: Ladder) -> list[VariantRow]:
+    """``rows`` with a row for every GPU-only variant asked for (the record's ``variants``) that
+    this CPU device did not run, in ladder order: "not measured here (no GPU)" when the run saw
+    no GPU, else "not measured on the CPU (GPU only)"."""
+    opt = record.options.get("variants")
+    asked = [str(v) for v in opt] if isinstance(opt, list) else []
+    have = {r.variant for r in rows}
+    missing = [v for v in asked if v in ladder.gpu_only and v not in have]
+    if not missing or device.startswith("GPU"):
+        return rows
+    any_gpu = any(s.device.kind == "gpu" for s in record.sessions)
+    where = "on the CPU (GPU only" if any_gpu else "here (no GPU"
+    extra = {
+        v: VariantRow(
+            v, 0, None, None, None, None, None, None, None, not_measured=f"not measured {where}: {ladder.gpu_only[v]})"
+        )
+        for v in missing
+    }
+    order = {v: i for i, v in enumerate(ladder.variants)}
+    return sorted([*rows, *extra.values()], key=lambda r: order.get(r.variant, len(order)))
 
 
 def analyze_device(record: RunRecord, device: str) -> DeviceReport:
     results = [r for r in record.results if r.spec.device == device and r.spec.workload == "pipeline"]
-    rows = variant_rows(results, process_sd(record))
+    ladder = record_ladder(record)
+    rows = _not_measured(record, device, variant_rows(results, process_sd(record)), ladder)
     model_r = _ok(results, part="model")
     model = model_r.timing if model_r is not None else None
     stages = [c for c in (stage_cost(r) for r in results if r.spec.params.get("part") == "stage") if c is not None]
@@ -348,8 +390,9 @@ def analyze_device(record: RunRecord, device: str) -> DeviceReport:
         fastest=fastest,
         fastest_waits_more=waits_more,
         overlap=overlap,
-        pyfunc_vs_tfops=_pyfunc_vs_tfops(rows),
+        pyfunc_vs_tfops=_pyfunc_vs_tfops(rows, ladder),
         work=_work_place(device, kind, measured, n_cores),
+        ladder=ladder,
     )
 
 

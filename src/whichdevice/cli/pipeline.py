@@ -40,7 +40,7 @@ from whichdevice.core.validate import (
 )
 from whichdevice.workloads import pipeline as wl
 
-PIPELINE_FRAMEWORKS = ("tensorflow",)  # frameworks with a pipeline module
+PIPELINE_FRAMEWORKS = frameworks.with_part("pipeline")  # frameworks with a pipeline module
 QUICK_MIN_TIME_S = 0.1
 MAX_IMAGE_SIZE = 4096
 MAX_IMAGES = 1_000_000
@@ -97,7 +97,9 @@ NET_OPTION = typer.Option(
 VARIANTS_OPTION = typer.Option(
     None,
     "--variants",
-    help=f"Which variants, in ladder order: {','.join(wl.VARIANTS)} (default: all; the first is the baseline).",
+    help="Which variants, in ladder order (default: all; the first is the baseline): "
+    + "; ".join(f"{f}: {','.join(wl.ladder(f).variants)}" for f in PIPELINE_FRAMEWORKS)
+    + ".",
 )
 NO_STAGES_OPTION = typer.Option(
     False, "--no-stages", help="Skip the per-stage measurements (read, parse, normalize, augment, batch)."
@@ -105,7 +107,8 @@ NO_STAGES_OPTION = typer.Option(
 HEAVY_STAGE_OPTION = typer.Option(
     None,
     "--heavy-stage",
-    help=f"Construct a known slow stage to check the analyzer: {', '.join(wl.HEAVY_STAGES)} does --heavy-factor times its work.",
+    help=f"Construct a known slow stage to check the analyzer: {', '.join(wl.HEAVY_STAGES)} (torch, Keras: "
+    "normalize, augment) does --heavy-factor times its work.",
 )
 HEAVY_FACTOR_OPTION = typer.Option(
     None, "--heavy-factor", help="How many times the --heavy-stage does its work (default 20)."
@@ -162,9 +165,10 @@ def pipeline(
     n_images, size = _images(images, image_size, quick)
     n_batch = parse_positive_int(batch, "--batch", "32", maximum=65536) or wl.SEED_BATCH
     net_name = parse_choice(net, "--net", wl.NETS)
-    heavy = _heavy(heavy_stage, heavy_factor)
+    heavy = _heavy(heavy_stage, heavy_factor, wl.ladder(fw).heavy_stages)
+    tf_only(fw, ("--model", model), ("--data", data), ("--trace", trace))
     seed_only = (("--heavy-stage", heavy_stage), ("--images", images), ("--image-size", image_size))
-    variant_list = _variant_list(variants, model, data, seed_only)
+    variant_list = _variant_list(variants, model, data, seed_only, wl.ladder(fw).variants)
     model_fn = userfile.parse_spec(model, "--model") if model else None
     data_fn = userfile.parse_spec(data, "--data") if data else None
     wanted = experiment.parse_device_filter(device)
@@ -177,8 +181,12 @@ def pipeline(
     experiment.require_installed(fw)
 
     variant_list, notes = _fit_cache(variant_list, n_images, size)
+    variant_list, missing = wl.installed_variants(fw, variant_list)
+    notes += missing
     if not variant_list:
-        raise UsageError("--variants", "leaves nothing to measure", f"Pass one or more of: {', '.join(wl.VARIANTS)}.")
+        raise UsageError(
+            "--variants", "leaves nothing to measure", f"Pass one or more of: {', '.join(wl.ladder(fw).variants)}."
+        )
     with userfile.limits(memory_bytes, timeout_s):  # the pre-flight too (issue #43)
         user = _user_model(model_fn, data_fn, size, fw) if model_fn is not None else None
     if data_fn is not None:
@@ -220,11 +228,24 @@ def _images(images: str | None, image_size: str | None, quick: bool) -> tuple[in
     )
 
 
-def _heavy(heavy_stage: str | None, heavy_factor: str | None) -> list | None:
-    """``--heavy-stage`` and ``--heavy-factor`` -> [stage, factor], or None without a stage."""
+def tf_only(fw: str, *given: tuple[str, object]) -> None:
+    """Refuse the options only TensorFlow's pipeline has (the user's model and tf.data dataset,
+    the XProf trace) for another framework."""
+    for arg, value in given:
+        if value is not None and fw != "tensorflow":
+            raise UsageError(
+                arg,
+                f"is TensorFlow's (pipeline --framework {fw} measures seed 003's pipeline on its own loader)",
+                f"Drop {arg}, or use --framework tensorflow.",
+            )
+
+
+def _heavy(heavy_stage: str | None, heavy_factor: str | None, stages: tuple[str, ...]) -> list | None:
+    """``--heavy-stage`` (one of ``stages``) and ``--heavy-factor`` -> [stage, factor], or None
+    without a stage."""
     if heavy_stage is not None:
         return [
-            parse_choice(heavy_stage, "--heavy-stage", wl.HEAVY_STAGES),
+            parse_choice(heavy_stage, "--heavy-stage", stages),
             parse_positive_int(heavy_factor, "--heavy-factor", "20", maximum=10_000) or 20,
         ]
     if heavy_factor is not None:
@@ -235,7 +256,11 @@ def _heavy(heavy_stage: str | None, heavy_factor: str | None) -> list | None:
 
 
 def _variant_list(
-    variants: str | None, model: str | None, data: str | None, seed_only: tuple[tuple[str, str | None], ...]
+    variants: str | None,
+    model: str | None,
+    data: str | None,
+    seed_only: tuple[tuple[str, str | None], ...],
+    ladder: tuple[str, ...] = wl.VARIANTS,
 ) -> list[str]:
     """The variants to measure, in ladder order: ``--variants`` of seed 003's pipeline, or the
     user's dataset's own (``--data``, which needs ``--model`` and takes none of ``seed_only``,
@@ -247,8 +272,8 @@ def _variant_list(
             "Add --model FILE.py:FUNCTION returning a Keras model for your data's inputs.",
         )
     if data is None:
-        chosen = parse_choice_list(variants, "--variants", wl.VARIANTS) or list(wl.VARIANTS)
-        return [v for v in wl.VARIANTS if v in chosen]
+        chosen = parse_choice_list(variants, "--variants", ladder) or list(ladder)
+        return [v for v in ladder if v in chosen]
     for arg, value in (("--variants", variants), *seed_only):
         if value is not None:
             raise UsageError(

@@ -61,13 +61,21 @@ PARTS: dict[str, tuple[str, ...]] = {
     "numpy": (),
     "keras-jax": ("training", "calibration", "probes", "scale"),
     "keras-torch": ("training", "calibration", "probes"),
-    "torch": ("training", "calibration", "probes", "scale"),
+    "torch": ("training", "calibration", "probes", "scale", "pipeline"),
     "jax": (),
 }
 # Frameworks with a training module (the train workload and `run`'s training cases).
 TRAINING: tuple[str, ...] = tuple(n for n in FRAMEWORKS if "training" in PARTS[n])
+
+
+def with_part(kind: str) -> tuple[str, ...]:
+    """The frameworks that have part ``kind`` (``PARTS``): a command offers a framework
+    because it has the part the command needs."""
+    return tuple(n for n in FRAMEWORKS if kind in PARTS[n])
+
+
 # Frameworks with the calibrate probes (``whichdevice calibrate``).
-CALIBRATE: tuple[str, ...] = tuple(n for n in FRAMEWORKS if "probes" in PARTS[n])
+CALIBRATE: tuple[str, ...] = with_part("probes")
 # Frameworks that train a Keras model (model.fit, the user's --model); plain torch does not.
 KERAS: tuple[str, ...] = ("tensorflow", "keras-jax", "keras-torch")
 # The Python modules a framework needs, and how to install them.

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from whichdevice.frameworks.tensorflow import scale as tensorflow_scale
     from whichdevice.frameworks.tensorflow import training as tensorflow_training
     from whichdevice.frameworks.torch import calibration as torch_calibration
+    from whichdevice.frameworks.torch import pipeline as torch_pipeline
     from whichdevice.frameworks.torch import scale as torch_scale
     from whichdevice.frameworks.torch import training as torch_training
 
@@ -45,3 +46,4 @@ if TYPE_CHECKING:
     _torch_training: contracts.Training = torch_training
     _torch_calibration: contracts.CalibrationProbes = torch_calibration
     _torch_scale: contracts.Scale = torch_scale
+    _torch_pipeline: contracts.Pipeline = torch_pipeline

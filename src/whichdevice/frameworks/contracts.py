@@ -120,11 +120,12 @@ class Scale(Protocol):
 
 @runtime_checkable
 class Pipeline(Protocol):
-    """``pipeline.py``: the input-pipeline workload's datasets, model and step."""
+    """``pipeline.py``: the input-pipeline workload's datasets (the variants of the framework's
+    ladder, ``frameworks/common/ladders.py``), the files its stages read, the model and step."""
 
     def synthetic_images(self, n: int, size: int, *, classes: int = ..., seed: int = 0) -> Any: ...
 
-    def write_tfrecords(self, images: Any, labels: Any, folder: Any, shards: int = ...) -> list[str]: ...
+    def write_files(self, images: Any, labels: Any, folder: Any, shards: int = ...) -> list[str]: ...
 
     def build_variant(
         self,

@@ -47,6 +47,9 @@ def variant_grid(rep: DeviceReport) -> Grid:
     rows = []
     for r in rep.rows:
         cells = [GridCell(r.variant)]
+        if r.not_measured is not None:  # a GPU-only variant on a CPU: said, not failed
+            rows.append(cells + [GridCell(r.not_measured, "dim")] + [GridCell("—", "dim")] * (len(headers) - 2))
+            continue
         cells.append(
             GridCell(
                 rate(r.examples_per_s, "ex/s") if r.examples_per_s else ("failed" if r.failed else "—"),
@@ -76,6 +79,7 @@ def variant_grid(rep: DeviceReport) -> Grid:
         "interval and n (analysis/significance.py).",
     ]
     footer += [f"{r.variant} failed — {f}" for r in rep.rows for f in r.failed]
+    footer += [f"{r.variant}: {r.not_measured}" for r in rep.rows if r.not_measured is not None]
     return Grid(f"{rep.device}: pipeline variants (pipeline alone; pipeline + model step)", headers, rows, footer)
 
 
@@ -96,7 +100,7 @@ def stage_grid(rep: DeviceReport) -> Grid | None:
             ]
         )
     return Grid(
-        f"{rep.device}: stages of the TFRecord pipeline in isolation (one thread)",
+        f"{rep.device}: {rep.ladder.stage_title}",
         ["stage", "own time/example", "throughput", "floor/example", "note"],
         rows,
         [
@@ -143,16 +147,13 @@ _GPU_STATE = {
 }
 
 
-def _work_place_line(device: str, w: WorkPlace) -> str:
+def _work_place_line(device: str, w: WorkPlace, host_work: str) -> str:
     s = w.telemetry
     if w.kind != "gpu":
         cores = f"{w.n_cores} cores" if w.n_cores else "the cores"
         busy = telemetry_text(s) if s is not None else ""
         return f"{device}: input work and the train step share the same {cores}; during the {w.loop} loop: {busy}."
-    line = (
-        f"{device}: the tf.data work (read, map, augment) runs on the host CPU — tf.data's "
-        "kernels are CPU kernels — and only the train step runs on the GPU."
-    )
+    line = f"{device}: {host_work}"
     if s is not None and w.gpu_state == "unavailable":
         line += f" GPU utilization was not available ({s.gpu_unavailable})."
     elif s is not None and w.gpu_state is not None:
@@ -205,7 +206,7 @@ def device_verdict(rep: DeviceReport) -> list[str]:
             )
     if rep.pyfunc_vs_tfops is not None:
         out.append(
-            f"{d}: the same preprocessing in Python (tf.py_function) vs in TF ops: "
+            f"{d}: {rep.ladder.python_vs_ops}: "
             f"{comparison_text(known(rep.pyfunc_vs_tfops, 'comparison'))} (pipeline alone, per batch)."
         )
     if rep.slowest is not None:
@@ -216,7 +217,7 @@ def device_verdict(rep: DeviceReport) -> list[str]:
             f"{f', {rate_:,.0f} examples/s on one thread' if rate_ else ''})."
         )
     if rep.work is not None:
-        out.append(_work_place_line(d, rep.work))
+        out.append(_work_place_line(d, rep.work, rep.ladder.host_work))
     return out
 
 

@@ -55,15 +55,52 @@ from pathlib import Path
 
 from whichdevice.core.records import CaseSpec, Timing
 from whichdevice.core.timing import TimingPolicy, abba_turns, measure, take_turns
+from whichdevice.frameworks.common.ladders import TF_DATA, Ladder
+
+
+def ladder(framework: str) -> Ladder:
+    """Framework ``framework``'s input-pipeline ladder (its env.py's ``PIPELINE``); KeyError
+    when it has none."""
+    from whichdevice import frameworks
+
+    found = getattr(frameworks.env_module(framework), "PIPELINE", None) if framework in frameworks.FRAMEWORKS else None
+    if found is None:
+        raise KeyError(f"{framework} has no input-pipeline ladder")
+    return found
+
+
+def installed_variants(framework: str, variants: list[str]) -> tuple[list[str], list[str]]:
+    """``variants`` less those whose module is not installed here (``Ladder.needs``: Keras'
+    tf.data variant needs TensorFlow), and a note for each one left out."""
+    import importlib.util
+
+    needs = ladder(framework).needs if framework != "tensorflow" else {}
+    kept, notes = [], []
+    for v in variants:
+        module = needs.get(v)
+        if module is not None and importlib.util.find_spec(module) is None:
+            notes.append(f"{v}: not measured here ({module} is not installed; pip install {module}).")
+            continue
+        kept.append(v)
+    return kept, notes
+
+
+def planned_variants(framework: str, device: str, variants) -> list[str]:
+    """``variants`` less those a device cannot run: a GPU-only variant on a CPU device (the
+    analysis says it was not measured there)."""
+    gpu_only = ladder(framework).gpu_only if framework != "tensorflow" else {}
+    return [v for v in variants if not (v in gpu_only and not device.startswith("GPU"))]
+
 
 PARTS = ("pipeline", "model", "both", "stage")
 NETS = ("tiny", "small", "heavy")
-VARIANTS = ("serial", "parallel", "prefetch", "cache", "tfrecord", "pyfunc")
+# TensorFlow's ladder (tf.data); every framework's is its env.py's ``PIPELINE`` (:func:`ladder`).
+VARIANTS = TF_DATA.variants
 USER_VARIANTS = ("user", "user+prefetch")
-STAGES = ("read", "parse", "normalize", "augment", "batch")
-HEAVY_STAGES = ("parse", "normalize", "augment")
+STAGES = TF_DATA.stages
+HEAVY_STAGES = TF_DATA.heavy_stages
 # The variant the ``model`` case takes its one batch from (same shapes and values as any other).
-MODEL_BATCH_FROM = "prefetch"
+MODEL_BATCH_FROM = TF_DATA.model_batch_from
 
 DEFAULT_IMAGES, DEFAULT_SIZE = 512, 128
 QUICK_IMAGES, QUICK_SIZE = 256, 64
@@ -104,6 +141,8 @@ def build_cases(  # noqa: PLR0913 (the pipeline's knobs, keyword-only)
     """Cases for one device: the model alone first, then per variant the pipeline alone and
     the loop, then the stages. ``user``: the user's model / data parameters."""
     base = {"images": images, "image_size": size, "batch": batch, "net": net, **(user or {})}
+    variants = planned_variants(framework, device, variants)
+    lad = ladder(framework) if framework != "tensorflow" else TF_DATA
     if heavy:
         base.update(heavy_stage=heavy[0], heavy_factor=heavy[1])
 
@@ -115,7 +154,8 @@ def build_cases(  # noqa: PLR0913 (the pipeline's knobs, keyword-only)
         cases.append(spec(part="pipeline", variant=v))
         cases.append(spec(part="both", variant=v))
     if stages:
-        cases.extend(spec(part="stage", variant="tfrecord", stage=s) for s in STAGES)
+        at = lad.file_variants[0] if lad.file_variants else lad.variants[0]
+        cases.extend(spec(part="stage", variant=at, stage=s) for s in lad.stages)
     return cases
 
 
@@ -125,12 +165,16 @@ _DATA: dict = {}
 _FILES: dict = {}
 _MODELS: dict = {}
 _TMP: list[str] = []
+_LADDERS: dict[str, Ladder] = {}  # pipeline module -> its framework's ladder (_tfp)
 
 
 def _tfp(fw: Framework) -> Pipeline:
     from whichdevice import frameworks
 
-    return frameworks.part(fw.name, "pipeline")
+    module = frameworks.part(fw.name, "pipeline")
+    if fw.name != "tensorflow":
+        _LADDERS[getattr(module, "__name__", "")] = ladder(fw.name)
+    return module
 
 
 def _heavy(p) -> tuple[str, int] | None:
@@ -158,7 +202,7 @@ def _files(tfp, p) -> tuple[list[str], float]:
             atexit.register(shutil.rmtree, _TMP[0], True)
         images, labels = _arrays(tfp, p)
         t0 = time.perf_counter()
-        files = tfp.write_tfrecords(images, labels, f"{_TMP[0]}/{key[0]}x{key[1]}")
+        files = tfp.write_files(images, labels, f"{_TMP[0]}/{key[0]}x{key[1]}")
         _FILES[key] = (files, time.perf_counter() - t0)
     return _FILES[key]
 
@@ -175,9 +219,14 @@ def _dataset(tfp, p, variant: str):
     if variant in USER_VARIANTS:
         return tfp.user_variant(_user_data(p), variant, batch)
     images, labels = _arrays(tfp, p)
-    files = _files(tfp, p)[0] if variant == "tfrecord" else None
+    files = _files(tfp, p)[0] if variant in _ladder_of(tfp).file_variants else None
     ds = tfp.build_variant(variant, images, labels, batch, files=files, heavy=_heavy(p))
-    return ds, math.ceil(len(images) / batch)
+    return ds, int(getattr(ds, "steps_per_pass", 0)) or math.ceil(len(images) / batch)
+
+
+def _ladder_of(tfp) -> Ladder:
+    """The ladder of the framework whose pipeline module ``tfp`` is (:func:`_tfp` noted it)."""
+    return _LADDERS.get(getattr(tfp, "__name__", ""), TF_DATA)
 
 
 def _model(tfp, fw, p, device: str):
@@ -202,7 +251,7 @@ def _model(tfp, fw, p, device: str):
 def _one_batch(tfp, fw, p, device: str):
     """The model's one batch: the first of the user's dataset for user variants, else of
     ``MODEL_BATCH_FROM``'s; ``(x, x on the device, y on the device)``."""
-    variant = str(p["variant"]) if p.get("variant") in USER_VARIANTS else MODEL_BATCH_FROM
+    variant = str(p["variant"]) if p.get("variant") in USER_VARIANTS else _ladder_of(tfp).model_batch_from
     ds, _ = _dataset(tfp, p, variant)
     x, y = next(iter(ds))
     xd, yd = tfp.to_device(x, y, fw.placement.scope(device))
@@ -294,6 +343,7 @@ def _run_pipeline(spec, fw, policy, overhead_s):
         "first_batch_s": raw.first_call_s,
         "first_pass_s": first_pass_s,
     }
+    metrics.update(getattr(ds, "settings", None) or {})  # a DataLoader's workers, prefetch, pinning
     if p["variant"] == "tfrecord":
         metrics["tfrecord_write_s"] = _files(tfp, p)[1]
     if p["variant"] == "cache":

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from whichdevice.frameworks.common.ladders import PY_DATASET
 from whichdevice.frameworks.jax import env as _jax_env
 
 _NUMPY_INPUT = (
@@ -11,6 +12,9 @@ _NUMPY_INPUT = (
     "The custom loop's step is a jax.jit-compiled stateless step (Keras' JAX training-loop recipe)."
 )
 NOTES: dict[str, list[str]] = {"train": [_NUMPY_INPUT], "run": [_NUMPY_INPUT]}
+
+# ``pipeline``: the variant ladder of this framework's input-pipeline API (parent-safe).
+PIPELINE = PY_DATASET
 
 
 def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:

@@ -5,6 +5,7 @@ which is why the CPU run must hide the GPU before import."""
 
 from __future__ import annotations
 
+from whichdevice.frameworks.common.ladders import PY_DATASET
 from whichdevice.frameworks.torch import env as _torch_env
 
 _NUMPY_INPUT = (
@@ -23,6 +24,9 @@ NOTES["calibrate"] = [
     "keras-torch: no compiled-chain probe — PyTorch runs op by op, so the profile has the eager per-op "
     "dispatch only (its compiled per-op and step-call figures are not measured)."
 ]
+
+# ``pipeline``: the variant ladder of this framework's input-pipeline API (parent-safe).
+PIPELINE = PY_DATASET
 
 
 def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:

@@ -6,6 +6,11 @@ no effect, which is why each (framework, device) gets its own process.
 
 from __future__ import annotations
 
+from whichdevice.frameworks.common.ladders import TF_DATA
+
+# ``pipeline``: the variant ladder of this framework's input-pipeline API (parent-safe).
+PIPELINE = TF_DATA
+
 
 def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:
     """Variables to add to a child's environment.

@@ -168,6 +168,9 @@ def write_tfrecords(
     return files
 
 
+write_files = write_tfrecords  # the name workloads/pipeline.py calls (contracts.Pipeline)
+
+
 def parse_example(size: int, heavy=None):
     """Seed 003's ``_parse_function`` up to the uint8 image: parse, ``decode_raw``, reshape."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from whichdevice.frameworks.common.ladders import DATA_LOADER
+
 NOTES: dict[str, list[str]] = {
     "train": [
         "torch: plain PyTorch (nn.Sequential, Adam, cross-entropy, as the reference's gpu_probe.py); "
@@ -23,6 +25,9 @@ NOTES["calibrate"] = [
     "torch: no compiled-chain probe — PyTorch runs op by op, so the profile has the eager per-op "
     "dispatch only (its compiled per-op and step-call figures are not measured)."
 ]
+
+# ``pipeline``: the variant ladder of this framework's input-pipeline API (parent-safe).
+PIPELINE = DATA_LOADER
 
 
 def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:
