@@ -95,6 +95,20 @@ step diag_keras_jax 90 "$py" -m whichdevice diagnose --framework keras-jax --mod
 # 5. train and matmul (seeds 000-002 alone), torch
 step train_torch 80 "$py" -m whichdevice train --framework torch --quick --out "$out" --json "$out/train_torch.json"
 step matmul_torch 50 "$py" -m whichdevice matmul --framework torch --quick --out "$out" --json "$out/matmul_torch.json"
+# 6. pipeline on each framework's own loader (issue #42): the DataLoader ladder with pin_memory + non_blocking (its
+#    GPU-only rung) and Keras' PyDataset (tf.data too where TensorFlow is installed)
+step pipeline_torch 150 "$py" -m whichdevice pipeline --framework torch --quick --out "$out" --json "$out/pipeline_torch.json"
+step pipeline_keras_jax 150 "$py" -m whichdevice pipeline --framework keras-jax --quick --out "$out" \
+  --json "$out/pipeline_keras_jax.json"
+# 7. calibrate from the framework's own ops (profiles saved under $out/home), and predict on the torch profile
+#    calibrated here (its GPU, and this machine's CPU costs)
+for f in torch keras-jax; do
+  n=$(echo "$f" | tr - _)
+  step "calibrate_$n" 120 env WHICHDEVICE_HOME="$out/home" "$py" -m whichdevice calibrate --framework "$f" \
+    --name "accept-$f" --out "$out" --json "$out/calibrate_$n.json"
+done
+step predict_torch 120 env WHICHDEVICE_HOME="$out/home" "$py" -m whichdevice predict --framework torch --quick \
+  --profile accept-torch --out "$out" --json "$out/predict_torch.json"
 
 echo "== steps (rc, wall s)"
 cat "$summary"

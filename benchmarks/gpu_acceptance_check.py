@@ -74,6 +74,12 @@ def describe(path: Path) -> tuple[list[str], dict[str, Any]]:
         and str(c.get("spec", {}).get("params", {}).get("data", "")).startswith("loader")
     )
     facts["frameworks"] = sorted({c.get("spec", {}).get("framework") for c in results} - {None})
+    facts["pinned_gpu_ok"] = sum(  # pipeline --framework torch: its GPU-only rung (issue #42)
+        1
+        for c in ok
+        if str(c.get("spec", {}).get("device", "")).startswith("GPU")
+        and c.get("spec", {}).get("params", {}).get("variant") == "pinned"
+    )
     return lines, facts
 
 
@@ -101,6 +107,7 @@ def main(folder: str) -> int:
     checks: list[tuple[str, str, str]] = []
     any_failed: list[str] = []
     loader_ok = None
+    pinned_ok = None
     for path in sorted(out.glob("*.json")):
         try:
             lines, facts = describe(path)
@@ -111,6 +118,8 @@ def main(folder: str) -> int:
         any_failed += [f"{path.name}: {_what(c)}" for c in facts["failed"]]
         if path.name.startswith("diag_torch"):
             loader_ok = facts["loader_gpu_ok"]
+        if path.name.startswith("pipeline_torch"):
+            pinned_ok = facts["pinned_gpu_ok"]
         if facts.get("experiment") == "run" and len(facts.get("frameworks", [])) > 1:
             ans = answer_lines(path)
             named = all(any(fw in line for fw in facts["frameworks"]) for line in ans) and bool(ans)
@@ -119,6 +128,13 @@ def main(folder: str) -> int:
         checks.append(("no case failed", "NOT MEASURED", "no record written"))
     else:
         checks.append(("no case failed", "FAIL" if any_failed else "PASS", "; ".join(any_failed)[:400]))
+    checks.append(
+        (
+            "pipeline --framework torch: pin_memory + non_blocking measured on the GPU",
+            "NOT MEASURED" if pinned_ok is None else ("PASS" if pinned_ok >= 2 else "FAIL"),
+            "no pipeline_torch record" if pinned_ok is None else f"{pinned_ok} measured",
+        )
+    )
     if loader_ok is None:
         checks.append(("torch DataLoader cases measured on the GPU", "NOT MEASURED", "no diag_torch record"))
     else:

@@ -20,8 +20,9 @@ protocols; ``load()`` returns a ``Framework`` and refuses a folder that lacks a 
 
 Optional parts, listed per framework in ``PARTS`` and typed in ``contracts.py`` like the
 four required ones: ``training.py`` (frameworks that train, ``TRAINING``: the seed's custom
-train step, the input pipeline), ``calibration.py``, ``scale.py``, and TensorFlow's
-``pipeline.py``, ``profiler.py``, ``precision.py``, ``placement_log.py``. A workload loads one
+train step, the input pipeline), ``calibration.py`` (``probes``: with the calibrate probes),
+``scale.py``, ``pipeline.py`` (the ``pipeline`` command's loader: tf.data, DataLoader,
+PyDataset), and TensorFlow's ``profiler.py``, ``precision.py``, ``placement_log.py``. A workload loads one
 with ``part(name, kind)`` (inside a child: it imports the framework), which refuses a module
 that lacks a function of its protocol.
 """
@@ -59,8 +60,8 @@ PARTS: dict[str, tuple[str, ...]] = {
         "placement_log",
     ),
     "numpy": (),
-    "keras-jax": ("training", "calibration", "probes", "scale"),
-    "keras-torch": ("training", "calibration", "probes"),
+    "keras-jax": ("training", "calibration", "probes", "scale", "pipeline"),
+    "keras-torch": ("training", "calibration", "probes", "pipeline"),
     "torch": ("training", "calibration", "probes", "scale", "pipeline"),
     "jax": (),
 }

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from whichdevice.frameworks import contracts
     from whichdevice.frameworks.keras_jax import calibration as keras_jax_calibration
+    from whichdevice.frameworks.keras_jax import pipeline as keras_jax_pipeline
     from whichdevice.frameworks.keras_jax import scale as keras_jax_scale
     from whichdevice.frameworks.keras_jax import training as keras_jax_training
     from whichdevice.frameworks.keras_torch import calibration as keras_torch_calibration
+    from whichdevice.frameworks.keras_torch import pipeline as keras_torch_pipeline
     from whichdevice.frameworks.keras_torch import training as keras_torch_training
     from whichdevice.frameworks.tensorflow import calibration as tensorflow_calibration
     from whichdevice.frameworks.tensorflow import pipeline as tensorflow_pipeline
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
     _keras_jax_training: contracts.Training = keras_jax_training
     _keras_jax_calibration: contracts.CalibrationProbes = keras_jax_calibration
     _keras_jax_scale: contracts.Scale = keras_jax_scale
+    _keras_jax_pipeline: contracts.Pipeline = keras_jax_pipeline
+    _keras_torch_pipeline: contracts.Pipeline = keras_torch_pipeline
     _keras_torch_training: contracts.Training = keras_torch_training
     _keras_torch_calibration: contracts.CalibrationProbes = keras_torch_calibration
     _torch_training: contracts.Training = torch_training

@@ -154,8 +154,9 @@ class Images(Dataset):
 
     def __getitem__(self, i):
         if isinstance(i, list):  # the batched variant's sampler hands over a batch of indices
-            x = self.images[i].permute(0, 3, 1, 2)
-            x = burn(x.float() / 255.0, _factor("normalize", self.heavy))
+            # converted in HWC order, then made CHW: a conversion over a permuted view runs strided
+            x = (self.images[i].float() / 255.0).permute(0, 3, 1, 2).contiguous()
+            x = burn(x, _factor("normalize", self.heavy))
             return augment_batch(x, self.gen(), self.heavy), self.labels[i]
         if self.mode == "python":
             if self._rng is None:
