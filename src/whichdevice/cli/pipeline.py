@@ -180,13 +180,7 @@ def pipeline(
     trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
     experiment.require_installed(fw)
 
-    variant_list, notes = _fit_cache(variant_list, n_images, size)
-    variant_list, missing = wl.installed_variants(fw, variant_list)
-    notes += missing
-    if not variant_list:
-        raise UsageError(
-            "--variants", "leaves nothing to measure", f"Pass one or more of: {', '.join(wl.ladder(fw).variants)}."
-        )
+    variant_list, notes = _measurable(fw, variant_list, n_images, size)
     with userfile.limits(memory_bytes, timeout_s):  # the pre-flight too (issue #43)
         user = _user_model(model_fn, data_fn, size, fw) if model_fn is not None else None
     if data_fn is not None:
@@ -282,6 +276,18 @@ def _variant_list(
                 f"Drop {arg}, or drop --data to measure seed 003's pipeline.",
             )
     return list(wl.USER_VARIANTS)
+
+
+def _measurable(fw: str, variant_list: list[str], n_images: int, size: int) -> tuple[list[str], list[str]]:
+    """The variants that can be measured here (the cache fits in memory, the modules are
+    installed) and the notes on those left out; refused when none is left."""
+    variant_list, notes = _fit_cache(variant_list, n_images, size)
+    variant_list, missing = wl.installed_variants(fw, variant_list)
+    if not variant_list:
+        raise UsageError(
+            "--variants", "leaves nothing to measure", f"Pass one or more of: {', '.join(wl.ladder(fw).variants)}."
+        )
+    return variant_list, notes + missing
 
 
 def _fit_cache(variant_list: list[str], n_images: int, size: int) -> tuple[list[str], list[str]]:
