@@ -74,7 +74,7 @@ def installed_variants(framework: str, variants: list[str]) -> tuple[list[str], 
     tf.data variant needs TensorFlow), and a note for each one left out."""
     import importlib.util
 
-    needs = ladder(framework).needs if framework != "tensorflow" else {}
+    needs = ladder(framework).needs
     kept, notes = [], []
     for v in variants:
         module = needs.get(v)
@@ -88,7 +88,7 @@ def installed_variants(framework: str, variants: list[str]) -> tuple[list[str], 
 def planned_variants(framework: str, device: str, variants) -> list[str]:
     """``variants`` less those a device cannot run: a GPU-only variant on a CPU device (the
     analysis says it was not measured there)."""
-    gpu_only = ladder(framework).gpu_only if framework != "tensorflow" else {}
+    gpu_only = ladder(framework).gpu_only
     return [v for v in variants if not (v in gpu_only and not device.startswith("GPU"))]
 
 
@@ -142,7 +142,7 @@ def build_cases(  # noqa: PLR0913 (the pipeline's knobs, keyword-only)
     the loop, then the stages. ``user``: the user's model / data parameters."""
     base = {"images": images, "image_size": size, "batch": batch, "net": net, **(user or {})}
     variants = planned_variants(framework, device, variants)
-    lad = ladder(framework) if framework != "tensorflow" else TF_DATA
+    lad = ladder(framework)
     if heavy:
         base.update(heavy_stage=heavy[0], heavy_factor=heavy[1])
 
@@ -172,8 +172,7 @@ def _tfp(fw: Framework) -> Pipeline:
     from whichdevice import frameworks
 
     module = frameworks.part(fw.name, "pipeline")
-    if fw.name != "tensorflow":
-        _LADDERS[getattr(module, "__name__", "")] = ladder(fw.name)
+    _LADDERS[getattr(module, "__name__", "")] = ladder(fw.name)
     return module
 
 

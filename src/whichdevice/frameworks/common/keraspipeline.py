@@ -31,11 +31,12 @@ import keras
 import numpy as np
 
 from whichdevice.core.machine import usable_cores
+from whichdevice.frameworks.common.ladders import PY_DATASET
 
 MAX_DELTA = 0.2
 SEED_CLASSES = 10
-VARIANTS = ("serial", "threads", "processes", "batched", "tfdata")
-STAGES = ("read", "normalize", "augment", "batch")
+VARIANTS = PY_DATASET.variants
+STAGES = PY_DATASET.stages
 SHARDS = 4
 
 

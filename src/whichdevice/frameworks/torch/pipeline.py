@@ -47,11 +47,12 @@ import torch
 from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, default_collate
 
 from whichdevice.core.machine import usable_cores
+from whichdevice.frameworks.common.ladders import DATA_LOADER
 
 MAX_DELTA = 0.2  # seed 003: tf.image.random_brightness(image, max_delta=0.2)
 SEED_CLASSES = 10
-VARIANTS = ("serial", "workers", "prefetch", "persistent", "pinned", "python", "batched")
-STAGES = ("read", "to_tensor", "normalize", "augment", "collate")
+VARIANTS = DATA_LOADER.variants
+STAGES = DATA_LOADER.stages
 LOADER_TIMEOUT_S = 30.0
 PREFETCH_FACTOR = 4
 SHARDS = 4
