@@ -21,7 +21,9 @@ protocols; ``load()`` returns a ``Framework`` and refuses a folder that lacks a 
 Optional parts, listed per framework in ``PARTS`` and typed in ``contracts.py`` like the
 four required ones: ``training.py`` (frameworks that train, ``TRAINING``: the seed's custom
 train step, the input pipeline), ``calibration.py``, ``scale.py``, and TensorFlow's
-``pipeline.py``, ``profiler.py``, ``precision.py``, ``placement_log.py``. A workload loads one
+``pipeline.py``, ``profiler.py``, ``precision.py``, ``placement_log.py``; ``optrace.py`` (the
+placement command's trace of a step for torch and JAX: ops by device, copies, syncs) and
+``pitfalls.py`` (the pitfalls command's mistakes; importable in the parent). A workload loads one
 with ``part(name, kind)`` (inside a child: it imports the framework), which refuses a module
 that lacks a function of its protocol.
 """
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
         Calibration,
         CalibrationProbes,
         Framework,
+        OpTrace,
+        Pitfalls,
         Pipeline,
         PlacementLog,
         Precision,
@@ -64,6 +68,24 @@ PARTS: dict[str, tuple[str, ...]] = {
     "torch": ("training", "calibration", "scale"),
     "jax": (),
 }
+# Issue #42: the placement command's op trace (``optrace.py``) and the pitfalls command's
+# mistakes (``pitfalls.py``), added apart so that each command's frameworks read from PARTS.
+for _name, _kinds in {
+    "tensorflow": ("pitfalls",),
+    "keras-jax": ("optrace", "pitfalls"),
+    "keras-torch": ("optrace",),
+    "torch": ("optrace", "pitfalls"),
+}.items():
+    PARTS[_name] = (*PARTS[_name], *_kinds)
+del _name, _kinds
+
+
+def having(*kinds: str) -> tuple[str, ...]:
+    """The frameworks with at least one of the parts ``kinds``, in ``FRAMEWORKS`` order: what a
+    command that needs one of them offers for ``--framework``."""
+    return tuple(n for n in FRAMEWORKS if set(kinds) & set(PARTS[n]))
+
+
 # Frameworks with a training module (the train workload and `run`'s training cases).
 TRAINING: tuple[str, ...] = tuple(n for n in FRAMEWORKS if "training" in PARTS[n])
 # Frameworks that train a Keras model (model.fit, the user's --model); plain torch does not.
@@ -134,6 +156,10 @@ def part(name: str, kind: Literal["profiler"]) -> Profiler: ...
 def part(name: str, kind: Literal["precision"]) -> Precision: ...
 @overload
 def part(name: str, kind: Literal["placement_log"]) -> PlacementLog: ...
+@overload
+def part(name: str, kind: Literal["optrace"]) -> OpTrace: ...
+@overload
+def part(name: str, kind: Literal["pitfalls"]) -> Pitfalls: ...
 def part(name: str, kind: str) -> Any:
     """Framework ``name``'s optional part ``kind`` (``PARTS``), imported (it imports the
     framework: child only) and checked against its protocol in ``contracts.OPTIONAL``."""
