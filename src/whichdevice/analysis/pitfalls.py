@@ -69,9 +69,12 @@ class PitfallRow:
     epochs: int = 0
     threads: int | None = None
     workers: int = 0  # the num_workers pitfall's right figure's workers
+    detail: str = ""  # a setting of the wrong figure's case the page names (torch.compile's backend)
     lo: float | None = None  # the ratio's 95 % interval (None: the method gives none)
     hi: float | None = None
-    n: int = 0  # the samples the ratio rests on (the fewer side's)
+    n: int = 0  # the samples (or rounds: ``n_unit``) the ratio rests on, the fewer side's
+    n_unit: str = "samples"
+    enough: bool = True  # False: too few samples or rounds for a claim either way (significance.py)
     framework: str = "tensorflow"
 
     @property
@@ -147,15 +150,15 @@ def _interval(c: Comparison) -> dict[str, Any]:
     (whose ratio is right / wrong)."""
     lo = 1 / c.ratio_hi if c.ratio_hi > 0 else None
     hi = 1 / c.ratio_lo if c.ratio_lo > 0 else None
-    return {"lo": lo, "hi": hi, "n": c.n}
+    return {"lo": lo, "hi": hi, "n": c.n, "n_unit": c.claim.unit, "enough": c.enough}
 
 
 def _against_steady(wrong: float, samples: list[float]) -> dict[str, Any]:
     """A single wrong figure against the median of ``samples``: the ratio's interval from the
     median's 95 % interval (order statistics), significant when it lies wholly beyond the noise."""
     ci = stats.median_ci(samples)
-    if ci is None or ci[0] <= 0:
-        return {"significant": False, "n": len(samples)}
+    if ci is None or ci[0] <= 0 or len(samples) < significance.MIN_SAMPLES:
+        return {"significant": False, "n": len(samples), "enough": False}
     lo, hi = wrong / ci[1], wrong / ci[0]
     t = significance.NOISE_THRESHOLD
     sig = lo > 1 + t or hi < 1 / (1 + t)
@@ -302,8 +305,15 @@ def _compile_in_timing(res: list[CaseResult], d: str, fw: str) -> PitfallRow | N
     t = case.timing
     steps = [*t.warmup_s, *t.samples_s]
     wrong = sum(steps) / len(steps)
+    backend = case.spec.params.get("backend")
     return PitfallRow(
-        "compile_in_timing", d, wrong, stats.median(t.samples_s), "s per step", **_against_steady(wrong, t.samples_s)
+        "compile_in_timing",
+        d,
+        wrong,
+        stats.median(t.samples_s),
+        "s per step",
+        detail=f"backend={backend}" if backend else "",
+        **_against_steady(wrong, t.samples_s),
     )
 
 

@@ -108,7 +108,8 @@ def methods(r: PitfallRow) -> tuple[str, str]:
     """How the wrong and the right figure were taken."""
     own = _OWN_METHODS.get(family(r.framework), {})
     if r.pitfall in own and own[r.pitfall][0]:
-        return own[r.pitfall]
+        wrong, right = own[r.pitfall]
+        return (f"{wrong} ({r.detail})" if r.detail else wrong), right
     if r.pitfall == "num_workers":
         return "DataLoader num_workers=0", f"num_workers={r.workers}"
     if r.pitfall == "first_epoch":
@@ -143,8 +144,8 @@ def _own_note(r: PitfallRow) -> str:
 def _too_few(r: PitfallRow) -> str | None:
     """torch's and JAX's rows: no claim either way from too few samples or an interval that
     cannot rule out a 2x change (never "no distortion" from it)."""
-    if r.n and r.n < 5:
-        return f"not enough samples (n={r.n}, fewer than 5): no claim either way"
+    if not r.enough:
+        return f"not enough {r.n_unit} (n={r.n}): no claim either way"
     if r.lo is not None and r.hi is not None and (r.lo < 0.5 or r.hi > 2):
         return "not enough samples: the interval cannot rule out a 2x change either way"
     return None
@@ -176,7 +177,7 @@ def _footer(r: PitfallRow) -> str:
 
 def interval(r: PitfallRow) -> str:
     """The ratio's 95 % interval and sample count: '1.8-2.2x, n=40'."""
-    n = f"n={r.n}" if r.n else "n unknown"
+    n = (f"n={r.n}" + (" rounds" if r.n_unit == "rounds" else "")) if r.n else "n unknown"
     if r.lo is None or r.hi is None:
         return f"no interval ({n})"
     return f"{r.lo:.3g}-{r.hi:.3g}x, {n}"
