@@ -123,3 +123,17 @@ def test_keras_jax_placement_quick_on_the_cpu(tmp_path, capsys):
 def test_keras_torch_placement_quick_on_the_cpu(tmp_path, capsys):
     r, p, md = _run(tmp_path, capsys, "keras-torch")
     assert any(o.ran_on == "CPU:0" for o in p.ops) and p.copies == {}
+
+
+def test_jax_gpu_run_host_launches_are_not_cpu_ops():
+    from whichdevice.frameworks.jax.optrace import _op_metrics
+
+    m: dict = {}
+    ops = {("GPU:0", "fusion"): (10, 50.0), ("CPU:0", "fusion"): (10, 30.0), ("CPU:0", "callback"): (10, 5.0)}
+    _op_metrics(m, ops, 10)
+    # the host's events of a GPU op are its launch: host time, not an op on the CPU; an op seen
+    # only on the host (a host callback) ran there
+    assert {k for k in m if k.startswith("op_calls")} == {"op_calls|GPU:0|fusion", "op_calls|CPU:0|callback"}
+    assert m["op_host_us|fusion"] == 30.0 and m["op_gpu_us|fusion"] == 50.0
+    p = traced_placement("GPU:0", {**m, "traced": 1.0, "op_stats": 1.0, "profiled_steps": 10.0}, 1e-3)
+    assert [o.op_type for o in p.on_cpu_in_gpu_run] == ["callback"]

@@ -87,6 +87,21 @@ def _profile(call: Callable[[], Any], steps: int) -> tuple[dict, dict[str, int],
     return (*read_perfetto(events), times)
 
 
+def _op_metrics(m: dict[str, float], ops: dict[tuple[str, str], tuple[int, float]], steps: int) -> None:
+    """Calls and times per op. In a GPU run the host's events of an op that also ran on the GPU
+    are its launch (XLA's runtime marks each thunk it starts), timed as host time, not a CPU op;
+    an op seen only on the host ran there (a host callback)."""
+    on_gpu = {name for (where, name) in ops if where.startswith("GPU")}
+    for (where, name), (n, us) in ops.items():
+        if where.startswith("GPU"):
+            m[f"op_calls|{where}|{name}"] = n / steps
+            m[f"op_gpu_us|{name}"] = m.get(f"op_gpu_us|{name}", 0.0) + us
+            continue
+        if name not in on_gpu:
+            m[f"op_calls|{where}|{name}"] = n / steps
+        m[f"op_host_us|{name}"] = m.get(f"op_host_us|{name}", 0.0) + us
+
+
 def trace_step(call: Callable[[], Any], inputs: tuple, steps: int, device: str) -> tuple[dict[str, float], list[float]]:
     """The placement metrics of ``call`` (one whole step) on ``device`` (module docstring) and
     the profiled steps' times (the profiler's cost in them)."""
@@ -94,9 +109,7 @@ def trace_step(call: Callable[[], Any], inputs: tuple, steps: int, device: str) 
         jax.block_until_ready(call())
     ops, moved, times = _profile(call, steps)
     m: dict[str, float] = {"profiled_steps": float(steps), "profiler_on": 1.0, "op_stats": 1.0 if ops else 0.0}
-    for (where, name), (n, us) in ops.items():
-        m[f"op_calls|{where}|{name}"] = n / steps
-        m[f"op_{'gpu' if where.startswith('GPU') else 'host'}_us|{name}"] = us
+    _op_metrics(m, ops, steps)
     host_arrays = [a for a in inputs if isinstance(a, np.ndarray)]
     per_step = {kind: n / steps for kind, n in moved.items() if n}
     for kind, n in per_step.items():
