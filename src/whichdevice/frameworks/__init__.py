@@ -170,7 +170,7 @@ def part(name: str, kind: str) -> Any:
     return module
 
 
-# Train kinds measured by TensorFlow-only modules (workloads/placement, pitfalls, precision).
+# Train kinds that run's suite measures with TensorFlow's modules (placement log, no-sync, precision).
 _TF_ONLY_KINDS = ("placement", "nosync", "precision")
 
 
@@ -179,7 +179,9 @@ def unsupported(name: str, params: dict) -> str | None:
     Used to leave such cases out of ``run``'s suite instead of recording them as failures."""
     kind, data = params.get("kind"), params.get("data")
     if name != "tensorflow" and kind in _TF_ONLY_KINDS:
-        return f"the {kind} measurement is TensorFlow-only"
+        # run's suite measures these with TensorFlow's modules; torch and JAX have their own
+        # commands for placement and the no-sync pitfall (whichdevice placement / pitfalls)
+        return f"run's {kind} case is TensorFlow's (other frameworks: whichdevice placement / pitfalls)"
     if name not in KERAS and kind == "fit":
         return "model.fit is Keras-only"
     if name != "tensorflow" and data == "tfdata_noprefetch":
