@@ -137,3 +137,10 @@ def test_jax_gpu_run_host_launches_are_not_cpu_ops():
     assert m["op_host_us|fusion"] == 30.0 and m["op_gpu_us|fusion"] == 50.0
     p = traced_placement("GPU:0", {**m, "traced": 1.0, "op_stats": 1.0, "profiled_steps": 10.0}, 1e-3)
     assert [o.op_type for o in p.on_cpu_in_gpu_run] == ["callback"]
+
+
+def test_torch_with_model_is_one_line_exit_2(tmp_path, capsys):
+    args = ["placement", "--framework", "torch", "--model", "m.py:build", "--out", str(tmp_path / "o")]
+    code, _, err = run_cli(args, capsys)
+    assert code == 2 and "--model" in err and "diagnose --framework torch" in err
+    assert not (tmp_path / "o").exists()

@@ -103,6 +103,12 @@ def placement(
         for arg, value in (("--input-shape", input_shape), ("--classes", classes)):
             if value is not None:
                 raise UsageError(arg, "only applies to --model", f"Add --model FILE.py:FUNCTION, or drop {arg}.")
+    if model is not None and fw not in frameworks.KERAS:
+        raise UsageError(
+            "--model",
+            f"takes a Keras model here; --framework {fw} traces the built-in MLP",
+            f"Drop --model, or use --framework keras-torch for a Keras model (diagnose --framework {fw} takes your nn.Module).",
+        )
     model_fn = userfile.parse_spec(model, "--model") if model else None
     wanted = experiment.parse_device_filter(device)
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "300")
