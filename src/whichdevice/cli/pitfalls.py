@@ -69,7 +69,7 @@ def pitfalls(
     json_path: Optional[Path] = opt.json("pitfalls"),
     resume: Optional[Path] = opt.resume(),
 ) -> None:
-    """Each timing mistake (first epoch, no sync, sync every step, one CPU thread, XLA on one device, tiny batch) next to the correct measurement, with the distortion as a ratio."""  # noqa: E501
+    """Each timing mistake of the framework (no sync, the first epoch or step, a compile in the timing, a sync every step, num_workers=0, device_put every step, one CPU thread, tiny batch) next to the correct measurement, with the distortion as a ratio."""  # noqa: E501
     if resume_if_asked(ctx, resume, "pitfalls", PitfallsPlan, run_pitfalls):
         return
     fw = parse_choice(framework, "--framework", PITFALLS_FRAMEWORKS)

@@ -89,7 +89,7 @@ def placement(
     json_path: Optional[Path] = opt.json("placement"),
     resume: Optional[Path] = opt.resume(),
 ) -> None:
-    """Per device: the ops of one training step by type (count, time), the host<->device copies, and on a GPU the ops that ran on the CPU, with why."""  # noqa: E501
+    """Per device: the ops of one training step by type (count, time), the host<->device copies (pageable or pinned) and syncs, and on a GPU the ops that ran on the CPU, with why."""  # noqa: E501
     if resume_if_asked(ctx, resume, "placement", PlacementPlan, run_placement):
         return
     fw = parse_choice(framework, "--framework", PLACEMENT_FRAMEWORKS)
