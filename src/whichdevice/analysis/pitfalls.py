@@ -49,8 +49,6 @@ from whichdevice.core import stats
 from whichdevice.core.records import CaseResult, RunRecord
 
 PITFALLS = ("first_epoch", "no_sync", "sync_each", "one_thread", "xla_one_device", "small_batch")
-# torch's and JAX's own (frameworks/torch/pitfalls.py, keras_jax/pitfalls.py).
-OTHER_PITFALLS = ("first_step", "compile_in_timing", "num_workers", "device_put")
 
 
 @dataclass(frozen=True)
