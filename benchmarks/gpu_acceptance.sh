@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU acceptance run (issue #39): every framework path and every GPU-only fix, on a machine with an NVIDIA
-# GPU, within 8 minutes. Any session lent a GPU runs this first and commits what it writes.
+# GPU, within 8 minutes (plus up to 7 for issue #42's placement and pitfalls, run last). Any session lent a GPU
+# runs this first and commits what it writes.
 #
 #   bash benchmarks/gpu_acceptance.sh [OUT]        # OUT defaults to gpu-acceptance-<UTC time>
 #
@@ -109,6 +110,12 @@ for f in torch keras-jax; do
 done
 step predict_torch 120 env WHICHDEVICE_HOME="$out/home" "$py" -m whichdevice predict --framework torch --quick \
   --profile accept-torch --out "$out" --json "$out/predict_torch.json"
+# 6. issue #42: placement (torch.profiler + dispatch mode; JAX's Perfetto trace: ops per device, copies pageable or
+#    pinned, syncs) and pitfalls (the no-sync mistake measured on the GPU) for torch and Keras-on-JAX
+for fw in torch keras-jax; do
+  step "placement_$fw" 60 "$py" -m whichdevice placement --framework "$fw" --quick --out "$out" --json "$out/placement_$fw.json"
+  step "pitfalls_$fw" 150 "$py" -m whichdevice pitfalls --framework "$fw" --quick --out "$out" --json "$out/pitfalls_$fw.json"
+done
 
 echo "== steps (rc, wall s)"
 cat "$summary"

@@ -102,6 +102,37 @@ def answer_lines(path: Path) -> list[str]:
     return out
 
 
+def issue42_checks(out: Path) -> list[tuple[str, str, str]]:
+    """Issue #42: placement traced ops and copies on the GPU, pitfalls' no-sync case measured there."""
+    checks: list[tuple[str, str, str]] = []
+    for fw in ("torch", "keras-jax"):
+        for name, want in (
+            ("placement", "ops traced on the GPU and its copies"),
+            ("pitfalls", "no-sync case on the GPU"),
+        ):
+            path = out / f"{name}_{fw}.json"
+            if not path.exists():
+                checks.append((f"{fw} {name}: {want}", "NOT MEASURED", f"no {path.name}"))
+                continue
+            gpu = [
+                c
+                for c in json.loads(path.read_text()).get("results", [])
+                if c.get("status") == "ok" and str(c.get("spec", {}).get("device", "")).startswith("GPU")
+            ]
+            if not gpu:
+                checks.append((f"{fw} {name}: {want}", "NOT MEASURED", "no GPU case in it (a CPU-only run)"))
+                continue
+            if name == "placement":
+                m = gpu[0].get("metrics", {})
+                ops = sum(1 for k in m if k.startswith("op_calls|GPU"))
+                ok, why = ops > 0 and "copies|H2D" in m, f"{ops} op types on the GPU, H2D copies {m.get('copies|H2D')}"
+            else:
+                n = sum(1 for c in gpu if c.get("spec", {}).get("params", {}).get("kind") == "nosync")
+                ok, why = n > 0, f"{n} no-sync cases measured on the GPU"
+            checks.append((f"{fw} {name}: {want}", "PASS" if ok else "FAIL", why))
+    return checks
+
+
 def main(folder: str) -> int:
     out = Path(folder)
     checks: list[tuple[str, str, str]] = []
@@ -145,6 +176,7 @@ def main(folder: str) -> int:
                 f"{loader_ok} measured",
             )
         )
+    checks += issue42_checks(out)
     steps = out / "steps.tsv"
     if steps.exists():
         bad = [r.split("\t")[0] for r in steps.read_text().splitlines()[1:] if r.split("\t")[1] != "0"]

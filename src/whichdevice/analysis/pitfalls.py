@@ -18,16 +18,34 @@ The mistakes (seed 002 "benchmarking mistakes", ANCHORS.md):
   where a GPU is visible: ``jit_compile=False`` vs ``True`` on the same device shows how much of a
   CPU-vs-GPU gap the compile path alone can make.
 - ``small_batch``: per-sample time at the seed's batch 10 vs batch 512.
+
+torch and JAX (issue #42; which mistakes a framework has: its ``pitfalls`` part's ``MISTAKES``):
+
+- ``first_step`` (torch): the first iteration of seed 001 ex2's loop, timed alone, vs the
+  median of its later steps (the loop runs first in its child: the process's one-time costs).
+- ``compile_in_timing``: a 100-step loop whose first step compiles (``torch.compile``; JAX's
+  ``jit``), its time per step vs its steady steps' median.
+- ``num_workers`` (torch): a DataLoader with ``num_workers=0`` vs 2 workers, per step.
+- ``device_put`` (JAX): ``jax.device_put`` of the batch at every step vs a batch put once.
+- ``no_sync``, ``sync_each`` (``.item()`` / ``float(loss)`` every step), ``one_thread``,
+  ``small_batch``: as above, with the framework's own calls.
+
+Each row carries the ratio's 95 % interval (``lo``, ``hi``) and the samples it rests on (``n``)
+where the method gives one; a framework's GPU-only mistakes on a CPU are :func:`not_measured`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from dataclasses import dataclass
+from typing import Any
 
-from whichdevice.analysis.compare import compare
+from whichdevice.analysis import significance
+from whichdevice.analysis.compare import Comparison, compare
 from whichdevice.analysis.fixes import per_sample
 from whichdevice.analysis.values import timing_of
+from whichdevice.core import stats
 from whichdevice.core.records import CaseResult, RunRecord
 
 PITFALLS = ("first_epoch", "no_sync", "sync_each", "one_thread", "xla_one_device", "small_batch")
@@ -48,6 +66,14 @@ class PitfallRow:
     significant: bool
     epochs: int = 0
     threads: int | None = None
+    workers: int = 0  # the num_workers pitfall's right figure's workers
+    detail: str = ""  # a setting of the wrong figure's case the page names (torch.compile's backend)
+    lo: float | None = None  # the ratio's 95 % interval (None: the method gives none)
+    hi: float | None = None
+    n: int = 0  # the samples (or rounds: ``n_unit``) the ratio rests on, the fewer side's
+    n_unit: str = "samples"
+    enough: bool = True  # False: too few samples or rounds for a claim either way (significance.py)
+    framework: str = "tensorflow"
 
     @property
     def ratio(self) -> float:
@@ -70,9 +96,25 @@ def _find(results: list[CaseResult], device: str, **want: object) -> CaseResult 
     return None
 
 
+def framework_of(record: RunRecord) -> str:
+    """The framework the record's cases ran on (TensorFlow for a record without results)."""
+    return record.results[0].spec.framework if record.results else "tensorflow"
+
+
+def mistakes(framework: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the framework's mistakes in the page's order, the GPU-only ones): its ``pitfalls`` part."""
+    from whichdevice import frameworks
+
+    if "pitfalls" not in frameworks.PARTS.get(framework, ()):
+        return PITFALLS, ()
+    part = frameworks.part(framework, "pitfalls")
+    return part.MISTAKES, part.GPU_ONLY
+
+
 def analyze_pitfalls(record: RunRecord) -> list[PitfallRow]:
     rows: list[PitfallRow] = []
     res = record.results
+    fw = framework_of(record)
     devices = sorted({r.spec.device for r in res}, key=lambda d: (not d.startswith("CPU"), d))
     for d in devices:
         found = (
@@ -82,10 +124,43 @@ def analyze_pitfalls(record: RunRecord) -> list[PitfallRow]:
             _one_thread(record, res, d),
             _xla_one_device(res, d),
             _small_batch(res, d),
+            _first_step(res, d, fw),
+            _compile_in_timing(res, d, fw),
+            _num_workers(res, d),
+            _device_put(res, d),
         )
-        rows += [r for r in found if r is not None]
-    order = {p: i for i, p in enumerate(PITFALLS)}
+        rows += [dataclasses.replace(r, framework=fw) for r in found if r is not None]
+    names = mistakes(fw)[0]
+    order = {p: i for i, p in enumerate(names + tuple(p for p in PITFALLS if p not in names))}
     return sorted(rows, key=lambda r: (order[r.pitfall], devices.index(r.device)))
+
+
+def not_measured(record: RunRecord) -> list[tuple[str, str]]:
+    """(mistake, device) for each GPU-only mistake of the record's framework on a CPU device:
+    said "not measured here (no GPU)", never measured as if it applied."""
+    gpu_only = mistakes(framework_of(record))[1]
+    cpus = sorted({r.spec.device for r in record.results if r.spec.device.startswith("CPU")})
+    return [(m, d) for m in gpu_only for d in cpus]
+
+
+def _interval(c: Comparison) -> dict[str, Any]:
+    """wrong / right's interval and sample count from ``compare("right", ..., "wrong", ...)``
+    (whose ratio is right / wrong)."""
+    lo = 1 / c.ratio_hi if c.ratio_hi > 0 else None
+    hi = 1 / c.ratio_lo if c.ratio_lo > 0 else None
+    return {"lo": lo, "hi": hi, "n": c.n, "n_unit": c.claim.unit, "enough": c.enough}
+
+
+def _against_steady(wrong: float, samples: list[float]) -> dict[str, Any]:
+    """A single wrong figure against the median of ``samples``: the ratio's interval from the
+    median's 95 % interval (order statistics), significant when it lies wholly beyond the noise."""
+    ci = stats.median_ci(samples)
+    if ci is None or ci[0] <= 0 or len(samples) < significance.MIN_SAMPLES:
+        return {"significant": False, "n": len(samples), "enough": False}
+    lo, hi = wrong / ci[1], wrong / ci[0]
+    t = significance.NOISE_THRESHOLD
+    sig = lo > 1 + t or hi < 1 / (1 + t)
+    return {"significant": sig, "lo": lo, "hi": hi, "n": len(samples)}
 
 
 def _first_epoch(res: list[CaseResult], d: str) -> PitfallRow | None:
@@ -115,7 +190,8 @@ def _no_sync(res: list[CaseResult], d: str) -> PitfallRow | None:
     if nosync and "synced_median_s" in nosync.metrics:
         m = nosync.metrics
         sig = not (m["synced_q1_s"] <= timing_of(nosync).q3_s and timing_of(nosync).q1_s <= m["synced_q3_s"])
-        return PitfallRow("no_sync", d, timing_of(nosync).median_s, m["synced_median_s"], "s per step", sig)
+        n = min(len(timing_of(nosync).samples_s), int(m.get("steps", 0)) // 2) or len(timing_of(nosync).samples_s)
+        return PitfallRow("no_sync", d, timing_of(nosync).median_s, m["synced_median_s"], "s per step", sig, n=n)
     return None
 
 
@@ -132,6 +208,7 @@ def _sync_each(res: list[CaseResult], d: str) -> PitfallRow | None:
             timing_of(none10).median_s,
             "s per step",
             c.significant,
+            **_interval(c),
         )
     return None
 
@@ -150,6 +227,7 @@ def _one_thread(record: RunRecord, res: list[CaseResult], d: str) -> PitfallRow 
             "s per step",
             c.significant,
             threads=_threads(record, d),
+            **_interval(c),
         )
     return None
 
@@ -167,6 +245,7 @@ def _xla_one_device(res: list[CaseResult], d: str) -> PitfallRow | None:
             timing_of(on).median_s,
             "s per step",
             c.significant,
+            **_interval(c),
         )
     return None
 
@@ -178,7 +257,7 @@ def _small_batch(res: list[CaseResult], d: str) -> PitfallRow | None:
     if none10 and big:
         a, b = per_sample(none10), per_sample(big)
         c = compare("right", b, "wrong", a)
-        return PitfallRow("small_batch", d, a.median_s, b.median_s, "s per sample", c.significant)
+        return PitfallRow("small_batch", d, a.median_s, b.median_s, "s per sample", c.significant, **_interval(c))
     return None
 
 
@@ -188,3 +267,90 @@ def _threads(record: RunRecord, device: str) -> int | None:
         if s.device.name == device and s.cpu_threads_source.startswith("default"):
             return s.cpu_threads_intra
     return None
+
+
+# ---------------- torch and JAX (issue #42) ----------------
+
+_JAX = ("jax", "keras-jax")
+
+
+def _first_step(res: list[CaseResult], d: str, fw: str) -> PitfallRow | None:
+    """torch: the loop's first step timed alone against its later steps' median."""
+    loop = _find(res, d, kind="loop", example="ex2")
+    if loop is None or fw in _JAX or fw == "tensorflow" or loop.timing is None:
+        return None
+    t = loop.timing
+    return PitfallRow(
+        "first_step",
+        d,
+        t.first_call_s,
+        stats.median(t.samples_s),
+        "s per step",
+        **_against_steady(t.first_call_s, t.samples_s),
+    )
+
+
+def _compile_in_timing(res: list[CaseResult], d: str, fw: str) -> PitfallRow | None:
+    """A loop whose first step compiles (torch.compile's pitfall case; JAX's jitted loop), its
+    time per step against its steady steps' median."""
+    case = (
+        _find(res, d, kind="pitfall", mistake="compile")
+        if fw not in _JAX
+        else _find(res, d, kind="loop", example="ex2")
+    )
+    if case is None or case.timing is None or fw == "tensorflow":
+        return None
+    t = case.timing
+    steps = [*t.warmup_s, *t.samples_s]
+    wrong = sum(steps) / len(steps)
+    backend = case.spec.params.get("backend")
+    return PitfallRow(
+        "compile_in_timing",
+        d,
+        wrong,
+        stats.median(t.samples_s),
+        "s per step",
+        detail=f"backend={backend}" if backend else "",
+        **_against_steady(wrong, t.samples_s),
+    )
+
+
+def _num_workers(res: list[CaseResult], d: str) -> PitfallRow | None:
+    """torch: a DataLoader in the training process (num_workers=0) against worker processes."""
+    zero = _find(res, d, kind="pitfall", mistake="num_workers", workers=0)
+    some = next(
+        (
+            r
+            for r in res
+            if r.spec.device == d
+            and r.status == "ok"
+            and r.spec.params.get("mistake") == "num_workers"
+            and r.spec.params.get("workers") not in (0, None)
+        ),
+        None,
+    )
+    if zero is None or some is None:
+        return None
+    c = compare("right", timing_of(some), "wrong", timing_of(zero))
+    return PitfallRow(
+        "num_workers",
+        d,
+        timing_of(zero).median_s,
+        timing_of(some).median_s,
+        "s per step",
+        c.significant,
+        workers=int(str(some.spec.params["workers"])),
+        **_interval(c),
+    )
+
+
+def _device_put(res: list[CaseResult], d: str) -> PitfallRow | None:
+    """JAX: jax.device_put of the batch every step against a batch put on the device once."""
+    put = _find(res, d, kind="pitfall", mistake="device_put", batch=10)
+    once = _find(res, d, kind="steady", batch=10, sync="none")
+    if put is None or once is None:
+        return None
+    c = compare("right", timing_of(once), "wrong", timing_of(put))
+    return PitfallRow(
+        "device_put", d, timing_of(put).median_s, timing_of(once).median_s, "s per step", c.significant, **_interval(c)
+    )

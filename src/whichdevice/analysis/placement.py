@@ -170,3 +170,141 @@ def device_placement(device: str, metrics: dict[str, float], step_s: float) -> D
         profiled,
         bool(metrics.get("profiler_on", 1.0)),
     )
+
+
+# ---------------- torch and JAX: a traced step (frameworks/<fw>/optrace.py) -> tables ----------------
+
+# ATen ops that only make a new view of a tensor or mark it (no kernel, no data moved), and the
+# profiler's own markers: counted apart, as TensorFlow's graph plumbing is.
+VIEW_OPS = frozenset(
+    {
+        "t",
+        "view",
+        "_unsafe_view",
+        "detach",
+        "lift_fresh",
+        "as_strided",
+        "transpose",
+        "expand",
+        "alias",
+        "reshape",
+        "permute",
+        "squeeze",
+        "unsqueeze",
+        "slice",
+        "select",
+        "_record_function_enter_new",
+        "_record_function_exit",
+        "resolve_conj",
+        "resolve_neg",
+    }
+)
+NESTED = "composite or nested"  # ops the profiler timed that the dispatch mode did not see: composites
+# (linear, cross_entropy_loss: decomposed before dispatch) and ops called inside other ops
+
+
+@dataclass(frozen=True)
+class TracedOp:
+    """One op type of a traced step: where it ran, its calls and self times per step.
+    ``host_us``: its time on the host (the CPU: the work itself on a CPU, the launch on a GPU);
+    ``gpu_us``: its kernels' time on the GPU; None: not measured."""
+
+    op_type: str
+    ran_on: str  # CPU:0, GPU:0, "CPU:0,GPU:0", or NESTED
+    calls: float  # per step
+    host_us: float | None
+    gpu_us: float | None
+    view: bool
+
+
+@dataclass(frozen=True)
+class TracedPlacement:
+    """One device's traced step (torch, JAX): ops, copies between host and device, syncs."""
+
+    device: str
+    ops: list[TracedOp]  # busiest first, views last
+    copies: dict[str, int]  # per step, by direction: H2D, D2H, D2D
+    copy_bytes: dict[str, int]  # per step, by direction (absent: unknown)
+    pinned: int
+    pageable: int
+    syncs: dict[str, int]  # per step, by cause: item, copy_to_host, read_back, nonzero...
+    host_reads: int  # scalar reads to Python per step (a sync only of a GPU value)
+    read_backs: int  # loss reads per step the loop makes (the seeds' loop: 1)
+    feed_tensors: int
+    feed_bytes: int
+    memcpy: dict[str, int]  # GPU copy kernels by the profiler's name, per step
+    profiled_steps: int
+    step_s: float
+    profiled: bool
+
+    @property
+    def on_cpu_in_gpu_run(self) -> list[TracedOp]:
+        """Ops that ran on the CPU although the step was asked to run on a GPU (work only)."""
+        if not self.device.startswith("GPU"):
+            return []
+        return [o for o in self.ops if o.ran_on.startswith("CPU") and "GPU" not in o.ran_on and not o.view]
+
+
+def is_traced(metrics: dict[str, float]) -> bool:
+    """A placement case of torch or JAX (``workloads/placement.run_traced``)."""
+    return bool(metrics.get("traced"))
+
+
+def traced_placement(device: str, metrics: dict[str, float], step_s: float) -> TracedPlacement:
+    """Rebuild one device's traced step from a placement case's metrics."""
+    steps = max(1, int(metrics.get("profiled_steps", 1)))
+    calls: dict[str, tuple[str, float]] = {}
+    per: dict[str, dict[str, float]] = defaultdict(dict)
+    copies: dict[str, int] = {}
+    copy_bytes: dict[str, int] = {}
+    syncs: dict[str, int] = {}
+    memcpy: dict[str, int] = {}
+    for k, v in metrics.items():
+        parts = k.split("|")
+        if parts[0] == "op_calls" and len(parts) == 3:
+            calls[parts[2]] = (parts[1], v)
+        elif parts[0] in ("op_host_us", "op_gpu_us", "op_occ") and len(parts) == 2:
+            per[parts[1]][parts[0]] = v
+        elif parts[0] == "copies" and len(parts) == 2:
+            copies[parts[1]] = round(v)
+        elif parts[0] == "copy_bytes" and len(parts) == 2:
+            copy_bytes[parts[1]] = int(v)
+        elif parts[0] == "syncs" and len(parts) == 2:
+            syncs[parts[1]] = round(v)
+        elif parts[0] == "memcpy" and len(parts) == 2:
+            memcpy[parts[1]] = round(v / steps)
+    profiled = bool(metrics.get("op_stats"))
+    gpu = device.startswith("GPU")
+    rows = []
+    for name in sorted(set(calls) | set(per)):
+        where, n = calls.get(name, (NESTED, per[name].get("op_occ", 0.0) / steps))
+        host = per[name].get("op_host_us")
+        dev = per[name].get("op_gpu_us", 0.0 if gpu and profiled else None)
+        rows.append(
+            TracedOp(
+                name,
+                where,
+                n,
+                None if host is None else host / steps,
+                None if dev is None else dev / steps,
+                name in VIEW_OPS,
+            )
+        )
+    rows.sort(key=lambda o: (o.view, -((o.host_us or 0.0) + (o.gpu_us or 0.0)), -o.calls, o.op_type))
+    return TracedPlacement(
+        device,
+        rows,
+        copies,
+        copy_bytes,
+        int(metrics.get("copies_pinned", 0)),
+        int(metrics.get("copies_pageable", 0)),
+        syncs,
+        int(metrics.get("host_reads", 0)),
+        int(metrics.get("read_backs", 0)),
+        int(metrics.get("feed_tensors", 0)),
+        int(metrics.get("feed_bytes", 0)),
+        memcpy,
+        steps,
+        step_s,
+        profiled,
+    )

@@ -51,13 +51,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "placement": (
         "placement",
-        "Per device: the ops of one training step by type (count, time), the host<->device copies, and on a GPU "
-        "the ops that ran on the CPU, with why.",
+        "Per device: the ops of one training step by type (count, time), the host<->device copies (pageable or "
+        "pinned) and syncs, and on a GPU the ops that ran on the CPU, with why.",
     ),
     "pitfalls": (
         "pitfalls",
-        "Each timing mistake (first epoch, no sync, sync every step, one CPU thread, XLA on one device, tiny batch) "
-        "next to the correct measurement, with the distortion as a ratio.",
+        "Each timing mistake of the framework (no sync, the first epoch or step, a compile in the timing, a sync "
+        "every step, num_workers=0, device_put every step, one CPU thread, tiny batch) next to the correct "
+        "measurement, with the distortion as a ratio.",
     ),
     "audit": ("audit", "Audit your own CPU-vs-GPU benchmark script: what it timed vs what ran where."),
     "calibrate": ("calibrate", "Measure this machine's per-op, copy, matmul and memory costs into a device profile."),

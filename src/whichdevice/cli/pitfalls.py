@@ -33,6 +33,10 @@ from whichdevice.core.validate import (
 )
 from whichdevice.workloads import pitfalls as pitfalls_workload
 
+from whichdevice import frameworks
+
+# The frameworks with a pitfalls part (frameworks/<fw>/pitfalls.py: which mistakes, which cases).
+PITFALLS_FRAMEWORKS = frameworks.having("pitfalls")
 QUICK_MIN_TIME_S = 0.05
 MIN_TIME_S = 0.2
 
@@ -60,15 +64,15 @@ def pitfalls(
     min_time: Optional[str] = opt.min_time("point", MIN_TIME_S, quick=QUICK_MIN_TIME_S),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(300),
-    framework: str = opt.framework(),
+    framework: str = opt.framework(choices=PITFALLS_FRAMEWORKS),
     out: Path = opt.out("the HTML report"),
     json_path: Optional[Path] = opt.json("pitfalls"),
     resume: Optional[Path] = opt.resume(),
 ) -> None:
-    """Each timing mistake (first epoch, no sync, sync every step, one CPU thread, XLA on one device, tiny batch) next to the correct measurement, with the distortion as a ratio."""  # noqa: E501
+    """Each timing mistake of the framework (no sync, the first epoch or step, a compile in the timing, a sync every step, num_workers=0, device_put every step, one CPU thread, tiny batch) next to the correct measurement, with the distortion as a ratio."""  # noqa: E501
     if resume_if_asked(ctx, resume, "pitfalls", PitfallsPlan, run_pitfalls):
         return
-    fw = parse_choice(framework, "--framework", ("tensorflow",))
+    fw = parse_choice(framework, "--framework", PITFALLS_FRAMEWORKS)
     wanted = experiment.parse_device_filter(device)
     mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else MIN_TIME_S)
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "300")

@@ -41,6 +41,9 @@ from whichdevice.core.validate import (
 from whichdevice.workloads import placement as placement_workload
 
 DEFAULT_MODEL = "seed001 + string op (no GPU kernel)"
+# TensorFlow's placement log, or the op trace of torch and JAX (frameworks.PARTS).
+PLACEMENT_FRAMEWORKS = frameworks.having("placement_log", "optrace")
+_TRACED_MODEL = "seed001 (small MLP; batch from NumPy, loss read back each step)"
 
 
 @dataclass
@@ -81,15 +84,15 @@ def placement(
     quick: bool = opt.quick(f"Profile {placement_workload.QUICK_STEPS} steps: < 60 s on 2 cores."),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(300, "device's run"),
-    framework: str = opt.framework(),
+    framework: str = opt.framework(choices=PLACEMENT_FRAMEWORKS),
     out: Path = opt.out("the HTML report"),
     json_path: Optional[Path] = opt.json("placement"),
     resume: Optional[Path] = opt.resume(),
 ) -> None:
-    """Per device: the ops of one training step by type (count, time), the host<->device copies, and on a GPU the ops that ran on the CPU, with why."""  # noqa: E501
+    """Per device: the ops of one training step by type (count, time), the host<->device copies (pageable or pinned) and syncs, and on a GPU the ops that ran on the CPU, with why."""  # noqa: E501
     if resume_if_asked(ctx, resume, "placement", PlacementPlan, run_placement):
         return
-    fw = parse_choice(framework, "--framework", ("tensorflow",))
+    fw = parse_choice(framework, "--framework", PLACEMENT_FRAMEWORKS)
     shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     b = parse_positive_int(batch, "--batch", "32", maximum=65536) or 32
@@ -100,6 +103,12 @@ def placement(
         for arg, value in (("--input-shape", input_shape), ("--classes", classes)):
             if value is not None:
                 raise UsageError(arg, "only applies to --model", f"Add --model FILE.py:FUNCTION, or drop {arg}.")
+    if model is not None and fw not in frameworks.KERAS:
+        raise UsageError(
+            "--model",
+            f"takes a Keras model here; --framework {fw} traces the built-in MLP",
+            f"Drop --model, or use --framework keras-torch for a Keras model (diagnose --framework {fw} takes your nn.Module).",
+        )
     model_fn = userfile.parse_spec(model, "--model") if model else None
     wanted = experiment.parse_device_filter(device)
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "300")
@@ -141,6 +150,8 @@ def case_params(plan: PlacementPlan) -> dict:
         "steps": plan.steps,
         "string_op": True,
     }
+    if "optrace" in frameworks.PARTS[plan.framework]:
+        del params["string_op"]  # a TensorFlow op: torch and JAX trace the plain step
     if plan.user is not None:
         params.update(plan.user, string_op=False)
     return params
@@ -158,7 +169,8 @@ def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
     def cases_for(_found, d):
         return [CaseSpec(workload="train", framework=fw, device=d.name, params=params)]
 
-    options = {"quick": plan.quick, "batch": plan.batch, "steps": plan.steps, "model": plan.model or DEFAULT_MODEL}
+    default = _TRACED_MODEL if "optrace" in frameworks.PARTS[fw] else DEFAULT_MODEL
+    options = {"quick": plan.quick, "batch": plan.batch, "steps": plan.steps, "model": plan.model or default}
     request = session.Request(
         "placement",
         fw,

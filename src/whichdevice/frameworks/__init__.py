@@ -22,7 +22,9 @@ Optional parts, listed per framework in ``PARTS`` and typed in ``contracts.py`` 
 four required ones: ``training.py`` (frameworks that train, ``TRAINING``: the seed's custom
 train step, the input pipeline), ``calibration.py`` (``probes``: with the calibrate probes),
 ``scale.py``, ``pipeline.py`` (the ``pipeline`` command's loader: tf.data, DataLoader,
-PyDataset), and TensorFlow's ``profiler.py``, ``precision.py``, ``placement_log.py``. A workload loads one
+PyDataset), and TensorFlow's ``profiler.py``, ``precision.py``, ``placement_log.py``; ``optrace.py`` (the
+placement command's trace of a step for torch and JAX: ops by device, copies, syncs) and
+``pitfalls.py`` (the pitfalls command's mistakes; importable in the parent). A workload loads one
 with ``part(name, kind)`` (inside a child: it imports the framework), which refuses a module
 that lacks a function of its protocol.
 """
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
         Calibration,
         CalibrationProbes,
         Framework,
+        OpTrace,
+        Pitfalls,
         Pipeline,
         PlacementLog,
         Precision,
@@ -65,6 +69,24 @@ PARTS: dict[str, tuple[str, ...]] = {
     "torch": ("training", "calibration", "probes", "scale", "pipeline"),
     "jax": (),
 }
+# Issue #42: the placement command's op trace (``optrace.py``) and the pitfalls command's
+# mistakes (``pitfalls.py``), added apart so that each command's frameworks read from PARTS.
+for _name, _kinds in {
+    "tensorflow": ("pitfalls",),
+    "keras-jax": ("optrace", "pitfalls"),
+    "keras-torch": ("optrace",),
+    "torch": ("optrace", "pitfalls"),
+}.items():
+    PARTS[_name] = (*PARTS[_name], *_kinds)
+del _name, _kinds
+
+
+def having(*kinds: str) -> tuple[str, ...]:
+    """The frameworks with at least one of the parts ``kinds``, in ``FRAMEWORKS`` order: what a
+    command that needs one of them offers for ``--framework``."""
+    return tuple(n for n in FRAMEWORKS if set(kinds) & set(PARTS[n]))
+
+
 # Frameworks with a training module (the train workload and `run`'s training cases).
 TRAINING: tuple[str, ...] = tuple(n for n in FRAMEWORKS if "training" in PARTS[n])
 
@@ -145,6 +167,10 @@ def part(name: str, kind: Literal["profiler"]) -> Profiler: ...
 def part(name: str, kind: Literal["precision"]) -> Precision: ...
 @overload
 def part(name: str, kind: Literal["placement_log"]) -> PlacementLog: ...
+@overload
+def part(name: str, kind: Literal["optrace"]) -> OpTrace: ...
+@overload
+def part(name: str, kind: Literal["pitfalls"]) -> Pitfalls: ...
 def part(name: str, kind: str) -> Any:
     """Framework ``name``'s optional part ``kind`` (``PARTS``), imported (it imports the
     framework: child only) and checked against its protocol in ``contracts.OPTIONAL``."""
@@ -155,7 +181,7 @@ def part(name: str, kind: str) -> Any:
     return module
 
 
-# Train kinds measured by TensorFlow-only modules (workloads/placement, pitfalls, precision).
+# Train kinds that run's suite measures with TensorFlow's modules (placement log, no-sync, precision).
 _TF_ONLY_KINDS = ("placement", "nosync", "precision")
 
 
@@ -164,7 +190,9 @@ def unsupported(name: str, params: dict) -> str | None:
     Used to leave such cases out of ``run``'s suite instead of recording them as failures."""
     kind, data = params.get("kind"), params.get("data")
     if name != "tensorflow" and kind in _TF_ONLY_KINDS:
-        return f"the {kind} measurement is TensorFlow-only"
+        # run's suite measures these with TensorFlow's modules; torch and JAX have their own
+        # commands for placement and the no-sync pitfall (whichdevice placement / pitfalls)
+        return f"run's {kind} case is TensorFlow's (other frameworks: whichdevice placement / pitfalls)"
     if name not in KERAS and kind == "fit":
         return "model.fit is Keras-only"
     if name != "tensorflow" and data == "tfdata_noprefetch":

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
     from whichdevice.frameworks.torch import pipeline as torch_pipeline
     from whichdevice.frameworks.torch import scale as torch_scale
     from whichdevice.frameworks.torch import training as torch_training
+    from whichdevice.frameworks.tensorflow import pitfalls as tensorflow_pitfalls
+    from whichdevice.frameworks.keras_jax import optrace as keras_jax_optrace
+    from whichdevice.frameworks.keras_jax import pitfalls as keras_jax_pitfalls
+    from whichdevice.frameworks.keras_torch import optrace as keras_torch_optrace
+    from whichdevice.frameworks.torch import optrace as torch_optrace
+    from whichdevice.frameworks.torch import pitfalls as torch_pitfalls
 
     # one line a part (CalibrationProbes includes Calibration): mypy names the member that differs
     _tensorflow_training: contracts.Training = tensorflow_training
@@ -51,3 +57,10 @@ if TYPE_CHECKING:
     _torch_calibration: contracts.CalibrationProbes = torch_calibration
     _torch_scale: contracts.Scale = torch_scale
     _torch_pipeline: contracts.Pipeline = torch_pipeline
+    # issue #42: the placement command's op trace, the pitfalls command's mistakes
+    _tensorflow_pitfalls: contracts.Pitfalls = tensorflow_pitfalls
+    _keras_jax_optrace: contracts.OpTrace = keras_jax_optrace
+    _keras_jax_pitfalls: contracts.Pitfalls = keras_jax_pitfalls
+    _keras_torch_optrace: contracts.OpTrace = keras_torch_optrace
+    _torch_optrace: contracts.OpTrace = torch_optrace
+    _torch_pitfalls: contracts.Pitfalls = torch_pitfalls

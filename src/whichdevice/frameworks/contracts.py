@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from whichdevice.core.records import DeviceInfo, FrameworkInfo
+from whichdevice.core.records import CaseSpec, DeviceInfo, FrameworkInfo
 
 
 @runtime_checkable
@@ -203,6 +203,44 @@ class PlacementLog(Protocol):
     def run_probe(self, device: str, params: dict) -> dict: ...
 
 
+@runtime_checkable
+class OpTrace(Protocol):
+    """``optrace.py`` (torch, JAX): where the ops of a training step ran, its copies between
+    host and device and its syncs, traced by the framework's own tools (the placement workload,
+    ``workloads/placement.py``). ``call`` runs one whole step as the seeds' loop does (the batch
+    from NumPy, the step, the loss read back); ``inputs`` are the host arrays it is fed. Returns
+    the placement metrics (``analysis/placement.traced_placement`` reads them) and the
+    profiled steps' times."""
+
+    @property
+    def SOURCE(self) -> str: ...  # what the op table comes from, for the record
+
+    def trace_step(
+        self, call: Callable[[], Any], inputs: tuple, steps: int, device: str
+    ) -> tuple[dict[str, float], list[float]]: ...
+
+
+@runtime_checkable
+class Pitfalls(Protocol):
+    """``pitfalls.py``: the framework's benchmarking mistakes. Importable in the parent (it
+    imports the framework only inside ``run_case``): ``MISTAKES`` in the order the page lists
+    them, ``GPU_ONLY`` those that cannot distort a CPU timing (said, never measured, there),
+    ``cases`` the cases that measure them on one device, and ``run_case`` for the kinds of its
+    own (``pitfall`` cases, parameter ``mistake``)."""
+
+    @property
+    def MISTAKES(self) -> tuple[str, ...]: ...
+
+    @property
+    def GPU_ONLY(self) -> tuple[str, ...]: ...
+
+    def cases(
+        self, framework: str, device: str, *, quick: bool, is_cpu: bool
+    ) -> tuple[list[CaseSpec], list[CaseSpec]]: ...
+
+    def run_case(self, spec: CaseSpec, fw: Framework, policy: Any, overhead_s: float) -> tuple[Any, dict]: ...
+
+
 @dataclass(frozen=True)
 class Framework:
     """A loaded framework adapter: what ``frameworks.load(name)`` returns to a workload. Its
@@ -228,6 +266,8 @@ OPTIONAL: dict[str, tuple[str, type]] = {
     "profiler": ("profiler", Profiler),
     "precision": ("precision", Precision),
     "placement_log": ("placement_log", PlacementLog),
+    "optrace": ("optrace", OpTrace),
+    "pitfalls": ("pitfalls", Pitfalls),
 }
 
 

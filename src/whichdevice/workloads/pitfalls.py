@@ -19,40 +19,33 @@ if TYPE_CHECKING:
 
 import time
 
-from whichdevice.core.records import CaseSpec, scalar_int
+from whichdevice.core.records import scalar_int
 from whichdevice.core.steps import raw_from_steps
 
-SEED_BATCH = 10  # seed 001 ex2's batch: where per-step costs weigh most
-LARGE_BATCH = 512  # seed 002's batch
-THREADS_BATCH = 4096  # the one-thread pitfall is about compute: a batch where cores have work to share
 NOSYNC_STEPS = 200
 
 
 def build_cases(framework: str, device: str, *, quick: bool, is_cpu: bool) -> tuple[list[CaseSpec], list[CaseSpec]]:
-    """(cases for the default child, cases for the one-thread child). Cheapest first."""
+    """(cases for the default child, cases for the one-thread child): the framework's
+    ``pitfalls`` part says which (``frameworks/<fw>/pitfalls.py``). Cheapest first."""
+    from whichdevice import frameworks
 
-    def t(**p) -> CaseSpec:
-        return CaseSpec(workload="train", framework=framework, device=device, params={"model": "seed001", **p})
+    return frameworks.part(framework, "pitfalls").cases(framework, device, quick=quick, is_cpu=is_cpu)
 
-    epochs = 2 if quick else 3
-    ex2 = dict(example="ex2", samples=1000, batch=SEED_BATCH, data="numpy")
-    main = [
-        t(kind="steady", batch=SEED_BATCH, sync="none"),  # right figure for sync, nosync and batch
-        t(kind="steady", batch=SEED_BATCH, sync="each"),  # syncing every step
-        t(kind="nosync", batch=SEED_BATCH, steps=NOSYNC_STEPS // (2 if quick else 1)),  # clock without sync
-        t(kind="steady", batch=LARGE_BATCH, sync="none"),  # the batch pitfall's right figure
-        t(kind="steady", batch=THREADS_BATCH, sync="none"),  # the one-thread pitfall's right figure
-        t(kind="fit", epochs=epochs, **ex2),  # first epoch vs steady epochs
-        t(kind="fit", epochs=2, jit_compile=False, **ex2),  # what jit_compile="auto" gives on a CPU-only machine
-        t(kind="fit", epochs=2, jit_compile=True, **ex2),  # what it gives where a GPU is visible
-    ]
-    one = [t(kind="steady", batch=THREADS_BATCH, sync="none", threads=1)] if is_cpu else []
-    return main, one
+
+def run_own_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict]:
+    """A ``pitfall`` case: measured by the framework's own ``pitfalls`` part (torch.compile, a
+    DataLoader, jax.device_put...)."""
+    from whichdevice import frameworks
+
+    return frameworks.part(fw.name, "pitfalls").run_case(spec, fw, policy, overhead_s)
 
 
 def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict[str, float]]:
     from whichdevice.workloads.train import steady_step
 
+    if spec.params["kind"] == "pitfall":
+        return run_own_case(spec, fw, policy, overhead_s)
     b, steps = scalar_int(spec.params["batch"]), scalar_int(spec.params.get("steps", NOSYNC_STEPS))
     _, step, xb, yb = steady_step(spec, fw)
     with fw.placement.scope(spec.device):

@@ -20,6 +20,11 @@ Everything is returned as float metrics with structured keys (``placed|CPU:0|Mat
 ``self_us|Host|MatMul``, ``occ|Host|MatMul``, ``gpu_kernel|AsString``, ``copies|CPU:0->GPU:0``)
 so the record keeps its schema and ``analysis.placement_report`` rebuilds the tables.
 
+torch and JAX (issue #42) have no placer and no placement log: their framework's ``optrace``
+part traces the same whole step (batch from NumPy, step, loss read back as the seeds' loop
+does) with the framework's own tools (:func:`run_traced`); metrics ``op_calls|DEVICE|OP``,
+``op_host_us|OP``, ``op_gpu_us|OP``, ``copies|H2D``, ``syncs|...`` (``analysis.placement.traced_placement``).
+
 Trade-off: the profiler adds its own cost to the profiled steps, so their times are for
 attributing time between ops, not for comparing devices (``whichdevice train`` does that).
 """
@@ -56,6 +61,9 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
     from whichdevice.frameworks.common.casemodel import CaseModel
 
     from whichdevice import frameworks
+
+    if "optrace" in frameworks.PARTS[fw.name]:
+        return run_traced(spec, fw, overhead_s)
 
     plog = frameworks.part(fw.name, "placement_log")
     prof = frameworks.part(fw.name, "profiler")
@@ -136,3 +144,37 @@ def _op_stats_metrics(metrics: dict[str, float], stats_json: bytes) -> None:
         k = f"{s.host_or_device}|{s.op_type}"
         metrics[f"occ|{k}"] = metrics.get(f"occ|{k}", 0.0) + s.occurrences
         metrics[f"self_us|{k}"] = metrics.get(f"self_us|{k}", 0.0) + s.self_us
+
+
+def run_traced(spec: CaseSpec, fw: Framework, overhead_s: float) -> tuple[Timing, dict[str, float]]:
+    """torch and JAX: the framework's ``optrace`` part over the seeds' whole step (the batch
+    from NumPy, the step, the loss read back), on the case's device."""
+    from whichdevice import frameworks
+    from whichdevice.frameworks.common.casemodel import CaseModel
+
+    trace = frameworks.part(fw.name, "optrace")
+    training = frameworks.part(fw.name, "training")
+    p = spec.params
+    m = CaseModel(p, training)
+    b, steps = scalar_int(p["batch"]), scalar_int(p.get("steps", DEFAULT_STEPS))
+    with fw.placement.scope(spec.device):
+        model = m.build()
+        step = m.train_step(training, model)
+        x, y = m.one_batch(training, b)
+
+        def call():
+            with fw.placement.scope(spec.device):
+                return training.read_back(step(x, y))
+
+        metrics, times = trace.trace_step(call, (x, y), steps, spec.device)
+    metrics.update(
+        {
+            "samples_per_step": float(b),
+            "traced": 1.0,
+            "read_backs": 1.0,  # the loss read back once a step (the seeds' loop)
+            "feed_tensors": 2.0,
+            "feed_bytes": float(x.nbytes + y.nbytes),
+            "profiled_steps": float(len(times)),
+        }
+    )
+    return raw_from_steps(times, warmup_steps=1, overhead_s=overhead_s), metrics

@@ -61,6 +61,7 @@ KINDS = ("create", "loop", "fit", "steady")
 _OTHER_KINDS = {
     "placement": "whichdevice.workloads.placement",
     "nosync": "whichdevice.workloads.pitfalls",
+    "pitfall": "whichdevice.workloads.pitfalls",  # a framework's own pitfall kinds (issue #42)
     "precision": "whichdevice.workloads.precision",
 }
 SYNC_MODES = ("each", "none")

@@ -12,6 +12,14 @@ _NUMPY_INPUT = (
     "The custom loop's step is a jax.jit-compiled stateless step (Keras' JAX training-loop recipe)."
 )
 NOTES: dict[str, list[str]] = {"train": [_NUMPY_INPUT], "run": [_NUMPY_INPUT]}
+NOTES["placement"] = [
+    "keras-jax: seed 001's Keras model trained by a jax.jit-compiled stateless step fed the NumPy batch, the loss "
+    "read back each step; traced with jax.profiler's Perfetto trace (XLA ops per device, DevicePut copies)."
+]
+NOTES["pitfalls"] = [
+    "keras-jax: seed 001's Keras model in a jax.jit-compiled stateless step; JAX's own mistakes: no "
+    "block_until_ready, the compile inside the timing, jax.device_put every step."
+]
 
 # ``pipeline``: the variant ladder of this framework's input-pipeline API (parent-safe).
 PIPELINE = PY_DATASET

@@ -17,6 +17,16 @@ NOTES["diagnose"] = [
     "with your loss and optimizer when your function returns them (else the defaults the record's options "
     "name); without --data, synthetic numpy batches copied to the device inside each step."
 ]
+_SEED_MLP = "torch: seed 001's model as plain PyTorch (nn.Sequential, Adam, cross-entropy on logits)"
+NOTES["placement"] = [
+    f"{_SEED_MLP}, the batch from NumPy copied to the device inside the step and the loss read with .item() "
+    "each step; traced with torch.profiler (op times) and a TorchDispatchMode over one step (op devices, "
+    "copies, syncs)."
+]
+NOTES["pitfalls"] = [
+    f"{_SEED_MLP}; model.fit's first epoch and XLA are Keras' and were not run; torch's own mistakes: the first "
+    "step timed, torch.compile inside the timing, DataLoader num_workers=0."
+]
 
 # ``calibrate``: the probes that do not apply (workloads/calibrate.skipped_probes). PyTorch runs
 # op by op: there is no compiled step whose per-op cost differs from the eager one.

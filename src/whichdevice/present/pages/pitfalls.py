@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis.pitfalls import PitfallRow, analyze_pitfalls
+from whichdevice.analysis.pitfalls import PitfallRow, analyze_pitfalls, framework_of, not_measured
 from whichdevice.core import records
 from whichdevice.core.units import seconds
 from whichdevice.present import html, terminal
@@ -23,6 +23,10 @@ TITLES = {
     "one_thread": "CPU limited to one thread (torch.utils.benchmark default)",
     "xla_one_device": 'XLA on one device only (Keras jit_compile="auto")',
     "small_batch": "A batch too small (10 instead of 512)",
+    "first_step": "Timing the first iteration (one-time costs included)",
+    "compile_in_timing": "Compiling inside the timing",
+    "num_workers": "Loading data in the training process (DataLoader num_workers=0)",
+    "device_put": "Copying the batch to the device every step (jax.device_put)",
 }
 
 SHORT = {
@@ -32,6 +36,10 @@ SHORT = {
     "one_thread": "CPU on 1 thread",
     "xla_one_device": "XLA on one device",
     "small_batch": "batch too small",
+    "first_step": "first step timed",
+    "compile_in_timing": "compile in the timing",
+    "num_workers": "num_workers=0",
+    "device_put": "device_put every step",
 }
 
 # How each pitfall's two figures were taken: (wrong, right), and what a reader must know.
@@ -50,8 +58,60 @@ _NOTES = {
 }
 
 
+# torch's and JAX's words for the mistakes they share with TensorFlow, and for their own
+# (frameworks/torch/pitfalls.py, keras_jax/pitfalls.py): (wrong, right) per framework family.
+_OWN_METHODS = {
+    "torch": {
+        "no_sync": ("clock read after each call, no torch.cuda.synchronize", "the same clock after a synchronize"),
+        "sync_each": (".item() after every step", "one sync per block of steps"),
+        "first_step": ("the first step timed alone", "median of the later steps of the same loop"),
+        "compile_in_timing": (
+            "100-step loop timed with torch.compile's compile in its first step",
+            "the same loop's steady steps (median)",
+        ),
+        "device_put": ("", ""),
+    },
+    "jax": {
+        "no_sync": ("clock read after each call, no block_until_ready", "the same clock after block_until_ready"),
+        "sync_each": ("float(loss) after every step", "one sync per block of steps"),
+        "compile_in_timing": (
+            "100-step loop timed with jit's trace and compile in its first step",
+            "the same loop's steady steps (median)",
+        ),
+        "device_put": ("jax.device_put(x), jax.device_put(y) every step", "the batch put on the device once"),
+    },
+}
+_OWN_NOTES = {
+    "num_workers": "seed 001's samples in memory, batch 32; fetch, step and .item() timed per step",
+    "small_batch": "",
+    "one_thread": "batch 4096 steady step (torch.set_num_threads(1) vs torch's default)",
+}
+
+
+_QUICK = {
+    "tensorflow": "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 2 epochs for the first-epoch "
+    "pitfall (the full run: whichdevice pitfalls)",
+    "torch": "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, torch.compile with "
+    "backend='aot_eager' (no code generation; the full run compiles with Inductor), DataLoader passes of 512 "
+    "samples (the full run: whichdevice pitfalls --framework torch)",
+    "jax": "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 100 no-sync steps "
+    "(the full run: whichdevice pitfalls --framework keras-jax)",
+}
+
+
+def family(framework: str) -> str:
+    """Whose words a row takes: tensorflow, torch (torch, keras-torch) or jax (jax, keras-jax)."""
+    return "jax" if framework in ("jax", "keras-jax") else "torch" if "torch" in framework else "tensorflow"
+
+
 def methods(r: PitfallRow) -> tuple[str, str]:
     """How the wrong and the right figure were taken."""
+    own = _OWN_METHODS.get(family(r.framework), {})
+    if r.pitfall in own and own[r.pitfall][0]:
+        wrong, right = own[r.pitfall]
+        return (f"{wrong} ({r.detail})" if r.detail else wrong), right
+    if r.pitfall == "num_workers":
+        return "DataLoader num_workers=0", f"num_workers={r.workers}"
     if r.pitfall == "first_epoch":
         return "first epoch", "epoch 2" if r.epochs == 2 else f"median of epochs 2-{r.epochs}"
     if r.pitfall == "one_thread":
@@ -60,6 +120,8 @@ def methods(r: PitfallRow) -> tuple[str, str]:
 
 
 def note(r: PitfallRow) -> str:
+    if family(r.framework) != "tensorflow":
+        return _own_note(r)
     if r.pitfall == "no_sync":
         if r.on_cpu:
             return (
@@ -70,10 +132,35 @@ def note(r: PitfallRow) -> str:
     return _NOTES.get(r.pitfall, "")
 
 
+def _own_note(r: PitfallRow) -> str:
+    """torch's and JAX's notes: what a reader must know of the row's method."""
+    if r.pitfall == "no_sync":
+        if r.on_cpu:  # JAX only: torch's no-sync mistake is not measured on a CPU
+            return "JAX dispatches asynchronously on the CPU too: the call returns once the work is queued"
+        return "the call returned before the GPU finished: the unsynchronized figure is the launch cost"
+    return _OWN_NOTES.get(r.pitfall, _NOTES.get(r.pitfall, ""))
+
+
+def _too_few(r: PitfallRow) -> str | None:
+    """torch's and JAX's rows: no claim either way from too few samples or an interval that
+    cannot rule out a 2x change (never "no distortion" from it)."""
+    if not r.enough:
+        return f"not enough {r.n_unit} (n={r.n}): no claim either way"
+    if r.lo is not None and r.hi is not None and (r.lo < 0.5 or r.hi > 2):
+        return "not enough samples: the interval cannot rule out a 2x change either way"
+    return None
+
+
 def verdict(r: PitfallRow) -> str:
     """What the mistake does to the figure: 'reads 2x the real cost', 'within noise: ...'."""
+    if not r.significant and family(r.framework) != "tensorflow":
+        too_few = _too_few(r)
+        if too_few:
+            return too_few
     if not r.significant:
         return "within noise: no distortion here"
+    if r.pitfall == "num_workers" and r.ratio < 1:
+        return f"workers cost more here: num_workers=0 is {1 / r.ratio:.3g}x faster on this data"
     if r.pitfall == "xla_one_device":
         faster = "faster" if r.ratio > 1 else "slower"
         return f"XLA makes this device {max(r.ratio, 1 / r.ratio):.3g}x {faster}: a mixed-path comparison carries it"
@@ -88,7 +175,17 @@ def _footer(r: PitfallRow) -> str:
     return f"{SHORT[r.pitfall]} ({r.device}): wrong = {wrong}; right = {right}" + (f". {n}" if n else "")
 
 
+def interval(r: PitfallRow) -> str:
+    """The ratio's 95 % interval and sample count: '1.8-2.2x, n=40'."""
+    n = (f"n={r.n}" + (" rounds" if r.n_unit == "rounds" else "")) if r.n else "n unknown"
+    if r.lo is None or r.hi is None:
+        return f"no interval ({n})"
+    return f"{r.lo:.3g}-{r.hi:.3g}x, {n}"
+
+
 def pitfalls_grid(rows: list[PitfallRow]) -> Grid:
+    if any(family(r.framework) != "tensorflow" for r in rows):
+        return _own_grid(rows)
     out: list[list[GridCell]] = []
     for r in rows:
         tone = "neutral" if not r.significant else ("bad" if abs(r.ratio - 1) > 0.1 else "")
@@ -113,19 +210,55 @@ def pitfalls_grid(rows: list[PitfallRow]) -> Grid:
     )
 
 
+def _own_grid(rows: list[PitfallRow]) -> Grid:
+    """torch's and JAX's table: TensorFlow's with the ratio's interval and sample count."""
+    out: list[list[GridCell]] = []
+    for r in rows:
+        tone = "neutral" if not r.significant else ("bad" if abs(r.ratio - 1) > 0.1 else "")
+        out.append(
+            [
+                GridCell(SHORT[r.pitfall]),
+                GridCell(r.device),
+                GridCell(seconds(r.wrong_s)),
+                GridCell(seconds(r.right_s)),
+                GridCell(f"{r.ratio:.3g}x", tone),
+                GridCell(interval(r), "dim"),
+                GridCell(verdict(r), tone),
+                GridCell(r.unit, "dim"),
+            ]
+        )
+    return Grid(
+        "Benchmarking mistakes: the wrong figure, the right one, wrong / right (95 % interval, samples)",
+        ["pitfall", "device", "wrong", "right", "ratio", "interval", "what it does", "per"],
+        out,
+        [_footer(r) for r in rows],
+        align=("left", "left", "right", "right", "right", "right", "left", "left"),
+    )
+
+
+def not_measured_lines(record: records.RunRecord) -> list[str]:
+    """The framework's GPU-only mistakes on a CPU: said, never measured (analysis.not_measured)."""
+    return [
+        f"{SHORT[m]} ({d}): not measured here (no GPU): the framework's CPU ops return when done, so an "
+        "unsynchronized clock cannot distort a CPU timing; on a GPU it times only the kernel launches"
+        for m, d in not_measured(record)
+    ]
+
+
 def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bool) -> None:
     """Terminal table and an HTML report beside ``png`` (no plot: one table says it all)."""
     rows = analyze_pitfalls(record)
     warnings, failures = notes.timing_warnings(record), notes.failures(record)
     terminal.render_header(console, record)
     if record.options.get("quick"):
-        console.print(
-            "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 2 epochs for the first-epoch "
-            "pitfall (the full run: whichdevice pitfalls)"
-        )
+        console.print(_QUICK.get(family(framework_of(record)), _QUICK["tensorflow"]))
     grid = pitfalls_grid(rows)
     terminal.render_grid(console, grid)
-    if not any(d.startswith("GPU") for d in {r.device for r in rows}):
+    unmeasured = not_measured_lines(record)
+    for line in unmeasured:
+        console.print(escape(line))
+    tensorflow = framework_of(record) == "tensorflow"  # the others' GPU-only mistakes are said above
+    if tensorflow and not any(d.startswith("GPU") for d in {r.device for r in rows}):
         console.print(
             "Only the CPU was measured: the unsynchronized-clock pitfall cannot distort a CPU timing; "
             "run on a GPU machine to measure it there."
@@ -133,7 +266,10 @@ def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bo
     terminal.render_notes(console, record, warnings, failures)  # one line per kind
     png.parent.mkdir(parents=True, exist_ok=True)
     page = html.render_html(
-        record, [html.Section("Benchmarking mistakes", [grid])], warnings=warnings, failures=failures
+        record,
+        [html.Section("Benchmarking mistakes", [grid], lines=unmeasured)],
+        warnings=warnings,
+        failures=failures,
     )
     html.write_html(png.with_suffix(".html"), page)
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")

@@ -8,12 +8,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis.placement import DevicePlacement, OpRow, cpu_op_cause, device_placement
+from whichdevice.analysis.placement import DevicePlacement, OpRow, cpu_op_cause, device_placement, is_traced
 from whichdevice.core import records
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.present import html, terminal
 from whichdevice.present.tables import Grid, GridCell
 from whichdevice.present import notes
+from whichdevice.present.pages import placement_traced
 
 MAX_OPS_SHOWN = 25  # per device in the terminal; the HTML report has them all
 
@@ -50,6 +51,7 @@ def placements(record: records.RunRecord) -> list[DevicePlacement]:
         device_placement(r.spec.device, r.metrics, r.timing.median_s)
         for r in record.results
         if r.status == "ok" and r.spec.params.get("kind") == "placement" and r.timing is not None
+        if not is_traced(r.metrics)  # torch and JAX: placement_traced.py
     ]
 
 
@@ -145,6 +147,17 @@ def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bo
             console.print(escape(line))
         terminal.render_grid(console, _ops_grid(p, MAX_OPS_SHOWN))
         sections.append(html.Section(f"Placement on {p.device}", [_ops_grid(p, None)], lines=_lines(p)))
+    for fw, t in sorted(placement_traced.traced(record), key=lambda ft: not ft[1].device.startswith("GPU")):
+        for line in placement_traced.lines(fw, t):
+            console.print(escape(line))
+        terminal.render_grid(console, placement_traced.ops_grid(fw, t, MAX_OPS_SHOWN))
+        sections.append(
+            html.Section(
+                f"Placement on {t.device}",
+                [placement_traced.ops_grid(fw, t, None)],
+                lines=placement_traced.lines(fw, t),
+            )
+        )
     terminal.render_notes(console, record, [], failures)
     png.parent.mkdir(parents=True, exist_ok=True)
     page = html.render_html(record, sections, warnings=warnings, failures=failures)
