@@ -1,6 +1,12 @@
 """Seed 003 (and seed 002's "input pipeline bottlenecks"): is the model waiting for data,
 which stage is slow, which fix helps.
 
+Written against ``contracts.Pipeline``: each framework's ``pipeline.py`` (tf.data, PyTorch's
+DataLoader, Keras' PyDataset) provides the datasets, and its ladder (``frameworks/common/ladders.py``,
+via its env.py) names the variants, the stages, which variant reads files and which rungs are GPU
+only (planned on GPU devices alone; the analysis says they were not measured on a CPU). Below,
+tf.data's words; the other loaders' are in their modules.
+
 One workload (``pipeline``), four kinds of case (the ``part`` parameter), all on one device:
 
 - ``pipeline`` — the input pipeline alone, one ``variant`` of the ladder

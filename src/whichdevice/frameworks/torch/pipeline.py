@@ -113,9 +113,10 @@ def augment_batch(images: torch.Tensor, gen: torch.Generator, heavy=None) -> tor
     """:func:`augment` on a whole batch (NCHW) in a few tensor ops: a delta and a flip per example."""
     n = images.shape[0]
     delta = (torch.rand((n, 1, 1, 1), generator=gen) * 2 - 1) * MAX_DELTA
-    flip = (torch.rand((n, 1, 1, 1), generator=gen) < 0.5).expand_as(images)
+    flip = torch.rand(n, generator=gen) < 0.5
     images = images + delta
-    return burn(torch.where(flip, torch.flip(images, dims=(3,)), images), _factor("augment", heavy))
+    images[flip] = torch.flip(images[flip], dims=(3,))
+    return burn(images, _factor("augment", heavy))
 
 
 def numpy_process(image: np.ndarray, rng: np.random.Generator, heavy=None) -> np.ndarray:
@@ -155,8 +156,9 @@ class Images(Dataset):
 
     def __getitem__(self, i):
         if isinstance(i, list):  # the batched variant's sampler hands over a batch of indices
-            # converted in HWC order, then made CHW: a conversion over a permuted view runs strided
-            x = (self.images[i].float() / 255.0).permute(0, 3, 1, 2).contiguous()
+            # made CHW while still uint8 (the cheap copy), then converted (a conversion over a
+            # permuted view runs strided)
+            x = self.images[i].permute(0, 3, 1, 2).contiguous().float() / 255.0
             x = burn(x, _factor("normalize", self.heavy))
             return augment_batch(x, self.gen(), self.heavy), self.labels[i]
         if self.mode == "python":
