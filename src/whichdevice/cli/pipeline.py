@@ -102,7 +102,10 @@ VARIANTS_OPTION = typer.Option(
     + ".",
 )
 NO_STAGES_OPTION = typer.Option(
-    False, "--no-stages", help="Skip the per-stage measurements (read, parse, normalize, augment, batch)."
+    False,
+    "--no-stages",
+    help="Skip the per-stage measurements (each stage of the loader in isolation: tf.data's read, parse, "
+    "normalize, augment, batch; the DataLoader's and PyDataset's read, ..., collate / batch).",
 )
 HEAVY_STAGE_OPTION = typer.Option(
     None,
@@ -147,7 +150,7 @@ def pipeline(
     device: Optional[str] = opt.device(),
     quick: bool = QUICK_OPTION,
     min_time: Optional[str] = opt.min_time("measurement", 0.2, quick=QUICK_MIN_TIME_S),
-    cpu_threads: Optional[str] = opt.cpu_threads("TensorFlow"),
+    cpu_threads: Optional[str] = opt.cpu_threads("the framework"),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(600),
     framework: str = opt.framework(choices=PIPELINE_FRAMEWORKS),
