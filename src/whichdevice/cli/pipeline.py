@@ -125,7 +125,8 @@ DATA_OPTION = typer.Option(
     None, "--data", help="Your input: FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (needs --model)."
 )
 QUICK_OPTION = opt.quick(
-    f"{wl.QUICK_IMAGES} images of {wl.QUICK_SIZE}x{wl.QUICK_SIZE}, {QUICK_MIN_TIME_S:g} s per point: under 60 s on 2 cores."
+    f"{wl.QUICK_IMAGES} images of {wl.QUICK_SIZE}x{wl.QUICK_SIZE}, {QUICK_MIN_TIME_S:g} s per point: under 60 s on 2 cores "
+    "with tf.data (torch's DataLoader rungs start their workers every pass: 2-3 min on the busy 2-core machine)."
 )
 TRACE_OPTION = typer.Option(
     None,
