@@ -79,6 +79,38 @@ def test_the_gpu_only_row_on_a_cpu_says_not_measured_here_never_failed():
     assert "stages of the Dataset + DataLoader pipeline" in ap.record_ladder(rec).stage_title
 
 
+def test_on_a_gpu_machine_the_words_are_the_dataloaders_and_the_cpu_row_says_gpu_only():
+    """A torch run on CPU:0 and GPU:0: the work-place line speaks of the DataLoader (not tf.data), and
+    the CPU's pinned row says it is GPU only (there was a GPU, so not "no GPU")."""
+    from conftest import fake_session
+
+    from whichdevice.core.records import CaseResult, Timing
+    from whichdevice.present.pipeline import device_verdict
+
+    def ok(device, part, variant, s):
+        t = Timing(first_call_s=s, warmup_s=[s], samples_s=[s] * 8, number_per_sample=1, overhead_s=0.0)
+        metrics = {"input_wait_s": 0.3 * s * 8, "loop_s": s * 8} if part == "both" else {}
+        spec = CaseSpec(
+            workload="pipeline", framework="torch", device=device, params={**SMALL, "part": part, "variant": variant}
+        )
+        return CaseResult(spec=spec, status="ok", timing=t, metrics=metrics, wall_s=0.0)
+
+    results = [
+        ok(d, part, v, 1e-3) for d in ("CPU:0", "GPU:0") for part in ("pipeline", "both") for v in ("serial", "pinned")
+    ]
+    results = [r for r in results if not (r.spec.device == "CPU:0" and r.spec.params["variant"] == "pinned")]
+    sessions = [fake_session(DeviceInfo(name="CPU:0", kind="cpu")), fake_session(DeviceInfo(name="GPU:0", kind="gpu"))]
+    rec = make_record(results, experiment="pipeline")
+    rec = rec.model_copy(update={"options": {"variants": ["serial", "pinned"]}, "sessions": sessions})
+    cpu, gpu = ap.analyze_pipeline(rec)
+    assert next(r for r in cpu.rows if r.variant == "pinned").not_measured.startswith(
+        "not measured on the CPU (GPU only"
+    )
+    assert [r.variant for r in gpu.rows] == ["serial", "pinned"] and all(r.not_measured is None for r in gpu.rows)
+    lines = " ".join(device_verdict(gpu))
+    assert "DataLoader work" in lines and "tf.data" not in lines
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
