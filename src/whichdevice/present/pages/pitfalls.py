@@ -144,10 +144,13 @@ def _own_note(r: PitfallRow) -> str:
 def _too_few(r: PitfallRow) -> str | None:
     """torch's and JAX's rows: no claim either way from too few samples or an interval that
     cannot rule out a 2x change (never "no distortion" from it)."""
+    fewest = 3 if r.n_unit == "rounds" else 5  # significance.py's MIN_ROUNDS_NO_CHANGE, MIN_SAMPLES
+    if r.n and r.n < fewest:
+        return f"not enough {r.n_unit} (n={r.n}, fewer than {fewest}): no claim either way"
+    if r.lo is not None and r.hi is not None and (r.lo < 0.5 or r.hi > 2):
+        return f"not enough {r.n_unit}: the interval is too wide to rule out a 2x change either way"
     if not r.enough:
         return f"not enough {r.n_unit} (n={r.n}): no claim either way"
-    if r.lo is not None and r.hi is not None and (r.lo < 0.5 or r.hi > 2):
-        return "not enough samples: the interval cannot rule out a 2x change either way"
     return None
 
 
