@@ -246,3 +246,36 @@ def test_keras_jax_pitfalls_quick_on_the_cpu(tmp_path, capsys):
     assert set(rows) == {"compile_in_timing", "no_sync", "sync_each", "device_put", "small_batch"}
     assert rows["compile_in_timing"].ratio > 2 and rows["compile_in_timing"].significant  # jit compiles in step 1
     assert "not measured here" not in text
+
+
+def test_keras_torch_first_epoch_and_its_own_words():
+    fw = "keras-torch"
+    rec = make_record(
+        [
+            _r(fw, {"kind": "steady", "batch": 10, "sync": "none"}, _scaled(1e-3), {"samples_per_step": 10}),
+            _r(fw, {"kind": "steady", "batch": 10, "sync": "each"}, _scaled(2e-3), {"samples_per_step": 10}),
+            _r(
+                fw,
+                {"kind": "fit", "example": "ex2", "epochs": 2},
+                _scaled(1e-3),
+                {"epoch_1_s": 0.9, "epoch_2_s": 0.3},
+                first=3e-3,  # the first epoch's (one-batch) warm-up: 3 ms a step
+            ),
+        ],
+        experiment="pitfalls",
+    )
+    rows = {r.pitfall: r for r in analyze_pitfalls(rec)}
+    assert list(rows) == ["first_epoch", "sync_each"]  # keras-torch's MISTAKES order
+    # per step, from every batch: the first epoch's against the later epochs' median, with an interval
+    fe = rows["first_epoch"]
+    assert fe.ratio == pytest.approx(3.0) and fe.unit == "s per step" and fe.n == 10 and fe.lo > 2
+    assert page.methods(fe)[0] == "model.fit's first epoch, per step"
+    assert "convert_to_numpy" in page.methods(rows["sync_each"])[0]
+    assert not_measured(rec) == [("no_sync", "CPU:0")]
+
+
+@pytest.mark.slow
+def test_keras_torch_pitfalls_quick_on_the_cpu(tmp_path, capsys):
+    rec, rows, text = _e2e(tmp_path, capsys, "keras-torch")
+    assert {"first_step", "first_epoch", "sync_each", "one_thread", "small_batch"} == set(rows)
+    assert "not measured here (no GPU)" in text

@@ -81,6 +81,11 @@ _OWN_METHODS = {
         "device_put": ("jax.device_put(x), jax.device_put(y) every step", "the batch put on the device once"),
     },
 }
+_OWN_METHODS["keras-torch"] = {
+    **_OWN_METHODS["torch"],
+    "first_epoch": ("model.fit's first epoch, per step", "median step of the later epochs"),
+    "sync_each": ("the loss read back (keras.ops.convert_to_numpy) after every step", "one sync per block of steps"),
+}
 _OWN_NOTES = {
     "num_workers": "seed 001's samples in memory, batch 32; fetch, step and .item() timed per step",
     "small_batch": "",
@@ -94,14 +99,18 @@ _QUICK = {
     "torch": "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, torch.compile with "
     "backend='aot_eager' (no code generation; the full run compiles with Inductor), DataLoader passes of 512 "
     "samples (the full run: whichdevice pitfalls --framework torch)",
+    "keras-torch": "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 2 epochs for the first-epoch "
+    "pitfall (the full run: whichdevice pitfalls --framework keras-torch)",
     "jax": "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 100 no-sync steps "
     "(the full run: whichdevice pitfalls --framework keras-jax)",
 }
 
 
 def family(framework: str) -> str:
-    """Whose words a row takes: tensorflow, torch (torch, keras-torch) or jax (jax, keras-jax)."""
-    return "jax" if framework in ("jax", "keras-jax") else "torch" if "torch" in framework else "tensorflow"
+    """Whose words a row takes: tensorflow, torch, keras-torch or jax (jax, keras-jax)."""
+    if framework in ("jax", "keras-jax"):
+        return "jax"
+    return framework if framework in ("torch", "keras-torch") else "tensorflow"
 
 
 def methods(r: PitfallRow) -> tuple[str, str]:
