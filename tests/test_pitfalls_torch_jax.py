@@ -41,7 +41,8 @@ def test_h200_torch_gpu_rows_are_read_with_torch_words(h200):
     assert item.ratio == pytest.approx(each["each"].timing.median_s / each["none"].timing.median_s)
     # run's cases ran in two rounds (fresh processes): the interval is between rounds, and two are too few
     assert item.lo is not None and item.lo <= item.ratio <= item.hi and (item.n, item.n_unit) == (2, "rounds")
-    assert page.interval(item).endswith("n=2 rounds") and "no claim either way" in page.verdict(item)
+    assert page.interval(item).endswith("n=2 rounds")
+    assert page.verdict(item) == "not enough rounds (n=2, fewer than 3): no claim either way"
     assert page.methods(item)[0] == ".item() after every step"  # torch's words, not TensorFlow's .numpy()
     small = rows[("small_batch", "GPU:0")]
     # the H200's ~1.9 ms step floor: a sample costs far more at batch 10 (two rounds: said, not claimed)
@@ -230,7 +231,11 @@ def _e2e(tmp_path, capsys, fw):
 def test_torch_pitfalls_quick_on_the_cpu(tmp_path, capsys):
     rec, rows, text = _e2e(tmp_path, capsys, "torch")
     assert set(rows) == {"first_step", "sync_each", "compile_in_timing", "num_workers", "one_thread", "small_batch"}
-    assert rows["compile_in_timing"].ratio > 1  # a compile in a 100-step loop costs more than it saves
+    c = rows["compile_in_timing"]
+    case = next(r for r in rec.results if r.spec.params.get("mistake") == "compile")
+    steps = [case.timing.first_call_s, *case.timing.samples_s]
+    assert c.wrong_s == pytest.approx(sum(steps) / len(steps)) and c.n == len(steps) - 1
+    assert case.timing.first_call_s > c.right_s  # the compiling step costs more than a steady one
     assert "no_sync" not in rows and "not measured here (no GPU)" in text
     assert json.loads(Path(tmp_path / "o" / "p.json").read_text())["experiment"] == "pitfalls"
 
@@ -241,3 +246,36 @@ def test_keras_jax_pitfalls_quick_on_the_cpu(tmp_path, capsys):
     assert set(rows) == {"compile_in_timing", "no_sync", "sync_each", "device_put", "small_batch"}
     assert rows["compile_in_timing"].ratio > 2 and rows["compile_in_timing"].significant  # jit compiles in step 1
     assert "not measured here" not in text
+
+
+def test_keras_torch_first_epoch_and_its_own_words():
+    fw = "keras-torch"
+    rec = make_record(
+        [
+            _r(fw, {"kind": "steady", "batch": 10, "sync": "none"}, _scaled(1e-3), {"samples_per_step": 10}),
+            _r(fw, {"kind": "steady", "batch": 10, "sync": "each"}, _scaled(2e-3), {"samples_per_step": 10}),
+            _r(
+                fw,
+                {"kind": "fit", "example": "ex2", "epochs": 2},
+                _scaled(1e-3),
+                {"epoch_1_s": 0.9, "epoch_2_s": 0.3},
+                first=3e-3,  # the first epoch's (one-batch) warm-up: 3 ms a step
+            ),
+        ],
+        experiment="pitfalls",
+    )
+    rows = {r.pitfall: r for r in analyze_pitfalls(rec)}
+    assert list(rows) == ["first_epoch", "sync_each"]  # keras-torch's MISTAKES order
+    # per step, from every batch: the first epoch's against the later epochs' median, with an interval
+    fe = rows["first_epoch"]
+    assert fe.ratio == pytest.approx(3.0) and fe.unit == "s per step" and fe.n == 10 and fe.lo > 2
+    assert page.methods(fe)[0] == "model.fit's first epoch, per step"
+    assert "convert_to_numpy" in page.methods(rows["sync_each"])[0]
+    assert not_measured(rec) == [("no_sync", "CPU:0")]
+
+
+@pytest.mark.slow
+def test_keras_torch_pitfalls_quick_on_the_cpu(tmp_path, capsys):
+    rec, rows, text = _e2e(tmp_path, capsys, "keras-torch")
+    assert {"first_step", "first_epoch", "sync_each", "one_thread", "small_batch"} == set(rows)
+    assert "not measured here (no GPU)" in text

@@ -118,7 +118,7 @@ def analyze_pitfalls(record: RunRecord) -> list[PitfallRow]:
     devices = sorted({r.spec.device for r in res}, key=lambda d: (not d.startswith("CPU"), d))
     for d in devices:
         found = (
-            _first_epoch(res, d),
+            _first_epoch(res, d) if fw == "tensorflow" else _first_epoch_steps(res, d),
             _no_sync(res, d),
             _sync_each(res, d),
             _one_thread(record, res, d),
@@ -287,6 +287,26 @@ def _first_step(res: list[CaseResult], d: str, fw: str) -> PitfallRow | None:
         stats.median(t.samples_s),
         "s per step",
         **_against_steady(t.first_call_s, t.samples_s),
+    )
+
+
+def _first_epoch_steps(res: list[CaseResult], d: str) -> PitfallRow | None:
+    """torch's and JAX's model.fit: the first epoch's time per step against the later epochs'
+    median step (every batch timed: an interval from the steps, not from two epoch totals)."""
+    fit = _find(res, d, kind="fit", example="ex2")
+    if fit is None or fit.timing is None or not fit.timing.warmup_s:
+        return None
+    t = fit.timing
+    wrong = sum(t.warmup_s) / len(t.warmup_s)
+    epochs = sum(1 for k in fit.metrics if k.startswith("epoch_") and k.endswith("_s"))
+    return PitfallRow(
+        "first_epoch",
+        d,
+        wrong,
+        stats.median(t.samples_s),
+        "s per step",
+        epochs=epochs,
+        **_against_steady(wrong, t.samples_s),
     )
 
 

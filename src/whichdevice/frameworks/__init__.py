@@ -74,7 +74,7 @@ PARTS: dict[str, tuple[str, ...]] = {
 for _name, _kinds in {
     "tensorflow": ("pitfalls",),
     "keras-jax": ("optrace", "pitfalls"),
-    "keras-torch": ("optrace",),
+    "keras-torch": ("optrace", "pitfalls"),
     "torch": ("optrace", "pitfalls"),
 }.items():
     PARTS[_name] = (*PARTS[_name], *_kinds)

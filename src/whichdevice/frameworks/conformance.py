@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from whichdevice.frameworks.keras_jax import optrace as keras_jax_optrace
     from whichdevice.frameworks.keras_jax import pitfalls as keras_jax_pitfalls
     from whichdevice.frameworks.keras_torch import optrace as keras_torch_optrace
+    from whichdevice.frameworks.keras_torch import pitfalls as keras_torch_pitfalls
     from whichdevice.frameworks.torch import optrace as torch_optrace
     from whichdevice.frameworks.torch import pitfalls as torch_pitfalls
 
@@ -62,5 +63,6 @@ if TYPE_CHECKING:
     _keras_jax_optrace: contracts.OpTrace = keras_jax_optrace
     _keras_jax_pitfalls: contracts.Pitfalls = keras_jax_pitfalls
     _keras_torch_optrace: contracts.OpTrace = keras_torch_optrace
+    _keras_torch_pitfalls: contracts.Pitfalls = keras_torch_pitfalls
     _torch_optrace: contracts.OpTrace = torch_optrace
     _torch_pitfalls: contracts.Pitfalls = torch_pitfalls

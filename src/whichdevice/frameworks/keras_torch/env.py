@@ -25,6 +25,15 @@ NOTES["calibrate"] = [
     "dispatch only (its compiled per-op and step-call figures are not measured)."
 ]
 
+NOTES["placement"] = [
+    "keras-torch: seed 001's Keras model trained by an eager torch step (Keras' torch loop recipe) fed the NumPy "
+    "batch, the loss read back each step; traced with torch.profiler and a TorchDispatchMode over one step."
+]
+NOTES["pitfalls"] = [
+    "keras-torch: seed 001's Keras model on torch; torch.compile and the DataLoader's num_workers are plain "
+    "torch's mistakes (whichdevice pitfalls --framework torch) and were not run."
+]
+
 # ``pipeline``: the variant ladder of this framework's input-pipeline API (parent-safe).
 PIPELINE = PY_DATASET
 

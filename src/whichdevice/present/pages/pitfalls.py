@@ -81,6 +81,11 @@ _OWN_METHODS = {
         "device_put": ("jax.device_put(x), jax.device_put(y) every step", "the batch put on the device once"),
     },
 }
+_OWN_METHODS["keras-torch"] = {
+    **_OWN_METHODS["torch"],
+    "first_epoch": ("model.fit's first epoch, per step", "median step of the later epochs"),
+    "sync_each": ("the loss read back (keras.ops.convert_to_numpy) after every step", "one sync per block of steps"),
+}
 _OWN_NOTES = {
     "num_workers": "seed 001's samples in memory, batch 32; fetch, step and .item() timed per step",
     "small_batch": "",
@@ -94,14 +99,18 @@ _QUICK = {
     "torch": "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, torch.compile with "
     "backend='aot_eager' (no code generation; the full run compiles with Inductor), DataLoader passes of 512 "
     "samples (the full run: whichdevice pitfalls --framework torch)",
+    "keras-torch": "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 2 epochs for the first-epoch "
+    "pitfall (the full run: whichdevice pitfalls --framework keras-torch)",
     "jax": "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 100 no-sync steps "
     "(the full run: whichdevice pitfalls --framework keras-jax)",
 }
 
 
 def family(framework: str) -> str:
-    """Whose words a row takes: tensorflow, torch (torch, keras-torch) or jax (jax, keras-jax)."""
-    return "jax" if framework in ("jax", "keras-jax") else "torch" if "torch" in framework else "tensorflow"
+    """Whose words a row takes: tensorflow, torch, keras-torch or jax (jax, keras-jax)."""
+    if framework in ("jax", "keras-jax"):
+        return "jax"
+    return framework if framework in ("torch", "keras-torch") else "tensorflow"
 
 
 def methods(r: PitfallRow) -> tuple[str, str]:
@@ -144,10 +153,13 @@ def _own_note(r: PitfallRow) -> str:
 def _too_few(r: PitfallRow) -> str | None:
     """torch's and JAX's rows: no claim either way from too few samples or an interval that
     cannot rule out a 2x change (never "no distortion" from it)."""
+    fewest = 3 if r.n_unit == "rounds" else 5  # significance.py's MIN_ROUNDS_NO_CHANGE, MIN_SAMPLES
+    if r.n and r.n < fewest:
+        return f"not enough {r.n_unit} (n={r.n}, fewer than {fewest}): no claim either way"
+    if r.lo is not None and r.hi is not None and (r.lo < 0.5 or r.hi > 2):
+        return f"not enough {r.n_unit}: the interval is too wide to rule out a 2x change either way"
     if not r.enough:
         return f"not enough {r.n_unit} (n={r.n}): no claim either way"
-    if r.lo is not None and r.hi is not None and (r.lo < 0.5 or r.hi > 2):
-        return "not enough samples: the interval cannot rule out a 2x change either way"
     return None
 
 

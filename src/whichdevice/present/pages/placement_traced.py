@@ -99,7 +99,7 @@ def _copy_lines(framework: str, p: TracedPlacement) -> list[str]:
         if p.device.startswith("GPU"):
             return [f"{p.device}: no copies between host and device in the step."]
         feed = f"{p.feed_tensors} tensors, {nbytes(p.feed_bytes)}"
-        source = "NumPy memory" if _jax(framework) else "torch.from_numpy"
+        source = "torch.from_numpy" if framework == "torch" else "NumPy memory"
         return [
             f"{p.device}: no copies between host and device (one device). On a GPU the batch fed from NumPy "
             f"({feed} a step, pageable: {source}) is copied to the device every step: {NO_GPU}."
