@@ -37,6 +37,7 @@ from whichdevice.cli.common import (
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
+from whichdevice.analysis import facade
 from whichdevice.present.pages import run as run_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
@@ -560,4 +561,4 @@ def render_run(
 ) -> None:
     """present/pages/run.py on this command's console: the first screen, the plots and the HTML
     report beside ``png``; ``verbose`` adds every table, ``quiet`` prints only where the report is."""
-    run_page.render(console, record, png, loglog=loglog, verbose=verbose, quiet=quiet)
+    run_page.render(console, facade.suite(record), png, loglog=loglog, verbose=verbose, quiet=quiet)
