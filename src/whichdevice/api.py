@@ -35,7 +35,7 @@ from whichdevice.present import html, output, plots, summary
 from whichdevice.present.claims import crossover_text
 from whichdevice.present.progress import ApiProgress, run_command
 from whichdevice.present.suitepage import SuiteReport, fix_grid, suite_report  # noqa: F401 (the API's names)
-from whichdevice.analysis.suite import SuiteVerdict, suite_verdict
+from whichdevice.analysis.suite import SuiteVerdict
 from whichdevice.present.pages.matmul import matmul_report  # noqa: F401 (the API's name)
 from whichdevice.workloads.suite import parse_budget, suite_cases, user_cases
 from whichdevice.core.records import CaseResult, RunRecord
@@ -403,8 +403,7 @@ class SuiteResult:
 
     @property
     def verdict(self) -> SuiteVerdict:
-        batch = records.scalar_int(self.record.options.get("batch", 10)) if self.record.experiment == "diagnose" else 10
-        return suite_verdict(self.record, seed_batch=batch)
+        return facade.suite(self.record).verdict
 
     def __str__(self) -> str:
         return summary.suite_text(self.record, self.verdict)

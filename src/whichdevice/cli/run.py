@@ -17,7 +17,7 @@ from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.analysis import prediction
-from whichdevice.analysis.suite import answer_cases, decides_answer, suite_verdict
+from whichdevice.analysis.suite import answer_cases, decides_answer
 from whichdevice.present.cliprogress import CliProgress
 from whichdevice.present import firstscreen
 from whichdevice.cli.common import (
@@ -277,9 +277,8 @@ class ProvisionalAnswer:
 
     def __call__(self, record: records.RunRecord, shown: CliProgress) -> None:
         rounds = int(str(record.options.get("rounds") or 2))
-        batch = int(str(record.options.get("batch", 10))) if record.experiment == "diagnose" else 10
         try:
-            answer, gist = firstscreen.provisional_answer(record, suite_verdict(record, seed_batch=batch))
+            answer, gist = firstscreen.provisional_answer(record, facade.suite(record).verdict)
         except Exception:  # noqa: BLE001 (an early answer is a courtesy: never lose the run over it)
             return
         self.value = records.Provisional(

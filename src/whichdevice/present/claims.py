@@ -110,8 +110,3 @@ def crossover_text(cross: Crossover, unit: str = "") -> str:
     return (
         f"the GPU starts to win at about {figure(cross.estimate)}{u} (between {cross.low:g} and {cross.high:g}){note}"
     )
-
-
-def is_claim(claim: Claim | Comparison) -> bool:
-    """True when the ratio counts as a change (analysis/significance.py's rule)."""
-    return claim.claim.significant

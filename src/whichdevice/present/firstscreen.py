@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from whichdevice import frameworks
 from whichdevice.present import notes
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.core.units import nbytes, seconds
@@ -154,7 +155,7 @@ def cause_text(c: Cause) -> str:
             return f"{share} of each training step is the tf.py_function"
         return f"{share} of the pipeline's time is the tf.py_function"
     if c.kind == "sync" and c.fix is not None:
-        read = ".item()" if c.fix.framework == "torch" else ".numpy()"
+        read = frameworks.declared(c.fix.framework, "READ_BACK", ".numpy()")
         return f"{share} of a batch-{c.fix.where.get('batch')} step is reading the loss back ({read})"
     return (
         f"{share} of the first epoch ({c.steps} steps) is the first step: {seconds(c.first_s)} "
@@ -249,14 +250,14 @@ def _predict_hint(record: RunRecord) -> str:
     """How to ask `whichdevice predict` whether a GPU would help: for the user's own model
     (diagnose, Keras), or the seeds' workloads."""
     model = record.options.get("model") if record.experiment == "diagnose" else None
-    fw = str(record.options.get("framework") or "tensorflow")
-    if model and fw == "torch":  # predict takes Keras models only: an nn.Module is not modelled
+    fw = str(record.options.get("framework") or frameworks.DEFAULT)
+    if model and fw not in frameworks.KERAS:  # predict takes Keras models only: an nn.Module is not modelled
         return (
             "Would a GPU help? `whichdevice predict --framework torch --quick` models the seeds' MLP "
             "(not your nn.Module)."
         )
     if model:  # predict models the user's own model too
-        on = f" --framework {fw}" if fw != "tensorflow" else ""
+        on = f" --framework {fw}" if fw != frameworks.DEFAULT else ""
         return f"Would a GPU help? Ask `whichdevice predict --model {model}{on} --quick`."
     return NO_PREDICTION
 

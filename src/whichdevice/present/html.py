@@ -161,7 +161,7 @@ def render_html(
         warnings=warnings or [],
         failures=failed,
         skipped=skipped,
-        first=_first_view(first),
+        first=first_view(first),
         warning_groups=groups,
         other_warnings=[],
         glossary=sorted(names.GLOSSARY.items(), key=lambda kv: kv[0].lower()) if first is not None else [],
@@ -185,10 +185,6 @@ def fragment_of(page: str) -> str:
 
 def first_view(fs: FirstScreen | None) -> FirstView | None:
     """The first screen as plain values (answer, causes, changes with code and caveat, ...)."""
-    return _first_view(fs)
-
-
-def _first_view(fs: FirstScreen | None) -> FirstView | None:
     if fs is None:
         return None
     from whichdevice.present.firstscreen import cause_text, cause_title, none_text, tail_lines, warnings_line

@@ -27,7 +27,6 @@ from whichdevice.core.records import RunRecord
 
 if TYPE_CHECKING:
     from whichdevice.analysis.quality import TimingWarning
-    from whichdevice.analysis.sweep import Table
     from whichdevice.analysis.train import TrainReport
 
 
@@ -113,10 +112,6 @@ def print_table(console: Console, renderable: RenderableType) -> None:
         console._width = saved
 
 
-def render_sweep_table(console: Console, table: Table, x_label: str, rate_unit: str | None) -> None:
-    render_grid(console, sweep_grid(table, x_label, rate_unit))
-
-
 def render_notes(
     console: Console,
     record: RunRecord,
@@ -150,24 +145,6 @@ def render_notes(
 # ---------------- whichdevice train ----------------
 
 
-def render_creation(console: Console, report: TrainReport) -> None:
-    """Seed 001 ex1: model creation and clone_model per device."""
-    if report.creation:
-        render_grid(console, creation_grid(report))
-
-
-def render_runs(console: Console, report: TrainReport) -> None:
-    """Every training run: first step apart, steady step, samples/s, epochs, GPU vs CPU, break-even."""
-    if report.runs:
-        render_grid(console, runs_grid(report))
-
-
-def render_sync_cost(console: Console, report: TrainReport) -> None:
-    """What reading the loss back every step (.numpy()) costs against syncing once per block."""
-    if report.sync_costs:
-        render_grid(console, sync_cost_grid(report))
-
-
 def render_train(
     console: Console,
     record: RunRecord,
@@ -179,9 +156,11 @@ def render_train(
     render_header(console, record)
     if record.options.get("quick"):
         console.print(f"[yellow]--quick:[/yellow] {escape(str(record.options.get('quick_sizes', 'reduced sizes')))}")
-    render_creation(console, report)
-    render_runs(console, report)
-    render_sync_cost(console, report)
-    for t in report.sweep:
-        render_sweep_table(console, t, "batch", "samples/s")
+    # seed 001: model creation per device; every training run; what reading the loss back
+    # every step costs against syncing once per block; the batch sweep
+    grids = [creation_grid(report)] if report.creation else []
+    grids += [runs_grid(report)] if report.runs else []
+    grids += [sync_cost_grid(report)] if report.sync_costs else []
+    for g in grids + [sweep_grid(t, "batch", "samples/s") for t in report.sweep]:
+        render_grid(console, g)
     render_notes(console, record, warnings, failures, measured)
