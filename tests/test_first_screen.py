@@ -20,6 +20,7 @@ import pytest
 from rich.console import Console
 
 import whichdevice.cli.run as run_cli
+from whichdevice.analysis import facade
 from whichdevice.analysis.suite import suite_verdict
 from whichdevice.core.records import load_run
 from whichdevice.present.firstscreen import MAX_LINES, first_screen
@@ -121,7 +122,7 @@ def test_no_jargon_on_the_first_screen_verbose_page_or_html_outside_the_footnote
     for verbose in (False, True):
         text = _page(record, tmp_path, 120, terminal=True, monkeypatch=monkeypatch, verbose=verbose)
         assert not JARGON.findall(text), JARGON.findall(text)
-    page = suite_report(record, tmp_path / "r.png").page
+    page = suite_report(facade.suite(record), tmp_path / "r.png").page
     page = re.sub(r'src="data:image/png;base64,[^"]*"', "", page)
     body, _, footnotes = page.partition('<h2 id="sources">')
     assert not JARGON.findall(body), sorted(set(JARGON.findall(body)))
@@ -425,7 +426,7 @@ def test_a_change_measured_significantly_slower_is_listed_as_slower_with_its_cla
     text = _page(record, tmp_path, 100, terminal=True, monkeypatch=monkeypatch)
     assert re.search(r"Slower here: loss read less often 5\.8× slower \(95 % CI 4\.3–7\.8×, 46 samples\)", text)
     assert re.search(r"Not measured: steps_per_execution, jit_compile, mixed precision \(skipped: time budget\)", text)
-    page = suite_report(record, tmp_path / "r.png").page  # the report's first section says the same
+    page = suite_report(facade.suite(record), tmp_path / "r.png").page  # the report's first section says the same
     assert "Slower here: loss read less often 5.8× slower (95 % CI 4.3–7.8×, 46 samples)." in page
     assert "Not measured: steps_per_execution, jit_compile, mixed precision (skipped: time budget)." in page
 

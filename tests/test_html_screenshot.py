@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from whichdevice.analysis import facade
 from whichdevice.core.records import load_run
 from whichdevice.present.suitepage import suite_report
 
@@ -45,7 +46,7 @@ def _chromium(*args: str) -> str:
 
 
 def _page(tmp_path: Path, record: Path = DATA / "run_cpu_2core.json") -> Path:
-    page = suite_report(load_run(record), tmp_path / "run.png").page
+    page = suite_report(facade.suite(load_run(record)), tmp_path / "run.png").page
     path = tmp_path / "run.html"
     path.write_text(page.replace("</body>", _MEASURE + "</body>"))
     return path

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from conftest import make_record
 
+from whichdevice.analysis.quality import measurement_warnings
 from whichdevice.analysis import quality
 from whichdevice.core.records import CaseResult, CaseSpec, Timing
 from whichdevice.present import notes
@@ -32,7 +33,7 @@ def test_a_noisy_point_is_typed_then_written_from_its_value_and_threshold():
     text = notes.warning_text(w)
     assert text.startswith("CPU:0 n=64 mode=steady: the spread is ")
     assert f"{w.value:.0%} of the median (IQR/median > 10%)" in text
-    assert notes.timing_warnings(rec) == [text]
+    assert notes.timing_warnings(measurement_warnings(rec)) == [text]
 
 
 def test_a_timer_bound_point_says_it_is_an_upper_bound():

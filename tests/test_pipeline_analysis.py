@@ -76,10 +76,16 @@ def test_wait_percent_is_bounded_and_handles_nothing():
     assert ap.input_wait_percent(5.0, 4.0) == 100.0
     assert ap.input_wait_percent(-1.0, 4.0) == 0.0
     assert ap.input_wait_percent(1.0, 0.0) == 0.0
-    assert pp.describe_input_bound(41.25).startswith("HIGHLY input-bound: 41.2 %")
-    assert pp.describe_input_bound(1.0).startswith("not input-bound")
+    assert str(pp.describe_input_bound(_row(41.25))).startswith("HIGHLY input-bound: 41.2 %")
+    assert str(pp.describe_input_bound(_row(1.0))).startswith("not input-bound")
     assert ap.borderline([4.0, 6.0]) and not ap.borderline([6.0, 7.0]) and not ap.borderline([30.0])
-    assert "(borderline: 4.0–6.0 % over 2 rounds)" in pp.describe_input_bound(5.0, [4.0, 6.0])
+    assert "(borderline: 4.0–6.0 % over 2 rounds)" in str(pp.describe_input_bound(_row(5.0, [4.0, 6.0])))
+
+
+def _row(wait: float, rounds: list[float] | None = None) -> ap.VariantRow:
+    """A variant whose loop waited ``wait`` % for its batch (``rounds``: in each round)."""
+    bound = ap.classify_input_bound(wait)
+    return ap.VariantRow("v", 1, None, None, wait, bound, None, None, None, wait_percent_rounds=rounds or [])
 
 
 def _ladder_record():

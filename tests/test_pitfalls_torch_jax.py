@@ -59,7 +59,7 @@ def test_h200_torch_gpu_rows_are_read_with_torch_words(h200):
 def test_h200_no_sync_is_said_not_measured_on_the_cpu_only(h200):
     rec = _framework_part(h200, "torch")
     assert not_measured(rec) == [("no_sync", "CPU:0")]  # GPU:0 is never "not measured (no GPU)"
-    lines = page.not_measured_lines(rec)
+    lines = page.not_measured_lines(not_measured(rec))
     assert len(lines) == 1 and "not measured here (no GPU)" in lines[0] and "failed" not in lines[0]
 
 

@@ -8,7 +8,7 @@ import pytest
 from conftest import DATA, run_cli
 
 from whichdevice.analysis.placement import cpu_op_cause, device_placement
-from whichdevice.present.pages.placement import explain_cpu_op
+from whichdevice.present.pages.placement import CPU_OP_WORDS
 from whichdevice.frameworks.tensorflow.logparse import (
     Edge,
     count_copies,
@@ -75,10 +75,10 @@ def test_real_xprof_op_stats_give_time_and_occurrences():
 
 def test_fallback_explanations_name_the_reason():
     assert cpu_op_cause("AsString", {"CPU"}) == "no_gpu_kernel" and cpu_op_cause("Shape", None) == "unknown"
-    assert "no GPU kernel" in explain_cpu_op("AsString", {"CPU"})
-    assert "Python" in explain_cpu_op("PyFunc", {"CPU"})
-    assert "int32" in explain_cpu_op("Shape", {"CPU", "GPU"})
-    assert "variable" in explain_cpu_op("ReadVariableOp", {"CPU", "GPU", "DEFAULT"})
+    assert "no GPU kernel" in CPU_OP_WORDS[cpu_op_cause("AsString", {"CPU"})]
+    assert "Python" in CPU_OP_WORDS[cpu_op_cause("PyFunc", {"CPU"})]
+    assert "int32" in CPU_OP_WORDS[cpu_op_cause("Shape", {"CPU", "GPU"})]
+    assert "variable" in CPU_OP_WORDS[cpu_op_cause("ReadVariableOp", {"CPU", "GPU", "DEFAULT"})]
 
 
 def test_gpu_run_lists_cpu_ops_first_from_metrics():

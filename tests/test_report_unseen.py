@@ -7,7 +7,7 @@ from pathlib import Path
 
 from whichdevice.cli import report as report_cli
 from whichdevice.core.records import load_run
-from whichdevice.present import plots
+from whichdevice.present import output, plots
 
 H200_RUN = Path(__file__).parent / "data" / "h200" / "run.json"
 
@@ -33,8 +33,8 @@ def test_unseen_restores_drawing(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    with plots.unseen():
+    with output.unseen():
         fig = plt.figure()
-        assert plots.save_figure(fig, tmp_path / "a.png").stat().st_size == 0
+        assert output.save_figure(fig, tmp_path / "a.png").stat().st_size == 0
     fig = plt.figure()
-    assert plots.save_figure(fig, tmp_path / "b.png").stat().st_size > 0
+    assert output.save_figure(fig, tmp_path / "b.png").stat().st_size > 0

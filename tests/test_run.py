@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
+from whichdevice.analysis import facade
 from whichdevice.analysis.suite import suite_verdict
 from whichdevice.core.records import load_run
 from whichdevice.workloads.suite import suite_cases
@@ -166,7 +167,7 @@ def test_a_hostile_model_name_comes_out_escaped_in_the_report(tmp_path):
             "options": {**rec.options, "model": evil, "batch": 10},
         }
     )
-    page = suite_report(rec, tmp_path / "d.png").page
+    page = suite_report(facade.suite(rec), tmp_path / "d.png").page
     assert "<script>alert(1)</script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;.py:build" in page
 

@@ -11,6 +11,7 @@ import pytest
 from conftest import fake_session
 
 from whichdevice.analysis import significance as sig
+from whichdevice.core import units
 from whichdevice.present.claims import modes_text, ratio_text
 
 
@@ -315,7 +316,7 @@ def test_devices_are_measured_abba_across_rounds(monkeypatch, tmp_path):
 
 
 def test_confidence_is_written_as_measured_never_rounded_up():
-    assert [sig.percent(c) for c in (0.95, 0.975, 0.9995, 1 - 0.05 / 40, 0.99999)] == [
+    assert [units.percent(c) for c in (0.95, 0.975, 0.9995, 1 - 0.05 / 40, 0.99999)] == [
         "95 %",
         "97.5 %",
         "99.95 %",

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
+from whichdevice.analysis import facade
 from whichdevice import workloads
 from whichdevice.workloads import torch_diagnose
 
@@ -453,7 +454,7 @@ def test_first_screen_of_a_recorded_torch_diagnose():
     from whichdevice.present.suitepage import suite_report
 
     record = load_run(Path(__file__).parent / "data" / "diagnose_torch_cnn_cpu_2core.json")
-    rep = suite_report(record, Path("/nonexistent/x.png"))
+    rep = suite_report(facade.suite(record), Path("/nonexistent/x.png"))
     torch = _torch_verdicts(rep.verdict)
     assert {k for k, fv in torch.items() if fv.fixes} == {"set_to_none", "autocast", "channels_last", "num_workers"}
     assert torch["torch_compile"].not_measured.reason == "failed"  # past its compile bound (the Failed list says so)
@@ -479,7 +480,7 @@ def test_a_torch_diagnose_without_gpu_does_not_offer_predict_on_the_module():
     from whichdevice.present.suitepage import suite_report
 
     record = load_run(Path(__file__).parent / "data" / "diagnose_torch_cnn_cpu_2core.json")
-    answer = suite_report(record, Path("/nonexistent/x.png")).first.answer
+    answer = suite_report(facade.suite(record), Path("/nonexistent/x.png")).first.answer
     assert "predict --framework torch --quick" in answer[1] and "--model" not in answer[1]
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from whichdevice.analysis.values import as_float, as_int, as_number, known, timing_of
+from whichdevice.analysis.values import as_float, as_int, as_number, timing_of
+from whichdevice.core.records import known
 from whichdevice.core import records
 
 

@@ -147,7 +147,7 @@ def test_the_h200_torch_cpu_points_are_not_called_busy():
     text = "\n".join(notes.warning_text(w) for w in warnings)
     assert "machine was busy" not in text and "close them and measure again" not in text
     assert "no other program was busy (they used 0.0 of 16 cores); this run's own threads kept all 16" in text
-    for g in aggregate_warnings(record):
+    for g in aggregate_warnings(quality.measurement_warnings(record)):
         assert "busy" not in g.text or "no other program was busy" in g.text, g.text
 
 
@@ -155,7 +155,10 @@ def test_the_busy_2core_run_is_called_busy():
     record = load_run(BUSY)
     warned = [w for w in quality.measurement_warnings(record) if w.telemetry is not None and w.kind != "overhead"]
     assert warned and all(w.others_busy for w in warned)
-    assert any("other programs kept the machine busy" in g.text for g in aggregate_warnings(record))
+    assert any(
+        "other programs kept the machine busy" in g.text
+        for g in aggregate_warnings(quality.measurement_warnings(record))
+    )
 
 
 def test_the_sampler_counts_its_child_processes_as_this_runs(tmp_path):
@@ -239,8 +242,10 @@ def test_every_warning_and_note_kind_uses_no_other_frameworks_words(framework):
     record = make_record(results)
     kinds = {w.kind for w in quality.measurement_warnings(record)}
     assert kinds == {"bimodal", "not_converged", "uneven_steps", "noisy", "overhead"}
-    lines = notes.timing_warnings(record) + notes.failures(record)
-    lines += [g.text for g in aggregate_warnings(record)] + [i for g in aggregate_warnings(record) for i in g.items]
+    lines = notes.timing_warnings(quality.measurement_warnings(record)) + notes.failures(record)
+    lines += [g.text for g in aggregate_warnings(quality.measurement_warnings(record))] + [
+        i for g in aggregate_warnings(quality.measurement_warnings(record)) for i in g.items
+    ]
     text = "\n".join(lines).lower()
     found = [word for word in _FOREIGN[framework] if word.lower() in text]
     assert not found, (found, text)

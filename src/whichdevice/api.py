@@ -27,14 +27,15 @@ from whichdevice.measure import experiment, session
 from whichdevice.core import records
 from whichdevice.core import process as _process
 from whichdevice.core.errors import UsageError
+from whichdevice.analysis import facade
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.measure.journal import Journal, JournalState
-from whichdevice.present import html, plots, summary
+from whichdevice.present import html, output, plots, summary
 from whichdevice.present.claims import crossover_text
 from whichdevice.present.progress import ApiProgress, run_command
 from whichdevice.present.suitepage import SuiteReport, fix_grid, suite_report  # noqa: F401 (the API's names)
-from whichdevice.analysis.suite import SuiteVerdict, suite_verdict
+from whichdevice.analysis.suite import SuiteVerdict
 from whichdevice.present.pages.matmul import matmul_report  # noqa: F401 (the API's name)
 from whichdevice.workloads.suite import parse_budget, suite_cases, user_cases
 from whichdevice.core.records import CaseResult, RunRecord
@@ -294,7 +295,7 @@ class Result:
         """The report as a notebook fragment (no page, CSS scoped), its plot drawn once: a
         notebook redisplays a result on every scroll back and every ``display``."""
         with tempfile.TemporaryDirectory() as tmp:
-            _, page = matmul_report(self.record, Path(tmp) / "plot.png")
+            page = matmul_report(facade.matmul(self.record), Path(tmp) / "plot.png")
         return html.fragment_of(page)
 
     def save(self, folder: str | Path, name: str | None = None) -> Path:
@@ -303,8 +304,8 @@ class Result:
         folder.mkdir(parents=True, exist_ok=True)
         stem = name or f"{self.record.experiment}-{self.record.created_at.replace(':', '').replace('+0000', '')}"
         png = folder / f"{stem}.png"
-        _, page = matmul_report(self.record, png)
-        html.write_html(png.with_suffix(".html"), page)
+        page = matmul_report(facade.matmul(self.record), png)
+        output.write_html(png.with_suffix(".html"), page)
         records.save_run(self.record, png.with_suffix(".json"))
         return png.with_suffix(".json")
 
@@ -402,11 +403,10 @@ class SuiteResult:
 
     @property
     def verdict(self) -> SuiteVerdict:
-        batch = records.scalar_int(self.record.options.get("batch", 10)) if self.record.experiment == "diagnose" else 10
-        return suite_verdict(self.record, seed_batch=batch)
+        return facade.suite(self.record).verdict
 
     def __str__(self) -> str:
-        return summary.suite_text(self.record)
+        return summary.suite_text(self.record, self.verdict)
 
     def __repr__(self) -> str:
         return summary.short_repr("SuiteResult", self.record)
@@ -417,13 +417,13 @@ class SuiteResult:
     @functools.cached_property
     def _fragment(self) -> str:
         with tempfile.TemporaryDirectory() as tmp:
-            return html.fragment_of(suite_report(self.record, Path(tmp) / "run.png").page)
+            return html.fragment_of(suite_report(facade.suite(self.record), Path(tmp) / "run.png").page)
 
     def save(self, folder: str | Path, name: str | None = None) -> Path:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         png = folder / f"{name or self.record.experiment}.png"
-        html.write_html(png.with_suffix(".html"), suite_report(self.record, png).page)
+        output.write_html(png.with_suffix(".html"), suite_report(facade.suite(self.record), png).page)
         records.save_run(self.record, png.with_suffix(".json"))
         return png.with_suffix(".json")
 

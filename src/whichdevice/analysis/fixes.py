@@ -15,7 +15,7 @@ longer step it takes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from whichdevice.analysis.compare import Comparison, compare, process_sd
 from whichdevice.analysis.significance import Claim
@@ -149,6 +149,11 @@ class Fix:
     def entry(self) -> FixEntry:
         return entry(self.kind)
 
+    @property
+    def recommended(self) -> bool:
+        """Whether baseline -> variant is the change the catalogue recommends (:func:`towards`)."""
+        return towards(self.entry, self.variant, self.baseline)
+
 
 @dataclass(frozen=True)
 class GridResult:
@@ -222,6 +227,7 @@ class NotMeasured:
 
 @dataclass(frozen=True)
 class PlacementCheck:
+    check: ClassVar[Literal["placement"]] = "placement"  # which check (FixVerdict.checks holds three)
     device: str
     cpu_ops: list[str]  # a GPU run: op types that ran on the CPU in the GPU step
     fallbacks: list[str]  # a CPU run: op types with no GPU kernel in this build
@@ -236,6 +242,7 @@ class CompileCost:
     bound ``compile_s`` (a lower bound), and ``min_steps`` the fewest steps it could pay back in
     even if it made every step free (bound / the eager step)."""
 
+    check: ClassVar[Literal["compile"]] = "compile"
     device: str
     compile_s: float
     finished: bool
@@ -246,6 +253,7 @@ class CompileCost:
 
 @dataclass(frozen=True)
 class WarmupCheck:
+    check: ClassVar[Literal["warmup"]] = "warmup"
     device: str
     first_s: float  # the first step
     steady_s: float  # the steady step's median

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from whichdevice.analysis.compare import Comparison, compare, process_sd
-from whichdevice.analysis.values import as_int, known
+from whichdevice.analysis.values import as_int
+from whichdevice.core.records import known
 from whichdevice.core.records import CaseResult, RunRecord, Scalar, Timing
 from whichdevice.core.telemetry import TelemetrySummary
 from whichdevice.analysis.utilization import gpu_underfed, summarize
@@ -146,6 +147,11 @@ class VariantRow:
     @property
     def loop_examples_per_s(self) -> float | None:
         return self.batch / self.loop.median_s if self.loop and self.loop.median_s > 0 else None
+
+    @property
+    def borderline(self) -> bool:
+        """The share in each round falls on both sides of a class boundary (:func:`borderline`)."""
+        return borderline(self.wait_percent_rounds)
 
     @property
     def wait_s(self) -> float | None:

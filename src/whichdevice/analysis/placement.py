@@ -216,6 +216,11 @@ class TracedOp:
     gpu_us: float | None
     view: bool
 
+    @property
+    def nested(self) -> bool:
+        """Timed by the profiler, not seen by the dispatch mode (:data:`NESTED`)."""
+        return self.ran_on == NESTED
+
 
 @dataclass(frozen=True)
 class TracedPlacement:

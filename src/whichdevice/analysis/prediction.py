@@ -114,6 +114,11 @@ class GpuAnswer:
     kernels: int
     winner: str  # "CPU" | "GPU" | TOO_CLOSE | "—"
 
+    @property
+    def too_close(self) -> bool:
+        """The CPU's range and the GPU's band overlap: no winner, measure it."""
+        return self.winner == TOO_CLOSE
+
 
 def gpu_would_help(
     framework: str,

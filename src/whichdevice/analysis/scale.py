@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from whichdevice.analysis import significance
 from whichdevice.analysis.crossover import find_crossover
@@ -156,8 +157,15 @@ class FrameworkScale:
     points: dict[tuple[int, int], Point]
     crossovers: dict[int, ScaleCrossover]
 
+    accum: ClassVar[int] = ACCUM  # micro-batches of the gradient-accumulation fix
+
     def point(self, n: int, b: int) -> Point | None:
         return self.points.get((n, b))
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        """One verdict per replica count above 1 (:func:`verdicts`)."""
+        return verdicts(self)
 
     def replicas_ok(self) -> bool:
         """Every measured point ran the replicas asked (read back from the engine)."""

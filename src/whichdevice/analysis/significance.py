@@ -70,8 +70,7 @@ from whichdevice.core import stats
 
 # A change must exceed this relative size to count (see the module doc for the source).
 NOISE_THRESHOLD = 0.05
-# No claim from fewer samples per side (issue 16); also the fewest samples a point takes.
-MIN_SAMPLES = 5
+MIN_SAMPLES = stats.MIN_SAMPLES  # no claim from fewer samples per side (issue 16)
 # A claim in rounds whose ratio lies beyond the noise band says "no clear change" only from at
 # least this many rounds: with 2 rounds the interval rests on one degree of freedom (t = 12.7),
 # so a 3.3x gain read "no clear change (CI 0.79-13.5x)" for want of rounds, not for want of a
@@ -85,7 +84,7 @@ MIN_ROUNDS_NO_CHANGE = 3
 # 5 samples) says nothing of the kind: the samples were too few for their spread, so the claim is "not
 # enough" (too wide), never "no clear change" (issue 39).
 WIDE_FACTOR = 2.0
-CONFIDENCE = 0.95
+CONFIDENCE = stats.CONFIDENCE
 # A point's median is precise enough when its 95 % CI half-width is within this share of the
 # median (MATLAB runperf's default target, 5 %); configurable per policy (core/timing.py).
 TARGET_REL_HALFWIDTH = 0.05
@@ -155,15 +154,10 @@ class Claim:
     def enough(self) -> bool:
         return self.status != "not_enough"
 
-
-def percent(confidence: float) -> str:
-    """'95 %', '97.5 %', '99.8 %': a confidence as the text writes it — exact when it has at most
-    two decimals in percent, else rounded down to one (never up: 99.98 % is not 100 %)."""
-    pct = confidence * 100
-    for digits in (0, 1, 2):
-        if abs(round(pct, digits) - pct) < 1e-9:
-            return f"{round(pct, digits):g} %"
-    return f"{math.floor(pct * 10) / 10:g} %"
+    @property
+    def claim(self) -> Claim:
+        """Itself: a Claim reads like a ``compare.Comparison``, whose ``claim`` it is."""
+        return self
 
 
 def judge(  # noqa: PLR0913 (THE rule's parameters, keyword-only)

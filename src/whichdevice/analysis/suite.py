@@ -16,7 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from whichdevice.analysis import deviceprofile, errormodel, prediction
 from whichdevice.analysis.compare import compare, process_sd
+from whichdevice.analysis.deviceprofile import DeviceProfile
+from whichdevice.analysis.prediction import PredictReport
+from whichdevice.analysis.quality import TimingWarning, measurement_warnings
 from whichdevice.analysis.fixes import (
     Fix,
     FixEntry,
@@ -136,6 +140,10 @@ class SuiteVerdict:
     seed_batch: int = 10
     answer_cases: list[CaseResult] = field(default_factory=list)  # the cases the answer rests on
     no_gpu_reasons: list[str] = field(default_factory=list)  # why no GPU was seen (RunRecord.no_gpu_reasons)
+    warnings: list[TimingWarning] = field(default_factory=list)  # analysis/quality.measurement_warnings
+    # No GPU measured and ops traced: the reference GPU modelled (prediction.run_prediction), its profile
+    gpu_prediction: PredictReport | None = None
+    gpu_profile: DeviceProfile | None = None
 
     def fix(self, key: str) -> FixVerdict:
         return next(v for v in self.fixes if v.kind == key)
@@ -651,4 +659,15 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         seed_batch,
         answer_cases(record),
         no_gpu_reasons(record),
+        measurement_warnings(record),
+        *(gpu_prediction(record) if not gpus else (None, None)),
     )
+
+
+def gpu_prediction(record: RunRecord) -> tuple[PredictReport | None, DeviceProfile | None]:
+    """A run's prediction of the reference GPU (analysis/prediction.run_prediction) and the
+    profile it is from; (None, None) when the record traced no ops to predict from."""
+    if not any(prediction.is_trace(r.spec) for r in record.results):
+        return None, None
+    profile = deviceprofile.load(prediction.RUN_PROFILE)
+    return prediction.run_prediction(record, profile, errormodel.shipped(prediction.RUN_ERRORS)), profile

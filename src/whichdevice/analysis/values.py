@@ -4,11 +4,7 @@ case was measured: ``records.CaseResult`` checks it) and the JSON values of ``pa
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 from whichdevice.core.records import CaseResult, Timing
-
-T = TypeVar("T")
 
 
 def timing_of(result: CaseResult) -> Timing:
@@ -42,11 +38,3 @@ def as_number(value: object) -> float:
     if isinstance(value, (int, float)):
         return value
     raise TypeError(f"not a number: {value!r}")
-
-
-def known(value: T | None, what: str = "value") -> T:
-    """``value``, which the caller has already seen is there (a filtered list's timing): a None
-    here is a bug, said as one rather than as an AttributeError further on."""
-    if value is None:
-        raise ValueError(f"no {what}")
-    return value

@@ -15,7 +15,7 @@ from whichdevice.audit import notebook, rules
 from whichdevice.cli.common import DEFAULT_OUT, app, console, err_console, stamp
 from whichdevice.core.errors import UsageError
 from whichdevice.core.machine import describe_machine
-from whichdevice.present import html as html_mod
+from whichdevice.present import output
 from whichdevice.present.pages import audit as audit_page
 from whichdevice.core.units import seconds
 from whichdevice.core.validate import check_output_dir, check_output_file, parse_positive_float
@@ -64,7 +64,7 @@ def audit(
     console.print(f"Record: {escape(str(json_file))}")
     if html:
         page = json_file.with_suffix(".html")
-        html_mod.write_html(page, render_html(record))
+        output.write_html(page, render_html(record))
         console.print(f"HTML:   {escape(str(page))}")
 
 

@@ -38,6 +38,7 @@ from whichdevice.cli.common import (
     record_paths,
 )
 from whichdevice.cli import options as opt
+from whichdevice.analysis import facade
 from whichdevice.present.pages import calibrate as calibrate_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
@@ -190,5 +191,8 @@ def run_calibrate(plan: CalibratePlan, resumed: JournalState | None) -> None:
 
 
 def render_calibrate(record: records.RunRecord, png: Path, *, loglog: bool) -> deviceprofile.DeviceProfile:
-    """present/pages/calibrate.py on this command's console."""
-    return calibrate_page.render(console, record, png, loglog=loglog)
+    """The profile analysis fits from the record, drawn by present/pages/calibrate.py on this
+    command's console; the command saves it."""
+    result = facade.calibrate(record)
+    calibrate_page.render(console, result, png, loglog=loglog)
+    return result.profile

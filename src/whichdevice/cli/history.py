@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 
 from whichdevice.measure import history
-from whichdevice.core import records, safeio
+from whichdevice.core import records, safeio, units
 from whichdevice.analysis import significance
 from whichdevice.analysis.diff import RunDiff, diff_runs, log_ratios
 from whichdevice.cli.common import app, console, err_console
@@ -96,7 +96,7 @@ def _path(ref: str, argument: str) -> Path:
 def _how_judged(d: RunDiff) -> str:
     """compare's second summary line: why its intervals are wider than one run's."""
     judged = sum(1 for p in d.points if p.comparison is not None and p.comparison.claim.enough)
-    ci = significance.percent(d.confidence)
+    ci = units.percent(d.confidence)
     together = f"Each case's CI is {ci} so that all {judged} hold together at 95 % (Bonferroni)" if judged > 1 else ""
     if d.run_sd is None:
         moved = (
@@ -137,7 +137,7 @@ def _changed_line(d: RunDiff, margin: float, margin_from: str, n_learned: int) -
     flagged = sum(1 for p in d.points if p.comparison is not None and p.comparison.significant)
     return (
         f"  {flagged} of {len(d.points)} cases changed beyond the noise (the whole "
-        f"{significance.percent(d.confidence)} CI beyond the noise threshold: {margin:.0%} {margin_from}"
+        f"{units.percent(d.confidence)} CI beyond the noise threshold: {margin:.0%} {margin_from}"
         + (f", learned from earlier repeat runs for {n_learned} cases" if n_learned else "")
         + ")"
     )

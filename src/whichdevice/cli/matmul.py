@@ -24,6 +24,7 @@ from whichdevice.cli.common import (
     record_paths,
 )
 from whichdevice.cli import options as opt
+from whichdevice.analysis import facade
 from whichdevice.present.pages import matmul as matmul_page
 from whichdevice.api import MATMUL_MIN_TIME_S, MatmulOptions, run_matmul
 from whichdevice.frameworks import FRAMEWORKS
@@ -111,4 +112,4 @@ def matmul(
 
 def render_matmul(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
     """present/pages/matmul.py on this command's console."""
-    matmul_page.render(console, record, png, loglog=loglog)
+    matmul_page.render(console, facade.matmul(record), png, loglog=loglog)

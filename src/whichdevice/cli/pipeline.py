@@ -27,6 +27,7 @@ from whichdevice.cli.common import (
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
+from whichdevice.analysis import facade
 from whichdevice.present.pages import pipeline as pipeline_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState, journal_path
@@ -394,4 +395,4 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
 
 def render_pipeline(record: records.RunRecord, png: Path, *, loglog: bool = False) -> None:
     """present/pages/pipeline.py on this command's console."""
-    pipeline_page.render(console, record, png, loglog=loglog)
+    pipeline_page.render(console, facade.pipeline(record), png, loglog=loglog)

@@ -24,6 +24,7 @@ from whichdevice.cli.common import (
     record_paths,
 )
 from whichdevice.cli import options as opt
+from whichdevice.analysis import facade
 from whichdevice.present.pages import pitfalls as pitfalls_page
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
@@ -169,4 +170,4 @@ def _merge(parts: list[records.RunRecord]) -> records.RunRecord:
 
 def render_pitfalls(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
     """present/pages/pitfalls.py on this command's console."""
-    pitfalls_page.render(console, record, png, loglog=loglog)
+    pitfalls_page.render(console, facade.pitfalls(record), png, loglog=loglog)

@@ -27,6 +27,7 @@ from whichdevice.cli.common import (
     record_paths,
 )
 from whichdevice.cli import options as opt
+from whichdevice.analysis import facade
 from whichdevice.present.pages import placement as placement_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
@@ -194,4 +195,4 @@ def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
 
 def render_placement(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
     """present/pages/placement.py on this command's console."""
-    placement_page.render(console, record, png, loglog=loglog)
+    placement_page.render(console, facade.placements(record), png, loglog=loglog)

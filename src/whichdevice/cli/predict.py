@@ -38,6 +38,7 @@ from whichdevice.cli.common import (
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
+from whichdevice.analysis import facade
 from whichdevice.present.pages import predict as predict_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
@@ -256,4 +257,4 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None, *, verbose: boo
 
 def render_predict(record: records.RunRecord, png: Path, *, loglog: bool, verbose: bool = False) -> None:
     """present/pages/predict.py on this command's console."""
-    predict_page.render(console, record, png, loglog=loglog, verbose=verbose)
+    predict_page.render(console, facade.predict(record), png, loglog=loglog, verbose=verbose)

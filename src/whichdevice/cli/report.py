@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from whichdevice.analysis import deviceprofile, reference
+from whichdevice.analysis import deviceprofile, facade, reference
 from whichdevice.measure import experiment
 from whichdevice.present import registry
 from whichdevice.core import records, safeio
@@ -93,7 +93,7 @@ def _print_as_text(record: records.RunRecord, *, markdown: bool, verbose: bool) 
     import sys
     import tempfile
 
-    from whichdevice.present import html, markdown as md, plots
+    from whichdevice.present import html, markdown as md, output
 
     render = registry.renderer(record.experiment)
     if render is None:
@@ -103,8 +103,8 @@ def _print_as_text(record: records.RunRecord, *, markdown: bool, verbose: bool) 
     from whichdevice.present import terminal
 
     with tempfile.TemporaryDirectory(prefix="whichdevice-report-") as tmp, html.capturing() as pages:
-        with console.capture(), terminal.capturing_grids() as grids, plots.unseen():
-            render(console, record, Path(tmp) / "report.png", loglog=True)
+        with console.capture(), terminal.capturing_grids() as grids, output.unseen():
+            render(console, facade.analyze(record), Path(tmp) / "report.png", loglog=True)
     if not pages and grids:  # a renderer with no HTML page (train): its terminal tables
         pages = [html.Page(record, [html.Section("Tables", list(grids))], [], [], [], None)]
     if not pages:
@@ -180,7 +180,7 @@ def report(
         return
     out_dir = check_output_dir(out, "--out") if out else result.parent
     png = out_dir / (result.stem + ".png") if force else _free_png(out_dir, result.stem)
-    registry.render(console, record, png, loglog=not linear, verbose=verbose)
+    registry.render(console, facade.analyze(record), png, loglog=not linear, verbose=verbose)
     if png.exists():
         console.print(f"Plot:   {escape(str(png))}")
 
@@ -206,7 +206,9 @@ def _print_only(record: records.RunRecord, stem: str, *, loglog: bool, verbose: 
     (``--out`` or ``--html`` keep them)."""
     import tempfile
 
-    from whichdevice.present import plots
+    from whichdevice.present import output
 
-    with tempfile.TemporaryDirectory(prefix="whichdevice-report-") as tmp, plots.unseen():
-        registry.render(_WithoutLinesAbout(tmp), record, Path(tmp) / f"{stem}.png", loglog=loglog, verbose=verbose)
+    with tempfile.TemporaryDirectory(prefix="whichdevice-report-") as tmp, output.unseen():
+        registry.render(
+            _WithoutLinesAbout(tmp), facade.analyze(record), Path(tmp) / f"{stem}.png", loglog=loglog, verbose=verbose
+        )

@@ -17,7 +17,7 @@ from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.analysis import prediction
-from whichdevice.analysis.suite import answer_cases, decides_answer, suite_verdict
+from whichdevice.analysis.suite import answer_cases, decides_answer
 from whichdevice.present.cliprogress import CliProgress
 from whichdevice.present import firstscreen
 from whichdevice.cli.common import (
@@ -37,6 +37,7 @@ from whichdevice.cli.common import (
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
+from whichdevice.analysis import facade
 from whichdevice.present.pages import run as run_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
@@ -276,9 +277,8 @@ class ProvisionalAnswer:
 
     def __call__(self, record: records.RunRecord, shown: CliProgress) -> None:
         rounds = int(str(record.options.get("rounds") or 2))
-        batch = int(str(record.options.get("batch", 10))) if record.experiment == "diagnose" else 10
         try:
-            answer, gist = firstscreen.provisional_answer(record, suite_verdict(record, seed_batch=batch))
+            answer, gist = firstscreen.provisional_answer(record, facade.suite(record).verdict)
         except Exception:  # noqa: BLE001 (an early answer is a courtesy: never lose the run over it)
             return
         self.value = records.Provisional(
@@ -560,4 +560,4 @@ def render_run(
 ) -> None:
     """present/pages/run.py on this command's console: the first screen, the plots and the HTML
     report beside ``png``; ``verbose`` adds every table, ``quiet`` prints only where the report is."""
-    run_page.render(console, record, png, loglog=loglog, verbose=verbose, quiet=quiet)
+    run_page.render(console, facade.suite(record), png, loglog=loglog, verbose=verbose, quiet=quiet)

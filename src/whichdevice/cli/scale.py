@@ -25,6 +25,7 @@ from whichdevice.cli.common import (
     record_paths,
 )
 from whichdevice.cli import options as opt
+from whichdevice.analysis import facade
 from whichdevice.present.pages import scale as scale_page
 from whichdevice.core import records
 from whichdevice.core.errors import UsageError
@@ -240,4 +241,4 @@ def run_scale(plan: ScalePlan, resumed: JournalState | None) -> None:
 
 def render_scale(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
     """present/pages/scale.py on this command's console."""
-    scale_page.render(console, record, png, loglog=loglog)
+    scale_page.render(console, facade.scale(record), png, loglog=loglog)

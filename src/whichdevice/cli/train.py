@@ -28,6 +28,7 @@ from whichdevice.cli.common import (
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
+from whichdevice.analysis import facade
 from whichdevice.present.pages import train as train_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState, journal_path
@@ -298,4 +299,4 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
 
 def render_train(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
     """present/pages/train.py on this command's console."""
-    train_page.render(console, record, png, loglog=loglog)
+    train_page.render(console, facade.train(record), png, loglog=loglog)

@@ -34,7 +34,7 @@ import math
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -462,3 +462,14 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
         notes = data.get("notes", [])
         data = {**data, "notes": [*notes, note] if isinstance(notes, list) else notes}
     return data
+
+
+T = TypeVar("T")
+
+
+def known(value: T | None, what: str = "value") -> T:
+    """``value``, which the caller has already seen is there (a filtered list's timing): a None
+    here is a bug, said as one rather than as an AttributeError further on."""
+    if value is None:
+        raise ValueError(f"no {what}")
+    return value

@@ -11,6 +11,10 @@ from collections.abc import Sequence
 
 # torch.utils.benchmark's Measurement warns when IQR/median > 0.10 ("system fluctuation").
 NOISY_REL_IQR = 0.10
+# No claim from fewer samples per side (issue 16); also the fewest samples a point takes.
+MIN_SAMPLES = 5
+# The confidence of every interval a claim is judged on (analysis/significance.py).
+CONFIDENCE = 0.95
 
 # The last few sorted sample lists, by content: a report asks the median, quartiles and interval
 # of one point's samples dozens of times, and sorting 3,000 samples each time cost more than the

@@ -6,6 +6,7 @@ the largest unit never shows an exponent (4000 s is "4000 s")."""
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 # (scale, unit), smallest first
@@ -66,3 +67,13 @@ def nbytes(n: int | None) -> str:
         return f"{n} B"
     figure, unit = scaled(n, _BYTES)
     return f"{figure} {unit}"
+
+
+def percent(confidence: float) -> str:
+    """'95 %', '97.5 %', '99.8 %': a confidence as the text writes it — exact when it has at most
+    two decimals in percent, else rounded down to one (never up: 99.98 % is not 100 %)."""
+    pct = confidence * 100
+    for digits in (0, 1, 2):
+        if abs(round(pct, digits) - pct) < 1e-9:
+            return f"{round(pct, digits):g} %"
+    return f"{math.floor(pct * 10) / 10:g} %"

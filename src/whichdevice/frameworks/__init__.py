@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 if TYPE_CHECKING:
     from whichdevice.frameworks.contracts import (
@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     )
 
 FRAMEWORKS: tuple[str, ...] = ("tensorflow", "numpy", "keras-jax", "keras-torch", "torch", "jax")
+DEFAULT = FRAMEWORKS[0]  # the commands' --framework when none is given
+T = TypeVar("T")
 # The optional parts each framework's folder has (contracts.OPTIONAL: kind -> module, protocol).
 PARTS: dict[str, tuple[str, ...]] = {
     "tensorflow": (
@@ -131,6 +133,13 @@ def folder(name: str) -> str:
 def env_module(name: str) -> ModuleType:
     """The framework's ``env`` module (safe to import in the parent: no framework import)."""
     return importlib.import_module(f"whichdevice.frameworks.{folder(name)}.env")
+
+
+def declared(name: str, attr: str, default: T) -> T:
+    """What the framework's ``env.py`` declares as ``attr`` (e.g. a report's words for it),
+    else ``default`` (also for a name that is no framework of this version)."""
+    value: T = getattr(env_module(name), attr, default) if name in FRAMEWORKS else default
+    return value
 
 
 def training_module(name: str) -> Training:

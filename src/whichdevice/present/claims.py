@@ -16,12 +16,17 @@ this module is the only one that words them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 
-from whichdevice.analysis.compare import Comparison
-from whichdevice.analysis.crossover import Crossover
-from whichdevice.analysis.significance import Claim, ClaimNote, Modes, percent
+from whichdevice.core.units import percent
 from whichdevice.core.units import figure, seconds
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.compare import Comparison
+    from whichdevice.analysis.crossover import Crossover
+    from whichdevice.analysis.significance import Claim, ClaimNote, Modes
 
 
 def _x(v: float) -> str:
@@ -62,7 +67,7 @@ def ratio_text(claim: Claim | Comparison, *, subject: str = "") -> str:
         no clear change (1.8×, CI 0.8–3.1×, n=3)
         not enough samples (2.1× from n=1; 1 sample: at least 5 needed)
     """
-    c = claim.claim if isinstance(claim, Comparison) else claim
+    c = claim.claim
     note = note_text(c.note)
     who = f"{subject} " if subject else ""
     if c.status == "not_enough" and c.note is not None and c.note.kind == "too_wide":
@@ -105,8 +110,3 @@ def crossover_text(cross: Crossover, unit: str = "") -> str:
     return (
         f"the GPU starts to win at about {figure(cross.estimate)}{u} (between {cross.low:g} and {cross.high:g}){note}"
     )
-
-
-def is_claim(claim: Claim | Comparison) -> bool:
-    """True when the ratio counts as a change (analysis/significance.py's rule)."""
-    return (claim.claim if isinstance(claim, Comparison) else claim).significant

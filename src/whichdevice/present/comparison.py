@@ -8,15 +8,17 @@ so is a case that ran in the first run and failed in the second.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
-from whichdevice.analysis import significance
-from whichdevice.analysis.diff import ContextChange, PointChange, RunDiff
+from whichdevice.core import stats
 from whichdevice.core.records import RunRecord
 from whichdevice.core.units import seconds
 from whichdevice.present import names
 from whichdevice.present.claims import ratio_text
 from whichdevice.present.tables import Grid, GridCell
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.diff import ContextChange, PointChange, RunDiff
 
 # The JSON's own version: a script reading it checks this, not whichdevice's version.
 COMPARISON_SCHEMA = 1
@@ -138,9 +140,9 @@ def comparison_json(
             "threshold": threshold,
             "learned_thresholds": learned,
             "confidence_each": d.confidence,
-            "confidence_together": significance.CONFIDENCE,
+            "confidence_together": stats.CONFIDENCE,
             "run_spread": _finite(d.run_sd),
-            "min_samples": significance.MIN_SAMPLES,
+            "min_samples": stats.MIN_SAMPLES,
         },
         "points": points,
         "only_before": [names.case_name(s) for s in d.only_before],

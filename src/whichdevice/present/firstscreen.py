@@ -16,12 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from whichdevice.analysis import quality
+from whichdevice import frameworks
 from whichdevice.present import notes
-from whichdevice.analysis.crossover import Crossover
-from whichdevice.analysis.fixes import Fix
-from whichdevice.analysis.significance import Claim
-from whichdevice.analysis.suite import Cause, SuiteVerdict
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.present import fixes as fixwords
@@ -29,6 +25,11 @@ from whichdevice.present import names
 from whichdevice.present.claims import crossover_text
 
 if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
+    from whichdevice.analysis.quality import TimingWarning
+    from whichdevice.analysis.crossover import Crossover
+    from whichdevice.analysis.fixes import Fix
+    from whichdevice.analysis.significance import Claim
+    from whichdevice.analysis.suite import Cause, SuiteVerdict
     from rich.console import Console
 
     from whichdevice.analysis.deviceprofile import DeviceProfile
@@ -154,7 +155,7 @@ def cause_text(c: Cause) -> str:
             return f"{share} of each training step is the tf.py_function"
         return f"{share} of the pipeline's time is the tf.py_function"
     if c.kind == "sync" and c.fix is not None:
-        read = ".item()" if c.fix.framework == "torch" else ".numpy()"
+        read = frameworks.declared(c.fix.framework, "READ_BACK", ".numpy()")
         return f"{share} of a batch-{c.fix.where.get('batch')} step is reading the loss back ({read})"
     return (
         f"{share} of the first epoch ({c.steps} steps) is the first step: {seconds(c.first_s)} "
@@ -249,14 +250,14 @@ def _predict_hint(record: RunRecord) -> str:
     """How to ask `whichdevice predict` whether a GPU would help: for the user's own model
     (diagnose, Keras), or the seeds' workloads."""
     model = record.options.get("model") if record.experiment == "diagnose" else None
-    fw = str(record.options.get("framework") or "tensorflow")
-    if model and fw == "torch":  # predict takes Keras models only: an nn.Module is not modelled
+    fw = str(record.options.get("framework") or frameworks.DEFAULT)
+    if model and fw not in frameworks.KERAS:  # predict takes Keras models only: an nn.Module is not modelled
         return (
             "Would a GPU help? `whichdevice predict --framework torch --quick` models the seeds' MLP "
             "(not your nn.Module)."
         )
     if model:  # predict models the user's own model too
-        on = f" --framework {fw}" if fw != "tensorflow" else ""
+        on = f" --framework {fw}" if fw != frameworks.DEFAULT else ""
         return f"Would a GPU help? Ask `whichdevice predict --model {model}{on} --quick`."
     return NO_PREDICTION
 
@@ -306,7 +307,7 @@ def _crossover_words(c: Crossover, unit: str, gpu: str) -> str:
 # ------------------------------------------------------------------ warnings, one line per kind
 
 
-# Per warning kind (analysis/quality.TimingWarning.kind): the group's line, what it means
+# Per warning kind (analysis/TimingWarning.kind): the group's line, what it means
 # (the cause follows: _group_cause), what to do when no other program was busy, and its short
 # name on the first screen's warnings line.
 _WARNING_KINDS = {
@@ -339,7 +340,7 @@ _WARNING_KINDS = {
 }
 
 
-def _group_cause(kind: str, group: list[quality.TimingWarning]) -> str:
+def _group_cause(kind: str, group: list[TimingWarning]) -> str:
     """The group's cause from its points' telemetry: other programs busy during some of them
     (analysis/utilization.others_busy), or during none, or not known."""
     quiet = _WARNING_KINDS[kind][1].format(its="their" if len(group) > 1 else "its")
@@ -359,15 +360,14 @@ def _group_cause(kind: str, group: list[quality.TimingWarning]) -> str:
 OTHER = "other"  # a line a command adds to the warnings that is no measurement warning (never on the first screen)
 
 
-def aggregate_warnings(record: RunRecord, warnings: list[str] | None = None) -> list[WarningGroup]:
-    """The measurement warnings (analysis/quality.measurement_warnings) grouped by their kind,
-    with a count; each item names its point for people. ``warnings``: the lines a command shows
+def aggregate_warnings(typed: list[TimingWarning], warnings: list[str] | None = None) -> list[WarningGroup]:
+    """The measurement warnings (analysis/quality.measurement_warnings, ``typed``) grouped by their
+    kind, with a count; each item names its point for people. ``warnings``: the lines a command shows
     (notes.timing_warnings' text, plus any note of its own, grouped apart as 'other')."""
-    typed = quality.measurement_warnings(record)
     if warnings is not None:
         wanted = set(warnings)
         typed = [w for w in typed if notes.warning_text(w) in wanted]
-    by_kind: dict[str, list[quality.TimingWarning]] = {}
+    by_kind: dict[str, list[TimingWarning]] = {}
     for w in typed:
         by_kind.setdefault(w.kind, []).append(w)
     known = {notes.warning_text(w) for w in typed}
@@ -430,8 +430,8 @@ def first_screen(
     changes, slower, unclear, missing = _changes(v)
     report = None
     if prediction is None and not v.gpus:
-        report, profile = gpu_prediction(record)
-        prediction = prediction_lines(report, profile)
+        report = v.gpu_prediction
+        prediction = prediction_lines(report, v.gpu_profile)
     answer = _answer(record, v, prediction)
     if advice and v.gpus and v.answer_measured:  # diagnose with a GPU: the device for your model
         answer = ([a for a in advice if a.startswith("Device:")][:1] + answer)[:2]
@@ -448,23 +448,12 @@ def first_screen(
         slower,
         unclear,
         missing,
-        aggregate_warnings(record),
+        aggregate_warnings(v.warnings),
         [notes.failure_line(r) for r in record.results if r.status == "failed"],
         footnotes,
         sum(r.status == "skipped" for r in record.results),
         _confirmed(record, answer_gist(v, report), answer),
     )
-
-
-def gpu_prediction(record: RunRecord) -> tuple[PredictReport | None, DeviceProfile | None]:
-    """A run's prediction of the reference GPU (analysis/prediction.run_prediction) and the
-    profile it is from; (None, None) when the record traced no ops to predict from."""
-    from whichdevice.analysis import deviceprofile, errormodel, prediction
-
-    if not any(prediction.is_trace(r.spec) for r in record.results):
-        return None, None
-    profile = deviceprofile.load(prediction.RUN_PROFILE)
-    return prediction.run_prediction(record, profile, errormodel.shipped(prediction.RUN_ERRORS)), profile
 
 
 def answer_gist(v: SuiteVerdict, report: PredictReport | None = None) -> list[str]:
@@ -485,7 +474,7 @@ def answer_gist(v: SuiteVerdict, report: PredictReport | None = None) -> list[st
 
 def provisional_answer(record: RunRecord, v: SuiteVerdict) -> tuple[list[str], list[str]]:
     """The answer lines and their gist (:func:`answer_gist`) from round 1's record."""
-    report, profile = gpu_prediction(record) if not v.gpus else (None, None)
+    report, profile = (v.gpu_prediction, v.gpu_profile) if not v.gpus else (None, None)
     return _answer(record, v, prediction_lines(report, profile)), answer_gist(v, report)
 
 

@@ -11,22 +11,26 @@ from __future__ import annotations
 
 import dataclasses
 
-from whichdevice.analysis.fixes import (
-    CompileCost,
-    Fix,
-    FixEntry,
-    GridResult,
-    NotMeasured,
-    PlacementCheck,
-    WarmupCheck,
-    towards,
-)
-from whichdevice.analysis.precision import Cpu16Bit
-from whichdevice.analysis.significance import MIN_SAMPLES, Claim
-from whichdevice.analysis.suite import FixVerdict
+from typing import TYPE_CHECKING
+
+from whichdevice.core.stats import MIN_SAMPLES
 from whichdevice.core.units import seconds
 from whichdevice.present import names
 from whichdevice.present.claims import ratio_text
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.fixes import (
+        CompileCost,
+        Fix,
+        FixEntry,
+        GridResult,
+        NotMeasured,
+        PlacementCheck,
+        WarmupCheck,
+    )
+    from whichdevice.analysis.precision import Cpu16Bit
+    from whichdevice.analysis.significance import Claim
+    from whichdevice.analysis.suite import FixVerdict
 
 # A fix's parameter and values in words, where the parameter's own name says little.
 _VALUES = {
@@ -118,7 +122,7 @@ def grid_lines(g: GridResult, e: FixEntry, *, several: bool = False) -> tuple[st
     )
     cut = _cut_text(g, what)
     grid = f"{who} grid (samples/s vs {what} {g.baseline}): " + "; ".join(_grid_cell(f) for f in g.cells) + cut
-    if not any(towards(e, f.variant, f.baseline) for f in g.cells):  # only smaller values: not the fix
+    if not any(f.recommended for f in g.cells):  # only smaller values: not the fix
         values = ", ".join(str(f.variant) for f in g.cells)
         return f"{who}: no {what} larger than {g.baseline} measured (only {what} {values}){cut}", grid
     if g.pick is None or g.best is None or g.pick_share is None:
@@ -250,9 +254,9 @@ def compile_cost_line(c: CompileCost) -> str:
 
 
 def check_line(c: PlacementCheck | WarmupCheck | CompileCost) -> str:
-    if isinstance(c, CompileCost):
+    if c.check == "compile":
         return compile_cost_line(c)
-    if isinstance(c, PlacementCheck):
+    if c.check == "placement":
         if c.device.startswith("GPU"):
             text = (
                 f"{len(c.cpu_ops)} op types ran on the CPU in the GPU step: " + ", ".join(c.cpu_ops)

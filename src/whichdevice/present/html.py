@@ -18,10 +18,10 @@ import jinja2
 from whichdevice.present.tables import Grid, column_align
 from whichdevice.present.terminal import machine_line
 from whichdevice.core.units import nbytes, seconds
-from whichdevice.core import safeio
 from whichdevice.core.records import RunRecord, Session
 
 if TYPE_CHECKING:  # firstscreen imports this module
+    from whichdevice.analysis.quality import TimingWarning
     from whichdevice.present.firstscreen import FirstScreen
 
 _ENV = jinja2.Environment(
@@ -112,11 +112,13 @@ def render_html(
     failures: list[str] | None = None,
     first: FirstScreen | None = None,
     fragment: bool = False,
+    measured: list[TimingWarning] | None = None,
 ) -> str:
     """The page (``fragment``: the same content without the page around it, for a notebook:
     no <html>/<body>, every CSS rule scoped under ``.whichdevice-report``). Inside
-    :func:`capturing`, what the page is made of is also kept (``report --markdown``). ``first`` (present/firstscreen.FirstScreen) goes on top; the warnings are then
-    grouped by kind in a collapsible list; a glossary and the sources close the page."""
+    :func:`capturing`, what the page is made of is also kept (``report --markdown``). ``first`` (present/firstscreen.FirstScreen) goes on top; the warnings
+    (``measured``: those of ``warnings`` that are measurement warnings, typed) are then grouped by
+    kind in a collapsible list; a glossary and the sources close the page."""
     from whichdevice.present import names
 
     from whichdevice.present.firstscreen import aggregate_warnings, named_failures
@@ -126,7 +128,9 @@ def render_html(
             Page(record, list(sections), list(verdict or []), list(warnings or []), list(failures or []), first)
         )
     skipped, failed = named_failures(record, failures or [])
-    groups = [{"count": g.count, "text": g.text, "items": g.items} for g in aggregate_warnings(record, warnings or [])]
+    groups = [
+        {"count": g.count, "text": g.text, "items": g.items} for g in aggregate_warnings(measured or [], warnings or [])
+    ]
     sources = sorted({s.source for s in sections if s.source})
     footnote = {k: i for i, k in enumerate(sources, 1)}
     view = [
@@ -157,7 +161,7 @@ def render_html(
         warnings=warnings or [],
         failures=failed,
         skipped=skipped,
-        first=_first_view(first),
+        first=first_view(first),
         warning_groups=groups,
         other_warnings=[],
         glossary=sorted(names.GLOSSARY.items(), key=lambda kv: kv[0].lower()) if first is not None else [],
@@ -181,10 +185,6 @@ def fragment_of(page: str) -> str:
 
 def first_view(fs: FirstScreen | None) -> FirstView | None:
     """The first screen as plain values (answer, causes, changes with code and caveat, ...)."""
-    return _first_view(fs)
-
-
-def _first_view(fs: FirstScreen | None) -> FirstView | None:
     if fs is None:
         return None
     from whichdevice.present.firstscreen import cause_text, cause_title, none_text, tail_lines, warnings_line
@@ -201,8 +201,3 @@ def _first_view(fs: FirstScreen | None) -> FirstView | None:
         "warnings_line": warnings_line(fs),
         "none": none_text(fs),
     }
-
-
-def write_html(path: Path, html: str) -> Path:
-    safeio.write_atomic(path, html)  # O_EXCL|O_NOFOLLOW temp, renamed; removed if the record is not written
-    return path

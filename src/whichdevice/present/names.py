@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 
 # The thresholds analysis/verdict.py writes into its findings; read from there, never copied.
+from whichdevice import frameworks
 from whichdevice.core.records import CaseSpec
 
 # The models the suite trains, by what they are (frameworks/common/models.py).
@@ -54,6 +55,7 @@ _DATA = {
 }
 # Outside TensorFlow the seeds' tf.data input is NumPy batches (frameworks/common/keras.dataset,
 # frameworks/torch/training.dataset: no tf.data, no prefetch): the words follow the framework (#39).
+_DEFAULT_DATA = "numpy"  # the seeds' default input (NumPy arrays): not named in a label
 _DATA_NOT_TF = {
     "tfdata": "NumPy batches",
     "tfdata_noprefetch": "NumPy batches",
@@ -106,7 +108,11 @@ def workload_name(params: Mapping[str, object], workload: str = "train", *, fram
     ``framework`` (else ``params['framework']``) words the input as that framework feeds it."""
     p = params
     framework = framework or (str(params["framework"]) if params.get("framework") else None)
-    if framework is not None and framework != "tensorflow" and params.get("data") in _DATA_NOT_TF:
+    if (
+        framework is not None
+        and not frameworks.declared(framework, "FEEDS_TF_DATA", False)
+        and params.get("data") in _DATA_NOT_TF
+    ):
         p = {**params, "data": _DATA_NOT_TF[str(params["data"])]}
     fw = f"{p['framework']}: " if p.get("framework") else ""
     if workload == "matmul" or ("n" in p and "mode" in p):
@@ -159,7 +165,7 @@ def _setting_bits(p: Mapping[str, object]) -> list[str]:
     """'tf.data with prefetch', 'steps_per_execution=8', 'jit_compile=True', 'mixed_float16', 'loss read
     back every step': only those the case sets away from the default."""
     bits = []
-    if p.get("data") and p.get("data") != "numpy":
+    if p.get("data") and p.get("data") != _DEFAULT_DATA:
         bits.append(_DATA.get(str(p["data"]), str(p["data"])))
     if "steps_per_execution" in p:
         bits.append(f"steps_per_execution={p['steps_per_execution']}")
@@ -177,18 +183,6 @@ def case_name(spec: CaseSpec) -> str:
     return (
         f"{spec.framework} {spec.device}: {workload_name(dict(spec.params), spec.workload, framework=spec.framework)}"
     )
-
-
-def source_key(params: Mapping[str, object], workload: str = "train") -> str | None:
-    """The article a case reproduces ('seed001'), or None for the user's own model."""
-    if workload == "matmul" or ("n" in params and "mode" in params):
-        return "seed000"
-    if workload == "pipeline" or "variant" in params:
-        return "seed003"
-    if params.get("example") == "user":
-        return None
-    m = params.get("model")
-    return str(m) if m in SOURCES else None
 
 
 def source_note(key: str | None) -> str:

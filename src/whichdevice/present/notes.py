@@ -6,11 +6,14 @@ Pure formatting: which points warn, and why, is decided in analysis/quality.py.
 
 from __future__ import annotations
 
-from whichdevice.analysis.quality import TimingWarning, measurement_warnings
+from typing import TYPE_CHECKING
+
 from whichdevice.core.records import CaseResult, CaseSpec, RunRecord
-from whichdevice.core.stats import NOISY_REL_IQR
 from whichdevice.present.tables import telemetry_text
 from whichdevice.present.claims import modes_text
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.quality import TimingWarning
 
 # Parameters that say where a user's model comes from: true, but noise in a one-line label.
 _HIDDEN_IN_LABELS = {"model_file", "model_fn", "input_shape", "output_shape", "data_file", "data_fn", "label_classes"}
@@ -110,9 +113,9 @@ def warning_text(w: TimingWarning) -> str:
     return f"{case_label(w.case)}: {warning_message(w)}"
 
 
-def timing_warnings(record: RunRecord, rel_iqr_limit: float = NOISY_REL_IQR) -> list[str]:
+def timing_warnings(typed: list[TimingWarning]) -> list[str]:
     """analysis/quality.measurement_warnings as lines, each led by its case's label."""
-    return [warning_text(w) for w in measurement_warnings(record, rel_iqr_limit)]
+    return [warning_text(w) for w in typed]
 
 
 # What each failure kind (core/failures.py) means, and the next step, by the device's kind.

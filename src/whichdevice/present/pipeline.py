@@ -5,16 +5,19 @@ Pure formatting of what analysis/pipeline.py computed: no verdict is decided her
 
 from __future__ import annotations
 
-from whichdevice.analysis.compare import Comparison
+from typing import TYPE_CHECKING
+
 from whichdevice.present.claims import comparison_text, ratio_text
-from whichdevice.analysis.pipeline import HIGHLY, MODERATELY, NOT, DeviceReport, VariantRow, WorkPlace, borderline
-from whichdevice.analysis.pipeline import classify_input_bound
-from whichdevice.analysis.values import known
+from whichdevice.core.records import known
 from whichdevice.present.tables import Grid, GridCell, busy_text, telemetry_text
 from whichdevice.core.units import rate, seconds
 from whichdevice.core.records import Timing
 
-_BOUND_TONE = {HIGHLY: "bad", MODERATELY: "neutral", NOT: "good"}
+if TYPE_CHECKING:
+    from whichdevice.analysis.compare import Comparison
+    from whichdevice.analysis.pipeline import DeviceReport, VariantRow, WorkPlace
+
+_BOUND_TONE = {"HIGHLY": "bad", "MODERATELY": "neutral", "NOT": "good"}  # analysis/pipeline's classes
 
 
 def _median(t: Timing | None) -> GridCell:
@@ -123,20 +126,22 @@ def wait_bars(rep: DeviceReport) -> list[tuple[str, float, float, str]]:
 # ------------------------------------------------------------------ the verdict's sentences
 
 
-def describe_input_bound(wait_percent: float, rounds: list[float] | None = None) -> str:
+def describe_input_bound(r: VariantRow) -> str | None:
     """XProf's sentence, e.g. 'HIGHLY input-bound: 41.2 % of each loop step waits for the batch'.
 
     THE input-bound figure (one definition, issue 16): the share of the training loop's step
     time spent waiting for the batch (``input_wait_s / loop_s``, measured in the loop, pooled
     over its rounds). The pipeline-alone throughput and the loop speed are other figures and are
-    named as such wherever they appear. ``rounds``: the share in each round (fresh process);
-    when they fall on both sides of a class boundary the class is said to be borderline."""
-    cls = classify_input_bound(wait_percent)
-    what = "not input-bound" if cls == NOT else f"{cls} input-bound"
-    text = f"{what}: {wait_percent:.1f} % of each loop step waits for the batch"
-    if rounds and len(rounds) >= 2:
+    named as such wherever they appear. With the share in each round (fresh process) falling on
+    both sides of a class boundary, the class is said to be borderline."""
+    if r.wait_percent is None:
+        return None
+    what = "not input-bound" if r.input_bound == "NOT" else f"{r.input_bound} input-bound"
+    text = f"{what}: {r.wait_percent:.1f} % of each loop step waits for the batch"
+    rounds = r.wait_percent_rounds
+    if len(rounds) >= 2:
         spread = f"{min(rounds):.1f}–{max(rounds):.1f} % over {len(rounds)} rounds"
-        text += f" (borderline: {spread})" if borderline(rounds) else f" ({spread})"
+        text += f" (borderline: {spread})" if r.borderline else f" ({spread})"
     return text
 
 
@@ -172,7 +177,7 @@ def _fastest_line(rep: DeviceReport) -> str | None:
         gain = f"{best.variant} ({ratio_text(sp)} against {first.variant}: not a clear winner)"
     else:
         gain = f"{comparison_text(sp)} than {first.variant} (loop speed)"
-    line = f"{rep.device}: fastest loop: {gain}; {_bound_text(best)}."
+    line = f"{rep.device}: fastest loop: {gain}; {describe_input_bound(best)}."
     if rep.fastest_waits_more and best.wait_s is not None and first.wait_s is not None:
         line += (
             f" Its share is higher although its loop is faster: its steps are shorter, so its "
@@ -182,16 +187,12 @@ def _fastest_line(rep: DeviceReport) -> str | None:
     return line
 
 
-def _bound_text(r: VariantRow) -> str | None:
-    return None if r.wait_percent is None else describe_input_bound(r.wait_percent, r.wait_percent_rounds)
-
-
 def device_verdict(rep: DeviceReport) -> list[str]:
     """The device's verdict lines, from the typed report only."""
     out: list[str] = []
     d, first = rep.device, rep.first
     if first is not None:
-        out.append(f"{d}, {first.variant}: {_bound_text(first)}.")
+        out.append(f"{d}, {first.variant}: {describe_input_bound(first)}.")
         fastest = _fastest_line(rep)
         if fastest is not None:
             out.append(fastest)

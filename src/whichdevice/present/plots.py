@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from whichdevice.analysis.sweep import Table
-from whichdevice.analysis.utilization import summarize
-from whichdevice.core import safeio
+from whichdevice.core.telemetry import summarize
 from whichdevice.core.units import figure, seconds
+from whichdevice.present.output import save_figure as save_figure
 from whichdevice.present.tables import table_title
 
 if TYPE_CHECKING:  # matplotlib is imported on first use (pyplot())
+    from whichdevice.analysis.sweep import Table
     from matplotlib.axes import Axes
     from matplotlib.axis import Axis
-    from matplotlib.figure import Figure
 
 
 @functools.cache
@@ -265,35 +262,6 @@ def plot_steps(step_s: list[float], warmup: int, path: Path, *, title: str) -> P
     _legend(ax, fontsize=8)
     ax.set_title(title, fontsize=10)
     return save_figure(fig, path)
-
-
-_unseen = False  # a page whose plots are thrown away (plots.unseen): no PNG is drawn
-
-
-@contextlib.contextmanager
-def unseen() -> Iterator[None]:
-    """Within it, plots are not drawn: each PNG is an empty file. For pages whose files are
-    thrown away (`report` with no --out/--html, --markdown, --csv): drawing the H200 run's two
-    figures was 3.5 s of a 6 s `report` (issue 43: report under 2 s at 3,000 samples a point)."""
-    global _unseen
-    before, _unseen = _unseen, True
-    try:
-        yield
-    finally:
-        _unseen = before
-
-
-def save_figure(fig: Figure, path: Path, dpi: int = 110) -> Path:
-    """Write the figure atomically (temporary file, then rename): never a half-written PNG,
-    never through a planted link. Every plot of the package is written here."""
-    path = Path(path)
-    try:  # a random O_EXCL|O_NOFOLLOW temporary file, renamed: never a half-written PNG (core/safeio.py)
-        with safeio.atomic_writer(path) as f:
-            if not _unseen:
-                fig.savefig(f, format="png", dpi=dpi)
-    finally:
-        pyplot().close(fig)
-    return path
 
 
 def plot_input_wait(panels: list[tuple[str, list[tuple[str, float, float, str]]]], path: Path, *, title: str) -> Path:

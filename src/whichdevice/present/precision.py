@@ -4,20 +4,22 @@ step against float32, and the final loss."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis.precision import cpu_16bit, precision_rows
-from whichdevice.core.records import RunRecord
 from whichdevice.core.units import rate, seconds
 from whichdevice.present import terminal
 from whichdevice.present.fixes import cpu_16bit_text
 from whichdevice.present.tables import Grid, GridCell
 
+if TYPE_CHECKING:
+    from whichdevice.analysis.facade import Train
 
-def grid(record: RunRecord) -> Grid | None:
-    rows = precision_rows(record)
+
+def grid(result: Train) -> Grid | None:
+    rows = result.precision_rows
     if not rows:
         return None
     out = []
@@ -43,7 +45,7 @@ def grid(record: RunRecord) -> Grid | None:
                 GridCell(loss),
             ]
         )
-    note = cpu_16bit_text(cpu_16bit(record))
+    note = cpu_16bit_text(result.cpu_16bit)
     return Grid(
         "Precision: steady step (model.fit, epochs 2..) and the final training loss",
         ["device", "policy", "step ± IQR/2", "samples/s", "vs float32", "final loss"],
@@ -53,8 +55,9 @@ def grid(record: RunRecord) -> Grid | None:
     )
 
 
-def render(console: Console, record: RunRecord) -> None:
-    g = grid(record)
+def render(console: Console, result: Train) -> None:
+    record = result.record
+    g = grid(result)
     if g is not None:
         terminal.render_grid(console, g)
     if record.options.get("trace"):

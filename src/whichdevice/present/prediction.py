@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -11,19 +13,21 @@ from rich.table import Table
 
 from whichdevice.present.terminal import print_table
 
-from whichdevice.analysis.costmodel import Assumption, Extrapolation
-from whichdevice.analysis.prediction import TOO_CLOSE, PredictReport
-from whichdevice.analysis.deviceprofile import CurvePoint, DeviceCosts, DeviceProfile
 from whichdevice.present.tables import Align
 from whichdevice.present.claims import crossover_text
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.costmodel import Assumption, Extrapolation
+    from whichdevice.analysis.prediction import GpuAnswer, PredictReport
+    from whichdevice.analysis.deviceprofile import CurvePoint, DeviceCosts, DeviceProfile
 
 
 CANNOT_PREDICT = {"no_ops": "the traced step has no ops"}
 
 
-def winner_text(winner: str) -> str:
+def winner_text(row: GpuAnswer) -> str:
     """'CPU', 'GPU', '—', or the overlap said as what to do."""
-    return "too close: measure it" if winner == TOO_CLOSE else winner
+    return "too close: measure it" if row.too_close else row.winner
 
 
 def assumption_text(a: Assumption) -> str:
@@ -120,7 +124,8 @@ def _render_device(console: Console, dev: DeviceCosts) -> None:
 
 
 def plot_profile(profile: DeviceProfile, png: Path) -> None:
-    from whichdevice.present.plots import PANEL_WIDTH_IN, pyplot, save_figure  # matplotlib: only when drawn
+    from whichdevice.present.output import save_figure
+    from whichdevice.present.plots import PANEL_WIDTH_IN, pyplot  # matplotlib: only when drawn
 
     fig, axes = pyplot().subplots(2, 1, figsize=(PANEL_WIDTH_IN, 8))
     for dev in (profile.cpu, profile.gpu):
@@ -173,7 +178,7 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
             dominant = r.gpu.dominant
             share = r.gpu.parts_s[dominant] / raw if raw and dominant is not None else 0
             dom = f"{r.gpu.dominant} {share:.0%}"
-        t.add_row(str(r.batch), cpu, g, winner_text(r.winner), dom, str(r.kernels))
+        t.add_row(str(r.batch), cpu, g, winner_text(r), dom, str(r.kernels))
     print_table(console, t)
     if report.cannot_predict:
         console.print(
@@ -208,7 +213,8 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
 
 
 def plot_predict(report: PredictReport, png: Path, loglog: bool, title: str) -> None:
-    from whichdevice.present.plots import plain_numbers, pyplot, save_figure  # matplotlib: only when a plot is drawn
+    from whichdevice.present.output import save_figure
+    from whichdevice.present.plots import plain_numbers, pyplot  # matplotlib: only when a plot is drawn
 
     fig, ax = pyplot().subplots(figsize=(7, 4.5))
     cpu = [(r.batch, s) for r in report.rows if (s := r.cpu_s) is not None]

@@ -5,15 +5,19 @@ columns. The full table, the calibration and the model's assumptions follow with
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 
-from whichdevice.analysis.deviceprofile import DeviceProfile
-from whichdevice.analysis.prediction import TOO_CLOSE, PredictReport
-from whichdevice.analysis.values import known
+from whichdevice.core.records import known
 from whichdevice.core.records import RunRecord
 from whichdevice.core.units import seconds
 from whichdevice.present import names
 from whichdevice.present.prediction import CANNOT_PREDICT, assumption_text, extrapolation_text, winner_text
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.deviceprofile import DeviceProfile
+    from whichdevice.analysis.prediction import PredictReport
 
 
 def model_words(record: RunRecord) -> str:
@@ -63,7 +67,7 @@ def screen_lines(report: PredictReport, record: RunRecord, profile: DeviceProfil
             gpu_text = "cannot predict"
         else:
             gpu_text = f"{seconds(r.band.mid)} [{seconds(r.band.low)}–{seconds(r.band.high)}]"
-        out.append(("", f"  {r.batch:>5}   {cpu:<28} {gpu_text:<28} {winner_text(r.winner)}"))
+        out.append(("", f"  {r.batch:>5}   {cpu:<28} {gpu_text:<28} {winner_text(r)}"))
     parts = [(r, step) for r in report.rows if (step := r.gpu.step) is not None and step.mid]
     if parts and (dominant := parts[-1][0].gpu.dominant) is not None:
         r, step = parts[-1]
@@ -72,7 +76,7 @@ def screen_lines(report: PredictReport, record: RunRecord, profile: DeviceProfil
             ("", ""),
             ("", f"Why: at batch {r.batch} the GPU's step would be mostly {r.gpu.dominant} ({share:.0%})."),
         ]
-    close = [r.batch for r in report.rows if r.winner == TOO_CLOSE]
+    close = [r.batch for r in report.rows if r.too_close]
     if close and report.too_close_command:
         out.append(("", f"Too close to call at batch {', '.join(map(str, close))}: measure it on the GPU:"))
         out.append(("code", f"  {report.too_close_command}"))

@@ -1,8 +1,9 @@
 """One registry of renderers, one per record type (issue #31).
 
-A renderer draws a saved record on a console: the terminal text, and beside ``png`` its
-plots and HTML report. The command that measured the record and ``whichdevice report`` look
-the renderer up here, by the record's ``experiment``; neither knows the other. Each entry
+A renderer draws a saved record's analysis (analysis/facade.analyze: one typed result per
+record type) on a console: the terminal text, and beside ``png`` its plots and HTML report. The
+command that measured the record and ``whichdevice report`` look the renderer up here, by the
+record's ``experiment``; neither knows the other. Each entry
 names its module in ``present/pages/`` and is imported only when asked for, so that one
 command loads only its own presenter (``whichdevice pitfalls`` never imports the suite's
 pages). Nothing registers itself by being imported.
@@ -17,17 +18,16 @@ from typing import TYPE_CHECKING, Protocol
 
 from rich.console import Console
 
-from whichdevice.core.records import RunRecord
-
 if TYPE_CHECKING:  # the audit's record is loaded only by the audit's page
+    from whichdevice.analysis.facade import Analysis
     from whichdevice.audit.record import AuditRecord
 
 
 class Renderer(Protocol):
-    """``render(console, record, png, loglog=...)``; the ones with a first screen also take
+    """``render(console, result, png, loglog=...)``; the ones with a first screen also take
     ``verbose`` (every table, finding and warning after it)."""
 
-    def __call__(self, console: Console, record: RunRecord | AuditRecord, png: Path, *, loglog: bool) -> object: ...
+    def __call__(self, console: Console, result: Analysis | AuditRecord, png: Path, *, loglog: bool) -> object: ...
 
 
 # record.experiment -> the module under present/pages/ whose ``render`` draws it
@@ -61,15 +61,13 @@ def takes_verbose(render: Renderer) -> bool:
     return "verbose" in inspect.signature(render).parameters
 
 
-def render(
-    console: Console, record: RunRecord | AuditRecord, png: Path, *, loglog: bool, verbose: bool = False
-) -> bool:
-    """Draw ``record`` with its renderer; False (nothing drawn) when its experiment has none."""
-    draw = renderer(record.experiment)
+def render(console: Console, result: Analysis | AuditRecord, png: Path, *, loglog: bool, verbose: bool = False) -> bool:
+    """Draw ``result`` with its renderer; False (nothing drawn) when its experiment has none."""
+    draw = renderer(result.experiment)
     if draw is None:
         return False
     if verbose and takes_verbose(draw):
-        draw(console, record, png, loglog=loglog, verbose=True)  # type: ignore[call-arg]  # checked just above
+        draw(console, result, png, loglog=loglog, verbose=True)  # type: ignore[call-arg]  # checked just above
     else:
-        draw(console, record, png, loglog=loglog)
+        draw(console, result, png, loglog=loglog)
     return True

@@ -3,6 +3,8 @@ section. Every number comes from ``analysis/scale.py``; nothing is computed here
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pathlib import Path
 
 import matplotlib
@@ -11,20 +13,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from whichdevice.analysis.scale import (
-    ACCUM,
-    FrameworkScale,
-    Point,
-    ScaleReport,
-    Verdict,
-    verdicts,
-)  # noqa: E402
-from whichdevice.analysis.significance import Claim  # noqa: E402
 from whichdevice.core.units import rate, seconds  # noqa: E402
 from whichdevice.present.html import Section  # noqa: E402
-from whichdevice.present.plots import save_figure  # noqa: E402
+from whichdevice.present.output import save_figure  # noqa: E402
 from whichdevice.present.tables import Grid, GridCell  # noqa: E402
 from whichdevice.present.claims import ratio_text
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.scale import FrameworkScale, Point, ScaleReport, Verdict
+    from whichdevice.analysis.significance import Claim
 
 _WORDS = {2: "two", 3: "three", 4: "four", 8: "eight"}
 # An all-reduce share under this cannot explain a slowdown of N replicas (our own choice: a
@@ -225,16 +222,16 @@ def fix_lines(fs: FrameworkScale) -> list[str]:
         p = pts[0]
         gain, vs1 = p.accum_gain, p.accum_vs_one
         out.append(
-            f"{fs.framework} fix measured — gradient accumulation over {ACCUM} micro-batches (one all-reduce "
-            f"per {ACCUM}), {_replicas(n)} at global batch {p.global_batch:,} per micro-batch, samples/s vs "
+            f"{fs.framework} fix measured — gradient accumulation over {fs.accum} micro-batches (one all-reduce "
+            f"per {fs.accum}), {_replicas(n)} at global batch {p.global_batch:,} per micro-batch, samples/s vs "
             f"syncing every step: {claim_text(gain)}; vs 1 replica: {claim_text(vs1)} "
-            f"(the optimizer steps once per {ACCUM} micro-batches: an effective batch {ACCUM}× larger)."
+            f"(the optimizer steps once per {fs.accum} micro-batches: an effective batch {fs.accum}× larger)."
         )
     return out
 
 
 def lines(report: ScaleReport) -> list[str]:
-    verdict = [verdict_line(v) for fs in report.frameworks for v in verdicts(fs)]
+    verdict = [verdict_line(v) for fs in report.frameworks for v in fs.verdicts]
     return verdict + [line for fs in report.frameworks for line in fix_lines(fs)]
 
 
@@ -266,7 +263,7 @@ def plot(report: ScaleReport, path: Path, *, title: str) -> Path:
                     "s--",
                     color=color,
                     alpha=0.7,
-                    label=f"{fs.framework}, {n} replicas, gradient accumulation ×{ACCUM}",
+                    label=f"{fs.framework}, {n} replicas, gradient accumulation ×{fs.accum}",
                 )
             ns.add(n)
             i += 1

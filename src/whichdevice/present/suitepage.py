@@ -7,11 +7,11 @@ Moved from api.py (issue 17) so that every sentence of the page is written in pr
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass
 from pathlib import Path
 
-from whichdevice.analysis.suite import SuiteVerdict, SweepFinding, suite_verdict
-from whichdevice.analysis.verdict import Finding
 from whichdevice.core.records import RunRecord
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import html, names, plots
@@ -28,6 +28,11 @@ from whichdevice.present.tables import (
     sweep_grid,
     sync_cost_grid,
 )
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.facade import Suite
+    from whichdevice.analysis.suite import SuiteVerdict, SweepFinding
+    from whichdevice.analysis.verdict import Finding
 
 
 def fix_grid(v: SuiteVerdict, *, with_how: bool = True, record: RunRecord | None = None) -> Grid:
@@ -228,7 +233,7 @@ class SuiteReport:
     pngs: list[Path]
     warnings: list[str]
     failures: list[str]
-    first: FirstScreen | None = None  # the first screen (terminal and the top of the page)
+    first: FirstScreen  # the first screen (terminal and the top of the page)
 
 
 @dataclass(frozen=True)
@@ -309,14 +314,13 @@ def _sections(record: RunRecord, v: SuiteVerdict, drawn: SuitePlots) -> list[htm
     return sections
 
 
-def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteReport:
-    """Verdict, plots (``png`` stem + -matmul/-batch) and the HTML page of a run/diagnose record:
-    analysis once, then the plotting step, then the text (first screen, sections, page)."""
-    user_batch = int(str(record.options.get("batch", 10))) if record.experiment == "diagnose" else 10
-    v = suite_verdict(record, seed_batch=user_batch)
+def suite_report(result: Suite, png: Path, *, loglog: bool = True) -> SuiteReport:
+    """Plots (``png`` stem + -matmul/-batch) and the HTML page of a run/diagnose record's
+    analysis (analysis/facade.suite): the plotting step, then the text (first screen, sections, page)."""
+    record, v = result.record, result.verdict
     drawn = draw_plots(v, png, loglog=loglog)
-    advice = settings_advice(v, user_batch) if record.experiment == "diagnose" else []
-    warnings, failures = notes.timing_warnings(record), notes.failures(record)
+    advice = settings_advice(v, v.seed_batch) if record.experiment == "diagnose" else []
+    warnings, failures = notes.timing_warnings(v.warnings), notes.failures(record)
     first = first_screen(record, v, advice=advice)
     page = html.render_html(
         record,
@@ -325,5 +329,6 @@ def suite_report(record: RunRecord, png: Path, *, loglog: bool = True) -> SuiteR
         warnings=warnings,
         failures=failures,
         first=first,
+        measured=v.warnings,
     )
     return SuiteReport(v, advice, page, drawn.paths, warnings, failures, first)

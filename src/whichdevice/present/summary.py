@@ -3,12 +3,16 @@ the answer in a few lines, and a one-line repr instead of the whole record."""
 
 from __future__ import annotations
 
-from whichdevice.analysis.suite import suite_verdict
-from whichdevice.analysis.sweep import Table
+from typing import TYPE_CHECKING
+
 from whichdevice.core.records import RunRecord
 from whichdevice.present import names
 from whichdevice.present.firstscreen import first_screen, screen_lines
 from whichdevice.present.claims import crossover_text
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.suite import SuiteVerdict
+    from whichdevice.analysis.sweep import Table
 
 
 def _when(record: RunRecord) -> str:
@@ -52,10 +56,10 @@ def matmul_text(record: RunRecord, tables: list[Table]) -> str:
     return "\n".join(lines)
 
 
-def suite_text(record: RunRecord) -> str:
-    """The first screen, as plain text (no report path: the result is not saved yet)."""
-    batch = int(str(record.options.get("batch", 10))) if record.experiment == "diagnose" else 10
-    fs = first_screen(record, suite_verdict(record, seed_batch=batch))
+def suite_text(record: RunRecord, verdict: SuiteVerdict) -> str:
+    """The first screen of the record's verdict, as plain text (no report path: the result is not
+    saved yet)."""
+    fs = first_screen(record, verdict)
     lines = [text for style, text in screen_lines(fs, report=None)]
     return "\n".join(line for line in lines if not line.startswith("Every table"))
 

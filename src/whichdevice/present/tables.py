@@ -9,18 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TYPE_CHECKING
 
-from whichdevice.analysis.compare import Comparison
-from whichdevice.analysis.sweep import Cell, Table
-from whichdevice.analysis.train import RunCell, TrainReport
-from whichdevice.analysis.warmup import BreakEven
 from whichdevice.core.units import rate, seconds
 from whichdevice.core.records import Timing
 from whichdevice.core.telemetry import GPU_NOT_REQUESTED, TelemetrySummary
-from whichdevice.analysis.utilization import summarize
+from whichdevice.core.telemetry import summarize
 from whichdevice.present import names
 from whichdevice.present.claims import comparison_text, crossover_text
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.compare import Comparison
+    from whichdevice.analysis.sweep import Cell, Table
+    from whichdevice.analysis.train import RunCell, TrainReport
+    from whichdevice.analysis.warmup import BreakEven
 
 
 @dataclass(frozen=True)

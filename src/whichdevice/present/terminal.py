@@ -3,6 +3,8 @@ device name or an error message can never inject rich markup."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -10,8 +12,6 @@ from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from whichdevice.analysis.sweep import Table
-from whichdevice.analysis.train import TrainReport
 from whichdevice.present.tables import (
     Grid,
     busy_text as busy_text,
@@ -24,6 +24,10 @@ from whichdevice.present.tables import (
 )
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.core.records import RunRecord
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.quality import TimingWarning
+    from whichdevice.analysis.train import TrainReport
 
 
 def machine_line(record: RunRecord) -> str:
@@ -108,13 +112,16 @@ def print_table(console: Console, renderable: RenderableType) -> None:
         console._width = saved
 
 
-def render_sweep_table(console: Console, table: Table, x_label: str, rate_unit: str | None) -> None:
-    render_grid(console, sweep_grid(table, x_label, rate_unit))
-
-
-def render_notes(console: Console, record: RunRecord, warnings: list[str], failures: list[str]) -> None:
-    """Notes and failures one by one; the measurement warnings one line per kind with a count
-    (issue 17: `train --quick` printed 24 of them), any other warning as it is."""
+def render_notes(
+    console: Console,
+    record: RunRecord,
+    warnings: list[str],
+    failures: list[str],
+    measured: list[TimingWarning] | None = None,
+) -> None:
+    """Notes and failures one by one; the measurement warnings (``measured``: those of ``warnings``,
+    typed) one line per kind with a count (issue 17: `train --quick` printed 24 of them), any
+    other warning as it is."""
     from whichdevice.present.firstscreen import OTHER, aggregate_warnings, named_failures
 
     for n in record.notes:
@@ -127,7 +134,7 @@ def render_notes(console: Console, record: RunRecord, warnings: list[str], failu
             f"[yellow]Skipped:[/yellow] {len(skipped)} case{'s' if len(skipped) > 1 else ''}: the time budget ran out "
             "before them (raise --budget); listed in the report"
         )
-    for g in aggregate_warnings(record, warnings):
+    for g in aggregate_warnings(measured or [], warnings):
         if g.kind == OTHER:
             for w in g.items:
                 console.print(f"[yellow]Warning:[/yellow] {escape(w)}")
@@ -138,33 +145,22 @@ def render_notes(console: Console, record: RunRecord, warnings: list[str], failu
 # ---------------- whichdevice train ----------------
 
 
-def render_creation(console: Console, report: TrainReport) -> None:
-    """Seed 001 ex1: model creation and clone_model per device."""
-    if report.creation:
-        render_grid(console, creation_grid(report))
-
-
-def render_runs(console: Console, report: TrainReport) -> None:
-    """Every training run: first step apart, steady step, samples/s, epochs, GPU vs CPU, break-even."""
-    if report.runs:
-        render_grid(console, runs_grid(report))
-
-
-def render_sync_cost(console: Console, report: TrainReport) -> None:
-    """What reading the loss back every step (.numpy()) costs against syncing once per block."""
-    if report.sync_costs:
-        render_grid(console, sync_cost_grid(report))
-
-
 def render_train(
-    console: Console, record: RunRecord, report: TrainReport, warnings: list[str], failures: list[str]
+    console: Console,
+    record: RunRecord,
+    report: TrainReport,
+    warnings: list[str],
+    failures: list[str],
+    measured: list[TimingWarning] | None = None,
 ) -> None:
     render_header(console, record)
     if record.options.get("quick"):
         console.print(f"[yellow]--quick:[/yellow] {escape(str(record.options.get('quick_sizes', 'reduced sizes')))}")
-    render_creation(console, report)
-    render_runs(console, report)
-    render_sync_cost(console, report)
-    for t in report.sweep:
-        render_sweep_table(console, t, "batch", "samples/s")
-    render_notes(console, record, warnings, failures)
+    # seed 001: model creation per device; every training run; what reading the loss back
+    # every step costs against syncing once per block; the batch sweep
+    grids = [creation_grid(report)] if report.creation else []
+    grids += [runs_grid(report)] if report.runs else []
+    grids += [sync_cost_grid(report)] if report.sync_costs else []
+    for g in grids + [sweep_grid(t, "batch", "samples/s") for t in report.sweep]:
+        render_grid(console, g)
+    render_notes(console, record, warnings, failures, measured)

@@ -11,6 +11,9 @@ from whichdevice.frameworks.common.ladders import TF_DATA
 # ``pipeline``: the variant ladder of this framework's input-pipeline API (parent-safe).
 PIPELINE = TF_DATA
 
+# The seeds' tf.data input is fed as tf.data here (frameworks.declared; the others feed NumPy batches).
+FEEDS_TF_DATA = True
+
 
 def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:
     """Variables to add to a child's environment.

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from whichdevice.frameworks.common.ladders import DATA_LOADER
 
+# What a report calls reading a result back to the host (frameworks.declared; default .numpy()).
+READ_BACK = ".item()"
+
 NOTES: dict[str, list[str]] = {
     "train": [
         "torch: plain PyTorch (nn.Sequential, Adam, cross-entropy, as the reference's gpu_probe.py); "

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis.sweep import Table, analyze_sweep
-from whichdevice.core.records import RunRecord
-from whichdevice.present import html, plots, terminal
+from whichdevice.present import html, notes, output, plots, terminal
 from whichdevice.present.tables import sweep_grid
-from whichdevice.present import notes
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.facade import Matmul
 
 
-def matmul_report(record: RunRecord, png: Path, *, loglog: bool = True) -> tuple[list[Table], str]:
-    """Analysis tables, the PNG plot written to ``png`` and the HTML page (as a string)."""
-    tables = analyze_sweep(record, "n", work_metric="flops_per_call")
+def matmul_report(result: Matmul, png: Path, *, loglog: bool = True) -> str:
+    """The PNG plot written to ``png`` and the HTML page (as a string)."""
+    record, tables = result.record, result.tables
     dtype = record.options.get("dtype", "")
     plots.plot_sweep(
         tables,
@@ -28,17 +29,25 @@ def matmul_report(record: RunRecord, png: Path, *, loglog: bool = True) -> tuple
     section = html.Section(
         "Matrix multiplication", grids=[sweep_grid(t, "n", "FLOP/s") for t in tables], pngs=[png], source="seed000"
     )
-    page = html.render_html(record, [section], warnings=notes.timing_warnings(record), failures=notes.failures(record))
-    return tables, page
+    return html.render_html(
+        record,
+        [section],
+        warnings=notes.timing_warnings(result.warnings),
+        failures=notes.failures(record),
+        measured=result.warnings,
+    )
 
 
-def render(console: Console, record: RunRecord, png: Path, *, loglog: bool) -> None:
+def render(console: Console, result: Matmul, png: Path, *, loglog: bool) -> None:
     """Terminal tables, the PNG plot and the HTML report (``png`` with .html) of a matmul record."""
+    record = result.record
     terminal.render_header(console, record)
     png.parent.mkdir(parents=True, exist_ok=True)
-    tables, page = matmul_report(record, png, loglog=loglog)
-    for t in tables:
+    page = matmul_report(result, png, loglog=loglog)
+    for t in result.tables:
         terminal.render_grid(console, sweep_grid(t, "n", "FLOP/s"))
-    terminal.render_notes(console, record, notes.timing_warnings(record), notes.failures(record))
-    html.write_html(png.with_suffix(".html"), page)
+    terminal.render_notes(
+        console, record, notes.timing_warnings(result.warnings), notes.failures(record), result.warnings
+    )
+    output.write_html(png.with_suffix(".html"), page)
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")

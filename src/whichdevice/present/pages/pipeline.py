@@ -4,23 +4,25 @@ bars (waiting for input vs computing) and the HTML report."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis.pipeline import analyze_pipeline, block_timed, step_jitter
-from whichdevice.core import records
-from whichdevice.present import html, plots, terminal
+from whichdevice.present import html, output, plots, terminal
 from whichdevice.present.pipeline import device_verdict, stage_grid, step_jitter_note, variant_grid, wait_bars
 from whichdevice.present import notes
 
+if TYPE_CHECKING:
+    from whichdevice.analysis.facade import Pipeline
 
-def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bool = False) -> None:
+
+def render(console: Console, result: Pipeline, png: Path, *, loglog: bool = False) -> None:
     """Terminal tables and verdict, the stacked-bar PNG and the HTML report (``png`` with .html)
     of a pipeline record. ``loglog`` is accepted for ``report`` and unused (bars are linear)."""
-    reports = analyze_pipeline(record)
-    jitter = step_jitter_note(step_jitter(record))
-    warnings = notes.timing_warnings(block_timed(record)) + ([jitter] if jitter else [])
+    record, reports = result.record, result.reports
+    jitter = step_jitter_note(result.jitter)
+    warnings = notes.timing_warnings(result.block_warnings) + ([jitter] if jitter else [])
     failures = notes.failures(record)
     terminal.render_header(console, record)
     o = record.options
@@ -43,12 +45,14 @@ def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bo
         sections.append(html.Section(f"{rep.device}: input pipeline", grids=grids))
     for line in verdict:
         console.print(f"[bold]→[/bold] {escape(line)}")
-    terminal.render_notes(console, record, warnings, failures)
+    terminal.render_notes(console, record, warnings, failures, result.warnings)
     png.parent.mkdir(parents=True, exist_ok=True)
     panels = [(rep.device, wait_bars(rep)) for rep in reports]
     plots.plot_input_wait(panels, png, title="Training step: waiting for input vs computing, per variant — whichdevice")
     if sections:
         sections[-1].pngs.append(png)
-    page = html.render_html(record, sections, verdict=verdict, warnings=warnings, failures=failures)
-    html.write_html(png.with_suffix(".html"), page)
+    page = html.render_html(
+        record, sections, verdict=verdict, warnings=warnings, failures=failures, measured=result.warnings
+    )
+    output.write_html(png.with_suffix(".html"), page)
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")

@@ -4,16 +4,19 @@ right one, their ratio) and the HTML report; no plot."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis.pitfalls import PitfallRow, analyze_pitfalls, framework_of, not_measured
-from whichdevice.core import records
 from whichdevice.core.units import seconds
-from whichdevice.present import html, terminal
+from whichdevice.present import html, output, terminal
 from whichdevice.present.tables import Grid, GridCell
 from whichdevice.present import notes
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.facade import Pitfalls
+    from whichdevice.analysis.pitfalls import PitfallRow
 
 
 TITLES = {
@@ -248,40 +251,41 @@ def _own_grid(rows: list[PitfallRow]) -> Grid:
     )
 
 
-def not_measured_lines(record: records.RunRecord) -> list[str]:
+def not_measured_lines(not_measured: list[tuple[str, str]]) -> list[str]:
     """The framework's GPU-only mistakes on a CPU: said, never measured (analysis.not_measured)."""
     return [
         f"{SHORT[m]} ({d}): not measured here (no GPU): the framework's CPU ops return when done, so an "
         "unsynchronized clock cannot distort a CPU timing; on a GPU it times only the kernel launches"
-        for m, d in not_measured(record)
+        for m, d in not_measured
     ]
 
 
-def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bool) -> None:
+def render(console: Console, result: Pitfalls, png: Path, *, loglog: bool) -> None:
     """Terminal table and an HTML report beside ``png`` (no plot: one table says it all)."""
-    rows = analyze_pitfalls(record)
-    warnings, failures = notes.timing_warnings(record), notes.failures(record)
+    record, rows = result.record, result.rows
+    warnings, failures = notes.timing_warnings(result.warnings), notes.failures(record)
     terminal.render_header(console, record)
     if record.options.get("quick"):
-        console.print(_QUICK.get(family(framework_of(record)), _QUICK["tensorflow"]))
+        console.print(_QUICK.get(family(result.framework), _QUICK["tensorflow"]))
     grid = pitfalls_grid(rows)
     terminal.render_grid(console, grid)
-    unmeasured = not_measured_lines(record)
+    unmeasured = not_measured_lines(result.not_measured)
     for line in unmeasured:
         console.print(escape(line))
-    tensorflow = framework_of(record) == "tensorflow"  # the others' GPU-only mistakes are said above
+    tensorflow = result.framework == "tensorflow"  # the others' GPU-only mistakes are said above
     if tensorflow and not any(d.startswith("GPU") for d in {r.device for r in rows}):
         console.print(
             "Only the CPU was measured: the unsynchronized-clock pitfall cannot distort a CPU timing; "
             "run on a GPU machine to measure it there."
         )
-    terminal.render_notes(console, record, warnings, failures)  # one line per kind
+    terminal.render_notes(console, record, warnings, failures, result.warnings)  # one line per kind
     png.parent.mkdir(parents=True, exist_ok=True)
     page = html.render_html(
         record,
         [html.Section("Benchmarking mistakes", [grid], lines=unmeasured)],
         warnings=warnings,
         failures=failures,
+        measured=result.warnings,
     )
-    html.write_html(png.with_suffix(".html"), page)
+    output.write_html(png.with_suffix(".html"), page)
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")

@@ -3,23 +3,29 @@ between devices, the op tables (the terminal shows the first MAX_OPS_SHOWN) and 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from collections.abc import Mapping
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis.placement import DevicePlacement, OpRow, cpu_op_cause, device_placement, is_traced
-from whichdevice.core import records
 from whichdevice.core.units import nbytes, seconds
-from whichdevice.present import html, terminal
+from whichdevice.present import html, output, terminal
 from whichdevice.present.tables import Grid, GridCell
 from whichdevice.present import notes
 from whichdevice.present.pages import placement_traced
 
+if TYPE_CHECKING:
+    from whichdevice.analysis.facade import Placement
+    from whichdevice.analysis.placement import DevicePlacement
+
 MAX_OPS_SHOWN = 25  # per device in the terminal; the HTML report has them all
 
 
-_CPU_OP_WORDS = {
+# analysis/placement.cpu_op_cause -> why an op ran on the CPU in a GPU run, in words
+CPU_OP_WORDS = {
     "python": (
         "Python code inside the step (tf.numpy_function / tf.py_function): it always runs on the host, "
         "and its inputs and outputs are copied across"
@@ -39,20 +45,6 @@ _CPU_OP_WORDS = {
     ),
     "unknown": "reason unknown (kernel registry not available)",
 }
-
-
-def explain_cpu_op(op_type: str, kernel_devices: set[str] | None) -> str:
-    """A plain reason why ``op_type`` ran on the CPU in a GPU run (analysis/placement.cpu_op_cause)."""
-    return _CPU_OP_WORDS[cpu_op_cause(op_type, kernel_devices)]
-
-
-def placements(record: records.RunRecord) -> list[DevicePlacement]:
-    return [
-        device_placement(r.spec.device, r.metrics, r.timing.median_s)
-        for r in record.results
-        if r.status == "ok" and r.spec.params.get("kind") == "placement" and r.timing is not None
-        if not is_traced(r.metrics)  # torch and JAX: placement_traced.py
-    ]
 
 
 def _ops_grid(p: DevicePlacement, limit: int | None) -> Grid:
@@ -91,13 +83,13 @@ def _ops_grid(p: DevicePlacement, limit: int | None) -> Grid:
     )
 
 
-def _lines(p: DevicePlacement) -> list[str]:
+def _lines(p: DevicePlacement, causes: Mapping[tuple[str, str], str]) -> list[str]:
     out: list[str] = []
     if p.device.startswith("GPU"):
         cpu_ops = p.on_cpu_in_gpu_run
         if cpu_ops:
             out.append(f"{p.device}: {len(cpu_ops)} op types ran on the CPU in this GPU run:")
-            out += [f"  {o.op_type} (x{o.nodes}): {explain_cpu_op(o.op_type, _kd(o))}" for o in cpu_ops]
+            out += [f"  {o.op_type} (x{o.nodes}): {CPU_OP_WORDS[causes[p.device, o.op_type]]}" for o in cpu_ops]
         else:
             out.append(f"{p.device}: every op that does work ran on the GPU.")
     else:
@@ -108,7 +100,7 @@ def _lines(p: DevicePlacement) -> list[str]:
         if p.would_fall_back:
             out.append(
                 "From this TensorFlow build's kernel registry, on a GPU these would run on the CPU: "
-                + "; ".join(f"{o.op_type} ({explain_cpu_op(o.op_type, _kd(o))})" for o in p.would_fall_back)
+                + "; ".join(f"{o.op_type} ({CPU_OP_WORDS[causes[p.device, o.op_type]]})" for o in p.would_fall_back)
             )
     c = p.copies
     if c.count:
@@ -132,22 +124,20 @@ def _lines(p: DevicePlacement) -> list[str]:
     return out
 
 
-def _kd(o: OpRow) -> set[str] | None:
-    return None if o.has_gpu_kernel is None else ({"GPU"} if o.has_gpu_kernel else {"CPU"})
-
-
-def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bool) -> None:
+def render(console: Console, result: Placement, png: Path, *, loglog: bool) -> None:
     """The placement lines and op tables per device (GPU runs first) and the HTML report."""
+    record = result.record
     terminal.render_header(console, record)
-    warnings, failures = notes.timing_warnings(record), notes.failures(record)
+    warnings, failures = notes.timing_warnings(result.warnings), notes.failures(record)
     sections: list[html.Section] = []
     # GPU runs first: their CPU fallbacks are the finding.
-    for p in sorted(placements(record), key=lambda p: not p.device.startswith("GPU")):
-        for line in _lines(p):
+    for p in sorted(result.placements, key=lambda p: not p.device.startswith("GPU")):
+        lines = _lines(p, result.causes)
+        for line in lines:
             console.print(escape(line))
         terminal.render_grid(console, _ops_grid(p, MAX_OPS_SHOWN))
-        sections.append(html.Section(f"Placement on {p.device}", [_ops_grid(p, None)], lines=_lines(p)))
-    for fw, t in sorted(placement_traced.traced(record), key=lambda ft: not ft[1].device.startswith("GPU")):
+        sections.append(html.Section(f"Placement on {p.device}", [_ops_grid(p, None)], lines=lines))
+    for fw, t in sorted(result.traced, key=lambda ft: not ft[1].device.startswith("GPU")):
         for line in placement_traced.lines(fw, t):
             console.print(escape(line))
         terminal.render_grid(console, placement_traced.ops_grid(fw, t, MAX_OPS_SHOWN))
@@ -160,6 +150,6 @@ def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bo
         )
     terminal.render_notes(console, record, [], failures)
     png.parent.mkdir(parents=True, exist_ok=True)
-    page = html.render_html(record, sections, warnings=warnings, failures=failures)
-    html.write_html(png.with_suffix(".html"), page)
+    page = html.render_html(record, sections, warnings=warnings, failures=failures, measured=result.warnings)
+    output.write_html(png.with_suffix(".html"), page)
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")

@@ -5,24 +5,15 @@ placement log has its own sections (``placement.py``)."""
 
 from __future__ import annotations
 
-from whichdevice.analysis.placement import NESTED, TracedPlacement, is_traced, traced_placement
-from whichdevice.core import records
+from typing import TYPE_CHECKING
+
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.present.tables import Grid, GridCell
 
+if TYPE_CHECKING:
+    from whichdevice.analysis.placement import TracedPlacement
+
 NO_GPU = "not measured here (no GPU)"
-
-
-def traced(record: records.RunRecord) -> list[tuple[str, TracedPlacement]]:
-    """(framework, traced step) per device that measured one."""
-    return [
-        (r.spec.framework, traced_placement(r.spec.device, r.metrics, r.timing.median_s))
-        for r in record.results
-        if r.status == "ok"
-        and r.spec.params.get("kind") == "placement"
-        and r.timing is not None
-        and is_traced(r.metrics)
-    ]
 
 
 def _jax(framework: str) -> bool:
@@ -41,7 +32,7 @@ def ops_grid(framework: str, p: TracedPlacement, limit: int | None) -> Grid:
         rows.append(
             [
                 GridCell(o.op_type),
-                GridCell(o.ran_on, "bad" if bad else ("dim" if o.ran_on == NESTED else "")),
+                GridCell(o.ran_on, "bad" if bad else ("dim" if o.nested else "")),
                 GridCell(f"{o.calls:.3g}"),
                 GridCell(_time(o.host_us)),
                 GridCell(_time(o.gpu_us)),

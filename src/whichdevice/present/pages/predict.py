@@ -4,22 +4,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis import deviceprofile, errormodel
-from whichdevice.analysis.prediction import predict_report
-from whichdevice.core import records
 from whichdevice.present import prediction as present
 from whichdevice.present import predictscreen
 
+if TYPE_CHECKING:
+    from whichdevice.analysis.facade import Prediction
 
-def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bool, verbose: bool = False) -> None:
+
+def render(console: Console, result: Prediction, png: Path, *, loglog: bool, verbose: bool = False) -> None:
     """The first screen (present/predictscreen.py: the answer, one line per batch, why, what to
     run to be sure); ``verbose`` adds the full table, the calibration and the assumptions."""
-    prof = deviceprofile.parse(str(record.options["profile_json"]), "the record's embedded profile", "RESULT")
-    report = predict_report(record, prof, errormodel.shipped())
+    record, prof, report = result.record, result.profile, result.report
     predictscreen.render(console, report, record, prof)
     if verbose:
         console.print()

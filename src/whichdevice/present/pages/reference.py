@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from whichdevice.core.records import RunRecord
 from whichdevice.present.reference import render_reference
 
+if TYPE_CHECKING:
+    from whichdevice.analysis.facade import Analysis
 
-def render(console: Console, record: RunRecord, png: Path, *, loglog: bool) -> None:
-    render_reference(console, record)
+
+def render(console: Console, result: Analysis, png: Path, *, loglog: bool) -> None:
+    render_reference(console, result.record)

@@ -4,15 +4,16 @@ finding, the fix table, the notes and every warning; the plots and the HTML repo
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis.prediction import is_trace
-from whichdevice.analysis.values import known
-from whichdevice.core import records
-from whichdevice.present import firstscreen, html, names, terminal
+from whichdevice.present import firstscreen, names, output, terminal
 from whichdevice.present.suitepage import finding_text, fix_grid, headline, suite_report
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.facade import Suite
 
 
 PREDICTION_NOTE = (
@@ -24,7 +25,7 @@ PREDICTION_NOTE = (
 
 def render(
     console: Console,
-    record: records.RunRecord,
+    result: Suite,
     png: Path,
     *,
     loglog: bool,
@@ -34,13 +35,14 @@ def render(
     """The first screen (present/firstscreen.py), two PNGs (matmul, batch sweep) and the HTML
     report beside ``png``; ``verbose`` adds every finding, the fix table, the notes and every
     warning; ``quiet`` prints only where the report is."""
-    rep = suite_report(record, png, loglog=loglog)
-    html.write_html(png.with_suffix(".html"), rep.page)
+    record = result.record
+    rep = suite_report(result, png, loglog=loglog)
+    output.write_html(png.with_suffix(".html"), rep.page)
     report = str(png.with_suffix(".html"))
     if quiet:
         console.print(f"Report: {escape(report)}", soft_wrap=True)
         return
-    first = known(rep.first, "first screen")  # suite_report always composes one
+    first = rep.first
     firstscreen.render_terminal(console, first, report=None if verbose else report)
     if not verbose:
         return
@@ -55,7 +57,7 @@ def render(
     terminal.render_grid(console, fix_grid(v, with_how=False, record=record))
     for line in rep.advice:
         console.print(f"[bold green]{escape(names.plain(line))}[/bold green]")
-    if not v.gpus and any(is_trace(r.spec) for r in record.results):
+    if v.gpu_profile is not None:  # no GPU measured, the GPU modelled from the traced ops
         console.print(PREDICTION_NOTE)
     terminal.render_notes(console, record, [], rep.failures)
     for g in first.warnings:  # grouped by kind, each point by its people's name

@@ -4,19 +4,21 @@ plot and the HTML report."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.analysis.scale import analyze_scale
-from whichdevice.core import records
-from whichdevice.present import html, terminal
+from whichdevice.present import html, output, terminal
 from whichdevice.present import scale as present_scale
 
+if TYPE_CHECKING:
+    from whichdevice.analysis.facade import Scale
 
-def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bool) -> None:
+
+def render(console: Console, result: Scale, png: Path, *, loglog: bool) -> None:
     """Terminal verdict and table, the efficiency plot and the HTML report (``png`` with .html)."""
-    report = analyze_scale(record)
+    record, report = result.record, result.report
     terminal.render_header(console, record)
     for line in present_scale.lines(report):
         console.print(f"[bold]{escape(line)}[/bold]", soft_wrap=True)
@@ -31,5 +33,5 @@ def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bo
         verdict=present_scale.lines(report),
         failures=present_scale.failures(report),
     )
-    html.write_html(png.with_suffix(".html"), page)
+    output.write_html(png.with_suffix(".html"), page)
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")

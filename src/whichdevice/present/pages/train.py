@@ -4,21 +4,23 @@ the batch-sweep plot (or the step-time plot of a run without a sweep)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from whichdevice.analysis.train import analyze_training
-from whichdevice.core import records
-from whichdevice.present import plots, terminal
+from whichdevice.present import notes, plots, terminal
 from whichdevice.present import precision as present_precision
 from whichdevice.present.tables import run_label
-from whichdevice.present import notes
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.facade import Train
 
 
-def render(console: Console, record: records.RunRecord, png: Path, *, loglog: bool) -> None:
-    report = analyze_training(record)
-    terminal.render_train(console, record, report, notes.timing_warnings(record), notes.failures(record))
-    present_precision.render(console, record)
+def render(console: Console, result: Train, png: Path, *, loglog: bool) -> None:
+    record, report = result.record, result.report
+    warnings, failures = notes.timing_warnings(result.warnings), notes.failures(record)
+    terminal.render_train(console, record, report, warnings, failures, result.warnings)
+    present_precision.render(console, result)
     png.parent.mkdir(parents=True, exist_ok=True)
     if report.sweep:
         plots.plot_batch_sweep(
