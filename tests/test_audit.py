@@ -8,6 +8,7 @@ real stdout/stderr, which capsys cannot see)."""
 from __future__ import annotations
 
 import json
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -474,35 +475,44 @@ def test_h100_costs_quoted_by_the_rules_are_the_recorded_ones():
 
 
 def test_median_interval_is_distribution_free_order_statistics():
-    from whichdevice.audit.interleave import median_ci
+    from whichdevice.audit.rules import summarize
+
+    def rounds(ratios):
+        return [{"a_s": r, "b_s": 1.0} for r in ratios]
 
     xs = [float(i) for i in range(1, 21)]  # n = 20: 2·P(Bin(20, ½) <= 5) = 0.041 <= 0.05 < 2·P(<= 6)
-    assert median_ci(xs) == (6.0, 15.0)
-    assert median_ci([3.0, 1.0, 2.0, 5.0, 4.0]) == (1.0, 5.0)  # n = 5: too few, the whole range
-    assert median_ci([2.0]) == (2.0, 2.0)
+    assert (summarize(rounds(xs))["low"], summarize(rounds(xs))["high"]) == (6.0, 15.0)
+    few = summarize(rounds([3.0, 1.0, 2.0, 5.0, 4.0]))  # n = 5: too few, the whole range
+    assert (few["low"], few["high"]) == (1.0, 5.0)
+    assert summarize(rounds([2.0]))["low"] == summarize(rounds([2.0]))["high"] == 2.0
 
 
 def test_interleaved_rounds_alternate_in_random_order_and_cancel_a_drift():
     """A clock that slows down over the run (drift) biases 'all of A then all of B'; random order per
-    round does not: identical sides give an interval around 1."""
-    from whichdevice.audit.interleave import run_rounds, summarize
+    round (the measuring path's core.timing.interleave, run by the audit child) does not: identical
+    sides give an interval around 1."""
+    from whichdevice.audit import child
+    from whichdevice.audit.rules import summarize
+    from whichdevice.frameworks.common.audit import RerunItem
 
     t = [0.0]
     calls = []
 
     def side(name):
-        def timed():
+        def fn():
             t[0] += 1.0
             calls.append(name)
-            return 1.0 + 0.01 * t[0]  # each block a bit slower than the one before
+            time.sleep(0.0001 * (1.0 + 0.01 * t[0]))  # each call a bit slower than the one before
 
-        return timed
+        return RerunItem(key=name, fn=fn, calls=1, function=name)
 
-    rounds = run_rounds(side("a"), side("b"), budget_s=0.0, min_rounds=21, max_rounds=21, clock=lambda: t[0])
-    assert len(rounds) == 21 and {r["first"] for r in rounds} == {"a", "b"}
-    assert calls[:2] in (["a", "b"], ["b", "a"])
+    pairs = child._Pairs(None, 0.0, None, lambda out: None)  # type: ignore[arg-type]
+    rounds, per_call = pairs._interleave([side("a")], [side("b")], budget_s=0.0)
+    assert len(rounds) == child.MIN_ROUNDS and [f["side"] for f in per_call] == ["a", "b"]
+    firsts = {calls[i] for i in range(4, len(calls), 2 * per_call[0]["number_per_sample"])}
+    assert firsts == {"a", "b"}  # each side went first in some round
     s = summarize(rounds)
-    assert s["low"] <= 1.0 <= s["high"] and len(s["ratios"]) == 21
+    assert s["low"] <= 1.0 <= s["high"] and len(s["ratios"]) == child.MIN_ROUNDS
 
 
 def test_significance_is_the_projects_one_rule():

@@ -263,8 +263,8 @@ def test_replay_runs_the_blocks_ops_on_fresh_tensors_or_says_why_not_in_one_line
     torch = pytest.importorskip("torch")
     from types import SimpleNamespace
 
-    from whichdevice.audit import replay
-    from whichdevice.audit.torch_hooks import _spec
+    from whichdevice.frameworks.torch import audit as replay
+    from whichdevice.frameworks.torch.audit import _spec
 
     a = torch.ones(8, 8)
     spec = _spec(a, torch)
@@ -273,7 +273,7 @@ def test_replay_runs_the_blocks_ops_on_fresh_tensors_or_says_why_not_in_one_line
     ops = [(11, 0, (spec, spec), None), (12, 1, (spec, 0, idx), None), (30, 2, (spec, 1), {"alpha": 2})]
     st = SimpleNamespace(torch_ops_dropped=[], torch_ops=ops, torch_ops_full_at=None, torch_op_index=index)
     m = _m(0, 0.1, start_seq=10, end_seq=20, ran_on={"CPU:0": 2}, framework="torch")
-    ((key, run, args, grad, calls),) = replay.side(st, m)[0]
+    ((key, run, args, grad, calls),) = replay.replay_side(st, m)[0]
     assert key == "replay:0@CPU:0" and args == () and grad is False and calls == 1
     assert run.label == "2 torch ops replayed (matmul ×1, index_select ×1)"  # op 30 is outside the block
     fresh = run.ops[0][1][0]
@@ -282,17 +282,17 @@ def test_replay_runs_the_blocks_ops_on_fresh_tensors_or_says_why_not_in_one_line
     run()
     assert torch.equal(a, torch.ones(8, 8))  # the script's tensor is untouched
     backward = [(15, 3, (spec,), None)]
-    _, why = replay.side(
+    _, why = replay.replay_side(
         SimpleNamespace(torch_ops_dropped=[], torch_ops=backward, torch_ops_full_at=None, torch_op_index=index), m
     )
     assert why.startswith("the timed work runs backward (autograd") and "\n" not in why
-    _, why = replay.side(
+    _, why = replay.replay_side(
         SimpleNamespace(torch_ops_dropped=[], torch_ops=ops, torch_ops_full_at=15, torch_op_index=index), m
     )
     assert "op log was full" in why
     long = SimpleNamespace(torch_ops_dropped=[14], torch_ops=ops, torch_ops_full_at=None, torch_op_index=index)
-    assert "more than 1,000 torch ops between two clock reads" in replay.side(long, m)[1]
-    _, why = replay.side(
+    assert "more than 1,000 torch ops between two clock reads" in replay.replay_side(long, m)[1]
+    _, why = replay.replay_side(
         SimpleNamespace(torch_ops_dropped=[], torch_ops=[], torch_ops_full_at=None, torch_op_index={}), m
     )
     assert why == "the timed work calls no nn.Module and runs no torch op from the script: nothing to re-run"

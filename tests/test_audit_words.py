@@ -221,10 +221,10 @@ def test_the_launch_cost_loop_runs_for_real_and_finds_no_gpu_here():
     """The child's measuring loop, run for real on this machine's CPU device (the CUDA path differs only
     in the device and the sync); and gpu_launch_cost says None where torch sees no GPU."""
     torch = pytest.importorskip("torch")
-    from whichdevice.audit import calibrate
+    from whichdevice.frameworks.torch import audit
 
-    got = calibrate.torch_launch_cost(torch, "cpu", "CPU")
+    got = audit.launch_cost_on(torch, "cpu", "CPU")
     assert got["device"] == "CPU" and got["framework"] == "torch"
     assert 0 < got["launch_s"] < 1e-3 and 0 < got["item_roundtrip_s"] < 1e-3
     if not torch.cuda.is_available():
-        assert calibrate.gpu_launch_cost("torch") is None
+        assert audit.gpu_cost() is None

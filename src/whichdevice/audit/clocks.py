@@ -32,8 +32,10 @@ import time
 import timeit as _timeit
 from typing import TYPE_CHECKING, Any
 
+from whichdevice.frameworks.tensorflow.audit import autograph_origin
+
 if TYPE_CHECKING:
-    from whichdevice.audit.state import State
+    from whichdevice.frameworks.common.auditstate import State
 
 _orig = {
     "time.time": time.time,
@@ -135,30 +137,6 @@ def _clock(orig: Any, name: str) -> Any:
     read.__wrapped__ = orig  # type: ignore[attr-defined]
     read.__name__ = getattr(orig, "__name__", name)
     return read
-
-
-def autograph_origin(st: State, f: Any) -> int | None:
-    """A clock read from a tf.function's body while autograph traces it comes from autograph's
-    generated copy of the script's function: its line in the script, from autograph's source map."""
-    if not st.tf_installed:
-        return None
-    gen = None
-    for _ in range(12):
-        if f is None:
-            return None
-        name = f.f_code.co_filename
-        if gen is None and "__autograph_generated" in name:
-            gen = f
-        elif gen is not None:
-            conv = f.f_locals.get("converted_f")
-            smap = getattr(conv, "ag_source_map", None)
-            if smap:
-                for loc, origin in smap.items():
-                    if loc.filename == gen.f_code.co_filename and loc.lineno == gen.f_lineno:
-                        return origin.loc.lineno if origin.loc.filename == st.script else None
-                return None
-        f = f.f_back
-    return None
 
 
 def _timed_run(st: State, name: str, run: Any, levels: int) -> Any:

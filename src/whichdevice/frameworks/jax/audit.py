@@ -24,11 +24,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from whichdevice.audit.importhook import AfterImportFinder
-from whichdevice.audit.tf_hooks import from_script
+from whichdevice.frameworks.common import audit as common
+from whichdevice.frameworks.common.audit import AfterImportFinder, RerunItem, from_script
 
 if TYPE_CHECKING:
-    from whichdevice.audit.state import State
+    from whichdevice.frameworks.common.auditstate import State
 
 _perf = time.perf_counter  # imported before the child patches the clocks
 _local = threading.local()
@@ -200,8 +200,73 @@ def record_devices(st: State) -> None:
         st.physical = {"CPU": 1, "GPU": 0}
 
 
-class JaxHookFinder(AfterImportFinder):
-    """Installs the JAX hooks right after the script's ``import jax`` finishes."""
+# ---------------------------------------------------------------- the part's contract (contracts.Audit)
 
-    def __init__(self, st: State):
-        super().__init__("jax", "jax_installed", install, st)
+
+def finders(st: State) -> list[AfterImportFinder]:
+    return [AfterImportFinder("jax", "jax_installed", install, st)]
+
+
+def installed(st: State) -> bool:
+    return bool(st.jax_installed)
+
+
+def adopt(st: State) -> None:
+    st.framework = "jax"
+    record_devices(st)
+
+
+def stop(st: State) -> None:
+    """Nothing: the jit wrappers count only while the state is active."""
+
+
+def op_cost() -> dict:
+    """Not measured: JAX's eager jnp ops are not hooked one by one."""
+    return {}
+
+
+def gpu_cost() -> dict | None:
+    """A jitted 1-element add on the first GPU, waited for with ``block_until_ready``; the read is ``float()``."""
+    import jax
+
+    gpus = [d for d in jax.devices() if d.platform in ("gpu", "cuda", "rocm")]
+    if not gpus:
+        return None
+    add = jax.jit(lambda a: a + 1)
+    box = [jax.device_put(jax.numpy.zeros(1), gpus[0])]
+
+    def step() -> None:
+        box[0] = add(box[0])
+
+    name = str(getattr(gpus[0], "device_kind", "") or "GPU")
+    return common.launch_cost(step, lambda: float(add(box[0])[0]), lambda: box[0].block_until_ready(), name, "jax")
+
+
+def rerun_setup(st: State, budget_s: float) -> None:
+    """Nothing: JAX has no first Session.run to re-run."""
+
+
+def rerun_side(st: State, m: Any) -> tuple[list[RerunItem], str | None]:
+    """The jitted calls inside measurement ``m``, with the arguments of their last call."""
+    counts: dict[str, int] = {}
+    for seq, key in st.torch_calls:
+        if m.start_seq < seq < m.end_seq:
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return [], (
+            "the timed work calls no jax.jit function (only jitted calls are re-run; JAX's eager jnp ops are not "
+            "recorded one by one)"
+        )
+    items = []
+    for key, n in counts.items():
+        fn, args, kwargs = st.torch_last[key]
+        items.append(
+            RerunItem(
+                key=key,
+                fn=functools.partial(fn, *args, **kwargs),
+                calls=n,
+                function=f"jax.jit({getattr(fn, '__name__', 'fn')})",
+                ran_on=key.split("@", 1)[1],
+            )
+        )
+    return items, None

@@ -24,17 +24,21 @@ Like ``tf_hooks``, nothing here imports ``whichdevice.audit.child`` or torch its
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import re
 import sys
+from collections import Counter
+from dataclasses import dataclass
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from whichdevice.audit.importhook import AfterImportFinder
-from whichdevice.audit.tf_hooks import from_script
+from whichdevice.frameworks.common import audit as common
+from whichdevice.frameworks.common.audit import AfterImportFinder, RerunItem, from_script
 
 if TYPE_CHECKING:
-    from whichdevice.audit.state import State
+    from whichdevice.frameworks.common.auditstate import State
 
 _perf = time.perf_counter  # imported before the child patches the clocks
 _local = threading.local()
@@ -442,8 +446,203 @@ def uninstall(st: State) -> None:
         st.torch_mode = None
 
 
-class TorchHookFinder(AfterImportFinder):
-    """Installs the PyTorch hooks right after the script's ``import torch`` finishes."""
+# ---------------------------------------------------------------- the part's contract (contracts.Audit)
 
-    def __init__(self, st: State):
-        super().__init__("torch", "torch_installed", install, st)
+
+def finders(st: State) -> list[AfterImportFinder]:
+    return [AfterImportFinder("torch", "torch_installed", install, st)]
+
+
+def installed(st: State) -> bool:
+    return bool(st.torch_installed)
+
+
+def adopt(st: State) -> None:
+    st.framework = "torch"
+    st.physical = st.torch_physical
+
+
+def stop(st: State) -> None:
+    uninstall(st)
+
+
+def op_cost() -> dict:
+    """A 4x4 add, plainly and under the audit's dispatch mode (on a throwaway state)."""
+    import torch
+
+    x = torch.ones(4, 4)
+
+    def run(n: int) -> None:
+        y = x
+        for _ in range(n):
+            y = y + x
+
+    return common.op_cost("torch", "4x4 add (torch)", run, lambda: make_mode(torch, common.dummy_state()))
+
+
+def gpu_cost() -> dict | None:
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return launch_cost_on(torch, "cuda", torch.cuda.get_device_name(0))
+
+
+def launch_cost_on(torch: Any, device: str, name: str) -> dict:
+    """A 1-element in-place add on ``device`` ('cuda', or 'cpu' where a test runs it), synchronized
+    with ``torch.cuda.synchronize`` on CUDA; the read is ``.item()``."""
+    x = torch.zeros(1, device=device)
+    cuda = torch.device(device).type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    return common.launch_cost(lambda: x.add_(1), lambda: x.add_(1).item(), sync, name, "torch")
+
+
+def rerun_setup(st: State, budget_s: float) -> None:
+    """Nothing: PyTorch has no first Session.run to re-run."""
+
+
+def rerun_side(st: State, m: Any) -> tuple[list[RerunItem], str | None]:
+    """The top-level module calls inside measurement ``m`` with their last inputs and grad mode; a block
+    with no module call: its torch ops, replayed on fresh tensors (:func:`replay_side`)."""
+    import torch
+
+    counts: dict[str, int] = {}
+    for seq, key in st.torch_calls:
+        if m.start_seq < seq < m.end_seq:
+            counts[key] = counts.get(key, 0) + 1
+    if counts:
+        calls = [(key, *st.torch_last[key], n) for key, n in counts.items()]
+    else:
+        calls, why = replay_side(st, m)
+        if why:
+            return [], why
+    return [_item(torch, *c) for c in calls], None
+
+
+def _item(torch: Any, key: str, fn: Any, args: tuple, grad: bool, calls: int) -> RerunItem:
+    @contextlib.contextmanager
+    def scope():  # type: ignore[no-untyped-def]
+        _to_inputs_device(torch, fn, args)
+        with torch.set_grad_enabled(grad):  # grad mode of the script's last call
+            yield
+
+    return RerunItem(
+        key=key,
+        fn=lambda: fn(*args),
+        calls=calls,
+        function=getattr(fn, "label", None) or type(fn).__name__ + ".forward",
+        ran_on=key.split("@", 1)[1],
+        scope=scope,
+    )
+
+
+def _to_inputs_device(torch, fn, args) -> None:
+    """A module moved in place between the script's blocks (``net = net.cuda()`` after its CPU loop:
+    one object, whose CPU block the H200 could not re-run, "Input type (torch.FloatTensor) and weight
+    type (torch.cuda.FloatTensor)") goes to the device its recorded inputs are on before its side
+    runs; outside the timed block (timing.block synchronizes before reading the clock)."""
+    if not isinstance(fn, torch.nn.Module):
+        return
+    t = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    p = next(fn.parameters(), None)
+    if t is not None and p is not None and p.device != t.device:
+        fn.to(t.device)
+
+
+# ---------------------------------------------------------------- the replay of a plain-tensor block
+
+# The replay of a plain-tensor PyTorch timed block (issue #39, What to build #3).
+#
+# The most common GPU timing script people post times tensor ops, not a model: ``c = a @ b`` on the CPU,
+# then on the GPU, with no ``torch.cuda.synchronize()`` and the first call inside the clock. The module
+# re-run (``child._TorchPairs``) has no forward pass to call there, so such a block is replayed instead:
+# the torch ops the script ran inside the interval, from its own code (``torch_hooks._log_op``: each op
+# with the shape, dtype and device of its tensor arguments, not the tensors), run again in order on
+# fresh tensors of the same shapes, dtypes and devices — random values for floating point, zeros for
+# integers and booleans (a valid index). The child times it like a module call: warmed up, device
+# synchronized before and after, interleaved with the other side.
+#
+# Fresh tensors mean the replay touches nothing of the script's. Python work between the ops (NumPy,
+# lists, prints) is not replayed: the corrected ratio is the ratio of the block's torch ops. A block is
+# not replayed, with the reason kept in one line, when it runs autograd or an op with an effect outside
+# torch (``_NOT_REPLAYED``), when it ran more ops than the log keeps between two clock reads
+# (``torch_hooks.MAX_SPAN_OPS``) or the log was full before it ended, or when its fresh tensors would
+# need more than ``MAX_BYTES``.
+
+# Fresh tensors of one block: at most this many bytes (the device must hold them beside the script's).
+MAX_BYTES = 2 * 2**30
+# Ops not replayed: autograd (its graph is not rebuilt from single ops), files, the RNG's seed, storage
+# sharing and stream bookkeeping.
+_NOT_REPLAYED = re.compile(r"backward|autograd|grad$|save|load|seed|share_memory|record_stream|set_", re.I)
+
+
+@dataclass
+class Replay:
+    """One block's ops with fresh arguments; calling it runs them once, in order."""
+
+    ops: list[tuple[Any, tuple, dict]]
+    label: str
+
+    def __call__(self) -> None:
+        for func, args, kwargs in self.ops:
+            func(*args, **kwargs)
+
+
+def _fresh(spec: Any, torch, made: dict, size: list[int]) -> Any:
+    """The fresh tensor for one spec (the same spec twice: the same tensor), or the value itself."""
+    if is_spec(spec):
+        if spec not in made:
+            _, _, shape, kind = spec
+            dtype, device = KINDS[kind]
+            floating = dtype.is_floating_point or dtype.is_complex
+            t = (torch.randn if floating else torch.zeros)(shape, dtype=dtype, device=device)
+            size[0] += t.numel() * t.element_size()
+            if size[0] > MAX_BYTES:
+                raise MemoryError(f"its fresh tensors would need more than {MAX_BYTES / 2**30:.0f} GiB")
+            made[spec] = t
+        return made[spec]
+    if isinstance(spec, list):
+        return [_fresh(x, torch, made, size) for x in spec]
+    if isinstance(spec, tuple):
+        return tuple(_fresh(x, torch, made, size) for x in spec)
+    return spec
+
+
+def _label(names: list[str]) -> str:
+    counts = Counter(names).most_common()
+    top = ", ".join(f"{n} ×{c}" for n, c in counts[:3]) + (", …" if len(counts) > 3 else "")
+    return f"{len(names)} torch op{'s' if len(names) != 1 else ''} replayed ({top})"
+
+
+def replay_side(st: Any, m: Any) -> tuple[list[tuple], str | None]:
+    """(key, replay, (), grad mode, calls) for measurement ``m``'s block, or the one-line reason it is not
+    replayed; the key names the block and the device its work ran on."""
+    import torch
+
+    funcs = {i: f for f, i in st.torch_op_index.items()}
+    logged = [(funcs[i], a, k or {}) for seq, i, a, k in st.torch_ops if m.start_seq < seq < m.end_seq]
+    if st.torch_ops_full_at is not None and st.torch_ops_full_at < m.end_seq:
+        return [], "the timed work ran after the audit's op log was full (200,000 ops): its ops are not all known"
+    if any(m.start_seq < seq < m.end_seq for seq in st.torch_ops_dropped):
+        return [], (
+            f"the timed work ran more than {MAX_SPAN_OPS:,} torch ops between two clock reads: only blocks up to "
+            "that many are replayed"
+        )
+    if not logged:
+        return [], "the timed work calls no nn.Module and runs no torch op from the script: nothing to re-run"
+    names = [getattr(f, "__name__", "") or type(f).__name__ for f, _, _ in logged]
+    bad = sorted({n for n in names if _NOT_REPLAYED.search(n)})
+    if bad:
+        return [], (
+            f"the timed work runs {', '.join(bad[:3])} (autograd, or an effect outside torch): its ops are not "
+            "replayed on fresh tensors"
+        )
+    made: dict = {}
+    size = [0]
+    try:
+        ops = [(f, _fresh(a, torch, made, size), _fresh(k, torch, made, size)) for f, a, k in logged]
+    except Exception as e:  # a dtype randn cannot make, a device gone, too much memory
+        return [], f"its ops' arguments could not be made afresh ({type(e).__name__}: {str(e).strip()[:160]})"
+    gpu = sorted(d for d in m.ran_on if d.startswith("GPU"))
+    dev = gpu[0] if gpu else (sorted(m.ran_on)[0] if m.ran_on else "CPU:0")
+    return [(f"replay:{m.id}@{dev}", Replay(ops, _label(names)), (), False, 1)], None
