@@ -32,6 +32,7 @@ import time
 import timeit as _timeit
 from typing import TYPE_CHECKING, Any
 
+from whichdevice.frameworks.common.audit import script_frame
 from whichdevice.frameworks.tensorflow.audit import autograph_origin
 
 if TYPE_CHECKING:
@@ -110,17 +111,6 @@ class Stamp(float):
         return (float, (float(self),))
 
 
-def _script_frame(st: State, levels: int) -> Any:
-    f: Any = sys._getframe(2)
-    for _ in range(levels):
-        if f is None:
-            return None
-        if f.f_code.co_filename == st.script:
-            return f
-        f = f.f_back
-    return None
-
-
 def _clock(orig: Any, name: str) -> Any:
     def read() -> float:
         value = orig()
@@ -143,7 +133,7 @@ def _timed_run(st: State, name: str, run: Any, levels: int) -> Any:
     """Run ``run()`` (one ``Timer.timeit``); when the script called it, record it as an interval."""
     if getattr(_local, "busy", False) or not st.active:
         return run()
-    frame = _script_frame(st, levels)
+    frame = script_frame(st, levels)
     if frame is None:
         return run()
     return _timed_run_at(st, name, run, frame.f_lineno)
@@ -154,9 +144,9 @@ def _hook_timeit(st: State) -> None:
         return _timed_run(st, "timeit", lambda: _orig_timer_timeit(self, number), levels=4)
 
     def timer_repeat(self: Any, repeat: int = 5, number: int = 1_000_000) -> list:
-        if getattr(_local, "busy", False) or _script_frame(st, 3) is None:
+        if getattr(_local, "busy", False) or script_frame(st, 3) is None:
             return _orig_timer_repeat(self, repeat, number)
-        frame = _script_frame(st, 3)
+        frame = script_frame(st, 3)
         line = frame.f_lineno if frame is not None else 0
         out = []
         for _ in range(repeat):  # one interval per run, as timeit.repeat returns them

@@ -263,6 +263,12 @@ class Audit(Protocol):
 
     def rerun_side(self, st: Any, m: Any) -> tuple[list[Any], str | None]: ...  # common.audit.RerunItems, or why not
 
+    @property
+    def WORDS(self) -> dict[str, str]: ...  # the findings' words in this framework's terms (present/auditwords.py)
+
+    @property
+    def SERIES_IN_ORDER(self) -> bool: ...  # with no device-asked blocks, the script's series pair in order
+
 
 @dataclass(frozen=True)
 class Framework:

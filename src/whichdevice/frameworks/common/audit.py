@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.abc
 import importlib.util
 import sys
@@ -62,17 +63,41 @@ class AfterImportFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
+def script_frame(st: Any, levels: int, depth: int = 2) -> FrameType | None:
+    """The script's own frame among the ``levels`` callers above the hook (``depth``: the hook's caller's
+    frame), else None: a library's call (Keras reading its logs)."""
+    f: FrameType | None = sys._getframe(depth)
+    for _ in range(levels):
+        if f is None or f.f_code.co_filename == st.script:
+            return f
+        f = f.f_back
+    return None
+
+
 def from_script(st: Any, levels: int = 5) -> bool:
     """Whether one of the few callers above the hook is the script's own code (``.numpy()``,
     ``float(t)``) rather than a library's (Keras reading its logs)."""
-    f: FrameType | None = sys._getframe(2)
-    for _ in range(levels):
-        if f is None:
-            return False
-        if f.f_code.co_filename == st.script:
-            return True
-        f = f.f_back
-    return False
+    return script_frame(st, levels, 3) is not None
+
+
+def timed_iter(st: Any, orig_iter: Callable[[Any], Any], setup: str) -> Callable[[Any], Any]:
+    """``__iter__`` of a data pipeline (tf.data, DataLoader) whose start-up is counted as ``setup``
+    seconds; the iterator is marked so its first batch can be counted too."""
+
+    def iterate(self: Any) -> Any:
+        t0 = _perf()
+        it = orig_iter(self)  # DataLoader worker processes start here (num_workers > 0)
+        if st.active:
+            with st.lock:
+                st.c[setup] += _perf() - t0
+                st.c["iterators"] += 1
+            try:
+                it._whichdevice_first = True
+            except Exception:
+                pass
+        return it
+
+    return iterate
 
 
 @dataclass
@@ -176,3 +201,12 @@ def launch_cost(step: Any, read: Any, sync: Any, device: str, framework: str) ->
         "roundtrips": ROUNDTRIPS,
         "blocks": LAUNCH_BLOCKS,
     }
+
+
+@functools.cache
+def terms(framework: str) -> Any:
+    """The audit part of ``framework`` (its ``WORDS``, ``SERIES_IN_ORDER``), TensorFlow's for a name
+    that has none (a record older than the field). Imports no framework: safe in the parent."""
+    from whichdevice import frameworks
+
+    return frameworks.part(framework if "audit" in frameworks.PARTS.get(framework, ()) else "tensorflow", "audit")

@@ -270,3 +270,64 @@ def rerun_side(st: State, m: Any) -> tuple[list[RerunItem], str | None]:
             )
         )
     return items, None
+
+
+# ---------------------------------------------------------------- the audit's words for JAX
+
+# What the shared counters and the findings are called in JAX's terms (``present/auditwords.py``).
+WORDS: dict[str, str] = {
+    "sees": "JAX sees {gpu} GPU device(s)",
+    "name": "JAX",
+    "eager": "JAX",
+    "step": "jax.jit call",
+    "trace": "jax.jit trace",
+    "setup.trace": "jax.jit tracing (first calls)",
+    "setup.compile": "jax.jit compilation: trace and XLA compile (first calls)",
+    "soft_placed.ran": "soft placement ran the work on the CPU",
+    "fix.soft_placed": "Check jax.devices() before timing and label results by the array's device (x.devices()).",
+    "sync.reads": "no block_until_ready(), no np.asarray(), no .item()",
+    "sync.here": (
+        " JAX dispatches asynchronously on the CPU too, so this is measured here: the clock stopped while "
+        "the last jitted call was still running."
+    ),
+    "fix.sync": "Call result.block_until_ready() (or jax.block_until_ready(result)) before the second clock read.",
+    "label": "the line that reports this time says GPU, but nothing in this timing ran on a GPU: the work ran on {ran}.",
+    "fix.label": (
+        "Label results by where the arrays are (x.devices()), and put the work there first "
+        "(jax.device_put(x, jax.devices('gpu')[0]))."
+    ),
+    "fix.setup": (
+        "Do the set-up before the first clock read: call the jitted function once with the same shapes "
+        "(it compiles) and block_until_ready() — then start the clock and time the steady calls only."
+    ),
+    "host_inputs.gpu": (
+        "each of the {host_inputs} calls converted host values and copied them to the GPU "
+        "({h2d} host→device copies seen in this timing), inside the clock."
+    ),
+    "host_inputs.cpu": (
+        "{host_inputs} of the {fn_calls} calls in this timing were given NumPy arrays or Python values. "
+        "Here every op ran on the CPU, so nothing was copied; on a GPU this would convert and copy each input "
+        "host→device on every call ({host_inputs} synchronous copies from pageable memory inside the timing)."
+    ),
+    "fix.host_inputs": "Put the data on the device once before the clock starts (jax.device_put(x)).",
+    "fix.dispatch": "Batch the work into few large ops (jax.vmap), and jax.jit the loop so it is one compiled call.",
+    "missing.device": "a CUDA GPU",
+    "missing.did": (
+        "this JAX has no GPU backend (the CPU-only jaxlib, or no CUDA plugin), so asking for a GPU device "
+        "stopped the script"
+    ),
+    "fix.missing": (
+        "Install the CUDA build (pip install -U 'jax[cuda12]') on a machine with a GPU, or pick devices with "
+        "jax.devices() and label results by the array's device (x.devices())."
+    ),
+    "latent.waits": "no block_until_ready(), np.asarray(), .item()",
+    "latent.async": "GPU work runs",
+    "fix.latent": (
+        "Call result.block_until_ready() before each clock read; call the jitted function once to compile "
+        "before timing; and give the GPU work in few large ops (jax.vmap over the small arrays) before "
+        "comparing it with the CPU."
+    ),
+    "rerun": "its jax.jit calls",
+}
+# A script with no GPU here has no device-asked blocks: its series are compared in the order it wrote them.
+SERIES_IN_ORDER = True

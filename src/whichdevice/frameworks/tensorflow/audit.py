@@ -710,19 +710,6 @@ def hook_iterators(st: State, dataset_ops, iterator_ops) -> None:
     orig_iter = dataset_ops.DatasetV2.__iter__
     orig_next = iterator_ops.OwnedIterator.__next__
 
-    def dataset_iter(self):
-        t0 = _perf()
-        it = orig_iter(self)
-        if st.active:
-            with st.lock:
-                st.c["setup_iter_s"] += _perf() - t0
-                st.c["iterators"] += 1
-            try:
-                it._whichdevice_first = True
-            except Exception:
-                pass
-        return it
-
     def iterator_next(self):
         if not (st.active and getattr(self, "_whichdevice_first", False)):
             return orig_next(self)
@@ -734,7 +721,7 @@ def hook_iterators(st: State, dataset_ops, iterator_ops) -> None:
             with st.lock:
                 st.c["setup_iter_s"] += _perf() - t0
 
-    dataset_ops.DatasetV2.__iter__ = dataset_iter
+    dataset_ops.DatasetV2.__iter__ = common.timed_iter(st, orig_iter, "setup_iter_s")
     iterator_ops.OwnedIterator.__next__ = iterator_next
 
 
@@ -1281,3 +1268,80 @@ def _ran_on(out: Any) -> str:
 
     leaves = [x for x in tf.nest.flatten(out) if hasattr(x, "device")]
     return short_device(leaves[0].device) if leaves else ""
+
+
+# ---------------------------------------------------------------- the audit's words for TensorFlow
+
+# What the shared counters and the findings are called in TensorFlow's terms (``present/auditwords.py``
+# says the findings; a ``.tf1`` key is the wording for a script that runs tf.compat.v1 sessions).
+WORDS: dict[str, str] = {
+    "sees": "TensorFlow sees {cpu} CPU, {gpu} GPU; soft placement {soft} at import",
+    "name": "TensorFlow",
+    "eager": "TensorFlow eager",
+    "step": "tf.function call",
+    "trace": "tf.function trace",
+    "setup.trace": "tf.function tracing / graph set-up (first calls, with their run)",
+    "setup.compile": "XLA compilation (first calls)",
+    "soft_placed.ran": "soft placement ran the work on the CPU",
+    "fix.soft_placed": (
+        "Check tf.config.list_logical_devices('GPU') before timing, or turn soft placement off "
+        "(tf.config.set_soft_device_placement(False)) so a missing device raises; label results by "
+        "where the ops ran (tensor.device)."
+    ),
+    "fix.soft_placed.tf1": (
+        "Check tf.config.list_logical_devices('GPU') before timing, or create the Session with "
+        "tf.compat.v1.ConfigProto(allow_soft_placement=False) so a missing device raises; label "
+        "results by where the ops ran."
+    ),
+    "sync.reads": "no .numpy(), no Session.run, no sync_devices",
+    "sync.here": (
+        " On this machine the block ran on the CPU, whose eager ops finish before they return, so the number "
+        "is right here — on a real GPU it would time only the queueing."
+    ),
+    "fix.sync": "Read a result back (.numpy()) or call tf.test.experimental.sync_devices() right before the second clock read.",
+    "fix.sync.tf1": "Fetch the result with Session.run (it returns host values) inside the timing, before the second clock read.",
+    "label": (
+        "the line that reports this time says GPU, but no tf.device block asked for one and the "
+        "work ran on {ran}; tf.data transformations (map, batch) always run on the CPU."
+    ),
+    "fix.label": "Label results by where the ops ran (tensor.device), and time the GPU only inside a GPU block.",
+    "fix.setup": (
+        "Do the set-up before the first clock read: call the tf.function (or the model) once on each "
+        "device with the same shapes, build the tf.data iterator and take one batch — then start the "
+        "clock and time the steady steps only."
+    ),
+    "fix.setup.tf1": (
+        "Do the set-up before the first clock read: create the Session and initialize the variables, "
+        "run each fetch once untimed — then start the clock and time the steady runs only."
+    ),
+    "host_inputs.gpu": (
+        "each of the {host_inputs} calls converted host values and copied them to the GPU "
+        "({h2d} host→device copies seen in this timing), inside the clock."
+    ),
+    "host_inputs.cpu": (
+        "{host_inputs} of the {fn_calls} calls in this timing were given NumPy arrays or Python values. "
+        "Here every op ran on the CPU, so nothing was copied; on a GPU this would convert and copy each input "
+        "host→device on every call ({host_inputs} synchronous copies from pageable memory inside the timing)."
+    ),
+    "fix.host_inputs": "Convert once before the clock starts (tf.constant(x) on the device), or feed with tf.data and .prefetch.",
+    "fix.dispatch": (
+        "Batch the work into few large ops (e.g. tf.linalg.inv(batch) on a stacked batch); or put the loop in a "
+        "tf.function(jit_compile=True) so XLA fuses it; compare devices at the sizes you will really use."
+    ),
+    "missing.device": "a GPU",
+    "missing.did": "TensorFlow refused to place the ops there, so it stopped",
+    "missing.did.tf1": (
+        "TensorFlow refused to place the ops there (a tf.compat.v1 Session does not fall back unless soft "
+        "placement is allowed), so it stopped"
+    ),
+    "fix.missing": (
+        "Run it where TensorFlow sees a GPU (`whichdevice devices` says why it does not here); or allow soft placement "
+        "(tf.config.set_soft_device_placement(True)) knowing the 'GPU' numbers will then be CPU numbers."
+    ),
+    "fix.missing.tf1": (
+        "Run it where TensorFlow sees a GPU (`whichdevice devices` says why it does not here); or allow soft placement "
+        "(tf.compat.v1.ConfigProto(allow_soft_placement=True)) knowing the 'GPU' numbers will then be CPU numbers."
+    ),
+}
+# The script's series are paired by the device kind their blocks asked for (tf.device), not in order.
+SERIES_IN_ORDER = False

@@ -340,19 +340,6 @@ def hook_dataloader(torch, st: State) -> None:
 
     orig_next = dl._BaseDataLoaderIter.__next__
 
-    def iterate(self):
-        t0 = _perf()
-        it = orig_iter(self)  # worker processes start here (num_workers > 0)
-        if st.active:
-            with st.lock:
-                st.c["setup_loader_s"] += _perf() - t0
-                st.c["iterators"] += 1
-            try:
-                it._whichdevice_first = True
-            except Exception:
-                pass
-        return it
-
     def next_batch(self):
         if not st.active:
             return orig_next(self)
@@ -371,7 +358,7 @@ def hook_dataloader(torch, st: State) -> None:
     # torch's own classes, patched in the child for the script's run (methods are not assignable to mypy)
     setattr(dl._BaseDataLoaderIter, "__next__", next_batch)
     setattr(dl.DataLoader, "__init__", init)
-    setattr(dl.DataLoader, "__iter__", iterate)
+    setattr(dl.DataLoader, "__iter__", common.timed_iter(st, orig_iter, "setup_loader_s"))
 
 
 def hook_cuda_probe(torch, st: State) -> None:
@@ -646,3 +633,74 @@ def replay_side(st: Any, m: Any) -> tuple[list[tuple], str | None]:
     gpu = sorted(d for d in m.ran_on if d.startswith("GPU"))
     dev = gpu[0] if gpu else (sorted(m.ran_on)[0] if m.ran_on else "CPU:0")
     return [(f"replay:{m.id}@{dev}", Replay(ops, _label(names)), (), False, 1)], None
+
+
+# ---------------------------------------------------------------- the audit's words for PyTorch
+
+# What the shared counters and the findings are called in PyTorch's terms (``present/auditwords.py``).
+WORDS: dict[str, str] = {
+    "sees": "PyTorch sees {gpu} GPU device(s)",
+    "name": "PyTorch",
+    "eager": "PyTorch",
+    "step": "nn.Module call",
+    "trace": "torch.compile trace",
+    "setup.trace": "tracing (first calls)",
+    "setup.compile": "torch.compile compilation (first calls)",
+    "soft_placed.ran": "its CUDA path ran the work on the CPU",
+    "fix.soft_placed": (
+        "Check torch.cuda.is_available() before timing and label results by tensor.device, not by the device asked for."
+    ),
+    "sync.reads": "no .item(), no .cpu(), no torch.cuda.synchronize()",
+    "sync.here": (
+        " Here the CUDA path fell back to the CPU, whose kernels finish before they return, so the number is "
+        "right here; on a GPU this would time only the kernel launches (the script never synchronizes)."
+    ),
+    "fix.sync": "Call torch.cuda.synchronize() right before the second clock read (or time with torch.cuda.Event).",
+    "label": "the line that reports this time says GPU, but nothing in this timing ran on a GPU: the work ran on {ran}.",
+    "fix.label": "Label results by where the tensors are (tensor.device), and move the work there first (.to('cuda')).",
+    "fix.setup": (
+        "Do the set-up before the first clock read: run one warm-up step per device (first calls, "
+        "torch.compile, DataLoader workers) — then start the clock and time the steady steps only."
+    ),
+    "host_inputs.gpu": (
+        "{host_inputs} tensors built in host memory were moved with .to()/.cuda() inside this timing "
+        "({fn_calls} steps), {pageable_moves} of them from pageable memory (tensor.is_pinned() False). "
+        "{h2d} host→device copies ran inside the clock."
+    ),
+    "host_inputs.cpu": (
+        "{host_inputs} tensors built in host memory were moved with .to()/.cuda() inside this timing "
+        "({fn_calls} steps), {pageable_moves} of them from pageable memory (tensor.is_pinned() False). "
+        "Here the CUDA path fell back to the CPU, so nothing was copied; on a GPU each move would be "
+        "a host→device copy per step, synchronous from pageable (not pinned) memory."
+    ),
+    "fix.host_inputs": (
+        "Move the data to the device once before the clock starts (torch.as_tensor(x, device=...)), or "
+        "feed with a DataLoader(pin_memory=True) and .to(device, non_blocking=True)."
+    ),
+    "fix.dispatch": (
+        "Batch the work into few large ops (stack the small matrices and call the op once, e.g. "
+        "torch.linalg.inv(batch)); or compile the loop with torch.compile / CUDA graphs so it launches once; "
+        "compare devices at the sizes you will really use."
+    ),
+    "missing.device": "a CUDA GPU",
+    "missing.did": (
+        "this PyTorch cannot reach a CUDA device (a CPU-only build, no NVIDIA driver, or no visible GPU), so "
+        "the first .cuda() / device='cuda' / torch.cuda call stopped the script before its GPU timing ran"
+    ),
+    "fix.missing": (
+        "Run it where torch.cuda.is_available() is True (`whichdevice devices` says why it is not here; a CPU-only "
+        "wheel needs the CUDA build of torch), or choose the device with "
+        "`device = 'cuda' if torch.cuda.is_available() else 'cpu'` and label results by tensor.device."
+    ),
+    "latent.waits": "no torch.cuda.synchronize(), .item(), .cpu()",
+    "latent.async": "CUDA kernels run",
+    "fix.latent": (
+        "Call torch.cuda.synchronize() before each clock read (or time with torch.cuda.Event / "
+        "torch.utils.benchmark.Timer, which synchronize); warm up once before timing; and give the GPU "
+        "work in few large ops (batch the small tensors) before comparing it with the CPU."
+    ),
+    "rerun": "a model's forward pass, or a plain-tensor block's torch ops replayed on fresh tensors",
+}
+# A script with no GPU here (a "cuda if available else cpu" fallback) has no device-asked blocks: its
+# series are compared in the order it wrote them.
+SERIES_IN_ORDER = True
