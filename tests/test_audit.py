@@ -8,11 +8,14 @@ real stdout/stderr, which capsys cannot see)."""
 from __future__ import annotations
 
 import json
+import time
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from whichdevice.present.auditwords import findings as said
 
 SEEDS = Path(__file__).parent / "data" / "seeds"
 
@@ -385,7 +388,7 @@ def test_first_includes_setup_needs_one_time_events_not_just_a_slow_first():
     noisy = [_m(0, 0.013), _m(1, 0.007), _m(2, 0.007)]  # slow first, nothing one-time inside: noise
     assert rule_first_includes_setup({}, [], noisy) == []
     sweep = [_m(0, 0.030, new_kernels=1), _m(1, 0.010), _m(2, 0.050)]  # size 1 slower than size 10, a kernel built
-    (f,) = rule_first_includes_setup({}, [], sweep)
+    (f,) = said(rule_first_includes_setup({}, [], sweep))
     assert "3.0x measurement 2" in f.explanation
     quiet = [_m(0, 0.010, traces=1), _m(1, 0.011), _m(2, 0.012)]  # traced inside, hidden by noise: still set-up
     assert len(rule_first_includes_setup({}, [], quiet)) == 1
@@ -398,7 +401,7 @@ def test_different_one_time_costs_pairs_cpu_and_gpu_series_in_order():
     b = _m(1, 0.1, line=45, kind="GPU", series_len=1, index_in_series=0)
     a = a.model_copy(update={"index_in_series": 0})
     assert comparisons([a, b]) == [(a, b)]
-    (f,) = rule_different_one_time_costs({}, [], [a, b])
+    (f,) = said(rule_different_one_time_costs({}, [], [a, b]))
     assert "2 tf.function traces" in f.explanation and f.measurements == [0, 1]
     same = b.model_copy(update={"traces": 2, "instantiations": 1})
     assert rule_different_one_time_costs({}, [], [a, same]) == []
@@ -422,7 +425,7 @@ def test_ran_on_cpu_is_decided_from_the_interval_not_the_block():
         for i in range(2)
     ]
     state = {"physical_devices": {"CPU": 1, "GPU": 0}}
-    (f,) = rule_soft_placed_missing_device(state, [block], ms)
+    (f,) = said(rule_soft_placed_missing_device(state, [block], ms))
     assert f.title == "Asked for GPU, ran on CPU" and f.measurements == [0, 1] and f.blocks == [0]
     assert "measurement 1 (50 ms): 40 ops on CPU:0" in f.explanation and "line 28" in f.where
     # The same interval on GPU:0 raises nothing.
@@ -435,7 +438,9 @@ def test_setup_inside_timing_gives_the_share_and_the_compared_side():
 
     a = _m(0, 1.0, line=22, setup_s={"trace": 0.4, "iter": 0.02}, series_len=1, index_in_series=0)
     b = _m(1, 0.5, line=22, kind="GPU", setup_s={"trace": 0.01}, series_len=1, index_in_series=0)
-    (f,) = rule_setup_inside_timing({}, [], [a, b])  # b's 2 % is under the 5 % threshold
+    (found,) = rule_setup_inside_timing({}, [], [a, b])  # b's 2 % is under the 5 % threshold
+    assert found.evidence["hit"] == [a] and found.evidence["other"] == b and found.evidence["share_min"] == 0.05
+    (f,) = said([found])  # the words are present/'s, from that evidence
     assert f.rule == "setup_inside_timing" and f.measurements == [0]
     assert "420 ms = 42% set-up" in f.explanation and "tf.function tracing" in f.explanation
     assert "compared with line 22 (GPU), whose timing holds 2% set-up" in f.explanation
@@ -449,15 +454,15 @@ def test_latent_findings_say_on_a_gpu_without_one_and_measured_counts_with_one()
 
     cpu = _m(0, 0.2, kind="GPU", fn_calls=20, host_inputs=20, user_syncs=20, syncs=20, series_len=1)
     state = {"physical_devices": {"CPU": 1, "GPU": 0}}
-    (inputs,) = rule_host_inputs_per_call(state, [], [cpu])
-    (reads,) = rule_host_read_per_step(state, [], [cpu])
+    (inputs,) = said(rule_host_inputs_per_call(state, [], [cpu]))
+    (reads,) = said(rule_host_read_per_step(state, [], [cpu]))
     assert "on a GPU this would convert and copy each input" in inputs.explanation
     assert "on a GPU this would make the host wait" in reads.explanation
     assert f"{H100_ITEM_ROUNDTRIP_S * 1e6:.0f} µs" in reads.explanation  # 22 µs, recorded on an H100
     gpu = cpu.model_copy(update={"ran_on": {"GPU:0": 200}, "h2d": 40})
     state = {"physical_devices": {"CPU": 1, "GPU": 1}}
-    (inputs,) = rule_host_inputs_per_call(state, [], [gpu])
-    (reads,) = rule_host_read_per_step(state, [], [gpu])
+    (inputs,) = said(rule_host_inputs_per_call(state, [], [gpu]))
+    (reads,) = said(rule_host_read_per_step(state, [], [gpu]))
     assert "on a GPU this would" not in inputs.explanation + reads.explanation
     assert "40 host→device copies seen in this timing" in inputs.explanation
     assert "the host waited for the GPU at every step" in reads.explanation
@@ -474,35 +479,44 @@ def test_h100_costs_quoted_by_the_rules_are_the_recorded_ones():
 
 
 def test_median_interval_is_distribution_free_order_statistics():
-    from whichdevice.audit.interleave import median_ci
+    from whichdevice.audit.rules import summarize
+
+    def rounds(ratios):
+        return [{"a_s": r, "b_s": 1.0} for r in ratios]
 
     xs = [float(i) for i in range(1, 21)]  # n = 20: 2·P(Bin(20, ½) <= 5) = 0.041 <= 0.05 < 2·P(<= 6)
-    assert median_ci(xs) == (6.0, 15.0)
-    assert median_ci([3.0, 1.0, 2.0, 5.0, 4.0]) == (1.0, 5.0)  # n = 5: too few, the whole range
-    assert median_ci([2.0]) == (2.0, 2.0)
+    assert (summarize(rounds(xs))["low"], summarize(rounds(xs))["high"]) == (6.0, 15.0)
+    few = summarize(rounds([3.0, 1.0, 2.0, 5.0, 4.0]))  # n = 5: too few, the whole range
+    assert (few["low"], few["high"]) == (1.0, 5.0)
+    assert summarize(rounds([2.0]))["low"] == summarize(rounds([2.0]))["high"] == 2.0
 
 
 def test_interleaved_rounds_alternate_in_random_order_and_cancel_a_drift():
     """A clock that slows down over the run (drift) biases 'all of A then all of B'; random order per
-    round does not: identical sides give an interval around 1."""
-    from whichdevice.audit.interleave import run_rounds, summarize
+    round (the measuring path's core.timing.interleave, run by the audit child) does not: identical
+    sides give an interval around 1."""
+    from whichdevice.audit import child
+    from whichdevice.audit.rules import summarize
+    from whichdevice.frameworks.common.audit import RerunItem
 
     t = [0.0]
     calls = []
 
     def side(name):
-        def timed():
+        def fn():
             t[0] += 1.0
             calls.append(name)
-            return 1.0 + 0.01 * t[0]  # each block a bit slower than the one before
+            time.sleep(0.0001 * (1.0 + 0.01 * t[0]))  # each call a bit slower than the one before
 
-        return timed
+        return RerunItem(key=name, fn=fn, calls=1, function=name)
 
-    rounds = run_rounds(side("a"), side("b"), budget_s=0.0, min_rounds=21, max_rounds=21, clock=lambda: t[0])
-    assert len(rounds) == 21 and {r["first"] for r in rounds} == {"a", "b"}
-    assert calls[:2] in (["a", "b"], ["b", "a"])
+    pairs = child._Pairs(None, 0.0, None, lambda out: None)  # type: ignore[arg-type]
+    rounds, per_call = pairs._interleave([side("a")], [side("b")], budget_s=0.0)
+    assert len(rounds) == child.MIN_ROUNDS and [f["side"] for f in per_call] == ["a", "b"]
+    firsts = {calls[i] for i in range(4, len(calls), 2 * per_call[0]["number_per_sample"])}
+    assert firsts == {"a", "b"}  # each side went first in some round
     s = summarize(rounds)
-    assert s["low"] <= 1.0 <= s["high"] and len(s["ratios"]) == 21
+    assert s["low"] <= 1.0 <= s["high"] and len(s["ratios"]) == child.MIN_ROUNDS
 
 
 def test_significance_is_the_projects_one_rule():

@@ -10,6 +10,7 @@ import pytest
 
 from whichdevice.audit import causes, notebook, rules, static
 from whichdevice.core.errors import UsageError
+from whichdevice.present.auditwords import findings as said
 from tests.test_audit import _m
 
 
@@ -24,7 +25,7 @@ def _state(**kw):
 def test_dispatch_bound_needs_many_tiny_ops_and_quotes_the_measured_per_op_cost():
     cost = {"op": "4x4 add (torch)", "plain_s": 4e-6, "hooked_s": 16e-6}
     m = _m(0, 13.5, framework="torch", eager_ops=1_000_000, elems=16_000_000, fn_calls=0, series_len=1)
-    f = causes.rule_dispatch_bound(_state(op_cost=cost), [], [m])
+    f = said(causes.rule_dispatch_bound(_state(op_cost=cost), [], [m]))
     assert [x.rule for x in f] == ["dispatch_bound"]
     text = f[0].explanation
     assert "1,000,000" in text and "16 elements" in text and "4 µs" in text and "H100" in text
@@ -49,7 +50,7 @@ def test_dispatch_bound_skips_bookkeeping_ops_around_compiled_steps():
 def test_first_run_is_setup_from_the_re_run_and_silent_without_one():
     m = _m(0, 0.124, start_seq=10, end_seq=20, session_runs=1)
     runs = [{"seq": 15, "seconds": 0.124, "line": 20, "steady_s": 0.0004, "reruns": 20}]
-    f = causes.rule_first_run_is_setup(_state(first_runs=runs), [], [m])
+    f = said(causes.rule_first_run_is_setup(_state(first_runs=runs), [], [m]))
     assert [x.rule for x in f] == ["first_run_is_setup"]
     assert "100%" in f[0].explanation and "re-run 20 times" in f[0].explanation
     unmeasured = [{"seq": 15, "seconds": 0.124, "line": 20, "not_rerun": "too long"}]
@@ -59,7 +60,7 @@ def test_first_run_is_setup_from_the_re_run_and_silent_without_one():
 def test_per_element_loop_gives_the_time_per_iteration():
     lp = {"seq": 3, "kind": "tf.map_fn", "line": 9, "text": "tf.map_fn(...)", "iterations": 999_999}
     m = _m(0, 13.2, loops=[{**lp, "elems_per_iteration": 1, "calls": 1}])
-    f = causes.rule_per_element_loop(_state(), [], [m])
+    f = said(causes.rule_per_element_loop(_state(), [], [m]))
     assert [x.rule for x in f] == ["per_element_loop"]
     assert "999,999" in f[0].title and "13.2 µs per iteration" in f[0].explanation
     assert "vectorized_map" in f[0].fix
@@ -72,7 +73,7 @@ def test_clock_read_while_tracing_reports_the_function_and_its_calls():
     ]
     fns = {"1": {"name": "measure", "calls": 2, "traces": 1}}
     m = _m(0, 2.3, tracing="tf.function measure")
-    f = causes.rule_clock_read_while_tracing(_state(reads=reads, functions=fns), [], [m])
+    f = said(causes.rule_clock_read_while_tracing(_state(reads=reads, functions=fns), [], [m]))
     assert [x.rule for x in f] == ["clock_read_while_tracing"]
     assert "called 2 time(s) and traced 1" in f[0].explanation and "lines 6, 9" in f[0].where
     # Other rules never see a tracing measurement as a timing.
@@ -81,10 +82,12 @@ def test_clock_read_while_tracing_reports_the_function_and_its_calls():
 
 def test_recurrent_layer_names_the_cudnn_path():
     ly = {"layer": "LSTM", "line": 33, "text": "LSTM(20)", "units": 20, "timesteps": 50000, "features": 3}
-    f = causes.rule_recurrent_layer(_state(rnn_layers=[{**ly, "not_cudnn_because": {}}]), [], [])
+    f = said(causes.rule_recurrent_layer(_state(rnn_layers=[{**ly, "not_cudnn_because": {}}]), [], []))
     assert f and "cuDNN" in f[0].explanation and "CuDNNLSTM" in f[0].fix
-    off = causes.rule_recurrent_layer(
-        _state(rnn_layers=[{**ly, "timesteps": 10, "not_cudnn_because": {"recurrent_dropout": "0.2"}}]), [], []
+    off = said(
+        causes.rule_recurrent_layer(
+            _state(rnn_layers=[{**ly, "timesteps": 10, "not_cudnn_because": {"recurrent_dropout": "0.2"}}]), [], []
+        )
     )
     assert off and "recurrent_dropout=0.2" in off[0].explanation
 
@@ -145,7 +148,7 @@ def test_static_scan_reads_the_device_each_name_holds_when_the_region_runs():
 
 def test_latent_from_source_only_for_a_script_stopped_before_its_cuda_timing():
     state = _state(script_source=POSTED, exception={"type": "AssertionError", "line": 5, "message": "x"})
-    f = causes.rule_latent_from_source(state, [], [])
+    f = said(causes.rule_latent_from_source(state, [], []))
     assert [x.rule for x in f] == ["latent_from_source"]
     assert "9-element" in f[0].explanation and "not measured" in f[0].explanation
     assert causes.rule_latent_from_source(_state(script_source=POSTED), [], []) == []  # it ran: nothing latent
@@ -172,7 +175,7 @@ def test_missing_device_is_found_in_each_frameworks_words(message, framework_wor
         jax_installed="backend" in message,
         physical_devices={"CPU": 1, "GPU": 0},
     )
-    f = rules.rule_missing_device_failure(state, [], [])
+    f = said(rules.rule_missing_device_failure(state, [], []))
     assert [x.rule for x in f] == ["missing_device_failure"]
     assert framework_word in f[0].fix
     if "Torch" in message or "NVIDIA" in message or "accelerator" in message:
@@ -263,8 +266,8 @@ def test_replay_runs_the_blocks_ops_on_fresh_tensors_or_says_why_not_in_one_line
     torch = pytest.importorskip("torch")
     from types import SimpleNamespace
 
-    from whichdevice.audit import replay
-    from whichdevice.audit.torch_hooks import _spec
+    from whichdevice.frameworks.torch import audit as replay
+    from whichdevice.frameworks.torch.audit import _spec
 
     a = torch.ones(8, 8)
     spec = _spec(a, torch)
@@ -273,7 +276,7 @@ def test_replay_runs_the_blocks_ops_on_fresh_tensors_or_says_why_not_in_one_line
     ops = [(11, 0, (spec, spec), None), (12, 1, (spec, 0, idx), None), (30, 2, (spec, 1), {"alpha": 2})]
     st = SimpleNamespace(torch_ops_dropped=[], torch_ops=ops, torch_ops_full_at=None, torch_op_index=index)
     m = _m(0, 0.1, start_seq=10, end_seq=20, ran_on={"CPU:0": 2}, framework="torch")
-    ((key, run, args, grad, calls),) = replay.side(st, m)[0]
+    ((key, run, args, grad, calls),) = replay.replay_side(st, m)[0]
     assert key == "replay:0@CPU:0" and args == () and grad is False and calls == 1
     assert run.label == "2 torch ops replayed (matmul ×1, index_select ×1)"  # op 30 is outside the block
     fresh = run.ops[0][1][0]
@@ -282,17 +285,17 @@ def test_replay_runs_the_blocks_ops_on_fresh_tensors_or_says_why_not_in_one_line
     run()
     assert torch.equal(a, torch.ones(8, 8))  # the script's tensor is untouched
     backward = [(15, 3, (spec,), None)]
-    _, why = replay.side(
+    _, why = replay.replay_side(
         SimpleNamespace(torch_ops_dropped=[], torch_ops=backward, torch_ops_full_at=None, torch_op_index=index), m
     )
     assert why.startswith("the timed work runs backward (autograd") and "\n" not in why
-    _, why = replay.side(
+    _, why = replay.replay_side(
         SimpleNamespace(torch_ops_dropped=[], torch_ops=ops, torch_ops_full_at=15, torch_op_index=index), m
     )
     assert "op log was full" in why
     long = SimpleNamespace(torch_ops_dropped=[14], torch_ops=ops, torch_ops_full_at=None, torch_op_index=index)
-    assert "more than 1,000 torch ops between two clock reads" in replay.side(long, m)[1]
-    _, why = replay.side(
+    assert "more than 1,000 torch ops between two clock reads" in replay.replay_side(long, m)[1]
+    _, why = replay.replay_side(
         SimpleNamespace(torch_ops_dropped=[], torch_ops=[], torch_ops_full_at=None, torch_op_index={}), m
     )
     assert why == "the timed work calls no nn.Module and runs no torch op from the script: nothing to re-run"

@@ -16,11 +16,12 @@ torch = pytest.importorskip("torch")
 
 def test_a_module_moved_in_place_is_re_run_on_its_recorded_inputs_device():
     from whichdevice.audit import child
+    from whichdevice.frameworks.torch import audit
 
     net = torch.nn.Conv2d(3, 8, 3)  # its weights on the CPU, as the script left them
     x_other = torch.randn(4, 3, 8, 8, device="meta")  # the block's recorded input, on another device
-    call_k = child._torch_call_k(False)
-    seconds = call_k(("k@META:0", net, (x_other,), False, 1), 2)  # failed before: weights on the CPU
+    pairs = child._Pairs(None, 0.0, audit, lambda out: None)  # type: ignore[arg-type]
+    seconds = pairs._call_k(audit._item(torch, "k@META:0", net, (x_other,), False, 1), 2)  # failed before
     assert seconds >= 0 and next(net.parameters()).device.type == "meta"
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from tests.test_audit import _m
 from whichdevice.audit import causes, rules
+from whichdevice.present.auditwords import findings as said
 from whichdevice.audit.record import Block
 
 # Words of each framework that must not appear in another framework's finding.
@@ -145,7 +146,7 @@ def _findings(fw: str) -> list:
         # A second, soft-placed block asking for a GPU that does not exist (its own finding).
         missing = blocks[0].model_copy(update={"id": 1, "requested": "/GPU:1", "device_exists": False, "line": 50})
         blocks = [*blocks, missing]
-    return [f for rule in (*rules.RULES, *causes.RULES) for f in rule(state, blocks, ms)]
+    return said([f for rule in (*rules.RULES, *causes.RULES) for f in rule(state, blocks, ms)])
 
 
 @pytest.mark.parametrize("fw", ["tensorflow", "torch", "jax"])
@@ -189,13 +190,13 @@ def test_findings_quote_the_launch_cost_measured_on_the_gpu_present():
     ms = _measurements("torch")
     ms[2] = ms[2].model_copy(update={"ran_on": {"GPU:0": 40}, "h2d": 20})
     ms[4] = ms[4].model_copy(update={"ran_on": {"GPU:0": 1000}})
-    found = {f.rule: f for rule in (*rules.RULES, *causes.RULES) for f in rule(state, [], ms)}
+    found = {f.rule: f for f in said([f for rule in (*rules.RULES, *causes.RULES) for f in rule(state, [], ms)])}
     dispatch, reads = found["dispatch_bound"].explanation, found["host_read_per_step"].explanation
     assert "5.1 µs each on this NVIDIA H200, measured here after the script" in dispatch, dispatch
     assert "on this NVIDIA H200 a launch costs ≈ 5 µs and a launch plus a host read ≈ 14 µs" in reads, reads
     assert "H100" not in dispatch + reads
     recorded = {**state, "gpu_costs": None, "physical_devices": {"CPU": 1, "GPU": 0}}
-    found = {f.rule: f for rule in (*rules.RULES, *causes.RULES) for f in rule(recorded, [], ms)}
+    found = {f.rule: f for f in said([f for rule in (*rules.RULES, *causes.RULES) for f in rule(recorded, [], ms)])}
     assert "9.68 µs each on an H100, recorded there" in found["dispatch_bound"].explanation
     assert "on an H100 a launch costs ≈ 10 µs" in found["host_read_per_step"].explanation
     assert "(recorded there)" in found["host_read_per_step"].explanation
@@ -221,10 +222,10 @@ def test_the_launch_cost_loop_runs_for_real_and_finds_no_gpu_here():
     """The child's measuring loop, run for real on this machine's CPU device (the CUDA path differs only
     in the device and the sync); and gpu_launch_cost says None where torch sees no GPU."""
     torch = pytest.importorskip("torch")
-    from whichdevice.audit import calibrate
+    from whichdevice.frameworks.torch import audit
 
-    got = calibrate.torch_launch_cost(torch, "cpu", "CPU")
+    got = audit.launch_cost_on(torch, "cpu", "CPU")
     assert got["device"] == "CPU" and got["framework"] == "torch"
     assert 0 < got["launch_s"] < 1e-3 and 0 < got["item_roundtrip_s"] < 1e-3
     if not torch.cuda.is_available():
-        assert calibrate.gpu_launch_cost("torch") is None
+        assert audit.gpu_cost() is None

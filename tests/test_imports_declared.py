@@ -9,7 +9,7 @@ The rule, read from the package's AST (deptry's DEP001 check, with the group add
 
 * a module imported at the top of a file outside a framework's own folder runs on every
   ``import whichdevice...``: it must be a base dependency;
-* a file of a framework's folder (``frameworks/tensorflow/``, ``audit/torch_hooks.py``, ...) is
+* a file of a framework's folder (``frameworks/tensorflow/``, ``frameworks/torch/audit.py``, ...) is
   imported only when that framework runs: its imports may come from that framework's extra;
 * an import inside a function (a guarded, optional import) may come from any extra, and the
   extra must exist: ``pip install 'whichdevice[EXTRA]'`` is what the guard tells the user.
@@ -44,9 +44,6 @@ FRAMEWORK_FILES: dict[str, tuple[str, ...]] = {
     "frameworks/jax/": ("jax",),
     "frameworks/keras_torch/": ("torch",),
     "frameworks/torch/": ("torch",),
-    "audit/tf_hooks.py": ("tensorflow", "tensorflow-cpu"),
-    "audit/torch_hooks.py": ("torch",),
-    "audit/jax_hooks.py": ("jax",),
     # Keras' own helpers and the StepTimer callback: imported only with a Keras backend
     "frameworks/common/keras.py": KERAS,
     "frameworks/common/batches.py": KERAS,

@@ -32,8 +32,11 @@ import time
 import timeit as _timeit
 from typing import TYPE_CHECKING, Any
 
+from whichdevice.frameworks.common.audit import script_frame
+from whichdevice.frameworks.tensorflow.audit import autograph_origin
+
 if TYPE_CHECKING:
-    from whichdevice.audit.state import State
+    from whichdevice.frameworks.common.auditstate import State
 
 _orig = {
     "time.time": time.time,
@@ -108,17 +111,6 @@ class Stamp(float):
         return (float, (float(self),))
 
 
-def _script_frame(st: State, levels: int) -> Any:
-    f: Any = sys._getframe(2)
-    for _ in range(levels):
-        if f is None:
-            return None
-        if f.f_code.co_filename == st.script:
-            return f
-        f = f.f_back
-    return None
-
-
 def _clock(orig: Any, name: str) -> Any:
     def read() -> float:
         value = orig()
@@ -137,35 +129,11 @@ def _clock(orig: Any, name: str) -> Any:
     return read
 
 
-def autograph_origin(st: State, f: Any) -> int | None:
-    """A clock read from a tf.function's body while autograph traces it comes from autograph's
-    generated copy of the script's function: its line in the script, from autograph's source map."""
-    if not st.tf_installed:
-        return None
-    gen = None
-    for _ in range(12):
-        if f is None:
-            return None
-        name = f.f_code.co_filename
-        if gen is None and "__autograph_generated" in name:
-            gen = f
-        elif gen is not None:
-            conv = f.f_locals.get("converted_f")
-            smap = getattr(conv, "ag_source_map", None)
-            if smap:
-                for loc, origin in smap.items():
-                    if loc.filename == gen.f_code.co_filename and loc.lineno == gen.f_lineno:
-                        return origin.loc.lineno if origin.loc.filename == st.script else None
-                return None
-        f = f.f_back
-    return None
-
-
 def _timed_run(st: State, name: str, run: Any, levels: int) -> Any:
     """Run ``run()`` (one ``Timer.timeit``); when the script called it, record it as an interval."""
     if getattr(_local, "busy", False) or not st.active:
         return run()
-    frame = _script_frame(st, levels)
+    frame = script_frame(st, levels)
     if frame is None:
         return run()
     return _timed_run_at(st, name, run, frame.f_lineno)
@@ -176,9 +144,9 @@ def _hook_timeit(st: State) -> None:
         return _timed_run(st, "timeit", lambda: _orig_timer_timeit(self, number), levels=4)
 
     def timer_repeat(self: Any, repeat: int = 5, number: int = 1_000_000) -> list:
-        if getattr(_local, "busy", False) or _script_frame(st, 3) is None:
+        if getattr(_local, "busy", False) or script_frame(st, 3) is None:
             return _orig_timer_repeat(self, repeat, number)
-        frame = _script_frame(st, 3)
+        frame = script_frame(st, 3)
         line = frame.f_lineno if frame is not None else 0
         out = []
         for _ in range(repeat):  # one interval per run, as timeit.repeat returns them

@@ -23,17 +23,11 @@ import re
 from dataclasses import dataclass
 
 from whichdevice.audit.record import Block, Measurement
+from whichdevice.frameworks.common.audit import terms
 
-# Set-up counted inside an interval, by kind (the state's ``setup_<kind>_s`` counters): what each is.
-SETUP_KINDS = {
-    "trace": "tf.function tracing / graph set-up (first calls, with their run)",
-    "session": "Session creation",
-    "init": "variable initialization",
-    "iter": "tf.data iterator start-up and first batch",
-    "compile": "torch.compile compilation (first calls)",
-    "first_step": "first step (lazy initialization, allocator growth, cuDNN autotune)",
-    "loader": "DataLoader iterator start-up (worker processes) and first batch",
-}
+# Set-up counted inside an interval, by kind (the state's ``setup_<kind>_s`` counters; what each is:
+# ``present/auditwords.SETUP_KINDS``).
+SETUP_KINDS = ("trace", "session", "init", "iter", "compile", "first_step", "loader")
 _FLOAT_SETUP = {f"setup_{k}_s": k for k in SETUP_KINDS}
 
 # A timing that synchronized during its loop and left only this share of its eager ops after
@@ -355,7 +349,7 @@ def comparisons(measurements: list[Measurement]) -> list[tuple[Measurement, Meas
     cpu = [s for s in by.values() if s[0].kind == "CPU"]
     gpu = [s for s in by.values() if s[0].kind == "GPU"]
     pairs: list[tuple[Measurement, Measurement]] = []
-    if measurements and measurements[0].framework in ("torch", "jax") and not (cpu and gpu):
+    if measurements and terms(measurements[0].framework).SERIES_IN_ORDER and not (cpu and gpu):
         # PyTorch without a GPU here (a "cuda if available else cpu" fallback): the script's series
         # are compared as it wrote them, the first with the second, the third with the fourth —
         # only when the script labels them as devices (two timings of unrelated work are no pair).

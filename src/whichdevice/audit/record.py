@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -31,6 +32,28 @@ from whichdevice.core.records import MachineInfo, Timing, now_iso
 AUDIT_SCHEMA_VERSION = 2
 # Seconds the child gets after --timeout to write what it saw before it is killed.
 STATE_GRACE_S = 20.0
+
+
+# An error message saying the device asked for does not exist (TensorFlow, PyTorch, JAX): the line of a
+# script's exception the record shows, and the failure ``rules.rule_missing_device_failure`` explains.
+MISSING_DEVICE_RE = re.compile(
+    r"Cannot assign a device for operation|Could not satisfy explicit device specification|"
+    r"explicitly assigned to (?P<dev>\S+) but available devices|Unknown device|"
+    r"no (?:GPU|device) (?:named|found)|Could not find device|"
+    # PyTorch: a CPU-only build, no driver, no visible GPU, torch.cuda.Event on a CPU build
+    r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|"
+    r"CUDA driver initialization failed|Tried to instantiate dummy base class|"
+    # PyTorch 2.13's CPU build on X.cuda(0) (torch.accelerator): no accelerator at all
+    r"Cannot access accelerator device when none is available|"
+    # JAX: no GPU backend
+    r"Unknown backend|no platforms that are instances of gpu|Backend '?(?:gpu|cuda)'? failed to initialize|"
+    r"Unable to initialize backend '?(?:cuda|gpu)",
+    re.I,
+)
+
+
+def mentions_missing_device(text: str) -> bool:
+    return bool(MISSING_DEVICE_RE.search(text or ""))
 
 
 class _Model(BaseModel):
@@ -118,6 +141,22 @@ class Finding(_Model):
     where: str
     explanation: str
     fix: str
+    measurements: list[int] = Field(default_factory=list)
+    blocks: list[int] = Field(default_factory=list)
+
+
+class Found(_Model):
+    """What one rule found (``audit/rules.py``, ``audit/causes.py``): its id, the framework whose terms
+    fit it, its evidence (the numbers and the script's own lines it rests on, and the measurements and
+    blocks those come from) and the script lines it is about. ``present/auditwords.py`` says it in words:
+    a ``Finding``, as the record keeps it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    rule: str
+    framework: str = "tensorflow"
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    lines: list[int] = Field(default_factory=list)
     measurements: list[int] = Field(default_factory=list)
     blocks: list[int] = Field(default_factory=list)
 

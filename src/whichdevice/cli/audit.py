@@ -12,10 +12,11 @@ from rich.markup import escape
 
 from whichdevice.audit import record as audit_mod
 from whichdevice.audit import notebook, rules
+from whichdevice.frameworks.common.audit import terms
 from whichdevice.cli.common import DEFAULT_OUT, app, console, err_console, stamp
 from whichdevice.core.errors import UsageError
 from whichdevice.core.machine import describe_machine
-from whichdevice.present import output
+from whichdevice.present import auditwords, output
 from whichdevice.present.pages import audit as audit_page
 from whichdevice.core.units import seconds
 from whichdevice.core.validate import check_output_dir, check_output_file, parse_positive_float
@@ -85,7 +86,8 @@ def make_record(
             "nothing could be audited" + (f"; exit code {rc}" if rc is not None else "")
         )
         state = {"blocks": [], "reads": [], "intervals": [], "totals": {}}
-    blocks, measurements, findings, corrections = rules.analyze(state)
+    blocks, measurements, found, corrections = rules.analyze(state)
+    findings = auditwords.findings(found)
     if not (state.get("tf_installed") or state.get("torch_installed") or state.get("jax_installed")):
         notes.append("the script imported neither TensorFlow, PyTorch nor JAX: no device work to audit")
     timed_out = bool(state.get("timed_out")) or killed
@@ -169,14 +171,10 @@ def _device_notes(state: dict) -> list[str]:
 def _no_gpu_ratio_notes(state: dict, findings: list, corrections: list) -> list[str]:
     """PyTorch / JAX with no GPU here (issue #39): the GPU side of the script's CPU/GPU ratio cannot be
     measured on this machine, said in words — whether its GPU timing ran on the CPU or did not run."""
-    fw = state.get("framework")
-    if fw not in ("torch", "jax") or (state.get("physical_devices") or {}).get("GPU", 0):
+    part = terms(state.get("framework") or "tensorflow")  # PyTorch and JAX: series compared in order
+    if not part.SERIES_IN_ORDER or (state.get("physical_devices") or {}).get("GPU", 0):
         return []
-    rerun = (
-        "a model's forward pass, or a plain-tensor block's torch ops replayed on fresh tensors"
-        if fw == "torch"
-        else "its jax.jit calls"
-    )
+    rerun = part.WORDS["rerun"]
     if corrections:
         return [
             "the corrected ratios compare the script's blocks as they ran here, all on the CPU: the GPU side cannot "

@@ -23,8 +23,9 @@ four required ones: ``training.py`` (frameworks that train, ``TRAINING``: the se
 train step, the input pipeline), ``calibration.py`` (``probes``: with the calibrate probes),
 ``scale.py``, ``pipeline.py`` (the ``pipeline`` command's loader: tf.data, DataLoader,
 PyDataset), and TensorFlow's ``profiler.py``, ``precision.py``, ``placement_log.py``; ``optrace.py`` (the
-placement command's trace of a step for torch and JAX: ops by device, copies, syncs) and
-``pitfalls.py`` (the pitfalls command's mistakes; importable in the parent). A workload loads one
+placement command's trace of a step for torch and JAX: ops by device, copies, syncs),
+``pitfalls.py`` (the pitfalls command's mistakes; importable in the parent) and ``audit.py`` (what
+``whichdevice audit`` hooks and re-runs: TensorFlow, PyTorch, JAX). A workload loads one
 with ``part(name, kind)`` (inside a child: it imports the framework), which refuses a module
 that lacks a function of its protocol.
 """
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 if TYPE_CHECKING:
     from whichdevice.frameworks.contracts import (
+        Audit,
         Calibration,
         CalibrationProbes,
         Framework,
@@ -64,12 +66,13 @@ PARTS: dict[str, tuple[str, ...]] = {
         "profiler",
         "precision",
         "placement_log",
+        "audit",
     ),
     "numpy": (),
     "keras-jax": ("training", "calibration", "probes", "scale", "pipeline"),
     "keras-torch": ("training", "calibration", "probes", "pipeline"),
-    "torch": ("training", "calibration", "probes", "scale", "pipeline"),
-    "jax": (),
+    "torch": ("training", "calibration", "probes", "scale", "pipeline", "audit"),
+    "jax": ("audit",),
 }
 # Issue #42: the placement command's op trace (``optrace.py``) and the pitfalls command's
 # mistakes (``pitfalls.py``), added apart so that each command's frameworks read from PARTS.
@@ -180,6 +183,8 @@ def part(name: str, kind: Literal["placement_log"]) -> PlacementLog: ...
 def part(name: str, kind: Literal["optrace"]) -> OpTrace: ...
 @overload
 def part(name: str, kind: Literal["pitfalls"]) -> Pitfalls: ...
+@overload
+def part(name: str, kind: Literal["audit"]) -> Audit: ...
 def part(name: str, kind: str) -> Any:
     """Framework ``name``'s optional part ``kind`` (``PARTS``), imported (it imports the
     framework: child only) and checked against its protocol in ``contracts.OPTIONAL``."""

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from whichdevice.frameworks.keras_torch import pitfalls as keras_torch_pitfalls
     from whichdevice.frameworks.torch import optrace as torch_optrace
     from whichdevice.frameworks.torch import pitfalls as torch_pitfalls
+    from whichdevice.frameworks.tensorflow import audit as tensorflow_audit
+    from whichdevice.frameworks.torch import audit as torch_audit
+    from whichdevice.frameworks.jax import audit as jax_audit
 
     # one line a part (CalibrationProbes includes Calibration): mypy names the member that differs
     _tensorflow_training: contracts.Training = tensorflow_training
@@ -66,3 +69,7 @@ if TYPE_CHECKING:
     _keras_torch_pitfalls: contracts.Pitfalls = keras_torch_pitfalls
     _torch_optrace: contracts.OpTrace = torch_optrace
     _torch_pitfalls: contracts.Pitfalls = torch_pitfalls
+    # whichdevice audit's hooks, costs and re-run (contracts.Audit)
+    _tensorflow_audit: contracts.Audit = tensorflow_audit
+    _torch_audit: contracts.Audit = torch_audit
+    _jax_audit: contracts.Audit = jax_audit

@@ -241,6 +241,35 @@ class Pitfalls(Protocol):
     def run_case(self, spec: CaseSpec, fw: Framework, policy: Any, overhead_s: float) -> tuple[Any, dict]: ...
 
 
+@runtime_checkable
+class Audit(Protocol):
+    """``audit.py``: what ``whichdevice audit`` installs when the script imports the framework, and
+    what it measures after the script (``audit/child.py``; shared machinery in ``common/audit.py``).
+    Imported before the script runs, so it imports no framework at module level."""
+
+    def finders(self, st: Any) -> list[Any]: ...  # common.audit.AfterImportFinder, one per module hooked
+
+    def installed(self, st: Any) -> bool: ...  # the script imported the framework: its hooks are in
+
+    def adopt(self, st: Any) -> None: ...  # the audit is this framework's: its name and devices
+
+    def stop(self, st: Any) -> None: ...  # after the script: what watched it switched off
+
+    def op_cost(self) -> dict: ...  # one tiny op's cost, plainly and under the per-op hook
+
+    def gpu_cost(self) -> dict | None: ...  # this GPU's launch costs; None without a GPU
+
+    def rerun_setup(self, st: Any, budget_s: float) -> None: ...  # re-run one-time work (TF1's first runs)
+
+    def rerun_side(self, st: Any, m: Any) -> tuple[list[Any], str | None]: ...  # common.audit.RerunItems, or why not
+
+    @property
+    def WORDS(self) -> dict[str, str]: ...  # the findings' words in this framework's terms (present/auditwords.py)
+
+    @property
+    def SERIES_IN_ORDER(self) -> bool: ...  # with no device-asked blocks, the script's series pair in order
+
+
 @dataclass(frozen=True)
 class Framework:
     """A loaded framework adapter: what ``frameworks.load(name)`` returns to a workload. Its
@@ -268,6 +297,7 @@ OPTIONAL: dict[str, tuple[str, type]] = {
     "placement_log": ("placement_log", PlacementLog),
     "optrace": ("optrace", OpTrace),
     "pitfalls": ("pitfalls", Pitfalls),
+    "audit": ("audit", Audit),
 }
 
 

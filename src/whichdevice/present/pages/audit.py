@@ -11,10 +11,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from whichdevice.audit import clocks as clocks_mod
-from whichdevice.audit import rules
-from whichdevice.audit.record import AuditRecord, Block, Correction, Measurement
+from whichdevice.audit.record import AuditRecord, Block, Correction, Measurement, mentions_missing_device
 from whichdevice.core.units import seconds
 from whichdevice.present import html as html_mod
+from whichdevice.present.auditwords import said
 from whichdevice.present.tables import Grid, GridCell
 from whichdevice.present.terminal import render_grid
 
@@ -165,7 +165,7 @@ def _status_line(record: AuditRecord) -> str:
     exc = ""
     if record.exception:
         lines = [ln.strip() for ln in (record.exception.get("message") or "").strip().splitlines() if ln.strip()]
-        key = next((ln for ln in lines if rules.mentions_missing_device(ln)), lines[0] if lines else "")
+        key = next((ln for ln in lines if mentions_missing_device(ln)), lines[0] if lines else "")
         exc = f" — {record.exception['type']}: {key[:300]}"
     return f"Script exit code {record.exit_code}{exc}; script {seconds(record.script_s)}, audit child {seconds(record.wall_s)}."
 
@@ -175,17 +175,10 @@ def render(console: Console, record: AuditRecord, png: Path | None = None, *, lo
     console.print()
     console.print(f"[bold]whichdevice audit[/bold]  {escape(record.script)} {escape(' '.join(record.args))}")
     console.print(escape(_status_line(record)))
-    if record.physical_devices and record.framework in ("torch", "jax"):
-        p = record.physical_devices
-        name = {"torch": "PyTorch", "jax": "JAX"}[record.framework]
-        console.print(escape(f"{name} sees {p.get('GPU', 0)} GPU device(s)"))
-    elif record.physical_devices:
-        p = record.physical_devices
+    if record.physical_devices:
+        p, soft = record.physical_devices, "on" if record.soft_placement else "off"
         console.print(
-            escape(
-                f"TensorFlow sees {p.get('CPU', 0)} CPU, {p.get('GPU', 0)} GPU; soft placement "
-                f"{'on' if record.soft_placement else 'off'} at import"
-            )
+            escape(said(record.framework, "sees").format(cpu=p.get("CPU", 0), gpu=p.get("GPU", 0), soft=soft))
         )
     for g in grids(record):
         render_grid(console, g)

@@ -23,6 +23,7 @@ does it import TensorFlow itself: :func:`install` is handed the module the scrip
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.abc
 import importlib.util
@@ -34,12 +35,12 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from whichdevice.audit import clocks
-from whichdevice.audit.importhook import AfterImportFinder
+from whichdevice.frameworks.common import audit as common
+from whichdevice.frameworks.common.audit import AfterImportFinder, RerunItem, from_script
 from whichdevice.frameworks.tensorflow.logparse import Placed, parse_placement_log
 
 if TYPE_CHECKING:
-    from whichdevice.audit.state import State
+    from whichdevice.frameworks.common.auditstate import State
 
 _perf = time.perf_counter  # the real clock: this module is imported before the child patches it
 MAX_CALL_LOG = 200_000  # top-level tf.function calls and Session.runs remembered (seq, owner)
@@ -97,19 +98,6 @@ def is_host_value(x: Any) -> bool:
     if isinstance(x, (bool, int, float, list)):
         return not isinstance(x, bool) and not (isinstance(x, list) and not x)
     return type(x).__module__ == "numpy" and type(x).__name__ == "ndarray"
-
-
-def from_script(st: State, levels: int = 5) -> bool:
-    """Whether one of the few callers above the hook is the script's own code (``.numpy()``,
-    ``float(t)``) rather than a library's (Keras reading its logs)."""
-    f: FrameType | None = sys._getframe(2)
-    for _ in range(levels):
-        if f is None:
-            return False
-        if f.f_code.co_filename == st.script:
-            return True
-        f = f.f_back
-    return False
 
 
 def mark_sync(st: State) -> None:
@@ -722,19 +710,6 @@ def hook_iterators(st: State, dataset_ops, iterator_ops) -> None:
     orig_iter = dataset_ops.DatasetV2.__iter__
     orig_next = iterator_ops.OwnedIterator.__next__
 
-    def dataset_iter(self):
-        t0 = _perf()
-        it = orig_iter(self)
-        if st.active:
-            with st.lock:
-                st.c["setup_iter_s"] += _perf() - t0
-                st.c["iterators"] += 1
-            try:
-                it._whichdevice_first = True
-            except Exception:
-                pass
-        return it
-
     def iterator_next(self):
         if not (st.active and getattr(self, "_whichdevice_first", False)):
             return orig_next(self)
@@ -746,7 +721,7 @@ def hook_iterators(st: State, dataset_ops, iterator_ops) -> None:
             with st.lock:
                 st.c["setup_iter_s"] += _perf() - t0
 
-    dataset_ops.DatasetV2.__iter__ = dataset_iter
+    dataset_ops.DatasetV2.__iter__ = common.timed_iter(st, orig_iter, "setup_iter_s")
     iterator_ops.OwnedIterator.__next__ = iterator_next
 
 
@@ -871,7 +846,7 @@ def _record_loop(st: State, ops, loop_vars: Any, max_iter: Any) -> None:
         caller = caller.f_back
     if caller is None:
         return  # a library's loop (Keras's RNN when unrolled by TF, ...), not the script's
-    line = clocks.autograph_origin(st, f) or caller.f_lineno
+    line = autograph_origin(st, f) or caller.f_lineno
     shapes = []
     for v in nest_flatten(loop_vars):
         shape = getattr(v, "shape", None)
@@ -912,6 +887,30 @@ def _script_line(st: State) -> int | None:
     while f is not None and f.f_code.co_filename != st.script:
         f = f.f_back
     return f.f_lineno if f is not None else None
+
+
+def autograph_origin(st: State, f: Any) -> int | None:
+    """A clock read from a tf.function's body while autograph traces it comes from autograph's
+    generated copy of the script's function: its line in the script, from autograph's source map."""
+    if not st.tf_installed:
+        return None
+    gen = None
+    for _ in range(12):
+        if f is None:
+            return None
+        name = f.f_code.co_filename
+        if gen is None and "__autograph_generated" in name:
+            gen = f
+        elif gen is not None:
+            conv = f.f_locals.get("converted_f")
+            smap = getattr(conv, "ag_source_map", None)
+            if smap:
+                for loc, origin in smap.items():
+                    if loc.filename == gen.f_code.co_filename and loc.lineno == gen.f_lineno:
+                        return origin.loc.lineno if origin.loc.filename == st.script else None
+                return None
+        f = f.f_back
+    return None
 
 
 # ---------------------------------------------------------------- install
@@ -959,13 +958,6 @@ def install(tf, st: State) -> None:
     if st.physical.get("GPU"):
         start_placement_log(tf, st)
     st.tf_installed = True
-
-
-class TFHookFinder(AfterImportFinder):
-    """Installs the TensorFlow hooks right after the script's ``import tensorflow`` finishes."""
-
-    def __init__(self, st: State):
-        super().__init__("tensorflow", "tf_installed", install, st)
 
 
 # ---------------------------------------------------------------- Keras recurrent layers
@@ -1023,8 +1015,333 @@ def install_keras(keras, st: State) -> None:
     st.keras_installed = True
 
 
-class KerasHookFinder(AfterImportFinder):
-    """Installs the Keras layer hooks right after the script's ``import keras`` finishes."""
+# ---------------------------------------------------------------- the part's contract (contracts.Audit)
 
-    def __init__(self, st: State):
-        super().__init__("keras", "keras_installed", install_keras, st)
+
+def finders(st: State) -> list[AfterImportFinder]:
+    """TensorFlow's hooks on ``import tensorflow``, the Keras layers' on ``import keras``."""
+    return [
+        AfterImportFinder("tensorflow", "tf_installed", install, st),
+        AfterImportFinder("keras", "keras_installed", install_keras, st),
+    ]
+
+
+def installed(st: State) -> bool:
+    return bool(st.tf_installed)
+
+
+def adopt(st: State) -> None:
+    """TensorFlow is the state's framework by default: its devices were recorded at import."""
+    st.framework = "tensorflow"
+
+
+def stop(st: State) -> None:
+    stop_placement_log(st)
+
+
+def op_cost() -> dict:
+    """A 4x4 eager add, plainly and under the audit's op callback (on a throwaway state)."""
+    import contextlib
+
+    import tensorflow as tf
+    from tensorflow.python.framework import op_callbacks
+
+    x = tf.ones((4, 4))
+
+    def run(n: int) -> None:
+        y = x
+        for _ in range(n):
+            y = y + x
+
+    @contextlib.contextmanager
+    def hooked():  # type: ignore[no-untyped-def]
+        cb = hook_op_callback(common.dummy_state(), op_callbacks)
+        try:
+            yield
+        finally:
+            op_callbacks.remove_op_callback(cb)
+
+    return common.op_cost("tensorflow", "4x4 add (TF eager)", run, hooked)
+
+
+def gpu_cost() -> dict | None:
+    """A 1-element eager add under ``tf.device(GPU)``; the read (and the wait) is ``.numpy()``."""
+    import tensorflow as tf
+
+    gpus = tf.config.list_logical_devices("GPU")
+    if not gpus:
+        return None
+    details = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0])
+    device = gpus[0].name
+    with tf.device(device):
+        x = tf.zeros([1])
+
+    def step() -> None:
+        with tf.device(device):
+            x + 1
+
+    def read() -> None:
+        with tf.device(device):
+            (x + 1).numpy()
+
+    return common.launch_cost(step, read, read, str(details.get("device_name") or "GPU"), "tensorflow")
+
+
+RUNS = 20  # re-runs of a first Session.run (median of these is the steady time)
+# Op types whose run changes state: such a fetch is not re-run.
+_WRITES = ("Assign", "Apply", "ResourceApply", "Queue", "Iterator", "Save", "Restore", "Write", "Print", "PyFunc")
+
+
+def rerun_setup(st: State, budget_s: float) -> None:
+    """The script's first ``Session.run`` of each fetch (TF1), run again in the same session with the
+    same feeds, so the first run's set-up share is measured: first run minus the steady median of the
+    re-runs. A fetch whose graph writes state (assignments, optimizers, queues, iterators, files) is
+    not re-run, and the reason is kept."""
+    if st.first_run_args:
+        _rerun_first_runs(st.first_runs, st.first_run_args, budget_s)
+    st.first_run_args = []
+
+
+def _fetch_names(fetches: Any) -> list[str]:
+    from tensorflow.python.util import nest
+
+    names = []
+    for x in nest.flatten(fetches):
+        op = getattr(x, "op", x)
+        name = getattr(op, "name", None)
+        if name:
+            names.append(name)
+    return names
+
+
+def _rerun_first_runs(first_runs: list[dict], entries: list[tuple], budget_s: float) -> None:
+    """Fill ``first_runs[i]['steady_s']`` (or ``['not_rerun']``) for the script's own first runs, within
+    ``budget_s`` in all: a fetch whose first run alone took longer than what is left is not re-run
+    (its steady run could be as long), and re-runs stop when the budget is spent (at least 3)."""
+    from tensorflow.python.framework import graph_util
+    from tensorflow.python.util import deprecation
+
+    spent = 0.0
+    for sess, args, kwargs, i in entries:
+        rec = first_runs[i]
+        if rec["seconds"] > budget_s - spent:
+            rec["not_rerun"] = (
+                f"its first run took {rec['seconds']:.3g} s, more than the {max(0.0, budget_s - spent):.3g} s left "
+                "for re-runs (30 % of the script's time)"
+            )
+            continue
+        try:
+            fetches = args[0] if args else kwargs.get("fetches")
+            with deprecation.silence():  # the audit's own call: no TensorFlow warning on the user's stderr
+                sub = graph_util.extract_sub_graph(sess.graph.as_graph_def(), _fetch_names(fetches))
+            writes = sorted({n.op for n in sub.node if n.op.startswith(_WRITES)})
+            if writes:
+                rec["not_rerun"] = f"the fetch's graph changes state ({', '.join(writes[:4])})"
+                continue
+            t_all = _perf()
+            times = []
+            for _ in range(RUNS):
+                t0 = _perf()
+                sess.run(*args, **kwargs)
+                times.append(_perf() - t0)
+                if len(times) >= 3 and spent + _perf() - t_all > budget_s:
+                    break
+            spent += _perf() - t_all
+            rec["steady_s"] = common.median(times)
+            rec["reruns"] = len(times)
+        except Exception as e:  # a closed session, a feed that cannot be repeated...
+            rec["not_rerun"] = f"re-running raised {type(e).__name__}: {str(e).strip()[:160]}"
+    for sess, _, _, _ in entries:
+        if getattr(sess, "_whichdevice_close_deferred", False):
+            try:
+                type(sess).close.__wrapped__(sess)  # type: ignore[attr-defined]
+            except Exception:
+                pass
+
+
+# Ops whose effect reaches outside TensorFlow: a graph holding one is not re-run.
+UNSAFE_OPS = frozenset(
+    {
+        "WriteFile",
+        "PrintV2",
+        "Print",
+        "Save",
+        "SaveV2",
+        "SaveSlices",
+        "MergeV2Checkpoints",
+        "PyFunc",
+        "EagerPyFunc",
+        "PyFuncStateless",
+        "WriteScalarSummary",
+        "WriteSummary",
+        "WriteImageSummary",
+        "WriteHistogramSummary",
+        "WriteAudioSummary",
+        "WriteGraphSummary",
+        "WriteRawProtoSummary",
+        "DebugIdentityV2",
+        "DebugIdentityV3",
+        "ImportEvent",
+        "FlushSummaryWriter",
+        "DeleteFile",
+        "DatasetToTFRecord",
+        "SaveDataset",
+        "SaveDatasetV2",
+    }
+)
+
+
+def _graph_op_types(cf) -> set[str]:
+    gd = cf.graph.as_graph_def()
+    types = {n.op for n in gd.node}
+    for fn in gd.library.function:
+        types.update(n.op for n in fn.node_def)
+    return types
+
+
+def _iterator_like(x) -> bool:
+    name = type(x).__name__
+    return "Iterator" in name or "Dataset" in name or hasattr(x, "__next__")
+
+
+def _fresh_args(args: tuple, kwargs: dict) -> tuple[tuple, dict] | str:
+    """The last call's arguments, with a tf.data iterator replaced by a fresh endless one over the
+    same dataset (the script's own iterator is never touched); a reason string when that is impossible."""
+
+    def fresh(x):
+        if not _iterator_like(x):
+            return x
+        ds = getattr(x, "_dataset", None)
+        if ds is None or not hasattr(ds, "repeat"):
+            raise ValueError("an argument is a data iterator whose dataset is not reachable")
+        return iter(ds.repeat())
+
+    try:
+        return tuple(fresh(a) for a in args), {k: fresh(v) for k, v in kwargs.items()}
+    except ValueError as e:
+        return str(e)
+
+
+def rerun_side(st: State, m: Any) -> tuple[list[RerunItem], str | None]:
+    """Every tf.function called at top level in measurement ``m``'s blocks, with the arguments of its
+    last call, under the block's device request; or why the side cannot be re-run."""
+    import tensorflow as tf
+
+    work: list[RerunItem] = []
+    for bid in m.blocks:
+        for fid, n in (st.block_calls.get(bid) or {}).items():
+            fn, args, kwargs = st.last_args[(bid, fid)]
+            name = st.functions[fid]["name"]
+            fresh = _fresh_args(args, kwargs)
+            if isinstance(fresh, str):
+                return [], f"{name}: {fresh}"
+            try:
+                cf = fn.get_concrete_function(*fresh[0], **fresh[1])
+                unsafe = sorted(_graph_op_types(cf) & UNSAFE_OPS)
+            except Exception as e:
+                return [], f"{name}: its graph could not be inspected ({type(e).__name__})"
+            if unsafe:
+                return [], f"{name}: its graph has side effects outside TensorFlow ({', '.join(unsafe)})"
+            device = st.blocks[bid]["requested"]
+            a, kw = fresh
+            work.append(
+                RerunItem(
+                    key=(fid, device),
+                    fn=functools.partial(fn, *a, **kw),
+                    calls=n,
+                    function=name,
+                    requested=device,
+                    scope=functools.partial(tf.device, device),
+                    where=_ran_on,
+                )
+            )
+    if not work:
+        return [], (
+            "the timed work calls no tf.function (eager ops or a tf.compat.v1 session); only traced functions are "
+            "re-run, because their graph is the whole work and calling it again touches nothing outside TensorFlow"
+        )
+    return work, None
+
+
+def _ran_on(out: Any) -> str:
+    import tensorflow as tf
+
+    leaves = [x for x in tf.nest.flatten(out) if hasattr(x, "device")]
+    return short_device(leaves[0].device) if leaves else ""
+
+
+# ---------------------------------------------------------------- the audit's words for TensorFlow
+
+# What the shared counters and the findings are called in TensorFlow's terms (``present/auditwords.py``
+# says the findings; a ``.tf1`` key is the wording for a script that runs tf.compat.v1 sessions).
+WORDS: dict[str, str] = {
+    "sees": "TensorFlow sees {cpu} CPU, {gpu} GPU; soft placement {soft} at import",
+    "name": "TensorFlow",
+    "eager": "TensorFlow eager",
+    "step": "tf.function call",
+    "trace": "tf.function trace",
+    "setup.trace": "tf.function tracing / graph set-up (first calls, with their run)",
+    "setup.compile": "XLA compilation (first calls)",
+    "soft_placed.ran": "soft placement ran the work on the CPU",
+    "fix.soft_placed": (
+        "Check tf.config.list_logical_devices('GPU') before timing, or turn soft placement off "
+        "(tf.config.set_soft_device_placement(False)) so a missing device raises; label results by "
+        "where the ops ran (tensor.device)."
+    ),
+    "fix.soft_placed.tf1": (
+        "Check tf.config.list_logical_devices('GPU') before timing, or create the Session with "
+        "tf.compat.v1.ConfigProto(allow_soft_placement=False) so a missing device raises; label "
+        "results by where the ops ran."
+    ),
+    "sync.reads": "no .numpy(), no Session.run, no sync_devices",
+    "sync.here": (
+        " On this machine the block ran on the CPU, whose eager ops finish before they return, so the number "
+        "is right here — on a real GPU it would time only the queueing."
+    ),
+    "fix.sync": "Read a result back (.numpy()) or call tf.test.experimental.sync_devices() right before the second clock read.",
+    "fix.sync.tf1": "Fetch the result with Session.run (it returns host values) inside the timing, before the second clock read.",
+    "label": (
+        "the line that reports this time says GPU, but no tf.device block asked for one and the "
+        "work ran on {ran}; tf.data transformations (map, batch) always run on the CPU."
+    ),
+    "fix.label": "Label results by where the ops ran (tensor.device), and time the GPU only inside a GPU block.",
+    "fix.setup": (
+        "Do the set-up before the first clock read: call the tf.function (or the model) once on each "
+        "device with the same shapes, build the tf.data iterator and take one batch — then start the "
+        "clock and time the steady steps only."
+    ),
+    "fix.setup.tf1": (
+        "Do the set-up before the first clock read: create the Session and initialize the variables, "
+        "run each fetch once untimed — then start the clock and time the steady runs only."
+    ),
+    "host_inputs.gpu": (
+        "each of the {host_inputs} calls converted host values and copied them to the GPU "
+        "({h2d} host→device copies seen in this timing), inside the clock."
+    ),
+    "host_inputs.cpu": (
+        "{host_inputs} of the {fn_calls} calls in this timing were given NumPy arrays or Python values. "
+        "Here every op ran on the CPU, so nothing was copied; on a GPU this would convert and copy each input "
+        "host→device on every call ({host_inputs} synchronous copies from pageable memory inside the timing)."
+    ),
+    "fix.host_inputs": "Convert once before the clock starts (tf.constant(x) on the device), or feed with tf.data and .prefetch.",
+    "fix.dispatch": (
+        "Batch the work into few large ops (e.g. tf.linalg.inv(batch) on a stacked batch); or put the loop in a "
+        "tf.function(jit_compile=True) so XLA fuses it; compare devices at the sizes you will really use."
+    ),
+    "missing.device": "a GPU",
+    "missing.did": "TensorFlow refused to place the ops there, so it stopped",
+    "missing.did.tf1": (
+        "TensorFlow refused to place the ops there (a tf.compat.v1 Session does not fall back unless soft "
+        "placement is allowed), so it stopped"
+    ),
+    "fix.missing": (
+        "Run it where TensorFlow sees a GPU (`whichdevice devices` says why it does not here); or allow soft placement "
+        "(tf.config.set_soft_device_placement(True)) knowing the 'GPU' numbers will then be CPU numbers."
+    ),
+    "fix.missing.tf1": (
+        "Run it where TensorFlow sees a GPU (`whichdevice devices` says why it does not here); or allow soft placement "
+        "(tf.compat.v1.ConfigProto(allow_soft_placement=True)) knowing the 'GPU' numbers will then be CPU numbers."
+    ),
+}
+# The script's series are paired by the device kind their blocks asked for (tf.device), not in order.
+SERIES_IN_ORDER = False

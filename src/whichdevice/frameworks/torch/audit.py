@@ -24,17 +24,21 @@ Like ``tf_hooks``, nothing here imports ``whichdevice.audit.child`` or torch its
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import re
 import sys
+from collections import Counter
+from dataclasses import dataclass
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from whichdevice.audit.importhook import AfterImportFinder
-from whichdevice.audit.tf_hooks import from_script
+from whichdevice.frameworks.common import audit as common
+from whichdevice.frameworks.common.audit import AfterImportFinder, RerunItem, from_script
 
 if TYPE_CHECKING:
-    from whichdevice.audit.state import State
+    from whichdevice.frameworks.common.auditstate import State
 
 _perf = time.perf_counter  # imported before the child patches the clocks
 _local = threading.local()
@@ -336,19 +340,6 @@ def hook_dataloader(torch, st: State) -> None:
 
     orig_next = dl._BaseDataLoaderIter.__next__
 
-    def iterate(self):
-        t0 = _perf()
-        it = orig_iter(self)  # worker processes start here (num_workers > 0)
-        if st.active:
-            with st.lock:
-                st.c["setup_loader_s"] += _perf() - t0
-                st.c["iterators"] += 1
-            try:
-                it._whichdevice_first = True
-            except Exception:
-                pass
-        return it
-
     def next_batch(self):
         if not st.active:
             return orig_next(self)
@@ -367,7 +358,7 @@ def hook_dataloader(torch, st: State) -> None:
     # torch's own classes, patched in the child for the script's run (methods are not assignable to mypy)
     setattr(dl._BaseDataLoaderIter, "__next__", next_batch)
     setattr(dl.DataLoader, "__init__", init)
-    setattr(dl.DataLoader, "__iter__", iterate)
+    setattr(dl.DataLoader, "__iter__", common.timed_iter(st, orig_iter, "setup_loader_s"))
 
 
 def hook_cuda_probe(torch, st: State) -> None:
@@ -442,8 +433,274 @@ def uninstall(st: State) -> None:
         st.torch_mode = None
 
 
-class TorchHookFinder(AfterImportFinder):
-    """Installs the PyTorch hooks right after the script's ``import torch`` finishes."""
+# ---------------------------------------------------------------- the part's contract (contracts.Audit)
 
-    def __init__(self, st: State):
-        super().__init__("torch", "torch_installed", install, st)
+
+def finders(st: State) -> list[AfterImportFinder]:
+    return [AfterImportFinder("torch", "torch_installed", install, st)]
+
+
+def installed(st: State) -> bool:
+    return bool(st.torch_installed)
+
+
+def adopt(st: State) -> None:
+    st.framework = "torch"
+    st.physical = st.torch_physical
+
+
+def stop(st: State) -> None:
+    uninstall(st)
+
+
+def op_cost() -> dict:
+    """A 4x4 add, plainly and under the audit's dispatch mode (on a throwaway state)."""
+    import torch
+
+    x = torch.ones(4, 4)
+
+    def run(n: int) -> None:
+        y = x
+        for _ in range(n):
+            y = y + x
+
+    return common.op_cost("torch", "4x4 add (torch)", run, lambda: make_mode(torch, common.dummy_state()))
+
+
+def gpu_cost() -> dict | None:
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return launch_cost_on(torch, "cuda", torch.cuda.get_device_name(0))
+
+
+def launch_cost_on(torch: Any, device: str, name: str) -> dict:
+    """A 1-element in-place add on ``device`` ('cuda', or 'cpu' where a test runs it), synchronized
+    with ``torch.cuda.synchronize`` on CUDA; the read is ``.item()``."""
+    x = torch.zeros(1, device=device)
+    cuda = torch.device(device).type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    return common.launch_cost(lambda: x.add_(1), lambda: x.add_(1).item(), sync, name, "torch")
+
+
+def rerun_setup(st: State, budget_s: float) -> None:
+    """Nothing: PyTorch has no first Session.run to re-run."""
+
+
+def rerun_side(st: State, m: Any) -> tuple[list[RerunItem], str | None]:
+    """The top-level module calls inside measurement ``m`` with their last inputs and grad mode; a block
+    with no module call: its torch ops, replayed on fresh tensors (:func:`replay_side`)."""
+    import torch
+
+    counts: dict[str, int] = {}
+    for seq, key in st.torch_calls:
+        if m.start_seq < seq < m.end_seq:
+            counts[key] = counts.get(key, 0) + 1
+    if counts:
+        calls = [(key, *st.torch_last[key], n) for key, n in counts.items()]
+    else:
+        calls, why = replay_side(st, m)
+        if why:
+            return [], why
+    return [_item(torch, *c) for c in calls], None
+
+
+def _item(torch: Any, key: str, fn: Any, args: tuple, grad: bool, calls: int) -> RerunItem:
+    @contextlib.contextmanager
+    def scope():  # type: ignore[no-untyped-def]
+        _to_inputs_device(torch, fn, args)
+        with torch.set_grad_enabled(grad):  # grad mode of the script's last call
+            yield
+
+    return RerunItem(
+        key=key,
+        fn=lambda: fn(*args),
+        calls=calls,
+        function=getattr(fn, "label", None) or type(fn).__name__ + ".forward",
+        ran_on=key.split("@", 1)[1],
+        scope=scope,
+    )
+
+
+def _to_inputs_device(torch, fn, args) -> None:
+    """A module moved in place between the script's blocks (``net = net.cuda()`` after its CPU loop:
+    one object, whose CPU block the H200 could not re-run, "Input type (torch.FloatTensor) and weight
+    type (torch.cuda.FloatTensor)") goes to the device its recorded inputs are on before its side
+    runs; outside the timed block (timing.block synchronizes before reading the clock)."""
+    if not isinstance(fn, torch.nn.Module):
+        return
+    t = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    p = next(fn.parameters(), None)
+    if t is not None and p is not None and p.device != t.device:
+        fn.to(t.device)
+
+
+# ---------------------------------------------------------------- the replay of a plain-tensor block
+
+# The replay of a plain-tensor PyTorch timed block (issue #39, What to build #3).
+#
+# The most common GPU timing script people post times tensor ops, not a model: ``c = a @ b`` on the CPU,
+# then on the GPU, with no ``torch.cuda.synchronize()`` and the first call inside the clock. The module
+# re-run (``child._TorchPairs``) has no forward pass to call there, so such a block is replayed instead:
+# the torch ops the script ran inside the interval, from its own code (``torch_hooks._log_op``: each op
+# with the shape, dtype and device of its tensor arguments, not the tensors), run again in order on
+# fresh tensors of the same shapes, dtypes and devices — random values for floating point, zeros for
+# integers and booleans (a valid index). The child times it like a module call: warmed up, device
+# synchronized before and after, interleaved with the other side.
+#
+# Fresh tensors mean the replay touches nothing of the script's. Python work between the ops (NumPy,
+# lists, prints) is not replayed: the corrected ratio is the ratio of the block's torch ops. A block is
+# not replayed, with the reason kept in one line, when it runs autograd or an op with an effect outside
+# torch (``_NOT_REPLAYED``), when it ran more ops than the log keeps between two clock reads
+# (``torch_hooks.MAX_SPAN_OPS``) or the log was full before it ended, or when its fresh tensors would
+# need more than ``MAX_BYTES``.
+
+# Fresh tensors of one block: at most this many bytes (the device must hold them beside the script's).
+MAX_BYTES = 2 * 2**30
+# Ops not replayed: autograd (its graph is not rebuilt from single ops), files, the RNG's seed, storage
+# sharing and stream bookkeeping.
+_NOT_REPLAYED = re.compile(r"backward|autograd|grad$|save|load|seed|share_memory|record_stream|set_", re.I)
+
+
+@dataclass
+class Replay:
+    """One block's ops with fresh arguments; calling it runs them once, in order."""
+
+    ops: list[tuple[Any, tuple, dict]]
+    label: str
+
+    def __call__(self) -> None:
+        for func, args, kwargs in self.ops:
+            func(*args, **kwargs)
+
+
+def _fresh(spec: Any, torch, made: dict, size: list[int]) -> Any:
+    """The fresh tensor for one spec (the same spec twice: the same tensor), or the value itself."""
+    if is_spec(spec):
+        if spec not in made:
+            _, _, shape, kind = spec
+            dtype, device = KINDS[kind]
+            floating = dtype.is_floating_point or dtype.is_complex
+            t = (torch.randn if floating else torch.zeros)(shape, dtype=dtype, device=device)
+            size[0] += t.numel() * t.element_size()
+            if size[0] > MAX_BYTES:
+                raise MemoryError(f"its fresh tensors would need more than {MAX_BYTES / 2**30:.0f} GiB")
+            made[spec] = t
+        return made[spec]
+    if isinstance(spec, list):
+        return [_fresh(x, torch, made, size) for x in spec]
+    if isinstance(spec, tuple):
+        return tuple(_fresh(x, torch, made, size) for x in spec)
+    return spec
+
+
+def _label(names: list[str]) -> str:
+    counts = Counter(names).most_common()
+    top = ", ".join(f"{n} ×{c}" for n, c in counts[:3]) + (", …" if len(counts) > 3 else "")
+    return f"{len(names)} torch op{'s' if len(names) != 1 else ''} replayed ({top})"
+
+
+def replay_side(st: Any, m: Any) -> tuple[list[tuple], str | None]:
+    """(key, replay, (), grad mode, calls) for measurement ``m``'s block, or the one-line reason it is not
+    replayed; the key names the block and the device its work ran on."""
+    import torch
+
+    funcs = {i: f for f, i in st.torch_op_index.items()}
+    logged = [(funcs[i], a, k or {}) for seq, i, a, k in st.torch_ops if m.start_seq < seq < m.end_seq]
+    if st.torch_ops_full_at is not None and st.torch_ops_full_at < m.end_seq:
+        return [], "the timed work ran after the audit's op log was full (200,000 ops): its ops are not all known"
+    if any(m.start_seq < seq < m.end_seq for seq in st.torch_ops_dropped):
+        return [], (
+            f"the timed work ran more than {MAX_SPAN_OPS:,} torch ops between two clock reads: only blocks up to "
+            "that many are replayed"
+        )
+    if not logged:
+        return [], "the timed work calls no nn.Module and runs no torch op from the script: nothing to re-run"
+    names = [getattr(f, "__name__", "") or type(f).__name__ for f, _, _ in logged]
+    bad = sorted({n for n in names if _NOT_REPLAYED.search(n)})
+    if bad:
+        return [], (
+            f"the timed work runs {', '.join(bad[:3])} (autograd, or an effect outside torch): its ops are not "
+            "replayed on fresh tensors"
+        )
+    made: dict = {}
+    size = [0]
+    try:
+        ops = [(f, _fresh(a, torch, made, size), _fresh(k, torch, made, size)) for f, a, k in logged]
+    except Exception as e:  # a dtype randn cannot make, a device gone, too much memory
+        return [], f"its ops' arguments could not be made afresh ({type(e).__name__}: {str(e).strip()[:160]})"
+    gpu = sorted(d for d in m.ran_on if d.startswith("GPU"))
+    dev = gpu[0] if gpu else (sorted(m.ran_on)[0] if m.ran_on else "CPU:0")
+    return [(f"replay:{m.id}@{dev}", Replay(ops, _label(names)), (), False, 1)], None
+
+
+# ---------------------------------------------------------------- the audit's words for PyTorch
+
+# What the shared counters and the findings are called in PyTorch's terms (``present/auditwords.py``).
+WORDS: dict[str, str] = {
+    "sees": "PyTorch sees {gpu} GPU device(s)",
+    "name": "PyTorch",
+    "eager": "PyTorch",
+    "step": "nn.Module call",
+    "trace": "torch.compile trace",
+    "setup.trace": "tracing (first calls)",
+    "setup.compile": "torch.compile compilation (first calls)",
+    "soft_placed.ran": "its CUDA path ran the work on the CPU",
+    "fix.soft_placed": (
+        "Check torch.cuda.is_available() before timing and label results by tensor.device, not by the device asked for."
+    ),
+    "sync.reads": "no .item(), no .cpu(), no torch.cuda.synchronize()",
+    "sync.here": (
+        " Here the CUDA path fell back to the CPU, whose kernels finish before they return, so the number is "
+        "right here; on a GPU this would time only the kernel launches (the script never synchronizes)."
+    ),
+    "fix.sync": "Call torch.cuda.synchronize() right before the second clock read (or time with torch.cuda.Event).",
+    "label": "the line that reports this time says GPU, but nothing in this timing ran on a GPU: the work ran on {ran}.",
+    "fix.label": "Label results by where the tensors are (tensor.device), and move the work there first (.to('cuda')).",
+    "fix.setup": (
+        "Do the set-up before the first clock read: run one warm-up step per device (first calls, "
+        "torch.compile, DataLoader workers) — then start the clock and time the steady steps only."
+    ),
+    "host_inputs.gpu": (
+        "{host_inputs} tensors built in host memory were moved with .to()/.cuda() inside this timing "
+        "({fn_calls} steps), {pageable_moves} of them from pageable memory (tensor.is_pinned() False). "
+        "{h2d} host→device copies ran inside the clock."
+    ),
+    "host_inputs.cpu": (
+        "{host_inputs} tensors built in host memory were moved with .to()/.cuda() inside this timing "
+        "({fn_calls} steps), {pageable_moves} of them from pageable memory (tensor.is_pinned() False). "
+        "Here the CUDA path fell back to the CPU, so nothing was copied; on a GPU each move would be "
+        "a host→device copy per step, synchronous from pageable (not pinned) memory."
+    ),
+    "fix.host_inputs": (
+        "Move the data to the device once before the clock starts (torch.as_tensor(x, device=...)), or "
+        "feed with a DataLoader(pin_memory=True) and .to(device, non_blocking=True)."
+    ),
+    "fix.dispatch": (
+        "Batch the work into few large ops (stack the small matrices and call the op once, e.g. "
+        "torch.linalg.inv(batch)); or compile the loop with torch.compile / CUDA graphs so it launches once; "
+        "compare devices at the sizes you will really use."
+    ),
+    "missing.device": "a CUDA GPU",
+    "missing.did": (
+        "this PyTorch cannot reach a CUDA device (a CPU-only build, no NVIDIA driver, or no visible GPU), so "
+        "the first .cuda() / device='cuda' / torch.cuda call stopped the script before its GPU timing ran"
+    ),
+    "fix.missing": (
+        "Run it where torch.cuda.is_available() is True (`whichdevice devices` says why it is not here; a CPU-only "
+        "wheel needs the CUDA build of torch), or choose the device with "
+        "`device = 'cuda' if torch.cuda.is_available() else 'cpu'` and label results by tensor.device."
+    ),
+    "latent.waits": "no torch.cuda.synchronize(), .item(), .cpu()",
+    "latent.async": "CUDA kernels run",
+    "fix.latent": (
+        "Call torch.cuda.synchronize() before each clock read (or time with torch.cuda.Event / "
+        "torch.utils.benchmark.Timer, which synchronize); warm up once before timing; and give the GPU "
+        "work in few large ops (batch the small tensors) before comparing it with the CPU."
+    ),
+    "rerun": "a model's forward pass, or a plain-tensor block's torch ops replayed on fresh tensors",
+}
+# A script with no GPU here (a "cuda if available else cpu" fallback) has no device-asked blocks: its
+# series are compared in the order it wrote them.
+SERIES_IN_ORDER = True

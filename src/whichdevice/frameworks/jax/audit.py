@@ -24,11 +24,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from whichdevice.audit.importhook import AfterImportFinder
-from whichdevice.audit.tf_hooks import from_script
+from whichdevice.frameworks.common import audit as common
+from whichdevice.frameworks.common.audit import AfterImportFinder, RerunItem, from_script
 
 if TYPE_CHECKING:
-    from whichdevice.audit.state import State
+    from whichdevice.frameworks.common.auditstate import State
 
 _perf = time.perf_counter  # imported before the child patches the clocks
 _local = threading.local()
@@ -200,8 +200,134 @@ def record_devices(st: State) -> None:
         st.physical = {"CPU": 1, "GPU": 0}
 
 
-class JaxHookFinder(AfterImportFinder):
-    """Installs the JAX hooks right after the script's ``import jax`` finishes."""
+# ---------------------------------------------------------------- the part's contract (contracts.Audit)
 
-    def __init__(self, st: State):
-        super().__init__("jax", "jax_installed", install, st)
+
+def finders(st: State) -> list[AfterImportFinder]:
+    return [AfterImportFinder("jax", "jax_installed", install, st)]
+
+
+def installed(st: State) -> bool:
+    return bool(st.jax_installed)
+
+
+def adopt(st: State) -> None:
+    st.framework = "jax"
+    record_devices(st)
+
+
+def stop(st: State) -> None:
+    """Nothing: the jit wrappers count only while the state is active."""
+
+
+def op_cost() -> dict:
+    """Not measured: JAX's eager jnp ops are not hooked one by one."""
+    return {}
+
+
+def gpu_cost() -> dict | None:
+    """A jitted 1-element add on the first GPU, waited for with ``block_until_ready``; the read is ``float()``."""
+    import jax
+
+    gpus = [d for d in jax.devices() if d.platform in ("gpu", "cuda", "rocm")]
+    if not gpus:
+        return None
+    add = jax.jit(lambda a: a + 1)
+    box = [jax.device_put(jax.numpy.zeros(1), gpus[0])]
+
+    def step() -> None:
+        box[0] = add(box[0])
+
+    name = str(getattr(gpus[0], "device_kind", "") or "GPU")
+    return common.launch_cost(step, lambda: float(add(box[0])[0]), lambda: box[0].block_until_ready(), name, "jax")
+
+
+def rerun_setup(st: State, budget_s: float) -> None:
+    """Nothing: JAX has no first Session.run to re-run."""
+
+
+def rerun_side(st: State, m: Any) -> tuple[list[RerunItem], str | None]:
+    """The jitted calls inside measurement ``m``, with the arguments of their last call."""
+    counts: dict[str, int] = {}
+    for seq, key in st.torch_calls:
+        if m.start_seq < seq < m.end_seq:
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return [], (
+            "the timed work calls no jax.jit function (only jitted calls are re-run; JAX's eager jnp ops are not "
+            "recorded one by one)"
+        )
+    items = []
+    for key, n in counts.items():
+        fn, args, kwargs = st.torch_last[key]
+        items.append(
+            RerunItem(
+                key=key,
+                fn=functools.partial(fn, *args, **kwargs),
+                calls=n,
+                function=f"jax.jit({getattr(fn, '__name__', 'fn')})",
+                ran_on=key.split("@", 1)[1],
+            )
+        )
+    return items, None
+
+
+# ---------------------------------------------------------------- the audit's words for JAX
+
+# What the shared counters and the findings are called in JAX's terms (``present/auditwords.py``).
+WORDS: dict[str, str] = {
+    "sees": "JAX sees {gpu} GPU device(s)",
+    "name": "JAX",
+    "eager": "JAX",
+    "step": "jax.jit call",
+    "trace": "jax.jit trace",
+    "setup.trace": "jax.jit tracing (first calls)",
+    "setup.compile": "jax.jit compilation: trace and XLA compile (first calls)",
+    "soft_placed.ran": "soft placement ran the work on the CPU",
+    "fix.soft_placed": "Check jax.devices() before timing and label results by the array's device (x.devices()).",
+    "sync.reads": "no block_until_ready(), no np.asarray(), no .item()",
+    "sync.here": (
+        " JAX dispatches asynchronously on the CPU too, so this is measured here: the clock stopped while "
+        "the last jitted call was still running."
+    ),
+    "fix.sync": "Call result.block_until_ready() (or jax.block_until_ready(result)) before the second clock read.",
+    "label": "the line that reports this time says GPU, but nothing in this timing ran on a GPU: the work ran on {ran}.",
+    "fix.label": (
+        "Label results by where the arrays are (x.devices()), and put the work there first "
+        "(jax.device_put(x, jax.devices('gpu')[0]))."
+    ),
+    "fix.setup": (
+        "Do the set-up before the first clock read: call the jitted function once with the same shapes "
+        "(it compiles) and block_until_ready() — then start the clock and time the steady calls only."
+    ),
+    "host_inputs.gpu": (
+        "each of the {host_inputs} calls converted host values and copied them to the GPU "
+        "({h2d} host→device copies seen in this timing), inside the clock."
+    ),
+    "host_inputs.cpu": (
+        "{host_inputs} of the {fn_calls} calls in this timing were given NumPy arrays or Python values. "
+        "Here every op ran on the CPU, so nothing was copied; on a GPU this would convert and copy each input "
+        "host→device on every call ({host_inputs} synchronous copies from pageable memory inside the timing)."
+    ),
+    "fix.host_inputs": "Put the data on the device once before the clock starts (jax.device_put(x)).",
+    "fix.dispatch": "Batch the work into few large ops (jax.vmap), and jax.jit the loop so it is one compiled call.",
+    "missing.device": "a CUDA GPU",
+    "missing.did": (
+        "this JAX has no GPU backend (the CPU-only jaxlib, or no CUDA plugin), so asking for a GPU device "
+        "stopped the script"
+    ),
+    "fix.missing": (
+        "Install the CUDA build (pip install -U 'jax[cuda12]') on a machine with a GPU, or pick devices with "
+        "jax.devices() and label results by the array's device (x.devices())."
+    ),
+    "latent.waits": "no block_until_ready(), np.asarray(), .item()",
+    "latent.async": "GPU work runs",
+    "fix.latent": (
+        "Call result.block_until_ready() before each clock read; call the jitted function once to compile "
+        "before timing; and give the GPU work in few large ops (jax.vmap over the small arrays) before "
+        "comparing it with the CPU."
+    ),
+    "rerun": "its jax.jit calls",
+}
+# A script with no GPU here has no device-asked blocks: its series are compared in the order it wrote them.
+SERIES_IN_ORDER = True

@@ -1,0 +1,212 @@
+"""What every framework's audit part (``frameworks/<name>/audit.py``, ``contracts.Audit``) shares.
+
+- :class:`AfterImportFinder`: a framework's hooks are installed the moment the script's own
+  ``import <framework>`` ends. Each part's ``finders(st)`` puts one at the front of
+  ``sys.meta_path`` while the script runs; on the first import of its framework it takes itself
+  off the path, lets the normal loader run, then calls the part's ``install(module, state)``: the
+  hooks are in place before the script's next line, and a script that never imports the framework
+  pays nothing.
+- :func:`from_script`: whether a hooked call came from the script's own code.
+- :class:`RerunItem`: one call of a compared pair's side, as a part's ``rerun_side`` gives it to
+  the child's interleaved re-run (``audit/child.py``).
+- :func:`per_op` and :func:`launch_cost`: the per-op and GPU launch costs the child measures after
+  the script (``op_cost``, ``gpu_cost`` of each part), on a throwaway state (:func:`dummy_state`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.abc
+import importlib.util
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
+from types import SimpleNamespace
+from typing import Any
+
+
+class AfterImportFinder(importlib.abc.MetaPathFinder):
+    """Calls ``install(module, st)`` right after the script's ``import <name>`` finishes, once
+    (``st.<installed_attr>`` set by ``install`` says it is done). A hook that fails must not stop
+    the script: the audit sees less, and the traceback says why on the real stderr."""
+
+    def __init__(self, name: str, installed_attr: str, install: Callable[[Any, Any], None], st: Any) -> None:
+        self.name = name
+        self.installed_attr = installed_attr
+        self.install = install
+        self.st = st
+
+    def find_spec(self, fullname, path, target=None):  # type: ignore[no-untyped-def]
+        if fullname != self.name or getattr(self.st, self.installed_attr):
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        orig_exec = loader.exec_module
+        install, st = self.install, self.st
+
+        def exec_module(module):  # type: ignore[no-untyped-def]
+            orig_exec(module)
+            try:
+                install(module, st)
+            except Exception:  # a hook that fails must not stop the script: audit less, say why
+                traceback.print_exc(file=sys.__stderr__)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def script_frame(st: Any, levels: int, depth: int = 2) -> FrameType | None:
+    """The script's own frame among the ``levels`` callers above the hook (``depth``: the hook's caller's
+    frame), else None: a library's call (Keras reading its logs)."""
+    f: FrameType | None = sys._getframe(depth)
+    for _ in range(levels):
+        if f is None or f.f_code.co_filename == st.script:
+            return f
+        f = f.f_back
+    return None
+
+
+def from_script(st: Any, levels: int = 5) -> bool:
+    """Whether one of the few callers above the hook is the script's own code (``.numpy()``,
+    ``float(t)``) rather than a library's (Keras reading its logs)."""
+    return script_frame(st, levels, 3) is not None
+
+
+def timed_iter(st: Any, orig_iter: Callable[[Any], Any], setup: str) -> Callable[[Any], Any]:
+    """``__iter__`` of a data pipeline (tf.data, DataLoader) whose start-up is counted as ``setup``
+    seconds; the iterator is marked so its first batch can be counted too."""
+
+    def iterate(self: Any) -> Any:
+        t0 = _perf()
+        it = orig_iter(self)  # DataLoader worker processes start here (num_workers > 0)
+        if st.active:
+            with st.lock:
+                st.c[setup] += _perf() - t0
+                st.c["iterators"] += 1
+            try:
+                it._whichdevice_first = True
+            except Exception:
+                pass
+        return it
+
+    return iterate
+
+
+@dataclass
+class RerunItem:
+    """One function of a compared pair's side: ``fn()`` runs one call (the script's last arguments,
+    or a replay of its ops) inside ``scope()`` (its device request, grad mode); ``calls`` of it ran in
+    the timed block. ``key`` tells identical sides apart; ``ran_on`` may be filled by ``where`` from
+    the warm-up call's output."""
+
+    key: Any
+    fn: Callable[[], Any]
+    calls: int
+    function: str
+    ran_on: str = ""
+    requested: str | None = None
+    scope: Callable[[], Any] = contextlib.nullcontext
+    where: Callable[[Any], str] | None = field(default=None, repr=False)
+
+
+_perf = time.perf_counter
+OPS = 2000  # tiny ops timed per side by per_op (a few ms plain on this machine)
+LAUNCHES = 1000  # tiny kernels per timed block (≈ 10 ms on an H100 at ≈ 9.7 µs each)
+ROUNDTRIPS = 200  # launches each followed by a host read, per timed block
+LAUNCH_BLOCKS = 3  # timed blocks of each; the median is kept
+
+
+def dummy_state() -> Any:
+    """A throwaway state for a part's per-op hook timed after the script (``op_cost``)."""
+    from collections import defaultdict
+
+    return SimpleNamespace(
+        active=True,
+        lock=threading.RLock(),
+        c=defaultdict(int),
+        seq=0,
+        ops_by_device={},
+        placed_by_device={},
+        seen_kernels=set(),
+        stack=[],
+        var_kind={},
+        var_handles=[],
+        var_seen=set(),
+        physical={},
+        placed_cpu_in_gpu_block={},
+        requested_kind=lambda: "",
+    )
+
+
+def median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def per_op(run: Any, reps: int = 5) -> float:
+    """Median over ``reps`` blocks of ``OPS`` ops (``run(n)`` dispatches n): seconds per op."""
+    run(50)  # warm-up: kernels built, allocator warm
+    out = []
+    for _ in range(reps):
+        t0 = _perf()
+        run(OPS)
+        out.append((_perf() - t0) / OPS)
+    return median(out)
+
+
+def op_cost(framework: str, op: str, run: Any, hooked: Any) -> dict:
+    """{'framework', 'op', 'plain_s', 'hooked_s', 'ops'}: ``run`` plainly, then inside ``hooked()``
+    (a context with the part's per-op hook on a throwaway state)."""
+    plain = per_op(run)
+    with hooked():
+        under = per_op(run)
+    return {"framework": framework, "op": op, "plain_s": plain, "hooked_s": under, "ops": OPS}
+
+
+def launch_cost(step: Any, read: Any, sync: Any, device: str, framework: str) -> dict:
+    """Seconds per tiny kernel launched back to back (``step`` launches one, ``sync`` waits for the device
+    once after the block: the queue's rate, as tests/data/h100_probe_torch.json's ``tiny_add_async_s``),
+    and per launch followed by a host read (``read``: ``tiny_add_item_roundtrip_s``); each the median of
+    ``LAUNCH_BLOCKS`` blocks after a warm-up."""
+    for _ in range(20):  # warm-up: the kernel built, the allocator and the stream warm
+        step()
+    read()
+    launches, reads = [], []
+    for _ in range(LAUNCH_BLOCKS):
+        sync()
+        t0 = _perf()
+        for _ in range(LAUNCHES):
+            step()
+        sync()
+        launches.append((_perf() - t0) / LAUNCHES)
+        t0 = _perf()
+        for _ in range(ROUNDTRIPS):
+            read()
+        reads.append((_perf() - t0) / ROUNDTRIPS)
+    return {
+        "device": device,
+        "framework": framework,
+        "launch_s": median(launches),
+        "item_roundtrip_s": median(reads),
+        "launches": LAUNCHES,
+        "roundtrips": ROUNDTRIPS,
+        "blocks": LAUNCH_BLOCKS,
+    }
+
+
+@functools.cache
+def terms(framework: str) -> Any:
+    """The audit part of ``framework`` (its ``WORDS``, ``SERIES_IN_ORDER``), TensorFlow's for a name
+    that has none (a record older than the field). Imports no framework: safe in the parent."""
+    from whichdevice import frameworks
+
+    return frameworks.part(framework if "audit" in frameworks.PARTS.get(framework, ()) else "tensorflow", "audit")
