@@ -261,6 +261,10 @@ class CaptureSpec:
     steps: int = 10
     device: str = "cpu"
     deadline_s: float = 60.0
+    # Further variants measured in the same child, in turns with ``variant`` (variants that differ
+    # only at run time: Keras' batch, steps_per_execution, jit_compile, prefetch); a capture that
+    # cannot (torch's) ignores them and the parent gives each its own child. One result each.
+    also: tuple[str, ...] = ()
 
     @property
     def fix(self) -> str:
@@ -279,6 +283,7 @@ class CaptureSpec:
             "steps": self.steps,
             "device": self.device,
             "deadline_s": self.deadline_s,
+            "also": list(self.also),
         }
 
     @classmethod
@@ -289,6 +294,7 @@ class CaptureSpec:
             steps=int(d.get("steps", 10)),
             device=str(d.get("device", "cpu")),
             deadline_s=float(d.get("deadline_s", 60.0)),
+            also=tuple(str(v) for v in d.get("also") or ()),
         )
 
 
