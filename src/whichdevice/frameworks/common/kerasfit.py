@@ -176,7 +176,10 @@ class FitMeasure:
             if capturekit.since_start() > spec.deadline_s and i >= len(live):
                 break
             first = c not in order[:i]
-            self._turn(c, per_turn + (spec.warmup_steps if first else 0), first)
+            k = int(c.compile.get("steps_per_execution") or self.spe_user)
+            # executions of k steps: a few per turn when k > 1 (each is one sample)
+            execs = per_turn if k == 1 else max(3, per_turn // k + 1)
+            self._turn(c, execs + (spec.warmup_steps if first else 0), first)
         self._activate(())
         return [self._result(c, setup) for c in configs]
 
