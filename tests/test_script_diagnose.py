@@ -33,6 +33,13 @@ TRAINS = {
     "keras_notebook.ipynb": ("keras.Model.fit", "tensorflow"),
     "tf_gradient_tape_loop.py": ("tf.GradientTape+apply_gradients", "tensorflow"),
     "tf_eager_tape_loop.py": ("tf.GradientTape+apply_gradients", "tensorflow"),
+    # the torch helper's scripts (frameworks/torch/capture.py)
+    "torch_cnn.py": ("torch.optim.Optimizer.step", "torch"),
+    "torch_dataloader.py": ("torch.optim.Optimizer.step", "torch"),
+    "torch_gan.py": ("torch.optim.Optimizer.step", "torch"),
+    "torch_lstm_lm.py": ("torch.optim.Optimizer.step", "torch"),
+    "torch_manual_update.py": ("torch.Tensor.backward", "torch"),
+    "torch_optimizer_tensors.py": ("torch.optim.Optimizer.step", "torch"),
 }
 REFUSED = {
     "no_training.py": "without reaching a training entry point (watched: keras Model.fit",

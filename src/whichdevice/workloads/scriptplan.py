@@ -41,6 +41,8 @@ ROUND1_ONLY_SHARE = 0.85
 PROCESS_START_S = 1.0  # Python and whichdevice before the script's first line
 XLA_TRACE_FACTOR = 8.0  # jit_compile=True's first step against a plain trace (suite.XLA_TRACE_FACTOR)
 SPE = 8  # steps_per_execution tried
+# torch.compile of a small model's step: 21-52 s on the loaded 2-core machine (benchmarks/diagnose_torch.md)
+TORCH_COMPILE_S = 45.0
 LOADER_WORKERS = 2
 KERAS_DATA_REBATCHED = ("arrays", "tfdata")
 
@@ -126,13 +128,16 @@ def preflight(job: dict[str, Any], budget_s: float) -> dict[str, Any]:
     return {
         "framework": framework_of(r),
         "entry": r.get("entry"),
-        "batch": int(r.get("batch_size") or 0),
+        "batch": int(r.get("batch_size") or r.get("samples_per_step") or 0),
         "step_s": statistics.median(steps),
         "first_step_s": warm[0] if warm else steps[0],
         "setup_s": float(r.get("setup_s") or 0.0),
         "model": r.get("model"),
         "data": r.get("data"),
         "steps_per_execution": int(r.get("steps_per_execution") or 1),
+        "data_source": r.get("data_source"),
+        "loader": r.get("loader") or {},
+        "conv2d": bool(r.get("conv2d")),
         "preflight_s": float((run.finished.wall_s if run.finished else 0.0)),
     }
 
@@ -178,16 +183,24 @@ def _keras_variants(facts: dict[str, Any]) -> list[tuple[str, str, dict[str, Any
     return out
 
 
-def _torch_variants(gpu: bool) -> list[tuple[str, str, dict[str, Any]]]:
+def _torch_variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str, Any]]]:
+    """torch's fixes that can apply to this script (the pre-flight saw its DataLoader and its
+    convolutions): autocast always, channels_last with Conv2d, the DataLoader's workers (none of
+    its own yet) and on a GPU pin_memory and cudnn.benchmark; torch.compile last (it is slow to
+    compile)."""
     steady: dict[str, Any] = {"kind": "steady", "sync": "none"}
     out: list[tuple[str, str, dict[str, Any]]] = []
-    fixes: list[tuple[str, object, object]] = [("autocast", "off", "bfloat16"), ("channels_last", False, True)]
+    fixes: list[tuple[str, object, object]] = [("autocast", "off", "bfloat16")]
+    fixes += [("channels_last", False, True)] if facts.get("conv2d") else []
     fixes += [("cudnn_benchmark", False, True)] if gpu else []
     for name, base, var in fixes:
         out += [(name, f"{name} {v}", {**steady, "fix": name, name: v}) for v in (base, var)]
-    out += [("num_workers", f"num_workers {w}", {"kind": "loop", "num_workers": w}) for w in (0, LOADER_WORKERS)]
-    if gpu:
-        out += [("pin_memory", f"pin {v}", {"kind": "loop", "num_workers": 0, "pin_memory": v}) for v in (False, True)]
+    loader = facts.get("loader") or {}
+    if facts.get("data_source") == "DataLoader" and not int(loader.get("num_workers") or 0):
+        out += [("num_workers", f"num_workers {w}", {"kind": "loop", "num_workers": w}) for w in (0, LOADER_WORKERS)]
+        if gpu and not loader.get("pin_memory"):
+            pins = [{"kind": "loop", "num_workers": 0, "pin_memory": v} for v in (False, True)]
+            out += [("pin_memory", "pin_memory", p) for p in pins]
     compile_pair = [{**steady, "fix": "torch_compile", "torch_compile": v} for v in (False, True)]
     return out + [("torch_compile", "torch.compile", p) for p in compile_pair]
 
@@ -196,16 +209,31 @@ def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str
     """Every variant worth trying on this script, in priority order: (fix, what it is, params)."""
     fw, entry, b = facts["framework"], facts["entry"], int(facts["batch"] or 0)
     out: list[tuple[str, str, dict[str, Any]]] = []
-    if b and (entry not in script.KERAS_ENTRIES or facts.get("data") in KERAS_DATA_REBATCHED):
+    rebatched = facts.get("data") in KERAS_DATA_REBATCHED if entry in script.KERAS_ENTRIES else True
+    if fw == "torch":
+        rebatched = facts.get("data_source") == "DataLoader"  # the batch variant re-batches the DataLoader
+    if b and rebatched:
         others = sorted((k for k in USER_SWEEP_BATCHES if k != b), key=lambda k: (abs(math.log(k / b)), k))
         out += [("batch", f"batch {k}", {"kind": "steady", "sync": "none", "batch": k}) for k in others[:3]]
     if entry in script.KERAS_ENTRIES:
         out += _keras_variants(facts)
     elif fw == "torch":
-        out += _torch_variants(gpu)
+        out += _torch_variants(facts, gpu)
     elif fw == "tensorflow":  # a GradientTape loop or train_on_batch: mixed precision in a process of its own
         out += [("precision", p, {"kind": "precision", "precision": p}) for p in ("float32", "mixed_float16")]
     return out
+
+
+def _cost(c: _Costs, facts: dict[str, Any], params: dict[str, Any], keras: bool) -> tuple[float, bool]:
+    """One case's cost: its share of the shared process, or a process of its own (then True)."""
+    p = {**params, "entry": facts["entry"], "batch": params.get("batch", facts["batch"]), "user_batch": facts["batch"]}
+    trace = XLA_TRACE_FACTOR if params.get("jit_compile") is True else 1.0
+    m = c.member(
+        int(p["batch"] or 0), trace_factor=trace, spe=int(params.get("steps_per_execution") or 1), shared=keras
+    )
+    if params.get("torch_compile") is True:
+        m += TORCH_COMPILE_S
+    return (m, False) if script.shares_child(p) else (c.process(m), True)
 
 
 def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[str, Any]:
@@ -229,31 +257,19 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
     groups: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for fix, what, params in _variants(facts, gpu):
         groups.setdefault(fix, []).append((what, params))
+    longest = shared
     for fix, members in groups.items():
-        cost = 0.0
-        for _what, params in members:
-            p = {
-                **params,
-                "entry": facts["entry"],
-                "batch": params.get("batch", facts["batch"]),
-                "user_batch": facts["batch"],
-            }
-            is_shared = script.shares_child(p)
-            trace = XLA_TRACE_FACTOR if params.get("jit_compile") is True else 1.0
-            m = c.member(
-                int(p["batch"] or 0), trace_factor=trace, spe=int(params.get("steps_per_execution") or 1), shared=keras
-            )
-            cost += m if is_shared else c.process(m)
+        costs = [_cost(c, facts, params, keras) for _what, params in members]
+        cost = sum(x for x, _ in costs)
         if used + cost <= plan_s:
             used += cost
             planned += [params for _w, params in members]
+            longest = max([longest, *(x for x, own in costs if own)])
         else:
             cut.append(
                 f"{fix} not measured: its {len(members)} case(s) need about {cost:.0f} s, more than the budget leaves"
             )
-    limit = max(30.0, 1.5 * shared + 10.0, *(1.5 * c.process(c.member()) + 10.0 for _ in [0]))
-    if keras:
-        limit = max(limit, 1.5 * used + 10.0)
+    limit = max(30.0, 1.5 * longest + 10.0, 1.5 * used + 10.0 if keras else 0.0)
     if cut:
         cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
     sweep = sorted({facts["batch"], *(int(p["batch"]) for p in planned if "batch" in p)} - {0})
