@@ -35,23 +35,32 @@ def since_start() -> float:
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
+    """Stays first on ``sys.meta_path`` until the module is really imported: a ``find_spec`` that
+    only asks whether it exists (TensorFlow asks for ``keras`` so) must not end the watch."""
+
     def __init__(self, name: str, install: Callable[[Any], None]) -> None:
         self.name = name
         self.install = install
+        self.busy = False
 
     def find_spec(self, fullname, path, target=None):  # type: ignore[no-untyped-def]
-        if fullname != self.name:
+        if fullname != self.name or self.busy:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
+        self.busy = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self.busy = False
         if spec is None or spec.loader is None:
             return spec
-        loader, install = spec.loader, self.install
+        loader, finder = spec.loader, self
         orig_exec = loader.exec_module
 
         def exec_module(module):  # type: ignore[no-untyped-def]
             orig_exec(module)
-            _safely(install, module)
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
+                _safely(finder.install, module)
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
