@@ -45,6 +45,7 @@ SPE = 8  # steps_per_execution tried
 TORCH_COMPILE_S = 45.0
 LOADER_WORKERS = 2
 KERAS_DATA_REBATCHED = ("arrays", "tfdata")
+MIN_BATCHES = 10  # a sweep batch leaves the user's arrays at least this many batches (a turn's steps)
 
 _GPU_NEEDED = re.compile(
     r"CUDA|cuda|NVIDIA|nvidia-smi|no GPU|GPU device|torch\.cuda|cudnn|Found no NVIDIA driver|device='?cuda", re.I
@@ -136,6 +137,7 @@ def preflight(job: dict[str, Any], budget_s: float) -> dict[str, Any]:
         "data": r.get("data"),
         "steps_per_execution": int(r.get("steps_per_execution") or 1),
         "data_source": r.get("data_source"),
+        "samples": r.get("samples"),
         "loader": r.get("loader") or {},
         "conv2d": bool(r.get("conv2d")),
         "preflight_s": float((run.finished.wall_s if run.finished else 0.0)),
@@ -213,7 +215,9 @@ def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str
     if fw == "torch":
         rebatched = facts.get("data_source") == "DataLoader"  # the batch variant re-batches the DataLoader
     if b and rebatched:
-        others = sorted((k for k in USER_SWEEP_BATCHES if k != b), key=lambda k: (abs(math.log(k / b)), k))
+        n = int(facts.get("samples") or 0)  # a batch needs enough of the data for a turn's steps
+        fits = [k for k in USER_SWEEP_BATCHES if k != b and (not n or n // k >= MIN_BATCHES)]
+        others = sorted(fits, key=lambda k: (abs(math.log(k / b)), k))
         out += [("batch", f"batch {k}", {"kind": "steady", "sync": "none", "batch": k}) for k in others[:3]]
     if entry in script.KERAS_ENTRIES:
         out += _keras_variants(facts)

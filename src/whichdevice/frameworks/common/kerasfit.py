@@ -83,6 +83,7 @@ class FitMeasure:
             self.x = itertools.chain([first], gen)
             self._first = first
         self.batch = self._user_batch()
+        self.n_samples = self._samples()
         self.spe_user = int(getattr(model, "steps_per_execution", 1) or 1)
         self.states: dict[tuple, dict[str, Any]] = {(): self._snapshot()}
 
@@ -101,6 +102,15 @@ class FitMeasure:
             return int(leaf.shape[0])
         except Exception:  # noqa: BLE001 (an unknown batch is said as such: samples/s not claimed)
             return 0
+
+    def _samples(self) -> int | None:
+        """The samples in the user's arrays (None for other data)."""
+        if self.data_kind != "arrays" or self.x is None:
+            return None
+        try:
+            return int(len(self.keras.tree.flatten(self.x)[0]))
+        except Exception:  # noqa: BLE001
+            return None
 
     def _snapshot(self) -> dict[str, Any]:
         return {k: self.model.__dict__[k] for k in COMPILED_STATE if k in self.model.__dict__}
@@ -232,6 +242,8 @@ class FitMeasure:
         )
         if self.data_kind == "arrays":
             args["batch_size"] = c.batch
+            if self.n_samples:  # never past the data's end (Keras would stop the epoch with a warning)
+                args["steps_per_epoch"] = min(steps, max(1, -(-self.n_samples // c.batch)))
         for k in ("kwargs",):
             args.pop(k, None)
         return args
@@ -249,6 +261,7 @@ class FitMeasure:
             "data": self.data_kind,
             "steps_per_execution": k,
             "backend": self.keras.backend.backend(),
+            "samples": self.n_samples,
         }
         if c.why_not is not None:
             return capturekit.result(spec, status="not_applicable", why_not=c.why_not, **base)
