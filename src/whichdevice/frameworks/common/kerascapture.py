@@ -49,6 +49,7 @@ class KerasState:
     step_fns: set[int] = field(default_factory=set)  # tf.functions whose calls are steps
     model_name: str | None = None
     sync: Callable[[], None] = field(default=lambda: None)
+    tape_began: float | None = None  # a GradientTape opened before any step ended (the first step's start)
 
     def loop_clock(self, entry: str) -> capturekit.StepClock | None:
         """The loop's clock, started by the first entry point reached (None: Keras' fit owns the run)."""
@@ -58,6 +59,8 @@ class KerasState:
             capturekit.OWNER.append(entry)
             self.entry = entry
             self.clock = capturekit.StepClock(self.spec, self.sink, entry, self.sync, self.loop_info)
+            if self.tape_began is not None and entry == ENTRY_TAPE:
+                self.clock.begin(at=self.tape_began)
         return self.clock
 
     def loop_info(self) -> dict[str, Any]:

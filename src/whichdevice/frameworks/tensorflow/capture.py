@@ -42,9 +42,11 @@ def _patch_tape(tf: Any, st: kerascapture.KerasState) -> None:
 
     @functools.wraps(orig)
     def __enter__(self):  # noqa: ANN001, ANN202
-        if st.clock is not None and st.entry == kerascapture.ENTRY_TAPE and not st.inside_fit:
-            if not tf.inside_function():
+        if not st.inside_fit and not tf.inside_function():
+            if st.clock is not None and st.entry == kerascapture.ENTRY_TAPE:
                 st.clock.begin()
+            elif st.clock is None and st.tape_began is None:
+                st.tape_began = capturekit.now()  # the first step's start, if it turns out to be one
         return orig(self)
 
     cls.__enter__ = __enter__
