@@ -84,7 +84,7 @@ def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> KerasState:
 def _patch(keras: Any, st: KerasState) -> None:
     if st.spec.fix == "precision" and st.spec.value and st.spec.value != "float32":
         keras.mixed_precision.set_global_policy(st.spec.value)
-    if st.spec.device == "gpu":
+    if st.spec.device == "gpu" or keras.backend.backend() == "jax":  # JAX dispatches asynchronously on a CPU too
         st.sync = _backend_sync(keras)
     model_cls = keras.Model
     orig_compile, orig_fit, orig_tob = model_cls.compile, model_cls.fit, model_cls.train_on_batch
