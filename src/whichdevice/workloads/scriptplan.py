@@ -47,6 +47,7 @@ SPE = 8  # steps_per_execution tried
 # torch.compile of a small model's step: 21-52 s on the loaded 2-core machine (benchmarks/diagnose_torch.md)
 TORCH_COMPILE_S = 45.0
 LOADER_WORKERS = 2
+GPU_ONLY = ("cudnn_benchmark", "pin_memory")  # planned for a GPU device only (cases() leaves them out on a CPU)
 KERAS_DATA_REBATCHED = ("arrays", "tfdata")
 MIN_BATCHES = 10  # a sweep batch leaves the user's arrays at least this many batches (a turn's steps)
 
@@ -275,8 +276,10 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
             planned += [params for _w, params in members]
             longest = max([longest, *(x for x, own in costs if own)])
         else:
+            where = " on a GPU" if fix in GPU_ONLY else ""
             cut.append(
-                f"{fix} not measured: its {len(members)} case(s) need about {cost:.0f} s, more than the budget leaves"
+                f"{fix} not measured{where}: its {len(members)} case(s) need about {cost:.0f} s, more than the "
+                "budget leaves"
             )
     limit = max(30.0, 1.5 * longest + 10.0, 1.5 * used + 10.0 if keras else 0.0)
     if cut:
