@@ -67,10 +67,12 @@ def _where(e: BaseException, script: str) -> str:
 
 
 def _error(e: BaseException) -> str:
+    """The error in one line: its type and first line (a traced tf.function's: its last)."""
     lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
-    return f"{type(e).__name__}: {lines[-1] if lines and lines[0].startswith('in user code') else (lines or [''])[0]}"[
-        :500
-    ]
+    first = lines[0] if lines else ""
+    if first.startswith("in user code") and len(lines) > 1:
+        first = lines[-1]
+    return f"{type(e).__name__}: {first}"[:500]
 
 
 def _install(names: list[str], spec: CaptureSpec, sink: Any) -> list[str]:
