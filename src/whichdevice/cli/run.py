@@ -466,7 +466,8 @@ def _model_and_data(
         raise UsageError(
             "--model",
             "is required",
-            "Pass your model as --model FILE.py:FUNCTION (or --resume JOURNAL to finish an interrupted diagnose).",
+            "Pass your training script (whichdevice diagnose train.py -- ARGS) or your model as --model "
+            "FILE.py:FUNCTION (or --resume JOURNAL to finish an interrupted diagnose).",
         )
     model_fn = userfile.parse_spec(model, "--model")
     data_fn = userfile.parse_spec(data, "--data") if data else None
