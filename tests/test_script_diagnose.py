@@ -142,6 +142,24 @@ def test_refusals_quote_the_scripts_own_error():
     assert str(scriptplan.refusal(none, job, 30)).startswith("SCRIPT: train.py ran to its end without reaching")
 
 
+def test_step_notes_say_what_the_script_did_per_step():
+    from whichdevice.core.records import CaseResult, Timing
+
+    def result(params, metrics):
+        spec = CaseSpec(workload="train", framework="torch", device="CPU:0", params=_p(**params))
+        timing = Timing(first_call_s=0.1, warmup_s=[0.1], samples_s=[0.01] * 5, number_per_sample=1, overhead_s=0.0)
+        return CaseResult(spec=spec, status="ok", metrics=metrics, wall_s=1.0, timing=timing)
+
+    base = result({"kind": "steady", "sync": "none"}, {"data_wait_s": 0.002, "syncs": 10.0, "sync_s": 0.004})
+    other = result({"kind": "steady", "sync": "none", "batch": 128}, {"data_wait_s": 0.5})
+
+    class Rec:
+        results = [base, other]
+
+    (note,) = scriptplan.step_notes(Rec())
+    assert "waited 2 ms for its next batch" in note and "10 host reads" in note and "4 ms" in note
+
+
 def test_notebook_cells_joined_magics_left_out():
     src = script.notebook_source(CORPUS / "keras_notebook.ipynb")
     assert "model.fit(x, y" in src and "pip install" not in src.replace("# !pip", "")

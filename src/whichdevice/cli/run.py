@@ -542,6 +542,10 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
     record = _measure_suite(
         request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed, quiet=output.quiet
     )
+    if plan.user.get("script"):  # what the script did per step (data wait, copies, reads), as notes
+        from whichdevice.workloads import scriptplan
+
+        record = record.model_copy(update={"notes": [*record.notes, *scriptplan.step_notes(record)]})
     with output:
         record_then_page(
             record,

@@ -364,3 +364,30 @@ def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
             "counted once per process, shown apart, in no step time."
         )
     return out
+
+
+def step_notes(record: Any) -> list[str]:
+    """What the script did per step at its own settings, per device, from the baseline case's
+    measured metrics: its wait for data, host-to-device copies and host reads (syncs) and their cost."""
+    out = []
+    for r in record.results:
+        p = r.spec.params
+        if r.status != "ok" or p.get("kind") != "steady" or p.get("sync") != "none" or "fix" in p:
+            continue
+        if p.get("batch") != p.get("user_batch"):
+            continue
+        m = r.metrics
+        parts = []
+        if "data_wait_s" in m:
+            parts.append(f"waited {m['data_wait_s'] * 1e3:.3g} ms for its next batch (median)")
+        if m.get("h2d_count"):
+            parts.append(
+                f"{m['h2d_count']:.0f} host-to-device copies ({m.get('h2d_bytes', 0) / 1e6:.3g} MB) in its timed steps"
+            )
+        if m.get("syncs"):
+            parts.append(
+                f"{m['syncs']:.0f} host reads (.item(), .numpy(), ...) in its timed steps, costing {m.get('sync_s', 0) * 1e3:.3g} ms"
+            )
+        if parts:
+            out.append(f"Your script per step on {r.spec.device} (measured): " + "; ".join(parts) + ".")
+    return out
