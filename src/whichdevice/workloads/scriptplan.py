@@ -130,7 +130,11 @@ def preflight(job: dict[str, Any], budget_s: float) -> dict[str, Any]:
             run.end = {"status": "script_error", "error": run.results[0].get("error") or run.results[0].get("why_not")}
         raise refusal(run, job, limit)
     warm, steps = list(r.get("warmup_s") or []), list(r["step_s"])
+    imported = [float(v) for v in (run.end.get("imported_s") or {}).values()]
+    setup = float(r.get("setup_s") or 0.0)
     return {
+        "import_s": min(max(imported, default=0.0), setup),  # the frameworks' imports in the set-up
+        "data_s": max(0.0, setup - max(imported, default=0.0)),  # the rest: the script's own loading
         "framework": framework_of(r),
         "entry": r.get("entry"),
         "batch": int(r.get("batch_size") or r.get("samples_per_step") or 0),
@@ -164,6 +168,9 @@ class _Costs:
         self.step = max(float(facts["step_s"]), 1e-5)
         self.trace = max(float(facts["first_step_s"]) - self.step, 0.0)
         self.start = PROCESS_START_S + float(facts["setup_s"])
+        # A measuring child's first script run is in its own process (the framework imported
+        # already): it pays the script's own loading, not the imports.
+        self.here = float(facts.get("data_s", facts["setup_s"]))
 
     def member(self, k: int | None = None, *, trace_factor: float = 1.0, spe: int = 1, shared: bool = True) -> float:
         """One variant's share of a process: its trace and its steps (and a fit's turns)."""
@@ -251,7 +258,7 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
     c = _Costs(facts)
     keras = facts["entry"] in script.KERAS_ENTRIES
     avail = max(budget_s - c.start, 0.5 * budget_s)
-    shared = c.process(c.member())  # the baseline's process: always
+    shared = c.here + c.member()  # the baseline's run, in the measuring child itself: always
     rounds, plan_s = 2, ROUND1_SHARE * avail
     if shared > plan_s:
         rounds, plan_s = 1, ROUND1_ONLY_SHARE * avail

@@ -24,6 +24,9 @@ T0 = time.perf_counter()  # the script child's start (scriptchild sets it before
 # Which capture owns this run once one has started measuring (e.g. "keras.Model.fit"): another
 # framework's hooks (torch's backward() inside Keras' torch trainer) then stay out of the way.
 OWNER: list[str] = []
+# When each watched framework's import finished (seconds since T0; 0.0: imported before the script
+# ran, as in a measuring child): the script's set-up less its imports is its data loading.
+IMPORTED: dict[str, float] = {}
 
 
 def now() -> float:
@@ -58,6 +61,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
         def exec_module(module):  # type: ignore[no-untyped-def]
             orig_exec(module)
+            IMPORTED.setdefault(finder.name, since_start())
             if finder in sys.meta_path:
                 sys.meta_path.remove(finder)
                 _safely(finder.install, module)
@@ -76,6 +80,7 @@ def _safely(install: Callable[[Any], None], module: Any) -> None:
 def after_import(name: str, install: Callable[[Any], None]) -> None:
     """Call ``install(module)`` once ``import name`` has finished (now, if it already has)."""
     if name in sys.modules:
+        IMPORTED.setdefault(name, 0.0)
         _safely(install, sys.modules[name])
     else:
         sys.meta_path.insert(0, _AfterImport(name, install))
