@@ -545,7 +545,7 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
     if plan.user.get("script"):  # what the script did per step (data wait, copies, reads), as notes
         from whichdevice.workloads import scriptplan
 
-        record = record.model_copy(update={"notes": [*record.notes, *scriptplan.step_notes(record)]})
+        record = record.model_copy(update={"notes": scriptplan.record_notes(record)})
     with output:
         record_then_page(
             record,

@@ -304,6 +304,8 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         "fixes_cut": sorted({line.split(" ", 1)[0] for line in cut if " not measured" in line}),
         "preflight_s": facts.get("preflight_s"),
         "setup_s": facts["setup_s"],
+        "import_s": facts.get("import_s"),
+        "data_s": facts.get("data_s"),
     }
 
 
@@ -366,11 +368,21 @@ def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
         f"fresh process until {user['steps']} steady steps were timed (then it stopped the script)."
     ]
     if setup is not None:
+        split = ""
+        if s.get("data_s") is not None and s.get("import_s") is not None:
+            split = f" (the frameworks' imports {s['import_s']:.1f} s, the script's own loading {s['data_s']:.1f} s)"
         out.append(
-            f"The script's imports and data loading took {setup:.1f} s per process in the pre-flight: "
-            "counted once per process, shown apart, in no step time."
+            f"The script's set-up before its first step took {setup:.1f} s in the pre-flight{split}: counted once "
+            "per process, shown apart (each case's setup_s), in no step time."
         )
     return out
+
+
+def record_notes(record: Any) -> list[str]:
+    """The record's notes for a script: without the framework's note on how a ``--model`` is
+    trained (the script trained itself), with what the script did per step (:func:`step_notes`)."""
+    model_path = set(frameworks.record_notes(str(record.options.get("framework") or "tensorflow"), "diagnose"))
+    return [n for n in record.notes if n not in model_path] + step_notes(record)
 
 
 def step_notes(record: Any) -> list[str]:
