@@ -325,7 +325,7 @@ DIAGNOSE_MODEL_OPTION = typer.Option(
     None,
     "--model",
     help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not), or with --framework torch "
-    "an nn.Module, (module, loss_fn) or (module, loss_fn, optimizer). Required, unless --resume.",
+    "an nn.Module, (module, loss_fn) or (module, loss_fn, optimizer). Required without a SCRIPT or --resume.",
 )
 DIAGNOSE_FRAMEWORK_OPTION = opt.framework(
     help="tensorflow (a Keras model, default), torch (an nn.Module), or keras-jax / keras-torch (your Keras "
@@ -346,8 +346,8 @@ DIAGNOSE_BUDGET_OPTION = typer.Option(None, "--budget", help=f"Seconds per devic
 DIAGNOSE_SCRIPT_ARGUMENT = typer.Argument(
     None,
     metavar="[SCRIPT.py|NOTEBOOK.ipynb [-- ARGS...]]",
-    help="Your own training script (or notebook), run as you run it, its training step captured and measured "
-    "(issue #41); its arguments after --. Instead of --model.",
+    help="Your own training script (or notebook), run as you run it, its training step captured and measured; "
+    "its arguments after --. Instead of --model.",
     show_default=False,
 )
 
@@ -374,8 +374,8 @@ def diagnose(
     quiet: bool = opt.quiet(),
     json_out: Optional[str] = opt.json_out(),
 ) -> None:
-    """The suite on YOUR model: who wins at your batch, the batch sweep, every automatic fix
-    measured — and the device and settings to use."""
+    """The suite on YOUR training script or model: who wins at your batch, the batch sweep, every
+    automatic fix measured — and the device and settings to use."""
     output = _output_options(ctx, verbose, quiet, json_out)
     if resume_if_asked(
         ctx, resume, "diagnose", DiagnosePlan, lambda plan, resumed: run_diagnose(plan, resumed, output)
