@@ -207,6 +207,7 @@ def run_here(job: dict[str, Any], spec: CaptureSpec, captures: list[str]) -> Chi
     _RAN_HERE.append(True)
     capturekit.T0 = time.perf_counter()
     capturekit.OWNER.clear()
+    capturekit.FINISHERS.clear()
     run = ChildRun()
     run.end = scriptrun.execute({**job, "frameworks": captures, "spec": spec.to_dict()}, run.results.append)
     run.finished = Finished(0, time.perf_counter() - capturekit.T0)

@@ -203,7 +203,8 @@ def _torch_variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, di
     compile)."""
     steady: dict[str, Any] = {"kind": "steady", "sync": "none"}
     out: list[tuple[str, str, dict[str, Any]]] = []
-    fixes: list[tuple[str, object, object]] = [("autocast", "off", "bfloat16")]
+    module = bool(facts.get("model"))  # the step trains an nn.Module (not an optimizer over bare tensors)
+    fixes: list[tuple[str, object, object]] = [("autocast", "off", "bfloat16")] if module else []
     fixes += [("channels_last", False, True)] if facts.get("conv2d") else []
     fixes += [("cudnn_benchmark", False, True)] if gpu else []
     for name, base, var in fixes:
@@ -214,7 +215,7 @@ def _torch_variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, di
         if gpu and not loader.get("pin_memory"):
             pins = [{"kind": "loop", "num_workers": 0, "pin_memory": v} for v in (False, True)]
             out += [("pin_memory", "pin_memory", p) for p in pins]
-    compile_pair = [{**steady, "fix": "torch_compile", "torch_compile": v} for v in (False, True)]
+    compile_pair = [{**steady, "fix": "torch_compile", "torch_compile": v} for v in (False, True)] if module else []
     return out + [("torch_compile", "torch.compile", p) for p in compile_pair]
 
 

@@ -93,6 +93,17 @@ def _run(job: dict[str, Any]) -> None:  # noqa: D401
     exec(compile(source, script, "exec"), main.__dict__)  # noqa: S102 (the user's own script)
 
 
+def _finish_early() -> None:
+    """The script ended before a capture had all its steps: each capture hands over what it has."""
+    from whichdevice.frameworks.common import capturekit
+
+    for finish in list(capturekit.FINISHERS):
+        try:
+            finish()
+        except CaptureDone:
+            pass
+
+
 @contextlib.contextmanager
 def _as_main() -> Iterator[None]:
     """``sys.argv``, ``sys.path`` and ``__main__`` as they were, after the script (in-process run)."""
@@ -122,9 +133,11 @@ def execute(job: dict[str, Any], sink: Callable[[dict[str, Any]], None]) -> dict
     with _as_main():
         try:
             _run(job)
+            _finish_early()
         except CaptureDone:
             end = {"type": "end", "status": "ok"}
         except SystemExit as e:  # the script's own sys.exit(): an entry point reached or not
+            _finish_early()
             if got:
                 end = {"type": "end", "status": "ok"}
             elif e.code not in (None, 0):
@@ -139,5 +152,7 @@ def execute(job: dict[str, Any], sink: Callable[[dict[str, Any]], None]) -> dict
             end = {"type": "end", "status": "script_error", "error": _error(e), "where": _where(e, script)}
     from whichdevice.frameworks.common import capturekit
 
+    if got and end["status"] == "no_entry":  # the script ended first; the captures sent what they had
+        end = {"type": "end", "status": "ok", "script_ended": True}
     end["imported_s"] = dict(capturekit.IMPORTED)
     return end

@@ -27,6 +27,9 @@ OWNER: list[str] = []
 # When each watched framework's import finished (seconds since T0; 0.0: imported before the script
 # ran, as in a measuring child): the script's set-up less its imports is its data loading.
 IMPORTED: dict[str, float] = {}
+# Called when the script ends on its own before a capture had all its steps (a short script: 2
+# epochs of 8 batches): each hands over the steps it has, if any (``scriptrun.execute``).
+FINISHERS: list[Callable[[], None]] = []
 
 
 def now() -> float:
@@ -139,6 +142,13 @@ class StepClock:
         self.waits: list[float] = []
         self.began: float | None = None
         self.first_begin: float | None = None
+        self.done = False
+        FINISHERS.append(self.flush)
+
+    def flush(self) -> None:
+        """The script ended first: hand over the steps timed so far (at least one past the warm-up)."""
+        if not self.done and len(self.ends) > self.spec.warmup_steps:
+            self.finish()
 
     def begin(self, at: float | None = None) -> None:
         if self.began is not None:
@@ -168,6 +178,7 @@ class StepClock:
         return [b - a for a, b in zip(edges, edges[1:])]
 
     def finish(self) -> None:
+        self.done = True
         all_steps = self.steps()
         w = min(self.spec.warmup_steps, max(0, len(all_steps) - 1))
         self.sink(

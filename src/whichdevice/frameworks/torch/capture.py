@@ -71,6 +71,7 @@ def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
     """Patch torch's entry points for ``spec`` as soon as the script imports torch (at once if it
     is imported already). ``sink`` receives the one result dict."""
     cap = Capture(spec=spec, sink=sink)
+    capturekit.FINISHERS.append(lambda: _script_ended(cap))  # a short script: the steps it ran
     capturekit.after_import("torch", lambda torch: hooks.install(torch, cap, _HANDLERS))
 
 
@@ -152,6 +153,12 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None) 
         conv2d=hooks.has_conv2d(cap),
         stopped=stopped,
     )
+
+
+def _script_ended(cap: Capture) -> None:
+    """The script ended on its own before the timed steps were in: send the steps it ran, if any."""
+    if cap.entry is not None and not cap.done and cap.step_s:
+        _send(cap, "ok", stopped="script end")
 
 
 def _not_applicable(cap: Capture, why: str) -> None:
