@@ -64,3 +64,13 @@ if TYPE_CHECKING:
     _keras_torch_optrace: contracts.OpTrace = keras_torch_optrace
     _torch_optrace: contracts.OpTrace = torch_optrace
     _torch_pitfalls: contracts.Pitfalls = torch_pitfalls
+    # the script captures (issue #41): measure/scriptchild.py installs them by module name
+    from whichdevice.frameworks.keras_jax import capture as keras_jax_capture
+    from whichdevice.frameworks.keras_torch import capture as keras_torch_capture
+    from whichdevice.frameworks.tensorflow import capture as tensorflow_capture
+    from whichdevice.frameworks.torch import capture as torch_capture
+
+    _tensorflow_capture: contracts.Capture = tensorflow_capture
+    _keras_jax_capture: contracts.Capture = keras_jax_capture
+    _keras_torch_capture: contracts.Capture = keras_torch_capture
+    _torch_capture: contracts.Capture = torch_capture
