@@ -325,7 +325,7 @@ DIAGNOSE_MODEL_OPTION = typer.Option(
     None,
     "--model",
     help="Your model: FILE.py:FUNCTION returning a Keras model (compiled or not), or with --framework torch "
-    "an nn.Module, (module, loss_fn) or (module, loss_fn, optimizer). Required, unless --resume.",
+    "an nn.Module, (module, loss_fn) or (module, loss_fn, optimizer). Required without a SCRIPT or --resume.",
 )
 DIAGNOSE_FRAMEWORK_OPTION = opt.framework(
     help="tensorflow (a Keras model, default), torch (an nn.Module), or keras-jax / keras-torch (your Keras "
@@ -343,9 +343,19 @@ DIAGNOSE_BATCH_OPTION = typer.Option(
 DIAGNOSE_BUDGET_OPTION = typer.Option(None, "--budget", help=f"Seconds per device (default {DEFAULT_BUDGET_S:g}).")
 
 
+DIAGNOSE_SCRIPT_ARGUMENT = typer.Argument(
+    None,
+    metavar="[SCRIPT.py|NOTEBOOK.ipynb [-- ARGS...]]",
+    help="Your own training script (or notebook), run as you run it, its training step captured and measured; "
+    "its arguments after --. Instead of --model.",
+    show_default=False,
+)
+
+
 @app.command()
 def diagnose(
     ctx: typer.Context,
+    script: Optional[list[str]] = DIAGNOSE_SCRIPT_ARGUMENT,
     model: Optional[str] = DIAGNOSE_MODEL_OPTION,
     framework: str = DIAGNOSE_FRAMEWORK_OPTION,
     input_shape: Optional[str] = opt.input_shape(for_model=False),
@@ -364,12 +374,20 @@ def diagnose(
     quiet: bool = opt.quiet(),
     json_out: Optional[str] = opt.json_out(),
 ) -> None:
-    """The suite on YOUR model: who wins at your batch, the batch sweep, every automatic fix
-    measured — and the device and settings to use."""
+    """The suite on YOUR training script or model: who wins at your batch, the batch sweep, every
+    automatic fix measured — and the device and settings to use."""
     output = _output_options(ctx, verbose, quiet, json_out)
     if resume_if_asked(
         ctx, resume, "diagnose", DiagnosePlan, lambda plan, resumed: run_diagnose(plan, resumed, output)
     ):
+        return
+    if script:  # the user's own script (issue #41): cli/scriptcmd.py plans it
+        from whichdevice.cli import scriptcmd
+
+        given = {"--model": model, "--data": data, "--batch": batch, "--input-shape": input_shape, "--classes": classes}
+        given |= {"--samples": samples, "--framework": framework if framework != "tensorflow" else None}
+        plan = scriptcmd.plan(script, given, budget, device, cpu_threads, memory_limit, out, json_path, DiagnosePlan)
+        run_diagnose(plan, None, output)
         return
     # Each option is checked in this order: the first bad one is the error.
     fw = parse_choice(framework, "--framework", DIAGNOSE_FRAMEWORKS)
@@ -448,7 +466,8 @@ def _model_and_data(
         raise UsageError(
             "--model",
             "is required",
-            "Pass your model as --model FILE.py:FUNCTION (or --resume JOURNAL to finish an interrupted diagnose).",
+            "Pass your training script (whichdevice diagnose train.py -- ARGS) or your model as --model "
+            "FILE.py:FUNCTION (or --resume JOURNAL to finish an interrupted diagnose).",
         )
     model_fn = userfile.parse_spec(model, "--model")
     data_fn = userfile.parse_spec(data, "--data") if data else None
@@ -478,6 +497,10 @@ def _torch_user(
 def _diagnose_cases(plan: DiagnosePlan):
     """The cases of one device for ``plan``'s framework."""
     fw = plan.framework
+    if plan.user.get("script"):  # the user's script (workloads/scriptplan.py)
+        from whichdevice.workloads import scriptplan
+
+        return lambda found, d: scriptplan.cases(fw, d.name, plan.user, plan.sizing or {})
     if fw == "torch":
         from whichdevice.workloads import torch_diagnose
 
@@ -509,7 +532,7 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
             **sizing_options(plan.sizing),
             **_framework_options(plan),
         },
-        notes=sizing_notes(plan.sizing),
+        notes=_diagnose_notes(plan),
     )
     if fw == "torch" and not plan.sizing:  # a journal from before the torch plan: its fixed point cap
         from whichdevice.workloads import torch_diagnose
@@ -519,6 +542,10 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
     record = _measure_suite(
         request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed, quiet=output.quiet
     )
+    if plan.user.get("script"):  # what the script did per step (data wait, copies, reads), as notes
+        from whichdevice.workloads import scriptplan
+
+        record = record.model_copy(update={"notes": scriptplan.record_notes(record)})
     with output:
         record_then_page(
             record,
@@ -542,9 +569,23 @@ def exit_if_nothing_decided(record: records.RunRecord) -> None:
         raise typer.Exit(1)
 
 
+def _diagnose_notes(plan: DiagnosePlan) -> list[str]:
+    if plan.user.get("script"):
+        from whichdevice.workloads import scriptplan
+
+        return scriptplan.notes(plan.user, plan.sizing) + sizing_notes(plan.sizing)
+    return sizing_notes(plan.sizing)
+
+
 def _framework_options(plan: DiagnosePlan) -> dict:
     """The record's options beyond the Keras diagnose's: the framework and, for torch, what the
-    pre-flight found (what the function returned, the loss and optimizer trained with, the input)."""
+    pre-flight found (what the function returned, the loss and optimizer trained with, the input);
+    for a script, the script, its arguments and the entry point captured."""
+    if plan.user.get("script"):
+        from whichdevice.workloads import scriptplan
+
+        fw = {} if plan.framework == DIAGNOSE_FRAMEWORK else {"framework": plan.framework}
+        return fw | scriptplan.options(plan.user, plan.sizing)
     if plan.framework == DIAGNOSE_FRAMEWORK:
         return {}
     out: dict = {"framework": plan.framework}

@@ -40,7 +40,10 @@ MEMORY_LIMIT_PREFIX = "out of memory: the case's processes used"
 
 
 def of_exception(e: BaseException) -> FailureKind:
-    """The kind of an exception a case raised in the child."""
+    """The kind of an exception a case raised in the child (a variant that does not apply to the
+    user's script, ``workloads.script.NotApplicable``: skipped, not failed)."""
+    if type(e).__name__ == "NotApplicable":
+        return "skipped"
     if any(t.__name__ in _OOM_TYPES for t in type(e).__mro__) or _OOM_TEXT.search(str(e)[:2000]):
         return "out_of_memory"
     return "error"

@@ -73,3 +73,13 @@ if TYPE_CHECKING:
     _tensorflow_audit: contracts.Audit = tensorflow_audit
     _torch_audit: contracts.Audit = torch_audit
     _jax_audit: contracts.Audit = jax_audit
+    # the script captures (issue #41): measure/scriptchild.py installs them by module name
+    from whichdevice.frameworks.keras_jax import capture as keras_jax_capture
+    from whichdevice.frameworks.keras_torch import capture as keras_torch_capture
+    from whichdevice.frameworks.tensorflow import capture as tensorflow_capture
+    from whichdevice.frameworks.torch import capture as torch_capture
+
+    _tensorflow_capture: contracts.Capture = tensorflow_capture
+    _keras_jax_capture: contracts.Capture = keras_jax_capture
+    _keras_torch_capture: contracts.Capture = keras_torch_capture
+    _torch_capture: contracts.Capture = torch_capture

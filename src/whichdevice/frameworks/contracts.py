@@ -270,6 +270,77 @@ class Audit(Protocol):
     def SERIES_IN_ORDER(self) -> bool: ...  # with no device-asked blocks, the script's series pair in order
 
 
+# ------------------------------------------------------------------ script capture (issue #41)
+# ``whichdevice diagnose SCRIPT.py`` runs the user's script in a child (``measure/scriptchild.py``)
+# after calling ``install(spec, sink)`` of each framework's ``capture.py``, which patches that
+# framework's training entry points. The contract between the two, in short:
+# the capture times ``spec.warmup_steps`` then ``spec.steps`` steps of the user's own loop under
+# ``spec.variant``, calls ``sink(result)`` once with a JSON-safe dict, then raises ``CaptureDone``.
+
+
+@dataclass(frozen=True)
+class CaptureSpec:
+    """What one script child measures: the variant (``"baseline"`` or a fix name with an optional
+    ``":value"``, e.g. ``"batch:64"``, ``"workers:4"``, ``"steps_per_execution:8"``), how many
+    warm-up and timed steps, on which device (``"cpu"`` or ``"gpu"``) and the child's own wall
+    limit (seconds since the child started) by which it hands over what it has."""
+
+    variant: str = "baseline"
+    warmup_steps: int = 3
+    steps: int = 10
+    device: str = "cpu"
+    deadline_s: float = 60.0
+    # Further variants measured in the same child, in turns with ``variant`` (variants that differ
+    # only at run time: Keras' batch, steps_per_execution, jit_compile, prefetch); a capture that
+    # cannot (torch's) ignores them and the parent gives each its own child. One result each.
+    also: tuple[str, ...] = ()
+
+    @property
+    def fix(self) -> str:
+        """The variant's fix name, without its value: ``"batch:64"`` -> ``"batch"``."""
+        return self.variant.split(":", 1)[0]
+
+    @property
+    def value(self) -> str | None:
+        """The variant's value, if it has one: ``"batch:64"`` -> ``"64"``."""
+        return self.variant.split(":", 1)[1] if ":" in self.variant else None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "variant": self.variant,
+            "warmup_steps": self.warmup_steps,
+            "steps": self.steps,
+            "device": self.device,
+            "deadline_s": self.deadline_s,
+            "also": list(self.also),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CaptureSpec:
+        return cls(
+            variant=str(d.get("variant", "baseline")),
+            warmup_steps=int(d.get("warmup_steps", 3)),
+            steps=int(d.get("steps", 10)),
+            device=str(d.get("device", "cpu")),
+            deadline_s=float(d.get("deadline_s", 60.0)),
+            also=tuple(str(v) for v in d.get("also") or ()),
+        )
+
+
+class CaptureDone(BaseException):
+    """Raised by a capture once it has called ``sink(result)``: it unwinds the user's script (a
+    ``BaseException``, so the script's own ``except Exception`` does not swallow it) and the script
+    child exits 0."""
+
+
+@runtime_checkable
+class Capture(Protocol):
+    """``capture.py`` (issue #41): patch the framework's training entry points so that the user's
+    own script is measured under ``spec``; results go to ``sink`` (one dict, ``frameworks/common/capturekit.result``)."""
+
+    def install(self, spec: CaptureSpec, sink: Callable[[dict], None]) -> None: ...
+
+
 @dataclass(frozen=True)
 class Framework:
     """A loaded framework adapter: what ``frameworks.load(name)`` returns to a workload. Its
@@ -298,6 +369,7 @@ OPTIONAL: dict[str, tuple[str, type]] = {
     "optrace": ("optrace", OpTrace),
     "pitfalls": ("pitfalls", Pitfalls),
     "audit": ("audit", Audit),
+    "capture": ("capture", Capture),
 }
 
 

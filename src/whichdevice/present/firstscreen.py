@@ -251,6 +251,11 @@ def _predict_hint(record: RunRecord) -> str:
     (diagnose, Keras), or the seeds' workloads."""
     model = record.options.get("model") if record.experiment == "diagnose" else None
     fw = str(record.options.get("framework") or frameworks.DEFAULT)
+    if model and record.options.get("script"):  # diagnose SCRIPT: predict takes a model function, not a script
+        return (
+            "Would a GPU help? Run the same `whichdevice diagnose` on the machine with the GPU: it measures "
+            "your script on both devices."
+        )
     if model and fw not in frameworks.KERAS:  # predict takes Keras models only: an nn.Module is not modelled
         return (
             "Would a GPU help? `whichdevice predict --framework torch --quick` models the seeds' MLP "

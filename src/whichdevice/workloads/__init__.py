@@ -78,6 +78,10 @@ def interleave_key(spec: CaseSpec) -> tuple[Any, ...] | None:
     p = spec.params
     if p.get("trace_dir"):
         return None
+    if p.get("script"):  # the user's script: the cases that share a process (workloads/script.py)
+        from whichdevice.workloads import script
+
+        return script.group_key(spec)
     kind = p.get("part") if spec.workload == "pipeline" else p.get("kind")
     varying = _VARYING.get((spec.workload, str(kind)))
     if varying is None or (kind in ("fit", "loop") and not any(k in p for k in varying)):

@@ -162,6 +162,10 @@ def _training(fw: Framework) -> Training:
 
 
 def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[RawTiming, dict]:
+    if spec.params.get("script"):  # the user's own script (diagnose SCRIPT.py, issue #41)
+        from whichdevice.workloads import script
+
+        return script.run_case(spec, fw, policy, overhead_s)
     kind = spec.params["kind"]
     if kind in _OTHER_KINDS:  # kinds measured by their own modules (placement, pitfalls, precision)
         return importlib.import_module(_OTHER_KINDS[kind]).run_case(spec, fw, policy, overhead_s)
@@ -353,7 +357,10 @@ def prepare(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: flo
     """One member of an interleaved group: a steady case built, traced and warmed up (its own
     telemetry window after the warm-up when the policy has one); or a fit case (:class:`_Fit`)
     built, compiled and fitted for its warm-up epoch; or one side of a torch DataLoader pair
-    (``torch_diagnose.LoaderPasses``, timed as a ``_Fit``: both are ``EpochTurns``)."""
+    (``torch_diagnose.LoaderPasses``, timed as a ``_Fit``: both are ``EpochTurns``); or a
+    case of the user's script (``workloads/script.py``: its process is started in ``time_group``)."""
+    if spec.params.get("script"):
+        return spec
     kind = spec.params.get("kind")
     if kind == "fit":
         return _Fit(spec, fw)
@@ -429,6 +436,10 @@ def time_group(prepared, fw, policy, overhead_s, before=None) -> list:
     """The prepared members timed together: fits epoch by epoch in two halves
     (:func:`_time_fits`), steady steps block by block in turns (``interleave_blocks``); one
     ``(Timing, metrics)`` per member, or the exception its turns raised (the others go on)."""
+    if prepared and isinstance(prepared[0], CaseSpec):  # the user's script: one process for the group
+        from whichdevice.workloads import script
+
+        return script.time_group(prepared, fw, policy, overhead_s, before)
     if prepared and isinstance(prepared[0], EpochTurns):
         epochs = scalar_int(prepared[0].spec.params.get("epochs", 2))
         return _time_fits(prepared, overhead_s, max(1, epochs - 1), before)

@@ -1,0 +1,101 @@
+"""``whichdevice diagnose SCRIPT.py [-- ARGS...]`` (issue #41): the user's own training script.
+
+The command's checks and pre-flight; ``cli/run.py``'s ``diagnose`` then measures the plan as it
+measures a ``--model`` (``run_diagnose``: the same record, first screen, history and compare). The
+plan's class is passed in (``DiagnosePlan``), so this module does not import ``cli/run.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from whichdevice.cli.common import command_line, err_console, record_paths
+from whichdevice.core.errors import UsageError
+from whichdevice.core.validate import parse_memory_limit, parse_positive_int
+from whichdevice.measure import experiment
+from whichdevice.workloads import script as script_workload
+from whichdevice.workloads import scriptplan
+from whichdevice.workloads.suite import parse_budget
+
+SUFFIXES = (".py", ".ipynb")
+
+
+def _job(words: list[str]) -> dict[str, Any]:
+    """SCRIPT and its arguments, checked: a file that exists, a .py or a notebook with code."""
+    path = Path(words[0])
+    if path.suffix not in SUFFIXES:
+        raise UsageError(
+            "SCRIPT",
+            f"'{words[0]}' is not a Python script or notebook (.py, .ipynb)",
+            "Pass your training script, with its own arguments after --: whichdevice diagnose train.py -- --epochs 1",
+        )
+    if not path.is_file():
+        raise UsageError("SCRIPT", f"'{words[0]}' is not a file", "Pass the path of your training script")
+    job: dict[str, Any] = {"script": str(path), "args": list(words[1:])}
+    if path.suffix == ".ipynb":
+        try:
+            job["source"] = script_workload.notebook_source(path)
+        except (ValueError, OSError, UnicodeDecodeError, TypeError, AttributeError) as e:
+            raise UsageError(
+                "SCRIPT",
+                f"'{path}' cannot be read as a notebook ({type(e).__name__}: {str(e)[:120]})",
+                f"Convert it first: `jupyter nbconvert --to script {path.name}`, then diagnose the .py it writes",
+            ) from None
+    return job
+
+
+def plan(
+    words: list[str],
+    given: dict[str, str | None],
+    budget: str | None,
+    device: str | None,
+    cpu_threads: str | None,
+    memory_limit: str | None,
+    out: Path,
+    json_path: Path | None,
+    plan_class: Any,
+) -> Any:
+    """The checked plan of ``diagnose SCRIPT``: the options, then the pre-flight (one run of the
+    script on the CPU, a refusal being one line and exit 2), then the cases sized to the budget."""
+    job = _job(words)
+    for option, value in given.items():
+        if value is not None:
+            raise UsageError(
+                option,
+                "does not go with a SCRIPT: the script's own model, data and batch are measured",
+                f"Leave {option} out, or diagnose a model function with --model FILE.py:FUNCTION",
+            )
+    budget_s = parse_budget(budget)
+    wanted = experiment.parse_device_filter(device)
+    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
+    memory_bytes = parse_memory_limit(memory_limit)
+    json_file, _ = record_paths(out, json_path, "diagnose")
+    name = escape(Path(job["script"]).name)
+    err_console.print(f"Running {name} once on the CPU to find its training step (pre-flight)…")
+    facts = scriptplan.preflight(job, budget_s)
+    experiment.require_installed(facts["framework"])
+    err_console.print(
+        f"Found {escape(str(facts['entry']))} ({escape(str(facts.get('model')))}, batch {facts['batch']}, "
+        f"{escape(facts['framework'])}): a step took {facts['step_s'] * 1e3:.3g} ms, the imports and data loading "
+        f"{facts['setup_s']:.1f} s."
+    )
+    sizing = scriptplan.size(facts, budget_s, gpu=True)
+    user = scriptplan.user_params(job, facts)
+    return plan_class(
+        model=" ".join([job["script"], *job["args"]]),
+        data=None,
+        user=user,
+        batch=int(facts["batch"] or 0),
+        samples=int(facts["batch"] or 0) * scriptplan.STEPS,
+        budget_s=budget_s,
+        devices_wanted=wanted,
+        cpu_threads=threads,
+        json_file=str(json_file.absolute()),
+        command=command_line(),
+        memory_limit_bytes=memory_bytes,
+        sizing=sizing,
+        framework=facts["framework"],
+    )

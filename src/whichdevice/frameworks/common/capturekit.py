@@ -1,0 +1,195 @@
+"""What every script capture shares (issue #41, the contract in ``frameworks/contracts.py``).
+
+- :func:`after_import`: run a patch the moment the script's own ``import NAME`` ends (at once if
+  it is already imported), so installing a capture imports no framework a script does not use;
+- :class:`StepClock`: a loop's step boundaries -> warm-up and timed steps, the wait for data
+  between steps, and the result dict of the contract (:func:`result`), handed to the sink once;
+- ``T0``: when the script child started (``measure/scriptchild.py`` sets it), from which a
+  result's ``setup_s`` (imports and data loading, shown apart) is counted.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
+
+T0 = time.perf_counter()  # the script child's start (scriptchild sets it before the script runs)
+# Which capture owns this run once one has started measuring (e.g. "keras.Model.fit"): another
+# framework's hooks (torch's backward() inside Keras' torch trainer) then stay out of the way.
+OWNER: list[str] = []
+# When each watched framework's import finished (seconds since T0; 0.0: imported before the script
+# ran, as in a measuring child): the script's set-up less its imports is its data loading.
+IMPORTED: dict[str, float] = {}
+# Called when the script ends on its own before a capture had all its steps (a short script: 2
+# epochs of 8 batches): each hands over the steps it has, if any (``scriptrun.execute``).
+FINISHERS: list[Callable[[], None]] = []
+
+
+def now() -> float:
+    return time.perf_counter()
+
+
+def since_start() -> float:
+    return time.perf_counter() - T0
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Stays first on ``sys.meta_path`` until the module is really imported: a ``find_spec`` that
+    only asks whether it exists (TensorFlow asks for ``keras`` so) must not end the watch."""
+
+    def __init__(self, name: str, install: Callable[[Any], None]) -> None:
+        self.name = name
+        self.install = install
+        self.busy = False
+
+    def find_spec(self, fullname, path, target=None):  # type: ignore[no-untyped-def]
+        if fullname != self.name or self.busy:
+            return None
+        self.busy = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self.busy = False
+        if spec is None or spec.loader is None:
+            return spec
+        loader, finder = spec.loader, self
+        orig_exec = loader.exec_module
+
+        def exec_module(module):  # type: ignore[no-untyped-def]
+            orig_exec(module)
+            IMPORTED.setdefault(finder.name, since_start())
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
+                _safely(finder.install, module)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def _safely(install: Callable[[Any], None], module: Any) -> None:
+    try:
+        install(module)
+    except Exception:  # a patch that fails must not stop the script: the capture sees less, says why
+        traceback.print_exc(file=sys.__stderr__)
+
+
+def after_import(name: str, install: Callable[[Any], None]) -> None:
+    """Call ``install(module)`` once ``import name`` has finished (now, if it already has)."""
+    if name in sys.modules:
+        IMPORTED.setdefault(name, 0.0)
+        _safely(install, sys.modules[name])
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, install))
+
+
+def result(
+    spec: CaptureSpec,
+    *,
+    status: str = "ok",
+    entry: str | None = None,
+    variant: str | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """A result dict of the contract, every field present (defaults: nothing measured)."""
+    out: dict[str, Any] = {
+        "status": status,
+        "entry": entry,
+        "variant": variant or spec.variant,
+        "applied": status == "ok",
+        "why_not": None,
+        "step_s": [],
+        "warmup_s": [],
+        "samples_per_step": None,
+        "batch_size": None,
+        "setup_s": None,
+        "data_wait_s": [],
+        "h2d": {"count": 0, "bytes": 0, "pinned": 0},
+        "syncs": {"count": 0, "s": 0.0},
+        "model": None,
+    }
+    out.update(fields)
+    return out
+
+
+class StepClock:
+    """A user's loop timed at its step boundaries: ``begin()`` where a step's work starts (a
+    GradientTape opened, a compiled step called), ``end()`` where it is done (the optimizer
+    applied its gradients). A step's time runs from the previous step's end to this one's, so
+    it holds the loop's own work between steps (fetching the next batch) as the user's epoch
+    does; that part alone is ``data_wait_s``. ``sync`` is called before each reading (a GPU's
+    queued work finished). After ``warmup + steps`` steps, or past the deadline with at least
+    two timed steps, ``end()`` hands the result to the sink and raises ``CaptureDone``."""
+
+    def __init__(
+        self,
+        spec: CaptureSpec,
+        sink: Callable[[dict], None],
+        entry: str,
+        sync: Callable[[], None] | None = None,
+        info: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
+        self.spec, self.sink, self.entry = spec, sink, entry
+        self.sync = sync or (lambda: None)
+        self.info = info or (lambda: {})
+        self.ends: list[float] = []
+        self.waits: list[float] = []
+        self.began: float | None = None
+        self.first_begin: float | None = None
+        self.done = False
+        FINISHERS.append(self.flush)
+
+    def flush(self) -> None:
+        """The script ended first: hand over the steps timed so far (at least one past the warm-up)."""
+        if not self.done and len(self.ends) > self.spec.warmup_steps:
+            self.finish()
+
+    def begin(self, at: float | None = None) -> None:
+        if self.began is not None:
+            return  # inside a step already (a second tape, a nested call)
+        t = now() if at is None else at
+        self.began = t
+        if self.first_begin is None:
+            self.first_begin = t
+        elif self.ends:
+            self.waits.append(t - self.ends[-1])
+
+    def end(self) -> None:
+        self.sync()
+        t = now()
+        if self.first_begin is None:
+            self.first_begin = t
+        self.ends.append(t)
+        self.began = None
+        timed = len(self.ends) - self.spec.warmup_steps
+        late = since_start() > self.spec.deadline_s and timed >= 3
+        if timed >= self.spec.steps or late:
+            self.finish()
+
+    def steps(self) -> list[float]:
+        start = self.first_begin if self.first_begin is not None else T0
+        edges = [start, *self.ends]
+        return [b - a for a, b in zip(edges, edges[1:])]
+
+    def finish(self) -> None:
+        self.done = True
+        all_steps = self.steps()
+        w = min(self.spec.warmup_steps, max(0, len(all_steps) - 1))
+        self.sink(
+            result(
+                self.spec,
+                entry=self.entry,
+                warmup_s=all_steps[:w],
+                step_s=all_steps[w:],
+                setup_s=(self.first_begin or now()) - T0,
+                data_wait_s=self.waits[w:],
+                **self.info(),
+            )
+        )
+        raise CaptureDone()

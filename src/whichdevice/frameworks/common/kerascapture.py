@@ -1,0 +1,179 @@
+"""Keras' training entry points captured in the user's own script (issue #41), on every backend.
+
+``install(spec, sink)`` (each Keras framework's ``capture.py``) patches, once the script imports
+Keras:
+
+- ``Model.compile``: the user's own compile arguments are kept, so steps_per_execution and
+  jit_compile are measured by recompiling with exactly them plus the one setting changed;
+- ``Model.fit``: the first call hands over the compiled model, the user's data (arrays, dicts,
+  tf.data, a PyDataset, a generator), batch size and callbacks. ``kerasfit.FitMeasure`` then
+  times ``spec.variant`` and ``spec.also`` on those objects, in turns, and the script ends
+  there (``CaptureDone``): no script runs to the end of its epochs;
+- ``Model.train_on_batch`` and ``Optimizer.apply_gradients`` (a custom loop: a GradientTape with
+  ``optimizer.apply_gradients``): each call ends a step of the user's loop
+  (``capturekit.StepClock``). TensorFlow's own hooks (the tape, a compiled ``tf.function`` step,
+  ``Dataset.batch``) are in ``frameworks/tensorflow/capture.py``.
+
+A mixed-precision variant (``precision:mixed_float16``) sets Keras' global policy right after
+the import, before the script builds its model: it is a child of its own.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from whichdevice.frameworks.common import capturekit
+from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
+
+ENTRY_FIT = "keras.Model.fit"
+ENTRY_TRAIN_ON_BATCH = "keras.Model.train_on_batch"
+ENTRY_TAPE = "tf.GradientTape+apply_gradients"
+
+
+@dataclass
+class KerasState:
+    """What the patches share in one script child."""
+
+    spec: CaptureSpec
+    sink: Callable[[dict], None]
+    compiled: dict[int, dict[str, Any]] = field(default_factory=dict)  # id(model) -> compile kwargs
+    inside_fit: bool = False  # our own fit turns: every hook passes through
+    clock: capturekit.StepClock | None = None
+    entry: str | None = None
+    batch_sizes: list[int] = field(default_factory=list)  # tf.data Dataset.batch calls seen
+    batch_patched: bool = False  # the batch variant applied at Dataset.batch (a loop's data)
+    traced_apply: bool = False  # apply_gradients met while a tf.function traced
+    step_fns: set[int] = field(default_factory=set)  # tf.functions whose calls are steps
+    model_name: str | None = None
+    sync: Callable[[], None] = field(default=lambda: None)
+    tape_began: float | None = None  # a GradientTape opened before any step ended (the first step's start)
+
+    def loop_clock(self, entry: str) -> capturekit.StepClock | None:
+        """The loop's clock, started by the first entry point reached (None: Keras' fit owns the run)."""
+        if self.inside_fit or (capturekit.OWNER and capturekit.OWNER[0] != entry):
+            return None
+        if self.clock is None:
+            capturekit.OWNER.append(entry)
+            self.entry = entry
+            self.clock = capturekit.StepClock(self.spec, self.sink, entry, self.sync, self.loop_info)
+            if self.tape_began is not None and entry == ENTRY_TAPE:
+                self.clock.begin(at=self.tape_began)
+        return self.clock
+
+    def loop_info(self) -> dict[str, Any]:
+        batch = self.batch_sizes[0] if len(set(self.batch_sizes)) == 1 else None
+        return {
+            "batch_size": batch,
+            "samples_per_step": batch,
+            "model": self.model_name,
+            "applied": self.spec.fix != "batch" or self.batch_patched,
+        }
+
+
+def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> KerasState:
+    """Patch Keras once the script imports it. Returns the shared state (TensorFlow's capture
+    adds its own hooks to it)."""
+    st = KerasState(spec, sink)
+    capturekit.after_import("keras", lambda keras: _patch(keras, st))
+    return st
+
+
+def _patch(keras: Any, st: KerasState) -> None:
+    if st.spec.fix == "precision" and st.spec.value and st.spec.value != "float32":
+        keras.mixed_precision.set_global_policy(st.spec.value)
+    if st.spec.device == "gpu" or keras.backend.backend() == "jax":  # JAX dispatches asynchronously on a CPU too
+        st.sync = _backend_sync(keras)
+    model_cls = keras.Model
+    orig_compile, orig_fit, orig_tob = model_cls.compile, model_cls.fit, model_cls.train_on_batch
+
+    @functools.wraps(orig_compile)
+    def compile(self, *args, **kwargs):  # noqa: ANN001, ANN202
+        if not st.inside_fit:
+            st.compiled[id(self)] = _compile_kwargs(orig_compile, self, args, kwargs)
+        return orig_compile(self, *args, **kwargs)
+
+    @functools.wraps(orig_fit)
+    def fit(self, *args, **kwargs):  # noqa: ANN001, ANN202
+        if st.inside_fit or (capturekit.OWNER and capturekit.OWNER[0] != ENTRY_FIT):
+            return orig_fit(self, *args, **kwargs)
+        capturekit.OWNER.append(ENTRY_FIT)
+        from whichdevice.frameworks.common import kerasfit
+
+        measure = kerasfit.FitMeasure(keras, self, orig_fit, args, kwargs, st)
+        for r in measure.run():
+            st.sink(r)
+        raise CaptureDone()
+
+    @functools.wraps(orig_tob)
+    def train_on_batch(self, *args, **kwargs):  # noqa: ANN001, ANN202
+        clock = st.loop_clock(ENTRY_TRAIN_ON_BATCH)
+        if clock is None:
+            return orig_tob(self, *args, **kwargs)
+        st.model_name = type(self).__name__
+        _note_batch(st, args[0] if args else kwargs.get("x"))
+        clock.begin()
+        out = orig_tob(self, *args, **kwargs)
+        clock.end()
+        return out
+
+    model_cls.compile, model_cls.fit, model_cls.train_on_batch = compile, fit, train_on_batch
+    _patch_optimizer(keras, st)
+
+
+def _patch_optimizer(keras: Any, st: KerasState) -> None:
+    """``optimizer.apply_gradients`` outside fit ends a step of the user's loop; met while a
+    ``tf.function`` traces, it marks that function as the step (TensorFlow's capture times it)."""
+    cls = keras.optimizers.Optimizer
+    orig = cls.apply_gradients
+
+    @functools.wraps(orig)
+    def apply_gradients(self, *args, **kwargs):  # noqa: ANN001, ANN202
+        if st.inside_fit or (capturekit.OWNER and capturekit.OWNER[0] not in (ENTRY_TAPE,)):
+            return orig(self, *args, **kwargs)
+        if _tracing():
+            st.traced_apply = True
+            return orig(self, *args, **kwargs)
+        clock = st.loop_clock(ENTRY_TAPE)
+        out = orig(self, *args, **kwargs)
+        if clock is not None:
+            clock.end()
+        return out
+
+    cls.apply_gradients = apply_gradients
+
+
+def _tracing() -> bool:
+    import sys
+
+    tf = sys.modules.get("tensorflow")
+    return bool(tf is not None and tf.inside_function())
+
+
+def _note_batch(st: KerasState, x: Any) -> None:
+    if st.batch_sizes:
+        return
+    import keras
+
+    leaves = keras.tree.flatten(x) if x is not None else []
+    shape = getattr(leaves[0], "shape", None) if leaves else None
+    if shape:
+        st.batch_sizes.append(int(shape[0]))
+
+
+def _compile_kwargs(orig_compile: Any, model: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+    import inspect
+
+    bound = inspect.signature(orig_compile).bind(model, *args, **kwargs)
+    return {k: v for k, v in bound.arguments.items() if k not in ("self", "kwargs")} | dict(
+        bound.arguments.get("kwargs") or {}
+    )
+
+
+def _backend_sync(keras: Any) -> Callable[[], None]:
+    from whichdevice.frameworks.common.steptimer import _backend_sync_fn
+
+    fn = _backend_sync_fn(None)
+    return lambda: fn()

@@ -1,0 +1,320 @@
+"""The user's ``model.fit`` measured on its own objects (issue #41; ``kerascapture`` calls it).
+
+:class:`FitMeasure` holds what the script's first ``fit`` call handed over (the compiled model,
+its data, batch size and callbacks) and times each variant of the child's spec on it, in turns
+(A B C | C B A): every turn is a real ``fit`` of a few steps with the user's callbacks plus a
+timer, ``verbose=0`` and without validation (it runs once per epoch, not per step). A variant:
+
+- ``baseline`` (and ``steps_per_execution:1``, ``jit_compile`` at the user's own value, ``prefetch:off``,
+  ``precision:float32``: the same configuration, measured as members of their own);
+- ``batch:K``: the user's data re-batched: ``batch_size=K`` for arrays and dicts of arrays,
+  ``dataset.rebatch(K)`` for a batched tf.data dataset (a PyDataset or a generator makes its own
+  batches: not applicable);
+- ``steps_per_execution:K``, ``jit_compile:true|false``: the model recompiled with the user's own
+  compile arguments and that one setting (each configuration's compiled state kept, so switching
+  back costs no new trace);
+- ``prefetch``: ``.prefetch(AUTOTUNE)`` on the user's tf.data dataset (when it has none);
+- ``sync:each``: the loss read back after every step (a callback), as a loop printing it would.
+
+A step's time: the gap between Keras' batch-begin callbacks (an execution of ``steps_per_execution``
+steps when that is above 1; ``samples_per_step`` then counts its samples). The first step of each
+turn (a new data iterator) is kept with the warm-up, never with the timed steps.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from whichdevice.frameworks.common import capturekit
+from whichdevice.frameworks.common.kerascapture import ENTRY_FIT, KerasState
+
+TURNS = 2  # turns per variant: A B C | C B A
+# What compile() sets that a configuration's compiled state is made of (keras/src/trainers/trainer.py).
+COMPILED_STATE = (
+    "optimizer",
+    "_compile_loss",
+    "loss",
+    "_compile_metrics",
+    "_jit_compile",
+    "_run_eagerly",
+    "_loss_tracker",
+    "steps_per_execution",
+    "train_function",
+    "_compiled_trainable_state",
+    "compiled",
+    "_compile_config",
+)
+_RUN_ONLY = ("steps_per_execution:1", "prefetch:off", "precision:float32", "baseline")
+
+
+@dataclass
+class _Config:
+    """One variant on the user's objects: the data to fit on, the compile settings changed, extra callbacks."""
+
+    name: str
+    x: Any
+    y: Any
+    batch: int
+    compile: dict[str, Any] = field(default_factory=dict)
+    sync_each: bool = False
+    why_not: str | None = None
+    steps: list[float] = field(default_factory=list)
+    warmup: list[float] = field(default_factory=list)
+    error: str | None = None
+
+
+class FitMeasure:
+    def __init__(self, keras: Any, model: Any, orig_fit: Any, args: tuple, kwargs: dict, st: KerasState) -> None:
+        self.keras, self.model, self.orig_fit, self.st = keras, model, orig_fit, st
+        bound = inspect.signature(orig_fit).bind(model, *args, **kwargs)
+        bound.apply_defaults()
+        self.call = dict(bound.arguments)
+        self.call.pop("self", None)
+        self.x: Any = self.call.get("x")
+        self.y: Any = self.call.get("y")
+        self.data_kind = _data_kind(self.x)
+        if self.data_kind == "generator":  # peek one batch (for its size), then hand it back first
+            gen: Any = self.x
+            first = next(gen)
+            self.x = itertools.chain([first], gen)
+            self._first = first
+        self.batch = self._user_batch()
+        self.n_samples = self._samples()
+        self.spe_user = int(getattr(model, "steps_per_execution", 1) or 1)
+        self.states: dict[tuple, dict[str, Any]] = {(): self._snapshot()}
+
+    # ------------------------------------------------------------------ what the user handed over
+    def _user_batch(self) -> int:
+        if self.data_kind == "arrays":
+            return int(self.call.get("batch_size") or 32)
+        try:
+            if self.data_kind == "tfdata":
+                first = next(iter(self.x.take(1)))
+            elif self.data_kind == "pydataset":
+                first = self.x[0]
+            else:
+                first = self._first
+            leaf = self.keras.tree.flatten(first)[0]
+            return int(leaf.shape[0])
+        except Exception:  # noqa: BLE001 (an unknown batch is said as such: samples/s not claimed)
+            return 0
+
+    def _samples(self) -> int | None:
+        """The samples in the user's arrays (None for other data)."""
+        if self.data_kind != "arrays" or self.x is None:
+            return None
+        try:
+            return int(len(self.keras.tree.flatten(self.x)[0]))
+        except Exception:  # noqa: BLE001
+            return None
+
+    def _snapshot(self) -> dict[str, Any]:
+        return {k: self.model.__dict__[k] for k in COMPILED_STATE if k in self.model.__dict__}
+
+    def config(self, name: str) -> _Config:
+        c = _Config(name, self.x, self.y, self.batch)
+        fix, _, value = name.partition(":")
+        if name in _RUN_ONLY or (fix == "jit_compile" and _bool(value) == self._jit_user()):
+            return c
+        if fix == "batch":
+            return self._rebatched(c, int(value))
+        if fix in ("steps_per_execution", "jit_compile"):
+            return self._recompiled(c, fix, value)
+        if fix == "prefetch":
+            return self._prefetched(c)
+        if fix == "sync":
+            c.sync_each = True
+            if self.keras.backend.backend() == "tensorflow":
+                c.why_not = "Keras on TensorFlow already reads the logs back after every batch"
+            return c
+        c.why_not = f"{name} is not a Keras fit variant"
+        return c
+
+    def _jit_user(self) -> bool:
+        return bool(self.model.__dict__.get("_jit_compile") or False)
+
+    def _rebatched(self, c: _Config, k: int) -> _Config:
+        c.batch = k
+        if self.data_kind == "arrays":
+            return c
+        if self.data_kind == "tfdata" and not self.st.batch_patched:
+            try:
+                c.x = self.x.rebatch(k)
+            except Exception as e:  # noqa: BLE001
+                c.why_not = f"your tf.data dataset could not be re-batched ({type(e).__name__}: {str(e)[:120]})"
+            return c
+        c.why_not = (
+            f"your {self.data_kind} makes its own batches (of {self.batch}): set the batch size where you build it"
+        )
+        return c
+
+    def _recompiled(self, c: _Config, fix: str, value: str) -> _Config:
+        if id(self.model) not in self.st.compiled:
+            c.why_not = "the model was compiled before whichdevice could see its compile arguments"
+        elif self.keras.backend.backend() == "torch":
+            c.why_not = "steps_per_execution and jit_compile are not measured on Keras' torch backend"
+        elif fix == "steps_per_execution" and self.spe_user != 1:
+            c.why_not = f"your compile already sets steps_per_execution={self.spe_user}"
+        else:
+            c.compile = {fix: int(value) if fix == "steps_per_execution" else _bool(value)}
+        return c
+
+    def _prefetched(self, c: _Config) -> _Config:
+        if self.data_kind != "tfdata":
+            c.why_not = "prefetch is a tf.data setting; your data is not a tf.data dataset"
+        elif _prefetches(self.x):
+            c.why_not = "your tf.data pipeline already prefetches"
+        else:
+            import tensorflow as tf
+
+            c.x = self.x.prefetch(tf.data.AUTOTUNE)
+        return c
+
+    # ------------------------------------------------------------------ measuring
+    def run(self) -> list[dict[str, Any]]:
+        spec = self.st.spec
+        configs = [self.config(v) for v in (spec.variant, *spec.also)]
+        live = [c for c in configs if c.why_not is None]
+        per_turn = max(2, math.ceil(spec.steps / TURNS) + 1)
+        setup = capturekit.since_start()
+        order = live + live[::-1]
+        for i, c in enumerate(order):
+            if capturekit.since_start() > spec.deadline_s and i >= len(live):
+                break
+            first = c not in order[:i]
+            k = int(c.compile.get("steps_per_execution") or self.spe_user)
+            # executions of k steps: a few per turn when k > 1 (each is one sample)
+            execs = per_turn if k == 1 else max(3, per_turn // k + 1)
+            self._turn(c, execs + (spec.warmup_steps if first else 0), first)
+        self._activate(())
+        return [self._result(c, setup) for c in configs]
+
+    def _activate(self, key: tuple) -> None:
+        """The compiled state of configuration ``key`` (compile settings), compiled the first time."""
+        if key in self.states:
+            self.model.__dict__.update(self.states[key])
+            return
+        self.model.__dict__.update(self.states[()])
+        kwargs = {**self.st.compiled[id(self.model)], "optimizer": self.model.optimizer, **dict(key)}
+        self.st.inside_fit = True  # our own compile: the user's arguments stay as they were
+        try:
+            self.model.compile(**kwargs)
+        finally:
+            self.st.inside_fit = False
+
+    def _turn(self, c: _Config, steps: int, first: bool) -> None:
+        if c.error:
+            return
+        key = tuple(sorted(c.compile.items()))
+        self._activate(key)
+        k = int(c.compile.get("steps_per_execution") or self.spe_user)
+        timer = _timer(self.keras, self.st.sync, c.sync_each)
+        self.st.inside_fit = True
+        try:
+            self.orig_fit(self.model, **self._fit_args(c, steps * k, timer))
+        except Exception as e:  # noqa: BLE001 (this variant failed; the others go on)
+            c.error = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300] if str(e).strip() else ''}"
+            return
+        finally:
+            self.st.inside_fit = False
+        self.states[key] = self._snapshot()
+        gaps = [b - a for a, b in zip(timer.t, timer.t[1:])]
+        w = self.st.spec.warmup_steps if first else 1
+        c.warmup += gaps[:w]
+        c.steps += gaps[w:]
+
+    def _fit_args(self, c: _Config, steps: int, timer: Any) -> dict[str, Any]:
+        args = dict(self.call)
+        args.update(
+            x=c.x,
+            y=c.y,
+            epochs=1,
+            initial_epoch=0,
+            steps_per_epoch=steps,
+            verbose=0,
+            validation_data=None,
+            validation_split=0.0,
+            callbacks=[*(self.call.get("callbacks") or []), timer],
+        )
+        if self.data_kind == "arrays":
+            args["batch_size"] = c.batch
+            if self.n_samples:  # never past the data's end (Keras would stop the epoch with a warning)
+                args["steps_per_epoch"] = min(steps, max(1, -(-self.n_samples // c.batch)))
+        for k in ("kwargs",):
+            args.pop(k, None)
+        return args
+
+    def _result(self, c: _Config, setup: float) -> dict[str, Any]:
+        spec = self.st.spec
+        k = int(c.compile.get("steps_per_execution") or self.spe_user)
+        base: dict[str, Any] = {
+            "entry": ENTRY_FIT,
+            "variant": c.name,
+            "model": type(self.model).__name__,
+            "batch_size": c.batch or None,
+            "samples_per_step": c.batch * k if c.batch else None,
+            "setup_s": setup,
+            "data": self.data_kind,
+            "steps_per_execution": k,
+            "backend": self.keras.backend.backend(),
+            "samples": self.n_samples,
+        }
+        if c.why_not is not None:
+            return capturekit.result(spec, status="not_applicable", why_not=c.why_not, **base)
+        if c.error is not None:
+            return capturekit.result(spec, status="error", error=c.error, **base)
+        return capturekit.result(spec, warmup_s=c.warmup, step_s=c.steps, **base)
+
+
+def _timer(keras: Any, sync: Any, sync_each: bool) -> Any:
+    class Timer(keras.callbacks.Callback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.t: list[float] = []
+
+        def on_train_batch_begin(self, batch, logs=None):  # noqa: ANN001, ANN201
+            sync()
+            self.t.append(capturekit.now())
+
+        def on_epoch_end(self, epoch, logs=None):  # noqa: ANN001, ANN201
+            sync()
+            self.t.append(capturekit.now())
+
+    class ReadEach(Timer):
+        def on_train_batch_end(self, batch, logs=None):  # noqa: ANN001, ANN201
+            if logs and "loss" in logs:
+                float(logs["loss"])
+
+    return ReadEach() if sync_each else Timer()
+
+
+def _data_kind(x: Any) -> str:
+    import sys
+
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and isinstance(x, tf.data.Dataset):
+        return "tfdata"
+    if inspect.isgenerator(x) or (hasattr(x, "__next__") and not hasattr(x, "__getitem__")):
+        return "generator"
+    keras = sys.modules["keras"]
+    if isinstance(x, keras.utils.PyDataset):
+        return "pydataset"
+    return "arrays"
+
+
+def _prefetches(ds: Any) -> bool:
+    seen = 0
+    while ds is not None and seen < 64:
+        if "Prefetch" in type(ds).__name__:
+            return True
+        ds = getattr(ds, "_input_dataset", None)
+        seen += 1
+    return False
+
+
+def _bool(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "yes", "on")

@@ -1,0 +1,168 @@
+"""Capture of a user's PyTorch training script (issue #41, ``whichdevice diagnose SCRIPT.py``).
+
+``install(spec, sink)`` runs in the script's child (``measure/scriptchild.py``) before the script
+(contract in ``frameworks/contracts.py``: ``CaptureSpec``, ``CaptureDone``). It imports nothing of
+torch: ``capturekit.after_import`` waits for the script's own ``import torch``, then the entry
+points are patched (``capture_hooks.py``). The script's loop is timed step by step:
+
+- the entry is ``torch.optim.Optimizer.step`` (torch's global step hooks), or
+  ``torch.Tensor.backward`` where no optimizer exists (a manual ``p.data -= lr * p.grad``);
+- a step boundary is the end of a step of the first optimizer to step: several networks with
+  their optimizers (a GAN) stepping in one iteration are one step;
+- the device is synchronized at each boundary on a GPU (never on the CPU), then the clock read;
+- the first step runs from the first call of a module with parameters to the first boundary
+  (what comes before it, imports and data loading, is ``setup_s``), then the warm-up steps,
+  then the timed ones. With its steps (or past its deadline) the capture calls ``sink`` with
+  the result and raises ``CaptureDone``.
+
+Per timed step it also counts what the script does: the time its DataLoader's ``__next__`` took
+(``data_wait_s``), its host-to-device copies (``h2d``: ``Tensor.to``/``.cuda`` from the
+script's code) and its host reads (``syncs``: ``.item()``, ``.tolist()``, ``.numpy()``,
+``float(t)``, and ``.cpu()`` of a device tensor). A variant ("batch:64", "autocast", ...) is
+applied by the hooks; one that does not fit the script gives ``not_applicable`` at its first
+step, with the reason.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from whichdevice.frameworks.common import capturekit
+from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
+from whichdevice.frameworks.torch import capture_hooks as hooks
+
+ENTRY_STEP, ENTRY_BACKWARD = hooks.ENTRY_STEP, hooks.ENTRY_BACKWARD
+WATCHED = (ENTRY_STEP, ENTRY_BACKWARD)
+_perf = time.perf_counter
+
+
+@dataclass
+class Capture:
+    """What one child measured so far (one per script run)."""
+
+    spec: CaptureSpec
+    sink: Callable[[dict], None]
+    torch: Any = None
+    entry: str | None = None
+    lead: Any = None  # the optimizer whose step ends a step (the first to step)
+    optimizers: int = 0  # optimizers the script created
+    entry_calls: int = 0  # calls of the entry point in the timed steps (a GAN: 2 a step)
+    first_call: float | None = None  # first call of a module with parameters: the first step starts
+    last: float | None = None  # the last step boundary
+    warmup_s: list[float] = field(default_factory=list)
+    step_s: list[float] = field(default_factory=list)
+    data_wait_s: list[float] = field(default_factory=list)
+    wait_now: float = 0.0  # DataLoader.__next__ time since the last boundary
+    timing: bool = False  # the timed steps have begun: copies and reads are counted
+    h2d: dict[str, int] = field(default_factory=lambda: {"count": 0, "bytes": 0, "pinned": 0})
+    syncs: dict[str, float] = field(default_factory=lambda: {"count": 0, "s": 0.0})
+    modules: list[Any] = field(default_factory=list)  # top-level modules with parameters, by first call
+    trained: list[Any] = field(default_factory=list)  # those the step trains
+    loader: Any = None  # the DataLoader iterated last before a step
+    samples: int | None = None  # rows of the last batch the DataLoader gave
+    why_not: str | None = None  # a variant found not to fit before the first step
+    done: bool = False
+
+
+def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
+    """Patch torch's entry points for ``spec`` as soon as the script imports torch (at once if it
+    is imported already). ``sink`` receives the one result dict."""
+    cap = Capture(spec=spec, sink=sink)
+    capturekit.FINISHERS.append(lambda: _script_ended(cap))  # a short script: the steps it ran
+    capturekit.after_import("torch", lambda torch: hooks.install(torch, cap, _HANDLERS))
+
+
+# ------------------------------------------------------------------ steps
+
+
+def first_step(cap: Capture, entry: str, optimizer: Any = None) -> None:
+    """The first entry-point call: the entry, the modules it trains, whether the variant fits
+    (``not_applicable`` at once if not) and the variants applied from the second step on."""
+    cap.entry, cap.lead = entry, optimizer
+    capturekit.OWNER.append(entry)
+    if cap.first_call is None:  # no module (an optimizer over plain tensors): the step starts here
+        cap.first_call = _perf()
+        cap.timing = hooks.warmup_steps(cap) == 0
+    cap.trained = hooks.trained_modules(cap)
+    why = cap.why_not or hooks.why_not(cap)
+    if why:
+        _send(cap, "not_applicable", why_not=why)
+    hooks.after_first_step(cap)
+
+
+def boundary(cap: Capture) -> None:
+    """A step ended: the device synchronized (GPU), the step's time kept as warm-up or timed; the
+    result sent once the timed steps are in or the deadline passed."""
+    if cap.done:
+        return
+    hooks.sync(cap)
+    now = _perf()
+    start = cap.last if cap.last is not None else (cap.first_call or now)
+    spec = cap.spec
+    warmup = hooks.warmup_steps(cap)
+    if len(cap.warmup_s) < warmup:
+        cap.warmup_s.append(now - start)
+    else:
+        cap.step_s.append(now - start)
+        cap.data_wait_s.append(cap.wait_now)
+    cap.wait_now = 0.0
+    cap.last = now
+    cap.timing = len(cap.warmup_s) >= warmup
+    if len(cap.step_s) >= spec.steps:
+        _send(cap, "ok", stopped="steps")
+    elif len(cap.step_s) >= 3 and capturekit.since_start() > spec.deadline_s:
+        _send(cap, "ok", stopped="deadline")
+
+
+def _send(cap: Capture, status: str, *, why_not: str | None = None, stopped: str | None = None) -> None:
+    """Hand the result to the child and stop the script (``CaptureDone`` passes the script's
+    ``except Exception``)."""
+    cap.done = True
+    cap.sink(result(cap, status, why_not, stopped))
+    raise CaptureDone()
+
+
+def result(cap: Capture, status: str, why_not: str | None, stopped: str | None) -> dict:
+    """The result dict of the contract (``capturekit.result``). ``data_wait_s``
+    is the time in the DataLoader's ``__next__`` per step, empty when no DataLoader feeds the loop
+    (the script makes its batches inside its steps). Beyond the contract, what the parent plans
+    from: the DataLoader's settings in the script, whether the model has 2-d convolutions, the
+    entry point's calls in the timed steps (a GAN's two optimizers: two a step)."""
+    first = cap.first_call if cap.first_call is not None else _perf()
+    return capturekit.result(
+        cap.spec,
+        status=status,
+        entry=cap.entry,
+        applied=status == "ok",
+        why_not=why_not,
+        step_s=list(cap.step_s),
+        warmup_s=list(cap.warmup_s),
+        samples_per_step=cap.samples,
+        batch_size=hooks.loader_batch(cap.loader),
+        setup_s=max(0.0, first - capturekit.T0),
+        data_wait_s=list(cap.data_wait_s) if cap.loader is not None else [],
+        h2d=dict(cap.h2d),
+        syncs={"count": int(cap.syncs["count"]), "s": float(cap.syncs["s"])},
+        model="+".join(type(m).__name__ for m in cap.trained) or None,
+        entry_calls=cap.entry_calls,
+        data_source="DataLoader" if cap.loader is not None else None,
+        loader=hooks.loader_settings(cap.loader),
+        conv2d=hooks.has_conv2d(cap),
+        stopped=stopped,
+    )
+
+
+def _script_ended(cap: Capture) -> None:
+    """The script ended on its own before the timed steps were in: send the steps it ran, if any."""
+    if cap.entry is not None and not cap.done and cap.step_s:
+        _send(cap, "ok", stopped="script end")
+
+
+def _not_applicable(cap: Capture, why: str) -> None:
+    _send(cap, "not_applicable", why_not=why)
+
+
+_HANDLERS = hooks.Handlers(first_step=first_step, boundary=boundary, not_applicable=_not_applicable)

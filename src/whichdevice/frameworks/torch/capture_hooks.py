@@ -1,0 +1,403 @@
+"""The patches of ``capture.py`` (issue #41), installed right after the script's ``import torch``.
+
+Each ``hook_*`` patches one family of entry points and keeps what it sees in the ``Capture``:
+
+- :func:`hook_steps`: torch's global optimizer step hooks (``register_optimizer_step_pre_hook`` /
+  ``..._post_hook``, every optimizer, custom ones included) and ``Optimizer.__init__`` (which
+  optimizers the script made);
+- :func:`hook_backward`: ``Tensor.backward``, the entry where no optimizer exists;
+- :func:`hook_modules`: ``nn.Module.__call__`` of the top-level modules with parameters (the first
+  step starts at the first; autocast and channels_last are applied there); removed after the
+  first step unless a variant needs it;
+- :func:`hook_loader`: ``DataLoader.__init__`` (the script's settings, the loader variants),
+  ``__iter__`` (which loader feeds the loop) and the iterator's ``__next__`` (the wait for data);
+- :func:`hook_tensors`: ``Tensor.to``/``.cuda`` (host-to-device copies) and the host reads.
+
+Copies and reads are counted only from the script's code (not torch's own: Adam reads its step
+count with ``.item()``), and only during the timed steps.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from whichdevice.frameworks.common import capturekit
+
+ENTRY_STEP = "torch.optim.Optimizer.step"
+ENTRY_BACKWARD = "torch.Tensor.backward"
+LOADER_VARIANTS = ("batch", "workers", "pin_memory", "persistent_workers")
+MODULE_VARIANTS = ("autocast", "channels_last", "compile", "cudnn_benchmark")
+VARIANTS = ("baseline", *LOADER_VARIANTS, *MODULE_VARIANTS)
+_perf = time.perf_counter
+_TORCH_DIR = ["//no torch yet//"]  # torch's own folder: calls from there are not the script's
+_OPTIMIZERS: weakref.WeakSet[Any] = weakref.WeakSet()
+_DEPTH = [0]  # nested module calls (the top-level one is the model)
+_MODULE_CALL: list[Any] = []  # nn.Module.__call__ as torch had it
+
+
+@dataclass(frozen=True)
+class Handlers:
+    """``capture.py``'s step functions (passed in: this module does not import it)."""
+
+    first_step: Callable[[Any, str, Any], None]
+    boundary: Callable[[Any], None]
+    not_applicable: Callable[[Any, str], None]
+
+
+def variant(spec: Any) -> tuple[str, str]:
+    """'batch:64' -> ('batch', '64'); 'autocast' -> ('autocast', '')."""
+    name, _, value = str(spec.variant).partition(":")
+    return name, value
+
+
+def install(torch: Any, cap: Any, on: Handlers) -> None:
+    """Every patch, on the imported torch. A variant that cannot apply on this device (or is not
+    a PyTorch one) is ``not_applicable`` at once, before the script runs a step."""
+    for name in ("torch.nn", "torch.optim", "torch.utils.data"):
+        importlib.import_module(name)
+    cap.torch = torch
+    _TORCH_DIR[0] = os.path.dirname(torch.__file__) + os.sep
+    why = device_why_not(cap.spec)
+    if why:
+        on.not_applicable(cap, why)
+    hook_steps(torch, cap, on)
+    hook_backward(torch, cap, on)
+    hook_modules(torch, cap)
+    hook_loader(torch, cap)
+    hook_tensors(torch, cap)
+
+
+def device_why_not(spec: Any) -> str | None:
+    name, _ = variant(spec)
+    if name not in VARIANTS:
+        return f"'{name}' is not a PyTorch fix (PyTorch's: {', '.join(VARIANTS[1:])})"
+    if spec.device != "gpu" and name == "pin_memory":
+        return "no GPU: pinned memory only speeds host-to-GPU copies"
+    if spec.device != "gpu" and name == "cudnn_benchmark":
+        return "no GPU: cudnn.benchmark picks cuDNN's GPU convolution algorithms"
+    return None
+
+
+def _free() -> bool:
+    """No other framework's capture measures this run (Keras' torch backend calls ``backward``
+    inside its own ``fit``, which the Keras capture times)."""
+    return not capturekit.OWNER or capturekit.OWNER[0] in (ENTRY_STEP, ENTRY_BACKWARD)
+
+
+def _from_script() -> bool:
+    """The caller of the patched method (two frames up) is not torch's own code."""
+    return not sys._getframe(2).f_code.co_filename.startswith(_TORCH_DIR[0])
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def hook_steps(torch: Any, cap: Any, on: Handlers) -> None:
+    """Global step hooks of every optimizer: the first step's pre-hook decides the entry; the post
+    hook of the first optimizer to step is the step boundary."""
+    opt = torch.optim.Optimizer
+    orig_init = opt.__init__
+
+    def init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        _OPTIMIZERS.add(self)
+        cap.optimizers += 1
+        return orig_init(self, *args, **kwargs)
+
+    def pre(optimizer, args, kwargs):  # type: ignore[no-untyped-def]
+        if cap.entry is None and not cap.done and _free():
+            on.first_step(cap, ENTRY_STEP, optimizer)
+        cap.entry_calls += cap.timing and cap.entry == ENTRY_STEP
+
+    def post(optimizer, args, kwargs):  # type: ignore[no-untyped-def]
+        if optimizer is cap.lead:
+            on.boundary(cap)
+
+    opt.__init__ = init
+    optimizer = importlib.import_module("torch.optim.optimizer")
+    optimizer.register_optimizer_step_pre_hook(pre)
+    optimizer.register_optimizer_step_post_hook(post)
+
+
+def hook_backward(torch: Any, cap: Any, on: Handlers) -> None:
+    """``Tensor.backward`` is the entry when the script made no optimizer by its first backward
+    (a manual update): its end is the step boundary."""
+    orig = torch.Tensor.backward
+
+    def backward(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if cap.entry is None and cap.optimizers == 0 and not cap.done and _free():
+            on.first_step(cap, ENTRY_BACKWARD, None)
+        cap.entry_calls += cap.timing and cap.entry == ENTRY_BACKWARD
+        out = orig(self, *args, **kwargs)
+        if cap.entry == ENTRY_BACKWARD:
+            on.boundary(cap)
+        return out
+
+    torch.Tensor.backward = backward
+
+
+def hook_modules(torch: Any, cap: Any) -> None:
+    """Top-level calls of modules with parameters: the first starts the first step; autocast and
+    channels_last wrap each (the loss, a module without parameters, is left alone)."""
+    module = torch.nn.Module
+    orig = module.__call__
+    _MODULE_CALL[:] = [orig]
+    name, value = variant(cap.spec)
+
+    def call(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if _DEPTH[0] or cap.done or next(self.parameters(), None) is None:
+            return orig(self, *args, **kwargs)
+        _top_call(cap, self)
+        _DEPTH[0] += 1
+        try:
+            if name == "channels_last":
+                args = tuple(_channels_last(torch, a) for a in args)
+            if name == "autocast":
+                return _autocast_call(cap, orig, self, args, kwargs, value)
+            return orig(self, *args, **kwargs)
+        finally:
+            _DEPTH[0] -= 1
+
+    module.__call__ = call
+
+
+def _top_call(cap: Any, m: Any) -> None:
+    """A top-level call of ``m``: the first step's start, the modules list, the variants set at
+    the model's first call (channels_last converts it; cudnn.benchmark is switched on)."""
+    if cap.first_call is None:
+        cap.first_call = _perf()
+        cap.timing = warmup_steps(cap) == 0
+        if variant(cap.spec)[0] == "cudnn_benchmark":
+            cudnn = cap.torch.backends.cudnn
+            if cudnn.benchmark:
+                cap.why_not = "the script already sets torch.backends.cudnn.benchmark = True"
+            cudnn.benchmark = True
+    if any(m is k for k in cap.modules):
+        return
+    cap.modules.append(m)
+    if variant(cap.spec)[0] == "channels_last" and _convs(cap.torch, m):
+        m.to(memory_format=cap.torch.channels_last)
+
+
+def _channels_last(torch: Any, a: Any) -> Any:
+    if isinstance(a, torch.Tensor) and a.dim() == 4:
+        return a.contiguous(memory_format=torch.channels_last)
+    return a
+
+
+def _autocast_call(cap: Any, orig: Any, m: Any, args: tuple, kwargs: dict, value: str) -> Any:
+    """The module's forward under ``torch.autocast``: bfloat16 on the CPU, float16 on a GPU
+    (bfloat16 if the variant says ``autocast:bf16``); not if the script already autocasts."""
+    torch = cap.torch
+    kind = "cuda" if cap.spec.device == "gpu" else "cpu"
+    if torch.is_autocast_enabled(kind):
+        cap.why_not = "the script already runs its model under torch.autocast"
+        return orig(m, *args, **kwargs)
+    half = kind == "cuda" and value not in ("bf16", "bfloat16")
+    with torch.autocast(kind, dtype=torch.float16 if half else torch.bfloat16):
+        return orig(m, *args, **kwargs)
+
+
+def hook_loader(torch: Any, cap: Any) -> None:
+    """DataLoader: the script's settings kept on the loader (the loader variants change them at
+    its construction), the loader the loop iterates, and its ``__next__`` timed."""
+    data = torch.utils.data
+    dataloader = importlib.import_module("torch.utils.data.dataloader")
+    orig_init, orig_iter = data.DataLoader.__init__, data.DataLoader.__iter__
+    orig_next = dataloader._BaseDataLoaderIter.__next__
+    sig = inspect.signature(orig_init)
+
+    def init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            bound = sig.bind(self, *args, **kwargs)
+        except TypeError:  # the script's own mistake: torch says it
+            return orig_init(self, *args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
+        self._whichdevice_user = user = _settings(a)
+        change = loader_change(cap.spec, user)
+        if isinstance(change, dict):
+            a.update(change)
+        return orig_init(*bound.args, **bound.kwargs)
+
+    def iter_(self):  # type: ignore[no-untyped-def]
+        cap.loader = self
+        return orig_iter(self)
+
+    def next_(self):  # type: ignore[no-untyped-def]
+        t = _perf()
+        try:
+            out = orig_next(self)
+        finally:
+            cap.wait_now += _perf() - t
+        cap.samples = _rows(torch, out) or cap.samples
+        return out
+
+    data.DataLoader.__init__, data.DataLoader.__iter__ = init, iter_
+    dataloader._BaseDataLoaderIter.__next__ = next_
+
+
+def _settings(a: dict) -> dict:
+    """The script's DataLoader settings (JSON-safe)."""
+    return {
+        "batch_size": a.get("batch_size"),
+        "batch_sampler": a.get("batch_sampler") is not None,
+        "num_workers": int(a.get("num_workers") or 0),
+        "pin_memory": bool(a.get("pin_memory")),
+        "persistent_workers": bool(a.get("persistent_workers")),
+    }
+
+
+def loader_change(spec: Any, user: dict) -> dict | str | None:
+    """The settings the variant gives a DataLoader the script built with ``user``'s, or why it
+    does not fit it; None for a variant that is not a loader's."""
+    name, value = variant(spec)
+    if name not in LOADER_VARIANTS:
+        return None
+    if name == "batch":
+        if user["batch_sampler"] or user["batch_size"] is None:
+            return "the DataLoader batches with its own batch_sampler: batch_size is not used"
+        n = int(value)
+        return {"batch_size": n} if user["batch_size"] != n else f"the script already uses batch_size={n}"
+    if name == "workers":
+        n = int(value)
+        if user["num_workers"] == n:
+            return f"the script already uses num_workers={n}"
+        return {"num_workers": n} if n else {"num_workers": 0, "persistent_workers": False, "prefetch_factor": None}
+    if user[name]:
+        return f"the script already sets {name}=True"
+    if name == "persistent_workers" and not user["num_workers"]:
+        return "the DataLoader has no worker processes (num_workers=0): there are none to keep"
+    return {name: True}
+
+
+def _rows(torch: Any, batch: Any) -> int | None:
+    """Rows of a batch: the first dimension of its first tensor."""
+    if isinstance(batch, torch.Tensor):
+        return int(batch.shape[0]) if batch.dim() else None
+    items = batch.values() if isinstance(batch, dict) else batch if isinstance(batch, (list, tuple)) else ()
+    for b in items:
+        n = _rows(torch, b)
+        if n:
+            return n
+    return None
+
+
+def hook_tensors(torch: Any, cap: Any) -> None:
+    """Host-to-device copies (``to``, ``cuda``) and host reads (``item``, ``tolist``, ``numpy``,
+    ``float(t)``; ``cpu`` of a device tensor) made by the script during the timed steps."""
+    tensor = torch.Tensor
+    for name in ("to", "cuda"):
+        setattr(tensor, name, _copy(getattr(tensor, name), cap))
+    for name in ("item", "tolist", "numpy", "__float__", "cpu"):
+        setattr(tensor, name, _read(getattr(tensor, name), cap, device_only=name == "cpu"))
+
+
+def _copy(orig: Any, cap: Any) -> Any:
+    def copy(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        out = orig(self, *args, **kwargs)
+        if cap.timing and out is not self and self.device.type == "cpu" and _on_device(out) and _from_script():
+            cap.h2d["count"] += 1
+            cap.h2d["bytes"] += int(self.nbytes)
+            cap.h2d["pinned"] += int(self.is_pinned())
+        return out
+
+    return copy
+
+
+def _on_device(t: Any) -> bool:
+    device = getattr(t, "device", None)
+    return device is not None and device.type != "cpu"
+
+
+def _read(orig: Any, cap: Any, device_only: bool) -> Any:
+    def read(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if not cap.timing or (device_only and self.device.type == "cpu") or not _from_script():
+            return orig(self, *args, **kwargs)
+        t = _perf()
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            cap.syncs["s"] += _perf() - t
+            cap.syncs["count"] += 1
+
+    return read
+
+
+# ------------------------------------------------------------------ the first step
+
+
+def trained_modules(cap: Any) -> list[Any]:
+    """The top-level modules whose parameters the optimizers hold (with no optimizer: every
+    top-level module with parameters called before the first backward)."""
+    if cap.entry != ENTRY_STEP:
+        return list(cap.modules)
+    held = {id(p) for o in list(_OPTIMIZERS) for g in o.param_groups for p in g["params"]}
+    return [m for m in cap.modules if any(id(p) in held for p in m.parameters())]
+
+
+def why_not(cap: Any) -> str | None:
+    """Why the variant does not fit this script (None: it does), seen at its first step."""
+    name, _ = variant(cap.spec)
+    if name in LOADER_VARIANTS:
+        if cap.loader is None:
+            return "no DataLoader feeds the training loop"
+        change = loader_change(cap.spec, cap.loader._whichdevice_user)
+        return change if isinstance(change, str) else None
+    if name in MODULE_VARIANTS and not cap.trained:
+        return "the step trains no torch.nn.Module (the optimizer holds plain tensors)"
+    if name in ("channels_last", "cudnn_benchmark") and not has_conv2d(cap):
+        return "no Conv2d in the trained model"
+    if name == "compile" and any(type(m).__name__ == "OptimizedModule" for m in cap.trained):
+        return "the script already compiles its model with torch.compile"
+    return None
+
+
+def after_first_step(cap: Any) -> None:
+    """The variant holds from now on: the trained modules compiled (``compile``), and the module
+    hook removed where no variant needs it any more."""
+    name, _ = variant(cap.spec)
+    cap.applied = name != "baseline"
+    if name == "compile":
+        for m in cap.trained:
+            m.compile()
+    if name not in ("autocast", "channels_last") and _MODULE_CALL:
+        cap.torch.nn.Module.__call__ = _MODULE_CALL[0]
+
+
+def warmup_steps(cap: Any) -> int:
+    """The spec's warm-up steps, and one more for ``compile``: its first step ran eager (the
+    modules are compiled after it), and its second compiles them."""
+    return int(cap.spec.warmup_steps) + (variant(cap.spec)[0] == "compile")
+
+
+def sync(cap: Any) -> None:
+    """Wait for the GPU's queued work at a step boundary (nothing to wait for on the CPU)."""
+    torch = cap.torch
+    if cap.spec.device == "gpu" and torch is not None and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def _convs(torch: Any, m: Any) -> bool:
+    kinds = (torch.nn.Conv2d, torch.nn.ConvTranspose2d)
+    return any(isinstance(s, kinds) for s in m.modules())
+
+
+def has_conv2d(cap: Any) -> bool:
+    return cap.torch is not None and any(_convs(cap.torch, m) for m in cap.trained)
+
+
+def loader_settings(loader: Any) -> dict | None:
+    return getattr(loader, "_whichdevice_user", None)
+
+
+def loader_batch(loader: Any) -> int | None:
+    n = getattr(loader, "batch_size", None)
+    return int(n) if isinstance(n, int) else None

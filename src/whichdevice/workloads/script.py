@@ -1,0 +1,343 @@
+"""``whichdevice diagnose SCRIPT.py``: the user's own training script measured (issue #41).
+
+Its cases are ordinary ``train`` cases (the same parameters as the Keras and torch diagnose:
+``kind`` steady/fit/loop/precision, ``batch``, ``sync``, ``steps_per_execution``, ``jit_compile``,
+``data``, ``precision``, torch's ``fix`` pairs, ``num_workers``, ``pin_memory``), so the analysis,
+the first screen, the history and ``compare`` read them as they read any diagnose; ``script``
+(with ``script_args``, ``entry``) marks them as measured on the script. In the measuring child
+(``workloads/train.run_case`` sends such a case here) each case, or each group of cases whose
+variants can share a process (:func:`group_key`), runs the script once more in a fresh process,
+``measure/scriptchild.py``, with the environment set before import and the framework's capture
+installed, which times the script's own steps and ends the script there.
+
+- :func:`variant_of`: a case's parameters -> the capture's variant (``"batch:64"``);
+- :func:`group_key`: Keras fits share one process per round (every variant but mixed precision
+  differs only at run time and is timed in turns there); a loop's baseline cases (the baseline side of
+  each pair) share one process, their steps dealt out in turn; every other variant has its own;
+- :func:`run_child`: one script process, its results and how it ended;
+- :func:`notebook_source`: a notebook's code cells as one script.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from whichdevice.core.process import Finished, run_module
+from whichdevice.core.records import CaseSpec
+from whichdevice.core.steps import raw_from_steps
+from whichdevice.frameworks.contracts import CaptureSpec
+
+SCRIPT_CHILD = "whichdevice.measure.scriptchild"
+KERAS_ENTRIES = ("keras.Model.fit",)
+# Each framework's capture (frameworks/<fw>/capture.py) a measuring child installs.
+CAPTURES = {
+    "tensorflow": ["tensorflow"],
+    "keras-jax": ["keras-jax"],
+    "keras-torch": ["keras-torch"],
+    "torch": ["torch"],
+}
+STDERR_TAIL = 4000
+
+
+class NotApplicable(Exception):
+    """A variant that does not apply to this script (the capture said why): recorded as skipped."""
+
+
+# ------------------------------------------------------------------ parameters <-> variants
+
+
+def variant_of(p: dict[str, Any], user_batch: int | None = None) -> str:
+    """The capture's variant for a case's parameters (the baseline side of a pair is its own name
+    for a Keras fit, which times it as a member of its own, else ``baseline``)."""
+    batch = int(p["batch"]) if p.get("batch") is not None else None
+    base = int(p.get("user_batch") or batch or 0)
+    kind = p.get("kind")
+    if "steps_per_execution" in p:
+        return f"steps_per_execution:{int(p['steps_per_execution'])}"
+    if "jit_compile" in p:
+        return f"jit_compile:{str(bool(p['jit_compile'])).lower()}"
+    if kind == "precision":
+        return f"precision:{p['precision']}"
+    if kind == "loop" and p.get("data") in ("tfdata", "tfdata_noprefetch"):
+        return "prefetch" if p["data"] == "tfdata" else "prefetch:off"
+    if "fix" in p:
+        name = str(p["fix"])
+        on = p.get(name) not in (False, "off", 0, None)
+        return {"torch_compile": "compile"}.get(name, name) if on else "baseline"
+    if "pin_memory" in p:
+        return "pin_memory" if p["pin_memory"] else "baseline"
+    if "num_workers" in p:
+        return f"workers:{int(p['num_workers'])}" if int(p["num_workers"]) else "baseline"
+    if kind == "steady" and p.get("sync") == "each":
+        return "sync:each"
+    if kind == "steady" and batch is not None and batch != base:
+        return f"batch:{batch}"
+    return "baseline"
+
+
+def shares_child(p: dict[str, Any]) -> bool:
+    """Whether this case runs in the round's shared process (:func:`group_key`)."""
+    v = variant_of(p)
+    if p.get("entry") in KERAS_ENTRIES:
+        return not (v.startswith("precision:") and v != "precision:float32")
+    return v == "baseline"
+
+
+def group_key(spec: CaseSpec) -> tuple[Any, ...] | None:
+    """``workloads.interleave_key`` for a script case: the shared process's group, or None."""
+    if not shares_child(spec.params):
+        return None
+    return ("script", spec.framework, spec.device, str(spec.params.get("script")))
+
+
+# ------------------------------------------------------------------ one script process
+
+
+@dataclass
+class ChildRun:
+    """One script process: the capture's results and how the script ended."""
+
+    results: list[dict[str, Any]] = field(default_factory=list)
+    end: dict[str, Any] = field(default_factory=dict)
+    stderr_tail: str = ""
+    finished: Finished | None = None
+
+    def by_variant(self) -> dict[str, dict[str, Any]]:
+        return {str(r.get("variant")): r for r in self.results}
+
+
+def job_for(p: dict[str, Any]) -> dict[str, Any]:
+    """The script, its arguments and (a notebook) its joined code cells, from a case's parameters."""
+    path = str(p["script"])
+    job: dict[str, Any] = {"script": path, "args": json.loads(str(p.get("script_args") or "[]"))}
+    if path.endswith(".ipynb"):
+        job["source"] = notebook_source(Path(path))
+    return job
+
+
+def run_child(
+    job: dict[str, Any],
+    spec: CaptureSpec,
+    captures: list[str],
+    *,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+) -> ChildRun:
+    """Run the script once in a fresh process (``env`` added to this one's) under ``spec``."""
+    with tempfile.TemporaryDirectory(prefix="whichdevice-script-") as d:
+        job_file, out_file, err_file = Path(d, "job.json"), Path(d, "out.jsonl"), Path(d, "err.txt")
+        job_file.write_text(json.dumps({**job, "frameworks": captures, "spec": spec.to_dict()}), encoding="utf-8")
+        with open(err_file, "wb") as err:
+            done = run_module(
+                SCRIPT_CHILD,
+                [str(job_file), str(out_file)],
+                timeout_s=timeout_s,
+                env={**os.environ, **(env or {})},
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+        run = ChildRun(finished=done)
+        if out_file.exists():
+            for line in out_file.read_text(encoding="utf-8").splitlines():
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if obj.get("type") == "result":
+                    run.results.append(obj["result"])
+                elif obj.get("type") == "end":
+                    run.end = obj
+        run.stderr_tail = err_file.read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace")
+    return run
+
+
+def child_failure(run: ChildRun, limit_s: float) -> str:
+    """Why a script process gave no result, in one line."""
+    end, done = run.end, run.finished
+    if end.get("status") == "script_error":
+        return f"the script raised {end.get('error')} at {end.get('where')}"
+    if end.get("status") == "no_entry":
+        return (
+            f"the script ended without reaching a training entry point (watched: {', '.join(end.get('watched') or [])})"
+        )
+    if done is not None and done.stopped == "timeout":
+        return f"timed out: the script process ran past its {limit_s:.0f} s limit before its steps were timed"
+    if done is not None and done.stopped == "memory":
+        return "out of memory: the script process went over the memory limit"
+    tail = [ln for ln in run.stderr_tail.splitlines() if ln.strip()]
+    rc = done.returncode if done is not None else None
+    return f"child process died (exit code {rc}){': ' + tail[-1][:300] if tail else ''}"
+
+
+# ------------------------------------------------------------------ the measuring child's side
+
+
+def _spec(p: dict[str, Any], device: str, variant: str, also: tuple[str, ...] = (), steps: int | None = None):
+    return CaptureSpec(
+        variant=variant,
+        warmup_steps=int(p.get("warmup") or 2),
+        steps=int(steps or p.get("steps") or 10),
+        device="gpu" if device.startswith("GPU") else "cpu",
+        deadline_s=float(p.get("child_limit_s") or 60.0),
+        also=also,
+    )
+
+
+# Whether this measuring child has run the script in its own process already: its first run
+# does (the framework is imported there, with the environment set before import); every later one
+# gets a fresh process (the first left its patches and the script's state behind).
+_RAN_HERE: list[bool] = []
+
+
+def run_here(job: dict[str, Any], spec: CaptureSpec, captures: list[str]) -> ChildRun:
+    """Run the script in this process (a measuring child's first script run)."""
+    import time
+
+    from whichdevice.frameworks.common import capturekit
+    from whichdevice.workloads import scriptrun
+
+    _RAN_HERE.append(True)
+    capturekit.T0 = time.perf_counter()
+    capturekit.OWNER.clear()
+    capturekit.FINISHERS.clear()
+    run = ChildRun()
+    run.end = scriptrun.execute({**job, "frameworks": captures, "spec": spec.to_dict()}, run.results.append)
+    run.finished = Finished(0, time.perf_counter() - capturekit.T0)
+    return run
+
+
+def _run(p: dict[str, Any], spec: CaptureSpec, framework: str) -> ChildRun:
+    limit = float(p.get("child_limit_s") or 60.0)
+    captures = CAPTURES.get(framework, [framework])
+    if not _RAN_HERE:
+        return run_here(job_for(p), spec, captures)
+    return run_child(job_for(p), spec, captures, timeout_s=limit * 1.5 + 30)
+
+
+def _timed(result: dict[str, Any] | None, run: ChildRun, limit_s: float, overhead_s: float):
+    """A member's (Timing, metrics) from the capture's result, or the exception to record."""
+    if result is None:
+        return RuntimeError(child_failure(run, limit_s))
+    status = result.get("status")
+    if status == "not_applicable":
+        return NotApplicable(f"not applicable to this script: {result.get('why_not') or 'the capture said so'}")
+    if status != "ok":
+        return RuntimeError(str(result.get("error") or result.get("why_not") or status))
+    steps, warm = list(result.get("step_s") or []), list(result.get("warmup_s") or [])
+    if not steps:
+        return NotApplicable(f"skipped: the script process reached its {limit_s:.0f} s limit before timing a step")
+    timing = raw_from_steps(warm + steps, warmup_steps=max(1, len(warm)), overhead_s=overhead_s)
+    return timing, metrics_of(result)
+
+
+def metrics_of(r: dict[str, Any]) -> dict[str, float]:
+    """The capture's facts as a case's metrics (numbers only)."""
+    out: dict[str, float] = {}
+    if r.get("samples_per_step"):
+        out["samples_per_step"] = float(r["samples_per_step"])
+    if r.get("setup_s") is not None:
+        out["setup_s"] = float(r["setup_s"])
+    waits = [float(w) for w in r.get("data_wait_s") or []]
+    if waits:
+        out["data_wait_s"] = statistics.median(waits)
+    h2d, syncs = r.get("h2d") or {}, r.get("syncs") or {}
+    for k in ("count", "bytes", "pinned"):
+        if h2d.get(k):
+            out[f"h2d_{k}"] = float(h2d[k])
+    if syncs.get("count"):
+        out["syncs"] = float(syncs["count"])
+        out["sync_s"] = float(syncs.get("s") or 0.0)
+    return out
+
+
+def run_case(spec: CaseSpec, fw: Any, policy: Any, overhead_s: float):
+    """One script case in a process of its own."""
+    p = spec.params
+    run = _run(p, _spec(p, spec.device, variant_of(p)), spec.framework)
+    got = _timed(run.results[0] if run.results else None, run, float(p.get("child_limit_s") or 60), overhead_s)
+    if isinstance(got, BaseException):
+        raise got
+    return got
+
+
+def prepare(spec: CaseSpec, fw: Any, policy: Any, overhead_s: float) -> CaseSpec:
+    return spec
+
+
+def time_group(
+    prepared: list[CaseSpec],
+    fw: Any,
+    policy: Any,
+    overhead_s: float,
+    before: Callable[[int], None] | None = None,
+) -> list[Any]:
+    """The round's shared process: a Keras fit times every member's variant in turns (one
+    result each); a loop's baseline members share one run of the baseline, its timed steps
+    dealt out in turn (member j gets steps j, j + n, ...), so each has samples of its own."""
+    if before is not None:
+        before(0)
+    first = prepared[0]
+    p, limit = first.params, float(first.params.get("child_limit_s") or 60)
+    variants = [variant_of(s.params) for s in prepared]
+    if p.get("entry") in KERAS_ENTRIES:
+        run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:])), first.framework)
+        got = run.by_variant()
+        return [_timed(got.get(v), run, limit, overhead_s) for v in variants]
+    n = len(prepared)
+    run = _run(p, _spec(p, first.device, "baseline", steps=n * int(p.get("steps") or 10)), first.framework)
+    result = run.results[0] if run.results else None
+    out = []
+    for j in range(n):
+        if result is None or result.get("status") != "ok":
+            out.append(_timed(result, run, limit, overhead_s))
+            continue
+        dealt = {**result, "step_s": list(result.get("step_s") or [])[j::n]}
+        dealt["data_wait_s"] = list(result.get("data_wait_s") or [])[j::n]
+        out.append(_timed(dealt, run, limit, overhead_s))
+    return out
+
+
+# ------------------------------------------------------------------ notebooks
+
+
+def notebook_source(path: Path) -> str:
+    """A notebook's code cells joined into one script: IPython's ``!shell`` lines and line magics
+    left out, ``%time``/``%timeit`` and ``%%time``/``%%timeit`` cells run once (the capture times
+    the steps), other cell magics left out. ValueError: not a notebook with code."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    parts = []
+    for c in nb.get("cells", []):
+        if not isinstance(c, dict) or c.get("cell_type") != "code":
+            continue
+        src = c.get("source", "")
+        text = "".join(src) if isinstance(src, list) else str(src)
+        parts.append(_cell(text))
+    if not parts:
+        raise ValueError("it has no code cell")
+    return "\n\n".join(parts) + "\n"
+
+
+def _cell(text: str) -> str:
+    lines = text.splitlines()
+    if lines and lines[0].lstrip().startswith("%%"):
+        name = lines[0].strip()[2:].split(" ")[0]
+        return "\n".join(lines[1:]) if name in ("time", "timeit", "capture") else ""
+    out = []
+    for line in lines:
+        s = line.lstrip()
+        indent = line[: len(line) - len(s)]
+        if s.startswith(("%time ", "%timeit ")):
+            out.append(indent + s.split(" ", 1)[1])
+        elif s.startswith(("%", "!")):
+            out.append(indent + "pass  # " + s[:60].replace("\n", " "))
+        else:
+            out.append(line)
+    return "\n".join(out)

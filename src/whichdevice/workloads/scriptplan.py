@@ -1,0 +1,413 @@
+"""``diagnose SCRIPT.py``'s plan (issue #41): the pre-flight, the cases sized to the budget.
+
+The pre-flight runs the script once on the CPU with every capture installed: it finds the entry
+point the script trains through, its framework, batch and model, and times a few of its steps.
+A script that never reaches one, raises first, needs a GPU this machine lacks or downloads data
+with no network is refused here, before anything is measured: one line quoting the script's own
+error (``UsageError``, exit 2).
+
+Then the cases, sized from the measured step as the Keras ``--model`` path sizes its own
+(``suite.size_user_cases``): every script process pays the script's imports and data loading
+(``setup_s``, measured in the pre-flight, counted once per process and shown apart), then
+its steps. Round 1 is planned to ``ROUND1_SHARE`` of the budget left after the measuring
+child's start-up, so round 2 (the deciding cases again, in a fresh process) fits in the rest;
+what does not fit is left out and said (``cut``), never started and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+from whichdevice import frameworks
+from whichdevice.core.errors import UsageError
+from whichdevice.core.textsafe import clean
+from whichdevice.core.records import CaseSpec
+from whichdevice.frameworks.contracts import CaptureSpec
+from whichdevice.workloads import script
+from whichdevice.workloads.suite import USER_SWEEP_BATCHES
+
+STEPS = 10  # timed steps per case and round (a claim needs 5 samples a side)
+WARMUP = 2  # the first step (tracing, compiling, the data pipeline's start) and one more
+PREFLIGHT_STEPS = 5
+TURNS = 2  # a Keras fit's turns per variant (kerasfit.TURNS)
+TURN_OVERHEAD_S = 0.2  # a fit call per turn: its data adapter, callbacks' begin and end
+ROUND1_SHARE = 0.45
+ROUND1_ONLY_SHARE = 0.85
+PROCESS_START_S = 1.0  # Python and whichdevice before the script's first line
+XLA_TRACE_FACTOR = 8.0
+# A variant's trace in the shared process against the pre-flight's first step (which also pays the
+# process's one-time costs): batch 128's first step 0.64 s against the baseline's 1.78 s (keras_fit_arrays.py)
+LATER_TRACE = 0.5  # jit_compile=True's first step against a plain trace (suite.XLA_TRACE_FACTOR)
+SPE = 8  # steps_per_execution tried
+# torch.compile of a small model's step: 21-52 s on the loaded 2-core machine (benchmarks/diagnose_torch.md)
+TORCH_COMPILE_S = 45.0
+LOADER_WORKERS = 2
+GPU_ONLY = ("cudnn_benchmark", "pin_memory")  # planned for a GPU device only (cases() leaves them out on a CPU)
+KERAS_DATA_REBATCHED = ("arrays", "tfdata")
+MIN_BATCHES = 10  # a sweep batch leaves the user's arrays at least this many batches (a turn's steps)
+
+_GPU_NEEDED = re.compile(
+    r"CUDA|cuda|NVIDIA|nvidia-smi|no GPU|GPU device|torch\.cuda|cudnn|Found no NVIDIA driver|device='?cuda", re.I
+)
+_NETWORK = re.compile(
+    r"URLError|urlopen|Name or service not known|Temporary failure in name resolution|getaddrinfo|"
+    r"HTTPError|HTTP Error|ConnectionError|Max retries exceeded|Network is unreachable|nodename nor servname",
+    re.I,
+)
+
+
+def _name(job: dict[str, Any]) -> str:
+    return Path(job["script"]).name
+
+
+def _line(text: str) -> str:
+    return clean(str(text), newlines=False)[:300]
+
+
+def refusal(run: script.ChildRun, job: dict[str, Any], limit_s: float) -> UsageError:
+    """The one line for a pre-flight that reached no training step."""
+    name, end = _name(job), run.end
+    if end.get("status") == "script_error":
+        err, where = _line(end.get("error") or ""), _line(end.get("where") or name)
+        if _GPU_NEEDED.search(err):
+            return UsageError(
+                "SCRIPT",
+                f"{name} needs a GPU and this machine has none: it raised {err} at {where}",
+                "Run diagnose on the machine with the GPU, or let the script fall back to the CPU "
+                "(e.g. device = 'cuda' if torch.cuda.is_available() else 'cpu')",
+            )
+        if _NETWORK.search(err):
+            return UsageError(
+                "SCRIPT",
+                f"{name} downloads data and this machine cannot reach the network: it raised {err} at {where}",
+                "Download the data once where there is a network and point the script at the local copy",
+            )
+        return UsageError(
+            "SCRIPT",
+            f"{name} raised {err} at {where} before its first training step",
+            f"Make `python {name}` run here first, then diagnose it again",
+        )
+    if end.get("status") == "no_entry":
+        return UsageError(
+            "SCRIPT",
+            f"{name} ran to its end without reaching a training entry point (watched: "
+            f"{', '.join(end.get('watched') or ['none: no framework capture is installed'])})",
+            "Train through one of them (model.fit, a GradientTape loop with optimizer.apply_gradients, "
+            "optimizer.step() or loss.backward()), or pass your model as --model FILE.py:FUNCTION",
+        )
+    why = script.child_failure(run, limit_s)
+    return UsageError(
+        "SCRIPT",
+        f"{name} reached no timed training step in the pre-flight ({_line(why)})",
+        "Pass a larger --budget, or give the script arguments that load less data (after --)",
+    )
+
+
+def _cpu_env() -> dict[str, str]:
+    env: dict[str, str] = {}
+    for fw in ("tensorflow", "torch"):
+        try:
+            env.update(frameworks.env_module(fw).child_env("cpu"))
+        except Exception:  # noqa: BLE001 (a framework not installed: its env is not needed)
+            continue
+    env.pop("KERAS_BACKEND", None)  # torch's children set it; the script's own Keras backend is measured
+    return env
+
+
+def preflight(job: dict[str, Any], budget_s: float) -> dict[str, Any]:
+    """Run the script once on the CPU with every capture: its facts, or a ``UsageError``."""
+    limit = max(30.0, 0.6 * budget_s)
+    spec = CaptureSpec("baseline", warmup_steps=WARMUP, steps=PREFLIGHT_STEPS, device="cpu", deadline_s=limit)
+    run = script.run_child(job, spec, ["tensorflow", "torch"], timeout_s=limit + 30.0, env=_cpu_env())
+    r = next((x for x in run.results if x.get("status") == "ok" and x.get("step_s")), None)
+    if r is None:
+        if run.results and run.results[0].get("status") not in ("ok",):
+            run.end = {"status": "script_error", "error": run.results[0].get("error") or run.results[0].get("why_not")}
+        raise refusal(run, job, limit)
+    warm, steps = list(r.get("warmup_s") or []), list(r["step_s"])
+    imported = [float(v) for v in (run.end.get("imported_s") or {}).values()]
+    setup = float(r.get("setup_s") or 0.0)
+    return {
+        "import_s": min(max(imported, default=0.0), setup),  # the frameworks' imports in the set-up
+        "data_s": max(0.0, setup - max(imported, default=0.0)),  # the rest: the script's own loading
+        "framework": framework_of(r),
+        "entry": r.get("entry"),
+        "batch": int(r.get("batch_size") or r.get("samples_per_step") or 0),
+        "step_s": statistics.median(steps),
+        "first_step_s": warm[0] if warm else steps[0],
+        "setup_s": float(r.get("setup_s") or 0.0),
+        "model": r.get("model"),
+        "data": r.get("data"),
+        "steps_per_execution": int(r.get("steps_per_execution") or 1),
+        "data_source": r.get("data_source"),
+        "samples": r.get("samples"),
+        "loader": r.get("loader") or {},
+        "conv2d": bool(r.get("conv2d")),
+        "preflight_s": float((run.finished.wall_s if run.finished else 0.0)),
+    }
+
+
+def framework_of(r: dict[str, Any]) -> str:
+    entry = str(r.get("entry") or "")
+    if entry.startswith("keras."):
+        return {"jax": "keras-jax", "torch": "keras-torch"}.get(str(r.get("backend")), "tensorflow")
+    return "tensorflow" if entry.startswith("tf.") else "torch"
+
+
+# ------------------------------------------------------------------ sizing
+
+
+class _Costs:
+    def __init__(self, facts: dict[str, Any]) -> None:
+        self.batch = int(facts["batch"] or 0)
+        self.step = max(float(facts["step_s"]), 1e-5)
+        self.trace = max(float(facts["first_step_s"]) - self.step, 0.0)
+        self.start = PROCESS_START_S + float(facts["setup_s"])
+        # A measuring child's first script run is in its own process (the framework imported
+        # already): it pays the script's own loading, not the imports.
+        self.here = float(facts.get("data_s", facts["setup_s"]))
+
+    def member(self, k: int | None = None, *, trace_factor: float = 1.0, spe: int = 1, shared: bool = True) -> float:
+        """One variant's share of a process: its trace and its steps (and a fit's turns)."""
+        f = max(1.0, (k or self.batch or 1) / max(self.batch, 1))
+        steps = (WARMUP + STEPS + TURNS) * max(1, spe if spe == 1 else 3 * TURNS * spe // max(STEPS, 1))
+        return self.trace * trace_factor + steps * self.step * f + (TURNS * TURN_OVERHEAD_S if shared else 0.0)
+
+    def process(self, member: float) -> float:
+        return self.start + member
+
+
+def _keras_variants(facts: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    fw, out = facts["framework"], []
+    if fw != "keras-torch" and facts.get("steps_per_execution", 1) == 1:
+        out += [("steps_per_execution", f"spe {v}", {"kind": "fit", "steps_per_execution": v}) for v in (1, SPE)]
+    if fw != "keras-torch":
+        out += [("jit_compile", f"jit_compile {v}", {"kind": "fit", "jit_compile": v}) for v in (False, True)]
+    if facts.get("data") == "tfdata":
+        out += [("prefetch", d, {"kind": "loop", "data": d}) for d in ("tfdata_noprefetch", "tfdata")]
+    out += [("precision", p, {"kind": "precision", "precision": p}) for p in ("float32", "mixed_float16")]
+    if fw != "tensorflow":
+        out += [("sync", "sync each", {"kind": "steady", "sync": "each"})]
+    return out
+
+
+def _torch_variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str, Any]]]:
+    """torch's fixes that can apply to this script (the pre-flight saw its DataLoader and its
+    convolutions): autocast always, channels_last with Conv2d, the DataLoader's workers (none of
+    its own yet) and on a GPU pin_memory and cudnn.benchmark; torch.compile last (it is slow to
+    compile)."""
+    steady: dict[str, Any] = {"kind": "steady", "sync": "none"}
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    module = bool(facts.get("model"))  # the step trains an nn.Module (not an optimizer over bare tensors)
+    fixes: list[tuple[str, object, object]] = [("autocast", "off", "bfloat16")] if module else []
+    fixes += [("channels_last", False, True)] if facts.get("conv2d") else []
+    fixes += [("cudnn_benchmark", False, True)] if gpu else []
+    for name, base, var in fixes:
+        out += [(name, f"{name} {v}", {**steady, "fix": name, name: v}) for v in (base, var)]
+    loader = facts.get("loader") or {}
+    if facts.get("data_source") == "DataLoader" and not int(loader.get("num_workers") or 0):
+        out += [("num_workers", f"num_workers {w}", {"kind": "loop", "num_workers": w}) for w in (0, LOADER_WORKERS)]
+        if gpu and not loader.get("pin_memory"):
+            pins = [{"kind": "loop", "num_workers": 0, "pin_memory": v} for v in (False, True)]
+            out += [("pin_memory", "pin_memory", p) for p in pins]
+    compile_pair = [{**steady, "fix": "torch_compile", "torch_compile": v} for v in (False, True)] if module else []
+    return out + [("torch_compile", "torch.compile", p) for p in compile_pair]
+
+
+def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str, Any]]]:
+    """Every variant worth trying on this script, in priority order: (fix, what it is, params)."""
+    fw, entry, b = facts["framework"], facts["entry"], int(facts["batch"] or 0)
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    rebatched = facts.get("data") in KERAS_DATA_REBATCHED if entry in script.KERAS_ENTRIES else True
+    if fw == "torch":
+        rebatched = facts.get("data_source") == "DataLoader"  # the batch variant re-batches the DataLoader
+    if b and rebatched:
+        n = int(facts.get("samples") or 0)  # a batch needs enough of the data for a turn's steps
+        fits = [k for k in USER_SWEEP_BATCHES if k != b and (not n or n // k >= MIN_BATCHES)]
+        others = sorted(fits, key=lambda k: (abs(math.log(k / b)), k))
+        out += [("batch", f"batch {k}", {"kind": "steady", "sync": "none", "batch": k}) for k in others[:3]]
+    if entry in script.KERAS_ENTRIES:
+        out += _keras_variants(facts)
+    elif fw == "torch":
+        out += _torch_variants(facts, gpu)
+    elif fw == "tensorflow":  # a GradientTape loop or train_on_batch: mixed precision in a process of its own
+        out += [("precision", p, {"kind": "precision", "precision": p}) for p in ("float32", "mixed_float16")]
+    return out
+
+
+def _cost(c: _Costs, facts: dict[str, Any], params: dict[str, Any], keras: bool) -> tuple[float, bool]:
+    """One case's cost: its share of the shared process, or a process of its own (then True)."""
+    p = {**params, "entry": facts["entry"], "batch": params.get("batch", facts["batch"]), "user_batch": facts["batch"]}
+    trace = XLA_TRACE_FACTOR if params.get("jit_compile") is True else 1.0
+    if keras and script.shares_child(p):  # a later trace in the same process: measured 0.35-0.5 of the first
+        trace *= LATER_TRACE
+    m = c.member(
+        int(p["batch"] or 0), trace_factor=trace, spe=int(params.get("steps_per_execution") or 1), shared=keras
+    )
+    if params.get("torch_compile") is True:
+        m += TORCH_COMPILE_S
+    return (m, False) if script.shares_child(p) else (c.process(m), True)
+
+
+def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[str, Any]:
+    """The variants that fit the budget (by fix, both sides of a pair or none), rounds, limits."""
+    c = _Costs(facts)
+    keras = facts["entry"] in script.KERAS_ENTRIES
+    avail = max(budget_s - c.start, 0.5 * budget_s)
+    shared = c.here + c.member()  # the baseline's run, in the measuring child itself: always
+    rounds, plan_s = 2, ROUND1_SHARE * avail
+    if shared > plan_s:
+        rounds, plan_s = 1, ROUND1_ONLY_SHARE * avail
+    if shared > avail:
+        need = math.ceil((shared / ROUND1_ONLY_SHARE + c.start) / 10) * 10
+        raise UsageError(
+            "--budget",
+            f"{budget_s:g} s is too short for this script: its imports and data loading took {facts['setup_s']:.1f} s "
+            f"and a step {facts['step_s'] * 1e3:.3g} ms in the pre-flight",
+            f"Pass --budget {need} or more",
+        )
+    used, planned, cut = shared, [], []
+    groups: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for fix, what, params in _variants(facts, gpu):
+        groups.setdefault(fix, []).append((what, params))
+    longest = shared
+    for fix, members in groups.items():
+        costs = [_cost(c, facts, params, keras) for _what, params in members]
+        cost = sum(x for x, _ in costs)
+        if used + cost <= plan_s:
+            used += cost
+            planned += [params for _w, params in members]
+            longest = max([longest, *(x for x, own in costs if own)])
+        else:
+            where = " on a GPU" if fix in GPU_ONLY else ""
+            cut.append(
+                f"{fix} not measured{where}: its {len(members)} case(s) need about {cost:.0f} s, more than the "
+                "budget leaves"
+            )
+    limit = max(30.0, 1.5 * longest + 10.0, 1.5 * used + 10.0 if keras else 0.0)
+    if cut:
+        cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
+    sweep = sorted({facts["batch"], *(int(p["batch"]) for p in planned if "batch" in p)} - {0})
+    return {
+        "rounds": rounds,
+        "planned": planned,
+        "cut": cut,
+        "step_s": facts["step_s"],
+        "sweep_batches": sweep,
+        "child_limit_s": round(min(limit, max(budget_s, 60.0)), 1),
+        "planned_s": used,
+        "point_cap_s": None,
+        "fixes_cut": sorted({line.split(" ", 1)[0] for line in cut if " not measured" in line}),
+        "preflight_s": facts.get("preflight_s"),
+        "setup_s": facts["setup_s"],
+        "import_s": facts.get("import_s"),
+        "data_s": facts.get("data_s"),
+    }
+
+
+# ------------------------------------------------------------------ cases and the record
+
+
+def user_params(job: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
+    """The parameters every case of the script carries (the plan's ``user``)."""
+    return {
+        "script": str(Path(job["script"]).absolute()),
+        "script_args": json.dumps(list(job.get("args") or [])),
+        "entry": facts["entry"],
+        "model": facts.get("model") or "script",
+        "user_batch": facts["batch"],
+        "steps": STEPS,
+        "warmup": WARMUP,
+    }
+
+
+def cases(framework: str, device: str, user: dict[str, Any], sizing: dict[str, Any]) -> list[CaseSpec]:
+    """One device's cases: the baseline (the user's batch, as the script runs), then each planned
+    variant (both sides of its pair), in the plan's order."""
+    gpu = device.startswith("GPU")
+    common = {**user, "child_limit_s": sizing["child_limit_s"]}
+    b = user["user_batch"]
+    out = [
+        CaseSpec(
+            workload="train",
+            framework=framework,
+            device=device,
+            params={**common, "kind": "steady", "batch": b, "sync": "none"},
+        )
+    ]
+    for params in sizing["planned"]:
+        if not gpu and (params.get("fix") == "cudnn_benchmark" or "pin_memory" in params):
+            continue
+        p = {**common, "batch": params.get("batch", b), **params}
+        spec = CaseSpec(workload="train", framework=framework, device=device, params=p)
+        if spec.key not in {s.key for s in out}:
+            out.append(spec)
+    return out
+
+
+def options(user: dict[str, Any], facts_sizing: dict[str, Any] | None) -> dict[str, Any]:
+    """The record's options naming the script, its arguments and the entry point captured."""
+    s = facts_sizing or {}
+    return {
+        "script": user["script"],
+        "script_args": json.loads(user.get("script_args") or "[]"),
+        "entry": user["entry"],
+        "script_setup_s": s.get("setup_s"),
+    }
+
+
+def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
+    s = sizing or {}
+    setup = s.get("setup_s")
+    out = [
+        f"Measured on your script {Path(user['script']).name} through {user['entry']}: each case ran the script in a "
+        f"fresh process until {user['steps']} steady steps were timed (then it stopped the script)."
+    ]
+    if setup is not None:
+        split = ""
+        if s.get("data_s") is not None and s.get("import_s") is not None:
+            split = f" (the frameworks' imports {s['import_s']:.1f} s, the script's own loading {s['data_s']:.1f} s)"
+        out.append(
+            f"The script's set-up before its first step took {setup:.1f} s in the pre-flight{split}: counted once "
+            "per process, shown apart (each case's setup_s), in no step time."
+        )
+    return out
+
+
+def record_notes(record: Any) -> list[str]:
+    """The record's notes for a script: without the framework's note on how a ``--model`` is
+    trained (the script trained itself), with what the script did per step (:func:`step_notes`)."""
+    model_path = set(frameworks.record_notes(str(record.options.get("framework") or "tensorflow"), "diagnose"))
+    return [n for n in record.notes if n not in model_path] + step_notes(record)
+
+
+def step_notes(record: Any) -> list[str]:
+    """What the script did per step at its own settings, per device, from the baseline case's
+    measured metrics: its wait for data, host-to-device copies and host reads (syncs) and their cost."""
+    out = []
+    for r in record.results:
+        p = r.spec.params
+        if r.status != "ok" or p.get("kind") != "steady" or p.get("sync") != "none" or "fix" in p:
+            continue
+        if p.get("batch") != p.get("user_batch"):
+            continue
+        m = r.metrics
+        parts = []
+        if "data_wait_s" in m:
+            parts.append(f"waited {m['data_wait_s'] * 1e3:.3g} ms for its next batch (median)")
+        if m.get("h2d_count"):
+            parts.append(
+                f"{m['h2d_count']:.0f} host-to-device copies ({m.get('h2d_bytes', 0) / 1e6:.3g} MB) in its timed steps"
+            )
+        if m.get("syncs"):
+            parts.append(
+                f"{m['syncs']:.0f} host reads (.item(), .numpy(), ...) in its timed steps, costing {m.get('sync_s', 0) * 1e3:.3g} ms"
+            )
+        if parts:
+            out.append(f"Your script per step on {r.spec.device} (measured): " + "; ".join(parts) + ".")
+    return out

@@ -1,0 +1,235 @@
+"""``whichdevice diagnose SCRIPT.py`` (issue #41): the user's own training script, captured at the
+framework's training entry points and measured.
+
+The corpus (``tests/script_corpus/``, our own scripts written the ways users write them) is
+run through the CLI as a user would (``slow``: each runs the script in several processes); the
+fast subset checks the plan and the refusals without a framework, and one real capture of a
+Keras fit (one TensorFlow import) with its variants in turns.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from whichdevice.core.errors import UsageError
+from whichdevice.core.records import CaseSpec
+from whichdevice.frameworks.contracts import CaptureSpec
+from whichdevice.workloads import script, scriptplan
+
+CORPUS = Path(__file__).parent / "script_corpus"
+# Each corpus file: the entry point and framework it trains through, or the words of its refusal.
+TRAINS = {
+    "keras_fit_arrays.py": ("keras.Model.fit", "tensorflow"),
+    "keras_fit_dict_inputs.py": ("keras.Model.fit", "tensorflow"),
+    "keras_fit_tfdata.py": ("keras.Model.fit", "tensorflow"),
+    "keras_fit_pydataset.py": ("keras.Model.fit", "tensorflow"),
+    "keras_custom_train_step.py": ("keras.Model.fit", "tensorflow"),
+    "keras_fit_validation_callbacks.py": ("keras.Model.fit", "tensorflow"),
+    "keras_train_on_batch.py": ("keras.Model.train_on_batch", "tensorflow"),
+    "keras_notebook.ipynb": ("keras.Model.fit", "tensorflow"),
+    "tf_gradient_tape_loop.py": ("tf.GradientTape+apply_gradients", "tensorflow"),
+    "tf_eager_tape_loop.py": ("tf.GradientTape+apply_gradients", "tensorflow"),
+    # the torch helper's scripts (frameworks/torch/capture.py)
+    "torch_cnn.py": ("torch.optim.Optimizer.step", "torch"),
+    "torch_dataloader.py": ("torch.optim.Optimizer.step", "torch"),
+    "torch_gan.py": ("torch.optim.Optimizer.step", "torch"),
+    "torch_lstm_lm.py": ("torch.optim.Optimizer.step", "torch"),
+    "torch_manual_update.py": ("torch.Tensor.backward", "torch"),
+    "torch_optimizer_tensors.py": ("torch.optim.Optimizer.step", "torch"),
+}
+REFUSED = {
+    "no_training.py": "without reaching a training entry point (watched: keras Model.fit",
+    "needs_gpu.py": "needs a GPU and this machine has none: it raised RuntimeError: No GPU device found",
+    "downloads_data.py": "cannot reach the network: it raised URLError",
+}
+
+
+def test_every_corpus_file_has_an_expectation():
+    files = {p.name for p in CORPUS.iterdir() if p.suffix in (".py", ".ipynb")}
+    assert files == set(TRAINS) | set(REFUSED)
+    assert len(TRAINS) >= 8
+
+
+# ------------------------------------------------------------------ fast: the plan, without a framework
+
+
+def _p(**kw):
+    return {"script": "/x/train.py", "entry": "keras.Model.fit", "user_batch": 32, "batch": 32, **kw}
+
+
+@pytest.mark.parametrize(
+    "params, variant",
+    [
+        (_p(kind="steady", sync="none"), "baseline"),
+        (_p(kind="steady", sync="none", batch=128), "batch:128"),
+        (_p(kind="steady", sync="each"), "sync:each"),
+        (_p(kind="fit", steps_per_execution=8), "steps_per_execution:8"),
+        (_p(kind="fit", jit_compile=True), "jit_compile:true"),
+        (_p(kind="loop", data="tfdata_noprefetch"), "prefetch:off"),
+        (_p(kind="precision", precision="mixed_float16"), "precision:mixed_float16"),
+        (_p(kind="steady", sync="none", fix="autocast", autocast="off"), "baseline"),
+        (_p(kind="steady", sync="none", fix="autocast", autocast="bfloat16"), "autocast"),
+        (_p(kind="steady", sync="none", fix="torch_compile", torch_compile=True), "compile"),
+        (_p(kind="loop", num_workers=2), "workers:2"),
+    ],
+)
+def test_variant_of_each_case(params, variant):
+    assert script.variant_of(params) == variant
+
+
+def test_keras_variants_share_a_process_but_mixed_precision():
+    def spec(**kw):
+        return CaseSpec(workload="train", framework="tensorflow", device="CPU:0", params=_p(**kw))
+
+    assert script.group_key(spec(kind="fit", jit_compile=True)) == script.group_key(spec(kind="steady", sync="none"))
+    assert script.group_key(spec(kind="precision", precision="mixed_float16")) is None
+    loop = dict(entry="torch.optim.Optimizer.step")
+    assert script.group_key(spec(kind="steady", sync="none", fix="autocast", autocast="bfloat16", **loop)) is None
+    assert script.group_key(spec(kind="steady", sync="none", fix="autocast", autocast="off", **loop)) is not None
+
+
+FACTS = {
+    "framework": "tensorflow",
+    "entry": "keras.Model.fit",
+    "batch": 32,
+    "step_s": 0.005,
+    "first_step_s": 0.8,
+    "setup_s": 6.0,
+    "model": "Sequential",
+    "data": "arrays",
+    "steps_per_execution": 1,
+}
+
+
+def test_plan_fits_the_budget_and_says_what_it_cut():
+    big = scriptplan.size(FACTS, 300.0)
+    small = scriptplan.size(FACTS, 30.0)
+    assert big["rounds"] == 2 and not big["cut"]
+    assert {"steps_per_execution", "jit_compile"} <= {k for p in big["planned"] for k in p}
+    assert len(small["planned"]) < len(big["planned"]) and small["cut"]
+    assert small["planned_s"] <= 30.0
+    cases = scriptplan.cases("tensorflow", "CPU:0", scriptplan.user_params({"script": "t.py"}, FACTS), big)
+    assert cases[0].params["kind"] == "steady" and cases[0].params["batch"] == 32
+    assert len({c.key for c in cases}) == len(cases)
+
+
+def test_a_budget_below_the_scripts_setup_is_refused():
+    with pytest.raises(UsageError, match="--budget: 20 s is too short for this script"):
+        scriptplan.size({**FACTS, "setup_s": 40.0}, 20.0)
+
+
+def test_refusals_quote_the_scripts_own_error():
+    job = {"script": "train.py"}
+    gpu = script.ChildRun(
+        end={
+            "status": "script_error",
+            "error": "AssertionError: Torch not compiled with CUDA enabled",
+            "where": "train.py:12",
+        }
+    )
+    assert "needs a GPU and this machine has none: it raised AssertionError: Torch not compiled with CUDA" in str(
+        scriptplan.refusal(gpu, job, 30)
+    )
+    other = script.ChildRun(end={"status": "script_error", "error": "KeyError: 'lr'", "where": "train.py:3"})
+    assert "train.py raised KeyError: 'lr' at train.py:3 before its first training step" in str(
+        scriptplan.refusal(other, job, 30)
+    )
+    none = script.ChildRun(end={"status": "no_entry", "watched": ["keras Model.fit"]})
+    assert str(scriptplan.refusal(none, job, 30)).startswith("SCRIPT: train.py ran to its end without reaching")
+
+
+def test_step_notes_say_what_the_script_did_per_step():
+    from whichdevice.core.records import CaseResult, Timing
+
+    def result(params, metrics):
+        spec = CaseSpec(workload="train", framework="torch", device="CPU:0", params=_p(**params))
+        timing = Timing(first_call_s=0.1, warmup_s=[0.1], samples_s=[0.01] * 5, number_per_sample=1, overhead_s=0.0)
+        return CaseResult(spec=spec, status="ok", metrics=metrics, wall_s=1.0, timing=timing)
+
+    base = result({"kind": "steady", "sync": "none"}, {"data_wait_s": 0.002, "syncs": 10.0, "sync_s": 0.004})
+    other = result({"kind": "steady", "sync": "none", "batch": 128}, {"data_wait_s": 0.5})
+
+    class Rec:
+        results = [base, other]
+
+    (note,) = scriptplan.step_notes(Rec())
+    assert "waited 2 ms for its next batch" in note and "10 host reads" in note and "4 ms" in note
+
+
+def test_notebook_cells_joined_magics_left_out():
+    src = script.notebook_source(CORPUS / "keras_notebook.ipynb")
+    assert "model.fit(x, y" in src and "pip install" not in src.replace("# !pip", "")
+    compile(src, "nb", "exec")
+
+
+def test_spec_round_trips_with_its_shared_variants():
+    spec = CaptureSpec("baseline", 2, 5, "cpu", 30.0, also=("batch:64",))
+    assert CaptureSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+    assert CaptureSpec("batch:64").fix == "batch" and CaptureSpec("batch:64").value == "64"
+
+
+def test_cli_refuses_a_script_that_downloads_with_one_line(tmp_path, capsys):
+    code, out, err = run_cli(["diagnose", str(CORPUS / "downloads_data.py"), "--out", str(tmp_path)], capsys)
+    assert code == 2
+    assert "cannot reach the network: it raised URLError" in " ".join(err.split())
+    assert not list(tmp_path.iterdir())
+
+
+def test_cli_refuses_model_with_a_script(tmp_path, capsys):
+    code, _, err = run_cli(["diagnose", str(CORPUS / "keras_fit_arrays.py"), "--model", "m.py:f"], capsys)
+    assert code == 2 and "--model: does not go with a SCRIPT" in " ".join(err.split())
+
+
+# ------------------------------------------------------------------ one real capture (one TensorFlow import)
+
+
+@pytest.mark.tf
+def test_keras_fit_captured_with_variants_in_turns():
+    spec = CaptureSpec("baseline", 1, 4, "cpu", 60.0, also=("batch:128", "steps_per_execution:4", "prefetch"))
+    run = script.run_child(
+        {"script": str(CORPUS / "keras_fit_arrays.py"), "args": []}, spec, ["tensorflow"], timeout_s=240
+    )
+    got = run.by_variant()
+    assert run.end.get("status") == "ok", run.stderr_tail[-800:]
+    assert got["baseline"]["entry"] == "keras.Model.fit" and got["baseline"]["batch_size"] == 32
+    assert len(got["baseline"]["step_s"]) >= 4 and got["baseline"]["setup_s"] > 0
+    assert got["batch:128"]["samples_per_step"] == 128
+    assert got["steps_per_execution:4"]["samples_per_step"] == 128 and got["steps_per_execution:4"]["step_s"]
+    assert got["prefetch"]["status"] == "not_applicable" and "not a tf.data dataset" in got["prefetch"]["why_not"]
+
+
+# ------------------------------------------------------------------ slow: the corpus as a user runs it
+
+
+@pytest.mark.slow
+@pytest.mark.tf
+@pytest.mark.parametrize("name", sorted(TRAINS))
+def test_corpus_script_diagnosed_every_case_measured(tmp_path, capsys, name):
+    record = tmp_path / "r.json"
+    code, out, err = run_cli(
+        ["diagnose", str(CORPUS / name), "--budget", "60", "--json", str(record), "--out", str(tmp_path), "--quiet"],
+        capsys,
+    )
+    assert code == 0, err[-2000:]
+    rec = json.loads(record.read_text())
+    entry, fw = TRAINS[name]
+    assert rec["options"]["entry"] == entry and rec["options"]["script"].endswith(name)
+    assert rec["options"].get("framework", "tensorflow") == fw
+    bad = [
+        (r["spec"]["params"].get("kind"), r["status"], r.get("error")) for r in rec["results"] if r["status"] != "ok"
+    ]
+    assert not bad, bad
+
+
+@pytest.mark.slow
+@pytest.mark.tf
+@pytest.mark.parametrize("name", ["no_training.py", "needs_gpu.py"])
+def test_corpus_script_refused_with_one_line(tmp_path, capsys, name):
+    code, _, err = run_cli(["diagnose", str(CORPUS / name), "--out", str(tmp_path)], capsys)
+    assert code == 2
+    assert REFUSED[name] in " ".join(err.split())
+    assert not list(tmp_path.iterdir())
