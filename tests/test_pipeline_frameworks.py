@@ -32,7 +32,7 @@ def test_pipeline_and_calibrate_are_offered_by_the_frameworks_that_have_the_part
 
     assert set(PIPELINE_FRAMEWORKS) == {n for n in frameworks.FRAMEWORKS if "pipeline" in frameworks.PARTS[n]}
     assert {"tensorflow", "torch", "keras-jax", "keras-torch"} <= set(PIPELINE_FRAMEWORKS)
-    assert {"tensorflow", "torch", "keras-jax", "keras-torch"} <= set(CALIBRATE_FRAMEWORKS)
+    assert {"tensorflow", "torch", "keras-jax", "keras-torch", "jax"} <= set(CALIBRATE_FRAMEWORKS)
     for fw in PIPELINE_FRAMEWORKS:  # every framework with the part has its ladder
         assert wl.ladder(fw).variants
 

@@ -41,7 +41,7 @@ from whichdevice.core.validate import (
 )
 from whichdevice.workloads import pipeline as wl
 
-PIPELINE_FRAMEWORKS = frameworks.with_part("pipeline")  # frameworks with a pipeline module
+PIPELINE_FRAMEWORKS = frameworks.having("pipeline")  # frameworks with a pipeline module
 QUICK_MIN_TIME_S = 0.1
 MAX_IMAGE_SIZE = 4096
 MAX_IMAGES = 1_000_000

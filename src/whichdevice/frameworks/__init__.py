@@ -72,7 +72,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "keras-jax": ("training", "calibration", "probes", "scale", "pipeline"),
     "keras-torch": ("training", "calibration", "probes", "pipeline"),
     "torch": ("training", "calibration", "probes", "scale", "pipeline", "audit"),
-    "jax": ("audit",),
+    "jax": ("probes", "audit"),
 }
 # Issue #42: the placement command's op trace (``optrace.py``) and the pitfalls command's
 # mistakes (``pitfalls.py``), added apart so that each command's frameworks read from PARTS.
@@ -96,14 +96,8 @@ def having(*kinds: str) -> tuple[str, ...]:
 TRAINING: tuple[str, ...] = tuple(n for n in FRAMEWORKS if "training" in PARTS[n])
 
 
-def with_part(kind: str) -> tuple[str, ...]:
-    """The frameworks that have part ``kind`` (``PARTS``): a command offers a framework
-    because it has the part the command needs."""
-    return tuple(n for n in FRAMEWORKS if kind in PARTS[n])
-
-
 # Frameworks with the calibrate probes (``whichdevice calibrate``).
-CALIBRATE: tuple[str, ...] = with_part("probes")
+CALIBRATE: tuple[str, ...] = having("probes")
 # Frameworks that train a Keras model (model.fit, the user's --model); plain torch does not.
 KERAS: tuple[str, ...] = ("tensorflow", "keras-jax", "keras-torch")
 # The Python modules a framework needs, and how to install them.

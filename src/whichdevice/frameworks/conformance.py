@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from whichdevice.frameworks import contracts
+    from whichdevice.frameworks.jax import calibration as jax_calibration
     from whichdevice.frameworks.keras_jax import calibration as keras_jax_calibration
     from whichdevice.frameworks.keras_jax import pipeline as keras_jax_pipeline
     from whichdevice.frameworks.keras_jax import scale as keras_jax_scale
@@ -42,23 +43,28 @@ if TYPE_CHECKING:
     from whichdevice.frameworks.torch import audit as torch_audit
     from whichdevice.frameworks.jax import audit as jax_audit
 
-    # one line a part (CalibrationProbes includes Calibration): mypy names the member that differs
+    # one line a part (a calibration module with probes: two lines): mypy names the member that differs
     _tensorflow_training: contracts.Training = tensorflow_training
-    _tensorflow_calibration: contracts.CalibrationProbes = tensorflow_calibration
+    _tensorflow_calibration: contracts.Calibration = tensorflow_calibration
+    _tensorflow_probes: contracts.CalibrationProbes = tensorflow_calibration
     _tensorflow_scale: contracts.Scale = tensorflow_scale
     _tensorflow_pipeline: contracts.Pipeline = tensorflow_pipeline
     _tensorflow_profiler: contracts.Profiler = tensorflow_profiler
     _tensorflow_precision: contracts.Precision = tensorflow_precision
     _tensorflow_placement_log: contracts.PlacementLog = tensorflow_placement_log
     _keras_jax_training: contracts.Training = keras_jax_training
-    _keras_jax_calibration: contracts.CalibrationProbes = keras_jax_calibration
+    _keras_jax_calibration: contracts.Calibration = keras_jax_calibration
+    _keras_jax_probes: contracts.CalibrationProbes = keras_jax_calibration
+    _jax_probes: contracts.CalibrationProbes = jax_calibration
     _keras_jax_scale: contracts.Scale = keras_jax_scale
     _keras_jax_pipeline: contracts.Pipeline = keras_jax_pipeline
     _keras_torch_pipeline: contracts.Pipeline = keras_torch_pipeline
     _keras_torch_training: contracts.Training = keras_torch_training
-    _keras_torch_calibration: contracts.CalibrationProbes = keras_torch_calibration
+    _keras_torch_calibration: contracts.Calibration = keras_torch_calibration
+    _keras_torch_probes: contracts.CalibrationProbes = keras_torch_calibration
     _torch_training: contracts.Training = torch_training
-    _torch_calibration: contracts.CalibrationProbes = torch_calibration
+    _torch_calibration: contracts.Calibration = torch_calibration
+    _torch_probes: contracts.CalibrationProbes = torch_calibration
     _torch_scale: contracts.Scale = torch_scale
     _torch_pipeline: contracts.Pipeline = torch_pipeline
     # issue #42: the placement command's op trace, the pitfalls command's mistakes

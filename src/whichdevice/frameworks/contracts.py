@@ -91,9 +91,10 @@ class Calibration(Protocol):
 
 
 @runtime_checkable
-class CalibrationProbes(Calibration, Protocol):
-    """``calibration.py`` with the ``calibrate`` probes (TensorFlow's: ``cli/calibrate.py``).
-    Each builder returns a zero-argument callable, one unit of work."""
+class CalibrationProbes(Protocol):
+    """``calibration.py``'s ``calibrate`` probes (``cli/calibrate.py``; plain JAX has these
+    without the ``describe`` of a train step). Each builder returns a zero-argument callable,
+    one unit of work."""
 
     def tiny_eager(self, device: str) -> Callable[[], Any]: ...
 
