@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from whichdevice import frameworks
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.present.tables import Grid, GridCell
 
@@ -17,7 +18,8 @@ NO_GPU = "not measured here (no GPU)"
 
 
 def _jax(framework: str) -> bool:
-    return framework in ("jax", "keras-jax")
+    """XLA's words (jax, keras-jax: their env.py's WORDS_FAMILY), else torch's."""
+    return frameworks.declared(framework, "WORDS_FAMILY", frameworks.DEFAULT) == "jax"
 
 
 def _time(us: float | None) -> str:
