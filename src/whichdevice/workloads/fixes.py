@@ -62,6 +62,29 @@ class FixEntry:
     # The fix is a larger value of ``param`` (a larger batch): the grid's smaller values are shown
     # beside it, never its outcome (batch 8 slower than 32 is not "a larger batch is slower").
     larger: bool = False
+    # --- its cases: the planners (workloads/suite.py, workloads/torch_diagnose.py) read these
+    values: tuple[object, ...] = ()  # the variants measured against ``baseline`` (a grid: each value)
+    # The train kind whose cases of this fix are timed interleaved, one group per pair or grid
+    # (workloads.interleave_key): "steady", "fit" or "loop"; "" measured alone.
+    group: str = ""
+    # Whether it applies to the user's model, from the pre-flight's facts (the case parameters; a
+    # record keeps them as ``<framework>_<fact>`` options). None: to every model.
+    applies: Callable[[dict[str, Any]], bool] | None = None
+    # The variant compiles once in its warm-up: measured last, within a bound (``compile_limit_s``),
+    # its compile reported as a one-time cost with its break-even (analysis/suite.compile_costs).
+    compiles: bool = False
+    # --- its claim: what analysis (analysis/suite.py) reads beside the pairs
+    check: str = ""  # method "check": what is checked ("placement": op placement, "warmup": the first step)
+    # The metric a fit case records when the framework's own default already applies the fix (then
+    # its True side is no change for the user): jit_compile="auto" resolved to XLA.
+    default_metric: str = ""
+    cpu_16bit: bool = False  # what this CPU's 16-bit math means for the measurement is said beside it
+    # The cause of the slowness its gain measures (analysis/suite.Cause): "fixed_cost",
+    # "call_overhead" (counted only without a fixed cost), "python_pipeline", "sync".
+    cause: str = ""
+    # --- its words (present/fixes.py): the baseline's and variant's values in words; the
+    # parameter's name is then left out of the pair's line. None: the parameter and raw values.
+    words: dict[str, str] | None = None
 
 
 _PREFETCH_DATA = ("tfdata_noprefetch", "tfdata")  # the two sides of the train-loop prefetch pair
@@ -93,6 +116,8 @@ FIXES: tuple[FixEntry, ...] = (
         cases=lambda w, p: w == "train" and p.get("kind") == "steady" and p.get("sync") == "none" and "fix" not in p,
         repeat=True,
         larger=True,
+        group="steady",
+        cause="fixed_cost",
     ),
     FixEntry(
         key="prefetch",
@@ -114,6 +139,12 @@ FIXES: tuple[FixEntry, ...] = (
         repeat=True,
         framework="tensorflow",
         elsewhere="`whichdevice pipeline`",
+        words={
+            "tfdata_noprefetch": "tf.data without",
+            "tfdata": "with prefetch",
+            "serial": "serial map",
+            "prefetch": "parallel map + prefetch",
+        },
     ),
     FixEntry(
         key="pyfunc",
@@ -132,6 +163,8 @@ FIXES: tuple[FixEntry, ...] = (
         repeat=True,
         framework="tensorflow",
         elsewhere="`whichdevice pipeline`",
+        cause="python_pipeline",
+        words={"pyfunc": "augmentation in tf.py_function", "prefetch": "in TF ops"},
     ),
     FixEntry(
         key="placement",
@@ -149,6 +182,7 @@ FIXES: tuple[FixEntry, ...] = (
         repeat=False,
         framework="tensorflow",
         elsewhere="`whichdevice placement`",
+        check="placement",
     ),
     FixEntry(
         key="warmup",
@@ -164,6 +198,7 @@ FIXES: tuple[FixEntry, ...] = (
         anchor="TensorFlow GPU performance guide: avoid profiling the first few batches (ANCHORS.md)",
         cases=_p(kind="loop"),
         repeat=True,  # the loops are device-vs-device claims too (seed 001 ex2)
+        check="warmup",
     ),
     FixEntry(
         key="steps_per_execution",
@@ -181,6 +216,9 @@ FIXES: tuple[FixEntry, ...] = (
         anchor="Keras 3: steps_per_execution helps small models with large Python overhead (ANCHORS.md)",
         cases=lambda w, p: w == "train" and "steps_per_execution" in p,
         repeat=True,
+        values=(5, 20),
+        group="fit",
+        cause="call_overhead",
     ),
     FixEntry(
         key="jit_compile",
@@ -198,6 +236,9 @@ FIXES: tuple[FixEntry, ...] = (
         anchor="Keras 3: jit_compile='auto' disables XLA on CPU-only machines (ANCHORS.md)",
         cases=lambda w, p: w == "train" and "jit_compile" in p,
         repeat=True,
+        values=(True,),
+        group="fit",
+        default_metric="jit_compile",
     ),
     FixEntry(
         key="sync",
@@ -213,6 +254,9 @@ FIXES: tuple[FixEntry, ...] = (
         anchor="JAX dispatch is asynchronous; each read-back is a device sync (ANCHORS.md, timing methods)",
         cases=lambda w, p: w == "train" and p.get("kind") == "steady" and "fix" not in p,  # not a torch fix's pair
         repeat=True,
+        group="steady",
+        cause="sync",
+        words={"each": "loss read every step", "none": "never"},
     ),
     FixEntry(
         key="precision",
@@ -231,6 +275,8 @@ FIXES: tuple[FixEntry, ...] = (
         cases=_p(kind="precision"),
         repeat=True,
         elsewhere="`whichdevice train --precision mixed_float16`",
+        cpu_16bit=True,
+        words={},
     ),
 )
 
@@ -263,6 +309,8 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         cases=_torch_pair("set_to_none"),
         repeat=True,
         framework="torch",
+        values=(True,),
+        group="steady",
     ),
     FixEntry(
         key="autocast",
@@ -281,6 +329,8 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         cases=_torch_pair("autocast"),
         repeat=True,
         framework="torch",
+        values=("bfloat16",),
+        group="steady",
     ),
     FixEntry(
         key="channels_last",
@@ -298,6 +348,10 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         cases=_torch_pair("channels_last"),
         repeat=True,
         framework="torch",
+        values=(True,),
+        group="steady",
+        # a Conv2d in the model, on image input (a 4-d batch)
+        applies=lambda user: bool(user.get("conv2d")) and len(str(user.get("input_shape", "")).split(",")) == 3,
     ),
     FixEntry(
         key="cudnn_benchmark",
@@ -317,6 +371,8 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         repeat=True,
         framework="torch",
         gpu_only=True,
+        values=(True,),
+        group="steady",
     ),
     FixEntry(
         key="num_workers",
@@ -334,6 +390,8 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         cases=lambda w, p: w == "train" and p.get("kind") == "loop" and "num_workers" in p and "pin_memory" not in p,
         repeat=True,
         framework="torch",
+        values=(2,),  # 2 cores here; more rarely pay on a small machine
+        group="loop",
     ),
     FixEntry(
         key="pin_memory",
@@ -352,6 +410,8 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         repeat=True,
         framework="torch",
         gpu_only=True,
+        values=(True,),
+        group="loop",
     ),
     FixEntry(
         key="torch_compile",
@@ -372,6 +432,9 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         # twice left round 2 one of 11 cases), so its claim rests on round 1's interleaved pair
         repeat=False,
         framework="torch",
+        values=(True,),
+        group="steady",
+        compiles=True,
     ),
 )
 FIXES = FIXES + TORCH_FIXES
@@ -381,6 +444,16 @@ BY_KEY: dict[str, FixEntry] = {f.key: f for f in FIXES}
 
 def entry(key: str) -> FixEntry:
     return BY_KEY[key]
+
+
+def grouped(kind: str) -> tuple[str, ...]:
+    """The parameters of the fixes whose cases are timed interleaved in train ``kind``'s groups."""
+    return tuple(dict.fromkeys(f.param for f in FIXES if f.group == kind))
+
+
+def for_framework(framework: str, kind: str) -> tuple[FixEntry, ...]:
+    """The fixes of ``framework`` (its name, or "keras") measured as pairs of train ``kind`` cases."""
+    return tuple(f for f in FIXES if f.framework == framework and f.group == kind)
 
 
 def repeated(workload: str, params: dict[str, Any]) -> bool:
