@@ -1,22 +1,23 @@
 """THE catalogue of fixes: every change whichdevice measures (or checks) and recommends.
 
-One entry per fix: the case parameter it changes, its baseline, its title, the line of code to
-write, the caveat when it changes training, the article and anchor it comes from, which
-framework it applies to, which cases measure it and whether round 2 repeats them. Everything
-else reads this list: the pairing and the claims (``analysis/suite.py``), the first screen and
-the fix table (``present/``), the round-2 choice (``measure/session.decides_verdict``). Nothing
-else lists fixes.
+One entry per fix declares its cases and its claim: the case parameter it changes, its baseline
+and the values tried, the train kind its pairs are timed interleaved in, how it is measured, what
+else its claim reads, the framework it applies to, which cases measure it and whether round 2
+repeats them; and its words (title, line of code, caveat, article and anchor). Everything else
+reads this list: the planners (``workloads/suite.py``, ``workloads/torch_diagnose.py``), the
+interleaved groups (``workloads.interleave_key``), the round-2 choice and order
+(``measure/session.py``), the pairing and the claims (``analysis/suite.py``), the first screen
+and the fix table (``present/``). Each framework applies a fix with one adapter function named by
+its key (``frameworks/<framework>/fixes.py``; ``frameworks/common/fixes.py`` for Keras). Nothing
+else names a fix (CONTRIBUTING.md "How to add a fix": an entry here and its adapter).
 
 It lives in ``workloads/`` because both ``analysis`` and ``measure`` read it, and the layers
 contract (pyproject.toml) lets neither import the other; ``analysis/fixes.py`` re-exports it.
-
-Adding a fix (CONTRIBUTING.md "How to add a fix"): one :class:`FixEntry` in :data:`FIXES`, plus the
-workload case(s) that measure its baseline and its variant (``workloads/suite.py``). An entry
-with ``method="ab"`` is paired automatically: two ok cases whose parameters differ only in
-``param`` (``baseline`` on one side) form a claim, per sample.
+An entry with ``method="ab"`` is paired automatically: two ok cases whose parameters differ only
+in ``param`` (``baseline`` on one side) form a claim, per sample.
 
 Text fields are data for presenters (``present/``), with ``{b}``/``{v}`` for the baseline and
-the variant value and, in the batch caveat, ``{r}`` for their ratio.
+the variant value and, in a caveat, ``{r}`` for their ratio.
 """
 
 from __future__ import annotations
