@@ -92,9 +92,9 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
 
         cases += calibrate_workload.describe_cases(framework, device, {"model": "seed001"}, TRACED_BATCHES)
     t(kind="steady", model="seed001", batch=SEED_BATCH, sync="each")
-    # 4b. Seed 003's input pipeline (tf.data: TensorFlow only), quick size: is the step waiting
+    # 4b. Seed 003's input pipeline (tf.data: a framework with a pipeline part), quick size: is the step waiting
     #     for input, what prefetch buys, and Python-side preprocessing vs the same work in TF ops.
-    if framework == "tensorflow":
+    if "pipeline" in frameworks.PARTS[framework]:
         from whichdevice.workloads import pipeline as pipeline_workload
 
         cases += pipeline_workload.build_cases(
@@ -108,8 +108,8 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
             stages=False,
         )
     # 4c. Placement (recommendation 4): which ops of seed 001's step ran where, the copies, and
-    #     (with a string op that has no GPU kernel) the fallback path. TensorFlow only.
-    if framework == "tensorflow":
+    #     (with a string op that has no GPU kernel) the fallback path: a framework with a placement log.
+    if "placement_log" in frameworks.PARTS[framework]:
         from whichdevice.workloads import placement as placement_workload
 
         t(kind="placement", model="seed001", batch=32, steps=placement_workload.QUICK_STEPS, string_op=True)

@@ -126,12 +126,8 @@ def _run_cases(spec: Callable[..., CaseSpec], runs: list, parts, user: bool) -> 
             cases.append(spec(kind="loop", model=m, example=ex, samples=n, batch=b, data=d, epochs=e))
     if "fit" in parts:
         for ex, m, n, b, d, e in runs:
-            data = "numpy" if d == "numpy" else d
-            cases.append(
-                spec(
-                    kind="fit", model=m, example=ex, samples=n, batch=b, data=data, epochs=2 if user else FIT_EPOCHS[ex]
-                )
-            )
+            epochs = 2 if user else FIT_EPOCHS[ex]
+            cases.append(spec(kind="fit", model=m, example=ex, samples=n, batch=b, data=d, epochs=epochs))
     return cases
 
 
