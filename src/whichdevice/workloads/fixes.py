@@ -293,31 +293,32 @@ def _torch_pair(key: str) -> CasePredicate:
     return lambda w, p: w == "train" and p.get("fix") == key
 
 
+def _torch(key: str, baseline: object, value: object, **entry: Any) -> FixEntry:
+    """A torch fix: an A/B pair of its parameter ``key`` (``baseline`` -> ``value``), repeated in
+    round 2 unless it says not; by default a steady pair at the user's batch (:func:`_torch_pair`)."""
+    entry = {"cases": _torch_pair(key), "group": "steady", "repeat": True, **entry}
+    return FixEntry(
+        key=key, param=key, baseline=baseline, values=(value,), method="ab", source="", framework="torch", **entry
+    )
+
+
 TORCH_FIXES: tuple[FixEntry, ...] = (
-    FixEntry(
-        key="set_to_none",
-        param="set_to_none",
-        baseline=False,
-        method="ab",
+    _torch(
+        "set_to_none",
+        False,
+        True,
         title="Free the gradients instead of zeroing them",
         change="zero_grad(set_to_none=True)",
         short="zero_grad(set_to_none=True)",
         code="optimizer.zero_grad(set_to_none=True)  # not set_to_none=False, not p.grad.zero_()",
         how="optimizer.zero_grad(set_to_none=True): no memset of every gradient each step",
         caveat="the default since PyTorch 2.0; code that reads .grad after zero_grad() then sees None, not zeros",
-        source="",
         anchor=f"{_TUNING_GUIDE}: use parameter.grad = None instead of model.zero_grad()",
-        cases=_torch_pair("set_to_none"),
-        repeat=True,
-        framework="torch",
-        values=(True,),
-        group="steady",
     ),
-    FixEntry(
-        key="autocast",
-        param="autocast",
-        baseline="off",
-        method="ab",
+    _torch(
+        "autocast",
+        "off",
+        "bfloat16",
         title="Autocast (mixed precision)",
         change="Autocast to {v}",
         short="autocast bfloat16",
@@ -325,40 +326,26 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         how="forward and loss under torch.autocast(device.type, dtype=torch.bfloat16)",
         caveat="changes the numerics: compare the loss curve and accuracy; float16 needs torch.amp.GradScaler; "
         "a CPU without bfloat16 instructions runs it slower",
-        source="",
         anchor=f"{_TUNING_GUIDE}: use mixed precision and AMP",
-        cases=_torch_pair("autocast"),
-        repeat=True,
-        framework="torch",
-        values=("bfloat16",),
-        group="steady",
     ),
-    FixEntry(
-        key="channels_last",
-        param="channels_last",
-        baseline=False,
-        method="ab",
+    _torch(
+        "channels_last",
+        False,
+        True,
         title="channels_last memory format for the convolutions",
         change="channels_last memory format",
         short="channels_last",
         code="model = model.to(memory_format=torch.channels_last); x = x.to(memory_format=torch.channels_last)",
         how="the model and each 4-d batch in torch.channels_last (a model with Conv2d on image input)",
         caveat="helps convolutions only, and mostly on GPUs with tensor cores; other layers may copy back",
-        source="",
         anchor=f"{_TUNING_GUIDE}: use channels_last memory format for computer vision models",
-        cases=_torch_pair("channels_last"),
-        repeat=True,
-        framework="torch",
-        values=(True,),
-        group="steady",
         # a Conv2d in the model, on image input (a 4-d batch)
         applies=lambda user: bool(user.get("conv2d")) and len(str(user.get("input_shape", "")).split(",")) == 3,
     ),
-    FixEntry(
-        key="cudnn_benchmark",
-        param="cudnn_benchmark",
-        baseline=False,
-        method="ab",
+    _torch(
+        "cudnn_benchmark",
+        False,
+        True,
         title="Let cuDNN pick the fastest convolution (cudnn.benchmark)",
         change="torch.backends.cudnn.benchmark = True",
         short="cudnn.benchmark",
@@ -366,59 +353,42 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         how="torch.backends.cudnn.benchmark = True before training (GPU)",
         caveat="the first step of each input shape tries every algorithm; varying shapes pay it again; "
         "results are not bit-for-bit reproducible",
-        source="",
         anchor=f"{_TUNING_GUIDE}: enable cuDNN auto-tuner",
-        cases=_torch_pair("cudnn_benchmark"),
-        repeat=True,
-        framework="torch",
         gpu_only=True,
-        values=(True,),
-        group="steady",
     ),
-    FixEntry(
-        key="num_workers",
-        param="num_workers",
-        baseline=0,
-        method="ab",
+    _torch(
+        "num_workers",
+        0,
+        2,  # 2 cores here; more rarely pay on a small machine
         title="Load batches in DataLoader worker processes",
         change="Load batches in {v} DataLoader workers",
         short="DataLoader workers",
         code="DataLoader(dataset, batch_size=b, shuffle=True, num_workers={v}, persistent_workers=True)",
         how="DataLoader(..., num_workers=N, persistent_workers=True)",
         caveat="each worker is a process with its own copy of the dataset object; on few cores they compete with the step",
-        source="",
         anchor="PyTorch profiler plugin: DataLoader > 5 % of step → raise num_workers (ANCHORS.md)",
         cases=lambda w, p: w == "train" and p.get("kind") == "loop" and "num_workers" in p and "pin_memory" not in p,
-        repeat=True,
-        framework="torch",
-        values=(2,),  # 2 cores here; more rarely pay on a small machine
         group="loop",
     ),
-    FixEntry(
-        key="pin_memory",
-        param="pin_memory",
-        baseline=False,
-        method="ab",
+    _torch(
+        "pin_memory",
+        False,
+        True,
         title="Pinned batches and non_blocking copies",
         change="pin_memory + non_blocking copies",
         short="pin_memory + non_blocking",
         code="DataLoader(..., pin_memory=True); x = x.to(device, non_blocking=True)",
         how="DataLoader(..., pin_memory=True) and .to(device, non_blocking=True) (GPU)",
         caveat="pinned host memory is locked: very large pinned batches leave less memory to the rest of the machine",
-        source="",
         anchor=f"{_TUNING_GUIDE}: enable async data loading and augmentation (pin_memory)",
         cases=lambda w, p: w == "train" and p.get("kind") == "loop" and "pin_memory" in p,
-        repeat=True,
-        framework="torch",
-        gpu_only=True,
-        values=(True,),
         group="loop",
+        gpu_only=True,
     ),
-    FixEntry(
-        key="torch_compile",
-        param="torch_compile",
-        baseline=False,
-        method="ab",
+    _torch(
+        "torch_compile",
+        False,
+        True,
         title="Compile the model (torch.compile)",
         change="Compile the model (torch.compile)",
         short="torch.compile",
@@ -426,15 +396,10 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         how="model = torch.compile(model); compiling is bounded by a quarter of --budget",
         caveat="the first step compiles (seconds to minutes, in the warm-up, not in this gain); a new input "
         "shape compiles again; check that the results match",
-        source="",
         anchor=f"{_TUNING_GUIDE}: fuse operations (torch.compile)",
-        cases=_torch_pair("torch_compile"),
         # compiled once: a second process compiles again (60-75 s of the mnist Net's 300 s budget
         # twice left round 2 one of 11 cases), so its claim rests on round 1's interleaved pair
         repeat=False,
-        framework="torch",
-        values=(True,),
-        group="steady",
         compiles=True,
     ),
 )
