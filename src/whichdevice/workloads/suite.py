@@ -92,9 +92,9 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
 
         cases += calibrate_workload.describe_cases(framework, device, {"model": "seed001"}, TRACED_BATCHES)
     t(kind="steady", model="seed001", batch=SEED_BATCH, sync="each")
-    # 4b. Seed 003's input pipeline (tf.data: a framework with a pipeline part), quick size: is the step waiting
+    # 4b. Seed 003's input pipeline (tf.data: for the catalogue's pipeline fixes of this framework), quick size: is the step waiting
     #     for input, what prefetch buys, and Python-side preprocessing vs the same work in TF ops.
-    if "pipeline" in frameworks.PARTS[framework]:
+    if any(e.pipeline for e in fixes.FIXES if e.framework == framework):
         from whichdevice.workloads import pipeline as pipeline_workload
 
         cases += pipeline_workload.build_cases(
