@@ -228,3 +228,33 @@ def test_nothing_larger_measured_is_not_measured_never_no_clear_change():
     assert fv.outcome == "not_measured" and fv.not_measured is not None and fv.not_measured.reason == "none_larger"
     assert "No clear change: a larger batch" not in tail and "a larger batch (nothing larger measured)" in tail
     assert status == "not measured" and effect.startswith("CPU:0: no batch larger than 32 measured (only batch 8)\n")
+
+
+def test_contributing_shows_a_real_fix_in_two_files():
+    """CONTRIBUTING's "How to add a fix" shows the catalogue's jit_compile entry and its Keras adapter as they are."""
+    import re
+    from pathlib import Path
+    from typing import Any
+
+    from whichdevice.frameworks.common import fixes as keras_fixes
+    from whichdevice.workloads import fixes as catalogue
+
+    text = (Path(__file__).resolve().parents[1] / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = text.split("## How to add a fix", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    ns: dict = {"FixEntry": catalogue.FixEntry, "Any": Any}
+    exec(code.replace("FixEntry(", "shown = FixEntry(", 1), ns)  # noqa: S102 (our own document's example)
+    shown, real = ns["shown"], catalogue.BY_KEY["jit_compile"]
+    for f in ("key", "framework", "param", "baseline", "method", "title", "code", "caveat", "values", "group"):
+        assert getattr(shown, f) == getattr(real, f), f
+    for p in ({"kind": "fit", "jit_compile": True}, {"kind": "fit"}, {"kind": "steady"}):
+        assert shown.cases("train", p) == real.cases("train", p)
+    assert (
+        ns["jit_compile"](True) == keras_fixes.jit_compile(True) == keras_fixes.compile_options({"jit_compile": True})
+    )
+    # every catalogue fix a framework plans as pairs has that framework's adapter
+    assert {e.param for e in catalogue.FIXES if e.group and e.framework == "keras"} <= set(keras_fixes.COMPILE)
+    pytest.importorskip("torch")
+    from whichdevice.frameworks.torch import fixes as torch_fixes
+
+    assert {e.param for e in catalogue.FIXES if e.group and e.framework == "torch"} <= set(torch_fixes.ADAPTERS)

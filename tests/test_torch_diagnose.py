@@ -51,7 +51,7 @@ def test_cases_put_the_seed_parts_first_and_each_fix_in_a_pair():
     assert fixes[-1]["fix"] == "torch_compile"  # last: compiling is the slowest case
     assert fixes[-1]["compile_limit_s"] == 22.5  # a quarter of the default 90 s budget
     loaders = [c.params for c in cases if c.params.get("data") == "loader"]
-    assert [p["num_workers"] for p in loaders] == [0, torch_diagnose.LOADER_WORKERS]
+    assert [p["num_workers"] for p in loaders] == [0, *torch_diagnose.LOADERS[0].values]
     assert {p["epochs"] for p in loaders} == {3} and {p["samples"] for p in loaders} == {16 * 32}
     sweep = next(i for i, p in enumerate(c.params for c in cases) if p["kind"] == "steady" and "fix" not in p)
     assert all("fix" in c.params for c in cases[3:sweep])  # the fix pairs before the batch sweep
@@ -82,10 +82,9 @@ def test_each_fix_pair_is_its_own_interleaved_group():
         assert len(fix) == 1  # never a fix mixed with the sweep or another fix
         if fix != {None}:
             (name,) = fix
-            assert len(g) == 2 and {c.params[name] for c in g} == {
-                b for n, b, v in torch_diagnose.STEADY_FIXES if n == name
-            } | {v for n, b, v in torch_diagnose.STEADY_FIXES if n == name}
-    assert set(torch_diagnose.FIX_PARAMS) == set(workloads._TORCH_FIXES)
+            (e,) = [e for e in torch_diagnose.STEADY_FIXES if e.key == name]
+            assert len(g) == 2 and {c.params[name] for c in g} == {e.baseline, *e.values}
+    assert {e.param for e in torch_diagnose.STEADY_FIXES} <= set(workloads._VARYING["train", "steady"])
 
 
 def test_compile_limit_follows_the_budget():
@@ -270,9 +269,7 @@ def _diagnose(tmp_path, capsys, family: str, budget: str = "40", extra=()):
 
 
 def _without_compile(monkeypatch):
-    monkeypatch.setattr(
-        torch_diagnose, "STEADY_FIXES", tuple(f for f in torch_diagnose.STEADY_FIXES if f[0] != "torch_compile")
-    )
+    monkeypatch.setattr(torch_diagnose, "STEADY_FIXES", tuple(f for f in torch_diagnose.STEADY_FIXES if not f.compiles))
 
 
 def _check_all_measured(record, family):

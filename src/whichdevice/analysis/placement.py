@@ -1,27 +1,9 @@
-"""Which ops ran where: TensorFlow's device-placement log and XProf's op statistics, parsed,
-and the host<->device copies a training step makes.
+"""Which ops ran where, and the host<->device copies a training step makes: a placement case's
+metrics (the framework's own log and profile, parsed in the measuring child by
+``frameworks/tensorflow/logparse.py``, which says what each source can say) rebuilt into tables.
 
-Pure: text and numbers in, tables out (no TensorFlow import), so it is tested on real output
-captured on a CPU (``tests/data/placement/``).
-
-Sources, and what each one can say:
-
-- **Placement log** (``tf.debugging.set_log_device_placement(True)``). When a ``tf.function``
-  is instantiated, TensorFlow's placer logs one line per graph node::
-
-      I0000 00:00:1795400006.145373   28383 placer.cc:162] sequential_1/dense_1/MatMul: (MatMul): /job:localhost/replica:0/task:0/device:CPU:0
-
-  and every eager op executed logs ``execute.cc:...] Executing op Cast in device /job:.../device:CPU:0``.
-  The same placer lines are also printed bare (without the ``I0000 ... placer.cc]`` prefix) on
-  stdout; when prefixed lines exist, the bare copies are ignored so nothing is counted twice.
-  This is *authoritative* for placement: it says where each node was put, after soft placement.
-- **XProf ``framework_op_stats``** (a profile converted by ``xprof``): one row per op name with
-  ``Host/device``, type, occurrences and self time (µs). It gives *time*; on a CPU-only run every
-  row is ``Host``.
-- **Copies**: a node whose input comes from a node on another device needs a copy (TensorFlow
-  inserts a ``_Send``/``_Recv`` pair after placement; the placer does not log it). Counted from
-  the step function's graph edges and the placement, with bytes where the tensor's shape is
-  static. Inputs fed from the host (NumPy batches) are copies too when the step runs on a GPU.
+Pure: numbers in, tables out (no framework import), so it is tested on real output captured on
+a CPU (``tests/data/placement/``).
 """
 
 from __future__ import annotations
@@ -35,6 +17,7 @@ from typing import Literal
 from whichdevice.frameworks.tensorflow.logparse import (
     Copies,
     PLUMBING,
+    PYTHON_OPS,
     RESOURCE_OPS,
 )
 
@@ -50,7 +33,7 @@ def cpu_op_cause(op_type: str, kernel_devices: set[str] | None) -> CpuOpCause:
 
     ``kernel_devices``: the device types TensorFlow has kernels for (``CPU``, ``GPU``,
     ``DEFAULT`` = any device), from the kernel registry; None when unknown."""
-    if op_type in ("PyFunc", "EagerPyFunc", "PyFuncStateless"):
+    if op_type in PYTHON_OPS:
         return "python"
     if kernel_devices is not None and not ({"GPU", "DEFAULT"} & kernel_devices):
         return "no_gpu_kernel"

@@ -340,6 +340,8 @@ TORCH_VARIANTS = (
     ("cuda_step_item_s", "cpu_step_item_s", 1, False),
     ("cuda_step_from_host_s", "cpu_step_from_host_s", 1, True),
 )
+# The framework probe_torch.json's loops ran in (its rows are predicted with its op list).
+PROBE_FRAMEWORK = "torch"
 # probe_torch.json's seed001 loops: (key prefix, samples, batch) — whole-loop seconds, one pass
 SEED001_LOOPS = (("ex2_small", 1000, 10), ("ex3_large_b32", 100000, 32), ("ex3_large_b1024", 100000, 1024))
 KERAS_FIT = re.compile(r"^fit_(\d+)_b(\d+)_epoch_s$")
@@ -429,18 +431,19 @@ def _seed001_points(
     """``probe_torch.json``'s ``seed001`` loops as written (batch copied from host, ``.item()``
     each step), per step = loop seconds / steps, predicted with PyTorch's op list."""
     seed = probe.get("seed001", {})
-    if "torch" not in op_lists or not seed:
+    ops = op_lists.get(PROBE_FRAMEWORK)
+    if ops is None or not seed:
         return []
     cpu_step: dict[int, float] = {}
     gpu_step: dict[int, float] = {}
     for key, n, b in SEED001_LOOPS:
-        if f"{key}_cpu_s" in seed and f"{key}_cuda_s" in seed and str(b) in op_lists["torch"]:
+        if f"{key}_cpu_s" in seed and f"{key}_cuda_s" in seed and str(b) in ops:
             steps = math.ceil(n / b)
             cpu_step[b], gpu_step[b] = seed[f"{key}_cpu_s"] / steps, seed[f"{key}_cuda_s"] / steps
     if not gpu_step:
         return []
     loop = _Loop(cpu_step, gpu_step, 1, True, "seed 001 loop")
-    return _loop_points("torch", op_lists["torch"], loop, profile, gpu)
+    return _loop_points(PROBE_FRAMEWORK, ops, loop, profile, gpu)
 
 
 def _keras_fit_points(

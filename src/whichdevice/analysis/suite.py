@@ -40,7 +40,7 @@ from whichdevice.analysis.placement import device_placement
 from whichdevice.analysis.precision import Cpu16Bit, cpu_16bit
 from whichdevice.analysis.significance import MIN_SAMPLES
 from whichdevice.analysis.sweep import Table, analyze_sweep
-from whichdevice.frameworks import KERAS
+from whichdevice import frameworks
 from whichdevice.analysis.train import RunRow, TrainReport, analyze_training
 from whichdevice.analysis.verdict import Finding, sweep_findings
 from whichdevice.analysis.warmup import break_even
@@ -285,16 +285,9 @@ def _baseline_side(e: FixEntry, baseline: object, workload: str, p: dict[str, An
 
 
 def _applies(record: RunRecord, e: FixEntry) -> bool:
-    """The PyTorch fixes (issue 35) belong to records where torch ran; Keras' and TensorFlow's
-    (steps_per_execution, jit_compile, precision policies, tf.data) to records where a Keras
-    framework ran, or that ran nothing (issue 39: a torch diagnose listed "Use tf.data with
-    prefetch"); every other entry to all."""
-    ran = {r.spec.framework for r in record.results}
-    if e.framework == "torch":
-        return "torch" in ran
-    if e.framework in ("keras", "tensorflow"):
-        return not ran or bool(ran & set(KERAS))
-    return True
+    """Whether the fix belongs to this record's frameworks (frameworks.fix_applies: issue 39, a
+    torch diagnose listed "Use tf.data with prefetch")."""
+    return frameworks.fix_applies(e.framework, {r.spec.framework for r in record.results})
 
 
 def _has_gpu(record: RunRecord) -> bool:
@@ -327,15 +320,21 @@ def _cut_by_plan(record: RunRecord, e: FixEntry) -> bool:
     if isinstance(cut, list):  # the Keras diagnose's plan (workloads/suite.size_user_cases)
         return e.key in cut
     planned = record.options.get("fixes_planned")
-    if e.framework != "torch" or not isinstance(planned, list) or not record.options.get("budget_cut"):
+    if e.framework == "any" or not isinstance(planned, list) or not record.options.get("budget_cut"):
         return False
-    if e.key == "channels_last" and not record.options.get("torch_conv2d"):
-        return False  # no Conv2d in the model: the fix does not apply, whatever the plan (an LSTM)
-    if e.key in ("num_workers", "pin_memory"):
-        data = "loader" if e.key == "num_workers" else "loader_pin"
-        gpu = _has_gpu(record)
-        return (gpu or e.key == "num_workers") and not any(r.spec.params.get("data") == data for r in record.results)
+    if e.applies is not None and not e.applies(_facts(record, e.framework)):
+        return False  # the fix does not apply to this model, whatever the plan (channels_last on an LSTM)
+    if e.group == "loop":  # the loader pairs: planned when their cases are in the record
+        return (_has_gpu(record) or not e.gpu_only) and not any(
+            e.cases(r.spec.workload, r.spec.params) for r in record.results
+        )
     return e.key not in planned
+
+
+def _facts(record: RunRecord, framework: str) -> dict[str, Any]:
+    """The pre-flight's facts of the user's model, from the record's ``<framework>_<fact>`` options."""
+    prefix = f"{framework}_"
+    return {k.removeprefix(prefix): v for k, v in record.options.items() if k.startswith(prefix)}
 
 
 def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline: object = None) -> NotMeasured:
@@ -401,7 +400,7 @@ def _verdict(
 
 def _fix_verdict(record: RunRecord, e: FixEntry, seed_batch: int, pipelines: list[DeviceReport]) -> FixVerdict:
     if e.method == "check":
-        checks = _placement_checks(record) if e.key == "placement" else _warmup_checks(record)
+        checks = _CHECKS[e.check](record)
         return FixVerdict(e, [], [], "not_measured", None, why_not_measured(record, e, []), checks=checks)
     baseline = seed_batch if e.baseline is None else e.baseline
     fixes = _ab_pairs(record, e, baseline) if e.method in ("ab", "grid") else []
@@ -415,22 +414,22 @@ def _fix_verdict(record: RunRecord, e: FixEntry, seed_batch: int, pipelines: lis
     extra: dict[str, Any] = {"grids": grids}
     if fixes and not deciding:  # only smaller values than the baseline measured: the fix itself was not
         return FixVerdict(e, fixes, [], "not_measured", None, _none_larger(record, e, baseline), **extra)
-    if e.key == "jit_compile":  # where the framework's default already compiles with XLA, True is no change
+    if e.default_metric:  # where the framework's default already applies it (XLA), True is no change
         already = [f for f in fixes if jit_by_default(record, f.device, f.framework)]
         deciding = [f for f in deciding if f not in already]
         extra["default_on"] = already
         if fixes and not deciding:
             devices = sorted({f.device for f in already})
             return FixVerdict(e, fixes, [], "not_measured", None, NotMeasured("default", devices=devices), **extra)
-    if e.key == "precision":
+    if e.cpu_16bit:
         extra["cpu_16bit"] = cpu_16bit(record) if fixes else None
-    if e.key == "torch_compile":
-        extra["checks"] = compile_costs(record, fixes)
+    if e.compiles:
+        extra["checks"] = compile_costs(record, e, fixes)
     return _verdict(record, e, baseline, fixes, deciding, **extra)
 
 
-def compile_costs(record: RunRecord, fixes: list[Fix]) -> list[PlacementCheck | WarmupCheck | CompileCost]:
-    """torch.compile's compile per device, from its pair: the measured compile (the compiled
+def compile_costs(record: RunRecord, e: FixEntry, fixes: list[Fix]) -> list[PlacementCheck | WarmupCheck | CompileCost]:
+    """A compiling fix's compile (``FixEntry.compiles``: torch.compile) per device, from its pair: the measured compile (the compiled
     side's ``compile_s``) and its break-even against the eager steps; or, where compiling was
     stopped at its bound (the compiled side failed with a TimeoutError), that bound as a lower
     bound and the fewest steps it could pay back in."""
@@ -438,8 +437,8 @@ def compile_costs(record: RunRecord, fixes: list[Fix]) -> list[PlacementCheck | 
     pairs: dict[str, dict[bool, CaseResult]] = {}
     for r in record.results:
         p = r.spec.params
-        if r.spec.workload == "train" and p.get("fix") == "torch_compile":
-            pairs.setdefault(r.spec.device, {})[bool(p.get("torch_compile"))] = r
+        if r.spec.workload == "train" and p.get("fix") == e.key:
+            pairs.setdefault(r.spec.device, {})[bool(p.get(e.param))] = r
     for device, pair in pairs.items():
         base, comp = pair.get(False), pair.get(True)
         if comp is None:
@@ -495,6 +494,10 @@ def _warmup_checks(record: RunRecord) -> list[PlacementCheck | WarmupCheck | Com
     return out
 
 
+# What a check (``FixEntry.check``) reads from the record.
+_CHECKS = {"placement": _placement_checks, "warmup": _warmup_checks}
+
+
 # ------------------------------------------------------------------ causes
 
 
@@ -503,17 +506,13 @@ def _share(f: Fix) -> float:
     return 1 - 1 / f.claim.ratio
 
 
-# The fixes whose gain measures a cause of their own: (fix kind, cause).
-_FIX_CAUSES: tuple[tuple[str, CauseKind], ...] = (("pyfunc", "python_pipeline"), ("sync", "sync"))
-
-
 def causes(v_fixes: list[FixVerdict], pipelines: list[DeviceReport], training: TrainReport) -> list[Cause]:
     """Why it is slow, each from a measurement: the fixed cost per step (the batch change's
     gain), else Keras's per-call overhead (steps_per_execution's), the wait for input (XProf's
     input-bound share of the serial pipeline's step), the tf.py_function's share, the loss read
-    back every step, and the first step's share of the first epoch. Largest share first."""
-    by = {v.kind: v for v in v_fixes}
-    out = _step_cost_causes(by) + _input_wait_causes(pipelines) + _fix_causes(by) + _warmup_causes(training)
+    back every step (each the gain of the fix that declares it, ``FixEntry.cause``), and the
+    first step's share of the first epoch. Largest share first."""
+    out = _step_cost_causes(v_fixes) + _input_wait_causes(pipelines) + _fix_causes(v_fixes) + _warmup_causes(training)
     return sorted(out, key=lambda c: -c.share)
 
 
@@ -522,15 +521,18 @@ def _helping(v: FixVerdict | None) -> Fix | None:
     return v.best if v and v.outcome == "helps" and v.best else None
 
 
-def _step_cost_causes(by: dict[str, FixVerdict]) -> list[Cause]:
+# The causes measured per step: the fixed cost, else (the same cost seen through model.fit) the per-call overhead.
+_STEP_COSTS: tuple[CauseKind, ...] = ("fixed_cost", "call_overhead")
+
+
+def _step_cost_causes(v_fixes: list[FixVerdict]) -> list[Cause]:
     """The fixed cost per step (the batch change's gain), else Keras's per-call overhead
     (steps_per_execution's: the same per-step cost, seen through model.fit)."""
-    batch = _helping(by.get("batch"))
-    if batch is not None:
-        return [Cause("fixed_cost", _share(batch), batch.device, batch)]
-    spe = _helping(by.get("steps_per_execution"))
-    if spe is not None:
-        return [Cause("call_overhead", _share(spe), spe.device, spe)]
+    for kind in _STEP_COSTS:
+        for v in v_fixes:
+            best = _helping(v) if v.entry.cause == kind else None
+            if best is not None:
+                return [Cause(kind, _share(best), best.device, best)]
     return []
 
 
@@ -544,13 +546,14 @@ def _input_wait_causes(pipelines: list[DeviceReport]) -> list[Cause]:
     return out
 
 
-def _fix_causes(by: dict[str, FixVerdict]) -> list[Cause]:
-    """The tf.py_function's share and the loss read back every step: the gain of their fixes."""
+def _fix_causes(v_fixes: list[FixVerdict]) -> list[Cause]:
+    """The other causes a fix's gain measures (the tf.py_function's share, the loss read back
+    every step): each fix's that declares one."""
     out: list[Cause] = []
-    for key, kind in _FIX_CAUSES:
-        best = _helping(by.get(key))
+    for v in v_fixes:
+        best = _helping(v) if v.entry.cause and v.entry.cause not in _STEP_COSTS else None
         if best is not None:
-            out.append(Cause(kind, _share(best), best.device, best))
+            out.append(Cause(v.entry.cause, _share(best), best.device, best))  # type: ignore[arg-type]
     return out
 
 
@@ -601,8 +604,7 @@ def decides_answer(spec: CaseSpec) -> bool:
         or (
             p.get("example") in ("ex2", "user")
             and p.get("kind") in ("loop", "fit")
-            and "steps_per_execution" not in p
-            and "jit_compile" not in p
+            and not any(k in p for k in catalogue.grouped("fit"))  # not a fix's fit
             and p.get("data") != "tfdata_noprefetch"
         )
     )

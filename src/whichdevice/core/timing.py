@@ -335,6 +335,27 @@ def take_turns(
     return samples, errors
 
 
+def turns_timing(
+    warmup_s: list[float],
+    samples_s: list[float],
+    overhead_s: float,
+    *,
+    capped: bool = False,
+    telemetry: Telemetry | None = None,
+) -> Timing:
+    """A variant's timing from its turns (:func:`take_turns`): its warm-up pass's steps (the first
+    one the first call), then its steady samples, one step each; ``capped``: it stopped at its time cap."""
+    return Timing(
+        first_call_s=warmup_s[0],
+        warmup_s=warmup_s,
+        samples_s=samples_s,
+        number_per_sample=1,
+        overhead_s=overhead_s,
+        telemetry=telemetry,
+        stop_reason="time cap" if capped else "min time",
+    )
+
+
 def warm_up(
     fn: Callable[[], Any],
     *,

@@ -211,6 +211,18 @@ def unsupported(name: str, params: dict) -> str | None:
     return None
 
 
+def fix_applies(fix_framework: str, ran: set[str]) -> bool:
+    """Whether a catalogue fix for ``fix_framework`` ("any", "keras": Keras' own API, or one
+    framework's name) belongs to a record where the frameworks ``ran`` ran: Keras' and
+    TensorFlow's to records where a Keras framework ran (or nothing did), another framework's
+    to records where it ran."""
+    if fix_framework == "any":
+        return True
+    if fix_framework in ("keras", "tensorflow"):
+        return not ran or bool(ran & set(KERAS))
+    return fix_framework in ran
+
+
 def record_notes(name: str, experiment: str) -> list[str]:
     """Facts a reader of ``experiment``'s record must know about ``name`` (e.g. that the
     tf.data pipelines were replaced by numpy batches): ``NOTES`` in the framework's env.py."""

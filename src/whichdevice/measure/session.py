@@ -119,7 +119,7 @@ def _group(spec: CaseSpec) -> int:
         return 1
     if p.get("kind") == "steady":
         return 2
-    if "steps_per_execution" not in p and "jit_compile" not in p:
+    if not any(k in p for k in fix_catalogue.grouped("fit")):  # not a fix's fit
         return 3
     return 4
 

@@ -32,18 +32,6 @@ if TYPE_CHECKING:
     from whichdevice.analysis.significance import Claim
     from whichdevice.analysis.suite import FixVerdict
 
-# A fix's parameter and values in words, where the parameter's own name says little.
-_VALUES = {
-    "prefetch": {
-        "tfdata_noprefetch": "tf.data without",
-        "tfdata": "with prefetch",
-        "serial": "serial map",
-        "prefetch": "parallel map + prefetch",
-    },
-    "pyfunc": {"pyfunc": "augmentation in tf.py_function", "prefetch": "in TF ops"},
-    "sync": {"each": "loss read every step", "none": "never"},
-    "precision": {},
-}
 _PARTS = {"both": "per training step", "pipeline": "pipeline alone, per batch"}
 OUTCOME_WORDS = {
     "helps": "helps",
@@ -82,7 +70,7 @@ def where_words(f: Fix) -> str:
 
 
 def _values(f: Fix) -> tuple[str, str]:
-    words = _VALUES.get(f.kind, {})
+    words = f.entry.words or {}
     return words.get(str(f.baseline), str(f.baseline)), words.get(str(f.variant), str(f.variant))
 
 
@@ -91,7 +79,7 @@ def fix_line(f: Fix, *, several: bool = False) -> str:
     (small MLP, 1,000 samples, batch 10, model.fit)'."""
     who = f"{f.framework} {f.device}" if several else f.device
     b, v = _values(f)
-    param = "" if f.workload == "pipeline" or f.kind in _VALUES else f"{f.entry.param} "
+    param = "" if f.workload == "pipeline" or f.entry.words is not None else f"{f.entry.param} "
     per = "" if f.workload == "pipeline" else ", per sample"
     return f"{who} {param}{b} -> {v}: {claim_text(f.claim)}{per} ({where_words(f)})"
 
@@ -290,9 +278,15 @@ def change_caveat(f: Fix) -> str:
     e = f.entry
     if not e.caveat:
         return ""
-    if e.key == "batch":
-        return e.caveat.format(r=float(f.variant) / float(f.baseline))  # type: ignore[arg-type]
-    return e.caveat.format(v=f.variant)
+    return e.caveat.format(v=f.variant, r=_ratio(f.variant, f.baseline))
+
+
+def _ratio(variant: object, baseline: object) -> object:
+    """variant / baseline for a caveat's ``{r}`` (a larger batch scales the learning rate), else 'N'."""
+    try:
+        return float(variant) / float(baseline)  # type: ignore[arg-type]
+    except (TypeError, ValueError, ZeroDivisionError):
+        return _N()
 
 
 class _N:

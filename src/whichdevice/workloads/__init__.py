@@ -22,6 +22,8 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from whichdevice.workloads import fixes
+
 if TYPE_CHECKING:
     from whichdevice.core.records import CaseSpec, Timing
     from whichdevice.core.timing import TimingPolicy
@@ -58,13 +60,13 @@ class GroupWorkload(Protocol):
 # Params that tell the members of one interleaved group apart, by workload and kind; every
 # other param (and the workload, framework and device) must be equal for two cases to be
 # timed together.
-# The torch fixes' settings (torch_diagnose.FIX_PARAMS).
-_TORCH_FIXES = ("set_to_none", "autocast", "channels_last", "cudnn_benchmark", "torch_compile")
 _VARYING = {
-    # plus the torch fixes' settings: each fix pair names its ``fix``, a group of its own
-    ("train", "steady"): ("batch", "sync", *_TORCH_FIXES),
-    ("train", "fit"): ("steps_per_execution", "jit_compile"),
-    ("train", "loop"): ("num_workers", "pin_memory"),  # the torch DataLoader pairs (torch_diagnose)
+    # the fixes' parameters (workloads/fixes.py FixEntry.group: the batch sweep, sync each/none and
+    # the torch fixes' steady pairs, each naming its ``fix``; the Keras fixes' fits; the torch
+    # DataLoader pairs), and the input pipeline's variants
+    ("train", "steady"): fixes.grouped("steady"),
+    ("train", "fit"): fixes.grouped("fit"),
+    ("train", "loop"): fixes.grouped("loop"),
     ("pipeline", "both"): ("variant",),
 }
 

@@ -1,22 +1,23 @@
 """THE catalogue of fixes: every change whichdevice measures (or checks) and recommends.
 
-One entry per fix: the case parameter it changes, its baseline, its title, the line of code to
-write, the caveat when it changes training, the article and anchor it comes from, which
-framework it applies to, which cases measure it and whether round 2 repeats them. Everything
-else reads this list: the pairing and the claims (``analysis/suite.py``), the first screen and
-the fix table (``present/``), the round-2 choice (``measure/session.decides_verdict``). Nothing
-else lists fixes.
+One entry per fix declares its cases and its claim: the case parameter it changes, its baseline
+and the values tried, the train kind its pairs are timed interleaved in, how it is measured, what
+else its claim reads, the framework it applies to, which cases measure it and whether round 2
+repeats them; and its words (title, line of code, caveat, article and anchor). Everything else
+reads this list: the planners (``workloads/suite.py``, ``workloads/torch_diagnose.py``), the
+interleaved groups (``workloads.interleave_key``), the round-2 choice and order
+(``measure/session.py``), the pairing and the claims (``analysis/suite.py``), the first screen
+and the fix table (``present/``). Each framework applies a fix with one adapter function named by
+its key (``frameworks/<framework>/fixes.py``; ``frameworks/common/fixes.py`` for Keras). Nothing
+else names a fix (CONTRIBUTING.md "How to add a fix": an entry here and its adapter).
 
 It lives in ``workloads/`` because both ``analysis`` and ``measure`` read it, and the layers
 contract (pyproject.toml) lets neither import the other; ``analysis/fixes.py`` re-exports it.
-
-Adding a fix (CONTRIBUTING.md "How to add a fix"): one :class:`FixEntry` in :data:`FIXES`, plus the
-workload case(s) that measure its baseline and its variant (``workloads/suite.py``). An entry
-with ``method="ab"`` is paired automatically: two ok cases whose parameters differ only in
-``param`` (``baseline`` on one side) form a claim, per sample.
+An entry with ``method="ab"`` is paired automatically: two ok cases whose parameters differ only
+in ``param`` (``baseline`` on one side) form a claim, per sample.
 
 Text fields are data for presenters (``present/``), with ``{b}``/``{v}`` for the baseline and
-the variant value and, in the batch caveat, ``{r}`` for their ratio.
+the variant value and, in a caveat, ``{r}`` for their ratio.
 """
 
 from __future__ import annotations
@@ -62,6 +63,29 @@ class FixEntry:
     # The fix is a larger value of ``param`` (a larger batch): the grid's smaller values are shown
     # beside it, never its outcome (batch 8 slower than 32 is not "a larger batch is slower").
     larger: bool = False
+    # --- its cases: the planners (workloads/suite.py, workloads/torch_diagnose.py) read these
+    values: tuple[object, ...] = ()  # the variants measured against ``baseline`` (a grid: each value)
+    # The train kind whose cases of this fix are timed interleaved, one group per pair or grid
+    # (workloads.interleave_key): "steady", "fit" or "loop"; "" measured alone.
+    group: str = ""
+    # Whether it applies to the user's model, from the pre-flight's facts (the case parameters; a
+    # record keeps them as ``<framework>_<fact>`` options). None: to every model.
+    applies: Callable[[dict[str, Any]], bool] | None = None
+    # The variant compiles once in its warm-up: measured last, within a bound (``compile_limit_s``),
+    # its compile reported as a one-time cost with its break-even (analysis/suite.compile_costs).
+    compiles: bool = False
+    # --- its claim: what analysis (analysis/suite.py) reads beside the pairs
+    check: str = ""  # method "check": what is checked ("placement": op placement, "warmup": the first step)
+    # The metric a fit case records when the framework's own default already applies the fix (then
+    # its True side is no change for the user): jit_compile="auto" resolved to XLA.
+    default_metric: str = ""
+    cpu_16bit: bool = False  # what this CPU's 16-bit math means for the measurement is said beside it
+    # The cause of the slowness its gain measures (analysis/suite.Cause): "fixed_cost",
+    # "call_overhead" (counted only without a fixed cost), "python_pipeline", "sync".
+    cause: str = ""
+    # --- its words (present/fixes.py): the baseline's and variant's values in words; the
+    # parameter's name is then left out of the pair's line. None: the parameter and raw values.
+    words: dict[str, str] | None = None
 
 
 _PREFETCH_DATA = ("tfdata_noprefetch", "tfdata")  # the two sides of the train-loop prefetch pair
@@ -93,6 +117,8 @@ FIXES: tuple[FixEntry, ...] = (
         cases=lambda w, p: w == "train" and p.get("kind") == "steady" and p.get("sync") == "none" and "fix" not in p,
         repeat=True,
         larger=True,
+        group="steady",
+        cause="fixed_cost",
     ),
     FixEntry(
         key="prefetch",
@@ -114,6 +140,12 @@ FIXES: tuple[FixEntry, ...] = (
         repeat=True,
         framework="tensorflow",
         elsewhere="`whichdevice pipeline`",
+        words={
+            "tfdata_noprefetch": "tf.data without",
+            "tfdata": "with prefetch",
+            "serial": "serial map",
+            "prefetch": "parallel map + prefetch",
+        },
     ),
     FixEntry(
         key="pyfunc",
@@ -132,6 +164,8 @@ FIXES: tuple[FixEntry, ...] = (
         repeat=True,
         framework="tensorflow",
         elsewhere="`whichdevice pipeline`",
+        cause="python_pipeline",
+        words={"pyfunc": "augmentation in tf.py_function", "prefetch": "in TF ops"},
     ),
     FixEntry(
         key="placement",
@@ -149,6 +183,7 @@ FIXES: tuple[FixEntry, ...] = (
         repeat=False,
         framework="tensorflow",
         elsewhere="`whichdevice placement`",
+        check="placement",
     ),
     FixEntry(
         key="warmup",
@@ -164,6 +199,7 @@ FIXES: tuple[FixEntry, ...] = (
         anchor="TensorFlow GPU performance guide: avoid profiling the first few batches (ANCHORS.md)",
         cases=_p(kind="loop"),
         repeat=True,  # the loops are device-vs-device claims too (seed 001 ex2)
+        check="warmup",
     ),
     FixEntry(
         key="steps_per_execution",
@@ -181,6 +217,9 @@ FIXES: tuple[FixEntry, ...] = (
         anchor="Keras 3: steps_per_execution helps small models with large Python overhead (ANCHORS.md)",
         cases=lambda w, p: w == "train" and "steps_per_execution" in p,
         repeat=True,
+        values=(5, 20),
+        group="fit",
+        cause="call_overhead",
     ),
     FixEntry(
         key="jit_compile",
@@ -198,6 +237,9 @@ FIXES: tuple[FixEntry, ...] = (
         anchor="Keras 3: jit_compile='auto' disables XLA on CPU-only machines (ANCHORS.md)",
         cases=lambda w, p: w == "train" and "jit_compile" in p,
         repeat=True,
+        values=(True,),
+        group="fit",
+        default_metric="jit_compile",
     ),
     FixEntry(
         key="sync",
@@ -213,6 +255,9 @@ FIXES: tuple[FixEntry, ...] = (
         anchor="JAX dispatch is asynchronous; each read-back is a device sync (ANCHORS.md, timing methods)",
         cases=lambda w, p: w == "train" and p.get("kind") == "steady" and "fix" not in p,  # not a torch fix's pair
         repeat=True,
+        group="steady",
+        cause="sync",
+        words={"each": "loss read every step", "none": "never"},
     ),
     FixEntry(
         key="precision",
@@ -231,6 +276,8 @@ FIXES: tuple[FixEntry, ...] = (
         cases=_p(kind="precision"),
         repeat=True,
         elsewhere="`whichdevice train --precision mixed_float16`",
+        cpu_16bit=True,
+        words={},
     ),
 )
 
@@ -246,29 +293,32 @@ def _torch_pair(key: str) -> CasePredicate:
     return lambda w, p: w == "train" and p.get("fix") == key
 
 
+def _torch(key: str, baseline: object, value: object, **entry: Any) -> FixEntry:
+    """A torch fix: an A/B pair of its parameter ``key`` (``baseline`` -> ``value``), repeated in
+    round 2 unless it says not; by default a steady pair at the user's batch (:func:`_torch_pair`)."""
+    entry = {"cases": _torch_pair(key), "group": "steady", "repeat": True, **entry}
+    return FixEntry(
+        key=key, param=key, baseline=baseline, values=(value,), method="ab", source="", framework="torch", **entry
+    )
+
+
 TORCH_FIXES: tuple[FixEntry, ...] = (
-    FixEntry(
-        key="set_to_none",
-        param="set_to_none",
-        baseline=False,
-        method="ab",
+    _torch(
+        "set_to_none",
+        False,
+        True,
         title="Free the gradients instead of zeroing them",
         change="zero_grad(set_to_none=True)",
         short="zero_grad(set_to_none=True)",
         code="optimizer.zero_grad(set_to_none=True)  # not set_to_none=False, not p.grad.zero_()",
         how="optimizer.zero_grad(set_to_none=True): no memset of every gradient each step",
         caveat="the default since PyTorch 2.0; code that reads .grad after zero_grad() then sees None, not zeros",
-        source="",
         anchor=f"{_TUNING_GUIDE}: use parameter.grad = None instead of model.zero_grad()",
-        cases=_torch_pair("set_to_none"),
-        repeat=True,
-        framework="torch",
     ),
-    FixEntry(
-        key="autocast",
-        param="autocast",
-        baseline="off",
-        method="ab",
+    _torch(
+        "autocast",
+        "off",
+        "bfloat16",
         title="Autocast (mixed precision)",
         change="Autocast to {v}",
         short="autocast bfloat16",
@@ -276,34 +326,26 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         how="forward and loss under torch.autocast(device.type, dtype=torch.bfloat16)",
         caveat="changes the numerics: compare the loss curve and accuracy; float16 needs torch.amp.GradScaler; "
         "a CPU without bfloat16 instructions runs it slower",
-        source="",
         anchor=f"{_TUNING_GUIDE}: use mixed precision and AMP",
-        cases=_torch_pair("autocast"),
-        repeat=True,
-        framework="torch",
     ),
-    FixEntry(
-        key="channels_last",
-        param="channels_last",
-        baseline=False,
-        method="ab",
+    _torch(
+        "channels_last",
+        False,
+        True,
         title="channels_last memory format for the convolutions",
         change="channels_last memory format",
         short="channels_last",
         code="model = model.to(memory_format=torch.channels_last); x = x.to(memory_format=torch.channels_last)",
         how="the model and each 4-d batch in torch.channels_last (a model with Conv2d on image input)",
         caveat="helps convolutions only, and mostly on GPUs with tensor cores; other layers may copy back",
-        source="",
         anchor=f"{_TUNING_GUIDE}: use channels_last memory format for computer vision models",
-        cases=_torch_pair("channels_last"),
-        repeat=True,
-        framework="torch",
+        # a Conv2d in the model, on image input (a 4-d batch)
+        applies=lambda user: bool(user.get("conv2d")) and len(str(user.get("input_shape", "")).split(",")) == 3,
     ),
-    FixEntry(
-        key="cudnn_benchmark",
-        param="cudnn_benchmark",
-        baseline=False,
-        method="ab",
+    _torch(
+        "cudnn_benchmark",
+        False,
+        True,
         title="Let cuDNN pick the fastest convolution (cudnn.benchmark)",
         change="torch.backends.cudnn.benchmark = True",
         short="cudnn.benchmark",
@@ -311,53 +353,42 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         how="torch.backends.cudnn.benchmark = True before training (GPU)",
         caveat="the first step of each input shape tries every algorithm; varying shapes pay it again; "
         "results are not bit-for-bit reproducible",
-        source="",
         anchor=f"{_TUNING_GUIDE}: enable cuDNN auto-tuner",
-        cases=_torch_pair("cudnn_benchmark"),
-        repeat=True,
-        framework="torch",
         gpu_only=True,
     ),
-    FixEntry(
-        key="num_workers",
-        param="num_workers",
-        baseline=0,
-        method="ab",
+    _torch(
+        "num_workers",
+        0,
+        2,  # 2 cores here; more rarely pay on a small machine
         title="Load batches in DataLoader worker processes",
         change="Load batches in {v} DataLoader workers",
         short="DataLoader workers",
         code="DataLoader(dataset, batch_size=b, shuffle=True, num_workers={v}, persistent_workers=True)",
         how="DataLoader(..., num_workers=N, persistent_workers=True)",
         caveat="each worker is a process with its own copy of the dataset object; on few cores they compete with the step",
-        source="",
         anchor="PyTorch profiler plugin: DataLoader > 5 % of step → raise num_workers (ANCHORS.md)",
         cases=lambda w, p: w == "train" and p.get("kind") == "loop" and "num_workers" in p and "pin_memory" not in p,
-        repeat=True,
-        framework="torch",
+        group="loop",
     ),
-    FixEntry(
-        key="pin_memory",
-        param="pin_memory",
-        baseline=False,
-        method="ab",
+    _torch(
+        "pin_memory",
+        False,
+        True,
         title="Pinned batches and non_blocking copies",
         change="pin_memory + non_blocking copies",
         short="pin_memory + non_blocking",
         code="DataLoader(..., pin_memory=True); x = x.to(device, non_blocking=True)",
         how="DataLoader(..., pin_memory=True) and .to(device, non_blocking=True) (GPU)",
         caveat="pinned host memory is locked: very large pinned batches leave less memory to the rest of the machine",
-        source="",
         anchor=f"{_TUNING_GUIDE}: enable async data loading and augmentation (pin_memory)",
         cases=lambda w, p: w == "train" and p.get("kind") == "loop" and "pin_memory" in p,
-        repeat=True,
-        framework="torch",
+        group="loop",
         gpu_only=True,
     ),
-    FixEntry(
-        key="torch_compile",
-        param="torch_compile",
-        baseline=False,
-        method="ab",
+    _torch(
+        "torch_compile",
+        False,
+        True,
         title="Compile the model (torch.compile)",
         change="Compile the model (torch.compile)",
         short="torch.compile",
@@ -365,13 +396,11 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         how="model = torch.compile(model); compiling is bounded by a quarter of --budget",
         caveat="the first step compiles (seconds to minutes, in the warm-up, not in this gain); a new input "
         "shape compiles again; check that the results match",
-        source="",
         anchor=f"{_TUNING_GUIDE}: fuse operations (torch.compile)",
-        cases=_torch_pair("torch_compile"),
         # compiled once: a second process compiles again (60-75 s of the mnist Net's 300 s budget
         # twice left round 2 one of 11 cases), so its claim rests on round 1's interleaved pair
         repeat=False,
-        framework="torch",
+        compiles=True,
     ),
 )
 FIXES = FIXES + TORCH_FIXES
@@ -381,6 +410,16 @@ BY_KEY: dict[str, FixEntry] = {f.key: f for f in FIXES}
 
 def entry(key: str) -> FixEntry:
     return BY_KEY[key]
+
+
+def grouped(kind: str) -> tuple[str, ...]:
+    """The parameters of the fixes whose cases are timed interleaved in train ``kind``'s groups."""
+    return tuple(dict.fromkeys(f.param for f in FIXES if f.group == kind))
+
+
+def for_framework(framework: str, kind: str) -> tuple[FixEntry, ...]:
+    """The fixes of ``framework`` (its name, or "keras") measured as pairs of train ``kind`` cases."""
+    return tuple(f for f in FIXES if f.framework == framework and f.group == kind)
 
 
 def repeated(workload: str, params: dict[str, Any]) -> bool:

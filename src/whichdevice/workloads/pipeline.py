@@ -60,7 +60,7 @@ import time
 from pathlib import Path
 
 from whichdevice.core.records import CaseSpec, Timing
-from whichdevice.core.timing import TimingPolicy, abba_turns, measure, take_turns
+from whichdevice.core.timing import TimingPolicy, abba_turns, measure, take_turns, turns_timing
 from whichdevice.frameworks.common.ladders import TF_DATA, Ladder
 
 
@@ -501,15 +501,7 @@ def time_group(prepared: list[_Loop], fw, policy: TimingPolicy, overhead_s: floa
         if errors[i] is not None:
             out.append(errors[i])
             continue
-        timing = Timing(
-            first_call_s=loop.warmup_s[0],
-            warmup_s=loop.warmup_s,
-            samples_s=samples[i],
-            number_per_sample=1,
-            overhead_s=overhead_s,
-            telemetry=telemetry[i],
-            stop_reason="time cap" if capped[i] else "min time",
-        )
+        timing = turns_timing(loop.warmup_s, samples[i], overhead_s, capped=capped[i], telemetry=telemetry[i])
         metrics = loop.metrics(samples[i], waits[i])
         metrics.update({"interleaved_with": float(n - 1), "interleave_rounds": 2.0})
         out.append((timing, metrics))

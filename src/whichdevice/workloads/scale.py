@@ -22,7 +22,6 @@ import atexit
 import dataclasses
 import json
 import os
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -78,36 +77,13 @@ def job_points(framework: str, replicas: list[int], batches: list[int], group: i
     ]
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def worker_envs(framework: str, replicas: int | None, max_replicas: int) -> list[dict[str, str]]:
-    """The environment of each worker process (before the framework is imported)."""
+    """The environment of each worker process (before the framework is imported): the
+    framework's own (``scale_worker_envs`` in its env.py: DDP's one process per replica, JAX's
+    host devices), else one worker with this process's environment."""
     base = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    if framework == "keras-jax":
-        flags = os.environ.get("XLA_FLAGS", "")
-        base["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={max_replicas}".strip()
-        base["KERAS_BACKEND"] = "jax"
-        return [base]
-    if framework == "torch":
-        assert replicas is not None
-        port = str(_free_port())
-        return [
-            {
-                **base,
-                "RANK": str(r),
-                "LOCAL_RANK": str(r),
-                "WORLD_SIZE": str(replicas),
-                "LOCAL_WORLD_SIZE": str(replicas),
-                "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": port,
-            }
-            for r in range(replicas)
-        ]
-    return [base]
+    own = getattr(frameworks.env_module(framework), "scale_worker_envs", None)
+    return [base] if own is None else own(base, replicas, max_replicas)
 
 
 class Workers:

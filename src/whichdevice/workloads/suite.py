@@ -17,6 +17,7 @@ from whichdevice.core.errors import UsageError
 from whichdevice.core.validate import parse_positive_float
 from whichdevice.core.units import seconds
 from whichdevice.core.records import CaseSpec
+from whichdevice.workloads import fixes
 from whichdevice.workloads import matmul as matmul_workload
 
 DEFAULT_BUDGET_S = 90.0  # seconds per device
@@ -47,20 +48,22 @@ TRACED_BATCHES = (8, 8192)
 # Seed 003's pipeline rungs the suite measures: serial map (the seed's first example), the
 # prefetched parallel pipeline, and the same work in Python (tf.py_function).
 PIPELINE_VARIANTS = ("serial", "prefetch", "pyfunc")
-# steps_per_execution tried as a fix, a grid on ex2 (100 steps per epoch): 1 (the baseline),
-# 5 and 20; the recommendation is the smallest that reaches 90 % of the best (analysis/suite.py).
-# (100, one call per epoch, gave one sample per steady epoch: never a claim, so not measured.)
-FIX_STEPS_PER_EXECUTION = (5, 20)
-# The fixes' fits, timed interleaved epoch by epoch (workloads.interleave_groups) over FIX_EPOCHS
-# epochs (the first warms up: tracing, XLA; the two others are steady, one in each half
-# A B C D E | E D C B A): steps_per_execution 1, 5, 20 at the framework's own jit_compile default
-# ("auto": no XLA for TensorFlow on a CPU, XLA for Keras/JAX), and jit_compile False against True.
-# As (param, value) pairs: each case names only the setting it varies.
-FIX_FITS = (
-    *(("steps_per_execution", k) for k in (1, *FIX_STEPS_PER_EXECUTION)),
-    ("jit_compile", False),
-    ("jit_compile", True),
-)
+# The fixes measured as fits of ex2 (the catalogue's Keras entries timed in fit groups), each
+# case naming only the setting it varies, as (param, value) pairs: the baseline then each value
+# (steps_per_execution 1, 5, 20 at the framework's own jit_compile default, "auto": no XLA for
+# TensorFlow on a CPU, XLA for Keras/JAX; jit_compile False against True). Timed interleaved epoch
+# by epoch (workloads.interleave_groups) over FIX_EPOCHS epochs (the first warms up: tracing, XLA;
+# the two others are steady, one in each half A B C D E | E D C B A). A grid's recommendation is
+# the smallest value that reaches 90 % of the best (analysis/suite.py).
+FIT_FIXES = fixes.for_framework("keras", "fit")
+FIX_FITS = tuple((e.param, v) for e in FIT_FIXES for v in (e.baseline, *e.values))
+# The grid among them whose values are steps per call (steps_per_execution 5 and 20; 100, one call
+# per epoch, gave one sample per steady epoch: never a claim, so not measured): the diagnose plan
+# tries a value when an epoch gives it at least 3 calls.
+_PER_CALL = next(e for e in FIT_FIXES if e.method == "grid")
+FIX_STEPS_PER_EXECUTION: tuple[int, ...] = tuple(int(v) for v in _PER_CALL.values)  # type: ignore[call-overload]
+# The A/B of a loop with and without prefetch (the catalogue's entry that varies the loop's data).
+_PREFETCH = next(e for e in fixes.FIXES if e.param == "data")
 FIX_EPOCHS = 3
 
 
@@ -89,9 +92,9 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
 
         cases += calibrate_workload.describe_cases(framework, device, {"model": "seed001"}, TRACED_BATCHES)
     t(kind="steady", model="seed001", batch=SEED_BATCH, sync="each")
-    # 4b. Seed 003's input pipeline (tf.data: TensorFlow only), quick size: is the step waiting
+    # 4b. Seed 003's input pipeline (tf.data: for the catalogue's pipeline fixes of this framework), quick size: is the step waiting
     #     for input, what prefetch buys, and Python-side preprocessing vs the same work in TF ops.
-    if framework == "tensorflow":
+    if any(e.pipeline for e in fixes.FIXES if e.framework == framework):
         from whichdevice.workloads import pipeline as pipeline_workload
 
         cases += pipeline_workload.build_cases(
@@ -105,8 +108,8 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
             stages=False,
         )
     # 4c. Placement (recommendation 4): which ops of seed 001's step ran where, the copies, and
-    #     (with a string op that has no GPU kernel) the fallback path. TensorFlow only.
-    if framework == "tensorflow":
+    #     (with a string op that has no GPU kernel) the fallback path: a framework with a placement log.
+    if "placement_log" in frameworks.PARTS[framework]:
         from whichdevice.workloads import placement as placement_workload
 
         t(kind="placement", model="seed001", batch=32, steps=placement_workload.QUICK_STEPS, string_op=True)
@@ -336,8 +339,8 @@ def _fixes_cut(with_fixes: bool, with_prefetch: bool, spe: tuple[int, ...]) -> l
     side did not run" (issue 39); steps_per_execution too when the fits ran but no value above 1
     was tried (epochs too short for the budget). The batch sweep's cut is read from
     ``sweep_batches`` (analysis/suite._sweep_cut)."""
-    cut = ["steps_per_execution", "jit_compile"] if not with_fixes else ([] if spe else ["steps_per_execution"])
-    return cut + ([] if with_prefetch else ["prefetch"])
+    cut = [e.key for e in FIT_FIXES] if not with_fixes else ([] if spe else [_PER_CALL.key])
+    return cut + ([] if with_prefetch else [_PREFETCH.key])
 
 
 def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, samples_given: bool | str) -> dict:
@@ -423,10 +426,10 @@ def user_cases(
     t(kind="fit", data="tfdata", epochs=2, **run)
     if not sizing or sizing.get("fixes", True):
         for name, value in FIX_FITS:
-            if name != "steps_per_execution" or value == 1 or value in spe:
+            if name != _PER_CALL.param or value == _PER_CALL.baseline or value in spe:
                 t(kind="fit", data="tfdata", epochs=FIX_EPOCHS, **{name: value}, **run)
     if not user.get("data_file") and (not sizing or sizing.get("prefetch", True)):
-        t(kind="loop", data="tfdata_noprefetch", epochs=1, **run)
+        t(kind="loop", data=_PREFETCH.baseline, epochs=1, **run)
     return cases
 
 

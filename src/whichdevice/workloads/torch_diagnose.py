@@ -26,22 +26,18 @@ import time
 
 from whichdevice.core.records import CaseSpec, scalar_int
 from whichdevice.core.steps import time_loop
-from whichdevice.workloads import userfile
+from whichdevice.workloads import fixes, userfile
 from whichdevice.workloads.epochturns import EpochTurns
+from whichdevice.workloads.fixes import FixEntry
 from whichdevice.workloads.suite import USER_SWEEP_BATCHES
 
 FRAMEWORK = "torch"
 PREFLIGHT = "whichdevice.frameworks.torch.usermodel"
-# Steady-step fixes: (parameter, baseline, variant). Order: priority under the time budget.
-STEADY_FIXES: tuple[tuple[str, object, object], ...] = (
-    ("set_to_none", False, True),
-    ("autocast", "off", "bfloat16"),
-    ("channels_last", False, True),
-    ("cudnn_benchmark", False, True),
-    ("torch_compile", False, True),
-)
-GPU_ONLY = ("cudnn_benchmark", "pin_memory")
-LOADER_WORKERS = 2  # the variant's DataLoader workers (2 cores here; more rarely pay on a small machine)
+# The steady-step fixes, each a pair at the user's batch (the catalogue's torch entries timed in
+# steady groups). Order: the catalogue's, the priority under the time budget; a compiling fix last.
+STEADY_FIXES: tuple[FixEntry, ...] = fixes.for_framework(FRAMEWORK, "steady")
+# The DataLoader pairs: num_workers 0 -> its variant, and on a GPU pin_memory (with non_blocking copies).
+LOADERS: tuple[FixEntry, ...] = fixes.for_framework(FRAMEWORK, "loop")
 # The loops (the user's, the loaders') run at most this many steps: the first step against the
 # steady ones needs tens of steps, not an epoch (10 000 samples of a small CNN at batch 32 were
 # 313 steps, 18 s a round on the 2-core machine; 64 steps of the mnist Net took 46 s there).
@@ -64,8 +60,6 @@ LOADER_STEPS = 16
 # other claims then rest on one process), so a quarter, and `--budget 240` or more to compile.
 COMPILE_LIMIT_S = 90.0
 COMPILE_SHARE = 0.25
-# Every parameter a torch fix varies: the interleaved groups' varying keys (workloads._VARYING).
-FIX_PARAMS: tuple[str, ...] = tuple(p for p, _, _ in STEADY_FIXES)
 
 
 def user_params(model_fn, input_shape, classes, data_fn, batch: int | None, framework_env: dict[str, str]) -> dict:
@@ -127,16 +121,9 @@ _INFO_ONLY = ("conv2d", "data_batch", "returned", "loss", "optimizer")
 INFO_KEYS = ("returned", "loss", "optimizer", "input_shape", "conv2d")
 
 
-def fixes_for(user: dict, gpu: bool) -> list[tuple[str, object, object]]:
+def fixes_for(user: dict, gpu: bool) -> list[FixEntry]:
     """The steady fixes that apply to this model on this device."""
-    out = []
-    for name, base, var in STEADY_FIXES:
-        if name in GPU_ONLY and not gpu:
-            continue
-        if name == "channels_last" and not (user.get("conv2d") and len(str(user["input_shape"]).split(",")) == 3):
-            continue
-        out.append((name, base, var))
-    return out
+    return [e for e in STEADY_FIXES if (gpu or not e.gpu_only) and (e.applies is None or e.applies(user))]
 
 
 def compile_limit_s(budget_s: float) -> float:
@@ -162,12 +149,12 @@ def cases(
         t(kind="create", example="user", op=op)
     loop_samples = min(samples, LOOP_STEPS * batch) if sizing is None else int(sizing["loop_samples"])
     t(kind="loop", example="user", samples=loop_samples, batch=batch, data="tfdata", epochs=1)
-    fixes = fixes_for(user, gpu)
+    pairs = fixes_for(user, gpu)
     if sizing is not None:
-        fixes = [f for f in fixes if f[0] in sizing["fixes_planned"]]
-    for name, base, var in [f for f in fixes if f[0] != "torch_compile"]:  # each a pair at the user's batch
-        for value in (base, var):
-            t(kind="steady", batch=batch, sync="none", fix=name, **{name: value})
+        pairs = [e for e in pairs if e.key in sizing["fixes_planned"]]
+    for e in [e for e in pairs if not e.compiles]:  # each a pair at the user's batch
+        for value in (e.baseline, *e.values):
+            t(kind="steady", batch=batch, sync="none", fix=e.key, **{e.param: value})
     # The batch sweep after the fixes: one group whose large batches cost most (a batch-512 step of
     # pytorch/examples' mnist Net took 17 s of a 90 s budget on the loaded 2-core machine).
     sweep = sizing["sweep_batches"] if sizing is not None else sorted(set(USER_SWEEP_BATCHES) | {batch})
@@ -177,7 +164,7 @@ def cases(
         t(kind="steady", batch=batch, sync="each")  # the loss read back (.item()) every step
     _loader_pairs(gpu, batch, samples, sizing, t)
     limit = compile_limit_s(budget_s) if sizing is None else sizing.get("compile_limit_s")
-    return out + _compile_pair(fixes, batch, limit, t)
+    return out + _compile_pair(pairs, batch, limit, t)
 
 
 def _loader_pairs(gpu: bool, batch: int, samples: int, sizing: dict | None, t) -> None:
@@ -186,21 +173,25 @@ def _loader_pairs(gpu: bool, batch: int, samples: int, sizing: dict | None, t) -
     if not LOADER_PAIRS:
         return
     loader = dict(example="user", samples=min(samples, LOADER_STEPS * batch), batch=batch, data="loader", epochs=3)
+    workers, pinned = LOADERS
     if sizing is None or sizing.get("loaders"):
-        for w in (0, LOADER_WORKERS):
-            t(kind="loop", num_workers=w, **loader)
+        for w in (workers.baseline, *workers.values):
+            t(kind="loop", **{workers.param: w}, **loader)
     if gpu and (sizing is None or sizing.get("pin_memory")):
-        for pin in (False, True):
-            t(kind="loop", num_workers=0, pin_memory=pin, **{**loader, "data": "loader_pin"})
+        for pin in (pinned.baseline, *pinned.values):
+            t(kind="loop", **{workers.param: workers.baseline, pinned.param: pin}, **{**loader, "data": "loader_pin"})
 
 
-def _compile_pair(fixes, batch: int, limit: float | None, t) -> list[CaseSpec]:
-    """torch.compile's pair, last (``t`` appends to the case list; nothing is returned)."""
-    for name, base, var in [f for f in fixes if f[0] == "torch_compile"]:
+def _compile_pair(pairs: list[FixEntry], batch: int, limit: float | None, t) -> list[CaseSpec]:
+    """A compiling fix's pair (torch.compile), last (``t`` appends to the case list; nothing is returned)."""
+    for e in [e for e in pairs if e.compiles]:
         if limit is None:
             continue
-        for value in (base, var):  # the bound on both sides: they differ only in torch_compile (one group, one pair)
-            t(kind="steady", batch=batch, sync="none", fix=name, compile_limit_s=limit, **{name: value})
+        for value in (
+            e.baseline,
+            *e.values,
+        ):  # the bound on both sides: they differ only in the fix (one group, one pair)
+            t(kind="steady", batch=batch, sync="none", fix=e.key, compile_limit_s=limit, **{e.param: value})
     return []
 
 
@@ -249,8 +240,8 @@ def size_cases(facts: dict, *, batch: int, budget_s: float, samples: int) -> dic
     plan = suite._Plan(plan_s=suite.ROUND1_SHARE * avail, used=essentials)
     if plan.used > plan.plan_s:
         _one_round(c, plan, avail, budget_s)
-    fixes = [name for name, _, _ in STEADY_FIXES if name != "torch_compile" and plan.fits(2 * _point_s(c, batch, cap))]
-    left = [name for name, _, _ in STEADY_FIXES if name != "torch_compile" and name not in fixes]
+    pairs = [e.key for e in STEADY_FIXES if not e.compiles and plan.fits(2 * _point_s(c, batch, cap))]
+    left = [e.key for e in STEADY_FIXES if not e.compiles and e.key not in pairs]
     if left:
         plan.cut.append(
             f"{', '.join(left)} not measured: a pair of steps at batch {batch} needs about "
@@ -289,7 +280,7 @@ def size_cases(facts: dict, *, batch: int, budget_s: float, samples: int) -> dic
         "loop_samples": min(samples, loop_steps * batch),
         "rounds": plan.rounds,
         "sweep_batches": sorted(sweep),
-        "fixes_planned": fixes + (["torch_compile"] if with_compile else []),
+        "fixes_planned": pairs + ([e.key for e in STEADY_FIXES if e.compiles] if with_compile else []),
         "loaders": loaders,  # the workers pair (num_workers 0 -> 2)
         "pin_memory": pin,
         "compile_limit_s": round(compile_s, 1) if with_compile else None,

@@ -42,7 +42,7 @@ import dataclasses
 import importlib
 import math
 
-from whichdevice.core.records import CaseSpec, Scalar, Timing, scalar_int
+from whichdevice.core.records import CaseSpec, Scalar, scalar_int
 from whichdevice.core.steps import raw_from_steps, time_loop
 from whichdevice.core.timing import (
     RawTiming,
@@ -51,6 +51,7 @@ from whichdevice.core.timing import (
     interleave_blocks,
     measure,
     take_turns,
+    turns_timing,
     warm_up,
 )
 from whichdevice.frameworks.common.casemodel import CaseModel
@@ -126,12 +127,8 @@ def _run_cases(spec: Callable[..., CaseSpec], runs: list, parts, user: bool) -> 
             cases.append(spec(kind="loop", model=m, example=ex, samples=n, batch=b, data=d, epochs=e))
     if "fit" in parts:
         for ex, m, n, b, d, e in runs:
-            data = "numpy" if d == "numpy" else d
-            cases.append(
-                spec(
-                    kind="fit", model=m, example=ex, samples=n, batch=b, data=data, epochs=2 if user else FIT_EPOCHS[ex]
-                )
-            )
+            epochs = 2 if user else FIT_EPOCHS[ex]
+            cases.append(spec(kind="fit", model=m, example=ex, samples=n, batch=b, data=d, epochs=epochs))
     return cases
 
 
@@ -420,15 +417,8 @@ def _time_fits(prepared: list[EpochTurns], overhead_s: float, steady_epochs: int
         if errors[i] is not None:
             out.append(errors[i])
             continue
-        timing = Timing(
-            first_call_s=f.warmup_s[0],
-            warmup_s=f.warmup_s,
-            samples_s=samples[i],
-            number_per_sample=1,
-            overhead_s=overhead_s,
-            stop_reason="min time",
-        )
-        out.append((timing, {**f.metrics(steady_epochs), "interleaved_with": float(n - 1)}))
+        metrics = {**f.metrics(steady_epochs), "interleaved_with": float(n - 1)}
+        out.append((turns_timing(f.warmup_s, samples[i], overhead_s), metrics))
     return out
 
 

@@ -4,7 +4,7 @@ Imported inside a measuring child only (it imports Keras)."""
 
 from __future__ import annotations
 
-from whichdevice.frameworks.common import iospec, models, userload
+from whichdevice.frameworks.common import fixes, iospec, models, userload
 
 
 def _shape(text) -> tuple[int, ...]:
@@ -121,9 +121,8 @@ class CaseModel:
         return keras.optimizers.Adam(0.001), models.default_loss(self.classes)
 
     def compile_for_fit(self, model) -> None:
-        # The fixes `run` tries (steps_per_execution, jit_compile) are compile arguments;
-        # absent, Keras' defaults apply (1 and "auto").
-        kw = {k: self.p[k] for k in ("steps_per_execution", "jit_compile") if k in self.p}
+        # The fixes `run` tries are compile arguments (fixes.py); absent, Keras' defaults apply.
+        kw = fixes.compile_options(self.p)
         if self.io is not None:
             if not is_compiled(model):
                 self.ensure_compiled(model, **kw)

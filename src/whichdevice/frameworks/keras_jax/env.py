@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 from whichdevice.frameworks.common.ladders import PY_DATASET
 from whichdevice.frameworks.jax import env as _jax_env
 
@@ -30,3 +32,10 @@ PIPELINE = PY_DATASET
 
 def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:
     return {**_jax_env.child_env(device_kind, cpu_threads), "KERAS_BACKEND": "jax"}
+
+
+def scale_worker_envs(base: dict[str, str], replicas: int | None, max_replicas: int) -> list[dict[str, str]]:
+    """``scale``'s one worker: JAX's host platform split into ``max_replicas`` devices."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    xla = f"{flags} --xla_force_host_platform_device_count={max_replicas}".strip()
+    return [{**base, "XLA_FLAGS": xla, "KERAS_BACKEND": "jax"}]

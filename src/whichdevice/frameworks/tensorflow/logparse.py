@@ -2,7 +2,26 @@
 
 Pure text in, dataclasses out (no TensorFlow import): the one copy of these parsers, used by the
 placement workload (in the measuring child), the audit's TensorFlow hooks, and the placement
-analysis. What each source can say is described in ``analysis/placement.py``.
+analysis (``analysis/placement.py``, which rebuilds the tables from a case's metrics).
+
+Sources, and what each one can say:
+
+- **Placement log** (``tf.debugging.set_log_device_placement(True)``). When a ``tf.function``
+  is instantiated, TensorFlow's placer logs one line per graph node::
+
+      I0000 00:00:1795400006.145373   28383 placer.cc:162] sequential_1/dense_1/MatMul: (MatMul): /job:localhost/replica:0/task:0/device:CPU:0
+
+  and every eager op executed logs ``execute.cc:...] Executing op Cast in device /job:.../device:CPU:0``.
+  The same placer lines are also printed bare (without the ``I0000 ... placer.cc]`` prefix) on
+  stdout; when prefixed lines exist, the bare copies are ignored so nothing is counted twice.
+  This is *authoritative* for placement: it says where each node was put, after soft placement.
+- **XProf ``framework_op_stats``** (a profile converted by ``xprof``): one row per op name with
+  ``Host/device``, type, occurrences and self time (µs). It gives *time*; on a CPU-only run every
+  row is ``Host``.
+- **Copies**: a node whose input comes from a node on another device needs a copy (TensorFlow
+  inserts a ``_Send``/``_Recv`` pair after placement; the placer does not log it). Counted from
+  the step function's graph edges and the placement, with bytes where the tensor's shape is
+  static. Inputs fed from the host (NumPy batches) are copies too when the step runs on a GPU.
 """
 
 from __future__ import annotations
@@ -12,6 +31,8 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+# Ops that run Python (tf.py_function, tf.numpy_function): on the CPU whatever the device.
+PYTHON_OPS = frozenset({"PyFunc", "EagerPyFunc", "PyFuncStateless"})
 PLUMBING = frozenset(
     {
         "_Arg",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 from whichdevice.frameworks.common.ladders import DATA_LOADER
 
 # Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
@@ -64,3 +66,27 @@ def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str
     if cpu_threads is not None:
         env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(cpu_threads)
     return env
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def scale_worker_envs(base: dict[str, str], replicas: int | None, max_replicas: int) -> list[dict[str, str]]:
+    """``scale``'s DDP workers: one process per replica, rendezvous on a free local port."""
+    assert replicas is not None
+    port = str(_free_port())
+    return [
+        {
+            **base,
+            "RANK": str(r),
+            "LOCAL_RANK": str(r),
+            "WORLD_SIZE": str(replicas),
+            "LOCAL_WORLD_SIZE": str(replicas),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": port,
+        }
+        for r in range(replicas)
+    ]

@@ -15,14 +15,18 @@ import torch
 
 @dataclass(frozen=True)
 class StepOptions:
-    """How ``train_step`` runs one step: the settings ``diagnose --framework torch``'s fixes vary
-    (frameworks/torch/usercase.py sets them per model). The defaults are the plain loop."""
+    """How ``train_step`` runs one step, and how the user's case builds its model and loader: the
+    settings ``diagnose --framework torch``'s fixes vary (``fixes.py`` maps a case's parameters to
+    them, usercase.py sets them per model). The defaults are the plain loop."""
 
     set_to_none: bool = True  # optimizer.zero_grad(set_to_none=...): torch's default since 2.0
     autocast: str = "off"  # "bfloat16" / "float16": forward and loss under torch.autocast
     channels_last: bool = False  # 4-d inputs copied to channels_last each step (the model too)
     cudnn_benchmark: bool | None = None  # set torch.backends.cudnn.benchmark before each step (GPU)
     non_blocking: bool = False  # host batches copied with .to(device, non_blocking=True)
+    num_workers: int | None = None  # the DataLoader's workers (None: the user's loader's own, else 0)
+    pin_memory: bool | None = None  # the DataLoader's pin_memory (None: the user's loader's own)
+    compile: bool = False  # torch.compile(model), compiled in the warm-up (usercase.py)
 
 
 # The options of the models built with non-default ones, by model (train_step looks them up).

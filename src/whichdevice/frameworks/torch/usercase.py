@@ -1,17 +1,10 @@
 """The user's nn.Module as a train case (``diagnose --framework torch``): built by calling the
-user's function again in every measuring child, with the case's fix settings applied.
+user's function again in every measuring child, with the fixes the case names applied
+(``fixes.py``: one adapter per fix, mapping the case's parameters to ``steps.StepOptions``).
 
 ``casemodel.CaseModel(params, torch_training)`` returns this class for ``model=user``; the train
-workload then runs its create / loop / steady cases on it unchanged. The fixes are case
-parameters (``workloads/torch_diagnose.py`` lists them):
-
-- ``set_to_none``: ``optimizer.zero_grad(set_to_none=...)``
-- ``autocast``: ``"off"``, ``"bfloat16"`` or ``"float16"`` (forward and loss under ``torch.autocast``)
-- ``channels_last``: the model and each 4-d batch in ``torch.channels_last``
-- ``torch_compile``: ``torch.compile(model)`` (compiled in the warm-up, before any sample)
-- ``cudnn_benchmark``: ``torch.backends.cudnn.benchmark`` before each step (GPU)
-- ``num_workers`` / ``pin_memory``: the DataLoader's (loop cases with ``data=loader``), with
-  ``non_blocking`` copies when pinned
+workload then runs its create / loop / steady cases on it unchanged (``workloads/torch_diagnose.py``
+plans them from the catalogue).
 """
 
 from __future__ import annotations
@@ -29,7 +22,7 @@ import time
 import torch
 
 from whichdevice.frameworks.common.casemodel import CaseModel, _shape
-from whichdevice.frameworks.torch import placement
+from whichdevice.frameworks.torch import fixes, placement
 from whichdevice.frameworks.torch import steps as torch_steps
 from whichdevice.frameworks.torch import usermodel
 
@@ -41,16 +34,6 @@ LOADER_TIMEOUT_S = 30.0
 _LOSS_OPT: dict[int, tuple[object, object]] = {}
 
 
-def step_options(params: dict) -> torch_steps.StepOptions:
-    return torch_steps.StepOptions(
-        set_to_none=bool(params.get("set_to_none", True)),
-        autocast=str(params.get("autocast", "off")),
-        channels_last=bool(params.get("channels_last", False)),
-        cudnn_benchmark=params.get("cudnn_benchmark"),
-        non_blocking=bool(params.get("pin_memory", False)),
-    )
-
-
 class UserCaseModel(CaseModel):
     """The user's module, loss and optimizer (their function called again), and their data."""
 
@@ -59,13 +42,14 @@ class UserCaseModel(CaseModel):
         user = usermodel.call_model_function(self.p["model_file"], str(self.p["model_fn"]))
         model = user.module
         model.train()
-        if self.p.get("channels_last"):
+        options = fixes.step_options(self.p)
+        if options.channels_last:
             model = model.to(memory_format=torch.channels_last)
         loss = user.loss_fn or usermodel.default_loss(self.classes)
         opt = user.optimizer or torch.optim.Adam(model.parameters(), usermodel.ADAM_LR)
-        if self.p.get("torch_compile"):
+        if options.compile:
             model = self._compiled(model, loss)
-        torch_steps.STEP_OPTIONS[model] = step_options(self.p)
+        torch_steps.STEP_OPTIONS[model] = options
         _LOSS_OPT[id(model)] = (loss, opt)
         return model
 
@@ -108,9 +92,8 @@ class UserCaseModel(CaseModel):
         with placement.host():
             data = usermodel.call_data_function(self.p["data_file"], str(self.p["data_fn"]))
             if usermodel.is_loader(data):
-                data = usermodel.rebuilt_loader(
-                    data, batch=batch, num_workers=self.p.get("num_workers"), pin_memory=self.p.get("pin_memory")
-                )
+                o = fixes.step_options(self.p)
+                data = usermodel.rebuilt_loader(data, batch=batch, num_workers=o.num_workers, pin_memory=o.pin_memory)
         return data
 
     def dataset(self, training, n: int, batch: int, data: str):
@@ -126,13 +109,14 @@ class UserCaseModel(CaseModel):
         if data.startswith("loader"):  # loader, loader_pin
             with placement.host():
                 dataset = torch.utils.data.TensorDataset(torch.as_tensor(x), torch.as_tensor(y))
-            workers = int(self.p.get("num_workers", 0))
+            o = fixes.step_options(self.p)
+            workers = o.num_workers or 0
             loader = torch.utils.data.DataLoader(
                 dataset,
                 batch_size=batch,
                 shuffle=True,
                 num_workers=workers,
-                pin_memory=bool(self.p.get("pin_memory", False)),
+                pin_memory=bool(o.pin_memory),
                 persistent_workers=False,  # fresh workers each pass: persistent ones hung across passes
                 timeout=LOADER_TIMEOUT_S if workers > 0 else 0,
                 # workers started afresh (spawn), not forked from this child: forked from it after
