@@ -74,7 +74,7 @@ from whichdevice.frameworks.common.auditstate import AUDIT_STATE_VERSION, RERUN_
 # The frameworks whose scripts are audited (those with an audit part), in the order one is chosen
 # when the script imported several (TensorFlow's own import can pull in JAX). Their parts are
 # imported now, before the clocks are patched.
-PARTS = {name: frameworks.part(name, "audit") for name in frameworks.FRAMEWORKS if "audit" in frameworks.PARTS[name]}
+PARTS = {name: frameworks.part(name, "audit") for name in common.AUDITED}
 
 _orig_time = time.time
 _orig_perf = time.perf_counter

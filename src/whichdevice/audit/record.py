@@ -27,6 +27,7 @@ from whichdevice.core import safeio
 from whichdevice.core.errors import UsageError
 from whichdevice.core.process import passed_through, run_module
 from whichdevice.core.records import MachineInfo, Timing, now_iso
+from whichdevice.frameworks.common.audit import AUDITED, terms
 
 # 2 (issue #31/#33): the corrected ratios read A/B, as compare's (above 1: B faster); 1 had B/A.
 AUDIT_SCHEMA_VERSION = 2
@@ -34,22 +35,10 @@ AUDIT_SCHEMA_VERSION = 2
 STATE_GRACE_S = 20.0
 
 
-# An error message saying the device asked for does not exist (TensorFlow, PyTorch, JAX): the line of a
-# script's exception the record shows, and the failure ``rules.rule_missing_device_failure`` explains.
-MISSING_DEVICE_RE = re.compile(
-    r"Cannot assign a device for operation|Could not satisfy explicit device specification|"
-    r"explicitly assigned to (?P<dev>\S+) but available devices|Unknown device|"
-    r"no (?:GPU|device) (?:named|found)|Could not find device|"
-    # PyTorch: a CPU-only build, no driver, no visible GPU, torch.cuda.Event on a CPU build
-    r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|"
-    r"CUDA driver initialization failed|Tried to instantiate dummy base class|"
-    # PyTorch 2.13's CPU build on X.cuda(0) (torch.accelerator): no accelerator at all
-    r"Cannot access accelerator device when none is available|"
-    # JAX: no GPU backend
-    r"Unknown backend|no platforms that are instances of gpu|Backend '?(?:gpu|cuda)'? failed to initialize|"
-    r"Unable to initialize backend '?(?:cuda|gpu)",
-    re.I,
-)
+# An error message saying the device asked for does not exist, in any audited framework's words (each
+# part's MISSING_DEVICE): the line of a script's exception the record shows, and the failure
+# ``rules.rule_missing_device_failure`` explains.
+MISSING_DEVICE_RE = re.compile("|".join(f"(?:{terms(n).MISSING_DEVICE})" for n in AUDITED), re.I)
 
 
 def mentions_missing_device(text: str) -> bool:

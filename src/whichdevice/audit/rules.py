@@ -29,6 +29,7 @@ from whichdevice.audit.measurements import source_text as _source_text
 from whichdevice.audit.record import MISSING_DEVICE_RE as _MISSING_DEVICE_RE
 from whichdevice.audit.record import Block, Correction, Found, Measurement, Rerun
 from whichdevice.core import stats
+from whichdevice.frameworks.common.audit import AUDITED, terms
 from whichdevice.core.records import Timing
 
 # The first of a series is "set-up included" when it is this much slower than a later one
@@ -61,11 +62,6 @@ H100_SYNC_EACH_S = 1.87e-05
 
 # A series shorter than this shows no spread: "measured once". 1: one number is one number.
 ONE_SHOT_MAX = 1
-
-_TORCH_MISSING_RE = re.compile(
-    r"Torch not compiled|NVIDIA driver|CUDA GPUs|CUDA driver|dummy base class|Cannot access accelerator device", re.I
-)
-_JAX_MISSING_RE = re.compile(r"backend|platforms that are instances", re.I)
 
 
 # ---------------------------------------------------------------- shared by the rules
@@ -263,13 +259,11 @@ def _source_line(state: dict, line: int | None) -> str:
     return lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
 
 
-def _failed_framework(text: str, state: dict) -> str:
-    """Whose missing-device failure this is: PyTorch's, JAX's or TensorFlow's (each said in its terms)."""
-    if _TORCH_MISSING_RE.search(text):
-        return "torch"
-    if _JAX_MISSING_RE.search(text) and (state.get("jax_installed") or "jax" in text.lower()):
-        return "jax"
-    return "tensorflow"
+def _failed_framework(text: str) -> str:
+    """Whose missing-device failure this is (each said in its terms): the framework whose messages it
+    matches, the last listed first (TensorFlow's words are the most general, and its messages name
+    other frameworks' devices)."""
+    return next((n for n in reversed(AUDITED) if re.search(terms(n).MISSING_DEVICE, text, re.I)), AUDITED[0])
 
 
 def _tf1_session(state: dict) -> bool:
@@ -305,7 +299,7 @@ def rule_missing_device_failure(state, blocks, measurements) -> list[Found]:
             "devices": _devices(state),
             "tf1": _tf1_session(state),
         }
-        fw = _failed_framework(text, state)
+        fw = _failed_framework(text)
         return [
             Found(rule="missing_device_failure", framework=fw, evidence=evidence, blocks=[block.id] if block else [])
         ]

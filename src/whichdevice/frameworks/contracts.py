@@ -270,6 +270,9 @@ class Audit(Protocol):
     @property
     def SERIES_IN_ORDER(self) -> bool: ...  # with no device-asked blocks, the script's series pair in order
 
+    @property
+    def MISSING_DEVICE(self) -> str: ...  # a regex of its messages for a device that does not exist
+
 
 # ------------------------------------------------------------------ script capture (issue #41)
 # ``whichdevice diagnose SCRIPT.py`` runs the user's script in a child (``measure/scriptchild.py``)

@@ -32,9 +32,26 @@ SETUP_KINDS = {
 }
 
 
+# Words every framework shares unless its WORDS says otherwise (PyTorch's inputs are moved with .to()).
+SHARED = {
+    "soft_placed.ran": "soft placement ran the work on the CPU",
+    "host_inputs.gpu": (
+        "each of the {host_inputs} calls converted host values and copied them to the GPU "
+        "({h2d} host→device copies seen in this timing), inside the clock."
+    ),
+    "host_inputs.cpu": (
+        "{host_inputs} of the {fn_calls} calls in this timing were given NumPy arrays or Python values. "
+        "Here every op ran on the CPU, so nothing was copied; on a GPU this would convert and copy each input "
+        "host→device on every call ({host_inputs} synchronous copies from pageable memory inside the timing)."
+    ),
+    "missing.device": "a CUDA GPU",
+}
+
+
 def said(framework: str, key: str, tf1: bool = False) -> str:
-    """The framework's words for ``key`` (``key.tf1`` for a tf.compat.v1 script, where it has them)."""
-    words: dict[str, str] = terms(framework).WORDS
+    """The framework's words for ``key`` (``key.tf1`` for a tf.compat.v1 script, where it has them;
+    ``SHARED``'s where it has none of its own)."""
+    words: dict[str, str] = {**SHARED, **terms(framework).WORDS}
     return words.get(f"{key}.tf1", words[key]) if tf1 else words[key]
 
 

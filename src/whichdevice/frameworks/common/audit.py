@@ -203,6 +203,16 @@ def launch_cost(step: Any, read: Any, sync: Any, device: str, framework: str) ->
     }
 
 
+def _audited() -> tuple[str, ...]:
+    from whichdevice import frameworks
+
+    return tuple(n for n in frameworks.FRAMEWORKS if "audit" in frameworks.PARTS[n])
+
+
+# The frameworks ``whichdevice audit`` watches (those with an audit part), in FRAMEWORKS' order.
+AUDITED = _audited()
+
+
 @functools.cache
 def terms(framework: str) -> Any:
     """The audit part of ``framework`` (its ``WORDS``, ``SERIES_IN_ORDER``), TensorFlow's for a name

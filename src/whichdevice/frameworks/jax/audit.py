@@ -283,7 +283,6 @@ WORDS: dict[str, str] = {
     "trace": "jax.jit trace",
     "setup.trace": "jax.jit tracing (first calls)",
     "setup.compile": "jax.jit compilation: trace and XLA compile (first calls)",
-    "soft_placed.ran": "soft placement ran the work on the CPU",
     "fix.soft_placed": "Check jax.devices() before timing and label results by the array's device (x.devices()).",
     "sync.reads": "no block_until_ready(), no np.asarray(), no .item()",
     "sync.here": (
@@ -300,18 +299,8 @@ WORDS: dict[str, str] = {
         "Do the set-up before the first clock read: call the jitted function once with the same shapes "
         "(it compiles) and block_until_ready() — then start the clock and time the steady calls only."
     ),
-    "host_inputs.gpu": (
-        "each of the {host_inputs} calls converted host values and copied them to the GPU "
-        "({h2d} host→device copies seen in this timing), inside the clock."
-    ),
-    "host_inputs.cpu": (
-        "{host_inputs} of the {fn_calls} calls in this timing were given NumPy arrays or Python values. "
-        "Here every op ran on the CPU, so nothing was copied; on a GPU this would convert and copy each input "
-        "host→device on every call ({host_inputs} synchronous copies from pageable memory inside the timing)."
-    ),
     "fix.host_inputs": "Put the data on the device once before the clock starts (jax.device_put(x)).",
     "fix.dispatch": "Batch the work into few large ops (jax.vmap), and jax.jit the loop so it is one compiled call.",
-    "missing.device": "a CUDA GPU",
     "missing.did": (
         "this JAX has no GPU backend (the CPU-only jaxlib, or no CUDA plugin), so asking for a GPU device "
         "stopped the script"
@@ -331,3 +320,8 @@ WORDS: dict[str, str] = {
 }
 # A script with no GPU here has no device-asked blocks: its series are compared in the order it wrote them.
 SERIES_IN_ORDER = True
+# What JAX says when it has no GPU backend (rules.rule_missing_device_failure).
+MISSING_DEVICE = (
+    r"Unknown backend|no platforms that are instances of gpu|Backend '?(?:gpu|cuda)'? failed to initialize|"
+    r"Unable to initialize backend '?(?:cuda|gpu)"
+)

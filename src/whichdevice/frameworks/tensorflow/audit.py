@@ -1282,7 +1282,6 @@ WORDS: dict[str, str] = {
     "trace": "tf.function trace",
     "setup.trace": "tf.function tracing / graph set-up (first calls, with their run)",
     "setup.compile": "XLA compilation (first calls)",
-    "soft_placed.ran": "soft placement ran the work on the CPU",
     "fix.soft_placed": (
         "Check tf.config.list_logical_devices('GPU') before timing, or turn soft placement off "
         "(tf.config.set_soft_device_placement(False)) so a missing device raises; label results by "
@@ -1314,15 +1313,6 @@ WORDS: dict[str, str] = {
         "Do the set-up before the first clock read: create the Session and initialize the variables, "
         "run each fetch once untimed — then start the clock and time the steady runs only."
     ),
-    "host_inputs.gpu": (
-        "each of the {host_inputs} calls converted host values and copied them to the GPU "
-        "({h2d} host→device copies seen in this timing), inside the clock."
-    ),
-    "host_inputs.cpu": (
-        "{host_inputs} of the {fn_calls} calls in this timing were given NumPy arrays or Python values. "
-        "Here every op ran on the CPU, so nothing was copied; on a GPU this would convert and copy each input "
-        "host→device on every call ({host_inputs} synchronous copies from pageable memory inside the timing)."
-    ),
     "fix.host_inputs": "Convert once before the clock starts (tf.constant(x) on the device), or feed with tf.data and .prefetch.",
     "fix.dispatch": (
         "Batch the work into few large ops (e.g. tf.linalg.inv(batch) on a stacked batch); or put the loop in a "
@@ -1345,3 +1335,9 @@ WORDS: dict[str, str] = {
 }
 # The script's series are paired by the device kind their blocks asked for (tf.device), not in order.
 SERIES_IN_ORDER = False
+# What TensorFlow says when the device asked for does not exist (rules.rule_missing_device_failure).
+MISSING_DEVICE = (
+    r"Cannot assign a device for operation|Could not satisfy explicit device specification|"
+    r"explicitly assigned to (?P<dev>\S+) but available devices|Unknown device|"
+    r"no (?:GPU|device) (?:named|found)|Could not find device"
+)

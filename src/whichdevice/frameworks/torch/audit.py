@@ -682,7 +682,6 @@ WORDS: dict[str, str] = {
         "torch.linalg.inv(batch)); or compile the loop with torch.compile / CUDA graphs so it launches once; "
         "compare devices at the sizes you will really use."
     ),
-    "missing.device": "a CUDA GPU",
     "missing.did": (
         "this PyTorch cannot reach a CUDA device (a CPU-only build, no NVIDIA driver, or no visible GPU), so "
         "the first .cuda() / device='cuda' / torch.cuda call stopped the script before its GPU timing ran"
@@ -704,3 +703,10 @@ WORDS: dict[str, str] = {
 # A script with no GPU here (a "cuda if available else cpu" fallback) has no device-asked blocks: its
 # series are compared in the order it wrote them.
 SERIES_IN_ORDER = True
+# What PyTorch says when no CUDA device can be reached: a CPU-only build, no driver, no visible GPU,
+# torch.cuda.Event on a CPU build, X.cuda(0) on 2.13's CPU build (rules.rule_missing_device_failure).
+MISSING_DEVICE = (
+    r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|"
+    r"CUDA driver initialization failed|Tried to instantiate dummy base class|"
+    r"Cannot access accelerator device when none is available"
+)
