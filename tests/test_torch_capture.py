@@ -201,6 +201,42 @@ def test_host_to_device_copies_are_counted_per_step(tmp_path):
     assert r["h2d"] == {"count": 6, "bytes": 3 * 16 * (8 + 4) * 4, "pinned": 0}
 
 
+META_CNN = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+torch.backends.cudnn.benchmark = {benchmark}
+device = torch.device("meta")
+model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 2)).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(320, 3, 8, 8), torch.randn(320, 2)), batch_size=16)
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+    opt.zero_grad()
+    ((model(x) - y) ** 2).mean().backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "variant, benchmark, why",
+    [
+        ("cudnn_benchmark", False, None),
+        SLOW("cudnn_benchmark", True, "the script already sets torch.backends.cudnn.benchmark = True"),
+        SLOW("pin_memory", False, None),
+        SLOW("channels_last", False, None),
+    ],
+)
+def test_the_gpu_variants_on_a_device_standing_in_for_a_gpu(tmp_path, variant, benchmark, why):
+    """On a "gpu" child (meta standing in), the GPU-only fixes apply, or say why not."""
+    script = tmp_path / "meta_cnn.py"
+    script.write_text(META_CNN.format(benchmark=benchmark))
+    r = one(tmp_path, script, variant, device="gpu")
+    assert r["why_not"] == why and r["applied"] == (why is None)
+    if why is None:
+        steady(r)
+        assert r["conv2d"] and r["h2d"]["count"] == 6
+
+
 def test_loader_change_is_pure_and_keeps_the_scripts_settings():
     spec = type("Spec", (), {"variant": "workers:0"})
     user = {"batch_size": 8, "batch_sampler": False, "num_workers": 2, "pin_memory": False, "persistent_workers": True}

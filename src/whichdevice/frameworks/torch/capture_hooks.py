@@ -41,6 +41,7 @@ _TORCH_DIR = ["//no torch yet//"]  # torch's own folder: calls from there are no
 _OPTIMIZERS: weakref.WeakSet[Any] = weakref.WeakSet()
 _DEPTH = [0]  # nested module calls (the top-level one is the model)
 _MODULE_CALL: list[Any] = []  # nn.Module.__call__ as torch had it
+_IS_COMPILING: list[Callable[[], bool]] = [lambda: False]  # torch.compiler.is_compiling, once imported
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ def install(torch: Any, cap: Any, on: Handlers) -> None:
         importlib.import_module(name)
     cap.torch = torch
     _TORCH_DIR[0] = os.path.dirname(torch.__file__) + os.sep
+    _IS_COMPILING[0] = torch.compiler.is_compiling
     why = device_why_not(cap.spec)
     if why:
         on.not_applicable(cap, why)
@@ -152,7 +154,7 @@ def hook_modules(torch: Any, cap: Any) -> None:
     name, value = variant(cap.spec)
 
     def call(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if _DEPTH[0] or cap.done or next(self.parameters(), None) is None:
+        if _DEPTH[0] or cap.done or _compiling() or next(self.parameters(), None) is None:
             return orig(self, *args, **kwargs)
         _top_call(cap, self)
         _DEPTH[0] += 1
@@ -303,13 +305,26 @@ def hook_tensors(torch: Any, cap: Any) -> None:
 def _copy(orig: Any, cap: Any) -> Any:
     def copy(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         out = orig(self, *args, **kwargs)
-        if cap.timing and out is not self and self.device.type == "cpu" and _on_device(out) and _from_script():
+        if (
+            cap.timing
+            and not _compiling()
+            and out is not self
+            and self.device.type == "cpu"
+            and _on_device(out)
+            and _from_script()
+        ):
             cap.h2d["count"] += 1
             cap.h2d["bytes"] += int(self.nbytes)
             cap.h2d["pinned"] += int(self.is_pinned())
         return out
 
     return copy
+
+
+def _compiling() -> bool:
+    """Inside torch.compile's tracing (the script's forward compiled): count nothing there, and
+    leave the traced code as it was (``sys._getframe`` would break the graph)."""
+    return bool(_IS_COMPILING[0]())
 
 
 def _on_device(t: Any) -> bool:
@@ -319,7 +334,7 @@ def _on_device(t: Any) -> bool:
 
 def _read(orig: Any, cap: Any, device_only: bool) -> Any:
     def read(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if not cap.timing or (device_only and self.device.type == "cpu") or not _from_script():
+        if not cap.timing or _compiling() or (device_only and self.device.type == "cpu") or not _from_script():
             return orig(self, *args, **kwargs)
         t = _perf()
         try:
@@ -352,7 +367,7 @@ def why_not(cap: Any) -> str | None:
         change = loader_change(cap.spec, cap.loader._whichdevice_user)
         return change if isinstance(change, str) else None
     if name in MODULE_VARIANTS and not cap.trained:
-        return "the step trains no torch.nn.Module (the optimizer holds plain tensors)"
+        return "the step trains no torch.nn.Module the script calls (its optimizer holds plain tensors)"
     if name in ("channels_last", "cudnn_benchmark") and not has_conv2d(cap):
         return "no Conv2d in the trained model"
     if name == "compile" and any(type(m).__name__ == "OptimizedModule" for m in cap.trained):
