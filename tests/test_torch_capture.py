@@ -89,7 +89,7 @@ def test_a_dataloader_loop_measures_its_wait_for_data(tmp_path):
     r = one(tmp_path, "torch_dataloader.py")
     steady(r)
     assert r["model"] == "Classifier" and r["data_source"] == "DataLoader"
-    assert r["batch_size"] == 32 and r["samples_per_step"] == 32
+    assert r["batch_size"] == 32 and r["samples_per_step"] == 32 and r["samples"] == 2048
     assert len(r["data_wait_s"]) == 3 and all(0 < w < s for w, s in zip(r["data_wait_s"], r["step_s"]))
     assert r["loader"] == {
         "batch_size": 32,
@@ -106,6 +106,15 @@ def test_two_networks_with_two_optimizers_are_one_step(tmp_path):
     steady(r, 4)
     assert r["model"] == "Sequential+Sequential"  # the discriminator and the generator
     assert r["entry_calls"] == 8  # optD.step() and optG.step() in each of the 4 steps
+
+
+def test_a_gan_under_autocast_hands_its_loss_float32(tmp_path):
+    """Autocast wraps the networks' forward only: their bfloat16 outputs come back as float32, so
+    the script's loss outside it still runs (pytorch/examples' DCGAN: BCELoss of a bfloat16
+    output against float32 labels raised 'Found dtype Float but expected BFloat16')."""
+    r = one(tmp_path, "torch_gan.py", "autocast")
+    steady(r)
+    assert r["applied"] and r["entry_calls"] == 6
 
 
 @pytest.mark.slow

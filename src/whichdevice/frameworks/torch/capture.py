@@ -129,7 +129,7 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None) 
     """The result dict of the contract (``CAPTURE.md``, ``capturekit.result``). ``data_wait_s``
     is the time in the DataLoader's ``__next__`` per step, empty when no DataLoader feeds the loop
     (the script makes its batches inside its steps). Beyond the contract, what the parent plans
-    from: the DataLoader's settings in the script, whether the model has 2-d convolutions, the
+    from: the DataLoader's settings in the script and its dataset's size (``samples``), whether the model has 2-d convolutions, the
     entry point's calls in the timed steps (a GAN's two optimizers: two a step)."""
     first = cap.first_call if cap.first_call is not None else _perf()
     return capturekit.result(
@@ -150,6 +150,7 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None) 
         entry_calls=cap.entry_calls,
         data_source="DataLoader" if cap.loader is not None else None,
         loader=hooks.loader_settings(cap.loader),
+        samples=hooks.dataset_size(cap.loader),
         conv2d=hooks.has_conv2d(cap),
         stopped=stopped,
     )

@@ -195,16 +195,37 @@ def _channels_last(torch: Any, a: Any) -> Any:
 
 
 def _autocast_call(cap: Any, orig: Any, m: Any, args: tuple, kwargs: dict, value: str) -> Any:
-    """The module's forward under ``torch.autocast``: bfloat16 on the CPU, float16 on a GPU
-    (bfloat16 if the variant says ``autocast:bf16``); not if the script already autocasts."""
+    """The module's forward under ``torch.autocast``: bfloat16 on the CPU, float16 on a GPU, or
+    the dtype the variant names (``autocast:bfloat16``, ``autocast:float16``), its outputs handed
+    back in float32; not if the script already autocasts."""
     torch = cap.torch
     kind = "cuda" if cap.spec.device == "gpu" else "cpu"
     if torch.is_autocast_enabled(kind):
         cap.why_not = "the script already runs its model under torch.autocast"
         return orig(m, *args, **kwargs)
-    half = kind == "cuda" and value not in ("bf16", "bfloat16")
+    half = kind == "cuda" and value not in ("bf16", "bfloat16") or value in ("fp16", "float16")
     with torch.autocast(kind, dtype=torch.float16 if half else torch.bfloat16):
-        return orig(m, *args, **kwargs)
+        out = orig(m, *args, **kwargs)
+    return _float32(torch, out)
+
+
+def _float32(torch: Any, out: Any) -> Any:
+    """The forward's half-precision outputs back in float32, so that the script's loss outside
+    the autocast region gets what it got before (BCELoss refuses a bfloat16 input against float32
+    targets), as Accelerate does around an autocast forward (``convert_outputs_to_fp32``)."""
+    if isinstance(out, torch.Tensor):
+        return out.float() if out.dtype in (torch.float16, torch.bfloat16) else out
+    if type(out) is dict:
+        return {k: _float32(torch, v) for k, v in out.items()}
+    if isinstance(out, dict):  # an OrderedDict, a model-output class: set in place
+        for k, v in list(out.items()):
+            out[k] = _float32(torch, v)
+        return out
+    if isinstance(out, tuple) and hasattr(out, "_fields"):  # a namedtuple
+        return type(out)(*(_float32(torch, v) for v in out))
+    if isinstance(out, (tuple, list)):
+        return type(out)(_float32(torch, v) for v in out)
+    return out
 
 
 def hook_loader(torch: Any, cap: Any) -> None:
@@ -416,3 +437,11 @@ def loader_settings(loader: Any) -> dict | None:
 def loader_batch(loader: Any) -> int | None:
     n = getattr(loader, "batch_size", None)
     return int(n) if isinstance(n, int) else None
+
+
+def dataset_size(loader: Any) -> int | None:
+    """Samples in the DataLoader's dataset (None for an iterable one without a length)."""
+    try:
+        return int(len(loader.dataset)) if loader is not None else None
+    except TypeError:
+        return None
