@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 pytest.importorskip("torch")
@@ -47,8 +48,9 @@ def capture(tmp_path: Path, script: str | Path, variant: str = "baseline", **spe
     out = tmp_path / "out.jsonl"
     env = {**os.environ, "PYTHONPATH": str(SRC), "CUDA_VISIBLE_DEVICES": ""}
     cmd = [sys.executable, "-m", "whichdevice.measure.scriptchild", str(tmp_path / "job.json"), str(out)]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    with open(tmp_path / "log.txt", "w") as log:  # a file, not a pipe: no wait for a child's children
+        done = subprocess.run(cmd, env=env, stdout=log, stderr=log, timeout=300)
+    assert done.returncode == 0, (tmp_path / "log.txt").read_text()[-2000:]
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     return [line["result"] for line in lines if line["type"] == "result"], lines[-1]
 
@@ -271,7 +273,12 @@ def test_compile_of_the_trained_module(tmp_path):
 
 
 @pytest.mark.slow
-def test_dataloader_workers(tmp_path):
+def test_dataloader_workers_end_with_the_capture(tmp_path):
+    """workers:2 on a loader the script built with none; its worker processes (forked: the same
+    command line as the child) are gone once the child has exited."""
     r = one(tmp_path, "torch_cnn.py", "workers:2")
     steady(r)
     assert r["applied"] and r["loader"]["num_workers"] == 0 and r["batch_size"] == 32
+    job = str(tmp_path / "job.json")
+    left = [p for p in psutil.process_iter(["cmdline"]) if job in " ".join(p.info["cmdline"] or [])]
+    assert left == []

@@ -62,6 +62,7 @@ class Capture:
     modules: list[Any] = field(default_factory=list)  # top-level modules with parameters, by first call
     trained: list[Any] = field(default_factory=list)  # those the step trains
     loader: Any = None  # the DataLoader iterated last before a step
+    iterator: Any = None  # a weak reference to the last DataLoader iterator that gave a batch
     samples: int | None = None  # rows of the last batch the DataLoader gave
     why_not: str | None = None  # a variant found not to fit before the first step
     done: bool = False
@@ -122,6 +123,7 @@ def _send(cap: Capture, status: str, *, why_not: str | None = None, stopped: str
     ``except Exception``)."""
     cap.done = True
     cap.sink(result(cap, status, why_not, stopped))
+    hooks.stop_workers(cap)
     raise CaptureDone()
 
 

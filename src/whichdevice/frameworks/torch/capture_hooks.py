@@ -255,6 +255,7 @@ def hook_loader(torch: Any, cap: Any) -> None:
         return orig_iter(self)
 
     def next_(self):  # type: ignore[no-untyped-def]
+        cap.iterator = weakref.ref(self)
         t = _perf()
         try:
             out = orig_next(self)
@@ -445,3 +446,12 @@ def dataset_size(loader: Any) -> int | None:
         return int(len(loader.dataset)) if loader is not None else None
     except TypeError:
         return None
+
+
+def stop_workers(cap: Any) -> None:
+    """The DataLoader's worker processes ended with the capture (the child exits without the
+    interpreter's teardown, and a worker would wait up to 5 s to see its parent gone)."""
+    it = cap.iterator() if cap.iterator is not None else None
+    shutdown = getattr(it, "_shutdown_workers", None)
+    if shutdown is not None:
+        shutdown()
