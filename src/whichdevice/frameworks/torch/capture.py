@@ -121,7 +121,7 @@ def boundary(cap: Capture) -> None:
 def _send(cap: Capture, status: str, *, why_not: str | None = None, stopped: str | None = None) -> None:
     """Hand the result to the child and stop the script (``CaptureDone`` passes the script's
     ``except Exception``)."""
-    cap.done = True
+    cap.done, cap.timing = True, False  # the hooks stand aside from now on
     cap.sink(result(cap, status, why_not, stopped))
     hooks.stop_workers(cap)
     raise CaptureDone()

@@ -246,7 +246,7 @@ def hook_loader(torch: Any, cap: Any) -> None:
         a = bound.arguments
         self._whichdevice_user = user = _settings(a)
         change = loader_change(cap.spec, user)
-        if isinstance(change, dict):
+        if isinstance(change, dict) and not cap.done:
             a.update(change)
         return orig_init(*bound.args, **bound.kwargs)
 
