@@ -87,6 +87,14 @@ def test_a_manual_update_without_an_optimizer_is_timed_at_backward(tmp_path):
     assert r["syncs"]["count"] == 0  # the loss is read once an epoch, outside these steps
 
 
+def test_a_closure_optimizer_finds_the_model_its_closure_calls(tmp_path):
+    """L-BFGS runs the forward inside ``optimizer.step(closure)``, after the step's pre-hook: the
+    trained model is found at the step's end, so a module variant is judged on it."""
+    r = one(tmp_path, "torch_closure_lbfgs.py", "channels_last")
+    assert r["status"] == "not_applicable" and r["why_not"] == "no Conv2d in the trained model"
+    assert r["model"] == "Sequential" and r["entry"] == "torch.optim.Optimizer.step"
+
+
 def test_a_dataloader_loop_measures_its_wait_for_data(tmp_path):
     r = one(tmp_path, "torch_dataloader.py")
     steady(r)

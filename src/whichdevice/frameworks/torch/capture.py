@@ -80,13 +80,18 @@ def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
 
 
 def first_step(cap: Capture, entry: str, optimizer: Any = None) -> None:
-    """The first entry-point call: the entry, the modules it trains, whether the variant fits
-    (``not_applicable`` at once if not) and the variants applied from the second step on."""
+    """The first entry-point call: the entry, and the optimizer whose steps end a step."""
     cap.entry, cap.lead = entry, optimizer
     capturekit.OWNER.append(entry)
-    if cap.first_call is None:  # no module (an optimizer over plain tensors): the step starts here
+    if cap.first_call is None:  # no module called yet (plain tensors, or a closure's forward)
         cap.first_call = _perf()
         cap.timing = hooks.warmup_steps(cap) == 0
+
+
+def _first_boundary(cap: Capture) -> None:
+    """The end of the first step (its forward has run, also inside an optimizer's closure): the
+    modules it trains, whether the variant fits (``not_applicable`` at once if not), and the
+    variants applied from the second step on."""
     cap.trained = hooks.trained_modules(cap)
     why = cap.why_not or hooks.why_not(cap)
     if why:
@@ -99,6 +104,8 @@ def boundary(cap: Capture) -> None:
     result sent once the timed steps are in or the deadline passed."""
     if cap.done:
         return
+    if cap.last is None:
+        _first_boundary(cap)
     hooks.sync(cap)
     now = _perf()
     start = cap.last if cap.last is not None else (cap.first_call or now)
