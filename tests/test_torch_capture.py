@@ -35,18 +35,20 @@ def SLOW(*case: str):  # noqa: N802 - reads as a mark in the table
     return pytest.param(*case, marks=pytest.mark.slow)
 
 
-def capture(tmp_path: Path, script: str | Path, variant: str = "baseline", **spec) -> tuple[list[dict], dict]:
+def capture(
+    tmp_path: Path, script: str | Path, variant: str = "baseline", frameworks: tuple = ("torch",), **spec
+) -> tuple[list[dict], dict]:
     """Run ``script`` in a script child with the torch capture: (its results, its end line)."""
     path = script if isinstance(script, Path) else CORPUS / script
     job = {
         "script": str(path),
         "args": [],
-        "frameworks": ["torch"],
+        "frameworks": list(frameworks),
         "spec": {"variant": variant, "warmup_steps": 1, "steps": 3, "device": "cpu", "deadline_s": 120, **spec},
     }
     (tmp_path / "job.json").write_text(json.dumps(job))
     out = tmp_path / "out.jsonl"
-    env = {**os.environ, "PYTHONPATH": str(SRC), "CUDA_VISIBLE_DEVICES": ""}
+    env = {**os.environ, "PYTHONPATH": str(SRC), "CUDA_VISIBLE_DEVICES": "", "KERAS_BACKEND": "torch"}
     cmd = [sys.executable, "-m", "whichdevice.measure.scriptchild", str(tmp_path / "job.json"), str(out)]
     with open(tmp_path / "log.txt", "w") as log:  # a file, not a pipe: no wait for a child's children
         done = subprocess.run(cmd, env=env, stdout=log, stderr=log, timeout=300)
@@ -290,3 +292,12 @@ def test_dataloader_workers_end_with_the_capture(tmp_path):
     job = str(tmp_path / "job.json")
     left = [p for p in psutil.process_iter(["cmdline"]) if job in " ".join(p.info["cmdline"] or [])]
     assert left == []
+
+
+@pytest.mark.slow
+def test_a_keras_fit_on_torch_is_left_to_the_keras_capture(tmp_path):
+    """Keras' torch backend calls ``loss.backward()`` inside ``fit``: with both captures installed
+    (the pre-flight's way) the step is Keras' fit, and torch's capture stays out."""
+    pytest.importorskip("keras")
+    results, end = capture(tmp_path, "keras_fit_arrays.py", frameworks=("keras-torch", "torch"))
+    assert end["status"] == "ok" and [r["entry"] for r in results] == ["keras.Model.fit"]
