@@ -34,6 +34,7 @@ TRAINS = {
     "tf_gradient_tape_loop.py": ("tf.GradientTape+apply_gradients", "tensorflow"),
     "tf_eager_tape_loop.py": ("tf.GradientTape+apply_gradients", "tensorflow"),
     # the torch helper's scripts (frameworks/torch/capture.py)
+    "torch_closure_lbfgs.py": ("torch.optim.Optimizer.step", "torch"),
     "torch_cnn.py": ("torch.optim.Optimizer.step", "torch"),
     "torch_dataloader.py": ("torch.optim.Optimizer.step", "torch"),
     "torch_gan.py": ("torch.optim.Optimizer.step", "torch"),

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 pytest.importorskip("torch")
@@ -34,21 +35,24 @@ def SLOW(*case: str):  # noqa: N802 - reads as a mark in the table
     return pytest.param(*case, marks=pytest.mark.slow)
 
 
-def capture(tmp_path: Path, script: str | Path, variant: str = "baseline", **spec) -> tuple[list[dict], dict]:
+def capture(
+    tmp_path: Path, script: str | Path, variant: str = "baseline", frameworks: tuple = ("torch",), **spec
+) -> tuple[list[dict], dict]:
     """Run ``script`` in a script child with the torch capture: (its results, its end line)."""
     path = script if isinstance(script, Path) else CORPUS / script
     job = {
         "script": str(path),
         "args": [],
-        "frameworks": ["torch"],
+        "frameworks": list(frameworks),
         "spec": {"variant": variant, "warmup_steps": 1, "steps": 3, "device": "cpu", "deadline_s": 120, **spec},
     }
     (tmp_path / "job.json").write_text(json.dumps(job))
     out = tmp_path / "out.jsonl"
-    env = {**os.environ, "PYTHONPATH": str(SRC), "CUDA_VISIBLE_DEVICES": ""}
+    env = {**os.environ, "PYTHONPATH": str(SRC), "CUDA_VISIBLE_DEVICES": "", "KERAS_BACKEND": "torch"}
     cmd = [sys.executable, "-m", "whichdevice.measure.scriptchild", str(tmp_path / "job.json"), str(out)]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    with open(tmp_path / "log.txt", "w") as log:  # a file, not a pipe: no wait for a child's children
+        done = subprocess.run(cmd, env=env, stdout=log, stderr=log, timeout=300)
+    assert done.returncode == 0, (tmp_path / "log.txt").read_text()[-2000:]
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     return [line["result"] for line in lines if line["type"] == "result"], lines[-1]
 
@@ -85,11 +89,19 @@ def test_a_manual_update_without_an_optimizer_is_timed_at_backward(tmp_path):
     assert r["syncs"]["count"] == 0  # the loss is read once an epoch, outside these steps
 
 
+def test_a_closure_optimizer_finds_the_model_its_closure_calls(tmp_path):
+    """L-BFGS runs the forward inside ``optimizer.step(closure)``, after the step's pre-hook: the
+    trained model is found at the step's end, so a module variant is judged on it."""
+    r = one(tmp_path, "torch_closure_lbfgs.py", "channels_last")
+    assert r["status"] == "not_applicable" and r["why_not"] == "no Conv2d in the trained model"
+    assert r["model"] == "Sequential" and r["entry"] == "torch.optim.Optimizer.step"
+
+
 def test_a_dataloader_loop_measures_its_wait_for_data(tmp_path):
     r = one(tmp_path, "torch_dataloader.py")
     steady(r)
     assert r["model"] == "Classifier" and r["data_source"] == "DataLoader"
-    assert r["batch_size"] == 32 and r["samples_per_step"] == 32
+    assert r["batch_size"] == 32 and r["samples_per_step"] == 32 and r["samples"] == 2048
     assert len(r["data_wait_s"]) == 3 and all(0 < w < s for w, s in zip(r["data_wait_s"], r["step_s"]))
     assert r["loader"] == {
         "batch_size": 32,
@@ -106,6 +118,15 @@ def test_two_networks_with_two_optimizers_are_one_step(tmp_path):
     steady(r, 4)
     assert r["model"] == "Sequential+Sequential"  # the discriminator and the generator
     assert r["entry_calls"] == 8  # optD.step() and optG.step() in each of the 4 steps
+
+
+def test_a_gan_under_autocast_hands_its_loss_float32(tmp_path):
+    """Autocast wraps the networks' forward only: their bfloat16 outputs come back as float32, so
+    the script's loss outside it still runs (pytorch/examples' DCGAN: BCELoss of a bfloat16
+    output against float32 labels raised 'Found dtype Float but expected BFloat16')."""
+    r = one(tmp_path, "torch_gan.py", "autocast")
+    steady(r)
+    assert r["applied"] and r["entry_calls"] == 6
 
 
 @pytest.mark.slow
@@ -201,6 +222,42 @@ def test_host_to_device_copies_are_counted_per_step(tmp_path):
     assert r["h2d"] == {"count": 6, "bytes": 3 * 16 * (8 + 4) * 4, "pinned": 0}
 
 
+META_CNN = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+torch.backends.cudnn.benchmark = {benchmark}
+device = torch.device("meta")
+model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 2)).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(320, 3, 8, 8), torch.randn(320, 2)), batch_size=16)
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+    opt.zero_grad()
+    ((model(x) - y) ** 2).mean().backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "variant, benchmark, why",
+    [
+        ("cudnn_benchmark", False, None),
+        SLOW("cudnn_benchmark", True, "the script already sets torch.backends.cudnn.benchmark = True"),
+        SLOW("pin_memory", False, None),
+        SLOW("channels_last", False, None),
+    ],
+)
+def test_the_gpu_variants_on_a_device_standing_in_for_a_gpu(tmp_path, variant, benchmark, why):
+    """On a "gpu" child (meta standing in), the GPU-only fixes apply, or say why not."""
+    script = tmp_path / "meta_cnn.py"
+    script.write_text(META_CNN.format(benchmark=benchmark))
+    r = one(tmp_path, script, variant, device="gpu")
+    assert r["why_not"] == why and r["applied"] == (why is None)
+    if why is None:
+        steady(r)
+        assert r["conv2d"] and r["h2d"]["count"] == 6
+
+
 def test_loader_change_is_pure_and_keeps_the_scripts_settings():
     spec = type("Spec", (), {"variant": "workers:0"})
     user = {"batch_size": 8, "batch_sampler": False, "num_workers": 2, "pin_memory": False, "persistent_workers": True}
@@ -226,7 +283,21 @@ def test_compile_of_the_trained_module(tmp_path):
 
 
 @pytest.mark.slow
-def test_dataloader_workers(tmp_path):
+def test_dataloader_workers_end_with_the_capture(tmp_path):
+    """workers:2 on a loader the script built with none; its worker processes (forked: the same
+    command line as the child) are gone once the child has exited."""
     r = one(tmp_path, "torch_cnn.py", "workers:2")
     steady(r)
     assert r["applied"] and r["loader"]["num_workers"] == 0 and r["batch_size"] == 32
+    job = str(tmp_path / "job.json")
+    left = [p for p in psutil.process_iter(["cmdline"]) if job in " ".join(p.info["cmdline"] or [])]
+    assert left == []
+
+
+@pytest.mark.slow
+def test_a_keras_fit_on_torch_is_left_to_the_keras_capture(tmp_path):
+    """Keras' torch backend calls ``loss.backward()`` inside ``fit``: with both captures installed
+    (the pre-flight's way) the step is Keras' fit, and torch's capture stays out."""
+    pytest.importorskip("keras")
+    results, end = capture(tmp_path, "keras_fit_arrays.py", frameworks=("keras-torch", "torch"))
+    assert end["status"] == "ok" and [r["entry"] for r in results] == ["keras.Model.fit"]

@@ -8,10 +8,10 @@ torch.manual_seed(0)
 device = "cuda" if torch.cuda.is_available() else "cpu"
 nz = 16
 netG = nn.Sequential(nn.Linear(nz, 64), nn.ReLU(), nn.Linear(64, 2)).to(device)
-netD = nn.Sequential(nn.Linear(2, 64), nn.LeakyReLU(0.2), nn.Linear(64, 1)).to(device)
+netD = nn.Sequential(nn.Linear(2, 64), nn.LeakyReLU(0.2), nn.Linear(64, 1), nn.Sigmoid()).to(device)
 optD = torch.optim.Adam(netD.parameters(), lr=2e-4, betas=(0.5, 0.999))
 optG = torch.optim.Adam(netG.parameters(), lr=2e-4, betas=(0.5, 0.999))
-bce = nn.BCEWithLogitsLoss()
+bce = nn.BCELoss()  # on the sigmoid output, as the DCGAN tutorial does
 real_data = torch.randn(8192, 2) * 0.5 + 1.0
 
 for it in range(200):

@@ -62,6 +62,7 @@ class Capture:
     modules: list[Any] = field(default_factory=list)  # top-level modules with parameters, by first call
     trained: list[Any] = field(default_factory=list)  # those the step trains
     loader: Any = None  # the DataLoader iterated last before a step
+    iterator: Any = None  # a weak reference to the last DataLoader iterator that gave a batch
     samples: int | None = None  # rows of the last batch the DataLoader gave
     why_not: str | None = None  # a variant found not to fit before the first step
     done: bool = False
@@ -79,13 +80,18 @@ def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
 
 
 def first_step(cap: Capture, entry: str, optimizer: Any = None) -> None:
-    """The first entry-point call: the entry, the modules it trains, whether the variant fits
-    (``not_applicable`` at once if not) and the variants applied from the second step on."""
+    """The first entry-point call: the entry, and the optimizer whose steps end a step."""
     cap.entry, cap.lead = entry, optimizer
     capturekit.OWNER.append(entry)
-    if cap.first_call is None:  # no module (an optimizer over plain tensors): the step starts here
+    if cap.first_call is None:  # no module called yet (plain tensors, or a closure's forward)
         cap.first_call = _perf()
         cap.timing = hooks.warmup_steps(cap) == 0
+
+
+def _first_boundary(cap: Capture) -> None:
+    """The end of the first step (its forward has run, also inside an optimizer's closure): the
+    modules it trains, whether the variant fits (``not_applicable`` at once if not), and the
+    variants applied from the second step on."""
     cap.trained = hooks.trained_modules(cap)
     why = cap.why_not or hooks.why_not(cap)
     if why:
@@ -98,6 +104,8 @@ def boundary(cap: Capture) -> None:
     result sent once the timed steps are in or the deadline passed."""
     if cap.done:
         return
+    if cap.last is None:
+        _first_boundary(cap)
     hooks.sync(cap)
     now = _perf()
     start = cap.last if cap.last is not None else (cap.first_call or now)
@@ -120,8 +128,9 @@ def boundary(cap: Capture) -> None:
 def _send(cap: Capture, status: str, *, why_not: str | None = None, stopped: str | None = None) -> None:
     """Hand the result to the child and stop the script (``CaptureDone`` passes the script's
     ``except Exception``)."""
-    cap.done = True
+    cap.done, cap.timing = True, False  # the hooks stand aside from now on
     cap.sink(result(cap, status, why_not, stopped))
+    hooks.stop_workers(cap)
     raise CaptureDone()
 
 
@@ -129,7 +138,7 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None) 
     """The result dict of the contract (``capturekit.result``). ``data_wait_s``
     is the time in the DataLoader's ``__next__`` per step, empty when no DataLoader feeds the loop
     (the script makes its batches inside its steps). Beyond the contract, what the parent plans
-    from: the DataLoader's settings in the script, whether the model has 2-d convolutions, the
+    from: the DataLoader's settings in the script and its dataset's size (``samples``), whether the model has 2-d convolutions, the
     entry point's calls in the timed steps (a GAN's two optimizers: two a step)."""
     first = cap.first_call if cap.first_call is not None else _perf()
     return capturekit.result(
@@ -150,6 +159,7 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None) 
         entry_calls=cap.entry_calls,
         data_source="DataLoader" if cap.loader is not None else None,
         loader=hooks.loader_settings(cap.loader),
+        samples=hooks.dataset_size(cap.loader),
         conv2d=hooks.has_conv2d(cap),
         stopped=stopped,
     )

@@ -41,6 +41,7 @@ _TORCH_DIR = ["//no torch yet//"]  # torch's own folder: calls from there are no
 _OPTIMIZERS: weakref.WeakSet[Any] = weakref.WeakSet()
 _DEPTH = [0]  # nested module calls (the top-level one is the model)
 _MODULE_CALL: list[Any] = []  # nn.Module.__call__ as torch had it
+_IS_COMPILING: list[Callable[[], bool]] = [lambda: False]  # torch.compiler.is_compiling, once imported
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ def install(torch: Any, cap: Any, on: Handlers) -> None:
         importlib.import_module(name)
     cap.torch = torch
     _TORCH_DIR[0] = os.path.dirname(torch.__file__) + os.sep
+    _IS_COMPILING[0] = torch.compiler.is_compiling
     why = device_why_not(cap.spec)
     if why:
         on.not_applicable(cap, why)
@@ -152,7 +154,7 @@ def hook_modules(torch: Any, cap: Any) -> None:
     name, value = variant(cap.spec)
 
     def call(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if _DEPTH[0] or cap.done or next(self.parameters(), None) is None:
+        if _DEPTH[0] or cap.done or _compiling() or next(self.parameters(), None) is None:
             return orig(self, *args, **kwargs)
         _top_call(cap, self)
         _DEPTH[0] += 1
@@ -193,16 +195,37 @@ def _channels_last(torch: Any, a: Any) -> Any:
 
 
 def _autocast_call(cap: Any, orig: Any, m: Any, args: tuple, kwargs: dict, value: str) -> Any:
-    """The module's forward under ``torch.autocast``: bfloat16 on the CPU, float16 on a GPU
-    (bfloat16 if the variant says ``autocast:bf16``); not if the script already autocasts."""
+    """The module's forward under ``torch.autocast``: bfloat16 on the CPU, float16 on a GPU, or
+    the dtype the variant names (``autocast:bfloat16``, ``autocast:float16``), its outputs handed
+    back in float32; not if the script already autocasts."""
     torch = cap.torch
     kind = "cuda" if cap.spec.device == "gpu" else "cpu"
     if torch.is_autocast_enabled(kind):
         cap.why_not = "the script already runs its model under torch.autocast"
         return orig(m, *args, **kwargs)
-    half = kind == "cuda" and value not in ("bf16", "bfloat16")
+    half = kind == "cuda" and value not in ("bf16", "bfloat16") or value in ("fp16", "float16")
     with torch.autocast(kind, dtype=torch.float16 if half else torch.bfloat16):
-        return orig(m, *args, **kwargs)
+        out = orig(m, *args, **kwargs)
+    return _float32(torch, out)
+
+
+def _float32(torch: Any, out: Any) -> Any:
+    """The forward's half-precision outputs back in float32, so that the script's loss outside
+    the autocast region gets what it got before (BCELoss refuses a bfloat16 input against float32
+    targets), as Accelerate does around an autocast forward (``convert_outputs_to_fp32``)."""
+    if isinstance(out, torch.Tensor):
+        return out.float() if out.dtype in (torch.float16, torch.bfloat16) else out
+    if type(out) is dict:
+        return {k: _float32(torch, v) for k, v in out.items()}
+    if isinstance(out, dict):  # an OrderedDict, a model-output class: set in place
+        for k, v in list(out.items()):
+            out[k] = _float32(torch, v)
+        return out
+    if isinstance(out, tuple) and hasattr(out, "_fields"):  # a namedtuple
+        return type(out)(*(_float32(torch, v) for v in out))
+    if isinstance(out, (tuple, list)):
+        return type(out)(_float32(torch, v) for v in out)
+    return out
 
 
 def hook_loader(torch: Any, cap: Any) -> None:
@@ -223,7 +246,7 @@ def hook_loader(torch: Any, cap: Any) -> None:
         a = bound.arguments
         self._whichdevice_user = user = _settings(a)
         change = loader_change(cap.spec, user)
-        if isinstance(change, dict):
+        if isinstance(change, dict) and not cap.done:
             a.update(change)
         return orig_init(*bound.args, **bound.kwargs)
 
@@ -232,6 +255,7 @@ def hook_loader(torch: Any, cap: Any) -> None:
         return orig_iter(self)
 
     def next_(self):  # type: ignore[no-untyped-def]
+        cap.iterator = weakref.ref(self)
         t = _perf()
         try:
             out = orig_next(self)
@@ -303,13 +327,26 @@ def hook_tensors(torch: Any, cap: Any) -> None:
 def _copy(orig: Any, cap: Any) -> Any:
     def copy(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         out = orig(self, *args, **kwargs)
-        if cap.timing and out is not self and self.device.type == "cpu" and _on_device(out) and _from_script():
+        if (
+            cap.timing
+            and not _compiling()
+            and out is not self
+            and self.device.type == "cpu"
+            and _on_device(out)
+            and _from_script()
+        ):
             cap.h2d["count"] += 1
             cap.h2d["bytes"] += int(self.nbytes)
             cap.h2d["pinned"] += int(self.is_pinned())
         return out
 
     return copy
+
+
+def _compiling() -> bool:
+    """Inside torch.compile's tracing (the script's forward compiled): count nothing there, and
+    leave the traced code as it was (``sys._getframe`` would break the graph)."""
+    return bool(_IS_COMPILING[0]())
 
 
 def _on_device(t: Any) -> bool:
@@ -319,7 +356,7 @@ def _on_device(t: Any) -> bool:
 
 def _read(orig: Any, cap: Any, device_only: bool) -> Any:
     def read(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if not cap.timing or (device_only and self.device.type == "cpu") or not _from_script():
+        if not cap.timing or _compiling() or (device_only and self.device.type == "cpu") or not _from_script():
             return orig(self, *args, **kwargs)
         t = _perf()
         try:
@@ -352,7 +389,7 @@ def why_not(cap: Any) -> str | None:
         change = loader_change(cap.spec, cap.loader._whichdevice_user)
         return change if isinstance(change, str) else None
     if name in MODULE_VARIANTS and not cap.trained:
-        return "the step trains no torch.nn.Module (the optimizer holds plain tensors)"
+        return "the step trains no torch.nn.Module the script calls (its optimizer holds plain tensors)"
     if name in ("channels_last", "cudnn_benchmark") and not has_conv2d(cap):
         return "no Conv2d in the trained model"
     if name == "compile" and any(type(m).__name__ == "OptimizedModule" for m in cap.trained):
@@ -401,3 +438,20 @@ def loader_settings(loader: Any) -> dict | None:
 def loader_batch(loader: Any) -> int | None:
     n = getattr(loader, "batch_size", None)
     return int(n) if isinstance(n, int) else None
+
+
+def dataset_size(loader: Any) -> int | None:
+    """Samples in the DataLoader's dataset (None for an iterable one without a length)."""
+    try:
+        return int(len(loader.dataset)) if loader is not None else None
+    except TypeError:
+        return None
+
+
+def stop_workers(cap: Any) -> None:
+    """The DataLoader's worker processes ended with the capture (the child exits without the
+    interpreter's teardown, and a worker would wait up to 5 s to see its parent gone)."""
+    it = cap.iterator() if cap.iterator is not None else None
+    shutdown = getattr(it, "_shutdown_workers", None)
+    if shutdown is not None:
+        shutdown()
