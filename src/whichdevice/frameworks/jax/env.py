@@ -6,6 +6,9 @@ JAX picks its platforms and its GPU memory policy when the backend starts (the f
 
 from __future__ import annotations
 
+# Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
+WORDS_FAMILY = "jax"
+
 NOTES: dict[str, list[str]] = {}
 
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 from whichdevice.frameworks.common.ladders import PY_DATASET
 from whichdevice.frameworks.jax import env as _jax_env
 
+# Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
+WORDS_FAMILY = "jax"
+
 _NUMPY_INPUT = (
     "keras-jax: the seeds' tf.data pipelines are TensorFlow-only; here they are numpy batches "
     "(keras.utils.PyDataset: same batches, shuffled per epoch where the seed shuffles, no prefetch). "

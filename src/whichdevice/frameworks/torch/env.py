@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from whichdevice.frameworks.common.ladders import DATA_LOADER
 
+# Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
+WORDS_FAMILY = "torch"
+
 # What a report calls reading a result back to the host (frameworks.declared; default .numpy()).
 READ_BACK = ".item()"
+# Where a batch fed from NumPy lives on the host before its copy (default: NumPy memory).
+NUMPY_FEED = "torch.from_numpy"
 
 NOTES: dict[str, list[str]] = {
     "train": [

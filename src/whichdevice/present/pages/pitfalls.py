@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
+from whichdevice import frameworks
 from whichdevice.core.units import seconds
 from whichdevice.present import html, output, terminal
 from whichdevice.present.tables import Grid, GridCell
@@ -110,10 +111,14 @@ _QUICK = {
 
 
 def family(framework: str) -> str:
-    """Whose words a row takes: tensorflow, torch, keras-torch or jax (jax, keras-jax)."""
-    if framework in ("jax", "keras-jax"):
-        return "jax"
-    return framework if framework in ("torch", "keras-torch") else "tensorflow"
+    """Whose words a row takes, as the framework's env.py declares (``WORDS_FAMILY``): tensorflow
+    (the default), torch, keras-torch or jax (jax, keras-jax)."""
+    return frameworks.declared(framework, "WORDS_FAMILY", frameworks.DEFAULT)
+
+
+def _own(framework: str) -> bool:
+    """The framework has words of its own (torch's, JAX's), not TensorFlow's."""
+    return family(framework) != frameworks.DEFAULT
 
 
 def methods(r: PitfallRow) -> tuple[str, str]:
@@ -132,7 +137,7 @@ def methods(r: PitfallRow) -> tuple[str, str]:
 
 
 def note(r: PitfallRow) -> str:
-    if family(r.framework) != "tensorflow":
+    if _own(r.framework):
         return _own_note(r)
     if r.pitfall == "no_sync":
         if r.on_cpu:
@@ -168,7 +173,7 @@ def _too_few(r: PitfallRow) -> str | None:
 
 def verdict(r: PitfallRow) -> str:
     """What the mistake does to the figure: 'reads 2x the real cost', 'within noise: ...'."""
-    if not r.significant and family(r.framework) != "tensorflow":
+    if not r.significant and _own(r.framework):
         too_few = _too_few(r)
         if too_few:
             return too_few
@@ -199,7 +204,7 @@ def interval(r: PitfallRow) -> str:
 
 
 def pitfalls_grid(rows: list[PitfallRow]) -> Grid:
-    if any(family(r.framework) != "tensorflow" for r in rows):
+    if any(_own(r.framework) for r in rows):
         return _own_grid(rows)
     out: list[list[GridCell]] = []
     for r in rows:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from whichdevice import frameworks
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.present.tables import Grid, GridCell
 
@@ -17,7 +18,8 @@ NO_GPU = "not measured here (no GPU)"
 
 
 def _jax(framework: str) -> bool:
-    return framework in ("jax", "keras-jax")
+    """XLA's words (jax, keras-jax: their env.py's WORDS_FAMILY), else torch's."""
+    return frameworks.declared(framework, "WORDS_FAMILY", frameworks.DEFAULT) == "jax"
 
 
 def _time(us: float | None) -> str:
@@ -90,7 +92,7 @@ def _copy_lines(framework: str, p: TracedPlacement) -> list[str]:
         if p.device.startswith("GPU"):
             return [f"{p.device}: no copies between host and device in the step."]
         feed = f"{p.feed_tensors} tensors, {nbytes(p.feed_bytes)}"
-        source = "torch.from_numpy" if framework == "torch" else "NumPy memory"
+        source = frameworks.declared(framework, "NUMPY_FEED", "NumPy memory")
         return [
             f"{p.device}: no copies between host and device (one device). On a GPU the batch fed from NumPy "
             f"({feed} a step, pageable: {source}) is copied to the device every step: {NO_GPU}."
