@@ -9,9 +9,7 @@ from whichdevice.frameworks.common.ladders import PY_DATASET
 from whichdevice.frameworks.torch import env as _torch_env
 
 # Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
-WORDS_FAMILY = "torch"
-# The pitfalls page words its mistakes in Keras-on-torch terms (convert_to_numpy, model.fit).
-PITFALLS_WORDS = "keras-torch"
+WORDS_FAMILY = "keras-torch"
 
 _NUMPY_INPUT = (
     "keras-torch: the seeds' tf.data pipelines are TensorFlow-only; here they are numpy batches "

@@ -11,6 +11,8 @@ WORDS_FAMILY = "torch"
 
 # What a report calls reading a result back to the host (frameworks.declared; default .numpy()).
 READ_BACK = ".item()"
+# Where a batch fed from NumPy lives on the host before its copy (default: NumPy memory).
+NUMPY_FEED = "torch.from_numpy"
 
 NOTES: dict[str, list[str]] = {
     "train": [

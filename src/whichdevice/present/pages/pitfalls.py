@@ -111,11 +111,9 @@ _QUICK = {
 
 
 def family(framework: str) -> str:
-    """Whose words a row takes, as the framework's env.py declares: ``PITFALLS_WORDS`` where its
-    mistakes have words of their own (keras-torch), else ``WORDS_FAMILY``: tensorflow (the
-    default), torch or jax (jax, keras-jax)."""
-    family_words = frameworks.declared(framework, "WORDS_FAMILY", frameworks.DEFAULT)
-    return frameworks.declared(framework, "PITFALLS_WORDS", family_words)
+    """Whose words a row takes, as the framework's env.py declares (``WORDS_FAMILY``): tensorflow
+    (the default), torch, keras-torch or jax (jax, keras-jax)."""
+    return frameworks.declared(framework, "WORDS_FAMILY", frameworks.DEFAULT)
 
 
 def _own(framework: str) -> bool:

@@ -92,7 +92,7 @@ def _copy_lines(framework: str, p: TracedPlacement) -> list[str]:
         if p.device.startswith("GPU"):
             return [f"{p.device}: no copies between host and device in the step."]
         feed = f"{p.feed_tensors} tensors, {nbytes(p.feed_bytes)}"
-        source = "torch.from_numpy" if framework == "torch" else "NumPy memory"
+        source = frameworks.declared(framework, "NUMPY_FEED", "NumPy memory")
         return [
             f"{p.device}: no copies between host and device (one device). On a GPU the batch fed from NumPy "
             f"({feed} a step, pageable: {source}) is copied to the device every step: {NO_GPU}."
