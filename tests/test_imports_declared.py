@@ -48,6 +48,8 @@ FRAMEWORK_FILES: dict[str, tuple[str, ...]] = {
     "frameworks/common/keras.py": KERAS,
     "frameworks/common/batches.py": KERAS,
     "frameworks/common/steptimer.py": KERAS,
+    # the pipeline command's PyDataset ladder (keras-jax, keras-torch): loaded only with a Keras backend
+    "frameworks/common/keraspipeline.py": KERAS,
     "keras.py": KERAS,
 }
 
