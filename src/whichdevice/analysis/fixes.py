@@ -221,6 +221,7 @@ class NotMeasured:
     needed: int = 0  # too_few_samples: how many a claim needs
     wide: bool = False  # too_few_samples: enough of them, but their interval too wide to tell a 2x change
     devices: list[str] = field(default_factory=list)  # default: where the framework already does it
+    default: str = ""  # default: what the framework's default does there (FixEntry.default_words)
     param: str = ""  # none_larger: the parameter ...
     above: object = None  # ... and the baseline value nothing above which was measured
 

@@ -420,7 +420,8 @@ def _fix_verdict(record: RunRecord, e: FixEntry, seed_batch: int, pipelines: lis
         extra["default_on"] = already
         if fixes and not deciding:
             devices = sorted({f.device for f in already})
-            return FixVerdict(e, fixes, [], "not_measured", None, NotMeasured("default", devices=devices), **extra)
+            why = NotMeasured("default", devices=devices, default=e.default_words[0])
+            return FixVerdict(e, fixes, [], "not_measured", None, why, **extra)
     if e.cpu_16bit:
         extra["cpu_16bit"] = cpu_16bit(record) if fixes else None
     if e.compiles:

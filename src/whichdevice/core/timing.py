@@ -340,11 +340,11 @@ def turns_timing(
     samples_s: list[float],
     overhead_s: float,
     *,
-    capped: bool = False,
+    stop_reason: str | None = "min time",
     telemetry: Telemetry | None = None,
 ) -> Timing:
-    """A variant's timing from its turns (:func:`take_turns`): its warm-up pass's steps (the first
-    one the first call), then its steady samples, one step each; ``capped``: it stopped at its time cap."""
+    """A variant's timing from its turns (:func:`take_turns`) or passes: its warm-up pass's steps
+    (the first one the first call), then its steady samples, one step each."""
     return Timing(
         first_call_s=warmup_s[0],
         warmup_s=warmup_s,
@@ -352,7 +352,7 @@ def turns_timing(
         number_per_sample=1,
         overhead_s=overhead_s,
         telemetry=telemetry,
-        stop_reason="time cap" if capped else "min time",
+        stop_reason=stop_reason,
     )
 
 

@@ -165,7 +165,7 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
     if why.reason == "too_few_samples":
         return _too_few_text(why)
     if why.reason == "default":
-        return f"no change to make: {', '.join(why.devices)} already compile with XLA by default (jit_compile='auto')"
+        return f"no change to make: {', '.join(why.devices)} already {why.default}"
     if why.reason == "no_gpu":
         return NO_GPU
     if why.reason == "none_larger":
@@ -206,9 +206,7 @@ def verdict_lines(v: FixVerdict, *, several: bool = False, with_grid: bool = Tru
         lines.append(check_line(c))
     on = dict.fromkeys(f"{f.framework} {f.device}" if several else f.device for f in v.default_on)
     if on:
-        lines.append(
-            f"{', '.join(on)}: already the default here (jit_compile='auto' compiled with XLA): no change for you"
-        )
+        lines.append(f"{', '.join(on)}: already the default here ({e.default_words[1]}): no change for you")
     note = cpu_16bit_text(v.cpu_16bit)
     if note:
         lines.append(note)

@@ -79,6 +79,8 @@ class FixEntry:
     # The metric a fit case records when the framework's own default already applies the fix (then
     # its True side is no change for the user): jit_compile="auto" resolved to XLA.
     default_metric: str = ""
+    # ... and in words (present/): what the default does on those devices, what it did there
+    default_words: tuple[str, str] = ("", "")
     cpu_16bit: bool = False  # what this CPU's 16-bit math means for the measurement is said beside it
     # The cause of the slowness its gain measures (analysis/suite.Cause): "fixed_cost",
     # "call_overhead" (counted only without a fixed cost), "python_pipeline", "sync".
@@ -240,6 +242,7 @@ FIXES: tuple[FixEntry, ...] = (
         values=(True,),
         group="fit",
         default_metric="jit_compile",
+        default_words=("compile with XLA by default (jit_compile='auto')", "jit_compile='auto' compiled with XLA"),
     ),
     FixEntry(
         key="sync",

@@ -316,14 +316,7 @@ def _steps(step, warm: int, policy: TimingPolicy, per_pass: int, overhead_s: flo
         samples.append(s)
         total += s
     telemetry = sampler.stop() if sampler is not None else None
-    return Timing(
-        first_call_s=warmup[0],
-        warmup_s=warmup,
-        samples_s=samples,
-        number_per_sample=1,
-        overhead_s=overhead_s,
-        telemetry=telemetry,
-    )
+    return turns_timing(warmup, samples, overhead_s, stop_reason=None, telemetry=telemetry)
 
 
 def _run_pipeline(spec, fw, policy, overhead_s):
@@ -501,7 +494,13 @@ def time_group(prepared: list[_Loop], fw, policy: TimingPolicy, overhead_s: floa
         if errors[i] is not None:
             out.append(errors[i])
             continue
-        timing = turns_timing(loop.warmup_s, samples[i], overhead_s, capped=capped[i], telemetry=telemetry[i])
+        timing = turns_timing(
+            loop.warmup_s,
+            samples[i],
+            overhead_s,
+            stop_reason="time cap" if capped[i] else "min time",
+            telemetry=telemetry[i],
+        )
         metrics = loop.metrics(samples[i], waits[i])
         metrics.update({"interleaved_with": float(n - 1), "interleave_rounds": 2.0})
         out.append((timing, metrics))
