@@ -203,6 +203,16 @@ def test_keras_fit_captured_with_variants_in_turns():
     assert got["prefetch"]["status"] == "not_applicable" and "not a tf.data dataset" in got["prefetch"]["why_not"]
 
 
+@pytest.mark.tf
+def test_mixed_precision_child_fits_under_the_policy():
+    spec = CaptureSpec("precision:mixed_float16", 1, 3, "cpu", 60.0)
+    run = script.run_child(
+        {"script": str(CORPUS / "keras_fit_pydataset.py"), "args": []}, spec, ["tensorflow"], timeout_s=240
+    )
+    (r,) = run.results
+    assert r["status"] == "ok" and len(r["step_s"]) >= 3, (r, run.stderr_tail[-500:])
+
+
 # ------------------------------------------------------------------ slow: the corpus as a user runs it
 
 

@@ -126,6 +126,10 @@ class FitMeasure:
             return self._recompiled(c, fix, value)
         if fix == "prefetch":
             return self._prefetched(c)
+        if fix == "precision":  # set as Keras' global policy before the script built its model (kerascapture)
+            if name != self.st.spec.variant:
+                c.why_not = "a mixed-precision policy needs a process of its own (set before the model is built)"
+            return c
         if fix == "sync":
             c.sync_each = True
             if self.keras.backend.backend() == "tensorflow":
