@@ -29,7 +29,7 @@ from whichdevice.core import process as _process
 from whichdevice.core.errors import UsageError
 from whichdevice.analysis import facade
 from whichdevice.analysis.sweep import Table, analyze_sweep
-from whichdevice.frameworks import FRAMEWORKS
+from whichdevice import frameworks
 from whichdevice.measure.journal import Journal, JournalState
 from whichdevice.present import html, output, plots, summary
 from whichdevice.present.claims import crossover_text
@@ -157,7 +157,7 @@ class MatmulOptions:
         framework="tensorflow",
         memory_limit_gib=None,
     ) -> MatmulOptions:
-        fw = parse_choice(str(framework), "--framework", FRAMEWORKS)
+        fw = parse_choice(str(framework), "--framework", frameworks.offering("matmul"))
         size_list = parse_int_list(_csv(sizes), "--sizes", maximum=MAX_MATMUL_N, example="100,1000,4000")
         if size_list is None:
             size_list = list(matmul_workload.QUICK_SIZES if quick else matmul_workload.SEED_SIZES)
@@ -476,7 +476,7 @@ def run(
     case_timeout_s=None,
 ) -> SuiteResult:
     """``whichdevice run`` from Python: the default suite, its verdict and measured fixes."""
-    fw = parse_choice(str(framework), "--framework", FRAMEWORKS)
+    fw = parse_choice(str(framework), "--framework", frameworks.offering("run"))
     return _suite(
         "run",
         lambda found, d: suite_cases(fw, d.name, gpu_present=bool(found.gpus)),

@@ -35,7 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "diagnose": (
         "run",
-        "The suite on YOUR model: who wins at your batch, the batch sweep, every automatic fix measured — "
+        "The suite on YOUR training script or model: who wins at your batch, the batch sweep, every automatic fix measured — "
         "and the device and settings to use.",
     ),
     "matmul": ("matmul", "Matrix multiplication time vs size on every device; where the GPU starts to win."),

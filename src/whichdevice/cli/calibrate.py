@@ -51,7 +51,7 @@ from whichdevice.core.validate import (
 )
 from whichdevice.workloads import calibrate as calibrate_workload
 
-CALIBRATE_FRAMEWORKS = frameworks.CALIBRATE  # the frameworks with the calibrate probes
+CALIBRATE_FRAMEWORKS = frameworks.offering("calibrate")  # derived: the frameworks with the probes
 DEFAULT_MIN_TIME_S = 0.05  # per probe point: ~25 points, a 60 s budget on 2 cores with two TF imports
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -100,7 +100,7 @@ def calibrate(
     cpu_threads: Optional[str] = opt.cpu_threads(),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(120, "probe"),
-    framework: str = opt.framework(choices=CALIBRATE_FRAMEWORKS, does="calibrate"),
+    framework: str = opt.framework("calibrate", "Framework to calibrate"),
     out: Path = opt.out("the profile", "the plot"),
     json_path: Optional[Path] = opt.json("calibrate"),
     resume: Optional[Path] = opt.resume(kept="probes"),
@@ -108,7 +108,7 @@ def calibrate(
     """Measure this machine's per-op, copy, matmul and memory costs into a device profile."""
     if resume_if_asked(ctx, resume, "calibrate", CalibratePlan, run_calibrate):
         return
-    fw = parse_choice(framework, "--framework", CALIBRATE_FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("calibrate"))
     profile_name = check_name(
         name if name is not None else re.sub(r"[^A-Za-z0-9_.-]", "-", socket.gethostname())[:64] or "local"
     )

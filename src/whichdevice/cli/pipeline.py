@@ -41,7 +41,7 @@ from whichdevice.core.validate import (
 )
 from whichdevice.workloads import pipeline as wl
 
-PIPELINE_FRAMEWORKS = frameworks.having("pipeline")  # frameworks with a pipeline module
+PIPELINE_FRAMEWORKS = frameworks.offering("pipeline")  # derived: the frameworks with a pipeline part
 QUICK_MIN_TIME_S = 0.1
 MAX_IMAGE_SIZE = 4096
 MAX_IMAGES = 1_000_000
@@ -155,7 +155,7 @@ def pipeline(
     cpu_threads: Optional[str] = opt.cpu_threads("the framework"),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(600),
-    framework: str = opt.framework(choices=PIPELINE_FRAMEWORKS),
+    framework: str = opt.framework("pipeline"),
     out: Path = opt.out("the PNG plot", "the HTML report"),
     json_path: Optional[Path] = opt.json("pipeline"),
     trace: Optional[Path] = TRACE_OPTION,
@@ -166,7 +166,7 @@ def pipeline(
     if resume_if_asked(ctx, resume, "pipeline", PipelinePlan, run_pipeline):
         return
     # Each option is checked in this order: the first bad one is the error.
-    fw = parse_choice(framework, "--framework", PIPELINE_FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("pipeline"))
     n_images, size = _images(images, image_size, quick)
     n_batch = parse_positive_int(batch, "--batch", "32", maximum=65536) or wl.SEED_BATCH
     net_name = parse_choice(net, "--net", wl.NETS)

@@ -10,6 +10,7 @@ from typing import Optional, cast
 
 import typer
 
+from whichdevice import frameworks
 from whichdevice.measure import experiment, session
 from whichdevice.core import records
 from whichdevice.cli.common import (
@@ -34,10 +35,9 @@ from whichdevice.core.validate import (
 )
 from whichdevice.workloads import pitfalls as pitfalls_workload
 
-from whichdevice import frameworks
 
 # The frameworks with a pitfalls part (frameworks/<fw>/pitfalls.py: which mistakes, which cases).
-PITFALLS_FRAMEWORKS = frameworks.having("pitfalls")
+PITFALLS_FRAMEWORKS = frameworks.offering("pitfalls")  # derived: the frameworks with a pitfalls part
 QUICK_MIN_TIME_S = 0.05
 MIN_TIME_S = 0.2
 
@@ -65,7 +65,7 @@ def pitfalls(
     min_time: Optional[str] = opt.min_time("point", MIN_TIME_S, quick=QUICK_MIN_TIME_S),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(300),
-    framework: str = opt.framework(choices=PITFALLS_FRAMEWORKS),
+    framework: str = opt.framework("pitfalls"),
     out: Path = opt.out("the HTML report"),
     json_path: Optional[Path] = opt.json("pitfalls"),
     resume: Optional[Path] = opt.resume(),
@@ -73,7 +73,7 @@ def pitfalls(
     """Each timing mistake of the framework (no sync, the first epoch or step, a compile in the timing, a sync every step, num_workers=0, device_put every step, one CPU thread, tiny batch) next to the correct measurement, with the distortion as a ratio."""  # noqa: E501
     if resume_if_asked(ctx, resume, "pitfalls", PitfallsPlan, run_pitfalls):
         return
-    fw = parse_choice(framework, "--framework", PITFALLS_FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("pitfalls"))
     wanted = experiment.parse_device_filter(device)
     mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else MIN_TIME_S)
     timeout_s = parse_positive_float(case_timeout, "--case-timeout", "300")

@@ -43,7 +43,7 @@ from whichdevice.workloads import placement as placement_workload
 
 DEFAULT_MODEL = "seed001 + string op (no GPU kernel)"
 # TensorFlow's placement log, or the op trace of torch and JAX (frameworks.PARTS).
-PLACEMENT_FRAMEWORKS = frameworks.having("placement_log", "optrace")
+PLACEMENT_FRAMEWORKS = frameworks.offering("placement")  # derived: placement_log or optrace
 _TRACED_MODEL = "seed001 (small MLP; batch from NumPy, loss read back each step)"
 
 
@@ -85,7 +85,7 @@ def placement(
     quick: bool = opt.quick(f"Profile {placement_workload.QUICK_STEPS} steps: < 60 s on 2 cores."),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(300, "device's run"),
-    framework: str = opt.framework(choices=PLACEMENT_FRAMEWORKS),
+    framework: str = opt.framework("placement"),
     out: Path = opt.out("the HTML report"),
     json_path: Optional[Path] = opt.json("placement"),
     resume: Optional[Path] = opt.resume(),
@@ -93,7 +93,7 @@ def placement(
     """Per device: the ops of one training step by type (count, time), the host<->device copies (pageable or pinned) and syncs, and on a GPU the ops that ran on the CPU, with why."""  # noqa: E501
     if resume_if_asked(ctx, resume, "placement", PlacementPlan, run_placement):
         return
-    fw = parse_choice(framework, "--framework", PLACEMENT_FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("placement"))
     shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     b = parse_positive_int(batch, "--batch", "32", maximum=65536) or 32

@@ -54,7 +54,6 @@ from whichdevice.workloads import calibrate as calibrate_workload
 from whichdevice.workloads import train as train_workload
 
 FRAMEWORK = "tensorflow"  # the default
-PREDICT_FRAMEWORKS = ("tensorflow", "keras-jax", "keras-torch", "torch")
 QUICK_MIN_TIME_S = 0.05
 
 
@@ -98,11 +97,7 @@ BATCHES_OPTION = typer.Option(
 QUICK_OPTION = opt.quick(
     f"Short measurements ({QUICK_MIN_TIME_S:g} s per batch size) at 6 batch sizes: < 60 s on 2 cores."
 )
-FRAMEWORK_OPTION = opt.framework(
-    help="Framework whose training step is predicted: tensorflow (graph ops), keras-jax (XLA fusions), "
-    "keras-torch or torch (eager ops + measured Python per step).",
-    default=FRAMEWORK,
-)
+FRAMEWORK_OPTION = opt.framework("predict", "Framework whose training step is predicted", default=FRAMEWORK)
 STEPS_PER_EXECUTION_OPTION = typer.Option(
     None,
     "--steps-per-execution",
@@ -140,7 +135,7 @@ def predict(
     ):
         return
     # Each option is checked in this order: the first bad one is the error.
-    fw = parse_choice(framework, "--framework", PREDICT_FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("predict"))
     spe = parse_positive_int(steps_per_execution, "--steps-per-execution", "10", maximum=100_000) or 1
     prof = _gpu_profile(profile)
     if fw != "tensorflow":  # TensorFlow's predict keeps its profile's CPU as before (its records unchanged)

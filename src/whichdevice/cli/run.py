@@ -60,7 +60,6 @@ from whichdevice.core.validate import (
 
 RUN_MIN_TIME_S = 0.05  # steady seconds per point: short, the suite has many points
 DIAGNOSE_FRAMEWORK = "tensorflow"
-DIAGNOSE_FRAMEWORKS = ("tensorflow", "torch", "keras-jax", "keras-torch")
 VERBOSE_HELP = "Also print every finding, the fix table, the notes and every warning."
 
 
@@ -89,7 +88,7 @@ def run(
     cpu_threads: Optional[str] = opt.cpu_threads(),
     memory_limit: Optional[str] = opt.memory_limit(),
     framework: str = opt.framework(
-        help="Framework(s) to measure: tensorflow, keras-jax, keras-torch, torch; several comma-separated give one report with the frameworks side by side."
+        "run", "Framework(s) to measure, several comma-separated side by side in one report"
     ),
     out: Path = opt.out("the plots", "the HTML report"),
     json_path: Optional[Path] = opt.json("run"),
@@ -107,7 +106,7 @@ def run(
     else:
         json_file, _ = record_paths(out, json_path, "run")
         plan = RunPlan(
-            frameworks=parse_choice_list(framework, "--framework", frameworks.TRAINING),
+            frameworks=parse_choice_list(framework, "--framework", frameworks.offering("run")),
             budget_s=parse_budget(budget),
             devices_wanted=experiment.parse_device_filter(device),
             cpu_threads=parse_positive_int(cpu_threads, "--cpu-threads", "4"),
@@ -328,8 +327,7 @@ DIAGNOSE_MODEL_OPTION = typer.Option(
     "an nn.Module, (module, loss_fn) or (module, loss_fn, optimizer). Required without a SCRIPT or --resume.",
 )
 DIAGNOSE_FRAMEWORK_OPTION = opt.framework(
-    help="tensorflow (a Keras model, default), torch (an nn.Module), or keras-jax / keras-torch (your Keras "
-    "model on another backend: is the backend the cause?).",
+    "diagnose", "Framework of your model (a Keras backend other than TensorFlow: is the backend the cause?)"
 )
 DIAGNOSE_DATA_OPTION = typer.Option(
     None,
@@ -390,7 +388,7 @@ def diagnose(
         run_diagnose(plan, None, output)
         return
     # Each option is checked in this order: the first bad one is the error.
-    fw = parse_choice(framework, "--framework", DIAGNOSE_FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("diagnose"))
     model_fn, data_fn = _model_and_data(model, data, fw)
     shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)

@@ -102,9 +102,7 @@ def _gcd(a: int, b: int) -> int:
 @app.command()
 def scale(
     ctx: typer.Context,
-    framework: str = opt.framework(
-        help="Engine: tensorflow (MirroredStrategy), keras-jax (DataParallel), torch (DDP)."
-    ),
+    framework: str = opt.framework("scale", "Engine"),
     model: str = typer.Option(
         "seed001",
         "--model",
@@ -124,7 +122,7 @@ def scale(
     """Does the next device pay? 1…N replicas on the framework's own engine: efficiency, all-reduce share, crossover."""
     if resume_if_asked(ctx, resume, "scale", ScalePlan, run_scale):
         return
-    fw = parse_choice(framework, "--framework", scale_workload.FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("scale"))
     replicas = parse_replicas(devices, usable_cores())
     batch_list = parse_int_list(batches, "--batches", maximum=scale_workload.MAX_BATCH, example="32,256,2048")
     batch_list = batch_list or list(scale_workload.DEFAULT_BATCHES)

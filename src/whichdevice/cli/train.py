@@ -46,7 +46,6 @@ from whichdevice.workloads import train as train_workload
 from whichdevice.workloads import precision_cases
 
 PARTS = ("create", "loop", "fit", "sync", "sweep")
-TRAIN_FRAMEWORKS = frameworks.TRAINING  # frameworks with a training module (numpy and jax have none)
 QUICK_MIN_TIME_S = 0.05
 
 
@@ -136,7 +135,7 @@ def train(
     cpu_threads: Optional[str] = opt.cpu_threads(),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(600),
-    framework: str = opt.framework(choices=TRAIN_FRAMEWORKS),
+    framework: str = opt.framework("train"),
     out: Path = opt.out("the PNG plot"),
     json_path: Optional[Path] = opt.json("train"),
     linear: bool = opt.linear(),
@@ -149,7 +148,7 @@ def train(
     if resume_if_asked(ctx, resume, "train", TrainPlan, run_train):
         return
     # Each option is checked in this order: the first bad one is the error.
-    fw = parse_choice(framework, "--framework", TRAIN_FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("train"))
     part_list = _parts(parse_choice_list(parts, "--parts", PARTS), fw, model, data)
     batch_list = _batch_list(batches, quick)
     shape = parse_shape(input_shape)
