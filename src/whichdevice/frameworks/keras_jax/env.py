@@ -16,7 +16,12 @@ PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipelin
 REQUIRES: tuple[str, ...] = ("keras", "jax")
 INSTALL = "pip install 'whichdevice[jax]'"
 KERAS = True
-SAYS: dict[str, str] = {"scale": "DataParallel", "predict": "XLA fusions", "diagnose": "your Keras model on JAX"}
+SAYS: dict[str, str] = {
+    "scale": "DataParallel",
+    "replicas": "JAX host devices",
+    "predict": "XLA fusions",
+    "diagnose": "your Keras model on JAX",
+}
 
 _NUMPY_INPUT = (
     "keras-jax: the seeds' tf.data pipelines are TensorFlow-only; here they are numpy batches "

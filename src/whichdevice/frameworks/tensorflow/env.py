@@ -30,7 +30,12 @@ PARTS: tuple[str, ...] = (
 REQUIRES: tuple[str, ...] = ("tensorflow",)
 INSTALL = "pip install 'whichdevice[tensorflow]'"
 KERAS = True
-SAYS: dict[str, str] = {"scale": "MirroredStrategy", "predict": "graph ops", "diagnose": "a Keras model, default"}
+SAYS: dict[str, str] = {
+    "scale": "MirroredStrategy",
+    "replicas": "logical CPU devices",
+    "predict": "graph ops",
+    "diagnose": "a Keras model, default",
+}
 
 
 def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:

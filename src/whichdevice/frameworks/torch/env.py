@@ -19,7 +19,12 @@ PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipelin
 REQUIRES: tuple[str, ...] = ("torch",)
 INSTALL = "pip install 'whichdevice[torch]'"
 KERAS = False
-SAYS: dict[str, str] = {"scale": "DDP", "predict": "eager ops + measured Python per step", "diagnose": "an nn.Module"}
+SAYS: dict[str, str] = {
+    "scale": "DDP",
+    "replicas": "local processes",
+    "predict": "eager ops + measured Python per step",
+    "diagnose": "an nn.Module",
+}
 
 NOTES: dict[str, list[str]] = {
     "train": [
