@@ -61,7 +61,7 @@ def test_the_progress_line_keeps_its_count_and_time_at_80_columns(monkeypatch):
 def test_piped_progress_prints_a_line_per_finished_phase(monkeypatch):
     """Piped (stderr not a terminal) the live bar draws nothing: a line per finished phase
     instead, with the count and the elapsed time; --quiet prints none."""
-    from whichdevice.cli import common
+    from whichdevice.jobs import running as common
     from whichdevice.measure import session
 
     keys = [

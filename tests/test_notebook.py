@@ -213,13 +213,20 @@ def test_matmul_quick_in_a_jupyter_kernel_is_at_most_60_lines(tmp_path):
     _check_in_place(cells[1], max_lines=60)
 
 
-def test_magic_child_is_not_forced_to_draw_for_a_terminal(monkeypatch):
-    from whichdevice import magics
+def test_a_command_run_in_process_is_not_forced_to_draw_for_a_terminal(monkeypatch):
+    """The magic and the API run the command in this process (no `python -m whichdevice` child):
+    what the kernel forces (FORCE_COLOR=1, a narrow COLUMNS) does not reach the command's text,
+    and the consoles are themselves again afterwards."""
+    from whichdevice import commands
+    from whichdevice.present.screen import console
 
-    for name in ("FORCE_COLOR", "CLICOLOR_FORCE", "COLUMNS"):
+    for name in ("FORCE_COLOR", "CLICOLOR_FORCE"):
         monkeypatch.setenv(name, "1")
-    env = magics.child_env()
-    assert not {"FORCE_COLOR", "CLICOLOR_FORCE", "COLUMNS"} & set(env) and env["NO_COLOR"] == "1"
+    monkeypatch.setenv("COLUMNS", "20")
+    before = dict(console.__dict__)
+    done = commands.run_command(["devices", "--framework", "numpy"], echo=False)
+    assert done.code == 0 and "CPU:0" in done.stdout and "\x1b" not in done.stdout + done.stderr
+    assert console.__dict__ == before
 
 
 def test_magic_output_in_a_notebook_is_one_handle_updated_in_place(monkeypatch, tmp_path):
@@ -228,7 +235,7 @@ def test_magic_output_in_a_notebook_is_one_handle_updated_in_place(monkeypatch, 
     pytest.importorskip("IPython")
     import IPython.display
 
-    from whichdevice import magics
+    from whichdevice import commands
     from whichdevice.present import progress
 
     shown: list[dict] = []
@@ -246,7 +253,8 @@ def test_magic_output_in_a_notebook_is_one_handle_updated_in_place(monkeypatch, 
     monkeypatch.setattr(IPython.display, "display", display)
     monkeypatch.setattr(sys, "stdout", type("W", (), {"write": printed.append, "flush": lambda self: None})())
     monkeypatch.chdir(tmp_path)
-    code, out, err = magics.run_command(["matmul", "--sizes", "abc"])
+    done = commands.run_command(["matmul", "--sizes", "abc"])
+    code, err = done.code, done.stderr
     assert code == 2 and "--sizes" in err and not printed
     last = shown[-1]
     assert "error: --sizes" in last["text/plain"] and "exit code 2" in last["text/plain"]

@@ -10,7 +10,8 @@ Data flows one way (see CONTRIBUTING.md "How it works"):
 
 from whichdevice.core.version import __version__
 
-_API = ("matmul", "load", "Result", "run", "diagnose", "SuiteResult", "RecordResult", "predict", "pipeline")
+_API = ("matmul", "load", "Result", "run", "diagnose", "SuiteResult", "RecordResult")
+_COMMANDS = ("predict", "pipeline")
 
 __all__ = [
     "__version__",
@@ -43,6 +44,10 @@ def load_ipython_extension(ipython) -> None:  # noqa: ANN001 (IPython's own shel
 def __getattr__(name: str):
     # Lazy: `import whichdevice` stays cheap, and child processes (which import
     # whichdevice.measure.child) never load matplotlib or jinja2 they do not need.
+    if name in _COMMANDS:  # the commands' own options, run in this process (whichdevice/commands.py)
+        from whichdevice import commands
+
+        return getattr(commands, name)
     if name in _API:
         from whichdevice import api
 

@@ -29,11 +29,12 @@ from whichdevice.core import process as _process
 from whichdevice.core.errors import UsageError
 from whichdevice.analysis import facade
 from whichdevice.analysis.sweep import Table, analyze_sweep
-from whichdevice.frameworks import FRAMEWORKS
+from whichdevice import frameworks
+from whichdevice.jobs import Job
 from whichdevice.measure.journal import Journal, JournalState
 from whichdevice.present import html, output, plots, summary
 from whichdevice.present.claims import crossover_text
-from whichdevice.present.progress import ApiProgress, run_command
+from whichdevice.present.progress import ApiProgress
 from whichdevice.present.suitepage import SuiteReport, fix_grid, suite_report  # noqa: F401 (the API's names)
 from whichdevice.analysis.suite import SuiteVerdict
 from whichdevice.present.pages.matmul import matmul_report  # noqa: F401 (the API's name)
@@ -157,7 +158,7 @@ class MatmulOptions:
         framework="tensorflow",
         memory_limit_gib=None,
     ) -> MatmulOptions:
-        fw = parse_choice(str(framework), "--framework", FRAMEWORKS)
+        fw = parse_choice(str(framework), "--framework", frameworks.offering("matmul"))
         size_list = parse_int_list(_csv(sizes), "--sizes", maximum=MAX_MATMUL_N, example="100,1000,4000")
         if size_list is None:
             size_list = list(matmul_workload.QUICK_SIZES if quick else matmul_workload.SEED_SIZES)
@@ -211,17 +212,20 @@ def run_matmul(
             )
 
     options = {"sizes": opts.sizes, "modes": opts.modes, "dtype": opts.dtype, "quick": opts.quick}
-    request = session.Request(
-        "matmul",
-        opts.framework,
-        lambda found, d: matmul_workload.build_cases(opts.framework, d.name, opts.sizes, opts.modes, opts.dtype),
-        options,
-        command or ["whichdevice", *sys.argv[1:]],
-        devices=opts.devices,
+    job = Job(
+        json_file=str(journal_to or ""),
+        command=command or ["whichdevice", *sys.argv[1:]],
+        devices_wanted=opts.devices,
         min_time_s=opts.min_time_s,
         cpu_threads=opts.cpu_threads,
         case_timeout_s=opts.case_timeout_s,
         memory_limit_bytes=opts.memory_limit_bytes,
+    )
+    request = job.request(
+        "matmul",
+        opts.framework,
+        lambda found, d: matmul_workload.build_cases(opts.framework, d.name, opts.sizes, opts.modes, opts.dtype),
+        options,
         # A noisy point keeps sampling up to 1 s (what the old 0.2 s floor gave it: 5 x 0.2 s).
         point_cap_s=max(MATMUL_POINT_CAP_S, 5 * opts.min_time_s),
     )
@@ -445,21 +449,16 @@ def _suite(
     """The CLI's suite, parsed by the same functions: one ``measure.session`` Request."""
     budget = parse_budget(_opt_str(budget_s), "budget_s")
     timeout_s = parse_positive_float(_opt_str(case_timeout_s), "--case-timeout", "600") or max(budget, 60.0)
-    request = session.Request(
-        name,
-        framework,
-        cases_for,
-        options,
-        _api_command(name),
-        devices=experiment.parse_device_filter(_csv(devices)),
+    job = Job(  # no record path: the record is kept in the history (_keep)
+        json_file="",
+        command=_api_command(name),
+        devices_wanted=experiment.parse_device_filter(_csv(devices)),
         min_time_s=0.05,
         cpu_threads=parse_positive_int(_opt_str(cpu_threads), "--cpu-threads", "4"),
         case_timeout_s=timeout_s,
-        budget_s=budget,
         memory_limit_bytes=parse_memory_limit(_opt_str(memory_limit_gib)),
-        point_cap_s=point_cap_s,
-        rounds=rounds,
     )
+    request = job.request(name, framework, cases_for, options, budget_s=budget, point_cap_s=point_cap_s, rounds=rounds)
     # No journal: an API call that is interrupted has no command line to resume it from.
     with ApiProgress(name) as bar:
         record = session.measure(request, progress=bar.callbacks(while_child_starts=plots.pyplot))
@@ -476,7 +475,7 @@ def run(
     case_timeout_s=None,
 ) -> SuiteResult:
     """``whichdevice run`` from Python: the default suite, its verdict and measured fixes."""
-    fw = parse_choice(str(framework), "--framework", FRAMEWORKS)
+    fw = parse_choice(str(framework), "--framework", frameworks.offering("run"))
     return _suite(
         "run",
         lambda found, d: suite_cases(fw, d.name, gpu_present=bool(found.gpus)),
@@ -563,9 +562,17 @@ def diagnose(
         # (x, y) arrays hold fewer samples than asked: an epoch is what they hold (issue #39:
         # 2,000 samples were labelled with the 4,992 the budget allowed).
         opts = dataclasses.replace(opts, samples=held, samples_from_data=True)
-    if framework == "torch" or (not isinstance(model, str) and _is_torch_object(model)):
+    guessed = "torch" if not isinstance(model, str) and _is_torch_object(model) else "tensorflow"
+    fw = parse_choice(str(framework or guessed), "--framework", frameworks.offering("diagnose"))
+    if fw not in frameworks.KERAS:  # an nn.Module
         return _diagnose_torch(model, data, opts)
-    return _diagnose_keras(model, data, opts)
+    if data is not None and fw not in frameworks.TFDATA:
+        raise UsageError(
+            "data",
+            f"a tf.data dataset is TensorFlow's; framework {fw} measures your Keras model on synthetic data",
+            "Leave data out, or use framework='tensorflow'",
+        )
+    return _diagnose_keras(model, data, opts, fw)
 
 
 def _samples_in(data) -> int | None:
@@ -626,7 +633,7 @@ def _parse_user_model(model: str, data: str | None, opts: _DiagnoseOptions) -> _
     )
 
 
-def _diagnose_keras(model, data, opts: _DiagnoseOptions) -> SuiteResult:
+def _diagnose_keras(model, data, opts: _DiagnoseOptions, fw: str = "tensorflow") -> SuiteResult:
     """``diagnose`` of a Keras model: an object is saved to a kept folder (``_materialize``)
     each measuring child loads; then the CLI's Keras path."""
     if not isinstance(model, str):
@@ -636,7 +643,7 @@ def _diagnose_keras(model, data, opts: _DiagnoseOptions) -> SuiteResult:
             )
         with _kept_folder("model") as tmp:
             model_spec, data_spec = _materialize(model, data, Path(tmp))
-            return _diagnose_keras(model_spec, data_spec, opts)
+            return _diagnose_keras(model_spec, data_spec, opts, fw)
     if data is not None and not isinstance(data, str):
         raise UsageError("data", "(x, y) arrays need a model object", 'Pass data as "my_data.py:make_dataset".')
     u = _parse_user_model(model, data, opts)
@@ -647,7 +654,7 @@ def _diagnose_keras(model, data, opts: _DiagnoseOptions) -> SuiteResult:
         u.shape,
         u.classes,
         u.data_fn,
-        "tensorflow",
+        fw,
         batch=u.batch,
         samples=u.samples,
         budget_s=parse_budget(_opt_str(opts.budget_s), "budget_s"),
@@ -655,11 +662,15 @@ def _diagnose_keras(model, data, opts: _DiagnoseOptions) -> SuiteResult:
     )
     return _suite(
         "diagnose",
-        lambda found, d: user_cases("tensorflow", d.name, user=user, batch=u.batch, samples=u.samples, sizing=sizing),
+        lambda found, d: [  # what does not apply on another Keras backend is left out, as the CLI does
+            c
+            for c in user_cases(fw, d.name, user=user, batch=u.batch, samples=u.samples, sizing=sizing)
+            if frameworks.unsupported(fw, c.params) is None
+        ],
         budget_s=opts.budget_s,
         devices=opts.devices,
         cpu_threads=opts.cpu_threads,
-        framework="tensorflow",
+        framework=fw,
         options={
             "model": u.model_fn.text,
             "data": u.data_fn.text if u.data_fn else None,
@@ -725,109 +736,3 @@ def _diagnose_torch(model, data, opts: _DiagnoseOptions) -> SuiteResult:
         }
         | {f"torch_{k}": user.get(k) for k in torch_diagnose.INFO_KEYS},
     )
-
-
-# ---------------------------------------------------------------- predict / pipeline
-
-
-def _cli_args(options: dict) -> list[str]:
-    """Keyword arguments as the command's options: ``image_size=64`` -> ``--image-size 64``,
-    ``quick=True`` -> ``--quick`` (False or None: left out), a list -> ``1,2,3``."""
-    out: list[str] = []
-    for name, value in options.items():
-        if value is None or value is False:
-            continue
-        flag = "--" + name.replace("_", "-")
-        if value is True:
-            out.append(flag)
-        elif isinstance(value, (list, tuple)):
-            out += [flag, ",".join(str(v) for v in value)]
-        else:
-            out += [flag, str(value)]
-    return out
-
-
-@_stops_children_on_interrupt
-def _command(name: str, options: dict, *, out: str | Path, progress: bool) -> RecordResult:
-    """Run ``whichdevice NAME --options`` in a child process, as typed in a terminal: the same
-    checks, cases, record, report files and history entry. Its page is returned with the
-    record (``str(result)`` is the summary; ``result.page`` the command's own first screen).
-    Bad input raises ``UsageError`` with the command's one line; a failed run, RuntimeError."""
-    import os
-
-    folder = Path(out)
-    stamp = f"{name}-{os.getpid()}-{_process_counter()}"
-    json_path = folder / f"{stamp}.json"
-    args = [name, *_cli_args(options), "--out", str(folder), "--json", str(json_path)]
-    code, stdout, stderr = run_command(args, title=name, echo=False, progress=progress)
-    if code == 2:
-        line = next((x for x in stderr.splitlines() if x.startswith("error: ")), stderr.strip()[-300:])
-        raise _usage_error(line.removeprefix("error: "))
-    if code != 0 or not json_path.exists():
-        raise RuntimeError(f"whichdevice {name} exited {code}: {stderr.strip()[-500:] or stdout[-500:]}")
-    return RecordResult(records.load_run(json_path), json_path, page=stdout)
-
-
-def _usage_error(line: str) -> UsageError:
-    """The child's one line ('--batch: ... Pass ...') as the UsageError the API raises."""
-    argument, _, rest = line.partition(": ")
-    err = UsageError.__new__(UsageError)
-    ValueError.__init__(err, line)
-    err.argument, err.problem, err.fix = argument, rest, ""
-    return err
-
-
-_counter = [0]
-
-
-def _process_counter() -> int:
-    _counter[0] += 1
-    return _counter[0]
-
-
-def pipeline(
-    *,
-    quick: bool = False,
-    images: int | None = None,
-    image_size: int | None = None,
-    batch: int | None = None,
-    net: str | None = None,
-    variants=None,
-    model: str | None = None,
-    data: str | None = None,
-    device=None,
-    cpu_threads: int | None = None,
-    out: str | Path = "whichdevice-results",
-    progress: bool = True,
-    **options,
-) -> RecordResult:
-    """``whichdevice pipeline`` from Python: is the model waiting for data (seed 003's pipeline,
-    or ``model="my_model.py:build", data="my_data.py:make_dataset"``)? Keyword arguments are the
-    command's options (``no_stages=True`` is ``--no-stages``). The record, its plot and page are
-    written in ``out`` and indexed in the history, like the command's."""
-    opts = dict(
-        quick=quick, images=images, image_size=image_size, batch=batch, net=net, variants=variants,
-        model=model, data=data, device=device, cpu_threads=cpu_threads, **options,
-    )  # fmt: skip
-    return _command("pipeline", opts, out=out, progress=progress)
-
-
-def predict(
-    *,
-    quick: bool = False,
-    model: str | None = None,
-    input_shape=None,
-    classes: int | None = None,
-    batches=None,
-    profile: str | None = None,
-    out: str | Path = "whichdevice-results",
-    progress: bool = True,
-    **options,
-) -> RecordResult:
-    """``whichdevice predict`` from Python: would a GPU win, modelled from this CPU's traced
-    operations (``profile="h100"``, the default, or one saved by ``whichdevice calibrate``). Keyword arguments are the command's options;
-    the record is written in ``out`` and indexed in the history, like the command's."""
-    opts = dict(
-        quick=quick, model=model, input_shape=input_shape, classes=classes, batches=batches, profile=profile, **options
-    )
-    return _command("predict", opts, out=out, progress=progress)

@@ -147,8 +147,9 @@ def _root(
 _CLICK_USAGE_ERROR: type[Any] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point: usage errors become one line on stderr and exit code 2."""
+def main(argv: list[str] | None = None, *, raising: tuple[type[Exception], ...] = ()) -> None:
+    """Entry point: usage errors become one line on stderr and exit code 2 (``raising``: errors
+    raised to the caller as they are instead, e.g. the Python API's ``UsageError``)."""
     args = sys.argv[1:] if argv is None else list(argv)
     if guard.closed_output():
         sys.exit(2)
@@ -167,6 +168,8 @@ def main(argv: list[str] | None = None) -> None:
         apply_metavars()
         code = click_command()(args=args, standalone_mode=False)
     except Exception as e:
+        if isinstance(e, raising):
+            raise
         exit_code = _error_exit(e)
         if exit_code is None:
             raise

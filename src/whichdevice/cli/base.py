@@ -1,4 +1,4 @@
-"""The typer app and the two consoles: all a command needs to register itself.
+"""The typer app and the two consoles (present/screen.py's): all a command needs to register itself.
 
 Kept apart from ``cli/common.py`` so that ``whichdevice --help`` and ``--version`` import
 typer and rich only (issue #21): the shared helpers in ``common`` pull in the records,
@@ -11,10 +11,8 @@ from typing import Any
 
 import typer
 import typer.main
-from rich.console import Console
-from rich.segment import Segment
 
-from whichdevice.core.textsafe import clean, for_encoding
+from whichdevice.present.screen import SafeConsole, console, err_console  # noqa: F401  (the commands' consoles)
 
 app = typer.Typer(
     add_completion=True,
@@ -24,34 +22,6 @@ app = typer.Typer(
     help="Measure when the GPU pays off against the CPU for TensorFlow/Keras work, and why it does not.",
 )
 
-
-class SafeConsole(Console):
-    """A console that strips control characters and escape sequences from every piece of
-    text it renders (``core.textsafe.clean``, issue #18): model names, error texts of
-    frameworks and user code, the contents of a record or journal never move the cursor,
-    clear the screen or set the window title. Rich's own colours and the progress bar's
-    cursor movements are added after rendering (control segments), so they are kept.
-
-    On a stream that cannot encode a character (an ASCII or latin-1 terminal, a file name that
-    is not UTF-8) the character is printed as its plain stand-in (``textsafe.for_encoding``,
-    issue #43) instead of ending the command with a traceback."""
-
-    def render(self, renderable, options=None):  # type: ignore[no-untyped-def, override]
-        encoding = self.encoding
-        for segment in super().render(renderable, options):
-            if segment.control is None and segment.text:
-                text = segment.text if segment.text.isprintable() else clean(segment.text)
-                text = for_encoding(text, encoding)
-                yield segment if text is segment.text else Segment(text, segment.style, None)
-            else:
-                yield segment
-
-
-console = SafeConsole(highlight=False)
-# Piped or redirected (not a terminal): lines are never wrapped, so a script that greps
-# `^Record: ` gets the whole path and a table cell its whole name (issue #17).
-console.soft_wrap = not console.is_terminal
-err_console = SafeConsole(stderr=True, highlight=False)
 
 # What `--help` shows as an option's type. Most numeric options are read as text so that
 # bad input gets this tool's one-line message rather than click's; without this table typer

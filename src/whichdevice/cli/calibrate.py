@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from whichdevice import frameworks
 from whichdevice.analysis import deviceprofile
-from whichdevice.measure import experiment, session
+from whichdevice.measure import experiment
 from whichdevice.core import records
 from whichdevice.cli.common import (
     announce_record,
@@ -28,30 +28,27 @@ from whichdevice.cli.common import (
     save_record,
     find_devices,
     app,
-    command_line,
     console,
     err_console,
     measure_with_progress,
     open_journal,
     page_after_record,
     resume_if_asked,
-    record_paths,
 )
 from whichdevice.cli import options as opt
 from whichdevice.analysis import facade
+from whichdevice import jobs
+from whichdevice.jobs import Job
 from whichdevice.present.pages import calibrate as calibrate_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
     check_output_dir,
     parse_choice,
-    parse_memory_limit,
-    parse_positive_float,
-    parse_positive_int,
 )
 from whichdevice.workloads import calibrate as calibrate_workload
 
-CALIBRATE_FRAMEWORKS = frameworks.CALIBRATE  # the frameworks with the calibrate probes
+CALIBRATE_FRAMEWORKS = frameworks.offering("calibrate")  # derived: the frameworks with the probes
 DEFAULT_MIN_TIME_S = 0.05  # per probe point: ~25 points, a 60 s budget on 2 cores with two TF imports
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -71,22 +68,15 @@ def check_name(name: str, argument: str = "--name") -> str:
 
 
 @dataclass
-class CalibratePlan:
+class CalibratePlan(Job):
     """A checked `calibrate` run: everything its probes, its record and its profile need
     (JSON values only), journaled in the header so that ``--resume`` runs the same thing."""
 
     framework: str
     name: str  # the profile's name (`predict --profile NAME`)
-    devices_wanted: list[str] | None
-    min_time_s: float
-    cpu_threads: int | None
-    case_timeout_s: float
-    json_file: str
     png_file: str
     profile_file: str  # the profile beside the record
     saved_file: str  # ... and under WHICHDEVICE_HOME, where `predict --profile NAME` finds it
-    command: list[str]
-    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
 
 
 @app.command()
@@ -100,7 +90,7 @@ def calibrate(
     cpu_threads: Optional[str] = opt.cpu_threads(),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(120, "probe"),
-    framework: str = opt.framework(choices=CALIBRATE_FRAMEWORKS, does="calibrate"),
+    framework: str = opt.framework("calibrate", "Framework to calibrate"),
     out: Path = opt.out("the profile", "the plot"),
     json_path: Optional[Path] = opt.json("calibrate"),
     resume: Optional[Path] = opt.resume(kept="probes"),
@@ -108,32 +98,30 @@ def calibrate(
     """Measure this machine's per-op, copy, matmul and memory costs into a device profile."""
     if resume_if_asked(ctx, resume, "calibrate", CalibratePlan, run_calibrate):
         return
-    fw = parse_choice(framework, "--framework", CALIBRATE_FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("calibrate"))
     profile_name = check_name(
         name if name is not None else re.sub(r"[^A-Za-z0-9_.-]", "-", socket.gethostname())[:64] or "local"
     )
-    wanted = experiment.parse_device_filter(device)
-    mt = parse_positive_float(min_time, "--min-time", "0.05") or DEFAULT_MIN_TIME_S
-    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
-    timeout_s = parse_positive_float(case_timeout, "--case-timeout", "120")
-    memory_bytes = parse_memory_limit(memory_limit)
-    json_file, png = record_paths(out, json_path, "calibrate")
+    fields = jobs.checked(
+        out,
+        json_path,
+        "calibrate",
+        device=device,
+        min_time=(min_time, DEFAULT_MIN_TIME_S, "0.05"),
+        cpu_threads=cpu_threads,
+        case_timeout=(case_timeout, "120"),
+        memory_limit=memory_limit,
+    )
+    json_file = Path(fields["json_file"])
     saved = deviceprofile.user_dir() / f"{profile_name}.json"
     check_output_dir(saved.parent, "WHICHDEVICE_HOME")
     experiment.require_installed(fw)
     plan = CalibratePlan(
         framework=fw,
         name=profile_name,
-        devices_wanted=wanted,
-        min_time_s=mt,
-        cpu_threads=threads,
-        case_timeout_s=timeout_s,
-        json_file=str(json_file.absolute()),
-        png_file=str(png.absolute()),
         profile_file=str(json_file.with_name(json_file.stem + ".profile.json").absolute()),
         saved_file=str(saved.absolute()),
-        command=command_line(),
-        memory_limit_bytes=memory_bytes,
+        **fields,
     )
     run_calibrate(plan, None)
 
@@ -152,18 +140,7 @@ def run_calibrate(plan: CalibratePlan, resumed: JournalState | None) -> None:
     def cases_for(found, d):
         return calibrate_workload.build_cases(fw, d.name, d.kind)
 
-    request = session.Request(
-        "calibrate",
-        fw,
-        cases_for,
-        {"name": plan.name},
-        plan.command,
-        devices=plan.devices_wanted,
-        min_time_s=plan.min_time_s,
-        cpu_threads=plan.cpu_threads,
-        case_timeout_s=plan.case_timeout_s,
-        memory_limit_bytes=plan.memory_limit_bytes,
-    )
+    request = plan.request("calibrate", fw, cases_for, {"name": plan.name})
     record = measure_with_progress(request, journal=journal, resumed=resumed, found=found)
     json_file, png = Path(plan.json_file), Path(plan.png_file)
     failed: UsageError | None = None

@@ -280,9 +280,9 @@ def install(*, scratch: bool = True) -> Callable[[], None]:
     warning line; returns the function that undoes them."""
     global received
     received = None
-    common = sys.modules.get("whichdevice.cli.common")
-    if common is not None:
-        common.all_failed = None  # type: ignore[attr-defined]
+    run = sys.modules.get("whichdevice.jobs.running")
+    if run is not None:
+        run.all_failed = None  # type: ignore[attr-defined]
     previous = {s: signal.signal(s, _on_signal) for s in SIGNALS}
     restore_streams = _guard_streams()
     restore_scratch = _scratch() if scratch else (lambda: None)
@@ -401,10 +401,10 @@ def database_error(e: sqlite3.Error) -> int:
 
 def all_failed() -> int:
     """0, or 1 with one line when every case of the record the command wrote failed."""
-    common = sys.modules.get("whichdevice.cli.common")
-    text = getattr(common, "all_failed", None)
+    run = sys.modules.get("whichdevice.jobs.running")
+    text = getattr(run, "all_failed", None)
     if not text:
         return 0
-    common.all_failed = None  # type: ignore[union-attr]
+    run.all_failed = None  # type: ignore[union-attr]
     err_console.print(f"error: {escape(text)}", soft_wrap=True)
     return 1

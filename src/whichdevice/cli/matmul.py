@@ -27,7 +27,6 @@ from whichdevice.cli import options as opt
 from whichdevice.analysis import facade
 from whichdevice.present.pages import matmul as matmul_page
 from whichdevice.api import MATMUL_MIN_TIME_S, MatmulOptions, run_matmul
-from whichdevice.frameworks import FRAMEWORKS
 from whichdevice.measure.journal import journal_path
 
 
@@ -53,7 +52,7 @@ def matmul(
     cpu_threads: Optional[str] = opt.cpu_threads(),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(900),
-    framework: str = opt.framework(choices=FRAMEWORKS),
+    framework: str = opt.framework("matmul"),
     out: Path = opt.out("the PNG plot"),
     json_path: Optional[Path] = opt.json("matmul"),
     linear: bool = opt.linear(),

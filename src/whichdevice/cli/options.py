@@ -44,16 +44,12 @@ def device() -> Any:
     return typer.Option(None, "--device", help="Only these devices, e.g. CPU:0,GPU:0. Default: every device.")
 
 
-def framework(
-    *,
-    choices: tuple[str, ...] = ("tensorflow",),
-    does: str = "measure",
-    help: str | None = None,
-    default: str = "tensorflow",
-) -> Any:
-    """``--framework``: the help names the ``choices`` the command checks it against (so the
-    two cannot drift apart), or says more in ``help``."""
-    return typer.Option(default, "--framework", help=help or f"Framework to {does} ({', '.join(choices)}).")
+def framework(command: str, lead: str = "Framework to measure", default: str = "tensorflow") -> Any:
+    """``--framework``: the help lists the frameworks ``command`` offers (``frameworks.offering``,
+    derived from each framework's parts: the list the command checks it against)."""
+    from whichdevice import frameworks
+
+    return typer.Option(default, "--framework", help=frameworks.framework_help(command, lead))
 
 
 def quick(help: str) -> Any:

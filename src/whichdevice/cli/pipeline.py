@@ -11,37 +11,32 @@ import psutil
 import typer
 from rich.markup import escape
 
-from whichdevice.measure import experiment, session
+from whichdevice.measure import experiment
 from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
-    record_then_page,
     app,
-    command_line,
     console,
     err_console,
-    open_journal,
-    measure_with_progress,
-    record_paths,
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
 from whichdevice.analysis import facade
+from whichdevice import jobs
+from whichdevice.jobs import Job
 from whichdevice.present.pages import pipeline as pipeline_page
 from whichdevice.core.errors import UsageError
-from whichdevice.measure.journal import JournalState, journal_path
+from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
     check_output_dir,
     parse_choice,
     parse_choice_list,
-    parse_memory_limit,
-    parse_positive_float,
     parse_positive_int,
 )
 from whichdevice.workloads import pipeline as wl
 
-PIPELINE_FRAMEWORKS = frameworks.having("pipeline")  # frameworks with a pipeline module
+PIPELINE_FRAMEWORKS = frameworks.offering("pipeline")  # derived: the frameworks with a pipeline part
 QUICK_MIN_TIME_S = 0.1
 MAX_IMAGE_SIZE = 4096
 MAX_IMAGES = 1_000_000
@@ -51,7 +46,7 @@ CACHE_MEMORY_SHARE = 0.5
 
 
 @dataclass
-class PipelinePlan:
+class PipelinePlan(Job):
     """A checked `pipeline` run: everything its cases and its record need (JSON values only),
     journaled in the header so that ``--resume`` runs the same thing."""
 
@@ -67,16 +62,9 @@ class PipelinePlan:
     model: str | None  # --model / --data as typed, for the record
     data: str | None
     trace_dir: str | None
-    devices_wanted: list[str] | None
-    min_time_s: float
     quick: bool
-    cpu_threads: int | None
-    case_timeout_s: float
     notes: list[str]
-    json_file: str
     png_file: str
-    command: list[str]
-    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
 
 
 # This command's own options (the shared ones are cli/options.py's), kept out of the signature
@@ -155,7 +143,7 @@ def pipeline(
     cpu_threads: Optional[str] = opt.cpu_threads("the framework"),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(600),
-    framework: str = opt.framework(choices=PIPELINE_FRAMEWORKS),
+    framework: str = opt.framework("pipeline"),
     out: Path = opt.out("the PNG plot", "the HTML report"),
     json_path: Optional[Path] = opt.json("pipeline"),
     trace: Optional[Path] = TRACE_OPTION,
@@ -166,7 +154,7 @@ def pipeline(
     if resume_if_asked(ctx, resume, "pipeline", PipelinePlan, run_pipeline):
         return
     # Each option is checked in this order: the first bad one is the error.
-    fw = parse_choice(framework, "--framework", PIPELINE_FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("pipeline"))
     n_images, size = _images(images, image_size, quick)
     n_batch = parse_positive_int(batch, "--batch", "32", maximum=65536) or wl.SEED_BATCH
     net_name = parse_choice(net, "--net", wl.NETS)
@@ -176,17 +164,21 @@ def pipeline(
     variant_list = _variant_list(variants, model, data, seed_only, wl.ladder(fw).variants)
     model_fn = userfile.parse_spec(model, "--model") if model else None
     data_fn = userfile.parse_spec(data, "--data") if data else None
-    wanted = experiment.parse_device_filter(device)
-    mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else 0.2)
-    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
-    timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600")
-    memory_bytes = parse_memory_limit(memory_limit)
-    json_file, png = record_paths(out, json_path, "pipeline")
+    fields = jobs.checked(
+        out,
+        json_path,
+        "pipeline",
+        device=device,
+        min_time=(min_time, QUICK_MIN_TIME_S if quick else 0.2, "0.2"),
+        cpu_threads=cpu_threads,
+        case_timeout=(case_timeout, "600"),
+        memory_limit=memory_limit,
+    )
     trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
     experiment.require_installed(fw)
 
     variant_list, notes = _measurable(fw, variant_list, n_images, size)
-    with userfile.limits(memory_bytes, timeout_s):  # the pre-flight too (issue #43)
+    with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):  # the pre-flight too (issue #43)
         user = _user_model(model_fn, data_fn, size, fw) if model_fn is not None else None
     if data_fn is not None:
         notes.append("per-stage throughput is not measured for --data: a user's dataset is one opaque pipeline.")
@@ -203,16 +195,9 @@ def pipeline(
         model=model_fn.text if model_fn else None,
         data=data_fn.text if data_fn else None,
         trace_dir=str(trace_dir) if trace_dir else None,
-        devices_wanted=wanted,
-        min_time_s=mt,
         quick=quick,
-        cpu_threads=threads,
-        case_timeout_s=timeout_s,
         notes=notes,
-        json_file=str(json_file.absolute()),
-        png_file=str(png.absolute()),
-        command=command_line(),
-        memory_limit_bytes=memory_bytes,
+        **fields,
     )
     run_pipeline(plan, None)
 
@@ -231,7 +216,7 @@ def tf_only(fw: str, *given: tuple[str, object]) -> None:
     """Refuse the options only TensorFlow's pipeline has (the user's model and tf.data dataset,
     the XProf trace) for another framework."""
     for arg, value in given:
-        if value is not None and fw != "tensorflow":
+        if value is not None and fw not in frameworks.TFDATA:
             raise UsageError(
                 arg,
                 f"is TensorFlow's (pipeline --framework {fw} measures seed 003's pipeline on its own loader)",
@@ -372,25 +357,8 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
         "data": plan.data,
         "trace": plan.trace_dir,
     }
-    request = session.Request(
-        "pipeline",
-        fw,
-        cases_for,
-        options,
-        plan.command,
-        devices=plan.devices_wanted,
-        min_time_s=plan.min_time_s,
-        cpu_threads=plan.cpu_threads,
-        case_timeout_s=plan.case_timeout_s,
-        memory_limit_bytes=plan.memory_limit_bytes,
-        notes=list(plan.notes),
-    )
-    record = measure_with_progress(request, journal=lambda: open_journal("pipeline", plan, resumed), resumed=resumed)
-    png = Path(plan.png_file)
-    json_file = Path(plan.json_file)
-    record_then_page(
-        record, json_file, png, lambda: render_pipeline(record, png, loglog=False), [journal_path(json_file)]
-    )
+    request = plan.request("pipeline", fw, cases_for, options, notes=list(plan.notes))
+    jobs.run(plan, "pipeline", request, lambda record, png: render_pipeline(record, png, loglog=False), resumed=resumed)
 
 
 def render_pipeline(record: records.RunRecord, png: Path, *, loglog: bool = False) -> None:

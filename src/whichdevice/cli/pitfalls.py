@@ -4,57 +4,49 @@ the same workload (seed 001's model), with the distortion as a ratio."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, cast
 
 import typer
 
-from whichdevice.measure import experiment, session
+from whichdevice import frameworks
+from whichdevice.measure import experiment
 from whichdevice.core import records
 from whichdevice.cli.common import (
-    record_then_page,
     find_devices,
     app,
-    command_line,
     console,
     measure_with_progress,
     open_journal,
     resume_if_asked,
-    record_paths,
 )
 from whichdevice.cli import options as opt
 from whichdevice.analysis import facade
+from whichdevice import jobs
+from whichdevice.jobs import Job
 from whichdevice.present.pages import pitfalls as pitfalls_page
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
     parse_choice,
-    parse_memory_limit,
-    parse_positive_float,
 )
 from whichdevice.workloads import pitfalls as pitfalls_workload
 
-from whichdevice import frameworks
 
 # The frameworks with a pitfalls part (frameworks/<fw>/pitfalls.py: which mistakes, which cases).
-PITFALLS_FRAMEWORKS = frameworks.having("pitfalls")
+PITFALLS_FRAMEWORKS = frameworks.offering("pitfalls")  # derived: the frameworks with a pitfalls part
 QUICK_MIN_TIME_S = 0.05
 MIN_TIME_S = 0.2
 
 
 @dataclass
-class PitfallsPlan:
+class PitfallsPlan(Job):
     """A checked `pitfalls` run: everything its cases and its record need (JSON values only),
     journaled in the header so that ``--resume`` runs the same thing."""
 
     framework: str
     quick: bool
-    devices_wanted: list[str] | None
-    min_time_s: float
-    case_timeout_s: float
-    json_file: str
-    command: list[str]
-    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
 
 
 @app.command()
@@ -65,7 +57,7 @@ def pitfalls(
     min_time: Optional[str] = opt.min_time("point", MIN_TIME_S, quick=QUICK_MIN_TIME_S),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(300),
-    framework: str = opt.framework(choices=PITFALLS_FRAMEWORKS),
+    framework: str = opt.framework("pitfalls"),
     out: Path = opt.out("the HTML report"),
     json_path: Optional[Path] = opt.json("pitfalls"),
     resume: Optional[Path] = opt.resume(),
@@ -73,22 +65,22 @@ def pitfalls(
     """Each timing mistake of the framework (no sync, the first epoch or step, a compile in the timing, a sync every step, num_workers=0, device_put every step, one CPU thread, tiny batch) next to the correct measurement, with the distortion as a ratio."""  # noqa: E501
     if resume_if_asked(ctx, resume, "pitfalls", PitfallsPlan, run_pitfalls):
         return
-    fw = parse_choice(framework, "--framework", PITFALLS_FRAMEWORKS)
-    wanted = experiment.parse_device_filter(device)
-    mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else MIN_TIME_S)
-    timeout_s = parse_positive_float(case_timeout, "--case-timeout", "300")
-    memory_bytes = parse_memory_limit(memory_limit)
-    json_file, _ = record_paths(out, json_path, "pitfalls")
+    fw = parse_choice(framework, "--framework", frameworks.offering("pitfalls"))
+    fields = jobs.checked(
+        out,
+        json_path,
+        "pitfalls",
+        device=device,
+        min_time=(min_time, QUICK_MIN_TIME_S if quick else MIN_TIME_S, "0.2"),
+        case_timeout=(case_timeout, "300"),
+        memory_limit=memory_limit,
+        png=False,
+    )
     experiment.require_installed(fw)
     plan = PitfallsPlan(
         framework=fw,
         quick=quick,
-        devices_wanted=wanted,
-        min_time_s=mt,
-        case_timeout_s=timeout_s,
-        json_file=str(json_file.absolute()),
-        command=command_line(),
-        memory_limit_bytes=memory_bytes,
+        **fields,
     )
     run_pitfalls(plan, None)
 
@@ -126,30 +118,11 @@ def run_pitfalls(plan: PitfallsPlan, resumed: JournalState | None) -> None:
         def cases_for(_found: object, d: records.DeviceInfo, o: bool = one_thread) -> list[records.CaseSpec]:
             return cases(d, o)
 
-        request = session.Request(
-            "pitfalls",
-            fw,
-            cases_for,
-            options,
-            plan.command,
-            devices=plan.devices_wanted,
-            min_time_s=plan.min_time_s,
-            cpu_threads=threads,
-            case_timeout_s=plan.case_timeout_s,
-            memory_limit_bytes=plan.memory_limit_bytes,
-        )
+        request = plan.request("pitfalls", fw, cases_for, options, cpu_threads=threads)
         parts.append(
             measure_with_progress(request, journal=journal, resumed=_own_sessions(resumed, one_thread), found=found)
         )
-    record = _merge(parts)
-    json_file = Path(plan.json_file)
-    record_then_page(
-        record,
-        json_file,
-        None,
-        lambda: render_pitfalls(record, json_file.with_suffix(".png"), loglog=True),
-        [journal.path],
-    )
+    jobs.finish(_merge(parts), plan, functools.partial(render_pitfalls, loglog=True))
 
 
 def _merge(parts: list[records.RunRecord]) -> records.RunRecord:

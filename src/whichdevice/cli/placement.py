@@ -7,35 +7,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+import functools
+
 import typer
 from rich.markup import escape
 
-from whichdevice.measure import experiment, session
+from whichdevice.measure import experiment
 from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
-    record_then_page,
     find_devices,
     app,
-    command_line,
     console,
     err_console,
-    measure_with_progress,
     open_journal,
     resume_if_asked,
-    record_paths,
 )
 from whichdevice.cli import options as opt
 from whichdevice.analysis import facade
+from whichdevice import jobs
+from whichdevice.jobs import Job
 from whichdevice.present.pages import placement as placement_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.records import CaseSpec
 from whichdevice.core.validate import (
     parse_choice,
-    parse_memory_limit,
-    parse_positive_float,
     parse_positive_int,
     parse_shape,
 )
@@ -43,12 +41,12 @@ from whichdevice.workloads import placement as placement_workload
 
 DEFAULT_MODEL = "seed001 + string op (no GPU kernel)"
 # TensorFlow's placement log, or the op trace of torch and JAX (frameworks.PARTS).
-PLACEMENT_FRAMEWORKS = frameworks.having("placement_log", "optrace")
+PLACEMENT_FRAMEWORKS = frameworks.offering("placement")  # derived: placement_log or optrace
 _TRACED_MODEL = "seed001 (small MLP; batch from NumPy, loss read back each step)"
 
 
 @dataclass
-class PlacementPlan:
+class PlacementPlan(Job):
     """A checked `placement` run: everything its cases and its record need (JSON values only),
     journaled in the header so that ``--resume`` runs the same thing."""
 
@@ -58,11 +56,6 @@ class PlacementPlan:
     quick: bool
     user: dict | None  # the user's model, as the pre-flight found it (None: seed 001 + string op)
     model: str | None  # --model as typed, for the record
-    devices_wanted: list[str] | None
-    case_timeout_s: float
-    json_file: str
-    command: list[str]
-    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
 
 
 @app.command()
@@ -85,7 +78,7 @@ def placement(
     quick: bool = opt.quick(f"Profile {placement_workload.QUICK_STEPS} steps: < 60 s on 2 cores."),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(300, "device's run"),
-    framework: str = opt.framework(choices=PLACEMENT_FRAMEWORKS),
+    framework: str = opt.framework("placement"),
     out: Path = opt.out("the HTML report"),
     json_path: Optional[Path] = opt.json("placement"),
     resume: Optional[Path] = opt.resume(),
@@ -93,7 +86,7 @@ def placement(
     """Per device: the ops of one training step by type (count, time), the host<->device copies (pageable or pinned) and syncs, and on a GPU the ops that ran on the CPU, with why."""  # noqa: E501
     if resume_if_asked(ctx, resume, "placement", PlacementPlan, run_placement):
         return
-    fw = parse_choice(framework, "--framework", PLACEMENT_FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("placement"))
     shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     b = parse_positive_int(batch, "--batch", "32", maximum=65536) or 32
@@ -111,16 +104,21 @@ def placement(
             f"Drop --model, or use --framework keras-torch for a Keras model (diagnose --framework {fw} takes your nn.Module).",
         )
     model_fn = userfile.parse_spec(model, "--model") if model else None
-    wanted = experiment.parse_device_filter(device)
-    timeout_s = parse_positive_float(case_timeout, "--case-timeout", "300")
-    memory_bytes = parse_memory_limit(memory_limit)
-    json_file, _ = record_paths(out, json_path, "placement")
+    fields = jobs.checked(
+        out,
+        json_path,
+        "placement",
+        device=device,
+        case_timeout=(case_timeout, "300"),
+        memory_limit=memory_limit,
+        png=False,
+    )
     experiment.require_installed(fw)
 
     user = None
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        with userfile.limits(memory_bytes, timeout_s):  # issue #43
+        with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):  # issue #43
             found_user = userfile.user_model_params(
                 model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
             )
@@ -133,11 +131,7 @@ def placement(
         quick=quick,
         user=user,
         model=model_fn.text if model_fn else None,
-        devices_wanted=wanted,
-        case_timeout_s=timeout_s,
-        json_file=str(json_file.absolute()),
-        command=command_line(),
-        memory_limit_bytes=memory_bytes,
+        **fields,
     )
     run_placement(plan, None)
 
@@ -172,25 +166,9 @@ def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
 
     default = _TRACED_MODEL if "optrace" in frameworks.PARTS[fw] else DEFAULT_MODEL
     options = {"quick": plan.quick, "batch": plan.batch, "steps": plan.steps, "model": plan.model or default}
-    request = session.Request(
-        "placement",
-        fw,
-        cases_for,
-        options,
-        plan.command,
-        devices=plan.devices_wanted,
-        case_timeout_s=plan.case_timeout_s,
-        memory_limit_bytes=plan.memory_limit_bytes,
-    )
-    record = measure_with_progress(request, journal=journal, resumed=resumed, found=found)
-    json_file = Path(plan.json_file)
-    record_then_page(
-        record,
-        json_file,
-        None,
-        lambda: render_placement(record, json_file.with_suffix(".png"), loglog=True),
-        [journal.path],
-    )
+    request = plan.request("placement", fw, cases_for, options)
+    draw = functools.partial(render_placement, loglog=True)
+    jobs.run(plan, "placement", request, draw, resumed=resumed, journal=journal, found=found)
 
 
 def render_placement(record: records.RunRecord, png: Path, *, loglog: bool) -> None:

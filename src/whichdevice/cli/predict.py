@@ -16,37 +16,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+import functools
+
 import typer
 from rich.markup import escape
 
 from whichdevice.analysis import deviceprofile
-from whichdevice.measure import experiment, session
+from whichdevice.measure import experiment
 from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
-    record_then_page,
     allow_with_resume,
     app,
-    command_line,
     console,
     err_console,
-    measure_with_progress,
     only_with_model,
     open_journal,
-    record_paths,
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
 from whichdevice.analysis import facade
+from whichdevice import jobs
+from whichdevice.jobs import Job
 from whichdevice.present.pages import predict as predict_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
     parse_int_list,
     parse_choice,
-    parse_memory_limit,
-    parse_positive_float,
     parse_positive_int,
     parse_shape,
 )
@@ -54,12 +52,11 @@ from whichdevice.workloads import calibrate as calibrate_workload
 from whichdevice.workloads import train as train_workload
 
 FRAMEWORK = "tensorflow"  # the default
-PREDICT_FRAMEWORKS = ("tensorflow", "keras-jax", "keras-torch", "torch")
 QUICK_MIN_TIME_S = 0.05
 
 
 @dataclass
-class PredictPlan:
+class PredictPlan(Job):
     """A checked `predict` run: everything its cases and its record need (JSON values only),
     journaled in the header so that ``--resume`` runs the same thing — with the profile as
     it was read at the start, whatever has become of its file since."""
@@ -70,14 +67,8 @@ class PredictPlan:
     model: str  # --model as typed, or "seed001", for the record
     batches: list[int]
     quick: bool
-    min_time_s: float
-    cpu_threads: int | None
-    case_timeout_s: float
-    json_file: str
     png_file: str
     linear: bool
-    command: list[str]
-    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
     framework: str = FRAMEWORK
     steps_per_execution: int = 1
 
@@ -98,11 +89,7 @@ BATCHES_OPTION = typer.Option(
 QUICK_OPTION = opt.quick(
     f"Short measurements ({QUICK_MIN_TIME_S:g} s per batch size) at 6 batch sizes: < 60 s on 2 cores."
 )
-FRAMEWORK_OPTION = opt.framework(
-    help="Framework whose training step is predicted: tensorflow (graph ops), keras-jax (XLA fusions), "
-    "keras-torch or torch (eager ops + measured Python per step).",
-    default=FRAMEWORK,
-)
+FRAMEWORK_OPTION = opt.framework("predict", "Framework whose training step is predicted", default=FRAMEWORK)
 STEPS_PER_EXECUTION_OPTION = typer.Option(
     None,
     "--steps-per-execution",
@@ -140,7 +127,7 @@ def predict(
     ):
         return
     # Each option is checked in this order: the first bad one is the error.
-    fw = parse_choice(framework, "--framework", PREDICT_FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("predict"))
     spe = parse_positive_int(steps_per_execution, "--steps-per-execution", "10", maximum=100_000) or 1
     prof = _gpu_profile(profile)
     if fw != "tensorflow":  # TensorFlow's predict keeps its profile's CPU as before (its records unchanged)
@@ -152,11 +139,15 @@ def predict(
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     only_with_model(model, input_shape=input_shape, classes=classes)
     model_fn = userfile.parse_spec(model, "--model") if model else None
-    mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else 0.2)
-    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
-    timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600")
-    memory_bytes = parse_memory_limit(memory_limit)
-    json_file, png = record_paths(out, json_path, "predict")
+    fields = jobs.checked(
+        out,
+        json_path,
+        "predict",
+        min_time=(min_time, QUICK_MIN_TIME_S if quick else 0.2, "0.2"),
+        cpu_threads=cpu_threads,
+        case_timeout=(case_timeout, "600"),
+        memory_limit=memory_limit,
+    )
     if model_fn is not None and fw not in frameworks.KERAS:
         raise UsageError(
             "--model", f"a Keras model cannot be trained by --framework {fw}", "Use --framework keras-torch."
@@ -166,7 +157,7 @@ def predict(
     params: dict = {"model": "seed001"}
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {fw})…")
-        with userfile.limits(memory_bytes, timeout_s):  # issue #43
+        with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):  # issue #43
             params = userfile.user_model_params(
                 model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
             )
@@ -177,16 +168,10 @@ def predict(
         model=model_fn.text if model_fn else "seed001",
         batches=list(batch_list),
         quick=quick,
-        min_time_s=mt,
-        cpu_threads=threads,
-        case_timeout_s=timeout_s,
-        json_file=str(json_file.absolute()),
-        png_file=str(png.absolute()),
         linear=linear,
-        command=command_line(),
-        memory_limit_bytes=memory_bytes,
         framework=fw,
         steps_per_execution=spe,
+        **fields,
     )
     run_predict(plan, None, verbose=verbose)
 
@@ -232,27 +217,9 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None, *, verbose: boo
         "framework": fw,
         "steps_per_execution": plan.steps_per_execution,
     }
-    request = session.Request(
-        "predict",
-        fw,
-        cases_for,
-        options,
-        plan.command,
-        devices=["CPU:0"],
-        min_time_s=plan.min_time_s,
-        cpu_threads=plan.cpu_threads,
-        case_timeout_s=plan.case_timeout_s,
-        memory_limit_bytes=plan.memory_limit_bytes,
-    )
-    record = measure_with_progress(request, journal=journal, resumed=resumed)
-    png = Path(plan.png_file)
-    record_then_page(
-        record,
-        Path(plan.json_file),
-        png,
-        lambda: render_predict(record, png, loglog=not plan.linear, verbose=verbose),
-        [journal.path],
-    )
+    request = plan.request("predict", fw, cases_for, options, devices=["CPU:0"])
+    draw = functools.partial(render_predict, loglog=not plan.linear, verbose=verbose)
+    jobs.run(plan, "predict", request, draw, resumed=resumed, journal=journal)
 
 
 def render_predict(record: records.RunRecord, png: Path, *, loglog: bool, verbose: bool = False) -> None:

@@ -16,7 +16,7 @@ from whichdevice.present import registry
 from whichdevice.core import records, safeio
 from whichdevice.cli.base import SafeConsole, app, console
 from whichdevice.core.errors import UsageError
-from whichdevice.frameworks import FRAMEWORKS
+from whichdevice import frameworks
 from whichdevice.core.validate import check_output_dir, parse_choice
 
 
@@ -25,7 +25,7 @@ def devices(
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to ask."),
 ) -> None:
     """List the devices the framework sees, and why a GPU is missing if it is."""
-    fw = parse_choice(framework, "--framework", FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("devices"))
     found = experiment.discover(fw)
     console.print(f"{escape(fw)} {escape(found.framework.version)} (import {found.import_s:.1f} s) sees:")
     for d in found.devices:

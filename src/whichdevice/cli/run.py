@@ -38,6 +38,8 @@ from whichdevice.cli.common import (
 )
 from whichdevice.cli import options as opt
 from whichdevice.analysis import facade
+from whichdevice import jobs
+from whichdevice.jobs import Job
 from whichdevice.present.pages import run as run_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
@@ -60,21 +62,15 @@ from whichdevice.core.validate import (
 
 RUN_MIN_TIME_S = 0.05  # steady seconds per point: short, the suite has many points
 DIAGNOSE_FRAMEWORK = "tensorflow"
-DIAGNOSE_FRAMEWORKS = ("tensorflow", "torch", "keras-jax", "keras-torch")
 VERBOSE_HELP = "Also print every finding, the fix table, the notes and every warning."
 
 
 @dataclass
-class RunPlan:
+class RunPlan(Job):
     """A checked `run`: what its cases and record need, journaled so ``--resume`` runs the same."""
 
     frameworks: list[str]  # several: side by side, one record
     budget_s: float
-    devices_wanted: list[str] | None
-    cpu_threads: int | None
-    json_file: str
-    command: list[str]
-    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
 
 
 @app.command()
@@ -89,7 +85,7 @@ def run(
     cpu_threads: Optional[str] = opt.cpu_threads(),
     memory_limit: Optional[str] = opt.memory_limit(),
     framework: str = opt.framework(
-        help="Framework(s) to measure: tensorflow, keras-jax, keras-torch, torch; several comma-separated give one report with the frameworks side by side."
+        "run", "Framework(s) to measure, several comma-separated side by side in one report"
     ),
     out: Path = opt.out("the plots", "the HTML report"),
     json_path: Optional[Path] = opt.json("run"),
@@ -107,7 +103,7 @@ def run(
     else:
         json_file, _ = record_paths(out, json_path, "run")
         plan = RunPlan(
-            frameworks=parse_choice_list(framework, "--framework", frameworks.TRAINING),
+            frameworks=parse_choice_list(framework, "--framework", frameworks.offering("run")),
             budget_s=parse_budget(budget),
             devices_wanted=experiment.parse_device_filter(device),
             cpu_threads=parse_positive_int(cpu_threads, "--cpu-threads", "4"),
@@ -191,19 +187,14 @@ def _run_request(plan: RunPlan, fw: str) -> session.Request:
 
 def _suite_request(name: str, fw: str, cases_for, plan, *, options: dict, notes=()) -> session.Request:
     """run and diagnose: each device its own budget; a case may take the budget (at least 60 s)."""
-    timeout_s = getattr(plan, "case_timeout_s", None) or max(plan.budget_s, 60.0)
-    return session.Request(
+    return plan.request(
         name,
         fw,
         cases_for,
         options,
-        plan.command,
-        devices=plan.devices_wanted,
         min_time_s=RUN_MIN_TIME_S,
-        cpu_threads=plan.cpu_threads,
-        case_timeout_s=timeout_s,
+        case_timeout_s=plan.case_timeout_s or max(plan.budget_s, 60.0),
         budget_s=plan.budget_s,
-        memory_limit_bytes=plan.memory_limit_bytes,
         notes=list(notes),
         # diagnose: each point samples long enough for a few samples of the user's slowest step
         point_cap_s=(getattr(plan, "sizing", None) or {}).get("point_cap_s"),
@@ -298,7 +289,7 @@ class ProvisionalAnswer:
 
 
 @dataclass
-class DiagnosePlan:
+class DiagnosePlan(Job):
     """A checked `diagnose`: the user's model as the pre-flight found it and the suite's
     settings, journaled so ``--resume`` runs the same (without a second pre-flight)."""
 
@@ -308,11 +299,6 @@ class DiagnosePlan:
     batch: int
     samples: int
     budget_s: float
-    devices_wanted: list[str] | None
-    cpu_threads: int | None
-    json_file: str
-    command: list[str]
-    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
     # The cases sized from the pre-flight's measured step (workloads.suite.size_user_cases);
     # None in a journal written before sizing existed (the sizes as asked).
     sizing: dict | None = None
@@ -328,8 +314,7 @@ DIAGNOSE_MODEL_OPTION = typer.Option(
     "an nn.Module, (module, loss_fn) or (module, loss_fn, optimizer). Required without a SCRIPT or --resume.",
 )
 DIAGNOSE_FRAMEWORK_OPTION = opt.framework(
-    help="tensorflow (a Keras model, default), torch (an nn.Module), or keras-jax / keras-torch (your Keras "
-    "model on another backend: is the backend the cause?).",
+    "diagnose", "Framework of your model (a Keras backend other than TensorFlow: is the backend the cause?)"
 )
 DIAGNOSE_DATA_OPTION = typer.Option(
     None,
@@ -385,12 +370,12 @@ def diagnose(
         from whichdevice.cli import scriptcmd
 
         given = {"--model": model, "--data": data, "--batch": batch, "--input-shape": input_shape, "--classes": classes}
-        given |= {"--samples": samples, "--framework": framework if framework != "tensorflow" else None}
+        given |= {"--samples": samples, "--framework": framework if framework != frameworks.DEFAULT else None}
         plan = scriptcmd.plan(script, given, budget, device, cpu_threads, memory_limit, out, json_path, DiagnosePlan)
         run_diagnose(plan, None, output)
         return
     # Each option is checked in this order: the first bad one is the error.
-    fw = parse_choice(framework, "--framework", DIAGNOSE_FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("diagnose"))
     model_fn, data_fn = _model_and_data(model, data, fw)
     shape = parse_shape(input_shape)
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
@@ -436,7 +421,7 @@ def _diagnose_preflight(
     samples_given: bool,
 ) -> tuple[dict, int, dict | None]:
     """``diagnose``'s pre-flight: the case parameters, the batch and (Keras) the sizing."""
-    if fw == "torch":  # an nn.Module: torch's own pre-flight (one real step on the exact batch)
+    if fw not in frameworks.KERAS:  # an nn.Module: torch's own pre-flight (one real step on the exact batch)
         err_console.print(f"Checking {escape(model_fn.text)}: one training step (imports torch)…")
         return _torch_user(model_fn, shape, n_classes, data_fn, given_batch, budget_s, n_samples)
     user_batch = given_batch or 32
@@ -471,7 +456,7 @@ def _model_and_data(
         )
     model_fn = userfile.parse_spec(model, "--model")
     data_fn = userfile.parse_spec(data, "--data") if data else None
-    if fw in ("keras-jax", "keras-torch") and data_fn is not None:
+    if fw in frameworks.KERAS and fw not in frameworks.TFDATA and data_fn is not None:
         raise UsageError(
             "--data",
             f"a tf.data dataset is TensorFlow's; --framework {fw} measures your Keras model on synthetic data",
@@ -501,7 +486,7 @@ def _diagnose_cases(plan: DiagnosePlan):
         from whichdevice.workloads import scriptplan
 
         return lambda found, d: scriptplan.cases(fw, d.name, plan.user, plan.sizing or {})
-    if fw == "torch":
+    if fw not in frameworks.KERAS:  # an nn.Module (torch)
         from whichdevice.workloads import torch_diagnose
 
         return lambda found, d: torch_diagnose.cases(
@@ -511,7 +496,7 @@ def _diagnose_cases(plan: DiagnosePlan):
     return lambda found, d: [
         c
         for c in user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples, sizing=plan.sizing)
-        if fw == DIAGNOSE_FRAMEWORK or frameworks.unsupported(fw, c.params) is None
+        if frameworks.unsupported(fw, c.params) is None
     ]
 
 
@@ -534,7 +519,7 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
         },
         notes=_diagnose_notes(plan),
     )
-    if fw == "torch" and not plan.sizing:  # a journal from before the torch plan: its fixed point cap
+    if fw not in frameworks.KERAS and not plan.sizing:  # a journal from before the torch plan: its fixed point cap
         from whichdevice.workloads import torch_diagnose
 
         request = dataclasses.replace(request, point_cap_s=torch_diagnose.POINT_CAP_S)
@@ -547,13 +532,7 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
 
         record = record.model_copy(update={"notes": scriptplan.record_notes(record)})
     with output:
-        record_then_page(
-            record,
-            json_file,
-            None,
-            lambda: render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render),
-            [journal_path(json_file)],
-        )
+        jobs.finish(record, plan, lambda r, png: render_run(r, png, loglog=True, **output.render))
     output.emit(json_file)
     exit_if_nothing_decided(record)
 
@@ -578,22 +557,19 @@ def _diagnose_notes(plan: DiagnosePlan) -> list[str]:
 
 
 def _framework_options(plan: DiagnosePlan) -> dict:
-    """The record's options beyond the Keras diagnose's: the framework and, for torch, what the
-    pre-flight found (what the function returned, the loss and optimizer trained with, the input);
-    for a script, the script, its arguments and the entry point captured."""
+    """The record's options beyond the Keras diagnose's (the framework is every record's option):
+    for torch, what the pre-flight found (what the function returned, the loss and optimizer
+    trained with, the input); for a script, the script, its arguments and the entry point captured."""
     if plan.user.get("script"):
         from whichdevice.workloads import scriptplan
 
         fw = {} if plan.framework == DIAGNOSE_FRAMEWORK else {"framework": plan.framework}
         return fw | scriptplan.options(plan.user, plan.sizing)
-    if plan.framework == DIAGNOSE_FRAMEWORK:
+    if plan.framework in frameworks.KERAS:
         return {}
-    out: dict = {"framework": plan.framework}
-    if plan.framework == "torch":
-        from whichdevice.workloads import torch_diagnose
+    from whichdevice.workloads import torch_diagnose
 
-        out |= {f"torch_{k}": plan.user.get(k) for k in torch_diagnose.INFO_KEYS}
-    return out
+    return {f"torch_{k}": plan.user.get(k) for k in torch_diagnose.INFO_KEYS}
 
 
 def render_run(

@@ -14,18 +14,17 @@ from rich.markup import escape
 
 from whichdevice import frameworks
 from whichdevice.cli.common import (
-    record_then_page,
     app,
     command_line,
     console,
     err_console,
-    measure_with_progress,
-    open_journal,
     resume_if_asked,
     record_paths,
 )
 from whichdevice.cli import options as opt
 from whichdevice.analysis import facade
+from whichdevice import jobs
+from whichdevice.jobs import Job
 from whichdevice.present.pages import scale as scale_page
 from whichdevice.core import records
 from whichdevice.core.errors import UsageError
@@ -36,8 +35,8 @@ from whichdevice.core.validate import (
     parse_memory_limit,
     parse_positive_float,
 )
-from whichdevice.measure import experiment, session
-from whichdevice.measure.journal import JournalState, journal_path
+from whichdevice.measure import experiment
+from whichdevice.measure.journal import JournalState
 from whichdevice.workloads import scale as scale_workload
 from whichdevice.workloads import userfile
 
@@ -49,7 +48,7 @@ PREFLIGHT_TIMEOUT_S = 240.0
 
 
 @dataclass
-class ScalePlan:
+class ScalePlan(Job):
     """A checked `scale` run (JSON values only), journaled so ``--resume`` runs the same."""
 
     framework: str
@@ -57,12 +56,7 @@ class ScalePlan:
     batches: list[int]
     model: dict
     model_text: str
-    min_time_s: float
-    case_timeout_s: float
-    json_file: str
     png_file: str
-    command: list[str]
-    memory_limit_bytes: int | None = None
 
 
 def parse_replicas(text: str, cores: int) -> list[int]:
@@ -102,9 +96,7 @@ def _gcd(a: int, b: int) -> int:
 @app.command()
 def scale(
     ctx: typer.Context,
-    framework: str = opt.framework(
-        help="Engine: tensorflow (MirroredStrategy), keras-jax (DataParallel), torch (DDP)."
-    ),
+    framework: str = opt.framework("scale", "Engine"),
     model: str = typer.Option(
         "seed001",
         "--model",
@@ -124,7 +116,7 @@ def scale(
     """Does the next device pay? 1…N replicas on the framework's own engine: efficiency, all-reduce share, crossover."""
     if resume_if_asked(ctx, resume, "scale", ScalePlan, run_scale):
         return
-    fw = parse_choice(framework, "--framework", scale_workload.FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("scale"))
     replicas = parse_replicas(devices, usable_cores())
     batch_list = parse_int_list(batches, "--batches", maximum=scale_workload.MAX_BATCH, example="32,256,2048")
     batch_list = batch_list or list(scale_workload.DEFAULT_BATCHES)
@@ -140,10 +132,10 @@ def scale(
                 f"'{model}' is neither a built-in model nor FILE.py:FUNCTION",
                 "Use seed001, seed002 or FILE.py:FUNCTION.",
             )
-        if fw == "torch":
+        if fw not in frameworks.KERAS:
             raise UsageError(
                 "--model",
-                "a Keras model (FILE.py:FUNCTION) cannot be trained by torch DDP",
+                f"a Keras model (FILE.py:FUNCTION) cannot be trained by {fw} {frameworks.says(fw, 'scale')}".strip(),
                 "Use --framework tensorflow or keras-jax, or --model seed001 / seed002.",
             )
         model_fn = userfile.parse_spec(model, "--model")
@@ -217,26 +209,12 @@ def run_scale(plan: ScalePlan, resumed: JournalState | None) -> None:
         "engine": scale_workload.ENGINE[plan.framework],
     }
     notes = [
-        f"Replicas are {'logical CPU devices' if plan.framework == 'tensorflow' else 'JAX host devices' if plan.framework == 'keras-jax' else 'local processes'}"
+        f"Replicas are {frameworks.says(plan.framework, 'replicas')}"
         " sharing this machine's CPU cores: this measures the engine's fixed costs (all-reduce, per-replica dispatch, "
         "input sharding) against the work per step, not what N GPUs would add (see docs/commands.md, `scale` design note).",
     ]
-    request = session.Request(
-        "scale",
-        plan.framework,
-        cases_for,
-        options,
-        plan.command,
-        devices=["CPU:0"],
-        min_time_s=plan.min_time_s,
-        case_timeout_s=plan.case_timeout_s,
-        memory_limit_bytes=plan.memory_limit_bytes,
-        notes=notes,
-    )
-    record = measure_with_progress(request, journal=lambda: open_journal("scale", plan, resumed), resumed=resumed)
-    png = Path(plan.png_file)
-    json_file = Path(plan.json_file)
-    record_then_page(record, json_file, png, lambda: render_scale(record, png, loglog=True), [journal_path(json_file)])
+    request = plan.request("scale", plan.framework, cases_for, options, devices=["CPU:0"], notes=notes)
+    jobs.run(plan, "scale", request, lambda record, png: render_scale(record, png, loglog=True), resumed=resumed)
 
 
 def render_scale(record: records.RunRecord, png: Path, *, loglog: bool) -> None:

@@ -11,34 +11,29 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from whichdevice.measure import experiment, session
+from whichdevice.measure import experiment
 from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
-    record_then_page,
     app,
     console,
-    command_line,
     err_console,
     only_with_model,
-    open_journal,
-    record_paths,
-    measure_with_progress,
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
 from whichdevice.analysis import facade
+from whichdevice import jobs
+from whichdevice.jobs import Job
 from whichdevice.present.pages import train as train_page
 from whichdevice.core.errors import UsageError
-from whichdevice.measure.journal import JournalState, journal_path
+from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
     check_output_dir,
     parse_choice,
     parse_choice_list,
     parse_int_list,
-    parse_memory_limit,
-    parse_positive_float,
     parse_positive_int,
     parse_shape,
 )
@@ -46,7 +41,6 @@ from whichdevice.workloads import train as train_workload
 from whichdevice.workloads import precision_cases
 
 PARTS = ("create", "loop", "fit", "sync", "sweep")
-TRAIN_FRAMEWORKS = frameworks.TRAINING  # frameworks with a training module (numpy and jax have none)
 QUICK_MIN_TIME_S = 0.05
 
 
@@ -59,7 +53,7 @@ def _quick_text(batches) -> str:
 
 
 @dataclass
-class TrainPlan:
+class TrainPlan(Job):
     """A checked `train` run: everything its cases and its record need (JSON values only),
     journaled in the header so that ``--resume`` runs the same thing."""
 
@@ -74,15 +68,8 @@ class TrainPlan:
     user_batch: int
     trace_dir: str | None
     precisions: list[str] | None
-    devices_wanted: list[str] | None
-    min_time_s: float
-    cpu_threads: int | None
-    case_timeout_s: float
-    json_file: str
     png_file: str
     linear: bool
-    command: list[str]
-    memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
 
 
 # This command's own options (the shared ones are cli/options.py's), kept out of the signature
@@ -136,7 +123,7 @@ def train(
     cpu_threads: Optional[str] = opt.cpu_threads(),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(600),
-    framework: str = opt.framework(choices=TRAIN_FRAMEWORKS),
+    framework: str = opt.framework("train"),
     out: Path = opt.out("the PNG plot"),
     json_path: Optional[Path] = opt.json("train"),
     linear: bool = opt.linear(),
@@ -149,7 +136,7 @@ def train(
     if resume_if_asked(ctx, resume, "train", TrainPlan, run_train):
         return
     # Each option is checked in this order: the first bad one is the error.
-    fw = parse_choice(framework, "--framework", TRAIN_FRAMEWORKS)
+    fw = parse_choice(framework, "--framework", frameworks.offering("train"))
     part_list = _parts(parse_choice_list(parts, "--parts", PARTS), fw, model, data)
     batch_list = _batch_list(batches, quick)
     shape = parse_shape(input_shape)
@@ -159,17 +146,21 @@ def train(
     only_with_model(model, input_shape=input_shape, classes=classes, data=data, samples=samples, batch=batch)
     model_fn = userfile.parse_spec(model, "--model") if model else None
     data_fn = userfile.parse_spec(data, "--data") if data else None
-    wanted = experiment.parse_device_filter(device)
-    mt = parse_positive_float(min_time, "--min-time", "0.2") or (QUICK_MIN_TIME_S if quick else 0.2)
-    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
-    timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600")
-    memory_bytes = parse_memory_limit(memory_limit)
-    json_file, png = record_paths(out, json_path, "train")
+    fields = jobs.checked(
+        out,
+        json_path,
+        "train",
+        device=device,
+        min_time=(min_time, QUICK_MIN_TIME_S if quick else 0.2, "0.2"),
+        cpu_threads=cpu_threads,
+        case_timeout=(case_timeout, "600"),
+        memory_limit=memory_limit,
+    )
     trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
     precisions = parse_choice_list(precision, "--precision", precision_cases.POLICIES)
     experiment.require_installed(fw)
 
-    with userfile.limits(memory_bytes, timeout_s):  # the pre-flight too (issue #43)
+    with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):  # the pre-flight too (issue #43)
         user = _user_model(model_fn, shape, n_classes, data_fn, fw) if model_fn is not None else None
     plan = TrainPlan(
         framework=fw,
@@ -183,15 +174,8 @@ def train(
         user_batch=user_batch,
         trace_dir=str(trace_dir) if trace_dir else None,
         precisions=precisions,
-        devices_wanted=wanted,
-        min_time_s=mt,
-        cpu_threads=threads,
-        case_timeout_s=timeout_s,
-        json_file=str(json_file.absolute()),
-        png_file=str(png.absolute()),
         linear=linear,
-        command=command_line(),
-        memory_limit_bytes=memory_bytes,
+        **fields,
     )
     run_train(plan, None)
 
@@ -223,7 +207,7 @@ def _parts(part_list: list[str], fw: str, model: str | None, data: str | None) -
                 "Use --framework tensorflow, keras-jax or keras-torch.",
             )
         part_list = [p for p in part_list if p != "fit"] or ["loop"]
-    if data is not None and fw != "tensorflow":
+    if data is not None and fw not in frameworks.TFDATA:
         raise UsageError(
             "--data",
             "a tf.data dataset needs --framework tensorflow",
@@ -277,23 +261,9 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
         options["trace"] = plan.trace_dir
     if plan.precisions:
         options["precision"] = plan.precisions
-    request = session.Request(
-        "train",
-        fw,
-        cases_for,
-        options,
-        plan.command,
-        devices=plan.devices_wanted,
-        min_time_s=plan.min_time_s,
-        cpu_threads=plan.cpu_threads,
-        case_timeout_s=plan.case_timeout_s,
-        memory_limit_bytes=plan.memory_limit_bytes,
-    )
-    record = measure_with_progress(request, journal=lambda: open_journal("train", plan, resumed), resumed=resumed)
-    png = Path(plan.png_file)
-    json_file = Path(plan.json_file)
-    record_then_page(
-        record, json_file, png, lambda: render_train(record, png, loglog=not plan.linear), [journal_path(json_file)]
+    request = plan.request("train", fw, cases_for, options)
+    jobs.run(
+        plan, "train", request, lambda record, png: render_train(record, png, loglog=not plan.linear), resumed=resumed
     )
 
 

@@ -18,16 +18,35 @@ underscores (``keras_jax``): ``folder(name)`` maps one to the other.
 The contract is typed in ``contracts.py`` (``Discovery``, ``Placement``, ``Sync``, ``Ops``
 protocols; ``load()`` returns a ``Framework`` and refuses a folder that lacks a function).
 
-Optional parts, listed per framework in ``PARTS`` and typed in ``contracts.py`` like the
-four required ones: ``training.py`` (frameworks that train, ``TRAINING``: the seed's custom
-train step, the input pipeline), ``calibration.py`` (``probes``: with the calibrate probes),
-``scale.py``, ``pipeline.py`` (the ``pipeline`` command's loader: tf.data, DataLoader,
-PyDataset), and TensorFlow's ``profiler.py``, ``precision.py``, ``placement_log.py``; ``optrace.py`` (the
-placement command's trace of a step for torch and JAX: ops by device, copies, syncs),
-``pitfalls.py`` (the pitfalls command's mistakes; importable in the parent) and ``audit.py`` (what
-``whichdevice audit`` hooks and re-runs: TensorFlow, PyTorch, JAX). A workload loads one
+Optional parts, typed in ``contracts.py`` like the four required ones (``contracts.OPTIONAL``):
+``training.py`` (frameworks that train, ``TRAINING``: the seed's custom train step, the input
+pipeline), ``calibration.py`` (``probes``: with the calibrate probes), ``scale.py``,
+``pipeline.py`` (the ``pipeline`` command's loader: tf.data, DataLoader, PyDataset), TensorFlow's
+``profiler.py``, ``precision.py``, ``placement_log.py``; ``optrace.py`` (the placement command's
+trace of a step for torch and JAX), ``pitfalls.py`` (the pitfalls command's mistakes; importable in
+the parent) and ``audit.py`` (what ``whichdevice audit`` hooks and re-runs). A workload loads one
 with ``part(name, kind)`` (inside a child: it imports the framework), which refuses a module
 that lacks a function of its protocol.
+
+**The registry.** Each folder's ``env.py`` declares what the framework has (it imports no
+framework); nothing outside the folder lists frameworks by hand:
+
+- ``PARTS``     the optional parts it has (names of ``contracts.OPTIONAL``).
+- ``REQUIRES``  the Python modules it needs; ``INSTALL`` how to install them (optional).
+- ``KERAS``     True when it trains a Keras model (``model.fit``, the user's Keras ``--model``).
+- optional: ``CPU_ONLY`` (never sees a GPU), ``FEEDS_TF_DATA`` (reads tf.data), ``SAYS`` (per
+  command, the words ``--help`` puts after its name: ``{"scale": "DDP"}`` -> ``torch (DDP)``),
+  ``NOTES`` (per experiment, facts its record must say), and words other modules read with
+  ``declared(name, attr, default)``.
+
+From these, ``PARTS``, ``REQUIRES``, ``INSTALL_HINT``, ``TRAINING``, ``KERAS`` etc. here are derived,
+and so is which frameworks each command offers: ``NEEDS`` names the parts a command needs (one of
+them suffices: placement takes ``placement_log`` or ``optrace``), and ``offering(command)`` is every
+framework that has one, in ``FRAMEWORKS``' order. The CLI checks ``--framework`` against it and its
+``--help`` lists it (``framework_help``); the Python API checks against the same list. Adding a
+part to a framework (say ``scale`` to ``jax``) is writing ``frameworks/jax/scale.py`` against its
+protocol, adding ``"scale"`` to ``jax/env.py``'s ``PARTS`` and a line to ``conformance.py``:
+``whichdevice scale --framework jax`` is then offered.
 """
 
 from __future__ import annotations
@@ -55,35 +74,36 @@ if TYPE_CHECKING:
 FRAMEWORKS: tuple[str, ...] = ("tensorflow", "numpy", "keras-jax", "keras-torch", "torch", "jax")
 DEFAULT = FRAMEWORKS[0]  # the commands' --framework when none is given
 T = TypeVar("T")
+# The parts each command needs of a framework (any one of them): it offers exactly those with one.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "run": ("training",),
+    "diagnose": ("training",),
+    "train": ("training",),
+    "predict": ("calibration",),
+    "calibrate": ("probes",),
+    "scale": ("scale",),
+    "pipeline": ("pipeline",),
+    "placement": ("placement_log", "optrace"),
+    "pitfalls": ("pitfalls",),
+}  # a command not named here (matmul, devices) offers every framework
+
+
+def _env(name: str) -> ModuleType:
+    return importlib.import_module(f"whichdevice.frameworks.{name.replace('-', '_')}.env")
+
+
+_ENV = {name: _env(name) for name in FRAMEWORKS}
 # The optional parts each framework's folder has (contracts.OPTIONAL: kind -> module, protocol).
-PARTS: dict[str, tuple[str, ...]] = {
-    "tensorflow": (
-        "training",
-        "calibration",
-        "probes",
-        "scale",
-        "pipeline",
-        "profiler",
-        "precision",
-        "placement_log",
-        "audit",
-    ),
-    "numpy": (),
-    "keras-jax": ("training", "calibration", "probes", "scale", "pipeline"),
-    "keras-torch": ("training", "calibration", "probes", "pipeline"),
-    "torch": ("training", "calibration", "probes", "scale", "pipeline", "audit"),
-    "jax": ("probes", "audit"),
-}
-# Issue #42: the placement command's op trace (``optrace.py``) and the pitfalls command's
-# mistakes (``pitfalls.py``), added apart so that each command's frameworks read from PARTS.
-for _name, _kinds in {
-    "tensorflow": ("pitfalls",),
-    "keras-jax": ("optrace", "pitfalls"),
-    "keras-torch": ("optrace", "pitfalls"),
-    "torch": ("optrace", "pitfalls"),
-}.items():
-    PARTS[_name] = (*PARTS[_name], *_kinds)
-del _name, _kinds
+PARTS: dict[str, tuple[str, ...]] = {n: tuple(e.PARTS) for n, e in _ENV.items()}
+# The Python modules a framework needs, and how to install them.
+REQUIRES: dict[str, tuple[str, ...]] = {n: tuple(e.REQUIRES) for n, e in _ENV.items()}
+INSTALL_HINT: dict[str, str] = {n: e.INSTALL for n, e in _ENV.items() if hasattr(e, "INSTALL")}
+# Frameworks that train a Keras model (model.fit, the user's --model); plain torch does not.
+KERAS: tuple[str, ...] = tuple(n for n, e in _ENV.items() if e.KERAS)
+# Frameworks that never see a GPU (no discovery child is needed to know it).
+CPU_ONLY: tuple[str, ...] = tuple(n for n, e in _ENV.items() if getattr(e, "CPU_ONLY", False))
+# Frameworks that read the user's tf.data dataset (--data FILE.py:FUNCTION returning one).
+TFDATA: tuple[str, ...] = tuple(n for n, e in _ENV.items() if getattr(e, "FEEDS_TF_DATA", False))
 
 
 def having(*kinds: str) -> tuple[str, ...]:
@@ -92,30 +112,29 @@ def having(*kinds: str) -> tuple[str, ...]:
     return tuple(n for n in FRAMEWORKS if set(kinds) & set(PARTS[n]))
 
 
+def offering(command: str) -> tuple[str, ...]:
+    """The frameworks ``command`` offers: those with one of the parts it ``NEEDS`` (every
+    framework for a command that needs none)."""
+    return having(*NEEDS[command]) if command in NEEDS else FRAMEWORKS
+
+
+def says(name: str, key: str, default: str = "") -> str:
+    """The words framework ``name``'s ``env.py`` ``SAYS`` for ``key`` (a command, or another
+    place where a sentence names what the framework does); ``default`` where it says none."""
+    return str(getattr(_ENV[name], "SAYS", {}).get(key, default))
+
+
+def framework_help(command: str, lead: str = "Framework to measure") -> str:
+    """``--framework``'s help: ``lead`` and the frameworks ``command`` offers, each with the
+    words its ``env.py`` ``SAYS`` for the command, e.g. ``torch (DDP)``."""
+    said = [n + (f" ({says(n, command)})" if says(n, command) else "") for n in offering(command)]
+    return f"{lead}: {', '.join(said)}."
+
+
 # Frameworks with a training module (the train workload and `run`'s training cases).
-TRAINING: tuple[str, ...] = tuple(n for n in FRAMEWORKS if "training" in PARTS[n])
-
-
+TRAINING: tuple[str, ...] = having("training")
 # Frameworks with the calibrate probes (``whichdevice calibrate``).
 CALIBRATE: tuple[str, ...] = having("probes")
-# Frameworks that train a Keras model (model.fit, the user's --model); plain torch does not.
-KERAS: tuple[str, ...] = ("tensorflow", "keras-jax", "keras-torch")
-# The Python modules a framework needs, and how to install them.
-REQUIRES: dict[str, tuple[str, ...]] = {
-    "tensorflow": ("tensorflow",),
-    "numpy": ("numpy",),
-    "keras-jax": ("keras", "jax"),
-    "keras-torch": ("keras", "torch"),
-    "torch": ("torch",),
-    "jax": ("jax",),
-}
-INSTALL_HINT: dict[str, str] = {
-    "tensorflow": "pip install 'whichdevice[tensorflow]'",
-    "keras-jax": "pip install 'whichdevice[jax]'",
-    "jax": "pip install 'whichdevice[jax]'",
-    "keras-torch": "pip install 'whichdevice[torch]'",
-    "torch": "pip install 'whichdevice[torch]'",
-}
 
 _MODULES = ("discovery", "placement", "sync", "ops")
 
@@ -152,8 +171,7 @@ def part_module(name: str, kind: str) -> str:
     from whichdevice.frameworks import contracts
 
     if kind not in PARTS.get(name, ()):
-        having = [n for n in FRAMEWORKS if kind in PARTS[n]]
-        raise KeyError(f"{name} has no {kind} part (frameworks with one: {', '.join(having) or 'none'})")
+        raise KeyError(f"{name} has no {kind} part (frameworks with one: {', '.join(having(kind)) or 'none'})")
     return f"whichdevice.frameworks.{folder(name)}.{contracts.OPTIONAL[kind][0]}"
 
 

@@ -21,8 +21,6 @@ from whichdevice.core.machine import cpu_model, describe_machine
 from whichdevice.core.records import CaseResult, CaseSpec, DeviceInfo, FrameworkInfo, RunRecord, Session, now_iso
 from whichdevice.core.timing import TimingPolicy
 
-_INSTALL_HINT = {"tensorflow": "pip install 'whichdevice[tensorflow]'"}
-
 
 @dataclass(frozen=True)
 class Discovery:
@@ -49,7 +47,7 @@ def require_installed(framework: str) -> None:
     for module in frameworks.REQUIRES.get(framework, (framework,)):
         if importlib.util.find_spec(module) is None:
             what = framework if module == framework else f"{module} (needed by {framework})"
-            hint = _INSTALL_HINT.get(framework) or frameworks.INSTALL_HINT.get(framework, "pip install " + module)
+            hint = frameworks.INSTALL_HINT.get(framework, "pip install " + module)
             raise UsageError("--framework", f"{what} is not installed in this Python", f"Install it: {hint}.")
 
 
@@ -57,7 +55,7 @@ def needs_discovery_child(framework: str) -> bool:
     """False where the parent can tell, without importing the framework, that only the CPU
     exists for it: numpy; or Linux without an NVIDIA driver (every GPU build of TensorFlow,
     torch and JAX this tool measures needs CUDA, and CUDA needs the driver)."""
-    if framework == "numpy":
+    if framework in frameworks.CPU_ONLY:
         return False
     return not (platform.system() == "Linux" and not nvidia.driver_present())
 
@@ -74,7 +72,7 @@ def discover(framework: str, timeout_s: float = runner.DEFAULT_STARTUP_TIMEOUT_S
         return Discovery(
             framework=FrameworkInfo(name=framework, version=_dist_version(framework)),
             devices=[DeviceInfo(name="CPU:0", kind="cpu", description=cpu_model())],
-            no_gpu_reasons=[] if framework == "numpy" else [nvidia.NO_DRIVER],
+            no_gpu_reasons=[] if framework in frameworks.CPU_ONLY else [nvidia.NO_DRIVER],
             import_s=0.0,
             provisional=True,
         )

@@ -10,12 +10,10 @@ display handle: no widget library needed), left as "done: N cases in S s".
 from __future__ import annotations
 
 import html
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from whichdevice.measure import session
 
@@ -98,7 +96,7 @@ class ApiProgress:
         self._draw()
 
     def _on_start(self, key: str) -> None:
-        self.current = _describe(key)
+        self.current = describe(key)
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, description=f"{self.title}: {self.current}"[:90])
         self._draw()
@@ -138,57 +136,10 @@ class ApiProgress:
         self._handle.update(HTML(self._html(final)))  # type: ignore[no-untyped-call]  # IPython is untyped
 
 
-def _describe(key: str) -> str:
+def describe(key: str) -> str:
     """'CPU:0 matmul n=100 mode=steady' from a case key 'matmul|tensorflow|CPU:0|n=100,mode=steady'."""
     parts = key.split("|", 3)
     if len(parts) < 4:
         return key
     workload, _, device, params = parts
     return f"{device} {workload} {params.replace(',', ' ')}"
-
-
-def run_command(args: list[str], *, title: str, echo: bool = True, progress: bool = True) -> tuple[int, str, str]:
-    """``whichdevice ARGS`` in a child process (the API's ``predict``/``pipeline``, the
-    ``%whichdevice`` magic): its stdout and stderr printed here as they come (``echo``), the
-    elapsed time shown while it runs (``progress``). Returns (exit code, stdout, stderr).
-    Ctrl-C (a notebook's interrupt) stops the child's whole process group, then is raised."""
-    from whichdevice.core import process
-
-    child = subprocess.Popen(
-        [sys.executable, "-m", "whichdevice", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        errors="replace",
-        start_new_session=True,  # its own process group: an interrupt stops it and its measuring children
-    )
-    out: list[str] = []
-    err: list[str] = []
-
-    def pump(stream: IO[str], sink: list[str], target: str) -> None:
-        for line in iter(stream.readline, ""):
-            sink.append(line)
-            if echo:  # sys.stdout looked up per line: a progress bar redirects it while it runs
-                f = getattr(sys, target)
-                f.write(line)
-                f.flush()
-
-    threads = [
-        threading.Thread(target=pump, args=(child.stdout, out, "stdout"), daemon=True),
-        threading.Thread(target=pump, args=(child.stderr, err, "stderr"), daemon=True),
-    ]
-    for t in threads:
-        t.start()
-    try:
-        with ApiProgress(title, enabled=progress) as bar:
-            bar.current = " ".join(args)[:80]
-            while child.poll() is None:
-                bar.tick()
-                time.sleep(0.1)
-            bar.done = 1 if child.returncode == 0 else 0
-    except BaseException:
-        process.interrupt_group(child)
-        raise
-    for t in threads:
-        t.join()
-    return child.returncode, "".join(out), "".join(err)

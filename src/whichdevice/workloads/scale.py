@@ -30,7 +30,6 @@ from whichdevice import frameworks
 from whichdevice.core.process import POLL_S, Child
 from whichdevice.core.records import CaseSpec, Timing
 
-FRAMEWORKS: tuple[str, ...] = ("tensorflow", "keras-jax", "torch")
 # The variants that isolate the all-reduce (N > 1): DDP's step without gradient sync; for
 # TensorFlow / JAX the all-reduce alone and the same call without the collective (its dispatch).
 COMM_VARIANTS: dict[str, tuple[str, ...]] = {

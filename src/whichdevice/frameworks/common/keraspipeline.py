@@ -137,8 +137,9 @@ class TfData:
         import tensorflow as tf
 
         tf.config.set_visible_devices([], "GPU")  # the model's framework owns the GPU
-        from whichdevice.frameworks.tensorflow import pipeline as tfp
+        from whichdevice import frameworks
 
+        tfp = frameworks.part("tensorflow", "pipeline")  # through the registry: common imports no framework folder
         self.ds = tfp.build_variant("prefetch", images, labels, batch, heavy=heavy)
         self.steps_per_pass = max(1, len(images) // batch)
         self.settings = {"num_parallel_calls_autotune": 1.0, "prefetch_autotune": 1.0}

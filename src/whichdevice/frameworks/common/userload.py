@@ -252,10 +252,10 @@ def _torch_what(obj) -> str:
 
 
 def call_data_function(path, function: str):
-    from whichdevice.frameworks.tensorflow import training
+    from whichdevice.frameworks.common import tfdata
 
     ds = call_user_function(path, function, "--data")
-    if not training.is_dataset(ds):
+    if not tfdata.is_dataset(ds):
         raise UserFileError(
             "--data",
             f"{function}() returned {type(ds).__name__}, not a tf.data.Dataset",

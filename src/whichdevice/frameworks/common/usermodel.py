@@ -76,9 +76,9 @@ class _Input:
 def _data_input(data_fn: UserFunction) -> _Input:
     """Two samples of the user's data (unbatched first when its elements are batches)."""
     ds = call_data_function(data_fn.path, data_fn.function)
-    from whichdevice.frameworks.tensorflow import training
+    from whichdevice.frameworks.common import tfdata
 
-    if training.looks_batched(ds):
+    if tfdata.looks_batched(ds):
         ds = ds.unbatch()
     first = next(iter(ds.batch(2).take(1)), None)
     if first is None:  # issue #43: was "--model: checking it failed: StopIteration"

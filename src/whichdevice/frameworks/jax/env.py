@@ -9,6 +9,12 @@ from __future__ import annotations
 # Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
 WORDS_FAMILY = "jax"
 
+# The registry's entry for this framework (frameworks/__init__.py: what each name means).
+PARTS: tuple[str, ...] = ("probes", "audit")
+REQUIRES: tuple[str, ...] = ("jax",)
+INSTALL = "pip install 'whichdevice[jax]'"
+KERAS = False
+
 NOTES: dict[str, list[str]] = {}
 
 

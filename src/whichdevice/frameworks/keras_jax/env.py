@@ -11,6 +11,18 @@ from whichdevice.frameworks.jax import env as _jax_env
 # Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
 WORDS_FAMILY = "jax"
 
+# The registry's entry for this framework (frameworks/__init__.py: what each name means).
+PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipeline", "optrace", "pitfalls")
+REQUIRES: tuple[str, ...] = ("keras", "jax")
+INSTALL = "pip install 'whichdevice[jax]'"
+KERAS = True
+SAYS: dict[str, str] = {
+    "scale": "DataParallel",
+    "replicas": "JAX host devices",
+    "predict": "XLA fusions",
+    "diagnose": "your Keras model on JAX",
+}
+
 _NUMPY_INPUT = (
     "keras-jax: the seeds' tf.data pipelines are TensorFlow-only; here they are numpy batches "
     "(keras.utils.PyDataset: same batches, shuffled per epoch where the seed shuffles, no prefetch). "

@@ -11,6 +11,13 @@ from whichdevice.frameworks.torch import env as _torch_env
 # Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
 WORDS_FAMILY = "keras-torch"
 
+# The registry's entry for this framework (frameworks/__init__.py: what each name means).
+PARTS: tuple[str, ...] = ("training", "calibration", "probes", "pipeline", "optrace", "pitfalls")
+REQUIRES: tuple[str, ...] = ("keras", "torch")
+INSTALL = "pip install 'whichdevice[torch]'"
+KERAS = True
+SAYS: dict[str, str] = {"predict": "eager ops + measured Python per step", "diagnose": "your Keras model on torch"}
+
 _NUMPY_INPUT = (
     "keras-torch: the seeds' tf.data pipelines are TensorFlow-only; here they are numpy batches "
     "(keras.utils.PyDataset: same batches, shuffled per epoch where the seed shuffles, no prefetch). "

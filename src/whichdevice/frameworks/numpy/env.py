@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+# The registry's entry for this framework (frameworks/__init__.py: what each name means).
+PARTS: tuple[str, ...] = ()
+REQUIRES: tuple[str, ...] = ("numpy",)
+KERAS = False
+CPU_ONLY = True
+
 
 def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:
     if device_kind not in ("cpu", "discover"):

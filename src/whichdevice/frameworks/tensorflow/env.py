@@ -14,6 +14,29 @@ PIPELINE = TF_DATA
 # The seeds' tf.data input is fed as tf.data here (frameworks.declared; the others feed NumPy batches).
 FEEDS_TF_DATA = True
 
+# The registry's entry for this framework (frameworks/__init__.py: what each name means).
+PARTS: tuple[str, ...] = (
+    "training",
+    "calibration",
+    "probes",
+    "scale",
+    "pipeline",
+    "profiler",
+    "precision",
+    "placement_log",
+    "audit",
+    "pitfalls",
+)
+REQUIRES: tuple[str, ...] = ("tensorflow",)
+INSTALL = "pip install 'whichdevice[tensorflow]'"
+KERAS = True
+SAYS: dict[str, str] = {
+    "scale": "MirroredStrategy",
+    "replicas": "logical CPU devices",
+    "predict": "graph ops",
+    "diagnose": "a Keras model, default",
+}
+
 
 def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:
     """Variables to add to a child's environment.

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from whichdevice.frameworks.tensorflow.training import looks_batched
+from whichdevice.frameworks.common.tfdata import looks_batched
 
 AUTOTUNE = tf.data.AUTOTUNE
 MAX_DELTA = 0.2  # seed 003: tf.image.random_brightness(image, max_delta=0.2)

@@ -6,6 +6,19 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from whichdevice.frameworks.common.tfdata import is_dataset, looks_batched
+
+__all__ = [
+    "train_step",
+    "dataset",
+    "is_dataset",
+    "looks_batched",
+    "user_dataset",
+    "on_device",
+    "read_back",
+    "model_train_step",
+]
+
 
 def train_step(model, optimizer, loss_fn):
     """Seed 001's train step. The seed passes model, optimizer and loss as arguments of the
@@ -32,18 +45,6 @@ def dataset(x, y, batch: int, *, shuffle: int | None = None, prefetch: bool = Tr
         ds = ds.shuffle(shuffle)
     ds = ds.batch(batch)
     return ds.prefetch(tf.data.AUTOTUNE) if prefetch else ds
-
-
-def is_dataset(obj) -> bool:
-    return isinstance(obj, tf.data.Dataset)
-
-
-def looks_batched(ds) -> bool:
-    """True when the first component's leading dimension is unknown (a batched dataset)."""
-    spec = ds.element_spec
-    first = spec[0] if isinstance(spec, tuple) else spec
-    shape = getattr(first, "shape", None)
-    return shape is not None and shape.rank is not None and shape.rank >= 1 and shape[0] is None
 
 
 def user_dataset(ds, batch: int, samples: int | None):

@@ -14,6 +14,18 @@ READ_BACK = ".item()"
 # Where a batch fed from NumPy lives on the host before its copy (default: NumPy memory).
 NUMPY_FEED = "torch.from_numpy"
 
+# The registry's entry for this framework (frameworks/__init__.py: what each name means).
+PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipeline", "audit", "optrace", "pitfalls")
+REQUIRES: tuple[str, ...] = ("torch",)
+INSTALL = "pip install 'whichdevice[torch]'"
+KERAS = False
+SAYS: dict[str, str] = {
+    "scale": "DDP",
+    "replicas": "local processes",
+    "predict": "eager ops + measured Python per step",
+    "diagnose": "an nn.Module",
+}
+
 NOTES: dict[str, list[str]] = {
     "train": [
         "torch: plain PyTorch (nn.Sequential, Adam, cross-entropy, as the reference's gpu_probe.py); "

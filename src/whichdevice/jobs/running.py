@@ -1,0 +1,366 @@
+"""Running a job: measure it with progress, write its record, draw its page; and the journal
+that ``--resume`` reads back. The CLI, the Python API and the notebook magic all run jobs
+through here (``jobs.run``), on present/screen.py's consoles (which the API and the magic
+redirect to keep or show the text).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import secrets
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pydantic
+from rich.markup import escape
+
+from whichdevice.core import records, safeio
+from whichdevice.core.errors import PageNotDrawn, UsageError
+from whichdevice.core.validate import check_output_dir, check_output_file
+from whichdevice.measure import experiment, history, journal, session
+from whichdevice.measure.journal import Journal, JournalState, journal_path
+from whichdevice.present import cliprogress, plots
+from whichdevice.present.screen import console, err_console
+
+
+def stamp() -> str:
+    """The time and 4 random hex digits: two runs started in the same second get two names
+    (their records, plots and journals never meet), and a name cannot be guessed ahead."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+def record_paths(out: Path, json_path: Path | None, experiment: str) -> tuple[Path, Path]:
+    """``--out`` and ``--json`` checked -> (the record's path, its plot's): ``--json``'s path and
+    the PNG beside it, else ``OUT/<experiment>-<stamp>.json`` and ``.png``."""
+    out_dir = check_output_dir(out, "--out")
+    ts = stamp()
+    json_file = check_output_file(json_path, "--json") if json_path else out_dir / f"{experiment}-{ts}.json"
+    png = json_file.with_suffix(".png") if json_path else out_dir / f"{experiment}-{ts}.png"
+    return json_file, png
+
+
+# Set by write_record when every case of the record failed: the command exits 1 (cli/app.py).
+all_failed: str | None = None
+
+
+@contextmanager
+def page_after_record() -> Iterator[None]:
+    """Hold what the command prints on stdout until the block is done — the record written,
+    the journal closed — then print it at once. ``whichdevice run | head -3`` used to quit
+    while the first screen printed, before the record was written: the run was lost until
+    ``--resume`` re-rendered it. Now a reader that quits early costs nothing (no journal left,
+    nothing to resume; exit 0, or 141 when the pipe closed before the page was written). If the block fails, its page is not printed: the error
+    says what was kept and how to finish."""
+    with console.capture() as page:
+        yield
+    console.file.write(page.get())
+    console.file.flush()
+
+
+def save_record(record: records.RunRecord, json_file: Path) -> None:
+    """Write the record (atomically), first of all: nothing measured is lost to a page that
+    cannot be drawn or printed afterwards (a name that is not UTF-8, an ASCII terminal, a full
+    disk: issue #43). A failure to write it is raised as it is (cli/app.py: one line, the
+    ``--resume`` command while the journal is kept, exit 1), with whatever this run created."""
+    global all_failed
+    if journal.active_changes:  # resumed on a changed machine: the record says so
+        record = record.model_copy(
+            update={"notes": [*record.notes, *(f"Resumed with a change: {c}." for c in journal.active_changes)]}
+        )
+    try:
+        json_file.parent.mkdir(parents=True, exist_ok=True)
+        records.save_run(record, json_file)
+    except OSError:
+        safeio.discard_created()  # never leave a report without its record
+        raise
+    safeio.keep_created()
+    if record.results and all(r.status == "failed" for r in record.results):
+        first = record.results[0]
+        all_failed = f"every case failed ({len(record.results)}); the first: {first.error}"
+
+
+def draw_page(draw: Callable[[], Any], json_file: Path) -> Any:
+    """``draw()`` (the command's renderer, after its record is written); a page that cannot be
+    written or encoded ends the command with one line naming the record and how to draw it again
+    (errors.PageNotDrawn), the files of the half-drawn page removed."""
+    try:
+        drawn = draw()
+    except (OSError, UnicodeError) as e:
+        safeio.discard_created()
+        raise PageNotDrawn(json_file, e) from None
+    safeio.keep_created()
+    return drawn
+
+
+def announce_record(record: records.RunRecord, json_file: Path, png: Path | None) -> None:
+    """The lines after the page: where the record is, its run id in the history, the plot."""
+    console.print(f"Record: {escape(str(json_file))}")
+    try:
+        run_id = history.add(record, json_file)
+        console.print(f"History: run {run_id} (whichdevice history; whichdevice compare {run_id} LATER_RUN)")
+    except (OSError, sqlite3.Error, UnicodeError) as e:  # the index is a convenience: never fail a finished run
+        console.print(f"[yellow]History not updated ({escape(str(e))}).[/yellow]")
+    if png is not None:
+        console.print(f"Plot:   {escape(str(png))}")
+
+
+def write_record(record: records.RunRecord, json_file: Path, png: Path | None) -> None:
+    """Write the record and print its lines (``save_record``, ``announce_record``)."""
+    save_record(record, json_file)
+    announce_record(record, json_file, png)
+
+
+def record_then_page(
+    record: records.RunRecord,
+    json_file: Path,
+    png: Path | None,
+    draw: Callable[[], Any],
+    journals: Sequence[Path] = (),
+) -> None:
+    """A measuring command's end: write the record, close its journals (the record is complete:
+    they have done their job), then draw the page and print it with the record's lines after
+    it, all at once (``page_after_record``)."""
+    with page_after_record():
+        save_record(record, json_file)
+        for path in journals:
+            Journal(path).finish()
+        draw_page(draw, json_file)
+        announce_record(record, json_file, png)
+
+
+# ------------------------------------------------------------------ --resume
+# A measuring command parses its arguments into a job (a dataclass of JSON values: all that
+# its cases and its record need), journals it in the header, and runs it. ``--resume`` reads
+# the job back instead of parsing arguments: nothing is re-checked or re-asked.
+
+
+def command_line() -> list[str]:
+    """The command as typed, for the record (a resumed run keeps the original's)."""
+    return ["whichdevice", *sys.argv[1:]]
+
+
+def read_plan(resume: Path, experiment: str, plan_cls):
+    """``--resume JOURNAL_OR_DIR`` -> (the interrupted run's plan, what it had finished).
+
+    The plan's fields are checked against their types (pydantic), and the user's model and
+    data files it names are checked again before anything runs (``recheck_user_files``)."""
+    state = Journal.read(resume, "--resume", experiment=experiment)
+    options = dict(state.header.get("options") or {})
+    if isinstance(state.header.get("json_file"), str):  # where the journal is now (journal._rebase)
+        options["json_file"] = state.header["json_file"]
+    try:
+        plan = pydantic.TypeAdapter(plan_cls).validate_python(options)
+    except (KeyError, TypeError, pydantic.ValidationError):
+        raise unreadable_resume(resume, experiment) from None
+    recheck_user_files(plan, state.header)
+    return plan, state
+
+
+def unreadable_resume(resume: Path, experiment: str) -> UsageError:
+    """The one line for a journal whose options this version cannot read."""
+    return UsageError(
+        "--resume", f"'{resume}' holds {experiment} options this version of whichdevice cannot read", "Start a new run."
+    )
+
+
+def _user_refs(value) -> list[dict]:
+    """The dicts of a plan that name a user's model file (``model_file``), at any depth."""
+    if isinstance(value, dict):
+        found = [value] if isinstance(value.get("model_file"), str) else []
+        for v in value.values():
+            found += _user_refs(v)
+        return found
+    if isinstance(value, list):
+        return [d for v in value for d in _user_refs(v)]
+    return []
+
+
+def _file_hash(path: str) -> str | None:
+    try:
+        return hashlib.sha256(safeio.read_capped(path, "--model", what="Python file")).hexdigest()
+    except UsageError:
+        return None
+
+
+def user_file_hashes(options: dict) -> dict[str, str | None]:
+    """sha256 of the user's model and data files a plan names, journaled in its header."""
+    files = {}
+    for ref in _user_refs(options):
+        for key in ("model_file", "data_file"):
+            if isinstance(ref.get(key), str):
+                files[ref[key]] = _file_hash(ref[key])
+    return files
+
+
+def recheck_user_files(plan, header: dict) -> None:
+    """Before ``--resume`` imports the user's code again (issue 18): the files must be the
+    ones the run started with (the sha256 journaled in the header) and pass the pre-flight
+    again (the same child check as a new run, through core.process)."""
+    from whichdevice import frameworks
+    from whichdevice.workloads import userfile
+
+    options = dataclasses.asdict(plan)
+    journaled = header.get("files") or {}
+    for ref in _user_refs(options):
+        for key, argument in (("model_file", "--model"), ("data_file", "--data")):
+            path = ref.get(key)
+            if not isinstance(path, str):
+                continue
+            now = _file_hash(path)
+            if now is None:
+                raise UsageError(
+                    "--resume", f"the run's {argument} file '{path}' is gone or unreadable", "Start a new run."
+                )
+            if journaled.get(path) not in (None, now):
+                raise UsageError(
+                    "--resume",
+                    f"the run's {argument} file '{path}' changed since the run started",
+                    "Its finished cases measured the old code: start a new run.",
+                )
+        fw = getattr(plan, "framework", None) or (getattr(plan, "frameworks", None) or ["tensorflow"])[0]
+        fw = fw if fw in frameworks.FRAMEWORKS else "tensorflow"
+        model_fn = userfile.UserFunction(Path(ref["model_file"]), str(ref.get("model_fn")), "--model")
+        data_fn = (
+            userfile.UserFunction(Path(ref["data_file"]), str(ref.get("data_fn")), "--data")
+            if isinstance(ref.get("data_file"), str)
+            else None
+        )
+        env = frameworks.env_module(fw).child_env("cpu")
+        err_console.print(f"Checking {escape(model_fn.text)} again before resuming (imports {escape(fw)})…")
+        if "output_shape" in ref:
+            shape = tuple(int(d) for d in str(ref.get("input_shape") or "").split(",") if d) or None
+            if fw not in frameworks.KERAS:  # an nn.Module (torch): torch's own pre-flight
+                from whichdevice.workloads import torch_diagnose
+
+                again = torch_diagnose.user_params(
+                    model_fn, None if data_fn else shape, ref.get("classes"), data_fn, getattr(plan, "batch", None), env
+                )
+            else:
+                again = userfile.user_model_params(
+                    model_fn, None if data_fn else shape, ref.get("classes"), data_fn, env
+                )
+            if str(again.get("output_shape")) != str(ref.get("output_shape")):
+                raise UsageError(
+                    "--resume",
+                    f"the run's model now outputs shape ({again.get('output_shape')}), "
+                    f"not ({ref.get('output_shape')}) as when the run started",
+                    "Start a new run.",
+                )
+        else:
+            size = getattr(plan, "size", None)
+            shape = (size, size, 3) if size and not data_fn else None
+            userfile.preflight(model_fn, shape, None, data_fn, env)
+
+
+def journal_header(experiment: str, plan) -> dict:
+    options = dataclasses.asdict(plan)
+    return {
+        "experiment": experiment,
+        "json_file": plan.json_file,
+        "options": options,
+        "files": user_file_hashes(options),
+    }
+
+
+def open_journal(experiment: str, plan, resumed: JournalState | None) -> Journal:
+    """The plan's journal: continued when resuming, else created (its header: the plan)."""
+    path = journal_path(Path(plan.json_file))
+    return Journal(path) if resumed else Journal.create(path, journal_header(experiment, plan))
+
+
+# ------------------------------------------------------------------ measuring
+# Every measuring command goes through ``measure.session.measure``; this adds the terminal's
+# side: the "looking for devices" line and one progress bar.
+
+
+def announce_discovery(framework: str) -> None:
+    """Say that devices are being looked for when that takes a child (a framework import)."""
+    if experiment.needs_discovery_child(framework):
+        err_console.print(f"Looking for devices ({escape(framework)} import takes a few seconds)…")
+
+
+def find_devices(framework: str):
+    """The devices ``framework`` sees, for a measuring command: no child where the parent can
+    tell only the CPU exists (the measuring child reports the rest: experiment.discover's
+    ``fold``), else a discovery child, announced since it takes a few seconds."""
+    announce_discovery(framework)
+    return experiment.discover(framework, fold=True)
+
+
+# How progress is shown: None, the CLI's (present/cliprogress.py on stderr); the Python API and
+# the notebook magic set their own for the call (``viewing``): given the experiment's name, a
+# context manager whose value has ``callbacks(**more) -> session.Progress`` and ``say(text)``.
+progress_view: Callable[[str], Any] | None = None
+
+
+@contextmanager
+def viewing(view: Callable[[str], Any]) -> Iterator[None]:
+    """Show the progress of the jobs run inside the block with ``view`` (see ``progress_view``)."""
+    global progress_view
+    saved, progress_view = progress_view, view
+    try:
+        yield
+    finally:
+        progress_view = saved
+
+
+def measure_with_progress(
+    request: session.Request,
+    *,
+    journal: Journal | Callable[[], Journal] | None = None,
+    resumed: JournalState | None = None,
+    found=None,
+    quiet: bool = False,
+    on_provisional: Callable[[records.RunRecord, Any], None] | None = None,
+) -> records.RunRecord:
+    """Measure ``request`` with its progress on stderr: a live line in a terminal (gone when
+    done), a line per finished phase when piped (none with ``quiet``); or ``progress_view``'s.
+    ``on_provisional``: given the record of round 1's answer cases (session.Progress.on_provisional)
+    and the progress (its ``say`` prints above it)."""
+    if found is None:
+        found = find_devices(request.framework)
+    view = progress_view(request.experiment) if progress_view else cliprogress.CliProgress(err_console, quiet=quiet)
+    with view as shown:
+        callbacks = shown.callbacks(
+            # matplotlib (≈ 0.5 s) imported while the child imports its framework (issue 21)
+            while_child_starts=plots.pyplot,
+            on_provisional=(lambda rec: on_provisional(rec, shown)) if on_provisional else None,
+        )
+        return session.measure(request, journal=journal, resumed=resumed, progress=callbacks, found=found)
+
+
+def run(
+    job: Any,
+    experiment: str,
+    request: session.Request,
+    draw: Callable[[records.RunRecord, Path], Any],
+    *,
+    resumed: JournalState | None,
+    journal: Journal | None = None,
+    found=None,
+) -> records.RunRecord:
+    """The one run skeleton: measure ``request`` (journaled in ``journal``, else the job's own,
+    created once the devices are checked), write the record, close the journal, draw the page
+    (``draw(record, png)``: the job's ``png_file``, else the PNG beside the record, not announced)
+    and print the record's lines after it."""
+    record = measure_with_progress(
+        request, journal=journal or (lambda: open_journal(experiment, job, resumed)), resumed=resumed, found=found
+    )
+    finish(record, job, draw)
+    return record
+
+
+def finish(record: records.RunRecord, job: Any, draw: Callable[[records.RunRecord, Path], Any]) -> None:
+    """A measured job's end: its record written, its journal closed, its page drawn."""
+    json_file = Path(job.json_file)
+    png = getattr(job, "png_file", None)
+    page_png = Path(png) if png else json_file.with_suffix(".png")
+    record_then_page(
+        record, json_file, Path(png) if png else None, lambda: draw(record, page_png), [journal_path(json_file)]
+    )
