@@ -60,16 +60,10 @@ class ApiProgress:
             self._handle = display(HTML(self._html()), display_id=True)  # type: ignore[no-untyped-call]  # IPython is untyped
         else:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._bar = bar = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=Console(stderr=True, highlight=False),
-                transient=True,
-            )
+            from whichdevice.present.cliprogress import bar_for
+
+            self._bar = bar = bar_for(Console(stderr=True, highlight=False))  # the CLI's line, cut to fit
             bar.start()
             self._task = bar.add_task(f"{self.title}: starting", total=None)
         return self
@@ -105,10 +99,6 @@ class ApiProgress:
         self.done += 1
         if self._bar is not None and self._task is not None:
             self._bar.advance(self._task)
-        self._draw()
-
-    def tick(self) -> None:
-        """Redraw the elapsed time (a notebook line does not redraw by itself)."""
         self._draw()
 
     # --- the notebook line
