@@ -118,6 +118,14 @@ def group_runner(name: str) -> GroupWorkload:
     return module
 
 
+def dispatch(runners: dict[Any, Callable[..., Any]], key: Any, what: str) -> Callable[..., Any]:
+    """A workload's runner for one kind of its cases (``what``: its name in the error)."""
+    run = runners.get(key)
+    if run is None:
+        raise ValueError(f"unknown {what} {key!r}")
+    return run
+
+
 def runner(name: str) -> Workload:
     if name not in WORKLOADS:
         raise KeyError(name)

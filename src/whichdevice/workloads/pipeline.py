@@ -46,9 +46,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from whichdevice.core.records import Scalar
     from whichdevice.frameworks.contracts import Framework, Pipeline
 
 import atexit
@@ -62,6 +59,7 @@ from pathlib import Path
 from whichdevice.core.records import CaseSpec, Timing
 from whichdevice.core.timing import TimingPolicy, abba_turns, measure, take_turns, turns_timing
 from whichdevice.frameworks.common.ladders import TF_DATA, Ladder
+from whichdevice.workloads import dispatch
 
 
 def ladder(framework: str) -> Ladder:
@@ -278,17 +276,8 @@ def _settle(tfp, fw, p, device: str, step) -> int:
 
 
 def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict]:
-    part = spec.params["part"]
-    runners: dict[Scalar, Callable[..., tuple[Timing, dict]]] = {
-        "pipeline": _run_pipeline,
-        "model": _run_model,
-        "both": _run_both,
-        "stage": _run_stage,
-    }
-    run = runners.get(part)
-    if run is None:
-        raise ValueError(f"unknown pipeline case part {part!r}")
-    return run(spec, fw, policy, overhead_s)
+    runners = {"pipeline": _run_pipeline, "model": _run_model, "both": _run_both, "stage": _run_stage}
+    return dispatch(runners, spec.params["part"], "pipeline case part")(spec, fw, policy, overhead_s)
 
 
 def _steady_done(n: int, total_s: float, policy: TimingPolicy, per_pass: int) -> bool:

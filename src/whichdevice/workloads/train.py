@@ -42,7 +42,7 @@ import dataclasses
 import importlib
 import math
 
-from whichdevice.core.records import CaseSpec, Scalar, scalar_int
+from whichdevice.core.records import CaseSpec, scalar_int
 from whichdevice.core.steps import raw_from_steps, time_loop
 from whichdevice.core.timing import (
     RawTiming,
@@ -55,6 +55,7 @@ from whichdevice.core.timing import (
     warm_up,
 )
 from whichdevice.frameworks.common.casemodel import CaseModel
+from whichdevice.workloads import dispatch
 from whichdevice.workloads.epochturns import EpochTurns
 
 KINDS = ("create", "loop", "fit", "steady")
@@ -166,16 +167,8 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
     kind = spec.params["kind"]
     if kind in _OTHER_KINDS:  # kinds measured by their own modules (placement, pitfalls, precision)
         return importlib.import_module(_OTHER_KINDS[kind]).run_case(spec, fw, policy, overhead_s)
-    runners: dict[Scalar, Callable[..., tuple[RawTiming, dict]]] = {
-        "create": _run_create,
-        "loop": _run_loop,
-        "fit": _run_fit,
-        "steady": _run_steady,
-    }
-    runner = runners.get(kind)
-    if runner is None:
-        raise ValueError(f"unknown train case kind {kind!r}")
-    return runner(spec, fw, policy, overhead_s)
+    runners = {"create": _run_create, "loop": _run_loop, "fit": _run_fit, "steady": _run_steady}
+    return dispatch(runners, kind, "train case kind")(spec, fw, policy, overhead_s)
 
 
 def _run_create(spec, fw, policy, overhead_s):

@@ -31,8 +31,6 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-# Ops that run Python (tf.py_function, tf.numpy_function): on the CPU whatever the device.
-PYTHON_OPS = frozenset({"PyFunc", "EagerPyFunc", "PyFuncStateless"})
 PLUMBING = frozenset(
     {
         "_Arg",
@@ -76,6 +74,9 @@ COPY_TYPES = frozenset(
         "CopyFromDevice",
     }
 )
+
+# Ops that run Python (tf.py_function, tf.numpy_function): on the CPU whatever the device.
+PYTHON_OPS = frozenset({"PyFunc", "EagerPyFunc", "PyFuncStateless"})
 
 _PREFIXED = re.compile(r"placer\.cc:\d+\]\s+(?P<name>\S+): \((?P<type>[^)]+)\): (?P<dev>/\S+)")
 _BARE = re.compile(r"^(?P<name>[^\s:]\S*): \((?P<type>[^)]+)\): (?P<dev>/job:\S+)\s*$")
