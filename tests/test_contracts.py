@@ -75,13 +75,18 @@ def test_part_of_a_framework_without_it_is_a_key_error_naming_those_with_it():
 
 
 def _defined(path) -> set[str]:
-    """The names a module defines or imports at its top level (read, not imported)."""
+    """The names a module defines or imports at its top level (read, not imported; a star
+    import brings the ``__all__`` of the module it names)."""
     import ast
+    from pathlib import Path
 
     names: set[str] = set()
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             names.add(node.name)
+        elif isinstance(node, ast.ImportFrom) and [a.name for a in node.names] == ["*"]:
+            source = Path(frameworks.__file__).parents[2].joinpath(*(node.module or "").split("."))
+            names.update(_star(source.with_suffix(".py")))
         elif isinstance(node, ast.ImportFrom):
             names.update(a.asname or a.name for a in node.names)
         elif isinstance(node, ast.Assign):
@@ -89,6 +94,16 @@ def _defined(path) -> set[str]:
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
     return names
+
+
+def _star(path) -> list[str]:
+    """The ``__all__`` a module declares (read, not imported)."""
+    import ast
+
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    raise AssertionError(f"{path.name} is star-imported but declares no __all__")
 
 
 def test_every_listed_part_defines_its_protocol_members_read_without_importing():

@@ -82,10 +82,6 @@ def _open(tail: str) -> bool:
     return False
 
 
-def has_controls(text: str) -> bool:
-    return clean(text) != text
-
-
 # Plain stand-ins for the typographic characters whichdevice prints, for a terminal whose
 # encoding cannot show them (PYTHONIOENCODING=ascii, a latin-1 locale; issue #43). A character
 # with no stand-in, or a file name's undecodable byte (a lone surrogate), becomes '?'. Each

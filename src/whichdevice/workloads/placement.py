@@ -158,9 +158,7 @@ def run_traced(spec: CaseSpec, fw: Framework, overhead_s: float) -> tuple[Timing
     m = CaseModel(p, training)
     b, steps = scalar_int(p["batch"]), scalar_int(p.get("steps", DEFAULT_STEPS))
     with fw.placement.scope(spec.device):
-        model = m.build()
-        step = m.train_step(training, model)
-        x, y = m.one_batch(training, b)
+        step, x, y = m.step_and_batch(training, b)
 
         def call():
             with fw.placement.scope(spec.device):

@@ -299,9 +299,7 @@ def steady_step(spec, fw):
     training = _training(fw)
     m = CaseModel(spec.params, training)
     with fw.placement.scope(spec.device):
-        model = m.build()
-        step = m.train_step(training, model)
-        x, y = m.one_batch(training, int(spec.params["batch"]))
+        step, x, y = m.step_and_batch(training, int(spec.params["batch"]))
         xb, yb = training.on_device(x, y, fw.placement.scope(spec.device))
     return training, step, xb, yb
 

@@ -159,6 +159,14 @@ class CaseModel:
             x, y, batch, shuffle=n if data == "tfdata_shuffle" else None, prefetch=data != "tfdata_noprefetch"
         )
 
+    def step_and_batch(self, training, batch: int):
+        """A fresh model's train step and one batch of ``batch`` examples (called under the
+        device's scope, the model is built there): ``(step, x, y)``."""
+        model = self.build()
+        step = self.train_step(training, model)
+        x, y = self.one_batch(training, batch)
+        return step, x, y
+
     def one_batch(self, training, batch: int):
         if self.name == "user" and self.p.get("data_file"):
             ds = self.dataset(training, batch, batch, "tfdata")

@@ -24,37 +24,32 @@ workers' enqueuer), one pass per epoch (``on_epoch_begin`` / ``on_epoch_end``), 
 
 from __future__ import annotations
 
-import math
-from pathlib import Path
-
 import keras
 import numpy as np
 
-from whichdevice.core.machine import usable_cores
 from whichdevice.frameworks.common.ladders import PY_DATASET
+from whichdevice.frameworks.common.models import cnn as build_model
+from whichdevice.frameworks.common.models import logits_loss as loss_for
+from whichdevice.frameworks.common.seedimages import counter, floor_input, materialize, synthetic_images, write_files
+from whichdevice.frameworks.common.seedimages import MAX_DELTA, Elements, Read, heavy_factor, staged, workers
 
-MAX_DELTA = 0.2
-SEED_CLASSES = 10
 VARIANTS = PY_DATASET.variants
 STAGES = PY_DATASET.stages
-SHARDS = 4
-
-
-def workers() -> int:
-    """The workers of the ``threads`` / ``processes`` variants: the usable cores, 2 to 4."""
-    return max(2, min(4, usable_cores()))
-
-
-def synthetic_images(n: int, size: int, *, classes: int = SEED_CLASSES, seed: int = 0):
-    """Seed 003's data: uint8 images (n, size, size, 3) and int64 labels in [0, classes)."""
-    rng = np.random.default_rng(seed)
-    images = rng.integers(0, 256, size=(n, size, size, 3), dtype=np.uint8)
-    labels = rng.integers(0, max(1, classes), size=(n,), dtype=np.int64)
-    return images, labels
-
-
-def _factor(stage: str, heavy) -> int:
-    return int(heavy[1]) if heavy and heavy[0] == stage else 1
+# the pipeline part (contracts.Pipeline) less its train step: the backend's pipeline.py
+# imports these and adds ``train_step = sgd_step(training)``
+__all__ = [
+    "build_model",
+    "build_variant",
+    "counter",
+    "floor_input",
+    "loss_for",
+    "materialize",
+    "stage_input",
+    "synthetic_images",
+    "to_device",
+    "user_variant",
+    "write_files",
+]
 
 
 def burn(x: np.ndarray, factor: int) -> np.ndarray:
@@ -67,7 +62,7 @@ def burn(x: np.ndarray, factor: int) -> np.ndarray:
 
 
 def normalize(image: np.ndarray, heavy=None) -> np.ndarray:
-    return burn(image.astype(np.float32) / 255.0, _factor("normalize", heavy))
+    return burn(image.astype(np.float32) / 255.0, heavy_factor("normalize", heavy))
 
 
 def augment(image: np.ndarray, rng: np.random.Generator, heavy=None) -> np.ndarray:
@@ -75,7 +70,7 @@ def augment(image: np.ndarray, rng: np.random.Generator, heavy=None) -> np.ndarr
     image = image + np.float32(rng.uniform(-MAX_DELTA, MAX_DELTA))
     if rng.random() < 0.5:
         image = image[:, ::-1, :]
-    return burn(np.ascontiguousarray(image), _factor("augment", heavy))
+    return burn(np.ascontiguousarray(image), heavy_factor("augment", heavy))
 
 
 def augment_batch(images: np.ndarray, rng: np.random.Generator, heavy=None) -> np.ndarray:
@@ -84,7 +79,7 @@ def augment_batch(images: np.ndarray, rng: np.random.Generator, heavy=None) -> n
     images = images + rng.uniform(-MAX_DELTA, MAX_DELTA, size=(n, 1, 1, 1)).astype(np.float32)
     flip = rng.random(n) < 0.5
     images[flip] = images[flip][:, :, ::-1, :]
-    return burn(images, _factor("augment", heavy))
+    return burn(images, heavy_factor("augment", heavy))
 
 
 class Images(keras.utils.PyDataset):
@@ -167,63 +162,6 @@ def user_variant(ds, variant: str, batch: int, default_steps: int = 10):
 # --------------------------------------------------------------------------- stages
 
 
-class Elements:
-    """A re-iterable stream of examples: ``source`` with ``fn`` applied to each, or grouped
-    in ``batch``-sized batches (stacked)."""
-
-    def __init__(self, source, fn=None, batch: int = 0):
-        self.source, self.fn, self.batch = source, fn, batch
-
-    def __iter__(self):
-        if self.batch:
-            group: list = []
-            for e in self.source:
-                group.append(e)
-                if len(group) == self.batch:
-                    yield np.stack([x for x, _ in group]), np.array([y for _, y in group])
-                    group = []
-            return
-        for e in self.source:
-            yield self.fn(e) if self.fn is not None else e
-
-    def take(self, n: int) -> Elements:
-        return Elements([e for _, e in zip(range(n), self)])
-
-
-def write_files(images, labels, folder: str | Path, shards: int = SHARDS) -> list[str]:
-    """The images and labels as ``shards`` pairs of ``.npy`` files: the ``read`` stage's input."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    n = len(images)
-    shards = max(1, min(shards, n))
-    files = []
-    for s in range(shards):
-        lo, hi = s * n // shards, (s + 1) * n // shards
-        path = folder / f"images-{s:05d}-of-{shards:05d}.npy"
-        np.save(path, images[lo:hi])
-        np.save(folder / f"labels-{s:05d}-of-{shards:05d}.npy", labels[lo:hi])
-        files.append(str(path))
-    return files
-
-
-class _Read:
-    """Up to ``n`` examples read from the files at every pass (memory-mapped, copied out)."""
-
-    def __init__(self, files: list[str], n: float):
-        self.files, self.n = files, n
-
-    def __iter__(self):
-        k = 0
-        for f in self.files:
-            images = np.load(f, mmap_mode="r")
-            labels = np.load(f.replace("images-", "labels-"), mmap_mode="r")
-            for i in range(len(images)):
-                if k >= self.n:
-                    return
-                k += 1
-                yield np.array(images[i]), int(labels[i])
-
-
 def stage_input(stage: str, files: list[str], size: int, batch: int, heavy=None):
     """The input of ``stage`` (every stage before it) and the function that applies it."""
     rng = np.random.default_rng(0)
@@ -232,32 +170,7 @@ def stage_input(stage: str, files: list[str], size: int, batch: int, heavy=None)
         "augment": lambda src: Elements(src, lambda e: (augment(e[0], rng, heavy), e[1])),
         "batch": lambda src: Elements(src, batch=batch),
     }
-    if stage == "read":
-        return None, lambda n: Elements(_Read(files, n))
-    if stage not in steps:
-        raise ValueError(f"unknown stage {stage!r} (one of {', '.join(STAGES)})")
-    upstream = Elements(_Read(files, math.inf))
-    for s in STAGES[1 : STAGES.index(stage)]:
-        upstream = steps[s](upstream)
-    return upstream, steps[stage]
-
-
-def floor_input(n: int) -> Elements:
-    return Elements(list(range(n)))
-
-
-def materialize(ds) -> Elements:
-    return Elements(list(ds))
-
-
-def counter(ds):
-    def run() -> int:
-        n = 0
-        for _ in ds:
-            n += 1
-        return n
-
-    return run
+    return staged(stage, STAGES, steps, lambda n: Elements(Read(files, n)))
 
 
 def to_device(x, y, device_scope):
@@ -269,33 +182,14 @@ def to_device(x, y, device_scope):
 # --------------------------------------------------------------------------- models
 
 
-def build_model(net: str, size: int, classes: int = SEED_CLASSES):
-    """The TensorFlow page's three Keras CNNs (``tiny``, ``small``, ``heavy``)."""
-    from keras import layers
-
-    body = {
-        "tiny": [layers.GlobalAveragePooling2D()],
-        "small": [
-            layers.Conv2D(16, 3, strides=2, activation="relu"),
-            layers.Conv2D(32, 3, strides=2, activation="relu"),
-            layers.GlobalAveragePooling2D(),
-        ],
-        "heavy": [
-            layers.Conv2D(32, 3, padding="same", activation="relu"),
-            layers.Conv2D(32, 3, padding="same", activation="relu"),
-            layers.GlobalAveragePooling2D(),
-        ],
-    }
-    if net not in body:
-        raise ValueError(f"unknown net {net!r}")
-    return keras.Sequential([keras.Input((size, size, 3)), *body[net], layers.Dense(classes)], name=f"{net}_cnn")
-
-
-def loss_for(model, out_dim: int):
-    if out_dim > 1:
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    return keras.losses.BinaryCrossentropy(from_logits=True)
-
-
 def sgd():
     return keras.optimizers.SGD(learning_rate=0.01)
+
+
+def sgd_step(training):
+    """The pipeline part's ``train_step``: the backend's step (``training.train_step``) with SGD."""
+
+    def train_step(model, loss_fn):
+        return training.train_step(model, sgd(), loss_fn)
+
+    return train_step

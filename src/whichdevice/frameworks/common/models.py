@@ -61,6 +61,44 @@ def build(name: str):
     raise KeyError(name)
 
 
+def cnn(net: str, size: int, classes: int = 10):
+    """The ``pipeline`` command's Keras image classifiers of three weights, for ``size x size x 3``
+    inputs: ``tiny`` (pool + dense: almost no work), ``small`` (two strided convolutions, the
+    default) and ``heavy`` (two full-resolution 3x3 convolutions of 32 channels)."""
+    import keras
+    from keras import layers
+
+    body = {
+        "tiny": [layers.GlobalAveragePooling2D()],
+        "small": [
+            layers.Conv2D(16, 3, strides=2, activation="relu"),
+            layers.Conv2D(32, 3, strides=2, activation="relu"),
+            layers.GlobalAveragePooling2D(),
+        ],
+        "heavy": [
+            layers.Conv2D(32, 3, padding="same", activation="relu"),
+            layers.Conv2D(32, 3, padding="same", activation="relu"),
+            layers.GlobalAveragePooling2D(),
+        ],
+    }
+    if net not in body:
+        raise ValueError(f"unknown net {net!r}")
+    return keras.Sequential([keras.Input((size, size, 3)), *body[net], layers.Dense(classes)], name=f"{net}_cnn")
+
+
+def logits_loss(model, out_dim: int):
+    """The model's own compiled loss when it has one; otherwise sparse categorical
+    cross-entropy on logits for several outputs, binary cross-entropy on a logit for one."""
+    import keras
+
+    loss = getattr(model, "loss", None)
+    if loss is not None:
+        return keras.losses.get(loss) if isinstance(loss, str) else loss
+    if out_dim > 1:
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    return keras.losses.BinaryCrossentropy(from_logits=True)
+
+
 def optimizer_and_loss(name: str):
     """The seed's optimizer and loss objects (fresh each call)."""
     import keras

@@ -3,6 +3,8 @@ report the driver themselves. No framework import: safe anywhere."""
 
 from __future__ import annotations
 
+import os
+import platform
 import shutil
 import subprocess
 from pathlib import Path
@@ -44,3 +46,13 @@ def hidden_by_env(environ) -> str | None:
     if cvd is not None and cvd.strip() in ("", "-1"):
         return f"CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU (unset it)"
     return None
+
+
+def host_reasons() -> list[str]:
+    """The checked reasons outside the framework why it sees no GPU: the GPUs hidden by the
+    environment, no NVIDIA driver on Linux."""
+    hidden = hidden_by_env(os.environ)
+    reasons = [hidden] if hidden else []
+    if platform.system() == "Linux" and not driver_present():
+        reasons.append(NO_DRIVER)
+    return reasons

@@ -84,6 +84,15 @@ def read_job(argv: list[str]) -> tuple[dict[str, Any], str]:
         return json.load(f), argv[2]
 
 
+def start(run: Callable[[dict[str, Any], Emitter], None], argv: list[str], *, emits: bool = True) -> int:
+    """A worker's ``main``: tied to its launcher's life, the job read from ``argv`` (JOB OUT),
+    ``run`` on it, its results appended to OUT (nowhere unless ``emits``: rank 0 of a group emits)."""
+    die_with_parent()
+    job, out = read_job(argv)
+    run(job, Emitter(out if emits else None))
+    return 0
+
+
 def points(job: dict[str, Any], replicas: int) -> list[tuple[int, str]]:
     """The (global batch, variant) points of ``replicas`` in the job, in order."""
     return [(int(b), str(v)) for n, b, v in job["points"] if int(n) == replicas]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import platform
 from importlib import metadata
 
 import jax
@@ -85,9 +84,5 @@ def no_gpu_reasons() -> list[str]:
         reasons.append(f"JAX_PLATFORMS={plats!r} leaves the GPU out (unset it)")
     if cuda_plugin() is None:
         reasons.append("this JAX has no CUDA plugin (CPU-only jaxlib): pip install -U 'jax[cuda12]'")
-    hidden = _nvidia.hidden_by_env(os.environ)
-    if hidden:
-        reasons.append(hidden)
-    if platform.system() == "Linux" and not _nvidia.driver_present():
-        reasons.append(_nvidia.NO_DRIVER)
+    reasons += _nvidia.host_reasons()
     return reasons or ["JAX found no usable GPU (run python -c 'import jax; print(jax.devices())' to see why)"]

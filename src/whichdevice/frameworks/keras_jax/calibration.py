@@ -1,8 +1,8 @@
 """Keras 3 on JAX: the training step's kernels for ``predict``, as XLA launches them.
 
-The step is the ``jax.jit``-compiled stateless step of ``training.train_step`` (rebuilt here
-the same way, so its compiled form can be read). XLA fuses the step's operations into a
-few kernels: the kernel list is the instructions of the compiled HLO's entry computation
+The step is the ``jax.jit``-compiled stateless step of ``training.train_step`` (built by
+``training.compiled_step``, so its compiled form can be read). XLA fuses the step's operations
+into a few kernels: the kernel list is the instructions of the compiled HLO's entry computation
 (``jax.jit(...).lower(...).compile().as_text()``) that launch work, read by
 ``frameworks/common/hlo.py``.
 
@@ -19,7 +19,6 @@ from whichdevice.frameworks.common.hlo import kernels_from_hlo
 from whichdevice.frameworks.jax.calibration import d2h, elementwise, graph_chain, h2d, matmul, tiny_eager, tiny_sync
 
 __all__ = [
-    "compiled_step",
     "describe_train",
     "kernels_from_hlo",
     "tiny_eager",
@@ -32,34 +31,9 @@ __all__ = [
 ]
 
 
-def compiled_step(model, optimizer, loss_fn):
-    """``training.train_step``'s jitted function and its initial state (same recipe)."""
-    import jax
-
-    optimizer.build(model.trainable_variables)
-
-    def loss_and_state(trainable, non_trainable, x, y):
-        y_pred, non_trainable = model.stateless_call(trainable, non_trainable, x, training=True)
-        return loss_fn(y, y_pred), non_trainable
-
-    grad_fn = jax.value_and_grad(loss_and_state, has_aux=True)
-
-    @jax.jit
-    def jitted(state, x, y):
-        trainable, non_trainable, opt_vars = state
-        (loss, non_trainable), grads = grad_fn(trainable, non_trainable, x, y)
-        trainable, opt_vars = optimizer.stateless_apply(opt_vars, grads, trainable)
-        return loss, (trainable, non_trainable, opt_vars)
-
-    state = (
-        [v.value for v in model.trainable_variables],
-        [v.value for v in model.non_trainable_variables],
-        [v.value for v in optimizer.variables],
-    )
-    return jitted, state
-
-
 def describe_train(model, optimizer, loss_fn, training, x, y) -> dict:
+    from whichdevice.frameworks.keras_jax.training import compiled_step
+
     jitted, state = compiled_step(model, optimizer, loss_fn)
     text = jitted.lower(state, x, y).compile().as_text()
     import jax

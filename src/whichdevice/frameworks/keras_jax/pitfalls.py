@@ -61,9 +61,7 @@ def run_case(spec: CaseSpec, fw: Framework, policy: Any, overhead_s: float) -> t
     b = scalar_int(spec.params["batch"])
     dev = jax_device(spec.device)
     with fw.placement.scope(spec.device):
-        model = m.build()
-        step = m.train_step(training, model)
-        x, y = m.one_batch(training, b)
+        step, x, y = m.step_and_batch(training, b)
 
     def fn():
         with fw.placement.scope(spec.device):

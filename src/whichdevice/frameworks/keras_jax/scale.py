@@ -152,10 +152,7 @@ def _train_step(job: dict, model, batch: int) -> tuple[Callable[[], Any], float]
 
 
 def main(argv: list[str]) -> int:
-    sw.die_with_parent()
-    job, out = sw.read_job(argv)
-    run(job, sw.Emitter(out))
-    return 0
+    return sw.start(run, argv)
 
 
 if __name__ == "__main__":

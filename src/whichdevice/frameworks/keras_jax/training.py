@@ -10,13 +10,13 @@ import jax
 
 from whichdevice.frameworks.common.keras import dataset, is_dataset, on_device, read_back, user_dataset
 
-__all__ = ["train_step", "dataset", "is_dataset", "on_device", "read_back", "user_dataset"]
+__all__ = ["compiled_step", "train_step", "dataset", "is_dataset", "on_device", "read_back", "user_dataset"]
 
 
-def train_step(model, optimizer, loss_fn):
-    """A callable ``step(x, y) -> loss`` (not read back). The model's state lives in the
-    step's closure as JAX arrays, threaded through each call (the model's own variables are
-    not updated: nothing here reads them). The first call traces and compiles."""
+def compiled_step(model, optimizer, loss_fn):
+    """The step's ``jax.jit``-compiled function ``(state, x, y) -> (loss, state)`` and its
+    initial state (the model's and the optimizer's variables as JAX arrays): Keras 3's
+    stateless recipe. ``calibration.describe_train`` reads its compiled form."""
     optimizer.build(model.trainable_variables)
 
     def loss_and_state(trainable, non_trainable, x, y):
@@ -32,13 +32,20 @@ def train_step(model, optimizer, loss_fn):
         trainable, opt_vars = optimizer.stateless_apply(opt_vars, grads, trainable)
         return loss, (trainable, non_trainable, opt_vars)
 
-    state = [
-        (
-            [v.value for v in model.trainable_variables],
-            [v.value for v in model.non_trainable_variables],
-            [v.value for v in optimizer.variables],
-        )
-    ]
+    state = (
+        [v.value for v in model.trainable_variables],
+        [v.value for v in model.non_trainable_variables],
+        [v.value for v in optimizer.variables],
+    )
+    return jitted, state
+
+
+def train_step(model, optimizer, loss_fn):
+    """A callable ``step(x, y) -> loss`` (not read back). The model's state lives in the
+    step's closure as JAX arrays, threaded through each call (the model's own variables are
+    not updated: nothing here reads them). The first call traces and compiles."""
+    jitted, first = compiled_step(model, optimizer, loss_fn)
+    state = [first]
 
     def step(x, y):
         loss, state[0] = jitted(state[0], x, y)

@@ -4,38 +4,8 @@ step is the eager torch step of ``training.py`` with SGD."""
 
 from __future__ import annotations
 
-from whichdevice.frameworks.common.keraspipeline import (
-    build_model,
-    build_variant,
-    counter,
-    floor_input,
-    loss_for,
-    materialize,
-    sgd,
-    stage_input,
-    synthetic_images,
-    to_device,
-    user_variant,
-    write_files,
-)
+from whichdevice.frameworks.common.keraspipeline import *  # noqa: F403
+from whichdevice.frameworks.common.keraspipeline import sgd_step
 from whichdevice.frameworks.keras_torch import training
 
-__all__ = [
-    "build_model",
-    "build_variant",
-    "counter",
-    "floor_input",
-    "loss_for",
-    "materialize",
-    "stage_input",
-    "synthetic_images",
-    "to_device",
-    "train_step",
-    "user_variant",
-    "write_files",
-]
-
-
-def train_step(model, loss_fn):
-    """One SGD step, eager (Keras on torch); returns the loss."""
-    return training.train_step(model, sgd(), loss_fn)
+train_step = sgd_step(training)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import platform
 from importlib import metadata
 
 import tensorflow as tf
 
-from whichdevice.frameworks.common.nvidia import NO_DRIVER, driver_present, hidden_by_env, smi_query
+from whichdevice.frameworks.common.nvidia import driver_present, host_reasons, smi_query
 from whichdevice.core.machine import cpu_model
 from whichdevice.core.records import DeviceInfo, FrameworkInfo
 
@@ -66,18 +65,13 @@ def no_gpu_reasons() -> list[str]:
         reasons.append("tensorflow-cpu is installed: it has no GPU support (pip install tensorflow)")
     elif not tf.test.is_built_with_cuda():
         reasons.append("this TensorFlow build has no CUDA support")
-    hidden = hidden_by_env(os.environ)
-    if hidden:
-        reasons.append(hidden)
+    reasons += host_reasons()  # the GPUs hidden, no driver on Linux
     system = platform.system()
     if system == "Windows":
         reasons.append("TensorFlow >= 2.11 has no native GPU support on Windows (use WSL2)")
     elif system == "Darwin":
         reasons.append("TensorFlow has no CUDA on macOS (the tensorflow-metal plugin adds Apple GPUs)")
-    has_driver = driver_present()
-    if not has_driver and system == "Linux":
-        reasons.append(NO_DRIVER)
-    elif has_driver and not reasons:
+    if not reasons and driver_present():
         reasons.append(
             "an NVIDIA driver is present but TensorFlow found no usable GPU: CUDA/cuDNN libraries "
             "missing? try pip install 'tensorflow[and-cuda]' and run with TF_CPP_MIN_LOG_LEVEL=0 to see why"

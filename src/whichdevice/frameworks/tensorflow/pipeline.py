@@ -33,16 +33,22 @@ has), so every batch is full: no short last batch that would retrace the train s
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 
+from whichdevice.frameworks.common.seedimages import MAX_DELTA, heavy_factor, shard_slices, staged
 from whichdevice.frameworks.common.tfdata import looks_batched
 
+# the pipeline part's (contracts.Pipeline) data and model are shared; its loader, files and stages are tf.data's
+from whichdevice.frameworks.common.models import cnn as build_model  # noqa: F401
+from whichdevice.frameworks.common.models import logits_loss as loss_for  # noqa: F401
+from whichdevice.frameworks.common.seedimages import synthetic_images  # noqa: F401
+from whichdevice.frameworks.tensorflow import training
+
 AUTOTUNE = tf.data.AUTOTUNE
-MAX_DELTA = 0.2  # seed 003: tf.image.random_brightness(image, max_delta=0.2)
-SEED_CLASSES = 10  # seed 003: labels = np.random.randint(0, 10, ...)
 STAGES = ("read", "parse", "normalize", "augment", "batch")
 HEAVY_STAGES = ("parse", "normalize", "augment")
 VARIANTS = ("serial", "parallel", "prefetch", "cache", "tfrecord", "pyfunc")
@@ -55,14 +61,6 @@ _FEATURES = {
 
 
 # --------------------------------------------------------------------------- data
-
-
-def synthetic_images(n: int, size: int, *, classes: int = SEED_CLASSES, seed: int = 0):
-    """Seed 003's data: uint8 images (n, size, size, 3) and int64 labels in [0, classes)."""
-    rng = np.random.default_rng(seed)
-    images = rng.integers(0, 256, size=(n, size, size, 3), dtype=np.uint8)
-    labels = rng.integers(0, max(1, classes), size=(n,), dtype=np.int64)
-    return images, labels
 
 
 def burn(x, factor: int):
@@ -82,21 +80,16 @@ def burn(x, factor: int):
     return x + tf.cast(tf.minimum(tf.abs(acc), 0.0), x.dtype)
 
 
-def _heavy(stage: str, heavy: tuple[str, int] | None):
-    """The burn factor for ``stage`` (1: normal)."""
-    return heavy[1] if heavy and heavy[0] == stage else 1
-
-
 def normalize(image, heavy=None):
     """Seed 003: ``tf.cast(image, tf.float32) / 255.0``."""
-    return burn(tf.cast(image, tf.float32) / 255.0, _heavy("normalize", heavy))
+    return burn(tf.cast(image, tf.float32) / 255.0, heavy_factor("normalize", heavy))
 
 
 def augment(image, heavy=None):
     """Seed 003's ``augment_image``: random brightness (max_delta 0.2), random left-right flip."""
     image = tf.image.random_brightness(image, max_delta=MAX_DELTA)
     image = tf.image.random_flip_left_right(image)
-    return burn(image, _heavy("augment", heavy))
+    return burn(image, heavy_factor("augment", heavy))
 
 
 def process_example(heavy=None):
@@ -122,7 +115,7 @@ def pyfunc_process(size: int, heavy=None, seed: int = 0):
     """:func:`numpy_process` wrapped in ``tf.py_function``: it runs in the Python interpreter
     (the GIL held) on whichever tf.data thread calls it, so parallel calls barely help."""
     rng = np.random.default_rng(seed)
-    factor = _heavy("augment", heavy) * _heavy("normalize", heavy)
+    factor = heavy_factor("augment", heavy) * heavy_factor("normalize", heavy)
 
     def work(image):
         x = numpy_process(image.numpy(), rng)
@@ -154,17 +147,12 @@ def write_tfrecords(
 ) -> list[str]:
     """Write the examples to ``shards`` TFRecord files (contiguous slices, in order) as seed
     003's third example does (raw uint8 bytes + int64 label). Returns the file names."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    n = len(images)
-    shards = max(1, min(shards, n))
     files = []
-    for s in range(shards):
-        path = folder / f"images-{s:05d}-of-{shards:05d}.tfrecord"
-        with tf.io.TFRecordWriter(str(path)) as writer:
-            for i in range(s * n // shards, (s + 1) * n // shards):
+    for stem, lo, hi in shard_slices(folder, len(images), shards):
+        with tf.io.TFRecordWriter(f"{stem}.tfrecord") as writer:
+            for i in range(lo, hi):
                 writer.write(_example(images[i], labels[i]))
-        files.append(str(path))
+        files.append(f"{stem}.tfrecord")
     return files
 
 
@@ -177,7 +165,7 @@ def parse_example(size: int, heavy=None):
     def fn(record):
         ex = tf.io.parse_single_example(record, _FEATURES)
         image = tf.reshape(tf.io.decode_raw(ex["image"], tf.uint8), (size, size, 3))
-        return burn(image, _heavy("parse", heavy)), ex["label"]
+        return burn(image, heavy_factor("parse", heavy)), ex["label"]
 
     return fn
 
@@ -244,14 +232,12 @@ def stage_input(stage: str, files: list[str], size: int, batch: int, heavy=None)
         "augment": lambda ds: ds.map(lambda x, y: (augment(x, heavy), y)),
         "batch": lambda ds: ds.batch(batch),
     }
-    if stage == "read":
-        return None, lambda _n: tf.data.TFRecordDataset(files).take(_n)
-    if stage not in steps:
-        raise ValueError(f"unknown stage {stage!r} (one of {', '.join(STAGES)})")
-    ds = tf.data.TFRecordDataset(files)
-    for s in STAGES[1 : STAGES.index(stage)]:
-        ds = steps[s](ds)
-    return ds, steps[stage]
+
+    def read(n):
+        ds = tf.data.TFRecordDataset(files)
+        return ds if n == math.inf else ds.take(n)
+
+    return staged(stage, STAGES, steps, read)
 
 
 def floor_input(n: int):
@@ -307,58 +293,9 @@ def user_variant(ds, variant: str, batch: int, default_steps: int = 10):
 # --------------------------------------------------------------------------- models
 
 
-def build_model(net: str, size: int, classes: int = SEED_CLASSES):
-    """Keras 3 image classifiers of three weights, for ``size x size x 3`` inputs:
-    ``tiny`` (pool + dense: almost no work), ``small`` (two strided convolutions, the
-    default) and ``heavy`` (two full-resolution 3x3 convolutions of 32 channels)."""
-    import keras
-    from keras import layers
-
-    body = {
-        "tiny": [layers.GlobalAveragePooling2D()],
-        "small": [
-            layers.Conv2D(16, 3, strides=2, activation="relu"),
-            layers.Conv2D(32, 3, strides=2, activation="relu"),
-            layers.GlobalAveragePooling2D(),
-        ],
-        "heavy": [
-            layers.Conv2D(32, 3, padding="same", activation="relu"),
-            layers.Conv2D(32, 3, padding="same", activation="relu"),
-            layers.GlobalAveragePooling2D(),
-        ],
-    }
-    if net not in body:
-        raise ValueError(f"unknown net {net!r}")
-    return keras.Sequential([keras.Input((size, size, 3)), *body[net], layers.Dense(classes)], name=f"{net}_cnn")
-
-
-def loss_for(model, out_dim: int):
-    """The model's own compiled loss when it has one; otherwise sparse categorical
-    cross-entropy on logits for several outputs, binary cross-entropy on a logit for one."""
-    import keras
-
-    loss = getattr(model, "loss", None)
-    if loss is not None:
-        return keras.losses.get(loss) if isinstance(loss, str) else loss
-    if out_dim > 1:
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    return keras.losses.BinaryCrossentropy(from_logits=True)
-
-
 def train_step(model, loss_fn):
-    """One SGD step (``tf.function`` + ``GradientTape``, as seed 001 writes it); returns the
-    loss tensor, not read back (the caller synchronizes)."""
+    """One SGD step (seed 001's ``tf.function`` + ``GradientTape``: ``training.train_step``);
+    returns the loss tensor, not read back (the caller synchronizes)."""
     import keras
 
-    optimizer = keras.optimizers.SGD(learning_rate=0.01)
-
-    @tf.function
-    def step(x, y):
-        with tf.GradientTape() as tape:
-            out = model(x, training=True)
-            loss = loss_fn(y, out)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-
-    return step
+    return training.train_step(model, keras.optimizers.SGD(learning_rate=0.01), loss_fn)

@@ -96,10 +96,7 @@ def run(job: dict, emit: sw.Emitter) -> None:
 
 
 def main(argv: list[str]) -> int:
-    sw.die_with_parent()
-    job, out = sw.read_job(argv)
-    run(job, sw.Emitter(out))
-    return 0
+    return sw.start(run, argv)
 
 
 if __name__ == "__main__":

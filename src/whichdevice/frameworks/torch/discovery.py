@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import platform
 
 import torch
 
@@ -59,9 +57,5 @@ def no_gpu_reasons() -> list[str]:
     reasons = []
     if torch.version.cuda is None:
         reasons.append(f"this torch build ({torch.__version__}) has no CUDA support: install a CUDA build of torch")
-    hidden = _nvidia.hidden_by_env(os.environ)
-    if hidden:
-        reasons.append(hidden)
-    if platform.system() == "Linux" and not _nvidia.driver_present():
-        reasons.append(_nvidia.NO_DRIVER)
+    reasons += _nvidia.host_reasons()
     return reasons or ["torch found no usable GPU (python -c 'import torch; torch.cuda.init()' says why)"]

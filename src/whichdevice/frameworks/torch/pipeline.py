@@ -38,40 +38,21 @@ within ``LOADER_TIMEOUT_S`` fails the case with torch's own message.
 
 from __future__ import annotations
 
-import math
 import multiprocessing
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler, default_collate
 
-from whichdevice.core.machine import usable_cores
 from whichdevice.frameworks.common.ladders import DATA_LOADER
+from whichdevice.frameworks.common.seedimages import *  # noqa: F403 (the part's NumPy members)
+from whichdevice.frameworks.common.seedimages import MAX_DELTA, SEED_CLASSES, Elements, Read, heavy_factor, staged
+from whichdevice.frameworks.common.seedimages import workers
 
-MAX_DELTA = 0.2  # seed 003: tf.image.random_brightness(image, max_delta=0.2)
-SEED_CLASSES = 10
 VARIANTS = DATA_LOADER.variants
 STAGES = DATA_LOADER.stages
 LOADER_TIMEOUT_S = 30.0
 PREFETCH_FACTOR = 4
-SHARDS = 4
-
-
-def workers() -> int:
-    """The worker processes of the ``workers`` variants: the usable cores, 2 to 4."""
-    return max(2, min(4, usable_cores()))
-
-
-# --------------------------------------------------------------------------- data
-
-
-def synthetic_images(n: int, size: int, *, classes: int = SEED_CLASSES, seed: int = 0):
-    """Seed 003's data: uint8 images (n, size, size, 3) and int64 labels in [0, classes)."""
-    rng = np.random.default_rng(seed)
-    images = rng.integers(0, 256, size=(n, size, size, 3), dtype=np.uint8)
-    labels = rng.integers(0, max(1, classes), size=(n,), dtype=np.int64)
-    return images, labels
 
 
 def burn(x: torch.Tensor, factor: int) -> torch.Tensor:
@@ -87,17 +68,13 @@ def burn(x: torch.Tensor, factor: int) -> torch.Tensor:
     return x + torch.clamp(acc.abs(), max=0.0).to(x.dtype)
 
 
-def _factor(stage: str, heavy) -> int:
-    return int(heavy[1]) if heavy and heavy[0] == stage else 1
-
-
 def to_tensor(image: torch.Tensor) -> torch.Tensor:
     """uint8 HWC -> uint8 CHW (torchvision's layout)."""
     return image.permute(2, 0, 1).contiguous()
 
 
 def normalize(image: torch.Tensor, heavy=None) -> torch.Tensor:
-    return burn(image.float() / 255.0, _factor("normalize", heavy))
+    return burn(image.float() / 255.0, heavy_factor("normalize", heavy))
 
 
 def augment(image: torch.Tensor, gen: torch.Generator, heavy=None) -> torch.Tensor:
@@ -106,7 +83,7 @@ def augment(image: torch.Tensor, gen: torch.Generator, heavy=None) -> torch.Tens
     image = image + delta
     if torch.rand((), generator=gen) < 0.5:
         image = torch.flip(image, dims=(2,))
-    return burn(image, _factor("augment", heavy))
+    return burn(image, heavy_factor("augment", heavy))
 
 
 def augment_batch(images: torch.Tensor, gen: torch.Generator, heavy=None) -> torch.Tensor:
@@ -116,7 +93,7 @@ def augment_batch(images: torch.Tensor, gen: torch.Generator, heavy=None) -> tor
     flip = torch.rand(n, generator=gen) < 0.5
     images = images + delta
     images[flip] = torch.flip(images[flip], dims=(3,))
-    return burn(images, _factor("augment", heavy))
+    return burn(images, heavy_factor("augment", heavy))
 
 
 def numpy_process(image: np.ndarray, rng: np.random.Generator, heavy=None) -> np.ndarray:
@@ -125,7 +102,7 @@ def numpy_process(image: np.ndarray, rng: np.random.Generator, heavy=None) -> np
     x = x + np.float32(rng.uniform(-MAX_DELTA, MAX_DELTA))
     if rng.random() < 0.5:
         x = x[:, :, ::-1]
-    for _ in range(_factor("augment", heavy) * _factor("normalize", heavy) - 1):
+    for _ in range(heavy_factor("augment", heavy) * heavy_factor("normalize", heavy) - 1):
         x = x + np.float32(min(abs(float(np.mean(np.sin(x)))), 0.0))
     return np.ascontiguousarray(x)
 
@@ -159,7 +136,7 @@ class Images(Dataset):
             # made CHW while still uint8 (the cheap copy), then converted (a conversion over a
             # permuted view runs strided)
             x = self.images[i].permute(0, 3, 1, 2).contiguous().float() / 255.0
-            x = burn(x, _factor("normalize", self.heavy))
+            x = burn(x, heavy_factor("normalize", self.heavy))
             return augment_batch(x, self.gen(), self.heavy), self.labels[i]
         if self.mode == "python":
             if self._rng is None:
@@ -236,59 +213,6 @@ def user_variant(ds, variant: str, batch: int, default_steps: int = 10):
 # --------------------------------------------------------------------------- stages
 
 
-class Elements:
-    """A re-iterable stream of examples (a stage's input or output): ``source`` (a list, or
-    another ``Elements``) with ``fn`` applied to each, or grouped in ``batch``-sized lists."""
-
-    def __init__(self, source, fn=None, batch: int = 0):
-        self.source, self.fn, self.batch = source, fn, batch
-
-    def __iter__(self):
-        if self.batch:
-            group: list = []
-            for e in self.source:
-                group.append(e)
-                if len(group) == self.batch:
-                    yield default_collate(group)
-                    group = []
-            return
-        for e in self.source:
-            yield self.fn(e) if self.fn is not None else e
-
-    def take(self, n: int) -> Elements:
-        return Elements([e for _, e in zip(range(n), self)])
-
-
-def write_files(images: np.ndarray, labels: np.ndarray, folder: str | Path, shards: int = SHARDS) -> list[str]:
-    """The images and labels as ``shards`` pairs of ``.npy`` files (raw uint8 + int64), the
-    ``read`` stage's input: a Dataset that reads its examples from disk."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    n = len(images)
-    shards = max(1, min(shards, n))
-    files = []
-    for s in range(shards):
-        lo, hi = s * n // shards, (s + 1) * n // shards
-        path = folder / f"images-{s:05d}-of-{shards:05d}.npy"
-        np.save(path, images[lo:hi])
-        np.save(folder / f"labels-{s:05d}-of-{shards:05d}.npy", labels[lo:hi])
-        files.append(str(path))
-    return files
-
-
-def _read(files: list[str], n: int):
-    """``n`` examples read from the files (memory-mapped, copied out one by one)."""
-    out: list = []
-    for f in files:
-        images = np.load(f, mmap_mode="r")
-        labels = np.load(f.replace("images-", "labels-"), mmap_mode="r")
-        for i in range(len(images)):
-            if len(out) == n:
-                return out
-            out.append((torch.from_numpy(np.array(images[i])), int(labels[i])))
-    return out
-
-
 def stage_input(stage: str, files: list[str], size: int, batch: int, heavy=None):
     """The input of ``stage`` (the output of every stage before it) and the function that
     applies ``stage`` to it; ``read`` has no input: it reads the files."""
@@ -297,48 +221,9 @@ def stage_input(stage: str, files: list[str], size: int, batch: int, heavy=None)
         "to_tensor": lambda src: Elements(src, lambda e: (to_tensor(e[0]), e[1])),
         "normalize": lambda src: Elements(src, lambda e: (normalize(e[0], heavy), e[1])),
         "augment": lambda src: Elements(src, lambda e: (augment(e[0], gen, heavy), e[1])),
-        "collate": lambda src: Elements(src, batch=batch),
+        "collate": lambda src: Elements(src, batch=batch, collate=default_collate),
     }
-    if stage == "read":
-        return None, lambda n: Elements(_ReadAll(files, n))
-    if stage not in steps:
-        raise ValueError(f"unknown stage {stage!r} (one of {', '.join(STAGES)})")
-    upstream = Elements(_ReadAll(files, math.inf))
-    for s in STAGES[1 : STAGES.index(stage)]:
-        upstream = steps[s](upstream)
-    return upstream, steps[stage]
-
-
-class _ReadAll:
-    """Reading the files afresh at every pass (the ``read`` stage's work)."""
-
-    def __init__(self, files: list[str], n: float):
-        self.files, self.n = files, n
-
-    def __iter__(self):
-        return iter(_read(self.files, int(min(self.n, 1 << 62))))
-
-
-def floor_input(n: int) -> Elements:
-    """``n`` in-memory integers: counting them is the consumer's own cost."""
-    return Elements(list(range(n)))
-
-
-def materialize(ds) -> Elements:
-    """One full pass of ``ds``, kept in memory."""
-    return Elements(list(ds))
-
-
-def counter(ds):
-    """A function that runs one pass over ``ds`` and returns the number of elements."""
-
-    def run() -> int:
-        n = 0
-        for _ in ds:
-            n += 1
-        return n
-
-    return run
+    return staged(stage, STAGES, steps, lambda n: Elements(Read(files, n, torch.from_numpy)))
 
 
 def to_device(x, y, device_scope):

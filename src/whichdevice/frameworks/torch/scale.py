@@ -32,6 +32,7 @@ global batches and pays one all-reduce.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -122,15 +123,10 @@ def _step(variant: str, ddp, optimizer_loss: tuple, xy: tuple) -> Callable[[], A
     optimizer, loss_fn = optimizer_loss
     xb, yb = xy
 
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(ddp(xb), yb)
-        loss.backward()
-        optimizer.step()
-        return loss
+    local = ddp.no_sync if variant == "no_sync" else contextlib.nullcontext
 
-    def step_no_sync():
-        with ddp.no_sync():  # gradients stay local: no all-reduce
+    def step():
+        with local():  # no_sync: the gradients stay local, no all-reduce
             optimizer.zero_grad(set_to_none=True)
             loss = loss_fn(ddp(xb), yb)
             loss.backward()
@@ -151,7 +147,7 @@ def _step(variant: str, ddp, optimizer_loss: tuple, xy: tuple) -> Callable[[], A
 
     if variant == f"accum{ACCUM}":
         return step_accumulated
-    return step_no_sync if variant == "no_sync" else step
+    return step
 
 
 # Gradient accumulation (the ``accum4`` variant): micro-batches per optimizer step.
@@ -185,10 +181,7 @@ class RankZeroClock:
 
 
 def main(argv: list[str]) -> int:
-    sw.die_with_parent()
-    job, out = sw.read_job(argv)
-    run(job, sw.Emitter(out if os.environ.get("RANK") == "0" else None))
-    return 0
+    return sw.start(run, argv, emits=os.environ.get("RANK") == "0")
 
 
 if __name__ == "__main__":

@@ -598,13 +598,6 @@ if __name__ == "__main__":
 # ------------------------------------------------------------------ objects from a notebook
 
 
-def is_torch_object(obj) -> bool:
-    """An nn.Module or a (module, loss[, optimizer]) tuple, told without importing torch (the
-    API calls this in the user's process, where torch is already imported if it is one)."""
-    first = obj[0] if isinstance(obj, (tuple, list)) and obj else obj
-    return any(getattr(c, "__module__", "").startswith("torch.nn") for c in type(first).__mro__)
-
-
 def _pickler(obj):
     """pickle, or cloudpickle when the objects' classes or functions live in ``__main__`` (a
     notebook or script: a measuring child cannot import them) and cloudpickle is installed."""

@@ -204,55 +204,29 @@ def interval(r: PitfallRow) -> str:
 
 
 def pitfalls_grid(rows: list[PitfallRow]) -> Grid:
-    if any(_own(r.framework) for r in rows):
-        return _own_grid(rows)
+    """The rows' table; torch's and JAX's add the ratio's interval and sample count
+    (TensorFlow's rows are read as they were recorded, without it)."""
+    with_interval = any(_own(r.framework) for r in rows)
     out: list[list[GridCell]] = []
     for r in rows:
         tone = "neutral" if not r.significant else ("bad" if abs(r.ratio - 1) > 0.1 else "")
-        out.append(
-            [
-                GridCell(SHORT[r.pitfall]),
-                GridCell(r.device),
-                GridCell(seconds(r.wrong_s)),
-                GridCell(seconds(r.right_s)),
-                GridCell(f"{r.ratio:.3g}x", tone),
-                GridCell(verdict(r), tone),
-                GridCell(r.unit, "dim"),
-            ]
-        )
-    footer = [_footer(r) for r in rows]
+        cells = [
+            GridCell(SHORT[r.pitfall]),
+            GridCell(r.device),
+            GridCell(seconds(r.wrong_s)),
+            GridCell(seconds(r.right_s)),
+            GridCell(f"{r.ratio:.3g}x", tone),
+        ]
+        cells += [GridCell(interval(r), "dim")] if with_interval else []
+        out.append([*cells, GridCell(verdict(r), tone), GridCell(r.unit, "dim")])
+    interval_head = ["interval"] if with_interval else []
     return Grid(
-        "Benchmarking mistakes: the wrong figure, the right one, wrong / right",
-        ["pitfall", "device", "wrong", "right", "ratio", "what it does", "per"],
-        out,
-        footer,
-        align=("left", "left", "right", "right", "right", "left", "left"),
-    )
-
-
-def _own_grid(rows: list[PitfallRow]) -> Grid:
-    """torch's and JAX's table: TensorFlow's with the ratio's interval and sample count."""
-    out: list[list[GridCell]] = []
-    for r in rows:
-        tone = "neutral" if not r.significant else ("bad" if abs(r.ratio - 1) > 0.1 else "")
-        out.append(
-            [
-                GridCell(SHORT[r.pitfall]),
-                GridCell(r.device),
-                GridCell(seconds(r.wrong_s)),
-                GridCell(seconds(r.right_s)),
-                GridCell(f"{r.ratio:.3g}x", tone),
-                GridCell(interval(r), "dim"),
-                GridCell(verdict(r), tone),
-                GridCell(r.unit, "dim"),
-            ]
-        )
-    return Grid(
-        "Benchmarking mistakes: the wrong figure, the right one, wrong / right (95 % interval, samples)",
-        ["pitfall", "device", "wrong", "right", "ratio", "interval", "what it does", "per"],
+        "Benchmarking mistakes: the wrong figure, the right one, wrong / right"
+        + (" (95 % interval, samples)" if with_interval else ""),
+        ["pitfall", "device", "wrong", "right", "ratio", *interval_head, "what it does", "per"],
         out,
         [_footer(r) for r in rows],
-        align=("left", "left", "right", "right", "right", "right", "left", "left"),
+        align=("left", "left", "right", "right", "right", *(["right"] if with_interval else []), "left", "left"),
     )
 
 
