@@ -95,9 +95,21 @@ def _names_in(node: ast.AST) -> bool:
     return False
 
 
+def _about_a_framework(node: ast.Compare) -> bool:
+    """A comparison with a framework's name. ``"numpy"`` is also a kind of data (``data ==
+    "numpy"``): it counts only where the other side names a framework (``fw``, ``framework``)."""
+    sides = [node.left, *node.comparators]
+    if not any(_names_in(c) for c in sides):
+        return False
+    strings = {s.value for c in sides for s in ast.walk(c) if isinstance(s, ast.Constant) and isinstance(s.value, str)}
+    if strings & NAMES - {"numpy"}:
+        return True
+    return any(re.search(r"\b(fw|framework|backend)\b", ast.unparse(c)) for c in sides)
+
+
 def _is_framework_test(test: ast.AST) -> bool:
     for sub in ast.walk(test):
-        if isinstance(sub, ast.Compare) and any(_names_in(c) for c in [sub.left, *sub.comparators]):
+        if isinstance(sub, ast.Compare) and _about_a_framework(sub):
             return True
         if (
             isinstance(sub, ast.Call)

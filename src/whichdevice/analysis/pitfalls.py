@@ -111,21 +111,32 @@ def mistakes(framework: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return part.MISTAKES, part.GPU_ONLY
 
 
+def _timing_style(framework: str) -> str:
+    """How the framework's first steps and compiles are timed, as its env.py declares
+    (``PITFALLS_TIMING``): ``epochs`` (TensorFlow: the first epoch's total against the later
+    ones'; the default), ``eager`` (torch: every step timed, a first step, torch.compile's own
+    case) or ``jit`` (JAX: every step timed, the jitted loop's first step compiles)."""
+    from whichdevice import frameworks
+
+    return frameworks.declared(framework, "PITFALLS_TIMING", "epochs")
+
+
 def analyze_pitfalls(record: RunRecord) -> list[PitfallRow]:
     rows: list[PitfallRow] = []
     res = record.results
     fw = framework_of(record)
+    style = _timing_style(fw)
     devices = sorted({r.spec.device for r in res}, key=lambda d: (not d.startswith("CPU"), d))
     for d in devices:
         found = (
-            _first_epoch(res, d) if fw == "tensorflow" else _first_epoch_steps(res, d),
+            _first_epoch(res, d) if style == "epochs" else _first_epoch_steps(res, d),
             _no_sync(res, d),
             _sync_each(res, d),
             _one_thread(record, res, d),
             _xla_one_device(res, d),
             _small_batch(res, d),
-            _first_step(res, d, fw),
-            _compile_in_timing(res, d, fw),
+            _first_step(res, d, style),
+            _compile_in_timing(res, d, style),
             _num_workers(res, d),
             _device_put(res, d),
         )
@@ -271,13 +282,11 @@ def _threads(record: RunRecord, device: str) -> int | None:
 
 # ---------------- torch and JAX (issue #42) ----------------
 
-_JAX = ("jax", "keras-jax")
 
-
-def _first_step(res: list[CaseResult], d: str, fw: str) -> PitfallRow | None:
+def _first_step(res: list[CaseResult], d: str, style: str) -> PitfallRow | None:
     """torch: the loop's first step timed alone against its later steps' median."""
     loop = _find(res, d, kind="loop", example="ex2")
-    if loop is None or fw in _JAX or fw == "tensorflow" or loop.timing is None:
+    if loop is None or style != "eager" or loop.timing is None:
         return None
     t = loop.timing
     return PitfallRow(
@@ -310,15 +319,15 @@ def _first_epoch_steps(res: list[CaseResult], d: str) -> PitfallRow | None:
     )
 
 
-def _compile_in_timing(res: list[CaseResult], d: str, fw: str) -> PitfallRow | None:
+def _compile_in_timing(res: list[CaseResult], d: str, style: str) -> PitfallRow | None:
     """A loop whose first step compiles (torch.compile's pitfall case; JAX's jitted loop), its
     time per step against its steady steps' median."""
     case = (
         _find(res, d, kind="pitfall", mistake="compile")
-        if fw not in _JAX
+        if style != "jit"
         else _find(res, d, kind="loop", example="ex2")
     )
-    if case is None or case.timing is None or fw == "tensorflow":
+    if case is None or case.timing is None or style == "epochs":
         return None
     t = case.timing
     steps = [*t.warmup_s, *t.samples_s]

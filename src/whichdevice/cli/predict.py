@@ -130,7 +130,7 @@ def predict(
     fw = parse_choice(framework, "--framework", frameworks.offering("predict"))
     spe = parse_positive_int(steps_per_execution, "--steps-per-execution", "10", maximum=100_000) or 1
     prof = _gpu_profile(profile)
-    if fw != "tensorflow":  # TensorFlow's predict keeps its profile's CPU as before (its records unchanged)
+    if frameworks.declared(fw, "PREDICT_LOCAL_CPU", True):  # TensorFlow's keeps its profile's CPU (env.py)
         prof = deviceprofile.with_local_cpu(prof, fw, socket.gethostname())
     batch_list = parse_int_list(batches, "--batches", maximum=train_workload.MAX_BATCH, example="8,64,512,4096")
     if batch_list is None:

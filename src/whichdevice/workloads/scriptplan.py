@@ -184,14 +184,16 @@ class _Costs:
 
 def _keras_variants(facts: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     fw, out = facts["framework"], []
-    if fw != "keras-torch" and facts.get("steps_per_execution", 1) == 1:
+    # the compile options the backend's fit honours (keras-torch's env.py: none, one step a call)
+    compiles = frameworks.declared(fw, "FIT_COMPILE_FIXES", ("steps_per_execution", "jit_compile"))
+    if "steps_per_execution" in compiles and facts.get("steps_per_execution", 1) == 1:
         out += [("steps_per_execution", f"spe {v}", {"kind": "fit", "steps_per_execution": v}) for v in (1, SPE)]
-    if fw != "keras-torch":
+    if "jit_compile" in compiles:
         out += [("jit_compile", f"jit_compile {v}", {"kind": "fit", "jit_compile": v}) for v in (False, True)]
     if facts.get("data") == "tfdata":
         out += [("prefetch", d, {"kind": "loop", "data": d}) for d in ("tfdata_noprefetch", "tfdata")]
     out += [("precision", p, {"kind": "precision", "precision": p}) for p in ("float32", "mixed_float16")]
-    if fw != "tensorflow":
+    if frameworks.declared(fw, "LOSS_READ_CASE", True):  # how often the loss is read (not TensorFlow's)
         out += [("sync", "sync each", {"kind": "steady", "sync": "each"})]
     return out
 
@@ -224,8 +226,9 @@ def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str
     fw, entry, b = facts["framework"], facts["entry"], int(facts["batch"] or 0)
     out: list[tuple[str, str, dict[str, Any]]] = []
     rebatched = facts.get("data") in KERAS_DATA_REBATCHED if entry in script.KERAS_ENTRIES else True
-    if fw == "torch":
-        rebatched = facts.get("data_source") == "DataLoader"  # the batch variant re-batches the DataLoader
+    source = frameworks.declared(fw, "REBATCHES", None)  # torch: the batch variant re-batches the DataLoader
+    if source is not None:
+        rebatched = facts.get("data_source") == source
     if b and rebatched:
         n = int(facts.get("samples") or 0)  # a batch needs enough of the data for a turn's steps
         fits = [k for k in USER_SWEEP_BATCHES if k != b and (not n or n // k >= MIN_BATCHES)]
@@ -233,9 +236,9 @@ def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str
         out += [("batch", f"batch {k}", {"kind": "steady", "sync": "none", "batch": k}) for k in others[:3]]
     if entry in script.KERAS_ENTRIES:
         out += _keras_variants(facts)
-    elif fw == "torch":
+    elif frameworks.declared(fw, "LOOP_FIXES", None) == "module":  # torch: the trained module's fixes
         out += _torch_variants(facts, gpu)
-    elif fw == "tensorflow":  # a GradientTape loop or train_on_batch: mixed precision in a process of its own
+    elif frameworks.declared(fw, "LOOP_FIXES", None) == "precision":  # TF: mixed precision, its own process
         out += [("precision", p, {"kind": "precision", "precision": p}) for p in ("float32", "mixed_float16")]
     return out
 

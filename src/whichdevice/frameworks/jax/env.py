@@ -14,6 +14,8 @@ PARTS: tuple[str, ...] = ("probes", "audit")
 REQUIRES: tuple[str, ...] = ("jax",)
 INSTALL = "pip install 'whichdevice[jax]'"
 KERAS = False
+# Declarations read by the parent (frameworks.declared): the jitted loop's first step compiles.
+PITFALLS_TIMING = "jit"
 
 NOTES: dict[str, list[str]] = {}
 

@@ -16,6 +16,9 @@ PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipelin
 REQUIRES: tuple[str, ...] = ("keras", "jax")
 INSTALL = "pip install 'whichdevice[jax]'"
 KERAS = True
+# Declarations read by the parent (frameworks.declared): pitfalls time every step, the jitted
+# loop's first step compiles.
+PITFALLS_TIMING = "jit"
 SAYS: dict[str, str] = {
     "scale": "DataParallel",
     "replicas": "JAX host devices",

@@ -16,6 +16,10 @@ PARTS: tuple[str, ...] = ("training", "calibration", "probes", "pipeline", "optr
 REQUIRES: tuple[str, ...] = ("keras", "torch")
 INSTALL = "pip install 'whichdevice[torch]'"
 KERAS = True
+# Declarations read by the parent (frameworks.declared): pitfalls time every step; Keras' torch
+# trainer runs one step a call and jit_compile means torch.compile: no compile options for fit.
+PITFALLS_TIMING = "eager"
+FIT_COMPILE_FIXES: tuple[str, ...] = ()
 SAYS: dict[str, str] = {"predict": "eager ops + measured Python per step", "diagnose": "your Keras model on torch"}
 
 _NUMPY_INPUT = (

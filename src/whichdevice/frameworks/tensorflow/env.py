@@ -30,6 +30,13 @@ PARTS: tuple[str, ...] = (
 REQUIRES: tuple[str, ...] = ("tensorflow",)
 INSTALL = "pip install 'whichdevice[tensorflow]'"
 KERAS = True
+# Declarations read by the parent (frameworks.declared): pitfalls time the first epoch as a whole;
+# predict keeps its GPU profile's CPU; a script's loss is read as TensorFlow's fit reads it (no
+# "sync each" case); a GradientTape loop gets the mixed-precision fix in a process of its own.
+PITFALLS_TIMING = "epochs"
+PREDICT_LOCAL_CPU = False
+LOSS_READ_CASE = False
+LOOP_FIXES = "precision"
 SAYS: dict[str, str] = {
     "scale": "MirroredStrategy",
     "replicas": "logical CPU devices",

@@ -19,6 +19,12 @@ PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipelin
 REQUIRES: tuple[str, ...] = ("torch",)
 INSTALL = "pip install 'whichdevice[torch]'"
 KERAS = False
+# Declarations read by the parent (frameworks.declared): pitfalls time every step (a first step,
+# torch.compile's own case); a script's batch variant re-batches its DataLoader; its loop gets the
+# trained module's fixes (autocast, channels_last, cudnn.benchmark, torch.compile).
+PITFALLS_TIMING = "eager"
+REBATCHES = "DataLoader"
+LOOP_FIXES = "module"
 SAYS: dict[str, str] = {
     "scale": "DDP",
     "replicas": "local processes",
