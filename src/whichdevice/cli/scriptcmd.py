@@ -16,6 +16,7 @@ from whichdevice.cli.common import command_line, err_console, record_paths
 from whichdevice.core.errors import UsageError
 from whichdevice.core.validate import parse_memory_limit, parse_positive_int
 from whichdevice.measure import experiment
+from whichdevice.workloads import scriptrun
 from whichdevice.workloads import script as script_workload
 from whichdevice.workloads import scriptplan
 from whichdevice.workloads.suite import parse_budget
@@ -35,6 +36,7 @@ def _job(words: list[str]) -> dict[str, Any]:
     if not path.is_file():
         raise UsageError("SCRIPT", f"'{words[0]}' is not a file", "Pass the path of your training script")
     job: dict[str, Any] = {"script": str(path), "args": list(words[1:])}
+    scriptrun.remember_terminal()
     if path.suffix == ".ipynb":
         try:
             job["source"] = script_workload.notebook_source(path)

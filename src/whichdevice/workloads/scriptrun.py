@@ -117,6 +117,44 @@ def _as_main() -> Iterator[None]:
             sys.modules["__main__"] = main
 
 
+# The user's terminal, named by the parent (``remember_terminal``) for the script, which runs in
+# children whose stdin is closed or a pipe.
+TTY_VAR = "WHICHDEVICE_SCRIPT_TTY"
+
+
+def remember_terminal() -> None:
+    """In the parent: name the terminal whichdevice runs in, if any. Scripts ask it for its size
+    at import (kuangliu/pytorch-cifar's utils.py runs ``stty size``), which fails on a closed
+    stdin although the script runs in the user's shell."""
+    try:
+        if sys.stdin is not None and sys.stdin.isatty():
+            os.environ[TTY_VAR] = os.ttyname(sys.stdin.fileno())
+    except (AttributeError, ValueError, OSError):  # a replaced or closed stdin (notebooks, pipes)
+        pass
+
+
+@contextlib.contextmanager
+def _terminal_stdin() -> Iterator[None]:
+    """The script's standard input is the user's terminal while it runs (where the parent named
+    one), as in their shell; the child's own stdin is back afterwards."""
+    tty = os.environ.get(TTY_VAR)
+    try:
+        fd = os.open(tty, os.O_RDONLY | os.O_NOCTTY) if tty and not os.isatty(0) else -1
+    except OSError:
+        fd = -1
+    if fd < 0:
+        yield
+        return
+    saved = os.dup(0)
+    os.dup2(fd, 0)
+    os.close(fd)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+
+
 def execute(job: dict[str, Any], sink: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """Run the job's script under its spec with the captures installed; each result goes to
     ``sink``; returns how the script ended (the ``end`` line)."""
@@ -130,7 +168,7 @@ def execute(job: dict[str, Any], sink: Callable[[dict[str, Any]], None]) -> dict
     watched = _install(list(job["frameworks"]), spec, keep)
     end: dict[str, Any] = {"type": "end", "status": "no_entry", "watched": watched}
     script = os.path.abspath(job["script"])
-    with _as_main():
+    with _as_main(), _terminal_stdin():
         try:
             _run(job)
             _finish_early()
