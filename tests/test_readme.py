@@ -31,6 +31,34 @@ def test_readme_lists_every_command_with_its_frameworks():
     assert all(row.count("|") == 4 for row in rows)  # command | what | frameworks
 
 
+def _commands_table():
+    """docs/commands_table.py, the generator of the frameworks lists (not a package module)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("commands_table", ROOT / "docs" / "commands_table.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_frameworks_lists_are_generated_from_the_framework_registry():
+    """Issue #42: the README's command table and docs/commands.md's framework lists are what the
+    registry offers (``frameworks.offered``/``offering``); after a change to a framework's parts,
+    ``python docs/commands_table.py`` rewrites them."""
+    from whichdevice import frameworks
+
+    table = _commands_table()
+    assert README == table.readme(README), "the README's frameworks column: run python docs/commands_table.py"
+    docs = (ROOT / "docs" / "commands.md").read_text()
+    assert docs == table.commands_md(docs), "docs/commands.md's frameworks: run python docs/commands_table.py"
+    # the generator reads the registry: a framework that gains a part appears in the column
+    row = next(line for line in README.splitlines() if line.startswith("| `scale`"))
+    assert row.endswith(f"| {frameworks.offered('scale')} |") and "jax" not in frameworks.offering("scale")
+    assert table.column("scale", True) == frameworks.offered("scale")
+    assert table.column("report", False) == "—"
+
+
 def test_readme_names_nothing_outside_the_repository_and_no_jargon():
     assert "../" not in README.replace("](../", "")  # no ../shared/..., relative links aside
     assert not JARGON.search(README), JARGON.search(README)

@@ -124,11 +124,16 @@ def says(name: str, key: str, default: str = "") -> str:
     return str(getattr(_ENV[name], "SAYS", {}).get(key, default))
 
 
+def offered(command: str) -> str:
+    """The frameworks ``command`` offers, each with the words its ``env.py`` ``SAYS`` for the
+    command, e.g. ``tensorflow (MirroredStrategy), keras-jax (DataParallel), torch (DDP)``: the
+    ``--help`` list and the README's command table (docs/commands_table.py)."""
+    return ", ".join(n + (f" ({says(n, command)})" if says(n, command) else "") for n in offering(command))
+
+
 def framework_help(command: str, lead: str = "Framework to measure") -> str:
-    """``--framework``'s help: ``lead`` and the frameworks ``command`` offers, each with the
-    words its ``env.py`` ``SAYS`` for the command, e.g. ``torch (DDP)``."""
-    said = [n + (f" ({says(n, command)})" if says(n, command) else "") for n in offering(command)]
-    return f"{lead}: {', '.join(said)}."
+    """``--framework``'s help: ``lead`` and :func:`offered`."""
+    return f"{lead}: {offered(command)}."
 
 
 # Frameworks with a training module (the train workload and `run`'s training cases).

@@ -24,6 +24,7 @@ SAYS: dict[str, str] = {
     "replicas": "JAX host devices",
     "predict": "XLA fusions",
     "diagnose": "your Keras model on JAX",
+    "pipeline": "PyDataset; tf.data where installed",
 }
 
 _NUMPY_INPUT = (

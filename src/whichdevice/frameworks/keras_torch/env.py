@@ -20,7 +20,11 @@ KERAS = True
 # trainer runs one step a call and jit_compile means torch.compile: no compile options for fit.
 PITFALLS_TIMING = "eager"
 FIT_COMPILE_FIXES: tuple[str, ...] = ()
-SAYS: dict[str, str] = {"predict": "eager ops + measured Python per step", "diagnose": "your Keras model on torch"}
+SAYS: dict[str, str] = {
+    "predict": "eager ops + measured Python per step",
+    "diagnose": "your Keras model on torch",
+    "pipeline": "PyDataset; tf.data where installed",
+}
 
 _NUMPY_INPUT = (
     "keras-torch: the seeds' tf.data pipelines are TensorFlow-only; here they are numpy batches "

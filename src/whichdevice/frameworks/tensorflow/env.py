@@ -42,6 +42,8 @@ SAYS: dict[str, str] = {
     "replicas": "logical CPU devices",
     "predict": "graph ops",
     "diagnose": "a Keras model, default",
+    "run": "default",
+    "pipeline": "tf.data",
 }
 
 

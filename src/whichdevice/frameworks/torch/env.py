@@ -30,6 +30,7 @@ SAYS: dict[str, str] = {
     "replicas": "local processes",
     "predict": "eager ops + measured Python per step",
     "diagnose": "an nn.Module",
+    "pipeline": "DataLoader",
 }
 
 NOTES: dict[str, list[str]] = {
