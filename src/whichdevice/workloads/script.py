@@ -164,6 +164,8 @@ def child_failure(run: ChildRun, limit_s: float) -> str:
     end, done = run.end, run.finished
     if end.get("status") == "script_error":
         return f"the script raised {end.get('error')} at {end.get('where')}"
+    if end.get("status") == "too_short":
+        return f"the script ended within its first warm-up steps ({end.get('entry')} reached): too few batches to time"
     if end.get("status") == "no_entry":
         return (
             f"the script ended without reaching a training entry point (watched: {', '.join(end.get('watched') or [])})"
@@ -224,6 +226,11 @@ def _run(p: dict[str, Any], spec: CaptureSpec, framework: str) -> ChildRun:
 
 def _timed(result: dict[str, Any] | None, run: ChildRun, limit_s: float, overhead_s: float):
     """A member's (Timing, metrics) from the capture's result, or the exception to record."""
+    if result is None and run.end.get("status") == "too_short":
+        return NotApplicable(
+            f"not measured: the script ended within its warm-up steps at this setting ({run.end.get('entry')} reached; "
+            "its data holds too few batches)"
+        )
     if result is None:
         return RuntimeError(child_failure(run, limit_s))
     status = result.get("status")

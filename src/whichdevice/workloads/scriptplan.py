@@ -231,7 +231,9 @@ def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str
         rebatched = facts.get("data_source") == source
     if b and rebatched:
         n = int(facts.get("samples") or 0)  # a batch needs enough of the data for a turn's steps
-        fits = [k for k in USER_SWEEP_BATCHES if k != b and (not n or n // k >= MIN_BATCHES)]
+        # without the data's size (a DataLoader, tf.data), at most 4x the user's batch: a larger one
+        # may leave the script fewer batches than its warm-up (torch_cnn.py: 256 samples)
+        fits = [k for k in USER_SWEEP_BATCHES if k != b and (n // k >= MIN_BATCHES if n else k <= 4 * b)]
         others = sorted(fits, key=lambda k: (abs(math.log(k / b)), k))
         out += [("batch", f"batch {k}", {"kind": "steady", "sync": "none", "batch": k}) for k in others[:3]]
     if entry in script.KERAS_ENTRIES:

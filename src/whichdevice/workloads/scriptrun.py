@@ -192,5 +192,7 @@ def execute(job: dict[str, Any], sink: Callable[[dict[str, Any]], None]) -> dict
 
     if got and end["status"] == "no_entry":  # the script ended first; the captures sent what they had
         end = {"type": "end", "status": "ok", "script_ended": True}
+    elif end["status"] == "no_entry" and capturekit.OWNER:  # reached, but it ended within the warm-up
+        end = {"type": "end", "status": "too_short", "entry": capturekit.OWNER[0]}
     end["imported_s"] = dict(capturekit.IMPORTED)
     return end
