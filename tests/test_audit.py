@@ -8,7 +8,6 @@ real stdout/stderr, which capsys cannot see)."""
 from __future__ import annotations
 
 import json
-import time
 import subprocess
 import sys
 from pathlib import Path
@@ -491,22 +490,26 @@ def test_median_interval_is_distribution_free_order_statistics():
     assert summarize(rounds([2.0]))["low"] == summarize(rounds([2.0]))["high"] == 2.0
 
 
-def test_interleaved_rounds_alternate_in_random_order_and_cancel_a_drift():
+def test_interleaved_rounds_alternate_in_random_order_and_cancel_a_drift(monkeypatch):
     """A clock that slows down over the run (drift) biases 'all of A then all of B'; random order per
     round (the measuring path's core.timing.interleave, run by the audit child) does not: identical
-    sides give an interval around 1."""
+    sides give an interval around 1. The clock is a fake one (each call 1 % slower than the one
+    before), as torch.utils.benchmark's tests inject theirs: real 0.1 ms sleeps made this test fail
+    4 runs in 5 on a quiet machine."""
     from whichdevice.audit import child
     from whichdevice.audit.rules import summarize
     from whichdevice.frameworks.common.audit import RerunItem
 
     t = [0.0]
+    now = [0.0]
     calls = []
+    monkeypatch.setattr(child, "_orig_perf", lambda: now[0])
 
     def side(name):
         def fn():
             t[0] += 1.0
             calls.append(name)
-            time.sleep(0.0001 * (1.0 + 0.01 * t[0]))  # each call a bit slower than the one before
+            now[0] += 0.001 * (1.0 + 0.01 * t[0])  # each call a bit slower than the one before
 
         return RerunItem(key=name, fn=fn, calls=1, function=name)
 

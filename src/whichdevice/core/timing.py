@@ -240,6 +240,19 @@ class Interleaved:
     error: BaseException | None = None
 
 
+def _next_order(left: list[int], previous: list[int], reverse: bool, rng: Any) -> tuple[list[int], bool]:
+    """Counterbalanced rounds (ABBA): a shuffled order, then the same order reversed, so that over
+    each pair of rounds every variant stands as often early as late and a steady drift falls on
+    each side alike. Returns the order and whether the next round reverses it. Shuffled alone, two
+    variants went in the same order in 8 of 9 rounds (seed 0) and a 1 %-per-call drift read as a
+    4.6 % difference between identical sides (tests/test_audit.py)."""
+    if reverse and sorted(previous) == sorted(left):
+        return previous[::-1], False
+    order = list(left)
+    rng.shuffle(order)
+    return order, True
+
+
 def interleave(
     variants: list[Slotted],
     *,
@@ -264,9 +277,10 @@ def interleave(
     totals = [0.0 for _ in variants]
     left = list(range(len(variants)))  # still taking turns (not failed)
     t_start = clock()
+    order: list[int] = []
+    reverse = False
     while left and any(not out[i].stop_reason for i in left):
-        order = list(left)
-        rng.shuffle(order)
+        order, reverse = _next_order(left, order, reverse, rng)
         for i in order:
             if before is not None:
                 before(i)
