@@ -225,7 +225,7 @@ def test_host_to_device_copies_are_counted_per_step(tmp_path):
 META_CNN = """
 import torch
 from torch.utils.data import DataLoader, TensorDataset
-torch.backends.cudnn.benchmark = {benchmark}
+torch.backends.cudnn.benchmark = {already_on}
 device = torch.device("meta")
 model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 2)).to(device)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -239,7 +239,7 @@ for x, y in loader:
 
 
 @pytest.mark.parametrize(
-    "variant, benchmark, why",
+    "variant, already_on, why",
     [
         ("cudnn_benchmark", False, None),
         SLOW("cudnn_benchmark", True, "the script already sets torch.backends.cudnn.benchmark = True"),
@@ -247,10 +247,10 @@ for x, y in loader:
         SLOW("channels_last", False, None),
     ],
 )
-def test_the_gpu_variants_on_a_device_standing_in_for_a_gpu(tmp_path, variant, benchmark, why):
+def test_the_gpu_variants_on_a_device_standing_in_for_a_gpu(tmp_path, variant, already_on, why):
     """On a "gpu" child (meta standing in), the GPU-only fixes apply, or say why not."""
     script = tmp_path / "meta_cnn.py"
-    script.write_text(META_CNN.format(benchmark=benchmark))
+    script.write_text(META_CNN.format(already_on=already_on))
     r = one(tmp_path, script, variant, device="gpu")
     assert r["why_not"] == why and r["applied"] == (why is None)
     if why is None:
