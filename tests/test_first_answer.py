@@ -332,3 +332,17 @@ def test_the_op_trace_cases_have_a_name():
 
     name = names.workload_name({"model": "seed001", "probe": "describe", "batch": 8}, "calibrate")
     assert name == "small MLP, batch 8, op trace"
+
+
+def test_a_script_cases_progress_line_names_the_experiment_not_its_plumbing():
+    """A script case's key carries the script's path, its arguments as JSON, the entry point and the
+    child's limit: the progress line showed them all (`CPU:0 train batch=0 child_limit_s=30.0
+    entry=…`) and the count fell off the line. It now names the experiment only."""
+    from whichdevice.present.tables import describe_key
+
+    key = (
+        "train|torch|CPU:0|batch=0,child_limit_s=30.0,entry=optimizer.step,fix=autocast,kind=pair,"
+        'model=script,script=/home/u/a,b/train.py,script_args=["--lr", "0.1,0.2", "x=1"],user_batch=0'
+    )
+    assert describe_key(key) == "CPU:0 train fix=autocast kind=pair model=script"
+    assert describe_key("matmul|tensorflow|CPU:0|mode=steady,n=10") == "CPU:0 matmul mode=steady n=10"

@@ -115,14 +115,14 @@ class _BlockProgress:
 
     def callbacks(self, **more: Any) -> Any:
         from whichdevice.measure import session
-        from whichdevice.present.progress import describe
+        from whichdevice.present.tables import describe_key
 
         def on_total(n: int) -> None:
             self.total = n
             self._show()
 
         def on_start(key: str) -> None:
-            self.current = describe(key)
+            self.current = describe_key(key)
             self._show()
 
         def on_result(_result: object) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.measure import session
+from whichdevice.present.tables import describe_key
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -90,7 +91,7 @@ class ApiProgress:
         self._draw()
 
     def _on_start(self, key: str) -> None:
-        self.current = describe(key)
+        self.current = describe_key(key)
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, description=f"{self.title}: {self.current}"[:90])
         self._draw()
@@ -124,12 +125,3 @@ class ApiProgress:
         from IPython.display import HTML
 
         self._handle.update(HTML(self._html(final)))  # type: ignore[no-untyped-call]  # IPython is untyped
-
-
-def describe(key: str) -> str:
-    """'CPU:0 matmul n=100 mode=steady' from a case key 'matmul|tensorflow|CPU:0|n=100,mode=steady'."""
-    parts = key.split("|", 3)
-    if len(parts) < 4:
-        return key
-    workload, _, device, params = parts
-    return f"{device} {workload} {params.replace(',', ' ')}"

@@ -7,6 +7,7 @@ presenter's job.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, TYPE_CHECKING
@@ -132,10 +133,22 @@ def table_title(group: Mapping[str, object], fallback: str) -> str:
     return names.plain(fallback)
 
 
+# Parameters that steer a measuring child rather than name the experiment (a script's path, its
+# arguments as JSON, the entry point, the child's time limit): the progress line leaves them out,
+# as it does a batch of 0 (a loop whose batch the pre-flight could not read).
+_PLUMBING = frozenset({"child_limit_s", "script", "script_args", "entry", "user_batch"})
+_PARAM_START = re.compile(r",(?=[A-Za-z_]\w*=)")  # a comma that starts the next name=value
+
+
 def describe_key(key: str) -> str:
-    """A case key ``workload|framework|device|params`` in words: device, workload, params."""
-    workload, _, device, params = key.split("|", 3)
-    return f"{device} {workload} {params.replace(',', ' ')}"
+    """A case key ``workload|framework|device|params`` in words: 'CPU:0 matmul n=100 mode=steady'
+    (device, workload, the params that name the experiment)."""
+    parts = key.split("|", 3)
+    if len(parts) < 4:
+        return key
+    workload, _, device, params = parts
+    shown = [p for p in _PARAM_START.split(params) if p and p.split("=", 1)[0] not in _PLUMBING and p != "batch=0"]
+    return " ".join([device, workload, *shown])
 
 
 def run_label(params: Mapping[str, object], framework: str | None = None) -> str:
