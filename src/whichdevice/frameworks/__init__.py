@@ -138,8 +138,6 @@ def framework_help(command: str, lead: str = "Framework to measure") -> str:
 
 # Frameworks with a training module (the train workload and `run`'s training cases).
 TRAINING: tuple[str, ...] = having("training")
-# Frameworks with the calibrate probes (``whichdevice calibrate``).
-CALIBRATE: tuple[str, ...] = having("probes")
 
 _MODULES = ("discovery", "placement", "sync", "ops")
 

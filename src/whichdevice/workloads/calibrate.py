@@ -36,7 +36,6 @@ COPY_BYTES: tuple[int, ...] = (4, 4096, 65536, 1 << 20, 16 << 20, 64 << 20)
 # Ops in the in-graph dispatch probe's chain: its time minus the empty call's is the signal.
 # 256 (was 64): ~0.3-0.5 ms of per-op cost on a CPU, above the call's jitter on a busy machine.
 GRAPH_CHAIN = 256
-PROBES = ("tiny_eager", "tiny_sync", "graph", "matmul", "elementwise", "h2d", "d2h", "describe")
 
 
 def skipped_probes(framework: str) -> tuple[str, ...]:
@@ -75,9 +74,6 @@ def describe_cases(framework: str, device: str, model_params: dict, batches) -> 
         )
         for b in sorted(batches)
     ]
-
-
-LAUNCH_MODES = ("graph", "xla", "eager")
 
 
 def encode_ops(ops: list[dict], input_bytes: float, launch_mode: str = "graph", tf32: bool = False) -> dict[str, float]:

@@ -59,21 +59,6 @@ RESOURCE_OPS = frozenset(
         "ResourceGather",
     }
 )
-# XProf op types that are data movement between host and device.
-COPY_TYPES = frozenset(
-    {
-        "MemcpyH2D",
-        "MemcpyD2H",
-        "MemcpyD2D",
-        "MemcpyP2P",
-        "_Send",
-        "_Recv",
-        "_HostSend",
-        "_HostRecv",
-        "CopyToDevice",
-        "CopyFromDevice",
-    }
-)
 
 # Ops that run Python (tf.py_function, tf.numpy_function): on the CPU whatever the device.
 PYTHON_OPS = frozenset({"PyFunc", "EagerPyFunc", "PyFuncStateless"})

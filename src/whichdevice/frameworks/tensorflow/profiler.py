@@ -25,7 +25,6 @@ from typing import TypeVar
 
 import tensorflow as tf
 
-XPROF_HINT = "pip install xprof"
 # The name XProf's step detection and tf.keras 2 use for a training step's marker.
 STEP_NAME = "train"
 
