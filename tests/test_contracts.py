@@ -89,8 +89,9 @@ def _defined(path) -> set[str]:
             names.update(_star(source.with_suffix(".py")))
         elif isinstance(node, ast.ImportFrom):
             names.update(a.asname or a.name for a in node.names)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.Assign):  # ``a = ...`` and ``a, b = ...``
+            targets = [n for t in node.targets for n in (t.elts if isinstance(t, ast.Tuple) else [t])]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
     return names

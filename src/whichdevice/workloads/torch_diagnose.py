@@ -26,6 +26,7 @@ import time
 
 from whichdevice.core.records import CaseSpec, scalar_int
 from whichdevice.core.steps import time_loop
+from whichdevice.frameworks.common.usermodel import user_case_params
 from whichdevice.workloads import fixes, userfile
 from whichdevice.workloads.epochturns import EpochTurns
 from whichdevice.workloads.fixes import FixEntry
@@ -97,23 +98,16 @@ def plan(
 
 def params_from_facts(facts: dict, model_fn, classes, data_fn) -> dict:
     """The case parameters from the pre-flight's facts (``frameworks/torch/usermodel.check``)."""
-    return {
-        "model": "user",
-        "model_file": str(model_fn.path),
-        "model_fn": model_fn.function,
-        "input_shape": ",".join(map(str, facts["input_shape"])),
-        "classes": classes,
-        "label_classes": facts["label_classes"],
-        "output_shape": ",".join(map(str, facts["output_shape"])),
-        "vocab": facts.get("vocab"),
-        "conv2d": bool(facts.get("conv2d")),
-        "data_file": str(data_fn.path) if data_fn else None,
-        "data_fn": data_fn.function if data_fn else None,
-        "data_batch": facts.get("data_batch"),
-        "returned": facts.get("returned"),
-        "loss": facts.get("loss"),
-        "optimizer": facts.get("optimizer"),
-    }
+    return user_case_params(
+        model_fn,
+        data_fn,
+        facts,
+        classes,
+        facts["label_classes"],
+        vocab=facts.get("vocab"),
+        conv2d=bool(facts.get("conv2d")),
+        **{k: facts.get(k) for k in ("data_batch", "returned", "loss", "optimizer")},
+    )
 
 
 # Facts the pre-flight learned that the cases do not need (the record's options keep them).
@@ -321,28 +315,9 @@ def _one_round(c, plan, avail: float, budget_s: float) -> None:
 
 def _torch_sweep(c, plan, cap: float) -> list[int]:
     """The sweep's other batches, nearest to the user's first (in log distance), within its share."""
-    import math
-
     from whichdevice.workloads import suite
 
-    batch = c.batch
-    others = sorted((k for k in USER_SWEEP_BATCHES if k != batch), key=lambda k: (abs(math.log(k / batch)), k))
-    sweep, dropped = [batch], []
-    room = min(suite.SWEEP_SHARE * plan.plan_s, max(0.0, plan.plan_s - plan.used))
-    for k in others:
-        cost = _point_s(c, k, cap)
-        if cost <= room:
-            sweep.append(k)
-            room -= cost
-            plan.used += cost
-        else:
-            dropped.append(k)
-    if dropped:
-        plan.cut.append(
-            f"batch sweep without batch {', '.join(map(str, sorted(dropped)))}: a step at batch {batch} took "
-            f"{suite._ms(c.step)} here, more than the budget's share for the sweep"
-        )
-    return sweep
+    return suite.plan_sweep(c, plan, lambda k: _point_s(c, k, cap), suite._ms(c.step))
 
 
 class LoaderPasses(EpochTurns):

@@ -17,50 +17,70 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.abc
-import importlib.util
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
 from types import SimpleNamespace
 from typing import Any
 
+from whichdevice.frameworks.common import capturekit
 
-class AfterImportFinder(importlib.abc.MetaPathFinder):
+
+class AfterImportFinder(capturekit.AfterImport):
     """Calls ``install(module, st)`` right after the script's ``import <name>`` finishes, once
-    (``st.<installed_attr>`` set by ``install`` says it is done). A hook that fails must not stop
-    the script: the audit sees less, and the traceback says why on the real stderr."""
+    (``st.<installed_attr>`` set by ``install`` says it is done): the capture's finder
+    (``capturekit.AfterImport``), with the audit's state."""
 
     def __init__(self, name: str, installed_attr: str, install: Callable[[Any, Any], None], st: Any) -> None:
-        self.name = name
+        super().__init__(name, install)
         self.installed_attr = installed_attr
-        self.install = install
         self.st = st
 
-    def find_spec(self, fullname, path, target=None):  # type: ignore[no-untyped-def]
-        if fullname != self.name or getattr(self.st, self.installed_attr):
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-        orig_exec = loader.exec_module
-        install, st = self.install, self.st
+    def watching(self) -> bool:
+        return super().watching() and not getattr(self.st, self.installed_attr)
 
-        def exec_module(module):  # type: ignore[no-untyped-def]
-            orig_exec(module)
-            try:
-                install(module, st)
-            except Exception:  # a hook that fails must not stop the script: audit less, say why
-                traceback.print_exc(file=sys.__stderr__)
+    def installs(self, module: Any) -> None:
+        super().installs(module, self.st)
 
-        loader.exec_module = exec_module  # type: ignore[method-assign]
-        return spec
+
+def watched(name: str, installed_attr: str, install: Callable[[Any, Any], None]) -> tuple[Callable, Callable]:
+    """A part's ``finders`` and ``installed`` (``contracts.Audit``) for one framework module: its
+    hooks ``install(module, st)`` go in on the script's ``import <name>``, and ``st.<installed_attr>``
+    (set by ``install``) says they are in."""
+
+    def finders(st: Any) -> list[AfterImportFinder]:
+        return [AfterImportFinder(name, installed_attr, install, st)]
+
+    def installed(st: Any) -> bool:
+        return bool(getattr(st, installed_attr))
+
+    return finders, installed
+
+
+MAX_CALL_LOG = 200_000  # top-level calls remembered (seq, key) for the re-run
+
+
+def log_call(st: Any, key: str, name: str, jit: bool, last: tuple) -> None:
+    """A top-level call (an ``nn.Module``'s, a ``jax.jit`` function's), under ``st.lock``: a new
+    ``key`` ("<function id>@<device>") listed in ``st.functions``, its last arguments (``last``) kept
+    for the re-run, and ``(seq, key)`` logged."""
+    if key not in st.torch_last:
+        st.functions[len(st.functions)] = {"name": name, "calls": 0, "traces": 0, "jit": jit, "user_calls": 0}
+    st.torch_last[key] = last
+    if len(st.torch_calls) < MAX_CALL_LOG:
+        st.torch_calls.append((st.seq, key))
+
+
+def calls_in(st: Any, m: Any) -> dict[str, int]:
+    """How many top-level calls of each key (:func:`log_call`) ran inside measurement ``m``."""
+    counts: dict[str, int] = {}
+    for seq, key in st.torch_calls:
+        if m.start_seq < seq < m.end_seq:
+            counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def script_frame(st: Any, levels: int, depth: int = 2) -> FrameType | None:
@@ -78,6 +98,49 @@ def from_script(st: Any, levels: int = 5) -> bool:
     """Whether one of the few callers above the hook is the script's own code (``.numpy()``,
     ``float(t)``) rather than a library's (Keras reading its logs)."""
     return script_frame(st, levels, 3) is not None
+
+
+def count_op(st: Any, op: str, dev: str) -> None:
+    """An eager op that ran on ``dev``, under ``st.lock``: counted there, and its kernel's first
+    use on that device counted once (``new_kernels``)."""
+    st.ops_by_device[dev] = st.ops_by_device.get(dev, 0) + 1
+    if (op, dev) not in st.seen_kernels:
+        st.seen_kernels.add((op, dev))
+        st.c["new_kernels"] += 1
+
+
+def count_read(st: Any, user: bool) -> None:
+    """A host read (the host waited for the device), under ``st.lock``: one more sync, the script's
+    own when ``user``, and the ops dispatched so far (what the sync waited for)."""
+    st.seq += 1
+    st.c["syncs"] += 1
+    if user:
+        st.c["user_syncs"] += 1
+    st.c["last_sync"] = st.seq
+    st.c["ops_at_last_sync"] = st.c["eager_ops"]
+
+
+def mark_read(st: Any, levels: int = 3, only_script: bool = False) -> None:
+    """Called by a hooked host read: counted (:func:`count_read`), as the script's own when one of
+    the ``levels`` callers above the hook is the script's (with ``only_script``: only then)."""
+    if not st.active:
+        return
+    user = from_script(st, levels=levels)
+    if user or not only_script:
+        with st.lock:
+            count_read(st, user)
+
+
+def read_hook(orig: Callable, st: Any, levels: int = 3, only_script: bool = False) -> Callable:
+    """``orig`` (a host read: ``.item()``, ``block_until_ready``...) counted after each call (:func:`mark_read`)."""
+
+    def read(*a: Any, **k: Any) -> Any:
+        out = orig(*a, **k)
+        mark_read(st, levels, only_script)
+        return out
+
+    read.__wrapped__ = orig  # type: ignore[attr-defined]
+    return read
 
 
 def timed_iter(st: Any, orig_iter: Callable[[Any], Any], setup: str) -> Callable[[Any], Any]:

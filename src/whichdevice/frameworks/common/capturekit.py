@@ -40,17 +40,29 @@ def since_start() -> float:
     return time.perf_counter() - T0
 
 
-class _AfterImport(importlib.abc.MetaPathFinder):
+class AfterImport(importlib.abc.MetaPathFinder):
     """Stays first on ``sys.meta_path`` until the module is really imported: a ``find_spec`` that
-    only asks whether it exists (TensorFlow asks for ``keras`` so) must not end the watch."""
+    only asks whether it exists (TensorFlow asks for ``keras`` so) must not end the watch. The
+    audit's finders (``common/audit.AfterImportFinder``) are this one with a state."""
 
-    def __init__(self, name: str, install: Callable[[Any], None]) -> None:
+    def __init__(self, name: str, install: Callable[..., None]) -> None:
         self.name = name
         self.install = install
         self.busy = False
 
+    def watching(self) -> bool:
+        return not self.busy
+
+    def installs(self, module: Any, *more: Any) -> None:
+        """Call the patch on the imported module; one that fails must not stop the script: the
+        capture (or audit) sees less, and the traceback says why on the real stderr."""
+        try:
+            self.install(module, *more)
+        except Exception:
+            traceback.print_exc(file=sys.__stderr__)
+
     def find_spec(self, fullname, path, target=None):  # type: ignore[no-untyped-def]
-        if fullname != self.name or self.busy:
+        if fullname != self.name or not self.watching():
             return None
         self.busy = True
         try:
@@ -67,26 +79,19 @@ class _AfterImport(importlib.abc.MetaPathFinder):
             IMPORTED.setdefault(finder.name, since_start())
             if finder in sys.meta_path:
                 sys.meta_path.remove(finder)
-                _safely(finder.install, module)
+                finder.installs(module)
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
-
-
-def _safely(install: Callable[[Any], None], module: Any) -> None:
-    try:
-        install(module)
-    except Exception:  # a patch that fails must not stop the script: the capture sees less, says why
-        traceback.print_exc(file=sys.__stderr__)
 
 
 def after_import(name: str, install: Callable[[Any], None]) -> None:
     """Call ``install(module)`` once ``import name`` has finished (now, if it already has)."""
     if name in sys.modules:
         IMPORTED.setdefault(name, 0.0)
-        _safely(install, sys.modules[name])
+        AfterImport(name, install).installs(sys.modules[name])
     else:
-        sys.meta_path.insert(0, _AfterImport(name, install))
+        sys.meta_path.insert(0, AfterImport(name, install))
 
 
 def result(

@@ -193,6 +193,14 @@ def case_params(model_fn: UserFunction, data_fn: UserFunction | None, facts: dic
     label_classes = classes
     if classes is not None and out_shape and out_shape[-1] == 1:
         label_classes = 1  # one sigmoid output: binary labels
+    return user_case_params(model_fn, data_fn, facts, classes, label_classes, io=facts.get("io"))
+
+
+def user_case_params(
+    model_fn: UserFunction, data_fn: UserFunction | None, facts: dict, classes: int | None, label_classes, **more
+) -> dict:
+    """The case parameters naming the user's model, data and shapes (from a pre-flight's facts),
+    every framework's, then ``more`` of the framework's own."""
     return {
         "model": "user",
         "model_file": str(model_fn.path),
@@ -200,10 +208,10 @@ def case_params(model_fn: UserFunction, data_fn: UserFunction | None, facts: dic
         "input_shape": ",".join(map(str, facts["input_shape"])),
         "classes": classes,
         "label_classes": label_classes,
-        "output_shape": ",".join(map(str, out_shape)),
+        "output_shape": ",".join(map(str, facts["output_shape"])),
         "data_file": str(data_fn.path) if data_fn else None,
         "data_fn": data_fn.function if data_fn else None,
-        "io": facts.get("io"),
+        **more,
     }
 
 

@@ -25,14 +25,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.frameworks.common import audit as common
-from whichdevice.frameworks.common.audit import AfterImportFinder, RerunItem, from_script
+from whichdevice.frameworks.common.audit import RerunItem
 
 if TYPE_CHECKING:
     from whichdevice.frameworks.common.auditstate import State
 
 _perf = time.perf_counter  # imported before the child patches the clocks
 _local = threading.local()
-MAX_CALL_LOG = 200_000
 
 
 def jax_device(dev: Any) -> str:
@@ -110,17 +109,7 @@ def hook_jit(jax, st: State) -> None:
                 if sig not in seen:  # a new signature: trace + XLA compile inside this call
                     seen.add(sig)
                     _count_compile(st, dt)
-                if key not in st.torch_last:
-                    st.functions[len(st.functions)] = {
-                        "name": name,
-                        "calls": 0,
-                        "traces": 0,
-                        "jit": True,
-                        "user_calls": 0,
-                    }
-                st.torch_last[key] = (compiled, args, kwargs)
-                if len(st.torch_calls) < MAX_CALL_LOG:
-                    st.torch_calls.append((st.seq, key))
+                common.log_call(st, key, name, True, (compiled, args, kwargs))
             return out
 
         call.__wrapped_jit__ = compiled
@@ -133,48 +122,19 @@ def hook_jit(jax, st: State) -> None:
     jax.jit = jit
 
 
-def _mark_read(st: State, levels: int = 3) -> None:
-    if not st.active:
-        return
-    user = from_script(st, levels=levels)
-    with st.lock:
-        st.seq += 1
-        st.c["syncs"] += 1
-        st.c["last_sync"] = st.seq
-        st.c["ops_at_last_sync"] = st.c["eager_ops"]
-        if user:
-            st.c["user_syncs"] += 1
-
-
 def hook_host_reads(jax, st: State) -> None:
     from jax._src import array
 
     cls = array.ArrayImpl
 
-    def wrap(orig):
-        def read(self, *a, **k):
-            out = orig(self, *a, **k)
-            _mark_read(st)
-            return out
-
-        read.__wrapped__ = orig
-        return read
-
     for name in ("block_until_ready", "__array__", "item", "tolist", "__float__", "__int__"):
         orig = getattr(cls, name, None)
         if orig is not None:
             try:
-                setattr(cls, name, wrap(orig))
+                setattr(cls, name, common.read_hook(orig, st))
             except Exception:
                 pass
-    orig_fn = jax.block_until_ready
-
-    def block_until_ready(x):
-        out = orig_fn(x)
-        _mark_read(st, levels=2)
-        return out
-
-    jax.block_until_ready = block_until_ready
+    jax.block_until_ready = common.read_hook(jax.block_until_ready, st, levels=2)
 
 
 def install(jax, st: State) -> None:
@@ -203,12 +163,7 @@ def record_devices(st: State) -> None:
 # ---------------------------------------------------------------- the part's contract (contracts.Audit)
 
 
-def finders(st: State) -> list[AfterImportFinder]:
-    return [AfterImportFinder("jax", "jax_installed", install, st)]
-
-
-def installed(st: State) -> bool:
-    return bool(st.jax_installed)
+finders, installed = common.watched("jax", "jax_installed", install)
 
 
 def adopt(st: State) -> None:
@@ -248,10 +203,7 @@ def rerun_setup(st: State, budget_s: float) -> None:
 
 def rerun_side(st: State, m: Any) -> tuple[list[RerunItem], str | None]:
     """The jitted calls inside measurement ``m``, with the arguments of their last call."""
-    counts: dict[str, int] = {}
-    for seq, key in st.torch_calls:
-        if m.start_seq < seq < m.end_seq:
-            counts[key] = counts.get(key, 0) + 1
+    counts = common.calls_in(st, m)
     if not counts:
         return [], (
             "the timed work calls no jax.jit function (only jitted calls are re-run; JAX's eager jnp ops are not "

@@ -104,10 +104,7 @@ def mark_sync(st: State) -> None:
     """The host has waited for the device (a host read): count it."""
     if st.active:
         with st.lock:
-            st.seq += 1
-            st.c["syncs"] += 1
-            st.c["last_sync"] = st.seq
-            st.c["ops_at_last_sync"] = st.c["eager_ops"]
+            common.count_read(st, False)
 
 
 # ---------------------------------------------------------------- placement log (fd 2)
@@ -509,10 +506,7 @@ def _track_variables(st: Any, op_type: str, inputs: Any, outputs: Any) -> None:
 
 def _count_on_device(st: Any, op_type: str, inputs: Any, dev: str) -> None:
     """An eager op that ran on ``dev``: counted there, a first-used kernel, GPU work, copies of its inputs."""
-    st.ops_by_device[dev] = st.ops_by_device.get(dev, 0) + 1
-    if (op_type, dev) not in st.seen_kernels:
-        st.seen_kernels.add((op_type, dev))
-        st.c["new_kernels"] += 1
+    common.count_op(st, op_type, dev)
     if dev.startswith("GPU"):
         st.c["last_gpu_work"] = st.seq + 1
         st.seq += 1
@@ -535,12 +529,7 @@ def hook_host_reads(tf, st: State, ops) -> None:
         if st.active:
             user = from_script(st)
             with st.lock:
-                st.seq += 1
-                st.c["syncs"] += 1
-                if user:
-                    st.c["user_syncs"] += 1
-                st.c["last_sync"] = st.seq
-                st.c["ops_at_last_sync"] = st.c["eager_ops"]
+                common.count_read(st, user)
                 try:
                     if short_device(self.device).startswith("GPU"):
                         st.c["d2h"] += 1

@@ -35,14 +35,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.frameworks.common import audit as common
-from whichdevice.frameworks.common.audit import AfterImportFinder, RerunItem, from_script
+from whichdevice.frameworks.common.audit import RerunItem, from_script
 
 if TYPE_CHECKING:
     from whichdevice.frameworks.common.auditstate import State
 
 _perf = time.perf_counter  # imported before the child patches the clocks
 _local = threading.local()
-MAX_CALL_LOG = 200_000  # top-level module calls remembered (seq, key) for the re-run
 MAX_OP_LOG = 200_000  # torch ops outside module calls remembered (seq, op, argument specs) for the replay
 # Ops logged between two clock reads: a longer timed block is not replayed (said so), and the ops past
 # this many cost no logging (≈ 3-5 µs per logged op on this 2-core machine, measured with a loop of 4x4
@@ -174,10 +173,7 @@ def make_mode(torch, st: Any) -> Any:
                 if t is not None:
                     st.c["elems"] += t.numel()
                 if dev:
-                    st.ops_by_device[dev] = st.ops_by_device.get(dev, 0) + 1
-                    if (name, dev) not in st.seen_kernels:
-                        st.seen_kernels.add((name, dev))
-                        st.c["new_kernels"] += 1
+                    common.count_op(st, name, dev)
                     if dev.startswith("GPU"):
                         st.c["last_gpu_work"] = st.seq
                 if name in copies:
@@ -206,41 +202,15 @@ def _count_copy(st: Any, torch, args: tuple, dev: str) -> None:
         st.c["ops_at_last_sync"] = st.c["eager_ops"]
 
 
-def _mark_user_sync(st: State) -> None:
-    if st.active and from_script(st, levels=3):
-        with st.lock:
-            st.seq += 1
-            st.c["user_syncs"] += 1
-            st.c["syncs"] += 1
-            st.c["last_sync"] = st.seq
-            st.c["ops_at_last_sync"] = st.c["eager_ops"]
-
-
 def hook_host_reads(torch, st: State) -> None:
     """Host reads the script makes: ``.item()``, ``.cpu()``, ``.numpy()``, ``.tolist()``, ``float()``,
     ``torch.cuda.synchronize()``."""
 
-    def wrap(orig):
-        def read(self, *a, **k):
-            out = orig(self, *a, **k)
-            _mark_user_sync(st)
-            return out
-
-        read.__wrapped__ = orig
-        return read
-
     for name in ("item", "cpu", "numpy", "tolist", "__float__"):
         orig = getattr(torch.Tensor, name, None)
         if orig is not None:
-            setattr(torch.Tensor, name, wrap(orig))
-    orig_sync = torch.cuda.synchronize
-
-    def synchronize(*a, **k):
-        out = orig_sync(*a, **k)
-        _mark_user_sync(st)
-        return out
-
-    torch.cuda.synchronize = synchronize
+            setattr(torch.Tensor, name, common.read_hook(orig, st, only_script=True))
+    torch.cuda.synchronize = common.read_hook(torch.cuda.synchronize, st, only_script=True)
 
 
 def hook_modules(torch, st: State) -> None:
@@ -270,17 +240,7 @@ def hook_modules(torch, st: State) -> None:
                 # torch.compile's module (OptimizedModule) compiles on its first call: compile time.
                 compiled = type(module).__name__ == "OptimizedModule"
                 st.c["setup_compile_s" if compiled else "setup_first_step_s"] += dt
-            if key not in st.torch_last:
-                st.functions[len(st.functions)] = {
-                    "name": type(module).__name__,
-                    "calls": 0,
-                    "traces": 0,
-                    "jit": False,
-                    "user_calls": 0,
-                }
-            st.torch_last[key] = (module, args, torch.is_grad_enabled())
-            if len(st.torch_calls) < MAX_CALL_LOG:
-                st.torch_calls.append((st.seq, key))
+            common.log_call(st, key, type(module).__name__, False, (module, args, torch.is_grad_enabled()))
         return None
 
     module_mod.register_module_forward_pre_hook(pre)
@@ -436,12 +396,7 @@ def uninstall(st: State) -> None:
 # ---------------------------------------------------------------- the part's contract (contracts.Audit)
 
 
-def finders(st: State) -> list[AfterImportFinder]:
-    return [AfterImportFinder("torch", "torch_installed", install, st)]
-
-
-def installed(st: State) -> bool:
-    return bool(st.torch_installed)
+finders, installed = common.watched("torch", "torch_installed", install)
 
 
 def adopt(st: State) -> None:
@@ -493,10 +448,7 @@ def rerun_side(st: State, m: Any) -> tuple[list[RerunItem], str | None]:
     with no module call: its torch ops, replayed on fresh tensors (:func:`replay_side`)."""
     import torch
 
-    counts: dict[str, int] = {}
-    for seq, key in st.torch_calls:
-        if m.start_seq < seq < m.end_seq:
-            counts[key] = counts.get(key, 0) + 1
+    counts = common.calls_in(st, m)
     if counts:
         calls = [(key, *st.torch_last[key], n) for key, n in counts.items()]
     else:
