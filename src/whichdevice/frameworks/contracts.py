@@ -359,21 +359,25 @@ class Framework:
 
 PROTOCOLS: dict[str, type] = {"discovery": Discovery, "placement": Placement, "sync": Sync, "ops": Ops}
 
-# The optional parts: kind -> (module of the framework folder, protocol). ``probes`` is the
-# calibration module with the calibrate probes, which only TensorFlow's has.
+# The optional parts: kind -> (module of the framework folder, protocol). Each is the module of its
+# kind's name but ``probes``: the calibration module with the calibrate probes, which only
+# TensorFlow's has.
+_OPTIONAL_PROTOCOLS: dict[str, type] = {
+    "training": Training,
+    "calibration": Calibration,
+    "probes": CalibrationProbes,
+    "scale": Scale,
+    "pipeline": Pipeline,
+    "profiler": Profiler,
+    "precision": Precision,
+    "placement_log": PlacementLog,
+    "optrace": OpTrace,
+    "pitfalls": Pitfalls,
+    "audit": Audit,
+    "capture": Capture,
+}
 OPTIONAL: dict[str, tuple[str, type]] = {
-    "training": ("training", Training),
-    "calibration": ("calibration", Calibration),
-    "probes": ("calibration", CalibrationProbes),
-    "scale": ("scale", Scale),
-    "pipeline": ("pipeline", Pipeline),
-    "profiler": ("profiler", Profiler),
-    "precision": ("precision", Precision),
-    "placement_log": ("placement_log", PlacementLog),
-    "optrace": ("optrace", OpTrace),
-    "pitfalls": ("pitfalls", Pitfalls),
-    "audit": ("audit", Audit),
-    "capture": ("capture", Capture),
+    kind: ("calibration" if kind == "probes" else kind, protocol) for kind, protocol in _OPTIONAL_PROTOCOLS.items()
 }
 
 

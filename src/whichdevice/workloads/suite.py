@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from whichdevice import frameworks
 from whichdevice.core.errors import UsageError
@@ -265,21 +267,29 @@ def _one_round(c: _Costs, plan: _Plan, budget_s: float) -> None:
 
 def _sweep(c: _Costs, plan: _Plan) -> list[int]:
     """2. The sweep's other batches, nearest to the user's first (in log distance), within its share."""
+    return plan_sweep(c, plan, c.steady, f"{_ms(c.step)} and its first call {_ms(c.first_s)}")
+
+
+def plan_sweep(c: Any, plan: Any, cost: Callable[[int], float], took: str) -> list[int]:
+    """The sweep's batches: the user's, then the others nearest to it (in log distance) while their
+    ``cost(batch)`` fits the sweep's share of the plan; ``took`` says what a step at the user's batch
+    took, in the line that names the batches left out (also ``diagnose --framework torch``'s)."""
     batch = c.batch
     others = sorted((k for k in USER_SWEEP_BATCHES if k != batch), key=lambda k: (abs(math.log(k / batch)), k))
     sweep, dropped = [batch], []
     sweep_room = min(SWEEP_SHARE * plan.plan_s, max(0.0, plan.plan_s - plan.used))
     for k in others:
-        if c.steady(k) <= sweep_room:
+        need = cost(k)
+        if need <= sweep_room:
             sweep.append(k)
-            sweep_room -= c.steady(k)
-            plan.used += c.steady(k)
+            sweep_room -= need
+            plan.used += need
         else:
             dropped.append(k)
     if dropped:
         plan.cut.append(
             f"batch sweep without batch {', '.join(map(str, sorted(dropped)))}: a step at batch {batch} took "
-            f"{_ms(c.step)} and its first call {_ms(c.first_s)} here, more than the budget's share for the sweep"
+            f"{took} here, more than the budget's share for the sweep"
         )
     return sweep
 

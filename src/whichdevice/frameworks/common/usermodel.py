@@ -427,9 +427,5 @@ def _keras_job(job: dict, model_fn: UserFunction, data_fn: UserFunction | None, 
     return result
 
 
-def _main(argv: list[str]) -> int:
-    return preflight_main(argv, _keras_job)
-
-
 if __name__ == "__main__":
-    sys.exit(_main(sys.argv))
+    sys.exit(preflight_main(sys.argv, _keras_job))

@@ -392,20 +392,6 @@ def describe_step(step, x, y) -> list[dict]:
     return expand(graph.get_operations(), graph)
 
 
-def jit_step(model, optimizer, loss_fn):
-    """``training.train_step`` with ``jit_compile=True`` (XLA), the same body."""
-
-    @tf.function(jit_compile=True)
-    def step(x, y):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-
-    return step
-
-
 def describe_train(model, optimizer, loss_fn, training, x, y) -> dict:
     """The kernels of one training step. A model compiled with ``jit_compile=True`` runs as
     XLA: its kernels are the optimized HLO's (``experimental_get_compiler_ir``, read by
@@ -413,7 +399,9 @@ def describe_train(model, optimizer, loss_fn, training, x, y) -> dict:
     kernel per graph op."""
     tf32 = bool(tf.config.experimental.tensor_float_32_execution_enabled())  # on by default
     if getattr(model, "jit_compile", None) is True:
-        text = jit_step(model, optimizer, loss_fn).experimental_get_compiler_ir(x, y)(stage="optimized_hlo")
+        text = training.train_step(model, optimizer, loss_fn, jit_compile=True).experimental_get_compiler_ir(x, y)(
+            stage="optimized_hlo"
+        )
         return {"ops": kernels_from_hlo(text), "launch_mode": "xla", "tf32": tf32}
     ops = describe_step(training.train_step(model, optimizer, loss_fn), x, y)
     return {"ops": ops, "launch_mode": "graph", "tf32": tf32}

@@ -20,12 +20,13 @@ __all__ = [
 ]
 
 
-def train_step(model, optimizer, loss_fn):
+def train_step(model, optimizer, loss_fn, jit_compile: bool | None = None):
     """Seed 001's train step. The seed passes model, optimizer and loss as arguments of the
     ``tf.function``; they are closed over here instead (same graph, and Keras 3 objects are
-    not valid ``tf.function`` arguments). Returns the loss tensor (not read back)."""
+    not valid ``tf.function`` arguments). Returns the loss tensor (not read back).
+    ``jit_compile=True``: the same body compiled with XLA (``calibration.py`` reads its HLO)."""
 
-    @tf.function
+    @tf.function(jit_compile=jit_compile)
     def step(x, y):
         with tf.GradientTape() as tape:
             logits = model(x, training=True)

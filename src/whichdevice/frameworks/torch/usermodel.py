@@ -587,12 +587,8 @@ def _torch_job(job: dict, model_fn: UserFunction, data_fn: UserFunction | None, 
     return facts
 
 
-def _main(argv: list[str]) -> int:
-    return preflight_main(argv, _torch_job)
-
-
 if __name__ == "__main__":
-    sys.exit(_main(sys.argv))
+    sys.exit(preflight_main(sys.argv, _torch_job))
 
 
 # ------------------------------------------------------------------ objects from a notebook
