@@ -21,8 +21,7 @@ import time
 
 from whichdevice.core.records import scalar_int
 from whichdevice.core.steps import raw_from_steps
-
-NOSYNC_STEPS = 200
+from whichdevice.frameworks.common.pitfalls import NOSYNC_STEPS
 
 
 def build_cases(framework: str, device: str, *, quick: bool, is_cpu: bool) -> tuple[list[CaseSpec], list[CaseSpec]]:

@@ -228,40 +228,42 @@ class _Plan:
 def _essentials(c: _Costs, budget_s: float) -> _Plan:
     """1. Always: create, the user's batch (sync none and each), the loop and the fit. Two
     rounds (a second process for the deciding cases) when round 1's essentials fit its share;
-    else one round (:func:`_one_round`)."""
+    else one round (:func:`one_round`)."""
     n = MIN_EPOCH_STEPS
     used = c.create_s() + 2 * c.steady(c.batch)
     used += c.build + c.trace + c.epoch_s(n) + c.build + c.fit_trace + 2 * FIT_OVERHEAD * c.epoch_s(n)
     plan = _Plan(plan_s=ROUND1_SHARE * max(budget_s - c.start_up, 0.5 * budget_s), used=used)
     if plan.used > plan.plan_s:
-        _one_round(c, plan, budget_s)
+        essentials = f"creating it, a steady step, the loop and one fit at batch {c.batch}"
+        costs = f"a step's first call took {_ms(c.first_s)}, fit's first epoch {_ms(c.fit_first_s)}"
+        took = f"{_ms(c.step)} and its first call {_ms(c.first_s)}"
+        one_round(c, plan, budget_s, c.steady(c.batch), essentials, costs, took)
     return plan
 
 
-def _one_round(c: _Costs, plan: _Plan, budget_s: float) -> None:
+def one_round(c: Any, plan: Any, budget_s: float, sync_s: float, essentials: str, costs: str, took: str) -> None:
     """Round 1's essentials do not fit its share: one round, given the whole budget, said in
-    the cuts (without the sync cost if need be); a UsageError when not even that fits."""
-    batch = c.batch
+    the cuts (without the sync cost ``sync_s`` if need be); a UsageError when not even that fits,
+    naming the ``essentials`` and what they cost here (``costs``). ``took``: what a step at the
+    user's batch took, in the cut's line (also ``diagnose --framework torch``'s)."""
     plan.rounds = 1
     avail = max(budget_s - c.start_up, 0.5 * budget_s)
     plan.plan_s = ROUND1_ONLY_SHARE * avail
     if plan.used > avail:  # the sync cost (the loss read every step) is the essential a verdict needs least
-        plan.used -= c.steady(batch)
+        plan.used -= sync_s
         plan.with_sync = False
         plan.cut.append("the cost of reading the loss every step not measured")
     if plan.used > avail:
         need = math.ceil((plan.used / ROUND1_ONLY_SHARE + c.start_up) / 10) * 10
         raise UsageError(
             "--budget",
-            f"{budget_s:g} s is too short for this model: its essential cases (creating it, a steady step, "
-            f"the loop and one fit at batch {batch}) need about {plan.used:.0f} s here (a step's first call took "
-            f"{_ms(c.first_s)}, fit's first epoch {_ms(c.fit_first_s)})",
+            f"{budget_s:g} s is too short for this model: its essential cases ({essentials}) need about "
+            f"{plan.used:.0f} s here ({costs})",
             f"Pass --budget {need} or more.",
         )
     plan.cut.append(
-        f"the deciding cases measured in one process, not two: at batch {batch} a step took {_ms(c.step)} and "
-        f"its first call {_ms(c.first_s)} here, so two rounds would take more than the budget "
-        "(intervals then rest on one process)"
+        f"the deciding cases measured in one process, not two: at batch {c.batch} a step took {took} here, so two "
+        "rounds would take more than the budget (intervals then rest on one process)"
     )
 
 

@@ -233,7 +233,7 @@ def size_cases(facts: dict, *, batch: int, budget_s: float, samples: int) -> dic
     avail = max(budget_s - c.start_up, 0.5 * budget_s)
     plan = suite._Plan(plan_s=suite.ROUND1_SHARE * avail, used=essentials)
     if plan.used > plan.plan_s:
-        _one_round(c, plan, avail, budget_s)
+        _one_round(c, plan, budget_s)
     pairs = [e.key for e in STEADY_FIXES if not e.compiles and plan.fits(2 * _point_s(c, batch, cap))]
     left = [e.key for e in STEADY_FIXES if not e.compiles and e.key not in pairs]
     if left:
@@ -286,31 +286,15 @@ def size_cases(facts: dict, *, batch: int, budget_s: float, samples: int) -> dic
     }
 
 
-def _one_round(c, plan, avail: float, budget_s: float) -> None:
-    """Round 1's essentials do not fit its share: one round, given the whole budget, said in the
-    cuts (without the sync cost if need be); a UsageError when not even that fits."""
-    from whichdevice.core.errors import UsageError
+def _one_round(c, plan, budget_s: float) -> None:
+    """Round 1's essentials do not fit its share (``suite.one_round``): without the loss read every
+    step if need be."""
     from whichdevice.workloads import suite
 
-    plan.rounds = 1
-    plan.plan_s = suite.ROUND1_ONLY_SHARE * avail
     cap = max(POINT_CAP_S, suite.POINT_SAMPLES * c.t(c.batch))
-    if plan.used > avail:
-        plan.used -= _point_s(c, c.batch, cap)
-        plan.with_sync = False
-        plan.cut.append("the cost of reading the loss every step not measured")
-    if plan.used > avail:
-        need = -(-(plan.used / suite.ROUND1_ONLY_SHARE + c.start_up) // 10) * 10
-        raise UsageError(
-            "--budget",
-            f"{budget_s:g} s is too short for this model: its essential cases (creating it, its loop and a "
-            f"steady step at batch {c.batch}) need about {plan.used:.0f} s here (a step took {suite._ms(c.step)})",
-            f"Pass --budget {need:.0f} or more.",
-        )
-    plan.cut.append(
-        f"the deciding cases measured in one process, not two: at batch {c.batch} a step took {suite._ms(c.step)} "
-        "here, so two rounds would take more than the budget (intervals then rest on one process)"
-    )
+    took = suite._ms(c.step)
+    essentials = f"creating it, its loop and a steady step at batch {c.batch}"
+    suite.one_round(c, plan, budget_s, _point_s(c, c.batch, cap), essentials, f"a step took {took}", took)
 
 
 def _torch_sweep(c, plan, cap: float) -> list[int]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.core.records import CaseSpec, scalar_int
+from whichdevice.frameworks.common.pitfalls import LARGE_BATCH, NOSYNC_STEPS, SEED_BATCH, seed_case
 
 if TYPE_CHECKING:
     from whichdevice.frameworks.contracts import Framework
@@ -24,17 +25,11 @@ if TYPE_CHECKING:
 MISTAKES: tuple[str, ...] = ("compile_in_timing", "no_sync", "sync_each", "device_put", "small_batch")
 GPU_ONLY: tuple[str, ...] = ()
 
-SEED_BATCH = 10
-LARGE_BATCH = 512
-NOSYNC_STEPS = 200
-
 
 def cases(framework: str, device: str, *, quick: bool, is_cpu: bool) -> tuple[list[CaseSpec], list[CaseSpec]]:
     """(cases for the default child, none for a one-thread child: JAX has no thread setting)."""
 
-    def t(**p) -> CaseSpec:
-        return CaseSpec(workload="train", framework=framework, device=device, params={"model": "seed001", **p})
-
+    t = seed_case(framework, device)
     main = [
         t(kind="loop", example="ex2", samples=1000, batch=SEED_BATCH, data="numpy", epochs=1),  # compile timed
         t(kind="steady", batch=SEED_BATCH, sync="none"),  # right figure for float(loss), no sync, device_put, batch

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.core.records import CaseSpec
+from whichdevice.frameworks.common.pitfalls import LARGE_BATCH, NOSYNC_STEPS, SEED_BATCH, THREADS_BATCH, seed_case
 
 if TYPE_CHECKING:
     from whichdevice.frameworks.contracts import Framework
@@ -22,19 +23,12 @@ if TYPE_CHECKING:
 MISTAKES: tuple[str, ...] = ("first_step", "first_epoch", "no_sync", "sync_each", "one_thread", "small_batch")
 GPU_ONLY: tuple[str, ...] = ("no_sync",)
 
-SEED_BATCH = 10
-LARGE_BATCH = 512
-THREADS_BATCH = 4096
-NOSYNC_STEPS = 200
-
 
 def cases(framework: str, device: str, *, quick: bool, is_cpu: bool) -> tuple[list[CaseSpec], list[CaseSpec]]:
     """(cases for the default child, the one-thread child's). The first-step loop first: its
     first step carries the process's one-time costs, as a user's script's does."""
 
-    def t(**p) -> CaseSpec:
-        return CaseSpec(workload="train", framework=framework, device=device, params={"model": "seed001", **p})
-
+    t = seed_case(framework, device)
     ex2 = dict(example="ex2", samples=1000, batch=SEED_BATCH, data="numpy")
     main = [
         t(kind="loop", epochs=1, **ex2),  # the first step timed alone

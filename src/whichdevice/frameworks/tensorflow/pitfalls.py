@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.core.records import CaseSpec
+from whichdevice.frameworks.common.pitfalls import LARGE_BATCH, NOSYNC_STEPS, SEED_BATCH, THREADS_BATCH, seed_case
 
 if TYPE_CHECKING:
     from whichdevice.frameworks.contracts import Framework
@@ -17,18 +18,11 @@ MISTAKES: tuple[str, ...] = ("first_epoch", "no_sync", "sync_each", "one_thread"
 # there too, and the page says it cannot distort (records before issue #42 have it so).
 GPU_ONLY: tuple[str, ...] = ()
 
-SEED_BATCH = 10  # seed 001 ex2's batch: where per-step costs weigh most
-LARGE_BATCH = 512  # seed 002's batch
-THREADS_BATCH = 4096  # the one-thread pitfall is about compute: a batch where cores have work to share
-NOSYNC_STEPS = 200
-
 
 def cases(framework: str, device: str, *, quick: bool, is_cpu: bool) -> tuple[list[CaseSpec], list[CaseSpec]]:
     """(cases for the default child, cases for the one-thread child). Cheapest first."""
 
-    def t(**p) -> CaseSpec:
-        return CaseSpec(workload="train", framework=framework, device=device, params={"model": "seed001", **p})
-
+    t = seed_case(framework, device)
     epochs = 2 if quick else 3
     ex2 = dict(example="ex2", samples=1000, batch=SEED_BATCH, data="numpy")
     main = [

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.core.records import CaseSpec, scalar_int
+from whichdevice.frameworks.common.pitfalls import LARGE_BATCH, NOSYNC_STEPS, SEED_BATCH, THREADS_BATCH, seed_case
 
 if TYPE_CHECKING:
     from whichdevice.frameworks.contracts import Framework
@@ -40,10 +41,6 @@ MISTAKES: tuple[str, ...] = (
 )
 GPU_ONLY: tuple[str, ...] = ("no_sync",)
 
-SEED_BATCH = 10
-LARGE_BATCH = 512
-THREADS_BATCH = 4096
-NOSYNC_STEPS = 200
 LOADER_BATCH = 32
 LOADER_WORKERS = 2
 COMPILE_STEPS = 100  # seed 001 ex2's epoch: 1000 samples, batch 10
@@ -53,9 +50,7 @@ def cases(framework: str, device: str, *, quick: bool, is_cpu: bool) -> tuple[li
     """(cases for the default child, cases for the one-thread child). The first-step loop
     first: its first step carries the process's one-time costs, as a user's script's does."""
 
-    def t(**p) -> CaseSpec:
-        return CaseSpec(workload="train", framework=framework, device=device, params={"model": "seed001", **p})
-
+    t = seed_case(framework, device)
     loader = dict(kind="pitfall", mistake="num_workers", batch=LOADER_BATCH, samples=512 if quick else 2048)
     main = [
         t(kind="loop", example="ex2", samples=1000, batch=SEED_BATCH, data="numpy", epochs=1),  # first step
