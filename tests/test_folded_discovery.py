@@ -6,6 +6,7 @@ import platform
 
 import pytest
 
+from whichdevice.core.records import DeviceInfo
 from whichdevice.frameworks.common import nvidia
 from whichdevice.measure import experiment, runner, session
 from whichdevice.workloads.matmul import build_cases
@@ -81,3 +82,25 @@ def test_devices_asks_a_child_and_says_why_no_gpu_without_claiming_a_measurement
     code, out, _ = run_cli(["devices", "--framework", "numpy"], capsys)
     assert code == 0 and "numpy" in out and "CPU:0" in out
     assert "numpy computes on the CPU only" in out and "measured" not in out
+
+
+def test_each_framework_s_gpus_are_listed_one_way_with_what_nvidia_smi_adds(monkeypatch):
+    """``nvidia.devices`` (every framework's ``list_devices``): the framework's own name, memory and
+    compute capability where it reports them, nvidia-smi's driver, and its name and memory where
+    the framework has none (TensorFlow and JAX report no memory). No GPU here: the GPUs are the
+    shape ``torch.cuda.get_device_properties`` and ``get_device_details`` report on an H100."""
+    smi = [{"name": "NVIDIA H100 80GB HBM3", "memory_mib": "81559", "driver": "550.54.15"}]
+    monkeypatch.setattr(nvidia, "smi_query", lambda: smi)
+    cpu, torch_gpu = nvidia.devices([("NVIDIA H100 80GB HBM3", 85_045_592_064, "9.0")])
+    assert (cpu.name, cpu.kind, torch_gpu.name, torch_gpu.kind) == ("CPU:0", "cpu", "GPU:0", "gpu")
+    assert (torch_gpu.memory_bytes, torch_gpu.compute_capability, torch_gpu.driver) == (
+        85_045_592_064,
+        "9.0",
+        "550.54.15",
+    )
+    _, tf_gpu = nvidia.devices([(None, None, "9.0")])
+    assert (tf_gpu.description, tf_gpu.memory_bytes) == ("NVIDIA H100 80GB HBM3", 81559 * 2**20)
+    _, _, second = nvidia.devices([("H100", None, None), ("H100", None, None)])
+    assert second.name == "GPU:1" and second.driver is None and second.memory_bytes is None  # no smi row
+    monkeypatch.setattr(nvidia, "smi_query", lambda: [])
+    assert nvidia.devices([]) == [DeviceInfo(name="CPU:0", kind="cpu", description=cpu.description)]

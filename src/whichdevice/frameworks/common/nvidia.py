@@ -7,7 +7,11 @@ import os
 import platform
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
+
+from whichdevice.core.machine import cpu_model
+from whichdevice.core.records import DeviceInfo
 
 
 def smi_query() -> list[dict[str, str]]:
@@ -56,3 +60,25 @@ def host_reasons() -> list[str]:
     if platform.system() == "Linux" and not driver_present():
         reasons.append(NO_DRIVER)
     return reasons
+
+
+def devices(gpus: Sequence[tuple[str | None, int | None, str | None]]) -> list[DeviceInfo]:
+    """The CPU, then each GPU a framework sees, as ``CPU:0``, ``GPU:0``, ...: ``gpus`` holds each one's
+    (description, memory in bytes, compute capability) as the framework reports them; nvidia-smi's
+    row of the same index gives the driver, and the name and memory the framework does not report."""
+    out = [DeviceInfo(name="CPU:0", kind="cpu", description=cpu_model())]
+    smi = smi_query() if gpus else []
+    for i, (description, memory_bytes, cc) in enumerate(gpus):
+        row = smi[i] if i < len(smi) else {}
+        mem = row.get("memory_mib")
+        out.append(
+            DeviceInfo(
+                name=f"GPU:{i}",
+                kind="gpu",
+                description=description or row.get("name", "GPU"),
+                memory_bytes=memory_bytes if memory_bytes is not None else int(float(mem)) * 2**20 if mem else None,
+                compute_capability=cc,
+                driver=row.get("driver"),
+            )
+        )
+    return out

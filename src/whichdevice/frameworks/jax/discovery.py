@@ -8,7 +8,6 @@ from importlib import metadata
 import jax
 
 from whichdevice.frameworks.common import nvidia as _nvidia
-from whichdevice.core.machine import cpu_model
 from whichdevice.core.records import DeviceInfo, FrameworkInfo, Scalar
 
 
@@ -56,24 +55,11 @@ def gpu_devices() -> list:
 
 def list_devices() -> list[DeviceInfo]:
     """The CPU, then every GPU JAX can see, as ``CPU:0``, ``GPU:0``, ..."""
-    devices = [DeviceInfo(name="CPU:0", kind="cpu", description=cpu_model())]
-    gpus = gpu_devices()
-    smi = _nvidia.smi_query() if gpus else []
-    for i, d in enumerate(gpus):
-        row = smi[i] if i < len(smi) else {}
-        mem = row.get("memory_mib")
+    gpus = []
+    for d in gpu_devices():
         cc = getattr(d, "compute_capability", None)
-        devices.append(
-            DeviceInfo(
-                name=f"GPU:{i}",
-                kind="gpu",
-                description=getattr(d, "device_kind", "GPU"),
-                memory_bytes=int(float(mem)) * 2**20 if mem else None,
-                compute_capability=str(cc) if cc else None,
-                driver=row.get("driver"),
-            )
-        )
-    return devices
+        gpus.append((getattr(d, "device_kind", "GPU"), None, str(cc) if cc else None))
+    return _nvidia.devices(gpus)
 
 
 def no_gpu_reasons() -> list[str]:

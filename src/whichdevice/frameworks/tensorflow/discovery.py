@@ -7,8 +7,8 @@ from importlib import metadata
 
 import tensorflow as tf
 
-from whichdevice.frameworks.common.nvidia import driver_present, host_reasons, smi_query
-from whichdevice.core.machine import cpu_model
+from whichdevice.frameworks.common.nvidia import devices as nvidia_devices
+from whichdevice.frameworks.common.nvidia import driver_present, host_reasons
 from whichdevice.core.records import DeviceInfo, FrameworkInfo
 
 
@@ -37,25 +37,12 @@ def framework_info() -> FrameworkInfo:
 
 def list_devices() -> list[DeviceInfo]:
     """The CPU, then every GPU TensorFlow can see, as ``CPU:0``, ``GPU:0``, ..."""
-    devices = [DeviceInfo(name="CPU:0", kind="cpu", description=cpu_model())]
-    gpus = tf.config.list_physical_devices("GPU")
-    smi = smi_query() if gpus else []
-    for i, gpu in enumerate(gpus):
+    gpus = []
+    for gpu in tf.config.list_physical_devices("GPU"):
         details = tf.config.experimental.get_device_details(gpu)
         cc = details.get("compute_capability")
-        row = smi[i] if i < len(smi) else {}
-        mem = row.get("memory_mib")
-        devices.append(
-            DeviceInfo(
-                name=f"GPU:{i}",
-                kind="gpu",
-                description=details.get("device_name") or row.get("name", "GPU"),
-                memory_bytes=int(float(mem)) * 2**20 if mem else None,
-                compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
-                driver=row.get("driver"),
-            )
-        )
-    return devices
+        gpus.append((details.get("device_name"), None, f"{cc[0]}.{cc[1]}" if cc else None))
+    return nvidia_devices(gpus)
 
 
 def no_gpu_reasons() -> list[str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import torch
 
 from whichdevice.frameworks.common import nvidia as _nvidia
-from whichdevice.core.machine import cpu_model
 from whichdevice.core.records import DeviceInfo, FrameworkInfo, Scalar
 
 
@@ -33,23 +32,9 @@ def framework_info() -> FrameworkInfo:
 
 def list_devices() -> list[DeviceInfo]:
     """The CPU, then every GPU torch can see, as ``CPU:0``, ``GPU:0``, ..."""
-    devices = [DeviceInfo(name="CPU:0", kind="cpu", description=cpu_model())]
     n = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    smi = _nvidia.smi_query() if n else []
-    for i in range(n):
-        p = torch.cuda.get_device_properties(i)
-        row = smi[i] if i < len(smi) else {}
-        devices.append(
-            DeviceInfo(
-                name=f"GPU:{i}",
-                kind="gpu",
-                description=p.name,
-                memory_bytes=int(p.total_memory),
-                compute_capability=f"{p.major}.{p.minor}",
-                driver=row.get("driver"),
-            )
-        )
-    return devices
+    props = [torch.cuda.get_device_properties(i) for i in range(n)]
+    return _nvidia.devices([(p.name, int(p.total_memory), f"{p.major}.{p.minor}") for p in props])
 
 
 def no_gpu_reasons() -> list[str]:
