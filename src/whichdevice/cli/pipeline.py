@@ -13,19 +13,15 @@ from rich.markup import escape
 
 from whichdevice.measure import experiment
 from whichdevice import frameworks
-from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
     app,
-    console,
     err_console,
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
-from whichdevice.analysis import facade
 from whichdevice import jobs
 from whichdevice.jobs import Job
-from whichdevice.present.pages import pipeline as pipeline_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
@@ -358,9 +354,4 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
         "trace": plan.trace_dir,
     }
     request = plan.request("pipeline", fw, cases_for, options, notes=list(plan.notes))
-    jobs.run(plan, "pipeline", request, lambda record, png: render_pipeline(record, png, loglog=False), resumed=resumed)
-
-
-def render_pipeline(record: records.RunRecord, png: Path, *, loglog: bool = False) -> None:
-    """present/pages/pipeline.py on this command's console."""
-    pipeline_page.render(console, facade.pipeline(record), png, loglog=loglog)
+    jobs.run(plan, "pipeline", request, loglog=False, resumed=resumed)

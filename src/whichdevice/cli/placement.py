@@ -7,28 +7,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import functools
-
 import typer
 from rich.markup import escape
 
 from whichdevice.measure import experiment
 from whichdevice import frameworks
-from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
     find_devices,
     app,
-    console,
     err_console,
     open_journal,
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
-from whichdevice.analysis import facade
 from whichdevice import jobs
 from whichdevice.jobs import Job
-from whichdevice.present.pages import placement as placement_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.records import CaseSpec
@@ -167,10 +161,4 @@ def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
     default = _TRACED_MODEL if "optrace" in frameworks.PARTS[fw] else DEFAULT_MODEL
     options = {"quick": plan.quick, "batch": plan.batch, "steps": plan.steps, "model": plan.model or default}
     request = plan.request("placement", fw, cases_for, options)
-    draw = functools.partial(render_placement, loglog=True)
-    jobs.run(plan, "placement", request, draw, resumed=resumed, journal=journal, found=found)
-
-
-def render_placement(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
-    """present/pages/placement.py on this command's console."""
-    placement_page.render(console, facade.placements(record), png, loglog=loglog)
+    jobs.run(plan, "placement", request, loglog=True, resumed=resumed, journal=journal, found=found)

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import functools
-
 import typer
 from rich.markup import escape
 
@@ -29,17 +27,14 @@ from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
     allow_with_resume,
     app,
-    console,
     err_console,
     only_with_model,
     open_journal,
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
-from whichdevice.analysis import facade
 from whichdevice import jobs
 from whichdevice.jobs import Job
-from whichdevice.present.pages import predict as predict_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
@@ -218,10 +213,4 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None, *, verbose: boo
         "steps_per_execution": plan.steps_per_execution,
     }
     request = plan.request("predict", fw, cases_for, options, devices=["CPU:0"])
-    draw = functools.partial(render_predict, loglog=not plan.linear, verbose=verbose)
-    jobs.run(plan, "predict", request, draw, resumed=resumed, journal=journal)
-
-
-def render_predict(record: records.RunRecord, png: Path, *, loglog: bool, verbose: bool = False) -> None:
-    """present/pages/predict.py on this command's console."""
-    predict_page.render(console, facade.predict(record), png, loglog=loglog, verbose=verbose)
+    jobs.run(plan, "predict", request, loglog=not plan.linear, resumed=resumed, journal=journal, verbose=verbose)

@@ -7,7 +7,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.markup import escape
@@ -21,7 +21,6 @@ from whichdevice.analysis.suite import answer_cases, decides_answer
 from whichdevice.present.cliprogress import CliProgress
 from whichdevice.present import firstscreen
 from whichdevice.cli.common import (
-    record_then_page,
     allow_with_resume,
     find_devices,
     app,
@@ -40,7 +39,6 @@ from whichdevice.cli import options as opt
 from whichdevice.analysis import facade
 from whichdevice import jobs
 from whichdevice.jobs import Job
-from whichdevice.present.pages import run as run_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
 from whichdevice.workloads.suite import (
@@ -117,17 +115,10 @@ def run(
     else:
         record = _run_one(plan, resumed, quiet=output.quiet)
     json_file = Path(plan.json_file)
-    journals = [journal_path(json_file)]
-    if len(plan.frameworks) > 1:  # and the frameworks' part journals, kept until now
-        journals += [journal_path(_part_json(json_file, f)) for f in plan.frameworks]
-    with output:  # png: the stem of the plots
-        record_then_page(
-            record,
-            json_file,
-            None,
-            lambda: render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render),
-            journals,
-        )
+    # The frameworks' part journals, kept until now, closed with the run's.
+    parts = [journal_path(_part_json(json_file, f)) for f in plan.frameworks] if len(plan.frameworks) > 1 else []
+    with output:  # the plots' stem: the record's
+        jobs.finish(record, plan, loglog=True, journals=parts, **output.render)
     output.emit(json_file)
     exit_if_nothing_decided(record)
 
@@ -137,7 +128,7 @@ class ScriptOutput:
     ``--json-out -`` the record goes to stdout and every other line to stderr."""
 
     def __init__(self, verbose: bool = False, quiet: bool = False, json_out: str | None = None) -> None:
-        self.render = {"verbose": verbose, "quiet": quiet or json_out == "-"}
+        self.render: dict[str, Any] = {"verbose": verbose, "quiet": quiet or json_out == "-"}
         self.quiet = quiet or json_out == "-"  # only the final answer: no provisional one, no phase lines
         self.json_out = json_out
         self._file = None
@@ -532,7 +523,7 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
 
         record = record.model_copy(update={"notes": scriptplan.record_notes(record)})
     with output:
-        jobs.finish(record, plan, lambda r, png: render_run(r, png, loglog=True, **output.render))
+        jobs.finish(record, plan, loglog=True, **output.render)
     output.emit(json_file)
     exit_if_nothing_decided(record)
 
@@ -570,11 +561,3 @@ def _framework_options(plan: DiagnosePlan) -> dict:
     from whichdevice.workloads import torch_diagnose
 
     return {f"torch_{k}": plan.user.get(k) for k in torch_diagnose.INFO_KEYS}
-
-
-def render_run(
-    record: records.RunRecord, png: Path, *, loglog: bool, verbose: bool = False, quiet: bool = False
-) -> None:
-    """present/pages/run.py on this command's console: the first screen, the plots and the HTML
-    report beside ``png``; ``verbose`` adds every table, ``quiet`` prints only where the report is."""
-    run_page.render(console, facade.suite(record), png, loglog=loglog, verbose=verbose, quiet=quiet)

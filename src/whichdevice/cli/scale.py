@@ -16,17 +16,13 @@ from whichdevice import frameworks
 from whichdevice.cli.common import (
     app,
     command_line,
-    console,
     err_console,
     resume_if_asked,
     record_paths,
 )
 from whichdevice.cli import options as opt
-from whichdevice.analysis import facade
 from whichdevice import jobs
 from whichdevice.jobs import Job
-from whichdevice.present.pages import scale as scale_page
-from whichdevice.core import records
 from whichdevice.core.errors import UsageError
 from whichdevice.core.machine import usable_cores
 from whichdevice.core.validate import (
@@ -214,9 +210,4 @@ def run_scale(plan: ScalePlan, resumed: JournalState | None) -> None:
         "input sharding) against the work per step, not what N GPUs would add (see docs/commands.md, `scale` design note).",
     ]
     request = plan.request("scale", plan.framework, cases_for, options, devices=["CPU:0"], notes=notes)
-    jobs.run(plan, "scale", request, lambda record, png: render_scale(record, png, loglog=True), resumed=resumed)
-
-
-def render_scale(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
-    """present/pages/scale.py on this command's console."""
-    scale_page.render(console, facade.scale(record), png, loglog=loglog)
+    jobs.run(plan, "scale", request, loglog=True, resumed=resumed)

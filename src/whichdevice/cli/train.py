@@ -13,20 +13,16 @@ from rich.markup import escape
 
 from whichdevice.measure import experiment
 from whichdevice import frameworks
-from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
     app,
-    console,
     err_console,
     only_with_model,
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
-from whichdevice.analysis import facade
 from whichdevice import jobs
 from whichdevice.jobs import Job
-from whichdevice.present.pages import train as train_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
@@ -262,11 +258,4 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
     if plan.precisions:
         options["precision"] = plan.precisions
     request = plan.request("train", fw, cases_for, options)
-    jobs.run(
-        plan, "train", request, lambda record, png: render_train(record, png, loglog=not plan.linear), resumed=resumed
-    )
-
-
-def render_train(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
-    """present/pages/train.py on this command's console."""
-    train_page.render(console, facade.train(record), png, loglog=loglog)
+    jobs.run(plan, "train", request, loglog=not plan.linear, resumed=resumed)

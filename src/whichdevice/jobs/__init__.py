@@ -11,9 +11,9 @@ A command (``cli/<name>.py``), the Python API (``api.py``) and the notebook magi
    journal, so ``--resume`` reads the same job back instead of parsing options again.
 2. **Run it.** ``job.request(experiment, framework, cases_for, options)`` is the one way a
    ``measure.session.Request`` is built from a job; ``jobs.run(job, experiment, request,
-   draw)`` is the one run skeleton: measure with progress (each finished case journaled),
-   write the record, close the journal, draw the page (``present/pages/<name>.py``) and print
-   the record's lines after it.
+   loglog=...)`` is the one run skeleton: measure with progress (each finished case journaled),
+   write the record, close the journal, draw the page (``jobs.page``: the record's analysis
+   formatted by ``present/pages/<name>.py``) and print the record's lines after it.
 
 Progress goes through ``session.Progress`` callbacks: on the CLI a bar on stderr
 (``present/cliprogress.py``); in the API and a notebook a line updated in place
@@ -98,6 +98,6 @@ def checked(  # noqa: PLR0913  (the shared options, each a keyword: a command pa
     return fields
 
 
-from whichdevice.jobs.running import finish, run, viewing  # noqa: E402  (the package's API, after Job)
+from whichdevice.jobs.running import finish, page, run, viewing  # noqa: E402  (the package's API, after Job)
 
-__all__ = ["Job", "checked", "finish", "run", "viewing"]
+__all__ = ["Job", "checked", "finish", "page", "run", "viewing"]
