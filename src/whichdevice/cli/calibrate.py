@@ -100,16 +100,7 @@ def calibrate(
     profile_name = check_name(
         name if name is not None else re.sub(r"[^A-Za-z0-9_.-]", "-", socket.gethostname())[:64] or "local"
     )
-    fields = jobs.checked(
-        out,
-        json_path,
-        "calibrate",
-        device=device,
-        min_time=(min_time, DEFAULT_MIN_TIME_S, "0.05"),
-        cpu_threads=cpu_threads,
-        case_timeout=(case_timeout, "120"),
-        memory_limit=memory_limit,
-    )
+    fields = jobs.checked(ctx.params, "calibrate", min_time=(DEFAULT_MIN_TIME_S, "0.05"), case_timeout="120")
     json_file = Path(fields["json_file"])
     saved = deviceprofile.user_dir() / f"{profile_name}.json"
     check_output_dir(saved.parent, "WHICHDEVICE_HOME")

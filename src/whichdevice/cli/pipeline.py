@@ -161,14 +161,7 @@ def pipeline(
     model_fn = userfile.parse_spec(model, "--model") if model else None
     data_fn = userfile.parse_spec(data, "--data") if data else None
     fields = jobs.checked(
-        out,
-        json_path,
-        "pipeline",
-        device=device,
-        min_time=(min_time, QUICK_MIN_TIME_S if quick else 0.2, "0.2"),
-        cpu_threads=cpu_threads,
-        case_timeout=(case_timeout, "600"),
-        memory_limit=memory_limit,
+        ctx.params, "pipeline", min_time=(QUICK_MIN_TIME_S if quick else 0.2, "0.2"), case_timeout="600"
     )
     trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
     experiment.require_installed(fw)

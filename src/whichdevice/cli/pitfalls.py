@@ -62,16 +62,8 @@ def pitfalls(
     if resume_if_asked(ctx, resume, "pitfalls", PitfallsPlan, run_pitfalls):
         return
     fw = parse_choice(framework, "--framework", frameworks.offering("pitfalls"))
-    fields = jobs.checked(
-        out,
-        json_path,
-        "pitfalls",
-        device=device,
-        min_time=(min_time, QUICK_MIN_TIME_S if quick else MIN_TIME_S, "0.2"),
-        case_timeout=(case_timeout, "300"),
-        memory_limit=memory_limit,
-        png=False,
-    )
+    min_time_s = QUICK_MIN_TIME_S if quick else MIN_TIME_S
+    fields = jobs.checked(ctx.params, "pitfalls", min_time=(min_time_s, "0.2"), case_timeout="300", png=False)
     experiment.require_installed(fw)
     plan = PitfallsPlan(
         framework=fw,

@@ -98,15 +98,7 @@ def placement(
             f"Drop --model, or use --framework keras-torch for a Keras model (diagnose --framework {fw} takes your nn.Module).",
         )
     model_fn = userfile.parse_spec(model, "--model") if model else None
-    fields = jobs.checked(
-        out,
-        json_path,
-        "placement",
-        device=device,
-        case_timeout=(case_timeout, "300"),
-        memory_limit=memory_limit,
-        png=False,
-    )
+    fields = jobs.checked(ctx.params, "placement", case_timeout="300", png=False)
     experiment.require_installed(fw)
 
     user = None

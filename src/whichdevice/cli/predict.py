@@ -135,13 +135,7 @@ def predict(
     only_with_model(model, input_shape=input_shape, classes=classes)
     model_fn = userfile.parse_spec(model, "--model") if model else None
     fields = jobs.checked(
-        out,
-        json_path,
-        "predict",
-        min_time=(min_time, QUICK_MIN_TIME_S if quick else 0.2, "0.2"),
-        cpu_threads=cpu_threads,
-        case_timeout=(case_timeout, "600"),
-        memory_limit=memory_limit,
+        ctx.params, "predict", min_time=(QUICK_MIN_TIME_S if quick else 0.2, "0.2"), case_timeout="600"
     )
     if model_fn is not None and fw not in frameworks.KERAS:
         raise UsageError(

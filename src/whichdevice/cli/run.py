@@ -24,14 +24,12 @@ from whichdevice.cli.common import (
     allow_with_resume,
     find_devices,
     app,
-    command_line,
     console,
     err_console,
     journal_header,
     open_journal,
     measure_with_progress,
     read_plan,
-    record_paths,
     reject_options_with_resume,
     resume_if_asked,
 )
@@ -53,7 +51,6 @@ from whichdevice.workloads.suite import (
 from whichdevice.core.validate import (
     parse_choice,
     parse_choice_list,
-    parse_memory_limit,
     parse_positive_int,
     parse_shape,
 )
@@ -99,15 +96,10 @@ def run(
     if resume is not None:
         plan, resumed = read_plan(resume, "run", RunPlan)
     else:
-        json_file, _ = record_paths(out, json_path, "run")
         plan = RunPlan(
             frameworks=parse_choice_list(framework, "--framework", frameworks.offering("run")),
             budget_s=parse_budget(budget),
-            devices_wanted=experiment.parse_device_filter(device),
-            cpu_threads=parse_positive_int(cpu_threads, "--cpu-threads", "4"),
-            json_file=str(json_file.absolute()),
-            command=command_line(),
-            memory_limit_bytes=parse_memory_limit(memory_limit),
+            **jobs.checked(ctx.params, "run", png=False),
         )
         resumed = None
     if len(plan.frameworks) > 1:  # frameworks side by side: one after the other, one record
@@ -362,7 +354,7 @@ def diagnose(
 
         given = {"--model": model, "--data": data, "--batch": batch, "--input-shape": input_shape, "--classes": classes}
         given |= {"--samples": samples, "--framework": framework if framework != frameworks.DEFAULT else None}
-        plan = scriptcmd.plan(script, given, budget, device, cpu_threads, memory_limit, out, json_path, DiagnosePlan)
+        plan = scriptcmd.plan(script, given, budget, ctx.params, DiagnosePlan)
         run_diagnose(plan, None, output)
         return
     # Each option is checked in this order: the first bad one is the error.
@@ -373,12 +365,9 @@ def diagnose(
     n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000) or 10_000
     given_batch = parse_positive_int(batch, "--batch", "32", maximum=65536)
     budget_s = parse_budget(budget)
-    wanted = experiment.parse_device_filter(device)
-    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
-    memory_bytes = parse_memory_limit(memory_limit)
-    json_file, _ = record_paths(out, json_path, "diagnose")
+    fields = jobs.checked(ctx.params, "diagnose", png=False)
     experiment.require_installed(fw)
-    with userfile.limits(memory_bytes, max(budget_s, 60.0), timeout_from="--budget"):  # as the cases (issue #43)
+    with userfile.limits(fields["memory_limit_bytes"], max(budget_s, 60.0), timeout_from="--budget"):  # issue #43
         user, user_batch, sizing = _diagnose_preflight(
             model_fn, shape, n_classes, data_fn, fw, given_batch, budget_s, n_samples, samples is not None
         )
@@ -389,13 +378,9 @@ def diagnose(
         batch=user_batch,
         samples=n_samples,
         budget_s=budget_s,
-        devices_wanted=wanted,
-        cpu_threads=threads,
-        json_file=str(json_file.absolute()),
-        command=command_line(),
-        memory_limit_bytes=memory_bytes,
         sizing=sizing,
         framework=fw,
+        **fields,
     )
     run_diagnose(plan, None, output)
 

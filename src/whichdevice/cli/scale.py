@@ -15,10 +15,8 @@ from rich.markup import escape
 from whichdevice import frameworks
 from whichdevice.cli.common import (
     app,
-    command_line,
     err_console,
     resume_if_asked,
-    record_paths,
 )
 from whichdevice.cli import options as opt
 from whichdevice import jobs
@@ -28,8 +26,6 @@ from whichdevice.core.machine import usable_cores
 from whichdevice.core.validate import (
     parse_choice,
     parse_int_list,
-    parse_memory_limit,
-    parse_positive_float,
 )
 from whichdevice.measure import experiment
 from whichdevice.measure.journal import JournalState
@@ -117,9 +113,6 @@ def scale(
     batch_list = parse_int_list(batches, "--batches", maximum=scale_workload.MAX_BATCH, example="32,256,2048")
     batch_list = batch_list or list(scale_workload.DEFAULT_BATCHES)
     check_batches(batch_list, replicas)
-    mt = parse_positive_float(min_time, "--min-time", "0.2") or 0.2
-    timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600") or 600.0
-    memory_bytes = parse_memory_limit(memory_limit)
     model_fn = None
     if model not in BUILTIN_MODELS:
         if ":" not in model:
@@ -135,13 +128,13 @@ def scale(
                 "Use --framework tensorflow or keras-jax, or --model seed001 / seed002.",
             )
         model_fn = userfile.parse_spec(model, "--model")
-    json_file, png = record_paths(out, json_path, "scale")
+    fields = jobs.checked(ctx.params, "scale", min_time=(0.2, "0.2"), case_timeout="600")
     experiment.require_installed(fw)
     model_params: dict = {"model": model}
     model_text = BUILTIN_MODELS.get(model, model)
     if model_fn is not None:
         err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        with userfile.limits(memory_bytes, timeout_s if case_timeout else None):  # issue #43
+        with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):  # issue #43
             model_params = userfile.user_model_params(
                 model_fn, None, None, None, frameworks.env_module(fw).child_env("cpu")
             )
@@ -153,12 +146,7 @@ def scale(
         batches=batch_list,
         model=model_params,
         model_text=model_text,
-        min_time_s=mt,
-        case_timeout_s=timeout_s,
-        json_file=str(json_file.absolute()),
-        png_file=str(png.absolute()),
-        command=command_line(),
-        memory_limit_bytes=memory_bytes,
+        **fields,
     )
     run_scale(plan, None)
 

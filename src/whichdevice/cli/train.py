@@ -142,16 +142,7 @@ def train(
     only_with_model(model, input_shape=input_shape, classes=classes, data=data, samples=samples, batch=batch)
     model_fn = userfile.parse_spec(model, "--model") if model else None
     data_fn = userfile.parse_spec(data, "--data") if data else None
-    fields = jobs.checked(
-        out,
-        json_path,
-        "train",
-        device=device,
-        min_time=(min_time, QUICK_MIN_TIME_S if quick else 0.2, "0.2"),
-        cpu_threads=cpu_threads,
-        case_timeout=(case_timeout, "600"),
-        memory_limit=memory_limit,
-    )
+    fields = jobs.checked(ctx.params, "train", min_time=(QUICK_MIN_TIME_S if quick else 0.2, "0.2"), case_timeout="600")
     trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
     precisions = parse_choice_list(precision, "--precision", precision_cases.POLICIES)
     experiment.require_installed(fw)
