@@ -46,7 +46,6 @@ from whichdevice.core.validate import (
 )
 from whichdevice.workloads import calibrate as calibrate_workload
 
-CALIBRATE_FRAMEWORKS = frameworks.offering("calibrate")  # derived: the frameworks with the probes
 DEFAULT_MIN_TIME_S = 0.05  # per probe point: ~25 points, a 60 s budget on 2 cores with two TF imports
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 

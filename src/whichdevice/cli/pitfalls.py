@@ -29,9 +29,6 @@ from whichdevice.core.validate import (
 )
 from whichdevice.workloads import pitfalls as pitfalls_workload
 
-
-# The frameworks with a pitfalls part (frameworks/<fw>/pitfalls.py: which mistakes, which cases).
-PITFALLS_FRAMEWORKS = frameworks.offering("pitfalls")  # derived: the frameworks with a pitfalls part
 QUICK_MIN_TIME_S = 0.05
 MIN_TIME_S = 0.2
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 
 from whichdevice.measure import experiment
 from whichdevice import frameworks
@@ -16,9 +15,9 @@ from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
     find_devices,
     app,
-    err_console,
     open_journal,
     resume_if_asked,
+    user_model,
 )
 from whichdevice.cli import options as opt
 from whichdevice import jobs
@@ -34,8 +33,6 @@ from whichdevice.core.validate import (
 from whichdevice.workloads import placement as placement_workload
 
 DEFAULT_MODEL = "seed001 + string op (no GPU kernel)"
-# TensorFlow's placement log, or the op trace of torch and JAX (frameworks.PARTS).
-PLACEMENT_FRAMEWORKS = frameworks.offering("placement")  # derived: placement_log or optrace
 _TRACED_MODEL = "seed001 (small MLP; batch from NumPy, loss read back each step)"
 
 
@@ -102,14 +99,10 @@ def placement(
     experiment.require_installed(fw)
 
     user = None
-    if model_fn is not None:
-        err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):  # issue #43
-            found_user = userfile.user_model_params(
-                model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
-            )
-        # No --data here: the data keys (both None) stay out of the case's parameters.
-        user = {k: v for k, v in found_user.items() if not k.startswith("data_")}
+    if model_fn is not None:  # no --data here: the data keys (both None) stay out of the case's parameters
+        user = {
+            k: v for k, v in user_model(model_fn, fw, fields, shape, n_classes).items() if not k.startswith("data_")
+        }
     plan = PlacementPlan(
         framework=fw,
         batch=b,

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 
 from whichdevice.analysis import deviceprofile
 from whichdevice.measure import experiment
@@ -27,10 +26,10 @@ from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
     allow_with_resume,
     app,
-    err_console,
     only_with_model,
     open_journal,
     resume_if_asked,
+    user_model,
 )
 from whichdevice.cli import options as opt
 from whichdevice import jobs
@@ -143,13 +142,7 @@ def predict(
         )
     experiment.require_installed(fw)
 
-    params: dict = {"model": "seed001"}
-    if model_fn is not None:
-        err_console.print(f"Checking {escape(model_fn.text)} (imports {fw})…")
-        with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):  # issue #43
-            params = userfile.user_model_params(
-                model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
-            )
+    params = user_model(model_fn, fw, fields, shape, n_classes) if model_fn is not None else {"model": "seed001"}
     plan = PredictPlan(
         profile=profile,
         profile_json=deviceprofile.dumps(prof),

@@ -5,6 +5,7 @@ batch from which N replicas beat one."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -17,6 +18,7 @@ from whichdevice.cli.common import (
     app,
     err_console,
     resume_if_asked,
+    user_model,
 )
 from whichdevice.cli import options as opt
 from whichdevice import jobs
@@ -36,7 +38,6 @@ BUILTIN_MODELS = {
     "seed001": "small MLP (100 features → Dense 128 → 10 classes, seed 001)",
     "seed002": "MLP (128 features → 256 → 128 → 1, seed 002)",
 }
-PREFLIGHT_TIMEOUT_S = 240.0
 
 
 @dataclass
@@ -69,20 +70,12 @@ def check_batches(batches: list[int], replicas: list[int]) -> None:
     for b in batches:
         bad = [n for n in replicas if b % n]
         if bad:
-            lcm = 1
-            for n in replicas:
-                lcm = lcm * n // _gcd(lcm, n)
+            lcm = math.lcm(*replicas)
             raise UsageError(
                 "--batches",
                 f"global batch {b:,} is not divisible by {bad[0]} replicas",
                 f"Use multiples of {lcm} (every replica gets the same share), e.g. --batches {lcm * 16},{lcm * 128}.",
             )
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
 
 
 @app.command()
@@ -133,11 +126,7 @@ def scale(
     model_params: dict = {"model": model}
     model_text = BUILTIN_MODELS.get(model, model)
     if model_fn is not None:
-        err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):  # issue #43
-            model_params = userfile.user_model_params(
-                model_fn, None, None, None, frameworks.env_module(fw).child_env("cpu")
-            )
+        model_params = user_model(model_fn, fw, fields)
         model_text = f"your model {model_fn.text}"
         check_replicable(fw, model_params, max(replicas), model_fn.text)
     plan = ScalePlan(

@@ -9,16 +9,15 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 
 from whichdevice.measure import experiment
 from whichdevice import frameworks
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
     app,
-    err_console,
     only_with_model,
     resume_if_asked,
+    user_model,
 )
 from whichdevice.cli import options as opt
 from whichdevice import jobs
@@ -147,8 +146,7 @@ def train(
     precisions = parse_choice_list(precision, "--precision", precision_cases.POLICIES)
     experiment.require_installed(fw)
 
-    with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):  # the pre-flight too (issue #43)
-        user = _user_model(model_fn, shape, n_classes, data_fn, fw) if model_fn is not None else None
+    user = user_model(model_fn, fw, fields, shape, n_classes, data_fn) if model_fn is not None else None
     plan = TrainPlan(
         framework=fw,
         parts=part_list,
@@ -173,14 +171,6 @@ def _batch_list(batches: str | None, quick: bool) -> list[int]:
     if batch_list is None:
         return list(train_workload.QUICK_BATCHES if quick else train_workload.DEFAULT_BATCHES)
     return list(batch_list)
-
-
-def _user_model(
-    model_fn: userfile.UserFunction, shape, n_classes: int | None, data_fn: userfile.UserFunction | None, fw: str
-) -> dict:
-    """The pre-flight of the user's model (and dataset), in a child: the plan's ``user``."""
-    err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-    return userfile.user_model_params(model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu"))
 
 
 def _parts(part_list: list[str], fw: str, model: str | None, data: str | None) -> list[str]:
