@@ -61,6 +61,19 @@ def user_model(
         return userfile.user_model_params(model_fn, shape, n_classes, data_fn, env)
 
 
+def traced(cases: list, trace_dir: str | None, **which: object) -> list:
+    """``cases`` with ``--trace``'s folder in the parameters of those with ``which`` (e.g.
+    ``part="both"``: the profiler around their steady steps); as they are without a folder."""
+    if trace_dir is None:
+        return cases
+    return [
+        c.model_copy(update={"params": {**c.params, "trace_dir": trace_dir}})
+        if all(c.params.get(k) == v for k, v in which.items())
+        else c
+        for c in cases
+    ]
+
+
 def only_with_model(model: str | None, **given: object) -> None:
     """Options that only apply to ``--model`` (keyword: the option's parameter name): without
     ``--model``, the first of them given, in the order passed, is the error."""

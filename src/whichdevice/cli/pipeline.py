@@ -18,6 +18,7 @@ from whichdevice.cli.common import (
     app,
     err_console,
     resume_if_asked,
+    traced,
 )
 from whichdevice.cli import options as opt
 from whichdevice import jobs
@@ -309,6 +310,7 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
     fw = plan.framework
 
     def cases_for(found, d):
+        # The loop ("both") of every variant is profiled over its steady steps.
         cases = wl.build_cases(
             fw,
             d.name,
@@ -321,15 +323,7 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
             heavy=tuple(plan.heavy) if plan.heavy else None,
             user=plan.user,
         )
-        if plan.trace_dir is None:
-            return cases
-        # The loop ("both") of every variant is profiled over its steady steps.
-        return [
-            c.model_copy(update={"params": {**c.params, "trace_dir": plan.trace_dir}})
-            if c.params.get("part") == "both"
-            else c
-            for c in cases
-        ]
+        return traced(cases, plan.trace_dir, part="both")
 
     heavy = plan.heavy
     options = {

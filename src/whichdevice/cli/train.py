@@ -17,6 +17,7 @@ from whichdevice.cli.common import (
     app,
     only_with_model,
     resume_if_asked,
+    traced,
     user_model,
 )
 from whichdevice.cli import options as opt
@@ -208,13 +209,7 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
             samples=plan.samples,
             user_batch=plan.user_batch,
         )
-        if plan.trace_dir is not None:  # the fit runs get the profiler around their steady epochs
-            cases = [
-                c.model_copy(update={"params": {**c.params, "trace_dir": plan.trace_dir}})
-                if c.params.get("kind") == "fit"
-                else c
-                for c in cases
-            ]
+        cases = traced(cases, plan.trace_dir, kind="fit")  # the profiler around the fit runs' steady epochs
         return cases + precision_cases.cases(
             fw,
             d.name,
