@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-import whichdevice.cli.run as run_cli
+from whichdevice.jobs import running
 from whichdevice.core.records import load_run
 from whichdevice.present import plots
 
@@ -30,9 +30,9 @@ def main() -> None:
         counts, widest = [], 0
         for width in (80, 100, 120):
             buf = io.StringIO()
-            run_cli.console = Console(file=buf, width=width, force_terminal=True, color_system=None)
+            running.console = Console(file=buf, width=width, force_terminal=True, color_system=None)
             with tempfile.TemporaryDirectory() as tmp:
-                run_cli.render_run(record, Path(tmp) / "run.png", loglog=True)
+                running.page(record, Path(tmp) / "run.png", loglog=True)
             lines = buf.getvalue().rstrip("\n").split("\n")
             counts.append(len(lines) + 2)  # + Record:, History:
             if width == 120:

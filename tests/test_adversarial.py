@@ -615,12 +615,12 @@ def test_an_ascii_terminal_and_a_name_that_is_not_utf8_lose_nothing(tmp_path):
 
 def test_a_page_that_cannot_be_drawn_keeps_the_record(tmp_path, capsys, monkeypatch):
     """43.4: the record is written before the page; a page that fails says where the record is."""
-    from whichdevice.cli import matmul as matmul_cli
+    from whichdevice.jobs import running
 
     def broken(*a, **k):
         raise UnicodeEncodeError("utf-8", "\udcff", 0, 1, "surrogates not allowed")
 
-    monkeypatch.setattr(matmul_cli, "render_matmul", broken)
+    monkeypatch.setattr(running, "page", broken)
     monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path / "home"))
     code, out, err = run_cli([*QUICK, "--out", str(tmp_path / "o")], capsys)
     assert code == 1 and err.count("error:") == 1 and "whichdevice report" in err, err

@@ -20,6 +20,7 @@ import pytest
 from rich.console import Console
 
 import whichdevice.cli.run as run_cli
+from whichdevice.jobs import running
 from whichdevice.analysis import facade
 from whichdevice.analysis.suite import suite_verdict
 from whichdevice.core.records import load_run
@@ -60,10 +61,10 @@ def _page(record, tmp_path: Path, width: int, *, terminal: bool, monkeypatch, ve
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=terminal, color_system=None, highlight=False)
     console.soft_wrap = not terminal  # as cli/base.py sets it
-    monkeypatch.setattr(run_cli, "console", console)
+    monkeypatch.setattr(running, "console", console)
     out = tmp_path / LONG_DIR
     out.mkdir(parents=True, exist_ok=True)
-    run_cli.render_run(record, out / "run.png", loglog=True, verbose=verbose)
+    running.page(record, out / "run.png", loglog=True, verbose=verbose)
     return buf.getvalue().replace(str(tmp_path), "TMP")
 
 
@@ -247,7 +248,7 @@ def test_json_out_dash_puts_the_record_alone_on_stdout(tmp_path, capsys):
     json_file = tmp_path / "run.json"
     capsys.readouterr()
     with run_cli.ScriptOutput(json_out="-") as output:
-        run_cli.render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render)
+        running.page(record, json_file.with_suffix(".png"), loglog=True, **output.render)
         write_record(record, json_file, None)
     output.emit(json_file)
     out, err = capsys.readouterr()
@@ -267,14 +268,13 @@ def test_quiet_and_verbose_are_refused_together_and_json_out_takes_only_a_dash(t
 def test_predict_first_screen_fits_and_answers(tmp_path, monkeypatch):
     """predict's first screen: the answer (which device from which batch, predicted or measured),
     one line per batch, why, what to run to be sure — 25 lines at 100 columns with Record/History."""
-    import whichdevice.cli.predict as predict_cli
     from whichdevice.present import prediction
 
     buf = io.StringIO()
     console = Console(file=buf, width=100, force_terminal=True, color_system=None, highlight=False)
-    monkeypatch.setattr(predict_cli, "console", console)
+    monkeypatch.setattr(running, "console", console)
     monkeypatch.setattr(prediction, "plot_predict", lambda *a, **k: None)  # present/pages/predict.py draws it
-    predict_cli.render_predict(load_run(DATA / "predict_cpu_2core.json"), tmp_path / "p.png", loglog=True)
+    running.page(load_run(DATA / "predict_cpu_2core.json"), tmp_path / "p.png", loglog=True)
     lines = buf.getvalue().rstrip("\n").split("\n")
     assert len(lines) + 2 <= MAX_LINES and all(len(line) <= 100 for line in lines), buf.getvalue()
     assert lines[1].startswith("Answer: small MLP: NVIDIA H100") and "wins from batch" in lines[1]
@@ -476,9 +476,9 @@ def test_the_readme_sample_screen_is_what_the_code_renders_from_its_record(tmp_p
     buf = io.StringIO()
     console = Console(file=buf, width=100, force_terminal=False, color_system=None, highlight=False)
     console.soft_wrap = True
-    monkeypatch.setattr(run_cli, "console", console)
+    monkeypatch.setattr(running, "console", console)
     monkeypatch.chdir(tmp_path)
-    run_cli.render_run(load_run(README_RUN), Path("whichdevice-results/run-20261123-180312-683c.png"), loglog=True)
+    running.page(load_run(README_RUN), Path("whichdevice-results/run-20261123-180312-683c.png"), loglog=True)
     assert buf.getvalue() == shown
 
 

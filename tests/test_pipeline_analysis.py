@@ -217,12 +217,12 @@ def test_per_step_noise_is_one_note_not_a_warning_per_case():
 
 
 def test_report_renders_terminal_png_and_html(tmp_path, capsys):
-    from whichdevice.cli.pipeline import render_pipeline
+    from whichdevice.jobs import page
     from whichdevice.core.records import save_run
 
     rec = _ladder_record()
     png = tmp_path / "p.png"
-    render_pipeline(rec, png)
+    page(rec, png, loglog=False)
     out = capsys.readouterr().out
     assert "HIGHLY" in out.upper() and "slowest" in out and "augment" in out
     assert png.stat().st_size > 1000

@@ -27,12 +27,11 @@ def _spec(group, framework="torch", **params):
 
 
 def test_pipeline_and_calibrate_are_offered_by_the_frameworks_that_have_the_part():
-    from whichdevice.cli.calibrate import CALIBRATE_FRAMEWORKS
     from whichdevice.cli.pipeline import PIPELINE_FRAMEWORKS
 
     assert set(PIPELINE_FRAMEWORKS) == {n for n in frameworks.FRAMEWORKS if "pipeline" in frameworks.PARTS[n]}
     assert {"tensorflow", "torch", "keras-jax", "keras-torch"} <= set(PIPELINE_FRAMEWORKS)
-    assert {"tensorflow", "torch", "keras-jax", "keras-torch", "jax"} <= set(CALIBRATE_FRAMEWORKS)
+    assert {"tensorflow", "torch", "keras-jax", "keras-torch", "jax"} <= set(frameworks.offering("calibrate"))
     for fw in PIPELINE_FRAMEWORKS:  # every framework with the part has its ladder
         assert wl.ladder(fw).variants
 

@@ -198,11 +198,10 @@ def test_tensorflow_rows_keep_their_words():
 
 
 def test_frameworks_offered_are_those_with_the_part():
-    from whichdevice.cli.pitfalls import PITFALLS_FRAMEWORKS
 
-    assert PITFALLS_FRAMEWORKS == frameworks.having("pitfalls")
-    assert {"tensorflow", "torch", "keras-jax"} <= set(PITFALLS_FRAMEWORKS)
-    for fw in PITFALLS_FRAMEWORKS:  # each part importable in the parent, its cases named in its MISTAKES
+    assert frameworks.offering("pitfalls") == frameworks.having("pitfalls")
+    assert {"tensorflow", "torch", "keras-jax"} <= set(frameworks.offering("pitfalls"))
+    for fw in frameworks.offering("pitfalls"):  # each part importable in the parent, its cases named in its MISTAKES
         part = frameworks.part(fw, "pitfalls")
         main, one = part.cases(fw, "CPU:0", quick=True, is_cpu=True)
         assert main and set(part.GPU_ONLY) <= set(part.MISTAKES)

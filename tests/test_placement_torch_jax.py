@@ -74,10 +74,9 @@ def test_gpu_branch_lists_cpu_ops_copies_and_syncs():
 
 
 def test_placement_offers_the_frameworks_with_the_part():
-    from whichdevice.cli.placement import PLACEMENT_FRAMEWORKS
 
-    assert PLACEMENT_FRAMEWORKS == frameworks.having("placement_log", "optrace")
-    assert {"tensorflow", "torch", "keras-jax", "keras-torch"} <= set(PLACEMENT_FRAMEWORKS)
+    assert frameworks.offering("placement") == frameworks.having("placement_log", "optrace")
+    assert {"tensorflow", "torch", "keras-jax", "keras-torch"} <= set(frameworks.offering("placement"))
 
 
 def test_bad_framework_is_one_line_exit_2(tmp_path, capsys):

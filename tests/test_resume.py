@@ -196,7 +196,7 @@ class _FakeMeasuring:
     def __init__(self, monkeypatch, kill_framework=None, kill_after=0):
         from whichdevice.measure import experiment
         from whichdevice.workloads import userfile
-        from whichdevice.cli import run as run_cmd
+        from whichdevice.jobs import running
 
         self.ran, self.preflights = [], 0
         self.kill_framework, self.kill_after = kill_framework, kill_after
@@ -205,7 +205,7 @@ class _FakeMeasuring:
         monkeypatch.setattr(experiment, "run_devices", self.run_devices)
         monkeypatch.setattr(userfile, "user_model_params", self.user_model_params)
         monkeypatch.setattr(userfile, "user_model_checked", self.user_model_checked)
-        monkeypatch.setattr(run_cmd, "render_run", lambda record, png, loglog, **kw: None)  # not under test here
+        monkeypatch.setattr(running, "page", lambda record, png, loglog, **kw: None)  # not under test here
 
     def discover(self, fw, *args, **kwargs):
         from whichdevice.measure.experiment import Discovery

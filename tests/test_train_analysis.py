@@ -129,7 +129,7 @@ def test_cpu_only_record_says_a_gpu_run_is_needed(h100_probe):
 
 
 def test_train_report_renders_table_and_plot(h100_probe, tmp_path):
-    from whichdevice.cli.train import render_train
+    from whichdevice.jobs import page
 
     results = (
         _mlp_record(h100_probe)
@@ -138,7 +138,7 @@ def test_train_report_renders_table_and_plot(h100_probe, tmp_path):
     )
     record = make_record(results, experiment="train")
     png = tmp_path / "t.png"
-    render_train(record, png, loglog=True)
+    page(record, png, loglog=True)
     assert png.stat().st_size > 10_000
 
 

@@ -219,7 +219,6 @@ def _error_exit(e: Exception) -> int | None:
 
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT (Ctrl-C)
-TERMINATED = 143  # ... and by SIGTERM
 
 
 if __name__ == "__main__":

@@ -36,10 +36,8 @@ from whichdevice.cli.common import (
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
-from whichdevice.analysis import facade
 from whichdevice import jobs
 from whichdevice.jobs import Job
-from whichdevice.present.pages import calibrate as calibrate_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
@@ -48,7 +46,6 @@ from whichdevice.core.validate import (
 )
 from whichdevice.workloads import calibrate as calibrate_workload
 
-CALIBRATE_FRAMEWORKS = frameworks.offering("calibrate")  # derived: the frameworks with the probes
 DEFAULT_MIN_TIME_S = 0.05  # per probe point: ~25 points, a 60 s budget on 2 cores with two TF imports
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -102,16 +99,7 @@ def calibrate(
     profile_name = check_name(
         name if name is not None else re.sub(r"[^A-Za-z0-9_.-]", "-", socket.gethostname())[:64] or "local"
     )
-    fields = jobs.checked(
-        out,
-        json_path,
-        "calibrate",
-        device=device,
-        min_time=(min_time, DEFAULT_MIN_TIME_S, "0.05"),
-        cpu_threads=cpu_threads,
-        case_timeout=(case_timeout, "120"),
-        memory_limit=memory_limit,
-    )
+    fields = jobs.checked(ctx.params, "calibrate", min_time=(DEFAULT_MIN_TIME_S, "0.05"), case_timeout="120")
     json_file = Path(fields["json_file"])
     saved = deviceprofile.user_dir() / f"{profile_name}.json"
     check_output_dir(saved.parent, "WHICHDEVICE_HOME")
@@ -147,7 +135,7 @@ def run_calibrate(plan: CalibratePlan, resumed: JournalState | None) -> None:
     with page_after_record():
         save_record(record, json_file)  # first: nothing measured is lost to the page
         try:
-            profile = draw_page(lambda: render_calibrate(record, png, loglog=True), json_file)
+            profile = draw_page(lambda: jobs.page(record, png, loglog=True), json_file).profile
         except UsageError as e:  # a fitted value came out non-positive: no profile from noise
             failed = e
             announce_record(record, json_file, None)  # the samples are real: kept, with no profile from them
@@ -165,11 +153,3 @@ def run_calibrate(plan: CalibratePlan, resumed: JournalState | None) -> None:
     if failed is not None:
         err_console.print(f"error: {escape(str(failed))}", soft_wrap=True)
         raise typer.Exit(1) from None
-
-
-def render_calibrate(record: records.RunRecord, png: Path, *, loglog: bool) -> deviceprofile.DeviceProfile:
-    """The profile analysis fits from the record, drawn by present/pages/calibrate.py on this
-    command's console; the command saves it."""
-    result = facade.calibrate(record)
-    calibrate_page.render(console, result, png, loglog=loglog)
-    return result.profile

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.progress import Progress
 
+from whichdevice import frameworks
 from whichdevice.cli.base import app, console, err_console  # noqa: F401  (re-exported for the commands)
 from whichdevice.cli.options import DEFAULT_OUT  # noqa: F401  (re-exported: audit, import)
 from whichdevice.core.errors import UsageError
@@ -34,11 +36,42 @@ from whichdevice.jobs.running import (  # noqa: F401  (re-exported for the comma
 )
 from whichdevice.present import cliprogress
 from whichdevice.present.tables import describe_key  # noqa: F401  (re-exported for the commands)
+from whichdevice.workloads import userfile
 
 
 def progress() -> Progress:
     """A progress line on stderr that fits the terminal (present/cliprogress.py)."""
     return cliprogress.bar_for(err_console)
+
+
+def user_model(
+    model_fn: userfile.UserFunction,
+    fw: str,
+    fields: dict[str, Any],
+    shape: Any = None,
+    n_classes: int | None = None,
+    data_fn: userfile.UserFunction | None = None,
+) -> dict:
+    """The pre-flight of the user's model (and ``data_fn``'s dataset), said on stderr, in a child
+    under the job's memory and time limits (``fields``: jobs.checked's; issue #43): the case
+    parameters ``userfile.user_model_params`` finds."""
+    err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
+    with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):
+        env = frameworks.env_module(fw).child_env("cpu")
+        return userfile.user_model_params(model_fn, shape, n_classes, data_fn, env)
+
+
+def traced(cases: list, trace_dir: str | None, **which: object) -> list:
+    """``cases`` with ``--trace``'s folder in the parameters of those with ``which`` (e.g.
+    ``part="both"``: the profiler around their steady steps); as they are without a folder."""
+    if trace_dir is None:
+        return cases
+    return [
+        c.model_copy(update={"params": {**c.params, "trace_dir": trace_dir}})
+        if all(c.params.get(k) == v for k, v in which.items())
+        else c
+        for c in cases
+    ]
 
 
 def only_with_model(model: str | None, **given: object) -> None:

@@ -9,12 +9,10 @@ import typer
 from rich.markup import escape
 
 from whichdevice.measure import experiment
-from whichdevice.core import records
 from whichdevice.cli.common import (
     record_then_page,
     app,
     command_line,
-    console,
     describe_key,
     progress,
     read_plan,
@@ -24,8 +22,6 @@ from whichdevice.cli.common import (
     record_paths,
 )
 from whichdevice.cli import options as opt
-from whichdevice.analysis import facade
-from whichdevice.present.pages import matmul as matmul_page
 from whichdevice.api import MATMUL_MIN_TIME_S, MatmulOptions, run_matmul
 from whichdevice.measure.journal import journal_path
 
@@ -104,11 +100,4 @@ def matmul(
                 "command": command,
             },
         )
-    record_then_page(
-        record, json_file, png, lambda: render_matmul(record, png, loglog=not linear), [journal_path(json_file)]
-    )
-
-
-def render_matmul(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
-    """present/pages/matmul.py on this command's console."""
-    matmul_page.render(console, facade.matmul(record), png, loglog=loglog)
+    record_then_page(record, json_file, png, loglog=not linear, journals=[journal_path(json_file)])

@@ -107,31 +107,27 @@ def resume(run: str = "run", kept: str | None = "cases") -> Any:
     )
 
 
+def _of_model(option: str, help: str, for_model: bool) -> Any:
+    """An option of the user's model; ``for_model``: the command also has built-in models, so
+    ``help`` says the option is for ``--model``'s (``{of}``: " for --model", ``{whose}``: "--model's ")."""
+    return typer.Option(None, option, help=help.format(of=" for --model" * for_model, whose="--model's " * for_model))
+
+
 def input_shape(for_model: bool = True) -> Any:
-    """``--input-shape`` of the user's model; ``for_model``: the command also has built-in
-    models, so the help says the option is for ``--model``'s."""
-    of = " for --model" if for_model else ""
-    return typer.Option(
-        None,
-        "--input-shape",
-        help=f"Input shape of one sample{of}, e.g. 100 or 28,28,1 (default: the model's declared input).",
-    )
+    """``--input-shape`` of the user's model (``for_model``: see ``_of_model``)."""
+    help = "Input shape of one sample{of}, e.g. 100 or 28,28,1 (default: the model's declared input)."
+    return _of_model("--input-shape", help, for_model)
 
 
 def classes(for_model: bool = True) -> Any:
-    """``--classes`` of the user's model's synthetic labels (``for_model`` as for input_shape)."""
-    whose = "--model's " if for_model else ""
-    return typer.Option(
-        None,
-        "--classes",
-        help=f"Number of classes for {whose}synthetic labels (1: binary; leave out: regression on the output shape).",
-    )
+    """``--classes`` of the user's model's synthetic labels (``for_model``: see ``_of_model``)."""
+    help = "Number of classes for {whose}synthetic labels (1: binary; leave out: regression on the output shape)."
+    return _of_model("--classes", help, for_model)
 
 
 def samples(for_model: bool = True) -> Any:
-    """``--samples`` per epoch of the user's model (``for_model`` as for input_shape)."""
-    of = " for --model" if for_model else ""
-    return typer.Option(None, "--samples", help=f"Samples per epoch{of} (default 10000).")
+    """``--samples`` per epoch of the user's model (``for_model``: see ``_of_model``)."""
+    return _of_model("--samples", "Samples per epoch{of} (default 10000).", for_model)
 
 
 def linear() -> Any:

@@ -13,19 +13,16 @@ from rich.markup import escape
 
 from whichdevice.measure import experiment
 from whichdevice import frameworks
-from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
     app,
-    console,
     err_console,
     resume_if_asked,
+    traced,
 )
 from whichdevice.cli import options as opt
-from whichdevice.analysis import facade
 from whichdevice import jobs
 from whichdevice.jobs import Job
-from whichdevice.present.pages import pipeline as pipeline_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
@@ -165,14 +162,7 @@ def pipeline(
     model_fn = userfile.parse_spec(model, "--model") if model else None
     data_fn = userfile.parse_spec(data, "--data") if data else None
     fields = jobs.checked(
-        out,
-        json_path,
-        "pipeline",
-        device=device,
-        min_time=(min_time, QUICK_MIN_TIME_S if quick else 0.2, "0.2"),
-        cpu_threads=cpu_threads,
-        case_timeout=(case_timeout, "600"),
-        memory_limit=memory_limit,
+        ctx.params, "pipeline", min_time=(QUICK_MIN_TIME_S if quick else 0.2, "0.2"), case_timeout="600"
     )
     trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
     experiment.require_installed(fw)
@@ -320,6 +310,7 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
     fw = plan.framework
 
     def cases_for(found, d):
+        # The loop ("both") of every variant is profiled over its steady steps.
         cases = wl.build_cases(
             fw,
             d.name,
@@ -332,15 +323,7 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
             heavy=tuple(plan.heavy) if plan.heavy else None,
             user=plan.user,
         )
-        if plan.trace_dir is None:
-            return cases
-        # The loop ("both") of every variant is profiled over its steady steps.
-        return [
-            c.model_copy(update={"params": {**c.params, "trace_dir": plan.trace_dir}})
-            if c.params.get("part") == "both"
-            else c
-            for c in cases
-        ]
+        return traced(cases, plan.trace_dir, part="both")
 
     heavy = plan.heavy
     options = {
@@ -358,9 +341,4 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
         "trace": plan.trace_dir,
     }
     request = plan.request("pipeline", fw, cases_for, options, notes=list(plan.notes))
-    jobs.run(plan, "pipeline", request, lambda record, png: render_pipeline(record, png, loglog=False), resumed=resumed)
-
-
-def render_pipeline(record: records.RunRecord, png: Path, *, loglog: bool = False) -> None:
-    """present/pages/pipeline.py on this command's console."""
-    pipeline_page.render(console, facade.pipeline(record), png, loglog=loglog)
+    jobs.run(plan, "pipeline", request, loglog=False, resumed=resumed)

@@ -4,7 +4,6 @@ the same workload (seed 001's model), with the distortion as a ratio."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, cast
@@ -17,25 +16,19 @@ from whichdevice.core import records
 from whichdevice.cli.common import (
     find_devices,
     app,
-    console,
     measure_with_progress,
     open_journal,
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
-from whichdevice.analysis import facade
 from whichdevice import jobs
 from whichdevice.jobs import Job
-from whichdevice.present.pages import pitfalls as pitfalls_page
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
     parse_choice,
 )
 from whichdevice.workloads import pitfalls as pitfalls_workload
 
-
-# The frameworks with a pitfalls part (frameworks/<fw>/pitfalls.py: which mistakes, which cases).
-PITFALLS_FRAMEWORKS = frameworks.offering("pitfalls")  # derived: the frameworks with a pitfalls part
 QUICK_MIN_TIME_S = 0.05
 MIN_TIME_S = 0.2
 
@@ -66,16 +59,8 @@ def pitfalls(
     if resume_if_asked(ctx, resume, "pitfalls", PitfallsPlan, run_pitfalls):
         return
     fw = parse_choice(framework, "--framework", frameworks.offering("pitfalls"))
-    fields = jobs.checked(
-        out,
-        json_path,
-        "pitfalls",
-        device=device,
-        min_time=(min_time, QUICK_MIN_TIME_S if quick else MIN_TIME_S, "0.2"),
-        case_timeout=(case_timeout, "300"),
-        memory_limit=memory_limit,
-        png=False,
-    )
+    min_time_s = QUICK_MIN_TIME_S if quick else MIN_TIME_S
+    fields = jobs.checked(ctx.params, "pitfalls", min_time=(min_time_s, "0.2"), case_timeout="300", png=False)
     experiment.require_installed(fw)
     plan = PitfallsPlan(
         framework=fw,
@@ -122,7 +107,7 @@ def run_pitfalls(plan: PitfallsPlan, resumed: JournalState | None) -> None:
         parts.append(
             measure_with_progress(request, journal=journal, resumed=_own_sessions(resumed, one_thread), found=found)
         )
-    jobs.finish(_merge(parts), plan, functools.partial(render_pitfalls, loglog=True))
+    jobs.finish(_merge(parts), plan, loglog=True)
 
 
 def _merge(parts: list[records.RunRecord]) -> records.RunRecord:
@@ -139,8 +124,3 @@ def _merge(parts: list[records.RunRecord]) -> records.RunRecord:
             "results": sorted(merged.results, key=lambda r: order.get(r.spec.device, len(order))),
         }
     )
-
-
-def render_pitfalls(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
-    """present/pages/pitfalls.py on this command's console."""
-    pitfalls_page.render(console, facade.pitfalls(record), png, loglog=loglog)

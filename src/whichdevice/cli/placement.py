@@ -7,28 +7,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import functools
-
 import typer
-from rich.markup import escape
 
 from whichdevice.measure import experiment
 from whichdevice import frameworks
-from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
     find_devices,
     app,
-    console,
-    err_console,
     open_journal,
     resume_if_asked,
+    user_model,
 )
 from whichdevice.cli import options as opt
-from whichdevice.analysis import facade
 from whichdevice import jobs
 from whichdevice.jobs import Job
-from whichdevice.present.pages import placement as placement_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.records import CaseSpec
@@ -40,8 +33,6 @@ from whichdevice.core.validate import (
 from whichdevice.workloads import placement as placement_workload
 
 DEFAULT_MODEL = "seed001 + string op (no GPU kernel)"
-# TensorFlow's placement log, or the op trace of torch and JAX (frameworks.PARTS).
-PLACEMENT_FRAMEWORKS = frameworks.offering("placement")  # derived: placement_log or optrace
 _TRACED_MODEL = "seed001 (small MLP; batch from NumPy, loss read back each step)"
 
 
@@ -104,26 +95,14 @@ def placement(
             f"Drop --model, or use --framework keras-torch for a Keras model (diagnose --framework {fw} takes your nn.Module).",
         )
     model_fn = userfile.parse_spec(model, "--model") if model else None
-    fields = jobs.checked(
-        out,
-        json_path,
-        "placement",
-        device=device,
-        case_timeout=(case_timeout, "300"),
-        memory_limit=memory_limit,
-        png=False,
-    )
+    fields = jobs.checked(ctx.params, "placement", case_timeout="300", png=False)
     experiment.require_installed(fw)
 
     user = None
-    if model_fn is not None:
-        err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):  # issue #43
-            found_user = userfile.user_model_params(
-                model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
-            )
-        # No --data here: the data keys (both None) stay out of the case's parameters.
-        user = {k: v for k, v in found_user.items() if not k.startswith("data_")}
+    if model_fn is not None:  # no --data here: the data keys (both None) stay out of the case's parameters
+        user = {
+            k: v for k, v in user_model(model_fn, fw, fields, shape, n_classes).items() if not k.startswith("data_")
+        }
     plan = PlacementPlan(
         framework=fw,
         batch=b,
@@ -167,10 +146,4 @@ def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
     default = _TRACED_MODEL if "optrace" in frameworks.PARTS[fw] else DEFAULT_MODEL
     options = {"quick": plan.quick, "batch": plan.batch, "steps": plan.steps, "model": plan.model or default}
     request = plan.request("placement", fw, cases_for, options)
-    draw = functools.partial(render_placement, loglog=True)
-    jobs.run(plan, "placement", request, draw, resumed=resumed, journal=journal, found=found)
-
-
-def render_placement(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
-    """present/pages/placement.py on this command's console."""
-    placement_page.render(console, facade.placements(record), png, loglog=loglog)
+    jobs.run(plan, "placement", request, loglog=True, resumed=resumed, journal=journal, found=found)

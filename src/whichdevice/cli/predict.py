@@ -16,10 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import functools
-
 import typer
-from rich.markup import escape
 
 from whichdevice.analysis import deviceprofile
 from whichdevice.measure import experiment
@@ -29,17 +26,14 @@ from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
     allow_with_resume,
     app,
-    console,
-    err_console,
     only_with_model,
     open_journal,
     resume_if_asked,
+    user_model,
 )
 from whichdevice.cli import options as opt
-from whichdevice.analysis import facade
 from whichdevice import jobs
 from whichdevice.jobs import Job
-from whichdevice.present.pages import predict as predict_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
@@ -140,13 +134,7 @@ def predict(
     only_with_model(model, input_shape=input_shape, classes=classes)
     model_fn = userfile.parse_spec(model, "--model") if model else None
     fields = jobs.checked(
-        out,
-        json_path,
-        "predict",
-        min_time=(min_time, QUICK_MIN_TIME_S if quick else 0.2, "0.2"),
-        cpu_threads=cpu_threads,
-        case_timeout=(case_timeout, "600"),
-        memory_limit=memory_limit,
+        ctx.params, "predict", min_time=(QUICK_MIN_TIME_S if quick else 0.2, "0.2"), case_timeout="600"
     )
     if model_fn is not None and fw not in frameworks.KERAS:
         raise UsageError(
@@ -154,13 +142,7 @@ def predict(
         )
     experiment.require_installed(fw)
 
-    params: dict = {"model": "seed001"}
-    if model_fn is not None:
-        err_console.print(f"Checking {escape(model_fn.text)} (imports {fw})…")
-        with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):  # issue #43
-            params = userfile.user_model_params(
-                model_fn, shape, n_classes, None, frameworks.env_module(fw).child_env("cpu")
-            )
+    params = user_model(model_fn, fw, fields, shape, n_classes) if model_fn is not None else {"model": "seed001"}
     plan = PredictPlan(
         profile=profile,
         profile_json=deviceprofile.dumps(prof),
@@ -218,10 +200,4 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None, *, verbose: boo
         "steps_per_execution": plan.steps_per_execution,
     }
     request = plan.request("predict", fw, cases_for, options, devices=["CPU:0"])
-    draw = functools.partial(render_predict, loglog=not plan.linear, verbose=verbose)
-    jobs.run(plan, "predict", request, draw, resumed=resumed, journal=journal)
-
-
-def render_predict(record: records.RunRecord, png: Path, *, loglog: bool, verbose: bool = False) -> None:
-    """present/pages/predict.py on this command's console."""
-    predict_page.render(console, facade.predict(record), png, loglog=loglog, verbose=verbose)
+    jobs.run(plan, "predict", request, loglog=not plan.linear, resumed=resumed, journal=journal, verbose=verbose)

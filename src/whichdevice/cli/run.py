@@ -7,7 +7,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.markup import escape
@@ -21,18 +21,15 @@ from whichdevice.analysis.suite import answer_cases, decides_answer
 from whichdevice.present.cliprogress import CliProgress
 from whichdevice.present import firstscreen
 from whichdevice.cli.common import (
-    record_then_page,
     allow_with_resume,
     find_devices,
     app,
-    command_line,
     console,
     err_console,
     journal_header,
     open_journal,
     measure_with_progress,
     read_plan,
-    record_paths,
     reject_options_with_resume,
     resume_if_asked,
 )
@@ -40,7 +37,6 @@ from whichdevice.cli import options as opt
 from whichdevice.analysis import facade
 from whichdevice import jobs
 from whichdevice.jobs import Job
-from whichdevice.present.pages import run as run_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import Journal, JournalState, journal_path
 from whichdevice.workloads.suite import (
@@ -55,7 +51,6 @@ from whichdevice.workloads.suite import (
 from whichdevice.core.validate import (
     parse_choice,
     parse_choice_list,
-    parse_memory_limit,
     parse_positive_int,
     parse_shape,
 )
@@ -101,15 +96,10 @@ def run(
     if resume is not None:
         plan, resumed = read_plan(resume, "run", RunPlan)
     else:
-        json_file, _ = record_paths(out, json_path, "run")
         plan = RunPlan(
             frameworks=parse_choice_list(framework, "--framework", frameworks.offering("run")),
             budget_s=parse_budget(budget),
-            devices_wanted=experiment.parse_device_filter(device),
-            cpu_threads=parse_positive_int(cpu_threads, "--cpu-threads", "4"),
-            json_file=str(json_file.absolute()),
-            command=command_line(),
-            memory_limit_bytes=parse_memory_limit(memory_limit),
+            **jobs.checked(ctx.params, "run", png=False),
         )
         resumed = None
     if len(plan.frameworks) > 1:  # frameworks side by side: one after the other, one record
@@ -117,17 +107,10 @@ def run(
     else:
         record = _run_one(plan, resumed, quiet=output.quiet)
     json_file = Path(plan.json_file)
-    journals = [journal_path(json_file)]
-    if len(plan.frameworks) > 1:  # and the frameworks' part journals, kept until now
-        journals += [journal_path(_part_json(json_file, f)) for f in plan.frameworks]
-    with output:  # png: the stem of the plots
-        record_then_page(
-            record,
-            json_file,
-            None,
-            lambda: render_run(record, json_file.with_suffix(".png"), loglog=True, **output.render),
-            journals,
-        )
+    # The frameworks' part journals, kept until now, closed with the run's.
+    parts = [journal_path(_part_json(json_file, f)) for f in plan.frameworks] if len(plan.frameworks) > 1 else []
+    with output:  # the plots' stem: the record's
+        jobs.finish(record, plan, loglog=True, journals=parts, **output.render)
     output.emit(json_file)
     exit_if_nothing_decided(record)
 
@@ -137,7 +120,7 @@ class ScriptOutput:
     ``--json-out -`` the record goes to stdout and every other line to stderr."""
 
     def __init__(self, verbose: bool = False, quiet: bool = False, json_out: str | None = None) -> None:
-        self.render = {"verbose": verbose, "quiet": quiet or json_out == "-"}
+        self.render: dict[str, Any] = {"verbose": verbose, "quiet": quiet or json_out == "-"}
         self.quiet = quiet or json_out == "-"  # only the final answer: no provisional one, no phase lines
         self.json_out = json_out
         self._file = None
@@ -371,7 +354,7 @@ def diagnose(
 
         given = {"--model": model, "--data": data, "--batch": batch, "--input-shape": input_shape, "--classes": classes}
         given |= {"--samples": samples, "--framework": framework if framework != frameworks.DEFAULT else None}
-        plan = scriptcmd.plan(script, given, budget, device, cpu_threads, memory_limit, out, json_path, DiagnosePlan)
+        plan = scriptcmd.plan(script, given, budget, ctx.params, DiagnosePlan)
         run_diagnose(plan, None, output)
         return
     # Each option is checked in this order: the first bad one is the error.
@@ -382,12 +365,9 @@ def diagnose(
     n_samples = parse_positive_int(samples, "--samples", "10000", maximum=10_000_000) or 10_000
     given_batch = parse_positive_int(batch, "--batch", "32", maximum=65536)
     budget_s = parse_budget(budget)
-    wanted = experiment.parse_device_filter(device)
-    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
-    memory_bytes = parse_memory_limit(memory_limit)
-    json_file, _ = record_paths(out, json_path, "diagnose")
+    fields = jobs.checked(ctx.params, "diagnose", png=False)
     experiment.require_installed(fw)
-    with userfile.limits(memory_bytes, max(budget_s, 60.0), timeout_from="--budget"):  # as the cases (issue #43)
+    with userfile.limits(fields["memory_limit_bytes"], max(budget_s, 60.0), timeout_from="--budget"):  # issue #43
         user, user_batch, sizing = _diagnose_preflight(
             model_fn, shape, n_classes, data_fn, fw, given_batch, budget_s, n_samples, samples is not None
         )
@@ -398,13 +378,9 @@ def diagnose(
         batch=user_batch,
         samples=n_samples,
         budget_s=budget_s,
-        devices_wanted=wanted,
-        cpu_threads=threads,
-        json_file=str(json_file.absolute()),
-        command=command_line(),
-        memory_limit_bytes=memory_bytes,
         sizing=sizing,
         framework=fw,
+        **fields,
     )
     run_diagnose(plan, None, output)
 
@@ -532,7 +508,7 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
 
         record = record.model_copy(update={"notes": scriptplan.record_notes(record)})
     with output:
-        jobs.finish(record, plan, lambda r, png: render_run(r, png, loglog=True, **output.render))
+        jobs.finish(record, plan, loglog=True, **output.render)
     output.emit(json_file)
     exit_if_nothing_decided(record)
 
@@ -570,11 +546,3 @@ def _framework_options(plan: DiagnosePlan) -> dict:
     from whichdevice.workloads import torch_diagnose
 
     return {f"torch_{k}": plan.user.get(k) for k in torch_diagnose.INFO_KEYS}
-
-
-def render_run(
-    record: records.RunRecord, png: Path, *, loglog: bool, verbose: bool = False, quiet: bool = False
-) -> None:
-    """present/pages/run.py on this command's console: the first screen, the plots and the HTML
-    report beside ``png``; ``verbose`` adds every table, ``quiet`` prints only where the report is."""
-    run_page.render(console, facade.suite(record), png, loglog=loglog, verbose=verbose, quiet=quiet)

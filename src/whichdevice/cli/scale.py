@@ -5,6 +5,7 @@ batch from which N replicas beat one."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -15,25 +16,18 @@ from rich.markup import escape
 from whichdevice import frameworks
 from whichdevice.cli.common import (
     app,
-    command_line,
-    console,
     err_console,
     resume_if_asked,
-    record_paths,
+    user_model,
 )
 from whichdevice.cli import options as opt
-from whichdevice.analysis import facade
 from whichdevice import jobs
 from whichdevice.jobs import Job
-from whichdevice.present.pages import scale as scale_page
-from whichdevice.core import records
 from whichdevice.core.errors import UsageError
 from whichdevice.core.machine import usable_cores
 from whichdevice.core.validate import (
     parse_choice,
     parse_int_list,
-    parse_memory_limit,
-    parse_positive_float,
 )
 from whichdevice.measure import experiment
 from whichdevice.measure.journal import JournalState
@@ -44,7 +38,6 @@ BUILTIN_MODELS = {
     "seed001": "small MLP (100 features → Dense 128 → 10 classes, seed 001)",
     "seed002": "MLP (128 features → 256 → 128 → 1, seed 002)",
 }
-PREFLIGHT_TIMEOUT_S = 240.0
 
 
 @dataclass
@@ -77,20 +70,12 @@ def check_batches(batches: list[int], replicas: list[int]) -> None:
     for b in batches:
         bad = [n for n in replicas if b % n]
         if bad:
-            lcm = 1
-            for n in replicas:
-                lcm = lcm * n // _gcd(lcm, n)
+            lcm = math.lcm(*replicas)
             raise UsageError(
                 "--batches",
                 f"global batch {b:,} is not divisible by {bad[0]} replicas",
                 f"Use multiples of {lcm} (every replica gets the same share), e.g. --batches {lcm * 16},{lcm * 128}.",
             )
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
 
 
 @app.command()
@@ -121,9 +106,6 @@ def scale(
     batch_list = parse_int_list(batches, "--batches", maximum=scale_workload.MAX_BATCH, example="32,256,2048")
     batch_list = batch_list or list(scale_workload.DEFAULT_BATCHES)
     check_batches(batch_list, replicas)
-    mt = parse_positive_float(min_time, "--min-time", "0.2") or 0.2
-    timeout_s = parse_positive_float(case_timeout, "--case-timeout", "600") or 600.0
-    memory_bytes = parse_memory_limit(memory_limit)
     model_fn = None
     if model not in BUILTIN_MODELS:
         if ":" not in model:
@@ -139,16 +121,12 @@ def scale(
                 "Use --framework tensorflow or keras-jax, or --model seed001 / seed002.",
             )
         model_fn = userfile.parse_spec(model, "--model")
-    json_file, png = record_paths(out, json_path, "scale")
+    fields = jobs.checked(ctx.params, "scale", min_time=(0.2, "0.2"), case_timeout="600")
     experiment.require_installed(fw)
     model_params: dict = {"model": model}
     model_text = BUILTIN_MODELS.get(model, model)
     if model_fn is not None:
-        err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-        with userfile.limits(memory_bytes, timeout_s if case_timeout else None):  # issue #43
-            model_params = userfile.user_model_params(
-                model_fn, None, None, None, frameworks.env_module(fw).child_env("cpu")
-            )
+        model_params = user_model(model_fn, fw, fields)
         model_text = f"your model {model_fn.text}"
         check_replicable(fw, model_params, max(replicas), model_fn.text)
     plan = ScalePlan(
@@ -157,12 +135,7 @@ def scale(
         batches=batch_list,
         model=model_params,
         model_text=model_text,
-        min_time_s=mt,
-        case_timeout_s=timeout_s,
-        json_file=str(json_file.absolute()),
-        png_file=str(png.absolute()),
-        command=command_line(),
-        memory_limit_bytes=memory_bytes,
+        **fields,
     )
     run_scale(plan, None)
 
@@ -214,9 +187,4 @@ def run_scale(plan: ScalePlan, resumed: JournalState | None) -> None:
         "input sharding) against the work per step, not what N GPUs would add (see docs/commands.md, `scale` design note).",
     ]
     request = plan.request("scale", plan.framework, cases_for, options, devices=["CPU:0"], notes=notes)
-    jobs.run(plan, "scale", request, lambda record, png: render_scale(record, png, loglog=True), resumed=resumed)
-
-
-def render_scale(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
-    """present/pages/scale.py on this command's console."""
-    scale_page.render(console, facade.scale(record), png, loglog=loglog)
+    jobs.run(plan, "scale", request, loglog=True, resumed=resumed)

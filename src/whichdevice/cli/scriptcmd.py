@@ -7,14 +7,15 @@ plan's class is passed in (``DiagnosePlan``), so this module does not import ``c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
 
-from whichdevice.cli.common import command_line, err_console, record_paths
+from whichdevice import jobs
+from whichdevice.cli.common import err_console
 from whichdevice.core.errors import UsageError
-from whichdevice.core.validate import parse_memory_limit, parse_positive_int
 from whichdevice.measure import experiment
 from whichdevice.workloads import scriptrun
 from whichdevice.workloads import script as script_workload
@@ -50,18 +51,11 @@ def _job(words: list[str]) -> dict[str, Any]:
 
 
 def plan(
-    words: list[str],
-    given: dict[str, str | None],
-    budget: str | None,
-    device: str | None,
-    cpu_threads: str | None,
-    memory_limit: str | None,
-    out: Path,
-    json_path: Path | None,
-    plan_class: Any,
+    words: list[str], given: dict[str, str | None], budget: str | None, params: Mapping[str, Any], plan_class: Any
 ) -> Any:
-    """The checked plan of ``diagnose SCRIPT``: the options, then the pre-flight (one run of the
-    script on the CPU, a refusal being one line and exit 2), then the cases sized to the budget."""
+    """The checked plan of ``diagnose SCRIPT``: the options (``params``: the command's, by name),
+    then the pre-flight (one run of the script on the CPU, a refusal being one line and exit 2),
+    then the cases sized to the budget."""
     job = _job(words)
     for option, value in given.items():
         if value is not None:
@@ -71,10 +65,7 @@ def plan(
                 f"Leave {option} out, or diagnose a model function with --model FILE.py:FUNCTION",
             )
     budget_s = parse_budget(budget)
-    wanted = experiment.parse_device_filter(device)
-    threads = parse_positive_int(cpu_threads, "--cpu-threads", "4")
-    memory_bytes = parse_memory_limit(memory_limit)
-    json_file, _ = record_paths(out, json_path, "diagnose")
+    fields = jobs.checked(params, "diagnose", png=False)
     name = escape(Path(job["script"]).name)
     err_console.print(f"Running {name} once on the CPU to find its training step (pre-flight)…")
     facts = scriptplan.preflight(job, budget_s)
@@ -93,11 +84,7 @@ def plan(
         batch=int(facts["batch"] or 0),
         samples=int(facts["batch"] or 0) * scriptplan.STEPS,
         budget_s=budget_s,
-        devices_wanted=wanted,
-        cpu_threads=threads,
-        json_file=str(json_file.absolute()),
-        command=command_line(),
-        memory_limit_bytes=memory_bytes,
         sizing=sizing,
         framework=facts["framework"],
+        **fields,
     )

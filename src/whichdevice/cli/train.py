@@ -9,24 +9,20 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 
 from whichdevice.measure import experiment
 from whichdevice import frameworks
-from whichdevice.core import records
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
     app,
-    console,
-    err_console,
     only_with_model,
     resume_if_asked,
+    traced,
+    user_model,
 )
 from whichdevice.cli import options as opt
-from whichdevice.analysis import facade
 from whichdevice import jobs
 from whichdevice.jobs import Job
-from whichdevice.present.pages import train as train_page
 from whichdevice.core.errors import UsageError
 from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
@@ -146,22 +142,12 @@ def train(
     only_with_model(model, input_shape=input_shape, classes=classes, data=data, samples=samples, batch=batch)
     model_fn = userfile.parse_spec(model, "--model") if model else None
     data_fn = userfile.parse_spec(data, "--data") if data else None
-    fields = jobs.checked(
-        out,
-        json_path,
-        "train",
-        device=device,
-        min_time=(min_time, QUICK_MIN_TIME_S if quick else 0.2, "0.2"),
-        cpu_threads=cpu_threads,
-        case_timeout=(case_timeout, "600"),
-        memory_limit=memory_limit,
-    )
+    fields = jobs.checked(ctx.params, "train", min_time=(QUICK_MIN_TIME_S if quick else 0.2, "0.2"), case_timeout="600")
     trace_dir = check_output_dir(trace, "--trace").resolve() if trace is not None else None
     precisions = parse_choice_list(precision, "--precision", precision_cases.POLICIES)
     experiment.require_installed(fw)
 
-    with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):  # the pre-flight too (issue #43)
-        user = _user_model(model_fn, shape, n_classes, data_fn, fw) if model_fn is not None else None
+    user = user_model(model_fn, fw, fields, shape, n_classes, data_fn) if model_fn is not None else None
     plan = TrainPlan(
         framework=fw,
         parts=part_list,
@@ -186,14 +172,6 @@ def _batch_list(batches: str | None, quick: bool) -> list[int]:
     if batch_list is None:
         return list(train_workload.QUICK_BATCHES if quick else train_workload.DEFAULT_BATCHES)
     return list(batch_list)
-
-
-def _user_model(
-    model_fn: userfile.UserFunction, shape, n_classes: int | None, data_fn: userfile.UserFunction | None, fw: str
-) -> dict:
-    """The pre-flight of the user's model (and dataset), in a child: the plan's ``user``."""
-    err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-    return userfile.user_model_params(model_fn, shape, n_classes, data_fn, frameworks.env_module(fw).child_env("cpu"))
 
 
 def _parts(part_list: list[str], fw: str, model: str | None, data: str | None) -> list[str]:
@@ -231,13 +209,7 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
             samples=plan.samples,
             user_batch=plan.user_batch,
         )
-        if plan.trace_dir is not None:  # the fit runs get the profiler around their steady epochs
-            cases = [
-                c.model_copy(update={"params": {**c.params, "trace_dir": plan.trace_dir}})
-                if c.params.get("kind") == "fit"
-                else c
-                for c in cases
-            ]
+        cases = traced(cases, plan.trace_dir, kind="fit")  # the profiler around the fit runs' steady epochs
         return cases + precision_cases.cases(
             fw,
             d.name,
@@ -262,11 +234,4 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
     if plan.precisions:
         options["precision"] = plan.precisions
     request = plan.request("train", fw, cases_for, options)
-    jobs.run(
-        plan, "train", request, lambda record, png: render_train(record, png, loglog=not plan.linear), resumed=resumed
-    )
-
-
-def render_train(record: records.RunRecord, png: Path, *, loglog: bool) -> None:
-    """present/pages/train.py on this command's console."""
-    train_page.render(console, facade.train(record), png, loglog=loglog)
+    jobs.run(plan, "train", request, loglog=not plan.linear, resumed=resumed)

@@ -11,9 +11,9 @@ A command (``cli/<name>.py``), the Python API (``api.py``) and the notebook magi
    journal, so ``--resume`` reads the same job back instead of parsing options again.
 2. **Run it.** ``job.request(experiment, framework, cases_for, options)`` is the one way a
    ``measure.session.Request`` is built from a job; ``jobs.run(job, experiment, request,
-   draw)`` is the one run skeleton: measure with progress (each finished case journaled),
-   write the record, close the journal, draw the page (``present/pages/<name>.py``) and print
-   the record's lines after it.
+   loglog=...)`` is the one run skeleton: measure with progress (each finished case journaled),
+   write the record, close the journal, draw the page (``jobs.page``: the record's analysis
+   formatted by ``present/pages/<name>.py``) and print the record's lines after it.
 
 Progress goes through ``session.Progress`` callbacks: on the CLI a bar on stderr
 (``present/cliprogress.py``); in the API and a notebook a line updated in place
@@ -24,13 +24,11 @@ Progress goes through ``session.Progress`` callbacks: on the CLI a bar on stderr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from whichdevice.core.validate import parse_memory_limit, parse_positive_float, parse_positive_int
 from whichdevice.measure import experiment, session
-
-_ABSENT: Any = object()  # the command has no such option
 
 
 @dataclass(kw_only=True)
@@ -62,42 +60,40 @@ class Job:
         return session.Request(experiment, framework, cases_for, options, self.command, **(limits | more))
 
 
-def checked(  # noqa: PLR0913  (the shared options, each a keyword: a command passes those it has)
-    out: Path,
-    json_path: Path | None,
+def checked(
+    given: Mapping[str, Any],
     experiment_name: str,
     *,
-    device: Any = _ABSENT,
-    min_time: Any = _ABSENT,
-    cpu_threads: Any = _ABSENT,
-    case_timeout: Any = _ABSENT,
-    memory_limit: str | None = None,
+    min_time: tuple[float, str] | None = None,
+    case_timeout: str | None = None,
     png: bool = True,
 ) -> dict[str, Any]:
-    """The options every measuring command shares, checked in this order (the first bad one is
-    the error): ``--device``, ``--min-time`` (``(text, default, example)``), ``--cpu-threads``,
-    ``--case-timeout`` (``(text, example)``), ``--memory-limit``, ``--out``/``--json`` -> the
-    ``Job`` fields they set (a command without one of them leaves it out: its default)."""
+    """The options every measuring command shares, read from ``given`` (the command's parameters
+    by name: typer's ``ctx.params``) and checked in this order (the first bad one is the error):
+    ``--device``, ``--min-time`` (``min_time``: its default, the example of its fix),
+    ``--cpu-threads``, ``--case-timeout`` (``case_timeout``: the example), ``--memory-limit``,
+    ``--out``/``--json`` -> the ``Job`` fields they set (a command without one of them leaves it
+    out: its default)."""
     from whichdevice.jobs.running import command_line, record_paths
 
     fields: dict[str, Any] = {"command": command_line()}
-    if device is not _ABSENT:
-        fields["devices_wanted"] = experiment.parse_device_filter(device)
-    if min_time is not _ABSENT:
-        text, default, example = min_time
-        fields["min_time_s"] = parse_positive_float(text, "--min-time", example) or default
-    if cpu_threads is not _ABSENT:
-        fields["cpu_threads"] = parse_positive_int(cpu_threads, "--cpu-threads", "4")
-    if case_timeout is not _ABSENT:
-        fields["case_timeout_s"] = parse_positive_float(case_timeout[0], "--case-timeout", case_timeout[1])
-    fields["memory_limit_bytes"] = parse_memory_limit(memory_limit)
-    json_file, png_file = record_paths(out, json_path, experiment_name)
+    if "device" in given:
+        fields["devices_wanted"] = experiment.parse_device_filter(given["device"])
+    if "min_time" in given and min_time is not None:
+        default, example = min_time
+        fields["min_time_s"] = parse_positive_float(given["min_time"], "--min-time", example) or default
+    if "cpu_threads" in given:
+        fields["cpu_threads"] = parse_positive_int(given["cpu_threads"], "--cpu-threads", "4")
+    if "case_timeout" in given and case_timeout is not None:
+        fields["case_timeout_s"] = parse_positive_float(given["case_timeout"], "--case-timeout", case_timeout)
+    fields["memory_limit_bytes"] = parse_memory_limit(given.get("memory_limit"))
+    json_file, png_file = record_paths(given["out"], given.get("json_path"), experiment_name)
     fields["json_file"] = str(json_file.absolute())
     if png:
         fields["png_file"] = str(png_file.absolute())
     return fields
 
 
-from whichdevice.jobs.running import finish, run, viewing  # noqa: E402  (the package's API, after Job)
+from whichdevice.jobs.running import finish, page, run, viewing  # noqa: E402  (the package's API, after Job)
 
-__all__ = ["Job", "checked", "finish", "run", "viewing"]
+__all__ = ["Job", "checked", "finish", "page", "run", "viewing"]

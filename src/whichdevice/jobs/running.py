@@ -20,12 +20,13 @@ from typing import Any
 import pydantic
 from rich.markup import escape
 
+from whichdevice.analysis import facade
 from whichdevice.core import records, safeio
 from whichdevice.core.errors import PageNotDrawn, UsageError
 from whichdevice.core.validate import check_output_dir, check_output_file
 from whichdevice.measure import experiment, history, journal, session
 from whichdevice.measure.journal import Journal, JournalState, journal_path
-from whichdevice.present import cliprogress, plots
+from whichdevice.present import cliprogress, plots, registry
 from whichdevice.present.screen import console, err_console
 
 
@@ -120,18 +121,32 @@ def record_then_page(
     record: records.RunRecord,
     json_file: Path,
     png: Path | None,
-    draw: Callable[[], Any],
+    *,
+    loglog: bool,
     journals: Sequence[Path] = (),
+    **more: Any,
 ) -> None:
     """A measuring command's end: write the record, close its journals (the record is complete:
-    they have done their job), then draw the page and print it with the record's lines after
-    it, all at once (``page_after_record``)."""
+    they have done their job), then draw its page (``page``: beside ``png``, else beside the
+    record, not announced) and print it with the record's lines after it, all at once
+    (``page_after_record``)."""
     with page_after_record():
         save_record(record, json_file)
         for path in journals:
             Journal(path).finish()
-        draw_page(draw, json_file)
+        draw_page(lambda: page(record, png or json_file.with_suffix(".png"), loglog=loglog, **more), json_file)
         announce_record(record, json_file, png)
+
+
+def page(record: records.RunRecord, png: Path, *, loglog: bool, **more: Any) -> Any:
+    """Draw ``record``'s page on present/screen.py's console: its analysis, once
+    (analysis/facade.analyze), formatted by its experiment's renderer (present/registry.py), the
+    plots and the HTML report beside ``png``; ``more``: the renderer's own options (``verbose``,
+    ``quiet``). Returns the analysis (calibrate saves the profile fitted in it)."""
+    result = facade.analyze(record)
+    render: Any = registry.renderer(record.experiment)  # every measuring command's experiment has one
+    render(console, result, png, loglog=loglog, **more)
+    return result
 
 
 # ------------------------------------------------------------------ --resume
@@ -339,28 +354,33 @@ def run(
     job: Any,
     experiment: str,
     request: session.Request,
-    draw: Callable[[records.RunRecord, Path], Any],
     *,
+    loglog: bool,
     resumed: JournalState | None,
     journal: Journal | None = None,
     found=None,
+    **more: Any,
 ) -> records.RunRecord:
     """The one run skeleton: measure ``request`` (journaled in ``journal``, else the job's own,
-    created once the devices are checked), write the record, close the journal, draw the page
-    (``draw(record, png)``: the job's ``png_file``, else the PNG beside the record, not announced)
-    and print the record's lines after it."""
+    created once the devices are checked), then ``finish``: write the record, close the journal,
+    draw the page (``page(record, png, loglog=loglog, **more)``) and print the record's lines after it."""
     record = measure_with_progress(
         request, journal=journal or (lambda: open_journal(experiment, job, resumed)), resumed=resumed, found=found
     )
-    finish(record, job, draw)
+    finish(record, job, loglog=loglog, **more)
     return record
 
 
-def finish(record: records.RunRecord, job: Any, draw: Callable[[records.RunRecord, Path], Any]) -> None:
-    """A measured job's end: its record written, its journal closed, its page drawn."""
+def finish(record: records.RunRecord, job: Any, *, loglog: bool, journals: Sequence[Path] = (), **more: Any) -> None:
+    """A measured job's end: its record written, its journal (and ``journals``) closed, its page
+    drawn (``record_then_page``: the job's ``png_file``, else the PNG beside the record, not announced)."""
     json_file = Path(job.json_file)
     png = getattr(job, "png_file", None)
-    page_png = Path(png) if png else json_file.with_suffix(".png")
     record_then_page(
-        record, json_file, Path(png) if png else None, lambda: draw(record, page_png), [journal_path(json_file)]
+        record,
+        json_file,
+        Path(png) if png else None,
+        loglog=loglog,
+        journals=[journal_path(json_file), *journals],
+        **more,
     )
