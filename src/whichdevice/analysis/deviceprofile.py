@@ -236,6 +236,19 @@ def load(spec: str, argument: str = "--profile") -> DeviceProfile:
     )
 
 
+def default_name(framework: str, hostname: str) -> str:
+    """``calibrate``'s profile name when ``--name`` is not given: this host's name, made safe for a
+    file name, or ``HOST-FRAMEWORK`` when a profile saved under the host's name was calibrated with
+    another framework. Calibrating torch used to replace this machine's TensorFlow profile without a
+    word (stop 46); calibrating the same framework again still replaces its own."""
+    host = re.sub(r"[^A-Za-z0-9_.-]", "-", hostname)[:64] or "local"
+    try:
+        saved = parse((user_dir() / f"{host}.json").read_text(encoding="utf-8"), host)
+    except (OSError, UnicodeDecodeError, UsageError):
+        return host  # none saved under that name (or unreadable: replaced, as before)
+    return host if saved.framework.split(" ")[0] == framework else f"{host}-{framework}"[:64]
+
+
 def local_profile(framework: str, hostname: str) -> DeviceProfile | None:
     """The newest profile saved by ``calibrate --framework FRAMEWORK`` on ``hostname`` (this
     machine), or None; unreadable saved files are passed over (``profile list`` names them)."""

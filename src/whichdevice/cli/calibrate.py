@@ -80,7 +80,9 @@ class CalibratePlan(Job):
 def calibrate(
     ctx: typer.Context,
     name: Optional[str] = typer.Option(
-        None, "--name", help="Profile name for `predict --profile NAME` (default: this host's name)."
+        None,
+        "--name",
+        help="Profile name for `predict --profile NAME` (default: this host's name, or HOST-FRAMEWORK where that name holds another framework's profile).",
     ),
     device: Optional[str] = opt.device(),
     min_time: Optional[str] = opt.min_time("probe point", DEFAULT_MIN_TIME_S),
@@ -96,9 +98,7 @@ def calibrate(
     if resume_if_asked(ctx, resume, "calibrate", CalibratePlan, run_calibrate):
         return
     fw = parse_choice(framework, "--framework", frameworks.offering("calibrate"))
-    profile_name = check_name(
-        name if name is not None else re.sub(r"[^A-Za-z0-9_.-]", "-", socket.gethostname())[:64] or "local"
-    )
+    profile_name = check_name(name if name is not None else deviceprofile.default_name(fw, socket.gethostname()))
     fields = jobs.checked(ctx.params, "calibrate", min_time=(DEFAULT_MIN_TIME_S, "0.05"), case_timeout="120")
     json_file = Path(fields["json_file"])
     saved = deviceprofile.user_dir() / f"{profile_name}.json"

@@ -16,6 +16,8 @@ from rich.markup import escape
 from whichdevice import jobs
 from whichdevice.cli.common import err_console
 from whichdevice.core.errors import UsageError
+from whichdevice.core.units import seconds
+from whichdevice.frameworks.common import nvidia
 from whichdevice.measure import experiment
 from whichdevice.workloads import scriptrun
 from whichdevice.workloads import script as script_workload
@@ -70,12 +72,18 @@ def plan(
     err_console.print(f"Running {name} once on the CPU to find its training step (pre-flight)…")
     facts = scriptplan.preflight(job, budget_s)
     experiment.require_installed(facts["framework"])
+    batch = f"batch {facts['batch']}, " if facts["batch"] else ""  # 0: a loop whose batch the pre-flight can't read
     err_console.print(
-        f"Found {escape(str(facts['entry']))} ({escape(str(facts.get('model')))}, batch {facts['batch']}, "
-        f"{escape(facts['framework'])}): a step took {facts['step_s'] * 1e3:.3g} ms, the imports and data loading "
+        f"Found {escape(str(facts['entry']))} ({escape(str(facts.get('model')))}, {batch}"
+        f"{escape(facts['framework'])}): a step took {seconds(facts['step_s'])}, the imports and data loading "
         f"{facts['setup_s']:.1f} s."
     )
-    sizing = scriptplan.size(facts, budget_s, gpu=True)
+    # GPU-only variants are planned (and cut for the budget) only where a GPU can be measured: on a
+    # machine with no NVIDIA driver, "cudnn_benchmark not measured on a GPU: ... more than the budget
+    # leaves" read as if the budget were the reason (stop 46's pytorch-cifar report)
+    wanted = fields.get("devices_wanted")
+    gpu = nvidia.driver_present() and (wanted is None or any(w.startswith("GPU") for w in wanted))
+    sizing = scriptplan.size(facts, budget_s, gpu=gpu)
     user = scriptplan.user_params(job, facts)
     return plan_class(
         model=" ".join([job["script"], *job["args"]]),

@@ -26,6 +26,7 @@ from typing import Any
 from whichdevice import frameworks
 from whichdevice.core.errors import UsageError
 from whichdevice.core.textsafe import clean
+from whichdevice.core.units import seconds
 from whichdevice.core.records import CaseSpec
 from whichdevice.frameworks.contracts import CaptureSpec
 from whichdevice.workloads import script
@@ -273,7 +274,7 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         raise UsageError(
             "--budget",
             f"{budget_s:g} s is too short for this script: its imports and data loading took {facts['setup_s']:.1f} s "
-            f"and a step {facts['step_s'] * 1e3:.3g} ms in the pre-flight",
+            f"and a step {seconds(facts['step_s'], 'ms')} in the pre-flight",
             f"Pass --budget {need} or more",
         )
     used, planned, cut = shared, [], []
