@@ -163,6 +163,29 @@ def timed_iter(st: Any, orig_iter: Callable[[Any], Any], setup: str) -> Callable
     return iterate
 
 
+def timed_next(st: Any, orig_next: Callable[[Any], Any], setup: str, wait: str = "") -> Callable[[Any], Any]:
+    """``__next__`` of the iterator :func:`timed_iter` marked: its first batch counted as ``setup``
+    seconds; with ``wait``, every batch's wait for data counted there too (a DataLoader's)."""
+
+    def next_(self: Any) -> Any:
+        first = st.active and getattr(self, "_whichdevice_first", False)
+        if not (first or (wait and st.active)):
+            return orig_next(self)
+        self._whichdevice_first = False
+        t0 = _perf()
+        try:
+            return orig_next(self)
+        finally:
+            dt = _perf() - t0
+            with st.lock:
+                if wait:
+                    st.c[wait] += dt  # the loop waited for this batch
+                if first:
+                    st.c[setup] += dt
+
+    return next_
+
+
 @dataclass
 class RerunItem:
     """One function of a compared pair's side: ``fn()`` runs one call (the script's last arguments,

@@ -696,22 +696,8 @@ def _record_first_run(st: State, run: dict, call: tuple | None) -> None:
 
 def hook_iterators(st: State, dataset_ops, iterator_ops) -> None:
     """Iterator start-up: ``iter(dataset)`` (pipeline threads, buffers) and each iterator's first batch."""
-    orig_iter = dataset_ops.DatasetV2.__iter__
-    orig_next = iterator_ops.OwnedIterator.__next__
-
-    def iterator_next(self):
-        if not (st.active and getattr(self, "_whichdevice_first", False)):
-            return orig_next(self)
-        self._whichdevice_first = False
-        t0 = _perf()
-        try:
-            return orig_next(self)
-        finally:
-            with st.lock:
-                st.c["setup_iter_s"] += _perf() - t0
-
-    dataset_ops.DatasetV2.__iter__ = common.timed_iter(st, orig_iter, "setup_iter_s")
-    iterator_ops.OwnedIterator.__next__ = iterator_next
+    dataset_ops.DatasetV2.__iter__ = common.timed_iter(st, dataset_ops.DatasetV2.__iter__, "setup_iter_s")
+    iterator_ops.OwnedIterator.__next__ = common.timed_next(st, iterator_ops.OwnedIterator.__next__, "setup_iter_s")
 
 
 # ---------------------------------------------------------------- files written, then read

@@ -298,22 +298,7 @@ def hook_dataloader(torch, st: State) -> None:
                 }
             )
 
-    orig_next = dl._BaseDataLoaderIter.__next__
-
-    def next_batch(self):
-        if not st.active:
-            return orig_next(self)
-        first = getattr(self, "_whichdevice_first", False)
-        self._whichdevice_first = False
-        t0 = _perf()
-        try:
-            return orig_next(self)
-        finally:
-            dt = _perf() - t0
-            with st.lock:
-                st.c["loader_wait_s"] += dt  # the loop waited for this batch
-                if first:
-                    st.c["setup_loader_s"] += dt
+    next_batch = common.timed_next(st, dl._BaseDataLoaderIter.__next__, "setup_loader_s", "loader_wait_s")
 
     # torch's own classes, patched in the child for the script's run (methods are not assignable to mypy)
     setattr(dl._BaseDataLoaderIter, "__next__", next_batch)
