@@ -346,3 +346,25 @@ def test_a_script_cases_progress_line_names_the_experiment_not_its_plumbing():
     )
     assert describe_key(key) == "CPU:0 train fix=autocast kind=pair model=script"
     assert describe_key("matmul|tensorflow|CPU:0|mode=steady,n=10") == "CPU:0 matmul mode=steady n=10"
+
+
+def test_the_live_line_drops_its_total_once_later_rounds_begin():
+    """rich's ``update(total=None)`` keeps the old total, so the live line counted past it: "6/3"
+    through a public script's round 2 (word_language_model, --budget 120). Past the first plan the
+    count goes on without a total, as the piped lines say "so far"."""
+    from whichdevice.present.cliprogress import CliProgress
+
+    console, buf = _console(100, True)
+    with CliProgress(console) as p:
+        p.on_total(3)
+        for _ in range(3):
+            p.on_start("train|torch|CPU:0|kind=steady,model=RNNModel")
+            p.on_result(None)
+        p.on_total(6)  # the device's round 2, counted on its own
+        for _ in range(3):
+            p.on_result(None)
+        assert p._bar is not None
+        (task,) = p._bar.tasks
+        assert task.total is None and task.completed == 6
+        console.print(p._bar.get_renderable())
+    assert "6/3" not in buf.getvalue() and "6/?" in buf.getvalue()

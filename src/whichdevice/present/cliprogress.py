@@ -116,7 +116,11 @@ class CliProgress:
             self._end_phase()  # the phase that ran under the old total is said with it
         self.total = n if self.done == 0 else None
         if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, total=self.total)
+            # rich's update(total=None) keeps the old total: the live line read "6/3" through a
+            # script's round 2 (stop 47), so the task's total is set on the task itself
+            for task in self._bar.tasks:
+                if task.id == self._task:
+                    task.total = self.total
 
     def on_start(self, key: str) -> None:
         from rich.markup import escape
