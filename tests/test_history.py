@@ -273,3 +273,32 @@ def test_history_counts_skipped_cases_apart_from_failed_ones(tmp_path, capsys):
     old.unlink()  # its record gone: the row stays as it was indexed, its skipped count unknown
     (e,) = history.entries()
     assert (e.n_failed, e.n_skipped) == (15, None)
+
+
+def test_two_runs_of_one_script_pair_their_cases_and_name_each_side_of_a_fix():
+    """word_language_model diagnosed twice (--budget 120): each run sizes its child's time limit
+    from its own pre-flight, so the case keys differed (child_limit_s=...) and `compare` paired
+    nothing ("0 of 0 cases changed", every case "only in" one run); the three cases it then showed
+    all read "RNNModel, batch 0, training step"."""
+    from conftest import make_record
+
+    from whichdevice.present.names import case_name
+
+    def run(limit: float, t: float):
+        results = []
+        for fix in (None, "off", "bfloat16"):
+            params = {"kind": "steady", "batch": 0, "child_limit_s": limit, "model": "RNNModel"}
+            if fix:
+                params |= {"fix": "autocast", "autocast": fix}
+            spec = CaseSpec(workload="train", framework="torch", device="CPU:0", params=params)
+            timing = Timing(first_call_s=t, warmup_s=[t], samples_s=[t] * 10, number_per_sample=1, overhead_s=0)
+            results.append(CaseResult(spec=spec, status="ok", timing=timing, wall_s=0))
+        return make_record(results)
+
+    d = diff_runs(run(41.3, 1.0), run(38.9, 1.1))
+    assert len(d.points) == 3 and not d.only_before and not d.only_after
+    assert [case_name(p.spec) for p in d.points] == [
+        "torch CPU:0: RNNModel, training step",
+        "torch CPU:0: RNNModel, training step, autocast off",
+        "torch CPU:0: RNNModel, training step, autocast bfloat16",
+    ]

@@ -123,8 +123,8 @@ def _context(a: RunRecord, b: RunRecord) -> list[ContextChange]:
 def log_ratios(before: RunRecord, after: RunRecord) -> dict[str, float]:
     """Per case key measured in both: log(median before / median after) — what a repeat run of
     the same command stores as one between-run noise sample (measure/history.py)."""
-    ra = {r.spec.key: r.timing for r in before.results if r.timing is not None}
-    rb = {r.spec.key: r.timing for r in after.results if r.timing is not None}
+    ra = {r.spec.identity: r.timing for r in before.results if r.timing is not None}
+    rb = {r.spec.identity: r.timing for r in after.results if r.timing is not None}
     return {
         k: math.log(ra[k].median_s / rb[k].median_s)
         for k in ra
@@ -139,8 +139,8 @@ def diff_runs(
     thresholds: Mapping[str, float] | None = None,
     default_threshold: float = significance.NOISE_THRESHOLD,
 ) -> RunDiff:
-    ra = {r.spec.key: r for r in before.results}
-    rb = {r.spec.key: r for r in after.results}
+    ra = {r.spec.identity: r for r in before.results}
+    rb = {r.spec.identity: r for r in after.results}
     thresholds = thresholds or {}
     both = [k for k in ra if k in rb]
     process_sd = significance.process_spread(

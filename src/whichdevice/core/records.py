@@ -114,6 +114,13 @@ class Session(_Frozen):
     overhead_s: float = Field(description="timer read + device sync with nothing queued (median)")
 
 
+# Parameters that bound a measuring child rather than define its case: a script child's time
+# limit, sized from that run's pre-flight. Two runs of the same command differ in it, so `compare`
+# and the between-run noise history pair cases by ``CaseSpec.identity``, which leaves it out
+# (word_language_model run twice: "0 of 0 cases changed", every case "only in" one run).
+CHILD_LIMIT_PARAMS = frozenset({"child_limit_s"})
+
+
 class CaseSpec(_Frozen):
     """What one case runs: workload, framework, device and the workload's parameters."""
 
@@ -126,6 +133,12 @@ class CaseSpec(_Frozen):
     def key(self) -> str:
         """Stable identity of a case, used to match results to specs (and to resume)."""
         p = ",".join(f"{k}={self.params[k]}" for k in sorted(self.params))
+        return f"{self.workload}|{self.framework}|{self.device}|{p}"
+
+    @property
+    def identity(self) -> str:
+        """The case across runs: its key without ``CHILD_LIMIT_PARAMS`` (what ``compare`` pairs)."""
+        p = ",".join(f"{k}={self.params[k]}" for k in sorted(self.params) if k not in CHILD_LIMIT_PARAMS)
         return f"{self.workload}|{self.framework}|{self.device}|{p}"
 
 

@@ -154,7 +154,7 @@ def _training_bits(p: Mapping[str, object]) -> list[str]:
     bits = [model_name(p, short=True)]
     if "samples" in p:
         bits.append(f"{_n(p['samples'])} samples")
-    if "batch" in p:
+    if p.get("batch"):  # 0: a script's loop whose batch the pre-flight could not read
         bits.append(f"batch {_n(p['batch'])}")
     kind = p.get("kind") or p.get("probe")  # a calibrate probe has no kind ("None" in compare's table)
     bits.append(_KIND.get(str(kind), str(kind)))
@@ -175,6 +175,9 @@ def _setting_bits(p: Mapping[str, object]) -> list[str]:
         bits.append(str(p["precision"]))
     if p.get("sync") == "each":
         bits.append("loss read back every step")
+    if str(p.get("fix")) in p:  # one side of a torch fix's pair: 'autocast bfloat16', 'channels_last False'
+        bits.append(f"{p['fix']} {p[str(p['fix'])]}")
+    bits += [f"{k}={p[k]}" for k in ("num_workers", "pin_memory") if k in p]  # a DataLoader variant
     return bits
 
 
