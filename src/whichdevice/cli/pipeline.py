@@ -59,7 +59,6 @@ class PipelinePlan(Job):
     model: str | None  # --model / --data as typed, for the record
     data: str | None
     trace_dir: str | None
-    quick: bool
     notes: list[str]
     png_file: str
 
@@ -185,7 +184,6 @@ def pipeline(
         model=model_fn.text if model_fn else None,
         data=data_fn.text if data_fn else None,
         trace_dir=str(trace_dir) if trace_dir else None,
-        quick=quick,
         notes=notes,
         **fields,
     )

@@ -44,7 +44,6 @@ class PlacementPlan(Job):
     framework: str
     batch: int
     steps: int
-    quick: bool
     user: dict | None  # the user's model, as the pre-flight found it (None: seed 001 + string op)
     model: str | None  # --model as typed, for the record
 
@@ -107,7 +106,6 @@ def placement(
         framework=fw,
         batch=b,
         steps=n_steps,
-        quick=quick,
         user=user,
         model=model_fn.text if model_fn else None,
         **fields,

@@ -56,7 +56,6 @@ class TrainPlan(Job):
     framework: str
     parts: list[str]
     batches: list[int]
-    quick: bool
     user: dict | None  # the user's model, as the pre-flight found it (None: the seeds' models)
     model: str | None  # --model / --data as typed, for the record
     data: str | None
@@ -152,7 +151,6 @@ def train(
         framework=fw,
         parts=part_list,
         batches=batch_list,
-        quick=quick,
         user=user,
         model=model_fn.text if model_fn else None,
         data=data_fn.text if data_fn else None,
