@@ -339,4 +339,4 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
         "trace": plan.trace_dir,
     }
     request = plan.request("pipeline", fw, cases_for, options, notes=list(plan.notes))
-    jobs.run(plan, "pipeline", request, loglog=False, resumed=resumed)
+    jobs.run(plan, request, loglog=False, resumed=resumed)

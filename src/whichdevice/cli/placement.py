@@ -144,4 +144,4 @@ def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
     default = _TRACED_MODEL if "optrace" in frameworks.PARTS[fw] else DEFAULT_MODEL
     options = {"quick": plan.quick, "batch": plan.batch, "steps": plan.steps, "model": plan.model or default}
     request = plan.request("placement", fw, cases_for, options)
-    jobs.run(plan, "placement", request, loglog=True, resumed=resumed, journal=journal, found=found)
+    jobs.run(plan, request, loglog=True, resumed=resumed, journal=journal, found=found)

@@ -198,4 +198,4 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None, *, verbose: boo
         "steps_per_execution": plan.steps_per_execution,
     }
     request = plan.request("predict", fw, cases_for, options, devices=["CPU:0"])
-    jobs.run(plan, "predict", request, loglog=not plan.linear, resumed=resumed, journal=journal, verbose=verbose)
+    jobs.run(plan, request, loglog=not plan.linear, resumed=resumed, journal=journal, verbose=verbose)

@@ -187,4 +187,4 @@ def run_scale(plan: ScalePlan, resumed: JournalState | None) -> None:
         "input sharding) against the work per step, not what N GPUs would add (see docs/commands.md, `scale` design note).",
     ]
     request = plan.request("scale", plan.framework, cases_for, options, devices=["CPU:0"], notes=notes)
-    jobs.run(plan, "scale", request, loglog=True, resumed=resumed)
+    jobs.run(plan, request, loglog=True, resumed=resumed)

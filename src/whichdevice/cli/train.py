@@ -232,4 +232,4 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
     if plan.precisions:
         options["precision"] = plan.precisions
     request = plan.request("train", fw, cases_for, options)
-    jobs.run(plan, "train", request, loglog=not plan.linear, resumed=resumed)
+    jobs.run(plan, request, loglog=not plan.linear, resumed=resumed)

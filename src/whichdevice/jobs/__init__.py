@@ -10,7 +10,7 @@ A command (``cli/<name>.py``), the Python API (``api.py``) and the notebook magi
    the subclass adds the command's own. The job is journaled in the header of the run's
    journal, so ``--resume`` reads the same job back instead of parsing options again.
 2. **Run it.** ``job.request(experiment, framework, cases_for, options)`` is the one way a
-   ``measure.session.Request`` is built from a job; ``jobs.run(job, experiment, request,
+   ``measure.session.Request`` is built from a job; ``jobs.run(job, request,
    loglog=...)`` is the one run skeleton: measure with progress (each finished case journaled),
    write the record, close the journal, draw the page (``jobs.page``: the record's analysis
    formatted by ``present/pages/<name>.py``) and print the record's lines after it.

@@ -352,7 +352,6 @@ def measure_with_progress(
 
 def run(
     job: Any,
-    experiment: str,
     request: session.Request,
     *,
     loglog: bool,
@@ -362,10 +361,14 @@ def run(
     **more: Any,
 ) -> records.RunRecord:
     """The one run skeleton: measure ``request`` (journaled in ``journal``, else the job's own,
-    created once the devices are checked), then ``finish``: write the record, close the journal,
-    draw the page (``page(record, png, loglog=loglog, **more)``) and print the record's lines after it."""
+    created once the devices are checked, its header naming the request's experiment), then
+    ``finish``: write the record, close the journal, draw the page (``page(record, png,
+    loglog=loglog, **more)``) and print the record's lines after it."""
     record = measure_with_progress(
-        request, journal=journal or (lambda: open_journal(experiment, job, resumed)), resumed=resumed, found=found
+        request,
+        journal=journal or (lambda: open_journal(request.experiment, job, resumed)),
+        resumed=resumed,
+        found=found,
     )
     finish(record, job, loglog=loglog, **more)
     return record
