@@ -32,7 +32,6 @@ from whichdevice.jobs.running import (  # noqa: F401  (re-exported for the comma
     save_record,
     stamp,
     unreadable_resume,
-    write_record,
 )
 from whichdevice.present import cliprogress
 from whichdevice.present.tables import describe_key  # noqa: F401  (re-exported for the commands)

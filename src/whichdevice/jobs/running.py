@@ -46,7 +46,7 @@ def record_paths(out: Path, json_path: Path | None, experiment: str) -> tuple[Pa
     return json_file, png
 
 
-# Set by write_record when every case of the record failed: the command exits 1 (cli/app.py).
+# Set by save_record when every case of the record failed: the command exits 1 (cli/app.py).
 all_failed: str | None = None
 
 
@@ -109,12 +109,6 @@ def announce_record(record: records.RunRecord, json_file: Path, png: Path | None
         console.print(f"[yellow]History not updated ({escape(str(e))}).[/yellow]")
     if png is not None:
         console.print(f"Plot:   {escape(str(png))}")
-
-
-def write_record(record: records.RunRecord, json_file: Path, png: Path | None) -> None:
-    """Write the record and print its lines (``save_record``, ``announce_record``)."""
-    save_record(record, json_file)
-    announce_record(record, json_file, png)
 
 
 def record_then_page(
