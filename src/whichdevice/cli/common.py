@@ -50,14 +50,16 @@ def user_model(
     shape: Any = None,
     n_classes: int | None = None,
     data_fn: userfile.UserFunction | None = None,
+    *,
+    check: Callable[..., dict] | None = None,
 ) -> dict:
     """The pre-flight of the user's model (and ``data_fn``'s dataset), said on stderr, in a child
-    under the job's memory and time limits (``fields``: jobs.checked's; issue #43): the case
-    parameters ``userfile.user_model_params`` finds."""
+    under the job's memory and time limits (``fields``: jobs.checked's; issue #43): what ``check``
+    finds (default: the case parameters, ``userfile.user_model_params``)."""
     err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
     with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):
         env = frameworks.env_module(fw).child_env("cpu")
-        return userfile.user_model_params(model_fn, shape, n_classes, data_fn, env)
+        return (check or userfile.user_model_params)(model_fn, shape, n_classes, data_fn, env)
 
 
 def traced(cases: list, trace_dir: str | None, **which: object) -> list:

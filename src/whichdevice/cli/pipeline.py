@@ -9,15 +9,14 @@ from typing import Optional
 
 import psutil
 import typer
-from rich.markup import escape
 
 from whichdevice.measure import experiment
 from whichdevice import frameworks
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
     app,
-    err_console,
     resume_if_asked,
+    user_model,
     traced,
 )
 from whichdevice.cli import options as opt
@@ -167,8 +166,11 @@ def pipeline(
     experiment.require_installed(fw)
 
     variant_list, notes = _measurable(fw, variant_list, n_images, size)
-    with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):  # the pre-flight too (issue #43)
-        user = _user_model(model_fn, data_fn, size, fw) if model_fn is not None else None
+    user = None
+    if model_fn is not None:
+        shape = None if data_fn else (size, size, 3)
+        facts = user_model(model_fn, fw, fields, shape, None, data_fn, check=userfile.preflight)
+        user = _user(model_fn, data_fn, facts)
     if data_fn is not None:
         notes.append("per-stage throughput is not measured for --data: a user's dataset is one opaque pipeline.")
     plan = PipelinePlan(
@@ -283,12 +285,8 @@ def _fit_cache(variant_list: list[str], n_images: int, size: int) -> tuple[list[
     return [v for v in variant_list if v != "cache"], [note]
 
 
-def _user_model(model_fn: userfile.UserFunction, data_fn: userfile.UserFunction | None, size: int, fw: str) -> dict:
-    """The pre-flight of the user's model (and dataset), in a child: the plan's ``user``."""
-    err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-    facts = userfile.preflight(
-        model_fn, None if data_fn else (size, size, 3), None, data_fn, frameworks.env_module(fw).child_env("cpu")
-    )
+def _user(model_fn: userfile.UserFunction, data_fn: userfile.UserFunction | None, facts: dict) -> dict:
+    """The plan's ``user``: the user's model (and dataset) as the pre-flight found it (``facts``)."""
     out_shape = facts.get("output_shape") or [1]
     out_dim = int(out_shape[-1]) if out_shape else 1
     user = {
