@@ -62,6 +62,14 @@ def user_model(
         return (check or userfile.user_model_params)(model_fn, shape, n_classes, data_fn, env)
 
 
+def user_text(user: dict | None, part: str = "model") -> str | None:
+    """The user's model (``part="data"``: dataset) as FILE.py:FUNCTION, for the record, from
+    what the pre-flight found (``user``'s ``model_file`` and ``model_fn``); None for a built-in."""
+    if not user or not user.get(f"{part}_file"):
+        return None
+    return f"{user[f'{part}_file']}:{user[f'{part}_fn']}"
+
+
 def traced(cases: list, trace_dir: str | None, **which: object) -> list:
     """``cases`` with ``--trace``'s folder in the parameters of those with ``which`` (e.g.
     ``part="both"``: the profiler around their steady steps); as they are without a folder."""

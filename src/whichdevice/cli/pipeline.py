@@ -17,6 +17,7 @@ from whichdevice.cli.common import (
     app,
     resume_if_asked,
     user_model,
+    user_text,
     traced,
 )
 from whichdevice.cli import options as opt
@@ -55,8 +56,6 @@ class PipelinePlan(Job):
     stages: bool
     heavy: list | None  # [stage, factor] of --heavy-stage
     user: dict | None  # the user's model / data, as the pre-flight found it
-    model: str | None  # --model / --data as typed, for the record
-    data: str | None
     trace_dir: str | None
     notes: list[str]
     png_file: str
@@ -183,8 +182,6 @@ def pipeline(
         stages=not no_stages and data_fn is None,
         heavy=heavy,
         user=user,
-        model=model_fn.text if model_fn else None,
-        data=data_fn.text if data_fn else None,
         trace_dir=str(trace_dir) if trace_dir else None,
         notes=notes,
         **fields,
@@ -332,8 +329,8 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
         "heavy_stage": heavy[0] if heavy else None,
         "heavy_factor": heavy[1] if heavy else None,
         "quick": plan.quick,
-        "model": plan.model,
-        "data": plan.data,
+        "model": user_text(plan.user),
+        "data": user_text(plan.user, "data"),
         "trace": plan.trace_dir,
     }
     request = plan.request("pipeline", fw, cases_for, options, notes=list(plan.notes))

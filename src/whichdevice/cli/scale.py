@@ -126,13 +126,7 @@ def scale(
     if model_fn is not None:
         model_params = user_model(model_fn, fw, fields)
         check_replicable(fw, model_params, max(replicas), model_fn.text)
-    plan = ScalePlan(
-        framework=fw,
-        replicas=replicas,
-        batches=batch_list,
-        model=model_params,
-        **fields,
-    )
+    plan = ScalePlan(framework=fw, replicas=replicas, batches=batch_list, model=model_params, **fields)
     run_scale(plan, None)
 
 

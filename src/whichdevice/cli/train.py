@@ -19,6 +19,7 @@ from whichdevice.cli.common import (
     resume_if_asked,
     traced,
     user_model,
+    user_text,
 )
 from whichdevice.cli import options as opt
 from whichdevice import jobs
@@ -57,8 +58,6 @@ class TrainPlan(Job):
     parts: list[str]
     batches: list[int]
     user: dict | None  # the user's model, as the pre-flight found it (None: the seeds' models)
-    model: str | None  # --model / --data as typed, for the record
-    data: str | None
     samples: int | None
     user_batch: int
     trace_dir: str | None
@@ -152,8 +151,6 @@ def train(
         parts=part_list,
         batches=batch_list,
         user=user,
-        model=model_fn.text if model_fn else None,
-        data=data_fn.text if data_fn else None,
         samples=n_samples,
         user_batch=user_batch,
         trace_dir=str(trace_dir) if trace_dir else None,
@@ -222,8 +219,8 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
         "parts": plan.parts,
         "batches": plan.batches,
         "quick": plan.quick,
-        "model": plan.model or "seeds 001+002",
-        "data": plan.data,
+        "model": user_text(plan.user) or "seeds 001+002",
+        "data": user_text(plan.user, "data"),
     }
     if plan.quick:
         options["quick_sizes"] = _quick_text(plan.batches)
