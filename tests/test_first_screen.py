@@ -88,7 +88,7 @@ def test_first_screen_fits_25_lines_at_100_columns_and_names_answer_causes_chang
     for rec in (record, _as_diagnose(record), load_run(BUSY), load_run(README_RUN), load_run(DIAGNOSE)):
         text = _page(rec, tmp_path, 100, terminal=True, monkeypatch=monkeypatch)
         lines = text.rstrip("\n").split("\n")
-        # + the two lines cli/common.write_record prints after it (Record:, History:)
+        # + the two lines jobs/running.announce_record prints after it (Record:, History:)
         assert len(lines) + 2 <= MAX_LINES, text
         assert all(len(line) <= 100 for line in lines if not line.startswith("Report: "))
         assert lines[1].startswith("Answer: ")
@@ -154,8 +154,8 @@ def test_piped_output_has_whole_paths_a_script_can_open(tmp_path):
     json_file.write_text(RECORD.read_text())
     code = (
         "import sys; from pathlib import Path; from whichdevice.core.records import load_run; "
-        "from whichdevice.cli.common import write_record; "
-        "p = Path(sys.argv[1]); write_record(load_run(p), p.with_name('copy.json'), None)"
+        "from whichdevice.jobs.running import announce_record, save_record; "
+        "p = Path(sys.argv[1]); r, c = load_run(p), p.with_name('copy.json'); save_record(r, c); announce_record(r, c, None)"
     )
     stdout = _piped([sys.executable, "-c", code, str(json_file)], tmp_path)
     (record_line,) = [line for line in stdout.splitlines() if re.match(r"^Record: ", line)]
@@ -242,14 +242,15 @@ def test_json_out_dash_puts_the_record_alone_on_stdout(tmp_path, capsys):
     (here only where the files are) go to stderr."""
     import json
 
-    from whichdevice.cli.common import write_record
+    from whichdevice.jobs.running import announce_record, save_record
 
     record = load_run(RECORD)
     json_file = tmp_path / "run.json"
     capsys.readouterr()
     with run_cli.ScriptOutput(json_out="-") as output:
         running.page(record, json_file.with_suffix(".png"), loglog=True, **output.render)
-        write_record(record, json_file, None)
+        save_record(record, json_file)
+        announce_record(record, json_file, None)
     output.emit(json_file)
     out, err = capsys.readouterr()
     assert json.loads(out)["experiment"] == "run" and out == json_file.read_text()

@@ -131,4 +131,5 @@ def test_user_model_with_user_data_runs(tmp_path, capsys):
     loop = next(r for r in record.results if r.spec.params["kind"] == "loop")
     assert loop.spec.params["model"] == "user" and loop.metrics["steps"] == 2 * 12  # 300 / 25, 2 epochs
     assert {r.spec.params.get("sync") for r in record.results} >= {"each", "none"}
-    assert json.loads((out / "u.json").read_text())["options"]["model"].endswith("my_model.py:build")
+    options = json.loads((out / "u.json").read_text())["options"]
+    assert options["model"].endswith("my_model.py:build") and options["data"].endswith("my_model.py:data")

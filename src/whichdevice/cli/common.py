@@ -32,7 +32,6 @@ from whichdevice.jobs.running import (  # noqa: F401  (re-exported for the comma
     save_record,
     stamp,
     unreadable_resume,
-    write_record,
 )
 from whichdevice.present import cliprogress
 from whichdevice.present.tables import describe_key  # noqa: F401  (re-exported for the commands)
@@ -51,14 +50,24 @@ def user_model(
     shape: Any = None,
     n_classes: int | None = None,
     data_fn: userfile.UserFunction | None = None,
+    *,
+    check: Callable[..., dict] | None = None,
 ) -> dict:
     """The pre-flight of the user's model (and ``data_fn``'s dataset), said on stderr, in a child
-    under the job's memory and time limits (``fields``: jobs.checked's; issue #43): the case
-    parameters ``userfile.user_model_params`` finds."""
+    under the job's memory and time limits (``fields``: jobs.checked's; issue #43): what ``check``
+    finds (default: the case parameters, ``userfile.user_model_params``)."""
     err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
     with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):
         env = frameworks.env_module(fw).child_env("cpu")
-        return userfile.user_model_params(model_fn, shape, n_classes, data_fn, env)
+        return (check or userfile.user_model_params)(model_fn, shape, n_classes, data_fn, env)
+
+
+def user_text(user: dict | None, part: str = "model") -> str | None:
+    """The user's model (``part="data"``: dataset) as FILE.py:FUNCTION, for the record, from
+    what the pre-flight found (``user``'s ``model_file`` and ``model_fn``); None for a built-in."""
+    if not user or not user.get(f"{part}_file"):
+        return None
+    return f"{user[f'{part}_file']}:{user[f'{part}_fn']}"
 
 
 def traced(cases: list, trace_dir: str | None, **which: object) -> list:

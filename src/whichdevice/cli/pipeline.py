@@ -9,15 +9,15 @@ from typing import Optional
 
 import psutil
 import typer
-from rich.markup import escape
 
 from whichdevice.measure import experiment
 from whichdevice import frameworks
 from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
     app,
-    err_console,
     resume_if_asked,
+    user_model,
+    user_text,
     traced,
 )
 from whichdevice.cli import options as opt
@@ -56,10 +56,7 @@ class PipelinePlan(Job):
     stages: bool
     heavy: list | None  # [stage, factor] of --heavy-stage
     user: dict | None  # the user's model / data, as the pre-flight found it
-    model: str | None  # --model / --data as typed, for the record
-    data: str | None
     trace_dir: str | None
-    quick: bool
     notes: list[str]
     png_file: str
 
@@ -168,8 +165,11 @@ def pipeline(
     experiment.require_installed(fw)
 
     variant_list, notes = _measurable(fw, variant_list, n_images, size)
-    with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):  # the pre-flight too (issue #43)
-        user = _user_model(model_fn, data_fn, size, fw) if model_fn is not None else None
+    user = None
+    if model_fn is not None:
+        shape = None if data_fn else (size, size, 3)
+        facts = user_model(model_fn, fw, fields, shape, None, data_fn, check=userfile.preflight)
+        user = _user(model_fn, data_fn, facts)
     if data_fn is not None:
         notes.append("per-stage throughput is not measured for --data: a user's dataset is one opaque pipeline.")
     plan = PipelinePlan(
@@ -182,10 +182,7 @@ def pipeline(
         stages=not no_stages and data_fn is None,
         heavy=heavy,
         user=user,
-        model=model_fn.text if model_fn else None,
-        data=data_fn.text if data_fn else None,
         trace_dir=str(trace_dir) if trace_dir else None,
-        quick=quick,
         notes=notes,
         **fields,
     )
@@ -285,12 +282,8 @@ def _fit_cache(variant_list: list[str], n_images: int, size: int) -> tuple[list[
     return [v for v in variant_list if v != "cache"], [note]
 
 
-def _user_model(model_fn: userfile.UserFunction, data_fn: userfile.UserFunction | None, size: int, fw: str) -> dict:
-    """The pre-flight of the user's model (and dataset), in a child: the plan's ``user``."""
-    err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
-    facts = userfile.preflight(
-        model_fn, None if data_fn else (size, size, 3), None, data_fn, frameworks.env_module(fw).child_env("cpu")
-    )
+def _user(model_fn: userfile.UserFunction, data_fn: userfile.UserFunction | None, facts: dict) -> dict:
+    """The plan's ``user``: the user's model (and dataset) as the pre-flight found it (``facts``)."""
     out_shape = facts.get("output_shape") or [1]
     out_dim = int(out_shape[-1]) if out_shape else 1
     user = {
@@ -336,9 +329,9 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
         "heavy_stage": heavy[0] if heavy else None,
         "heavy_factor": heavy[1] if heavy else None,
         "quick": plan.quick,
-        "model": plan.model,
-        "data": plan.data,
+        "model": user_text(plan.user),
+        "data": user_text(plan.user, "data"),
         "trace": plan.trace_dir,
     }
     request = plan.request("pipeline", fw, cases_for, options, notes=list(plan.notes))
-    jobs.run(plan, "pipeline", request, loglog=False, resumed=resumed)
+    jobs.run(plan, request, loglog=False, resumed=resumed)

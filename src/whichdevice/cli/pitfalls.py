@@ -39,7 +39,6 @@ class PitfallsPlan(Job):
     journaled in the header so that ``--resume`` runs the same thing."""
 
     framework: str
-    quick: bool
 
 
 @app.command()
@@ -64,7 +63,6 @@ def pitfalls(
     experiment.require_installed(fw)
     plan = PitfallsPlan(
         framework=fw,
-        quick=quick,
         **fields,
     )
     run_pitfalls(plan, None)

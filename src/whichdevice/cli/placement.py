@@ -18,6 +18,7 @@ from whichdevice.cli.common import (
     open_journal,
     resume_if_asked,
     user_model,
+    user_text,
 )
 from whichdevice.cli import options as opt
 from whichdevice import jobs
@@ -44,9 +45,7 @@ class PlacementPlan(Job):
     framework: str
     batch: int
     steps: int
-    quick: bool
     user: dict | None  # the user's model, as the pre-flight found it (None: seed 001 + string op)
-    model: str | None  # --model as typed, for the record
 
 
 @app.command()
@@ -103,15 +102,7 @@ def placement(
         user = {
             k: v for k, v in user_model(model_fn, fw, fields, shape, n_classes).items() if not k.startswith("data_")
         }
-    plan = PlacementPlan(
-        framework=fw,
-        batch=b,
-        steps=n_steps,
-        quick=quick,
-        user=user,
-        model=model_fn.text if model_fn else None,
-        **fields,
-    )
+    plan = PlacementPlan(framework=fw, batch=b, steps=n_steps, user=user, **fields)
     run_placement(plan, None)
 
 
@@ -144,6 +135,6 @@ def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
         return [CaseSpec(workload="train", framework=fw, device=d.name, params=params)]
 
     default = _TRACED_MODEL if "optrace" in frameworks.PARTS[fw] else DEFAULT_MODEL
-    options = {"quick": plan.quick, "batch": plan.batch, "steps": plan.steps, "model": plan.model or default}
+    options = {"quick": plan.quick, "batch": plan.batch, "steps": plan.steps, "model": user_text(plan.user) or default}
     request = plan.request("placement", fw, cases_for, options)
-    jobs.run(plan, "placement", request, loglog=True, resumed=resumed, journal=journal, found=found)
+    jobs.run(plan, request, loglog=True, resumed=resumed, journal=journal, found=found)

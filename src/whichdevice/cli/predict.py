@@ -60,7 +60,6 @@ class PredictPlan(Job):
     params: dict  # the model's case parameters (seed 001's, or the user's as the pre-flight found them)
     model: str  # --model as typed, or "seed001", for the record
     batches: list[int]
-    quick: bool
     png_file: str
     linear: bool
     framework: str = FRAMEWORK
@@ -149,7 +148,6 @@ def predict(
         params=params,
         model=model_fn.text if model_fn else "seed001",
         batches=list(batch_list),
-        quick=quick,
         linear=linear,
         framework=fw,
         steps_per_execution=spe,
@@ -200,4 +198,4 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None, *, verbose: boo
         "steps_per_execution": plan.steps_per_execution,
     }
     request = plan.request("predict", fw, cases_for, options, devices=["CPU:0"])
-    jobs.run(plan, "predict", request, loglog=not plan.linear, resumed=resumed, journal=journal, verbose=verbose)
+    jobs.run(plan, request, loglog=not plan.linear, resumed=resumed, journal=journal, verbose=verbose)

@@ -14,6 +14,7 @@ from whichdevice.analysis import deviceprofile, facade, reference
 from whichdevice.measure import experiment
 from whichdevice.present import registry
 from whichdevice.core import records, safeio
+from whichdevice.cli import options as opt
 from whichdevice.cli.base import SafeConsole, app, console
 from whichdevice.core.errors import UsageError
 from whichdevice import frameworks
@@ -132,7 +133,7 @@ def report(
     html_beside: bool = typer.Option(
         False, "--html", help="Write the re-drawn plots and HTML report next to RESULT (new names unless --force)."
     ),
-    linear: bool = typer.Option(False, "--linear", help="Linear axes in the plot (default log-log)."),
+    linear: bool = opt.linear(),
     force: bool = typer.Option(
         False, "--force", help="Overwrite the plots and report beside RESULT (default: write new ones next to them)."
     ),

@@ -7,6 +7,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Optional
 
 import typer
@@ -29,8 +30,6 @@ from whichdevice.cli.common import (
     journal_header,
     open_journal,
     measure_with_progress,
-    read_plan,
-    reject_options_with_resume,
     resume_if_asked,
 )
 from whichdevice.cli import options as opt
@@ -92,27 +91,24 @@ def run(
     """The default suite: matmul crossover, the seeds' training cases, a batch sweep and the
     automatic fixes, each measured; then one verdict and an HTML report."""
     output = _output_options(ctx, verbose, quiet, json_out)
-    reject_options_with_resume(ctx)
-    if resume is not None:
-        plan, resumed = read_plan(resume, "run", RunPlan)
-    else:
-        plan = RunPlan(
-            frameworks=parse_choice_list(framework, "--framework", frameworks.offering("run")),
-            budget_s=parse_budget(budget),
-            **jobs.checked(ctx.params, "run", png=False),
-        )
-        resumed = None
-    if len(plan.frameworks) > 1:  # frameworks side by side: one after the other, one record
-        record = _run_frameworks(plan, resumed)
-    else:
-        record = _run_one(plan, resumed, quiet=output.quiet)
-    json_file = Path(plan.json_file)
+    if resume_if_asked(ctx, resume, "run", RunPlan, lambda plan, resumed: run_suite(plan, resumed, output)):
+        return
+    plan = RunPlan(
+        frameworks=parse_choice_list(framework, "--framework", frameworks.offering("run")),
+        budget_s=parse_budget(budget),
+        **jobs.checked(ctx.params, "run", png=False),
+    )
+    run_suite(plan, None, output)
+
+
+def run_suite(plan: RunPlan, resumed: JournalState | None, output: ScriptOutput) -> None:
+    """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+    if len(plan.frameworks) == 1:
+        output.finish(_run_one(plan, resumed, quiet=output.quiet), plan)
+        return
+    record = _run_frameworks(plan, resumed)  # frameworks side by side: one after the other, one record
     # The frameworks' part journals, kept until now, closed with the run's.
-    parts = [journal_path(_part_json(json_file, f)) for f in plan.frameworks] if len(plan.frameworks) > 1 else []
-    with output:  # the plots' stem: the record's
-        jobs.finish(record, plan, loglog=True, journals=parts, **output.render)
-    output.emit(json_file)
-    exit_if_nothing_decided(record)
+    output.finish(record, plan, [journal_path(_part_json(Path(plan.json_file), f)) for f in plan.frameworks])
 
 
 class ScriptOutput:
@@ -136,6 +132,15 @@ class ScriptOutput:
     def __exit__(self, *exc) -> None:
         if self._redirected:
             console._file = self._file  # what the file setter does; its type (IO[str]) leaves out None
+
+    def finish(self, record: records.RunRecord, job: Job, journals: Sequence[Path] = ()) -> None:
+        """The suite's end (run, diagnose): the record written, its journals closed, the page
+        drawn as asked (the plots' stem: the record's), the record on stdout with ``--json-out -``;
+        exit 1 when no case that decides the answer was measured."""
+        with self:
+            jobs.finish(record, job, loglog=True, journals=journals, **self.render)
+        self.emit(Path(job.json_file))
+        exit_if_nothing_decided(record)
 
     def emit(self, json_file: Path) -> None:
         """``--json-out -``: the record as written, on stdout."""
@@ -479,7 +484,6 @@ def _diagnose_cases(plan: DiagnosePlan):
 def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: ScriptOutput | None = None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
     fw = plan.framework
-    json_file = Path(plan.json_file)
     request = _suite_request(
         "diagnose",
         fw,
@@ -507,10 +511,7 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
         from whichdevice.workloads import scriptplan
 
         record = record.model_copy(update={"notes": scriptplan.record_notes(record)})
-    with output:
-        jobs.finish(record, plan, loglog=True, **output.render)
-    output.emit(json_file)
-    exit_if_nothing_decided(record)
+    output.finish(record, plan)
 
 
 def exit_if_nothing_decided(record: records.RunRecord) -> None:

@@ -47,8 +47,7 @@ class ScalePlan(Job):
     framework: str
     replicas: list[int]
     batches: list[int]
-    model: dict
-    model_text: str
+    model: dict  # the built-in's name, or the user's model as the pre-flight found it
     png_file: str
 
 
@@ -124,19 +123,10 @@ def scale(
     fields = jobs.checked(ctx.params, "scale", min_time=(0.2, "0.2"), case_timeout="600")
     experiment.require_installed(fw)
     model_params: dict = {"model": model}
-    model_text = BUILTIN_MODELS.get(model, model)
     if model_fn is not None:
         model_params = user_model(model_fn, fw, fields)
-        model_text = f"your model {model_fn.text}"
         check_replicable(fw, model_params, max(replicas), model_fn.text)
-    plan = ScalePlan(
-        framework=fw,
-        replicas=replicas,
-        batches=batch_list,
-        model=model_params,
-        model_text=model_text,
-        **fields,
-    )
+    plan = ScalePlan(framework=fw, replicas=replicas, batches=batch_list, model=model_params, **fields)
     run_scale(plan, None)
 
 
@@ -175,10 +165,11 @@ def run_scale(plan: ScalePlan, resumed: JournalState | None) -> None:
     def cases_for(found, d):
         return scale_workload.build_cases(plan.framework, d.name, plan.replicas, plan.batches, plan.model)
 
+    m = plan.model  # in the record: a built-in's description, or the user's FILE.py:FUNCTION
     options = {
         "replicas": plan.replicas,
         "batches": plan.batches,
-        "model": plan.model_text,
+        "model": f"your model {m['model_file']}:{m['model_fn']}" if "model_file" in m else BUILTIN_MODELS[m["model"]],
         "engine": scale_workload.ENGINE[plan.framework],
     }
     notes = [
@@ -187,4 +178,4 @@ def run_scale(plan: ScalePlan, resumed: JournalState | None) -> None:
         "input sharding) against the work per step, not what N GPUs would add (see docs/commands.md, `scale` design note).",
     ]
     request = plan.request("scale", plan.framework, cases_for, options, devices=["CPU:0"], notes=notes)
-    jobs.run(plan, "scale", request, loglog=True, resumed=resumed)
+    jobs.run(plan, request, loglog=True, resumed=resumed)

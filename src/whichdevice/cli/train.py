@@ -19,6 +19,7 @@ from whichdevice.cli.common import (
     resume_if_asked,
     traced,
     user_model,
+    user_text,
 )
 from whichdevice.cli import options as opt
 from whichdevice import jobs
@@ -56,10 +57,7 @@ class TrainPlan(Job):
     framework: str
     parts: list[str]
     batches: list[int]
-    quick: bool
     user: dict | None  # the user's model, as the pre-flight found it (None: the seeds' models)
-    model: str | None  # --model / --data as typed, for the record
-    data: str | None
     samples: int | None
     user_batch: int
     trace_dir: str | None
@@ -152,10 +150,7 @@ def train(
         framework=fw,
         parts=part_list,
         batches=batch_list,
-        quick=quick,
         user=user,
-        model=model_fn.text if model_fn else None,
-        data=data_fn.text if data_fn else None,
         samples=n_samples,
         user_batch=user_batch,
         trace_dir=str(trace_dir) if trace_dir else None,
@@ -224,8 +219,8 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
         "parts": plan.parts,
         "batches": plan.batches,
         "quick": plan.quick,
-        "model": plan.model or "seeds 001+002",
-        "data": plan.data,
+        "model": user_text(plan.user) or "seeds 001+002",
+        "data": user_text(plan.user, "data"),
     }
     if plan.quick:
         options["quick_sizes"] = _quick_text(plan.batches)
@@ -234,4 +229,4 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
     if plan.precisions:
         options["precision"] = plan.precisions
     request = plan.request("train", fw, cases_for, options)
-    jobs.run(plan, "train", request, loglog=not plan.linear, resumed=resumed)
+    jobs.run(plan, request, loglog=not plan.linear, resumed=resumed)

@@ -10,7 +10,7 @@ A command (``cli/<name>.py``), the Python API (``api.py``) and the notebook magi
    the subclass adds the command's own. The job is journaled in the header of the run's
    journal, so ``--resume`` reads the same job back instead of parsing options again.
 2. **Run it.** ``job.request(experiment, framework, cases_for, options)`` is the one way a
-   ``measure.session.Request`` is built from a job; ``jobs.run(job, experiment, request,
+   ``measure.session.Request`` is built from a job; ``jobs.run(job, request,
    loglog=...)`` is the one run skeleton: measure with progress (each finished case journaled),
    write the record, close the journal, draw the page (``jobs.page``: the record's analysis
    formatted by ``present/pages/<name>.py``) and print the record's lines after it.
@@ -42,6 +42,7 @@ class Job:
     cpu_threads: int | None = None
     case_timeout_s: float | None = None  # None: the request's default, or the command's (run: the budget)
     memory_limit_bytes: int | None = None  # None: the runner's default (90 % of RAM)
+    quick: bool = False  # --quick: the command's shorter run
 
     def request(
         self, experiment: str, framework: str, cases_for: session.CasesFor, options: dict[str, Any], **more: Any
@@ -72,11 +73,13 @@ def checked(
     by name: typer's ``ctx.params``) and checked in this order (the first bad one is the error):
     ``--device``, ``--min-time`` (``min_time``: its default, the example of its fix),
     ``--cpu-threads``, ``--case-timeout`` (``case_timeout``: the example), ``--memory-limit``,
-    ``--out``/``--json`` -> the ``Job`` fields they set (a command without one of them leaves it
-    out: its default)."""
+    ``--out``/``--json`` -> the ``Job`` fields they set, with ``--quick`` (a command without one of
+    them leaves it out: its default)."""
     from whichdevice.jobs.running import command_line, record_paths
 
     fields: dict[str, Any] = {"command": command_line()}
+    if "quick" in given:
+        fields["quick"] = bool(given["quick"])
     if "device" in given:
         fields["devices_wanted"] = experiment.parse_device_filter(given["device"])
     if "min_time" in given and min_time is not None:

@@ -46,7 +46,7 @@ def record_paths(out: Path, json_path: Path | None, experiment: str) -> tuple[Pa
     return json_file, png
 
 
-# Set by write_record when every case of the record failed: the command exits 1 (cli/app.py).
+# Set by save_record when every case of the record failed: the command exits 1 (cli/app.py).
 all_failed: str | None = None
 
 
@@ -109,12 +109,6 @@ def announce_record(record: records.RunRecord, json_file: Path, png: Path | None
         console.print(f"[yellow]History not updated ({escape(str(e))}).[/yellow]")
     if png is not None:
         console.print(f"Plot:   {escape(str(png))}")
-
-
-def write_record(record: records.RunRecord, json_file: Path, png: Path | None) -> None:
-    """Write the record and print its lines (``save_record``, ``announce_record``)."""
-    save_record(record, json_file)
-    announce_record(record, json_file, png)
 
 
 def record_then_page(
@@ -352,7 +346,6 @@ def measure_with_progress(
 
 def run(
     job: Any,
-    experiment: str,
     request: session.Request,
     *,
     loglog: bool,
@@ -362,10 +355,14 @@ def run(
     **more: Any,
 ) -> records.RunRecord:
     """The one run skeleton: measure ``request`` (journaled in ``journal``, else the job's own,
-    created once the devices are checked), then ``finish``: write the record, close the journal,
-    draw the page (``page(record, png, loglog=loglog, **more)``) and print the record's lines after it."""
+    created once the devices are checked, its header naming the request's experiment), then
+    ``finish``: write the record, close the journal, draw the page (``page(record, png,
+    loglog=loglog, **more)``) and print the record's lines after it."""
     record = measure_with_progress(
-        request, journal=journal or (lambda: open_journal(experiment, job, resumed)), resumed=resumed, found=found
+        request,
+        journal=journal or (lambda: open_journal(request.experiment, job, resumed)),
+        resumed=resumed,
+        found=found,
     )
     finish(record, job, loglog=loglog, **more)
     return record

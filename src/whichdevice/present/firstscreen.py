@@ -565,7 +565,7 @@ def _short(c: Change) -> str:
 
 
 WIDTH = 100  # the first screen's width (issue 17): MAX_LINES are counted at it
-AFTER_PAGE = 2  # lines cli/common.write_record prints after the page (Record:, History:)
+AFTER_PAGE = 2  # lines jobs/running.announce_record prints after the page (Record:, History:)
 
 
 def _packed(items: list[str], width: int) -> list[str]:
