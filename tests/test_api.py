@@ -120,7 +120,6 @@ def test_load_returns_the_type_of_the_experiment(tmp_path):
 def test_diagnose_keeps_the_input_shape_order(monkeypatch, tmp_path):
     """#15: the API parses input_shape as the CLI does (28, 28, 1 stays 28, 28, 1; it was sorted
     and de-duplicated into (1, 28))."""
-    from whichdevice import api
     from whichdevice.workloads import userfile
 
     seen = {}
@@ -134,7 +133,7 @@ def test_diagnose_keeps_the_input_shape_order(monkeypatch, tmp_path):
     model = tmp_path / "m.py"
     model.write_text("def build():\n    pass\n")
     with pytest.raises(RuntimeError, match="stop here"):
-        api.diagnose(f"{model}:build", input_shape=(28, 28, 1))
+        whichdevice.diagnose(f"{model}:build", input_shape=(28, 28, 1))
     assert seen["shape"] == (28, 28, 1)
 
 
@@ -152,7 +151,7 @@ def test_diagnose_labels_its_cases_with_the_samples_the_arrays_hold(monkeypatch)
     import keras
     import numpy as np
 
-    from whichdevice import api
+    from whichdevice import api, commands
     from whichdevice.workloads import userfile
 
     facts = {
@@ -168,12 +167,12 @@ def test_diagnose_labels_its_cases_with_the_samples_the_arrays_hold(monkeypatch)
     monkeypatch.setattr(userfile, "preflight", lambda *a, **k: dict(facts))
     planned = {}
 
-    def no_measuring(name, cases_for, **kwargs):
-        planned["cases"] = cases_for(None, type("Device", (), {"name": "CPU:0"})())
-        planned["options"] = kwargs["options"]
+    def no_measuring(request):
+        planned["cases"] = request.cases_for(None, type("Device", (), {"name": "CPU:0"})())
+        planned["options"] = request.options
         raise RuntimeError("planned")
 
-    monkeypatch.setattr(api, "_suite", no_measuring)
+    monkeypatch.setattr(commands, "_suite", no_measuring)
     m = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, activation="softmax")])
     x, y = np.random.rand(2000, 8).astype("float32"), np.random.randint(0, 4, 2000)
     with pytest.raises(RuntimeError, match="planned"):

@@ -10,8 +10,8 @@ Data flows one way (see CONTRIBUTING.md "How it works"):
 
 from whichdevice.core.version import __version__
 
-_API = ("matmul", "load", "Result", "run", "diagnose", "SuiteResult", "RecordResult")
-_COMMANDS = ("predict", "pipeline")
+_API = ("matmul", "load", "Result", "SuiteResult", "RecordResult")
+_COMMANDS = ("predict", "pipeline", "run", "diagnose")
 
 __all__ = [
     "__version__",

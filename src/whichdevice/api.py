@@ -38,7 +38,6 @@ from whichdevice.present.progress import ApiProgress
 from whichdevice.present.suitepage import SuiteReport, fix_grid, suite_report  # noqa: F401 (the API's names)
 from whichdevice.analysis.suite import SuiteVerdict
 from whichdevice.present.pages.matmul import matmul_report  # noqa: F401 (the API's name)
-from whichdevice.workloads.suite import parse_budget, suite_cases, user_cases
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.core.validate import (
     parse_choice,
@@ -47,30 +46,10 @@ from whichdevice.core.validate import (
     parse_memory_limit,
     parse_positive_float,
     parse_positive_int,
-    parse_shape,
 )
 from whichdevice.workloads import matmul as matmul_workload
 
-if typing.TYPE_CHECKING:
-    from whichdevice.workloads.userfile import UserFunction
-
 MAX_MATMUL_N = 32768  # two float32 operands + result = 12 GiB: beyond that, not a laptop question
-
-
-def _stops_children_on_interrupt(fn):
-    """Ctrl-C (KeyboardInterrupt) in an API call: every measuring child this process started
-    is killed with its group before the interrupt reaches the caller (issue 18) — a notebook
-    that catches it keeps no child measuring in the background."""
-
-    @functools.wraps(fn)
-    def call(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except KeyboardInterrupt:
-            _process.kill_all()
-            raise
-
-    return call
 
 
 @typing.overload
@@ -314,7 +293,7 @@ class Result:
         return png.with_suffix(".json")
 
 
-@_stops_children_on_interrupt
+@_process.stops_children_on_interrupt
 def matmul(
     sizes=None,
     modes=("steady", "seed"),
@@ -432,63 +411,6 @@ class SuiteResult:
         return png.with_suffix(".json")
 
 
-def _suite(
-    name: str,
-    cases_for,
-    *,
-    budget_s,
-    devices,
-    cpu_threads,
-    framework,
-    options,
-    memory_limit_gib=None,
-    case_timeout_s=None,
-    point_cap_s=None,
-    rounds=None,
-) -> SuiteResult:
-    """The CLI's suite, parsed by the same functions: one ``measure.session`` Request."""
-    budget = parse_budget(_opt_str(budget_s), "budget_s")
-    timeout_s = parse_positive_float(_opt_str(case_timeout_s), "--case-timeout", "600") or max(budget, 60.0)
-    job = Job(  # no record path: the record is kept in the history (_keep)
-        json_file="",
-        command=_api_command(name),
-        devices_wanted=experiment.parse_device_filter(_csv(devices)),
-        min_time_s=0.05,
-        cpu_threads=parse_positive_int(_opt_str(cpu_threads), "--cpu-threads", "4"),
-        case_timeout_s=timeout_s,
-        memory_limit_bytes=parse_memory_limit(_opt_str(memory_limit_gib)),
-    )
-    request = job.request(name, framework, cases_for, options, budget_s=budget, point_cap_s=point_cap_s, rounds=rounds)
-    # No journal: an API call that is interrupted has no command line to resume it from.
-    with ApiProgress(name) as bar:
-        record = session.measure(request, progress=bar.callbacks(while_child_starts=plots.pyplot))
-    return SuiteResult(record, _keep(record))
-
-
-@_stops_children_on_interrupt
-def run(
-    budget_s: float = 90,
-    devices=None,
-    cpu_threads=None,
-    framework: str = "tensorflow",
-    memory_limit_gib=None,
-    case_timeout_s=None,
-) -> SuiteResult:
-    """``whichdevice run`` from Python: the default suite, its verdict and measured fixes."""
-    fw = parse_choice(str(framework), "--framework", frameworks.offering("run"))
-    return _suite(
-        "run",
-        lambda found, d: suite_cases(fw, d.name, gpu_present=bool(found.gpus)),
-        budget_s=budget_s,
-        devices=devices,
-        cpu_threads=cpu_threads,
-        framework=fw,
-        options={},
-        memory_limit_gib=memory_limit_gib,
-        case_timeout_s=case_timeout_s,
-    )
-
-
 @contextlib.contextmanager
 def _kept_folder(kind: str):
     """A new folder under ``$WHICHDEVICE_HOME/models/`` that outlives the call (issue #34): the
@@ -531,50 +453,6 @@ def _materialize(model, data, folder: Path) -> tuple[str, str | None]:
     return f"{folder / 'loader.py'}:build", data_spec
 
 
-@_stops_children_on_interrupt
-def diagnose(
-    model,
-    data=None,
-    *,
-    input_shape=None,
-    classes=None,
-    samples: int = 10_000,
-    batch: int = 32,
-    budget_s: float = 90,
-    devices=None,
-    cpu_threads=None,
-    framework: str | None = None,
-) -> SuiteResult:
-    """``whichdevice diagnose`` from Python.
-
-    PyTorch: ``model`` an ``nn.Module`` or ``(module, loss_fn[, optimizer])`` (or
-    "FILE.py:FUNCTION" with ``framework="torch"``); ``data`` a DataLoader, ``(x, y)`` or
-    "FILE.py:FUNCTION" (:func:`_diagnose_torch`).
-
-    ``model``: a Keras model object, or "FILE.py:FUNCTION" returning one. ``data``: ``(x, y)``
-    arrays, or "FILE.py:FUNCTION" returning a tf.data.Dataset, or None for synthetic data.
-    Model objects are saved under ``$WHICHDEVICE_HOME/models/`` (a .keras file, or a pickled PyTorch module)
-    that each measuring child loads; the folder is kept, since the record names its loader.
-    """
-    opts = _DiagnoseOptions(input_shape, classes, samples, batch, budget_s, devices, cpu_threads)
-    held = _samples_in(data)
-    if held is not None and isinstance(samples, int) and held < samples:
-        # (x, y) arrays hold fewer samples than asked: an epoch is what they hold (issue #39:
-        # 2,000 samples were labelled with the 4,992 the budget allowed).
-        opts = dataclasses.replace(opts, samples=held, samples_from_data=True)
-    guessed = "torch" if not isinstance(model, str) and _is_torch_object(model) else "tensorflow"
-    fw = parse_choice(str(framework or guessed), "--framework", frameworks.offering("diagnose"))
-    if fw not in frameworks.KERAS:  # an nn.Module
-        return _diagnose_torch(model, data, opts)
-    if data is not None and fw not in frameworks.TFDATA:
-        raise UsageError(
-            "data",
-            f"a tf.data dataset is TensorFlow's; framework {fw} measures your Keras model on synthetic data",
-            "Leave data out, or use framework='tensorflow'",
-        )
-    return _diagnose_keras(model, data, opts, fw)
-
-
 def _samples_in(data) -> int | None:
     """How many samples ``(x, y)`` arrays hold (the first input's length; x may be a dict or a
     list of inputs); None for anything else (a file's function, a DataLoader)."""
@@ -591,148 +469,28 @@ def _samples_in(data) -> int | None:
     return len(x) if isinstance(x, (list, tuple)) else None
 
 
-@dataclass(frozen=True)
-class _DiagnoseOptions:
-    """``diagnose``'s options besides the model and its data, as the caller gave them
-    (``samples`` cut to what ``(x, y)`` arrays hold: ``samples_from_data``)."""
-
-    input_shape: typing.Any
-    classes: typing.Any
-    samples: int
-    batch: int
-    budget_s: float
-    devices: typing.Any
-    cpu_threads: typing.Any
-    samples_from_data: bool = False
-
-
-@dataclass(frozen=True)
-class _UserModel:
-    """The user's model and data functions and the options about them, checked by the CLI's parsers."""
-
-    model_fn: UserFunction
-    data_fn: UserFunction | None
-    shape: tuple[int, ...] | None
-    classes: int | None
-    batch: int  # as diagnose() types it; None if the caller passed None (torch: the DataLoader's batch)
-    samples: int
-
-
-def _parse_user_model(model: str, data: str | None, opts: _DiagnoseOptions) -> _UserModel:
-    """``model`` and ``data`` (FILE.py:FUNCTION) and their options, each checked as the CLI
-    checks its option, in the CLI's order: the first bad one is the error."""
-    from whichdevice.workloads import userfile
-
-    return _UserModel(
-        model_fn=userfile.parse_spec(model, "--model"),
-        data_fn=userfile.parse_spec(data, "--data") if data else None,
-        shape=parse_shape(_csv(opts.input_shape)),  # the CLI's parser: keeps order and repeats (28,28,1)
-        classes=parse_positive_int(_opt_str(opts.classes), "--classes", "10", maximum=1_000_000),
-        batch=parse_positive_int(_opt_str(opts.batch), "--batch", "32", maximum=65536),
-        samples=parse_positive_int(_opt_str(opts.samples), "--samples", "10000", maximum=10_000_000),
-    )
-
-
-def _diagnose_keras(model, data, opts: _DiagnoseOptions, fw: str = "tensorflow") -> SuiteResult:
-    """``diagnose`` of a Keras model: an object is saved to a kept folder (``_materialize``)
-    each measuring child loads; then the CLI's Keras path."""
-    if not isinstance(model, str):
-        if not hasattr(model, "save"):
-            raise UsageError(
-                "model", f"{type(model).__name__} is not a Keras model", 'Pass a keras.Model or "my_model.py:build".'
-            )
-        with _kept_folder("model") as tmp:
-            model_spec, data_spec = _materialize(model, data, Path(tmp))
-            return _diagnose_keras(model_spec, data_spec, opts, fw)
-    if data is not None and not isinstance(data, str):
-        raise UsageError("data", "(x, y) arrays need a model object", 'Pass data as "my_data.py:make_dataset".')
-    u = _parse_user_model(model, data, opts)
-    from whichdevice.workloads.suite import plan_user_suite, sizing_options
-
-    user, sizing = plan_user_suite(  # the pre-flight's training step; the cases sized to the budget
-        u.model_fn,
-        u.shape,
-        u.classes,
-        u.data_fn,
-        fw,
-        batch=u.batch,
-        samples=u.samples,
-        budget_s=parse_budget(_opt_str(opts.budget_s), "budget_s"),
-        samples_given="the data's " if opts.samples_from_data else u.samples != 10_000,
-    )
-    return _suite(
-        "diagnose",
-        lambda found, d: [  # what does not apply on another Keras backend is left out, as the CLI does
-            c
-            for c in user_cases(fw, d.name, user=user, batch=u.batch, samples=u.samples, sizing=sizing)
-            if frameworks.unsupported(fw, c.params) is None
-        ],
-        budget_s=opts.budget_s,
-        devices=opts.devices,
-        cpu_threads=opts.cpu_threads,
-        framework=fw,
-        options={
-            "model": u.model_fn.text,
-            "data": u.data_fn.text if u.data_fn else None,
-            "batch": u.batch,
-            "samples": u.samples,
-            **sizing_options(sizing),
-        },
-        point_cap_s=sizing.get("point_cap_s"),
-        rounds=sizing.get("rounds"),
-    )
-
-
 def _is_torch_object(obj) -> bool:
     """An nn.Module (or a tuple starting with one), told without importing torch."""
     first = obj[0] if isinstance(obj, (tuple, list)) and obj else obj
     return any(getattr(c, "__module__", "").startswith("torch.nn") for c in type(first).__mro__)
 
 
-def _diagnose_torch(model, data, opts: _DiagnoseOptions) -> SuiteResult:
-    """``diagnose`` of a PyTorch model: objects are pickled to a kept folder (``_kept_folder``,
-    as a Keras model object's) each measuring child loads (frameworks/torch/usermodel.materialize), then the CLI's torch path."""
-    if not isinstance(model, str):
-        from whichdevice.frameworks.common.usermodel import UserFileError
-        from whichdevice.frameworks.torch import usermodel as torch_usermodel
+def _model_files(model, data, fw: str) -> tuple[str, str | None]:
+    """A model object (and its data) saved to a kept folder (``_kept_folder``) each measuring
+    child loads -> ``(model_spec, data_spec)``: a Keras model as .keras with a loader
+    (``_materialize``), a PyTorch one pickled (frameworks/torch/usermodel.materialize)."""
+    if fw in frameworks.KERAS:
+        if not hasattr(model, "save"):
+            raise UsageError(
+                "model", f"{type(model).__name__} is not a Keras model", 'Pass a keras.Model or "my_model.py:build".'
+            )
+        with _kept_folder("model") as tmp:
+            return _materialize(model, data, Path(tmp))
+    from whichdevice.frameworks.common.usermodel import UserFileError
+    from whichdevice.frameworks.torch import usermodel as torch_usermodel
 
-        with _kept_folder("torch-model") as tmp:  # as a Keras model's: the record names its loader
-            try:
-                model_spec, data_spec = torch_usermodel.materialize(model, data, Path(tmp))
-            except UserFileError as e:
-                raise UsageError(e.argument, e.problem, e.fix + ".") from None
-            return _diagnose_torch(model_spec, data_spec, opts)
-    if data is not None and not isinstance(data, str):
-        raise UsageError("data", "a DataLoader or (x, y) needs a model object", 'Pass data as "my_data.py:loader".')
-    from whichdevice import frameworks
-    from whichdevice.workloads import torch_diagnose
-
-    u = _parse_user_model(model, data, opts)
-    env = frameworks.env_module("torch").child_env("cpu")
-    from whichdevice.workloads.suite import sizing_options
-
-    budget = parse_budget(_opt_str(opts.budget_s), "budget_s")
-    user, n_batch, sizing = torch_diagnose.plan(
-        u.model_fn, u.shape, u.classes, u.data_fn, u.batch, env, budget_s=budget, samples=u.samples
-    )
-    return _suite(
-        "diagnose",
-        lambda found, d: torch_diagnose.cases(
-            d.name, user=user, batch=n_batch, samples=u.samples, budget_s=budget, sizing=sizing
-        ),
-        budget_s=opts.budget_s,
-        devices=opts.devices,
-        cpu_threads=opts.cpu_threads,
-        framework="torch",
-        point_cap_s=sizing.get("point_cap_s"),
-        rounds=sizing.get("rounds"),
-        options={
-            "model": u.model_fn.text,
-            "data": u.data_fn.text if u.data_fn else None,
-            "batch": n_batch,
-            "samples": u.samples,
-            "framework": "torch",
-            **sizing_options(sizing),
-        }
-        | {f"torch_{k}": user.get(k) for k in torch_diagnose.INFO_KEYS},
-    )
+    with _kept_folder("torch-model") as tmp:  # as a Keras model's: the record names its loader
+        try:
+            return torch_usermodel.materialize(model, data, Path(tmp))
+        except UserFileError as e:
+            raise UsageError(e.argument, e.problem, e.fix + ".") from None

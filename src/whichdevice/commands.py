@@ -104,6 +104,8 @@ class _Sink:
 class _BlockProgress:
     """The jobs' progress as the block's status line: cases done of the total, what runs now."""
 
+    live = False  # no live terminal line to print a provisional answer above (cli/run.py)
+
     def __init__(self, block: _Block, experiment: str) -> None:
         self.block, self.done, self.total, self.current = block, 0, 0, experiment
 
@@ -268,3 +270,154 @@ def predict(*, out: str | Path = "whichdevice-results", progress: bool = True, *
     ``input_shape=(28, 28, 1)``; see ``whichdevice predict --help``); the record is written in
     ``out`` and indexed in the history, like the command's."""
     return api_command("predict", options, out=out, progress=progress)
+
+
+# ---------------------------------------------------------------- run / diagnose from Python
+# The commands' own jobs (cli/run.py's RunPlan and DiagnosePlan), requests and measuring, from
+# the API's arguments, each checked by the CLI's parser; the record is kept in the history
+# (api._keep) instead of a folder of files, and returned as a SuiteResult.
+
+
+def _job_fields(name: str, devices: Any, cpu_threads: Any, memory_limit_gib: Any, case_timeout_s: Any = None) -> dict:
+    """The API's shared arguments as the ``Job`` fields the CLI's options set."""
+    from whichdevice.api import _api_command, _csv, _opt_str
+    from whichdevice.core.validate import parse_memory_limit, parse_positive_float, parse_positive_int
+    from whichdevice.measure import experiment
+
+    return {
+        "json_file": "",  # no record path: the record is kept in the history (api._keep)
+        "command": _api_command(name),
+        "devices_wanted": experiment.parse_device_filter(_csv(devices)),
+        "cpu_threads": parse_positive_int(_opt_str(cpu_threads), "--cpu-threads", "4"),
+        "case_timeout_s": parse_positive_float(_opt_str(case_timeout_s), "--case-timeout", "600"),
+        "memory_limit_bytes": parse_memory_limit(_opt_str(memory_limit_gib)),
+    }
+
+
+def _suite(request: Any) -> Any:
+    """Measure a run or diagnose ``request`` as the command does (its provisional answer kept in
+    the record), its progress a line updated in place; no journal: an interrupted API call has
+    no command line to resume it from."""
+    from whichdevice import jobs
+    from whichdevice.api import SuiteResult, _keep
+    from whichdevice.cli import run as run_command_module
+    from whichdevice.present.progress import ApiProgress
+
+    with jobs.viewing(ApiProgress):
+        record = run_command_module._measure_suite(request, journal=None, resumed=None, quiet=True)
+    return SuiteResult(record, _keep(record))
+
+
+@process.stops_children_on_interrupt
+def run(
+    budget_s: float = 90,
+    devices: Any = None,
+    cpu_threads: Any = None,
+    framework: str = "tensorflow",
+    memory_limit_gib: Any = None,
+    case_timeout_s: Any = None,
+) -> Any:
+    """``whichdevice run`` from Python: the default suite, its verdict and measured fixes."""
+    from whichdevice import frameworks
+    from whichdevice.api import _opt_str
+    from whichdevice.cli import run as run_command_module
+    from whichdevice.core.validate import parse_choice
+    from whichdevice.workloads.suite import parse_budget
+
+    fw = parse_choice(str(framework), "--framework", frameworks.offering("run"))
+    plan = run_command_module.RunPlan(
+        frameworks=[fw],
+        budget_s=parse_budget(_opt_str(budget_s), "budget_s"),
+        **_job_fields("run", devices, cpu_threads, memory_limit_gib, case_timeout_s),
+    )
+    return _suite(run_command_module._run_request(plan, fw))
+
+
+@process.stops_children_on_interrupt
+def diagnose(
+    model: Any,
+    data: Any = None,
+    *,
+    input_shape: Any = None,
+    classes: Any = None,
+    samples: int = 10_000,
+    batch: int = 32,
+    budget_s: float = 90,
+    devices: Any = None,
+    cpu_threads: Any = None,
+    framework: str | None = None,
+) -> Any:
+    """``whichdevice diagnose`` from Python.
+
+    PyTorch: ``model`` an ``nn.Module`` or ``(module, loss_fn[, optimizer])`` (or
+    "FILE.py:FUNCTION" with ``framework="torch"``); ``data`` a DataLoader, ``(x, y)`` or
+    "FILE.py:FUNCTION".
+
+    ``model``: a Keras model object, or "FILE.py:FUNCTION" returning one. ``data``: ``(x, y)``
+    arrays, or "FILE.py:FUNCTION" returning a tf.data.Dataset, or None for synthetic data.
+    Model objects are saved under ``$WHICHDEVICE_HOME/models/`` (a .keras file, or a pickled PyTorch module)
+    that each measuring child loads; the folder is kept, since the record names its loader.
+    """
+    from whichdevice import api, frameworks
+    from whichdevice.core.validate import parse_choice
+
+    held = api._samples_in(data)
+    # (x, y) arrays that hold fewer samples than asked: an epoch is what they hold (issue #39:
+    # 2,000 samples were labelled with the 4,992 the budget allowed).
+    from_data = held is not None and isinstance(samples, int) and held < samples
+    guessed = "torch" if not isinstance(model, str) and api._is_torch_object(model) else "tensorflow"
+    fw = parse_choice(str(framework or guessed), "--framework", frameworks.offering("diagnose"))
+    if data is not None and fw in frameworks.KERAS and fw not in frameworks.TFDATA:
+        raise UsageError(
+            "data",
+            f"a tf.data dataset is TensorFlow's; framework {fw} measures your Keras model on synthetic data",
+            "Leave data out, or use framework='tensorflow'",
+        )
+    if not isinstance(model, str):
+        model, data = api._model_files(model, data, fw)
+    if data is not None and not isinstance(data, str):
+        if fw in frameworks.KERAS:
+            raise UsageError("data", "(x, y) arrays need a model object", 'Pass data as "my_data.py:make_dataset".')
+        raise UsageError("data", "a DataLoader or (x, y) needs a model object", 'Pass data as "my_data.py:loader".')
+    from whichdevice.cli import run as run_command_module
+
+    given = {"input_shape": input_shape, "classes": classes, "samples": held if from_data else samples, "batch": batch}
+    plan = _diagnose_plan(model, data, fw, given | {"budget_s": budget_s, "from_data": from_data}, devices, cpu_threads)
+    return _suite(run_command_module.diagnose_request(plan))
+
+
+def _diagnose_plan(model: str, data: str | None, fw: str, given: dict, devices: Any, cpu_threads: Any) -> Any:
+    """The CLI's ``DiagnosePlan`` of ``model`` and ``data`` (FILE.py:FUNCTION): each option checked
+    by the CLI's parser (the first bad one is the error), then the CLI's pre-flight."""
+    from whichdevice.api import _csv, _opt_str
+    from whichdevice.cli import run as run_command_module
+    from whichdevice.core.validate import parse_positive_int, parse_shape
+    from whichdevice.measure import experiment
+    from whichdevice.workloads import userfile
+    from whichdevice.workloads.suite import parse_budget
+
+    model_fn = userfile.parse_spec(model, "--model")
+    data_fn = userfile.parse_spec(data, "--data") if data else None
+    shape = parse_shape(_csv(given["input_shape"]))  # the CLI's parser: keeps order and repeats (28,28,1)
+    n_classes = parse_positive_int(_opt_str(given["classes"]), "--classes", "10", maximum=1_000_000)
+    n_batch = parse_positive_int(_opt_str(given["batch"]), "--batch", "32", maximum=65536)
+    n_samples = parse_positive_int(_opt_str(given["samples"]), "--samples", "10000", maximum=10_000_000) or 10_000
+    budget = parse_budget(_opt_str(given["budget_s"]), "budget_s")
+    fields = _job_fields("diagnose", devices, cpu_threads, None)
+    experiment.require_installed(fw)
+    samples_given = "the data's " if given["from_data"] else n_samples != 10_000
+    with userfile.limits(fields["memory_limit_bytes"], max(budget, 60.0), timeout_from="budget_s"):  # as the cases
+        user, user_batch, sizing = run_command_module._diagnose_preflight(
+            model_fn, shape, n_classes, data_fn, fw, n_batch, budget, n_samples, samples_given
+        )
+    return run_command_module.DiagnosePlan(
+        model=model_fn.text,
+        data=data_fn.text if data_fn else None,
+        user=user,
+        batch=user_batch,
+        samples=n_samples,
+        budget_s=budget,
+        sizing=sizing,
+        framework=fw,
+        **fields,
+    )

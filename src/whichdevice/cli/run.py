@@ -399,7 +399,7 @@ def _diagnose_preflight(
     given_batch: int | None,
     budget_s: float,
     n_samples: int,
-    samples_given: bool,
+    samples_given: bool | str,
 ) -> tuple[dict, int, dict | None]:
     """``diagnose``'s pre-flight: the case parameters, the batch and (Keras) the sizing."""
     if fw not in frameworks.KERAS:  # an nn.Module: torch's own pre-flight (one real step on the exact batch)
@@ -481,8 +481,8 @@ def _diagnose_cases(plan: DiagnosePlan):
     ]
 
 
-def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: ScriptOutput | None = None) -> None:
-    """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+def diagnose_request(plan: DiagnosePlan) -> session.Request:
+    """``plan``'s request: its cases, the record's options and notes (the command's and the API's)."""
     fw = plan.framework
     request = _suite_request(
         "diagnose",
@@ -503,6 +503,13 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
         from whichdevice.workloads import torch_diagnose
 
         request = dataclasses.replace(request, point_cap_s=torch_diagnose.POINT_CAP_S)
+    return request
+
+
+def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: ScriptOutput | None = None) -> None:
+    """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+    json_file = Path(plan.json_file)
+    request = diagnose_request(plan)
     output = output or ScriptOutput()
     record = _measure_suite(
         request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed, quiet=output.quiet

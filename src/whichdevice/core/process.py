@@ -37,6 +37,7 @@ import atexit
 import codecs
 import contextlib
 import ctypes
+import functools
 import itertools
 import os
 import signal
@@ -48,7 +49,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ParamSpec, TypeVar
 
 import psutil
 
@@ -440,6 +441,25 @@ def kill_all() -> None:
 
 
 atexit.register(kill_all)
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def stops_children_on_interrupt(fn: Callable[_P, _T]) -> Callable[_P, _T]:
+    """Ctrl-C (KeyboardInterrupt) in an API call: every measuring child this process started
+    is killed with its group before the interrupt reaches the caller (issue 18) — a notebook
+    that catches it keeps no child measuring in the background."""
+
+    @functools.wraps(fn)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return fn(*args, **kwargs)
+        except KeyboardInterrupt:
+            kill_all()
+            raise
+
+    return call
 
 
 @dataclass(frozen=True)

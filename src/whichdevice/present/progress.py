@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 import sys
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.measure import session
@@ -38,6 +37,7 @@ class ApiProgress:
     """Counts finished cases out of the total; ``enabled=False`` shows nothing."""
 
     MIN_INTERVAL_S = 0.25  # a notebook redraw at most 4× per second
+    live = False  # no live terminal line to print a provisional answer above (cli/run.py)
 
     def __init__(self, title: str, *, enabled: bool = True) -> None:
         self.title = title
@@ -76,13 +76,9 @@ class ApiProgress:
             self._draw(force=True, final=exc[0] is None)
 
     # --- the measuring session's callbacks
-    def callbacks(self, while_child_starts: Callable[[], object] | None = None) -> session.Progress:
-        return session.Progress(
-            on_total=self._on_total,
-            on_start=self._on_start,
-            on_result=self._on_result,
-            while_child_starts=while_child_starts,
-        )
+    def callbacks(self, **more: Any) -> session.Progress:
+        """The session's callbacks; ``more``: its others (``while_child_starts``, ``on_provisional``)."""
+        return session.Progress(on_total=self._on_total, on_start=self._on_start, on_result=self._on_result, **more)
 
     def _on_total(self, n: int) -> None:
         self.total = n
