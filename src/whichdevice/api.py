@@ -250,11 +250,47 @@ def _keep(record: RunRecord) -> Path | None:
 
 
 @dataclass(frozen=True)
-class Result:
-    """A measured (or loaded) record with its analysis; shows itself in a notebook."""
+class _Report:
+    """A record with its page: shown in a notebook, saved as the CLI saves a command's."""
 
     record: RunRecord
     path: Path | None = None  # where the record is (kept and indexed in the history), if anywhere
+    _FRAGMENT_PNG: typing.ClassVar[str] = "plot"  # the notebook fragment's plot, in a temporary folder
+
+    def _page(self, png: Path) -> str:
+        """The HTML page, its plots drawn beside ``png``."""
+        raise NotImplementedError
+
+    def _stem(self) -> str:
+        """The files' name when ``save`` is given none."""
+        return self.record.experiment
+
+    def __repr__(self) -> str:
+        return summary.short_repr(type(self).__name__, self.record)
+
+    def _repr_html_(self) -> str:
+        return self._fragment
+
+    @functools.cached_property
+    def _fragment(self) -> str:
+        """The report as a notebook fragment (no page, CSS scoped), its plot drawn once: a
+        notebook redisplays a result on every scroll back and every ``display``."""
+        with tempfile.TemporaryDirectory() as tmp:
+            return html.fragment_of(self._page(Path(tmp) / f"{self._FRAGMENT_PNG}.png"))
+
+    def save(self, folder: str | Path, name: str | None = None) -> Path:
+        """Write NAME.json, NAME.png and NAME.html into ``folder``; returns the JSON path."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        png = folder / f"{name or self._stem()}.png"
+        output.write_html(png.with_suffix(".html"), self._page(png))
+        records.save_run(self.record, png.with_suffix(".json"))
+        return png.with_suffix(".json")
+
+
+@dataclass(frozen=True, repr=False)
+class Result(_Report):
+    """A measured (or loaded) record with its analysis; shows itself in a notebook."""
 
     @property
     def tables(self) -> list[Table]:
@@ -267,30 +303,11 @@ class Result:
     def __str__(self) -> str:
         return summary.matmul_text(self.record, self.tables)
 
-    def __repr__(self) -> str:
-        return summary.short_repr("Result", self.record)
+    def _page(self, png: Path) -> str:
+        return matmul_report(facade.matmul(self.record), png)
 
-    def _repr_html_(self) -> str:
-        return self._fragment
-
-    @functools.cached_property
-    def _fragment(self) -> str:
-        """The report as a notebook fragment (no page, CSS scoped), its plot drawn once: a
-        notebook redisplays a result on every scroll back and every ``display``."""
-        with tempfile.TemporaryDirectory() as tmp:
-            page = matmul_report(facade.matmul(self.record), Path(tmp) / "plot.png")
-        return html.fragment_of(page)
-
-    def save(self, folder: str | Path, name: str | None = None) -> Path:
-        """Write NAME.json, NAME.png and NAME.html into ``folder``; returns the JSON path."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        stem = name or f"{self.record.experiment}-{self.record.created_at.replace(':', '').replace('+0000', '')}"
-        png = folder / f"{stem}.png"
-        page = matmul_report(facade.matmul(self.record), png)
-        output.write_html(png.with_suffix(".html"), page)
-        records.save_run(self.record, png.with_suffix(".json"))
-        return png.with_suffix(".json")
+    def _stem(self) -> str:
+        return f"{self.record.experiment}-{self.record.created_at.replace(':', '').replace('+0000', '')}"
 
 
 @_process.stops_children_on_interrupt
@@ -377,12 +394,11 @@ def load(path: str | Path) -> Result | SuiteResult | RecordResult:
 # ---------------------------------------------------------------- the suite (run / diagnose)
 
 
-@dataclass(frozen=True)
-class SuiteResult:
+@dataclass(frozen=True, repr=False)
+class SuiteResult(_Report):
     """The result of ``whichdevice.run()`` / ``diagnose()``: the record, its verdict, a notebook view."""
 
-    record: RunRecord
-    path: Path | None = None
+    _FRAGMENT_PNG: typing.ClassVar[str] = "run"
 
     @property
     def verdict(self) -> SuiteVerdict:
@@ -391,24 +407,8 @@ class SuiteResult:
     def __str__(self) -> str:
         return summary.suite_text(self.record, self.verdict)
 
-    def __repr__(self) -> str:
-        return summary.short_repr("SuiteResult", self.record)
-
-    def _repr_html_(self) -> str:
-        return self._fragment
-
-    @functools.cached_property
-    def _fragment(self) -> str:
-        with tempfile.TemporaryDirectory() as tmp:
-            return html.fragment_of(suite_report(facade.suite(self.record), Path(tmp) / "run.png").page)
-
-    def save(self, folder: str | Path, name: str | None = None) -> Path:
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        png = folder / f"{name or self.record.experiment}.png"
-        output.write_html(png.with_suffix(".html"), suite_report(facade.suite(self.record), png).page)
-        records.save_run(self.record, png.with_suffix(".json"))
-        return png.with_suffix(".json")
+    def _page(self, png: Path) -> str:
+        return suite_report(facade.suite(self.record), png).page
 
 
 @contextlib.contextmanager

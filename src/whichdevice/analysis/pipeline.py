@@ -145,10 +145,6 @@ class VariantRow:
         return self.batch / self.pipeline.median_s if self.pipeline and self.pipeline.median_s > 0 else None
 
     @property
-    def loop_examples_per_s(self) -> float | None:
-        return self.batch / self.loop.median_s if self.loop and self.loop.median_s > 0 else None
-
-    @property
     def borderline(self) -> bool:
         """The share in each round falls on both sides of a class boundary (:func:`borderline`)."""
         return borderline(self.wait_percent_rounds)

@@ -249,16 +249,6 @@ def kill_group(proc: subprocess.Popen[Any]) -> None:
     proc.wait()
 
 
-def interrupt_group(proc: subprocess.Popen[Any], grace_s: float = 20.0) -> None:
-    """Ctrl-C for a child started in its own session (a notebook's interrupt): SIGINT to its whole
-    group, ``grace_s`` to end, then :func:`kill_group`."""
-    try:
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=grace_s)
-    except (OSError, subprocess.TimeoutExpired):
-        kill_group(proc)
-
-
 def _kill_known(procs: list[psutil.Process]) -> None:
     """SIGKILL processes seen in the child's tree that left its group (``setsid``):
     psutil refuses a pid that has since been reused."""
