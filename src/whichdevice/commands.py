@@ -392,7 +392,6 @@ def _diagnose_plan(model: str, data: str | None, fw: str, given: dict, devices: 
     from whichdevice.api import _csv, _opt_str
     from whichdevice.cli import run as run_command_module
     from whichdevice.core.validate import parse_positive_int, parse_shape
-    from whichdevice.measure import experiment
     from whichdevice.workloads import userfile
     from whichdevice.workloads.suite import parse_budget
 
@@ -403,21 +402,8 @@ def _diagnose_plan(model: str, data: str | None, fw: str, given: dict, devices: 
     n_batch = parse_positive_int(_opt_str(given["batch"]), "--batch", "32", maximum=65536)
     n_samples = parse_positive_int(_opt_str(given["samples"]), "--samples", "10000", maximum=10_000_000) or 10_000
     budget = parse_budget(_opt_str(given["budget_s"]), "budget_s")
-    fields = _job_fields("diagnose", devices, cpu_threads, None)
-    experiment.require_installed(fw)
     samples_given = "the data's " if given["from_data"] else n_samples != 10_000
-    with userfile.limits(fields["memory_limit_bytes"], max(budget, 60.0), timeout_from="budget_s"):  # as the cases
-        user, user_batch, sizing = run_command_module._diagnose_preflight(
-            model_fn, shape, n_classes, data_fn, fw, n_batch, budget, n_samples, samples_given
-        )
-    return run_command_module.DiagnosePlan(
-        model=model_fn.text,
-        data=data_fn.text if data_fn else None,
-        user=user,
-        batch=user_batch,
-        samples=n_samples,
-        budget_s=budget,
-        sizing=sizing,
-        framework=fw,
-        **fields,
+    fields = _job_fields("diagnose", devices, cpu_threads, None)
+    return run_command_module.diagnose_plan(
+        model_fn, data_fn, fw, shape, n_classes, n_batch, n_samples, budget, samples_given, fields
     )

@@ -371,12 +371,33 @@ def diagnose(
     given_batch = parse_positive_int(batch, "--batch", "32", maximum=65536)
     budget_s = parse_budget(budget)
     fields = jobs.checked(ctx.params, "diagnose", png=False)
+    plan = diagnose_plan(
+        model_fn, data_fn, fw, shape, n_classes, given_batch, n_samples, budget_s, samples is not None, fields
+    )
+    run_diagnose(plan, None, output)
+
+
+def diagnose_plan(
+    model_fn: userfile.UserFunction,
+    data_fn: userfile.UserFunction | None,
+    fw: str,
+    shape,
+    n_classes: int | None,
+    given_batch: int | None,
+    n_samples: int,
+    budget_s: float,
+    samples_given: bool | str,
+    fields: dict,
+) -> DiagnosePlan:
+    """The checked options -> the plan, after the pre-flight (held to the run's memory limit and
+    the budget, as the cases are: issue #43); ``fields``: the job's shared ones (the command's
+    and the API's)."""
     experiment.require_installed(fw)
-    with userfile.limits(fields["memory_limit_bytes"], max(budget_s, 60.0), timeout_from="--budget"):  # issue #43
+    with userfile.limits(fields["memory_limit_bytes"], max(budget_s, 60.0), timeout_from="--budget"):
         user, user_batch, sizing = _diagnose_preflight(
-            model_fn, shape, n_classes, data_fn, fw, given_batch, budget_s, n_samples, samples is not None
+            model_fn, shape, n_classes, data_fn, fw, given_batch, budget_s, n_samples, samples_given
         )
-    plan = DiagnosePlan(
+    return DiagnosePlan(
         model=model_fn.text,
         data=data_fn.text if data_fn else None,
         user=user,
@@ -387,7 +408,6 @@ def diagnose(
         framework=fw,
         **fields,
     )
-    run_diagnose(plan, None, output)
 
 
 def _diagnose_preflight(
@@ -508,7 +528,6 @@ def diagnose_request(plan: DiagnosePlan) -> session.Request:
 
 def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: ScriptOutput | None = None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
-    json_file = Path(plan.json_file)
     request = diagnose_request(plan)
     output = output or ScriptOutput()
     record = _measure_suite(
