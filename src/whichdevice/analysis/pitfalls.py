@@ -206,59 +206,40 @@ def _no_sync(res: list[CaseResult], d: str) -> PitfallRow | None:
     return None
 
 
+def _per_step(name: str, d: str, right: CaseResult | None, wrong: CaseResult | None, **more: Any) -> PitfallRow | None:
+    """The ``wrong`` case's step against the ``right`` one's, compared; None when one is missing."""
+    if not (right and wrong):
+        return None
+    c = compare("right", timing_of(right), "wrong", timing_of(wrong))
+    return PitfallRow(
+        name,
+        d,
+        timing_of(wrong).median_s,
+        timing_of(right).median_s,
+        "s per step",
+        c.significant,
+        **more,
+        **_interval(c),
+    )
+
+
 def _sync_each(res: list[CaseResult], d: str) -> PitfallRow | None:
     """Reading the loss back every step against one sync per block of steps."""
     none10 = _find(res, d, kind="steady", batch=10, sync="none")
-    each10 = _find(res, d, kind="steady", batch=10, sync="each")
-    if none10 and each10:
-        c = compare("right", timing_of(none10), "wrong", timing_of(each10))
-        return PitfallRow(
-            "sync_each",
-            d,
-            timing_of(each10).median_s,
-            timing_of(none10).median_s,
-            "s per step",
-            c.significant,
-            **_interval(c),
-        )
-    return None
+    return _per_step("sync_each", d, none10, _find(res, d, kind="steady", batch=10, sync="each"))
 
 
 def _one_thread(record: RunRecord, res: list[CaseResult], d: str) -> PitfallRow | None:
     """One CPU thread against all the cores."""
     allc = _find(res, d, kind="steady", batch=4096, sync="none")
     one = _find(res, d, kind="steady", batch=4096, sync="none", threads=1)
-    if allc and one:
-        c = compare("right", timing_of(allc), "wrong", timing_of(one))
-        return PitfallRow(
-            "one_thread",
-            d,
-            timing_of(one).median_s,
-            timing_of(allc).median_s,
-            "s per step",
-            c.significant,
-            threads=_threads(record, d),
-            **_interval(c),
-        )
-    return None
+    return _per_step("one_thread", d, allc, one, threads=_threads(record, d))
 
 
 def _xla_one_device(res: list[CaseResult], d: str) -> PitfallRow | None:
     """jit_compile off against on, on one device."""
-    off = _find(res, d, kind="fit", example="ex2", jit_compile=False)
     on = _find(res, d, kind="fit", example="ex2", jit_compile=True)
-    if off and on:
-        c = compare("right", timing_of(on), "wrong", timing_of(off))
-        return PitfallRow(
-            "xla_one_device",
-            d,
-            timing_of(off).median_s,
-            timing_of(on).median_s,
-            "s per step",
-            c.significant,
-            **_interval(c),
-        )
-    return None
+    return _per_step("xla_one_device", d, on, _find(res, d, kind="fit", example="ex2", jit_compile=False))
 
 
 def _small_batch(res: list[CaseResult], d: str) -> PitfallRow | None:
