@@ -11,6 +11,7 @@ or one wall time): each value becomes a one-sample timing, and the record says s
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from whichdevice.core.records import CaseResult, CaseSpec, MachineInfo, RunRecord, Scalar, Timing
@@ -56,8 +57,8 @@ def _torch(data: dict[str, Any]) -> list[CaseResult]:
     return [
         *_torch_launch(data["launch"]),
         *_torch_transfer(data["transfer"]),
-        *_torch_matmul(data["matmul"]),
-        *_torch_mlp(data.get("mlp", [])),
+        *_torch_timed("matmul", data["matmul"], lambda row: {"n": int(row["n"]), "tf32": bool(row["tf32"])}),
+        *_torch_timed("mlp step", data.get("mlp", []), lambda row: {"batch": int(row["batch"])}),
         *_torch_seed001(data.get("seed001", {})),
     ]
 
@@ -79,23 +80,16 @@ def _torch_transfer(rows: list[dict[str, Any]]) -> list[CaseResult]:
     return out
 
 
-def _torch_matmul(rows: list[dict[str, Any]]) -> list[CaseResult]:
+def _torch_timed(
+    section: str, rows: list[dict[str, Any]], params: Callable[[dict[str, Any]], dict[str, Scalar]]
+) -> list[CaseResult]:
+    """One case per timed column (``*_s``) of each row, the row's own ``params(row)`` added."""
     out = []
     for row in rows:
         for key, v in row.items():
             if key.endswith("_s") and v is not None:
                 dev, q = _device_of(key)
-                out.append(_case("matmul", "torch", dev, v, quantity=q, n=int(row["n"]), tf32=bool(row["tf32"])))
-    return out
-
-
-def _torch_mlp(rows: list[dict[str, Any]]) -> list[CaseResult]:
-    out = []
-    for row in rows:
-        for key, v in row.items():
-            if key.endswith("_s") and v is not None:
-                dev, q = _device_of(key)
-                out.append(_case("mlp step", "torch", dev, v, quantity=q, batch=int(row["batch"])))
+                out.append(_case(section, "torch", dev, v, quantity=q, **params(row)))
     return out
 
 
