@@ -14,22 +14,21 @@ def timing_of(result: CaseResult) -> Timing:
     return result.timing
 
 
+def _scalar(value: object) -> int | float | str:
+    """A JSON value that can be a number; anything else raises TypeError."""
+    if isinstance(value, (int, float, str)):
+        return value
+    raise TypeError(f"not a number: {value!r}")
+
+
 def as_int(value: object, default: int = 0) -> int:
     """``int(value)`` for a JSON value of a record (``default`` for a missing one, None)."""
-    if value is None:
-        return default
-    if isinstance(value, (int, float, str)):
-        return int(value)
-    raise TypeError(f"not a number: {value!r}")
+    return default if value is None else int(_scalar(value))
 
 
 def as_float(value: object, default: float = 0.0) -> float:
     """``float(value)`` for a JSON value of a record (``default`` for a missing one, None)."""
-    if value is None:
-        return default
-    if isinstance(value, (int, float, str)):
-        return float(value)
-    raise TypeError(f"not a number: {value!r}")
+    return default if value is None else float(_scalar(value))
 
 
 def as_number(value: object) -> float:
