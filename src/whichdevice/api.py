@@ -126,17 +126,18 @@ class MatmulOptions:
     def parse(
         cls,
         *,
-        sizes=None,
-        modes="steady,seed",
-        dtype="float32",
-        devices=None,
-        quick=False,
-        min_time_s=None,
-        cpu_threads=None,
-        case_timeout_s=900,
-        framework="tensorflow",
-        memory_limit_gib=None,
+        sizes,
+        modes,
+        dtype,
+        devices,
+        quick,
+        min_time_s,
+        cpu_threads,
+        case_timeout_s,
+        framework,
+        memory_limit_gib,
     ) -> MatmulOptions:
+        """The options as given (the CLI's text or the API's values; the defaults are theirs), checked."""
         fw = parse_choice(str(framework), "--framework", frameworks.offering("matmul"))
         size_list = parse_int_list(_csv(sizes), "--sizes", maximum=MAX_MATMUL_N, example="100,1000,4000")
         if size_list is None:
