@@ -402,7 +402,12 @@ def test_ctrl_c_or_sigterm_exits_and_says_how_to_resume(tmp_path, sig, code, wor
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     (journal,) = out_dir.glob(f"*{SUFFIX}")
-    assert proc.returncode == code, err
+    # Ctrl-C: exit 130, or ended by SIGINT itself (-2), which a shell reports as the same 130.
+    # CPython (Python/pythonrun.c, run_eval_code_obj) sets its _Py_UnhandledKeyboardInterrupt flag
+    # when a KeyboardInterrupt leaves code run through PyRun_String-style calls, and at exit kills
+    # itself with SIGINT whatever sys.exit said: under load the signal sometimes lands in such a
+    # call during the run (2 runs in 16 at load 4-5, stop 47; the message and journal are right).
+    assert proc.returncode == code or (sig == signal.SIGINT and proc.returncode == -signal.SIGINT), err
     assert f"{word}. The finished cases are kept in" in err
     assert f"whichdevice matmul --resume {journal}" in " ".join(err.split()), err
     assert "Traceback" not in err
