@@ -302,3 +302,21 @@ def test_two_runs_of_one_script_pair_their_cases_and_name_each_side_of_a_fix():
         "torch CPU:0: RNNModel, training step, autocast off",
         "torch CPU:0: RNNModel, training step, autocast bfloat16",
     ]
+
+
+def test_compare_says_not_enough_rather_than_no_clear_change_from_two_rounds():
+    """keras-io's functional_multi_input.py diagnosed twice (--budget 60): compare read "no clear
+    change (1×, CI 0.65–1.7×, n=2)" where the runs' 2 rounds could not rule out a 1.5× change; the
+    rule (significance.MIN_ROUNDS_NO_CHANGE) says no clear change from 2 rounds only inside the
+    noise band, as the first screen already did."""
+    from whichdevice.analysis import significance
+
+    a = [[1.0, 1.01, 0.99, 1.0, 1.0], [1.3, 1.31, 1.29, 1.3, 1.3]]
+    b = [[1.05, 1.04, 1.06, 1.05, 1.05], [1.2, 1.21, 1.19, 1.2, 1.2]]
+    (claim,) = significance.together([significance.between_runs(a, b)])
+    assert claim.status == "not_enough" and claim.note is not None and claim.note.kind == "too_few_rounds"
+    inside = significance.between_runs([[1.0] * 5, [1.001] * 5], [[1.0005] * 5, [1.0] * 5])
+    (kept,) = significance.together([inside])
+    assert kept.status == "no_change"  # an interval inside the band: measured no change, even from 2 rounds
+    (widened,) = significance.together([inside], run_sd=0.2)  # widened past the band by the runs' spread
+    assert widened.status == "not_enough"

@@ -366,6 +366,8 @@ def between_runs(
         scale = math.sqrt(1 / ka + 1 / kb)
         half = max(t975(ka + kb - 2) * sd * scale, 1.96 * (process_sd or 0.0) * scale)
         lo, hi = min(within.lo, math.exp(centre - half)), max(within.hi, math.exp(centre + half))
+        # (:func:`together` applies MIN_ROUNDS_NO_CHANGE after widening: the between-run spread is
+        # estimated from these claims, each with its ratio, first)
         return judge(within.ratio, lo, hi, min(ka, kb), unit="rounds", threshold=threshold, note=note)
     if process_sd is not None and process_sd > 0:
         half = 1.96 * math.sqrt(2) * process_sd
@@ -450,18 +452,19 @@ def together(claims: Sequence[Claim], *, family: float = CONFIDENCE, run_sd: flo
         centre = math.log(c.ratio)
         below = math.hypot((centre - math.log(c.lo)) / z95, tau) * z
         above = math.hypot((math.log(c.hi) - centre) / z95, tau) * z
-        out.append(
-            judge(
-                c.ratio,
-                math.exp(centre - below),
-                math.exp(centre + above),
-                c.n,
-                unit=c.unit,
-                threshold=c.threshold,
-                note=c.note,
-                confidence=confidence,
-            )
+        widened = judge(
+            c.ratio,
+            math.exp(centre - below),
+            math.exp(centre + above),
+            c.n,
+            unit=c.unit,
+            threshold=c.threshold,
+            note=c.note,
+            confidence=confidence,
         )
+        # no clear change from 2 rounds only inside the noise band, as from_rounds says it: compare
+        # read "no clear change (1x, CI 0.65-1.7x, n=2)" of a keras-io script run twice (stop 47)
+        out.append(_few_rounds(widened) if c.unit == "rounds" else widened)
     return out
 
 
