@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal, TYPE_CHECKING
 
 from whichdevice.core.units import rate, seconds
-from whichdevice.core.records import Timing
+from whichdevice.core.records import CHILD_LIMIT_PARAMS, Timing
 from whichdevice.core.telemetry import GPU_NOT_REQUESTED, TelemetrySummary
 from whichdevice.core.telemetry import summarize
 from whichdevice.present import names
@@ -136,7 +136,7 @@ def table_title(group: Mapping[str, object], fallback: str) -> str:
 # Parameters that steer a measuring child rather than name the experiment (a script's path, its
 # arguments as JSON, the entry point, the child's time limit): the progress line leaves them out,
 # as it does a batch of 0 (a loop whose batch the pre-flight could not read).
-_PLUMBING = frozenset({"child_limit_s", "script", "script_args", "entry", "user_batch"})
+_PLUMBING = CHILD_LIMIT_PARAMS | {"script", "script_args", "entry", "user_batch"}
 _PARAM_START = re.compile(r",(?=[A-Za-z_]\w*=)")  # a comma that starts the next name=value
 
 
