@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.measure import session
-from whichdevice.present.tables import describe_key
+from whichdevice.present.tables import describe_key, key_items
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -64,7 +64,7 @@ def phase_of(key: str) -> str:
     if len(parts) < 4:
         return key
     workload, _, device, params = parts
-    p = dict(x.split("=", 1) for x in params.split(",") if "=" in x)
+    p = dict(x.split("=", 1) for x in key_items(params) if "=" in x)
     if workload == "calibrate" and p.get("probe") == "describe":
         return f"{device} op trace"
     kind = p.get("kind") or p.get("mode") or p.get("part") or p.get("probe")

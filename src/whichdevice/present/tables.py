@@ -147,8 +147,14 @@ def describe_key(key: str) -> str:
     if len(parts) < 4:
         return key
     workload, _, device, params = parts
-    shown = [p for p in _PARAM_START.split(params) if p and p.split("=", 1)[0] not in _PLUMBING and p != "batch=0"]
+    shown = [p for p in key_items(params) if p.split("=", 1)[0] not in _PLUMBING and p != "batch=0"]
     return " ".join([device, workload, *shown])
+
+
+def key_items(params: str) -> list[str]:
+    """A case key's params ('batch=8,script_args=["a", "b,c"]') as their 'name=value' items, split
+    only at commas that start the next name=value (a script's arguments hold commas of their own)."""
+    return [p for p in _PARAM_START.split(params) if p]
 
 
 def run_label(params: Mapping[str, object], framework: str | None = None) -> str:
