@@ -12,7 +12,7 @@ from whichdevice import frameworks
 from whichdevice.analysis.fixes import ab_fixes
 from whichdevice.analysis.sweep import analyze_sweep
 from whichdevice.analysis.train import analyze_training
-from whichdevice.analysis.warmup import break_even_epochs
+from whichdevice.analysis.warmup import break_even
 from whichdevice.core.errors import UsageError
 from whichdevice.core.records import CaseResult, CaseSpec
 from whichdevice.workloads.suite import suite_cases
@@ -101,17 +101,22 @@ def test_frameworks_side_by_side_keep_their_own_tables_and_crossovers(h100_probe
         assert row.cells["GPU:0"].timing == next(r for r in alone[fw].rows if r.x == 128).cells["GPU:0"].timing
 
 
+def _epochs_break_even(row):
+    cpu, gpu = row.cells["CPU:0"].epochs, row.cells["GPU:0"].epochs
+    return break_even(cpu.first_s, cpu.steady_s, gpu.first_s, gpu.steady_s, unit="epochs")
+
+
 def test_recorded_keras_fits_side_by_side_give_each_backends_break_even():
     record = make_record(_fit_results("jax", "keras-jax") + _fit_results("torch", "keras-torch"), experiment="train")
     report = analyze_training(record)
     rows = {(r.params["framework"], r.params["batch"]): r for r in report.runs}
     assert len(rows) == 8 and len(report.runs) == 8  # 2 frameworks x 4 batches, no cell overwritten
     jax_4096 = rows[("keras-jax", 4096)]
-    be = break_even_epochs(jax_4096.cells["CPU:0"].epochs, jax_4096.cells["GPU:0"].epochs)
+    be = _epochs_break_even(jax_4096)
     assert be.kind == "after" and be.n == 145  # as test_train_analysis computes from the raw file
     for batch in (10, 32):
         r = rows[("keras-torch", batch)]
-        assert break_even_epochs(r.cells["CPU:0"].epochs, r.cells["GPU:0"].epochs).kind == "never"
+        assert _epochs_break_even(r).kind == "never"
         assert r.comparisons["GPU:0"].ratio < 1  # the GPU is slower per step
     assert rows[("keras-jax", 10)].cells["GPU:0"].timing.median_s == pytest.approx(
         _keras("jax_gpu")["fit_1000_b10_epoch_s"][1] / 100

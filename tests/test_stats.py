@@ -15,14 +15,6 @@ def test_quantiles_match_numpy_linear_method():
 
 def test_single_sample_has_no_spread():
     assert stats.iqr([7.0]) == 0.0
-    assert not stats.is_noisy([7.0])
-
-
-def test_noise_threshold_is_torch_benchmarks_ten_percent():
-    quiet = [1.0, 1.01, 0.99, 1.02, 0.98]
-    noisy = [1.0, 1.3, 0.8, 1.2, 0.9]
-    assert not stats.is_noisy(quiet)
-    assert stats.is_noisy(noisy)
 
 
 def test_empty_and_bad_quantile():

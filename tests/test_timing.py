@@ -218,11 +218,18 @@ class Drifting:
         self.queued += 2e-3 * self.slow
 
 
+def measure_interleaved(fns, *, sync, clock, overhead_s, policy):
+    """Each variant warmed up apart, then their blocks timed in turns, as workloads/train.py does."""
+    from whichdevice.core.timing import interleave_blocks, warm_up
+
+    warms = [warm_up(fn, sync=sync, clock=clock, policy=policy, overhead_s=overhead_s) for fn in fns]
+    return interleave_blocks(warms, sync=sync, clock=clock, policy=policy, overhead_s=overhead_s)
+
+
 def test_interleaved_ab_sees_drift_on_both_sides_and_sequential_does_not():
     # The same pair on the same drifting machine: one after the other, B carries the drift A
     # did not see and A/B reads far below the true 0.5; interleaved, it stays at 0.5.
     from whichdevice.core import stats
-    from whichdevice.core.timing import measure_interleaved
 
     policy = TimingPolicy(min_time_s=0.01, target_rel_halfwidth=None, max_samples=50)
     m = Drifting()
@@ -258,8 +265,6 @@ def test_interleaving_order_is_shuffled_per_round_and_seeded():
 def test_each_variant_stops_by_its_own_precision_and_the_group_ends_when_all_did():
     # A is tight (precise at 5 samples); B alternates 1 and 3 ms and never converges: A keeps
     # taking its turns (drift after its 5th block must hit it too) until B's time cap.
-    from whichdevice.core.timing import measure_interleaved
-
     class Two:
         def __init__(self):
             self.now, self.queued, self.n_b = 0.0, 0.0, 0

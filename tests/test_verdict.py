@@ -7,7 +7,7 @@ import pytest
 from conftest import h100_matmul_record, make_record, reference_timing
 
 from whichdevice.analysis.sweep import analyze_sweep
-from whichdevice.analysis.verdict import loglog_slope, regime, sweep_findings, warmup_dominated
+from whichdevice.analysis.verdict import loglog_slope, regime, sweep_findings
 from whichdevice.analysis.warmup import break_even
 from whichdevice.core.records import CaseResult, CaseSpec
 
@@ -59,13 +59,6 @@ def test_keras_jax_small_fit_never_pays_back_its_warmup():
     steps = 100  # 1000 samples / batch 10
     be = break_even(cpu[0], cpu[1] / steps, gpu[0], gpu[1] / steps)
     assert be.kind == "never"  # GPU epochs are slower even when warm
-    assert warmup_dominated(be, run_steps=steps)
-
-
-def test_warmup_dominated_when_break_even_is_beyond_the_run():
-    be = break_even(1.0, 0.010, 3.0, 0.002)  # 2 s extra, 8 ms saved per step: ~251 steps
-    assert warmup_dominated(be, run_steps=100)
-    assert not warmup_dominated(be, run_steps=1000)
 
 
 def test_slope_and_regime():

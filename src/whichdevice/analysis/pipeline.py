@@ -37,9 +37,6 @@ from whichdevice.frameworks.common.ladders import TF_DATA, Ladder
 # "HIGHLY input-bound", >= 5 % "MODERATELY input-bound", below that not input-bound.
 HIGHLY_INPUT_BOUND_PERCENT = 20.0
 MODERATELY_INPUT_BOUND_PERCENT = 5.0
-# XProf (xprof/convert/xplane_to_tf_data_stats.cc): tf.data is not the bottleneck when
-# IteratorGetNext takes at most 50 µs ("slower than 50 us" flags it).
-FAST_GET_NEXT_S = 50e-6
 
 HIGHLY, MODERATELY, NOT = "HIGHLY", "MODERATELY", "NOT"
 

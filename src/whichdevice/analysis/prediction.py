@@ -170,9 +170,6 @@ def measure_command(framework: str, batches: list[int]) -> str:
     return f"whichdevice train --framework {framework} --batches {','.join(str(b) for b in batches)}"
 
 
-PredictRow = GpuAnswer
-
-
 @dataclass(frozen=True)
 class PredictReport:
     rows: list[GpuAnswer]

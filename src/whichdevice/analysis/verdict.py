@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 from whichdevice.analysis.compare import Comparison
 from whichdevice.analysis.sweep import Table
-from whichdevice.analysis.warmup import BreakEven
 
 # Local log-log slope below which a device's time is "flat": growing the work 16x costs
 # < 1.75x more time. Our own threshold, checked on the recorded H100 MLP sweep
@@ -101,11 +100,3 @@ def sweep_findings(table: Table, x_label: str) -> list[Finding]:
             rule = "no_difference" if comp.winner is None else ("gpu_wins" if comp.winner == d else "cpu_wins")
             findings.append(Finding(rule, d, x_label, x=top.x, comparison=comp))
     return findings
-
-
-def warmup_dominated(be: BreakEven, run_steps: int) -> bool:
-    """Rule 'warm-up dominated': the GPU would not pay back its extra one-time cost within
-    the run (break-even from analysis/warmup.py: never, or after more steps than it has)."""
-    if be.kind in ("no_gpu", "no_data"):
-        return False  # nothing to say without a GPU run
-    return be.n is None or be.n > run_steps

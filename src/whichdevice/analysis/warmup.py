@@ -68,18 +68,8 @@ class EpochSummary:
     steady_s: float  # median of the epochs after the first
     steps_per_epoch: int | None = None
 
-    @property
-    def warmup_extra_s(self) -> float:
-        """How much longer the first epoch took than a steady one: the one-time costs."""
-        return self.first_s - self.steady_s
-
 
 def summarize_epochs(epoch_s: Sequence[float], steps_per_epoch: int | None = None) -> EpochSummary:
     if len(epoch_s) < 2:
         raise ValueError("need at least two epochs: the first (warm-up) and a steady one")
     return EpochSummary(epoch_s[0], stats.median(epoch_s[1:]), steps_per_epoch)
-
-
-def break_even_epochs(cpu: EpochSummary, gpu: EpochSummary) -> BreakEven:
-    """Break-even counted in epochs; ``n`` epochs are ``n * steps_per_epoch`` steps."""
-    return break_even(cpu.first_s, cpu.steady_s, gpu.first_s, gpu.steady_s, unit="epochs")

@@ -57,7 +57,6 @@ PER_STEP_MIN_CALLS = 5
 # (causes.H100_LAUNCH_S / H100_ITEM_ROUNDTRIP_S, quoted by ``causes.gpu_cost`` where no GPU is measured.)
 H100_LAUNCH_S = causes.H100_LAUNCH_S
 H100_ITEM_ROUNDTRIP_S = causes.H100_ITEM_ROUNDTRIP_S
-H100_SYNC_EACH_S = 1.87e-05
 
 
 # A series shorter than this shows no spread: "measured once". 1: one number is one number.

@@ -74,11 +74,6 @@ def rel_iqr(samples: Sequence[float]) -> float:
     return iqr(samples) / m if m > 0 else 0.0
 
 
-def is_noisy(samples: Sequence[float], threshold: float = NOISY_REL_IQR) -> bool:
-    """True when IQR/median exceeds ``threshold`` (torch.utils.benchmark: 0.10)."""
-    return len(samples) >= 2 and rel_iqr(samples) > threshold
-
-
 # Up to this many samples the coverage is summed in exact integers (math.comb(n, n/2) costs 0.1 s
 # at 100,000); above it in floating point, whose error (< 1e-8 of coverage) moves the interval
 # only when the coverage of a rank lies that close to the confidence level.

@@ -438,30 +438,3 @@ def interleave_blocks(
             )
         )
     return out
-
-
-def measure_interleaved(
-    fns: list[Callable[[], Any]],
-    *,
-    sync: Sync,
-    clock: Clock = time.perf_counter,
-    policy: TimingPolicy = TimingPolicy(),
-    overhead_s: float | None = None,
-    seed: int = 0,
-) -> list[Timing]:
-    """Several variants of the same work (A, B, ...) timed interleaved in one process: each
-    warmed up apart (:func:`warm_up`), then :func:`interleave_blocks`. Raises the first
-    variant's exception, if any (the measuring child uses the two steps itself, to record a
-    failing variant and go on)."""
-    if not fns:
-        return []
-    if overhead_s is None:
-        overhead_s = measure_overhead(clock, sync)
-    warms = [warm_up(fn, sync=sync, clock=clock, policy=policy, overhead_s=overhead_s) for fn in fns]
-    out = interleave_blocks(warms, sync=sync, clock=clock, policy=policy, overhead_s=overhead_s, seed=seed)
-    timings: list[Timing] = []
-    for t in out:
-        if isinstance(t, BaseException):
-            raise t
-        timings.append(t)
-    return timings
