@@ -39,6 +39,7 @@ import contextlib
 import ctypes
 import functools
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -408,6 +409,44 @@ class Child:
         # Whatever happened in the parent (Ctrl-C included), the group does not outlive it.
         if self.proc.poll() is None:
             self.kill()
+
+
+class JsonLines:
+    """The JSON lines a child appends to ``path`` (a measuring child's stream, a scale worker's
+    points), read as the file grows: a line not yet ended by its newline waits for the next read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.pos = 0
+        self.buffer = ""
+
+    def read(self) -> Iterator[dict[str, Any]]:
+        """The lines completed since the last read, each parsed."""
+        with open(self.path, encoding="utf-8") as f:
+            f.seek(self.pos)
+            chunk = f.read()
+            self.pos = f.tell()
+        self.buffer += chunk
+        *lines, self.buffer = self.buffer.split("\n")
+        for line in lines:
+            if line.strip():
+                yield json.loads(line)
+
+
+def stderr_tail(path: Path, start: int = 0, limit: int = 300) -> str:
+    """The line saying what failed that a child wrote to stderr after byte ``start`` (where the
+    unfinished case began: an earlier case's traceback is not this case's reason)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    # Native crashes end with a stack dump ("@ 0x7f.. symbol", "*** Check failure stack
+    # trace ***"): the line that says what failed comes before it.
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(("@ ", "***"))]
+    telling = [ln for ln in lines if "Check failed" in ln or "Error" in ln or "error" in ln]
+    return (telling or lines or [""])[-1][:limit]
 
 
 # Every child still running, so that none outlives the process that started it: killed at

@@ -39,7 +39,7 @@ from pathlib import Path
 
 
 from whichdevice.core import failures
-from whichdevice.core.process import POLL_S, Child, default_memory_limit, kill_group
+from whichdevice.core.process import POLL_S, Child, JsonLines, default_memory_limit, kill_group, stderr_tail
 from whichdevice import frameworks
 from whichdevice.core.records import CaseResult, CaseSpec, Session, failed
 
@@ -155,22 +155,6 @@ def _signal_name(returncode: int) -> str:
         return f"signal {-returncode}"
 
 
-def _stderr_tail(path: Path, start: int = 0, limit: int = 300) -> str:
-    """The line saying what failed that the child wrote to stderr after byte ``start`` (where the
-    unfinished case began: an earlier case's traceback is not this case's reason)."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(start)
-            text = f.read().decode(errors="replace")
-    except OSError:
-        return ""
-    # Native crashes end with a stack dump ("@ 0x7f.. symbol", "*** Check failure stack
-    # trace ***"): the line that says what failed comes before it.
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(("@ ", "***"))]
-    telling = [ln for ln in lines if "Check failed" in ln or "Error" in ln or "error" in ln]
-    return (telling or lines or [""])[-1][:limit]
-
-
 def _death_reason(
     returncode: int | None, stopped: tuple[str, failures.FailureKind] | None, stderr: Path, stderr_from: int = 0
 ) -> tuple[str, failures.FailureKind]:
@@ -183,7 +167,7 @@ def _death_reason(
         why = f"child process died: {name}{hint}"
     else:
         why = f"child process exited with code {returncode}"
-    tail = _stderr_tail(stderr, stderr_from)
+    tail = stderr_tail(stderr, stderr_from)
     return (f"{why}; last error line: {tail}" if tail else why), "crash"
 
 
@@ -356,25 +340,17 @@ class _Stream:
 
     outcome: Outcome
     watch: _Watch
+    lines: JsonLines
     said_hello: bool = False
     done: dict[str, float] = field(default_factory=dict)
     case_started: float | None = None  # time.monotonic() when the running case started
     err_from: int = 0  # stderr's size when the current case started
     last_started: str | None = None
-    pos: int = 0
-    buffer: str = ""
 
-    def read(self, out_path: Path) -> None:
+    def read(self) -> None:
         """The lines the child has completed since the last read, each handled."""
-        with open(out_path, encoding="utf-8") as f:
-            f.seek(self.pos)
-            chunk = f.read()
-            self.pos = f.tell()
-        self.buffer += chunk
-        *lines, self.buffer = self.buffer.split("\n")
-        for line in lines:
-            if line.strip():
-                self.handle(json.loads(line))
+        for msg in self.lines.read():
+            self.handle(msg)
 
     def handle(self, msg: dict[str, Any]) -> None:
         outcome, watch = self.outcome, self.watch
@@ -446,14 +422,14 @@ def _run_child(child: Child, out_path: Path, outcome: Outcome, watch: _Watch) ->
     """One child process, read as it streams, until it exits or the parent stops it (and
     kills its group) for a limit of ``watch``."""
     proc = child.proc
-    stream = _Stream(outcome, watch)
+    stream = _Stream(outcome, watch, JsonLines(out_path))
     started = time.monotonic()
     stopped: tuple[str, failures.FailureKind] | None = None  # why the parent ended the child
     current_s: float | None = None  # how long the unfinished case had run when the child ended
     try:
         while True:
             exited = proc.poll() is not None
-            stream.read(out_path)
+            stream.read()
             if exited:
                 break
             now = time.monotonic()

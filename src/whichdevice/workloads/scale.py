@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from whichdevice import frameworks
-from whichdevice.core.process import POLL_S, Child
+from whichdevice.core.process import POLL_S, Child, JsonLines, stderr_tail
 from whichdevice.core.records import CaseSpec, Timing
 
 # The variants that isolate the all-reduce (N > 1): DDP's step without gradient sync; for
@@ -91,44 +91,25 @@ class Workers:
     def __init__(self, framework: str, job: dict, envs: list[dict[str, str]]) -> None:
         self.tmp = tempfile.TemporaryDirectory(prefix="whichdevice-scale-")
         folder = Path(self.tmp.name)
-        job_path, self.out_path = folder / "job.json", folder / "out.jsonl"
+        job_path, out_path = folder / "job.json", folder / "out.jsonl"
         job_path.write_text(json.dumps(job))
-        self.out_path.touch()
+        out_path.touch()
+        self.lines = JsonLines(out_path)
         self.points: dict[tuple, dict] = {}
         self.hello: dict | None = None
-        self.pos = 0
-        self.buffer = ""
         self.err_paths = [folder / f"err{i}.txt" for i in range(len(envs))]
         module = frameworks.part_module(framework, "scale")  # started as python -m, never imported here
         self.children: list[Child] = []
         for env, err_path in zip(envs, self.err_paths):
             with open(err_path, "wb") as err:
-                self.children.append(Child(module, [str(job_path), str(self.out_path)], env=env, stderr=err))
+                self.children.append(Child(module, [str(job_path), str(out_path)], env=env, stderr=err))
 
     def _read(self) -> None:
-        with open(self.out_path, encoding="utf-8") as f:
-            f.seek(self.pos)
-            chunk = f.read()
-            self.pos = f.tell()
-        self.buffer += chunk
-        *lines, self.buffer = self.buffer.split("\n")
-        for line in lines:
-            if not line.strip():
-                continue
-            msg = json.loads(line)
+        for msg in self.lines.read():
             if msg["type"] == "point":
                 self.points[tuple(msg["key"])] = msg
             elif msg["type"] == "hello":
                 self.hello = msg
-
-    def _stderr_tail(self) -> str:
-        for path in self.err_paths:
-            text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
-            lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(("@ ", "***"))]
-            telling = [ln for ln in lines if "Error" in ln or "error" in ln or "Check failed" in ln]
-            if telling or lines:
-                return (telling or lines)[-1][:300]
-        return ""
 
     def wait_for(self, key: tuple) -> dict:
         """The point ``key`` once a worker has streamed it; RuntimeError if the workers end
@@ -147,7 +128,7 @@ class Workers:
                 if failed:
                     i, rc = failed[0]
                     who = f"worker process {i}" if len(codes) > 1 else "the worker"
-                    tail = self._stderr_tail()
+                    tail = next((t for path in self.err_paths if (t := stderr_tail(path))), "")
                     raise RuntimeError(f"{who} exited with code {rc}" + (f"; last error line: {tail}" if tail else ""))
                 raise RuntimeError("the worker ended without measuring this point")
             time.sleep(POLL_S)
