@@ -101,18 +101,9 @@ class Point:
         return math.log(self.measured_s / self.predicted.mid)
 
 
-def _quantile(xs: Sequence[float], q: float) -> float:
-    """Linear-interpolated quantile (numpy's default) of a non-empty sequence."""
-    s = sorted(xs)
-    pos = q * (len(s) - 1)
-    i = int(math.floor(pos))
-    j = min(i + 1, len(s) - 1)
-    return s[i] + (s[j] - s[i]) * (pos - i)
-
-
 def _spread(v: Sequence[float], coverage: float) -> Spread:
     if len(v) >= MIN_EMPIRICAL or len(v) < 2:
-        return Spread(q_lo=_quantile(v, (1 - coverage) / 2), q_hi=_quantile(v, (1 + coverage) / 2), n=len(v))
+        return Spread(q_lo=stats.quantile(v, (1 - coverage) / 2), q_hi=stats.quantile(v, (1 + coverage) / 2), n=len(v))
     if coverage != COVERAGE:
         raise ValueError(f"the small-sample interval is tabulated for coverage {COVERAGE} only")
     mean = sum(v) / len(v)

@@ -76,7 +76,6 @@ from whichdevice.frameworks.common.auditstate import AUDIT_STATE_VERSION, RERUN_
 # imported now, before the clocks are patched.
 PARTS = {name: frameworks.part(name, "audit") for name in common.AUDITED}
 
-_orig_time = time.time
 _orig_perf = time.perf_counter
 _orig_mono = time.monotonic
 
