@@ -45,6 +45,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from whichdevice.analysis.reference import is_torch_probe
 from whichdevice.core.errors import UsageError
 
 PROFILE_VERSION = 1
@@ -159,10 +160,6 @@ def slug(text: str) -> str:
     """A profile name from free text: ``NVIDIA H100 80GB HBM3`` -> ``nvidia-h100-80gb-hbm3``."""
     out = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:64]
     return out or "imported"
-
-
-def is_torch_probe(data: object) -> bool:
-    return isinstance(data, dict) and all(k in data for k in ("env", "launch", "transfer", "matmul"))
 
 
 def from_data(data: object, where: str, argument: str, created_at: str, name: str | None = None) -> DeviceProfile:

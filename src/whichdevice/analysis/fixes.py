@@ -73,8 +73,8 @@ def per_sample(r: CaseResult) -> Timing:
     )
 
 
-def ab_fixes(record: RunRecord, fix: str, baseline_value: object, *, ignore: tuple[str, ...] = ()) -> list[FixResult]:
-    """Every pair (baseline, variant) that differs only in ``fix`` (and in ``ignore`` params)."""
+def ab_fixes(record: RunRecord, fix: str, baseline_value: object) -> list[FixResult]:
+    """Every pair (baseline, variant) that differs only in ``fix``."""
     ok = [r for r in record.results if r.status == "ok" and fix in r.spec.params]
     out = []
     spread = process_sd(record)  # every claim no surer than two processes agree
@@ -84,7 +84,7 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value: object, *, ignore: tup
             r.spec.workload,
             r.spec.framework,
             r.spec.device,
-            tuple(sorted((k, v) for k, v in r.spec.params.items() if k != fix and k not in ignore)),
+            tuple(sorted((k, v) for k, v in r.spec.params.items() if k != fix)),
         )
 
     for base in ok:
@@ -94,7 +94,7 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value: object, *, ignore: tup
             if var is base or var.spec.params[fix] == baseline_value or rest(var) != rest(base):
                 continue
             comp = compare("before", per_sample(base), "after", per_sample(var), process_sd=spread)
-            ctx = {k: v for k, v in base.spec.params.items() if k != fix and k not in ignore}
+            ctx = {k: v for k, v in base.spec.params.items() if k != fix}
             if len({r.spec.framework for r in ok}) > 1:  # name it when frameworks sit side by side
                 ctx = {"framework": base.spec.framework, **ctx}
             out.append(

@@ -26,9 +26,7 @@ from whichdevice.analysis.values import as_int
 from whichdevice.core.records import CaseResult, CaseSpec, RunRecord
 
 
-def description_from_metrics(
-    metrics: dict[str, float], batch: int, *, syncs_per_step: int = 0, copy_input: bool = True
-) -> WorkloadDescription:
+def description_from_metrics(metrics: dict[str, float], batch: int) -> WorkloadDescription:
     """Rebuild the op list a ``describe`` case flattened into its metrics (workloads/calibrate.py)."""
     ops: dict[str, dict[str, Any]] = {}
     mode: LaunchMode = "graph"
@@ -43,9 +41,8 @@ def description_from_metrics(
     return WorkloadDescription(
         batch=batch,
         ops=[OpCost(**ops[i]) for i in sorted(ops)],
-        input_bytes=metrics.get("input_bytes", 0.0) if copy_input else 0.0,
+        input_bytes=metrics.get("input_bytes", 0.0),
         free_ops=int(metrics.get("free_ops", 0)),
-        syncs_per_step=syncs_per_step,
         launch_mode=mode,
         compiled=mode != "eager",
         tf32=bool(metrics.get("tf32", 0.0)),
@@ -128,7 +125,6 @@ def gpu_would_help(
     errors: errormodel.ErrorModel | None,
     *,
     steps_per_execution: int = 1,
-    copy_input: bool = False,
 ) -> list[GpuAnswer]:
     """Would a GPU help? Pure: per batch, the measured CPU step ``(median, q1, q3)`` beside
     the GPU step predicted on ``profile`` from the traced op list, with its calibrated band,
@@ -136,9 +132,8 @@ def gpu_would_help(
 
     The per-step host overhead is measured from ``cpu_steps`` (``host_overhead``) and added
     to every batch's GPU host time. The batch is taken to be on the GPU already, as the CPU
-    steps were measured (``copy_input``: copied from host every step instead). ``errors``
-    (``errormodel.shipped()``) calibrates the band (None: the model's own band only —
-    narrower than the truth, say so)."""
+    steps were measured. ``errors`` (``errormodel.shipped()``) calibrates the band (None: the
+    model's own band only — narrower than the truth, say so)."""
     gpu_costs = profile.gpu
     if gpu_costs is None:
         raise ValueError("the profile has no GPU")
@@ -148,10 +143,7 @@ def gpu_would_help(
     out = []
     for b in sorted(described):
         work = with_host_overhead(described[b], overhead, profile).model_copy(
-            update={
-                "steps_per_execution": steps_per_execution,
-                "input_bytes": described[b].input_bytes if copy_input else 0.0,
-            }
+            update={"steps_per_execution": steps_per_execution, "input_bytes": 0.0}
         )
         pred = costmodel.predict(work, gpu_costs, profile.dispatch_mode)
         band = None

@@ -73,7 +73,7 @@ def _spread(rounds: list[list[float]], number_per_sample: int) -> tuple[float, i
     return value, i, number_per_sample == 1 and len(rounds[i]) >= _STEP_SERIES_MIN
 
 
-def _one_point(r: CaseResult, t: Timing, rel_iqr_limit: float) -> list[TimingWarning]:
+def _one_point(r: CaseResult, t: Timing) -> list[TimingWarning]:
     """The warnings of one measured point, in the kinds' order."""
     tele = summarize(t.telemetry) if t.telemetry is not None else None
     busy = others_busy(tele) if tele is not None else None
@@ -118,7 +118,7 @@ def _one_point(r: CaseResult, t: Timing, rel_iqr_limit: float) -> list[TimingWar
     spread = None if unsettled else _spread(t.rounds, t.number_per_sample)
     if spread is not None:
         value, i, steps = spread
-        limit = UNEVEN_REL_IQR if steps else rel_iqr_limit
+        limit = UNEVEN_REL_IQR if steps else NOISY_REL_IQR
         if value > limit:
             kind: WarningKind = "uneven_steps" if steps else "noisy"
             out.append(
@@ -141,11 +141,11 @@ def _one_point(r: CaseResult, t: Timing, rel_iqr_limit: float) -> list[TimingWar
     return out
 
 
-def measurement_warnings(record: RunRecord, rel_iqr_limit: float = NOISY_REL_IQR) -> list[TimingWarning]:
+def measurement_warnings(record: RunRecord) -> list[TimingWarning]:
     """Bimodal rounds, unsettled points, noise (IQR/median within a round > 10 %, torch.utils.
     benchmark's threshold; single steps > 25 %, its gross one) and harness overhead, typed."""
     out = []
     for r in record.results:
         if r.timing is not None:
-            out += _one_point(r, r.timing, rel_iqr_limit)
+            out += _one_point(r, r.timing)
     return out

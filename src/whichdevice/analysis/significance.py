@@ -169,13 +169,12 @@ def judge(  # noqa: PLR0913 (THE rule's parameters, keyword-only)
     unit: Literal["rounds", "samples"] = "samples",
     threshold: float = NOISE_THRESHOLD,
     enough: bool = True,
-    min_samples: int = MIN_SAMPLES,
     note: ClaimNote | None = None,
     confidence: float = CONFIDENCE,
 ) -> Claim:
     """THE rule. ``enough``: the caller's sample-count check (``from_*`` pass it; a bare
     ratio with ``n < MIN_SAMPLES`` samples is not enough either)."""
-    if not enough or (unit == "samples" and n < min_samples) or not (ratio > 0 and math.isfinite(ratio)):
+    if not enough or (unit == "samples" and n < MIN_SAMPLES) or not (ratio > 0 and math.isfinite(ratio)):
         status: Status = "not_enough"
     elif lo > 1.0 + threshold and ratio > 1:  # the whole CI beyond the noise band (module doc)
         status = "faster"
@@ -205,9 +204,7 @@ def _median(xs: Sequence[float]) -> float:
     return s[k // 2] if k % 2 else 0.5 * (s[k // 2 - 1] + s[k // 2])
 
 
-def from_samples(
-    a: Sequence[float], b: Sequence[float], *, threshold: float = NOISE_THRESHOLD, min_samples: int = MIN_SAMPLES
-) -> Claim:
+def from_samples(a: Sequence[float], b: Sequence[float], *, threshold: float = NOISE_THRESHOLD) -> Claim:
     """A/B from one set of samples per side (one process each, or pooled): the ratio of
     medians, Welch's 95 % interval on the log samples (centred on the ratio of medians)."""
     la, lb = _logs(a), _logs(b)
@@ -223,10 +220,10 @@ def from_samples(
         df = (va + vb) ** 2 / ((va**2 / (len(la) - 1) if va else 0.0) + (vb**2 / (len(lb) - 1) if vb else 0.0))
         half = t975(df) * se
     else:
-        half = 0.0 if n >= min_samples else math.inf
+        half = 0.0 if n >= MIN_SAMPLES else math.inf
     centre = math.log(ratio)
-    enough = n >= min_samples
-    note = None if enough else ClaimNote("too_few_samples", n, min_samples)
+    enough = n >= MIN_SAMPLES
+    note = None if enough else ClaimNote("too_few_samples", n, MIN_SAMPLES)
     return judge(
         ratio,
         math.exp(centre - half),
@@ -235,7 +232,6 @@ def from_samples(
         unit="samples",
         threshold=threshold,
         enough=enough,
-        min_samples=min_samples,
         note=note,
     )
 
@@ -263,13 +259,11 @@ def from_round_ratios(
     return judge(math.exp(m), math.exp(m - half), math.exp(m + half), k, unit="rounds", threshold=threshold, note=note)
 
 
-def _widen(
-    claim: Claim, half: float, unit: Literal["rounds", "samples"], n: int, note: ClaimNote | None = None
-) -> Claim:
+def _widen(claim: Claim, half: float, unit: Literal["rounds", "samples"], n: int) -> Claim:
     """``claim`` with its interval widened to at least ±``half`` (log) around its ratio."""
     c = math.log(claim.ratio)
     lo, hi = min(claim.lo, math.exp(c - half)), max(claim.hi, math.exp(c + half))
-    return judge(claim.ratio, lo, hi, n, unit=unit, threshold=claim.threshold, note=note or claim.note)
+    return judge(claim.ratio, lo, hi, n, unit=unit, threshold=claim.threshold, note=claim.note)
 
 
 def from_rounds(
@@ -277,14 +271,13 @@ def from_rounds(
     b_rounds: Sequence[Sequence[float]],
     *,
     threshold: float = NOISE_THRESHOLD,
-    min_samples: int = MIN_SAMPLES,
     process_sd: float | None = None,
 ) -> Claim:
     """A/B measured in rounds (round i of A and of B ran in the same process, in alternated
     order). With ≥ 2 paired rounds: :func:`from_round_ratios` on ``median(A_i)/median(B_i)``;
     the interval is then never narrower than the pooled samples' one (:func:`from_samples`),
     so a second round can only add caution. With one round: :func:`from_samples`. Either way
-    fewer than ``min_samples`` samples per side in total is not enough.
+    fewer than ``MIN_SAMPLES`` samples per side in total is not enough.
 
     ``process_sd``: the machine's between-process spread (sd of log medians of the same case in
     two processes, :func:`process_spread` over the record's rounded cases), known from many
@@ -293,7 +286,7 @@ def from_rounds(
     the normal quantile instead of t(k-1), since that sd rests on many cases."""
     pooled_a = [x for r in a_rounds for x in r]
     pooled_b = [x for r in b_rounds for x in r]
-    within = from_samples(pooled_a, pooled_b, threshold=threshold, min_samples=min_samples)
+    within = from_samples(pooled_a, pooled_b, threshold=threshold)
     pairs = [(ra, rb) for ra, rb in zip(a_rounds, b_rounds) if ra and rb]
     if not within.enough and not _too_wide(within):  # too few samples: the rounds cannot help
         return within
@@ -336,7 +329,6 @@ def between_runs(
     *,
     threshold: float = NOISE_THRESHOLD,
     process_sd: float | None = None,
-    min_samples: int = MIN_SAMPLES,
 ) -> Claim:
     """The same case in two runs (``compare``): the runs share no process, so nothing pairs.
 
@@ -348,7 +340,7 @@ def between_runs(
     The ratio is the ratio of the pooled medians either way."""
     pooled_a = [x for r in a_rounds for x in r]
     pooled_b = [x for r in b_rounds for x in r]
-    within = from_samples(pooled_a, pooled_b, threshold=threshold, min_samples=min_samples)
+    within = from_samples(pooled_a, pooled_b, threshold=threshold)
     if not within.enough:
         return within
     ma = [math.log(_median(r)) for r in a_rounds if r]
@@ -372,9 +364,7 @@ def between_runs(
     if process_sd is not None and process_sd > 0:
         half = 1.96 * math.sqrt(2) * process_sd
         lo, hi = min(within.lo, math.exp(centre - half)), max(within.hi, math.exp(centre + half))
-        return judge(
-            within.ratio, lo, hi, within.n, unit="samples", threshold=threshold, min_samples=min_samples, note=note
-        )
+        return judge(within.ratio, lo, hi, within.n, unit="samples", threshold=threshold, note=note)
     return within
 
 
@@ -401,9 +391,9 @@ MIN_CASES_FOR_RUN_SPREAD = 10
 _QN_FACTOR = 2.2219
 
 
-def run_spread(log_ratios: Sequence[float], *, min_cases: int = MIN_CASES_FOR_RUN_SPREAD) -> float | None:
+def run_spread(log_ratios: Sequence[float]) -> float | None:
     """How far the cases of two runs moved between the runs, as an sd of log ratios: the Qn
-    scale estimator of the cases' ``log(before / after)`` (None with fewer than ``min_cases``).
+    scale estimator of the cases' ``log(before / after)`` (None with fewer than ``MIN_CASES_FOR_RUN_SPREAD``).
 
     Why (issue 16): within a run, a case's two rounds agree closely, yet two identical runs a
     minute apart differ by 3–30 % (sd across cases, 20 recorded pairs on the 2-core machine,
@@ -414,7 +404,7 @@ def run_spread(log_ratios: Sequence[float], *, min_cases: int = MIN_CASES_FOR_RU
     change and hide it, while Qn (built on pairwise distances, no centre) stays near the
     unchanged half's spread (at most ≈ 2× it)."""
     xs = sorted(x for x in log_ratios if math.isfinite(x))
-    if len(xs) < min_cases:
+    if len(xs) < MIN_CASES_FOR_RUN_SPREAD:
         return None
     distances = [b - a for i, a in enumerate(xs) for b in xs[i + 1 :]]
     return _QN_FACTOR * stats.quantile(distances, 0.25)
@@ -424,10 +414,10 @@ def _z(p: float) -> float:
     return NormalDist().inv_cdf(p)
 
 
-def together(claims: Sequence[Claim], *, family: float = CONFIDENCE, run_sd: float | None = None) -> list[Claim]:
+def together(claims: Sequence[Claim], *, run_sd: float | None = None) -> list[Claim]:
     """``claims`` made at once (``compare``'s cases), each interval widened so that
 
-    - all of them hold **together** at ``family`` (95 %): each at ``1 - (1 - family) / m``
+    - all of them hold **together** at ``CONFIDENCE`` (95 %): each at ``1 - (1 - CONFIDENCE) / m``
       for ``m`` judged claims (Bonferroni). Forty claims at 95 % each call two of forty cases
       changed in two identical runs on average even when their noise is right; together at
       95 %, two identical runs show no change at all 19 times in 20;
@@ -441,7 +431,7 @@ def together(claims: Sequence[Claim], *, family: float = CONFIDENCE, run_sd: flo
     m = len(judged)
     if m == 0:
         return list(claims)
-    confidence = 1 - (1 - family) / m
+    confidence = 1 - (1 - CONFIDENCE) / m
     z, z95 = _z(1 - (1 - confidence) / 2), _z(1 - (1 - CONFIDENCE) / 2)
     tau = run_sd or 0.0
     out = []
@@ -499,16 +489,10 @@ def rounds_bimodal(rounds: Sequence[Sequence[float]]) -> Modes | None:
     return bimodal([_median(r) for r in rs], within=within)
 
 
-def bimodal(
-    medians: Sequence[float],
-    *,
-    within: Sequence[float] | None = None,
-    gap: float = BIMODAL_GAP,
-    factor: float = BIMODAL_SPREAD_FACTOR,
-) -> Modes | None:
+def bimodal(medians: Sequence[float], *, within: Sequence[float] | None = None) -> Modes | None:
     """Do the per-process medians of one point form two clusters? Split at the largest
-    relative gap between sorted medians; bimodal when that gap exceeds ``gap`` (25 %) and
-    ``factor`` times the largest relative spread inside a cluster — or, for two processes,
+    relative gap between sorted medians; bimodal when that gap exceeds ``BIMODAL_GAP`` (25 %)
+    and ``BIMODAL_SPREAD_FACTOR`` times the largest relative spread inside a cluster — or, for two processes,
     inside either process (``within``: each process's IQR/median; default 0). Averaging such
     a point would describe neither mode, so callers say "bimodal" instead."""
     xs = sorted(m for m in medians if m > 0)
@@ -520,20 +504,18 @@ def bimodal(
     spread = max(
         [math.log(c[-1] / c[0]) for c in (low, high) if len(c) > 1] + [math.log1p(w) for w in (within or [])] + [0.0]
     )
-    if g <= math.log1p(gap) or g <= factor * spread:
+    if g <= math.log1p(BIMODAL_GAP) or g <= BIMODAL_SPREAD_FACTOR * spread:
         return None
     return Modes(_median(low), _median(high), len(low), len(high))
 
 
-def learned_threshold(
-    between_run_log_ratios: Sequence[float], *, default: float = NOISE_THRESHOLD, min_repeats: int = 2
-) -> float:
+def learned_threshold(between_run_log_ratios: Sequence[float], *, default: float = NOISE_THRESHOLD) -> float:
     """A case's noise threshold from repeated identical runs on this machine: the largest of
     the default and 2 × the RMS of the between-run log ratios (two identical runs of a point
     whose run-to-run sd is s differ by up to ≈ 2·s·√2 at 95 %; 2 × RMS of differences already
-    carries the √2). With fewer than ``min_repeats`` repeats: ``default``."""
+    carries the √2). With fewer than 2 repeats: ``default``."""
     xs = [x for x in between_run_log_ratios if math.isfinite(x)]
-    if len(xs) < min_repeats:
+    if len(xs) < 2:
         return default
     rms = math.sqrt(sum(x * x for x in xs) / len(xs))
     return max(default, math.expm1(2 * rms))

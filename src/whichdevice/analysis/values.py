@@ -26,9 +26,9 @@ def as_int(value: object, default: int = 0) -> int:
     return default if value is None else int(_scalar(value))
 
 
-def as_float(value: object, default: float = 0.0) -> float:
-    """``float(value)`` for a JSON value of a record (``default`` for a missing one, None)."""
-    return default if value is None else float(_scalar(value))
+def as_float(value: object) -> float:
+    """``float(value)`` for a JSON value of a record (0.0 for a missing one, None)."""
+    return 0.0 if value is None else float(_scalar(value))
 
 
 def as_number(value: object) -> float:

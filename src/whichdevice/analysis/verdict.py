@@ -36,13 +36,13 @@ SCALING_SLOPE = 0.5
 SLOPE_SPAN = 4.0
 
 
-def loglog_slope(xs: Sequence[float], ts: Sequence[float], span: float = SLOPE_SPAN) -> float | None:
-    """Slope of log t vs log x between the largest x and the largest x' <= x / span."""
+def loglog_slope(xs: Sequence[float], ts: Sequence[float]) -> float | None:
+    """Slope of log t vs log x between the largest x and the largest x' <= x / ``SLOPE_SPAN``."""
     pts = sorted(zip(xs, ts))
     if len(pts) < 2:
         return None
     x1, t1 = pts[-1]
-    lower = [(x, t) for x, t in pts[:-1] if x <= x1 / span] or [pts[0]]
+    lower = [(x, t) for x, t in pts[:-1] if x <= x1 / SLOPE_SPAN] or [pts[0]]
     x0, t0 = lower[-1]
     if x0 == x1 or t0 <= 0 or t1 <= 0:
         return None
