@@ -11,7 +11,7 @@ import pytest
 from conftest import fake_session
 
 from whichdevice.analysis import significance as sig
-from whichdevice.core import units
+from whichdevice.core import stats, units
 from whichdevice.present.claims import modes_text, ratio_text
 
 
@@ -90,13 +90,13 @@ def test_one_round_falls_back_to_samples():
 
 
 def test_median_ci_and_rel_halfwidth():
-    assert sig.median_ci([1, 2, 3, 4, 5]) is None  # 5 samples cannot give 95 % by order statistics
-    assert sig.median_ci([1, 2, 3, 4, 5, 6]) == (1, 6)
+    assert stats.median_ci([1, 2, 3, 4, 5]) is None  # 5 samples cannot give 95 % by order statistics
+    assert stats.median_ci([1, 2, 3, 4, 5, 6]) == (1, 6)
     xs = [100 + i for i in range(40)]
-    lo, hi = sig.median_ci(xs)
+    lo, hi = stats.median_ci(xs)
     assert lo < 119.5 < hi and lo > 100 and hi < 139
-    assert sig.median_rel_halfwidth([1.0] * 10) == 0.0
-    assert sig.median_rel_halfwidth([1.0, 2.0]) == math.inf
+    assert stats.median_rel_halfwidth([1.0] * 10) == 0.0
+    assert stats.median_rel_halfwidth([1.0, 2.0]) == math.inf
 
 
 def test_bimodal_process_medians():

@@ -49,7 +49,6 @@ API (pure functions, no I/O, no third-party imports)::
     claim.status        # "faster" | "slower" | "no_change" | "not_enough"
     claim.significant   # status in ("faster", "slower")
     bimodal(medians) / rounds_bimodal(rounds)     # clusters of round medians -> Modes | None
-    median_ci(samples) / median_rel_halfwidth(samples)   # precision-targeted sampling
     learned_threshold(between_run_log_ratios)     # compare's per-case threshold
     together(claims, run_sd=run_spread(log_ratios))   # compare's cases, all at once
 
@@ -456,16 +455,6 @@ def together(claims: Sequence[Claim], *, run_sd: float | None = None) -> list[Cl
         # read "no clear change (1x, CI 0.65-1.7x, n=2)" of a keras-io script run twice (stop 47)
         out.append(_few_rounds(widened) if c.unit == "rounds" else widened)
     return out
-
-
-def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-    """The median's distribution-free CI (core/stats.py: the timing core uses it to stop sampling)."""
-    return stats.median_ci(samples, confidence)
-
-
-def median_rel_halfwidth(samples: Sequence[float], confidence: float = CONFIDENCE) -> float:
-    """Half the median's CI width over the median (``inf`` when the CI cannot be formed yet)."""
-    return stats.median_rel_halfwidth(samples, confidence)
 
 
 @dataclass(frozen=True)

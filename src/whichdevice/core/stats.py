@@ -27,7 +27,8 @@ _SORT_BELOW = 64  # short lists are sorted directly: the key would cost as much 
 _sorted_held = 0
 
 
-def _sorted(samples: Sequence[float]) -> list[float]:
+def sorted_samples(samples: Sequence[float]) -> list[float]:
+    """``samples`` sorted (the list is shared with later calls on the same values: do not change it)."""
     global _sorted_held
     if len(samples) < _SORT_BELOW:
         return sorted(samples)
@@ -41,18 +42,13 @@ def _sorted(samples: Sequence[float]) -> list[float]:
     return xs
 
 
-def sorted_samples(samples: Sequence[float]) -> list[float]:
-    """``samples`` sorted (the list is shared with later calls on the same values: do not change it)."""
-    return _sorted(samples)
-
-
 def quantile(samples: Sequence[float], q: float) -> float:
     """Linear-interpolated quantile (numpy's default 'linear' method) of ``samples``."""
     if not samples:
         raise ValueError("quantile of no samples")
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"q must be in [0, 1], got {q}")
-    xs = _sorted(samples)
+    xs = sorted_samples(samples)
     pos = (len(xs) - 1) * q
     lo = math.floor(pos)
     hi = math.ceil(pos)
@@ -93,7 +89,7 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
     summing each tail from rank 1 took about n⁴ (issue #43: 2,000 samples took 116 s). Up to
     ``EXACT_MEDIAN_CI_MAX`` samples the sums are the same exact integers, divided the same way,
     so the interval is identical to that of the rank-by-rank sum."""
-    xs = _sorted(samples)
+    xs = sorted_samples(samples)
     n = len(xs)
     j = _median_rank(n, confidence)
     return None if j == 0 else (xs[j - 1], xs[n - j])

@@ -403,7 +403,6 @@ def interleave_blocks(
     clock: Clock = time.perf_counter,
     policy: TimingPolicy = TimingPolicy(),
     overhead_s: float,
-    seed: int = 0,
     before: Callable[[int], None] | None = None,
 ) -> list[Timing | BaseException]:
     """Time warmed-up variants interleaved: one synchronized block per variant and round, each
@@ -418,9 +417,7 @@ def interleave_blocks(
         # stop() is given block means; the rule wants seconds of blocks (calls x mean).
         return Slotted(slot, lambda samples, total: stop_reason(samples, total * w.number, policy))
 
-    got = interleave(
-        [slotted(w) for w in warms], clock=clock, cap_s=len(warms) * policy.max_time_s, seed=seed, before=before
-    )
+    got = interleave([slotted(w) for w in warms], clock=clock, cap_s=len(warms) * policy.max_time_s, before=before)
     out: list[Timing | BaseException] = []
     for w, g in zip(warms, got):
         if g.error is not None:

@@ -21,7 +21,6 @@ def cases(
     quick: bool,
     samples: int | None,
     user_batch: int,
-    epochs: int | None = None,
 ) -> list[CaseSpec]:
     if not policies:
         return []
@@ -30,7 +29,7 @@ def cases(
     else:
         run = {**SEED_RUN, "samples": QUICK_SAMPLES if quick else SEED_RUN["samples"]}
     order = sorted(set(policies) | {"float32"}, key=POLICIES.index)  # float32 is always the reference
-    n_epochs = epochs or (2 if quick else 3)
+    n_epochs = 2 if quick else 3
     return [
         CaseSpec(
             workload="train",

@@ -54,7 +54,7 @@ class NotApplicable(Exception):
 # ------------------------------------------------------------------ parameters <-> variants
 
 
-def variant_of(p: dict[str, Any], user_batch: int | None = None) -> str:
+def variant_of(p: dict[str, Any]) -> str:
     """The capture's variant for a case's parameters (the baseline side of a pair is its own name
     for a Keras fit, which times it as a member of its own, else ``baseline``)."""
     batch = int(p["batch"]) if p.get("batch") is not None else None
