@@ -115,15 +115,12 @@ class Workers:
         """The point ``key`` once a worker has streamed it; RuntimeError if the workers end
         (or one of them dies) without it."""
         while True:
+            codes = [c.poll() for c in self.children]  # before the read: an ended worker's lines are all in
             self._read()
             if key in self.points:
                 return self.points[key]
-            codes = [c.poll() for c in self.children]
             failed = [(i, rc) for i, rc in enumerate(codes) if rc not in (None, 0)]
             if failed or all(rc == 0 for rc in codes):
-                self._read()
-                if key in self.points:
-                    return self.points[key]
                 self.close()
                 if failed:
                     i, rc = failed[0]
