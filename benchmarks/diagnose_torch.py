@@ -30,6 +30,7 @@ def _table(record_path: Path) -> None:
     from whichdevice.analysis.suite import suite_verdict
     from whichdevice.core.records import load_run
     from whichdevice.present import fixes as fixwords
+    from whichdevice.present.claims import ratio_text
 
     record = load_run(record_path)
     o = record.options
@@ -63,7 +64,7 @@ def _table(record_path: Path) -> None:
         if fv.entry.framework != "torch":
             continue
         for f in fv.fixes:
-            print(f"| {fv.entry.short} ({f.device}) | {fixwords.claim_text(f.claim)} |")
+            print(f"| {fv.entry.short} ({f.device}) | {ratio_text(f.claim)} |")
         if not fv.fixes and fv.not_measured is not None:
             print(f"| {fv.entry.short} | {fixwords.not_measured_text(fv.not_measured, 'diagnose')} |")
 

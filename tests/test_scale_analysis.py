@@ -16,6 +16,7 @@ from whichdevice.analysis import significance
 from whichdevice.analysis.scale import analyze_scale
 from whichdevice.core import records, stats
 from whichdevice.core.records import CaseResult, CaseSpec, Timing
+from whichdevice.present.claims import times
 from whichdevice.present import scale as present_scale
 
 DATA = Path(__file__).parent / "data"
@@ -82,9 +83,7 @@ def test_keras_jax_recorded_verdict_words():
     (fs,) = report.frameworks
     p32 = fs.point(2, 32)
     assert p32.vs_one.status == "slower"
-    assert line.startswith(
-        f"keras-jax: 2 replicas are {present_scale._x(1 / p32.vs_one.ratio)}× slower than 1 at global batch 32"
-    )
+    assert line.startswith(f"keras-jax: 2 replicas are {times(1 / p32.vs_one.ratio)}× slower than 1 at global batch 32")
     assert f"all-reduce takes {100 * p32.allreduce_share:.0f} % of the step" in line
     assert "two replicas never win in the measured range" in line
 

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from whichdevice.analysis.significance import Claim, ClaimNote, Modes
 
 
-def _x(v: float) -> str:
+def times(v: float) -> str:
+    """A ratio's figure, as in '1.8×' or '12.5×': two significant digits below 10, three above."""
     return f"{v:.2g}" if v < 10 else f"{v:.3g}"
 
 
@@ -72,21 +73,21 @@ def ratio_text(claim: Claim | Comparison, *, subject: str = "") -> str:
     who = f"{subject} " if subject else ""
     if c.status == "not_enough" and c.note is not None and c.note.kind == "too_wide":
         count = f"{c.n} rounds" if c.unit == "rounds" else f"n={c.n}"
-        return f"not enough samples ({_x(c.ratio)}×, CI {_x(c.lo)}–{_x(c.hi)}×, {count}; {note})"
+        return f"not enough samples ({times(c.ratio)}×, CI {times(c.lo)}–{times(c.hi)}×, {count}; {note})"
     if c.status == "not_enough":
         why = f"; {note}" if note else ""
         count = f"{c.n} rounds" if c.unit == "rounds" and c.n > 1 else f"n={c.n}"
-        shown = f" ({_x(c.ratio)}× from {count}{why})" if math.isfinite(c.ratio) else why
+        shown = f" ({times(c.ratio)}× from {count}{why})" if math.isfinite(c.ratio) else why
         return f"not enough samples{shown}"
     if c.status == "no_change":
         extra = f"; {note}" if note else ""
-        return f"no clear change ({_x(c.ratio)}×, CI {_x(c.lo)}–{_x(c.hi)}×, n={c.n}{extra})"
+        return f"no clear change ({times(c.ratio)}×, CI {times(c.lo)}–{times(c.hi)}×, n={c.n}{extra})"
     if c.ratio >= 1:
         lo, hi, word, r = c.lo, c.hi, "faster", c.ratio
     else:
         lo, hi, word, r = 1 / c.hi, 1 / c.lo, "slower", 1 / c.ratio
     unit = c.unit if c.n != 1 else c.unit[:-1]
-    text = f"{who}{_x(r)}× {word} ({percent(c.confidence)} CI {_x(lo)}–{_x(hi)}×, {c.n} {unit})"
+    text = f"{who}{times(r)}× {word} ({percent(c.confidence)} CI {times(lo)}–{times(hi)}×, {c.n} {unit})"
     return f"{text}; {note}" if note else text
 
 

@@ -37,9 +37,9 @@ def description_width(width: int) -> int:
     return max(MIN_DESCRIPTION, width - bar - COUNT_AND_TIME)
 
 
-def bar_for(console: Console, *, transient: bool = True) -> Progress:
-    """A rich progress line for ``console``'s width: the description cut to fit (ellipsis),
-    never wrapped, so the count and the elapsed time always show."""
+def bar_for(console: Console) -> Progress:
+    """A rich progress line for ``console``'s width, gone when done: the description cut to
+    fit (ellipsis), never wrapped, so the count and the elapsed time always show."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Column
 
@@ -53,7 +53,7 @@ def bar_for(console: Console, *, transient: bool = True) -> Progress:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
-        transient=transient,
+        transient=True,
     )
 
 

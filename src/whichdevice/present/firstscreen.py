@@ -22,7 +22,7 @@ from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import names
-from whichdevice.present.claims import crossover_text
+from whichdevice.present.claims import crossover_text, ratio_text, times
 
 if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
     from whichdevice.analysis.quality import TimingWarning
@@ -54,7 +54,7 @@ class Change:
 
     @property
     def gain_text(self) -> str:
-        return fixwords.claim_text(self.claim)
+        return ratio_text(self.claim)
 
     @property
     def short_gain_text(self) -> str:
@@ -304,8 +304,7 @@ def _crossover_words(c: Crossover, unit: str, gpu: str) -> str:
         return f"use the CPU: {gpu} is slower at every {unit} measured (up to {c.low:g})"
     if c.kind == "between" and c.estimate is not None:
         sure = " (uncertain: the ranges overlap there)" if c.ranges_overlap else ""
-        est = f"{c.estimate:,.0f}" if c.estimate >= 100 else f"{c.estimate:.3g}"
-        return f"use the CPU below {unit} ≈ {est}, {gpu} above (between {c.low:g} and {c.high:g}){sure}"
+        return f"use the CPU below {unit} ≈ {_batch(c.estimate)}, {gpu} above (between {c.low:g} and {c.high:g}){sure}"
     return crossover_text(c, unit)
 
 
@@ -425,19 +424,9 @@ def machine_words(record: RunRecord) -> str:
     return f"{m.cpu_model}, {m.cpu_cores_logical} cores, {nbytes(m.ram_bytes)} RAM{fws}"
 
 
-def first_screen(
-    record: RunRecord,
-    v: SuiteVerdict,
-    *,
-    advice: list[str] | None = None,
-    prediction: list[str] | None = None,
-) -> FirstScreen:
+def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None = None) -> FirstScreen:
     changes, slower, unclear, missing = _changes(v)
-    report = None
-    if prediction is None and not v.gpus:
-        report = v.gpu_prediction
-        prediction = prediction_lines(report, v.gpu_profile)
-    answer = _answer(record, v, prediction)
+    answer, gist = provisional_answer(record, v)
     if advice and v.gpus and v.answer_measured:  # diagnose with a GPU: the device for your model
         answer = ([a for a in advice if a.startswith("Device:")][:1] + answer)[:2]
     when = record.created_at.replace("T", " ")[:16]
@@ -457,7 +446,7 @@ def first_screen(
         [notes.failure_line(r) for r in record.results if r.status == "failed"],
         footnotes,
         sum(r.status == "skipped" for r in record.results),
-        _confirmed(record, answer_gist(v, report), answer),
+        _confirmed(record, gist, answer),
     )
 
 
@@ -478,7 +467,8 @@ def answer_gist(v: SuiteVerdict, report: PredictReport | None = None) -> list[st
 
 
 def provisional_answer(record: RunRecord, v: SuiteVerdict) -> tuple[list[str], list[str]]:
-    """The answer lines and their gist (:func:`answer_gist`) from round 1's record."""
+    """The answer lines and their gist (:func:`answer_gist`): from round 1's record, the
+    provisional answer; from the final record, the answer round 2 is checked against."""
     report, profile = (v.gpu_prediction, v.gpu_profile) if not v.gpus else (None, None)
     return _answer(record, v, prediction_lines(report, profile)), answer_gist(v, report)
 
@@ -498,10 +488,6 @@ def _confirmed(record: RunRecord, gist: list[str], answer: list[str]) -> str:
 
 
 # ------------------------------------------------------------------ the terminal
-
-
-def _x(r: float) -> str:
-    return f"{r:.2g}" if r < 10 else f"{r:.3g}"
 
 
 def warnings_line(fs: FirstScreen) -> str:
@@ -524,7 +510,7 @@ def tail_lines(fs: FirstScreen) -> list[str]:
     """The changes not shown above, by what they came to: one line each."""
     out = []
     if fs.more:
-        out.append("Also helps: " + ", ".join(f"{_short(c)} {_x(c.claim.ratio)}×" for c in fs.more) + ".")
+        out.append("Also helps: " + ", ".join(f"{_short(c)} {times(c.claim.ratio)}×" for c in fs.more) + ".")
     if fs.slower:
         out.append(
             "Slower here: " + "; ".join(f"{_short(c)} {fixwords.short_claim_text(c.claim)}" for c in fs.slower) + "."

@@ -42,11 +42,6 @@ OUTCOME_WORDS = {
 NOT_ENOUGH = "not enough samples"  # a fix measured, from too few samples or rounds to tell
 
 
-def claim_text(claim: Claim) -> str:
-    """The claim in words, as every presenter writes it."""
-    return ratio_text(claim)
-
-
 def short_claim_text(claim: Claim) -> str:
     """The claim without its note (the report has it), with a one-word tag for it: the first
     screen keeps one line per change. The rest is the fix table's words exactly."""
@@ -81,7 +76,7 @@ def fix_line(f: Fix, *, several: bool = False) -> str:
     b, v = _values(f)
     param = "" if f.workload == "pipeline" or f.entry.words is not None else f"{f.entry.param} "
     per = "" if f.workload == "pipeline" else ", per sample"
-    return f"{who} {param}{b} -> {v}: {claim_text(f.claim)}{per} ({where_words(f)})"
+    return f"{who} {param}{b} -> {v}: {ratio_text(f.claim)}{per} ({where_words(f)})"
 
 
 def _count(c: Claim) -> str:
@@ -117,7 +112,7 @@ def grid_lines(g: GridResult, e: FixEntry, *, several: bool = False) -> tuple[st
         values = ", ".join(str(f.variant) for f in g.cells)
         return f"{who}: none of {what} {values} beats {g.baseline} significantly{left_out}{cut}", grid
     pick, best = g.pick, g.best
-    head = f"{who}: {what} {g.baseline} -> {pick.variant}: {claim_text(pick.claim)} in samples/s ({where_words(pick)})"
+    head = f"{who}: {what} {g.baseline} -> {pick.variant}: {ratio_text(pick.claim)} in samples/s ({where_words(pick)})"
     if g.best_at_cut_edge:  # the edge of what was measured is no "best": larger values were not measured
         share = "" if pick is best else f"; the recommended {what} reaches {g.pick_share:.0%} of the largest measured"
         return f"{head}{share}{left_out}{cut}", grid

@@ -17,7 +17,7 @@ from whichdevice.core.units import rate, seconds  # noqa: E402
 from whichdevice.present.html import Section  # noqa: E402
 from whichdevice.present.output import save_figure  # noqa: E402
 from whichdevice.present.tables import Grid, GridCell  # noqa: E402
-from whichdevice.present.claims import ratio_text
+from whichdevice.present.claims import ratio_text, times
 
 if TYPE_CHECKING:
     from whichdevice.analysis.scale import FrameworkScale, Point, ScaleReport, Verdict
@@ -54,10 +54,6 @@ def failures(report: ScaleReport) -> list[str]:
     ]
 
 
-def _x(v: float) -> str:
-    return f"{v:.2g}" if v < 10 else f"{v:.3g}"
-
-
 def _replicas(n: int) -> str:
     return f"{n} replica" if n == 1 else f"{n} replicas"
 
@@ -77,10 +73,6 @@ def _share_text(p: Point) -> str:
     return _pct(share)
 
 
-def vs_one_text(p: Point) -> str:
-    return claim_text(p.vs_one)
-
-
 def claim_text(c: Claim | None) -> str:
     """A significance.Claim (A / B of times, > 1: B faster) as '1.8× slower (1.4–2.4, n=11)'."""
     if c is None:
@@ -88,10 +80,10 @@ def claim_text(c: Claim | None) -> str:
     if c.status == "not_enough":
         return ratio_text(c)
     if c.status == "no_change":
-        return f"no clear difference ({_x(c.ratio)}×; {_x(c.lo)}–{_x(c.hi)}, n={c.n})"
+        return f"no clear difference ({times(c.ratio)}×; {times(c.lo)}–{times(c.hi)}, n={c.n})"
     if c.ratio >= 1:
-        return f"{_x(c.ratio)}× faster ({_x(c.lo)}–{_x(c.hi)}, n={c.n})"
-    return f"{_x(1 / c.ratio)}× slower ({_x(1 / c.hi)}–{_x(1 / c.lo)}, n={c.n})"
+        return f"{times(c.ratio)}× faster ({times(c.lo)}–{times(c.hi)}, n={c.n})"
+    return f"{times(1 / c.ratio)}× slower ({times(1 / c.hi)}–{times(1 / c.lo)}, n={c.n})"
 
 
 # Said after a slowdown the all-reduce cannot explain (its share under SMALL_SHARE, or in the noise).
@@ -105,11 +97,11 @@ def _vs_one_head(who: str, w: Point, c: Claim) -> str:
     """'2 replicas are 1.4× slower than 1 at global batch 64' (or faster, no clear change, not enough)."""
     at = f"at global batch {w.global_batch:,}"
     if c.status == "slower":
-        return f"{who} are {_x(1 / c.ratio)}× slower than 1 {at}"
+        return f"{who} are {times(1 / c.ratio)}× slower than 1 {at}"
     if c.status == "faster":
-        return f"{who} are {_x(c.ratio)}× faster than 1 already {at}"
+        return f"{who} are {times(c.ratio)}× faster than 1 already {at}"
     if c.status == "no_change":
-        return f"{who} are not clearly faster or slower than 1 {at} ({_x(c.ratio)}×)"
+        return f"{who} are not clearly faster or slower than 1 {at} ({times(c.ratio)}×)"
     return f"{who} vs 1 {at}: {ratio_text(c)}"
 
 
@@ -139,7 +131,7 @@ def _crossover_clause(v: Verdict, w: Point) -> str:
         if x.batch == w.global_batch:
             return f"; {word} replicas win at every measured batch"
         where = f"≈ {x.estimate:,.0f}" if x.estimate else f"{x.batch:,}"
-        return f"; from global batch {where} {word} replicas win ({_x(x.gain.ratio)}× at {x.batch:,})"
+        return f"; from global batch {where} {word} replicas win ({times(x.gain.ratio)}× at {x.batch:,})"
     never = (
         "not enough successful points" if x.never_at is None else f"at {x.never_at:,} one replica is as fast or faster"
     )
@@ -194,7 +186,7 @@ def grid(fs: FrameworkScale) -> Grid:
                     GridCell(f"{b // n:,}"),
                     GridCell(f"{seconds(p.step_s)} (n={step_n})"),
                     GridCell(rate(p.samples_per_s, "/s")),
-                    GridCell(vs_one_text(p) if n > 1 else "—", tone),
+                    GridCell(claim_text(p.vs_one) if n > 1 else "—", tone),
                     GridCell(eff_text),
                     GridCell(_share_text(p) if n > 1 else "—"),
                 ]

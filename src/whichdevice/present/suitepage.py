@@ -18,7 +18,7 @@ from whichdevice.present import html, names, plots
 from whichdevice.present.firstscreen import FirstScreen, first_screen
 from whichdevice.present.pipeline import device_verdict
 from whichdevice.present import notes
-from whichdevice.present.claims import comparison_text, crossover_text
+from whichdevice.present.claims import comparison_text, crossover_text, ratio_text
 from whichdevice.present.tables import (
     Grid,
     GridCell,
@@ -205,9 +205,7 @@ def _gains_lines(v: SuiteVerdict) -> list[str]:
             ranked = sorted(best.values(), key=lambda f: -f.claim.ratio)
             out.append(
                 f"Measured gains on {device}: "
-                + "; ".join(
-                    f"{fixwords.change_title(f, several=several)}: {fixwords.claim_text(f.claim)}" for f in ranked
-                )
+                + "; ".join(f"{fixwords.change_title(f, several=several)}: {ratio_text(f.claim)}" for f in ranked)
             )
     return out
 
