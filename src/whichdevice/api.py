@@ -16,7 +16,6 @@ import contextlib
 import dataclasses
 import functools
 import math
-import sys
 import tempfile
 import typing
 from collections.abc import Callable, Sequence
@@ -31,6 +30,7 @@ from whichdevice.analysis import facade
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice import frameworks
 from whichdevice.jobs import Job
+from whichdevice.jobs.running import command_line, stamp
 from whichdevice.measure.journal import Journal, JournalState
 from whichdevice.present import html, output, plots, summary
 from whichdevice.present.claims import crossover_text
@@ -194,7 +194,7 @@ def run_matmul(
     options = {"sizes": opts.sizes, "modes": opts.modes, "dtype": opts.dtype, "quick": opts.quick}
     job = Job(
         json_file=str(journal_to or ""),
-        command=command or ["whichdevice", *sys.argv[1:]],
+        command=command or command_line(),
         devices_wanted=opts.devices,
         min_time_s=opts.min_time_s,
         cpu_threads=opts.cpu_threads,
@@ -231,9 +231,7 @@ def _keep(record: RunRecord) -> Path | None:
     (``$WHICHDEVICE_HOME/records/``) and indexed, so ``whichdevice history`` lists it and
     ``whichdevice compare`` takes its id. Never fails the call: a history that cannot be
     written is said in one warning line."""
-    import secrets
     import sqlite3
-    import time
     import warnings
 
     from whichdevice.measure import history
@@ -241,7 +239,7 @@ def _keep(record: RunRecord) -> Path | None:
     try:
         folder = history.home() / "records"
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{record.experiment}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}.json"
+        path = folder / f"{record.experiment}-{stamp()}.json"
         records.save_run(record, path)
         history.add(record, path)
         return path
@@ -417,12 +415,9 @@ def _kept_folder(kind: str):
     """A new folder under ``$WHICHDEVICE_HOME/models/`` that outlives the call (issue #34): the
     record and its first screen name the saved model's loader (``whichdevice predict --model
     LOADER:build`` is the next step they suggest), so it must still exist when they are read."""
-    import secrets
-    import time
-
     from whichdevice.measure import history
 
-    folder = history.home() / "models" / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    folder = history.home() / "models" / f"{kind}-{stamp()}"
     folder.mkdir(parents=True, exist_ok=False)
     yield str(folder)
 

@@ -3,7 +3,6 @@ and say what it measured versus what actually happened, block by block, with cor
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -13,7 +12,7 @@ from rich.markup import escape
 from whichdevice.audit import record as audit_mod
 from whichdevice.audit import notebook, rules
 from whichdevice.frameworks.common.audit import terms
-from whichdevice.cli.common import DEFAULT_OUT, app, console, err_console, stamp
+from whichdevice.cli.common import DEFAULT_OUT, app, command_line, console, err_console, stamp
 from whichdevice.core.errors import UsageError
 from whichdevice.core.machine import describe_machine
 from whichdevice.present import auditwords, output
@@ -117,7 +116,7 @@ def make_record(
             "the times it printed include that, the findings' per-op figures say how much"
         )
     return audit_mod.AuditRecord(
-        command=["whichdevice", *sys.argv[1:]],
+        command=command_line(),
         created_at=audit_mod.now(),
         machine=describe_machine(),
         script=str(path),

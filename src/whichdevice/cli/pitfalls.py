@@ -60,7 +60,6 @@ def pitfalls(
     fw = parse_choice(framework, "--framework", frameworks.offering("pitfalls"))
     min_time_s = QUICK_MIN_TIME_S if quick else MIN_TIME_S
     fields = jobs.checked(ctx.params, "pitfalls", min_time=(min_time_s, "0.2"), case_timeout="300", png=False)
-    experiment.require_installed(fw)
     plan = PitfallsPlan(
         framework=fw,
         **fields,

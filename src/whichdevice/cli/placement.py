@@ -15,6 +15,7 @@ from whichdevice.workloads import userfile
 from whichdevice.cli.common import (
     find_devices,
     app,
+    only_with_model,
     open_journal,
     resume_if_asked,
     user_model,
@@ -83,10 +84,7 @@ def placement(
     n_steps = parse_positive_int(steps, "--steps", "20", maximum=10_000) or (
         placement_workload.QUICK_STEPS if quick else placement_workload.DEFAULT_STEPS
     )
-    if model is None:
-        for arg, value in (("--input-shape", input_shape), ("--classes", classes)):
-            if value is not None:
-                raise UsageError(arg, "only applies to --model", f"Add --model FILE.py:FUNCTION, or drop {arg}.")
+    only_with_model(model, input_shape=input_shape, classes=classes)
     if model is not None and fw not in frameworks.KERAS:
         raise UsageError(
             "--model",

@@ -88,24 +88,19 @@ def load_any(result: Path, argument: str = "RESULT"):
 
 
 def _print_as_text(record: records.RunRecord, *, markdown: bool, verbose: bool) -> None:
-    """The record's report as Markdown or CSV on stdout: the command's own renderer composes the
-    page (present/html.capturing keeps its sections) into a scratch folder that is removed,
-    its terminal text discarded; nothing is written beside RESULT."""
+    """The record's report as Markdown or CSV on stdout: the command's own renderer (``report``
+    checked there is one) composes the page (present/html.capturing keeps its sections) into a
+    scratch folder that is removed, its terminal text discarded; nothing is written beside RESULT."""
     import sys
     import tempfile
 
     from whichdevice.present import html, markdown as md, output
 
-    render = registry.renderer(record.experiment)
-    if render is None:
-        raise UsageError(
-            "RESULT", f"experiment '{record.experiment}' has no report in this version", "Upgrade whichdevice."
-        )
     from whichdevice.present import terminal
 
     with tempfile.TemporaryDirectory(prefix="whichdevice-report-") as tmp, html.capturing() as pages:
         with console.capture(), terminal.capturing_grids() as grids, output.unseen():
-            render(console, facade.analyze(record), Path(tmp) / "report.png", loglog=True)
+            registry.render(console, facade.analyze(record), Path(tmp) / "report.png", loglog=True)
     if not pages and grids:  # a renderer with no HTML page (train): its terminal tables
         pages = [html.Page(record, [html.Section("Tables", list(grids))], [], [], [], None)]
     if not pages:
@@ -166,9 +161,6 @@ def report(
             "an audit record has no Markdown or CSV form yet",
             f"Run `whichdevice report {result}` for its text.",
         )
-    if markdown or as_csv:
-        _print_as_text(record, markdown=markdown, verbose=verbose)
-        return
     if not isinstance(record, records.RunRecord):  # the audit's own record: no plot, nothing written
         registry.render(console, record, result.with_suffix(".png"), loglog=not linear)
         return
@@ -176,6 +168,9 @@ def report(
         raise UsageError(
             "RESULT", f"experiment '{record.experiment}' has no report in this version", "Upgrade whichdevice."
         )
+    if markdown or as_csv:
+        _print_as_text(record, markdown=markdown, verbose=verbose)
+        return
     if out is None and not html_beside:  # issue #43: a report of a record writes nothing unless asked
         _print_only(record, result.stem, loglog=not linear, verbose=verbose)
         return

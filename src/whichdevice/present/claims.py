@@ -34,6 +34,12 @@ def times(v: float) -> str:
     return f"{v:.2g}" if v < 10 else f"{v:.3g}"
 
 
+def batch_figure(x: float) -> str:
+    """A crossover's estimated batch (or size): a whole number from 100 ('1,234'), else three
+    significant digits ('37.5')."""
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
 def modes_text(modes: Modes) -> str:
     """'2 rounds at ≈1.6 ms, 1 at ≈3 ms': the two clusters of a bimodal point."""
     return (

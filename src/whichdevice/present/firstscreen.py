@@ -22,7 +22,7 @@ from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import names
-from whichdevice.present.claims import crossover_text, ratio_text, times
+from whichdevice.present.claims import batch_figure, crossover_text, ratio_text, times
 
 if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
     from whichdevice.analysis.quality import TimingWarning
@@ -204,10 +204,6 @@ def _no_gpu_answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | N
 DIAGNOSE_HINT = "For your own model: `whichdevice diagnose --model FILE.py:FUNCTION`."
 
 
-def _batch(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
-
-
 def prediction_lines(report: PredictReport | None, profile: DeviceProfile | None) -> list[str] | None:
     """A run without a GPU (issue 44): would the reference GPU win, from what batch, and what
     its step would be made of — labelled a prediction, from which profile — then where to ask
@@ -223,7 +219,7 @@ def prediction_lines(report: PredictReport | None, profile: DeviceProfile | None
     c = report.crossover
     if c.kind == "between" and c.estimate is not None:
         sure = ", uncertain" if c.ranges_overlap else ""
-        head = f"An {gpu} would win from batch ≈ {_batch(c.estimate)} ({c.low:g}–{c.high:g}{sure})"
+        head = f"An {gpu} would win from batch ≈ {batch_figure(c.estimate)} ({c.low:g}–{c.high:g}{sure})"
         at = c.estimate
     elif c.kind == "gpu_everywhere" and c.high is not None:
         head, at = f"An {gpu} would win at every batch measured (from {c.high:g})", c.high
@@ -287,13 +283,13 @@ def _crossover_answer_lines(v: SuiteVerdict) -> list[str]:
     return out
 
 
-def _unmeasured_gpu_lines(v: SuiteVerdict, record: RunRecord | None = None) -> list[str]:
+def _unmeasured_gpu_lines(v: SuiteVerdict, record: RunRecord) -> list[str]:
     """A GPU whose deciding cases all failed: said in place of its answer (the last GPU first)."""
     out = []
     for gpu in reversed(v.gpus):
         mine = [r for r in v.answer_cases if r.spec.device == gpu]
         if mine and not any(r.status == "ok" for r in mine):
-            out.append(f"{gpu}: not measured — {_failure_words(mine, record.results if record else None)}.")
+            out.append(f"{gpu}: not measured — {_failure_words(mine, record.results)}.")
     return out
 
 
@@ -304,7 +300,7 @@ def _crossover_words(c: Crossover, unit: str, gpu: str) -> str:
         return f"use the CPU: {gpu} is slower at every {unit} measured (up to {c.low:g})"
     if c.kind == "between" and c.estimate is not None:
         sure = " (uncertain: the ranges overlap there)" if c.ranges_overlap else ""
-        return f"use the CPU below {unit} ≈ {_batch(c.estimate)}, {gpu} above (between {c.low:g} and {c.high:g}){sure}"
+        return f"use the CPU below {unit} ≈ {batch_figure(c.estimate)}, {gpu} above (between {c.low:g} and {c.high:g}){sure}"
     return crossover_text(c, unit)
 
 
@@ -443,7 +439,7 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
         unclear,
         missing,
         aggregate_warnings(v.warnings),
-        [notes.failure_line(r) for r in record.results if r.status == "failed"],
+        notes.failures(record),
         footnotes,
         sum(r.status == "skipped" for r in record.results),
         _confirmed(record, gist, answer),

@@ -149,15 +149,14 @@ def failure_advice(kind: str | None, device: str) -> str | None:
     return None
 
 
-def failure_line(r: CaseResult, label: str | None = None) -> str:
-    """One failed case: where (``label``, by default its case label), which kind of failure, the
-    error and what to do (presenters put "Failed" in front)."""
+def failure_line(r: CaseResult) -> str:
+    """One failed case: where (its case label), which kind of failure, the error and what to do
+    (presenters put "Failed" in front)."""
     error = r.error or ""
     words = _FAILURE_WORDS.get(r.failure or "", "failed")
     said = r.failure in (None, "error") or error.lower().startswith(words)  # the error already says it
     advice = failure_advice(r.failure, r.spec.device)
-    where = case_label(r.spec) if label is None else label
-    return f"{where} — {error if said else f'{words}: {error}'}" + (f" → {advice}" if advice else "")
+    return f"{case_label(r.spec)} — {error if said else f'{words}: {error}'}" + (f" → {advice}" if advice else "")
 
 
 def failures(record: RunRecord) -> list[str]:

@@ -13,6 +13,7 @@ from whichdevice.core.records import known
 from whichdevice.core.records import RunRecord
 from whichdevice.core.units import seconds
 from whichdevice.present import names
+from whichdevice.present.claims import batch_figure
 from whichdevice.present.prediction import CANNOT_PREDICT, assumption_text, extrapolation_text, winner_text
 
 if TYPE_CHECKING:
@@ -25,10 +26,6 @@ def model_words(record: RunRecord) -> str:
     return names.SHORT_MODELS.get(m, f"your model ({m})" if m else "the model")
 
 
-def _batch(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
-
-
 def answer_lines(report: PredictReport, record: RunRecord, gpu: str) -> list[str]:
     model = model_words(record)
     if report.cannot_predict:
@@ -39,7 +36,7 @@ def answer_lines(report: PredictReport, record: RunRecord, gpu: str) -> list[str
     c = report.crossover
     if c.kind == "between":
         sure = ", uncertain" if c.ranges_overlap else ""
-        head = f"{gpu} wins from batch ≈ {_batch(known(c.estimate, 'crossover estimate'))} ({c.low:g}–{c.high:g}{sure})"
+        head = f"{gpu} wins from batch ≈ {batch_figure(known(c.estimate, 'crossover estimate'))} ({c.low:g}–{c.high:g}{sure})"
     elif c.kind == "gpu_everywhere":
         head = f"{gpu} wins at every batch tried (from {c.high:g})"
     elif c.kind == "cpu_everywhere":
