@@ -42,9 +42,12 @@ class AuditResult:
         return f"<AuditResult {self.record.script}: {n} finding{'s' if n != 1 else ''}, record {self.path}>"
 
 
-def _result_of(stdout: str) -> Any:
-    """The record the command wrote (its last ``Record:`` line), as the API's result object."""
-    found = _RECORD_LINE.findall(stdout)
+def _result_of(args: list[str]) -> Any:
+    """``whichdevice ARGS`` run in this process, and the record it wrote (its last ``Record:``
+    line) as the API's result object; None when the command failed (it said why: one line on
+    stderr for bad input) or wrote no record."""
+    done = run_command(args)
+    found = _RECORD_LINE.findall(done.stdout) if done.code == 0 else []
     if not found:
         return None
     path = Path(found[-1])
@@ -70,12 +73,7 @@ def whichdevice_line(line: str) -> Any:
     except ValueError as e:
         print(f"error: %whichdevice: {e} (quote the argument)", file=sys.stderr)
         return None
-    if not args:
-        args = ["--help"]
-    done = run_command(args)
-    if done.code != 0:
-        return None  # the command said why (one line on stderr for bad input)
-    return _result_of(done.stdout)
+    return _result_of(args or ["--help"])
 
 
 def whichdevice_audit_cell(line: str, cell: str) -> Any:
@@ -89,10 +87,7 @@ def whichdevice_audit_cell(line: str, cell: str) -> Any:
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / f"cell-{time.strftime('%Y%m%d-%H%M%S')}-{len(list(folder.glob('cell-*.py')))}.py"
     script.write_text(cell)
-    done = run_command(["audit", *options, str(script)])
-    if done.code != 0:
-        return None
-    return _result_of(done.stdout)
+    return _result_of(["audit", *options, str(script)])
 
 
 def register(ipython) -> None:  # noqa: ANN001

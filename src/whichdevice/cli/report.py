@@ -51,11 +51,7 @@ def _free_png(folder: Path, stem: str) -> Path:
         return folder / f"{stem}.png"
     for i in range(1, 1000):
         s = f"{stem}-report" + (f"-{i}" if i > 1 else "")
-        if (
-            not (folder / f"{s}.png").exists()
-            and not (folder / f"{s}.html").exists()
-            and not any(folder.glob(f"{glob.escape(s)}-*.png"))
-        ):
+        if not taken(s):
             return folder / f"{s}.png"
     raise UsageError("--out", f"too many reports beside '{stem}' already", "Pass --force, or another --out.")
 
@@ -94,9 +90,7 @@ def _print_as_text(record: records.RunRecord, *, markdown: bool, verbose: bool) 
     import sys
     import tempfile
 
-    from whichdevice.present import html, markdown as md, output
-
-    from whichdevice.present import terminal
+    from whichdevice.present import html, markdown as md, output, terminal
 
     with tempfile.TemporaryDirectory(prefix="whichdevice-report-") as tmp, html.capturing() as pages:
         with console.capture(), terminal.capturing_grids() as grids, output.unseen():

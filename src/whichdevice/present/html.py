@@ -111,12 +111,11 @@ def render_html(
     warnings: list[str] | None = None,
     failures: list[str] | None = None,
     first: FirstScreen | None = None,
-    fragment: bool = False,
     measured: list[TimingWarning] | None = None,
 ) -> str:
-    """The page (``fragment``: the same content without the page around it, for a notebook:
-    no <html>/<body>, every CSS rule scoped under ``.whichdevice-report``). Inside
-    :func:`capturing`, what the page is made of is also kept (``report --markdown``). ``first`` (present/firstscreen.FirstScreen) goes on top; the warnings
+    """The page, every CSS rule scoped under ``.whichdevice-report`` (a notebook shows its
+    :func:`fragment_of`). Inside :func:`capturing`, what the page is made of is also kept
+    (``report --markdown``). ``first`` (present/firstscreen.FirstScreen) goes on top; the warnings
     (``measured``: those of ``warnings`` that are measurement warnings, typed) are then grouped by
     kind in a collapsible list; a glossary and the sources close the page."""
     from whichdevice.present import names
@@ -166,7 +165,6 @@ def render_html(
         other_warnings=[],
         glossary=sorted(names.GLOSSARY.items(), key=lambda kv: kv[0].lower()) if first is not None else [],
         sources=[names.source_note(k) for k in sources],
-        fragment=fragment,
     )
 
 
