@@ -166,10 +166,7 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
             ax.plot(xs, [t.median_s for _, t in pts], "o-", color=color, label=f"{d} median (quartiles shaded)")
             ax.fill_between(xs, [t.q1_s for _, t in pts], [t.q3_s for _, t in pts], color=color, alpha=0.2)
             ax.plot(xs, [t.first_call_s for _, t in pts], "x", color=color, alpha=0.6, label=f"{d} first call")
-        for d, cross in table.crossovers.items():
-            if cross.kind == "between" and cross.estimate:
-                ax.axvline(cross.estimate, color="gray", linestyle=":", linewidth=1.5)
-                _crossover_note(ax, cross.estimate)
+        _mark_crossovers(table, ax)
         if loglog:
             ax.set_xscale("log")
             ax.set_yscale("log")
@@ -209,14 +206,14 @@ def _plot_batch_curves(ax_t: Axes, ax_r: Axes, table: Table, style: str) -> None
         ax_r.plot(xs, rates, style, color=color, label=f"{d}{tag}")  # type: ignore[arg-type]  # stubs omit None
 
 
-def _mark_batch_crossovers(ax_t: Axes, ax_r: Axes, table: Table) -> None:
-    """Each estimated crossover as a dotted line on both panels, its batch written on the time panel."""
+def _mark_crossovers(table: Table, *axes: Axes) -> None:
+    """Each estimated crossover as a dotted line on every panel of ``axes``, its size written on the first."""
     for cross in table.crossovers.values():
         if cross.kind != "between" or not cross.estimate:
             continue
-        for ax in (ax_t, ax_r):
+        for ax in axes:
             ax.axvline(cross.estimate, color="gray", linestyle=":", linewidth=1.5)
-        _crossover_note(ax_t, cross.estimate)
+        _crossover_note(axes[0], cross.estimate)
 
 
 def _batch_axes(ax: Axes, ylabel: str, *, loglog: bool, times: bool) -> None:
@@ -241,7 +238,7 @@ def plot_batch_sweep(tables: list[Table], path: Path, *, title: str, loglog: boo
     fig, (ax_t, ax_r) = pyplot().subplots(2, 1, figsize=(PANEL_WIDTH_IN, 9), layout="constrained")
     for ti, table in enumerate(tables):
         _plot_batch_curves(ax_t, ax_r, table, _BATCH_STYLES[ti % len(_BATCH_STYLES)])
-        _mark_batch_crossovers(ax_t, ax_r, table)
+        _mark_crossovers(table, ax_t, ax_r)
     _batch_axes(ax_t, "steady step time", loglog=loglog, times=True)
     _batch_axes(ax_r, "samples/s", loglog=loglog, times=False)
     _no_gpu_note(ax_t, tables)

@@ -137,25 +137,18 @@ def methods(r: PitfallRow) -> tuple[str, str]:
 
 
 def note(r: PitfallRow) -> str:
-    if _own(r.framework):
-        return _own_note(r)
-    if r.pitfall == "no_sync":
-        if r.on_cpu:
-            return (
-                "on a CPU TensorFlow returns from the step after the work is done: an unsynchronized clock "
-                "cannot distort here; on a GPU it times only the kernel launches"
-            )
+    """What a reader must know of the row's method (torch's and JAX's notes where they have their own)."""
+    own = _own(r.framework)
+    if r.pitfall == "no_sync" and not r.on_cpu:
         return "the call returned before the GPU finished: the unsynchronized figure is the launch cost"
-    return _NOTES.get(r.pitfall, "")
-
-
-def _own_note(r: PitfallRow) -> str:
-    """torch's and JAX's notes: what a reader must know of the row's method."""
+    if r.pitfall == "no_sync" and own:  # JAX only: torch's no-sync mistake is not measured on a CPU
+        return "JAX dispatches asynchronously on the CPU too: the call returns once the work is queued"
     if r.pitfall == "no_sync":
-        if r.on_cpu:  # JAX only: torch's no-sync mistake is not measured on a CPU
-            return "JAX dispatches asynchronously on the CPU too: the call returns once the work is queued"
-        return "the call returned before the GPU finished: the unsynchronized figure is the launch cost"
-    return _OWN_NOTES.get(r.pitfall, _NOTES.get(r.pitfall, ""))
+        return (
+            "on a CPU TensorFlow returns from the step after the work is done: an unsynchronized clock "
+            "cannot distort here; on a GPU it times only the kernel launches"
+        )
+    return _OWN_NOTES.get(r.pitfall, _NOTES.get(r.pitfall, "")) if own else _NOTES.get(r.pitfall, "")
 
 
 def _too_few(r: PitfallRow) -> str | None:
