@@ -422,9 +422,16 @@ def _diagnose_preflight(
     samples_given: bool | str,
 ) -> tuple[dict, int, dict | None]:
     """``diagnose``'s pre-flight: the case parameters, the batch and (Keras) the sizing."""
-    if fw not in frameworks.KERAS:  # an nn.Module: torch's own pre-flight (one real step on the exact batch)
+    if fw not in frameworks.KERAS:  # an nn.Module: torch's own pre-flight (torch_diagnose.plan)
+        # One real training step, in a child, and steps timed at the batch: the case parameters,
+        # the batch (--batch, else the DataLoader's own batch size, else 32), the cases sized to the budget.
         err_console.print(f"Checking {escape(model_fn.text)}: one training step (imports torch)…")
-        return _torch_user(model_fn, shape, n_classes, data_fn, given_batch, budget_s, n_samples)
+        from whichdevice.workloads import torch_diagnose
+
+        env = frameworks.env_module("torch").child_env("cpu")
+        return torch_diagnose.plan(
+            model_fn, shape, n_classes, data_fn, given_batch, env, budget_s=budget_s, samples=n_samples
+        )
     user_batch = given_batch or 32
     err_console.print(
         f"Checking {escape(model_fn.text)}: one training step at batch {user_batch} (imports {escape(fw)})…"
@@ -464,20 +471,6 @@ def _model_and_data(
             "Leave --data out, or use --framework tensorflow",
         )
     return model_fn, data_fn
-
-
-def _torch_user(
-    model_fn, shape, n_classes, data_fn, given_batch: int | None, budget_s: float, samples: int
-) -> tuple[dict, int, dict]:
-    """The torch pre-flight (one real training step, in a child, and steps timed at the batch)
-    -> the case parameters, the batch (``--batch``, else the DataLoader's own batch size, else
-    32) and the cases sized to the budget (``torch_diagnose.plan``)."""
-    from whichdevice.workloads import torch_diagnose
-
-    env = frameworks.env_module("torch").child_env("cpu")
-    return torch_diagnose.plan(
-        model_fn, shape, n_classes, data_fn, given_batch, env, budget_s=budget_s, samples=samples
-    )
 
 
 def _diagnose_cases(plan: DiagnosePlan):

@@ -105,14 +105,7 @@ def sweep_grid(table: Table, x_label: str, rate_unit: str | None) -> Grid:
             if rate_unit:
                 cells.append(GridCell(rate(c.work_per_s, rate_unit) if c is not None and t is not None else "—"))
             cells.append(GridCell(busy_text(t) if t is not None else "—", "dim"))
-        for d in others:
-            comp = row.comparisons.get(d)
-            if comp is None:
-                cells.append(GridCell("—"))
-            elif comp.winner is None:
-                cells.append(GridCell(comparison_text(comp), "neutral"))
-            else:
-                cells.append(GridCell(comparison_text(comp), "good" if comp.winner == d else "bad"))
+        cells += [_comp_cell(row.comparisons.get(d)) for d in others]  # each keyed by its ``other``
         rows.append(cells)
     footer = [
         f"Crossover {d} vs {table.baseline}: {crossover_text(cross, x_label)}" for d, cross in table.crossovers.items()
