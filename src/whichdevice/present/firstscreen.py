@@ -428,7 +428,7 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
     when = record.created_at.replace("T", " ")[:16]
     title = f"whichdevice {record.experiment} · {when} UTC · {machine_words(record)}"
     keys = sorted({c.source for c in changes[:SHOWN_CHANGES] if c.source})
-    footnotes = [f"{names.source_note(k)}" for k in keys]
+    footnotes = [names.SOURCES.get(k, "") for k in keys]
     return FirstScreen(
         title,
         answer,

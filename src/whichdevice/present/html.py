@@ -164,7 +164,7 @@ def render_html(
         warning_groups=groups,
         other_warnings=[],
         glossary=sorted(names.GLOSSARY.items(), key=lambda kv: kv[0].lower()) if first is not None else [],
-        sources=[names.source_note(k) for k in sources],
+        sources=[names.SOURCES.get(k, "") for k in sources],
     )
 
 

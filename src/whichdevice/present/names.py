@@ -3,8 +3,8 @@ only), and the glossary of the few terms that must stay.
 
 The suite's cases carry the project's own parameters (``model=seed001 example=ex2``); a user
 reads "small MLP, 1,000 samples, batch 10, custom training loop". Every presenter names a
-workload through :func:`workload_name`; the article it reproduces goes in a footnote through
-:func:`source_note`.
+workload through :func:`workload_name`; the article it reproduces goes in a footnote, from
+``SOURCES``.
 """
 
 from __future__ import annotations
@@ -186,11 +186,6 @@ def case_name(spec: CaseSpec) -> str:
     return (
         f"{spec.framework} {spec.device}: {workload_name(dict(spec.params), spec.workload, framework=spec.framework)}"
     )
-
-
-def source_note(key: str | None) -> str:
-    """The footnote naming the article a workload reproduces."""
-    return SOURCES.get(key or "", "")
 
 
 # Sentences written by analysis/ still carry some of the project's own words; until each is
