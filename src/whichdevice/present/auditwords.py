@@ -59,11 +59,6 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 
 
-def steps(n: int, framework: str) -> str:
-    """'125 nn.Module calls', '3 jax.jit calls', '1 tf.function call'."""
-    return _plural(n, said(framework, "step"))
-
-
 def _at(m: Measurement) -> str:
     return f"line {m.line}" if m.line else "the script"
 
@@ -187,7 +182,7 @@ def _one_shot_timing(f: Found, e: dict[str, Any]) -> Words:
     if m.fn_calls == 1 or m.session_runs == 1:
         work = " of a single call"
     elif m.fn_calls > 1:
-        work = f" ({steps(m.fn_calls, m.framework)} in one timing)"
+        work = f" ({_plural(m.fn_calls, said(m.framework, 'step'))} in one timing)"  # '125 nn.Module calls'
     return (
         "Measured once: the noise cannot be seen",
         f"{_at(m)}: {m.text}",

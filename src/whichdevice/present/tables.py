@@ -150,11 +150,6 @@ def key_items(params: str) -> list[str]:
     return [p for p in _PARAM_START.split(params) if p]
 
 
-def run_label(params: Mapping[str, object], framework: str | None = None) -> str:
-    """A training run's name for people: 'small MLP, 1,000 samples, batch 10, custom training loop'."""
-    return names.workload_name(params, framework=framework)
-
-
 def _comp_cell(comp: Comparison | None) -> GridCell:
     if comp is None:
         return GridCell("—")
@@ -191,7 +186,7 @@ def runs_grid(report: TrainReport) -> Grid:
     headers += [f"{d} vs {report.baseline or '?'}" for d in gpus]
     rows = []
     for row in report.runs:
-        cells = [GridCell(run_label(row.params, row.framework))]
+        cells = [GridCell(names.workload_name(row.params, framework=row.framework))]
         for d in report.devices:
             c = row.cells.get(d)
             t = c.timing if c is not None else None
@@ -209,7 +204,7 @@ def runs_grid(report: TrainReport) -> Grid:
         cells += [_comp_cell(row.comparisons.get(d)) for d in gpus]
         rows.append(cells)
     footer = [
-        f"{run_label(row.params, row.framework)} — {d}: {break_even_text(be)}"
+        f"{names.workload_name(row.params, framework=row.framework)} — {d}: {break_even_text(be)}"
         for row in report.runs
         for d, be in row.break_even.items()
         if be.kind != "no_gpu"

@@ -14,10 +14,8 @@ from rich.table import Table as RichTable
 
 from whichdevice.present.tables import (
     Grid,
-    busy_text as busy_text,
     column_align,
     creation_grid,
-    run_label as run_label,
     runs_grid,
     sweep_grid,
     sync_cost_grid,

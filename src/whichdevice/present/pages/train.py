@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from whichdevice.present import notes, plots, terminal
+from whichdevice.present import names, notes, plots, terminal
 from whichdevice.present import precision as present_precision
-from whichdevice.present.tables import run_label
 
 if TYPE_CHECKING:
     from whichdevice.analysis.facade import Train
@@ -35,5 +34,7 @@ def render(console: Console, result: Train, png: Path, *, loglog: bool) -> None:
         steps,
         len(run.timing.warmup_s) if run and run.timing else 0,
         png,
-        title=f"{run.spec.device} {run_label(run.spec.params, run.spec.framework)}" if run else "no data",
+        title=f"{run.spec.device} {names.workload_name(run.spec.params, framework=run.spec.framework)}"
+        if run
+        else "no data",
     )
