@@ -116,3 +116,32 @@ def test_a_pair_with_samples_enough_but_too_wide_an_interval_says_so():
 
     text = not_measured_text(NotMeasured("too_few_samples", n=10, unit="samples", needed=5, wide=True))
     assert "too wide to rule out a 2× change" in text and "fewer than" not in text
+
+
+REGRESSION = Path(__file__).parent / "data" / "diagnose_script_regression_budget60_cpu_2core.json"
+
+
+def test_a_script_that_makes_its_own_batches_is_not_called_a_budget_cut():
+    """pytorch/examples' regression/main.py (a real record): it builds each batch itself and trains through
+    loss.backward(), so diagnose has no batch to change. Its plan cut torch.compile for the budget, and the
+    first screen said "a larger batch (left out: time budget)", which a larger --budget would not change."""
+    record = load_run(REGRESSION)
+    assert record.options["fixes_cut"] == ["torch_compile"] and record.options["batch"] == 0
+    v = suite_verdict(record, seed_batch=0)
+    assert v.fix("batch").not_measured.reason == "fixed_batch"
+    assert v.fix("torch_compile").not_measured.reason == "cut"
+    tail = " ".join(tail_lines(first_screen(record, v)))
+    assert "a larger batch (the script makes its own batches)" in tail, tail
+    assert "torch.compile (left out: time budget)" in tail, tail
+    rows = {row[0].text.split(". ", 1)[1]: row[2].text for row in fix_grid(v, record=record).rows}
+    assert rows["Increase the batch size"] == (
+        "not measured: the script makes its own batches (diagnose changes the batch of a DataLoader)"
+    )
+
+
+def test_a_script_whose_plan_cut_its_batch_sweep_says_left_out():
+    record = load_run(REGRESSION)
+    cut = record.model_copy(
+        update={"options": {**record.options, "batch": 32, "fixes_cut": ["batch", "torch_compile"]}}
+    )
+    assert suite_verdict(cut, seed_batch=32).fix("batch").not_measured.reason == "cut"

@@ -33,9 +33,19 @@ Outcome = Literal["helps", "slower", "no_change", "not_measured"]
 # pair was not formed (one side missing), the framework's default already applies it, or it
 # is measured on a GPU only and none was here (FixEntry.gpu_only).
 # A fix that is a larger value (FixEntry.larger) with only smaller values measured: none_larger; a fix the torch
-# diagnose plan left out to keep the budget: cut.
+# diagnose plan left out to keep the budget: cut. A larger batch for a script whose batches diagnose cannot
+# change (it re-batches a torch DataLoader, or the arrays or tf.data given to Keras' fit): fixed_batch.
 NotMeasuredReason = Literal[
-    "not_in_suite", "skipped", "failed", "too_few_samples", "no_pair", "default", "no_gpu", "none_larger", "cut"
+    "not_in_suite",
+    "skipped",
+    "failed",
+    "too_few_samples",
+    "no_pair",
+    "default",
+    "no_gpu",
+    "none_larger",
+    "cut",
+    "fixed_batch",
 ]
 
 
@@ -222,7 +232,7 @@ class NotMeasured:
     wide: bool = False  # too_few_samples: enough of them, but their interval too wide to tell a 2x change
     devices: list[str] = field(default_factory=list)  # default: where the framework already does it
     default: str = ""  # default: what the framework's default does there (FixEntry.default_words)
-    param: str = ""  # none_larger: the parameter ...
+    param: str = ""  # none_larger: the parameter ...; fixed_batch: the script's framework
     above: object = None  # ... and the baseline value nothing above which was measured
 
 

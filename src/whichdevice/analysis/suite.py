@@ -300,13 +300,15 @@ def _sweep_cut(record: RunRecord, e: FixEntry) -> bool:
     """Whether the diagnose's plan cut its batch sweep to no batch above the user's (its options'
     ``sweep_batches``, ``batch`` and ``budget_cut``) though the grid has larger ones: a larger
     batch was left out for the budget, not "one side did not run" (issue 39: keras-io's weather
-    LSTM, a CIFAR ResNet18 in torch)."""
+    LSTM, a CIFAR ResNet18 in torch). Not for a script: a sweep its plan never had (a batch it
+    cannot change, or read as 0) is no budget cut (pytorch/examples' regression/main.py said
+    "a larger batch (left out: time budget)")."""
     o = record.options
     sweep, batch = o.get("sweep_batches"), o.get("batch")
     if not (e.larger and e.param == "batch" and o.get("budget_cut") and isinstance(sweep, list)):
         return False
-    if not isinstance(batch, int):
-        return False
+    if "script" in o or not isinstance(batch, int) or batch <= 0:
+        return False  # a script's plan names a sweep it cut in its fixes_cut (workloads/scriptplan.size)
     return any(k > batch for k in USER_SWEEP_BATCHES) and not any(isinstance(b, int) and b > batch for b in sweep)
 
 
@@ -351,6 +353,10 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
         return NotMeasured("no_gpu")
     if _cut_by_plan(record, e):
         return NotMeasured("cut")
+    if e.larger and e.param == "batch" and "script" in record.options:
+        return NotMeasured(
+            "fixed_batch", param=str(record.options.get("framework") or "")
+        )  # a script's plan sweeps a batch it can change, or names its cut
     base = e.baseline if baseline is None else baseline
     if not any(_baseline_side(e, base, r.spec.workload, r.spec.params) for r in record.results):
         return NotMeasured("not_in_suite", elsewhere=e.elsewhere)
