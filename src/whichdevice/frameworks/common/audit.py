@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from statistics import median
 from types import FrameType
 from types import SimpleNamespace
 from typing import Any
@@ -230,12 +231,6 @@ def dummy_state() -> Any:
         placed_cpu_in_gpu_block={},
         requested_kind=lambda: "",
     )
-
-
-def median(xs: list[float]) -> float:
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
 def per_op(run: Any, reps: int = 5) -> float:

@@ -28,6 +28,7 @@ import importlib
 import importlib.abc
 import importlib.util
 import os
+import statistics
 import sys
 import threading
 import time
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from whichdevice.frameworks.common import audit as common
 from whichdevice.frameworks.common.audit import AfterImportFinder, RerunItem, from_script
-from whichdevice.frameworks.tensorflow.logparse import Placed, parse_placement_log
+from whichdevice.frameworks.tensorflow.logparse import Placed, parse_placement_log, short_device
 
 if TYPE_CHECKING:
     from whichdevice.frameworks.common.auditstate import State
@@ -73,14 +74,6 @@ HOST_OPS = frozenset(
         "_Recv",
     }
 )
-
-
-def short_device(name: str) -> str:
-    """'/job:localhost/replica:0/task:0/device:GPU:0' -> 'GPU:0'; '' -> ''."""
-    if not name:
-        return ""
-    tail = name.split("device:")[-1] if "device:" in name else name.rsplit("/", 1)[-1]
-    return tail.upper()
 
 
 def requested_kind(requested: Any) -> str:
@@ -1122,7 +1115,7 @@ def _rerun_first_runs(first_runs: list[dict], entries: list[tuple], budget_s: fl
                 if len(times) >= 3 and spent + _perf() - t_all > budget_s:
                     break
             spent += _perf() - t_all
-            rec["steady_s"] = common.median(times)
+            rec["steady_s"] = statistics.median(times)
             rec["reruns"] = len(times)
         except Exception as e:  # a closed session, a feed that cannot be repeated...
             rec["not_rerun"] = f"re-running raised {type(e).__name__}: {str(e).strip()[:160]}"
