@@ -1014,13 +1014,6 @@ def op_cost() -> dict:
     import tensorflow as tf
     from tensorflow.python.framework import op_callbacks
 
-    x = tf.ones((4, 4))
-
-    def run(n: int) -> None:
-        y = x
-        for _ in range(n):
-            y = y + x
-
     @contextlib.contextmanager
     def hooked():  # type: ignore[no-untyped-def]
         cb = hook_op_callback(common.dummy_state(), op_callbacks)
@@ -1029,7 +1022,7 @@ def op_cost() -> dict:
         finally:
             op_callbacks.remove_op_callback(cb)
 
-    return common.op_cost("tensorflow", "4x4 add (TF eager)", run, hooked)
+    return common.op_cost("tensorflow", "4x4 add (TF eager)", tf.ones((4, 4)), hooked)
 
 
 def gpu_cost() -> dict | None:
