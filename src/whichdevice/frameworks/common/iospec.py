@@ -428,7 +428,3 @@ def describe_inputs(spec: dict, n: int) -> str:
 
 def dumps(spec: dict) -> str:
     return json.dumps(spec, separators=(",", ":"), sort_keys=True)
-
-
-def loads(text: str) -> dict:
-    return json.loads(text)

@@ -196,18 +196,6 @@ def start_placement_log(tf, st: State) -> None:
         st.log_reader = None
 
 
-def stop_placement_log(st: State) -> None:
-    """After the script: TensorFlow stops logging placements (the reader stays until closed)."""
-    if st.log_reader is None:
-        return
-    try:
-        import tensorflow as tf
-
-        tf.debugging.set_log_device_placement(False)
-    except Exception:
-        pass
-
-
 # ---------------------------------------------------------------- devices and device scopes
 
 
@@ -1004,7 +992,15 @@ def adopt(st: State) -> None:
 
 
 def stop(st: State) -> None:
-    stop_placement_log(st)
+    """After the script: TensorFlow stops logging placements (the reader stays until closed)."""
+    if st.log_reader is None:
+        return
+    try:
+        import tensorflow as tf
+
+        tf.debugging.set_log_device_placement(False)
+    except Exception:
+        pass
 
 
 def op_cost() -> dict:

@@ -367,17 +367,6 @@ def install(torch, st: State) -> None:
     st.torch_installed = True
 
 
-def uninstall(st: State) -> None:
-    """After the script: the dispatch mode off (the re-run is timed without it)."""
-    mode = getattr(st, "torch_mode", None)
-    if mode is not None:
-        try:
-            mode.__exit__(None, None, None)
-        except Exception:
-            pass
-        st.torch_mode = None
-
-
 # ---------------------------------------------------------------- the part's contract (contracts.Audit)
 
 
@@ -390,7 +379,14 @@ def adopt(st: State) -> None:
 
 
 def stop(st: State) -> None:
-    uninstall(st)
+    """After the script: the dispatch mode off (the re-run is timed without it)."""
+    mode = getattr(st, "torch_mode", None)
+    if mode is not None:
+        try:
+            mode.__exit__(None, None, None)
+        except Exception:
+            pass
+        st.torch_mode = None
 
 
 def op_cost() -> dict:
