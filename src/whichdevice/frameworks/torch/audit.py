@@ -250,7 +250,7 @@ def hook_modules(torch, st: State) -> None:
 def hook_moves(torch, st: State) -> None:
     """``Tensor.to`` / ``Tensor.cuda`` called by the script on a tensor in host memory."""
 
-    def wrap(orig, name):
+    def wrap(orig):
         def move(self, *a, **k):
             if st.active and self.device.type == "cpu" and from_script(st, levels=1):
                 with st.lock:
@@ -262,9 +262,6 @@ def hook_moves(torch, st: State) -> None:
         move.__wrapped__ = orig
         return move
 
-    for name in ("to", "cuda"):
-        setattr(torch.Tensor, name, wrap(getattr(torch.Tensor, name), name))
-
     def wrap_module(orig):
         def move(self, *a, **k):
             if st.active and from_script(st, levels=1):
@@ -275,6 +272,7 @@ def hook_moves(torch, st: State) -> None:
         return move
 
     for name in ("to", "cuda"):
+        setattr(torch.Tensor, name, wrap(getattr(torch.Tensor, name)))
         setattr(torch.nn.Module, name, wrap_module(getattr(torch.nn.Module, name)))
 
 
