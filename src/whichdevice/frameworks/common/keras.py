@@ -10,7 +10,7 @@ from importlib import metadata
 import keras
 import numpy as np
 
-from whichdevice.frameworks.common.batches import NumpyBatches
+from whichdevice.frameworks.common.batches import dataset, user_dataset  # noqa: F401 (the Keras training parts')
 from whichdevice.core.records import FrameworkInfo
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -78,16 +78,6 @@ def matmul_seed(n: int, dtype: str, device: str, check, scope=scope):
 
 
 # ---------------- training ----------------
-
-
-def dataset(x, y, batch: int, *, shuffle: int | None = None, prefetch: bool = True):
-    """Numpy batches (a ``keras.utils.PyDataset``) in place of the seed's tf.data pipeline:
-    ``model.fit`` takes it on every backend; no prefetch (the record's notes say so)."""
-    return NumpyBatches(x, y, batch, shuffle=bool(shuffle))
-
-
-def user_dataset(ds, batch: int, samples: int | None):
-    raise ValueError("a tf.data dataset (--data) needs --framework tensorflow")
 
 
 def is_dataset(obj) -> bool:

@@ -354,7 +354,7 @@ class StepTimer(keras.callbacks.Callback):
                 f"only {len(self.batch_times_s)} batches for {self.warmup_batches} warm-up batches: "
                 "the steady time is the last batch alone; train longer or lower warmup_batches"
             )
-        record = RunRecord(
+        return RunRecord(
             experiment="train",
             command=list(sys.argv),
             created_at=getattr(self, "ended_at", None) or now_iso(),
@@ -370,4 +370,3 @@ class StepTimer(keras.callbacks.Callback):
             ],
             notes=notes,
         )
-        return record
