@@ -88,11 +88,19 @@ NEEDS: dict[str, tuple[str, ...]] = {
 }  # a command not named here (matmul, devices) offers every framework
 
 
-def _env(name: str) -> ModuleType:
-    return importlib.import_module(f"whichdevice.frameworks.{name.replace('-', '_')}.env")
+def folder(name: str) -> str:
+    """The package folder of a framework: ``keras-jax`` -> ``keras_jax``."""
+    if name not in FRAMEWORKS:
+        raise KeyError(name)
+    return name.replace("-", "_")
 
 
-_ENV = {name: _env(name) for name in FRAMEWORKS}
+def env_module(name: str) -> ModuleType:
+    """The framework's ``env`` module (safe to import in the parent: no framework import)."""
+    return importlib.import_module(f"whichdevice.frameworks.{folder(name)}.env")
+
+
+_ENV = {name: env_module(name) for name in FRAMEWORKS}
 # The optional parts each framework's folder has (contracts.OPTIONAL: kind -> module, protocol).
 PARTS: dict[str, tuple[str, ...]] = {n: tuple(e.PARTS) for n, e in _ENV.items()}
 # The Python modules a framework needs, and how to install them.
@@ -140,18 +148,6 @@ def framework_help(command: str, lead: str = "Framework to measure") -> str:
 TRAINING: tuple[str, ...] = having("training")
 
 _MODULES = ("discovery", "placement", "sync", "ops")
-
-
-def folder(name: str) -> str:
-    """The package folder of a framework: ``keras-jax`` -> ``keras_jax``."""
-    if name not in FRAMEWORKS:
-        raise KeyError(name)
-    return name.replace("-", "_")
-
-
-def env_module(name: str) -> ModuleType:
-    """The framework's ``env`` module (safe to import in the parent: no framework import)."""
-    return importlib.import_module(f"whichdevice.frameworks.{folder(name)}.env")
 
 
 def declared(name: str, attr: str, default: T) -> T:

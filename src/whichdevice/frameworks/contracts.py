@@ -61,6 +61,10 @@ class Ops(Protocol):
     def matmul_seed(self, n: int, dtype: str, device: str) -> Callable[[], Any]: ...
 
 
+class PlacementError(RuntimeError):
+    """An op ran somewhere other than the device it was asked for (each ``ops.py`` checks)."""
+
+
 # ------------------------------------------------------------------ optional parts
 # A framework folder may have further modules, each listed for it in ``frameworks.PARTS`` and
 # loaded by ``frameworks.part(name, kind)`` (inside a child: they import the framework). Each

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from statistics import median
 from types import FrameType
 from types import SimpleNamespace
 from typing import Any
@@ -232,14 +233,14 @@ def dummy_state() -> Any:
     )
 
 
-def median(xs: list[float]) -> float:
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+def per_op(x: Any, reps: int = 5) -> float:
+    """Median over ``reps`` blocks of ``OPS`` adds ``y = y + x`` (eager, one op each): seconds per op."""
 
+    def run(n: int) -> None:
+        y = x
+        for _ in range(n):
+            y = y + x
 
-def per_op(run: Any, reps: int = 5) -> float:
-    """Median over ``reps`` blocks of ``OPS`` ops (``run(n)`` dispatches n): seconds per op."""
     run(50)  # warm-up: kernels built, allocator warm
     out = []
     for _ in range(reps):
@@ -249,12 +250,13 @@ def per_op(run: Any, reps: int = 5) -> float:
     return median(out)
 
 
-def op_cost(framework: str, op: str, run: Any, hooked: Any) -> dict:
-    """{'framework', 'op', 'plain_s', 'hooked_s', 'ops'}: ``run`` plainly, then inside ``hooked()``
-    (a context with the part's per-op hook on a throwaway state)."""
-    plain = per_op(run)
+def op_cost(framework: str, op: str, x: Any, hooked: Any) -> dict:
+    """{'framework', 'op', 'plain_s', 'hooked_s', 'ops'}: adds of the framework's tensor ``x``
+    (:func:`per_op`) plainly, then inside ``hooked()`` (a context with the part's per-op hook on a
+    throwaway state)."""
+    plain = per_op(x)
     with hooked():
-        under = per_op(run)
+        under = per_op(x)
     return {"framework": framework, "op": op, "plain_s": plain, "hooked_s": under, "ops": OPS}
 
 

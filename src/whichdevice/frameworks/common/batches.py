@@ -48,3 +48,13 @@ class NumpyBatches(_Base):
         for i in range(len(self)):
             yield self[i]
         self.on_epoch_end()  # a custom loop's next pass is the next epoch
+
+
+def dataset(x, y, batch: int, *, shuffle: int | None = None, prefetch: bool = True):
+    """The training part's ``dataset`` for frameworks without tf.data: :class:`NumpyBatches` in
+    place of the seed's pipeline (``model.fit`` takes it on every Keras backend); no prefetch."""
+    return NumpyBatches(x, y, batch, shuffle=bool(shuffle))
+
+
+def user_dataset(ds, batch: int, samples: int | None):
+    raise ValueError("a tf.data dataset (--data) needs --framework tensorflow")

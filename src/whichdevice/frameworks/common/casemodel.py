@@ -4,6 +4,8 @@ Imported inside a measuring child only (it imports Keras)."""
 
 from __future__ import annotations
 
+import json
+
 from whichdevice.frameworks.common import fixes, iospec, models, userload
 
 
@@ -64,7 +66,7 @@ class CaseModel:
         if self.name != "user" or not self.p.get("io"):
             return None
         if not hasattr(self, "_io"):
-            self._io = iospec.loads(str(self.p["io"]))
+            self._io = json.loads(str(self.p["io"]))
         return self._io
 
     def ensure_compiled(self, model, **kw) -> None:

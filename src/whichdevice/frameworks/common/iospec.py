@@ -23,6 +23,8 @@ import re
 
 import numpy as np
 
+from whichdevice.frameworks.common.userload import UserFileError
+
 # Loss names (lower case, letters only) -> the target they need.
 _ONEHOT = {
     "categoricalcrossentropy",
@@ -43,14 +45,6 @@ _DEFAULT_LOSS = {
 }
 # Integer inputs that feed no Embedding: ids below this.
 DEFAULT_INT_HIGH = 10
-
-
-class IOError_(Exception):
-    """The model's inputs cannot be drawn: (argument, problem, fix)."""
-
-    def __init__(self, argument: str, problem: str, fix: str):
-        super().__init__(f"{argument}: {problem}. {fix}")
-        self.argument, self.problem, self.fix = argument, problem, fix
 
 
 def loss_name(loss) -> str:
@@ -153,7 +147,7 @@ def infer_inputs(model, input_shape: tuple[int, ...] | None) -> dict:
                 if len(input_shape) == len(shape) and all(d is None or d == s for d, s in zip(shape, input_shape)):
                     shape = list(input_shape)
                 elif any(d is None for d in shape):
-                    raise IOError_(
+                    raise UserFileError(
                         "--input-shape",
                         f"{tuple(input_shape)} does not fit the model's input '{name}' of shape "
                         f"{tuple(shape)} (None: any size)",
@@ -163,7 +157,7 @@ def infer_inputs(model, input_shape: tuple[int, ...] | None) -> dict:
                     shape = list(input_shape)  # the forward pass says whether the model takes it
             if any(d is None for d in shape):
                 many = len(declared) > 1
-                raise IOError_(
+                raise UserFileError(
                     "--data" if many else "--input-shape",
                     f"the model's input '{name}' has a size it does not declare {tuple(shape)}".replace("None", "?"),
                     "Pass your own batches with --data FILE.py:FUNCTION"
@@ -177,7 +171,7 @@ def infer_inputs(model, input_shape: tuple[int, ...] | None) -> dict:
             entries.append({"name": name, "shape": [int(d) for d in shape], "dtype": dtype, "high": high})
     else:
         if input_shape is None:
-            raise IOError_(
+            raise UserFileError(
                 "--input-shape",
                 "is missing and the model does not declare its input shape",
                 "Pass e.g. --input-shape 100 (or 28,28,1)",
@@ -428,7 +422,3 @@ def describe_inputs(spec: dict, n: int) -> str:
 
 def dumps(spec: dict) -> str:
     return json.dumps(spec, separators=(",", ":"), sort_keys=True)
-
-
-def loads(text: str) -> dict:
-    return json.loads(text)

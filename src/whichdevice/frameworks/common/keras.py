@@ -5,12 +5,11 @@ Imported inside a child only (it imports Keras, which imports the backend)."""
 
 from __future__ import annotations
 
-from importlib import metadata
-
 import keras
 import numpy as np
 
-from whichdevice.frameworks.common.batches import NumpyBatches
+from whichdevice.frameworks.common.batches import dataset, user_dataset  # noqa: F401 (the Keras training parts')
+from whichdevice.frameworks.common.nvidia import dist_version
 from whichdevice.core.records import FrameworkInfo
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -21,16 +20,12 @@ def framework_info(name: str, backend_details: dict) -> FrameworkInfo:
     Compile mode: ``model.fit``'s ``jit_compile="auto"`` resolves per backend (Keras 3
     ``Trainer._resolve_auto_jit_compile``: XLA on JAX, eager on torch); each fit case records
     what it resolved to (metric ``jit_compile``); the custom loop's step is described here."""
-    try:
-        backend_version = metadata.version(keras.backend.backend())
-    except metadata.PackageNotFoundError:
-        backend_version = None
     return FrameworkInfo(
         name=name,
         version=keras.__version__,
         details={
             "backend": keras.backend.backend(),
-            "backend_version": backend_version,
+            "backend_version": dist_version(keras.backend.backend()),
             "floatx": keras.config.floatx(),
             **backend_details,
         },
@@ -78,16 +73,6 @@ def matmul_seed(n: int, dtype: str, device: str, check, scope=scope):
 
 
 # ---------------- training ----------------
-
-
-def dataset(x, y, batch: int, *, shuffle: int | None = None, prefetch: bool = True):
-    """Numpy batches (a ``keras.utils.PyDataset``) in place of the seed's tf.data pipeline:
-    ``model.fit`` takes it on every backend; no prefetch (the record's notes say so)."""
-    return NumpyBatches(x, y, batch, shuffle=bool(shuffle))
-
-
-def user_dataset(ds, batch: int, samples: int | None):
-    raise ValueError("a tf.data dataset (--data) needs --framework tensorflow")
 
 
 def is_dataset(obj) -> bool:

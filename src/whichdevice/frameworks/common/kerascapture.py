@@ -85,7 +85,9 @@ def _patch(keras: Any, st: KerasState) -> None:
     if st.spec.fix == "precision" and st.spec.value and st.spec.value != "float32":
         keras.mixed_precision.set_global_policy(st.spec.value)
     if st.spec.device == "gpu" or keras.backend.backend() == "jax":  # JAX dispatches asynchronously on a CPU too
-        st.sync = _backend_sync(keras)
+        from whichdevice.frameworks.common.steptimer import _backend_sync_fn
+
+        st.sync = _backend_sync_fn()
     model_cls = keras.Model
     orig_compile, orig_fit, orig_tob = model_cls.compile, model_cls.fit, model_cls.train_on_batch
 
@@ -170,10 +172,3 @@ def _compile_kwargs(orig_compile: Any, model: Any, args: tuple, kwargs: dict) ->
     return {k: v for k, v in bound.arguments.items() if k not in ("self", "kwargs")} | dict(
         bound.arguments.get("kwargs") or {}
     )
-
-
-def _backend_sync(keras: Any) -> Callable[[], None]:
-    from whichdevice.frameworks.common.steptimer import _backend_sync_fn
-
-    fn = _backend_sync_fn(None)
-    return lambda: fn()

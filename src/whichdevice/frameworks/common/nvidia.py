@@ -1,5 +1,6 @@
 """What ``nvidia-smi`` says about the GPUs (name, memory, driver), for frameworks that do not
-report the driver themselves. No framework import: safe anywhere."""
+report the driver themselves, and the other host facts the discovery parts share (installed
+distributions). No framework import: safe anywhere."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import platform
 import shutil
 import subprocess
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 
 from whichdevice.core.machine import cpu_model
@@ -38,6 +40,14 @@ def smi_query() -> list[dict[str, str]]:
 
 
 NO_DRIVER = "no NVIDIA driver found (no nvidia-smi, no /proc/driver/nvidia)"
+
+
+def dist_version(name: str) -> str | None:
+    """The installed version of distribution ``name`` (``jaxlib``, ``tensorflow-cpu``), None if absent."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def driver_present() -> bool:

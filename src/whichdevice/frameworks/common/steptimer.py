@@ -55,7 +55,7 @@ from whichdevice.core.steps import raw_from_steps
 from whichdevice.core.timing import measure_overhead
 
 
-def _backend_sync_fn(model):
+def _backend_sync_fn():
     """Block until the backend's device has finished queued work (None: nothing to do)."""
     name = keras.backend.backend()
     if name == "tensorflow":
@@ -182,7 +182,7 @@ class StepTimer(keras.callbacks.Callback):
         return self._clock()
 
     def on_train_begin(self, logs=None):
-        self._sync_fn = _backend_sync_fn(self.model) if self.sync else None
+        self._sync_fn = _backend_sync_fn() if self.sync else None
         self.overhead_s = measure_overhead(self._clock, self._sync_fn or (lambda _=None: None), reps=5)
         self.batch_times_s, self.batch_epochs, self.epoch_s, self.epoch_train_s = [], [], [], []
         self._train_start = self._now()
@@ -354,7 +354,7 @@ class StepTimer(keras.callbacks.Callback):
                 f"only {len(self.batch_times_s)} batches for {self.warmup_batches} warm-up batches: "
                 "the steady time is the last batch alone; train longer or lower warmup_batches"
             )
-        record = RunRecord(
+        return RunRecord(
             experiment="train",
             command=list(sys.argv),
             created_at=getattr(self, "ended_at", None) or now_iso(),
@@ -370,4 +370,3 @@ class StepTimer(keras.callbacks.Callback):
             ],
             notes=notes,
         )
-        return record

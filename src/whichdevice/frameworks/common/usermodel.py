@@ -100,10 +100,7 @@ def _synthetic_input(model, input_shape: tuple[int, ...] | None) -> _Input:
     the model does not tell)."""
     from whichdevice.frameworks.common import iospec
 
-    try:
-        io_in = iospec.infer_inputs(model, input_shape)
-    except iospec.IOError_ as e:
-        raise UserFileError(e.argument, e.problem, e.fix) from None
+    io_in = iospec.infer_inputs(model, input_shape)  # a UserFileError where the inputs cannot be drawn
     x = iospec.draw_inputs(io_in, 2, __import__("numpy").random.default_rng(0))
     ins = io_in["inputs"]
     shape_text = (

@@ -112,7 +112,6 @@ def hook_jit(jax, st: State) -> None:
                 common.log_call(st, key, name, True, (compiled, args, kwargs))
             return out
 
-        call.__wrapped_jit__ = compiled
         for attr in ("lower", "trace", "eval_shape", "clear_cache"):
             if hasattr(compiled, attr):
                 setattr(call, attr, getattr(compiled, attr))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from importlib import metadata
 
 import jax
 
@@ -11,18 +10,11 @@ from whichdevice.frameworks.common import nvidia as _nvidia
 from whichdevice.core.records import DeviceInfo, FrameworkInfo, Scalar
 
 
-def _dist_version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def cuda_plugin() -> str | None:
     """The installed JAX CUDA plugin (``jax-cuda12-plugin`` ...), None for a CPU-only JAX."""
     for name in ("jax-cuda13-plugin", "jax-cuda12-plugin", "jax_cuda12_plugin", "jax_cuda13_plugin"):
-        if _dist_version(name):
-            return f"{name} {_dist_version(name)}"
+        if _nvidia.dist_version(name):
+            return f"{name} {_nvidia.dist_version(name)}"
     return None
 
 
@@ -33,7 +25,7 @@ def settings() -> dict[str, Scalar]:
     # jax.config's flags are attributes made at run time, absent from jax's type information
     precision = jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
     return {
-        "jaxlib": _dist_version("jaxlib"),
+        "jaxlib": _nvidia.dist_version("jaxlib"),
         "cuda_plugin": cuda_plugin(),
         "compile": "jax.jit (XLA) on every device",
         "default_matmul_precision": str(precision) if precision else "default (TF32 on GPUs that have it)",

@@ -6,13 +6,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from whichdevice.frameworks.contracts import PlacementError
 from whichdevice.frameworks.jax.placement import jax_device, ran_on
 
 DTYPES = {"float32": jnp.float32, "float16": jnp.float16, "bfloat16": jnp.bfloat16}
-
-
-class PlacementError(RuntimeError):
-    """An op ran somewhere other than the device it was asked for."""
 
 
 def _check(array, device: str) -> None:

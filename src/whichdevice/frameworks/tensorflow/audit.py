@@ -28,6 +28,7 @@ import importlib
 import importlib.abc
 import importlib.util
 import os
+import statistics
 import sys
 import threading
 import time
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from whichdevice.frameworks.common import audit as common
 from whichdevice.frameworks.common.audit import AfterImportFinder, RerunItem, from_script
-from whichdevice.frameworks.tensorflow.logparse import Placed, parse_placement_log
+from whichdevice.frameworks.tensorflow.logparse import Placed, parse_placement_log, short_device
 
 if TYPE_CHECKING:
     from whichdevice.frameworks.common.auditstate import State
@@ -73,14 +74,6 @@ HOST_OPS = frozenset(
         "_Recv",
     }
 )
-
-
-def short_device(name: str) -> str:
-    """'/job:localhost/replica:0/task:0/device:GPU:0' -> 'GPU:0'; '' -> ''."""
-    if not name:
-        return ""
-    tail = name.split("device:")[-1] if "device:" in name else name.rsplit("/", 1)[-1]
-    return tail.upper()
 
 
 def requested_kind(requested: Any) -> str:
@@ -201,18 +194,6 @@ def start_placement_log(tf, st: State) -> None:
         st.placement_log = True
     except Exception:
         st.log_reader = None
-
-
-def stop_placement_log(st: State) -> None:
-    """After the script: TensorFlow stops logging placements (the reader stays until closed)."""
-    if st.log_reader is None:
-        return
-    try:
-        import tensorflow as tf
-
-        tf.debugging.set_log_device_placement(False)
-    except Exception:
-        pass
 
 
 # ---------------------------------------------------------------- devices and device scopes
@@ -1011,7 +992,15 @@ def adopt(st: State) -> None:
 
 
 def stop(st: State) -> None:
-    stop_placement_log(st)
+    """After the script: TensorFlow stops logging placements (the reader stays until closed)."""
+    if st.log_reader is None:
+        return
+    try:
+        import tensorflow as tf
+
+        tf.debugging.set_log_device_placement(False)
+    except Exception:
+        pass
 
 
 def op_cost() -> dict:
@@ -1021,13 +1010,6 @@ def op_cost() -> dict:
     import tensorflow as tf
     from tensorflow.python.framework import op_callbacks
 
-    x = tf.ones((4, 4))
-
-    def run(n: int) -> None:
-        y = x
-        for _ in range(n):
-            y = y + x
-
     @contextlib.contextmanager
     def hooked():  # type: ignore[no-untyped-def]
         cb = hook_op_callback(common.dummy_state(), op_callbacks)
@@ -1036,7 +1018,7 @@ def op_cost() -> dict:
         finally:
             op_callbacks.remove_op_callback(cb)
 
-    return common.op_cost("tensorflow", "4x4 add (TF eager)", run, hooked)
+    return common.op_cost("tensorflow", "4x4 add (TF eager)", tf.ones((4, 4)), hooked)
 
 
 def gpu_cost() -> dict | None:
@@ -1122,7 +1104,7 @@ def _rerun_first_runs(first_runs: list[dict], entries: list[tuple], budget_s: fl
                 if len(times) >= 3 and spent + _perf() - t_all > budget_s:
                     break
             spent += _perf() - t_all
-            rec["steady_s"] = common.median(times)
+            rec["steady_s"] = statistics.median(times)
             rec["reruns"] = len(times)
         except Exception as e:  # a closed session, a feed that cannot be repeated...
             rec["not_rerun"] = f"re-running raised {type(e).__name__}: {str(e).strip()[:160]}"

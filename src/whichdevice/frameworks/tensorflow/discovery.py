@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import platform
-from importlib import metadata
 
 import tensorflow as tf
 
 from whichdevice.frameworks.common.nvidia import devices as nvidia_devices
-from whichdevice.frameworks.common.nvidia import driver_present, host_reasons
+from whichdevice.frameworks.common.nvidia import dist_version, driver_present, host_reasons
 from whichdevice.core.records import DeviceInfo, FrameworkInfo
-
-
-def _dist_version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def framework_info() -> FrameworkInfo:
@@ -25,8 +17,8 @@ def framework_info() -> FrameworkInfo:
         name="tensorflow",
         version=tf.__version__,
         details={
-            "keras": _dist_version("keras"),
-            "distribution": "tensorflow-cpu" if _dist_version("tensorflow-cpu") else "tensorflow",
+            "keras": dist_version("keras"),
+            "distribution": "tensorflow-cpu" if dist_version("tensorflow-cpu") else "tensorflow",
             "built_with_cuda": bool(build.get("is_cuda_build", False)),
             "cuda_version": build.get("cuda_version"),
             "cudnn_version": build.get("cudnn_version"),
@@ -48,7 +40,7 @@ def list_devices() -> list[DeviceInfo]:
 def no_gpu_reasons() -> list[str]:
     """Concrete, checked reasons why TensorFlow sees no GPU on this machine."""
     reasons = []
-    if _dist_version("tensorflow-cpu"):
+    if dist_version("tensorflow-cpu"):
         reasons.append("tensorflow-cpu is installed: it has no GPU support (pip install tensorflow)")
     elif not tf.test.is_built_with_cuda():
         reasons.append("this TensorFlow build has no CUDA support")

@@ -78,10 +78,13 @@ class Placed:
     source: str  # "graph" (placer) or "eager" (executed op)
 
 
-def short_device(full: str) -> str:
-    """'/job:localhost/replica:0/task:0/device:GPU:0' -> 'GPU:0'."""
-    m = re.search(r"device:([A-Za-z_]+:\d+)", full)
-    return m.group(1) if m else full
+def short_device(name: str) -> str:
+    """'/job:localhost/replica:0/task:0/device:GPU:0' -> 'GPU:0'; '' -> '' (a placement line's device,
+    and the audit's ``tensor.device``)."""
+    if not name:
+        return ""
+    tail = name.split("device:")[-1] if "device:" in name else name.rsplit("/", 1)[-1]
+    return tail.upper()
 
 
 def parse_placement_log(text: str) -> list[Placed]:

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from whichdevice.frameworks.contracts import PlacementError
 from whichdevice.frameworks.tensorflow.placement import ran_on, scope
 
 DTYPES = {"float32": tf.float32, "float16": tf.float16, "bfloat16": tf.bfloat16}
-
-
-class PlacementError(RuntimeError):
-    """An op ran somewhere other than the device it was asked for."""
 
 
 def _check_placement(tensor, device: str) -> None:

@@ -170,13 +170,6 @@ def parse_example(size: int, heavy=None):
     return fn
 
 
-def read_tfrecords(files: list[str], size: int, *, parallel: bool = False):
-    """The examples back as (uint8 image, label); files read one after the other (original
-    order) unless ``parallel`` (interleaved order)."""
-    ds = tf.data.TFRecordDataset(files, num_parallel_reads=AUTOTUNE if parallel else None)
-    return ds.map(parse_example(size), num_parallel_calls=AUTOTUNE if parallel else None)
-
-
 # --------------------------------------------------------------------------- variants
 
 

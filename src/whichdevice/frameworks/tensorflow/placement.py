@@ -8,6 +8,7 @@ import platform
 import tensorflow as tf
 
 from whichdevice.core.machine import usable_cores
+from whichdevice.frameworks.tensorflow.logparse import short_device
 
 
 def _tf_device(device: str) -> str:
@@ -61,5 +62,4 @@ def scope(device: str):
 
 def ran_on(tensor) -> str:
     """The device a tensor was produced on, as ``CPU:0`` / ``GPU:0``."""
-    name = getattr(tensor, "device", "") or ""
-    return name.split("device:")[-1] if "device:" in name else name
+    return short_device(getattr(tensor, "device", "") or "")

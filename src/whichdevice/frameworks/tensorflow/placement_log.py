@@ -19,9 +19,12 @@ import tensorflow as tf
 from whichdevice.frameworks.tensorflow.logparse import Edge, Placed
 
 
-def _flush_c_stdio() -> None:
-    """TensorFlow's placer ``printf``s its lines: C stdio buffers them when fd 1 is a file, so
-    they must be flushed before fd 1 is pointed back (else they land after the capture)."""
+def _flush() -> None:
+    """Python's streams, then C stdio: TensorFlow's placer ``printf``s its lines, which C stdio
+    buffers when fd 1 is a file, so they must be flushed before fd 1 is pointed back (else they
+    land after the capture)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
     try:
         ctypes.CDLL(None).fflush(None)
     except (OSError, AttributeError):
@@ -30,9 +33,7 @@ def _flush_c_stdio() -> None:
 
 @contextlib.contextmanager
 def _fds_to(path: str):
-    sys.stdout.flush()
-    sys.stderr.flush()
-    _flush_c_stdio()
+    _flush()
     saved = {fd: os.dup(fd) for fd in (1, 2)}
     target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
@@ -40,9 +41,7 @@ def _fds_to(path: str):
             os.dup2(target, fd)
         yield
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        _flush_c_stdio()
+        _flush()
         for fd, copy in saved.items():
             os.dup2(copy, fd)
             os.close(copy)

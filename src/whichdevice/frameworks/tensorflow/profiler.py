@@ -131,9 +131,7 @@ def steady_trace_callback(logdir: str | Path):
                 self.marker = None
 
         def on_train_end(self, logs=None):
-            if self.marker is not None:
-                self.marker.__exit__(None, None, None)
-                self.marker = None
+            self.on_train_batch_end(None)  # the last batch's marker closed
             if self.started:
                 tf.profiler.experimental.stop()
                 self.started = False

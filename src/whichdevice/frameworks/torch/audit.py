@@ -250,7 +250,7 @@ def hook_modules(torch, st: State) -> None:
 def hook_moves(torch, st: State) -> None:
     """``Tensor.to`` / ``Tensor.cuda`` called by the script on a tensor in host memory."""
 
-    def wrap(orig, name):
+    def wrap(orig):
         def move(self, *a, **k):
             if st.active and self.device.type == "cpu" and from_script(st, levels=1):
                 with st.lock:
@@ -262,9 +262,6 @@ def hook_moves(torch, st: State) -> None:
         move.__wrapped__ = orig
         return move
 
-    for name in ("to", "cuda"):
-        setattr(torch.Tensor, name, wrap(getattr(torch.Tensor, name), name))
-
     def wrap_module(orig):
         def move(self, *a, **k):
             if st.active and from_script(st, levels=1):
@@ -275,6 +272,7 @@ def hook_moves(torch, st: State) -> None:
         return move
 
     for name in ("to", "cuda"):
+        setattr(torch.Tensor, name, wrap(getattr(torch.Tensor, name)))
         setattr(torch.nn.Module, name, wrap_module(getattr(torch.nn.Module, name)))
 
 
@@ -367,17 +365,6 @@ def install(torch, st: State) -> None:
     st.torch_installed = True
 
 
-def uninstall(st: State) -> None:
-    """After the script: the dispatch mode off (the re-run is timed without it)."""
-    mode = getattr(st, "torch_mode", None)
-    if mode is not None:
-        try:
-            mode.__exit__(None, None, None)
-        except Exception:
-            pass
-        st.torch_mode = None
-
-
 # ---------------------------------------------------------------- the part's contract (contracts.Audit)
 
 
@@ -390,21 +377,21 @@ def adopt(st: State) -> None:
 
 
 def stop(st: State) -> None:
-    uninstall(st)
+    """After the script: the dispatch mode off (the re-run is timed without it)."""
+    mode = getattr(st, "torch_mode", None)
+    if mode is not None:
+        try:
+            mode.__exit__(None, None, None)
+        except Exception:
+            pass
+        st.torch_mode = None
 
 
 def op_cost() -> dict:
     """A 4x4 add, plainly and under the audit's dispatch mode (on a throwaway state)."""
     import torch
 
-    x = torch.ones(4, 4)
-
-    def run(n: int) -> None:
-        y = x
-        for _ in range(n):
-            y = y + x
-
-    return common.op_cost("torch", "4x4 add (torch)", run, lambda: make_mode(torch, common.dummy_state()))
+    return common.op_cost("torch", "4x4 add (torch)", torch.ones(4, 4), lambda: make_mode(torch, common.dummy_state()))
 
 
 def gpu_cost() -> dict | None:

@@ -145,7 +145,6 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None) 
         cap.spec,
         status=status,
         entry=cap.entry,
-        applied=status == "ok",
         why_not=why_not,
         step_s=list(cap.step_s),
         warmup_s=list(cap.warmup_s),

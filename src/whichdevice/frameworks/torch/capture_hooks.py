@@ -401,7 +401,6 @@ def after_first_step(cap: Any) -> None:
     """The variant holds from now on: the trained modules compiled (``compile``), and the module
     hook removed where no variant needs it any more."""
     name, _ = variant(cap.spec)
-    cap.applied = name != "baseline"
     if name == "compile":
         for m in cap.trained:
             m.compile()

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import torch
 
+from whichdevice.frameworks.contracts import PlacementError
 from whichdevice.frameworks.torch.placement import ran_on, torch_device
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-
-
-class PlacementError(RuntimeError):
-    """An op ran somewhere other than the device it was asked for."""
 
 
 def _check(tensor, device: str) -> None:

@@ -15,7 +15,7 @@ import copy
 
 import torch
 
-from whichdevice.frameworks.common.batches import NumpyBatches
+from whichdevice.frameworks.common.batches import dataset, user_dataset  # noqa: F401 (this training part's)
 
 # The step's settings and the host-to-device copy live in ``steps.py``, shared with the user's
 # case model (``usercase.py``); re-exported here, the training module's names.
@@ -66,15 +66,6 @@ def train_step(model, optimizer, loss_fn):
         return loss
 
     return step
-
-
-def dataset(x, y, batch: int, *, shuffle: int | None = None, prefetch: bool = True):
-    """Numpy batches in place of the seed's tf.data pipeline (no prefetch: see module doc)."""
-    return NumpyBatches(x, y, batch, shuffle=bool(shuffle))
-
-
-def user_dataset(ds, batch: int, samples: int | None):
-    raise ValueError("a tf.data dataset (--data) needs --framework tensorflow")
 
 
 def __getattr__(name: str):
