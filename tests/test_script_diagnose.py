@@ -143,6 +143,17 @@ def test_refusals_quote_the_scripts_own_error():
     assert str(scriptplan.refusal(none, job, 30)).startswith("SCRIPT: train.py ran to its end without reaching")
 
 
+def test_a_script_that_ends_within_the_warmup_is_told_to_train_longer_not_to_raise_the_budget():
+    """pytorch/examples' time_sequence_prediction/train.py run with `-- --steps 2` (two LBFGS steps) ended by
+    itself within the pre-flight's warm-up, and the refusal said "Pass a larger --budget", which changes nothing."""
+    short = script.ChildRun(end={"status": "too_short", "entry": "torch.optim.Optimizer.step"})
+    text = str(scriptplan.refusal(short, {"script": "train.py"}, 72))
+    assert (
+        "train.py reached no timed training step in the pre-flight (the script ended within its first warm-up" in text
+    )
+    assert "at least 12 training steps" in text and "larger --budget" not in text, text
+
+
 def test_step_notes_say_what_the_script_did_per_step():
     from whichdevice.core.records import CaseResult, Timing
 

@@ -102,11 +102,13 @@ def refusal(run: script.ChildRun, job: dict[str, Any], limit_s: float) -> UsageE
             "optimizer.step() or loss.backward()), or pass your model as --model FILE.py:FUNCTION",
         )
     why = script.child_failure(run, limit_s)
-    return UsageError(
-        "SCRIPT",
-        f"{name} reached no timed training step in the pre-flight ({_line(why)})",
-        "Pass a larger --budget, or give the script arguments that load less data (after --)",
-    )
+    fix = "Pass a larger --budget, or give the script arguments that load less data (after --)"
+    if end.get("status") == "too_short":  # the script ended by itself: a larger budget changes nothing
+        fix = (
+            f"Give the script arguments (after --) that make it take at least {WARMUP + STEPS} training steps "
+            f"(more steps, epochs or data): each case times {WARMUP} warm-up steps, then {STEPS}"
+        )
+    return UsageError("SCRIPT", f"{name} reached no timed training step in the pre-flight ({_line(why)})", fix)
 
 
 def _cpu_env() -> dict[str, str]:
