@@ -28,6 +28,7 @@ TRAINS = {
     "keras_fit_tfdata.py": ("keras.Model.fit", "tensorflow"),
     "keras_fit_pydataset.py": ("keras.Model.fit", "tensorflow"),
     "keras_custom_train_step.py": ("keras.Model.fit", "tensorflow"),
+    "keras_compile_override.py": ("keras.Model.fit", "tensorflow"),
     "keras_fit_validation_callbacks.py": ("keras.Model.fit", "tensorflow"),
     "keras_train_on_batch.py": ("keras.Model.train_on_batch", "tensorflow"),
     "keras_notebook.ipynb": ("keras.Model.fit", "tensorflow"),
@@ -154,6 +155,23 @@ def test_a_script_that_ends_within_the_warmup_is_told_to_train_longer_not_to_rai
     assert "at least 12 training steps" in text and "larger --budget" not in text, text
 
 
+def test_torch_2_13s_no_accelerator_error_is_a_script_that_needs_a_gpu():
+    """pytorch/examples' distributed/ddp-tutorial-series/single_gpu.py moves its model with
+    ``model.to(0)``; on torch 2.13's CPU build that raises "Cannot access accelerator device when none
+    is available", which the refusal called a plain script error ("Make `python single_gpu.py` run here
+    first"), not a script that needs a GPU (benchmarks/public_check_40.md)."""
+    run = script.ChildRun(
+        end={
+            "status": "script_error",
+            "error": "RuntimeError: Cannot access accelerator device when none is available.",
+            "where": "single_gpu.py:17",
+        }
+    )
+    text = str(scriptplan.refusal(run, {"script": "single_gpu.py"}, 30))
+    assert "single_gpu.py needs a GPU and this machine has none: it raised RuntimeError: Cannot access" in text
+    assert "Run diagnose on the machine with the GPU" in text
+
+
 def test_step_notes_say_what_the_script_did_per_step():
     from whichdevice.core.records import CaseResult, Timing
 
@@ -212,6 +230,24 @@ def test_keras_fit_captured_with_variants_in_turns():
     assert got["batch:128"]["samples_per_step"] == 128
     assert got["steps_per_execution:4"]["samples_per_step"] == 128 and got["steps_per_execution:4"]["step_s"]
     assert got["prefetch"]["status"] == "not_applicable" and "not a tf.data dataset" in got["prefetch"]["why_not"]
+
+
+@pytest.mark.tf
+def test_a_model_with_its_own_compile_signature_is_recompiled_through_keras():
+    """keras-io's GAN (guides/custom_train_step_in_tensorflow.py) overrides compile(d_optimizer,
+    g_optimizer, loss_fn): the child's recompile for steps_per_execution called model.compile(optimizer=...),
+    which raised TypeError out of the child, and every case of it failed, the baseline too
+    (benchmarks/public_check_40.md). The recompile goes through keras.Model.compile, whose arguments
+    were recorded; a variant whose compile fails is that variant's error, never the child's."""
+    spec = CaptureSpec("baseline", 1, 3, "cpu", 60.0, also=("steps_per_execution:4", "jit_compile:true"))
+    run = script.run_child(
+        {"script": str(CORPUS / "keras_compile_override.py"), "args": []}, spec, ["tensorflow"], timeout_s=240
+    )
+    got = run.by_variant()
+    assert run.end.get("status") == "ok", run.stderr_tail[-800:]
+    assert got["baseline"]["model"] == "TwoHalves" and len(got["baseline"]["step_s"]) >= 3
+    assert got["steps_per_execution:4"]["samples_per_step"] == 256 and got["steps_per_execution:4"]["step_s"]
+    assert got["jit_compile:true"].get("status") != "error", got["jit_compile:true"]
 
 
 @pytest.mark.tf

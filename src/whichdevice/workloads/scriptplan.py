@@ -53,7 +53,9 @@ KERAS_DATA_REBATCHED = ("arrays", "tfdata")
 MIN_BATCHES = 10  # a sweep batch leaves the user's arrays at least this many batches (a turn's steps)
 
 _GPU_NEEDED = re.compile(
-    r"CUDA|cuda|NVIDIA|nvidia-smi|no GPU|GPU device|torch\.cuda|cudnn|Found no NVIDIA driver|device='?cuda", re.I
+    r"CUDA|cuda|NVIDIA|nvidia-smi|no GPU|GPU device|torch\.cuda|cudnn|Found no NVIDIA driver|device='?cuda|"
+    r"Cannot access accelerator device when none is available",  # torch 2.13's CPU build on model.to(0)
+    re.I,
 )
 _NETWORK = re.compile(
     r"URLError|urlopen|Name or service not known|Temporary failure in name resolution|getaddrinfo|"

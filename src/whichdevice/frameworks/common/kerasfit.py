@@ -205,8 +205,9 @@ class FitMeasure:
         self.model.__dict__.update(self.states[()])
         kwargs = {**self.st.compiled[id(self.model)], "optimizer": self.model.optimizer, **dict(key)}
         self.st.inside_fit = True  # our own compile: the user's arguments stay as they were
-        try:
-            self.model.compile(**kwargs)
+        try:  # keras.Model's compile, whose arguments were recorded: a model may override compile with
+            # its own signature (keras-io's GAN: compile(d_optimizer, g_optimizer, loss_fn))
+            self.keras.Model.compile(self.model, **kwargs)
         finally:
             self.st.inside_fit = False
 
@@ -214,14 +215,18 @@ class FitMeasure:
         if c.error:
             return
         key = tuple(sorted(c.compile.items()))
-        self._activate(key)
+        try:
+            self._activate(key)
+        except Exception as e:  # noqa: BLE001 (this variant's compile failed; the others go on)
+            c.error = _error_line(e)
+            return
         k = int(c.compile.get("steps_per_execution") or self.spe_user)
         timer = _timer(self.keras, self.st.sync, c.sync_each)
         self.st.inside_fit = True
         try:
             self.orig_fit(self.model, **self._fit_args(c, steps * k, timer))
         except Exception as e:  # noqa: BLE001 (this variant failed; the others go on)
-            c.error = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300] if str(e).strip() else ''}"
+            c.error = _error_line(e)
             return
         finally:
             self.st.inside_fit = False
@@ -272,6 +277,10 @@ class FitMeasure:
         if c.error is not None:
             return capturekit.result(spec, status="error", error=c.error, **base)
         return capturekit.result(spec, warmup_s=c.warmup, step_s=c.steps, **base)
+
+
+def _error_line(e: Exception) -> str:
+    return f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300] if str(e).strip() else ''}"
 
 
 def _timer(keras: Any, sync: Any, sync_each: bool) -> Any:
