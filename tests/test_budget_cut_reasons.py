@@ -145,3 +145,31 @@ def test_a_script_whose_plan_cut_its_batch_sweep_says_left_out():
         update={"options": {**record.options, "batch": 32, "fixes_cut": ["batch", "torch_compile"]}}
     )
     assert suite_verdict(cut, seed_batch=32).fix("batch").not_measured.reason == "cut"
+
+
+GAN = Path(__file__).parent / "data" / "diagnose_script_kio_gan_budget90_cpu_2core.json"
+DDP = Path(__file__).parent / "data" / "diagnose_script_ddp_single_cpu_budget60_cpu_2core.json"
+
+
+def test_a_scripts_batch_sweep_that_failed_says_failed_not_that_it_makes_its_own_batches():
+    """keras-io's GAN guide (a real record, every case failed in its child): the plan swept batch 8-128
+    on its tf.data, yet the first screen said "a larger batch (the script makes its own batches)"."""
+    record = load_run(GAN)
+    assert record.options["sweep_batches"] == [8, 32, 64, 128] and record.options["batch"] == 64
+    v = suite_verdict(record, seed_batch=64)
+    assert v.fix("batch").not_measured.reason == "failed"
+    tail = " ".join(tail_lines(first_screen(record, v)))
+    assert "the script makes its own batches" not in tail, tail
+    assert "a larger batch" in tail and "(failed)" in tail, tail
+
+
+def test_the_warm_up_check_on_a_script_is_not_called_a_pair_with_one_side_missing():
+    """pytorch/examples' ddp-tutorial single_gpu.py on the CPU (a real record): its DataLoader worker
+    pair (kind "loop") matched the warm-up check's cases, which the check does not read, and the fix
+    table said "not measured: one side of the pair did not run" for a check that has no pair."""
+    record = load_run(DDP)
+    v = suite_verdict(record, seed_batch=32)
+    assert v.fix("warmup").not_measured.reason == "not_in_suite"
+    rows = {row[0].text.split(". ", 1)[1]: row[2].text for row in fix_grid(v, record=record).rows}
+    assert rows["Benchmark after warm-up"] == "not measured: not part of your model's suite (diagnose)"
+    assert "one side" not in " ".join(rows.values())

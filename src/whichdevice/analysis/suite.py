@@ -353,7 +353,7 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
         return NotMeasured("no_gpu")
     if _cut_by_plan(record, e):
         return NotMeasured("cut")
-    if e.larger and e.param == "batch" and "script" in record.options:
+    if e.larger and e.param == "batch" and "script" in record.options and not _swept_larger(record):
         return NotMeasured(
             "fixed_batch", param=str(record.options.get("framework") or "")
         )  # a script's plan sweeps a batch it can change, or names its cut
@@ -368,7 +368,17 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
         return NotMeasured("failed", failures=list(dict.fromkeys(str(r.failure or "error") for r in failed)))
     if any(r.status == "skipped" for r in cases):
         return NotMeasured("skipped")
+    if e.method == "check":  # its cases ran, none of them one the check reads (_CHECKS): a check has no pair
+        return NotMeasured("not_in_suite", elsewhere=e.elsewhere)  # (a script's DataLoader loop for the warm-up)
     return NotMeasured("no_pair")
+
+
+def _swept_larger(record: RunRecord) -> bool:
+    """Whether a script's plan swept a batch above the user's: its cases then say why a larger
+    batch has no claim (they failed: keras-io's GAN, whose every case raised), not "the script
+    makes its own batches"."""
+    sweep, batch = record.options.get("sweep_batches"), record.options.get("batch")
+    return isinstance(sweep, list) and isinstance(batch, int) and any(isinstance(k, int) and k > batch for k in sweep)
 
 
 def _none_larger(record: RunRecord, e: FixEntry, baseline: object) -> NotMeasured:
