@@ -251,6 +251,23 @@ def test_a_model_with_its_own_compile_signature_is_recompiled_through_keras():
 
 
 @pytest.mark.tf
+def test_a_shared_fit_child_led_by_a_batch_variant_keeps_the_users_batch_for_the_others():
+    """Round 2 of keras-io's GAN guide (tf.data .batch(64)) ran its shared child with batch:8 first:
+    Dataset.batch was patched to 8 at the script's build, so the baseline, steps_per_execution, jit_compile
+    and prefetch members all ran at batch 8 and were recorded as batch 64 (24 ms steps against round 1's
+    157 ms: "bimodal between rounds"; benchmarks/public_check_40.md)."""
+    spec = CaptureSpec("batch:16", 1, 3, "cpu", 60.0, also=("baseline", "steps_per_execution:4"))
+    run = script.run_child(
+        {"script": str(CORPUS / "keras_fit_tfdata.py"), "args": []}, spec, ["tensorflow"], timeout_s=240
+    )
+    got = run.by_variant()
+    assert run.end.get("status") == "ok", run.stderr_tail[-800:]
+    assert got["batch:16"]["batch_size"] == 16 and got["batch:16"]["step_s"]
+    assert got["baseline"]["batch_size"] == 64 and got["baseline"]["step_s"]
+    assert got["steps_per_execution:4"]["samples_per_step"] == 4 * 64
+
+
+@pytest.mark.tf
 def test_mixed_precision_child_fits_under_the_policy():
     spec = CaptureSpec("precision:mixed_float16", 1, 3, "cpu", 60.0)
     run = script.run_child(

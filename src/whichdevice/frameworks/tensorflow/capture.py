@@ -91,7 +91,9 @@ def _patch_batch(tf: Any, st: kerascapture.KerasState) -> None:
     def batch(self, batch_size, *args, **kwargs):  # noqa: ANN001, ANN202
         if not st.inside_fit:
             st.batch_sizes.append(int(batch_size))
-            if st.spec.fix == "batch" and st.spec.value:
+            # the batch variant alone in its process (a loop's): at build time. A fit's shared child
+            # (``also``) keeps the user's batch for its other members; kerasfit re-batches the variant's copy.
+            if st.spec.fix == "batch" and st.spec.value and not st.spec.also:
                 st.batch_patched = True
                 batch_size = int(st.spec.value)
         return orig(self, batch_size, *args, **kwargs)
