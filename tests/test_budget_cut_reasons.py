@@ -13,7 +13,7 @@ from pathlib import Path
 
 from whichdevice.analysis.suite import suite_verdict
 from whichdevice.core.records import load_run
-from whichdevice.present.firstscreen import first_screen, tail_lines
+from whichdevice.present.firstscreen import first_screen, screen_lines, tail_lines
 from whichdevice.present.suitepage import fix_grid
 from whichdevice.workloads.suite import size_user_cases, sizing_options
 
@@ -173,3 +173,17 @@ def test_the_warm_up_check_on_a_script_is_not_called_a_pair_with_one_side_missin
     rows = {row[0].text.split(". ", 1)[1]: row[2].text for row in fix_grid(v, record=record).rows}
     assert rows["Benchmark after warm-up"] == "not measured: not part of your model's suite (diagnose)"
     assert "one side" not in " ".join(rows.values())
+
+
+ANTIRECT_JAX = Path(__file__).parent / "data" / "diagnose_script_kio_antirectifier_jax_budget60_cpu_2core.json"
+
+
+def test_jit_compile_on_keras_jax_script_reads_already_the_default():
+    """keras-io's antirectifier under KERAS_BACKEND=jax (a real record, the fit cases now record their
+    resolved jit_compile): XLA is Keras/JAX's default, so False -> True is no change for the user."""
+    record = load_run(ANTIRECT_JAX)
+    v = suite_verdict(record, seed_batch=128)
+    assert v.fix("jit_compile").not_measured.reason == "default"
+    screen = " ".join(text for _style, text in screen_lines(first_screen(record, v), report=None))
+    assert "Already the default here: jit_compile" in screen, screen
+    assert "jit_compile=True" not in screen and "Compile the step with XLA" not in screen, screen

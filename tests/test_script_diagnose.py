@@ -268,6 +268,24 @@ def test_a_shared_fit_child_led_by_a_batch_variant_keeps_the_users_batch_for_the
 
 
 @pytest.mark.tf
+def test_a_fit_records_the_jit_compile_it_ran_with():
+    """keras-io's antirectifier on Keras/JAX: jit_compile='auto' already compiles with XLA there, yet the
+    first screen said "Compile the step with XLA (jit_compile): 10.9× faster" and "model.compile(...,
+    jit_compile=True)": the script's fit cases did not record what their jit_compile resolved to, so
+    analysis/fixes.jit_by_default could not tell (benchmarks/public_check_40.md)."""
+    spec = CaptureSpec("baseline", 1, 3, "cpu", 60.0, also=("jit_compile:true", "steps_per_execution:4"))
+    run = script.run_child(
+        {"script": str(CORPUS / "keras_fit_arrays.py"), "args": []}, spec, ["tensorflow"], timeout_s=240
+    )
+    got = run.by_variant()
+    assert run.end.get("status") == "ok", run.stderr_tail[-800:]
+    # TensorFlow on a CPU-only machine: 'auto' resolves to no XLA (Keras' trainer); the variant forces it
+    assert script.metrics_of(got["baseline"])["jit_compile"] == 0.0
+    assert script.metrics_of(got["steps_per_execution:4"])["jit_compile"] == 0.0
+    assert script.metrics_of(got["jit_compile:true"])["jit_compile"] == 1.0
+
+
+@pytest.mark.tf
 def test_mixed_precision_child_fits_under_the_policy():
     spec = CaptureSpec("precision:mixed_float16", 1, 3, "cpu", 60.0)
     run = script.run_child(

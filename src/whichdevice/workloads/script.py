@@ -252,6 +252,8 @@ def metrics_of(r: dict[str, Any]) -> dict[str, float]:
         out["samples_per_step"] = float(r["samples_per_step"])
     if r.get("setup_s") is not None:
         out["setup_s"] = float(r["setup_s"])
+    if r.get("jit_compile") is not None:  # a Keras fit's resolved jit_compile (analysis/fixes.jit_by_default)
+        out["jit_compile"] = float(bool(r["jit_compile"]))
     waits = [float(w) for w in r.get("data_wait_s") or []]
     if waits:
         out["data_wait_s"] = statistics.median(waits)

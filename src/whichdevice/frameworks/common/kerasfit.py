@@ -269,6 +269,9 @@ class FitMeasure:
             "setup_s": setup,
             "data": self.data_kind,
             "steps_per_execution": k,
+            # what its fit compiled with: the variant's setting, else the user's (jit_compile='auto' resolved:
+            # XLA on Keras/JAX and on a TensorFlow GPU), so that jit_compile=True reads as no change there
+            "jit_compile": bool(c.compile["jit_compile"]) if "jit_compile" in c.compile else self._jit_user(),
             "backend": self.keras.backend.backend(),
             "samples": self.n_samples,
         }
