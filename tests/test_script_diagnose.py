@@ -34,6 +34,7 @@ TRAINS = {
     "keras_notebook.ipynb": ("keras.Model.fit", "tensorflow"),
     "tf_gradient_tape_loop.py": ("tf.GradientTape+apply_gradients", "tensorflow"),
     "tf_eager_tape_loop.py": ("tf.GradientTape+apply_gradients", "tensorflow"),
+    "tf_tape_optimizer_apply.py": ("tf.GradientTape+apply_gradients", "tensorflow"),
     # the torch helper's scripts (frameworks/torch/capture.py)
     "torch_closure_lbfgs.py": ("torch.optim.Optimizer.step", "torch"),
     "torch_cnn.py": ("torch.optim.Optimizer.step", "torch"),
@@ -172,6 +173,19 @@ def test_torch_2_13s_no_accelerator_error_is_a_script_that_needs_a_gpu():
     assert "Run diagnose on the machine with the GPU" in text
 
 
+def test_the_preflight_line_leaves_out_a_model_it_did_not_see():
+    """keras-io's custom-training-loop guide (a GradientTape loop): the capture names no model, and the
+    pre-flight printed "Found tf.GradientTape+apply_gradients (None, batch 32, tensorflow)"."""
+    from whichdevice.cli.scriptcmd import found_line
+
+    facts = {"entry": "tf.GradientTape+apply_gradients", "model": None, "batch": 32, "framework": "tensorflow"}
+    line = found_line({**facts, "step_s": 0.00865, "setup_s": 2.9})
+    assert line.startswith("Found tf.GradientTape+apply_gradients (batch 32, tensorflow): a step took"), line
+    assert "None" not in line
+    named = found_line({**facts, "model": "Linear", "batch": 0, "step_s": 0.1, "setup_s": 1.0})
+    assert "(Linear, tensorflow)" in named
+
+
 def test_step_notes_say_what_the_script_did_per_step():
     from whichdevice.core.records import CaseResult, Timing
 
@@ -283,6 +297,20 @@ def test_a_fit_records_the_jit_compile_it_ran_with():
     assert script.metrics_of(got["baseline"])["jit_compile"] == 0.0
     assert script.metrics_of(got["steps_per_execution:4"])["jit_compile"] == 0.0
     assert script.metrics_of(got["jit_compile:true"])["jit_compile"] == 1.0
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("name", ["tf_tape_optimizer_apply.py", "tf_eager_tape_loop.py"])
+def test_a_tape_loop_is_captured_through_optimizer_apply_or_apply_gradients(name):
+    """keras-io's guides/writing_a_custom_training_loop_in_tensorflow.py updates with Keras 3's
+    optimizer.apply(grads, vars): the capture watched apply_gradients only, and the pre-flight ran the
+    script until its limit, then said "reached no timed training step ... Pass a larger --budget"
+    (benchmarks/public_check_40.md). apply_gradients calls apply: each step is counted once."""
+    spec = CaptureSpec("baseline", 2, 5, "cpu", 60.0)
+    run = script.run_child({"script": str(CORPUS / name), "args": []}, spec, ["tensorflow"], timeout_s=240)
+    (r,) = run.results
+    assert r["entry"] == "tf.GradientTape+apply_gradients" and r["batch_size"] == 16, (r, run.stderr_tail[-500:])
+    assert len(r["step_s"]) == 5, r
 
 
 @pytest.mark.tf

@@ -72,12 +72,7 @@ def plan(
     err_console.print(f"Running {name} once on the CPU to find its training step (pre-flight)…")
     facts = scriptplan.preflight(job, budget_s)
     experiment.require_installed(facts["framework"])
-    batch = f"batch {facts['batch']}, " if facts["batch"] else ""  # 0: a loop whose batch the pre-flight can't read
-    err_console.print(
-        f"Found {escape(str(facts['entry']))} ({escape(str(facts.get('model')))}, {batch}"
-        f"{escape(facts['framework'])}): a step took {seconds(facts['step_s'])}, the imports and data loading "
-        f"{facts['setup_s']:.1f} s."
-    )
+    err_console.print(found_line(facts))
     # GPU-only variants are planned (and cut for the budget) only where a GPU can be measured: on a
     # machine with no NVIDIA driver, "cudnn_benchmark not measured on a GPU: ... more than the budget
     # leaves" read as if the budget were the reason (stop 46's pytorch-cifar report)
@@ -95,4 +90,14 @@ def plan(
         sizing=sizing,
         framework=facts["framework"],
         **fields,
+    )
+
+
+def found_line(facts: dict[str, Any]) -> str:
+    """The pre-flight's line: the entry point, the model and batch where it read them, the framework."""
+    model = f"{escape(str(facts['model']))}, " if facts.get("model") else ""  # a tape loop: no model seen
+    batch = f"batch {facts['batch']}, " if facts["batch"] else ""  # 0: a loop whose batch the pre-flight can't read
+    return (
+        f"Found {escape(str(facts['entry']))} ({model}{batch}{escape(facts['framework'])}): a step took "
+        f"{seconds(facts['step_s'])}, the imports and data loading {facts['setup_s']:.1f} s."
     )

@@ -100,7 +100,7 @@ def refusal(run: script.ChildRun, job: dict[str, Any], limit_s: float) -> UsageE
             "SCRIPT",
             f"{name} ran to its end without reaching a training entry point (watched: "
             f"{', '.join(end.get('watched') or ['none: no framework capture is installed'])})",
-            "Train through one of them (model.fit, a GradientTape loop with optimizer.apply_gradients, "
+            "Train through one of them (model.fit, a GradientTape loop with optimizer.apply_gradients or apply, "
             "optimizer.step() or loss.backward()), or pass your model as --model FILE.py:FUNCTION",
         )
     why = script.child_failure(run, limit_s)

@@ -29,7 +29,7 @@ from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
 MAGICS = "__whichdevice_magics__"  # audit/notebook.py's name for %time / %timeit in joined cells
 # What each framework's capture watches, for the line that says none was reached.
 WATCHED = {
-    "tensorflow": ["keras Model.fit", "Model.train_on_batch", "tf.GradientTape + optimizer.apply_gradients"],
+    "tensorflow": ["keras Model.fit", "Model.train_on_batch", "tf.GradientTape + optimizer.apply_gradients or apply"],
     "keras-jax": ["keras Model.fit", "Model.train_on_batch"],
     "keras-torch": ["keras Model.fit", "Model.train_on_batch"],
     "torch": ["torch optimizer.step()", "loss.backward()"],

@@ -9,8 +9,8 @@ Keras:
   tf.data, a PyDataset, a generator), batch size and callbacks. ``kerasfit.FitMeasure`` then
   times ``spec.variant`` and ``spec.also`` on those objects, in turns, and the script ends
   there (``CaptureDone``): no script runs to the end of its epochs;
-- ``Model.train_on_batch`` and ``Optimizer.apply_gradients`` (a custom loop: a GradientTape with
-  ``optimizer.apply_gradients``): each call ends a step of the user's loop
+- ``Model.train_on_batch`` and ``Optimizer.apply`` (a custom loop: a GradientTape with
+  ``optimizer.apply_gradients`` or ``optimizer.apply``): each call ends a step of the user's loop
   (``capturekit.StepClock``). TensorFlow's own hooks (the tape, a compiled ``tf.function`` step,
   ``Dataset.batch``) are in ``frameworks/tensorflow/capture.py``.
 
@@ -126,13 +126,15 @@ def _patch(keras: Any, st: KerasState) -> None:
 
 
 def _patch_optimizer(keras: Any, st: KerasState) -> None:
-    """``optimizer.apply_gradients`` outside fit ends a step of the user's loop; met while a
-    ``tf.function`` traces, it marks that function as the step (TensorFlow's capture times it)."""
+    """``optimizer.apply`` outside fit ends a step of the user's loop; met while a ``tf.function``
+    traces, it marks that function as the step (TensorFlow's capture times it). Keras 3's
+    ``apply_gradients(zip(grads, vars))`` calls ``apply(grads, vars)``, and keras-io's own custom-loop
+    guide calls ``optimizer.apply`` directly: patching ``apply`` sees both, once each."""
     cls = keras.optimizers.Optimizer
-    orig = cls.apply_gradients
+    orig = cls.apply
 
     @functools.wraps(orig)
-    def apply_gradients(self, *args, **kwargs):  # noqa: ANN001, ANN202
+    def apply(self, *args, **kwargs):  # noqa: ANN001, ANN202
         if st.inside_fit or (capturekit.OWNER and capturekit.OWNER[0] not in (ENTRY_TAPE,)):
             return orig(self, *args, **kwargs)
         if _tracing():
@@ -144,7 +146,7 @@ def _patch_optimizer(keras: Any, st: KerasState) -> None:
             clock.end()
         return out
 
-    cls.apply_gradients = apply_gradients
+    cls.apply = apply
 
 
 def _tracing() -> bool:
