@@ -23,7 +23,7 @@ class TwoHalves(keras.Model):
 
     def train_step(self, real):
         n = tf.shape(real)[0]
-        fake = self.maker(tf.random.normal((n, 8)))
+        fake = tf.cast(self.maker(tf.random.normal((n, 8))), real.dtype)  # float16 under mixed precision
         with tf.GradientTape() as tape:
             scores = self.critic(tf.concat([fake, real], axis=0))
             c_loss = self.loss_fn(tf.concat([tf.ones((n, 1)), tf.zeros((n, 1))], axis=0), scores)

@@ -12,5 +12,5 @@ opt = keras.optimizers.Adam(1e-3)
 for epoch in range(3):
     for xb, yb in tf.data.Dataset.from_tensor_slices((x, y)).batch(16):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(tf.square(model(xb) - yb))
+            loss = tf.reduce_mean(tf.square(tf.cast(model(xb), tf.float32) - yb))  # float32 under mixed precision
         opt.apply(tape.gradient(loss, model.trainable_weights), model.trainable_weights)
