@@ -48,6 +48,7 @@ REFUSED = {
     "no_training.py": "without reaching a training entry point (watched: keras Model.fit",
     "needs_gpu.py": "needs a GPU and this machine has none: it raised RuntimeError: No GPU device found",
     "downloads_data.py": "cannot reach the network: it raised URLError",
+    "jax_plain_loop.py": "trains with plain JAX (it imported jax, not Keras, TensorFlow or torch)",
 }
 
 
@@ -184,6 +185,16 @@ def test_the_preflight_line_leaves_out_a_model_it_did_not_see():
     assert "None" not in line
     named = found_line({**facts, "model": "Linear", "batch": 0, "step_s": 0.1, "setup_s": 1.0})
     assert "(Linear, tensorflow)" in named
+
+
+def test_a_plain_jax_script_is_told_diagnose_does_not_capture_it():
+    """jax's examples/mnist_classifier_fromscratch.py (a jit/grad loop) was told "ran to its end without
+    reaching a training entry point (watched: keras Model.fit, ..., torch optimizer.step() ...) ... or pass
+    your model as --model FILE.py:FUNCTION": advice for Keras and torch (benchmarks/public_check_40.md)."""
+    run = script.ChildRun(end={"status": "no_entry", "watched": ["keras Model.fit"], "plain_jax": True})
+    text = str(scriptplan.refusal(run, {"script": "mnist_classifier_fromscratch.py"}, 60))
+    assert "trains with plain JAX" in text and "not a jax.jit/jax.grad loop" in text
+    assert "whichdevice audit mnist_classifier_fromscratch.py" in text and "--model" not in text
 
 
 def test_step_notes_say_what_the_script_did_per_step():
@@ -348,7 +359,7 @@ def test_corpus_script_diagnosed_every_case_measured(tmp_path, capsys, name):
 
 @pytest.mark.slow
 @pytest.mark.tf
-@pytest.mark.parametrize("name", ["no_training.py", "needs_gpu.py"])
+@pytest.mark.parametrize("name", ["no_training.py", "needs_gpu.py", "jax_plain_loop.py"])
 def test_corpus_script_refused_with_one_line(tmp_path, capsys, name):
     code, _, err = run_cli(["diagnose", str(CORPUS / name), "--out", str(tmp_path)], capsys)
     assert code == 2

@@ -95,6 +95,14 @@ def refusal(run: script.ChildRun, job: dict[str, Any], limit_s: float) -> UsageE
             f"{name} raised {err} at {where} before its first training step",
             f"Make `python {name}` run here first, then diagnose it again",
         )
+    if end.get("status") == "no_entry" and end.get("plain_jax"):
+        return UsageError(
+            "SCRIPT",
+            f"{name} trains with plain JAX (it imported jax, not Keras, TensorFlow or torch): diagnose captures "
+            "Keras, TensorFlow and PyTorch training steps, not a jax.jit/jax.grad loop",
+            f"Check its timing with `whichdevice audit {name}`, or train through Keras on JAX (KERAS_BACKEND=jax, "
+            "model.fit)",
+        )
     if end.get("status") == "no_entry":
         return UsageError(
             "SCRIPT",
