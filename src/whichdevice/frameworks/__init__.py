@@ -52,6 +52,7 @@ protocol, adding ``"scale"`` to ``jax/env.py``'s ``PARTS`` and a line to ``confo
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -208,6 +209,13 @@ def part(name: str, kind: str) -> Any:
 
 # Train kinds that run's suite measures with TensorFlow's modules (placement log, no-sync, precision).
 _TF_ONLY_KINDS = ("placement", "nosync", "precision")
+
+
+def plain_jax(modules: Iterable[str]) -> bool:
+    """Whether a script imported JAX and none of Keras, TensorFlow and torch: a jax.jit/jax.grad
+    loop, whose steps no framework's script capture watches (workloads/scriptrun)."""
+    names = set(modules)
+    return "jax" in names and not {"keras", "torch", "tensorflow"} & names
 
 
 def unsupported(name: str, params: dict) -> str | None:

@@ -195,6 +195,6 @@ def execute(job: dict[str, Any], sink: Callable[[dict[str, Any]], None]) -> dict
     elif end["status"] == "no_entry" and capturekit.OWNER:  # reached, but it ended within the warm-up
         end = {"type": "end", "status": "too_short", "entry": capturekit.OWNER[0]}
     end["imported_s"] = dict(capturekit.IMPORTED)
-    if end["status"] == "no_entry" and "jax" in sys.modules and not {"keras", "torch", "tensorflow"} & set(sys.modules):
+    if end["status"] == "no_entry" and frameworks.plain_jax(sys.modules):
         end["plain_jax"] = True  # a jit/grad loop: no entry point diagnose captures (scriptplan.refusal says so)
     return end
