@@ -232,8 +232,9 @@ class NotMeasured:
     wide: bool = False  # too_few_samples: enough of them, but their interval too wide to tell a 2x change
     devices: list[str] = field(default_factory=list)  # default: where the framework already does it
     default: str = ""  # default: what the framework's default does there (FixEntry.default_words)
-    param: str = ""  # none_larger: the parameter ...; fixed_batch: the script's framework
+    param: str = ""  # none_larger: the parameter ...
     above: object = None  # ... and the baseline value nothing above which was measured
+    rebatches: str = ""  # fixed_batch: what diagnose re-batches for the framework ("DataLoader"; "": fit's data)
 
 
 @dataclass(frozen=True)

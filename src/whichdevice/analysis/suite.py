@@ -309,7 +309,7 @@ def _sweep_cut(record: RunRecord, e: FixEntry) -> bool:
         return False
     if "script" in o or not isinstance(batch, int) or batch <= 0:
         return False  # a script's plan names a sweep it cut in its fixes_cut (workloads/scriptplan.size)
-    return any(k > batch for k in USER_SWEEP_BATCHES) and not any(isinstance(b, int) and b > batch for b in sweep)
+    return any(k > batch for k in USER_SWEEP_BATCHES) and not _swept_larger(record)
 
 
 def _cut_by_plan(record: RunRecord, e: FixEntry) -> bool:
@@ -354,9 +354,10 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
     if _cut_by_plan(record, e):
         return NotMeasured("cut")
     if e.larger and e.param == "batch" and "script" in record.options and not _swept_larger(record):
-        return NotMeasured(
-            "fixed_batch", param=str(record.options.get("framework") or "")
-        )  # a script's plan sweeps a batch it can change, or names its cut
+        # a script's plan sweeps a batch it can change, or names its cut
+        fw = str(record.options.get("framework") or "")
+        source = frameworks.declared(fw, "REBATCHES", None) if fw in frameworks.FRAMEWORKS else None
+        return NotMeasured("fixed_batch", rebatches=source or "")
     base = e.baseline if baseline is None else baseline
     if not any(_baseline_side(e, base, r.spec.workload, r.spec.params) for r in record.results):
         return NotMeasured("not_in_suite", elsewhere=e.elsewhere)

@@ -14,7 +14,6 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from whichdevice.core.stats import MIN_SAMPLES
-from whichdevice import frameworks
 from whichdevice.core.units import seconds
 from whichdevice.present import names
 from whichdevice.present.claims import ratio_text
@@ -167,8 +166,7 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
     if why.reason == "none_larger":
         return f"not measured: no {why.param} larger than {why.above} was measured (only smaller ones)"
     if why.reason == "fixed_batch":
-        source = frameworks.declared(why.param, "REBATCHES", None) if why.param in frameworks.FRAMEWORKS else None
-        given = f"a {source}" if source else "the arrays or tf.data given to fit"
+        given = f"a {why.rebatches}" if why.rebatches else "the arrays or tf.data given to fit"
         return f"not measured: the script makes its own batches (diagnose changes the batch of {given})"
     return "not measured: one side of the pair did not run"
 
