@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -523,14 +524,30 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
     request = diagnose_request(plan)
     output = output or ScriptOutput()
-    record = _measure_suite(
-        request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed, quiet=output.quiet
-    )
-    if plan.user.get("script"):  # what the script did per step (data wait, copies, reads), as notes
-        from whichdevice.workloads import scriptplan
+    script = plan.user.get("script")
+    if not script:
+        record = _measure_suite(
+            request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed, quiet=output.quiet
+        )
+        output.finish(record, plan)
+        return
+    from whichdevice.workloads import scriptplan, userfolder
 
-        record = record.model_copy(update={"notes": scriptplan.record_notes(record)})
-    output.finish(record, plan)
+    userfolder.watch(str(script), plan.json_file)  # started by the pre-flight, or here on --resume
+    try:
+        record = _measure_suite(
+            request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed, quiet=output.quiet
+        )
+    finally:  # however it ends, the user's folder is as it was and the screen says what the script wrote
+        written = userfolder.finish(plan.json_file)
+        if written:
+            where = userfolder.files_dir(plan.json_file)
+            shown = where if not where.is_relative_to(Path.cwd()) else where.relative_to(Path.cwd())
+            err_console.print(escape(userfolder.summary(written, f"{shown}{os.sep}")), soft_wrap=True)
+    # what the script did per step (data wait, copies, reads) and what it wrote, as notes
+    notes = scriptplan.record_notes(record) + userfolder.notes(written)
+    options = {**record.options, "script_wrote": [w.path for w in written]} if written else record.options
+    output.finish(record.model_copy(update={"notes": notes, "options": options}), plan)
 
 
 def exit_if_nothing_decided(record: records.RunRecord) -> None:

@@ -21,7 +21,7 @@ from whichdevice.frameworks.common import nvidia
 from whichdevice.measure import experiment
 from whichdevice.workloads import scriptrun
 from whichdevice.workloads import script as script_workload
-from whichdevice.workloads import scriptplan
+from whichdevice.workloads import scriptplan, userfolder
 from whichdevice.workloads.suite import parse_budget
 
 SUFFIXES = (".py", ".ipynb")
@@ -69,16 +69,23 @@ def plan(
     budget_s = parse_budget(budget)
     fields = jobs.checked(params, "diagnose", png=False)
     name = escape(Path(job["script"]).name)
-    err_console.print(f"Running {name} once on the CPU to find its training step (pre-flight)…")
-    facts = scriptplan.preflight(job, budget_s)
-    experiment.require_installed(facts["framework"])
-    err_console.print(found_line(facts))
-    # GPU-only variants are planned (and cut for the budget) only where a GPU can be measured: on a
-    # machine with no NVIDIA driver, "cudnn_benchmark not measured on a GPU: ... more than the budget
-    # leaves" read as if the budget were the reason (stop 46's pytorch-cifar report)
-    wanted = fields.get("devices_wanted")
-    gpu = nvidia.driver_present() and (wanted is None or any(w.startswith("GPU") for w in wanted))
-    sizing = scriptplan.size(facts, budget_s, gpu=gpu)
+    # From its first run on, what the script writes in the user's folder is put back after each
+    # run (workloads/userfolder.py); a refused or interrupted plan keeps none of it.
+    userfolder.watch(job["script"], fields["json_file"])
+    try:
+        err_console.print(f"Running {name} once on the CPU to find its training step (pre-flight)…")
+        facts = scriptplan.preflight(job, budget_s)
+        experiment.require_installed(facts["framework"])
+        err_console.print(found_line(facts))
+        # GPU-only variants are planned (and cut for the budget) only where a GPU can be measured: on a
+        # machine with no NVIDIA driver, "cudnn_benchmark not measured on a GPU: ... more than the budget
+        # leaves" read as if the budget were the reason (stop 46's pytorch-cifar report)
+        wanted = fields.get("devices_wanted")
+        gpu = nvidia.driver_present() and (wanted is None or any(w.startswith("GPU") for w in wanted))
+        sizing = scriptplan.size(facts, budget_s, gpu=gpu)
+    except BaseException:
+        userfolder.abandon()
+        raise
     user = scriptplan.user_params(job, facts)
     return plan_class(
         model=" ".join([job["script"], *job["args"]]),

@@ -34,6 +34,7 @@ from whichdevice.core.process import Finished, run_module
 from whichdevice.core.records import CaseSpec
 from whichdevice.core.steps import raw_from_steps
 from whichdevice.frameworks.contracts import CaptureSpec
+from whichdevice.workloads import userfolder
 
 SCRIPT_CHILD = "whichdevice.measure.scriptchild"
 KERAS_ENTRIES = ("keras.Model.fit",)
@@ -156,6 +157,7 @@ def run_child(
                 elif obj.get("type") == "end":
                     run.end = obj
         run.stderr_tail = err_file.read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace")
+    userfolder.settle_here()  # what the script wrote in the user's folder, put back before the next run
     return run
 
 
@@ -213,6 +215,7 @@ def run_here(job: dict[str, Any], spec: CaptureSpec, captures: list[str]) -> Chi
     run = ChildRun()
     run.end = scriptrun.execute({**job, "frameworks": captures, "spec": spec.to_dict()}, run.results.append)
     run.finished = Finished(0, time.perf_counter() - capturekit.T0)
+    userfolder.settle_here()
     return run
 
 
