@@ -207,3 +207,21 @@ def test_diagnose_a_torch_script_that_writes_everywhere_leaves_the_folder_as_it_
     assert "log.csv" in wrote and "interrupted.pt" in wrote
     assert any(n.startswith("Your script wrote log.csv (yours put back") for n in data["notes"])
     assert "Your script wrote" in err and "Your folder is put back as it was" in err
+
+
+@pytest.mark.slow
+@pytest.mark.tf
+def test_diagnose_keras_callbacks_that_write_leave_the_folder_as_it_was(tmp_path, monkeypatch, capsys):
+    user = _user_folder(tmp_path / "proj")
+    shutil.copy(CORPUS / "keras_callbacks_write.py", user / "train.py")
+    (user / "best.keras").write_bytes(b"the user's best model")
+    monkeypatch.chdir(user)
+    monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path / "home"))
+    before = _state(user)
+    out = tmp_path / "out"
+    code, stdout, err = run_cli(["diagnose", "train.py", "--budget", "30", "--out", str(out)], capsys)
+    assert code == 0, err
+    assert _state(user) == before
+    (record,) = out.glob("diagnose-*.json")
+    wrote = json.loads(record.read_text())["options"]["script_wrote"]
+    assert {"log.csv", "best.keras"} <= set(wrote)
