@@ -1,0 +1,57 @@
+"""A new user's first minutes: the notebook magic as IPython users write it, piped output
+never wrapped, progress counts that never pass their total."""
+
+from __future__ import annotations
+
+import pytest
+
+from whichdevice import magics
+
+
+@pytest.fixture
+def magic_args(monkeypatch):
+    seen: list[list[str]] = []
+    monkeypatch.setattr(magics, "_result_of", lambda args: seen.append(args))
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("line", "args"),
+    [
+        ("matmul --quick         # any command as in a terminal; r keeps the result", ["matmul", "--quick"]),
+        ("compare 3 7                # two runs of `whichdevice history`", ["compare", "3", "7"]),
+        ("compare 3 7 #no space", ["compare", "3", "7"]),
+        ("report 'run #2.json' # quoted stays", ["report", "run #2.json"]),
+        ('report "a # b.json"', ["report", "a # b.json"]),
+        ("report run#2.json", ["report", "run#2.json"]),  # a '#' inside a word starts no comment
+        (r"report \#2.json", ["report", "#2.json"]),
+        ("# only a comment", ["--help"]),
+    ],
+)
+def test_the_line_magic_drops_a_trailing_comment_as_a_shell_does(magic_args, line, args):
+    magics.whichdevice_line(line)
+    assert magic_args == [args]
+
+
+def test_ipython_hands_the_magic_its_trailing_comment(magic_args):
+    """What the test above assumes: IPython passes the comment on to a line magic."""
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        magics.register(shell)
+        code = shell.transform_cell("r = %whichdevice matmul --quick   # a comment\n")
+        assert "# a comment" in code
+        shell.run_cell("r = %whichdevice matmul --quick   # a comment\n")
+    finally:
+        InteractiveShell.clear_instance()
+    assert magic_args == [["matmul", "--quick"]]
+
+
+def test_the_cell_magic_drops_a_trailing_comment(monkeypatch, tmp_path):
+    seen: list[list[str]] = []
+    monkeypatch.setattr(magics, "_result_of", lambda args: seen.append(args))
+    monkeypatch.chdir(tmp_path)
+    magics.whichdevice_audit_cell("--no-rerun   # no second run", "x = 1\n")
+    assert seen[0][:2] == ["audit", "--no-rerun"] and len(seen[0]) == 3
