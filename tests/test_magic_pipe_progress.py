@@ -3,6 +3,10 @@ never wrapped, progress counts that never pass their total."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from whichdevice import magics
@@ -55,3 +59,41 @@ def test_the_cell_magic_drops_a_trailing_comment(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     magics.whichdevice_audit_cell("--no-rerun   # no second run", "x = 1\n")
     assert seen[0][:2] == ["audit", "--no-rerun"] and len(seen[0]) == 3
+
+
+# ---------------------------------------------------------------- piped output is never wrapped
+
+
+def _piped(args: list[str], tmp_path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "80", "WHICHDEVICE_HOME": str(tmp_path / "home"), "TERM": "xterm"}
+    env.pop("FORCE_COLOR", None)
+    return subprocess.run(
+        [sys.executable, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120
+    )
+
+
+def test_a_long_line_on_piped_stderr_is_not_wrapped(tmp_path):
+    long = "Found keras.Model.fit (" + "x" * 60 + "): a step took 2.7 ms, the imports and data loading 8.6 s."
+    code = (
+        f"from whichdevice.cli.common import err_console, console; err_console.print({long!r}); console.print({long!r})"
+    )
+    done = _piped(["-c", code], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [long]
+    assert done.stdout.splitlines() == [long]
+
+
+def test_compare_summary_on_piped_stderr_is_one_line(tmp_path):
+    from conftest import make_record, timing_of
+
+    from whichdevice.core.records import CaseResult, CaseSpec, save_run
+
+    spec = CaseSpec(workload="matmul", framework="numpy", device="CPU:0", params={"n": 8, "mode": "steady"})
+    record = make_record([CaseResult(spec=spec, status="ok", timing=timing_of(0.001), wall_s=0.1)])
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    save_run(record, a)
+    save_run(record, b)
+    done = _piped(["-m", "whichdevice", "compare", str(a), str(b), "--json"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    (summary,) = [line for line in done.stderr.splitlines() if "changed beyond the noise" in line]
+    assert summary.rstrip().endswith("5% by default)"), done.stderr
