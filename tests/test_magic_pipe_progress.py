@@ -97,3 +97,38 @@ def test_compare_summary_on_piped_stderr_is_one_line(tmp_path):
     assert done.returncode == 0, done.stderr
     (summary,) = [line for line in done.stderr.splitlines() if "changed beyond the noise" in line]
     assert summary.rstrip().endswith("5% by default)"), done.stderr
+
+
+# ---------------------------------------------------------------- progress counts
+
+
+def test_a_run_count_never_passes_its_total_as_later_rounds_add_cases():
+    """Two devices of 12 planned cases each, then each device's round 2 of 8 and 4 verdict
+    cases (the H200's "35/20": round 2 told its own count as the total). Every count the
+    caller sees is within its total, and the total ends at what ran."""
+    from whichdevice.measure import session
+
+    seen: list[tuple[int, int]] = []
+    state = {"done": 0, "total": 0}
+
+    def on_total(n: int) -> None:
+        state["total"] = n
+
+    def on_result(_r: object) -> None:
+        state["done"] += 1
+        seen.append((state["done"], state["total"]))
+
+    count = session._Count(session.Progress(on_total=on_total, on_result=on_result))
+    progress = count.counting(24)
+    assert progress.on_result is not None
+    for _ in range(24):
+        progress.on_result(None)  # type: ignore[arg-type]
+    count.grow(8)  # GPU:0's round 2
+    for _ in range(8):
+        progress.on_result(None)  # type: ignore[arg-type]
+    count.grow(4)  # CPU:0's round 2
+    for _ in range(4):
+        progress.on_result(None)  # type: ignore[arg-type]
+    progress.on_result(None)  # type: ignore[arg-type]  # a case run once more than planned
+    assert all(done <= total for done, total in seen), seen
+    assert seen[-1] == (37, 37) and seen[23] == (24, 24) and seen[31] == (32, 32)
