@@ -303,8 +303,9 @@ def test_a_changed_provisional_answer_is_said_and_the_screen_stays_within_25_lin
 
 
 def test_piped_progress_never_counts_past_its_total():
-    """On the H200 the piped lines read "(32/24, …)", "(44/20, …)": round 2 gives each device's own
-    count as a new total (measure/session.py). Past the first, the count goes on without a total."""
+    """On the H200 the piped lines read "(32/24, …)", "(44/20, …)": round 2 gave each device's own
+    count as a new total. The session now grows the whole run's total as a round adds cases
+    (measure/session._Count), and the lines say the total they are given."""
     import io
 
     from rich.console import Console
@@ -318,12 +319,12 @@ def test_piped_progress_never_counts_past_its_total():
         for key in ["CPU:0|train|a"] * 24:
             p.on_start(key)
             p.on_result(None)
-        p.on_total(20)  # a device's round 2: its own cases, rounds 1 and 2
+        p.on_total(32)  # a device's round 2: its 8 cases added to the run's total
         for key in ["GPU:0|train|b"] * 8:
             p.on_start(key)
             p.on_result(None)
     lines = buf.getvalue().splitlines()
-    assert "(24/24," in lines[0] and "(32 so far," in lines[-1], lines
+    assert "(24/32," in lines[0] and "(32/32," in lines[-1], lines
 
 
 def test_the_op_trace_cases_have_a_name():
@@ -348,10 +349,10 @@ def test_a_script_cases_progress_line_names_the_experiment_not_its_plumbing():
     assert describe_key("matmul|tensorflow|CPU:0|mode=steady,n=10") == "CPU:0 matmul mode=steady n=10"
 
 
-def test_the_live_line_drops_its_total_once_later_rounds_begin():
+def test_the_live_line_takes_the_grown_total_of_later_rounds():
     """rich's ``update(total=None)`` keeps the old total, so the live line counted past it: "6/3"
-    through a public script's round 2 (word_language_model, --budget 120). Past the first plan the
-    count goes on without a total, as the piped lines say "so far"."""
+    through a public script's round 2 (word_language_model, --budget 120). The session now tells
+    the whole run's total, grown by round 2's cases, and the live line shows it."""
     from whichdevice.present.cliprogress import CliProgress
 
     console, buf = _console(100, True)
@@ -360,11 +361,11 @@ def test_the_live_line_drops_its_total_once_later_rounds_begin():
         for _ in range(3):
             p.on_start("train|torch|CPU:0|kind=steady,model=RNNModel")
             p.on_result(None)
-        p.on_total(6)  # the device's round 2, counted on its own
+        p.on_total(6)  # round 2's 3 cases added to the run's total
         for _ in range(3):
             p.on_result(None)
         assert p._bar is not None
         (task,) = p._bar.tasks
-        assert task.total is None and task.completed == 6
+        assert task.total == 6 and task.completed == 6
         console.print(p._bar.get_renderable())
-    assert "6/3" not in buf.getvalue() and "6/?" in buf.getvalue()
+    assert "6/3" not in buf.getvalue() and "6/6" in buf.getvalue()

@@ -16,9 +16,10 @@ import contextlib
 import dataclasses
 import functools
 import math
+import numbers
 import tempfile
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,26 +53,77 @@ from whichdevice.workloads import matmul as matmul_workload
 MAX_MATMUL_N = 32768  # two float32 operands + result = 12 GiB: beyond that, not a laptop question
 
 
+def _wrong_type(value: object, argument: str, wanted: str, example: str) -> UsageError:
+    """A value of a type no command-line text could give: named as the API's keyword, with
+    what it takes (the parsers then check the value itself, as the CLI's text)."""
+    shown = repr(value)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return UsageError(argument, f"{type(value).__name__} {shown} is not {wanted}", f"Pass e.g. {argument}={example}.")
+
+
+def _is_scalar(value: object) -> bool:
+    """A string or a number as the command line could spell it (numpy's numbers too; a bool
+    is not: True would read as the text 'True', or as 1)."""
+    return isinstance(value, (str, numbers.Real)) and not isinstance(value, (bool, _np_bools()))
+
+
+def _np_bools() -> tuple[type, ...]:
+    """numpy's bool type when numpy is loaded (it is no ``bool`` subclass), else nothing."""
+    import sys
+
+    np = sys.modules.get("numpy")
+    return (np.bool_,) if np is not None else ()
+
+
 @typing.overload
-def _csv(values: None) -> None: ...
+def _csv(values: None, argument: str = ..., example: str = ...) -> None: ...
 @typing.overload
-def _csv(values: str | Sequence) -> str: ...
-@typing.overload
-def _csv(values: str | Sequence | None) -> str | None: ...
-def _csv(values: str | Sequence | None) -> str | None:
+def _csv(values: object, argument: str = ..., example: str = ...) -> str | None: ...
+def _csv(values: object, argument: str = "value", example: str = "[1, 2]") -> str | None:
+    """A list argument as the CLI's comma-separated text. One value is a list of one, as the
+    CLI's ``--input-shape 8``; a list holds strings or numbers; anything else is refused
+    naming ``argument``."""
     if values is None or isinstance(values, str):
         return values
-    return ",".join(str(v) for v in values)
+    if hasattr(values, "tolist") and not isinstance(values, numbers.Real):  # a numpy array
+        values = values.tolist()
+    if _is_scalar(values):
+        return str(values)
+    if isinstance(values, (list, tuple, range)) and all(_is_scalar(v) for v in values):
+        return ",".join(str(v) for v in values)
+    raise _wrong_type(values, argument, "a value or a list of values", example)
 
 
 @typing.overload
-def _opt_str(value: None) -> None: ...
+def _opt_str(value: None, argument: str = ..., example: str = ...) -> None: ...
 @typing.overload
-def _opt_str(value: str | float) -> str: ...
-@typing.overload
-def _opt_str(value: object) -> str | None: ...
-def _opt_str(value: object) -> str | None:
-    return None if value is None else str(value)
+def _opt_str(value: object, argument: str = ..., example: str = ...) -> str | None: ...
+def _opt_str(value: object, argument: str = "value", example: str = "1") -> str | None:
+    """One value as the CLI's text (None: the default); a list, a bool or another object is
+    refused naming ``argument``, never turned into text such as '[8]' or 'True'."""
+    if value is None:
+        return None
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():  # a numpy scalar array
+        value = value.item()
+    if not _is_scalar(value):
+        raise _wrong_type(value, argument, "a number", example)
+    return str(value)
+
+
+def _flag(value: object, argument: str) -> bool:
+    """A switch: True or False (a string such as 'no' would read as True)."""
+    if isinstance(value, bool) or (isinstance(value, numbers.Integral) and int(value) in (0, 1)):
+        return bool(value)
+    raise _wrong_type(value, argument, "True or False", "True")
+
+
+def _word(value: object, argument: str, default: str) -> str:
+    """A choice's text (None: ``default``); a list or another object is refused naming ``argument``."""
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise _wrong_type(value, argument, "a name", repr(default))
+    return value
 
 
 @dataclass(frozen=True)
@@ -138,21 +190,30 @@ class MatmulOptions:
         memory_limit_gib,
     ) -> MatmulOptions:
         """The options as given (the CLI's text or the API's values; the defaults are theirs), checked."""
-        fw = parse_choice(str(framework), "--framework", frameworks.offering("matmul"))
-        size_list = parse_int_list(_csv(sizes), "--sizes", maximum=MAX_MATMUL_N, example="100,1000,4000")
+        # None is an argument's default, as an option left out of the command line
+        fw = parse_choice(_word(framework, "framework", "tensorflow"), "--framework", frameworks.offering("matmul"))
+        quick = _flag(quick, "quick")
+        size_list = parse_int_list(
+            _csv(sizes, "sizes", "[100, 1000]"), "--sizes", maximum=MAX_MATMUL_N, example="100,1000,4000"
+        )
         if size_list is None:
             size_list = list(matmul_workload.QUICK_SIZES if quick else matmul_workload.SEED_SIZES)
+        mode_text = _csv(modes, "modes", '["steady"]')
         return cls(
             framework=fw,
             sizes=size_list,
-            modes=parse_choice_list(_csv(modes), "--mode", matmul_workload.MODES),
-            dtype=parse_choice(str(dtype), "--dtype", matmul_workload.DTYPES),
-            devices=experiment.parse_device_filter(_csv(devices)),
-            min_time_s=parse_positive_float(_opt_str(min_time_s), "--min-time", "0.2") or MATMUL_MIN_TIME_S,
-            quick=bool(quick),
-            cpu_threads=parse_positive_int(_opt_str(cpu_threads), "--cpu-threads", "4"),
-            case_timeout_s=parse_positive_float(_opt_str(case_timeout_s), "--case-timeout", "900"),
-            memory_limit_bytes=parse_memory_limit(_opt_str(memory_limit_gib)),
+            modes=parse_choice_list(mode_text, "--mode", matmul_workload.MODES) or list(matmul_workload.MODES),
+            dtype=parse_choice(_word(dtype, "dtype", "float32"), "--dtype", matmul_workload.DTYPES),
+            devices=experiment.parse_device_filter(_csv(devices, "devices", '["CPU"]')),
+            min_time_s=parse_positive_float(_opt_str(min_time_s, "min_time_s", "0.2"), "--min-time", "0.2")
+            or MATMUL_MIN_TIME_S,
+            quick=quick,
+            cpu_threads=parse_positive_int(_opt_str(cpu_threads, "cpu_threads", "4"), "--cpu-threads", "4"),
+            case_timeout_s=parse_positive_float(
+                _opt_str(case_timeout_s, "case_timeout_s", "900"), "--case-timeout", "900"
+            )
+            or 900.0,
+            memory_limit_bytes=parse_memory_limit(_opt_str(memory_limit_gib, "memory_limit_gib", "8")),
         )
 
 

@@ -287,10 +287,12 @@ def _job_fields(name: str, devices: Any, cpu_threads: Any, memory_limit_gib: Any
     return {
         "json_file": "",  # no record path: the record is kept in the history (api._keep)
         "command": _api_command(name),
-        "devices_wanted": experiment.parse_device_filter(_csv(devices)),
-        "cpu_threads": parse_positive_int(_opt_str(cpu_threads), "--cpu-threads", "4"),
-        "case_timeout_s": parse_positive_float(_opt_str(case_timeout_s), "--case-timeout", "600"),
-        "memory_limit_bytes": parse_memory_limit(_opt_str(memory_limit_gib)),
+        "devices_wanted": experiment.parse_device_filter(_csv(devices, "devices", '["CPU"]')),
+        "cpu_threads": parse_positive_int(_opt_str(cpu_threads, "cpu_threads", "4"), "--cpu-threads", "4"),
+        "case_timeout_s": parse_positive_float(
+            _opt_str(case_timeout_s, "case_timeout_s", "600"), "--case-timeout", "600"
+        ),
+        "memory_limit_bytes": parse_memory_limit(_opt_str(memory_limit_gib, "memory_limit_gib", "8")),
     }
 
 
@@ -319,15 +321,15 @@ def run(
 ) -> Any:
     """``whichdevice run`` from Python: the default suite, its verdict and measured fixes."""
     from whichdevice import frameworks
-    from whichdevice.api import _opt_str
+    from whichdevice.api import _opt_str, _word
     from whichdevice.cli import run as run_command_module
     from whichdevice.core.validate import parse_choice
     from whichdevice.workloads.suite import parse_budget
 
-    fw = parse_choice(str(framework), "--framework", frameworks.offering("run"))
+    fw = parse_choice(_word(framework, "framework", "tensorflow"), "--framework", frameworks.offering("run"))
     plan = run_command_module.RunPlan(
         frameworks=[fw],
-        budget_s=parse_budget(_opt_str(budget_s), "budget_s"),
+        budget_s=parse_budget(_opt_str(budget_s, "budget_s", "90"), "budget_s"),
         **_job_fields("run", devices, cpu_threads, memory_limit_gib, case_timeout_s),
     )
     return _suite(run_command_module._run_request(plan, fw))
@@ -366,7 +368,14 @@ def diagnose(
     # 2,000 samples were labelled with the 4,992 the budget allowed).
     from_data = held is not None and isinstance(samples, int) and held < samples
     guessed = "torch" if not isinstance(model, str) and api._is_torch_object(model) else "tensorflow"
-    fw = parse_choice(str(framework or guessed), "--framework", frameworks.offering("diagnose"))
+    fw = parse_choice(api._word(framework, "framework", guessed), "--framework", frameworks.offering("diagnose"))
+    if fw == "torch" and not isinstance(model, str) and not api._is_torch_object(model):
+        # what is not a module would be pickled and fail only in the measuring child
+        raise UsageError(
+            "model",
+            f"{type(model).__name__} is not a PyTorch module",
+            'Pass an nn.Module, (module, loss_fn[, optimizer]) or "my_model.py:build".',
+        )
     if data is not None and fw in frameworks.KERAS and fw not in frameworks.TFDATA:
         raise UsageError(
             "data",
@@ -397,11 +406,15 @@ def _diagnose_plan(model: str, data: str | None, fw: str, given: dict, devices: 
 
     model_fn = userfile.parse_spec(model, "--model")
     data_fn = userfile.parse_spec(data, "--data") if data else None
-    shape = parse_shape(_csv(given["input_shape"]))  # the CLI's parser: keeps order and repeats (28,28,1)
-    n_classes = parse_positive_int(_opt_str(given["classes"]), "--classes", "10", maximum=1_000_000)
-    n_batch = parse_positive_int(_opt_str(given["batch"]), "--batch", "32", maximum=65536)
-    n_samples = parse_positive_int(_opt_str(given["samples"]), "--samples", "10000", maximum=10_000_000) or 10_000
-    budget = parse_budget(_opt_str(given["budget_s"]), "budget_s")
+    # the CLI's parser: keeps order and repeats (28,28,1); one number is a shape of one, as --input-shape 8
+    shape = parse_shape(_csv(given["input_shape"], "input_shape", "(28, 28, 1)"))
+    n_classes = parse_positive_int(_opt_str(given["classes"], "classes", "10"), "--classes", "10", maximum=1_000_000)
+    n_batch = parse_positive_int(_opt_str(given["batch"], "batch", "32"), "--batch", "32", maximum=65536)
+    n_samples = (
+        parse_positive_int(_opt_str(given["samples"], "samples", "10000"), "--samples", "10000", maximum=10_000_000)
+        or 10_000
+    )
+    budget = parse_budget(_opt_str(given["budget_s"], "budget_s", "90"), "budget_s")
     samples_given = "the data's " if given["from_data"] else n_samples != 10_000
     fields = _job_fields("diagnose", devices, cpu_threads, None)
     return run_command_module.diagnose_plan(

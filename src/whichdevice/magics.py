@@ -66,10 +66,32 @@ def _result_of(args: list[str]) -> Any:
             return None
 
 
+def _split(line: str) -> list[str]:
+    """The magic's line as a shell splits it. IPython hands a line magic the whole rest of the
+    line, a trailing ``# comment`` included, so a comment ends it as in a shell: a ``#`` that
+    starts a word, outside quotes (``'#1'``, ``"a # b"`` and ``run#2`` stay as they are).
+    A quote left open is shlex's ``ValueError``."""
+    quote = ""
+    escaped = False
+    for i, ch in enumerate(line):
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            line = line[:i]
+            break
+    return shlex.split(line)
+
+
 def whichdevice_line(line: str) -> Any:
     """``%whichdevice ARGS``."""
     try:
-        args = shlex.split(line)
+        args = _split(line)
     except ValueError as e:
         print(f"error: %whichdevice: {e} (quote the argument)", file=sys.stderr)
         return None
@@ -79,7 +101,7 @@ def whichdevice_line(line: str) -> Any:
 def whichdevice_audit_cell(line: str, cell: str) -> Any:
     """``%%whichdevice_audit [options]``: the cell audited as a script."""
     try:
-        options = shlex.split(line)
+        options = _split(line)
     except ValueError as e:
         print(f"error: %%whichdevice_audit: {e} (quote the argument)", file=sys.stderr)
         return None

@@ -134,20 +134,48 @@ def add(record: RunRecord, path: Path) -> int:
 def entries(limit: int = 20, experiment: str | None = None) -> list[Entry]:
     if not db_path().exists():
         return []
-    with _connect() as con:
+    with _connect_rows() as con:
         if experiment:
             rows = con.execute("SELECT * FROM runs WHERE experiment = ? ORDER BY id DESC LIMIT ?", (experiment, limit))
         else:
             rows = con.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,))
-        return [_counted(Entry(*r)) for r in rows.fetchall()]
+        return [_counted(_entry(r)) for r in rows.fetchall()]
 
 
 def get(run_id: int) -> Entry | None:
     if not db_path().exists():
         return None
-    with _connect() as con:
+    with _connect_rows() as con:
         row = con.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
-    return _counted(Entry(*row)) if row else None
+    return _counted(_entry(row)) if row else None
+
+
+_FIELDS = tuple(dataclasses.fields(Entry))
+
+
+def _connect_rows() -> sqlite3.Connection:
+    """A connection whose rows are read by column name: a newer version may add columns, in
+    any place, and this version reads the ones it knows and ignores the rest."""
+    con = _connect()
+    con.row_factory = sqlite3.Row
+    return con
+
+
+def _entry(row: sqlite3.Row) -> Entry:
+    """The entry in ``row``, by column name. A column this version needs and does not find means
+    a history written by a version whose index this one cannot read: one line, not a traceback."""
+    have = set(row.keys())
+    values = {}
+    for f in _FIELDS:
+        if f.name in have:
+            values[f.name] = row[f.name]
+        elif f.default is dataclasses.MISSING:
+            raise UsageError(
+                "--history",
+                f"'{db_path()}' has no column '{f.name}' in its runs table (written by another whichdevice version)",
+                "Upgrade whichdevice (pip install -U whichdevice), or pass another folder with --history.",
+            )
+    return Entry(**values)
 
 
 def _counted(e: Entry) -> Entry:

@@ -50,6 +50,7 @@ default ``max(0.25 s, 5 × min_time_s)``): core/timing.py, ``Timing.stop_reason`
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -201,6 +202,44 @@ class Progress:
     on_provisional: Callable[[RunRecord], None] | None = None
 
 
+class _Count:
+    """The caller's progress, its total kept for the whole run: the plan's cases first, then
+    grown by each later round's cases as that round starts (devices' rounds run side by side,
+    so no round's own count is a total). A result beyond the total (a case run twice) grows it
+    too, so a count never reads more done than its total."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress, self.total, self.done = progress, 0, 0
+        self._lock = threading.Lock()
+
+    def counting(self, total: int) -> Progress:
+        """The progress to measure with: its results counted, ``total`` told."""
+        self.total = total
+        self._tell()
+        return dataclasses.replace(self.progress, on_result=self._on_result)
+
+    def grow(self, n: int) -> None:
+        """``n`` more cases to come."""
+        with self._lock:
+            self.total += n
+        self._tell()
+
+    def _on_result(self, r: CaseResult) -> None:
+        with self._lock:
+            self.done += 1
+            past = self.done > self.total
+            if past:
+                self.total = self.done
+        if past:
+            self._tell()
+        if self.progress.on_result:
+            self.progress.on_result(r)
+
+    def _tell(self) -> None:
+        if self.progress.on_total:
+            self.progress.on_total(self.total)
+
+
 def measure(
     request: Request,
     *,
@@ -225,10 +264,10 @@ def measure(
         progress.on_devices(planned, chosen)
     if callable(journal) and not isinstance(journal, Journal):
         journal = journal()
-    if progress.on_total:
-        progress.on_total(sum(len(request.cases_for(planned, d)) for d in chosen))
+    count = _Count(progress)
+    progress = count.counting(sum(len(request.cases_for(planned, d)) for d in chosen))
     n_rounds = request.rounds if request.rounds is not None else ROUNDED_EXPERIMENTS.get(request.experiment, 1)
-    run = _Run(request, planned, _policy(request), n_rounds, progress, journal, resumed)
+    run = _Run(request, planned, _policy(request), n_rounds, progress, journal, resumed, count)
     run.chosen, run.awaiting = chosen, _answer_keys(run, chosen)
     if progress.while_child_starts:
         run.pending.append(progress.while_child_starts)
@@ -296,6 +335,7 @@ class _Run:
     progress: Progress
     journal: Journal | None
     resumed: JournalState | None
+    count: _Count
     warms: dict[str, runner.Warm] = field(default_factory=dict)  # each device's round-2 child, started ahead
     sessions: list[Session] = field(default_factory=list)
     told: list[Discovery] = field(default_factory=list)  # what the first child saw, when no discovery child ran
@@ -477,8 +517,7 @@ def _later_rounds(
             notes.append(f"{dev.name}: round {k} of the verdict cases did not start (time budget)")
             break
         specs = repeat_order(todo)
-        if progress.on_total:
-            progress.on_total(len(first) + (k - 1) * len(todo))
+        run.count.grow(len(todo))  # this round's cases join the whole run's total
         _, rk, nk = experiment.run_devices(
             request.framework,
             [dev],

@@ -109,15 +109,11 @@ class CliProgress:
 
     # --- what the measuring session calls
     def on_total(self, n: int) -> None:
-        # The session gives the whole plan first, then each device's round 2 as that device's own
-        # count (measure/session.py): past the first, a total would be below the cases already done
-        # (the H200's "44/20"), so the count goes on without one.
-        if self.done:
-            self._end_phase()  # the phase that ran under the old total is said with it
-        self.total = n if self.done == 0 else None
+        # The whole run's total: the plan's cases, grown as later rounds add theirs
+        # (measure/session.py), so it is never below the cases already done.
+        self.total = n
         if self._bar is not None and self._task is not None:
-            # rich's update(total=None) keeps the old total: the live line read "6/3" through a
-            # script's round 2 (stop 47), so the task's total is set on the task itself
+            # set on the task itself: rich's update() ignores a total of None
             for task in self._bar.tasks:
                 if task.id == self._task:
                     task.total = self.total

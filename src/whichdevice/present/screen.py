@@ -44,6 +44,8 @@ console = SafeConsole(highlight=False)
 # `^Record: ` gets the whole path and a table cell its whole name (issue #17).
 console.soft_wrap = not console.is_terminal
 err_console = SafeConsole(stderr=True, highlight=False)
+# The same on stderr: its summaries and one-line findings are read by scripts and logs too.
+err_console.soft_wrap = not err_console.is_terminal
 
 
 @contextmanager
