@@ -1304,3 +1304,35 @@ def test_medians_of_a_many_sample_record_sort_each_point_once():
         plain = s[k // 2] if k % 2 else 0.5 * (s[k // 2 - 1] + s[k // 2])
         assert significance._median(xs) == plain
     assert all(tuple(xs) in stats._SORTED for xs in points), "a point's sorted samples were not kept"
+
+
+# ------------------------------------------------------------ the script's pre-flight under the run's limits
+
+HOLDS_AT_IMPORT = """
+import time
+import numpy as np
+
+held = np.ones(int(1.5 * 2**30) // 8)  # 1.5 GiB, touched, before anything trains
+time.sleep(8)
+"""
+
+
+def test_memory_limit_stops_the_script_preflight_and_is_named(tmp_path, capsys, monkeypatch):
+    """--memory-limit holds the pre-flight's script process as it holds the measuring cases: a
+    script that holds 1.5 GiB at import is stopped under --memory-limit 1, and the line names the
+    limit and the fix, before anything is measured or written."""
+    monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("WD_TEST_MARK", MARK)
+    script = tmp_path / "greedy_import.py"
+    script.write_text(HOLDS_AT_IMPORT)
+    out = tmp_path / "out"
+    started = time.monotonic()
+    code, stdout, err = run_cli(["diagnose", str(script), "--memory-limit", "1", "--out", str(out)], capsys)
+    assert code == 2, err
+    line = " ".join(err.split())
+    assert "stopped by --memory-limit 1 GiB in the pre-flight" in line, err
+    assert "Raise it (e.g. --memory-limit" in line and "Traceback" not in err
+    assert time.monotonic() - started < 8, "the script ran on past the limit"
+    assert not out.exists() or not list(out.iterdir())
+    time.sleep(0.2)
+    assert _alive_marked() == []
