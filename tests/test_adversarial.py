@@ -1336,3 +1336,99 @@ def test_memory_limit_stops_the_script_preflight_and_is_named(tmp_path, capsys, 
     assert not out.exists() or not list(out.iterdir())
     time.sleep(0.2)
     assert _alive_marked() == []
+
+
+# ------------------------------------------------------------ every interruption keeps what was measured
+
+
+def _as_a_terminal_sends_it() -> None:
+    """SIGINT default and unblocked in the child, as a terminal's Ctrl-C finds it (a background
+    job, or a test runner, may have it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGQUIT})
+
+
+@pytest.mark.parametrize(
+    ("signals", "code", "word"),
+    [
+        ((signal.SIGQUIT,), 131, "Quit"),  # Ctrl-\: it died by the signal, silently
+        ((signal.SIGINT,) * 6, 130, "Interrupted"),  # Ctrl-C pressed again while the first one unwinds
+    ],
+    ids=["sigquit", "ctrl-c-again"],
+)
+def test_ctrl_backslash_and_a_second_ctrl_c_keep_the_journal_and_say_how_to_resume(tmp_path, signals, code, word):
+    out = tmp_path / "r"
+    p = _hang_run(tmp_path, out, preexec_fn=_as_a_terminal_sends_it)
+    journal = _wait_result(out)
+    for sig in signals:
+        p.send_signal(sig)
+        time.sleep(0.03)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == code, err
+    line = " ".join(err.split())
+    assert f"{word}. The finished cases are kept in {journal}" in line, err
+    assert f"whichdevice matmul --resume {journal}" in line and "Traceback" not in err
+    assert journal.exists() and not list(out.glob("*.json"))  # no record that no line names
+    _no_leftovers(tmp_path)
+
+
+SLOW_IMPORT = """
+import time
+time.sleep(60)  # the script's own loading, long before any training step
+"""
+
+
+def test_ctrl_c_in_the_preflight_says_nothing_was_kept_and_leaves_nothing(tmp_path):
+    script = tmp_path / "slow_start.py"
+    script.write_text(SLOW_IMPORT)
+    out = tmp_path / "out"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "whichdevice", "diagnose", str(script), "--out", str(out)],
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_as_a_terminal_sends_it,
+    )
+    end = time.monotonic() + 60
+    while time.monotonic() < end and not any(
+        "whichdevice.workloads" in " ".join(_cmdline(pid)) for pid in _alive_marked()
+    ):
+        time.sleep(0.05)  # the pre-flight's script process has started
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "Interrupted. Nothing was measured yet; nothing is kept.", err
+    assert not out.exists() or not list(out.iterdir())
+    _no_leftovers(tmp_path)
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def test_ctrl_c_while_the_page_is_drawn_names_the_complete_record(tmp_path, capsys, monkeypatch):
+    """The record is written and the journal closed before the page is drawn: interrupted there,
+    the line names the record (listed in the history) and how to draw its page; no half page."""
+    from whichdevice.jobs import running
+
+    monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path / "home"))
+
+    def interrupted(*a, **k):
+        safeio.write_atomic(tmp_path / "r" / "page.html", "half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(running, "page", interrupted)
+    code, out, err = run_cli([*QUICK, "--out", str(tmp_path / "r")], capsys)
+    assert code == 130, err
+    (record,) = (tmp_path / "r").glob("*.json")
+    line = " ".join(err.split())
+    assert f"Interrupted. The record is complete: {record}; draw its page with: whichdevice report {record}" in line
+    assert not (tmp_path / "r" / "page.html").exists() and not list((tmp_path / "r").glob(f"*{SUFFIX}"))
+    from whichdevice.measure import history
+
+    assert [Path(e.path).name for e in history.entries()] == [record.name]  # listed where its line names it
