@@ -1432,3 +1432,45 @@ def test_ctrl_c_while_the_page_is_drawn_names_the_complete_record(tmp_path, caps
     from whichdevice.measure import history
 
     assert [Path(e.path).name for e in history.entries()] == [record.name]  # listed where its line names it
+
+
+TINY_TORCH = """
+import torch
+
+torch.manual_seed(0)
+X, Y = torch.randn(4096, 32), torch.randn(4096, 1)
+w = torch.zeros(32, 1, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.05)
+for epoch in range(5):
+    for i in range(0, len(X), 64):
+        loss = ((X[i : i + 64] @ w - Y[i : i + 64]) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT], ids=lambda s: s.name)
+def test_diagnose_interrupted_after_its_first_case_keeps_the_journal(tmp_path, sig):
+    """Ctrl-C after round 1's first case takes the same path as SIGTERM and SIGHUP: the journal
+    kept, the --resume command, exit 128 + the signal, and no record that no line names."""
+    pytest.importorskip("torch")
+    script = tmp_path / "tiny.py"
+    script.write_text(TINY_TORCH)
+    out = tmp_path / "out"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "whichdevice", "diagnose", str(script), "--budget", "20", "--out", str(out)],
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_as_a_terminal_sends_it,
+    )
+    journal = _wait_result(out, timeout=180)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + sig, err
+    assert f"whichdevice diagnose --resume {journal}" in " ".join(err.split()) and "Traceback" not in err
+    assert journal.exists() and not list(out.glob("*.json"))
+    _no_leftovers(tmp_path)
