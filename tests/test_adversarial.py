@@ -1304,3 +1304,173 @@ def test_medians_of_a_many_sample_record_sort_each_point_once():
         plain = s[k // 2] if k % 2 else 0.5 * (s[k // 2 - 1] + s[k // 2])
         assert significance._median(xs) == plain
     assert all(tuple(xs) in stats._SORTED for xs in points), "a point's sorted samples were not kept"
+
+
+# ------------------------------------------------------------ the script's pre-flight under the run's limits
+
+HOLDS_AT_IMPORT = """
+import time
+import numpy as np
+
+held = np.ones(int(1.5 * 2**30) // 8)  # 1.5 GiB, touched, before anything trains
+time.sleep(8)
+"""
+
+
+def test_memory_limit_stops_the_script_preflight_and_is_named(tmp_path, capsys, monkeypatch):
+    """--memory-limit holds the pre-flight's script process as it holds the measuring cases: a
+    script that holds 1.5 GiB at import is stopped under --memory-limit 1, and the line names the
+    limit and the fix, before anything is measured or written."""
+    monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("WD_TEST_MARK", MARK)
+    script = tmp_path / "greedy_import.py"
+    script.write_text(HOLDS_AT_IMPORT)
+    out = tmp_path / "out"
+    started = time.monotonic()
+    code, stdout, err = run_cli(["diagnose", str(script), "--memory-limit", "1", "--out", str(out)], capsys)
+    assert code == 2, err
+    line = " ".join(err.split())
+    assert "stopped by --memory-limit 1 GiB in the pre-flight" in line, err
+    assert "Raise it (e.g. --memory-limit" in line and "Traceback" not in err
+    assert time.monotonic() - started < 8, "the script ran on past the limit"
+    assert not out.exists() or not list(out.iterdir())
+    time.sleep(0.2)
+    assert _alive_marked() == []
+
+
+# ------------------------------------------------------------ every interruption keeps what was measured
+
+
+def _as_a_terminal_sends_it() -> None:
+    """SIGINT default and unblocked in the child, as a terminal's Ctrl-C finds it (a background
+    job, or a test runner, may have it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGQUIT})
+
+
+@pytest.mark.parametrize(
+    ("signals", "code", "word"),
+    [
+        ((signal.SIGQUIT,), 131, "Quit"),  # Ctrl-\: it died by the signal, silently
+        ((signal.SIGINT,) * 6, 130, "Interrupted"),  # Ctrl-C pressed again while the first one unwinds
+    ],
+    ids=["sigquit", "ctrl-c-again"],
+)
+def test_ctrl_backslash_and_a_second_ctrl_c_keep_the_journal_and_say_how_to_resume(tmp_path, signals, code, word):
+    out = tmp_path / "r"
+    p = _hang_run(tmp_path, out, preexec_fn=_as_a_terminal_sends_it)
+    journal = _wait_result(out)
+    for sig in signals:
+        p.send_signal(sig)
+        time.sleep(0.03)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == code, err
+    line = " ".join(err.split())
+    assert f"{word}. The finished cases are kept in {journal}" in line, err
+    assert f"whichdevice matmul --resume {journal}" in line and "Traceback" not in err
+    assert journal.exists() and not list(out.glob("*.json"))  # no record that no line names
+    _no_leftovers(tmp_path)
+
+
+SLOW_IMPORT = """
+import time
+time.sleep(60)  # the script's own loading, long before any training step
+"""
+
+
+def test_ctrl_c_in_the_preflight_says_nothing_was_kept_and_leaves_nothing(tmp_path):
+    script = tmp_path / "slow_start.py"
+    script.write_text(SLOW_IMPORT)
+    out = tmp_path / "out"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "whichdevice", "diagnose", str(script), "--out", str(out)],
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_as_a_terminal_sends_it,
+    )
+    end = time.monotonic() + 60
+    while time.monotonic() < end and not any(
+        "whichdevice.workloads" in " ".join(_cmdline(pid)) for pid in _alive_marked()
+    ):
+        time.sleep(0.05)  # the pre-flight's script process has started
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "Interrupted. Nothing was measured yet; nothing is kept.", err
+    assert not out.exists() or not list(out.iterdir())
+    _no_leftovers(tmp_path)
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def test_ctrl_c_while_the_page_is_drawn_names_the_complete_record(tmp_path, capsys, monkeypatch):
+    """The record is written and the journal closed before the page is drawn: interrupted there,
+    the line names the record (listed in the history) and how to draw its page; no half page."""
+    from whichdevice.jobs import running
+
+    monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path / "home"))
+
+    def interrupted(*a, **k):
+        safeio.write_atomic(tmp_path / "r" / "page.html", "half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(running, "page", interrupted)
+    code, out, err = run_cli([*QUICK, "--out", str(tmp_path / "r")], capsys)
+    assert code == 130, err
+    (record,) = (tmp_path / "r").glob("*.json")
+    line = " ".join(err.split())
+    assert f"Interrupted. The record is complete: {record}; draw its page with: whichdevice report {record}" in line
+    assert not (tmp_path / "r" / "page.html").exists() and not list((tmp_path / "r").glob(f"*{SUFFIX}"))
+    from whichdevice.measure import history
+
+    assert [Path(e.path).name for e in history.entries()] == [record.name]  # listed where its line names it
+
+
+TINY_TORCH = """
+import torch
+
+torch.manual_seed(0)
+X, Y = torch.randn(4096, 32), torch.randn(4096, 1)
+w = torch.zeros(32, 1, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.05)
+for epoch in range(5):
+    for i in range(0, len(X), 64):
+        loss = ((X[i : i + 64] @ w - Y[i : i + 64]) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT], ids=lambda s: s.name)
+def test_diagnose_interrupted_after_its_first_case_keeps_the_journal(tmp_path, sig):
+    """Ctrl-C after round 1's first case takes the same path as SIGTERM and SIGHUP: the journal
+    kept, the --resume command, exit 128 + the signal, and no record that no line names."""
+    pytest.importorskip("torch")
+    script = tmp_path / "tiny.py"
+    script.write_text(TINY_TORCH)
+    out = tmp_path / "out"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "whichdevice", "diagnose", str(script), "--budget", "20", "--out", str(out)],
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_as_a_terminal_sends_it,
+    )
+    journal = _wait_result(out, timeout=180)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + sig, err
+    assert f"whichdevice diagnose --resume {journal}" in " ".join(err.split()) and "Traceback" not in err
+    assert journal.exists() and not list(out.glob("*.json"))
+    _no_leftovers(tmp_path)

@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None, *, raising: tuple[type[Exception], ...] 
     command = _command_name(args) in COMMANDS
     if command and guard.unusable_home():
         sys.exit(2)
-    undo = guard.install(scratch=command)
+    undo = guard.install(scratch=command, own_process=argv is None)
     try:
         load_commands(_completion_words() or args)
         apply_metavars()
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None, *, raising: tuple[type[Exception], ...] 
     # Without standalone mode typer returns an Exit's code instead of raising it; Ctrl-C (and
     # SIGTERM, SIGHUP, a closed pipe, through cli/guard.py) is Exit(130).
     if isinstance(code, int) and code == INTERRUPTED:
-        sys.exit(guard.interrupted_code(INTERRUPTED))
+        sys.exit(guard.interrupted_code(INTERRUPTED, measuring=_command_name(args) in JOURNALED))
     if isinstance(code, int) and code != 0:
         sys.exit(code)
     if guard.all_failed():  # a record was written, but nothing in it was measured
@@ -219,6 +219,10 @@ def _error_exit(e: Exception) -> int | None:
 
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT (Ctrl-C)
+# The commands that journal what they measure: interrupted before their journal exists, their
+# line says that nothing was kept.
+JOURNALED = frozenset({"run", "diagnose", "matmul", "train", "pipeline", "placement", "pitfalls", "calibrate"})
+JOURNALED |= {"predict", "scale"}
 
 
 if __name__ == "__main__":

@@ -1,11 +1,15 @@
 """What the command line does when the world misbehaves (issue 18), kept out of ``app.py``.
 
-- Signals: SIGTERM (a scheduler's limit, ``kill``), SIGHUP (the terminal went away) and a
+- Signals: SIGTERM (a scheduler's limit, ``kill``), SIGHUP (the terminal went away), in the
+  command line's own process Ctrl-C (SIGINT) and Ctrl-\\ (SIGQUIT), and a
   broken output pipe (``| head -1``: Python ignores SIGPIPE and raises ``BrokenPipeError``
   on the next write; :class:`_PipeGuard` turns it into the same interruption) unwind the run
   like Ctrl-C: children killed, the journal kept, a line on stderr with the ``--resume``
   command, exit 128 + the signal's number. The line never reads the journal
-  (``journal.active_experiment``), so a damaged journal cannot crash it.
+  (``journal.active_experiment``), so a damaged journal cannot crash it. A second signal while
+  the first unwinds is ignored: the clean-up and the line always finish. Interrupted while the
+  page is drawn, the record is complete: the line names it and how to draw its page. Interrupted
+  before anything was journaled (the pre-flight), the line says nothing was kept.
 - Scratch: the run's temporary files (the runner's job files, the children's own ``TMPDIR``)
   live in ``$WHICHDEVICE_HOME/tmp/run-PID-RANDOM``, removed when the command ends; folders of
   runs killed with ``kill -9`` are removed by the next command. Nothing is left in ``/tmp``.
@@ -37,7 +41,15 @@ from whichdevice.cli.base import err_console
 from whichdevice.core.textsafe import for_encoding
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-NAMES: dict[int, str] = {signal.SIGINT: "Interrupted", signal.SIGTERM: "Terminated", signal.SIGHUP: "Hung up"}
+# Taken only where the command line owns the process (``python -m whichdevice``, the console
+# script): the Python API and the notebook keep Ctrl-C as their caller set it.
+OWN_PROCESS_SIGNALS = (signal.SIGINT, signal.SIGQUIT)
+NAMES: dict[int, str] = {
+    signal.SIGINT: "Interrupted",
+    signal.SIGTERM: "Terminated",
+    signal.SIGHUP: "Hung up",
+    signal.SIGQUIT: "Quit",
+}
 BAD_PATH = (errno.ENAMETOOLONG, errno.ELOOP)
 FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
@@ -50,12 +62,15 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
-received: int | None = None  # the signal that ended the run (None: Ctrl-C or none)
+received: int | None = None  # the signal that ended the run (None: Python's own Ctrl-C or none)
 
 
 def _on_signal(signum: int, frame: Any) -> None:
+    # A Terminated, not a bare KeyboardInterrupt, even for SIGINT: CPython kills itself with
+    # SIGINT at exit (status -2, no line) when a bare KeyboardInterrupt left code it ran through
+    # PyRun_*, whatever sys.exit said; the subclass is not matched there.
     global received
-    if received is not None:  # already unwinding: let the clean-up finish
+    if received is not None:  # already unwinding: let the clean-up and the line finish
         return
     received = signum
     raise Terminated(signum)
@@ -275,15 +290,20 @@ def unusable_home() -> bool:
     return False
 
 
-def install(*, scratch: bool = True) -> Callable[[], None]:
-    """Signal handlers, the output pipe's guard, the scratch folder (for a command) and the
-    warning line; returns the function that undoes them."""
+def install(*, scratch: bool = True, own_process: bool = False) -> Callable[[], None]:
+    """Signal handlers (``own_process``: Ctrl-C and Ctrl-\\ too, kept to the process's end), the
+    output pipe's guard, the scratch folder (for a command) and the warning line; returns the
+    function that undoes them."""
     global received
     received = None
     run = sys.modules.get("whichdevice.jobs.running")
     if run is not None:
         run.all_failed = None  # type: ignore[attr-defined]
+        run.written = None  # type: ignore[attr-defined]
     previous = {s: signal.signal(s, _on_signal) for s in SIGNALS}
+    if own_process:  # never undone: a Ctrl-C while the command exits must not end it by the signal
+        for s in OWN_PROCESS_SIGNALS:
+            signal.signal(s, _on_signal)
     restore_streams = _guard_streams()
     restore_scratch = _scratch() if scratch else (lambda: None)
     saved_show = warnings.showwarning
@@ -349,10 +369,24 @@ def resume_hint() -> str:
     )
 
 
-def interrupted_code(default: int) -> int:
-    """Exit code and the line for an interruption (Ctrl-C is ``default``, 130)."""
+def _written_hint() -> str:
+    """For a run interrupted after its record was written (while its page was drawn): where the
+    record is, and how to draw its page."""
+    run = sys.modules.get("whichdevice.jobs.running")
+    path = getattr(run, "written", None)
+    if path is None:
+        return ""
+    where = escape(str(path))
+    return f" The record is complete: {where}; draw its page with: whichdevice report {where}"
+
+
+def interrupted_code(default: int, *, measuring: bool = False) -> int:
+    """Exit code and the line for an interruption (Ctrl-C is ``default``, 130); ``measuring``: a
+    command that measures, whose line says so when nothing was kept."""
     what = NAMES.get(received, "Output closed") if received is not None else "Interrupted"
-    hint = resume_hint()
+    hint = resume_hint() or _written_hint()
+    if not hint and measuring and received != signal.SIGPIPE:
+        hint = " Nothing was measured yet; nothing is kept."
     if received == signal.SIGPIPE:
         what = "Output closed (the program reading it quit)"
         if not hint:  # `whichdevice --help | head`: nothing lost, nothing to say

@@ -74,7 +74,9 @@ def plan(
     userfolder.watch(job["script"], fields["json_file"])
     try:
         err_console.print(f"Running {name} once on the CPU to find its training step (pre-flight)…")
-        facts = scriptplan.preflight(job, budget_s)
+        facts = scriptplan.preflight(
+            job, budget_s, memory_limit_bytes=fields["memory_limit_bytes"], case_timeout_s=fields.get("case_timeout_s")
+        )
         experiment.require_installed(facts["framework"])
         err_console.print(found_line(facts))
         # GPU-only variants are planned (and cut for the budget) only where a GPU can be measured: on a

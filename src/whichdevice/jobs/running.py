@@ -48,6 +48,9 @@ def record_paths(out: Path, json_path: Path | None, experiment: str) -> tuple[Pa
 
 # Set by save_record when every case of the record failed: the command exits 1 (cli/app.py).
 all_failed: str | None = None
+# The record save_record wrote: an interruption after it (while the page is drawn) names it
+# (cli/guard.py); reset when a command starts.
+written: Path | None = None
 
 
 @contextmanager
@@ -69,7 +72,7 @@ def save_record(record: records.RunRecord, json_file: Path) -> None:
     cannot be drawn or printed afterwards (a name that is not UTF-8, an ASCII terminal, a full
     disk: issue #43). A failure to write it is raised as it is (cli/app.py: one line, the
     ``--resume`` command while the journal is kept, exit 1), with whatever this run created."""
-    global all_failed
+    global all_failed, written
     if journal.active_changes:  # resumed on a changed machine: the record says so
         record = record.model_copy(
             update={"notes": [*record.notes, *(f"Resumed with a change: {c}." for c in journal.active_changes)]}
@@ -81,6 +84,7 @@ def save_record(record: records.RunRecord, json_file: Path) -> None:
         safeio.discard_created()  # never leave a report without its record
         raise
     safeio.keep_created()
+    written = json_file
     if record.results and all(r.status == "failed" for r in record.results):
         first = record.results[0]
         all_failed = f"every case failed ({len(record.results)}); the first: {first.error}"
@@ -99,14 +103,22 @@ def draw_page(draw: Callable[[], Any], json_file: Path) -> Any:
     return drawn
 
 
-def announce_record(record: records.RunRecord, json_file: Path, png: Path | None) -> None:
-    """The lines after the page: where the record is, its run id in the history, the plot."""
-    console.print(f"Record: {escape(str(json_file))}")
+def indexed(record: records.RunRecord, json_file: Path) -> str:
+    """Add the record to the history; the line that says so (its run id), or why not."""
     try:
         run_id = history.add(record, json_file)
-        console.print(f"History: run {run_id} (whichdevice history; whichdevice compare {run_id} LATER_RUN)")
+        return f"History: run {run_id} (whichdevice history; whichdevice compare {run_id} LATER_RUN)"
     except (OSError, sqlite3.Error, UnicodeError) as e:  # the index is a convenience: never fail a finished run
-        console.print(f"[yellow]History not updated ({escape(str(e))}).[/yellow]")
+        return f"[yellow]History not updated ({escape(str(e))}).[/yellow]"
+
+
+def announce_record(
+    record: records.RunRecord, json_file: Path, png: Path | None, index_line: str | None = None
+) -> None:
+    """The lines after the page: where the record is, its run id in the history (``index_line``:
+    added already), the plot."""
+    console.print(f"Record: {escape(str(json_file))}")
+    console.print(index_line if index_line is not None else indexed(record, json_file))
     if png is not None:
         console.print(f"Plot:   {escape(str(png))}")
 
@@ -128,8 +140,15 @@ def record_then_page(
         save_record(record, json_file)
         for path in journals:
             Journal(path).finish()
-        draw_page(lambda: page(record, png or json_file.with_suffix(".png"), loglog=loglog, **more), json_file)
-        announce_record(record, json_file, png)
+        # In the history before the page is drawn: a run interrupted while it draws is complete,
+        # and listed where its record is named (cli/guard.py).
+        index_line = indexed(record, json_file)
+        try:
+            draw_page(lambda: page(record, png or json_file.with_suffix(".png"), loglog=loglog, **more), json_file)
+        except KeyboardInterrupt:  # no half-drawn page beside the record: `report` draws it whole
+            safeio.discard_created()
+            raise
+        announce_record(record, json_file, png, index_line)
 
 
 def page(record: records.RunRecord, png: Path, *, loglog: bool, **more: Any) -> Any:

@@ -131,8 +131,10 @@ def run_child(
     *,
     timeout_s: float,
     env: dict[str, str] | None = None,
+    memory_limit_bytes: int | None = None,
 ) -> ChildRun:
-    """Run the script once in a fresh process (``env`` added to this one's) under ``spec``."""
+    """Run the script once in a fresh process (``env`` added to this one's) under ``spec``, its
+    process group held to ``memory_limit_bytes`` (None: the default, 90 % of RAM)."""
     with tempfile.TemporaryDirectory(prefix="whichdevice-script-") as d:
         job_file, out_file, err_file = Path(d, "job.json"), Path(d, "out.jsonl"), Path(d, "err.txt")
         job_file.write_text(json.dumps({**job, "frameworks": captures, "spec": spec.to_dict()}), encoding="utf-8")
@@ -144,6 +146,7 @@ def run_child(
                 env={**os.environ, **(env or {})},
                 stdout=subprocess.DEVNULL,
                 stderr=err,
+                memory_limit_bytes=memory_limit_bytes,
             )
         run = ChildRun(finished=done)
         if out_file.exists():

@@ -72,9 +72,14 @@ def _line(text: str) -> str:
     return clean(str(text), newlines=False)[:300]
 
 
-def refusal(run: script.ChildRun, job: dict[str, Any], limit_s: float) -> UsageError:
-    """The one line for a pre-flight that reached no training step."""
+def refusal(
+    run: script.ChildRun, job: dict[str, Any], limit_s: float, memory_limit_bytes: int | None = None
+) -> UsageError:
+    """The one line for a pre-flight that reached no training step (``memory_limit_bytes``: the
+    run's --memory-limit the pre-flight was held to, None: the default)."""
     name, end = _name(job), run.end
+    if run.finished is not None and run.finished.stopped == "memory":
+        return _stopped_by_memory(name, run.finished.rss_bytes, memory_limit_bytes)
     if end.get("status") == "script_error":
         err, where = _line(end.get("error") or ""), _line(end.get("where") or name)
         if _GPU_NEEDED.search(err):
@@ -121,6 +126,27 @@ def refusal(run: script.ChildRun, job: dict[str, Any], limit_s: float) -> UsageE
     return UsageError("SCRIPT", f"{name} reached no timed training step in the pre-flight ({_line(why)})", fix)
 
 
+def _stopped_by_memory(name: str, rss_bytes: int, memory_limit_bytes: int | None) -> UsageError:
+    """The line for a pre-flight its parent stopped over the memory limit: which limit, what the
+    script held, and how to move one or the other."""
+    used = rss_bytes / 2**30
+    less = "give the script arguments (after --) that load less data"
+    if memory_limit_bytes is None:
+        return UsageError(
+            "SCRIPT",
+            f"{name} was stopped by the memory limit (90 % of this machine's memory) in the pre-flight: its "
+            f"process held {used:.2f} GiB before its first timed training step",
+            f"Free memory, or {less}",
+        )
+    asked = memory_limit_bytes / 2**30
+    return UsageError(
+        "SCRIPT",
+        f"{name} was stopped by --memory-limit {asked:g} GiB in the pre-flight: its process held {used:.2f} GiB "
+        "before its first timed training step",
+        f"Raise it (e.g. --memory-limit {max(math.ceil(used * 1.25), math.ceil(asked) + 1)}), or {less}",
+    )
+
+
 def _cpu_env() -> dict[str, str]:
     env: dict[str, str] = {}
     for fw in ("tensorflow", "torch"):
@@ -132,16 +158,25 @@ def _cpu_env() -> dict[str, str]:
     return env
 
 
-def preflight(job: dict[str, Any], budget_s: float) -> dict[str, Any]:
-    """Run the script once on the CPU with every capture: its facts, or a ``UsageError``."""
+def preflight(
+    job: dict[str, Any], budget_s: float, *, memory_limit_bytes: int | None = None, case_timeout_s: float | None = None
+) -> dict[str, Any]:
+    """Run the script once on the CPU with every capture: its facts, or a ``UsageError``. The
+    script's process is held to the limits its measuring cases will be held to: the run's
+    ``--memory-limit`` (None: the default) and, when shorter than the pre-flight's own, the case
+    timeout; a script that only fits under the defaults would pass here and fail every case."""
     limit = max(30.0, 0.6 * budget_s)
+    timeout = limit + 30.0 if case_timeout_s is None else min(limit + 30.0, case_timeout_s)
+    limit = min(limit, timeout)
     spec = CaptureSpec("baseline", warmup_steps=WARMUP, steps=PREFLIGHT_STEPS, device="cpu", deadline_s=limit)
-    run = script.run_child(job, spec, ["tensorflow", "torch"], timeout_s=limit + 30.0, env=_cpu_env())
+    run = script.run_child(
+        job, spec, ["tensorflow", "torch"], timeout_s=timeout, env=_cpu_env(), memory_limit_bytes=memory_limit_bytes
+    )
     r = next((x for x in run.results if x.get("status") == "ok" and x.get("step_s")), None)
     if r is None:
         if run.results and run.results[0].get("status") not in ("ok",):
             run.end = {"status": "script_error", "error": run.results[0].get("error") or run.results[0].get("why_not")}
-        raise refusal(run, job, limit)
+        raise refusal(run, job, limit, memory_limit_bytes)
     warm, steps = list(r.get("warmup_s") or []), list(r["step_s"])
     imported = [float(v) for v in (run.end.get("imported_s") or {}).values()]
     setup = float(r.get("setup_s") or 0.0)
