@@ -229,3 +229,25 @@ def test_the_watch_undoes_its_patches():
         assert sys.stdin.read() == "" and sys.stdin.readline() == ""
         assert seen.stdin is not None
     assert (sys.stdin, os._exit, os.system, mpp.BaseProcess.start, subprocess.Popen.__init__) == before
+
+
+def test_only_the_users_own_code_starts_training_processes(tmp_path):
+    """A library's processes (torch.compile's workers, a DataLoader's) are not the script's training."""
+    script_path = str(tmp_path / "train.py")
+    here = scriptwatch.from_user.__code__.co_filename
+    assert not scriptwatch.from_user(script_path)  # called from this test file, not the script's folder
+    assert scriptwatch._stdlib(os.__file__) and not scriptwatch._stdlib(here)
+    site = os.path.join(os.path.dirname(os.__file__), "site-packages", "torch", "x.py")
+    assert not scriptwatch._stdlib(site)
+
+
+def test_a_dataloaders_workers_are_no_training_elsewhere(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+        "if __name__ == '__main__':\n"
+        "    dl = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4, num_workers=1)\n"
+        "    print(sum(1 for _ in dl))\n"
+    )
+    text = _refused(path)
+    assert "ran to its end without reaching a training entry point" in text and "another process" not in text, text

@@ -6,7 +6,7 @@ environment (a CPU child: every GPU hidden), so the script's own ``import`` sees
 the script, its arguments, the frameworks whose ``capture.py`` to install and the ``CaptureSpec``;
 a notebook comes as its code cells already joined (``source``; ``%time``/``%timeit`` run their
 statement once). The script runs as ``__main__`` with ``sys.argv = [script, *args]`` in the
-caller's working directory, its folder first on ``sys.path``.
+caller's working directory, the folder of its real file first on ``sys.path``, with no standard input.
 
 Every result the capture hands over is one JSON line ``{"type": "result", "result": ...}``, flushed
 at once; then ``{"type": "end", ...}``: ``"ok"`` once the capture raised ``CaptureDone``,

@@ -90,6 +90,16 @@ def _args_fix(name: str, said: str, args: list[str]) -> str:
     return f"Pass the script's arguments after --, as to python: whichdevice diagnose {name} -- {shown}{given}"
 
 
+def _maybe_elsewhere(end: dict[str, Any]) -> bool:
+    """Whether a pre-flight's end leaves room for training in another process: it reached no entry,
+    never ended (it waited on its processes past the limit), or the process it started failed."""
+    if end.get("status") == "script_error":
+        return bool(
+            re.match(r"(ProcessRaisedException|ProcessExitedException|CalledProcessError)\b", str(end.get("error")))
+        )
+    return end.get("status") in (None, "no_entry")
+
+
 def _elsewhere(run: script.ChildRun, name: str) -> UsageError | None:
     """A script that started another Python process and reached no step in its own: its training
     runs there, where no capture is installed."""
@@ -164,7 +174,7 @@ def refusal(run: script.ChildRun, job: dict[str, Any], limit_s: float) -> UsageE
             f"{name} downloads data and this machine cannot reach the network: it raised {err} at {where}",
             "Download the data once where there is a network and point the script at the local copy",
         )
-    elsewhere = _elsewhere(run, name) if end.get("status") != "too_short" else None
+    elsewhere = _elsewhere(run, name) if _maybe_elsewhere(end) else None
     if elsewhere is not None:
         return elsewhere
     stdin = run.seen.get("stdin") or end.get("stdin")

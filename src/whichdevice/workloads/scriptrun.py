@@ -4,11 +4,14 @@ by that child itself (``workloads/script.py``: the framework is imported there a
 environment set before import, so the run pays only the script's own imports and data loading).
 
 The script runs as ``__main__`` with ``sys.argv = [script, *args]`` in the caller's working
-directory, its folder first on ``sys.path``; a notebook comes as its code cells already joined
-(``source``; ``%time``/``%timeit`` run their statement once). It ends as ``ok`` once a capture
+directory, the folder of its real file first on ``sys.path`` (a symlink's target's, as ``python
+LINK`` does), compiled from its bytes (a coding line, a BOM) and with no standard input; a
+notebook comes as its code cells already joined (``source``; ``%time``/``%timeit`` run their
+statement once). It ends as ``ok`` once a capture
 raised ``CaptureDone``, ``no_entry`` (with ``watched``) when it ended without reaching an entry
 point, or ``script_error`` with the script's own error (``error``: type and message, ``where``:
-its file and line).
+its file and line, ``step``: the training step it came at, ``exit_code`` for ``sys.exit`` and
+``os._exit``).
 """
 
 from __future__ import annotations
@@ -145,8 +148,9 @@ def remember_terminal() -> None:
 
 @contextlib.contextmanager
 def _terminal_stdin() -> Iterator[None]:
-    """The script's standard input is the user's terminal while it runs (where the parent named
-    one), as in their shell; the child's own stdin is back afterwards."""
+    """fd 0 is the user's terminal while the script runs (where the parent named one), as in their
+    shell, for the commands it runs (``stty size``); the child's own stdin is back afterwards. The
+    script's ``sys.stdin`` reads empty all the same (``scriptwatch``): it runs several times."""
     tty = os.environ.get(TTY_VAR)
     try:
         fd = os.open(tty, os.O_RDONLY | os.O_NOCTTY) if tty and not os.isatty(0) else -1

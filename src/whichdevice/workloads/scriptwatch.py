@@ -7,9 +7,10 @@ line the parent reads even when the process is killed later), each patch undone 
   standard input: ``sys.stdin`` reads as empty (``input()`` raises ``EOFError`` as at the end of a
   pipe) and the first read is told, with the script's line that read. fd 0 is left as it is (the
   user's terminal, for a subprocess such as ``stty size``);
-- processes: ``multiprocessing`` processes (``torch.multiprocessing.spawn``, a Pool, a Process;
-  a DataLoader's workers left out) and the Python commands or launchers it runs (``subprocess``,
-  ``os.system``): training there runs outside this process, where no capture is installed;
+- processes: ``torch.multiprocessing.spawn``, and the ``multiprocessing`` processes (a Pool, a
+  Process) and Python commands or launchers (``subprocess``, ``os.system``) that the user's own
+  code starts (a library's, such as torch.compile's workers or a DataLoader's, left out): training
+  there runs outside this process, where no capture is installed;
 - ``os._exit(code)``: the process ends without unwinding, so ``on_exit`` says how it ended first.
 """
 
@@ -60,6 +61,26 @@ class Seen:
         if what and what not in self.processes and len(self.processes) < 5:
             self.processes.append(what)
             self.say(processes=list(self.processes))
+
+
+_STDLIB = os.path.dirname(os.__file__) + os.sep  # its site-packages hold libraries, not the standard library
+
+
+def _stdlib(name: str) -> bool:
+    return name.startswith(_STDLIB) and os.sep + "site-packages" + os.sep not in name[len(_STDLIB) - 1 :]
+
+
+def from_user(script: str) -> bool:
+    """Whether the call now running comes from the user's own code (the script or a module beside
+    it), not from a library's: torch.compile's workers and a DataLoader's are no training of theirs."""
+    folders = {os.path.dirname(script) + os.sep, os.path.dirname(os.path.realpath(script)) + os.sep}
+    f = sys._getframe(2)
+    while f is not None:
+        name = os.path.abspath(f.f_code.co_filename)
+        if name != __file__ and not _stdlib(name) and not name.startswith("<"):
+            return name == script or any(name.startswith(d) for d in folders)
+        f = f.f_back  # type: ignore[assignment]
+    return False
 
 
 def script_line(script: str) -> str:
@@ -182,17 +203,18 @@ def watching(
     real_start, real_popen = mpp.BaseProcess.start, subprocess.Popen.__init__
 
     def start(self: Any) -> None:
-        if os.getpid() == pid:
-            seen.started(process_of(self))
+        what = process_of(self) if os.getpid() == pid else None
+        if what and (what.startswith("torch.multiprocessing") or from_user(script)):
+            seen.started(what)
         real_start(self)
 
     def popen(self: Any, args: Any, *a: Any, **kw: Any) -> None:
-        if os.getpid() == pid:
+        if os.getpid() == pid and from_user(script):
             seen.started(command_of(args))
         real_popen(self, args, *a, **kw)
 
     def system(command: Any) -> int:
-        if os.getpid() == pid:
+        if os.getpid() == pid and from_user(script):
             seen.started(command_of(str(command)))
         return real_system(command)
 
