@@ -251,3 +251,25 @@ def test_a_dataloaders_workers_are_no_training_elsewhere(tmp_path):
     )
     text = _refused(path)
     assert "ran to its end without reaching a training entry point" in text and "another process" not in text, text
+
+
+def test_a_script_that_waits_on_its_spawned_training_past_the_limit_is_told_where_it_trains():
+    """The spawned training ran past the pre-flight's limit: the process never ended, and the line
+    said it timed out ("Pass a larger --budget"); what the watch saw came before."""
+    from whichdevice.core.process import Finished
+
+    run = script.ChildRun(seen={"processes": ["torch.multiprocessing.spawn(main)"]})
+    run.finished = Finished(-9, 60.0, stopped="timeout")
+    text = str(scriptplan.refusal(run, {"script": "ddp.py"}, 30))
+    assert "ddp.py trains in another process (it started torch.multiprocessing.spawn(main))" in text, text
+    assert "larger --budget" not in text
+
+
+def test_argparse_message_is_read_after_its_usage_lines():
+    tail = "Traceback ...\nusage: train.py [-h] --data-dir DATA_DIR\ntrain.py: error: unrecognized arguments: --lr 1\n"
+    run = script.ChildRun(
+        end={"status": "script_error", "error": "SystemExit: 2", "where": "train.py:5", "exit_code": 2, "step": 0},
+        stderr_tail=tail,
+    )
+    text = " ".join(str(scriptplan.refusal(run, {"script": "train.py", "args": ["--lr", "1"]}, 30)).split())
+    assert 'its argument parser said "unrecognized arguments: --lr 1"' in text and "(given: --lr 1)" in text, text
