@@ -6,13 +6,14 @@ environment (a CPU child: every GPU hidden), so the script's own ``import`` sees
 the script, its arguments, the frameworks whose ``capture.py`` to install and the ``CaptureSpec``;
 a notebook comes as its code cells already joined (``source``; ``%time``/``%timeit`` run their
 statement once). The script runs as ``__main__`` with ``sys.argv = [script, *args]`` in the
-caller's working directory, its folder first on ``sys.path``.
+caller's working directory, the folder of its real file first on ``sys.path``, with no standard input.
 
 Every result the capture hands over is one JSON line ``{"type": "result", "result": ...}``, flushed
 at once; then ``{"type": "end", ...}``: ``"ok"`` once the capture raised ``CaptureDone``,
 ``"no_entry"`` (with ``watched``) when the script ended without reaching an entry point, or
 ``"script_error"`` with the script's own error (``error``: type and message, ``where``: its file and
-line) when the script raised before one was reached.
+line) when the script raised before one was reached. ``{"type": "seen", ...}`` lines say, as it
+happens, what the script did that decides why it gave no step (``workloads/scriptwatch.py``).
 """
 
 from __future__ import annotations
@@ -43,9 +44,13 @@ def main(argv: list[str]) -> int:
         out.write(json.dumps(obj, default=str) + "\n")
         out.flush()
 
-    end = execute(job, lambda r: emit({"type": "result", "result": r}))
-    end["wall_s"] = time.perf_counter() - T0
-    emit(end)
+    def tell(obj: dict[str, Any]) -> None:  # what the script did, said as it happens; an os._exit's end
+        if obj.get("type") == "end":
+            obj["wall_s"] = time.perf_counter() - T0
+        emit(obj)
+
+    end = execute(job, lambda r: emit({"type": "result", "result": r}), tell)
+    tell(end)
     return 0
 
 

@@ -108,6 +108,7 @@ class ChildRun:
 
     results: list[dict[str, Any]] = field(default_factory=list)
     end: dict[str, Any] = field(default_factory=dict)
+    seen: dict[str, Any] = field(default_factory=dict)  # what the script did (scriptwatch), also if it never ended
     stderr_tail: str = ""
     finished: Finished | None = None
 
@@ -159,16 +160,36 @@ def run_child(
                     run.results.append(obj["result"])
                 elif obj.get("type") == "end":
                     run.end = obj
+                elif obj.get("type") == "seen":
+                    run.seen.update({k: v for k, v in obj.items() if k != "type"})
         run.stderr_tail = err_file.read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace")
     userfolder.settle_here()  # what the script wrote in the user's folder, put back before the next run
     return run
 
 
+def ordinal(n: int) -> str:
+    """1 -> "1st", 2 -> "2nd", 11 -> "11th"."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def at_step(end: dict[str, Any]) -> str:
+    """Where in the training an error or an exit came: "at its 3rd training step", or "before its
+    first training step" (``end["step"]``, counted by the captures: ``capturekit.step_reached``);
+    "" where the end does not say."""
+    if "step" not in end:
+        return ""
+    step = int(end.get("step") or 0)
+    return f"at its {ordinal(step)} training step" if step else "before its first training step"
+
+
 def child_failure(run: ChildRun, limit_s: float) -> str:
     """Why a script process gave no result, in one line."""
     end, done = run.end, run.finished
+    if end.get("status") == "script_error" and end.get("exit_code") is not None:
+        return f"the script exited with code {end['exit_code']} {at_step(end)} ({end.get('where')})".replace("  ", " ")
     if end.get("status") == "script_error":
-        return f"the script raised {end.get('error')} at {end.get('where')}"
+        return f"the script raised {end.get('error')} at {end.get('where')} {at_step(end)}".rstrip()
     if end.get("status") == "too_short":
         return f"the script ended within its first warm-up steps ({end.get('entry')} reached): too few batches to time"
     if end.get("status") == "no_entry":
@@ -215,6 +236,7 @@ def run_here(job: dict[str, Any], spec: CaptureSpec, captures: list[str]) -> Chi
     capturekit.T0 = time.perf_counter()
     capturekit.OWNER.clear()
     capturekit.FINISHERS.clear()
+    capturekit.PROGRESS.update(steps=0, begun=0)
     run = ChildRun()
     run.end = scriptrun.execute({**job, "frameworks": captures, "spec": spec.to_dict()}, run.results.append)
     run.finished = Finished(0, time.perf_counter() - capturekit.T0)

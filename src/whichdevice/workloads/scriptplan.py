@@ -29,7 +29,7 @@ from whichdevice.core.textsafe import clean
 from whichdevice.core.units import seconds
 from whichdevice.core.records import CaseSpec
 from whichdevice.frameworks.contracts import CaptureSpec
-from whichdevice.workloads import script
+from whichdevice.workloads import script, scriptwatch
 from whichdevice.workloads.suite import USER_SWEEP_BATCHES
 
 STEPS = 10  # timed steps per case and round (a claim needs 5 samples a side)
@@ -72,6 +72,90 @@ def _line(text: str) -> str:
     return clean(str(text), newlines=False)[:300]
 
 
+_ARGPARSE = re.compile(r"^\S+: error: (.+)$", re.M)  # argparse's last line before its SystemExit(2)
+
+
+def _argparse_said(run: script.ChildRun) -> str | None:
+    """What the script's argument parser printed before it exited with code 2, if it did."""
+    said = _ARGPARSE.findall(run.stderr_tail)
+    return said[-1].strip() if said else None
+
+
+def _args_fix(name: str, said: str, args: list[str]) -> str:
+    """The command that passes the script's arguments, with the ones argparse asked for."""
+    m = re.search(r"the following arguments are required: (.+)", said)
+    wanted = [w.strip() for w in m.group(1).split(",")] if m else []
+    shown = " ".join(f"{w} ..." if w.startswith("-") else w.upper() for w in wanted) or "ARGS"
+    given = f" (given: {' '.join(args)})" if args else ""
+    return f"Pass the script's arguments after --, as to python: whichdevice diagnose {name} -- {shown}{given}"
+
+
+def _maybe_elsewhere(end: dict[str, Any]) -> bool:
+    """Whether a pre-flight's end leaves room for training in another process: it reached no entry,
+    never ended (it waited on its processes past the limit), or the process it started failed."""
+    if end.get("status") == "script_error":
+        return bool(
+            re.match(r"(ProcessRaisedException|ProcessExitedException|CalledProcessError)\b", str(end.get("error")))
+        )
+    return end.get("status") in (None, "no_entry")
+
+
+def _elsewhere(run: script.ChildRun, name: str) -> UsageError | None:
+    """A script that started another Python process and reached no step in its own: its training
+    runs there, where no capture is installed."""
+    seen = {**run.seen, **run.end}
+    processes = [str(p) for p in seen.get("processes") or []]
+    if not processes:
+        return None
+    launched = next((scriptwatch.script_in(p) for p in processes if scriptwatch.script_in(p)), None)
+    fix = (
+        "For diagnose, run the training function in the script's own process (e.g. call train(0, ...) where it calls "
+        "torch.multiprocessing.spawn, behind a flag passed after --), then diagnose it again"
+    )
+    if launched:
+        other, args = launched
+        fix = f"Diagnose the script that trains: whichdevice diagnose {other}" + (
+            f" -- {' '.join(args)}" if args else ""
+        )
+    return UsageError(
+        "SCRIPT",
+        f"{name} trains in another process (it started {'; '.join(processes)}): diagnose captures the training "
+        "steps of the script's own process, not of the processes it starts",
+        fix,
+    )
+
+
+def _script_error(run: script.ChildRun, job: dict[str, Any], err: str, where: str) -> UsageError:
+    """The line for a script that raised or exited with an error code: argparse's own message, the
+    exit code and the training step it came at."""
+    name, end = _name(job), run.end
+    code, said = end.get("exit_code"), _argparse_said(run)
+    if code == 2 and said:
+        return UsageError(
+            "SCRIPT",
+            f'{name} refused its arguments and exited with code 2: its argument parser said "{_line(said)}"',
+            _args_fix(name, said, [str(a) for a in job.get("args") or []]),
+        )
+    if code is not None and end.get("step"):
+        return UsageError(
+            "SCRIPT",
+            f"{name} exited with code {code} {script.at_step(end)} ({where}), before diagnose had timed its steps",
+            f"Let it train at least {WARMUP + STEPS} steps before it exits (give it arguments after -- for more steps "
+            f"or epochs): each case times {WARMUP} warm-up steps, then {STEPS}",
+        )
+    if code is not None:
+        return UsageError(
+            "SCRIPT",
+            f"{name} exited with code {code} at {where} before its first training step",
+            f"Make `python {name}` run here first, then diagnose it again",
+        )
+    return UsageError(
+        "SCRIPT",
+        f"{name} raised {err} at {where} {script.at_step(end) or 'before its first training step'}",
+        f"Make `python {name}` run here first, then diagnose it again",
+    )
+
+
 def refusal(
     run: script.ChildRun, job: dict[str, Any], limit_s: float, memory_limit_bytes: int | None = None
 ) -> UsageError:
@@ -80,26 +164,35 @@ def refusal(
     name, end = _name(job), run.end
     if run.finished is not None and run.finished.stopped == "memory":
         return _stopped_by_memory(name, run.finished.rss_bytes, memory_limit_bytes)
-    if end.get("status") == "script_error":
-        err, where = _line(end.get("error") or ""), _line(end.get("where") or name)
-        if _GPU_NEEDED.search(err):
-            return UsageError(
-                "SCRIPT",
-                f"{name} needs a GPU and this machine has none: it raised {err} at {where}",
-                "Run diagnose on the machine with the GPU, or let the script fall back to the CPU "
-                "(e.g. device = 'cuda' if torch.cuda.is_available() else 'cpu')",
-            )
-        if _NETWORK.search(err):
-            return UsageError(
-                "SCRIPT",
-                f"{name} downloads data and this machine cannot reach the network: it raised {err} at {where}",
-                "Download the data once where there is a network and point the script at the local copy",
-            )
+    err, where = _line(end.get("error") or ""), _line(end.get("where") or name)
+    error = end.get("status") == "script_error"
+    if error and _GPU_NEEDED.search(err):
         return UsageError(
             "SCRIPT",
-            f"{name} raised {err} at {where} before its first training step",
-            f"Make `python {name}` run here first, then diagnose it again",
+            f"{name} needs a GPU and this machine has none: it raised {err} at {where}",
+            "Run diagnose on the machine with the GPU, or let the script fall back to the CPU "
+            "(e.g. device = 'cuda' if torch.cuda.is_available() else 'cpu')",
         )
+    if error and _NETWORK.search(err):
+        return UsageError(
+            "SCRIPT",
+            f"{name} downloads data and this machine cannot reach the network: it raised {err} at {where}",
+            "Download the data once where there is a network and point the script at the local copy",
+        )
+    elsewhere = _elsewhere(run, name) if _maybe_elsewhere(end) else None
+    if elsewhere is not None:
+        return elsewhere
+    stdin = run.seen.get("stdin") or end.get("stdin")
+    if stdin and end.get("status") in ("script_error", "no_entry"):
+        what = f"it raised {err} at {where}" if error else "it ran to its end without training"
+        return UsageError(
+            "SCRIPT",
+            f"{name} reads its standard input (at {_line(stdin)}), which diagnose does not pass on: each run of the "
+            f"script gets an empty stdin, and {what}",
+            "Give the script what it reads as arguments after -- or in a file: diagnose runs it several times",
+        )
+    if error:
+        return _script_error(run, job, err, where)
     if end.get("status") == "no_entry" and end.get("plain_jax"):
         return UsageError(
             "SCRIPT",

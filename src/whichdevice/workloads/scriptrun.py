@@ -4,11 +4,14 @@ by that child itself (``workloads/script.py``: the framework is imported there a
 environment set before import, so the run pays only the script's own imports and data loading).
 
 The script runs as ``__main__`` with ``sys.argv = [script, *args]`` in the caller's working
-directory, its folder first on ``sys.path``; a notebook comes as its code cells already joined
-(``source``; ``%time``/``%timeit`` run their statement once). It ends as ``ok`` once a capture
+directory, the folder of its real file first on ``sys.path`` (a symlink's target's, as ``python
+LINK`` does), compiled from its bytes (a coding line, a BOM) and with no standard input; a
+notebook comes as its code cells already joined (``source``; ``%time``/``%timeit`` run their
+statement once). It ends as ``ok`` once a capture
 raised ``CaptureDone``, ``no_entry`` (with ``watched``) when it ended without reaching an entry
 point, or ``script_error`` with the script's own error (``error``: type and message, ``where``:
-its file and line).
+its file and line, ``step``: the training step it came at, ``exit_code`` for ``sys.exit`` and
+``os._exit``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 from whichdevice import frameworks
 from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
+from whichdevice.workloads import scriptwatch
 
 MAGICS = "__whichdevice_magics__"  # audit/notebook.py's name for %time / %timeit in joined cells
 # What each framework's capture watches, for the line that says none was reached.
@@ -48,13 +52,20 @@ class _OnceMagics:
         exec(stmt, ns)  # noqa: S102
 
 
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # whichdevice's own package
+
+
 def _where(e: BaseException, script: str) -> str:
-    """The script's own line the error came from (else the last frame's)."""
+    """The script's own line the error came from (else the last frame outside whichdevice: the
+    user is never pointed at whichdevice's own file for an error of their script)."""
+    if isinstance(e, SyntaxError) and e.filename and os.path.abspath(e.filename) == script:
+        return f"{Path(script).name}:{e.lineno}"  # the script did not compile: no frame of its own
     frames = traceback.extract_tb(e.__traceback__)
     mine = [f for f in frames if os.path.abspath(f.filename) == script]
-    if not (mine or frames):
-        return script
-    f = (mine or frames)[-1]
+    theirs = [f for f in frames if not os.path.abspath(f.filename).startswith(_OURS + os.sep)]
+    if not (mine or theirs):
+        return Path(script).name
+    f = (mine or theirs)[-1]
     return f"{Path(f.filename).name}:{f.lineno}"
 
 
@@ -83,14 +94,16 @@ def _install(names: list[str], spec: CaptureSpec, sink: Any) -> list[str]:
 def _run(job: dict[str, Any]) -> None:  # noqa: D401
     script = os.path.abspath(job["script"])
     sys.argv = [job["script"], *job.get("args", [])]
-    sys.path.insert(0, os.path.dirname(script))
+    # As `python LINK` does: the folder of the file a symlink points to goes first on sys.path
+    # (its sibling modules are there), while __file__ stays the path the user gave.
+    sys.path.insert(0, os.path.dirname(os.path.realpath(script)))
     main = types.ModuleType("__main__")
     main.__dict__.update({"__file__": script, "__builtins__": __builtins__, MAGICS: _OnceMagics()})
     sys.modules["__main__"] = main
     source = job.get("source")
-    if source is None:
-        source = Path(script).read_text(encoding="utf-8")
-    exec(compile(source, script, "exec"), main.__dict__)  # noqa: S102 (the user's own script)
+    # Compiled from its bytes, as Python reads a script: a PEP 263 coding line and a UTF-8 BOM honoured.
+    code = compile(Path(script).read_bytes() if source is None else source, script, "exec")
+    exec(code, main.__dict__)  # noqa: S102 (the user's own script)
 
 
 def _finish_early() -> None:
@@ -135,8 +148,9 @@ def remember_terminal() -> None:
 
 @contextlib.contextmanager
 def _terminal_stdin() -> Iterator[None]:
-    """The script's standard input is the user's terminal while it runs (where the parent named
-    one), as in their shell; the child's own stdin is back afterwards."""
+    """fd 0 is the user's terminal while the script runs (where the parent named one), as in their
+    shell, for the commands it runs (``stty size``); the child's own stdin is back afterwards. The
+    script's ``sys.stdin`` reads empty all the same (``scriptwatch``): it runs several times."""
     tty = os.environ.get(TTY_VAR)
     try:
         fd = os.open(tty, os.O_RDONLY | os.O_NOCTTY) if tty and not os.isatty(0) else -1
@@ -155,9 +169,50 @@ def _terminal_stdin() -> Iterator[None]:
         os.close(saved)
 
 
-def execute(job: dict[str, Any], sink: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+def _closing(end: dict[str, Any], got: list[dict[str, Any]], seen: scriptwatch.Seen) -> dict[str, Any]:
+    """The ``end`` line, completed: a script that ended first with results is ``ok``, one that
+    reached an entry but ended within the warm-up ``too_short``; an error or an exit says the
+    training step it came at (``step``: 0 before the first)."""
+    from whichdevice.frameworks.common import capturekit
+
+    if got and end["status"] == "no_entry":  # the script ended first; the captures sent what they had
+        end = {"type": "end", "status": "ok", "script_ended": True}
+    elif end["status"] == "no_entry" and capturekit.OWNER:  # reached, but it ended within the warm-up
+        end = {"type": "end", "status": "too_short", "entry": capturekit.OWNER[0]}
+    if end["status"] == "script_error":
+        end["step"] = capturekit.step_reached(exited=end.get("exit_code") is not None)
+    end["imported_s"] = dict(capturekit.IMPORTED)
+    end.update(seen.as_dict())
+    if end["status"] == "no_entry" and frameworks.plain_jax(sys.modules):
+        end["plain_jax"] = True  # a jit/grad loop: no entry point diagnose captures (scriptplan.refusal says so)
+    return end
+
+
+def _exited(e: SystemExit, end: dict[str, Any], got: list[dict[str, Any]], script: str) -> dict[str, Any]:
+    """The end of a script that called ``sys.exit()``."""
+    if got:  # the captures had their steps already (the script caught CaptureDone, then exited)
+        return {"type": "end", "status": "ok"}
+    if e.code in (None, 0):  # the script's end: the captures hand over what they have
+        _finish_early()
+        return end
+    return {  # an error exit mid-training is no result, however many steps it had
+        "type": "end",
+        "status": "script_error",
+        "error": f"SystemExit: {e.code}",
+        "where": _where(e, script),
+        "exit_code": e.code if isinstance(e.code, int) else 1,  # a message exits 1, as Python does
+    }
+
+
+def execute(
+    job: dict[str, Any],
+    sink: Callable[[dict[str, Any]], None],
+    tell: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """Run the job's script under its spec with the captures installed; each result goes to
-    ``sink``; returns how the script ended (the ``end`` line)."""
+    ``sink``; returns how the script ended (the ``end`` line). ``tell`` (the script process's
+    own line writer) gets what the watch sees as it sees it, and the ``end`` line of a script
+    that leaves through ``os._exit``, which never returns here."""
     got: list[dict[str, Any]] = []
 
     def keep(r: dict[str, Any]) -> None:
@@ -168,33 +223,28 @@ def execute(job: dict[str, Any], sink: Callable[[dict[str, Any]], None]) -> dict
     watched = _install(list(job["frameworks"]), spec, keep)
     end: dict[str, Any] = {"type": "end", "status": "no_entry", "watched": watched}
     script = os.path.abspath(job["script"])
-    with _as_main(), _terminal_stdin():
+
+    def exiting(code: int, where: str) -> None:
+        if tell is None:
+            return
+        last: dict[str, Any] = {"type": "end", "status": "no_entry", "watched": watched}
+        if got:
+            last = {"type": "end", "status": "ok"}
+        elif code == 0:  # an exit as the script's end: the captures hand over what they have
+            _finish_early()
+        else:
+            last = {**last, "status": "script_error", "error": f"os._exit({code})", "where": where, "exit_code": code}
+        tell(_closing(last, got, seen))
+
+    with _as_main(), _terminal_stdin(), scriptwatch.watching(script, tell, exiting) as seen:
         try:
             _run(job)
             _finish_early()
         except CaptureDone:
             end = {"type": "end", "status": "ok"}
         except SystemExit as e:  # the script's own sys.exit(): an entry point reached or not
-            _finish_early()
-            if got:
-                end = {"type": "end", "status": "ok"}
-            elif e.code not in (None, 0):
-                end = {
-                    "type": "end",
-                    "status": "script_error",
-                    "error": f"SystemExit: {e.code}",
-                    "where": _where(e, script),
-                }
+            end = _exited(e, end, got, script)
         except BaseException as e:  # noqa: BLE001 (the script's own error, quoted to the user)
             traceback.print_exc(file=sys.stderr)
             end = {"type": "end", "status": "script_error", "error": _error(e), "where": _where(e, script)}
-    from whichdevice.frameworks.common import capturekit
-
-    if got and end["status"] == "no_entry":  # the script ended first; the captures sent what they had
-        end = {"type": "end", "status": "ok", "script_ended": True}
-    elif end["status"] == "no_entry" and capturekit.OWNER:  # reached, but it ended within the warm-up
-        end = {"type": "end", "status": "too_short", "entry": capturekit.OWNER[0]}
-    end["imported_s"] = dict(capturekit.IMPORTED)
-    if end["status"] == "no_entry" and frameworks.plain_jax(sys.modules):
-        end["plain_jax"] = True  # a jit/grad loop: no entry point diagnose captures (scriptplan.refusal says so)
-    return end
+        return _closing(end, got, seen)

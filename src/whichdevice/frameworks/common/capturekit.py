@@ -30,6 +30,29 @@ IMPORTED: dict[str, float] = {}
 # Called when the script ends on its own before a capture had all its steps (a short script: 2
 # epochs of 8 batches): each hands over the steps it has, if any (``scriptrun.execute``).
 FINISHERS: list[Callable[[], None]] = []
+# How far the script's training got, for the line that says where it stopped (an error, an exit):
+# the steps ended so far, and whether the next one had begun (its model called, its tape opened).
+PROGRESS: dict[str, int] = {"steps": 0, "begun": 0}
+
+
+def step_began() -> None:
+    PROGRESS["begun"] = 1
+
+
+def step_ended() -> None:
+    PROGRESS["steps"] += 1
+    PROGRESS["begun"] = 0
+
+
+def step_reached(*, exited: bool = False) -> int:
+    """The training step the script was in when it raised or exited (1: the first; 0: before any
+    began). A step's time runs from the previous step's end, so an error after the 3rd step's end
+    came in the 4th; an exit there comes after the 3rd, where the script's loop put it, and is
+    said as at the 3rd (unless the 4th's model had been called)."""
+    steps, begun = PROGRESS["steps"], PROGRESS["begun"]
+    if exited or not steps:
+        return steps + begun
+    return steps + 1
 
 
 def now() -> float:
@@ -159,6 +182,7 @@ class StepClock:
         if self.began is not None:
             return  # inside a step already (a second tape, a nested call)
         t = now() if at is None else at
+        step_began()
         self.began = t
         if self.first_begin is None:
             self.first_begin = t
@@ -168,6 +192,7 @@ class StepClock:
     def end(self) -> None:
         self.sync()
         t = now()
+        step_ended()
         if self.first_begin is None:
             self.first_begin = t
         self.ends.append(t)

@@ -104,6 +104,7 @@ def boundary(cap: Capture) -> None:
     result sent once the timed steps are in or the deadline passed."""
     if cap.done:
         return
+    capturekit.step_ended()
     if cap.last is None:
         _first_boundary(cap)
     hooks.sync(cap)

@@ -157,6 +157,7 @@ def hook_modules(torch: Any, cap: Any) -> None:
         if _DEPTH[0] or cap.done or _compiling() or next(self.parameters(), None) is None:
             return orig(self, *args, **kwargs)
         _top_call(cap, self)
+        capturekit.step_began()
         _DEPTH[0] += 1
         try:
             if name == "channels_last":
