@@ -111,7 +111,8 @@ class Cause:
     steady_s: float = 0.0  # warmup: a steady step
     # A script's step: what the share is of, measured by the capture in the script's own steps
     step: ScriptStep | None = None
-    # The fix that acts on this cause (FixEntry.targets) where its pairs were too noisy to tell:
+    # The fix that acts on this cause (FixEntry.targets) where it has no claim for a reason more
+    # measuring would remove (its pairs too noisy to tell, or the time budget left it out):
     # named beside the cause, never recommended
     untold: FixVerdict | None = None
 
@@ -580,7 +581,7 @@ def _input_wait_causes(pipelines: list[DeviceReport]) -> list[Cause]:
 def _script_causes(steps: list[ScriptStep], v_fixes: list[FixVerdict]) -> list[Cause]:
     """A script's baseline step per device (analysis/scriptsteps.py): its wait for the next
     batch and its host reads, each where its share reaches that module's threshold, with the fix
-    that targets it when that fix was measured from too few samples to tell."""
+    that targets it when that fix has no claim that more measuring could give (:func:`_untold`)."""
     out: list[Cause] = []
     for st in steps:
         if st.input_bound and st.wait_share is not None:
@@ -590,13 +591,20 @@ def _script_causes(steps: list[ScriptStep], v_fixes: list[FixVerdict]) -> list[C
     return [replace(c, untold=_untold(c, v_fixes)) for c in out]
 
 
+# Why a targeting fix has no claim, where a larger budget would measure it: its pairs were too
+# noisy to tell a change from none, or the budget skipped or left out its cases. (Not a fix
+# that failed, needs a GPU, or is already the framework's default: more time tells nothing.)
+_UNTOLD = ("too_few_samples", "cut", "skipped")
+
+
 def _untold(c: Cause, v_fixes: list[FixVerdict]) -> FixVerdict | None:
-    """The fix that targets ``c`` (``FixEntry.targets``) on its device, when its pairs there were
-    measured but too noisy to tell a change from none."""
+    """The fix that targets ``c`` (``FixEntry.targets``) on its device, when it has no claim
+    there for one of the ``_UNTOLD`` reasons."""
     for v in v_fixes:
-        if v.entry.targets != c.kind or v.outcome != "not_measured" or v.not_measured is None:
+        why = v.not_measured
+        if v.entry.targets != c.kind or v.outcome != "not_measured" or why is None or why.reason not in _UNTOLD:
             continue
-        if v.not_measured.reason == "too_few_samples" and any(f.device == c.device for f in v.fixes):
+        if why.reason != "too_few_samples" or any(f.device == c.device for f in v.fixes):
             return v
     return None
 

@@ -187,18 +187,23 @@ def _script_cause_text(c: Cause, share: str) -> str:
 
 
 def untold_lines(causes: list[Cause]) -> list[str]:
-    """Per cause whose targeting fix was measured too noisily to tell (``Cause.untold``): the cause,
-    the fix and its line of code, never as a recommendation."""
+    """Per cause whose targeting fix has no claim yet (``Cause.untold``): the cause, the fix, its
+    line of code and why it has no claim, never as a recommendation."""
     out, seen = [], set()
     for c in causes:
         v = c.untold
-        if v is None or (c.kind, v.kind) in seen:
+        if v is None or v.not_measured is None or (c.kind, v.kind) in seen:
             continue
         seen.add((c.kind, v.kind))
-        code = fixwords.change_code(v.fixes[0]) if v.fixes else v.entry.code
+        e = v.entry
+        code = fixwords.change_code(v.fixes[0]) if v.fixes else e.code.format(v=e.values[0] if e.values else "N")
+        if v.not_measured.reason == "too_few_samples":
+            why = "was not yet measured precisely enough to tell whether it helps here"
+        else:
+            why = f"was not measured ({fixwords.short_reason(v.not_measured)}; a larger --budget measures it)"
         out.append(
             f"{cause_title(c)} ({c.share:.0%} of each step): the change that targets it, {v.entry.short} "
-            f"(`{code}`), was not yet measured precisely enough to tell whether it helps here — not a recommendation."
+            f"(`{code}`), {why} — not a recommendation."
         )
     return out
 
@@ -560,10 +565,11 @@ def tail_lines(fs: FirstScreen) -> list[str]:
     out += untold
     named = {c.untold.entry.short for c in fs.causes if c.untold is not None} if untold else set()
     thin = [name for name, why in fs.not_measured if why == fixwords.NOT_ENOUGH and name not in named]
+    missing = [(name, why) for name, why in fs.not_measured if name not in named]
     if thin:  # measured, from too few samples or rounds to tell a change from none
         out.append(f"Not enough samples to tell: {', '.join(thin)}.")
     by_reason: dict[str, list[str]] = {}
-    for name, why in fs.not_measured:
+    for name, why in missing:  # a change named beside its cause above is not listed again
         if why not in (fixwords.DEFAULT_ON, fixwords.NOT_ENOUGH):
             by_reason.setdefault(why, []).append(name)
     if by_reason:
