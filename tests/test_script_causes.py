@@ -32,9 +32,11 @@ def _baseline(r) -> bool:
 
 
 def _with_metrics(record: RunRecord, **metrics: float) -> RunRecord:
-    """The record with the baseline case's capture metrics changed (a variant of a real run)."""
+    """The record with the baseline case's capture metrics changed in each of its rounds (a
+    variant of a real run)."""
+    every = {**metrics, **{f"round2:{k}": v for k, v in metrics.items()}}
     results = [
-        r.model_copy(update={"metrics": {**r.metrics, **metrics}}) if r.status == "ok" and _baseline(r) else r
+        r.model_copy(update={"metrics": {**r.metrics, **every}}) if r.status == "ok" and _baseline(r) else r
         for r in record.results
     ]
     return record.model_copy(update={"results": results})
@@ -54,7 +56,7 @@ def test_a_scripts_wait_for_input_is_named_with_its_measured_share_and_the_untol
     text = _screen(record)
     assert (
         "Waiting for input — 33% of each step waits for the next batch from its DataLoader "
-        "(median 5.3 ms of 16 ms, 10 steps)" in text
+        "(median 5.3 ms of 16 ms, 20 steps in 2 processes)" in text
     ), text
     (told,) = [line for line in text.splitlines() if "not a recommendation" in line]
     assert "Waiting for input (33% of each step)" in told and "num_workers=2" in told
@@ -75,8 +77,8 @@ def test_a_wait_below_xprofs_moderate_share_names_no_cause():
 def test_host_reads_per_step_count_the_whole_shared_run_and_name_a_cause_when_large():
     recorded = load_run(READS)
     (st,) = script_steps(recorded)
-    # 40 reads in the shared baseline process, whose 20 timed steps went to its two members
-    assert st.reads == 2 and st.read_share < 0.05
+    # 40 reads in each shared baseline process, whose 20 timed steps went to its two members
+    assert st.reads == 2 and st.steps == 20 and st.rounds == 2 and st.read_share < 0.05
     assert not [c for c in suite_verdict(recorded, seed_batch=0).causes if c.kind == "host_reads"]
     record = _with_metrics(recorded, sync_s=4e-4)  # 20 µs a step of a 74 µs step
     (reads,) = [c for c in suite_verdict(record, seed_batch=0).causes if c.kind == "host_reads"]
@@ -105,9 +107,24 @@ def test_terminal_markdown_and_html_say_the_same_causes_and_the_same_untold_fix(
     flat = " ".join(re.sub(r"<[^>]+>", " ", page).split())
     wanted = [
         "Fixed cost per step",
-        "33% of each step waits for the next batch from its DataLoader (median 5.3 ms of 16 ms, 10 steps)",
+        "33% of each step waits for the next batch from its DataLoader (median 5.3 ms of 16 ms, 20 steps in 2",
         "Waiting for input (33% of each step): the change that targets it, DataLoader workers",
     ]
     for text in (" ".join(terminal.split()), " ".join(md.replace("**", "").split()), flat):
         assert all(w in text for w in wanted), text
     assert json.loads(rec.read_text())["options"]["script"]  # a script's record
+
+
+def test_a_real_input_bound_loop_on_a_busy_machine_gets_its_cause_though_no_fix_pair_told():
+    """A real diagnose of tests/data/input_bound_loader.py at load 7: no fix had a claim (the
+    plan cut the workers' pair, autocast had too few rounds), and the capture measured the wait."""
+    record = load_run(DATA / "diagnose_script_input_bound_budget60_cpu_2core_busy.json")
+    v = suite_verdict(record, seed_batch=16)
+    fs = first_screen(record, v)
+    assert not fs.changes and not fs.more
+    (wait,) = fs.causes
+    assert wait.kind == "input_wait" and 0.2 < wait.share < 0.4
+    assert wait.untold is not None and wait.untold.kind == "num_workers"
+    text = _screen(record)
+    assert "Waiting for input — 29% of each step waits for the next batch from its DataLoader" in text, text
+    assert "DataLoader workers (`DataLoader(" in text and "left out: time budget" in text

@@ -7,8 +7,10 @@ These are measurements of the baseline alone, not A/B pairs: they name why a ste
 where every fix pair is too noisy to clear the significance rule (a busy machine), as an
 instrumenting profiler does; what would help is still only what a pair measured.
 
-Each share is the part's median against the step's median from the same process (round 1: the
-capture's metrics without a ``round2:`` prefix), over the same timed steps:
+Each share is the part against the step from the same processes, over the same timed steps;
+with several rounds (a fresh process each: the capture's metrics of round 2 on as ``round2:...``,
+its steps in ``Timing.rounds_s``) the rounds' medians are combined by their median, so one
+process landing on a busy moment does not decide the share alone:
 
 - the wait for the next batch (``data_wait_s``: the median time in the DataLoader's
   ``__next__``, or the loop's work between two steps) is inside the step's time, boundary to
@@ -48,13 +50,14 @@ class ScriptStep:
 
     device: str
     framework: str
-    step_s: float  # the median timed step (round 1)
-    steps: int  # the timed steps it is the median of
-    data_wait_s: float | None  # the median wait for the next batch; None: not measured (no loader seen)
+    step_s: float  # the median timed step (the median of the rounds' medians)
+    steps: int  # the timed steps it is measured over, all rounds
+    data_wait_s: float | None  # the median wait for the next batch, as step_s; None: not measured (no loader seen)
     reads: float = 0.0  # host reads per step
     read_s: float = 0.0  # their time per step
     copies: float = 0.0  # host-to-device copies per step (counted, not timed)
     copy_bytes: float = 0.0  # their bytes per step
+    rounds: int = 1  # processes (rounds) it is measured in
 
     @property
     def wait_share(self) -> float | None:
@@ -90,15 +93,27 @@ def is_baseline(r: CaseResult) -> bool:
     )
 
 
-def _round1(r: CaseResult) -> list[float]:
+def _rounds(r: CaseResult) -> list[tuple[list[float], dict[str, float]]]:
+    """Per round (process), its timed steps and its capture metrics (``round<i>:`` prefix gone)."""
     assert r.timing is not None
-    return list(r.timing.rounds_s[0]) if r.timing.rounds_s else list(r.timing.samples_s)
+    rounds = r.timing.rounds_s or [r.timing.samples_s]
+    out = []
+    for i, samples in enumerate(rounds, start=1):
+        prefix = "" if i == 1 else f"round{i}:"
+        metrics = {
+            k.removeprefix(prefix): v
+            for k, v in r.metrics.items()
+            if k.startswith(prefix) and ":" not in k.removeprefix(prefix)
+        }
+        if samples:
+            out.append((list(samples), metrics))
+    return out
 
 
-def _counted_steps(record: RunRecord, r: CaseResult, steps: int) -> float:
-    """The timed steps the process's copies and reads were counted over (see the module's docstring)."""
-    if r.metrics.get("counted_steps"):
-        return float(r.metrics["counted_steps"])
+def _counted_steps(record: RunRecord, r: CaseResult, m: dict[str, float], steps: int) -> float:
+    """The timed steps a process's copies and reads were counted over (see the module's docstring)."""
+    if m.get("counted_steps"):
+        return float(m["counted_steps"])
     p = r.spec.params
     if not scriptcases.shares_child(p) or p.get("entry") in scriptcases.KERAS_ENTRIES:
         return float(steps)  # its own process, or a Keras fit that times each member apart
@@ -117,23 +132,28 @@ def script_steps(record: RunRecord) -> list[ScriptStep]:
     for r in record.results:
         if r.status != "ok" or r.timing is None or r.spec.device in seen or not is_baseline(r):
             continue
-        samples = _round1(r)
-        if not samples:
+        rounds = _rounds(r)
+        if not rounds:
             continue
-        m = r.metrics
-        counted = _counted_steps(record, r, len(samples))
+        waits = [m["data_wait_s"] for _, m in rounds if "data_wait_s" in m]
+        counted = sum(_counted_steps(record, r, m, len(samples)) for samples, m in rounds)
+
+        def per_step(key: str) -> float:
+            return sum(m.get(key, 0.0) for _, m in rounds) / counted  # noqa: B023  # used at once
+
         seen.add(r.spec.device)
         out.append(
             ScriptStep(
                 r.spec.device,
                 r.spec.framework,
-                statistics.median(samples),
-                len(samples),
-                m.get("data_wait_s"),
-                m.get("syncs", 0.0) / counted,
-                m.get("sync_s", 0.0) / counted,
-                m.get("h2d_count", 0.0) / counted,
-                m.get("h2d_bytes", 0.0) / counted,
+                statistics.median(statistics.median(samples) for samples, _ in rounds),
+                sum(len(samples) for samples, _ in rounds),
+                statistics.median(waits) if waits else None,
+                per_step("syncs"),
+                per_step("sync_s"),
+                per_step("h2d_count"),
+                per_step("h2d_bytes"),
+                len(rounds),
             )
         )
     return out

@@ -175,7 +175,7 @@ def _script_cause_text(c: Cause, share: str) -> str:
     from its DataLoader (median 2.1 ms of 6.4 ms, 20 steps)'."""
     st = c.step
     assert st is not None
-    of = f"{seconds(st.step_s)}, {st.steps} steps"
+    of = f"{seconds(st.step_s)}, {st.steps} steps" + (f" in {st.rounds} processes" if st.rounds > 1 else "")
     if c.kind == "input_wait":
         words = frameworks.declared(st.framework, "INPUT_WAIT", _INPUT_WAIT)
         return f"{share} of each step {words} (median {seconds(st.data_wait_s)} of {of})"
