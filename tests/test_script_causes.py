@@ -128,3 +128,15 @@ def test_a_real_input_bound_loop_on_a_busy_machine_gets_its_cause_though_no_fix_
     text = _screen(record)
     assert "Waiting for input — 29% of each step waits for the next batch from its DataLoader" in text, text
     assert "DataLoader workers (`DataLoader(" in text and "left out: time budget" in text
+
+
+def test_the_copies_and_reads_keep_the_steps_they_were_counted_over():
+    """A shared baseline process deals its steps out among its members, but its copies and reads
+    are the whole run's: the metrics keep that run's step count (workloads/script.time_group)."""
+    from whichdevice.workloads import script
+
+    dealt = {"step_s": [0.01] * 5, "counted_steps": 10, "syncs": {"count": 20, "s": 0.002}}
+    assert script.metrics_of(dealt)["counted_steps"] == 10
+    alone = {"step_s": [0.01] * 5, "syncs": {"count": 5, "s": 0.001}}
+    assert script.metrics_of(alone)["counted_steps"] == 5
+    assert "counted_steps" not in script.metrics_of({"step_s": [0.01] * 5})  # nothing counted
