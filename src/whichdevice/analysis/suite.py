@@ -13,7 +13,7 @@ change) and ``analysis/pipeline.py`` (input-bound); their thresholds and sources
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from whichdevice.analysis import deviceprofile, errormodel, prediction
@@ -38,6 +38,7 @@ from whichdevice.analysis.fixes import (
 from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT, DeviceReport, analyze_pipeline
 from whichdevice.analysis.placement import device_placement
 from whichdevice.analysis.precision import Cpu16Bit, cpu_16bit
+from whichdevice.analysis.scriptsteps import ScriptStep, script_steps
 from whichdevice.analysis.significance import MIN_SAMPLES
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice import frameworks
@@ -63,7 +64,7 @@ WARMUP_CAUSE_SHARE = 0.2
 # training step (what the user waits for) when measured, else the pipeline alone (per batch).
 PIPELINE_PARTS = ("both", "pipeline")
 
-CauseKind = Literal["fixed_cost", "call_overhead", "input_wait", "python_pipeline", "sync", "warmup"]
+CauseKind = Literal["fixed_cost", "call_overhead", "input_wait", "python_pipeline", "sync", "host_reads", "warmup"]
 
 
 @dataclass(frozen=True)
@@ -105,9 +106,15 @@ class Cause:
     device: str
     fix: Fix | None = None  # the change whose gain measures it (fixed cost, call overhead, python, sync)
     variant: str = ""  # input_wait: the pipeline variant measured
-    steps: int = 0  # warmup: steps in the epoch
+    steps: int = 0  # warmup: steps in the epoch; a script's step (analysis/scriptsteps.py): the timed steps
     first_s: float = 0.0  # warmup: the first step
     steady_s: float = 0.0  # warmup: a steady step
+    # A script's step: what the share is of, measured by the capture in the script's own steps
+    step: ScriptStep | None = None
+    # The fix that acts on this cause (FixEntry.targets) where it has no claim for a reason more
+    # measuring would remove (its pairs too noisy to tell, or the time budget left it out):
+    # named beside the cause, never recommended
+    untold: FixVerdict | None = None
 
 
 @dataclass(frozen=True)
@@ -524,13 +531,20 @@ def _share(f: Fix) -> float:
     return 1 - 1 / f.claim.ratio
 
 
-def causes(v_fixes: list[FixVerdict], pipelines: list[DeviceReport], training: TrainReport) -> list[Cause]:
+def causes(
+    v_fixes: list[FixVerdict],
+    pipelines: list[DeviceReport],
+    training: TrainReport,
+    steps: list[ScriptStep] | None = None,
+) -> list[Cause]:
     """Why it is slow, each from a measurement: the fixed cost per step (the batch change's
     gain), else Keras's per-call overhead (steps_per_execution's), the wait for input (XProf's
     input-bound share of the serial pipeline's step), the tf.py_function's share, the loss read
     back every step (each the gain of the fix that declares it, ``FixEntry.cause``), and the
-    first step's share of the first epoch. Largest share first."""
+    first step's share of the first epoch. A script's own step (``steps``) adds its measured
+    wait for the next batch and its host reads, whatever its fix pairs came to. Largest share first."""
     out = _step_cost_causes(v_fixes) + _input_wait_causes(pipelines) + _fix_causes(v_fixes) + _warmup_causes(training)
+    out += _script_causes(steps or [], v_fixes)
     return sorted(out, key=lambda c: -c.share)
 
 
@@ -562,6 +576,37 @@ def _input_wait_causes(pipelines: list[DeviceReport]) -> list[Cause]:
         if seed is not None and seed.wait_percent is not None and seed.wait_percent >= INPUT_WAIT_CAUSE_PERCENT:
             out.append(Cause("input_wait", seed.wait_percent / 100, rep.device, variant=seed.variant))
     return out
+
+
+def _script_causes(steps: list[ScriptStep], v_fixes: list[FixVerdict]) -> list[Cause]:
+    """A script's baseline step per device (analysis/scriptsteps.py): its wait for the next
+    batch and its host reads, each where its share reaches that module's threshold, with the fix
+    that targets it when that fix has no claim that more measuring could give (:func:`_untold`)."""
+    out: list[Cause] = []
+    for st in steps:
+        if st.input_bound and st.wait_share is not None:
+            out.append(Cause("input_wait", st.wait_share, st.device, steps=st.steps, step=st))
+        if st.read_bound:
+            out.append(Cause("host_reads", st.read_share, st.device, steps=st.steps, step=st))
+    return [replace(c, untold=_untold(c, v_fixes)) for c in out]
+
+
+# Why a targeting fix has no claim, where a larger budget would measure it: its pairs were too
+# noisy to tell a change from none, or the budget skipped or left out its cases. (Not a fix
+# that failed, needs a GPU, or is already the framework's default: more time tells nothing.)
+_UNTOLD = ("too_few_samples", "cut", "skipped")
+
+
+def _untold(c: Cause, v_fixes: list[FixVerdict]) -> FixVerdict | None:
+    """The fix that targets ``c`` (``FixEntry.targets``) on its device, when it has no claim
+    there for one of the ``_UNTOLD`` reasons."""
+    for v in v_fixes:
+        why = v.not_measured
+        if v.entry.targets != c.kind or v.outcome != "not_measured" or why is None or why.reason not in _UNTOLD:
+            continue
+        if why.reason != "too_few_samples" or any(f.device == c.device for f in v.fixes):
+            return v
+    return None
 
 
 def _fix_causes(v_fixes: list[FixVerdict]) -> list[Cause]:
@@ -671,7 +716,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
     return SuiteVerdict(
         findings,
         fixes,
-        causes(fixes, pipelines, training),
+        causes(fixes, pipelines, training, script_steps(record)),
         matmul_tables,
         training,
         pipelines,

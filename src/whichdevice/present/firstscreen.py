@@ -132,8 +132,13 @@ _CAUSE_TITLES = {
     "input_wait": "Waiting for input",
     "python_pipeline": "Python in the input pipeline",
     "sync": "Syncing every step",
+    "host_reads": "Host reads every step",
     "warmup": "Warm-up",
 }
+# What a script's measured wait for the next batch is, in the framework's words (its env.py's
+# INPUT_WAIT): torch's capture times the DataLoader's __next__; the others' time the loop's
+# own work between two steps.
+_INPUT_WAIT = "is the loop's own work between steps (fetching the next batch)"
 
 
 def cause_title(c: Cause) -> str:
@@ -143,6 +148,8 @@ def cause_title(c: Cause) -> str:
 def cause_text(c: Cause) -> str:
     """'99% of a batch-10 step (Python, dispatch, launches; not per sample)' and the like."""
     share = f"{c.share:.0%}"
+    if c.step is not None:
+        return _script_cause_text(c, share)
     if c.kind == "fixed_cost" and c.fix is not None:
         return f"{share} of a batch-{c.fix.baseline} step (Python, dispatch, launches; not per sample)"
     if c.kind == "call_overhead":
@@ -161,6 +168,44 @@ def cause_text(c: Cause) -> str:
         f"{share} of the first epoch ({c.steps} steps) is the first step: {seconds(c.first_s)} "
         f"vs {seconds(c.steady_s)} steady"
     )
+
+
+def _script_cause_text(c: Cause, share: str) -> str:
+    """A script's own step, measured by the capture: '33% of each step waits for the next batch
+    from its DataLoader (median 2.1 ms of 6.4 ms, 20 steps)'."""
+    st = c.step
+    assert st is not None
+    of = f"{seconds(st.step_s)}, {st.steps} steps" + (f" in {st.rounds} processes" if st.rounds > 1 else "")
+    if c.kind == "input_wait":
+        words = frameworks.declared(st.framework, "INPUT_WAIT", _INPUT_WAIT)
+        return f"{share} of each step {words} (median {seconds(st.data_wait_s)} of {of})"
+    read = frameworks.declared(st.framework, "READ_BACK", ".numpy()")
+    return (
+        f"{share} of each step is reading results back to the host ({st.reads:.2g} a step: {read} and the like; "
+        f"{seconds(st.read_s)} of {of})"
+    )
+
+
+def untold_lines(causes: list[Cause]) -> list[str]:
+    """Per cause whose targeting fix has no claim yet (``Cause.untold``): the cause, the fix, its
+    line of code and why it has no claim, never as a recommendation."""
+    out, seen = [], set()
+    for c in causes:
+        v = c.untold
+        if v is None or v.not_measured is None or (c.kind, v.kind) in seen:
+            continue
+        seen.add((c.kind, v.kind))
+        e = v.entry
+        code = fixwords.change_code(v.fixes[0]) if v.fixes else e.code.format(v=e.values[0] if e.values else "N")
+        if v.not_measured.reason == "too_few_samples":
+            why = "was not yet measured precisely enough to tell whether it helps here"
+        else:
+            why = f"was not measured ({fixwords.short_reason(v.not_measured)}; a larger --budget measures it)"
+        out.append(
+            f"{cause_title(c)} ({c.share:.0%} of each step): the change that targets it, {v.entry.short} "
+            f"(`{code}`), {why} — not a recommendation."
+        )
+    return out
 
 
 # ------------------------------------------------------------------ the answer
@@ -516,11 +561,15 @@ def tail_lines(fs: FirstScreen) -> list[str]:
     default = [name for name, why in fs.not_measured if why == fixwords.DEFAULT_ON]
     if default:  # measured, but the framework's own default already makes the change
         out.append(f"Already the default here: {', '.join(default)}.")
-    thin = [name for name, why in fs.not_measured if why == fixwords.NOT_ENOUGH]
+    untold = untold_lines(fs.causes)
+    out += untold
+    named = {c.untold.entry.short for c in fs.causes if c.untold is not None} if untold else set()
+    thin = [name for name, why in fs.not_measured if why == fixwords.NOT_ENOUGH and name not in named]
+    missing = [(name, why) for name, why in fs.not_measured if name not in named]
     if thin:  # measured, from too few samples or rounds to tell a change from none
         out.append(f"Not enough samples to tell: {', '.join(thin)}.")
     by_reason: dict[str, list[str]] = {}
-    for name, why in fs.not_measured:
+    for name, why in missing:  # a change named beside its cause above is not listed again
         if why not in (fixwords.DEFAULT_ON, fixwords.NOT_ENOUGH):
             by_reason.setdefault(why, []).append(name)
     if by_reason:

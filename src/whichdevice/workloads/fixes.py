@@ -85,6 +85,11 @@ class FixEntry:
     # The cause of the slowness its gain measures (analysis/suite.Cause): "fixed_cost",
     # "call_overhead" (counted only without a fixed cost), "python_pipeline", "sync".
     cause: str = ""
+    # A cause its change acts on though its gain does not measure that cause's share (the
+    # script's measured wait for input: more DataLoader workers): "input_wait", "host_reads".
+    # Where the fix's pairs are too noisy to tell, the first screen names it beside the cause,
+    # never as a recommendation.
+    targets: str = ""
     # --- its words (present/fixes.py): the baseline's and variant's values in words; the
     # parameter's name is then left out of the pair's line. None: the parameter and raw values.
     words: dict[str, str] | None = None
@@ -141,6 +146,7 @@ FIXES: tuple[FixEntry, ...] = (
         pipeline=("serial", "prefetch"),
         repeat=True,
         framework="tensorflow",
+        targets="input_wait",
         elsewhere="`whichdevice pipeline`",
         words={
             "tfdata_noprefetch": "tf.data without",
@@ -260,6 +266,7 @@ FIXES: tuple[FixEntry, ...] = (
         repeat=True,
         group="steady",
         cause="sync",
+        targets="host_reads",
         words={"each": "loss read every step", "none": "never"},
     ),
     FixEntry(
@@ -369,6 +376,7 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         code="DataLoader(dataset, batch_size=b, shuffle=True, num_workers={v}, persistent_workers=True)",
         how="DataLoader(..., num_workers=N, persistent_workers=True)",
         caveat="each worker is a process with its own copy of the dataset object; on few cores they compete with the step",
+        targets="input_wait",
         anchor="PyTorch profiler plugin: DataLoader > 5 % of step → raise num_workers (ANCHORS.md)",
         cases=lambda w, p: w == "train" and p.get("kind") == "loop" and "num_workers" in p and "pin_memory" not in p,
         group="loop",

@@ -286,6 +286,10 @@ def metrics_of(r: dict[str, Any]) -> dict[str, float]:
     if waits:
         out["data_wait_s"] = statistics.median(waits)
     h2d, syncs = r.get("h2d") or {}, r.get("syncs") or {}
+    if (h2d.get("count") or syncs.get("count")) and r.get("step_s"):
+        # the copies and reads are counted over the process's timed steps, which a shared run
+        # deals out among its members: the count per step needs the run's own number of steps
+        out["counted_steps"] = float(r.get("counted_steps") or len(r["step_s"]))
     for k in ("count", "bytes", "pinned"):
         if h2d.get(k):
             out[f"h2d_{k}"] = float(h2d[k])
@@ -337,6 +341,7 @@ def time_group(
             out.append(_timed(result, run, limit, overhead_s))
             continue
         dealt = {**result, "step_s": list(result.get("step_s") or [])[j::n]}
+        dealt["counted_steps"] = len(result.get("step_s") or [])  # the copies and reads are the whole run's
         dealt["data_wait_s"] = list(result.get("data_wait_s") or [])[j::n]
         out.append(_timed(dealt, run, limit, overhead_s))
     return out

@@ -11,6 +11,9 @@ WORDS_FAMILY = "torch"
 
 # What a report calls reading a result back to the host (frameworks.declared; default .numpy()).
 READ_BACK = ".item()"
+# What a script's measured wait for input is (frameworks.declared): the capture times the
+# DataLoader's __next__ (default: the loop's own work between steps).
+INPUT_WAIT = "waits for the next batch from its DataLoader"
 # Where a batch fed from NumPy lives on the host before its copy (default: NumPy memory).
 NUMPY_FEED = "torch.from_numpy"
 

@@ -1,0 +1,159 @@
+"""What the user's script did per step at its own settings (``diagnose SCRIPT``), as shares of
+the step: its wait for the next batch and its host reads, each measured by the capture in the
+script's own timed steps (``frameworks/<fw>/capture.py``), on the baseline case at the user's
+batch (the case nothing was changed in).
+
+These are measurements of the baseline alone, not A/B pairs: they name why a step is slow even
+where every fix pair is too noisy to clear the significance rule (a busy machine), as an
+instrumenting profiler does; what would help is still only what a pair measured.
+
+Each share is the part against the step from the same processes, over the same timed steps;
+with several rounds (a fresh process each: the capture's metrics of round 2 on as ``round2:...``,
+its steps in ``Timing.rounds_s``) the rounds' medians are combined by their median, so one
+process landing on a busy moment does not decide the share alone:
+
+- the wait for the next batch (``data_wait_s``: the median time in the DataLoader's
+  ``__next__``, or the loop's work between two steps) is inside the step's time, boundary to
+  boundary, so its share is ``data_wait_s / step``;
+- host reads (``syncs``, ``sync_s``: ``.item()``, ``.numpy()``, ... from the script's code) are
+  counted over the process's whole timed run, which a shared baseline process deals out among
+  its members (``workloads/script.time_group``): per step they are divided by that run's steps
+  (``counted_steps``; a record written before it: the member's steps times the members).
+
+Host-to-device copies are counted (``h2d_count``, ``h2d_bytes``) but not timed, so they have no
+share and name no cause here.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT
+from whichdevice.core.records import CaseResult, RunRecord
+from whichdevice.workloads import script as scriptcases
+
+# The wait for input is a cause from XProf's "MODERATELY input-bound" share of the step (5 %,
+# xprof op_stats_to_input_pipeline_analysis.cc), the same share at which the PyTorch profiler's
+# plugin says to raise DataLoader workers (kineto tb_plugin: DataLoader > 5 % of the step);
+# both in ../shared/ANCHORS.md.
+INPUT_WAIT_SHARE = MODERATELY_INPUT_BOUND_PERCENT / 100
+# Host reads are a cause from 5 % of the step too: a read is the step's host waiting, as it waits
+# for input, so the same share is where it starts to count. Below it, a read costs less than the
+# run-to-run noise of a step on a busy machine, and naming it would send the user after nothing.
+HOST_READ_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class ScriptStep:
+    """The baseline's step at the user's batch on one device, and what its parts took."""
+
+    device: str
+    framework: str
+    step_s: float  # the median timed step (the median of the rounds' medians)
+    steps: int  # the timed steps it is measured over, all rounds
+    data_wait_s: float | None  # the median wait for the next batch, as step_s; None: not measured (no loader seen)
+    reads: float = 0.0  # host reads per step
+    read_s: float = 0.0  # their time per step
+    copies: float = 0.0  # host-to-device copies per step (counted, not timed)
+    copy_bytes: float = 0.0  # their bytes per step
+    rounds: int = 1  # processes (rounds) it is measured in
+
+    @property
+    def wait_share(self) -> float | None:
+        """The wait for the next batch as a share of the step (0..1), or None."""
+        if self.data_wait_s is None or self.step_s <= 0:
+            return None
+        return min(1.0, self.data_wait_s / self.step_s)
+
+    @property
+    def read_share(self) -> float:
+        """The host reads' time as a share of the step (0..1)."""
+        return min(1.0, self.read_s / self.step_s) if self.step_s > 0 else 0.0
+
+    @property
+    def input_bound(self) -> bool:
+        share = self.wait_share
+        return share is not None and share >= INPUT_WAIT_SHARE
+
+    @property
+    def read_bound(self) -> bool:
+        return self.reads > 0 and self.read_share >= HOST_READ_SHARE
+
+
+def is_baseline(r: CaseResult) -> bool:
+    """The script's case at its own settings: steady, nothing read back added, no fix, the user's batch."""
+    p = r.spec.params
+    return (
+        "script" in p
+        and p.get("kind") == "steady"
+        and p.get("sync") == "none"
+        and "fix" not in p
+        and p.get("batch") == p.get("user_batch")
+    )
+
+
+def _rounds(r: CaseResult) -> list[tuple[list[float], dict[str, float]]]:
+    """Per round (process), its timed steps and its capture metrics (``round<i>:`` prefix gone)."""
+    assert r.timing is not None
+    rounds = r.timing.rounds_s or [r.timing.samples_s]
+    out = []
+    for i, samples in enumerate(rounds, start=1):
+        prefix = "" if i == 1 else f"round{i}:"
+        metrics = {
+            k.removeprefix(prefix): v
+            for k, v in r.metrics.items()
+            if k.startswith(prefix) and ":" not in k.removeprefix(prefix)
+        }
+        if samples:
+            out.append((list(samples), metrics))
+    return out
+
+
+def _counted_steps(record: RunRecord, r: CaseResult, m: dict[str, float], steps: int) -> float:
+    """The timed steps a process's copies and reads were counted over (see the module's docstring)."""
+    if m.get("counted_steps"):
+        return float(m["counted_steps"])
+    p = r.spec.params
+    if not scriptcases.shares_child(p) or p.get("entry") in scriptcases.KERAS_ENTRIES:
+        return float(steps)  # its own process, or a Keras fit that times each member apart
+    key = scriptcases.group_key(r.spec)
+    members = sum(1 for x in record.results if x.status == "ok" and scriptcases.group_key(x.spec) == key)
+    return float(steps * max(1, members))
+
+
+def script_steps(record: RunRecord) -> list[ScriptStep]:
+    """Per device, the baseline's measured step at the user's batch (none for a record that is
+    not a script's)."""
+    if "script" not in record.options:
+        return []
+    out: list[ScriptStep] = []
+    seen: set[str] = set()
+    for r in record.results:
+        if r.status != "ok" or r.timing is None or r.spec.device in seen or not is_baseline(r):
+            continue
+        rounds = _rounds(r)
+        if not rounds:
+            continue
+        waits = [m["data_wait_s"] for _, m in rounds if "data_wait_s" in m]
+        counted = sum(_counted_steps(record, r, m, len(samples)) for samples, m in rounds)
+
+        def per_step(key: str) -> float:
+            return sum(m.get(key, 0.0) for _, m in rounds) / counted  # noqa: B023  # used at once
+
+        seen.add(r.spec.device)
+        out.append(
+            ScriptStep(
+                r.spec.device,
+                r.spec.framework,
+                statistics.median(statistics.median(samples) for samples, _ in rounds),
+                sum(len(samples) for samples, _ in rounds),
+                statistics.median(waits) if waits else None,
+                per_step("syncs"),
+                per_step("sync_s"),
+                per_step("h2d_count"),
+                per_step("h2d_bytes"),
+                len(rounds),
+            )
+        )
+    return out
