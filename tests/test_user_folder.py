@@ -225,3 +225,31 @@ def test_diagnose_keras_callbacks_that_write_leave_the_folder_as_it_was(tmp_path
     (record,) = out.glob("diagnose-*.json")
     wrote = json.loads(record.read_text())["options"]["script_wrote"]
     assert {"log.csv", "best.keras"} <= set(wrote)
+
+
+def test_whichdevice_output_redirected_into_the_folder_is_not_the_scripts(tmp_path, monkeypatch):
+    """``whichdevice diagnose train.py > out.txt`` in the script's folder: the shell made out.txt
+    before the snapshot; whichdevice's own output must stay in it, and it is not listed."""
+    import subprocess
+    import sys
+    import textwrap
+
+    user = _user_folder(tmp_path / "proj")
+    code = textwrap.dedent(
+        f"""
+        import os, sys
+        sys.path.insert(0, {str(Path(__file__).parent.parent / "src")!r})
+        from whichdevice.workloads import userfolder
+        userfolder.watch("train.py", {str(tmp_path / "out" / "rec.json")!r})
+        print("whichdevice's own output", flush=True)
+        open("made.txt", "w").write("by the script")
+        written = userfolder.finish({str(tmp_path / "out" / "rec.json")!r})
+        print([w.path for w in written], flush=True)
+        """
+    )
+    with open(user / "out.txt", "w") as f:
+        subprocess.run(
+            [sys.executable, "-c", code], cwd=user, stdout=f, check=True, env={**os.environ, "TMPDIR": str(tmp_path)}
+        )
+    text = (user / "out.txt").read_text()
+    assert "whichdevice's own output" in text and "['made.txt']" in text

@@ -113,7 +113,25 @@ def _is_venv(path: str) -> bool:
 
 def _entry(st: os.stat_result) -> dict[str, Any]:
     kind = "dir" if stat.S_ISDIR(st.st_mode) else "link" if stat.S_ISLNK(st.st_mode) else "file"
-    return {"kind": kind, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "mode": st.st_mode}
+    return {
+        "kind": kind,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ino": st.st_ino,
+        "dev": st.st_dev,
+        "mode": st.st_mode,
+    }
+
+
+def _streams() -> set[tuple[int, int]]:
+    """The files this process's standard output and error are (device, inode)."""
+    out = set()
+    for fd in (1, 2):
+        with contextlib.suppress(OSError, ValueError):
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode):
+                out.add((st.st_dev, st.st_ino))
+    return out
 
 
 def _same(a: dict[str, Any], st: os.stat_result) -> bool:
@@ -151,6 +169,11 @@ class Guard:
         excluded = {os.path.realpath(p) for p in [*exclude, own, str(self.home), tempfile.gettempdir()]}
         ours = [os.path.realpath(os.path.dirname(record)), Path(record).stem]
         dirs, entries, complete = _walk(roots, excluded, ours)
+        # whichdevice's own output redirected into the folder (> out.txt): the shell made it before
+        # the snapshot and whichdevice writes it; it is the user's command's, not the script's.
+        for path in [p for p, e in entries.items() if (e["dev"], e["ino"]) in _streams()]:
+            del entries[path]
+            excluded.add(os.path.realpath(path))
         copied = self._keep_copies(entries)
         m = {"dirs": dirs, "entries": entries, "complete": complete, "copied_bytes": copied}
         self._write(MANIFEST, json.dumps(m | {"excluded": sorted(excluded), "ours": ours}))
