@@ -4,21 +4,19 @@ and say what it measured versus what actually happened, block by block, with cor
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
 
-from whichdevice.audit import record as audit_mod
-from whichdevice.audit import notebook, rules
-from whichdevice.frameworks.common.audit import terms
-from whichdevice.cli.common import DEFAULT_OUT, app, command_line, console, err_console, stamp
+from whichdevice.cli.options import DEFAULT_OUT
+from whichdevice.cli.base import app, console, err_console
 from whichdevice.core.errors import UsageError
-from whichdevice.core.machine import describe_machine
-from whichdevice.present import auditwords, output
 from whichdevice.present.pages import audit as audit_page
-from whichdevice.core.units import seconds
 from whichdevice.core.validate import check_output_dir, check_output_file, parse_positive_float
+
+if TYPE_CHECKING:
+    from whichdevice.audit import record as audit_mod
 
 
 @app.command()
@@ -41,6 +39,10 @@ def audit(
     html: bool = typer.Option(False, "--html", help="Also write a self-contained HTML report beside the record."),
 ) -> None:
     """Audit your own CPU-vs-GPU benchmark script: what it timed vs what ran where."""
+    from whichdevice.audit import record as audit_mod, notebook
+    from whichdevice.cli.common import stamp
+    from whichdevice.present import output
+
     timeout_s = parse_positive_float(timeout, "--timeout", "120")
     path = audit_mod.check_script(script)
     out_dir = check_output_dir(out, "--out")
@@ -78,6 +80,12 @@ def make_record(
     killed: bool,
     notebook: dict | None = None,
 ) -> audit_mod.AuditRecord:
+    from whichdevice.audit import record as audit_mod, rules
+    from whichdevice.cli.common import command_line
+    from whichdevice.core.machine import describe_machine
+    from whichdevice.core.units import seconds
+    from whichdevice.present import auditwords
+
     notes: list[str] = []
     if state is None or "blocks" not in state:
         notes.append(
@@ -170,6 +178,8 @@ def _device_notes(state: dict) -> list[str]:
 def _no_gpu_ratio_notes(state: dict, findings: list, corrections: list) -> list[str]:
     """PyTorch / JAX with no GPU here (issue #39): the GPU side of the script's CPU/GPU ratio cannot be
     measured on this machine, said in words — whether its GPU timing ran on the CPU or did not run."""
+    from whichdevice.frameworks.common.audit import terms
+
     part = terms(state.get("framework") or "tensorflow")  # PyTorch and JAX: series compared in order
     if not part.SERIES_IN_ORDER or (state.get("physical_devices") or {}).get("GPU", 0):
         return []
@@ -190,6 +200,8 @@ def _no_gpu_ratio_notes(state: dict, findings: list, corrections: list) -> list[
 
 def _gpu_cost_notes(gpu_costs: dict | None) -> list[str]:
     """What the findings' GPU launch costs are: this GPU's, measured after the script, or why not."""
+    from whichdevice.core.units import seconds
+
     if not gpu_costs:
         return []
     if gpu_costs.get("error"):

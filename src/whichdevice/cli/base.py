@@ -61,9 +61,13 @@ def click_command() -> Any:
         help_option = command.get_help_option(typer.Context(command, help_option_names=["-h", "--help"]))
         if help_option is not None:
             help_option.metavar = ""
+            # A flag's value read as a bool is passed as it is; left None (not given), typer would
+            # build a pydantic validator for it, and importing pydantic is most of `COMMAND --help`.
+            help_option.default = False
     for param in group.params:  # typer's --install-completion / --show-completion: flags
         if param.name in ("install_completion", "show_completion"):
             param.metavar = ""
+            param.default = False  # as the help option's: no validator built for a flag not given
     return group
 
 

@@ -13,44 +13,32 @@ import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
 
 from whichdevice import frameworks
-from whichdevice.analysis import deviceprofile
-from whichdevice.measure import experiment
-from whichdevice.core import records
-from whichdevice.cli.common import (
-    announce_record,
-    draw_page,
-    save_record,
-    find_devices,
-    app,
-    console,
-    err_console,
-    measure_with_progress,
-    open_journal,
-    page_after_record,
-    resume_if_asked,
-)
+from whichdevice.cli.base import app, console, err_console
 from whichdevice.cli import options as opt
-from whichdevice import jobs
 from whichdevice.jobs import Job
 from whichdevice.core.errors import UsageError
-from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
     check_output_dir,
     parse_choice,
 )
-from whichdevice.workloads import calibrate as calibrate_workload
+
+if TYPE_CHECKING:
+    from whichdevice.measure.journal import JournalState
+
 
 DEFAULT_MIN_TIME_S = 0.05  # per probe point: ~25 points, a 60 s budget on 2 cores with two TF imports
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 def check_name(name: str, argument: str = "--name") -> str:
+    from whichdevice.analysis import deviceprofile
+
     if not _NAME.match(name) or name.endswith(".json"):
         raise UsageError(
             argument,
@@ -95,6 +83,11 @@ def calibrate(
     resume: Optional[Path] = opt.resume(kept="probes"),
 ) -> None:
     """Measure this machine's per-op, copy, matmul and memory costs into a device profile."""
+    from whichdevice import jobs
+    from whichdevice.analysis import deviceprofile
+    from whichdevice.cli.common import resume_if_asked
+    from whichdevice.measure import experiment
+
     if resume_if_asked(ctx, resume, "calibrate", CalibratePlan, run_calibrate):
         return
     fw = parse_choice(framework, "--framework", frameworks.offering("calibrate"))
@@ -117,6 +110,21 @@ def calibrate(
 def run_calibrate(plan: CalibratePlan, resumed: JournalState | None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record and
     the profile (beside the record and under its name)."""
+    from whichdevice import jobs
+    from whichdevice.analysis import deviceprofile
+    from whichdevice.cli.common import (
+        announce_record,
+        draw_page,
+        find_devices,
+        measure_with_progress,
+        open_journal,
+        page_after_record,
+        save_record,
+    )
+    from whichdevice.core import records
+    from whichdevice.measure import experiment
+    from whichdevice.workloads import calibrate as calibrate_workload
+
     fw = plan.framework
     # Discovery first: the CPU must be among the chosen devices, refused before anything is written.
     found = find_devices(fw)

@@ -8,21 +8,18 @@ import math
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
 
-from whichdevice.measure import history
-from whichdevice.core import records, safeio, units
-from whichdevice.analysis import significance
-from whichdevice.analysis.diff import RunDiff, diff_runs, log_ratios
-from whichdevice.cli.common import app, console, err_console
+from whichdevice.cli.base import app, console, err_console
 from whichdevice.core.errors import UsageError
-from whichdevice.present import names, terminal
-from whichdevice.present.comparison import comparison_grid, comparison_json, context_text, regression_line
-from whichdevice.present.tables import Grid, GridCell
 from whichdevice.core.validate import check_output_dir, parse_positive_float, parse_positive_int
+
+if TYPE_CHECKING:
+    from whichdevice.core import records
+    from whichdevice.analysis.diff import RunDiff
 
 
 HISTORY_HELP = "The folder holding history.sqlite (default: $WHICHDEVICE_HOME, else ~/.whichdevice)."
@@ -31,6 +28,8 @@ HISTORY_HELP = "The folder holding history.sqlite (default: $WHICHDEVICE_HOME, e
 def _use_history(folder: str | None) -> None:
     """``--history DIR``: checked like an output folder (compare writes learned noise there);
     without it, ``$WHICHDEVICE_HOME`` (reset each command: the CLI may run in-process twice)."""
+    from whichdevice.measure import history
+
     history.use(check_output_dir(Path(folder), "--history") if folder is not None else None)
 
 
@@ -44,6 +43,10 @@ def history_cmd(
     history_dir: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP, metavar="DIR"),
 ) -> None:
     """List the runs recorded on this machine (newest first)."""
+    from whichdevice.measure import history
+    from whichdevice.present import terminal
+    from whichdevice.present.tables import Grid, GridCell
+
     n = parse_positive_int(limit, "--limit", "20", maximum=100_000)
     _use_history(history_dir)
     rows = history.entries(n, experiment)
@@ -80,6 +83,9 @@ def _path(ref: str, argument: str) -> Path:
     """The record a run id from `history`, or a path, names. An id is ASCII digits ('²' and
     '١٢' are digits to str.isdigit, not to int or to the user); one too large for the history's
     integers names no run, like any other id it does not hold."""
+    from whichdevice.core import safeio
+    from whichdevice.measure import history
+
     if ref.isascii() and ref.isdigit() and not safeio.exists_quietly(ref):
         fits = len(ref.lstrip("0")) <= len(str(history.MAX_ID)) and int(ref) <= history.MAX_ID
         entry = history.get(int(ref)) if fits else None
@@ -95,6 +101,9 @@ def _path(ref: str, argument: str) -> Path:
 
 def _how_judged(d: RunDiff) -> str:
     """compare's second summary line: why its intervals are wider than one run's."""
+    from whichdevice.analysis import significance
+    from whichdevice.core import units
+
     judged = sum(1 for p in d.points if p.comparison is not None and p.comparison.claim.enough)
     ci = units.percent(d.confidence)
     together = f"Each case's CI is {ci} so that all {judged} hold together at 95 % (Bonferroni)" if judged > 1 else ""
@@ -109,6 +118,8 @@ def _how_judged(d: RunDiff) -> str:
 
 def parse_threshold(text: str | None) -> float:
     """``--threshold``: a relative change, '0.1' or '10%' (at most 10, i.e. 11×)."""
+    from whichdevice.analysis import significance
+
     if text is None:
         return significance.NOISE_THRESHOLD
     t = text.strip()
@@ -123,6 +134,9 @@ def parse_threshold(text: str | None) -> float:
 def _learned_thresholds(a: records.RunRecord, b: records.RunRecord, margin: float) -> dict:
     """A threshold per case, learned from earlier repeat runs on this machine (none when the
     two runs are from two machines, or the history cannot be read)."""
+    from whichdevice.analysis import significance
+    from whichdevice.measure import history
+
     if a.machine.hostname != b.machine.hostname:
         return {}
     try:
@@ -134,6 +148,8 @@ def _learned_thresholds(a: records.RunRecord, b: records.RunRecord, margin: floa
 
 def _changed_line(d: RunDiff, margin: float, margin_from: str, n_learned: int) -> str:
     """How many cases changed beyond the noise, and the noise threshold that says so."""
+    from whichdevice.core import units
+
     flagged = sum(1 for p in d.points if p.comparison is not None and p.comparison.significant)
     return (
         f"  {flagged} of {len(d.points)} cases changed beyond the noise (the whole "
@@ -146,6 +162,9 @@ def _changed_line(d: RunDiff, margin: float, margin_from: str, n_learned: int) -
 def _learn_noise(a: records.RunRecord, b: records.RunRecord) -> None:
     """Two runs of one experiment on this machine with nothing changed between them: their
     differences are this machine's noise, kept for the next comparisons' thresholds."""
+    from whichdevice.analysis.diff import log_ratios
+    from whichdevice.measure import history
+
     if a.machine.hostname != b.machine.hostname or a.experiment != b.experiment:
         return
     try:
@@ -178,6 +197,11 @@ def compare(
     history_dir: Optional[str] = typer.Option(None, "--history", help=HISTORY_HELP, metavar="DIR"),
 ) -> None:
     """Point by point, what changed between two runs, and whether the change is beyond the noise."""
+    from whichdevice.analysis.diff import diff_runs
+    from whichdevice.core import records
+    from whichdevice.present import names, terminal
+    from whichdevice.present.comparison import comparison_grid, comparison_json, context_text, regression_line
+
     margin = parse_threshold(threshold)
     _use_history(history_dir)
     path_a = _path(run_a, "RUN_A")

@@ -11,9 +11,8 @@ from typing import List
 import typer
 from rich.markup import escape
 
-from whichdevice.analysis import deviceprofile, reference
-from whichdevice.cli.common import DEFAULT_OUT, app, console
-from whichdevice.core import records
+from whichdevice.cli.options import DEFAULT_OUT
+from whichdevice.cli.base import app, console
 from whichdevice.core.errors import UsageError
 from whichdevice.core.validate import check_output_dir
 
@@ -24,6 +23,9 @@ def import_(
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder for the records (one <file name>.json each)."),
 ) -> None:
     """Turn reference GPU runs (gpu_probe.py / keras_probe.py output) into whichdevice records."""
+    from whichdevice.analysis import deviceprofile, reference
+    from whichdevice.core import records
+
     converted = []
     for f in files:  # every file checked before anything is written
         data = records.read_json(f, "FILE", what="reference run file")

@@ -8,22 +8,9 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from whichdevice.measure import experiment
-from whichdevice.cli.common import (
-    record_then_page,
-    app,
-    command_line,
-    describe_key,
-    progress,
-    read_plan,
-    announce_discovery,
-    reject_options_with_resume,
-    unreadable_resume,
-    record_paths,
-)
+from whichdevice.cli.base import app
 from whichdevice.cli import options as opt
-from whichdevice.api import MATMUL_MIN_TIME_S, MatmulOptions, run_matmul
-from whichdevice.measure.journal import journal_path
+from whichdevice.api import MATMUL_MIN_TIME_S
 
 
 @app.command()
@@ -55,6 +42,21 @@ def matmul(
     resume: Optional[Path] = opt.resume("sweep", kept=None),
 ) -> None:
     """Matrix multiplication time vs size on every device; where the GPU starts to win."""
+    from whichdevice.api import MatmulOptions, run_matmul
+    from whichdevice.cli.common import (
+        announce_discovery,
+        command_line,
+        describe_key,
+        progress,
+        read_plan,
+        record_paths,
+        record_then_page,
+        reject_options_with_resume,
+        unreadable_resume,
+    )
+    from whichdevice.measure import experiment
+    from whichdevice.measure.journal import journal_path
+
     reject_options_with_resume(ctx)
     resumed = None
     if resume is not None:

@@ -5,26 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import psutil
 import typer
 
-from whichdevice.measure import experiment
 from whichdevice import frameworks
-from whichdevice.workloads import userfile
-from whichdevice.cli.common import (
-    app,
-    resume_if_asked,
-    user_model,
-    user_text,
-    traced,
-)
+from whichdevice.cli.base import app
 from whichdevice.cli import options as opt
-from whichdevice import jobs
 from whichdevice.jobs import Job
 from whichdevice.core.errors import UsageError
-from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
     check_output_dir,
     parse_choice,
@@ -32,6 +22,11 @@ from whichdevice.core.validate import (
     parse_positive_int,
 )
 from whichdevice.workloads import pipeline as wl
+
+if TYPE_CHECKING:
+    from whichdevice.workloads import userfile
+    from whichdevice.measure.journal import JournalState
+
 
 PIPELINE_FRAMEWORKS = frameworks.offering("pipeline")  # derived: the frameworks with a pipeline part
 QUICK_MIN_TIME_S = 0.1
@@ -145,6 +140,11 @@ def pipeline(
 ) -> None:
     """An image input pipeline (or --data): alone, the model alone, both — waiting-for-input share, variant ladder,
     slowest stage."""
+    from whichdevice import jobs
+    from whichdevice.cli.common import resume_if_asked, user_model
+    from whichdevice.measure import experiment
+    from whichdevice.workloads import userfile
+
     if resume_if_asked(ctx, resume, "pipeline", PipelinePlan, run_pipeline):
         return
     # Each option is checked in this order: the first bad one is the error.
@@ -300,6 +300,9 @@ def _user(model_fn: userfile.UserFunction, data_fn: userfile.UserFunction | None
 
 def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+    from whichdevice import jobs
+    from whichdevice.cli.common import traced, user_text
+
     fw = plan.framework
 
     def cases_for(found, d):

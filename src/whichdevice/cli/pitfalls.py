@@ -6,28 +6,22 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, cast
+from typing import TYPE_CHECKING, Optional, cast
 
 import typer
 
 from whichdevice import frameworks
-from whichdevice.measure import experiment
-from whichdevice.core import records
-from whichdevice.cli.common import (
-    find_devices,
-    app,
-    measure_with_progress,
-    open_journal,
-    resume_if_asked,
-)
+from whichdevice.cli.base import app
 from whichdevice.cli import options as opt
-from whichdevice import jobs
 from whichdevice.jobs import Job
-from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
     parse_choice,
 )
-from whichdevice.workloads import pitfalls as pitfalls_workload
+
+if TYPE_CHECKING:
+    from whichdevice.core import records
+    from whichdevice.measure.journal import JournalState
+
 
 QUICK_MIN_TIME_S = 0.05
 MIN_TIME_S = 0.2
@@ -55,6 +49,9 @@ def pitfalls(
     resume: Optional[Path] = opt.resume(),
 ) -> None:
     """Each timing mistake of the framework (no sync, the first epoch or step, a compile in the timing, a sync every step, num_workers=0, device_put every step, one CPU thread, tiny batch) next to the correct measurement, with the distortion as a ratio."""  # noqa: E501
+    from whichdevice import jobs
+    from whichdevice.cli.common import resume_if_asked
+
     if resume_if_asked(ctx, resume, "pitfalls", PitfallsPlan, run_pitfalls):
         return
     fw = parse_choice(framework, "--framework", frameworks.offering("pitfalls"))
@@ -81,6 +78,11 @@ def run_pitfalls(plan: PitfallsPlan, resumed: JournalState | None) -> None:
 
     The one-thread case runs in a child of its own (threads are fixed when TensorFlow starts):
     two measuring calls, all cores then one thread, into the same journal and one record."""
+    from whichdevice import jobs
+    from whichdevice.cli.common import find_devices, measure_with_progress, open_journal
+    from whichdevice.measure import experiment
+    from whichdevice.workloads import pitfalls as pitfalls_workload
+
     fw = plan.framework
     experiment.require_installed(fw)
     found = find_devices(fw)
@@ -111,6 +113,8 @@ def _merge(parts: list[records.RunRecord]) -> records.RunRecord:
     """One record of the two children's: the options of the all-cores one (``cpu_threads``
     None), each device's sessions and results together, in device order as a single loop
     over the devices would give them."""
+    from whichdevice.measure import experiment
+
     merged = experiment.merge_records(parts, parts[0].options)
     order = {
         d: i for i, d in enumerate(cast("list[records.Scalar]", parts[0].options["devices"]))

@@ -5,34 +5,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from whichdevice.measure import experiment
 from whichdevice import frameworks
-from whichdevice.workloads import userfile
-from whichdevice.cli.common import (
-    find_devices,
-    app,
-    only_with_model,
-    open_journal,
-    resume_if_asked,
-    user_model,
-    user_text,
-)
+from whichdevice.cli.base import app
 from whichdevice.cli import options as opt
-from whichdevice import jobs
 from whichdevice.jobs import Job
 from whichdevice.core.errors import UsageError
-from whichdevice.measure.journal import JournalState
-from whichdevice.core.records import CaseSpec
 from whichdevice.core.validate import (
     parse_choice,
     parse_positive_int,
     parse_shape,
 )
 from whichdevice.workloads import placement as placement_workload
+
+if TYPE_CHECKING:
+    from whichdevice.measure.journal import JournalState
+
 
 DEFAULT_MODEL = "seed001 + string op (no GPU kernel)"
 _TRACED_MODEL = "seed001 (small MLP; batch from NumPy, loss read back each step)"
@@ -75,6 +66,11 @@ def placement(
     resume: Optional[Path] = opt.resume(),
 ) -> None:
     """Per device: the ops of one training step by type (count, time), the host<->device copies (pageable or pinned) and syncs, and on a GPU the ops that ran on the CPU, with why."""  # noqa: E501
+    from whichdevice import jobs
+    from whichdevice.cli.common import only_with_model, resume_if_asked, user_model
+    from whichdevice.measure import experiment
+    from whichdevice.workloads import userfile
+
     if resume_if_asked(ctx, resume, "placement", PlacementPlan, run_placement):
         return
     fw = parse_choice(framework, "--framework", frameworks.offering("placement"))
@@ -122,6 +118,11 @@ def case_params(plan: PlacementPlan) -> dict:
 
 def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+    from whichdevice import jobs
+    from whichdevice.cli.common import find_devices, open_journal, user_text
+    from whichdevice.core.records import CaseSpec
+    from whichdevice.measure import experiment
+
     fw = plan.framework
     experiment.require_installed(fw)
     found = find_devices(fw)

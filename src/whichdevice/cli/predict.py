@@ -14,36 +14,26 @@ import socket
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from whichdevice.analysis import deviceprofile
-from whichdevice.measure import experiment
 from whichdevice import frameworks
-from whichdevice.core import records
-from whichdevice.workloads import userfile
-from whichdevice.cli.common import (
-    allow_with_resume,
-    app,
-    only_with_model,
-    open_journal,
-    resume_if_asked,
-    user_model,
-)
+from whichdevice.cli.base import app
 from whichdevice.cli import options as opt
-from whichdevice import jobs
 from whichdevice.jobs import Job
 from whichdevice.core.errors import UsageError
-from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
     parse_int_list,
     parse_choice,
     parse_positive_int,
     parse_shape,
 )
-from whichdevice.workloads import calibrate as calibrate_workload
-from whichdevice.workloads import train as train_workload
+
+if TYPE_CHECKING:
+    from whichdevice.analysis import deviceprofile
+    from whichdevice.measure.journal import JournalState
+
 
 FRAMEWORK = "tensorflow"  # the default
 QUICK_MIN_TIME_S = 0.05
@@ -114,6 +104,12 @@ def predict(
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Measure the step on this CPU, predict it on a profiled GPU: winner, crossover, what dominates."""
+    from whichdevice import jobs
+    from whichdevice.analysis import deviceprofile
+    from whichdevice.cli.common import allow_with_resume, only_with_model, resume_if_asked, user_model
+    from whichdevice.measure import experiment
+    from whichdevice.workloads import train as train_workload, userfile
+
     allow_with_resume(ctx, "verbose")  # how to print: fine with --resume
     if resume_if_asked(
         ctx, resume, "predict", PredictPlan, lambda plan, resumed: run_predict(plan, resumed, verbose=verbose)
@@ -158,6 +154,8 @@ def predict(
 
 def _gpu_profile(profile: str) -> deviceprofile.DeviceProfile:
     """``--profile`` read: a profile with a GPU to predict."""
+    from whichdevice.analysis import deviceprofile
+
     prof = deviceprofile.load(profile, "--profile")
     if prof.gpu is None:
         raise UsageError(
@@ -171,6 +169,11 @@ def _gpu_profile(profile: str) -> deviceprofile.DeviceProfile:
 def run_predict(plan: PredictPlan, resumed: JournalState | None, *, verbose: bool = False) -> None:
     """Measure ``plan`` on the CPU (continuing ``resumed``'s journal), render the prediction,
     write the record (the profile embedded)."""
+    from whichdevice import jobs
+    from whichdevice.cli.common import open_journal
+    from whichdevice.core import records
+    from whichdevice.workloads import calibrate as calibrate_workload
+
     journal = open_journal("predict", plan, resumed)
 
     fw = plan.framework

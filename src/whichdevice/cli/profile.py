@@ -10,22 +10,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from whichdevice.present.terminal import print_table
 
-from whichdevice.analysis import deviceprofile
-from whichdevice.analysis.calibration import profile_from_record
-from whichdevice.cli.calibrate import check_name
-from whichdevice.cli.common import app, console
-from whichdevice.core import records
+from whichdevice.cli.base import app, console
 from whichdevice.core.errors import UsageError
 from whichdevice.core.validate import check_output_dir
-from whichdevice.present import prediction as present
+
+if TYPE_CHECKING:
+    from whichdevice.analysis import deviceprofile
+
 
 profile_app = typer.Typer(
     help="Device profiles for `predict --profile`: import one from a GPU run, list them, show one.",
@@ -36,6 +34,10 @@ app.add_typer(profile_app, name="profile")
 
 def read_profile_file(path: Path, name: Optional[str]) -> deviceprofile.DeviceProfile:
     """A profile from any file ``profile import`` reads (see the module docstring)."""
+    from whichdevice.analysis import deviceprofile
+    from whichdevice.analysis.calibration import profile_from_record
+    from whichdevice.core import records
+
     data = records.read_json(path, "FILE", what="profile or probe file")
     if isinstance(data, dict) and data.get("experiment") == "calibrate" and "results" in data:
         record = records.load_run(path, "FILE")
@@ -52,6 +54,10 @@ def import_profile(
     force: bool = typer.Option(False, "--force", help="Replace a saved profile of the same name."),
 ) -> None:
     """Save a GPU machine's profile so that `whichdevice predict --profile NAME` uses it."""
+    from whichdevice.analysis import deviceprofile
+    from whichdevice.cli.calibrate import check_name
+    from whichdevice.core import records
+
     if name is not None:
         check_name(name)
     prof = read_profile_file(file, name)
@@ -74,6 +80,9 @@ def import_profile(
 @profile_app.command("list")
 def list_profiles() -> None:
     """The shipped profiles and the ones saved by calibrate / profile import."""
+    from whichdevice.analysis import deviceprofile
+    from whichdevice.present.terminal import print_table
+
     t = Table(title="Device profiles", title_justify="left")
     for col in ("name", "where", "GPU", "framework", "made"):
         t.add_column(col)
@@ -93,6 +102,9 @@ def list_profiles() -> None:
 @profile_app.command("show")
 def show_profile(spec: str = typer.Argument(..., help="A profile name, or a profile / probe JSON file.")) -> None:
     """One profile's figures: dispatch, sync, matmul, memory and copy rates."""
+    from whichdevice.analysis import deviceprofile
+    from whichdevice.present import prediction as present
+
     prof = deviceprofile.load(spec, "NAME")
     present.render_profile(console, prof)
     console.print(f"Source: {escape(prof.source)}")

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import glob
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.markup import escape
 from rich.text import Text
 
-from whichdevice.analysis import deviceprofile, facade, reference
-from whichdevice.measure import experiment
-from whichdevice.present import registry
-from whichdevice.core import records, safeio
 from whichdevice.cli import options as opt
 from whichdevice.cli.base import SafeConsole, app, console
 from whichdevice.core.errors import UsageError
 from whichdevice import frameworks
 from whichdevice.core.validate import check_output_dir, parse_choice
+
+if TYPE_CHECKING:
+    from whichdevice.core import records
 
 
 @app.command()
@@ -26,6 +25,8 @@ def devices(
     framework: str = typer.Option("tensorflow", "--framework", help="Framework to ask."),
 ) -> None:
     """List the devices the framework sees, and why a GPU is missing if it is."""
+    from whichdevice.measure import experiment
+
     fw = parse_choice(framework, "--framework", frameworks.offering("devices"))
     found = experiment.discover(fw)
     console.print(f"{escape(fw)} {escape(found.framework.version)} (import {found.import_s:.1f} s) sees:")
@@ -60,6 +61,9 @@ def load_any(result: Path, argument: str = "RESULT"):
     """A record from any file ``report`` reads: a whichdevice result, an audit record
     (returned as such), or a reference GPU run (gpu_probe.py / keras_probe.py output,
     converted by analysis/reference.py)."""
+    from whichdevice.analysis import deviceprofile, reference
+    from whichdevice.core import records, safeio
+
     if safeio.is_file_quietly(result):
         data = records.read_json(result, argument)
         if isinstance(data, dict) and data.get("experiment") == "audit":
@@ -87,6 +91,9 @@ def _print_as_text(record: records.RunRecord, *, markdown: bool, verbose: bool) 
     """The record's report as Markdown or CSV on stdout: the command's own renderer (``report``
     checked there is one) composes the page (present/html.capturing keeps its sections) into a
     scratch folder that is removed, its terminal text discarded; nothing is written beside RESULT."""
+    from whichdevice.analysis import facade
+    from whichdevice.present import registry
+
     import sys
     import tempfile
 
@@ -146,6 +153,10 @@ def report(
     """Re-render the table and plot from a saved record, without measuring again.
 
     The page is printed; its plots and HTML report are written only with --out or --html."""
+    from whichdevice.analysis import facade
+    from whichdevice.core import records
+    from whichdevice.present import registry
+
     if markdown and as_csv:
         raise UsageError("--markdown", "--markdown and --csv are two formats of one output", "Pass one of them.")
     record = load_any(result, "RESULT")
@@ -194,6 +205,9 @@ def _print_only(record: records.RunRecord, stem: str, *, loglog: bool, verbose: 
     """The record's page on the terminal, and no file anywhere: the renderer draws its plots
     and HTML into a scratch folder that is removed, and its lines naming them are dropped
     (``--out`` or ``--html`` keep them)."""
+    from whichdevice.analysis import facade
+    from whichdevice.present import registry
+
     import tempfile
 
     from whichdevice.present import output

@@ -9,51 +9,31 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.markup import escape
 
-from whichdevice.measure import experiment, session
 from whichdevice import frameworks
-from whichdevice.core import records
-from whichdevice.workloads import userfile
-from whichdevice.analysis import prediction
-from whichdevice.analysis.suite import answer_cases, decides_answer
-from whichdevice.present.cliprogress import CliProgress
-from whichdevice.present import firstscreen
-from whichdevice.cli.common import (
-    allow_with_resume,
-    find_devices,
-    app,
-    console,
-    err_console,
-    journal_header,
-    open_journal,
-    measure_with_progress,
-    resume_if_asked,
-)
+from whichdevice.cli.base import app, console, err_console
 from whichdevice.cli import options as opt
-from whichdevice.analysis import facade
-from whichdevice import jobs
 from whichdevice.jobs import Job
 from whichdevice.core.errors import UsageError
-from whichdevice.measure.journal import Journal, JournalState, journal_path
-from whichdevice.workloads.suite import (
-    DEFAULT_BUDGET_S,
-    parse_budget,
-    plan_user_suite,
-    sizing_notes,
-    sizing_options,
-    suite_cases,
-    user_cases,
-)
+from whichdevice.workloads.defaults import DEFAULT_BUDGET_S
 from whichdevice.core.validate import (
     parse_choice,
     parse_choice_list,
     parse_positive_int,
     parse_shape,
 )
+
+if TYPE_CHECKING:
+    from whichdevice.measure import session
+    from whichdevice.core import records
+    from whichdevice.workloads import userfile
+    from whichdevice.present.cliprogress import CliProgress
+    from whichdevice.measure.journal import JournalState
+
 
 RUN_MIN_TIME_S = 0.05  # steady seconds per point: short, the suite has many points
 DIAGNOSE_FRAMEWORK = "tensorflow"
@@ -91,6 +71,10 @@ def run(
 ) -> None:
     """The default suite: matmul crossover, the seeds' training cases, a batch sweep and the
     automatic fixes, each measured; then one verdict and an HTML report."""
+    from whichdevice import jobs
+    from whichdevice.cli.common import resume_if_asked
+    from whichdevice.workloads.suite import parse_budget
+
     output = _output_options(ctx, verbose, quiet, json_out)
     if resume_if_asked(ctx, resume, "run", RunPlan, lambda plan, resumed: run_suite(plan, resumed, output)):
         return
@@ -104,6 +88,8 @@ def run(
 
 def run_suite(plan: RunPlan, resumed: JournalState | None, output: ScriptOutput) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+    from whichdevice.measure.journal import journal_path
+
     if len(plan.frameworks) == 1:
         output.finish(_run_one(plan, resumed, quiet=output.quiet), plan)
         return
@@ -138,6 +124,8 @@ class ScriptOutput:
         """The suite's end (run, diagnose): the record written, its journals closed, the page
         drawn as asked (the plots' stem: the record's), the record on stdout with ``--json-out -``;
         exit 1 when no case that decides the answer was measured."""
+        from whichdevice import jobs
+
         with self:
             jobs.finish(record, job, loglog=True, journals=journals, **self.render)
         self.emit(Path(job.json_file))
@@ -153,6 +141,8 @@ class ScriptOutput:
 def _output_options(ctx: typer.Context, verbose: bool, quiet: bool, json_out: str | None) -> ScriptOutput:
     """Check the output options; they say how to print, not what to measure, so they are
     allowed with --resume (marked as defaults for reject_options_with_resume)."""
+    from whichdevice.cli.common import allow_with_resume
+
     if json_out is not None and json_out != "-":
         raise UsageError("--json-out", f"takes '-' (stdout), not '{json_out}'", "Use --json PATH to write a file.")
     if verbose and quiet:
@@ -162,6 +152,8 @@ def _output_options(ctx: typer.Context, verbose: bool, quiet: bool, json_out: st
 
 
 def _run_one(plan: RunPlan, resumed: JournalState | None, *, quiet: bool = False) -> records.RunRecord:
+    from whichdevice.cli.common import open_journal
+
     (fw,) = plan.frameworks
     return _measure_suite(
         _run_request(plan, fw), journal=lambda: open_journal("run", plan, resumed), resumed=resumed, quiet=quiet
@@ -169,6 +161,8 @@ def _run_one(plan: RunPlan, resumed: JournalState | None, *, quiet: bool = False
 
 
 def _run_request(plan: RunPlan, fw: str) -> session.Request:
+    from whichdevice.workloads.suite import suite_cases
+
     return _suite_request(
         "run", fw, lambda found, d: suite_cases(fw, d.name, gpu_present=bool(found.gpus)), plan, options={}
     )
@@ -195,6 +189,9 @@ def _suite_request(name: str, fw: str, cases_for, plan, *, options: dict, notes=
 def _decides_answer(spec: records.CaseSpec) -> bool:
     """What the provisional answer waits for: the answer's cases, and the op traces of the
     GPU predicted on a machine without one."""
+    from whichdevice.analysis import prediction
+    from whichdevice.analysis.suite import decides_answer
+
     return decides_answer(spec) or prediction.is_trace(spec)
 
 
@@ -208,6 +205,10 @@ def _run_frameworks(plan: RunPlan, resumed: JournalState | None) -> records.RunR
     each framework journals its cases in a part journal beside it (``run-X.keras-jax.partial.jsonl``,
     header ``part_of``), kept until the merged record is written. Resuming continues each
     framework from its part journal, or starts it if it had not started."""
+    from whichdevice.cli.common import find_devices, journal_header, open_journal
+    from whichdevice.measure import experiment
+    from whichdevice.measure.journal import Journal, journal_path
+
     for f in plan.frameworks:  # fail before measuring anything if one is missing
         experiment.require_installed(f)
     found_chosen = []
@@ -236,6 +237,8 @@ def _measure_suite(request: session.Request, *, journal, resumed, found=None, qu
     """The suite measured with its progress; ``quiet`` not None (one framework: run, diagnose):
     with the provisional answer after round 1 of the answer's cases, shown in a terminal
     unless ``quiet``, and kept in the record."""
+    from whichdevice.cli.common import measure_with_progress
+
     if quiet is None:  # several frameworks, one after the other: no provisional answer per part
         return measure_with_progress(request, journal=journal, resumed=resumed, found=found)
     early = ProvisionalAnswer(quiet)
@@ -256,6 +259,10 @@ class ProvisionalAnswer:
         self.value: records.Provisional | None = None
 
     def __call__(self, record: records.RunRecord, shown: CliProgress) -> None:
+        from whichdevice.analysis import facade
+        from whichdevice.core import records
+        from whichdevice.present import firstscreen
+
         rounds = int(str(record.options.get("rounds") or 2))
         try:
             answer, gist = firstscreen.provisional_answer(record, facade.suite(record).verdict)
@@ -350,6 +357,10 @@ def diagnose(
 ) -> None:
     """The suite on YOUR training script or model: who wins at your batch, the batch sweep, every
     automatic fix measured — and the device and settings to use."""
+    from whichdevice import jobs
+    from whichdevice.cli.common import resume_if_asked
+    from whichdevice.workloads.suite import parse_budget
+
     output = _output_options(ctx, verbose, quiet, json_out)
     if resume_if_asked(
         ctx, resume, "diagnose", DiagnosePlan, lambda plan, resumed: run_diagnose(plan, resumed, output)
@@ -393,6 +404,9 @@ def diagnose_plan(
     """The checked options -> the plan, after the pre-flight (held to the run's memory limit and
     the budget, as the cases are: issue #43); ``fields``: the job's shared ones (the command's
     and the API's)."""
+    from whichdevice.measure import experiment
+    from whichdevice.workloads import userfile
+
     experiment.require_installed(fw)
     with userfile.limits(fields["memory_limit_bytes"], max(budget_s, 60.0), timeout_from="--budget"):
         user, user_batch, sizing = _diagnose_preflight(
@@ -423,6 +437,8 @@ def _diagnose_preflight(
     samples_given: bool | str,
 ) -> tuple[dict, int, dict | None]:
     """``diagnose``'s pre-flight: the case parameters, the batch and (Keras) the sizing."""
+    from whichdevice.workloads.suite import plan_user_suite
+
     if fw not in frameworks.KERAS:  # an nn.Module: torch's own pre-flight (torch_diagnose.plan)
         # One real training step, in a child, and steps timed at the batch: the case parameters,
         # the batch (--batch, else the DataLoader's own batch size, else 32), the cases sized to the budget.
@@ -456,6 +472,8 @@ def _model_and_data(
 ) -> tuple[userfile.UserFunction, userfile.UserFunction | None]:
     """``--model`` (required) and ``--data`` -> the user's functions; a tf.data dataset is
     TensorFlow's, so not for keras-jax or keras-torch."""
+    from whichdevice.workloads import userfile
+
     if model is None:
         raise UsageError(
             "--model",
@@ -476,6 +494,8 @@ def _model_and_data(
 
 def _diagnose_cases(plan: DiagnosePlan):
     """The cases of one device for ``plan``'s framework."""
+    from whichdevice.workloads.suite import user_cases
+
     fw = plan.framework
     if plan.user.get("script"):  # the user's script (workloads/scriptplan.py)
         from whichdevice.workloads import scriptplan
@@ -497,6 +517,8 @@ def _diagnose_cases(plan: DiagnosePlan):
 
 def diagnose_request(plan: DiagnosePlan) -> session.Request:
     """``plan``'s request: its cases, the record's options and notes (the command's and the API's)."""
+    from whichdevice.workloads.suite import sizing_options
+
     fw = plan.framework
     request = _suite_request(
         "diagnose",
@@ -522,6 +544,8 @@ def diagnose_request(plan: DiagnosePlan) -> session.Request:
 
 def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: ScriptOutput | None = None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+    from whichdevice.cli.common import open_journal
+
     request = diagnose_request(plan)
     output = output or ScriptOutput()
     script = plan.user.get("script")
@@ -553,6 +577,8 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
 def exit_if_nothing_decided(record: records.RunRecord) -> None:
     """Exit 1 when no case that decides the answer was measured (every one failed or was
     skipped): the page says "not measured" and why; a script must not read it as a verdict."""
+    from whichdevice.analysis.suite import answer_cases
+
     if not any(r.status == "ok" for r in answer_cases(record)):
         err_console.print(
             "[red]No case that decides the answer was measured[/red] (they failed or the budget skipped them; "
@@ -562,6 +588,8 @@ def exit_if_nothing_decided(record: records.RunRecord) -> None:
 
 
 def _diagnose_notes(plan: DiagnosePlan) -> list[str]:
+    from whichdevice.workloads.suite import sizing_notes
+
     if plan.user.get("script"):
         from whichdevice.workloads import scriptplan
 

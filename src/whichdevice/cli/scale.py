@@ -8,31 +8,24 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
 
 from whichdevice import frameworks
-from whichdevice.cli.common import (
-    app,
-    err_console,
-    resume_if_asked,
-    user_model,
-)
+from whichdevice.cli.base import app, err_console
 from whichdevice.cli import options as opt
-from whichdevice import jobs
 from whichdevice.jobs import Job
 from whichdevice.core.errors import UsageError
-from whichdevice.core.machine import usable_cores
 from whichdevice.core.validate import (
     parse_choice,
     parse_int_list,
 )
-from whichdevice.measure import experiment
-from whichdevice.measure.journal import JournalState
-from whichdevice.workloads import scale as scale_workload
-from whichdevice.workloads import userfile
+
+if TYPE_CHECKING:
+    from whichdevice.measure.journal import JournalState
+
 
 BUILTIN_MODELS = {
     "seed001": "small MLP (100 features → Dense 128 → 10 classes, seed 001)",
@@ -98,6 +91,12 @@ def scale(
     resume: Optional[Path] = opt.resume(kept="points"),
 ) -> None:
     """Does the next device pay? 1…N replicas on the framework's own engine: efficiency, all-reduce share, crossover."""
+    from whichdevice import jobs
+    from whichdevice.cli.common import resume_if_asked, user_model
+    from whichdevice.core.machine import usable_cores
+    from whichdevice.measure import experiment
+    from whichdevice.workloads import scale as scale_workload, userfile
+
     if resume_if_asked(ctx, resume, "scale", ScalePlan, run_scale):
         return
     fw = parse_choice(framework, "--framework", frameworks.offering("scale"))
@@ -133,6 +132,8 @@ def scale(
 def check_replicable(framework: str, model: dict, replicas: int, text: str) -> None:
     """Before anything is written: one step of the user's model on ``replicas`` replicas of the
     engine (global batch = ``replicas``). A model the strategy cannot replicate is bad input."""
+    from whichdevice.workloads import scale as scale_workload
+
     if replicas < 2:
         return
     err_console.print(f"Checking that {escape(scale_workload.ENGINE[framework])} can replicate it {replicas}×…")
@@ -162,6 +163,9 @@ def check_replicable(framework: str, model: dict, replicas: int, text: str) -> N
 
 
 def run_scale(plan: ScalePlan, resumed: JournalState | None) -> None:
+    from whichdevice import jobs
+    from whichdevice.workloads import scale as scale_workload
+
     def cases_for(found, d):
         return scale_workload.build_cases(plan.framework, d.name, plan.replicas, plan.batches, plan.model)
 

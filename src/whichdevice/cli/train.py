@@ -6,26 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from whichdevice.measure import experiment
 from whichdevice import frameworks
-from whichdevice.workloads import userfile
-from whichdevice.cli.common import (
-    app,
-    only_with_model,
-    resume_if_asked,
-    traced,
-    user_model,
-    user_text,
-)
+from whichdevice.cli.base import app
 from whichdevice.cli import options as opt
-from whichdevice import jobs
 from whichdevice.jobs import Job
 from whichdevice.core.errors import UsageError
-from whichdevice.measure.journal import JournalState
 from whichdevice.core.validate import (
     check_output_dir,
     parse_choice,
@@ -34,14 +23,18 @@ from whichdevice.core.validate import (
     parse_positive_int,
     parse_shape,
 )
-from whichdevice.workloads import train as train_workload
-from whichdevice.workloads import precision_cases
+
+if TYPE_CHECKING:
+    from whichdevice.measure.journal import JournalState
+
 
 PARTS = ("create", "loop", "fit", "sync", "sweep")
 QUICK_MIN_TIME_S = 0.05
 
 
 def _quick_text(batches) -> str:
+    from whichdevice.workloads import train as train_workload
+
     return (
         f"reduced sizes — the small MLP's tf.data loop on {train_workload.QUICK_SAMPLES['ex3']:,} samples instead of 100,000; "
         f"batch sweep {','.join(map(str, batches))}; {QUICK_MIN_TIME_S:g} s of steady samples per sweep point "
@@ -127,6 +120,11 @@ def train(
 ) -> None:
     """The small MLP and the 3-layer MLP (or --model): warm-up vs steady steps, break-even, sync cost, batch-size
     crossover."""
+    from whichdevice import jobs
+    from whichdevice.cli.common import only_with_model, resume_if_asked, user_model
+    from whichdevice.measure import experiment
+    from whichdevice.workloads import precision_cases, train as train_workload, userfile
+
     if resume_if_asked(ctx, resume, "train", TrainPlan, run_train):
         return
     # Each option is checked in this order: the first bad one is the error.
@@ -163,6 +161,8 @@ def train(
 
 def _batch_list(batches: str | None, quick: bool) -> list[int]:
     """``--batches``, or the sweep's default batch sizes (fewer with ``--quick``)."""
+    from whichdevice.workloads import train as train_workload
+
     batch_list = parse_int_list(batches, "--batches", maximum=train_workload.MAX_BATCH, example="8,64,512,4096")
     if batch_list is None:
         return list(train_workload.QUICK_BATCHES if quick else train_workload.DEFAULT_BATCHES)
@@ -191,6 +191,10 @@ def _parts(part_list: list[str], fw: str, model: str | None, data: str | None) -
 
 def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+    from whichdevice import jobs
+    from whichdevice.cli.common import traced, user_text
+    from whichdevice.workloads import precision_cases, train as train_workload
+
     fw = plan.framework
 
     def cases_for(found, d):

@@ -72,7 +72,8 @@ class TimingPolicy:
     # Utilization sampling period beside the steady window (telemetry.py); None: off.
     telemetry_period_s: float | None = 0.05
     # Makes the sampler for one window (set inside the child, where the device is known).
-    window: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
+    # It may take a period (seconds) for a window sampled coarser than telemetry_period_s.
+    window: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.min_time_s > 0:

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from whichdevice.core.validate import parse_memory_limit, parse_positive_float, parse_positive_int
-from whichdevice.measure import experiment, session
+
+if TYPE_CHECKING:  # imported where used: `COMMAND --help` defines its Job without the measuring session
+    from whichdevice.jobs.running import finish, page, run, viewing
+    from whichdevice.measure import session
 
 
 @dataclass(kw_only=True)
@@ -49,6 +52,8 @@ class Job:
     ) -> session.Request:
         """This job's ``measure.session.Request`` (``more``: the request's other fields, or
         ones this job sets otherwise, e.g. a budget)."""
+        from whichdevice.measure import session
+
         limits: dict[str, Any] = {
             "devices": self.devices_wanted,
             "cpu_threads": self.cpu_threads,
@@ -76,6 +81,7 @@ def checked(
     ``--out``/``--json`` -> the ``Job`` fields they set, with ``--quick`` (a command without one of
     them leaves it out: its default)."""
     from whichdevice.jobs.running import command_line, record_paths
+    from whichdevice.measure import experiment
 
     fields: dict[str, Any] = {"command": command_line()}
     if "quick" in given:
@@ -97,6 +103,13 @@ def checked(
     return fields
 
 
-from whichdevice.jobs.running import finish, page, run, viewing  # noqa: E402  (the package's API, after Job)
+def __getattr__(name: str) -> Any:
+    """The package's API from ``jobs/running.py``, imported on first use: a command's ``--help``
+    imports ``Job`` only."""
+    if name in ("finish", "page", "run", "viewing"):
+        from whichdevice.jobs import running
+
+        return getattr(running, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["Job", "checked", "finish", "page", "run", "viewing"]

@@ -219,7 +219,11 @@ def main(argv: list[str]) -> int:
         # several different GPUs the two can differ. One GPU, or identical GPUs: the same.
         gpu_index = int(device.split(":")[1]) if device.startswith("GPU") else None
         period = policy.telemetry_period_s
-        policy = dataclasses.replace(policy, window=lambda: Sampler(period, gpu_index=gpu_index))
+        # A caller may ask for a coarser period: the user's script runs for tens of seconds in one
+        # window, and the record keeps every sample.
+        policy = dataclasses.replace(
+            policy, window=lambda period_s=None: Sampler(period_s or period, gpu_index=gpu_index)
+        )
     deadline = job.get("deadline")  # wall-clock (time.time) after which no case starts
     specs = {spec.key: spec for spec in (CaseSpec.model_validate(raw) for raw in job["cases"])}
     ctx = _Context(fw, policy, overhead_s, emit)

@@ -31,7 +31,7 @@ jit_compile) are not interleaved: a sample there is an epoch of ``model.fit``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -159,11 +159,43 @@ def _training(fw: Framework) -> Training:
     return frameworks.part(fw.name, "training")
 
 
+# The user's script is sampled over its whole process (imports, set-up and the timed steps: its
+# steps are timed inside it, out of this process's reach), tens of seconds: a coarser period keeps
+# the record small while the window's mean, which says whether other programs were busy, stays.
+SCRIPT_TELEMETRY_PERIOD_S = 0.5
+
+
+def _with_telemetry(policy: TimingPolicy, measure: Callable[[], list[Any]]) -> list[Any]:
+    """``measure``'s (Timing, metrics) results, each with the utilization window of the script
+    process that gave it, as any other case has its steady window's: without one, the first
+    screen cannot tell a spread caused by other programs from the script's own (an exception in
+    the list, a member that failed, stays as it is)."""
+    sampler = _script_sampler(policy)
+    if sampler is not None:
+        sampler.start()
+    try:
+        got = measure()
+    finally:
+        telemetry = sampler.stop() if sampler is not None else None
+    if telemetry is None:
+        return got
+    return [(g[0].model_copy(update={"telemetry": telemetry}), *g[1:]) if isinstance(g, tuple) else g for g in got]
+
+
+def _script_sampler(policy: TimingPolicy) -> Any:
+    if policy.window is None:
+        return None
+    try:
+        return policy.window(period_s=SCRIPT_TELEMETRY_PERIOD_S)
+    except TypeError:  # a window factory that takes no period: its own
+        return policy.window()
+
+
 def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[RawTiming, dict]:
     if spec.params.get("script"):  # the user's own script (diagnose SCRIPT.py, issue #41)
         from whichdevice.workloads import script
 
-        return script.run_case(spec, fw, policy, overhead_s)
+        return _with_telemetry(policy, lambda: [script.run_case(spec, fw, policy, overhead_s)])[0]
     kind = spec.params["kind"]
     if kind in _OTHER_KINDS:  # kinds measured by their own modules (placement, pitfalls, precision)
         return importlib.import_module(_OTHER_KINDS[kind]).run_case(spec, fw, policy, overhead_s)
@@ -420,7 +452,7 @@ def time_group(prepared, fw, policy, overhead_s, before=None) -> list:
     if prepared and isinstance(prepared[0], CaseSpec):  # the user's script: one process for the group
         from whichdevice.workloads import script
 
-        return script.time_group(prepared, fw, policy, overhead_s, before)
+        return _with_telemetry(policy, lambda: script.time_group(prepared, fw, policy, overhead_s, before))
     if prepared and isinstance(prepared[0], EpochTurns):
         epochs = scalar_int(prepared[0].spec.params.get("epochs", 2))
         return _time_fits(prepared, overhead_s, max(1, epochs - 1), before)
