@@ -49,6 +49,12 @@ PROCESS_START_S = 1.0  # Python and whichdevice before the script's first line
 HEADROOM = 1.5
 LOAD_HEADROOM = 0.25  # added per unit of load per core beyond 1
 MAX_HEADROOM = 2.0
+# A budget too short for the baseline still gets it measured, alone, where the run's wall (the
+# pre-flight, then the baseline in the measuring child) stays within this many times the budget
+# plus OVERRUN_S: the user gets the step they asked about, with what a larger budget would add,
+# rather than a refusal.
+OVERRUN = 1.3
+OVERRUN_S = 40.0
 XLA_TRACE_FACTOR = 8.0
 # A variant's trace in the shared process against the pre-flight's first step (which also pays the
 # process's one-time costs): batch 128's first step 0.64 s against the baseline's 1.78 s (keras_fit_arrays.py)
@@ -326,8 +332,11 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
     rounds, plan_s = 2, ROUND1_SHARE * avail
     if shared > plan_s:
         rounds, plan_s = 1, ROUND1_ONLY_SHARE * avail
-    if budget_s < least_budget(c):  # the baseline does not fit what the budget leaves (avail)
+    alone = budget_s < least_budget(c)  # the baseline does not fit what the budget leaves (avail)
+    if alone and not baseline_fits_overrun(facts, budget_s):
         raise too_short(facts, budget_s)
+    if alone:  # the baseline alone, in one round: nothing else is started
+        rounds, plan_s = 1, 0.0
     used, planned, cut = shared, [], []
     groups: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for fix, what, params in _variants(facts, gpu):
@@ -349,6 +358,9 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
     limit = max(30.0, 1.5 * longest + 10.0, 1.5 * used + 10.0 if keras else 0.0)
     if cut:
         cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
+    said = baseline_only_words(facts, budget_s, budget_for_all(facts, gpu)) if alone else ""
+    if alone:
+        cut.insert(0, f"the baseline alone was measured: {said}")
     sweep = sorted({facts["batch"], *(int(p["batch"]) for p in planned if "batch" in p)} - {0})
     return {
         "rounds": rounds,
@@ -356,7 +368,10 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         "cut": cut,
         "step_s": facts["step_s"],
         "sweep_batches": sweep,
-        "child_limit_s": round(min(limit, max(budget_s, 60.0)), 1),
+        # the baseline alone past the budget: its child may take what the baseline needs
+        "child_limit_s": round(limit if alone else min(limit, max(budget_s, 60.0)), 1),
+        "case_timeout_s": round(c.start + limit, 1) if alone else None,
+        "baseline_only": said,  # what a budget too short for more than the baseline measured, or ""
         "planned_s": used,
         "point_cap_s": None,
         "fixes_cut": sorted({line.split(" ", 1)[0] for line in cut if " not measured" in line}),
@@ -365,6 +380,33 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         "import_s": facts.get("import_s"),
         "data_s": facts.get("data_s"),
     }
+
+
+def baseline_fits_overrun(facts: dict[str, Any], budget_s: float) -> bool:
+    """Whether the pre-flight and the baseline alone in the measuring child (its start, the
+    script's loading, its steps) end within ``OVERRUN`` x the budget + ``OVERRUN_S``."""
+    c = _Costs(facts)
+    wall = float(facts.get("preflight_s") or 0.0) + c.start + c.baseline()
+    return wall <= OVERRUN * budget_s + OVERRUN_S
+
+
+def baseline_only_words(facts: dict[str, Any], budget_s: float, whole: int) -> str:
+    """What a budget too short for more than the baseline measured, what the pre-flight
+    measured, and the budget that measures every fix beside it."""
+    return (
+        f"{budget_s:g} s holds no fix beside it (in the pre-flight a training step took "
+        f"{seconds(facts['step_s'], 'ms')} on this CPU and the set-up {float(facts['setup_s']):.1f} s); "
+        f"--budget {whole} or more measures the fixes too"
+    )
+
+
+def budget_for_all(facts: dict[str, Any], gpu: bool = False) -> int:
+    """The budget whose plan holds the baseline and every variant in one round, at the
+    pre-flight's times with :func:`headroom`, rounded up to 10 s."""
+    c = _Costs(facts, headroom(facts))
+    keras = facts["entry"] in script.KERAS_ENTRIES
+    total = c.baseline() + sum(_cost(c, facts, params, keras)[0] for _fix, _what, params in _variants(facts, gpu))
+    return max(math.ceil((total / ROUND1_ONLY_SHARE + c.start) / 10) * 10, budget_that_holds(facts))
 
 
 def too_short(facts: dict[str, Any], budget_s: float) -> UsageError:
