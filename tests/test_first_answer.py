@@ -186,7 +186,11 @@ def test_round_2_confirms_or_changes_the_provisional_answer():
     record = load_run(TRACED)
     assert record.provisional is not None and record.provisional.after_s < 40
     fs = first_screen(record, suite_verdict(record))
-    assert fs.confirmed == "Round 2 confirmed the provisional answer (after round 1 of 2, at 29 s)."
+    # round 2 measured 10 of the 14 cases the answer rests on again (its notes: 23 of 36 verdict cases)
+    assert fs.confirmed == (
+        "Round 2 confirmed the provisional answer (after round 1 of 2, at 29 s), measuring 10 of the 14 cases "
+        "behind it again (4 rest on round 1's samples)."
+    )
     changed = record.model_copy(
         update={"provisional": record.provisional.model_copy(update={"gist": ["predicted cpu_everywhere 8192.0–None"]})}
     )
@@ -194,7 +198,43 @@ def test_round_2_confirms_or_changes_the_provisional_answer():
     assert text.startswith(
         "Round 2 changed the provisional answer (after round 1 of 2, at 29 s), which said: predicted on profile"
     )
+    assert text.endswith("; measuring 10 of the 14 cases behind it again (4 rest on round 1's samples).")
     assert first_screen(load_run(OLD), suite_verdict(load_run(OLD))).confirmed == ""  # none was shown
+
+
+def _round_1_only(record):
+    """The record as if round 2 had measured none of its cases again (its budget spent in round 1)."""
+    results = [
+        r.model_copy(update={"timing": r.timing.model_copy(update={"rounds_s": None, "samples_s": r.timing.rounds[0]})})
+        if r.timing is not None
+        else r
+        for r in record.results
+    ]
+    return record.model_copy(update={"results": results})
+
+
+def test_round_2_is_said_to_confirm_only_the_cases_it_measured_again():
+    """Diagnose said "Round 2 confirmed the provisional answer" when round 2 had measured none of the
+    cases behind it (its budget spent, or every case failed): a confirmation nothing confirmed."""
+    record = _round_1_only(load_run(TRACED))
+    text = first_screen(record, suite_verdict(record)).confirmed
+    assert text == (
+        "Round 2 measured none of the 14 cases behind the answer again (the time budget ran out, or they failed "
+        "in that round): it rests on round 1's samples, as the provisional answer (after round 1 of 2, at 29 s) did."
+    )
+    gan = load_run(DATA / "diagnose_script_kio_gan_budget90_cpu_2core.json")  # every case failed, in round 1
+    assert first_screen(gan, suite_verdict(gan)).confirmed == (
+        "Round 2 had nothing to measure again: no case behind the answer ran to the end."
+    )
+    changed = record.model_copy(
+        update={"provisional": record.provisional.model_copy(update={"gist": ["predicted cpu_everywhere 8192.0–None"]})}
+    )
+    text = first_screen(changed, suite_verdict(changed)).confirmed
+    assert text.startswith("The answer changed from the provisional one (after round 1 of 2, at 29 s), which said: ")
+    assert text.endswith(
+        "; round 2 measured none of its 14 cases again (the time budget ran out, or they failed in that round)."
+    )
+    assert "confirmed" not in text
 
 
 def _case(dev: DeviceInfo, n: int) -> CaseSpec:

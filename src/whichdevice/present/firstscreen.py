@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from whichdevice import frameworks
+from whichdevice.analysis.suite import answer_cases
+from whichdevice.core import stats
 from whichdevice.present import notes
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.core.units import nbytes, seconds
@@ -516,16 +518,49 @@ def provisional_answer(record: RunRecord, v: SuiteVerdict) -> tuple[list[str], l
 
 def _confirmed(record: RunRecord, gist: list[str], answer: list[str]) -> str:
     """Round 2 against the answer shown after round 1: the same, or changed and what it said
-    (its lines that the final answer does not repeat)."""
+    (its lines that the final answer does not repeat). Said as a confirmation only for the
+    cases round 2 measured again: a case it did not re-measure still rests on round 1 alone."""
     p = record.provisional
     if p is None:
         return ""
     when = f"after round {p.round} of {p.rounds}, at {p.after_s:.0f} s"
-    if p.gist == gist:
-        return f"Round {p.rounds} confirmed the provisional answer ({when})."
-    said = ([a for a in p.answer if a not in answer] or p.answer)[0]
-    said = said.removeprefix("Would a GPU help? ").split("; ")[0].rstrip(".")  # its claim, not its details
-    return f"Round {p.rounds} changed the provisional answer ({when}), which said: {said}."
+    measured = [r for r in answer_cases(record) if r.status == "ok" and r.timing is not None]
+    again = sum(len(r.timing.rounds) >= p.rounds for r in measured if r.timing is not None)
+    n = len(measured)
+    if not n:
+        return f"Round {p.rounds} had nothing to measure again: no case behind the answer ran to the end."
+    said = ""
+    if p.gist != gist:
+        said = ([a for a in p.answer if a not in answer] or p.answer)[0]
+        said = said.removeprefix("Would a GPU help? ").split("; ")[0].rstrip(".")  # its claim, not its details
+    if not again:
+        why = _round1_only_why(measured, p.rounds)
+        if said:
+            return (
+                f"The answer changed from the provisional one ({when}), which said: {said}; round {p.rounds} "
+                f"measured none of its {n} cases again ({why})."
+            )
+        return (
+            f"Round {p.rounds} measured none of the {n} cases behind the answer again ({why}): it rests on "
+            f"round 1's samples, as the provisional answer ({when}) did."
+        )
+    part = (
+        ""
+        if again == n
+        else f"measuring {again} of the {n} cases behind it again ({n - again} rest on round 1's samples)"
+    )
+    if said:
+        return f"Round {p.rounds} changed the provisional answer ({when}), which said: {said}{part and '; '}{part}."
+    return f"Round {p.rounds} confirmed the provisional answer ({when}){part and ', '}{part}."
+
+
+def _round1_only_why(measured: list[CaseResult], rounds: int) -> str:
+    """Why no case behind the answer was measured again: too few samples to be worth a round
+    (the session repeats a case only where the rounds together reach a claim's samples), a later
+    round cut by the budget or failing (the record does not say which of the two)."""
+    if all(len(r.timing.samples_s) * rounds < stats.MIN_SAMPLES for r in measured if r.timing is not None):
+        return "too few samples each for another round to help"
+    return "the time budget ran out, or they failed in that round"
 
 
 # ------------------------------------------------------------------ the terminal

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import statistics
 from pathlib import Path
@@ -40,6 +41,20 @@ TURN_OVERHEAD_S = 0.2  # a fit call per turn: its data adapter, callbacks' begin
 ROUND1_SHARE = 0.55  # the round-2 run is in a fresh measuring child, in its own process: cheaper than round 1 (measured walls: 0.5-1.3 x budget at 0.45)
 ROUND1_ONLY_SHARE = 0.85
 PROCESS_START_S = 1.0  # Python and whichdevice before the script's first line
+# The budget figure a refusal asks for allows this much more set-up and step time than the
+# pre-flight measured: a script's imports and data loading took 25.8 s at one try and 41.5 s at
+# the next on a loaded 2-core machine (x1.6), so a figure computed from one try's times alone was
+# refused again when the user re-ran with it. More headroom where the machine was busier than its
+# cores (the load the pre-flight saw, per core), up to MAX_HEADROOM.
+HEADROOM = 1.5
+LOAD_HEADROOM = 0.25  # added per unit of load per core beyond 1
+MAX_HEADROOM = 2.0
+# A budget too short for the baseline still gets it measured, alone, where the run's wall (the
+# pre-flight, then the baseline in the measuring child) stays within this many times the budget
+# plus OVERRUN_S: the user gets the step they asked about, with what a larger budget would add,
+# rather than a refusal.
+OVERRUN = 1.3
+OVERRUN_S = 40.0
 XLA_TRACE_FACTOR = 8.0
 # A variant's trace in the shared process against the pre-flight's first step (which also pays the
 # process's one-time costs): batch 128's first step 0.64 s against the baseline's 1.78 s (keras_fit_arrays.py)
@@ -290,7 +305,17 @@ def preflight(
         "loader": r.get("loader") or {},
         "conv2d": bool(r.get("conv2d")),
         "preflight_s": float((run.finished.wall_s if run.finished else 0.0)),
+        "load_per_core": _load_per_core(),
     }
+
+
+def _load_per_core() -> float | None:
+    """The machine's load over the last minute per core, as the pre-flight ends (None where the
+    system does not say)."""
+    try:
+        return os.getloadavg()[0] / max(os.cpu_count() or 1, 1)
+    except (OSError, AttributeError):
+        return None
 
 
 def framework_of(r: dict[str, Any]) -> str:
@@ -304,14 +329,15 @@ def framework_of(r: dict[str, Any]) -> str:
 
 
 class _Costs:
-    def __init__(self, facts: dict[str, Any]) -> None:
+    def __init__(self, facts: dict[str, Any], slower: float = 1.0) -> None:
+        """The costs of the measured times, or of those times ``slower`` times longer."""
         self.batch = int(facts["batch"] or 0)
-        self.step = max(float(facts["step_s"]), 1e-5)
-        self.trace = max(float(facts["first_step_s"]) - self.step, 0.0)
-        self.start = PROCESS_START_S + float(facts["setup_s"])
+        self.step = max(float(facts["step_s"]), 1e-5) * slower
+        self.trace = max(float(facts["first_step_s"]) * slower - self.step, 0.0)
+        self.start = PROCESS_START_S + float(facts["setup_s"]) * slower
         # A measuring child's first script run is in its own process (the framework imported
         # already): it pays the script's own loading, not the imports.
-        self.here = float(facts.get("data_s", facts["setup_s"]))
+        self.here = float(facts.get("data_s", facts["setup_s"])) * slower
 
     def member(self, k: int | None = None, *, trace_factor: float = 1.0, spe: int = 1, shared: bool = True) -> float:
         """One variant's share of a process: its trace and its steps (and a fit's turns)."""
@@ -321,6 +347,31 @@ class _Costs:
 
     def process(self, member: float) -> float:
         return self.start + member
+
+    def baseline(self) -> float:
+        """The baseline's run, in the measuring child itself (always planned): the script's own
+        loading, then the baseline's trace and steps."""
+        return self.here + self.member()
+
+
+def least_budget(c: _Costs) -> float:
+    """The least ``--budget`` whose plan holds the baseline: ``size`` gives the cases the budget
+    less the measuring child's start (at least half the budget), and the baseline must fit in it.
+    The one test of whether a budget is refused, and (at the times with headroom) the figure a
+    refusal asks for."""
+    return min(c.baseline() + c.start, 2.0 * c.baseline())
+
+
+def headroom(facts: dict[str, Any]) -> float:
+    """How much slower than the pre-flight the next run may be, for the figure a refusal asks for."""
+    load = float(facts.get("load_per_core") or 0.0)
+    return min(HEADROOM + LOAD_HEADROOM * max(load - 1.0, 0.0), MAX_HEADROOM)
+
+
+def budget_that_holds(facts: dict[str, Any]) -> int:
+    """The budget a refusal asks for: the least budget at the pre-flight's times with
+    :func:`headroom`, rounded up to 10 s; never below the least budget at the times measured."""
+    return math.ceil(max(least_budget(_Costs(facts, headroom(facts))), least_budget(_Costs(facts))) / 10) * 10
 
 
 def _keras_variants(facts: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -405,18 +456,15 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
     c = _Costs(facts)
     keras = facts["entry"] in script.KERAS_ENTRIES
     avail = max(budget_s - c.start, 0.5 * budget_s)
-    shared = c.here + c.member()  # the baseline's run, in the measuring child itself: always
+    shared = c.baseline()
     rounds, plan_s = 2, ROUND1_SHARE * avail
     if shared > plan_s:
         rounds, plan_s = 1, ROUND1_ONLY_SHARE * avail
-    if shared > avail:
-        need = math.ceil((shared / ROUND1_ONLY_SHARE + c.start) / 10) * 10
-        raise UsageError(
-            "--budget",
-            f"{budget_s:g} s is too short for this script: its imports and data loading took {facts['setup_s']:.1f} s "
-            f"and a step {seconds(facts['step_s'], 'ms')} in the pre-flight",
-            f"Pass --budget {need} or more",
-        )
+    alone = budget_s < least_budget(c)  # the baseline does not fit what the budget leaves (avail)
+    if alone and not baseline_fits_overrun(facts, budget_s):
+        raise too_short(facts, budget_s)
+    if alone:  # the baseline alone, in one round: nothing else is started
+        rounds, plan_s = 1, 0.0
     used, planned, cut = shared, [], []
     groups: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for fix, what, params in _variants(facts, gpu):
@@ -438,6 +486,9 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
     limit = max(30.0, 1.5 * longest + 10.0, 1.5 * used + 10.0 if keras else 0.0)
     if cut:
         cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
+    said = baseline_only_words(facts, budget_s, budget_for_all(facts, gpu)) if alone else ""
+    if alone:
+        cut.insert(0, f"the baseline alone was measured: {said}")
     sweep = sorted({facts["batch"], *(int(p["batch"]) for p in planned if "batch" in p)} - {0})
     return {
         "rounds": rounds,
@@ -445,7 +496,10 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         "cut": cut,
         "step_s": facts["step_s"],
         "sweep_batches": sweep,
-        "child_limit_s": round(min(limit, max(budget_s, 60.0)), 1),
+        # the baseline alone past the budget: its child may take what the baseline needs
+        "child_limit_s": round(limit if alone else min(limit, max(budget_s, 60.0)), 1),
+        "case_timeout_s": round(c.start + limit, 1) if alone else None,
+        "baseline_only": said,  # what a budget too short for more than the baseline measured, or ""
         "planned_s": used,
         "point_cap_s": None,
         "fixes_cut": sorted({line.split(" ", 1)[0] for line in cut if " not measured" in line}),
@@ -454,6 +508,49 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         "import_s": facts.get("import_s"),
         "data_s": facts.get("data_s"),
     }
+
+
+def baseline_fits_overrun(facts: dict[str, Any], budget_s: float) -> bool:
+    """Whether the pre-flight and the baseline alone in the measuring child (its start, the
+    script's loading, its steps) end within ``OVERRUN`` x the budget + ``OVERRUN_S``."""
+    c = _Costs(facts)
+    wall = float(facts.get("preflight_s") or 0.0) + c.start + c.baseline()
+    return wall <= OVERRUN * budget_s + OVERRUN_S
+
+
+def baseline_only_words(facts: dict[str, Any], budget_s: float, whole: int) -> str:
+    """What a budget too short for more than the baseline measured, what the pre-flight
+    measured, and the budget that measures every fix beside it."""
+    return (
+        f"{budget_s:g} s holds no fix beside it (in the pre-flight a training step took "
+        f"{seconds(facts['step_s'], 'ms')} on this CPU and the set-up {float(facts['setup_s']):.1f} s); "
+        f"--budget {whole} or more measures the fixes too"
+    )
+
+
+def budget_for_all(facts: dict[str, Any], gpu: bool = False) -> int:
+    """The budget whose plan holds the baseline and every variant in one round, at the
+    pre-flight's times with :func:`headroom`, rounded up to 10 s."""
+    c = _Costs(facts, headroom(facts))
+    keras = facts["entry"] in script.KERAS_ENTRIES
+    total = c.baseline() + sum(_cost(c, facts, params, keras)[0] for _fix, _what, params in _variants(facts, gpu))
+    return max(math.ceil((total / ROUND1_ONLY_SHARE + c.start) / 10) * 10, budget_that_holds(facts))
+
+
+def too_short(facts: dict[str, Any], budget_s: float) -> UsageError:
+    """The refusal of a budget too short for even the baseline: what the pre-flight measured on
+    this machine (a slow step is itself the answer to why training is slow), what the baseline
+    needs, and a figure that holds when the script's times vary on the re-run."""
+    c, h = _Costs(facts), headroom(facts)
+    return UsageError(
+        "--budget",
+        f"{budget_s:g} s is too short for this script: in the pre-flight a training step took "
+        f"{seconds(facts['step_s'], 'ms')} on this CPU and the set-up (imports and data loading) "
+        f"{float(facts['setup_s']):.1f} s, so measuring even its baseline (the set-up, {WARMUP} warm-up and "
+        f"{STEPS} timed steps) needs about {least_budget(c):.0f} s",
+        f"Pass --budget {budget_that_holds(facts)} or more (it allows {h:.2g}x the set-up and step times "
+        "measured here: they vary from run to run)",
+    )
 
 
 # ------------------------------------------------------------------ cases and the record
