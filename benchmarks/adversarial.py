@@ -1757,6 +1757,98 @@ def _(ctx):
     return ok, f"exit {r.rc} in {r.wall_s:.0f} s; {answer[:160]}"
 
 
+# A family of its own: what a script writes where it runs ("the user's folder"). Each case is a
+# tiny torch loop that writes one way users' scripts write, diagnosed in a folder holding the
+# user's own files; the folder must read the same after (names, contents, times), the script's
+# copies must be beside the record, and the screen must say so.
+
+_LOOP = """
+import torch, torch.nn as nn, torch.nn.functional as F
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(4096, 8), torch.randint(0, 2, (4096,))
+for i in range(0, 4096, 16):
+    opt.zero_grad(); F.cross_entropy(model(x[i:i + 16]), y[i:i + 16]).backward(); opt.step()
+"""
+
+FOLDER_WRITERS = {
+    "overwrites the user's log.csv before training": 'import os\nopen("log.csv", "w").write("epoch,loss\\n")\n' + _LOOP,
+    "saves over the user's checkpoint with torch.save every 8 steps": _LOOP
+    + '    if i % 128 == 0:\n        torch.save(model.state_dict(), "best.pt")\n',
+    "replaces a file atomically (os.replace over it)": 'import os\nopen("t.tmp", "w").write("new")\nos.replace("t.tmp", "best.pt")\n'
+    + _LOOP,
+    "deletes the user's file": 'import os\nos.remove("notes.txt")\n' + _LOOP,
+    "makes a timestamped run folder": 'import os, time\nos.makedirs(f"runs/{time.time_ns()}")\n' + _LOOP,
+    "writes beside the script while run from another folder": (
+        'import os\nopen(os.path.join(os.path.dirname(os.path.abspath(__file__)), "img.png"), "wb").write(b"x")\n'
+        + _LOOP
+    ),
+    "writes into a subfolder of the user's (lightning_logs/version_N)": (
+        'import os\nos.makedirs("lightning_logs/version_%d" % os.getpid())\n' + _LOOP
+    ),
+    "makes a folder that a second run would refuse to make (os.makedirs without exist_ok)": (
+        'import os\nos.makedirs("celeba_gan")\n' + _LOOP
+    ),
+    "saves a checkpoint in a bare except when it is stopped": (
+        "try:\n"
+        + "".join("    " + ln + "\n" for ln in _LOOP.strip().splitlines())
+        + 'except:\n    torch.save(model.state_dict(), "interrupted.pt")\n    raise\n'
+    ),
+    "writes, then raises before its first step (refused)": 'open("log.csv", "w").write("x")\nraise ValueError("no data")\n',
+}
+
+
+def _user_files(d: Path) -> None:
+    (d / "log.csv").write_text("the user's log")
+    (d / "best.pt").write_bytes(b"the user's weights")
+    (d / "notes.txt").write_text("the user's notes")
+    (d / "runs").mkdir()
+    (d / "runs" / "old").write_text("an earlier run")
+    (d / "lightning_logs").mkdir()
+
+
+def _folder_state(d: Path) -> dict:
+    out = {}
+    for p in sorted(d.rglob("*")):
+        st = p.lstat()
+        out[str(p.relative_to(d))] = (
+            p.is_dir(),
+            None if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest(),
+            st.st_mtime_ns,
+        )
+    return out
+
+
+def _folder_case(name: str, source: str) -> None:
+    @case("the user's folder", f"a script that {name}", "the folder as it was; the script's copies beside the record")
+    def _(ctx):
+        d = ctx.folder()
+        user = d / "proj"
+        user.mkdir()
+        _user_files(user)
+        (user / "train.py").write_text(source)
+        cwd = d if "another folder" in name else user
+        before = _folder_state(user)
+        r = ctx.cli(["diagnose", str(user / "train.py"), "--budget", "20", "--out", str(d / "out")], cwd, timeout=240)
+        same = _folder_state(user) == before
+        refused = "refused" in name
+        if refused:
+            ok = r.rc == 2 and same and not (d / "out").exists()
+            return (
+                ok,
+                f"exit {r.rc}; folder {'as it was' if same else 'CHANGED'}; out/ {'absent' if not (d / 'out').exists() else 'WRITTEN'}",
+            )
+        kept = list((d / "out").glob("*.script-files")) if (d / "out").exists() else []
+        said = "Your script wrote" in r.err
+        ok = r.rc == 0 and same and (bool(kept) or "deletes" in name) and said
+        return ok, f"exit {r.rc}; folder {'as it was' if same else 'CHANGED'}; copies kept: {bool(kept)}; said: {said}"
+
+
+for _name, _source in FOLDER_WRITERS.items():
+    _folder_case(_name, _source)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default=None)
