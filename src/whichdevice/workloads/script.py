@@ -44,6 +44,7 @@ CAPTURES = {
     "keras-jax": ["keras-jax"],
     "keras-torch": ["keras-torch"],
     "torch": ["torch"],
+    "jax": ["jax"],
 }
 STDERR_TAIL = 4000
 

@@ -242,7 +242,7 @@ def _stopped_by_memory(name: str, rss_bytes: int, memory_limit_bytes: int | None
 
 def _cpu_env() -> dict[str, str]:
     env: dict[str, str] = {}
-    for fw in ("tensorflow", "torch"):
+    for fw in ("tensorflow", "torch", "jax"):
         try:
             env.update(frameworks.env_module(fw).child_env("cpu"))
         except Exception:  # noqa: BLE001 (a framework not installed: its env is not needed)
@@ -263,7 +263,7 @@ def preflight(
     limit = min(limit, timeout)
     spec = CaptureSpec("baseline", warmup_steps=WARMUP, steps=PREFLIGHT_STEPS, device="cpu", deadline_s=limit)
     run = script.run_child(
-        job, spec, ["tensorflow", "torch"], timeout_s=timeout, env=_cpu_env(), memory_limit_bytes=memory_limit_bytes
+        job, spec, ["tensorflow", "torch", "jax"], timeout_s=timeout, env=_cpu_env(), memory_limit_bytes=memory_limit_bytes
     )
     r = next((x for x in run.results if x.get("status") == "ok" and x.get("step_s")), None)
     if r is None:
@@ -294,6 +294,8 @@ def preflight(
 
 
 def framework_of(r: dict[str, Any]) -> str:
+    if r.get("framework"):  # a capture that names its framework (JAX's: a jitted step, optax)
+        return str(r["framework"])
     entry = str(r.get("entry") or "")
     if entry.startswith("keras."):
         return {"jax": "keras-jax", "torch": "keras-torch"}.get(str(r.get("backend")), "tensorflow")
