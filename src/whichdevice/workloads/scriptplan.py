@@ -196,10 +196,11 @@ def refusal(
     if end.get("status") == "no_entry" and end.get("plain_jax"):
         return UsageError(
             "SCRIPT",
-            f"{name} trains with plain JAX (it imported jax, not Keras, TensorFlow or torch): diagnose captures "
-            "Keras, TensorFlow and PyTorch training steps, not a jax.jit/jax.grad loop",
-            f"Check its timing with `whichdevice audit {name}`, or train through Keras on JAX (KERAS_BACKEND=jax, "
-            "model.fit)",
+            f"{name} imported JAX and ran to its end without a training step diagnose captures: a jax.jit function "
+            "that takes a gradient (jax.grad, jax.value_and_grad, nnx.value_and_grad) or applies optax updates "
+            "(optax.apply_updates, TrainState.apply_gradients, nnx.Optimizer.update), or optax.apply_updates in the loop",
+            f"Train through one of them (jit the step with its gradient and update inside), or check its timing with "
+            f"`whichdevice audit {name}`",
         )
     if end.get("status") == "no_entry":
         return UsageError(
