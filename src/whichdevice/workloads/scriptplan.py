@@ -264,7 +264,12 @@ def preflight(
     limit = min(limit, timeout)
     spec = CaptureSpec("baseline", warmup_steps=WARMUP, steps=PREFLIGHT_STEPS, device="cpu", deadline_s=limit)
     run = script.run_child(
-        job, spec, ["tensorflow", "torch", "jax"], timeout_s=timeout, env=_cpu_env(), memory_limit_bytes=memory_limit_bytes
+        job,
+        spec,
+        ["tensorflow", "torch", "jax"],
+        timeout_s=timeout,
+        env=_cpu_env(),
+        memory_limit_bytes=memory_limit_bytes,
     )
     r = next((x for x in run.results if x.get("status") == "ok" and x.get("step_s")), None)
     if r is None:
@@ -438,7 +443,8 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
                 f"{fix} not measured{where}: its {len(members)} case(s) need about {cost:.0f} s, more than the "
                 "budget leaves"
             )
-    limit = max(30.0, 1.5 * longest + 10.0, 1.5 * used + 10.0 if keras else 0.0)
+    one_run = keras or facts["entry"] in script.STEP_ENTRIES  # every variant in the round's one process
+    limit = max(30.0, 1.5 * longest + 10.0, 1.5 * used + 10.0 if one_run else 0.0)
     if cut:
         cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
     sweep = sorted({facts["batch"], *(int(p["batch"]) for p in planned if "batch" in p)} - {0})
@@ -525,6 +531,8 @@ def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
             f"The script's set-up before its first step took {setup:.1f} s in the pre-flight{split}: counted once "
             "per process, shown apart (each case's setup_s), in no step time."
         )
+    if user.get("entry") in script.STEP_ENTRIES and len(s.get("sweep_batches") or []) > 1:
+        out.append(frameworks.declared("jax", "STEP_REBATCHED", ""))  # the step re-batched, not the script
     return out
 
 
@@ -557,6 +565,8 @@ def step_notes(record: Any) -> list[str]:
             parts.append(
                 f"{m['syncs']:.0f} host reads (.item(), .numpy(), ...) in its timed steps, costing {m.get('sync_s', 0) * 1e3:.3g} ms"
             )
+        if m.get("recompiles"):
+            parts.append(f"its jitted step compiled {m['recompiles']:.0f} more time(s) in its timed steps")
         if parts:
             out.append(f"Your script per step on {r.spec.device} (measured): " + "; ".join(parts) + ".")
     return out

@@ -43,13 +43,89 @@ FRAMEWORK = "jax"
 
 
 @dataclass
+class Turns:
+    """The step's calls dealt to the run's variants in turn (``spec.variant``, then ``spec.also``:
+    variants that differ only in what this capture applies, so they share one run of the script):
+    call i after the first goes to the i-th live variant, round-robin, so slow drift hits every
+    variant alike. Each variant has its own warm-up (its batch compiles at its first call), timed
+    steps, waits for data, copies, reads and recompiles; the first call (where the step is found,
+    at the script's own batch) is a warm-up step of the baseline only."""
+
+    spec: CaptureSpec
+    variants: list[str]
+    warm: dict[str, list[float]] = field(default_factory=dict)
+    steps: dict[str, list[float]] = field(default_factory=dict)
+    waits: dict[str, list[float]] = field(default_factory=dict)
+    h2d: dict[str, dict[str, int]] = field(default_factory=dict)
+    syncs: dict[str, dict[str, float]] = field(default_factory=dict)
+    recompiles: dict[str, int] = field(default_factory=dict)
+    live: list[str] = field(default_factory=list)
+    calls: int = 0  # step calls ended
+    current: str | None = None  # the variant of the step under way (None: the first call)
+    last_end: float | None = None
+    first_begin: float | None = None
+    began: float | None = None
+    done: bool = False
+
+    def __post_init__(self) -> None:
+        for v in self.variants:
+            self.warm[v], self.steps[v], self.waits[v] = [], [], []
+            self.h2d[v] = {"count": 0, "bytes": 0, "pinned": 0}
+            self.syncs[v] = {"count": 0, "s": 0.0}
+            self.recompiles[v] = 0
+        self.live = list(self.variants)
+
+    def upcoming(self) -> str | None:
+        """The variant the next step call goes to (None: the first call, or none left)."""
+        if not self.calls or not self.live:
+            return None
+        return self.live[(self.calls - 1) % len(self.live)]
+
+    def timing(self) -> bool:
+        """The step under way (or the next one) is a timed step of its variant: copies and reads count."""
+        v = self.current if self.began is not None else self.upcoming()
+        return v is not None and not self.done and len(self.warm[v]) >= self.spec.warmup_steps
+
+    def begin(self, at: float) -> str | None:
+        if self.began is None:
+            self.current = self.upcoming()
+            self.began = at
+            capturekit.step_began()
+            if self.first_begin is None:
+                self.first_begin = at
+            elif self.current is not None and self.last_end is not None and self.timing():
+                self.waits[self.current].append(at - self.last_end)
+        return self.current
+
+    def end(self, at: float) -> bool:
+        """The step under way ended at ``at``: kept, as warm-up or timed; True once every live
+        variant has its steps (or the deadline passed with at least 3 each)."""
+        capturekit.step_ended()
+        start = self.last_end if self.last_end is not None else (self.first_begin or at)
+        v, self.began, self.calls, self.last_end = self.current, None, self.calls + 1, at
+        if v is None:  # the first call: the baseline's first warm-up step (its compile)
+            if "baseline" in self.warm:
+                self.warm["baseline"].append(at - start)
+            return False
+        (self.warm[v] if len(self.warm[v]) < self.spec.warmup_steps else self.steps[v]).append(at - start)
+        if all(len(self.steps[x]) >= self.spec.steps for x in self.live):
+            return True
+        late = capturekit.since_start() > self.spec.deadline_s
+        return late and all(len(self.steps[x]) >= 3 for x in self.live)
+
+    def drop(self, variant: str) -> None:
+        if variant in self.live:
+            self.live.remove(variant)
+
+
+@dataclass
 class JaxState:
     """What one script run's capture knows (one per run)."""
 
     spec: CaptureSpec
     sink: Callable[[dict], None]
     jax: Any = None
-    clock: capturekit.StepClock | None = None
+    turns: Turns | None = None
     entry: str | None = None
     depth: int = 0  # inside a wrapped jitted call (its trace, when Python runs at all)
     met: str | None = None  # what the trace of the outermost jitted call met (a gradient, an optax update)
@@ -57,11 +133,6 @@ class JaxState:
     step_name: str | None = None
     model: str | None = None  # the Flax module trained, where its optimizer or train state names it
     batch: int | None = None
-    samples: int | None = None
-    h2d: dict[str, int] = field(default_factory=lambda: {"count": 0, "bytes": 0, "pinned": 0})
-    syncs: dict[str, float] = field(default_factory=lambda: {"count": 0, "s": 0.0})
-    recompiles: int = 0
-    cache: int | None = None  # the step's jit cache size at the end of the warm-up
     last_out: Any = None
     reading: bool = False  # a host read in progress (a nested one is not counted twice)
 
@@ -72,40 +143,98 @@ class JaxState:
             return True
         return "keras" in sys.modules
 
+    @property
+    def done(self) -> bool:
+        return self.turns is not None and self.turns.done
+
     def timing(self) -> bool:
-        """The timed steps have begun (the warm-up is over): copies and reads are counted."""
-        c = self.clock
-        return c is not None and not c.done and len(c.ends) >= self.spec.warmup_steps
+        return self.turns is not None and self.turns.timing()
+
+    def counted(self) -> str | None:
+        """The variant whose copies and reads are being counted now (its timed steps), if any."""
+        t = self.turns
+        if t is None or not t.timing():
+            return None
+        return t.current if t.began is not None else t.upcoming()
+
+    def start(self, entry: str, name: str | None) -> Turns:
+        """The step found: its turns (the first call's start is set by the caller)."""
+        self.entry, self.step_name = entry, name
+        capturekit.OWNER.append(entry)
+        variants = list(dict.fromkeys([self.spec.variant, *self.spec.also]))
+        self.turns = Turns(self.spec, variants)
+        capturekit.FINISHERS.append(self.flush)
+        return self.turns
+
+    def rows(self, variant: str | None) -> int | None:
+        """The batch a variant's step runs at."""
+        if variant is not None and variant.startswith("batch:"):
+            return int(variant.split(":", 1)[1])
+        return self.batch
+
+    def result(self, variant: str) -> dict[str, Any]:
+        t = self.turns
+        assert t is not None
+        return capturekit.result(
+            self.spec,
+            entry=self.entry,
+            variant=variant,
+            warmup_s=list(t.warm[variant]),
+            step_s=list(t.steps[variant]),
+            setup_s=max(0.0, (t.first_begin or capturekit.now()) - capturekit.T0),
+            data_wait_s=list(t.waits[variant]),
+            model=self.model or self.step_name,
+            batch_size=self.batch,
+            samples_per_step=self.rows(variant),
+            h2d=dict(t.h2d[variant]),
+            syncs={"count": int(t.syncs[variant]["count"]), "s": float(t.syncs[variant]["s"])},
+            recompiles=t.recompiles[variant],
+            framework=FRAMEWORK,
+            data_source=None,
+            rebatched="step" if variant.startswith("batch:") else None,
+        )
+
+    def finish(self) -> None:
+        """Every live variant's result to the sink, then the script is stopped."""
+        t = self.turns
+        assert t is not None
+        t.done = True
+        for v in t.live:
+            self.sink(self.result(v))
+        raise CaptureDone()
+
+    def flush(self) -> None:
+        """The script ended first: the variants with a timed step hand over what they have."""
+        t = self.turns
+        if t is None or t.done:
+            return
+        t.live = [v for v in t.live if t.steps[v]]
+        if t.live:
+            self.finish()
+
+    def not_applicable(self, variants: list[str], why: str) -> None:
+        """Variants that do not fit the script: said, and left out of the turns; the script stops
+        when none is left."""
+        t = self.turns
+        assert t is not None
+        for v in variants:
+            t.drop(v)
+            self.sink(capturekit.result(self.spec, status="not_applicable", entry=self.entry, variant=v, why_not=why))
+        if not t.live:
+            t.done = True
+            raise CaptureDone()
 
     def sync(self) -> None:
         if self.jax is not None and self.last_out is not None:
             self.jax.block_until_ready(self.last_out)
 
-    def info(self) -> dict[str, Any]:
-        return {
-            "model": self.model or self.step_name,
-            "batch_size": self.batch,
-            "samples_per_step": self.samples,
-            "h2d": dict(self.h2d),
-            "syncs": {"count": int(self.syncs["count"]), "s": float(self.syncs["s"])},
-            "recompiles": self.recompiles,
-            "framework": FRAMEWORK,
-            "data_source": None,
-            "rebatched": "step" if self.spec.fix == "batch" else None,
-        }
-
-    def start(self, entry: str, name: str | None) -> capturekit.StepClock:
-        """The step found: its clock (the first step's start is set by the caller)."""
-        self.entry, self.step_name = entry, name
-        capturekit.OWNER.append(entry)
-        self.clock = capturekit.StepClock(self.spec, self.sink, entry, sync=self.sync, info=self.info)
-        return self.clock
-
-    def not_applicable(self, why: str) -> None:
-        if self.clock is not None:
-            self.clock.done = True
-        self.sink(capturekit.result(self.spec, status="not_applicable", entry=self.entry, why_not=why))
-        raise CaptureDone()
+    def ended(self) -> None:
+        """A step call returned: the device synchronized, the clock read, the result sent when due."""
+        t = self.turns
+        assert t is not None
+        self.sync()
+        if t.end(capturekit.now()):
+            self.finish()
 
 
 def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
@@ -171,6 +300,8 @@ def _marking(transform: Callable[..., Any], st: JaxState, what: str) -> Callable
         def marked(*a: Any, **k: Any) -> Any:
             if st.depth and st.met is None:
                 st.met = what
+            elif not st.depth and st.entry == ENTRY_EAGER and st.turns is not None:
+                st.turns.begin(capturekit.now())  # an eager loop's step starts at its gradient
             return g(*a, **k)
 
         return marked
@@ -186,16 +317,16 @@ def _traced(jax: Any, args: Any) -> bool:
 
 def _call(st: JaxState, w: _Jitted, args: tuple, kwargs: dict) -> Any:
     """One call of a jitted function: passed through, unless it is (or turns out to be) the step."""
-    if st.depth or st.jax is None or st.aside() or (st.clock is not None and st.clock.done):
+    if st.depth or st.jax is None or st.done or st.aside():
         return w._inner(*args, **kwargs)
     known = id(w) in st.step_ids
+    if not known and st.turns is not None:  # the step is another function: this one is the loop's own work
+        return w._inner(*args, **kwargs)
     t0 = capturekit.now()
     if known:
-        assert st.clock is not None
-        st.clock.begin(at=t0)
-        args = _prepare(st, args)
-    elif st.clock is not None:  # the step is another function: this one is the loop's own work
-        return w._inner(*args, **kwargs)
+        assert st.turns is not None
+        args = _prepare(st, st.turns.begin(t0), args)
+    cache = _cache_size(w)
     st.depth, st.met = st.depth + 1, None
     try:
         out = w._inner(*args, **kwargs)
@@ -205,39 +336,39 @@ def _call(st: JaxState, w: _Jitted, args: tuple, kwargs: dict) -> Any:
         if st.met is None or _traced(st.jax, (args, kwargs)):
             return out
         st.step_ids.add(id(w))  # its trace computed a gradient or applied an update: the loop's step
-        st.start(ENTRY_JIT, getattr(w, "__name__", None)).begin(at=t0)
+        st.start(ENTRY_JIT, getattr(w, "__name__", None)).begin(t0)
         st.batch = _batch_of(st.jax, args)
-        st.samples = st.batch
-        if st.spec.variant != "baseline":
-            why = _why_not(st)
-            if why:
-                st.not_applicable(why)
+        _refuse_misfits(st)
+    elif cache is not None and st.timing():
+        grown = (_cache_size(w) or cache) - cache
+        if grown > 0 and st.turns is not None and st.turns.current is not None:
+            st.turns.recompiles[st.turns.current] += grown
     st.last_out = out
-    _count_recompiles(st, w)
-    assert st.clock is not None
-    st.clock.end()
+    st.ended()
     return out
 
 
-def _count_recompiles(st: JaxState, w: _Jitted) -> None:
-    """The step's jit cache: its size once the warm-up is over, then each entry added (a batch of
-    another shape, a Python scalar that changed) is a recompile in the timed steps."""
+def _cache_size(w: _Jitted) -> int | None:
+    """The jitted function's cache of compiled executables: an entry added in a timed step (a
+    batch of another shape, a Python scalar that changed) is a recompile."""
     try:
-        size = int(w._inner._cache_size())
+        return int(w._inner._cache_size())
     except Exception:  # noqa: BLE001 (a jax without the cache's size: no recompiles counted)
-        return
-    if st.timing() and st.cache is not None and size > st.cache:
-        st.recompiles += size - st.cache
-    if st.clock is not None and len(st.clock.ends) + 1 >= st.spec.warmup_steps:
-        st.cache = size
+        return None
 
 
-def _why_not(st: JaxState) -> str | None:
-    if st.spec.fix != "batch" or not st.spec.value:
-        return f"{st.spec.variant} is not a fix the JAX capture applies"
-    if not st.batch:
-        return "the step's inputs have no batch dimension the capture could tile (no argument shares a leading size)"
-    return None
+def _refuse_misfits(st: JaxState) -> None:
+    """The variants that cannot apply to this step, said at its first call."""
+    assert st.turns is not None
+    unknown = [v for v in st.turns.variants if v != "baseline" and not v.startswith("batch:")]
+    if unknown:
+        st.not_applicable(unknown, "not a fix the JAX capture applies (it re-batches the step only)")
+    batches = [v for v in st.turns.live if v.startswith("batch:")]
+    if batches and not st.batch:
+        st.not_applicable(
+            batches,
+            "the step's inputs have no batch dimension the capture could tile (no argument shares a leading size)",
+        )
 
 
 def _batch_args(jax: Any, args: tuple) -> list[int]:
@@ -283,23 +414,31 @@ def _tile(jax: Any, x: Any, k: int) -> Any:
     return jnp.concatenate([x] * reps)[:k] if reps > 1 else x[:k]
 
 
-def _prepare(st: JaxState, args: tuple) -> tuple:
-    """A step's arguments: re-batched for the ``batch:K`` variant, and its host arrays counted as
-    copies to the device in the timed steps."""
+def _prepare(st: JaxState, variant: str | None, args: tuple) -> tuple:
+    """A step's arguments: re-batched for a ``batch:K`` variant, and its host arrays counted as
+    copies to the device in the variant's timed steps."""
     jax = st.jax
-    if st.spec.fix == "batch" and st.spec.value:
-        k = int(st.spec.value)
+    if variant is not None and variant.startswith("batch:"):
+        k = int(variant.split(":", 1)[1])
         where = set(_batch_args(jax, args))
-        args = tuple(jax.tree_util.tree_map(lambda x: _tile(jax, x, k), a) if i in where else a for i, a in enumerate(args))
-        st.samples = k
-    if st.timing():
-        import numpy as np
-
-        for leaf in jax.tree_util.tree_leaves(args):
-            if isinstance(leaf, np.ndarray) and leaf.size:
-                st.h2d["count"] += 1
-                st.h2d["bytes"] += int(leaf.nbytes)
+        args = tuple(
+            jax.tree_util.tree_map(lambda x: _tile(jax, x, k), a) if i in where else a for i, a in enumerate(args)
+        )
+    _count_copies(st, args)
     return args
+
+
+def _count_copies(st: JaxState, tree: Any) -> None:
+    """NumPy arrays going to the device (into the step, or through ``jax.device_put``) in a timed step."""
+    v = st.counted()
+    if v is None or st.turns is None:
+        return
+    import numpy as np
+
+    for leaf in st.jax.tree_util.tree_leaves(tree):
+        if isinstance(leaf, np.ndarray) and leaf.size:
+            st.turns.h2d[v]["count"] += 1
+            st.turns.h2d[v]["bytes"] += int(leaf.nbytes)
 
 
 def _patch_device_put(jax: Any, st: JaxState) -> None:
@@ -307,13 +446,8 @@ def _patch_device_put(jax: Any, st: JaxState) -> None:
 
     @functools.wraps(orig)
     def device_put(x: Any, *args: Any, **kwargs: Any) -> Any:
-        if st.timing() and not st.depth:
-            import numpy as np
-
-            for leaf in jax.tree_util.tree_leaves(x):
-                if isinstance(leaf, np.ndarray) and leaf.size:
-                    st.h2d["count"] += 1
-                    st.h2d["bytes"] += int(leaf.nbytes)
+        if not st.depth:
+            _count_copies(st, x)
         return orig(x, *args, **kwargs)
 
     jax.device_put = device_put
@@ -334,15 +468,17 @@ def _patch_reads(st: JaxState) -> None:
 def _reading(orig: Callable[..., Any], st: JaxState) -> Callable[..., Any]:
     @functools.wraps(orig)
     def read(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if st.reading or st.depth or not st.timing():
+        v = None if st.reading or st.depth else st.counted()
+        if v is None or st.turns is None:
             return orig(self, *args, **kwargs)
+        syncs = st.turns.syncs[v]
         st.reading = True
         t = capturekit.now()
         try:
             return orig(self, *args, **kwargs)
         finally:
-            st.syncs["count"] += 1
-            st.syncs["s"] += capturekit.now() - t
+            syncs["count"] += 1
+            syncs["s"] += capturekit.now() - t
             st.reading = False
 
     return read
@@ -364,16 +500,18 @@ def _patch_optax(optax: Any, st: JaxState) -> None:
         out = orig(params, updates)
         if st.step_ids or st.jax is None or st.aside() or _traced(st.jax, params):
             return out  # a jitted step is the entry, or this runs inside a transform
-        if st.clock is None:
-            st.start(ENTRY_EAGER, None)
-            if st.spec.variant != "baseline":
+        if st.turns is None:
+            st.start(ENTRY_EAGER, None).begin(capturekit.now())
+            misfits = [v for v in st.turns.variants if v != "baseline"]  # type: ignore[union-attr]
+            if misfits:
                 st.not_applicable(
-                    f"{st.spec.variant} is not applied to an eager loop (no jitted step whose inputs it could re-batch)"
+                    misfits, "an eager loop (no jitted step) has no step inputs the capture could re-batch"
                 )
-        elif st.clock.done:
+        elif st.done:
             return out
+        st.turns.begin(capturekit.now())  # type: ignore[union-attr]
         st.last_out = out
-        st.clock.end()
+        st.ended()
         return out
 
     optax.apply_updates = apply_updates
