@@ -500,16 +500,18 @@ def _patch_optax(optax: Any, st: JaxState) -> None:
         out = orig(params, updates)
         if st.step_ids or st.jax is None or st.aside() or _traced(st.jax, params):
             return out  # a jitted step is the entry, or this runs inside a transform
-        if st.turns is None:
-            st.start(ENTRY_EAGER, None).begin(capturekit.now())
-            misfits = [v for v in st.turns.variants if v != "baseline"]  # type: ignore[union-attr]
+        turns = st.turns
+        if turns is None:
+            turns = st.start(ENTRY_EAGER, None)
+            turns.begin(capturekit.now())
+            misfits = [v for v in turns.variants if v != "baseline"]
             if misfits:
                 st.not_applicable(
                     misfits, "an eager loop (no jitted step) has no step inputs the capture could re-batch"
                 )
         elif st.done:
             return out
-        st.turns.begin(capturekit.now())  # type: ignore[union-attr]
+        turns.begin(capturekit.now())
         st.last_out = out
         st.ended()
         return out
