@@ -45,12 +45,22 @@ TRAINS = {
     "torch_lstm_lm.py": ("torch.optim.Optimizer.step", "torch"),
     "torch_manual_update.py": ("torch.Tensor.backward", "torch"),
     "torch_optimizer_tensors.py": ("torch.optim.Optimizer.step", "torch"),
+    # JAX's capture (frameworks/jax/capture.py): a jitted step that takes a gradient or applies optax updates
+    "jax_plain_loop.py": ("jax.jit train step", "jax"),
+    "jax_optax_loop.py": ("jax.jit train step", "jax"),
+    "flax_linen_trainstate.py": ("jax.jit train step", "jax"),
+    "flax_nnx_optimizer.py": ("jax.jit train step", "jax"),
+}
+# The modules a corpus file needs beyond the frameworks CI always installs (its tests skip without them).
+NEEDS = {
+    "jax_optax_loop.py": ("optax",),
+    "flax_linen_trainstate.py": ("flax", "optax"),
+    "flax_nnx_optimizer.py": ("flax", "optax"),
 }
 REFUSED = {
     "no_training.py": "without reaching a training entry point (watched: keras Model.fit",
     "needs_gpu.py": "needs a GPU and this machine has none: it raised RuntimeError: No GPU device found",
     "downloads_data.py": "cannot reach the network: it raised URLError",
-    "jax_plain_loop.py": "trains with plain JAX (it imported jax, not Keras, TensorFlow or torch)",
 }
 
 
@@ -262,13 +272,13 @@ def test_the_preflight_line_leaves_out_a_model_it_did_not_see():
     assert "(Linear, tensorflow)" in named
 
 
-def test_a_plain_jax_script_is_told_diagnose_does_not_capture_it():
-    """jax's examples/mnist_classifier_fromscratch.py (a jit/grad loop) was told "ran to its end without
-    reaching a training entry point (watched: keras Model.fit, ..., torch optimizer.step() ...) ... or pass
-    your model as --model FILE.py:FUNCTION": advice for Keras and torch (benchmarks/public_check_40.md)."""
+def test_a_jax_script_that_reached_no_step_is_told_which_steps_are_captured():
+    """A JAX script that ran to its end without a step the JAX capture knows (no jitted gradient, no optax
+    update) is told what JAX's capture watches, not the Keras and torch entry points or --model."""
     run = script.ChildRun(end={"status": "no_entry", "watched": ["keras Model.fit"], "plain_jax": True})
-    text = str(scriptplan.refusal(run, {"script": "mnist_classifier_fromscratch.py"}, 60))
-    assert "trains with plain JAX" in text and "not a jax.jit/jax.grad loop" in text
+    text = " ".join(str(scriptplan.refusal(run, {"script": "mnist_classifier_fromscratch.py"}, 60)).split())
+    assert "imported JAX and ran to its end without a training step diagnose captures" in text
+    assert "jax.value_and_grad" in text and "optax.apply_updates" in text and "nnx.Optimizer.update" in text
     assert "whichdevice audit mnist_classifier_fromscratch.py" in text and "--model" not in text
 
 
@@ -416,6 +426,8 @@ def test_mixed_precision_child_fits_under_the_policy():
 @pytest.mark.tf
 @pytest.mark.parametrize("name", sorted(TRAINS))
 def test_corpus_script_diagnosed_every_case_measured(tmp_path, capsys, name):
+    for module in NEEDS.get(name, ()):
+        pytest.importorskip(module)
     record = tmp_path / "r.json"
     code, out, err = run_cli(
         ["diagnose", str(CORPUS / name), "--budget", "60", "--json", str(record), "--out", str(tmp_path), "--quiet"],
@@ -434,7 +446,7 @@ def test_corpus_script_diagnosed_every_case_measured(tmp_path, capsys, name):
 
 @pytest.mark.slow
 @pytest.mark.tf
-@pytest.mark.parametrize("name", ["no_training.py", "needs_gpu.py", "jax_plain_loop.py"])
+@pytest.mark.parametrize("name", ["no_training.py", "needs_gpu.py"])
 def test_corpus_script_refused_with_one_line(tmp_path, capsys, name):
     code, _, err = run_cli(["diagnose", str(CORPUS / name), "--out", str(tmp_path)], capsys)
     assert code == 2

@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     _torch_audit: contracts.Audit = torch_audit
     _jax_audit: contracts.Audit = jax_audit
     # the script captures (issue #41): measure/scriptchild.py installs them by module name
+    from whichdevice.frameworks.jax import capture as jax_capture
     from whichdevice.frameworks.keras_jax import capture as keras_jax_capture
     from whichdevice.frameworks.keras_torch import capture as keras_torch_capture
     from whichdevice.frameworks.tensorflow import capture as tensorflow_capture
@@ -89,3 +90,4 @@ if TYPE_CHECKING:
     _keras_jax_capture: contracts.Capture = keras_jax_capture
     _keras_torch_capture: contracts.Capture = keras_torch_capture
     _torch_capture: contracts.Capture = torch_capture
+    _jax_capture: contracts.Capture = jax_capture

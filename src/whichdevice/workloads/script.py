@@ -38,12 +38,16 @@ from whichdevice.workloads import userfolder
 
 SCRIPT_CHILD = "whichdevice.measure.scriptchild"
 KERAS_ENTRIES = ("keras.Model.fit",)
+# A jitted JAX step (frameworks/jax/capture.py): its batch variants tile the step's own inputs, so
+# they differ only in what the capture applies and share the round's process with the baseline.
+STEP_ENTRIES = ("jax.jit train step",)
 # Each framework's capture (frameworks/<fw>/capture.py) a measuring child installs.
 CAPTURES = {
     "tensorflow": ["tensorflow"],
     "keras-jax": ["keras-jax"],
     "keras-torch": ["keras-torch"],
     "torch": ["torch"],
+    "jax": ["jax"],
 }
 STDERR_TAIL = 4000
 
@@ -89,6 +93,8 @@ def shares_child(p: dict[str, Any]) -> bool:
     v = variant_of(p)
     if p.get("entry") in KERAS_ENTRIES:
         return not (v.startswith("precision:") and v != "precision:float32")
+    if p.get("entry") in STEP_ENTRIES:
+        return v == "baseline" or v.startswith("batch:")
     return v == "baseline"
 
 
@@ -286,7 +292,7 @@ def metrics_of(r: dict[str, Any]) -> dict[str, float]:
     if waits:
         out["data_wait_s"] = statistics.median(waits)
     h2d, syncs = r.get("h2d") or {}, r.get("syncs") or {}
-    if (h2d.get("count") or syncs.get("count")) and r.get("step_s"):
+    if (h2d.get("count") or syncs.get("count") or r.get("recompiles")) and r.get("step_s"):
         # the copies and reads are counted over the process's timed steps, which a shared run
         # deals out among its members: the count per step needs the run's own number of steps
         out["counted_steps"] = float(r.get("counted_steps") or len(r["step_s"]))
@@ -296,6 +302,8 @@ def metrics_of(r: dict[str, Any]) -> dict[str, float]:
     if syncs.get("count"):
         out["syncs"] = float(syncs["count"])
         out["sync_s"] = float(syncs.get("s") or 0.0)
+    if r.get("recompiles"):  # a jitted step compiled again in its timed steps (JAX's capture)
+        out["recompiles"] = float(r["recompiles"])
     return out
 
 
@@ -328,7 +336,7 @@ def time_group(
     first = prepared[0]
     p, limit = first.params, float(first.params.get("child_limit_s") or 60)
     variants = [variant_of(s.params) for s in prepared]
-    if p.get("entry") in KERAS_ENTRIES:
+    if p.get("entry") in KERAS_ENTRIES + STEP_ENTRIES and len(set(variants)) == len(variants):
         run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:])), first.framework)
         got = run.by_variant()
         return [_timed(got.get(v), run, limit, overhead_s) for v in variants]

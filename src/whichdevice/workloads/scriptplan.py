@@ -211,10 +211,11 @@ def refusal(
     if end.get("status") == "no_entry" and end.get("plain_jax"):
         return UsageError(
             "SCRIPT",
-            f"{name} trains with plain JAX (it imported jax, not Keras, TensorFlow or torch): diagnose captures "
-            "Keras, TensorFlow and PyTorch training steps, not a jax.jit/jax.grad loop",
-            f"Check its timing with `whichdevice audit {name}`, or train through Keras on JAX (KERAS_BACKEND=jax, "
-            "model.fit)",
+            f"{name} imported JAX and ran to its end without a training step diagnose captures: a jax.jit function "
+            "that takes a gradient (jax.grad, jax.value_and_grad, nnx.value_and_grad) or applies optax updates "
+            "(optax.apply_updates, TrainState.apply_gradients, nnx.Optimizer.update), or optax.apply_updates in the loop",
+            f"Train through one of them (jit the step with its gradient and update inside), or check its timing with "
+            f"`whichdevice audit {name}`",
         )
     if end.get("status") == "no_entry":
         return UsageError(
@@ -257,7 +258,7 @@ def _stopped_by_memory(name: str, rss_bytes: int, memory_limit_bytes: int | None
 
 def _cpu_env() -> dict[str, str]:
     env: dict[str, str] = {}
-    for fw in ("tensorflow", "torch"):
+    for fw in ("tensorflow", "torch", "jax"):
         try:
             env.update(frameworks.env_module(fw).child_env("cpu"))
         except Exception:  # noqa: BLE001 (a framework not installed: its env is not needed)
@@ -278,7 +279,12 @@ def preflight(
     limit = min(limit, timeout)
     spec = CaptureSpec("baseline", warmup_steps=WARMUP, steps=PREFLIGHT_STEPS, device="cpu", deadline_s=limit)
     run = script.run_child(
-        job, spec, ["tensorflow", "torch"], timeout_s=timeout, env=_cpu_env(), memory_limit_bytes=memory_limit_bytes
+        job,
+        spec,
+        ["tensorflow", "torch", "jax"],
+        timeout_s=timeout,
+        env=_cpu_env(),
+        memory_limit_bytes=memory_limit_bytes,
     )
     r = next((x for x in run.results if x.get("status") == "ok" and x.get("step_s")), None)
     if r is None:
@@ -319,6 +325,8 @@ def _load_per_core() -> float | None:
 
 
 def framework_of(r: dict[str, Any]) -> str:
+    if r.get("framework"):  # a capture that names its framework (JAX's: a jitted step, optax)
+        return str(r["framework"])
     entry = str(r.get("entry") or "")
     if entry.startswith("keras."):
         return {"jax": "keras-jax", "torch": "keras-torch"}.get(str(r.get("backend")), "tensorflow")
@@ -483,7 +491,8 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
                 f"{fix} not measured{where}: its {len(members)} case(s) need about {cost:.0f} s, more than the "
                 "budget leaves"
             )
-    limit = max(30.0, 1.5 * longest + 10.0, 1.5 * used + 10.0 if keras else 0.0)
+    one_run = keras or facts["entry"] in script.STEP_ENTRIES  # every variant in the round's one process
+    limit = max(30.0, 1.5 * longest + 10.0, 1.5 * used + 10.0 if one_run else 0.0)
     if cut:
         cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
     said = baseline_only_words(facts, budget_s, budget_for_all(facts, gpu)) if alone else ""
@@ -619,6 +628,8 @@ def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
             f"The script's set-up before its first step took {setup:.1f} s in the pre-flight{split}: counted once "
             "per process, shown apart (each case's setup_s), in no step time."
         )
+    if user.get("entry") in script.STEP_ENTRIES and len(s.get("sweep_batches") or []) > 1:
+        out.append(frameworks.declared("jax", "STEP_REBATCHED", ""))  # the step re-batched, not the script
     return out
 
 
@@ -651,6 +662,8 @@ def step_notes(record: Any) -> list[str]:
             parts.append(
                 f"{m['syncs']:.0f} host reads (.item(), .numpy(), ...) in its timed steps, costing {m.get('sync_s', 0) * 1e3:.3g} ms"
             )
+        if m.get("recompiles"):
+            parts.append(f"its jitted step compiled {m['recompiles']:.0f} more time(s) in its timed steps")
         if parts:
             out.append(f"Your script per step on {r.spec.device} (measured): " + "; ".join(parts) + ".")
     return out

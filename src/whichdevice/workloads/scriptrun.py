@@ -37,6 +37,7 @@ WATCHED = {
     "keras-jax": ["keras Model.fit", "Model.train_on_batch"],
     "keras-torch": ["keras Model.fit", "Model.train_on_batch"],
     "torch": ["torch optimizer.step()", "loss.backward()"],
+    "jax": ["a jax.jit step that takes a gradient or applies optax updates", "optax.apply_updates"],
 }
 
 

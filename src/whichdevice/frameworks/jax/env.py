@@ -16,6 +16,13 @@ INSTALL = "pip install 'whichdevice[jax]'"
 KERAS = False
 # Declarations read by the parent (frameworks.declared): the jitted loop's first step compiles.
 PITFALLS_TIMING = "jit"
+# A script's capture (capture.py: a jitted step that takes a gradient or applies optax updates,
+# Flax's TrainState and nnx.Optimizer included): the script makes its own batches, so its batch
+# variant tiles the step's data arguments to the batch; what the record says of that.
+STEP_REBATCHED = (
+    "The batch sweep re-batched the captured step, not the script: the script makes its own batches, so "
+    "the step's data arguments were tiled (their rows repeated) to each batch before the call."
+)
 
 NOTES: dict[str, list[str]] = {}
 
