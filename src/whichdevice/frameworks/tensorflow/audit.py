@@ -37,7 +37,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.frameworks.common import audit as common
-from whichdevice.frameworks.common.audit import AfterImportFinder, RerunItem, from_script
+from whichdevice.frameworks.common.audit import AfterImportFinder, HostSync, RerunItem, from_script
 from whichdevice.frameworks.tensorflow.logparse import Placed, parse_placement_log, short_device
 
 if TYPE_CHECKING:
@@ -498,6 +498,37 @@ def _count_on_device(st: Any, op_type: str, inputs: Any, dev: str) -> None:
 
 
 # ---------------------------------------------------------------- host reads
+
+# Each call after which the host has waited for the device (common.HostSync). An EagerTensor's value
+# reaches Python only through ``EagerTensor._numpy`` (``.numpy()``, ``float(t)``, ``print(t)``, ``f"{t}"``:
+# ``__str__``, ``__repr__``, ``__format__``, ``__float__`` all call it), so one hook sees them all.
+HOST_SYNCS: tuple[HostSync, ...] = (
+    HostSync(".numpy()", "method", ("numpy",), "copies the values to the host when computed", runtime=("_numpy",)),
+    HostSync(
+        "float(t) / int(t) / bool(t)",
+        "builtin",
+        ("float", "int", "bool"),
+        "a Python number of the value (EagerTensor.__float__ reads .numpy())",
+        runtime=("_numpy",),
+    ),
+    HostSync(
+        "print(t) / str(t) / repr(t) / format(t)",
+        "builtin",
+        ("print", "str", "repr", "format"),
+        "printing or formatting a tensor's values reads them with .numpy() first",
+        runtime=("_numpy",),
+    ),
+    HostSync(
+        "f'{t}'", "fstring", (), "formatting a tensor's values reads them with .numpy() first", runtime=("_numpy",)
+    ),
+    HostSync(
+        "tf.test.experimental.sync_devices()",
+        "function",
+        ("sync_devices",),
+        "waits for the work queued on every device",
+        runtime=("sync_devices",),
+    ),
+)
 
 
 def hook_host_reads(tf, st: State, ops) -> None:
