@@ -211,7 +211,7 @@ def rule_latent_from_source(state: dict, blocks: list[Block], measurements: list
     stop = exc.get("line")
     if not stop:
         return []
-    text = _script_source(state)
+    text = script_source(state)
     if text is None:
         return []
     out = []
@@ -233,7 +233,7 @@ def rule_latent_from_source(state: dict, blocks: list[Block], measurements: list
     return out
 
 
-def _script_source(state: dict) -> str | None:
+def script_source(state: dict) -> str | None:
     """The audited script's source: as the state kept it, else read from its file (None when
     that cannot be read)."""
     text = state.get("script_source")

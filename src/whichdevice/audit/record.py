@@ -35,6 +35,10 @@ AUDIT_SCHEMA_VERSION = 2
 STATE_GRACE_S = 20.0
 
 
+# GPU array libraries the audit does not follow (it hooks TensorFlow, PyTorch and JAX), by the module a
+# script imports: a script using one is told so in one line, never audited in another framework's name.
+UNSUPPORTED = {"cupy": "CuPy", "cupyx": "CuPy", "numba": "Numba", "pycuda": "PyCUDA"}
+
 # An error message saying the device asked for does not exist, in any audited framework's words (each
 # part's MISSING_DEVICE): the line of a script's exception the record shows, and the failure
 # ``rules.rule_missing_device_failure`` explains.
@@ -226,6 +230,10 @@ class AuditRecord(_Model):
         default=None, description="estimated script time under audit / without the audit's per-op hooks"
     )
     notebook: dict[str, Any] | None = Field(default=None, description="for an .ipynb: cells run and magics translated")
+    unsupported: list[str] = Field(
+        default_factory=list, description="GPU libraries the script uses that the audit does not follow (CuPy, Numba)"
+    )
+    next_step: str = Field(default="", description="where no timing was seen: the command that can measure the script")
     sessions: list[Any] = Field(default_factory=list, description="empty: kept so the HTML presenter reads it")
     results: list[Any] = Field(default_factory=list, description="empty: kept so the HTML presenter reads it")
 

@@ -364,3 +364,32 @@ def _matches(node: ast.AST, s: HostSync, on_device) -> bool:  # type: ignore[no-
     if s.form == "host_function":
         return _owner(func.value) in owners and any(on_device(x) for x in node.args)
     return False
+
+
+# ---------------------------------------------------------------- what the script imports and calls
+
+
+def imported(source: str) -> set[str]:
+    """The top-level modules the script imports (``import cupy as cp``, ``from numba import cuda``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    out: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            out.update(a.name.split(".")[0] for a in n.names)
+        elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            out.add(n.module.split(".")[0])
+    return out
+
+
+def calls_method(source: str, names: set[str]) -> bool:
+    """Whether the script calls a method of one of ``names`` (``model.fit(...)``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in names for n in ast.walk(tree)
+    )

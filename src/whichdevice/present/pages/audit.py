@@ -207,6 +207,13 @@ def verdict_lines(record: AuditRecord) -> list[str]:
     """What was timed, said honestly: no timing seen (naming the clocks looked for) is not "timings
     seen, none misleading"; the latter is said only with timings and no finding about them."""
     timed = [m for m in record.measurements if not m.tracing]
+    if record.unsupported:
+        names = " and ".join(record.unsupported)
+        line = (
+            f"Not supported: the script uses {names}, which `whichdevice audit` does not follow (it watches "
+            f"TensorFlow, PyTorch and JAX): its {names} work and the timings of it were not read."
+        )
+        return [line] if not timed else [line, *verdict_lines(record.model_copy(update={"unsupported": []}))]
     if not timed:
         traced = len(record.measurements) - len(timed)
         why = (
@@ -220,6 +227,7 @@ def verdict_lines(record: AuditRecord) -> list[str]:
             + ". Clocks followed: "
             + ", ".join(clocks_mod.CLOCKS_FOLLOWED)
             + ". Its own printed times (if any) came from elsewhere (a library's log, a clock the audit does not follow)."
+            + (f" Next: {record.next_step}." if record.next_step else "")
         ]
     about = {i for f in record.findings for i in f.measurements}
     seen = f"Timings seen: {len(timed)} (clocks: {', '.join(record.clocks_read) or '—'})"
