@@ -187,6 +187,25 @@ class Correction(_Model):
     significant: bool | None = Field(default=None, description="the whole interval beyond the noise threshold")
 
 
+class SteadyTime(_Model):
+    """A timing with no pair that the audit measured to be wrong (the clock stopped before the device's
+    work finished, or one-time set-up is a share of it), its work re-run alone after the script on this
+    machine, warmed up and device synchronized: the real time of the block, and the script's number over
+    it. ``note`` says how; where it could not be re-run, ``steady_s`` is None and ``note`` says why."""
+
+    m: int = Field(description="the measurement's id")
+    script_s: float = Field(description="the time the script computed")
+    steady_s: float | None = Field(default=None, description="the block's real time here: median over the rounds")
+    low_s: float | None = Field(default=None, description="95 % interval of that median (distribution-free)")
+    high_s: float | None = None
+    ratio: float | None = Field(
+        default=None, description="steady_s / script_s: the real time as a multiple of the script's number"
+    )
+    rounds: int = 0
+    ran_on: str = ""
+    note: str = ""
+
+
 class AuditRecord(_Model):
     schema_version: int = AUDIT_SCHEMA_VERSION
     tool_version: str = __version__
@@ -234,6 +253,9 @@ class AuditRecord(_Model):
         default_factory=list, description="GPU libraries the script uses that the audit does not follow (CuPy, Numba)"
     )
     next_step: str = Field(default="", description="where no timing was seen: the command that can measure the script")
+    steady: list[SteadyTime] = Field(
+        default_factory=list, description="unpaired timings measured wrong, re-run correctly here (or why not)"
+    )
     sessions: list[Any] = Field(default_factory=list, description="empty: kept so the HTML presenter reads it")
     results: list[Any] = Field(default_factory=list, description="empty: kept so the HTML presenter reads it")
 

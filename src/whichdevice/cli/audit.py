@@ -155,6 +155,7 @@ def make_record(
         overhead=overhead,
         notebook=notebook,
         unsupported=unsupported,
+        steady=rules.steady_times(state, measurements, corrections),
         next_step=_next_step(path, measurements, source, modules),
     )
 

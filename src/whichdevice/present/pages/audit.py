@@ -40,8 +40,38 @@ def grids(record: AuditRecord) -> list[Grid]:
         _blocks_grid(record) if record.blocks else None,
         _measurements_grid(record) if record.measurements else None,
         _corrections_grid(record) if record.corrections else None,
+        _steady_grid(record) if record.steady else None,
     ]
     return [g for g in out if g is not None]
+
+
+def _steady_grid(record: AuditRecord) -> Grid:
+    """The timings measured wrong that no pair re-ran: their real time here, or why there is none."""
+    rows, notes = [], []
+    for t in record.steady:
+        m = record.measurements[t.m]
+        where = f"{m.line}" if m.line else "—"
+        if t.steady_s is None:
+            rows.append([GridCell(where), GridCell(seconds(t.script_s)), GridCell("—"), GridCell("—", "neutral")])
+        else:
+            rng = f" ({seconds(t.low_s)}-{seconds(t.high_s)})" if t.low_s is not None and t.high_s is not None else ""
+            ratio = "—" if t.ratio is None else (f"{t.ratio:,.0f}×" if t.ratio >= 100 else f"{t.ratio:.2g}×")
+            rows.append(
+                [
+                    GridCell(where),
+                    GridCell(seconds(t.script_s), "bad"),
+                    GridCell(seconds(t.steady_s) + rng, "good"),
+                    GridCell(ratio),
+                ]
+            )
+        notes.append(f"line {where}: {t.note}")
+    return Grid(
+        "Real time on this machine of the timings measured wrong (their work re-run after the script, warmed up and "
+        "synchronized)",
+        ["line", "script's time", "real time (95% interval)", "real / script's"],
+        rows,
+        list(dict.fromkeys(notes)),
+    )
 
 
 def _blocks_grid(record: AuditRecord) -> Grid:
