@@ -45,6 +45,15 @@ def grids(record: AuditRecord) -> list[Grid]:
     return [g for g in out if g is not None]
 
 
+def _times(ratio: float | None) -> str:
+    """The real time as a multiple of the script's: "1,538×" above 1, "1/1,202" below."""
+    if ratio is None or ratio <= 0:
+        return "—"
+    if ratio >= 1:
+        return f"{ratio:,.0f}×" if ratio >= 100 else f"{ratio:.2g}×"
+    return f"1/{1 / ratio:,.0f}" if ratio <= 0.01 else f"{ratio:.2g}×"
+
+
 def _steady_grid(record: AuditRecord) -> Grid:
     """The timings measured wrong that no pair re-ran: their real time here, or why there is none."""
     rows, notes = [], []
@@ -55,7 +64,7 @@ def _steady_grid(record: AuditRecord) -> Grid:
             rows.append([GridCell(where), GridCell(seconds(t.script_s)), GridCell("—"), GridCell("—", "neutral")])
         else:
             rng = f" ({seconds(t.low_s)}-{seconds(t.high_s)})" if t.low_s is not None and t.high_s is not None else ""
-            ratio = "—" if t.ratio is None else (f"{t.ratio:,.0f}×" if t.ratio >= 100 else f"{t.ratio:.2g}×")
+            ratio = _times(t.ratio)
             rows.append(
                 [
                     GridCell(where),
