@@ -52,6 +52,7 @@ def test_an_identical_block_reuses_the_first_rerun():
     assert ta.steady_s == tb.steady_s == 0.01 and tb.ratio == pytest.approx(5.0)
 
 
+@pytest.mark.slow  # the corpus run of the same script (jax_jit_no_block.py) checks the table in the default set
 @pytest.mark.frameworks
 def test_a_jit_call_timed_without_block_until_ready_gets_its_real_time_here(tmp_path):
     pytest.importorskip("jax")
