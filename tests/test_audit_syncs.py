@@ -263,3 +263,12 @@ def test_the_jax_hooks_count_printing_and_host_arrays_as_waits():
     assert proc.stdout.split()[-7:] == [
         f"{n}=True" for n in ("print", "fstring", "asarray", "device_get", "item", "float", "str")
     ], proc.stdout
+
+
+def test_a_jax_script_beside_torch_cuda_code_reads_torch_waits_too():
+    """A script whose audit is JAX's (it imported JAX) and whose stopped region runs torch CUDA code: a
+    torch.cuda.synchronize() there is a wait (every framework's table is read, the script's own first)."""
+    src = _script("torch.cuda.synchronize()").replace("import numpy as np", "import jax")
+    state = {**_stopped(src), "framework": "jax"}
+    (f,) = said(causes.rule_latent_from_source(state, [], []))
+    assert "nothing in it waits" not in f.explanation and "torch.cuda.synchronize()" in f.explanation

@@ -219,7 +219,9 @@ def rule_latent_from_source(state: dict, blocks: list[Block], measurements: list
     # said in the terms of the script's framework where it has them (JAX's), else PyTorch's (CUDA code)
     fw = state.get("framework") or "tensorflow"
     fw = fw if "fix.latent" in terms(fw).WORDS else "torch"
-    for r in static.scan(text, terms(fw).HOST_SYNCS):
+    # its framework's words first; every audited framework's syncs, as a script may mix them (JAX beside torch)
+    own = terms(fw).HOST_SYNCS
+    for r in static.scan(text, own + tuple(x for x in static.all_syncs() if x not in own)):
         if r.end_line in timed_lines or not r.cuda_names:
             continue  # measured (the other rules say it) or no CUDA work in it
         if not _at_or_after_stop(r, stop):
