@@ -211,7 +211,7 @@ def rule_latent_from_source(state: dict, blocks: list[Block], measurements: list
     stop = exc.get("line")
     if not stop:
         return []
-    text = _script_source(state)
+    text = script_source(state)
     if text is None:
         return []
     out = []
@@ -219,12 +219,15 @@ def rule_latent_from_source(state: dict, blocks: list[Block], measurements: list
     # said in the terms of the script's framework where it has them (JAX's), else PyTorch's (CUDA code)
     fw = state.get("framework") or "tensorflow"
     fw = fw if "fix.latent" in terms(fw).WORDS else "torch"
-    for r in static.scan(text):
+    # its framework's words first; every audited framework's syncs, as a script may mix them (JAX beside torch)
+    own = terms(fw).HOST_SYNCS
+    for r in static.scan(text, own + tuple(x for x in static.all_syncs() if x not in own)):
         if r.end_line in timed_lines or not r.cuda_names:
             continue  # measured (the other rules say it) or no CUDA work in it
         if not _at_or_after_stop(r, stop):
             continue
-        if not r.waits or r.iterations:
+        # said when it would time the launches only, wait once per iteration, or pay a first call's set-up
+        if not r.waits or r.iterations or not r.warmed:
             evidence = {"region": r, "stop": stop, "cost": gpu_cost(state), "tiny_elems": TINY_OP_ELEMS}
             out.append(
                 Found(rule="latent_from_source", framework=fw, evidence=evidence, lines=[r.start_line, r.end_line])
@@ -232,7 +235,7 @@ def rule_latent_from_source(state: dict, blocks: list[Block], measurements: list
     return out
 
 
-def _script_source(state: dict) -> str | None:
+def script_source(state: dict) -> str | None:
     """The audited script's source: as the state kept it, else read from its file (None when
     that cannot be read)."""
     text = state.get("script_source")

@@ -109,6 +109,7 @@ class _Pairs:
     part: Any
     sync: Callable[[Any], None]
     done: dict[tuple, int] = field(default_factory=dict)
+    done_single: dict[tuple, int] = field(default_factory=dict)
 
     def pair(self, a: Any, b: Any) -> None:
         st = self.st
@@ -137,6 +138,69 @@ class _Pairs:
             return
         self.done[key] = len(st.interleaved)
         st.interleaved.append({**base, "rounds": rounds, "functions": per_call})
+
+    def single(self, m: Any) -> None:
+        """A timing with no pair that the script measured wrong (``measured_wrong``): its side re-run alone,
+        warmed up and device synchronized, for the real time of its block on this machine; or why not."""
+        st = self.st
+        items, why = self.part.rerun_side(st, m)
+        key = tuple((w.key, w.calls) for w in items)
+        if not why and key in self.done_single:
+            st.singles.append({"m": m.id, "same_as": self.done_single[key]})
+            return
+        left = self.deadline - _orig_mono()
+        if not why and len(self.done_single) >= MAX_RERUNS:
+            why = f"more than {MAX_RERUNS} timings to re-run; the first were"
+        elif not why and left < 10 * RERUN_MIN_TIME_S:
+            why = "no time left before --timeout"
+        elif not why and st.rerun_left_s <= 0:
+            why = f"the re-runs' time ({RERUN_SHARE:.0%} of the script's run time) was spent on the timings before it"
+        if why:
+            st.singles.append({"m": m.id, "skipped": why})
+            return
+        try:
+            t0 = _orig_perf()
+            rounds, per_call = self._alone(items, max(0.0, min(RERUN_BUDGET_S, left / 4, st.rerun_left_s)))
+            st.rerun_left_s -= _orig_perf() - t0
+        except Exception as e:
+            st.singles.append({"m": m.id, "skipped": f"re-running raised {type(e).__name__}: {str(e).strip()[:200]}"})
+            return
+        self.done_single[key] = len(st.singles)
+        st.singles.append({"m": m.id, "rounds": rounds, "functions": per_call})
+
+    def _alone(self, work: list[RerunItem], budget_s: float) -> tuple[list[float], list[dict]]:
+        """Rounds of one side: each function warmed up, then k calls per sample (the slowest ≥ 10 ms),
+        until ``MIN_ROUNDS`` rounds and the budget, or ``MAX_ROUNDS``; a round is Σ calls × per-call time."""
+        ones = []
+        for item in work:
+            with item.scope():
+                out = item.fn()
+            self.sync(out)
+            if item.where is not None:
+                item.ran_on = item.where(out)
+            ones.append(max(self._call_k(item, 1), 1e-6))
+        k = max(1, min(1000, int(0.01 / max(ones)) + 1))
+        samples: dict[int, list[float]] = {id(i): [] for i in work}
+        rounds: list[float] = []
+        t0 = _orig_perf()
+        while len(rounds) < MAX_ROUNDS and (len(rounds) < MIN_ROUNDS or _orig_perf() - t0 < budget_s):
+            total = 0.0
+            for item in work:
+                per = self._call_k(item, k) / k
+                samples[id(item)].append(per)
+                total += item.calls * per
+            rounds.append(total)
+        per_call = [
+            {
+                "function": item.function,
+                "ran_on": item.ran_on,
+                "calls_in_block": item.calls,
+                "number_per_sample": k,
+                "samples_s": samples[id(item)],
+            }
+            for item in work
+        ]
+        return rounds, per_call
 
     def _call_k(self, item: RerunItem, k: int) -> float:
         """Seconds of k calls inside the item's scope, synchronized (core.timing.block)."""
@@ -417,8 +481,14 @@ def _rerun_all(st: State, deadline: float) -> None:
     try:
         st.rerun_left_s = max(0.5, RERUN_SHARE * (st.script_s or 0.0))
         pairs = _Pairs(st, deadline, part, frameworks.load(st.framework).sync.sync)  # the project's sync
-        for a, b in measurements.comparisons(measurements.timed(measurements.build_measurements(st.to_json()))):
+        timed = measurements.timed(measurements.build_measurements(st.to_json()))
+        compared = measurements.comparisons(timed)
+        for a, b in compared:
             pairs.pair(a, b)
+        paired = {m.id for pair in compared for m in pair}
+        for m in timed:
+            if m.id not in paired and measurements.measured_wrong(m):
+                pairs.single(m)
     except Exception as e:  # never lose the audit to a failed re-measurement
         st.rerun_skipped.append(
             {

@@ -318,6 +318,19 @@ def timed(measurements: list[Measurement]) -> list[Measurement]:
     return [m for m in measurements if not m.tracing]
 
 
+# A timing is measured wrong when one-time set-up took at least this share of it (rules.SETUP_SHARE_MIN,
+# xprof's 5 %, ANCHORS.md).
+WRONG_SETUP_SHARE = 0.05
+
+
+def measured_wrong(m: Measurement) -> bool:
+    """What the audit measured makes this timing wrong on its own: the clock stopped before the device's
+    work finished, or one-time work (a trace, a compile, a first step) is a share of it. Such a timing
+    with no pair is re-run alone after the script, for its real time here (``child._Pairs.single``)."""
+    setup = sum(m.setup_s.values())
+    return m.unsynced_gpu_end or (m.seconds > 0 and setup >= WRONG_SETUP_SHARE * m.seconds)
+
+
 def _torch_models(calls: list, s0: int, s1: int) -> str:
     """':m1' / ':m2' ... : which model objects the interval called (a function timing each device's own
     model from one line makes one series per model, as TF's blocks do)."""

@@ -35,6 +35,10 @@ AUDIT_SCHEMA_VERSION = 2
 STATE_GRACE_S = 20.0
 
 
+# GPU array libraries the audit does not follow (it hooks TensorFlow, PyTorch and JAX), by the module a
+# script imports: a script using one is told so in one line, never audited in another framework's name.
+UNSUPPORTED = {"cupy": "CuPy", "cupyx": "CuPy", "numba": "Numba", "pycuda": "PyCUDA"}
+
 # An error message saying the device asked for does not exist, in any audited framework's words (each
 # part's MISSING_DEVICE): the line of a script's exception the record shows, and the failure
 # ``rules.rule_missing_device_failure`` explains.
@@ -183,6 +187,25 @@ class Correction(_Model):
     significant: bool | None = Field(default=None, description="the whole interval beyond the noise threshold")
 
 
+class SteadyTime(_Model):
+    """A timing with no pair that the audit measured to be wrong (the clock stopped before the device's
+    work finished, or one-time set-up is a share of it), its work re-run alone after the script on this
+    machine, warmed up and device synchronized: the real time of the block, and the script's number over
+    it. ``note`` says how; where it could not be re-run, ``steady_s`` is None and ``note`` says why."""
+
+    m: int = Field(description="the measurement's id")
+    script_s: float = Field(description="the time the script computed")
+    steady_s: float | None = Field(default=None, description="the block's real time here: median over the rounds")
+    low_s: float | None = Field(default=None, description="95 % interval of that median (distribution-free)")
+    high_s: float | None = None
+    ratio: float | None = Field(
+        default=None, description="steady_s / script_s: the real time as a multiple of the script's number"
+    )
+    rounds: int = 0
+    ran_on: str = ""
+    note: str = ""
+
+
 class AuditRecord(_Model):
     schema_version: int = AUDIT_SCHEMA_VERSION
     tool_version: str = __version__
@@ -226,6 +249,13 @@ class AuditRecord(_Model):
         default=None, description="estimated script time under audit / without the audit's per-op hooks"
     )
     notebook: dict[str, Any] | None = Field(default=None, description="for an .ipynb: cells run and magics translated")
+    unsupported: list[str] = Field(
+        default_factory=list, description="GPU libraries the script uses that the audit does not follow (CuPy, Numba)"
+    )
+    next_step: str = Field(default="", description="where no timing was seen: the command that can measure the script")
+    steady: list[SteadyTime] = Field(
+        default_factory=list, description="unpaired timings measured wrong, re-run correctly here (or why not)"
+    )
     sessions: list[Any] = Field(default_factory=list, description="empty: kept so the HTML presenter reads it")
     results: list[Any] = Field(default_factory=list, description="empty: kept so the HTML presenter reads it")
 

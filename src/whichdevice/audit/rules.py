@@ -20,6 +20,7 @@ from whichdevice.audit.measurements import (
     build_blocks,
     build_measurements,
     comparisons,
+    measured_wrong,
     series_of,
     timed,
     torch_fallback,
@@ -27,7 +28,7 @@ from whichdevice.audit.measurements import (
 from whichdevice.audit.measurements import DEVICE_IN_TEXT as _DEVICE_IN_TEXT
 from whichdevice.audit.measurements import source_text as _source_text
 from whichdevice.audit.record import MISSING_DEVICE_RE as _MISSING_DEVICE_RE
-from whichdevice.audit.record import Block, Correction, Found, Measurement, Rerun
+from whichdevice.audit.record import Block, Correction, Found, Measurement, Rerun, SteadyTime
 from whichdevice.core import stats
 from whichdevice.frameworks.common.audit import AUDITED, terms
 from whichdevice.core.records import Timing
@@ -569,6 +570,52 @@ def correct(state: dict, measurements: list[Measurement]) -> list[Correction]:
                 rerun_ok=summ["ratio"] is not None,
                 round_ratios=summ["ratios"],
                 significant=significant(summ["ratio"], summ["low"], summ["high"], len(summ["ratios"])),
+            )
+        )
+    return out
+
+
+def steady_times(state: dict, measurements: list[Measurement], corrections: list[Correction]) -> list[SteadyTime]:
+    """Each timing in no compared pair that the audit measured to be wrong (``measured_wrong``): the real
+    time of its block, re-run alone after the script (the child's ``singles``), or one line saying why not."""
+    paired = {i for c in corrections for i in (c.a, c.b)}
+    entries = {e["m"]: e for e in state.get("singles", [])}
+    singles = state.get("singles", [])
+    out = []
+    for m in timed(measurements):
+        if m.id in paired or not measured_wrong(m):
+            continue
+        e = entries.get(m.id)
+        if e is not None and "same_as" in e:
+            e = {**singles[e["same_as"]], "m": m.id}
+        if e is None or "rounds" not in e:
+            why = (e or {}).get("skipped") or (
+                next((r["reason"] for r in state.get("rerun_skipped", []) if r.get("block") is None), None)
+                or "not re-run (--no-rerun, or the script ended past --timeout)"
+            )
+            out.append(SteadyTime(m=m.id, script_s=m.seconds, note=f"no real time: {why}"))
+            continue
+        rounds = [float(x) for x in e["rounds"]]
+        med = stats.median(rounds)
+        lo, hi = stats.median_ci(rounds) or (min(rounds), max(rounds))
+        fns = e.get("functions", [])
+        ran = sorted({f["ran_on"] for f in fns if f.get("ran_on")})
+        what = ", ".join(f"{f['function']} × {f['calls_in_block']}" for f in fns)
+        out.append(
+            SteadyTime(
+                m=m.id,
+                script_s=m.seconds,
+                steady_s=med,
+                low_s=lo,
+                high_s=hi,
+                ratio=med / m.seconds if m.seconds > 0 else None,
+                rounds=len(rounds),
+                ran_on=", ".join(ran),
+                note=(
+                    f"re-run alone after the script: {what} (the calls the block made, with the arguments of the last), "
+                    f"warmed up, device synchronized after each sample; median of {len(rounds)} rounds"
+                    + (f", on {', '.join(ran)}" if ran else "")
+                ),
             )
         )
     return out

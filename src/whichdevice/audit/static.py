@@ -18,8 +18,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from whichdevice.frameworks.common.audit import AUDITED, HostSync, terms
+
 _CLOCKS = {"time", "perf_counter", "monotonic", "process_time", "default_timer"}
-_WAITS = {"synchronize", "item", "cpu", "numpy", "tolist", "block_until_ready"}
+# Attributes of a tensor that are known on the host without waiting for its values.
+_HOST_ONLY = {"len", "type", "isinstance", "id", "hasattr", "callable"}
+_METADATA = {"shape", "dtype", "device", "size", "ndim", "dim", "is_cuda", "requires_grad", "numel", "names"}
 _MAKERS = {"rand", "randn", "ones", "zeros", "empty", "full", "eye", "tensor", "randint"}
 
 
@@ -31,6 +35,9 @@ class Region:
     iterations: int | None = None  # product of the constant range() counts of the loops inside
     cuda_names: list[str] = field(default_factory=list)
     waits: bool = False
+    waits_on: list[tuple[int, str, str]] = field(default_factory=list)  # (line, the sync as written, why)
+    waits_per_iteration: bool = False  # a sync inside a loop of the region: one wait per iteration
+    warmed: bool = False  # every call of device work in it ran before it too (a warm-up)
     calls: list[str] = field(default_factory=list)  # method / function names called inside
     elems: int | None = None  # the largest constant-shape tensor the region uses (elements)
 
@@ -82,6 +89,19 @@ def _range_count(node: ast.For) -> int | None:
 _TO_HOST = {"cpu", "numpy", "item", "tolist"}
 
 
+def _to_host(node: ast.AST) -> bool:
+    """The value's last call brings it to the host (``x.cpu()``, ``x.item()``, ``x.to('cpu')``), or it is
+    a clock read or a tensor's metadata (``x.shape``): not a device tensor."""
+    if isinstance(node, ast.Attribute) and node.attr in _METADATA:
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr in _TO_HOST or node.func.attr in _METADATA or _is_clock(node):
+            return True
+        if node.func.attr == "to" and node.args and isinstance(node.args[0], ast.Constant):
+            return str(node.args[0].value).startswith("cpu")
+    return _is_clock(node)
+
+
 def _is_cuda_value(node: ast.AST) -> bool:
     """Whether an assigned value is a CUDA tensor, read from its text: it mentions CUDA and its last
     call does not bring it back to the host (``x.cuda().cpu()``, ``x.to('cpu')``)."""
@@ -105,18 +125,26 @@ def _targets(n: ast.Assign) -> list[tuple[str, ast.AST]]:
     return out
 
 
-def _names_assigned(tree: ast.AST) -> tuple[dict[str, list[tuple[int, bool]]], dict[str, int]]:
+def _names_assigned(tree: ast.AST, derive: bool = False) -> tuple[dict[str, list[tuple[int, bool]]], dict[str, int]]:
     """Each name's assignments in line order, (line, whether the value is a CUDA tensor), so a region
     reads the device of the tensors it really uses (pytorch/pytorch#7459's pattern: ``x = x.cuda()``,
     a GPU timing, then ``x = x.cpu()`` and a CPU timing: the second is CPU work); and the constant
     element counts of the tensors made."""
     cuda: dict[str, list[tuple[int, bool]]] = {}
     sizes: dict[str, int] = {}
-    for n in ast.walk(tree):
-        if not isinstance(n, ast.Assign):
-            continue
+    assigns = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Assign)), key=lambda n: n.lineno)
+    for n in assigns:
         for name, value in _targets(n):
-            cuda.setdefault(name, []).append((n.lineno, _is_cuda_value(value)))
+            # a value computed from CUDA tensors is on CUDA too (``r = conv2d(s, d)``), unless moved to the host
+            derived = (
+                derive
+                and not _to_host(value)
+                and any(
+                    isinstance(u, ast.Name) and u.id in cuda and _cuda_at(cuda[u.id], n.lineno) for u in ast.walk(value)
+                )
+            )
+            cuda.setdefault(name, []).append((n.lineno, _is_cuda_value(value) or derived))
+    for n in assigns:
         if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
             name = n.targets[0].id
             e = _const_elems(n.value)
@@ -138,14 +166,22 @@ def _cuda_at(history: list[tuple[int, bool]], line: int) -> bool:
     return before[-1] if before else any(is_cuda for _, is_cuda in history)
 
 
-def scan(source: str) -> list[Region]:
-    """The timed regions of the script: ``X = <clock>()`` ... ``<clock>() - X`` (or ``Y - X``)."""
+def all_syncs() -> tuple[HostSync, ...]:
+    """Every audited framework's table of host syncs (their audit parts' ``HOST_SYNCS``)."""
+    return tuple(s for name in AUDITED for s in terms(name).HOST_SYNCS)
+
+
+def scan(source: str, syncs: tuple[HostSync, ...] | None = None) -> list[Region]:
+    """The timed regions of the script: ``X = <clock>()`` ... ``<clock>() - X`` (or ``Y - X``); what in
+    each waits for the device is read with ``syncs`` (a framework's ``HOST_SYNCS``; all of them by default)."""
+    table = all_syncs() if syncs is None else syncs
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
     lines = source.splitlines()
     cuda_names, sizes = _names_assigned(tree)
+    values_on_cuda, _ = _names_assigned(tree, derive=True)
     starts: dict[str, list[int]] = {}
     for n in ast.walk(tree):
         if (
@@ -164,7 +200,7 @@ def scan(source: str) -> list[Region]:
             continue
         start = max(before)  # the latest read of that name before the subtraction
         # the clock read that ends the region: the left operand's own assignment, or the subtraction's line
-        regions.append(_region(tree, lines, start, n.lineno, cuda_names, sizes))
+        regions.append(_region(tree, lines, start, n.lineno, (cuda_names, values_on_cuda), sizes, table))
     # one region per start line (the first end after it)
     out: dict[int, Region] = {}
     for r in sorted(regions, key=lambda r: (r.start_line, r.end_line)):
@@ -172,14 +208,23 @@ def scan(source: str) -> list[Region]:
     return list(out.values())
 
 
+def _call_name(n: ast.Call) -> str:
+    """``x.f(...)`` -> "f", ``f(...)`` -> "f"."""
+    return n.func.attr if isinstance(n.func, ast.Attribute) else (n.func.id if isinstance(n.func, ast.Name) else "")
+
+
 def _region(
     tree: ast.AST,
     lines: list[str],
     a: int,
     b: int,
-    cuda_names: dict[str, list[tuple[int, bool]]],
+    histories: tuple[dict[str, list[tuple[int, bool]]], dict[str, list[tuple[int, bool]]]],
     sizes: dict[str, int],
+    table: tuple[HostSync, ...] = (),
 ) -> Region:
+    """One region: the names it uses that hold CUDA tensors as written (``histories[0]``), and what in
+    it waits for the device, read with values computed from CUDA tensors counted as CUDA too (``[1]``)."""
+    cuda_names, values_on_cuda = histories
     r = Region(start_line=a, end_line=b, text=lines[b - 1].strip()[:200] if b - 1 < len(lines) else "")
     used: set[str] = set()
     iters = None
@@ -193,20 +238,158 @@ def _region(
                 iters = c if iters is None else iters * c
         if isinstance(n, ast.Name):
             used.add(n.id)
-        if isinstance(n, ast.Call):
-            fn = (
-                n.func.attr
-                if isinstance(n.func, ast.Attribute)
-                else (n.func.id if isinstance(n.func, ast.Name) else "")
-            )
-            if fn:
-                r.calls.append(fn)
-            if fn in _WAITS:
-                r.waits = True
+        if isinstance(n, ast.Call) and _call_name(n):
+            r.calls.append(_call_name(n))
         if isinstance(n, ast.Assign):
             r.cuda_names.extend(name for name, value in _targets(n) if _is_cuda_value(value))
     r.iterations = iters
     r.cuda_names = sorted(set(r.cuda_names) | {x for x in used if x in cuda_names and _cuda_at(cuda_names[x], a)})
     known = [sizes[x] for x in used if x in sizes]
     r.elems = max(known) if known else None
+    _read_syncs(r, tree, values_on_cuda, table)
+    work = {c for c in r.calls if c not in _NOT_WORK}
+    before = {_call_name(n) for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n, "lineno", 0) < a}
+    r.warmed = bool(work) and work <= before
     return r
+
+
+# Calls that are no device work of their own: a region whose other calls all ran before it was warmed up.
+_NOT_WORK = _CLOCKS | {
+    "print", "range", "len", "format", "str", "repr", "float", "int", "bool", "list", "enumerate", "zip",
+    "item", "cpu", "numpy", "tolist", "synchronize", "view", "reshape", "cuda", "to", "append",
+}  # fmt: skip
+
+
+def _read_syncs(r: Region, tree: ast.AST, values_on_cuda: dict[str, list[tuple[int, bool]]], table) -> None:  # type: ignore[no-untyped-def]
+    """What in region ``r`` waits for the device (``table``: a framework's ``HOST_SYNCS``), and whether a
+    wait is inside one of its loops (once per iteration)."""
+    a, b = r.start_line, r.end_line
+
+    def cuda_here(name: str) -> bool:
+        """A name assigned inside the region holds what that assignment made; else what it held before."""
+        if name not in values_on_cuda:
+            return False
+        inside = [is_cuda for at, is_cuda in values_on_cuda[name] if a < at < b]
+        return inside[0] if inside else _cuda_at(values_on_cuda[name], a)
+
+    in_loops = {
+        id(x)
+        for loop in ast.walk(tree)
+        if isinstance(loop, (ast.For, ast.While)) and a < getattr(loop, "lineno", 0) < b
+        for x in ast.walk(loop)
+        if x is not loop
+    }
+    for n in ast.walk(tree):
+        line = getattr(n, "lineno", 0)
+        hit = _sync_at(n, table, lambda node: _uses_device_value(node, cuda_here)) if a < line < b else None
+        if hit is not None:
+            r.waits = True
+            r.waits_on.append((line, hit.written, hit.why))
+            r.waits_per_iteration = r.waits_per_iteration or id(n) in in_loops
+
+
+# ---------------------------------------------------------------- the syncs of a region
+
+
+def _uses_device_value(node: ast.AST, is_device: object) -> bool:
+    """Whether ``node`` uses the values of a device tensor: a device name appears in it other than as the
+    owner of its metadata (``x.shape``, ``x.device``, ``x.size()``)."""
+    meta = {
+        id(n.value)
+        for n in ast.walk(node)
+        if isinstance(n, ast.Attribute) and n.attr in _METADATA and isinstance(n.value, ast.Name)
+    }
+    meta |= {  # len(x), type(x), isinstance(x, ...): read on the host without the values
+        id(arg)
+        for n in ast.walk(node)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _HOST_ONLY
+        for arg in n.args
+        if isinstance(arg, ast.Name)
+    }
+    return any(
+        isinstance(n, ast.Name) and id(n) not in meta and is_device(n.id)  # type: ignore[operator]
+        for n in ast.walk(node)
+    )
+
+
+def _owner(node: ast.AST) -> str:
+    """The last name of a call's owner: ``torch.linalg`` -> "linalg", ``np`` -> "np"."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+def _is_mask(node: ast.AST) -> bool:
+    """An index that is a boolean mask written in place: a comparison, or ``~`` / ``&`` / ``|`` of them."""
+    if isinstance(node, ast.Compare):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+        return _is_mask(node.operand)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr)):
+        return _is_mask(node.left) or _is_mask(node.right)
+    return False
+
+
+def _sync_at(node: ast.AST, table: tuple[HostSync, ...], on_device) -> HostSync | None:  # type: ignore[no-untyped-def]
+    """The entry of ``table`` that ``node`` is, if any (``HostSync.form`` says how each is written)."""
+    for s in table:
+        if _matches(node, s, on_device):
+            return s
+    return None
+
+
+def _matches(node: ast.AST, s: HostSync, on_device) -> bool:  # type: ignore[no-untyped-def]
+    owners = set(s.within.split("|")) if s.within else set()
+    if s.form == "fstring":
+        return isinstance(node, ast.FormattedValue) and on_device(node.value)
+    if s.form == "mask":
+        return isinstance(node, ast.Subscript) and _is_mask(node.slice) and on_device(node.value)
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if s.form == "builtin":
+        args = [*node.args, *(k.value for k in node.keywords)]
+        return isinstance(func, ast.Name) and func.id in s.names and any(on_device(x) for x in args)
+    if not (isinstance(func, ast.Attribute) and func.attr in s.names):
+        return False
+    if s.form == "method":
+        if s.arg:
+            first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "device"), None)
+            return isinstance(first, ast.Constant) and str(first.value).startswith(s.arg)
+        return True
+    if s.form == "function":
+        return not owners or _owner(func.value) in owners
+    if s.form == "host_function":
+        return _owner(func.value) in owners and any(on_device(x) for x in node.args)
+    return False
+
+
+# ---------------------------------------------------------------- what the script imports and calls
+
+
+def imported(source: str) -> set[str]:
+    """The top-level modules the script imports (``import cupy as cp``, ``from numba import cuda``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    out: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            out.update(a.name.split(".")[0] for a in n.names)
+        elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            out.add(n.module.split(".")[0])
+    return out
+
+
+def calls_method(source: str, names: set[str]) -> bool:
+    """Whether the script calls a method of one of ``names`` (``model.fit(...)``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in names for n in ast.walk(tree)
+    )

@@ -80,7 +80,8 @@ def make_record(
     killed: bool,
     notebook: dict | None = None,
 ) -> audit_mod.AuditRecord:
-    from whichdevice.audit import record as audit_mod, rules
+    from whichdevice.audit import causes, rules, static
+    from whichdevice.audit import record as audit_mod
     from whichdevice.cli.common import command_line
     from whichdevice.core.machine import describe_machine
     from whichdevice.core.units import seconds
@@ -95,8 +96,16 @@ def make_record(
         state = {"blocks": [], "reads": [], "intervals": [], "totals": {}}
     blocks, measurements, found, corrections = rules.analyze(state)
     findings = auditwords.findings(found)
-    if not (state.get("tf_installed") or state.get("torch_installed") or state.get("jax_installed")):
+    watched = bool(state.get("tf_installed") or state.get("torch_installed") or state.get("jax_installed"))
+    source = causes.script_source(state) or ""
+    modules = static.imported(source)
+    unsupported = sorted({name for mod, name in audit_mod.UNSUPPORTED.items() if mod in modules})
+    if not watched and not unsupported:
         notes.append("the script imported neither TensorFlow, PyTorch nor JAX: no device work to audit")
+    if not watched and unsupported:
+        # no framework the audit follows ran: a finding or a timing would be said in another library's terms
+        findings = []
+        measurements = [m.model_copy(update={"framework": ""}) for m in measurements]
     timed_out = bool(state.get("timed_out")) or killed
     exit_code = state.get("exit_code") if state.get("exit_code") is not None else (None if timed_out else rc)
     if state.get("fd_limit_reached"):
@@ -137,7 +146,7 @@ def make_record(
         wall_s=wall_s,
         script_s=state.get("script_s"),
         tensorflow_seen=bool(state.get("tf_installed")),
-        framework=state.get("framework") or "tensorflow",
+        framework=(state.get("framework") or "tensorflow") if watched else "",  # none watched it: none named
         loaders=state.get("loaders") or [],
         cuda_probe=state.get("cuda_probe"),
         physical_devices=state.get("physical_devices") or {},
@@ -154,6 +163,29 @@ def make_record(
         gpu_costs=state.get("gpu_costs"),
         overhead=overhead,
         notebook=notebook,
+        unsupported=unsupported,
+        steady=rules.steady_times(state, measurements, corrections),
+        next_step=_next_step(path, measurements, source, modules),
+    )
+
+
+# Methods that train a Keras model with its own loop (and time it in its own log): a script timing one of
+# them has no end - start of its own to audit; ``whichdevice diagnose`` times the steps of that loop.
+FIT_METHODS = {"fit", "train_on_batch", "fit_generator"}
+
+
+def _next_step(path: Path, measurements: list, source: str, modules: set[str]) -> str:
+    """Where the script timed nothing the audit follows but trains with Keras' ``fit``: the command that
+    measures its steps."""
+    if any(not m.tracing for m in measurements) or not ({"keras", "tensorflow"} & modules):
+        return ""
+    from whichdevice.audit import static
+
+    if not static.calls_method(source, FIT_METHODS):
+        return ""
+    return (
+        f"it trains with Keras' fit, which times its epochs in its own log: `whichdevice diagnose {path.name}` "
+        "times its training steps, says what slows them, and measures the fixes"
     )
 
 

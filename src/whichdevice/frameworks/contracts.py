@@ -277,6 +277,9 @@ class Audit(Protocol):
     @property
     def MISSING_DEVICE(self) -> str: ...  # a regex of its messages for a device that does not exist
 
+    @property
+    def HOST_SYNCS(self) -> tuple[Any, ...]: ...  # common.audit.HostSync: the calls after which the host waited
+
 
 # ------------------------------------------------------------------ script capture (issue #41)
 # ``whichdevice diagnose SCRIPT.py`` runs the user's script in a child (``measure/scriptchild.py``)

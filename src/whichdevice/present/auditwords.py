@@ -541,6 +541,25 @@ def _latent_from_source(f: Found, e: dict[str, Any]) -> Words:
     r = e["region"]
     cost = e["cost"]
     bits = []
+    if r.waits:
+        line, written, why = r.waits_on[0]
+        if r.waits_per_iteration and r.iterations:
+            bits.append(
+                f"each of its {r.iterations:,} iterations waits for the GPU at line {line} ({written} — {why}), so "
+                f"every iteration pays a host round trip (≈ {seconds(cost.roundtrip_s)} for a launch and a read on "
+                f"{cost.card}, {cost.how}) and the time grows with the iterations — ops that only queue (an add) "
+                "return before the GPU runs them, so a loop of them looks almost free"
+            )
+        else:
+            bits.append(
+                f"line {line} waits for the GPU ({written} — {why}), so the clock stops after the GPU's work and the "
+                "number includes it"
+            )
+        if not r.warmed:
+            bits.append(
+                "nothing before it runs the same work, so it also includes the first call's one-time set-up (the "
+                "CUDA context, memory allocation, the library's kernel or algorithm choice)"
+            )
     if not r.waits:
         bits.append(
             f"nothing in it waits for the GPU ({said(f.framework, 'latent.waits')}): "
@@ -555,7 +574,7 @@ def _latent_from_source(f: Found, e: dict[str, Any]) -> Words:
             f"≥ {seconds(r.iterations * cost.launch_s)} of launches for a few nanoseconds of arithmetic each — "
             "launch-bound, so the CPU wins at this size"
         )
-    elif r.iterations:
+    elif r.iterations and not r.waits_per_iteration:
         bits.append(f"its loop runs {r.iterations:,} iterations")
     return (
         "Not run here (no GPU): what the GPU timing would measure, read from the source",

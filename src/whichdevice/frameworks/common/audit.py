@@ -204,6 +204,49 @@ class RerunItem:
     where: Callable[[Any], str] | None = field(default=None, repr=False)
 
 
+# ---------------------------------------------------------------- the calls after which the host has waited
+
+
+@dataclass(frozen=True)
+class HostSync:
+    """One entry of a framework's table of host syncs (``HOST_SYNCS`` in its audit part): a call after
+    which the host has waited for the device, so a clock read right after it times finished work.
+
+    ``form`` says how the script writes it, and so how the source scan (``audit/static.py``) finds it:
+
+    - ``"method"``: ``x.<name>()`` for a name in ``names`` (``.item()``);
+    - ``"function"``: ``<module>.<within>.<name>(...)`` — the call's owner ends in ``within``
+      (``torch.linalg.solve``: within ``"linalg"``), or any owner when ``within`` is empty;
+    - ``"builtin"``: ``<name>(v)`` with a device value among its arguments (``print(t)``, ``float(t)``);
+    - ``"host_function"``: ``<within>.<name>(v)`` with a device value (``np.asarray(x)``);
+    - ``"fstring"``: a device value formatted in an f-string;
+    - ``"mask"``: ``x[<comparison>]``, a device value indexed by a boolean mask.
+
+    ``runtime`` holds the names the framework's per-op hook sees for it (``torch.linalg.solve`` is
+    ``linalg_solve`` there). ``waits_for`` is ``"value"`` when the host waits for this call's own result,
+    ``"queue"`` when it waits for the work queued before it (its output's size depends on the values, so
+    the host must read a count first; the op's own last kernel may still be queued). ``why`` is the
+    documented reason, quoted by the findings."""
+
+    written: str
+    form: str
+    names: tuple[str, ...]
+    why: str
+    within: str = ""  # the owner's name, or several separated by "|" ("np|numpy")
+    runtime: tuple[str, ...] = ()
+    waits_for: str = "value"
+    arg: str = ""  # "method" only: its first argument must be a string starting with this (.to('cpu'))
+
+
+SYNC_FORMS = ("method", "function", "builtin", "host_function", "fstring", "mask")
+
+
+def sync_runtime_names(table: tuple[HostSync, ...], waits_for: str | None = None) -> frozenset[str]:
+    """The names a framework's per-op hook sees for the entries of ``table`` (those waiting for
+    ``waits_for`` only, when given)."""
+    return frozenset(n for s in table for n in s.runtime if waits_for is None or s.waits_for == waits_for)
+
+
 _perf = time.perf_counter
 OPS = 2000  # tiny ops timed per side by per_op (a few ms plain on this machine)
 LAUNCHES = 1000  # tiny kernels per timed block (≈ 10 ms on an H100 at ≈ 9.7 µs each)

@@ -154,6 +154,7 @@ class State:
     gpu_costs: dict | None = None  # calibrate.gpu_launch_cost: this GPU's launch costs (None: no GPU here)
     reruns: list[dict] = field(default_factory=list)
     interleaved: list[dict] = field(default_factory=list)  # one per compared pair: rounds of A and B, or why not
+    singles: list[dict] = field(default_factory=list)  # one per unpaired timing measured wrong: its rounds, or why not
     rerun_left_s: float = RERUN_BUDGET_S  # set from the script's run time before the re-run
     rerun_skipped: list[dict] = field(default_factory=list)
 
@@ -256,6 +257,7 @@ class State:
                 "fd_limit_reached": self.fd_limit_reached,
                 "reruns": list(self.reruns),
                 "interleaved": list(self.interleaved),
+                "singles": list(self.singles),
                 "rerun_skipped": list(self.rerun_skipped),
                 "script_s": self.script_s,
             }

@@ -25,13 +25,54 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.frameworks.common import audit as common
-from whichdevice.frameworks.common.audit import RerunItem
+from whichdevice.frameworks.common.audit import HostSync, RerunItem, sync_runtime_names
 
 if TYPE_CHECKING:
     from whichdevice.frameworks.common.auditstate import State
 
 _perf = time.perf_counter  # imported before the child patches the clocks
 _local = threading.local()
+
+
+# Each call after which the host has waited for the device (common.HostSync): JAX dispatches
+# asynchronously on every backend, so each of these ends a wait for the jitted work queued before it.
+HOST_SYNCS: tuple[HostSync, ...] = (
+    HostSync(
+        ".block_until_ready() / jax.block_until_ready(x)",
+        "function",
+        ("block_until_ready",),
+        "waits until the array is computed (JAX's documented way to time)",
+        runtime=("block_until_ready",),
+    ),
+    HostSync(
+        "np.asarray(x) / np.array(x)",
+        "host_function",
+        ("asarray", "array"),
+        "a NumPy array of the values: copied to the host when computed",
+        within="np|numpy|onp",
+        runtime=("__array__",),
+    ),
+    HostSync("jax.device_get(x)", "function", ("device_get",), "copies the values to the host when computed"),
+    HostSync(".item()", "method", ("item",), "a Python number of the value, read on the host", runtime=("item",)),
+    HostSync(".tolist()", "method", ("tolist",), "Python values, read on the host", runtime=("tolist",)),
+    HostSync(
+        "float(x) / int(x) / bool(x)",
+        "builtin",
+        ("float", "int", "bool"),
+        "a Python number of the value, read on the host",
+        runtime=("__float__", "__int__", "__bool__"),
+    ),
+    HostSync(
+        "print(x) / str(x) / repr(x) / format(x)",
+        "builtin",
+        ("print", "str", "repr", "format"),
+        "printing or formatting an array's values copies them to the host first",
+        runtime=("__repr__", "__str__", "__format__"),
+    ),
+    HostSync(
+        "f'{x}'", "fstring", (), "formatting an array's values copies them to the host first", runtime=("__format__",)
+    ),
+)
 
 
 def jax_device(dev: Any) -> str:
@@ -126,7 +167,7 @@ def hook_host_reads(jax, st: State) -> None:
 
     cls = array.ArrayImpl
 
-    for name in ("block_until_ready", "__array__", "item", "tolist", "__float__", "__int__"):
+    for name in sorted(sync_runtime_names(HOST_SYNCS)):
         orig = getattr(cls, name, None)
         if orig is not None:
             try:
@@ -134,6 +175,30 @@ def hook_host_reads(jax, st: State) -> None:
             except Exception:
                 pass
     jax.block_until_ready = common.read_hook(jax.block_until_ready, st, levels=2)
+    jax.device_get = common.read_hook(jax.device_get, st, levels=2)
+    hook_numpy_copies(cls, st)
+
+
+def hook_numpy_copies(cls: Any, st: State) -> None:
+    """``np.asarray(x)`` / ``np.array(x)`` of a JAX array: on the CPU NumPy takes the values through the
+    buffer protocol, never calling ``__array__``, so the host's wait is counted at NumPy's own functions
+    (a jax.Array argument only; NumPy's other calls pass through unchanged)."""
+    import numpy as np
+
+    def wrap(orig: Any) -> Any:
+        def copy(obj: Any, *a: Any, **k: Any) -> Any:
+            out = orig(obj, *a, **k)
+            if isinstance(obj, cls):
+                common.mark_read(st, levels=2)
+            return out
+
+        copy.__wrapped__ = orig  # type: ignore[attr-defined]
+        return copy
+
+    for name in ("asarray", "array"):
+        orig = getattr(np, name)
+        if getattr(orig, "__wrapped__", None) is None:
+            setattr(np, name, wrap(orig))
 
 
 def install(jax, st: State) -> None:

@@ -23,6 +23,7 @@ does it import TensorFlow itself: :func:`install` is handed the module the scrip
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.abc
@@ -37,7 +38,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.frameworks.common import audit as common
-from whichdevice.frameworks.common.audit import AfterImportFinder, RerunItem, from_script
+from whichdevice.frameworks.common.audit import AfterImportFinder, HostSync, RerunItem, from_script
 from whichdevice.frameworks.tensorflow.logparse import Placed, parse_placement_log, short_device
 
 if TYPE_CHECKING:
@@ -424,6 +425,8 @@ def _top_level_call(st: State, fn: Any, args: tuple, kwargs: dict) -> None:
         calls = st.block_calls.setdefault(bid, {})
         calls[fid] = calls.get(fid, 0) + 1
         st.last_args[(bid, fid)] = (fn, args, kwargs)
+    else:  # outside any device block: a timing with no tf.device is re-run from these (NO_BLOCK)
+        st.last_args[(NO_BLOCK, fid)] = (fn, args, kwargs)
 
 
 # ---------------------------------------------------------------- eager ops
@@ -498,6 +501,37 @@ def _count_on_device(st: Any, op_type: str, inputs: Any, dev: str) -> None:
 
 
 # ---------------------------------------------------------------- host reads
+
+# Each call after which the host has waited for the device (common.HostSync). An EagerTensor's value
+# reaches Python only through ``EagerTensor._numpy`` (``.numpy()``, ``float(t)``, ``print(t)``, ``f"{t}"``:
+# ``__str__``, ``__repr__``, ``__format__``, ``__float__`` all call it), so one hook sees them all.
+HOST_SYNCS: tuple[HostSync, ...] = (
+    HostSync(".numpy()", "method", ("numpy",), "copies the values to the host when computed", runtime=("_numpy",)),
+    HostSync(
+        "float(t) / int(t) / bool(t)",
+        "builtin",
+        ("float", "int", "bool"),
+        "a Python number of the value (EagerTensor.__float__ reads .numpy())",
+        runtime=("_numpy",),
+    ),
+    HostSync(
+        "print(t) / str(t) / repr(t) / format(t)",
+        "builtin",
+        ("print", "str", "repr", "format"),
+        "printing or formatting a tensor's values reads them with .numpy() first",
+        runtime=("_numpy",),
+    ),
+    HostSync(
+        "f'{t}'", "fstring", (), "formatting a tensor's values reads them with .numpy() first", runtime=("_numpy",)
+    ),
+    HostSync(
+        "tf.test.experimental.sync_devices()",
+        "function",
+        ("sync_devices",),
+        "waits for the work queued on every device",
+        runtime=("sync_devices",),
+    ),
+)
 
 
 def hook_host_reads(tf, st: State, ops) -> None:
@@ -1179,14 +1213,32 @@ def _fresh_args(args: tuple, kwargs: dict) -> tuple[tuple, dict] | str:
         return str(e)
 
 
+# The block id under which the last arguments of a tf.function called outside any tf.device are kept.
+NO_BLOCK = -1
+
+
+def _calls_outside_blocks(st: State, m: Any) -> dict[int, int]:
+    """fn id -> top-level tf.function calls inside measurement ``m`` made outside any device block."""
+    out: dict[int, int] = {}
+    for seq, key in st.tf_calls:
+        fid = int(key.split(":", 1)[1]) if key.startswith("fn:") else None
+        if fid is not None and m.start_seq < seq < m.end_seq and (NO_BLOCK, fid) in st.last_args:
+            out[fid] = out.get(fid, 0) + 1
+    return out
+
+
 def rerun_side(st: State, m: Any) -> tuple[list[RerunItem], str | None]:
-    """Every tf.function called at top level in measurement ``m``'s blocks, with the arguments of its
-    last call, under the block's device request; or why the side cannot be re-run."""
+    """Every tf.function called at top level in measurement ``m``'s blocks (a timing with no block: in
+    it), with the arguments of its last call, under the block's device request; or why the side cannot
+    be re-run."""
     import tensorflow as tf
 
     work: list[RerunItem] = []
-    for bid in m.blocks:
-        for fid, n in (st.block_calls.get(bid) or {}).items():
+    by_block = {bid: st.block_calls.get(bid) or {} for bid in m.blocks}
+    if not m.blocks:
+        by_block = {NO_BLOCK: _calls_outside_blocks(st, m)}
+    for bid, calls in by_block.items():
+        for fid, n in calls.items():
             fn, args, kwargs = st.last_args[(bid, fid)]
             name = st.functions[fid]["name"]
             fresh = _fresh_args(args, kwargs)
@@ -1199,7 +1251,7 @@ def rerun_side(st: State, m: Any) -> tuple[list[RerunItem], str | None]:
                 return [], f"{name}: its graph could not be inspected ({type(e).__name__})"
             if unsafe:
                 return [], f"{name}: its graph has side effects outside TensorFlow ({', '.join(unsafe)})"
-            device = st.blocks[bid]["requested"]
+            device = st.blocks[bid]["requested"] if bid != NO_BLOCK else None
             a, kw = fresh
             work.append(
                 RerunItem(
@@ -1208,7 +1260,7 @@ def rerun_side(st: State, m: Any) -> tuple[list[RerunItem], str | None]:
                     calls=n,
                     function=name,
                     requested=device,
-                    scope=functools.partial(tf.device, device),
+                    scope=functools.partial(tf.device, device) if device else contextlib.nullcontext,
                     where=_ran_on,
                 )
             )

@@ -35,7 +35,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.frameworks.common import audit as common
-from whichdevice.frameworks.common.audit import RerunItem, from_script
+from whichdevice.frameworks.common.audit import HostSync, RerunItem, from_script, sync_runtime_names
 
 if TYPE_CHECKING:
     from whichdevice.frameworks.common.auditstate import State
@@ -105,6 +105,147 @@ def _log_op(st: Any, torch, func, args: tuple, kwargs: dict | None) -> None:
     log.append((st.seq, i, specs, {k: _spec(v, torch) for k, v in kwargs.items()} if kwargs else None))
 
 
+# ---------------------------------------------------------------- the calls after which the host has waited
+
+# The linear-algebra functions whose docstrings say "When inputs are on a CUDA device, this function
+# synchronizes that device with the CPU" (PyTorch 2.x: they read an error code back from the device).
+_LINALG_SYNCING = (
+    "solve",
+    "inv",
+    "cholesky",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "ldl_factor",
+    "lu_factor",
+    "matrix_rank",
+    "pinv",
+    "svdvals",
+)
+_DATA_SHAPED = (
+    "its output's size depends on the values, so the host reads a count back before it can allocate "
+    "the result: it waits for the work queued before it"
+)
+
+# Each call after which the host has waited for a CUDA device (common.HostSync): the source scan of a
+# region that did not run here (audit/static.py) and the per-op hook of a run on a GPU (make_mode) read it.
+HOST_SYNCS: tuple[HostSync, ...] = (
+    HostSync(
+        ".item()",
+        "method",
+        ("item",),
+        "copies the value to the host: it waits for the kernels making it",
+        runtime=("item",),
+    ),
+    HostSync(".tolist()", "method", ("tolist",), "copies the values to the host", runtime=("tolist",)),
+    HostSync(".numpy()", "method", ("numpy",), "a host array of the values (after .cpu())", runtime=("numpy",)),
+    HostSync(
+        ".cpu()", "method", ("cpu",), "a device-to-host copy, synchronous from the default stream", runtime=("cpu",)
+    ),
+    HostSync(
+        ".to('cpu')",
+        "method",
+        ("to",),
+        "a device-to-host copy, synchronous from the default stream",
+        arg="cpu",
+        runtime=("to",),
+    ),
+    HostSync(
+        "float(t) / int(t) / bool(t)",
+        "builtin",
+        ("float", "int", "bool"),
+        "a Python number from a tensor reads its value on the host",
+        runtime=("__float__", "__int__", "__bool__"),
+    ),
+    HostSync(
+        "print(t) / str(t) / repr(t) / format(t)",
+        "builtin",
+        ("print", "str", "repr", "format"),
+        "printing or formatting a tensor's values copies them to the host first",
+        runtime=("__repr__", "__format__"),
+    ),
+    HostSync(
+        "f'{t}'", "fstring", (), "formatting a tensor's values copies them to the host first", runtime=("__format__",)
+    ),
+    HostSync(
+        "torch.cuda.synchronize()",
+        "function",
+        ("synchronize",),
+        "waits for every kernel queued on the device (a stream's or an event's: for theirs)",
+    ),
+    *(
+        HostSync(
+            f"torch.linalg.{name}",
+            "function",
+            (name,),
+            "its docstring: when inputs are on a CUDA device, it synchronizes that device with the CPU",
+            within="linalg",
+            runtime=(f"linalg_{name}",),
+        )
+        for name in _LINALG_SYNCING
+    ),
+    HostSync(
+        "torch.gesv / torch.solve (the older names of torch.linalg.solve)",
+        "function",
+        ("gesv", "solve"),
+        "the solver reads its error code back from the device, as torch.linalg.solve does",
+        within="torch|tr|th",
+        runtime=("gesv", "solve"),
+    ),
+    HostSync(
+        "torch.nonzero / torch.argwhere",
+        "function",
+        ("nonzero", "argwhere"),
+        "its docstring: on CUDA it causes host-device synchronization; " + _DATA_SHAPED,
+        runtime=("nonzero", "argwhere"),
+        waits_for="queue",
+    ),
+    HostSync(
+        "torch.unique",
+        "function",
+        ("unique", "unique_consecutive"),
+        _DATA_SHAPED,
+        runtime=("unique", "unique_consecutive"),
+        waits_for="queue",
+    ),
+    HostSync(
+        "torch.masked_select",
+        "function",
+        ("masked_select",),
+        _DATA_SHAPED,
+        runtime=("masked_select",),
+        waits_for="queue",
+    ),
+    HostSync(
+        "torch.repeat_interleave (no output_size)",
+        "function",
+        ("repeat_interleave",),
+        "its docstring: output_size avoids the stream synchronization needed to compute the output's shape",
+        runtime=("repeat_interleave",),
+        waits_for="queue",
+    ),
+    HostSync("x[mask] (boolean-mask indexing)", "mask", (), _DATA_SHAPED, runtime=("__getitem__",), waits_for="queue"),
+)
+# The per-op hook's names of the pure reads (the host waits and no new device work is queued) and of the
+# ops that run device work and then wait (counted as work, then as a sync). ``to`` and ``cpu`` are copies
+# (_count_copy decides by the devices); ``__getitem__`` waits only with a boolean mask (_waits).
+_READS = frozenset({"item", "tolist", "numpy", "__float__", "__int__", "__bool__", "__repr__", "__format__"})
+_SYNCING_OPS = sync_runtime_names(HOST_SYNCS) - _READS - {"to", "cpu", "__getitem__"}
+
+
+def _bool_mask(torch: Any, args: tuple) -> bool:
+    """``x[mask]``: an index that is (or holds) a boolean tensor."""
+    index = args[1] if len(args) > 1 else None
+    items = index if isinstance(index, (tuple, list)) else (index,)
+    return any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in items)
+
+
+def _waits(torch: Any, name: str, args: tuple) -> bool:
+    """Whether op ``name`` (run with ``args``) left the host waiting for the device after its own work."""
+    return name in _SYNCING_OPS or (name == "__getitem__" and _bool_mask(torch, args))
+
+
 def torch_device(dev: Any) -> str:
     """'cuda:0' -> 'GPU:0', 'cpu' -> 'CPU:0', 'mps' -> 'MPS:0'."""
     text = str(dev)
@@ -150,7 +291,7 @@ def make_mode(torch, st: Any) -> Any:
     from torch.overrides import TorchFunctionMode
 
     copies = {"to", "cuda", "copy_", "cpu"}
-    reads = {"item", "tolist", "numpy", "__float__", "__int__", "__bool__"}
+    reads = _READS  # .item(), float(t), print(t): the host waits for the value (HOST_SYNCS)
 
     class Watch(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -178,6 +319,10 @@ def make_mode(torch, st: Any) -> Any:
                         st.c["last_gpu_work"] = st.seq
                 if name in copies:
                     _count_copy(st, torch, args, dev)
+                elif _waits(torch, name, args):  # torch.linalg.solve, nonzero, x[mask]: work, then a wait
+                    st.c["syncs"] += 1
+                    st.c["last_sync"] = st.seq
+                    st.c["ops_at_last_sync"] = st.c["eager_ops"]
                 _log_op(st, torch, func, args, kwargs)
             return out
 

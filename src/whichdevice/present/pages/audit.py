@@ -40,8 +40,47 @@ def grids(record: AuditRecord) -> list[Grid]:
         _blocks_grid(record) if record.blocks else None,
         _measurements_grid(record) if record.measurements else None,
         _corrections_grid(record) if record.corrections else None,
+        _steady_grid(record) if record.steady else None,
     ]
     return [g for g in out if g is not None]
+
+
+def _times(ratio: float | None) -> str:
+    """The real time as a multiple of the script's: "1,538×" above 1, "1/1,202" below."""
+    if ratio is None or ratio <= 0:
+        return "—"
+    if ratio >= 1:
+        return f"{ratio:,.0f}×" if ratio >= 100 else f"{ratio:.2g}×"
+    return f"1/{1 / ratio:,.0f}" if ratio <= 0.01 else f"{ratio:.2g}×"
+
+
+def _steady_grid(record: AuditRecord) -> Grid:
+    """The timings measured wrong that no pair re-ran: their real time here, or why there is none."""
+    rows, notes = [], []
+    for t in record.steady:
+        m = record.measurements[t.m]
+        where = f"{m.line}" if m.line else "—"
+        if t.steady_s is None:
+            rows.append([GridCell(where), GridCell(seconds(t.script_s)), GridCell("—"), GridCell("—", "neutral")])
+        else:
+            rng = f" ({seconds(t.low_s)}-{seconds(t.high_s)})" if t.low_s is not None and t.high_s is not None else ""
+            ratio = _times(t.ratio)
+            rows.append(
+                [
+                    GridCell(where),
+                    GridCell(seconds(t.script_s), "bad"),
+                    GridCell(seconds(t.steady_s) + rng, "good"),
+                    GridCell(ratio),
+                ]
+            )
+        notes.append(f"line {where}: {t.note}")
+    return Grid(
+        "Real time on this machine of the timings measured wrong (their work re-run after the script, warmed up and "
+        "synchronized)",
+        ["line", "script's time", "real time (95% interval)", "real / script's"],
+        rows,
+        list(dict.fromkeys(notes)),
+    )
 
 
 def _blocks_grid(record: AuditRecord) -> Grid:
@@ -207,6 +246,13 @@ def verdict_lines(record: AuditRecord) -> list[str]:
     """What was timed, said honestly: no timing seen (naming the clocks looked for) is not "timings
     seen, none misleading"; the latter is said only with timings and no finding about them."""
     timed = [m for m in record.measurements if not m.tracing]
+    if record.unsupported:
+        names = " and ".join(record.unsupported)
+        line = (
+            f"Not supported: the script uses {names}, which `whichdevice audit` does not follow (it watches "
+            f"TensorFlow, PyTorch and JAX): its {names} work and the timings of it were not read."
+        )
+        return [line] if not timed else [line, *verdict_lines(record.model_copy(update={"unsupported": []}))]
     if not timed:
         traced = len(record.measurements) - len(timed)
         why = (
@@ -220,6 +266,7 @@ def verdict_lines(record: AuditRecord) -> list[str]:
             + ". Clocks followed: "
             + ", ".join(clocks_mod.CLOCKS_FOLLOWED)
             + ". Its own printed times (if any) came from elsewhere (a library's log, a clock the audit does not follow)."
+            + (f" Next: {record.next_step}." if record.next_step else "")
         ]
     about = {i for f in record.findings for i in f.measurements}
     seen = f"Timings seen: {len(timed)} (clocks: {', '.join(record.clocks_read) or '—'})"
