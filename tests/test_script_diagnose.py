@@ -43,7 +43,12 @@ TRAINS = {
     "torch_lstm_lm.py": ("torch.optim.Optimizer.step", "torch"),
     "torch_manual_update.py": ("torch.Tensor.backward", "torch"),
     "torch_optimizer_tensors.py": ("torch.optim.Optimizer.step", "torch"),
+    # a trainer's loop around torch's step (frameworks/torch/trainers.py; skipped where not installed)
+    "lightning_trainer_fit.py": ("torch.optim.Optimizer.step", "torch"),
+    "hf_trainer_tiny.py": ("torch.optim.Optimizer.step", "torch"),
 }
+# The package a corpus script needs beyond TensorFlow and torch: its tests skip where it is missing.
+NEEDS = {"lightning_trainer_fit.py": "lightning", "hf_trainer_tiny.py": "transformers"}
 REFUSED = {
     "no_training.py": "without reaching a training entry point (watched: keras Model.fit",
     "needs_gpu.py": "needs a GPU and this machine has none: it raised RuntimeError: No GPU device found",
@@ -341,6 +346,8 @@ def test_mixed_precision_child_fits_under_the_policy():
 @pytest.mark.tf
 @pytest.mark.parametrize("name", sorted(TRAINS))
 def test_corpus_script_diagnosed_every_case_measured(tmp_path, capsys, name):
+    if name in NEEDS:
+        pytest.importorskip(NEEDS[name])
     record = tmp_path / "r.json"
     code, out, err = run_cli(
         ["diagnose", str(CORPUS / name), "--budget", "60", "--json", str(record), "--out", str(tmp_path), "--quiet"],

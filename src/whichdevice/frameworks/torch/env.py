@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 
 from whichdevice.frameworks.common.ladders import DATA_LOADER
+
 # The trainers a script's step may run under (Lightning, the HF Trainer), declared for the parent
 # (frameworks.declared): their names and the lines their users write for each fix; the capture
 # records which one ran the step.

@@ -75,4 +75,3 @@ TRAINERS: dict[str, dict[str, object]] = {
         },
     },
 }
-
