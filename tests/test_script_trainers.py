@@ -123,6 +123,28 @@ for _ in range(3):
 """
 
 
+def test_a_loader_copied_over_anothers_batch_sampler_keeps_the_first_loaders_settings():
+    """The rule alone (no torch): a loader built over a batch sampler (or, as Accelerate passes it
+    for a batch sampler that is a sampler, ``sampler``) of a loader seen before is a copy."""
+    from whichdevice.frameworks.torch import capture_hooks as hooks
+
+    class Sampler:
+        batch_size = 16
+
+    class Loader:
+        def __init__(self, user):
+            self.batch_sampler, self._whichdevice_user = Sampler(), user
+
+    first = Loader({"batch_size": 16, "num_workers": 0})
+    hooks._remember(first)
+    assert hooks._rewrapped({"batch_sampler": first.batch_sampler}) == {"batch_size": 16, "num_workers": 0}
+    assert hooks._rewrapped({"batch_sampler": None, "sampler": first.batch_sampler})["batch_size"] == 16
+    assert hooks._rewrapped({"batch_sampler": Sampler(), "sampler": None}) is None
+    assert hooks._rewrapped({"batch_sampler": None, "sampler": [1, 2]}) is None  # an unhashable sampler
+    assert hooks.loader_batch(type("Copy", (), {"batch_size": None, "batch_sampler": Sampler()})()) == 16
+
+
+@pytest.mark.slow
 @pytest.mark.frameworks
 def test_a_loader_rebuilt_from_anothers_batch_sampler_keeps_the_variant_and_the_scripts_settings(tmp_path):
     """The HF Trainer's DataLoader is re-wrapped by Accelerate (its batch sampler and worker count
