@@ -163,6 +163,8 @@ def test_a_loader_rebuilt_from_anothers_batch_sampler_keeps_the_variant_and_the_
 
 
 def _captured(name, variant):
+    """One capture of a corpus script, in the current folder (the test's own: the HF script writes its
+    output_dir there, and a capture alone does not put the folder back as diagnose does)."""
     run = script.run_child(
         {"script": str(CORPUS / name), "args": []}, CaptureSpec(variant, 1, 3, "cpu", 120.0), ["torch"], timeout_s=240
     )
@@ -173,9 +175,10 @@ def _captured(name, variant):
 @pytest.mark.slow
 @pytest.mark.frameworks
 @pytest.mark.parametrize("variant", ["baseline", "batch:64", "workers:2", "autocast"])
-def test_hf_trainer_captured_with_each_fix_applied(variant):
+def test_hf_trainer_captured_with_each_fix_applied(variant, tmp_path, monkeypatch):
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
+    monkeypatch.chdir(tmp_path)
     r = _captured("hf_trainer_tiny.py", variant)
     assert r["status"] == "ok" and r["trainer"] == trainers.HF and len(r["step_s"]) == 3, r
     assert r["model"] == "BertForSequenceClassification" and r["loader"]["batch_size"] == 16
@@ -185,8 +188,9 @@ def test_hf_trainer_captured_with_each_fix_applied(variant):
 @pytest.mark.slow
 @pytest.mark.frameworks
 @pytest.mark.parametrize("variant", ["baseline", "batch:64", "workers:2", "autocast"])
-def test_lightning_trainer_captured_with_each_fix_applied(variant):
+def test_lightning_trainer_captured_with_each_fix_applied(variant, tmp_path, monkeypatch):
     pytest.importorskip("lightning")
+    monkeypatch.chdir(tmp_path)
     r = _captured("lightning_trainer_fit.py", variant)
     assert r["status"] == "ok" and r["trainer"] == trainers.LIGHTNING and len(r["step_s"]) == 3, r
     assert r["model"] == "Classifier" and r["loader"]["batch_size"] == 32
