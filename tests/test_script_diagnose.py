@@ -50,12 +50,17 @@ TRAINS = {
     "jax_optax_loop.py": ("jax.jit train step", "jax"),
     "flax_linen_trainstate.py": ("jax.jit train step", "jax"),
     "flax_nnx_optimizer.py": ("jax.jit train step", "jax"),
+    # a trainer's loop around torch's step (frameworks/torch/trainers.py; skipped where not installed)
+    "lightning_trainer_fit.py": ("torch.optim.Optimizer.step", "torch"),
+    "hf_trainer_tiny.py": ("torch.optim.Optimizer.step", "torch"),
 }
 # The modules a corpus file needs beyond the frameworks CI always installs (its tests skip without them).
 NEEDS = {
     "jax_optax_loop.py": ("optax",),
     "flax_linen_trainstate.py": ("flax", "optax"),
     "flax_nnx_optimizer.py": ("flax", "optax"),
+    "lightning_trainer_fit.py": ("lightning",),
+    "hf_trainer_tiny.py": ("transformers",),
 }
 REFUSED = {
     "no_training.py": "without reaching a training entry point (watched: keras Model.fit",

@@ -58,6 +58,7 @@ class ScriptStep:
     copies: float = 0.0  # host-to-device copies per step (counted, not timed)
     copy_bytes: float = 0.0  # their bytes per step
     rounds: int = 1  # processes (rounds) it is measured in
+    trainer: str = ""  # the trainer whose loop ran the step (Lightning, the HF Trainer), "": the script's own loop
 
     @property
     def wait_share(self) -> float | None:
@@ -154,6 +155,7 @@ def script_steps(record: RunRecord) -> list[ScriptStep]:
                 per_step("h2d_count"),
                 per_step("h2d_bytes"),
                 len(rounds),
+                str(r.spec.params.get("trainer") or ""),
             )
         )
     return out

@@ -109,7 +109,9 @@ def found_line(facts: dict[str, Any]) -> str:
     """The pre-flight's line: the entry point, the model and batch where it read them, the framework."""
     model = f"{escape(str(facts['model']))}, " if facts.get("model") else ""  # a tape loop: no model seen
     batch = f"batch {facts['batch']}, " if facts["batch"] else ""  # 0: a loop whose batch the pre-flight can't read
+    trainer = scriptplan.trainer_name(facts.get("trainer"))
+    under = f" inside {escape(trainer)}" if trainer else ""  # the loop the user wrote nothing of
     return (
-        f"Found {escape(str(facts['entry']))} ({model}{batch}{escape(facts['framework'])}): a step took "
+        f"Found {escape(str(facts['entry']))}{under} ({model}{batch}{escape(facts['framework'])}): a step took "
         f"{seconds(facts['step_s'])}, the imports and data loading {facts['setup_s']:.1f} s."
     )

@@ -198,7 +198,11 @@ def untold_lines(causes: list[Cause]) -> list[str]:
             continue
         seen.add((c.kind, v.kind))
         e = v.entry
-        code = fixwords.change_code(v.fixes[0]) if v.fixes else e.code.format(v=e.values[0] if e.values else "N")
+        if v.fixes:
+            code = fixwords.change_code(v.fixes[0])
+        else:  # no pair measured: the line in the words of the framework (and trainer) whose step it is
+            fw, trainer = (c.step.framework, c.step.trainer) if c.step is not None else ("", "")
+            code = fixwords.entry_code(e, fw, trainer).format(v=e.values[0] if e.values else "N")
         if v.not_measured.reason == "too_few_samples":
             why = "was not yet measured precisely enough to tell whether it helps here"
         else:

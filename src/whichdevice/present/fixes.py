@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from whichdevice import frameworks
 from whichdevice.core.stats import MIN_SAMPLES
 from whichdevice.core.units import seconds
 from whichdevice.present import names
@@ -267,8 +268,18 @@ def change_title(f: Fix, *, several: bool = False) -> str:
 
 
 def change_code(f: Fix) -> str:
-    e = f.entry
-    return e.code_for.get(f.framework, e.code).format(v=f.variant)  # keras-*: Keras' own code
+    """The line the user writes for a measured change (:func:`entry_code`)."""
+    return entry_code(f.entry, f.framework, f.where.get("trainer")).format(v=f.variant)
+
+
+def entry_code(e: FixEntry, framework: str, trainer: object = None) -> str:
+    """A fix's line, ``{v}`` unformatted: the catalogue's for the framework (keras-*: Keras' own
+    code), or where a trainer's loop ran the script's step (the case's ``trainer``), that trainer's
+    setting for it (``TrainingArguments(bf16=True)``, not ``torch.autocast``), as its framework
+    declares; a fix the trainer has no setting for keeps the framework's line."""
+    trainers: dict[str, Any] = frameworks.declared(framework, "TRAINERS", {}) if trainer else {}
+    lines = trainers.get(str(trainer), {}).get("code", {})
+    return str(lines.get(e.key) or e.code_for.get(framework, e.code))
 
 
 def change_caveat(f: Fix) -> str:

@@ -310,6 +310,7 @@ def preflight(
         "samples": r.get("samples"),
         "loader": r.get("loader") or {},
         "conv2d": bool(r.get("conv2d")),
+        "trainer": r.get("trainer"),  # the trainer whose loop ran the step (Lightning, the HF Trainer), or None
         "preflight_s": float((run.finished.wall_s if run.finished else 0.0)),
         "load_per_core": _load_per_core(),
     }
@@ -566,8 +567,9 @@ def too_short(facts: dict[str, Any], budget_s: float) -> UsageError:
 
 
 def user_params(job: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
-    """The parameters every case of the script carries (the plan's ``user``)."""
-    return {
+    """The parameters every case of the script carries (the plan's ``user``); ``trainer`` where a
+    trainer's loop runs the step (each fix is then worded in that trainer's own settings)."""
+    out = {
         "script": str(Path(job["script"]).absolute()),
         "script_args": json.dumps(list(job.get("args") or [])),
         "entry": facts["entry"],
@@ -576,6 +578,20 @@ def user_params(job: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
         "steps": STEPS,
         "warmup": WARMUP,
     }
+    if facts.get("trainer"):
+        out["trainer"] = str(facts["trainer"])
+    return out
+
+
+def trainer_name(trainer: object) -> str | None:
+    """What the screen calls the trainer whose loop ran the script's step (declared by the
+    framework whose capture records it), or None."""
+    for fw in frameworks.FRAMEWORKS if trainer else ():
+        known: dict[str, Any] = frameworks.declared(fw, "TRAINERS", {})
+        t = known.get(str(trainer))
+        if t:
+            return str(t["name"])
+    return None
 
 
 def cases(framework: str, device: str, user: dict[str, Any], sizing: dict[str, Any]) -> list[CaseSpec]:
@@ -605,19 +621,24 @@ def cases(framework: str, device: str, user: dict[str, Any], sizing: dict[str, A
 def options(user: dict[str, Any], facts_sizing: dict[str, Any] | None) -> dict[str, Any]:
     """The record's options naming the script, its arguments and the entry point captured."""
     s = facts_sizing or {}
-    return {
+    out = {
         "script": user["script"],
         "script_args": json.loads(user.get("script_args") or "[]"),
         "entry": user["entry"],
         "script_setup_s": s.get("setup_s"),
     }
+    if user.get("trainer"):
+        out["trainer"] = user["trainer"]
+    return out
 
 
 def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
     s = sizing or {}
     setup = s.get("setup_s")
+    trainer = trainer_name(user.get("trainer"))
+    under = f" inside {trainer}" if trainer else ""
     out = [
-        f"Measured on your script {Path(user['script']).name} through {user['entry']}: each case ran the script in a "
+        f"Measured on your script {Path(user['script']).name} through {user['entry']}{under}: each case ran the script in a "
         f"fresh process until {user['steps']} steady steps were timed (then it stopped the script)."
     ]
     if setup is not None:

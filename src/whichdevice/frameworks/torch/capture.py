@@ -33,6 +33,7 @@ from typing import Any
 from whichdevice.frameworks.common import capturekit
 from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
 from whichdevice.frameworks.torch import capture_hooks as hooks
+from whichdevice.frameworks.torch import trainers
 
 ENTRY_STEP, ENTRY_BACKWARD = hooks.ENTRY_STEP, hooks.ENTRY_BACKWARD
 WATCHED = (ENTRY_STEP, ENTRY_BACKWARD)
@@ -65,6 +66,7 @@ class Capture:
     iterator: Any = None  # a weak reference to the last DataLoader iterator that gave a batch
     samples: int | None = None  # rows of the last batch the DataLoader gave
     why_not: str | None = None  # a variant found not to fit before the first step
+    trainer: str | None = None  # the trainer whose loop runs the step (trainers.py), None: the script's own loop
     done: bool = False
 
 
@@ -82,6 +84,7 @@ def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
 def first_step(cap: Capture, entry: str, optimizer: Any = None) -> None:
     """The first entry-point call: the entry, and the optimizer whose steps end a step."""
     cap.entry, cap.lead = entry, optimizer
+    cap.trainer = trainers.on_stack()
     capturekit.OWNER.append(entry)
     if cap.first_call is None:  # no module called yet (plain tensors, or a closure's forward)
         cap.first_call = _perf()
@@ -140,7 +143,8 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None) 
     is the time in the DataLoader's ``__next__`` per step, empty when no DataLoader feeds the loop
     (the script makes its batches inside its steps). Beyond the contract, what the parent plans
     from: the DataLoader's settings in the script and its dataset's size (``samples``), whether the model has 2-d convolutions, the
-    entry point's calls in the timed steps (a GAN's two optimizers: two a step)."""
+    entry point's calls in the timed steps (a GAN's two optimizers: two a step), the trainer whose
+    loop ran the step (Lightning, the HF Trainer; None: the script's own loop)."""
     first = cap.first_call if cap.first_call is not None else _perf()
     return capturekit.result(
         cap.spec,
@@ -162,6 +166,7 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None) 
         samples=hooks.dataset_size(cap.loader),
         conv2d=hooks.has_conv2d(cap),
         stopped=stopped,
+        trainer=cap.trainer,
     )
 
 

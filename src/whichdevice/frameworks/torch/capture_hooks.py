@@ -245,11 +245,18 @@ def hook_loader(torch: Any, cap: Any) -> None:
             return orig_init(self, *args, **kwargs)
         bound.apply_defaults()
         a = bound.arguments
-        self._whichdevice_user = user = _settings(a)
-        change = loader_change(cap.spec, user)
-        if isinstance(change, dict) and not cap.done:
-            a.update(change)
-        return orig_init(*bound.args, **bound.kwargs)
+        wrapped = _rewrapped(a)
+        if wrapped is not None:  # a trainer's copy of a loader: its settings, the variant's already in
+            self._whichdevice_user = wrapped
+            out = orig_init(*bound.args, **bound.kwargs)
+        else:
+            self._whichdevice_user = user = _settings(a)
+            change = loader_change(cap.spec, user)
+            if isinstance(change, dict) and not cap.done:
+                a.update(change)
+            out = orig_init(*bound.args, **bound.kwargs)
+        _remember(self)
+        return out
 
     def iter_(self):  # type: ignore[no-untyped-def]
         cap.loader = self
@@ -267,6 +274,35 @@ def hook_loader(torch: Any, cap: Any) -> None:
 
     data.DataLoader.__init__, data.DataLoader.__iter__ = init, iter_
     dataloader._BaseDataLoaderIter.__next__ = next_
+
+
+# The batch samplers of the DataLoaders built so far, each with the script's settings of its loader.
+_BATCHED: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
+
+
+def _remember(loader: Any) -> None:
+    try:
+        _BATCHED[loader.batch_sampler] = loader._whichdevice_user
+    except (AttributeError, TypeError):  # no batch sampler (an iterable dataset), or one not weakly referable
+        pass
+
+
+def _rewrapped(a: dict) -> dict | None:
+    """The script's settings of the loader this one copies, or None for a loader of its own. The
+    HF Trainer's Accelerate builds a second DataLoader from the first (``prepare_data_loader``:
+    the first's batch sampler and worker settings, passed on): that copy keeps the variant the
+    first got, and the settings the script gave the first, or a batch variant would read
+    "batches with its own batch_sampler" and a workers variant "already uses num_workers=2"."""
+    for key in ("batch_sampler", "sampler"):
+        s = a.get(key)
+        if s is not None:
+            try:
+                got = _BATCHED.get(s)
+            except TypeError:
+                got = None
+            if got is not None:
+                return got
+    return None
 
 
 def _settings(a: dict) -> dict:
@@ -436,7 +472,11 @@ def loader_settings(loader: Any) -> dict | None:
 
 
 def loader_batch(loader: Any) -> int | None:
+    """The loader's batch size, or its batch sampler's (a trainer's copy batches with the batch
+    sampler of the loader it wraps)."""
     n = getattr(loader, "batch_size", None)
+    if n is None:
+        n = getattr(getattr(loader, "batch_sampler", None), "batch_size", None)
     return int(n) if isinstance(n, int) else None
 
 

@@ -6,6 +6,11 @@ import socket
 
 from whichdevice.frameworks.common.ladders import DATA_LOADER
 
+# The trainers a script's step may run under (Lightning, the HF Trainer), declared for the parent
+# (frameworks.declared): their names and the lines their users write for each fix; the capture
+# records which one ran the step.
+from whichdevice.frameworks.torch.trainers import TRAINERS as TRAINERS
+
 # Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
 WORDS_FAMILY = "torch"
 
