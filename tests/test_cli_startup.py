@@ -14,6 +14,9 @@ from whichdevice.cli.app import COMMANDS
 from whichdevice.core.version import __version__
 
 HEAVY = ("matplotlib", "pydantic", "jinja2", "numpy", "whichdevice.measure", "whichdevice.core.records")
+# What typer's help renderer imports at its top for markdown help and pretty tracebacks, which
+# this app uses neither of (cli/helprender.py).
+RENDERER_EXTRAS = ("markdown_it", "pygments", "rich.markdown", "rich.syntax", "rich.traceback")
 
 
 def _modules_after(argv: list[str]) -> tuple[int, str, set[str]]:
@@ -144,14 +147,44 @@ def test_shell_completion_is_typers_own(capsys, monkeypatch):
     assert shown.returncode == 0 and "_WHICHDEVICE_COMPLETE=complete_bash" in shown.stdout, shown.stderr
 
 
-# Commands whose help still states a constant of a heavy module (matmul: api's minimum time;
-# pipeline, placement: their workload's defaults; audit: its page module at import).
-HELP_STILL_HEAVY = {"matmul", "pipeline", "placement", "audit"}
-
-
-@pytest.mark.parametrize("name", sorted(set(COMMANDS) - HELP_STILL_HEAVY))
+@pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_each_commands_help_imports_nothing_heavy(name):
     rc, printed, modules = _modules_after([name, "--help"])
     assert rc == 0 and "Usage:" in printed
-    loaded = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    loaded = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY + RENDERER_EXTRAS))
     assert loaded == [], f"{name} --help imported {loaded[:10]}"
+
+
+def test_the_help_renderer_leaves_the_real_rich_modules_to_everyone_else():
+    """typer's renderer is imported with stand-ins for rich.markdown's and rich.traceback's
+    classes: none of the stand-ins stays in sys.modules, a later import gets the real module,
+    and the renderer's own name for each class makes the real one when used."""
+    code = (
+        "import sys, io, contextlib\n"
+        "from whichdevice.cli.app import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['--help'])\n"
+        "assert 'rich.markdown' not in sys.modules and 'rich.traceback' not in sys.modules\n"
+        "import rich, typer.rich_utils as ru\n"
+        "assert not hasattr(rich, 'markdown') or hasattr(rich.markdown, '__file__')\n"
+        "import rich.markdown, rich.traceback\n"
+        "assert rich.markdown.__file__ and rich.traceback.__file__\n"
+        "md = ru.Markdown('# title', style='')\n"
+        "assert type(md) is rich.markdown.Markdown, type(md)\n"
+        "try:\n"
+        "    raise ValueError('x')\n"
+        "except ValueError as e:\n"
+        "    tb = ru.Traceback.from_exception(type(e), e, e.__traceback__)\n"
+        "assert type(tb) is rich.traceback.Traceback, type(tb)\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_env())
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
+
+
+def test_the_pipeline_help_reads_each_frameworks_own_ladder():
+    from whichdevice.cli.pipeline import PIPELINE_FRAMEWORKS, _ladder
+    from whichdevice.workloads import pipeline as wl
+
+    for framework in PIPELINE_FRAMEWORKS:
+        assert _ladder(framework) is wl.ladder(framework)

@@ -49,6 +49,7 @@ from whichdevice.core.validate import (
     parse_positive_int,
 )
 from whichdevice.workloads import matmul as matmul_workload
+from whichdevice.workloads.defaults import MATMUL_MIN_TIME_S
 
 MAX_MATMUL_N = 32768  # two float32 operands + result = 12 GiB: beyond that, not a laptop question
 
@@ -217,10 +218,8 @@ class MatmulOptions:
         )
 
 
-# Issue 21, item 3: a point samples at least this long, then stops as soon as its median's 95 %
-# CI is within 5 % (core/timing.py) — a steady matmul point converges in ~0.05 s here; before,
-# every point paid a fixed 0.2 s. A point that does not converge samples up to the cap.
-MATMUL_MIN_TIME_S = 0.05
+# A matmul point that does not converge after its minimum time (workloads/defaults.py's
+# MATMUL_MIN_TIME_S) samples up to this long.
 MATMUL_POINT_CAP_S = 1.0
 
 

@@ -12,14 +12,13 @@ from __future__ import annotations
 import importlib
 import os
 import shlex
-import sqlite3
 import sys
 from typing import Any
 
 import typer
 from rich.markup import escape
 
-from whichdevice.cli import guard
+from whichdevice.cli import guard, helprender
 from whichdevice.cli.base import app, apply_metavars, click_command, err_console
 from whichdevice.core.errors import PageNotDrawn, UsageError
 from whichdevice.core.textsafe import clean
@@ -166,6 +165,7 @@ def main(argv: list[str] | None = None, *, raising: tuple[type[Exception], ...] 
     try:
         load_commands(_completion_words() or args)
         apply_metavars()
+        helprender.import_renderer()
         code = click_command()(args=args, standalone_mode=False)
     except Exception as e:
         if isinstance(e, raising):
@@ -208,7 +208,10 @@ def _error_exit(e: Exception) -> int | None:
         return 1
     if isinstance(e, OSError):  # a full disk, a folder gone read-only, a path too long: one line
         return guard.os_error(e)
-    if isinstance(e, sqlite3.Error):  # a damaged history database
+    # A damaged history database (only a command that opened it can raise this, and it has
+    # imported sqlite3 then: --help need not).
+    sqlite3 = sys.modules.get("sqlite3")
+    if sqlite3 is not None and isinstance(e, sqlite3.Error):
         return guard.database_error(e)
     # Only a command that measured can raise this, and it has imported the module then.
     experiment = sys.modules.get("whichdevice.measure.experiment")

@@ -12,7 +12,6 @@ from rich.markup import escape
 from whichdevice.cli.options import DEFAULT_OUT
 from whichdevice.cli.base import app, console, err_console
 from whichdevice.core.errors import UsageError
-from whichdevice.present.pages import audit as audit_page
 from whichdevice.core.validate import check_output_dir, check_output_file, parse_positive_float
 
 if TYPE_CHECKING:
@@ -272,7 +271,13 @@ def _overhead(state: dict, op_cost: dict) -> float | None:
 
 def render(record: audit_mod.AuditRecord) -> None:
     """Draw the record on the command's console."""
+    from whichdevice.present.pages import audit as audit_page
+
     audit_page.render(console, record)
 
 
-render_html = audit_page.render_html
+def render_html(record: audit_mod.AuditRecord) -> str:
+    """The record's self-contained HTML page."""
+    from whichdevice.present.pages import audit as audit_page
+
+    return audit_page.render_html(record)

@@ -27,18 +27,20 @@ import errno
 import os
 import shutil
 import signal
-import sqlite3
 import sys
 import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
 from whichdevice.cli.base import err_console
 from whichdevice.core.textsafe import for_encoding
+
+if TYPE_CHECKING:
+    import sqlite3
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 # Taken only where the command line owns the process (``python -m whichdevice``, the console

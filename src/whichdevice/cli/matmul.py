@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from whichdevice.cli.base import app
 from whichdevice.cli import options as opt
-from whichdevice.api import MATMUL_MIN_TIME_S
+from whichdevice.workloads.defaults import MATMUL_MIN_TIME_S
 
 
 @app.command()

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-import psutil
 import typer
 
 from whichdevice import frameworks
@@ -21,9 +20,11 @@ from whichdevice.core.validate import (
     parse_choice_list,
     parse_positive_int,
 )
-from whichdevice.workloads import pipeline as wl
+from whichdevice.frameworks.common.ladders import TF_DATA
+from whichdevice.workloads import defaults
 
 if TYPE_CHECKING:
+    from whichdevice.frameworks.common.ladders import Ladder
     from whichdevice.workloads import userfile
     from whichdevice.measure.journal import JournalState
 
@@ -56,19 +57,33 @@ class PipelinePlan(Job):
     png_file: str
 
 
+def _ladder(framework: str) -> Ladder:
+    """``framework``'s input-pipeline ladder, as workloads/pipeline.py's ``ladder`` finds it,
+    read here without importing that module (the records, the timing) for ``--help``."""
+    found: Ladder | None = frameworks.declared(framework, "PIPELINE", None)
+    if found is None:
+        raise KeyError(f"{framework} has no input-pipeline ladder")
+    return found
+
+
 # This command's own options (the shared ones are cli/options.py's), kept out of the signature
-# so that it reads as one line per option.
+# so that it reads as one line per option. Their defaults are workloads/defaults.py's: the
+# workload module itself is imported only to measure.
 IMAGES_OPTION = typer.Option(
     None,
     "--images",
-    help=f"Number of synthetic images (default {wl.DEFAULT_IMAGES}; {wl.QUICK_IMAGES} with --quick; the article's: {wl.SEED_IMAGES}).",
+    help=f"Number of synthetic images (default {defaults.PIPELINE_IMAGES}; {defaults.PIPELINE_QUICK_IMAGES} with --quick; "
+    f"the article's: {defaults.PIPELINE_SEED_IMAGES}).",
 )
 IMAGE_SIZE_OPTION = typer.Option(
     None,
     "--image-size",
-    help=f"Image side in pixels, size x size x 3 uint8 (default {wl.DEFAULT_SIZE}; {wl.QUICK_SIZE} with --quick; the article's: {wl.SEED_SIZE}).",
+    help=f"Image side in pixels, size x size x 3 uint8 (default {defaults.PIPELINE_SIZE}; {defaults.PIPELINE_QUICK_SIZE} "
+    f"with --quick; the article's: {defaults.PIPELINE_SEED_SIZE}).",
 )
-BATCH_OPTION = typer.Option(None, "--batch", help=f"Batch size (default {wl.SEED_BATCH}, the article's).")
+BATCH_OPTION = typer.Option(
+    None, "--batch", help=f"Batch size (default {defaults.PIPELINE_SEED_BATCH}, the article's)."
+)
 NET_OPTION = typer.Option(
     "small", "--net", help="Built-in model behind the pipeline: tiny, small or heavy (ignored with --model)."
 )
@@ -76,7 +91,7 @@ VARIANTS_OPTION = typer.Option(
     None,
     "--variants",
     help="Which variants, in ladder order (default: all; the first is the baseline): "
-    + "; ".join(f"{f}: {','.join(wl.ladder(f).variants)}" for f in PIPELINE_FRAMEWORKS)
+    + "; ".join(f"{f}: {','.join(_ladder(f).variants)}" for f in PIPELINE_FRAMEWORKS)
     + ".",
 )
 NO_STAGES_OPTION = typer.Option(
@@ -88,7 +103,7 @@ NO_STAGES_OPTION = typer.Option(
 HEAVY_STAGE_OPTION = typer.Option(
     None,
     "--heavy-stage",
-    help=f"Construct a known slow stage to check the analyzer: {', '.join(wl.HEAVY_STAGES)} (torch, Keras: "
+    help=f"Construct a known slow stage to check the analyzer: {', '.join(TF_DATA.heavy_stages)} (torch, Keras: "
     "normalize, augment) does --heavy-factor times its work.",
 )
 HEAVY_FACTOR_OPTION = typer.Option(
@@ -103,7 +118,8 @@ DATA_OPTION = typer.Option(
     None, "--data", help="Your input: FILE.py:FUNCTION returning a tf.data.Dataset of (x, y) (needs --model)."
 )
 QUICK_OPTION = opt.quick(
-    f"{wl.QUICK_IMAGES} images of {wl.QUICK_SIZE}x{wl.QUICK_SIZE}, {QUICK_MIN_TIME_S:g} s per point: under 60 s on 2 cores "
+    f"{defaults.PIPELINE_QUICK_IMAGES} images of {defaults.PIPELINE_QUICK_SIZE}x{defaults.PIPELINE_QUICK_SIZE}, "
+    f"{QUICK_MIN_TIME_S:g} s per point: under 60 s on 2 cores "
     "with tf.data (torch's DataLoader rungs start their workers every pass: 2-3 min on the busy 2-core machine)."
 )
 TRACE_OPTION = typer.Option(
@@ -143,7 +159,7 @@ def pipeline(
     from whichdevice import jobs
     from whichdevice.cli.common import resume_if_asked, user_model
     from whichdevice.measure import experiment
-    from whichdevice.workloads import userfile
+    from whichdevice.workloads import pipeline as wl, userfile
 
     if resume_if_asked(ctx, resume, "pipeline", PipelinePlan, run_pipeline):
         return
@@ -194,8 +210,8 @@ def _images(images: str | None, image_size: str | None, quick: bool) -> tuple[in
     n_images = parse_positive_int(images, "--images", "512", maximum=MAX_IMAGES)
     size = parse_positive_int(image_size, "--image-size", "128", maximum=MAX_IMAGE_SIZE)
     return (
-        n_images or (wl.QUICK_IMAGES if quick else wl.DEFAULT_IMAGES),
-        size or (wl.QUICK_SIZE if quick else wl.DEFAULT_SIZE),
+        n_images or (defaults.PIPELINE_QUICK_IMAGES if quick else defaults.PIPELINE_IMAGES),
+        size or (defaults.PIPELINE_QUICK_SIZE if quick else defaults.PIPELINE_SIZE),
     )
 
 
@@ -231,7 +247,7 @@ def _variant_list(
     model: str | None,
     data: str | None,
     seed_only: tuple[tuple[str, str | None], ...],
-    ladder: tuple[str, ...] = wl.VARIANTS,
+    ladder: tuple[str, ...] = TF_DATA.variants,
 ) -> list[str]:
     """The variants to measure, in ladder order: ``--variants`` of seed 003's pipeline, or the
     user's dataset's own (``--data``, which needs ``--model`` and takes none of ``seed_only``,
@@ -252,12 +268,16 @@ def _variant_list(
                 "does not apply to --data (your dataset is measured as given and prefetched)",
                 f"Drop {arg}, or drop --data to measure seed 003's pipeline.",
             )
+    from whichdevice.workloads import pipeline as wl
+
     return list(wl.USER_VARIANTS)
 
 
 def _measurable(fw: str, variant_list: list[str], n_images: int, size: int) -> tuple[list[str], list[str]]:
     """The variants that can be measured here (the cache fits in memory, the modules are
     installed) and the notes on those left out; refused when none is left."""
+    from whichdevice.workloads import pipeline as wl
+
     variant_list, notes = _fit_cache(variant_list, n_images, size)
     variant_list, missing = wl.installed_variants(fw, variant_list)
     if not variant_list:
@@ -270,6 +290,10 @@ def _measurable(fw: str, variant_list: list[str], n_images: int, size: int) -> t
 def _fit_cache(variant_list: list[str], n_images: int, size: int) -> tuple[list[str], list[str]]:
     """The variants without the cache variant when the cached images would not fit in memory,
     and the record's notes (what was dropped and why)."""
+    import psutil
+
+    from whichdevice.workloads import pipeline as wl
+
     if "cache" not in variant_list:
         return variant_list, []
     need, avail = wl.cache_bytes(n_images, size), psutil.virtual_memory().available
@@ -302,6 +326,7 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
     from whichdevice import jobs
     from whichdevice.cli.common import traced, user_text
+    from whichdevice.workloads import pipeline as wl
 
     fw = plan.framework
 

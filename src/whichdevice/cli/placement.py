@@ -19,7 +19,7 @@ from whichdevice.core.validate import (
     parse_positive_int,
     parse_shape,
 )
-from whichdevice.workloads import placement as placement_workload
+from whichdevice.workloads.defaults import PLACEMENT_QUICK_STEPS, PLACEMENT_STEPS
 
 if TYPE_CHECKING:
     from whichdevice.measure.journal import JournalState
@@ -54,10 +54,10 @@ def placement(
     steps: Optional[str] = typer.Option(
         None,
         "--steps",
-        help=f"Steps profiled after warm-up (default {placement_workload.DEFAULT_STEPS}; {placement_workload.QUICK_STEPS} with --quick).",
+        help=f"Steps profiled after warm-up (default {PLACEMENT_STEPS}; {PLACEMENT_QUICK_STEPS} with --quick).",
     ),
     device: Optional[str] = opt.device(),
-    quick: bool = opt.quick(f"Profile {placement_workload.QUICK_STEPS} steps: < 60 s on 2 cores."),
+    quick: bool = opt.quick(f"Profile {PLACEMENT_QUICK_STEPS} steps: < 60 s on 2 cores."),
     memory_limit: Optional[str] = opt.memory_limit(),
     case_timeout: str = opt.case_timeout(300, "device's run"),
     framework: str = opt.framework("placement"),
@@ -78,7 +78,7 @@ def placement(
     n_classes = parse_positive_int(classes, "--classes", "10", maximum=1_000_000)
     b = parse_positive_int(batch, "--batch", "32", maximum=65536) or 32
     n_steps = parse_positive_int(steps, "--steps", "20", maximum=10_000) or (
-        placement_workload.QUICK_STEPS if quick else placement_workload.DEFAULT_STEPS
+        PLACEMENT_QUICK_STEPS if quick else PLACEMENT_STEPS
     )
     only_with_model(model, input_shape=input_shape, classes=classes)
     if model is not None and fw not in frameworks.KERAS:

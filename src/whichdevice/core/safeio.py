@@ -26,7 +26,6 @@ import contextlib
 import errno
 import glob
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,7 +113,7 @@ def atomic_writer(path: Path | str, *, remember: bool = True) -> Iterator[IO[byt
     refuse_non_regular(path)
     remove_stale_temps(path)
     for _ in range(16):
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}{TMP_SUFFIX}")
+        tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}{TMP_SUFFIX}")
         try:
             fd = create_new(tmp)
             break

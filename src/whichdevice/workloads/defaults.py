@@ -1,6 +1,23 @@
-"""The suite's defaults that a command's ``--help`` states, apart from ``workloads/suite.py`` so
-that the help imports none of what plans and measures the suite (the records, pydantic)."""
+"""The defaults that a command's ``--help`` states, apart from the modules that plan and measure
+the command's cases (``workloads/suite.py``, ``pipeline.py``, ``placement.py``, the API) so that
+the help imports none of what they import (the records, pydantic, the analysis)."""
 
 from __future__ import annotations
 
+# run, diagnose
 DEFAULT_BUDGET_S = 90.0  # seconds per device
+
+# matmul: a point samples at least this long, then stops as soon as its median's 95 % CI is
+# within 5 % (core/timing.py) — a steady matmul point converges in ~0.05 s here; before, every
+# point paid a fixed 0.2 s. A point that does not converge samples up to the cap (api.py's).
+MATMUL_MIN_TIME_S = 0.05
+
+# pipeline: seed 003's synthetic images (count, side in pixels), by default, with --quick, and
+# as the seed wrote them, and the seed's batch
+PIPELINE_IMAGES, PIPELINE_SIZE = 512, 128
+PIPELINE_QUICK_IMAGES, PIPELINE_QUICK_SIZE = 256, 64
+PIPELINE_SEED_IMAGES, PIPELINE_SEED_SIZE, PIPELINE_SEED_BATCH = 1000, 256, 32
+
+# placement: training steps profiled after warm-up, by default and with --quick
+PLACEMENT_STEPS = 20
+PLACEMENT_QUICK_STEPS = 10

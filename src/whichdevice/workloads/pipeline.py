@@ -59,7 +59,7 @@ from pathlib import Path
 from whichdevice.core.records import CaseSpec, Timing
 from whichdevice.core.timing import TimingPolicy, abba_turns, measure, take_turns, turns_timing
 from whichdevice.frameworks.common.ladders import TF_DATA, Ladder
-from whichdevice.workloads import dispatch
+from whichdevice.workloads import defaults, dispatch
 
 
 def ladder(framework: str) -> Ladder:
@@ -106,9 +106,13 @@ HEAVY_STAGES = TF_DATA.heavy_stages
 # The variant the ``model`` case takes its one batch from (same shapes and values as any other).
 MODEL_BATCH_FROM = TF_DATA.model_batch_from
 
-DEFAULT_IMAGES, DEFAULT_SIZE = 512, 128
-QUICK_IMAGES, QUICK_SIZE = 256, 64
-SEED_IMAGES, SEED_SIZE, SEED_BATCH = 1000, 256, 32  # seed 003 as written
+DEFAULT_IMAGES, DEFAULT_SIZE = defaults.PIPELINE_IMAGES, defaults.PIPELINE_SIZE
+QUICK_IMAGES, QUICK_SIZE = defaults.PIPELINE_QUICK_IMAGES, defaults.PIPELINE_QUICK_SIZE
+SEED_IMAGES, SEED_SIZE, SEED_BATCH = (
+    defaults.PIPELINE_SEED_IMAGES,
+    defaults.PIPELINE_SEED_SIZE,
+    defaults.PIPELINE_SEED_BATCH,
+)
 STAGE_IMAGES = 256  # elements per stage pass: enough for a steady rate, bounded memory
 # A steady window of per-step samples stops at this many steps even if short of min_time.
 MAX_STEPS = 2000

@@ -52,9 +52,10 @@ from whichdevice.frameworks.tensorflow.logparse import (
 )
 from whichdevice.core.records import scalar_int
 from whichdevice.core.steps import raw_from_steps, time_loop
+from whichdevice.workloads import defaults
 
-DEFAULT_STEPS = 20
-QUICK_STEPS = 10
+DEFAULT_STEPS = defaults.PLACEMENT_STEPS
+QUICK_STEPS = defaults.PLACEMENT_QUICK_STEPS
 
 
 def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[Timing, dict[str, float]]:

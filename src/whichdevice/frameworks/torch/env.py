@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-
 from whichdevice.frameworks.common.ladders import DATA_LOADER
 
 # The trainers a script's step may run under (Lightning, the HF Trainer), declared for the parent
@@ -98,6 +96,8 @@ def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str
 
 
 def _free_port() -> int:
+    import socket  # here, not at the top: every command's --help reads this module
+
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
