@@ -117,6 +117,7 @@ def main() -> None:
     a = ap.parse_args()
     work = a.keep or Path(tempfile.mkdtemp(prefix="readme-screen-"))
     work.mkdir(parents=True, exist_ok=True)
+    commit = _commit()  # the code the rounds ran, before anything is written
     rounds = []
     for k in range(1, a.rounds + 1):
         r = one_round(a.budget, work, k)
@@ -124,7 +125,6 @@ def main() -> None:
         print(f"round {k}: {r['command']}: {r['wall']:.1f} s wall, load {r['before']:.2f} before, "
               f"{r['after']:.2f} after", flush=True)
     cores = os.cpu_count() or 0
-    commit = _commit()
     when = rounds[0]["started"].strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         f"\n## {when}, commit {commit}, {cores} cores ({platform.processor() or platform.machine()})\n",
