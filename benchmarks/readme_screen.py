@@ -103,8 +103,8 @@ def readme_block(rounds: list[dict], shown: str, cores: int) -> str:
         f"This is `{last['command']}` on a {cores}-core VM without a GPU, shared with other work (load "
         f"average {last['before']:.1f} before, {last['after']:.1f} after; {last['wall']:.0f} s wall), made by "
         f"`python benchmarks/readme_screen.py`. The record is `{RECORD.relative_to(ROOT)}`; the screen above "
-        f"is that record rendered by `whichdevice report`, followed by the lines the run printed after it "
-        f"(its output folder shortened).\n{END}"
+        f"is `whichdevice report {RECORD.relative_to(ROOT)}` (that record rendered), followed by the lines "
+        f"the run printed after it (its output folder shortened).\n{END}"
     )
 
 
