@@ -121,22 +121,33 @@ def test_every_inline_command_parses_with_todays_options():
         command.make_context(words[0], words[1:])  # raises on an unknown option or a missing argument
 
 
+# The prose's placeholders, each given a file that stands for the user's own (a saved record).
+STAND_INS = {"A": "A.json", "B": "B.json", "RESULT": "tests/data/run_cpu_readme.json"}
+CHEAP = ("--help", "--install-completion", "history", "report", "compare")  # they measure nothing
+
+
 def test_the_cheap_inline_commands_run_as_written(tmp_path):
-    """The prose's commands that measure nothing run as written, in a fresh history: each exits 0.
-    (`whichdevice COMMAND --help` runs for every command in test_no_seed_jargon_in_help, in this process.)"""
+    """The prose's commands that measure nothing run as written (a placeholder given a saved record),
+    in a fresh history and a scratch home folder: each exits 0. `whichdevice COMMAND --help` runs for
+    every command in test_no_seed_jargon_in_help, in this process."""
+    import os
     import shutil
     import subprocess
     import sys
 
-    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT / "src"), "WHICHDEVICE_HOME": str(tmp_path / "h")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "WHICHDEVICE_HOME": str(tmp_path / "h"),
+           "HOME": str(tmp_path), "SHELL": "/bin/bash"}  # --install-completion writes into HOME's .bashrc
     (tmp_path / "tests" / "data").mkdir(parents=True)  # the README's paths are the repository's
-    shutil.copy(ROOT / "tests" / "data" / "run_cpu_readme.json", tmp_path / "tests" / "data")
-    cheap = [w for w in _inline_commands() if w[0] in ("--help", "history") or w[:2] == ["report", "tests/data/run_cpu_readme.json"]]
-    assert ["--help"] in cheap and ["history", "--json"] in cheap and any(w[0] == "report" for w in cheap)
+    for name in ("tests/data/run_cpu_readme.json", "A.json", "B.json"):
+        shutil.copy(ROOT / "tests" / "data" / "run_cpu_readme.json", tmp_path / name)
+    cheap = [[STAND_INS.get(w, w) for w in words] for words in _inline_commands() if words[0] in CHEAP]
+    assert {w[0] for w in cheap} == set(CHEAP), cheap
+    console = shutil.which("whichdevice")  # completion is installed for the name it was called by
     for words in cheap:
-        done = subprocess.run([sys.executable, "-m", "whichdevice", *words], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=120)
+        cmd = [console] if console and words[0] == "--install-completion" else [sys.executable, "-m", "whichdevice"]
+        done = subprocess.run([*cmd, *words], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, (words, done.stderr[-2000:])
+    assert "whichdevice" in (tmp_path / ".bashrc").read_text()
 
 
 def test_the_install_lines_are_what_ci_runs():
