@@ -280,3 +280,53 @@ def test_the_readme_run_timing_is_the_benchmarks_newest_with_its_load():
     figures = re.findall(r"^README figure: (.*)\.$", (ROOT / "benchmarks" / "readme_screen.md").read_text(), re.M)
     assert figures and " at load " in figures[-1]
     assert " ".join(figures[-1].split()) in " ".join(_section("Install and run").split())
+
+
+# The prose's own files, as a user has them: a training script taking --epochs, a model builder.
+TRAIN_PY = """import argparse
+
+import keras
+import numpy as np
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--epochs", type=int, default=5)
+epochs = ap.parse_args().epochs
+x = np.random.rand(2048, 32).astype("float32")
+y = np.random.randint(0, 10, size=(2048,))
+model = keras.Sequential([keras.Input(shape=(32,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(10)])
+model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+model.fit(x, y, batch_size=32, epochs=epochs)
+"""
+MY_MODEL_PY = """import keras
+
+
+def build():
+    return keras.Sequential([keras.Input((20,)), keras.layers.Dense(32, activation="relu"),
+                             keras.layers.Dense(3, activation="softmax")])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.tf
+def test_the_measuring_inline_commands_run_as_written_on_the_users_files(tmp_path):
+    """`whichdevice diagnose train.py -- --epochs 1` and `diagnose --model my_model.py:build` as the prose
+    writes them (at their default budget, minutes on 2 cores; `predict` too when the prose gives one with
+    its options), train.py and my_model.py standing in for the user's: each exits 0 and writes its record."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "train.py").write_text(TRAIN_PY)
+    (tmp_path / "my_model.py").write_text(MY_MODEL_PY)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "WHICHDEVICE_HOME": str(tmp_path / "h")}
+    measuring = []
+    for words in _inline_commands():  # FILE.py:FUNCTION (the screen's hint) is my_model.py:build's form
+        words = [{"FILE.py:FUNCTION": "my_model.py:build"}.get(w, w) for w in words]
+        if words[0] in ("diagnose", "predict") and len(words) > 1 and words not in measuring:
+            measuring.append(words)
+    assert ["diagnose", "train.py", "--", "--epochs", "1"] in measuring, measuring
+    for words in measuring:
+        done = subprocess.run([sys.executable, "-m", "whichdevice", *words], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, (words, done.stderr[-3000:])
+        assert "\nRecord: " in "\n" + done.stdout, (words, done.stdout[-2000:])
