@@ -142,7 +142,7 @@ def test_a_run_without_a_gpu_answers_from_what_batch_the_reference_gpu_would_win
 
 
 def test_a_record_without_traces_keeps_its_hint():
-    """A run recorded before the traces keeps its line (and the README's sample screen)."""
+    """A run recorded before the traces keeps its line (the hint to `predict`)."""
     record = load_run(OLD)
     assert any(
         "`whichdevice predict --quick` models it" in a for a in first_screen(record, suite_verdict(record)).answer
