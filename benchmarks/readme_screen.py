@@ -52,7 +52,10 @@ def render(record: Path) -> str:
     with tempfile.TemporaryDirectory() as home:
         done = subprocess.run(
             [sys.executable, "-m", "whichdevice", "report", str(record)],
-            capture_output=True, text=True, env=_env(Path(home)), check=True,
+            capture_output=True,
+            text=True,
+            env=_env(Path(home)),
+            check=True,
         )
     return done.stdout
 
@@ -64,8 +67,9 @@ def one_round(budget: float, work: Path, k: int) -> dict:
         cmd[1:1] = ["--budget", f"{budget:g}"]
     before = os.getloadavg()[0]
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "whichdevice", *cmd], capture_output=True, text=True,
-                          env=_env(work / "home"), cwd=work)
+    done = subprocess.run(
+        [sys.executable, "-m", "whichdevice", *cmd], capture_output=True, text=True, env=_env(work / "home"), cwd=work
+    )
     wall = time.perf_counter() - t0
     after = os.getloadavg()[0]
     if done.returncode != 0:
@@ -73,8 +77,15 @@ def one_round(budget: float, work: Path, k: int) -> dict:
     record = next(out.glob("run-*.json"))
     tail = [line.replace(str(out), "whichdevice-results") for line in done.stdout.splitlines() if line.startswith(TAIL)]
     started = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=wall)
-    return {"wall": wall, "before": before, "after": after, "record": record, "tail": tail, "started": started,
-            "command": "whichdevice " + " ".join(a for a in cmd if not a.startswith(str(work)) and a != "--out")}
+    return {
+        "wall": wall,
+        "before": before,
+        "after": after,
+        "record": record,
+        "tail": tail,
+        "started": started,
+        "command": "whichdevice " + " ".join(a for a in cmd if not a.startswith(str(work)) and a != "--out"),
+    }
 
 
 def _commit() -> str:
@@ -122,8 +133,10 @@ def main() -> None:
     for k in range(1, a.rounds + 1):
         r = one_round(a.budget, work, k)
         rounds.append(r)
-        print(f"round {k}: {r['command']}: {r['wall']:.1f} s wall, load {r['before']:.2f} before, "
-              f"{r['after']:.2f} after", flush=True)
+        print(
+            f"round {k}: {r['command']}: {r['wall']:.1f} s wall, load {r['before']:.2f} before, {r['after']:.2f} after",
+            flush=True,
+        )
     cores = os.cpu_count() or 0
     when = rounds[0]["started"].strftime("%Y-%m-%d %H:%M UTC")
     lines = [

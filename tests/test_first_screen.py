@@ -31,7 +31,9 @@ DATA = Path(__file__).parent / "data"
 GOLDEN = DATA / "first_screen"
 RECORD = DATA / "run_cpu_2core.json"
 BUSY = DATA / "run_cpu_2core_busy.json"  # a real run on a loaded machine: skipped cases, unsettled points
-README_RUN = DATA / "run_cpu_2core_budget300.json"  # the README's run until its screen was remade: two rounds, bimodal claims
+README_RUN = (
+    DATA / "run_cpu_2core_budget300.json"
+)  # the README's run until its screen was remade: two rounds, bimodal claims
 DIAGNOSE = DATA / "diagnose_cpu_2core.json"  # a real diagnose of a small user model
 # Project words a user never needs: seed numbers and example ids (only in the footnotes).
 JARGON = re.compile(r"seed ?0\d\d|\bex[123]\b|seed0", re.IGNORECASE)

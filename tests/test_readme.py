@@ -135,8 +135,13 @@ def test_the_cheap_inline_commands_run_as_written(tmp_path):
     import subprocess
     import sys
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "WHICHDEVICE_HOME": str(tmp_path / "h"),
-           "HOME": str(tmp_path), "SHELL": "/bin/bash"}  # --install-completion writes into HOME's .bashrc
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "src"),
+        "WHICHDEVICE_HOME": str(tmp_path / "h"),
+        "HOME": str(tmp_path),
+        "SHELL": "/bin/bash",
+    }  # --install-completion writes into HOME's .bashrc
     (tmp_path / "tests" / "data").mkdir(parents=True)  # the README's paths are the repository's
     for name in ("tests/data/run_cpu_readme.json", "A.json", "B.json"):
         shutil.copy(ROOT / "tests" / "data" / "run_cpu_readme.json", tmp_path / name)
@@ -184,8 +189,14 @@ def test_the_run_line_runs_as_written(tmp_path):
 
     run = FENCE.findall(_section("Install and run"))[0][1].strip().split(" && ", 1)[1]
     env = {**__import__("os").environ, "PYTHONPATH": str(ROOT / "src"), "WHICHDEVICE_HOME": str(tmp_path / "h")}
-    done = subprocess.run(["bash", "-c", run.replace("whichdevice", f'"{sys.executable}" -m whichdevice', 1)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        ["bash", "-c", run.replace("whichdevice", f'"{sys.executable}" -m whichdevice', 1)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.startswith("whichdevice run · ") and "\nAnswer: " in done.stdout
     folder = tmp_path / "whichdevice-results"
@@ -326,7 +337,13 @@ def test_the_measuring_inline_commands_run_as_written_on_the_users_files(tmp_pat
             measuring.append(words)
     assert ["diagnose", "train.py", "--", "--epochs", "1"] in measuring, measuring
     for words in measuring:
-        done = subprocess.run([sys.executable, "-m", "whichdevice", *words], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            [sys.executable, "-m", "whichdevice", *words],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert done.returncode == 0, (words, done.stderr[-3000:])
         assert "\nRecord: " in "\n" + done.stdout, (words, done.stdout[-2000:])

@@ -83,7 +83,6 @@ def make_record(
     from whichdevice.audit import record as audit_mod
     from whichdevice.cli.common import command_line
     from whichdevice.core.machine import describe_machine
-    from whichdevice.core.units import seconds
     from whichdevice.present import auditwords
 
     notes: list[str] = []
@@ -107,30 +106,8 @@ def make_record(
         measurements = [m.model_copy(update={"framework": ""}) for m in measurements]
     timed_out = bool(state.get("timed_out")) or killed
     exit_code = state.get("exit_code") if state.get("exit_code") is not None else (None if timed_out else rc)
-    if state.get("fd_limit_reached"):
-        notes.append(
-            f"the script ran out of file descriptors (it held all {state['fd_limit_reached']} that "
-            "`ulimit -n` allows when it ended); the audit went on from a few it had kept back"
-        )
-    notes += _device_notes(state)
-    if state.get("n_reads", 0) > len(state.get("reads", [])):
-        notes.append(
-            f"the script read the clock {state['n_reads']} times; only the first "
-            f"{len(state.get('reads', []))} were followed"
-        )
-    notes += _gpu_cost_notes(state.get("gpu_costs"))
-    notes += _no_gpu_ratio_notes(state, findings, corrections)
-    op_cost = state.get("op_cost") or {}
-    overhead = _overhead(state, op_cost)
-    if overhead is not None and overhead > OVERHEAD_ANNOUNCE:
-        extra = (overhead - 1) / overhead * (state.get("script_s") or 0.0)
-        notes.append(
-            f"the audit's per-op hooks slowed this script ≈ {overhead:.1f}x: "
-            f"{state['totals'].get('eager_ops', 0):,} ops × ≈ {seconds(op_cost['hooked_s'] - op_cost['plain_s'])} per op "
-            f"(measured after the script: {op_cost.get('op')}, {seconds(op_cost['plain_s'])} plain, "
-            f"{seconds(op_cost['hooked_s'])} hooked) ≈ {seconds(extra)} of its {seconds(state.get('script_s'))}; "
-            "the times it printed include that, the findings' per-op figures say how much"
-        )
+    more, op_cost, overhead = _run_notes(state, findings, corrections)
+    notes += more
     return audit_mod.AuditRecord(
         command=command_line(),
         created_at=audit_mod.now(),
@@ -166,6 +143,39 @@ def make_record(
         steady=rules.steady_times(state, measurements, corrections),
         next_step=_next_step(path, measurements, source, modules),
     )
+
+
+def _run_notes(state: dict, findings: list, corrections: list) -> tuple[list[str], dict, float | None]:
+    """What the run itself tells the reader (file descriptors, clock reads, the devices, GPU costs,
+    the hooks' own cost), the op cost measured after the script and the hooks' slowdown."""
+    from whichdevice.core.units import seconds
+
+    notes: list[str] = []
+    if state.get("fd_limit_reached"):
+        notes.append(
+            f"the script ran out of file descriptors (it held all {state['fd_limit_reached']} that "
+            "`ulimit -n` allows when it ended); the audit went on from a few it had kept back"
+        )
+    notes += _device_notes(state)
+    if state.get("n_reads", 0) > len(state.get("reads", [])):
+        notes.append(
+            f"the script read the clock {state['n_reads']} times; only the first "
+            f"{len(state.get('reads', []))} were followed"
+        )
+    notes += _gpu_cost_notes(state.get("gpu_costs"))
+    notes += _no_gpu_ratio_notes(state, findings, corrections)
+    op_cost = state.get("op_cost") or {}
+    overhead = _overhead(state, op_cost)
+    if overhead is not None and overhead > OVERHEAD_ANNOUNCE:
+        extra = (overhead - 1) / overhead * (state.get("script_s") or 0.0)
+        notes.append(
+            f"the audit's per-op hooks slowed this script ≈ {overhead:.1f}x: "
+            f"{state['totals'].get('eager_ops', 0):,} ops × ≈ {seconds(op_cost['hooked_s'] - op_cost['plain_s'])} per op "
+            f"(measured after the script: {op_cost.get('op')}, {seconds(op_cost['plain_s'])} plain, "
+            f"{seconds(op_cost['hooked_s'])} hooked) ≈ {seconds(extra)} of its {seconds(state.get('script_s'))}; "
+            "the times it printed include that, the findings' per-op figures say how much"
+        )
+    return notes, op_cost, overhead
 
 
 # Methods that train a Keras model with its own loop (and time it in its own log): a script timing one of

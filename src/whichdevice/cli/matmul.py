@@ -42,20 +42,14 @@ def matmul(
     resume: Optional[Path] = opt.resume("sweep", kept=None),
 ) -> None:
     """Matrix multiplication time vs size on every device; where the GPU starts to win."""
-    from whichdevice.api import MatmulOptions, run_matmul
+    from whichdevice.api import MatmulOptions
     from whichdevice.cli.common import (
-        announce_discovery,
         command_line,
-        describe_key,
-        progress,
         read_plan,
         record_paths,
-        record_then_page,
         reject_options_with_resume,
         unreadable_resume,
     )
-    from whichdevice.measure import experiment
-    from whichdevice.measure.journal import journal_path
 
     reject_options_with_resume(ctx)
     resumed = None
@@ -83,6 +77,16 @@ def matmul(
             memory_limit_gib=memory_limit,
         )
         json_file, png = record_paths(out, json_path, "matmul")
+    _measure(opts, resumed, json_file, png, linear, command)
+
+
+def _measure(opts, resumed, json_file: Path, png: Path, linear: bool, command) -> None:
+    """The sweep measured with its progress bar (journaled for --resume), then its record and page."""
+    from whichdevice.api import run_matmul
+    from whichdevice.cli.common import announce_discovery, describe_key, progress, record_then_page
+    from whichdevice.measure import experiment
+    from whichdevice.measure.journal import journal_path
+
     experiment.require_installed(opts.framework)
     announce_discovery(opts.framework)  # the session discovers; say so when a child must
     with progress() as bar:

@@ -112,4 +112,5 @@ def __getattr__(name: str) -> Any:
         return getattr(running, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = ["Job", "checked", "finish", "page", "run", "viewing"]
