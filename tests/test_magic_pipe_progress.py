@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -132,3 +133,26 @@ def test_a_run_count_never_passes_its_total_as_later_rounds_add_cases():
     progress.on_result(None)  # type: ignore[arg-type]  # a case run once more than planned
     assert all(done <= total for done, total in seen), seen
     assert seen[-1] == (37, 37) and seen[23] == (24, 24) and seen[31] == (32, 32)
+
+
+OUT_COMMANDS = ["run", "diagnose", "matmul", "train", "pipeline", "placement", "pitfalls", "calibrate", "predict"]
+OUT_COMMANDS += ["scale", "audit", "import"]
+
+
+@pytest.mark.parametrize("command", OUT_COMMANDS)
+def test_every_commands_error_line_on_a_pipe_at_80_columns_is_one_line(tmp_path, command):
+    """A usage error naming a long path, piped at COLUMNS=80: the whole line on one line of stderr,
+    and nothing on stdout (a pipe's reader greps whole lines)."""
+    taken = tmp_path / ("a-file-where-a-folder-belongs-" + "x" * 70)
+    taken.write_text("")
+    named = {"diagnose": "train.py", "audit": "t.py", "import": "t.json"}.get(command)
+    extra = []
+    if named:  # the command's own file, long and empty: its error or --out's names a long path
+        extra = [str(tmp_path / ("a-long-file-name-" + "y" * 70 + "-" + named))]
+        Path(extra[0]).write_text("")
+    done = _piped(["-m", "whichdevice", command, *extra, "--out", str(taken)], tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    said = [ln for ln in lines if str(taken) in ln or (extra and extra[0] in ln)]
+    assert len(said) == 1 and len(said[0]) > 80, done.stderr
+    assert done.stdout == ""
