@@ -109,6 +109,7 @@ class ChildRun:
     results: list[dict[str, Any]] = field(default_factory=list)
     end: dict[str, Any] = field(default_factory=dict)
     seen: dict[str, Any] = field(default_factory=dict)  # what the script did (scriptwatch), also if it never ended
+    entries: list[dict[str, Any]] = field(default_factory=list)  # each training call seen, as it was seen
     stderr_tail: str = ""
     finished: Finished | None = None
 
@@ -160,6 +161,8 @@ def run_child(
                     run.results.append(obj["result"])
                 elif obj.get("type") == "end":
                     run.end = obj
+                elif obj.get("type") == "entry":
+                    run.entries.append({k: v for k, v in obj.items() if k != "type"})
                 elif obj.get("type") == "seen":
                     run.seen.update({k: v for k, v in obj.items() if k != "type"})
         run.stderr_tail = err_file.read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace")
@@ -216,6 +219,7 @@ def _spec(p: dict[str, Any], device: str, variant: str, also: tuple[str, ...] = 
         device="gpu" if device.startswith("GPU") else "cpu",
         deadline_s=float(p.get("child_limit_s") or 60.0),
         also=also,
+        entry_call=int(p.get("entry_call") or 1),
     )
 
 
@@ -237,8 +241,10 @@ def run_here(job: dict[str, Any], spec: CaptureSpec, captures: list[str]) -> Chi
     capturekit.OWNER.clear()
     capturekit.FINISHERS.clear()
     capturekit.PROGRESS.update(steps=0, begun=0)
+    capturekit.ENTRIES.clear()
     run = ChildRun()
     run.end = scriptrun.execute({**job, "frameworks": captures, "spec": spec.to_dict()}, run.results.append)
+    run.entries = list(run.end.get("entries") or [])
     run.finished = Finished(0, time.perf_counter() - capturekit.T0)
     userfolder.settle_here()
     return run

@@ -50,6 +50,7 @@ class KerasState:
     model_name: str | None = None
     sync: Callable[[], None] = field(default=lambda: None)
     tape_began: float | None = None  # a GradientTape opened before any step ended (the first step's start)
+    fit_calls: int = 0  # the script's own fit calls so far
 
     def loop_clock(self, entry: str) -> capturekit.StepClock | None:
         """The loop's clock, started by the first entry point reached (None: Keras' fit owns the run)."""
@@ -101,12 +102,26 @@ def _patch(keras: Any, st: KerasState) -> None:
     def fit(self, *args, **kwargs):  # noqa: ANN001, ANN202
         if st.inside_fit or (capturekit.OWNER and capturekit.OWNER[0] != ENTRY_FIT):
             return orig_fit(self, *args, **kwargs)
+        st.fit_calls += 1
+        call = st.fit_calls
+        info = {**_fit_call(orig_fit, self, args, kwargs), "entry": ENTRY_FIT, "call": call}
+        if call != st.spec.entry_call:
+            # Not the call to measure: passed over without training (a teacher the script trains
+            # first costs its time, not the distiller's step). The survey stops past its deadline.
+            late = st.spec.survey and call > st.spec.entry_call and capturekit.since_start() > st.spec.deadline_s
+            capturekit.saw_entry({**info, "measured": False, "survey_stopped": late})
+            if late:
+                raise CaptureDone()
+            return _passed_over(keras, self)
+        capturekit.saw_entry({**info, "measured": True})
         capturekit.OWNER.append(ENTRY_FIT)
         from whichdevice.frameworks.common import kerasfit
 
         measure = kerasfit.FitMeasure(keras, self, orig_fit, args, kwargs, st)
         for r in measure.run():
             st.sink(r)
+        if st.spec.survey:  # the pre-flight goes on to see the script's other training calls
+            return _passed_over(keras, self)
         raise CaptureDone()
 
     @functools.wraps(orig_tob)
@@ -165,6 +180,50 @@ def _note_batch(st: KerasState, x: Any) -> None:
     shape = getattr(leaves[0], "shape", None) if leaves else None
     if shape:
         st.batch_sizes.append(int(shape[0]))
+
+
+def _passed_over(keras: Any, model: Any) -> Any:
+    """What a fit that was not run returns: an empty History, as after zero epochs."""
+    history = keras.callbacks.History()
+    history.history, history.epoch = {}, []
+    history.set_model(model)
+    return history
+
+
+def _fit_call(orig_fit: Any, model: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """One fit call in words and numbers, read from its arguments without touching its data:
+    the model, the batch (arrays: ``batch_size``, else unknown), the epochs and the steps it
+    asks for (None where the data does not say its length: a generator)."""
+    import inspect
+
+    out: dict[str, Any] = {"model": type(model).__name__, "name": str(getattr(model, "name", "") or "")}
+    out |= {"batch": None, "epochs": None, "steps": None}
+    try:
+        bound = inspect.signature(orig_fit).bind(model, *args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
+        from whichdevice.frameworks.common.kerasfit import _data_kind
+
+        kind, x = _data_kind(a.get("x")), a.get("x")
+        epochs = max(int(a.get("epochs") or 1) - int(a.get("initial_epoch") or 0), 1)
+        per_epoch = int(a["steps_per_epoch"]) if a.get("steps_per_epoch") else None
+        if kind == "arrays" and x is not None:
+            import keras
+
+            batch = int(a.get("batch_size") or 32)
+            n = int(len(keras.tree.flatten(x)[0]) * (1.0 - float(a.get("validation_split") or 0.0)))
+            out["batch"] = batch
+            per_epoch = per_epoch or -(-n // batch)
+        elif kind == "tfdata" and per_epoch is None:
+            card = int(x.cardinality())
+            per_epoch = card if card > 0 else None
+        elif kind == "pydataset" and per_epoch is None:
+            per_epoch = int(len(x))
+        out["epochs"] = epochs
+        out["steps"] = epochs * per_epoch if per_epoch else None
+    except Exception:  # noqa: BLE001 (an unusual call: its steps are unknown, the call is still listed)
+        pass
+    return out
 
 
 def _compile_kwargs(orig_compile: Any, model: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
