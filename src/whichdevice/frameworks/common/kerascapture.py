@@ -102,27 +102,7 @@ def _patch(keras: Any, st: KerasState) -> None:
     def fit(self, *args, **kwargs):  # noqa: ANN001, ANN202
         if st.inside_fit or (capturekit.OWNER and capturekit.OWNER[0] != ENTRY_FIT):
             return orig_fit(self, *args, **kwargs)
-        st.fit_calls += 1
-        call = st.fit_calls
-        info = {**_fit_call(orig_fit, self, args, kwargs), "entry": ENTRY_FIT, "call": call}
-        if call != st.spec.entry_call:
-            # Not the call to measure: passed over without training (a teacher the script trains
-            # first costs its time, not the distiller's step). The survey stops past its deadline.
-            late = st.spec.survey and call > st.spec.entry_call and capturekit.since_start() > st.spec.deadline_s
-            capturekit.saw_entry({**info, "measured": False, "survey_stopped": late})
-            if late:
-                raise CaptureDone()
-            return _passed_over(keras, self)
-        capturekit.saw_entry({**info, "measured": True})
-        capturekit.OWNER.append(ENTRY_FIT)
-        from whichdevice.frameworks.common import kerasfit
-
-        measure = kerasfit.FitMeasure(keras, self, orig_fit, args, kwargs, st)
-        for r in measure.run():
-            st.sink(r)
-        if st.spec.survey:  # the pre-flight goes on to see the script's other training calls
-            return _passed_over(keras, self)
-        raise CaptureDone()
+        return _captured_fit(keras, st, self, orig_fit, args, kwargs)
 
     @functools.wraps(orig_tob)
     def train_on_batch(self, *args, **kwargs):  # noqa: ANN001, ANN202
@@ -182,6 +162,32 @@ def _note_batch(st: KerasState, x: Any) -> None:
         st.batch_sizes.append(int(shape[0]))
 
 
+def _captured_fit(keras: Any, st: KerasState, model: Any, orig_fit: Any, args: tuple, kwargs: dict) -> Any:
+    """One fit call of the script: measured if it is the spec's call (then the script ends there,
+    but in the pre-flight's survey, which goes on), else recorded and passed over."""
+    st.fit_calls += 1
+    call = st.fit_calls
+    info = {**_fit_call(orig_fit, model, args, kwargs), "entry": ENTRY_FIT, "call": call}
+    if call != st.spec.entry_call:
+        # Not the call to measure: passed over without training (a teacher the script trains
+        # first costs its time, not the distiller's step). The survey stops past its deadline.
+        late = st.spec.survey and call > st.spec.entry_call and capturekit.since_start() > st.spec.deadline_s
+        capturekit.saw_entry({**info, "measured": False, "survey_stopped": late})
+        if late:
+            raise CaptureDone()
+        return _passed_over(keras, model)
+    capturekit.saw_entry({**info, "measured": True})
+    capturekit.OWNER.append(ENTRY_FIT)
+    from whichdevice.frameworks.common import kerasfit
+
+    measure = kerasfit.FitMeasure(keras, model, orig_fit, args, kwargs, st)
+    for r in measure.run():
+        st.sink(r)
+    if st.spec.survey:  # the pre-flight goes on to see the script's other training calls
+        return _passed_over(keras, model)
+    raise CaptureDone()
+
+
 def _passed_over(keras: Any, model: Any) -> Any:
     """What a fit that was not run returns: an empty History, as after zero epochs."""
     history = keras.callbacks.History()
@@ -204,7 +210,8 @@ def _fit_call(orig_fit: Any, model: Any, args: tuple, kwargs: dict) -> dict[str,
         a = bound.arguments
         from whichdevice.frameworks.common.kerasfit import _data_kind
 
-        kind, x = _data_kind(a.get("x")), a.get("x")
+        x: Any = a.get("x")
+        kind = _data_kind(x)
         epochs = max(int(a.get("epochs") or 1) - int(a.get("initial_epoch") or 0), 1)
         per_epoch = int(a["steps_per_epoch"]) if a.get("steps_per_epoch") else None
         if kind == "arrays" and x is not None:
