@@ -46,7 +46,7 @@ def _plan(monkeypatch, tmp_path: Path, *, driver: bool, device: str | None) -> t
     buf = io.StringIO()
     monkeypatch.setattr(scriptcmd, "err_console", Console(file=buf, width=200, color_system=None))
     monkeypatch.setattr(nvidia, "driver_present", lambda: driver)
-    monkeypatch.setattr(scriptplan, "preflight", lambda job, budget_s: dict(FACTS))
+    monkeypatch.setattr(scriptplan, "preflight", lambda job, budget_s, **kw: dict(FACTS))
     monkeypatch.setattr(scriptplan, "size", size)
     monkeypatch.setattr(scriptcmd.experiment, "require_installed", lambda fw: None)
     with pytest.raises(_Stop):

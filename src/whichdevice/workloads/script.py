@@ -70,9 +70,7 @@ def variant_of(p: dict[str, Any]) -> str:
     if kind == "loop" and p.get("data") in ("tfdata", "tfdata_noprefetch"):
         return "prefetch" if p["data"] == "tfdata" else "prefetch:off"
     if "fix" in p:
-        name = str(p["fix"])
-        on = p.get(name) not in (False, "off", 0, None)
-        return {"torch_compile": "compile"}.get(name, name) if on else "baseline"
+        return _fix_variant(p)
     if "pin_memory" in p:
         return "pin_memory" if p["pin_memory"] else "baseline"
     if "num_workers" in p:
@@ -84,9 +82,20 @@ def variant_of(p: dict[str, Any]) -> str:
     return "baseline"
 
 
+def _fix_variant(p: dict[str, Any]) -> str:
+    """A pair that names its fix: its variant, or ``baseline`` on the pair's baseline side."""
+    name = str(p["fix"])
+    if name == "cpu_threads":  # a thread count other than the default: a process of its own
+        return f"threads:{int(p[name])}" if p.get(name) not in ("default", None) else "baseline"
+    on = p.get(name) not in (False, "off", 0, None)
+    return {"torch_compile": "compile"}.get(name, name) if on else "baseline"
+
+
 def shares_child(p: dict[str, Any]) -> bool:
     """Whether this case runs in the round's shared process (:func:`group_key`)."""
     v = variant_of(p)
+    if v.startswith("threads:"):  # set before the framework's import: never in a shared process
+        return False
     if p.get("entry") in KERAS_ENTRIES:
         return not (v.startswith("precision:") and v != "precision:float32")
     return v == "baseline"
@@ -250,12 +259,23 @@ def run_here(job: dict[str, Any], spec: CaptureSpec, captures: list[str]) -> Chi
     return run
 
 
+def threads_env(framework: str, n: int) -> dict[str, str]:
+    """The variables that set ``framework``'s CPU thread count to ``n`` in a child, read at its
+    import (``frameworks/<fw>/env.child_env``; {} where it has none: JAX)."""
+    from whichdevice import frameworks
+
+    env = frameworks.env_module(framework).child_env("cpu", n)
+    plain = frameworks.env_module(framework).child_env("cpu", None)
+    return {k: v for k, v in env.items() if plain.get(k) != v}
+
+
 def _run(p: dict[str, Any], spec: CaptureSpec, framework: str) -> ChildRun:
     limit = float(p.get("child_limit_s") or 60.0)
     captures = CAPTURES.get(framework, [framework])
-    if not _RAN_HERE:
+    threads = threads_env(framework, int(spec.value or 1)) if spec.fix == "threads" else None
+    if not _RAN_HERE and threads is None:  # this process's threads are the default's
         return run_here(job_for(p), spec, captures)
-    return run_child(job_for(p), spec, captures, timeout_s=limit * 1.5 + 30)
+    return run_child(job_for(p), spec, captures, timeout_s=limit * 1.5 + 30, env=threads)
 
 
 def _timed(result: dict[str, Any] | None, run: ChildRun, limit_s: float, overhead_s: float):

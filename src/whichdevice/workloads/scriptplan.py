@@ -477,6 +477,22 @@ def _torch_variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, di
     return out + [("torch_compile", "torch.compile", p) for p in compile_pair]
 
 
+def thread_counts(framework: str) -> list[int]:
+    """The CPU thread counts tried against the framework's default: one thread, and the physical
+    cores where the default is every logical core (a machine with SMT); none where the
+    framework has no thread setting a child's environment can make (JAX)."""
+    if not script.threads_env(framework, 1):
+        return []
+    import os
+
+    import psutil
+
+    logical = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    physical = min(psutil.cpu_count(logical=False) or logical, logical)
+    default = physical if frameworks.declared(framework, "DEFAULT_CPU_THREADS", "logical") == "physical" else logical
+    return [n for n in dict.fromkeys((1, physical)) if n != default] if default > 1 else []
+
+
 def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str, Any]]]:
     """Every variant worth trying on this script, in priority order: (fix, what it is, params)."""
     fw, entry, b = facts["framework"], facts["entry"], int(facts["batch"] or 0)
@@ -492,6 +508,12 @@ def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str
         fits = [k for k in USER_SWEEP_BATCHES if k != b and (n // k >= MIN_BATCHES if n else k <= 4 * b)]
         others = sorted(fits, key=lambda k: (abs(math.log(k / b)), k))
         out += [("batch", f"batch {k}", {"kind": "steady", "sync": "none", "batch": k}) for k in others[:3]]
+    threads = thread_counts(fw)
+    if threads:  # the default side runs as the script does; each count in a process of its own
+        pair = [
+            {"kind": "steady", "sync": "none", "fix": "cpu_threads", "cpu_threads": v} for v in ("default", *threads)
+        ]
+        out += [("cpu_threads", f"cpu_threads {p['cpu_threads']}", p) for p in pair]
     if entry in script.KERAS_ENTRIES:
         out += _keras_variants(facts)
     elif frameworks.declared(fw, "LOOP_FIXES", None) == "module":  # torch: the trained module's fixes
@@ -607,6 +629,8 @@ def cases(framework: str, device: str, user: dict[str, Any], sizing: dict[str, A
     ]
     for params in sizing["planned"]:
         if not gpu and (params.get("fix") == "cudnn_benchmark" or "pin_memory" in params):
+            continue
+        if gpu and "cpu_threads" in params:  # the CPU's thread count: a CPU run's fix
             continue
         p = {**common, "batch": params.get("batch", b), **params}
         spec = CaseSpec(workload="train", framework=framework, device=device, params=p)
