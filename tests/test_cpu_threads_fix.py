@@ -53,6 +53,14 @@ def test_the_plan_pairs_one_thread_with_the_default_on_the_cpu(two_cores):
     assert not any(f.cases("train", pair[1].params) for f in fixes.FIXES if f.key in ("batch", "sync"))
 
 
+def test_a_keras_fit_times_the_default_side_as_a_member_of_its_own(two_cores):
+    facts = {"framework": "tensorflow", "entry": "keras.Model.fit", "batch": 32, "step_s": 0.005}
+    facts |= {"first_step_s": 0.8, "setup_s": 6.0, "model": "Sequential", "data": "arrays"}
+    pair = _thread_cases("tensorflow", "CPU:0", facts)
+    assert [script.variant_of(c.params) for c in pair] == ["threads:default", "threads:1"]
+    assert script.group_key(pair[0]) is not None and script.group_key(pair[1]) is None
+
+
 def test_keras_on_jax_has_no_thread_setting_and_gets_no_pair(two_cores):
     assert scriptplan.thread_counts("keras-jax") == []
     assert scriptplan.thread_counts("tensorflow") == [1] and scriptplan.thread_counts("torch") == [1]
@@ -115,3 +123,33 @@ def test_a_torch_script_child_steps_at_one_thread(tmp_path):
     r = run.results[0]
     assert r["status"] == "ok" and r["variant"] == "threads:1" and len(r["step_s"]) == 3, run.stderr_tail[-800:]
     assert r["cpu_threads"] == 1
+
+
+def _case(threads, samples):
+    from whichdevice.core.records import CaseResult, CaseSpec, Timing
+
+    p = {"script": "/x/t.py", "entry": "torch.optim.Optimizer.step", "kind": "steady", "sync": "none", "batch": 32}
+    p |= {"user_batch": 32, "fix": "cpu_threads", "cpu_threads": threads}
+    spec = CaseSpec(workload="train", framework="torch", device="CPU:0", params=p)
+    t = Timing(first_call_s=samples[0], warmup_s=[samples[0]], samples_s=samples, number_per_sample=1, overhead_s=0)
+    return CaseResult(spec=spec, status="ok", timing=t, wall_s=0, metrics={"samples_per_step": 32})
+
+
+def test_the_claim_goes_through_the_significance_rule_and_only_where_planned():
+    from tests.conftest import make_record
+    from whichdevice.analysis.suite import suite_verdict
+
+    def verdict(results):
+        got = [f for f in suite_verdict(make_record(results, "diagnose")).fixes if f.entry.key == "cpu_threads"]
+        return got[0] if got else None
+
+    slow, fast = [0.30, 0.31, 0.29, 0.30, 0.32, 0.30], [0.03, 0.031, 0.029, 0.03, 0.032, 0.03]
+    v = verdict([_case("default", slow), _case(1, fast)])
+    assert v.outcome == "helps" and v.best.claim.ratio == pytest.approx(10.0, rel=0.05) and v.best.variant == 1
+    noisy = verdict([_case("default", [0.3, 0.1, 0.5, 0.2, 0.4]), _case(1, [0.31, 0.11, 0.49, 0.21, 0.41])])
+    assert noisy.outcome != "helps"  # no clear change: never a recommendation
+    from whichdevice.core.records import CaseSpec
+
+    plain = CaseSpec(workload="train", framework="torch", device="CPU:0", params={"kind": "steady", "sync": "none"})
+    other = _case("default", slow).model_copy(update={"spec": plain})
+    assert verdict([other]) is None  # a record whose plan never had it: no verdict, no "not measured" line

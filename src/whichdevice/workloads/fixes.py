@@ -93,6 +93,9 @@ class FixEntry:
     # --- its words (present/fixes.py): the baseline's and variant's values in words; the
     # parameter's name is then left out of the pair's line. None: the parameter and raw values.
     words: dict[str, str] | None = None
+    # Only where a plan put it in the record (its cases there, or named in the plan's fixes_cut):
+    # a record of another command, or one from before the fix, has no verdict on it to show.
+    planned_only: bool = False
 
 
 _PREFETCH_DATA = ("tfdata_noprefetch", "tfdata")  # the two sides of the train-loop prefetch pair
@@ -429,7 +432,7 @@ CPU_THREADS = FixEntry(
     baseline="default",
     method="ab",
     title="Set the CPU thread count",
-    change="{v} CPU thread(s) instead of the framework's default",
+    change="CPU threads {b} → {v}",
     short="the CPU thread count",
     code="torch.set_num_threads({v})",
     code_for={
@@ -445,6 +448,7 @@ CPU_THREADS = FixEntry(
     cases=lambda w, p: w == "train" and "cpu_threads" in p,
     repeat=True,
     values=(1,),
+    planned_only=True,  # diagnose SCRIPT plans it (workloads/scriptplan)
 )
 FIXES = FIXES + (CPU_THREADS,)
 

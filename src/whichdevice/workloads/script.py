@@ -86,7 +86,9 @@ def _fix_variant(p: dict[str, Any]) -> str:
     """A pair that names its fix: its variant, or ``baseline`` on the pair's baseline side."""
     name = str(p["fix"])
     if name == "cpu_threads":  # a thread count other than the default: a process of its own
-        return f"threads:{int(p[name])}" if p.get(name) not in ("default", None) else "baseline"
+        if p.get(name) in ("default", None):  # a Keras fit times the default side as a member of its own
+            return "threads:default" if p.get("entry") in KERAS_ENTRIES else "baseline"
+        return f"threads:{int(p[name])}"
     on = p.get(name) not in (False, "off", 0, None)
     return {"torch_compile": "compile"}.get(name, name) if on else "baseline"
 
@@ -94,7 +96,7 @@ def _fix_variant(p: dict[str, Any]) -> str:
 def shares_child(p: dict[str, Any]) -> bool:
     """Whether this case runs in the round's shared process (:func:`group_key`)."""
     v = variant_of(p)
-    if v.startswith("threads:"):  # set before the framework's import: never in a shared process
+    if v.startswith("threads:") and v != "threads:default":  # set before the import: a process of its own
         return False
     if p.get("entry") in KERAS_ENTRIES:
         return not (v.startswith("precision:") and v != "precision:float32")

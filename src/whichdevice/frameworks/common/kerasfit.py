@@ -51,7 +51,7 @@ COMPILED_STATE = (
 # Variants applied to the whole process before the script builds its model: mixed precision as
 # Keras' global policy (kerascapture), a thread count in the environment before the import.
 _OWN_PROCESS = {"precision": "a mixed-precision policy", "threads": "a CPU thread count"}
-_RUN_ONLY = ("steps_per_execution:1", "prefetch:off", "precision:float32", "baseline")
+_RUN_ONLY = ("steps_per_execution:1", "prefetch:off", "precision:float32", "threads:default", "baseline")
 
 
 @dataclass
