@@ -2,6 +2,9 @@
 
 The pre-flight runs the script once on the CPU with every capture installed: it finds the entry
 point the script trains through, its framework, batch and model, and times a few of its steps.
+It is a survey: the script goes on past the timed call, each further training call recorded
+and passed over, so a script that trains several models is listed whole (:func:`entry_words`)
+and the call with the most steps, or the one ``--entry`` names, is the one measured.
 A script that never reaches one, raises first, needs a GPU this machine lacks or downloads data
 with no network is refused here, before anything is measured: one line quoting the script's own
 error (``UsageError``, exit 2).

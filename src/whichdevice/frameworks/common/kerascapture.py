@@ -5,10 +5,13 @@ Keras:
 
 - ``Model.compile``: the user's own compile arguments are kept, so steps_per_execution and
   jit_compile are measured by recompiling with exactly them plus the one setting changed;
-- ``Model.fit``: the first call hands over the compiled model, the user's data (arrays, dicts,
-  tf.data, a PyDataset, a generator), batch size and callbacks. ``kerasfit.FitMeasure`` then
-  times ``spec.variant`` and ``spec.also`` on those objects, in turns, and the script ends
-  there (``CaptureDone``): no script runs to the end of its epochs;
+- ``Model.fit``: the call ``spec.entry_call`` names (the first by default; the calls before it are
+  passed over untrained, each recorded: ``capturekit.saw_entry``) hands over the compiled model,
+  the user's data (arrays, dicts, tf.data, a PyDataset, a generator), batch size and callbacks.
+  ``kerasfit.FitMeasure`` then times ``spec.variant`` and ``spec.also`` on those objects, in
+  turns, and the script ends there (``CaptureDone``): no script runs to the end of its epochs.
+  In the pre-flight's survey (``spec.survey``) the script goes on instead, every later fit call
+  recorded and passed over, so the plan knows each model the script trains;
 - ``Model.train_on_batch`` and ``Optimizer.apply`` (a custom loop: a GradientTape with
   ``optimizer.apply_gradients`` or ``optimizer.apply``): each call ends a step of the user's loop
   (``capturekit.StepClock``). TensorFlow's own hooks (the tape, a compiled ``tf.function`` step,
