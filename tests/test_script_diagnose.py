@@ -302,6 +302,22 @@ def test_the_survey_measures_the_chosen_fit_and_records_every_other():
     assert seen == [(1, "teacher", False, 128), (2, "distiller", True, 192), (3, "student", False, 128)]
 
 
+@pytest.mark.slow
+@pytest.mark.tf
+def test_the_survey_past_its_deadline_stops_at_the_scripts_next_evaluate_and_says_so():
+    """What the script does besides training (a test set's evaluate) must not hold the pre-flight
+    to its process's time limit: past the deadline the survey ends there and says later calls
+    are not listed."""
+    spec = CaptureSpec("baseline", 1, 3, "cpu", 0.0, entry_call=1, survey=True)
+    run = script.run_child(
+        {"script": str(CORPUS / "keras_three_fits.py"), "args": []}, spec, ["tensorflow"], timeout_s=240
+    )
+    assert run.end.get("status") == "ok", run.stderr_tail[-800:]
+    assert [e["call"] for e in run.entries] == [1] and run.seen.get("survey_stopped") is True
+    facts = {"entries": [*THREE[:1], {**THREE[1], "call": 2}], "entry_call": 1, "entry_reason": "first"}
+    assert "later ones are not listed" in scriptplan.entry_words({**facts, "survey_stopped": True})[1]
+
+
 # ------------------------------------------------------------------ one real capture (one TensorFlow import)
 
 

@@ -54,7 +54,7 @@ TORCH_COMPILE_S = 45.0
 LOADER_WORKERS = 2
 GPU_ONLY = ("cudnn_benchmark", "pin_memory")  # planned for a GPU device only (cases() leaves them out on a CPU)
 KERAS_DATA_REBATCHED = ("arrays", "tfdata")
-ENTRY_FACTS = ("entry_call", "entries", "entry_reason")
+ENTRY_FACTS = ("entry_call", "entries", "entry_reason", "survey_stopped")
 MIN_BATCHES = 10  # a sweep batch leaves the user's arrays at least this many batches (a turn's steps)
 
 _GPU_NEEDED = re.compile(
@@ -302,7 +302,7 @@ def preflight(
     timeout = limit + 30.0 if case_timeout_s is None else min(limit + 30.0, case_timeout_s)
     limit = min(limit, timeout)
     run = _preflight_run(job, entry_call or 1, True, limit, timeout, memory_limit_bytes)
-    entries = _entries(run)
+    entries, survey_seen = _entries(run), dict(run.seen)
     ended = run.end.get("status") in ("ok", "no_entry")  # it ran to its end (not an error, not stopped)
     if entry_call is not None and _measured(run) is None and ended and entries:
         raise _wrong_entry(entry_call, entries, _name(job))
@@ -347,6 +347,7 @@ def preflight(
         "entry_call": chosen,
         "entries": entries,
         "entry_reason": reason,
+        "survey_stopped": bool(survey_seen.get("survey_stopped")),
     }
 
 
@@ -391,11 +392,8 @@ def entry_words(facts: dict[str, Any]) -> tuple[str, str]:
     listed = ", ".join(f"{_call_name(e)} ({script.ordinal(int(e['call']))} call{_steps(e)})" for e in others)
     numbers = [str(int(e["call"])) for e in others]
     choose = " or ".join([", ".join(numbers[:-1]), numbers[-1]] if len(numbers) > 1 else numbers)
-    more = (
-        "; the script stopped being followed there: later calls are not listed"
-        if any(e.get("survey_stopped") for e in entries)
-        else ""
-    )
+    more = "; the pre-flight stopped following the script there: later ones are not listed"
+    more = more if facts.get("survey_stopped") else ""
     return said, f"also trains: {listed}{more}; choose with --entry {choose}"
 
 

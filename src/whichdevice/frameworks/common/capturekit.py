@@ -40,6 +40,14 @@ ENTRIES: list[dict[str, Any]] = []
 TELL: list[Callable[[dict[str, Any]], None]] = []
 
 
+def survey_stopped() -> None:
+    """The pre-flight's survey went past its deadline: said, then the script ends (later training
+    calls stay unknown)."""
+    for tell in TELL:
+        tell({"type": "seen", "survey_stopped": True})
+    raise CaptureDone()
+
+
 def saw_entry(info: dict[str, Any]) -> None:
     """Record one call of a training entry (and say it at once where the child writes lines)."""
     ENTRIES.append(dict(info))

@@ -120,7 +120,24 @@ def _patch(keras: Any, st: KerasState) -> None:
         return out
 
     model_cls.compile, model_cls.fit, model_cls.train_on_batch = compile, fit, train_on_batch
+    if st.spec.survey:
+        _bound_survey(model_cls, st)
     _patch_optimizer(keras, st)
+
+
+def _bound_survey(model_cls: Any, st: KerasState) -> None:
+    """In the pre-flight's survey, the script's evaluate and predict after the measured fit end the
+    survey once it is past its deadline: what the script does besides training (a full test set's
+    evaluation, plots) must not hold the pre-flight to its process's time limit."""
+    for name in ("evaluate", "predict"):
+        orig = getattr(model_cls, name)
+
+        def bounded(self, *args, __orig=orig, **kwargs):  # noqa: ANN001, ANN202
+            if ENTRY_FIT in capturekit.OWNER and not st.inside_fit and capturekit.since_start() > st.spec.deadline_s:
+                capturekit.survey_stopped()
+            return __orig(self, *args, **kwargs)
+
+        setattr(model_cls, name, functools.wraps(orig)(bounded))
 
 
 def _patch_optimizer(keras: Any, st: KerasState) -> None:
@@ -175,9 +192,9 @@ def _captured_fit(keras: Any, st: KerasState, model: Any, orig_fit: Any, args: t
         # Not the call to measure: passed over without training (a teacher the script trains
         # first costs its time, not the distiller's step). The survey stops past its deadline.
         late = st.spec.survey and call > st.spec.entry_call and capturekit.since_start() > st.spec.deadline_s
-        capturekit.saw_entry({**info, "measured": False, "survey_stopped": late})
+        capturekit.saw_entry({**info, "measured": False})
         if late:
-            raise CaptureDone()
+            capturekit.survey_stopped()
         return _passed_over(keras, model)
     capturekit.saw_entry({**info, "measured": True})
     capturekit.OWNER.append(ENTRY_FIT)
