@@ -56,7 +56,8 @@ teacher.compile(
     loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     metrics=[keras.metrics.SparseCategoricalAccuracy()],
 )
-teacher.fit(x_train, y_train, epochs=2, batch_size=32)
+history = teacher.fit(x_train, y_train, epochs=2, batch_size=32)
+print("teacher's last loss:", history.history["loss"][-1])
 teacher.evaluate(x_test, y_test)
 
 distiller = Distiller(student=student, teacher=teacher)

@@ -302,7 +302,7 @@ def preflight(
     timeout = limit + 30.0 if case_timeout_s is None else min(limit + 30.0, case_timeout_s)
     limit = min(limit, timeout)
     run = _preflight_run(job, entry_call or 1, True, limit, timeout, memory_limit_bytes)
-    entries, survey_seen = _entries(run), dict(run.seen)
+    entries, survey_seen, survey_end = _entries(run), dict(run.seen), dict(run.end)
     ended = run.end.get("status") in ("ok", "no_entry")  # it ran to its end (not an error, not stopped)
     if entry_call is not None and _measured(run) is None and ended and entries:
         raise _wrong_entry(entry_call, entries, _name(job))
@@ -347,7 +347,8 @@ def preflight(
         "entry_call": chosen,
         "entries": entries,
         "entry_reason": reason,
-        "survey_stopped": bool(survey_seen.get("survey_stopped")),
+        # the survey ended before the script did: its deadline, or an error after the measured call
+        "survey_stopped": bool(survey_seen.get("survey_stopped")) or survey_end.get("status") == "script_error",
     }
 
 

@@ -195,7 +195,7 @@ def _captured_fit(keras: Any, st: KerasState, model: Any, orig_fit: Any, args: t
         capturekit.saw_entry({**info, "measured": False})
         if late:
             capturekit.survey_stopped()
-        return _passed_over(keras, model)
+        return _passed_over(keras, model, info.get("epochs"))
     capturekit.saw_entry({**info, "measured": True})
     capturekit.OWNER.append(ENTRY_FIT)
     from whichdevice.frameworks.common import kerasfit
@@ -204,14 +204,27 @@ def _captured_fit(keras: Any, st: KerasState, model: Any, orig_fit: Any, args: t
     for r in measure.run():
         st.sink(r)
     if st.spec.survey:  # the pre-flight goes on to see the script's other training calls
-        return _passed_over(keras, model)
+        return _passed_over(keras, model, info.get("epochs"))
     raise CaptureDone()
 
 
-def _passed_over(keras: Any, model: Any) -> Any:
-    """What a fit that was not run returns: an empty History, as after zero epochs."""
+class _NoLogs(dict):
+    """A passed-over fit's logs: every metric the script reads is NaN for each epoch it asked for
+    (a script that prints ``history.history["loss"][-1]`` or plots it goes on)."""
+
+    def __init__(self, epochs: int) -> None:
+        super().__init__()
+        self.epochs = epochs
+
+    def __missing__(self, key: str) -> list[float]:
+        return [float("nan")] * self.epochs
+
+
+def _passed_over(keras: Any, model: Any, epochs: int | None = None) -> Any:
+    """What a fit that was not run returns: a History of the epochs asked for, with no values."""
     history = keras.callbacks.History()
-    history.history, history.epoch = {}, []
+    n = max(int(epochs or 1), 1)
+    history.history, history.epoch = _NoLogs(n), list(range(n))
     history.set_model(model)
     return history
 
