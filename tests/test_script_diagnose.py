@@ -34,6 +34,7 @@ TRAINS = {
     "keras_fit_validation_callbacks.py": ("keras.Model.fit", "tensorflow"),
     "keras_train_on_batch.py": ("keras.Model.train_on_batch", "tensorflow"),
     "keras_notebook.ipynb": ("keras.Model.fit", "tensorflow"),
+    "keras_three_fits.py": ("keras.Model.fit", "tensorflow"),
     "tf_gradient_tape_loop.py": ("tf.GradientTape+apply_gradients", "tensorflow"),
     "tf_eager_tape_loop.py": ("tf.GradientTape+apply_gradients", "tensorflow"),
     "tf_tape_optimizer_apply.py": ("tf.GradientTape+apply_gradients", "tensorflow"),
@@ -327,6 +328,84 @@ def test_cli_refuses_a_script_that_downloads_with_one_line(tmp_path, capsys):
 def test_cli_refuses_model_with_a_script(tmp_path, capsys):
     code, _, err = run_cli(["diagnose", str(CORPUS / "keras_fit_arrays.py"), "--model", "m.py:f"], capsys)
     assert code == 2 and "--model: does not go with a SCRIPT" in " ".join(err.split())
+
+
+# ------------------------------------------------------------------ several training calls in one script
+
+THREE = [
+    {"entry": "keras.Model.fit", "call": 1, "model": "Sequential", "name": "teacher", "steps": 128, "batch": 32},
+    {"entry": "keras.Model.fit", "call": 2, "model": "Distiller", "name": "distiller", "steps": 192, "batch": 32},
+    {"entry": "keras.Model.fit", "call": 3, "model": "Sequential", "name": "student", "steps": 128, "batch": 32},
+]
+
+
+def test_the_call_with_the_most_steps_is_chosen_and_unknown_steps_choose_the_first():
+    assert scriptplan.longest_call(THREE) == 2
+    assert scriptplan.longest_call([{**THREE[0], "steps": 192}, *THREE[1:]]) == 1  # equals: the first
+    assert scriptplan.longest_call([THREE[0], {**THREE[1], "steps": None}]) is None  # a generator's length
+
+
+def test_the_screen_says_which_call_was_measured_and_lists_the_others():
+    from whichdevice.cli.scriptcmd import found_line
+
+    facts = {**FACTS, "entry": "keras.Model.fit", "model": "Distiller"}
+    facts |= {"entries": THREE, "entry_call": 2, "entry_reason": "longest"}
+    which, others = scriptplan.entry_words(facts)
+    assert which == "the 2nd of 3 fit calls, the one with the most steps (192 steps)"
+    assert others == (
+        "also trains: Sequential 'teacher' fit (1st call, 128 steps), Sequential 'student' fit (3rd call, 128 steps); "
+        "choose with --entry 1 or 3"
+    )
+    assert "the 2nd of 3 fit calls" in found_line(facts)
+    assert scriptplan.entry_words({**facts, "entries": THREE[:1]}) == ("", "")  # one call: nothing to say
+    user = scriptplan.user_params({"script": "kd.py"}, facts)
+    assert user["entry_call"] == 2  # every case measures the 2nd call
+    assert script._spec(user, "CPU:0", "baseline").entry_call == 2
+    notes = scriptplan.notes(user, scriptplan.size(facts, 120.0))
+    assert "the 2nd of 3 fit calls" in notes[0] and "passed over untrained" in notes[0]
+    assert any(n.startswith("The script also trains: Sequential 'teacher'") for n in notes)
+    assert "entry_call" not in scriptplan.user_params({"script": "kd.py"}, FACTS)  # one call: cases as before
+
+
+def test_an_entry_the_script_never_made_is_refused_with_the_calls_it_made():
+    e = scriptplan._wrong_entry(5, THREE, "kd.py")
+    assert e.argument == "--entry" and "saw 3 keras.Model.fit calls" in str(e) and "--entry 1 to 3" in e.fix
+
+
+def test_entry_goes_with_a_script_only(capsys):
+    code, _out, err = run_cli(["diagnose", "--model", "m.py:build", "--entry", "2"], capsys)
+    assert code == 2 and "--entry: goes with a SCRIPT" in " ".join(err.split())
+
+
+@pytest.mark.tf
+def test_the_survey_measures_the_chosen_fit_and_records_every_other():
+    """keras-io's knowledge distillation calls fit three times (teacher, Distiller, student); the
+    first was measured without a word. The pre-flight's survey measures the call it is asked for
+    (the calls before it passed over untrained) and lets the script go on, recording the rest."""
+    spec = CaptureSpec("baseline", 1, 3, "cpu", 60.0, entry_call=2, survey=True)
+    run = script.run_child(
+        {"script": str(CORPUS / "keras_three_fits.py"), "args": []}, spec, ["tensorflow"], timeout_s=240
+    )
+    assert run.end.get("status") == "ok", run.stderr_tail[-800:]
+    assert [r["model"] for r in run.results] == ["Distiller"] and len(run.results[0]["step_s"]) >= 3
+    seen = [(e["call"], e["name"], e["measured"], e["steps"]) for e in run.entries]
+    assert seen == [(1, "teacher", False, 128), (2, "distiller", True, 192), (3, "student", False, 128)]
+
+
+@pytest.mark.slow
+@pytest.mark.tf
+def test_the_survey_past_its_deadline_stops_at_the_scripts_next_evaluate_and_says_so():
+    """What the script does besides training (a test set's evaluate) must not hold the pre-flight
+    to its process's time limit: past the deadline the survey ends there and says later calls
+    are not listed."""
+    spec = CaptureSpec("baseline", 1, 3, "cpu", 0.0, entry_call=1, survey=True)
+    run = script.run_child(
+        {"script": str(CORPUS / "keras_three_fits.py"), "args": []}, spec, ["tensorflow"], timeout_s=240
+    )
+    assert run.end.get("status") == "ok", run.stderr_tail[-800:]
+    assert [e["call"] for e in run.entries] == [1] and run.seen.get("survey_stopped") is True
+    facts = {"entries": [*THREE[:1], {**THREE[1], "call": 2}], "entry_call": 1, "entry_reason": "first"}
+    assert "later ones are not listed" in scriptplan.entry_words({**facts, "survey_stopped": True})[1]
 
 
 # ------------------------------------------------------------------ one real capture (one TensorFlow import)

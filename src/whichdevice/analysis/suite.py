@@ -294,7 +294,17 @@ def _baseline_side(e: FixEntry, baseline: object, workload: str, p: dict[str, An
 def _applies(record: RunRecord, e: FixEntry) -> bool:
     """Whether the fix belongs to this record's frameworks (frameworks.fix_applies: issue 39, a
     torch diagnose listed "Use tf.data with prefetch")."""
+    if e.planned_only and not _planned(record, e):
+        return False
     return frameworks.fix_applies(e.framework, {r.spec.framework for r in record.results})
+
+
+def _planned(record: RunRecord, e: FixEntry) -> bool:
+    """Whether the record's plan had the fix: its cases are in the record, or the plan cut them."""
+    cut = record.options.get("fixes_cut")
+    return (isinstance(cut, list) and e.key in cut) or any(
+        e.cases(r.spec.workload, r.spec.params) for r in record.results
+    )
 
 
 def _has_gpu(record: RunRecord) -> bool:

@@ -322,6 +322,12 @@ DIAGNOSE_BATCH_OPTION = typer.Option(
     None, "--batch", help="Your batch size (default 32): the baseline every fix is measured against."
 )
 DIAGNOSE_BUDGET_OPTION = typer.Option(None, "--budget", help=f"Seconds per device (default {DEFAULT_BUDGET_S:g}).")
+DIAGNOSE_ENTRY_OPTION = typer.Option(
+    None,
+    "--entry",
+    help="With a SCRIPT that trains more than once (fit called for a teacher, then a student): which call to "
+    "measure, counted from 1 (default: the one with the most steps, where the pre-flight can count them).",
+)
 
 
 DIAGNOSE_SCRIPT_ARGUMENT = typer.Argument(
@@ -345,6 +351,7 @@ def diagnose(
     samples: Optional[str] = opt.samples(for_model=False),
     batch: Optional[str] = DIAGNOSE_BATCH_OPTION,
     budget: Optional[str] = DIAGNOSE_BUDGET_OPTION,
+    entry: Optional[str] = DIAGNOSE_ENTRY_OPTION,
     device: Optional[str] = opt.device(),
     cpu_threads: Optional[str] = opt.cpu_threads(),
     memory_limit: Optional[str] = opt.memory_limit(),
@@ -374,6 +381,12 @@ def diagnose(
         plan = scriptcmd.plan(script, given, budget, ctx.params, DiagnosePlan)
         run_diagnose(plan, None, output)
         return
+    if entry is not None:
+        raise UsageError(
+            "--entry",
+            "goes with a SCRIPT: it chooses which of the script's training calls is measured",
+            "Leave --entry out with --model, or diagnose your script: whichdevice diagnose train.py --entry 2",
+        )
     # Each option is checked in this order: the first bad one is the error.
     fw = parse_choice(framework, "--framework", frameworks.offering("diagnose"))
     model_fn, data_fn = _model_and_data(model, data, fw)

@@ -16,6 +16,7 @@ from rich.markup import escape
 from whichdevice import jobs
 from whichdevice.cli.common import err_console
 from whichdevice.core.errors import UsageError
+from whichdevice.core.validate import parse_positive_int
 from whichdevice.core.units import seconds
 from whichdevice.frameworks.common import nvidia
 from whichdevice.measure import experiment
@@ -67,6 +68,7 @@ def plan(
                 f"Leave {option} out, or diagnose a model function with --model FILE.py:FUNCTION",
             )
     budget_s = parse_budget(budget)
+    entry_call = parse_positive_int(params.get("entry"), "--entry", "2", maximum=10_000)
     fields = jobs.checked(params, "diagnose", png=False)
     name = escape(Path(job["script"]).name)
     # From its first run on, what the script writes in the user's folder is put back after each
@@ -75,10 +77,17 @@ def plan(
     try:
         err_console.print(f"Running {name} once on the CPU to find its training step (pre-flight)…")
         facts = scriptplan.preflight(
-            job, budget_s, memory_limit_bytes=fields["memory_limit_bytes"], case_timeout_s=fields.get("case_timeout_s")
+            job,
+            budget_s,
+            memory_limit_bytes=fields["memory_limit_bytes"],
+            case_timeout_s=fields.get("case_timeout_s"),
+            entry_call=entry_call,
         )
         experiment.require_installed(facts["framework"])
         err_console.print(found_line(facts))
+        _, others = scriptplan.entry_words(facts)
+        if others:
+            err_console.print(escape(others[0].upper() + others[1:] + "."))
         # GPU-only variants are planned (and cut for the budget) only where a GPU can be measured: on a
         # machine with no NVIDIA driver, "cudnn_benchmark not measured on a GPU: ... more than the budget
         # leaves" read as if the budget were the reason (stop 46's pytorch-cifar report)
@@ -111,7 +120,9 @@ def found_line(facts: dict[str, Any]) -> str:
     batch = f"batch {facts['batch']}, " if facts["batch"] else ""  # 0: a loop whose batch the pre-flight can't read
     trainer = scriptplan.trainer_name(facts.get("trainer"))
     under = f" inside {escape(trainer)}" if trainer else ""  # the loop the user wrote nothing of
+    which, _ = scriptplan.entry_words(facts)
+    which = f", {escape(which)}" if which else ""
     return (
-        f"Found {escape(str(facts['entry']))}{under} ({model}{batch}{escape(facts['framework'])}): a step took "
+        f"Found {escape(str(facts['entry']))}{under} ({model}{batch}{escape(facts['framework'])}){which}: a step took "
         f"{seconds(facts['step_s'])}, the imports and data loading {facts['setup_s']:.1f} s."
     )

@@ -305,6 +305,12 @@ class CaptureSpec:
     # only at run time: Keras' batch, steps_per_execution, jit_compile, prefetch); a capture that
     # cannot (torch's) ignores them and the parent gives each its own child. One result each.
     also: tuple[str, ...] = ()
+    # Which call of the training entry to measure, counted from 1 (a script that calls ``fit``
+    # three times: 2 measures the second); the calls before it are passed over without training.
+    entry_call: int = 1
+    # The pre-flight's survey: after the measured call the script goes on, each further entry call
+    # recorded and passed over (``capturekit.saw_entry``), so the plan knows every loop it trains.
+    survey: bool = False
 
     @property
     def fix(self) -> str:
@@ -324,6 +330,8 @@ class CaptureSpec:
             "device": self.device,
             "deadline_s": self.deadline_s,
             "also": list(self.also),
+            "entry_call": self.entry_call,
+            "survey": self.survey,
         }
 
     @classmethod
@@ -335,6 +343,8 @@ class CaptureSpec:
             device=str(d.get("device", "cpu")),
             deadline_s=float(d.get("deadline_s", 60.0)),
             also=tuple(str(v) for v in d.get("also") or ()),
+            entry_call=int(d.get("entry_call") or 1),
+            survey=bool(d.get("survey")),
         )
 
 

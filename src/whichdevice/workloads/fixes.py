@@ -93,6 +93,9 @@ class FixEntry:
     # --- its words (present/fixes.py): the baseline's and variant's values in words; the
     # parameter's name is then left out of the pair's line. None: the parameter and raw values.
     words: dict[str, str] | None = None
+    # Only where a plan put it in the record (its cases there, or named in the plan's fixes_cut):
+    # a record of another command, or one from before the fix, has no verdict on it to show.
+    planned_only: bool = False
 
 
 _PREFETCH_DATA = ("tfdata_noprefetch", "tfdata")  # the two sides of the train-loop prefetch pair
@@ -415,6 +418,39 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
     ),
 )
 FIXES = FIXES + TORCH_FIXES
+
+# ------------------------------------------------------------------ the CPU's thread count
+# A script's steps on the CPU at a thread count other than its framework's default (one thread;
+# the physical cores where the default is every logical core). Each variant is a process of its
+# own, its count set in the environment before the script imports the framework
+# (frameworks/<fw>/env.child_env: OMP_NUM_THREADS for torch, TF_NUM_INTRAOP_THREADS for
+# TensorFlow); the default side runs as the script does. Planned where the framework's
+# child_env sets a thread count (not on JAX, which has none) and on the CPU only.
+CPU_THREADS = FixEntry(
+    key="cpu_threads",
+    param="cpu_threads",
+    baseline="default",
+    method="ab",
+    title="Set the CPU thread count",
+    change="CPU threads {b} → {v}",
+    short="the CPU thread count",
+    code="torch.set_num_threads({v})",
+    code_for={
+        "tensorflow": "tf.config.threading.set_intra_op_parallelism_threads({v})  # before the first op runs",
+        "keras-torch": "torch.set_num_threads({v})",
+    },
+    how="torch.set_num_threads(n) (or OMP_NUM_THREADS=n) before training; TensorFlow: "
+    "tf.config.threading.set_intra_op_parallelism_threads(n) before the first op (or TF_NUM_INTRAOP_THREADS=n)",
+    caveat="measured at this machine's load: cores busy with other work favour fewer threads, idle ones more; "
+    "decide on the machine that trains",
+    source="",
+    anchor=f"{_TUNING_GUIDE}: CPU-specific optimizations (torch.set_num_threads, OMP_NUM_THREADS)",
+    cases=lambda w, p: w == "train" and "cpu_threads" in p,
+    repeat=True,
+    values=(1,),
+    planned_only=True,  # diagnose SCRIPT plans it (workloads/scriptplan)
+)
+FIXES = FIXES + (CPU_THREADS,)
 
 BY_KEY: dict[str, FixEntry] = {f.key: f for f in FIXES}
 

@@ -74,9 +74,7 @@ def variant_of(p: dict[str, Any]) -> str:
     if kind == "loop" and p.get("data") in ("tfdata", "tfdata_noprefetch"):
         return "prefetch" if p["data"] == "tfdata" else "prefetch:off"
     if "fix" in p:
-        name = str(p["fix"])
-        on = p.get(name) not in (False, "off", 0, None)
-        return {"torch_compile": "compile"}.get(name, name) if on else "baseline"
+        return _fix_variant(p)
     if "pin_memory" in p:
         return "pin_memory" if p["pin_memory"] else "baseline"
     if "num_workers" in p:
@@ -88,9 +86,22 @@ def variant_of(p: dict[str, Any]) -> str:
     return "baseline"
 
 
+def _fix_variant(p: dict[str, Any]) -> str:
+    """A pair that names its fix: its variant, or ``baseline`` on the pair's baseline side."""
+    name = str(p["fix"])
+    if name == "cpu_threads":  # a thread count other than the default: a process of its own
+        if p.get(name) in ("default", None):  # a Keras fit times the default side as a member of its own
+            return "threads:default" if p.get("entry") in KERAS_ENTRIES else "baseline"
+        return f"threads:{int(p[name])}"
+    on = p.get(name) not in (False, "off", 0, None)
+    return {"torch_compile": "compile"}.get(name, name) if on else "baseline"
+
+
 def shares_child(p: dict[str, Any]) -> bool:
     """Whether this case runs in the round's shared process (:func:`group_key`)."""
     v = variant_of(p)
+    if v.startswith("threads:") and v != "threads:default":  # set before the import: a process of its own
+        return False
     if p.get("entry") in KERAS_ENTRIES:
         return not (v.startswith("precision:") and v != "precision:float32")
     if p.get("entry") in STEP_ENTRIES:
@@ -115,6 +126,7 @@ class ChildRun:
     results: list[dict[str, Any]] = field(default_factory=list)
     end: dict[str, Any] = field(default_factory=dict)
     seen: dict[str, Any] = field(default_factory=dict)  # what the script did (scriptwatch), also if it never ended
+    entries: list[dict[str, Any]] = field(default_factory=list)  # each training call seen, as it was seen
     stderr_tail: str = ""
     finished: Finished | None = None
 
@@ -166,6 +178,8 @@ def run_child(
                     run.results.append(obj["result"])
                 elif obj.get("type") == "end":
                     run.end = obj
+                elif obj.get("type") == "entry":
+                    run.entries.append({k: v for k, v in obj.items() if k != "type"})
                 elif obj.get("type") == "seen":
                     run.seen.update({k: v for k, v in obj.items() if k != "type"})
         run.stderr_tail = err_file.read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace")
@@ -222,6 +236,7 @@ def _spec(p: dict[str, Any], device: str, variant: str, also: tuple[str, ...] = 
         device="gpu" if device.startswith("GPU") else "cpu",
         deadline_s=float(p.get("child_limit_s") or 60.0),
         also=also,
+        entry_call=int(p.get("entry_call") or 1),
     )
 
 
@@ -243,19 +258,32 @@ def run_here(job: dict[str, Any], spec: CaptureSpec, captures: list[str]) -> Chi
     capturekit.OWNER.clear()
     capturekit.FINISHERS.clear()
     capturekit.PROGRESS.update(steps=0, begun=0)
+    capturekit.ENTRIES.clear()
     run = ChildRun()
     run.end = scriptrun.execute({**job, "frameworks": captures, "spec": spec.to_dict()}, run.results.append)
+    run.entries = list(run.end.get("entries") or [])
     run.finished = Finished(0, time.perf_counter() - capturekit.T0)
     userfolder.settle_here()
     return run
 
 
+def threads_env(framework: str, n: int) -> dict[str, str]:
+    """The variables that set ``framework``'s CPU thread count to ``n`` in a child, read at its
+    import (``frameworks/<fw>/env.child_env``; {} where it has none: JAX)."""
+    from whichdevice import frameworks
+
+    env = frameworks.env_module(framework).child_env("cpu", n)
+    plain = frameworks.env_module(framework).child_env("cpu", None)
+    return {k: v for k, v in env.items() if plain.get(k) != v}
+
+
 def _run(p: dict[str, Any], spec: CaptureSpec, framework: str) -> ChildRun:
     limit = float(p.get("child_limit_s") or 60.0)
     captures = CAPTURES.get(framework, [framework])
-    if not _RAN_HERE:
+    threads = threads_env(framework, int(spec.value or 1)) if spec.fix == "threads" else None
+    if not _RAN_HERE and threads is None:  # this process's threads are the default's
         return run_here(job_for(p), spec, captures)
-    return run_child(job_for(p), spec, captures, timeout_s=limit * 1.5 + 30)
+    return run_child(job_for(p), spec, captures, timeout_s=limit * 1.5 + 30, env=threads)
 
 
 def _timed(result: dict[str, Any] | None, run: ChildRun, limit_s: float, overhead_s: float):

@@ -2,6 +2,9 @@
 
 The pre-flight runs the script once on the CPU with every capture installed: it finds the entry
 point the script trains through, its framework, batch and model, and times a few of its steps.
+It is a survey: the script goes on past the timed call, each further training call recorded
+and passed over, so a script that trains several models is listed whole (:func:`entry_words`)
+and the call with the most steps, or the one ``--entry`` names, is the one measured.
 A script that never reaches one, raises first, needs a GPU this machine lacks or downloads data
 with no network is refused here, before anything is measured: one line quoting the script's own
 error (``UsageError``, exit 2).
@@ -16,6 +19,7 @@ what does not fit is left out and said (``cut``), never started and skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -65,6 +69,7 @@ TORCH_COMPILE_S = 45.0
 LOADER_WORKERS = 2
 GPU_ONLY = ("cudnn_benchmark", "pin_memory")  # planned for a GPU device only (cases() leaves them out on a CPU)
 KERAS_DATA_REBATCHED = ("arrays", "tfdata")
+ENTRY_FACTS = ("entry_call", "entries", "entry_reason", "survey_stopped")
 MIN_BATCHES = 10  # a sweep batch leaves the user's arrays at least this many batches (a turn's steps)
 
 _GPU_NEEDED = re.compile(
@@ -267,26 +272,70 @@ def _cpu_env() -> dict[str, str]:
     return env
 
 
+def longest_call(entries: list[dict[str, Any]]) -> int | None:
+    """The training call that asks for the most steps (epochs x batches; the first of equals),
+    or None where that is not known of every call (a generator's length): then the first is measured."""
+    if not entries or any(not e.get("steps") for e in entries):
+        return None
+    return int(max(entries, key=lambda e: (int(e["steps"]), -int(e.get("call") or 1))).get("call") or 1)
+
+
+def _entries(run: script.ChildRun) -> list[dict[str, Any]]:
+    """The training calls the run saw, each once, by call number."""
+    seen = {int(e.get("call") or 0): e for e in [*(run.end.get("entries") or []), *run.entries]}
+    return [seen[k] for k in sorted(seen) if k]
+
+
+def _wrong_entry(entry_call: int, entries: list[dict[str, Any]], name: str) -> UsageError:
+    calls = len(entries)
+    what = f"{calls} {entries[0].get('entry', 'training')} call{'s' if calls != 1 else ''}" if entries else "none"
+    return UsageError(
+        "--entry",
+        f"{entry_call} asks for a training call {name} did not make (the pre-flight saw {what})",
+        f"Pass --entry 1 to {calls}" if calls > 1 else "Leave --entry out",
+    )
+
+
 def preflight(
-    job: dict[str, Any], budget_s: float, *, memory_limit_bytes: int | None = None, case_timeout_s: float | None = None
+    job: dict[str, Any],
+    budget_s: float,
+    *,
+    memory_limit_bytes: int | None = None,
+    case_timeout_s: float | None = None,
+    entry_call: int | None = None,
 ) -> dict[str, Any]:
     """Run the script once on the CPU with every capture: its facts, or a ``UsageError``. The
     script's process is held to the limits its measuring cases will be held to: the run's
     ``--memory-limit`` (None: the default) and, when shorter than the pre-flight's own, the case
-    timeout; a script that only fits under the defaults would pass here and fail every case."""
+    timeout; a script that only fits under the defaults would pass here and fail every case.
+
+    The run is a survey: it times the chosen training call (``entry_call``: ``--entry``; None:
+    the first) and lets the script go on, each further call recorded and passed over, so a
+    script that trains several models (a teacher, then a student) has them all listed. Without
+    ``--entry``, the call that asks for the most steps is measured: where that is not the
+    first, the script runs once more to time it."""
     limit = max(30.0, 0.6 * budget_s)
     timeout = limit + 30.0 if case_timeout_s is None else min(limit + 30.0, case_timeout_s)
     limit = min(limit, timeout)
-    spec = CaptureSpec("baseline", warmup_steps=WARMUP, steps=PREFLIGHT_STEPS, device="cpu", deadline_s=limit)
-    run = script.run_child(
-        job,
-        spec,
-        ["tensorflow", "torch", "jax"],
-        timeout_s=timeout,
-        env=_cpu_env(),
-        memory_limit_bytes=memory_limit_bytes,
-    )
-    r = next((x for x in run.results if x.get("status") == "ok" and x.get("step_s")), None)
+    run = _preflight_run(job, entry_call or 1, True, limit, timeout, memory_limit_bytes)
+    entries, survey_seen, survey_end = _entries(run), dict(run.seen), dict(run.end)
+    ended = run.end.get("status") in ("ok", "no_entry")  # it ran to its end (not an error, not stopped)
+    if entry_call is not None and _measured(run) is None and ended and entries:
+        raise _wrong_entry(entry_call, entries, _name(job))
+    chosen, reason = entry_call or 1, "asked" if entry_call is not None else "first"
+    longest = longest_call(entries) if entry_call is None and len(entries) > 1 else None
+    if longest is not None:
+        reason = "longest"
+        if longest != 1 and _measured(run) is not None:  # the most steps are another call's: time that one
+            first_wall = run.finished.wall_s if run.finished else 0.0
+            again = _preflight_run(job, longest, False, limit, timeout, memory_limit_bytes)
+            if _measured(again) is not None:
+                chosen, run = longest, again
+                if run.finished is not None:
+                    run.finished = dataclasses.replace(run.finished, wall_s=run.finished.wall_s + first_wall)
+            else:
+                reason = "first"
+    r = _measured(run)
     if r is None:
         if run.results and run.results[0].get("status") not in ("ok",):
             run.end = {"status": "script_error", "error": run.results[0].get("error") or run.results[0].get("why_not")}
@@ -312,6 +361,11 @@ def preflight(
         "conv2d": bool(r.get("conv2d")),
         "trainer": r.get("trainer"),  # the trainer whose loop ran the step (Lightning, the HF Trainer), or None
         "preflight_s": float((run.finished.wall_s if run.finished else 0.0)),
+        "entry_call": chosen,
+        "entries": entries,
+        "entry_reason": reason,
+        # the survey ended before the script did: its deadline, or an error after the measured call
+        "survey_stopped": bool(survey_seen.get("survey_stopped")) or survey_end.get("status") == "script_error",
         "load_per_core": _load_per_core(),
     }
 
@@ -323,6 +377,69 @@ def _load_per_core() -> float | None:
         return os.getloadavg()[0] / max(os.cpu_count() or 1, 1)
     except (OSError, AttributeError):
         return None
+
+
+def _preflight_run(
+    job: dict[str, Any], call: int, survey: bool, limit: float, timeout: float, memory_limit_bytes: int | None
+) -> script.ChildRun:
+    spec = CaptureSpec(
+        "baseline",
+        warmup_steps=WARMUP,
+        steps=PREFLIGHT_STEPS,
+        device="cpu",
+        deadline_s=limit,
+        entry_call=call,
+        survey=survey,
+    )
+    return script.run_child(
+        job,
+        spec,
+        ["tensorflow", "torch", "jax"],
+        timeout_s=timeout,
+        env=_cpu_env(),
+        memory_limit_bytes=memory_limit_bytes,
+    )
+
+
+def _measured(run: script.ChildRun) -> dict[str, Any] | None:
+    return next((x for x in run.results if x.get("status") == "ok" and x.get("step_s")), None)
+
+
+def entry_words(facts: dict[str, Any]) -> tuple[str, str]:
+    """Which training call was measured, and the others, in words (both "" for a script with one):
+    ("the 2nd of 3 fit calls, the one with the most steps (192)", "also trains: Sequential 'teacher'
+    fit (1st call, 128 steps), ...; choose with --entry 1 or 3")."""
+    entries = list(facts.get("entries") or [])
+    if len(entries) < 2:
+        return "", ""
+    n, kind = int(facts.get("entry_call") or 1), str(entries[0].get("entry") or "").rsplit(".", 1)[-1]
+    why = {
+        "longest": "the one with the most steps",
+        "asked": "as --entry asked",
+        "first": "the first: the steps of every call are not known",
+    }.get(str(facts.get("entry_reason")), "")
+    mine: dict[str, Any] = next((e for e in entries if int(e.get("call") or 0) == n), {})
+    steps = f" ({mine['steps']} steps)" if mine.get("steps") and facts.get("entry_reason") == "longest" else ""
+    said = f"the {script.ordinal(n)} of {len(entries)} {kind} calls" + (f", {why}{steps}" if why else "")
+    others = [e for e in entries if int(e.get("call") or 0) != n]
+    listed = ", ".join(f"{_call_name(e)} ({script.ordinal(int(e['call']))} call{_steps(e)})" for e in others)
+    numbers = [str(int(e["call"])) for e in others]
+    choose = " or ".join([", ".join(numbers[:-1]), numbers[-1]] if len(numbers) > 1 else numbers)
+    more = "; the pre-flight stopped following the script there: later ones are not listed"
+    more = more if facts.get("survey_stopped") else ""
+    return said, f"also trains: {listed}{more}; choose with --entry {choose}"
+
+
+def _call_name(e: dict[str, Any]) -> str:
+    kind = str(e.get("entry") or "").rsplit(".", 1)[-1]
+    name = str(e.get("name") or "")
+    model = str(e.get("model") or "")
+    named = f"{model} '{name}'" if name and name.lower() != model.lower() else model
+    return f"{named} {kind}".strip()
+
+
+def _steps(e: dict[str, Any]) -> str:
+    return f", {e['steps']} steps" if e.get("steps") else ""
 
 
 def framework_of(r: dict[str, Any]) -> str:
@@ -422,6 +539,22 @@ def _torch_variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, di
     return out + [("torch_compile", "torch.compile", p) for p in compile_pair]
 
 
+def thread_counts(framework: str) -> list[int]:
+    """The CPU thread counts tried against the framework's default: one thread, and the physical
+    cores where the default is every logical core (a machine with SMT); none where the
+    framework has no thread setting a child's environment can make (JAX)."""
+    if not script.threads_env(framework, 1):
+        return []
+    import os
+
+    import psutil
+
+    logical = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    physical = min(psutil.cpu_count(logical=False) or logical, logical)
+    default = physical if frameworks.declared(framework, "DEFAULT_CPU_THREADS", "logical") == "physical" else logical
+    return [n for n in dict.fromkeys((1, physical)) if n != default] if default > 1 else []
+
+
 def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str, Any]]]:
     """Every variant worth trying on this script, in priority order: (fix, what it is, params)."""
     fw, entry, b = facts["framework"], facts["entry"], int(facts["batch"] or 0)
@@ -437,6 +570,12 @@ def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str
         fits = [k for k in USER_SWEEP_BATCHES if k != b and (n // k >= MIN_BATCHES if n else k <= 4 * b)]
         others = sorted(fits, key=lambda k: (abs(math.log(k / b)), k))
         out += [("batch", f"batch {k}", {"kind": "steady", "sync": "none", "batch": k}) for k in others[:3]]
+    threads = thread_counts(fw)
+    if threads:  # the default side runs as the script does; each count in a process of its own
+        pair = [
+            {"kind": "steady", "sync": "none", "fix": "cpu_threads", "cpu_threads": v} for v in ("default", *threads)
+        ]
+        out += [("cpu_threads", f"cpu_threads {p['cpu_threads']}", p) for p in pair]
     if entry in script.KERAS_ENTRIES:
         out += _keras_variants(facts)
     elif frameworks.declared(fw, "LOOP_FIXES", None) == "module":  # torch: the trained module's fixes
@@ -517,6 +656,8 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         "setup_s": facts["setup_s"],
         "import_s": facts.get("import_s"),
         "data_s": facts.get("data_s"),
+        # which training call is measured and the others the script makes (a record's notes say it)
+        **({"entry_facts": {k: facts.get(k) for k in ENTRY_FACTS}} if len(facts.get("entries") or []) > 1 else {}),
     }
 
 
@@ -577,6 +718,8 @@ def user_params(job: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
         "user_batch": facts["batch"],
         "steps": STEPS,
         "warmup": WARMUP,
+        # which call of the entry each case measures, where the script makes more than one
+        **({"entry_call": int(facts.get("entry_call") or 1)} if len(facts.get("entries") or []) > 1 else {}),
     }
     if facts.get("trainer"):
         out["trainer"] = str(facts["trainer"])
@@ -611,6 +754,8 @@ def cases(framework: str, device: str, user: dict[str, Any], sizing: dict[str, A
     for params in sizing["planned"]:
         if not gpu and (params.get("fix") == "cudnn_benchmark" or "pin_memory" in params):
             continue
+        if gpu and "cpu_threads" in params:  # the CPU's thread count: a CPU run's fix
+            continue
         p = {**common, "batch": params.get("batch", b), **params}
         spec = CaseSpec(workload="train", framework=framework, device=device, params=p)
         if spec.key not in {s.key for s in out}:
@@ -626,6 +771,7 @@ def options(user: dict[str, Any], facts_sizing: dict[str, Any] | None) -> dict[s
         "script_args": json.loads(user.get("script_args") or "[]"),
         "entry": user["entry"],
         "script_setup_s": s.get("setup_s"),
+        **({"entry_call": user["entry_call"]} if "entry_call" in user else {}),
     }
     if user.get("trainer"):
         out["trainer"] = user["trainer"]
@@ -637,10 +783,16 @@ def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
     setup = s.get("setup_s")
     trainer = trainer_name(user.get("trainer"))
     under = f" inside {trainer}" if trainer else ""
+    which, others = entry_words(s.get("entry_facts") or {})
+    if which and int(user.get("entry_call") or 1) > 1:
+        which += "; the calls before it passed over untrained"
+    which = f" ({which})" if which else ""
     out = [
-        f"Measured on your script {Path(user['script']).name} through {user['entry']}{under}: each case ran the script in a "
-        f"fresh process until {user['steps']} steady steps were timed (then it stopped the script)."
+        f"Measured on your script {Path(user['script']).name} through {user['entry']}{under}{which}: each case ran "
+        f"the script in a fresh process until {user['steps']} steady steps were timed (then it stopped the script)."
     ]
+    if others:
+        out.append(f"The script {others}.")
     if setup is not None:
         split = ""
         if s.get("data_s") is not None and s.get("import_s") is not None:

@@ -183,6 +183,8 @@ def _closing(end: dict[str, Any], got: list[dict[str, Any]], seen: scriptwatch.S
     if end["status"] == "script_error":
         end["step"] = capturekit.step_reached(exited=end.get("exit_code") is not None)
     end["imported_s"] = dict(capturekit.IMPORTED)
+    if capturekit.ENTRIES:  # every training call the script made (the pre-flight lists them)
+        end["entries"] = list(capturekit.ENTRIES)
     end.update(seen.as_dict())
     if end["status"] == "no_entry" and frameworks.plain_jax(sys.modules):
         end["plain_jax"] = True  # a jit/grad loop: no entry point diagnose captures (scriptplan.refusal says so)
@@ -221,6 +223,9 @@ def execute(
         sink(r)
 
     spec = CaptureSpec.from_dict(job["spec"])
+    from whichdevice.frameworks.common import capturekit
+
+    capturekit.TELL[:] = [tell] if tell is not None else []
     watched = _install(list(job["frameworks"]), spec, keep)
     end: dict[str, Any] = {"type": "end", "status": "no_entry", "watched": watched}
     script = os.path.abspath(job["script"])

@@ -33,6 +33,29 @@ FINISHERS: list[Callable[[], None]] = []
 # How far the script's training got, for the line that says where it stopped (an error, an exit):
 # the steps ended so far, and whether the next one had begun (its model called, its tape opened).
 PROGRESS: dict[str, int] = {"steps": 0, "begun": 0}
+# Every call of a training entry the script made, in order (``saw_entry``): the entry, its call
+# number, the model, the batch and the steps it asks for, and whether it was measured. TELL (set
+# by ``scriptrun.execute``) writes each as it happens, so a process stopped later still has them.
+ENTRIES: list[dict[str, Any]] = []
+TELL: list[Callable[[dict[str, Any]], None]] = []
+
+
+def survey_stopped() -> None:
+    """The pre-flight's survey went past its deadline: said, then the script ends (later training
+    calls stay unknown)."""
+    for tell in TELL:
+        tell({"type": "seen", "survey_stopped": True})
+    raise CaptureDone()
+
+
+def saw_entry(info: dict[str, Any]) -> None:
+    """Record one call of a training entry (and say it at once where the child writes lines)."""
+    ENTRIES.append(dict(info))
+    for tell in TELL:
+        try:
+            tell({"type": "entry", **info})
+        except Exception:  # noqa: BLE001 (a closed output must not stop the script)
+            traceback.print_exc(file=sys.__stderr__)
 
 
 def step_began() -> None:

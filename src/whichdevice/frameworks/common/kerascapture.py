@@ -5,10 +5,13 @@ Keras:
 
 - ``Model.compile``: the user's own compile arguments are kept, so steps_per_execution and
   jit_compile are measured by recompiling with exactly them plus the one setting changed;
-- ``Model.fit``: the first call hands over the compiled model, the user's data (arrays, dicts,
-  tf.data, a PyDataset, a generator), batch size and callbacks. ``kerasfit.FitMeasure`` then
-  times ``spec.variant`` and ``spec.also`` on those objects, in turns, and the script ends
-  there (``CaptureDone``): no script runs to the end of its epochs;
+- ``Model.fit``: the call ``spec.entry_call`` names (the first by default; the calls before it are
+  passed over untrained, each recorded: ``capturekit.saw_entry``) hands over the compiled model,
+  the user's data (arrays, dicts, tf.data, a PyDataset, a generator), batch size and callbacks.
+  ``kerasfit.FitMeasure`` then times ``spec.variant`` and ``spec.also`` on those objects, in
+  turns, and the script ends there (``CaptureDone``): no script runs to the end of its epochs.
+  In the pre-flight's survey (``spec.survey``) the script goes on instead, every later fit call
+  recorded and passed over, so the plan knows each model the script trains;
 - ``Model.train_on_batch`` and ``Optimizer.apply`` (a custom loop: a GradientTape with
   ``optimizer.apply_gradients`` or ``optimizer.apply``): each call ends a step of the user's loop
   (``capturekit.StepClock``). TensorFlow's own hooks (the tape, a compiled ``tf.function`` step,
@@ -50,6 +53,7 @@ class KerasState:
     model_name: str | None = None
     sync: Callable[[], None] = field(default=lambda: None)
     tape_began: float | None = None  # a GradientTape opened before any step ended (the first step's start)
+    fit_calls: int = 0  # the script's own fit calls so far
 
     def loop_clock(self, entry: str) -> capturekit.StepClock | None:
         """The loop's clock, started by the first entry point reached (None: Keras' fit owns the run)."""
@@ -101,13 +105,7 @@ def _patch(keras: Any, st: KerasState) -> None:
     def fit(self, *args, **kwargs):  # noqa: ANN001, ANN202
         if st.inside_fit or (capturekit.OWNER and capturekit.OWNER[0] != ENTRY_FIT):
             return orig_fit(self, *args, **kwargs)
-        capturekit.OWNER.append(ENTRY_FIT)
-        from whichdevice.frameworks.common import kerasfit
-
-        measure = kerasfit.FitMeasure(keras, self, orig_fit, args, kwargs, st)
-        for r in measure.run():
-            st.sink(r)
-        raise CaptureDone()
+        return _captured_fit(keras, st, self, orig_fit, args, kwargs)
 
     @functools.wraps(orig_tob)
     def train_on_batch(self, *args, **kwargs):  # noqa: ANN001, ANN202
@@ -122,7 +120,24 @@ def _patch(keras: Any, st: KerasState) -> None:
         return out
 
     model_cls.compile, model_cls.fit, model_cls.train_on_batch = compile, fit, train_on_batch
+    if st.spec.survey:
+        _bound_survey(model_cls, st)
     _patch_optimizer(keras, st)
+
+
+def _bound_survey(model_cls: Any, st: KerasState) -> None:
+    """In the pre-flight's survey, the script's evaluate and predict after the measured fit end the
+    survey once it is past its deadline: what the script does besides training (a full test set's
+    evaluation, plots) must not hold the pre-flight to its process's time limit."""
+    for name in ("evaluate", "predict"):
+        orig = getattr(model_cls, name)
+
+        def bounded(self, *args, __orig=orig, **kwargs):  # noqa: ANN001, ANN202
+            if ENTRY_FIT in capturekit.OWNER and not st.inside_fit and capturekit.since_start() > st.spec.deadline_s:
+                capturekit.survey_stopped()
+            return __orig(self, *args, **kwargs)
+
+        setattr(model_cls, name, functools.wraps(orig)(bounded))
 
 
 def _patch_optimizer(keras: Any, st: KerasState) -> None:
@@ -165,6 +180,90 @@ def _note_batch(st: KerasState, x: Any) -> None:
     shape = getattr(leaves[0], "shape", None) if leaves else None
     if shape:
         st.batch_sizes.append(int(shape[0]))
+
+
+def _captured_fit(keras: Any, st: KerasState, model: Any, orig_fit: Any, args: tuple, kwargs: dict) -> Any:
+    """One fit call of the script: measured if it is the spec's call (then the script ends there,
+    but in the pre-flight's survey, which goes on), else recorded and passed over."""
+    st.fit_calls += 1
+    call = st.fit_calls
+    info = {**_fit_call(orig_fit, model, args, kwargs), "entry": ENTRY_FIT, "call": call}
+    if call != st.spec.entry_call:
+        # Not the call to measure: passed over without training (a teacher the script trains
+        # first costs its time, not the distiller's step). The survey stops past its deadline.
+        late = st.spec.survey and call > st.spec.entry_call and capturekit.since_start() > st.spec.deadline_s
+        capturekit.saw_entry({**info, "measured": False})
+        if late:
+            capturekit.survey_stopped()
+        return _passed_over(keras, model, info.get("epochs"))
+    capturekit.saw_entry({**info, "measured": True})
+    capturekit.OWNER.append(ENTRY_FIT)
+    from whichdevice.frameworks.common import kerasfit
+
+    measure = kerasfit.FitMeasure(keras, model, orig_fit, args, kwargs, st)
+    for r in measure.run():
+        st.sink(r)
+    if st.spec.survey:  # the pre-flight goes on to see the script's other training calls
+        return _passed_over(keras, model, info.get("epochs"))
+    raise CaptureDone()
+
+
+class _NoLogs(dict):
+    """A passed-over fit's logs: every metric the script reads is NaN for each epoch it asked for
+    (a script that prints ``history.history["loss"][-1]`` or plots it goes on)."""
+
+    def __init__(self, epochs: int) -> None:
+        super().__init__()
+        self.epochs = epochs
+
+    def __missing__(self, key: str) -> list[float]:
+        return [float("nan")] * self.epochs
+
+
+def _passed_over(keras: Any, model: Any, epochs: int | None = None) -> Any:
+    """What a fit that was not run returns: a History of the epochs asked for, with no values."""
+    history = keras.callbacks.History()
+    n = max(int(epochs or 1), 1)
+    history.history, history.epoch = _NoLogs(n), list(range(n))
+    history.set_model(model)
+    return history
+
+
+def _fit_call(orig_fit: Any, model: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """One fit call in words and numbers, read from its arguments without touching its data:
+    the model, the batch (arrays: ``batch_size``, else unknown), the epochs and the steps it
+    asks for (None where the data does not say its length: a generator)."""
+    import inspect
+
+    out: dict[str, Any] = {"model": type(model).__name__, "name": str(getattr(model, "name", "") or "")}
+    out |= {"batch": None, "epochs": None, "steps": None}
+    try:
+        bound = inspect.signature(orig_fit).bind(model, *args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
+        from whichdevice.frameworks.common.kerasfit import _data_kind
+
+        x: Any = a.get("x")
+        kind = _data_kind(x)
+        epochs = max(int(a.get("epochs") or 1) - int(a.get("initial_epoch") or 0), 1)
+        per_epoch = int(a["steps_per_epoch"]) if a.get("steps_per_epoch") else None
+        if kind == "arrays" and x is not None:
+            import keras
+
+            batch = int(a.get("batch_size") or 32)
+            n = int(len(keras.tree.flatten(x)[0]) * (1.0 - float(a.get("validation_split") or 0.0)))
+            out["batch"] = batch
+            per_epoch = per_epoch or -(-n // batch)
+        elif kind == "tfdata" and per_epoch is None:
+            card = int(x.cardinality())
+            per_epoch = card if card > 0 else None
+        elif kind == "pydataset" and per_epoch is None:
+            per_epoch = int(len(x))
+        out["epochs"] = epochs
+        out["steps"] = epochs * per_epoch if per_epoch else None
+    except Exception:  # noqa: BLE001 (an unusual call: its steps are unknown, the call is still listed)
+        pass
+    return out
 
 
 def _compile_kwargs(orig_compile: Any, model: Any, args: tuple, kwargs: dict) -> dict[str, Any]:

@@ -48,7 +48,10 @@ COMPILED_STATE = (
     "compiled",
     "_compile_config",
 )
-_RUN_ONLY = ("steps_per_execution:1", "prefetch:off", "precision:float32", "baseline")
+# Variants applied to the whole process before the script builds its model: mixed precision as
+# Keras' global policy (kerascapture), a thread count in the environment before the import.
+_OWN_PROCESS = {"precision": "a mixed-precision policy", "threads": "a CPU thread count"}
+_RUN_ONLY = ("steps_per_execution:1", "prefetch:off", "precision:float32", "threads:default", "baseline")
 
 
 @dataclass
@@ -126,9 +129,9 @@ class FitMeasure:
             return self._recompiled(c, fix, value)
         if fix == "prefetch":
             return self._prefetched(c)
-        if fix == "precision":  # set as Keras' global policy before the script built its model (kerascapture)
+        if fix in _OWN_PROCESS:  # applied before the script built its model, in the variant's own process
             if name != self.st.spec.variant:
-                c.why_not = "a mixed-precision policy needs a process of its own (set before the model is built)"
+                c.why_not = f"{_OWN_PROCESS[fix]} needs a process of its own (set before the model is built)"
             return c
         if fix == "sync":
             c.sync_each = True

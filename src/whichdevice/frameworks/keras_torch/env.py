@@ -16,6 +16,10 @@ PARTS: tuple[str, ...] = ("training", "calibration", "probes", "pipeline", "optr
 REQUIRES: tuple[str, ...] = ("keras", "torch")
 INSTALL = "pip install 'whichdevice[torch]'"
 KERAS = True
+# Torch's own CPU thread count without a setting: one per physical core (frameworks.declared;
+# default: every logical core, as TensorFlow's). A script's thread variants leave out the count
+# its default already is.
+DEFAULT_CPU_THREADS = "physical"
 # Declarations read by the parent (frameworks.declared): pitfalls time every step; Keras' torch
 # trainer runs one step a call and jit_compile means torch.compile: no compile options for fit.
 PITFALLS_TIMING = "eager"

@@ -167,6 +167,7 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None) 
         conv2d=hooks.has_conv2d(cap),
         stopped=stopped,
         trainer=cap.trainer,
+        cpu_threads=cap.torch.get_num_threads() if cap.torch is not None else None,  # what the steps ran with
     )
 
 

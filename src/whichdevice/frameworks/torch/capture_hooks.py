@@ -35,7 +35,7 @@ ENTRY_STEP = "torch.optim.Optimizer.step"
 ENTRY_BACKWARD = "torch.Tensor.backward"
 LOADER_VARIANTS = ("batch", "workers", "pin_memory", "persistent_workers")
 MODULE_VARIANTS = ("autocast", "channels_last", "compile", "cudnn_benchmark")
-VARIANTS = ("baseline", *LOADER_VARIANTS, *MODULE_VARIANTS)
+VARIANTS = ("baseline", *LOADER_VARIANTS, *MODULE_VARIANTS, "threads")
 _perf = time.perf_counter
 _TORCH_DIR = ["//no torch yet//"]  # torch's own folder: calls from there are not the script's
 _OPTIMIZERS: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -70,6 +70,9 @@ def install(torch: Any, cap: Any, on: Handlers) -> None:
     why = device_why_not(cap.spec)
     if why:
         on.not_applicable(cap, why)
+    name, value = variant(cap.spec)
+    if name == "threads":  # OMP_NUM_THREADS is set for the child too; this holds if torch read it otherwise
+        torch.set_num_threads(int(value or 1))
     hook_steps(torch, cap, on)
     hook_backward(torch, cap, on)
     hook_modules(torch, cap)

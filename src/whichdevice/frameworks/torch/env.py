@@ -31,6 +31,10 @@ KERAS = False
 PITFALLS_TIMING = "eager"
 REBATCHES = "DataLoader"
 LOOP_FIXES = "module"
+# Torch's own CPU thread count without a setting: one per physical core (frameworks.declared;
+# default: every logical core, as TensorFlow's). A script's thread variants leave out the count
+# its default already is.
+DEFAULT_CPU_THREADS = "physical"
 SAYS: dict[str, str] = {
     "scale": "DDP",
     "replicas": "local processes",
