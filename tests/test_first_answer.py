@@ -90,7 +90,7 @@ def test_piped_progress_prints_a_line_per_finished_phase(monkeypatch):
     monkeypatch.setattr(common, "err_console", console)
     common.measure_with_progress(object(), found=object())  # type: ignore[arg-type]
     assert [re.sub(r"\d:\d\d:\d\d", "T", x) for x in buf.getvalue().splitlines()] == [
-        "CPU:0 matmul steady: 2 cases done (2/5, T)",
+        "CPU:0 matmul back-to-back: 2 cases done (2/5, T)",
         "CPU:0 train steady: 2 cases done (4/5, T)",
         "CPU:0 op trace: 1 case done (5/5, T)",
     ]
@@ -133,7 +133,7 @@ def test_a_run_without_a_gpu_answers_from_what_batch_the_reference_gpu_would_win
     assert "predict --quick" not in answer
     assert re.search(r"An NVIDIA H100 80GB HBM3 would win from batch ≈ [\d,]+ \(\d+–\d+", answer), answer
     assert "would be mostly dispatch/launch" in answer
-    assert "Predicted from profile 'h100', not measured." in answer
+    assert "Predicted from costs measured on an NVIDIA H100 80GB HBM3, not measured here." in answer
     assert "`whichdevice diagnose --model FILE.py:FUNCTION`" in answer
     lines = screen_lines(fs, report="r.html")
     from whichdevice.present.firstscreen import _height
@@ -386,7 +386,10 @@ def test_a_script_cases_progress_line_names_the_experiment_not_its_plumbing():
         'model=script,script=/home/u/a,b/train.py,script_args=["--lr", "0.1,0.2", "x=1"],user_batch=0'
     )
     assert describe_key(key) == "CPU:0 train fix=autocast kind=pair model=script"
-    assert describe_key("matmul|tensorflow|CPU:0|mode=steady,n=10") == "CPU:0 matmul mode=steady n=10"
+    assert (
+        describe_key("matmul|tensorflow|CPU:0|mode=steady,n=10")
+        == "CPU:0 matrix multiply 10×10 (back-to-back, operands on the device)"
+    )
 
 
 def test_the_live_line_takes_the_grown_total_of_later_rounds():

@@ -272,8 +272,8 @@ def with_local_cpu(profile: DeviceProfile, framework: str, hostname: str) -> Dev
     if local is None:
         return profile
     note = (
-        f"CPU costs: profile '{local.name}' ({local.framework}, calibrated on this machine {local.created_at}) "
-        f"in place of the CPU of '{profile.name}'"
+        f"CPU costs: this machine's own calibration ({local.framework}, {local.created_at}, --profile {local.name}) "
+        "in place of the profile's CPU"
     )
     return profile.model_copy(update={"cpu": local.cpu, "notes": [*profile.notes, note]})
 

@@ -93,11 +93,20 @@ def _torch_timed(
     return out
 
 
+# gpu_probe.py's names for its loops of the small MLP, as a reader would say them (the page
+# shows each case's quantity).
+_SEED001_LOOP_WORDS = {
+    "ex2_small_s": "1,000 samples, batch 10",
+    "ex3_large_b32_s": "100,000 samples, batch 32",
+    "ex3_large_b1024_s": "100,000 samples, batch 1024",
+}
+
+
 def _torch_seed001(seed: dict[str, Any]) -> list[CaseResult]:
     out = []
     for key, v in seed.items():
         dev, q = _device_of(key)
-        out.append(_case("seed 001 loop", "torch", dev, v, quantity=q))
+        out.append(_case("small MLP custom loop", "torch", dev, v, quantity=_SEED001_LOOP_WORDS.get(q, q)))
     return out
 
 

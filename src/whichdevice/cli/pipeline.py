@@ -222,7 +222,7 @@ def tf_only(fw: str, *given: tuple[str, object]) -> None:
         if value is not None and fw not in frameworks.TFDATA:
             raise UsageError(
                 arg,
-                f"is TensorFlow's (pipeline --framework {fw} measures seed 003's pipeline on its own loader)",
+                f"is TensorFlow's (pipeline --framework {fw} measures the image input pipeline on its own loader)",
                 f"Drop {arg}, or use --framework tensorflow.",
             )
 
@@ -266,7 +266,7 @@ def _variant_list(
             raise UsageError(
                 arg,
                 "does not apply to --data (your dataset is measured as given and prefetched)",
-                f"Drop {arg}, or drop --data to measure seed 003's pipeline.",
+                f"Drop {arg}, or drop --data to measure the image input pipeline.",
             )
     from whichdevice.workloads import pipeline as wl
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 BUILTIN_MODELS = {
-    "seed001": "small MLP (100 features → Dense 128 → 10 classes, seed 001)",
+    "seed001": "small MLP (100 features → Dense 128 → 10 classes)",
     "seed002": "MLP (128 features → 256 → 128 → 1, seed 002)",
 }
 

@@ -60,6 +60,18 @@ def rate(per_s: float | None, unit: str = "FLOP/s") -> str:
     return f"{figure} {prefix}{unit}"
 
 
+_COUNT: tuple[tuple[float, str], ...] = ((1.0, ""), (1e3, " thousand"), (1e6, " million"), (1e9, " billion"))
+
+
+def count_rate(per_s: float | None, noun: str) -> str:
+    """'41.6 thousand examples/s': a rate of things counted, in words a reader knows ("kex/s"
+    reads as a unit nobody uses)."""
+    if per_s is None:
+        return "—"
+    figure, scale = scaled(per_s, _COUNT)
+    return f"{figure}{scale} {noun}/s"
+
+
 def nbytes(n: int | None) -> str:
     if n is None:
         return "—"

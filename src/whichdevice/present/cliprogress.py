@@ -57,6 +57,10 @@ def bar_for(console: Console) -> Progress:
     )
 
 
+# The matmul modes as a phase says them ("seed" is the project's name for the article's timing).
+_MODE_WORDS = {"seed": "created and read back", "steady": "back-to-back"}
+
+
 def phase_of(key: str) -> str:
     """A case key's phase, in words: its device, workload and kind ('CPU:0 train steady');
     describe cases are the op trace the GPU prediction reads."""
@@ -67,7 +71,7 @@ def phase_of(key: str) -> str:
     p = dict(x.split("=", 1) for x in key_items(params) if "=" in x)
     if workload == "calibrate" and p.get("probe") == "describe":
         return f"{device} op trace"
-    kind = p.get("kind") or p.get("mode") or p.get("part") or p.get("probe")
+    kind = p.get("kind") or _MODE_WORDS.get(p.get("mode", ""), p.get("mode")) or p.get("part") or p.get("probe")
     if workload == "train" and ("steps_per_execution" in p or "jit_compile" in p):
         kind = "fixes"
     return f"{device} {workload}" + (f" {kind}" if kind else "")

@@ -262,7 +262,7 @@ def prediction_lines(report: PredictReport | None, profile: DeviceProfile | None
     if report is None or profile is None or profile.gpu is None:
         return None
     gpu = profile.gpu.description
-    source = f"Predicted from profile '{profile.name}', not measured."
+    source = f"Predicted from costs measured on {names.profile_words(profile.name, gpu)}, not measured here."
     if report.cannot_predict:
         from whichdevice.present.prediction import CANNOT_PREDICT  # imports rich: only here
 

@@ -26,13 +26,12 @@ SHORT_MODELS = {"seed001": "small MLP", "seed002": "3-layer MLP"}
 # Where each workload comes from: the public articles in ../shared/seeds/ (not shipped).
 SOURCES = {
     "seed000": "the matrix-multiplication timing of the Q&A 'Training a simple model in Tensorflow GPU slower than "
-    "CPU' (seed 000)",
-    "seed001": "the model and training loops of the article 'Why is TensorFlow GPU slower than CPU when creating and "
-    "training models?' (seed 001)",
-    "seed002": "the network of the article 'Keras Tensorflow backend slower on GPU than on CPU when training certain "
-    "networks' (seed 002)",
-    "seed003": "the image input pipeline of the article 'Why is TensorFlow Keras training slower on GPU than CPU?' "
-    "(seed 003)",
+    "CPU'",
+    "seed001": "the model and training loops of the post 'Why is TensorFlow GPU slower than CPU when creating and "
+    "training models?'",
+    "seed002": "the network of the post 'Keras Tensorflow backend slower on GPU than on CPU when training certain "
+    "networks'",
+    "seed003": "the image input pipeline of the post 'Why is TensorFlow Keras training slower on GPU than CPU?'",
 }
 
 _KIND = {
@@ -70,7 +69,7 @@ PIPELINE_VARIANTS = {
 }
 MATMUL_MODES = {
     "steady": "back-to-back, operands on the device",
-    "seed": "as the article timed it: create, multiply, read back",
+    "seed": "operands created and the result read back in each timed call",
 }
 
 GLOSSARY = {
@@ -181,6 +180,25 @@ def _setting_bits(p: Mapping[str, object]) -> list[str]:
     return bits
 
 
+def a_device(description: str) -> str:
+    """'an NVIDIA H100 80GB HBM3', 'a Tesla T4': a device named with its article."""
+    return ("an " if description[:1].upper() in "AEIOU" or description.upper().startswith("NVIDIA") else "a ") + (
+        description
+    )
+
+
+def profile_words(name: str, gpu: str | None) -> str:
+    """A device profile as a reader knows it: the card it was measured on ('an NVIDIA H100 80GB
+    HBM3'), and for a profile the user saved, the name they pass back (``--profile vm``); the
+    names of the shipped profiles are file names, which say nothing on a page."""
+    from whichdevice.analysis import deviceprofile  # reads the package's profile folder
+
+    card = a_device(gpu) if gpu else "this machine's CPU"
+    if name in deviceprofile.shipped_names():
+        return card
+    return f"{card} (your profile, --profile {name})"
+
+
 def case_name(spec: CaseSpec) -> str:
     """'tensorflow CPU:0: small MLP, batch 10, steady training step': a record's case in words."""
     return (
@@ -208,7 +226,7 @@ _PLAIN = (
     (r"\bseed ?002\b", "3-layer MLP"),
     (r"\bseed ?000\b", "matrix multiply"),
     (r"\bseed ?003\b", "image pipeline"),
-    (r"\bmatmul seed\b", "matmul (as the article timed it)"),
+    (r"\bmatmul seed\b", "matmul (operands created and read back in each timed call)"),
     (r"\bbelow the consumer's floor\b", "too fast to measure against the loop's own cost"),
 )
 

@@ -9,19 +9,34 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from whichdevice.core.records import CaseResult, CaseSpec, RunRecord
+from whichdevice.present import names
 from whichdevice.present.tables import telemetry_text
 from whichdevice.present.claims import modes_text
 
 if TYPE_CHECKING:
     from whichdevice.analysis.quality import TimingWarning
 
-# Parameters that say where a user's model comes from: true, but noise in a one-line label.
-_HIDDEN_IN_LABELS = {"model_file", "model_fn", "input_shape", "output_shape", "data_file", "data_fn", "label_classes"}
+# Parameters that say where a user's model comes from: true, but noise in a one-line label;
+# and ``example``, the project's id of a seed's example, which the model, samples and batch say.
+_HIDDEN_IN_LABELS = {
+    "model_file",
+    "model_fn",
+    "input_shape",
+    "output_shape",
+    "data_file",
+    "data_fn",
+    "label_classes",
+    "example",
+}
 
 
 def case_label(spec: CaseSpec) -> str:
     """The case's device and parameters on one line (the notes' label)."""
-    p = " ".join(f"{k}={v}" for k, v in spec.params.items() if k not in _HIDDEN_IN_LABELS and v is not None)
+    p = " ".join(
+        f"{k}={names.SHORT_MODELS.get(str(v), v) if k == 'model' else v}"
+        for k, v in spec.params.items()
+        if k not in _HIDDEN_IN_LABELS and v is not None
+    )
     return f"{spec.device} {p}"
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from whichdevice.present.claims import comparison_text, ratio_text
 from whichdevice.core.records import known
 from whichdevice.present.tables import Grid, GridCell, busy_text, telemetry_text
-from whichdevice.core.units import rate, seconds
+from whichdevice.core.units import count_rate, seconds
 from whichdevice.core.records import Timing
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def variant_grid(rep: DeviceReport) -> Grid:
             continue
         cells.append(
             GridCell(
-                rate(r.examples_per_s, "ex/s") if r.examples_per_s else ("failed" if r.failed else "—"),
+                count_rate(r.examples_per_s, "examples") if r.examples_per_s else ("failed" if r.failed else "—"),
                 "bad" if r.failed and not r.pipeline else "",
             )
         )
@@ -97,7 +97,7 @@ def stage_grid(rep: DeviceReport) -> Grid | None:
             [
                 GridCell(c.stage),
                 GridCell(seconds(c.seconds_per_example), "bad" if slowest else ""),
-                GridCell(rate(c.examples_per_s, "ex/s") if c.examples_per_s else "—"),
+                GridCell(count_rate(c.examples_per_s, "examples") if c.examples_per_s else "—"),
                 GridCell(seconds(c.floor_seconds_per_example), "dim"),
                 GridCell(note, "bad" if slowest else "dim"),
             ]

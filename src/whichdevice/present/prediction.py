@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from whichdevice.present import names
 from whichdevice.present.terminal import print_table
 
 from whichdevice.present.tables import Align
@@ -88,10 +89,19 @@ def _us(s: float | None) -> str:
     return "not measured" if s is None else f"{s * 1e6:.2f} µs"
 
 
+def _card(profile: DeviceProfile) -> str | None:
+    """The device a profile was measured on: its GPU, else the CPU it calibrated."""
+    if profile.gpu is not None:
+        return profile.gpu.description
+    return str(profile.machine.get("cpu_model") or "") or None
+
+
 def render_profile(console: Console, profile: DeviceProfile) -> None:
+    machine = str(profile.machine.get("cpu_model") or profile.machine.get("gpu") or "")
+    card = _card(profile)
     console.print(
-        f"[bold]Device profile '{escape(profile.name)}'[/bold] — {escape(profile.framework)}, "
-        f"{escape(str(profile.machine.get('cpu_model') or profile.machine.get('gpu') or ''))}"
+        f"[bold]Device profile of {escape(names.profile_words(profile.name, card))}[/bold] — "
+        f"{escape(profile.framework)}" + (f", {escape(machine)}" if machine and machine != card else "")
     )
     for dev in (profile.cpu, profile.gpu):
         if dev is None:
@@ -143,7 +153,7 @@ def plot_profile(profile: DeviceProfile, png: Path) -> None:
         ax.grid(True, which="both", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend()
-    fig.suptitle(f"Device profile '{profile.name}' — whichdevice calibrate")
+    fig.suptitle(f"Device profile of {names.profile_words(profile.name, _card(profile))} — whichdevice calibrate")
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
     save_figure(fig, png, dpi=100)
@@ -153,7 +163,7 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
     gpu = profile.gpu
     t = Table(
         title=f"Training step ({escape(report.framework)}): measured here ({escape(local_cpu)}) vs predicted on "
-        f"{escape(gpu.description if gpu else '?')} (profile '{escape(profile.name)}')",
+        f"{escape(names.profile_words(profile.name, gpu.description if gpu else None))}",
         title_justify="left",
     )
     band_name = "80 % band" if report.calibrated else "model band, not calibrated"

@@ -54,7 +54,11 @@ def screen_lines(report: PredictReport, record: RunRecord, profile: DeviceProfil
     gpu = profile.gpu.description if profile.gpu else "the profiled GPU"
     when = record.created_at.replace("T", " ")[:16]
     out: list[tuple[str, str]] = [
-        ("bold", f"whichdevice predict · {when} UTC · {record.machine.cpu_model} vs profile '{profile.name}' ({gpu})")
+        (
+            "bold",
+            f"whichdevice predict · {when} UTC · {record.machine.cpu_model} vs "
+            f"{names.profile_words(profile.name, profile.gpu.description if profile.gpu else None)} (predicted)",
+        )
     ]
     out += [("answer", line) for line in answer_lines(report, record, gpu)]
     out += [("", ""), ("head", "  batch   CPU step (measured, q1–q3)   GPU step (predicted, band)   winner")]

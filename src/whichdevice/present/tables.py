@@ -134,14 +134,46 @@ _PARAM_START = re.compile(r",(?=[A-Za-z_]\w*=)")  # a comma that starts the next
 
 
 def describe_key(key: str) -> str:
-    """A case key ``workload|framework|device|params`` in words: 'CPU:0 matmul n=100 mode=steady'
-    (device, workload, the params that name the experiment)."""
+    """A case key ``workload|framework|device|params`` in words: 'CPU:0 small MLP, 1,000 samples,
+    batch 10, custom training loop' where the presenters have a name for the workload, else
+    'CPU:0 calibrate n=100 probe=matmul' (device, workload, the params that name the experiment),
+    with the project's own model and example ids in words."""
     parts = key.split("|", 3)
     if len(parts) < 4:
         return key
     workload, _, device, params = parts
     shown = [p for p in key_items(params) if p.split("=", 1)[0] not in _PLUMBING and p != "batch=0"]
-    return " ".join([device, workload, *shown])
+    values = {k: _key_value(v) for k, _, v in (p.partition("=") for p in shown)}
+    if _has_name(workload, values):
+        return f"{device} {names.workload_name(values, workload)}"
+    words = [
+        f"model={names.SHORT_MODELS[str(values['model'])]}" if p.startswith("model=") and _seed_model(values) else p
+        for p in shown
+        if not p.startswith("example=")  # the seed's example id: the model, size and batch say it
+    ]
+    return names.plain(" ".join([device, workload, *words]))
+
+
+def _key_value(text: str) -> object:
+    """A key's value as the case held it: 1000, True, None, else the text."""
+    if text.isdigit():
+        return int(text)
+    return {"True": True, "False": False, "None": None}.get(text, text)
+
+
+def _seed_model(values: dict[str, object]) -> bool:
+    return str(values.get("model")) in names.SHORT_MODELS
+
+
+def _has_name(workload: str, values: dict[str, object]) -> bool:
+    """Whether :func:`names.workload_name` words this case: the suite's matmul modes, pipeline
+    variants, and the training kinds of its own models or the user's."""
+    if workload == "matmul":
+        return "mode" in values and "n" in values
+    if workload == "pipeline":
+        return "variant" in values
+    ours = _seed_model(values) or "user" in (values.get("model"), values.get("example"))
+    return workload == "train" and ours and "kind" in values
 
 
 def key_items(params: str) -> list[str]:

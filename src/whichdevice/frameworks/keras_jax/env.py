@@ -34,11 +34,11 @@ _NUMPY_INPUT = (
 )
 NOTES: dict[str, list[str]] = {"train": [_NUMPY_INPUT], "run": [_NUMPY_INPUT]}
 NOTES["placement"] = [
-    "keras-jax: seed 001's Keras model trained by a jax.jit-compiled stateless step fed the NumPy batch, the loss "
+    "keras-jax: the small MLP (Keras) trained by a jax.jit-compiled stateless step fed the NumPy batch, the loss "
     "read back each step; traced with jax.profiler's Perfetto trace (XLA ops per device, DevicePut copies)."
 ]
 NOTES["pitfalls"] = [
-    "keras-jax: seed 001's Keras model in a jax.jit-compiled stateless step; JAX's own mistakes: no "
+    "keras-jax: the small MLP (Keras) in a jax.jit-compiled stateless step; JAX's own mistakes: no "
     "block_until_ready, the compile inside the timing, jax.device_put every step."
 ]
 

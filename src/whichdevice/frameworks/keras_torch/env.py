@@ -48,11 +48,11 @@ NOTES["calibrate"] = [
 ]
 
 NOTES["placement"] = [
-    "keras-torch: seed 001's Keras model trained by an eager torch step (Keras' torch loop recipe) fed the NumPy "
+    "keras-torch: the small MLP (Keras) trained by an eager torch step (Keras' torch loop recipe) fed the NumPy "
     "batch, the loss read back each step; traced with torch.profiler and a TorchDispatchMode over one step."
 ]
 NOTES["pitfalls"] = [
-    "keras-torch: seed 001's Keras model on torch; torch.compile and the DataLoader's num_workers are plain "
+    "keras-torch: the small MLP (Keras) on torch; torch.compile and the DataLoader's num_workers are plain "
     "torch's mistakes (whichdevice pitfalls --framework torch) and were not run."
 ]
 

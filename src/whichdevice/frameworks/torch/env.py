@@ -56,7 +56,7 @@ NOTES["diagnose"] = [
     "with your loss and optimizer when your function returns them (else the defaults the record's options "
     "name); without --data, synthetic numpy batches copied to the device inside each step."
 ]
-_SEED_MLP = "torch: seed 001's model as plain PyTorch (nn.Sequential, Adam, cross-entropy on logits)"
+_SEED_MLP = "torch: the small MLP as plain PyTorch (nn.Sequential, Adam, cross-entropy on logits)"
 NOTES["placement"] = [
     f"{_SEED_MLP}, the batch from NumPy copied to the device inside the step and the loss read with .item() "
     "each step; traced with torch.profiler (op times) and a TorchDispatchMode over one step (op devices, "

@@ -29,7 +29,7 @@ def render(console: Console, result: Pipeline, png: Path, *, loglog: bool = Fals
     what = (
         f"data {o.get('data')}"
         if o.get("data")
-        else (f"seed 003's pipeline on {o.get('images')} images of {o.get('image_size')}x{o.get('image_size')}x3")
+        else (f"the image input pipeline on {o.get('images')} images of {o.get('image_size')}x{o.get('image_size')}x3")
     )
     heavy = f"; constructed slow stage: {o.get('heavy_stage')} x{o.get('heavy_factor')}" if o.get("heavy_stage") else ""
     console.print(

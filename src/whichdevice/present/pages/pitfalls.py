@@ -91,7 +91,7 @@ _OWN_METHODS["keras-torch"] = {
     "sync_each": ("the loss read back (keras.ops.convert_to_numpy) after every step", "one sync per block of steps"),
 }
 _OWN_NOTES = {
-    "num_workers": "seed 001's samples in memory, batch 32; fetch, step and .item() timed per step",
+    "num_workers": "the small MLP's samples in memory, batch 32; fetch, step and .item() timed per step",
     "small_batch": "",
     "one_thread": "batch 4096 steady step (torch.set_num_threads(1) vs torch's default)",
 }

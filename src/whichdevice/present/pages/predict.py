@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from whichdevice.present import prediction as present
-from whichdevice.present import predictscreen
+from whichdevice.present import names, predictscreen
 
 if TYPE_CHECKING:
     from whichdevice.analysis.facade import Prediction
@@ -25,8 +25,9 @@ def render(console: Console, result: Prediction, png: Path, *, loglog: bool, ver
         console.print()
         present.render_predict(console, report, prof, record.machine.cpu_model)
         console.print(
-            f"Model: {escape(predictscreen.model_words(record))}; the GPU side is a prediction from profile "
-            f"'{escape(prof.name)}' ({escape(prof.framework)}), not a measurement."
+            f"Model: {escape(predictscreen.model_words(record))}; the GPU side is a prediction from costs measured on "
+            f"{escape(names.profile_words(prof.name, prof.gpu.description if prof.gpu else None))} "
+            f"({escape(prof.framework)}), not a measurement."
         )
     present.plot_predict(
         report,
