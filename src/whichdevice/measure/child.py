@@ -233,14 +233,20 @@ def main(argv: list[str]) -> int:
         expired=lambda need_s=0.0: deadline is not None and time.time() + need_s > deadline,
         expected_s=job.get("expected_s") or {},
     )
+    _second_pass(job, ctx, specs, results)
+    return 0
+
+
+def _second_pass(job: dict[str, Any], ctx: _Context, specs: dict[str, CaseSpec], results: list[CaseResult]) -> None:
+    """The job's ``repeat`` cases measured again (round 2), when the first pass ended after
+    ``fresh_round_before``; each group starts only if its first pass's time still fits."""
     # worth a second pass only when two passes can reach the 5 samples a claim needs
     ok = {r.spec.key for r in results if r.status == "ok" and r.timing is not None and 2 * len(r.timing.samples_s) >= 5}
     repeat = [k for k in job.get("repeat") or [] if k in ok]
     fresh_before = job.get("fresh_round_before")
     if repeat and (fresh_before is None or time.time() >= fresh_before):
         until = max(job.get("repeat_deadline") or 0.0, time.time() + float(job.get("repeat_window_s") or 0.0))
-        # the second pass interleaves the same groups (in the parent's reversed order); each
-        # group starts only if its first pass's time still fits before the end
+        # the second pass interleaves the same groups (in the parent's reversed order)
         measure_cases(
             [specs[k] for k in repeat],
             ctx,
@@ -248,7 +254,6 @@ def main(argv: list[str]) -> int:
             round_no=2,
             expected_s={r.spec.key: r.wall_s for r in results},
         )
-    return 0
 
 
 @dataclasses.dataclass
