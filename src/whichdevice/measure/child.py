@@ -227,7 +227,19 @@ def main(argv: list[str]) -> int:
     deadline = job.get("deadline")  # wall-clock (time.time) after which no case starts
     specs = {spec.key: spec for spec in (CaseSpec.model_validate(raw) for raw in job["cases"])}
     ctx = _Context(fw, policy, overhead_s, emit)
-    results = measure_cases(list(specs.values()), ctx, expired=lambda: deadline is not None and time.time() > deadline)
+    results = measure_cases(
+        list(specs.values()),
+        ctx,
+        expired=lambda need_s=0.0: deadline is not None and time.time() + need_s > deadline,
+        expected_s=job.get("expected_s") or {},
+    )
+    _second_pass(job, ctx, specs, results)
+    return 0
+
+
+def _second_pass(job: dict[str, Any], ctx: _Context, specs: dict[str, CaseSpec], results: list[CaseResult]) -> None:
+    """The job's ``repeat`` cases measured again (round 2), when the first pass ended after
+    ``fresh_round_before``; each group starts only if its first pass's time still fits."""
     # worth a second pass only when two passes can reach the 5 samples a claim needs
     ok = {r.spec.key for r in results if r.status == "ok" and r.timing is not None and 2 * len(r.timing.samples_s) >= 5}
     repeat = [k for k in job.get("repeat") or [] if k in ok]
@@ -235,8 +247,13 @@ def main(argv: list[str]) -> int:
     if repeat and (fresh_before is None or time.time() >= fresh_before):
         until = max(job.get("repeat_deadline") or 0.0, time.time() + float(job.get("repeat_window_s") or 0.0))
         # the second pass interleaves the same groups (in the parent's reversed order)
-        measure_cases([specs[k] for k in repeat], ctx, expired=lambda: time.time() > until, round_no=2)
-    return 0
+        measure_cases(
+            [specs[k] for k in repeat],
+            ctx,
+            expired=lambda need_s=0.0: time.time() + need_s > until,
+            round_no=2,
+            expected_s={r.spec.key: r.wall_s for r in results},
+        )
 
 
 @dataclasses.dataclass
@@ -248,13 +265,21 @@ class _Context:
 
 
 def measure_cases(
-    cases: list[CaseSpec], ctx: _Context, *, expired: Callable[[], bool], round_no: int = 1
+    cases: list[CaseSpec],
+    ctx: _Context,
+    *,
+    expired: Callable[..., bool],
+    round_no: int = 1,
+    expected_s: dict[str, float] | None = None,
 ) -> list[CaseResult]:
     """Measure ``cases`` and emit their lines; return their results. Cases that are compared
     with each other (``workloads.interleave_groups``) are timed interleaved, one group at a
-    time, at the place of its first member. ``expired()``: no case (or member) starts after
-    it — in round 1 such a case is recorded as skipped, in round 2 it is left out. Round 2's
-    results come as ``round`` lines."""
+    time, at the place of its first member. ``expired(need_s)``: no case (or member) starts
+    when it says the time is up, or that ``need_s`` more would pass the end — a group's
+    ``expected_s`` (its members' wall in an earlier round), so one started just before the end
+    does not run seconds past it. In round 1 such a case is recorded as skipped, in round 2
+    it is left out. Round 2's results come as ``round`` lines."""
+    expected_s = expected_s or {}
     by_key = {c.key: c for c in cases}
     out: list[CaseResult] = []
 
@@ -267,7 +292,7 @@ def measure_cases(
 
     for keys in workloads.interleave_groups(cases):
         group = [by_key[k] for k in keys]
-        if expired():  # no case, and no group, starts after it
+        if expired(sum(expected_s.get(k, 0.0) for k in keys)):  # no case, and no group, starts after it
             if round_no > 1:
                 break
             for spec in group:

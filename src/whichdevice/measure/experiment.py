@@ -170,12 +170,14 @@ def run_devices(  # noqa: PLR0913 (the session's limits and callbacks, keyword-o
     on_discovery: Callable[[Discovery], None] | None = None,
     while_starting: Callable[[], None] | None = None,
     warm: runner.Warm | None = None,
+    expected_s: dict[str, float] | None = None,
 ) -> tuple[list[Session], list[CaseResult], list[str]]:
     """One child per device, one after the other (never two at once: they would compete
     for the CPU cores and distort each other's timings). ``while_starting``: see
     ``runner.run_job`` (the parent's own work while a child imports, before it measures);
     ``warm``: a child started ahead for the first device's job (``runner.start_warm``; its
-    owner closes it if no job needed it).
+    owner closes it if no job needed it); ``expected_s``: each case's expected wall seconds
+    (``runner.Job.expected_s``).
 
     With a ``journal``, every result and session is appended to it as it arrives; with
     ``resumed`` (a journal read back), its finished cases are kept and not run again.
@@ -202,6 +204,7 @@ def run_devices(  # noqa: PLR0913 (the session's limits and callbacks, keyword-o
             repeat_deadline=repeat_deadline,
             repeat_window_s=repeat_window_s,
             fresh_round_before=fresh_round_before,
+            expected_s=dict(expected_s or {}),
             report_devices=on_discovery is not None,
         )
         out = runner.run_job(

@@ -66,6 +66,9 @@ class Job:
     repeat_deadline: float | None = None
     repeat_window_s: float = 0.0
     fresh_round_before: float | None = None
+    # Each case's expected wall seconds (an earlier round's): a case or group starts only when
+    # that much still fits before the deadline (child.measure_cases).
+    expected_s: dict[str, float] = field(default_factory=dict)
     # A measuring child that also says what devices it sees (its ``devices`` line lands in
     # Outcome.discovery): the parent skipped the discovery child (experiment.discover).
     report_devices: bool = False
@@ -257,6 +260,7 @@ def _job_text(job: Job, env_extra: dict[str, str], cases: list[CaseSpec], attemp
             "repeat_deadline": job.repeat_deadline,
             "repeat_window_s": job.repeat_window_s,
             "fresh_round_before": job.fresh_round_before,
+            "expected_s": job.expected_s,
             "report_devices": job.report_devices,
             "gate": not ready,  # wait for "go" on stdin before timing anything
             # the user's own values of what child_env overrides (None: unset)

@@ -36,7 +36,9 @@ a loaded machine, where a fresh framework import alone can take 20 s — the fir
 the verdict cases a second time itself, until the budget's end or the reserve after its round
 1 (the record's notes say which). Round 2 follows :func:`repeat_order` (matmul first: cheap,
 and enough to know the run's between-process spread); a case whose later round did not fit
-keeps the rounds it has.
+keeps the rounds it has. A later round starts a case or group only when its round-1 wall time
+still fits before the round's stop, and the first device's round 1 also leaves
+``PAGE_RESERVE_S`` for the page after the last case, so the command as a whole keeps the budget.
 
 **A provisional answer** (issue 44): with ``Request.decides_answer`` and ``Progress.on_provisional``,
 once round 1 of every case the answer rests on has a result (on every device), the caller gets a
@@ -77,6 +79,12 @@ ROUNDS_SHARE = 0.75
 # small budget: `run --budget 20` still measures its first cases).
 ROUND2_RESERVE_S = 12.0
 RESERVE_SHARE = 0.15
+# Seconds of the budget kept for the page after the last case (analysis, report, plots,
+# history): measured 2.2-5.5 s at load 7-9 on the 2-core machine (benchmarks/run_budget.md),
+# outside the budget until then, so `run --budget 30` took 1.3 x its budget. At most
+# RESERVE_SHARE of a small budget. Taken from the first device's round 1: its later rounds
+# are the last measured (ABBA), and their window moves earlier by as much.
+PAGE_RESERVE_S = 4.0
 # Round 2 runs in a fresh child when round 1 ended before this share of the budget; later, a
 # fresh child's framework import (5 s idle, 20 s on a loaded 2-core machine) does not fit, and
 # the first child measures the verdict cases a second time itself, until the budget's end.
@@ -458,11 +466,12 @@ def _second_pass(
     deadline = started + budget if budget is not None else None
     if run.n_rounds <= 1:
         return deadline, {}
+    page = page_reserve(budget) if budget is not None and run.chosen[:1] == [dev] else 0.0
     if budget is not None:
-        deadline = started + budget - round2_reserve(budget)
+        deadline = started + budget - round2_reserve(budget) - page
     return deadline, dict(
         repeat_for=lambda todo: [c.key for c in repeat_order([c for c in todo if request.repeat(c)])],
-        repeat_deadline=started + budget if budget is not None else None,
+        repeat_deadline=started + budget - page if budget is not None else None,
         repeat_window_s=ROUND2_RESERVE_S,
         # a waiting warm child costs no import: round 2 in it, however late round 1 ends
         fresh_round_before=started
@@ -478,6 +487,12 @@ def round2_reserve(budget_s: float) -> float:
     budget's round 2 ran past its end by the difference (`run --budget 30`: 12 s instead of the
     4.5 s round 1 had left, wall 1.4 x the budget)."""
     return min(ROUND2_RESERVE_S, RESERVE_SHARE * budget_s)
+
+
+def page_reserve(budget_s: float) -> float:
+    """The seconds of the budget kept for the page after the last case (``PAGE_RESERVE_S``, at
+    most ``RESERVE_SHARE`` of the budget)."""
+    return min(PAGE_RESERVE_S, RESERVE_SHARE * budget_s)
 
 
 def _alive(warms: dict[str, runner.Warm], dev: DeviceInfo) -> bool:
@@ -516,6 +531,7 @@ def _later_rounds(
         if warm is not None:
             warm.close()
         return first, []
+    keys = {c.key for c in todo}
     stop = None
     if request.budget_s is not None:  # at least the reserve round 1 left, even when it ran late
         stop = max(started + ROUNDS_SHARE * request.budget_s, time.time() + round2_reserve(request.budget_s))
@@ -539,6 +555,9 @@ def _later_rounds(
             on_result=progress.on_result,
             memory_limit_bytes=request.memory_limit_bytes,
             warm=warm if k == 2 else None,
+            # a group starts only if its round-1 time still fits before the stop: one started
+            # just before it ran 3.5 s past at `--budget 30`
+            expected_s={r.spec.key: r.wall_s for r in first if r.spec.key in keys},
         )
         notes += nk
         for r in rk:
