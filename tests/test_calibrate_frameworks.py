@@ -85,5 +85,5 @@ def test_predict_takes_this_machines_cpu_from_a_profile_calibrated_here(tmp_path
         (deviceprofile.user_dir() / f"{name}.json").write_text(deviceprofile.dumps(prof))
     used = deviceprofile.with_local_cpu(h100, "torch", here)
     assert used.cpu.description == "this CPU" and used.gpu == h100.gpu
-    assert "profile 'mine'" in used.notes[-1] and "in place of the CPU of 'h100'" in used.notes[-1]
+    assert "--profile mine" in used.notes[-1] and "in place of the profile's CPU" in used.notes[-1]
     assert deviceprofile.with_local_cpu(h100, "jax", here) == h100  # no profile of that framework here
