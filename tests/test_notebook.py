@@ -48,7 +48,9 @@ def test_progress_line_in_words():
         cb.on_total(4)
         cb.on_start("matmul|numpy|CPU:0|n=64,mode=steady")
         cb.on_result(None)
-    assert p.text().startswith("whichdevice matmul: 1/4 cases") and "CPU:0 matrix multiply 64×64 (back-to-back" in p.text()
+    assert (
+        p.text().startswith("whichdevice matmul: 1/4 cases") and "CPU:0 matrix multiply 64×64 (back-to-back" in p.text()
+    )
 
 
 def test_api_command_functions_raise_the_commands_usage_error(tmp_path):
