@@ -381,7 +381,8 @@ def time_group(
         run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:])), first.framework)
         got = run.by_variant()
         return [_timed(got.get(v), run, limit, overhead_s) for v in variants]
-    if p.get("entry") in TURN_ENTRIES and set(variants) - {"baseline"}:  # a torch loop's members take turns, one result each (by place)
+    if p.get("entry") in TURN_ENTRIES and set(variants) - {"baseline"}:
+        # a torch loop's members take turns: one result each, by place (baseline cases share a name)
         run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:])), first.framework)
         placed = {int(r["member"]): r for r in run.results if r.get("member") is not None}
         return [_timed(placed.get(j), run, limit, overhead_s) for j in range(len(variants))]
