@@ -119,7 +119,15 @@ def _counted_steps(record: RunRecord, r: CaseResult, m: dict[str, float], steps:
     if not scriptcases.shares_child(p) or p.get("entry") in scriptcases.KERAS_ENTRIES:
         return float(steps)  # its own process, or a Keras fit that times each member apart
     key = scriptcases.group_key(r.spec)
-    members = sum(1 for x in record.results if x.status == "ok" and scriptcases.group_key(x.spec) == key)
+    # a record without counted_steps predates variants taking turns: its shared process ran the
+    # baseline cases only (an autocast case there had a process of its own)
+    members = sum(
+        1
+        for x in record.results
+        if x.status == "ok"
+        and scriptcases.group_key(x.spec) == key
+        and scriptcases.variant_of(x.spec.params) == "baseline"
+    )
     return float(steps * max(1, members))
 
 

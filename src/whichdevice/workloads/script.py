@@ -12,8 +12,10 @@ installed, which times the script's own steps and ends the script there.
 
 - :func:`variant_of`: a case's parameters -> the capture's variant (``"batch:64"``);
 - :func:`group_key`: Keras fits share one process per round (every variant but mixed precision
-  differs only at run time and is timed in turns there); a loop's baseline cases (the baseline side of
-  each pair) share one process, their steps dealt out in turn; every other variant has its own;
+  differs only at run time and is timed in turns there); a JAX step's batch variants and a torch
+  loop's autocast take turns with the baseline's cases in one process; a loop's baseline cases
+  (the baseline side of each pair) share one process, their steps dealt out in turn; every other
+  variant has its own;
 - :func:`run_child`: one script process, its results and how it ended;
 - :func:`notebook_source`: a notebook's code cells as one script.
 """
@@ -41,6 +43,15 @@ KERAS_ENTRIES = ("keras.Model.fit",)
 # A jitted JAX step (frameworks/jax/capture.py): its batch variants tile the step's own inputs, so
 # they differ only in what the capture applies and share the round's process with the baseline.
 STEP_ENTRIES = ("jax.jit train step",)
+# A torch loop's step (frameworks/torch/capture.py): the variants its hooks apply per step, with
+# nothing the script built rebuilt (autocast on and off: frameworks/torch/capture_hooks.SWITCHED),
+# take turns in the round's process with the baseline. The others change what the script builds
+# once (the DataLoader's batch size and workers, the model's memory format, a compiled module) and
+# run the script again in a process of their own.
+TURN_ENTRIES: dict[str, tuple[str, ...]] = {
+    "torch.optim.Optimizer.step": ("baseline", "autocast"),
+    "torch.Tensor.backward": ("baseline", "autocast"),
+}
 # Each framework's capture (frameworks/<fw>/capture.py) a measuring child installs.
 CAPTURES = {
     "tensorflow": ["tensorflow"],
@@ -106,7 +117,7 @@ def shares_child(p: dict[str, Any]) -> bool:
         return not (v.startswith("precision:") and v != "precision:float32")
     if p.get("entry") in STEP_ENTRIES:
         return v == "baseline" or v.startswith("batch:")
-    return v == "baseline"
+    return v in TURN_ENTRIES.get(str(p.get("entry")), ("baseline",))
 
 
 def group_key(spec: CaseSpec) -> tuple[Any, ...] | None:
@@ -356,9 +367,11 @@ def time_group(
     overhead_s: float,
     before: Callable[[int], None] | None = None,
 ) -> list[Any]:
-    """The round's shared process: a Keras fit times every member's variant in turns (one
-    result each); a loop's baseline members share one run of the baseline, its timed steps
-    dealt out in turn (member j gets steps j, j + n, ...), so each has samples of its own."""
+    """The round's shared process: a Keras fit and a JAX step time every member's variant in
+    turns (one result each); so does a torch loop whose members are not all the baseline (each
+    baseline case a member of its own, with its own warm-up); a loop's baseline members alone share
+    one run of the baseline, its timed steps dealt out in turn (member j gets steps j, j + n, ...),
+    so each has samples of its own."""
     if before is not None:
         before(0)
     first = prepared[0]
@@ -368,6 +381,11 @@ def time_group(
         run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:])), first.framework)
         got = run.by_variant()
         return [_timed(got.get(v), run, limit, overhead_s) for v in variants]
+    if p.get("entry") in TURN_ENTRIES and set(variants) - {"baseline"}:
+        # a torch loop's members take turns: one result each, by place (baseline cases share a name)
+        run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:])), first.framework)
+        placed = {int(r["member"]): r for r in run.results if r.get("member") is not None}
+        return [_timed(placed.get(j), run, limit, overhead_s) for j in range(len(variants))]
     n = len(prepared)
     run = _run(p, _spec(p, first.device, "baseline", steps=n * int(p.get("steps") or 10)), first.framework)
     result = run.results[0] if run.results else None

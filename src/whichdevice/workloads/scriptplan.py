@@ -12,7 +12,9 @@ error (``UsageError``, exit 2).
 Then the cases, sized from the measured step as the Keras ``--model`` path sizes its own
 (``suite.size_user_cases``): every script process pays the script's imports and data loading
 (``setup_s``, measured in the pre-flight, counted once per process and shown apart), then
-its steps. Round 1 is planned to ``ROUND1_SHARE`` of the budget left after the measuring
+its steps. Variants that take turns in the round's shared process (``script.shares_child``: a
+Keras fit's, a JAX step's batches, a torch loop's autocast) cost their steps only: the set-up is
+paid once for all of them. Round 1 is planned to ``ROUND1_SHARE`` of the budget left after the measuring
 child's start-up, so round 2 (the deciding cases again, in a fresh process) fits in the rest;
 what does not fit is left out and said (``cut``), never started and skipped.
 """
@@ -617,12 +619,13 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
     groups: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for fix, what, params in _variants(facts, gpu):
         groups.setdefault(fix, []).append((what, params))
-    longest = shared
+    longest = in_turns = shared
     for fix, members in groups.items():
         costs = [_cost(c, facts, params, keras) for _what, params in members]
         cost = sum(x for x, _ in costs)
         if used + cost <= plan_s:
             used += cost
+            in_turns += sum(x for x, own in costs if not own)
             planned += [params for _w, params in members]
             longest = max([longest, *(x for x, own in costs if own)])
         else:
@@ -632,7 +635,9 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
                 "budget leaves"
             )
     one_run = keras or facts["entry"] in script.STEP_ENTRIES  # every variant in the round's one process
-    limit = max(30.0, 1.5 * longest + 10.0, 1.5 * used + 10.0 if one_run else 0.0)
+    # a torch loop's shared process takes its members in turns: its limit holds all of them
+    turns = 1.5 * in_turns + 10.0 if facts["entry"] in script.TURN_ENTRIES else 0.0
+    limit = max(30.0, 1.5 * longest + 10.0, 1.5 * used + 10.0 if one_run else 0.0, turns)
     if cut:
         cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
     said = baseline_only_words(facts, budget_s, budget_for_all(facts, gpu)) if alone else ""

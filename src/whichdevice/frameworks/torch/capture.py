@@ -21,6 +21,13 @@ script's code) and its host reads (``syncs``: ``.item()``, ``.tolist()``, ``.num
 ``float(t)``, and ``.cpu()`` of a device tensor). A variant ("batch:64", "autocast", ...) is
 applied by the hooks; one that does not fit the script gives ``not_applicable`` at its first
 step, with the reason.
+
+Variants the hooks apply per step without rebuilding anything of the script's
+(``capture_hooks.SWITCHED``: autocast on and off) share one run: ``spec.variant`` then each of
+``spec.also`` is a member, and the steps after the first are dealt to the members in turn (member
+j gets steps j, j + n, ...), each with its own warm-up, timed steps, waits, copies and reads, so
+the script's imports and data loading are paid once for all of them and slow drift hits each
+alike. One result per member (``member``: its place, as members may share a variant name).
 """
 
 from __future__ import annotations
@@ -41,6 +48,21 @@ _perf = time.perf_counter
 
 
 @dataclass
+class Member:
+    """One variant timed in a run: its own steps and counts (``Capture`` points at the current one's)."""
+
+    variant: str
+    index: int
+    warmup_s: list[float] = field(default_factory=list)
+    step_s: list[float] = field(default_factory=list)
+    data_wait_s: list[float] = field(default_factory=list)
+    h2d: dict[str, int] = field(default_factory=lambda: {"count": 0, "bytes": 0, "pinned": 0})
+    syncs: dict[str, float] = field(default_factory=lambda: {"count": 0, "s": 0.0})
+    entry_calls: int = 0
+    why_not: str | None = None
+
+
+@dataclass
 class Capture:
     """What one child measured so far (one per script run)."""
 
@@ -53,9 +75,9 @@ class Capture:
     entry_calls: int = 0  # calls of the entry point in the timed steps (a GAN: 2 a step)
     first_call: float | None = None  # first call of a module with parameters: the first step starts
     last: float | None = None  # the last step boundary
-    warmup_s: list[float] = field(default_factory=list)
-    step_s: list[float] = field(default_factory=list)
-    data_wait_s: list[float] = field(default_factory=list)
+    members: list[Member] = field(default_factory=list)  # the variants this run times, in turn
+    live: list[Member] = field(default_factory=list)  # those still measured (a misfit is dropped)
+    now: Member | None = None  # the member whose step is under way
     wait_now: float = 0.0  # DataLoader.__next__ time since the last boundary
     timing: bool = False  # the timed steps have begun: copies and reads are counted
     h2d: dict[str, int] = field(default_factory=lambda: {"count": 0, "bytes": 0, "pinned": 0})
@@ -69,11 +91,37 @@ class Capture:
     trainer: str | None = None  # the trainer whose loop runs the step (trainers.py), None: the script's own loop
     done: bool = False
 
+    @property
+    def variant(self) -> str:
+        return self.now.variant if self.now is not None else str(self.spec.variant)
+
+    @property
+    def step_s(self) -> list[float]:
+        return self.now.step_s if self.now is not None else []
+
+
+def _turn_to(cap: Capture, m: Member) -> None:
+    """``m``'s turn: the hooks count into its copies, reads, entry calls and misfit reason."""
+    if cap.now is not None:
+        cap.now.entry_calls, cap.now.why_not = cap.entry_calls, cap.why_not
+    cap.now, cap.h2d, cap.syncs = m, m.h2d, m.syncs
+    cap.entry_calls, cap.why_not = m.entry_calls, m.why_not
+    if cap.first_call is not None:
+        cap.timing = len(m.warmup_s) >= hooks.warmup_steps(cap)
+
 
 def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
     """Patch torch's entry points for ``spec`` as soon as the script imports torch (at once if it
     is imported already). ``sink`` receives the one result dict."""
     cap = Capture(spec=spec, sink=sink)
+    for i, v in enumerate((spec.variant, *spec.also)):
+        if i and v not in hooks.SWITCHED:  # it changes what the script builds: a run of its own
+            why = f"'{v}' needs a run of the script of its own (only {', '.join(hooks.SWITCHED)} take turns)"
+            sink(capturekit.result(spec, status="not_applicable", variant=v, why_not=why, member=i))
+            continue
+        cap.members.append(Member(v, i))
+    cap.live = list(cap.members)
+    _turn_to(cap, cap.members[0])
     capturekit.FINISHERS.append(lambda: _script_ended(cap))  # a short script: the steps it ran
     capturekit.after_import("torch", lambda torch: hooks.install(torch, cap, _HANDLERS))
 
@@ -91,54 +139,75 @@ def first_step(cap: Capture, entry: str, optimizer: Any = None) -> None:
         cap.timing = hooks.warmup_steps(cap) == 0
 
 
-def _first_boundary(cap: Capture) -> None:
-    """The end of the first step (its forward has run, also inside an optimizer's closure): the
-    modules it trains, whether the variant fits (``not_applicable`` at once if not), and the
-    variants applied from the second step on."""
-    cap.trained = hooks.trained_modules(cap)
-    why = cap.why_not or hooks.why_not(cap)
-    if why:
-        _send(cap, "not_applicable", why_not=why)
-    hooks.after_first_step(cap)
+def _misfit(cap: Capture) -> str | None:
+    """Why the member whose step just ended does not fit the script, seen at its first step (or
+    said by the hooks during it: the script autocasts already), or None."""
+    m = cap.now
+    assert m is not None
+    if cap.why_not:
+        return cap.why_not
+    return hooks.why_not(cap, m.variant.partition(":")[0]) if not (m.warmup_s or m.step_s) else None
 
 
 def boundary(cap: Capture) -> None:
-    """A step ended: the device synchronized (GPU), the step's time kept as warm-up or timed; the
-    result sent once the timed steps are in or the deadline passed."""
+    """A step ended: the device synchronized (GPU), the step's time kept as its member's warm-up
+    or timed step, the next member's turn; the results sent once every member has its timed steps
+    or the deadline passed."""
     if cap.done:
         return
     capturekit.step_ended()
-    if cap.last is None:
-        _first_boundary(cap)
+    first = cap.last is None
+    if first:  # the end of the first step (its forward has run, also inside an optimizer's closure)
+        cap.trained = hooks.trained_modules(cap)
+    m = cap.now
+    assert m is not None
+    why = _misfit(cap)
+    after = cap.live[(cap.live.index(m) + 1) % len(cap.live)]  # the next member's turn
+    if why:
+        _drop(cap, m, why)
+    if first:
+        hooks.after_first_step(cap)  # the variants applied from the second step on
     hooks.sync(cap)
     now = _perf()
     start = cap.last if cap.last is not None else (cap.first_call or now)
-    spec = cap.spec
-    warmup = hooks.warmup_steps(cap)
-    if len(cap.warmup_s) < warmup:
-        cap.warmup_s.append(now - start)
-    else:
-        cap.step_s.append(now - start)
-        cap.data_wait_s.append(cap.wait_now)
+    if not why:
+        if len(m.warmup_s) < hooks.warmup_steps(cap):
+            m.warmup_s.append(now - start)
+        else:
+            m.step_s.append(now - start)
+            m.data_wait_s.append(cap.wait_now)
     cap.wait_now = 0.0
     cap.last = now
-    cap.timing = len(cap.warmup_s) >= warmup
-    if len(cap.step_s) >= spec.steps:
+    _turn_to(cap, after)
+    if all(len(x.step_s) >= cap.spec.steps for x in cap.live):
         _send(cap, "ok", stopped="steps")
-    elif len(cap.step_s) >= 3 and capturekit.since_start() > spec.deadline_s:
+    elif all(len(x.step_s) >= 3 for x in cap.live) and capturekit.since_start() > cap.spec.deadline_s:
         _send(cap, "ok", stopped="deadline")
+
+
+def _drop(cap: Capture, m: Member, why: str) -> None:
+    """A member that does not fit the script: said at once and left out of the turns; with none
+    left the script is stopped."""
+    if len(cap.live) == 1:
+        _send(cap, "not_applicable", why_not=why)
+    cap.live.remove(m)
+    cap.why_not = None
+    cap.sink(result(cap, "not_applicable", why, None, m))
 
 
 def _send(cap: Capture, status: str, *, why_not: str | None = None, stopped: str | None = None) -> None:
     """Hand the result to the child and stop the script (``CaptureDone`` passes the script's
     ``except Exception``)."""
     cap.done, cap.timing = True, False  # the hooks stand aside from now on
-    cap.sink(result(cap, status, why_not, stopped))
+    if cap.now is not None:
+        cap.now.entry_calls = cap.entry_calls
+    for m in cap.live if status == "ok" else cap.live[:1]:
+        cap.sink(result(cap, status, why_not, stopped, m))
     hooks.stop_workers(cap)
     raise CaptureDone()
 
 
-def result(cap: Capture, status: str, why_not: str | None, stopped: str | None) -> dict:
+def result(cap: Capture, status: str, why_not: str | None, stopped: str | None, m: Member) -> dict:
     """The result dict of the contract (``capturekit.result``). ``data_wait_s``
     is the time in the DataLoader's ``__next__`` per step, empty when no DataLoader feeds the loop
     (the script makes its batches inside its steps). Beyond the contract, what the parent plans
@@ -150,17 +219,19 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None) 
         cap.spec,
         status=status,
         entry=cap.entry,
+        variant=m.variant,
+        member=m.index,
         why_not=why_not,
-        step_s=list(cap.step_s),
-        warmup_s=list(cap.warmup_s),
+        step_s=list(m.step_s),
+        warmup_s=list(m.warmup_s),
         samples_per_step=cap.samples,
         batch_size=hooks.loader_batch(cap.loader),
         setup_s=max(0.0, first - capturekit.T0),
-        data_wait_s=list(cap.data_wait_s) if cap.loader is not None else [],
-        h2d=dict(cap.h2d),
-        syncs={"count": int(cap.syncs["count"]), "s": float(cap.syncs["s"])},
+        data_wait_s=list(m.data_wait_s) if cap.loader is not None else [],
+        h2d=dict(m.h2d),
+        syncs={"count": int(m.syncs["count"]), "s": float(m.syncs["s"])},
         model="+".join(type(m).__name__ for m in cap.trained) or None,
-        entry_calls=cap.entry_calls,
+        entry_calls=m.entry_calls,
         data_source="DataLoader" if cap.loader is not None else None,
         loader=hooks.loader_settings(cap.loader),
         samples=hooks.dataset_size(cap.loader),
@@ -173,8 +244,10 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None) 
 
 def _script_ended(cap: Capture) -> None:
     """The script ended on its own before the timed steps were in: send the steps it ran, if any."""
-    if cap.entry is not None and not cap.done and cap.step_s:
-        _send(cap, "ok", stopped="script end")
+    if cap.entry is not None and not cap.done:
+        cap.live = [m for m in cap.live if m.step_s]
+        if cap.live:
+            _send(cap, "ok", stopped="script end")
 
 
 def _not_applicable(cap: Capture, why: str) -> None:

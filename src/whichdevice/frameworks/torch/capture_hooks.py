@@ -35,6 +35,11 @@ ENTRY_STEP = "torch.optim.Optimizer.step"
 ENTRY_BACKWARD = "torch.Tensor.backward"
 LOADER_VARIANTS = ("batch", "workers", "pin_memory", "persistent_workers")
 MODULE_VARIANTS = ("autocast", "channels_last", "compile", "cudnn_benchmark")
+# The variants the module hook applies per call, with nothing of the script's rebuilt: a run of the
+# script can take them in turns, step by step (``capture.py``'s members). The others change what
+# the script built once (a DataLoader's batch size or workers, the model's memory format, a
+# compiled module, the thread count read at import): a run of their own.
+SWITCHED = ("baseline", "autocast")
 VARIANTS = ("baseline", *LOADER_VARIANTS, *MODULE_VARIANTS, "threads")
 _perf = time.perf_counter
 _TORCH_DIR = ["//no torch yet//"]  # torch's own folder: calls from there are not the script's
@@ -56,6 +61,12 @@ class Handlers:
 def variant(spec: Any) -> tuple[str, str]:
     """'batch:64' -> ('batch', '64'); 'autocast' -> ('autocast', '')."""
     name, _, value = str(spec.variant).partition(":")
+    return name, value
+
+
+def variant_now(cap: Any) -> tuple[str, str]:
+    """The variant of the step under way: the run's member whose turn it is."""
+    name, _, value = str(cap.variant).partition(":")
     return name, value
 
 
@@ -154,13 +165,13 @@ def hook_modules(torch: Any, cap: Any) -> None:
     module = torch.nn.Module
     orig = module.__call__
     _MODULE_CALL[:] = [orig]
-    name, value = variant(cap.spec)
 
     def call(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         if _DEPTH[0] or cap.done or _compiling() or next(self.parameters(), None) is None:
             return orig(self, *args, **kwargs)
         _top_call(cap, self)
         capturekit.step_began()
+        name, value = variant_now(cap)  # members taking turns: this step's
         _DEPTH[0] += 1
         try:
             if name == "channels_last":
@@ -420,9 +431,10 @@ def trained_modules(cap: Any) -> list[Any]:
     return [m for m in cap.modules if any(id(p) in held for p in m.parameters())]
 
 
-def why_not(cap: Any) -> str | None:
-    """Why the variant does not fit this script (None: it does), seen at its first step."""
-    name, _ = variant(cap.spec)
+def why_not(cap: Any, name: str | None = None) -> str | None:
+    """Why the variant (``name``: a member's; None: the spec's) does not fit this script (None:
+    it does), seen at its first step."""
+    name = name or variant(cap.spec)[0]
     if name in LOADER_VARIANTS:
         if cap.loader is None:
             return "no DataLoader feeds the training loop"
@@ -444,7 +456,8 @@ def after_first_step(cap: Any) -> None:
     if name == "compile":
         for m in cap.trained:
             m.compile()
-    if name not in ("autocast", "channels_last") and _MODULE_CALL:
+    members = {str(v).partition(":")[0] for v in (cap.spec.variant, *cap.spec.also)}
+    if not members & {"autocast", "channels_last"} and _MODULE_CALL:
         cap.torch.nn.Module.__call__ = _MODULE_CALL[0]
 
 

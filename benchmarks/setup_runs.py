@@ -1,0 +1,132 @@
+"""How many times a round pays a torch script's set-up (imports and data loading), before and
+after autocast takes turns with the baseline in the round's shared process.
+
+    PYTHONPATH=src python benchmarks/setup_runs.py            # the plan's count, and what budgets hold
+    PYTHONPATH=src python benchmarks/setup_runs.py --real     # and a real small torch script, timed
+
+"before" is the same code with ``script.TURN_ENTRIES`` emptied: every variant but the baseline
+runs the script again in a process of its own, as it did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from unittest import mock
+
+from whichdevice.core.records import CaseSpec
+from whichdevice.workloads import script, scriptplan
+
+ROOT = Path(__file__).resolve().parents[1]
+# A Lightning-like script on a 2-core CPU: 14 s of imports and data loading, a 60 ms step, a
+# DataLoader without workers, a Conv2d model (tests/test_script_turns.py).
+FACTS = {
+    "framework": "torch",
+    "entry": "torch.optim.Optimizer.step",
+    "batch": 32,
+    "step_s": 0.06,
+    "first_step_s": 0.5,
+    "setup_s": 14.0,
+    "import_s": 10.0,
+    "data_s": 4.0,
+    "model": "LitModel",
+    "conv2d": True,
+    "data_source": "DataLoader",
+    "loader": {"batch_size": 32, "num_workers": 0, "pin_memory": False},
+    "samples": 4096,
+}
+
+
+@contextmanager
+def before():
+    with mock.patch.object(script, "TURN_ENTRIES", {}):
+        yield
+
+
+def processes(cases: list[CaseSpec]) -> int:
+    """Script processes (set-up runs) one round starts on one device."""
+    return len({script.group_key(c) for c in cases} - {None}) + sum(script.group_key(c) is None for c in cases)
+
+
+def plan_row(budget: float) -> str:
+    out = []
+    for label, ctx in (("before", before), ("after", _nothing)):
+        with ctx(), mock.patch.object(scriptplan, "thread_counts", lambda fw: [1]):
+            s = scriptplan.size(FACTS, budget)
+            cases = scriptplan.cases("torch", "CPU:0", scriptplan.user_params({"script": "train.py"}, FACTS), s)
+            fixes = sorted({p.get("fix") or next(iter(set(p) - {"kind", "sync"}), "?") for p in s["planned"]})
+            out.append(f"{label}: {processes(cases)} set-up runs, {len(cases)} cases, fixes {', '.join(fixes) or '-'}")
+    return f"| {budget:g} | " + " | ".join(out) + " |"
+
+
+@contextmanager
+def _nothing():
+    yield
+
+
+def real() -> list[str]:
+    """A real torch script (tests/script_corpus/torch_dataloader.py): the baseline, autocast's off
+    side and autocast, timed as a round times them; processes started and the wall."""
+    common = {
+        "script": str(ROOT / "tests/script_corpus/torch_dataloader.py"),
+        "entry": "torch.optim.Optimizer.step",
+        "user_batch": 32,
+        "batch": 32,
+        "steps": 10,
+        "warmup": 2,
+        "child_limit_s": 60,
+        "kind": "steady",
+        "sync": "none",
+    }
+    sides = [{}, {"fix": "autocast", "autocast": "off"}, {"fix": "autocast", "autocast": "bfloat16"}]
+    specs = [CaseSpec(workload="train", framework="torch", device="CPU:0", params={**common, **p}) for p in sides]
+    rows = []
+    for label, ctx in (("before", before), ("after", _nothing)):
+        started: list[str] = []
+        orig = script.run_child
+
+        def counted(job, spec, captures, **kw):  # type: ignore[no-untyped-def]
+            started.append(spec.variant)
+            return orig(job, spec, captures, **kw)
+
+        with ctx(), mock.patch.object(script, "run_child", counted), mock.patch.object(script, "_RAN_HERE", [True]):
+            t = time.perf_counter()
+            groups: dict[object, list[CaseSpec]] = {}
+            for s in specs:
+                groups.setdefault(script.group_key(s) or s.key, []).append(s)
+            got = []
+            for members in groups.values():
+                if script.group_key(members[0]) is None:
+                    got += [script.run_case(m, None, None, 0.0) for m in members]
+                else:
+                    got += script.time_group(members, None, None, 0.0)
+            wall = time.perf_counter() - t
+        ms = [
+            f"{1e3 * statistics.median(g[0].samples_s):.2f}" if not isinstance(g, BaseException) else "err" for g in got
+        ]
+        rows.append(f"| {label} | {len(started)} | {wall:.1f} s | {' / '.join(ms)} ms |")
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--real", action="store_true")
+    a = ap.parse_args()
+    print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, python {sys.version.split()[0]}")
+    print("\nThe plan for a Lightning-like torch script (14 s set-up, 60 ms step), one CPU device, one round:\n")
+    print("| --budget | before | after |\n|---|---|---|")
+    for b in (60, 70, 90, 120, 600):
+        print(plan_row(float(b)))
+    if a.real:
+        print("\nReal: torch_dataloader.py, baseline + autocast off + autocast, 10 steps each:\n")
+        print("| | script processes | wall | step medians (baseline / off / autocast) |\n|---|---|---|---|")
+        print("\n".join(real()))
+
+
+if __name__ == "__main__":
+    main()
