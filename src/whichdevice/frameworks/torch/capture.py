@@ -96,6 +96,7 @@ def _first_boundary(cap: Capture) -> None:
     modules it trains, whether the variant fits (``not_applicable`` at once if not), and the
     variants applied from the second step on."""
     cap.trained = hooks.trained_modules(cap)
+    capturekit.timing(entry=cap.entry, framework="torch")
     why = cap.why_not or hooks.why_not(cap)
     if why:
         _send(cap, "not_applicable", why_not=why)
