@@ -387,6 +387,9 @@ def _partial_facts(
         return None
     steps = [float(x) for x in got["steps"]]
     later = steps[1:]  # past the first (its tracing, the data pipeline's start)
+    # with the first step alone, the next one was under way when the process was stopped: it took
+    # at least that long (a loop whose first step starts at its model's call leaves its data out)
+    running = float(run.finished.wall_s) - max(t for _n, t in run.ticks)
     mine: dict[str, Any] = next((e for e in entries if int(e.get("call") or 0) == chosen), {})
     entry = got.get("entry") or mine.get("entry")
     setup = float(got["setup_s"])
@@ -396,7 +399,7 @@ def _partial_facts(
         "framework": framework_of({"entry": entry, **got}) if entry else None,
         "entry": entry,
         "batch": int(got.get("batch") or mine.get("batch") or 0),
-        "step_s": statistics.median(later) if later else steps[0],
+        "step_s": statistics.median(later) if later else max(steps[0], running),
         "first_step_s": steps[0],
         "setup_s": setup,
         "model": got.get("model") or mine.get("model"),
@@ -746,7 +749,10 @@ def measured_words(facts: dict[str, Any]) -> str:
         n = int(part["steps"])
         where += f" (stopped at its {float(part['stopped_s']):.0f} s limit, {n} step{'s' if n != 1 else ''} in)"
     if part and int(part["steps"]) == 1:
-        return f"{where} its one training step took {seconds(first, 'ms')} on this CPU, with its tracing and start-up"
+        return (
+            f"{where} its first training step took {seconds(first, 'ms')} on this CPU and the next ran "
+            f"{seconds(step, 'ms')} or more"
+        )
     also = f" (the first {seconds(first, 'ms')}, with its tracing and start-up)" if first > 1.5 * step else ""
     return f"{where} a training step took {seconds(step, 'ms')} on this CPU{also}"
 
