@@ -122,6 +122,8 @@ def test_a_real_script_stopped_in_its_preflight_is_told_its_step_time(tmp_path, 
     code, _out, err = run_cli(["diagnose", str(path), "--budget", "20", "--out", str(tmp_path)], capsys)
     text = " ".join(err.split())
     assert code == 2, text
-    took = r"(a training step took 2(\.\d+)? s|its first training step took [\d.]+ m?s on this CPU and the next ran [2-9])"
+    took = (
+        r"(a training step took 2(\.\d+)? s|its first training step took [\d.]+ m?s on this CPU and the next ran [2-9])"
+    )
     assert re.search(rf"stopped at its \d+ s limit, \d+ steps? in\) {took}", text), text
     assert "reached no timed training step" not in text and "Pass --budget" in text
