@@ -739,15 +739,14 @@ def baseline_only_words(facts: dict[str, Any], budget_s: float, whole: int) -> s
 
 
 def measured_words(facts: dict[str, Any]) -> str:
-    """The step the pre-flight timed, in words: "in the pre-flight a training step took 18.2 s on this
-    CPU (the first 41 s, with its tracing and start-up)", and where it was stopped at its limit, after
-    how many steps."""
+    """The step the pre-flight timed, in words: "in the pre-flight, stopped at its 84 s limit 2 steps
+    in, a training step took 18.2 s on this CPU (the first 41 s, with its tracing and start-up)"."""
     step, first = float(facts["step_s"]), float(facts.get("first_step_s") or facts["step_s"])
     part = facts.get("partial") or {}
     where = "in the pre-flight"
     if part:
         n = int(part["steps"])
-        where += f" (stopped at its {float(part['stopped_s']):.0f} s limit, {n} step{'s' if n != 1 else ''} in)"
+        where += f", stopped at its {float(part['stopped_s']):.0f} s limit {n} step{'s' if n != 1 else ''} in,"
     if part and int(part["steps"]) == 1:
         return (
             f"{where} its first training step took {seconds(first, 'ms')} on this CPU and the next ran "
