@@ -83,7 +83,8 @@ def plan(
             case_timeout_s=fields.get("case_timeout_s"),
             entry_call=entry_call,
         )
-        experiment.require_installed(facts["framework"])
+        if facts.get("framework"):
+            experiment.require_installed(facts["framework"])
         err_console.print(found_line(facts))
         _, others = scriptplan.entry_words(facts)
         if others:
@@ -122,6 +123,16 @@ def found_line(facts: dict[str, Any]) -> str:
     under = f" inside {escape(trainer)}" if trainer else ""  # the loop the user wrote nothing of
     which, _ = scriptplan.entry_words(facts)
     which = f", {escape(which)}" if which else ""
+    part = facts.get("partial")
+    if part:  # stopped at its limit: what it timed until then
+        steps = f"{part['steps']} step{'s' if part['steps'] != 1 else ''}"
+        first = f" (the first {seconds(facts['first_step_s'])})" if part["steps"] > 1 else ""
+        return (
+            f"Found {escape(str(facts['entry'] or 'a training step'))}{under} ({model}{batch}"
+            f"{escape(str(facts['framework'] or 'framework unknown'))}){which}: stopped at its "
+            f"{part['stopped_s']:.0f} s limit after timing {steps}; a step took {seconds(facts['step_s'])}{first}, "
+            f"the imports and data loading {facts['setup_s']:.1f} s."
+        )
     return (
         f"Found {escape(str(facts['entry']))}{under} ({model}{batch}{escape(facts['framework'])}){which}: a step took "
         f"{seconds(facts['step_s'])}, the imports and data loading {facts['setup_s']:.1f} s."

@@ -138,6 +138,8 @@ class ChildRun:
     end: dict[str, Any] = field(default_factory=dict)
     seen: dict[str, Any] = field(default_factory=dict)  # what the script did (scriptwatch), also if it never ended
     entries: list[dict[str, Any]] = field(default_factory=list)  # each training call seen, as it was seen
+    ticks: list[tuple[int, float]] = field(default_factory=list)  # step boundaries said (capturekit.tick)
+    timing: dict[str, Any] = field(default_factory=dict)  # the entry the ticks time (capturekit.timing)
     stderr_tail: str = ""
     finished: Finished | None = None
 
@@ -181,21 +183,48 @@ def run_child(
         run = ChildRun(finished=done)
         if out_file.exists():
             for line in out_file.read_text(encoding="utf-8").splitlines():
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if obj.get("type") == "result":
-                    run.results.append(obj["result"])
-                elif obj.get("type") == "end":
-                    run.end = obj
-                elif obj.get("type") == "entry":
-                    run.entries.append({k: v for k, v in obj.items() if k != "type"})
-                elif obj.get("type") == "seen":
-                    run.seen.update({k: v for k, v in obj.items() if k != "type"})
+                _read_line(run, line)
         run.stderr_tail = err_file.read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace")
     userfolder.settle_here()  # what the script wrote in the user's folder, put back before the next run
     return run
+
+
+def _read_line(run: ChildRun, line: str) -> None:
+    """One line the script process wrote (``measure/scriptchild.py``), kept in ``run``."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError:
+        return
+    kind = obj.get("type")
+    if kind == "result":
+        run.results.append(obj["result"])
+    elif kind == "end":
+        run.end = obj
+    elif kind == "entry":
+        run.entries.append({k: v for k, v in obj.items() if k != "type"})
+    elif kind == "seen":
+        run.seen.update({k: v for k, v in obj.items() if k != "type"})
+    elif kind == "tick" and not obj.get("n"):  # a clock timing from here on: the boundaries before were not its steps
+        run.ticks.clear()
+    elif kind == "tick":
+        run.ticks.append((int(obj["n"]), float(obj["at"])))
+    elif kind == "timing":
+        run.timing.update({k: v for k, v in obj.items() if k != "type"})
+
+
+def partial_steps(run: ChildRun) -> dict[str, Any] | None:
+    """What a script process that handed no result over had timed before it was stopped, from the
+    step boundaries it said (``capturekit.tick``): ``setup_s`` (to the first step's start) and
+    ``steps`` (each ended step, the first with its tracing; a step between two boundaries said a
+    second apart is their mean), or None where no step ended."""
+    said = dict(run.ticks)  # by boundary number: the first, then each step's end
+    if 1 not in said or len(said) < 2:
+        return None
+    steps: list[float] = []
+    marks = sorted(said.items())
+    for (n0, t0), (n1, t1) in zip(marks, marks[1:]):
+        steps += [(t1 - t0) / (n1 - n0)] * (n1 - n0)
+    return {"setup_s": said[1], "steps": steps, **run.timing}
 
 
 def ordinal(n: int) -> str:
@@ -270,6 +299,7 @@ def run_here(job: dict[str, Any], spec: CaptureSpec, captures: list[str]) -> Chi
     capturekit.FINISHERS.clear()
     capturekit.PROGRESS.update(steps=0, begun=0)
     capturekit.ENTRIES.clear()
+    capturekit.TICKS.update(n=0, told=float("-inf"), source=None)
     run = ChildRun()
     run.end = scriptrun.execute({**job, "frameworks": captures, "spec": spec.to_dict()}, run.results.append)
     run.entries = list(run.end.get("entries") or [])

@@ -339,6 +339,9 @@ def preflight(
                 reason = "first"
     r = _measured(run)
     if r is None:
+        stopped = _partial_facts(run, chosen, reason, entries)  # stopped at its limit after timing steps
+        if stopped is not None:
+            return stopped
         if run.results and run.results[0].get("status") not in ("ok",):
             run.end = {"status": "script_error", "error": run.results[0].get("error") or run.results[0].get("why_not")}
         raise refusal(run, job, limit, memory_limit_bytes)
@@ -369,6 +372,54 @@ def preflight(
         # the survey ended before the script did: its deadline, or an error after the measured call
         "survey_stopped": bool(survey_seen.get("survey_stopped")) or survey_end.get("status") == "script_error",
         "load_per_core": _load_per_core(),
+    }
+
+
+def _partial_facts(
+    run: script.ChildRun, chosen: int, reason: str, entries: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The facts of a pre-flight stopped at its time limit after some steps of its training entry
+    had ended but before its capture had all it waits for (a step of many seconds): the set-up and
+    the steps it timed (``script.partial_steps``), the first with its tracing. None where no step
+    ended, or the process ended otherwise (an error, the memory limit: those refusals say why)."""
+    if run.finished is None or run.finished.stopped != "timeout" or run.results:
+        return None
+    got = script.partial_steps(run)
+    if got is None:
+        return None
+    steps = [float(x) for x in got["steps"]]
+    later = steps[1:]  # past the first (its tracing, the data pipeline's start)
+    # with the first step alone, the next one was under way when the process was stopped: it took
+    # at least that long (a loop whose first step starts at its model's call leaves its data out)
+    running = float(run.finished.wall_s) - max(t for _n, t in run.ticks)
+    mine: dict[str, Any] = next((e for e in entries if int(e.get("call") or 0) == chosen), {})
+    entry = got.get("entry") or mine.get("entry")
+    setup = float(got["setup_s"])
+    return {
+        "import_s": None,
+        "data_s": setup,  # the imports are not told apart: a measuring child is assumed to pay them all
+        "framework": framework_of({"entry": entry, **got}) if entry else None,
+        "entry": entry,
+        "batch": int(got.get("batch") or mine.get("batch") or 0),
+        "step_s": statistics.median(later) if later else max(steps[0], running),
+        "first_step_s": steps[0],
+        "setup_s": setup,
+        "model": got.get("model") or mine.get("model"),
+        "data": None,
+        "steps_per_execution": 1,
+        "data_source": None,
+        "samples": None,
+        "loader": {},
+        "conv2d": False,
+        "trainer": None,
+        "preflight_s": float(run.finished.wall_s),
+        "entry_call": chosen,
+        "entries": entries,
+        "entry_reason": reason,
+        "survey_stopped": True,
+        "load_per_core": _load_per_core(),
+        # what the pre-flight timed before it was stopped: its steps, and when it was stopped
+        "partial": {"steps": len(steps), "stopped_s": float(run.finished.wall_s)},
     }
 
 
@@ -604,6 +655,14 @@ def _cost(c: _Costs, facts: dict[str, Any], params: dict[str, Any], keras: bool)
 def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[str, Any]:
     """The variants that fit the budget (by fix, both sides of a pair or none), rounds, limits."""
     c = _Costs(facts)
+    if not facts.get("framework"):  # stopped before its capture said which entry it timed: nothing to plan
+        raise UsageError(
+            "SCRIPT",
+            f"{measured_words(facts)} and the set-up {float(facts['setup_s']):.1f} s, but the pre-flight was "
+            "stopped before its capture had read which training entry it was",
+            f"Pass --budget {budget_that_holds(facts)} or more (it allows {headroom(facts):.2g}x the set-up and "
+            "step times measured here)",
+        )
     keras = facts["entry"] in script.KERAS_ENTRIES
     avail = max(budget_s - c.start, 0.5 * budget_s)
     shared = c.baseline()
@@ -678,10 +737,28 @@ def baseline_only_words(facts: dict[str, Any], budget_s: float, whole: int) -> s
     """What a budget too short for more than the baseline measured, what the pre-flight
     measured, and the budget that measures every fix beside it."""
     return (
-        f"{budget_s:g} s holds no fix beside it (in the pre-flight a training step took "
-        f"{seconds(facts['step_s'], 'ms')} on this CPU and the set-up {float(facts['setup_s']):.1f} s); "
+        f"{budget_s:g} s holds no fix beside it ({measured_words(facts)} and the set-up "
+        f"{float(facts['setup_s']):.1f} s); "
         f"--budget {whole} or more measures the fixes too"
     )
+
+
+def measured_words(facts: dict[str, Any]) -> str:
+    """The step the pre-flight timed, in words: "in the pre-flight, stopped at its 84 s limit 2 steps
+    in, a training step took 18.2 s on this CPU (the first 41 s, with its tracing and start-up)"."""
+    step, first = float(facts["step_s"]), float(facts.get("first_step_s") or facts["step_s"])
+    part = facts.get("partial") or {}
+    where = "in the pre-flight"
+    if part:
+        n = int(part["steps"])
+        where += f", stopped at its {float(part['stopped_s']):.0f} s limit {n} step{'s' if n != 1 else ''} in,"
+    if part and int(part["steps"]) == 1:
+        return (
+            f"{where} its first training step took {seconds(first, 'ms')} on this CPU and the next ran "
+            f"{seconds(step, 'ms')} or more"
+        )
+    also = f" (the first {seconds(first, 'ms')}, with its tracing and start-up)" if first > 1.5 * step else ""
+    return f"{where} a training step took {seconds(step, 'ms')} on this CPU{also}"
 
 
 def budget_for_all(facts: dict[str, Any], gpu: bool = False) -> int:
@@ -700,10 +777,9 @@ def too_short(facts: dict[str, Any], budget_s: float) -> UsageError:
     c, h = _Costs(facts), headroom(facts)
     return UsageError(
         "--budget",
-        f"{budget_s:g} s is too short for this script: in the pre-flight a training step took "
-        f"{seconds(facts['step_s'], 'ms')} on this CPU and the set-up (imports and data loading) "
-        f"{float(facts['setup_s']):.1f} s, so measuring even its baseline (the set-up, {WARMUP} warm-up and "
-        f"{STEPS} timed steps) needs about {least_budget(c):.0f} s",
+        f"{budget_s:g} s is too short for this script: {measured_words(facts)} and the set-up (imports and "
+        f"data loading) {float(facts['setup_s']):.1f} s, so measuring even its baseline (the set-up, {WARMUP} "
+        f"warm-up and {STEPS} timed steps) needs about {least_budget(c):.0f} s",
         f"Pass --budget {budget_that_holds(facts)} or more (it allows {h:.2g}x the set-up and step times "
         "measured here: they vary from run to run)",
     )

@@ -38,6 +38,15 @@ PROGRESS: dict[str, int] = {"steps": 0, "begun": 0}
 # by ``scriptrun.execute``) writes each as it happens, so a process stopped later still has them.
 ENTRIES: list[dict[str, Any]] = []
 TELL: list[Callable[[dict[str, Any]], None]] = []
+# Each step boundary a capture timed (the first step's start, then each step's end), said through
+# TELL as it comes, every one of the first TICKS_ALWAYS, then at most one a TICK_EVERY_S (a fast
+# loop's timed steps pay one short write a second): a process stopped at its time limit before its
+# capture handed a result over has still said what it timed (``workloads/script.partial_steps``).
+# Which entry they time is said apart, once it is known (``timing``). ``source``: which clock
+# ticks ("step": the step_began/step_ended of a loop's capture; "fit": a Keras fit's own callback).
+TICKS: dict[str, Any] = {"n": 0, "told": float("-inf"), "source": None}
+TICKS_ALWAYS = 4
+TICK_EVERY_S = 1.0
 
 
 def survey_stopped() -> None:
@@ -58,13 +67,50 @@ def saw_entry(info: dict[str, Any]) -> None:
             traceback.print_exc(file=sys.__stderr__)
 
 
+def _tell(obj: dict[str, Any]) -> None:
+    for tell in TELL:
+        try:
+            tell(obj)
+        except Exception:  # noqa: BLE001 (a closed output must not stop the script)
+            traceback.print_exc(file=sys.__stderr__)
+
+
+def timing(**about: Any) -> None:
+    """Say which training entry the ticks time (its name, and the framework, backend, batch and
+    model where the capture knows them)."""
+    _tell({"type": "timing", **{k: v for k, v in about.items() if v is not None}})
+
+
+def tick(source: str = "step", at: float | None = None) -> None:
+    """One step boundary of the clock ``source``; another clock's are left out (a Keras fit's
+    callback and a framework's own hooks may both see the same step)."""
+    if TICKS["source"] not in (None, source):
+        return
+    TICKS["source"] = source
+    t = now() if at is None else at
+    TICKS["n"] += 1
+    if TICKS["n"] <= TICKS_ALWAYS or t - TICKS["told"] >= TICK_EVERY_S:
+        TICKS["told"] = t
+        _tell({"type": "tick", "n": TICKS["n"], "at": t - T0})
+
+
+def restart_ticks(source: str) -> None:
+    """A clock that times the entry from here on (a Keras fit measured): earlier ticks were no
+    training steps of it (a model called before its fit)."""
+    TICKS.update(n=0, told=float("-inf"), source=source)
+    _tell({"type": "tick", "n": 0, "at": since_start()})
+
+
 def step_began() -> None:
     PROGRESS["begun"] = 1
+    if not TICKS["n"]:
+        tick()
 
 
 def step_ended() -> None:
     PROGRESS["steps"] += 1
     PROGRESS["begun"] = 0
+    tick()
 
 
 def step_reached(*, exited: bool = False) -> int:
@@ -195,6 +241,7 @@ class StepClock:
         self.first_begin: float | None = None
         self.done = False
         FINISHERS.append(self.flush)
+        timing(entry=entry)
 
     def flush(self) -> None:
         """The script ended first: hand over the steps timed so far (at least one past the warm-up)."""

@@ -188,6 +188,9 @@ class FitMeasure:
         live = [c for c in configs if c.why_not is None]
         per_turn = max(2, math.ceil(spec.steps / TURNS) + 1)
         setup = capturekit.since_start()
+        capturekit.restart_ticks("fit")  # this fit's callback times its steps from here on
+        backend = self.keras.backend.backend()
+        capturekit.timing(entry=ENTRY_FIT, backend=backend, batch=self.batch, model=type(self.model).__name__)
         order = live + live[::-1]
         for i, c in enumerate(order):
             if capturekit.since_start() > spec.deadline_s and i >= len(live):
@@ -298,10 +301,12 @@ def _timer(keras: Any, sync: Any, sync_each: bool) -> Any:
         def on_train_batch_begin(self, batch, logs=None):  # noqa: ANN001, ANN201
             sync()
             self.t.append(capturekit.now())
+            capturekit.tick("fit", self.t[-1])
 
         def on_epoch_end(self, epoch, logs=None):  # noqa: ANN001, ANN201
             sync()
             self.t.append(capturekit.now())
+            capturekit.tick("fit", self.t[-1])
 
     class ReadEach(Timer):
         def on_train_batch_end(self, batch, logs=None):  # noqa: ANN001, ANN201

@@ -161,6 +161,7 @@ class JaxState:
         """The step found: its turns (the first call's start is set by the caller)."""
         self.entry, self.step_name = entry, name
         capturekit.OWNER.append(entry)
+        capturekit.timing(entry=entry, framework=FRAMEWORK)
         variants = list(dict.fromkeys([self.spec.variant, *self.spec.also]))
         self.turns = Turns(self.spec, variants)
         capturekit.FINISHERS.append(self.flush)

@@ -159,6 +159,7 @@ def boundary(cap: Capture) -> None:
     first = cap.last is None
     if first:  # the end of the first step (its forward has run, also inside an optimizer's closure)
         cap.trained = hooks.trained_modules(cap)
+        capturekit.timing(entry=cap.entry, framework="torch")  # the parent learns what a cut pre-flight timed
     m = cap.now
     assert m is not None
     why = _misfit(cap)
