@@ -153,21 +153,19 @@ def gpu_decision_words(d: GpuDecision, gpu: str) -> str:
     return f"An {gpu} would {joined}"
 
 
-def gpu_decide_words(d: GpuDecision, *, command: bool = True) -> str:
+def gpu_decide_words(d: GpuDecision, *, command: bool = True, brief: bool = False) -> str:
     """What would settle what the prediction cannot, and where it stops ('' when nothing);
     ``command``: with the command that measures the too-close batches on a GPU (``predict``
-    prints it on a line of its own instead)."""
+    prints it on a line of its own instead); ``brief``: the limit of the sweep only (``run``'s
+    first screen, whose answer line already names the too-close batches)."""
     out = []
-    if d.too_close:
+    if d.too_close and not brief:
         spread = ""
-        if d.cpu_spread:
-            spread = (
-                f" (at {', '.join(map(str, d.cpu_spread))} this CPU's spread alone: a quieter machine may decide those)"
-            )
+        if d.cpu_spread:  # the CPU's median alone is outside the band: its spread makes it close
+            spread = f" (at {', '.join(map(str, d.cpu_spread))} a steadier CPU, on a quieter machine, may decide it)"
         how = f": `{d.command}`" if command and d.command else ""
         out.append(
-            f"Too close: the GPU's band overlaps this CPU's measured quartiles there{spread}; "
-            f"a run on the GPU decides it{how}"
+            f"Too close where the GPU's band overlaps this CPU's quartiles{spread}; a run on the GPU decides{how}"
         )
     if d.unmeasured_above:
         top = d.measured[-1] if d.measured else None

@@ -278,12 +278,15 @@ def prediction_lines(report: PredictReport | None, profile: DeviceProfile | None
     if d.kind == "none":
         return [f"Would a GPU help? {gpu_decision_words(d, gpu)}.", DIAGNOSE_HINT]
     at = d.gpu_from if d.gpu_from is not None else d.measured[-1]
-    decide = gpu_decide_words(d)
+    decide = gpu_decide_words(d, command=False, brief=True)  # within the 25 lines: the command on the next line
+    hint = DIAGNOSE_HINT
+    if d.command:
+        hint = f"To decide it: `{d.command}` on the GPU. {DIAGNOSE_HINT}"
     return [
         f"Would a GPU help? {gpu_decision_words(d, gpu)}{_dominant_words(report, at)}. "
         + (f"{decide} " if decide else "")
         + source,
-        DIAGNOSE_HINT,
+        hint,
     ]
 
 
