@@ -259,7 +259,7 @@ def test_real_calibrate_then_predict_on_the_cpu(tmp_path, capsys):
     js = out / "p.json"
     main(["predict", "--profile", "h100", "--batches", "8,256", "--min-time", "0.02", "--json", str(js)])
     text = capsys.readouterr().out
-    assert "predicted" in text and "Crossover" in text
+    assert "predicted" in text and "Predicted GPU step" in text  # the one decision, per batch (gpudecision)
     record = load_run(js)
     from whichdevice.analysis.prediction import predict_report
 

@@ -280,8 +280,11 @@ def test_predict_first_screen_fits_and_answers(tmp_path, monkeypatch):
     running.page(load_run(DATA / "predict_cpu_2core.json"), tmp_path / "p.png", loglog=True)
     lines = buf.getvalue().rstrip("\n").split("\n")
     assert len(lines) + 2 <= MAX_LINES and all(len(line) <= 100 for line in lines), buf.getvalue()
-    assert lines[1].startswith("Answer: small MLP: NVIDIA H100") and "wins from batch" in lines[1]
-    assert "predicted" in lines[2] and "Crossover" in lines[2]
+    text = " ".join(line.strip() for line in lines)
+    # a winner per batch only where the ratio band excludes 1: this record's CPU steps are noisy at 32 and 2048
+    assert lines[1].startswith("Answer: small MLP: An NVIDIA H100")
+    assert "would win at batch 8, be too close to call at batch 32, lose to this CPU at batch 128–512" in text
+    assert "Predicted GPU step (calibrated 80 % band) against the CPU measured here" in text
     assert sum(bool(re.match(r"^\s+\d+\s+\d", line)) for line in lines) == 6  # one line per batch
     assert any("whichdevice train --framework tensorflow --batches" in line for line in lines)
     assert not JARGON.findall(buf.getvalue())

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from whichdevice.analysis import costmodel, errormodel
+from whichdevice.analysis.gpudecision import TOO_CLOSE, GpuDecision, batch_winner, decide, ratio_band
 from whichdevice.core import stats
 from whichdevice.analysis.crossover import Crossover, find_crossover
 from whichdevice.analysis.costmodel import LaunchMode, OpCost, Prediction, WorkloadDescription
@@ -49,16 +50,10 @@ def description_from_metrics(metrics: dict[str, float], batch: int) -> WorkloadD
     )
 
 
-TOO_CLOSE = "too_close"  # the CPU range and the GPU band overlap (present/prediction.WINNER words it)
-
-
-def winner(cpu_low: float, cpu_high: float, gpu: costmodel.Band) -> str:
-    """The winner only when the CPU's range and the GPU's band do not overlap."""
-    if cpu_high < gpu.low:
-        return "CPU"
-    if gpu.high < cpu_low:
-        return "GPU"
-    return TOO_CLOSE
+def winner(cpu_low: float, cpu_high: float, gpu: costmodel.Band, cpu_median: float | None = None) -> str:
+    """The winner only when the band of the ratio GPU / CPU excludes 1 (gpudecision.batch_winner)."""
+    mid = cpu_median if cpu_median is not None else math.sqrt(cpu_low * cpu_high)
+    return batch_winner(ratio_band(mid, cpu_low, cpu_high, gpu))
 
 
 HOST_OVERHEAD_BATCHES = 3
@@ -113,8 +108,15 @@ class GpuAnswer:
 
     @property
     def too_close(self) -> bool:
-        """The CPU's range and the GPU's band overlap: no winner, measure it."""
+        """The ratio band straddles 1: no winner, measure it."""
         return self.winner == TOO_CLOSE
+
+    @property
+    def ratio(self) -> costmodel.Band | None:
+        """The predicted step ratio GPU / CPU with its band (None: no prediction or no CPU step)."""
+        if self.band is None or self.cpu_s is None or self.cpu_q1_s is None or self.cpu_q3_s is None:
+            return None
+        return ratio_band(self.cpu_s, self.cpu_q1_s, self.cpu_q3_s, self.band)
 
 
 def gpu_would_help(
@@ -151,7 +153,7 @@ def gpu_would_help(
             regime = pred.bound or "host dispatch"
             band = errors.band(pred.step.mid, fw, regime, pred.step) if errors is not None else pred.step
         cpu = cpu_steps.get(b)
-        w = "—" if band is None or cpu is None else winner(cpu[1], cpu[2], band)
+        w = "—" if band is None or cpu is None else winner(cpu[1], cpu[2], band, cpu[0])
         median, q1, q3 = cpu if cpu is not None else (None, None, None)
         out.append(GpuAnswer(b, median, q1, q3, gpu=pred, band=band, kernels=work.kernels, winner=w))
     return out
@@ -173,6 +175,7 @@ class PredictReport:
     framework: str = "tensorflow"
     calibrated: str | None = None  # where the band's calibration comes from (None: not calibrated)
     too_close_command: str | None = None  # measure the "too close" batches with this
+    decision: GpuDecision = GpuDecision(())  # the one answer run and predict show (gpudecision.decide)
 
 
 def predict_report(
@@ -182,7 +185,10 @@ def predict_report(
     described, measured, failures = _traces_and_steps(record.results)
     framework = str(record.options.get("framework") or "tensorflow")
     spe = as_int(record.options.get("steps_per_execution") or 1)
-    return _report(framework, measured, described, failures, profile, errors, spe)
+    planned = [
+        as_int(r.spec.params.get("batch", 0)) for r in record.results if r.spec.params.get("probe") != "describe"
+    ]
+    return _report(framework, measured, described, failures, profile, errors, spe, planned)
 
 
 def _traces_and_steps(
@@ -213,6 +219,7 @@ def _report(
     profile: DeviceProfile,
     errors: errormodel.ErrorModel | None,
     spe: int = 1,
+    planned: list[int] | None = None,
 ) -> PredictReport:
     rows = gpu_would_help(framework, measured, described, profile, errors, steps_per_execution=spe)
     assumptions: list[costmodel.Assumption] = []
@@ -245,6 +252,7 @@ def _report(
         [(band.low, band.high) for *_, band in ok],
     )
     close = [row.batch for row in rows if row.winner == TOO_CLOSE]
+    command = measure_command(framework, close) if close else None
     return PredictReport(
         rows,
         cross,
@@ -254,7 +262,8 @@ def _report(
         failures,
         framework,
         None if errors is None else errors.source,
-        measure_command(framework, close) if close else None,
+        command,
+        decide([r for r in rows if r.batch in measured], planned or [], command),
     )
 
 
@@ -318,7 +327,8 @@ def run_prediction(
         return None
     described, measured, failures = _traces_and_steps(traces + sweep)
     every = interpolated(described, sorted(measured)) if described else {}
-    return _report(framework, measured, every or described, failures, profile, errors)
+    planned = [as_int(r.spec.params.get("batch", 0)) for r in sweep]
+    return _report(framework, measured, every or described, failures, profile, errors, planned=planned)
 
 
 # ---------------- validation points from a reference GPU run ----------------

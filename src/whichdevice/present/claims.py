@@ -26,6 +26,7 @@ from whichdevice.core.units import figure, seconds
 if TYPE_CHECKING:
     from whichdevice.analysis.compare import Comparison
     from whichdevice.analysis.crossover import Crossover
+    from whichdevice.analysis.gpudecision import GpuDecision
     from whichdevice.analysis.significance import Claim, ClaimNote, Modes
 
 
@@ -117,3 +118,62 @@ def crossover_text(cross: Crossover, unit: str = "") -> str:
     return (
         f"the GPU starts to win at about {figure(cross.estimate)}{u} (between {cross.low:g} and {cross.high:g}){note}"
     )
+
+
+def _batches(bs: tuple[int, ...]) -> str:
+    """'batch 8', 'batch 10–512' (the measured batches from the first to the last)."""
+    return f"batch {bs[0]}" if len(bs) == 1 else f"batch {bs[0]}–{bs[-1]}"
+
+
+_EVERY = {"GPU": "win", "CPU": "lose to this CPU", "too_close": "be too close to call against this CPU"}
+
+
+def gpu_decision_words(d: GpuDecision, gpu: str) -> str:
+    """The predicted answer (analysis/gpudecision.py) in one clause, the same for ``run`` and
+    ``predict``: 'An H100 would lose to this CPU at batch 8, be too close to call at batch
+    10–512, and win at batch 2048–8192'. Nothing is said of a batch that was not measured."""
+    if d.kind == "none":
+        return f"Not enough batches were measured to predict an {gpu}"
+    if d.kind != "mixed":
+        bs = d.measured
+        where = (
+            f"at {_batches(bs)}, the only batch measured"
+            if len(bs) == 1
+            else f"at every batch measured ({bs[0]}–{bs[-1]})"
+        )
+        return f"An {gpu} would {_EVERY[d.kind]} {where}"
+    parts = []
+    for s in d.spans:
+        verb = {"GPU": "win", "CPU": "lose to this CPU", "too_close": "be too close to call"}[s.winner]
+        extra = ""
+        if s.winner == "GPU" and d.crossing is not None and d.crossing[2] == s.batches[0]:
+            extra = f" (the two cross at batch ≈ {batch_figure(d.crossing[0])})"
+        parts.append(f"{verb} at {_batches(s.batches)}{extra}")
+    joined = ", ".join(parts[:-1]) + f"{',' if len(parts) > 2 else ''} and {parts[-1]}"
+    return f"An {gpu} would {joined}"
+
+
+def gpu_decide_words(d: GpuDecision, *, command: bool = True, brief: bool = False) -> str:
+    """What would settle what the prediction cannot, and where it stops ('' when nothing);
+    ``command``: with the command that measures the too-close batches on a GPU (``predict``
+    prints it on a line of its own instead); ``brief``: the limit of the sweep only (``run``'s
+    first screen, whose answer line already names the too-close batches)."""
+    out = []
+    if d.too_close and not brief:
+        spread = ""
+        if d.cpu_spread:  # the CPU's median alone is outside the band: its spread makes it close
+            spread = f" (at {', '.join(map(str, d.cpu_spread))} a steadier CPU, on a quieter machine, may decide it)"
+        how = f": `{d.command}`" if command and d.command else ""
+        out.append(
+            f"Too close where the GPU's band overlaps this CPU's quartiles{spread}; a run on the GPU decides{how}"
+        )
+    if d.unmeasured_above:
+        top = d.measured[-1] if d.measured else None
+        cut = _batches(d.unmeasured_above)
+        out.append(
+            f"Measured only up to batch {top}: {cut} not measured (the time budget ended the sweep), "
+            "nothing is predicted there"
+            if top is not None
+            else f"{cut} not measured (the time budget ended the sweep)"
+        )
+    return ". ".join(out) + ("." if out else "")

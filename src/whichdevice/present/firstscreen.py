@@ -24,7 +24,14 @@ from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.core.units import nbytes, seconds
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import names
-from whichdevice.present.claims import batch_figure, crossover_text, ratio_text, times
+from whichdevice.present.claims import (
+    batch_figure,
+    crossover_text,
+    gpu_decide_words,
+    gpu_decision_words,
+    ratio_text,
+    times,
+)
 
 if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
     from whichdevice.analysis.quality import TimingWarning
@@ -267,18 +274,20 @@ def prediction_lines(report: PredictReport | None, profile: DeviceProfile | None
         from whichdevice.present.prediction import CANNOT_PREDICT  # imports rich: only here
 
         return [f"Would a GPU help? Cannot predict it: {CANNOT_PREDICT[report.cannot_predict]}.", DIAGNOSE_HINT]
-    c = report.crossover
-    if c.kind == "between" and c.estimate is not None:
-        sure = ", uncertain" if c.ranges_overlap else ""
-        head = f"An {gpu} would win from batch ≈ {batch_figure(c.estimate)} ({c.low:g}–{c.high:g}{sure})"
-        at = c.estimate
-    elif c.kind == "gpu_everywhere" and c.high is not None:
-        head, at = f"An {gpu} would win at every batch measured (from {c.high:g})", c.high
-    elif c.kind == "cpu_everywhere" and c.low is not None:
-        head, at = f"An {gpu} would lose to this CPU at every batch measured (up to {c.low:g})", c.low
-    else:
-        return [f"Would a GPU help? Not enough batches were measured to predict an {gpu}.", DIAGNOSE_HINT]
-    return [f"Would a GPU help? {head}{_dominant_words(report, at)}. {source}", DIAGNOSE_HINT]
+    d = report.decision
+    if d.kind == "none":
+        return [f"Would a GPU help? {gpu_decision_words(d, gpu)}.", DIAGNOSE_HINT]
+    at = d.gpu_from if d.gpu_from is not None else d.measured[-1]
+    decide = gpu_decide_words(d, command=False, brief=True)  # within the 25 lines: the command on the next line
+    hint = DIAGNOSE_HINT
+    if d.command:
+        hint = f"To decide it: `{d.command}` on the GPU. {DIAGNOSE_HINT}"
+    return [
+        f"Would a GPU help? {gpu_decision_words(d, gpu)}{_dominant_words(report, at)}. "
+        + (f"{decide} " if decide else "")
+        + source,
+        hint,
+    ]
 
 
 def _dominant_words(report: PredictReport, batch: float) -> str:
@@ -471,9 +480,16 @@ def machine_words(record: RunRecord) -> str:
     return f"{m.cpu_model}, {m.cpu_cores_logical} cores, {nbytes(m.ram_bytes)} RAM{fws}"
 
 
+# A provisional answer kept before the per-batch decision: its prediction as a crossover kind.
+_LEGACY_GIST = re.compile(r"^predicted (between|gpu_everywhere|cpu_everywhere|no_data) ")
+
+
 def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None = None) -> FirstScreen:
     changes, slower, unclear, missing = _changes(v)
     answer, gist = provisional_answer(record, v)
+    if record.provisional is not None and any(_LEGACY_GIST.match(g) for g in record.provisional.gist):
+        report = v.gpu_prediction if not v.gpus else None
+        gist = answer_gist(v, report, legacy=True)
     if advice and v.gpus and v.answer_measured:  # diagnose with a GPU: the device for your model
         answer = ([a for a in advice if a.startswith("Device:")][:1] + answer)[:2]
     when = record.created_at.replace("T", " ")[:16]
@@ -497,19 +513,24 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
     )
 
 
-def answer_gist(v: SuiteVerdict, report: PredictReport | None = None) -> list[str]:
+def answer_gist(v: SuiteVerdict, report: PredictReport | None = None, legacy: bool = False) -> list[str]:
     """What the answer decides, without its figures: per device and workload, where the GPU
     overtakes the CPU as the kind of crossover and the measured points around it (or the
-    predicted GPU's, without one). Round 2 confirms the provisional answer when it is the same."""
+    predicted GPU's, without one). Round 2 confirms the provisional answer when it is the same.
+    ``legacy``: the prediction as the crossover of the medians, as records from before the
+    per-batch decision kept it, so that such a record's provisional answer is compared like
+    with like."""
     if not v.answer_measured:
         return ["not measured"]
     out = []
     for t in [*v.training.sweep, *(t for t in v.matmul if t.group.get("mode") == "steady")]:
         what = names.model_name(t.group, short=True) if t in v.training.sweep else "matmul"
         out += [f"{what}, {t.group.get('framework')}: {d} {c.kind} {c.low}–{c.high}" for d, c in t.crossovers.items()]
-    if report is not None:
+    if report is not None and legacy:
         c = report.crossover
         out.append(f"predicted {c.kind} {c.low}–{c.high}")
+    elif report is not None:
+        out.append(report.decision.gist)
     return out
 
 

@@ -15,7 +15,7 @@ from whichdevice.present import names
 from whichdevice.present.terminal import print_table
 
 from whichdevice.present.tables import Align
-from whichdevice.present.claims import crossover_text
+from whichdevice.present.claims import crossover_text, gpu_decide_words, gpu_decision_words
 
 if TYPE_CHECKING:
     from whichdevice.analysis.costmodel import Assumption, Extrapolation
@@ -196,8 +196,11 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
             "Measure on a real GPU (whichdevice train) for this model."
         )
     else:
+        card = gpu.description if gpu else "the profiled GPU"
+        console.print(f"Answer: {escape(gpu_decision_words(report.decision, card))}.")
         console.print(
-            f"Crossover (measured CPU vs predicted GPU): {escape(crossover_text(report.crossover, 'samples'))}"
+            f"Crossover of the medians (measured CPU vs predicted GPU): "
+            f"{escape(crossover_text(report.crossover, 'samples'))}"
         )
     if report.calibrated:
         console.print(
@@ -209,11 +212,9 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
             "[yellow]The band is the model's own (no calibration of its errors is shipped): "
             "the truth falls outside it more often than it looks.[/yellow]"
         )
-    if report.too_close_command:
-        console.print(
-            "Too close to call where the CPU range and the GPU band overlap: measure it on a machine with the GPU, "
-            f"e.g. {escape(report.too_close_command)}"
-        )
+    decide = gpu_decide_words(report.decision)
+    if decide:
+        console.print(escape(decide))
     for a in dict.fromkeys(assumption_text(a) for a in report.assumptions):
         console.print(f"[yellow]Assumption:[/yellow] {escape(a)}")
     for e in sorted(set(extrapolation_text(e) for e in report.extrapolated)):

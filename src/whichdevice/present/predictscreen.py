@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from whichdevice.core.records import known
 from whichdevice.core.records import RunRecord
 from whichdevice.core.units import seconds
 from whichdevice.present import names
-from whichdevice.present.claims import batch_figure
+from whichdevice.present.claims import gpu_decide_words, gpu_decision_words
 from whichdevice.present.prediction import CANNOT_PREDICT, assumption_text, extrapolation_text, winner_text
 
 if TYPE_CHECKING:
@@ -33,20 +32,11 @@ def answer_lines(report: PredictReport, record: RunRecord, gpu: str) -> list[str
             f"Answer: cannot predict a GPU for {model}: {CANNOT_PREDICT[report.cannot_predict]}.",
             "        Measure it on a machine with the GPU: whichdevice train.",
         ]
-    c = report.crossover
-    if c.kind == "between":
-        sure = ", uncertain" if c.ranges_overlap else ""
-        head = f"{gpu} wins from batch ≈ {batch_figure(known(c.estimate, 'crossover estimate'))} ({c.low:g}–{c.high:g}{sure})"
-    elif c.kind == "gpu_everywhere":
-        head = f"{gpu} wins at every batch tried (from {c.high:g})"
-    elif c.kind == "cpu_everywhere":
-        head = f"this CPU wins at every batch tried (up to {c.low:g}): {gpu} would not help"
-    else:
-        head = "no answer: not enough batches were measured"
+    d = report.decision
     band = "calibrated 80 % band" if report.calibrated else "the model's own band, not calibrated"
     return [
-        f"Answer: {model}: {head}.",
-        f"        Crossover of the CPU measured here and the GPU predicted ({band}), not measured.",
+        f"Answer: {model}: {gpu_decision_words(d, gpu)}.",
+        f"        Predicted GPU step ({band}) against the CPU measured here, not measured on the GPU.",
     ]
 
 
@@ -77,10 +67,11 @@ def screen_lines(report: PredictReport, record: RunRecord, profile: DeviceProfil
             ("", ""),
             ("", f"Why: at batch {r.batch} the GPU's step would be mostly {r.gpu.dominant} ({share:.0%})."),
         ]
-    close = [r.batch for r in report.rows if r.too_close]
-    if close and report.too_close_command:
-        out.append(("", f"Too close to call at batch {', '.join(map(str, close))}: measure it on the GPU:"))
-        out.append(("code", f"  {report.too_close_command}"))
+    decide = gpu_decide_words(report.decision, command=False)
+    if decide:
+        out.append(("", decide))
+    if report.decision.command:
+        out += [("", "The run on the GPU that decides it:"), ("code", f"  {report.decision.command}")]
     if report.assumptions or report.extrapolated:
         n = len({assumption_text(a) for a in report.assumptions}) + len(
             {extrapolation_text(e) for e in report.extrapolated}

@@ -1,0 +1,132 @@
+"""Would a GPU help? One decision from a prediction, the same for every command that shows one.
+
+Per measured batch the predicted step ratio GPU / CPU has a band: the GPU's calibrated band
+(analysis/errormodel.py) over this CPU's measured quartiles (``ratio_band``). A batch has a
+winner only when that band excludes 1 (the GPU when it lies below, the CPU when above); when
+it straddles 1 the batch is *too close to call*, whatever the medians say: the prediction's
+own error cannot separate the two there, and a crossover read from the medians alone moved
+from one run to the next under load.
+
+``decide`` turns the per-batch verdicts into runs of consecutive batches (``Span``) and says
+what would settle the too-close ones: measuring them on the GPU, and, where this CPU's median
+alone lies outside the band, a steadier CPU measurement. Nothing is claimed past the largest
+batch measured: planned batches the run did not measure (the time budget cut them) are named.
+``run`` (present/firstscreen.py) and ``predict`` (present/predictscreen.py) both word this one
+decision with present/claims.gpu_decision_words.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from whichdevice.analysis.costmodel import Band
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.prediction import GpuAnswer
+
+TOO_CLOSE = "too_close"  # the ratio band straddles 1 (present/prediction.winner_text words it)
+
+
+def ratio_band(cpu_median: float, cpu_q1: float, cpu_q3: float, gpu: Band) -> Band:
+    """The predicted step ratio GPU / CPU: its middle from the two medians, its edges from the
+    GPU band's edges over the CPU's far quartiles (the widest the two together allow)."""
+    return Band(gpu.low / cpu_q3, gpu.mid / cpu_median, gpu.high / cpu_q1)
+
+
+def batch_winner(ratio: Band) -> str:
+    """ "GPU" when the whole band is below 1, "CPU" when above, else TOO_CLOSE."""
+    if ratio.high < 1:
+        return "GPU"
+    if ratio.low > 1:
+        return "CPU"
+    return TOO_CLOSE
+
+
+@dataclass(frozen=True)
+class Span:
+    """Consecutive measured batches with the same verdict."""
+
+    winner: str  # "CPU" | "GPU" | TOO_CLOSE
+    batches: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GpuDecision:
+    spans: tuple[Span, ...]  # by batch; empty: nothing to decide from
+    unmeasured_above: tuple[int, ...] = ()  # planned batches past the largest measured one, not measured
+    cpu_spread: tuple[int, ...] = ()  # too-close batches where the CPU median alone lies outside the GPU band
+    command: str | None = None  # the measurement on the GPU that settles the too-close batches
+    crossing: tuple[float, int, int] | None = None  # (≈ batch, CPU's last, GPU's first) when they are neighbours
+
+    @property
+    def kind(self) -> str:
+        """ "none", the one verdict of every batch ("GPU", "CPU", TOO_CLOSE), or "mixed"."""
+        if not self.spans:
+            return "none"
+        return self.spans[0].winner if len(self.spans) == 1 else "mixed"
+
+    @property
+    def measured(self) -> tuple[int, ...]:
+        return tuple(b for s in self.spans for b in s.batches)
+
+    @property
+    def too_close(self) -> tuple[int, ...]:
+        return tuple(b for s in self.spans if s.winner == TOO_CLOSE for b in s.batches)
+
+    @property
+    def gpu_from(self) -> int | None:
+        """The first batch of the last span when the GPU wins it (where its step is worth describing)."""
+        return self.spans[-1].batches[0] if self.spans and self.spans[-1].winner == "GPU" else None
+
+    @property
+    def gist(self) -> str:
+        """What is decided, without figures: the verdict per batch (round 2 is checked against it)."""
+        runs = ", ".join(f"{s.winner} {s.batches[0]}–{s.batches[-1]}" for s in self.spans) or "none"
+        return f"predicted per batch: {runs}" + (
+            f"; unmeasured {self.unmeasured_above[0]}+" if self.unmeasured_above else ""
+        )
+
+
+def decide(rows: Sequence[GpuAnswer], planned: Sequence[int] = (), command: str | None = None) -> GpuDecision:
+    """The decision from ``rows`` (analysis/prediction.GpuAnswer, whose ``winner`` is
+    ``batch_winner`` of its ratio band); ``planned``: every batch the run meant to measure;
+    ``command``: what settles the too-close batches on a GPU."""
+    decided = [r for r in sorted(rows, key=lambda r: r.batch) if r.winner in ("CPU", "GPU", TOO_CLOSE)]
+    spans: list[Span] = []
+    for r in decided:
+        if spans and spans[-1].winner == r.winner:
+            spans[-1] = Span(r.winner, (*spans[-1].batches, r.batch))
+        else:
+            spans.append(Span(r.winner, (r.batch,)))
+    top = decided[-1].batch if decided else None
+    above = tuple(sorted(b for b in set(planned) if top is None or b > top))
+    spread = tuple(
+        r.batch
+        for r in decided
+        if r.winner == TOO_CLOSE
+        and r.band is not None
+        and r.cpu_s is not None
+        and not r.band.low <= r.cpu_s <= r.band.high
+    )
+    return GpuDecision(
+        tuple(spans), above, spread, command if any(s.winner == TOO_CLOSE for s in spans) else None, _crossing(decided)
+    )
+
+
+def _crossing(rows: Sequence[GpuAnswer]) -> tuple[float, int, int] | None:
+    """Where a CPU-won batch is followed directly by a GPU-won one: the batch where the medians'
+    log ratio crosses 0, linear in log batch between them (step times follow power laws)."""
+    for a, b in zip(rows, rows[1:]):
+        if a.winner != "CPU" or b.winner != "GPU":
+            continue
+        if a.cpu_s is None or b.cpu_s is None or a.band is None or b.band is None:
+            return None
+        r0, r1 = math.log(a.band.mid / a.cpu_s), math.log(b.band.mid / b.cpu_s)
+        if not r0 > 0 > r1:
+            return None
+        lx0, lx1 = math.log(a.batch), math.log(b.batch)
+        return math.exp(lx0 + r0 * (lx1 - lx0) / (r0 - r1)), a.batch, b.batch
+    return None
