@@ -14,11 +14,12 @@ longer step it takes.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from whichdevice.analysis.compare import Comparison, compare, process_sd
-from whichdevice.analysis.significance import Claim
+from whichdevice.analysis.significance import Claim, ClaimNote, rounds_bimodal
 from whichdevice.analysis.warmup import BreakEven
 from whichdevice.core.records import CaseResult, RunRecord, Timing
 from whichdevice.workloads.fixes import BY_KEY, FIXES, FixEntry, entry
@@ -35,6 +36,7 @@ Outcome = Literal["helps", "slower", "no_change", "not_measured"]
 # A fix that is a larger value (FixEntry.larger) with only smaller values measured: none_larger; a fix the torch
 # diagnose plan left out to keep the budget: cut. A larger batch for a script whose batches diagnose cannot
 # change (it re-batches a torch DataLoader, or the arrays or tf.data given to Keras' fit): fixed_batch.
+# A pair whose processes disagree by as much as its change (:func:`processes_disagree`): contended.
 NotMeasuredReason = Literal[
     "not_in_suite",
     "skipped",
@@ -46,6 +48,7 @@ NotMeasuredReason = Literal[
     "none_larger",
     "cut",
     "fixed_batch",
+    "contended",
 ]
 
 
@@ -104,6 +107,9 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value: object) -> list[FixRes
             if var is base or var.spec.params[fix] == baseline_value or rest(var) != rest(base):
                 continue
             comp = compare("before", per_sample(base), "after", per_sample(var), process_sd=spread)
+            if base.timing is not None and var.timing is not None:
+                untold = processes_disagree(comp.claim, base.timing, var.timing)
+                comp = dataclasses.replace(comp, claim=untold)
             ctx = {k: v for k, v in base.spec.params.items() if k != fix}
             if len({r.spec.framework for r in ok}) > 1:  # name it when frameworks sit side by side
                 ctx = {"framework": base.spec.framework, **ctx}
@@ -111,6 +117,23 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value: object) -> list[FixRes
                 FixResult(fix, base.spec.device, baseline_value, var.spec.params[fix], ctx, comp, base.spec.framework)
             )
     return out
+
+
+def processes_disagree(claim: Claim, before: Timing, after: Timing) -> Claim:
+    """No claim where a side's processes fell in two modes (each tight on its own, far apart:
+    threads contending for busy cores put a whole process in the slow mode or the fast one) as
+    far apart as the change is large: the change's near end of its interval within the gap
+    between the modes could be one side landing in the slow mode and the other in the fast one,
+    so a second run of the same command may claim the opposite. The claim becomes not enough
+    with the per-step modes (``before``/``after``: the cases' own timings, not per sample)."""
+    if not claim.significant or claim.unit != "rounds":
+        return claim
+    change = claim.lo if claim.ratio > 1 else 1.0 / claim.hi
+    for t in (before, after):
+        modes = rounds_bimodal(t.rounds)
+        if modes is not None and modes.low > 0 and change <= modes.high / modes.low:
+            return dataclasses.replace(claim, status="not_enough", note=ClaimNote("disagree", modes=modes))
+    return claim
 
 
 def jit_by_default(record: RunRecord, device: str, framework: str | None = None) -> bool:
@@ -235,6 +258,10 @@ class NotMeasured:
     param: str = ""  # none_larger: the parameter ...
     above: object = None  # ... and the baseline value nothing above which was measured
     rebatches: str = ""  # fixed_batch: what diagnose re-batches for the framework ("DataLoader"; "": fit's data)
+    # contended: the pair whose processes disagreed (its claim's note holds the per-step modes), and the
+    # record's own CPU thread-count pair where it has one: the measured alternative to contending threads
+    untold: Claim | None = None
+    threads: Fix | None = None
 
 
 @dataclass(frozen=True)

@@ -121,9 +121,10 @@ def t975(df: float) -> float:
 class ClaimNote:
     """Why a claim is not enough, or what else its reader must know: no samples; too few
     samples (``n`` of the ``needed``); too few rounds (``n``); the rounds fell in two clusters
-    (``modes``)."""
+    (``modes``); a side's processes disagree by as much as the change (``modes``, per step: no
+    claim, analysis/fixes.py)."""
 
-    kind: Literal["no_samples", "too_few_samples", "too_few_rounds", "too_wide", "bimodal"]
+    kind: Literal["no_samples", "too_few_samples", "too_few_rounds", "too_wide", "bimodal", "disagree"]
     n: int = 0
     needed: int = 0
     modes: Modes | None = None

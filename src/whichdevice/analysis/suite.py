@@ -356,16 +356,31 @@ def _facts(record: RunRecord, framework: str) -> dict[str, Any]:
     return {k.removeprefix(prefix): v for k, v in record.options.items() if k.startswith(prefix)}
 
 
+def _too_few(fixes: list[Fix]) -> NotMeasured:
+    most = max(fixes, key=lambda f: (f.claim.unit == "rounds", f.claim.n))
+    note = most.claim.note
+    needed = note.needed if note is not None and note.needed else MIN_SAMPLES
+    wide = note is not None and note.kind == "too_wide"
+    return NotMeasured("too_few_samples", n=most.claim.n, unit=most.claim.unit, needed=needed, wide=wide)
+
+
+def _contended(record: RunRecord, e: FixEntry, fixes: list[Fix]) -> NotMeasured | None:
+    """A change its processes' two modes could explain (fixes.processes_disagree): why it is not
+    told, with the record's CPU thread-count pair, the measured alternative to contending threads."""
+    disagree = [f for f in fixes if f.claim.note is not None and f.claim.note.kind == "disagree"]
+    if not disagree:
+        return None
+    threads = [f for f in _ab_pairs(record, catalogue.BY_KEY["cpu_threads"], "default") if f.kind != e.key]
+    best = max(threads, key=lambda f: f.claim.ratio) if threads else None
+    return NotMeasured("contended", untold=max(disagree, key=lambda f: f.claim.ratio).claim, threads=best)
+
+
 def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline: object = None) -> NotMeasured:
     """The true reason a fix has no claim, read from the record: its baseline is not part of
     the suite, the time budget skipped its cases, they failed, a side has fewer than 5 samples,
     or only one side of the pair ran."""
-    if fixes:  # pairs, none with enough samples (or rounds)
-        most = max(fixes, key=lambda f: (f.claim.unit == "rounds", f.claim.n))
-        note = most.claim.note
-        needed = note.needed if note is not None and note.needed else MIN_SAMPLES
-        wide = note is not None and note.kind == "too_wide"
-        return NotMeasured("too_few_samples", n=most.claim.n, unit=most.claim.unit, needed=needed, wide=wide)
+    if fixes:  # pairs, none with enough samples (or rounds), or none told for their processes' disagreement
+        return _contended(record, e, fixes) or _too_few(fixes)
     if e.gpu_only and not _has_gpu(record):
         return NotMeasured("no_gpu")
     if _cut_by_plan(record, e):

@@ -52,6 +52,14 @@ def _s(v: float) -> str:
     return seconds(v, smallest="µs")
 
 
+def disagree_text(modes: Modes) -> str:
+    """Why a change is not told: a side's processes ran in two modes as far apart as the change."""
+    return (
+        f"not told: its processes disagree ({_s(modes.high)} vs {_s(modes.low)} per step), "
+        "the machine's cores were contended"
+    )
+
+
 def note_text(note: ClaimNote | None) -> str:
     """The claim's note in words ('' when it has none)."""
     if note is None:
@@ -64,6 +72,8 @@ def note_text(note: ClaimNote | None) -> str:
         return f"fewer than {note.needed} rounds"
     if note.kind == "too_wide":
         return "too wide to rule out a 2× change"
+    if note.kind == "disagree" and note.modes is not None:
+        return disagree_text(note.modes)
     return f"bimodal between rounds ({modes_text(note.modes)})" if note.modes is not None else "bimodal between rounds"
 
 
@@ -81,6 +91,9 @@ def ratio_text(claim: Claim | Comparison, *, subject: str = "") -> str:
     if c.status == "not_enough" and c.note is not None and c.note.kind == "too_wide":
         count = f"{c.n} rounds" if c.unit == "rounds" else f"n={c.n}"
         return f"not enough samples ({times(c.ratio)}×, CI {times(c.lo)}–{times(c.hi)}×, {count}; {note})"
+    if c.status == "not_enough" and c.note is not None and c.note.kind == "disagree":
+        count = f"{c.n} rounds" if c.unit == "rounds" else f"n={c.n}"
+        return f"{note} ({times(c.ratio)}× from {count})"
     if c.status == "not_enough":
         why = f"; {note}" if note else ""
         count = f"{c.n} rounds" if c.unit == "rounds" and c.n > 1 else f"n={c.n}"

@@ -17,7 +17,7 @@ from whichdevice import frameworks
 from whichdevice.core.stats import MIN_SAMPLES
 from whichdevice.core.units import seconds
 from whichdevice.present import names
-from whichdevice.present.claims import ratio_text
+from whichdevice.present.claims import disagree_text, ratio_text
 
 if TYPE_CHECKING:
     from whichdevice.analysis.fixes import (
@@ -138,12 +138,26 @@ def _cut_text(g: GridResult, what: str) -> str:
 
 
 def _too_few_text(why: NotMeasured) -> str:
+    if why.reason == "contended":
+        return _contended_text(why)
     if why.wide:
         count = f"{why.n} rounds" if why.unit == "rounds" else f"{why.n} samples"
         return f"not enough samples: {count}, but their interval is too wide to rule out a 2× change"
     if why.unit == "rounds":
         return f"not enough samples: {why.n} rounds, at least {why.needed} needed to tell a change from none"
     return f"not enough samples: fewer than {MIN_SAMPLES} samples (n={why.n})"
+
+
+def _contended_text(why: NotMeasured) -> str:
+    """'not told: its processes disagree (60 ms vs 8 ms per step), the machine's cores were
+    contended; measured: CPU threads default → 1: 3.1× faster (...)'."""
+    note = why.untold.note if why.untold is not None else None
+    text = disagree_text(note.modes) if note is not None and note.modes is not None else "not told: its processes disagree"
+    t = why.threads
+    if t is None:
+        return text
+    b, v = _values(t)
+    return f"{text}; the measured alternative, CPU threads {b} → {v}: {ratio_text(t.claim)}"
 
 
 def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
@@ -158,7 +172,7 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
     if why.reason == "failed":
         kinds = ", ".join(k.replace("_", " ") for k in why.failures)
         return f"not measured: its cases failed ({kinds}; see Failed)"
-    if why.reason == "too_few_samples":
+    if why.reason in ("too_few_samples", "contended"):
         return _too_few_text(why)
     if why.reason == "default":
         return f"no change to make: {', '.join(why.devices)} already {why.default}"
@@ -189,6 +203,7 @@ def short_reason(why: NotMeasured) -> str:
         "no_gpu": "no GPU here",
         "none_larger": "nothing larger measured",
         "fixed_batch": "the script makes its own batches",
+        "contended": "not told: its processes disagree",
     }[why.reason]
 
 
