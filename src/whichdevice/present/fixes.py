@@ -152,7 +152,9 @@ def _contended_text(why: NotMeasured) -> str:
     """'not told: its processes disagree (60 ms vs 8 ms per step), the machine's cores were
     contended; measured: CPU threads default → 1: 3.1× faster (...)'."""
     note = why.untold.note if why.untold is not None else None
-    text = disagree_text(note.modes) if note is not None and note.modes is not None else "not told: its processes disagree"
+    text = (
+        disagree_text(note.modes) if note is not None and note.modes is not None else "not told: its processes disagree"
+    )
     t = why.threads
     if t is None:
         return text
