@@ -1,0 +1,70 @@
+"""A fix's pair whose processes fell in two modes (threads contending for busy cores put a whole
+process in the slow mode or the fast one) is not claimed: two processes per side decide nothing.
+The record is the busy input-bound diagnose with its autocast pair's rounds edited into two modes."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from whichdevice.analysis import suite
+from whichdevice.core.records import RunRecord
+from whichdevice.present.fixes import not_measured_text, verdict_lines
+
+DATA = Path(__file__).parent / "data" / "diagnose_script_input_bound_budget60_cpu_2core_busy.json"
+
+
+def _round(ms: float, n: int = 10) -> list[float]:
+    return [ms / 1e3 * (1 + 0.002 * (i - (n - 1) / 2)) for i in range(n)]
+
+
+def _set(result: dict, rounds: list[list[float]]) -> None:
+    t = result["timing"]
+    t["rounds_s"] = rounds
+    t["samples_s"] = [x for r in rounds for x in r]
+
+
+def _record(*, bimodal: bool, threads: bool = False) -> RunRecord:
+    d = json.loads(DATA.read_text())
+    by = {r["spec"]["params"].get("autocast"): r for r in d["results"]}
+    # off: one process at 60 ms a step, the other at 20 ms (or both at 60); bfloat16 ~7x faster in each
+    _set(by["off"], [_round(60), _round(20 if bimodal else 60)])
+    _set(by["bfloat16"], [_round(8), _round(3 if bimodal else 8)])
+    if threads:  # the record's CPU thread-count pair: default against one thread
+        base = by[None]
+        for value, ms in (("default", 60.0), (1, 6.0)):
+            r = copy.deepcopy(base)
+            r["spec"]["params"] = {**base["spec"]["params"], "fix": "cpu_threads", "cpu_threads": value}
+            _set(r, [_round(ms), _round(ms * 1.01), _round(ms * 0.99)])
+            d["results"].append(r)
+    return RunRecord.model_validate(d)
+
+
+def _autocast(record: RunRecord) -> suite.FixVerdict:
+    return suite.suite_verdict(record).fix("autocast")
+
+
+def test_processes_in_one_mode_each_side_keep_their_claim() -> None:
+    v = _autocast(_record(bimodal=False))
+    assert v.outcome == "helps"
+
+
+def test_processes_in_two_modes_as_far_apart_as_the_change_are_not_claimed() -> None:
+    v = _autocast(_record(bimodal=True))
+    assert v.outcome == "not_measured"
+    assert v.not_measured is not None and v.not_measured.reason == "contended"
+    text = not_measured_text(v.not_measured, "diagnose")
+    assert text.startswith("not told: its processes disagree (60 ms vs 20 ms per step)")
+    assert "the machine's cores were contended" in text
+    assert "CPU threads" not in text  # no thread-count pair in this record
+    lines = " ".join(verdict_lines(v))
+    assert "helps" not in lines and "faster (" not in lines
+
+
+def test_the_thread_count_pair_is_named_as_the_measured_alternative() -> None:
+    v = _autocast(_record(bimodal=True, threads=True))
+    assert v.not_measured is not None and v.not_measured.reason == "contended"
+    text = not_measured_text(v.not_measured, "diagnose")
+    assert "the measured alternative, CPU threads" in text
+    assert "→ 1: 10× faster" in text
