@@ -1,4 +1,4 @@
-"""Adversarial reliability cases (issue 18): every case a real ``python -m whichdevice`` (or a
+"""Adversarial reliability cases: every case a real ``python -m whichdevice`` (or a
 real child process), each with what is expected and what was observed.
 
     python benchmarks/adversarial.py [--only SUBSTRING] [--out benchmarks/results/adversarial.json]
@@ -1334,7 +1334,7 @@ def load() -> str:
         return "uptime unavailable"
 
 
-# ================================================================== issue 43: Reliability III
+# ================================================================== Reliability III
 # The failures issue #43 found, each as a real run, and a new family of its own: processes
 # that try to outlive the child that started them ("escaping processes").
 
@@ -1654,7 +1654,7 @@ def _(ctx):
     return ok, "; ".join(f"exit {rc}, {cpu:.2f} s CPU" for rc, cpu in times)
 
 
-# ---------------------------------------------------------------- issue 43's rest (items 9, 7 and 10)
+# ---------------------------------------------------------------- Reliability III, the rest (items 9, 7 and 10)
 
 KERAS_M = """
 import keras, tensorflow as tf

@@ -1,4 +1,4 @@
-"""Issue #33: `whichdevice audit` on the scripts of nine public "why is it slower on the GPU?" threads.
+"""`whichdevice audit` on the scripts of nine public "why is it slower on the GPU?" threads.
 
 The scripts are the threads' own code, saved by hand under --dir (never committed: they are not
 ours); each entry below names its file, the thread, the cause the thread's answer gives and the

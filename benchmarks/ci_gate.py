@@ -1,5 +1,5 @@
 """How often the CI gate (`whichdevice compare A B --fail-on-regression`) fails two identical
-runs (a false alarm) and how often it catches a `--cpu-threads 1` change (issue #34).
+runs (a false alarm) and how often it catches a `--cpu-threads 1` change.
 
 Per round: three runs of the same `whichdevice matmul` command, A and B as they are, C with
 `--cpu-threads 1` (order A B C, then C B A in the next round, so a machine that drifts

@@ -1,4 +1,4 @@
-"""`whichdevice diagnose` on users' models, run as a user runs it (issue 32): the wall time
+"""`whichdevice diagnose` on users' models, run as a user runs it: the wall time
 against the budget, every case's status, the samples behind each, the pre-flight's time and
 what the budget cut. Prints one markdown row per model and a detail block.
 

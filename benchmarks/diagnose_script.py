@@ -1,4 +1,4 @@
-"""Score ``whichdevice diagnose SCRIPT.py`` on training scripts as a user runs them (issue #41).
+"""Score ``whichdevice diagnose SCRIPT.py`` on training scripts as a user runs them.
 
     python benchmarks/diagnose_script.py --budget 90 --out /tmp/bench tests/script_corpus/*.py [-- ARGS]
 

@@ -34,7 +34,7 @@ def _table(record_path: Path) -> None:
 
     record = load_run(record_path)
     o = record.options
-    if "fixes_planned" in o:  # the plan sized to the budget (issue #39: workloads/torch_diagnose.size_cases)
+    if "fixes_planned" in o:  # the plan sized to the budget (workloads/torch_diagnose.size_cases)
         print(
             f"\nplan: pre-flight {o.get('preflight_s') or 0:.1f} s, its step {o['preflight_step_s'] * 1e3:.3g} ms; "
             f"rounds {o.get('rounds_planned')}; fixes {', '.join(o['fixes_planned']) or 'none'}; "

@@ -1,4 +1,4 @@
-"""Time to the first answer of `whichdevice run` (issue 44): the command under a pseudo-terminal
+"""Time to the first answer of `whichdevice run`: the command under a pseudo-terminal
 (as a user sees it), every line it prints timestamped from the start, and when the first
 "Provisional answer" and the final "Answer:" lines appeared. The load (`uptime`) before and after.
 

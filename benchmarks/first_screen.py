@@ -1,4 +1,4 @@
-"""How long the first screen of `run`/`diagnose` is (issue 17: at most 25 lines at 100 columns).
+"""How long the first screen of `run`/`diagnose` is (at most 25 lines at 100 columns).
 
     python benchmarks/first_screen.py RECORD.json [...]
 

@@ -1,4 +1,4 @@
-"""Issue 31: does each claim on the first screen read the same in the fix table?
+"""Does each claim on the first screen read the same in the fix table?
 
     python benchmarks/first_screen_claims.py RECORD.json [...]
 

@@ -74,7 +74,7 @@ def describe(path: Path) -> tuple[list[str], dict[str, Any]]:
         and str(c.get("spec", {}).get("params", {}).get("data", "")).startswith("loader")
     )
     facts["frameworks"] = sorted({c.get("spec", {}).get("framework") for c in results} - {None})
-    facts["pinned_gpu_ok"] = sum(  # pipeline --framework torch: its GPU-only rung (issue #42)
+    facts["pinned_gpu_ok"] = sum(  # pipeline --framework torch: its GPU-only rung
         1
         for c in ok
         if str(c.get("spec", {}).get("device", "")).startswith("GPU")
@@ -103,7 +103,7 @@ def answer_lines(path: Path) -> list[str]:
 
 
 def issue42_checks(out: Path) -> list[tuple[str, str, str]]:
-    """Issue #42: placement traced ops and copies on the GPU, pitfalls' no-sync case measured there."""
+    """Placement traced ops and copies on the GPU, pitfalls' no-sync case measured there."""
     checks: list[tuple[str, str, str]] = []
     for fw in ("torch", "keras-jax"):
         for name, want in (

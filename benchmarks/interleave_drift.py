@@ -1,4 +1,4 @@
-"""Does interleaving protect an A/B ratio from drift? (issue 16, item 1)
+"""Does interleaving protect an A/B ratio from drift?
 
 Two identical steady training steps (seed 001's MLP, batch 32, TensorFlow on the CPU): the true
 ratio is 1. A CPU hog (2 busy processes, as another user's job) starts part-way through:

@@ -1,4 +1,4 @@
-"""Does a shorter sampling floor change the medians? (issue 21, item 3: "no accuracy lost")
+"""Does a shorter sampling floor change the medians? ("no accuracy lost")
 
 `whichdevice matmul --framework torch --sizes 64,256,512,1024 --mode steady` with the new default
 ``--min-time 0.05`` (then until the median's 95 % CI is within 5 %, at most 1 s) against the old

@@ -1,4 +1,4 @@
-"""A result's notebook view (issue #34): its size, whether it is a fragment whose CSS is scoped,
+"""A result's notebook view: its size, whether it is a fragment whose CSS is scoped,
 and what displaying it costs the first time and every time after.
 
     python benchmarks/notebook_repr.py tests/data/run_cpu_2core_budget300.json

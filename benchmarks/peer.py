@@ -1,4 +1,4 @@
-"""whichdevice against a peer on the same points (issue #21): wall time and medians.
+"""whichdevice against a peer on the same points: wall time and medians.
 
 The points: torch on the CPU, steady square matmul at n = 64, 256, 512, 1024.
 

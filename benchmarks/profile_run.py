@@ -1,4 +1,4 @@
-"""Where the wall time of `whichdevice run` goes (issue #21): a profile, phase by phase.
+"""Where the wall time of `whichdevice run` goes: a profile, phase by phase.
 
 Runs `python -m cProfile -m whichdevice run ...` once (the parent process profiled; the
 measuring children are separate processes) and splits the command's wall time into:

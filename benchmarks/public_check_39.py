@@ -1,4 +1,4 @@
-"""Issue 39's public-code check: run whichdevice on public examples as a user would, and list
+"""The public-code check: run whichdevice on public examples as a user would, and list
 the lines of its first screen that break one of #39's rules ("every claim true").
 
     python benchmarks/public_check_39.py FOLDER [--budget 30] [--out DIR] [--only NAME,...]

@@ -1,4 +1,4 @@
-"""Reliability figures (issue 11): faults injected vs recorded, kill -9 at random moments then
+"""Reliability figures: faults injected vs recorded, kill -9 at random moments then
 --resume, and every bad input answered.
 
     python benchmarks/reliability.py [--part faults,resume,bad] [--kills 20] [--other-kills 5] [--out FILE.json]

@@ -1,4 +1,4 @@
-"""report and compare on records with many samples per point (issue #43, item 3).
+"""report and compare on records with many samples per point.
 
 Builds records from the recorded H200 runs in tests/data/h200/ with each point's samples
 resampled (with a small jitter) to N samples, then times ``whichdevice report`` (the page on the

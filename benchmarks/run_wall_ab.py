@@ -1,4 +1,4 @@
-"""Wall time of one whichdevice command, two versions of the code, interleaved (issue 21).
+"""Wall time of one whichdevice command, two versions of the code, interleaved.
 
 Runs the same command (default: `whichdevice run`) with version A's and version B's source on
 ``PYTHONPATH`` in turns, A B | B A | A B ..., each in a fresh process, and reports every wall

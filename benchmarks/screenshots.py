@@ -1,4 +1,4 @@
-"""Screenshots of the whole run report at 800 and 1400 px (issues 17, 44), with headless Chromium.
+"""Screenshots of the whole run report at 800 and 1400 px (44), with headless Chromium.
 
     python benchmarks/screenshots.py RECORD.json [OUT_DIR [NAME]]
 

@@ -1,4 +1,4 @@
-"""How a fresh TensorFlow train step's time changes over its first calls (stop 27).
+"""How a fresh TensorFlow train step's time changes over its first calls.
 
 Why: the pipeline's "model step alone" measured 0.75 ms in round 1 and 0.65 ms in round 2 of
 the same run. This script builds the pipeline's tiny CNN (and, for comparison, the seeds'

@@ -1,4 +1,4 @@
-"""Do whichdevice's conclusions survive a second run? (issue 16)
+"""Do whichdevice's conclusions survive a second run?
 
 Runs ``whichdevice run`` twice back to back with the same options, then ``whichdevice compare``
 of the two, and reports:
@@ -149,7 +149,7 @@ def main() -> int:
     opposite = [
         k for k in sig if {ca[k].status, cb[k].status} == {"faster", "slower"}
     ]  # a direction flip, the worst case
-    # issue 16's "agree in direction": both runs' ratios on the same side of 1 (a claim significant
+    # 's "agree in direction": both runs' ratios on the same side of 1 (a claim significant
     # in one run and "no clear change" with the same sign in the other agrees in direction, not in class)
     same_side = [k for k in sig if (ca[k].ratio - 1) * (cb[k].ratio - 1) > 0]
     share = f"{len(agree) / len(sig):.0%}" if sig else "n/a"

@@ -1,5 +1,5 @@
 """What `StepTimer(mark_steps=True)` (the default) costs per batch when no profiler runs: the
-callback's batch-begin hook timed in a loop, with and without the profiler check (issue #34).
+callback's batch-begin hook timed in a loop, with and without the profiler check.
 
     python benchmarks/steptimer_marks.py
 """

@@ -1,4 +1,4 @@
-"""Does the telemetry sampler change the timings it sits beside? (issue 9)
+"""Does the telemetry sampler change the timings it sits beside?
 
 Run:  /work/venv/bin/python benchmarks/telemetry_overhead.py
 

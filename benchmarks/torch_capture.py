@@ -1,4 +1,4 @@
-"""What the PyTorch capture takes of a training script, variant by variant (issue #41).
+"""What the PyTorch capture takes of a training script, variant by variant.
 
     python benchmarks/torch_capture.py SCRIPT.py --variants baseline,autocast,compile \\
         [--warmup 1 --steps 3 --device cpu] [-- ARGS...]

@@ -1,5 +1,5 @@
 """Does XProf (TensorBoard's profile plugin) see the training steps of a `--trace` profile?
-(issue #34: before, its overview page said "No step marker observed" and 0.0 ms everywhere.)
+(before, its overview page said "No step marker observed" and 0.0 ms everywhere.)
 
 Runs a traced command (default `whichdevice train --quick --parts fit --trace DIR`), then
 converts every profile it wrote with xprof's own tools, as the plugin does, and prints per

@@ -1,5 +1,5 @@
 """The frameworks each command offers, written into the README and docs/commands.md from the
-framework registry (issue #42: "The README's command table lists every command with the
+framework registry ("The README's command table lists every command with the
 frameworks it supports, generated from the framework parts").
 
 - README.md, the ``## Commands`` table: its third column (``frameworks (--framework)``) is

@@ -1,4 +1,4 @@
-"""Issue 18: what an adversarial pass found, one test (or more) per numbered item.
+"""What an adversarial pass found, one test (or more) per numbered item.
 
 Real processes where a process is involved: the run that hangs in an injected fault (n=64)
 after finishing n=8 (``WHICHDEVICE_FAULT=hang:n=64``) is interrupted by SIGHUP, by a closed
@@ -189,7 +189,7 @@ def test_a_torn_tail_is_cut_before_the_next_append_and_a_glued_line_is_read(tmp_
     Journal(j.path).add_result(failed(spec, "x", "error", 0.1))
     assert len(Journal.read(j.path).results) == 1 and j.path.read_text().count("\n") == 2
     lines = j.path.read_text().split("\n")
-    lines[1] = '{"type": "ses' + lines[1]  # what whichdevice before issue 18 left: a line glued on a torn one
+    lines[1] = '{"type": "ses' + lines[1]  # what older versions left: a line glued on a torn one
     j.path.write_text("\n".join(lines))
     assert len(Journal.read(j.path).results) == 1
 
@@ -236,7 +236,7 @@ def _tmpfs(folder: Path, size: str) -> None:
 
 
 def test_full_disk_while_writing_the_report_keeps_the_record_and_says_how_to_draw_it(tmp_path):
-    """The record is written first (issue #43): a disk that fills while the page is drawn costs
+    """The record is written first: a disk that fills while the page is drawn costs
     the page, not the measurements; one line names the record and how to draw the page."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
@@ -362,7 +362,7 @@ def test_api_keyboard_interrupt_stops_the_measuring_child(tmp_path):
 def test_a_reader_that_quits_early_loses_nothing(tmp_path):
     """`whichdevice ... | head -1`: the page is printed once the record is written and the
     journal closed (cli/common.page_after_record), so the reader quitting costs nothing —
-    stop 26 found `run | head -3` exiting 141 with the record unwritten."""
+    `run | head -3` was seen exiting 141 with the record unwritten."""
     out = tmp_path / "o"
     p = subprocess.Popen(
         [sys.executable, "-m", "whichdevice", *QUICK, "--out", str(out)],
@@ -540,11 +540,11 @@ def test_a_damaged_history_database_is_one_line(tmp_path, capsys, monkeypatch):
     assert code == 1 and "history.sqlite" in err and err.count("error:") == 1 and "Traceback" not in err
 
 
-# ============================================================ issue 43: Reliability III
+# ============================================================ Reliability III
 
 
 def _brute_median_ci(xs: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
-    """The definition, rank by rank (the code before issue 43)."""
+    """The definition, rank by rank (the code before the sorted-samples speed-up)."""
     import math
 
     s, n, best = sorted(xs), len(xs), None
@@ -960,7 +960,7 @@ def test_the_memory_limit_holds_the_preflight_and_is_named(tmp_path):
     _no_leftovers(tmp_path)
 
 
-# ------------------------------------------------------------ issue 43's new family: processes that try to escape
+# ------------------------------------------------------------ A new family: processes that try to escape
 # Each module runs as a child through core.process (as the pre-flight, a measuring child and the
 # audit child do) and leaves a process behind in its own way; none may outlive the child.
 
@@ -1062,7 +1062,7 @@ def test_an_output_path_with_a_line_break_is_refused(tmp_path, capsys, monkeypat
     assert os.listdir(tmp_path) == []
 
 
-# ------------------------------------------------------------ issue 43, item 9: the argument really at fault
+# ------------------------------------------------------------ The argument really at fault
 
 KERAS_MODEL = """
 import keras, tensorflow as tf
@@ -1235,7 +1235,7 @@ def test_an_audited_script_that_uses_up_its_file_descriptors_is_recorded(tmp_pat
     assert any("ran out of file descriptors" in n for n in record["notes"])
 
 
-# ------------------------------------------------------------ issue 43, item 10: a hang inside a budget
+# ------------------------------------------------------------ A hang inside a budget
 
 
 def test_a_hang_in_a_budgeted_job_ends_with_the_budget_and_says_it_hung(monkeypatch):

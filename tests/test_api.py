@@ -26,7 +26,7 @@ def test_numpy_sweep_result_saves_and_renders(tmp_path):
     assert path.exists() and (tmp_path / "m.png").exists() and (tmp_path / "m.html").exists()
     assert (tmp_path / "m.html").read_text().startswith("<!doctype html>")  # the file is a whole page
     assert whichdevice.load(path).record == result.record
-    # an API run is kept and indexed like a command's (issue #34)
+    # an API run is kept and indexed like a command's
     from whichdevice.measure import history
 
     assert result.path is not None and result.path.exists()
@@ -71,10 +71,10 @@ def test_diagnose_a_model_object_with_arrays(tmp_path):
 
     m = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, activation="softmax")])
     x, y = np.random.rand(256, 8).astype("float32"), np.random.randint(0, 4, 256)
-    r = whichdevice.diagnose(m, (x, y), classes=4, samples=256, budget_s=45)  # the sweep fits (issue 32 plans it)
+    r = whichdevice.diagnose(m, (x, y), classes=4, samples=256, budget_s=45)  # the sweep fits (plans it)
     assert r.record.experiment == "diagnose"
     assert any(c.status == "ok" and c.spec.params.get("kind") == "fit" for c in r.record.results)
-    # the loader the record names (and the first screen's `predict --model` hint) still exists (#34)
+    # the loader the record names (and the first screen's `predict --model` hint) still exists
     assert Path(r.record.options["model"].rsplit(":", 1)[0]).exists()
     # The batch fix is on the first screen in one of its three outcome lines (a change "Batch 32 → N",
     # or named among "No clear change" / "Slower here" / "Not measured"): which one is measured here.
@@ -84,7 +84,7 @@ def test_diagnose_a_model_object_with_arrays(tmp_path):
 
 
 def test_a_model_objects_folder_outlives_the_call():
-    """#34: hints never name a deleted file: the folder a model object is saved in is kept
+    """Hints never name a deleted file: the folder a model object is saved in is kept
     under $WHICHDEVICE_HOME/models/ (a temporary folder was gone when the call returned)."""
     from whichdevice.api import _kept_folder
     from whichdevice.measure import history
@@ -96,7 +96,7 @@ def test_a_model_objects_folder_outlives_the_call():
 
 
 def test_load_returns_the_type_of_the_experiment(tmp_path):
-    """#15: ``whichdevice.load`` of a run record is a SuiteResult, of a matmul record a Result,
+    """``whichdevice.load`` of a run record is a SuiteResult, of a matmul record a Result,
     of any other experiment a RecordResult (before: always the matmul Result)."""
     import shutil
 
@@ -118,7 +118,7 @@ def test_load_returns_the_type_of_the_experiment(tmp_path):
 
 
 def test_diagnose_keeps_the_input_shape_order(monkeypatch, tmp_path):
-    """#15: the API parses input_shape as the CLI does (28, 28, 1 stays 28, 28, 1; it was sorted
+    """The API parses input_shape as the CLI does (28, 28, 1 stays 28, 28, 1; it was sorted
     and de-duplicated into (1, 28))."""
     from whichdevice.workloads import userfile
 
@@ -129,7 +129,7 @@ def test_diagnose_keeps_the_input_shape_order(monkeypatch, tmp_path):
         raise RuntimeError("stop here")
 
     monkeypatch.setattr(userfile, "user_model_params", fake_params)
-    monkeypatch.setattr(userfile, "user_model_checked", fake_params)  # diagnose's pre-flight (issue 32)
+    monkeypatch.setattr(userfile, "user_model_checked", fake_params)  # diagnose's pre-flight
     model = tmp_path / "m.py"
     model.write_text("def build():\n    pass\n")
     with pytest.raises(RuntimeError, match="stop here"):
@@ -144,7 +144,7 @@ def test_an_api_run_records_the_call_not_the_kernels_argv():
 
 @pytest.mark.tf
 def test_diagnose_labels_its_cases_with_the_samples_the_arrays_hold(monkeypatch):
-    """Issue #39: ``diagnose(model, (x, y))`` with 2,000 samples labelled every case "4,992
+    """``diagnose(model, (x, y))`` with 2,000 samples labelled every case "4,992
     samples" (the epochs the budget allowed, up to the default 10,000); an epoch of the user's
     arrays holds 2,000. The pre-flight's child is replaced by its facts (a 1 ms step: the budget
     fits every sample); the model is a real Keras model, saved as diagnose saves it."""

@@ -131,7 +131,7 @@ def test_script_that_hangs_is_stopped_at_timeout_and_audited_up_to_then(tmp_path
 SEED_FINDINGS = {
     # seed 000 through tf.compat.v1: the CPU sweep's first size pays the set-up, every size times a
     # Session + variable init; the GPU part stops (no soft placement in a v1 Session by default).
-    # Issue #33: every size times the first Session.run of its new fetch, its set-up share measured
+    # every size times the first Session.run of its new fetch, its set-up share measured
     # by re-running the fetch after the script (first_run_is_setup).
     "seed000_compat_v1.py": {
         "missing_device_failure",
@@ -288,7 +288,7 @@ def test_seed001_ex2_gpu_block_ran_on_cpu_and_corrected_ratio_is_about_one(tmp_p
     assert b["host_inputs"] == 100 and b["user_syncs"] == 100 and b["vars_other_device"] >= 1
     (c,) = record["corrections"]
     assert c["rerun_ok"] and {r["ran_on"] for r in c["reruns"]} == {"CPU:0"}
-    assert c["script_ratio"] == pytest.approx(a["seconds"] / b["seconds"])  # A/B, as compare (issue #31)
+    assert c["script_ratio"] == pytest.approx(a["seconds"] / b["seconds"])  # A/B, as compare
     # The same traced step on the same CPU: no real difference (wide bounds: 2 shared cores).
     assert 1 / 3 < c["real_ratio"] < 3 and len(c["round_ratios"]) >= 9
     assert "GPU training time" in proc.stdout and "Corrected comparison" in proc.stdout
@@ -343,7 +343,7 @@ def test_clean_script_has_no_false_finding(tmp_path):
     assert len(record["measurements"]) == 7 and all(m["fn_calls"] == 20 for m in record["measurements"])
     assert all(m["traces"] == 0 for m in record["measurements"])  # the warm-up paid them
     assert rules_of(record) == []
-    # Issue #33: with timings and no finding the audit says so, naming what it followed.
+    # with timings and no finding the audit says so, naming what it followed.
     out = " ".join(proc.stdout.split())
     assert "Timings seen: 7" in out and "none misleading" in out and "No timing seen" not in out
 
@@ -406,7 +406,7 @@ def test_different_one_time_costs_pairs_cpu_and_gpu_series_in_order():
     assert rule_different_one_time_costs({}, [], [a, same]) == []
 
 
-# ---------------------------------------------------------------- issue #20: intervals, set-up, latent traps
+# ---------------------------------------------------------------- Intervals, set-up, latent traps
 
 
 def test_ran_on_cpu_is_decided_from_the_interval_not_the_block():

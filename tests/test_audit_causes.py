@@ -1,4 +1,4 @@
-"""Issue #33, fast checks without a child process: the causes' rules on hand-made state, the
+"""Fast checks without a child process: the causes' rules on hand-made state, the
 source scan for scripts that stopped before their GPU timing, the notebook translation, the
 missing-device messages of each framework and the honest "nothing found" lines."""
 
@@ -139,7 +139,7 @@ print(time.time() - t0)
 
 
 def test_static_scan_reads_the_device_each_name_holds_when_the_region_runs():
-    """Issue #39 (pytorch/pytorch#7459): a name's last assignment before the timed region says where
+    """pytorch/pytorch#7459's pattern: a name's last assignment before the timed region says where
     its tensor is; x = x.cpu() after a GPU timing makes the next timing CPU work."""
     regions = static.scan(REASSIGNED)
     assert [(r.start_line, r.end_line) for r in regions] == [(5, 7), (9, 11), (13, 15)]
@@ -224,7 +224,7 @@ def test_broken_notebook_json_is_refused(tmp_path):
 
 
 def test_an_audit_record_of_schema_1_is_read_with_its_ratios_as_a_over_b(tmp_path):
-    """Issue #31 item 4: the audit's ratios read A/B as compare's; a schema-1 record (B/A) is migrated
+    """The audit's ratios read A/B as compare's; a schema-1 record (B/A) is migrated
     on reading, its interval's ends swapped, and says so."""
     from pathlib import Path
 
@@ -232,7 +232,7 @@ def test_an_audit_record_of_schema_1_is_read_with_its_ratios_as_a_over_b(tmp_pat
 
     raw = json.loads((Path(__file__).parent / "data" / "audit_record_cpu.json").read_text())
     assert raw["schema_version"] == 1
-    # seed 001 ex2's figures (benchmarks/audit.md, issue 8): script 0.19, re-measured 0.97 (0.89-1.1), B/A
+    # seed 001 ex2's figures (benchmarks/audit.md): script 0.19, re-measured 0.97 (0.89-1.1), B/A
     raw["corrections"] = [
         {
             "a": 0,
@@ -258,7 +258,7 @@ def test_an_audit_record_of_schema_1_is_read_with_its_ratios_as_a_over_b(tmp_pat
     assert any("schema 1" in n for n in rec.notes)
 
 
-# ---------------------------------------------------------------- issue #39: the plain-tensor replay
+# ---------------------------------------------------------------- The plain-tensor replay
 
 
 @pytest.mark.frameworks

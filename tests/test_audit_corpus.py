@@ -1,4 +1,4 @@
-"""Issue #33: `whichdevice audit` on a corpus of scripts written the ways people post them
+"""`whichdevice audit` on a corpus of scripts written the ways people post them
 (tests/audit_corpus/, our own code: TF2, TF1-style, Keras, PyTorch, JAX, notebooks). Each is
 audited for real on this CPU-only machine and must produce the finding kinds listed for it in
 expected.json and none of the forbidden ones; the verdict line is honest ("No timing seen" naming
@@ -67,7 +67,7 @@ def test_corpus_script(tmp_path, name, exp):
     for f in record["findings"]:
         for word in exp.get("fix_not", []):
             assert word not in f["fix"], (f["rule"], word, f["fix"])
-    # Issue #39: no GPU here, so none was measured; a GPU cost quoted is the H100's, labelled with its card.
+    # no GPU here, so none was measured; a GPU cost quoted is the H100's, labelled with its card.
     if not record["physical_devices"].get("GPU"):
         assert record["gpu_costs"] is None
         for f in record["findings"]:
@@ -87,7 +87,7 @@ def test_a_notebook_with_a_cell_magic_that_is_not_python_is_refused_with_nbconve
 
 @pytest.mark.frameworks
 def test_names_moved_back_to_the_cpu_are_cpu_work_not_a_latent_gpu_timing(tmp_path):
-    """Issue #39 (pytorch/pytorch#7459's pattern): x, y are CUDA tensors for the first timing, then
+    """pytorch/pytorch#7459's pattern: x, y are CUDA tensors for the first timing, then
     x = x.cpu() and a new CPU y for the second. The script stops at .cuda() here; what the source says
     the GPU timing would measure is said for lines 9-12 only, never for the CPU loop at 16-19."""
     pytest.importorskip("torch")
@@ -98,7 +98,7 @@ def test_names_moved_back_to_the_cpu_are_cpu_work_not_a_latent_gpu_timing(tmp_pa
     assert "(x, y)" in latent[0]["explanation"]
 
 
-# ---------------------------------------------------------------- issue #39: plain-tensor blocks (What to build #3)
+# ---------------------------------------------------------------- Plain-tensor blocks (What to build #3)
 
 
 @pytest.mark.frameworks

@@ -1,4 +1,4 @@
-"""Issue 39, seen on the public-code check (benchmarks/public_check_39.md): the JAX docs'
+"""Seen on the public-code check (benchmarks/public_check_39.md): the JAX docs'
 "Asynchronous dispatch" pattern, jnp.dot(x, x) + 3 timed on the CPU and on the default device
 without block_until_ready(). The audit records no JAX eager op one by one, so it saw no work and
 no host read in either interval, yet its table said "synced: yes" for both: a guess, and here a

@@ -1,4 +1,4 @@
-"""The audit's re-run of a module moved in place between the script's blocks (issue #39, seen on the H200).
+"""The audit's re-run of a module moved in place between the script's blocks (seen on the H200).
 
 `net = net.cuda()` after a CPU loop moves the same nn.Module object: when the audit re-ran the CPU block after
 the script, its recorded CPU input met CUDA weights ("Input type (torch.FloatTensor) and weight type

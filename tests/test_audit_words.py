@@ -1,4 +1,4 @@
-"""Issue #39 (What to build #4): every finding kind of the audit speaks the script's framework.
+"""Every finding kind of the audit speaks the script's framework.
 
 Each framework (TensorFlow, PyTorch, JAX) gets a hand-made child state and measurements that make
 every finding kind it can produce fire (no child process: the rules are pure functions), and no
@@ -161,7 +161,7 @@ def test_every_finding_kind_speaks_the_scripts_framework(fw):
 
 
 def test_the_words_that_named_the_wrong_framework_now_name_the_right_one():
-    """The evidence of issue #39: a jax.jit script's timing "includes 1 tf.function trace" and
+    """The evidence: a jax.jit script's timing "includes 1 tf.function trace" and
     "torch.compile compilation (first calls)"; a torch loop "125 tf.function calls"."""
     jax = {f.rule: f for f in _findings("jax")}
     assert "jax.jit trace" in jax["first_includes_setup"].explanation
@@ -170,7 +170,7 @@ def test_the_words_that_named_the_wrong_framework_now_name_the_right_one():
     assert any("20 nn.Module calls in one timing" in text for text in one_shot), one_shot
 
 
-# ---------------------------------------------------------------- issue #39, What to build #6: this GPU's launch cost
+# ---------------------------------------------------------------- What to build #6: this GPU's launch cost
 
 _H200 = {
     "device": "NVIDIA H200",

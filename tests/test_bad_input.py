@@ -1,5 +1,5 @@
 """Every bad input answered: one line naming the argument and the fix, exit 2, nothing written,
-no traceback — across all commands (issue 11). Plus property-based tests of the parsers."""
+no traceback — across all commands. Plus property-based tests of the parsers."""
 
 import pytest
 from conftest import run_cli

@@ -1,4 +1,4 @@
-"""Issue 39, seen on the public-code check (benchmarks/public_check_39.md): a Keras diagnose whose
+"""Seen on the public-code check (benchmarks/public_check_39.md): a Keras diagnose whose
 plan left fixes out for the budget said why wrongly. keras-io's weather LSTM at --budget 30
 (tests/data/diagnose_keras_lstm_budget30_cpu_2core.json, a real record on the 2-core VM): its
 plan cut the batch sweep to the user's batch 256 and the fixes' fits and the prefetch A/B (its

@@ -1,4 +1,4 @@
-"""`calibrate --framework torch|keras-jax` (issue #42): the framework's own probes measured on
+"""`calibrate --framework torch|keras-jax`: the framework's own probes measured on
 this CPU into a profile that `profile list` shows, and `predict --framework torch` taking this
 machine's CPU costs from it in place of the shipped reference's host CPU."""
 
@@ -49,7 +49,7 @@ def test_calibrate_writes_a_profile_that_profile_list_shows(tmp_path, capsys, mo
     )
     records = [p for p in out.glob("calibrate-*.json") if not p.name.endswith(".profile.json")]
     assert records, err  # the record is written either way
-    if code == 1 and "too noisy" in err:  # a busy machine: refused rather than a clamped 0 (#19)
+    if code == 1 and "too noisy" in err:  # a busy machine: refused rather than a clamped 0
         assert name not in deviceprofile.saved_names()
         return
     assert code == 0, err

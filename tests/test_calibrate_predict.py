@@ -241,7 +241,7 @@ def test_real_calibrate_then_predict_on_the_cpu(tmp_path, capsys):
         code, err = 0, ""
     except SystemExit as e:
         code, err = e.code, capsys.readouterr().err
-    if code == 1 and "too noisy" in err:  # a busy machine: refused rather than a clamped 0 (#19)
+    if code == 1 and "too noisy" in err:  # a busy machine: refused rather than a clamped 0
         assert "ci-box" not in deviceprofile.saved_names() and [
             p for p in out.glob("calibrate-*.json") if not p.name.endswith(".profile.json")
         ]

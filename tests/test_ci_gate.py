@@ -1,4 +1,4 @@
-"""The CI gate (issue #34): `compare --fail-on-regression`, `--threshold`, `--json`, `--history`,
+"""The CI gate: `compare --fail-on-regression`, `--threshold`, `--json`, `--history`,
 `history --json`, tables not squeezed when piped, and the README's "In CI" block run as written."""
 
 import json
@@ -181,7 +181,7 @@ def test_readme_ci_block_runs_verbatim(tmp_path):
 
 @pytest.mark.slow
 def test_real_runs_identical_pass_and_one_thread_fails(tmp_path, capsys):
-    """Done-when of issue #34 with real runs: two identical runs exit 0, a `--cpu-threads 1` run
+    """The CI gate's acceptance check with real runs: two identical runs exit 0, a `--cpu-threads 1` run
     against all cores exits 1. Needs a quiet machine: on a busy one, two-thread BLAS runs move by
     up to 5x between runs (benchmarks/ci_gate.md), which one process per case cannot see."""
     load = os.getloadavg()[0]

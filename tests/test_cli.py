@@ -87,7 +87,7 @@ def test_numpy_sweep_end_to_end_and_report_round_trip(tmp_path, capsys):
     png.unlink()
     before = sorted(out_dir.iterdir())
     code, out2, _ = run_cli(["report", str(json_file)], capsys)
-    assert code == 0 and sorted(out_dir.iterdir()) == before  # report writes nothing unless asked (issue #43)
+    assert code == 0 and sorted(out_dir.iterdir()) == before  # report writes nothing unless asked
     code, out2, _ = run_cli(["report", str(json_file), "--html"], capsys)
     # the report beside the record is kept: the redraw is written next to it
     assert code == 0 and png.with_name(png.stem + "-report.png").exists() and json_file.with_suffix(".html").exists()

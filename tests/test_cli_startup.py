@@ -1,4 +1,4 @@
-"""The command line's own cost and manners (issue #21, #17's CLI papercuts): `--help` and
+"""The command line's own cost and manners (its papercuts): `--help` and
 `--version` load none of the heavy modules, `-h` works, every option shows its type."""
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def test_an_unknown_command_is_one_line_and_exit_2():
 
 
 def test_shell_completion_is_typers_own(capsys, monkeypatch):
-    """Issue #44 item 7: `--install-completion` / `--show-completion` exist (typer's, not
+    """`--install-completion` / `--show-completion` exist (typer's, not
     switched off), show no type in --help, and the completion script's callback completes a
     command's name and that command's own options."""
     from whichdevice.cli.app import main

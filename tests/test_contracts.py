@@ -1,4 +1,4 @@
-"""The framework plug-in contract (frameworks/contracts.py, issue #15)."""
+"""The framework plug-in contract (frameworks/contracts.py)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_every_framework_folder_has_the_four_modules():
             assert (folder / f"{part}.py").is_file(), f"{name}: {part}.py missing"
 
 
-# ------------------------------------------------------------------ optional parts (issue #31)
+# ------------------------------------------------------------------ optional parts
 
 
 def test_a_missing_function_of_an_optional_part_is_refused_with_its_name():

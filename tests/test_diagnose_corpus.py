@@ -1,4 +1,4 @@
-"""Issue 32: `diagnose` on the models users have (tests/diagnose_corpus/, one file per family).
+"""`diagnose` on the models users have (tests/diagnose_corpus/, one file per family).
 
 In CI: the labels each family's loss needs are read from the model (every light family: a
 forward pass, no training), one real training step — the pre-flight's — on a diverse subset,

@@ -1,4 +1,4 @@
-"""Issue 44, items 1, 2 and 6: the answer after round 1 (provisional, then confirmed or changed
+"""The answer after round 1 (provisional, then confirmed or changed
 by round 2), the no-GPU answer predicted on the reference GPU, and the progress at 80 columns
 and piped. The record tests read a real run on the 2-core VM (tests/data/README.md)."""
 

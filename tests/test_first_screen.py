@@ -1,4 +1,4 @@
-"""The page a person reads first (issue 17): the first screen of run/diagnose from a recorded
+"""The page a person reads first: the first screen of run/diagnose from a recorded
 real run, at 80 and 120 columns and piped (golden text, the intervals' digits masked), its
 length at 100 columns, full paths when piped, and no project jargon outside the footnotes.
 
@@ -176,7 +176,7 @@ def test_report_writes_new_files_beside_the_old_unless_force(tmp_path, capsys):
     path = tmp_path / "run.json"
     path.write_text(RECORD.read_text())
     assert cli(["report", str(path)], capsys)[0] == 0
-    assert sorted(os.listdir(tmp_path)) == ["run.json"]  # nothing written unless asked (issue #43)
+    assert sorted(os.listdir(tmp_path)) == ["run.json"]  # nothing written unless asked
     assert cli(["report", str(path), "--html"], capsys)[0] == 0
     first = (tmp_path / "run.html").read_bytes()
     assert cli(["report", str(path), "--html"], capsys)[0] == 0
@@ -291,7 +291,7 @@ def test_predict_first_screen_fits_and_answers(tmp_path, monkeypatch):
 
 
 def test_tables_fold_long_names_instead_of_cutting_them():
-    """A narrow or piped terminal: a table cell wraps, it never ends in '…' (issue 17: 'varia…')."""
+    """A narrow or piped terminal: a table cell wraps, it never ends in '…' ('varia…')."""
     from whichdevice.present.tables import Grid, GridCell
     from whichdevice.present.terminal import render_grid
 
@@ -306,7 +306,7 @@ def test_tables_fold_long_names_instead_of_cutting_them():
 
 
 def test_first_screen_claims_are_no_surer_than_two_processes_of_the_run_agree(monkeypatch):
-    """#16: the pipeline claims are widened by the record's between-process spread, as every
+    """The pipeline claims are widened by the record's between-process spread, as every
     fix claim is: without it, this busy recorded run's py_function fix read 2.8-8.1x on the
     first screen and 1.1-21x in the table. A spread that large makes it unclear."""
     from whichdevice.analysis import suite
@@ -384,7 +384,7 @@ def _recorded_suites():
 
 @pytest.mark.parametrize("path", _recorded_suites(), ids=lambda p: p.stem)
 def test_each_first_screen_claim_is_the_fix_tables_claim_word_for_word(path, tmp_path, monkeypatch):
-    """Issue 31: the first screen and the fix table are drawn from the same Fix objects, so a
+    """The first screen and the fix table are drawn from the same Fix objects, so a
     claim reads the same in both: each change's claim (its note shortened to a tag on the first
     screen) is in its fix's row of the table, the outcome words agree, and the first screen has
     no 'other' warning bucket."""
@@ -438,7 +438,7 @@ def test_a_change_measured_significantly_slower_is_listed_as_slower_with_its_cla
 
 
 def test_no_verdict_over_failed_cases_and_run_exits_1_when_nothing_deciding_was_measured(tmp_path, monkeypatch):
-    """#32 item 3 on the presenter side: when every case that decides the answer failed or was
+    """When every case that decides the answer failed or was
     skipped, the answer is 'Not measured' and why (never 'No GPU here: everything below was
     measured'), and run/diagnose exit 1 after writing the record and the page."""
     import typer
@@ -506,7 +506,7 @@ H200_RUN = DATA / "h200" / "run.json"  # real: `run --framework torch,keras-jax 
 
 
 def test_h200_run_answer_lines_name_their_framework_and_one_framework_stays_as_it_was(tmp_path, monkeypatch):
-    """Issue 39: the H200 run of torch and keras-jax printed two answer lines, "Training (small
+    """The H200 run of torch and keras-jax printed two answer lines, "Training (small
     MLP): use the CPU below batch ≈ 1,628 ..." and "... ≈ 74 ...", neither naming its framework."""
     record = load_run(H200_RUN)
     fs = first_screen(record, suite_verdict(record))
@@ -519,7 +519,7 @@ def test_h200_run_answer_lines_name_their_framework_and_one_framework_stays_as_i
 
 
 def test_h200_run_shows_no_skipped_case_as_failed_and_no_best_at_a_budget_cut_edge(tmp_path, monkeypatch):
-    """Issue 39: the keras-jax GPU batch sweep was cut at 128 by the time budget, yet the fix table
+    """The keras-jax GPU batch sweep was cut at 128 by the time budget, yet the fix table
     said "best in the grid: batch 128 ... 100% of the best"; the report said "failed: skipped" for
     the 15 cases the budget skipped. Re-rendered, both say what happened."""
     import re

@@ -91,7 +91,7 @@ def test_the_smallest_setting_within_90_percent_of_the_best_is_recommended():
 
 
 def test_a_grid_value_with_one_sample_is_never_the_best():
-    # issue 16: steps_per_execution 100 "best in the grid" from one sample (64.4 ms ± 0 ns)
+    # steps_per_execution 100 "best in the grid" from one sample (64.4 ms ± 0 ns)
     v, lines = _spe(_spe_grid({1: 1.0, 5: 0.5, 20: 0.263, 100: 0.1}, thin=100))
     assert v.grids[0].best.variant == 20 and [f.variant for f in v.grids[0].thin] == [100]
     assert lines[0].startswith("CPU:0: steps_per_execution 1 -> 20: 3.8× faster")
@@ -210,7 +210,7 @@ def _diagnose_screen(name):
 
 
 def test_a_smaller_batch_slower_is_not_a_larger_batch_slower():
-    """Issue 39, keras-io weather LSTM and siamese network: batch 8 was 3.3x slower than the
+    """Keras-io weather LSTM and siamese network: batch 8 was 3.3x slower than the
     user's 32 and batch 128 faster, not significantly; the first screen said "Slower here: a
     larger batch 3.3× slower". A smaller batch is not the fix; no larger batch was slower."""
     fv, tail, (status, effect) = _diagnose_screen("diagnose_batch8_slower.json")
@@ -222,7 +222,7 @@ def test_a_smaller_batch_slower_is_not_a_larger_batch_slower():
 
 
 def test_nothing_larger_measured_is_not_measured_never_no_clear_change():
-    """Issue 39, a text CNN: nothing above the user's batch 32 was measured, and the first screen
+    """A text CNN: nothing above the user's batch 32 was measured, and the first screen
     said "No clear change: a larger batch". It was not measured."""
     fv, tail, (status, effect) = _diagnose_screen("diagnose_nothing_above_32.json")
     assert fv.outcome == "not_measured" and fv.not_measured is not None and fv.not_measured.reason == "none_larger"

@@ -1,4 +1,4 @@
-"""Issue 21, item 1: where the parent can tell only the CPU exists (numpy; Linux without an
+"""Where the parent can tell only the CPU exists (numpy; Linux without an
 NVIDIA driver), no discovery child runs — the CPU's measuring child says what it sees, and the
 record keeps that, not the parent's provisional guess."""
 

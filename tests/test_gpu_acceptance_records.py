@@ -1,4 +1,4 @@
-"""The H200 acceptance runs (tests/data/gpu_acceptance/, benchmarks/gpu_acceptance.sh), re-rendered (issue #39).
+"""The H200 acceptance runs (tests/data/gpu_acceptance/, benchmarks/gpu_acceptance.sh), re-rendered.
 
 What the first acceptance run showed wrong, each checked on its real record: a change line of a two-framework run
 that did not name its framework, "tf.data with prefetch" and Keras-only fixes in a torch diagnose, and the checker

@@ -47,7 +47,7 @@ def test_the_strict_folders_type_check():
     "path, line, low, high",
     [
         ("core/stats.py", "from whichdevice.cli import common", "whichdevice.core", "whichdevice.cli"),
-        # keras.py and magics.py are user entry points: nothing below them may import them (#31)
+        # keras.py and magics.py are user entry points: nothing below them may import them
         (
             "frameworks/common/steptimer.py",
             "from whichdevice import keras",
@@ -79,10 +79,10 @@ def test_the_contract_catches_an_upward_import(tmp_path, path, line, low, high):
     assert low in out.stdout and high in out.stdout
 
 
-# ------------------------------------------------------------------ function length (issue #31)
+# ------------------------------------------------------------------ function length
 
 LONG = 80  # lines, signature and body (decorators excluded): benchmarks/code_shape.py counts the same way
-# The named exceptions: functions allowed over LONG lines, each with why. At most 8 (issue #31).
+# The named exceptions: functions allowed over LONG lines, each with why. At most 8.
 LONG_FUNCTIONS_ALLOWED: dict[str, str] = {}
 
 

@@ -183,7 +183,7 @@ def test_diff_says_which_side_failed_and_how():
     assert p.comparison is None and failure_text(p) == "failed before (out of memory), ran now"
     assert failure_text(diff_runs(ok, oom).points[0]) == "ran before, failed now (out of memory)"
     assert failure_text(diff_runs(ok, ok).points[0]) is None
-    # issue 39: a case the time budget skipped was not measured; compare never says it failed
+    # a case the time budget skipped was not measured; compare never says it failed
     skipped = ok.model_copy(update={"results": [failed(spec, "skipped: the time budget ran out", "skipped", 0.0)]})
     (p,) = diff_runs(ok, skipped).points
     assert p.status == "not_measured" and failure_text(p) == "before: ran; now: not measured (time budget)"
@@ -193,7 +193,7 @@ def test_diff_says_which_side_failed_and_how():
 
 def _suite_pair(changed: int, seed: int, factor: float = 4.0):
     """Two runs of 40 cases, 2 rounds each: each run's rounds agree within 2 %, but the runs
-    differ by a between-run drift of sd 12 % (stop 25-26's identical pairs: 3-30 %); the first
+    differ by a between-run drift of sd 12 % (measured pairs of identical runs: 3-30 %); the first
     ``changed`` cases are really ``factor`` times faster in the second run."""
     import random
 
@@ -224,7 +224,7 @@ def _suite_pair(changed: int, seed: int, factor: float = 4.0):
 
 
 def test_compare_of_two_identical_runs_flags_no_drift_but_every_real_change():
-    """Issue 16: two identical runs differ more than either run's rounds show; compare must
+    """Two identical runs differ more than either run's rounds show; compare must
     not call that a change, yet still see a real change in a few cases. (The price: with a
     between-run drift of 12 % per run, a 2x change in one case of 40 is seen one time in three
     from a single pair of runs; 4x always. A 2x change measured alone is test_diff_between_runs_...)"""
@@ -238,7 +238,7 @@ def test_compare_of_two_identical_runs_flags_no_drift_but_every_real_change():
 
 
 def test_history_counts_skipped_cases_apart_from_failed_ones(tmp_path, capsys):
-    """Issue 39: `history` showed a red failure count for a `run --budget 30` that exited 0: its
+    """`history` showed a red failure count for a `run --budget 30` that exited 0: its
     15 cases the time budget skipped were counted as failed. They were not measured; none failed.
     A run indexed before the count existed is split from its record when listed."""
     import shutil

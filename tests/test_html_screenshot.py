@@ -1,4 +1,4 @@
-"""The HTML report in a real browser (issue 17): headless Chromium lays the page out at 800 and
+"""The HTML report in a real browser: headless Chromium lays the page out at 800 and
 1400 px; the page must not run off the right edge, the fix table must fit its box, no header
 cell may be empty, and a screenshot of that width must come out.
 
@@ -71,7 +71,7 @@ def _measure(page: Path, width: int) -> dict:
 @pytest.mark.parametrize("width", [800, 1400])
 @pytest.mark.parametrize("record", ["run_cpu_2core.json", "h200/run.json"])
 def test_report_fits_the_window_in_a_real_browser(width, record, tmp_path):
-    """Issue 17, and #44 item 3 on the whole page of a CPU run and of the H200 run: nothing runs
+    """The whole page of a CPU run and of the H200 run: nothing runs
     off the right edge, the fix table fits its box, no empty header, no cell narrower than its
     longest word (the "Training runs" first column was 2-4 letters wide at 800 px), the plots'
     smallest text readable, and a screenshot of the whole page comes out."""

@@ -1,5 +1,5 @@
 """Every third-party module imported under ``src/`` is declared in the dependency group that
-needs it (issue #30).
+needs it.
 
 The README's first line installs ``.[tensorflow]`` and nothing else; a module imported by the
 package but declared nowhere (``click`` once, through typer's old dependency; ``xprof``) works on

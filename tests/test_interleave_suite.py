@@ -1,4 +1,4 @@
-"""Issue 16 item 1: the suite's A/B cases timed interleaved in one child.
+"""The suite's A/B cases timed interleaved in one child.
 
 The groups are derived from the specs' params (keys, specs and the job format unchanged);
 the child prepares each member, times the group together and emits one ordinary result per

@@ -61,7 +61,7 @@ def test_bad_arguments_say_how_to_fix():
 
 
 def test_summary_at_the_end_of_fit_logs_repr_and_result(tmp_path, capsys):
-    """Issue #34: the summary is printed (verbose=1), steps/s reach History, repr shows the
+    """The summary is printed (verbose=1), steps/s reach History, repr shows the
     steady step, and result() is the API's own result type for the same record."""
     import keras
     import numpy as np
@@ -100,7 +100,7 @@ def test_summary_at_the_end_of_fit_logs_repr_and_result(tmp_path, capsys):
 
 
 def test_samples_per_second_is_samples_over_the_steady_epochs_wall_time(capsys):
-    """Issue #39: StepTimer(batch_size=32) said 30,272 samples/s where the same fit's epochs 2-3
+    """StepTimer(batch_size=32) said 30,272 samples/s where the same fit's epochs 2-3
     ran 14,156 samples/s (samples over their wall time): batch_size / the median step missed the
     time outside the batches (the epoch's iterator) and the slow steps. Now it is samples over
     the steady epochs' wall time (within the partial last batch: 2,000 = 62 x 32 + 16)."""

@@ -1,4 +1,4 @@
-"""How each framework's training step becomes the cost model's kernel list (issue #19):
+"""How each framework's training step becomes the cost model's kernel list:
 XLA's compiled HLO for Keras/JAX (a recorded HLO text: no JAX needed), ATen ops for
 PyTorch (recorded under TorchDispatchMode), and TensorFlow's graph with Dropout and an LSTM
 (stateless random ops, a While loop, TensorList ops) — each predicted on the H100 profile."""

@@ -1,4 +1,4 @@
-"""Notebooks (issue #34): the HTML is a fragment whose CSS restyles nothing outside it, drawn
+"""Notebooks: the HTML is a fragment whose CSS restyles nothing outside it, drawn
 once; `dir(whichdevice)` lists the API; `%load_ext whichdevice` under a real IPython."""
 
 import os
@@ -185,7 +185,7 @@ def _check_in_place(outputs: list[dict], max_lines: int = 60) -> str:
 
 
 def test_magics_in_a_jupyter_kernel_show_one_block_no_escape_codes_tables_whole(tmp_path):
-    """Issue #44 item 4 under ipykernel's own environment (FORCE_COLOR=1): the command's output
+    """Under ipykernel's own environment (FORCE_COLOR=1): the command's output
     is one HTML block, without escape codes or progress frames, and `history` is not cut to 80
     columns (each row, record path included, on one line)."""
     cells = _notebook(
@@ -209,7 +209,7 @@ def test_magics_in_a_jupyter_kernel_show_one_block_no_escape_codes_tables_whole(
 @pytest.mark.tf
 @pytest.mark.slow
 def test_matmul_quick_in_a_jupyter_kernel_is_at_most_60_lines(tmp_path):
-    """The done-when line of issue #44 item 4: `%whichdevice matmul --quick` under FORCE_COLOR=1
+    """The notebook's acceptance check: `%whichdevice matmul --quick` under FORCE_COLOR=1
     prints no escape code and at most 60 lines."""
     cells = _notebook(["%load_ext whichdevice", "%whichdevice matmul --quick"], tmp_path)
     _check_in_place(cells[1], max_lines=60)

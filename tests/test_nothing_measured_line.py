@@ -1,4 +1,4 @@
-"""Issue 39, seen on the public-code check (benchmarks/public_check_39.md): pytorch/examples' MNIST
+"""Seen on the public-code check (benchmarks/public_check_39.md): pytorch/examples' MNIST
 Net in a torch diagnose at --budget 30 (tests/data/diagnose_torch_mnist_net_budget30_cpu_2core.json,
 a real record on the 2-core VM): the plan left every fix out for the budget and the GPU-only ones
 could not run, yet the first screen said "No measured change helps significantly here" — a

@@ -1,4 +1,4 @@
-"""`pipeline` on PyTorch's DataLoader and Keras' PyDataset (issue #42): the constructed
+"""`pipeline` on PyTorch's DataLoader and Keras' PyDataset: the constructed
 known answers measured on this CPU (input-bound, model-bound, a variant that helps, the slow
 stage named), the GPU-only variant said "not measured here", and `pipeline --quick` writing
 records that `report` renders (terminal, Markdown, HTML)."""

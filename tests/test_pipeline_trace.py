@@ -31,7 +31,7 @@ def test_pipeline_trace_writes_a_profile_per_variant(tmp_path, capsys):
 
     for variant in ("serial", "prefetch"):
         assert list((trace / f"CPU0-{variant}").glob("plugins/profile/*/*.xplane.pb")), variant
-        # every traced loop step carries XProf's step marker, numbered (issue #34)
+        # every traced loop step carries XProf's step marker, numbered
         steps = [m["step_num"] for m in _markers(trace / f"CPU0-{variant}")]
         assert steps and steps == sorted(steps) and len(set(steps)) == len(steps), variant
     assert json.loads(json_file.read_text())["options"]["trace"] == str(trace.resolve())

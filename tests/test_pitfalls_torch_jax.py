@@ -1,4 +1,4 @@
-"""`whichdevice pitfalls --framework torch / keras-jax` (issue #42): the analysis on the recorded
+"""`whichdevice pitfalls --framework torch / keras-jax`: the analysis on the recorded
 H200 run (tests/data/h200/run.json: its torch and keras-jax cases on CPU:0 and GPU:0), one
 hand-made case per finding kind of the two frameworks, the page's words, and both commands
 end to end on this CPU (slow: 40-75 s each on 2 loaded cores)."""

@@ -1,4 +1,4 @@
-"""`whichdevice placement --framework torch / keras-jax` (issue #42): JAX's Perfetto trace read
+"""`whichdevice placement --framework torch / keras-jax`: JAX's Perfetto trace read
 (a real one captured on this CPU, tests/data/placement/make_jax_trace.py), the traced tables'
 GPU branch, and both commands end to end on this CPU with their findings checked.
 

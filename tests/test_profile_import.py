@@ -2,7 +2,7 @@
 `report` on reference GPU runs and on the audit's own record (no framework, no measuring).
 
 Data: tests/data/h100_probe_torch.json and keras_{jax,torch}_{cpu,gpu}.json are the shared
-H100 reference (../shared/reference/h100-2026-11-22/, see tests/data/README.md);
+H100 reference (a recorded H100 run of 2026-11-22, see tests/data/README.md);
 audit_record_cpu.json is a real `whichdevice audit` record (tests/data/README.md)."""
 
 import json

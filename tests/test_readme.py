@@ -1,4 +1,4 @@
-"""The README as a user's page (issue #44 item 5): short, install and run first, every command
+"""The README as a user's page (item 5): short, install and run first, every command
 with its frameworks, nothing from outside the repository, no internal jargon, figures true."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _commands_table():
 
 
 def test_the_frameworks_lists_are_generated_from_the_framework_registry():
-    """Issue #42: the README's command table and docs/commands.md's framework lists are what the
+    """The README's command table and docs/commands.md's framework lists are what the
     registry offers (``frameworks.offered``/``offering``); after a change to a framework's parts,
     ``python docs/commands_table.py`` rewrites them."""
     from whichdevice import frameworks
@@ -60,7 +60,7 @@ def test_the_frameworks_lists_are_generated_from_the_framework_registry():
 
 
 def test_readme_names_nothing_outside_the_repository_and_no_jargon():
-    assert "../" not in README.replace("](../", "")  # no ../shared/..., relative links aside
+    assert "../" not in README.replace("](../", "")  # no path outside the repository, relative links aside
     assert not JARGON.search(README), JARGON.search(README)
     for link in re.findall(r"\]\(([^)#]+)", README):  # every local link exists
         if not link.startswith("http"):

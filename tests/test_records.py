@@ -136,7 +136,7 @@ H200_RUN = Path(__file__).parent / "data" / "h200" / "run.json"  # a real `run -
 
 
 def test_a_case_the_budget_skipped_is_skipped_not_failed_and_old_records_read_so(tmp_path):
-    """Issue 39: `run --budget 30` wrote its skipped cases as status "failed" (failure kind
+    """`run --budget 30` wrote its skipped cases as status "failed" (failure kind
     "skipped"). A skipped case was not measured; it did not fail. Version 4 gives it its own
     status; a version-3 record that said failed+skipped reads as skipped, and says it was migrated."""
     from whichdevice.core.records import failed, result_upgraded

@@ -1,5 +1,5 @@
 """present/registry.py: one renderer per record type, looked up by the commands and by
-`report` alike; `report` loads no command's module (issue #31)."""
+`report` alike; `report` loads no command's module."""
 
 from __future__ import annotations
 

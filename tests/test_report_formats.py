@@ -1,4 +1,4 @@
-"""`whichdevice report X --markdown` / `--csv` (issue #34): a result pasted into a pull request
+"""`whichdevice report X --markdown` / `--csv`: a result pasted into a pull request
 or read by a script, from the same pages as the HTML report, writing no file."""
 
 import csv

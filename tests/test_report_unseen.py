@@ -1,4 +1,4 @@
-"""`report` with nothing to write draws no plot (issue 43: report under 2 s at 3,000 samples a point;
+"""`report` with nothing to write draws no plot (report under 2 s at 3,000 samples a point;
 drawing the H200 run's two figures was 3.5 s of 6 s, all of it thrown away with the scratch folder)."""
 
 from __future__ import annotations

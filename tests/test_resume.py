@@ -228,7 +228,7 @@ class _FakeMeasuring:
         }
 
     def user_model_checked(self, model_fn, *args, **kwargs):
-        """diagnose's pre-flight (issue 32): the parameters and the training step's facts."""
+        """diagnose's pre-flight: the parameters and the training step's facts."""
         facts = {"step_s": 0.001, "first_step_s": 0.3, "fit_first_s": 0.5, "build_s": 0.01, "import_s": 5.0}
         return self.user_model_params(model_fn), facts
 
@@ -313,7 +313,7 @@ def test_diagnose_resume_checks_the_model_file_again(tmp_path, capsys, monkeypat
     monkeypatch.setattr(sys, "argv", ["whichdevice", "diagnose", "--resume", str(tmp_path)])
     code, _, err = run_cli(["diagnose", "--resume", str(tmp_path / f"d{SUFFIX}")], capsys)
     assert code == 0, err
-    assert fake.preflights == 2  # the model file is checked again before its code runs (issue 18, item 12)
+    assert fake.preflights == 2  # the model file is checked again before its code runs
     data, keys = _keys(json_file)
     assert len(keys) == len(set(keys)) == len(fake.ran) + 4
     assert data["options"]["batch"] == 16 and data["options"]["budget_s"] == 30
@@ -406,7 +406,7 @@ def test_ctrl_c_or_sigterm_exits_and_says_how_to_resume(tmp_path, sig, code, wor
     # CPython (Python/pythonrun.c, run_eval_code_obj) sets its _Py_UnhandledKeyboardInterrupt flag
     # when a KeyboardInterrupt leaves code run through PyRun_String-style calls, and at exit kills
     # itself with SIGINT whatever sys.exit said: under load the signal sometimes lands in such a
-    # call during the run (2 runs in 16 at load 4-5, stop 47; the message and journal are right).
+    # call during the run (2 runs in 16 at load 4-5; the message and journal are right).
     assert proc.returncode == code or (sig == signal.SIGINT and proc.returncode == -signal.SIGINT), err
     assert f"{word}. The finished cases are kept in" in err
     assert f"whichdevice matmul --resume {journal}" in " ".join(err.split()), err
@@ -423,7 +423,7 @@ def test_ctrl_c_or_sigterm_exits_and_says_how_to_resume(tmp_path, sig, code, wor
 def test_a_matmul_header_with_a_valid_checksum_but_odd_options_is_one_line_or_ignored(
     tmp_path, capsys, options, resumes
 ):
-    """#18's leftover: a journal header forged with a recomputed checksum once gave a TypeError
+    """'s leftover: a journal header forged with a recomputed checksum once gave a TypeError
     traceback on `matmul --resume`."""
     base = {
         "framework": "numpy",

@@ -75,7 +75,7 @@ def test_calibrate_killed_after_its_first_probe_then_resumed(tmp_path, capsys):
 
     code, out, err = run_cli(["calibrate", "--resume", str(out_dir)], capsys)  # the folder: its journal
     (record,) = [p for p in out_dir.glob("calibrate-*.json") if not p.name.endswith(".profile.json")]
-    if code == 1 and "too noisy" in err:  # a busy machine: the record is kept, no profile from noise (#19)
+    if code == 1 and "too noisy" in err:  # a busy machine: the record is kept, no profile from noise
         assert "resumed-box" not in deviceprofile.saved_names()
         assert not list(out_dir.glob("*.profile.json")) and not journal.exists()
         assert sorted(_keys_and_walls(record)[1]) == sorted(c.key for c in wl.build_cases("tensorflow", "CPU:0", "cpu"))

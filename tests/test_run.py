@@ -23,7 +23,7 @@ def test_suite_verdict_on_a_recorded_cpu_run():
     record = load_run(DATA / "run_cpu_2core.json")
     v = suite_verdict(record)
     assert headline(v)[0].startswith("Only the CPU was measured")
-    # the catalogue's order; the PyTorch fixes (issue 35) only where torch ran
+    # the catalogue's order; the PyTorch fixes only where torch ran
     # a fix that one plan alone measures (planned_only: the script's CPU thread count) only where planned
     assert [f.entry for f in v.fixes] == [f for f in FIXES if f.framework != "torch" and not f.planned_only]
     by_key = {f.kind: f for f in v.fixes}
@@ -150,7 +150,7 @@ def test_python_api_suite_result_from_a_recorded_run(tmp_path):
     result = SuiteResult(load_run(DATA / "run_cpu_2core.json"))
     assert "What to change" in str(result) and "batch_size=" in str(result)
     assert len(repr(result)) < 120 and repr(result).startswith("<SuiteResult run ")
-    assert result._repr_html_().startswith('<div class="whichdevice-report">')  # a notebook fragment (#34)
+    assert result._repr_html_().startswith('<div class="whichdevice-report">')  # a notebook fragment
     path = result.save(tmp_path, "r")
     assert path.exists() and (tmp_path / "r.html").exists()
 

@@ -1,5 +1,5 @@
 """Arguments that name a run (`compare`, `report`, `history --limit`): any string a user can
-type gets one line naming the argument and exit 2, never a traceback (issue #30). Unicode
+type gets one line naming the argument and exit 2, never a traceback. Unicode
 digits ('²', '١٢'), integers of any size, NUL bytes, names too long for the file system."""
 
 import pytest
@@ -17,7 +17,7 @@ REFS = st.one_of(
 
 
 # Typed where a run is named, these ask for the command's help (exit 0), as they should: hypothesis
-# once drew "--help" for RUN_A (stop 47)
+# once drew "--help" for RUN_A
 HELP = ("--help", "-h")
 
 

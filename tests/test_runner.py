@@ -118,7 +118,7 @@ def test_cases_past_the_deadline_are_recorded_as_skipped():
     job = _job()
     job.deadline = time.time() - 1  # already over budget
     out = runner.run_job(job, case_timeout_s=60)
-    assert [r.status for r in out.results] == ["skipped"] * 3  # not measured: no failure (issue 39)
+    assert [r.status for r in out.results] == ["skipped"] * 3  # not measured: no failure
     assert all("budget" in r.error and r.failure == "skipped" for r in out.results)
 
 
@@ -141,7 +141,7 @@ def _out_lines(tmp_path):
 
 
 def test_the_child_takes_no_sample_before_the_parents_go(tmp_path, monkeypatch):
-    # The parent's work while the child imports (issue 21: matplotlib) must be over before the
+    # The parent's work while the child imports (matplotlib) must be over before the
     # child times anything: while the hook runs, long after numpy's import, the child has not
     # even said hello (its timer overhead is measured after the go).
     import time

@@ -1,4 +1,4 @@
-"""`whichdevice scale` (issue 22): bad input answered before anything runs; real 2-replica runs
+"""`whichdevice scale`: bad input answered before anything runs; real 2-replica runs
 of each framework's own engine (TensorFlow MirroredStrategy, Keras-on-JAX DataParallel, torch
 DDP), each reading the replica count back from the engine; no worker outlives its run; one
 end-to-end CLI run (torch, the fastest to import: its 2-process DDP run is the torch engine's

@@ -1,4 +1,4 @@
-"""``whichdevice diagnose SCRIPT.py`` (issue #41): the user's own training script, captured at the
+"""``whichdevice diagnose SCRIPT.py``: the user's own training script, captured at the
 framework's training entry points and measured.
 
 The corpus (``tests/script_corpus/``, our own scripts written the ways users write them) is

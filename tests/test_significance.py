@@ -27,7 +27,7 @@ def test_judge_needs_the_whole_ci_beyond_the_noise_threshold():
     assert sig.judge(0.5, 0.45, 0.55, 10).status == "slower"
     assert sig.judge(1.5, 0.9, 1.9, 10).status == "no_change"  # CI contains 1
     # an interval that cannot rule out a 2x change either way is not enough, never "no clear change"
-    # (issue 39: the keras-io weather LSTM's prefetch pair, 0.062-6.7x from 5 samples)
+    # (the keras-io weather LSTM's prefetch pair, 0.062-6.7x from 5 samples)
     wide = sig.judge(1.5, 0.9, 2.5, 10)
     assert wide.status == "not_enough" and wide.note is not None and wide.note.kind == "too_wide"
     assert sig.judge(0.65, 0.062, 6.7, 5).status == "not_enough"
@@ -35,7 +35,7 @@ def test_judge_needs_the_whole_ci_beyond_the_noise_threshold():
     assert sig.judge(1.03, 1.01, 1.05, 10).status == "no_change"
     assert sig.judge(1.03, 1.015, 1.05, 10, threshold=0.01).status == "faster"
     # criterion.rs's compare_to_threshold: a point estimate beyond the band is not enough, the
-    # interval must not reach into it (stop 26: 1.1x with CI 1.0-1.2x flipped between two runs)
+    # interval must not reach into it (1.1x with CI 1.0-1.2x flipped between two runs)
     assert sig.judge(1.1, 1.02, 1.2, 10).status == "no_change"
     assert sig.judge(1 / 1.1, 1 / 1.2, 1 / 1.02, 10).status == "no_change"
     assert sig.judge(1.1, 1.06, 1.2, 10).status == "faster"
@@ -69,7 +69,7 @@ def test_rounds_use_between_process_variation():
     b = [[1.0, 1.01, 0.99, 1.0, 1.0], [1.0, 1.01, 0.99, 1.0, 1.0]]
     c = sig.from_rounds(a, b)
     assert c.unit == "rounds" and c.n == 2
-    assert not c.significant  # two rounds that disagree cannot tell a change from none (issue 39)
+    assert not c.significant  # two rounds that disagree cannot tell a change from none
     # Consistent 2x in both rounds: still a change, with 2 rounds.
     a2 = [[2.0, 2.02, 1.98, 2.0, 2.01], [2.1, 2.12, 2.08, 2.1, 2.1]]
     c2 = sig.from_rounds(a2, b)
@@ -100,7 +100,7 @@ def test_median_ci_and_rel_halfwidth():
 
 
 def test_bimodal_process_medians():
-    # issue 16: matmul n=500 at 1.6 ms in some processes and 3.1 ms in others
+    # matmul n=500 at 1.6 ms in some processes and 3.1 ms in others
     m = sig.bimodal([1.6e-3, 3.1e-3, 1.62e-3, 3.05e-3])
     assert m is not None and m.n_low == 2 and m.n_high == 2
     assert "1.6" in modes_text(m) and "3.0" in modes_text(m)
@@ -239,7 +239,7 @@ def test_round_two_in_the_same_child_when_round_one_ends_late(monkeypatch):
 
 
 def test_round_two_runs_in_the_child_started_with_round_one(monkeypatch):
-    """Round 2's child is started beside round 1's (issue 21) and runs round 2 — even after a
+    """Round 2's child is started beside round 1's and runs round 2 — even after a
     late round 1, since it costs no import — then exits by itself; nothing is left behind."""
     from whichdevice.measure import runner, session
 
@@ -359,7 +359,7 @@ def test_claims_made_together_hold_together():
 
 
 def test_two_rounds_too_few_to_tell_a_change_read_not_enough_samples_never_no_clear_change():
-    """Issue 39: `run --budget 30` gave steps_per_execution 1 -> 20 two rounds of 5 samples; its
+    """`run --budget 30` gave steps_per_execution 1 -> 20 two rounds of 5 samples; its
     3.3x gain read "no clear change (CI 0.79-13.5x)": the interval rested on 2 rounds (one degree
     of freedom), and the sample-count rule counts samples, not rounds. From the README's recorded
     run: the same pair, 2.3x from 2 rounds of 5 samples."""

@@ -1,4 +1,4 @@
-"""The PyTorch capture of a user's script (issue #41): ``frameworks/torch/capture.py``.
+"""The PyTorch capture of a user's script: ``frameworks/torch/capture.py``.
 
 Each corpus script (``tests/script_corpus/torch_*.py``, our own code written the ways users write
 their loops) runs in a script child (``measure/scriptchild.py``, as ``diagnose SCRIPT.py`` runs it)

@@ -1,4 +1,4 @@
-"""A CPU-side guard for device bugs in the torch measuring paths (issue #39, What to build #2).
+"""A CPU-side guard for device bugs in the torch measuring paths (What to build #2).
 
 On a GPU, whichdevice builds the model inside ``with torch.device('cuda')``
 (``frameworks/torch/placement.scope``): whatever is created in that scope without a device lands on

@@ -598,7 +598,7 @@ def test_torch_diagnose_resumes_with_the_torch_preflight_again(tmp_path, capsys,
     assert data["options"]["framework"] == "torch" and {r["spec"]["framework"] for r in data["results"]} == {"torch"}
 
 
-# ------------------------------------------------------------------ issue #39: the plan sized to the budget
+# ------------------------------------------------------------------ The plan sized to the budget
 
 # The pre-flight's facts of a slow model (a DCGAN discriminator's step on the loaded 2-core machine:
 # 113 s wall for --budget 60, 16 of 19 cases skipped) and of a fast one (the corpus's CNN).
@@ -657,7 +657,7 @@ def test_a_journal_without_the_torch_plan_keeps_every_case():
     assert sum(c.params.get("data") in ("loader", "loader_pin") for c in old) == 4
 
 
-# ------------------------------------------------------------------ issue #39: torch.compile's compile, a one-time cost
+# ------------------------------------------------------------------ Torch.compile's compile, a one-time cost
 
 
 def _compile_text(record_path: Path) -> list[str]:
@@ -733,7 +733,7 @@ def test_a_fix_the_plan_left_out_is_said_so_not_called_outside_the_suite(tmp_pat
 
 
 def test_the_pin_memory_pair_is_planned_apart_from_the_workers_pair():
-    """#39 on the H200: diagnose --framework torch --budget 45 left out the DataLoader workers pair
+    """On the H200: diagnose --framework torch --budget 45 left out the DataLoader workers pair
     (three spawned workers a side, a 5.8 s torch import each) and with it the pin_memory pair, the
     GPU's own loader fix, which starts no workers. The pin pair is planned on its own, first."""
     h200 = {"step_s": 0.00229, "first_step_s": 0.017, "build_s": 0.002, "import_s": 5.79}  # its pre-flight (CPU)

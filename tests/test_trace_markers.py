@@ -1,4 +1,4 @@
-"""Traces TensorBoard can analyse (issue #34): every traced training step carries XProf's step
+"""Traces TensorBoard can analyse: every traced training step carries XProf's step
 marker (a "train" TraceMe with step_num and _r=1), so the profile plugin's overview page shows a
 step time; converted with xprof's own tools where xprof is installed (the `profile` extra)."""
 

@@ -128,9 +128,7 @@ def test_cpu_only_record_says_a_gpu_run_is_needed(h100_probe):
     console = Console(record=True, width=200)
     terminal.render_train(console, record, report, [], [])
     text = console.export_text()
-    assert (
-        "need a GPU run" in text and "small MLP, batch 8,192, custom training loop" in text
-    )  # #17: runs named for people
+    assert "need a GPU run" in text and "small MLP, batch 8,192, custom training loop" in text  # runs named for people
 
 
 def test_train_report_renders_table_and_plot(h100_probe, tmp_path):

@@ -1,4 +1,4 @@
-"""core/units.py, the one formatter of figures with units, at its boundaries (issue #44 item 7:
+"""core/units.py, the one formatter of figures with units, at its boundaries (item 7:
 `predict --quick` printed '1e+03 µs' for a step just under 1 ms)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue #39, "Warnings that mean what they say": a point "did not converge" only when its
+""" "Warnings that mean what they say": a point "did not converge" only when its
 interval is outside the target; "busy" only when other programs used the cores (not the
 measured workload's own threads, not its child processes); the spread of one process is
 "noisy", the gap between processes is the bimodal warning's; each kind's words fit every

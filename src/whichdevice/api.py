@@ -144,7 +144,7 @@ class MatmulOptions:
 
     def __post_init__(self) -> None:
         # ``matmul --resume`` builds this from a journal's header: a damaged or forged one is one
-        # line naming --resume, not a TypeError in the middle of a run (issue 18).
+        # line naming --resume, not a TypeError in the middle of a run.
         def count(v, lo=1):
             return isinstance(v, int) and not isinstance(v, bool) and v >= lo
 
@@ -472,7 +472,7 @@ class SuiteResult(_Report):
 
 @contextlib.contextmanager
 def _kept_folder(kind: str):
-    """A new folder under ``$WHICHDEVICE_HOME/models/`` that outlives the call (issue #34): the
+    """A new folder under ``$WHICHDEVICE_HOME/models/`` that outlives the call: the
     record and its first screen name the saved model's loader (``whichdevice predict --model
     LOADER:build`` is the next step they suggest), so it must still exist when they are read."""
     from whichdevice.measure import history

@@ -10,7 +10,7 @@ Ctrl-C (a notebook's interrupt) stops them and is raised.
 
 What the command prints goes to ``present/screen.py``'s consoles, redirected here as into a
 pipe: no colour, no progress frames, tables at their natural width, whatever the kernel forces
-(issue #44: ipykernel sets ``FORCE_COLOR=1``). In a notebook the text is one HTML block updated
+(ipykernel sets ``FORCE_COLOR=1``). In a notebook the text is one HTML block updated
 in place, with the progress and the elapsed time, and left as the command's output; in a
 terminal (IPython, a script) it is printed as it comes.
 """
@@ -364,8 +364,8 @@ def diagnose(
     from whichdevice.core.validate import parse_choice
 
     held = api._samples_in(data)
-    # (x, y) arrays that hold fewer samples than asked: an epoch is what they hold (issue #39:
-    # 2,000 samples were labelled with the 4,992 the budget allowed).
+    # (x, y) arrays that hold fewer samples than asked: an epoch is what they hold
+    # (2,000 samples were labelled with the 4,992 the budget allowed).
     from_data = held is not None and isinstance(samples, int) and held < samples
     guessed = "torch" if not isinstance(model, str) and api._is_torch_object(model) else "tensorflow"
     fw = parse_choice(api._word(framework, "framework", guessed), "--framework", frameworks.offering("diagnose"))

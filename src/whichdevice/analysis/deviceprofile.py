@@ -237,7 +237,7 @@ def default_name(framework: str, hostname: str) -> str:
     """``calibrate``'s profile name when ``--name`` is not given: this host's name, made safe for a
     file name, or ``HOST-FRAMEWORK`` when a profile saved under the host's name was calibrated with
     another framework. Calibrating torch used to replace this machine's TensorFlow profile without a
-    word (stop 46); calibrating the same framework again still replaces its own."""
+    word; calibrating the same framework again still replaces its own."""
     host = re.sub(r"[^A-Za-z0-9_.-]", "-", hostname)[:64] or "local"
     try:
         saved = parse((user_dir() / f"{host}.json").read_text(encoding="utf-8"), host)

@@ -2,7 +2,7 @@
 device, parameters) measured twice, its ratio and whether the change is outside the noise.
 
 "Outside the noise" is analysis/significance.py's rule, fed with what two runs can know about
-their noise (issue 16: within a run a point is tight, between runs it moves more than its IQR):
+their noise (within a run a point is tight, between runs it moves more than its IQR):
 
 - each run's rounds (fresh child processes): between-process variation per case;
 - for a case measured in one round only, the between-process spread of the other cases of the

@@ -1,4 +1,4 @@
-"""From a saved record to what its page shows: the analysis runs here, once (issue #40).
+"""From a saved record to what its page shows: the analysis runs here, once.
 
 After HolisticTraceAnalysis's ``trace_analysis.py``: :func:`analyze` takes a record and
 delegates to the analyzer of its experiment, returning one typed result per page kind. The

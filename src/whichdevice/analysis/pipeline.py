@@ -60,7 +60,7 @@ def classify_input_bound(wait_percent: float) -> str:
 
 def borderline(rounds: list[float]) -> bool:
     """True when the share in each round (fresh process) falls on both sides of an XProf class
-    boundary: the class is then borderline (issue 16)."""
+    boundary: the class is then borderline."""
     return len(rounds) >= 2 and len({classify_input_bound(r) for r in rounds}) > 1
 
 

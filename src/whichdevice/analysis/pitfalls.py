@@ -19,7 +19,7 @@ The mistakes (seed 002 "benchmarking mistakes", ANCHORS.md):
   CPU-vs-GPU gap the compile path alone can make.
 - ``small_batch``: per-sample time at the seed's batch 10 vs batch 512.
 
-torch and JAX (issue #42; which mistakes a framework has: its ``pitfalls`` part's ``MISTAKES``):
+torch and JAX (which mistakes a framework has: its ``pitfalls`` part's ``MISTAKES``):
 
 - ``first_step`` (torch): the first iteration of seed 001 ex2's loop, timed alone, vs the
   median of its later steps (the loop runs first in its child: the process's one-time costs).
@@ -261,7 +261,7 @@ def _threads(record: RunRecord, device: str) -> int | None:
     return None
 
 
-# ---------------- torch and JAX (issue #42) ----------------
+# ---------------- torch and JAX ----------------
 
 
 def _first_step(res: list[CaseResult], d: str, style: str) -> PitfallRow | None:

@@ -267,7 +267,7 @@ def _report(
     )
 
 
-# ---------------- the GPU a `run` without one would have (issue 44) ----------------
+# ---------------- the GPU a `run` without one would have ----------------
 
 RUN_PROFILE = "h100"  # the shipped reference GPU profile `run` predicts on a machine without a GPU
 RUN_ERRORS = "h100-2026-11-22"  # its calibration (errormodel.shipped)

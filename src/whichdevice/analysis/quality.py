@@ -29,11 +29,11 @@ UNEVEN_REL_IQR = 0.25
 
 
 # The kinds of measurement warning, each with its threshold's source:
-# bimodal: process medians in two clusters (significance.rounds_bimodal, issue 16);
+# bimodal: process medians in two clusters (significance.rounds_bimodal);
 # not_converged: the point's median 95 % CI is wider than the target (core/timing.py's
 #   precision-targeted sampling, MATLAB runperf's 5 %) after a cap stopped its sampling: the
 #   interval decides, as printed; a cap that stopped a point already inside the target is
-#   no warning (issue #39);
+#   no warning;
 # uneven_steps / noisy: IQR/median within one round (one process: the spread between rounds is
 #   the bimodal warning's) above UNEVEN_REL_IQR for a step-by-step series, above
 #   NOISY_REL_IQR (torch.utils.benchmark's 10 %) for block means;
@@ -80,7 +80,7 @@ def _one_point(r: CaseResult, t: Timing) -> list[TimingWarning]:
     n_rounds = len(t.rounds)
     out = []
     modes = significance.rounds_bimodal(t.rounds) if t.rounds_s else None
-    if modes is not None:  # issue 16: say so instead of averaging two modes
+    if modes is not None:  # say so instead of averaging two modes
         gap = modes.high / modes.low - 1  # the relative gap between the clusters
         out.append(
             TimingWarning(
@@ -101,7 +101,7 @@ def _one_point(r: CaseResult, t: Timing) -> list[TimingWarning]:
     capped = t.stop_reason in ("time cap", "sample cap")
     halfwidth = stats.median_rel_halfwidth(first) if capped else 0.0  # inf: the interval is not formed yet
     unsettled = capped and halfwidth > significance.TARGET_REL_HALFWIDTH
-    if unsettled:  # precision-targeted sampling (issue 16)
+    if unsettled:  # precision-targeted sampling
         out.append(
             TimingWarning(
                 "not_converged",

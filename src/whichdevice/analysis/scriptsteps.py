@@ -36,7 +36,7 @@ from whichdevice.workloads import script as scriptcases
 # The wait for input is a cause from XProf's "MODERATELY input-bound" share of the step (5 %,
 # xprof op_stats_to_input_pipeline_analysis.cc), the same share at which the PyTorch profiler's
 # plugin says to raise DataLoader workers (kineto tb_plugin: DataLoader > 5 % of the step);
-# both in ../shared/ANCHORS.md.
+# both from the tools' own documentation.
 INPUT_WAIT_SHARE = MODERATELY_INPUT_BOUND_PERCENT / 100
 # Host reads are a cause from 5 % of the step too: a read is the step's host waiting, as it waits
 # for input, so the same share is where it starts to count. Below it, a read costs less than the

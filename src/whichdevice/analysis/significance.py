@@ -9,7 +9,7 @@ below that end in it). A change counts only when
 2. its **whole** 95 % confidence interval lies beyond the noise threshold, on one side:
    ``lo > 1 + threshold`` (faster) or ``hi < 1 / (1 + threshold)`` (slower) — criterion.rs's
    ``compare_to_threshold`` (both CI bounds beyond ``±noise``), so an interval that reaches
-   into the noise band is "no clear change" even when it excludes 1 (stop 26: with the point
+   into the noise band is "no clear change" even when it excludes 1 (with the point
    estimate alone beyond the band, claims like 1.1× with CI 1.0–1.2× turned significant in one
    of two identical runs and not in the other). Default ``NOISE_THRESHOLD`` = 5 %
    (criterion.rs's default noise threshold is 1 %, pyperf calls a change under 5 % "not
@@ -69,11 +69,11 @@ from whichdevice.core import stats
 
 # A change must exceed this relative size to count (see the module doc for the source).
 NOISE_THRESHOLD = 0.05
-MIN_SAMPLES = stats.MIN_SAMPLES  # no claim from fewer samples per side (issue 16)
+MIN_SAMPLES = stats.MIN_SAMPLES  # no claim from fewer samples per side
 # A claim in rounds whose ratio lies beyond the noise band says "no clear change" only from at
 # least this many rounds: with 2 rounds the interval rests on one degree of freedom (t = 12.7),
 # so a 3.3x gain read "no clear change (CI 0.79-13.5x)" for want of rounds, not for want of a
-# change (issue 39). Such a claim is "not enough" (too few rounds), and so is one whose ratio is
+# change. Such a claim is "not enough" (too few rounds), and so is one whose ratio is
 # inside the band but whose interval reaches out of it: "n=2, CI 0.71-1.5x" on the H200 could hide a
 # 1.4x change. Only an interval wholly inside the band (no change, measured) stays "no clear change"
 # from 2 rounds.
@@ -81,14 +81,14 @@ MIN_ROUNDS_NO_CHANGE = 3
 # "No clear change" says the change, if any, is small. An interval that cannot rule out a change of
 # this factor either way (the keras-io weather LSTM's prefetch pair on a busy machine: 0.062-6.7x from
 # 5 samples) says nothing of the kind: the samples were too few for their spread, so the claim is "not
-# enough" (too wide), never "no clear change" (issue 39).
+# enough" (too wide), never "no clear change".
 WIDE_FACTOR = 2.0
 CONFIDENCE = stats.CONFIDENCE
 # A point's median is precise enough when its 95 % CI half-width is within this share of the
 # median (MATLAB runperf's default target, 5 %); configurable per policy (core/timing.py).
 TARGET_REL_HALFWIDTH = 0.05
 # Bimodal: process medians fall into two clusters separated by more than this relative gap and
-# by more than BIMODAL_SPREAD_FACTOR times the spread inside the clusters (issue 16: matmul
+# by more than BIMODAL_SPREAD_FACTOR times the spread inside the clusters (matmul
 # n=500 at 1.6 ms in one process, 3.1 ms in another, each tight on its own).
 BIMODAL_GAP = 0.25
 BIMODAL_SPREAD_FACTOR = 3.0
@@ -199,7 +199,7 @@ def _logs(xs: Sequence[float]) -> list[float]:
 
 
 def _median(xs: Sequence[float]) -> float:
-    s = stats.sorted_samples(xs)  # sorted once per point's samples (issue #43: 0.4 s of a 3,000-sample report)
+    s = stats.sorted_samples(xs)  # sorted once per point's samples (0.4 s of a 3,000-sample report)
     k = len(s)
     return s[k // 2] if k % 2 else 0.5 * (s[k // 2 - 1] + s[k // 2])
 
@@ -395,7 +395,7 @@ def run_spread(log_ratios: Sequence[float]) -> float | None:
     """How far the cases of two runs moved between the runs, as an sd of log ratios: the Qn
     scale estimator of the cases' ``log(before / after)`` (None with fewer than ``MIN_CASES_FOR_RUN_SPREAD``).
 
-    Why (issue 16): within a run, a case's two rounds agree closely, yet two identical runs a
+    Why: within a run, a case's two rounds agree closely, yet two identical runs a
     minute apart differ by 3–30 % (sd across cases, 20 recorded pairs on the 2-core machine,
     benchmarks/stability.md): the machine drifts over minutes, and both rounds of one run share
     its moment. Only the two runs together show that spread. Qn, not the sd: it ignores up to
@@ -453,7 +453,7 @@ def together(claims: Sequence[Claim], *, run_sd: float | None = None) -> list[Cl
             confidence=confidence,
         )
         # no clear change from 2 rounds only inside the noise band, as from_rounds says it: compare
-        # read "no clear change (1x, CI 0.65-1.7x, n=2)" of a keras-io script run twice (stop 47)
+        # read "no clear change (1x, CI 0.65-1.7x, n=2)" of a keras-io script run twice
         out.append(_few_rounds(widened) if c.unit == "rounds" else widened)
     return out
 

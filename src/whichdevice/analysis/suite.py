@@ -52,7 +52,7 @@ from whichdevice.workloads.suite import USER_SWEEP_BATCHES
 # A recommended setting (batch, steps_per_execution) must reach this share of the best
 # throughput found in its grid; the smallest such value is recommended (a smaller batch costs
 # less memory and trains as the seeds' models were tuned; fewer steps per call keep callbacks
-# and logging fine-grained). The 90 % is issue 6's acceptance bar.
+# and logging fine-grained). The 90 % is the bar the suite was accepted against.
 GOOD_ENOUGH = 0.90
 # A pipeline's wait for input is a cause of the slowness from XProf's "MODERATELY input-bound"
 # share of the step (analysis/pipeline.py, xprof op_stats_to_input_pipeline_analysis.cc).
@@ -292,7 +292,7 @@ def _baseline_side(e: FixEntry, baseline: object, workload: str, p: dict[str, An
 
 
 def _applies(record: RunRecord, e: FixEntry) -> bool:
-    """Whether the fix belongs to this record's frameworks (frameworks.fix_applies: issue 39, a
+    """Whether the fix belongs to this record's frameworks (frameworks.fix_applies: a
     torch diagnose listed "Use tf.data with prefetch")."""
     if e.planned_only and not _planned(record, e):
         return False
@@ -316,7 +316,7 @@ def _has_gpu(record: RunRecord) -> bool:
 def _sweep_cut(record: RunRecord, e: FixEntry) -> bool:
     """Whether the diagnose's plan cut its batch sweep to no batch above the user's (its options'
     ``sweep_batches``, ``batch`` and ``budget_cut``) though the grid has larger ones: a larger
-    batch was left out for the budget, not "one side did not run" (issue 39: keras-io's weather
+    batch was left out for the budget, not "one side did not run" (keras-io's weather
     LSTM, a CIFAR ResNet18 in torch). Not for a script: a sweep its plan never had (a batch it
     cannot change, or read as 0) is no budget cut (pytorch/examples' regression/main.py said
     "a larger batch (left out: time budget)")."""

@@ -39,7 +39,7 @@ GPU_UNDERFED_PERCENT = 50.0
 #: on the quiet 2-core VM at most 0.21 cores; on the loaded 2-core VM
 #: (tests/data/run_cpu_2core_busy.json) at least 0.75. Only other programs count: the
 #: measured workload's own threads saturating every core (torch's intra-op pool) are not a
-#: busy machine (issue #39).
+#: busy machine.
 OTHERS_BUSY_SHARE = 0.10
 OTHERS_BUSY_MIN_CORES = 0.5
 

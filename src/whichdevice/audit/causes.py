@@ -33,8 +33,8 @@ DISPATCH_MIN_OPS = 100
 # dispatch cost is at least half of it.
 DISPATCH_SHARE_MIN = 0.5
 # Cost of one kernel launch, and of a launch plus a host read (.item()), measured on an H100 (PyTorch,
-# tests/data/h100_probe_torch.json, from ../shared/reference/h100-2026-11-22): quoted, labelled with
-# that card, only where no GPU is present to measure (issue #39; ``gpu_cost``).
+# tests/data/h100_probe_torch.json, copied from a recorded H100 run): quoted, labelled with
+# that card, only where no GPU is present to measure (``gpu_cost``).
 H100_LAUNCH_S = 9.68e-06
 H100_ITEM_ROUNDTRIP_S = 2.22e-05
 # A loop's iterations are "per element" when one iteration works on at most this many elements.

@@ -298,7 +298,7 @@ def _write_state(st: State, path: str) -> None:
             time.sleep(0.01)
     else:
         text = json.dumps({"version": AUDIT_STATE_VERSION, "error": "state could not be serialized"})
-    # O_EXCL|O_NOFOLLOW random temporary file beside it, renamed (core/safeio.py, issue 18)
+    # O_EXCL|O_NOFOLLOW random temporary file beside it, renamed (core/safeio.py)
     from whichdevice.core import safeio
 
     safeio.write_atomic(path, text, remember=False)
@@ -352,7 +352,7 @@ def _script_line(e: BaseException, script: str) -> int | None:
     return line
 
 
-# File descriptors kept back while the script runs (issue #43: a script that used up its file
+# File descriptors kept back while the script runs (a script that used up its file
 # descriptors crashed the audit child itself, at the import after it, and no state was written):
 # closed when the script ends or the watchdog fires, so the audit's own files can be opened.
 FD_RESERVE = 32

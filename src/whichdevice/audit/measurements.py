@@ -224,7 +224,7 @@ def _unsynced_end(state: dict, script: _Script, s0: dict, s1: dict, gpu_side: bo
         # The CUDA path fell back to the CPU here: the same loop on a GPU ends unsynchronized when no
         # host read follows its last kernel and the script never synchronizes anywhere — only for an
         # interval that ran a module the script sent to its device (.to(device) / .cuda()): a loop
-        # that never touched the device path is not flagged (issue #33: no false alarm).
+        # that never touched the device path is not flagged (no false alarm).
         unsynced = (
             _work_after_last_read(s0, s1, "last_work")
             and not script.syncs

@@ -119,7 +119,7 @@ def translate(path: Path) -> tuple[str, dict]:
         if isinstance(c, dict) and c.get("cell_type") == "code":
             src = c.get("source", "")
             if isinstance(src, list) and not all(isinstance(x, str) for x in src):
-                raise _refuse(path, f"cell {k}'s source is not text")  # a list of numbers (issue #43)
+                raise _refuse(path, f"cell {k}'s source is not text")  # a list of numbers
             code.append("".join(src) if isinstance(src, list) else str(src))
     if not code:
         raise _refuse(path, "it has no code cell")

@@ -29,7 +29,7 @@ from whichdevice.core.process import passed_through, run_module
 from whichdevice.core.records import MachineInfo, Timing, now_iso
 from whichdevice.frameworks.common.audit import AUDITED, terms
 
-# 2 (issue #31/#33): the corrected ratios read A/B, as compare's (above 1: B faster); 1 had B/A.
+# Schema 2: the corrected ratios read A/B, as compare's (above 1: B faster); 1 had B/A.
 AUDIT_SCHEMA_VERSION = 2
 # Seconds the child gets after --timeout to write what it saw before it is killed.
 STATE_GRACE_S = 20.0
@@ -276,7 +276,7 @@ def check_script(text: str) -> Path:
             "SCRIPT", f"'{path}' is a folder", "Pass the .py file to audit, e.g. whichdevice audit bench.py."
         )
     # A regular file of a script's size only: a FIFO or device would block the read, an
-    # endless file would never end (core/safeio.py, issue #18).
+    # endless file would never end (core/safeio.py).
     source = safeio.read_capped(path, "SCRIPT", cap=SCRIPT_CAP, what="Python script")
     if path.suffix.lower() == ".ipynb":
         from whichdevice.audit import notebook

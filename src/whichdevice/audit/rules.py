@@ -53,7 +53,7 @@ SETUP_SHARE_MIN = 0.05
 # this many calls in the interval, and one such event for every second call or more.
 PER_STEP_MIN_CALLS = 5
 # Cost of one host read round trip vs one asynchronous launch, measured on an H100 (PyTorch,
-# tests/data/h100_probe_torch.json, from ../shared/reference/h100-2026-11-22): the GPU wording
+# tests/data/h100_probe_torch.json, copied from a recorded H100 run): the GPU wording
 # of the latent findings quotes them; they are never presented as this machine's cost.
 # (causes.H100_LAUNCH_S / H100_ITEM_ROUNDTRIP_S, quoted by ``causes.gpu_cost`` where no GPU is measured.)
 H100_LAUNCH_S = causes.H100_LAUNCH_S
@@ -469,7 +469,7 @@ def _devices(state: dict) -> dict[str, int]:
 
 
 def significant(ratio: float | None, low: float | None, high: float | None, n: int) -> bool | None:
-    """The project's one rule for "significant" (``analysis.significance.judge``, issue #16): enough
+    """The project's one rule for "significant" (``analysis.significance.judge``): enough
     samples (rounds here), and the whole 95 % interval beyond the noise threshold."""
     if ratio is None or low is None or high is None:
         return None

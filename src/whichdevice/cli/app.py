@@ -2,7 +2,7 @@
 
 Thin on purpose: each command lives in ``whichdevice/cli/<module>.py`` and registers itself
 on the shared typer app; this module imports only the module of the command being run
-(issue #21: ``whichdevice --help`` and ``--version`` import typer and rich, nothing of the
+(``whichdevice --help`` and ``--version`` import typer and rich, nothing of the
 records, the measuring session, matplotlib or pydantic) and turns bad input into one line
 and exit code 2.
 """
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None, *, raising: tuple[type[Exception], ...] 
         return
     # SIGTERM, SIGHUP and a closed output pipe unwind like Ctrl-C; the run's scratch folder and
     # the libraries' caches under WHICHDEVICE_HOME (set before matplotlib is imported); warnings
-    # as one line (cli/guard.py, issue 18)
+    # as one line (cli/guard.py)
     command = _command_name(args) in COMMANDS
     if command and guard.unusable_home():
         sys.exit(2)

@@ -56,7 +56,7 @@ def audit(
         source, nb = notebook.translate(path)
     state, rc, wall_s, killed = audit_mod.run_child(path, args, timeout_s, rerun=not no_rerun, source=source)
     record = make_record(path, args, timeout_s, state, rc, wall_s, killed, notebook=nb)
-    try:  # first: nothing measured is lost to a page that cannot be printed (issue #43)
+    try:  # first: nothing measured is lost to a page that cannot be printed
         json_file.parent.mkdir(parents=True, exist_ok=True)
         audit_mod.save(record, json_file)
     except OSError as e:
@@ -217,7 +217,7 @@ def _device_notes(state: dict) -> list[str]:
 
 
 def _no_gpu_ratio_notes(state: dict, findings: list, corrections: list) -> list[str]:
-    """PyTorch / JAX with no GPU here (issue #39): the GPU side of the script's CPU/GPU ratio cannot be
+    """PyTorch / JAX with no GPU here: the GPU side of the script's CPU/GPU ratio cannot be
     measured on this machine, said in words — whether its GPU timing ran on the CPU or did not run."""
     from whichdevice.frameworks.common.audit import terms
 
@@ -258,7 +258,7 @@ def _gpu_cost_notes(gpu_costs: dict | None) -> list[str]:
     ]
 
 
-# The audit says how much it slowed the script when its hooks cost more than this factor (issue #33).
+# The audit says how much it slowed the script when its hooks cost more than this factor.
 OVERHEAD_ANNOUNCE = 2.0
 
 

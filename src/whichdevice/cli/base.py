@@ -1,7 +1,7 @@
 """The typer app and the two consoles (present/screen.py's): all a command needs to register itself.
 
 Kept apart from ``cli/common.py`` so that ``whichdevice --help`` and ``--version`` import
-typer and rich only (issue #21): the shared helpers in ``common`` pull in the records,
+typer and rich only: the shared helpers in ``common`` pull in the records,
 the journal and the measuring session.
 """
 

@@ -54,7 +54,7 @@ def user_model(
     check: Callable[..., dict] | None = None,
 ) -> dict:
     """The pre-flight of the user's model (and ``data_fn``'s dataset), said on stderr, in a child
-    under the job's memory and time limits (``fields``: jobs.checked's; issue #43): what ``check``
+    under the job's memory and time limits (``fields``: jobs.checked's): what ``check``
     finds (default: the case parameters, ``userfile.user_model_params``)."""
     err_console.print(f"Checking {escape(model_fn.text)} (imports {escape(fw)})…")
     with userfile.limits(fields["memory_limit_bytes"], fields["case_timeout_s"]):

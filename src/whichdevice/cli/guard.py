@@ -1,4 +1,4 @@
-"""What the command line does when the world misbehaves (issue 18), kept out of ``app.py``.
+"""What the command line does when the world misbehaves, kept out of ``app.py``.
 
 - Signals: SIGTERM (a scheduler's limit, ``kill``), SIGHUP (the terminal went away), in the
   command line's own process Ctrl-C (SIGINT) and Ctrl-\\ (SIGQUIT), and a
@@ -81,7 +81,7 @@ def _on_signal(signum: int, frame: Any) -> None:
 class _EncodingGuard:
     """A text stream that writes what its encoding cannot hold (an ASCII or latin-1 terminal,
     a file name that is not UTF-8) as plain characters (``textsafe.for_encoding``) instead of
-    raising ``UnicodeEncodeError`` after the run was measured (issue #43)."""
+    raising ``UnicodeEncodeError`` after the run was measured."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -169,8 +169,8 @@ CACHES = {"MPLCONFIGDIR": "matplotlib"}
 
 
 def _keras_home(folder: str) -> str | None:
-    """A KERAS_HOME for the run in its scratch folder, unless the user set one (issue #43:
-    importing Keras wrote ~/.keras/keras.json in a fresh home, even for a torch model or a
+    """A KERAS_HOME for the run in its scratch folder, unless the user set one
+    (importing Keras wrote ~/.keras/keras.json in a fresh home, even for a torch model or a
     refused input). The user's own keras.json is copied in, so the model's settings (backend,
     floatx, image data format) are theirs; every other entry of their Keras folder (datasets,
     models) is linked, so what Keras downloaded before is found and not fetched again."""
@@ -255,7 +255,7 @@ def _scratch() -> Callable[[], None]:
 def closed_output() -> bool:
     """True when the command was started with its standard output closed (``>&-``, as cron
     can): Python then has no ``sys.stdout``, and a file the run opens could take descriptor 1.
-    Said in one line (on stderr, when that is open), exit 2, before anything runs (issue #43)."""
+    Said in one line (on stderr, when that is open), exit 2, before anything runs."""
     if sys.stdout is not None:
         return False
     err_console.print(
@@ -268,7 +268,7 @@ def closed_output() -> bool:
 
 def unusable_home() -> bool:
     """True, with one line, when the WHICHDEVICE_HOME the user set cannot hold the run's
-    scratch folder and caches (a file, a read-only or vanished folder; issue #43): said before
+    scratch folder and caches (a file, a read-only or vanished folder): said before
     anything runs, exit 2. Unset, a home that cannot be used falls back to the system's
     temporary folder."""
     if not os.environ.get("WHICHDEVICE_HOME"):

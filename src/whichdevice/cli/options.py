@@ -1,4 +1,4 @@
-"""The options the measuring commands share, each defined once (issue #15): ``--device``,
+"""The options the measuring commands share, each defined once: ``--device``,
 ``--resume`` or ``--memory-limit`` has one name, one default and one help text in every
 command that takes it, and a command passes only the word that differs ("one probe" where
 the others say "one case").

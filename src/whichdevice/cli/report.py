@@ -176,7 +176,7 @@ def report(
     if markdown or as_csv:
         _print_as_text(record, markdown=markdown, verbose=verbose)
         return
-    if out is None and not html_beside:  # issue #43: a report of a record writes nothing unless asked
+    if out is None and not html_beside:  # a report of a record writes nothing unless asked
         _print_only(record, result.stem, loglog=not linear, verbose=verbose)
         return
     out_dir = check_output_dir(out, "--out") if out else result.parent

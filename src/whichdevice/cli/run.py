@@ -250,7 +250,7 @@ def _measure_suite(request: session.Request, *, journal, resumed, found=None, qu
 
 class ProvisionalAnswer:
     """``measure_with_progress``'s ``on_provisional``: the answer from round 1 of the cases
-    that decide it (issue 44), printed above the progress line in a terminal unless ``quiet``
+    that decide it, printed above the progress line in a terminal unless ``quiet``
     ("Provisional answer (round 1 of 2): ..."), and kept (``value``) for the record."""
 
     def __init__(self, quiet: bool) -> None:
@@ -373,7 +373,7 @@ def diagnose(
         ctx, resume, "diagnose", DiagnosePlan, lambda plan, resumed: run_diagnose(plan, resumed, output)
     ):
         return
-    if script:  # the user's own script (issue #41): cli/scriptcmd.py plans it
+    if script:  # the user's own script: cli/scriptcmd.py plans it
         from whichdevice.cli import scriptcmd
 
         given = {"--model": model, "--data": data, "--batch": batch, "--input-shape": input_shape, "--classes": classes}
@@ -415,7 +415,7 @@ def diagnose_plan(
     fields: dict,
 ) -> DiagnosePlan:
     """The checked options -> the plan, after the pre-flight (held to the run's memory limit and
-    the budget, as the cases are: issue #43); ``fields``: the job's shared ones (the command's
+    the budget, as the cases are); ``fields``: the job's shared ones (the command's
     and the API's)."""
     from whichdevice.measure import experiment
     from whichdevice.workloads import userfile

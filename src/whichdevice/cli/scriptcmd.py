@@ -1,4 +1,4 @@
-"""``whichdevice diagnose SCRIPT.py [-- ARGS...]`` (issue #41): the user's own training script.
+"""``whichdevice diagnose SCRIPT.py [-- ARGS...]``: the user's own training script.
 
 The command's checks and pre-flight; ``cli/run.py``'s ``diagnose`` then measures the plan as it
 measures a ``--model`` (``run_diagnose``: the same record, first screen, history and compare). The
@@ -91,7 +91,7 @@ def plan(
             err_console.print(escape(others[0].upper() + others[1:] + "."))
         # GPU-only variants are planned (and cut for the budget) only where a GPU can be measured: on a
         # machine with no NVIDIA driver, "cudnn_benchmark not measured on a GPU: ... more than the budget
-        # leaves" read as if the budget were the reason (stop 46's pytorch-cifar report)
+        # leaves" read as if the budget were the reason (pytorch-cifar's report)
         wanted = fields.get("devices_wanted")
         gpu = nvidia.driver_present() and (wanted is None or any(w.startswith("GPU") for w in wanted))
         sizing = scriptplan.size(facts, budget_s, gpu=gpu)

@@ -10,7 +10,7 @@ reaped. When the child ends by itself, its group is killed too (:class:`GroupPop
 any process of its tree seen by the last memory scan that left the group: processes forked
 by user code do not outlive it. No child outlives the run.
 
-On Linux two kernel guarantees close what a scan can miss (issue #43: a model whose ``build()``
+On Linux two kernel guarantees close what a scan can miss (a model whose ``build()``
 double-forks a ``setsid`` daemon left 17 processes behind): the parent is a *child subreaper*
 (``PR_SET_CHILD_SUBREAPER``) while it has children, so a daemon that leaves its group and loses
 its parent is re-parented to whichdevice, not to init; each child carries a token in its
@@ -477,7 +477,7 @@ _T = TypeVar("_T")
 
 def stops_children_on_interrupt(fn: Callable[_P, _T]) -> Callable[_P, _T]:
     """Ctrl-C (KeyboardInterrupt) in an API call: every measuring child this process started
-    is killed with its group before the interrupt reaches the caller (issue 18) — a notebook
+    is killed with its group before the interrupt reaches the caller — a notebook
     that catches it keeps no child measuring in the background."""
 
     @functools.wraps(fn)
@@ -544,7 +544,7 @@ _PUMP_JOIN_S = 5.0  # after the child ends: how long its last output may take to
 def passed_through() -> Iterator[tuple[int, int]]:
     """Two descriptors to give a child as its stdout and stderr (``run_module(stdout=...,
     stderr=...)``): what it writes reaches this process's stdout and stderr as it comes, as
-    text with no escape sequence (``textsafe.StreamCleaner``, issue #43: an audited script's
+    text with no escape sequence (``textsafe.StreamCleaner``: an audited script's
     window title, screen clear or clipboard write (OSC 52) reached the user's terminal)."""
     ends, pumps = [], []
     try:

@@ -23,7 +23,7 @@ sampling stopped: precision reached, time cap, sample cap); both optional, so a 
 record reads unchanged; 4 gives a case the time budget skipped its own status, ``skipped``
 (not measured; it did not fail), where version 3 wrote ``failed`` with the failure kind
 ``skipped``: such a result is read as ``skipped`` (the kind is kept as the reason). Version 4
-records may carry ``RunRecord.provisional`` (the answer shown after round 1, issue 44): optional,
+records may carry ``RunRecord.provisional`` (the answer shown after round 1): optional,
 absent from records written before it.
 """
 
@@ -249,7 +249,7 @@ def failed(spec: CaseSpec, error: str, kind: failures.FailureKind, wall_s: float
 
 class Provisional(_Frozen):
     """The answer a ``run`` or ``diagnose`` showed once round 1 of the cases that decide it had
-    finished, before the later rounds (issue 44): what it said, and its gist, which the final
+    finished, before the later rounds: what it said, and its gist, which the final
     answer's gist confirms or changes."""
 
     after_s: float = Field(description="seconds from the start of measuring to the provisional answer")

@@ -93,7 +93,7 @@ def open_append(path: Path) -> int:
 
 def remove_stale_temps(path: Path) -> None:
     """Temporary files a killed write of ``path`` left beside it (also the names whichdevice
-    used before issue 18: ``.NAME.*.tmp`` and ``.NAME.tmp.png``)."""
+    used in older versions: ``.NAME.*.tmp`` and ``.NAME.tmp.png``)."""
     name = glob.escape(path.name)
     patterns = (f".{name}.*{TMP_SUFFIX}", f".{name}.*.tmp", f".{name}.tmp.png")
     with contextlib.suppress(OSError):
@@ -139,7 +139,7 @@ def atomic_writer(path: Path | str, *, remember: bool = True) -> Iterator[IO[byt
 def write_atomic(path: Path | str, data: str | bytes, *, remember: bool = True) -> None:
     """``data`` at ``path``, atomically. Text is UTF-8; a character UTF-8 cannot hold (the lone
     surrogate Python makes of a file name's byte that is not UTF-8) is written as its escape
-    (``\\udcff``) instead of failing after the run was measured (issue #43)."""
+    (``\\udcff``) instead of failing after the run was measured."""
     with atomic_writer(path, remember=remember) as f:
         f.write(data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data)
 

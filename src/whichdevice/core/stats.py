@@ -11,14 +11,14 @@ from collections.abc import Sequence
 
 # torch.utils.benchmark's Measurement warns when IQR/median > 0.10 ("system fluctuation").
 NOISY_REL_IQR = 0.10
-# No claim from fewer samples per side (issue 16); also the fewest samples a point takes.
+# No claim from fewer samples per side; also the fewest samples a point takes.
 MIN_SAMPLES = 5
 # The confidence of every interval a claim is judged on (analysis/significance.py).
 CONFIDENCE = 0.95
 
 # The last few sorted sample lists, by content: a report asks the median, quartiles and interval
 # of one point's samples dozens of times, and sorting 3,000 samples each time cost more than the
-# rest of the analysis (issue #43). Keyed by the values themselves, so a changed list is a miss.
+# rest of the analysis. Keyed by the values themselves, so a changed list is a miss.
 # The oldest lists leave first once the kept lists hold _SORTED_KEEP_SAMPLES samples in all (a
 # 118-point record of 3,000 samples a point fits; cleared all at once, it sorted 731 times).
 _SORTED: dict[tuple[float, ...], list[float]] = {}
@@ -86,7 +86,7 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
     The coverage of [x_(j), x_(n+1-j)] (1-based) is P(j ≤ B(n, ½) ≤ n-j) = Σ_{i=j}^{n-j} C(n, i)/2ⁿ.
     It grows as j falls, so the answer is the largest j whose coverage reaches ``confidence``,
     found from the centre outwards in about √n steps after the sort: O(n log n) in all, where
-    summing each tail from rank 1 took about n⁴ (issue #43: 2,000 samples took 116 s). Up to
+    summing each tail from rank 1 took about n⁴ (2,000 samples took 116 s). Up to
     ``EXACT_MEDIAN_CI_MAX`` samples the sums are the same exact integers, divided the same way,
     so the interval is identical to that of the rank-by-rank sum."""
     xs = sorted_samples(samples)

@@ -45,8 +45,8 @@ _HOLD_MAX = 4096  # a 'sequence' longer than this is cleaned as it is, not held
 
 
 class StreamCleaner:
-    """:func:`clean` for text that arrives in pieces (a child's output passed through, issue
-    #43): printable text, newlines, tabs and carriage returns pass; escape sequences (colours,
+    """:func:`clean` for text that arrives in pieces (a child's output passed through):
+    printable text, newlines, tabs and carriage returns pass; escape sequences (colours,
     cursor moves, clear screen, window title, OSC 52 clipboard writes) do not, even when one is
     cut across two pieces: a sequence still open at a piece's end is held until the rest comes."""
 
@@ -83,7 +83,7 @@ def _open(tail: str) -> bool:
 
 
 # Plain stand-ins for the typographic characters whichdevice prints, for a terminal whose
-# encoding cannot show them (PYTHONIOENCODING=ascii, a latin-1 locale; issue #43). A character
+# encoding cannot show them (PYTHONIOENCODING=ascii, a latin-1 locale). A character
 # with no stand-in, or a file name's undecodable byte (a lone surrogate), becomes '?'. Each
 # stand-in is one character wide: the consoles substitute after rich has laid a table out, and
 # a wider one would be cropped at the cell's edge.

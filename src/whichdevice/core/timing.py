@@ -21,7 +21,7 @@ Method (after torch.utils.benchmark's ``blocked_autorange``, see ANCHORS.md):
 5. **Stop** once the blocks add up to ``min_time_s``, there are ``min_samples`` (5) of them
    *and* the median is precise: its distribution-free 95 % CI (order statistics,
    ``stats.median_ci``) has a half-width ≤ ``target_rel_halfwidth`` (5 %, MATLAB runperf's
-   target) of the median — precision-targeted sampling (issue 16). Otherwise go on until
+   target) of the median — precision-targeted sampling. Otherwise go on until
    ``max_samples`` or ``max_time_s`` (with at least ``min_samples``): the point then did not
    converge and ``Timing.stop_reason`` says which cap stopped it ('time cap', 'sample cap';
    'precision' when it converged; 'min time' when no target is set), so the report can say
@@ -128,7 +128,7 @@ def _block(fn: Callable[[], Any], number: int, sync: Sync, clock: Clock) -> floa
     two outputs were alive at each call and the allocator alternated two buffers: torch's CPU
     matmul at n = 512 (a 1 MiB output) was 2–15 % slower than torch.utils.benchmark in 4 of 7
     interleaved processes, against ≤ 5 % in 7 of 7 with the result dropped
-    (benchmarks/performance.md, stop 27). The last result is what ``sync`` waits for: a
+    (benchmarks/performance.md). The last result is what ``sync`` waits for: a
     device runs its queue in order, so it is done when the last call is."""
     sync(None)
     t0 = clock()
@@ -140,7 +140,7 @@ def _block(fn: Callable[[], Any], number: int, sync: Sync, clock: Clock) -> floa
 
 
 # Public name of one synchronized block, for callers outside this module that time their own
-# rounds (the audit's interleaved re-run, issue #31: the same ground as every measurement).
+# rounds (the audit's interleaved re-run: the same ground as every measurement).
 block = _block
 
 
@@ -205,7 +205,7 @@ def measure(
 
 # ----------------------------------------------------------------------------- interleaving
 #
-# Issue 16: the two sides of a claimed ratio (fix off / on, batch 10 / 2048) measured one after
+# The two sides of a claimed ratio (fix off / on, batch 10 / 2048) measured one after
 # the other in a process put every slow drift of a shared machine (another process starting,
 # a thermal change) on whichever ran second. Interleaved, the variants of a group take turns:
 # each *round* every variant runs one *slot* (a block, or a few loop steps), in an order
@@ -318,7 +318,7 @@ def abba_turns(n: int, passes: int = 2, seed: int = 0) -> list[int]:
     """The turn order of ``n`` variants timed in whole passes (an epoch, a pass over a data
     set: work that cannot be cut in blocks): the first pass in an order shuffled with ``seed``,
     every other pass reversed — A B C | C B A | A B C — so a slow drift of the machine falls on
-    every variant alike (issue 16)."""
+    every variant alike."""
     import random
 
     order = list(range(n))

@@ -191,7 +191,7 @@ def _nearest_existing(path: Path) -> Path:
 
 
 def _one_line_path(path: object, argument: str) -> None:
-    """A path with a line break would split the ``Record: PATH`` line scripts grep for (issue #43)."""
+    """A path with a line break would split the ``Record: PATH`` line scripts grep for."""
     if "\n" in str(path) or "\r" in str(path):
         raise UsageError(
             argument,

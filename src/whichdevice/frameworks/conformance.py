@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     _torch_probes: contracts.CalibrationProbes = torch_calibration
     _torch_scale: contracts.Scale = torch_scale
     _torch_pipeline: contracts.Pipeline = torch_pipeline
-    # issue #42: the placement command's op trace, the pitfalls command's mistakes
+    # the placement command's op trace, the pitfalls command's mistakes
     _tensorflow_pitfalls: contracts.Pitfalls = tensorflow_pitfalls
     _keras_jax_optrace: contracts.OpTrace = keras_jax_optrace
     _keras_jax_pitfalls: contracts.Pitfalls = keras_jax_pitfalls
@@ -79,7 +79,7 @@ if TYPE_CHECKING:
     _tensorflow_audit: contracts.Audit = tensorflow_audit
     _torch_audit: contracts.Audit = torch_audit
     _jax_audit: contracts.Audit = jax_audit
-    # the script captures (issue #41): measure/scriptchild.py installs them by module name
+    # the script captures: measure/scriptchild.py installs them by module name
     from whichdevice.frameworks.jax import capture as jax_capture
     from whichdevice.frameworks.keras_jax import capture as keras_jax_capture
     from whichdevice.frameworks.keras_torch import capture as keras_torch_capture

@@ -1,4 +1,4 @@
-"""The framework plug-in contract, typed (issue #15).
+"""The framework plug-in contract, typed.
 
 A framework is a folder under ``frameworks/`` with four modules (see the package docstring).
 Each module is checked against a ``Protocol`` here when it is loaded, so a folder that lacks a
@@ -6,7 +6,7 @@ function fails at once with its name rather than deep inside a measurement, and 
 check a workload's use of the adapter. Modules satisfy protocols structurally (PEP 544):
 the functions of ``discovery.py`` are the protocol's methods, without ``self``.
 
-Optional parts (issue #31): ``training.py``, ``calibration.py``, ``scale.py`` and TensorFlow's
+Optional parts: ``training.py``, ``calibration.py``, ``scale.py`` and TensorFlow's
 ``pipeline.py``, ``profiler.py``, ``precision.py``, ``placement_log.py`` have protocols too
 (``OPTIONAL``), checked by ``frameworks.part(name, kind)`` when a workload loads one; mypy
 checks each module against its protocol through ``conformance.py``.
@@ -281,7 +281,7 @@ class Audit(Protocol):
     def HOST_SYNCS(self) -> tuple[Any, ...]: ...  # common.audit.HostSync: the calls after which the host waited
 
 
-# ------------------------------------------------------------------ script capture (issue #41)
+# ------------------------------------------------------------------ script capture
 # ``whichdevice diagnose SCRIPT.py`` runs the user's script in a child (``measure/scriptchild.py``)
 # after calling ``install(spec, sink)`` of each framework's ``capture.py``, which patches that
 # framework's training entry points. The contract between the two, in short:
@@ -356,7 +356,7 @@ class CaptureDone(BaseException):
 
 @runtime_checkable
 class Capture(Protocol):
-    """``capture.py`` (issue #41): patch the framework's training entry points so that the user's
+    """``capture.py``: patch the framework's training entry points so that the user's
     own script is measured under ``spec``; results go to ``sink`` (one dict, ``frameworks/common/capturekit.result``)."""
 
     def install(self, spec: CaptureSpec, sink: Callable[[dict], None]) -> None: ...

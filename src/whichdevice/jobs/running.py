@@ -70,7 +70,7 @@ def page_after_record() -> Iterator[None]:
 def save_record(record: records.RunRecord, json_file: Path) -> None:
     """Write the record (atomically), first of all: nothing measured is lost to a page that
     cannot be drawn or printed afterwards (a name that is not UTF-8, an ASCII terminal, a full
-    disk: issue #43). A failure to write it is raised as it is (cli/app.py: one line, the
+    disk). A failure to write it is raised as it is (cli/app.py: one line, the
     ``--resume`` command while the journal is kept, exit 1), with whatever this run created."""
     global all_failed, written
     if journal.active_changes:  # resumed on a changed machine: the record says so
@@ -227,7 +227,7 @@ def user_file_hashes(options: dict) -> dict[str, str | None]:
 
 
 def recheck_user_files(plan, header: dict) -> None:
-    """Before ``--resume`` imports the user's code again (issue 18): the files must be the
+    """Before ``--resume`` imports the user's code again: the files must be the
     ones the run started with (the sha256 journaled in the header) and pass the pre-flight
     again (the same child check as a new run, through core.process)."""
     from whichdevice import frameworks
@@ -356,7 +356,7 @@ def measure_with_progress(
     view = progress_view(request.experiment) if progress_view else cliprogress.CliProgress(err_console, quiet=quiet)
     with view as shown:
         callbacks = shown.callbacks(
-            # matplotlib (≈ 0.5 s) imported while the child imports its framework (issue 21)
+            # matplotlib (≈ 0.5 s) imported while the child imports its framework
             while_child_starts=plots.pyplot,
             on_provisional=(lambda rec: on_provisional(rec, shown)) if on_provisional else None,
         )

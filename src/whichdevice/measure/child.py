@@ -12,7 +12,7 @@ Lines: ``{"type": "devices", ...}`` (discovery jobs), ``{"type": "hello", "sessi
 ``{"type": "start", "key": ...}``, ``{"type": "result", "result": ...}``, and for the second
 pass ``{"type": "round", "round": 2, "result": ...}``.
 
-**Interleaved groups** (issue 16): cases that are compared with each other
+**Interleaved groups**: cases that are compared with each other
 (``workloads.interleave_groups``: the steady training steps of a sweep, the input-pipeline
 loop's variants) are timed together, their blocks in turns, so slow drift of a shared machine
 hits every member alike. A group runs at its first member's place: a ``start`` line as each
@@ -23,7 +23,7 @@ and the others go on. A native crash inside a group ends the child like any cras
 records the case the child started last as failed and restarts a child with the rest, which
 groups them again.
 
-**Second pass** (issue 16): a job may name ``repeat`` keys. After its cases, if it is later than
+**Second pass**: a job may name ``repeat`` keys. After its cases, if it is later than
 ``fresh_round_before`` (the parent would not have time for a fresh child), the child measures
 those cases again in that order (the parent's ABBA order), starting each while
 ``max(repeat_deadline, end of the first pass + repeat_window_s)`` is not reached; the results
@@ -188,7 +188,7 @@ def main(argv: list[str]) -> int:
 
     if job.get("device") is None or job.get("report_devices"):
         # A discovery job; or a measuring child the parent asked to say what it sees as well
-        # (issue 21: on a machine the parent knows has no GPU, no separate discovery child).
+        # (on a machine the parent knows has no GPU, no separate discovery child).
         emit(_devices_line(fw, import_s, job.get("user_env") or {}))
         if job.get("device") is None:
             return 0
@@ -427,7 +427,7 @@ def _run_one(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
 if __name__ == "__main__":
     code = main(sys.argv)
     # Every line is written and flushed: skip the interpreter's teardown, which the parent would
-    # wait for (issue 21: TensorFlow's takes ≈ 1.2 s, torch's ≈ 0.5 s on the 2-core VM). Nothing
+    # wait for (TensorFlow's takes ≈ 1.2 s, torch's ≈ 0.5 s on the 2-core VM). Nothing
     # of this process is left to clean up: the parent kills its process group when it ends.
     sys.stdout.flush()
     sys.stderr.flush()

@@ -63,7 +63,7 @@ def needs_discovery_child(framework: str) -> bool:
 def discover(framework: str, timeout_s: float = runner.DEFAULT_STARTUP_TIMEOUT_S, *, fold: bool = False) -> Discovery:
     """Ask a child process which devices ``framework`` sees (GPUs not hidden).
 
-    ``fold=True`` (the measuring commands; issue 21): where :func:`needs_discovery_child` is
+    ``fold=True`` (the measuring commands): where :func:`needs_discovery_child` is
     False, no child is started — a framework import costs 2-20 s on a small machine — and a
     provisional discovery (CPU:0) is returned; the CPU's measuring child then reports what it
     sees (``runner.Job.report_devices``) and :func:`from_child` makes the real one from it."""

@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
-# Between-run noise (issue 16): when ``compare`` is given two runs of the same command on the
+# Between-run noise: when ``compare`` is given two runs of the same command on the
 # same machine with nothing changed (same versions, options, devices), each case's
 # log(median before / median after) is a sample of that case's run-to-run noise; later
 # compares on this machine learn a per-case noise threshold from them

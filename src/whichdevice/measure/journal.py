@@ -12,7 +12,7 @@ A run of several parts (``run --framework a,b``: one journal per framework) has 
 journal and part journals whose header names it (``part_of``): only the top-level one is
 resumed; a folder given to ``--resume`` means its top-level journals.
 
-Safety (issue 18): the journal is created with ``O_EXCL | O_NOFOLLOW`` and appended to with
+Safety: the journal is created with ``O_EXCL | O_NOFOLLOW`` and appended to with
 ``O_NOFOLLOW`` (a planted link is refused, never followed); it is read as a regular file of
 bounded size (a FIFO or a device is refused, not waited on). Its header carries the version
 of whichdevice that wrote it, the machine's usable cores, the installed framework versions
@@ -213,7 +213,7 @@ class Journal:
 
 # Descriptors holding an exclusive lock (flock) on the journals of this process's run, by path:
 # a second ``--resume`` of the same journal, or one while the run that wrote it goes on, is
-# refused before it measures (issue #43: two resumes side by side both measured, then both wrote
+# refused before it measures (two resumes side by side both measured, then both wrote
 # the record, or one failed at the end on a journal the other had removed). Released by
 # ``finish`` or when the process ends, however it ends; kill -9 included.
 _held: dict[Path, int] = {}
@@ -338,8 +338,8 @@ def _refuse_part(p: Path, top: str, argument: str) -> None:
 
 def _parse(line: str) -> Any:
     """One journal line, as JSON decodes it (the caller checks it is an object of a known
-    type); a line where a resume appended onto a cut-short line (the bug of whichdevice
-    before issue 18) is read from its last complete object. None: unreadable."""
+    type); a line where a resume appended onto a cut-short line (the bug of older versions
+    of whichdevice) is read from its last complete object. None: unreadable."""
     try:
         return json.loads(line)
     except ValueError:

@@ -14,7 +14,7 @@ the child and its helpers at every poll and kills the child when they go over, b
 machine swaps or the OS's OOM killer picks a victim. A case that allocates faster than the poll (50 ms) can still meet the OS first: that
 death is recorded as SIGKILL, "out of memory?".
 
-A child reads one line on its stdin before it times anything (issue 21): "go", once the
+A child reads one line on its stdin before it times anything: "go", once the
 parent has done what it does while the child imports its framework (``while_starting``: the
 presenters' imports), so the two never share a core while something is timed. A *warm* child
 (:func:`start_warm`) is started before its job exists: it imports its framework beside another
@@ -44,7 +44,7 @@ from whichdevice import frameworks
 from whichdevice.core.records import CaseResult, CaseSpec, Session, failed
 
 DEFAULT_STARTUP_TIMEOUT_S = 180.0
-# A budgeted job's case may run until the budget's end, never less than this (issue #43: a case
+# A budgeted job's case may run until the budget's end, never less than this (a case
 # that hung spent the 60 s case timeout inside a 20 s budget); and never more than the case timeout.
 MIN_BUDGETED_CASE_S = 15.0
 
@@ -190,7 +190,7 @@ def run_job(  # noqa: PLR0913 (public, keyword-only; tests call it directly)
     ``memory_limit_bytes`` (None: ``default_memory_limit()``).
 
     ``while_starting``: the parent's own work to do while its first child imports the framework
-    (the presenters' imports, issue 21); the child takes no sample before it has returned (the
+    (the presenters' imports); the child takes no sample before it has returned (the
     "go" on its stdin), so the two never share a core while something is timed. ``warm``: a
     child started ahead (:func:`start_warm`) that runs the first attempt; closed either way."""
     limit = memory_limit_bytes or default_memory_limit()

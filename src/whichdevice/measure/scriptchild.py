@@ -1,5 +1,5 @@
-"""The user's own training script, run as they run it, with the training entry points captured
-(issue #41): ``python -m whichdevice.measure.scriptchild JOB.json OUT.jsonl``.
+"""The user's own training script, run as they run it, with the training entry points captured:
+``python -m whichdevice.measure.scriptchild JOB.json OUT.jsonl``.
 
 The parent (``workloads/script.py``) has put the framework's environment into this process's
 environment (a CPU child: every GPU hidden), so the script's own ``import`` sees it. The job names

@@ -7,7 +7,7 @@ What it does, in order: check the framework is installed; ask a child which devi
 (discovery: the parent never imports a framework) — or, where the parent can tell that only the
 CPU exists (``experiment.needs_discovery_child``: numpy, or Linux without an NVIDIA driver), no
 discovery child at all: the CPU's measuring child reports what it sees and that goes into the
-record (issue 21: one framework import fewer, 2-20 s on a small machine); keep the ``--device`` selection; run one
+record (one framework import fewer, 2-20 s on a small machine); keep the ``--device`` selection; run one
 child per device, one device after the other (two at once would compete for the CPU cores and
 distort each other's timings), each held to the memory limit and the per-case timeout, each
 with its own time budget when one is set; append every finished case and session to the
@@ -16,7 +16,7 @@ journal as it arrives; keep what a resumed journal had finished; return one ``Ru
 So every measuring command has the same ``--resume``, ``--memory-limit``, ``--case-timeout``
 and progress, and the API measures exactly as the CLI does.
 
-**Rounds** (issue 16: a claim that decides a verdict must survive a second process). After
+**Rounds** (a claim that decides a verdict must survive a second process). After
 every device's round 1, in the reverse order of the devices (CPU r1, GPU r1 | GPU r2, CPU r2:
 a device-vs-device ratio is paired ABBA across processes too), the cases that decide a verdict (:func:`decides_verdict`; ``run`` and
 ``diagnose`` by default, ``Request.rounds``) are measured again in a fresh child — a second
@@ -40,7 +40,7 @@ keeps the rounds it has. A later round starts a case or group only when its roun
 still fits before the round's stop, and the first device's round 1 also leaves
 ``PAGE_RESERVE_S`` for the page after the last case, so the command as a whole keeps the budget.
 
-**A provisional answer** (issue 44): with ``Request.decides_answer`` and ``Progress.on_provisional``,
+**A provisional answer**: with ``Request.decides_answer`` and ``Progress.on_provisional``,
 once round 1 of every case the answer rests on has a result (on every device), the caller gets a
 record of round 1 so far — it shows the answer as provisional, long before the later rounds end.
 
@@ -103,7 +103,7 @@ def decides_verdict(spec: CaseSpec) -> bool:
     claim, and are cheap enough to measure twice: every matmul point (crossover, regime), the
     input pipeline's pipeline-alone, loop and model-alone parts (input-bound; the model step
     alone bounds what overlap can gain, and measured in one round it was the case `compare`
-    flagged most between identical runs, stop 27), seed 001 ex2's (or the user's) loop and fit
+    flagged most between identical runs), seed 001 ex2's (or the user's) loop and fit
     (device vs device), and every case of a fix whose catalogue entry says round 2 repeats it
     (``workloads/fixes.FixEntry.repeat``: the batch sweep, steps_per_execution, jit_compile,
     prefetch, the sync cost, mixed precision). Not seed 002's fit (no claim rests on it), the
@@ -189,7 +189,7 @@ class Request:
     repeat: Callable[[CaseSpec], bool] = decides_verdict  # which cases later rounds measure again
     precision: float | None = 0.05  # target relative CI half-width of each point's median
     point_cap_s: float | None = None  # a point's sampling cap (None: max(0.25 s, 5 x min_time_s))
-    # The cases the answer rests on (issue 44): once round 1 of every one of them has a result,
+    # The cases the answer rests on: once round 1 of every one of them has a result,
     # ``Progress.on_provisional`` gets a record of round 1 so far — before the later rounds.
     decides_answer: Callable[[CaseSpec], bool] | None = None
 
@@ -400,7 +400,7 @@ def _answer_keys(run: _Run, chosen: list[DeviceInfo]) -> set[str]:
 def _all_rounds(run: _Run, chosen: list[DeviceInfo]) -> dict[str, tuple[list[CaseResult], list[str], float]]:
     """Round 1 of every device, then the later rounds of every device in the reverse order:
     CPU r1, GPU r1 | GPU r2, CPU r2 — so the device-vs-device ratios are paired ABBA across
-    processes, as the A/B pairs inside a device are (issue 16). Each device's results, notes
+    processes, as the A/B pairs inside a device are. Each device's results, notes
     and when its round 1 started."""
     later: list[tuple[DeviceInfo, float]] = []  # devices whose later rounds are due, and when their round 1 ended
     by_device: dict[str, tuple[list[CaseResult], list[str], float]] = {}

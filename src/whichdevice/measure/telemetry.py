@@ -9,7 +9,7 @@ A :class:`Sampler` runs a daemon thread that, every ``period_s`` seconds, reads
 
 and, once for the whole window, the CPU seconds of this process (user + system, all
 threads) and of its child processes, so the rest of the machine's busy time is known to be
-other programs' (issue #39: torch's own 16 threads saturating 16 cores is no busy machine). The result is a frozen ``core.telemetry.Telemetry`` (the raw series, for records
+other programs' (torch's own 16 threads saturating 16 cores is no busy machine). The result is a frozen ``core.telemetry.Telemetry`` (the raw series, for records
 and plots); ``analysis.utilization`` summarizes it and turns it into verdict inputs.
 
 Method and trade-offs

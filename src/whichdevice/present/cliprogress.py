@@ -1,4 +1,4 @@
-"""The command line's progress on stderr (issue 44, item 6).
+"""The command line's progress on stderr.
 
 In a terminal: one live line — what is being measured, a bar, the count and the elapsed time —
 that fits the terminal's width: the description is cut (with an ellipsis) before the count and

@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is
     from whichdevice.analysis.prediction import PredictReport
 
 NO_PREDICTION = "Would a GPU help? `whichdevice predict --quick` models it (run traces no ops to model)."
-MAX_LINES = 25  # the first screen's budget at 100 columns (issue 17)
+MAX_LINES = 25  # the first screen's budget at 100 columns
 SHOWN_CHANGES = 3  # changes with their code line; the others that help are named on one line
 SHOWN_CAUSES = 3
 
@@ -93,7 +93,7 @@ class FirstScreen:
     failures: list[str]
     footnotes: list[str]
     skipped: int = 0  # cases the time budget did not reach (counted apart from failures)
-    confirmed: str = ""  # round 2 against the provisional answer shown after round 1 (issue 44)
+    confirmed: str = ""  # round 2 against the provisional answer shown after round 1
 
 
 # ------------------------------------------------------------------ the changes
@@ -231,7 +231,7 @@ def _failure_words(cases: list[CaseResult], others: list[CaseResult] | None = No
     if not failed and any(r.status == "skipped" for r in cases):
         devices = {r.spec.device for r in cases}
         hung = [r for r in others or [] if r.failure == "timeout" and r.spec.device in devices]
-        if hung:  # issue #43: a hang spent the budget, and the answer said "raise --budget"
+        if hung:  # a hang spent the budget, and the answer said "raise --budget"
             return f"a case before them did not end ({_people_name(hung[0])}: {hung[0].error}); see the report"
         return "the time budget ran out before them (raise --budget)"
     kinds = ", ".join(dict.fromkeys(str(r.failure or "error").replace("_", " ") for r in failed))
@@ -263,7 +263,7 @@ DIAGNOSE_HINT = "For your own model: `whichdevice diagnose --model FILE.py:FUNCT
 
 
 def prediction_lines(report: PredictReport | None, profile: DeviceProfile | None) -> list[str] | None:
-    """A run without a GPU (issue 44): would the reference GPU win, from what batch, and what
+    """A run without a GPU: would the reference GPU win, from what batch, and what
     its step would be made of — labelled a prediction, from which profile — then where to ask
     about one's own model. None: the record traced no ops (the hint to `predict` instead)."""
     if report is None or profile is None or profile.gpu is None:
@@ -596,7 +596,7 @@ def warnings_line(fs: FirstScreen) -> str:
     bits = []
     if fs.failures:
         bits.append(f"{len(fs.failures)} case{'s' if len(fs.failures) > 1 else ''} failed")
-    if fs.skipped:  # after a timeout, more budget is not the fix (issue #43)
+    if fs.skipped:  # after a timeout, more budget is not the fix
         timed_out = any(" — timed out after " in f for f in fs.failures)
         bits.append(
             f"{fs.skipped} skipped ({'time budget, after a case timed out' if timed_out else 'raise --budget'})"
@@ -644,7 +644,7 @@ NOTHING_MEASURED = "No change was measured here: each one is listed below with w
 def none_text(fs: FirstScreen) -> str:
     """The line under "What to change" when no change helps. "No measured change helps" only
     when some change was measured; when every one was left out, skipped or not runnable here it
-    says so (issue 39: a torch diagnose at --budget 30 that measured no fix read "No measured
+    says so (a torch diagnose at --budget 30 that measured no fix read "No measured
     change helps significantly here", a verdict over nothing)."""
     measured = bool(fs.more or fs.slower or fs.unclear)
     measured = measured or any(why in (fixwords.NOT_ENOUGH, fixwords.DEFAULT_ON) for _, why in fs.not_measured)
@@ -655,7 +655,7 @@ def _short(c: Change) -> str:
     return c.fix.entry.short if c.fix is not None else c.kind
 
 
-WIDTH = 100  # the first screen's width (issue 17): MAX_LINES are counted at it
+WIDTH = 100  # the first screen's width: MAX_LINES are counted at it
 AFTER_PAGE = 2  # lines jobs/running.announce_record prints after the page (Record:, History:)
 
 

@@ -274,7 +274,7 @@ def check_line(c: PlacementCheck | WarmupCheck | CompileCost) -> str:
         copies = f"; {c.copies} copies between devices per step" if c.copies else ""
         return f"{c.device}: {text}{copies}"
     head = f"{c.device}: first step {seconds(c.first_s)} vs steady {seconds(c.steady_s)} ({c.ratio:.3g}x)"
-    if c.ratio <= 1:  # issue 39: a first step faster than the steady median overstates nothing
+    if c.ratio <= 1:  # a first step faster than the steady median overstates nothing
         return f"{head}: the first step was not slower than the steady ones here, so no warm-up cost was seen"
     return f"{head}: a one-step or first-epoch timing overstates the steady cost this much"
 

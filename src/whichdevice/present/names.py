@@ -23,7 +23,7 @@ MODELS = {
 }
 SHORT_MODELS = {"seed001": "small MLP", "seed002": "3-layer MLP"}
 
-# Where each workload comes from: the public articles in ../shared/seeds/ (not shipped).
+# Where each workload comes from: public articles (the seed workloads, not shipped).
 SOURCES = {
     "seed000": "the matrix-multiplication timing of the Q&A 'Training a simple model in Tensorflow GPU slower than "
     "CPU'",
@@ -53,7 +53,7 @@ _DATA = {
     "loader_pin": "DataLoader",
 }
 # Outside TensorFlow the seeds' tf.data input is NumPy batches (frameworks/common/keras.dataset,
-# frameworks/torch/training.dataset: no tf.data, no prefetch): the words follow the framework (#39).
+# frameworks/torch/training.dataset: no tf.data, no prefetch): the words follow the framework.
 _DEFAULT_DATA = "numpy"  # the seeds' default input (NumPy arrays): not named in a label
 _DATA_NOT_TF = {
     "tfdata": "NumPy batches",

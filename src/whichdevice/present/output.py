@@ -25,7 +25,7 @@ _unseen = False  # a page whose plots are thrown away (unseen()): no PNG is draw
 def unseen() -> Iterator[None]:
     """Within it, plots are not drawn: each PNG is an empty file. For pages whose files are
     thrown away (`report` with no --out/--html, --markdown, --csv): drawing the H200 run's two
-    figures was 3.5 s of a 6 s `report` (issue 43: report under 2 s at 3,000 samples a point)."""
+    figures was 3.5 s of a 6 s `report` (report under 2 s at 3,000 samples a point)."""
     global _unseen
     before, _unseen = _unseen, True
     try:

@@ -129,7 +129,7 @@ def wait_bars(rep: DeviceReport) -> list[tuple[str, float, float, str]]:
 def describe_input_bound(r: VariantRow) -> str | None:
     """XProf's sentence, e.g. 'HIGHLY input-bound: 41.2 % of each loop step waits for the batch'.
 
-    THE input-bound figure (one definition, issue 16): the share of the training loop's step
+    THE input-bound figure (one definition): the share of the training loop's step
     time spent waiting for the batch (``input_wait_s / loop_s``, measured in the loop, pooled
     over its rounds). The pipeline-alone throughput and the loop speed are other figures and are
     named as such wherever they appear. With the share in each round (fresh process) falling on

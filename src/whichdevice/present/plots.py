@@ -36,7 +36,7 @@ def _crossover_note(ax: Axes, x: float) -> None:
 def pyplot() -> ModuleType:
     """matplotlib's pyplot on the Agg backend (no display), imported on first use: ≈ 0.5 s the
     command does not pay before its measuring child starts; the API calls this while the child
-    imports its framework, before the child may take a sample (issue 21)."""
+    imports its framework, before the child may take a sample."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -145,7 +145,7 @@ def plot_sweep(tables: list[Table], path: Path, *, x_label: str, title: str, log
     interquartile band shaded, first calls as crosses, crossovers as dotted lines."""
     n = max(1, len(tables))
     # One column, each panel above its strip: side by side, four panels made a 2860 px image
-    # whose legends were 3 px tall in a report 800 px wide (issue #44).
+    # whose legends were 3 px tall in a report 800 px wide.
     fig, axes = pyplot().subplots(
         2 * n,
         1,

@@ -1,4 +1,4 @@
-"""The first screen of ``whichdevice predict`` (issue 17): the answer (would a GPU win, from which
+"""The first screen of ``whichdevice predict``: the answer (would a GPU win, from which
 batch, how sure), one line per batch, why, and what to run to be sure — within 25 lines at 100
 columns. The full table, the calibration and the model's assumptions follow with ``--verbose``
 (present/prediction.render_predict)."""

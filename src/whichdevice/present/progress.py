@@ -1,4 +1,4 @@
-"""Progress of a Python API call (issue #34): the CLI shows a bar while a 30 s measurement runs;
+"""Progress of a Python API call: the CLI shows a bar while a 30 s measurement runs;
 the API showed nothing. In a terminal (plain Python, IPython) the same rich bar as the CLI, on
 stderr and gone when done; in a Jupyter notebook one output line updated in place (an IPython
 display handle: no widget library needed), left as "done: N cases in S s".

@@ -1,4 +1,4 @@
-"""One registry of renderers, one per record type (issue #31).
+"""One registry of renderers, one per record type.
 
 A renderer draws a saved record's analysis (analysis/facade.analyze: one typed result per
 record type) on a console: the terminal text, and beside ``png`` its plots and HTML report. The

@@ -19,14 +19,14 @@ from whichdevice.core.textsafe import clean, for_encoding
 
 class SafeConsole(Console):
     """A console that strips control characters and escape sequences from every piece of
-    text it renders (``core.textsafe.clean``, issue #18): model names, error texts of
+    text it renders (``core.textsafe.clean``): model names, error texts of
     frameworks and user code, the contents of a record or journal never move the cursor,
     clear the screen or set the window title. Rich's own colours and the progress bar's
     cursor movements are added after rendering (control segments), so they are kept.
 
     On a stream that cannot encode a character (an ASCII or latin-1 terminal, a file name that
-    is not UTF-8) the character is printed as its plain stand-in (``textsafe.for_encoding``,
-    issue #43) instead of ending the command with a traceback."""
+    is not UTF-8) the character is printed as its plain stand-in (``textsafe.for_encoding``)
+    instead of ending the command with a traceback."""
 
     def render(self, renderable, options=None):  # type: ignore[no-untyped-def]
         encoding = self.encoding
@@ -41,7 +41,7 @@ class SafeConsole(Console):
 
 console = SafeConsole(highlight=False)
 # Piped or redirected (not a terminal): lines are never wrapped, so a script that greps
-# `^Record: ` gets the whole path and a table cell its whole name (issue #17).
+# `^Record: ` gets the whole path and a table cell its whole name.
 console.soft_wrap = not console.is_terminal
 err_console = SafeConsole(stderr=True, highlight=False)
 # The same on stderr: its summaries and one-line findings are read by scripts and logs too.
@@ -52,7 +52,7 @@ err_console.soft_wrap = not err_console.is_terminal
 def redirected(out: Any, err: Any, *, width: int = 80) -> Iterator[None]:
     """``console`` and ``err_console`` print into ``out`` and ``err`` (``write``, ``flush``) inside the block, as into a
     pipe: no colour, no cursor movement, no live progress, lines never wrapped (whatever the
-    surrounding process forces: ipykernel sets ``FORCE_COLOR=1``, issue #44). Every module keeps
+    surrounding process forces: ipykernel sets ``FORCE_COLOR=1``). Every module keeps
     its reference to the same two objects, so their state is swapped, then restored."""
     saved = [(c, dict(c.__dict__)) for c in (console, err_console)]
     for c, sink in ((console, out), (err_console, err)):

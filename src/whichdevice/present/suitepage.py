@@ -2,7 +2,7 @@
 the plots and every table (HTML), from a record. The terminal gets the first screen
 (present/firstscreen.py) and, with ``--verbose``, the rest.
 
-Moved from api.py (issue 17) so that every sentence of the page is written in present/.
+Moved from api.py so that every sentence of the page is written in present/.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def finding_text(f: SweepFinding, arrow: str = " → ") -> str:
     return names.plain(f"{where}: {text}{f'{arrow}{advice}' if advice else ''}")
 
 
-# More work per step, in each framework's words (issue #39: a torch diagnose was told steps_per_execution).
+# More work per step, in each framework's words (a torch diagnose was told steps_per_execution).
 _MORE_WORK = {
     "torch": "CUDA graphs or torch.compile to fuse ops",
     "jax": "jax.jit over more of the step (lax.scan over several steps) to fuse ops",

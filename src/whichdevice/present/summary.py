@@ -1,4 +1,4 @@
-"""What ``print(result)`` and ``repr(result)`` say for the Python API's results (issue 17):
+"""What ``print(result)`` and ``repr(result)`` say for the Python API's results:
 the answer in a few lines, and a one-line repr instead of the whole record."""
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def render_grid(console: Console, grid: Grid) -> None:
         _grids.append(grid)
     rt = RichTable(title=escape(grid.title), title_justify="left", header_style="bold")
     for i, h in enumerate(grid.headers):
-        # fold, never "…": an identifier cut short is worse than a taller table (issue 17)
+        # fold, never "…": an identifier cut short is worse than a taller table
         rt.add_column(escape(h), justify=column_align(grid, i), overflow="fold")
     for row in grid.rows:
         rt.add_row(
@@ -95,7 +95,7 @@ def render_grid(console: Console, grid: Grid) -> None:
 
 def print_table(console: Console, renderable: RenderableType) -> None:
     """Piped or redirected, a table gets its natural width, never the 80 columns rich assumes
-    for a file (issue #34: a grep on a row must find the whole row); on a terminal, its width."""
+    for a file (a grep on a row must find the whole row); on a terminal, its width."""
     if console.is_terminal:
         console.print(renderable)
         return
@@ -118,7 +118,7 @@ def render_notes(
     measured: list[TimingWarning] | None = None,
 ) -> None:
     """Notes and failures one by one; the measurement warnings (``measured``: those of ``warnings``,
-    typed) one line per kind with a count (issue 17: `train --quick` printed 24 of them), any
+    typed) one line per kind with a count (`train --quick` printed 24 of them), any
     other warning as it is."""
     from whichdevice.present.firstscreen import OTHER, aggregate_warnings, named_failures
 

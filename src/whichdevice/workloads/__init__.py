@@ -6,7 +6,7 @@ framework adapter ``fw`` loaded (``frameworks.contracts.Framework``), and helper
 its ``CaseSpec`` list in the parent. Adding a workload: a module here with ``run_case``,
 its name in ``WORKLOADS``, and the parent-side case list (README "How to add a workload").
 
-**Interleaved groups** (issue 16): cases whose ratios are claimed against each other (the
+**Interleaved groups**: cases whose ratios are claimed against each other (the
 steady training steps of a batch sweep and sync each/none; the fixes' ``model.fit`` variants,
 steps_per_execution and jit_compile; the input-pipeline loop's variants)
 are measured *interleaved* in one child: :func:`interleave_groups` derives the groups from the

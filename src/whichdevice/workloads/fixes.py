@@ -47,7 +47,7 @@ class FixEntry:
     code: str  # the line to write ({v}: the recommended value)
     how: str  # the fix table's "how" column
     source: str  # the article it comes from (a key of present/names.SOURCES)
-    anchor: str  # where the advice is documented (../shared/ANCHORS.md and the anchors' docs)
+    anchor: str  # where the advice is documented (the anchors' docs)
     cases: CasePredicate  # the cases that measure it (both sides)
     repeat: bool  # round 2 (a fresh process) measures its cases again: a claim rests on them
     # "any", the one framework it applies to (tf.data: tensorflow), or "keras": Keras' own API
@@ -294,7 +294,7 @@ FIXES: tuple[FixEntry, ...] = (
     ),
 )
 
-# ------------------------------------------------------------------ PyTorch (issue 35)
+# ------------------------------------------------------------------ PyTorch
 # `diagnose --framework torch`: each an A/B pair on the user's nn.Module at the user's batch
 # (workloads/torch_diagnose.py lists the cases: a steady pair names its fix in ``fix``; the
 # DataLoader pairs are loops over a loader). Reading the loss every step is ``sync`` above.

@@ -22,7 +22,7 @@ One workload (``pipeline``), four kinds of case (the ``part`` parameter), all on
   ``IteratorGetNext`` plus host-to-device copies is "Input" (ANCHORS.md). Warm-up = the
   first pass, as above; utilization telemetry is sampled over the steady steps. The ``both``
   variants of one child are compared with each other and timed interleaved, in two halves
-  each (A B C | C B A: :func:`time_group`, issue 16).
+  each (A B C | C B A: :func:`time_group`).
 - ``stage`` — one stage of the TFRecord version (read, parse, normalize, augment, batch) in
   isolation: its input is the output of the stages before it, run once and cached in memory,
   so only this stage's work is timed; one sample = one pass over up to ``STAGE_IMAGES``
@@ -121,7 +121,7 @@ MAX_STEPS = 2000
 # MLP step drifts by 4-5 % only; benchmarks/settle_trajectory.py, benchmarks/pipeline.md). A
 # likely cause, not measured: TensorFlow's executor learns over its first runs which ops are
 # cheap enough to run inline. Measured right after its model was built, the model-alone case
-# caught that start (0.75 ms in round 1, 0.65 ms in round 2 of the same run, stop 27). So a new
+# caught that start (0.75 ms in round 1, 0.65 ms in round 2 of the same run). So a new
 # model is run this many steps (at most SETTLE_MAX_S), untimed: every case that uses it — the
 # model alone, the loops — is measured past that start, as a real training run would be.
 SETTLE_STEPS = 250
@@ -415,7 +415,7 @@ def _run_both(spec, fw, policy, overhead_s):
     return raw, loop.metrics(raw.samples_s, loop.waits[-len(raw.samples_s) :])
 
 
-# ---------------------------------------------------------------- interleaved loops (issue 16)
+# ---------------------------------------------------------------- interleaved loops
 #
 # The ``both`` variants of one data set, net and batch (serial, prefetch, tf.py_function) are
 # compared with each other, so they are timed in one group (``workloads.interleave_groups``).

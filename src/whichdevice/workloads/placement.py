@@ -20,7 +20,7 @@ Everything is returned as float metrics with structured keys (``placed|CPU:0|Mat
 ``self_us|Host|MatMul``, ``occ|Host|MatMul``, ``gpu_kernel|AsString``, ``copies|CPU:0->GPU:0``)
 so the record keeps its schema and ``analysis.placement_report`` rebuilds the tables.
 
-torch and JAX (issue #42) have no placer and no placement log: their framework's ``optrace``
+torch and JAX have no placer and no placement log: their framework's ``optrace``
 part traces the same whole step (batch from NumPy, step, loss read back as the seeds' loop
 does) with the framework's own tools (:func:`run_traced`); metrics ``op_calls|DEVICE|OP``,
 ``op_host_us|OP``, ``op_gpu_us|OP``, ``copies|H2D``, ``syncs|...`` (``analysis.placement.traced_placement``).
@@ -99,7 +99,7 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
     if spec.device.startswith("CPU"):
         # A CPU child hides every GPU (CUDA_VISIBLE_DEVICES=-1): each node of the step can only be
         # placed on CPU:0, so the placer has nothing to tell. The step's own graph gives its
-        # nodes without the probe's extra TensorFlow import (issue 21: ~4-7 s of `run`).
+        # nodes without the probe's extra TensorFlow import (~4-7 s of `run`).
         placed, edges = plog.graph_placement(step.get_concrete_function(x, y), spec.device)
     else:  # a GPU: the placer decides, and only its log says where each node went
         probe = plog.run_probe(spec.device, dict(p))

@@ -1,4 +1,4 @@
-"""``whichdevice diagnose SCRIPT.py``: the user's own training script measured (issue #41).
+"""``whichdevice diagnose SCRIPT.py``: the user's own training script measured.
 
 Its cases are ordinary ``train`` cases (the same parameters as the Keras and torch diagnose:
 ``kind`` steady/fit/loop/precision, ``batch``, ``sync``, ``steps_per_execution``, ``jit_compile``,

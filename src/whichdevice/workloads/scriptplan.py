@@ -1,4 +1,4 @@
-"""``diagnose SCRIPT.py``'s plan (issue #41): the pre-flight, the cases sized to the budget.
+"""``diagnose SCRIPT.py``'s plan: the pre-flight, the cases sized to the budget.
 
 The pre-flight runs the script once on the CPU with every capture installed: it finds the entry
 point the script trains through, its framework, batch and model, and times a few of its steps.

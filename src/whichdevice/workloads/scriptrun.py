@@ -1,4 +1,4 @@
-"""The user's script run with the captures installed (issue #41): :func:`execute`, used by the
+"""The user's script run with the captures installed: :func:`execute`, used by the
 script process (``measure/scriptchild.py``) and, for the first script run of a measuring child,
 by that child itself (``workloads/script.py``: the framework is imported there already, with the
 environment set before import, so the run pays only the script's own imports and data loading).

@@ -45,7 +45,7 @@ GPU_SIZES = (1, 10, 100, 500, 1000, 2000, 4000)
 SWEEP_BATCHES = (8, 10, 32, 128, 512, 2048, 8192)
 SEED_BATCH = 10  # seed 001 ex2
 # Without a GPU, `run` traces the sweep's step at these batches (a trace costs 1-3 s on 2 cores),
-# and predicts the reference GPU's step from them (analysis/prediction.run_prediction, issue 44).
+# and predicts the reference GPU's step from them (analysis/prediction.run_prediction).
 TRACED_BATCHES = (8, 8192)
 # Seed 003's pipeline rungs the suite measures: serial map (the seed's first example), the
 # prefetched parallel pipeline, and the same work in Python (tf.py_function).
@@ -135,7 +135,7 @@ def suite_cases(framework: str, device: str, *, gpu_present: bool) -> list[CaseS
 
 # `diagnose`: the user's model instead of the seeds'.
 USER_SWEEP_BATCHES = (8, 32, 128, 512, 2048)
-# Sizing the user's cases from the pre-flight's measured step (issue 32). Round 1 of a device
+# Sizing the user's cases from the pre-flight's measured step. Round 1 of a device
 # is planned to ROUND1_SHARE of what its budget leaves after the framework's start-up (the
 # pre-flight child's own import time, at least START_UP_MIN_S), so the second round of the
 # deciding cases fits in the rest and the wall time stays within the budget. Each case's cost
@@ -348,7 +348,7 @@ def _epochs(
 def _fixes_cut(with_fixes: bool, with_prefetch: bool, spe: tuple[int, ...]) -> list[str]:
     """The fixes (workloads/fixes.FIXES keys) this plan left out for the budget, for the record:
     a fix table says "left out: time budget" for them, never "not part of the suite" or "one
-    side did not run" (issue 39); steps_per_execution too when the fits ran but no value above 1
+    side did not run"; steps_per_execution too when the fits ran but no value above 1
     was tried (epochs too short for the budget). The batch sweep's cut is read from
     ``sweep_batches`` (analysis/suite._sweep_cut)."""
     cut = [e.key for e in FIT_FIXES] if not with_fixes else ([] if spe else [_PER_CALL.key])
@@ -390,7 +390,7 @@ def size_user_cases(facts: dict, *, batch: int, samples: int, budget_s: float, s
     cut += plan.unable
     return {
         # The samples an epoch holds: its steps' worth, but never more than asked (2,000 samples
-        # in batches of 32 are 63 steps, the last one partial: 2,000, not 2,016; issue #39).
+        # in batches of 32 are 63 steps, the last one partial: 2,000, not 2,016).
         "samples": min(steps * batch, samples),
         "rounds": plan.rounds,
         "sweep_batches": sorted(sweep),

@@ -19,7 +19,7 @@ One workload (``train``), four kinds of case (the ``kind`` parameter):
 
 Metric ``samples_per_step`` (= the batch) turns step times into samples/s.
 
-**Interleaved** (issue 16): in one child the ``steady`` cases of the same model and settings
+**Interleaved**: in one child the ``steady`` cases of the same model and settings
 (the batch sweep and sync each/none: what the batch fix and the sync claim compare) are one
 group (``workloads.interleave_groups``): :func:`prepare` builds each member's step and warms
 it up (tracing in its first call, ``first_call_s`` per member as before), :func:`time_group`
@@ -63,7 +63,7 @@ KINDS = ("create", "loop", "fit", "steady")
 _OTHER_KINDS = {
     "placement": "whichdevice.workloads.placement",
     "nosync": "whichdevice.workloads.pitfalls",
-    "pitfall": "whichdevice.workloads.pitfalls",  # a framework's own pitfall kinds (issue #42)
+    "pitfall": "whichdevice.workloads.pitfalls",  # a framework's own pitfall kinds
     "precision": "whichdevice.workloads.precision",
 }
 SYNC_MODES = ("each", "none")
@@ -192,7 +192,7 @@ def _script_sampler(policy: TimingPolicy) -> Any:
 
 
 def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float) -> tuple[RawTiming, dict]:
-    if spec.params.get("script"):  # the user's own script (diagnose SCRIPT.py, issue #41)
+    if spec.params.get("script"):  # the user's own script (diagnose SCRIPT.py)
         from whichdevice.workloads import script
 
         return _with_telemetry(policy, lambda: [script.run_case(spec, fw, policy, overhead_s)])[0]
@@ -341,7 +341,7 @@ def same_block_size(warms: list) -> list:
     blocks of as many calls each, the larger of their warm-ups' choices: each side's block size
     follows its own last warm-up call, and on the loaded 2-core machine one preempted call gave
     one side 1 call a block and the other 6 — and the 6-call blocks, preempted more often, ran
-    2.5x slower per call on identical work (an MLP's set_to_none pair, issue 35's first runs)."""
+    2.5x slower per call on identical work (an MLP's set_to_none pair, in the first PyTorch runs)."""
     number = max(w.number for w in warms)
     return [dataclasses.replace(w, number=number) for w in warms]
 

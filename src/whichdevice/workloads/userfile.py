@@ -30,7 +30,7 @@ from whichdevice.frameworks.common.usermodel import (  # noqa: F401  (re-exporte
 
 PREFLIGHT_TIMEOUT_S = 180.0
 
-# The run's own limits, when its command was given them (issue #43: with --memory-limit 2 the
+# The run's own limits, when its command was given them (with --memory-limit 2 the
 # pre-flight held 5.9 GB for 180 s, then the error blamed the time): (memory bytes or None,
 # seconds or None, the argument each came from). Set by :func:`limits` around a command's checks.
 _limits: tuple[int | None, str, float | None, str] = (None, "", None, "")

@@ -1,4 +1,4 @@
-"""Rebuild the edited records in this folder from the real record they start from (issue 39).
+"""Rebuild the edited records in this folder from the real record they start from.
 
 Each is the CPU:0 half of ``tests/data/h200/diag_keras_jax.json`` (a real ``diagnose
 --framework keras-jax`` of a Keras convnet, user batch 32; its GPU:0 results and session left

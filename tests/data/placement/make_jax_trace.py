@@ -1,4 +1,4 @@
-"""How ``jax_cpu_step.trace.json.gz`` was made (2-core CPU-only VM, jax 0.10.2, issue #42):
+"""How ``jax_cpu_step.trace.json.gz`` was made (2-core CPU-only VM, jax 0.10.2):
 
     JAX_PLATFORMS=cpu python tests/data/placement/make_jax_trace.py
 

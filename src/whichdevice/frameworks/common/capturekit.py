@@ -1,4 +1,4 @@
-"""What every script capture shares (issue #41, the contract in ``frameworks/contracts.py``).
+"""What every script capture shares (the contract in ``frameworks/contracts.py``).
 
 - :func:`after_import`: run a patch the moment the script's own ``import NAME`` ends (at once if
   it is already imported), so installing a capture imports no framework a script does not use;

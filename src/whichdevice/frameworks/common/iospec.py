@@ -1,5 +1,5 @@
-"""What the user's Keras model takes and what its loss wants, read from the model itself
-(issue 32): the inputs (names, shapes, dtypes; integer token ids below the ``Embedding``'s
+"""What the user's Keras model takes and what its loss wants, read from the model itself:
+the inputs (names, shapes, dtypes; integer token ids below the ``Embedding``'s
 ``input_dim`` where an input feeds one), the outputs (names, shapes, activations) and the
 compiled loss of each output (a string, a function or a ``Loss`` object; one for all outputs,
 a list or a dict), turned into the targets ``fit`` would accept:

@@ -1,4 +1,4 @@
-"""Keras' training entry points captured in the user's own script (issue #41), on every backend.
+"""Keras' training entry points captured in the user's own script, on every backend.
 
 ``install(spec, sink)`` (each Keras framework's ``capture.py``) patches, once the script imports
 Keras:

@@ -1,4 +1,4 @@
-"""The user's ``model.fit`` measured on its own objects (issue #41; ``kerascapture`` calls it).
+"""The user's ``model.fit`` measured on its own objects (``kerascapture`` calls it).
 
 :class:`FitMeasure` holds what the script's first ``fit`` call handed over (the compiled model,
 its data, batch size and callbacks) and times each variant of the child's spec on it, in turns

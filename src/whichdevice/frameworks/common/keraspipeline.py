@@ -1,5 +1,5 @@
-"""Keras 3's input pipeline for ``whichdevice pipeline --framework keras-jax|keras-torch``
-(issue #42): seed 003's image pipeline as a ``keras.utils.PyDataset``, its variants, its
+"""Keras 3's input pipeline for ``whichdevice pipeline --framework keras-jax|keras-torch``:
+seed 003's image pipeline as a ``keras.utils.PyDataset``, its variants, its
 stages, and the Keras CNN that consumes the batches. Written once against Keras (the backend's
 ``pipeline.py`` adds its train step); imported inside a child (it imports Keras).
 

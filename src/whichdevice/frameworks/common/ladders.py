@@ -1,5 +1,5 @@
 """The ``pipeline`` command's variant ladders, one per input-pipeline API: TensorFlow's
-``tf.data``, PyTorch's ``DataLoader`` and Keras' ``PyDataset`` (issue #42).
+``tf.data``, PyTorch's ``DataLoader`` and Keras' ``PyDataset``.
 
 Parent-safe (no framework import): the CLI checks ``--variants`` against a ladder, the workload
 plans its cases from it, and the analysis and the page take their words from it, so that a

@@ -1,4 +1,4 @@
-"""Seed 003's image pipeline, the parts no framework changes (issue #42): its data, its shards
+"""Seed 003's image pipeline, the parts no framework changes: its data, its shards
 on disk, the stage-by-stage streams and the counting consumer. Written once in NumPy for the
 ``pipeline.py`` parts (tf.data's, the DataLoader's and Keras' PyDataset's), which add only the
 loader and the per-example work in their framework's ops. Imported inside a child."""

@@ -30,7 +30,7 @@ are kept apart from the steady ones. At the end of ``fit`` it prints a two-line 
 ``verbose=0`` silences it), and each epoch's ``logs`` (so ``History.history``) get
 ``steps_per_second`` and, with ``batch_size``, ``samples_per_second``.
 
-Throughput is steps over *wall time*, not 1 / the median step (issue #39: a fit whose epochs
+Throughput is steps over *wall time*, not 1 / the median step (a fit whose epochs
 2-3 ran 14,156 samples/s was reported at 30,272): an epoch also spends time outside its batches
 (Keras builds the epoch's data iterator before the first batch, and ends the epoch after the
 last), and its slow steps count in full. So samples/s is ``batch_size`` x the steady steps over

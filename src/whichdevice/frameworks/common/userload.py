@@ -66,7 +66,7 @@ def _exc_line(e: BaseException) -> str:
     """One line of an exception for a one-line error: the line that says what is wrong."""
     lines = [ln.strip() for ln in _ANSI.sub("", str(e)).strip().splitlines() if ln.strip()]
     if lines and lines[0].startswith("Graph execution error"):
-        # TensorFlow's runtime error (issue #43: only "Graph execution error:" was shown): the
+        # TensorFlow's runtime error (only "Graph execution error:" was shown): the
         # op's stack ("File ..." lines) first, what is wrong on the first line after it
         after = [i for i, ln in enumerate(lines) if ln.startswith("File ")]
         rest = lines[after[-1] + 1 :] if after else lines[1:]
@@ -139,7 +139,7 @@ def is_out_of_memory(e: BaseException) -> bool:
 
 def out_of_memory(e: BaseException, batch: int | None) -> UserFileError:
     """The one line for a pre-flight step that ran out of memory: memory is at fault, not the
-    shapes or the labels (issue #43: it was reported against --classes)."""
+    shapes or the labels (it was reported against --classes)."""
     at = f" at batch {batch}" if batch else ""
     return UserFileError(
         "--batch",

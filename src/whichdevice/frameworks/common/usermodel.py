@@ -81,7 +81,7 @@ def _data_input(data_fn: UserFunction) -> _Input:
     if tfdata.looks_batched(ds):
         ds = ds.unbatch()
     first = next(iter(ds.batch(2).take(1)), None)
-    if first is None:  # issue #43: was "--model: checking it failed: StopIteration"
+    if first is None:  # was "--model: checking it failed: StopIteration"
         raise UserFileError(
             "--data",
             f"your --data function {data_fn.function}() returned an empty dataset",
@@ -263,7 +263,7 @@ class _StepBlame:
                 "Pass your own batches with --data FILE.py:FUNCTION if your loss needs other labels; "
                 f"else fix the loss your model's compile() is given in '{name}'",
             )
-        if own and self.model_fn is not None:  # the user's own loss raised (issue #43: blamed --data)
+        if own and self.model_fn is not None:  # the user's own loss raised (blamed --data)
             function, line = own
             name = self.model_fn.path.name
             return UserFileError(
@@ -405,7 +405,7 @@ def preflight_main(argv: list[str], run: PreflightJob) -> int:
 
 def _end_now() -> None:
     """The answer is written: end the child now, not after the threads the user's code left
-    running (issue #43: a non-daemon thread started in build() held the pre-flight to its time
+    running (a non-daemon thread started in build() held the pre-flight to its time
     limit, and the error blamed build()). Whatever the user's code started in this process's
     group ends with it (core/process.GroupPopen)."""
     for stream in (sys.stdout, sys.stderr):

@@ -1,4 +1,4 @@
-"""Keras' training entry points in the user's script on the jax backend (issue #41):
+"""Keras' training entry points in the user's script on the jax backend:
 common/kerascapture.py (the contract: frameworks/contracts.Capture)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Keras on JAX: the ``pipeline`` command's loader, model and step (issue #42). The loader is
+"""Keras on JAX: the ``pipeline`` command's loader, model and step. The loader is
 Keras' ``PyDataset`` (``frameworks/common/keraspipeline.py``, shared with keras-torch); the
 step is the ``jax.jit``-compiled stateless step of ``training.py`` with SGD (the first call
 compiles)."""

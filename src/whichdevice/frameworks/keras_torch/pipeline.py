@@ -1,4 +1,4 @@
-"""Keras on PyTorch: the ``pipeline`` command's loader, model and step (issue #42). The loader is
+"""Keras on PyTorch: the ``pipeline`` command's loader, model and step. The loader is
 Keras' ``PyDataset`` (``frameworks/common/keraspipeline.py``, shared with keras-jax); the
 step is the eager torch step of ``training.py`` with SGD."""
 

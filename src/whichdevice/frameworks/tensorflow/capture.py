@@ -1,4 +1,4 @@
-"""TensorFlow's training entry points in the user's script (issue #41; the contract:
+"""TensorFlow's training entry points in the user's script (the contract:
 ``frameworks/contracts.Capture``).
 
 Keras' own (``model.fit``, ``train_on_batch``, ``optimizer.apply_gradients``) come from

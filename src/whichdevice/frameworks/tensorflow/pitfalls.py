@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 # analysis/pitfalls.py's rows, in the page's order.
 MISTAKES: tuple[str, ...] = ("first_epoch", "no_sync", "sync_each", "one_thread", "xla_one_device", "small_batch")
 # On a CPU TensorFlow returns from the step after the work is done: the no-sync case is measured
-# there too, and the page says it cannot distort (records before issue #42 have it so).
+# there too, and the page says it cannot distort (older records have it so).
 GPU_ONLY: tuple[str, ...] = ()
 
 

@@ -11,7 +11,7 @@ Step markers: XProf finds training steps by their markers — a TraceMe named "t
 ``step_num`` and ``_r=1`` (the root flag), what ``tf.keras`` 2 put around every step of ``fit``.
 Keras 3 puts none, so a profile of its ``fit`` opened in TensorBoard said "No step marker
 observed", every Performance Summary figure 0.0 ms, and the input-pipeline analyzer had
-nothing to analyse (issue #34). Every traced step here carries one: :func:`marked` around a
+nothing to analyse. Every traced step here carries one: :func:`marked` around a
 custom loop's step, ``steady_trace_callback`` from each batch's begin to its end in ``fit``.
 """
 

@@ -607,7 +607,7 @@ def _to_inputs_device(torch, fn, args) -> None:
 
 # ---------------------------------------------------------------- the replay of a plain-tensor block
 
-# The replay of a plain-tensor PyTorch timed block (issue #39, What to build #3).
+# The replay of a plain-tensor PyTorch timed block (What to build #3).
 #
 # The most common GPU timing script people post times tensor ops, not a model: ``c = a @ b`` on the CPU,
 # then on the GPU, with no ``torch.cuda.synchronize()`` and the first call inside the clock. The module

@@ -1,4 +1,4 @@
-"""Capture of a user's PyTorch training script (issue #41, ``whichdevice diagnose SCRIPT.py``).
+"""Capture of a user's PyTorch training script (``whichdevice diagnose SCRIPT.py``).
 
 ``install(spec, sink)`` runs in the script's child (``measure/scriptchild.py``) before the script
 (contract in ``frameworks/contracts.py``: ``CaptureSpec``, ``CaptureDone``). It imports nothing of

@@ -1,4 +1,4 @@
-"""The patches of ``capture.py`` (issue #41), installed right after the script's ``import torch``.
+"""The patches of ``capture.py``, installed right after the script's ``import torch``.
 
 Each ``hook_*`` patches one family of entry points and keeps what it sees in the ``Capture``:
 

@@ -1,4 +1,4 @@
-"""PyTorch's input pipeline for ``whichdevice pipeline --framework torch`` (issue #42): seed
+"""PyTorch's input pipeline for ``whichdevice pipeline --framework torch``: seed
 003's image pipeline as a ``Dataset`` + ``DataLoader``, its variants, its stages, and the CNN
 and train step that consume the batches. Imported inside a child (it imports torch);
 ``contracts.Pipeline`` types it, ``workloads/pipeline.py`` drives it as it drives tf.data.

@@ -47,7 +47,7 @@ def host():
     DataLoader read batch by batch (its sampler, workers, pinning); the step then copies each
     batch to the model's device. Read inside the GPU's scope, a shuffling DataLoader drew its
     permutation on the GPU with its CPU generator and failed ("Expected a 'cuda' device type for
-    generator but found 'cpu'", every loader case of the first H200 run, issue #39)."""
+    generator but found 'cpu'", every loader case of the first H200 run)."""
     return torch.device("cpu")
 
 

@@ -392,7 +392,7 @@ def _synthetic_sample(module: torch.nn.Module, input_shape: tuple[int, ...] | No
 
 
 def _not_the_input(e: BaseException, model_path: Path | None, batch: int | None) -> UserFileError | None:
-    """A step's error that is not about the input's shape or the labels (issue #43: each was
+    """A step's error that is not about the input's shape or the labels (each was
     reported against --input-shape or --classes): the model's own code moving tensors to CUDA
     in a child without a GPU, or memory running out."""
     text = str(e).lower()

@@ -145,7 +145,7 @@ def _measurements_grid(record: AuditRecord) -> Grid:
 def _unseen_jax(m: Measurement) -> bool:
     """A JAX interval in which the audit saw no work and no host read: its eager jnp ops (not
     recorded one by one) may still be running at the clock read, so "synced: yes" would be a
-    guess (issue 39: the JAX docs' jnp.dot timed without block_until_ready read "synced yes")."""
+    guess (the JAX docs' jnp.dot timed without block_until_ready read "synced yes")."""
     return m.framework == "jax" and not m.unsynced_gpu_end and not (m.ran_on or m.fn_calls or m.syncs or m.eager_ops)
 
 
