@@ -1392,7 +1392,7 @@ def test_ctrl_c_in_the_preflight_says_nothing_was_kept_and_leaves_nothing(tmp_pa
     )
     end = time.monotonic() + 60
     while time.monotonic() < end and not any(
-        "whichdevice.workloads" in " ".join(_cmdline(pid)) for pid in _alive_marked()
+        "whichdevice.measure.scriptchild" in " ".join(_cmdline(pid)) for pid in _alive_marked()
     ):
         time.sleep(0.05)  # the pre-flight's script process has started
     time.sleep(0.5)
