@@ -182,6 +182,7 @@ def _assert_every_case_measured(record: dict) -> None:
     assert {"steady", "loop", "fit"} <= kinds
 
 
+@pytest.mark.slow  # the suite's time: test_run's --model diagnose covers the command end to end, the pre-flight test this model's step
 @pytest.mark.tf
 def test_diagnose_end_to_end_on_a_custom_train_step_model(tmp_path, capsys):
     record, _ = _diagnose(END_TO_END_CI, tmp_path, capsys)
