@@ -171,15 +171,7 @@ class _Pairs:
     def _alone(self, work: list[RerunItem], budget_s: float) -> tuple[list[float], list[dict]]:
         """Rounds of one side: each function warmed up, then k calls per sample (the slowest ≥ 10 ms),
         until ``MIN_ROUNDS`` rounds and the budget, or ``MAX_ROUNDS``; a round is Σ calls × per-call time."""
-        ones = []
-        for item in work:
-            with item.scope():
-                out = item.fn()
-            self.sync(out)
-            if item.where is not None:
-                item.ran_on = item.where(out)
-            ones.append(max(self._call_k(item, 1), 1e-6))
-        k = max(1, min(1000, int(0.01 / max(ones)) + 1))
+        k = self._warm_k(work)
         samples: dict[int, list[float]] = {id(i): [] for i in work}
         rounds: list[float] = []
         t0 = _orig_perf()
@@ -202,6 +194,19 @@ class _Pairs:
         ]
         return rounds, per_call
 
+    def _warm_k(self, work: list[RerunItem]) -> int:
+        """Each function warmed up (traced, instantiated, built on its device; where it ran noted),
+        then the calls per sample that make the slowest one's chunk at least 10 ms."""
+        ones = []
+        for item in work:
+            with item.scope():
+                out = item.fn()
+            self.sync(out)
+            if item.where is not None:
+                item.ran_on = item.where(out)
+            ones.append(max(self._call_k(item, 1), 1e-6))
+        return max(1, min(1000, int(0.01 / max(ones)) + 1))
+
     def _call_k(self, item: RerunItem, k: int) -> float:
         """Seconds of k calls inside the item's scope, synchronized (core.timing.block)."""
         with item.scope():
@@ -211,15 +216,7 @@ class _Pairs:
         # Warm-up (trace / instantiate / build on each device), then one k for every function of the
         # pair, so the slowest chunk is ≥ 10 ms: the same k on both sides amortizes the sync and the
         # clock reads equally (a k per side biased the ratio of two identical sides).
-        ones = []
-        for item in wa + wb:
-            with item.scope():
-                out = item.fn()
-            self.sync(out)
-            if item.where is not None:
-                item.ran_on = item.where(out)
-            ones.append(max(self._call_k(item, 1), 1e-6))
-        k = max(1, min(1000, int(0.01 / max(ones)) + 1))
+        k = self._warm_k(wa + wb)
         samples: dict[int, list[float]] = {id(i): [] for i in wa + wb}
 
         def side(work: list[RerunItem]) -> Callable[[], list[float]]:
