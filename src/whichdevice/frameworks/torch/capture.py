@@ -132,13 +132,20 @@ def _turn_to(cap: Capture, m: Member) -> bool:
     if switch:
         hooks.enter(cap, m)
     if cap.first_call is not None:
-        cap.timing = len(m.warmup_s) >= _warm(cap, m)
+        cap.timing = not _warming(cap, m)
     return switch
 
 
 def _warm(cap: Capture, m: Member) -> int:
     """``m``'s warm-up steps."""
     return hooks.warmup_steps(cap, m.variant) + m.extra
+
+
+def _warming(cap: Capture, m: Member) -> bool:
+    """Whether ``m``'s next step is a warm-up: its own, or one while another member still warms up
+    (a compile's tracing leaves compile workers and caches busy; no member's timed steps begin
+    before every member's warm-up ended, so none is timed beside another's start-up)."""
+    return len(m.warmup_s) < _warm(cap, m) or any(not x.step_s and len(x.warmup_s) < _warm(cap, x) for x in cap.live)
 
 
 def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
@@ -174,7 +181,7 @@ def first_step(cap: Capture, entry: str, optimizer: Any = None) -> None:
     capturekit.OWNER.append(entry)
     if cap.first_call is None:  # no module called yet (plain tensors, or a closure's forward)
         cap.first_call = _perf()
-        cap.timing = hooks.warmup_steps(cap) == 0
+        cap.timing = cap.now is None or _warm(cap, cap.now) == 0
 
 
 def _misfit(cap: Capture) -> str | None:
@@ -211,7 +218,7 @@ def boundary(cap: Capture) -> None:
     now = _perf()
     start = cap.last if cap.last is not None else (cap.first_call or now)
     if not why:
-        if len(m.warmup_s) < hooks.warmup_steps(cap):
+        if _warming(cap, m):
             m.warmup_s.append(now - start)
         else:
             m.step_s.append(now - start)
@@ -304,6 +311,7 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None, 
         trainer=cap.trainer,
         cpu_threads=cap.torch.get_num_threads() if cap.torch is not None else None,  # what the steps ran with
         fed=fed,  # a loader member's DataLoader as its turns used it (None: the script's own)
+        fetches=cap.fetches,  # batches the loop took from its DataLoader in its first step (2: ahead)
     )
 
 

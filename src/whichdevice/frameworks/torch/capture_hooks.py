@@ -200,7 +200,7 @@ def _top_call(cap: Any, m: Any) -> None:
     the model's first call (channels_last converts it; cudnn.benchmark is switched on)."""
     if cap.first_call is None:
         cap.first_call = _perf()
-        cap.timing = warmup_steps(cap) == 0
+        cap.timing = warmup_steps(cap) + (cap.now.extra if cap.now is not None else 0) == 0
         if variant(cap.spec)[0] == "cudnn_benchmark" and not cap.turns:
             cudnn = cap.torch.backends.cudnn
             if cudnn.benchmark:
