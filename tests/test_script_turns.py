@@ -171,12 +171,173 @@ def test_a_torch_loop_times_autocast_in_turns_in_one_process(monkeypatch):
 
 
 @pytest.mark.frameworks
-def test_a_member_that_needs_its_own_process_is_refused_the_others_measured(tmp_path):
+def test_loader_variants_take_turns_each_fed_its_own_batches_a_thread_count_refused(tmp_path):
+    """One process: the baseline, a batch of 64 and two DataLoader workers in turns, each timed on
+    its own batches (64 rows a step for the batch, the workers' processes really used, none left
+    after the run); a thread count, read at import, refused as needing a run of its own."""
+    pytest.importorskip("torch")
+    psutil = pytest.importorskip("psutil")
+    from tests.test_torch_capture import capture
+
+    from whichdevice.frameworks.torch import capture_hooks as hooks
+
+    also = ["batch:64", "workers:2", "threads:1"]
+    results, end = capture(tmp_path, "torch_dataloader.py", "baseline", also=also)
+    by = {r["member"]: r for r in results}
+    assert by[3]["status"] == "not_applicable" and "of its own" in by[3]["why_not"]
+    for j in range(3):
+        assert by[j]["status"] == "ok" and len(by[j]["step_s"]) == 3, by[j]
+    assert [by[j]["samples_per_step"] for j in range(3)] == [32, 64, 32]
+    assert by[1]["batch_size"] == 64 and by[1]["fed"]["batch_size"] == 64 and by[1]["fed"]["num_workers"] == 0
+    assert by[0]["fed"] is None and by[0]["batch_size"] == 32  # the script's own DataLoader
+    assert len({by[j]["setup_s"] for j in range(3)}) == 1  # one process's set-up
+    if hooks.PAUSABLE:
+        pids = by[2]["fed"]["worker_pids"]
+        assert by[2]["fed"]["num_workers"] == 2 and len(pids) == 2
+        assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+PREFETCHING = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Prefetcher:  # the next batch taken while the step runs, as the ImageNet examples' data_prefetcher
+    def __init__(self, loader):
+        self.it = iter(loader)
+        self.next = next(self.it, None)
+
+    def __iter__(self):
+        while self.next is not None:
+            batch, self.next = self.next, next(self.it, None)
+            yield batch
+
+
+data = TensorDataset(torch.randn(1024, 16), torch.randint(0, 4, (1024,)))
+loader = DataLoader(data, batch_size=32, shuffle=True)
+model = nn.Linear(16, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(2):
+    for x, y in Prefetcher(loader):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+"""
+
+
+@pytest.mark.frameworks
+@pytest.mark.slow
+def test_a_loop_that_fetches_ahead_hands_its_batch_variant_back(tmp_path):
+    """Its batch taken during the step before would be another member's: the batch variant is
+    handed back (``alone``), the autocast member measured in turns still."""
     pytest.importorskip("torch")
     from tests.test_torch_capture import capture
 
-    results, end = capture(tmp_path, "torch_dataloader.py", "baseline", also=["autocast", "threads:1"])
+    path = tmp_path / "prefetching.py"
+    path.write_text(PREFETCHING)
+    results, end = capture(tmp_path, path, "baseline", also=["batch:64", "autocast"])
     by = {r["member"]: r for r in results}
-    assert by[2]["status"] == "not_applicable" and "of its own" in by[2]["why_not"]
-    assert by[0]["status"] == by[1]["status"] == "ok" and by[1]["variant"] == "autocast"
-    assert len(by[0]["step_s"]) == len(by[1]["step_s"]) == 3
+    assert by[1]["status"] == "not_applicable" and by[1].get("alone") is True, by[1]
+    assert "ahead" in by[1]["why_not"]
+    assert by[0]["status"] == by[2]["status"] == "ok" and by[0]["fetches"] == 2
+
+
+@pytest.mark.frameworks
+@pytest.mark.slow
+def test_channels_last_and_compile_take_turns_on_a_convolutional_model(tmp_path):
+    pytest.importorskip("torch")
+    from tests.test_torch_capture import capture
+
+    results, end = capture(tmp_path, "torch_cnn.py", "baseline", also=["channels_last", "compile"])
+    by = {r["member"]: r for r in results}
+    assert [by[j]["status"] for j in range(3)] == ["ok"] * 3, results
+    assert len(by[2]["warmup_s"]) >= 2  # its compile is a warm-up, never a timed step
+    assert max(by[2]["warmup_s"]) > 5 * max(by[2]["step_s"])
+
+
+@pytest.mark.frameworks
+def test_the_loader_variants_take_turns_only_where_each_batch_is_its_turns():
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from whichdevice.frameworks.torch import capture_hooks as hooks
+
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(8, 2)), batch_size=2)
+    loader._whichdevice_user = {"num_workers": 0}
+    cap = SimpleNamespace(torch=torch, fed=loader, trainer=None, fetches=1)
+    assert hooks.alone_why(cap, "batch:64") is None and hooks.alone_why(cap, "channels_last") is None
+    assert "ahead" in hooks.alone_why(SimpleNamespace(**{**vars(cap), "fetches": 2}), "batch:64")
+    assert "trainer" in hooks.alone_why(SimpleNamespace(**{**vars(cap), "trainer": "lightning"}), "pin_memory")
+    loader._whichdevice_user = {"num_workers": 2}
+    assert "worker processes" in hooks.alone_why(cap, "workers:4")
+
+
+@pytest.mark.frameworks
+def test_a_workers_feed_uses_its_workers_pauses_them_between_turns_and_shuts_them_down():
+    """A workers member's batches come from worker processes (the variant really used), paused
+    outside its turns, and none outlives the run."""
+    torch = pytest.importorskip("torch")
+    psutil = pytest.importorskip("psutil")
+    from whichdevice.frameworks.torch import capture_hooks as hooks
+
+    if not hooks.PAUSABLE:
+        pytest.skip("worker processes are paused between turns on Linux only")
+    dataloader = __import__("torch.utils.data.dataloader", fromlist=["_BaseDataLoaderIter"])
+    hooks._LOADER_INIT[0] = torch.utils.data.DataLoader.__init__
+    data = torch.utils.data.TensorDataset(torch.arange(64.0).reshape(32, 2), torch.zeros(32))
+    user = torch.utils.data.DataLoader(data, batch_size=4, shuffle=True)
+    user._whichdevice_args = {"dataset": data, "batch_size": 4, "shuffle": True, "num_workers": 0}
+    feed = hooks.Feed(torch, user, {"num_workers": 2})
+    orig_next, orig_iter = dataloader._BaseDataLoaderIter.__next__, torch.utils.data.DataLoader.__iter__
+    rows = [int(feed.next(orig_next, orig_iter)[0].shape[0]) for _ in range(12)]  # past an epoch's 8 batches
+    assert rows == [4] * 12
+    pids = feed.pids()
+    assert len(pids) == 2 and feed.settings()["num_workers"] == 2
+
+    def stopped(want: bool) -> list[bool]:  # a signal takes a moment to arrive: polled up to 5 s
+        end = time.monotonic() + 5
+        while True:
+            got = [psutil.Process(p).status() == psutil.STATUS_STOPPED for p in pids]
+            if got == [want] * len(pids) or time.monotonic() > end:
+                return got
+            time.sleep(0.05)
+
+    try:
+        feed.pause(True)
+        assert stopped(True) == [True, True]
+        feed.pause(False)
+        assert stopped(False) == [False, False]
+        feed.pause(True)
+    finally:
+        feed.close()  # resumed first: a paused worker would not see the shutdown
+    time.sleep(0.2)
+    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.mark.frameworks
+def test_channels_last_and_compile_are_switched_in_for_a_turn_and_back_out():
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from whichdevice.frameworks.torch import capture_hooks as hooks
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 2))
+    opt = torch.optim.Adam(model.parameters())
+    model(torch.randn(2, 3, 8, 8)).sum().backward()
+    opt.step()  # Adam's state exists, in the script's own format
+    hooks._OPTIMIZERS.add(opt)
+    weight = model[0].weight
+    cap = SimpleNamespace(torch=torch, trained=[model], compiled={}, feed=None, fed=None)
+    cl = torch.channels_last
+    hooks.enter(cap, SimpleNamespace(variant="channels_last", index=1))
+    assert model[0].weight is weight and weight.is_contiguous(memory_format=cl)  # the optimizer's tensor still
+    assert opt.state[weight]["exp_avg"].is_contiguous(memory_format=cl)
+    hooks.leave(cap, SimpleNamespace(variant="channels_last", index=1))
+    assert weight.is_contiguous() and not weight.is_contiguous(memory_format=cl)
+    assert opt.state[weight]["exp_avg"].is_contiguous()
+    assert model._compiled_call_impl is None
+    hooks.enter(cap, SimpleNamespace(variant="compile", index=2))
+    assert model._compiled_call_impl is not None  # its steps run the compiled module
+    hooks.leave(cap, SimpleNamespace(variant="compile", index=2))
+    assert model._compiled_call_impl is None
