@@ -1,11 +1,12 @@
 """How many times a round pays a torch script's set-up (imports and data loading), before and
-after autocast takes turns with the baseline in the round's shared process.
+after the DataLoader's batch size, workers and pinning, the model's memory format and
+torch.compile take turns with the baseline in the round's shared process (as autocast did).
 
     PYTHONPATH=src python benchmarks/setup_runs.py            # the plan's count, and what budgets hold
     PYTHONPATH=src python benchmarks/setup_runs.py --real     # and a real small torch script, timed
 
-"before" is the same code with ``script.TURN_ENTRIES`` emptied: every variant but the baseline
-runs the script again in a process of its own, as it did.
+"before" is the same code with ``script.TURN_ENTRIES`` as it was (autocast alone takes turns):
+every other variant runs the script again in a process of its own.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ FACTS = {
 
 @contextmanager
 def before():
-    with mock.patch.object(script, "TURN_ENTRIES", {}):
+    with mock.patch.object(script, "TURN_ENTRIES", {e: ("baseline", "autocast") for e in script.TURN_ENTRIES}):
         yield
 
 
@@ -69,9 +70,25 @@ def _nothing():
     yield
 
 
+# The variants a CPU round plans for torch_dataloader.py (no Conv2d: no channels_last; pin_memory
+# and cudnn.benchmark are a GPU's), each pair's baseline side included; the thread count aside.
+SIDES = [
+    {},
+    {"batch": 64},
+    {"batch": 16},
+    {"kind": "loop", "num_workers": 0},
+    {"kind": "loop", "num_workers": 2},
+    {"fix": "autocast", "autocast": "off"},
+    {"fix": "autocast", "autocast": "bfloat16"},
+    {"fix": "torch_compile", "torch_compile": False},
+    {"fix": "torch_compile", "torch_compile": True},
+]
+
+
 def real() -> list[str]:
-    """A real torch script (tests/script_corpus/torch_dataloader.py): the baseline, autocast's off
-    side and autocast, timed as a round times them; processes started and the wall."""
+    """A real torch script (tests/script_corpus/torch_dataloader.py): the baseline and 4 fixes'
+    pairs (2 batch sizes, 2 workers, autocast, torch.compile), timed as a round times them;
+    processes started, the wall, and each case's step median and rows per step."""
     common = {
         "script": str(ROOT / "tests/script_corpus/torch_dataloader.py"),
         "entry": "torch.optim.Optimizer.step",
@@ -83,8 +100,7 @@ def real() -> list[str]:
         "kind": "steady",
         "sync": "none",
     }
-    sides = [{}, {"fix": "autocast", "autocast": "off"}, {"fix": "autocast", "autocast": "bfloat16"}]
-    specs = [CaseSpec(workload="train", framework="torch", device="CPU:0", params={**common, **p}) for p in sides]
+    specs = [CaseSpec(workload="train", framework="torch", device="CPU:0", params={**common, **p}) for p in SIDES]
     rows = []
     for label, ctx in (("before", before), ("after", _nothing)):
         started: list[str] = []
@@ -107,9 +123,12 @@ def real() -> list[str]:
                     got += script.time_group(members, None, None, 0.0)
             wall = time.perf_counter() - t
         ms = [
-            f"{1e3 * statistics.median(g[0].samples_s):.2f}" if not isinstance(g, BaseException) else "err" for g in got
+            f"{1e3 * statistics.median(g[0].samples_s):.2f} ({g[1].get('samples_per_step', 0):.0f})"
+            if not isinstance(g, BaseException)
+            else "err"
+            for g in got
         ]
-        rows.append(f"| {label} | {len(started)} | {wall:.1f} s | {' / '.join(ms)} ms |")
+        rows.append(f"| {label} | {len(started)} | {wall:.1f} s | {' / '.join(ms)} |")
     return rows
 
 
@@ -123,9 +142,11 @@ def main() -> None:
     for b in (60, 70, 90, 120, 600):
         print(plan_row(float(b)))
     if a.real:
-        print("\nReal: torch_dataloader.py, baseline + autocast off + autocast, 10 steps each:\n")
-        print("| | script processes | wall | step medians (baseline / off / autocast) |\n|---|---|---|---|")
+        print("\nReal: torch_dataloader.py, the baseline and 4 fixes' pairs, 10 steps each:\n")
+        names = " / ".join(script.variant_of({**s, "user_batch": 32, "batch": s.get("batch", 32)}) for s in SIDES)
+        print(f"| | script processes | wall | step median ms (rows a step): {names} |\n|---|---|---|---|")
         print("\n".join(real()))
+        print(f"\nload {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

@@ -264,12 +264,14 @@ def test_the_loader_variants_take_turns_only_where_each_batch_is_its_turns():
     from whichdevice.frameworks.torch import capture_hooks as hooks
 
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(8, 2)), batch_size=2)
-    loader._whichdevice_user = {"num_workers": 0}
-    cap = SimpleNamespace(torch=torch, fed=loader, trainer=None, fetches=1)
+    user = {"batch_size": 2, "batch_sampler": False, "num_workers": 0, "pin_memory": False}
+    loader._whichdevice_user = user
+    cap = SimpleNamespace(torch=torch, spec=None, fed=loader, trainer=None, fetches=1)
     assert hooks.alone_why(cap, "batch:64") is None and hooks.alone_why(cap, "channels_last") is None
     assert "ahead" in hooks.alone_why(SimpleNamespace(**{**vars(cap), "fetches": 2}), "batch:64")
     assert "trainer" in hooks.alone_why(SimpleNamespace(**{**vars(cap), "trainer": "lightning"}), "pin_memory")
-    loader._whichdevice_user = {"num_workers": 2}
+    assert hooks.alone_why(SimpleNamespace(**{**vars(cap), "fetches": 2}), "batch:2") is None  # a misfit, said so
+    loader._whichdevice_user = {**user, "num_workers": 2}
     assert "worker processes" in hooks.alone_why(cap, "workers:4")
 
 

@@ -52,7 +52,15 @@ STEP_ENTRIES = ("jax.jit train step",)
 # of its own; so does a loader variant under a trainer, whose loop fetches its batches ahead of
 # its steps (a batch would not be its turn's).
 TURN_ENTRIES: dict[str, tuple[str, ...]] = {
-    "torch.optim.Optimizer.step": ("baseline", "autocast", "batch", "workers", "pin_memory", "channels_last", "compile"),
+    "torch.optim.Optimizer.step": (
+        "baseline",
+        "autocast",
+        "batch",
+        "workers",
+        "pin_memory",
+        "channels_last",
+        "compile",
+    ),
     "torch.Tensor.backward": ("baseline", "autocast", "batch", "workers", "pin_memory", "channels_last", "compile"),
 }
 # Variants of TURN_ENTRIES fed by the capture's own DataLoader.
@@ -305,6 +313,7 @@ def run_here(job: dict[str, Any], spec: CaptureSpec, captures: list[str]) -> Chi
     capturekit.T0 = time.perf_counter()
     capturekit.OWNER.clear()
     capturekit.FINISHERS.clear()
+    capturekit.CLOSERS.clear()
     capturekit.PROGRESS.update(steps=0, begun=0)
     capturekit.ENTRIES.clear()
     capturekit.TICKS.update(n=0, told=float("-inf"), source=None)
@@ -424,7 +433,9 @@ def time_group(
         run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:])), first.framework)
         placed = {int(r["member"]): r for r in run.results if r.get("member") is not None}
         return [
-            _alone(s, overhead_s) if (placed.get(j) or {}).get("alone") else _timed(placed.get(j), run, limit, overhead_s)
+            _alone(s, overhead_s)
+            if (placed.get(j) or {}).get("alone")
+            else _timed(placed.get(j), run, limit, overhead_s)
             for j, s in enumerate(prepared)
         ]
     n = len(prepared)

@@ -168,6 +168,7 @@ def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
         cap.members[0].extra = 1  # its first step runs before the turns switch anything
     _turn_to(cap, cap.members[0])
     capturekit.FINISHERS.append(lambda: _script_ended(cap))  # a short script: the steps it ran
+    capturekit.CLOSERS.append(lambda: hooks.close_feeds(cap))  # a turn's workers, the script ended anyhow
     capturekit.after_import("torch", lambda torch: hooks.install(torch, cap, _HANDLERS))
 
 

@@ -544,8 +544,7 @@ def stop_workers(cap: Any) -> None:
     """The DataLoader's worker processes ended with the capture (the child exits without the
     interpreter's teardown, and a worker would wait up to 5 s to see its parent gone), the turns'
     Feeds' with them."""
-    for feed in list(cap.feeds.values()):
-        feed.close()
+    close_feeds(cap)
     it = cap.iterator() if cap.iterator is not None else None
     shutdown = getattr(it, "_shutdown_workers", None)
     if shutdown is not None:
@@ -562,20 +561,25 @@ def alone_why(cap: Any, v: str) -> str | None:
     step begins, from a plain DataLoader without worker processes of its own (whose workers would
     go on loading during the other members' steps)."""
     name = v.partition(":")[0]
-    if name not in LOADER_VARIANTS:
-        return None
     loader = cap.fed
+    if name not in LOADER_VARIANTS or loader is None or not isinstance(_user_change(cap, v), dict):
+        return None  # not a loader's, or its misfit is said at its first step (why_not)
     if cap.trainer is not None:
         return "a trainer's loop fetches its batches ahead of its steps"
     if cap.fetches > 1:
         return "the loop takes its batches ahead of its steps, or several a step"
-    if loader is None or type(loader) is not cap.torch.utils.data.DataLoader:
+    if type(loader) is not cap.torch.utils.data.DataLoader:
         return "the script's DataLoader is a class of its own"
     if int(loader._whichdevice_user["num_workers"]):
         return "the script's DataLoader has worker processes, which load on during the other variants' steps"
     if name == "workers" and not PAUSABLE:
         return "worker processes can be paused between turns only on Linux"
     return None
+
+
+def _user_change(cap: Any, v: str) -> dict | str | None:
+    user = getattr(cap.fed, "_whichdevice_user", None)
+    return loader_change(cap.spec, user, v) if user is not None else "no settings kept"
 
 
 # Worker processes are paused between their member's turns (SIGSTOP, SIGCONT), so that they load
@@ -660,6 +664,13 @@ class Feed:
 
 
 _LOADER_INIT: list[Any] = [None]  # DataLoader.__init__ as torch had it
+
+
+def close_feeds(cap: Any) -> None:
+    """Every Feed's workers resumed and shut down (the capture's end, or the script's)."""
+    for feed in list(cap.feeds.values()):
+        feed.close()
+    cap.feed = None
 
 
 def enter(cap: Any, m: Any) -> None:
