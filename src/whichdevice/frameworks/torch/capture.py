@@ -107,7 +107,7 @@ class Capture:
     feed: Any = None  # the Feed of the member whose turn it is, or None: the script's own batches
     compiled: dict[Any, Any] = field(default_factory=dict)  # a compile member's compiled modules
     fetches: int = 0  # batches taken from one iterator in the first step (hooks._count_fetch)
-    fetched: Any = None  # that iterator
+    fetched: Any = None  # a weak reference to that iterator
 
     @property
     def variant(self) -> str:
@@ -182,7 +182,7 @@ def first_step(cap: Capture, entry: str, optimizer: Any = None) -> None:
     capturekit.OWNER.append(entry)
     if cap.first_call is None:  # no module called yet (plain tensors, or a closure's forward)
         cap.first_call = _perf()
-        cap.timing = cap.now is None or _warm(cap, cap.now) == 0
+        cap.timing = (_warm(cap, cap.now) if cap.now is not None else hooks.warmup_steps(cap)) == 0
 
 
 def _misfit(cap: Capture) -> str | None:

@@ -319,8 +319,8 @@ def _count_fetch(cap: Any, it: Any) -> None:
     accumulation): then a batch is not its turn's, and the loader variants cannot take turns."""
     if cap.last is not None:
         return
-    cap.fetches = cap.fetches + 1 if cap.fetched is it else 1
-    cap.fetched = it
+    cap.fetches = cap.fetches + 1 if cap.fetched is not None and cap.fetched() is it else 1
+    cap.fetched = weakref.ref(it)  # weakly: an iterator the script drops ends its workers as before
 
 
 # The batch samplers of the DataLoaders built so far, each with the script's settings of its loader.
