@@ -5,8 +5,9 @@ torch.compile take turns with the baseline in the round's shared process (as aut
     PYTHONPATH=src python benchmarks/setup_runs.py            # the plan's count, and what budgets hold
     PYTHONPATH=src python benchmarks/setup_runs.py --real     # and a real small torch script, timed
 
-"before" is the same code with ``script.TURN_ENTRIES`` as it was (autocast alone takes turns):
-every other variant runs the script again in a process of its own.
+"before" is the same code with ``script.TURN_ENTRIES`` as it was (autocast alone takes turns:
+every other variant runs the script again in a process of its own) and the plan in priority order
+only (``scriptplan.TURNS_FIRST`` off).
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ FACTS = {
 
 @contextmanager
 def before():
-    with mock.patch.object(script, "TURN_ENTRIES", {e: ("baseline", "autocast") for e in script.TURN_ENTRIES}):
+    autocast = {e: ("baseline", "autocast") for e in script.TURN_ENTRIES}
+    with mock.patch.object(script, "TURN_ENTRIES", autocast), mock.patch.object(scriptplan, "TURNS_FIRST", False):
         yield
 
 
@@ -112,15 +114,16 @@ def real() -> list[str]:
 
         with ctx(), mock.patch.object(script, "run_child", counted), mock.patch.object(script, "_RAN_HERE", [True]):
             t = time.perf_counter()
-            groups: dict[object, list[CaseSpec]] = {}
-            for s in specs:
-                groups.setdefault(script.group_key(s) or s.key, []).append(s)
-            got = []
+            groups: dict[object, list[int]] = {}
+            for i, s in enumerate(specs):
+                groups.setdefault(script.group_key(s) or s.key, []).append(i)
+            by: dict[int, object] = {}
             for members in groups.values():
-                if script.group_key(members[0]) is None:
-                    got += [script.run_case(m, None, None, 0.0) for m in members]
+                if script.group_key(specs[members[0]]) is None:
+                    by |= {i: _tried(script.run_case, specs[i]) for i in members}
                 else:
-                    got += script.time_group(members, None, None, 0.0)
+                    by |= dict(zip(members, script.time_group([specs[i] for i in members], None, None, 0.0)))
+            got = [by[i] for i in range(len(specs))]
             wall = time.perf_counter() - t
         ms = [
             f"{1e3 * statistics.median(g[0].samples_s):.2f} ({g[1].get('samples_per_step', 0):.0f})"
@@ -130,6 +133,13 @@ def real() -> list[str]:
         ]
         rows.append(f"| {label} | {len(started)} | {wall:.1f} s | {' / '.join(ms)} |")
     return rows
+
+
+def _tried(run, spec):  # type: ignore[no-untyped-def]
+    try:
+        return run(spec, None, None, 0.0)
+    except Exception as e:  # noqa: BLE001 (a case the script could not run: shown as err)
+        return e
 
 
 def main() -> None:
@@ -143,7 +153,8 @@ def main() -> None:
         print(plan_row(float(b)))
     if a.real:
         print("\nReal: torch_dataloader.py, the baseline and 4 fixes' pairs, 10 steps each:\n")
-        names = " / ".join(script.variant_of({**s, "user_batch": 32, "batch": s.get("batch", 32)}) for s in SIDES)
+        steady = {"kind": "steady", "sync": "none", "user_batch": 32, "batch": 32}
+        names = " / ".join(script.variant_of({**steady, **s}) for s in SIDES)
         print(f"| | script processes | wall | step median ms (rows a step): {names} |\n|---|---|---|---|")
         print("\n".join(real()))
         print(f"\nload {os.getloadavg()[0]:.1f} at the end")

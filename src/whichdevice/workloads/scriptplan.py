@@ -640,6 +640,11 @@ def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str
     return out
 
 
+# Plan the fixes that take turns before those that pay the set-up again (False: in priority order
+# only, as the plan was before most torch variants took turns; benchmarks/setup_runs.py compares).
+TURNS_FIRST = True
+
+
 def _loader_alone(facts: dict[str, Any], p: dict[str, Any]) -> bool:
     """A torch loader variant that the shared process will hand back to a process of its own
     (``capture_hooks.alone_why``): the pre-flight saw the loop take its batches ahead of its steps
@@ -692,7 +697,11 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
     for fix, what, params in _variants(facts, gpu):
         groups.setdefault(fix, []).append((what, params))
     longest = in_turns = shared
-    for fix, members in groups.items():
+    # the fixes that take turns in the shared process first (each in priority order): a fix that
+    # pays the set-up again would otherwise crowd out several that cost their steps only, and a
+    # larger budget measure fewer fixes than a smaller one
+    own = {f: TURNS_FIRST and any(_cost(c, facts, p, keras)[1] for _w, p in ms) for f, ms in groups.items()}
+    for fix, members in sorted(groups.items(), key=lambda g: own[g[0]]):
         costs = [_cost(c, facts, params, keras) for _what, params in members]
         cost = sum(x for x, _ in costs)
         if used + cost <= plan_s:
