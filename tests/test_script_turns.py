@@ -365,9 +365,74 @@ def test_what_a_capture_started_beside_the_script_is_ended_when_the_script_raise
     from whichdevice.workloads import scriptrun
 
     closed: list[int] = []
-    monkeypatch.setattr(capturekit, "CLOSERS", [lambda: closed.append(1)])
+    monkeypatch.setattr(capturekit, "CLOSERS", [lambda end: closed.append(1)])
     path = tmp_path / "boom.py"
     path.write_text("raise ValueError('boom')\n")
     job = {"script": str(path), "args": [], "frameworks": [], "spec": {"variant": "baseline"}}
     end = scriptrun.execute(job, lambda r: None)
     assert end["status"] == "script_error" and closed == [1]
+
+
+def test_a_script_that_raises_in_a_members_turn_runs_the_others_again_without_it(monkeypatch):
+    """A step that cannot take the variant's batch (the script reshapes to its own batch size)
+    raised in that member's turn: the run gave the others nothing, so they take turns again
+    without it, and it runs alone, where the error is its own."""
+    runs: list[tuple[str, tuple[str, ...]]] = []
+    ok = {"status": "ok", "step_s": [0.01] * 3, "warmup_s": [0.02], "setup_s": 1.0}
+
+    def fake_run(p, spec, framework):
+        runs.append((spec.variant, tuple(spec.also)))
+        if spec.also == ("batch:64", "autocast"):  # raised in batch:64's turn: its result alone
+            back = {"status": "not_applicable", "why_not": "the script raised", "alone": True, "member": 1}
+            return script.ChildRun(results=[back], end={"status": "script_error", "error": "RuntimeError: shape"})
+        if spec.also:
+            return script.ChildRun(results=[{**ok, "member": j} for j in range(1 + len(spec.also))])
+        return script.ChildRun(end={"status": "script_error", "error": "RuntimeError: shape", "where": "train.py:9"})
+
+    monkeypatch.setattr(script, "_run", fake_run)
+    common = {"script": "/x/train.py", "entry": "torch.optim.Optimizer.step", "user_batch": 32, "steps": 3}
+    common |= {"warmup": 1, "kind": "steady", "sync": "none", "batch": 32}
+    sides = [{}, {"batch": 64}, {"fix": "autocast", "autocast": "bfloat16"}]
+    prepared = [CaseSpec(workload="train", framework="torch", device="CPU:0", params={**common, **p}) for p in sides]
+    got = script.time_group(prepared, None, None, 0.0)
+    assert runs == [
+        ("baseline", ("batch:64", "autocast")),
+        ("baseline", ("autocast",)),
+        ("batch:64", ()),
+    ]
+    assert not isinstance(got[0], BaseException) and not isinstance(got[2], BaseException)
+    assert isinstance(got[1], RuntimeError) and "RuntimeError: shape" in str(got[1])
+
+
+RESHAPES = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+BATCH = 32
+data = TensorDataset(torch.randn(1024, 4, 4), torch.randint(0, 4, (1024,)))
+loader = DataLoader(data, batch_size=BATCH, shuffle=True)
+model = nn.Linear(16, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(3):
+    for x, y in loader:
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x.reshape(BATCH, 16)), y).backward()  # its own batch size, always
+        opt.step()
+"""
+
+
+@pytest.mark.frameworks
+@pytest.mark.slow
+def test_a_real_step_that_raises_at_another_batch_size_costs_the_others_nothing(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    monkeypatch.setattr(script, "_RAN_HERE", [True])
+    path = tmp_path / "reshapes.py"
+    path.write_text(RESHAPES)
+    common = {"script": str(path), "entry": "torch.optim.Optimizer.step", "user_batch": 32, "batch": 32}
+    common |= {"steps": 3, "warmup": 1, "child_limit_s": 60, "kind": "steady", "sync": "none"}
+    sides = [{}, {"batch": 64}, {"fix": "autocast", "autocast": "bfloat16"}]
+    prepared = [CaseSpec(workload="train", framework="torch", device="CPU:0", params={**common, **p}) for p in sides]
+    got = script.time_group(prepared, None, None, 0.0)
+    assert not isinstance(got[0], BaseException) and not isinstance(got[2], BaseException), got
+    assert isinstance(got[1], RuntimeError) and "raised RuntimeError" in str(got[1]), got[1]

@@ -432,6 +432,9 @@ def time_group(
         # a torch loop's members take turns: one result each, by place (baseline cases share a name)
         run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:])), first.framework)
         placed = {int(r["member"]): r for r in run.results if r.get("member") is not None}
+        back = [j for j in range(len(prepared)) if (placed.get(j) or {}).get("alone")]
+        if back and any(j not in placed for j in range(len(prepared))):
+            return _without(prepared, back, fw, policy, overhead_s)
         return [
             _alone(s, overhead_s)
             if (placed.get(j) or {}).get("alone")
@@ -451,6 +454,14 @@ def time_group(
         dealt["data_wait_s"] = list(result.get("data_wait_s") or [])[j::n]
         out.append(_timed(dealt, run, limit, overhead_s))
     return out
+
+
+def _without(prepared: list[CaseSpec], back: list[int], fw: Any, policy: Any, overhead_s: float) -> list[Any]:
+    """The script raised in a handed-back member's turn, so the run gave the others nothing: they
+    take turns again without it, and it runs in a process of its own."""
+    rest = [j for j in range(len(prepared)) if j not in back]
+    again = dict(zip(rest, time_group([prepared[j] for j in rest], fw, policy, overhead_s) if rest else []))
+    return [_alone(s, overhead_s) if j in back else again[j] for j, s in enumerate(prepared)]
 
 
 def _alone(spec: CaseSpec, overhead_s: float):

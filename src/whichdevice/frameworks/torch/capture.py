@@ -168,7 +168,7 @@ def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
         cap.members[0].extra = 1  # its first step runs before the turns switch anything
     _turn_to(cap, cap.members[0])
     capturekit.FINISHERS.append(lambda: _script_ended(cap))  # a short script: the steps it ran
-    capturekit.CLOSERS.append(lambda: hooks.close_feeds(cap))  # a turn's workers, the script ended anyhow
+    capturekit.CLOSERS.append(lambda end: _closed(cap, end))  # the script ended anyhow
     capturekit.after_import("torch", lambda torch: hooks.install(torch, cap, _HANDLERS))
 
 
@@ -322,6 +322,22 @@ def _script_ended(cap: Capture) -> None:
         cap.live = [m for m in cap.live if m.step_s]
         if cap.live:
             _send(cap, "ok", stopped="script end")
+
+
+def _closed(cap: Capture, end: dict) -> None:
+    """The script ended (``capturekit.CLOSERS``): the turns' workers shut down; if it raised in the
+    turn of a member switched in (a step that cannot take its batch size, its compiled module),
+    that member handed back (``alone``), so that the measuring child runs the others again without
+    it and it in a process of its own, where the error is its own."""
+    hooks.close_feeds(cap)
+    m = cap.now
+    raised = end.get("status") == "script_error" and end.get("exit_code") is None
+    if not raised or cap.done or not cap.turns or m is None or cap.last is None or m not in cap.live:
+        return
+    if m.variant.partition(":")[0] in hooks.BUILT:
+        cap.done = True
+        why = f"the script raised {end.get('error')} in this variant's turn"
+        cap.sink({**result(cap, "not_applicable", why, None, m), "alone": True})
 
 
 def _not_applicable(cap: Capture, why: str) -> None:
