@@ -67,6 +67,17 @@ def plan_row(budget: float) -> str:
     return f"| {budget:g} | " + " | ".join(out) + " |"
 
 
+def gpu_row(budget: float) -> str:
+    """A GPU round of the same script (pin_memory and cudnn.benchmark planned; no thread count)."""
+    out = []
+    for label, ctx in (("before", before), ("after", _nothing)):
+        with ctx():
+            s = scriptplan.size(FACTS, budget, gpu=True)
+            cases = scriptplan.cases("torch", "GPU:0", scriptplan.user_params({"script": "train.py"}, FACTS), s)
+            out.append(f"{label}: {processes(cases)} set-up runs, {len(cases)} cases")
+    return f"| {budget:g} (GPU) | " + " | ".join(out) + " |"
+
+
 @contextmanager
 def _nothing():
     yield
@@ -151,6 +162,7 @@ def main() -> None:
     print("| --budget | before | after |\n|---|---|---|")
     for b in (60, 70, 90, 120, 600):
         print(plan_row(float(b)))
+    print(gpu_row(600.0))
     if a.real:
         print("\nReal: torch_dataloader.py, the baseline and 4 fixes' pairs, 10 steps each:\n")
         steady = {"kind": "steady", "sync": "none", "user_batch": 32, "batch": 32}

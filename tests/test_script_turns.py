@@ -119,7 +119,7 @@ def test_shares_child_by_variant_name():
     assert not script.shares_child({**base, "batch": 64, "trainer": "lightning"})
     assert script.shares_child({**base, "fix": "channels_last", "channels_last": True, "trainer": "lightning"})
     assert not script.shares_child({**base, "fix": "cpu_threads", "cpu_threads": 1})
-    assert not script.shares_child({**base, "fix": "cudnn_benchmark", "cudnn_benchmark": True})
+    assert script.shares_child({**base, "fix": "cudnn_benchmark", "cudnn_benchmark": True})
 
 
 def test_a_member_the_shared_process_hands_back_is_run_alone(monkeypatch):
@@ -353,6 +353,12 @@ def test_channels_last_and_compile_are_switched_in_for_a_turn_and_back_out():
     assert weight.is_contiguous() and not weight.is_contiguous(memory_format=cl)
     assert opt.state[weight]["exp_avg"].is_contiguous()
     assert model._compiled_call_impl is None
+    cap.why_not = None
+    torch.backends.cudnn.benchmark = False  # the script's own setting
+    hooks.enter(cap, SimpleNamespace(variant="cudnn_benchmark", index=3))
+    assert torch.backends.cudnn.benchmark is True and cap.why_not is None
+    hooks.leave(cap, SimpleNamespace(variant="cudnn_benchmark", index=3))
+    assert torch.backends.cudnn.benchmark is False
     hooks.enter(cap, SimpleNamespace(variant="compile", index=2))
     assert model._compiled_call_impl is not None  # its steps run the compiled module
     hooks.leave(cap, SimpleNamespace(variant="compile", index=2))

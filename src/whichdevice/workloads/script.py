@@ -13,9 +13,10 @@ installed, which times the script's own steps and ends the script there.
 - :func:`variant_of`: a case's parameters -> the capture's variant (``"batch:64"``);
 - :func:`group_key`: Keras fits share one process per round (every variant but mixed precision
   differs only at run time and is timed in turns there); a JAX step's batch variants and a torch
-  loop's autocast take turns with the baseline's cases in one process; a loop's baseline cases
-  (the baseline side of each pair) share one process, their steps dealt out in turn; every other
-  variant has its own;
+  loop's autocast, DataLoader (batch size, workers, pinning), memory-format and compile variants
+  take turns with the baseline's cases in one process (a member the capture hands back, ``alone``,
+  runs in a process of its own); a loop's baseline cases (the baseline side of each pair) share
+  one process, their steps dealt out in turn; every other variant (a thread count) has its own;
 - :func:`run_child`: one script process, its results and how it ended;
 - :func:`notebook_source`: a notebook's code cells as one script.
 """
@@ -45,23 +46,16 @@ KERAS_ENTRIES = ("keras.Model.fit",)
 # they differ only in what the capture applies and share the round's process with the baseline.
 STEP_ENTRIES = ("jax.jit train step",)
 # A torch loop's step (frameworks/torch/capture.py): the variants its capture can switch in for a
-# member's steps and back out (frameworks/torch/capture_hooks.TURNS: autocast; the DataLoader's batch
-# size, workers and pinning, fed from a DataLoader the capture builds; the model's memory format; a
-# compiled module) take turns in the round's process with the baseline, by the variant's name
-# ("batch" for "batch:64"). The thread count, read at import, runs the script again in a process
-# of its own; so does a loader variant under a trainer, whose loop fetches its batches ahead of
-# its steps (a batch would not be its turn's).
+# member's steps and back out (frameworks/torch/capture_hooks.TURNS: autocast; the DataLoader's
+# batch size, workers and pinning, fed from a DataLoader the capture builds; the model's memory
+# format; a compiled module; cuDNN's benchmark flag) take turns in the round's process with the
+# baseline, by the variant's name ("batch" for "batch:64"). The thread count, read at import, runs
+# the script again in a process of its own; so does a loader variant under a trainer, whose loop
+# fetches its batches ahead of its steps (a batch would not be its turn's).
+_TORCH_TURNS = ("baseline", "autocast", "batch", "workers", "pin_memory", "channels_last", "compile", "cudnn_benchmark")
 TURN_ENTRIES: dict[str, tuple[str, ...]] = {
-    "torch.optim.Optimizer.step": (
-        "baseline",
-        "autocast",
-        "batch",
-        "workers",
-        "pin_memory",
-        "channels_last",
-        "compile",
-    ),
-    "torch.Tensor.backward": ("baseline", "autocast", "batch", "workers", "pin_memory", "channels_last", "compile"),
+    "torch.optim.Optimizer.step": _TORCH_TURNS,
+    "torch.Tensor.backward": _TORCH_TURNS,
 }
 # Variants of TURN_ENTRIES fed by the capture's own DataLoader.
 LOADER_TURNS = ("batch", "workers", "pin_memory")

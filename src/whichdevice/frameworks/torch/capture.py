@@ -106,6 +106,7 @@ class Capture:
     feeds: dict[int, Any] = field(default_factory=dict)  # each loader member's Feed, by its place
     feed: Any = None  # the Feed of the member whose turn it is, or None: the script's own batches
     compiled: dict[Any, Any] = field(default_factory=dict)  # a compile member's compiled modules
+    cudnn_was: bool = False  # the script's cudnn.benchmark, outside a cudnn_benchmark member's turns
     fetches: int = 0  # batches taken from one iterator in the first step (hooks._count_fetch)
     fetched: Any = None  # a weak reference to that iterator
 

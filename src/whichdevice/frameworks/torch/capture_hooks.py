@@ -45,10 +45,10 @@ MODULE_VARIANTS = ("autocast", "channels_last", "compile", "cudnn_benchmark")
 SWITCHED = ("baseline", "autocast")
 # The variants that take turns all the same, each switched in for its member's steps and back out
 # after them (:func:`enter`, :func:`leave`): the batches of a DataLoader the capture builds with the
-# script's settings but the variant's, the model's memory format, a compiled module. Not the
-# thread count (read at import) nor cudnn.benchmark and persistent workers (not planned in turns).
-TURNS = (*SWITCHED, "batch", "workers", "pin_memory", "channels_last", "compile")
-BUILT = ("batch", "workers", "pin_memory", "channels_last", "compile")  # those of TURNS switched in and out
+# script's settings but the variant's, the model's memory format, a compiled module, cuDNN's
+# benchmark flag. Not the thread count (read at import) nor persistent workers (not planned).
+BUILT = ("batch", "workers", "pin_memory", "channels_last", "compile", "cudnn_benchmark")  # switched in and out
+TURNS = (*SWITCHED, *BUILT)
 VARIANTS = ("baseline", *LOADER_VARIANTS, *MODULE_VARIANTS, "threads")
 _perf = time.perf_counter
 _TORCH_DIR = ["//no torch yet//"]  # torch's own folder: calls from there are not the script's
@@ -688,6 +688,12 @@ def enter(cap: Any, m: Any) -> None:
         cap.feed.pause(False)
     elif name == "channels_last":
         _memory_format(cap, torch.channels_last)
+    elif name == "cudnn_benchmark":
+        cudnn = torch.backends.cudnn
+        cap.cudnn_was = bool(cudnn.benchmark)  # the script's own setting, back at the turn's end
+        if cap.cudnn_was:
+            cap.why_not = "the script already sets torch.backends.cudnn.benchmark = True"
+        cudnn.benchmark = True
     elif name == "compile":
         for k in cap.trained:
             if k not in cap.compiled:
@@ -704,6 +710,8 @@ def leave(cap: Any, m: Any) -> None:
         cap.feed = None
     elif name == "channels_last":
         _memory_format(cap, cap.torch.contiguous_format)
+    elif name == "cudnn_benchmark":
+        cap.torch.backends.cudnn.benchmark = cap.cudnn_was
     elif name == "compile":
         for k in cap.compiled:
             k._compiled_call_impl = None
