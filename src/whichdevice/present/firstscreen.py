@@ -717,16 +717,22 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
     return [x for x in lines if x != ("", "")]
 
 
+def _cause_lines(causes: list[Cause], folded: bool) -> list[tuple[str, str]]:
+    """Why it is slow: a line per cause, or (``folded``) every cause on the heading's line."""
+    if not causes:
+        return []
+    if folded:
+        return [("", ""), ("head", f"{CAUSES_HEAD}: {causes_folded(causes)}")]
+    lines = [("", f"  {i}. {cause_title(c)} — {cause_text(c)}") for i, c in enumerate(causes, 1)]
+    return [("", ""), ("head", CAUSES_HEAD), *lines]
+
+
 def _screen_lines(fs: FirstScreen, report: str | None, folded: bool, gap: bool, more: bool) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = [("bold", fs.title)]
     out += [("answer", ("Answer: " if i == 0 else "        ") + a) for i, a in enumerate(fs.answer)]
     if fs.confirmed:
         out.append(("dim", f"        {fs.confirmed}"))
-    if fs.causes and folded:
-        out += [("", ""), ("head", f"{CAUSES_HEAD}: {causes_folded(fs.causes)}")]
-    elif fs.causes:
-        out += [("", ""), ("head", CAUSES_HEAD)]
-        out += [("", f"  {i}. {cause_title(c)} — {cause_text(c)}") for i, c in enumerate(fs.causes, 1)]
+    out += _cause_lines(fs.causes, folded)
     out += [("", ""), ("head", "What to change (measured on this machine, best first)")]
     if not fs.changes:
         out.append(("", f"  {none_text(fs)}"))
