@@ -148,3 +148,48 @@ def test_a_screen_with_room_lists_each_cause_on_its_own_line():
     term = _renders(record)["terminal"]
     assert f"{firstscreen.CAUSES_HEAD}\n  1. Fixed cost per step — " in term
     assert len(_terminal_causes(term)) == 3
+
+
+def _flags_and_float16(record: records.RunRecord, *, fast: bool, slower_by: float) -> records.RunRecord:
+    """``record`` as if its CPU had avx512_fp16/amx_fp16 and avx512_bf16/amx_bf16 (``fast``),
+    its mixed_float16 precision case ``slower_by`` times slower."""
+
+    def scaled(t: records.Timing) -> records.Timing:
+        return t.model_copy(
+            update={
+                "samples_s": [x * slower_by for x in t.samples_s],
+                "rounds_s": [[x * slower_by for x in r] for r in t.rounds_s] if t.rounds_s else t.rounds_s,
+            }
+        )
+
+    out = []
+    for r in record.results:
+        if r.spec.params.get("kind") == "precision":
+            r = r.model_copy(
+                update={"metrics": {**r.metrics, "cpu_fast_bf16": float(fast), "cpu_fast_fp16": float(fast)}}
+            )
+            if r.spec.params["precision"] == "mixed_float16" and r.timing is not None:
+                r = r.model_copy(update={"timing": scaled(r.timing)})
+        out.append(r)
+    return record.model_copy(update={"results": out})
+
+
+def test_fast_16bit_flags_beside_a_much_slower_float16_are_reconciled_in_one_line():
+    """A Keras mixed_float16 fit measured 224× slower than float32 beside 'This CPU has fast
+    bfloat16 and float16 math (amx_bf16 ...)': two lines that read as a contradiction. The note
+    now says, from the measurement, that the float16 ops do not run on those instructions here."""
+    record = report_cli.load_any(DATA / "run_cpu_2core.json")
+    assert isinstance(record, records.RunRecord)
+    slow = _flags_and_float16(record, fast=True, slower_by=224.0)
+    md = _renders(slow)["markdown"]
+    row = next(line for line in md.splitlines() if "Mixed precision" in line and "float32 -> mixed_float16" in line)
+    assert re.search(r"mixed_float16: \d+× slower \(95 % CI", row)
+    assert "This CPU has fast bfloat16 and float16 math" in row
+    assert "Yet mixed_float16 measured significantly slower than float32 on this CPU" in row
+    assert "float16 ops do not run on them here" in row
+    # the same record, float16 not slower: the flags' line alone, no explanation to make
+    same = _renders(_flags_and_float16(record, fast=True, slower_by=1.0))["markdown"]
+    assert "This CPU has fast bfloat16 and float16 math" in same and "Yet mixed_float16" not in same
+    # no fast flags: the slowdown is what the existing 'not accelerated' line explains
+    plain = _renders(_flags_and_float16(record, fast=False, slower_by=224.0))["markdown"]
+    assert "no fast 16-bit math" in plain and "Yet mixed_float16" not in plain
