@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from whichdevice.frameworks.common.audit import AUDITED, HostSync, terms
 
@@ -393,3 +394,18 @@ def calls_method(source: str, names: set[str]) -> bool:
     return any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in names for n in ast.walk(tree)
     )
+
+
+def local_sources(source: str, folder: Path) -> dict[str, str]:
+    """The sources of the modules the script imports from its own folder (``from helpers import
+    train`` with ``helpers.py`` beside it), by module name: where a project keeps its training
+    loop and its timing apart from the script. Read only, one level deep; unreadable ones left out."""
+    out: dict[str, str] = {}
+    for name in sorted(imported(source)):
+        path = folder / f"{name}.py"
+        try:
+            if path.is_file():
+                out[name] = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return out

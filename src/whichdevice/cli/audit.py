@@ -184,17 +184,27 @@ FIT_METHODS = {"fit", "train_on_batch", "fit_generator"}
 
 
 def _next_step(path: Path, measurements: list, source: str, modules: set[str]) -> str:
-    """Where the script timed nothing the audit follows but trains with Keras' ``fit``: the command that
-    measures its steps."""
-    if any(not m.tracing for m in measurements) or not ({"keras", "tensorflow"} & modules):
+    """Where the script timed nothing the audit follows but trains with Keras' ``fit``, in its own
+    code or in a module of its own folder that it imports (a project's training helper, whose clock
+    reads the audit does not follow): the command that measures its steps."""
+    if any(not m.tracing for m in measurements):
         return ""
     from whichdevice.audit import static
 
-    if not static.calls_method(source, FIT_METHODS):
+    helpers = static.local_sources(source, path.parent)
+    keras = {"keras", "tensorflow"}
+    own = bool(keras & modules) and static.calls_method(source, FIT_METHODS)
+    elsewhere = [
+        name
+        for name, text in helpers.items()
+        if keras & (modules | static.imported(text)) and static.calls_method(text, FIT_METHODS)
+    ]
+    if not own and not elsewhere:
         return ""
+    where = "" if own else f" (in {', '.join(f'{n}.py' for n in elsewhere)})"
     return (
-        f"it trains with Keras' fit, which times its epochs in its own log: `whichdevice diagnose {path.name}` "
-        "times its training steps, says what slows them, and measures the fixes"
+        f"it trains with Keras' fit{where}, which times its epochs in its own log: `whichdevice diagnose "
+        f"{path.name}` times its training steps, says what slows them, and measures the fixes"
     )
 
 

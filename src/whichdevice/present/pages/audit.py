@@ -265,7 +265,8 @@ def verdict_lines(record: AuditRecord) -> list[str]:
             + why
             + ". Clocks followed: "
             + ", ".join(clocks_mod.CLOCKS_FOLLOWED)
-            + ". Its own printed times (if any) came from elsewhere (a library's log, a clock the audit does not follow)."
+            + ". "
+            + _untimed_why(record)
             + (f" Next: {record.next_step}." if record.next_step else "")
         ]
     about = {i for f in record.findings for i in f.measurements}
@@ -273,6 +274,22 @@ def verdict_lines(record: AuditRecord) -> list[str]:
     if not about & {m.id for m in timed}:
         return [seen + "; none misleading by the audit's rules."]
     return [seen + "; what they measured is in the findings above."]
+
+
+def _untimed_why(record: AuditRecord) -> str:
+    """Why no timing was seen, only what is true of this run: a script that stopped (an exception,
+    the timeout) stopped before any end - start of its own; one that ran to its end and printed
+    times read them from a clock the audit does not follow or a library's own log."""
+    stopped = record.timed_out or record.exception is not None or (record.exit_code not in (0, None))
+    if not stopped:
+        return (
+            "If it printed times, they were read outside its own code (a module it imports, a library's own log) "
+            "or from a clock the audit does not follow."
+        )
+    line = (record.exception or {}).get("line") or (record.hang_line or {}).get("line")
+    at = f" at line {line}" if line else ""
+    read = ", after reading the clock," if record.clocks_read else ""
+    return f"It stopped{at}{read} before computing an end - start with any of those clocks."
 
 
 def render_html(record: AuditRecord) -> str:
