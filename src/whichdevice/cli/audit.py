@@ -54,7 +54,10 @@ def audit(
     source, nb = None, None
     if path.suffix.lower() == ".ipynb":
         source, nb = notebook.translate(path)
-    state, rc, wall_s, killed = audit_mod.run_child(path, args, timeout_s, rerun=not no_rerun, source=source)
+    cells = nb["cell_first_lines"] if nb else None
+    state, rc, wall_s, killed = audit_mod.run_child(
+        path, args, timeout_s, rerun=not no_rerun, source=source, cells=cells
+    )
     record = make_record(path, args, timeout_s, state, rc, wall_s, killed, notebook=nb)
     try:  # first: nothing measured is lost to a page that cannot be printed
         json_file.parent.mkdir(parents=True, exist_ok=True)
@@ -138,11 +141,20 @@ def make_record(
         op_cost=op_cost,
         gpu_costs=state.get("gpu_costs"),
         overhead=overhead,
-        notebook=notebook,
+        notebook=_notebook(notebook, state),
         unsupported=unsupported,
         steady=rules.steady_times(state, measurements, corrections),
         next_step=_next_step(path, measurements, source, modules),
     )
+
+
+def _notebook(notebook: dict | None, state: dict) -> dict | None:
+    """The notebook's translation, with the cells after one that stopped on a missing device and
+    what became of each when run here (``cells_after_stop``)."""
+    if notebook is None:
+        return None
+    after = state.get("cells_after_stop") or []
+    return {**notebook, "cells_after_stop": after} if after else notebook
 
 
 def _run_notes(state: dict, findings: list, corrections: list) -> tuple[list[str], dict, float | None]:

@@ -238,8 +238,40 @@ def render(console: Console, record: AuditRecord, png: Path | None = None, *, lo
                 f"{', '.join(str(x) for x in nb['cell_first_lines'][:12])}{'…' if len(nb['cell_first_lines']) > 12 else ''})."
             )
         )
+        after = notebook_after_stop(record)
+        if after:
+            console.print(escape(after))
     for n in record.notes:
         console.print(f"[yellow]Note:[/yellow] {escape(n)}")
+
+
+def notebook_after_stop(record: AuditRecord) -> str:
+    """The cells after the one that stopped on a missing device, as run here: which ran (on the
+    device that is here, audited above) and which could not (read from the source: findings)."""
+    cells = (record.notebook or {}).get("cells_after_stop") or []
+    if not cells:
+        return ""
+    stop = (record.exception or {}).get("line")
+    ran = [c for c in cells if c.get("error") is None]
+    failed = [c for c in cells if c.get("error") is not None]
+    bits = []
+    if ran:
+        bits.append(
+            f"cell{'s' if len(ran) > 1 else ''} {', '.join(str(c['cell']) for c in ran)} ran on this machine's "
+            "devices (their timings are audited above)"
+        )
+    if failed:
+        bits.append(
+            "could not run here: "
+            + "; ".join(f"cell {c['cell']} (line {c['line']}: {c['error']})" for c in failed)
+            + " — read from the source instead (findings above)"
+        )
+    at = f" at line {stop}" if stop else ""
+    return (
+        f"After the cell that stopped{at} on a missing device, the later cells were run all the same: "
+        + "; ".join(bits)
+        + "."
+    )
 
 
 def verdict_lines(record: AuditRecord) -> list[str]:
