@@ -25,6 +25,7 @@ from whichdevice.core.errors import UsageError
 from whichdevice.present import firstscreen, html, markdown, output, registry
 
 DATA = Path(__file__).parent / "data"
+HEAD = "Why it is slow (measured share of the time)"  # the causes' heading, in every form
 
 
 def _records() -> list[tuple[Path, records.RunRecord]]:
@@ -61,12 +62,12 @@ _SHARE = r"(\d+%)"
 
 def _terminal_causes(text: str) -> list[tuple[str, str]]:
     lines = text.splitlines()
-    head = [i for i, line in enumerate(lines) if line.startswith(firstscreen.CAUSES_HEAD)]
+    head = [i for i, line in enumerate(lines) if line.startswith(HEAD)]
     if not head:
         return []
     line = lines[head[0]]
-    if line != firstscreen.CAUSES_HEAD:  # folded: '...: 1. Fixed cost per step 98% · 2. ...'
-        folded = line[len(firstscreen.CAUSES_HEAD) + 2 :]
+    if line != HEAD:  # folded: '...: 1. Fixed cost per step 98% · 2. ...'
+        folded = line[len(HEAD) + 2 :]
         return [
             (m.group(1), m.group(2)) for part in folded.split(" · ") if (m := re.match(r"\d+\. (.+) (\d+%)$", part))
         ]
@@ -114,14 +115,14 @@ def test_the_three_forms_say_the_same_causes_failures_and_not_measured(path, rec
     assert causes["terminal"] == causes["html"] == causes["markdown"], causes
     result = facade.analyze(record)
     if isinstance(result, facade.Suite):  # the causes the analysis returned, in its order
-        want = [(firstscreen.cause_title(c), firstscreen.cause_share(c)) for c in result.verdict.causes]
+        want = [(firstscreen.cause_title(c), f"{c.share:.0%}") for c in result.verdict.causes]
         assert causes["markdown"] == want[: firstscreen.SHOWN_CAUSES]
 
     failed = sum(r.status == "failed" for r in record.results)
     skipped = sum(r.status == "skipped" for r in record.results)
     if forms["html"] and forms["markdown"]:  # a page with a report: every form counts them
         assert _failed_counts(forms) == {"terminal": failed, "html": failed, "markdown": failed}
-        said = firstscreen.skipped_summary(skipped, [])[: -len("; raise --budget)")] if skipped else None
+        said = f"{skipped} case{'s' if skipped != 1 else ''} not measured (time budget" if skipped else None
         for form, text in forms.items():
             plain = htmltext.unescape(re.sub(r"<[^>]+>", " ", text))
             assert (said in plain) if said else ("not measured (time budget" not in plain), form
@@ -146,7 +147,7 @@ def test_a_screen_with_room_lists_each_cause_on_its_own_line():
     record = report_cli.load_any(DATA / "run_cpu_2core.json")
     assert isinstance(record, records.RunRecord)
     term = _renders(record)["terminal"]
-    assert f"{firstscreen.CAUSES_HEAD}\n  1. Fixed cost per step — " in term
+    assert f"{HEAD}\n  1. Fixed cost per step — " in term
     assert len(_terminal_causes(term)) == 3
 
 
@@ -193,3 +194,21 @@ def test_fast_16bit_flags_beside_a_much_slower_float16_are_reconciled_in_one_lin
     # no fast flags: the slowdown is what the existing 'not accelerated' line explains
     plain = _renders(_flags_and_float16(record, fast=False, slower_by=224.0))["markdown"]
     assert "no fast 16-bit math" in plain and "Yet mixed_float16" not in plain
+
+
+SUITES = [(p, r) for p, r in RECORDS if r.experiment in ("run", "diagnose")]
+
+
+@pytest.mark.parametrize("path,record", SUITES, ids=[str(p.relative_to(DATA)) for p, _ in SUITES])
+def test_no_screen_budget_drops_a_cause(path, record):
+    """However few lines the first screen has (a long answer, a changed provisional answer, a
+    prediction), every cause the report lists is on it, in the same order, with its share."""
+    from whichdevice.present.suitepage import first_screen
+
+    result = facade.analyze(record)
+    assert isinstance(result, facade.Suite)
+    fs = first_screen(record, result.verdict)
+    want = [(firstscreen.cause_title(c), f"{c.share:.0%}") for c in fs.causes]
+    for budget in range(firstscreen.MAX_LINES, 5, -1):
+        text = "\n".join(t for _, t in firstscreen.screen_lines(fs, report="r.html", budget=budget))
+        assert _terminal_causes(text) == want, (budget, text)
