@@ -53,3 +53,34 @@ def test_the_cells_after_a_missing_device_stop_are_run_and_read(tmp_path):
     assert "It had timed" not in failure["explanation"] and "later cells ran all the same" in failure["explanation"]
     out = " ".join(proc.stdout.split())
     assert "__whichdevice_magics__" not in out and "line 14: %timeit cpu_x @ cpu_w" in out
+
+
+def test_the_page_and_the_html_say_which_later_cells_ran_and_which_were_read(tmp_path):
+    from whichdevice.cli.audit import make_record
+    from whichdevice.present.pages.audit import notebook_after_stop, render_html
+
+    source, nb = notebook.translate(CORPUS / "notebook_cuda_then_timeit.ipynb")
+    script = tmp_path / "nb.ipynb.py"
+    script.write_text(source)
+    state = {
+        "blocks": [],
+        "reads": [],
+        "intervals": [],
+        "totals": {},
+        "script": str(script),
+        "framework": "torch",
+        "torch_installed": True,
+        "exit_code": 1,
+        "exception": {"type": "AssertionError", "message": "Torch not compiled with CUDA enabled", "line": 7},
+        "cells_after_stop": [
+            {"cell": 3, "line": 11, "error": "NameError: name 'pt_x' is not defined"},
+            {"cell": 4, "line": 14, "error": None},
+        ],
+    }
+    rec = make_record(script, [], 60.0, state, 1, 1.0, False, notebook=nb)
+    line = notebook_after_stop(rec)
+    assert line.startswith("After the cell that stopped at line 7 on a missing device, the later cells were run")
+    assert "cell 4 ran on this machine's devices" in line and "cell 3 (line 11: NameError" in line
+    assert "cell 3 (line 11: NameError" in render_html(rec)
+    # a notebook that ran through (or stopped otherwise): nothing to say
+    assert notebook_after_stop(rec.model_copy(update={"notebook": nb})) == ""

@@ -128,7 +128,7 @@ def render_notes(
     for f in failed:
         console.print(f"[red]Failed:[/red] {escape(f)}")
     if skipped:
-        console.print(f"[yellow]Not measured:[/yellow] {skipped_summary(len(skipped), failed)}; listed in the report")
+        console.print(f"[yellow]{skipped_summary(len(skipped), failed)}[/yellow]; listed in the report")
     for g in aggregate_warnings(measured or [], warnings):
         if g.kind == OTHER:
             for w in g.items:

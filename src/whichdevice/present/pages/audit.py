@@ -327,7 +327,9 @@ def _untimed_why(record: AuditRecord) -> str:
 def render_html(record: AuditRecord) -> str:
     sections = [
         html_mod.Section(
-            "What the script measured", grids=grids(record), lines=[_status_line(record), *verdict_lines(record)]
+            "What the script measured",
+            grids=grids(record),
+            lines=[_status_line(record), *verdict_lines(record), *[x for x in [notebook_after_stop(record)] if x]],
         )
     ]
     if record.findings:
