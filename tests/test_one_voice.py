@@ -28,27 +28,26 @@ DATA = Path(__file__).parent / "data"
 HEAD = "Why it is slow (measured share of the time)"  # the causes' heading, in every form
 
 
-def _records() -> list[tuple[Path, records.RunRecord]]:
+def _records() -> list[tuple[Path, object]]:
     out = []
     for path in sorted(DATA.rglob("*.json")):
         try:
-            rec = report_cli.load_any(path)
+            out.append((path, report_cli.load_any(path)))
         except UsageError:  # a fixture that is not a record (op lists, telemetry series)
             continue
-        if isinstance(rec, records.RunRecord):
-            out.append((path, rec))
     return out
 
 
 RECORDS = _records()
 
 
-def _renders(record: records.RunRecord) -> dict[str, str]:
+def _renders(record: object) -> dict[str, str]:
     """The terminal page (no --verbose), the HTML page's source and the Markdown of its pages."""
     with tempfile.TemporaryDirectory() as tmp, output.unseen(), html.capturing() as pages:
         with open(Path(tmp) / "screen.txt", "w") as f:  # a file: lines are printed whole, never wrapped
             con = Console(record=True, width=firstscreen.WIDTH, file=f)
-            registry.render(con, facade.analyze(record), Path(tmp) / "r.png", loglog=True)
+            shown = facade.analyze(record) if isinstance(record, records.RunRecord) else record  # an audit: as is
+            registry.render(con, shown, Path(tmp) / "r.png", loglog=True)
         pages_html = [p.read_text(encoding="utf-8") for p in sorted(Path(tmp).glob("*.html"))]
         return {
             "terminal": con.export_text(),
@@ -113,6 +112,9 @@ def test_the_three_forms_say_the_same_causes_failures_and_not_measured(path, rec
         "markdown": _markdown_causes(forms["markdown"]),
     }
     assert causes["terminal"] == causes["html"] == causes["markdown"], causes
+    if not isinstance(record, records.RunRecord):  # an audit record: no cause, no case the budget cut
+        assert not causes["terminal"] and "not measured (time budget" not in forms["terminal"]
+        return
     result = facade.analyze(record)
     if isinstance(result, facade.Suite):  # the causes the analysis returned, in its order
         want = [(firstscreen.cause_title(c), f"{c.share:.0%}") for c in result.verdict.causes]
@@ -196,7 +198,7 @@ def test_fast_16bit_flags_beside_a_much_slower_float16_are_reconciled_in_one_lin
     assert "no fast 16-bit math" in plain and "Yet mixed_float16" not in plain
 
 
-SUITES = [(p, r) for p, r in RECORDS if r.experiment in ("run", "diagnose")]
+SUITES = [(p, r) for p, r in RECORDS if isinstance(r, records.RunRecord) and r.experiment in ("run", "diagnose")]
 
 
 @pytest.mark.parametrize("path,record", SUITES, ids=[str(p.relative_to(DATA)) for p, _ in SUITES])
