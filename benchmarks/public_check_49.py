@@ -137,9 +137,12 @@ def check_wall(run: pc.Run, budget: float) -> list[tuple[str, str]]:
 
 def check_screen(run: pc.Run) -> list[tuple[str, str]]:
     if run.code == 2:
-        text = run.screen
-        ok = re.search(r"\d[\d.]*\s*(?:ms|s)\b", text) and re.search(r"--budget \d+", text)
-        return [] if ok else [("screen", "a refusal that names no measured step time or no budget figure")]
+        text = " ".join(run.screen.split())
+        if "a training step took" in text:  # a step was timed: the refusal gives it and a figure that holds
+            ok = bool(re.search(r"--budget \d+", text))
+        else:  # nothing timed: it says why, in words that fit what happened, and what to do
+            ok = bool(re.search(r"error: (?:SCRIPT|--[\w-]+): ", text))
+        return [] if ok else [("screen", "a refusal without the step it timed and a figure, or without why")]
     lines = first_screen(run.screen)
     if not lines:
         return [("screen", "no first screen")]
@@ -156,6 +159,10 @@ def check_screen(run: pc.Run) -> list[tuple[str, str]]:
     return out
 
 
+def _names_argument(screen: str) -> bool:
+    return len(re.findall(r"^error: (?:SCRIPT|--[\w-]+): ", screen, re.M)) == 1
+
+
 def check_folder(before: dict[str, tuple], after: dict[str, tuple]) -> list[tuple[str, str]]:
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     return [("folder", f"changed in the script's folder: {', '.join(changed[:5])}")] if changed else []
@@ -164,7 +171,12 @@ def check_folder(before: dict[str, tuple], after: dict[str, tuple]) -> list[tupl
 def score(run: pc.Run, folder: Path, budget: float, before: dict, after: dict) -> list[tuple[str, str]]:
     script, _, _ = _args(folder)
     claims = pc.check(run, (folder / script).read_text(errors="replace"))
-    claims = [c for c in claims if c[0] != "budget"]  # the wall rule below is this check's own
+    # the wall rule below is this check's own; an error names SCRIPT, the positional argument, too
+    claims = [c for c in claims if c[0] != "budget" and not (c[0] == "crash" and _names_argument(run.screen))]
+    fw = str(((run.record or {}).get("options") or {}).get("framework") or "")
+    if fw.startswith("keras") or "keras.Model" in str(((run.record or {}).get("options") or {}).get("entry")):
+        # Keras' own words (jit_compile, steps_per_execution) fit a Keras script on any backend
+        claims = [c for c in claims if c[0] != "words" or any(w in c[1] for w in pc.WORDS["torch"])]
     return [
         *check_entry(run),
         *check_planned(run),
