@@ -182,6 +182,8 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
         return NO_GPU
     if why.reason == "none_larger":
         return f"not measured: no {why.param} larger than {why.above} was measured (only smaller ones)"
+    if why.reason == "not_applicable":
+        return f"not measured: {'; '.join(why.failures)}"
     if why.reason == "fixed_batch":
         given = f"a {why.rebatches}" if why.rebatches else "the arrays or tf.data given to fit"
         return f"not measured: the script makes its own batches (diagnose changes the batch of {given})"
@@ -205,6 +207,7 @@ def short_reason(why: NotMeasured) -> str:
         "no_gpu": "no GPU here",
         "none_larger": "nothing larger measured",
         "fixed_batch": "the script makes its own batches",
+        "not_applicable": "; ".join(why.failures),
         "contended": "not told: its processes disagree",
     }[why.reason]
 
@@ -286,6 +289,9 @@ def change_title(f: Fix, *, several: bool = False) -> str:
 
 def change_code(f: Fix) -> str:
     """The line the user writes for a measured change (:func:`entry_code`)."""
+    tiled = frameworks.declared(f.framework, "STEP_BATCH_CODE", None) if f.where.get("rebatch") == "step" else None
+    if f.kind == "batch" and tiled:  # a loop that slices its own batches: the slice, not a DataLoader
+        return str(tiled).format(v=f.variant)
     return entry_code(f.entry, f.framework, f.where.get("trainer")).format(v=f.variant)
 
 

@@ -115,8 +115,8 @@ def shares_child(p: dict[str, Any]) -> bool:
         return False
     if p.get("entry") in KERAS_ENTRIES:
         return not (v.startswith("precision:") and v != "precision:float32")
-    if p.get("entry") in STEP_ENTRIES:
-        return v == "baseline" or v.startswith("batch:")
+    if p.get("entry") in STEP_ENTRIES or p.get("rebatch") == "step":  # the step's own batch tiled, in turns
+        return v == "baseline" or v.startswith("batch:") or v in TURN_ENTRIES.get(str(p.get("entry")), ())
     return v in TURN_ENTRIES.get(str(p.get("entry")), ("baseline",))
 
 

@@ -73,6 +73,11 @@ GPU_ONLY = ("cudnn_benchmark", "pin_memory")  # planned for a GPU device only (c
 KERAS_DATA_REBATCHED = ("arrays", "tfdata")
 ENTRY_FACTS = ("entry_call", "entries", "entry_reason", "survey_stopped")
 MIN_BATCHES = 10  # a sweep batch leaves the user's arrays at least this many batches (a turn's steps)
+# A step re-batched by tiling its own inputs (a jitted JAX step, a torch loop that slices its own
+# batches) needs no more data for a larger batch: the sweep's larger batches, up to this many
+# times the script's (the question the sweep answers is whether a larger batch helps).
+TILED_AT_MOST = 32
+TILED_SWEEP = 2
 
 _GPU_NEEDED = re.compile(
     r"CUDA|cuda|NVIDIA|nvidia-smi|no GPU|GPU device|torch\.cuda|cudnn|Found no NVIDIA driver|device='?cuda|"
@@ -365,6 +370,7 @@ def preflight(
         "loader": r.get("loader") or {},
         "conv2d": bool(r.get("conv2d")),
         "trainer": r.get("trainer"),  # the trainer whose loop ran the step (Lightning, the HF Trainer), or None
+        "rebatch": r.get("rebatch"),  # "step": a loop that slices its own batches, re-batched by tiling its step
         "preflight_s": float((run.finished.wall_s if run.finished else 0.0)),
         "entry_call": chosen,
         "entries": entries,
@@ -615,8 +621,11 @@ def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str
     rebatched = facts.get("data") in KERAS_DATA_REBATCHED if entry in script.KERAS_ENTRIES else True
     source = frameworks.declared(fw, "REBATCHES", None)  # torch: the batch variant re-batches the DataLoader
     if source is not None:
-        rebatched = facts.get("data_source") == source
-    if b and rebatched:
+        rebatched = facts.get("data_source") == source or tiled(facts)
+    if b and tiled(facts):  # the step's own batch tiled: larger batches, in the baseline's process
+        larger = [k for k in USER_SWEEP_BATCHES if b < k <= TILED_AT_MOST * b][:TILED_SWEEP]
+        out += [("batch", f"batch {k}", {"kind": "steady", "sync": "none", "batch": k}) for k in larger]
+    elif b and rebatched:
         n = int(facts.get("samples") or 0)  # a batch needs enough of the data for a turn's steps
         # without the data's size (a DataLoader, tf.data), at most 4x the user's batch: a larger one
         # may leave the script fewer batches than its warm-up (torch_cnn.py: 256 samples)
@@ -638,9 +647,17 @@ def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str
     return out
 
 
+def tiled(facts: dict[str, Any]) -> bool:
+    """Whether the script's batch variants re-batch its step by tiling the step's own inputs (a
+    jitted JAX step; a torch loop with no DataLoader that slices its batches from tensors)."""
+    return facts.get("entry") in script.STEP_ENTRIES or facts.get("rebatch") == "step"
+
+
 def _cost(c: _Costs, facts: dict[str, Any], params: dict[str, Any], keras: bool) -> tuple[float, bool]:
     """One case's cost: its share of the shared process, or a process of its own (then True)."""
     p = {**params, "entry": facts["entry"], "batch": params.get("batch", facts["batch"]), "user_batch": facts["batch"]}
+    if facts.get("rebatch"):
+        p["rebatch"] = facts["rebatch"]
     trace = XLA_TRACE_FACTOR if params.get("jit_compile") is True else 1.0
     if keras and script.shares_child(p):  # a later trace in the same process: measured 0.35-0.5 of the first
         trace *= LATER_TRACE
@@ -799,6 +816,8 @@ def user_params(job: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
         "user_batch": facts["batch"],
         "steps": STEPS,
         "warmup": WARMUP,
+        # a torch loop's batch variants tile its step (they take turns with the baseline's steps)
+        **({"rebatch": "step"} if facts.get("rebatch") == "step" and facts.get("entry") in script.TURN_ENTRIES else {}),
         # which call of the entry each case measures, where the script makes more than one
         **({"entry_call": int(facts.get("entry_call") or 1)} if len(facts.get("entries") or []) > 1 else {}),
     }
@@ -856,6 +875,8 @@ def options(user: dict[str, Any], facts_sizing: dict[str, Any] | None) -> dict[s
     }
     if user.get("trainer"):
         out["trainer"] = user["trainer"]
+    if rebatched(user, s):  # the batch sweep tiled the step's own inputs: the screen says so
+        out["rebatched"] = "step"
     return out
 
 
@@ -882,9 +903,16 @@ def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
             f"The script's set-up before its first step took {setup:.1f} s in the pre-flight{split}: counted once "
             "per process, shown apart (each case's setup_s), in no step time."
         )
-    if user.get("entry") in script.STEP_ENTRIES and len(s.get("sweep_batches") or []) > 1:
-        out.append(frameworks.declared("jax", "STEP_REBATCHED", ""))  # the step re-batched, not the script
+    if rebatched(user, s):  # the step re-batched, not the script
+        fw = "jax" if user.get("entry") in script.STEP_ENTRIES else "torch"
+        out.append(frameworks.declared(fw, "STEP_REBATCHED", ""))
     return out
+
+
+def rebatched(user: dict[str, Any], sizing: dict[str, Any]) -> bool:
+    """Whether the plan sweeps batches by tiling the script's step (not by changing the script)."""
+    tiles = user.get("entry") in script.STEP_ENTRIES or user.get("rebatch") == "step"
+    return bool(tiles and len(sizing.get("sweep_batches") or []) > 1)
 
 
 def record_notes(record: Any) -> list[str]:

@@ -40,7 +40,7 @@ from typing import Any
 from whichdevice.frameworks.common import capturekit
 from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
 from whichdevice.frameworks.torch import capture_hooks as hooks
-from whichdevice.frameworks.torch import trainers
+from whichdevice.frameworks.torch import rebatch, trainers
 
 ENTRY_STEP, ENTRY_BACKWARD = hooks.ENTRY_STEP, hooks.ENTRY_BACKWARD
 WATCHED = (ENTRY_STEP, ENTRY_BACKWARD)
@@ -89,6 +89,7 @@ class Capture:
     samples: int | None = None  # rows of the last batch the DataLoader gave
     why_not: str | None = None  # a variant found not to fit before the first step
     trainer: str | None = None  # the trainer whose loop runs the step (trainers.py), None: the script's own loop
+    tiles: Any = None  # rebatch.Tiles: the batches a loop slices itself, and their tiling
     done: bool = False
 
     @property
@@ -115,7 +116,7 @@ def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
     is imported already). ``sink`` receives the one result dict."""
     cap = Capture(spec=spec, sink=sink)
     for i, v in enumerate((spec.variant, *spec.also)):
-        if i and v not in hooks.SWITCHED:  # it changes what the script builds: a run of its own
+        if i and v not in hooks.SWITCHED and not v.startswith(f"{rebatch.TAKES_TURNS}:"):  # it changes what the script builds
             why = f"'{v}' needs a run of the script of its own (only {', '.join(hooks.SWITCHED)} take turns)"
             sink(capturekit.result(spec, status="not_applicable", variant=v, why_not=why, member=i))
             continue
@@ -225,8 +226,8 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None, 
         why_not=why_not,
         step_s=list(m.step_s),
         warmup_s=list(m.warmup_s),
-        samples_per_step=cap.samples,
-        batch_size=hooks.loader_batch(cap.loader),
+        samples_per_step=cap.samples or rebatch.samples(cap, m.variant),
+        batch_size=hooks.loader_batch(cap.loader) or rebatch.samples(cap, "baseline"),
         setup_s=max(0.0, first - capturekit.T0),
         data_wait_s=list(m.data_wait_s) if cap.loader is not None else [],
         h2d=dict(m.h2d),
@@ -240,6 +241,8 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None, 
         stopped=stopped,
         trainer=cap.trainer,
         cpu_threads=cap.torch.get_num_threads() if cap.torch is not None else None,  # what the steps ran with
+        rebatch="step" if cap.first_call is not None and rebatch.tileable(cap) else None,  # a batch tiles the step
+        rebatched="step" if m.variant.startswith(f"{rebatch.TAKES_TURNS}:") and cap.loader is None else None,
     )
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from whichdevice.frameworks.common import capturekit
+from whichdevice.frameworks.torch import rebatch
 
 ENTRY_STEP = "torch.optim.Optimizer.step"
 ENTRY_BACKWARD = "torch.Tensor.backward"
@@ -89,6 +90,7 @@ def install(torch: Any, cap: Any, on: Handlers) -> None:
     hook_modules(torch, cap)
     hook_loader(torch, cap)
     hook_tensors(torch, cap)
+    rebatch.hook_slicing(torch, cap, _from_script)
 
 
 def device_why_not(spec: Any) -> str | None:
@@ -170,6 +172,7 @@ def hook_modules(torch: Any, cap: Any) -> None:
         if _DEPTH[0] or cap.done or _compiling() or next(self.parameters(), None) is None:
             return orig(self, *args, **kwargs)
         _top_call(cap, self)
+        rebatch.fed(cap, args, kwargs)  # the batch it was fed (a loop that slices its own)
         capturekit.step_began()
         name, value = variant_now(cap)  # members taking turns: this step's
         _DEPTH[0] += 1
@@ -435,6 +438,8 @@ def why_not(cap: Any, name: str | None = None) -> str | None:
     """Why the variant (``name``: a member's; None: the spec's) does not fit this script (None:
     it does), seen at its first step."""
     name = name or variant(cap.spec)[0]
+    if name == rebatch.TAKES_TURNS and (cap.loader is None or variant(cap.spec)[0] != name):
+        return rebatch.why_not(cap)  # no DataLoader to rebuild: the step re-batched by tiling
     if name in LOADER_VARIANTS:
         if cap.loader is None:
             return "no DataLoader feeds the training loop"
@@ -457,8 +462,10 @@ def after_first_step(cap: Any) -> None:
         for m in cap.trained:
             m.compile()
     members = {str(v).partition(":")[0] for v in (cap.spec.variant, *cap.spec.also)}
-    if not members & {"autocast", "channels_last"} and _MODULE_CALL:
+    tiled = rebatch.wanted(cap.spec) and cap.loader is None  # its model's rows checked in each tiled step
+    if not members & {"autocast", "channels_last"} and not tiled and _MODULE_CALL:
         cap.torch.nn.Module.__call__ = _MODULE_CALL[0]
+    rebatch.unhook_slicing(cap)
 
 
 def warmup_steps(cap: Any) -> int:
