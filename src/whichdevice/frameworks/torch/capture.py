@@ -40,7 +40,7 @@ from typing import Any
 from whichdevice.frameworks.common import capturekit
 from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
 from whichdevice.frameworks.torch import capture_hooks as hooks
-from whichdevice.frameworks.torch import rebatch, trainers
+from whichdevice.frameworks.torch import loops, rebatch, trainers
 
 ENTRY_STEP, ENTRY_BACKWARD = hooks.ENTRY_STEP, hooks.ENTRY_BACKWARD
 WATCHED = (ENTRY_STEP, ENTRY_BACKWARD)
@@ -90,6 +90,7 @@ class Capture:
     why_not: str | None = None  # a variant found not to fit before the first step
     trainer: str | None = None  # the trainer whose loop runs the step (trainers.py), None: the script's own loop
     tiles: Any = None  # rebatch.Tiles: the batches a loop slices itself, and their tiling
+    loops: Any = None  # loops.Loops: the script's training loops, one after another
     done: bool = False
 
     @property
@@ -205,6 +206,8 @@ def _send(cap: Capture, status: str, *, why_not: str | None = None, stopped: str
         cap.now.entry_calls = cap.entry_calls
     for m in cap.live if status == "ok" else cap.live[:1]:
         cap.sink(result(cap, status, why_not, stopped, m))
+    if cap.spec.survey and status == "ok":  # the pre-flight follows the script on to its other loops
+        return
     hooks.stop_workers(cap)
     raise CaptureDone()
 

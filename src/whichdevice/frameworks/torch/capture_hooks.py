@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from whichdevice.frameworks.common import capturekit
-from whichdevice.frameworks.torch import rebatch
+from whichdevice.frameworks.torch import loops, rebatch
 
 ENTRY_STEP = "torch.optim.Optimizer.step"
 ENTRY_BACKWARD = "torch.Tensor.backward"
@@ -130,13 +130,15 @@ def hook_steps(torch: Any, cap: Any, on: Handlers) -> None:
         return orig_init(self, *args, **kwargs)
 
     def pre(optimizer, args, kwargs):  # type: ignore[no-untyped-def]
-        if cap.entry is None and not cap.done and _free():
+        measured = loops.before_step(cap, optimizer)  # the script's loops: the one spec.entry_call names
+        if measured and cap.entry is None and not cap.done and _free():
             on.first_step(cap, ENTRY_STEP, optimizer)
         cap.entry_calls += cap.timing and cap.entry == ENTRY_STEP
 
     def post(optimizer, args, kwargs):  # type: ignore[no-untyped-def]
         if optimizer is cap.lead:
             on.boundary(cap)
+        loops.after_step(cap, optimizer, _OPTIMIZERS)
 
     opt.__init__ = init
     optimizer = importlib.import_module("torch.optim.optimizer")
