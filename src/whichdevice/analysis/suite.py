@@ -417,7 +417,7 @@ NOT_APPLICABLE_PREFIX = "not applicable to this script: "
 def _not_applicable(cases: list[CaseResult]) -> NotMeasured | None:
     """Where a script's cases were skipped as not fitting the script (a batch its step could not be
     tiled to), the capture's reasons; None where none was."""
-    said = [str(r.failure or "").partition(NOT_APPLICABLE_PREFIX) for r in cases if r.status == "skipped"]
+    said = [str(r.error or "").partition(NOT_APPLICABLE_PREFIX) for r in cases if r.status == "skipped"]
     why = [reason for _, sep, reason in said if sep and reason]
     return NotMeasured("not_applicable", failures=list(dict.fromkeys(why))) if why else None
 

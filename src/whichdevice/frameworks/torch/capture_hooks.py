@@ -394,6 +394,8 @@ def _copy(orig: Any, cap: Any) -> Any:
             cap.h2d["count"] += 1
             cap.h2d["bytes"] += int(self.nbytes)
             cap.h2d["pinned"] += int(self.is_pinned())
+        if out is not self and cap.last is None:
+            rebatch.copied(cap, self, out)  # a sliced batch on the device is still the sliced batch
         return out
 
     return copy

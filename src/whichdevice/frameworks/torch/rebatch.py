@@ -34,6 +34,12 @@ class Tiles:
     sliced: set[int] = field(default_factory=set)  # rows of the script's own first-dimension slices before it ended
     calls: int = 0  # top-level model calls seen in the first step
     ragged: bool = False  # a model call whose tensors differ in their first dimension
+    # the memory of the tensors the script sliced its batches from (and of their copies to the
+    # device), kept alive while the first step is read: a tensor fed to the model in another memory
+    # was made some other way (noise drawn in the step) and would stay at the script's batch
+    bases: set[int] = field(default_factory=set)
+    keep: list[Any] = field(default_factory=list)
+    unsliced: bool = False  # the first step fed its model a tensor of the batch's rows from no slice
 
     def rows(self) -> int | None:
         """The script's batch: the one first dimension its model was fed, or None."""
@@ -60,25 +66,42 @@ def member_batch(cap: Any) -> int | None:
     return int(value) if why_not(cap) is None else None
 
 
-def _leading(torch: Any, x: Any, out: list[int]) -> None:
-    """The first dimension of each tensor in ``x`` (a tensor, or one level of list, tuple, dict)."""
+def _tensors(torch: Any, x: Any) -> list[Any]:
+    """The tensors of at least one dimension in ``x`` (a tensor, or one level of list, tuple, dict)."""
     if isinstance(x, torch.Tensor):
-        if x.dim() >= 1:
-            out.append(int(x.shape[0]))
-        return
-    items = x.values() if isinstance(x, dict) else x if isinstance(x, (list, tuple)) else ()
-    for v in items:
-        if isinstance(v, torch.Tensor) and v.dim() >= 1:
-            out.append(int(v.shape[0]))
+        items = [x]
+    elif isinstance(x, dict):
+        items = list(x.values())
+    elif isinstance(x, (list, tuple)):
+        items = list(x)
+    else:
+        return []
+    return [v for v in items if isinstance(v, torch.Tensor) and v.dim() >= 1]
+
+
+def _base(t: Any) -> int | None:
+    """Where a tensor's memory starts (views, reshapes and slices of one tensor share it)."""
+    try:
+        return int(t.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError):  # a tensor without memory of its own (meta)
+        return None
+
+
+def copied(cap: Any, src: Any, out: Any) -> None:
+    """A copy to the device in the first step: a copy of a sliced batch counts as sliced."""
+    t = cap.tiles
+    if t is not None and cap.last is None and _base(src) in t.bases:
+        t.bases.add(_base(out) or 0)
+        t.keep.append(out)
 
 
 def fed(cap: Any, args: tuple, kwargs: dict) -> None:
     """A top-level call of a module with parameters: in the first step its tensors' first
-    dimensions are kept (the batch); in a tiled step they are checked against the tiled rows."""
+    dimensions are kept (the batch), and whether each came from a slice of the script's; in a
+    tiled step they are checked against the tiled rows."""
     torch = cap.torch
-    dims: list[int] = []
-    for a in (*args, *kwargs.values()):
-        _leading(torch, a, dims)
+    tensors = [x for a in (*args, *kwargs.values()) for x in _tensors(torch, a)]
+    dims = [int(x.shape[0]) for x in tensors]
     if not dims or len(dims) > MAX_LEAVES:
         return
     t = tiles(cap)
@@ -86,6 +109,7 @@ def fed(cap: Any, args: tuple, kwargs: dict) -> None:
         t.calls += 1
         t.ragged |= len(set(dims)) > 1
         t.fed |= set(dims)
+        t.unsliced |= any(_base(x) not in t.bases for x in tensors)
         return
     k = member_batch(cap)
     if k is not None and set(dims) != {k} and not cap.why_not:  # said at the step's end: the member is dropped
@@ -113,6 +137,11 @@ def why_not(cap: Any) -> str | None:
         return (
             f"the script does not slice its batch of {n} rows from a tensor (as X[i : i + {n}]): there is no "
             "batch the capture could tile"
+        )
+    if t.unsliced:
+        return (
+            f"its model is fed a tensor of {n} rows that is no slice of the script's data (made in the step, as "
+            "noise drawn there): tiling the slices would leave it at the script's batch"
         )
     return None
 
@@ -153,6 +182,8 @@ _GETITEM: list[Any] = []  # Tensor.__getitem__ as torch had it
 
 def unhook_slicing(cap: Any) -> None:
     """After the first step: the slicing hook removed where no member of the run is re-batched."""
+    if cap.tiles is not None:
+        cap.tiles.keep.clear()
     if _GETITEM and not (wanted(cap.spec) and cap.loader is None):
         cap.torch.Tensor.__getitem__ = _GETITEM[0]
 
@@ -174,6 +205,8 @@ def hook_slicing(torch: Any, cap: Any, from_script: Any) -> None:
         t = tiles(cap)
         if cap.last is None:
             t.sliced.add(n)
+            t.bases.add(_base(out) or 0)
+            t.keep.append(out)
             return out
         k = member_batch(cap)
         rows = t.rows()
