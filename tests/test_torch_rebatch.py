@@ -132,7 +132,9 @@ def _cap(torch, **kw):
     from whichdevice.frameworks.torch import rebatch
 
     spec = types.SimpleNamespace(variant="baseline", also=("batch:32",))
-    base = dict(torch=torch, done=False, loader=None, last=None, variant="baseline", tiles=None, why_not=None, spec=spec)
+    base = dict(
+        torch=torch, done=False, loader=None, last=None, variant="baseline", tiles=None, why_not=None, spec=spec
+    )
     return types.SimpleNamespace(**{**base, **kw}), rebatch
 
 
@@ -199,7 +201,10 @@ def test_two_loops_the_survey_lists_both_and_entry_2_measures_the_second():
     survey = CaptureSpec("baseline", warmup_steps=1, steps=3, survey=True, deadline_s=120)
     run = script.run_child(job, survey, ["torch"], timeout_s=240, env=scriptplan._cpu_env())
     loops = scriptplan._entries(run)
-    assert [(e["call"], e["model"], e["kind"]) for e in loops[:2]] == [(1, "Encoder", "loop"), (2, "Classifier", "loop")]
+    assert [(e["call"], e["model"], e["kind"]) for e in loops[:2]] == [
+        (1, "Encoder", "loop"),
+        (2, "Classifier", "loop"),
+    ]
     assert loops[0]["steps"] == 40 and loops[0]["batch"] == 16 and loops[0]["measured"]
     assert run.results[0]["model"] == "Encoder"
     second = CaptureSpec("baseline", warmup_steps=1, steps=3, entry_call=2)

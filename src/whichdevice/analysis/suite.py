@@ -399,11 +399,8 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
     failed = [r for r in cases if r.status == "failed"]
     if failed:
         return NotMeasured("failed", failures=list(dict.fromkeys(str(r.failure or "error") for r in failed)))
-    misfit = _not_applicable(cases)
-    if misfit is not None:
-        return misfit
-    if any(r.status == "skipped" for r in cases):
-        return NotMeasured("skipped")
+    if any(r.status == "skipped" for r in cases):  # the budget, or a variant the script does not fit
+        return _not_applicable(cases) or NotMeasured("skipped")
     if e.method == "check":  # its cases ran, none of them one the check reads (_CHECKS): a check has no pair
         return NotMeasured("not_in_suite", elsewhere=e.elsewhere)  # (a script's DataLoader loop for the warm-up)
     return NotMeasured("no_pair")

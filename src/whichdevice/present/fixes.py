@@ -182,12 +182,18 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
         return NO_GPU
     if why.reason == "none_larger":
         return f"not measured: no {why.param} larger than {why.above} was measured (only smaller ones)"
+    if why.reason in ("fixed_batch", "not_applicable"):
+        return _script_text(why)
+    return "not measured: one side of the pair did not run"
+
+
+def _script_text(why: NotMeasured) -> str:
+    """Why a script's variant was not measured: what its capture found (a batch its step could not
+    be tiled to), or a batch the script makes itself."""
     if why.reason == "not_applicable":
         return f"not measured: {'; '.join(why.failures)}"
-    if why.reason == "fixed_batch":
-        given = f"a {why.rebatches}" if why.rebatches else "the arrays or tf.data given to fit"
-        return f"not measured: the script makes its own batches (diagnose changes the batch of {given})"
-    return "not measured: one side of the pair did not run"
+    given = f"a {why.rebatches}" if why.rebatches else "the arrays or tf.data given to fit"
+    return f"not measured: the script makes its own batches (diagnose changes the batch of {given})"
 
 
 DEFAULT_ON = "already on by default"

@@ -516,12 +516,14 @@ def _loop_words(facts: dict[str, Any], entries: list[dict[str, Any]], n: int, mi
 
 
 def _loop_facts(e: dict[str, Any]) -> str:
-    """" (Classifier, batch 32, 384 steps in 0.41 s)": what the survey saw of one loop."""
+    """ " (Classifier, batch 32, 384 steps in 0.41 s)": what the survey saw of one loop."""
     bits = [str(e["model"])] if e.get("model") else []
     bits += [f"batch {e['batch']}"] if e.get("batch") else []
     if e.get("steps"):
         took = f" in {seconds(float(e['s']))}" if e.get("s") is not None else ""
-        bits.append(f"{e['steps']} steps{took}{' when the pre-flight stopped following it' if e.get('stopped') else ''}")
+        bits.append(
+            f"{e['steps']} steps{took}{' when the pre-flight stopped following it' if e.get('stopped') else ''}"
+        )
     return f" ({', '.join(bits)})" if bits else ""
 
 

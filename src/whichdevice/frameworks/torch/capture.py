@@ -40,7 +40,7 @@ from typing import Any
 from whichdevice.frameworks.common import capturekit
 from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
 from whichdevice.frameworks.torch import capture_hooks as hooks
-from whichdevice.frameworks.torch import loops, rebatch, trainers
+from whichdevice.frameworks.torch import rebatch, trainers
 
 ENTRY_STEP, ENTRY_BACKWARD = hooks.ENTRY_STEP, hooks.ENTRY_BACKWARD
 WATCHED = (ENTRY_STEP, ENTRY_BACKWARD)
@@ -117,7 +117,9 @@ def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
     is imported already). ``sink`` receives the one result dict."""
     cap = Capture(spec=spec, sink=sink)
     for i, v in enumerate((spec.variant, *spec.also)):
-        if i and v not in hooks.SWITCHED and not v.startswith(f"{rebatch.TAKES_TURNS}:"):  # it changes what the script builds
+        if (
+            i and v not in hooks.SWITCHED and not v.startswith(f"{rebatch.TAKES_TURNS}:")
+        ):  # it changes what the script builds
             why = f"'{v}' needs a run of the script of its own (only {', '.join(hooks.SWITCHED)} take turns)"
             sink(capturekit.result(spec, status="not_applicable", variant=v, why_not=why, member=i))
             continue

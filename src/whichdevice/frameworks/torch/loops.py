@@ -129,4 +129,3 @@ def _said(cap: Any, *, stopped: bool = False) -> None:
             **({"stopped": True} if stopped else {}),
         }
     )
-
