@@ -228,3 +228,31 @@ def test_a_model_fed_noise_drawn_in_the_step_is_not_tiled(torch):
         assert "no slice of the script's data" in rebatch.why_not(cap)
     finally:
         torch.Tensor.__getitem__ = orig
+
+
+@pytest.mark.frameworks
+def test_the_survey_follows_a_script_a_few_seconds_past_its_measured_loop(tmp_path):
+    """A script that evaluates for a minute after training: the pre-flight's survey ends it a few
+    seconds past the measured loop's steps, not at its time limit."""
+    pytest.importorskip("torch")
+    import time
+
+    from whichdevice.frameworks.contracts import CaptureSpec
+    from whichdevice.frameworks.torch import loops
+
+    path = tmp_path / "train_then_wait.py"
+    path.write_text(
+        "import time, torch\n"
+        "m = torch.nn.Linear(4, 1); opt = torch.optim.SGD(m.parameters(), lr=0.1); X = torch.randn(64, 4)\n"
+        "for i in range(0, 64, 4):\n"
+        "    opt.zero_grad(); m(X[i : i + 4]).sum().backward(); opt.step()\n"
+        "time.sleep(120)\n"
+    )
+    spec = CaptureSpec("baseline", warmup_steps=1, steps=3, survey=True, deadline_s=200)
+    t = time.perf_counter()
+    run = script.run_child({"script": str(path), "args": []}, spec, ["torch"], timeout_s=240, env=scriptplan._cpu_env())
+    assert run.end.get("status") == "ok" and run.results[0]["status"] == "ok", (run.end, run.stderr_tail[-800:])
+    assert run.seen.get("survey_stopped") and time.perf_counter() - t < 100
+    (loop,) = scriptplan._entries(run)
+    assert loop["steps"] == 16 and loop["model"] == "Linear" and loop["batch"] == 4
+    assert loops.SURVEY_EXTRA_S < 30

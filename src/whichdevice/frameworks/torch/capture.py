@@ -40,7 +40,7 @@ from typing import Any
 from whichdevice.frameworks.common import capturekit
 from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
 from whichdevice.frameworks.torch import capture_hooks as hooks
-from whichdevice.frameworks.torch import rebatch, trainers
+from whichdevice.frameworks.torch import loops, rebatch, trainers
 
 ENTRY_STEP, ENTRY_BACKWARD = hooks.ENTRY_STEP, hooks.ENTRY_BACKWARD
 WATCHED = (ENTRY_STEP, ENTRY_BACKWARD)
@@ -117,9 +117,8 @@ def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
     is imported already). ``sink`` receives the one result dict."""
     cap = Capture(spec=spec, sink=sink)
     for i, v in enumerate((spec.variant, *spec.also)):
-        if (
-            i and v not in hooks.SWITCHED and not v.startswith(f"{rebatch.TAKES_TURNS}:")
-        ):  # it changes what the script builds
+        turns = v in hooks.SWITCHED or v.startswith(f"{rebatch.TAKES_TURNS}:")  # a tiled batch takes turns too
+        if i and not turns:  # it changes what the script builds: a run of its own
             why = f"'{v}' needs a run of the script of its own (only {', '.join(hooks.SWITCHED)} take turns)"
             sink(capturekit.result(spec, status="not_applicable", variant=v, why_not=why, member=i))
             continue
@@ -208,7 +207,8 @@ def _send(cap: Capture, status: str, *, why_not: str | None = None, stopped: str
         cap.now.entry_calls = cap.entry_calls
     for m in cap.live if status == "ok" else cap.live[:1]:
         cap.sink(result(cap, status, why_not, stopped, m))
-    if cap.spec.survey and status == "ok":  # the pre-flight follows the script on to its other loops
+    if cap.spec.survey and status == "ok" and cap.entry == ENTRY_STEP:  # the pre-flight follows the script
+        loops.follow(cap)  # on to its other loops, for a few seconds
         return
     hooks.stop_workers(cap)
     raise CaptureDone()

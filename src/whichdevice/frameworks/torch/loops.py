@@ -13,7 +13,9 @@ list them and measure the longest-running one.
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +49,7 @@ class Loops:
     said: int = 0  # loops recorded so far (saw_entry)
     measured: int = 0  # the loop the capture times (its call), 0 before it starts
     done_at: float | None = None  # when the survey saw the measured loop's steps handed over
+    following: bool = False  # the survey's timer is set: it ends the script SURVEY_EXTRA_S from then
 
 
 def state(cap: Any) -> Loops:
@@ -84,12 +87,53 @@ def after_step(cap: Any, optimizer: Any, optimizers: Any) -> None:
         loop.model, loop.batch = describe(cap, loop, optimizers)
     if loop.call < cap.spec.entry_call:  # passed over: the measured loop's first step is read afresh
         cap.first_call, cap.modules, cap.tiles = None, [], None
-    if not (cap.spec.survey and cap.done):
+    if not (cap.spec.survey and cap.done) or st.done_at is None:
         return
-    st.done_at = loop.last if st.done_at is None else st.done_at
     if loop.last - st.done_at > SURVEY_EXTRA_S or capturekit.since_start() > cap.spec.deadline_s:
+        _unfollow(cap)
         _said(cap, stopped=True)
         capturekit.survey_stopped()
+
+
+def follow(cap: Any) -> None:
+    """The measured loop's steps are handed over in the survey: the script goes on for at most
+    SURVEY_EXTRA_S more, also where no optimizer steps again (an evaluation after training), ended
+    by a timer (the main thread's SIGALRM, where the script has no handler of its own)."""
+    st = state(cap)
+    st.done_at = capturekit.now()
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        return
+    if signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, None):
+        return
+    st.following = True
+    signal.signal(signal.SIGALRM, lambda _sig, frame: _timed_out(cap, frame))
+    signal.setitimer(signal.ITIMER_REAL, SURVEY_EXTRA_S)
+    capturekit.FINISHERS.insert(0, lambda: _unfollow(cap))
+
+
+def _unfollow(cap: Any) -> None:
+    """The script ended first: the timer cleared."""
+    if cap.loops is not None and cap.loops.following:
+        cap.loops.following = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _timed_out(cap: Any, frame: Any) -> None:
+    """The survey's time is up: the loop under way said, the script ended (only while the script
+    itself runs: its own frames on the stack, not whichdevice's closing lines after it)."""
+    if not cap.loops.following or not _in_script(frame):
+        return
+    cap.loops.following = False
+    _said(cap, stopped=True)
+    capturekit.survey_stopped()
+
+
+def _in_script(frame: Any) -> bool:
+    while frame is not None:
+        if frame.f_code.co_name == "_run" and frame.f_code.co_filename.endswith("scriptrun.py"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def describe(cap: Any, loop: Loop, optimizers: Any) -> tuple[str | None, int | None]:
