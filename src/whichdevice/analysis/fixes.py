@@ -48,6 +48,7 @@ NotMeasuredReason = Literal[
     "none_larger",
     "cut",
     "fixed_batch",
+    "not_applicable",
     "contended",
 ]
 

@@ -399,11 +399,24 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
     failed = [r for r in cases if r.status == "failed"]
     if failed:
         return NotMeasured("failed", failures=list(dict.fromkeys(str(r.failure or "error") for r in failed)))
-    if any(r.status == "skipped" for r in cases):
-        return NotMeasured("skipped")
+    if any(r.status == "skipped" for r in cases):  # the budget, or a variant the script does not fit
+        return _not_applicable(cases) or NotMeasured("skipped")
     if e.method == "check":  # its cases ran, none of them one the check reads (_CHECKS): a check has no pair
         return NotMeasured("not_in_suite", elsewhere=e.elsewhere)  # (a script's DataLoader loop for the warm-up)
     return NotMeasured("no_pair")
+
+
+# A script's variant its capture found not to fit the script (``workloads/script.NotApplicable``):
+# the case is skipped, its failure holding this before the capture's reason.
+NOT_APPLICABLE_PREFIX = "not applicable to this script: "
+
+
+def _not_applicable(cases: list[CaseResult]) -> NotMeasured | None:
+    """Where a script's cases were skipped as not fitting the script (a batch its step could not be
+    tiled to), the capture's reasons; None where none was."""
+    said = [str(r.error or "").partition(NOT_APPLICABLE_PREFIX) for r in cases if r.status == "skipped"]
+    why = [reason for _, sep, reason in said if sep and reason]
+    return NotMeasured("not_applicable", failures=list(dict.fromkeys(why))) if why else None
 
 
 def _swept_larger(record: RunRecord) -> bool:
@@ -428,7 +441,7 @@ def _none_larger(record: RunRecord, e: FixEntry, baseline: object) -> NotMeasure
     if failed:
         return NotMeasured("failed", failures=list(dict.fromkeys(str(r.failure or "error") for r in failed)))
     if larger:
-        return NotMeasured("skipped")
+        return _not_applicable(larger) or NotMeasured("skipped")
     if _cut_by_plan(record, e):
         return NotMeasured("cut")
     return NotMeasured("none_larger", param=e.param, above=baseline)

@@ -325,8 +325,9 @@ DIAGNOSE_BUDGET_OPTION = typer.Option(None, "--budget", help=f"Seconds per devic
 DIAGNOSE_ENTRY_OPTION = typer.Option(
     None,
     "--entry",
-    help="With a SCRIPT that trains more than once (fit called for a teacher, then a student): which call to "
-    "measure, counted from 1 (default: the one with the most steps, where the pre-flight can count them).",
+    help="With a SCRIPT that trains more than once (fit called for a teacher, then a student; torch training "
+    "loops one after another): which call or loop to measure, counted from 1 (default: the one with the most "
+    "steps, or the longest-running loop, where the pre-flight can count them).",
 )
 
 

@@ -95,6 +95,7 @@ class FirstScreen:
     footnotes: list[str]
     skipped: int = 0  # cases the time budget did not reach (counted apart from failures)
     confirmed: str = ""  # round 2 against the provisional answer shown after round 1
+    rebatched: str = ""  # how a script's larger batches were measured, where its step was re-batched
 
 
 # ------------------------------------------------------------------ the changes
@@ -523,6 +524,27 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
         footnotes,
         sum(r.status == "skipped" for r in record.results),
         _confirmed(record, gist, answer),
+        rebatched_line(record),
+    )
+
+
+def rebatched_line(record: RunRecord) -> str:
+    """Where a script's batch sweep tiled its step's own batch (the script makes its own batches),
+    the batches it measured so: the screen says the step, not the script, was re-batched."""
+    o = record.options
+    if o.get("rebatched") != "step":
+        return ""
+    sizes = {
+        r.spec.params.get("batch")
+        for r in record.results
+        if r.status == "ok" and r.spec.params.get("kind") == "steady" and "fix" not in r.spec.params
+    }
+    tiled = sorted(k for k in sizes if isinstance(k, int) and k != o.get("batch"))
+    if not tiled:
+        return ""
+    return (
+        f"A larger batch was measured by re-running your step on its own batch tiled to {', '.join(map(str, tiled))} "
+        f"(your script makes its own batches of {o.get('batch')}; it was not changed)."
     )
 
 
@@ -638,6 +660,8 @@ def tail_lines(fs: FirstScreen) -> list[str]:
         )
     if fs.unclear:
         out.append("No clear change: " + ", ".join(fs.unclear) + ".")
+    if fs.rebatched:
+        out.append(fs.rebatched)
     default = [name for name, why in fs.not_measured if why == fixwords.DEFAULT_ON]
     if default:  # measured, but the framework's own default already makes the change
         out.append(f"Already the default here: {', '.join(default)}.")

@@ -182,10 +182,18 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
         return NO_GPU
     if why.reason == "none_larger":
         return f"not measured: no {why.param} larger than {why.above} was measured (only smaller ones)"
-    if why.reason == "fixed_batch":
-        given = f"a {why.rebatches}" if why.rebatches else "the arrays or tf.data given to fit"
-        return f"not measured: the script makes its own batches (diagnose changes the batch of {given})"
+    if why.reason in ("fixed_batch", "not_applicable"):
+        return _script_text(why)
     return "not measured: one side of the pair did not run"
+
+
+def _script_text(why: NotMeasured) -> str:
+    """Why a script's variant was not measured: what its capture found (a batch its step could not
+    be tiled to), or a batch the script makes itself."""
+    if why.reason == "not_applicable":
+        return f"not measured: {'; '.join(why.failures)}"
+    given = f"a {why.rebatches}" if why.rebatches else "the arrays or tf.data given to fit"
+    return f"not measured: the script makes its own batches (diagnose changes the batch of {given})"
 
 
 DEFAULT_ON = "already on by default"
@@ -205,6 +213,7 @@ def short_reason(why: NotMeasured) -> str:
         "no_gpu": "no GPU here",
         "none_larger": "nothing larger measured",
         "fixed_batch": "the script makes its own batches",
+        "not_applicable": "; ".join(why.failures),
         "contended": "not told: its processes disagree",
     }[why.reason]
 
@@ -286,6 +295,9 @@ def change_title(f: Fix, *, several: bool = False) -> str:
 
 def change_code(f: Fix) -> str:
     """The line the user writes for a measured change (:func:`entry_code`)."""
+    tiled = frameworks.declared(f.framework, "STEP_BATCH_CODE", None) if f.where.get("rebatch") == "step" else None
+    if f.kind == "batch" and tiled:  # a loop that slices its own batches: the slice, not a DataLoader
+        return str(tiled).format(v=f.variant)
     return entry_code(f.entry, f.framework, f.where.get("trainer")).format(v=f.variant)
 
 

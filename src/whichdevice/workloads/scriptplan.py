@@ -73,6 +73,11 @@ GPU_ONLY = ("cudnn_benchmark", "pin_memory")  # planned for a GPU device only (c
 KERAS_DATA_REBATCHED = ("arrays", "tfdata")
 ENTRY_FACTS = ("entry_call", "entries", "entry_reason", "survey_stopped")
 MIN_BATCHES = 10  # a sweep batch leaves the user's arrays at least this many batches (a turn's steps)
+# A step re-batched by tiling its own inputs (a jitted JAX step, a torch loop that slices its own
+# batches) needs no more data for a larger batch: the sweep's larger batches, up to this many
+# times the script's (the question the sweep answers is whether a larger batch helps).
+TILED_AT_MOST = 32
+TILED_SWEEP = 2
 
 _GPU_NEEDED = re.compile(
     r"CUDA|cuda|NVIDIA|nvidia-smi|no GPU|GPU device|torch\.cuda|cudnn|Found no NVIDIA driver|device='?cuda|"
@@ -275,8 +280,12 @@ def _cpu_env() -> dict[str, str]:
 
 
 def longest_call(entries: list[dict[str, Any]]) -> int | None:
-    """The training call that asks for the most steps (epochs x batches; the first of equals),
-    or None where that is not known of every call (a generator's length): then the first is measured."""
+    """The training call that asks for the most steps (epochs x batches; the first of equals), or
+    of loops the survey followed to their end (a torch script's: ``s``, the seconds each ran), the
+    longest-running; None where that is not known of every call (a generator's length): then the
+    first is measured."""
+    if entries and all(e.get("s") is not None for e in entries):
+        return int(max(entries, key=lambda e: (float(e["s"]), -int(e.get("call") or 1))).get("call") or 1)
     if not entries or any(not e.get("steps") for e in entries):
         return None
     return int(max(entries, key=lambda e: (int(e["steps"]), -int(e.get("call") or 1))).get("call") or 1)
@@ -291,6 +300,8 @@ def _entries(run: script.ChildRun) -> list[dict[str, Any]]:
 def _wrong_entry(entry_call: int, entries: list[dict[str, Any]], name: str) -> UsageError:
     calls = len(entries)
     what = f"{calls} {entries[0].get('entry', 'training')} call{'s' if calls != 1 else ''}" if entries else "none"
+    if entries and entries[0].get("kind") == "loop":
+        what = f"{calls} training loop{'s' if calls != 1 else ''}"
     return UsageError(
         "--entry",
         f"{entry_call} asks for a training call {name} did not make (the pre-flight saw {what})",
@@ -367,6 +378,7 @@ def preflight(
         "trainer": r.get("trainer"),  # the trainer whose loop ran the step (Lightning, the HF Trainer), or None
         # batches a torch loop took from its DataLoader in its first step (2: it fetches ahead)
         "fetches": int(r.get("fetches") or 0),
+        "rebatch": r.get("rebatch"),  # "step": a loop that slices its own batches, re-batched by tiling its step
         "preflight_s": float((run.finished.wall_s if run.finished else 0.0)),
         "entry_call": chosen,
         "entries": entries,
@@ -468,12 +480,14 @@ def entry_words(facts: dict[str, Any]) -> tuple[str, str]:
     if len(entries) < 2:
         return "", ""
     n, kind = int(facts.get("entry_call") or 1), str(entries[0].get("entry") or "").rsplit(".", 1)[-1]
+    mine: dict[str, Any] = next((e for e in entries if int(e.get("call") or 0) == n), {})
+    if entries[0].get("kind") == "loop":  # a torch script's loops, each followed to its end
+        return _loop_words(facts, entries, n, mine)
     why = {
         "longest": "the one with the most steps",
         "asked": "as --entry asked",
         "first": "the first: the steps of every call are not known",
     }.get(str(facts.get("entry_reason")), "")
-    mine: dict[str, Any] = next((e for e in entries if int(e.get("call") or 0) == n), {})
     steps = f" ({mine['steps']} steps)" if mine.get("steps") and facts.get("entry_reason") == "longest" else ""
     said = f"the {script.ordinal(n)} of {len(entries)} {kind} calls" + (f", {why}{steps}" if why else "")
     others = [e for e in entries if int(e.get("call") or 0) != n]
@@ -483,6 +497,36 @@ def entry_words(facts: dict[str, Any]) -> tuple[str, str]:
     more = "; the pre-flight stopped following the script there: later ones are not listed"
     more = more if facts.get("survey_stopped") else ""
     return said, f"also trains: {listed}{more}; choose with --entry {choose}"
+
+
+def _loop_words(facts: dict[str, Any], entries: list[dict[str, Any]], n: int, mine: dict[str, Any]) -> tuple[str, str]:
+    """``entry_words`` for a script's training loops: "the 2nd of 2 training loops (Classifier,
+    batch 32, 384 steps in 0.41 s), the longest-running", and the others with theirs."""
+    why = {
+        "longest": "the longest-running",
+        "asked": "as --entry asked",
+        "first": "the first: the pre-flight did not see every loop to its end",
+    }.get(str(facts.get("entry_reason")), "")
+    said = f"the {script.ordinal(n)} of {len(entries)} training loops{_loop_facts(mine)}" + (f", {why}" if why else "")
+    others = [e for e in entries if int(e.get("call") or 0) != n]
+    listed = ", ".join(f"the {script.ordinal(int(e['call']))} loop{_loop_facts(e)}" for e in others)
+    numbers = [str(int(e["call"])) for e in others]
+    choose = " or ".join([", ".join(numbers[:-1]), numbers[-1]] if len(numbers) > 1 else numbers)
+    more = "; the pre-flight stopped following the script there: later ones are not listed"
+    more = more if facts.get("survey_stopped") else ""
+    return said, f"also trains: {listed}{more}; choose with --entry {choose}"
+
+
+def _loop_facts(e: dict[str, Any]) -> str:
+    """ " (Classifier, batch 32, 384 steps in 0.41 s)": what the survey saw of one loop."""
+    bits = [str(e["model"])] if e.get("model") else []
+    bits += [f"batch {e['batch']}"] if e.get("batch") else []
+    if e.get("steps"):
+        took = f" in {seconds(float(e['s']))}" if e.get("s") is not None else ""
+        bits.append(
+            f"{e['steps']} steps{took}{' when the pre-flight stopped following it' if e.get('stopped') else ''}"
+        )
+    return f" ({', '.join(bits)})" if bits else ""
 
 
 def _call_name(e: dict[str, Any]) -> str:
@@ -617,8 +661,11 @@ def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str
     rebatched = facts.get("data") in KERAS_DATA_REBATCHED if entry in script.KERAS_ENTRIES else True
     source = frameworks.declared(fw, "REBATCHES", None)  # torch: the batch variant re-batches the DataLoader
     if source is not None:
-        rebatched = facts.get("data_source") == source
-    if b and rebatched:
+        rebatched = facts.get("data_source") == source or tiled(facts)
+    if b and tiled(facts):  # the step's own batch tiled: larger batches, in the baseline's process
+        larger = [k for k in USER_SWEEP_BATCHES if b < k <= TILED_AT_MOST * b][:TILED_SWEEP]
+        out += [("batch", f"batch {k}", {"kind": "steady", "sync": "none", "batch": k}) for k in larger]
+    elif b and rebatched:
         n = int(facts.get("samples") or 0)  # a batch needs enough of the data for a turn's steps
         # without the data's size (a DataLoader, tf.data), at most 4x the user's batch: a larger one
         # may leave the script fewer batches than its warm-up (torch_cnn.py: 256 samples)
@@ -654,10 +701,18 @@ def _loader_alone(facts: dict[str, Any], p: dict[str, Any]) -> bool:
     return int(facts.get("fetches") or 1) > 1 or bool(int((facts.get("loader") or {}).get("num_workers") or 0))
 
 
+def tiled(facts: dict[str, Any]) -> bool:
+    """Whether the script's batch variants re-batch its step by tiling the step's own inputs (a
+    jitted JAX step; a torch loop with no DataLoader that slices its batches from tensors)."""
+    return facts.get("entry") in script.STEP_ENTRIES or facts.get("rebatch") == "step"
+
+
 def _cost(c: _Costs, facts: dict[str, Any], params: dict[str, Any], keras: bool) -> tuple[float, bool]:
     """One case's cost: its share of the shared process, or a process of its own (then True)."""
     p = {**params, "entry": facts["entry"], "batch": params.get("batch", facts["batch"]), "user_batch": facts["batch"]}
     p["trainer"] = facts.get("trainer")  # a trainer's loop: the loader variants run alone (script.shares_child)
+    if facts.get("rebatch"):
+        p["rebatch"] = facts["rebatch"]
     trace = XLA_TRACE_FACTOR if params.get("jit_compile") is True else 1.0
     if keras and script.shares_child(p):  # a later trace in the same process: measured 0.35-0.5 of the first
         trace *= LATER_TRACE
@@ -821,6 +876,8 @@ def user_params(job: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
         "user_batch": facts["batch"],
         "steps": STEPS,
         "warmup": WARMUP,
+        # a torch loop's batch variants tile its step (they take turns with the baseline's steps)
+        **({"rebatch": "step"} if facts.get("rebatch") == "step" and facts.get("entry") in script.TURN_ENTRIES else {}),
         # which call of the entry each case measures, where the script makes more than one
         **({"entry_call": int(facts.get("entry_call") or 1)} if len(facts.get("entries") or []) > 1 else {}),
     }
@@ -878,6 +935,8 @@ def options(user: dict[str, Any], facts_sizing: dict[str, Any] | None) -> dict[s
     }
     if user.get("trainer"):
         out["trainer"] = user["trainer"]
+    if rebatched(user, s):  # the batch sweep tiled the step's own inputs: the screen says so
+        out["rebatched"] = "step"
     return out
 
 
@@ -888,7 +947,9 @@ def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
     under = f" inside {trainer}" if trainer else ""
     which, others = entry_words(s.get("entry_facts") or {})
     if which and int(user.get("entry_call") or 1) > 1:
-        which += "; the calls before it passed over untrained"
+        loops = any(e.get("kind") == "loop" for e in (s.get("entry_facts") or {}).get("entries") or [])
+        # a torch loop cannot be skipped: the loops before it train as the script wrote them, untimed
+        which += "; the loops before it ran untimed first" if loops else "; the calls before it passed over untrained"
     which = f" ({which})" if which else ""
     out = [
         f"Measured on your script {Path(user['script']).name} through {user['entry']}{under}{which}: each case ran "
@@ -904,9 +965,16 @@ def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
             f"The script's set-up before its first step took {setup:.1f} s in the pre-flight{split}: counted once "
             "per process, shown apart (each case's setup_s), in no step time."
         )
-    if user.get("entry") in script.STEP_ENTRIES and len(s.get("sweep_batches") or []) > 1:
-        out.append(frameworks.declared("jax", "STEP_REBATCHED", ""))  # the step re-batched, not the script
+    if rebatched(user, s):  # the step re-batched, not the script
+        fw = "jax" if user.get("entry") in script.STEP_ENTRIES else "torch"
+        out.append(frameworks.declared(fw, "STEP_REBATCHED", ""))
     return out
+
+
+def rebatched(user: dict[str, Any], sizing: dict[str, Any]) -> bool:
+    """Whether the plan sweeps batches by tiling the script's step (not by changing the script)."""
+    tiles = user.get("entry") in script.STEP_ENTRIES or user.get("rebatch") == "step"
+    return bool(tiles and len(sizing.get("sweep_batches") or []) > 1)
 
 
 def record_notes(record: Any) -> list[str]:

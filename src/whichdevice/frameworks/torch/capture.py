@@ -49,7 +49,7 @@ from typing import Any
 from whichdevice.frameworks.common import capturekit
 from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
 from whichdevice.frameworks.torch import capture_hooks as hooks
-from whichdevice.frameworks.torch import trainers
+from whichdevice.frameworks.torch import loops, rebatch, trainers
 
 ENTRY_STEP, ENTRY_BACKWARD = hooks.ENTRY_STEP, hooks.ENTRY_BACKWARD
 WATCHED = (ENTRY_STEP, ENTRY_BACKWARD)
@@ -100,6 +100,8 @@ class Capture:
     samples: int | None = None  # rows of the last batch the DataLoader gave
     why_not: str | None = None  # a variant found not to fit before the first step
     trainer: str | None = None  # the trainer whose loop runs the step (trainers.py), None: the script's own loop
+    tiles: Any = None  # rebatch.Tiles: the batches a loop slices itself, and their tiling
+    loops: Any = None  # loops.Loops: the script's training loops, one after another
     done: bool = False
     turns: bool = False  # several members: the built variants are switched in at their turns (hooks.enter)
     fed: Any = None  # the script's DataLoader whose batches a loader member's Feed replaces
@@ -274,6 +276,9 @@ def _send(cap: Capture, status: str, *, why_not: str | None = None, stopped: str
         cap.now.entry_calls = cap.entry_calls
     for m in cap.live if status == "ok" else cap.live[:1]:
         cap.sink(result(cap, status, why_not, stopped, m))
+    if cap.spec.survey and status == "ok" and cap.entry == ENTRY_STEP:  # the pre-flight follows the script
+        loops.follow(cap)  # on to its other loops, for a few seconds
+        return
     hooks.stop_workers(cap)
     raise CaptureDone()
 
@@ -297,8 +302,8 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None, 
         why_not=why_not,
         step_s=list(m.step_s),
         warmup_s=list(m.warmup_s),
-        samples_per_step=m.samples or cap.samples,
-        batch_size=fed["batch_size"] if fed else hooks.loader_batch(cap.loader),
+        samples_per_step=m.samples or cap.samples or rebatch.samples(cap, m.variant),
+        batch_size=fed["batch_size"] if fed else (hooks.loader_batch(cap.loader) or rebatch.samples(cap, "baseline")),
         setup_s=max(0.0, first - capturekit.T0),
         data_wait_s=list(m.data_wait_s) if cap.loader is not None else [],
         h2d=dict(m.h2d),
@@ -314,6 +319,8 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None, 
         cpu_threads=cap.torch.get_num_threads() if cap.torch is not None else None,  # what the steps ran with
         fed=fed,  # a loader member's DataLoader as its turns used it (None: the script's own)
         fetches=cap.fetches,  # batches the loop took from its DataLoader in its first step (2: ahead)
+        rebatch="step" if cap.first_call is not None and rebatch.tileable(cap) else None,  # a batch tiles the step
+        rebatched="step" if m.variant.startswith(f"{rebatch.TAKES_TURNS}:") and cap.loader is None else None,
     )
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from whichdevice.frameworks.common import capturekit
+from whichdevice.frameworks.torch import loops, rebatch
 
 ENTRY_STEP = "torch.optim.Optimizer.step"
 ENTRY_BACKWARD = "torch.Tensor.backward"
@@ -98,6 +99,7 @@ def install(torch: Any, cap: Any, on: Handlers) -> None:
     hook_modules(torch, cap)
     hook_loader(torch, cap)
     hook_tensors(torch, cap)
+    rebatch.hook_slicing(torch, cap, _from_script)
 
 
 def device_why_not(spec: Any, v: str | None = None) -> str | None:
@@ -138,13 +140,15 @@ def hook_steps(torch: Any, cap: Any, on: Handlers) -> None:
         return orig_init(self, *args, **kwargs)
 
     def pre(optimizer, args, kwargs):  # type: ignore[no-untyped-def]
-        if cap.entry is None and not cap.done and _free():
+        measured = loops.before_step(cap, optimizer)  # the script's loops: the one spec.entry_call names
+        if measured and cap.entry is None and not cap.done and _free():
             on.first_step(cap, ENTRY_STEP, optimizer)
         cap.entry_calls += cap.timing and cap.entry == ENTRY_STEP
 
     def post(optimizer, args, kwargs):  # type: ignore[no-untyped-def]
         if optimizer is cap.lead:
             on.boundary(cap)
+        loops.after_step(cap, optimizer, _OPTIMIZERS)
 
     opt.__init__ = init
     optimizer = importlib.import_module("torch.optim.optimizer")
@@ -180,6 +184,7 @@ def hook_modules(torch: Any, cap: Any) -> None:
         if _DEPTH[0] or cap.done or _compiling() or next(self.parameters(), None) is None:
             return orig(self, *args, **kwargs)
         _top_call(cap, self)
+        rebatch.fed(cap, args, kwargs)  # the batch it was fed (a loop that slices its own)
         capturekit.step_began()
         name, value = variant_now(cap)  # members taking turns: this step's
         _DEPTH[0] += 1
@@ -423,6 +428,8 @@ def _copy(orig: Any, cap: Any) -> Any:
             cap.h2d["count"] += 1
             cap.h2d["bytes"] += int(self.nbytes)
             cap.h2d["pinned"] += int(self.is_pinned())
+        if out is not self and cap.last is None:
+            rebatch.copied(cap, self, out)  # a sliced batch on the device is still the sliced batch
         return out
 
     return copy
@@ -470,6 +477,8 @@ def why_not(cap: Any, v: str | None = None) -> str | None:
     script (None: it does), seen at its first step."""
     v = str(v if v is not None else cap.spec.variant)
     name = v.partition(":")[0]
+    if name == rebatch.TAKES_TURNS and cap.loader is None:
+        return rebatch.why_not(cap)  # no DataLoader to rebuild: the step re-batched by tiling
     if name in LOADER_VARIANTS:
         if cap.loader is None:
             return "no DataLoader feeds the training loop"
@@ -492,8 +501,10 @@ def after_first_step(cap: Any) -> None:
         for m in cap.trained:
             m.compile()
     members = {str(v).partition(":")[0] for v in (cap.spec.variant, *cap.spec.also)}
-    if not members & {"autocast", "channels_last"} and _MODULE_CALL:
+    tiled = rebatch.wanted(cap.spec) and cap.loader is None  # its model's rows checked in each tiled step
+    if not members & {"autocast", "channels_last"} and not tiled and _MODULE_CALL:
         cap.torch.nn.Module.__call__ = _MODULE_CALL[0]
+    rebatch.unhook_slicing(cap)
 
 
 def warmup_steps(cap: Any, v: str | None = None) -> int:

@@ -30,6 +30,14 @@ KERAS = False
 # trained module's fixes (autocast, channels_last, cudnn.benchmark, torch.compile).
 PITFALLS_TIMING = "eager"
 REBATCHES = "DataLoader"
+# A loop with no DataLoader that slices its own batches (frameworks/torch/rebatch.py): its batch
+# variant tiles the batches the step slices, inputs and targets; what the record says of that.
+STEP_REBATCHED = (
+    "The batch sweep re-batched the captured step, not the script: the script slices its own batches, so "
+    "each batch the step sliced (inputs and targets) was tiled (its rows repeated) to the larger batch."
+)
+# The line a larger batch is, for such a loop (frameworks.declared; ``{v}``: the batch).
+STEP_BATCH_CODE = "for i in range(0, len(X), {v}): xb, yb = X[i : i + {v}], Y[i : i + {v}]"
 LOOP_FIXES = "module"
 # Torch's own CPU thread count without a setting: one per physical core (frameworks.declared;
 # default: every logical core, as TensorFlow's). A script's thread variants leave out the count
