@@ -56,13 +56,16 @@ def test_a_sliced_loop_plans_larger_tiled_batches_in_the_baseline_s_process():
     assert scriptplan.options(user, sizing)["rebatched"] == "step"
 
 
-def test_a_dataloader_loop_still_re_batches_its_dataloader_in_a_process_of_its_own():
+def test_a_dataloader_loop_re_batches_its_dataloader_not_its_step():
+    """A DataLoader's batch variants are fed by a DataLoader the capture builds (taking turns in the
+    baseline's process), never by tiling the step."""
     facts = {**SLICED, "data_source": "DataLoader", "rebatch": None, "samples": 4096, "batch": 32}
     sizing = scriptplan.size(facts, 600.0)
     user = scriptplan.user_params({"script": "train.py", "args": []}, facts)
     cases = scriptplan.cases("torch", "CPU:0", user, sizing)
     batches = [c for c in cases if script.variant_of(c.params).startswith("batch:")]
-    assert batches and all(script.group_key(c) is None for c in batches)
+    assert batches and all(script.group_key(c) is not None for c in batches)
+    assert all(c.params.get("rebatch") != "step" for c in batches)
     assert "rebatched" not in scriptplan.options(user, sizing)
 
 
