@@ -40,7 +40,7 @@ from typing import Any
 from whichdevice.frameworks.common import capturekit
 from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
 from whichdevice.frameworks.torch import capture_hooks as hooks
-from whichdevice.frameworks.torch import trainers
+from whichdevice.frameworks.torch import steptrace, trainers
 
 ENTRY_STEP, ENTRY_BACKWARD = hooks.ENTRY_STEP, hooks.ENTRY_BACKWARD
 WATCHED = (ENTRY_STEP, ENTRY_BACKWARD)
@@ -155,6 +155,7 @@ def boundary(cap: Capture) -> None:
     or the deadline passed."""
     if cap.done:
         return
+    steptrace.at_boundary(cap)  # the pre-flight's one traced step (the second) begins or ends here
     capturekit.step_ended()
     first = cap.last is None
     if first:  # the end of the first step (its forward has run, also inside an optimizer's closure)
@@ -240,6 +241,7 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None, 
         stopped=stopped,
         trainer=cap.trainer,
         cpu_threads=cap.torch.get_num_threads() if cap.torch is not None else None,  # what the steps ran with
+        step_trace=steptrace.result(cap),  # the pre-flight's traced step, for the no-GPU prediction
     )
 
 
