@@ -9,7 +9,7 @@ At a batch other than the traced one each op's FLOPs and bytes are its fixed par
 batch-proportional part scaled to that batch (``TracedOp.batched_*``: the trace says which
 part grows with the batch). The step's host time — the script's Python, autograd's bookkeeping,
 its data loading in the loop's process — is measured where the trace timed its ops (torch: the
-untraced step less the traced step's time inside its ops, ``measured_host_s``), else modelled
+traced step's wall less its time inside its ops and the recording's, ``measured_host_s``), else modelled
 from this CPU's steps (``prediction.host_overhead``, JAX); it is taken to be the GPU machine's
 host time too, at every batch (the loop's data loading growing with the batch is not added).
 """
@@ -50,9 +50,12 @@ def description(trace: StepTrace, batch: int) -> WorkloadDescription:
 
 
 def measured_host_s(trace: StepTrace, measured: dict[int, tuple[float, float, float]]) -> float | None:
-    """The step's host time measured on this CPU: the untraced step (its median, at the traced
-    batch) less the seconds the traced step spent inside its ops (``op_s``); None where the trace
-    did not time its ops (then ``prediction.host_overhead`` models it from the CPU profile)."""
+    """The step's host time measured on this CPU in the traced step (``host_s``: its wall less the
+    time inside its ops and the recording's own), or, from a trace that timed its ops only, an
+    untraced step (its median at the traced batch) less them; None where the trace timed nothing
+    (then ``prediction.host_overhead`` models it from the CPU profile)."""
+    if "host_s" in trace.totals:
+        return trace.totals["host_s"]
     op_s = trace.totals.get("op_s")
     at = measured.get(trace.batch) or measured.get(0)
     if op_s is None or at is None:

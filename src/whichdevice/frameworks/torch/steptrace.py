@@ -25,8 +25,9 @@ Per op the part of its FLOPs and bytes that grows with the batch is kept apart (
 dimension equal to the batch, outside the optimizer, grows with it; a matmul or convolution with
 such an operand has FLOPs proportional to the batch), so the prediction can be made at the
 batches the sweep measured. Each op's call is timed too (``op_s``: the seconds the step spent
-inside its ops on this CPU): an untraced step less it is the step's host time (the loop's Python,
-autograd's bookkeeping, the DataLoader in the loop's process), measured, not modelled. A ``torch.compile``d model is not traced (its kernels are Inductor's,
+inside its ops on this CPU) and the recording itself (``trace_s``): the traced step's wall less
+both is the step's host time (``host_s``: the loop's Python, autograd's bookkeeping, the
+DataLoader in the loop's process), measured in the same step under the same load, not modelled. A ``torch.compile``d model is not traced (its kernels are Inductor's,
 not the eager op list): the result says why.
 """
 
@@ -86,8 +87,9 @@ class StepRecorder:
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
                 t0 = time.perf_counter()
                 out = func(*args, **(kwargs or {}))
-                took = time.perf_counter() - t0
-                rec.record(str(func.overloadpacket.__name__), args, kwargs or {}, out, took)
+                t1 = time.perf_counter()
+                rec.record(str(func.overloadpacket.__name__), args, kwargs or {}, out, t1 - t0)
+                rec.trace_s += time.perf_counter() - t1
                 return out
 
         self.torch, self.batch = torch, batch
@@ -95,6 +97,7 @@ class StepRecorder:
         self.ops: dict[tuple[str, str, float, float, float, float], int] = {}
         self.skipped = 0  # ops of the DataLoader's collate, left out
         self.op_s = 0.0  # seconds inside the step's ops on this CPU (the rest of a step is host time)
+        self.trace_s = 0.0  # seconds the recording itself took (not the step's)
         self.t0 = 0.0
         self.wall_s = 0.0
         self.foreach: list[dict] = []  # optimizer groups switched to foreach for the step
@@ -161,7 +164,14 @@ class StepRecorder:
             "launch_mode": "eager",
             "tf32": self.cal.tf32_matmul(),
             "ops": ops,
-            "totals": {"loader_ops_left_out": float(self.skipped), "op_s": self.op_s},
+            "totals": {
+                "loader_ops_left_out": float(self.skipped),
+                "op_s": self.op_s,
+                "trace_s": self.trace_s,
+                # the step's own host time: its wall less its ops and the recording (an upper bound:
+                # the entry into the mode for each op is in it)
+                "host_s": max(self.wall_s - self.op_s - self.trace_s, 0.0),
+            },
             "collect_s": self.wall_s,
         }
 
