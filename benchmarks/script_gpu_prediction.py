@@ -2,6 +2,7 @@
 
     python benchmarks/script_gpu_prediction.py            # the table of benchmarks/script_gpu_prediction.md
     python benchmarks/script_gpu_prediction.py --overhead # also: what tracing adds to a pre-flight
+    python benchmarks/script_gpu_prediction.py --paired   # also: a traced step against an untraced one
 
 - torch: the reference's MLP (100 -> Linear 128 -> ReLU -> Linear 10, Adam, cross-entropy) as a
   script's step is traced (frameworks/torch/steptrace.StepRecorder over one step, at batch 32 only),
@@ -129,6 +130,43 @@ def overhead(script: str, runs: int = 3) -> list[tuple[float, float, float]]:
     return out
 
 
+def paired_overhead(pairs: int = 15) -> tuple[list[float], list[float], list[float]]:
+    """torch_cnn.py's step (its Net, batch 32, SGD with momentum) in ``pairs`` alternating pairs:
+    untraced, then traced (the recorder as the pre-flight runs it): the two walls and the
+    recording's own time (``trace_s``) per pair."""
+    import torch
+
+    from whichdevice.frameworks.torch.steptrace import StepRecorder
+
+    sys.path.insert(0, str(ROOT / "tests" / "script_corpus"))
+    from torch_cnn import Net  # type: ignore[import-not-found]
+
+    torch.manual_seed(0)
+    net, loss_fn = Net(), torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    x, y = torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
+
+    def step() -> None:
+        opt.zero_grad()
+        loss_fn(net(x), y).backward()
+        opt.step()
+
+    for _ in range(3):
+        step()
+    plain, traced, recording = [], [], []
+    for _ in range(pairs):
+        t0 = time.perf_counter()
+        step()
+        plain.append(time.perf_counter() - t0)
+        rec = StepRecorder(torch, 32)
+        rec.start([opt])
+        step()
+        rec.stop()
+        traced.append(rec.wall_s)
+        recording.append(rec.trace_s)
+    return plain, traced, recording
+
+
 def main(argv: list[str]) -> int:
     for name, points in (("torch MLP (traced at batch 32)", torch_points()), ("JAX jitted matmul", jax_points())):
         print(f"\n{name}: batch | real H100 | predicted (band) | predicted / real")
@@ -140,6 +178,14 @@ def main(argv: list[str]) -> int:
             )
         factor, inside = summary(points)
         print(f"  median error ×{factor:.2f}; {inside} of {len(points)} real steps inside the band")
+    if "--paired" in argv:
+        plain, traced, recording = paired_overhead()
+        med = statistics.median
+        print(
+            f"\ntorch_cnn.py's step, {len(plain)} alternating pairs: untraced median {med(plain) * 1e3:.1f} ms, "
+            f"traced {med(traced) * 1e3:.1f} ms (ratio {med(t / p for t, p in zip(traced, plain)):.2f}), "
+            f"the recording itself {med(recording) * 1e3:.1f} ms"
+        )
     if "--overhead" in argv:
         for script in ("torch_cnn.py", "jax_optax_loop.py"):
             got = overhead(str(ROOT / "tests" / "script_corpus" / script))
