@@ -283,3 +283,28 @@ def test_a_traced_step_s_overhead_is_its_wall_beyond_an_untraced_one():
     assert got is not None and got["overhead_s"] == pytest.approx(0.3)
     said = {"framework": "jax", "source": "", "collect_s": 4.0, "overhead_s": 4.0}  # a compile of its own: all of it
     assert scriptplan.step_trace({"step_trace": said}, 0.2)["overhead_s"] == 4.0  # type: ignore[index]
+
+
+def test_a_script_whose_batch_could_not_be_read_is_predicted_at_its_own_batch():
+    """A loop that makes its own batches (no DataLoader to read the size from): traced as it runs,
+    predicted at that one batch, called the script's own batch (never "batch 0")."""
+    record = load_run(TRACED)
+    trace = record.step_trace
+    assert trace is not None
+    flat = [o.model_copy(update={"batched_flops": 0.0, "batched_bytes": 0.0}) for o in trace.ops]
+    results = [
+        r.model_copy(
+            update={"spec": r.spec.model_copy(update={"params": {**r.spec.params, "batch": 0, "user_batch": 0}})}
+        )
+        for r in record.results
+    ]
+    record = record.model_copy(
+        update={
+            "step_trace": trace.model_copy(update={"batch": 0, "ops": flat}),
+            "results": results,
+            "options": {**record.options, "sweep_batches": []},  # as the plan of such a script has it
+        }
+    )
+    line = next(a for a in first_screen(record, suite_verdict(record)).answer if "Would a GPU help?" in a)
+    assert "at the script's own batch, the only batch measured" in line
+    assert "batch 0" not in line
