@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from whichdevice.analysis import deviceprofile, errormodel, prediction
+from whichdevice.analysis import deviceprofile, errormodel, prediction, scriptpredict
 from whichdevice.analysis.compare import compare, process_sd
 from whichdevice.analysis.deviceprofile import DeviceProfile
 from whichdevice.analysis.prediction import PredictReport
@@ -780,7 +780,12 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
 
 def gpu_prediction(record: RunRecord) -> tuple[PredictReport | None, DeviceProfile | None]:
     """A run's prediction of the reference GPU (analysis/prediction.run_prediction) and the
-    profile it is from; (None, None) when the record traced no ops to predict from."""
+    profile it is from; (None, None) when the record traced no ops to predict from. A
+    script's diagnose predicts from the step its pre-flight traced (analysis/scriptpredict.py)."""
+    if record.step_trace is not None:
+        profile = deviceprofile.load(prediction.RUN_PROFILE)
+        errors = errormodel.shipped(prediction.RUN_ERRORS)
+        return scriptpredict.script_prediction(record, profile, errors), profile
     if not any(prediction.is_trace(r.spec) for r in record.results):
         return None, None
     profile = deviceprofile.load(prediction.RUN_PROFILE)

@@ -233,18 +233,23 @@ def _run_frameworks(plan: RunPlan, resumed: JournalState | None) -> records.RunR
     return experiment.merge_records(parts, options)
 
 
-def _measure_suite(request: session.Request, *, journal, resumed, found=None, quiet=None) -> records.RunRecord:
+def _measure_suite(
+    request: session.Request, *, journal, resumed, found=None, quiet=None, trace: records.StepTrace | None = None
+) -> records.RunRecord:
     """The suite measured with its progress; ``quiet`` not None (one framework: run, diagnose):
     with the provisional answer after round 1 of the answer's cases, shown in a terminal
-    unless ``quiet``, and kept in the record."""
+    unless ``quiet``, and kept in the record. ``trace``: a script's step traced in its pre-flight,
+    kept in the record (and in the one the provisional answer reads, so both predict alike)."""
     from whichdevice.cli.common import measure_with_progress
 
     if quiet is None:  # several frameworks, one after the other: no provisional answer per part
         return measure_with_progress(request, journal=journal, resumed=resumed, found=found)
-    early = ProvisionalAnswer(quiet)
+    early = ProvisionalAnswer(quiet, trace)
     record = measure_with_progress(
         request, journal=journal, resumed=resumed, found=found, quiet=quiet, on_provisional=early
     )
+    if trace is not None:
+        record = record.model_copy(update={"step_trace": trace})
     return record.model_copy(update={"provisional": early.value}) if early.value is not None else record
 
 
@@ -253,8 +258,9 @@ class ProvisionalAnswer:
     that decide it, printed above the progress line in a terminal unless ``quiet``
     ("Provisional answer (round 1 of 2): ..."), and kept (``value``) for the record."""
 
-    def __init__(self, quiet: bool) -> None:
+    def __init__(self, quiet: bool, trace: records.StepTrace | None = None) -> None:
         self.quiet = quiet
+        self.trace = trace  # a script's traced step: the provisional answer predicts from it too
         self.started = time.monotonic()
         self.value: records.Provisional | None = None
 
@@ -264,6 +270,8 @@ class ProvisionalAnswer:
         from whichdevice.present import firstscreen
 
         rounds = int(str(record.options.get("rounds") or 2))
+        if self.trace is not None:
+            record = record.model_copy(update={"step_trace": self.trace})
         try:
             answer, gist = firstscreen.provisional_answer(record, facade.suite(record).verdict)
         except Exception:  # noqa: BLE001 (an early answer is a courtesy: never lose the run over it)
@@ -572,9 +580,14 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
     from whichdevice.workloads import scriptplan, userfolder
 
     userfolder.watch(str(script), plan.json_file)  # started by the pre-flight, or here on --resume
+    trace = scriptplan.recorded_trace(plan.sizing)  # the pre-flight's traced step, for the no-GPU answer
     try:
         record = _measure_suite(
-            request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed, quiet=output.quiet
+            request,
+            journal=lambda: open_journal("diagnose", plan, resumed),
+            resumed=resumed,
+            quiet=output.quiet,
+            trace=trace,
         )
     finally:  # however it ends, the user's folder is as it was and the screen says what the script wrote
         written = userfolder.finish(plan.json_file)

@@ -24,7 +24,10 @@ record reads unchanged; 4 gives a case the time budget skipped its own status, `
 (not measured; it did not fail), where version 3 wrote ``failed`` with the failure kind
 ``skipped``: such a result is read as ``skipped`` (the kind is kept as the reason). Version 4
 records may carry ``RunRecord.provisional`` (the answer shown after round 1): optional,
-absent from records written before it.
+absent from records written before it. Version 4 records may also carry ``RunRecord.step_trace``
+(what one step of a script's training loop runs, collected once on the CPU for the no-GPU
+prediction): optional, versioned on its own (``StepTrace.version``) so that a later change of
+what it holds does not change the record's version; a reader skips a trace of a newer version.
 """
 
 from __future__ import annotations
@@ -260,6 +263,45 @@ class Provisional(_Frozen):
     gist: list[str] = Field(description="what the answer decides, one item per line of it, without its figures")
 
 
+STEP_TRACE_VERSION = 1
+
+
+class TracedOp(_Frozen):
+    """One kind of kernel of a traced step, ``count`` times in it: its kind as the cost model
+    names it (matmul, conv, elementwise, free, uncovered), FLOPs and bytes at the traced batch,
+    and the parts of them that grow with the batch (proportional to it; the rest is fixed)."""
+
+    op_type: str
+    kind: Literal["matmul", "conv", "elementwise", "free", "uncovered"]
+    count: int = Field(default=1, ge=1)
+    flops: float = Field(default=0.0, ge=0)
+    bytes: float = Field(default=0.0, ge=0)
+    batched_flops: float = Field(default=0.0, ge=0, description="the part of flops proportional to the batch")
+    batched_bytes: float = Field(default=0.0, ge=0, description="the part of bytes proportional to the batch")
+
+
+class StepTrace(_Frozen):
+    """What one training step of a user's script runs, collected once on the CPU (in the
+    pre-flight), from which the no-GPU answer predicts the step on a reference GPU. ``why_not``
+    set: the step could not be traced, and why (``ops`` then empty)."""
+
+    version: int = STEP_TRACE_VERSION
+    framework: str
+    source: str = Field(description="what measured it, in words (the framework's own tool)")
+    batch: int = Field(default=0, ge=0, description="the batch the step was traced at (0: not known)")
+    launch_mode: Literal["graph", "xla", "eager"] = "eager"
+    tf32: bool = False
+    ops: list[TracedOp] = Field(default_factory=list)
+    totals: dict[str, float] = Field(
+        default_factory=dict, description="the framework's own totals where it gives them (XLA: flops, bytes accessed)"
+    )
+    collect_s: float = Field(default=0.0, ge=0, description="wall seconds the collection took")
+    overhead_s: float | None = Field(
+        default=None, description="what the collection added to the pre-flight: its wall beyond an untraced step"
+    )
+    why_not: str | None = None
+
+
 class RunRecord(_Frozen):
     """Everything one command measured. Written once, never modified."""
 
@@ -284,6 +326,20 @@ class RunRecord(_Frozen):
     provisional: Provisional | None = Field(
         default=None, description="the answer shown after round 1 (None: none was shown, or an older record)"
     )
+    step_trace: StepTrace | None = Field(
+        default=None, description="a script's step as traced in its pre-flight (None: not a script, or an older record)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _newer_trace(cls, data: Any) -> Any:
+        """A step trace of a newer version than this whichdevice reads is left out (the record
+        reads; the no-GPU prediction says it has no trace), never misread."""
+        if isinstance(data, dict):
+            t = data.get("step_trace")
+            if isinstance(t, dict) and isinstance(t.get("version"), int) and t["version"] > STEP_TRACE_VERSION:
+                return {**data, "step_trace": None}
+        return data
 
 
 def now_iso() -> str:

@@ -311,6 +311,9 @@ class CaptureSpec:
     # The pre-flight's survey: after the measured call the script goes on, each further entry call
     # recorded and passed over (``capturekit.saw_entry``), so the plan knows every loop it trains.
     survey: bool = False
+    # Trace what one step runs (its ops, FLOPs and bytes) for the no-GPU prediction: the pre-flight
+    # asks, once; the measuring children never do (the traced step is a warm-up step, never timed).
+    trace_step: bool = False
 
     @property
     def fix(self) -> str:
@@ -332,6 +335,7 @@ class CaptureSpec:
             "also": list(self.also),
             "entry_call": self.entry_call,
             "survey": self.survey,
+            "trace_step": self.trace_step,
         }
 
     @classmethod
@@ -345,6 +349,7 @@ class CaptureSpec:
             also=tuple(str(v) for v in d.get("also") or ()),
             entry_call=int(d.get("entry_call") or 1),
             survey=bool(d.get("survey")),
+            trace_step=bool(d.get("trace_step")),
         )
 
 

@@ -134,7 +134,10 @@ def crossover_text(cross: Crossover, unit: str = "") -> str:
 
 
 def _batches(bs: tuple[int, ...]) -> str:
-    """'batch 8', 'batch 10–512' (the measured batches from the first to the last)."""
+    """'batch 8', 'batch 10–512' (the measured batches from the first to the last); batch 0 is a
+    script's own batch where its size could not be read."""
+    if bs == (0,):
+        return "the script's own batch"
     return f"batch {bs[0]}" if len(bs) == 1 else f"batch {bs[0]}–{bs[-1]}"
 
 

@@ -276,10 +276,13 @@ def _no_gpu_answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | N
 DIAGNOSE_HINT = "For your own model: `whichdevice diagnose --model FILE.py:FUNCTION`."
 
 
-def prediction_lines(report: PredictReport | None, profile: DeviceProfile | None) -> list[str] | None:
+def prediction_lines(
+    report: PredictReport | None, profile: DeviceProfile | None, below: str = DIAGNOSE_HINT
+) -> list[str] | None:
     """A run without a GPU: would the reference GPU win, from what batch, and what
     its step would be made of — labelled a prediction, from which profile — then where to ask
-    about one's own model. None: the record traced no ops (the hint to `predict` instead)."""
+    about one's own model (``below``; a script's diagnose: where its prediction comes from).
+    None: the record traced no ops (the hint to `predict` instead)."""
     if report is None or profile is None or profile.gpu is None:
         return None
     gpu = profile.gpu.description
@@ -287,15 +290,15 @@ def prediction_lines(report: PredictReport | None, profile: DeviceProfile | None
     if report.cannot_predict:
         from whichdevice.present.prediction import CANNOT_PREDICT  # imports rich: only here
 
-        return [f"Would a GPU help? Cannot predict it: {CANNOT_PREDICT[report.cannot_predict]}.", DIAGNOSE_HINT]
+        return [f"Would a GPU help? Cannot predict it: {CANNOT_PREDICT[report.cannot_predict]}.", below]
     d = report.decision
     if d.kind == "none":
-        return [f"Would a GPU help? {gpu_decision_words(d, gpu)}.", DIAGNOSE_HINT]
+        return [f"Would a GPU help? {gpu_decision_words(d, gpu)}.", below]
     at = d.gpu_from if d.gpu_from is not None else d.measured[-1]
     decide = gpu_decide_words(d, command=False, brief=True)  # within the 25 lines: the command on the next line
-    hint = DIAGNOSE_HINT
+    hint = below
     if d.command:
-        hint = f"To decide it: `{d.command}` on the GPU. {DIAGNOSE_HINT}"
+        hint = f"To decide it: `{d.command}` on the GPU. {below}"
     return [
         f"Would a GPU help? {gpu_decision_words(d, gpu)}{_dominant_words(report, at)}. "
         + (f"{decide} " if decide else "")
@@ -313,7 +316,8 @@ def _dominant_words(report: PredictReport, batch: float) -> str:
     r = next((x for x in rows if x.batch >= batch), rows[-1])
     step, part = r.gpu.step, r.gpu.dominant
     assert step is not None and part is not None
-    return f"; at batch {r.batch} its step would be mostly {part} ({r.gpu.parts_s[part] / step.mid:.0%})"
+    at = f"batch {r.batch}" if r.batch else "the script's own batch"
+    return f"; at {at} its step would be mostly {part} ({r.gpu.parts_s[part] / step.mid:.0%})"
 
 
 def _predict_hint(record: RunRecord) -> str:
@@ -322,8 +326,14 @@ def _predict_hint(record: RunRecord) -> str:
     model = record.options.get("model") if record.experiment == "diagnose" else None
     fw = str(record.options.get("framework") or frameworks.DEFAULT)
     if model and record.options.get("script"):  # diagnose SCRIPT: predict takes a model function, not a script
+        trace = record.step_trace
+        why = ""
+        if trace is not None:  # traced in the pre-flight, yet no prediction: why not, in one line
+            why = (
+                f"Not predicted: {trace.why_not or 'no CPU step of the script was measured to set beside its trace'}. "
+            )
         return (
-            "Would a GPU help? Run the same `whichdevice diagnose` on the machine with the GPU: it measures "
+            f"Would a GPU help? {why}Run the same `whichdevice diagnose` on the machine with the GPU: it measures "
             "your script on both devices."
         )
     if model and fw not in frameworks.KERAS:  # predict takes Keras models only: an nn.Module is not modelled
@@ -573,7 +583,17 @@ def provisional_answer(record: RunRecord, v: SuiteVerdict) -> tuple[list[str], l
     """The answer lines and their gist (:func:`answer_gist`): from round 1's record, the
     provisional answer; from the final record, the answer round 2 is checked against."""
     report, profile = (v.gpu_prediction, v.gpu_profile) if not v.gpus else (None, None)
-    return _answer(record, v, prediction_lines(report, profile)), answer_gist(v, report)
+    return _answer(record, v, prediction_lines(report, profile, _hint(record))), answer_gist(v, report)
+
+
+def _hint(record: RunRecord) -> str:
+    """The line under the no-GPU prediction: for a script's diagnose, what it was predicted
+    from and what measures it (its own command is said where a batch is too close to call)."""
+    trace = record.step_trace
+    if trace is None or not record.options.get("script"):
+        return DIAGNOSE_HINT
+    what = {"torch": "its ATen ops", "jax": "XLA's cost analysis of its compiled step"}.get(trace.framework, "its ops")
+    return f"From one step of your script traced in the pre-flight ({what}); the same diagnose on a GPU measures it."
 
 
 def _confirmed(record: RunRecord, gist: list[str], answer: list[str]) -> str:

@@ -34,7 +34,7 @@ from whichdevice import frameworks
 from whichdevice.core.errors import UsageError
 from whichdevice.core.textsafe import clean
 from whichdevice.core.units import seconds
-from whichdevice.core.records import CaseSpec
+from whichdevice.core.records import CaseSpec, StepTrace
 from whichdevice.frameworks.contracts import CaptureSpec
 from whichdevice.workloads import script, scriptwatch
 from whichdevice.workloads.suite import USER_SWEEP_BATCHES
@@ -386,6 +386,7 @@ def preflight(
         # the survey ended before the script did: its deadline, or an error after the measured call
         "survey_stopped": bool(survey_seen.get("survey_stopped")) or survey_end.get("status") == "script_error",
         "load_per_core": _load_per_core(),
+        "step_trace": step_trace(r, statistics.median(steps)),  # one warm-up step traced for the no-GPU prediction
     }
 
 
@@ -437,6 +438,42 @@ def _partial_facts(
     }
 
 
+# The frameworks whose step the pre-flight does not trace, and why (the no-GPU answer says it).
+UNTRACED = {
+    "tensorflow": "this version does not trace a TensorFlow step (neither Keras' fit nor a tf.function's "
+    "graph is read for its ops)",
+    "keras-jax": "this version does not trace Keras' fit step (its train function is jitted inside fit)",
+    "keras-torch": "this version does not trace Keras' fit step (its train function runs inside fit)",
+}
+
+
+def step_trace(r: dict[str, Any], step_s: float) -> dict[str, Any] | None:
+    """The pre-flight's traced step (``frameworks/<fw>/steptrace.py``) with what tracing it added
+    to the pre-flight where the capture did not say it (a traced step of the loop: its wall beyond
+    an untraced one, the median ``step_s``). None where the capture traces no step."""
+    got = r.get("step_trace")
+    if not isinstance(got, dict):
+        fw = framework_of(r)
+        if fw in UNTRACED:  # said in one line where the answer would be
+            return {"framework": fw, "source": "", "why_not": UNTRACED[fw]}
+        return None
+    out = dict(got)
+    if out.get("overhead_s") is None and got.get("collect_s") and not got.get("why_not"):
+        out["overhead_s"] = max(float(got["collect_s"]) - step_s, 0.0)
+    return out
+
+
+def recorded_trace(sizing: dict[str, Any] | None) -> StepTrace | None:
+    """The plan's traced step as the record keeps it (None: none, or one this version cannot read)."""
+    got = (sizing or {}).get("step_trace")
+    if not isinstance(got, dict):
+        return None
+    try:
+        return StepTrace.model_validate(got)
+    except ValueError:
+        return None
+
+
 def _load_per_core() -> float | None:
     """The machine's load over the last minute per core, as the pre-flight ends (None where the
     system does not say)."""
@@ -457,6 +494,7 @@ def _preflight_run(
         deadline_s=limit,
         entry_call=call,
         survey=survey,
+        trace_step=True,  # one warm-up step traced for the no-GPU prediction (frameworks/*/steptrace.py)
     )
     return script.run_child(
         job,
@@ -794,6 +832,7 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         "point_cap_s": None,
         "fixes_cut": sorted({line.split(" ", 1)[0] for line in cut if " not measured" in line}),
         "preflight_s": facts.get("preflight_s"),
+        "step_trace": facts.get("step_trace"),  # the record keeps it (RunRecord.step_trace)
         "setup_s": facts["setup_s"],
         "import_s": facts.get("import_s"),
         "data_s": facts.get("data_s"),

@@ -35,6 +35,7 @@ from typing import Any
 
 from whichdevice.frameworks.common import capturekit
 from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
+from whichdevice.frameworks.jax import steptrace
 
 ENTRY_JIT = "jax.jit train step"
 ENTRY_EAGER = "optax.apply_updates"
@@ -193,6 +194,7 @@ class JaxState:
             framework=FRAMEWORK,
             data_source=None,
             rebatched="step" if variant.startswith("batch:") else None,
+            step_trace=steptrace.result(self) if variant == "baseline" else None,  # the no-GPU prediction's
         )
 
     def finish(self) -> None:
@@ -339,6 +341,7 @@ def _call(st: JaxState, w: _Jitted, args: tuple, kwargs: dict) -> Any:
         st.step_ids.add(id(w))  # its trace computed a gradient or applied an update: the loop's step
         st.start(ENTRY_JIT, getattr(w, "__name__", None)).begin(t0)
         st.batch = _batch_of(st.jax, args)
+        steptrace.remember(st, w, args, kwargs, _batch_args(st.jax, args))  # its shapes, for the pre-flight's trace
         _refuse_misfits(st)
     elif cache is not None and st.timing():
         grown = (_cache_size(w) or cache) - cache

@@ -49,7 +49,7 @@ from typing import Any
 from whichdevice.frameworks.common import capturekit
 from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
 from whichdevice.frameworks.torch import capture_hooks as hooks
-from whichdevice.frameworks.torch import loops, rebatch, trainers
+from whichdevice.frameworks.torch import loops, rebatch, steptrace, trainers
 
 ENTRY_STEP, ENTRY_BACKWARD = hooks.ENTRY_STEP, hooks.ENTRY_BACKWARD
 WATCHED = (ENTRY_STEP, ENTRY_BACKWARD)
@@ -204,6 +204,7 @@ def boundary(cap: Capture) -> None:
     or the deadline passed."""
     if cap.done:
         return
+    steptrace.at_boundary(cap)  # the pre-flight's one traced step (the second) begins or ends here
     capturekit.step_ended()
     first = cap.last is None
     if first:  # the end of the first step (its forward has run, also inside an optimizer's closure)
@@ -321,6 +322,7 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None, 
         fetches=cap.fetches,  # batches the loop took from its DataLoader in its first step (2: ahead)
         rebatch="step" if cap.first_call is not None and rebatch.tileable(cap) else None,  # a batch tiles the step
         rebatched="step" if m.variant.startswith(f"{rebatch.TAKES_TURNS}:") and cap.loader is None else None,
+        step_trace=steptrace.result(cap),  # the pre-flight's traced step, for the no-GPU prediction
     )
 
 
