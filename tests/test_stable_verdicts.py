@@ -254,3 +254,50 @@ def test_rounds_in_a_fresh_child_for_an_undecided_case_end_to_end():
     small, large = rec.results
     assert len(small.timing.rounds_s) == 3 and len(large.timing.rounds_s) == 2
     assert any("round 3 measured 1 of 1 cases again" in x for x in rec.notes)
+
+
+# ------------------------------------------------------------------ steps sized by the step
+
+
+def _clock_steps(monkeypatch, durations) -> list[float]:
+    """The timed steps a ``StepClock`` (2 warm-up, 10 steps asked) hands over when the loop's
+    steps take ``durations`` (seconds, one after another, on a fake clock)."""
+    from whichdevice.frameworks.common import capturekit
+    from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
+
+    t = [0.0]
+    monkeypatch.setattr(capturekit, "now", lambda: t[0])
+    got: list[dict] = []
+    clock = capturekit.StepClock(CaptureSpec(warmup_steps=2, steps=10), got.append, "loop")
+    with pytest.raises(CaptureDone):
+        for d in durations:
+            clock.begin()
+            t[0] += d
+            clock.end()
+    (res,) = got
+    return res["step_s"]
+
+
+def test_a_tiny_step_with_hiccups_is_timed_until_its_median_settles(monkeypatch):
+    # 0.5 ms steps, every 4th held up 10x by the busy machine: ten steps leave the median's
+    # interval reaching the hiccups; the clock goes on until it settles, a fraction of a second
+    steps = _clock_steps(monkeypatch, [5e-3 if i % 4 == 3 else 5e-4 for i in range(2000)])
+    assert len(steps) > 10
+    assert sorted(steps)[len(steps) // 2] == pytest.approx(5e-4)
+    assert sum(steps) < 0.25 + 5e-3
+
+
+def test_a_steady_tiny_step_and_a_slow_step_stop_at_the_steps_asked(monkeypatch):
+    assert len(_clock_steps(monkeypatch, [5e-4] * 100)) == 10
+    slow = [0.06 if i % 2 else 0.02 for i in range(100)]  # two modes, but 10 steps already past 0.25 s
+    assert len(_clock_steps(monkeypatch, slow)) == 10
+
+
+def test_a_tiny_step_never_settling_stops_at_its_bound(monkeypatch):
+    import random
+
+    rng = random.Random(1)
+    steps = _clock_steps(monkeypatch, [rng.choice((1e-4, 1e-3)) for _ in range(5000)])
+    from whichdevice.frameworks.common import capturekit
+
+    assert len(steps) <= capturekit.SETTLE_FACTOR * 10

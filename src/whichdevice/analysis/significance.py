@@ -283,22 +283,11 @@ def from_round_ratios(
 def median_interval(xs: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
     """The distribution-free interval for the median of ``xs`` (independent values, any
     distribution) from their order statistics: ``[x_(j), x_(k+1-j)]`` with the largest ``j`` whose
-    coverage ``1 - 2 P(B < j)``, ``B ~ Binomial(k, 1/2)``, is at least ``confidence`` (the sign
-    test's interval). None with fewer than ``MIN_ROUNDS_RANK`` values: no such interval reaches
-    95 % from so few."""
-    s = sorted(x for x in xs if math.isfinite(x))
-    k = len(s)
-    if k < MIN_ROUNDS_RANK:
-        return None
-    j, below = 0, 0.0  # below: P(B < j + 1) as j grows
-    while j + 1 <= k // 2:
-        below += math.comb(k, j) / 2**k
-        if 1 - 2 * below < confidence:
-            break
-        j += 1
-    if j == 0:
-        return None
-    return s[j - 1], s[k - j]
+    coverage ``P(j <= B <= k - j)``, ``B ~ Binomial(k, 1/2)``, reaches ``confidence`` (the sign
+    test's interval, ``core.stats.median_ci``). None with fewer than ``MIN_ROUNDS_RANK`` values: no
+    such interval reaches 95 % from so few."""
+    finite = [x for x in xs if math.isfinite(x)]
+    return stats.median_ci(finite, confidence) if len(finite) >= MIN_ROUNDS_RANK else None
 
 
 def _widen(claim: Claim, half: float, unit: Literal["rounds", "samples"], n: int) -> Claim:
