@@ -103,6 +103,14 @@ def test_two_processes_in_two_modes_decide_nothing_even_when_the_ratio_agrees():
     assert told.note.modes is not None and told.note.modes.high / told.note.modes.low == pytest.approx(3, rel=0.01)
 
 
+def test_two_rounds_of_one_process_each_keep_a_claim_beyond_their_modes():
+    # a suite's measuring child times both sides of a round in one process: the process's mode is
+    # both sides', the round's ratio holds it out; a change beyond the modes' gap stands
+    before, after = _timing([_round(60), _round(20)]), _timing([_round(6), _round(2)])
+    claim = sig.from_rounds(before.rounds, after.rounds)
+    assert fixes.processes_disagree(claim, before, after, own_draws=False) == claim
+
+
 def test_two_processes_in_one_mode_keep_their_claim():
     before, after = _timing([_round(60), _round(61)]), _timing([_round(6), _round(6.1)])
     claim = sig.from_rounds(before.rounds, after.rounds)
@@ -158,9 +166,7 @@ def _further(monkeypatch, undecided, *, budget_s: float = 60.0, n: int = 3):
     def run_devices(framework, devices, cases_for, **kwargs):
         specs = cases_for(devices[0])
         children.append([s.params["case"] for s in specs])
-        out = [
-            CaseResult(spec=s, status="ok", timing=_timing([_round(10)]), wall_s=0.01, metrics={}) for s in specs
-        ]
+        out = [CaseResult(spec=s, status="ok", timing=_timing([_round(10)]), wall_s=0.01, metrics={}) for s in specs]
         return [], out, []
 
     monkeypatch.setattr(session.experiment, "run_devices", run_devices)

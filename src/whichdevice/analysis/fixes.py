@@ -115,7 +115,7 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value: object) -> list[FixRes
                 continue
             comp = compare("before", per_sample(base), "after", per_sample(var), process_sd=spread)
             if base.timing is not None and var.timing is not None:
-                untold = processes_disagree(comp.claim, base.timing, var.timing)
+                untold = processes_disagree(comp.claim, base.timing, var.timing, own_draws=own_draws(base, var))
                 comp = dataclasses.replace(comp, claim=untold)
             ctx = {k: v for k, v in base.spec.params.items() if k != fix}
             if len({r.spec.framework for r in ok}) > 1:  # name it when frameworks sit side by side
@@ -126,14 +126,18 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value: object) -> list[FixRes
     return out
 
 
-def processes_disagree(claim: Claim, before: Timing, after: Timing) -> Claim:
+def processes_disagree(claim: Claim, before: Timing, after: Timing, *, own_draws: bool = True) -> Claim:
     """No claim where a side's processes fell in two modes (each tight on its own, far apart:
     threads contending for busy cores put a whole process in the slow mode or the fast one):
 
-    - from fewer than ``MIN_ROUNDS_NO_CHANGE`` (3) rounds, whatever the change: two processes a
-      side, one in each mode, decide nothing (a batch pair read 5.8x in one run, 8.2x in the
-      next and "not enough" in a third, its baseline's steps 60 ms in one process, 8 ms in another);
-    - from more, while the rounds are too few for the distribution-free interval
+    - from fewer than ``MIN_ROUNDS_NO_CHANGE`` (3) rounds, whatever the change, where each side's
+      mode was its own draw (``own_draws``: a script's cases, each its own run of the script):
+      two processes a side, one in each mode, decide nothing (a batch pair read 5.8x in one run,
+      8.2x in the next and "not enough" in a third, its baseline's steps 60 ms in one process, 8 ms
+      in another). Where one process measured both sides of each round (a suite's measuring
+      child: ``own_draws`` False), a process's mode is both sides' and the round's ratio holds it
+      out, so the rule below applies from 2 rounds too;
+    - while the rounds are too few for the distribution-free interval
       (``significance.MIN_ROUNDS_RANK``), where the modes lie as far apart as the change is large:
       the change's near end of its interval within the gap between the modes could be one side
       landing in the slow mode and the other in the fast one, so a second run of the same
@@ -149,7 +153,7 @@ def processes_disagree(claim: Claim, before: Timing, after: Timing) -> Claim:
         modes = rounds_bimodal(t.rounds)
         if modes is None or modes.low <= 0:
             continue
-        if claim.n < MIN_ROUNDS_NO_CHANGE or (claim.significant and change <= modes.high / modes.low):
+        if (own_draws and claim.n < MIN_ROUNDS_NO_CHANGE) or (claim.significant and change <= modes.high / modes.low):
             return dataclasses.replace(claim, status="not_enough", note=ClaimNote("disagree", modes=modes))
     return claim
 
@@ -180,8 +184,10 @@ def undecided(results: list[CaseResult]) -> set[str]:
             if not _baseline_of(e, base.spec.params):
                 continue
             for var in has:
-                if var is base or var.spec.params[e.param] == base.spec.params[e.param] or not _one_apart(
-                    base, var, e.param
+                if (
+                    var is base
+                    or var.spec.params[e.param] == base.spec.params[e.param]
+                    or not _one_apart(base, var, e.param)
                 ):
                     continue
                 if not _decided(_pair_claim(base, var, spread)):
@@ -207,7 +213,14 @@ def _one_apart(a: CaseResult, b: CaseResult, param: str) -> bool:
 def _pair_claim(base: CaseResult, var: CaseResult, spread: float | None) -> Claim:
     claim = compare("before", per_sample(base), "after", per_sample(var), process_sd=spread).claim
     assert base.timing is not None and var.timing is not None  # ok cases (undecided's filter)
-    return processes_disagree(claim, base.timing, var.timing)
+    return processes_disagree(claim, base.timing, var.timing, own_draws=own_draws(base, var))
+
+
+def own_draws(*cases: CaseResult) -> bool:
+    """Whether each case's mode on a contended machine was its own draw: a script's cases (each
+    side its own run of the script, or its own turns in a shared one while its threads contend),
+    not a suite's, whose measuring child times every case of a round in one process."""
+    return any("script" in c.spec.params for c in cases)
 
 
 def _decided(claim: Claim) -> bool:

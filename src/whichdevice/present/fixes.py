@@ -154,7 +154,9 @@ def _contended_text(why: NotMeasured) -> str:
     CPU threads default → 1: 3.1× faster (...)'."""
     note = why.untold.note if why.untold is not None else None
     text = (
-        disagree_text(note.modes) if note is not None and note.modes is not None else f"{NOT_ENOUGH}: the processes disagree"
+        disagree_text(note.modes)
+        if note is not None and note.modes is not None
+        else f"{NOT_ENOUGH}: the processes disagree"
     )
     if why.threads_used > 1 and why.cores:  # its own threads could contend with the machine's other work
         text += f" ({why.threads_used} threads a process on {why.cores} busy cores)"
