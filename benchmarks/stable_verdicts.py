@@ -7,7 +7,8 @@ the fixes each run recommends, with the machine's load.
     # the same runs measured by another checkout's code (to compare before and after a change):
     python benchmarks/stable_verdicts.py --src /path/to/other/src --out /tmp/stable-before
 
-Each run is ``whichdevice diagnose SCRIPT --budget B --json ... --quiet`` in a subprocess; then the
+Each run is ``whichdevice diagnose SCRIPT --budget B --json ... --quiet`` in a subprocess, on a copy
+of the script in ``OUT/work`` (its working folder); then the
 record is judged by the same code (``--src`` on ``PYTHONPATH`` for both) and each catalogue fix's
 verdict written as the fix table words it: "helps: 5.8× faster (95 % CI 3.2–10.4×, 2 rounds)",
 "not enough samples: ...", "no clear change ...". The table per script lists, run by run, the fixes
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -62,15 +64,22 @@ def judge(record: Path) -> dict:
 
 
 def one_run(script: Path, budget: float, out: Path, src: str | None, i: int) -> dict:
-    record = out / f"{script.stem}.run{i}.json"
+    """One ``diagnose`` of a copy of ``script`` in ``OUT/work``: diagnose puts the user's folder (the
+    script's and the working one) back as it was after the run, so a checkout edited meanwhile would
+    be put back too."""
+    record = (out / f"{script.stem}.run{i}.json").absolute()
+    work = out / "work"
+    work.mkdir(exist_ok=True)
+    copy = work / script.name
+    shutil.copy2(script, copy)
     env = dict(os.environ)
     if src:
-        env["PYTHONPATH"] = src
-    cmd = [sys.executable, "-m", "whichdevice", "diagnose", str(script), "--budget", f"{budget:g}"]
-    cmd += ["--json", str(record), "--out", str(out / f"{script.stem}.run{i}"), "--quiet"]
+        env["PYTHONPATH"] = str(Path(src).absolute())
+    cmd = [sys.executable, "-m", "whichdevice", "diagnose", copy.name, "--budget", f"{budget:g}"]
+    cmd += ["--json", str(record), "--out", str((out / f"{script.stem}.run{i}").absolute()), "--quiet"]
     load0 = os.getloadavg()[0]
     t0 = time.monotonic()
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, cwd=work)
     wall = time.monotonic() - t0
     row = {"script": script.name, "run": i, "exit": done.returncode, "wall_s": round(wall, 1)}
     row |= {"load_before": round(load0, 2), "load_after": round(os.getloadavg()[0], 2), "cores": os.cpu_count()}
