@@ -40,6 +40,14 @@ keeps the rounds it has. A later round starts a case or group only when its roun
 still fits before the round's stop, and the first device's round 1 also leaves
 ``PAGE_RESERVE_S`` for the page after the last case, so the command as a whole keeps the budget.
 
+**Further rounds** (``Request.undecided``, ``diagnose``'s): after the planned rounds, while the
+rounds' window (``ROUNDS_SHARE`` of the budget) lasts, a fresh child measures again only the cases
+of the fix pairs the rounds so far left undecided — an interval across the noise threshold, or a
+side whose processes fell in two modes (``analysis/fixes.undecided``) — in the ABBA order
+(:func:`round_order`: odd rounds as planned, even ones reversed), up to ``MAX_ROUNDS``: on a busy
+machine one process lands in one mode, and only more of them tell a change from the modes
+(pyperf's reason for many worker processes). Decided pairs take no more of the budget.
+
 **A provisional answer**: with ``Request.decides_answer`` and ``Progress.on_provisional``,
 once round 1 of every case the answer rests on has a result (on every device), the caller gets a
 record of round 1 so far — it shows the answer as provisional, long before the later rounds end.
