@@ -307,3 +307,38 @@ def test_a_tiny_step_never_settling_stops_at_its_bound(monkeypatch):
     from whichdevice.frameworks.common import capturekit
 
     assert len(steps) <= capturekit.SETTLE_FACTOR * 10
+
+
+def test_a_further_round_whose_pair_cannot_end_before_the_stop_does_not_start(monkeypatch):
+    # round 2 ends with 0.5 s of the rounds' window left; each case took 1 s in round 1: a fresh
+    # child would skip both sides of the pair, so none is started and the notes say why
+    monkeypatch.setattr(session, "ROUNDS_SHARE", 0.0)
+    monkeypatch.setattr(session, "round2_reserve", lambda budget: 0.5)
+    children: list[int] = []
+
+    def run_devices(framework, devices, cases_for, **kwargs):
+        specs = cases_for(devices[0])
+        children.append(len(specs))
+        return [], [CaseResult(spec=s, status="ok", timing=_timing([_round(10)]), wall_s=1.0) for s in specs], []
+
+    monkeypatch.setattr(session.experiment, "run_devices", run_devices)
+    specs = [CaseSpec(workload="train", framework="torch", device="CPU:0", params={"case": i}) for i in range(2)]
+    first = [CaseResult(spec=s, status="ok", timing=_timing([_round(10)]), wall_s=1.0) for s in specs]
+    run = SimpleNamespace(
+        request=SimpleNamespace(
+            budget_s=60.0,
+            repeat=lambda s: True,
+            framework="torch",
+            cpu_threads=None,
+            case_timeout_s=60.0,
+            memory_limit_bytes=None,
+            undecided=lambda rs: {r.spec.key for r in rs},
+        ),
+        n_rounds=2,
+        progress=SimpleNamespace(on_start=None, on_result=None),
+        count=SimpleNamespace(grow=lambda n: None),
+        policy=None,
+    )
+    _, notes = session._later_rounds(run, SimpleNamespace(name="CPU:0"), first, time.time())
+    assert children == [2]  # round 2 only
+    assert any("round 3 of the undecided pairs did not start (time budget)" in n for n in notes)
