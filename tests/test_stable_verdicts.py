@@ -189,6 +189,7 @@ def _further(monkeypatch, undecided, *, budget_s: float = 60.0, n: int = 3):
         progress=SimpleNamespace(on_start=None, on_result=None),
         count=SimpleNamespace(grow=lambda n: None),
         policy=None,
+        sessions=[],
     )
     merged, notes = session._later_rounds(run, SimpleNamespace(name="CPU:0"), first, time.time())
     return children, merged, notes
@@ -309,11 +310,13 @@ def test_a_tiny_step_never_settling_stops_at_its_bound(monkeypatch):
     assert len(steps) <= capturekit.SETTLE_FACTOR * 10
 
 
-def test_a_further_round_whose_pair_cannot_end_before_the_stop_does_not_start(monkeypatch):
-    # round 2 ends with 0.5 s of the rounds' window left; each case took 1 s in round 1: a fresh
-    # child would skip both sides of the pair, so none is started and the notes say why
+@pytest.mark.parametrize(("window_s", "import_s"), [(0.5, 0.0), (3.0, 2.0)])
+def test_a_further_round_whose_pair_cannot_end_before_the_stop_does_not_start(monkeypatch, window_s, import_s):
+    # round 2 ends with ``window_s`` of the rounds' window left; each case took 1 s in round 1 and
+    # round 1's child took ``import_s`` to import its framework: a fresh child would skip both
+    # sides of the pair, so none is started and the notes say why
     monkeypatch.setattr(session, "ROUNDS_SHARE", 0.0)
-    monkeypatch.setattr(session, "round2_reserve", lambda budget: 0.5)
+    monkeypatch.setattr(session, "round2_reserve", lambda budget: window_s)
     children: list[int] = []
 
     def run_devices(framework, devices, cases_for, **kwargs):
@@ -338,6 +341,7 @@ def test_a_further_round_whose_pair_cannot_end_before_the_stop_does_not_start(mo
         progress=SimpleNamespace(on_start=None, on_result=None),
         count=SimpleNamespace(grow=lambda n: None),
         policy=None,
+        sessions=[SimpleNamespace(device=SimpleNamespace(name="CPU:0"), import_s=import_s)],
     )
     _, notes = session._later_rounds(run, SimpleNamespace(name="CPU:0"), first, time.time())
     assert children == [2]  # round 2 only
