@@ -55,8 +55,8 @@ def test_processes_in_two_modes_as_far_apart_as_the_change_are_not_claimed() -> 
     assert v.outcome == "not_measured"
     assert v.not_measured is not None and v.not_measured.reason == "contended"
     text = not_measured_text(v.not_measured, "diagnose")
-    assert text.startswith("not told: its processes disagree (60 ms vs 20 ms per step)")
-    assert "the machine's cores were contended" in text
+    assert text.startswith("not enough samples: the processes disagree (bimodal steps, 60 ms vs 20 ms per step)")
+    assert "the machine's cores were contended (2 threads a process on 2 busy cores)" in text
     assert "CPU threads" not in text  # no thread-count pair in this record
     lines = " ".join(verdict_lines(v))
     assert "helps" not in lines and "faster (" not in lines
@@ -68,3 +68,25 @@ def test_the_thread_count_pair_is_named_as_the_measured_alternative() -> None:
     text = not_measured_text(v.not_measured, "diagnose")
     assert "the measured alternative, CPU threads" in text
     assert "→ 1: 10× faster" in text
+
+
+def test_one_thread_a_process_names_other_processes_not_its_own_threads() -> None:
+    record = _record(bimodal=True)
+    one = [x.model_copy(update={"cpu_threads_intra": 1}) for x in record.sessions]
+    v = _autocast(record.model_copy(update={"sessions": one}))
+    assert v.not_measured is not None
+    text = not_measured_text(v.not_measured, "diagnose")
+    assert "(one thread a process: other processes took its core)" in text
+    assert "threads a process on" not in text
+
+
+def test_two_processes_in_two_modes_decide_nothing_even_beyond_the_gap() -> None:
+    # the change (7x) beyond the modes' gap (1.5x) in both processes: two processes a side, one in
+    # each mode, still decide nothing (the old rule claimed it)
+    d = json.loads(DATA.read_text())
+    by = {r["spec"]["params"].get("autocast"): r for r in d["results"]}
+    _set(by["off"], [_round(60), _round(40)])
+    _set(by["bfloat16"], [_round(60 / 7), _round(40 / 7)])
+    v = _autocast(RunRecord.model_validate(d))
+    assert v.outcome == "not_measured"
+    assert v.not_measured is not None and v.not_measured.reason == "contended"

@@ -497,7 +497,7 @@ def test_a_tape_loop_is_captured_through_optimizer_apply_or_apply_gradients(name
     run = script.run_child({"script": str(CORPUS / name), "args": []}, spec, ["tensorflow"], timeout_s=240)
     (r,) = run.results
     assert r["entry"] == "tf.GradientTape+apply_gradients" and r["batch_size"] == 16, (r, run.stderr_tail[-500:])
-    assert len(r["step_s"]) == 5, r
+    assert len(r["step_s"]) >= 5, r  # 5 at least, more while a short step's median settles
 
 
 @pytest.mark.tf

@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from whichdevice.analysis.compare import Comparison, compare, process_sd
-from whichdevice.analysis.significance import Claim, ClaimNote, rounds_bimodal
+from whichdevice.analysis.significance import (
+    MIN_ROUNDS_NO_CHANGE,
+    MIN_ROUNDS_RANK,
+    Claim,
+    ClaimNote,
+    process_spread,
+    rounds_bimodal,
+)
 from whichdevice.analysis.warmup import BreakEven
 from whichdevice.core.records import CaseResult, RunRecord, Timing
 from whichdevice.workloads.fixes import BY_KEY, FIXES, FixEntry, entry
@@ -109,7 +116,7 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value: object) -> list[FixRes
                 continue
             comp = compare("before", per_sample(base), "after", per_sample(var), process_sd=spread)
             if base.timing is not None and var.timing is not None:
-                untold = processes_disagree(comp.claim, base.timing, var.timing)
+                untold = processes_disagree(comp.claim, base.timing, var.timing, own_draws=own_draws(base, var))
                 comp = dataclasses.replace(comp, claim=untold)
             ctx = {k: v for k, v in base.spec.params.items() if k != fix}
             if len({r.spec.framework for r in ok}) > 1:  # name it when frameworks sit side by side
@@ -120,21 +127,112 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value: object) -> list[FixRes
     return out
 
 
-def processes_disagree(claim: Claim, before: Timing, after: Timing) -> Claim:
+def processes_disagree(claim: Claim, before: Timing, after: Timing, *, own_draws: bool = True) -> Claim:
     """No claim where a side's processes fell in two modes (each tight on its own, far apart:
-    threads contending for busy cores put a whole process in the slow mode or the fast one) as
-    far apart as the change is large: the change's near end of its interval within the gap
-    between the modes could be one side landing in the slow mode and the other in the fast one,
-    so a second run of the same command may claim the opposite. The claim becomes not enough
-    with the per-step modes (``before``/``after``: the cases' own timings, not per sample)."""
-    if not claim.significant or claim.unit != "rounds":
+    threads contending for busy cores put a whole process in the slow mode or the fast one):
+
+    - from fewer than ``MIN_ROUNDS_NO_CHANGE`` (3) rounds, whatever the change, where each side's
+      mode was its own draw (``own_draws``: a script's cases, each its own run of the script):
+      two processes a side, one in each mode, decide nothing (a batch pair read 5.8x in one run,
+      8.2x in the next and "not enough" in a third, its baseline's steps 60 ms in one process, 8 ms
+      in another). Where one process measured both sides of each round (a suite's measuring
+      child: ``own_draws`` False), a process's mode is both sides' and the round's ratio holds it
+      out, so the rule below applies from 2 rounds too;
+    - while the rounds are too few for the distribution-free interval
+      (``significance.MIN_ROUNDS_RANK``), where the modes lie as far apart as the change is large:
+      the change's near end of its interval within the gap between the modes could be one side
+      landing in the slow mode and the other in the fast one, so a second run of the same
+      command may claim the opposite. From ``MIN_ROUNDS_RANK`` rounds on, the interval itself
+      holds whatever the modes (significance.median_interval) and the claim stands as judged.
+
+    The claim becomes not enough with the per-step modes (``before``/``after``: the cases' own
+    timings, not per sample)."""
+    if claim.unit != "rounds" or not claim.enough or claim.n >= MIN_ROUNDS_RANK:
         return claim
     change = claim.lo if claim.ratio > 1 else 1.0 / claim.hi
     for t in (before, after):
         modes = rounds_bimodal(t.rounds)
-        if modes is not None and modes.low > 0 and change <= modes.high / modes.low:
+        if modes is None or modes.low <= 0:
+            continue
+        if (own_draws and claim.n < MIN_ROUNDS_NO_CHANGE) or (claim.significant and change <= modes.high / modes.low):
             return dataclasses.replace(claim, status="not_enough", note=ClaimNote("disagree", modes=modes))
     return claim
+
+
+def undecided(results: list[CaseResult]) -> set[str]:
+    """The keys of the cases whose fix pairs a further round could still decide: both sides of
+    every A/B pair (two ok cases differing in one catalogue fix's parameter alone, one side at its
+    baseline: the entry's, or the user's batch) whose claim, judged as the report judges it
+    (per sample, the cases' between-process spread, :func:`processes_disagree`), is
+
+    - not enough (too few rounds, too wide, its processes disagree), or
+    - no clear change with an interval that reaches beyond the noise band (it straddles the
+      threshold: another round may put it on one side), or
+    - a change whose rounds fell in two modes.
+
+    A change whose whole interval lies beyond the band, or a no-change wholly inside it, is
+    decided: its cases need no further round. pyperf spreads its samples over many processes for
+    the same reason: one process lands in one mode of a contended machine, and only more of them
+    show how often."""
+    ok = [r for r in results if r.status == "ok" and r.timing is not None and r.spec.workload == "train"]
+    spread = process_spread([r.timing.rounds for r in ok if r.timing is not None])
+    out: set[str] = set()
+    for e in FIXES:
+        if e.method not in ("ab", "grid") or not e.param:
+            continue
+        has = [r for r in ok if e.param in r.spec.params]
+        for base in has:
+            if not _baseline_of(e, base.spec.params):
+                continue
+            for var in has:
+                if (
+                    var is base
+                    or var.spec.params[e.param] == base.spec.params[e.param]
+                    or not _one_apart(base, var, e.param)
+                ):
+                    continue
+                if not _decided(_pair_claim(base, var, spread)):
+                    out |= {base.spec.key, var.spec.key}
+    return out
+
+
+def _baseline_of(e: FixEntry, params: dict[str, Any]) -> bool:
+    """Whether a case is at ``e``'s baseline: the entry's value, or (a batch) the user's own."""
+    value = params[e.param]
+    if e.baseline is not None:
+        return bool(value == e.baseline)
+    return "user_batch" in params and value == params["user_batch"]
+
+
+def _one_apart(a: CaseResult, b: CaseResult, param: str) -> bool:
+    sa, sb = a.spec, b.spec
+    rest_a = {k: v for k, v in sa.params.items() if k != param}
+    rest_b = {k: v for k, v in sb.params.items() if k != param}
+    return (sa.workload, sa.framework, sa.device) == (sb.workload, sb.framework, sb.device) and rest_a == rest_b
+
+
+def _pair_claim(base: CaseResult, var: CaseResult, spread: float | None) -> Claim:
+    claim = compare("before", per_sample(base), "after", per_sample(var), process_sd=spread).claim
+    assert base.timing is not None and var.timing is not None  # ok cases (undecided's filter)
+    return processes_disagree(claim, base.timing, var.timing, own_draws=own_draws(base, var))
+
+
+def own_draws(*cases: CaseResult) -> bool:
+    """Whether each case's mode on a contended machine was its own draw: a script's cases (each
+    side its own run of the script, or its own turns in a shared one while its threads contend),
+    not a suite's, whose measuring child times every case of a round in one process."""
+    return any("script" in c.spec.params for c in cases)
+
+
+def _decided(claim: Claim) -> bool:
+    """A claim another round would not change: a change wholly beyond the noise band from rounds in
+    one mode (or from enough rounds for the distribution-free interval, which holds across modes),
+    or no clear change wholly inside the band."""
+    modes = claim.note is not None and claim.note.kind in ("bimodal", "disagree") and claim.n < MIN_ROUNDS_RANK
+    if claim.significant:
+        return not modes
+    band = 1.0 / (1.0 + claim.threshold) <= claim.lo and claim.hi <= 1.0 + claim.threshold
+    return claim.status == "no_change" and band
 
 
 def jit_by_default(record: RunRecord, device: str, framework: str | None = None) -> bool:
@@ -263,6 +361,10 @@ class NotMeasured:
     # record's own CPU thread-count pair where it has one: the measured alternative to contending threads
     untold: Claim | None = None
     threads: Fix | None = None
+    # contended: the threads each of the pair's processes computed with and the cores they shared
+    # (the session's), which say whether its own threads could contend (more than one) or not
+    threads_used: int = 0
+    cores: int = 0
 
 
 @dataclass(frozen=True)

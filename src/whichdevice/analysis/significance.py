@@ -33,6 +33,19 @@ it has 3 distinct resamples), while the t-interval widens honestly as rounds get
 and the interval multiplicative. It is also deterministic: the same record gives the same
 verdict every time ``report`` recomputes it.
 
+The t-interval assumes the round ratios are roughly normal; on a busy machine they are not:
+threads contending for busy cores put a whole process in a slow mode or a fast one, so the
+ratios fall in two clusters. From ``MIN_ROUNDS_RANK`` (6) rounds a claim's interval is also never
+narrower than the **distribution-free interval for the median** of the round ratios, built
+from their order statistics by the sign test (:func:`median_interval`; Hollander, Wolfe &
+Chicco, *Nonparametric Statistical Methods*, 3rd ed., 2014, §3.6; Conover, *Practical
+Nonparametric Statistics*, 3rd ed., 1999, §3.2): its 95 % holds whatever the distribution —
+no normality, no symmetry, two modes included — since it only counts how many rounds fall on
+each side. It needs no fewer than 6 rounds (with 5 the widest such interval, the rounds' range,
+holds at 94 %), which is why later rounds go to the pairs still undecided
+(``analysis/fixes.undecided``, ``measure/session.py``), and why a pair with two processes in two modes
+is no claim at all (``analysis/fixes.processes_disagree``).
+
 Claims made together (``compare``): one run against another judges ~40 cases at once. Each at
 95 % would call two of them changed in two identical runs even with the right noise; and two
 runs a minute apart differ by more than either run's rounds show (the machine drifts over
@@ -78,6 +91,10 @@ MIN_SAMPLES = stats.MIN_SAMPLES  # no claim from fewer samples per side
 # 1.4x change. Only an interval wholly inside the band (no change, measured) stays "no clear change"
 # from 2 rounds.
 MIN_ROUNDS_NO_CHANGE = 3
+# From this many rounds the sign test's interval for the median ratio exists at 95 % (two-sided:
+# all 6 on one side has probability 2 / 2^6 = 3.1 %), and a rounded claim's interval is never
+# narrower than it (module doc).
+MIN_ROUNDS_RANK = 6
 # "No clear change" says the change, if any, is small. An interval that cannot rule out a change of
 # this factor either way (the keras-io weather LSTM's prefetch pair on a busy machine: 0.062-6.7x from
 # 5 samples) says nothing of the kind: the samples were too few for their spread, so the claim is "not
@@ -256,7 +273,21 @@ def from_round_ratios(
         )
     m, sd = _mean_sd(logs)
     half = t975(k - 1) * sd / math.sqrt(k)
-    return judge(math.exp(m), math.exp(m - half), math.exp(m + half), k, unit="rounds", threshold=threshold, note=note)
+    lo, hi = m - half, m + half
+    rank = median_interval(logs)
+    if rank is not None:  # never narrower than what holds without normality (module doc)
+        lo, hi = min(lo, rank[0]), max(hi, rank[1])
+    return judge(math.exp(m), math.exp(lo), math.exp(hi), k, unit="rounds", threshold=threshold, note=note)
+
+
+def median_interval(xs: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """The distribution-free interval for the median of ``xs`` (independent values, any
+    distribution) from their order statistics: ``[x_(j), x_(k+1-j)]`` with the largest ``j`` whose
+    coverage ``P(j <= B <= k - j)``, ``B ~ Binomial(k, 1/2)``, reaches ``confidence`` (the sign
+    test's interval, ``core.stats.median_ci``). None with fewer than ``MIN_ROUNDS_RANK`` values: no
+    such interval reaches 95 % from so few."""
+    finite = [x for x in xs if math.isfinite(x)]
+    return stats.median_ci(finite, confidence) if len(finite) >= MIN_ROUNDS_RANK else None
 
 
 def _widen(claim: Claim, half: float, unit: Literal["rounds", "samples"], n: int) -> Claim:

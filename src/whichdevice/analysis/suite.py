@@ -372,7 +372,11 @@ def _contended(record: RunRecord, e: FixEntry, fixes: list[Fix]) -> NotMeasured 
         return None
     threads = [f for f in _ab_pairs(record, catalogue.BY_KEY["cpu_threads"], "default") if f.kind != e.key]
     best = max(threads, key=lambda f: f.claim.ratio) if threads else None
-    return NotMeasured("contended", untold=max(disagree, key=lambda f: f.claim.ratio).claim, threads=best)
+    worst = max(disagree, key=lambda f: f.claim.ratio)
+    used = next((x.cpu_threads_intra for x in record.sessions if x.device.name == worst.device), 0)
+    return NotMeasured(
+        "contended", untold=worst.claim, threads=best, threads_used=used, cores=record.machine.cpu_cores_logical
+    )
 
 
 def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline: object = None) -> NotMeasured:

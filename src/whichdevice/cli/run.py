@@ -195,6 +195,13 @@ def _decides_answer(spec: records.CaseSpec) -> bool:
     return decides_answer(spec) or prediction.is_trace(spec)
 
 
+def _undecided(results: list[records.CaseResult]) -> set[str]:
+    """The cases of the fix pairs a further round could still decide (analysis/fixes.undecided)."""
+    from whichdevice.analysis.fixes import undecided
+
+    return undecided(results)
+
+
 def _part_json(json_file: Path, fw: str) -> Path:
     return json_file.with_name(f"{json_file.stem}.{fw}{json_file.suffix}")
 
@@ -557,6 +564,8 @@ def diagnose_request(plan: DiagnosePlan) -> session.Request:
         },
         notes=_diagnose_notes(plan),
     )
+    # within the budget, further rounds measure the fix pairs that the planned ones left undecided
+    request = dataclasses.replace(request, undecided=_undecided)
     if fw not in frameworks.KERAS and not plan.sizing:  # a journal from before the torch plan: its fixed point cap
         from whichdevice.workloads import torch_diagnose
 

@@ -40,6 +40,14 @@ keeps the rounds it has. A later round starts a case or group only when its roun
 still fits before the round's stop, and the first device's round 1 also leaves
 ``PAGE_RESERVE_S`` for the page after the last case, so the command as a whole keeps the budget.
 
+**Further rounds** (``Request.undecided``, ``diagnose``'s): after the planned rounds, while the
+rounds' window (``ROUNDS_SHARE`` of the budget) lasts, a fresh child measures again only the cases
+of the fix pairs the rounds so far left undecided — an interval across the noise threshold, or a
+side whose processes fell in two modes (``analysis/fixes.undecided``) — in the ABBA order
+(:func:`round_order`: odd rounds as planned, even ones reversed), up to ``MAX_ROUNDS``: on a busy
+machine one process lands in one mode, and only more of them tell a change from the modes
+(pyperf's reason for many worker processes). Decided pairs take no more of the budget.
+
 **A provisional answer**: with ``Request.decides_answer`` and ``Progress.on_provisional``,
 once round 1 of every case the answer rests on has a result (on every device), the caller gets a
 record of round 1 so far — it shows the answer as provisional, long before the later rounds end.
@@ -96,6 +104,9 @@ POINT_CAP_FACTOR = 5.0
 POINT_CAP_MIN_S = 0.25
 # A later round is only worth it when the rounds together can reach the 5 samples a claim needs.
 MIN_SAMPLES_FOR_ROUNDS = 5
+# Further rounds (``Request.undecided``) stop at this many in all: enough for the
+# distribution-free interval (6, analysis/significance.py) with two to spare for a failed process.
+MAX_ROUNDS = 8
 
 
 def decides_verdict(spec: CaseSpec) -> bool:
@@ -192,6 +203,11 @@ class Request:
     # The cases the answer rests on: once round 1 of every one of them has a result,
     # ``Progress.on_provisional`` gets a record of round 1 so far — before the later rounds.
     decides_answer: Callable[[CaseSpec], bool] | None = None
+    # After the planned rounds, with a budget: the keys of the merged results' cases that a further
+    # round could still decide (analysis/fixes.undecided: pairs whose interval straddles the noise
+    # threshold or whose processes disagree). Each further round, in a fresh child, measures only
+    # those, until none is left, the rounds' stop (ROUNDS_SHARE of the budget) or MAX_ROUNDS.
+    undecided: Callable[[list[CaseResult]], set[str]] | None = None
 
 
 @dataclass
@@ -567,7 +583,70 @@ def _later_rounds(
             notes.append(
                 f"{dev.name}: round {k} measured {done} of {len(todo)} verdict cases again (time budget or failures)"
             )
+    if request.undecided is not None and stop is not None:
+        notes += _further_rounds(run, dev, first, later, stop, n_rounds + 1)
     return [merge_rounds(r, later.get(r.spec.key, [])) for r in first], notes
+
+
+def _further_rounds(
+    run: _Run, dev: DeviceInfo, first: list[CaseResult], later: dict[str, list[CaseResult]], stop: float, k: int
+) -> list[str]:
+    """Rounds ``k``.. of the cases a further round could still decide (``Request.undecided`` of the
+    rounds so far), each in a fresh child, in the ABBA order (:func:`round_order`), appended to
+    ``later``: until no pair is undecided, the rounds' stop, or ``MAX_ROUNDS``. A case whose earlier
+    round is missing (failed, cut) is not measured again: rounds stay paired by position."""
+    request, notes = run.request, []
+    assert request.undecided is not None  # the caller's check
+    expected = {r.spec.key: r.wall_s for r in first}
+    start_s = max([x.import_s for x in run.sessions if x.device.name == dev.name] or [0.0])
+    while k <= MAX_ROUNDS and time.time() < stop:
+        merged = [merge_rounds(r, later.get(r.spec.key, [])) for r in first]
+        whole = {r.spec.key for r in merged if r.timing is not None and len(r.timing.rounds) == k - 1}
+        keys = request.undecided(merged) & whole
+        if not keys:
+            break
+        # a pair needs both sides: a round whose child's start (its framework's import, as round 1's
+        # took) and two quickest cases end past the stop measures none (a fresh child's start spent
+        # for nothing, the note said "0 of 2" at --budget 60, load 17)
+        if time.time() + start_s + sum(sorted(expected[key] for key in keys)[:2]) > stop:
+            notes.append(f"{dev.name}: round {k} of the undecided pairs did not start (time budget)")
+            break
+        specs = round_order([r.spec for r in first if r.spec.key in keys], k)
+        run.count.grow(len(specs))
+        _, rk, nk = experiment.run_devices(
+            request.framework,
+            [dev],
+            _fixed(specs),
+            policy=run.policy,
+            cpu_threads=request.cpu_threads,
+            case_timeout_s=request.case_timeout_s,
+            deadline=stop,
+            on_start=run.progress.on_start,
+            on_result=run.progress.on_result,
+            memory_limit_bytes=request.memory_limit_bytes,
+            expected_s={key: expected[key] for key in keys},
+        )
+        for r in rk:
+            later.setdefault(r.spec.key, []).append(r)
+        done = sum(r.status == "ok" for r in rk)
+        notes += nk
+        notes.append(
+            f"{dev.name}: round {k} measured {done} of {len(specs)} cases again, those whose pairs the rounds "
+            "before had not decided (an interval across the noise threshold, or processes that disagree)"
+        )
+        k += 1
+    return notes
+
+
+def round_order(specs: list[CaseSpec], k: int) -> list[CaseSpec]:
+    """Round ``k``'s order: grouped as :func:`repeat_order`, each group reversed in the even rounds
+    and as planned in the odd ones, so A..B, B..A, A..B, ... (ABBA) across the rounds."""
+    if k % 2 == 0:
+        return repeat_order(specs)
+    groups: dict[int, list[CaseSpec]] = {}
+    for s in specs:
+        groups.setdefault(_group(s), []).append(s)
+    return [s for g in sorted(groups) for s in groups[g]]
 
 
 def _fixed(specs: list[CaseSpec]) -> Callable[[DeviceInfo], list[CaseSpec]]:

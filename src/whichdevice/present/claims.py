@@ -53,9 +53,10 @@ def _s(v: float) -> str:
 
 
 def disagree_text(modes: Modes) -> str:
-    """Why a change is not told: a side's processes ran in two modes as far apart as the change."""
+    """Why a change is not told: a side's processes ran in two modes (too few of them to tell the
+    change from the modes)."""
     return (
-        f"not told: its processes disagree ({_s(modes.high)} vs {_s(modes.low)} per step), "
+        f"not enough samples: the processes disagree (bimodal steps, {_s(modes.high)} vs {_s(modes.low)} per step), "
         "the machine's cores were contended"
     )
 

@@ -149,12 +149,19 @@ def _too_few_text(why: NotMeasured) -> str:
 
 
 def _contended_text(why: NotMeasured) -> str:
-    """'not told: its processes disagree (60 ms vs 8 ms per step), the machine's cores were
-    contended; measured: CPU threads default → 1: 3.1× faster (...)'."""
+    """'not enough samples: the processes disagree (bimodal steps, 60 ms vs 8 ms per step), the
+    machine's cores were contended (2 threads a process on 2 busy cores); the measured alternative,
+    CPU threads default → 1: 3.1× faster (...)'."""
     note = why.untold.note if why.untold is not None else None
     text = (
-        disagree_text(note.modes) if note is not None and note.modes is not None else "not told: its processes disagree"
+        disagree_text(note.modes)
+        if note is not None and note.modes is not None
+        else f"{NOT_ENOUGH}: the processes disagree"
     )
+    if why.threads_used > 1 and why.cores:  # its own threads could contend with the machine's other work
+        text += f" ({why.threads_used} threads a process on {why.cores} busy cores)"
+    elif why.threads_used == 1:
+        text += " (one thread a process: other processes took its core)"
     t = why.threads
     if t is None:
         return text
@@ -214,7 +221,7 @@ def short_reason(why: NotMeasured) -> str:
         "none_larger": "nothing larger measured",
         "fixed_batch": "the script makes its own batches",
         "not_applicable": "; ".join(why.failures),
-        "contended": "not told: its processes disagree",
+        "contended": f"{NOT_ENOUGH}: the processes disagree",
     }[why.reason]
 
 

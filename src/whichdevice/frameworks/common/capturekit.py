@@ -18,6 +18,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from whichdevice.core import stats
 from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
 
 T0 = time.perf_counter()  # the script child's start (scriptchild sets it before the script runs)
@@ -126,6 +127,28 @@ def step_reached(*, exited: bool = False) -> int:
     if exited or not steps:
         return steps + begun
     return steps + 1
+
+
+# A loop's timed steps: at least ``spec.steps``, then more until their median settles — its 95 %
+# distribution-free interval within SETTLE_REL of it — while the timed steps together stay under
+# SETTLE_S and number under SETTLE_FACTOR x ``spec.steps``. A fixed count sized for a 50 ms step
+# leaves a 0.5 ms step's median at the mercy of a few scheduler hiccups (10 steps, 5 ms in all, on a
+# busy 2-core machine); sized by the step, a tiny step gets hundreds of samples for the same
+# fraction of a second, and a slow one (10 steps past SETTLE_S already) no more than before.
+SETTLE_REL = 0.05
+SETTLE_S = 0.25
+SETTLE_FACTOR = 20
+
+
+def settled(step_s: list[float], steps: int) -> bool:
+    """Whether a loop has timed enough steps: ``steps`` at least, then until the median settles or
+    the steps' time or count reaches its bound (``SETTLE_*``)."""
+    n = len(step_s)
+    if n < steps:
+        return False
+    if n >= SETTLE_FACTOR * max(steps, 1) or sum(step_s) >= SETTLE_S:
+        return True
+    return stats.median_rel_halfwidth(step_s) <= SETTLE_REL
 
 
 def now() -> float:
@@ -273,7 +296,7 @@ class StepClock:
         self.began = None
         timed = len(self.ends) - self.spec.warmup_steps
         late = since_start() > self.spec.deadline_s and timed >= 3
-        if timed >= self.spec.steps or late:
+        if late or (timed >= self.spec.steps and settled(self.steps()[-timed:], self.spec.steps)):
             self.finish()
 
     def steps(self) -> list[float]:

@@ -109,7 +109,7 @@ class Turns:
                 self.warm["baseline"].append(at - start)
             return False
         (self.warm[v] if len(self.warm[v]) < self.spec.warmup_steps else self.steps[v]).append(at - start)
-        if all(len(self.steps[x]) >= self.spec.steps for x in self.live):
+        if all(capturekit.settled(self.steps[x], self.spec.steps) for x in self.live):
             return True
         late = capturekit.since_start() > self.spec.deadline_s
         return late and all(len(self.steps[x]) >= 3 for x in self.live)
