@@ -233,7 +233,8 @@ def boundary(cap: Capture) -> None:
     if _turn_to(cap, after):  # what the switch took is no member's step
         hooks.sync(cap)
         cap.last = _perf()
-    if all(len(x.step_s) >= cap.spec.steps for x in cap.live):
+    # each member's steps until its median settles (capturekit.settled), not a fixed count
+    if all(capturekit.settled(x.step_s, cap.spec.steps) for x in cap.live):
         _send(cap, "ok", stopped="steps")
     elif all(len(x.step_s) >= 3 for x in cap.live) and capturekit.since_start() > cap.spec.deadline_s:
         _send(cap, "ok", stopped="deadline")
