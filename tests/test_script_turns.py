@@ -200,7 +200,7 @@ def test_loader_variants_take_turns_each_fed_its_own_batches_a_thread_count_refu
     by = {r["member"]: r for r in results}
     assert by[3]["status"] == "not_applicable" and "of its own" in by[3]["why_not"]
     for j in range(3):
-        assert by[j]["status"] == "ok" and len(by[j]["step_s"]) == 3, by[j]
+        assert by[j]["status"] == "ok" and len(by[j]["step_s"]) >= 3, by[j]
     assert [by[j]["samples_per_step"] for j in range(3)] == [32, 64, 32]
     assert by[1]["batch_size"] == 64 and by[1]["fed"]["batch_size"] == 64 and by[1]["fed"]["num_workers"] == 0
     assert by[0]["fed"] is None and by[0]["batch_size"] == 32  # the script's own DataLoader

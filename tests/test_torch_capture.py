@@ -66,17 +66,18 @@ def one(tmp_path: Path, script: str | Path, variant: str = "baseline", **spec) -
 def steady(r: dict, steps: int = 3) -> None:
     """A measured result: the steps asked for, each a positive time, the set-up apart."""
     assert r["status"] == "ok" and r["why_not"] is None
-    assert len(r["step_s"]) == steps and all(t > 0 for t in r["step_s"])
+    assert len(r["step_s"]) >= steps and all(t > 0 for t in r["step_s"])  # more until the median settles
     assert len(r["warmup_s"]) >= 1 and r["setup_s"] > 0
-    assert r["stopped"] == "steps"
+    assert r["stopped"] in ("steps", "script end")  # a short loop may end before its median settles
 
 
 def test_an_optimizer_over_plain_tensors_with_a_loss_read_every_step(tmp_path):
     r = one(tmp_path, "torch_optimizer_tensors.py")
     steady(r)
-    assert r["entry"] == "torch.optim.Optimizer.step" and r["entry_calls"] == 3
+    n = len(r["step_s"])
+    assert r["entry"] == "torch.optim.Optimizer.step" and r["entry_calls"] == n
     assert r["model"] is None  # no nn.Module: the optimizer holds two tensors
-    assert r["syncs"]["count"] == 3 and r["syncs"]["s"] > 0  # loss.item() once a step
+    assert r["syncs"]["count"] == n and r["syncs"]["s"] > 0  # loss.item() once a step
     assert r["data_source"] is None and r["data_wait_s"] == []  # no DataLoader: not measured
     assert r["h2d"] == {"count": 0, "bytes": 0, "pinned": 0}  # .to("cpu") copies nothing
 
@@ -84,7 +85,7 @@ def test_an_optimizer_over_plain_tensors_with_a_loss_read_every_step(tmp_path):
 def test_a_manual_update_without_an_optimizer_is_timed_at_backward(tmp_path):
     r = one(tmp_path, "torch_manual_update.py")
     steady(r)
-    assert r["entry"] == "torch.Tensor.backward" and r["entry_calls"] == 3
+    assert r["entry"] == "torch.Tensor.backward" and r["entry_calls"] == len(r["step_s"])
     assert r["model"] == "Sequential"
     assert r["syncs"]["count"] == 0  # the loss is read once an epoch, outside these steps
 
@@ -102,7 +103,7 @@ def test_a_dataloader_loop_measures_its_wait_for_data(tmp_path):
     steady(r)
     assert r["model"] == "Classifier" and r["data_source"] == "DataLoader"
     assert r["batch_size"] == 32 and r["samples_per_step"] == 32 and r["samples"] == 2048
-    assert len(r["data_wait_s"]) == 3 and all(0 < w < s for w, s in zip(r["data_wait_s"], r["step_s"]))
+    assert len(r["data_wait_s"]) == len(r["step_s"]) and all(0 < w < s for w, s in zip(r["data_wait_s"], r["step_s"]))
     assert r["loader"] == {
         "batch_size": 32,
         "batch_sampler": False,
@@ -117,7 +118,7 @@ def test_two_networks_with_two_optimizers_are_one_step(tmp_path):
     r = one(tmp_path, "torch_gan.py", steps=4)
     steady(r, 4)
     assert r["model"] == "Sequential+Sequential"  # the discriminator and the generator
-    assert r["entry_calls"] == 8  # optD.step() and optG.step() in each of the 4 steps
+    assert r["entry_calls"] == 2 * len(r["step_s"])  # optD.step() and optG.step() in each step
 
 
 def test_a_gan_under_autocast_hands_its_loss_float32(tmp_path):
@@ -126,7 +127,7 @@ def test_a_gan_under_autocast_hands_its_loss_float32(tmp_path):
     output against float32 labels raised 'Found dtype Float but expected BFloat16')."""
     r = one(tmp_path, "torch_gan.py", "autocast")
     steady(r)
-    assert r["applied"] and r["entry_calls"] == 6
+    assert r["applied"] and r["entry_calls"] == 2 * len(r["step_s"])
 
 
 @pytest.mark.slow
@@ -219,7 +220,8 @@ def test_host_to_device_copies_are_counted_per_step(tmp_path):
     script.write_text(META_SCRIPT)
     r = one(tmp_path, script, device="gpu")
     steady(r)
-    assert r["h2d"] == {"count": 6, "bytes": 3 * 16 * (8 + 4) * 4, "pinned": 0}
+    n = len(r["step_s"])
+    assert r["h2d"] == {"count": 2 * n, "bytes": n * 16 * (8 + 4) * 4, "pinned": 0}
 
 
 META_CNN = """
@@ -255,7 +257,7 @@ def test_the_gpu_variants_on_a_device_standing_in_for_a_gpu(tmp_path, variant, a
     assert r["why_not"] == why and r["applied"] == (why is None)
     if why is None:
         steady(r)
-        assert r["conv2d"] and r["h2d"]["count"] == 6
+        assert r["conv2d"] and r["h2d"]["count"] == 2 * len(r["step_s"])
 
 
 def test_loader_change_is_pure_and_keeps_the_scripts_settings():

@@ -187,7 +187,7 @@ def test_the_sliced_corpus_script_is_timed_with_its_step_re_batched():
     run = script.run_child(job, spec, ["torch"], timeout_s=240, env=scriptplan._cpu_env())
     got = run.by_variant()
     assert set(got) == {"baseline", "batch:64", "batch:256"}, (run.end, run.stderr_tail[-800:])
-    assert all(r["status"] == "ok" and len(r["step_s"]) == 3 for r in got.values()), got
+    assert all(r["status"] == "ok" and len(r["step_s"]) >= 3 for r in got.values()), got
     assert got["baseline"]["batch_size"] == 8 and got["baseline"]["samples_per_step"] == 8
     assert got["baseline"]["rebatch"] == "step" and got["baseline"]["rebatched"] is None
     assert got["batch:64"]["samples_per_step"] == 64 and got["batch:256"]["samples_per_step"] == 256
@@ -214,7 +214,7 @@ def test_two_loops_the_survey_lists_both_and_entry_2_measures_the_second():
     run = script.run_child(job, second, ["torch"], timeout_s=240, env=scriptplan._cpu_env())
     (r,) = run.results
     assert r["status"] == "ok" and r["model"] == "Classifier" and r["batch_size"] == 32, (run.end, r)
-    assert r["setup_s"] > 0 and len(r["step_s"]) == 3
+    assert r["setup_s"] > 0 and len(r["step_s"]) >= 3
 
 
 def test_a_model_fed_noise_drawn_in_the_step_is_not_tiled(torch):

@@ -233,8 +233,9 @@ def boundary(cap: Capture) -> None:
     if _turn_to(cap, after):  # what the switch took is no member's step
         hooks.sync(cap)
         cap.last = _perf()
-    # each member's steps until its median settles (capturekit.settled), not a fixed count
-    if all(capturekit.settled(x.step_s, cap.spec.steps) for x in cap.live):
+    # a fixed count: a torch loop's end is no event the capture sees, so steps past it until the
+    # median settles would wait through whatever the script does after its loop
+    if all(len(x.step_s) >= cap.spec.steps for x in cap.live):
         _send(cap, "ok", stopped="steps")
     elif all(len(x.step_s) >= 3 for x in cap.live) and capturekit.since_start() > cap.spec.deadline_s:
         _send(cap, "ok", stopped="deadline")
