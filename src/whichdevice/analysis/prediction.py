@@ -1,10 +1,12 @@
 """``predict``: measured CPU steps beside the cost model's GPU steps; and the validation of
 the model on recorded GPU runs. Pure functions of records, descriptions and profiles.
 
-The GPU band is calibrated on the model's validation errors (``errormodel.py``). The
-predicted winner at a batch is "too close: measure it" when the CPU's measured quartile
-range overlaps the GPU's calibrated band (the model cannot separate them there); the
-crossover is ``analysis.crossover.find_crossover`` on the CPU medians and the GPU band mids.
+The GPU band is calibrated on the model's validation errors (``errormodel.py``). The CPU's
+step at each batch is the one load disturbs least (``gpudecision.cpu_step``: the least
+disturbed process's median, its band from the lower half of its samples), the same for
+``run`` and ``predict``. The predicted winner at a batch is "too close: measure it" when the
+ratio band of the two straddles 1 (gpudecision.batch_winner); the crossover is
+``analysis.crossover.find_crossover`` on the CPU medians and the GPU band mids.
 
 ``gpu_would_help`` is the one-call answer for other commands (``run`` on a CPU-only
 machine): measured CPU steps and the traced op lists in, one row per batch out.
@@ -18,7 +20,15 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from whichdevice.analysis import costmodel, errormodel
-from whichdevice.analysis.gpudecision import TOO_CLOSE, GpuDecision, batch_winner, decide, ratio_band
+from whichdevice.analysis.gpudecision import (
+    TOO_CLOSE,
+    VARIED,
+    GpuDecision,
+    batch_winner,
+    cpu_step,
+    decide,
+    ratio_band,
+)
 from whichdevice.core import stats
 from whichdevice.analysis.crossover import Crossover, find_crossover
 from whichdevice.analysis.costmodel import LaunchMode, OpCost, Prediction, WorkloadDescription
@@ -128,7 +138,7 @@ def gpu_would_help(
     *,
     steps_per_execution: int = 1,
 ) -> list[GpuAnswer]:
-    """Would a GPU help? Pure: per batch, the measured CPU step ``(median, q1, q3)`` beside
+    """Would a GPU help? Pure: per batch, the measured CPU step ``(mid, low, high)`` (``gpudecision.cpu_step``) beside
     the GPU step predicted on ``profile`` from the traced op list, with its calibrated band,
     and the winner only when the two do not overlap.
 
@@ -176,6 +186,9 @@ class PredictReport:
     calibrated: str | None = None  # where the band's calibration comes from (None: not calibrated)
     too_close_command: str | None = None  # measure the "too close" batches with this
     decision: GpuDecision = GpuDecision(())  # the one answer run and predict show (gpudecision.decide)
+    # (factor, batch): the most the CPU's times varied at a batch (gpudecision.CpuStep.varied),
+    # when above gpudecision.VARIED; None: they held steady
+    cpu_varied: tuple[float, int] | None = None
 
 
 def predict_report(
@@ -188,13 +201,29 @@ def predict_report(
     planned = [
         as_int(r.spec.params.get("batch", 0)) for r in record.results if r.spec.params.get("probe") != "describe"
     ]
-    return _report(framework, measured, described, failures, profile, errors, spe, planned)
+    return _report(framework, measured, described, failures, profile, errors, spe, planned, _varied(record.results))
+
+
+def _varied(results: list[CaseResult]) -> tuple[float, int] | None:
+    """The most the CPU's measured steps varied at one batch, with the batch, when above
+    ``VARIED`` (gpudecision.CpuStep.varied); None when every batch held steady."""
+    worst = max(
+        (
+            (cpu_step(r.timing.rounds).varied, as_int(r.spec.params.get("batch", 0)))
+            for r in results
+            if r.status == "ok" and r.timing is not None and r.spec.params.get("probe") != "describe"
+        ),
+        default=None,
+    )
+    return worst if worst is not None and worst[0] > VARIED else None
 
 
 def _traces_and_steps(
     results: list[CaseResult],
 ) -> tuple[dict[int, WorkloadDescription], dict[int, tuple[float, float, float]], list[str]]:
-    """The op traces by batch, the measured steps (median, q1, q3) by batch, and the failures."""
+    """The op traces by batch, the measured CPU steps by batch as the prediction takes them
+    (``gpudecision.cpu_step``: the least disturbed median, the low and high edges of its band),
+    and the failures."""
     described: dict[int, WorkloadDescription] = {}
     measured: dict[int, tuple[float, float, float]] = {}
     failures = []
@@ -206,8 +235,8 @@ def _traces_and_steps(
         if r.spec.params.get("probe") == "describe":
             described[b] = description_from_metrics(r.metrics, b)
         elif r.timing is not None:
-            t = r.timing
-            measured[b] = (t.median_s, t.q1_s, t.q3_s)
+            step = cpu_step(r.timing.rounds)
+            measured[b] = (step.mid, step.low, step.high)
     return described, measured, failures
 
 
@@ -220,6 +249,7 @@ def _report(
     errors: errormodel.ErrorModel | None,
     spe: int = 1,
     planned: list[int] | None = None,
+    varied: tuple[float, int] | None = None,
 ) -> PredictReport:
     rows = gpu_would_help(framework, measured, described, profile, errors, steps_per_execution=spe)
     assumptions: list[costmodel.Assumption] = []
@@ -264,6 +294,7 @@ def _report(
         None if errors is None else errors.source,
         command,
         decide([r for r in rows if r.batch in measured], planned or [], command),
+        varied,
     )
 
 
@@ -305,6 +336,21 @@ def interpolated(described: dict[int, WorkloadDescription], batches: list[int]) 
     return out
 
 
+def run_sweep(record: RunRecord) -> list[CaseResult]:
+    """The measured CPU steps a ``run``'s prediction rests on: the seed's steady batch sweep
+    (no sync) in the record's framework."""
+    framework = str(record.options.get("framework") or "tensorflow")
+    return [
+        r
+        for r in record.results
+        if r.spec.workload == "train"
+        and r.spec.framework == framework
+        and r.spec.params.get("kind") == "steady"
+        and r.spec.params.get("sync") == "none"
+        and r.spec.params.get("model") == "seed001"
+    ]
+
+
 def run_prediction(
     record: RunRecord, profile: DeviceProfile, errors: errormodel.ErrorModel | None
 ) -> PredictReport | None:
@@ -314,21 +360,15 @@ def run_prediction(
     before the traces, or a diagnose) or no sweep step to set beside them."""
     framework = str(record.options.get("framework") or "tensorflow")
     traces = [r for r in record.results if is_trace(r.spec) and r.spec.framework == framework]
-    sweep = [
-        r
-        for r in record.results
-        if r.spec.workload == "train"
-        and r.spec.framework == framework
-        and r.spec.params.get("kind") == "steady"
-        and r.spec.params.get("sync") == "none"
-        and r.spec.params.get("model") == "seed001"
-    ]
+    sweep = run_sweep(record)
     if not traces or not sweep:
         return None
     described, measured, failures = _traces_and_steps(traces + sweep)
     every = interpolated(described, sorted(measured)) if described else {}
     planned = [as_int(r.spec.params.get("batch", 0)) for r in sweep]
-    return _report(framework, measured, every or described, failures, profile, errors, planned=planned)
+    return _report(
+        framework, measured, every or described, failures, profile, errors, planned=planned, varied=_varied(sweep)
+    )
 
 
 # ---------------- validation points from a reference GPU run ----------------

@@ -166,6 +166,18 @@ def gpu_decision_words(d: GpuDecision, gpu: str) -> str:
     return f"An {gpu} would {joined}"
 
 
+def cpu_varied_words(varied: tuple[float, int] | None) -> str:
+    """'The CPU's times varied 4.8x under load (at batch 10): the prediction takes its least
+    disturbed process and steps.' ('' when they held steady: analysis/gpudecision.cpu_step)."""
+    if varied is None:
+        return ""
+    factor, batch = varied
+    return (
+        f"This CPU's times varied {factor:.1f}× under load (at batch {batch}): the prediction takes its least "
+        "disturbed process and steps."
+    )
+
+
 def gpu_decide_words(d: GpuDecision, *, command: bool = True, brief: bool = False) -> str:
     """What would settle what the prediction cannot, and where it stops ('' when nothing);
     ``command``: with the command that measures the too-close batches on a GPU (``predict``

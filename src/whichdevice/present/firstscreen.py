@@ -26,6 +26,7 @@ from whichdevice.present import fixes as fixwords
 from whichdevice.present import names
 from whichdevice.present.claims import (
     batch_figure,
+    cpu_varied_words,
     crossover_text,
     gpu_decide_words,
     gpu_decision_words,
@@ -282,10 +283,12 @@ def prediction_lines(report: PredictReport | None, profile: DeviceProfile | None
     hint = DIAGNOSE_HINT
     if d.command:
         hint = f"To decide it: `{d.command}` on the GPU. {DIAGNOSE_HINT}"
+    varied = cpu_varied_words(report.cpu_varied)
     return [
         f"Would a GPU help? {gpu_decision_words(d, gpu)}{_dominant_words(report, at)}. "
         + (f"{decide} " if decide else "")
-        + source,
+        + source
+        + (f" {varied}" if varied else ""),
         hint,
     ]
 
@@ -509,8 +512,21 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
         notes.failures(record),
         footnotes,
         sum(r.status == "skipped" for r in record.results),
-        _confirmed(record, gist, answer),
+        _confirmed(record, gist, answer, _cases_behind(record, v)),
     )
+
+
+def _cases_behind(record: RunRecord, v: SuiteVerdict) -> list[CaseResult]:
+    """The measured cases the answer rests on: without a GPU, the CPU steps its prediction
+    read (none when there is no prediction: the answer then decides nothing); else the cases
+    that decide it (analysis/suite.answer_cases)."""
+    if v.gpus:
+        return answer_cases(record)
+    if v.gpu_prediction is None:
+        return []
+    from whichdevice.analysis.prediction import run_sweep
+
+    return run_sweep(record)
 
 
 def answer_gist(v: SuiteVerdict, report: PredictReport | None = None, legacy: bool = False) -> list[str]:
@@ -541,15 +557,18 @@ def provisional_answer(record: RunRecord, v: SuiteVerdict) -> tuple[list[str], l
     return _answer(record, v, prediction_lines(report, profile)), answer_gist(v, report)
 
 
-def _confirmed(record: RunRecord, gist: list[str], answer: list[str]) -> str:
+def _confirmed(record: RunRecord, gist: list[str], answer: list[str], behind: list[CaseResult]) -> str:
     """Round 2 against the answer shown after round 1: the same, or changed and what it said
     (its lines that the final answer does not repeat). Said as a confirmation only for the
-    cases round 2 measured again: a case it did not re-measure still rests on round 1 alone."""
+    cases round 2 measured again among ``behind``, the ones the answer rests on (without a GPU:
+    the CPU steps its prediction read, not the matmul or the loops beside them): a case it did
+    not re-measure still rests on round 1 alone. Nothing is said when neither answer decided
+    anything from a measurement (a CPU-only diagnose: "run it on the GPU's machine")."""
     p = record.provisional
-    if p is None:
+    if p is None or (not behind and not p.gist and not gist):
         return ""
     when = f"after round {p.round} of {p.rounds}, at {p.after_s:.0f} s"
-    measured = [r for r in answer_cases(record) if r.status == "ok" and r.timing is not None]
+    measured = [r for r in behind if r.status == "ok" and r.timing is not None]
     again = sum(len(r.timing.rounds) >= p.rounds for r in measured if r.timing is not None)
     n = len(measured)
     if not n:

@@ -15,7 +15,7 @@ from whichdevice.present import names
 from whichdevice.present.terminal import print_table
 
 from whichdevice.present.tables import Align
-from whichdevice.present.claims import crossover_text, gpu_decide_words, gpu_decision_words
+from whichdevice.present.claims import cpu_varied_words, crossover_text, gpu_decide_words, gpu_decision_words
 
 if TYPE_CHECKING:
     from whichdevice.analysis.costmodel import Assumption, Extrapolation
@@ -169,7 +169,7 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
     band_name = "80 % band" if report.calibrated else "model band, not calibrated"
     columns: tuple[tuple[str, Align], ...] = (
         ("batch", "right"),
-        ("CPU step ms (measured, q1–q3)", "right"),
+        ("CPU step ms (measured, band)", "right"),
         (f"GPU step ms (predicted [{band_name}])", "right"),
         ("winner", "left"),
         ("GPU time mostly", "left"),
@@ -198,6 +198,9 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
     else:
         card = gpu.description if gpu else "the profiled GPU"
         console.print(f"Answer: {escape(gpu_decision_words(report.decision, card))}.")
+        varied = cpu_varied_words(report.cpu_varied)
+        if varied:
+            console.print(escape(varied))
         console.print(
             f"Crossover of the medians (measured CPU vs predicted GPU): "
             f"{escape(crossover_text(report.crossover, 'samples'))}"
