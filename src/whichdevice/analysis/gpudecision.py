@@ -27,7 +27,11 @@ such median) gives the CPU's step. On the recorded 2-core runs the pooled median
 the pooled upper quartile 4x between load 2 and load 9 at batch 8; this estimate moved 1 %
 (0.72 and 0.73 ms). A step whose quiet steps are skewed to the right is read a little
 quick: the CPU's side of a "GPU wins" answer is then, if anything, favoured. How far the CPU's
-times varied (``CpuStep.varied``) is kept, and said on screen above ``VARIED``.
+times varied (``CpuStep.varied``) is kept; above ``VARIED`` load may have reached even the
+quickest quarter of the steps (at load 12 on 2 cores each process gets a sixth of a core), so
+the band's lower edge is widened to the quickest step of any process (timeit's lower bound).
+Only that edge: load only makes the CPU look slower, so what it can make wrong is a GPU said to
+win; a GPU then wins only where it beats even the quickest CPU step measured. The screen says so.
 """
 
 from __future__ import annotations
@@ -56,9 +60,9 @@ VARIED = 2.0
 class CpuStep:
     """The CPU's step at one batch as the prediction takes it (seconds): ``mid`` the undisturbed
     median of the least disturbed process, ``low``..``high`` its undisturbed quartiles
-    (``cpu_step``); ``varied``: the largest of the pooled upper quartile and the slowest
-    process's median, over ``mid`` (1.0: every step as quick as the undisturbed median);
-    ``processes``: how many."""
+    (``cpu_step``); ``varied``: the largest of the pooled upper quartile over ``mid``, the
+    slowest process's median over ``mid``, and ``mid`` over the quickest step (a process slowed
+    throughout: at load 20 one predict sweep's steps were 7x its quickest); ``processes``: how many."""
 
     mid: float
     low: float
@@ -76,7 +80,8 @@ def cpu_step(rounds: Sequence[Sequence[float]]) -> CpuStep:
     """The CPU's step from its samples per process (``Timing.rounds``): per process, the
     undisturbed steps' spread from its quickest quarter (sigma = (q1 - p10) / 0.607), their
     median q1 + 0.674 sigma and upper quartile q1 + 1.35 sigma; the process with the lowest
-    such median gives the step."""
+    such median gives the step. When the times varied more than ``VARIED``, the band reaches
+    down to the quickest step measured."""
     per = []
     for r in rounds:
         if not r:
@@ -89,7 +94,11 @@ def cpu_step(rounds: Sequence[Sequence[float]]) -> CpuStep:
     mid, low, high, _ = min(per)
     pooled = [x for r in rounds for x in r]
     slowest = max(m for *_, m in per)
-    varied = max(stats.quantile(pooled, 0.75), slowest) / mid if mid > 0 else 1.0
+    quickest = min(pooled)
+    # a process slowed throughout (every step disturbed) shows as its quickest step far below the rest
+    varied = max(stats.quantile(pooled, 0.75) / mid, slowest / mid, mid / quickest) if quickest > 0 else 1.0
+    if varied > VARIED:  # load may have slowed even the quickest quarter: the band reaches the quickest step
+        low = min(low, quickest)
     return CpuStep(mid, low, high, varied, len(per))
 
 

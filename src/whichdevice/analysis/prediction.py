@@ -14,6 +14,7 @@ machine): measured CPU steps and the traced op lists in, one row per batch out.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -201,7 +202,8 @@ def predict_report(
     planned = [
         as_int(r.spec.params.get("batch", 0)) for r in record.results if r.spec.params.get("probe") != "describe"
     ]
-    return _report(framework, measured, described, failures, profile, errors, spe, planned, _varied(record.results))
+    report = _report(framework, measured, described, failures, profile, errors, spe, planned)
+    return dataclasses.replace(report, cpu_varied=_varied(record.results))
 
 
 def _varied(results: list[CaseResult]) -> tuple[float, int] | None:
@@ -249,7 +251,6 @@ def _report(
     errors: errormodel.ErrorModel | None,
     spe: int = 1,
     planned: list[int] | None = None,
-    varied: tuple[float, int] | None = None,
 ) -> PredictReport:
     rows = gpu_would_help(framework, measured, described, profile, errors, steps_per_execution=spe)
     assumptions: list[costmodel.Assumption] = []
@@ -294,7 +295,6 @@ def _report(
         None if errors is None else errors.source,
         command,
         decide([r for r in rows if r.batch in measured], planned or [], command),
-        varied,
     )
 
 
@@ -366,9 +366,8 @@ def run_prediction(
     described, measured, failures = _traces_and_steps(traces + sweep)
     every = interpolated(described, sorted(measured)) if described else {}
     planned = [as_int(r.spec.params.get("batch", 0)) for r in sweep]
-    return _report(
-        framework, measured, every or described, failures, profile, errors, planned=planned, varied=_varied(sweep)
-    )
+    report = _report(framework, measured, every or described, failures, profile, errors, planned=planned)
+    return dataclasses.replace(report, cpu_varied=_varied(sweep))
 
 
 # ---------------- validation points from a reference GPU run ----------------

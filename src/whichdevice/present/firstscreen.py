@@ -700,7 +700,9 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
     """The first screen as (style, text) lines; style '' is plain, 'code' a line never wrapped.
     Within ``budget`` lines at WIDTH columns: when it would not fit, the blank line before the
     warnings goes first, then the line pointing to --verbose (the warnings line points to the
-    report), then the causes beyond the first (the report lists them all), then every blank line."""
+    report), then the causes beyond the first (the report lists them all), then every blank line,
+    then the lines naming the changes that did not help or were not measured (the report lists
+    them; a change that helps stays)."""
     n = len(fs.causes)
     for n_causes, gap, more in (
         (n, True, True),
@@ -713,7 +715,11 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
         if _height(lines) <= budget:
             return lines
     # still too long (a changed provisional answer, long prediction lines): no blank lines at all
-    return [x for x in lines if x != ("", "")]
+    lines = [x for x in lines if x != ("", "")]
+    if _height(lines) <= budget:
+        return lines
+    unhelped = {("dim", f"  {t}") for t in _packed(tail_lines(fs), WIDTH - 2) if not t.startswith("Also helps: ")}
+    return [x for x in lines if x not in unhelped]
 
 
 def _screen_lines(fs: FirstScreen, report: str | None, n_causes: int, gap: bool, more: bool) -> list[tuple[str, str]]:
