@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 OUT = Path(__file__).with_name("stable_prediction.md")
+NOTES = "<!-- notes -->"
 
 
 @contextmanager
@@ -153,7 +154,10 @@ def main() -> None:
         *table(rows["predict"]),
         "",
     ]
-    args.out.write_text("\n".join(text), encoding="utf-8")
+    # notes written by hand below the marker stay (they say what a given run's figures mean)
+    kept = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    notes = kept[kept.index(NOTES) :] if NOTES in kept else ""
+    args.out.write_text("\n".join(text) + ("\n" + notes if notes else ""), encoding="utf-8")
     print(f"wrote {args.out}")
 
 

@@ -209,8 +209,10 @@ def test_round_2_confirms_or_changes_the_provisional_answer():
         update={"provisional": record.provisional.model_copy(update={"gist": ["predicted cpu_everywhere 8192.0–None"]})}
     )
     text = first_screen(changed, suite_verdict(changed)).confirmed
+    # its words of the time named the profile's file ("predicted on profile 'h100' (...)"): quoted, the card
     assert text.startswith(
-        "Round 2 changed the provisional answer (after round 1 of 2, at 29 s), which said: predicted on profile"
+        "Round 2 changed the provisional answer (after round 1 of 2, at 29 s), which said: an NVIDIA H100 80GB "
+        "HBM3, predicted, would win from batch ≈ 265 (128–512, uncertain)"
     )
     assert text.endswith("; measuring 5 of the 7 cases behind it again (2 rest on round 1's samples).")
     assert first_screen(load_run(OLD), suite_verdict(load_run(OLD))).confirmed == ""  # none was shown

@@ -116,9 +116,9 @@ def test_the_cpu_step_is_the_quickest_quarter_of_the_least_disturbed_process():
 
 
 def test_the_three_recorded_runs_under_different_loads_give_one_answer():
-    """Three real runs of the same sweep on the 2-core machine, at different loads (their pooled
-    upper quartiles 1.3-6x the undisturbed step): one per-batch answer. With the pooled median and
-    quartiles they gave two (too close at 8-512; the CPU winning at 8 and too close at 10-512)."""
+    """Three real runs of the same sweep on the 2-core machine (load 6.5 to 10.7; at batch 8 their
+    pooled upper quartiles 0.96-3.2 ms): one per-batch answer. With the pooled median and quartiles
+    they gave two (too close at 8-512; the CPU winning at 8 and too close at 10-512)."""
     answers = set()
     for name in ("run_cpu_2core_traced.json", "run_cpu_2core_changed.json", "run_cpu_readme.json"):
         report, _ = gpu_prediction(load_run(DATA / name))

@@ -23,9 +23,10 @@ process's undisturbed step is read from the quickest quarter of its steps, which
 last: its lower quartile and its 10th percentile give the spread of the undisturbed steps
 (normal quantiles: q1 - p10 = 0.607 sigma), hence their median (q1 + 0.674 sigma) and their
 quartiles (``low`` = q1, ``high`` = q1 + 1.35 sigma); the least disturbed process (the lowest
-such median) gives the CPU's step. On the recorded 2-core runs the pooled median moved 14 % and
-the pooled upper quartile 4x between load 2 and load 9 at batch 8; this estimate moved 1 %
-(0.72 and 0.73 ms). A step whose quiet steps are skewed to the right is read a little
+such median) gives the CPU's step. Three recorded runs of the same sweep on the 2-core machine
+(load 6.5 to 10.7, tests/data/run_cpu_*) had pooled medians of 0.70-0.80 ms at batch 8 and pooled
+upper quartiles of 0.96-3.2 ms; with this estimate the three give one per-batch answer, with the
+pooled figures two. A step whose quiet steps are skewed to the right is read a little
 quick: the CPU's side of a "GPU wins" answer is then, if anything, favoured. How far the CPU's
 times varied (``CpuStep.varied``) is kept; above ``VARIED`` load may have reached even the
 quickest quarter of the steps (at load 12 on 2 cores each process gets a sixth of a core), so

@@ -485,6 +485,9 @@ def machine_words(record: RunRecord) -> str:
 
 # A provisional answer kept before the per-batch decision: its prediction as a crossover kind.
 _LEGACY_GIST = re.compile(r"^predicted (between|gpu_everywhere|cpu_everywhere|no_data) ")
+# Its words named the profile by its file's name ("predicted on profile 'h100' (NVIDIA H100 80GB
+# HBM3), not measured: it would win ..."): quoted, they say the card, as the screen does now.
+_LEGACY_SAID = re.compile(r"^predicted on profile '[^']*' \((?P<card>[^)]*)\), not measured: it ")
 
 
 def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None = None) -> FirstScreen:
@@ -577,6 +580,7 @@ def _confirmed(record: RunRecord, gist: list[str], answer: list[str], behind: li
     if p.gist != gist:
         said = ([a for a in p.answer if a not in answer] or p.answer)[0]
         said = said.removeprefix("Would a GPU help? ").split("; ")[0].rstrip(".")  # its claim, not its details
+        said = _LEGACY_SAID.sub(lambda m: f"an {m['card']}, predicted, ", said)
     if not again:
         why = _round1_only_why(measured, p.rounds)
         if said:
