@@ -539,7 +539,7 @@ def _(ctx):
     return one_line(ctx.cli(["matmul", "--resume", str(j)], d), 2, "0.0.1")
 
 
-@case("resume", "journal from before issue 18 (no format, no checksum)", "exit 2: another version")
+@case("resume", "journal from an older version (no format, no checksum)", "exit 2: another version")
 def _(ctx):
     d = ctx.folder()
     j, _ = interrupted_run(ctx, d / "r")
@@ -1335,7 +1335,7 @@ def load() -> str:
 
 
 # ================================================================== Reliability III
-# The failures issue #43 found, each as a real run, and a new family of its own: processes
+# The failures a review of user code and odd terminals found, each as a real run, and a new family of its own: processes
 # that try to outlive the child that started them ("escaping processes").
 
 _SLEEP = 'os.execvp("sleep", ["sleep", "300"])'
@@ -1470,7 +1470,7 @@ def build():
 @case(
     "escaping processes",
     "diagnose --framework torch of a model whose build() starts a daemon (every child builds it)",
-    "exit 0; no process left (issue #43: 36 were)",
+    "exit 0; no process left (36 were, before the fix)",
 )
 def _(ctx):
     d = ctx.folder()

@@ -5,7 +5,7 @@
 Audits tests/data/audit_identical_blocks.py (the same traced step under '/CPU:0' and '/GPU:0';
 without a GPU both run on CPU:0, so the true ratio is 1.0) ``--repeats`` times, each a fresh
 ``whichdevice audit`` process, and prints each corrected ratio with its 95 % interval (the
-interleaved rounds of ``audit/interleave.py``). Issue #16's target: the interval contains 1.0
+interleaved rounds of ``audit/interleave.py``). The target: the interval contains 1.0
 in ≥ 9 of 10 repeats. Real measurements only.
 """
 

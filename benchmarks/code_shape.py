@@ -1,4 +1,4 @@
-"""The shape of the code that issue #31's guard rails ask about, measured from the source.
+"""The shape of the code that the guard rails (analysis returns data, presenters only format) ask about, measured from the source.
 
 - functions over 80 lines (``end_lineno - lineno + 1`` of each ``def``: the signature and body,
   decorators excluded), the issue's target being 8 or fewer;
@@ -74,7 +74,7 @@ def ruff_findings(files: list[Path], isolated: bool) -> Counter[str]:
 
 
 def analysis_sentences(files: list[Path]) -> dict[str, int]:
-    """String literals in analysis/ that read as sentences (3+ words, 2+ spaces): what issue #31
+    """String literals in analysis/ that read as sentences (3+ words, 2+ spaces): what the guard rails
     wants written in present/ only. Docstrings, exception messages (a raise's text) and pydantic
     field descriptions (schema documentation) are not counted."""
     out: dict[str, int] = {}
@@ -201,7 +201,7 @@ def main() -> None:
     print(f"ruff {RULES}, the project's configuration: {sum(configured.values())} {dict(sorted(configured.items()))}")
     if not args.files:
         print(f"import cycles: {len(cycles)}" + "".join(f"\n  {' <-> '.join(c)}" for c in cycles))
-    print(f"sentences written in analysis/ (issue #31: present/ writes them): {sum(sentences.values())}")
+    print(f"sentences written in analysis/ (present/ writes them): {sum(sentences.values())}")
     for f, n in sorted(sentences.items(), key=lambda kv: -kv[1]):
         print(f"  {n:4d}  {f}")
     print(f"load average (1 min): {os.getloadavg()[0]:.2f}")

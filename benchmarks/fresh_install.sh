@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #30's figures: a new user's install and first command, as CI checks them (.ci/fresh-user:
+# The first-command issue's figures: a new user's install and first command, as CI checks them (.ci/fresh-user:
 # a fresh venv, `pip install ".[tensorflow]"` alone, every --help, `whichdevice run --budget 25`).
 # Prints the machine's load before and after and the wall time of each part.
 # Usage: bash benchmarks/fresh_install.sh   (from the repository root)

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The GPU acceptance run (issue #39): every framework path and every GPU-only fix, on a machine with an NVIDIA
-# GPU, within 8 minutes (plus up to 7 for issue #42's placement and pitfalls, run last). Any session lent a GPU
+# The GPU acceptance run (the every-claim-true issue): every framework path and every GPU-only fix, on a machine with an NVIDIA
+# GPU, within 8 minutes (plus up to 7 for the every-framework issue's placement and pitfalls, run last). Any session lent a GPU
 # runs this first and commits what it writes.
 #
 #   bash benchmarks/gpu_acceptance.sh [OUT]        # OUT defaults to gpu-acceptance-<UTC time>
 #
 # Needs: whichdevice importable (pip install . , or PYTHONPATH=src with its dependencies), torch and jax with
 # their CUDA builds, keras 3. TensorFlow is not needed (most PyTorch GPU boxes have none).
-# Offline GPU machine: `../shared/scripts/offline-wheels.sh` puts the project's wheel and the pure-Python
+# Offline GPU machine: the shared offline-wheels.sh script puts the project's wheel and the pure-Python
 # packages it needs into .whl/; install them there with
 #   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
 #   export PYTHONPATH=/tmp/site
@@ -96,7 +96,7 @@ step diag_keras_jax 90 "$py" -m whichdevice diagnose --framework keras-jax --mod
 # 5. train and matmul (seeds 000-002 alone), torch
 step train_torch 80 "$py" -m whichdevice train --framework torch --quick --out "$out" --json "$out/train_torch.json"
 step matmul_torch 50 "$py" -m whichdevice matmul --framework torch --quick --out "$out" --json "$out/matmul_torch.json"
-# 6. pipeline on each framework's own loader (issue #42): the DataLoader ladder with pin_memory + non_blocking (its
+# 6. pipeline on each framework's own loader (the every-framework issue): the DataLoader ladder with pin_memory + non_blocking (its
 #    GPU-only rung) and Keras' PyDataset (tf.data too where TensorFlow is installed)
 step pipeline_torch 150 "$py" -m whichdevice pipeline --framework torch --quick --out "$out" --json "$out/pipeline_torch.json"
 step pipeline_keras_jax 150 "$py" -m whichdevice pipeline --framework keras-jax --quick --out "$out" \
@@ -110,7 +110,7 @@ for f in torch keras-jax; do
 done
 step predict_torch 120 env WHICHDEVICE_HOME="$out/home" "$py" -m whichdevice predict --framework torch --quick \
   --profile accept-torch --out "$out" --json "$out/predict_torch.json"
-# 6. issue #42: placement (torch.profiler + dispatch mode; JAX's Perfetto trace: ops per device, copies pageable or
+# 6. The every-framework issue: placement (torch.profiler + dispatch mode; JAX's Perfetto trace: ops per device, copies pageable or
 #    pinned, syncs) and pitfalls (the no-sync mistake measured on the GPU) for torch and Keras-on-JAX
 for fw in torch keras-jax; do
   step "placement_$fw" 60 "$py" -m whichdevice placement --framework "$fw" --quick --out "$out" --json "$out/placement_$fw.json"

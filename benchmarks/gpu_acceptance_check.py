@@ -7,7 +7,7 @@ budget) and failed, each failure with its message (first line); for an audit rec
 checks, each PASS / FAIL / NOT MEASURED with the reason:
 
 - no case failed (a crash, OOM or timeout is a failure; a case the budget skipped is "not measured");
-- the torch DataLoader cases (num_workers, pin_memory) were measured on the GPU (the device-scope bug of #39);
+- the torch DataLoader cases (num_workers, pin_memory) were measured on the GPU (a loader once timed on the CPU while the model ran on the GPU);
 - on a multi-framework run, each answer line names its framework (re-rendered with `whichdevice report`);
 - every step of the script exited 0.
 

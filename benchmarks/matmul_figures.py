@@ -1,4 +1,4 @@
-"""Figures for the foundation issue (#2): wall times of `whichdevice matmul`, the harness's
+"""Figures for the foundation: wall times of `whichdevice matmul`, the harness's
 own overhead, and the agreement of two identical sweeps.
 
 Run:  python benchmarks/matmul_figures.py [--full]      (writes benchmarks/results/*.json)

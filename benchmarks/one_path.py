@@ -1,4 +1,4 @@
-"""The counts issue #40 (one path from a job to the screen) asks about, measured from the source.
+"""The counts of one path from a job to the screen, measured from the source.
 
 - ``round_trips``: places in the package that start ``python -m whichdevice`` (an API or magic that
   shells out to the CLI and reads its text), target 0;

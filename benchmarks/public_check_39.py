@@ -1,5 +1,5 @@
 """The public-code check: run whichdevice on public examples as a user would, and list
-the lines of its first screen that break one of #39's rules ("every claim true").
+the lines of its first screen that break one of the "every claim true" rules.
 
     python benchmarks/public_check_39.py FOLDER [--budget 30] [--out DIR] [--only NAME,...]
 

@@ -2,6 +2,7 @@
 
     python benchmarks/readme_screen.py                 # `whichdevice run` (default budget, 90 s), 3 times
     python benchmarks/readme_screen.py --rounds 1 --budget 300
+    python benchmarks/readme_screen.py --rerender      # no run: today's render of the same record
 
 Each round runs `whichdevice run` exactly as the README's first line does (no option but a scratch
 `--out` and a fresh `$WHICHDEVICE_HOME`; `--budget` only when asked for), with stdout on a pipe, and
@@ -119,13 +120,36 @@ def readme_block(rounds: list[dict], shown: str, cores: int) -> str:
     )
 
 
+def rerender() -> None:
+    """The README's block with its screen rendered again from the same record by today's code; the
+    lines the run printed after its screen and the sentence about the run are kept as they were."""
+    readme = README.read_text()
+    pattern = re.compile(re.escape(BEGIN) + r"\n```\n(.*?)```\n", re.S)
+    m = pattern.search(readme)
+    if not m:
+        raise SystemExit(f"README.md has no {BEGIN} block with a fenced screen")
+    lines = m.group(1).splitlines()
+    tail = [ln for ln in lines if ln.startswith(("Report: ", "Record: ", "History: "))]
+    text = render(RECORD).rstrip("\n") + "\n" + "\n".join(tail)
+    README.write_text(readme[: m.start(1)] + text + "\n" + readme[m.end(1) :])
+    print(f"README.md's sample screen: {RECORD.relative_to(ROOT)} rendered again")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="seconds per device (default: run's own, 90)")
     ap.add_argument("--rounds", type=int, default=3, help="runs, back to back; the last one is shown")
     ap.add_argument("--keep", type=Path, help="keep the runs' folders here (default: a temporary folder)")
     ap.add_argument("--no-readme", action="store_true", help="measure and note the walls only")
+    ap.add_argument(
+        "--rerender",
+        action="store_true",
+        help="run nothing: render the README's record again with today's code (when a renderer changed)",
+    )
     a = ap.parse_args()
+    if a.rerender:
+        rerender()
+        return
     work = a.keep or Path(tempfile.mkdtemp(prefix="readme-screen-"))
     work.mkdir(parents=True, exist_ok=True)
     commit = _commit()  # the code the rounds ran, before anything is written

@@ -1,6 +1,6 @@
 """Render every record in ``tests/data`` the ways a user sees it, and compare two renderings.
 
-Issue #40 (one path from a job to the screen) moves analysis out of the presenters without
+The one-path refactor (one path from a job to the screen) moves analysis out of the presenters without
 changing what the user reads. This script is its gate: run it on the code before and after, then
 ``--compare`` the two folders. A difference is printed as a unified diff; the exit code is 1.
 

@@ -1,6 +1,6 @@
-"""What `whichdevice run`'s second round costs in wall time (issues 16 and 21).
+"""What `whichdevice run`'s second round costs in wall time (repeatable verdicts against time to a verdict).
 
-Issue 21 asks for `whichdevice run` within 30 s on the 2-core machine, issue 16 for the verdict
+One target asks for `whichdevice run` within 30 s on the 2-core machine, another for the verdict
 cases measured in two fresh processes. This measures both sides of that trade: the same
 `whichdevice run` with its default two rounds, and with one round (``session.ROUNDED_EXPERIMENTS
 ["run"] = 1``, set in the process before the CLI runs: the product has no such option), in

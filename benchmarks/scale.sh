@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #22: `whichdevice scale --devices 1,2` per framework on this machine (CPU replicas):
+# The `scale` issue: `whichdevice scale --devices 1,2` per framework on this machine (CPU replicas):
 # wall time, the load before and after (`uptime`), and the verdict lines. The records, plots and
 # HTML reports stay in OUT (printed at the end); `whichdevice report RECORD` re-renders a table.
 # Usage: bash benchmarks/scale.sh [frameworks...]   (default: torch keras-jax tensorflow)

@@ -1,9 +1,9 @@
-"""Where ``src/``'s lines came from since issue #40 was filed, by the issue each commit names.
+"""Where ``src/``'s lines came from since the one-path issue was filed, by the issue each commit names.
 
-Issue #40 ("one path") was filed on a review of main at 38ffd9b and asks that ``src/`` "not grow past
+The one-path issue was filed on a review of main at 38ffd9b and asked that ``src/`` "not grow past
 36,000 lines". This script reads the git history from that commit to ``HEAD`` and sums, for every
 non-merge commit, the change in ``src/`` Python lines (added minus removed, as ``git diff --numstat``
-counts them), grouped by the first issue number the commit's message names (``#41``, ``issue 41``).
+counts them), grouped by the first issue number the commit's message names (a hash sign and two digits, or the word 'issue' and two digits).
 Commits naming none are "untagged": most are review mends and helper steps of the issues around them.
 
 Usage::

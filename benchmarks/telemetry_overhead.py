@@ -1,6 +1,6 @@
 """Does the telemetry sampler change the timings it sits beside?
 
-Run:  /work/venv/bin/python benchmarks/telemetry_overhead.py
+Run:  python benchmarks/telemetry_overhead.py
 
 Method
 ------

@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # The folders and files scanned, and the kinds of text files in them.
-SCANNED = ("src", "tests", "docs", "README.md", "CONTRIBUTING.md")
+SCANNED = ("src", "tests", "benchmarks", "docs", "README.md", "CONTRIBUTING.md")
 SUFFIXES = (".py", ".md", ".sh", ".toml")
 
 # Anywhere in a file: a session pointer, an issue by number, a path outside the repository.

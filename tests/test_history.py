@@ -273,6 +273,9 @@ def test_history_counts_skipped_cases_apart_from_failed_ones(tmp_path, capsys):
     old.unlink()  # its record gone: the row stays as it was indexed, its skipped count unknown
     (e,) = history.entries()
     assert (e.n_failed, e.n_skipped) == (15, None)
+    # listed, that count is not called 15 failures: at most 15, the others not measured
+    code, out, _ = run_cli(["history"], capsys)
+    assert code == 0 and "≤ 15" in out and "at most N failed" in out
 
 
 def test_two_runs_of_one_script_pair_their_cases_and_name_each_side_of_a_fix():

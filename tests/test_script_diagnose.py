@@ -46,6 +46,7 @@ TRAINS = {
     "torch_lstm_lm.py": ("torch.optim.Optimizer.step", "torch"),
     "torch_manual_update.py": ("torch.Tensor.backward", "torch"),
     "torch_optimizer_tensors.py": ("torch.optim.Optimizer.step", "torch"),
+    "torch_heavy_setup.py": ("torch.optim.Optimizer.step", "torch"),
     # JAX's capture (frameworks/jax/capture.py): a jitted step that takes a gradient or applies optax updates
     "jax_plain_loop.py": ("jax.jit train step", "jax"),
     "jax_optax_loop.py": ("jax.jit train step", "jax"),
@@ -112,7 +113,11 @@ def test_keras_variants_share_a_process_but_mixed_precision():
     loop = dict(entry="torch.optim.Optimizer.step")
     # autocast is applied per step by the torch capture: it takes turns in the shared process
     assert script.group_key(spec(kind="steady", sync="none", fix="autocast", autocast="bfloat16", **loop)) is not None
-    assert script.group_key(spec(kind="steady", sync="none", fix="channels_last", channels_last=True, **loop)) is None
+    # channels_last is switched in for its turns too; a thread count is read at import: alone
+    assert (
+        script.group_key(spec(kind="steady", sync="none", fix="channels_last", channels_last=True, **loop)) is not None
+    )
+    assert script.group_key(spec(kind="steady", sync="none", fix="cpu_threads", cpu_threads=1, **loop)) is None
     assert script.group_key(spec(kind="steady", sync="none", fix="autocast", autocast="off", **loop)) is not None
 
 

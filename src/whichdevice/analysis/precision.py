@@ -7,6 +7,7 @@ range and "within noise" when the interquartile ranges overlap (``analysis.compa
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from whichdevice.analysis.compare import Comparison, compare
@@ -68,6 +69,14 @@ class Cpu16Bit:
 
     bf16: bool
     fp16: bool
+    # The CPU's policies whose 16-bit type these flags say is fast, measured significantly slower
+    # than float32 all the same: the flags name instructions, not the framework's use of them (a
+    # Keras mixed_float16 fit measured 224x slower on a CPU with avx512_fp16 and amx_fp16).
+    slower_anyway: tuple[PrecisionRow, ...] = ()
+
+
+# The policy's 16-bit type, by the flag that would make it fast (Cpu16Bit's field).
+_POLICY_FLAG = {"mixed_float16": "fp16", "mixed_bfloat16": "bf16"}
 
 
 def cpu_16bit(record: RunRecord) -> Cpu16Bit | None:
@@ -79,4 +88,14 @@ def cpu_16bit(record: RunRecord) -> Cpu16Bit | None:
     ]
     if not ms:
         return None
-    return Cpu16Bit(ms[0]["cpu_fast_bf16"] > 0, ms[0]["cpu_fast_fp16"] > 0)
+    c = Cpu16Bit(ms[0]["cpu_fast_bf16"] > 0, ms[0]["cpu_fast_fp16"] > 0)
+    slower = tuple(
+        row
+        for row in precision_rows(record)
+        if row.device.startswith("CPU")
+        and getattr(c, _POLICY_FLAG.get(row.precision, ""), False)
+        and row.vs_float32 is not None
+        and row.vs_float32.significant
+        and row.vs_float32.ratio < 1
+    )
+    return dataclasses.replace(c, slower_anyway=slower)

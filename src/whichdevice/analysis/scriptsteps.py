@@ -118,9 +118,12 @@ def _counted_steps(record: RunRecord, r: CaseResult, m: dict[str, float], steps:
     p = r.spec.params
     if not scriptcases.shares_child(p) or p.get("entry") in scriptcases.KERAS_ENTRIES:
         return float(steps)  # its own process, or a Keras fit that times each member apart
-    key = scriptcases.group_key(r.spec)
     # a record without counted_steps predates variants taking turns: its shared process ran the
-    # baseline cases only (an autocast case there had a process of its own)
+    # baseline cases only (an autocast, batch, workers, channels_last or compile case there had a
+    # process of its own)
+    if scriptcases.variant_of(p) != "baseline":
+        return float(steps)
+    key = scriptcases.group_key(r.spec)
     members = sum(
         1
         for x in record.results

@@ -472,10 +472,21 @@ def _fix_verdict(record: RunRecord, e: FixEntry, seed_batch: int, pipelines: lis
             why = NotMeasured("default", devices=devices, default=e.default_words[0])
             return FixVerdict(e, fixes, [], "not_measured", None, why, **extra)
     if e.cpu_16bit:
-        extra["cpu_16bit"] = cpu_16bit(record) if fixes else None
+        extra["cpu_16bit"] = _cpu_16bit_beside(record, fixes) if fixes else None
     if e.compiles:
         extra["checks"] = compile_costs(record, e, fixes)
     return _verdict(record, e, baseline, fixes, deciding, **extra)
+
+
+def _cpu_16bit_beside(record: RunRecord, fixes: list[Fix]) -> Cpu16Bit | None:
+    """The CPU's 16-bit math as said beside the fix's own pairs: a policy counts as slower in
+    spite of the flags only where its pair's claim (the one the fix table shows) says slower too."""
+    c = cpu_16bit(record)
+    if c is None:
+        return None
+    slower = {(f.device, str(f.variant)) for f in fixes if f.claim.significant and f.claim.ratio < 1}
+    kept = tuple(r for r in c.slower_anyway if (r.device, r.precision) in slower)
+    return replace(c, slower_anyway=kept)
 
 
 def compile_costs(record: RunRecord, e: FixEntry, fixes: list[Fix]) -> list[PlacementCheck | WarmupCheck | CompileCost]:

@@ -436,8 +436,11 @@ def _run_script(st: State, job: dict) -> int:
     code = 0
     st.started = _orig_perf()
     try:
-        magics = {"__whichdevice_magics__": clocks.Magics(st)} if job.get("notebook") else None
-        runpy.run_path(st.script, init_globals=magics, run_name="__main__")
+        if job.get("notebook") and job.get("cells"):
+            _run_cells(st, job["cells"])
+        else:
+            magics = {"__whichdevice_magics__": clocks.Magics(st)} if job.get("notebook") else None
+            runpy.run_path(st.script, init_globals=magics, run_name="__main__")
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if e.code is not None and not isinstance(e.code, int):
@@ -452,6 +455,46 @@ def _run_script(st: State, job: dict) -> int:
     st.script_s = _orig_perf() - st.started
     st.exit_code = code
     return code
+
+
+def _run_cells(st: State, first_lines: list[int]) -> None:
+    """A notebook's translated cells (``first_lines``: where each starts), one after another in
+    one namespace, as "Run All" runs them. A cell that fails stops the rest, as in Jupyter, except
+    a failure on a missing device (``.to("cuda")`` with no GPU here): the later cells are the
+    notebook's timings, so each is still run on the device that is here, and one that cannot run
+    (a name the stopped cell was to define) is recorded and passed. The first failure is raised
+    at the end, so the run reads as the script's failure at that line."""
+    import types
+
+    from whichdevice.audit.record import mentions_missing_device
+
+    lines = Path(st.script).read_text(encoding="utf-8").splitlines(keepends=True)
+    ends = [x - 1 for x in first_lines[1:]] + [len(lines)]
+    main = types.ModuleType("__main__")
+    main.__dict__.update({"__file__": st.script, "__whichdevice_magics__": clocks.Magics(st)})
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    stopped: BaseException | None = None
+    try:
+        for k, (a, b) in enumerate(zip(first_lines, ends), 1):
+            code = compile("\n" * (a - 1) + "".join(lines[a - 1 : b]), st.script, "exec")
+            try:
+                exec(code, main.__dict__)  # noqa: S102 -- the notebook's own cell, run as Jupyter would
+            except Exception as e:
+                if stopped is not None:
+                    st.cells_after_stop.append({"cell": k, "line": a, "error": f"{type(e).__name__}: {e}"[:300]})
+                    continue
+                if not mentions_missing_device(str(e)):
+                    raise
+                stopped = e
+                continue
+            if stopped is not None:
+                st.cells_after_stop.append({"cell": k, "line": a, "error": None})
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+    if stopped is not None:
+        raise stopped
 
 
 def _stop_watching(st: State) -> None:

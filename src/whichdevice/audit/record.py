@@ -305,11 +305,19 @@ def check_script(text: str) -> Path:
 
 
 def run_child(
-    script: Path, args: list[str], timeout_s: float, *, rerun: bool = True, source: str | None = None
+    script: Path,
+    args: list[str],
+    timeout_s: float,
+    *,
+    rerun: bool = True,
+    source: str | None = None,
+    cells: list[int] | None = None,
 ) -> tuple[dict | None, int | None, float, bool]:
     """Run the script in the audit child; its stdout/stderr are ours (passed through). With ``source``
     (a notebook's translated cells, ``notebook.translate``) that text runs in the script's place, its
-    folder first on ``sys.path`` and ``sys.argv[0]`` the notebook.
+    folder first on ``sys.path`` and ``sys.argv[0]`` the notebook; with ``cells`` (where each of its
+    cells starts) the cells run one by one, and those after a cell that stopped on a missing device
+    still run (``child._run_cells``).
 
     Returns (state or None, child's return code or None when killed, wall seconds, killed); the state
     keeps the text that ran (``script_source``) for the rules that read it.
@@ -332,6 +340,7 @@ def run_child(
                     "shown_as": str(script),
                     "path0": str(script.parent),
                     "notebook": source is not None,
+                    "cells": cells,
                 }
             )
         )

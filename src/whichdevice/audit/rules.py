@@ -294,7 +294,9 @@ def rule_missing_device_failure(state, blocks, measurements) -> list[Found]:
             "block": block,
             "line": line,
             "source_line": _source_line(state, line),
-            "timed_before": len(timed(measurements)),
+            # a notebook's cells after the stop run all the same (child._run_cells): their timings are after it
+            "timed_before": sum(1 for t in timed(measurements) if not (line and t.line and t.line > line)),
+            "timed_after": sum(1 for t in timed(measurements) if line and t.line and t.line > line),
             "message": next((ln.strip() for ln in (text or "").splitlines() if _MISSING_DEVICE_RE.search(ln)), ""),
             "devices": _devices(state),
             "tf1": _tf1_session(state),

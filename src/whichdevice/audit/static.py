@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from whichdevice.audit.notebook import MAGICS
 from whichdevice.frameworks.common.audit import AUDITED, HostSync, terms
 
 _CLOCKS = {"time", "perf_counter", "monotonic", "process_time", "default_timer"}
@@ -201,11 +203,54 @@ def scan(source: str, syncs: tuple[HostSync, ...] | None = None) -> list[Region]
         start = max(before)  # the latest read of that name before the subtraction
         # the clock read that ends the region: the left operand's own assignment, or the subtraction's line
         regions.append(_region(tree, lines, start, n.lineno, (cuda_names, values_on_cuda), sizes, table))
+    regions += _magic_regions(tree, (cuda_names, values_on_cuda), sizes, table)
     # one region per start line (the first end after it)
     out: dict[int, Region] = {}
     for r in sorted(regions, key=lambda r: (r.start_line, r.end_line)):
         out.setdefault(r.start_line, r)
     return list(out.values())
+
+
+# What a notebook's timing magics become in its translated cells (audit/notebook.py): a call of
+# the audit's Magics object (named MAGICS) whose first argument is the timed code, as text.
+_MAGIC_METHODS = {"timeit": "%timeit", "time": "%time"}
+
+
+def _magic_regions(
+    tree: ast.AST,
+    histories: tuple[dict[str, list[tuple[int, bool]]], dict[str, list[tuple[int, bool]]]],
+    sizes: dict[str, int],
+    table: tuple[HostSync, ...],
+) -> list[Region]:
+    """The timed regions of a notebook's ``%timeit`` / ``%%timeit`` / ``%time`` / ``%%time``: the
+    code they time is text in the translated cell, so it is parsed here and read as a region of
+    the magic's line (``%timeit pt_x @ pt_w`` on CUDA tensors: nothing in it waits for the GPU)."""
+    out = []
+    for n in ast.walk(tree):
+        if not (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == MAGICS
+            and n.func.attr in _MAGIC_METHODS
+            and n.args
+            and isinstance(n.args[0], ast.Constant)
+            and isinstance(n.args[0].value, str)
+        ):
+            continue
+        try:
+            body = ast.parse(n.args[0].value)
+        except SyntaxError:
+            continue
+        # the timed code's lines just after the magic's line: the region (a, b) holds them alone
+        ast.increment_lineno(body, n.lineno)
+        last = max((getattr(x, "lineno", 0) for x in ast.walk(body)), default=n.lineno)
+        r = _region(body, [], n.lineno, last + 1, histories, sizes, table)
+        r.end_line = n.lineno
+        code = "; ".join(x.strip() for x in n.args[0].value.splitlines() if x.strip())
+        r.text = f"{_MAGIC_METHODS[n.func.attr]} {code}"[:200]
+        out.append(r)
+    return out
 
 
 def _call_name(n: ast.Call) -> str:
@@ -393,3 +438,18 @@ def calls_method(source: str, names: set[str]) -> bool:
     return any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in names for n in ast.walk(tree)
     )
+
+
+def local_sources(source: str, folder: Path) -> dict[str, str]:
+    """The sources of the modules the script imports from its own folder (``from helpers import
+    train`` with ``helpers.py`` beside it), by module name: where a project keeps its training
+    loop and its timing apart from the script. Read only, one level deep; unreadable ones left out."""
+    out: dict[str, str] = {}
+    for name in sorted(imported(source)):
+        path = folder / f"{name}.py"
+        try:
+            if path.is_file():
+                out[name] = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return out

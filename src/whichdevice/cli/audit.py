@@ -54,7 +54,10 @@ def audit(
     source, nb = None, None
     if path.suffix.lower() == ".ipynb":
         source, nb = notebook.translate(path)
-    state, rc, wall_s, killed = audit_mod.run_child(path, args, timeout_s, rerun=not no_rerun, source=source)
+    cells = nb["cell_first_lines"] if nb else None
+    state, rc, wall_s, killed = audit_mod.run_child(
+        path, args, timeout_s, rerun=not no_rerun, source=source, cells=cells
+    )
     record = make_record(path, args, timeout_s, state, rc, wall_s, killed, notebook=nb)
     try:  # first: nothing measured is lost to a page that cannot be printed
         json_file.parent.mkdir(parents=True, exist_ok=True)
@@ -138,11 +141,20 @@ def make_record(
         op_cost=op_cost,
         gpu_costs=state.get("gpu_costs"),
         overhead=overhead,
-        notebook=notebook,
+        notebook=_notebook(notebook, state),
         unsupported=unsupported,
         steady=rules.steady_times(state, measurements, corrections),
         next_step=_next_step(path, measurements, source, modules),
     )
+
+
+def _notebook(notebook: dict | None, state: dict) -> dict | None:
+    """The notebook's translation, with the cells after one that stopped on a missing device and
+    what became of each when run here (``cells_after_stop``)."""
+    if notebook is None:
+        return None
+    after = state.get("cells_after_stop") or []
+    return {**notebook, "cells_after_stop": after} if after else notebook
 
 
 def _run_notes(state: dict, findings: list, corrections: list) -> tuple[list[str], dict, float | None]:
@@ -184,17 +196,27 @@ FIT_METHODS = {"fit", "train_on_batch", "fit_generator"}
 
 
 def _next_step(path: Path, measurements: list, source: str, modules: set[str]) -> str:
-    """Where the script timed nothing the audit follows but trains with Keras' ``fit``: the command that
-    measures its steps."""
-    if any(not m.tracing for m in measurements) or not ({"keras", "tensorflow"} & modules):
+    """Where the script timed nothing the audit follows but trains with Keras' ``fit``, in its own
+    code or in a module of its own folder that it imports (a project's training helper, whose clock
+    reads the audit does not follow): the command that measures its steps."""
+    if any(not m.tracing for m in measurements):
         return ""
     from whichdevice.audit import static
 
-    if not static.calls_method(source, FIT_METHODS):
+    helpers = static.local_sources(source, path.parent)
+    keras = {"keras", "tensorflow"}
+    own = bool(keras & modules) and static.calls_method(source, FIT_METHODS)
+    elsewhere = [
+        name
+        for name, text in helpers.items()
+        if keras & (modules | static.imported(text)) and static.calls_method(text, FIT_METHODS)
+    ]
+    if not own and not elsewhere:
         return ""
+    where = "" if own else f" (in {', '.join(f'{n}.py' for n in elsewhere)})"
     return (
-        f"it trains with Keras' fit, which times its epochs in its own log: `whichdevice diagnose {path.name}` "
-        "times its training steps, says what slows them, and measures the fixes"
+        f"it trains with Keras' fit{where}, which times its epochs in its own log: `whichdevice diagnose "
+        f"{path.name}` times its training steps, says what slows them, and measures the fixes"
     )
 
 

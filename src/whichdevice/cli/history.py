@@ -20,6 +20,8 @@ from whichdevice.core.validate import check_output_dir, parse_positive_float, pa
 if TYPE_CHECKING:
     from whichdevice.core import records
     from whichdevice.analysis.diff import RunDiff
+    from whichdevice.measure.history import Entry
+    from whichdevice.present.tables import GridCell
 
 
 HISTORY_HELP = "The folder holding history.sqlite (default: $WHICHDEVICE_HOME, else ~/.whichdevice)."
@@ -67,16 +69,33 @@ def history_cmd(
                 GridCell(e.devices),
                 GridCell(e.frameworks),
                 GridCell(str(e.n_results)),
-                GridCell(str(e.n_failed), "bad" if e.n_failed else ""),
+                _failed_cell(e),
                 GridCell("?" if e.n_skipped is None else str(e.n_skipped)),  # not measured: the time budget
                 GridCell(e.path),
             ]
             for e in rows
         ],
-        [],
+        [UNSPLIT] if any(e.n_skipped is None and e.n_failed for e in rows) else [],
         align=("right", "left", "left", "left", "left", "right", "right", "right", "left"),
     )
     terminal.render_grid(console, grid)
+
+
+# A row indexed by a version that counted the cases the time budget did not reach as failed,
+# whose record can no longer be read to split them: its count is an upper bound, not failures.
+UNSPLIT = (
+    "≤ N: indexed by an older version, which counted the cases the time budget did not reach with the failed "
+    "ones; its record is gone, so at most N failed (the others were not measured)"
+)
+
+
+def _failed_cell(e: Entry) -> GridCell:
+    """The failed count: red only when it counts failures alone (see UNSPLIT)."""
+    from whichdevice.present.tables import GridCell
+
+    if e.n_skipped is None and e.n_failed:
+        return GridCell(f"≤ {e.n_failed}")
+    return GridCell(str(e.n_failed), "bad" if e.n_failed else "")
 
 
 def _path(ref: str, argument: str) -> Path:

@@ -230,6 +230,8 @@ def _missing_device_failure(f: Found, e: dict[str, Any]) -> Words:
         if e["timed_before"]
         else " Nothing the script meant to time on the GPU ran."
     )
+    if e.get("timed_after"):  # a notebook's later cells, run all the same on the devices that are here
+        after += f" Its later cells ran all the same: {e['timed_after']} interval(s) timed after it, below."
     first = e["message"]
     return (
         f"The script failed: {dev} does not exist on this machine",
@@ -578,7 +580,8 @@ def _latent_from_source(f: Found, e: dict[str, Any]) -> Words:
         bits.append(f"its loop runs {r.iterations:,} iterations")
     return (
         "Not run here (no GPU): what the GPU timing would measure, read from the source",
-        f"lines {r.start_line}-{r.end_line}: {r.text}",
+        (f"line {r.start_line}" if r.start_line == r.end_line else f"lines {r.start_line}-{r.end_line}")
+        + f": {r.text}",
         f"the script stopped at line {e['stop']} before this timed region, which works on CUDA "
         f"({', '.join(r.cuda_names[:4])}); read from its source, not measured: " + "; ".join(bits) + ".",
         said(f.framework, "fix.latent"),

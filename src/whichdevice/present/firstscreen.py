@@ -49,6 +49,7 @@ NO_PREDICTION = "Would a GPU help? `whichdevice predict --quick` models it (run 
 MAX_LINES = 25  # the first screen's budget at 100 columns
 SHOWN_CHANGES = 3  # changes with their code line; the others that help are named on one line
 SHOWN_CAUSES = 3
+CAUSES_HEAD = "Why it is slow (measured share of the time)"  # the heading every form gives the causes
 
 
 @dataclass(frozen=True)
@@ -155,9 +156,21 @@ def cause_title(c: Cause) -> str:
     return _CAUSE_TITLES[c.kind]
 
 
+def cause_share(c: Cause) -> str:
+    """The cause's measured share as every form writes it: '98%'."""
+    return f"{c.share:.0%}"
+
+
+def causes_folded(causes: list[Cause]) -> str:
+    """Every cause on one line, in the same order, title and share, for a screen too short to
+    give each its own line: '1. Fixed cost per step 98% · 2. Waiting for input 23%'. No cause is
+    left out to save a line (the report and the Markdown list the same ones)."""
+    return " · ".join(f"{i}. {cause_title(c)} {cause_share(c)}" for i, c in enumerate(causes, 1))
+
+
 def cause_text(c: Cause) -> str:
     """'99% of a batch-10 step (Python, dispatch, launches; not per sample)' and the like."""
-    share = f"{c.share:.0%}"
+    share = cause_share(c)
     if c.step is not None:
         return _script_cause_text(c, share)
     if c.kind == "fixed_cost" and c.fix is not None:
@@ -614,16 +627,23 @@ def _round1_only_why(measured: list[CaseResult], rounds: int) -> str:
 # ------------------------------------------------------------------ the terminal
 
 
+def skipped_summary(n: int, failures: list[str]) -> str:
+    """The cases the time budget did not reach, as every form says it: '11 cases not measured
+    (time budget; raise --budget)'. Not measured, never failed. After a case timed out (one of
+    ``failures``, present/notes.failures' lines), that case spent the budget: more budget is not
+    the fix, and the line says so."""
+    timed_out = any(" — timed out after " in f for f in failures)
+    why = "time budget, after a case timed out" if timed_out else "time budget; raise --budget"
+    return f"{n} case{'s' if n != 1 else ''} not measured ({why})"
+
+
 def warnings_line(fs: FirstScreen) -> str:
-    """'2 cases failed; 11 skipped (time budget); points: 19 did not settle, 4 noisy'."""
+    """'2 cases failed; 11 cases not measured (time budget; raise --budget); points: 19 unsettled, 4 noisy'."""
     bits = []
     if fs.failures:
         bits.append(f"{len(fs.failures)} case{'s' if len(fs.failures) > 1 else ''} failed")
-    if fs.skipped:  # after a timeout, more budget is not the fix
-        timed_out = any(" — timed out after " in f for f in fs.failures)
-        bits.append(
-            f"{fs.skipped} skipped ({'time budget, after a case timed out' if timed_out else 'raise --budget'})"
-        )
+    if fs.skipped:
+        bits.append(skipped_summary(fs.skipped, fs.failures))
     if fs.warnings:
         short = {k: name for k, (_, _, name) in _WARNING_KINDS.items()}
         bits.append("points: " + ", ".join(f"{g.count} {short.get(g.kind, g.kind)}" for g in fs.warnings))
@@ -704,18 +724,18 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
     """The first screen as (style, text) lines; style '' is plain, 'code' a line never wrapped.
     Within ``budget`` lines at WIDTH columns: when it would not fit, the blank line before the
     warnings goes first, then the line pointing to --verbose (the warnings line points to the
-    report), then the causes beyond the first (the report lists them all), then every blank line,
-    then the lines naming the changes that did not help or were not measured (the report lists
-    them; a change that helps stays)."""
-    n = len(fs.causes)
-    for n_causes, gap, more in (
-        (n, True, True),
-        (n, False, True),
-        (n, False, False),
-        (2, False, False),
-        (1, False, False),
+    report), then the causes are folded onto the heading's line, each with its title and share
+    (the report and the Markdown say what each share is of), then every blank line, then the
+    lines naming the changes that did not help or were not measured (the report lists them; a
+    change that helps stays). Every cause the report lists is on the screen, in the same order:
+    a cause is never dropped for room."""
+    for folded, gap, more in (
+        (False, True, True),
+        (False, False, True),
+        (False, False, False),
+        (True, False, False),
     ):
-        lines = _screen_lines(fs, report, n_causes, gap, more)
+        lines = _screen_lines(fs, report, folded, gap, more)
         if _height(lines) <= budget:
             return lines
     # still too long (a changed provisional answer, long prediction lines): no blank lines at all
@@ -726,14 +746,22 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
     return [x for x in lines if x not in unhelped]
 
 
-def _screen_lines(fs: FirstScreen, report: str | None, n_causes: int, gap: bool, more: bool) -> list[tuple[str, str]]:
+def _cause_lines(causes: list[Cause], folded: bool) -> list[tuple[str, str]]:
+    """Why it is slow: a line per cause, or (``folded``) every cause on the heading's line."""
+    if not causes:
+        return []
+    if folded:
+        return [("", ""), ("head", f"{CAUSES_HEAD}: {causes_folded(causes)}")]
+    lines = [("", f"  {i}. {cause_title(c)} — {cause_text(c)}") for i, c in enumerate(causes, 1)]
+    return [("", ""), ("head", CAUSES_HEAD), *lines]
+
+
+def _screen_lines(fs: FirstScreen, report: str | None, folded: bool, gap: bool, more: bool) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = [("bold", fs.title)]
     out += [("answer", ("Answer: " if i == 0 else "        ") + a) for i, a in enumerate(fs.answer)]
     if fs.confirmed:
         out.append(("dim", f"        {fs.confirmed}"))
-    if fs.causes[:n_causes]:
-        out += [("", ""), ("head", "Why it is slow (measured share of the time)")]
-        out += [("", f"  {i}. {cause_title(c)} — {cause_text(c)}") for i, c in enumerate(fs.causes[:n_causes], 1)]
+    out += _cause_lines(fs.causes, folded)
     out += [("", ""), ("head", "What to change (measured on this machine, best first)")]
     if not fs.changes:
         out.append(("", f"  {none_text(fs)}"))

@@ -331,7 +331,10 @@ def cpu_16bit_text(c: Cpu16Bit | None) -> str | None:
     if c is None:
         return None
     if c.bf16 and c.fp16:
-        return "This CPU has fast bfloat16 and float16 math (avx512_bf16/amx_bf16 and avx512_fp16/amx_fp16)."
+        return (
+            "This CPU has fast bfloat16 and float16 math (avx512_bf16/amx_bf16 and avx512_fp16/amx_fp16)."
+            + _slower_anyway_text(c)
+        )
     missing = [
         n
         for n, ok in (("bfloat16 (no avx512_bf16/amx_bf16)", c.bf16), ("float16 (no avx512_fp16/amx_fp16)", c.fp16))
@@ -341,5 +344,23 @@ def cpu_16bit_text(c: Cpu16Bit | None) -> str | None:
         "This CPU has no fast 16-bit math for " + " or ".join(missing) + " in /proc/cpuinfo: its 16-bit "
         "arithmetic is not accelerated, so a difference measured here comes from elsewhere (less memory "
         "traffic, different kernels), not from 16-bit compute units; tensor-core GPUs are where mixed "
-        "precision is designed to pay — measure it there."
+        "precision is designed to pay — measure it there." + _slower_anyway_text(c)
+    )
+
+
+def _slower_anyway_text(c: Cpu16Bit) -> str:
+    """The line that reconciles 'this CPU has fast float16 math' with a policy measured
+    significantly slower than float32 on it (its ratio is the one beside the line: the fix's
+    pair or the precision table's column, not restated): the flags say the instructions exist,
+    the measurement says this model's ops do not run on them (a path on them would not be slower
+    than float32); kernels without a 16-bit path convert each value to float32 and back."""
+    if not c.slower_anyway:
+        return ""
+    policies = ", ".join(dict.fromkeys(r.precision for r in c.slower_anyway))
+    types = " and ".join(dict.fromkeys(r.precision.removeprefix("mixed_") for r in c.slower_anyway))
+    return (
+        f" Yet {policies} measured significantly slower than float32 on this CPU: a path on those instructions "
+        f"would not be slower than float32, so this model's {types} ops do not run on them here (the "
+        f"framework's CPU kernels without a {types} path convert each value to float32 and back, an emulation "
+        "that costs more than float32 itself) — keep float32 on this CPU."
     )

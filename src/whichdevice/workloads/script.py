@@ -13,9 +13,10 @@ installed, which times the script's own steps and ends the script there.
 - :func:`variant_of`: a case's parameters -> the capture's variant (``"batch:64"``);
 - :func:`group_key`: Keras fits share one process per round (every variant but mixed precision
   differs only at run time and is timed in turns there); a JAX step's batch variants and a torch
-  loop's autocast take turns with the baseline's cases in one process; a loop's baseline cases
-  (the baseline side of each pair) share one process, their steps dealt out in turn; every other
-  variant has its own;
+  loop's autocast, DataLoader (batch size, workers, pinning), memory-format and compile variants
+  take turns with the baseline's cases in one process (a member the capture hands back, ``alone``,
+  runs in a process of its own); a loop's baseline cases (the baseline side of each pair) share
+  one process, their steps dealt out in turn; every other variant (a thread count) has its own;
 - :func:`run_child`: one script process, its results and how it ended;
 - :func:`notebook_source`: a notebook's code cells as one script.
 """
@@ -26,6 +27,7 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,15 +45,20 @@ KERAS_ENTRIES = ("keras.Model.fit",)
 # A jitted JAX step (frameworks/jax/capture.py): its batch variants tile the step's own inputs, so
 # they differ only in what the capture applies and share the round's process with the baseline.
 STEP_ENTRIES = ("jax.jit train step",)
-# A torch loop's step (frameworks/torch/capture.py): the variants its hooks apply per step, with
-# nothing the script built rebuilt (autocast on and off: frameworks/torch/capture_hooks.SWITCHED),
-# take turns in the round's process with the baseline. The others change what the script builds
-# once (the DataLoader's batch size and workers, the model's memory format, a compiled module) and
-# run the script again in a process of their own.
+# A torch loop's step (frameworks/torch/capture.py): the variants its capture can switch in for a
+# member's steps and back out (frameworks/torch/capture_hooks.TURNS: autocast; the DataLoader's
+# batch size, workers and pinning, fed from a DataLoader the capture builds; the model's memory
+# format; a compiled module; cuDNN's benchmark flag) take turns in the round's process with the
+# baseline, by the variant's name ("batch" for "batch:64"). The thread count, read at import, runs
+# the script again in a process of its own; so does a loader variant under a trainer, whose loop
+# fetches its batches ahead of its steps (a batch would not be its turn's).
+_TORCH_TURNS = ("baseline", "autocast", "batch", "workers", "pin_memory", "channels_last", "compile", "cudnn_benchmark")
 TURN_ENTRIES: dict[str, tuple[str, ...]] = {
-    "torch.optim.Optimizer.step": ("baseline", "autocast"),
-    "torch.Tensor.backward": ("baseline", "autocast"),
+    "torch.optim.Optimizer.step": _TORCH_TURNS,
+    "torch.Tensor.backward": _TORCH_TURNS,
 }
+# Variants of TURN_ENTRIES fed by the capture's own DataLoader.
+LOADER_TURNS = ("batch", "workers", "pin_memory")
 # Each framework's capture (frameworks/<fw>/capture.py) a measuring child installs.
 CAPTURES = {
     "tensorflow": ["tensorflow"],
@@ -117,7 +124,10 @@ def shares_child(p: dict[str, Any]) -> bool:
         return not (v.startswith("precision:") and v != "precision:float32")
     if p.get("entry") in STEP_ENTRIES:
         return v == "baseline" or v.startswith("batch:")
-    return v in TURN_ENTRIES.get(str(p.get("entry")), ("baseline",))
+    name = v.partition(":")[0]
+    if name in LOADER_TURNS and (p.get("trainer") or (name == "workers" and not sys.platform.startswith("linux"))):
+        return False  # a trainer fetches ahead; workers are paused between turns only on Linux
+    return name in TURN_ENTRIES.get(str(p.get("entry")), ("baseline",))
 
 
 def group_key(spec: CaseSpec) -> tuple[Any, ...] | None:
@@ -297,6 +307,7 @@ def run_here(job: dict[str, Any], spec: CaptureSpec, captures: list[str]) -> Chi
     capturekit.T0 = time.perf_counter()
     capturekit.OWNER.clear()
     capturekit.FINISHERS.clear()
+    capturekit.CLOSERS.clear()
     capturekit.PROGRESS.update(steps=0, begun=0)
     capturekit.ENTRIES.clear()
     capturekit.TICKS.update(n=0, told=float("-inf"), source=None)
@@ -415,7 +426,15 @@ def time_group(
         # a torch loop's members take turns: one result each, by place (baseline cases share a name)
         run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:])), first.framework)
         placed = {int(r["member"]): r for r in run.results if r.get("member") is not None}
-        return [_timed(placed.get(j), run, limit, overhead_s) for j in range(len(variants))]
+        back = [j for j in range(len(prepared)) if (placed.get(j) or {}).get("alone")]
+        if back and any(j not in placed for j in range(len(prepared))):
+            return _without(prepared, back, fw, policy, overhead_s)
+        return [
+            _alone(s, overhead_s)
+            if (placed.get(j) or {}).get("alone")
+            else _timed(placed.get(j), run, limit, overhead_s)
+            for j, s in enumerate(prepared)
+        ]
     n = len(prepared)
     run = _run(p, _spec(p, first.device, "baseline", steps=n * int(p.get("steps") or 10)), first.framework)
     result = run.results[0] if run.results else None
@@ -429,6 +448,22 @@ def time_group(
         dealt["data_wait_s"] = list(result.get("data_wait_s") or [])[j::n]
         out.append(_timed(dealt, run, limit, overhead_s))
     return out
+
+
+def _without(prepared: list[CaseSpec], back: list[int], fw: Any, policy: Any, overhead_s: float) -> list[Any]:
+    """The script raised in a handed-back member's turn, so the run gave the others nothing: they
+    take turns again without it, and it runs in a process of its own."""
+    rest = [j for j in range(len(prepared)) if j not in back]
+    again = dict(zip(rest, time_group([prepared[j] for j in rest], fw, policy, overhead_s) if rest else []))
+    return [_alone(s, overhead_s) if j in back else again[j] for j, s in enumerate(prepared)]
+
+
+def _alone(spec: CaseSpec, overhead_s: float):
+    """A member the shared process handed back (its capture found it cannot take turns in this
+    script's loop): timed in a process of its own, or the exception to record."""
+    p = spec.params
+    run = _run(p, _spec(p, spec.device, variant_of(p)), spec.framework)
+    return _timed(run.results[0] if run.results else None, run, float(p.get("child_limit_s") or 60), overhead_s)
 
 
 # ------------------------------------------------------------------ notebooks

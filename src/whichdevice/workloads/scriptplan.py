@@ -13,8 +13,8 @@ Then the cases, sized from the measured step as the Keras ``--model`` path sizes
 (``suite.size_user_cases``): every script process pays the script's imports and data loading
 (``setup_s``, measured in the pre-flight, counted once per process and shown apart), then
 its steps. Variants that take turns in the round's shared process (``script.shares_child``: a
-Keras fit's, a JAX step's batches, a torch loop's autocast) cost their steps only: the set-up is
-paid once for all of them. Round 1 is planned to ``ROUND1_SHARE`` of the budget left after the measuring
+Keras fit's, a JAX step's batches, a torch loop's autocast, DataLoader, memory format and compile
+variants) cost their steps only: the set-up is paid once for all of them. Round 1 is planned to ``ROUND1_SHARE`` of the budget left after the measuring
 child's start-up, so round 2 (the deciding cases again, in a fresh process) fits in the rest;
 what does not fit is left out and said (``cut``), never started and skipped.
 """
@@ -365,6 +365,8 @@ def preflight(
         "loader": r.get("loader") or {},
         "conv2d": bool(r.get("conv2d")),
         "trainer": r.get("trainer"),  # the trainer whose loop ran the step (Lightning, the HF Trainer), or None
+        # batches a torch loop took from its DataLoader in its first step (2: it fetches ahead)
+        "fetches": int(r.get("fetches") or 0),
         "preflight_s": float((run.finished.wall_s if run.finished else 0.0)),
         "entry_call": chosen,
         "entries": entries,
@@ -638,9 +640,24 @@ def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str
     return out
 
 
+# Plan the fixes that take turns before those that pay the set-up again (False: in priority order
+# only, as the plan was before most torch variants took turns; benchmarks/setup_runs.py compares).
+TURNS_FIRST = True
+
+
+def _loader_alone(facts: dict[str, Any], p: dict[str, Any]) -> bool:
+    """A torch loader variant that the shared process will hand back to a process of its own
+    (``capture_hooks.alone_why``): the pre-flight saw the loop take its batches ahead of its steps
+    (or several a step), or a DataLoader with worker processes of its own."""
+    if p.get("entry") not in script.TURN_ENTRIES or script.variant_of(p).partition(":")[0] not in script.LOADER_TURNS:
+        return False
+    return int(facts.get("fetches") or 1) > 1 or bool(int((facts.get("loader") or {}).get("num_workers") or 0))
+
+
 def _cost(c: _Costs, facts: dict[str, Any], params: dict[str, Any], keras: bool) -> tuple[float, bool]:
     """One case's cost: its share of the shared process, or a process of its own (then True)."""
     p = {**params, "entry": facts["entry"], "batch": params.get("batch", facts["batch"]), "user_batch": facts["batch"]}
+    p["trainer"] = facts.get("trainer")  # a trainer's loop: the loader variants run alone (script.shares_child)
     trace = XLA_TRACE_FACTOR if params.get("jit_compile") is True else 1.0
     if keras and script.shares_child(p):  # a later trace in the same process: measured 0.35-0.5 of the first
         trace *= LATER_TRACE
@@ -649,7 +666,8 @@ def _cost(c: _Costs, facts: dict[str, Any], params: dict[str, Any], keras: bool)
     )
     if params.get("torch_compile") is True:
         m += TORCH_COMPILE_S
-    return (m, False) if script.shares_child(p) else (c.process(m), True)
+    shared = script.shares_child(p) and not _loader_alone(facts, p)
+    return (m, False) if shared else (c.process(m), True)
 
 
 def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[str, Any]:
@@ -679,7 +697,11 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
     for fix, what, params in _variants(facts, gpu):
         groups.setdefault(fix, []).append((what, params))
     longest = in_turns = shared
-    for fix, members in groups.items():
+    # the fixes that take turns in the shared process first (each in priority order): a fix that
+    # pays the set-up again would otherwise crowd out several that cost their steps only, and a
+    # larger budget measure fewer fixes than a smaller one
+    own = {f: TURNS_FIRST and any(_cost(c, facts, p, keras)[1] for _w, p in ms) for f, ms in groups.items()}
+    for fix, members in sorted(groups.items(), key=lambda g: own[g[0]]):
         costs = [_cost(c, facts, params, keras) for _what, params in members]
         cost = sum(x for x, _ in costs)
         if used + cost <= plan_s:

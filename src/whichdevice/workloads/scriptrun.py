@@ -253,4 +253,17 @@ def execute(
         except BaseException as e:  # noqa: BLE001 (the script's own error, quoted to the user)
             traceback.print_exc(file=sys.stderr)
             end = {"type": "end", "status": "script_error", "error": _error(e), "where": _where(e, script)}
+        finally:
+            _close(end)
         return _closing(end, got, seen)
+
+
+def _close(end: dict[str, Any]) -> None:
+    """What the captures started beside the script, ended (``capturekit.CLOSERS``)."""
+    from whichdevice.frameworks.common import capturekit
+
+    for close in list(capturekit.CLOSERS):
+        try:
+            close(end)
+        except Exception:  # noqa: BLE001 (one capture's clean-up must not stop the others')
+            traceback.print_exc(file=sys.stderr)

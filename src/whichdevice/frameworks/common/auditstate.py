@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 AUDIT_STATE_VERSION = 1
+# How a notebook's timing magic starts once translated (audit/notebook.MAGICS, a call of it).
+MAGICS_CALL = "__whichdevice_magics__."
 MAX_READS = 50_000  # beyond this, reads are counted but not snapshotted (memory)
 MAX_INTERVALS = 50_000
 RERUN_BUDGET_S = 3.0  # seconds of interleaved rounds per compared pair (at least interleave.MIN_ROUNDS)
@@ -145,6 +147,9 @@ class State:
     exit_code: int | None = None
     timed_out: bool = False
     hang_line: dict | None = None
+    # A notebook's cells after the one that stopped on a missing device, each run here all the same:
+    # {"cell", "line", "error"} (error None: it ran).
+    cells_after_stop: list[dict] = field(default_factory=list)
     fd_limit_reached: int | None = None  # the script left no file descriptor free: the limit (RLIMIT_NOFILE)
     started: float = field(default_factory=_perf)
     script_s: float | None = None
@@ -216,8 +221,12 @@ class State:
         return b["kind"] if b else ""
 
     def source(self, line: int) -> str:
-        """The script's source line ``line``, stripped and cut to 200 characters."""
-        return linecache.getline(self.script, line).strip()[:200]
+        """The script's source line ``line``, stripped and cut to 200 characters; a notebook's timing
+        magic as the notebook wrote it (its translation keeps it in a comment: audit/notebook.py)."""
+        text = linecache.getline(self.script, line).strip()
+        if text.startswith(MAGICS_CALL) and "  # %" in text:
+            text = text[text.index("  # %") + len("  # ") :]
+        return text[:200]
 
     def to_json(self) -> dict:
         with self.lock:
@@ -254,6 +263,7 @@ class State:
                 "exit_code": self.exit_code,
                 "timed_out": self.timed_out,
                 "hang_line": self.hang_line,
+                "cells_after_stop": list(self.cells_after_stop),
                 "fd_limit_reached": self.fd_limit_reached,
                 "reruns": list(self.reruns),
                 "interleaved": list(self.interleaved),

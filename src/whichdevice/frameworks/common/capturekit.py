@@ -30,6 +30,10 @@ IMPORTED: dict[str, float] = {}
 # Called when the script ends on its own before a capture had all its steps (a short script: 2
 # epochs of 8 batches): each hands over the steps it has, if any (``scriptrun.execute``).
 FINISHERS: list[Callable[[], None]] = []
+# Called with the script's end line however the script ended (its own error too): what a capture
+# started beside the script (worker processes it built, paused between turns) ended with it, and
+# the variant whose turn it raised in said (``scriptrun.execute``).
+CLOSERS: list[Callable[[dict[str, Any]], None]] = []
 # How far the script's training got, for the line that says where it stopped (an error, an exit):
 # the steps ended so far, and whether the next one had begun (its model called, its tape opened).
 PROGRESS: dict[str, int] = {"steps": 0, "begun": 0}

@@ -28,6 +28,15 @@ Variants the hooks apply per step without rebuilding anything of the script's
 j gets steps j, j + n, ...), each with its own warm-up, timed steps, waits, copies and reads, so
 the script's imports and data loading are paid once for all of them and slow drift hits each
 alike. One result per member (``member``: its place, as members may share a variant name).
+
+The variants that change what the script built once take turns the same way
+(``capture_hooks.TURNS``): from the second step on, each member's turn switches its variant in
+and the turn's end switches it back out (``capture_hooks.enter``/``leave``, outside the timed
+steps): a DataLoader's batch size, workers or pinning (a DataLoader the capture builds from the
+script's own arguments, whose batches the script's loop receives in that member's turns), the
+model's memory format, a compiled module. A loader member whose batches could not be its turn's
+(a loop that fetches ahead, a trainer's) is handed back at the first step's end (``alone``): the
+measuring child runs it in a process of its own.
 """
 
 from __future__ import annotations
@@ -60,6 +69,8 @@ class Member:
     syncs: dict[str, float] = field(default_factory=lambda: {"count": 0, "s": 0.0})
     entry_calls: int = 0
     why_not: str | None = None
+    samples: int | None = None  # rows of the last batch its steps received
+    extra: int = 0  # more warm-up: its first step ran the script's own settings (turns switch from the second)
 
 
 @dataclass
@@ -90,6 +101,14 @@ class Capture:
     why_not: str | None = None  # a variant found not to fit before the first step
     trainer: str | None = None  # the trainer whose loop runs the step (trainers.py), None: the script's own loop
     done: bool = False
+    turns: bool = False  # several members: the built variants are switched in at their turns (hooks.enter)
+    fed: Any = None  # the script's DataLoader whose batches a loader member's Feed replaces
+    feeds: dict[int, Any] = field(default_factory=dict)  # each loader member's Feed, by its place
+    feed: Any = None  # the Feed of the member whose turn it is, or None: the script's own batches
+    compiled: dict[Any, Any] = field(default_factory=dict)  # a compile member's compiled modules
+    cudnn_was: bool = False  # the script's cudnn.benchmark, outside a cudnn_benchmark member's turns
+    fetches: int = 0  # batches taken from one iterator in the first step (hooks._count_fetch)
+    fetched: Any = None  # a weak reference to that iterator
 
     @property
     def variant(self) -> str:
@@ -100,14 +119,34 @@ class Capture:
         return self.now.step_s if self.now is not None else []
 
 
-def _turn_to(cap: Capture, m: Member) -> None:
-    """``m``'s turn: the hooks count into its copies, reads, entry calls and misfit reason."""
-    if cap.now is not None:
-        cap.now.entry_calls, cap.now.why_not = cap.entry_calls, cap.why_not
+def _turn_to(cap: Capture, m: Member) -> bool:
+    """``m``'s turn: the hooks count into its copies, reads, entry calls and misfit reason; from
+    the second step on, the last member's variant switched out and ``m``'s in (True: done)."""
+    was = cap.now
+    switch = cap.turns and cap.last is not None and was is not m
+    if was is not None:
+        was.entry_calls, was.why_not = cap.entry_calls, cap.why_not
+        if switch:
+            hooks.leave(cap, was)
     cap.now, cap.h2d, cap.syncs = m, m.h2d, m.syncs
     cap.entry_calls, cap.why_not = m.entry_calls, m.why_not
+    if switch:
+        hooks.enter(cap, m)
     if cap.first_call is not None:
-        cap.timing = len(m.warmup_s) >= hooks.warmup_steps(cap)
+        cap.timing = not _warming(cap, m)
+    return switch
+
+
+def _warm(cap: Capture, m: Member) -> int:
+    """``m``'s warm-up steps."""
+    return hooks.warmup_steps(cap, m.variant) + m.extra
+
+
+def _warming(cap: Capture, m: Member) -> bool:
+    """Whether ``m``'s next step is a warm-up: its own, or one while another member still warms up
+    (a compile's tracing leaves compile workers and caches busy; no member's timed steps begin
+    before every member's warm-up ended, so none is timed beside another's start-up)."""
+    return len(m.warmup_s) < _warm(cap, m) or any(not x.step_s and len(x.warmup_s) < _warm(cap, x) for x in cap.live)
 
 
 def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
@@ -115,14 +154,22 @@ def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
     is imported already). ``sink`` receives the one result dict."""
     cap = Capture(spec=spec, sink=sink)
     for i, v in enumerate((spec.variant, *spec.also)):
-        if i and v not in hooks.SWITCHED:  # it changes what the script builds: a run of its own
-            why = f"'{v}' needs a run of the script of its own (only {', '.join(hooks.SWITCHED)} take turns)"
+        why: str | None = None
+        if i and v.partition(":")[0] not in hooks.TURNS:  # set before the script runs: a run of its own
+            why = f"'{v}' needs a run of the script of its own (only {', '.join(hooks.TURNS)} take turns)"
+        elif i:  # the first member's is said as the script imports torch (hooks.install)
+            why = hooks.device_why_not(spec, v)
+        if why:
             sink(capturekit.result(spec, status="not_applicable", variant=v, why_not=why, member=i))
             continue
         cap.members.append(Member(v, i))
     cap.live = list(cap.members)
+    cap.turns = len(cap.members) > 1
+    if cap.turns and cap.members[0].variant.partition(":")[0] in hooks.BUILT:
+        cap.members[0].extra = 1  # its first step runs before the turns switch anything
     _turn_to(cap, cap.members[0])
     capturekit.FINISHERS.append(lambda: _script_ended(cap))  # a short script: the steps it ran
+    capturekit.CLOSERS.append(lambda end: _closed(cap, end))  # the script ended anyhow
     capturekit.after_import("torch", lambda torch: hooks.install(torch, cap, _HANDLERS))
 
 
@@ -136,7 +183,7 @@ def first_step(cap: Capture, entry: str, optimizer: Any = None) -> None:
     capturekit.OWNER.append(entry)
     if cap.first_call is None:  # no module called yet (plain tensors, or a closure's forward)
         cap.first_call = _perf()
-        cap.timing = hooks.warmup_steps(cap) == 0
+        cap.timing = (_warm(cap, cap.now) if cap.now is not None else hooks.warmup_steps(cap)) == 0
 
 
 def _misfit(cap: Capture) -> str | None:
@@ -146,7 +193,7 @@ def _misfit(cap: Capture) -> str | None:
     assert m is not None
     if cap.why_not:
         return cap.why_not
-    return hooks.why_not(cap, m.variant.partition(":")[0]) if not (m.warmup_s or m.step_s) else None
+    return hooks.why_not(cap, m.variant) if not (m.warmup_s or m.step_s) else None
 
 
 def boundary(cap: Capture) -> None:
@@ -162,9 +209,10 @@ def boundary(cap: Capture) -> None:
         capturekit.timing(entry=cap.entry, framework="torch")  # the parent learns what a cut pre-flight timed
     m = cap.now
     assert m is not None
-    why = _misfit(cap)
-    after = cap.live[(cap.live.index(m) + 1) % len(cap.live)]  # the next member's turn
-    if why:
+    back = _hand_back_alone(cap, m) if first and cap.turns else None
+    why = back or _misfit(cap)
+    after = cap.live[(cap.live.index(m) + 1) % len(cap.live)] if m in cap.live else cap.live[0]
+    if why and m in cap.live:
         _drop(cap, m, why)
     if first:
         hooks.after_first_step(cap)  # the variants applied from the second step on
@@ -172,14 +220,16 @@ def boundary(cap: Capture) -> None:
     now = _perf()
     start = cap.last if cap.last is not None else (cap.first_call or now)
     if not why:
-        if len(m.warmup_s) < hooks.warmup_steps(cap):
+        if _warming(cap, m):
             m.warmup_s.append(now - start)
         else:
             m.step_s.append(now - start)
             m.data_wait_s.append(cap.wait_now)
     cap.wait_now = 0.0
     cap.last = now
-    _turn_to(cap, after)
+    if _turn_to(cap, after):  # what the switch took is no member's step
+        hooks.sync(cap)
+        cap.last = _perf()
     if all(len(x.step_s) >= cap.spec.steps for x in cap.live):
         _send(cap, "ok", stopped="steps")
     elif all(len(x.step_s) >= 3 for x in cap.live) and capturekit.since_start() > cap.spec.deadline_s:
@@ -194,6 +244,26 @@ def _drop(cap: Capture, m: Member, why: str) -> None:
     cap.live.remove(m)
     cap.why_not = None
     cap.sink(result(cap, "not_applicable", why, None, m))
+
+
+def _hand_back_alone(cap: Capture, m: Member) -> str | None:
+    """At the first step's end: the members that cannot take turns here (``hooks.alone_why``)
+    handed back, said with ``alone`` so that the measuring child runs each in a process of its
+    own; a reason if ``m``, whose step just ended, is one of them."""
+    cap.fed, cap.fetched = cap.loader, None
+    out = None
+    for x in list(cap.live):
+        why = hooks.alone_why(cap, x.variant)
+        if why is None:
+            continue
+        cap.live.remove(x)
+        r = result(cap, "not_applicable", f"it needs a run of the script of its own here: {why}", None, x)
+        cap.sink({**r, "alone": True})
+        if x is m:
+            out = why
+    if not cap.live:
+        _send(cap, "ok", stopped="steps")
+    return out
 
 
 def _send(cap: Capture, status: str, *, why_not: str | None = None, stopped: str | None = None) -> None:
@@ -216,6 +286,8 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None, 
     entry point's calls in the timed steps (a GAN's two optimizers: two a step), the trainer whose
     loop ran the step (Lightning, the HF Trainer; None: the script's own loop)."""
     first = cap.first_call if cap.first_call is not None else _perf()
+    feed = cap.feeds.get(m.index)
+    fed = feed.settings() if feed is not None else None
     return capturekit.result(
         cap.spec,
         status=status,
@@ -225,8 +297,8 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None, 
         why_not=why_not,
         step_s=list(m.step_s),
         warmup_s=list(m.warmup_s),
-        samples_per_step=cap.samples,
-        batch_size=hooks.loader_batch(cap.loader),
+        samples_per_step=m.samples or cap.samples,
+        batch_size=fed["batch_size"] if fed else hooks.loader_batch(cap.loader),
         setup_s=max(0.0, first - capturekit.T0),
         data_wait_s=list(m.data_wait_s) if cap.loader is not None else [],
         h2d=dict(m.h2d),
@@ -240,6 +312,8 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None, 
         stopped=stopped,
         trainer=cap.trainer,
         cpu_threads=cap.torch.get_num_threads() if cap.torch is not None else None,  # what the steps ran with
+        fed=fed,  # a loader member's DataLoader as its turns used it (None: the script's own)
+        fetches=cap.fetches,  # batches the loop took from its DataLoader in its first step (2: ahead)
     )
 
 
@@ -249,6 +323,22 @@ def _script_ended(cap: Capture) -> None:
         cap.live = [m for m in cap.live if m.step_s]
         if cap.live:
             _send(cap, "ok", stopped="script end")
+
+
+def _closed(cap: Capture, end: dict) -> None:
+    """The script ended (``capturekit.CLOSERS``): the turns' workers shut down; if it raised in the
+    turn of a member switched in (a step that cannot take its batch size, its compiled module),
+    that member handed back (``alone``), so that the measuring child runs the others again without
+    it and it in a process of its own, where the error is its own."""
+    hooks.close_feeds(cap)
+    m = cap.now
+    raised = end.get("status") == "script_error" and end.get("exit_code") is None
+    if not raised or cap.done or not cap.turns or m is None or cap.last is None or m not in cap.live:
+        return
+    if m.variant.partition(":")[0] in hooks.BUILT:
+        cap.done = True
+        why = f"the script raised {end.get('error')} in this variant's turn"
+        cap.sink({**result(cap, "not_applicable", why, None, m), "alone": True})
 
 
 def _not_applicable(cap: Capture, why: str) -> None:

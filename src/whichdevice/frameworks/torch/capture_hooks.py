@@ -11,7 +11,10 @@ Each ``hook_*`` patches one family of entry points and keeps what it sees in the
   first step unless a variant needs it;
 - :func:`hook_loader`: ``DataLoader.__init__`` (the script's settings, the loader variants),
   ``__iter__`` (which loader feeds the loop) and the iterator's ``__next__`` (the wait for data);
-- :func:`hook_tensors`: ``Tensor.to``/``.cuda`` (host-to-device copies) and the host reads.
+- :func:`hook_tensors`: ``Tensor.to``/``.cuda`` (host-to-device copies) and the host reads;
+- :func:`enter` / :func:`leave`: a member's turn in a run that times several variants in turns
+  (``capture.py``'s members): its DataLoader (:class:`Feed`), memory format or compiled module
+  switched in for its steps and back out after them.
 
 Copies and reads are counted only from the script's code (not torch's own: Adam reads its step
 count with ``.item()``), and only during the timed steps.
@@ -40,6 +43,12 @@ MODULE_VARIANTS = ("autocast", "channels_last", "compile", "cudnn_benchmark")
 # the script built once (a DataLoader's batch size or workers, the model's memory format, a
 # compiled module, the thread count read at import): a run of their own.
 SWITCHED = ("baseline", "autocast")
+# The variants that take turns all the same, each switched in for its member's steps and back out
+# after them (:func:`enter`, :func:`leave`): the batches of a DataLoader the capture builds with the
+# script's settings but the variant's, the model's memory format, a compiled module, cuDNN's
+# benchmark flag. Not the thread count (read at import) nor persistent workers (not planned).
+BUILT = ("batch", "workers", "pin_memory", "channels_last", "compile", "cudnn_benchmark")  # switched in and out
+TURNS = (*SWITCHED, *BUILT)
 VARIANTS = ("baseline", *LOADER_VARIANTS, *MODULE_VARIANTS, "threads")
 _perf = time.perf_counter
 _TORCH_DIR = ["//no torch yet//"]  # torch's own folder: calls from there are not the script's
@@ -91,8 +100,9 @@ def install(torch: Any, cap: Any, on: Handlers) -> None:
     hook_tensors(torch, cap)
 
 
-def device_why_not(spec: Any) -> str | None:
-    name, _ = variant(spec)
+def device_why_not(spec: Any, v: str | None = None) -> str | None:
+    """Why the variant (``v``: a member's; None: the spec's) cannot apply on this device, or None."""
+    name = str(v if v is not None else spec.variant).partition(":")[0]
     if name not in VARIANTS:
         return f"'{name}' is not a PyTorch fix (PyTorch's: {', '.join(VARIANTS[1:])})"
     if spec.device != "gpu" and name == "pin_memory":
@@ -190,8 +200,8 @@ def _top_call(cap: Any, m: Any) -> None:
     the model's first call (channels_last converts it; cudnn.benchmark is switched on)."""
     if cap.first_call is None:
         cap.first_call = _perf()
-        cap.timing = warmup_steps(cap) == 0
-        if variant(cap.spec)[0] == "cudnn_benchmark":
+        cap.timing = warmup_steps(cap) + (cap.now.extra if cap.now is not None else 0) == 0
+        if variant(cap.spec)[0] == "cudnn_benchmark" and not cap.turns:
             cudnn = cap.torch.backends.cudnn
             if cudnn.benchmark:
                 cap.why_not = "the script already sets torch.backends.cudnn.benchmark = True"
@@ -199,7 +209,7 @@ def _top_call(cap: Any, m: Any) -> None:
     if any(m is k for k in cap.modules):
         return
     cap.modules.append(m)
-    if variant(cap.spec)[0] == "channels_last" and _convs(cap.torch, m):
+    if variant(cap.spec)[0] == "channels_last" and not cap.turns and _convs(cap.torch, m):
         m.to(memory_format=cap.torch.channels_last)
 
 
@@ -249,6 +259,7 @@ def hook_loader(torch: Any, cap: Any) -> None:
     data = torch.utils.data
     dataloader = importlib.import_module("torch.utils.data.dataloader")
     orig_init, orig_iter = data.DataLoader.__init__, data.DataLoader.__iter__
+    _LOADER_INIT[0] = orig_init
     orig_next = dataloader._BaseDataLoaderIter.__next__
     sig = inspect.signature(orig_init)
 
@@ -265,8 +276,10 @@ def hook_loader(torch: Any, cap: Any) -> None:
             out = orig_init(*bound.args, **bound.kwargs)
         else:
             self._whichdevice_user = user = _settings(a)
+            # the script's own arguments: a member's turn builds its DataLoader from them (Feed)
+            self._whichdevice_args = {k: v for k, v in a.items() if k != "self"}
             change = loader_change(cap.spec, user)
-            if isinstance(change, dict) and not cap.done:
+            if isinstance(change, dict) and not cap.done and not cap.turns:  # in turns: a Feed's
                 a.update(change)
             out = orig_init(*bound.args, **bound.kwargs)
         _remember(self)
@@ -274,20 +287,40 @@ def hook_loader(torch: Any, cap: Any) -> None:
 
     def iter_(self):  # type: ignore[no-untyped-def]
         cap.loader = self
-        return orig_iter(self)
+        it = orig_iter(self)
+        try:
+            it._whichdevice_loader = self  # which loader's batches it gives (a turn's Feed replaces them)
+        except AttributeError:  # an iterator class with __slots__: never fed by a turn
+            pass
+        return it
 
     def next_(self):  # type: ignore[no-untyped-def]
         cap.iterator = weakref.ref(self)
+        _count_fetch(cap, self)
+        feed = cap.feed if cap.feed is not None and getattr(self, "_whichdevice_loader", None) is cap.fed else None
         t = _perf()
         try:
-            out = orig_next(self)
+            out = feed.next(orig_next, orig_iter) if feed is not None else orig_next(self)
         finally:
             cap.wait_now += _perf() - t
         cap.samples = _rows(torch, out) or cap.samples
+        if cap.now is not None:
+            cap.now.samples = _rows(torch, out) or cap.now.samples
         return out
 
     data.DataLoader.__init__, data.DataLoader.__iter__ = init, iter_
     dataloader._BaseDataLoaderIter.__next__ = next_
+
+
+def _count_fetch(cap: Any, it: Any) -> None:
+    """Batches taken from one iterator before the first step ended: one in a loop that takes
+    each step's batch as the step begins; two where it fetches the next batch ahead (a
+    prefetcher, a trainer's fetcher), or several where a step takes several (gradient
+    accumulation): then a batch is not its turn's, and the loader variants cannot take turns."""
+    if cap.last is not None:
+        return
+    cap.fetches = cap.fetches + 1 if cap.fetched is not None and cap.fetched() is it else 1
+    cap.fetched = weakref.ref(it)  # weakly: an iterator the script drops ends its workers as before
 
 
 # The batch samplers of the DataLoaders built so far, each with the script's settings of its loader.
@@ -330,10 +363,11 @@ def _settings(a: dict) -> dict:
     }
 
 
-def loader_change(spec: Any, user: dict) -> dict | str | None:
-    """The settings the variant gives a DataLoader the script built with ``user``'s, or why it
-    does not fit it; None for a variant that is not a loader's."""
-    name, value = variant(spec)
+def loader_change(spec: Any, user: dict, v: str | None = None) -> dict | str | None:
+    """The settings the variant (``v``: a member's; None: the spec's) gives a DataLoader the
+    script built with ``user``'s, or why it does not fit it; None for a variant that is not a
+    loader's."""
+    name, _, value = str(v if v is not None else spec.variant).partition(":")
     if name not in LOADER_VARIANTS:
         return None
     if name == "batch":
@@ -431,14 +465,15 @@ def trained_modules(cap: Any) -> list[Any]:
     return [m for m in cap.modules if any(id(p) in held for p in m.parameters())]
 
 
-def why_not(cap: Any, name: str | None = None) -> str | None:
-    """Why the variant (``name``: a member's; None: the spec's) does not fit this script (None:
-    it does), seen at its first step."""
-    name = name or variant(cap.spec)[0]
+def why_not(cap: Any, v: str | None = None) -> str | None:
+    """Why the variant (``v``: a member's, as ``batch:64``; None: the spec's) does not fit this
+    script (None: it does), seen at its first step."""
+    v = str(v if v is not None else cap.spec.variant)
+    name = v.partition(":")[0]
     if name in LOADER_VARIANTS:
         if cap.loader is None:
             return "no DataLoader feeds the training loop"
-        change = loader_change(cap.spec, cap.loader._whichdevice_user)
+        change = loader_change(cap.spec, cap.loader._whichdevice_user, v)
         return change if isinstance(change, str) else None
     if name in MODULE_VARIANTS and not cap.trained:
         return "the step trains no torch.nn.Module the script calls (its optimizer holds plain tensors)"
@@ -453,7 +488,7 @@ def after_first_step(cap: Any) -> None:
     """The variant holds from now on: the trained modules compiled (``compile``), and the module
     hook removed where no variant needs it any more."""
     name, _ = variant(cap.spec)
-    if name == "compile":
+    if name == "compile" and not cap.turns:  # in turns: at its member's turns (enter)
         for m in cap.trained:
             m.compile()
     members = {str(v).partition(":")[0] for v in (cap.spec.variant, *cap.spec.also)}
@@ -461,10 +496,11 @@ def after_first_step(cap: Any) -> None:
         cap.torch.nn.Module.__call__ = _MODULE_CALL[0]
 
 
-def warmup_steps(cap: Any) -> int:
-    """The spec's warm-up steps, and one more for ``compile``: its first step ran eager (the
-    modules are compiled after it), and its second compiles them."""
-    return int(cap.spec.warmup_steps) + (variant(cap.spec)[0] == "compile")
+def warmup_steps(cap: Any, v: str | None = None) -> int:
+    """The spec's warm-up steps for the variant (``v``: a member's; None: the spec's), and one
+    more for ``compile``: alone, its first step ran eager (the modules are compiled after it)
+    and its second compiles them; in turns, its first turn compiles them."""
+    return int(cap.spec.warmup_steps) + (str(v if v is not None else cap.spec.variant) == "compile")
 
 
 def sync(cap: Any) -> None:
@@ -506,8 +542,191 @@ def dataset_size(loader: Any) -> int | None:
 
 def stop_workers(cap: Any) -> None:
     """The DataLoader's worker processes ended with the capture (the child exits without the
-    interpreter's teardown, and a worker would wait up to 5 s to see its parent gone)."""
+    interpreter's teardown, and a worker would wait up to 5 s to see its parent gone), the turns'
+    Feeds' with them."""
+    close_feeds(cap)
     it = cap.iterator() if cap.iterator is not None else None
     shutdown = getattr(it, "_shutdown_workers", None)
     if shutdown is not None:
         shutdown()
+
+
+# ------------------------------------------------------------------ turns
+
+
+def alone_why(cap: Any, v: str) -> str | None:
+    """Why a member cannot take turns in this run but needs a run of the script of its own, seen
+    at the end of the first step (None: it can). A loader member's batches come from a DataLoader
+    built for it; that is sound only where the script's own loop takes each step's batch as the
+    step begins, from a plain DataLoader without worker processes of its own (whose workers would
+    go on loading during the other members' steps)."""
+    name = v.partition(":")[0]
+    loader = cap.fed
+    if name not in LOADER_VARIANTS or loader is None or not isinstance(_user_change(cap, v), dict):
+        return None  # not a loader's, or its misfit is said at its first step (why_not)
+    if cap.trainer is not None:
+        return "a trainer's loop fetches its batches ahead of its steps"
+    if cap.fetches > 1:
+        return "the loop takes its batches ahead of its steps, or several a step"
+    if type(loader) is not cap.torch.utils.data.DataLoader:
+        return "the script's DataLoader is a class of its own"
+    if int(loader._whichdevice_user["num_workers"]):
+        return "the script's DataLoader has worker processes, which load on during the other variants' steps"
+    if name == "workers" and not PAUSABLE:
+        return "worker processes can be paused between turns only on Linux"
+    return None
+
+
+def _user_change(cap: Any, v: str) -> dict | str | None:
+    user = getattr(cap.fed, "_whichdevice_user", None)
+    return loader_change(cap.spec, user, v) if user is not None else "no settings kept"
+
+
+# Worker processes are paused between their member's turns (SIGSTOP, SIGCONT), so that they load
+# only during its steps, as they would in a run of their own; a paused worker cannot see its parent
+# end, so it is started with the kernel's parent-death signal (Linux only).
+PAUSABLE = sys.platform.startswith("linux")
+
+
+def _worker_start(user_init: Any, worker_id: int) -> None:
+    """A Feed's worker: killed by the kernel when the script's process ends, even while paused."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+    if user_init is not None:
+        user_init(worker_id)
+
+
+class Feed:
+    """A loader member's batches: a DataLoader built from the script's own arguments with the
+    variant's settings (what the script would have built), its iterator renewed at each of its
+    epochs' ends, its worker processes paused outside its member's turns."""
+
+    def __init__(self, torch: Any, loader: Any, change: dict) -> None:
+        import functools
+
+        args = {**loader._whichdevice_args, **change}
+        if int(args.get("num_workers") or 0):
+            args["worker_init_fn"] = functools.partial(_worker_start, args.get("worker_init_fn"))
+        cls = torch.utils.data.DataLoader
+        self.loader = cls.__new__(cls)
+        _LOADER_INIT[0](self.loader, **args)  # torch's own __init__: not one of the script's loaders
+        self.iterator: Any = None
+        self.paused = False
+
+    def next(self, orig_next: Any, orig_iter: Any) -> Any:
+        """The next batch, a new epoch of the Feed's loader begun where one ended."""
+        for _ in range(2):
+            if self.iterator is None:
+                self.iterator = orig_iter(self.loader)
+            try:
+                return orig_next(self.iterator)
+            except StopIteration:
+                self.iterator = None
+        raise RuntimeError("the DataLoader built for this variant gives no batch")
+
+    def pids(self) -> list[int]:
+        return [int(w.pid) for w in getattr(self.iterator, "_workers", None) or [] if w.pid]
+
+    def pause(self, stop: bool) -> None:
+        import signal
+
+        if not PAUSABLE or self.paused == stop:
+            return
+        for pid in self.pids():
+            try:
+                os.kill(pid, signal.SIGSTOP if stop else signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        self.paused = stop
+
+    def close(self) -> None:
+        """Its workers resumed (a paused one would not see the shutdown) and shut down."""
+        self.pause(False)
+        shutdown = getattr(self.iterator, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+        self.iterator = None
+
+    def settings(self) -> dict:
+        """What fed the member's steps: the batch size, workers and pinning used."""
+        it = self.iterator
+        return {
+            "batch_size": loader_batch(self.loader),
+            "num_workers": int(getattr(it, "_num_workers", self.loader.num_workers) or 0),
+            "pin_memory": bool(self.loader.pin_memory),
+            "worker_pids": self.pids(),
+        }
+
+
+_LOADER_INIT: list[Any] = [None]  # DataLoader.__init__ as torch had it
+
+
+def close_feeds(cap: Any) -> None:
+    """Every Feed's workers resumed and shut down (the capture's end, or the script's)."""
+    for feed in list(cap.feeds.values()):
+        feed.close()
+    cap.feed = None
+
+
+def enter(cap: Any, m: Any) -> None:
+    """``m``'s turn begins (after the first step): its Feed's batches, or its model's memory format
+    or compiled module, switched in."""
+    name = m.variant.partition(":")[0]
+    torch = cap.torch
+    if name in LOADER_VARIANTS and cap.fed is not None:
+        if m.index not in cap.feeds:
+            change = loader_change(cap.spec, cap.fed._whichdevice_user, m.variant)
+            if not isinstance(change, dict):  # said at its first step (why_not)
+                return
+            cap.feeds[m.index] = Feed(torch, cap.fed, change)
+        cap.feed = cap.feeds[m.index]
+        cap.feed.pause(False)
+    elif name == "channels_last":
+        _memory_format(cap, torch.channels_last)
+    elif name == "cudnn_benchmark":
+        cudnn = torch.backends.cudnn
+        cap.cudnn_was = bool(cudnn.benchmark)  # the script's own setting, back at the turn's end
+        if cap.cudnn_was:
+            cap.why_not = "the script already sets torch.backends.cudnn.benchmark = True"
+        cudnn.benchmark = True
+    elif name == "compile":
+        for k in cap.trained:
+            if k not in cap.compiled:
+                k.compile()  # nn.Module.compile: torch.compile of the module's call, kept on it
+                cap.compiled[k] = k._compiled_call_impl
+            k._compiled_call_impl = cap.compiled[k]
+
+
+def leave(cap: Any, m: Any) -> None:
+    """``m``'s turn ends: the script's own batches, memory format and eager modules back."""
+    name = m.variant.partition(":")[0]
+    if name in LOADER_VARIANTS and cap.feed is not None:
+        cap.feed.pause(True)
+        cap.feed = None
+    elif name == "channels_last":
+        _memory_format(cap, cap.torch.contiguous_format)
+    elif name == "cudnn_benchmark":
+        cap.torch.backends.cudnn.benchmark = cap.cudnn_was
+    elif name == "compile":
+        for k in cap.compiled:
+            k._compiled_call_impl = None
+
+
+def _memory_format(cap: Any, fmt: Any) -> None:
+    """The trained convolutional modules in ``fmt`` (their parameters and gradients, kept the same
+    tensors, so the optimizer holds them still), and the optimizer's state of their 4-d parameters
+    with them, as a run converted at its start would have it."""
+    torch = cap.torch
+    for k in cap.trained:
+        if _convs(torch, k):
+            k.to(memory_format=fmt)
+    for opt in list(_OPTIMIZERS):
+        for state in opt.state.values():
+            for t in state.values():
+                if isinstance(t, torch.Tensor) and t.dim() == 4:
+                    t.data = t.contiguous(memory_format=fmt)

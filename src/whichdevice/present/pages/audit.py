@@ -238,8 +238,40 @@ def render(console: Console, record: AuditRecord, png: Path | None = None, *, lo
                 f"{', '.join(str(x) for x in nb['cell_first_lines'][:12])}{'…' if len(nb['cell_first_lines']) > 12 else ''})."
             )
         )
+        after = notebook_after_stop(record)
+        if after:
+            console.print(escape(after))
     for n in record.notes:
         console.print(f"[yellow]Note:[/yellow] {escape(n)}")
+
+
+def notebook_after_stop(record: AuditRecord) -> str:
+    """The cells after the one that stopped on a missing device, as run here: which ran (on the
+    device that is here, audited above) and which could not (read from the source: findings)."""
+    cells = (record.notebook or {}).get("cells_after_stop") or []
+    if not cells:
+        return ""
+    stop = (record.exception or {}).get("line")
+    ran = [c for c in cells if c.get("error") is None]
+    failed = [c for c in cells if c.get("error") is not None]
+    bits = []
+    if ran:
+        bits.append(
+            f"cell{'s' if len(ran) > 1 else ''} {', '.join(str(c['cell']) for c in ran)} ran on this machine's "
+            "devices (their timings are audited above)"
+        )
+    if failed:
+        bits.append(
+            "could not run here: "
+            + "; ".join(f"cell {c['cell']} (line {c['line']}: {c['error']})" for c in failed)
+            + " — read from the source instead (findings above)"
+        )
+    at = f" at line {stop}" if stop else ""
+    return (
+        f"After the cell that stopped{at} on a missing device, the later cells were run all the same: "
+        + "; ".join(bits)
+        + "."
+    )
 
 
 def verdict_lines(record: AuditRecord) -> list[str]:
@@ -265,7 +297,8 @@ def verdict_lines(record: AuditRecord) -> list[str]:
             + why
             + ". Clocks followed: "
             + ", ".join(clocks_mod.CLOCKS_FOLLOWED)
-            + ". Its own printed times (if any) came from elsewhere (a library's log, a clock the audit does not follow)."
+            + ". "
+            + _untimed_why(record)
             + (f" Next: {record.next_step}." if record.next_step else "")
         ]
     about = {i for f in record.findings for i in f.measurements}
@@ -275,10 +308,28 @@ def verdict_lines(record: AuditRecord) -> list[str]:
     return [seen + "; what they measured is in the findings above."]
 
 
+def _untimed_why(record: AuditRecord) -> str:
+    """Why no timing was seen, only what is true of this run: a script that stopped (an exception,
+    the timeout) stopped before any end - start of its own; one that ran to its end and printed
+    times read them from a clock the audit does not follow or a library's own log."""
+    stopped = record.timed_out or record.exception is not None or (record.exit_code not in (0, None))
+    if not stopped:
+        return (
+            "If it printed times, they were read outside its own code (a module it imports, a library's own log) "
+            "or from a clock the audit does not follow."
+        )
+    line = (record.exception or {}).get("line") or (record.hang_line or {}).get("line")
+    at = f" at line {line}" if line else ""
+    read = ", after reading the clock," if record.clocks_read else ""
+    return f"It stopped{at}{read} before computing an end - start with any of those clocks."
+
+
 def render_html(record: AuditRecord) -> str:
     sections = [
         html_mod.Section(
-            "What the script measured", grids=grids(record), lines=[_status_line(record), *verdict_lines(record)]
+            "What the script measured",
+            grids=grids(record),
+            lines=[_status_line(record), *verdict_lines(record), *[x for x in [notebook_after_stop(record)] if x]],
         )
     ]
     if record.findings:

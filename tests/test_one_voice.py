@@ -1,0 +1,216 @@
+"""One voice: the terminal's first screen, the HTML report and `report --markdown` of a record
+read the same analysis output, so they name the same causes of slowness in the same order with
+the same shares, count the same failed cases, and say the same of the cases the time budget did
+not reach ("not measured (time budget ...)", never "failed").
+
+Every record in tests/data is rendered as `whichdevice report` renders it (the terminal page
+without --verbose, at the first screen's 100 columns; the HTML page; the Markdown of each page).
+A terminal that listed 1 cause where the HTML and the Markdown listed 3 (the 25-line first
+screen was full) is what this catches: a short screen folds the causes onto one line instead."""
+
+from __future__ import annotations
+
+import html as htmltext
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from whichdevice.analysis import facade
+from whichdevice.cli import report as report_cli
+from whichdevice.core import records
+from whichdevice.core.errors import UsageError
+from whichdevice.present import firstscreen, html, markdown, output, registry
+
+DATA = Path(__file__).parent / "data"
+HEAD = "Why it is slow (measured share of the time)"  # the causes' heading, in every form
+
+
+def _records() -> list[tuple[Path, object]]:
+    out = []
+    for path in sorted(DATA.rglob("*.json")):
+        try:
+            out.append((path, report_cli.load_any(path)))
+        except UsageError:  # a fixture that is not a record (op lists, telemetry series)
+            continue
+    return out
+
+
+RECORDS = _records()
+
+
+def _renders(record: object) -> dict[str, str]:
+    """The terminal page (no --verbose), the HTML page's source and the Markdown of its pages."""
+    with tempfile.TemporaryDirectory() as tmp, output.unseen(), html.capturing() as pages:
+        with open(Path(tmp) / "screen.txt", "w") as f:  # a file: lines are printed whole, never wrapped
+            con = Console(record=True, width=firstscreen.WIDTH, file=f)
+            shown = facade.analyze(record) if isinstance(record, records.RunRecord) else record  # an audit: as is
+            registry.render(con, shown, Path(tmp) / "r.png", loglog=True)
+        pages_html = [p.read_text(encoding="utf-8") for p in sorted(Path(tmp).glob("*.html"))]
+        return {
+            "terminal": con.export_text(),
+            "html": "\n".join(pages_html),
+            "markdown": "\n".join(markdown.page_markdown(p) for p in pages),
+        }
+
+
+_SHARE = r"(\d+%)"
+
+
+def _terminal_causes(text: str) -> list[tuple[str, str]]:
+    lines = text.splitlines()
+    head = [i for i, line in enumerate(lines) if line.startswith(HEAD)]
+    if not head:
+        return []
+    line = lines[head[0]]
+    if line != HEAD:  # folded: '...: 1. Fixed cost per step 98% · 2. ...'
+        folded = line[len(HEAD) + 2 :]
+        return [
+            (m.group(1), m.group(2)) for part in folded.split(" · ") if (m := re.match(r"\d+\. (.+) (\d+%)$", part))
+        ]
+    out = []
+    for below in lines[head[0] + 1 :]:
+        m = re.match(rf"  \d+\. (.+?) — {_SHARE}", below)
+        if not m:
+            break
+        out.append((m.group(1), m.group(2)))
+    return out
+
+
+def _html_causes(page: str) -> list[tuple[str, str]]:
+    block = re.search(r"<h3>Why it is slow[^<]*</h3>\s*<ol>(.*?)</ol>", page, re.S)
+    if block is None:
+        return []
+    items = re.findall(rf"<li><b>(.+?)</b> — {_SHARE}", block.group(1))
+    return [(htmltext.unescape(t), s) for t, s in items]
+
+
+def _markdown_causes(text: str) -> list[tuple[str, str]]:
+    return re.findall(rf"^\d+\. \*\*(.+?)\*\* — {_SHARE}", text, re.M)
+
+
+def _failed_counts(forms: dict[str, str]) -> dict[str, int]:
+    """The failed cases each form counts: the terminal's first screen in its warnings line, a
+    page without one on its 'Failed:' lines; the HTML and the Markdown one 'Failed:' each."""
+    term = forms["terminal"]
+    m = re.search(r"^Warnings: (\d+) cases? failed", term, re.M)
+    return {
+        "terminal": int(m.group(1)) if m else len(re.findall(r"^Failed: ", term, re.M)),
+        "html": len(re.findall(r"<b>Failed:</b>", forms["html"])),
+        "markdown": len(re.findall(r"^> Failed: ", forms["markdown"], re.M)),
+    }
+
+
+@pytest.mark.parametrize("path,record", RECORDS, ids=[str(p.relative_to(DATA)) for p, _ in RECORDS])
+def test_the_three_forms_say_the_same_causes_failures_and_not_measured(path, record):
+    forms = _renders(record)
+    causes = {
+        "terminal": _terminal_causes(forms["terminal"]),
+        "html": _html_causes(forms["html"]),
+        "markdown": _markdown_causes(forms["markdown"]),
+    }
+    assert causes["terminal"] == causes["html"] == causes["markdown"], causes
+    if not isinstance(record, records.RunRecord):  # an audit record: no cause, no case the budget cut
+        assert not causes["terminal"] and "not measured (time budget" not in forms["terminal"]
+        return
+    result = facade.analyze(record)
+    if isinstance(result, facade.Suite):  # the causes the analysis returned, in its order
+        want = [(firstscreen.cause_title(c), f"{c.share:.0%}") for c in result.verdict.causes]
+        assert causes["markdown"] == want[: firstscreen.SHOWN_CAUSES]
+
+    failed = sum(r.status == "failed" for r in record.results)
+    skipped = sum(r.status == "skipped" for r in record.results)
+    if forms["html"] and forms["markdown"]:  # a page with a report: every form counts them
+        assert _failed_counts(forms) == {"terminal": failed, "html": failed, "markdown": failed}
+        said = f"{skipped} case{'s' if skipped != 1 else ''} not measured (time budget" if skipped else None
+        for form, text in forms.items():
+            plain = htmltext.unescape(re.sub(r"<[^>]+>", " ", text))
+            assert (said in plain) if said else ("not measured (time budget" not in plain), form
+            # a case the budget did not reach is never called failed in any form
+            assert not re.search(r"failed: skipped|Failed:[^\n]*the time budget ran out", plain), form
+
+
+def test_a_full_first_screen_folds_its_causes_and_drops_none():
+    """The README's run: 3 causes; its first screen is full at 25 lines. The terminal listed only
+    the first while the report listed 3: now they are folded onto one line, each with its share."""
+    record = report_cli.load_any(DATA / "run_cpu_readme.json")
+    assert isinstance(record, records.RunRecord)
+    forms = _renders(record)
+    term = _terminal_causes(forms["terminal"])
+    assert [t for t, _ in term] == ["Fixed cost per step", "Python in the input pipeline", "Waiting for input"]
+    assert term == _markdown_causes(forms["markdown"])
+    body = forms["terminal"].split("Report: ")[0]  # the page as printed, without the path line
+    assert len(body.splitlines()) + 1 <= firstscreen.MAX_LINES - firstscreen.AFTER_PAGE
+
+
+def test_a_screen_with_room_lists_each_cause_on_its_own_line():
+    record = report_cli.load_any(DATA / "run_cpu_2core.json")
+    assert isinstance(record, records.RunRecord)
+    term = _renders(record)["terminal"]
+    assert f"{HEAD}\n  1. Fixed cost per step — " in term
+    assert len(_terminal_causes(term)) == 3
+
+
+def _flags_and_float16(record: records.RunRecord, *, fast: bool, slower_by: float) -> records.RunRecord:
+    """``record`` as if its CPU had avx512_fp16/amx_fp16 and avx512_bf16/amx_bf16 (``fast``),
+    its mixed_float16 precision case ``slower_by`` times slower."""
+
+    def scaled(t: records.Timing) -> records.Timing:
+        return t.model_copy(
+            update={
+                "samples_s": [x * slower_by for x in t.samples_s],
+                "rounds_s": [[x * slower_by for x in r] for r in t.rounds_s] if t.rounds_s else t.rounds_s,
+            }
+        )
+
+    out = []
+    for r in record.results:
+        if r.spec.params.get("kind") == "precision":
+            r = r.model_copy(
+                update={"metrics": {**r.metrics, "cpu_fast_bf16": float(fast), "cpu_fast_fp16": float(fast)}}
+            )
+            if r.spec.params["precision"] == "mixed_float16" and r.timing is not None:
+                r = r.model_copy(update={"timing": scaled(r.timing)})
+        out.append(r)
+    return record.model_copy(update={"results": out})
+
+
+def test_fast_16bit_flags_beside_a_much_slower_float16_are_reconciled_in_one_line():
+    """A Keras mixed_float16 fit measured 224× slower than float32 beside 'This CPU has fast
+    bfloat16 and float16 math (amx_bf16 ...)': two lines that read as a contradiction. The note
+    now says, from the measurement, that the float16 ops do not run on those instructions here."""
+    record = report_cli.load_any(DATA / "run_cpu_2core.json")
+    assert isinstance(record, records.RunRecord)
+    slow = _flags_and_float16(record, fast=True, slower_by=224.0)
+    md = _renders(slow)["markdown"]
+    row = next(line for line in md.splitlines() if "Mixed precision" in line and "float32 -> mixed_float16" in line)
+    assert re.search(r"mixed_float16: \d+× slower \(95 % CI", row)
+    assert "This CPU has fast bfloat16 and float16 math" in row
+    assert "Yet mixed_float16 measured significantly slower than float32 on this CPU" in row
+    assert "float16 ops do not run on them here" in row
+    # the same record, float16 not slower: the flags' line alone, no explanation to make
+    same = _renders(_flags_and_float16(record, fast=True, slower_by=1.0))["markdown"]
+    assert "This CPU has fast bfloat16 and float16 math" in same and "Yet mixed_float16" not in same
+    # no fast flags: the slowdown is what the existing 'not accelerated' line explains
+    plain = _renders(_flags_and_float16(record, fast=False, slower_by=224.0))["markdown"]
+    assert "no fast 16-bit math" in plain and "Yet mixed_float16" not in plain
+
+
+SUITES = [(p, r) for p, r in RECORDS if isinstance(r, records.RunRecord) and r.experiment in ("run", "diagnose")]
+
+
+@pytest.mark.parametrize("path,record", SUITES, ids=[str(p.relative_to(DATA)) for p, _ in SUITES])
+def test_no_screen_budget_drops_a_cause(path, record):
+    """However few lines the first screen has (a long answer, a changed provisional answer, a
+    prediction), every cause the report lists is on it, in the same order, with its share."""
+    from whichdevice.present.suitepage import first_screen
+
+    result = facade.analyze(record)
+    assert isinstance(result, facade.Suite)
+    fs = first_screen(record, result.verdict)
+    want = [(firstscreen.cause_title(c), f"{c.share:.0%}") for c in fs.causes]
+    for budget in range(firstscreen.MAX_LINES, 5, -1):
+        text = "\n".join(t for _, t in firstscreen.screen_lines(fs, report="r.html", budget=budget))
+        assert _terminal_causes(text) == want, (budget, text)
