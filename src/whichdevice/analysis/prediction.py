@@ -109,6 +109,8 @@ class GpuAnswer:
     """One batch: the measured CPU step, the calibrated GPU prediction, who wins."""
 
     batch: int
+    # the CPU's step as gpudecision.cpu_step takes it: its undisturbed median, its band's low and
+    # high edges (named for the quartiles they are when its times held steady)
     cpu_s: float | None
     cpu_q1_s: float | None
     cpu_q3_s: float | None
