@@ -13,6 +13,26 @@ alone lies outside the band, a steadier CPU measurement. Nothing is claimed past
 batch measured: planned batches the run did not measure (the time budget cut them) are named.
 ``run`` (present/firstscreen.py) and ``predict`` (present/predictscreen.py) both word this one
 decision with present/claims.gpu_decision_words.
+
+**The CPU's inputs** (``cpu_step``) are the ones load disturbs least, so that the same machine
+gives the same answer at load 4 and at load 9. Other programs on the cores only ever add time
+to a step, never take it away: Python's timeit says of its repeats that the lowest gives the
+machine's speed and the higher ones are "typically ... other processes interfering", and pyperf
+runs many processes because one process's numbers do not predict the next one's. So each
+process's undisturbed step is read from the quickest quarter of its steps, which load reaches
+last: its lower quartile and its 10th percentile give the spread of the undisturbed steps
+(normal quantiles: q1 - p10 = 0.607 sigma), hence their median (q1 + 0.674 sigma) and their
+quartiles (``low`` = q1, ``high`` = q1 + 1.35 sigma); the least disturbed process (the lowest
+such median) gives the CPU's step. Three recorded runs of the same sweep on the 2-core machine
+(load 6.5 to 10.7, tests/data/run_cpu_*) had pooled medians of 0.70-0.80 ms at batch 8 and pooled
+upper quartiles of 0.96-3.2 ms; with this estimate the three give one per-batch answer, with the
+pooled figures two. A step whose quiet steps are skewed to the right is read a little
+quick: the CPU's side of a "GPU wins" answer is then, if anything, favoured. How far the CPU's
+times varied (``CpuStep.varied``) is kept; above ``VARIED`` load may have reached even the
+quickest quarter of the steps (at load 12 on 2 cores each process gets a sixth of a core), so
+the band's lower edge is widened to the quickest step of any process (timeit's lower bound).
+Only that edge: load only makes the CPU look slower, so what it can make wrong is a GPU said to
+win; a GPU then wins only where it beats even the quickest CPU step measured. The screen says so.
 """
 
 from __future__ import annotations
@@ -23,11 +43,64 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from whichdevice.analysis.costmodel import Band
+from whichdevice.core import stats
 
 if TYPE_CHECKING:
     from whichdevice.analysis.prediction import GpuAnswer
 
 TOO_CLOSE = "too_close"  # the ratio band straddles 1 (present/prediction.winner_text words it)
+
+
+# Above this, the CPU's times are said to have varied under load (``CpuStep.varied``): a
+# quieter process of the recorded sweeps (tests/data/run_cpu_readme.json's round 1) keeps its
+# upper quartile within 1.2-1.65x of its median; the loaded ones reach 2-5x.
+VARIED = 2.0
+
+
+@dataclass(frozen=True)
+class CpuStep:
+    """The CPU's step at one batch as the prediction takes it (seconds): ``mid`` the undisturbed
+    median of the least disturbed process, ``low``..``high`` its undisturbed quartiles
+    (``cpu_step``); ``varied``: the largest of the pooled upper quartile over ``mid``, the
+    slowest process's median over ``mid``, and ``mid`` over the quickest step (a process slowed
+    throughout: at load 20 one predict sweep's steps were 7x its quickest); ``processes``: how many."""
+
+    mid: float
+    low: float
+    high: float
+    varied: float
+    processes: int
+
+
+# Standard normal quantiles: the 10th percentile and the lower quartile lie 1.2816 and 0.6745
+# standard deviations below the median.
+_Z10, _Z25 = 1.2816, 0.6745
+
+
+def cpu_step(rounds: Sequence[Sequence[float]]) -> CpuStep:
+    """The CPU's step from its samples per process (``Timing.rounds``): per process, the
+    undisturbed steps' spread from its quickest quarter (sigma = (q1 - p10) / 0.607), their
+    median q1 + 0.674 sigma and upper quartile q1 + 1.35 sigma; the process with the lowest
+    such median gives the step. When the times varied more than ``VARIED``, the band reaches
+    down to the quickest step measured."""
+    per = []
+    for r in rounds:
+        if not r:
+            continue
+        q1, p10 = stats.quantile(r, 0.25), stats.quantile(r, 0.10)
+        sigma = (q1 - p10) / (_Z10 - _Z25)
+        per.append((q1 + _Z25 * sigma, q1, q1 + 2 * _Z25 * sigma, stats.median(r)))
+    if not per:
+        raise ValueError("a CPU step from no samples")
+    mid, low, high, _ = min(per)
+    pooled = [x for r in rounds for x in r]
+    slowest = max(m for *_, m in per)
+    quickest = min(pooled)
+    # a process slowed throughout (every step disturbed) shows as its quickest step far below the rest
+    varied = max(stats.quantile(pooled, 0.75) / mid, slowest / mid, mid / quickest) if quickest > 0 else 1.0
+    if varied > VARIED:  # load may have slowed even the quickest quarter: the band reaches the quickest step
+        low = min(low, quickest)
+    return CpuStep(mid, low, high, varied, len(per))
 
 
 def ratio_band(cpu_median: float, cpu_q1: float, cpu_q3: float, gpu: Band) -> Band:

@@ -1,10 +1,12 @@
 """``predict``: measured CPU steps beside the cost model's GPU steps; and the validation of
 the model on recorded GPU runs. Pure functions of records, descriptions and profiles.
 
-The GPU band is calibrated on the model's validation errors (``errormodel.py``). The
-predicted winner at a batch is "too close: measure it" when the CPU's measured quartile
-range overlaps the GPU's calibrated band (the model cannot separate them there); the
-crossover is ``analysis.crossover.find_crossover`` on the CPU medians and the GPU band mids.
+The GPU band is calibrated on the model's validation errors (``errormodel.py``). The CPU's
+step at each batch is the one load disturbs least (``gpudecision.cpu_step``: the least
+disturbed process's median, its band from the lower half of its samples), the same for
+``run`` and ``predict``. The predicted winner at a batch is "too close: measure it" when the
+ratio band of the two straddles 1 (gpudecision.batch_winner); the crossover is
+``analysis.crossover.find_crossover`` on the CPU medians and the GPU band mids.
 
 ``gpu_would_help`` is the one-call answer for other commands (``run`` on a CPU-only
 machine): measured CPU steps and the traced op lists in, one row per batch out.
@@ -12,13 +14,22 @@ machine): measured CPU steps and the traced op lists in, one row per batch out.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
 from typing import Any, cast
 
 from whichdevice.analysis import costmodel, errormodel
-from whichdevice.analysis.gpudecision import TOO_CLOSE, GpuDecision, batch_winner, decide, ratio_band
+from whichdevice.analysis.gpudecision import (
+    TOO_CLOSE,
+    VARIED,
+    GpuDecision,
+    batch_winner,
+    cpu_step,
+    decide,
+    ratio_band,
+)
 from whichdevice.core import stats
 from whichdevice.analysis.crossover import Crossover, find_crossover
 from whichdevice.analysis.costmodel import LaunchMode, OpCost, Prediction, WorkloadDescription
@@ -98,6 +109,8 @@ class GpuAnswer:
     """One batch: the measured CPU step, the calibrated GPU prediction, who wins."""
 
     batch: int
+    # the CPU's step as gpudecision.cpu_step takes it: its undisturbed median, its band's low and
+    # high edges (named for the quartiles they are when its times held steady)
     cpu_s: float | None
     cpu_q1_s: float | None
     cpu_q3_s: float | None
@@ -128,7 +141,7 @@ def gpu_would_help(
     *,
     steps_per_execution: int = 1,
 ) -> list[GpuAnswer]:
-    """Would a GPU help? Pure: per batch, the measured CPU step ``(median, q1, q3)`` beside
+    """Would a GPU help? Pure: per batch, the measured CPU step ``(mid, low, high)`` (``gpudecision.cpu_step``) beside
     the GPU step predicted on ``profile`` from the traced op list, with its calibrated band,
     and the winner only when the two do not overlap.
 
@@ -176,6 +189,9 @@ class PredictReport:
     calibrated: str | None = None  # where the band's calibration comes from (None: not calibrated)
     too_close_command: str | None = None  # measure the "too close" batches with this
     decision: GpuDecision = GpuDecision(())  # the one answer run and predict show (gpudecision.decide)
+    # (factor, batch): the most the CPU's times varied at a batch (gpudecision.CpuStep.varied),
+    # when above gpudecision.VARIED; None: they held steady
+    cpu_varied: tuple[float, int] | None = None
 
 
 def predict_report(
@@ -188,13 +204,30 @@ def predict_report(
     planned = [
         as_int(r.spec.params.get("batch", 0)) for r in record.results if r.spec.params.get("probe") != "describe"
     ]
-    return _report(framework, measured, described, failures, profile, errors, spe, planned)
+    report = _report(framework, measured, described, failures, profile, errors, spe, planned)
+    return dataclasses.replace(report, cpu_varied=_varied(record.results))
+
+
+def _varied(results: list[CaseResult]) -> tuple[float, int] | None:
+    """The most the CPU's measured steps varied at one batch, with the batch, when above
+    ``VARIED`` (gpudecision.CpuStep.varied); None when every batch held steady."""
+    worst = max(
+        (
+            (cpu_step(r.timing.rounds).varied, as_int(r.spec.params.get("batch", 0)))
+            for r in results
+            if r.status == "ok" and r.timing is not None and r.spec.params.get("probe") != "describe"
+        ),
+        default=None,
+    )
+    return worst if worst is not None and worst[0] > VARIED else None
 
 
 def _traces_and_steps(
     results: list[CaseResult],
 ) -> tuple[dict[int, WorkloadDescription], dict[int, tuple[float, float, float]], list[str]]:
-    """The op traces by batch, the measured steps (median, q1, q3) by batch, and the failures."""
+    """The op traces by batch, the measured CPU steps by batch as the prediction takes them
+    (``gpudecision.cpu_step``: the least disturbed median, the low and high edges of its band),
+    and the failures."""
     described: dict[int, WorkloadDescription] = {}
     measured: dict[int, tuple[float, float, float]] = {}
     failures = []
@@ -206,8 +239,8 @@ def _traces_and_steps(
         if r.spec.params.get("probe") == "describe":
             described[b] = description_from_metrics(r.metrics, b)
         elif r.timing is not None:
-            t = r.timing
-            measured[b] = (t.median_s, t.q1_s, t.q3_s)
+            step = cpu_step(r.timing.rounds)
+            measured[b] = (step.mid, step.low, step.high)
     return described, measured, failures
 
 
@@ -305,6 +338,21 @@ def interpolated(described: dict[int, WorkloadDescription], batches: list[int]) 
     return out
 
 
+def run_sweep(record: RunRecord) -> list[CaseResult]:
+    """The measured CPU steps a ``run``'s prediction rests on: the seed's steady batch sweep
+    (no sync) in the record's framework."""
+    framework = str(record.options.get("framework") or "tensorflow")
+    return [
+        r
+        for r in record.results
+        if r.spec.workload == "train"
+        and r.spec.framework == framework
+        and r.spec.params.get("kind") == "steady"
+        and r.spec.params.get("sync") == "none"
+        and r.spec.params.get("model") == "seed001"
+    ]
+
+
 def run_prediction(
     record: RunRecord, profile: DeviceProfile, errors: errormodel.ErrorModel | None
 ) -> PredictReport | None:
@@ -314,21 +362,14 @@ def run_prediction(
     before the traces, or a diagnose) or no sweep step to set beside them."""
     framework = str(record.options.get("framework") or "tensorflow")
     traces = [r for r in record.results if is_trace(r.spec) and r.spec.framework == framework]
-    sweep = [
-        r
-        for r in record.results
-        if r.spec.workload == "train"
-        and r.spec.framework == framework
-        and r.spec.params.get("kind") == "steady"
-        and r.spec.params.get("sync") == "none"
-        and r.spec.params.get("model") == "seed001"
-    ]
+    sweep = run_sweep(record)
     if not traces or not sweep:
         return None
     described, measured, failures = _traces_and_steps(traces + sweep)
     every = interpolated(described, sorted(measured)) if described else {}
     planned = [as_int(r.spec.params.get("batch", 0)) for r in sweep]
-    return _report(framework, measured, every or described, failures, profile, errors, planned=planned)
+    report = _report(framework, measured, every or described, failures, profile, errors, planned=planned)
+    return dataclasses.replace(report, cpu_varied=_varied(sweep))
 
 
 # ---------------- validation points from a reference GPU run ----------------

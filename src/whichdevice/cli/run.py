@@ -262,8 +262,9 @@ def _measure_suite(
 
 class ProvisionalAnswer:
     """``measure_with_progress``'s ``on_provisional``: the answer from round 1 of the cases
-    that decide it, printed above the progress line in a terminal unless ``quiet``
-    ("Provisional answer (round 1 of 2): ..."), and kept (``value``) for the record."""
+    that decide it, unless ``quiet``: in a terminal drawn above the progress line and erased
+    with it, so that the final answer replaces it; piped, printed once, saying that the final
+    answer replaces it ("Provisional answer (round 1 of 2; ...)"). Kept (``value``) for the record."""
 
     def __init__(self, quiet: bool, trace: records.StepTrace | None = None) -> None:
         self.quiet = quiet
@@ -290,13 +291,21 @@ class ProvisionalAnswer:
             answer=answer,
             gist=gist,
         )
-        if shown.live and not self.quiet:
+        show = getattr(shown, "show_provisional", None)  # a notebook's progress has no place for it
+        if show is None or self.quiet:
+            return
+        if shown.live:
             lines = [f"Provisional answer (round 1 of {rounds}):", *(f"  {a}" for a in answer)]
-            lines.append(f"  Round {rounds} confirms it or changes it; the full report follows.")
-            for i, line in enumerate(lines):
-                style = "bold green" if i <= 1 else "dim" if i == len(lines) - 1 else None
-                for part in firstscreen.hanging(line, shown.console.width):
-                    firstscreen.print_line(shown.console, part, style)
+            lines.append(f"  Round {rounds} confirms it or changes it; the final answer replaces this one.")
+        else:  # printed for good: it says itself that it is not the answer
+            lines = [f"Provisional answer (round 1 of {rounds}; the final answer at the end replaces it):"]
+            lines += [f"  {a}" for a in answer]
+        styled: list[tuple[str, str | None]] = []
+        for i, line in enumerate(lines):
+            style = "bold green" if i <= 1 else "dim" if i == len(lines) - 1 and shown.live else None
+            width = shown.console.width if shown.live else len(line)  # piped: one line each, never folded
+            styled += [(part, style) for part in firstscreen.hanging(line, width)]
+        show(styled)
 
 
 @dataclass

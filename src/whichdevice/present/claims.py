@@ -170,6 +170,14 @@ def gpu_decision_words(d: GpuDecision, gpu: str) -> str:
     return f"An {gpu} would {joined}"
 
 
+def cpu_varied_words(varied: tuple[float, int] | None) -> str:
+    """'This CPU's times varied 4.8× under load: its least disturbed steps are used, the band
+    widened.' ('' when they held steady: analysis/gpudecision.cpu_step)."""
+    if varied is None:
+        return ""
+    return f"This CPU's times varied {varied[0]:.1f}× under load: its least disturbed steps are used, the band widened."
+
+
 def gpu_decide_words(d: GpuDecision, *, command: bool = True, brief: bool = False) -> str:
     """What would settle what the prediction cannot, and where it stops ('' when nothing);
     ``command``: with the command that measures the too-close batches on a GPU (``predict``
@@ -181,9 +189,7 @@ def gpu_decide_words(d: GpuDecision, *, command: bool = True, brief: bool = Fals
         if d.cpu_spread:  # the CPU's median alone is outside the band: its spread makes it close
             spread = f" (at {', '.join(map(str, d.cpu_spread))} a steadier CPU, on a quieter machine, may decide it)"
         how = f": `{d.command}`" if command and d.command else ""
-        out.append(
-            f"Too close where the GPU's band overlaps this CPU's quartiles{spread}; a run on the GPU decides{how}"
-        )
+        out.append(f"Too close where the GPU's band overlaps this CPU's band{spread}; a run on the GPU decides{how}")
     if d.unmeasured_above:
         top = d.measured[-1] if d.measured else None
         cut = _batches(d.unmeasured_above)

@@ -8,7 +8,10 @@ Not a terminal (piped, redirected, CI): rich draws nothing live, so a line per f
 (the cases of one workload and kind on one device, one after the other), with the count and the
 elapsed time: a script's log moves every few seconds instead of nothing for a minute.
 
-Lines printed through :meth:`CliProgress.say` appear above the live line (the provisional answer).
+Lines printed through :meth:`CliProgress.say` appear above the live line. The provisional answer
+(:meth:`CliProgress.show_provisional`) is drawn inside the live display, above the line, and goes
+with it when measuring ends: the final answer then stands alone, never below an earlier one
+that said something else. Piped, it is printed once, saying that the final answer replaces it.
 """
 
 from __future__ import annotations
@@ -39,12 +42,23 @@ def description_width(width: int) -> int:
 
 def bar_for(console: Console) -> Progress:
     """A rich progress line for ``console``'s width, gone when done: the description cut to
-    fit (ellipsis), never wrapped, so the count and the elapsed time always show."""
+    fit (ellipsis), never wrapped, so the count and the elapsed time always show; lines set
+    as its ``header`` (``_HeadedProgress``) are drawn above it and go with it."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Column
 
+    class _HeadedProgress(Progress):
+        """A Progress that draws ``header`` (rich renderables) above its line, in the same live
+        region: erased with the line when the transient display stops."""
+
+        header: tuple[Any, ...] = ()
+
+        def get_renderables(self) -> Any:
+            yield from self.header
+            yield from super().get_renderables()
+
     width = console.width
-    return Progress(
+    return _HeadedProgress(
         TextColumn(
             "{task.description}",
             table_column=Column(no_wrap=True, overflow="ellipsis", width=description_width(width)),
@@ -141,6 +155,22 @@ class CliProgress:
     def say(self, text: str) -> None:
         """A line above the live line (or simply a line); ``text`` is rich markup."""
         self.console.print(text)
+
+    def show_provisional(self, lines: list[tuple[str, str | None]]) -> None:
+        """The provisional answer, (text, style) per line, each already fitted to the width: in
+        a terminal drawn above the live line and erased with it when measuring ends (the final
+        answer replaces it on the screen); piped, printed once as it is (its first line says
+        that the final answer replaces it); nothing with ``quiet``."""
+        from rich.text import Text
+
+        if self.quiet:
+            return
+        if self._bar is not None:
+            self._bar.header = tuple(Text(t, style=st or "", no_wrap=True, overflow="crop") for t, st in lines)  # type: ignore[attr-defined]  # bar_for's _HeadedProgress
+            self._bar.refresh()
+            return
+        for text, _ in lines:
+            self.console.print(text, soft_wrap=True, markup=False, highlight=False)
 
     def _end_phase(self) -> None:
         """Piped: the phase that just ended, its cases, the count so far and the time."""

@@ -26,6 +26,7 @@ from whichdevice.present import fixes as fixwords
 from whichdevice.present import names
 from whichdevice.present.claims import (
     batch_figure,
+    cpu_varied_words,
     crossover_text,
     gpu_decide_words,
     gpu_decision_words,
@@ -299,10 +300,12 @@ def prediction_lines(
     hint = below
     if d.command:
         hint = f"To decide it: `{d.command}` on the GPU. {below}"
+    varied = cpu_varied_words(report.cpu_varied)
     return [
         f"Would a GPU help? {gpu_decision_words(d, gpu)}{_dominant_words(report, at)}. "
         + (f"{decide} " if decide else "")
-        + source,
+        + source
+        + (f" {varied}" if varied else ""),
         hint,
     ]
 
@@ -506,6 +509,9 @@ def machine_words(record: RunRecord) -> str:
 
 # A provisional answer kept before the per-batch decision: its prediction as a crossover kind.
 _LEGACY_GIST = re.compile(r"^predicted (between|gpu_everywhere|cpu_everywhere|no_data) ")
+# Its words named the profile by its file's name ("predicted on profile 'h100' (NVIDIA H100 80GB
+# HBM3), not measured: it would win ..."): quoted, they say the card, as the screen does now.
+_LEGACY_SAID = re.compile(r"^predicted on profile '[^']*' \((?P<card>[^)]*)\), not measured: it ")
 
 
 def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None = None) -> FirstScreen:
@@ -533,7 +539,7 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
         notes.failures(record),
         footnotes,
         sum(r.status == "skipped" for r in record.results),
-        _confirmed(record, gist, answer),
+        _confirmed(record, gist, answer, _cases_behind(record, v)),
         rebatched_line(record),
     )
 
@@ -556,6 +562,19 @@ def rebatched_line(record: RunRecord) -> str:
         f"A larger batch was measured by re-running your step on its own batch tiled to {', '.join(map(str, tiled))} "
         f"(your script makes its own batches of {o.get('batch')}; it was not changed)."
     )
+
+
+def _cases_behind(record: RunRecord, v: SuiteVerdict) -> list[CaseResult]:
+    """The measured cases the answer rests on: without a GPU, the CPU steps its prediction
+    read (none when there is no prediction: the answer then decides nothing); else the cases
+    that decide it (analysis/suite.answer_cases)."""
+    if v.gpus:
+        return answer_cases(record)
+    if v.gpu_prediction is None:
+        return []
+    from whichdevice.analysis.prediction import run_sweep
+
+    return run_sweep(record)
 
 
 def answer_gist(v: SuiteVerdict, report: PredictReport | None = None, legacy: bool = False) -> list[str]:
@@ -596,15 +615,18 @@ def _hint(record: RunRecord) -> str:
     return f"From one step of your script traced in the pre-flight ({what}); the same diagnose on a GPU measures it."
 
 
-def _confirmed(record: RunRecord, gist: list[str], answer: list[str]) -> str:
+def _confirmed(record: RunRecord, gist: list[str], answer: list[str], behind: list[CaseResult]) -> str:
     """Round 2 against the answer shown after round 1: the same, or changed and what it said
     (its lines that the final answer does not repeat). Said as a confirmation only for the
-    cases round 2 measured again: a case it did not re-measure still rests on round 1 alone."""
+    cases round 2 measured again among ``behind``, the ones the answer rests on (without a GPU:
+    the CPU steps its prediction read, not the matmul or the loops beside them): a case it did
+    not re-measure still rests on round 1 alone. Nothing is said when neither answer decided
+    anything from a measurement (a CPU-only diagnose: "run it on the GPU's machine")."""
     p = record.provisional
-    if p is None:
+    if p is None or (not behind and not p.gist and not gist):
         return ""
     when = f"after round {p.round} of {p.rounds}, at {p.after_s:.0f} s"
-    measured = [r for r in answer_cases(record) if r.status == "ok" and r.timing is not None]
+    measured = [r for r in behind if r.status == "ok" and r.timing is not None]
     again = sum(len(r.timing.rounds) >= p.rounds for r in measured if r.timing is not None)
     n = len(measured)
     if not n:
@@ -613,6 +635,7 @@ def _confirmed(record: RunRecord, gist: list[str], answer: list[str]) -> str:
     if p.gist != gist:
         said = ([a for a in p.answer if a not in answer] or p.answer)[0]
         said = said.removeprefix("Would a GPU help? ").split("; ")[0].rstrip(".")  # its claim, not its details
+        said = _LEGACY_SAID.sub(lambda m: f"an {m['card']}, predicted, ", said)
     if not again:
         why = _round1_only_why(measured, p.rounds)
         if said:
@@ -746,8 +769,10 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
     Within ``budget`` lines at WIDTH columns: when it would not fit, the blank line before the
     warnings goes first, then the line pointing to --verbose (the warnings line points to the
     report), then the causes are folded onto the heading's line, each with its title and share
-    (the report and the Markdown say what each share is of), then every blank line. Every cause
-    the report lists is on the screen, in the same order: a cause is never dropped for room."""
+    (the report and the Markdown say what each share is of), then every blank line, then the
+    lines naming the changes that did not help or were not measured (the report lists them; a
+    change that helps stays). Every cause the report lists is on the screen, in the same order:
+    a cause is never dropped for room."""
     for folded, gap, more in (
         (False, True, True),
         (False, False, True),
@@ -758,7 +783,11 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
         if _height(lines) <= budget:
             return lines
     # still too long (a changed provisional answer, long prediction lines): no blank lines at all
-    return [x for x in lines if x != ("", "")]
+    lines = [x for x in lines if x != ("", "")]
+    if _height(lines) <= budget:
+        return lines
+    unhelped = {("dim", f"  {t}") for t in _packed(tail_lines(fs), WIDTH - 2) if not t.startswith("Also helps: ")}
+    return [x for x in lines if x not in unhelped]
 
 
 def _cause_lines(causes: list[Cause], folded: bool) -> list[tuple[str, str]]:

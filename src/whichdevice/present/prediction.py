@@ -15,7 +15,7 @@ from whichdevice.present import names
 from whichdevice.present.terminal import print_table
 
 from whichdevice.present.tables import Align
-from whichdevice.present.claims import crossover_text, gpu_decide_words, gpu_decision_words
+from whichdevice.present.claims import cpu_varied_words, crossover_text, gpu_decide_words, gpu_decision_words
 
 if TYPE_CHECKING:
     from whichdevice.analysis.costmodel import Assumption, Extrapolation
@@ -169,7 +169,7 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
     band_name = "80 % band" if report.calibrated else "model band, not calibrated"
     columns: tuple[tuple[str, Align], ...] = (
         ("batch", "right"),
-        ("CPU step ms (measured, q1–q3)", "right"),
+        ("CPU step ms (measured, band)", "right"),
         (f"GPU step ms (predicted [{band_name}])", "right"),
         ("winner", "left"),
         ("GPU time mostly", "left"),
@@ -190,18 +190,7 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
             dom = f"{r.gpu.dominant} {share:.0%}"
         t.add_row(str(r.batch), cpu, g, winner_text(r), dom, str(r.kernels))
     print_table(console, t)
-    if report.cannot_predict:
-        console.print(
-            f"[red]Cannot predict:[/red] {escape(CANNOT_PREDICT[report.cannot_predict])}. "
-            "Measure on a real GPU (whichdevice train) for this model."
-        )
-    else:
-        card = gpu.description if gpu else "the profiled GPU"
-        console.print(f"Answer: {escape(gpu_decision_words(report.decision, card))}.")
-        console.print(
-            f"Crossover of the medians (measured CPU vs predicted GPU): "
-            f"{escape(crossover_text(report.crossover, 'samples'))}"
-        )
+    _print_answer(console, report, gpu.description if gpu else "the profiled GPU")
     if report.calibrated:
         console.print(
             "The band holds the measured step in about 80 % of cases: it is calibrated on the model's own "
@@ -221,6 +210,24 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
         console.print(f"[yellow]Extrapolated (band widened):[/yellow] {escape(e)}")
     for f in report.failures:
         console.print(f"[red]Failed:[/red] {escape(f)}")
+
+
+def _print_answer(console: Console, report: PredictReport, card: str) -> None:
+    """The answer under the table: the decision, how far the CPU's times varied, the crossover
+    of the medians; or why there is none."""
+    if report.cannot_predict:
+        console.print(
+            f"[red]Cannot predict:[/red] {escape(CANNOT_PREDICT[report.cannot_predict])}. "
+            "Measure on a real GPU (whichdevice train) for this model."
+        )
+        return
+    console.print(f"Answer: {escape(gpu_decision_words(report.decision, card))}.")
+    varied = cpu_varied_words(report.cpu_varied)
+    if varied:
+        console.print(escape(varied))
+    console.print(
+        f"Crossover of the medians (measured CPU vs predicted GPU): {escape(crossover_text(report.crossover, 'samples'))}"
+    )
 
 
 def plot_predict(report: PredictReport, png: Path, loglog: bool, title: str) -> None:

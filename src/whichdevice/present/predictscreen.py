@@ -12,7 +12,7 @@ from rich.console import Console
 from whichdevice.core.records import RunRecord
 from whichdevice.core.units import seconds
 from whichdevice.present import names
-from whichdevice.present.claims import gpu_decide_words, gpu_decision_words
+from whichdevice.present.claims import cpu_varied_words, gpu_decide_words, gpu_decision_words
 from whichdevice.present.prediction import CANNOT_PREDICT, assumption_text, extrapolation_text, winner_text
 
 if TYPE_CHECKING:
@@ -34,10 +34,11 @@ def answer_lines(report: PredictReport, record: RunRecord, gpu: str) -> list[str
         ]
     d = report.decision
     band = "calibrated 80 % band" if report.calibrated else "the model's own band, not calibrated"
+    varied = cpu_varied_words(report.cpu_varied)
     return [
         f"Answer: {model}: {gpu_decision_words(d, gpu)}.",
         f"        Predicted GPU step ({band}) against the CPU measured here, not measured on the GPU.",
-    ]
+    ] + ([f"        {varied}"] if varied else [])
 
 
 def screen_lines(report: PredictReport, record: RunRecord, profile: DeviceProfile) -> list[tuple[str, str]]:
@@ -51,7 +52,7 @@ def screen_lines(report: PredictReport, record: RunRecord, profile: DeviceProfil
         )
     ]
     out += [("answer", line) for line in answer_lines(report, record, gpu)]
-    out += [("", ""), ("head", "  batch   CPU step (measured, q1–q3)   GPU step (predicted, band)   winner")]
+    out += [("", ""), ("head", "  batch   CPU step (measured, band)    GPU step (predicted, band)   winner")]
     for r in report.rows:
         cpu = "failed" if r.cpu_s is None else f"{seconds(r.cpu_s)} ({seconds(r.cpu_q1_s)}–{seconds(r.cpu_q3_s)})"
         if r.band is None or r.gpu.step is None:
