@@ -414,28 +414,28 @@ def diagnose_plan(
     samples_given: bool | str,
     fields: dict,
 ) -> DiagnosePlan:
-    """The checked options -> the plan, after the pre-flight (held to the run's memory limit and
-    the budget, as the cases are); ``fields``: the job's shared ones (the command's
-    and the API's)."""
+    """The checked options -> the plan (the command's and the API's; ``fields``: the job's shared
+    ones): the script that trains the model as a user would (``workloads/modelscript.py``),
+    written beside the record, then planned as any script (``scriptcmd.plan_job``: the
+    pre-flight, the sizer, the cases)."""
+    from whichdevice.cli import scriptcmd
     from whichdevice.measure import experiment
-    from whichdevice.workloads import userfile
+    from whichdevice.workloads import modelscript
 
     experiment.require_installed(fw)
-    with userfile.limits(fields["memory_limit_bytes"], max(budget_s, 60.0), timeout_from="--budget"):
-        user, user_batch, sizing = _diagnose_preflight(
-            model_fn, shape, n_classes, data_fn, fw, given_batch, budget_s, n_samples, samples_given
-        )
-    return DiagnosePlan(
-        model=model_fn.text,
-        data=data_fn.text if data_fn else None,
-        user=user,
-        batch=user_batch,
-        samples=n_samples,
-        budget_s=budget_s,
-        sizing=sizing,
+    job = modelscript.ModelJob(
+        model=(str(model_fn.path.absolute()), model_fn.function),
         framework=fw,
-        **fields,
+        input_shape=tuple(shape) if shape else None,
+        classes=n_classes,
+        samples=n_samples,
+        batch=given_batch,
+        data=(str(data_fn.path.absolute()), data_fn.function) if data_fn else None,
     )
+    path = modelscript.write(job, fields["json_file"])
+    script = {"script": str(path), "args": [], "watch": str(model_fn.path), "name": model_fn.text}
+    plan = scriptcmd.plan_job(script, budget_s, fields, DiagnosePlan)
+    return dataclasses.replace(plan, model=model_fn.text, data=data_fn.text if data_fn else None)
 
 
 def _diagnose_preflight(
@@ -570,7 +570,8 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
         return
     from whichdevice.workloads import scriptplan, userfolder
 
-    userfolder.watch(str(script), plan.json_file)  # started by the pre-flight, or here on --resume
+    # started by the pre-flight, or here on --resume (a --model's: the folder of the user's file)
+    userfolder.watch(str(plan.user.get("watch") or script), plan.json_file)
     try:
         record = _measure_suite(
             request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed, quiet=output.quiet

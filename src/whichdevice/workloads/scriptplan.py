@@ -87,7 +87,7 @@ _NETWORK = re.compile(
 
 
 def _name(job: dict[str, Any]) -> str:
-    return Path(job["script"]).name
+    return str(job.get("name") or Path(job["script"]).name)
 
 
 def _line(text: str) -> str:
@@ -186,6 +186,9 @@ def refusal(
     name, end = _name(job), run.end
     if run.finished is not None and run.finished.stopped == "memory":
         return _stopped_by_memory(name, run.finished.rss_bytes, memory_limit_bytes)
+    usage = end.get("usage")
+    if isinstance(usage, dict):  # the script --model writes found a problem in the user's files
+        return UsageError(str(usage["argument"]), str(usage["problem"]), str(usage["fix"]))
     err, where = _line(end.get("error") or ""), _line(end.get("where") or name)
     error = end.get("status") == "script_error"
     if error and _GPU_NEEDED.search(err):
@@ -804,6 +807,8 @@ def user_params(job: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
     }
     if facts.get("trainer"):
         out["trainer"] = str(facts["trainer"])
+    if job.get("watch"):  # the script --model wrote: the user's model function and its folder
+        out["model_function"], out["watch"] = str(job.get("name")), str(job["watch"])
     return out
 
 
@@ -868,8 +873,11 @@ def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
     if which and int(user.get("entry_call") or 1) > 1:
         which += "; the calls before it passed over untrained"
     which = f" ({which})" if which else ""
+    measured = f"your script {Path(user['script']).name}"
+    if user.get("model_function"):  # --model: the script whichdevice wrote, named so the user can read it
+        measured = f"your model {user['model_function']}, trained by the script whichdevice wrote ({user['script']}),"
     out = [
-        f"Measured on your script {Path(user['script']).name} through {user['entry']}{under}{which}: each case ran "
+        f"Measured on {measured} through {user['entry']}{under}{which}: each case ran "
         f"the script in a fresh process until {user['steps']} steady steps were timed (then it stopped the script)."
     ]
     if others:
