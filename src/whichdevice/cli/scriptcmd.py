@@ -78,11 +78,11 @@ def plan_job(
 ) -> Any:
     """The pre-flight (one run of the script on the CPU, a refusal being one line and exit 2),
     then the cases sized to the budget: ``diagnose SCRIPT``'s and the script ``--model`` writes
-    (``job``'s ``watch``: the user's folder to keep as it was, where not the script's own)."""
+    (``job``'s ``model_file``: the user's file, whose folder is kept as it was, not the script's)."""
     name = escape(job.get("name") or Path(job["script"]).name)
     # From its first run on, what the script writes in the user's folder is put back after each
     # run (workloads/userfolder.py); a refused or interrupted plan keeps none of it.
-    userfolder.watch(job.get("watch") or job["script"], fields["json_file"])
+    userfolder.watch(job.get("model_file") or job["script"], fields["json_file"])
     try:
         err_console.print(f"Running {name} once on the CPU to find its training step (pre-flight)…")
         facts = scriptplan.preflight(

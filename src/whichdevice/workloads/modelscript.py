@@ -11,6 +11,7 @@ torch loops over a DataLoader with the optimizer's ``step``. It is written besid
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,3 +130,11 @@ def write(job: ModelJob, record: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text(job), encoding="utf-8")
     return path
+
+
+def remove(path: Path, *, folder_too: bool) -> None:
+    """Take back a script whose plan was refused (and its folder, where writing it made it)."""
+    path.unlink(missing_ok=True)
+    if folder_too:
+        with contextlib.suppress(OSError):  # another file is there now: the folder stays
+            path.parent.rmdir()

@@ -178,6 +178,14 @@ def _script_error(run: script.ChildRun, job: dict[str, Any], err: str, where: st
     )
 
 
+def _users_file(run: script.ChildRun) -> UsageError | None:
+    """The script ``--model`` writes found a problem in the user's files: its option's own line."""
+    usage = run.end.get("usage")
+    if isinstance(usage, dict):
+        return UsageError(str(usage["argument"]), str(usage["problem"]), str(usage["fix"]))
+    return None
+
+
 def refusal(
     run: script.ChildRun, job: dict[str, Any], limit_s: float, memory_limit_bytes: int | None = None
 ) -> UsageError:
@@ -186,9 +194,6 @@ def refusal(
     name, end = _name(job), run.end
     if run.finished is not None and run.finished.stopped == "memory":
         return _stopped_by_memory(name, run.finished.rss_bytes, memory_limit_bytes)
-    usage = end.get("usage")
-    if isinstance(usage, dict):  # the script --model writes found a problem in the user's files
-        return UsageError(str(usage["argument"]), str(usage["problem"]), str(usage["fix"]))
     err, where = _line(end.get("error") or ""), _line(end.get("where") or name)
     error = end.get("status") == "script_error"
     if error and _GPU_NEEDED.search(err):
@@ -347,7 +352,7 @@ def preflight(
             return stopped
         if run.results and run.results[0].get("status") not in ("ok",):
             run.end = {"status": "script_error", "error": run.results[0].get("error") or run.results[0].get("why_not")}
-        raise refusal(run, job, limit, memory_limit_bytes)
+        raise _users_file(run) or refusal(run, job, limit, memory_limit_bytes)
     warm, steps = list(r.get("warmup_s") or []), list(r["step_s"])
     imported = [float(v) for v in (run.end.get("imported_s") or {}).values()]
     setup = float(r.get("setup_s") or 0.0)
@@ -807,8 +812,10 @@ def user_params(job: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
     }
     if facts.get("trainer"):
         out["trainer"] = str(facts["trainer"])
-    if job.get("watch"):  # the script --model wrote: the user's model function and its folder
-        out["model_function"], out["watch"] = str(job.get("name")), str(job["watch"])
+    if job.get("model_file"):  # the script --model wrote: the user's function and files (--resume checks them)
+        out["model_function"], out["model_file"] = str(job.get("name")), str(job["model_file"])
+        if job.get("data_file"):
+            out["data_file"] = str(job["data_file"])
     return out
 
 

@@ -56,6 +56,23 @@ def prepare(
         ds = usermodel.call_data_function(data_fn.path, data_fn.function)
         if tfdata.looks_batched(ds):
             ds = ds.unbatch()
+        if loss is None:  # the user's own loss, on two of their samples
+            _check_loss(model, io, next(iter(ds.batch(2).take(1))), Path(path), function, data_fn)
         return Prepared(model, loss, ds.batch(batch), None)
     x, y = iospec.make_xy(io, samples)
+    if loss is None:  # the user's own loss: one computation on two samples, a failure one line
+        _check_loss(model, io, iospec.make_xy(io, 2, seed=1), Path(path), function, None)
     return Prepared(model, loss, x, y)
+
+
+def _check_loss(
+    model: Any, io: dict, xy: tuple, path: Path, function: str, data_fn: usermodel.UserFunction | None
+) -> None:
+    """The compiled loss on the model's output for two samples (no gradient, no optimizer step:
+    the first step of ``fit`` is the one measured); where it raises, the user's loss and the
+    labels it got are named (``usermodel._StepBlame``)."""
+    blame = usermodel._StepBlame(data_fn, io, 2, usermodel.UserFunction(path, function, "--model"))
+    try:
+        model.compute_loss(x=xy[0], y=xy[1], y_pred=model(xy[0], training=False))
+    except Exception as e:
+        raise blame.error("the compiled loss", xy, e) from None

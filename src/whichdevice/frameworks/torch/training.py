@@ -68,28 +68,6 @@ def train_step(model, optimizer, loss_fn):
     return step
 
 
-def __getattr__(name: str):
-    # The user's nn.Module (diagnose --framework torch): casemodel.CaseModel builds it through
-    # this class; imported on first use (only ``diagnose --framework torch`` needs it).
-    if name == "UserCaseModel":
-        from whichdevice.frameworks.torch.usercase import UserCaseModel
-
-        return UserCaseModel
-    raise AttributeError(name)
-
-
-def build_metrics() -> dict[str, float]:
-    """One-time costs of the user's model the case built last (``compile_s``: torch.compile's
-    compile, frameworks/torch/usercase.py), for the case's metrics; {} for the others."""
-    import sys
-
-    usercase = sys.modules.get("whichdevice.frameworks.torch.usercase")
-    last: dict[str, float] = getattr(usercase, "LAST_BUILD", {})
-    out = dict(last)
-    last.clear()  # read once: a later built-in model's case gets none of it
-    return out
-
-
 def read_back(loss) -> float:
     """``.item()``: the host read per step (a device sync on the GPU)."""
     return loss.item()
