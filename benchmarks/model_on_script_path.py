@@ -13,7 +13,6 @@ whether the recommended fixes (their names, in order) are the same.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import re
 import subprocess
@@ -27,14 +26,28 @@ CORPUS = {"keras": ROOT / "tests" / "diagnose_corpus", "torch": ROOT / "tests" /
 FIX = re.compile(r"^\s+(\d+)\. (.+?): ([\d.]+)× (faster|slower)")
 
 
+# The torch corpus's function, --input-shape, --classes and --data (as tests/test_torch_diagnose.py runs it).
+TORCH = {
+    "mlp": ("build", None, "10", None),
+    "cnn": ("SmallCNN", "1,28,28", "10", None),
+    "rnn": ("build", "20,8", "4", None),
+    "transformer": ("build", "16", "3", None),
+    "batchnorm_dropout": ("build", None, None, None),
+    "module_loss_optimizer": ("build", None, None, None),
+    "custom_loss": ("build", None, None, None),
+    "dataloader_data": ("build", None, None, "loader"),
+}
+
+
 def _args(kind: str, name: str) -> list[str]:
     path = CORPUS[kind] / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"corpus_{name}", path)
-    args = ["--model", f"{path}:build"]
     if kind == "torch":
-        args += ["--framework", "torch", "--classes", "10"]
-        return args
-    assert spec is not None and spec.loader is not None
+        fn, shape, classes, data = TORCH[name]
+        args = ["--model", f"{path}:{fn}", "--framework", "torch"]
+        args += ["--input-shape", shape] if shape else []
+        args += ["--classes", classes] if classes else []
+        return args + (["--data", f"{path}:{data}"] if data else [])
+    args = ["--model", f"{path}:build"]
     text = path.read_text()
     m = re.search(r"^INPUT_SHAPE = \(([^)]*)\)", text, re.M)
     if m:

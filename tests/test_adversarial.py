@@ -955,7 +955,8 @@ def test_the_memory_limit_holds_the_preflight_and_is_named(tmp_path):
     p = _wd(args, tmp_path, timeout=150)
     err = p.stderr.decode()
     assert p.returncode == 2 and err.count("error:") == 1, err[-800:]
-    assert "memory limit" in err and "--memory-limit" in err and "held memory" not in err, err[-800:]
+    assert "error: --model:" in err and "stopped by --memory-limit 0.75 GiB" in err and "held memory" not in err, err
+    assert "--batch or --samples" in err and "after --" not in err, err[-800:]  # the options it has, not a script's
     assert time.monotonic() - t0 < 28  # stopped while it held the memory, not after
     _no_leftovers(tmp_path)
 

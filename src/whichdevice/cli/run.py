@@ -432,6 +432,11 @@ def diagnose_plan(
         batch=given_batch,
         data=(str(data_fn.path.absolute()), data_fn.function) if data_fn else None,
     )
+    if not fields["json_file"]:  # the API keeps no record file: the script goes to whichdevice's own folder
+        from whichdevice.measure import history
+
+        stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+        fields = {**fields, "json_file": str(history.home() / "models" / f"script-{stamp}" / "diagnose.json")}
     made = not Path(fields["json_file"]).parent.exists()
     path = modelscript.write(job, fields["json_file"])
     script = {"script": str(path), "args": [], "name": model_fn.text, "model_file": job.model[0]}
@@ -439,8 +444,10 @@ def diagnose_plan(
         script["data_file"] = job.data[0]
     try:
         plan = scriptcmd.plan_job(script, budget_s, fields, DiagnosePlan)
-    except BaseException:  # refused or interrupted: nothing written
+    except BaseException as e:  # refused or interrupted: nothing written
         modelscript.remove(path, folder_too=made)
+        if isinstance(e, UsageError) and e.argument == "SCRIPT":  # the script is ours: the user's model is at fault
+            raise modelscript.as_model_error(e) from None
         raise
     return dataclasses.replace(plan, model=model_fn.text, data=data_fn.text if data_fn else None)
 

@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from whichdevice.core.errors import UsageError
+
 # Enough steps for the pre-flight and every case's warm-up and timed steps: the capture ends the
 # script once it has them, so a longer loop costs nothing.
 MIN_STEPS = 400
@@ -138,3 +140,19 @@ def remove(path: Path, *, folder_too: bool) -> None:
     if folder_too:
         with contextlib.suppress(OSError):  # another file is there now: the folder stays
             path.parent.rmdir()
+
+
+# A refusal of the script path speaks of a script the user wrote and its arguments; here the script is
+# whichdevice's and the options are the user's.
+_SCRIPT_WORDS = (
+    ("give the script arguments (after --) that load less data", "pass a smaller --batch or --samples"),
+    ("Give the script arguments (after --) that load less data", "Pass a smaller --batch or --samples"),
+)
+
+
+def as_model_error(e: UsageError) -> UsageError:
+    """The script path's refusal of the script ``--model`` wrote, as the error of ``--model``."""
+    fix = e.fix
+    for theirs, ours in _SCRIPT_WORDS:
+        fix = fix.replace(theirs, ours)
+    return UsageError("--model", e.problem, fix)

@@ -182,7 +182,7 @@ def _users_file(run: script.ChildRun) -> UsageError | None:
     """The script ``--model`` writes found a problem in the user's files: its option's own line."""
     usage = run.end.get("usage")
     if isinstance(usage, dict):
-        return UsageError(str(usage["argument"]), str(usage["problem"]), str(usage["fix"]))
+        return UsageError(str(usage["argument"]), str(usage["problem"]), str(usage["fix"]).rstrip(".") + ".")
     return None
 
 
