@@ -9,8 +9,7 @@ A script that never reaches one, raises first, needs a GPU this machine lacks or
 with no network is refused here, before anything is measured: one line quoting the script's own
 error (``UsageError``, exit 2).
 
-Then the cases, sized from the measured step as the Keras ``--model`` path sizes its own
-(``suite.size_user_cases``): every script process pays the script's imports and data loading
+Then the cases, sized from the measured step: every script process pays the script's imports and data loading
 (``setup_s``, measured in the pre-flight, counted once per process and shown apart), then
 its steps. Variants that take turns in the round's shared process (``script.shares_child``: a
 Keras fit's, a JAX step's batches, a torch loop's autocast) cost their steps only: the set-up is

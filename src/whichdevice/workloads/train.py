@@ -337,7 +337,7 @@ def steady_step(spec, fw):
 
 
 def same_block_size(warms: list) -> list:
-    """The two sides of one fix (the same work, one setting changed: torch_diagnose's pairs) time
+    """The two sides of one fix (the same work, one setting changed) time
     blocks of as many calls each, the larger of their warm-ups' choices: each side's block size
     follows its own last warm-up call, and on the loaded 2-core machine one preempted call gave
     one side 1 call a block and the other 6 — and the 6-call blocks, preempted more often, ran

@@ -17,8 +17,8 @@ import torch
 
 from whichdevice.frameworks.common.batches import dataset, user_dataset  # noqa: F401 (this training part's)
 
-# The step's settings and the host-to-device copy live in ``steps.py``, shared with the user's
-# case model (``usercase.py``); re-exported here, the training module's names.
+# The step's settings and the host-to-device copy live in ``steps.py``; re-exported here, the
+# training module's names.
 from whichdevice.frameworks.torch.steps import STEP_OPTIONS, StepOptions, _tensor, on_device  # noqa: F401
 
 
