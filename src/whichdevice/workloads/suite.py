@@ -54,13 +54,6 @@ PIPELINE_VARIANTS = ("serial", "prefetch", "pyfunc")
 # the smallest value that reaches 90 % of the best (analysis/suite.py).
 FIT_FIXES = fixes.for_framework("keras", "fit")
 FIX_FITS = tuple((e.param, v) for e in FIT_FIXES for v in (e.baseline, *e.values))
-# The grid among them whose values are steps per call (steps_per_execution 5 and 20; 100, one call
-# per epoch, gave one sample per steady epoch: never a claim, so not measured): the diagnose plan
-# tries a value when an epoch gives it at least 3 calls.
-_PER_CALL = next(e for e in FIT_FIXES if e.method == "grid")
-FIX_STEPS_PER_EXECUTION: tuple[int, ...] = tuple(int(v) for v in _PER_CALL.values)  # type: ignore[call-overload]
-# The A/B of a loop with and without prefetch (the catalogue's entry that varies the loop's data).
-_PREFETCH = next(e for e in fixes.FIXES if e.param == "data")
 FIX_EPOCHS = 3
 
 
