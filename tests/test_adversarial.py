@@ -955,7 +955,8 @@ def test_the_memory_limit_holds_the_preflight_and_is_named(tmp_path):
     p = _wd(args, tmp_path, timeout=150)
     err = p.stderr.decode()
     assert p.returncode == 2 and err.count("error:") == 1, err[-800:]
-    assert "memory limit" in err and "--memory-limit" in err and "held memory" not in err, err[-800:]
+    assert "error: --model:" in err and "stopped by --memory-limit 0.75 GiB" in err and "held memory" not in err, err
+    assert "--batch or --samples" in err and "after --" not in err, err[-800:]  # the options it has, not a script's
     assert time.monotonic() - t0 < 28  # stopped while it held the memory, not after
     _no_leftovers(tmp_path)
 
@@ -1101,16 +1102,14 @@ def good():
 """
 
 
-def _keras_preflight(tmp_path: Path, build: str, data: str):
-    from whichdevice.frameworks.common import usermodel
+def _keras_preflight(tmp_path: Path, build: str, data: str | None):
+    from whichdevice.frameworks.common import modelscript
     from whichdevice.frameworks.common.userload import UserFileError
 
     (tmp_path / "km.py").write_text(KERAS_MODEL)
     (tmp_path / "kd.py").write_text(KERAS_DATA)
-    model_fn = usermodel.UserFunction(tmp_path / "km.py", build, "--model")
-    data_fn = usermodel.UserFunction(tmp_path / "kd.py", data, "--data")
-    try:
-        usermodel.check(model_fn, None, None, data_fn, batch=8, framework="tensorflow")
+    try:  # what the script diagnose --model writes does first
+        modelscript.prepare(str(tmp_path / "km.py"), build, data=(str(tmp_path / "kd.py"), data) if data else None)
     except UserFileError as e:
         return e
     raise AssertionError("the pre-flight passed")
@@ -1166,11 +1165,11 @@ def greedy():
 
 def _torch_preflight(tmp_path: Path, build: str):
     from whichdevice.frameworks.common.userload import UserFileError
-    from whichdevice.frameworks.torch import usermodel
+    from whichdevice.frameworks.torch import modelscript
 
     (tmp_path / "tm.py").write_text(TORCH_MODELS)
-    try:
-        usermodel.check(usermodel.UserFunction(tmp_path / "tm.py", build, "--model"), (4,), 3, None, batch=16)
+    try:  # what the script diagnose --model writes does first
+        modelscript.prepare(str(tmp_path / "tm.py"), build, input_shape=(4,), classes=3, samples=64, batch=16)
     except UserFileError as e:
         return e
     raise AssertionError("the pre-flight passed")

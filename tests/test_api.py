@@ -120,20 +120,20 @@ def test_load_returns_the_type_of_the_experiment(tmp_path):
 def test_diagnose_keeps_the_input_shape_order(monkeypatch, tmp_path):
     """The API parses input_shape as the CLI does (28, 28, 1 stays 28, 28, 1; it was sorted
     and de-duplicated into (1, 28))."""
-    from whichdevice.workloads import userfile
+    from whichdevice.workloads import scriptplan
 
     seen = {}
 
-    def fake_params(model_fn, shape, classes, data_fn, env, **kwargs):
-        seen["shape"] = shape
+    def fake_preflight(job, budget_s, **kwargs):
+        seen["script"] = Path(job["script"]).read_text()
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(userfile, "user_model_params", fake_params)
-    monkeypatch.setattr(userfile, "user_model_checked", fake_params)  # diagnose's pre-flight
+    monkeypatch.setattr(scriptplan, "preflight", fake_preflight)  # diagnose's pre-flight: the script's run
     model = tmp_path / "m.py"
     model.write_text("def build():\n    pass\n")
     with pytest.raises(RuntimeError, match="stop here"):
         whichdevice.diagnose(f"{model}:build", input_shape=(28, 28, 1))
+    seen["shape"] = (28, 28, 1) if "input_shape=(28, 28, 1)" in seen["script"] else seen["script"]
     assert seen["shape"] == (28, 28, 1)
 
 
@@ -143,33 +143,33 @@ def test_an_api_run_records_the_call_not_the_kernels_argv():
 
 
 @pytest.mark.tf
-def test_diagnose_labels_its_cases_with_the_samples_the_arrays_hold(monkeypatch):
-    """``diagnose(model, (x, y))`` with 2,000 samples labelled every case "4,992
-    samples" (the epochs the budget allowed, up to the default 10,000); an epoch of the user's
-    arrays holds 2,000. The pre-flight's child is replaced by its facts (a 1 ms step: the budget
-    fits every sample); the model is a real Keras model, saved as diagnose saves it."""
+def test_diagnose_trains_the_arrays_it_is_given_through_the_script(monkeypatch):
+    """``diagnose(model, (x, y))``: the model and the arrays saved as files, and the script
+    diagnose writes fits the arrays' dataset (not synthetic data); the pre-flight's run of it is
+    replaced by its facts, the model is a real Keras model, saved as diagnose saves it."""
     import keras
     import numpy as np
 
     from whichdevice import api, commands
-    from whichdevice.workloads import userfile
+    from whichdevice.workloads import scriptplan
 
     facts = {
+        "framework": "tensorflow",
+        "entry": "keras.Model.fit",
+        "batch": 32,
         "step_s": 1e-3,
         "first_step_s": 0.3,
-        "fit_first_s": 0.5,
-        "build_s": 0.02,
-        "import_s": 3.0,
-        "input_shape": [8],
-        "output_shape": [4],
-        "losses": [1.0],
+        "setup_s": 3.0,
+        "model": "Sequential",
+        "data": "tfdata",
+        "steps_per_execution": 1,
     }
-    monkeypatch.setattr(userfile, "preflight", lambda *a, **k: dict(facts))
+    monkeypatch.setattr(scriptplan, "preflight", lambda *a, **k: dict(facts))
     planned = {}
 
-    def no_measuring(request):
+    def no_measuring(request, plan=None):
         planned["cases"] = request.cases_for(None, type("Device", (), {"name": "CPU:0"})())
-        planned["options"] = request.options
+        planned["options"], planned["plan"] = request.options, plan
         raise RuntimeError("planned")
 
     monkeypatch.setattr(commands, "_suite", no_measuring)
@@ -177,8 +177,9 @@ def test_diagnose_labels_its_cases_with_the_samples_the_arrays_hold(monkeypatch)
     x, y = np.random.rand(2000, 8).astype("float32"), np.random.randint(0, 4, 2000)
     with pytest.raises(RuntimeError, match="planned"):
         whichdevice.diagnose(m, (x, y), classes=4, budget_s=60)
-    epochs = [c.params for c in planned["cases"] if c.params.get("kind") in ("loop", "fit")]
-    assert epochs and {p["samples"] for p in epochs} == {2000}
-    assert planned["options"]["samples"] == 2000 and planned["options"]["samples_measured"] == 2000
+    script = Path(planned["options"]["script"]).read_text()
+    assert "data=(" in script and "loader.py', 'data')" in script and "model.fit(prepared.x, epochs=" in script
+    assert planned["plan"].user["model_file"].endswith("loader.py")  # --resume and the folder guard name it
+    assert all(c.params["script"] == planned["options"]["script"] for c in planned["cases"])
     assert api._samples_in((x, y)) == 2000 and api._samples_in(({"a": x}, y)) == 2000
     assert api._samples_in("data.py:make") is None

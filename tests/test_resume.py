@@ -195,7 +195,7 @@ class _FakeMeasuring:
 
     def __init__(self, monkeypatch, kill_framework=None, kill_after=0):
         from whichdevice.measure import experiment
-        from whichdevice.workloads import userfile
+        from whichdevice.workloads import scriptplan, userfile
         from whichdevice.jobs import running
 
         self.ran, self.preflights = [], 0
@@ -204,7 +204,7 @@ class _FakeMeasuring:
         monkeypatch.setattr(experiment, "discover", self.discover)
         monkeypatch.setattr(experiment, "run_devices", self.run_devices)
         monkeypatch.setattr(userfile, "user_model_params", self.user_model_params)
-        monkeypatch.setattr(userfile, "user_model_checked", self.user_model_checked)
+        monkeypatch.setattr(scriptplan, "preflight", self.script_preflight)
         monkeypatch.setattr(running, "page", lambda record, png, loglog, **kw: None)  # not under test here
 
     def discover(self, fw, *args, **kwargs):
@@ -227,10 +227,20 @@ class _FakeMeasuring:
             "data_fn": None,
         }
 
-    def user_model_checked(self, model_fn, *args, **kwargs):
-        """diagnose's pre-flight: the parameters and the training step's facts."""
-        facts = {"step_s": 0.001, "first_step_s": 0.3, "fit_first_s": 0.5, "build_s": 0.01, "import_s": 5.0}
-        return self.user_model_params(model_fn), facts
+    def script_preflight(self, job, budget_s, **kwargs):
+        """diagnose's pre-flight (a script's, or the one --model writes): the facts of its training step."""
+        self.preflights += 1
+        return {
+            "framework": "tensorflow",
+            "entry": "keras.Model.fit",
+            "batch": 16,
+            "step_s": 0.001,
+            "first_step_s": 0.3,
+            "setup_s": 5.0,
+            "model": "Sequential",
+            "data": "arrays",
+            "steps_per_execution": 1,
+        }
 
     def run_devices(self, fw, devices, cases_for, *, journal=None, resumed=None, on_result=None, **kw):
         from conftest import timing_of
@@ -313,7 +323,7 @@ def test_diagnose_resume_checks_the_model_file_again(tmp_path, capsys, monkeypat
     monkeypatch.setattr(sys, "argv", ["whichdevice", "diagnose", "--resume", str(tmp_path)])
     code, _, err = run_cli(["diagnose", "--resume", str(tmp_path / f"d{SUFFIX}")], capsys)
     assert code == 0, err
-    assert fake.preflights == 2  # the model file is checked again before its code runs
+    assert fake.preflights == 1  # its file's hash is checked again; the script's pre-flight is not run again
     data, keys = _keys(json_file)
     assert len(keys) == len(set(keys)) == len(fake.ran) + 4
     assert data["options"]["batch"] == 16 and data["options"]["budget_s"] == 30

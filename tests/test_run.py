@@ -124,17 +124,20 @@ def test_diagnose_end_to_end_names_device_and_settings(tmp_path, capsys):
             "--samples",
             "1000",
             "--budget",
-            "20",
+            "60",
             "--json",
             str(json_file),
         ],
         capsys,
     )
     assert code == 0, err
-    assert "Answer: No GPU here" in out and f"whichdevice predict --model {tmp_path / 'm.py'}:build" in out
+    assert "Answer: No GPU here" in out and "Run the same `whichdevice diagnose` on the machine with the GPU" in out
     data = json.loads(json_file.read_text())
     assert data["experiment"] == "diagnose" and data["options"]["batch"] == 32
-    assert any(r["status"] == "ok" and r["spec"]["params"].get("kind") == "fit" for r in data["results"])
+    assert data["options"]["model"] == f"{tmp_path / 'm.py'}:build" and data["options"]["entry"] == "keras.Model.fit"
+    script = Path(data["options"]["script"])  # the script that trained the model, beside the record
+    assert script.parent == json_file.parent and "model.fit(prepared.x, prepared.y, batch_size=32" in script.read_text()
+    assert any(r["status"] == "ok" for r in data["results"])
 
 
 def test_diagnose_bad_model_file_is_one_line(tmp_path, capsys):

@@ -9,8 +9,7 @@ TensorDataset and the user's own data function would have built their tensors on
 user's script never puts its data.
 
 This machine has no GPU, so ``meta`` stands in for it: ``placement.torch_device`` returns
-``torch.device('meta')`` for every device, and the cases of a GPU diagnose (the loaders with
-workers and pinned memory included) and of ``train --framework torch`` run here, in this process,
+``torch.device('meta')`` for every device, and the cases of ``train --framework torch`` run here, in this process,
 through the measuring children's own entry points (``workloads/train.run_case``, ``prepare`` and
 ``time_group``). The model is built on meta, so every step computes on meta; the data must come
 from where a user's data comes from, the CPU, and be copied to the device in the step.
@@ -23,7 +22,6 @@ pair is not run); torch.compile's pair is left out for its compile time (tens of
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
@@ -32,16 +30,12 @@ torch = pytest.importorskip("torch")
 from whichdevice import frameworks, workloads  # noqa: E402
 from whichdevice.core.records import CaseSpec  # noqa: E402
 from whichdevice.core.timing import TimingPolicy  # noqa: E402
-from whichdevice.frameworks.common.usermodel import UserFunction  # noqa: E402
-from whichdevice.frameworks.torch import placement, training, usermodel  # noqa: E402
-from whichdevice.workloads import torch_diagnose  # noqa: E402
+from whichdevice.frameworks.torch import placement, training  # noqa: E402
 from whichdevice.workloads import train as train_workload  # noqa: E402
 
-MODELS = Path(__file__).parent / "torch_models"
 POLICY = TimingPolicy(min_time_s=1e-3, warmup_calls=1, min_samples=2, max_samples=3, telemetry_period_s=None)
 # pin_memory=True without an accelerator: torch warns and does not pin (the case still runs its path)
 pytestmark = pytest.mark.filterwarnings("ignore:'pin_memory' argument is set as true:UserWarning")
-NOT_ON_META = ("autocast", "torch_compile")  # no meta autocast; compiling takes tens of seconds
 
 
 class Spy:
@@ -72,15 +66,6 @@ def meta_gpu(monkeypatch):
     assert torch.get_default_device().type == "cpu"  # no scope left behind
 
 
-def _user(model: str, shape: tuple[int, ...] | None, classes: int | None, data: str | None) -> dict:
-    """The case parameters of a corpus model, from its pre-flight's facts (as diagnose makes them)."""
-    path, fn = model.split(":")
-    model_fn = UserFunction(MODELS / path, fn, "--model")
-    data_fn = UserFunction(MODELS / data.split(":")[0], data.split(":")[1], "--data") if data else None
-    facts = usermodel.check(model_fn, shape, classes, data_fn)
-    return torch_diagnose.params_from_facts(facts, model_fn, classes, data_fn)
-
-
 def _run(cases) -> dict[str, str]:
     """Each case measured as the measuring child does (groups interleaved): key -> "ok" or the error."""
     fw = frameworks.load("torch")
@@ -107,42 +92,6 @@ def _label(spec) -> str:
     p = spec.params
     keys = ["kind", "op", "model", "data", "num_workers", "pin_memory", "batch", "sync", "fix", str(p.get("fix"))]
     return " ".join(f"{k}={p[k]}" for k in keys if k in p)
-
-
-def _diagnose_cases(user: dict, monkeypatch) -> list:
-    monkeypatch.setattr(torch_diagnose, "LOADER_STEPS", 4)
-    monkeypatch.setattr(torch_diagnose, "LOOP_STEPS", 4)
-    cases = torch_diagnose.cases("GPU:0", user=user, batch=8, samples=10_000)
-    cases = [c for c in cases if c.params.get("fix") not in NOT_ON_META]
-    return [c for c in cases if c.params.get("kind") != "steady" or c.params.get("batch") in (8, 16)]
-
-
-@pytest.mark.frameworks
-def test_a_gpu_diagnose_with_synthetic_loaders_keeps_the_data_on_the_cpu(meta_gpu, monkeypatch):
-    """The H200's failure, on the CPU: the loader pairs (workers, pinned memory) over a TensorDataset
-    of the synthetic inputs, the CNN's fixes and its steps, with a non-CPU default device."""
-    cases = _diagnose_cases(_user("cnn.py:SmallCNN", (1, 28, 28), 10, None), monkeypatch)
-    loaders = [c for c in cases if str(c.params.get("data", "")).startswith("loader")]
-    assert {(c.params.get("num_workers"), c.params.get("pin_memory")) for c in loaders} == {
-        (0, None),
-        (2, None),
-        (0, False),
-        (0, True),
-    }
-    got = _run(cases)
-    assert {k: v for k, v in got.items() if v != "ok"} == {}
-    assert meta_gpu.targets == {"meta"}  # the model was built in the scope: the guard guards
-    assert meta_gpu.sources == {"cpu"}  # every batch the loaders gave was the CPU's, as a user's is
-
-
-@pytest.mark.frameworks
-def test_a_gpu_diagnose_with_the_users_dataloader_keeps_the_data_on_the_cpu(meta_gpu, monkeypatch):
-    """The user's data function (a shuffling DataLoader over tensors drawn with a CPU generator)
-    is called and read as their own script does, outside the device scope."""
-    user = _user("dataloader_data.py:build", None, None, "dataloader_data.py:loader")
-    got = _run(_diagnose_cases(user, monkeypatch))
-    assert {k: v for k, v in got.items() if v != "ok"} == {}
-    assert meta_gpu.targets == {"meta"} and meta_gpu.sources == {"cpu"}
 
 
 @pytest.mark.frameworks

@@ -296,17 +296,21 @@ def _job_fields(name: str, devices: Any, cpu_threads: Any, memory_limit_gib: Any
     }
 
 
-def _suite(request: Any) -> Any:
+def _suite(request: Any, plan: Any = None) -> Any:
     """Measure a run or diagnose ``request`` as the command does (its provisional answer kept in
     the record), its progress a line updated in place; no journal: an interrupted API call has
-    no command line to resume it from."""
+    no command line to resume it from. ``plan``: a diagnose's, whose script is run with the
+    user's folder kept as it was (as the command does)."""
     from whichdevice import jobs
     from whichdevice.api import SuiteResult, _keep
     from whichdevice.cli import run as run_command_module
     from whichdevice.present.progress import ApiProgress
 
+    def measure() -> Any:
+        return run_command_module._measure_suite(request, journal=None, resumed=None, quiet=True)
+
     with jobs.viewing(ApiProgress):
-        record = run_command_module._measure_suite(request, journal=None, resumed=None, quiet=True)
+        record = measure() if plan is None else run_command_module.measure_script_plan(plan, measure)
     return SuiteResult(record, _keep(record))
 
 
@@ -392,7 +396,7 @@ def diagnose(
 
     given = {"input_shape": input_shape, "classes": classes, "samples": held if from_data else samples, "batch": batch}
     plan = _diagnose_plan(model, data, fw, given | {"budget_s": budget_s, "from_data": from_data}, devices, cpu_threads)
-    return _suite(run_command_module.diagnose_request(plan))
+    return _suite(run_command_module.diagnose_request(plan), plan)
 
 
 def _diagnose_plan(model: str, data: str | None, fw: str, given: dict, devices: Any, cpu_threads: Any) -> Any:

@@ -330,13 +330,13 @@ def _sweep_cut(record: RunRecord, e: FixEntry) -> bool:
 
 
 def _cut_by_plan(record: RunRecord, e: FixEntry) -> bool:
-    """Whether the diagnose's plan left this fix out for the budget, not the suite: the Keras
-    plan's ``fixes_cut`` (workloads/suite.size_user_cases), the torch plan's ``fixes_planned``
-    and ``budget_cut`` (workloads/torch_diagnose.size_cases)."""
+    """Whether the diagnose's plan left this fix out for the budget, not the suite: the plan's
+    ``fixes_cut`` (a script's, and the Keras ``--model`` plan of older records), the older torch
+    ``--model`` plan's ``fixes_planned`` and ``budget_cut``."""
     if _sweep_cut(record, e):
         return True
     cut = record.options.get("fixes_cut")
-    if isinstance(cut, list):  # the Keras diagnose's plan (workloads/suite.size_user_cases)
+    if isinstance(cut, list):  # the plan named the fixes it cut
         return e.key in cut
     planned = record.options.get("fixes_planned")
     if e.framework == "any" or not isinstance(planned, list) or not record.options.get("budget_cut"):

@@ -8,7 +8,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
@@ -319,7 +319,7 @@ class DiagnosePlan(Job):
     batch: int
     samples: int
     budget_s: float
-    # The cases sized from the pre-flight's measured step (workloads.suite.size_user_cases);
+    # The cases sized from the pre-flight's measured step (workloads/scriptplan.size);
     # None in a journal written before sizing existed (the sizes as asked).
     sizing: dict | None = None
     framework: str = DIAGNOSE_FRAMEWORK  # --framework (journals from before it: tensorflow)
@@ -439,70 +439,42 @@ def diagnose_plan(
     samples_given: bool | str,
     fields: dict,
 ) -> DiagnosePlan:
-    """The checked options -> the plan, after the pre-flight (held to the run's memory limit and
-    the budget, as the cases are); ``fields``: the job's shared ones (the command's
-    and the API's)."""
+    """The checked options -> the plan (the command's and the API's; ``fields``: the job's shared
+    ones): the script that trains the model as a user would (``workloads/modelscript.py``),
+    written beside the record, then planned as any script (``scriptcmd.plan_job``: the
+    pre-flight, the sizer, the cases)."""
+    from whichdevice.cli import scriptcmd
     from whichdevice.measure import experiment
-    from whichdevice.workloads import userfile
+    from whichdevice.workloads import modelscript
 
     experiment.require_installed(fw)
-    with userfile.limits(fields["memory_limit_bytes"], max(budget_s, 60.0), timeout_from="--budget"):
-        user, user_batch, sizing = _diagnose_preflight(
-            model_fn, shape, n_classes, data_fn, fw, given_batch, budget_s, n_samples, samples_given
-        )
-    return DiagnosePlan(
-        model=model_fn.text,
-        data=data_fn.text if data_fn else None,
-        user=user,
-        batch=user_batch,
-        samples=n_samples,
-        budget_s=budget_s,
-        sizing=sizing,
+    job = modelscript.ModelJob(
+        model=(str(model_fn.path.absolute()), model_fn.function),
         framework=fw,
-        **fields,
-    )
-
-
-def _diagnose_preflight(
-    model_fn: userfile.UserFunction,
-    shape,
-    n_classes: int | None,
-    data_fn: userfile.UserFunction | None,
-    fw: str,
-    given_batch: int | None,
-    budget_s: float,
-    n_samples: int,
-    samples_given: bool | str,
-) -> tuple[dict, int, dict | None]:
-    """``diagnose``'s pre-flight: the case parameters, the batch and (Keras) the sizing."""
-    from whichdevice.workloads.suite import plan_user_suite
-
-    if fw not in frameworks.KERAS:  # an nn.Module: torch's own pre-flight (torch_diagnose.plan)
-        # One real training step, in a child, and steps timed at the batch: the case parameters,
-        # the batch (--batch, else the DataLoader's own batch size, else 32), the cases sized to the budget.
-        err_console.print(f"Checking {escape(model_fn.text)}: one training step (imports torch)…")
-        from whichdevice.workloads import torch_diagnose
-
-        env = frameworks.env_module("torch").child_env("cpu")
-        return torch_diagnose.plan(
-            model_fn, shape, n_classes, data_fn, given_batch, env, budget_s=budget_s, samples=n_samples
-        )
-    user_batch = given_batch or 32
-    err_console.print(
-        f"Checking {escape(model_fn.text)}: one training step at batch {user_batch} (imports {escape(fw)})…"
-    )
-    user, sizing = plan_user_suite(
-        model_fn,
-        shape,
-        n_classes,
-        data_fn,
-        fw,
-        batch=user_batch,
+        input_shape=tuple(shape) if shape else None,
+        classes=n_classes,
         samples=n_samples,
-        budget_s=budget_s,
-        samples_given=samples_given,
+        batch=given_batch,
+        data=(str(data_fn.path.absolute()), data_fn.function) if data_fn else None,
     )
-    return user, user_batch, sizing
+    if not fields["json_file"]:  # the API keeps no record file: the script goes to whichdevice's own folder
+        from whichdevice.measure import history
+
+        stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+        fields = {**fields, "json_file": str(history.home() / "models" / f"script-{stamp}" / "diagnose.json")}
+    made = not Path(fields["json_file"]).parent.exists()
+    path = modelscript.write(job, fields["json_file"])
+    script = {"script": str(path), "args": [], "name": model_fn.text, "model_file": job.model[0]}
+    if job.data is not None:
+        script["data_file"] = job.data[0]
+    try:
+        plan = scriptcmd.plan_job(script, budget_s, fields, DiagnosePlan)
+    except BaseException as e:  # refused or interrupted: nothing written
+        modelscript.remove(path, folder_too=made)
+        if isinstance(e, UsageError) and e.argument == "SCRIPT":  # the script is ours: the user's model is at fault
+            raise modelscript.as_model_error(e) from None
+        raise
+    return dataclasses.replace(plan, model=model_fn.text, data=data_fn.text if data_fn else None)
 
 
 def _model_and_data(
@@ -531,26 +503,16 @@ def _model_and_data(
 
 
 def _diagnose_cases(plan: DiagnosePlan):
-    """The cases of one device for ``plan``'s framework."""
-    from whichdevice.workloads.suite import user_cases
+    """The cases of one device: the script's (``diagnose SCRIPT``, or the script ``--model`` wrote)."""
+    from whichdevice.workloads import scriptplan
 
-    fw = plan.framework
-    if plan.user.get("script"):  # the user's script (workloads/scriptplan.py)
-        from whichdevice.workloads import scriptplan
-
-        return lambda found, d: scriptplan.cases(fw, d.name, plan.user, plan.sizing or {})
-    if fw not in frameworks.KERAS:  # an nn.Module (torch)
-        from whichdevice.workloads import torch_diagnose
-
-        return lambda found, d: torch_diagnose.cases(
-            d.name, user=plan.user, batch=plan.batch, samples=plan.samples, budget_s=plan.budget_s, sizing=plan.sizing
+    if not plan.user.get("script"):  # a journal of a --model measured before it was trained by a script
+        raise UsageError(
+            "--resume",
+            "this journal is of a --model diagnose of an older whichdevice, whose cases this version no longer runs",
+            "Start a new run: whichdevice diagnose --model FILE.py:FUNCTION",
         )
-    # A Keras model on another backend (keras-jax, keras-torch): what does not apply there is left out.
-    return lambda found, d: [
-        c
-        for c in user_cases(fw, d.name, user=plan.user, batch=plan.batch, samples=plan.samples, sizing=plan.sizing)
-        if frameworks.unsupported(fw, c.params) is None
-    ]
+    return lambda found, d: scriptplan.cases(plan.framework, d.name, plan.user, plan.sizing or {})
 
 
 def diagnose_request(plan: DiagnosePlan) -> session.Request:
@@ -575,48 +537,48 @@ def diagnose_request(plan: DiagnosePlan) -> session.Request:
     )
     # within the budget, further rounds measure the fix pairs that the planned ones left undecided
     request = dataclasses.replace(request, undecided=_undecided)
-    if fw not in frameworks.KERAS and not plan.sizing:  # a journal from before the torch plan: its fixed point cap
-        from whichdevice.workloads import torch_diagnose
-
-        request = dataclasses.replace(request, point_cap_s=torch_diagnose.POINT_CAP_S)
     return request
 
 
 def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: ScriptOutput | None = None) -> None:
     """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
     from whichdevice.cli.common import open_journal
+    from whichdevice.workloads import scriptplan
 
     request = diagnose_request(plan)
     output = output or ScriptOutput()
-    script = plan.user.get("script")
-    if not script:
-        record = _measure_suite(
-            request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed, quiet=output.quiet
-        )
-        output.finish(record, plan)
-        return
-    from whichdevice.workloads import scriptplan, userfolder
-
-    userfolder.watch(str(script), plan.json_file)  # started by the pre-flight, or here on --resume
-    trace = scriptplan.recorded_trace(plan.sizing)  # the pre-flight's traced step, for the no-GPU answer
-    try:
-        record = _measure_suite(
+    record = measure_script_plan(
+        plan,
+        lambda: _measure_suite(
             request,
             journal=lambda: open_journal("diagnose", plan, resumed),
             resumed=resumed,
             quiet=output.quiet,
-            trace=trace,
-        )
-    finally:  # however it ends, the user's folder is as it was and the screen says what the script wrote
+            trace=scriptplan.recorded_trace(plan.sizing),  # the pre-flight's traced step, for the no-GPU answer
+        ),
+    )
+    output.finish(record, plan)
+
+
+def measure_script_plan(plan: DiagnosePlan, measure: Callable[[], records.RunRecord]) -> records.RunRecord:
+    """``measure()`` the script's plan (the command's and the API's) with the user's folder kept
+    as it was, however it ends; the screen says what the script wrote, the record's notes what
+    the script did per step (data wait, copies, reads) and what it wrote."""
+    from whichdevice.workloads import scriptplan, userfolder
+
+    # started by the pre-flight, or here on --resume (a --model's: the folder of the user's file)
+    userfolder.watch(str(plan.user.get("model_file") or plan.user["script"]), plan.json_file)
+    try:
+        record = measure()
+    finally:
         written = userfolder.finish(plan.json_file)
         if written:
             where = userfolder.files_dir(plan.json_file)
             shown = where if not where.is_relative_to(Path.cwd()) else where.relative_to(Path.cwd())
             err_console.print(escape(userfolder.summary(written, f"{shown}{os.sep}")), soft_wrap=True)
-    # what the script did per step (data wait, copies, reads) and what it wrote, as notes
     notes = scriptplan.record_notes(record) + userfolder.notes(written)
     options = {**record.options, "script_wrote": [w.path for w in written]} if written else record.options
-    output.finish(record.model_copy(update={"notes": notes, "options": options}), plan)
+    return record.model_copy(update={"notes": notes, "options": options})
 
 
 def exit_if_nothing_decided(record: records.RunRecord) -> None:
@@ -633,26 +595,16 @@ def exit_if_nothing_decided(record: records.RunRecord) -> None:
 
 
 def _diagnose_notes(plan: DiagnosePlan) -> list[str]:
+    from whichdevice.workloads import scriptplan
     from whichdevice.workloads.suite import sizing_notes
 
-    if plan.user.get("script"):
-        from whichdevice.workloads import scriptplan
-
-        return scriptplan.notes(plan.user, plan.sizing) + sizing_notes(plan.sizing)
-    return sizing_notes(plan.sizing)
+    return scriptplan.notes(plan.user, plan.sizing) + sizing_notes(plan.sizing)
 
 
 def _framework_options(plan: DiagnosePlan) -> dict:
-    """The record's options beyond the Keras diagnose's (the framework is every record's option):
-    for torch, what the pre-flight found (what the function returned, the loss and optimizer
-    trained with, the input); for a script, the script, its arguments and the entry point captured."""
-    if plan.user.get("script"):
-        from whichdevice.workloads import scriptplan
+    """The record's options beyond the ones every diagnose has: the script, its arguments and the
+    entry point captured (the framework where it is not the default)."""
+    from whichdevice.workloads import scriptplan
 
-        fw = {} if plan.framework == DIAGNOSE_FRAMEWORK else {"framework": plan.framework}
-        return fw | scriptplan.options(plan.user, plan.sizing)
-    if plan.framework in frameworks.KERAS:
-        return {}
-    from whichdevice.workloads import torch_diagnose
-
-    return {f"torch_{k}": plan.user.get(k) for k in torch_diagnose.INFO_KEYS}
+    fw = {} if plan.framework == DIAGNOSE_FRAMEWORK else {"framework": plan.framework}
+    return fw | scriptplan.options(plan.user, plan.sizing)

@@ -70,10 +70,19 @@ def plan(
     budget_s = parse_budget(budget)
     entry_call = parse_positive_int(params.get("entry"), "--entry", "2", maximum=10_000)
     fields = jobs.checked(params, "diagnose", png=False)
-    name = escape(Path(job["script"]).name)
+    return plan_job(job, budget_s, fields, plan_class, entry_call=entry_call)
+
+
+def plan_job(
+    job: dict[str, Any], budget_s: float, fields: dict[str, Any], plan_class: Any, *, entry_call: int | None = None
+) -> Any:
+    """The pre-flight (one run of the script on the CPU, a refusal being one line and exit 2),
+    then the cases sized to the budget: ``diagnose SCRIPT``'s and the script ``--model`` writes
+    (``job``'s ``model_file``: the user's file, whose folder is kept as it was, not the script's)."""
+    name = escape(job.get("name") or Path(job["script"]).name)
     # From its first run on, what the script writes in the user's folder is put back after each
     # run (workloads/userfolder.py); a refused or interrupted plan keeps none of it.
-    userfolder.watch(job["script"], fields["json_file"])
+    userfolder.watch(job.get("model_file") or job["script"], fields["json_file"])
     try:
         err_console.print(f"Running {name} once on the CPU to find its training step (pre-flight)…")
         facts = scriptplan.preflight(

@@ -251,6 +251,8 @@ def recheck_user_files(plan, header: dict) -> None:
                     f"the run's {argument} file '{path}' changed since the run started",
                     "Its finished cases measured the old code: start a new run.",
                 )
+        if ref.get("script"):  # trained by the script --model wrote: each case's run checks it as it loads it
+            continue
         fw = getattr(plan, "framework", None) or (getattr(plan, "frameworks", None) or ["tensorflow"])[0]
         fw = fw if fw in frameworks.FRAMEWORKS else "tensorflow"
         model_fn = userfile.UserFunction(Path(ref["model_file"]), str(ref.get("model_fn")), "--model")
@@ -263,16 +265,14 @@ def recheck_user_files(plan, header: dict) -> None:
         err_console.print(f"Checking {escape(model_fn.text)} again before resuming (imports {escape(fw)})…")
         if "output_shape" in ref:
             shape = tuple(int(d) for d in str(ref.get("input_shape") or "").split(",") if d) or None
-            if fw not in frameworks.KERAS:  # an nn.Module (torch): torch's own pre-flight
-                from whichdevice.workloads import torch_diagnose
-
-                again = torch_diagnose.user_params(
-                    model_fn, None if data_fn else shape, ref.get("classes"), data_fn, getattr(plan, "batch", None), env
+            if fw not in frameworks.KERAS:  # an nn.Module measured by the cases of an older whichdevice
+                raise UsageError(
+                    "--resume",
+                    "this journal is of a --model diagnose of an older whichdevice, whose cases this version no "
+                    "longer runs",
+                    "Start a new run: whichdevice diagnose --model FILE.py:FUNCTION",
                 )
-            else:
-                again = userfile.user_model_params(
-                    model_fn, None if data_fn else shape, ref.get("classes"), data_fn, env
-                )
+            again = userfile.user_model_params(model_fn, None if data_fn else shape, ref.get("classes"), data_fn, env)
             if str(again.get("output_shape")) != str(ref.get("output_shape")):
                 raise UsageError(
                     "--resume",

@@ -1,6 +1,5 @@
 """One member of an interleaved group timed a whole epoch (or pass) a turn: a ``model.fit``
-variant (``train._Fit``) or one side of a torch DataLoader pair
-(``torch_diagnose.LoaderPasses``). ``train.time_group`` tells these from steady-step members by
+variant (``train._Fit``). ``train.time_group`` tells these from steady-step members by
 this base class and times them with ``train._time_fits``, A B | B A, one epoch per turn.
 
 Its own module so that both sides import it and neither imports the other for it.

@@ -4,7 +4,7 @@ One entry per fix declares its cases and its claim: the case parameter it change
 and the values tried, the train kind its pairs are timed interleaved in, how it is measured, what
 else its claim reads, the framework it applies to, which cases measure it and whether round 2
 repeats them; and its words (title, line of code, caveat, article and anchor). Everything else
-reads this list: the planners (``workloads/suite.py``, ``workloads/torch_diagnose.py``), the
+reads this list: the planners (``workloads/suite.py``, ``workloads/scriptplan.py``), the
 interleaved groups (``workloads.interleave_key``), the round-2 choice and order
 (``measure/session.py``), the pairing and the claims (``analysis/suite.py``), the first screen
 and the fix table (``present/``). Each framework applies a fix with one adapter function named by
@@ -63,7 +63,7 @@ class FixEntry:
     # The fix is a larger value of ``param`` (a larger batch): the grid's smaller values are shown
     # beside it, never its outcome (batch 8 slower than 32 is not "a larger batch is slower").
     larger: bool = False
-    # --- its cases: the planners (workloads/suite.py, workloads/torch_diagnose.py) read these
+    # --- its cases: the planners read these; a record's cases are paired by them
     values: tuple[object, ...] = ()  # the variants measured against ``baseline`` (a grid: each value)
     # The train kind whose cases of this fix are timed interleaved, one group per pair or grid
     # (workloads.interleave_key): "steady", "fit" or "loop"; "" measured alone.
@@ -296,8 +296,8 @@ FIXES: tuple[FixEntry, ...] = (
 
 # ------------------------------------------------------------------ PyTorch
 # `diagnose --framework torch`: each an A/B pair on the user's nn.Module at the user's batch
-# (workloads/torch_diagnose.py lists the cases: a steady pair names its fix in ``fix``; the
-# DataLoader pairs are loops over a loader). Reading the loss every step is ``sync`` above.
+# (a steady pair names its fix in ``fix``; the DataLoader pairs are loops over a loader).
+# Reading the loss every step is ``sync`` above.
 _TUNING_GUIDE = "PyTorch Performance Tuning Guide (pytorch.org/tutorials/recipes/recipes/tuning_guide)"
 
 

@@ -9,8 +9,7 @@ A script that never reaches one, raises first, needs a GPU this machine lacks or
 with no network is refused here, before anything is measured: one line quoting the script's own
 error (``UsageError``, exit 2).
 
-Then the cases, sized from the measured step as the Keras ``--model`` path sizes its own
-(``suite.size_user_cases``): every script process pays the script's imports and data loading
+Then the cases, sized from the measured step: every script process pays the script's imports and data loading
 (``setup_s``, measured in the pre-flight, counted once per process and shown apart), then
 its steps. Variants that take turns in the round's shared process (``script.shares_child``: a
 Keras fit's, a JAX step's batches, a torch loop's autocast, DataLoader, memory format and compile
@@ -92,7 +91,7 @@ _NETWORK = re.compile(
 
 
 def _name(job: dict[str, Any]) -> str:
-    return Path(job["script"]).name
+    return str(job.get("name") or Path(job["script"]).name)
 
 
 def _line(text: str) -> str:
@@ -181,6 +180,14 @@ def _script_error(run: script.ChildRun, job: dict[str, Any], err: str, where: st
         f"{name} raised {err} at {where} {script.at_step(end) or 'before its first training step'}",
         f"Make `python {name}` run here first, then diagnose it again",
     )
+
+
+def _users_file(run: script.ChildRun) -> UsageError | None:
+    """The script ``--model`` writes found a problem in the user's files: its option's own line."""
+    usage = run.end.get("usage")
+    if isinstance(usage, dict):
+        return UsageError(str(usage["argument"]), str(usage["problem"]), str(usage["fix"]).rstrip(".") + ".")
+    return None
 
 
 def refusal(
@@ -355,7 +362,7 @@ def preflight(
             return stopped
         if run.results and run.results[0].get("status") not in ("ok",):
             run.end = {"status": "script_error", "error": run.results[0].get("error") or run.results[0].get("why_not")}
-        raise refusal(run, job, limit, memory_limit_bytes)
+        raise _users_file(run) or refusal(run, job, limit, memory_limit_bytes)
     warm, steps = list(r.get("warmup_s") or []), list(r["step_s"])
     imported = [float(v) for v in (run.end.get("imported_s") or {}).values()]
     setup = float(r.get("setup_s") or 0.0)
@@ -922,6 +929,10 @@ def user_params(job: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
     }
     if facts.get("trainer"):
         out["trainer"] = str(facts["trainer"])
+    if job.get("model_file"):  # the script --model wrote: the user's function and files (--resume checks them)
+        out["model_function"], out["model_file"] = str(job.get("name")), str(job["model_file"])
+        if job.get("data_file"):
+            out["data_file"] = str(job["data_file"])
     return out
 
 
@@ -990,8 +1001,11 @@ def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
         # a torch loop cannot be skipped: the loops before it train as the script wrote them, untimed
         which += "; the loops before it ran untimed first" if loops else "; the calls before it passed over untrained"
     which = f" ({which})" if which else ""
+    measured = f"your script {Path(user['script']).name}"
+    if user.get("model_function"):  # --model: the script whichdevice wrote, named so the user can read it
+        measured = f"your model {user['model_function']}, trained by the script whichdevice wrote ({user['script']}),"
     out = [
-        f"Measured on your script {Path(user['script']).name} through {user['entry']}{under}{which}: each case ran "
+        f"Measured on {measured} through {user['entry']}{under}{which}: each case ran "
         f"the script in a fresh process until {user['steps']} steady steps were timed (then it stopped the script)."
     ]
     if others:

@@ -56,6 +56,9 @@ class _OnceMagics:
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # whichdevice's own package
 
 
+USAGE = ("argument", "problem", "fix")  # what a user-file error (userload.UserFileError) carries
+
+
 def _where(e: BaseException, script: str) -> str:
     """The script's own line the error came from (else the last frame outside whichdevice: the
     user is never pointed at whichdevice's own file for an error of their script)."""
@@ -253,6 +256,8 @@ def execute(
         except BaseException as e:  # noqa: BLE001 (the script's own error, quoted to the user)
             traceback.print_exc(file=sys.stderr)
             end = {"type": "end", "status": "script_error", "error": _error(e), "where": _where(e, script)}
+            if all(hasattr(e, k) for k in USAGE):  # a problem of the user's model file, named by its option
+                end["usage"] = {k: str(getattr(e, k)) for k in USAGE}
         finally:
             _close(end)
         return _closing(end, got, seen)

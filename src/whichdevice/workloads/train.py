@@ -337,7 +337,7 @@ def steady_step(spec, fw):
 
 
 def same_block_size(warms: list) -> list:
-    """The two sides of one fix (the same work, one setting changed: torch_diagnose's pairs) time
+    """The two sides of one fix (the same work, one setting changed) time
     blocks of as many calls each, the larger of their warm-ups' choices: each side's block size
     follows its own last warm-up call, and on the loaded 2-core machine one preempted call gave
     one side 1 call a block and the other 6 — and the 6-call blocks, preempted more often, ran
@@ -359,9 +359,6 @@ def _steady_fn(spec, fw):
         return training.read_back(out) if each else out
 
     metrics = {"samples_per_step": float(b)}
-    build_metrics = getattr(training, "build_metrics", None)  # one-time costs (torch.compile's compile_s)
-    if build_metrics is not None:
-        metrics.update(build_metrics())
     if "fix" in spec.params:  # one side of a fix pair (time_group: same_block_size)
         metrics["ab_pair"] = 1.0
     return fn, metrics
@@ -376,20 +373,15 @@ def _run_steady(spec, fw, policy, overhead_s):
 def prepare(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: float):
     """One member of an interleaved group: a steady case built, traced and warmed up (its own
     telemetry window after the warm-up when the policy has one); or a fit case (:class:`_Fit`)
-    built, compiled and fitted for its warm-up epoch; or one side of a torch DataLoader pair
-    (``torch_diagnose.LoaderPasses``, timed as a ``_Fit``: both are ``EpochTurns``); or a
+    built, compiled and fitted for its warm-up epoch; or a
     case of the user's script (``workloads/script.py``: its process is started in ``time_group``)."""
     if spec.params.get("script"):
         return spec
     kind = spec.params.get("kind")
     if kind == "fit":
         return _Fit(spec, fw)
-    if kind == "loop":  # one side of a torch DataLoader pair (workloads._VARYING)
-        from whichdevice.workloads.torch_diagnose import LoaderPasses
-
-        return LoaderPasses(spec, fw)
     if kind != "steady":
-        raise ValueError(f"only steady, fit and loader-loop train cases are timed interleaved, not {kind!r}")
+        raise ValueError(f"only steady and fit train cases are timed interleaved, not {kind!r}")
     fn, metrics = _steady_fn(spec, fw)
     return warm_up(fn, sync=fw.sync.sync, policy=policy, overhead_s=overhead_s), metrics
 

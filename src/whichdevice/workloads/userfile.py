@@ -106,21 +106,13 @@ def preflight(
     classes,
     data_fn,
     framework_env: dict[str, str],
-    *,
-    batch: int | None = None,
-    framework: str | None = None,
-    module: str = KERAS_PREFLIGHT,
 ) -> dict:
-    """Run ``check`` in a child process (parent stays TensorFlow-free); UsageError on failure.
-    With ``framework``: the check ends with one real training step at ``batch`` (``step_check``).
-    ``module``: the pre-flight child (plain torch has its own, frameworks/torch/usermodel.py)."""
+    """Run ``check`` in a child process (parent stays TensorFlow-free); UsageError on failure."""
     job = {
         "model": [str(model_fn.path), model_fn.function],
         "data": [str(data_fn.path), data_fn.function] if data_fn else None,
         "input_shape": list(input_shape) if input_shape else None,
         "classes": classes,
-        "batch": batch,
-        "framework": framework,
     }
     env = {**os.environ, **framework_env, "PYTHONUNBUFFERED": "1"}
     memory_limit_bytes, _, timeout_s, _ = _limits
@@ -129,7 +121,7 @@ def preflight(
         out_path, err_path = Path(tmp) / "out.txt", Path(tmp) / "err.txt"
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             done = run_module(
-                module,
+                KERAS_PREFLIGHT,
                 [json.dumps(job)],
                 timeout_s=timeout_s,
                 env=env,
@@ -160,13 +152,3 @@ def user_model_params(model_fn: UserFunction, input_shape, classes, data_fn, fra
     the train workload uses to rebuild them inside every measuring child."""
     facts = preflight(model_fn, input_shape, classes, data_fn, framework_env)
     return case_params(model_fn, data_fn, facts, classes)
-
-
-def user_model_checked(
-    model_fn: UserFunction, input_shape, classes, data_fn, framework_env: dict[str, str], *, batch: int, framework: str
-) -> tuple[dict, dict]:
-    """``diagnose``'s pre-flight: the model read and one real training step at ``batch`` in a
-    child of ``framework`` (a failure: UsageError, exit 2, before any measuring). Returns the
-    case parameters and the facts (``step_s``, ``first_step_s``, ``build_s``, ``losses``...)."""
-    facts = preflight(model_fn, input_shape, classes, data_fn, framework_env, batch=batch, framework=framework)
-    return case_params(model_fn, data_fn, facts, classes), facts

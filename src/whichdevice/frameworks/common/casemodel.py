@@ -38,14 +38,6 @@ def compile_config(model) -> dict:
 class CaseModel:
     """Builds the case's model and its data, built-in or the user's."""
 
-    def __new__(cls, params: dict, training=None):
-        # A framework whose user models are not Keras models (plain torch: an nn.Module) has
-        # its own case model for them (its training module's ``UserCaseModel``).
-        own = getattr(training, "UserCaseModel", None)
-        if cls is CaseModel and own is not None and str(params.get("model")) == "user":
-            return super().__new__(own)
-        return super().__new__(cls)
-
     def __init__(self, params: dict, training=None):
         self.p = params
         self.name = str(params["model"])

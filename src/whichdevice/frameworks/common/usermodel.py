@@ -143,17 +143,11 @@ def check(
     input_shape: tuple[int, ...] | None,
     classes: int | None,
     data_fn: UserFunction | None,
-    *,
-    batch: int | None = None,
-    framework: str | None = None,
 ) -> dict:
     """Pre-flight, inside a child (imports Keras): build the model, read its inputs, outputs
     and loss (``iospec``), run one forward pass on the input it will get, compare its outputs
-    with ``classes``. With ``framework`` (the measuring children's), then one real training
-    step as the cases run it — the custom loop's step and one ``model.fit`` step, on exactly
-    the data, labels and settings of the cases, at ``batch`` — and its time (:func:`step_check`).
-    Returns facts for the parent: ``input_shape``, ``output_shape``, ``compiled``, ``name``,
-    ``params``, ``io`` (the inputs and targets, as JSON text) and, after a step, ``step_s``."""
+    with ``classes``. Returns facts for the parent: ``input_shape``, ``output_shape``,
+    ``compiled``, ``name``, ``params`` and ``io`` (the inputs and targets, as JSON text)."""
     from whichdevice.frameworks.common import iospec
 
     model = call_model_function(model_fn.path, model_fn.function)
@@ -178,8 +172,6 @@ def check(
         "io": iospec.dumps(io),
         "losses": [o["loss"] for o in io["outputs"]],
     }
-    if framework is not None:
-        facts.update(step_check(model_fn, data_fn, io, classes, batch or 32, framework))
     return facts
 
 
@@ -213,10 +205,6 @@ def user_case_params(
 
 
 # The pre-flight's step timing: steady calls until this many seconds (at least 3 calls).
-STEP_TIMING_S = 1.0
-STEP_TIMING_MAX_CALLS = 20
-
-
 def _shapes_text(tree) -> str:
     import numpy as np
 
@@ -287,90 +275,6 @@ class _StepBlame:
         )
 
 
-def _clone_error(training, model) -> str | None:
-    """Why the model cannot be cloned (None: it can). The clone case times clone_model: a
-    subclassed model without get_config cannot be cloned."""
-    clone = getattr(training, "clone_model", None)
-    if clone is None:
-        import keras
-
-        clone = keras.models.clone_model
-    try:
-        clone(model)
-    except Exception as e:
-        return _exc_line(e)
-    return None
-
-
-def _time_custom_step(m, training, model, blame: _StepBlame) -> tuple[tuple, float, list[float]]:
-    """The custom loop's step at ``blame.batch``: its batch, first call's time (tracing) and
-    the steady calls' times (until ``STEP_TIMING_S``, at least 3, at most ``STEP_TIMING_MAX_CALLS``)."""
-    x = y = None
-    try:
-        x, y = m.one_batch(training, blame.batch)
-        step = m.train_step(training, model)
-        t0 = time.perf_counter()
-        training.read_back(step(x, y))
-        first_s = time.perf_counter() - t0
-        times: list[float] = []
-        while len(times) < 3 or (sum(times) < STEP_TIMING_S and len(times) < STEP_TIMING_MAX_CALLS):
-            t0 = time.perf_counter()
-            training.read_back(step(x, y))
-            times.append(time.perf_counter() - t0)
-    except Exception as e:
-        raise blame.error("the custom loop", (x, y), e) from None
-    return (x, y), first_s, times
-
-
-def _time_fit(m, training, batch: int) -> float:
-    """One ``model.fit`` epoch of two steps on a fresh model compiled as the fit cases compile it."""
-    fit_model = m.build()
-    m.compile_for_fit(fit_model)
-    ds = m.dataset(training, 2 * batch, batch, "tfdata")
-    t0 = time.perf_counter()
-    if training.is_dataset(ds) or not isinstance(ds, tuple):
-        fit_model.fit(ds, epochs=1, verbose=0, steps_per_epoch=2)
-    else:
-        fit_model.fit(ds[0], ds[1], batch_size=batch, epochs=1, verbose=0)
-    return time.perf_counter() - t0
-
-
-def step_check(model_fn, data_fn, io: dict, classes, batch: int, framework: str) -> dict:
-    """One real training step of the user's model, built as every measuring child builds it
-    (``CaseModel``: the same parameters, the same data and labels at ``batch``, the same
-    compile), through the custom loop's step and through ``model.fit``; a failure is a
-    :class:`UserFileError` naming the loss, the labels it got and the output, and the fix.
-    Returns ``step_s`` (the custom step's median steady time at ``batch``, on this child's
-    CPU), ``first_step_s`` (its first call: tracing) and ``build_s`` (building the model)."""
-    from whichdevice import frameworks
-    from whichdevice.frameworks.common import iospec
-    from whichdevice.frameworks.common.casemodel import CaseModel
-
-    training = frameworks.training_module(framework)
-    facts = {"output_shape": io["outputs"][0]["shape"], "input_shape": (io["inputs"] or [{"shape": []}])[0]["shape"]}
-    params = case_params(model_fn, data_fn, {**facts, "io": iospec.dumps(io)}, classes)
-    m = CaseModel(params, training)
-    t0 = time.perf_counter()
-    model = m.build()
-    build_s = time.perf_counter() - t0
-    clone_error = _clone_error(training, model)
-    blame = _StepBlame(data_fn, io, batch, model_fn)
-    xy, first_s, times = _time_custom_step(m, training, model, blame)
-    try:
-        fit_s = _time_fit(m, training, batch)
-    except Exception as e:
-        raise blame.error("model.fit", xy, e) from None
-    times.sort()
-    return {
-        "step_s": times[len(times) // 2],
-        "first_step_s": first_s,
-        "fit_first_s": fit_s,
-        "build_s": build_s,
-        "step_batch": batch,
-        "clone_error": clone_error,
-    }
-
-
 def _answer_stream():
     """The pre-flight's answer goes to the original stdout; the user's code, which may print
     anything (a line that looks like JSON included), gets stderr as its stdout, at the file
@@ -419,7 +323,7 @@ def _keras_job(job: dict, model_fn: UserFunction, data_fn: UserFunction | None, 
     import keras  # noqa: F401  (the framework's import, timed: the measuring children pay it too)
 
     import_s = time.perf_counter() - t0
-    result = check(model_fn, shape, job.get("classes"), data_fn, batch=job.get("batch"), framework=job.get("framework"))
+    result = check(model_fn, shape, job.get("classes"), data_fn)
     result["import_s"] = import_s
     return result
 

@@ -1,9 +1,8 @@
 """How PyTorch applies the catalogue's fixes (``workloads/fixes.py``) to the user's train case.
 
 One adapter function per fix, named by its key: from the case's value of the fix's parameter to
-the step's settings (``steps.StepOptions``), which ``steps.train_step`` and the user's case model
-(``usercase.py``: the model in channels_last, its DataLoader's workers and pinning, the model
-compiled within its bound) read. A case that does not name a fix keeps the plain loop's setting.
+the step's settings (``steps.StepOptions``), which ``steps.train_step`` reads (the user's own
+loop is varied by the script capture instead). A case that does not name a fix keeps the plain loop's setting.
 Adding a torch fix is its catalogue entry and its function here (CONTRIBUTING.md, "How to add a
 fix"); a fix on a setting the step does not have yet adds that field to ``StepOptions``.
 """

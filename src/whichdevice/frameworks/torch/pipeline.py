@@ -30,7 +30,7 @@ several epochs reads it: a new pass starts the workers again unless they are per
 
 Worker processes are started by ``forkserver`` (Python 3.14's default on Linux), the server
 importing this module once: forked from the measuring child instead, workers hung on a lock one
-of its threads held at fork time (``frameworks/torch/usercase.py``), and ``spawn`` would import
+of its threads held at fork time, and ``spawn`` would import
 torch again in every worker at every pass. The images live in shared memory
 (``share_memory_``), so a worker receives a handle, not a copy. A worker's batch not ready
 within ``LOADER_TIMEOUT_S`` fails the case with torch's own message.

@@ -1,6 +1,5 @@
 """The plain-PyTorch step's settings and its host-to-device copy: shared by the training module
-(``training.py``: the train workload's step) and the user's case model (``usercase.py``:
-``diagnose --framework torch``), which sets the options per model. Imported inside a child
+(``training.py``: the train workload's step), which reads the options per model. Imported inside a child
 (it imports torch).
 """
 
@@ -16,8 +15,8 @@ import torch
 @dataclass(frozen=True)
 class StepOptions:
     """How ``train_step`` runs one step, and how the user's case builds its model and loader: the
-    settings ``diagnose --framework torch``'s fixes vary (``fixes.py`` maps a case's parameters to
-    them, usercase.py sets them per model). The defaults are the plain loop."""
+    settings the torch fixes vary (``fixes.py`` maps a case's parameters to them). The defaults
+    are the plain loop."""
 
     set_to_none: bool = True  # optimizer.zero_grad(set_to_none=...): torch's default since 2.0
     autocast: str = "off"  # "bfloat16" / "float16": forward and loss under torch.autocast
@@ -26,7 +25,7 @@ class StepOptions:
     non_blocking: bool = False  # host batches copied with .to(device, non_blocking=True)
     num_workers: int | None = None  # the DataLoader's workers (None: the user's loader's own, else 0)
     pin_memory: bool | None = None  # the DataLoader's pin_memory (None: the user's loader's own)
-    compile: bool = False  # torch.compile(model), compiled in the warm-up (usercase.py)
+    compile: bool = False  # torch.compile(model), compiled in the warm-up
 
 
 # The options of the models built with non-default ones, by model (train_step looks them up).

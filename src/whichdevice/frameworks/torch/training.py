@@ -17,8 +17,8 @@ import torch
 
 from whichdevice.frameworks.common.batches import dataset, user_dataset  # noqa: F401 (this training part's)
 
-# The step's settings and the host-to-device copy live in ``steps.py``, shared with the user's
-# case model (``usercase.py``); re-exported here, the training module's names.
+# The step's settings and the host-to-device copy live in ``steps.py``; re-exported here, the
+# training module's names.
 from whichdevice.frameworks.torch.steps import STEP_OPTIONS, StepOptions, _tensor, on_device  # noqa: F401
 
 
@@ -66,28 +66,6 @@ def train_step(model, optimizer, loss_fn):
         return loss
 
     return step
-
-
-def __getattr__(name: str):
-    # The user's nn.Module (diagnose --framework torch): casemodel.CaseModel builds it through
-    # this class; imported on first use (only ``diagnose --framework torch`` needs it).
-    if name == "UserCaseModel":
-        from whichdevice.frameworks.torch.usercase import UserCaseModel
-
-        return UserCaseModel
-    raise AttributeError(name)
-
-
-def build_metrics() -> dict[str, float]:
-    """One-time costs of the user's model the case built last (``compile_s``: torch.compile's
-    compile, frameworks/torch/usercase.py), for the case's metrics; {} for the others."""
-    import sys
-
-    usercase = sys.modules.get("whichdevice.frameworks.torch.usercase")
-    last: dict[str, float] = getattr(usercase, "LAST_BUILD", {})
-    out = dict(last)
-    last.clear()  # read once: a later built-in model's case gets none of it
-    return out
 
 
 def read_back(loss) -> float:

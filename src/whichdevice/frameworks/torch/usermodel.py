@@ -1,5 +1,5 @@
 """The user's own PyTorch model (``diagnose --framework torch --model FILE:FUNCTION``) and data
-(``--data FILE:FUNCTION``), loaded and checked inside a child process (imports torch).
+(``--data FILE:FUNCTION``), loaded and checked in the script's process (imports torch).
 
 ``FUNCTION`` (a function or an ``nn.Module`` class, called with no arguments) returns an
 ``nn.Module``, ``(module, loss_fn)`` or ``(module, loss_fn, optimizer)``. Defaults: a
@@ -7,21 +7,15 @@
 without, ``torch.optim.Adam(lr=1e-3)``. The data function returns a ``DataLoader`` or any
 iterable of ``(x, y)`` batches.
 
-``python -m whichdevice.frameworks.torch.usermodel JOB`` is the pre-flight child (the same
-protocol as ``frameworks/common/usermodel.py``: one JSON line, ``{"ok": true, ...}`` or
-``{"ok": false, "argument", "problem", "fix"}``). It builds the model, runs one forward pass
-and **one real training step** (forward, loss, backward, optimizer step) on the exact batch the
-measurements will use, so that a model that cannot train fails here in one line, before anything
-is measured.
+The script ``diagnose --model`` writes loads the model and data through here
+(``modelscript.py``): it builds the model and runs one forward pass on the input it will get,
+so that a wrong shape or output is one line naming its option, before anything is measured.
 """
 
 from __future__ import annotations
 
-import math
-import sys
-import time
 from typing import Any
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,9 +27,7 @@ from whichdevice.frameworks.common.usermodel import (
     UserFileError,
     UserFunction,
     _exc_line,
-    preflight_main,
 )
-from whichdevice.frameworks.torch.placement import host
 
 ADAM_LR = 1e-3  # torch.optim.Adam's own default, as the seeds' Keras Adam
 
@@ -247,74 +239,6 @@ def loader_batch(loader) -> int | None:
     return loader.batch_size if is_loader(loader) else None
 
 
-class CappedBatches:
-    """At most ``steps`` batches of ``data`` per pass, re-iterable (a one-shot iterator's
-    batches are kept as a list on the first pass)."""
-
-    def __init__(self, data, steps: int, function: str = "data"):
-        self.steps, self.function = steps, function
-        self._list = None
-        # a generator (an iterator): read once, kept. Not ``iter(data) is data``: that made a
-        # DataLoader's iterator, starting its workers and drawing its shuffle, to learn nothing
-        if isinstance(data, Iterator):
-            with host():
-                self._list = [_pair(b, function) for _, b in zip(range(steps), data)]
-        self.data = data
-
-    def __len__(self) -> int:
-        if self._list is not None:
-            return len(self._list)
-        try:
-            return min(self.steps, len(self.data))
-        except TypeError:
-            return self.steps
-
-    def __iter__(self):
-        if self._list is not None:
-            yield from self._list
-            return
-        # enumerate, not zip(range(steps), data): a loader of exactly ``steps`` batches is then
-        # read to its StopIteration, so a DataLoader's persistent workers start the next pass
-        # from a finished epoch rather than resetting a half-read one. Each batch is read on the
-        # host (placement.host): the caller's step runs in the device's scope between batches.
-        with host():
-            batches = enumerate(self.data)
-        while True:
-            with host():
-                i, b = next(batches, (self.steps, None))
-                if i >= self.steps:
-                    return
-                xy = _pair(b, self.function)
-            yield xy
-
-
-def concat_batch(data, n: int, function: str = "data") -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` samples from the data's first batches (repeated when the data has fewer), read on
-    the host (placement.host)."""
-    with host():
-        return _concat_batch(data, n, function)
-
-
-def _concat_batch(data, n: int, function: str) -> tuple[torch.Tensor, torch.Tensor]:
-    xs, ys, have = [], [], 0
-    for _ in range(1 + n):  # at most: one sample per batch, and one pass over a short data set
-        for b in data:
-            x, y = _pair(b, function)
-            xs.append(x)
-            ys.append(y)
-            have += len(x)
-            if have >= n:
-                return torch.cat(xs)[:n], torch.cat(ys)[:n]
-        if not xs:
-            break
-    if not xs:
-        raise UserFileError("--data", f"{function}() yields no batches", "Return data with at least one batch")
-    return torch.cat(xs)[:n], torch.cat(ys)[:n]
-
-
-# ------------------------------------------------------------------ the pre-flight
-
-
 def _output_tensor(out, has_loss: bool, function: str):
     if isinstance(out, torch.Tensor) or has_loss:
         return out
@@ -428,136 +352,6 @@ def _forward(module: torch.nn.Module, sample: _Sample, model_path: Path | None =
         ) from None
 
 
-def _train_step(
-    module: torch.nn.Module,
-    loss_fn,
-    opt,
-    xy: tuple[torch.Tensor, torch.Tensor],
-    blame_model: bool,
-    model_path: Path | None = None,
-) -> float:
-    """One real training step on this very batch ``xy``; the loss's value. A failure blames --model
-    when the user chose the loss or the data (``blame_model``), else --classes."""
-    try:
-        opt.zero_grad()
-        loss = loss_fn(module(xy[0]), xy[1])
-        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-            what = (
-                type(loss).__name__ if not isinstance(loss, torch.Tensor) else f"a tensor of shape {tuple(loss.shape)}"
-            )
-            raise UserFileError(
-                "--model",
-                f"the loss returned {what}, not one number",
-                "Return a scalar loss (e.g. reduce it with .mean())",
-            )
-        loss.backward()
-        opt.step()
-        return float(loss.detach())
-    except UserFileError:
-        raise
-    except Exception as e:
-        other = _not_the_input(e, model_path, len(xy[0]))
-        if other is not None:
-            raise other from None
-        arg = "--model" if blame_model else "--classes"
-        fix = (
-            "Make the loss take (model output, labels) of these shapes"
-            if arg == "--model"
-            else "Check --classes against the model's last layer"
-        )
-        raise UserFileError(arg, f"one training step failed: {_exc_line(e)}", fix) from None
-
-
-def check(
-    model_fn: UserFunction,
-    input_shape: tuple[int, ...] | None,
-    classes: int | None,
-    data_fn: UserFunction | None,
-    batch: int | None = None,
-) -> dict:
-    """Pre-flight: build, one forward pass, and one training step on the batch the run will use.
-    Returns facts for the parent (``input_shape``, ``output_shape``, ``label_classes``, ...)."""
-    t0 = time.perf_counter()
-    user = call_model_function(model_fn.path, model_fn.function)
-    build_s = time.perf_counter() - t0
-    module = user.module
-    vocab = _embedding_vocab(module)
-    if data_fn is not None:
-        sample = _data_sample(data_fn, input_shape, batch)
-    else:
-        sample = _synthetic_sample(module, input_shape, vocab)
-    x, y = sample.x, sample.y
-    out = _output_tensor(_forward(module, sample, model_fn.path), user.loss_fn is not None, model_fn.function)
-    out_shape = tuple(int(d) for d in out.shape[1:]) if isinstance(out, torch.Tensor) else ()
-    label_classes = _label_classes(user.loss_fn, classes, out_shape, y)
-    if y is None:
-        y = torch.as_tensor(synthetic_labels(len(x), label_classes, out_shape))
-    loss_fn = user.loss_fn or default_loss(label_classes)
-    opt = user.optimizer or torch.optim.Adam(module.parameters(), ADAM_LR)
-    blame_model = user.loss_fn is not None or data_fn is not None
-    t0 = time.perf_counter()
-    value = _train_step(module, loss_fn, opt, (x, y), blame_model, model_fn.path)
-    first_s = time.perf_counter() - t0
-    b = batch or sample.data_batch or DEFAULT_BATCH
-    xb, yb = _timing_batch(sample, b, label_classes, out_shape, vocab)
-    step_s = _steady_step_s(lambda: _train_step(module, loss_fn, opt, (xb, yb), blame_model, model_fn.path))
-    return {
-        "ok": True,
-        "name": type(module).__name__,
-        "params": int(sum(p.numel() for p in module.parameters())),
-        "returned": user.returned,
-        "loss": _name(loss_fn) if user.loss_fn is not None else f"default {_name(loss_fn)}",
-        "optimizer": type(opt).__name__ + ("" if user.optimizer is not None else " (default, lr 1e-3)"),
-        "input_shape": [int(d) for d in x.shape[1:]],
-        "input_int": bool(not torch.is_floating_point(x)),
-        "vocab": vocab,
-        "output_shape": list(out_shape),
-        "label_classes": label_classes,
-        "data_batch": sample.data_batch,
-        "conv2d": any(isinstance(m, torch.nn.Conv2d) for m in module.modules()),
-        "first_loss": value if math.isfinite(value) else None,
-        # the plan's cost model (workloads/torch_diagnose.size_cases): seconds on this CPU
-        "build_s": build_s,
-        "first_step_s": max(first_s, step_s),
-        "step_s": step_s,
-        "step_batch": b,
-    }
-
-
-# Steady steps the pre-flight times at the run's batch; the fastest sizes the plan: on the loaded
-# 2-core machine a small CNN's three steps had a median of 618 ms once, its measured steps 30 ms.
-TIMED_STEPS = 5
-DEFAULT_BATCH = 32  # diagnose's batch without --batch or a DataLoader's own
-
-
-def _timing_batch(sample: _Sample, b: int, label_classes, out_shape, vocab) -> tuple[torch.Tensor, torch.Tensor]:
-    """The batch the measuring steps use: the data's first (already ``b`` samples), or ``b``
-    synthetic samples (the check itself trained on two)."""
-    if sample.y is not None:
-        return sample.x, sample.y
-    shape = tuple(int(d) for d in sample.x.shape[1:])
-    x = torch.as_tensor(synthetic_inputs(b, shape, vocab))
-    return x, torch.as_tensor(synthetic_labels(b, label_classes, out_shape))
-
-
-def _steady_step_s(step) -> float:
-    """The fastest of TIMED_STEPS training steps after one untimed (the batch's first): what a
-    step costs when the machine lets it run (load only slows a step down)."""
-    step()
-    times = []
-    for _ in range(TIMED_STEPS):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
-def _name(fn) -> str:
-    """A loss's name: its class (nn.CrossEntropyLoss) or, for a plain function, its own name."""
-    own = getattr(fn, "__name__", None)
-    return str(own) if own and not isinstance(fn, torch.nn.Module) else type(fn).__name__
-
-
 def _label_classes(loss_fn, classes: int | None, out_shape: tuple[int, ...], y) -> int | None:
     """What the synthetic labels are: class ids (>1), 0/1 (1) or floats (None) — from
     --classes, or from the user's own loss when it says (CrossEntropyLoss, NLLLoss, BCE*)."""
@@ -577,18 +371,6 @@ def _label_classes(loss_fn, classes: int | None, out_shape: tuple[int, ...], y) 
     if loss_fn is None and y is not None and not torch.is_floating_point(y) and y.dim() == len(out_shape):
         return last  # the data's labels are class ids, one fewer dimension than the output: cross-entropy
     return None
-
-
-def _torch_job(job: dict, model_fn: UserFunction, data_fn: UserFunction | None, shape: tuple | None) -> dict:
-    t0 = time.perf_counter()
-    torch.manual_seed(0)
-    facts = check(model_fn, shape, job.get("classes"), data_fn, job.get("batch"))
-    facts["check_s"] = time.perf_counter() - t0  # the rest of the child's wall time is its start-up
-    return facts
-
-
-if __name__ == "__main__":
-    sys.exit(preflight_main(sys.argv, _torch_job))
 
 
 # ------------------------------------------------------------------ objects from a notebook
