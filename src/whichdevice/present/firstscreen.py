@@ -271,9 +271,7 @@ def prediction_lines(report: PredictReport | None, profile: DeviceProfile | None
     gpu = profile.gpu.description
     source = f"Predicted from costs measured on {names.profile_words(profile.name, gpu)}, not measured here."
     if report.cannot_predict:
-        from whichdevice.present.prediction import CANNOT_PREDICT  # imports rich: only here
-
-        return [f"Would a GPU help? Cannot predict it: {CANNOT_PREDICT[report.cannot_predict]}.", DIAGNOSE_HINT]
+        return [f"Would a GPU help? Cannot predict it: {names.CANNOT_PREDICT[report.cannot_predict]}.", DIAGNOSE_HINT]
     d = report.decision
     if d.kind == "none":
         return [f"Would a GPU help? {gpu_decision_words(d, gpu)}.", DIAGNOSE_HINT]
