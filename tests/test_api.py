@@ -167,7 +167,7 @@ def test_diagnose_labels_its_cases_with_the_samples_the_arrays_hold(monkeypatch)
     monkeypatch.setattr(userfile, "preflight", lambda *a, **k: dict(facts))
     planned = {}
 
-    def no_measuring(request):
+    def no_measuring(_plan, request):
         planned["cases"] = request.cases_for(None, type("Device", (), {"name": "CPU:0"})())
         planned["options"] = request.options
         raise RuntimeError("planned")

@@ -155,12 +155,12 @@ def _run_one(plan: RunPlan, resumed: JournalState | None, *, quiet: bool = False
     from whichdevice.cli.common import open_journal
 
     (fw,) = plan.frameworks
-    return _measure_suite(
-        _run_request(plan, fw), journal=lambda: open_journal("run", plan, resumed), resumed=resumed, quiet=quiet
+    return measure_suite(
+        run_request(plan, fw), journal=lambda: open_journal("run", plan, resumed), resumed=resumed, quiet=quiet
     )
 
 
-def _run_request(plan: RunPlan, fw: str) -> session.Request:
+def run_request(plan: RunPlan, fw: str) -> session.Request:
     from whichdevice.workloads.suite import suite_cases
 
     return _suite_request(
@@ -228,12 +228,12 @@ def _run_frameworks(plan: RunPlan, resumed: JournalState | None) -> records.RunR
         else:  # a part journal names the run it belongs to
             state = None
             journal = Journal.create(path, {**journal_header("run", part_plan), "part_of": str(top.path.absolute())})
-        parts.append(_measure_suite(_run_request(plan, f), journal=journal, resumed=state, found=found))
+        parts.append(measure_suite(run_request(plan, f), journal=journal, resumed=state, found=found))
     options = {**parts[0].options, "framework": ",".join(plan.frameworks)}
     return experiment.merge_records(parts, options)
 
 
-def _measure_suite(request: session.Request, *, journal, resumed, found=None, quiet=None) -> records.RunRecord:
+def measure_suite(request: session.Request, *, journal, resumed, found=None, quiet=None) -> records.RunRecord:
     """The suite measured with its progress; ``quiet`` not None (one framework: run, diagnose):
     with the provisional answer after round 1 of the answer's cases, shown in a terminal
     unless ``quiet``, and kept in the record."""
@@ -563,7 +563,7 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
     output = output or ScriptOutput()
     script = plan.user.get("script")
     if not script:
-        record = _measure_suite(
+        record = measure_suite(
             request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed, quiet=output.quiet
         )
         output.finish(record, plan)
@@ -572,7 +572,7 @@ def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: Scrip
 
     userfolder.watch(str(script), plan.json_file)  # started by the pre-flight, or here on --resume
     try:
-        record = _measure_suite(
+        record = measure_suite(
             request, journal=lambda: open_journal("diagnose", plan, resumed), resumed=resumed, quiet=output.quiet
         )
     finally:  # however it ends, the user's folder is as it was and the screen says what the script wrote

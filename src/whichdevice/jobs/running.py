@@ -369,27 +369,31 @@ def run(
     *,
     loglog: bool,
     resumed: JournalState | None,
-    journal: Journal | None = None,
+    journal: Journal | Callable[[], Journal] | None = None,
     found=None,
+    measure: Callable[..., records.RunRecord] | None = None,
     **more: Any,
 ) -> records.RunRecord:
-    """The one run skeleton: measure ``request`` (journaled in ``journal``, else the job's own,
-    created once the devices are checked, its header naming the request's experiment), then
-    ``finish``: write the record, close the journal, draw the page (``page(record, png,
-    loglog=loglog, **more)``) and print the record's lines after it."""
-    record = measure_with_progress(
-        request,
-        journal=journal or (lambda: open_journal(request.experiment, job, resumed)),
-        resumed=resumed,
-        found=found,
-    )
+    """The one run skeleton: measure ``request`` (``measure``: a command's own way, default
+    ``measure_with_progress``; journaled in ``journal``, else the job's own, created once the
+    devices are checked, its header naming the request's experiment; none for a job without a
+    record path, the API's), then ``finish``: write the record, close the journal, draw the page
+    (``page(record, png, loglog=loglog, **more)``) and print the record's lines after it."""
+    if journal is None and job.json_file:
+        journal = lambda: open_journal(request.experiment, job, resumed)  # noqa: E731
+    record = (measure or measure_with_progress)(request, journal=journal, resumed=resumed, found=found)
     finish(record, job, loglog=loglog, **more)
     return record
 
 
 def finish(record: records.RunRecord, job: Any, *, loglog: bool, journals: Sequence[Path] = (), **more: Any) -> None:
     """A measured job's end: its record written, its journal (and ``journals``) closed, its page
-    drawn (``record_then_page``: the job's ``png_file``, else the PNG beside the record, not announced)."""
+    drawn (``record_then_page``: the job's ``png_file``, else the PNG beside the record, not
+    announced). A job without a record path (the API's) is kept in the history instead, with no
+    page (``keep``)."""
+    if not job.json_file:
+        keep(record)
+        return
     json_file = Path(job.json_file)
     png = getattr(job, "png_file", None)
     record_then_page(
@@ -400,3 +404,25 @@ def finish(record: records.RunRecord, job: Any, *, loglog: bool, journals: Seque
         journals=[journal_path(json_file), *journals],
         **more,
     )
+
+
+def keep(record: records.RunRecord) -> Path | None:
+    """The API's record kept like a command's: written under the history's folder
+    (``$WHICHDEVICE_HOME/records/``) and indexed, so ``whichdevice history`` lists it and
+    ``whichdevice compare`` takes its id; its path is ``written``. Never fails the call: a history
+    that cannot be written is said in one warning line (``written`` is then None)."""
+    import warnings
+
+    global written
+    written = None
+    try:
+        folder = history.home() / "records"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{record.experiment}-{stamp()}.json"
+        records.save_run(record, path)
+        history.add(record, path)
+    except (OSError, sqlite3.Error) as e:
+        warnings.warn(f"whichdevice: the run was not kept in the history ({e})", stacklevel=6)
+        return None
+    written = path
+    return path
