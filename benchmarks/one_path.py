@@ -12,9 +12,10 @@
 - ``audit_hook_modules``: modules under ``audit/`` that patch a framework (their name ends in
   ``hooks`` or they call ``setattr`` on a framework module), target 0;
 - ``job_skeletons``: the ways a job is run: ``jobs/`` counts as one, and so does every function
-  outside it that measures (``session.measure``, ``measure_with_progress``) or writes a record and
-  its page itself (``save_run``, ``save_record``, ``record_then_page``, ``jobs.finish``, the audit
-  record's ``save``), one per function, target 1;
+  outside it that measures with the session itself (``session.measure``, not through
+  ``jobs.run``'s progress) or writes a record and its page itself (``save_run``, ``save_record``,
+  ``record_then_page``, ``jobs.finish``, the audit record's ``save``), one per function, target 1.
+  A command's own way to measure handed to ``jobs.run`` (``measure=``) is not a skeleton;
 - ``framework_tables_outside``: dict literals outside ``frameworks/`` keyed by framework names
   (two or more keys that are framework names, or only such keys), target 0: each framework
   declares its entry in its own folder (``frameworks.declared``);
@@ -168,7 +169,7 @@ def audit_hook_modules() -> list[str]:
     return out
 
 
-SKELETON_CALLS = {"measure_with_progress", "record_then_page", "save_record", "save_run"}
+SKELETON_CALLS = {"record_then_page", "save_record", "save_run"}
 
 
 def _call_name(node: ast.Call) -> str:

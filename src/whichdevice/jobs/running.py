@@ -13,7 +13,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -365,7 +365,7 @@ def measure_with_progress(
 
 def run(
     job: Any,
-    request: session.Request,
+    request: session.Request | None,
     *,
     loglog: bool,
     resumed: JournalState | None,
@@ -377,33 +377,43 @@ def run(
     """The one run skeleton: measure ``request`` (``measure``: a command's own way, default
     ``measure_with_progress``; journaled in ``journal``, else the job's own, created once the
     devices are checked, its header naming the request's experiment; none for a job without a
-    record path, the API's), then ``finish``: write the record, close the journal, draw the page
+    record path, the API's; ``request`` None: ``measure`` measures several of its own), then ``finish``: write the record, close the journal, draw the page
     (``page(record, png, loglog=loglog, **more)``) and print the record's lines after it."""
-    if journal is None and job.json_file:
+    if journal is None and job.json_file and request is not None:
         journal = lambda: open_journal(request.experiment, job, resumed)  # noqa: E731
-    record = (measure or measure_with_progress)(request, journal=journal, resumed=resumed, found=found)
+    measuring: Callable[..., records.RunRecord] = measure or measure_with_progress
+    record = measuring(request, journal=journal, resumed=resumed, found=found)
     finish(record, job, loglog=loglog, **more)
     return record
 
 
-def finish(record: records.RunRecord, job: Any, *, loglog: bool, journals: Sequence[Path] = (), **more: Any) -> None:
+def finish(
+    record: records.RunRecord,
+    job: Any,
+    *,
+    loglog: bool,
+    journals: Sequence[Path] = (),
+    printing: AbstractContextManager[Any] | None = None,
+    **more: Any,
+) -> None:
     """A measured job's end: its record written, its journal (and ``journals``) closed, its page
     drawn (``record_then_page``: the job's ``png_file``, else the PNG beside the record, not
-    announced). A job without a record path (the API's) is kept in the history instead, with no
-    page (``keep``)."""
+    announced) inside ``printing`` (where the page prints: ``--json-out -`` moves it to stderr).
+    A job without a record path (the API's) is kept in the history instead, with no page (``keep``)."""
     if not job.json_file:
         keep(record)
         return
     json_file = Path(job.json_file)
     png = getattr(job, "png_file", None)
-    record_then_page(
-        record,
-        json_file,
-        Path(png) if png else None,
-        loglog=loglog,
-        journals=[journal_path(json_file), *journals],
-        **more,
-    )
+    with printing or nullcontext():
+        record_then_page(
+            record,
+            json_file,
+            Path(png) if png else None,
+            loglog=loglog,
+            journals=[journal_path(json_file), *journals],
+            **more,
+        )
 
 
 def keep(record: records.RunRecord) -> Path | None:
