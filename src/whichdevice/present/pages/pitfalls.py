@@ -152,16 +152,15 @@ def note(r: PitfallRow) -> str:
 
 
 def _too_few(r: PitfallRow) -> str | None:
-    """torch's and JAX's rows: no claim either way from too few samples or an interval that
-    cannot rule out a 2x change (never "no distortion" from it)."""
-    fewest = 3 if r.n_unit == "rounds" else 5  # significance.py's MIN_ROUNDS_NO_CHANGE, MIN_SAMPLES
-    if r.n and r.n < fewest:
+    """torch's and JAX's rows: why no claim either way is made (analysis: ``PitfallRow.no_claim``)."""
+    if r.no_claim is None:
+        return None
+    why, fewest = r.no_claim
+    if why == "few":
         return f"not enough {r.n_unit} (n={r.n}, fewer than {fewest}): no claim either way"
-    if r.lo is not None and r.hi is not None and (r.lo < 0.5 or r.hi > 2):
+    if why == "wide":
         return f"not enough {r.n_unit}: the interval is too wide to rule out a 2x change either way"
-    if not r.enough:
-        return f"not enough {r.n_unit} (n={r.n}): no claim either way"
-    return None
+    return f"not enough {r.n_unit} (n={r.n}): no claim either way"
 
 
 def verdict(r: PitfallRow) -> str:
