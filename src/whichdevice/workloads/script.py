@@ -52,14 +52,6 @@ TURN_ENTRIES: dict[str, tuple[str, ...]] = {
     "torch.optim.Optimizer.step": ("baseline", "autocast"),
     "torch.Tensor.backward": ("baseline", "autocast"),
 }
-# Each framework's capture (frameworks/<fw>/capture.py) a measuring child installs.
-CAPTURES = {
-    "tensorflow": ["tensorflow"],
-    "keras-jax": ["keras-jax"],
-    "keras-torch": ["keras-torch"],
-    "torch": ["torch"],
-    "jax": ["jax"],
-}
 STDERR_TAIL = 4000
 
 
@@ -320,7 +312,7 @@ def threads_env(framework: str, n: int) -> dict[str, str]:
 
 def _run(p: dict[str, Any], spec: CaptureSpec, framework: str) -> ChildRun:
     limit = float(p.get("child_limit_s") or 60.0)
-    captures = CAPTURES.get(framework, [framework])
+    captures = [framework]  # the framework's capture (frameworks/<fw>/capture.py) a measuring child installs
     threads = threads_env(framework, int(spec.value or 1)) if spec.fix == "threads" else None
     if not _RAN_HERE and threads is None:  # this process's threads are the default's
         return run_here(job_for(p), spec, captures)

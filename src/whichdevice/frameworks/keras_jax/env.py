@@ -11,14 +11,23 @@ from whichdevice.frameworks.jax import env as _jax_env
 # Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
 WORDS_FAMILY = "jax"
 
+# What a script's capture watches (frameworks.declared), for the line that says none was reached.
+CAPTURE_WATCHES: tuple[str, ...] = ("keras Model.fit", "Model.train_on_batch")
 # The registry's entry for this framework (frameworks/__init__.py: what each name means).
 PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipeline", "optrace", "pitfalls")
 REQUIRES: tuple[str, ...] = ("keras", "jax")
 INSTALL = "pip install 'whichdevice[jax]'"
 KERAS = True
+KERAS_BACKEND = "jax"  # the backend a script's Keras names (frameworks.keras_on)
 # Declarations read by the parent (frameworks.declared): pitfalls time every step, the jitted
 # loop's first step compiles.
 PITFALLS_TIMING = "jit"
+# ``scale`` (frameworks.declared): its data-parallel engine and how the all-reduce is isolated
+# for N > 1 replicas: timed alone on gradient-sized tensors, and the same call without the
+# collective (its dispatch).
+SCALE_ENGINE = "keras.distribution.DataParallel"
+SCALE_METHOD = "isolated"
+SCALE_VARIANTS: tuple[str, ...] = ("allreduce", "allreduce_base")
 SAYS: dict[str, str] = {
     "scale": "DataParallel",
     "replicas": "JAX host devices",

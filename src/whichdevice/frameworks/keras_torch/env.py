@@ -11,11 +11,14 @@ from whichdevice.frameworks.torch import env as _torch_env
 # Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
 WORDS_FAMILY = "keras-torch"
 
+# What a script's capture watches (frameworks.declared), for the line that says none was reached.
+CAPTURE_WATCHES: tuple[str, ...] = ("keras Model.fit", "Model.train_on_batch")
 # The registry's entry for this framework (frameworks/__init__.py: what each name means).
 PARTS: tuple[str, ...] = ("training", "calibration", "probes", "pipeline", "optrace", "pitfalls")
 REQUIRES: tuple[str, ...] = ("keras", "torch")
 INSTALL = "pip install 'whichdevice[torch]'"
 KERAS = True
+KERAS_BACKEND = "torch"  # the backend a script's Keras names (frameworks.keras_on)
 # Torch's own CPU thread count without a setting: one per physical core (frameworks.declared;
 # default: every logical core, as TensorFlow's). A script's thread variants leave out the count
 # its default already is.
