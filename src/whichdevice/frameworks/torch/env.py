@@ -33,6 +33,23 @@ KERAS = False
 # torch.compile's own case); a script's batch variant re-batches its DataLoader; its loop gets the
 # trained module's fixes (autocast, channels_last, cudnn.benchmark, torch.compile).
 PITFALLS_TIMING = "eager"
+# ``pitfalls``' words (frameworks.declared): how the wrong and the right figure of each mistake
+# are taken in torch (frameworks/torch/pitfalls.py), and --quick's line.
+PITFALLS_METHODS: dict[str, tuple[str, str]] = {
+    "no_sync": ("clock read after each call, no torch.cuda.synchronize", "the same clock after a synchronize"),
+    "sync_each": (".item() after every step", "one sync per block of steps"),
+    "first_step": ("the first step timed alone", "median of the later steps of the same loop"),
+    "compile_in_timing": (
+        "100-step loop timed with torch.compile's compile in its first step",
+        "the same loop's steady steps (median)",
+    ),
+    "device_put": ("", ""),
+}
+PITFALLS_QUICK = (
+    "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, torch.compile with "
+    "backend='aot_eager' (no code generation; the full run compiles with Inductor), DataLoader passes of 512 "
+    "samples (the full run: whichdevice pitfalls --framework torch)"
+)
 REBATCHES = "DataLoader"
 LOOP_FIXES = "module"
 # Torch's own CPU thread count without a setting: one per physical core (frameworks.declared;
