@@ -132,23 +132,40 @@ def record_then_page(
     journals: Sequence[Path] = (),
     **more: Any,
 ) -> None:
-    """A measuring command's end: write the record, close its journals (the record is complete:
-    they have done their job), then draw its page (``page``: beside ``png``, else beside the
-    record, not announced) and print it with the record's lines after it, all at once
-    (``page_after_record``)."""
-    with page_after_record():
+    """A measuring command's end (``output``): write the record, close its journals (the record
+    is complete: they have done their job) and add it to the history (before the page: a run
+    interrupted while it draws is complete, and listed where its record is named, cli/guard.py),
+    then draw its page (``page``: beside ``png``, else beside the record, not announced) and
+    print it with the record's lines after it."""
+    index_line = ""
+
+    def write() -> None:
+        nonlocal index_line
         save_record(record, json_file)
         for path in journals:
             Journal(path).finish()
-        # In the history before the page is drawn: a run interrupted while it draws is complete,
-        # and listed where its record is named (cli/guard.py).
         index_line = indexed(record, json_file)
+
+    def draw() -> Any:
+        return page(record, png or json_file.with_suffix(".png"), loglog=loglog, **more)
+
+    output(write, draw, json_file, lambda: announce_record(record, json_file, png, index_line))
+
+
+def output(write: Callable[[], None], draw: Callable[[], Any], json_file: Path, announce: Callable[[], None]) -> None:
+    """Every command's output step, for a run's record and an audit's alike: ``write`` the record
+    first (nothing measured is lost to a page that cannot be drawn), ``draw`` its page
+    (``draw_page``), then ``announce`` the lines after it, all printed at once
+    (``page_after_record``). Interrupted while drawing: no half-drawn page beside the record
+    (``report`` draws it whole)."""
+    with page_after_record():
+        write()
         try:
-            draw_page(lambda: page(record, png or json_file.with_suffix(".png"), loglog=loglog, **more), json_file)
-        except KeyboardInterrupt:  # no half-drawn page beside the record: `report` draws it whole
+            draw_page(draw, json_file)
+        except KeyboardInterrupt:
             safeio.discard_created()
             raise
-        announce_record(record, json_file, png, index_line)
+        announce()
 
 
 def page(record: records.RunRecord, png: Path, *, loglog: bool, **more: Any) -> Any:
