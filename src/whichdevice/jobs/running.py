@@ -123,35 +123,6 @@ def announce_record(
         console.print(f"Plot:   {escape(str(png))}")
 
 
-def record_then_page(
-    record: records.RunRecord,
-    json_file: Path,
-    png: Path | None,
-    *,
-    loglog: bool,
-    journals: Sequence[Path] = (),
-    **more: Any,
-) -> None:
-    """A measuring command's end (``output``): write the record, close its journals (the record
-    is complete: they have done their job) and add it to the history (before the page: a run
-    interrupted while it draws is complete, and listed where its record is named, cli/guard.py),
-    then draw its page (``page``: beside ``png``, else beside the record, not announced) and
-    print it with the record's lines after it."""
-    index_line = ""
-
-    def write() -> None:
-        nonlocal index_line
-        save_record(record, json_file)
-        for path in journals:
-            Journal(path).finish()
-        index_line = indexed(record, json_file)
-
-    def draw() -> Any:
-        return page(record, png or json_file.with_suffix(".png"), loglog=loglog, **more)
-
-    output(write, draw, json_file, lambda: announce_record(record, json_file, png, index_line))
-
-
 def output(write: Callable[[], None], draw: Callable[[], Any], json_file: Path, announce: Callable[[], None]) -> None:
     """Every command's output step, for a run's record and an audit's alike: ``write`` the record
     first (nothing measured is lost to a page that cannot be drawn), ``draw`` its page
@@ -413,24 +384,32 @@ def finish(
     printing: AbstractContextManager[Any] | None = None,
     **more: Any,
 ) -> None:
-    """A measured job's end: its record written, its journal (and ``journals``) closed, its page
-    drawn (``record_then_page``: the job's ``png_file``, else the PNG beside the record, not
-    announced) inside ``printing`` (where the page prints: ``--json-out -`` moves it to stderr).
-    A job without a record path (the API's) is kept in the history instead, with no page (``keep``)."""
+    """A measured job's end (``output``): its record written, its journal (and ``journals``)
+    closed and the record added to the history, then its page drawn (``page``: beside the job's
+    ``png_file``, else beside the record, not announced) inside ``printing`` (``--json-out -``
+    moves it to stderr) and the record's lines after it. A job without a record path (the
+    API's) is kept in the history instead, with no page (``keep``)."""
     if not job.json_file:
         keep(record)
         return
     json_file = Path(job.json_file)
-    png = getattr(job, "png_file", None)
+    png = Path(job.png_file) if getattr(job, "png_file", None) else None
+    index_line = ""
+
+    def write() -> None:
+        nonlocal index_line
+        save_record(record, json_file)
+        for path in (journal_path(json_file), *journals):  # the record is complete: they have done their job
+            Journal(path).finish()
+        # In the history before the page: a run interrupted while it draws is complete, and
+        # listed where its record is named (cli/guard.py).
+        index_line = indexed(record, json_file)
+
+    def draw() -> Any:
+        return page(record, png or json_file.with_suffix(".png"), loglog=loglog, **more)
+
     with printing or nullcontext():
-        record_then_page(
-            record,
-            json_file,
-            Path(png) if png else None,
-            loglog=loglog,
-            journals=[journal_path(json_file), *journals],
-            **more,
-        )
+        output(write, draw, json_file, lambda: announce_record(record, json_file, png, index_line))
 
 
 def keep(record: records.RunRecord) -> Path | None:
