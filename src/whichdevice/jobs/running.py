@@ -363,10 +363,9 @@ def run(
     **more: Any,
 ) -> records.RunRecord:
     """The one run skeleton: measure ``request`` (``measure``: a command's own way, default
-    ``measure_with_progress``; journaled in ``journal``, else the job's own, created once the
-    devices are checked, its header naming the request's experiment; none for a job without a
-    record path, the API's; ``request`` None: ``measure`` measures several of its own), then ``finish``: write the record, close the journal, draw the page
-    (``page(record, png, loglog=loglog, **more)``) and print the record's lines after it."""
+    ``measure_with_progress``; None: ``measure`` measures several of its own), journaled in
+    ``journal``, else the job's own, created once the devices are checked (none for a job
+    without a record path, the API's); then ``finish`` (``more``: the page's options)."""
     if journal is None and job.json_file and request is not None:
         journal = lambda: open_journal(request.experiment, job, resumed)  # noqa: E731
     measuring: Callable[..., records.RunRecord] = measure or measure_with_progress
