@@ -11,6 +11,25 @@
   ``name.startswith("keras")``), one per line, target <= 3;
 - ``audit_hook_modules``: modules under ``audit/`` that patch a framework (their name ends in
   ``hooks`` or they call ``setattr`` on a framework module), target 0;
+- ``job_skeletons``: the ways a job is run: ``jobs/`` counts as one, and so does every function
+  outside it that measures with the session itself (``session.measure``, not through
+  ``jobs.run``'s progress) or writes a record and its page itself (``save_run``, ``save_record``,
+  ``record_then_page``, ``jobs.finish``, the audit record's ``save``), one per function, target 1.
+  A command's own way to measure handed to ``jobs.run`` (``measure=``) is not a skeleton;
+- ``framework_tables_outside``: dict literals outside ``frameworks/`` keyed by framework names
+  (two or more keys that are framework names, or only such keys), target 0: each framework
+  declares its entry in its own folder (``frameworks.declared``);
+- ``import_circles``: groups of modules that import each other, directly or round a longer loop
+  (strongly connected components of the package's import graph, grimp's, imports inside
+  functions included, those under ``TYPE_CHECKING`` excepted), target 0;
+- ``presenters_computing_significance``: modules under ``present/`` that decide whether a claim can
+  be made: a comparison of an interval's end (``lo``, ``hi``, ``low``, ``high``) with a number, of a
+  sample count (``n``) with a number over 1 or a threshold, or naming one of
+  ``analysis/significance.py``'s thresholds (``MIN_SAMPLES``, ``MIN_ROUNDS_NO_CHANGE``,
+  ``WIDE_FACTOR``, ``NOISE_THRESHOLD``), one per module, target 0;
+- ``api_private_cli_calls``: places outside ``cli/`` that reach a private name (``_x``) of a
+  ``whichdevice.cli`` module (``from whichdevice.cli.run import _x`` or ``module._x`` on a
+  module imported from ``whichdevice.cli``), target 0;
 - ``src_lines``: lines of ``src/`` Python (``wc -l``), limit 36,000;
 - duplicated-code pairs are counted with the project's duplicate scanner by the lead (six or more
   shared lines); this script does not count them.
@@ -150,6 +169,165 @@ def audit_hook_modules() -> list[str]:
     return out
 
 
+SKELETON_CALLS = {"record_then_page", "save_record", "save_run"}
+
+
+def _call_name(node: ast.Call) -> str:
+    return ast.unparse(node.func)
+
+
+def _is_skeleton_call(node: ast.Call) -> bool:
+    name = _call_name(node)
+    last = name.rsplit(".", 1)[-1]
+    return (
+        last in SKELETON_CALLS
+        or name in ("session.measure", "jobs.finish")
+        or (last == "save" and "audit" in name)  # the audit record's writer (audit/record.save)
+    )
+
+
+def _functions_calling(p: Path, test) -> set[str]:
+    """``rel:function`` for each innermost function of ``p`` holding a call that ``test`` accepts."""
+    out: set[str] = set()
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, child.name)
+                continue
+            if isinstance(child, ast.Call) and test(child):
+                out.add(f"{_rel(p)}:{where}")
+            visit(child, where)
+
+    visit(ast.parse(p.read_text(encoding="utf-8")), "<module>")
+    return out
+
+
+def job_skeletons() -> list[str]:
+    out = ["jobs/ (jobs.run)"]
+    for p in _files():
+        if not _rel(p).startswith("jobs/"):
+            out += sorted(_functions_calling(p, _is_skeleton_call))
+    return out
+
+
+def framework_tables_outside() -> list[str]:
+    out = []
+    for p in _files():
+        if _rel(p).startswith("frameworks/"):
+            continue
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Dict):
+                continue
+            keys = [k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            named = [k for k in keys if k in NAMES]
+            if len(named) >= 2 or (named and len(named) == len(node.keys) and named != ["numpy"]):
+                out.append(f"{_rel(p)}:{node.lineno} {', '.join(named)}")
+    return sorted(out, key=lambda s: (s.split(":")[0], int(s.split(":")[1].split()[0])))
+
+
+def import_circles() -> list[str]:
+    import grimp
+
+    graph = grimp.build_graph("whichdevice", exclude_type_checking_imports=True, cache_dir=None)
+    edges = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in sorted(graph.modules)}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[str] = []
+
+    def connect(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, []):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                circles.append(" <-> ".join(sorted(group)))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for module in edges:
+        if module not in index:
+            connect(module)
+    return sorted(circles)
+
+
+BOUNDS = {"lo", "hi", "low", "high", "ci_low", "ci_high"}
+COUNTS = {"n", "n_a", "n_b"}
+THRESHOLDS = {"MIN_SAMPLES", "MIN_ROUNDS_NO_CHANGE", "WIDE_FACTOR", "NOISE_THRESHOLD"}
+
+
+def _name(node: ast.AST) -> str | None:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _number(node: ast.AST, over: float = float("-inf")) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (int, float))
+        and not isinstance(node.value, bool)
+        and node.value > over
+    )
+
+
+def _decides_a_claim(node: ast.Compare) -> bool:
+    sides = [node.left, *node.comparators]
+    names = {_name(s) for s in sides}
+    return bool(
+        names & THRESHOLDS
+        or names & BOUNDS
+        and any(_number(s) for s in sides)
+        or names & COUNTS
+        and any(_number(s, 1) for s in sides)
+    )
+
+
+def presenters_computing_significance() -> list[str]:
+    out = []
+    for p in _files("present"):
+        lines = sorted(
+            node.lineno
+            for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Compare) and _decides_a_claim(node)
+        )
+        if lines:
+            out.append(f"{_rel(p)}:{','.join(map(str, lines))}")
+    return out
+
+
+def api_private_cli_calls() -> list[str]:
+    out = []
+    for p in _files():
+        if _rel(p).startswith("cli/"):
+            continue
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        cli_aliases = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("whichdevice.cli"):
+                for a in node.names:
+                    if a.name.startswith("_"):
+                        out.append(f"{_rel(p)}:{node.lineno} {node.module}.{a.name}")
+                    cli_aliases.add(a.asname or a.name)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                if isinstance(node.value, ast.Name) and node.value.id in cli_aliases:
+                    out.append(f"{_rel(p)}:{node.lineno} {node.value.id}.{node.attr}")
+    return out
+
+
 def src_lines() -> int:
     return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in _files())
 
@@ -161,6 +339,11 @@ def measure() -> dict[str, list[str] | int]:
         "presenters_writing_files": presenters_writing_files(),
         "framework_branches_outside": framework_branches_outside(),
         "audit_hook_modules": audit_hook_modules(),
+        "job_skeletons": job_skeletons(),
+        "framework_tables_outside": framework_tables_outside(),
+        "import_circles": import_circles(),
+        "presenters_computing_significance": presenters_computing_significance(),
+        "api_private_cli_calls": api_private_cli_calls(),
         "src_lines": src_lines(),
     }
 
@@ -171,6 +354,11 @@ TARGETS = {
     "presenters_writing_files": 1,
     "framework_branches_outside": 3,
     "audit_hook_modules": 0,
+    "job_skeletons": 1,
+    "framework_tables_outside": 0,
+    "import_circles": 0,
+    "presenters_computing_significance": 0,
+    "api_private_cli_calls": 0,
     "src_lines": 36000,
 }
 

@@ -124,7 +124,7 @@ def planned(monkeypatch):
 
     monkeypatch.setattr(run_module, "diagnose_plan", diagnose_plan)
     monkeypatch.setattr(commands, "_suite", stop)
-    monkeypatch.setattr(api, "run_matmul", stop)
+    monkeypatch.setattr(api, "matmul_job", stop)
     return seen
 
 

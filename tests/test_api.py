@@ -167,7 +167,7 @@ def test_diagnose_trains_the_arrays_it_is_given_through_the_script(monkeypatch):
     monkeypatch.setattr(scriptplan, "preflight", lambda *a, **k: dict(facts))
     planned = {}
 
-    def no_measuring(request, plan=None):
+    def no_measuring(plan, request):
         planned["cases"] = request.cases_for(None, type("Device", (), {"name": "CPU:0"})())
         planned["options"], planned["plan"] = request.options, plan
         raise RuntimeError("planned")

@@ -73,6 +73,23 @@ def test_bad_input_is_one_line_exit_2(tmp_path, setup, options, message):
     assert record is None
 
 
+def test_an_audit_page_that_cannot_be_drawn_keeps_the_record(tmp_path, capsys, monkeypatch):
+    """The audit records through the commands' output step: its record is written first, and a
+    page that cannot be drawn is one line naming the record and how to draw it again."""
+    from conftest import run_cli
+    from whichdevice.cli import audit as audit_command
+
+    def broken(record):
+        raise UnicodeEncodeError("utf-8", "\udcff", 0, 1, "surrogates not allowed")
+
+    monkeypatch.setattr(audit_command, "render", broken)
+    script = write(tmp_path, "ok.py", "print(1)\n")
+    json_file = tmp_path / "a.json"
+    code, out, err = run_cli(["audit", str(script), "--json", str(json_file)], capsys)
+    assert code == 1 and err.count("error:") == 1 and "whichdevice report" in err, err
+    assert json.loads(json_file.read_text(encoding="utf-8"))["script"] == str(script.resolve())
+
+
 # ---------------------------------------------------------------- scripts that raise / hang (no TensorFlow)
 
 

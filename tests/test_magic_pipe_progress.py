@@ -76,7 +76,7 @@ def _piped(args: list[str], tmp_path) -> subprocess.CompletedProcess:
 def test_a_long_line_on_piped_stderr_is_not_wrapped(tmp_path):
     long = "Found keras.Model.fit (" + "x" * 60 + "): a step took 2.7 ms, the imports and data loading 8.6 s."
     code = (
-        f"from whichdevice.cli.common import err_console, console; err_console.print({long!r}); console.print({long!r})"
+        f"from whichdevice.cli.base import err_console, console; err_console.print({long!r}); console.print({long!r})"
     )
     done = _piped(["-c", code], tmp_path)
     assert done.returncode == 0, done.stderr

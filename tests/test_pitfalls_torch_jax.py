@@ -183,6 +183,27 @@ def test_too_few_samples_or_a_wide_interval_is_no_claim():
     assert "no distortion" not in page.verdict(row) and "not enough samples" in page.verdict(row)
 
 
+@pytest.mark.parametrize(
+    ("n", "n_unit", "lo", "hi", "enough", "why"),
+    [
+        (2, "rounds", 0.9, 1.1, True, ("few", 3)),  # fewer rounds than a claim needs
+        (4, "samples", 0.9, 1.1, True, ("few", 5)),
+        (11, "samples", 0.4, 1.2, True, ("wide", 0)),  # cannot rule out a 2x change either way
+        (11, "samples", 0.9, 2.5, True, ("wide", 0)),
+        (11, "samples", 0.9, 1.1, False, ("not_enough", 0)),
+        (11, "samples", 0.9, 1.1, True, None),  # a claim: within noise, measured
+    ],
+)
+def test_the_analysis_says_why_a_row_makes_no_claim(n, n_unit, lo, hi, enough, why):
+    """Whether a row can make a claim is the analysis' (the page only words it)."""
+    from whichdevice.analysis.pitfalls import PitfallRow
+
+    row = PitfallRow(
+        "device_put", "CPU:0", 1.0, 1.0, "s per step", False, lo=lo, hi=hi, n=n, n_unit=n_unit, enough=enough
+    )
+    assert row.no_claim == why
+
+
 def test_tensorflow_rows_keep_their_words():
     rec = make_record(
         [

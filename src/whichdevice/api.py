@@ -13,33 +13,31 @@ fix, exactly as the CLI reports them. Measurements run in child processes, as in
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import math
 import numbers
 import tempfile
 import typing
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from whichdevice.measure import experiment, session
+from whichdevice.measure import experiment
 from whichdevice.core import records
 from whichdevice.core import process as _process
 from whichdevice.core.errors import UsageError
 from whichdevice.analysis import facade
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice import frameworks
-from whichdevice.jobs import Job
-from whichdevice.jobs.running import command_line, stamp
-from whichdevice.measure.journal import Journal, JournalState
-from whichdevice.present import html, output, plots, summary
+from whichdevice import jobs
+from whichdevice.jobs import Job, running
+from whichdevice.jobs.running import stamp
+from whichdevice.present import html, output, summary
 from whichdevice.present.claims import crossover_text
 from whichdevice.present.progress import ApiProgress
 from whichdevice.present.suitepage import SuiteReport, fix_grid, suite_report  # noqa: F401 (the API's names)
 from whichdevice.analysis.suite import SuiteVerdict
 from whichdevice.present.pages.matmul import matmul_report  # noqa: F401 (the API's name)
-from whichdevice.core.records import CaseResult, RunRecord
+from whichdevice.core.records import RunRecord
 from whichdevice.core.validate import (
     parse_choice,
     parse_choice_list,
@@ -223,38 +221,19 @@ class MatmulOptions:
 MATMUL_POINT_CAP_S = 1.0
 
 
-def run_matmul(
-    opts: MatmulOptions,
-    *,
-    on_start: Callable[[str], None] | None = None,
-    on_result: Callable[[CaseResult], None] | None = None,
-    on_total: Callable[[int], None] | None = None,
-    journal_to: Path | None = None,
-    journal_header: dict | None = None,
-    resumed: JournalState | None = None,
-    command: list[str] | None = None,
-) -> RunRecord:
-    """Discover devices, run the sweep (one child per device), return the record.
+@dataclass(kw_only=True)
+class MatmulJob(Job):
+    """A matmul sweep's job: its plot's path beside the record's (none for the API's)."""
 
-    ``journal_to``: append every finished case there (created once devices are known,
-    or continued when ``resumed`` holds what an interrupted run had finished). ``command``:
-    the record's command line (default: this process's)."""
-    journal = None
-    if journal_to is not None:  # created once the devices are checked (bad input: nothing written)
+    png_file: str | None = None
 
-        def journal() -> Journal:
-            return (
-                Journal(journal_to)
-                if resumed
-                else Journal.create(
-                    journal_to, {"experiment": "matmul", "options": dataclasses.asdict(opts), **(journal_header or {})}
-                )
-            )
 
-    options = {"sizes": opts.sizes, "modes": opts.modes, "dtype": opts.dtype, "quick": opts.quick}
-    job = Job(
-        json_file=str(journal_to or ""),
-        command=command or command_line(),
+def matmul_job(opts: MatmulOptions, command: list[str], json_file: str = "", png_file: str | None = None):
+    """The sweep's job and its request: one child per device, ``command`` the record's command line."""
+    job = MatmulJob(
+        json_file=json_file,
+        png_file=png_file,
+        command=command,
         devices_wanted=opts.devices,
         min_time_s=opts.min_time_s,
         cpu_threads=opts.cpu_threads,
@@ -265,18 +244,11 @@ def run_matmul(
         "matmul",
         opts.framework,
         lambda found, d: matmul_workload.build_cases(opts.framework, d.name, opts.sizes, opts.modes, opts.dtype),
-        options,
+        {"sizes": opts.sizes, "modes": opts.modes, "dtype": opts.dtype, "quick": opts.quick},
         # A noisy point keeps sampling up to 1 s (what the old 0.2 s floor gave it: 5 x 0.2 s).
         point_cap_s=max(MATMUL_POINT_CAP_S, 5 * opts.min_time_s),
     )
-    return session.measure(
-        request,
-        journal=journal,
-        resumed=resumed,
-        progress=session.Progress(
-            on_total=on_total, on_start=on_start, on_result=on_result, while_child_starts=plots.pyplot
-        ),
-    )
+    return job, request
 
 
 def _api_command(name: str, **kwargs) -> list[str]:
@@ -284,28 +256,6 @@ def _api_command(name: str, **kwargs) -> list[str]:
     (``sys.argv`` is the notebook kernel's or the script's, not this call's)."""
     args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items() if v is not None)
     return [f"whichdevice.{name}({args})"]
-
-
-def _keep(record: RunRecord) -> Path | None:
-    """An API run is kept like a command's: its record written under the history's folder
-    (``$WHICHDEVICE_HOME/records/``) and indexed, so ``whichdevice history`` lists it and
-    ``whichdevice compare`` takes its id. Never fails the call: a history that cannot be
-    written is said in one warning line."""
-    import sqlite3
-    import warnings
-
-    from whichdevice.measure import history
-
-    try:
-        folder = history.home() / "records"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{record.experiment}-{stamp()}.json"
-        records.save_run(record, path)
-        history.add(record, path)
-        return path
-    except (OSError, sqlite3.Error) as e:
-        warnings.warn(f"whichdevice: the run was not kept in the history ({e})", stacklevel=3)
-        return None
 
 
 @dataclass(frozen=True)
@@ -399,16 +349,11 @@ def matmul(
         framework=framework,
         memory_limit_gib=memory_limit_gib,
     )
-    with ApiProgress("matmul", enabled=progress) as bar:
-        cb = bar.callbacks()
-        record = run_matmul(
-            opts,
-            on_total=cb.on_total,
-            on_start=cb.on_start,
-            on_result=cb.on_result,
-            command=_api_command("matmul", sizes=sizes, modes=modes, dtype=dtype, devices=devices, quick=quick or None),
-        )
-    return Result(record, _keep(record))
+    command = _api_command("matmul", sizes=sizes, modes=modes, dtype=dtype, devices=devices, quick=quick or None)
+    job, request = matmul_job(opts, command)
+    with jobs.viewing(lambda experiment: ApiProgress(experiment, enabled=progress)):
+        record = jobs.run(job, request, loglog=True, resumed=None)
+    return Result(record, running.written)
 
 
 @dataclass(frozen=True)

@@ -275,7 +275,7 @@ def predict(*, out: str | Path = "whichdevice-results", progress: bool = True, *
 # ---------------------------------------------------------------- run / diagnose from Python
 # The commands' own jobs (cli/run.py's RunPlan and DiagnosePlan), requests and measuring, from
 # the API's arguments, each checked by the CLI's parser; the record is kept in the history
-# (api._keep) instead of a folder of files, and returned as a SuiteResult.
+# (jobs.running.keep) instead of a folder of files, and returned as a SuiteResult.
 
 
 def _job_fields(name: str, devices: Any, cpu_threads: Any, memory_limit_gib: Any, case_timeout_s: Any = None) -> dict:
@@ -285,7 +285,7 @@ def _job_fields(name: str, devices: Any, cpu_threads: Any, memory_limit_gib: Any
     from whichdevice.measure import experiment
 
     return {
-        "json_file": "",  # no record path: the record is kept in the history (api._keep)
+        "json_file": "",  # no record path: the record is kept in the history (jobs.running.keep)
         "command": _api_command(name),
         "devices_wanted": experiment.parse_device_filter(_csv(devices, "devices", '["CPU"]')),
         "cpu_threads": parse_positive_int(_opt_str(cpu_threads, "cpu_threads", "4"), "--cpu-threads", "4"),
@@ -296,22 +296,26 @@ def _job_fields(name: str, devices: Any, cpu_threads: Any, memory_limit_gib: Any
     }
 
 
-def _suite(request: Any, plan: Any = None) -> Any:
-    """Measure a run or diagnose ``request`` as the command does (its provisional answer kept in
-    the record), its progress a line updated in place; no journal: an interrupted API call has
-    no command line to resume it from. ``plan``: a diagnose's, whose script is run with the
-    user's folder kept as it was (as the command does)."""
+def _suite(plan: Any, request: Any) -> Any:
+    """Run a run or diagnose job as the command measures it (its provisional answer kept in the
+    record), its progress a line updated in place; no journal: an interrupted API call has no
+    command line to resume it from. A diagnose's script is run with the user's folder kept as it
+    was, as the command does."""
+    from functools import partial
+
     from whichdevice import jobs
-    from whichdevice.api import SuiteResult, _keep
+    from whichdevice.api import SuiteResult
     from whichdevice.cli import run as run_command_module
+    from whichdevice.jobs import running
     from whichdevice.present.progress import ApiProgress
 
-    def measure() -> Any:
-        return run_command_module._measure_suite(request, journal=None, resumed=None, quiet=True)
-
     with jobs.viewing(ApiProgress):
-        record = measure() if plan is None else run_command_module.measure_script_plan(plan, measure)
-    return SuiteResult(record, _keep(record))
+        if getattr(plan, "user", {}).get("script"):  # a diagnose: its script, its folder watched
+            measure = partial(run_command_module.measure_script, plan, True)
+        else:
+            measure = partial(run_command_module.measure_suite, quiet=True)
+        record = jobs.run(plan, request, loglog=True, resumed=None, measure=measure)
+    return SuiteResult(record, running.written)
 
 
 @process.stops_children_on_interrupt
@@ -336,7 +340,7 @@ def run(
         budget_s=parse_budget(_opt_str(budget_s, "budget_s", "90"), "budget_s"),
         **_job_fields("run", devices, cpu_threads, memory_limit_gib, case_timeout_s),
     )
-    return _suite(run_command_module._run_request(plan, fw))
+    return _suite(plan, run_command_module.run_request(plan, fw))
 
 
 @process.stops_children_on_interrupt
@@ -396,7 +400,7 @@ def diagnose(
 
     given = {"input_shape": input_shape, "classes": classes, "samples": held if from_data else samples, "batch": batch}
     plan = _diagnose_plan(model, data, fw, given | {"budget_s": budget_s, "from_data": from_data}, devices, cpu_threads)
-    return _suite(run_command_module.diagnose_request(plan), plan)
+    return _suite(plan, run_command_module.diagnose_request(plan))
 
 
 def _diagnose_plan(model: str, data: str | None, fw: str, given: dict, devices: Any, cpu_threads: Any) -> Any:

@@ -53,10 +53,10 @@ def _result_of(args: list[str]) -> Any:
     path = Path(found[-1])
     if not path.exists():
         return None
-    import whichdevice
+    from whichdevice.api import load
 
     try:
-        return whichdevice.load(path)
+        return load(path)
     except ValueError:  # not a RunRecord (an audit record): the audit's own reader
         from whichdevice.audit import record as audit_record
 

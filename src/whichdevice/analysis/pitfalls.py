@@ -83,6 +83,20 @@ class PitfallRow:
     def on_cpu(self) -> bool:
         return self.device.startswith("CPU")
 
+    @property
+    def no_claim(self) -> tuple[str, int] | None:
+        """Why no claim either way is made from this row, never "no distortion": ``("few",
+        fewest)`` when it rests on fewer samples or rounds than a claim needs, ``("wide", 0)`` when
+        its interval cannot rule out a 2x change either way, ``("not_enough", 0)`` when the rule
+        found too few (significance.py's thresholds); None: the row makes a claim."""
+        fewest = significance.MIN_ROUNDS_NO_CHANGE if self.n_unit == "rounds" else significance.MIN_SAMPLES
+        if self.n and self.n < fewest:
+            return ("few", fewest)
+        wide = significance.WIDE_FACTOR
+        if self.lo is not None and self.hi is not None and (self.lo < 1 / wide or self.hi > wide):
+            return ("wide", 0)
+        return None if self.enough else ("not_enough", 0)
+
 
 def _find(results: list[CaseResult], device: str, **want: object) -> CaseResult | None:
     for r in results:

@@ -29,12 +29,17 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from whichdevice import frameworks
 from whichdevice.analysis import significance
 from whichdevice.analysis.crossover import find_crossover
 from whichdevice.core.records import CaseResult, RunRecord, Timing
 
-METHOD = {"torch": "no_sync", "tensorflow": "isolated", "keras-jax": "isolated"}
 ACCUM = 4  # micro-batches of the ``accum4`` variant (frameworks/torch/scale.py)
+
+
+def _method(framework: str) -> str:
+    """How the framework's all-reduce is isolated: ``no_sync`` or ``isolated`` (its ``env.py``'s ``SCALE_METHOD``)."""
+    return frameworks.declared(framework, "SCALE_METHOD", "isolated")
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,7 @@ class Point:
         """The all-reduce's seconds per step (unclamped; None when not measured)."""
         if self.step is None or self.comm is None:
             return None
-        if METHOD[self.framework] == "no_sync":
+        if _method(self.framework) == "no_sync":
             return self.step.median_s - self.comm.median_s
         if self.comm_base is None:
             return None
@@ -113,7 +118,7 @@ class Point:
         """The difference the share rests on is not significant (same rule as every claim)."""
         if self.step is None or self.comm is None:
             return True
-        if METHOD[self.framework] == "no_sync":
+        if _method(self.framework) == "no_sync":
             a, b = self.step.samples_s, self.comm.samples_s
         elif self.comm_base is not None:
             a, b = self.comm.samples_s, self.comm_base.samples_s
@@ -235,7 +240,7 @@ def analyze_framework(record: RunRecord, framework: str) -> FrameworkScale:
             step = table.get((framework, n, b, "step"))
             if step is None:
                 continue
-            comm_name = "no_sync" if METHOD[framework] == "no_sync" else "allreduce"
+            comm_name = "no_sync" if _method(framework) == "no_sync" else "allreduce"
             one = _timing(table.get((framework, 1, b, "step")))
             st = _timing(step)
             claim = significance.from_samples(one.samples_s, st.samples_s) if one and st and n > 1 else None
@@ -253,7 +258,7 @@ def analyze_framework(record: RunRecord, framework: str) -> FrameworkScale:
                 one=one,
             )
     crossovers = {n: crossover(points, n, batches) for n in replicas if n > 1}
-    return FrameworkScale(framework, METHOD[framework], replicas, batches, points, crossovers)
+    return FrameworkScale(framework, _method(framework), replicas, batches, points, crossovers)
 
 
 def analyze_scale(record: RunRecord) -> ScaleReport:

@@ -374,9 +374,14 @@ def run_child(
 
 
 def save(record: AuditRecord, path: Path) -> None:
+    """Write the record (atomically); a path that cannot be written is one line naming --json."""
     from whichdevice.core.records import write_atomic
 
-    write_atomic(path, json.dumps(record.model_dump(mode="json"), indent=1))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(record.model_dump(mode="json"), indent=1))
+    except OSError as e:
+        raise UsageError("--json", f"cannot write '{path}' ({e.strerror})", "Pass a writable path.") from None
 
 
 def load(path: Path) -> AuditRecord:

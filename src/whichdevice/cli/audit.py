@@ -3,6 +3,7 @@ and say what it measured versus what actually happened, block by block, with cor
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -11,7 +12,6 @@ from rich.markup import escape
 
 from whichdevice.cli.options import DEFAULT_OUT
 from whichdevice.cli.base import app, console, err_console
-from whichdevice.core.errors import UsageError
 from whichdevice.core.validate import check_output_dir, check_output_file, parse_positive_float
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ def audit(
     """Audit your own CPU-vs-GPU benchmark script: what it timed vs what ran where."""
     from whichdevice.audit import record as audit_mod, notebook
     from whichdevice.cli.common import stamp
+    from whichdevice.jobs.running import output as jobs_output
     from whichdevice.present import output
 
     timeout_s = parse_positive_float(timeout, "--timeout", "120")
@@ -59,17 +60,19 @@ def audit(
         path, args, timeout_s, rerun=not no_rerun, source=source, cells=cells
     )
     record = make_record(path, args, timeout_s, state, rc, wall_s, killed, notebook=nb)
-    try:  # first: nothing measured is lost to a page that cannot be printed
-        json_file.parent.mkdir(parents=True, exist_ok=True)
-        audit_mod.save(record, json_file)
-    except OSError as e:
-        raise UsageError("--json", f"cannot write '{json_file}' ({e.strerror})", "Pass a writable path.") from None
-    render(record)
-    console.print(f"Record: {escape(str(json_file))}")
-    if html:
-        page = json_file.with_suffix(".html")
-        output.write_html(page, render_html(record))
-        console.print(f"HTML:   {escape(str(page))}")
+    page = json_file.with_suffix(".html")
+
+    def draw() -> None:
+        render(record)
+        if html:
+            output.write_html(page, render_html(record))
+
+    def announce() -> None:
+        console.print(f"Record: {escape(str(json_file))}")
+        if html:
+            console.print(f"HTML:   {escape(str(page))}")
+
+    jobs_output(functools.partial(audit_mod.save, record, json_file), draw, json_file, announce)
 
 
 def make_record(

@@ -1,4 +1,4 @@
-"""Shared pieces of the command line: the typer app, consoles, the options that only apply to
+"""Shared pieces of the command line: the progress line, the options that only apply to
 ``--model``, and ``--resume``'s checks. Running a job (measuring, the record, the page, the
 journal) is ``whichdevice.jobs``', re-exported here for the commands."""
 
@@ -13,11 +13,9 @@ from rich.markup import escape
 from rich.progress import Progress
 
 from whichdevice import frameworks
-from whichdevice.cli.base import app, console, err_console  # noqa: F401  (re-exported for the commands)
-from whichdevice.cli.options import DEFAULT_OUT  # noqa: F401  (re-exported: audit, import)
+from whichdevice.cli.base import err_console
 from whichdevice.core.errors import UsageError
 from whichdevice.jobs.running import (  # noqa: F401  (re-exported for the commands)
-    announce_discovery,
     announce_record,
     command_line,
     draw_page,
@@ -28,13 +26,11 @@ from whichdevice.jobs.running import (  # noqa: F401  (re-exported for the comma
     page_after_record,
     read_plan,
     record_paths,
-    record_then_page,
     save_record,
     stamp,
     unreadable_resume,
 )
 from whichdevice.present import cliprogress
-from whichdevice.present.tables import describe_key  # noqa: F401  (re-exported for the commands)
 from whichdevice.workloads import userfile
 
 

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 
 from whichdevice.cli.base import app
 from whichdevice.cli import options as opt
@@ -81,29 +80,23 @@ def matmul(
 
 
 def _measure(opts, resumed, json_file: Path, png: Path, linear: bool, command) -> None:
-    """The sweep measured with its progress bar (journaled for --resume), then its record and page."""
-    from whichdevice.api import run_matmul
-    from whichdevice.cli.common import announce_discovery, describe_key, progress, record_then_page
+    """The sweep measured with its progress (journaled for --resume), then its record and page."""
+    import dataclasses
+
+    from whichdevice import jobs
+    from whichdevice.api import matmul_job
     from whichdevice.measure import experiment
-    from whichdevice.measure.journal import journal_path
+    from whichdevice.measure.journal import Journal, journal_path
 
     experiment.require_installed(opts.framework)
-    announce_discovery(opts.framework)  # the session discovers; say so when a child must
-    with progress() as bar:
-        task = bar.add_task("starting", total=None)
-        record = run_matmul(
-            opts,
-            on_total=lambda n: bar.update(task, total=n),
-            on_start=lambda key: bar.update(task, description=escape(describe_key(key))),
-            on_result=lambda r: bar.advance(task),
-            journal_to=journal_path(json_file),
-            resumed=resumed,
-            command=command,  # a resumed run keeps its own
-            journal_header={
-                "json_file": str(json_file.absolute()),
-                "png_file": str(png.absolute()),
-                "linear": linear,
-                "command": command,
-            },
-        )
-    record_then_page(record, json_file, png, loglog=not linear, journals=[journal_path(json_file)])
+    job, request = matmul_job(opts, command, str(json_file), str(png))  # a resumed run keeps its own command
+    header = {"json_file": str(json_file.absolute()), "png_file": str(png.absolute()), "linear": linear}
+    path = journal_path(json_file)
+
+    def journal() -> Journal:  # created once the devices are checked (bad input: nothing written)
+        if resumed:
+            return Journal(path)
+        options = dataclasses.asdict(opts)
+        return Journal.create(path, {"experiment": "matmul", "options": options, **header, "command": command})
+
+    jobs.run(job, request, loglog=not linear, resumed=resumed, journal=journal)

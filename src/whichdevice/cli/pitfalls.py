@@ -94,19 +94,22 @@ def run_pitfalls(plan: PitfallsPlan, resumed: JournalState | None) -> None:
         return one if one_thread else main_cases
 
     options = {"quick": plan.quick, "model": "seed001"}
-    parts = []
-    for one_thread, threads in ((False, None), (True, 1)):
-        if one_thread and not any(cases(d, True) for d in chosen):  # no CPU chosen: no one-thread child
-            continue
 
-        def cases_for(_found: object, d: records.DeviceInfo, o: bool = one_thread) -> list[records.CaseSpec]:
-            return cases(d, o)
+    def measure(*_: object, **__: object) -> records.RunRecord:
+        parts = []
+        for one_thread, threads in ((False, None), (True, 1)):
+            if one_thread and not any(cases(d, True) for d in chosen):  # no CPU chosen: no one-thread child
+                continue
 
-        request = plan.request("pitfalls", fw, cases_for, options, cpu_threads=threads)
-        parts.append(
-            measure_with_progress(request, journal=journal, resumed=_own_sessions(resumed, one_thread), found=found)
-        )
-    jobs.finish(_merge(parts), plan, loglog=True)
+            def cases_for(_found: object, d: records.DeviceInfo, o: bool = one_thread) -> list[records.CaseSpec]:
+                return cases(d, o)
+
+            request = plan.request("pitfalls", fw, cases_for, options, cpu_threads=threads)
+            own = _own_sessions(resumed, one_thread)
+            parts.append(measure_with_progress(request, journal=journal, resumed=own, found=found))
+        return _merge(parts)
+
+    jobs.run(plan, None, loglog=True, resumed=resumed, journal=journal, measure=measure)
 
 
 def _merge(parts: list[records.RunRecord]) -> records.RunRecord:

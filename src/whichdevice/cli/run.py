@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
@@ -87,15 +87,17 @@ def run(
 
 
 def run_suite(plan: RunPlan, resumed: JournalState | None, output: ScriptOutput) -> None:
-    """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
+    """Run ``plan`` (continuing ``resumed``'s journal): measured, its record written, its page drawn."""
     from whichdevice.measure.journal import journal_path
 
+    request = run_request(plan, plan.frameworks[0])
     if len(plan.frameworks) == 1:
-        output.finish(_run_one(plan, resumed, quiet=output.quiet), plan)
+        output.run(plan, request, resumed)
         return
-    record = _run_frameworks(plan, resumed)  # frameworks side by side: one after the other, one record
-    # The frameworks' part journals, kept until now, closed with the run's.
-    output.finish(record, plan, [journal_path(_part_json(Path(plan.json_file), f)) for f in plan.frameworks])
+    # Frameworks side by side: one after the other, one record; their part journals, kept until
+    # the record is written, are closed with the run's.
+    parts = [journal_path(_part_json(Path(plan.json_file), f)) for f in plan.frameworks]
+    output.run(plan, request, resumed, measure=lambda _request, **_: _run_frameworks(plan, resumed), journals=parts)
 
 
 class ScriptOutput:
@@ -120,14 +122,15 @@ class ScriptOutput:
         if self._redirected:
             console._file = self._file  # what the file setter does; its type (IO[str]) leaves out None
 
-    def finish(self, record: records.RunRecord, job: Job, journals: Sequence[Path] = ()) -> None:
-        """The suite's end (run, diagnose): the record written, its journals closed, the page
-        drawn as asked (the plots' stem: the record's), the record on stdout with ``--json-out -``;
-        exit 1 when no case that decides the answer was measured."""
+    def run(self, job: Job, request: session.Request, resumed: JournalState | None, **how: Any) -> None:
+        """The suite's job (run, diagnose) run by ``jobs.run``: measured (``how``'s ``measure``,
+        default the suite's with its provisional answer), the record written, its journals
+        closed, the page drawn as asked (the plots' stem: the record's), the record on stdout
+        with ``--json-out -``; exit 1 when no case that decides the answer was measured."""
         from whichdevice import jobs
 
-        with self:
-            jobs.finish(record, job, loglog=True, journals=journals, **self.render)
+        how.setdefault("measure", functools.partial(measure_suite, quiet=self.quiet))
+        record = jobs.run(job, request, loglog=True, resumed=resumed, printing=self, **how, **self.render)
         self.emit(Path(job.json_file))
         exit_if_nothing_decided(record)
 
@@ -151,16 +154,7 @@ def _output_options(ctx: typer.Context, verbose: bool, quiet: bool, json_out: st
     return ScriptOutput(verbose, quiet, json_out)
 
 
-def _run_one(plan: RunPlan, resumed: JournalState | None, *, quiet: bool = False) -> records.RunRecord:
-    from whichdevice.cli.common import open_journal
-
-    (fw,) = plan.frameworks
-    return _measure_suite(
-        _run_request(plan, fw), journal=lambda: open_journal("run", plan, resumed), resumed=resumed, quiet=quiet
-    )
-
-
-def _run_request(plan: RunPlan, fw: str) -> session.Request:
+def run_request(plan: RunPlan, fw: str) -> session.Request:
     from whichdevice.workloads.suite import suite_cases
 
     return _suite_request(
@@ -235,12 +229,12 @@ def _run_frameworks(plan: RunPlan, resumed: JournalState | None) -> records.RunR
         else:  # a part journal names the run it belongs to
             state = None
             journal = Journal.create(path, {**journal_header("run", part_plan), "part_of": str(top.path.absolute())})
-        parts.append(_measure_suite(_run_request(plan, f), journal=journal, resumed=state, found=found))
+        parts.append(measure_suite(run_request(plan, f), journal=journal, resumed=state, found=found))
     options = {**parts[0].options, "framework": ",".join(plan.frameworks)}
     return experiment.merge_records(parts, options)
 
 
-def _measure_suite(
+def measure_suite(
     request: session.Request, *, journal, resumed, found=None, quiet=None, trace: records.StepTrace | None = None
 ) -> records.RunRecord:
     """The suite measured with its progress; ``quiet`` not None (one framework: run, diagnose):
@@ -541,35 +535,23 @@ def diagnose_request(plan: DiagnosePlan) -> session.Request:
 
 
 def run_diagnose(plan: DiagnosePlan, resumed: JournalState | None, output: ScriptOutput | None = None) -> None:
-    """Measure ``plan`` (continuing ``resumed``'s journal), render it, write the record."""
-    from whichdevice.cli.common import open_journal
-    from whichdevice.workloads import scriptplan
-
-    request = diagnose_request(plan)
+    """Run ``plan`` (continuing ``resumed``'s journal): measured, its record written, its page drawn."""
     output = output or ScriptOutput()
-    record = measure_script_plan(
-        plan,
-        lambda: _measure_suite(
-            request,
-            journal=lambda: open_journal("diagnose", plan, resumed),
-            resumed=resumed,
-            quiet=output.quiet,
-            trace=scriptplan.recorded_trace(plan.sizing),  # the pre-flight's traced step, for the no-GPU answer
-        ),
-    )
-    output.finish(record, plan)
+    measure = functools.partial(measure_script, plan, output.quiet) if plan.user.get("script") else None
+    output.run(plan, diagnose_request(plan), resumed, **({"measure": measure} if measure else {}))
 
 
-def measure_script_plan(plan: DiagnosePlan, measure: Callable[[], records.RunRecord]) -> records.RunRecord:
-    """``measure()`` the script's plan (the command's and the API's) with the user's folder kept
-    as it was, however it ends; the screen says what the script wrote, the record's notes what
-    the script did per step (data wait, copies, reads) and what it wrote."""
+def measure_script(plan: DiagnosePlan, quiet: bool, request: session.Request, **how: Any) -> records.RunRecord:
+    """The user's script measured with its folder watched (the command's and the API's): however it
+    ends, the folder is as it was and the screen says what the script wrote; what the script did
+    per step (data wait, copies, reads) and what it wrote are the record's notes."""
     from whichdevice.workloads import scriptplan, userfolder
 
     # started by the pre-flight, or here on --resume (a --model's: the folder of the user's file)
     userfolder.watch(str(plan.user.get("model_file") or plan.user["script"]), plan.json_file)
     try:
-        record = measure()
+        # the pre-flight's traced step, for the no-GPU answer
+        record = measure_suite(request, quiet=quiet, trace=scriptplan.recorded_trace(plan.sizing), **how)
     finally:
         written = userfolder.finish(plan.json_file)
         if written:

@@ -136,7 +136,7 @@ def check_replicable(framework: str, model: dict, replicas: int, text: str) -> N
 
     if replicas < 2:
         return
-    err_console.print(f"Checking that {escape(scale_workload.ENGINE[framework])} can replicate it {replicas}×…")
+    err_console.print(f"Checking that {escape(scale_workload.engine(framework))} can replicate it {replicas}×…")
     job = {
         "points": [[replicas, replicas, "step"]],
         "model": model,
@@ -157,7 +157,7 @@ def check_replicable(framework: str, model: dict, replicas: int, text: str) -> N
     if "error" in point:
         raise UsageError(
             "--model",
-            f"{scale_workload.ENGINE[framework]} cannot replicate {text} over {replicas} replicas ({point['error']})",
+            f"{scale_workload.engine(framework)} cannot replicate {text} over {replicas} replicas ({point['error']})",
             "Build every layer and variable inside FUNCTION (not at import time), with no fixed batch size",
         )
 
@@ -174,7 +174,7 @@ def run_scale(plan: ScalePlan, resumed: JournalState | None) -> None:
         "replicas": plan.replicas,
         "batches": plan.batches,
         "model": f"your model {m['model_file']}:{m['model_fn']}" if "model_file" in m else BUILTIN_MODELS[m["model"]],
-        "engine": scale_workload.ENGINE[plan.framework],
+        "engine": scale_workload.engine(plan.framework),
     }
     notes = [
         f"Replicas are {frameworks.says(plan.framework, 'replicas')}"

@@ -158,6 +158,11 @@ def declared(name: str, attr: str, default: T) -> T:
     return value
 
 
+def keras_on(backend: str) -> str:
+    """The framework that is Keras on ``backend`` (its env.py's ``KERAS_BACKEND``), else TensorFlow's Keras."""
+    return next((n for n in KERAS if declared(n, "KERAS_BACKEND", "") == backend), DEFAULT)
+
+
 def training_module(name: str) -> Training:
     """The framework's ``training`` module (imports the framework: child only)."""
     if name not in TRAINING:

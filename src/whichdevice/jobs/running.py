@@ -13,7 +13,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -123,32 +123,20 @@ def announce_record(
         console.print(f"Plot:   {escape(str(png))}")
 
 
-def record_then_page(
-    record: records.RunRecord,
-    json_file: Path,
-    png: Path | None,
-    *,
-    loglog: bool,
-    journals: Sequence[Path] = (),
-    **more: Any,
-) -> None:
-    """A measuring command's end: write the record, close its journals (the record is complete:
-    they have done their job), then draw its page (``page``: beside ``png``, else beside the
-    record, not announced) and print it with the record's lines after it, all at once
-    (``page_after_record``)."""
+def output(write: Callable[[], None], draw: Callable[[], Any], json_file: Path, announce: Callable[[], None]) -> None:
+    """Every command's output step, for a run's record and an audit's alike: ``write`` the record
+    first (nothing measured is lost to a page that cannot be drawn), ``draw`` its page
+    (``draw_page``), then ``announce`` the lines after it, all printed at once
+    (``page_after_record``). Interrupted while drawing: no half-drawn page beside the record
+    (``report`` draws it whole)."""
     with page_after_record():
-        save_record(record, json_file)
-        for path in journals:
-            Journal(path).finish()
-        # In the history before the page is drawn: a run interrupted while it draws is complete,
-        # and listed where its record is named (cli/guard.py).
-        index_line = indexed(record, json_file)
+        write()
         try:
-            draw_page(lambda: page(record, png or json_file.with_suffix(".png"), loglog=loglog, **more), json_file)
-        except KeyboardInterrupt:  # no half-drawn page beside the record: `report` draws it whole
+            draw_page(draw, json_file)
+        except KeyboardInterrupt:
             safeio.discard_created()
             raise
-        announce_record(record, json_file, png, index_line)
+        announce()
 
 
 def page(record: records.RunRecord, png: Path, *, loglog: bool, **more: Any) -> Any:
@@ -365,38 +353,81 @@ def measure_with_progress(
 
 def run(
     job: Any,
-    request: session.Request,
+    request: session.Request | None,
     *,
     loglog: bool,
     resumed: JournalState | None,
-    journal: Journal | None = None,
+    journal: Journal | Callable[[], Journal] | None = None,
     found=None,
+    measure: Callable[..., records.RunRecord] | None = None,
     **more: Any,
 ) -> records.RunRecord:
-    """The one run skeleton: measure ``request`` (journaled in ``journal``, else the job's own,
-    created once the devices are checked, its header naming the request's experiment), then
-    ``finish``: write the record, close the journal, draw the page (``page(record, png,
-    loglog=loglog, **more)``) and print the record's lines after it."""
-    record = measure_with_progress(
-        request,
-        journal=journal or (lambda: open_journal(request.experiment, job, resumed)),
-        resumed=resumed,
-        found=found,
-    )
+    """The one run skeleton: measure ``request`` (``measure``: a command's own way, default
+    ``measure_with_progress``; None: ``measure`` measures several of its own), journaled in
+    ``journal``, else the job's own, created once the devices are checked (none for a job
+    without a record path, the API's); then ``finish`` (``more``: the page's options)."""
+    if journal is None and job.json_file and request is not None:
+        journal = lambda: open_journal(request.experiment, job, resumed)  # noqa: E731
+    measuring: Callable[..., records.RunRecord] = measure or measure_with_progress
+    record = measuring(request, journal=journal, resumed=resumed, found=found)
     finish(record, job, loglog=loglog, **more)
     return record
 
 
-def finish(record: records.RunRecord, job: Any, *, loglog: bool, journals: Sequence[Path] = (), **more: Any) -> None:
-    """A measured job's end: its record written, its journal (and ``journals``) closed, its page
-    drawn (``record_then_page``: the job's ``png_file``, else the PNG beside the record, not announced)."""
+def finish(
+    record: records.RunRecord,
+    job: Any,
+    *,
+    loglog: bool,
+    journals: Sequence[Path] = (),
+    printing: AbstractContextManager[Any] | None = None,
+    **more: Any,
+) -> None:
+    """A measured job's end (``output``): its record written, its journal (and ``journals``)
+    closed and the record added to the history, then its page drawn (``page``: beside the job's
+    ``png_file``, else beside the record, not announced) inside ``printing`` (``--json-out -``
+    moves it to stderr) and the record's lines after it. A job without a record path (the
+    API's) is kept in the history instead, with no page (``keep``)."""
+    if not job.json_file:
+        keep(record)
+        return
     json_file = Path(job.json_file)
-    png = getattr(job, "png_file", None)
-    record_then_page(
-        record,
-        json_file,
-        Path(png) if png else None,
-        loglog=loglog,
-        journals=[journal_path(json_file), *journals],
-        **more,
-    )
+    png = Path(job.png_file) if getattr(job, "png_file", None) else None
+    index_line = ""
+
+    def write() -> None:
+        nonlocal index_line
+        save_record(record, json_file)
+        for path in (journal_path(json_file), *journals):  # the record is complete: they have done their job
+            Journal(path).finish()
+        # In the history before the page: a run interrupted while it draws is complete, and
+        # listed where its record is named (cli/guard.py).
+        index_line = indexed(record, json_file)
+
+    def draw() -> Any:
+        return page(record, png or json_file.with_suffix(".png"), loglog=loglog, **more)
+
+    with printing or nullcontext():
+        output(write, draw, json_file, lambda: announce_record(record, json_file, png, index_line))
+
+
+def keep(record: records.RunRecord) -> Path | None:
+    """The API's record kept like a command's: written under the history's folder
+    (``$WHICHDEVICE_HOME/records/``) and indexed, so ``whichdevice history`` lists it and
+    ``whichdevice compare`` takes its id; its path is ``written``. Never fails the call: a history
+    that cannot be written is said in one warning line (``written`` is then None)."""
+    import warnings
+
+    global written
+    written = None
+    try:
+        folder = history.home() / "records"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{record.experiment}-{stamp()}.json"
+        records.save_run(record, path)
+        history.add(record, path)
+    except (OSError, sqlite3.Error) as e:
+        warnings.warn(f"whichdevice: the run was not kept in the history ({e})", stacklevel=6)
+        return None
+    written = path
+    return path

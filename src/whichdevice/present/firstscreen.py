@@ -289,9 +289,7 @@ def prediction_lines(
     gpu = profile.gpu.description
     source = f"Predicted from costs measured on {names.profile_words(profile.name, gpu)}, not measured here."
     if report.cannot_predict:
-        from whichdevice.present.prediction import CANNOT_PREDICT  # imports rich: only here
-
-        return [f"Would a GPU help? Cannot predict it: {CANNOT_PREDICT[report.cannot_predict]}.", below]
+        return [f"Would a GPU help? Cannot predict it: {names.CANNOT_PREDICT[report.cannot_predict]}.", below]
     d = report.decision
     if d.kind == "none":
         return [f"Would a GPU help? {gpu_decision_words(d, gpu)}.", below]

@@ -22,6 +22,8 @@ MODELS = {
     "seed002": "MLP (128 inputs, 256 and 128 hidden, 1 output)",
 }
 SHORT_MODELS = {"seed001": "small MLP", "seed002": "3-layer MLP"}
+# Why a GPU prediction could not be made (analysis/prediction.PredictReport.cannot_predict).
+CANNOT_PREDICT = {"no_ops": "the traced step has no ops"}
 
 # Where each workload comes from: public articles (the seed workloads, not shipped).
 SOURCES = {

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from whichdevice.present import names
+from whichdevice.present.names import CANNOT_PREDICT
 from whichdevice.present.terminal import print_table
 
 from whichdevice.present.tables import Align
@@ -21,9 +22,6 @@ if TYPE_CHECKING:
     from whichdevice.analysis.costmodel import Assumption, Extrapolation
     from whichdevice.analysis.prediction import GpuAnswer, PredictReport
     from whichdevice.analysis.deviceprofile import CurvePoint, DeviceCosts, DeviceProfile
-
-
-CANNOT_PREDICT = {"no_ops": "the traced step has no ops"}
 
 
 def winner_text(row: GpuAnswer) -> str:

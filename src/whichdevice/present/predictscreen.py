@@ -13,7 +13,8 @@ from whichdevice.core.records import RunRecord
 from whichdevice.core.units import seconds
 from whichdevice.present import names
 from whichdevice.present.claims import cpu_varied_words, gpu_decide_words, gpu_decision_words
-from whichdevice.present.prediction import CANNOT_PREDICT, assumption_text, extrapolation_text, winner_text
+from whichdevice.present.names import CANNOT_PREDICT
+from whichdevice.present.prediction import assumption_text, extrapolation_text, winner_text
 
 if TYPE_CHECKING:
     from whichdevice.analysis.deviceprofile import DeviceProfile

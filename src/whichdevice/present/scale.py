@@ -17,6 +17,7 @@ from whichdevice.core.units import rate, seconds  # noqa: E402
 from whichdevice.present.html import Section  # noqa: E402
 from whichdevice.present.output import save_figure  # noqa: E402
 from whichdevice.present.tables import Grid, GridCell  # noqa: E402
+from whichdevice import frameworks
 from whichdevice.present.claims import ratio_text, times
 
 if TYPE_CHECKING:
@@ -29,11 +30,6 @@ _WORDS = {2: "two", 3: "three", 4: "four", 8: "eight"}
 SMALL_SHARE = 0.25
 
 
-ENGINE = {
-    "tensorflow": "tf.distribute.MirroredStrategy",
-    "keras-jax": "keras.distribution.DataParallel",
-    "torch": "torch DistributedDataParallel (gloo)",
-}
 METHOD_TEXT = {
     "no_sync": "step with vs without gradient sync (DDP no_sync())",
     "isolated": "all-reduce of gradient-sized tensors timed alone on the same replicas, minus its dispatch",
@@ -42,7 +38,8 @@ METHOD_TEXT = {
 
 def engine(fs: FrameworkScale) -> str:
     """The framework's data-parallel engine, by name."""
-    return ENGINE.get(fs.framework, fs.framework)
+    said = frameworks.declared(fs.framework, "SCALE_ENGINE", fs.framework)
+    return frameworks.declared(fs.framework, "SCALE_ENGINE_WORDS", said)
 
 
 def failures(report: ScaleReport) -> list[str]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from dataclasses import dataclass
 from pathlib import Path
 
+from whichdevice import frameworks
 from whichdevice.core.records import RunRecord
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import html, names, plots
@@ -114,7 +115,7 @@ def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
 
 
 def _more_work(x: str, framework: str | None) -> str:
-    more = _MORE_WORK.get(framework or "", _KERAS_MORE_WORK)
+    more = frameworks.declared(framework or "", "MORE_WORK", _KERAS_MORE_WORK)
     return f"give each step more work: a larger {x}" + (f", {more}" if more else "")
 
 
@@ -131,12 +132,7 @@ def finding_text(f: SweepFinding, arrow: str = " → ") -> str:
     return names.plain(f"{where}: {text}{f'{arrow}{advice}' if advice else ''}")
 
 
-# More work per step, in each framework's words (a torch diagnose was told steps_per_execution).
-_MORE_WORK = {
-    "torch": "CUDA graphs or torch.compile to fuse ops",
-    "jax": "jax.jit over more of the step (lax.scan over several steps) to fuse ops",
-    "numpy": "",
-}
+# More work per step in Keras' words; other frameworks declare their own (env.py's MORE_WORK).
 _KERAS_MORE_WORK = "steps_per_execution, or jit_compile to fuse ops"
 
 

@@ -30,21 +30,14 @@ from whichdevice import frameworks
 from whichdevice.core.process import POLL_S, Child, JsonLines, stderr_tail
 from whichdevice.core.records import CaseSpec, Timing
 
-# The variants that isolate the all-reduce (N > 1): DDP's step without gradient sync; for
-# TensorFlow / JAX the all-reduce alone and the same call without the collective (its dispatch).
-COMM_VARIANTS: dict[str, tuple[str, ...]] = {
-    "tensorflow": ("allreduce", "allreduce_base"),
-    "keras-jax": ("allreduce", "allreduce_base"),
-    "torch": ("no_sync", "accum4"),  # accum4: gradient accumulation, a fix (frameworks/torch/scale.py)
-}
-ENGINE: dict[str, str] = {
-    "tensorflow": "tf.distribute.MirroredStrategy",
-    "keras-jax": "keras.distribution.DataParallel",
-    "torch": "torch.nn.parallel.DistributedDataParallel (gloo)",
-}
 DEFAULT_BATCHES: tuple[int, ...] = (32, 256, 2048)
 MAX_BATCH = 1 << 20
 MODEL_PARAMS = ("model_file", "model_fn", "input_shape", "label_classes", "output_shape")
+
+
+def engine(framework: str) -> str:
+    """The framework's data-parallel engine, by name (its ``env.py``'s ``SCALE_ENGINE``)."""
+    return frameworks.declared(framework, "SCALE_ENGINE", framework)
 
 
 def build_cases(
@@ -61,7 +54,7 @@ def build_cases(
     cases = []
     for n in replicas:
         for b in batches:
-            for variant in ("step", *COMM_VARIANTS[framework]) if n > 1 else ("step",):
+            for variant in ("step", *frameworks.declared(framework, "SCALE_VARIANTS", ())) if n > 1 else ("step",):
                 params = {**base, "replicas": n, "global_batch": b, "variant": variant}
                 cases.append(CaseSpec(workload="scale", framework=framework, device=device, params=params))
     return cases

@@ -59,14 +59,6 @@ TURN_ENTRIES: dict[str, tuple[str, ...]] = {
 }
 # Variants of TURN_ENTRIES fed by the capture's own DataLoader.
 LOADER_TURNS = ("batch", "workers", "pin_memory")
-# Each framework's capture (frameworks/<fw>/capture.py) a measuring child installs.
-CAPTURES = {
-    "tensorflow": ["tensorflow"],
-    "keras-jax": ["keras-jax"],
-    "keras-torch": ["keras-torch"],
-    "torch": ["torch"],
-    "jax": ["jax"],
-}
 STDERR_TAIL = 4000
 
 
@@ -331,7 +323,7 @@ def threads_env(framework: str, n: int) -> dict[str, str]:
 
 def _run(p: dict[str, Any], spec: CaptureSpec, framework: str) -> ChildRun:
     limit = float(p.get("child_limit_s") or 60.0)
-    captures = CAPTURES.get(framework, [framework])
+    captures = [framework]  # the framework's capture (frameworks/<fw>/capture.py) a measuring child installs
     threads = threads_env(framework, int(spec.value or 1)) if spec.fix == "threads" else None
     if not _RAN_HERE and threads is None:  # this process's threads are the default's
         return run_here(job_for(p), spec, captures)

@@ -591,7 +591,7 @@ def framework_of(r: dict[str, Any]) -> str:
         return str(r["framework"])
     entry = str(r.get("entry") or "")
     if entry.startswith("keras."):
-        return {"jax": "keras-jax", "torch": "keras-torch"}.get(str(r.get("backend")), "tensorflow")
+        return frameworks.keras_on(str(r.get("backend")))
     return "tensorflow" if entry.startswith("tf.") else "torch"
 
 

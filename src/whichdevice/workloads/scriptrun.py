@@ -31,14 +31,6 @@ from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
 from whichdevice.workloads import scriptwatch
 
 MAGICS = "__whichdevice_magics__"  # audit/notebook.py's name for %time / %timeit in joined cells
-# What each framework's capture watches, for the line that says none was reached.
-WATCHED = {
-    "tensorflow": ["keras Model.fit", "Model.train_on_batch", "tf.GradientTape + optimizer.apply_gradients or apply"],
-    "keras-jax": ["keras Model.fit", "Model.train_on_batch"],
-    "keras-torch": ["keras Model.fit", "Model.train_on_batch"],
-    "torch": ["torch optimizer.step()", "loss.backward()"],
-    "jax": ["a jax.jit step that takes a gradient or applies optax updates", "optax.apply_updates"],
-}
 
 
 class _OnceMagics:
@@ -91,7 +83,8 @@ def _install(names: list[str], spec: CaptureSpec, sink: Any) -> list[str]:
         except ImportError:
             continue
         module.install(spec, sink)
-        watched += [w for w in WATCHED.get(name, []) if w not in watched]
+        says: tuple[str, ...] = frameworks.declared(name, "CAPTURE_WATCHES", ())
+        watched += [w for w in says if w not in watched]
     return watched
 
 

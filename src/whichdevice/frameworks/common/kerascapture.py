@@ -25,56 +25,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from whichdevice.frameworks.common import capturekit
+from whichdevice.frameworks.common.kerasfit import (
+    ENTRY_FIT,
+    ENTRY_TAPE,
+    ENTRY_TRAIN_ON_BATCH,
+    FitMeasure,
+    KerasState,
+    data_kind,
+)
 from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
-
-ENTRY_FIT = "keras.Model.fit"
-ENTRY_TRAIN_ON_BATCH = "keras.Model.train_on_batch"
-ENTRY_TAPE = "tf.GradientTape+apply_gradients"
-
-
-@dataclass
-class KerasState:
-    """What the patches share in one script child."""
-
-    spec: CaptureSpec
-    sink: Callable[[dict], None]
-    compiled: dict[int, dict[str, Any]] = field(default_factory=dict)  # id(model) -> compile kwargs
-    inside_fit: bool = False  # our own fit turns: every hook passes through
-    clock: capturekit.StepClock | None = None
-    entry: str | None = None
-    batch_sizes: list[int] = field(default_factory=list)  # tf.data Dataset.batch calls seen
-    batch_patched: bool = False  # the batch variant applied at Dataset.batch (a loop's data)
-    traced_apply: bool = False  # apply_gradients met while a tf.function traced
-    step_fns: set[int] = field(default_factory=set)  # tf.functions whose calls are steps
-    model_name: str | None = None
-    sync: Callable[[], None] = field(default=lambda: None)
-    tape_began: float | None = None  # a GradientTape opened before any step ended (the first step's start)
-    fit_calls: int = 0  # the script's own fit calls so far
-
-    def loop_clock(self, entry: str) -> capturekit.StepClock | None:
-        """The loop's clock, started by the first entry point reached (None: Keras' fit owns the run)."""
-        if self.inside_fit or (capturekit.OWNER and capturekit.OWNER[0] != entry):
-            return None
-        if self.clock is None:
-            capturekit.OWNER.append(entry)
-            self.entry = entry
-            self.clock = capturekit.StepClock(self.spec, self.sink, entry, self.sync, self.loop_info)
-            if self.tape_began is not None and entry == ENTRY_TAPE:
-                self.clock.begin(at=self.tape_began)
-        return self.clock
-
-    def loop_info(self) -> dict[str, Any]:
-        batch = self.batch_sizes[0] if len(set(self.batch_sizes)) == 1 else None
-        return {
-            "batch_size": batch,
-            "samples_per_step": batch,
-            "model": self.model_name,
-            "applied": self.spec.fix != "batch" or self.batch_patched,
-        }
 
 
 def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> KerasState:
@@ -198,9 +160,8 @@ def _captured_fit(keras: Any, st: KerasState, model: Any, orig_fit: Any, args: t
         return _passed_over(keras, model, info.get("epochs"))
     capturekit.saw_entry({**info, "measured": True})
     capturekit.OWNER.append(ENTRY_FIT)
-    from whichdevice.frameworks.common import kerasfit
 
-    measure = kerasfit.FitMeasure(keras, model, orig_fit, args, kwargs, st)
+    measure = FitMeasure(keras, model, orig_fit, args, kwargs, st)
     for r in measure.run():
         st.sink(r)
     if st.spec.survey:  # the pre-flight goes on to see the script's other training calls
@@ -241,10 +202,8 @@ def _fit_call(orig_fit: Any, model: Any, args: tuple, kwargs: dict) -> dict[str,
         bound = inspect.signature(orig_fit).bind(model, *args, **kwargs)
         bound.apply_defaults()
         a = bound.arguments
-        from whichdevice.frameworks.common.kerasfit import _data_kind
-
         x: Any = a.get("x")
-        kind = _data_kind(x)
+        kind = data_kind(x)
         epochs = max(int(a.get("epochs") or 1) - int(a.get("initial_epoch") or 0), 1)
         per_epoch = int(a["steps_per_epoch"]) if a.get("steps_per_epoch") else None
         if kind == "arrays" and x is not None:

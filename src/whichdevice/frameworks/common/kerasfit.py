@@ -1,4 +1,5 @@
-"""The user's ``model.fit`` measured on its own objects (``kerascapture`` calls it).
+"""The user's ``model.fit`` measured on its own objects (``kerascapture`` calls it), and the state
+kerascapture's patches share (``KerasState``: here, so that this module imports no patch).
 
 :class:`FitMeasure` holds what the script's first ``fit`` call handed over (the compiled model,
 its data, batch size and callbacks) and times each variant of the child's spec on it, in turns
@@ -24,13 +25,60 @@ turn (a new data iterator) is kept with the warm-up, never with the timed steps.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from whichdevice.frameworks.common import capturekit
-from whichdevice.frameworks.common.kerascapture import ENTRY_FIT, KerasState
+from whichdevice.frameworks.contracts import CaptureSpec
+
+ENTRY_FIT = "keras.Model.fit"
+ENTRY_TRAIN_ON_BATCH = "keras.Model.train_on_batch"
+ENTRY_TAPE = "tf.GradientTape+apply_gradients"
+
+
+@dataclass
+class KerasState:
+    """What the patches share in one script child."""
+
+    spec: CaptureSpec
+    sink: Callable[[dict], None]
+    compiled: dict[int, dict[str, Any]] = field(default_factory=dict)  # id(model) -> compile kwargs
+    inside_fit: bool = False  # our own fit turns: every hook passes through
+    clock: capturekit.StepClock | None = None
+    entry: str | None = None
+    batch_sizes: list[int] = field(default_factory=list)  # tf.data Dataset.batch calls seen
+    batch_patched: bool = False  # the batch variant applied at Dataset.batch (a loop's data)
+    traced_apply: bool = False  # apply_gradients met while a tf.function traced
+    step_fns: set[int] = field(default_factory=set)  # tf.functions whose calls are steps
+    model_name: str | None = None
+    sync: Callable[[], None] = field(default=lambda: None)
+    tape_began: float | None = None  # a GradientTape opened before any step ended (the first step's start)
+    fit_calls: int = 0  # the script's own fit calls so far
+
+    def loop_clock(self, entry: str) -> capturekit.StepClock | None:
+        """The loop's clock, started by the first entry point reached (None: Keras' fit owns the run)."""
+        if self.inside_fit or (capturekit.OWNER and capturekit.OWNER[0] != entry):
+            return None
+        if self.clock is None:
+            capturekit.OWNER.append(entry)
+            self.entry = entry
+            self.clock = capturekit.StepClock(self.spec, self.sink, entry, self.sync, self.loop_info)
+            if self.tape_began is not None and entry == ENTRY_TAPE:
+                self.clock.begin(at=self.tape_began)
+        return self.clock
+
+    def loop_info(self) -> dict[str, Any]:
+        batch = self.batch_sizes[0] if len(set(self.batch_sizes)) == 1 else None
+        return {
+            "batch_size": batch,
+            "samples_per_step": batch,
+            "model": self.model_name,
+            "applied": self.spec.fix != "batch" or self.batch_patched,
+        }
+
 
 TURNS = 2  # turns per variant: A B C | C B A
 # What compile() sets that a configuration's compiled state is made of (keras/src/trainers/trainer.py).
@@ -79,7 +127,7 @@ class FitMeasure:
         self.call.pop("self", None)
         self.x: Any = self.call.get("x")
         self.y: Any = self.call.get("y")
-        self.data_kind = _data_kind(self.x)
+        self.data_kind = data_kind(self.x)
         if self.data_kind == "generator":  # peek one batch (for its size), then hand it back first
             gen: Any = self.x
             first = next(gen)
@@ -316,7 +364,7 @@ def _timer(keras: Any, sync: Any, sync_each: bool) -> Any:
     return ReadEach() if sync_each else Timer()
 
 
-def _data_kind(x: Any) -> str:
+def data_kind(x: Any) -> str:
     import sys
 
     tf = sys.modules.get("tensorflow")

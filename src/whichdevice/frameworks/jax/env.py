@@ -8,7 +8,14 @@ from __future__ import annotations
 
 # Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
 WORDS_FAMILY = "jax"
+# More work per step, in this framework's words (frameworks.declared; default: Keras' steps_per_execution).
+MORE_WORK = "jax.jit over more of the step (lax.scan over several steps) to fuse ops"
 
+# What a script's capture watches (frameworks.declared), for the line that says none was reached.
+CAPTURE_WATCHES: tuple[str, ...] = (
+    "a jax.jit step that takes a gradient or applies optax updates",
+    "optax.apply_updates",
+)
 # The registry's entry for this framework (frameworks/__init__.py: what each name means).
 PARTS: tuple[str, ...] = ("probes", "audit")
 REQUIRES: tuple[str, ...] = ("jax",)

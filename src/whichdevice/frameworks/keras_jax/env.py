@@ -11,14 +11,38 @@ from whichdevice.frameworks.jax import env as _jax_env
 # Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
 WORDS_FAMILY = "jax"
 
+# What a script's capture watches (frameworks.declared), for the line that says none was reached.
+CAPTURE_WATCHES: tuple[str, ...] = ("keras Model.fit", "Model.train_on_batch")
 # The registry's entry for this framework (frameworks/__init__.py: what each name means).
 PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipeline", "optrace", "pitfalls")
 REQUIRES: tuple[str, ...] = ("keras", "jax")
 INSTALL = "pip install 'whichdevice[jax]'"
 KERAS = True
+KERAS_BACKEND = "jax"  # the backend a script's Keras names (frameworks.keras_on)
 # Declarations read by the parent (frameworks.declared): pitfalls time every step, the jitted
 # loop's first step compiles.
 PITFALLS_TIMING = "jit"
+# ``pitfalls``' words (frameworks.declared): how the wrong and the right figure of each mistake
+# are taken in JAX (keras_jax/pitfalls.py), and --quick's line.
+PITFALLS_METHODS: dict[str, tuple[str, str]] = {
+    "no_sync": ("clock read after each call, no block_until_ready", "the same clock after block_until_ready"),
+    "sync_each": ("float(loss) after every step", "one sync per block of steps"),
+    "compile_in_timing": (
+        "100-step loop timed with jit's trace and compile in its first step",
+        "the same loop's steady steps (median)",
+    ),
+    "device_put": ("jax.device_put(x), jax.device_put(y) every step", "the batch put on the device once"),
+}
+PITFALLS_QUICK = (
+    "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 100 no-sync steps "
+    "(the full run: whichdevice pitfalls --framework keras-jax)"
+)
+# ``scale`` (frameworks.declared): its data-parallel engine and how the all-reduce is isolated
+# for N > 1 replicas: timed alone on gradient-sized tensors, and the same call without the
+# collective (its dispatch).
+SCALE_ENGINE = "keras.distribution.DataParallel"
+SCALE_METHOD = "isolated"
+SCALE_VARIANTS: tuple[str, ...] = ("allreduce", "allreduce_base")
 SAYS: dict[str, str] = {
     "scale": "DataParallel",
     "replicas": "JAX host devices",

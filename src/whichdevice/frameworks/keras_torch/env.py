@@ -10,12 +10,25 @@ from whichdevice.frameworks.torch import env as _torch_env
 
 # Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
 WORDS_FAMILY = "keras-torch"
+# ``pitfalls``' words (frameworks.declared): torch's, with Keras' fit and loss read-back, and --quick's line.
+PITFALLS_METHODS: dict[str, tuple[str, str]] = {
+    **_torch_env.PITFALLS_METHODS,
+    "first_epoch": ("model.fit's first epoch, per step", "median step of the later epochs"),
+    "sync_each": ("the loss read back (keras.ops.convert_to_numpy) after every step", "one sync per block of steps"),
+}
+PITFALLS_QUICK = (
+    "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 2 epochs for the first-epoch "
+    "pitfall (the full run: whichdevice pitfalls --framework keras-torch)"
+)
 
+# What a script's capture watches (frameworks.declared), for the line that says none was reached.
+CAPTURE_WATCHES: tuple[str, ...] = ("keras Model.fit", "Model.train_on_batch")
 # The registry's entry for this framework (frameworks/__init__.py: what each name means).
 PARTS: tuple[str, ...] = ("training", "calibration", "probes", "pipeline", "optrace", "pitfalls")
 REQUIRES: tuple[str, ...] = ("keras", "torch")
 INSTALL = "pip install 'whichdevice[torch]'"
 KERAS = True
+KERAS_BACKEND = "torch"  # the backend a script's Keras names (frameworks.keras_on)
 # Torch's own CPU thread count without a setting: one per physical core (frameworks.declared;
 # default: every logical core, as TensorFlow's). A script's thread variants leave out the count
 # its default already is.

@@ -7,6 +7,8 @@ PARTS: tuple[str, ...] = ()
 REQUIRES: tuple[str, ...] = ("numpy",)
 KERAS = False
 CPU_ONLY = True
+# More work per step, in this framework's words (frameworks.declared; default: Keras' steps_per_execution).
+MORE_WORK = ""
 
 
 def child_env(device_kind: str, cpu_threads: int | None = None) -> dict[str, str]:

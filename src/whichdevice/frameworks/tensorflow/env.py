@@ -14,6 +14,12 @@ PIPELINE = TF_DATA
 # The seeds' tf.data input is fed as tf.data here (frameworks.declared; the others feed NumPy batches).
 FEEDS_TF_DATA = True
 
+# What a script's capture watches (frameworks.declared), for the line that says none was reached.
+CAPTURE_WATCHES: tuple[str, ...] = (
+    "keras Model.fit",
+    "Model.train_on_batch",
+    "tf.GradientTape + optimizer.apply_gradients or apply",
+)
 # The registry's entry for this framework (frameworks/__init__.py: what each name means).
 PARTS: tuple[str, ...] = (
     "training",
@@ -37,6 +43,12 @@ PITFALLS_TIMING = "epochs"
 PREDICT_LOCAL_CPU = False
 LOSS_READ_CASE = False
 LOOP_FIXES = "precision"
+# ``scale`` (frameworks.declared): its data-parallel engine and how the all-reduce is isolated
+# for N > 1 replicas: timed alone on gradient-sized tensors, and the same call without the
+# collective (its dispatch).
+SCALE_ENGINE = "tf.distribute.MirroredStrategy"
+SCALE_METHOD = "isolated"
+SCALE_VARIANTS: tuple[str, ...] = ("allreduce", "allreduce_base")
 SAYS: dict[str, str] = {
     "scale": "MirroredStrategy",
     "replicas": "logical CPU devices",

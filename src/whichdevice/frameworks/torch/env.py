@@ -11,6 +11,8 @@ from whichdevice.frameworks.torch.trainers import TRAINERS as TRAINERS
 
 # Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
 WORDS_FAMILY = "torch"
+# More work per step, in this framework's words (frameworks.declared; default: Keras' steps_per_execution).
+MORE_WORK = "CUDA graphs or torch.compile to fuse ops"
 
 # What a report calls reading a result back to the host (frameworks.declared; default .numpy()).
 READ_BACK = ".item()"
@@ -20,6 +22,8 @@ INPUT_WAIT = "waits for the next batch from its DataLoader"
 # Where a batch fed from NumPy lives on the host before its copy (default: NumPy memory).
 NUMPY_FEED = "torch.from_numpy"
 
+# What a script's capture watches (frameworks.declared), for the line that says none was reached.
+CAPTURE_WATCHES: tuple[str, ...] = ("torch optimizer.step()", "loss.backward()")
 # The registry's entry for this framework (frameworks/__init__.py: what each name means).
 PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipeline", "audit", "optrace", "pitfalls")
 REQUIRES: tuple[str, ...] = ("torch",)
@@ -29,6 +33,23 @@ KERAS = False
 # torch.compile's own case); a script's batch variant re-batches its DataLoader; its loop gets the
 # trained module's fixes (autocast, channels_last, cudnn.benchmark, torch.compile).
 PITFALLS_TIMING = "eager"
+# ``pitfalls``' words (frameworks.declared): how the wrong and the right figure of each mistake
+# are taken in torch (frameworks/torch/pitfalls.py), and --quick's line.
+PITFALLS_METHODS: dict[str, tuple[str, str]] = {
+    "no_sync": ("clock read after each call, no torch.cuda.synchronize", "the same clock after a synchronize"),
+    "sync_each": (".item() after every step", "one sync per block of steps"),
+    "first_step": ("the first step timed alone", "median of the later steps of the same loop"),
+    "compile_in_timing": (
+        "100-step loop timed with torch.compile's compile in its first step",
+        "the same loop's steady steps (median)",
+    ),
+    "device_put": ("", ""),
+}
+PITFALLS_QUICK = (
+    "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, torch.compile with "
+    "backend='aot_eager' (no code generation; the full run compiles with Inductor), DataLoader passes of 512 "
+    "samples (the full run: whichdevice pitfalls --framework torch)"
+)
 REBATCHES = "DataLoader"
 # A loop with no DataLoader that slices its own batches (frameworks/torch/rebatch.py): its batch
 # variant tiles the batches the step slices, inputs and targets; what the record says of that.
@@ -43,6 +64,13 @@ LOOP_FIXES = "module"
 # default: every logical core, as TensorFlow's). A script's thread variants leave out the count
 # its default already is.
 DEFAULT_CPU_THREADS = "physical"
+# ``scale`` (frameworks.declared): its data-parallel engine (the record's name; the report's
+# words) and how the all-reduce is isolated for N > 1 replicas: the step without gradient sync
+# (DDP's no_sync), beside gradient accumulation, a fix (frameworks/torch/scale.py).
+SCALE_ENGINE = "torch.nn.parallel.DistributedDataParallel (gloo)"
+SCALE_ENGINE_WORDS = "torch DistributedDataParallel (gloo)"
+SCALE_METHOD = "no_sync"
+SCALE_VARIANTS: tuple[str, ...] = ("no_sync", "accum4")
 SAYS: dict[str, str] = {
     "scale": "DDP",
     "replicas": "local processes",

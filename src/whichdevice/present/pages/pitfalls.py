@@ -62,34 +62,6 @@ _NOTES = {
 }
 
 
-# torch's and JAX's words for the mistakes they share with TensorFlow, and for their own
-# (frameworks/torch/pitfalls.py, keras_jax/pitfalls.py): (wrong, right) per framework family.
-_OWN_METHODS = {
-    "torch": {
-        "no_sync": ("clock read after each call, no torch.cuda.synchronize", "the same clock after a synchronize"),
-        "sync_each": (".item() after every step", "one sync per block of steps"),
-        "first_step": ("the first step timed alone", "median of the later steps of the same loop"),
-        "compile_in_timing": (
-            "100-step loop timed with torch.compile's compile in its first step",
-            "the same loop's steady steps (median)",
-        ),
-        "device_put": ("", ""),
-    },
-    "jax": {
-        "no_sync": ("clock read after each call, no block_until_ready", "the same clock after block_until_ready"),
-        "sync_each": ("float(loss) after every step", "one sync per block of steps"),
-        "compile_in_timing": (
-            "100-step loop timed with jit's trace and compile in its first step",
-            "the same loop's steady steps (median)",
-        ),
-        "device_put": ("jax.device_put(x), jax.device_put(y) every step", "the batch put on the device once"),
-    },
-}
-_OWN_METHODS["keras-torch"] = {
-    **_OWN_METHODS["torch"],
-    "first_epoch": ("model.fit's first epoch, per step", "median step of the later epochs"),
-    "sync_each": ("the loss read back (keras.ops.convert_to_numpy) after every step", "one sync per block of steps"),
-}
 _OWN_NOTES = {
     "num_workers": "the small MLP's samples in memory, batch 32; fetch, step and .item() timed per step",
     "small_batch": "",
@@ -97,17 +69,11 @@ _OWN_NOTES = {
 }
 
 
-_QUICK = {
-    "tensorflow": "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 2 epochs for the first-epoch "
-    "pitfall (the full run: whichdevice pitfalls)",
-    "torch": "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, torch.compile with "
-    "backend='aot_eager' (no code generation; the full run compiles with Inductor), DataLoader passes of 512 "
-    "samples (the full run: whichdevice pitfalls --framework torch)",
-    "keras-torch": "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 2 epochs for the first-epoch "
-    "pitfall (the full run: whichdevice pitfalls --framework keras-torch)",
-    "jax": "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 100 no-sync steps "
-    "(the full run: whichdevice pitfalls --framework keras-jax)",
-}
+# --quick's line in TensorFlow's words; the other frameworks declare their own (env.py's PITFALLS_QUICK).
+_QUICK = (
+    "[yellow]--quick:[/yellow] 0.05 s of steady samples per point, 2 epochs for the first-epoch "
+    "pitfall (the full run: whichdevice pitfalls)"
+)
 
 
 def family(framework: str) -> str:
@@ -123,7 +89,7 @@ def _own(framework: str) -> bool:
 
 def methods(r: PitfallRow) -> tuple[str, str]:
     """How the wrong and the right figure were taken."""
-    own = _OWN_METHODS.get(family(r.framework), {})
+    own: dict[str, tuple[str, str]] = frameworks.declared(r.framework, "PITFALLS_METHODS", {})
     if r.pitfall in own and own[r.pitfall][0]:
         wrong, right = own[r.pitfall]
         return (f"{wrong} ({r.detail})" if r.detail else wrong), right
@@ -152,16 +118,15 @@ def note(r: PitfallRow) -> str:
 
 
 def _too_few(r: PitfallRow) -> str | None:
-    """torch's and JAX's rows: no claim either way from too few samples or an interval that
-    cannot rule out a 2x change (never "no distortion" from it)."""
-    fewest = 3 if r.n_unit == "rounds" else 5  # significance.py's MIN_ROUNDS_NO_CHANGE, MIN_SAMPLES
-    if r.n and r.n < fewest:
+    """torch's and JAX's rows: why no claim either way is made (analysis: ``PitfallRow.no_claim``)."""
+    if r.no_claim is None:
+        return None
+    why, fewest = r.no_claim
+    if why == "few":
         return f"not enough {r.n_unit} (n={r.n}, fewer than {fewest}): no claim either way"
-    if r.lo is not None and r.hi is not None and (r.lo < 0.5 or r.hi > 2):
+    if why == "wide":
         return f"not enough {r.n_unit}: the interval is too wide to rule out a 2x change either way"
-    if not r.enough:
-        return f"not enough {r.n_unit} (n={r.n}): no claim either way"
-    return None
+    return f"not enough {r.n_unit} (n={r.n}): no claim either way"
 
 
 def verdict(r: PitfallRow) -> str:
@@ -238,7 +203,7 @@ def render(console: Console, result: Pitfalls, png: Path, *, loglog: bool) -> No
     warnings, failures = notes.timing_warnings(result.warnings), notes.failures(record)
     terminal.render_header(console, record)
     if record.options.get("quick"):
-        console.print(_QUICK.get(family(result.framework), _QUICK["tensorflow"]))
+        console.print(frameworks.declared(result.framework, "PITFALLS_QUICK", _QUICK))
     grid = pitfalls_grid(rows)
     terminal.render_grid(console, grid)
     unmeasured = not_measured_lines(result.not_measured)
