@@ -382,6 +382,8 @@ def metrics_of(r: dict[str, Any]) -> dict[str, float]:
     if syncs.get("count"):
         out["syncs"] = float(syncs["count"])
         out["sync_s"] = float(syncs.get("s") or 0.0)
+    if r.get("cpu_threads"):  # the framework's CPU threads the steps ran with (analysis/scriptsteps.py)
+        out["cpu_threads"] = float(r["cpu_threads"])
     if r.get("recompiles"):  # a jitted step compiled again in its timed steps (JAX's capture)
         out["recompiles"] = float(r["recompiles"])
     return out
