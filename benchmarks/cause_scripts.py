@@ -7,7 +7,7 @@ timed by hand, and whether `whichdevice diagnose SCRIPT --budget 60`'s first scr
     python benchmarks/cause_scripts.py --truth-only
 
 (a) The ground truth: each script run directly, in a fresh process per run, with its cause and
-without it (env variables the scripts read: workers 0 vs 2, reads vs none, 8 threads vs 1,
+without it (env variables the scripts read: workers 0 vs 2, reads and print vs reads alone vs none, 8 threads vs 1,
 batch 8 vs 256; the CNN at batch 16, 32, 64), its own step times printed (CAUSE_TIMES=1); per
 run the median step, per setting the median of the runs' medians (``--runs``, at least 5).
 (b) The first screen of `whichdevice diagnose SCRIPT --budget 60` (rendered from its record at
@@ -55,7 +55,11 @@ CASES = [
     Case(
         "host_reads",
         "host reads every step",
-        {"reads": {"CAUSE_READS": "1"}, "no reads": {"CAUSE_READS": "0"}},
+        {
+            "reads + print": {"CAUSE_READS": "1"},
+            "reads, no print": {"CAUSE_READS": "1", "CAUSE_PRINT": "0"},
+            "no reads": {"CAUSE_READS": "0"},
+        },
         600,
         ("host reads",),
     ),
@@ -83,6 +87,29 @@ CASES = [
         per_sample=True,
     ),
 ]
+
+
+def seconds(s: float) -> str:
+    from whichdevice.core.units import seconds as fmt
+
+    return fmt(s)
+
+
+def measured(path: Path) -> str:
+    """What the capture measured in the baseline's steps (analysis/scriptsteps.py), cause or not."""
+    from whichdevice.analysis.scriptsteps import script_steps
+    from whichdevice.core.records import load_run
+
+    out = []
+    for st in script_steps(load_run(path)):
+        pct = lambda x: "–" if x is None else f"{x:.0%}"  # noqa: E731
+        out.append(
+            f"{st.device}: median step {seconds(st.step_s)} ({st.steps} steps); wait {pct(st.wait_share)}; "
+            f"{st.reads:.2g} host reads a step, {pct(st.read_share)}; batch line over {list(st.batches) or 'none'}: "
+            f"compute {pct(st.compute_share)}, fixed {pct(st.fixed_share)}; threads {st.threads} on {st.cores} cores, "
+            f"median over fastest tenth {pct(st.contention_share)}"
+        )
+    return "; ".join(out) or "no script step in the record"
 
 
 def load() -> str:
@@ -123,7 +150,7 @@ def truth(case: Case, runs: int) -> list[str]:
         ratio = value(first) / value(label)
         rows.append(
             f"| {case.script} | {label} | {statistics.median(meds[label]) * 1e3:.2f} ms (runs {spread}) | "
-            f"{value(label) * 1e6:.0f} µs {unit} | {ratio:.2f}× vs {first} | {runs} |"
+            f"{seconds(value(label))} {unit} | {ratio:.2f}× vs {first} | {runs} |"
         )
     return rows
 
@@ -201,7 +228,8 @@ def main() -> None:
         ok = bool(block) and all(w in block.lower() for w in c.words)
         named += ok
         print(f"### {c.script} ({c.cause}): {'named' if ok else 'NOT named'}")
-        print(f"rule: {' + '.join(repr(w) for w in c.words)} under {HEAD!r}; load at start: {before}\n")
+        print(f"rule: {' + '.join(repr(w) for w in c.words)} under {HEAD!r}; load at start: {before}")
+        print(f"the capture measured: {measured(path)}\n")
         print("```\n" + (block or "(no 'Why it is slow' block)") + "\n```\n", flush=True)
     print(f"Score: {named} of {len(cases)} first screens name the built-in cause.")
 

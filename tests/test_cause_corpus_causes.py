@@ -112,7 +112,9 @@ def test_threads_above_the_cores_are_named_with_the_steps_spread_and_not_at_or_b
     eight = record.model_copy(update={"results": results})
     (st,) = script_steps(eight)
     assert st.threads == 8 and st.cores == 2
-    every = sorted(t for s in (next(r for r in results if r.metrics.get("cpu_threads")).timing.rounds_s or []) for t in s)
+    every = sorted(
+        t for s in (next(r for r in results if r.metrics.get("cpu_threads")).timing.rounds_s or []) for t in s
+    )
     assert st.fast_s == every[int(0.1 * (len(every) - 1))]
     (cause,) = [c for c in suite_verdict(eight, seed_batch=32).causes if c.kind == "threads"]
     assert cause.share == pytest.approx(1 - st.fast_s / st.step_s) and cause.share >= 0.05

@@ -1,7 +1,7 @@
 """Host reads every step: a small MLP whose loop reads the loss with ``.item()`` and prints it
 after every step, so each step ends waiting on the host.
 
-CAUSE_READS=0 removes the reads and the print, CAUSE_STEPS stops after that many steps,
+CAUSE_READS=0 removes the reads and the print, CAUSE_PRINT=0 the print alone, CAUSE_STEPS stops after that many steps,
 CAUSE_TIMES=1 prints the steps' times."""
 
 import json
@@ -11,6 +11,7 @@ import time
 import torch
 
 READS = os.environ.get("CAUSE_READS", "1") != "0"
+PRINT = os.environ.get("CAUSE_PRINT", "1") != "0"
 STEPS = int(os.environ.get("CAUSE_STEPS", "3000"))
 
 torch.manual_seed(0)
@@ -29,7 +30,8 @@ while n < STEPS:
         if READS:
             value = loss.item()
             grad = model[0].weight.grad.abs().max().item()
-            print(f"step {n} loss {value:.4f} max grad {grad:.4f}")
+            if PRINT:
+                print(f"step {n} loss {value:.4f} max grad {grad:.4f}")
         times.append(time.perf_counter() - t0)
         n += 1
         if n == STEPS:

@@ -274,7 +274,7 @@ def script_steps(record: RunRecord) -> list[ScriptStep]:
             for x in record.results
             if x.status == "ok" and x.timing is not None and x.spec.device == r.spec.device and is_batch_case(x)
         ]
-        points = [(int(x.spec.params["batch"]), fast_step(x) or 0.0) for x in cases] if batch else []
+        points = [(int(x.spec.params.get("batch") or 0), fast_step(x) or 0.0) for x in cases] if batch else []
         line = batch_line(points) if batch else None
         threads = [m["cpu_threads"] for _, m in rounds if m.get("cpu_threads")]
         out.append(

@@ -65,7 +65,15 @@ WARMUP_CAUSE_SHARE = 0.2
 PIPELINE_PARTS = ("both", "pipeline")
 
 CauseKind = Literal[
-    "fixed_cost", "call_overhead", "input_wait", "python_pipeline", "sync", "host_reads", "warmup", "compute_bound", "threads"
+    "fixed_cost",
+    "call_overhead",
+    "input_wait",
+    "python_pipeline",
+    "sync",
+    "host_reads",
+    "warmup",
+    "compute_bound",
+    "threads",
 ]
 
 
