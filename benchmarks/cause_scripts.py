@@ -228,7 +228,8 @@ def main() -> None:
         ok = bool(block) and all(w in block.lower() for w in c.words)
         named += ok
         print(f"### {c.script} ({c.cause}): {'named' if ok else 'NOT named'}")
-        print(f"rule: {' + '.join(repr(w) for w in c.words)} under {HEAD!r}; load at start: {before}")
+        when = f"from the record {path}" if a.records else f"load at start: {before}"
+        print(f"rule: {' + '.join(repr(w) for w in c.words)} under {HEAD!r}; {when}")
         print(f"the capture measured: {measured(path)}\n")
         print("```\n" + (block or "(no 'Why it is slow' block)") + "\n```\n", flush=True)
     print(f"Score: {named} of {len(cases)} first screens name the built-in cause.")

@@ -3,7 +3,7 @@
 (compute-bound) and the fixed cost per step, and the CPU threads the steps ran with against the
 machine's cores name threads contending for them; each named with its measured share, even where
 no fix pair cleared the significance rule. Built on a recorded real diagnose of
-tests/cause_corpus/compute_bound_cnn.py (load 13-17 on 2 cores), a recorded DataLoader script
+tests/cause_corpus/compute_bound_cnn.py (its first, smaller version: 16x16 images; load 13-17 on 2 cores), a recorded DataLoader script
 with its threads read, and steps built by hand for the line's arithmetic. The line runs through
 each case's fastest tenth of steps: at that load the CNN's batch-8 steps ranged 2.6 ms to 0.5 s."""
 
