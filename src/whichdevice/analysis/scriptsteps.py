@@ -22,6 +22,18 @@ process landing on a busy moment does not decide the share alone:
 
 Host-to-device copies are counted (``h2d_count``, ``h2d_bytes``) but not timed, so they have no
 share and name no cause here.
+
+Two more come from the same baseline with the batch cases beside it and the threads it ran with:
+
+- the batch sweep (the script's step at other batches, nothing else changed) splits the step into
+  a part that grows with the batch and a fixed part, by a robust line through the cases' fastest
+  steps against their batch (:func:`batch_line`, :func:`fast_step`); at the user's batch the growing part,
+  less the wait for input (which grows with the batch too, and is named on its own), is the
+  share of the step that is the arithmetic per sample (compute-bound), and the intercept is the
+  fixed cost per step (Python, dispatch: the part a larger batch shares out);
+- the CPU threads the framework ran the steps with (``cpu_threads``, as the capture read it) against
+  the machine's cores: more threads than cores contend for them in every parallel op, and the share
+  of the median step above the fastest of its steps is the time that contention can have cost.
 """
 
 from __future__ import annotations
@@ -42,6 +54,12 @@ INPUT_WAIT_SHARE = MODERATELY_INPUT_BOUND_PERCENT / 100
 # for input, so the same share is where it starts to count. Below it, a read costs less than the
 # run-to-run noise of a step on a busy machine, and naming it would send the user after nothing.
 HOST_READ_SHARE = 0.05
+# The per-sample arithmetic (the fixed cost) is a cause where it is most of the step: over half of
+# it, the part that dominates is that one, as a profiler's "compute-bound" verdict says.
+COMPUTE_SHARE = 0.5
+FIXED_SHARE = 0.5
+# Contending threads are a cause from the same share as a host read: time waiting, not computing.
+CONTENTION_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -59,6 +77,15 @@ class ScriptStep:
     copy_bytes: float = 0.0  # their bytes per step
     rounds: int = 1  # processes (rounds) it is measured in
     trainer: str = ""  # the trainer whose loop ran the step (Lightning, the HF Trainer), "": the script's own loop
+    batch: int = 0  # the user's batch the step was timed at (0: not known)
+    # the batch sweep's line (:func:`batch_line`): seconds per sample and the fixed seconds per
+    # step, and the batches it was fitted over; None: fewer than two batches measured
+    per_sample_s: float | None = None
+    fixed_s: float | None = None
+    batches: tuple[int, ...] = ()
+    threads: int | None = None  # the CPU threads the steps ran with (None: not read)
+    cores: int = 0  # the machine's logical cores the threads share
+    fast_s: float | None = None  # the fastest tenth of the timed steps (its 10th percentile)
 
     @property
     def wait_share(self) -> float | None:
@@ -81,6 +108,54 @@ class ScriptStep:
     def read_bound(self) -> bool:
         return self.reads > 0 and self.read_share >= HOST_READ_SHARE
 
+    @property
+    def compute_share(self) -> float | None:
+        """The per-sample arithmetic's share of the step at the user's batch: the sweep line's
+        growing part, less the wait for input; None without a line."""
+        line = self.line_step_s
+        if line is None or self.per_sample_s is None:
+            return None
+        part = self.per_sample_s * self.batch - (self.data_wait_s or 0.0)
+        return min(1.0, max(0.0, part / line))
+
+    @property
+    def fixed_share(self) -> float | None:
+        """The sweep line's fixed part as a share of the step at the user's batch; None without a line."""
+        line = self.line_step_s
+        if line is None or self.fixed_s is None:
+            return None
+        return min(1.0, self.fixed_s / line)
+
+    @property
+    def line_step_s(self) -> float | None:
+        """The sweep line's step at the user's batch, which its two parts are shares of (the
+        line's, not the one case's median: the parts and the whole from the same points)."""
+        if self.per_sample_s is None or self.fixed_s is None or not self.batch:
+            return None
+        line = self.fixed_s + self.per_sample_s * self.batch
+        return line if line > 0 else None
+
+    @property
+    def compute_bound(self) -> bool:
+        share = self.compute_share
+        return share is not None and share >= COMPUTE_SHARE
+
+    @property
+    def fixed_bound(self) -> bool:
+        share = self.fixed_share
+        return share is not None and share >= FIXED_SHARE
+
+    @property
+    def contention_share(self) -> float:
+        """The share of the median step above its fastest tenth, where the threads outnumber the cores."""
+        if self.threads is None or self.threads <= self.cores or self.fast_s is None or self.step_s <= 0:
+            return 0.0
+        return max(0.0, 1 - self.fast_s / self.step_s)
+
+    @property
+    def oversubscribed(self) -> bool:
+        return self.contention_share >= CONTENTION_SHARE
+
 
 def is_baseline(r: CaseResult) -> bool:
     """The script's case at its own settings: steady, nothing read back added, no fix, the user's batch."""
@@ -92,6 +167,43 @@ def is_baseline(r: CaseResult) -> bool:
         and "fix" not in p
         and p.get("batch") == p.get("user_batch")
     )
+
+
+def is_batch_case(r: CaseResult) -> bool:
+    """The script's case at another batch, nothing else changed (the batch sweep)."""
+    p = r.spec.params
+    return (
+        "script" in p
+        and p.get("kind") == "steady"
+        and p.get("sync") == "none"
+        and "fix" not in p
+        and bool(p.get("batch"))
+        and p.get("batch") != p.get("user_batch")
+    )
+
+
+def batch_line(points: list[tuple[int, float]]) -> tuple[float, float] | None:
+    """The line ``step = fixed + per_sample * batch`` through (batch, median step) points:
+    (per_sample, fixed), or None with fewer than two batches or a line that falls (a step that
+    got no longer with more samples measures noise, not a per-sample cost). The slope is the
+    median of the slopes between every two batches and the fixed part the median of what each
+    point leaves over it (Theil-Sen): one batch's process landing on a busy moment moves a
+    least-squares line as far as it likes, and this one not."""
+    slopes = [(t2 - t1) / (b2 - b1) for i, (b1, t1) in enumerate(points) for b2, t2 in points[i + 1 :] if b2 != b1]
+    if not slopes:
+        return None
+    slope = statistics.median(slopes)
+    if slope <= 0:
+        return None
+    return slope, max(0.0, statistics.median(t - slope * b for b, t in points))
+
+
+def fast_step(r: CaseResult) -> float | None:
+    """The fastest tenth of a case's timed steps, all rounds (its 10th percentile): on a busy
+    machine a step only ever gets longer (a process waiting for a core), so the fast end is the
+    step's own time and the median is partly the machine's."""
+    every = sorted(t for samples, _ in _rounds(r) for t in samples)
+    return every[int(0.1 * (len(every) - 1))] if every else None
 
 
 def _rounds(r: CaseResult) -> list[tuple[list[float], dict[str, float]]]:
@@ -154,11 +266,22 @@ def script_steps(record: RunRecord) -> list[ScriptStep]:
             return sum(m.get(key, 0.0) for _, m in rounds) / counted  # noqa: B023  # used at once
 
         seen.add(r.spec.device)
+        step_s = statistics.median(statistics.median(samples) for samples, _ in rounds)
+        batch = int(r.spec.params.get("user_batch") or 0)
+        fast = fast_step(r)
+        cases = [r] + [
+            x
+            for x in record.results
+            if x.status == "ok" and x.timing is not None and x.spec.device == r.spec.device and is_batch_case(x)
+        ]
+        points = [(int(x.spec.params.get("batch") or 0), fast_step(x) or 0.0) for x in cases] if batch else []
+        line = batch_line(points) if batch else None
+        threads = [m["cpu_threads"] for _, m in rounds if m.get("cpu_threads")]
         out.append(
             ScriptStep(
                 r.spec.device,
                 r.spec.framework,
-                statistics.median(statistics.median(samples) for samples, _ in rounds),
+                step_s,
                 sum(len(samples) for samples, _ in rounds),
                 statistics.median(waits) if waits else None,
                 per_step("syncs"),
@@ -167,6 +290,13 @@ def script_steps(record: RunRecord) -> list[ScriptStep]:
                 per_step("h2d_bytes"),
                 len(rounds),
                 str(r.spec.params.get("trainer") or ""),
+                batch,
+                line[0] if line else None,
+                line[1] if line else None,
+                tuple(sorted({b for b, _ in points})) if line else (),
+                int(max(threads)) if threads else None,
+                int(record.machine.cpu_cores_logical or 0),
+                fast,
             )
         )
     return out

@@ -64,7 +64,17 @@ WARMUP_CAUSE_SHARE = 0.2
 # training step (what the user waits for) when measured, else the pipeline alone (per batch).
 PIPELINE_PARTS = ("both", "pipeline")
 
-CauseKind = Literal["fixed_cost", "call_overhead", "input_wait", "python_pipeline", "sync", "host_reads", "warmup"]
+CauseKind = Literal[
+    "fixed_cost",
+    "call_overhead",
+    "input_wait",
+    "python_pipeline",
+    "sync",
+    "host_reads",
+    "warmup",
+    "compute_bound",
+    "threads",
+]
 
 
 @dataclass(frozen=True)
@@ -595,9 +605,14 @@ def causes(
     input-bound share of the serial pipeline's step), the tf.py_function's share, the loss read
     back every step (each the gain of the fix that declares it, ``FixEntry.cause``), and the
     first step's share of the first epoch. A script's own step (``steps``) adds its measured
-    wait for the next batch and its host reads, whatever its fix pairs came to. Largest share first."""
+    wait for the next batch, its host reads, the batch sweep's split of the step into per-sample
+    arithmetic and fixed cost, and its threads contending for fewer cores, whatever its fix pairs
+    came to. Largest share first."""
     out = _step_cost_causes(v_fixes) + _input_wait_causes(pipelines) + _fix_causes(v_fixes) + _warmup_causes(training)
-    out += _script_causes(steps or [], v_fixes)
+    script = _script_causes(steps or [], v_fixes)
+    # the fixed cost from the batch sweep's line only where no batch change measured it as a gain
+    fixed = {c.device for c in out if c.kind in _STEP_COSTS}
+    out += [c for c in script if not (c.kind == "fixed_cost" and c.device in fixed)]
     return sorted(out, key=lambda c: -c.share)
 
 
@@ -633,7 +648,8 @@ def _input_wait_causes(pipelines: list[DeviceReport]) -> list[Cause]:
 
 def _script_causes(steps: list[ScriptStep], v_fixes: list[FixVerdict]) -> list[Cause]:
     """A script's baseline step per device (analysis/scriptsteps.py): its wait for the next
-    batch and its host reads, each where its share reaches that module's threshold, with the fix
+    batch, its host reads, its per-sample arithmetic and fixed cost (the batch sweep's line) and
+    its threads' contention, each where its share reaches that module's threshold, with the fix
     that targets it when that fix has no claim that more measuring could give (:func:`_untold`)."""
     out: list[Cause] = []
     for st in steps:
@@ -641,6 +657,12 @@ def _script_causes(steps: list[ScriptStep], v_fixes: list[FixVerdict]) -> list[C
             out.append(Cause("input_wait", st.wait_share, st.device, steps=st.steps, step=st))
         if st.read_bound:
             out.append(Cause("host_reads", st.read_share, st.device, steps=st.steps, step=st))
+        if st.compute_bound and st.compute_share is not None:
+            out.append(Cause("compute_bound", st.compute_share, st.device, steps=st.steps, step=st))
+        if st.fixed_bound and st.fixed_share is not None:
+            out.append(Cause("fixed_cost", st.fixed_share, st.device, steps=st.steps, step=st))
+        if st.oversubscribed:
+            out.append(Cause("threads", st.contention_share, st.device, steps=st.steps, step=st))
     return [replace(c, untold=_untold(c, v_fixes)) for c in out]
 
 

@@ -146,6 +146,8 @@ _CAUSE_TITLES = {
     "sync": "Syncing every step",
     "host_reads": "Host reads every step",
     "warmup": "Warm-up",
+    "compute_bound": "Compute-bound",
+    "threads": "More CPU threads than cores",
 }
 # What a script's measured wait for the next batch is, in the framework's words (its env.py's
 # INPUT_WAIT): torch's capture times the DataLoader's __next__; the others' time the loop's
@@ -203,6 +205,22 @@ def _script_cause_text(c: Cause, share: str) -> str:
     if c.kind == "input_wait":
         words = frameworks.declared(st.framework, "INPUT_WAIT", _INPUT_WAIT)
         return f"{share} of each step {words} (median {seconds(st.data_wait_s)} of {of})"
+    if c.kind in ("compute_bound", "fixed_cost"):
+        line = (
+            f"on a line through the fastest tenth of the steps at batches {', '.join(str(b) for b in st.batches)}: "
+            f"{seconds(st.line_step_s)} a step, {st.steps} steps at batch {st.batch}"
+        )
+        if c.kind == "compute_bound":
+            return (
+                f"{share} of a batch-{st.batch} step is work per sample: the step scales with the batch "
+                f"({seconds(st.per_sample_s)} per sample {line})"
+            )
+        return f"{share} of a batch-{st.batch} step costs the same at any batch (Python, dispatch: {seconds(st.fixed_s)} {line})"
+    if c.kind == "threads":
+        return (
+            f"the steps ran with {st.threads} CPU threads on {st.cores} cores: {share} of the median step is "
+            f"above its fastest tenth ({seconds(st.fast_s)} of {of}), time its threads can have spent waiting"
+        )
     read = frameworks.declared(st.framework, "READ_BACK", ".numpy()")
     return (
         f"{share} of each step is reading results back to the host ({st.reads:.2g} a step: {read} and the like; "

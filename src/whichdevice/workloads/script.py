@@ -354,8 +354,8 @@ def _timed(result: dict[str, Any] | None, run: ChildRun, limit_s: float, overhea
 def metrics_of(r: dict[str, Any]) -> dict[str, float]:
     """The capture's facts as a case's metrics (numbers only)."""
     out: dict[str, float] = {}
-    if r.get("samples_per_step"):
-        out["samples_per_step"] = float(r["samples_per_step"])
+    # cpu_threads: the framework's CPU threads the steps ran with (analysis/scriptsteps.py)
+    out.update({k: float(r[k]) for k in ("samples_per_step", "cpu_threads") if r.get(k)})
     if r.get("setup_s") is not None:
         out["setup_s"] = float(r["setup_s"])
     if r.get("jit_compile") is not None:  # a Keras fit's resolved jit_compile (analysis/fixes.jit_by_default)
