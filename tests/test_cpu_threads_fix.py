@@ -153,3 +153,19 @@ def test_the_claim_goes_through_the_significance_rule_and_only_where_planned():
     plain = CaseSpec(workload="train", framework="torch", device="CPU:0", params={"kind": "steady", "sync": "none"})
     other = _case("default", slow).model_copy(update={"spec": plain})
     assert verdict([other]) is None  # a record whose plan never had it: no verdict, no "not measured" line
+
+
+def test_the_thread_count_measured_holds_against_the_scripts_own_setting():
+    """A script that calls torch.set_num_threads(8) itself kept its 8 threads in the one-thread
+    case, so the pair timed 8 threads on both sides."""
+    torch = pytest.importorskip("torch")
+    from whichdevice.frameworks.torch import capture_hooks
+
+    before, setter = torch.get_num_threads(), torch.set_num_threads
+    try:
+        capture_hooks.hold_threads(torch, 1)
+        torch.set_num_threads(8)  # the script's own line
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads = setter
+        setter(before)

@@ -93,13 +93,26 @@ def install(torch: Any, cap: Any, on: Handlers) -> None:
         on.not_applicable(cap, why)
     name, value = variant(cap.spec)
     if name == "threads":  # OMP_NUM_THREADS is set for the child too; this holds if torch read it otherwise
-        torch.set_num_threads(int(value or 1))
+        hold_threads(torch, int(value or 1))
     hook_steps(torch, cap, on)
     hook_backward(torch, cap, on)
     hook_modules(torch, cap)
     hook_loader(torch, cap)
     hook_tensors(torch, cap)
     rebatch.hook_slicing(torch, cap, _from_script)
+
+
+def hold_threads(torch: Any, n: int) -> None:
+    """torch's thread count set to ``n`` and held there: a script that sets its own (a
+    ``torch.set_num_threads(8)`` on 2 cores) would otherwise undo the count being measured, and the
+    pair would time the script's count on both sides."""
+    setter = torch.set_num_threads
+    setter(n)
+
+    def held(_count: int) -> None:
+        setter(n)
+
+    torch.set_num_threads = held
 
 
 def device_why_not(spec: Any, v: str | None = None) -> str | None:
