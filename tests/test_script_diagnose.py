@@ -47,6 +47,8 @@ TRAINS = {
     "torch_manual_update.py": ("torch.Tensor.backward", "torch"),
     "torch_optimizer_tensors.py": ("torch.optim.Optimizer.step", "torch"),
     "torch_heavy_setup.py": ("torch.optim.Optimizer.step", "torch"),
+    "torch_sliced_batches.py": ("torch.optim.Optimizer.step", "torch"),
+    "torch_two_loops.py": ("torch.optim.Optimizer.step", "torch"),
     # JAX's capture (frameworks/jax/capture.py): a jitted step that takes a gradient or applies optax updates
     "jax_plain_loop.py": ("jax.jit train step", "jax"),
     "jax_optax_loop.py": ("jax.jit train step", "jax"),
