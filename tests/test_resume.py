@@ -465,3 +465,20 @@ def test_a_matmul_header_with_a_valid_checksum_but_odd_options_is_one_line_or_ig
     else:
         assert code == 2 and "--resume" in err and "cannot read" in err and err.strip().count("\n") == 0
         assert "Traceback" not in err and not (tmp_path / "m.json").exists()
+
+
+def test_a_signal_during_a_pre_import_is_handled_after_it_not_turned_into_an_import_error():
+    """Ctrl-C that landed in matplotlib's C initialisation, imported while a child starts, came out
+    as "ImportError: initialization failed" with a traceback, not the resume line."""
+    from whichdevice.measure import session
+
+    done = []
+
+    def pre_import():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.1)  # the signal arrives while the work runs
+        done.append(True)
+
+    with pytest.raises(KeyboardInterrupt):
+        session._signals_after(pre_import)
+    assert done == [True]

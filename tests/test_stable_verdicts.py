@@ -275,7 +275,8 @@ def _clock_steps(monkeypatch, durations) -> list[float]:
     t = [0.0]
     monkeypatch.setattr(capturekit, "now", lambda: t[0])
     got: list[dict] = []
-    clock = capturekit.StepClock(CaptureSpec(warmup_steps=2, steps=10), got.append, "loop")
+    # no deadline: T0 is this process's start, and a long test run is past any a child would have
+    clock = capturekit.StepClock(CaptureSpec(warmup_steps=2, steps=10, deadline_s=1e9), got.append, "loop")
     with pytest.raises(CaptureDone):
         for d in durations:
             clock.begin()

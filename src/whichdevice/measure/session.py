@@ -60,6 +60,8 @@ default ``max(0.25 s, 5 × min_time_s)``): core/timing.py, ``Timing.stop_reason`
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -373,7 +375,7 @@ class _Run:
 
     def while_starting(self) -> None:  # once, in the first child's start
         while self.pending:
-            self.pending.pop()()
+            _signals_after(self.pending.pop())
 
     def on_round1(self, r: CaseResult) -> None:
         """A round-1 result: told to the caller; the last of the answer's cases calls
@@ -656,3 +658,29 @@ def _fixed(specs: list[CaseSpec]) -> Callable[[DeviceInfo], list[CaseSpec]]:
         return specs
 
     return cases_for
+
+
+def _signals_after(work: Callable[[], object]) -> None:
+    """``work()`` (a pre-import while a child starts) with Ctrl-C and SIGTERM held until it is
+    done, then handled as they came: raised inside a C extension's initialisation (matplotlib's
+    ft2font), the interrupt surfaced as "ImportError: initialization failed" and a traceback
+    instead of the resume line."""
+    if threading.current_thread() is not threading.main_thread():
+        work()
+        return
+    held = (signal.SIGINT, signal.SIGTERM)
+    before: dict[int, Any] = {int(s): signal.getsignal(s) for s in held}
+    came: list[int] = []
+    for s in held:
+        signal.signal(s, lambda signum, _frame: came.append(signum))
+    try:
+        work()
+    finally:
+        for num, old in before.items():
+            signal.signal(num, old)
+    if came:
+        handler = before[came[0]]
+        if callable(handler):
+            handler(came[0], None)
+        elif handler != signal.SIG_IGN:
+            os.kill(os.getpid(), came[0])  # the default action, now that the work is done
