@@ -235,3 +235,18 @@ def test_no_screen_budget_drops_a_cause(path, record):
         text = "\n".join(t for _, t in firstscreen.screen_lines(fs, report="r.html", budget=budget))
         assert _terminal_causes(text) == want, (budget, text)
         assert _quiet(text) == quiet, (budget, text)  # no budget drops the line that none stands out
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["diagnose_script_regression_budget60_cpu_2core.json", "diagnose_script_torch_cnn_traced_budget60_cpu_2core.json"],
+)
+def test_a_script_naming_no_cause_still_says_why_in_every_form(name):
+    """Two real script diagnoses whose measured step names no cause: the heading was left out of
+    every form, so the first screen said which device and what to change but not why. Now each
+    form has the heading and the same line that no part stands out, with the measured shares."""
+    forms = _renders(report_cli.load_any(DATA / name))
+    plain = {f: htmltext.unescape(re.sub(r"<[^>]+>", " ", t)).replace("**", "") for f, t in forms.items()}
+    for form, text in plain.items():
+        assert "Why it is slow" in text and "No part the capture times stands out: " in text, form
+    assert _quiet(forms["terminal"]) == _quiet(forms["html"]) == _quiet(forms["markdown"]) != []

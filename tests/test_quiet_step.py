@@ -41,7 +41,7 @@ def test_a_script_with_no_cause_says_none_stands_out_with_the_shares_it_measured
     i = lines.index(CAUSES_HEAD)
     assert lines[i + 1] == (
         "  No part the capture times stands out: waiting for input 0%, host reads 0% of a 563 ms step "
-        "(batch 32, 20 steps in 2 processes); the other 100% is the step's own work on this CPU."
+        "(batch 32, 20 steps in 2 processes); the remaining 100% is the step's own work on this CPU."
     ), lines
 
 
@@ -51,8 +51,9 @@ def test_a_wait_the_capture_did_not_see_is_said_unmeasured_never_given_a_share()
     assert not q.wait_measured and [p for p, _ in q.parts] == ["host_reads"]
     text = "\n".join(_lines(record))
     assert "stands out: host reads 1% of a 74.7 µs step (20 steps in 2 processes)" in text, text
-    assert "the other 99% is the step's own work on this CPU (the wait for input was not measured: no DataLoader seen)" in (
-        text
+    assert (
+        "the remaining 99% is the step's own work on this CPU (the wait for input was not measured: no DataLoader seen)"
+        in (text)
     )
     assert "waiting for input 0%" not in text
 
@@ -77,7 +78,9 @@ def test_a_short_screen_folds_the_line_onto_the_heading_as_it_folds_causes():
         head = [line for line in lines if line.startswith(CAUSES_HEAD)]
         assert len(head) == 1, (budget, lines)
         if head[0] != CAUSES_HEAD:  # folded: the same figures on the heading's line
-            assert head[0] == f"{CAUSES_HEAD}: no part the capture times stands out: waiting for input 0%, host reads 0%"
+            assert (
+                head[0] == f"{CAUSES_HEAD}: no part the capture times stands out: waiting for input 0%, host reads 0%"
+            )
             break
     else:
         raise AssertionError("the screen never folded")

@@ -253,7 +253,7 @@ def quiet_folded(quiet: list[QuietStep]) -> str:
 
 def quiet_text(q: QuietStep) -> str:
     """'No part the capture times stands out: waiting for input 0%, host reads 0% of a 563 ms step
-    (batch 32, 60 steps); the other 100% is the step's own work on this CPU.'"""
+    (batch 32, 60 steps); the remaining 100% is the step's own work on this CPU.'"""
     st = q.step
     of = f"{seconds(st.step_s)} step (" + (f"batch {st.batch}, " if st.batch else "") + f"{st.steps} steps"
     of += f" in {st.rounds} processes)" if st.rounds > 1 else ")"
@@ -264,7 +264,7 @@ def quiet_text(q: QuietStep) -> str:
         unseen = f" (the wait for input was not measured{': ' + why if why else ''})"
     if not q.parts:
         return f"{QUIET.capitalize()}: it timed the whole {of} and none of its parts apart{unseen}."
-    rest = f"the other {q.rest_share:.0%} is the step's own work on {where}"
+    rest = f"the remaining {q.rest_share:.0%} is the step's own work on {where}"
     return f"{QUIET.capitalize()}: {quiet_parts(q)} of a {of}; {rest}{unseen}."
 
 
