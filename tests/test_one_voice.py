@@ -6,7 +6,9 @@ not reach ("not measured (time budget ...)", never "failed").
 Every record in tests/data is rendered as `whichdevice report` renders it (the terminal page
 without --verbose, at the first screen's 100 columns; the HTML page; the Markdown of each page).
 A terminal that listed 1 cause where the HTML and the Markdown listed 3 (the 25-line first
-screen was full) is what this catches: a short screen folds the causes onto one line instead."""
+screen was full) is what this catches: a short screen folds the causes onto one line instead.
+A script's step with no cause named says so under the same heading with the same figures in
+each form (a line that none stands out, and the shares measured), folded the same way."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import pytest
 from rich.console import Console
 
 from whichdevice.analysis import facade
+from whichdevice.analysis.scriptsteps import script_steps
 from whichdevice.cli import report as report_cli
 from whichdevice.core import records
 from whichdevice.core.errors import UsageError
@@ -91,6 +94,16 @@ def _markdown_causes(text: str) -> list[tuple[str, str]]:
     return re.findall(rf"^\d+\. \*\*(.+?)\*\* — {_SHARE}", text, re.M)
 
 
+# The line of a script's step where no cause is named: the measured parts and their shares,
+# up to where the line goes on (" of a 41 ms step", "; ...", another step's " · ", the HTML tag).
+_QUIET = re.compile(r"no part the capture times stands out: ([^;<\n·]*?)(?= of a |;|<| ·|\.?$)", re.I | re.M)
+
+
+def _quiet(text: str) -> list[list[tuple[str, str]]]:
+    """Per quiet step's line, in order: its (part, share) figures."""
+    return [re.findall(r"([a-z][a-z ]*?) (\d+%)", m.group(1)) for m in _QUIET.finditer(text)]
+
+
 def _failed_counts(forms: dict[str, str]) -> dict[str, int]:
     """The failed cases each form counts: the terminal's first screen in its warnings line, a
     page without one on its 'Failed:' lines; the HTML and the Markdown one 'Failed:' each."""
@@ -112,6 +125,8 @@ def test_the_three_forms_say_the_same_causes_failures_and_not_measured(path, rec
         "markdown": _markdown_causes(forms["markdown"]),
     }
     assert causes["terminal"] == causes["html"] == causes["markdown"], causes
+    quiet = {form: _quiet(text) for form, text in forms.items()}
+    assert quiet["terminal"] == quiet["html"] == quiet["markdown"], quiet
     if not isinstance(record, records.RunRecord):  # an audit record: no cause, no case the budget cut
         assert not causes["terminal"] and "not measured (time budget" not in forms["terminal"]
         return
@@ -119,6 +134,10 @@ def test_the_three_forms_say_the_same_causes_failures_and_not_measured(path, rec
     if isinstance(result, facade.Suite):  # the causes the analysis returned, in its order
         want = [(firstscreen.cause_title(c), f"{c.share:.0%}") for c in result.verdict.causes]
         assert causes["markdown"] == want[: firstscreen.SHOWN_CAUSES]
+        # a script's measured step with no cause named: its line, in every form, with the same figures
+        said = [_quiet(firstscreen.QUIET + ": " + firstscreen.quiet_parts(q))[0] for q in result.verdict.quiet]
+        assert bool(said) == (not want and bool(script_steps(record)))
+        assert all(quiet[form] == said for form in quiet), (quiet, said)
 
     failed = sum(r.status == "failed" for r in record.results)
     skipped = sum(r.status == "skipped" for r in record.results)
@@ -211,6 +230,23 @@ def test_no_screen_budget_drops_a_cause(path, record):
     assert isinstance(result, facade.Suite)
     fs = first_screen(record, result.verdict)
     want = [(firstscreen.cause_title(c), f"{c.share:.0%}") for c in fs.causes]
+    quiet = [_quiet(firstscreen.QUIET + ": " + firstscreen.quiet_parts(q))[0] for q in fs.quiet]
     for budget in range(firstscreen.MAX_LINES, 5, -1):
         text = "\n".join(t for _, t in firstscreen.screen_lines(fs, report="r.html", budget=budget))
         assert _terminal_causes(text) == want, (budget, text)
+        assert _quiet(text) == quiet, (budget, text)  # no budget drops the line that none stands out
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["diagnose_script_regression_budget60_cpu_2core.json", "diagnose_script_torch_cnn_traced_budget60_cpu_2core.json"],
+)
+def test_a_script_naming_no_cause_still_says_why_in_every_form(name):
+    """Two real script diagnoses whose measured step names no cause: the heading was left out of
+    every form, so the first screen said which device and what to change but not why. Now each
+    form has the heading and the same line that no part stands out, with the measured shares."""
+    forms = _renders(report_cli.load_any(DATA / name))
+    plain = {f: htmltext.unescape(re.sub(r"<[^>]+>", " ", t)).replace("**", "") for f, t in forms.items()}
+    for form, text in plain.items():
+        assert "Why it is slow" in text and "No part the capture times stands out: " in text, form
+    assert _quiet(forms["terminal"]) == _quiet(forms["html"]) == _quiet(forms["markdown"]) != []

@@ -23,6 +23,10 @@ process landing on a busy moment does not decide the share alone:
 Host-to-device copies are counted (``h2d_count``, ``h2d_bytes``) but not timed, so they have no
 share and name no cause here.
 
+Where none of these parts reaches its share, :class:`QuietStep` holds what was measured all the
+same (each part's share, and which were not measured), so a report says why no cause is named
+instead of saying nothing.
+
 Two more come from the same baseline with the batch cases beside it and the threads it ran with:
 
 - the batch sweep (the script's step at other batches, nothing else changed) splits the step into
@@ -40,7 +44,9 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from typing import Literal
 
+from whichdevice import frameworks
 from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.workloads import script as scriptcases
@@ -86,6 +92,10 @@ class ScriptStep:
     threads: int | None = None  # the CPU threads the steps ran with (None: not read)
     cores: int = 0  # the machine's logical cores the threads share
     fast_s: float | None = None  # the fastest tenth of the timed steps (its 10th percentile)
+    # whether host reads were counted: a capture that counts them records none when there were
+    # none, and one that does not (Keras' fit) records none too, so a zero is only a measurement
+    # where the framework's capture counts them (its env.py's COUNTS_HOST_READS)
+    reads_counted: bool = False
 
     @property
     def wait_share(self) -> float | None:
@@ -155,6 +165,49 @@ class ScriptStep:
     @property
     def oversubscribed(self) -> bool:
         return self.contention_share >= CONTENTION_SHARE
+
+
+# The parts of a script's step a cause can be named from, in the order a report lists them.
+StepPart = Literal["input_wait", "host_reads", "compute_bound", "fixed_cost", "threads"]
+
+
+@dataclass(frozen=True)
+class QuietStep:
+    """A script's measured baseline step where no cause is named: each part the capture measured,
+    with its share (every one under its cause's threshold), and whether the wait for input was
+    measured at all (torch's capture times it only in a DataLoader)."""
+
+    step: ScriptStep
+    parts: tuple[tuple[StepPart, float], ...]  # (part, share of the step 0..1), in StepPart's order
+
+    @property
+    def wait_measured(self) -> bool:
+        return self.step.wait_share is not None
+
+    @property
+    def rest_share(self) -> float:
+        """The step less its measured wait for input and host reads: the step's own work (and,
+        where the wait was not measured, any wait for input)."""
+        timed = dict(self.parts)
+        return max(0.0, 1.0 - timed.get("input_wait", 0.0) - timed.get("host_reads", 0.0))
+
+
+def quiet_step(st: ScriptStep) -> QuietStep:
+    """What ``st`` measured of its parts, each share only where the record holds it: the wait
+    where the capture saw one, the reads where they were counted, the batch line's two parts
+    where it was fitted, the threads' contention where they outnumber the cores."""
+    parts: list[tuple[StepPart, float]] = []
+    if st.wait_share is not None:
+        parts.append(("input_wait", st.wait_share))
+    if st.reads_counted or st.reads > 0:
+        parts.append(("host_reads", st.read_share))
+    if st.compute_share is not None:
+        parts.append(("compute_bound", st.compute_share))
+    if st.fixed_share is not None:
+        parts.append(("fixed_cost", st.fixed_share))
+    if st.threads is not None and st.threads > st.cores and st.fast_s is not None:
+        parts.append(("threads", st.contention_share))
+    return QuietStep(st, tuple(parts))
 
 
 def is_baseline(r: CaseResult) -> bool:
@@ -297,6 +350,7 @@ def script_steps(record: RunRecord) -> list[ScriptStep]:
                 int(max(threads)) if threads else None,
                 int(record.machine.cpu_cores_logical or 0),
                 fast,
+                frameworks.declared(r.spec.framework, "COUNTS_HOST_READS", False),
             )
         )
     return out

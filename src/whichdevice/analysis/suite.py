@@ -38,7 +38,7 @@ from whichdevice.analysis.fixes import (
 from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT, DeviceReport, analyze_pipeline
 from whichdevice.analysis.placement import device_placement
 from whichdevice.analysis.precision import Cpu16Bit, cpu_16bit
-from whichdevice.analysis.scriptsteps import ScriptStep, script_steps
+from whichdevice.analysis.scriptsteps import QuietStep, ScriptStep, quiet_step, script_steps
 from whichdevice.analysis.significance import MIN_SAMPLES
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice import frameworks
@@ -161,6 +161,9 @@ class SuiteVerdict:
     # No GPU measured and ops traced: the reference GPU modelled (prediction.run_prediction), its profile
     gpu_prediction: PredictReport | None = None
     gpu_profile: DeviceProfile | None = None
+    # A script whose baseline step was measured and no cause is named: per device, what its parts
+    # measured (analysis/scriptsteps.QuietStep), so a report says none stands out and with what figures
+    quiet: list[QuietStep] = field(default_factory=list)
 
     def fix(self, key: str) -> FixVerdict:
         return next(v for v in self.fixes if v.kind == key)
@@ -788,10 +791,12 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         {d for d in training.devices if d.startswith("GPU")}
         | {d for t in matmul_tables for d in t.devices if d.startswith("GPU")}
     )
+    steps = script_steps(record)
+    named = causes(fixes, pipelines, training, steps)
     return SuiteVerdict(
         findings,
         fixes,
-        causes(fixes, pipelines, training, script_steps(record)),
+        named,
         matmul_tables,
         training,
         pipelines,
@@ -801,6 +806,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         no_gpu_reasons(record),
         measurement_warnings(record),
         *(gpu_prediction(record) if not gpus else (None, None)),
+        quiet=[] if named else [quiet_step(st) for st in steps],
     )
 
 

@@ -37,6 +37,7 @@ from whichdevice.present.claims import (
 if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
     from whichdevice.analysis.quality import TimingWarning
     from whichdevice.analysis.crossover import Crossover
+    from whichdevice.analysis.scriptsteps import QuietStep
     from whichdevice.analysis.fixes import Fix
     from whichdevice.analysis.significance import Claim
     from whichdevice.analysis.suite import Cause, SuiteVerdict
@@ -97,6 +98,7 @@ class FirstScreen:
     skipped: int = 0  # cases the time budget did not reach (counted apart from failures)
     confirmed: str = ""  # round 2 against the provisional answer shown after round 1
     rebatched: str = ""  # how a script's larger batches were measured, where its step was re-batched
+    quiet: list[QuietStep] = field(default_factory=list)  # a script's measured step where no cause is named
 
 
 # ------------------------------------------------------------------ the changes
@@ -226,6 +228,44 @@ def _script_cause_text(c: Cause, share: str) -> str:
         f"{share} of each step is reading results back to the host ({st.reads:.2g} a step: {read} and the like; "
         f"{seconds(st.read_s)} of {of})"
     )
+
+
+# A script's step's parts as the line saying none stands out names them (analysis/scriptsteps.StepPart).
+_PART_WORDS = {
+    "input_wait": "waiting for input",
+    "host_reads": "host reads",
+    "compute_bound": "work per sample",
+    "fixed_cost": "fixed cost per step",
+    "threads": "threads over cores",
+}
+QUIET = "no part the capture times stands out"  # the words every form opens a quiet step's line with
+
+
+def quiet_parts(q: QuietStep) -> str:
+    """The measured parts and their shares: 'waiting for input 0%, host reads 1%'."""
+    return ", ".join(f"{_PART_WORDS[part]} {share:.0%}" for part, share in q.parts)
+
+
+def quiet_folded(quiet: list[QuietStep]) -> str:
+    """Every quiet step's parts on the heading's line: 'no part ... stands out: host reads 1%'."""
+    return " · ".join(f"{QUIET}: {quiet_parts(q) or 'none timed apart'}" for q in quiet)
+
+
+def quiet_text(q: QuietStep) -> str:
+    """'No part the capture times stands out: waiting for input 0%, host reads 0% of a 563 ms step
+    (batch 32, 60 steps); the remaining 100% is the step's own work on this CPU.'"""
+    st = q.step
+    of = f"{seconds(st.step_s)} step (" + (f"batch {st.batch}, " if st.batch else "") + f"{st.steps} steps"
+    of += f" in {st.rounds} processes)" if st.rounds > 1 else ")"
+    where = "this GPU" if st.device.upper().startswith("GPU") else "this CPU"
+    unseen = ""
+    if not q.wait_measured:
+        why = frameworks.declared(st.framework, "INPUT_WAIT_UNSEEN", "")
+        unseen = f" (the wait for input was not measured{': ' + why if why else ''})"
+    if not q.parts:
+        return f"{QUIET.capitalize()}: it timed the whole {of} and none of its parts apart{unseen}."
+    rest = f"the remaining {q.rest_share:.0%} is the step's own work on {where}"
+    return f"{QUIET.capitalize()}: {quiet_parts(q)} of a {of}; {rest}{unseen}."
 
 
 def untold_lines(causes: list[Cause]) -> list[str]:
@@ -557,6 +597,7 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
         sum(r.status == "skipped" for r in record.results),
         _confirmed(record, gist, answer, _cases_behind(record, v)),
         rebatched_line(record),
+        v.quiet,
     )
 
 
@@ -806,8 +847,13 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
     return [x for x in lines if x not in unhelped]
 
 
-def _cause_lines(causes: list[Cause], folded: bool) -> list[tuple[str, str]]:
-    """Why it is slow: a line per cause, or (``folded``) every cause on the heading's line."""
+def _cause_lines(causes: list[Cause], folded: bool, quiet: list[QuietStep] | None = None) -> list[tuple[str, str]]:
+    """Why it is slow: a line per cause, or (``folded``) every cause on the heading's line; with
+    no cause, a script's measured step's line saying none stands out, folded the same way."""
+    if not causes and quiet:
+        if folded:
+            return [("", ""), ("head", f"{CAUSES_HEAD}: {quiet_folded(quiet)}")]
+        return [("", ""), ("head", CAUSES_HEAD), *[("", f"  {quiet_text(q)}") for q in quiet]]
     if not causes:
         return []
     if folded:
@@ -821,7 +867,7 @@ def _screen_lines(fs: FirstScreen, report: str | None, folded: bool, gap: bool, 
     out += [("answer", ("Answer: " if i == 0 else "        ") + a) for i, a in enumerate(fs.answer)]
     if fs.confirmed:
         out.append(("dim", f"        {fs.confirmed}"))
-    out += _cause_lines(fs.causes, folded)
+    out += _cause_lines(fs.causes, folded, fs.quiet)
     out += [("", ""), ("head", "What to change (measured on this machine, best first)")]
     if not fs.changes:
         out.append(("", f"  {none_text(fs)}"))

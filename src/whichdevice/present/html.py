@@ -57,6 +57,7 @@ class FirstView(TypedDict):
 
     answer: list[str]
     causes: list[dict[str, str]]
+    quiet: list[str]  # with no cause, a script's measured step: none stands out (firstscreen.quiet_text)
     changes: list[dict[str, str]]
     more: list[dict[str, str]]
     tail: list[str]
@@ -186,11 +187,19 @@ def first_view(fs: FirstScreen | None) -> FirstView | None:
     """The first screen as plain values (answer, causes, changes with code and caveat, ...)."""
     if fs is None:
         return None
-    from whichdevice.present.firstscreen import cause_text, cause_title, none_text, tail_lines, warnings_line
+    from whichdevice.present.firstscreen import (
+        cause_text,
+        cause_title,
+        none_text,
+        quiet_text,
+        tail_lines,
+        warnings_line,
+    )
 
     return {
         "answer": fs.answer,
         "causes": [{"title": cause_title(c), "text": cause_text(c)} for c in fs.causes],
+        "quiet": [] if fs.causes else [quiet_text(q) for q in fs.quiet],
         "changes": [
             {"title": c.title, "gain": c.gain_text, "code": c.code, "caveat": c.caveat, "where": c.where}
             for c in fs.changes

@@ -65,8 +65,11 @@ def _header_markdown(page: Page) -> list[str]:
     ]
 
 
-def _causes_markdown(causes: list[dict[str, str]]) -> list[str]:
-    """The block "Why it is slow": the measured causes, numbered."""
+def _causes_markdown(causes: list[dict[str, str]], quiet: list[str]) -> list[str]:
+    """The block "Why it is slow": the measured causes, numbered; with none, a script's measured
+    step's line saying no part stands out."""
+    if not causes and quiet:
+        return ["**Why it is slow** (measured share of the time)", "", *[_line(q) for q in quiet], ""]
     if not causes:
         return []
     lines = ["**Why it is slow** (measured share of the time)", ""]
@@ -93,7 +96,7 @@ def _first_screen_markdown(fs: FirstView) -> list[str]:
     answer = [_line(a) for a in fs["answer"]]
     if answer:
         lines += [f"**Answer:** {answer[0]}"] + [f"{a}" for a in answer[1:]] + [""]
-    lines += _causes_markdown(fs["causes"])
+    lines += _causes_markdown(fs["causes"], fs["quiet"])
     lines += _changes_markdown(fs["changes"], fs["none"])
     if fs["more"]:
         lines += [

@@ -11,6 +11,10 @@ WORDS_FAMILY = "jax"
 # More work per step, in this framework's words (frameworks.declared; default: Keras' steps_per_execution).
 MORE_WORK = "jax.jit over more of the step (lax.scan over several steps) to fuse ops"
 
+# The capture counts host reads (a jax.Array read back to NumPy or Python), so a step with none
+# recorded had none (frameworks.declared; default: not counted, a missing count is no measurement).
+COUNTS_HOST_READS = True
+
 # What a script's capture watches (frameworks.declared), for the line that says none was reached.
 CAPTURE_WATCHES: tuple[str, ...] = (
     "a jax.jit step that takes a gradient or applies optax updates",

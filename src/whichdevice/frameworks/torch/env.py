@@ -19,6 +19,12 @@ READ_BACK = ".item()"
 # What a script's measured wait for input is (frameworks.declared): the capture times the
 # DataLoader's __next__ (default: the loop's own work between steps).
 INPUT_WAIT = "waits for the next batch from its DataLoader"
+# Why that wait can be missing from a record (frameworks.declared; default: none said): the
+# capture times only a DataLoader's __next__.
+INPUT_WAIT_UNSEEN = "no DataLoader seen"
+# The capture counts host reads (.item(), .numpy(), ...), so a step with none recorded had none
+# (frameworks.declared; default: not counted, a missing count is no measurement).
+COUNTS_HOST_READS = True
 # Where a batch fed from NumPy lives on the host before its copy (default: NumPy memory).
 NUMPY_FEED = "torch.from_numpy"
 
