@@ -308,3 +308,16 @@ def test_a_script_whose_batch_could_not_be_read_is_predicted_at_its_own_batch():
     line = next(a for a in first_screen(record, suite_verdict(record)).answer if "Would a GPU help?" in a)
     assert "at the script's own batch, the only batch measured" in line
     assert "batch 0" not in line
+
+
+def test_round_2_of_a_traced_script_counts_its_own_steps_as_behind_the_answer():
+    """A script's no-GPU answer compares the traced step with its own measured steps; round 2
+    said "had nothing to measure again: no case behind the answer ran to the end" over a run
+    whose every step case was measured in both rounds (it looked for `run`'s sweep cases)."""
+    from whichdevice.analysis import facade
+    from whichdevice.present.firstscreen import first_screen
+
+    record = load_run(DATA / "diagnose_script_torch_cnn_traced_budget60_cpu_2core.json")
+    v = facade.analyze(record)
+    confirmed = first_screen(record, getattr(v, "verdict", v)).confirmed
+    assert "nothing to measure" not in confirmed and confirmed.startswith("Round 2 confirmed")
