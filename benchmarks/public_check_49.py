@@ -106,8 +106,12 @@ def first_screen(screen: str) -> list[str]:
     if start is None:
         return []
     body = lines[start:]
-    end = next((i for i, ln in enumerate(body) if ln.startswith("Every table, the plots")), len(body))
-    return body[: end + 1]
+    # the screen ends at its pointer to the report, or (a screen short of room drops it) before the
+    # lines saying where the files are; stderr's progress lines follow stdout in the capture
+    end = next((i + 1 for i, ln in enumerate(body) if ln.startswith("Every table, the plots")), None)
+    if end is None:
+        end = next((i for i, ln in enumerate(body) if ln.startswith("Report: ")), len(body))
+    return body[:end]
 
 
 def check_entry(run: pc.Run) -> list[tuple[str, str]]:
