@@ -6,7 +6,8 @@ Each try copies the script into a fresh folder and runs ``whichdevice diagnose S
 with a budget too short for it. Two figures are checked, as a user would follow them:
   refusal   exit 2 with "Pass --budget N or more": the re-run at N must be accepted (exit 0);
   partial   exit 0 with "--budget N or more measures the fixes too" (the baseline alone was
-            measured): the re-run at N must measure without that line again.
+            measured) or "left out: time budget; --budget N or more measures every fix": the
+            re-run at N must leave no fix out for the budget.
 A try whose first run neither refuses nor answers partially says so and is not counted. The
 machine's load (1-minute average) is printed before and after each run, because the figure allows
 for the load it saw and the re-run may see another.
@@ -30,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "tests" / "script_corpus" / "torch_heavy_setup.py"
 REFUSAL = re.compile(r"Pass --budget (\d+) or more")
-PARTIAL = re.compile(r"--budget (\d+) or more measures the fixes too")
+PARTIAL = re.compile(r"--budget (\d+) or more measures (?:the fixes too|every fix)")
 
 
 def load() -> str:
@@ -64,7 +65,8 @@ def one_try(i: int, script: Path, budget: int, args: list[str]) -> tuple[str, bo
         kind = "refused" if refused else "partial"
         l1 = load()
         code2, screen2, wall2, _ = diagnose(folder, script.name, n, args)
-        held = code2 == 0 and not PARTIAL.search(screen2) if kind == "partial" else code2 == 0
+        left = PARTIAL.search(screen2) or "left out: time budget" in screen2
+        held = code2 == 0 and not left if kind == "partial" else code2 == 0
         line = (
             f"try {i}: --budget {budget} {kind} in {wall:.0f} s (load {l0}) asking {n}; "
             f"re-run at {n}: exit {code2} in {wall2:.0f} s (load {l1}→{load()}): {'held' if held else 'NOT held'}"
