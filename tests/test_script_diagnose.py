@@ -52,6 +52,7 @@ TRAINS = {
     # JAX's capture (frameworks/jax/capture.py): a jitted step that takes a gradient or applies optax updates
     "jax_plain_loop.py": ("jax.jit train step", "jax"),
     "jax_optax_loop.py": ("jax.jit train step", "jax"),
+    "jax_beside_tensorflow.py": ("jax.jit train step", "jax"),
     "flax_linen_trainstate.py": ("jax.jit train step", "jax"),
     "flax_nnx_optimizer.py": ("jax.jit train step", "jax"),
     # a trainer's loop around torch's step (frameworks/torch/trainers.py; skipped where not installed)
@@ -61,6 +62,7 @@ TRAINS = {
 # The modules a corpus file needs beyond the frameworks CI always installs (its tests skip without them).
 NEEDS = {
     "jax_optax_loop.py": ("optax",),
+    "jax_beside_tensorflow.py": ("optax",),
     "flax_linen_trainstate.py": ("flax", "optax"),
     "flax_nnx_optimizer.py": ("flax", "optax"),
     "lightning_trainer_fit.py": ("lightning",),

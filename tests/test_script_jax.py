@@ -87,6 +87,24 @@ def test_the_plain_jax_corpus_script_is_timed_with_its_step_re_batched():
     assert big["rebatched"] == "step" and base["recompiles"] == 0
 
 
+def test_a_jax_loop_beside_tensorflow_is_captured():
+    """TensorFlow imports Keras (on its TensorFlow backend): the JAX capture stood aside for
+    Keras on JAX's own jitted step, so a Flax example that writes TensorBoard summaries got no
+    answer ("reached no timed training step")."""
+    pytest.importorskip("optax")
+    spec = CaptureSpec("baseline", warmup_steps=2, steps=5)
+    run = script.run_child(
+        {"script": str(CORPUS / "jax_beside_tensorflow.py"), "args": []},
+        spec,
+        ["tensorflow", "torch", "jax"],  # every capture, as the pre-flight installs them
+        timeout_s=120,
+        env=scriptplan._cpu_env(),
+    )
+    (r,) = run.results
+    assert r["status"] == "ok" and r["entry"] == ENTRY and len(r["step_s"]) >= 5, (run.end, run.stderr_tail[-800:])
+    assert r["batch_size"] == 32
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "name,model,batch",

@@ -142,7 +142,7 @@ class JaxState:
         gradients: Keras' fit capture times that), so plain JAX's hooks stay out of the way."""
         if capturekit.OWNER and capturekit.OWNER[0] not in ENTRIES:
             return True
-        return "keras" in sys.modules
+        return _keras_on_jax()
 
     @property
     def done(self) -> bool:
@@ -553,3 +553,16 @@ def _patch_nnx(nnx: Any, st: JaxState) -> None:
         return orig(self, *args, **kwargs)
 
     cls.update = update
+
+
+def _keras_on_jax() -> bool:
+    """Whether Keras is imported with the JAX backend, whose fit jits its own train step. Keras on
+    TensorFlow jits nothing of JAX, and TensorFlow imports it (Flax's TensorBoard writer imports
+    TensorFlow): a Flax loop beside it was left uncaptured."""
+    keras = sys.modules.get("keras")
+    if keras is None:
+        return False
+    try:
+        return str(keras.config.backend()) == "jax"
+    except Exception:  # noqa: BLE001 (a Keras half imported or too old to say: stay aside, as before)
+        return True
