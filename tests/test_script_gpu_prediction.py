@@ -321,3 +321,17 @@ def test_round_2_of_a_traced_script_counts_its_own_steps_as_behind_the_answer():
     v = facade.analyze(record)
     confirmed = first_screen(record, getattr(v, "verdict", v)).confirmed
     assert "nothing to measure" not in confirmed and confirmed.startswith("Round 2 confirmed")
+
+
+def test_a_jax_step_whose_predicted_gpu_step_is_all_modelled_host_time_names_no_winner():
+    """Flax's linen MNIST (a real record): its jitted step's host time is modelled from this CPU,
+    not measured in the trace, and every batch's predicted H100 step came out over a second of
+    host dispatch: "an H100 would lose to this CPU" for a CNN. No winner is told from that."""
+    from whichdevice.analysis import facade
+    from whichdevice.present.firstscreen import first_screen
+
+    record = load_run(DATA / "public" / "diagnose_script_flax_linen_mnist_budget60_cpu_2core.json")
+    v = facade.analyze(record)
+    answer = " ".join(first_screen(record, getattr(v, "verdict", v)).answer)
+    assert "Cannot predict it" in answer and "host time" in answer
+    assert "would lose" not in answer and "would win" not in answer

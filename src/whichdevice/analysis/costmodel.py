@@ -179,7 +179,7 @@ class Extrapolation:
     largest: float  # the curve's largest calibrated x
 
 
-CannotPredict = Literal["no_ops"]
+CannotPredict = Literal["no_ops", "host_unmeasured"]
 
 
 @dataclass(frozen=True)

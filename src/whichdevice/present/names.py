@@ -23,7 +23,10 @@ MODELS = {
 }
 SHORT_MODELS = {"seed001": "small MLP", "seed002": "3-layer MLP"}
 # Why a GPU prediction could not be made (analysis/prediction.PredictReport.cannot_predict).
-CANNOT_PREDICT = {"no_ops": "the traced step has no ops"}
+CANNOT_PREDICT = {
+    "no_ops": "the traced step has no ops",
+    "host_unmeasured": "the predicted step is all host time, which is modelled, not measured, for a jitted JAX step",
+}
 
 # Where each workload comes from: public articles (the seed workloads, not shipped).
 SOURCES = {
