@@ -835,8 +835,6 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         "child_limit_s": round(limit if alone else min(limit, max(budget_s, 60.0)), 1),
         "case_timeout_s": round(c.start + limit, 1) if alone else None,
         "baseline_only": said,  # what a budget too short for more than the baseline measured, or ""
-        # the --budget whose plan holds every fix, where this one cut some (the screen names it)
-        "budget_for_all": budget_for_all(facts, gpu) if cut else None,
         "planned_s": used,
         "point_cap_s": None,
         "fixes_cut": sorted({line.split(" ", 1)[0] for line in cut if " not measured" in line}),
@@ -987,8 +985,6 @@ def options(user: dict[str, Any], facts_sizing: dict[str, Any] | None) -> dict[s
     }
     if user.get("trainer"):
         out["trainer"] = user["trainer"]
-    if s.get("budget_for_all"):
-        out["budget_for_all"] = s["budget_for_all"]
     if rebatched(user, s):  # the batch sweep tiled the step's own inputs: the screen says so
         out["rebatched"] = "step"
     return out
