@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from whichdevice import frameworks
 from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT
@@ -210,29 +210,21 @@ def quiet_step(st: ScriptStep) -> QuietStep:
     return QuietStep(st, tuple(parts))
 
 
+def _plain_step(p: dict[str, Any]) -> bool:
+    """A script's steady case with nothing read back added and no fix: only its batch may differ."""
+    return "script" in p and p.get("kind") == "steady" and p.get("sync") == "none" and "fix" not in p
+
+
 def is_baseline(r: CaseResult) -> bool:
     """The script's case at its own settings: steady, nothing read back added, no fix, the user's batch."""
     p = r.spec.params
-    return (
-        "script" in p
-        and p.get("kind") == "steady"
-        and p.get("sync") == "none"
-        and "fix" not in p
-        and p.get("batch") == p.get("user_batch")
-    )
+    return _plain_step(p) and p.get("batch") == p.get("user_batch")
 
 
 def is_batch_case(r: CaseResult) -> bool:
     """The script's case at another batch, nothing else changed (the batch sweep)."""
     p = r.spec.params
-    return (
-        "script" in p
-        and p.get("kind") == "steady"
-        and p.get("sync") == "none"
-        and "fix" not in p
-        and bool(p.get("batch"))
-        and p.get("batch") != p.get("user_batch")
-    )
+    return _plain_step(p) and bool(p.get("batch")) and p.get("batch") != p.get("user_batch")
 
 
 def batch_line(points: list[tuple[int, float]]) -> tuple[float, float] | None:
