@@ -79,7 +79,9 @@ def _train_cases(fw):
     return cases
 
 
-@pytest.mark.parametrize("fw", ["keras-jax", "keras-torch", "torch"])
+# Keras on torch runs the same cases through the same Keras code as keras-jax, and torch's eager
+# ops take the longest here (≈ 50 s of the suite's 12 minutes): it runs with the slow tests.
+@pytest.mark.parametrize("fw", ["keras-jax", pytest.param("keras-torch", marks=pytest.mark.slow), "torch"])
 def test_seed001_training_cases_on_the_cpu(fw):
     _require(fw)
     cpu = DeviceInfo(name="CPU:0", kind="cpu")
