@@ -171,3 +171,21 @@ def test_jit_compile_on_keras_jax_script_reads_already_the_default():
     screen = " ".join(text for _style, text in screen_lines(first_screen(record, v), report=None))
     assert "Already the default here: jit_compile" in screen, screen
     assert "jit_compile=True" not in screen and "Compile the step with XLA" not in screen, screen
+
+
+SMALLER = Path(__file__).parent / "data" / "diagnose_script_torch_cnn_smaller_batches_budget60_cpu_2core_busy.json"
+
+
+def test_a_sweep_of_smaller_batches_only_says_none_larger_not_that_the_script_makes_its_own():
+    """The corpus's torch_cnn.py at load 10 (a real record): its DataLoader's 256 samples hold too few
+    batches above 32 for a case's steps, so the plan swept batch 8 only. The fix table said "the script
+    makes its own batches (diagnose changes the batch of a DataLoader)" of a script that has one."""
+    record = load_run(SMALLER)
+    assert record.options["sweep_batches"] == [8, 32] and record.options["batch"] == 32
+    v = suite_verdict(record, seed_batch=32)
+    why = v.fix("batch").not_measured
+    assert why is not None and why.reason == "none_larger" and why.above == 32
+    rows = {row[0].text.split(". ", 1)[1]: row[2].text for row in fix_grid(v, record=record).rows}
+    assert "no batch larger than 32 measured (only batch 8)" in rows["Increase the batch size"]
+    assert "makes its own batches" not in rows["Increase the batch size"]
+    assert "makes its own batches" not in " ".join(tail_lines(first_screen(record, v)))

@@ -403,10 +403,7 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
     if _cut_by_plan(record, e):
         return NotMeasured("cut")
     if e.larger and e.param == "batch" and "script" in record.options and not _swept_larger(record):
-        # a script's plan sweeps a batch it can change, or names its cut
-        fw = str(record.options.get("framework") or "")
-        source = frameworks.declared(fw, "REBATCHES", None) if fw in frameworks.FRAMEWORKS else None
-        return NotMeasured("fixed_batch", rebatches=source or "")
+        return _script_batch(record, e)
     base = e.baseline if baseline is None else baseline
     if not any(_baseline_side(e, base, r.spec.workload, r.spec.params) for r in record.results):
         return NotMeasured("not_in_suite", elsewhere=e.elsewhere)
@@ -442,6 +439,24 @@ def _swept_larger(record: RunRecord) -> bool:
     makes its own batches"."""
     sweep, batch = record.options.get("sweep_batches"), record.options.get("batch")
     return isinstance(sweep, list) and isinstance(batch, int) and any(isinstance(k, int) and k > batch for k in sweep)
+
+
+def _script_batch(record: RunRecord, e: FixEntry) -> NotMeasured:
+    """Why a script's larger batch has no claim where its plan swept none: only smaller batches fit
+    the script's data ("no larger one measured"), or the script makes its own batches."""
+    if _swept_other(record):
+        return _none_larger(record, e, record.options["batch"])
+    fw = str(record.options.get("framework") or "")
+    source = frameworks.declared(fw, "REBATCHES", None) if fw in frameworks.FRAMEWORKS else None
+    return NotMeasured("fixed_batch", rebatches=source or "")
+
+
+def _swept_other(record: RunRecord) -> bool:
+    """Whether a script's plan swept a batch other than the user's (smaller ones only, where the
+    script's data holds too few larger batches for a case's steps): the script's batch was then
+    changed, so "the script makes its own batches" would not be true."""
+    sweep, batch = record.options.get("sweep_batches"), record.options.get("batch")
+    return isinstance(sweep, list) and isinstance(batch, int) and any(isinstance(k, int) and k != batch for k in sweep)
 
 
 def _none_larger(record: RunRecord, e: FixEntry, baseline: object) -> NotMeasured:
