@@ -171,3 +171,18 @@ def test_jit_compile_on_keras_jax_script_reads_already_the_default():
     screen = " ".join(text for _style, text in screen_lines(first_screen(record, v), report=None))
     assert "Already the default here: jit_compile" in screen, screen
     assert "jit_compile=True" not in screen and "Compile the step with XLA" not in screen, screen
+
+
+def test_the_fixes_the_budget_cut_name_the_budget_that_measures_them():
+    """A script's plan that cut fixes knows the --budget whose plan holds every one
+    (``budget_for_all``): the first screen says it beside them, so the user need not guess."""
+    record = load_run(LSTM)
+    cut = record.model_copy(update={"options": {**record.options, "fixes_cut": RECORDED, "budget_for_all": 140}})
+    v = suite_verdict(cut, seed_batch=256)
+    assert v.fix("jit_compile").not_measured.budget == 140
+    line = "(left out: time budget; --budget 140 or more measures every fix)."
+    assert line in " ".join(tail_lines(first_screen(cut, v)))
+    from tests.test_one_voice import _renders
+
+    shown = _renders(cut)
+    assert all("--budget 140 or more measures every fix" in shown[form] for form in ("terminal", "markdown", "html"))

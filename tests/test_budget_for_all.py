@@ -126,3 +126,20 @@ def test_size_plans_by_the_one_rule():
             p = scriptplan.plan(scriptplan.plan_costs(facts, gpu), budget)
             assert s["planned"] == [params for f in p.planned for params in f.params]
             assert s["fixes_cut"] == sorted(f.fix for f in p.cut) and s["rounds"] == p.rounds
+
+
+def test_a_plan_that_cut_fixes_carries_the_figure_to_the_record():
+    """The first screen names the figure beside the fixes left out (``options['budget_for_all']``);
+    a plan that cut nothing, or only the baseline's budget, carries none."""
+    facts = HEAVY_SETUP
+    need = scriptplan.budget_for_all(facts)
+    user = scriptplan.user_params({"script": "train.py"}, facts)
+    short = scriptplan.size(facts, 120.0)
+    assert short["fixes_cut"] and short["budget_for_all"] == need
+    assert scriptplan.options(user, short)["budget_for_all"] == need
+    whole = scriptplan.size(facts, float(need))
+    assert whole["budget_for_all"] is None and "budget_for_all" not in scriptplan.options(user, whole)
+    below = float(int(scriptplan.least_budget(scriptplan._Costs(facts))) - 1)  # the baseline alone
+    alone = scriptplan.size(facts, below)
+    assert alone["baseline_only"].endswith(f"--budget {need} or more measures the fixes too")
+    assert alone["budget_for_all"] == need

@@ -884,7 +884,9 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
     limit = max(30.0, 1.5 * longest + 10.0, 1.5 * used + 10.0 if one_run else 0.0, turns)
     if cut:
         cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
-    said = baseline_only_words(facts, budget_s, budget_for_all(facts, gpu)) if alone else ""
+    # the --budget whose plan holds every fix, where this one cut some (the screen names it)
+    whole = budget_for_all(facts, gpu) if alone or chosen.cut else 0
+    said = baseline_only_words(facts, budget_s, whole) if alone else ""
     if alone:
         cut.insert(0, f"the baseline alone was measured: {said}")
     sweep = sorted({facts["batch"], *(int(p["batch"]) for p in planned if "batch" in p)} - {0})
@@ -898,6 +900,7 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         "child_limit_s": round(limit if alone else min(limit, max(budget_s, 60.0)), 1),
         "case_timeout_s": round(costs.start + limit, 1) if alone else None,
         "baseline_only": said,  # what a budget too short for more than the baseline measured, or ""
+        "budget_for_all": whole if chosen.cut else None,
         "planned_s": used,
         "point_cap_s": None,
         "fixes_cut": sorted({line.split(" ", 1)[0] for line in cut if " not measured" in line}),
@@ -1084,6 +1087,8 @@ def options(user: dict[str, Any], facts_sizing: dict[str, Any] | None) -> dict[s
     }
     if user.get("trainer"):
         out["trainer"] = user["trainer"]
+    if s.get("budget_for_all"):
+        out["budget_for_all"] = s["budget_for_all"]
     if rebatched(user, s):  # the batch sweep tiled the step's own inputs: the screen says so
         out["rebatched"] = "step"
     return out
