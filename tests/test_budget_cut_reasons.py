@@ -189,3 +189,18 @@ def test_a_sweep_of_smaller_batches_only_says_none_larger_not_that_the_script_ma
     assert "no batch larger than 32 measured (only batch 8)" in rows["Increase the batch size"]
     assert "makes its own batches" not in rows["Increase the batch size"]
     assert "makes its own batches" not in " ".join(tail_lines(first_screen(record, v)))
+
+
+def test_the_fixes_the_budget_cut_name_the_budget_that_measures_them():
+    """A script's plan that cut fixes knows the --budget whose plan holds every one
+    (``budget_for_all``): the first screen says it beside them, so the user need not guess."""
+    record = load_run(LSTM)
+    cut = record.model_copy(update={"options": {**record.options, "fixes_cut": RECORDED, "budget_for_all": 140}})
+    v = suite_verdict(cut, seed_batch=256)
+    assert v.fix("jit_compile").not_measured.budget == 140
+    line = "(left out: time budget; --budget 140 or more measures every fix)."
+    assert line in " ".join(tail_lines(first_screen(cut, v)))
+    from tests.test_one_voice import _renders
+
+    shown = _renders(cut)
+    assert all("--budget 140 or more measures every fix" in shown[form] for form in ("terminal", "markdown", "html"))

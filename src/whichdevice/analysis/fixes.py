@@ -357,6 +357,7 @@ class NotMeasured:
     param: str = ""  # none_larger: the parameter ...
     above: object = None  # ... and the baseline value nothing above which was measured
     rebatches: str = ""  # fixed_batch: what diagnose re-batches for the framework ("DataLoader"; "": fit's data)
+    budget: int = 0  # cut: the --budget whose plan holds every fix (a script's plan), 0: not known
     # contended: the pair whose processes disagreed (its claim's note holds the per-step modes), and the
     # record's own CPU thread-count pair where it has one: the measured alternative to contending threads
     untold: Claim | None = None

@@ -392,6 +392,12 @@ def _contended(record: RunRecord, e: FixEntry, fixes: list[Fix]) -> NotMeasured 
     )
 
 
+def _budget_for_all(record: RunRecord) -> int:
+    """The --budget a script's plan named as holding every fix (0: none named)."""
+    value = record.options.get("budget_for_all")
+    return int(value) if isinstance(value, (int, float)) else 0
+
+
 def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline: object = None) -> NotMeasured:
     """The true reason a fix has no claim, read from the record: its baseline is not part of
     the suite, the time budget skipped its cases, they failed, a side has fewer than 5 samples,
@@ -401,7 +407,7 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
     if e.gpu_only and not _has_gpu(record):
         return NotMeasured("no_gpu")
     if _cut_by_plan(record, e):
-        return NotMeasured("cut")
+        return NotMeasured("cut", budget=_budget_for_all(record))
     if e.larger and e.param == "batch" and "script" in record.options and not _swept_larger(record):
         return _script_batch(record, e)
     base = e.baseline if baseline is None else baseline
@@ -475,7 +481,7 @@ def _none_larger(record: RunRecord, e: FixEntry, baseline: object) -> NotMeasure
     if larger:
         return _not_applicable(larger) or NotMeasured("skipped")
     if _cut_by_plan(record, e):
-        return NotMeasured("cut")
+        return NotMeasured("cut", budget=_budget_for_all(record))
     return NotMeasured("none_larger", param=e.param, above=baseline)
 
 

@@ -212,7 +212,9 @@ def short_reason(why: NotMeasured) -> str:
     return {
         "not_in_suite": "not in this suite",
         "skipped": "skipped: time budget",
-        "cut": "left out: time budget",
+        "cut": f"left out: time budget; --budget {why.budget} or more measures every fix"
+        if why.budget
+        else "left out: time budget",
         "failed": "failed",
         "too_few_samples": NOT_ENOUGH,
         "default": DEFAULT_ON,

@@ -770,9 +770,94 @@ def _cost(c: _Costs, facts: dict[str, Any], params: dict[str, Any], keras: bool)
     return (m, False) if shared else (c.process(m), True)
 
 
+@dataclasses.dataclass(frozen=True)
+class FixCost:
+    """One fix's cases as the plan counts them: each case's cost, and whether it runs in a
+    process of its own (True) or takes its turn in the shared one (False)."""
+
+    fix: str
+    params: tuple[dict[str, Any], ...]
+    costs: tuple[tuple[float, bool], ...]
+
+    @property
+    def cost(self) -> float:
+        return sum(x for x, _own in self.costs)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanCosts:
+    """What the plan weighs against a budget, at one set of times: the measuring child's start,
+    the baseline, the least budget that holds it, and each fix in the order the plan takes them."""
+
+    start: float
+    baseline: float
+    least: float
+    fixes: tuple[FixCost, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """Which fixes one budget holds (:func:`plan`): the rounds, the fixes planned and cut, and the
+    seconds the measuring child's limits are sized from."""
+
+    rounds: int
+    alone: bool  # the baseline alone: the budget leaves it too little for anything else
+    planned: tuple[FixCost, ...]
+    cut: tuple[FixCost, ...]
+    used: float  # the round's planned seconds, the baseline's included
+    longest: float  # the longest process: the shared one's baseline or a case in its own
+    in_turns: float  # the shared process: the baseline and the cases that take turns in it
+
+
+def plan_costs(
+    facts: dict[str, Any],
+    gpu: bool = False,
+    slower: float = 1.0,
+    variants: list[tuple[str, str, dict[str, Any]]] | None = None,
+) -> PlanCosts:
+    """The costs :func:`plan` weighs, at the pre-flight's times or at those ``slower`` times longer."""
+    c = _Costs(facts, slower)
+    keras = facts["entry"] in script.KERAS_ENTRIES
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for fix, _what, params in _variants(facts, gpu) if variants is None else variants:
+        groups.setdefault(fix, []).append(params)
+    fixes = [FixCost(f, tuple(ms), tuple(_cost(c, facts, p, keras) for p in ms)) for f, ms in groups.items()]
+    # the fixes that take turns in the shared process first (each in priority order): a fix that
+    # pays the set-up again would otherwise crowd out several that cost their steps only, and a
+    # larger budget measure fewer fixes than a smaller one
+    fixes.sort(key=lambda f: TURNS_FIRST and any(own for _x, own in f.costs))
+    return PlanCosts(start=c.start, baseline=c.baseline(), least=least_budget(c), fixes=tuple(fixes))
+
+
+def plan(costs: PlanCosts, budget_s: float) -> Plan:
+    """The one planning rule: round 1 gets ``ROUND1_SHARE`` of what the budget leaves after the
+    measuring child's start (at least half the budget), or ``ROUND1_ONLY_SHARE`` in one round when
+    the baseline alone is larger than that share; each fix whole, in order, where it still fits;
+    a budget below the least one holds the baseline alone."""
+    avail = max(budget_s - costs.start, 0.5 * budget_s)
+    shared = costs.baseline
+    rounds, plan_s = 2, ROUND1_SHARE * avail
+    if shared > plan_s:
+        rounds, plan_s = 1, ROUND1_ONLY_SHARE * avail
+    alone = budget_s < costs.least  # the baseline does not fit what the budget leaves (avail)
+    if alone:  # the baseline alone, in one round: nothing else is started
+        rounds, plan_s = 1, 0.0
+    used = longest = in_turns = shared
+    planned: list[FixCost] = []
+    cut: list[FixCost] = []
+    for f in costs.fixes:
+        if used + f.cost <= plan_s:
+            used += f.cost
+            in_turns += sum(x for x, own in f.costs if not own)
+            planned.append(f)
+            longest = max([longest, *(x for x, own in f.costs if own)])
+        else:
+            cut.append(f)
+    return Plan(rounds, alone, tuple(planned), tuple(cut), used, longest, in_turns)
+
+
 def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[str, Any]:
     """The variants that fit the budget (by fix, both sides of a pair or none), rounds, limits."""
-    c = _Costs(facts)
     if not facts.get("framework"):  # stopped before its capture said which entry it timed: nothing to plan
         raise UsageError(
             "SCRIPT",
@@ -781,47 +866,27 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
             f"Pass --budget {budget_that_holds(facts)} or more (it allows {headroom(facts):.2g}x the set-up and "
             "step times measured here)",
         )
+    costs = plan_costs(facts, gpu)
     keras = facts["entry"] in script.KERAS_ENTRIES
-    avail = max(budget_s - c.start, 0.5 * budget_s)
-    shared = c.baseline()
-    rounds, plan_s = 2, ROUND1_SHARE * avail
-    if shared > plan_s:
-        rounds, plan_s = 1, ROUND1_ONLY_SHARE * avail
-    alone = budget_s < least_budget(c)  # the baseline does not fit what the budget leaves (avail)
+    chosen = plan(costs, budget_s)
+    alone, rounds, used, longest, in_turns = chosen.alone, chosen.rounds, chosen.used, chosen.longest, chosen.in_turns
     if alone and not baseline_fits_overrun(facts, budget_s):
         raise too_short(facts, budget_s)
-    if alone:  # the baseline alone, in one round: nothing else is started
-        rounds, plan_s = 1, 0.0
-    used, planned, cut = shared, [], []
-    groups: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    for fix, what, params in _variants(facts, gpu):
-        groups.setdefault(fix, []).append((what, params))
-    longest = in_turns = shared
-    # the fixes that take turns in the shared process first (each in priority order): a fix that
-    # pays the set-up again would otherwise crowd out several that cost their steps only, and a
-    # larger budget measure fewer fixes than a smaller one
-    own = {f: TURNS_FIRST and any(_cost(c, facts, p, keras)[1] for _w, p in ms) for f, ms in groups.items()}
-    for fix, members in sorted(groups.items(), key=lambda g: own[g[0]]):
-        costs = [_cost(c, facts, params, keras) for _what, params in members]
-        cost = sum(x for x, _ in costs)
-        if used + cost <= plan_s:
-            used += cost
-            in_turns += sum(x for x, own in costs if not own)
-            planned += [params for _w, params in members]
-            longest = max([longest, *(x for x, own in costs if own)])
-        else:
-            where = " on a GPU" if fix in GPU_ONLY else ""
-            cut.append(
-                f"{fix} not measured{where}: its {len(members)} case(s) need about {cost:.0f} s, more than the "
-                "budget leaves"
-            )
+    planned = [params for f in chosen.planned for params in f.params]
+    cut = [
+        f"{f.fix} not measured{' on a GPU' if f.fix in GPU_ONLY else ''}: its {len(f.params)} case(s) need about "
+        f"{f.cost:.0f} s, more than the budget leaves"
+        for f in chosen.cut
+    ]
     one_run = keras or facts["entry"] in script.STEP_ENTRIES  # every variant in the round's one process
     # a torch loop's shared process takes its members in turns: its limit holds all of them
     turns = 1.5 * in_turns + 10.0 if facts["entry"] in script.TURN_ENTRIES else 0.0
     limit = max(30.0, 1.5 * longest + 10.0, 1.5 * used + 10.0 if one_run else 0.0, turns)
     if cut:
         cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
-    said = baseline_only_words(facts, budget_s, budget_for_all(facts, gpu)) if alone else ""
+    # the --budget whose plan holds every fix, where this one cut some (the screen names it)
+    whole = budget_for_all(facts, gpu) if alone or chosen.cut else 0
+    said = baseline_only_words(facts, budget_s, whole) if alone else ""
     if alone:
         cut.insert(0, f"the baseline alone was measured: {said}")
     sweep = sorted({facts["batch"], *(int(p["batch"]) for p in planned if "batch" in p)} - {0})
@@ -833,8 +898,9 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         "sweep_batches": sweep,
         # the baseline alone past the budget: its child may take what the baseline needs
         "child_limit_s": round(limit if alone else min(limit, max(budget_s, 60.0)), 1),
-        "case_timeout_s": round(c.start + limit, 1) if alone else None,
+        "case_timeout_s": round(costs.start + limit, 1) if alone else None,
         "baseline_only": said,  # what a budget too short for more than the baseline measured, or ""
+        "budget_for_all": whole if chosen.cut else None,
         "planned_s": used,
         "point_cap_s": None,
         "fixes_cut": sorted({line.split(" ", 1)[0] for line in cut if " not measured" in line}),
@@ -885,12 +951,48 @@ def measured_words(facts: dict[str, Any]) -> str:
 
 
 def budget_for_all(facts: dict[str, Any], gpu: bool = False) -> int:
-    """The budget whose plan holds the baseline and every variant in one round, at the
-    pre-flight's times with :func:`headroom`, rounded up to 10 s."""
-    c = _Costs(facts, headroom(facts))
-    keras = facts["entry"] in script.KERAS_ENTRIES
-    total = c.baseline() + sum(_cost(c, facts, params, keras)[0] for _fix, _what, params in _variants(facts, gpu))
-    return max(math.ceil((total / ROUND1_ONLY_SHARE + c.start) / 10) * 10, budget_that_holds(facts))
+    """The --budget whose plan measures every fix: the least one, in 10 s steps from
+    :func:`budget_that_holds`, at which :func:`plan` (the rule :func:`size` plans by) cuts none,
+    nor does any step above it, at the pre-flight's times and at those times up to
+    :func:`headroom` longer (the re-run's own pre-flight sizes its plan from its own times).
+
+    Each budget is tried at the times measured, at the headroom's, midway, and at the slowest times
+    that still plan two rounds: a baseline that outgrows round 1's share switches to one round with
+    a larger share, so slower times can hold every fix where somewhat faster ones cut some.
+    The search starts at a budget that holds by the rule's own terms (everything, at the slowest
+    times, within round 1's share of two rounds) and steps down while the plan still holds."""
+    h = headroom(facts)
+    variants = _variants(facts, gpu)
+    at: dict[float, PlanCosts] = {}
+
+    def costs(slower: float) -> PlanCosts:
+        if slower not in at:
+            at[slower] = plan_costs(facts, gpu, slower, variants)
+        return at[slower]
+
+    def holds(budget: float) -> bool:
+        def ok(slower: float) -> bool:
+            p = plan(costs(slower), budget)
+            return not p.alone and not p.cut
+
+        if not (ok(1.0) and ok(h) and ok((1.0 + h) / 2)):
+            return False
+        if plan(costs(1.0), budget).rounds == 1 or plan(costs(h), budget).rounds == 2:
+            return True  # one kind of round across the times: the slowest is the costliest
+        lo, hi = 1.0, h  # the slowest times that still plan two rounds (the rounds switch once)
+        while hi - lo > 1e-4:
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if plan(plan_costs(facts, gpu, mid, variants), budget).rounds == 2 else (lo, mid)
+        return ok(lo)
+
+    slowest = costs(h)
+    top = math.ceil(((slowest.baseline + sum(f.cost for f in slowest.fixes)) / ROUND1_SHARE + slowest.start) / 10) * 10
+    floor, budget = budget_that_holds(facts), max(top, budget_that_holds(facts))
+    while not holds(budget) and budget < 10 * top:  # the rule changed beneath the bound: keep looking above
+        budget += 10
+    while budget - 10 >= floor and holds(budget - 10):
+        budget -= 10
+    return budget
 
 
 def too_short(facts: dict[str, Any], budget_s: float) -> UsageError:
@@ -985,6 +1087,8 @@ def options(user: dict[str, Any], facts_sizing: dict[str, Any] | None) -> dict[s
     }
     if user.get("trainer"):
         out["trainer"] = user["trainer"]
+    if s.get("budget_for_all"):
+        out["budget_for_all"] = s["budget_for_all"]
     if rebatched(user, s):  # the batch sweep tiled the step's own inputs: the screen says so
         out["rebatched"] = "step"
     return out
