@@ -732,6 +732,10 @@ def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str
     return out
 
 
+# The pre-flight's load per core (1-minute average over logical cores) from which the thread-count
+# fix is planned first: more runnable threads than cores, the script's threads wait for each other.
+CONTENDED_LOAD = 1.0
+
 # Plan the fixes that take turns before those that pay the set-up again (False: in priority order
 # only, as the plan was before most torch variants took turns; benchmarks/setup_runs.py compares).
 TURNS_FIRST = True
@@ -825,7 +829,11 @@ def plan_costs(
     # the fixes that take turns in the shared process first (each in priority order): a fix that
     # pays the set-up again would otherwise crowd out several that cost their steps only, and a
     # larger budget measure fewer fixes than a smaller one
-    fixes.sort(key=lambda f: TURNS_FIRST and any(own for _x, own in f.costs))
+    # ... except the thread count on a machine busier than its cores: there one thread against the
+    # contention is the likeliest fix (4-6x on the corpus's input-bound loader at load 5-7), and
+    # planned last it was the one a slower pre-flight cut (benchmarks/stable_verdicts.md)
+    busy = float(facts.get("load_per_core") or 0.0) >= CONTENDED_LOAD
+    fixes.sort(key=lambda f: (not (busy and f.fix == "cpu_threads"), TURNS_FIRST and any(own for _x, own in f.costs)))
     return PlanCosts(start=c.start, baseline=c.baseline(), least=least_budget(c), fixes=tuple(fixes))
 
 
