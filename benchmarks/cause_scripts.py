@@ -157,10 +157,13 @@ def truth(case: Case, runs: int) -> list[str]:
 
 def diagnose(case: Case, out: Path, budget: int) -> Path:
     """`whichdevice diagnose SCRIPT --budget B`, its record written to OUT/<script>.json."""
+    out = out.resolve()
     path = out / f"{case.script}.json"
     cmd = [sys.executable, "-m", "whichdevice", "diagnose", str(CORPUS / f"{case.script}.py")]
     cmd += ["--budget", str(budget), "--out", str(out / case.script), "--json", str(path), "--quiet"]
-    subprocess.run(cmd, capture_output=True, text=True, check=False)
+    # run from OUT: diagnose puts its working folder back as it was when it ends, so a run from the
+    # repository would undo whatever was edited there meanwhile
+    subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=out)
     return path
 
 

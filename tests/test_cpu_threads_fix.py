@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import run_cli
+from whichdevice.core.errors import UsageError
 from whichdevice.workloads import fixes, script, scriptplan
 
 TORCH_FACTS = {
@@ -169,3 +171,27 @@ def test_the_thread_count_measured_holds_against_the_scripts_own_setting():
     finally:
         torch.set_num_threads = setter
         setter(before)
+
+
+def test_the_preflight_runs_at_the_run_s_cpu_threads(monkeypatch, tmp_path, capsys):
+    """The pre-flight's step prices every case: timed at 2 threads on 2 busy cores (76 ms a step)
+    for a run whose cases ran at --cpu-threads 1 (0.27 ms), it left the batch sweep out of
+    --budget 60. It now runs at the run's count."""
+    assert scriptplan._cpu_env(1)["OMP_NUM_THREADS"] == "1"
+    assert "OMP_NUM_THREADS" not in scriptplan._cpu_env()  # no --cpu-threads: the framework's default
+    seen: list[object] = []
+
+    def preflight_run(*args, **kwargs):
+        seen.append(args[-1])
+        raise UsageError("the pre-flight", "stopped by the test", "nothing to do")
+
+    monkeypatch.setattr(scriptplan, "_preflight_run", preflight_run)
+    with pytest.raises(UsageError):
+        scriptplan.preflight({"script": "s.py", "args": []}, 60.0, cpu_threads=1)
+    assert seen == [1]
+    path = tmp_path / "s.py"
+    path.write_text("print('never run')\n")
+    code, _out, _err = run_cli(
+        ["diagnose", str(path), "--budget", "60", "--cpu-threads", "1", "--out", str(tmp_path)], capsys
+    )
+    assert code == 2 and seen == [1, 1]  # diagnose hands its --cpu-threads to the pre-flight

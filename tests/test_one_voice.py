@@ -8,7 +8,9 @@ without --verbose, at the first screen's 100 columns; the HTML page; the Markdow
 A terminal that listed 1 cause where the HTML and the Markdown listed 3 (the 25-line first
 screen was full) is what this catches: a short screen folds the causes onto one line instead.
 A script's step with no cause named says so under the same heading with the same figures in
-each form (a line that none stands out, and the shares measured), folded the same way."""
+each form (a line that none stands out, and the shares measured), folded the same way. So do a
+fixed cost's larger batch compared per sample (its ratio, interval and rounds) and a CPU step's
+host reads every step (their count, their share here, a sync per read on a GPU)."""
 
 from __future__ import annotations
 
@@ -68,10 +70,12 @@ def _terminal_causes(text: str) -> list[tuple[str, str]]:
     if not head:
         return []
     line = lines[head[0]]
-    if line != HEAD:  # folded: '...: 1. Fixed cost per step 98% · 2. ...'
+    if line != HEAD:  # folded: '...: 1. Fixed cost per step 98% · 2. ...' (a fixed cost's batch after ': ')
         folded = line[len(HEAD) + 2 :]
         return [
-            (m.group(1), m.group(2)) for part in folded.split(" · ") if (m := re.match(r"\d+\. (.+) (\d+%)$", part))
+            (m.group(1), m.group(2))
+            for part in folded.split(" · ")
+            if (m := re.match(r"\d+\. (.+?) (\d+%)(?:: .*)?$", part))
         ]
     out = []
     for below in lines[head[0] + 1 :]:
@@ -104,6 +108,23 @@ def _quiet(text: str) -> list[list[tuple[str, str]]]:
     return [re.findall(r"([a-z][a-z ]*?) (\d+%)", m.group(1)) for m in _QUIET.finditer(text)]
 
 
+# A fixed cost's larger batch, per sample: its ratio where it is a gain, the two batches, and
+# its interval and rounds where the claim has them (the folded line keeps these, the note aside).
+_GAIN = re.compile(
+    r"per-sample time (?:falls ([\d.]+)× )?from batch (\d+) to (\d+)[^(]*\((?:95 % CI ([\d.]+)–([\d.]+)×, (\d+) rounds)?"
+)
+# A CPU step's host reads every step: the reads a step and their share of the step here.
+_READS = re.compile(r"host reads:? ([\d.]+) a step.*?, (\d+%) of the step on this CPU", re.I)
+
+
+def _gains(text: str) -> list[tuple[str, ...]]:
+    return [tuple(g or "" for g in m.groups()) for m in _GAIN.finditer(text)]
+
+
+def _reads(text: str) -> list[tuple[str, str]]:
+    return [(m.group(1), m.group(2)) for m in _READS.finditer(text)]
+
+
 def _failed_counts(forms: dict[str, str]) -> dict[str, int]:
     """The failed cases each form counts: the terminal's first screen in its warnings line, a
     page without one on its 'Failed:' lines; the HTML and the Markdown one 'Failed:' each."""
@@ -127,6 +148,10 @@ def test_the_three_forms_say_the_same_causes_failures_and_not_measured(path, rec
     assert causes["terminal"] == causes["html"] == causes["markdown"], causes
     quiet = {form: _quiet(text) for form, text in forms.items()}
     assert quiet["terminal"] == quiet["html"] == quiet["markdown"], quiet
+    gains = {form: _gains(text) for form, text in forms.items()}
+    assert gains["terminal"] == gains["html"] == gains["markdown"], gains
+    reads = {form: _reads(text) for form, text in forms.items()}
+    assert reads["terminal"] == reads["html"] == reads["markdown"], reads
     if not isinstance(record, records.RunRecord):  # an audit record: no cause, no case the budget cut
         assert not causes["terminal"] and "not measured (time budget" not in forms["terminal"]
         return
@@ -138,6 +163,8 @@ def test_the_three_forms_say_the_same_causes_failures_and_not_measured(path, rec
         said = [_quiet(firstscreen.QUIET + ": " + firstscreen.quiet_parts(q))[0] for q in result.verdict.quiet]
         assert bool(said) == (not want and bool(script_steps(record)))
         assert all(quiet[form] == said for form in quiet), (quiet, said)
+        # a CPU step's host reads every step: in every form where the analysis returned it, and only there
+        assert len(reads["markdown"]) == len(result.verdict.gpu_reads), reads
 
     failed = sum(r.status == "failed" for r in record.results)
     skipped = sum(r.status == "skipped" for r in record.results)
@@ -231,10 +258,13 @@ def test_no_screen_budget_drops_a_cause(path, record):
     fs = first_screen(record, result.verdict)
     want = [(firstscreen.cause_title(c), f"{c.share:.0%}") for c in fs.causes]
     quiet = [_quiet(firstscreen.QUIET + ": " + firstscreen.quiet_parts(q))[0] for q in fs.quiet]
+    roomy = "\n".join(t for _, t in firstscreen.screen_lines(fs, report="r.html", budget=100))
     for budget in range(firstscreen.MAX_LINES, 5, -1):
         text = "\n".join(t for _, t in firstscreen.screen_lines(fs, report="r.html", budget=budget))
         assert _terminal_causes(text) == want, (budget, text)
         assert _quiet(text) == quiet, (budget, text)  # no budget drops the line that none stands out
+        # nor a fixed cost's larger batch (its ratio, interval, rounds) or a CPU step's host reads
+        assert _gains(text) == _gains(roomy) and _reads(text) == _reads(roomy), (budget, text)
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,10 @@ Two more come from the same baseline with the batch cases beside it and the thre
   less the wait for input (which grows with the batch too, and is named on its own), is the
   share of the step that is the arithmetic per sample (compute-bound), and the intercept is the
   fixed cost per step (Python, dispatch: the part a larger batch shares out);
+- the same sweep's largest batch against the user's (:func:`batch_gain`): the time per sample at
+  each, compared round by round (the batch's turns share the baseline's process where the step is
+  re-batched), each round by its fastest tenth of steps, so that "the batch is too small" is said
+  with its ratio, its interval and the rounds it rests on (significance.from_round_ratios);
 - the CPU threads the framework ran the steps with (``cpu_threads``, as the capture read it) against
   the machine's cores: more threads than cores contend for them in every parallel op, and the share
   of the median step above the fastest of its steps is the time that contention can have cost.
@@ -48,6 +52,7 @@ from typing import Any, Literal
 
 from whichdevice import frameworks
 from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT
+from whichdevice.analysis.significance import Claim, ClaimNote, from_round_ratios, judge
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.workloads import script as scriptcases
 
@@ -66,6 +71,23 @@ COMPUTE_SHARE = 0.5
 FIXED_SHARE = 0.5
 # Contending threads are a cause from the same share as a host read: time waiting, not computing.
 CONTENTION_SHARE = 0.05
+# Host reads at least once a step are a sync every step on a GPU, whatever they cost on a CPU: a
+# read of a GPU tensor (``.item()``, ``.cpu()``, ``.numpy()``) waits for all the work queued before
+# it, which the PyTorch Performance Tuning Guide ("Avoid unnecessary CPU-GPU synchronization")
+# names as a cost. On a CPU the same read only copies a value, so a CPU run measures its cost
+# here but cannot time the wait it becomes on a GPU: a report says both, never a GPU cost.
+GPU_READS_PER_STEP = 1.0
+
+
+@dataclass(frozen=True)
+class BatchGain:
+    """The time per sample at the sweep's largest batch against the user's batch, per round."""
+
+    batch: int  # the user's batch
+    larger: int  # the largest batch the sweep measured
+    claim: Claim  # per sample, the user's batch / the larger one: > 1, the larger batch is faster
+    steps: int  # timed steps a side in the rounds compared (the fewer of the two sides)
+    tiled: bool  # the larger batch ran the script's own step, its batch tiled (the script makes its batches)
 
 
 @dataclass(frozen=True)
@@ -96,6 +118,16 @@ class ScriptStep:
     # none, and one that does not (Keras' fit) records none too, so a zero is only a measurement
     # where the framework's capture counts them (its env.py's COUNTS_HOST_READS)
     reads_counted: bool = False
+    larger: BatchGain | None = None  # the sweep's largest batch against the user's (:func:`batch_gain`)
+
+    @property
+    def on_cpu(self) -> bool:
+        return not self.device.upper().startswith("GPU")
+
+    @property
+    def reads_every_step(self) -> bool:
+        """Host reads counted at least once a step (``GPU_READS_PER_STEP``): a sync a step on a GPU."""
+        return self.reads_counted and self.reads >= GPU_READS_PER_STEP
 
     @property
     def wait_share(self) -> float | None:
@@ -243,12 +275,51 @@ def batch_line(points: list[tuple[int, float]]) -> tuple[float, float] | None:
     return slope, max(0.0, statistics.median(t - slope * b for b, t in points))
 
 
+def _fastest_tenth(samples: list[float]) -> float | None:
+    every = sorted(samples)
+    return every[int(0.1 * (len(every) - 1))] if every else None
+
+
+def batch_gain(base: CaseResult, cases: list[CaseResult], *, tiled: bool = False) -> BatchGain | None:
+    """The largest batch among ``cases`` (the sweep's, each nothing else changed) against the
+    user's (``base``), per sample: round by round (round i of both ran in one process where the
+    batch takes turns in the baseline's, else in the i-th pair of runs), each round's fastest tenth
+    of its steps divided by its batch (:func:`fast_step`'s reason: on a busy machine a step only
+    gets longer), the ratios judged as any rounded claim is (significance.from_round_ratios). One
+    round gives a ratio and no interval: not enough. None where no larger batch was measured.
+    ``tiled``: the plan re-batched the script's step by tiling its own batch (the record's
+    ``rebatched`` option), not the script's DataLoader."""
+    b = int(base.spec.params.get("user_batch") or 0)
+    larger = [x for x in cases if int(x.spec.params.get("batch") or 0) > b > 0 and x.timing is not None]
+    if not larger or base.timing is None:
+        return None
+    top = max(larger, key=lambda x: int(x.spec.params.get("batch") or 0))
+    assert top.timing is not None
+    k = int(top.spec.params.get("batch") or 0)
+    rounds = [
+        (list(sa), list(sk))
+        for sa, sk in zip(
+            base.timing.rounds_s or [base.timing.samples_s], top.timing.rounds_s or [top.timing.samples_s]
+        )
+        if min(sa, default=0.0) > 0 and min(sk, default=0.0) > 0
+    ]
+    if not rounds:
+        return None
+    ratios = [(_fastest_tenth(sa) or 0.0) / b / ((_fastest_tenth(sk) or 1.0) / k) for sa, sk in rounds]
+    if len(ratios) > 1:
+        claim = from_round_ratios(ratios)
+    else:  # one round: its ratio as measured, no interval
+        few = ClaimNote("too_few_rounds", 1, 2)
+        claim = judge(ratios[0], float("nan"), float("nan"), 1, unit="rounds", enough=False, note=few)
+    steps = min(sum(len(sa) for sa, _ in rounds), sum(len(sk) for _, sk in rounds))
+    return BatchGain(b, k, claim, steps, tiled)
+
+
 def fast_step(r: CaseResult) -> float | None:
     """The fastest tenth of a case's timed steps, all rounds (its 10th percentile): on a busy
     machine a step only ever gets longer (a process waiting for a core), so the fast end is the
     step's own time and the median is partly the machine's."""
-    every = sorted(t for samples, _ in _rounds(r) for t in samples)
-    return every[int(0.1 * (len(every) - 1))] if every else None
+    return _fastest_tenth([t for samples, _ in _rounds(r) for t in samples])
 
 
 def _rounds(r: CaseResult) -> list[tuple[list[float], dict[str, float]]]:
@@ -343,6 +414,7 @@ def script_steps(record: RunRecord) -> list[ScriptStep]:
                 int(record.machine.cpu_cores_logical or 0),
                 fast,
                 frameworks.declared(r.spec.framework, "COUNTS_HOST_READS", False),
+                batch_gain(r, cases[1:], tiled=record.options.get("rebatched") == "step") if batch else None,
             )
         )
     return out

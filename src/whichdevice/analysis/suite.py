@@ -164,6 +164,10 @@ class SuiteVerdict:
     # A script whose baseline step was measured and no cause is named: per device, what its parts
     # measured (analysis/scriptsteps.QuietStep), so a report says none stands out and with what figures
     quiet: list[QuietStep] = field(default_factory=list)
+    # A script measured on a CPU alone whose step reads to the host every step below its cause's
+    # share: said under the causes with its cost here, since on a GPU each read is a sync
+    # (analysis/scriptsteps.GPU_READS_PER_STEP); never a cause, never a GPU cost
+    gpu_reads: list[ScriptStep] = field(default_factory=list)
 
     def fix(self, key: str) -> FixVerdict:
         return next(v for v in self.fixes if v.kind == key)
@@ -828,7 +832,16 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         measurement_warnings(record),
         *(gpu_prediction(record) if not gpus else (None, None)),
         quiet=[] if named else [quiet_step(st) for st in steps],
+        gpu_reads=reads_on_a_gpu(steps),
     )
+
+
+def reads_on_a_gpu(steps: list[ScriptStep]) -> list[ScriptStep]:
+    """The CPU steps that read to the host every step at less than a cause's share, where no GPU
+    step was measured (a GPU step's reads are timed there, sync included)."""
+    if any(not st.on_cpu for st in steps):
+        return []
+    return [st for st in steps if st.reads_every_step and not st.read_bound]
 
 
 def gpu_prediction(record: RunRecord) -> tuple[PredictReport | None, DeviceProfile | None]:

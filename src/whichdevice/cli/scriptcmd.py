@@ -91,6 +91,7 @@ def plan_job(
             memory_limit_bytes=fields["memory_limit_bytes"],
             case_timeout_s=fields.get("case_timeout_s"),
             entry_call=entry_call,
+            cpu_threads=fields.get("cpu_threads"),
         )
         if facts.get("framework"):
             experiment.require_installed(facts["framework"])

@@ -21,7 +21,7 @@ from whichdevice.analysis.suite import answer_cases
 from whichdevice.core import stats
 from whichdevice.present import notes
 from whichdevice.core.records import CaseResult, RunRecord
-from whichdevice.core.units import nbytes, seconds
+from whichdevice.core.units import nbytes, percent, seconds
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import names
 from whichdevice.present.claims import (
@@ -37,7 +37,7 @@ from whichdevice.present.claims import (
 if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
     from whichdevice.analysis.quality import TimingWarning
     from whichdevice.analysis.crossover import Crossover
-    from whichdevice.analysis.scriptsteps import QuietStep
+    from whichdevice.analysis.scriptsteps import BatchGain, QuietStep, ScriptStep
     from whichdevice.analysis.fixes import Fix
     from whichdevice.analysis.significance import Claim
     from whichdevice.analysis.suite import Cause, SuiteVerdict
@@ -99,6 +99,7 @@ class FirstScreen:
     confirmed: str = ""  # round 2 against the provisional answer shown after round 1
     rebatched: str = ""  # how a script's larger batches were measured, where its step was re-batched
     quiet: list[QuietStep] = field(default_factory=list)  # a script's measured step where no cause is named
+    reads: list[ScriptStep] = field(default_factory=list)  # a CPU step's host reads every step, under no cause
 
 
 # ------------------------------------------------------------------ the changes
@@ -170,7 +171,58 @@ def causes_folded(causes: list[Cause]) -> str:
     """Every cause on one line, in the same order, title and share, for a screen too short to
     give each its own line: '1. Fixed cost per step 98% · 2. Waiting for input 23%'. No cause is
     left out to save a line (the report and the Markdown list the same ones)."""
-    return " · ".join(f"{i}. {cause_title(c)} {cause_share(c)}" for i, c in enumerate(causes, 1))
+    return " · ".join(f"{i}. {cause_title(c)} {cause_share(c)}{_folded_gain(c)}" for i, c in enumerate(causes, 1))
+
+
+def _folded_gain(c: Cause) -> str:
+    """A script's fixed cost's larger batch, compared per sample, as the folded line says it: ': the
+    batch is too small: per-sample time falls 13× from batch 8 to 128 (95 % CI 13–14×, 3 rounds;
+    your step re-batched)'."""
+    g = _gain_of(c)
+    return f": {batch_gain_text(g, brief=True)}" if g is not None else ""
+
+
+def _gain_of(c: Cause) -> BatchGain | None:
+    """A script's fixed cost's larger batch against its own: the batch sweep's (its rounds' fastest
+    tenths), or where the batch change's pair measured the cause (it helps), that pair's claim."""
+    if c.kind != "fixed_cost":
+        return None
+    if c.step is not None:
+        return c.step.larger
+    f = c.fix
+    if f is None or f.kind != "batch" or "script" not in f.where:
+        return None
+    from whichdevice.analysis.scriptsteps import BatchGain
+
+    return BatchGain(int(str(f.baseline)), int(str(f.variant)), f.claim, 0, f.where.get("rebatch") == "step")
+
+
+def batch_gain_text(g: BatchGain, *, brief: bool = False) -> str:
+    """A larger batch against the script's own, per sample: 'the batch is too small: per-sample time
+    falls 13× from batch 8 to 128 (95 % CI 13–14×, 3 rounds, 30 steps a side, each round by its
+    fastest tenth), on your step re-batched to 128 (its own batch tiled), not your script'. From
+    the batch sweep (analysis/scriptsteps.batch_gain: its rounds' fastest tenths, ``steps`` a
+    side), or with ``steps`` 0 the batch change's pair (its rounds' medians, as the fix table says
+    it). A claim that is not a significant gain is said as ratio_text words it (not enough samples,
+    no clear change, slower), never as a gain."""
+    c = g.claim
+    span = f"from batch {g.batch} to {g.larger}"
+    how = f", {g.steps} steps a side, each round by its fastest tenth" if g.steps else ""
+    if c.status == "faster":
+        said = (
+            f"the batch is too small: per-sample time falls {times(c.ratio)}× {span} "
+            f"({percent(c.confidence)} CI {times(c.lo)}–{times(c.hi)}×, {c.n} {c.unit if c.n != 1 else c.unit[:-1]}"
+        )
+        said += "" if brief else how
+    else:  # the folded line leaves the claim's note out (the report has it)
+        words = ratio_text(c).split("; ")[0] if brief else ratio_text(c)
+        by = ", each round by its fastest tenth" if g.steps and not brief else ""
+        said = f"per-sample time {span}{by}: {words.removesuffix(')')}"
+    if not g.tiled:
+        return said + ")"
+    if brief:
+        return said + "; your step re-batched)"
+    return said + f"), on your step re-batched to {g.larger} (its own batch tiled), not your script"
 
 
 def cause_text(c: Cause) -> str:
@@ -179,7 +231,9 @@ def cause_text(c: Cause) -> str:
     if c.step is not None:
         return _script_cause_text(c, share)
     if c.kind == "fixed_cost" and c.fix is not None:
-        return f"{share} of a batch-{c.fix.baseline} step (Python, dispatch, launches; not per sample)"
+        said = f"{share} of a batch-{c.fix.baseline} step (Python, dispatch, launches; not per sample)"
+        g = _gain_of(c)  # a script's batch pair: the gain the share is from, in the words of the sweep's
+        return said + (f"; {batch_gain_text(g)}" if g is not None else "")
     if c.kind == "call_overhead":
         return f"{share} of a model.fit step is Keras's per-call overhead"
     if c.kind == "input_wait":
@@ -217,7 +271,9 @@ def _script_cause_text(c: Cause, share: str) -> str:
                 f"{share} of a batch-{st.batch} step is work per sample: the step scales with the batch "
                 f"({seconds(st.per_sample_s)} per sample {line})"
             )
-        return f"{share} of a batch-{st.batch} step costs the same at any batch (Python, dispatch: {seconds(st.fixed_s)} {line})"
+        said = f"{share} of a batch-{st.batch} step costs the same at any batch (Python, dispatch: {seconds(st.fixed_s)} {line})"
+        g = _gain_of(c)
+        return said + (f"; {batch_gain_text(g)}" if g is not None else "")
     if c.kind == "threads":
         return (
             f"the steps ran with {st.threads} CPU threads on {st.cores} cores: {share} of the median step is "
@@ -226,8 +282,32 @@ def _script_cause_text(c: Cause, share: str) -> str:
     read = frameworks.declared(st.framework, "READ_BACK", ".numpy()")
     return (
         f"{share} of each step is reading results back to the host ({st.reads:.2g} a step: {read} and the like; "
-        f"{seconds(st.read_s)} of {of})"
+        f"{seconds(st.read_s)} of {of})" + (f"; {_ON_A_GPU}" if st.on_cpu else "")
     )
+
+
+# What a host read becomes on a GPU, where a CPU run measured it (analysis/scriptsteps.GPU_READS_PER_STEP).
+_ON_A_GPU = (
+    "on a GPU each read waits for the work queued before it (a sync per read), which a run on a CPU does not time"
+)
+
+
+def reads_text(st: ScriptStep) -> str:
+    """A CPU step's host reads every step, under no cause (their share is below one): 'Host reads:
+    2 a step (.item() and the like), 0% of the step on this CPU (9.68 µs of 22.9 ms, 30 steps in 3
+    processes), not why it is slow here; on a GPU each read waits ...'. The cost measured here and
+    what the read is on a GPU; no GPU cost is claimed."""
+    read = frameworks.declared(st.framework, "READ_BACK", ".numpy()")
+    of = f"{seconds(st.step_s)}, {st.steps} steps" + (f" in {st.rounds} processes" if st.rounds > 1 else "")
+    return (
+        f"Host reads: {st.reads:.2g} a step ({read} and the like), {st.read_share:.0%} of the step on this CPU "
+        f"({seconds(st.read_s)} of {of}), not why it is slow here; {_ON_A_GPU}."
+    )
+
+
+def reads_folded(st: ScriptStep) -> str:
+    """The same on the heading's line: 'host reads 2 a step, 0% of the step on this CPU; on a GPU a sync per read'."""
+    return f"host reads {st.reads:.2g} a step, {st.read_share:.0%} of the step on this CPU; on a GPU a sync per read"
 
 
 # A script's step's parts as the line saying none stands out names them (analysis/scriptsteps.StepPart).
@@ -598,6 +678,7 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
         _confirmed(record, gist, answer, _cases_behind(record, v)),
         rebatched_line(record),
         v.quiet,
+        v.gpu_reads,
     )
 
 
@@ -849,19 +930,23 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
     return [x for x in lines if x not in unhelped]
 
 
-def _cause_lines(causes: list[Cause], folded: bool, quiet: list[QuietStep] | None = None) -> list[tuple[str, str]]:
+def _cause_lines(
+    causes: list[Cause], folded: bool, quiet: list[QuietStep] | None = None, reads: list[ScriptStep] | None = None
+) -> list[tuple[str, str]]:
     """Why it is slow: a line per cause, or (``folded``) every cause on the heading's line; with
-    no cause, a script's measured step's line saying none stands out, folded the same way."""
-    if not causes and quiet:
-        if folded:
-            return [("", ""), ("head", f"{CAUSES_HEAD}: {quiet_folded(quiet)}")]
-        return [("", ""), ("head", CAUSES_HEAD), *[("", f"  {quiet_text(q)}") for q in quiet]]
-    if not causes:
-        return []
+    no cause, a script's measured step's line saying none stands out, folded the same way; then a
+    CPU step's host reads every step (not a cause here, a sync per read on a GPU), folded alike."""
+    reads = reads or []
     if folded:
-        return [("", ""), ("head", f"{CAUSES_HEAD}: {causes_folded(causes)}")]
-    lines = [("", f"  {i}. {cause_title(c)} — {cause_text(c)}") for i, c in enumerate(causes, 1)]
-    return [("", ""), ("head", CAUSES_HEAD), *lines]
+        said = causes_folded(causes) if causes else quiet_folded(quiet) if quiet else ""
+        said = " · ".join(x for x in (said, *(reads_folded(st) for st in reads)) if x)
+        return [("", ""), ("head", f"{CAUSES_HEAD}: {said}")] if said else []
+    if causes:
+        lines = [("", f"  {i}. {cause_title(c)} — {cause_text(c)}") for i, c in enumerate(causes, 1)]
+    else:
+        lines = [("", f"  {quiet_text(q)}") for q in quiet or []]
+    lines += [("", f"  {reads_text(st)}") for st in reads]
+    return [("", ""), ("head", CAUSES_HEAD), *lines] if lines else []
 
 
 def _screen_lines(fs: FirstScreen, report: str | None, folded: bool, gap: bool, more: bool) -> list[tuple[str, str]]:
@@ -869,7 +954,7 @@ def _screen_lines(fs: FirstScreen, report: str | None, folded: bool, gap: bool, 
     out += [("answer", ("Answer: " if i == 0 else "        ") + a) for i, a in enumerate(fs.answer)]
     if fs.confirmed:
         out.append(("dim", f"        {fs.confirmed}"))
-    out += _cause_lines(fs.causes, folded, fs.quiet)
+    out += _cause_lines(fs.causes, folded, fs.quiet, fs.reads)
     out += [("", ""), ("head", "What to change (measured on this machine, best first)")]
     if not fs.changes:
         out.append(("", f"  {none_text(fs)}"))

@@ -58,6 +58,7 @@ class FirstView(TypedDict):
     answer: list[str]
     causes: list[dict[str, str]]
     quiet: list[str]  # with no cause, a script's measured step: none stands out (firstscreen.quiet_text)
+    reads: list[str]  # a CPU step's host reads every step, a sync per read on a GPU (firstscreen.reads_text)
     changes: list[dict[str, str]]
     more: list[dict[str, str]]
     tail: list[str]
@@ -192,6 +193,7 @@ def first_view(fs: FirstScreen | None) -> FirstView | None:
         cause_title,
         none_text,
         quiet_text,
+        reads_text,
         tail_lines,
         warnings_line,
     )
@@ -200,6 +202,7 @@ def first_view(fs: FirstScreen | None) -> FirstView | None:
         "answer": fs.answer,
         "causes": [{"title": cause_title(c), "text": cause_text(c)} for c in fs.causes],
         "quiet": [] if fs.causes else [quiet_text(q) for q in fs.quiet],
+        "reads": [reads_text(st) for st in fs.reads],
         "changes": [
             {"title": c.title, "gain": c.gain_text, "code": c.code, "caveat": c.caveat, "where": c.where}
             for c in fs.changes

@@ -65,15 +65,20 @@ def _header_markdown(page: Page) -> list[str]:
     ]
 
 
-def _causes_markdown(causes: list[dict[str, str]], quiet: list[str]) -> list[str]:
+def _causes_markdown(causes: list[dict[str, str]], quiet: list[str], reads: list[str]) -> list[str]:
     """The block "Why it is slow": the measured causes, numbered; with none, a script's measured
-    step's line saying no part stands out."""
-    if not causes and quiet:
-        return ["**Why it is slow** (measured share of the time)", "", *[_line(q) for q in quiet], ""]
-    if not causes:
+    step's line saying no part stands out; then a CPU step's host reads every step."""
+    head = ["**Why it is slow** (measured share of the time)", ""]
+    if causes:
+        lines = head + [f"{i}. **{_line(c['title'])}** — {_line(c['text'])}" for i, c in enumerate(causes, 1)]
+    elif quiet:
+        lines = head + [_line(q) for q in quiet]
+    elif reads:
+        lines = head
+    else:
         return []
-    lines = ["**Why it is slow** (measured share of the time)", ""]
-    lines += [f"{i}. **{_line(c['title'])}** — {_line(c['text'])}" for i, c in enumerate(causes, 1)]
+    if reads:
+        lines += ([""] if causes or quiet else []) + [_line(r) for r in reads]
     return lines + [""]
 
 
@@ -96,7 +101,7 @@ def _first_screen_markdown(fs: FirstView) -> list[str]:
     answer = [_line(a) for a in fs["answer"]]
     if answer:
         lines += [f"**Answer:** {answer[0]}"] + [f"{a}" for a in answer[1:]] + [""]
-    lines += _causes_markdown(fs["causes"], fs["quiet"])
+    lines += _causes_markdown(fs["causes"], fs["quiet"], fs["reads"])
     lines += _changes_markdown(fs["changes"], fs["none"])
     if fs["more"]:
         lines += [

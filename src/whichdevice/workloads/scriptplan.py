@@ -275,11 +275,13 @@ def _stopped_by_memory(name: str, rss_bytes: int, memory_limit_bytes: int | None
     )
 
 
-def _cpu_env() -> dict[str, str]:
+def _cpu_env(cpu_threads: int | None = None) -> dict[str, str]:
+    """The pre-flight's environment: every framework's on the CPU, at the run's ``--cpu-threads``
+    (None: the frameworks' own default), the count its measuring cases run at."""
     env: dict[str, str] = {}
     for fw in ("tensorflow", "torch", "jax"):
         try:
-            env.update(frameworks.env_module(fw).child_env("cpu"))
+            env.update(frameworks.env_module(fw).child_env("cpu", cpu_threads))
         except Exception:  # noqa: BLE001 (a framework not installed: its env is not needed)
             continue
     env.pop("KERAS_BACKEND", None)  # torch's children set it; the script's own Keras backend is measured
@@ -323,11 +325,16 @@ def preflight(
     memory_limit_bytes: int | None = None,
     case_timeout_s: float | None = None,
     entry_call: int | None = None,
+    cpu_threads: int | None = None,
 ) -> dict[str, Any]:
     """Run the script once on the CPU with every capture: its facts, or a ``UsageError``. The
     script's process is held to the limits its measuring cases will be held to: the run's
     ``--memory-limit`` (None: the default) and, when shorter than the pre-flight's own, the case
     timeout; a script that only fits under the defaults would pass here and fail every case.
+    It runs at the run's ``--cpu-threads`` (``cpu_threads``) too: its step's time prices every
+    case, and a step timed at another thread count prices them wrong (a tiny MLP timed at 76 ms a
+    step with 2 threads on 2 busy cores, 0.27 ms with the one thread its cases ran at, left the
+    batch sweep out of --budget 60).
 
     The run is a survey: it times the chosen training call (``entry_call``: ``--entry``; None:
     the first) and lets the script go on, each further call recorded and passed over, so a
@@ -337,7 +344,7 @@ def preflight(
     limit = max(30.0, 0.6 * budget_s)
     timeout = limit + 30.0 if case_timeout_s is None else min(limit + 30.0, case_timeout_s)
     limit = min(limit, timeout)
-    run = _preflight_run(job, entry_call or 1, True, limit, timeout, memory_limit_bytes)
+    run = _preflight_run(job, entry_call or 1, True, limit, timeout, memory_limit_bytes, cpu_threads)
     entries, survey_seen, survey_end = _entries(run), dict(run.seen), dict(run.end)
     ended = run.end.get("status") in ("ok", "no_entry")  # it ran to its end (not an error, not stopped)
     if entry_call is not None and _measured(run) is None and ended and entries:
@@ -348,7 +355,7 @@ def preflight(
         reason = "longest"
         if longest != 1 and _measured(run) is not None:  # the most steps are another call's: time that one
             first_wall = run.finished.wall_s if run.finished else 0.0
-            again = _preflight_run(job, longest, False, limit, timeout, memory_limit_bytes)
+            again = _preflight_run(job, longest, False, limit, timeout, memory_limit_bytes, cpu_threads)
             if _measured(again) is not None:
                 chosen, run = longest, again
                 if run.finished is not None:
@@ -490,8 +497,14 @@ def _load_per_core() -> float | None:
         return None
 
 
-def _preflight_run(
-    job: dict[str, Any], call: int, survey: bool, limit: float, timeout: float, memory_limit_bytes: int | None
+def _preflight_run(  # noqa: PLR0913 (the pre-flight's limits, each the run's own)
+    job: dict[str, Any],
+    call: int,
+    survey: bool,
+    limit: float,
+    timeout: float,
+    memory_limit_bytes: int | None,
+    cpu_threads: int | None = None,
 ) -> script.ChildRun:
     spec = CaptureSpec(
         "baseline",
@@ -508,7 +521,7 @@ def _preflight_run(
         spec,
         ["tensorflow", "torch", "jax"],
         timeout_s=timeout,
-        env=_cpu_env(),
+        env=_cpu_env(cpu_threads),
         memory_limit_bytes=memory_limit_bytes,
     )
 

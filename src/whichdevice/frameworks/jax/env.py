@@ -14,6 +14,9 @@ MORE_WORK = "jax.jit over more of the step (lax.scan over several steps) to fuse
 # The capture counts host reads (a jax.Array read back to NumPy or Python), so a step with none
 # recorded had none (frameworks.declared; default: not counted, a missing count is no measurement).
 COUNTS_HOST_READS = True
+# A host read in this framework's words (frameworks.declared; default: TensorFlow's .numpy()), as a
+# report names the reads the capture counted: float(), int(), .item(), np.asarray of a jax.Array.
+READ_BACK = "float(x)"
 
 # What a script's capture watches (frameworks.declared), for the line that says none was reached.
 CAPTURE_WATCHES: tuple[str, ...] = (
