@@ -61,7 +61,7 @@ CASES = [
             "no reads": {"CAUSE_READS": "0"},
         },
         600,
-        ("host reads",),
+        ("host reads", "sync per read"),
     ),
     Case(
         "compute_bound_cnn",
