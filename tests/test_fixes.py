@@ -85,9 +85,12 @@ def test_the_smallest_setting_within_90_percent_of_the_best_is_recommended():
     (grid,) = v.grids
     assert grid.pick.variant == 20 and grid.best.variant == 100 and v.outcome == "helps" and v.best is grid.pick
     assert lines[0].startswith("CPU:0: steps_per_execution 1 -> 20: 3.8× faster (95 % CI")
-    assert "best in the grid: steps_per_execution 100 at 4x" in lines[0] and "reaches 95% of the best" in lines[0]
-    assert lines[1].startswith("CPU:0 grid (samples/s vs steps_per_execution 1): 5: 2x (CI ")
-    assert "100: 4x (CI" in lines[1] and "n=5" in lines[1]
+    assert "best in the grid: steps_per_execution 100, 4× faster (95 % CI 4–4×, 5 samples)" in lines[0]
+    assert "reaches 95% of the best" in lines[0]
+    assert lines[1].startswith(
+        "CPU:0 grid (samples/s vs steps_per_execution 1): 5: 2× faster (95 % CI 2–2×, 5 samples); "
+    )
+    assert lines[1].endswith("; 100: 4× faster (95 % CI 4–4×, 5 samples)")  # the same words as the line above
 
 
 def test_a_grid_value_with_one_sample_is_never_the_best():
@@ -97,7 +100,7 @@ def test_a_grid_value_with_one_sample_is_never_the_best():
     assert lines[0].startswith("CPU:0: steps_per_execution 1 -> 20: 3.8× faster")
     assert "best in the grid: steps_per_execution 20" in lines[0]
     assert "steps_per_execution 100: not enough samples (n=1), not considered" in lines[0]
-    assert "100: not enough samples (n=1)" in lines[1]
+    assert "100: not enough samples (10× from n=1; 1 sample: at least 5 needed)" in lines[1]
 
 
 def test_a_grid_where_nothing_helps_recommends_nothing():

@@ -48,6 +48,6 @@ def test_a_first_step_faster_than_the_steady_ones_overstates_nothing():
     from whichdevice.present.fixes import check_line
 
     faster = check_line(WarmupCheck("CPU:0", 0.751, 1.31))
-    assert "0.573x" in faster and "overstates" not in faster and "no warm-up cost was seen" in faster
+    assert "(0.57×)" in faster and "overstates" not in faster and "no warm-up cost was seen" in faster
     slower = check_line(WarmupCheck("CPU:0", 1.07, 0.0728))
     assert "overstates the steady cost this much" in slower

@@ -10,10 +10,18 @@ screen was full) is what this catches: a short screen folds the causes onto one 
 A script's step with no cause named says so under the same heading with the same figures in
 each form (a line that none stands out, and the shares measured), folded the same way. So do a
 fixed cost's larger batch compared per sample (its ratio, interval and rounds) and a CPU step's
-host reads every step (their count, their share here, a sync per read on a GPU)."""
+host reads every step (their count, their share here, a sync per read on a GPU).
+
+A measured ratio reads the same everywhere: in the words of ``present/claims.ratio_text``. A
+Flax record's batch grid said "2048: 0.84x (CI 0.814–0.866, n=10)" where the first screen said
+"a larger batch 1.2× slower (95 % CI 1.2–1.2×, 10 samples)" of the same pair; every pair's
+claim (a grid's cells too) is now checked to be written so in the Markdown and the HTML, every
+"N× faster/slower (95 % CI ...)" in any form to be one the analysis claimed, and no form to write
+a multiplier as "0.84x"."""
 
 from __future__ import annotations
 
+import dataclasses
 import html as htmltext
 import re
 import tempfile
@@ -23,11 +31,13 @@ import pytest
 from rich.console import Console
 
 from whichdevice.analysis import facade
+from whichdevice.analysis.significance import Claim
 from whichdevice.analysis.scriptsteps import script_steps
 from whichdevice.cli import report as report_cli
 from whichdevice.core import records
 from whichdevice.core.errors import UsageError
 from whichdevice.present import firstscreen, html, markdown, output, registry
+from whichdevice.present.claims import ratio_text
 
 DATA = Path(__file__).parent / "data"
 HEAD = "Why it is slow (measured share of the time)"  # the causes' heading, in every form
@@ -137,6 +147,52 @@ def _failed_counts(forms: dict[str, str]) -> dict[str, int]:
     }
 
 
+# A multiplier written outside ratio_text ('0.84x', '637x'): the claims' own words use '×'.
+_X_MULTIPLIER = re.compile(r"(?<![\w.])\d[\d.,]*(?:e[+-]\d+)?x(?=[\s,;:)|]|$)")
+# A claimed change as ratio_text writes it (the first screen adds a tag before its ')').
+_CLAIMED = re.compile(r"\d[\d.,]*× (?:faster|slower) \(\d+ % CI [^)]*\)")
+_TAG = re.compile(r"; (?:bimodal|see the report)\)$")
+
+
+def _claims_in(obj: object, seen: set[int] | None = None) -> list[Claim]:
+    """Every significance.Claim the analysis result holds, however deep."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen or isinstance(obj, (str, bytes, int, float, type)):
+        return []
+    seen.add(id(obj))
+    if isinstance(obj, Claim):
+        return [obj]
+    if dataclasses.is_dataclass(obj):
+        items: list[object] = [getattr(obj, f.name) for f in dataclasses.fields(obj)]
+    elif isinstance(obj, dict):
+        items = list(obj.values())
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        items = list(obj)
+    else:
+        return []
+    return [c for item in items for c in _claims_in(item, seen)]
+
+
+def _same_ratio_words(record: records.RunRecord, result: facade.Suite, forms: dict[str, str]) -> None:
+    """Each measured pair's ratio in ratio_text's words in every form that lists it (see the module)."""
+    plain = {}
+    for form, text in forms.items():
+        flat = " ".join(htmltext.unescape(re.sub(r"<[^>]+>", " ", text)).split())
+        for note in record.notes:  # the record's own words, quoted as recorded
+            flat = flat.replace(" ".join(note.split()), "")
+        plain[form] = flat
+    pairs = [f for v in result.verdict.fixes for f in [*v.fixes, *(c for g in v.grids for c in g.cells)]]
+    for f in pairs:  # the report lists every measured pair, a grid's cells too
+        said = ratio_text(f.claim)
+        assert said in plain["markdown"] and said in plain["html"], (f.entry.key, f.device, f.variant, said)
+    claimed = [ratio_text(dataclasses.replace(c, note=None)) for c in _claims_in(result)]
+    for form, text in plain.items():
+        for m in _CLAIMED.finditer(text):
+            phrase = _TAG.sub(")", m.group(0))
+            assert any(c.startswith(phrase[:-1]) for c in claimed), (form, phrase)
+        assert not _X_MULTIPLIER.findall(text), (form, _X_MULTIPLIER.findall(text))
+
+
 @pytest.mark.parametrize("path,record", RECORDS, ids=[str(p.relative_to(DATA)) for p, _ in RECORDS])
 def test_the_three_forms_say_the_same_causes_failures_and_not_measured(path, record):
     forms = _renders(record)
@@ -165,6 +221,7 @@ def test_the_three_forms_say_the_same_causes_failures_and_not_measured(path, rec
         assert all(quiet[form] == said for form in quiet), (quiet, said)
         # a CPU step's host reads every step: in every form where the analysis returned it, and only there
         assert len(reads["markdown"]) == len(result.verdict.gpu_reads), reads
+        _same_ratio_words(record, result, forms)
 
     failed = sum(r.status == "failed" for r in record.results)
     skipped = sum(r.status == "skipped" for r in record.results)

@@ -173,13 +173,16 @@ def test_a_torch_loop_times_autocast_in_turns_in_one_process(monkeypatch):
     params = [{}, {"fix": "autocast", "autocast": "off"}, {"fix": "autocast", "autocast": "bfloat16"}]
     prepared = [CaseSpec(workload="train", framework="torch", device="CPU:0", params={**common, **p}) for p in params]
     assert len({script.group_key(s) for s in prepared}) == 1 and script.group_key(prepared[0]) is not None
-    t = time.perf_counter()
     got = script.time_group(prepared, None, None, 0.0)
-    assert time.perf_counter() - t < 15
-    assert started == [("baseline", ("baseline", "autocast"))]  # the set-up paid once
+    # What the turns mean, counted rather than timed (a wall-clock bound fails on a loaded machine
+    # and would not tell one set-up from three anyway): one script process for the three members,
+    # its set-up (imports, data loading) paid once and shown apart, each member timed on steps of
+    # its own in it.
+    assert started == [("baseline", ("baseline", "autocast"))]
     for item in got:
         assert not isinstance(item, BaseException), item
         timing, metrics = item
+        assert len(timing.samples_s) == common["steps"] and len(timing.warmup_s) == common["warmup"]
         assert metrics["setup_s"] > 0
     assert len({m["setup_s"] for _t, m in got}) == 1  # one process's set-up, shown apart
 

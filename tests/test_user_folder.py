@@ -5,8 +5,12 @@ a callback's images beside the script, a run folder named by the time, Lightning
 ``lightning_logs/version_N``, a checkpoint saved by a bare ``except:`` when the capture stopped
 the script. The guard (``workloads/userfolder.py``) puts each changed file back, moves each new
 one into the output folder, and the screen and the record say what and where. The fast tests
-drive the guard directly; the real ones run diagnose on a torch script that writes all of these
-(``tests/folder_corpus/torch_writes_files.py``) and on one refused before training.
+drive the guard directly, the script's writes made in a forked process that records them as the
+script's process does (``_as_script``); the real ones run diagnose on a torch script that writes
+all of these (``tests/folder_corpus/torch_writes_files.py``) and on one refused before training.
+
+Only what the script's processes were seen writing is put back: the user keeps working while
+diagnose runs, and a file they edit then (their script, their notes) stays as they left it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ import hashlib
 import json
 import os
 import shutil
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -51,6 +58,34 @@ def _user_folder(root: Path) -> Path:
     return root
 
 
+def _as_script(writes: Callable[[], None], mid_run: Callable[[], None] | None = None) -> None:
+    """One run of "the script": ``writes`` in a forked process that records what it writes as
+    the script's process does (``userfolder.recording``), inside a run's window; ``mid_run``, if
+    given, runs here (the user, in another process) while that run is still on."""
+    r, w = os.pipe()
+    r2, w2 = os.pipe()
+    with userfolder.script_run():
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover (the forked child)
+            code = 1
+            try:
+                with userfolder.recording():
+                    writes()
+                    os.write(w, b"x")
+                    os.read(r2, 1)  # the run goes on until the user's edit is done
+                code = 0
+            finally:
+                os._exit(code)
+        os.read(r, 1)
+        if mid_run is not None:
+            mid_run()
+        os.write(w2, b"x")
+        _, status = os.waitpid(pid, 0)
+    for fd in (r, w, r2, w2):
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, "the script's writes failed in the forked process"
+
+
 @pytest.fixture
 def guard_env(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
@@ -67,18 +102,23 @@ def test_changed_new_and_deleted_paths_are_put_back_and_the_script_copies_kept(g
     before = _state(user)
     record = str(guard_env / "out" / "rec.json")
     userfolder.watch(str(user / "train.py"), record)
-    # one run: overwrite, create a file and a folder, delete, replace a link
-    (user / "log.csv").write_text("epoch,loss\n0,1.0\n")
-    (user / "ckpt-20261207").mkdir()
-    (user / "ckpt-20261207" / "w.pt").write_bytes(b"w")
-    (user / "sub" / "notes.txt").unlink()
-    (user / "link").unlink()
-    (user / "link").symlink_to("best.pt")
+
+    def run_1():  # overwrite, create a file and a folder, delete, replace a link
+        (user / "log.csv").write_text("epoch,loss\n0,1.0\n")
+        (user / "ckpt-20261207").mkdir()
+        (user / "ckpt-20261207" / "w.pt").write_bytes(b"w")
+        (user / "sub" / "notes.txt").unlink()
+        (user / "link").unlink()
+        (user / "link").symlink_to("best.pt")
+
+    def run_2():  # the same log again: the user's stays, the last copy is kept
+        (user / "log.csv").write_text("epoch,loss\n0,0.5\n")
+        (user / "generated_img_0.png").write_bytes(b"png")
+
+    _as_script(run_1)
     userfolder.settle_here()
     assert _state(user) == before
-    # a second run writes the same log again: the user's stays, the last copy is kept
-    (user / "log.csv").write_text("epoch,loss\n0,0.5\n")
-    (user / "generated_img_0.png").write_bytes(b"png")
+    _as_script(run_2)
     written = userfolder.finish(record)
     assert _state(user) == before
     files = guard_env / "out" / "rec.script-files"
@@ -100,8 +140,7 @@ def test_a_refused_run_writes_nothing_and_removes_what_the_script_created(guard_
     monkeypatch.chdir(user)
     before = _state(user)
     userfolder.watch(str(user / "train.py"), str(guard_env / "out" / "rec.json"))
-    (user / "log.csv").write_text("x")
-    (user / "new.txt").write_text("x")
+    _as_script(lambda: ((user / "log.csv").write_text("x"), (user / "new.txt").write_text("x")))
     userfolder.abandon()
     assert _state(user) == before
     assert not (guard_env / "out").exists()
@@ -113,12 +152,16 @@ def test_output_folder_record_files_and_caches_in_the_working_folder_are_not_the
     monkeypatch.chdir(user)
     record = str(user / "rec.json")  # --json rec.json: the record, journal and report beside the user's files
     userfolder.watch(str(user / "train.py"), record)
-    (user / "whichdevice-results").mkdir()
-    (user / "rec.json").write_text("{}")
-    (user / "rec.partial.jsonl").write_text("{}")
-    (user / "__pycache__").mkdir()
-    (user / ".cache").mkdir()
-    (user / "records.csv").write_text("the script's")  # starts like the record's stem: still the script's
+
+    def run():
+        (user / "whichdevice-results").mkdir()
+        (user / "rec.json").write_text("{}")
+        (user / "rec.partial.jsonl").write_text("{}")
+        (user / "__pycache__").mkdir()
+        (user / ".cache").mkdir()
+        (user / "records.csv").write_text("the script's")  # starts like the record's stem: still the script's
+
+    _as_script(run)
     written = userfolder.finish(record)
     assert [w.path for w in written] == ["records.csv"]
     for kept in ("rec.json", "rec.partial.jsonl", "__pycache__", ".cache"):
@@ -130,8 +173,8 @@ def test_a_file_too_large_to_copy_is_said_not_put_back(guard_env, monkeypatch):
     monkeypatch.chdir(user)
     monkeypatch.setattr(userfolder, "COPY_FILE_MAX", 1000)
     userfolder.watch(str(user / "train.py"), str(guard_env / "out" / "rec.json"))
-    (user / "data.bin").write_bytes(b"overwritten")
-    (user / "log.csv").write_text("overwritten")  # small: still put back
+    # data.bin too large to copy; log.csv small: still put back
+    _as_script(lambda: ((user / "data.bin").write_bytes(b"overwritten"), (user / "log.csv").write_text("overwritten")))
     written = userfolder.finish(str(guard_env / "out" / "rec.json"))
     by_path = {w.path: w for w in written}
     assert not by_path["data.bin"].restored and "too large to keep a copy" in by_path["data.bin"].why_not
@@ -148,8 +191,8 @@ def test_a_folder_read_in_part_never_takes_the_users_files_for_new(guard_env, mo
     monkeypatch.chdir(user)
     monkeypatch.setattr(userfolder, "MAX_ENTRIES", 10)
     userfolder.watch(str(user / "train.py"), str(guard_env / "out" / "rec.json"))
-    (user / "big" / "new").write_text("x")  # in the folder the walk could not read whole
-    (user / "a.txt").write_text("changed")
+    # big/new: in the folder the walk could not read whole
+    _as_script(lambda: ((user / "big" / "new").write_text("x"), (user / "a.txt").write_text("changed")))
     written = userfolder.finish(str(guard_env / "out" / "rec.json"))
     assert [w.path for w in written] == ["a.txt"]
     assert len(list((user / "big").iterdir())) == 31  # nothing of the user's moved
@@ -159,7 +202,7 @@ def test_control_characters_in_a_file_name_never_reach_the_screen(guard_env, mon
     user = _user_folder(guard_env / "proj")
     monkeypatch.chdir(user)
     userfolder.watch(str(user / "train.py"), str(guard_env / "out" / "rec.json"))
-    (user / "evil\x1b[2Jname.txt").write_text("x")
+    _as_script(lambda: (user / "evil\x1b[2Jname.txt").write_text("x"))
     written = userfolder.finish(str(guard_env / "out" / "rec.json"))
     assert "\x1b" not in userfolder.summary(written, "out/")
     assert all("\x1b" not in n for n in userfolder.notes(written))
@@ -242,7 +285,8 @@ def test_whichdevice_output_redirected_into_the_folder_is_not_the_scripts(tmp_pa
         from whichdevice.workloads import userfolder
         userfolder.watch("train.py", {str(tmp_path / "out" / "rec.json")!r})
         print("whichdevice's own output", flush=True)
-        open("made.txt", "w").write("by the script")
+        with userfolder.script_run(), userfolder.recording():  # as the script's own process records
+            open("made.txt", "w").write("by the script")
         written = userfolder.finish({str(tmp_path / "out" / "rec.json")!r})
         print([w.path for w in written], flush=True)
         """
@@ -253,3 +297,217 @@ def test_whichdevice_output_redirected_into_the_folder_is_not_the_scripts(tmp_pa
         )
     text = (user / "out.txt").read_text()
     assert "whichdevice's own output" in text and "['made.txt']" in text
+
+
+# ------------------------------------------------------------------ only what the script wrote
+
+
+def test_a_file_the_user_edits_during_a_run_is_left_as_they_left_it(guard_env, monkeypatch):
+    """The script writes its checkpoint over best.pt and a log while the user, mid-run, edits
+    their notes and their script, deletes a file and makes a new one: theirs stay as they left
+    them; only the script's writes are put back, and the screen says which is which."""
+    user = _user_folder(guard_env / "proj")
+    (user / "train.py").write_text("print('v1')\n")
+    (user / "old_runs").mkdir()
+    (user / "old_runs" / "r1.txt").write_text("an old run")
+    monkeypatch.chdir(user)
+    record = str(guard_env / "out" / "rec.json")
+    userfolder.watch(str(user / "train.py"), record)
+
+    def script():
+        (user / "best.pt").write_bytes(b"the script's checkpoint")
+        (user / "log.csv").write_text("epoch,loss\n")
+
+    def user_edits():
+        (user / "sub" / "notes.txt").write_text("keep me, and this")
+        (user / "train.py").write_text("print('v2')\n")
+        (user / "data.bin").unlink()
+        shutil.rmtree(user / "old_runs")
+        (user / "idea.md").write_text("try a larger batch")
+
+    _as_script(script, mid_run=user_edits)
+    _as_script(script)  # a second run: the user's edits are the snapshot's now, still theirs
+    written = userfolder.finish(record)
+    assert (user / "sub" / "notes.txt").read_text() == "keep me, and this"
+    assert (user / "train.py").read_text() == "print('v2')\n"
+    assert not (user / "data.bin").exists() and (user / "idea.md").read_text() == "try a larger batch"
+    assert (user / "best.pt").read_bytes() == b"the user's best weights"
+    assert (user / "log.csv").read_text() == "the user's log\n"
+    assert sorted(userfolder.wrote(written)) == ["best.pt", "log.csv"]
+    left = {w.path: w for w in written if not w.seen}
+    assert set(left) == {os.path.join("sub", "notes.txt"), "train.py", "data.bin", "old_runs", "idea.md"}
+    assert left["data.bin"].what == "deleted" and left["idea.md"].what == "new"
+    assert not (user / "old_runs").exists() and left["old_runs"].what == "deleted"
+    before = guard_env / "out" / "rec.before-diagnose"
+    assert (before / "sub" / "notes.txt").read_text() == "keep me"  # the copy from before diagnose
+    assert (before / "train.py").read_text() == "print('v1')\n"
+    assert (before / "old_runs" / "r1.txt").read_text() == "an old run"  # a folder's files too
+    assert (guard_env / "out" / "rec.script-files" / "best.pt").read_bytes() == b"the script's checkpoint"
+    line = userfolder.summary(written, "out/rec.script-files/", "out/rec.before-diagnose/", limit=8)
+    mine, _, theirs = line.partition("Changed during your script's runs with no write by it seen")
+    assert "best.pt (changed)" in mine and "notes.txt" not in mine and "train.py" not in mine
+    assert "Your folder is put back as it was" not in line  # it is not: the user's edits stay
+    assert "left as they are" in theirs and "train.py (changed)" in theirs and "idea.md (new)" in theirs
+    assert "out/rec.before-diagnose/" in theirs
+    notes = userfolder.notes(written)
+    assert any("train.py (changed; left as it is; the copy from before:" in n for n in notes)
+    assert not any(n.startswith("Your script wrote train.py") for n in notes)
+
+
+def test_a_change_between_runs_is_the_users_and_the_next_write_of_the_script_is_put_back_to_it(guard_env, monkeypatch):
+    """A change made while no run of the script is on is nobody's but the user's: nothing is
+    said of it, and when the next run writes that file, the user's new version is restored."""
+    user = _user_folder(guard_env / "proj")
+    monkeypatch.chdir(user)
+    record = str(guard_env / "out" / "rec.json")
+    userfolder.watch(str(user / "train.py"), record)
+    _as_script(lambda: (user / "runs.txt").write_text("run 1"))
+    userfolder.settle_here()
+    time.sleep(3 * userfolder.WINDOW_MARGIN_NS / 1e9)  # clear of the run's window
+    (user / "log.csv").write_text("the user's log, edited between runs\n")
+    time.sleep(3 * userfolder.WINDOW_MARGIN_NS / 1e9)
+    _as_script(lambda: (user / "log.csv").write_text("epoch,loss\n"))
+    written = userfolder.finish(record)
+    assert (user / "log.csv").read_text() == "the user's log, edited between runs\n"
+    assert [(w.path, w.what, w.seen) for w in written] == [("log.csv", "changed", True), ("runs.txt", "new", True)]
+    assert "with no write by it seen" not in userfolder.summary(written, "out/")
+
+
+def test_the_user_editing_the_scripts_own_output_during_its_run_leaves_it_the_scripts(guard_env, monkeypatch):
+    """A path the script writes during a run is the script's for that run, even where the user
+    writes it too then (one file, two writers: no change of it can be told to be the user's
+    alone): the copy from before the run is restored, and the copy aside holds the last write."""
+    user = _user_folder(guard_env / "proj")
+    monkeypatch.chdir(user)
+    record = str(guard_env / "out" / "rec.json")
+    userfolder.watch(str(user / "train.py"), record)
+
+    def user_appends():
+        with open(user / "log.csv", "a") as f:
+            f.write("the user's line\n")
+
+    _as_script(lambda: (user / "log.csv").write_text("epoch,loss\n"), mid_run=user_appends)
+    written = userfolder.finish(record)
+    assert (user / "log.csv").read_text() == "the user's log\n"
+    kept = guard_env / "out" / "rec.script-files" / "log.csv"
+    assert kept.read_text() == "epoch,loss\nthe user's line\n"
+    assert [(w.path, w.seen) for w in written] == [("log.csv", True)]
+
+
+def test_the_script_process_records_what_it_writes_and_nothing_it_only_reads(guard_env, monkeypatch):
+    """The audit events the script's process records: opens for writing (open, os.open,
+    pathlib), renames and replaces, removals, folders made and removed, a SQLite database; a
+    file only read, and a path outside the guard's folders, are not recorded."""
+    import sqlite3
+
+    from whichdevice.workloads import scriptwrites
+
+    user = _user_folder(guard_env / "proj")
+    (user / "tree" / "deep").mkdir(parents=True)
+    (user / "tree" / "deep" / "f").write_text("x")
+    outside = guard_env / "elsewhere.txt"
+    monkeypatch.chdir(user)
+    guard = userfolder.watch(str(user / "train.py"), str(guard_env / "out" / "rec.json"))
+
+    def script():
+        (user / "log.csv").read_text()
+        (user / "best.pt").read_bytes()
+        os.close(os.open("made.bin", os.O_WRONLY | os.O_CREAT))
+        Path("sub/notes.txt").write_text("y")
+        os.replace("data.bin", "data2.bin")
+        os.unlink("data2.bin")
+        os.mkdir("newdir")
+        shutil.rmtree("tree")
+        sqlite3.connect("optuna.db").close()
+        outside.write_text("not the user's folder")
+        with open("link", "a"):  # through the link: its target, log.csv, is written too
+            pass
+
+    _as_script(script)
+    seen = scriptwrites.taken(str(guard.home))
+    root = os.path.realpath(user)
+    for name in ("made.bin", "sub/notes.txt", "data.bin", "data2.bin", "newdir", "tree/deep/f", "optuna.db-journal"):
+        assert seen.covers(os.path.join(root, name)), name
+    assert seen.covers(os.path.join(root, "link")) and seen.covers(os.path.join(root, "log.csv"))
+    assert not seen.covers(os.path.join(root, "best.pt")), "read only"
+    assert not seen.covers(os.path.realpath(outside)), "outside the guard's folders"
+    assert seen.inside(os.path.join(root, "sub")) and not seen.inside(os.path.join(root, "best.pt"))
+    assert not scriptwrites.taken(str(guard.home)).files, "the records are consumed once"
+    userfolder.abandon()
+
+
+@pytest.mark.parametrize(
+    "framework", ["torch", pytest.param("tensorflow", marks=pytest.mark.tf), "keras-jax", "keras-torch"]
+)
+def test_each_declared_native_writer_is_found_in_the_installed_library(framework):
+    """A native writer a framework declares (torch.save's zip writer, h5py's files, tf.io.gfile)
+    must name a function that exists, with the arguments named, in the installed version: else
+    its writes would go unseen without a word. Checked in a fresh process (TensorFlow's import)."""
+    import subprocess
+    import sys
+
+    from whichdevice import frameworks
+
+    writers = frameworks.declared(framework, "NATIVE_WRITERS", ())
+    assert writers, f"{framework} declares no native writer"
+    for module, attr, path_arg, mode_arg in writers:
+        check = (
+            "import importlib, inspect, sys\n"
+            f"try:\n    m = importlib.import_module({module!r})\nexcept ImportError:\n    sys.exit(3)\n"
+            f"o = m\nfor a in {attr!r}.split('.'):\n    o = getattr(o, a)\n"
+            f"names = inspect.signature(o).parameters\n"
+            f"assert {path_arg!r} in names and ({mode_arg!r} in names or not {mode_arg!r}), list(names)\n"
+        )
+        done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300)
+        if done.returncode == 3:
+            pytest.skip(f"{module} is not installed")
+        assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.frameworks
+def test_diagnose_puts_back_the_scripts_checkpoint_and_leaves_what_the_user_edited_meanwhile(
+    tmp_path, monkeypatch, capsys
+):
+    """A torch script saves its checkpoint over the user's best.pt (torch.save writes from
+    native code: its declared writer records it) while the user edits their notes and the script
+    itself mid-run: the checkpoint is put back, the user's edits stay, and the screen and record
+    say the script wrote only what it wrote."""
+    pytest.importorskip("torch")
+    user = _user_folder(tmp_path / "proj")
+    shutil.copy(CORPUS / "torch_checkpoint_while_user_edits.py", user / "train.py")
+    pause = tmp_path / "paused"
+    monkeypatch.chdir(user)
+    monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("FOLDER_TEST_PAUSE", str(pause))
+    edited = {"notes": "keep me, and what I wrote while it ran", "train": ""}
+
+    def the_user():  # edits once the script's first run is on, then lets it go on
+        deadline = time.time() + 300
+        while not pause.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        (user / "sub" / "notes.txt").write_text(edited["notes"])
+        edited["train"] = (user / "train.py").read_text() + "# the user's comment\n"
+        (user / "train.py").write_text(edited["train"])
+        Path(f"{pause}.go").touch()
+
+    user_thread = threading.Thread(target=the_user, daemon=True)
+    user_thread.start()
+    out = tmp_path / "out"
+    code, stdout, err = run_cli(["diagnose", "train.py", "--budget", "20", "--out", str(out)], capsys)
+    user_thread.join(5)
+    assert code == 0, err
+    assert pause.exists() and Path(f"{pause}.go").exists(), "the user's edit came during the script's first run"
+    assert (user / "sub" / "notes.txt").read_text() == edited["notes"]
+    assert (user / "train.py").read_text() == edited["train"]
+    assert (user / "best.pt").read_bytes() == b"the user's best weights"
+    assert (user / "log.csv").read_text() == "the user's log\n"
+    (record,) = out.glob("diagnose-*.json")
+    data = json.loads(record.read_text())
+    assert sorted(data["options"]["script_wrote"]) == ["best.pt", "log.csv"]
+    assert (out / f"{record.stem}.script-files" / "best.pt").exists()
+    said = " ".join(err.split()).partition("Your script wrote ")[2]
+    mine, _, theirs = said.partition("Changed during your script's runs with no write by it seen")
+    assert mine.startswith("2 paths in your folder: best.pt (changed); log.csv (changed).")
+    assert "notes.txt" not in mine and "train.py" not in mine
+    assert "notes.txt (changed)" in theirs and "train.py (changed)" in theirs, err
+    assert (out / f"{record.stem}.before-diagnose" / "sub" / "notes.txt").read_text() == "keep me"

@@ -42,6 +42,7 @@ from whichdevice.analysis.scriptsteps import QuietStep, ScriptStep, quiet_step, 
 from whichdevice.analysis.significance import MIN_SAMPLES
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice import frameworks
+from whichdevice.frameworks.common import nvidia
 from whichdevice.analysis.train import RunRow, TrainReport, analyze_training
 from whichdevice.analysis.verdict import Finding, sweep_findings
 from whichdevice.analysis.warmup import break_even
@@ -782,14 +783,16 @@ _LEGACY_REASONS = "Likely reasons: "
 
 
 def no_gpu_reasons(record: RunRecord) -> list[str]:
-    """Why the frameworks saw no GPU, each reason once: the record's field, or for a record
-    written before it the discovery's reasons as its note lists them."""
+    """Why the frameworks saw no GPU, each reason once, the one that decides first
+    (frameworks/common/nvidia.no_gpu_order: a record from before that order, or with several
+    frameworks' reasons, reads the same): the record's field, or for a record written before it
+    the discovery's reasons as its note lists them."""
     reasons = [r for rs in record.no_gpu_reasons.values() for r in rs]
     if not reasons:
         for note in record.notes:
             if "sees no GPU" in note and _LEGACY_REASONS in note:
                 reasons += note.split(_LEGACY_REASONS, 1)[1].rstrip(".").split("; ")
-    return list(dict.fromkeys(reasons))
+    return nvidia.no_gpu_order(reasons)
 
 
 def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:

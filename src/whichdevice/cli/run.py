@@ -555,12 +555,18 @@ def measure_script(plan: DiagnosePlan, quiet: bool, request: session.Request, **
     finally:
         written = userfolder.finish(plan.json_file)
         if written:
-            where = userfolder.files_dir(plan.json_file)
-            shown = where if not where.is_relative_to(Path.cwd()) else where.relative_to(Path.cwd())
-            err_console.print(escape(userfolder.summary(written, f"{shown}{os.sep}")), soft_wrap=True)
+            where, earlier = (_shown(d(plan.json_file)) for d in (userfolder.files_dir, userfolder.earlier_dir))
+            err_console.print(escape(userfolder.summary(written, where, earlier)), soft_wrap=True)
     notes = scriptplan.record_notes(record) + userfolder.notes(written)
-    options = {**record.options, "script_wrote": [w.path for w in written]} if written else record.options
+    wrote = userfolder.wrote(written)
+    options = {**record.options, "script_wrote": wrote} if wrote else record.options
     return record.model_copy(update={"notes": notes, "options": options})
+
+
+def _shown(folder: Path) -> str:
+    """A folder as the screen names it: relative to the working folder when under it."""
+    shown = folder if not folder.is_relative_to(Path.cwd()) else folder.relative_to(Path.cwd())
+    return f"{shown}{os.sep}"
 
 
 def exit_if_nothing_decided(record: records.RunRecord) -> None:

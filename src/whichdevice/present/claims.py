@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 
 
 def times(v: float) -> str:
-    """A ratio's figure, as in '1.8×' or '12.5×': two significant digits below 10, three above."""
-    return f"{v:.2g}" if v < 10 else f"{v:.3g}"
+    """A ratio's figure, as in '1.8×', '12.5×' or '1,120×': two significant digits below 10,
+    three up to 1,000, the whole number from there (never '1.12e+03')."""
+    return f"{v:.2g}" if v < 10 else f"{v:.3g}" if v < 1000 else f"{v:,.0f}"
 
 
 def batch_figure(x: float) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from whichdevice import frameworks
+from whichdevice.frameworks.common import nvidia
 from whichdevice.analysis.suite import answer_cases
 from whichdevice.core import stats
 from whichdevice.present import notes
@@ -407,7 +408,8 @@ def _answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) ->
 
 def _no_gpu_answer(record: RunRecord, v: SuiteVerdict, prediction: list[str] | None) -> list[str]:
     """'No GPU here (why): ...', then the prediction, or how to ask for one."""
-    reason = v.no_gpu_reasons[0].split(" (")[0] if v.no_gpu_reasons else ""  # its gist; the note has it whole
+    # the reason that decides, as its fact alone (the note has each reason whole)
+    reason = nvidia.no_gpu_gist(v.no_gpu_reasons[0]) if v.no_gpu_reasons else ""
     out = ["No GPU here" + (f" ({reason})" if reason else "") + ": everything below was measured on this CPU."]
     return out + (prediction or [_predict_hint(record)])
 

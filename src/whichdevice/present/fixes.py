@@ -17,7 +17,7 @@ from whichdevice import frameworks
 from whichdevice.core.stats import MIN_SAMPLES
 from whichdevice.core.units import seconds
 from whichdevice.present import names
-from whichdevice.present.claims import disagree_text, ratio_text
+from whichdevice.present.claims import disagree_text, ratio_text, times
 
 if TYPE_CHECKING:
     from whichdevice.analysis.fixes import (
@@ -86,11 +86,9 @@ def _count(c: Claim) -> str:
 
 
 def _grid_cell(f: Fix) -> str:
-    c = f.claim
-    if not c.enough:
-        return f"{f.variant}: not enough samples ({_count(c)})"
-    mark = "" if c.significant else ", no clear change"
-    return f"{f.variant}: {c.ratio:.3g}x (CI {c.lo:.3g}–{c.hi:.3g}, n={c.n}{mark})"
+    """'2048: 1.2× slower (95 % CI 1.2–1.2×, 10 samples)': each value against the baseline in
+    the claim's own words (``ratio_text``), as the first screen and the fix line say that pair."""
+    return f"{f.variant}: {ratio_text(f.claim)}"
 
 
 def grid_lines(g: GridResult, e: FixEntry, *, several: bool = False) -> tuple[str, str]:
@@ -118,8 +116,8 @@ def grid_lines(g: GridResult, e: FixEntry, *, several: bool = False) -> tuple[st
         share = "" if pick is best else f"; the recommended {what} reaches {g.pick_share:.0%} of the largest measured"
         return f"{head}{share}{left_out}{cut}", grid
     line = (
-        f"{head}; best {'measured' if g.cut else 'in the grid'}: {what} {best.variant} at {best.claim.ratio:.3g}x, so the "
-        f"recommended {what} reaches {g.pick_share:.0%} of the best{left_out}{cut}"
+        f"{head}; best {'measured' if g.cut else 'in the grid'}: {what} {best.variant}, {ratio_text(best.claim)}, so "
+        f"the recommended {what} reaches {g.pick_share:.0%} of the best{left_out}{cut}"
     )
     return line, grid
 
@@ -291,7 +289,7 @@ def check_line(c: PlacementCheck | WarmupCheck | CompileCost) -> str:
             )
         copies = f"; {c.copies} copies between devices per step" if c.copies else ""
         return f"{c.device}: {text}{copies}"
-    head = f"{c.device}: first step {seconds(c.first_s)} vs steady {seconds(c.steady_s)} ({c.ratio:.3g}x)"
+    head = f"{c.device}: first step {seconds(c.first_s)} vs steady {seconds(c.steady_s)} ({times(c.ratio)}×)"
     if c.ratio <= 1:  # a first step faster than the steady median overstates nothing
         return f"{head}: the first step was not slower than the steady ones here, so no warm-up cost was seen"
     return f"{head}: a one-step or first-epoch timing overstates the steady cost this much"

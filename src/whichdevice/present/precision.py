@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from whichdevice.core.units import rate, seconds
 from whichdevice.present import terminal
+from whichdevice.present.claims import ratio_text
 from whichdevice.present.fixes import cpu_16bit_text
 from whichdevice.present.tables import Grid, GridCell
 
@@ -27,13 +28,9 @@ def grid(result: Train) -> Grid | None:
         comp = r.vs_float32
         if comp is None:
             vs = GridCell("reference" if r.precision == "float32" else "—", "dim")
-        elif comp.winner is None:
-            vs = GridCell(f"within noise ({comp.ratio:.3g}x)", "neutral")
-        else:
-            vs = GridCell(
-                f"{comp.ratio:.3g}x faster" if comp.ratio > 1 else f"{1 / comp.ratio:.3g}x slower",
-                "good" if comp.ratio > 1 else "bad",
-            )
+        else:  # the claim's own words (present/claims.ratio_text), as the fix table says this pair
+            tone = "neutral" if comp.winner is None else "good" if comp.ratio > 1 else "bad"
+            vs = GridCell(ratio_text(comp), tone)
         loss = "—" if math.isnan(r.final_loss) else f"{r.final_loss:.4g}"
         out.append(
             [

@@ -71,16 +71,9 @@ def _share_text(p: Point) -> str:
 
 
 def claim_text(c: Claim | None) -> str:
-    """A significance.Claim (A / B of times, > 1: B faster) as '1.8× slower (1.4–2.4, n=11)'."""
-    if c is None:
-        return "—"
-    if c.status == "not_enough":
-        return ratio_text(c)
-    if c.status == "no_change":
-        return f"no clear difference ({times(c.ratio)}×; {times(c.lo)}–{times(c.hi)}, n={c.n})"
-    if c.ratio >= 1:
-        return f"{times(c.ratio)}× faster ({times(c.lo)}–{times(c.hi)}, n={c.n})"
-    return f"{times(1 / c.ratio)}× slower ({times(1 / c.hi)}–{times(1 / c.lo)}, n={c.n})"
+    """A significance.Claim (A / B of times, > 1: B faster) in the claim's own words
+    (present/claims.ratio_text: '1.8× slower (95 % CI 1.4–2.4×, 11 samples)'); '—' for none."""
+    return "—" if c is None else ratio_text(c)
 
 
 # Said after a slowdown the all-reduce cannot explain (its share under SMALL_SHARE, or in the noise).

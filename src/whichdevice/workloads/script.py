@@ -172,7 +172,7 @@ def run_child(
     with tempfile.TemporaryDirectory(prefix="whichdevice-script-") as d:
         job_file, out_file, err_file = Path(d, "job.json"), Path(d, "out.jsonl"), Path(d, "err.txt")
         job_file.write_text(json.dumps({**job, "frameworks": captures, "spec": spec.to_dict()}), encoding="utf-8")
-        with open(err_file, "wb") as err:
+        with open(err_file, "wb") as err, userfolder.script_run():
             done = run_module(
                 SCRIPT_CHILD,
                 [str(job_file), str(out_file)],
@@ -304,7 +304,8 @@ def run_here(job: dict[str, Any], spec: CaptureSpec, captures: list[str]) -> Chi
     capturekit.ENTRIES.clear()
     capturekit.TICKS.update(n=0, told=float("-inf"), source=None)
     run = ChildRun()
-    run.end = scriptrun.execute({**job, "frameworks": captures, "spec": spec.to_dict()}, run.results.append)
+    with userfolder.script_run():
+        run.end = scriptrun.execute({**job, "frameworks": captures, "spec": spec.to_dict()}, run.results.append)
     run.entries = list(run.end.get("entries") or [])
     run.finished = Finished(0, time.perf_counter() - capturekit.T0)
     userfolder.settle_here()

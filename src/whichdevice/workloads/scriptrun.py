@@ -28,7 +28,7 @@ from typing import Any
 
 from whichdevice import frameworks
 from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
-from whichdevice.workloads import scriptwatch
+from whichdevice.workloads import scriptwatch, userfolder
 
 MAGICS = "__whichdevice_magics__"  # audit/notebook.py's name for %time / %timeit in joined cells
 
@@ -238,7 +238,8 @@ def execute(
             last = {**last, "status": "script_error", "error": f"os._exit({code})", "where": where, "exit_code": code}
         tell(_closing(last, got, seen))
 
-    with _as_main(), _terminal_stdin(), scriptwatch.watching(script, tell, exiting) as seen:
+    # what the script writes in the user's folder, recorded for its put-back (workloads/userfolder.py)
+    with userfolder.recording(), _as_main(), _terminal_stdin(), scriptwatch.watching(script, tell, exiting) as seen:
         try:
             _run(job)
             _finish_early()

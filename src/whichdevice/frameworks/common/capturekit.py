@@ -164,10 +164,11 @@ class AfterImport(importlib.abc.MetaPathFinder):
     only asks whether it exists (TensorFlow asks for ``keras`` so) must not end the watch. The
     audit's finders (``common/audit.AfterImportFinder``) are this one with a state."""
 
-    def __init__(self, name: str, install: Callable[..., None]) -> None:
+    def __init__(self, name: str, install: Callable[..., None], timed: bool = True) -> None:
         self.name = name
         self.install = install
         self.busy = False
+        self.timed = timed  # its import time counts in the script's set-up (``IMPORTED``)
 
     def watching(self) -> bool:
         return not self.busy
@@ -195,7 +196,8 @@ class AfterImport(importlib.abc.MetaPathFinder):
 
         def exec_module(module):  # type: ignore[no-untyped-def]
             orig_exec(module)
-            IMPORTED.setdefault(finder.name, since_start())
+            if finder.timed:
+                IMPORTED.setdefault(finder.name, since_start())
             if finder in sys.meta_path:
                 sys.meta_path.remove(finder)
                 finder.installs(module)
@@ -204,13 +206,16 @@ class AfterImport(importlib.abc.MetaPathFinder):
         return spec
 
 
-def after_import(name: str, install: Callable[[Any], None]) -> None:
-    """Call ``install(module)`` once ``import name`` has finished (now, if it already has)."""
+def after_import(name: str, install: Callable[[Any], None], timed: bool = True) -> None:
+    """Call ``install(module)`` once ``import name`` has finished (now, if it already has).
+    ``timed``: the import is a framework's, whose time is part of the script's set-up
+    (``IMPORTED``); a module watched for another reason (a file writer) is not."""
     if name in sys.modules:
-        IMPORTED.setdefault(name, 0.0)
-        AfterImport(name, install).installs(sys.modules[name])
+        if timed:
+            IMPORTED.setdefault(name, 0.0)
+        AfterImport(name, install, timed).installs(sys.modules[name])
     else:
-        sys.meta_path.insert(0, AfterImport(name, install))
+        sys.meta_path.insert(0, AfterImport(name, install, timed))
 
 
 def result(

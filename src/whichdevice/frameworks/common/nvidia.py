@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -39,7 +40,45 @@ def smi_query() -> list[dict[str, str]]:
     return rows
 
 
+# Why a framework sees no GPU: one wording per fact, which every framework's discovery says
+# (``no_gpu_reasons``: the clause before ':' is the fact, what follows it the fix; a parenthesis
+# the evidence) and records keep. The first screen names the one that decides (:func:`no_gpu_order`)
+# in its short form (:func:`no_gpu_gist`); the record's note lists them all in that order.
 NO_DRIVER = "no NVIDIA driver found (no nvidia-smi, no /proc/driver/nvidia)"
+
+
+def no_cuda_build(framework: str, build: str, fix: str) -> str:
+    """The framework's build has no CUDA support: 'this torch build (2.13.0+cpu) has no CUDA
+    support: install a CUDA build of torch'. ``build``: the evidence (its version, its package)."""
+    return f"this {framework} build ({build}) has no CUDA support: {fix}"
+
+
+# The facts in the order they decide (a machine without the driver has no GPU for any build; a
+# GPU hidden by the user's environment, or an OS without the framework's GPU support, is so for
+# any build too; then the framework's build; then what the framework alone reports), each known by
+# the words its reason starts or goes on with. A reason of none of them comes last.
+_DECIDES: tuple[tuple[str, ...], ...] = (
+    ("no NVIDIA driver found",),
+    ("hides every GPU", "leaves the GPU out"),
+    ("no native GPU support on Windows", "no CUDA on macOS"),
+    ("has no CUDA support", "has no GPU support", "has no CUDA plugin"),  # the last two: records before the one wording
+)
+
+
+def _decides(reason: str) -> int:
+    return next((i for i, words in enumerate(_DECIDES) if any(w in reason for w in words)), len(_DECIDES))
+
+
+def no_gpu_order(reasons: Sequence[str]) -> list[str]:
+    """The reasons, each once, the one that decides first (``_DECIDES``), else as found."""
+    return sorted(dict.fromkeys(reasons), key=_decides)
+
+
+def no_gpu_gist(reason: str) -> str:
+    """The fact alone, for a line with no room for its evidence and fix: 'this torch build has
+    no CUDA support', 'no NVIDIA driver found'."""
+    fact = reason.split(": ", 1)[0]
+    return " ".join(re.sub(r"\s*\([^()]*\)", "", fact).split())
 
 
 def dist_version(name: str) -> str | None:

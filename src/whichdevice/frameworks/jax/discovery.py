@@ -56,11 +56,13 @@ def list_devices() -> list[DeviceInfo]:
 
 def no_gpu_reasons() -> list[str]:
     """Concrete, checked reasons why JAX sees no GPU here."""
-    reasons = []
+    reasons = _nvidia.host_reasons()
     plats = os.environ.get("JAX_PLATFORMS", "")
     if plats and "cuda" not in plats and "gpu" not in plats:
         reasons.append(f"JAX_PLATFORMS={plats!r} leaves the GPU out (unset it)")
     if cuda_plugin() is None:
-        reasons.append("this JAX has no CUDA plugin (CPU-only jaxlib): pip install -U 'jax[cuda12]'")
-    reasons += _nvidia.host_reasons()
-    return reasons or ["JAX found no usable GPU (run python -c 'import jax; print(jax.devices())' to see why)"]
+        build = f"jaxlib {_nvidia.dist_version('jaxlib') or '?'}, no CUDA plugin"
+        reasons.append(_nvidia.no_cuda_build("JAX", build, "pip install -U 'jax[cuda12]'"))
+    return _nvidia.no_gpu_order(reasons) or [
+        "JAX found no usable GPU (run python -c 'import jax; print(jax.devices())' to see why)"
+    ]

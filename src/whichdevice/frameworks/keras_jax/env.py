@@ -16,6 +16,11 @@ CAPTURE_WATCHES: tuple[str, ...] = ("keras Model.fit", "Model.train_on_batch")
 # The registry's entry for this framework (frameworks/__init__.py: what each name means).
 PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipeline", "optrace", "pitfalls")
 REQUIRES: tuple[str, ...] = ("keras", "jax")
+# The files Keras writes from native code, which Python's audit events do not show
+# (workloads/scriptwrites.py; frameworks.declared): .h5 and .weights.h5 through h5py (a
+# ModelCheckpoint, BackupAndRestore). (module, attribute, the argument naming the file, the
+# argument with its mode, '' for none.)
+NATIVE_WRITERS: tuple[tuple[str, str, str, str], ...] = (("h5py._hl.files", "make_fid", "name", "mode"),)
 INSTALL = "pip install 'whichdevice[jax]'"
 KERAS = True
 KERAS_BACKEND = "jax"  # the backend a script's Keras names (frameworks.keras_on)

@@ -26,6 +26,11 @@ CAPTURE_WATCHES: tuple[str, ...] = ("keras Model.fit", "Model.train_on_batch")
 # The registry's entry for this framework (frameworks/__init__.py: what each name means).
 PARTS: tuple[str, ...] = ("training", "calibration", "probes", "pipeline", "optrace", "pitfalls")
 REQUIRES: tuple[str, ...] = ("keras", "torch")
+# The files Keras writes from native code, which Python's audit events do not show
+# (workloads/scriptwrites.py; frameworks.declared): .h5 and .weights.h5 through h5py (a
+# ModelCheckpoint, BackupAndRestore). (module, attribute, the argument naming the file, the
+# argument with its mode, '' for none.)
+NATIVE_WRITERS: tuple[tuple[str, str, str, str], ...] = (("h5py._hl.files", "make_fid", "name", "mode"),)
 INSTALL = "pip install 'whichdevice[torch]'"
 KERAS = True
 KERAS_BACKEND = "torch"  # the backend a script's Keras names (frameworks.keras_on)

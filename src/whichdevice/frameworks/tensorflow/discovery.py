@@ -7,7 +7,7 @@ import platform
 import tensorflow as tf
 
 from whichdevice.frameworks.common.nvidia import devices as nvidia_devices
-from whichdevice.frameworks.common.nvidia import dist_version, driver_present, host_reasons
+from whichdevice.frameworks.common.nvidia import dist_version, driver_present, host_reasons, no_cuda_build, no_gpu_order
 from whichdevice.core.records import DeviceInfo, FrameworkInfo
 
 
@@ -39,12 +39,11 @@ def list_devices() -> list[DeviceInfo]:
 
 def no_gpu_reasons() -> list[str]:
     """Concrete, checked reasons why TensorFlow sees no GPU on this machine."""
-    reasons = []
+    reasons = host_reasons()  # the GPUs hidden, no driver on Linux
     if dist_version("tensorflow-cpu"):
-        reasons.append("tensorflow-cpu is installed: it has no GPU support (pip install tensorflow)")
+        reasons.append(no_cuda_build("TensorFlow", f"tensorflow-cpu {tf.__version__}", "pip install tensorflow"))
     elif not tf.test.is_built_with_cuda():
-        reasons.append("this TensorFlow build has no CUDA support")
-    reasons += host_reasons()  # the GPUs hidden, no driver on Linux
+        reasons.append(no_cuda_build("TensorFlow", tf.__version__, "pip install 'tensorflow[and-cuda]'"))
     system = platform.system()
     if system == "Windows":
         reasons.append("TensorFlow >= 2.11 has no native GPU support on Windows (use WSL2)")
@@ -55,4 +54,4 @@ def no_gpu_reasons() -> list[str]:
             "an NVIDIA driver is present but TensorFlow found no usable GPU: CUDA/cuDNN libraries "
             "missing? try pip install 'tensorflow[and-cuda]' and run with TF_CPP_MIN_LOG_LEVEL=0 to see why"
         )
-    return reasons
+    return no_gpu_order(reasons)

@@ -34,6 +34,15 @@ PARTS: tuple[str, ...] = (
     "pitfalls",
 )
 REQUIRES: tuple[str, ...] = ("tensorflow",)
+# The files TensorFlow and Keras write from native code, which Python's audit events do not show
+# (workloads/scriptwrites.py; frameworks.declared): .h5 and .weights.h5 through h5py (a
+# ModelCheckpoint, BackupAndRestore) and tf.io.gfile's files, written in C++ (tf.keras' CSVLogger,
+# a GFile the script opens). (module, attribute, the argument naming the file, the argument with
+# its mode.)
+NATIVE_WRITERS: tuple[tuple[str, str, str, str], ...] = (
+    ("h5py._hl.files", "make_fid", "name", "mode"),
+    ("tensorflow.python.lib.io.file_io", "FileIO.__init__", "name", "mode"),
+)
 INSTALL = "pip install 'whichdevice[tensorflow]'"
 KERAS = True
 # Declarations read by the parent (frameworks.declared): pitfalls time the first epoch as a whole;

@@ -39,8 +39,9 @@ def list_devices() -> list[DeviceInfo]:
 
 def no_gpu_reasons() -> list[str]:
     """Concrete, checked reasons why torch sees no GPU here."""
-    reasons = []
+    reasons = _nvidia.host_reasons()
     if torch.version.cuda is None:
-        reasons.append(f"this torch build ({torch.__version__}) has no CUDA support: install a CUDA build of torch")
-    reasons += _nvidia.host_reasons()
-    return reasons or ["torch found no usable GPU (python -c 'import torch; torch.cuda.init()' says why)"]
+        reasons.append(_nvidia.no_cuda_build("torch", torch.__version__, "install a CUDA build of torch"))
+    return _nvidia.no_gpu_order(reasons) or [
+        "torch found no usable GPU (python -c 'import torch; torch.cuda.init()' says why)"
+    ]

@@ -33,6 +33,12 @@ CAPTURE_WATCHES: tuple[str, ...] = ("torch optimizer.step()", "loss.backward()")
 # The registry's entry for this framework (frameworks/__init__.py: what each name means).
 PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipeline", "audit", "optrace", "pitfalls")
 REQUIRES: tuple[str, ...] = ("torch",)
+# The files torch writes from native code, which Python's audit events do not show
+# (workloads/scriptwrites.py; frameworks.declared): torch.save to a path, whose zip writer opens
+# the file in C++. (module, attribute, the argument naming the file, the argument with its mode.)
+NATIVE_WRITERS: tuple[tuple[str, str, str, str], ...] = (
+    ("torch.serialization", "_open_zipfile_writer_file.__init__", "name", ""),
+)
 INSTALL = "pip install 'whichdevice[torch]'"
 KERAS = False
 # Declarations read by the parent (frameworks.declared): pitfalls time every step (a first step,
