@@ -445,15 +445,6 @@ def _partial_facts(
     }
 
 
-# The frameworks whose step the pre-flight does not trace, and why (the no-GPU answer says it).
-UNTRACED = {
-    "tensorflow": "this version does not trace a TensorFlow step (neither Keras' fit nor a tf.function's "
-    "graph is read for its ops)",
-    "keras-jax": "this version does not trace Keras' fit step (its train function is jitted inside fit)",
-    "keras-torch": "this version does not trace Keras' fit step (its train function runs inside fit)",
-}
-
-
 def step_trace(r: dict[str, Any], step_s: float) -> dict[str, Any] | None:
     """The pre-flight's traced step (``frameworks/<fw>/steptrace.py``) with what tracing it added
     to the pre-flight where the capture did not say it (a traced step of the loop: its wall beyond
@@ -461,8 +452,9 @@ def step_trace(r: dict[str, Any], step_s: float) -> dict[str, Any] | None:
     got = r.get("step_trace")
     if not isinstance(got, dict):
         fw = framework_of(r)
-        if fw in UNTRACED:  # said in one line where the answer would be
-            return {"framework": fw, "source": "", "why_not": UNTRACED[fw]}
+        why_not = frameworks.declared(fw, "STEP_UNTRACED", "")
+        if why_not:  # said in one line where the answer would be
+            return {"framework": fw, "source": "", "why_not": why_not}
         return None
     out = dict(got)
     if out.get("overhead_s") is None and got.get("collect_s") and not got.get("why_not"):
