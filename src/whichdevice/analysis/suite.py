@@ -146,6 +146,19 @@ class SweepFinding:
 
 
 @dataclass(frozen=True)
+class Remeasured:
+    """The cases the answer rests on, as the rounds after the provisional answer measured them
+    again: the line that confirms that answer, or says it changed, counts them (present/firstscreen)."""
+
+    behind: int  # the cases the answer rests on (without a GPU: the CPU steps its prediction read)
+    measured: int  # of them, measured to the end
+    again: int  # of those, measured in every round
+    # none measured again, and each had too few samples for another round to reach a claim's
+    # (MIN_SAMPLES): another round would not have helped; else the budget or a failure stopped it
+    too_few_samples: bool
+
+
+@dataclass(frozen=True)
 class SuiteVerdict:
     findings: list[SweepFinding]
     fixes: list[FixVerdict]  # the catalogue's order
@@ -164,6 +177,8 @@ class SuiteVerdict:
     # A script whose baseline step was measured and no cause is named: per device, what its parts
     # measured (analysis/scriptsteps.QuietStep), so a report says none stands out and with what figures
     quiet: list[QuietStep] = field(default_factory=list)
+    # With a provisional answer: how far the later rounds measured the cases the answer rests on again
+    remeasured: Remeasured | None = None
 
     def fix(self, key: str) -> FixVerdict:
         return next(v for v in self.fixes if v.kind == key)
@@ -793,6 +808,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
     )
     steps = script_steps(record)
     named = causes(fixes, pipelines, training, steps)
+    predicted = gpu_prediction(record) if not gpus else (None, None)
     return SuiteVerdict(
         findings,
         fixes,
@@ -805,8 +821,37 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         answer_cases(record),
         no_gpu_reasons(record),
         measurement_warnings(record),
-        *(gpu_prediction(record) if not gpus else (None, None)),
+        *predicted,
         quiet=[] if named else [quiet_step(st) for st in steps],
+        remeasured=remeasured(record, _cases_behind(record, gpus, predicted[0])),
+    )
+
+
+def _cases_behind(record: RunRecord, gpus: list[str], report: PredictReport | None) -> list[CaseResult]:
+    """The measured cases the answer rests on: without a GPU, the CPU steps its prediction
+    (``report``) read (none when there is no prediction: the answer then decides nothing); else
+    the cases that decide it (:func:`answer_cases`)."""
+    if gpus:
+        return answer_cases(record)
+    if report is None:
+        return []
+    if record.options.get("script"):  # a script's prediction reads its own step at each batch measured
+        return [r for r in record.results if r.spec.params.get("kind") == "steady" and "fix" not in r.spec.params]
+    return prediction.run_sweep(record)
+
+
+def remeasured(record: RunRecord, behind: list[CaseResult]) -> Remeasured | None:
+    """How far the rounds after the provisional answer measured the cases ``behind`` it again
+    (None: no provisional answer). A case that did not run to the end is not counted as measured."""
+    p = record.provisional
+    if p is None:
+        return None
+    measured = [r.timing for r in behind if r.status == "ok" and r.timing is not None]
+    return Remeasured(
+        len(behind),
+        len(measured),
+        sum(len(t.rounds) >= p.rounds for t in measured),
+        all(len(t.samples_s) * p.rounds < MIN_SAMPLES for t in measured),
     )
 
 
