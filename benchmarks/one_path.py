@@ -30,6 +30,19 @@
 - ``api_private_cli_calls``: places outside ``cli/`` that reach a private name (``_x``) of a
   ``whichdevice.cli`` module (``from whichdevice.cli.run import _x`` or ``module._x`` on a
   module imported from ``whichdevice.cli``), target 0;
+- ``training_step_sizers``: functions that size a training step's cases against a budget: a
+  function with a budget parameter (its name holds ``budget``) holding an ``if`` that compares a
+  name computed from that budget (assignments followed from the parameter: ``avail = max(budget_s
+  - start, ...)``, ``plan_s = share * avail``) and, on either side, adds to a list (``append``,
+  ``extend``, ``insert``, ``+= [...]``: a case planned, or a line saying what was cut). A counted
+  function that another one reaches by calls through functions taking a budget is part of that
+  one's sizing (``suite.one_round`` inside ``size_user_cases``): one per sizer, target 1;
+- ``preflights``: the pre-flight children the package can start before it measures a training
+  step: each module a pre-flight runs (a module-level ``*PREFLIGHT*`` name holding
+  ``"whichdevice.…"``, what ``core.process.run_module`` starts), and each function whose name
+  says pre-flight that starts the script capture (``run_child``: the script's own code, no
+  module of its own), target 1. Names are how it finds them: a pre-flight named otherwise is not
+  counted;
 - ``src_lines``: lines of ``src/`` Python (``wc -l``), limit 36,000;
 - duplicated-code pairs are counted with the project's duplicate scanner by the lead (six or more
   shared lines); this script does not count them.
@@ -328,6 +341,120 @@ def api_private_cli_calls() -> list[str]:
     return out
 
 
+# ------------------------------------------------------------------ sizers and pre-flights
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    a = fn.args
+    return [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+
+
+def _budget_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The function's budget parameters and every local name computed from them (assignments,
+    followed until nothing new is found: ``avail = max(budget_s - start, ...)``, ``plan_s = ... * avail``)."""
+    derived = {a for a in _params(fn) if "budget" in a}
+    grew = bool(derived)
+    while grew:
+        grew = False
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+                if not used & derived:
+                    continue
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name) and n.id not in derived:
+                            derived.add(n.id)
+                            grew = True
+    return derived
+
+
+def _grows_a_list(nodes: list[ast.stmt]) -> bool:
+    for stmt in nodes:
+        for n in ast.walk(stmt):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr in ("append", "extend", "insert")
+            ):
+                return True
+            if (
+                isinstance(n, ast.AugAssign)
+                and isinstance(n.op, ast.Add)
+                and isinstance(n.value, (ast.List, ast.ListComp))
+            ):
+                return True
+    return False
+
+
+def _sizes_against_budget(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """An ``if`` that compares something computed from a budget parameter and, on either side,
+    adds to a list (the cases planned, or the lines saying what was cut)."""
+    derived = _budget_names(fn)
+    if not derived:
+        return False
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.If):
+            continue
+        compares = [c for c in ast.walk(node.test) if isinstance(c, ast.Compare)]
+        names = {n.id for c in compares for n in ast.walk(c) if isinstance(n, ast.Name)}
+        if names & derived and _grows_a_list([*node.body, *node.orelse]):
+            return True
+    return False
+
+
+def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _calls(fn: ast.AST) -> set[str]:
+    return {_call_name(n).rsplit(".", 1)[-1] for n in ast.walk(fn) if isinstance(n, ast.Call)}
+
+
+def training_step_sizers() -> list[str]:
+    counted: list[str] = []
+    budgeted: dict[str, set[str]] = {}  # each function with a budget parameter -> the names it calls
+    for p in _files():
+        for fn in _functions(ast.parse(p.read_text(encoding="utf-8"))):
+            if any("budget" in a for a in _params(fn)):
+                budgeted.setdefault(fn.name, set()).update(_calls(fn))
+            if _sizes_against_budget(fn):
+                counted.append(f"{_rel(p)}:{fn.name}")
+
+    def reached(name: str) -> set[str]:  # through the functions the budget is handed on to
+        seen: set[str] = set()
+        todo = [name]
+        while todo:
+            for callee in budgeted.get(todo.pop(), set()) - seen:
+                seen.add(callee)
+                todo.append(callee)
+        return seen
+
+    # a counted function that another one reaches is part of that one's sizing: counted there
+    inner = {callee for c in counted for callee in reached(c.split(":", 1)[1]) if callee != c.split(":", 1)[1]}
+    return sorted(c for c in counted if c.split(":", 1)[1] not in inner)
+
+
+def preflights() -> list[str]:
+    out = []
+    for p in _files():
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        for node in tree.body:  # a pre-flight child's module: PREFLIGHT = "whichdevice.…"
+            if (
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and "PREFLIGHT" in t.id for t in node.targets)
+                and isinstance(node.value, ast.Constant)
+                and str(node.value.value).startswith("whichdevice.")
+            ):
+                names = ", ".join(t.id for t in node.targets if isinstance(t, ast.Name))
+                out.append(f"{_rel(p)}:{node.lineno} {names} = {node.value.value}")
+        for fn in _functions(tree):  # a pre-flight of the script capture: no module of its own
+            if "preflight" in fn.name.lower() and _calls(fn) & {"run_child"}:
+                out.append(f"{_rel(p)}:{fn.name} (the script capture)")
+    return out
+
+
 def src_lines() -> int:
     return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in _files())
 
@@ -344,6 +471,8 @@ def measure() -> dict[str, list[str] | int]:
         "import_circles": import_circles(),
         "presenters_computing_significance": presenters_computing_significance(),
         "api_private_cli_calls": api_private_cli_calls(),
+        "training_step_sizers": training_step_sizers(),
+        "preflights": preflights(),
         "src_lines": src_lines(),
     }
 
@@ -359,6 +488,8 @@ TARGETS = {
     "import_circles": 0,
     "presenters_computing_significance": 0,
     "api_private_cli_calls": 0,
+    "training_step_sizers": 1,
+    "preflights": 1,
     "src_lines": 36000,
 }
 

@@ -361,7 +361,7 @@ def test_api_keyboard_interrupt_stops_the_measuring_child(tmp_path):
 
 def test_a_reader_that_quits_early_loses_nothing(tmp_path):
     """`whichdevice ... | head -1`: the page is printed once the record is written and the
-    journal closed (cli/common.page_after_record), so the reader quitting costs nothing —
+    journal closed (jobs/running.page_after_record), so the reader quitting costs nothing —
     `run | head -3` was seen exiting 141 with the record unwritten."""
     out = tmp_path / "o"
     p = subprocess.Popen(

@@ -292,3 +292,44 @@ def test_gpu_would_help_on_the_reference_calls_winners_only_outside_the_band(h10
     assert called >= 5
     close = [a.batch for a in answers if a.winner == TOO_CLOSE]
     assert measure_command("torch", close).startswith("whichdevice train --framework torch --batches ")
+
+
+@pytest.mark.parametrize("fits", [True, False])
+def test_calibrate_writes_its_record_first_then_the_profile_or_says_why_not(fits, tmp_path, monkeypatch, capsys):
+    """calibrate's end goes through the jobs' output step: the record written and announced, then
+    the profile fitted in its page beside it and under its name, the journal closed; a fit that
+    refuses the record (a non-positive value) keeps the record, announced without its plot, writes
+    no profile and exits 1 with the reason."""
+    from whichdevice.analysis import calibration
+    from whichdevice.cli import common
+    from whichdevice.cli.app import main
+    from whichdevice.core.records import load_run
+    from whichdevice.jobs import running
+    from whichdevice.measure import experiment
+
+    recorded = load_run(DATA / "render" / "tf_calibrate_cpu_2core.json")
+    monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(common, "find_devices", lambda fw: None)
+    monkeypatch.setattr(experiment, "select_devices", lambda found, wanted: [SimpleNamespace(kind="cpu", name="CPU:0")])
+    monkeypatch.setattr(running, "measure_with_progress", lambda request, **how: recorded)
+    if not fits:
+        refusal = UsageError("--min-time", "no profile written: the sync probe was too noisy", "Pass --min-time 0.2")
+        monkeypatch.setattr(calibration, "profile_from_record", lambda record, name: (_ for _ in ()).throw(refusal))
+    out = tmp_path / "out"
+    try:
+        main(["calibrate", "--name", "ci-box", "--out", str(out)])
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    text, err = capsys.readouterr()
+    written = [p for p in out.glob("calibrate-*.json") if not p.name.endswith(".profile.json")]
+    assert len(written) == 1 and load_run(written[0]).experiment == "calibrate"
+    assert "Record: " in text and not list(out.glob("*.partial.jsonl"))  # the journal closed
+    profile = written[0].with_name(written[0].stem + ".profile.json")
+    if fits:
+        assert code == 0 and "Plot: " in text and "Saved as 'ci-box'" in text
+        assert profile.exists() and (tmp_path / "home" / "profiles" / "ci-box.json").exists()
+    else:
+        assert code == 1 and "error: --min-time: no profile written" in err
+        assert "Plot: " not in text and "Profile: " not in text and not profile.exists()
+        assert "ci-box" not in deviceprofile.saved_names()

@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import run_cli
 from whichdevice.core.errors import UsageError
+from whichdevice.present.fixes import entry_code
 from whichdevice.workloads import fixes, script, scriptplan
 
 TORCH_FACTS = {
@@ -104,7 +105,7 @@ def test_a_thread_variant_runs_in_a_fresh_process_with_its_environment(monkeypat
 def test_the_code_line_is_what_users_write():
     e = fixes.CPU_THREADS
     assert e.code.format(v=1) == "torch.set_num_threads(1)"
-    assert e.code_for["tensorflow"].format(v=1).startswith("tf.config.threading.set_intra_op_parallelism_threads(1)")
+    assert entry_code(e, "tensorflow").format(v=1).startswith("tf.config.threading.set_intra_op_parallelism_threads(1)")
     assert e.method == "ab" and e.baseline == "default" and e.repeat
 
 

@@ -288,13 +288,14 @@ class _Report:
             return html.fragment_of(self._page(Path(tmp) / f"{self._FRAGMENT_PNG}.png"))
 
     def save(self, folder: str | Path, name: str | None = None) -> Path:
-        """Write NAME.json, NAME.png and NAME.html into ``folder``; returns the JSON path."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        png = folder / f"{name or self._stem()}.png"
-        output.write_html(png.with_suffix(".html"), self._page(png))
-        records.save_run(self.record, png.with_suffix(".json"))
-        return png.with_suffix(".json")
+        """Write NAME.json, NAME.png and NAME.html into ``folder`` (the record first, as a
+        command writes it: ``jobs.write_record``); returns the JSON path."""
+        png = Path(folder) / f"{name or self._stem()}.png"
+        return jobs.write_record(
+            self.record,
+            png.with_suffix(".json"),
+            draw=lambda: output.write_html(png.with_suffix(".html"), self._page(png)),
+        )
 
 
 @dataclass(frozen=True, repr=False)

@@ -6,10 +6,13 @@
     # then: whichdevice report run.json; whichdevice compare baseline.json run.json --fail-on-regression
 
 The method and its cost are in ``whichdevice/frameworks/common/steptimer.py`` (the same
-callback the training workloads use); this module adds ``result()``.
+callback the training workloads use); this module adds ``write()`` (the record, as a command
+writes it), ``result()`` and ``compare()``.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from whichdevice.frameworks.common import steptimer as _steptimer
 
@@ -18,6 +21,13 @@ __all__ = ["StepTimer"]
 
 class StepTimer(_steptimer.StepTimer):
     __doc__ = _steptimer.StepTimer.__doc__
+
+    def write(self, path: str | Path) -> Path:
+        """Write a whichdevice ``RunRecord`` (experiment ``train``) that ``whichdevice report``
+        renders, through the output step every record takes (``jobs.write_record``)."""
+        from whichdevice import jobs
+
+        return jobs.write_record(self.record(), Path(path))
 
     def result(self):
         """The run as the Python API's result object (what ``whichdevice.load`` gives for the

@@ -112,6 +112,11 @@ class DeviceProfile(_Frozen):
     def device(self, kind: str) -> DeviceCosts | None:
         return self.cpu if kind == "cpu" else self.gpu
 
+    @property
+    def shipped(self) -> bool:
+        """One of the package's profiles (its name is a file's), not one the user saved."""
+        return self.name in shipped_names()
+
 
 # ---------------- where profiles live ----------------
 

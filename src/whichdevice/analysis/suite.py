@@ -38,7 +38,7 @@ from whichdevice.analysis.fixes import (
 from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT, DeviceReport, analyze_pipeline
 from whichdevice.analysis.placement import device_placement
 from whichdevice.analysis.precision import Cpu16Bit, cpu_16bit
-from whichdevice.analysis.scriptsteps import QuietStep, ScriptStep, quiet_step, script_steps
+from whichdevice.analysis.scriptsteps import BatchGain, QuietStep, ScriptStep, quiet_step, script_steps
 from whichdevice.analysis.significance import MIN_SAMPLES
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice import frameworks
@@ -126,6 +126,9 @@ class Cause:
     # measuring would remove (its pairs too noisy to tell, or the time budget left it out):
     # named beside the cause, never recommended
     untold: FixVerdict | None = None
+    # A script's fixed cost: its larger batch against its own, per sample (the batch sweep's, or the
+    # batch change's pair where that pair measured the cause): what the screen says the cause means
+    larger: BatchGain | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,19 @@ class SweepFinding:
     @property
     def device(self) -> str:
         return self.finding.device
+
+
+@dataclass(frozen=True)
+class Remeasured:
+    """The cases the answer rests on, as the rounds after the provisional answer measured them
+    again: the line that confirms that answer, or says it changed, counts them (present/firstscreen)."""
+
+    behind: int  # the cases the answer rests on (without a GPU: the CPU steps its prediction read)
+    measured: int  # of them, measured to the end
+    again: int  # of those, measured in every round
+    # none measured again, and each had too few samples for another round to reach a claim's
+    # (MIN_SAMPLES): another round would not have helped; else the budget or a failure stopped it
+    too_few_samples: bool
 
 
 @dataclass(frozen=True)
@@ -169,6 +185,8 @@ class SuiteVerdict:
     # share: said under the causes with its cost here, since on a GPU each read is a sync
     # (analysis/scriptsteps.GPU_READS_PER_STEP); never a cause, never a GPU cost
     gpu_reads: list[ScriptStep] = field(default_factory=list)
+    # With a provisional answer: how far the later rounds measured the cases the answer rests on again
+    remeasured: Remeasured | None = None
 
     def fix(self, key: str) -> FixVerdict:
         return next(v for v in self.fixes if v.kind == key)
@@ -820,7 +838,8 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         | {d for t in matmul_tables for d in t.devices if d.startswith("GPU")}
     )
     steps = script_steps(record)
-    named = causes(fixes, pipelines, training, steps)
+    named = [replace(c, larger=batch_gain_of(c)) for c in causes(fixes, pipelines, training, steps)]
+    predicted = gpu_prediction(record) if not gpus else (None, None)
     return SuiteVerdict(
         findings,
         fixes,
@@ -833,9 +852,51 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         answer_cases(record),
         no_gpu_reasons(record),
         measurement_warnings(record),
-        *(gpu_prediction(record) if not gpus else (None, None)),
+        *predicted,
         quiet=[] if named else [quiet_step(st) for st in steps],
         gpu_reads=reads_on_a_gpu(steps),
+        remeasured=remeasured(record, _cases_behind(record, gpus, predicted[0])),
+    )
+
+
+def batch_gain_of(c: Cause) -> BatchGain | None:
+    """A script's fixed cost's larger batch against its own: the batch sweep's (its rounds' fastest
+    tenths), or where the batch change's pair measured the cause (it helps), that pair's claim."""
+    if c.kind != "fixed_cost":
+        return None
+    if c.step is not None:
+        return c.step.larger
+    f = c.fix
+    if f is None or f.kind != "batch" or "script" not in f.where:
+        return None
+    return BatchGain(int(str(f.baseline)), int(str(f.variant)), f.claim, 0, f.where.get("rebatch") == "step")
+
+
+def _cases_behind(record: RunRecord, gpus: list[str], report: PredictReport | None) -> list[CaseResult]:
+    """The measured cases the answer rests on: without a GPU, the CPU steps its prediction
+    (``report``) read (none when there is no prediction: the answer then decides nothing); else
+    the cases that decide it (:func:`answer_cases`)."""
+    if gpus:
+        return answer_cases(record)
+    if report is None:
+        return []
+    if record.options.get("script"):  # a script's prediction reads its own step at each batch measured
+        return [r for r in record.results if r.spec.params.get("kind") == "steady" and "fix" not in r.spec.params]
+    return prediction.run_sweep(record)
+
+
+def remeasured(record: RunRecord, behind: list[CaseResult]) -> Remeasured | None:
+    """How far the rounds after the provisional answer measured the cases ``behind`` it again
+    (None: no provisional answer). A case that did not run to the end is not counted as measured."""
+    p = record.provisional
+    if p is None:
+        return None
+    measured = [r.timing for r in behind if r.status == "ok" and r.timing is not None]
+    return Remeasured(
+        len(behind),
+        len(measured),
+        sum(len(t.rounds) >= p.rounds for t in measured),
+        all(len(t.samples_s) * p.rounds < MIN_SAMPLES for t in measured),
     )
 
 

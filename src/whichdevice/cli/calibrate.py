@@ -112,15 +112,7 @@ def run_calibrate(plan: CalibratePlan, resumed: JournalState | None) -> None:
     the profile (beside the record and under its name)."""
     from whichdevice import jobs
     from whichdevice.analysis import deviceprofile
-    from whichdevice.cli.common import (
-        announce_record,
-        draw_page,
-        find_devices,
-        measure_with_progress,
-        open_journal,
-        page_after_record,
-        save_record,
-    )
+    from whichdevice.cli.common import find_devices, open_journal
     from whichdevice.core import records
     from whichdevice.measure import experiment
     from whichdevice.workloads import calibrate as calibrate_workload
@@ -136,28 +128,24 @@ def run_calibrate(plan: CalibratePlan, resumed: JournalState | None) -> None:
     def cases_for(found, d):
         return calibrate_workload.build_cases(fw, d.name, d.kind)
 
+    refused: list[UsageError] = []
+
+    def save_profile(drawn, refusal: UsageError | None) -> None:
+        """The profile fitted in the page's analysis, beside the record and under its name; none
+        where a fitted value came out non-positive (no profile from noise: the samples are kept)."""
+        if refusal is not None:
+            refused.append(refusal)
+            return
+        text = deviceprofile.dumps(drawn.profile)
+        profile_file, saved = Path(plan.profile_file), Path(plan.saved_file)
+        records.write_atomic(profile_file, text)
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        records.write_atomic(saved, text)
+        console.print(f"Profile: {escape(str(profile_file))}")
+        console.print(f"Saved as '{escape(plan.name)}': whichdevice predict --profile {escape(plan.name)}")
+
     request = plan.request("calibrate", fw, cases_for, {"name": plan.name})
-    record = measure_with_progress(request, journal=journal, resumed=resumed, found=found)
-    json_file, png = Path(plan.json_file), Path(plan.png_file)
-    failed: UsageError | None = None
-    with page_after_record():
-        save_record(record, json_file)  # first: nothing measured is lost to the page
-        try:
-            profile = draw_page(lambda: jobs.page(record, png, loglog=True), json_file).profile
-        except UsageError as e:  # a fitted value came out non-positive: no profile from noise
-            failed = e
-            announce_record(record, json_file, None)  # the samples are real: kept, with no profile from them
-            journal.finish()
-        else:
-            announce_record(record, json_file, png)
-            text = deviceprofile.dumps(profile)
-            profile_file, saved = Path(plan.profile_file), Path(plan.saved_file)
-            records.write_atomic(profile_file, text)
-            saved.parent.mkdir(parents=True, exist_ok=True)
-            records.write_atomic(saved, text)
-            journal.finish()  # the record and the profile are written: the journal has done its job
-            console.print(f"Profile: {escape(str(profile_file))}")
-            console.print(f"Saved as '{escape(plan.name)}': whichdevice predict --profile {escape(plan.name)}")
-    if failed is not None:
-        err_console.print(f"error: {escape(str(failed))}", soft_wrap=True)
+    jobs.run(plan, request, loglog=True, resumed=resumed, journal=journal, found=found, then=save_profile)
+    if refused:
+        err_console.print(f"error: {escape(str(refused[0]))}", soft_wrap=True)
         raise typer.Exit(1) from None

@@ -16,17 +16,13 @@ from whichdevice import frameworks
 from whichdevice.cli.base import err_console
 from whichdevice.core.errors import UsageError
 from whichdevice.jobs.running import (  # noqa: F401  (re-exported for the commands)
-    announce_record,
     command_line,
-    draw_page,
     find_devices,
     journal_header,
     measure_with_progress,
     open_journal,
-    page_after_record,
     read_plan,
     record_paths,
-    save_record,
     stamp,
     unreadable_resume,
 )

@@ -5,6 +5,7 @@ reference files directly)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import List
 
@@ -25,6 +26,7 @@ def import_(
     """Turn reference GPU runs (gpu_probe.py / keras_probe.py output) into whichdevice records."""
     from whichdevice.analysis import deviceprofile, reference
     from whichdevice.core import records
+    from whichdevice.jobs import write_record
 
     converted = []
     for f in files:  # every file checked before anything is written
@@ -44,11 +46,10 @@ def import_(
                 "Pass the file as gpu_probe.py / keras_probe.py wrote it.",
             ) from None
     out_dir = check_output_dir(out, "--out")
-    out_dir.mkdir(parents=True, exist_ok=True)
     for f, record in converted:
         target = out_dir / f"reference-{f.stem}.json"
-        records.save_run(record, target)
-        console.print(f"{escape(str(f))} -> {escape(str(target))} ({len(record.results)} values)")
+        said = f"{escape(str(f))} -> {escape(str(target))} ({len(record.results)} values)"
+        write_record(record, target, announce=functools.partial(console.print, said))
     console.print(
         f"Show one with: whichdevice report {escape(str(out_dir / f'reference-{converted[0][0].stem}.json'))}"
     )

@@ -13,7 +13,9 @@ A command (``cli/<name>.py``), the Python API (``api.py``) and the notebook magi
    ``measure.session.Request`` is built from a job; ``jobs.run(job, request,
    loglog=...)`` is the one run skeleton: measure with progress (each finished case journaled),
    write the record, close the journal, draw the page (``jobs.page``: the record's analysis
-   formatted by ``present/pages/<name>.py``) and print the record's lines after it.
+   formatted by ``present/pages/<name>.py``) and print the record's lines after it. A record
+   written outside a measuring job (``result.save``, the Keras callback, ``import``) takes the
+   same output step (``jobs.write_record``).
 
 Progress goes through ``session.Progress`` callbacks: on the CLI a bar on stderr
 (``present/cliprogress.py``); in the API and a notebook a line updated in place
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from whichdevice.core.validate import parse_memory_limit, parse_positive_float, parse_positive_int
 
 if TYPE_CHECKING:  # imported where used: `COMMAND --help` defines its Job without the measuring session
-    from whichdevice.jobs.running import finish, page, run, viewing
+    from whichdevice.jobs.running import finish, page, run, viewing, write_record
     from whichdevice.measure import session
 
 
@@ -106,11 +108,11 @@ def checked(
 def __getattr__(name: str) -> Any:
     """The package's API from ``jobs/running.py``, imported on first use: a command's ``--help``
     imports ``Job`` only."""
-    if name in ("finish", "page", "run", "viewing"):
+    if name in ("finish", "page", "run", "viewing", "write_record"):
         from whichdevice.jobs import running
 
         return getattr(running, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["Job", "checked", "finish", "page", "run", "viewing"]
+__all__ = ["Job", "checked", "finish", "page", "run", "viewing", "write_record"]

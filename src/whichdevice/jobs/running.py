@@ -381,34 +381,85 @@ def finish(
     loglog: bool,
     journals: Sequence[Path] = (),
     printing: AbstractContextManager[Any] | None = None,
+    then: Callable[[Any, UsageError | None], None] | None = None,
     **more: Any,
 ) -> None:
     """A measured job's end (``output``): its record written, its journal (and ``journals``)
     closed and the record added to the history, then its page drawn (``page``: beside the job's
     ``png_file``, else beside the record, not announced) inside ``printing`` (``--json-out -``
     moves it to stderr) and the record's lines after it. A job without a record path (the
-    API's) is kept in the history instead, with no page (``keep``)."""
+    API's) is kept in the history instead, with no page (``keep``).
+
+    ``then``: what the command keeps of its page, after the record's lines (calibrate: the
+    profile fitted in the page's analysis), given that analysis, or the ``UsageError`` by which
+    the analysis refused the record (a non-positive fitted value: the record is kept and
+    announced without its plot; without ``then`` the error is raised after them). The journals
+    are closed once it is done: interrupted before, ``--resume`` draws the page and keeps it again."""
     if not job.json_file:
         keep(record)
         return
     json_file = Path(job.json_file)
     png = Path(job.png_file) if getattr(job, "png_file", None) else None
     index_line = ""
+    drawn: Any = None
+    refused: UsageError | None = None
+
+    def close() -> None:
+        for path in (journal_path(json_file), *journals):  # the record is complete: they have done their job
+            Journal(path).finish()
 
     def write() -> None:
         nonlocal index_line
         save_record(record, json_file)
-        for path in (journal_path(json_file), *journals):  # the record is complete: they have done their job
-            Journal(path).finish()
+        if then is None:
+            close()
         # In the history before the page: a run interrupted while it draws is complete, and
         # listed where its record is named (cli/guard.py).
         index_line = indexed(record, json_file)
 
-    def draw() -> Any:
-        return page(record, png or json_file.with_suffix(".png"), loglog=loglog, **more)
+    def draw() -> None:
+        nonlocal drawn, refused
+        drawn, refused = page_or_refusal(record, png or json_file.with_suffix(".png"), loglog=loglog, **more)
+
+    def announce() -> None:
+        announce_record(record, json_file, None if refused else png, index_line)
+        if then is not None:
+            then(drawn, refused)
+            close()
 
     with printing or nullcontext():
-        output(write, draw, json_file, lambda: announce_record(record, json_file, png, index_line))
+        output(write, draw, json_file, announce)
+    if refused is not None and then is None:
+        raise refused
+
+
+def page_or_refusal(record: records.RunRecord, png: Path, **options: Any) -> tuple[Any, UsageError | None]:
+    """``page``'s analysis, or the ``UsageError`` by which the analysis refused the record (the
+    record was measured all the same: it is kept)."""
+    try:
+        return page(record, png, **options), None
+    except UsageError as e:
+        return None, e
+
+
+def write_record(
+    record: records.RunRecord,
+    json_file: Path,
+    *,
+    draw: Callable[[], Any] = lambda: None,
+    announce: Callable[[], None] = lambda: None,
+) -> Path:
+    """A finished record written where its caller names it, outside a measuring job (an API
+    result saved to a folder, the Keras callback's record, a record converted by ``import``):
+    the same output step (``output``): the record first, its folder made, then its page
+    (``draw``), then the lines after it (``announce``)."""
+
+    def write() -> None:
+        json_file.parent.mkdir(parents=True, exist_ok=True)
+        records.save_run(record, json_file)
+
+    output(write, draw, json_file, announce)
+    return json_file
 
 
 def keep(record: records.RunRecord) -> Path | None:

@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING
 
 from whichdevice import frameworks
 from whichdevice.frameworks.common import nvidia
-from whichdevice.analysis.suite import answer_cases
-from whichdevice.core import stats
 from whichdevice.present import notes
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.core.units import nbytes, percent, seconds
@@ -41,7 +39,7 @@ if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is
     from whichdevice.analysis.scriptsteps import BatchGain, QuietStep, ScriptStep
     from whichdevice.analysis.fixes import Fix
     from whichdevice.analysis.significance import Claim
-    from whichdevice.analysis.suite import Cause, SuiteVerdict
+    from whichdevice.analysis.suite import Cause, Remeasured, SuiteVerdict
     from rich.console import Console
 
     from whichdevice.analysis.deviceprofile import DeviceProfile
@@ -179,23 +177,8 @@ def _folded_gain(c: Cause) -> str:
     """A script's fixed cost's larger batch, compared per sample, as the folded line says it: ': the
     batch is too small: per-sample time falls 13× from batch 8 to 128 (95 % CI 13–14×, 3 rounds;
     your step re-batched)'."""
-    g = _gain_of(c)
+    g = c.larger
     return f": {batch_gain_text(g, brief=True)}" if g is not None else ""
-
-
-def _gain_of(c: Cause) -> BatchGain | None:
-    """A script's fixed cost's larger batch against its own: the batch sweep's (its rounds' fastest
-    tenths), or where the batch change's pair measured the cause (it helps), that pair's claim."""
-    if c.kind != "fixed_cost":
-        return None
-    if c.step is not None:
-        return c.step.larger
-    f = c.fix
-    if f is None or f.kind != "batch" or "script" not in f.where:
-        return None
-    from whichdevice.analysis.scriptsteps import BatchGain
-
-    return BatchGain(int(str(f.baseline)), int(str(f.variant)), f.claim, 0, f.where.get("rebatch") == "step")
 
 
 def batch_gain_text(g: BatchGain, *, brief: bool = False) -> str:
@@ -233,7 +216,7 @@ def cause_text(c: Cause) -> str:
         return _script_cause_text(c, share)
     if c.kind == "fixed_cost" and c.fix is not None:
         said = f"{share} of a batch-{c.fix.baseline} step (Python, dispatch, launches; not per sample)"
-        g = _gain_of(c)  # a script's batch pair: the gain the share is from, in the words of the sweep's
+        g = c.larger  # a script's batch pair: the gain the share is from, in the words of the sweep's
         return said + (f"; {batch_gain_text(g)}" if g is not None else "")
     if c.kind == "call_overhead":
         return f"{share} of a model.fit step is Keras's per-call overhead"
@@ -273,7 +256,7 @@ def _script_cause_text(c: Cause, share: str) -> str:
                 f"({seconds(st.per_sample_s)} per sample {line})"
             )
         said = f"{share} of a batch-{st.batch} step costs the same at any batch (Python, dispatch: {seconds(st.fixed_s)} {line})"
-        g = _gain_of(c)
+        g = c.larger
         return said + (f"; {batch_gain_text(g)}" if g is not None else "")
     if c.kind == "threads":
         return (
@@ -427,7 +410,7 @@ def prediction_lines(
     if report is None or profile is None or profile.gpu is None:
         return None
     gpu = profile.gpu.description
-    source = f"Predicted from costs measured on {names.profile_words(profile.name, gpu)}, not measured here."
+    source = f"Predicted from costs measured on {names.profile_words(profile, gpu)}, not measured here."
     if report.cannot_predict:
         return [f"Would a GPU help? Cannot predict it: {names.CANNOT_PREDICT[report.cannot_predict]}.", below]
     d = report.decision
@@ -677,7 +660,7 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
         notes.failures(record),
         footnotes,
         sum(r.status == "skipped" for r in record.results),
-        _confirmed(record, gist, answer, _cases_behind(record, v)),
+        _confirmed(record, gist, answer, v.remeasured),
         rebatched_line(record),
         v.quiet,
         v.gpu_reads,
@@ -702,21 +685,6 @@ def rebatched_line(record: RunRecord) -> str:
         f"A larger batch was measured by re-running your step on its own batch tiled to {', '.join(map(str, tiled))} "
         f"(your script makes its own batches of {o.get('batch')}; it was not changed)."
     )
-
-
-def _cases_behind(record: RunRecord, v: SuiteVerdict) -> list[CaseResult]:
-    """The measured cases the answer rests on: without a GPU, the CPU steps its prediction
-    read (none when there is no prediction: the answer then decides nothing); else the cases
-    that decide it (analysis/suite.answer_cases)."""
-    if v.gpus:
-        return answer_cases(record)
-    if v.gpu_prediction is None:
-        return []
-    if record.options.get("script"):  # a script's prediction reads its own step at each batch measured
-        return [r for r in record.results if r.spec.params.get("kind") == "steady" and "fix" not in r.spec.params]
-    from whichdevice.analysis.prediction import run_sweep
-
-    return run_sweep(record)
 
 
 def answer_gist(v: SuiteVerdict, report: PredictReport | None = None, legacy: bool = False) -> list[str]:
@@ -753,24 +721,22 @@ def _hint(record: RunRecord) -> str:
     trace = record.step_trace
     if trace is None or not record.options.get("script"):
         return DIAGNOSE_HINT
-    what = {"torch": "its ATen ops", "jax": "XLA's cost analysis of its compiled step"}.get(trace.framework, "its ops")
+    what = frameworks.declared(trace.framework, "STEP_TRACE_WORDS", "its ops")
     return f"From one step of your script traced in the pre-flight ({what}); the same diagnose on a GPU measures it."
 
 
-def _confirmed(record: RunRecord, gist: list[str], answer: list[str], behind: list[CaseResult]) -> str:
+def _confirmed(record: RunRecord, gist: list[str], answer: list[str], m: Remeasured | None) -> str:
     """Round 2 against the answer shown after round 1: the same, or changed and what it said
     (its lines that the final answer does not repeat). Said as a confirmation only for the
-    cases round 2 measured again among ``behind``, the ones the answer rests on (without a GPU:
-    the CPU steps its prediction read, not the matmul or the loops beside them): a case it did
-    not re-measure still rests on round 1 alone. Nothing is said when neither answer decided
+    cases round 2 measured again among those the answer rests on (``m``; without a GPU: the CPU
+    steps its prediction read, not the matmul or the loops beside them): a case it did not
+    re-measure still rests on round 1 alone. Nothing is said when neither answer decided
     anything from a measurement (a CPU-only diagnose: "run it on the GPU's machine")."""
     p = record.provisional
-    if p is None or (not behind and not p.gist and not gist):
+    if p is None or m is None or (not m.behind and not p.gist and not gist):
         return ""
     when = f"after round {p.round} of {p.rounds}, at {p.after_s:.0f} s"
-    measured = [r for r in behind if r.status == "ok" and r.timing is not None]
-    again = sum(len(r.timing.rounds) >= p.rounds for r in measured if r.timing is not None)
-    n = len(measured)
+    again, n = m.again, m.measured
     if not n:
         return f"Round {p.rounds} had nothing to measure again: no case behind the answer ran to the end."
     said = ""
@@ -779,7 +745,11 @@ def _confirmed(record: RunRecord, gist: list[str], answer: list[str], behind: li
         said = said.removeprefix("Would a GPU help? ").split("; ")[0].rstrip(".")  # its claim, not its details
         said = _LEGACY_SAID.sub(lambda m: f"an {m['card']}, predicted, ", said)
     if not again:
-        why = _round1_only_why(measured, p.rounds)
+        why = (
+            "too few samples each for another round to help"
+            if m.too_few_samples
+            else "the time budget ran out, or they failed in that round"
+        )
         if said:
             return (
                 f"The answer changed from the provisional one ({when}), which said: {said}; round {p.rounds} "
@@ -797,15 +767,6 @@ def _confirmed(record: RunRecord, gist: list[str], answer: list[str], behind: li
     if said:
         return f"Round {p.rounds} changed the provisional answer ({when}), which said: {said}{part and '; '}{part}."
     return f"Round {p.rounds} confirmed the provisional answer ({when}){part and ', '}{part}."
-
-
-def _round1_only_why(measured: list[CaseResult], rounds: int) -> str:
-    """Why no case behind the answer was measured again: too few samples to be worth a round
-    (the session repeats a case only where the rounds together reach a claim's samples), a later
-    round cut by the budget or failing (the record does not say which of the two)."""
-    if all(len(r.timing.samples_s) * rounds < stats.MIN_SAMPLES for r in measured if r.timing is not None):
-        return "too few samples each for another round to help"
-    return "the time budget ran out, or they failed in that round"
 
 
 # ------------------------------------------------------------------ the terminal

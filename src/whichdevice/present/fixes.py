@@ -309,13 +309,14 @@ def change_code(f: Fix) -> str:
 
 
 def entry_code(e: FixEntry, framework: str, trainer: object = None) -> str:
-    """A fix's line, ``{v}`` unformatted: the catalogue's for the framework (keras-*: Keras' own
-    code), or where a trainer's loop ran the script's step (the case's ``trainer``), that trainer's
+    """A fix's line, ``{v}`` unformatted: the catalogue's, or the framework's own where it declares
+    one (``FIX_CODE``; keras-*: Keras' own code), or where a trainer's loop ran the script's step (the case's ``trainer``), that trainer's
     setting for it (``TrainingArguments(bf16=True)``, not ``torch.autocast``), as its framework
     declares; a fix the trainer has no setting for keeps the framework's line."""
     trainers: dict[str, Any] = frameworks.declared(framework, "TRAINERS", {}) if trainer else {}
     lines = trainers.get(str(trainer), {}).get("code", {})
-    return str(lines.get(e.key) or e.code_for.get(framework, e.code))
+    own: dict[str, str] = frameworks.declared(framework, "FIX_CODE", {})
+    return str(lines.get(e.key) or own.get(e.key, e.code))
 
 
 def change_caveat(f: Fix) -> str:

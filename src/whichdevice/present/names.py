@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 # The thresholds analysis/verdict.py writes into its findings; read from there, never copied.
 from whichdevice import frameworks
 from whichdevice.core.records import CaseSpec
+
+if TYPE_CHECKING:
+    from whichdevice.analysis.deviceprofile import DeviceProfile
 
 # The models the suite trains, by what they are (frameworks/common/models.py).
 MODELS = {
@@ -192,16 +196,14 @@ def a_device(description: str) -> str:
     )
 
 
-def profile_words(name: str, gpu: str | None) -> str:
+def profile_words(profile: DeviceProfile, gpu: str | None) -> str:
     """A device profile as a reader knows it: the card it was measured on ('an NVIDIA H100 80GB
     HBM3'), and for a profile the user saved, the name they pass back (``--profile vm``); the
     names of the shipped profiles are file names, which say nothing on a page."""
-    from whichdevice.analysis import deviceprofile  # reads the package's profile folder
-
     card = a_device(gpu) if gpu else "this machine's CPU"
-    if name in deviceprofile.shipped_names():
+    if profile.shipped:
         return card
-    return f"{card} (your profile, --profile {name})"
+    return f"{card} (your profile, --profile {profile.name})"
 
 
 def case_name(spec: CaseSpec) -> str:

@@ -98,7 +98,7 @@ def render_profile(console: Console, profile: DeviceProfile) -> None:
     machine = str(profile.machine.get("cpu_model") or profile.machine.get("gpu") or "")
     card = _card(profile)
     console.print(
-        f"[bold]Device profile of {escape(names.profile_words(profile.name, card))}[/bold] — "
+        f"[bold]Device profile of {escape(names.profile_words(profile, card))}[/bold] — "
         f"{escape(profile.framework)}" + (f", {escape(machine)}" if machine and machine != card else "")
     )
     for dev in (profile.cpu, profile.gpu):
@@ -151,7 +151,7 @@ def plot_profile(profile: DeviceProfile, png: Path) -> None:
         ax.grid(True, which="both", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend()
-    fig.suptitle(f"Device profile of {names.profile_words(profile.name, _card(profile))} — whichdevice calibrate")
+    fig.suptitle(f"Device profile of {names.profile_words(profile, _card(profile))} — whichdevice calibrate")
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
     save_figure(fig, png, dpi=100)
@@ -161,7 +161,7 @@ def render_predict(console: Console, report: PredictReport, profile: DeviceProfi
     gpu = profile.gpu
     t = Table(
         title=f"Training step ({escape(report.framework)}): measured here ({escape(local_cpu)}) vs predicted on "
-        f"{escape(names.profile_words(profile.name, gpu.description if gpu else None))}",
+        f"{escape(names.profile_words(profile, gpu.description if gpu else None))}",
         title_justify="left",
     )
     band_name = "80 % band" if report.calibrated else "model band, not calibrated"

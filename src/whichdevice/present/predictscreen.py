@@ -49,7 +49,7 @@ def screen_lines(report: PredictReport, record: RunRecord, profile: DeviceProfil
         (
             "bold",
             f"whichdevice predict · {when} UTC · {record.machine.cpu_model} vs "
-            f"{names.profile_words(profile.name, profile.gpu.description if profile.gpu else None)} (predicted)",
+            f"{names.profile_words(profile, profile.gpu.description if profile.gpu else None)} (predicted)",
         )
     ]
     out += [("answer", line) for line in answer_lines(report, record, gpu)]

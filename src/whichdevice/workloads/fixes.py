@@ -23,7 +23,7 @@ the variant value and, in a caveat, ``{r}`` for their ratio.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 # How an entry is measured: an A/B pair of cases (``ab``), a grid of values against one
@@ -55,7 +55,6 @@ class FixEntry:
     framework: str = "any"
     caveat: str = ""  # when the change alters training, not only its speed
     elsewhere: str = ""  # the command that measures it when a suite does not
-    code_for: dict[str, str] = field(default_factory=dict)  # the same change in another framework
     # The image pipeline's variants that measure it too (baseline variant, fixed variant), per
     # training step and for the pipeline alone (workloads/pipeline.py); None: not measured there.
     pipeline: tuple[str, str] | None = None
@@ -116,10 +115,6 @@ FIXES: tuple[FixEntry, ...] = (
         change="Batch {b} → {v}",
         short="a larger batch",
         code="model.fit(x, y, batch_size={v})",
-        code_for={
-            "torch": "DataLoader(dataset, batch_size={v}, shuffle=True)",
-            "jax": "for xb, yb in batches(x, y, size={v}): state = train_step(state, xb, yb)",
-        },
         how="raise the batch until samples/s stops growing",
         caveat="this changes training: scale the learning rate (×{r:.3g}, with warm-up), check accuracy",
         source="seed001",
@@ -435,10 +430,6 @@ CPU_THREADS = FixEntry(
     change="CPU threads {b} → {v}",
     short="the CPU thread count",
     code="torch.set_num_threads({v})",
-    code_for={
-        "tensorflow": "tf.config.threading.set_intra_op_parallelism_threads({v})  # before the first op runs",
-        "keras-torch": "torch.set_num_threads({v})",
-    },
     how="torch.set_num_threads(n) (or OMP_NUM_THREADS=n) before training; TensorFlow: "
     "tf.config.threading.set_intra_op_parallelism_threads(n) before the first op (or TF_NUM_INTRAOP_THREADS=n)",
     caveat="measured at this machine's load: cores busy with other work favour fewer threads, idle ones more; "

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from whichdevice import frameworks
 from whichdevice.core.errors import UsageError
 
 # Enough steps for the pre-flight and every case's warm-up and timed steps: the capture ends the
 # script once it has them, so a longer loop costs nothing.
 MIN_STEPS = 400
-TORCH_EPOCHS = 1000
 
 
 @dataclass(frozen=True)
@@ -47,12 +48,11 @@ def path_for(record: str) -> Path:
     return p.with_name(p.stem + ".model.py")
 
 
-def _args(job: ModelJob, *, batch: bool) -> str:
+def _args(job: ModelJob) -> str:
+    """The arguments of the script's ``prepare`` call: the user's function, its data or the synthetic data's."""
     words = [f"{job.model[0]!r}", f"{job.model[1]!r}"]
     if job.data is not None:
         words.append(f"data=({job.data[0]!r}, {job.data[1]!r})")
-        if batch and job.batch is not None:
-            words.append(f"batch={job.batch}")
     else:
         shape = tuple(job.input_shape) if job.input_shape else None
         words += [f"input_shape={shape!r}", f"classes={job.classes!r}", f"samples={job.samples}"]
@@ -61,7 +61,7 @@ def _args(job: ModelJob, *, batch: bool) -> str:
 
 def _keras(job: ModelJob) -> str:
     batch = job.batch or 32
-    backend = "tensorflow" if job.framework == "tensorflow" else job.framework.removeprefix("keras-")
+    backend = frameworks.declared(job.framework, "KERAS_BACKEND", "tensorflow")
     epochs = max(2, math.ceil(MIN_STEPS * batch / max(job.samples, 1)))
     head = [
         "import os",
@@ -73,7 +73,7 @@ def _keras(job: ModelJob) -> str:
         "from whichdevice.frameworks.common import modelscript",
         "",
         "# Your function builds the model; the data is drawn as diagnose draws it (or your --data is loaded).",
-        f"prepared = modelscript.prepare({_args(job, batch=False)}, batch={batch})",
+        f"prepared = modelscript.prepare({_args(job)}, batch={batch})",
         "model = prepared.model",
         "if prepared.loss is not None:  # uncompiled: Adam and the loss its outputs imply",
         "    model.compile(optimizer=keras.optimizers.Adam(0.001), loss=prepared.loss)",
@@ -85,45 +85,15 @@ def _keras(job: ModelJob) -> str:
     return "\n".join([*head, fit, ""])
 
 
-def _torch(job: ModelJob) -> str:
-    batch = job.batch or 32
-    loader = (
-        "loader = prepared.data  # your --data" + (f", re-batched to {batch}" if job.batch else "")
-        if job.data is not None
-        else f"loader = DataLoader(prepared.data, batch_size={batch}, shuffle=True)"
-    )
-    lines = [
-        "import torch",
-        "from torch.utils.data import DataLoader",
-        "",
-        "from whichdevice.frameworks.torch import modelscript",
-        "",
-        "# Your function builds the model (its loss and optimizer, else CrossEntropyLoss or MSELoss and Adam);",
-        "# the data is drawn as diagnose draws it (or your --data is loaded).",
-        f"prepared = modelscript.prepare({_args(job, batch=True)})",
-        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')",
-        "model, loss_fn, optimizer = prepared.model.to(device), prepared.loss_fn, prepared.optimizer",
-        loader,
-        "model.train()",
-        f"for epoch in range({TORCH_EPOCHS}):",
-        "    for x, y in loader:",
-        "        x, y = x.to(device), y.to(device)",
-        "        optimizer.zero_grad()",
-        "        loss = loss_fn(model(x), y)",
-        "        loss.backward()",
-        "        optimizer.step()",
-        "",
-    ]
-    return "\n".join(lines)
-
-
 def text(job: ModelJob) -> str:
-    """The script's source."""
+    """The script's source: Keras' compile and fit, or the loop its framework declares (``model_script``)."""
+    own: Callable[[str, int | None, bool], str] | None = frameworks.declared(job.framework, "model_script", None)
+    who = frameworks.declared(job.framework, "MODEL_SCRIPT_USER", "Keras")
     doc = (
         f'"""What `whichdevice diagnose --model {Path(job.model[0]).name}:{job.model[1]}` measured: your model '
-        f'trained as a {"torch" if job.framework == "torch" else "Keras"} user trains it. Run it with python."""\n\n'
+        f'trained as a {who} user trains it. Run it with python."""\n\n'
     )
-    return doc + (_torch(job) if job.framework == "torch" else _keras(job))
+    return doc + (own(_args(job), job.batch, job.data is not None) if own else _keras(job))
 
 
 def write(job: ModelJob, record: str) -> Path:

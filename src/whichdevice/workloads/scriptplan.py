@@ -370,6 +370,19 @@ def preflight(
         if run.results and run.results[0].get("status") not in ("ok",):
             run.end = {"status": "script_error", "error": run.results[0].get("error") or run.results[0].get("why_not")}
         raise _users_file(run) or refusal(run, job, limit, memory_limit_bytes)
+    return _facts_of(r, run, chosen, reason, entries, survey_seen, survey_end)
+
+
+def _facts_of(
+    r: dict[str, Any],
+    run: script.ChildRun,
+    chosen: int,
+    reason: str,
+    entries: list[dict[str, Any]],
+    survey_seen: dict[str, Any],
+    survey_end: dict[str, Any],
+) -> dict[str, Any]:
+    """The pre-flight's facts from its measured call ``r`` (the plan's and the record's input)."""
     warm, steps = list(r.get("warmup_s") or []), list(r["step_s"])
     imported = [float(v) for v in (run.end.get("imported_s") or {}).values()]
     setup = float(r.get("setup_s") or 0.0)
@@ -452,15 +465,6 @@ def _partial_facts(
     }
 
 
-# The frameworks whose step the pre-flight does not trace, and why (the no-GPU answer says it).
-UNTRACED = {
-    "tensorflow": "this version does not trace a TensorFlow step (neither Keras' fit nor a tf.function's "
-    "graph is read for its ops)",
-    "keras-jax": "this version does not trace Keras' fit step (its train function is jitted inside fit)",
-    "keras-torch": "this version does not trace Keras' fit step (its train function runs inside fit)",
-}
-
-
 def step_trace(r: dict[str, Any], step_s: float) -> dict[str, Any] | None:
     """The pre-flight's traced step (``frameworks/<fw>/steptrace.py``) with what tracing it added
     to the pre-flight where the capture did not say it (a traced step of the loop: its wall beyond
@@ -468,8 +472,9 @@ def step_trace(r: dict[str, Any], step_s: float) -> dict[str, Any] | None:
     got = r.get("step_trace")
     if not isinstance(got, dict):
         fw = framework_of(r)
-        if fw in UNTRACED:  # said in one line where the answer would be
-            return {"framework": fw, "source": "", "why_not": UNTRACED[fw]}
+        why_not = frameworks.declared(fw, "STEP_UNTRACED", "")
+        if why_not:  # said in one line where the answer would be
+            return {"framework": fw, "source": "", "why_not": why_not}
         return None
     out = dict(got)
     if out.get("overhead_s") is None and got.get("collect_s") and not got.get("why_not"):

@@ -263,7 +263,9 @@ class StepTimer(keras.callbacks.Callback):
 
         self._close_marker()
         self.ended_at = now_iso()  # the record's time, whenever it is built
-        if self.path is not None and self.batch_times_s:
+        if (
+            self.path is not None and self.batch_times_s
+        ):  # the user's timer (whichdevice.keras): the workloads' have no path
             self.write(self.path)
         if self.verbose and self.batch_times_s:
             lines = self.summary().lines()
@@ -322,16 +324,6 @@ class StepTimer(keras.callbacks.Callback):
             m["steady_steps"] = float(steps)
             m["steady_wall_s"] = wall
         return m
-
-    def write(self, path: str | Path) -> Path:
-        """Write a whichdevice ``RunRecord`` (experiment ``train``) that ``whichdevice report`` renders."""
-        from whichdevice.core.records import save_run
-
-        record = self.record()
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_run(record, path)
-        return path
 
     def record(self):
         """The ``RunRecord`` (experiment ``train``) that :meth:`write` writes."""

@@ -30,6 +30,11 @@ INSTALL = "pip install 'whichdevice[jax]'"
 KERAS = False
 # Declarations read by the parent (frameworks.declared): the jitted loop's first step compiles.
 PITFALLS_TIMING = "jit"
+# A fix's line where JAX's differs from the catalogue's ``code`` (frameworks.declared, by fix).
+FIX_CODE: dict[str, str] = {"batch": "for xb, yb in batches(x, y, size={v}): state = train_step(state, xb, yb)"}
+# What the pre-flight's traced step is read from, in the no-GPU answer's line (frameworks.declared;
+# default: "its ops").
+STEP_TRACE_WORDS = "XLA's cost analysis of its compiled step"
 # A script's capture (capture.py: a jitted step that takes a gradient or applies optax updates,
 # Flax's TrainState and nnx.Optimizer included): the script makes its own batches, so its batch
 # variant tiles the step's data arguments to the batch; what the record says of that.

@@ -27,6 +27,8 @@ KERAS_BACKEND = "jax"  # the backend a script's Keras names (frameworks.keras_on
 # Declarations read by the parent (frameworks.declared): pitfalls time every step, the jitted
 # loop's first step compiles.
 PITFALLS_TIMING = "jit"
+# Why the pre-flight has no traced step of a script here (frameworks.declared; default: none).
+STEP_UNTRACED = "this version does not trace Keras' fit step (its train function is jitted inside fit)"
 # ``pitfalls``' words (frameworks.declared): how the wrong and the right figure of each mistake
 # are taken in JAX (keras_jax/pitfalls.py), and --quick's line.
 PITFALLS_METHODS: dict[str, tuple[str, str]] = {

@@ -42,6 +42,10 @@ DEFAULT_CPU_THREADS = "physical"
 # trainer runs one step a call and jit_compile means torch.compile: no compile options for fit.
 PITFALLS_TIMING = "eager"
 FIT_COMPILE_FIXES: tuple[str, ...] = ()
+# Why the pre-flight has no traced step of a script here (frameworks.declared; default: none).
+STEP_UNTRACED = "this version does not trace Keras' fit step (its train function runs inside fit)"
+# A fix's line where Keras on torch differs from the catalogue's ``code`` (frameworks.declared, by fix).
+FIX_CODE: dict[str, str] = {"cpu_threads": "torch.set_num_threads({v})"}
 SAYS: dict[str, str] = {
     "predict": "eager ops + measured Python per step",
     "diagnose": "your Keras model on torch",

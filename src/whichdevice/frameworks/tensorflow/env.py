@@ -52,6 +52,15 @@ PITFALLS_TIMING = "epochs"
 PREDICT_LOCAL_CPU = False
 LOSS_READ_CASE = False
 LOOP_FIXES = "precision"
+# Why the pre-flight has no traced step of a script here, said where the no-GPU answer would be
+# (frameworks.declared; default: none, the capture traces the step or says why itself).
+STEP_UNTRACED = (
+    "this version does not trace a TensorFlow step (neither Keras' fit nor a tf.function's graph is read for its ops)"
+)
+# A fix's line where TensorFlow's differs from the catalogue's ``code`` (frameworks.declared, by fix).
+FIX_CODE: dict[str, str] = {
+    "cpu_threads": "tf.config.threading.set_intra_op_parallelism_threads({v})  # before the first op runs"
+}
 # ``scale`` (frameworks.declared): its data-parallel engine and how the all-reduce is isolated
 # for N > 1 replicas: timed alone on gradient-sized tensors, and the same call without the
 # collective (its dispatch).

@@ -72,6 +72,55 @@ STEP_REBATCHED = (
 # The line a larger batch is, for such a loop (frameworks.declared; ``{v}``: the batch).
 STEP_BATCH_CODE = "for i in range(0, len(X), {v}): xb, yb = X[i : i + {v}], Y[i : i + {v}]"
 LOOP_FIXES = "module"
+# A fix's line where torch's differs from the catalogue's ``code`` (frameworks.declared, by fix).
+FIX_CODE: dict[str, str] = {"batch": "DataLoader(dataset, batch_size={v}, shuffle=True)"}
+# What the pre-flight's traced step is read from, in the no-GPU answer's line (frameworks.declared;
+# default: "its ops").
+STEP_TRACE_WORDS = "its ATen ops"
+# ``diagnose --model``'s script trains as a torch user does (frameworks.declared; default: Keras'
+# compile and model.fit, workloads/modelscript.py): who, and the script's loop.
+MODEL_SCRIPT_USER = "torch"
+# Epochs enough for the pre-flight and every case's warm-up and timed steps: the capture ends the
+# script once it has them, so a longer loop costs nothing.
+MODEL_SCRIPT_EPOCHS = 1000
+
+
+def model_script(prepare_args: str, batch: int | None, data: bool) -> str:
+    """The script's training after its imports: ``frameworks/torch/modelscript.prepare`` (given
+    ``prepare_args``, and ``batch`` for the user's ``--data``) builds the model, its loss and
+    optimizer and the data; a DataLoader at ``batch`` (None: 32) over the synthetic data, or the
+    user's own (re-batched to ``batch`` when given), feeds the loop."""
+    size = batch or 32
+    if data:
+        prepare_args += f", batch={batch}" if batch is not None else ""
+        loader = "loader = prepared.data  # your --data" + (f", re-batched to {size}" if batch else "")
+    else:
+        loader = f"loader = DataLoader(prepared.data, batch_size={size}, shuffle=True)"
+    lines = [
+        "import torch",
+        "from torch.utils.data import DataLoader",
+        "",
+        "from whichdevice.frameworks.torch import modelscript",
+        "",
+        "# Your function builds the model (its loss and optimizer, else CrossEntropyLoss or MSELoss and Adam);",
+        "# the data is drawn as diagnose draws it (or your --data is loaded).",
+        f"prepared = modelscript.prepare({prepare_args})",
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')",
+        "model, loss_fn, optimizer = prepared.model.to(device), prepared.loss_fn, prepared.optimizer",
+        loader,
+        "model.train()",
+        f"for epoch in range({MODEL_SCRIPT_EPOCHS}):",
+        "    for x, y in loader:",
+        "        x, y = x.to(device), y.to(device)",
+        "        optimizer.zero_grad()",
+        "        loss = loss_fn(model(x), y)",
+        "        loss.backward()",
+        "        optimizer.step()",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 # Torch's own CPU thread count without a setting: one per physical core (frameworks.declared;
 # default: every logical core, as TensorFlow's). A script's thread variants leave out the count
 # its default already is.

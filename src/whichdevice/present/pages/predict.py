@@ -26,7 +26,7 @@ def render(console: Console, result: Prediction, png: Path, *, loglog: bool, ver
         present.render_predict(console, report, prof, record.machine.cpu_model)
         console.print(
             f"Model: {escape(predictscreen.model_words(record))}; the GPU side is a prediction from costs measured on "
-            f"{escape(names.profile_words(prof.name, prof.gpu.description if prof.gpu else None))} "
+            f"{escape(names.profile_words(prof, prof.gpu.description if prof.gpu else None))} "
             f"({escape(prof.framework)}), not a measurement."
         )
     present.plot_predict(
