@@ -14,7 +14,14 @@ the processes forked from it (a DataLoader's workers), which inherit it:
   ``os.*`` events of what they do, with the real destination, so they need no entry of their own;
 - the writers that open their file in native code, which raises no audit event: each
   framework's ``env.py`` declares them (``NATIVE_WRITERS``: torch.save's zip writer, h5py's
-  files, TensorFlow's ``tf.io.gfile``), wrapped as their module is imported.
+  files, safetensors' files, TensorFlow's ``tf.io.gfile``, event files and checkpoints), wrapped
+  as their module is imported. A declaration is ``(module, attribute, the argument naming the
+  path, the argument with its mode or '', kind)``: the call is recorded with the path it is
+  given, as ``kind`` (below: ``file``; ``tree`` for a writer given a folder it writes in, a
+  summary writer's logdir; ``prefix`` for one given a name its files start with, a TensorFlow
+  checkpoint's prefix). A path given as a framework's string tensor is read from it where it
+  holds a value (eager); a module-level function already imported elsewhere in its package (a
+  public name such as ``tf.io.gfile.rename``) is replaced there too.
 
 Each path is recorded once per process, as ``KIND<TAB>PATH`` in ``<guard>/wrote/<pid>``, only
 where it lies under the guard's folders (``<guard>/roots.json``): ``file`` (this path),
@@ -169,23 +176,30 @@ def _record(kind: str, path: str) -> None:
 # ------------------------------------------------------------------ native writers
 
 
+# A declared native writer: (module, attribute, the argument naming the path (several, comma
+# separated: a rename's source and destination), the argument with its mode or '' for a writer
+# that always writes, kind: "file", "tree" or "prefix").
+Writer = tuple[str, str, str, str, str]
+KINDS = ("file", "tree", "prefix")
+
+
 def _wrap_native_writers() -> None:
-    """Each framework's declared native writer wrapped as its module is imported (at once if it
-    is): (module, attribute, the argument naming the file, the argument with its mode or '')."""
+    """Each framework's declared native writer (``Writer``) wrapped as its module is imported
+    (at once if it is)."""
     from whichdevice import frameworks
     from whichdevice.frameworks.common import capturekit
 
     for name in frameworks.FRAMEWORKS:
-        declared: tuple[tuple[str, str, str, str], ...] = frameworks.declared(name, "NATIVE_WRITERS", ())
-        for module, attr, path_arg, mode_arg in declared:
+        declared: tuple[Writer, ...] = frameworks.declared(name, "NATIVE_WRITERS", ())
+        for module, attr, path_arg, mode_arg, kind in declared:
             if (module, attr) in _WRAPPED:
                 continue
             _WRAPPED.add((module, attr))
-            install = functools.partial(_wrap, attr, path_arg, mode_arg)
+            install = functools.partial(_wrap, attr, path_arg, mode_arg, kind)
             capturekit.after_import(module, install, timed=False)
 
 
-def _wrap(attr: str, path_arg: str, mode_arg: str, module: Any) -> None:
+def _wrap(attr: str, path_arg: str, mode_arg: str, kind: str, module: Any) -> None:
     *owners, last = attr.split(".")
     owner = module
     for o in owners:
@@ -200,10 +214,39 @@ def _wrap(attr: str, path_arg: str, mode_arg: str, module: Any) -> None:
                 given = sig.bind_partial(*args, **kwargs).arguments
                 mode = given.get(mode_arg) if mode_arg else None
                 if not mode_arg or not isinstance(mode, str) or any(c in mode for c in "wax+"):
-                    note(given.get(path_arg))
+                    for name in path_arg.split(","):
+                        note(_path_value(given.get(name)), kind)
         return original(*args, **kwargs)
 
     setattr(owner, last, writer)
+    if not owners:  # a function: the names other modules of its package imported it under
+        _rebind(module.__name__.partition(".")[0], original, writer)
+
+
+def _rebind(package: str, original: Any, writer: Any) -> None:
+    """``writer`` in place of ``original`` wherever a module of ``package`` already imported it
+    (``from x import f``, and a framework's public API modules, bind the function itself: a
+    module imported after the wrap gets the wrapper anyway)."""
+    head = package + "."
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not (name == package or name.startswith(head)):
+            continue
+        names = getattr(mod, "__dict__", None)
+        if not isinstance(names, dict):
+            continue
+        for key, value in list(names.items()):
+            if value is original:
+                names[key] = writer
+
+
+def _path_value(path: Any) -> Any:
+    """A path as given; a framework's string tensor (TensorFlow converts a writer's path to one)
+    read for its value where it holds one (eager: a graph's placeholder has none, and stays
+    unrecorded)."""
+    if isinstance(path, (str, bytes, os.PathLike)) or not hasattr(path, "numpy"):
+        return path
+    value = path.numpy()
+    return value if isinstance(value, (str, bytes)) else None
 
 
 # ------------------------------------------------------------------ the guard's side

@@ -17,10 +17,12 @@ CAPTURE_WATCHES: tuple[str, ...] = ("keras Model.fit", "Model.train_on_batch")
 PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipeline", "optrace", "pitfalls")
 REQUIRES: tuple[str, ...] = ("keras", "jax")
 # The files Keras writes from native code, which Python's audit events do not show
-# (workloads/scriptwrites.py; frameworks.declared): .h5 and .weights.h5 through h5py (a
-# ModelCheckpoint, BackupAndRestore). (module, attribute, the argument naming the file, the
-# argument with its mode, '' for none.)
-NATIVE_WRITERS: tuple[tuple[str, str, str, str], ...] = (("h5py._hl.files", "make_fid", "name", "mode"),)
+# (workloads/scriptwrites.py; frameworks.declared; its ``Writer``: module, attribute, the argument
+# naming the path, the argument with its mode or '', and what the path is): .h5 and .weights.h5
+# through h5py (a ModelCheckpoint, BackupAndRestore). Keras' TensorBoard callback writes through
+# TensorFlow's summary writer on every backend: TensorFlow declares it (every framework's
+# declarations are wrapped in a script's process).
+NATIVE_WRITERS: tuple[tuple[str, str, str, str, str], ...] = (("h5py._hl.files", "make_fid", "name", "mode", "file"),)
 INSTALL = "pip install 'whichdevice[jax]'"
 KERAS = True
 KERAS_BACKEND = "jax"  # the backend a script's Keras names (frameworks.keras_on)

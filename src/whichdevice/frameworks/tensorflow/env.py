@@ -35,13 +35,32 @@ PARTS: tuple[str, ...] = (
 )
 REQUIRES: tuple[str, ...] = ("tensorflow",)
 # The files TensorFlow and Keras write from native code, which Python's audit events do not show
-# (workloads/scriptwrites.py; frameworks.declared): .h5 and .weights.h5 through h5py (a
-# ModelCheckpoint, BackupAndRestore) and tf.io.gfile's files, written in C++ (tf.keras' CSVLogger,
-# a GFile the script opens). (module, attribute, the argument naming the file, the argument with
-# its mode.)
-NATIVE_WRITERS: tuple[tuple[str, str, str, str], ...] = (
-    ("h5py._hl.files", "make_fid", "name", "mode"),
-    ("tensorflow.python.lib.io.file_io", "FileIO.__init__", "name", "mode"),
+# (workloads/scriptwrites.py; frameworks.declared; its ``Writer``: module, attribute, the arguments
+# naming the paths, the argument with its mode or '', and what the path is: ``file``, ``tree`` a
+# folder the writer writes in, ``prefix`` the start of its files' names):
+# - .h5 and .weights.h5 through h5py (a ModelCheckpoint, BackupAndRestore);
+# - tf.io.gfile's files, written in C++ (tf.keras' CSVLogger, a GFile the script opens), and its
+#   renames, copies, folders and removals: a SavedModel's saved_model.pb and a checkpoint's
+#   ``checkpoint`` file are written to a temporary name and renamed in C++, tf.saved_model.save
+#   and model.export make their folders there, a CheckpointManager removes old checkpoints;
+# - a summary writer's event files (tf.summary.create_file_writer, Keras' TensorBoard callback,
+#   the TF1 FileWriter), written by a C++ thread under the logdir it is given;
+# - a checkpoint's .index and .data files (tf.train.Checkpoint.write/save, CheckpointManager,
+#   a SavedModel's variables/), written by C++ ops under the prefix it is given;
+# - safetensors' files (safetensors.tensorflow.save_file), written in Rust.
+NATIVE_WRITERS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("h5py._hl.files", "make_fid", "name", "mode", "file"),
+    ("tensorflow.python.lib.io.file_io", "FileIO.__init__", "name", "mode", "file"),
+    ("tensorflow.python.lib.io.file_io", "rename_v2", "src,dst", "", "tree"),
+    ("tensorflow.python.lib.io.file_io", "copy_v2", "dst", "", "file"),
+    ("tensorflow.python.lib.io.file_io", "create_dir_v2", "path", "", "file"),
+    ("tensorflow.python.lib.io.file_io", "recursive_create_dir_v2", "path", "", "file"),
+    ("tensorflow.python.lib.io.file_io", "delete_file_v2", "path", "", "file"),
+    ("tensorflow.python.lib.io.file_io", "delete_recursively_v2", "path", "", "tree"),
+    ("tensorflow.python.ops.gen_summary_ops", "create_summary_file_writer", "logdir", "", "tree"),
+    ("tensorflow.python.summary.writer.event_file_writer", "EventFileWriter.__init__", "logdir", "", "tree"),
+    ("tensorflow.python.checkpoint.checkpoint", "TrackableSaver.save", "file_prefix", "", "prefix"),
+    ("safetensors", "serialize_file", "filename", "", "file"),
 )
 INSTALL = "pip install 'whichdevice[tensorflow]'"
 KERAS = True

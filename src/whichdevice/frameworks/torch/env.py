@@ -34,10 +34,14 @@ CAPTURE_WATCHES: tuple[str, ...] = ("torch optimizer.step()", "loss.backward()")
 PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipeline", "audit", "optrace", "pitfalls")
 REQUIRES: tuple[str, ...] = ("torch",)
 # The files torch writes from native code, which Python's audit events do not show
-# (workloads/scriptwrites.py; frameworks.declared): torch.save to a path, whose zip writer opens
-# the file in C++. (module, attribute, the argument naming the file, the argument with its mode.)
-NATIVE_WRITERS: tuple[tuple[str, str, str, str], ...] = (
-    ("torch.serialization", "_open_zipfile_writer_file.__init__", "name", ""),
+# (workloads/scriptwrites.py; frameworks.declared; its ``Writer``: module, attribute, the argument
+# naming the path, the argument with its mode or '', and what the path is): torch.save to a path,
+# whose zip writer opens the file in C++, and safetensors' files, written in Rust
+# (safetensors.torch.save_file and save_model, a Hugging Face model's save_pretrained, the
+# Trainer's checkpoints; safetensors' numpy and flax savers call the same function).
+NATIVE_WRITERS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("torch.serialization", "_open_zipfile_writer_file.__init__", "name", "", "file"),
+    ("safetensors", "serialize_file", "filename", "", "file"),
 )
 INSTALL = "pip install 'whichdevice[torch]'"
 KERAS = False
