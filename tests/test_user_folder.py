@@ -440,23 +440,27 @@ def test_the_script_process_records_what_it_writes_and_nothing_it_only_reads(gua
     "framework", ["torch", pytest.param("tensorflow", marks=pytest.mark.tf), "keras-jax", "keras-torch"]
 )
 def test_each_declared_native_writer_is_found_in_the_installed_library(framework):
-    """A native writer a framework declares (torch.save's zip writer, h5py's files, tf.io.gfile)
-    must name a function that exists, with the arguments named, in the installed version: else
+    """A native writer a framework declares (torch.save's zip writer, h5py's files, safetensors',
+    tf.io.gfile's files and renames, TensorFlow's summary writer and checkpoint saver) must name a function that exists, with the arguments named, in the installed version: else
     its writes would go unseen without a word. Checked in a fresh process (TensorFlow's import)."""
     import subprocess
     import sys
 
     from whichdevice import frameworks
 
+    from whichdevice.workloads import scriptwrites
+
     writers = frameworks.declared(framework, "NATIVE_WRITERS", ())
     assert writers, f"{framework} declares no native writer"
-    for module, attr, path_arg, mode_arg in writers:
+    for module, attr, path_arg, mode_arg, kind in writers:
+        assert kind in scriptwrites.KINDS, (module, attr, kind)
         check = (
             "import importlib, inspect, sys\n"
             f"try:\n    m = importlib.import_module({module!r})\nexcept ImportError:\n    sys.exit(3)\n"
             f"o = m\nfor a in {attr!r}.split('.'):\n    o = getattr(o, a)\n"
             f"names = inspect.signature(o).parameters\n"
-            f"assert {path_arg!r} in names and ({mode_arg!r} in names or not {mode_arg!r}), list(names)\n"
+            f"assert all(a in names for a in {path_arg!r}.split(',')), list(names)\n"
+            f"assert {mode_arg!r} in names or not {mode_arg!r}, list(names)\n"
         )
         done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300)
         if done.returncode == 3:
@@ -511,3 +515,150 @@ def test_diagnose_puts_back_the_scripts_checkpoint_and_leaves_what_the_user_edit
     assert "notes.txt" not in mine and "train.py" not in mine
     assert "notes.txt (changed)" in theirs and "train.py (changed)" in theirs, err
     assert (out / f"{record.stem}.before-diagnose" / "sub" / "notes.txt").read_text() == "keep me"
+
+
+# ------------------------------------------------------------------ writers in native code, declared
+
+
+def test_a_declared_native_writer_given_a_folder_has_everything_under_it_put_back(guard_env, monkeypatch):
+    """A writer whose files no audit event shows (here another program writes them, as a C++
+    thread would) declared as a ``tree``: what it writes under the folder it is given is put
+    back, in a folder the user already has. Its package was imported before the run (as in a
+    measuring child) and its public name bound the function then: that name is wrapped too; and
+    a path given as a framework's string tensor is read from the tensor."""
+    import sys
+
+    from whichdevice import frameworks
+
+    pkg = guard_env / "lib" / "fakewriter"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from fakewriter._native import write_logs\n")
+    (pkg / "_native.py").write_text(
+        "import os, subprocess\n"
+        "def write_logs(logdir, every=1):\n"
+        "    d = os.fsdecode(logdir.numpy() if hasattr(logdir, 'numpy') else logdir)\n"
+        "    subprocess.run(['sh', '-c', 'mkdir -p \"$0\" && echo event > \"$0/events.out\"', d], check=True)\n"
+    )
+    monkeypatch.syspath_prepend(str(guard_env / "lib"))
+    import fakewriter
+
+    real = frameworks.declared
+
+    def declared(name, attr, default):
+        if attr == "NATIVE_WRITERS" and name == frameworks.FRAMEWORKS[0]:
+            return (("fakewriter._native", "write_logs", "logdir", "", "tree"),)
+        return real(name, attr, default)
+
+    monkeypatch.setattr(frameworks, "declared", declared)
+
+    class StringTensor:  # TensorFlow hands its C++ writer the path as one
+        def __init__(self, value: bytes) -> None:
+            self.value = value
+
+        def numpy(self) -> bytes:
+            return self.value
+
+    user = _user_folder(guard_env / "proj")
+    (user / "logs").mkdir()
+    (user / "logs" / "old_run").write_text("the user's earlier run")
+    monkeypatch.chdir(user)
+    before = _state(user)
+    record = str(guard_env / "out" / "rec.json")
+    userfolder.watch(str(user / "train.py"), record)
+    _as_script(lambda: (fakewriter.write_logs("logs/train"), fakewriter.write_logs(StringTensor(b"tb"))))
+    written = userfolder.finish(record)
+    assert _state(user) == before
+    assert sorted((w.path, w.seen) for w in written) == [("logs/train", True), ("tb", True)]
+    files = guard_env / "out" / "rec.script-files"
+    assert (files / "logs" / "train" / "events.out").read_text() == "event\n"
+    sys.modules.pop("fakewriter", None)
+    sys.modules.pop("fakewriter._native", None)
+
+
+@pytest.mark.tf
+def test_tensorflow_event_files_checkpoints_and_gfile_writes_are_put_back(tmp_path):
+    """TensorFlow's writers in C++, as a script calls them after TensorFlow was imported (a
+    measuring child imports it before the script runs): a summary writer's event files under
+    its logdir, a checkpoint's files under its prefix in a folder the user has, its
+    ``checkpoint`` file renamed into place, tf.io.gfile's folders, renames and removals; the
+    folder is as it was, each path said as the script's."""
+    import subprocess
+    import sys
+    import textwrap
+
+    user = _user_folder(tmp_path / "proj")
+    (user / "ckpts").mkdir()
+    (user / "ckpts" / "mine").write_text("the user's checkpoint")
+    before = _state(user)
+    code = textwrap.dedent(
+        f"""
+        import json, os, sys
+        sys.path.insert(0, {str(Path(__file__).parent.parent / "src")!r})
+        from whichdevice.workloads import userfolder
+        import tensorflow as tf
+        userfolder.watch("train.py", {str(tmp_path / "out" / "rec.json")!r})
+        with userfolder.script_run(), userfolder.recording():  # as the script's own process records
+            w = tf.summary.create_file_writer("tblogs/run1")
+            with w.as_default():
+                tf.summary.scalar("loss", 1.0, step=0)
+            w.flush()
+            tf.train.Checkpoint(v=tf.Variable([1.0])).save("ckpts/ckpt")
+            tf.io.gfile.makedirs("made/sub")
+            tf.io.gfile.rename("log.csv", "log2.csv")
+        written = userfolder.finish({str(tmp_path / "out" / "rec.json")!r})
+        print(json.dumps(sorted((w.path, w.what, w.seen) for w in written)))
+        """
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path), "WHICHDEVICE_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-c", code], cwd=user, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _state(user) == before
+    said = {tuple(w) for w in json.loads(done.stdout.strip().splitlines()[-1])}
+    assert {("tblogs", "new", True), ("made", "new", True), ("log.csv", "deleted", True)} <= said
+    assert {("ckpts/checkpoint", "new", True), ("ckpts/ckpt-1.index", "new", True)} <= said
+    assert all(seen for _, _, seen in said), said
+
+
+@pytest.mark.slow
+@pytest.mark.tf
+def test_diagnose_a_keras_tensorboard_callback_and_tf_checkpoints_leave_the_folder_as_it_was(
+    tmp_path, monkeypatch, capsys
+):
+    user = _user_folder(tmp_path / "proj")
+    shutil.copy(CORPUS / "keras_tensorboard_writes.py", user / "train.py")
+    for folder in ("logs", "ckpts"):  # the user's earlier runs: the script writes new files beside them
+        (user / folder).mkdir()
+        (user / folder / "old_run").write_text("an earlier run of theirs")
+    monkeypatch.chdir(user)
+    monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path / "home"))
+    before = _state(user)
+    out = tmp_path / "out"
+    code, stdout, err = run_cli(["diagnose", "train.py", "--budget", "30", "--out", str(out)], capsys)
+    assert code == 0, err
+    assert _state(user) == before
+    (record,) = out.glob("diagnose-*.json")
+    wrote = set(json.loads(record.read_text())["options"]["script_wrote"])
+    assert {"logs/train", "ckpts/checkpoint", "ckpts/ckpt-1.index"} <= wrote
+    assert any((out / f"{record.stem}.script-files" / "logs" / "train").iterdir())
+    assert "with no write by it seen" not in err
+
+
+@pytest.mark.slow
+@pytest.mark.frameworks
+def test_diagnose_a_torch_script_saving_safetensors_leaves_the_folder_as_it_was(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("safetensors")
+    user = _user_folder(tmp_path / "proj")
+    shutil.copy(CORPUS / "torch_safetensors_writes.py", user / "train.py")
+    (user / "weights").mkdir()
+    (user / "weights" / "old.safetensors").write_bytes(b"the user's weights")
+    monkeypatch.chdir(user)
+    monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path / "home"))
+    before = _state(user)
+    out = tmp_path / "out"
+    code, stdout, err = run_cli(["diagnose", "train.py", "--budget", "30", "--out", str(out)], capsys)
+    assert code == 0, err
+    assert _state(user) == before
+    (record,) = out.glob("diagnose-*.json")
+    assert json.loads(record.read_text())["options"]["script_wrote"] == ["weights/model.safetensors"]
+    assert "with no write by it seen" not in err
