@@ -28,7 +28,7 @@ from whichdevice.analysis.significance import (
     rounds_bimodal,
 )
 from whichdevice.analysis.warmup import BreakEven
-from whichdevice.core.records import CaseResult, RunRecord, Timing
+from whichdevice.core.records import OWN_PROCESS, CaseResult, RunRecord, Timing
 from whichdevice.workloads.fixes import BY_KEY, FIXES, FixEntry, entry
 
 __all__ = ["BY_KEY", "FIXES", "FixEntry", "entry"]  # the catalogue, re-exported for analysis and present
@@ -44,6 +44,7 @@ Outcome = Literal["helps", "slower", "no_change", "not_measured"]
 # diagnose plan left out to keep the budget: cut. A larger batch for a script whose batches diagnose cannot
 # change (it re-batches a torch DataLoader, or the arrays or tf.data given to Keras' fit): fixed_batch.
 # A pair whose processes disagree by as much as its change (:func:`processes_disagree`): contended.
+# A script's variant whose turn in the shared process its loop never reached (its data ran out): script_ended.
 NotMeasuredReason = Literal[
     "not_in_suite",
     "skipped",
@@ -57,6 +58,7 @@ NotMeasuredReason = Literal[
     "fixed_batch",
     "not_applicable",
     "contended",
+    "script_ended",
 ]
 
 
@@ -105,7 +107,7 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value: object) -> list[FixRes
             r.spec.workload,
             r.spec.framework,
             r.spec.device,
-            tuple(sorted((k, v) for k, v in r.spec.params.items() if k != fix)),
+            tuple(sorted((k, v) for k, v in r.spec.params.items() if k != fix and k != OWN_PROCESS)),
         )
 
     for base in ok:
@@ -118,7 +120,7 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value: object) -> list[FixRes
             if base.timing is not None and var.timing is not None:
                 untold = processes_disagree(comp.claim, base.timing, var.timing, own_draws=own_draws(base, var))
                 comp = dataclasses.replace(comp, claim=untold)
-            ctx = {k: v for k, v in base.spec.params.items() if k != fix}
+            ctx = {k: v for k, v in base.spec.params.items() if k != fix and k != OWN_PROCESS}
             if len({r.spec.framework for r in ok}) > 1:  # name it when frameworks sit side by side
                 ctx = {"framework": base.spec.framework, **ctx}
             out.append(
@@ -348,7 +350,7 @@ class NotMeasured:
     reason: NotMeasuredReason
     elsewhere: str = ""  # the command that measures it (not_in_suite)
     failures: list[str] = field(default_factory=list)  # failed: the failure kinds
-    n: int = 0  # too_few_samples: the most samples (or rounds) a pair had
+    n: int = 0  # too_few_samples: the most samples (or rounds) a pair had; script_ended: the loop's steps
     unit: str = "samples"  # too_few_samples: what n counts ("rounds": too few rounds to tell)
     needed: int = 0  # too_few_samples: how many a claim needs
     wide: bool = False  # too_few_samples: enough of them, but their interval too wide to tell a 2x change

@@ -13,6 +13,7 @@ change) and ``analysis/pipeline.py`` (input-bound); their thresholds and sources
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -46,7 +47,8 @@ from whichdevice.frameworks.common import nvidia
 from whichdevice.analysis.train import RunRow, TrainReport, analyze_training
 from whichdevice.analysis.verdict import Finding, sweep_findings
 from whichdevice.analysis.warmup import break_even
-from whichdevice.core.records import CaseResult, CaseSpec, RunRecord
+from whichdevice.core import failures
+from whichdevice.core.records import OWN_PROCESS, CaseResult, CaseSpec, RunRecord
 from whichdevice.workloads import fixes as catalogue
 from whichdevice.workloads.suite import USER_SWEEP_BATCHES
 
@@ -296,7 +298,7 @@ def _unmeasured_values(
         p = r.spec.params
         if r.status == "ok" or r.spec.device != device or r.spec.framework != framework or param not in p:
             continue
-        if r.spec.workload == "train" and {k: v for k, v in p.items() if k != param} == where:
+        if r.spec.workload == "train" and {k: v for k, v in p.items() if k not in (param, OWN_PROCESS)} == where:
             out.append((p[param], r))
     return sorted(out, key=lambda vr: float(vr[0]) if isinstance(vr[0], int | float) else 0.0)
 
@@ -456,10 +458,30 @@ NOT_APPLICABLE_PREFIX = "not applicable to this script: "
 
 def _not_applicable(cases: list[CaseResult]) -> NotMeasured | None:
     """Where a script's cases were skipped as not fitting the script (a batch its step could not be
-    tiled to), the capture's reasons; None where none was."""
+    tiled to), the capture's reasons, or as left without a turn by the script's loop ending first;
+    None where none was."""
+    for r in cases:
+        ended = skip_reason(r) if r.status == "skipped" else None
+        if ended is not None and ended.reason == "script_ended":
+            return ended
     said = [str(r.error or "").partition(NOT_APPLICABLE_PREFIX) for r in cases if r.status == "skipped"]
     why = [reason for _, sep, reason in said if sep and reason]
     return NotMeasured("not_applicable", failures=list(dict.fromkeys(why))) if why else None
+
+
+_AFTER_STEPS = re.compile(r" after (\d+) steps")
+
+
+def skip_reason(r: CaseResult) -> NotMeasured | None:
+    """A skipped case's reason of its own, where it has one (None: the time budget skipped it): a
+    script's variant that does not fit the script, or one whose turn its loop never reached
+    (``n``: the steps the loop took, 0 where not counted)."""
+    error = str(r.error or "")
+    if error.startswith(failures.SCRIPT_ENDED_PREFIX):
+        m = _AFTER_STEPS.search(error)
+        return NotMeasured("script_ended", n=int(m.group(1)) if m else 0)
+    _, sep, reason = error.partition(NOT_APPLICABLE_PREFIX)
+    return NotMeasured("not_applicable", failures=[reason]) if sep and reason else None
 
 
 def _swept_larger(record: RunRecord) -> bool:

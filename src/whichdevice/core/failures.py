@@ -37,6 +37,9 @@ SKIPPED_PREFIX = "skipped:"
 NOT_STARTED_PREFIX = "not run:"
 CRASH_PREFIXES = ("child process died", "child process exited")
 MEMORY_LIMIT_PREFIX = "out of memory: the case's processes used"
+# A member of a script's shared process whose turn the script's own loop never reached: its data
+# ran out first (workloads/script.py writes it, analysis/suite.py reads it). Not measured, not failed.
+SCRIPT_ENDED_PREFIX = "not measured: your script's loop ended"
 
 
 def of_exception(e: BaseException) -> FailureKind:

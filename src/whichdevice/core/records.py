@@ -121,7 +121,11 @@ class Session(_Frozen):
 # limit, sized from that run's pre-flight. Two runs of the same command differ in it, so `compare`
 # and the between-run noise history pair cases by ``CaseSpec.identity``, which leaves it out
 # (word_language_model run twice: "0 of 0 cases changed", every case "only in" one run).
-CHILD_LIMIT_PARAMS = frozenset({"child_limit_s"})
+# A script's variant the plan ran in a process of its own rather than in turns (its loop too short
+# to feed every turn): how it ran, not what it measured, so its pair (analysis/fixes.ab_fixes)
+# and the case across runs leave it out.
+OWN_PROCESS = "own_process"
+CHILD_LIMIT_PARAMS = frozenset({"child_limit_s", OWN_PROCESS})
 
 
 class CaseSpec(_Frozen):

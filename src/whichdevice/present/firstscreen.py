@@ -99,6 +99,7 @@ class FirstScreen:
     rebatched: str = ""  # how a script's larger batches were measured, where its step was re-batched
     quiet: list[QuietStep] = field(default_factory=list)  # a script's measured step where no cause is named
     reads: list[ScriptStep] = field(default_factory=list)  # a CPU step's host reads every step, under no cause
+    skip_reasons: tuple[str, ...] = ()  # each skipped case's own reason, "" for the budget (skip_reasons)
 
 
 # ------------------------------------------------------------------ the changes
@@ -602,16 +603,37 @@ def named_failures(record: RunRecord, failures: list[str] | None = None) -> tupl
     budget skipped — not measured, not failed — and the failed ones)."""
     failures = notes.failures(record) if failures is None else failures
     labels = {notes.case_label(r.spec) + " — ": r for r in record.results if r.status == "failed"}
-    skipped = [
-        _people_name(r) + " — not measured: the time budget ran out before it (raise --budget)"
-        for r in record.results
-        if r.status == "skipped"
-    ]
+    skipped = [f"{_people_name(r)} — {_skip_words(r)}" for r in record.results if r.status == "skipped"]
     failed: list[str] = []
     for f in failures:
         label = next((lab for lab in labels if f.startswith(lab)), None)
         failed.append(f if label is None else f"{_people_name(labels[label])} — {f[len(label) :]}")
     return skipped, failed
+
+
+BUDGET_SKIP = "not measured: the time budget ran out before it (raise --budget)"
+
+
+def _skip_words(r: CaseResult) -> str:
+    """Why a skipped case was not measured: its own reason where it has one (a script's variant
+    that does not fit the script, or whose turn the script's loop never reached), else the budget."""
+    from whichdevice.analysis.suite import skip_reason
+
+    why = skip_reason(r)
+    return fixwords.not_measured_text(why) if why is not None else BUDGET_SKIP
+
+
+def skip_reasons(record: RunRecord) -> list[str]:
+    """Each skipped case's reason in a few words (``fixes.short_reason``), "" where the time budget
+    skipped it: what :func:`skipped_summary` counts."""
+    from whichdevice.analysis.suite import skip_reason
+
+    out = []
+    for r in record.results:
+        if r.status == "skipped":
+            why = skip_reason(r)
+            out.append(fixwords.short_reason(why) if why is not None else "")
+    return out
 
 
 def _people_name(r: CaseResult) -> str:
@@ -664,6 +686,7 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
         rebatched_line(record),
         v.quiet,
         v.gpu_reads,
+        tuple(skip_reasons(record)),
     )
 
 
@@ -772,14 +795,19 @@ def _confirmed(record: RunRecord, gist: list[str], answer: list[str], m: Remeasu
 # ------------------------------------------------------------------ the terminal
 
 
-def skipped_summary(n: int, failures: list[str]) -> str:
-    """The cases the time budget did not reach, as every form says it: '11 cases not measured
-    (time budget; raise --budget)'. Not measured, never failed. After a case timed out (one of
-    ``failures``, present/notes.failures' lines), that case spent the budget: more budget is not
-    the fix, and the line says so."""
+def skipped_summary(reasons: list[str], failures: list[str]) -> str:
+    """The skipped cases (``reasons``: :func:`skip_reasons`), as every form says them: '11 cases
+    not measured (time budget; raise --budget)', and those with a reason of their own counted
+    apart by it ('2 cases not measured (your script's loop ended before its turn)'). Not
+    measured, never failed. After a case timed out (one of ``failures``, present/notes.failures'
+    lines), that case spent the budget: more budget is not the fix, and the line says so."""
     timed_out = any(" — timed out after " in f for f in failures)
-    why = "time budget, after a case timed out" if timed_out else "time budget; raise --budget"
-    return f"{n} case{'s' if n != 1 else ''} not measured ({why})"
+    budget = "time budget, after a case timed out" if timed_out else "time budget; raise --budget"
+    counts: dict[str, int] = {budget: 0}  # the budget's first, as every form has said it
+    for why in reasons:
+        counts[why or budget] = counts.get(why or budget, 0) + 1
+    counts = {why: n for why, n in counts.items() if n}
+    return "; ".join(f"{n} case{'s' if n != 1 else ''} not measured ({why})" for why, n in counts.items())
 
 
 def warnings_line(fs: FirstScreen) -> str:
@@ -788,7 +816,7 @@ def warnings_line(fs: FirstScreen) -> str:
     if fs.failures:
         bits.append(f"{len(fs.failures)} case{'s' if len(fs.failures) > 1 else ''} failed")
     if fs.skipped:
-        bits.append(skipped_summary(fs.skipped, fs.failures))
+        bits.append(skipped_summary(list(fs.skip_reasons) or [""] * fs.skipped, fs.failures))
     if fs.warnings:
         short = {k: name for k, (_, _, name) in _WARNING_KINDS.items()}
         bits.append("points: " + ", ".join(f"{g.count} {short.get(g.kind, g.kind)}" for g in fs.warnings))

@@ -187,21 +187,35 @@ def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
         return NO_GPU
     if why.reason == "none_larger":
         return f"not measured: no {why.param} larger than {why.above} was measured (only smaller ones)"
-    if why.reason in ("fixed_batch", "not_applicable"):
+    if why.reason in ("fixed_batch", "not_applicable", "script_ended"):
         return _script_text(why)
     return "not measured: one side of the pair did not run"
 
 
+def script_ended_text(why: NotMeasured) -> str:
+    """A variant whose turn in the shared process the script's loop never reached: 'not measured:
+    your script's loop ended after 16 steps, before this variant's turn (its data holds fewer steps
+    than the turns need)'. Nothing failed: the script ended as written."""
+    after = f" after {why.n} steps" if why.n else ""
+    return (
+        f"not measured: your script's loop ended{after}, before this variant's turn "
+        "(its data holds fewer steps than the turns need)"
+    )
+
+
 def _script_text(why: NotMeasured) -> str:
     """Why a script's variant was not measured: what its capture found (a batch its step could not
-    be tiled to), or a batch the script makes itself."""
+    be tiled to), its loop ending before its turn, or a batch the script makes itself."""
     if why.reason == "not_applicable":
         return f"not measured: {'; '.join(why.failures)}"
+    if why.reason == "script_ended":
+        return script_ended_text(why)
     given = f"a {why.rebatches}" if why.rebatches else "the arrays or tf.data given to fit"
     return f"not measured: the script makes its own batches (diagnose changes the batch of {given})"
 
 
 DEFAULT_ON = "already on by default"
+SCRIPT_ENDED = "your script's loop ended before its turn"
 NO_GPU = "not measured here (no GPU)"
 
 
@@ -222,6 +236,7 @@ def short_reason(why: NotMeasured) -> str:
         "fixed_batch": "the script makes its own batches",
         "not_applicable": "; ".join(why.failures),
         "contended": f"{NOT_ENOUGH}: the processes disagree",
+        "script_ended": SCRIPT_ENDED,
     }[why.reason]
 
 

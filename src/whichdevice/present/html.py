@@ -122,7 +122,7 @@ def render_html(
     kind in a collapsible list; a glossary and the sources close the page."""
     from whichdevice.present import names
 
-    from whichdevice.present.firstscreen import aggregate_warnings, named_failures, skipped_summary
+    from whichdevice.present.firstscreen import aggregate_warnings, named_failures, skip_reasons, skipped_summary
 
     if _pages is not None:
         _pages.append(
@@ -162,7 +162,7 @@ def render_html(
         warnings=warnings or [],
         failures=failed,
         skipped=skipped,
-        skipped_summary=skipped_summary(len(skipped), failed),
+        skipped_summary=skipped_summary(skip_reasons(record), failed),
         first=first_view(first),
         warning_groups=groups,
         other_warnings=[],

@@ -18,7 +18,7 @@ import csv
 import io
 
 from whichdevice.core.textsafe import clean
-from whichdevice.present.firstscreen import named_failures, skipped_summary
+from whichdevice.present.firstscreen import named_failures, skip_reasons, skipped_summary
 from whichdevice.present.html import FirstView, Page, first_view
 from whichdevice.present.tables import Grid, column_align
 from whichdevice.present.terminal import machine_line
@@ -136,7 +136,7 @@ def _footer_markdown(page: Page) -> list[str]:
     skipped, failed = named_failures(r, page.failures)
     lines += [f"> Failed: {_line(f)}" for f in failed]
     if skipped:  # the cases the time budget did not reach: not measured, never failed
-        lines.append(f"> {_line(skipped_summary(len(skipped), failed))}; each named in the HTML report")
+        lines.append(f"> {_line(skipped_summary(skip_reasons(r), failed))}; each named in the HTML report")
     if page.warnings:
         lines.append(
             f"> {len(page.warnings)} measurement warning{'s' if len(page.warnings) != 1 else ''} (see the HTML report)"

@@ -120,7 +120,7 @@ def render_notes(
     """Notes and failures one by one; the measurement warnings (``measured``: those of ``warnings``,
     typed) one line per kind with a count (`train --quick` printed 24 of them), any
     other warning as it is."""
-    from whichdevice.present.firstscreen import OTHER, aggregate_warnings, named_failures, skipped_summary
+    from whichdevice.present.firstscreen import OTHER, aggregate_warnings, named_failures, skip_reasons, skipped_summary
 
     for n in record.notes:
         console.print(f"[yellow]Note:[/yellow] {escape(n)}")
@@ -128,7 +128,7 @@ def render_notes(
     for f in failed:
         console.print(f"[red]Failed:[/red] {escape(f)}")
     if skipped:
-        console.print(f"[yellow]{skipped_summary(len(skipped), failed)}[/yellow]; listed in the report")
+        console.print(f"[yellow]{skipped_summary(skip_reasons(record), failed)}[/yellow]; listed in the report")
     for g in aggregate_warnings(measured or [], warnings):
         if g.kind == OTHER:
             for w in g.items:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from whichdevice.core import failures
 from whichdevice.core.process import Finished, run_module
 from whichdevice.core.records import CaseSpec
 from whichdevice.core.steps import raw_from_steps
@@ -109,6 +110,8 @@ def _fix_variant(p: dict[str, Any]) -> str:
 
 def shares_child(p: dict[str, Any]) -> bool:
     """Whether this case runs in the round's shared process (:func:`group_key`)."""
+    if p.get("own_process"):  # the plan found the script's loop too short for its turn beside the others'
+        return False
     v = variant_of(p)
     if v.startswith("threads:") and v != "threads:default":  # set before the import: a process of its own
         return False
@@ -338,6 +341,8 @@ def _timed(result: dict[str, Any] | None, run: ChildRun, limit_s: float, overhea
             f"not measured: the script ended within its warm-up steps at this setting ({run.end.get('entry')} reached; "
             "its data holds too few batches)"
         )
+    if result is None and run.end.get("status") == "ok":  # the script ended by itself with members left
+        return NotApplicable(loop_ended(run))
     if result is None:
         return RuntimeError(child_failure(run, limit_s))
     status = result.get("status")
@@ -350,6 +355,18 @@ def _timed(result: dict[str, Any] | None, run: ChildRun, limit_s: float, overhea
         return NotApplicable(f"skipped: the script process reached its {limit_s:.0f} s limit before timing a step")
     timing = raw_from_steps(warm + steps, warmup_steps=max(1, len(warm)), overhead_s=overhead_s)
     return timing, metrics_of(result)
+
+
+def loop_ended(run: ChildRun) -> str:
+    """Why a member of a shared process that ended normally has no result: the script's own loop
+    ran out of data before its turn had its steps (the members' turns draw on the script's steps),
+    with the steps the loop took where the capture counted them (``script_steps``)."""
+    took = [int(r["script_steps"]) for r in run.results if r.get("script_steps")]
+    after = f" after {max(took)} steps" if took else ""
+    return (
+        f"{failures.SCRIPT_ENDED_PREFIX}{after}, before this variant's turn "
+        "(its data holds fewer steps than the turns need)"
+    )
 
 
 def metrics_of(r: dict[str, Any]) -> dict[str, float]:

@@ -774,12 +774,43 @@ def tiled(facts: dict[str, Any]) -> bool:
     return facts.get("entry") in script.STEP_ENTRIES or facts.get("rebatch") == "step"
 
 
+def script_steps(facts: dict[str, Any]) -> int | None:
+    """The steps the measured torch loop takes in all, where the pre-flight's survey followed it to
+    its end (its entry's ``steps``, not ``stopped``); None where that is not known. The members of
+    the shared process draw their steps from these (:func:`turns_fed`)."""
+    if facts.get("entry") not in script.TURN_ENTRIES:
+        return None
+    n = int(facts.get("entry_call") or 1)
+    mine = next((e for e in facts.get("entries") or [] if int(e.get("call") or 0) == n), None)
+    if not mine or mine.get("kind") != "loop" or mine.get("stopped") or not mine.get("steps"):
+        return None
+    return int(mine["steps"])
+
+
+def _draws(facts: dict[str, Any], p: dict[str, Any]) -> int:
+    """The script's own steps a member takes per turn: none for a loader member, which a DataLoader
+    of the capture's feeds (its epochs renewed: ``capture_hooks.Feed``), one for every other."""
+    name = script.variant_of(p).partition(":")[0]
+    fed = name in script.LOADER_TURNS and facts.get("data_source") == "DataLoader" and not tiled(facts)
+    return 0 if fed else 1
+
+
+def _warmup(p: dict[str, Any]) -> int:
+    """A member's warm-up steps in turns: a compile member's first turn compiles (one more)."""
+    return WARMUP + (script.variant_of(p) == "compile")
+
+
+def turns_fed(steps: int, draws: int, warmup: int) -> bool:
+    """Whether a loop of ``steps`` steps feeds the shared process's turns: its members take a step
+    each in turn, and none is timed before every member's warm-up ended, so the loop must last
+    ``warmup`` (the longest) + ``STEPS`` rounds, each taking ``draws`` of its steps (one per member
+    that takes the script's own batches)."""
+    return draws * (warmup + STEPS) <= steps
+
+
 def _cost(c: _Costs, facts: dict[str, Any], params: dict[str, Any], keras: bool) -> tuple[float, bool]:
     """One case's cost: its share of the shared process, or a process of its own (then True)."""
-    p = {**params, "entry": facts["entry"], "batch": params.get("batch", facts["batch"]), "user_batch": facts["batch"]}
-    p["trainer"] = facts.get("trainer")  # a trainer's loop: the loader variants run alone (script.shares_child)
-    if facts.get("rebatch"):
-        p["rebatch"] = facts["rebatch"]
+    p = _case(facts, params)
     trace = XLA_TRACE_FACTOR if params.get("jit_compile") is True else 1.0
     if keras and script.shares_child(p):  # a later trace in the same process: measured 0.35-0.5 of the first
         trace *= LATER_TRACE
@@ -792,6 +823,15 @@ def _cost(c: _Costs, facts: dict[str, Any], params: dict[str, Any], keras: bool)
     return (m, False) if shared else (c.process(m), True)
 
 
+def _case(facts: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """A planned variant's parameters as its case will carry them (what shares_child reads)."""
+    p = {**params, "entry": facts["entry"], "batch": params.get("batch", facts["batch"]), "user_batch": facts["batch"]}
+    p["trainer"] = facts.get("trainer")  # a trainer's loop: the loader variants run alone (script.shares_child)
+    if facts.get("rebatch"):
+        p["rebatch"] = facts["rebatch"]
+    return p
+
+
 @dataclasses.dataclass(frozen=True)
 class FixCost:
     """One fix's cases as the plan counts them: each case's cost, and whether it runs in a
@@ -800,10 +840,35 @@ class FixCost:
     fix: str
     params: tuple[dict[str, Any], ...]
     costs: tuple[tuple[float, bool], ...]
+    draws: tuple[int, ...] = ()  # each case's steps of the script's own per turn (_draws)
+    warmup: tuple[int, ...] = ()  # each case's warm-up steps in turns (_warmup)
+    apart: tuple[float, ...] = ()  # each case's cost in a process of its own
+    moved: bool = False  # its turns put in processes of their own: the script's loop could not feed them
 
     @property
     def cost(self) -> float:
         return sum(x for x, _own in self.costs)
+
+    @property
+    def most(self) -> float:
+        """Its cost at most: its turns in processes of their own where the loop cannot feed them."""
+        return max(self.cost, sum(self.apart)) if self.apart else self.cost
+
+    def turns(self) -> tuple[int, int]:
+        """The script's steps its cases in turns take per round, and their longest warm-up."""
+        shared = [(d, w) for (_x, own), d, w in zip(self.costs, self.draws, self.warmup) if not own]
+        return sum(d for d, _w in shared), max((w for _d, w in shared), default=0)
+
+    def alone(self) -> FixCost:
+        """Its cases that would take turns, each in a process of its own instead (``own_process``:
+        ``script.shares_child``)."""
+        moved = [not own for _x, own in self.costs]
+        return dataclasses.replace(
+            self,
+            params=tuple({**p, "own_process": True} if m else p for p, m in zip(self.params, moved)),
+            costs=tuple((a, True) for a in self.apart),
+            moved=True,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -815,6 +880,7 @@ class PlanCosts:
     baseline: float
     least: float
     fixes: tuple[FixCost, ...]
+    steps: int | None = None  # the script's loop's steps in all, where the survey saw its end (script_steps)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -843,7 +909,19 @@ def plan_costs(
     groups: dict[str, list[dict[str, Any]]] = {}
     for fix, _what, params in _variants(facts, gpu) if variants is None else variants:
         groups.setdefault(fix, []).append(params)
-    fixes = [FixCost(f, tuple(ms), tuple(_cost(c, facts, p, keras) for p in ms)) for f, ms in groups.items()]
+    fixes = []
+    for f, ms in groups.items():
+        each = tuple(_cost(c, facts, p, keras) for p in ms)
+        fixes.append(
+            FixCost(
+                f,
+                tuple(ms),
+                each,
+                draws=tuple(_draws(facts, _case(facts, p)) for p in ms),
+                warmup=tuple(_warmup(_case(facts, p)) for p in ms),
+                apart=tuple(x if own else c.process(x) for x, own in each),
+            )
+        )
     # the fixes that take turns in the shared process first (each in priority order): a fix that
     # pays the set-up again would otherwise crowd out several that cost their steps only, and a
     # larger budget measure fewer fixes than a smaller one
@@ -852,14 +930,19 @@ def plan_costs(
     # planned last it was the one a slower pre-flight cut (benchmarks/stable_verdicts.md)
     busy = float(facts.get("load_per_core") or 0.0) >= CONTENDED_LOAD
     fixes.sort(key=lambda f: (not (busy and f.fix == "cpu_threads"), TURNS_FIRST and any(own for _x, own in f.costs)))
-    return PlanCosts(start=c.start, baseline=c.baseline(), least=least_budget(c), fixes=tuple(fixes))
+    return PlanCosts(
+        start=c.start, baseline=c.baseline(), least=least_budget(c), fixes=tuple(fixes), steps=script_steps(facts)
+    )
 
 
 def plan(costs: PlanCosts, budget_s: float) -> Plan:
     """The one planning rule: round 1 gets ``ROUND1_SHARE`` of what the budget leaves after the
     measuring child's start (at least half the budget), or ``ROUND1_ONLY_SHARE`` in one round when
     the baseline alone is larger than that share; each fix whole, in order, where it still fits;
-    a budget below the least one holds the baseline alone."""
+    a budget below the least one holds the baseline alone. Where the script's loop takes a known
+    number of steps (``costs.steps``), a fix whose turns it could not feed beside those planned
+    before it (:func:`turns_fed`) has its cases each in a process of their own (``FixCost.alone``),
+    where the budget holds them so."""
     avail = max(budget_s - costs.start, 0.5 * budget_s)
     shared = costs.baseline
     rounds, plan_s = 2, ROUND1_SHARE * avail
@@ -871,10 +954,15 @@ def plan(costs: PlanCosts, budget_s: float) -> Plan:
     used = longest = in_turns = shared
     planned: list[FixCost] = []
     cut: list[FixCost] = []
+    draws, warmup = 1, WARMUP  # the baseline's turns: the script's own batches
     for f in costs.fixes:
+        more, warm = f.turns()
+        if costs.steps is not None and more and not turns_fed(costs.steps, draws + more, max(warmup, warm)):
+            f, more, warm = f.alone(), 0, 0
         if used + f.cost <= plan_s:
             used += f.cost
             in_turns += sum(x for x, own in f.costs if not own)
+            draws, warmup = draws + more, max(warmup, warm)
             planned.append(f)
             longest = max([longest, *(x for x, own in f.costs if own)])
         else:
@@ -900,7 +988,8 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         raise too_short(facts, budget_s)
     planned = [params for f in chosen.planned for params in f.params]
     cut = [
-        f"{f.fix} not measured{' on a GPU' if f.fix in GPU_ONLY else ''}: its {len(f.params)} case(s) need about "
+        f"{f.fix} not measured{' on a GPU' if f.fix in GPU_ONLY else ''}: {_too_few_steps(costs.steps) if f.moved else ''}"
+        f"its {len(f.params)} case(s){' in processes of their own' if f.moved else ''} need about "
         f"{f.cost:.0f} s, more than the budget leaves"
         for f in chosen.cut
     ]
@@ -930,6 +1019,9 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         "planned_s": used,
         "point_cap_s": None,
         "fixes_cut": sorted({line.split(" ", 1)[0] for line in cut if " not measured" in line}),
+        # the fixes whose turns the script's loop could not feed: each case in a process of its own
+        "fixes_apart": [f.fix for f in chosen.planned if f.moved],
+        "script_steps": costs.steps,
         "preflight_s": facts.get("preflight_s"),
         "step_trace": facts.get("step_trace"),  # the record keeps it (RunRecord.step_trace)
         "setup_s": facts["setup_s"],
@@ -938,6 +1030,14 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         # which training call is measured and the others the script makes (a record's notes say it)
         **({"entry_facts": {k: facts.get(k) for k in ENTRY_FACTS}} if len(facts.get("entries") or []) > 1 else {}),
     }
+
+
+def _too_few_steps(steps: int | None) -> str:
+    """Why a fix's cases could not take turns: the script's loop is too short for them."""
+    return (
+        f"your script's loop takes {steps} steps, too few for its turns beside the others' "
+        f"(each variant takes {WARMUP} warm-up and {STEPS} timed steps of it), and "
+    )
 
 
 def baseline_fits_overrun(facts: dict[str, Any], budget_s: float) -> bool:
@@ -1012,7 +1112,7 @@ def budget_for_all(facts: dict[str, Any], gpu: bool = False) -> int:
         return ok(lo)
 
     slowest = costs(h)
-    top = math.ceil(((slowest.baseline + sum(f.cost for f in slowest.fixes)) / ROUND1_SHARE + slowest.start) / 10) * 10
+    top = math.ceil(((slowest.baseline + sum(f.most for f in slowest.fixes)) / ROUND1_SHARE + slowest.start) / 10) * 10
     floor, budget = budget_that_holds(facts), max(top, budget_that_holds(facts))
     while not holds(budget) and budget < 10 * top:  # the rule changed beneath the bound: keep looking above
         budget += 10
@@ -1147,6 +1247,12 @@ def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
         out.append(
             f"The script's set-up before its first step took {setup:.1f} s in the pre-flight{split}: counted once "
             "per process, shown apart (each case's setup_s), in no step time."
+        )
+    if s.get("fixes_apart"):  # the loop too short for every variant's turns in one process
+        out.append(
+            f"Your script's loop takes {s.get('script_steps')} steps, too few for every variant's turns in one "
+            f"process (each takes {WARMUP} warm-up and {STEPS} timed steps of it): "
+            f"{', '.join(s['fixes_apart'])} ran each case in a process of its own."
         )
     if rebatched(user, s):  # the step re-batched, not the script
         fw = "jax" if user.get("entry") in script.STEP_ENTRIES else "torch"

@@ -111,6 +111,9 @@ class Capture:
     cudnn_was: bool = False  # the script's cudnn.benchmark, outside a cudnn_benchmark member's turns
     fetches: int = 0  # batches taken from one iterator in the first step (hooks._count_fetch)
     fetched: Any = None  # a weak reference to that iterator
+    # steps that took the script's own batches (not a loader member's Feed): what its data holds,
+    # said where the script ends before every member's turns are in (script.loop_ended)
+    own_steps: int = 0
 
     @property
     def variant(self) -> str:
@@ -212,6 +215,7 @@ def boundary(cap: Capture) -> None:
         capturekit.timing(entry=cap.entry, framework="torch")  # the parent learns what a cut pre-flight timed
     m = cap.now
     assert m is not None
+    cap.own_steps += cap.feed is None
     back = _hand_back_alone(cap, m) if first and cap.turns else None
     why = back or _misfit(cap)
     after = cap.live[(cap.live.index(m) + 1) % len(cap.live)] if m in cap.live else cap.live[0]
@@ -325,6 +329,7 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None, 
         rebatch="step" if cap.first_call is not None and rebatch.tileable(cap) else None,  # a batch tiles the step
         rebatched="step" if m.variant.startswith(f"{rebatch.TAKES_TURNS}:") and cap.loader is None else None,
         step_trace=steptrace.result(cap),  # the pre-flight's traced step, for the no-GPU prediction
+        script_steps=cap.own_steps,  # the script's own batches its loop took so far
     )
 
 
