@@ -15,6 +15,7 @@ from collections.abc import Mapping
 # The thresholds analysis/verdict.py writes into its findings; read from there, never copied.
 from whichdevice import frameworks
 from whichdevice.core.records import CaseSpec
+from whichdevice.workloads.fixes import params_of
 
 # The models the suite trains, by what they are (frameworks/common/models.py).
 MODELS = {
@@ -206,9 +207,7 @@ def profile_words(name: str, gpu: str | None) -> str:
 
 def case_name(spec: CaseSpec) -> str:
     """'tensorflow CPU:0: small MLP, batch 10, steady training step': a record's case in words."""
-    return (
-        f"{spec.framework} {spec.device}: {workload_name(dict(spec.params), spec.workload, framework=spec.framework)}"
-    )
+    return f"{spec.framework} {spec.device}: {workload_name(dict(params_of(spec)), spec.workload, framework=spec.framework)}"
 
 
 # Sentences written by analysis/ still carry some of the project's own words; until each is

@@ -32,17 +32,15 @@ PARTS: tuple[str, ...] = (
     "placement_log",
     "audit",
     "pitfalls",
+    "scriptfixes",
 )
 REQUIRES: tuple[str, ...] = ("tensorflow",)
 INSTALL = "pip install 'whichdevice[tensorflow]'"
 KERAS = True
 # Declarations read by the parent (frameworks.declared): pitfalls time the first epoch as a whole;
-# predict keeps its GPU profile's CPU; a script's loss is read as TensorFlow's fit reads it (no
-# "sync each" case); a GradientTape loop gets the mixed-precision fix in a process of its own.
+# predict keeps its GPU profile's CPU.
 PITFALLS_TIMING = "epochs"
 PREDICT_LOCAL_CPU = False
-LOSS_READ_CASE = False
-LOOP_FIXES = "precision"
 # ``scale`` (frameworks.declared): its data-parallel engine and how the all-reduce is isolated
 # for N > 1 replicas: timed alone on gradient-sized tensors, and the same call without the
 # collective (its dispatch).

@@ -31,7 +31,17 @@ NUMPY_FEED = "torch.from_numpy"
 # What a script's capture watches (frameworks.declared), for the line that says none was reached.
 CAPTURE_WATCHES: tuple[str, ...] = ("torch optimizer.step()", "loss.backward()")
 # The registry's entry for this framework (frameworks/__init__.py: what each name means).
-PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipeline", "audit", "optrace", "pitfalls")
+PARTS: tuple[str, ...] = (
+    "training",
+    "calibration",
+    "probes",
+    "scale",
+    "pipeline",
+    "audit",
+    "optrace",
+    "pitfalls",
+    "scriptfixes",
+)
 REQUIRES: tuple[str, ...] = ("torch",)
 INSTALL = "pip install 'whichdevice[torch]'"
 KERAS = False
@@ -65,7 +75,6 @@ STEP_REBATCHED = (
 )
 # The line a larger batch is, for such a loop (frameworks.declared; ``{v}``: the batch).
 STEP_BATCH_CODE = "for i in range(0, len(X), {v}): xb, yb = X[i : i + {v}], Y[i : i + {v}]"
-LOOP_FIXES = "module"
 # Torch's own CPU thread count without a setting: one per physical core (frameworks.declared;
 # default: every logical core, as TensorFlow's). A script's thread variants leave out the count
 # its default already is.

@@ -1,0 +1,10 @@
+"""The fixes Keras on torch's script capture measures (``common/kerasscriptfixes.py``), in the
+order a plan tries them: not steps_per_execution nor jit_compile (Keras' torch trainer runs one
+step per call, and its jit_compile=True is torch.compile)."""
+
+from __future__ import annotations
+
+from whichdevice.frameworks.common.kerasscriptfixes import keras_adapters
+from whichdevice.frameworks.contracts import ScriptFix
+
+ADAPTERS: tuple[ScriptFix, ...] = keras_adapters("batch", "cpu_threads", "prefetch", "precision", "sync")
