@@ -40,7 +40,7 @@ def processes(cases: list[CaseSpec]) -> int:
     return len({script.group_key(c) for c in cases} - {None}) + sum(script.group_key(c) is None for c in cases)
 
 
-TURNS_BEFORE = {e: ("baseline", "autocast") for e in script.TURN_ENTRIES}  # autocast alone took turns
+TURNS_BEFORE = ("baseline", "autocast")  # autocast alone took turns
 
 
 def _plan(facts: dict, budget: float) -> list[CaseSpec]:
@@ -77,7 +77,7 @@ def test_a_60_s_budget_now_measures_four_fixes_where_it_measured_one(monkeypatch
     assert _fixes(after) >= {"autocast", "channels_last", "batch"}, after["cut"]
     assert {"fix": "num_workers", "value": 2} in [p["variant"] for p in after["planned"]]
     assert processes(_plan(LIGHTNING_LIKE, 60.0)) == 1
-    monkeypatch.setattr(script, "TURN_ENTRIES", TURNS_BEFORE)  # as before: autocast alone in turns,
+    monkeypatch.setattr(torch_scriptfixes, "TURNS", TURNS_BEFORE)  # as before: autocast alone in turns,
     monkeypatch.setattr(scriptplan, "TURNS_FIRST", False)  # the plan in priority order only
     before = scriptplan.size(LIGHTNING_LIKE, 60.0)
     assert _fixes(before) == {"cpu_threads"}, before["planned"]

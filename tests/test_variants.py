@@ -15,7 +15,7 @@ from tests.conftest import run_cli
 from whichdevice import frameworks
 from whichdevice.core import records
 from whichdevice.core.records import CaseSpec, Variant, load_run, save_run
-from whichdevice.workloads import fixes, scriptplan
+from whichdevice.workloads import fixes, script, scriptplan
 
 DATA = Path(__file__).parent / "data"
 # Version-4 records of diagnose SCRIPT whose cases named their fix among their parameters: the batch
@@ -146,3 +146,65 @@ def test_compare_pairs_the_cases_of_an_old_and_a_new_record_of_the_same_workload
     n = len(json.loads(old.read_text())["results"])
     assert f"0 of {n} cases changed" in out and "only in" not in out
     assert "autocast bfloat16" in out and "num_workers=2" in out  # the variants' cases, named as before
+
+
+# ------------------------------------------------------------------ a fix added as an entry and its adapters
+
+_ZEROES = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(64, 32), torch.randn(64, 1)
+for step in range(300):
+    opt.zero_grad({arg})
+    if step and model[0].weight.grad is None:  # freed: a set_to_none member's step
+        open(__file__ + ".freed", "w").close()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_set_to_none_is_planned_where_the_script_zeroes_its_gradients_in_place():
+    """The catalogue's set_to_none entry with torch's script adapter: its pair is planned only where
+    the pre-flight saw the script keep its gradients (zero_grad(set_to_none=False)), and takes
+    turns with the baseline."""
+    facts = {**TORCH_FACTS, "data_source": None, "loader": {}, "conv2d": False}
+    keeps = {**facts, "plan_facts": {"keeps_grads": True}}
+    assert "set_to_none" not in {c["variant"]["fix"] for c in scriptplan.size(facts, 900.0)["planned"]}
+    sizing = scriptplan.size(keeps, 900.0)
+    pair = [p for p in sizing["planned"] if p["variant"]["fix"] == "set_to_none"]
+    assert [p["variant"]["value"] for p in pair] == [False, True]
+    cases = scriptplan.cases("torch", "CPU:0", scriptplan.user_params({"script": "/x/t.py"}, keeps), sizing)
+    sides = [c for c in cases if c.variant is not None and c.variant.fix == "set_to_none"]
+    assert [script.variant_of(c) for c in sides] == ["baseline", "set_to_none"]
+    assert {script.group_key(c) for c in sides} == {script.group_key(cases[0])}  # in turns, one process
+    assert [fixes.params_of(c)["fix"] for c in sides] == ["set_to_none"] * 2  # paired as torch's --model pairs
+
+
+@pytest.mark.frameworks
+def test_a_script_that_zeroes_its_gradients_in_place_gets_set_to_none_measured(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    path = tmp_path / "zeroes.py"
+    path.write_text(_ZEROES.format(arg="set_to_none=False"))
+    facts = scriptplan.preflight({"script": str(path), "args": []}, 120.0)
+    assert facts["plan_facts"] == {"keeps_grads": True}
+    sizing = scriptplan.size(facts, 300.0)
+    user = scriptplan.user_params({"script": str(path), "args": []}, facts)
+    cases = scriptplan.cases("torch", "CPU:0", user, sizing)
+    group = [c for c in cases if c.variant is None or c.variant.fix == "set_to_none"]
+    assert len(group) == 3
+    monkeypatch.setattr(script, "_RAN_HERE", [True])  # a fresh process, as a measuring child's later runs
+    assert not Path(f"{path}.freed").exists()  # the pre-flight ran the script as it is
+    got = script.time_group(group, None, None, 0.0)
+    assert not any(isinstance(g, BaseException) for g in got), got
+    assert Path(f"{path}.freed").exists()  # the member's steps freed the gradients the script keeps
+    # the same member on a script that frees its gradients (torch's default): not applicable, said why
+    plain = tmp_path / "frees.py"
+    plain.write_text(_ZEROES.format(arg=""))
+    again = [c.model_copy(update={"params": {**c.params, "script": str(plain)}}) for c in group]
+    said = script.time_group(again, None, None, 0.0)
+    assert isinstance(said[2], script.NotApplicable) and "frees its gradients already" in str(said[2])

@@ -410,6 +410,11 @@ class ScriptFixes(Protocol):
 
     ADAPTERS: tuple[ScriptFix, ...]
 
+    def shares(self, member: str, params: dict[str, Any]) -> bool:
+        """Whether a case whose member is ``member`` takes turns in the round's shared process of
+        the script (its other members' and the baseline's), rather than a run of its own."""
+        ...
+
 
 @dataclass(frozen=True)
 class Framework:

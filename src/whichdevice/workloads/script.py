@@ -29,7 +29,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,19 +47,11 @@ KERAS_ENTRIES = ("keras.Model.fit",)
 # A jitted JAX step (frameworks/jax/capture.py): its batch variants tile the step's own inputs, so
 # they differ only in what the capture applies and share the round's process with the baseline.
 STEP_ENTRIES = ("jax.jit train step",)
-# A torch loop's step (frameworks/torch/capture.py): the variants its capture can switch in for a
-# member's steps and back out (frameworks/torch/capture_hooks.TURNS: autocast; the DataLoader's
-# batch size, workers and pinning, fed from a DataLoader the capture builds; the model's memory
-# format; a compiled module; cuDNN's benchmark flag) take turns in the round's process with the
-# baseline, by the variant's name ("batch" for "batch:64"). The thread count, read at import, runs
-# the script again in a process of its own; so does a loader variant under a trainer, whose loop
-# fetches its batches ahead of its steps (a batch would not be its turn's).
-_TORCH_TURNS = ("baseline", "autocast", "batch", "workers", "pin_memory", "channels_last", "compile", "cudnn_benchmark")
-TURN_ENTRIES: dict[str, tuple[str, ...]] = {
-    "torch.optim.Optimizer.step": _TORCH_TURNS,
-    "torch.Tensor.backward": _TORCH_TURNS,
-}
-# Variants of TURN_ENTRIES fed by the capture's own DataLoader.
+# A torch loop's step (frameworks/torch/capture.py): the members its capture can switch in for a
+# member's steps and back out take turns in the round's process with the baseline (which ones is
+# the torch adapter's: frameworks/torch/scriptfixes.shares).
+TURN_ENTRIES: tuple[str, ...] = ("torch.optim.Optimizer.step", "torch.Tensor.backward")
+# Members of TURN_ENTRIES fed by the capture's own DataLoader, by name ("batch" for "batch:64").
 LOADER_TURNS = ("batch", "workers", "pin_memory")
 STDERR_TAIL = 4000
 
@@ -95,18 +86,13 @@ def variant_of(spec: CaseSpec) -> str:
 
 
 def shares_child(spec: CaseSpec) -> bool:
-    """Whether this case runs in the round's shared process (:func:`group_key`)."""
-    p, v = spec.params, variant_of(spec)
-    if v.startswith("threads:") and v != "threads:default":  # set before the import: a process of its own
-        return False
-    if p.get("entry") in KERAS_ENTRIES:
-        return not (v.startswith("precision:") and v != "precision:float32")
-    if p.get("entry") in STEP_ENTRIES:
-        return v == "baseline" or v.startswith("batch:")
-    name = v.partition(":")[0]
-    if name in LOADER_TURNS and (p.get("trainer") or (name == "workers" and not sys.platform.startswith("linux"))):
-        return False  # a trainer fetches ahead; workers are paused between turns only on Linux
-    return name in TURN_ENTRIES.get(str(p.get("entry")), ("baseline",))
+    """Whether this case runs in the round's shared process (:func:`group_key`): its framework's
+    adapter says which members take turns there (``frameworks/<framework>/scriptfixes.shares``);
+    a framework without one shares the baseline alone."""
+    member = variant_of(spec)
+    if "scriptfixes" not in frameworks.PARTS.get(spec.framework, ()):
+        return member == "baseline"
+    return frameworks.part(spec.framework, "scriptfixes").shares(member, spec.params)
 
 
 def group_key(spec: CaseSpec) -> tuple[Any, ...] | None:

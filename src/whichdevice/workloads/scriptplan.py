@@ -390,6 +390,7 @@ def preflight(
         "survey_stopped": bool(survey_seen.get("survey_stopped")) or survey_end.get("status") == "script_error",
         "load_per_core": _load_per_core(),
         "step_trace": step_trace(r, statistics.median(steps)),  # one warm-up step traced for the no-GPU prediction
+        "plan_facts": r.get("plan_facts") or {},  # what the fix adapters plan from (frameworks/<fw>/scriptfixes.py)
     }
 
 

@@ -1,7 +1,7 @@
 """How the Keras script capture (``kerascapture.py``, ``kerasfit.py``: a ``model.fit`` measured in
 turns, or a TensorFlow custom loop) measures the catalogue's fixes (``workloads/fixes.py``): one
-adapter per fix, shared by the Keras frameworks, each of which lists the ones its backend honours
-in its own ``scriptfixes.py`` (``keras_adapters``).
+adapter per fix, shared by the Keras frameworks, each of which leaves out in its own
+``scriptfixes.py`` those its backend does not honour (``keras_adapters``).
 
 Each says the capture's member for a case's value (``kerasfit.FitMeasure.config`` applies it), the
 cases a plan gives the fix from the pre-flight's facts, and what it adds to a case's cost. Imports
@@ -85,6 +85,18 @@ ADAPTERS: dict[str, ScriptFix] = {
 }
 
 
-def keras_adapters(*fixes: str) -> tuple[ScriptFix, ...]:
-    """The adapters of ``fixes``, in that order (the order a plan tries them)."""
-    return tuple(ADAPTERS[f] for f in fixes)
+def shares(member: str, params: dict[str, Any]) -> bool:
+    """A fit times every member in turns on the user's objects but a mixed-precision policy and a
+    thread count, each set before the script builds its model (a process of its own); a custom
+    loop shares its process with nothing but the baseline."""
+    if member.startswith("threads:") and member != "threads:default":
+        return False
+    if params.get("entry") != ENTRY_FIT:
+        return member == "baseline"
+    return not (member.startswith("precision:") and member != "precision:float32")
+
+
+def keras_adapters(without: tuple[str, ...] = ()) -> tuple[ScriptFix, ...]:
+    """Every Keras adapter but those of ``without`` (fixes the backend does not honour), in the
+    order a plan tries them: a new Keras fix's adapter here reaches every Keras framework."""
+    return tuple(a for fix, a in ADAPTERS.items() if fix not in without)

@@ -3,9 +3,9 @@ order a plan tries them."""
 
 from __future__ import annotations
 
-from whichdevice.frameworks.common.kerasscriptfixes import keras_adapters
+from whichdevice.frameworks.common.kerasscriptfixes import keras_adapters, shares
 from whichdevice.frameworks.contracts import ScriptFix
 
-ADAPTERS: tuple[ScriptFix, ...] = keras_adapters(
-    "batch", "cpu_threads", "steps_per_execution", "jit_compile", "prefetch", "precision", "sync"
-)
+__all__ = ["ADAPTERS", "shares"]
+
+ADAPTERS: tuple[ScriptFix, ...] = keras_adapters()

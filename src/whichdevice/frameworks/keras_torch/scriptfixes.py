@@ -4,7 +4,9 @@ step per call, and its jit_compile=True is torch.compile)."""
 
 from __future__ import annotations
 
-from whichdevice.frameworks.common.kerasscriptfixes import keras_adapters
+from whichdevice.frameworks.common.kerasscriptfixes import keras_adapters, shares
 from whichdevice.frameworks.contracts import ScriptFix
 
-ADAPTERS: tuple[ScriptFix, ...] = keras_adapters("batch", "cpu_threads", "prefetch", "precision", "sync")
+__all__ = ["ADAPTERS", "shares"]
+
+ADAPTERS: tuple[ScriptFix, ...] = keras_adapters(without=("steps_per_execution", "jit_compile"))

@@ -5,9 +5,9 @@ each batch)."""
 
 from __future__ import annotations
 
-from whichdevice.frameworks.common.kerasscriptfixes import keras_adapters
+from whichdevice.frameworks.common.kerasscriptfixes import keras_adapters, shares
 from whichdevice.frameworks.contracts import ScriptFix
 
-ADAPTERS: tuple[ScriptFix, ...] = keras_adapters(
-    "batch", "cpu_threads", "steps_per_execution", "jit_compile", "prefetch", "precision"
-)
+__all__ = ["ADAPTERS", "shares"]
+
+ADAPTERS: tuple[ScriptFix, ...] = keras_adapters(without=("sync",))

@@ -325,6 +325,7 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None, 
         rebatch="step" if cap.first_call is not None and rebatch.tileable(cap) else None,  # a batch tiles the step
         rebatched="step" if m.variant.startswith(f"{rebatch.TAKES_TURNS}:") and cap.loader is None else None,
         step_trace=steptrace.result(cap),  # the pre-flight's traced step, for the no-GPU prediction
+        plan_facts=hooks.plan_facts(cap),  # what the script did that the fixes' adapters plan from
     )
 
 

@@ -10,9 +10,15 @@ or built and switched in at its turns). Imports no torch: the plan reads it in t
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from whichdevice.frameworks.contracts import ScriptFix, StepCost
+from whichdevice.frameworks.torch import capture_hooks
+
+# The members the capture switches in for a member's steps and back out (capture_hooks.TURNS): they
+# take turns with the baseline in the round's one process.
+TURNS: tuple[str, ...] = capture_hooks.TURNS
 
 LOADER_WORKERS = 2  # the DataLoader's worker processes tried (2 cores here; more rarely pay on a small machine)
 # torch.compile of a small model's step: 21-52 s on the loaded 2-core machine (benchmarks/diagnose_torch.md)
@@ -34,6 +40,11 @@ def _pair(baseline: object, value: object, when: Any) -> Any:
 def _module(facts: dict[str, Any], _gpu: bool) -> bool:
     """The step trains an nn.Module (not an optimizer over bare tensors)."""
     return bool(facts.get("model"))
+
+
+def _keeps_grads(facts: dict[str, Any], gpu: bool) -> bool:
+    """The pre-flight saw the script zero its module's gradients in place (set_to_none=False)."""
+    return _module(facts, gpu) and bool((facts.get("plan_facts") or {}).get("keeps_grads"))
 
 
 def _own_loader(facts: dict[str, Any]) -> dict[str, Any] | None:
@@ -60,10 +71,23 @@ def _threads(value: Any, _params: dict[str, Any]) -> str:
     return "baseline" if value == "default" else f"threads:{int(value)}"
 
 
+def shares(member: str, params: dict[str, Any]) -> bool:
+    """A member in :data:`TURNS` takes turns, but a loader member under a trainer (its loop fetches
+    batches ahead of its steps: a batch would not be its turn's) and DataLoader workers off Linux
+    (paused between turns only there); the thread count, read at import, runs alone."""
+    name = member.partition(":")[0]
+    if name in capture_hooks.LOADER_VARIANTS and (
+        params.get("trainer") or (name == "workers" and not sys.platform.startswith("linux"))
+    ):
+        return False
+    return name in TURNS
+
+
 ADAPTERS: tuple[ScriptFix, ...] = (
     ScriptFix("batch", member=lambda value, _p: f"batch:{int(value)}"),
     ScriptFix("cpu_threads", member=_threads),
     ScriptFix("autocast", member=_switch("autocast"), cases=_pair("off", "bfloat16", _module)),
+    ScriptFix("set_to_none", member=_switch("set_to_none"), cases=_pair(False, True, _keeps_grads)),
     ScriptFix(
         "channels_last", member=_switch("channels_last"), cases=_pair(False, True, lambda f, _g: f.get("conv2d"))
     ),
