@@ -208,3 +208,21 @@ def test_a_script_that_zeroes_its_gradients_in_place_gets_set_to_none_measured(t
     again = [c.model_copy(update={"params": {**c.params, "script": str(plain)}}) for c in group]
     said = script.time_group(again, None, None, 0.0)
     assert isinstance(said[2], script.NotApplicable) and "frees its gradients already" in str(said[2])
+
+
+def test_a_plan_journaled_before_variants_resumes_to_the_same_cases(monkeypatch):
+    """``--resume`` of a run started by the version before: its journaled plan names each fix among
+    the planned case's parameters; its cases are read to the same keys as a plan made now."""
+    monkeypatch.setattr(scriptplan, "thread_counts", lambda fw: [1])
+    sizing = scriptplan.size(TORCH_FACTS, 900.0)
+    user = scriptplan.user_params({"script": "/x/train.py"}, TORCH_FACTS)
+
+    def flat(planned: dict) -> dict:  # the planned case as the version before wrote it
+        rest = {k: v for k, v in planned.items() if k != "variant"}
+        spec = CaseSpec(workload="train", framework="torch", device="CPU:0", params=rest, variant=planned["variant"])
+        return fixes.params_of(spec)
+
+    old = {**sizing, "planned": [flat(p) for p in sizing["planned"]]}
+    assert any("fix" in p for p in old["planned"]) and not any("variant" in p for p in old["planned"])
+    now, then = (scriptplan.cases("torch", "CPU:0", user, s) for s in (sizing, old))
+    assert [c.key for c in then] == [c.key for c in now] and then == now
