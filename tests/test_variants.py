@@ -226,3 +226,11 @@ def test_a_plan_journaled_before_variants_resumes_to_the_same_cases(monkeypatch)
     assert any("fix" in p for p in old["planned"]) and not any("variant" in p for p in old["planned"])
     now, then = (scriptplan.cases("torch", "CPU:0", user, s) for s in (sizing, old))
     assert [c.key for c in then] == [c.key for c in now] and then == now
+
+
+def test_an_older_record_s_migration_note_reads_as_it_did():
+    """Version 5's step changes no word a reader sees: a version-1 record still says it was read
+    through migration to version 4 (its report as before), a version-4 one says nothing."""
+    (note,) = [n for n in load_run(DATA / "run_cpu_2core.json").notes if "migration" in n]
+    assert note.startswith("This record was written with result schema version 1 ")
+    assert note.endswith("read through migration to version 4.")

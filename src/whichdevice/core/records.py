@@ -604,17 +604,22 @@ _NEVER_NOTED = frozenset({4})
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
     """Bring a record's JSON up to ``SCHEMA_VERSION`` one step at a time; note that it was."""
     start = version = data["schema_version"]
-    changed = 0  # the version whose step last changed what the record says (0: none did)
+    changed = False
     while version < SCHEMA_VERSION:
         stepped = MIGRATIONS[version](data)
-        if version not in _NEVER_NOTED and (version not in _NOTED_ONLY_WHEN_CHANGED or stepped != data):
-            changed = version + 1
+        if version not in _NEVER_NOTED:
+            changed = changed or version not in _NOTED_ONLY_WHEN_CHANGED or stepped != data
         data = {**stepped, "schema_version": version + 1}
         version += 1
+    # the version the note names: the last one whose step a reader can see (the steps after it
+    # change no word of the record), so an old record's note reads as it did before them
+    said = SCHEMA_VERSION
+    while said - 1 in _NEVER_NOTED:
+        said -= 1
     if start != SCHEMA_VERSION and changed:
         note = (
             f"This record was written with result schema version {start} (whichdevice "
-            f"{data.get('tool_version', '?')}) and read through migration to version {changed}."
+            f"{data.get('tool_version', '?')}) and read through migration to version {said}."
         )
         notes = data.get("notes", [])
         data = {**data, "notes": [*notes, note] if isinstance(notes, list) else notes}
