@@ -43,6 +43,19 @@
   says pre-flight that starts the script capture (``run_child``: the script's own code, no
   module of its own), target 1. Names are how it finds them: a pre-flight named otherwise is not
   counted;
+- ``fix_names_outside``: string literals naming a fix of the catalogue outside the catalogue
+  (``workloads/fixes.py``) and the framework adapters (the modules under ``frameworks/`` whose name
+  ends in ``fixes.py``: ``frameworks/<fw>/scriptfixes.py``, ``frameworks/common/kerasscriptfixes.py``,
+  ``frameworks/torch/fixes.py``, ``frameworks/common/fixes.py``), one per literal, target 0. A fix is
+  a catalogue entry that varies a case (``FixEntry.param`` set: batch, prefetch, ..., cpu_threads;
+  not the checks, placement and warm-up), read from the catalogue itself; a literal names it when
+  it is the key (``"autocast"``) or begins with the key and a colon (a capture's member,
+  ``f"batch:{k}"``'s ``"batch:"``). Every string constant of the module's syntax tree counts, an
+  f-string's literal parts included; docstrings do not. The same word used for something else (a
+  fit's ``"batch"`` keyword) counts too: the count is of the literals, which ``--list`` shows;
+- ``fix_names_in_script_path``: the same count in the script path alone, the planner
+  (``workloads/scriptplan.py``, ``workloads/script.py``) and the captures (``frameworks/*/capture*.py``,
+  ``frameworks/common/kerascapture.py``, ``kerasfit.py``, ``capturekit.py``), target 0;
 - ``src_lines``: lines of ``src/`` Python (``wc -l``), limit 36,000;
 - duplicated-code pairs are counted with the project's duplicate scanner by the lead (six or more
   shared lines); this script does not count them.
@@ -455,6 +468,57 @@ def preflights() -> list[str]:
     return out
 
 
+def _fix_keys() -> set[str]:
+    """The catalogue's keys of the fixes a case varies (``FixEntry.param`` set), from the catalogue."""
+    from whichdevice.workloads import fixes
+
+    return {f.key for f in fixes.FIXES if f.param}
+
+
+def _adapter_or_catalogue(rel: str) -> bool:
+    return rel == "workloads/fixes.py" or (rel.startswith("frameworks/") and rel.endswith("fixes.py"))
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the module's, classes' and functions' docstring constants."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+def _fix_literals(p: Path, keys: set[str]) -> list[str]:
+    tree = ast.parse(p.read_text(encoding="utf-8"))
+    skip = _docstrings(tree)
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Constant) or not isinstance(node.value, str) or id(node) in skip:
+            continue
+        head = node.value.split(":", 1)[0] if ":" in node.value else None
+        if node.value in keys or head in keys:
+            out.append(f"{_rel(p)}:{node.lineno} {node.value!r}")
+    return out
+
+
+def fix_names_outside() -> list[str]:
+    keys = _fix_keys()
+    return [hit for p in _files() if not _adapter_or_catalogue(_rel(p)) for hit in _fix_literals(p, keys)]
+
+
+SCRIPT_PATH = re.compile(
+    r"^(workloads/scriptplan\.py|workloads/script\.py|frameworks/[a-z_]+/capture\w*\.py"
+    r"|frameworks/common/(kerascapture|kerasfit|capturekit)\.py)$"
+)
+
+
+def fix_names_in_script_path() -> list[str]:
+    keys = _fix_keys()
+    return [hit for p in _files() if SCRIPT_PATH.match(_rel(p)) for hit in _fix_literals(p, keys)]
+
+
 def src_lines() -> int:
     return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in _files())
 
@@ -473,6 +537,8 @@ def measure() -> dict[str, list[str] | int]:
         "api_private_cli_calls": api_private_cli_calls(),
         "training_step_sizers": training_step_sizers(),
         "preflights": preflights(),
+        "fix_names_outside": fix_names_outside(),
+        "fix_names_in_script_path": fix_names_in_script_path(),
         "src_lines": src_lines(),
     }
 
@@ -490,6 +556,8 @@ TARGETS = {
     "api_private_cli_calls": 0,
     "training_step_sizers": 1,
     "preflights": 1,
+    "fix_names_outside": 0,
+    "fix_names_in_script_path": 0,
     "src_lines": 36000,
 }
 

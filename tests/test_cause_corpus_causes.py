@@ -20,6 +20,8 @@ from whichdevice.analysis.scriptsteps import ScriptStep, batch_line, script_step
 from whichdevice.analysis.suite import suite_verdict
 from whichdevice.core.records import RunRecord, load_run
 from whichdevice.present.firstscreen import cause_text, cause_title, first_screen, screen_lines
+from whichdevice.workloads import fixes
+from whichdevice.workloads.fixes import params_of
 from whichdevice.workloads.script import metrics_of
 
 DATA = Path(__file__).parent / "data"
@@ -60,8 +62,8 @@ def test_a_real_compute_bound_cnn_is_named_compute_bound_with_its_per_sample_sha
     batch-32 steps says most of its step grows with the batch."""
     record = load_run(CNN)
     (st,) = script_steps(record)
-    base = next(r for r in record.results if r.spec.params.get("batch") == 32 and "fix" not in r.spec.params)
-    small = next(r for r in record.results if r.spec.params.get("batch") == 8)
+    base = next(r for r in record.results if r.spec.variant is None)  # the script as it runs, at its batch 32
+    small = next(r for r in record.results if r.spec.variant == fixes.entry("batch").variant(8))
     t32, t8 = _fastest_tenth(base), _fastest_tenth(small)  # each case's fast end: the machine adds the rest
     per_sample = (t32 - t8) / 24
     assert st.batch == 32 and st.batches == (8, 32) and st.per_sample_s == pytest.approx(per_sample)
@@ -105,7 +107,7 @@ def test_threads_above_the_cores_are_named_with_the_steps_spread_and_not_at_or_b
     rounds = {"cpu_threads": 8.0, "round2:cpu_threads": 8.0}
     results = [
         r.model_copy(update={"metrics": {**r.metrics, **rounds}})
-        if r.status == "ok" and r.spec.params.get("kind") == "steady" and "fix" not in r.spec.params
+        if r.status == "ok" and params_of(r.spec).get("kind") == "steady" and "fix" not in params_of(r.spec)
         else r
         for r in record.results
     ]

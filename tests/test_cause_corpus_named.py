@@ -25,6 +25,7 @@ from whichdevice.analysis import significance, suite
 from whichdevice.analysis.scriptsteps import ScriptStep, batch_gain, script_steps
 from whichdevice.analysis.suite import suite_verdict
 from whichdevice.core.records import CaseResult, RunRecord, load_run
+from whichdevice.workloads.fixes import params_of
 from whichdevice.present.firstscreen import (
     MAX_LINES,
     batch_gain_text,
@@ -58,10 +59,12 @@ def _screen(record: RunRecord, budget: int = MAX_LINES - 2) -> str:
 
 
 def _case(record: RunRecord, batch: int) -> CaseResult:
+    """The steady case at ``batch`` that measures no fix but the batch (its parameters as version 4
+    laid them out: ``params_of``)."""
     return next(
         r
         for r in record.results
-        if r.spec.params.get("batch") == batch and "fix" not in r.spec.params and r.spec.params.get("kind") == "steady"
+        if (p := params_of(r.spec)).get("batch") == batch and "fix" not in p and p.get("kind") == "steady"
     )
 
 

@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import run_cli
 from whichdevice.core.errors import UsageError
 from whichdevice.present.fixes import entry_code
+from whichdevice.core.records import CaseSpec
 from whichdevice.workloads import fixes, script, scriptplan
 
 TORCH_FACTS = {
@@ -41,26 +42,28 @@ def two_cores(monkeypatch):
 def _thread_cases(framework: str, device: str, facts: dict) -> list:
     sizing = scriptplan.size(facts, 600.0)
     user = scriptplan.user_params({"script": "train.py"}, facts)
-    return [c for c in scriptplan.cases(framework, device, user, sizing) if "cpu_threads" in c.params]
+    return [
+        c for c in scriptplan.cases(framework, device, user, sizing) if c.variant and c.variant.fix == "cpu_threads"
+    ]
 
 
 def test_the_plan_pairs_one_thread_with_the_default_on_the_cpu(two_cores):
     pair = _thread_cases("torch", "CPU:0", TORCH_FACTS)
-    assert [c.params["cpu_threads"] for c in pair] == ["default", 1]
-    assert [script.variant_of(c.params) for c in pair] == ["baseline", "threads:1"]
+    assert [c.variant.value for c in pair] == ["default", 1]
+    assert [script.variant_of(c) for c in pair] == ["baseline", "threads:1"]
     # the default side runs in the round's shared process, the count in a process of its own
     assert script.group_key(pair[0]) is not None and script.group_key(pair[1]) is None
     assert _thread_cases("torch", "GPU:0", TORCH_FACTS) == []  # the CPU's threads: a CPU run's fix
     # a pair the catalogue recognizes: the only parameter they differ in is the fix's
-    assert all(fixes.CPU_THREADS.cases("train", c.params) for c in pair)
-    assert not any(f.cases("train", pair[1].params) for f in fixes.FIXES if f.key in ("batch", "sync"))
+    assert all(fixes.CPU_THREADS.cases("train", fixes.params_of(c)) for c in pair)
+    assert not any(f.cases("train", fixes.params_of(pair[1])) for f in fixes.FIXES if f.key in ("batch", "sync"))
 
 
 def test_a_keras_fit_times_the_default_side_as_a_member_of_its_own(two_cores):
     facts = {"framework": "tensorflow", "entry": "keras.Model.fit", "batch": 32, "step_s": 0.005}
     facts |= {"first_step_s": 0.8, "setup_s": 6.0, "model": "Sequential", "data": "arrays"}
     pair = _thread_cases("tensorflow", "CPU:0", facts)
-    assert [script.variant_of(c.params) for c in pair] == ["threads:default", "threads:1"]
+    assert [script.variant_of(c) for c in pair] == ["threads:default", "threads:1"]
     assert script.group_key(pair[0]) is not None and script.group_key(pair[1]) is None
 
 
@@ -97,8 +100,9 @@ def test_a_thread_variant_runs_in_a_fresh_process_with_its_environment(monkeypat
     monkeypatch.setattr(script, "run_child", fake_child)
     monkeypatch.setattr(script, "run_here", lambda *a: pytest.fail("a thread count must not run in this process"))
     monkeypatch.setattr(script, "_RAN_HERE", [])
-    p = {"script": "t.py", "kind": "steady", "sync": "none", "fix": "cpu_threads", "cpu_threads": 1}
-    script._run(p, script._spec(p, "CPU:0", script.variant_of(p)), "torch")
+    p = {"script": "t.py", "kind": "steady", "sync": "none"}
+    case = CaseSpec(workload="train", framework="torch", device="CPU:0", params=p, variant=fixes.CPU_THREADS.variant(1))
+    script._run(p, script._spec(p, "CPU:0", script.variant_of(case)), "torch")
     assert seen == [("threads:1", {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})]
 
 

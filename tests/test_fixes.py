@@ -233,29 +233,43 @@ def test_nothing_larger_measured_is_not_measured_never_no_clear_change():
     assert status == "not measured" and effect.startswith("CPU:0: no batch larger than 32 measured (only batch 8)\n")
 
 
-def test_contributing_shows_a_real_fix_in_two_files():
-    """CONTRIBUTING's "How to add a fix" shows the catalogue's jit_compile entry and its Keras adapter as they are."""
+def test_contributing_shows_a_real_fix_in_three_files():
+    """CONTRIBUTING's "How to add a fix" shows the catalogue's set_to_none entry and torch's script
+    adapter as they are, and the files it counts are every file that names the fix."""
     import re
     from pathlib import Path
-    from typing import Any
 
     from whichdevice.frameworks.common import fixes as keras_fixes
+    from whichdevice.frameworks.contracts import ScriptFix
+    from whichdevice.frameworks.torch import capture_hooks
+    from whichdevice.frameworks.torch import scriptfixes as torch_scriptfixes
     from whichdevice.workloads import fixes as catalogue
 
-    text = (Path(__file__).resolve().parents[1] / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "CONTRIBUTING.md").read_text(encoding="utf-8")
     section = text.split("## How to add a fix", 1)[1].split("\n## ", 1)[0]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    ns: dict = {"FixEntry": catalogue.FixEntry, "Any": Any}
-    exec(code.replace("FixEntry(", "shown = FixEntry(", 1), ns)  # noqa: S102 (our own document's example)
-    shown, real = ns["shown"], catalogue.BY_KEY["jit_compile"]
+    ns: dict = {"_torch": catalogue._torch, "_TUNING_GUIDE": catalogue._TUNING_GUIDE, "ScriptFix": ScriptFix}
+    ns |= {k: getattr(torch_scriptfixes, k) for k in ("_switch", "_pair", "_keeps_grads")}
+    shown_code = code.replace("_torch(", "shown = _torch(", 1).replace("ScriptFix(", "adapter = ScriptFix(", 1)
+    exec(shown_code, ns)  # noqa: S102 (our own document's example)
+    shown, real = ns["shown"], catalogue.BY_KEY["set_to_none"]
     for f in ("key", "framework", "param", "baseline", "method", "title", "code", "caveat", "values", "group"):
         assert getattr(shown, f) == getattr(real, f), f
-    for p in ({"kind": "fit", "jit_compile": True}, {"kind": "fit"}, {"kind": "steady"}):
-        assert shown.cases("train", p) == real.cases("train", p)
-    assert (
-        ns["jit_compile"](True) == keras_fixes.jit_compile(True) == keras_fixes.compile_options({"jit_compile": True})
-    )
-    # every catalogue fix a framework plans as pairs has that framework's adapter
+    assert shown.value_type is real.value_type is bool and shown.named and real.named
+    (adapter,) = ns["adapter"]  # the line as it stands in ADAPTERS, its comma included
+    real_adapter = {a.fix: a for a in torch_scriptfixes.ADAPTERS}["set_to_none"]
+    for facts in ({"model": "Net", "plan_facts": {"keeps_grads": True}}, {"model": "Net"}):
+        assert adapter.cases(facts, False) == real_adapter.cases(facts, False)
+    assert adapter.member(True, {}) == real_adapter.member(True, {}) == "set_to_none" in capture_hooks.SWITCHED
+    # "3 files": the fix's name is a string in the catalogue, the adapter and the capture, nowhere else
+    named = {
+        str(p.relative_to(root / "src" / "whichdevice"))
+        for p in (root / "src" / "whichdevice").rglob("*.py")
+        if re.search(r"[\"']set_to_none[\"']", p.read_text(encoding="utf-8"))
+    }
+    assert named == {"workloads/fixes.py", "frameworks/torch/scriptfixes.py", "frameworks/torch/capture_hooks.py"}
+    # every catalogue fix a framework plans as pairs for run's suite and --model has that framework's adapter
     assert {e.param for e in catalogue.FIXES if e.group and e.framework == "keras"} <= set(keras_fixes.COMPILE)
     pytest.importorskip("torch")
     from whichdevice.frameworks.torch import fixes as torch_fixes

@@ -152,7 +152,7 @@ def test_a_case_the_budget_skipped_is_skipped_not_failed_and_old_records_read_so
     # a record written now says skipped, and reads back the same, with no migration note
     path = tmp_path / "now.json"
     save_run(rec.model_copy(update={"notes": []}), path)
-    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION == 4
+    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION == 5
     again = load_run(path)
     assert [r.status for r in again.results] == [r.status for r in rec.results] and again.notes == []
     # the child's budget skip makes a skipped case, never a failed one

@@ -18,9 +18,10 @@ import pytest
 
 from tests.conftest import run_cli
 from whichdevice.core.errors import UsageError
+from whichdevice.core import records
 from whichdevice.core.records import CaseSpec
 from whichdevice.frameworks.contracts import CaptureSpec
-from whichdevice.workloads import script, scriptplan
+from whichdevice.workloads import fixes, script, scriptplan
 
 CORPUS = Path(__file__).parent / "script_corpus"
 # Each corpus file: the entry point and framework it trains through, or the words of its refusal.
@@ -88,41 +89,51 @@ def _p(**kw):
     return {"script": "/x/train.py", "entry": "keras.Model.fit", "user_batch": 32, "batch": 32, **kw}
 
 
+_TORCH = {"entry": "torch.optim.Optimizer.step"}
+
+
 @pytest.mark.parametrize(
-    "params, variant",
+    "framework, params, variant",
     [
-        (_p(kind="steady", sync="none"), "baseline"),
-        (_p(kind="steady", sync="none", batch=128), "batch:128"),
-        (_p(kind="steady", sync="each"), "sync:each"),
-        (_p(kind="fit", steps_per_execution=8), "steps_per_execution:8"),
-        (_p(kind="fit", jit_compile=True), "jit_compile:true"),
-        (_p(kind="loop", data="tfdata_noprefetch"), "prefetch:off"),
-        (_p(kind="precision", precision="mixed_float16"), "precision:mixed_float16"),
-        (_p(kind="steady", sync="none", fix="autocast", autocast="off"), "baseline"),
-        (_p(kind="steady", sync="none", fix="autocast", autocast="bfloat16"), "autocast"),
-        (_p(kind="steady", sync="none", fix="torch_compile", torch_compile=True), "compile"),
-        (_p(kind="loop", num_workers=2), "workers:2"),
+        ("keras-jax", _p(kind="steady", sync="none"), "baseline"),
+        ("keras-jax", _p(kind="steady", sync="none", batch=128), "batch:128"),
+        ("keras-jax", _p(kind="steady", sync="each"), "sync:each"),
+        ("keras-jax", _p(kind="fit", steps_per_execution=8), "steps_per_execution:8"),
+        ("keras-jax", _p(kind="fit", jit_compile=True), "jit_compile:true"),
+        ("keras-jax", _p(kind="loop", data="tfdata_noprefetch"), "prefetch:off"),
+        ("keras-jax", _p(kind="precision", precision="mixed_float16"), "precision:mixed_float16"),
+        ("torch", _p(kind="steady", sync="none", fix="autocast", autocast="off", **_TORCH), "baseline"),
+        ("torch", _p(kind="steady", sync="none", fix="autocast", autocast="bfloat16", **_TORCH), "autocast"),
+        ("torch", _p(kind="steady", sync="none", fix="torch_compile", torch_compile=True, **_TORCH), "compile"),
+        ("torch", _p(kind="loop", num_workers=2, **_TORCH), "workers:2"),
+        ("torch", _p(kind="loop", num_workers=0, pin_memory=True, **_TORCH), "pin_memory"),
     ],
 )
-def test_variant_of_each_case(params, variant):
-    assert script.variant_of(params) == variant
+def test_variant_of_each_case(framework, params, variant):
+    """A case as a version-4 record named its fix among its parameters, read as version 5 reads it
+    (its variant apart): the framework's adapter gives the capture the member it was given then."""
+    split = records.v4_script_split(params)
+    rest, v = split if split is not None else (params, None)
+    spec = CaseSpec(workload="train", framework=framework, device="CPU:0", params=rest, variant=v)
+    assert script.variant_of(spec) == variant
+    assert fixes.params_of(spec) == params  # the parameters the analysis reads are what they were
 
 
 def test_keras_variants_share_a_process_but_mixed_precision():
-    def spec(**kw):
-        return CaseSpec(workload="train", framework="tensorflow", device="CPU:0", params=_p(**kw))
+    def spec(fix=None, value=None, framework="tensorflow", **kw):
+        variant = fixes.entry(fix).variant(value) if fix else None
+        return CaseSpec(workload="train", framework=framework, device="CPU:0", params=_p(**kw), variant=variant)
 
-    assert script.group_key(spec(kind="fit", jit_compile=True)) == script.group_key(spec(kind="steady", sync="none"))
-    assert script.group_key(spec(kind="precision", precision="mixed_float16")) is None
-    loop = dict(entry="torch.optim.Optimizer.step")
+    fit = spec("jit_compile", True, kind="fit")
+    assert script.group_key(fit) == script.group_key(spec(kind="steady", sync="none"))
+    assert script.group_key(spec("precision", "mixed_float16", kind="precision")) is None
+    loop = dict(entry="torch.optim.Optimizer.step", framework="torch", kind="steady", sync="none")
     # autocast is applied per step by the torch capture: it takes turns in the shared process
-    assert script.group_key(spec(kind="steady", sync="none", fix="autocast", autocast="bfloat16", **loop)) is not None
+    assert script.group_key(spec("autocast", "bfloat16", **loop)) is not None
     # channels_last is switched in for its turns too; a thread count is read at import: alone
-    assert (
-        script.group_key(spec(kind="steady", sync="none", fix="channels_last", channels_last=True, **loop)) is not None
-    )
-    assert script.group_key(spec(kind="steady", sync="none", fix="cpu_threads", cpu_threads=1, **loop)) is None
-    assert script.group_key(spec(kind="steady", sync="none", fix="autocast", autocast="off", **loop)) is not None
+    assert script.group_key(spec("channels_last", True, **loop)) is not None
+    assert script.group_key(spec("cpu_threads", 1, **loop)) is None
+    assert script.group_key(spec("autocast", "off", **loop)) is not None
 
 
 FACTS = {
@@ -142,7 +153,7 @@ def test_plan_fits_the_budget_and_says_what_it_cut():
     big = scriptplan.size(FACTS, 300.0)
     small = scriptplan.size(FACTS, 30.0)
     assert big["rounds"] == 2 and not big["cut"]
-    assert {"steps_per_execution", "jit_compile"} <= {k for p in big["planned"] for k in p}
+    assert {"steps_per_execution", "jit_compile"} <= {p["variant"]["fix"] for p in big["planned"]}
     assert len(small["planned"]) < len(big["planned"]) and small["cut"]
     assert small["planned_s"] <= 30.0
     cases = scriptplan.cases("tensorflow", "CPU:0", scriptplan.user_params({"script": "t.py"}, FACTS), big)

@@ -39,12 +39,12 @@ def test_a_jitted_step_plans_a_batch_sweep_in_the_round_s_one_process():
     """The capture re-batches the step itself, so a sweep is planned although the script makes its own
     batches, and its variants share the baseline's process (no extra set-up per variant)."""
     sizing = scriptplan.size(_facts(), 60)
-    batches = [p["batch"] for p in sizing["planned"]]
+    batches = scriptplan.planned_batches(sizing["planned"])
     assert batches and all(p["kind"] == "steady" for p in sizing["planned"]) and not sizing["cut"]
     user = scriptplan.user_params({"script": "train.py", "args": []}, _facts())
     cases = scriptplan.cases("jax", "CPU:0", user, sizing)
-    assert {script.variant_of(c.params) for c in cases} == {"baseline", *(f"batch:{b}" for b in batches)}
-    assert all(script.shares_child(c.params) for c in cases)
+    assert {script.variant_of(c) for c in cases} == {"baseline", *(f"batch:{b}" for b in batches)}
+    assert all(script.shares_child(c) for c in cases)
     assert len({script.group_key(c) for c in cases}) == 1
     notes = " ".join(scriptplan.notes(user, sizing))
     assert "re-batched the captured step, not the script" in notes

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import run_cli
 from whichdevice.analysis import suite
 from whichdevice.core import failures
-from whichdevice.core.records import CaseResult, CaseSpec
+from whichdevice.core.records import CaseResult, CaseSpec, Variant
 from whichdevice.present import firstscreen
 from whichdevice.present import fixes as fixwords
 from whichdevice.workloads import script, scriptplan
@@ -44,17 +44,17 @@ CNN = {
 }
 
 
-def _shared(facts: dict, sizing: dict) -> list[dict]:
+def _shared(facts: dict, sizing: dict) -> list[CaseSpec]:
     """The planned cases that take turns in the shared process, the baseline first."""
     cases = scriptplan.cases("torch", "CPU:0", scriptplan.user_params({"script": "train.py"}, facts), sizing)
-    return [c.params for c in cases if script.group_key(c) is not None]
+    return [c for c in cases if script.group_key(c) is not None]
 
 
-def _steps_needed(facts: dict, shared: list[dict]) -> int:
+def _steps_needed(facts: dict, shared: list[CaseSpec]) -> int:
     """The loop's steps the shared process's turns take: every member its warm-up, then its timed
     steps, in turn; a loader member draws its batches from a DataLoader of its own."""
-    draws = sum(scriptplan._draws(facts, scriptplan._case(facts, p)) for p in shared)
-    warm = max(scriptplan._warmup(scriptplan._case(facts, p)) for p in shared)
+    draws = sum(scriptplan._draws(facts, c) for c in shared)
+    warm = max(scriptplan._warmup(c) for c in shared)
     return draws * (warm + scriptplan.STEPS)
 
 
@@ -65,12 +65,13 @@ def test_the_plan_puts_no_more_turns_in_the_shared_process_than_the_loop_feeds(m
     shared = _shared(CNN, sizing)
     assert shared and _steps_needed(CNN, shared) <= 16, shared
     cases = scriptplan.cases("torch", "CPU:0", scriptplan.user_params({"script": "train.py"}, CNN), sizing)
-    apart = [c.params for c in cases if c.params.get("own_process")]
-    assert apart and all(script.group_key(c) is None for c in cases if c.params.get("own_process"))
+    apart = [c for c in cases if c.params.get("own_process")]
+    assert apart and all(script.group_key(c) is None for c in apart)
     # each fix whole: both sides of a pair in turns, or both in processes of their own
-    for fix in {p.get("fix") for p in apart if p.get("fix")}:
-        assert all(script.group_key(c) is None for c in cases if c.params.get("fix") == fix), fix
-    assert set(sizing["fixes_apart"]) >= {p["fix"] for p in apart if p.get("fix")}
+    apart_fixes = {c.variant.fix for c in apart if c.variant is not None}
+    for fix in apart_fixes:
+        assert all(script.group_key(c) is None for c in cases if c.variant is not None and c.variant.fix == fix), fix
+    assert set(sizing["fixes_apart"]) >= apart_fixes
     for line in sizing["cut"][:-1]:  # what the steps pushed apart and the budget then could not hold
         assert "your script's loop takes 16 steps" in line or "more than the budget leaves" in line
     if budget >= 600:
@@ -103,7 +104,14 @@ def test_the_budget_for_all_holds_the_fixes_in_processes_of_their_own(monkeypatc
 def _prepared(sides: list[dict]) -> list[CaseSpec]:
     common = {"script": "/x/train.py", "entry": "torch.optim.Optimizer.step", "user_batch": 32, "steps": 3}
     common |= {"warmup": 1, "kind": "steady", "sync": "none", "batch": 32}
-    return [CaseSpec(workload="train", framework="torch", device="CPU:0", params={**common, **p}) for p in sides]
+    out = []
+    for side in sides:
+        p = {k: v for k, v in side.items() if k != "variant"}
+        variant = Variant(fix=side["variant"][0], value=side["variant"][1]) if "variant" in side else None
+        out.append(
+            CaseSpec(workload="train", framework="torch", device="CPU:0", params={**common, **p}, variant=variant)
+        )
+    return out
 
 
 def test_a_member_the_scripts_loop_ended_before_is_not_measured_not_failed(monkeypatch):
@@ -116,7 +124,7 @@ def test_a_member_the_scripts_loop_ended_before_is_not_measured_not_failed(monke
         return script.ChildRun(results=done, end={"type": "end", "status": "ok", "script_ended": True})
 
     monkeypatch.setattr(script, "_run", fake_run)
-    sides = [{}, {"batch": 8}, {"fix": "autocast", "autocast": "off"}, {"fix": "autocast", "autocast": "bfloat16"}]
+    sides = [{}, {"variant": ("batch", 8)}, {"variant": ("autocast", "off")}, {"variant": ("autocast", "bfloat16")}]
     got = script.time_group(_prepared(sides), None, None, 0.0)
     assert not isinstance(got[0], BaseException) and not isinstance(got[1], BaseException)
     for g in got[2:]:
@@ -132,7 +140,7 @@ def test_a_member_the_scripts_loop_ended_before_is_not_measured_not_failed(monke
 
 
 def test_the_reason_reads_the_same_in_the_fix_table_and_the_case_list():
-    specs = _prepared([{"fix": "autocast", "autocast": "off"}, {"fix": "autocast", "autocast": "bfloat16"}])
+    specs = _prepared([{"variant": ("autocast", "off")}, {"variant": ("autocast", "bfloat16")}])
     text = str(script.loop_ended(script.ChildRun(results=[{"member": 0, "script_steps": 16}])))
     cases = [CaseResult(spec=s, status="skipped", error=text, failure="skipped", wall_s=0.0) for s in specs]
     why = suite._not_applicable(cases)

@@ -85,9 +85,9 @@ def test_the_plan_carries_the_trainer_to_every_case_and_names_it():
     sizing = scriptplan.size(FACTS, 300.0)
     cases = scriptplan.cases("torch", "CPU:0", user, sizing)
     assert {c.params.get("trainer") for c in cases} == {"hf"}
-    planned = {k for c in cases for k in ("batch", "autocast", "num_workers", "torch_compile") if k in c.params}
+    planned = {c.variant.fix for c in cases if c.variant is not None}
     assert {"autocast", "num_workers", "torch_compile"} <= planned
-    assert {script.variant_of(c.params) for c in cases} >= {"baseline", "autocast", "workers:2", "compile"}
+    assert {script.variant_of(c) for c in cases} >= {"baseline", "autocast", "workers:2", "compile"}
     assert "inside Hugging Face Trainer (Trainer.train)" in found_line({**FACTS})
     assert scriptplan.options(user, sizing)["trainer"] == "hf"
     assert "inside Hugging Face Trainer" in scriptplan.notes(user, sizing)[0]

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from whichdevice.core.records import CaseSpec
-from whichdevice.workloads import script, scriptplan
+from whichdevice.frameworks.torch import scriptfixes as torch_scriptfixes
+from whichdevice.workloads import fixes, script, scriptplan
 
 CORPUS = Path(__file__).parent / "script_corpus"
 
@@ -39,7 +40,7 @@ def processes(cases: list[CaseSpec]) -> int:
     return len({script.group_key(c) for c in cases} - {None}) + sum(script.group_key(c) is None for c in cases)
 
 
-TURNS_BEFORE = {e: ("baseline", "autocast") for e in script.TURN_ENTRIES}  # autocast alone took turns
+TURNS_BEFORE = ("baseline", "autocast")  # autocast alone took turns
 
 
 def _plan(facts: dict, budget: float) -> list[CaseSpec]:
@@ -51,8 +52,8 @@ def test_every_planned_torch_variant_but_the_thread_count_takes_turns_with_the_b
     monkeypatch.setattr(scriptplan, "thread_counts", lambda fw: [1])  # this machine's cores aside
     sizing = scriptplan.size(LIGHTNING_LIKE, 600.0)
     cases = _plan(LIGHTNING_LIKE, 600.0)
-    shared = [script.variant_of(c.params) for c in cases if script.group_key(c) is not None]
-    alone = [script.variant_of(c.params) for c in cases if script.group_key(c) is None]
+    shared = [script.variant_of(c) for c in cases if script.group_key(c) is not None]
+    alone = [script.variant_of(c) for c in cases if script.group_key(c) is None]
     assert alone == ["threads:1"]  # read at import: a process of its own
     assert {"autocast", "channels_last", "compile", "workers:2"} <= set(shared)
     assert sum(v.startswith("batch:") for v in shared) >= 2
@@ -61,8 +62,9 @@ def test_every_planned_torch_variant_but_the_thread_count_takes_turns_with_the_b
     c = scriptplan._Costs(LIGHTNING_LIKE)
     for params in sizing["planned"]:
         cost, own = scriptplan._cost(c, LIGHTNING_LIKE, params, keras=False)
-        assert own == ("cpu_threads" in params and params["cpu_threads"] != "default"), params
-        compiling = scriptplan.TORCH_COMPILE_S if params.get("torch_compile") is True else 0.0
+        v = params["variant"]
+        assert own == (v["fix"] == "cpu_threads" and v["value"] != "default"), params
+        compiling = torch_scriptfixes.TORCH_COMPILE_S if v == {"fix": "torch_compile", "value": True} else 0.0
         assert own or cost - compiling < LIGHTNING_LIKE["setup_s"], params
     costs = [scriptplan._cost(c, LIGHTNING_LIKE, p, keras=False) for p in sizing["planned"]]
     in_turns = sum(x for x, own in costs if not own)
@@ -72,13 +74,24 @@ def test_every_planned_torch_variant_but_the_thread_count_takes_turns_with_the_b
 def test_a_60_s_budget_now_measures_four_fixes_where_it_measured_one(monkeypatch):
     monkeypatch.setattr(scriptplan, "thread_counts", lambda fw: [1])
     after = scriptplan.size(LIGHTNING_LIKE, 60.0)
-    assert {p.get("fix") for p in after["planned"]} >= {"autocast", "channels_last"}, after["cut"]
-    assert any("batch" in p for p in after["planned"]) and any(p.get("num_workers") for p in after["planned"])
+    assert _fixes(after) >= {"autocast", "channels_last", "batch"}, after["cut"]
+    assert {"fix": "num_workers", "value": 2} in [p["variant"] for p in after["planned"]]
     assert processes(_plan(LIGHTNING_LIKE, 60.0)) == 1
-    monkeypatch.setattr(script, "TURN_ENTRIES", TURNS_BEFORE)  # as before: autocast alone in turns,
+    monkeypatch.setattr(torch_scriptfixes, "TURNS", TURNS_BEFORE)  # as before: autocast alone in turns,
     monkeypatch.setattr(scriptplan, "TURNS_FIRST", False)  # the plan in priority order only
     before = scriptplan.size(LIGHTNING_LIKE, 60.0)
-    assert {p.get("fix") for p in before["planned"]} == {"cpu_threads"}, before["planned"]
+    assert _fixes(before) == {"cpu_threads"}, before["planned"]
+
+
+def _torch_case(params: dict, fix: str | None = None, value: object = None) -> CaseSpec:
+    """A torch script case: the baseline, or the variant of catalogue fix ``fix`` at ``value``."""
+    variant = fixes.entry(fix).variant(value) if fix else None
+    return CaseSpec(workload="train", framework="torch", device="CPU:0", params=params, variant=variant)
+
+
+def _fixes(sizing: dict) -> set[str]:
+    """The fixes a plan measures (its planned cases' variants)."""
+    return {p["variant"]["fix"] for p in sizing["planned"]}
 
 
 @pytest.mark.parametrize(
@@ -92,10 +105,10 @@ def test_a_60_s_budget_now_measures_four_fixes_where_it_measured_one(monkeypatch
 def test_a_loader_variant_whose_batches_could_not_be_its_turns_is_planned_alone(facts):
     f = {**LIGHTNING_LIKE, **facts}
     c = scriptplan._Costs(f)
-    batch = {"kind": "steady", "sync": "none", "batch": 64}
+    batch = {"kind": "steady", "sync": "none", "variant": {"fix": "batch", "value": 64}}
     cost, own = scriptplan._cost(c, f, batch, keras=False)
     assert own and cost > f["setup_s"]
-    on = {"kind": "steady", "sync": "none", "fix": "channels_last", "channels_last": True}
+    on = {"kind": "steady", "sync": "none", "variant": {"fix": "channels_last", "value": True}}
     assert scriptplan._cost(c, f, on, keras=False)[1] is False  # the model's memory format takes turns still
 
 
@@ -105,21 +118,25 @@ def test_a_larger_budget_never_measures_fewer_fixes(monkeypatch):
     monkeypatch.setattr(scriptplan, "thread_counts", lambda fw: [1])
 
     def fixes(budget: float) -> int:
-        planned = scriptplan.size(LIGHTNING_LIKE, budget)["planned"]
-        return len({p.get("fix") or next(iter(set(p) - {"kind", "sync"})) for p in planned})
+        return len(_fixes(scriptplan.size(LIGHTNING_LIKE, budget)))
 
     got = [fixes(b) for b in (60.0, 70.0, 90.0, 120.0, 600.0)]
     assert got == sorted(got) and got[0] >= 4, got
 
 
 def test_shares_child_by_variant_name():
-    base = {"entry": "torch.optim.Optimizer.step", "user_batch": 32, "kind": "steady", "sync": "none"}
-    assert script.shares_child({**base, "batch": 64})
-    assert script.shares_child({**base, "fix": "torch_compile", "torch_compile": True})
-    assert not script.shares_child({**base, "batch": 64, "trainer": "lightning"})
-    assert script.shares_child({**base, "fix": "channels_last", "channels_last": True, "trainer": "lightning"})
-    assert not script.shares_child({**base, "fix": "cpu_threads", "cpu_threads": 1})
-    assert script.shares_child({**base, "fix": "cudnn_benchmark", "cudnn_benchmark": True})
+    base = {"entry": "torch.optim.Optimizer.step", "user_batch": 32, "batch": 32, "kind": "steady", "sync": "none"}
+
+    def case(fix: str, value: object, **more: object) -> CaseSpec:
+        variant = fixes.entry(fix).variant(value)
+        return CaseSpec(workload="train", framework="torch", device="CPU:0", params={**base, **more}, variant=variant)
+
+    assert script.shares_child(case("batch", 64))
+    assert script.shares_child(case("torch_compile", True))
+    assert not script.shares_child(case("batch", 64, trainer="lightning"))
+    assert script.shares_child(case("channels_last", True, trainer="lightning"))
+    assert not script.shares_child(case("cpu_threads", 1))
+    assert script.shares_child(case("cudnn_benchmark", True))
 
 
 def test_a_member_the_shared_process_hands_back_is_run_alone(monkeypatch):
@@ -138,8 +155,7 @@ def test_a_member_the_shared_process_hands_back_is_run_alone(monkeypatch):
     monkeypatch.setattr(script, "_run", fake_run)
     common = {"script": "/x/train.py", "entry": "torch.optim.Optimizer.step", "user_batch": 32, "steps": 3}
     common |= {"warmup": 1, "kind": "steady", "sync": "none", "batch": 32}
-    sides = [{}, {"batch": 64}, {"fix": "autocast", "autocast": "bfloat16"}]
-    prepared = [CaseSpec(workload="train", framework="torch", device="CPU:0", params={**common, **p}) for p in sides]
+    prepared = [_torch_case(common, *side) for side in [(), ("batch", 64), ("autocast", "bfloat16")]]
     got = script.time_group(prepared, None, None, 0.0)
     assert runs == [("baseline", ("batch:64", "autocast")), ("batch:64", ())]
     assert not any(isinstance(g, BaseException) for g in got), got
@@ -170,8 +186,7 @@ def test_a_torch_loop_times_autocast_in_turns_in_one_process(monkeypatch):
         "kind": "steady",
         "sync": "none",
     }
-    params = [{}, {"fix": "autocast", "autocast": "off"}, {"fix": "autocast", "autocast": "bfloat16"}]
-    prepared = [CaseSpec(workload="train", framework="torch", device="CPU:0", params={**common, **p}) for p in params]
+    prepared = [_torch_case(common, *side) for side in [(), ("autocast", "off"), ("autocast", "bfloat16")]]
     assert len({script.group_key(s) for s in prepared}) == 1 and script.group_key(prepared[0]) is not None
     got = script.time_group(prepared, None, None, 0.0)
     # What the turns mean, counted rather than timed (a wall-clock bound fails on a loaded machine
@@ -401,8 +416,7 @@ def test_a_script_that_raises_in_a_members_turn_runs_the_others_again_without_it
     monkeypatch.setattr(script, "_run", fake_run)
     common = {"script": "/x/train.py", "entry": "torch.optim.Optimizer.step", "user_batch": 32, "steps": 3}
     common |= {"warmup": 1, "kind": "steady", "sync": "none", "batch": 32}
-    sides = [{}, {"batch": 64}, {"fix": "autocast", "autocast": "bfloat16"}]
-    prepared = [CaseSpec(workload="train", framework="torch", device="CPU:0", params={**common, **p}) for p in sides]
+    prepared = [_torch_case(common, *side) for side in [(), ("batch", 64), ("autocast", "bfloat16")]]
     got = script.time_group(prepared, None, None, 0.0)
     assert runs == [
         ("baseline", ("batch:64", "autocast")),
@@ -440,8 +454,7 @@ def test_a_real_step_that_raises_at_another_batch_size_costs_the_others_nothing(
     path.write_text(RESHAPES)
     common = {"script": str(path), "entry": "torch.optim.Optimizer.step", "user_batch": 32, "batch": 32}
     common |= {"steps": 3, "warmup": 1, "child_limit_s": 60, "kind": "steady", "sync": "none"}
-    sides = [{}, {"batch": 64}, {"fix": "autocast", "autocast": "bfloat16"}]
-    prepared = [CaseSpec(workload="train", framework="torch", device="CPU:0", params={**common, **p}) for p in sides]
+    prepared = [_torch_case(common, *side) for side in [(), ("batch", 64), ("autocast", "bfloat16")]]
     got = script.time_group(prepared, None, None, 0.0)
     assert not isinstance(got[0], BaseException) and not isinstance(got[2], BaseException), got
     assert isinstance(got[1], RuntimeError) and "raised RuntimeError" in str(got[1]), got[1]

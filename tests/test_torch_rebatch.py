@@ -43,13 +43,13 @@ SLICED = {
 def test_a_sliced_loop_plans_larger_tiled_batches_in_the_baseline_s_process():
     """The old plan swept no batch for a loop without a DataLoader ("the script makes its own batches")."""
     sizing = scriptplan.size(SLICED, 60.0)
-    batches = sorted(p["batch"] for p in sizing["planned"] if "fix" not in p and p.get("kind") == "steady")
+    batches = sorted(scriptplan.planned_batches(sizing["planned"]))
     assert batches == [32, 128] and sizing["sweep_batches"] == [8, 32, 128]
     user = scriptplan.user_params({"script": "train.py", "args": []}, SLICED)
     cases = scriptplan.cases("torch", "CPU:0", user, sizing)
-    tiled = [c for c in cases if script.variant_of(c.params).startswith("batch:")]
-    base = next(c for c in cases if script.variant_of(c.params) == "baseline")
-    assert len(tiled) == 2 and all(script.shares_child(c.params) for c in tiled)
+    tiled = [c for c in cases if script.variant_of(c).startswith("batch:")]
+    base = next(c for c in cases if script.variant_of(c) == "baseline")
+    assert len(tiled) == 2 and all(script.shares_child(c) for c in tiled)
     assert {script.group_key(c) for c in [*tiled, base]} == {script.group_key(base)}  # one process
     notes = " ".join(scriptplan.notes(user, sizing))
     assert "re-batched the captured step, not the script" in notes and "slices its own batches" in notes
@@ -63,7 +63,7 @@ def test_a_dataloader_loop_re_batches_its_dataloader_not_its_step():
     sizing = scriptplan.size(facts, 600.0)
     user = scriptplan.user_params({"script": "train.py", "args": []}, facts)
     cases = scriptplan.cases("torch", "CPU:0", user, sizing)
-    batches = [c for c in cases if script.variant_of(c.params).startswith("batch:")]
+    batches = [c for c in cases if script.variant_of(c).startswith("batch:")]
     assert batches and all(script.group_key(c) is not None for c in batches)
     assert all(c.params.get("rebatch") != "step" for c in batches)
     assert "rebatched" not in scriptplan.options(user, sizing)
@@ -112,7 +112,7 @@ def test_a_batch_the_step_could_not_be_tiled_to_says_why():
 def test_the_screen_says_the_step_was_re_batched():
     def case(batch: int, status: str = "ok", **more: object) -> types.SimpleNamespace:
         params = {"kind": "steady", "sync": "none", "batch": batch, **more}
-        return types.SimpleNamespace(status=status, spec=types.SimpleNamespace(params=params))
+        return types.SimpleNamespace(status=status, spec=types.SimpleNamespace(params=params, variant=None))
 
     results = [case(8), case(32), case(128), case(8, fix="autocast"), case(512, status="skipped")]
     record = types.SimpleNamespace(options={"rebatched": "step", "batch": 8}, results=results)

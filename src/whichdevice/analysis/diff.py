@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from whichdevice.analysis import significance
 from whichdevice.analysis.compare import Comparison
 from whichdevice.core.records import CaseSpec, RunRecord
+from whichdevice.workloads.fixes import params_of
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class RunDiff:
 
 
 def _label(spec: CaseSpec) -> str:
-    return f"{spec.framework} {spec.device} {spec.workload} " + " ".join(f"{k}={v}" for k, v in spec.params.items())
+    return f"{spec.framework} {spec.device} {spec.workload} " + " ".join(f"{k}={v}" for k, v in params_of(spec).items())
 
 
 def _context(a: RunRecord, b: RunRecord) -> list[ContextChange]:

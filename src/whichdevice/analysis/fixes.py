@@ -30,6 +30,7 @@ from whichdevice.analysis.significance import (
 from whichdevice.analysis.warmup import BreakEven
 from whichdevice.core.records import OWN_PROCESS, CaseResult, RunRecord, Timing
 from whichdevice.workloads.fixes import BY_KEY, FIXES, FixEntry, entry
+from whichdevice.workloads.fixes import params_of
 
 __all__ = ["BY_KEY", "FIXES", "FixEntry", "entry"]  # the catalogue, re-exported for analysis and present
 
@@ -98,7 +99,7 @@ def per_sample(r: CaseResult) -> Timing:
 
 def ab_fixes(record: RunRecord, fix: str, baseline_value: object) -> list[FixResult]:
     """Every pair (baseline, variant) that differs only in ``fix``."""
-    ok = [r for r in record.results if r.status == "ok" and fix in r.spec.params]
+    ok = [r for r in record.results if r.status == "ok" and fix in params_of(r.spec)]
     out = []
     spread = process_sd(record)  # every claim no surer than two processes agree
 
@@ -107,24 +108,26 @@ def ab_fixes(record: RunRecord, fix: str, baseline_value: object) -> list[FixRes
             r.spec.workload,
             r.spec.framework,
             r.spec.device,
-            tuple(sorted((k, v) for k, v in r.spec.params.items() if k != fix and k != OWN_PROCESS)),
+            tuple(sorted((k, v) for k, v in params_of(r.spec).items() if k != fix and k != OWN_PROCESS)),
         )
 
     for base in ok:
-        if base.spec.params[fix] != baseline_value:
+        if params_of(base.spec)[fix] != baseline_value:
             continue
         for var in ok:
-            if var is base or var.spec.params[fix] == baseline_value or rest(var) != rest(base):
+            if var is base or params_of(var.spec)[fix] == baseline_value or rest(var) != rest(base):
                 continue
             comp = compare("before", per_sample(base), "after", per_sample(var), process_sd=spread)
             if base.timing is not None and var.timing is not None:
                 untold = processes_disagree(comp.claim, base.timing, var.timing, own_draws=own_draws(base, var))
                 comp = dataclasses.replace(comp, claim=untold)
-            ctx = {k: v for k, v in base.spec.params.items() if k != fix and k != OWN_PROCESS}
+            ctx = {k: v for k, v in params_of(base.spec).items() if k != fix}
             if len({r.spec.framework for r in ok}) > 1:  # name it when frameworks sit side by side
                 ctx = {"framework": base.spec.framework, **ctx}
             out.append(
-                FixResult(fix, base.spec.device, baseline_value, var.spec.params[fix], ctx, comp, base.spec.framework)
+                FixResult(
+                    fix, base.spec.device, baseline_value, params_of(var.spec)[fix], ctx, comp, base.spec.framework
+                )
             )
     return out
 
@@ -182,14 +185,14 @@ def undecided(results: list[CaseResult]) -> set[str]:
     for e in FIXES:
         if e.method not in ("ab", "grid") or not e.param:
             continue
-        has = [r for r in ok if e.param in r.spec.params]
+        has = [r for r in ok if e.param in params_of(r.spec)]
         for base in has:
-            if not _baseline_of(e, base.spec.params):
+            if not _baseline_of(e, params_of(base.spec)):
                 continue
             for var in has:
                 if (
                     var is base
-                    or var.spec.params[e.param] == base.spec.params[e.param]
+                    or params_of(var.spec)[e.param] == params_of(base.spec)[e.param]
                     or not _one_apart(base, var, e.param)
                 ):
                     continue
@@ -208,8 +211,8 @@ def _baseline_of(e: FixEntry, params: dict[str, Any]) -> bool:
 
 def _one_apart(a: CaseResult, b: CaseResult, param: str) -> bool:
     sa, sb = a.spec, b.spec
-    rest_a = {k: v for k, v in sa.params.items() if k != param}
-    rest_b = {k: v for k, v in sb.params.items() if k != param}
+    rest_a = {k: v for k, v in params_of(sa).items() if k != param}
+    rest_b = {k: v for k, v in params_of(sb).items() if k != param}
     return (sa.workload, sa.framework, sa.device) == (sb.workload, sb.framework, sb.device) and rest_a == rest_b
 
 
@@ -223,7 +226,7 @@ def own_draws(*cases: CaseResult) -> bool:
     """Whether each case's mode on a contended machine was its own draw: a script's cases (each
     side its own run of the script, or its own turns in a shared one while its threads contend),
     not a suite's, whose measuring child times every case of a round in one process."""
-    return any("script" in c.spec.params for c in cases)
+    return any("script" in params_of(c.spec) for c in cases)
 
 
 def _decided(claim: Claim) -> bool:
@@ -245,8 +248,8 @@ def jit_by_default(record: RunRecord, device: str, framework: str | None = None)
         r.status == "ok"
         and r.spec.device == device
         and (framework is None or r.spec.framework == framework)
-        and r.spec.params.get("kind") == "fit"
-        and "jit_compile" not in r.spec.params
+        and params_of(r.spec).get("kind") == "fit"
+        and "jit_compile" not in params_of(r.spec)
         and r.metrics.get("jit_compile") == 1.0
         for r in record.results
     )

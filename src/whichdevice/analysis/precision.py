@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from whichdevice.analysis.compare import Comparison, compare
 from whichdevice.analysis.values import timing_of
 from whichdevice.core.records import CaseResult, RunRecord, Timing
+from whichdevice.workloads.fixes import params_of
 
 
 @dataclass(frozen=True)
@@ -26,12 +27,12 @@ class PrecisionRow:
 
 
 def precision_rows(record: RunRecord) -> list[PrecisionRow]:
-    ok = [r for r in record.results if r.status == "ok" and r.spec.params.get("kind") == "precision"]
+    ok = [r for r in record.results if r.status == "ok" and params_of(r.spec).get("kind") == "precision"]
     rows = []
     for r in ok:
         base = _float32(ok, r)
         comp = (
-            compare("float32", timing_of(base), str(r.spec.params["precision"]), timing_of(r))
+            compare("float32", timing_of(base), str(params_of(r.spec)["precision"]), timing_of(r))
             if base and base is not r
             else None
         )
@@ -39,7 +40,7 @@ def precision_rows(record: RunRecord) -> list[PrecisionRow]:
         rows.append(
             PrecisionRow(
                 r.spec.device,
-                str(r.spec.params["precision"]),
+                str(params_of(r.spec)["precision"]),
                 timing_of(r),
                 r.metrics.get("final_loss", float("nan")),
                 n / timing_of(r).median_s if n and timing_of(r).median_s > 0 else None,
@@ -51,12 +52,12 @@ def precision_rows(record: RunRecord) -> list[PrecisionRow]:
 
 
 def _float32(ok: list[CaseResult], r: CaseResult) -> CaseResult | None:
-    rest = {k: v for k, v in r.spec.params.items() if k != "precision"}
+    rest = {k: v for k, v in params_of(r.spec).items() if k != "precision"}
     for o in ok:
         if (
             o.spec.device == r.spec.device
-            and o.spec.params.get("precision") == "float32"
-            and {k: v for k, v in o.spec.params.items() if k != "precision"} == rest
+            and params_of(o.spec).get("precision") == "float32"
+            and {k: v for k, v in params_of(o.spec).items() if k != "precision"} == rest
         ):
             return o
     return None
@@ -84,7 +85,7 @@ def cpu_16bit(record: RunRecord) -> Cpu16Bit | None:
     ms = [
         r.metrics
         for r in record.results
-        if r.status == "ok" and r.spec.params.get("kind") == "precision" and "cpu_fast_bf16" in r.metrics
+        if r.status == "ok" and params_of(r.spec).get("kind") == "precision" and "cpu_fast_bf16" in r.metrics
     ]
     if not ms:
         return None

@@ -36,6 +36,7 @@ from whichdevice.analysis.costmodel import LaunchMode, OpCost, Prediction, Workl
 from whichdevice.analysis.deviceprofile import DeviceCosts, DeviceProfile
 from whichdevice.analysis.values import as_int
 from whichdevice.core.records import CaseResult, CaseSpec, RunRecord
+from whichdevice.workloads.fixes import params_of
 
 
 def description_from_metrics(metrics: dict[str, float], batch: int) -> WorkloadDescription:
@@ -202,7 +203,9 @@ def predict_report(
     framework = str(record.options.get("framework") or "tensorflow")
     spe = as_int(record.options.get("steps_per_execution") or 1)
     planned = [
-        as_int(r.spec.params.get("batch", 0)) for r in record.results if r.spec.params.get("probe") != "describe"
+        as_int(params_of(r.spec).get("batch", 0))
+        for r in record.results
+        if params_of(r.spec).get("probe") != "describe"
     ]
     report = _report(framework, measured, described, failures, profile, errors, spe, planned)
     return dataclasses.replace(report, cpu_varied=_varied(record.results))
@@ -213,9 +216,9 @@ def _varied(results: list[CaseResult]) -> tuple[float, int] | None:
     ``VARIED`` (gpudecision.CpuStep.varied); None when every batch held steady."""
     worst = max(
         (
-            (cpu_step(r.timing.rounds).varied, as_int(r.spec.params.get("batch", 0)))
+            (cpu_step(r.timing.rounds).varied, as_int(params_of(r.spec).get("batch", 0)))
             for r in results
-            if r.status == "ok" and r.timing is not None and r.spec.params.get("probe") != "describe"
+            if r.status == "ok" and r.timing is not None and params_of(r.spec).get("probe") != "describe"
         ),
         default=None,
     )
@@ -232,11 +235,11 @@ def _traces_and_steps(
     measured: dict[int, tuple[float, float, float]] = {}
     failures = []
     for r in results:
-        b = as_int(r.spec.params.get("batch", 0))
+        b = as_int(params_of(r.spec).get("batch", 0))
         if r.status != "ok":
-            failures.append(f"{r.spec.params.get('probe', r.spec.params.get('kind'))} batch {b}: {r.error}")
+            failures.append(f"{params_of(r.spec).get('probe', params_of(r.spec).get('kind'))} batch {b}: {r.error}")
             continue
-        if r.spec.params.get("probe") == "describe":
+        if params_of(r.spec).get("probe") == "describe":
             described[b] = description_from_metrics(r.metrics, b)
         elif r.timing is not None:
             step = cpu_step(r.timing.rounds)
@@ -308,7 +311,7 @@ RUN_ERRORS = "h100-2026-11-22"  # its calibration (errormodel.shipped)
 
 def is_trace(spec: CaseSpec) -> bool:
     """A case that traces the step's ops for the cost model (workloads/calibrate.py ``describe``)."""
-    return spec.workload == "calibrate" and spec.params.get("probe") == "describe"
+    return spec.workload == "calibrate" and params_of(spec).get("probe") == "describe"
 
 
 def interpolated(described: dict[int, WorkloadDescription], batches: list[int]) -> dict[int, WorkloadDescription]:
@@ -347,9 +350,9 @@ def run_sweep(record: RunRecord) -> list[CaseResult]:
         for r in record.results
         if r.spec.workload == "train"
         and r.spec.framework == framework
-        and r.spec.params.get("kind") == "steady"
-        and r.spec.params.get("sync") == "none"
-        and r.spec.params.get("model") == "seed001"
+        and params_of(r.spec).get("kind") == "steady"
+        and params_of(r.spec).get("sync") == "none"
+        and params_of(r.spec).get("model") == "seed001"
     ]
 
 
@@ -367,7 +370,7 @@ def run_prediction(
         return None
     described, measured, failures = _traces_and_steps(traces + sweep)
     every = interpolated(described, sorted(measured)) if described else {}
-    planned = [as_int(r.spec.params.get("batch", 0)) for r in sweep]
+    planned = [as_int(params_of(r.spec).get("batch", 0)) for r in sweep]
     report = _report(framework, measured, every or described, failures, profile, errors, planned=planned)
     return dataclasses.replace(report, cpu_varied=_varied(sweep))
 

@@ -24,6 +24,7 @@ from whichdevice.analysis.gpudecision import TOO_CLOSE, decide
 from whichdevice.analysis.prediction import GpuAnswer, PredictReport, framework_key, gpu_would_help, winner
 from whichdevice.analysis.values import as_int
 from whichdevice.core.records import RunRecord, StepTrace
+from whichdevice.workloads.fixes import params_of
 
 
 def description(trace: StepTrace, batch: int) -> WorkloadDescription:
@@ -91,7 +92,7 @@ def cpu_steps(record: RunRecord) -> dict[int, tuple[float, float, float]]:
     q3) of the baseline and of each batch of the sweep."""
     out: dict[int, tuple[float, float, float]] = {}
     for r in record.results:
-        p = r.spec.params
+        p = params_of(r.spec)
         if r.status != "ok" or r.timing is None or not r.spec.device.startswith("CPU") or r.spec.workload != "train":
             continue
         if p.get("kind") != "steady" or p.get("sync") != "none" or p.get("fix"):

@@ -55,6 +55,7 @@ from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT
 from whichdevice.analysis.significance import Claim, ClaimNote, from_round_ratios, judge
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.workloads import script as scriptcases
+from whichdevice.workloads.fixes import params_of
 
 # The wait for input is a cause from XProf's "MODERATELY input-bound" share of the step (5 %,
 # xprof op_stats_to_input_pipeline_analysis.cc), the same share at which the PyTorch profiler's
@@ -249,13 +250,13 @@ def _plain_step(p: dict[str, Any]) -> bool:
 
 def is_baseline(r: CaseResult) -> bool:
     """The script's case at its own settings: steady, nothing read back added, no fix, the user's batch."""
-    p = r.spec.params
+    p = params_of(r.spec)
     return _plain_step(p) and p.get("batch") == p.get("user_batch")
 
 
 def is_batch_case(r: CaseResult) -> bool:
     """The script's case at another batch, nothing else changed (the batch sweep)."""
-    p = r.spec.params
+    p = params_of(r.spec)
     return _plain_step(p) and bool(p.get("batch")) and p.get("batch") != p.get("user_batch")
 
 
@@ -289,13 +290,13 @@ def batch_gain(base: CaseResult, cases: list[CaseResult], *, tiled: bool = False
     round gives a ratio and no interval: not enough. None where no larger batch was measured.
     ``tiled``: the plan re-batched the script's step by tiling its own batch (the record's
     ``rebatched`` option), not the script's DataLoader."""
-    b = int(base.spec.params.get("user_batch") or 0)
-    larger = [x for x in cases if int(x.spec.params.get("batch") or 0) > b > 0 and x.timing is not None]
+    b = int(params_of(base.spec).get("user_batch") or 0)
+    larger = [x for x in cases if int(params_of(x.spec).get("batch") or 0) > b > 0 and x.timing is not None]
     if not larger or base.timing is None:
         return None
-    top = max(larger, key=lambda x: int(x.spec.params.get("batch") or 0))
+    top = max(larger, key=lambda x: int(params_of(x.spec).get("batch") or 0))
     assert top.timing is not None
-    k = int(top.spec.params.get("batch") or 0)
+    k = int(params_of(top.spec).get("batch") or 0)
     rounds = [
         (list(sa), list(sk))
         for sa, sk in zip(
@@ -343,21 +344,18 @@ def _counted_steps(record: RunRecord, r: CaseResult, m: dict[str, float], steps:
     """The timed steps a process's copies and reads were counted over (see the module's docstring)."""
     if m.get("counted_steps"):
         return float(m["counted_steps"])
-    p = r.spec.params
-    if not scriptcases.shares_child(p) or p.get("entry") in scriptcases.KERAS_ENTRIES:
+    if not scriptcases.shares_child(r.spec) or r.spec.params.get("entry") in scriptcases.KERAS_ENTRIES:
         return float(steps)  # its own process, or a Keras fit that times each member apart
     # a record without counted_steps predates variants taking turns: its shared process ran the
     # baseline cases only (an autocast, batch, workers, channels_last or compile case there had a
     # process of its own)
-    if scriptcases.variant_of(p) != "baseline":
+    if scriptcases.variant_of(r.spec) != "baseline":
         return float(steps)
     key = scriptcases.group_key(r.spec)
     members = sum(
         1
         for x in record.results
-        if x.status == "ok"
-        and scriptcases.group_key(x.spec) == key
-        and scriptcases.variant_of(x.spec.params) == "baseline"
+        if x.status == "ok" and scriptcases.group_key(x.spec) == key and scriptcases.variant_of(x.spec) == "baseline"
     )
     return float(steps * max(1, members))
 
@@ -383,14 +381,14 @@ def script_steps(record: RunRecord) -> list[ScriptStep]:
 
         seen.add(r.spec.device)
         step_s = statistics.median(statistics.median(samples) for samples, _ in rounds)
-        batch = int(r.spec.params.get("user_batch") or 0)
+        batch = int(params_of(r.spec).get("user_batch") or 0)
         fast = fast_step(r)
         cases = [r] + [
             x
             for x in record.results
             if x.status == "ok" and x.timing is not None and x.spec.device == r.spec.device and is_batch_case(x)
         ]
-        points = [(int(x.spec.params.get("batch") or 0), fast_step(x) or 0.0) for x in cases] if batch else []
+        points = [(int(params_of(x.spec).get("batch") or 0), fast_step(x) or 0.0) for x in cases] if batch else []
         line = batch_line(points) if batch else None
         threads = [m["cpu_threads"] for _, m in rounds if m.get("cpu_threads")]
         out.append(
@@ -405,7 +403,7 @@ def script_steps(record: RunRecord) -> list[ScriptStep]:
                 per_step("h2d_count"),
                 per_step("h2d_bytes"),
                 len(rounds),
-                str(r.spec.params.get("trainer") or ""),
+                str(params_of(r.spec).get("trainer") or ""),
                 batch,
                 line[0] if line else None,
                 line[1] if line else None,

@@ -51,6 +51,7 @@ from whichdevice.core import failures
 from whichdevice.core.records import OWN_PROCESS, CaseResult, CaseSpec, RunRecord
 from whichdevice.workloads import fixes as catalogue
 from whichdevice.workloads.suite import USER_SWEEP_BATCHES
+from whichdevice.workloads.fixes import params_of
 
 # A recommended setting (batch, steps_per_execution) must reach this share of the best
 # throughput found in its grid; the smallest such value is recommended (a smaller batch costs
@@ -295,7 +296,7 @@ def _unmeasured_values(
     """The grid's values whose case did not run to the end, by value, with the case."""
     out = []
     for r in record.results:
-        p = r.spec.params
+        p = params_of(r.spec)
         if r.status == "ok" or r.spec.device != device or r.spec.framework != framework or param not in p:
             continue
         if r.spec.workload == "train" and {k: v for k, v in p.items() if k not in (param, OWN_PROCESS)} == where:
@@ -341,7 +342,7 @@ def _planned(record: RunRecord, e: FixEntry) -> bool:
     """Whether the record's plan had the fix: its cases are in the record, or the plan cut them."""
     cut = record.options.get("fixes_cut")
     return (isinstance(cut, list) and e.key in cut) or any(
-        e.cases(r.spec.workload, r.spec.params) for r in record.results
+        e.cases(r.spec.workload, params_of(r.spec)) for r in record.results
     )
 
 
@@ -383,7 +384,7 @@ def _cut_by_plan(record: RunRecord, e: FixEntry) -> bool:
         return False  # the fix does not apply to this model, whatever the plan (channels_last on an LSTM)
     if e.group == "loop":  # the loader pairs: planned when their cases are in the record
         return (_has_gpu(record) or not e.gpu_only) and not any(
-            e.cases(r.spec.workload, r.spec.params) for r in record.results
+            e.cases(r.spec.workload, params_of(r.spec)) for r in record.results
         )
     return e.key not in planned
 
@@ -436,9 +437,9 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
     if e.larger and e.param == "batch" and "script" in record.options and not _swept_larger(record):
         return _script_batch(record, e)
     base = e.baseline if baseline is None else baseline
-    if not any(_baseline_side(e, base, r.spec.workload, r.spec.params) for r in record.results):
+    if not any(_baseline_side(e, base, r.spec.workload, params_of(r.spec)) for r in record.results):
         return NotMeasured("not_in_suite", elsewhere=e.elsewhere)
-    cases = [r for r in record.results if e.cases(r.spec.workload, r.spec.params)]
+    cases = [r for r in record.results if e.cases(r.spec.workload, params_of(r.spec))]
     if not cases:
         return NotMeasured("not_in_suite", elsewhere=e.elsewhere)
     failed = [r for r in cases if r.status == "failed"]
@@ -517,8 +518,8 @@ def _none_larger(record: RunRecord, e: FixEntry, baseline: object) -> NotMeasure
         r
         for r in record.results
         if r.status != "ok"
-        and e.cases(r.spec.workload, r.spec.params)
-        and towards(e, r.spec.params.get(e.param), baseline)
+        and e.cases(r.spec.workload, params_of(r.spec))
+        and towards(e, params_of(r.spec).get(e.param), baseline)
     ]
     failed = [r for r in larger if r.status == "failed"]
     if failed:
@@ -593,7 +594,7 @@ def compile_costs(record: RunRecord, e: FixEntry, fixes: list[Fix]) -> list[Plac
     out: list[PlacementCheck | WarmupCheck | CompileCost] = []
     pairs: dict[str, dict[bool, CaseResult]] = {}
     for r in record.results:
-        p = r.spec.params
+        p = params_of(r.spec)
         if r.spec.workload == "train" and p.get("fix") == e.key:
             pairs.setdefault(r.spec.device, {})[bool(p.get(e.param))] = r
     for device, pair in pairs.items():
@@ -611,7 +612,7 @@ def compile_costs(record: RunRecord, e: FixEntry, fixes: list[Fix]) -> list[Plac
             )
             out.append(CompileCost(device, comp.metrics["compile_s"], True, eager, be))
         elif comp.status == "failed" and "TimeoutError: torch.compile" in str(comp.error or ""):
-            bound = float(comp.spec.params.get("compile_limit_s") or 0.0)
+            bound = float(params_of(comp.spec).get("compile_limit_s") or 0.0)
             out.append(CompileCost(device, bound, False, eager, None, bound / eager if eager else None))
     return out
 
@@ -619,7 +620,7 @@ def compile_costs(record: RunRecord, e: FixEntry, fixes: list[Fix]) -> list[Plac
 def _placement_checks(record: RunRecord) -> list[PlacementCheck | WarmupCheck | CompileCost]:
     out: list[PlacementCheck | WarmupCheck | CompileCost] = []
     for r in record.results:
-        if r.status != "ok" or r.spec.params.get("kind") != "placement" or r.timing is None:
+        if r.status != "ok" or params_of(r.spec).get("kind") != "placement" or r.timing is None:
             continue
         p = device_placement(r.spec.device, r.metrics, r.timing.median_s)
         gpu = p.device.startswith("GPU")
@@ -638,7 +639,7 @@ def _warmup_checks(record: RunRecord) -> list[PlacementCheck | WarmupCheck | Com
     """The first step against the steady one, in the seed's (or the user's) custom loop."""
     out: list[PlacementCheck | WarmupCheck | CompileCost] = []
     for r in record.results:
-        p = r.spec.params
+        p = params_of(r.spec)
         if (
             r.status == "ok"
             and r.timing is not None
@@ -803,7 +804,7 @@ def answer_cases(record: RunRecord) -> list[CaseResult]:
 
 def decides_answer(spec: CaseSpec) -> bool:
     """Whether the answer rests on ``spec`` (:func:`answer_cases`)."""
-    p = spec.params
+    p = params_of(spec)
     if spec.workload == "matmul":
         return p.get("mode") == "steady"
     return spec.workload == "train" and (
@@ -903,7 +904,9 @@ def _cases_behind(record: RunRecord, gpus: list[str], report: PredictReport | No
     if report is None:
         return []
     if record.options.get("script"):  # a script's prediction reads its own step at each batch measured
-        return [r for r in record.results if r.spec.params.get("kind") == "steady" and "fix" not in r.spec.params]
+        return [
+            r for r in record.results if params_of(r.spec).get("kind") == "steady" and "fix" not in params_of(r.spec)
+        ]
     return prediction.run_sweep(record)
 
 

@@ -16,6 +16,7 @@ from whichdevice.analysis.compare import Comparison, compare, process_sd
 from whichdevice.analysis.crossover import Crossover, find_crossover
 from whichdevice.analysis.values import as_number
 from whichdevice.core.records import CaseResult, RunRecord, Scalar, Timing
+from whichdevice.workloads.fixes import params_of
 
 
 @dataclass(frozen=True)
@@ -98,9 +99,9 @@ def _groups(record: RunRecord, x_param: str) -> dict[_GroupKey, list[CaseResult]
     groups: dict[_GroupKey, list[CaseResult]] = defaultdict(list)
     by_framework = several_frameworks(record)
     for r in record.results:
-        if x_param not in r.spec.params:
+        if x_param not in params_of(r.spec):
             continue
-        key = tuple(sorted((k, v) for k, v in r.spec.params.items() if k != x_param))
+        key = tuple(sorted((k, v) for k, v in params_of(r.spec).items() if k != x_param))
         if by_framework:
             key = (("framework", r.spec.framework),) + key
         groups[key].append(r)
@@ -113,7 +114,7 @@ def _rows(
     """One row per x: a cell per device and each other device compared with the baseline."""
     by_x: dict[float, dict[str, Cell]] = defaultdict(dict)
     for r in results:
-        by_x[as_number(r.spec.params[x_param])][r.spec.device] = _cell(r, work_metric)
+        by_x[as_number(params_of(r.spec)[x_param])][r.spec.device] = _cell(r, work_metric)
     rows = []
     for x in sorted(by_x):
         cells = by_x[x]

@@ -15,6 +15,7 @@ from whichdevice.analysis.compare import Comparison, compare, process_sd
 from whichdevice.analysis.sweep import Table, analyze_sweep, device_order, several_frameworks
 from whichdevice.analysis.warmup import BreakEven, EpochSummary, break_even, summarize_epochs
 from whichdevice.core.records import CaseResult, RunRecord, Scalar, Timing
+from whichdevice.workloads.fixes import params_of
 
 RUN_KINDS = ("loop", "fit", "callback")
 
@@ -105,7 +106,7 @@ def _rows(
     groups: dict[tuple[tuple[str, Scalar], ...], list[CaseResult]] = defaultdict(list)
     for r in results:
         fw = (("framework", r.spec.framework),) if by_framework else ()
-        groups[fw + tuple(r.spec.params.items())].append(r)
+        groups[fw + tuple(params_of(r.spec).items())].append(r)
     gpus = [d for d in devices if d.startswith("GPU")]
     rows = []
     for key, rs in groups.items():
@@ -143,7 +144,7 @@ def analyze_training(record: RunRecord) -> TrainReport:
     baseline = next((d for d in devices if d.startswith("CPU")), None)
     by_kind: dict[str, list[CaseResult]] = defaultdict(list)
     for r in results:
-        by_kind[str(r.spec.params.get("kind"))].append(r)
+        by_kind[str(params_of(r.spec).get("kind"))].append(r)
     several = several_frameworks(record)
     spread = process_sd(record)
     creation = _rows(by_kind["create"], devices, baseline, with_break_even=False, by_framework=several, spread=spread)
@@ -160,9 +161,9 @@ def analyze_training(record: RunRecord) -> TrainReport:
     pairs: dict[tuple[str, tuple[tuple[str, Scalar], ...]], dict[str, Timing]] = defaultdict(dict)
     for r in steady:
         if r.status == "ok" and r.timing is not None:
-            rest = tuple((k, v) for k, v in r.spec.params.items() if k not in ("sync", "kind"))
+            rest = tuple((k, v) for k, v in params_of(r.spec).items() if k not in ("sync", "kind"))
             rest = (("framework", r.spec.framework),) + rest if several else rest
-            pairs[(r.spec.device, rest)][str(r.spec.params["sync"])] = r.timing
+            pairs[(r.spec.device, rest)][str(params_of(r.spec)["sync"])] = r.timing
     sync_costs = [
         SyncCost(dev, dict(rest), t["each"], t["none"], spread)
         for (dev, rest), t in pairs.items()

@@ -7,7 +7,7 @@ A ``RunRecord`` is what one command (``whichdevice matmul`` ...) writes as JSON.
   details, CPU threads, whether oneDNN is on, the environment variables that were set
   before the framework was imported, the import time and the harness overhead;
 - ``results``: one ``CaseResult`` per measured case: its ``CaseSpec`` (workload,
-  framework, device, parameters), status (ok / failed and why), and the raw ``Timing``.
+  framework, device, parameters, the fix it measures), status (ok / failed and why), and the raw ``Timing``.
 
 Statistics (median, IQR) are properties derived from the raw samples. They are written
 into the JSON for readers' convenience and dropped again when a record is read back, so
@@ -28,6 +28,11 @@ absent from records written before it. Version 4 records may also carry ``RunRec
 (what one step of a script's training loop runs, collected once on the CPU for the no-GPU
 prediction): optional, versioned on its own (``StepTrace.version``) so that a later change of
 what it holds does not change the record's version; a reader skips a trace of a newer version.
+5 carries a script case's fix as its spec's ``variant`` (a catalogue key and a typed value),
+no longer among its parameters: a version-4 script case is split on reading (``result_v4_to_v5``),
+and the catalogue lays the variant out among the parameters as version 4 held them (``params_of``), so
+the case reads, pairs and renders as it did, and ``compare`` pairs it with the same case of a
+version-5 record (both have the same ``identity``).
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ from whichdevice.core import failures, safeio, stats
 from whichdevice.core.errors import UsageError
 from whichdevice.core.telemetry import Telemetry
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 Scalar = str | int | float | bool | None
 
@@ -128,25 +133,42 @@ OWN_PROCESS = "own_process"
 CHILD_LIMIT_PARAMS = frozenset({"child_limit_s", OWN_PROCESS})
 
 
+class Variant(_Frozen):
+    """The one fix a case measures: a key of the fix catalogue (``workloads/fixes.py``) and the
+        value its parameter takes, of the type the catalogue entry declares (``FixEntry.value_type``;
+        the catalogue builds it: ``FixEntry.variant``; ``workloads/fixes.params_of`` lays it out among
+    the case's parameters, as cases named their fix before it). Both sides of a pair carry one: the baseline
+        side at the entry's baseline value (``autocast`` ``"off"``), the other at the fix's."""
+
+    fix: str = Field(min_length=1)
+    value: bool | int | float | str
+
+
 class CaseSpec(_Frozen):
-    """What one case runs: workload, framework, device and the workload's parameters."""
+    """What one case runs: workload, framework, device, the workload's parameters and the fix it
+    measures (``variant``; None: none, or a case whose parameters name it, as every case written
+    before schema version 5 and every case of a built-in suite does)."""
 
     workload: str
     framework: str
     device: str
     params: dict[str, Scalar] = Field(default_factory=dict)
+    variant: Variant | None = None
+
+    def _text(self, skip: frozenset[str] = frozenset()) -> str:
+        p = ",".join(f"{k}={self.params[k]}" for k in sorted(self.params) if k not in skip)
+        v = f"|{self.variant.fix}={self.variant.value}" if self.variant is not None else ""
+        return f"{self.workload}|{self.framework}|{self.device}|{p}{v}"
 
     @property
     def key(self) -> str:
         """Stable identity of a case, used to match results to specs (and to resume)."""
-        p = ",".join(f"{k}={self.params[k]}" for k in sorted(self.params))
-        return f"{self.workload}|{self.framework}|{self.device}|{p}"
+        return self._text()
 
     @property
     def identity(self) -> str:
         """The case across runs: its key without ``CHILD_LIMIT_PARAMS`` (what ``compare`` pairs)."""
-        p = ",".join(f"{k}={self.params[k]}" for k in sorted(self.params) if k not in CHILD_LIMIT_PARAMS)
-        return f"{self.workload}|{self.framework}|{self.device}|{p}"
+        return self._text(CHILD_LIMIT_PARAMS)
 
 
 _DERIVED_TIMING = {"median_s", "q1_s", "q3_s", "iqr_s", "rel_iqr", "n_samples"}
@@ -483,10 +505,62 @@ def result_v3_to_v4(raw: Any) -> Any:
     return raw
 
 
+# Version 4 wrote a script case's fix among its parameters; the parameter that names it, in the
+# order ``workloads/script.py`` read them then (a DataLoader pinning case also sets num_workers 0,
+# so pin_memory is read first). Each is (fix, its parameter, the case kind it needs or None). A
+# record's format, fixed when version 5 was written: later catalogue entries never appear here.
+_V4_SCRIPT_FIXES: tuple[tuple[str, str, str | None], ...] = (
+    ("steps_per_execution", "steps_per_execution", None),
+    ("jit_compile", "jit_compile", None),
+    ("precision", "precision", "precision"),
+    ("prefetch", "data", "loop"),
+    ("pin_memory", "pin_memory", None),
+    ("num_workers", "num_workers", None),
+)
+
+
+def v4_script_split(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """A version-4 script case's parameters split into version 5's: the parameters without its fix,
+    and the fix as a variant (``{"fix": ..., "value": ...}``); None for a case with no fix (the
+    script's baseline). Every script case carries the user's batch: a batch variant keeps it."""
+    p = dict(params)
+    if isinstance(p.get("fix"), str) and p["fix"] in p:  # a torch pair, the CPU thread count
+        fix = p.pop("fix")
+        return p, {"fix": fix, "value": p.pop(fix)}
+    for fix, param, kind in _V4_SCRIPT_FIXES:
+        if param in p and (kind is None or p.get("kind") == kind):
+            if fix == "prefetch" and p[param] not in ("tfdata", "tfdata_noprefetch"):
+                continue
+            return p, {"fix": fix, "value": p.pop(param)}
+    if p.get("kind") == "steady" and p.get("sync") == "each":
+        return p, {"fix": "sync", "value": p.pop("sync")}
+    user = p.get("user_batch")
+    if p.get("kind") == "steady" and user is not None and p.get("batch") not in (None, user):
+        value, p["batch"] = p["batch"], user
+        return p, {"fix": "batch", "value": value}
+    return None
+
+
+def result_v4_to_v5(raw: Any) -> Any:
+    """One result's JSON: version 5 carries a script case's fix as its spec's ``variant``, no
+    longer among its parameters (a built-in suite's cases are unchanged)."""
+    spec = raw.get("spec") if isinstance(raw, dict) else None
+    if not isinstance(spec, dict) or spec.get("variant") is not None or spec.get("workload") != "train":
+        return raw
+    params = spec.get("params")
+    if not isinstance(params, dict) or "script" not in params:
+        return raw
+    split = v4_script_split(params)
+    if split is None:
+        return raw
+    rest, variant = split
+    return {**raw, "spec": {**spec, "params": rest, "variant": variant}}
+
+
 def result_upgraded(raw: Any) -> Any:
     """One result's JSON of any version brought to the current one (journals hold results
     alone, with no version of their own: every step applies, each a no-op where done)."""
-    return result_v3_to_v4(result_v1_to_v2(raw))
+    return result_v4_to_v5(result_v3_to_v4(result_v1_to_v2(raw)))
 
 
 def _results_through(data: dict[str, Any], step: Callable[[Any], Any]) -> dict[str, Any]:
@@ -511,11 +585,24 @@ def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
     return _results_through(data, result_v3_to_v4)
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+def _v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 5: a script case's fix is its spec's ``variant``, no longer among its parameters."""
+    return _results_through(data, result_v4_to_v5)
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: _v1_to_v2,
+    2: _v2_to_v3,
+    3: _v3_to_v4,
+    4: _v4_to_v5,
+}
 # Versions whose record reads the same under the next version unless the step changed it: such
 # a record is noted as migrated only when it was (a version-3 record with no skipped case reads
-# unchanged, and its report stays word for word what it was).
+# unchanged, and its report stays word for word what it was). A version-4 record reads the same
+# either way: its cases' parameters, variant included (``workloads/fixes.params_of``), are what they were,
+# so its report stays word for word what it was and says nothing of the migration.
 _NOTED_ONLY_WHEN_CHANGED = frozenset({3})
+_NEVER_NOTED = frozenset({4})
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
@@ -524,13 +611,19 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
     changed = False
     while version < SCHEMA_VERSION:
         stepped = MIGRATIONS[version](data)
-        changed = changed or version not in _NOTED_ONLY_WHEN_CHANGED or stepped != data
+        if version not in _NEVER_NOTED:
+            changed = changed or version not in _NOTED_ONLY_WHEN_CHANGED or stepped != data
         data = {**stepped, "schema_version": version + 1}
         version += 1
+    # the version the note names: the last one whose step a reader can see (the steps after it
+    # change no word of the record), so an old record's note reads as it did before them
+    said = SCHEMA_VERSION
+    while said - 1 in _NEVER_NOTED:
+        said -= 1
     if start != SCHEMA_VERSION and changed:
         note = (
             f"This record was written with result schema version {start} (whichdevice "
-            f"{data.get('tool_version', '?')}) and read through migration to version {SCHEMA_VERSION}."
+            f"{data.get('tool_version', '?')}) and read through migration to version {said}."
         )
         notes = data.get("notes", [])
         data = {**data, "notes": [*notes, note] if isinstance(notes, list) else notes}

@@ -24,7 +24,8 @@ pipeline), ``calibration.py`` (``probes``: with the calibrate probes), ``scale.p
 ``pipeline.py`` (the ``pipeline`` command's loader: tf.data, DataLoader, PyDataset), TensorFlow's
 ``profiler.py``, ``precision.py``, ``placement_log.py``; ``optrace.py`` (the placement command's
 trace of a step for torch and JAX), ``pitfalls.py`` (the pitfalls command's mistakes; importable in
-the parent) and ``audit.py`` (what ``whichdevice audit`` hooks and re-runs). A workload loads one
+the parent), ``audit.py`` (what ``whichdevice audit`` hooks and re-runs) and ``scriptfixes.py`` (the
+catalogue's fixes the script capture applies, one adapter each; importable in the parent). A workload loads one
 with ``part(name, kind)`` (inside a child: it imports the framework), which refuses a module
 that lacks a function of its protocol.
 
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
         Precision,
         Profiler,
         Scale,
+        ScriptFixes,
         Training,
     )
 
@@ -202,6 +204,8 @@ def part(name: str, kind: Literal["optrace"]) -> OpTrace: ...
 def part(name: str, kind: Literal["pitfalls"]) -> Pitfalls: ...
 @overload
 def part(name: str, kind: Literal["audit"]) -> Audit: ...
+@overload
+def part(name: str, kind: Literal["scriptfixes"]) -> ScriptFixes: ...
 def part(name: str, kind: str) -> Any:
     """Framework ``name``'s optional part ``kind`` (``PARTS``), imported (it imports the
     framework: child only) and checked against its protocol in ``contracts.OPTIONAL``."""

@@ -91,3 +91,15 @@ if TYPE_CHECKING:
     _keras_torch_capture: contracts.Capture = keras_torch_capture
     _torch_capture: contracts.Capture = torch_capture
     _jax_capture: contracts.Capture = jax_capture
+    # the fixes each script capture applies, read by the plan in the parent (workloads/scriptplan)
+    from whichdevice.frameworks.jax import scriptfixes as jax_scriptfixes
+    from whichdevice.frameworks.keras_jax import scriptfixes as keras_jax_scriptfixes
+    from whichdevice.frameworks.keras_torch import scriptfixes as keras_torch_scriptfixes
+    from whichdevice.frameworks.tensorflow import scriptfixes as tensorflow_scriptfixes
+    from whichdevice.frameworks.torch import scriptfixes as torch_scriptfixes
+
+    _tensorflow_scriptfixes: contracts.ScriptFixes = tensorflow_scriptfixes
+    _keras_jax_scriptfixes: contracts.ScriptFixes = keras_jax_scriptfixes
+    _keras_torch_scriptfixes: contracts.ScriptFixes = keras_torch_scriptfixes
+    _torch_scriptfixes: contracts.ScriptFixes = torch_scriptfixes
+    _jax_scriptfixes: contracts.ScriptFixes = jax_scriptfixes

@@ -368,6 +368,55 @@ class Capture(Protocol):
 
 
 @dataclass(frozen=True)
+class StepCost:
+    """What a variant adds to a planned case's cost, against a plain step: its first step's trace
+    (``trace``: times a plain trace; XLA compiling the step), the steps each timed call runs
+    (``per_call``: steps_per_execution) and a one-time cost in seconds (``extra_s``: a compile)."""
+
+    trace: float = 1.0
+    per_call: int = 1
+    extra_s: float = 0.0
+
+
+def _plain(_value: Any) -> StepCost:
+    return StepCost()
+
+
+# A script's variant cases as a framework plans them from the pre-flight's facts (and whether the
+# run has a GPU): each case's value of the fix and its parameters (the case kind it is timed as,
+# and any setting it needs beside the fix); [] where the fix does not apply to this script.
+PlanCases = Callable[[dict[str, Any], bool], list[tuple[Any, dict[str, Any]]]]
+
+
+@dataclass(frozen=True)
+class ScriptFix:
+    """How a framework's script capture (``capture.py``) measures one fix of the catalogue
+    (``workloads/fixes.py``, ``fix`` its key): the capture's member for a case at a value
+    (``member(value, params)``: ``"batch:64"``; ``"baseline"``: the script as it runs), the cases a
+    plan gives it (``cases``; None: the plan sizes them itself, as the batch sweep and the thread
+    counts, which are every framework's) and what its variant adds to a case's cost (``cost``)."""
+
+    fix: str
+    member: Callable[[Any, dict[str, Any]], str]
+    cases: PlanCases | None = None
+    cost: Callable[[Any], StepCost] = _plain
+
+
+@runtime_checkable
+class ScriptFixes(Protocol):
+    """``scriptfixes.py``: the fixes the framework's script capture applies, one adapter each, in
+    the order a plan tries them (the budget keeps the first that fit). Importable in the parent:
+    it imports no framework."""
+
+    ADAPTERS: tuple[ScriptFix, ...]
+
+    def shares(self, member: str, params: dict[str, Any]) -> bool:
+        """Whether a case whose member is ``member`` takes turns in the round's shared process of
+        the script (its other members' and the baseline's), rather than a run of its own."""
+        ...
+
+
+@dataclass(frozen=True)
 class Framework:
     """A loaded framework adapter: what ``frameworks.load(name)`` returns to a workload. Its
     optional parts are loaded on demand: ``frameworks.part(name, kind)``."""
@@ -397,6 +446,7 @@ _OPTIONAL_PROTOCOLS: dict[str, type] = {
     "pitfalls": Pitfalls,
     "audit": Audit,
     "capture": Capture,
+    "scriptfixes": ScriptFixes,
 }
 OPTIONAL: dict[str, tuple[str, type]] = {
     kind: ("calibration" if kind == "probes" else kind, protocol) for kind, protocol in _OPTIONAL_PROTOCOLS.items()

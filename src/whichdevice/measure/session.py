@@ -75,6 +75,7 @@ from whichdevice.measure import experiment, runner
 from whichdevice.measure.experiment import Discovery
 from whichdevice.measure.journal import Journal, JournalState
 from whichdevice.workloads import fixes as fix_catalogue
+from whichdevice.workloads.fixes import params_of
 
 CasesFor = Callable[[Discovery, DeviceInfo], list[CaseSpec]]
 
@@ -121,7 +122,7 @@ def decides_verdict(spec: CaseSpec) -> bool:
     (``workloads/fixes.FixEntry.repeat``: the batch sweep, steps_per_execution, jit_compile,
     prefetch, the sync cost, mixed precision). Not seed 002's fit (no claim rests on it), the
     creation and placement cases."""
-    p = spec.params
+    p = params_of(spec)
     if spec.workload == "matmul":
         return True
     if spec.workload == "pipeline":
@@ -134,7 +135,7 @@ def decides_verdict(spec: CaseSpec) -> bool:
 # Round-2 order: the groups by what they decide (cheap and verdict-deciding first), each group
 # reversed against round 1 (the ABBA order).
 def _group(spec: CaseSpec) -> int:
-    p = spec.params
+    p = params_of(spec)
     if spec.workload == "matmul":
         return 0
     if spec.workload == "pipeline":

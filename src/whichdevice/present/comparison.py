@@ -16,6 +16,7 @@ from whichdevice.core.units import seconds
 from whichdevice.present import names
 from whichdevice.present.claims import ratio_text
 from whichdevice.present.tables import Grid, GridCell
+from whichdevice.workloads.fixes import params_of
 
 if TYPE_CHECKING:
     from whichdevice.analysis.diff import ContextChange, PointChange, RunDiff
@@ -113,7 +114,7 @@ def comparison_json(
                 "workload": p.spec.workload,
                 "framework": p.spec.framework,
                 "device": p.spec.device,
-                "params": dict(p.spec.params),
+                "params": dict(params_of(p.spec)),
                 "before_s": _finite(p.before_s),
                 "after_s": _finite(p.after_s),
                 "status": p.status,

@@ -32,6 +32,7 @@ from whichdevice.present.claims import (
     ratio_text,
     times,
 )
+from whichdevice.workloads.fixes import params_of
 
 if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
     from whichdevice.analysis.quality import TimingWarning
@@ -588,7 +589,7 @@ def aggregate_warnings(typed: list[TimingWarning], warnings: list[str] | None = 
             n = len(group)
             t = f"{group[0].threshold * 100:g} %"  # the threshold the warnings carry (analysis/quality.py)
             items = [
-                f"{w.case.device} {names.workload_name(w.case.params, w.case.workload, framework=w.case.framework)}: {notes.warning_message(w)}"
+                f"{w.case.device} {names.workload_name(params_of(w.case), w.case.workload, framework=w.case.framework)}: {notes.warning_message(w)}"
                 for w in group
             ]
             line = text.format(s="s" if n > 1 else "", t=t) + _group_cause(kind, group)
@@ -637,7 +638,7 @@ def skip_reasons(record: RunRecord) -> list[str]:
 
 
 def _people_name(r: CaseResult) -> str:
-    return f"{r.spec.device} {names.workload_name(r.spec.params, r.spec.workload, framework=r.spec.framework)}"
+    return f"{r.spec.device} {names.workload_name(params_of(r.spec), r.spec.workload, framework=r.spec.framework)}"
 
 
 # ------------------------------------------------------------------ assembly
@@ -697,9 +698,9 @@ def rebatched_line(record: RunRecord) -> str:
     if o.get("rebatched") != "step":
         return ""
     sizes = {
-        r.spec.params.get("batch")
+        params_of(r.spec).get("batch")
         for r in record.results
-        if r.status == "ok" and r.spec.params.get("kind") == "steady" and "fix" not in r.spec.params
+        if r.status == "ok" and params_of(r.spec).get("kind") == "steady" and "fix" not in params_of(r.spec)
     }
     tiled = sorted(k for k in sizes if isinstance(k, int) and k != o.get("batch"))
     if not tiled:

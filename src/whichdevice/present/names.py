@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 # The thresholds analysis/verdict.py writes into its findings; read from there, never copied.
 from whichdevice import frameworks
 from whichdevice.core.records import CaseSpec
+from whichdevice.workloads.fixes import params_of
 
 if TYPE_CHECKING:
     from whichdevice.analysis.deviceprofile import DeviceProfile
@@ -208,9 +209,7 @@ def profile_words(profile: DeviceProfile, gpu: str | None) -> str:
 
 def case_name(spec: CaseSpec) -> str:
     """'tensorflow CPU:0: small MLP, batch 10, steady training step': a record's case in words."""
-    return (
-        f"{spec.framework} {spec.device}: {workload_name(dict(spec.params), spec.workload, framework=spec.framework)}"
-    )
+    return f"{spec.framework} {spec.device}: {workload_name(dict(params_of(spec)), spec.workload, framework=spec.framework)}"
 
 
 # Sentences written by analysis/ still carry some of the project's own words; until each is

@@ -12,6 +12,7 @@ from whichdevice.core.records import CaseResult, CaseSpec, RunRecord
 from whichdevice.present import names
 from whichdevice.present.tables import telemetry_text
 from whichdevice.present.claims import modes_text
+from whichdevice.workloads.fixes import params_of
 
 if TYPE_CHECKING:
     from whichdevice.analysis.quality import TimingWarning
@@ -34,7 +35,7 @@ def case_label(spec: CaseSpec) -> str:
     """The case's device and parameters on one line (the notes' label)."""
     p = " ".join(
         f"{k}={names.SHORT_MODELS.get(str(v), v) if k == 'model' else v}"
-        for k, v in spec.params.items()
+        for k, v in params_of(spec).items()
         if k not in _HIDDEN_IN_LABELS and v is not None
     )
     return f"{spec.device} {p}"

@@ -10,6 +10,7 @@ from rich.table import Table
 from whichdevice.core.records import RunRecord, Scalar
 from whichdevice.present.tables import Align
 from whichdevice.present.terminal import print_table
+from whichdevice.workloads.fixes import params_of
 
 
 def _time(s: float | None) -> str:
@@ -32,7 +33,7 @@ def render_reference(console: Console, record: RunRecord) -> None:
     for r in record.results:
         if r.status != "ok" or r.timing is None:
             continue
-        what = tuple((k, v) for k, v in r.spec.params.items())
+        what = tuple((k, v) for k, v in params_of(r.spec).items())
         row = sections.setdefault(r.spec.workload, {}).setdefault((r.spec.framework, what), {})
         row[r.spec.device] = r.timing.median_s
     for section, rows in sections.items():

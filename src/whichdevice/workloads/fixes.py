@@ -24,7 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # the records and pydantic load where a variant is built: `--help` reads the words alone
+    from pydantic import TypeAdapter
+
+    from whichdevice.core.records import CaseSpec, Scalar, Variant
 
 # How an entry is measured: an A/B pair of cases (``ab``), a grid of values against one
 # baseline where the smallest value close to the best is recommended (``grid``), the image
@@ -59,6 +65,7 @@ class FixEntry:
     # training step and for the pipeline alone (workloads/pipeline.py); None: not measured there.
     pipeline: tuple[str, str] | None = None
     gpu_only: bool = False  # measured on a GPU only: a run without one says "not measured here (no GPU)"
+    cpu_only: bool = False  # measured on the CPU only: a plan gives a GPU device no case of it
     # The fix is a larger value of ``param`` (a larger batch): the grid's smaller values are shown
     # beside it, never its outcome (batch 8 slower than 32 is not "a larger batch is slower").
     larger: bool = False
@@ -95,6 +102,35 @@ class FixEntry:
     # Only where a plan put it in the record (its cases there, or named in the plan's fixes_cut):
     # a record of another command, or one from before the fix, has no verdict on it to show.
     planned_only: bool = False
+    # --- its variant (core/records.Variant): the type of ``param``'s value (a case that measures
+    # the fix carries ``Variant(fix=key, value=...)`` of this type), and whether its cases also
+    # name the fix in a ``fix`` parameter (a torch steady pair, the CPU thread count: the batch
+    # and sync pairs' predicates leave such cases out).
+    value_type: Any = None
+    named: bool = False
+
+    def variant(self, value: object) -> Variant:
+        """The variant of a case that measures this fix at ``value`` (either side of its pair); a
+        value not of ``value_type`` (``True`` for a batch, ``"8"`` for steps_per_execution) is a
+        ``TypeError``."""
+        from pydantic import ValidationError
+
+        from whichdevice.core.records import Variant
+
+        if not self.param or self.value_type is None:
+            raise TypeError(f"{self.key} is a check, not a setting a case varies")
+        try:
+            checked = _adapter(self.value_type).validate_python(value, strict=True)
+        except ValidationError:
+            raise TypeError(f"{self.key}={value!r}: the catalogue declares {self.value_type!r}") from None
+        return Variant(fix=self.key, value=checked)
+
+
+@cache
+def _adapter(value_type: Any) -> TypeAdapter[Any]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(value_type)
 
 
 _PREFETCH_DATA = ("tfdata_noprefetch", "tfdata")  # the two sides of the train-loop prefetch pair
@@ -108,6 +144,7 @@ def _p(**want: object) -> CasePredicate:
 FIXES: tuple[FixEntry, ...] = (
     FixEntry(
         key="batch",
+        value_type=int,
         param="batch",
         baseline=None,
         method="grid",
@@ -127,6 +164,7 @@ FIXES: tuple[FixEntry, ...] = (
     ),
     FixEntry(
         key="prefetch",
+        value_type=Literal["tfdata_noprefetch", "tfdata"],
         param="data",
         baseline="tfdata_noprefetch",
         method="ab",
@@ -155,6 +193,7 @@ FIXES: tuple[FixEntry, ...] = (
     ),
     FixEntry(
         key="pyfunc",
+        value_type=str,
         param="variant",
         baseline="pyfunc",
         method="pipeline",
@@ -209,6 +248,7 @@ FIXES: tuple[FixEntry, ...] = (
     ),
     FixEntry(
         key="steps_per_execution",
+        value_type=int,
         framework="keras",
         param="steps_per_execution",
         baseline=1,
@@ -229,6 +269,7 @@ FIXES: tuple[FixEntry, ...] = (
     ),
     FixEntry(
         key="jit_compile",
+        value_type=bool,
         framework="keras",
         param="jit_compile",
         baseline=False,
@@ -250,6 +291,7 @@ FIXES: tuple[FixEntry, ...] = (
     ),
     FixEntry(
         key="sync",
+        value_type=Literal["each", "none"],
         param="sync",
         baseline="each",
         method="ab",
@@ -269,6 +311,7 @@ FIXES: tuple[FixEntry, ...] = (
     ),
     FixEntry(
         key="precision",
+        value_type=str,
         framework="keras",
         param="precision",
         baseline="float32",
@@ -303,8 +346,16 @@ def _torch_pair(key: str) -> CasePredicate:
 
 def _torch(key: str, baseline: object, value: object, **entry: Any) -> FixEntry:
     """A torch fix: an A/B pair of its parameter ``key`` (``baseline`` -> ``value``), repeated in
-    round 2 unless it says not; by default a steady pair at the user's batch (:func:`_torch_pair`)."""
-    entry = {"cases": _torch_pair(key), "group": "steady", "repeat": True, **entry}
+    round 2 unless it says not; by default a steady pair at the user's batch (:func:`_torch_pair`,
+    its cases naming the fix), its value of ``baseline``'s type unless it says another."""
+    entry = {
+        "cases": _torch_pair(key),
+        "named": "cases" not in entry,
+        "group": "steady",
+        "repeat": True,
+        "value_type": type(baseline),
+        **entry,
+    }
     return FixEntry(
         key=key, param=key, baseline=baseline, values=(value,), method="ab", source="", framework="torch", **entry
     )
@@ -327,6 +378,7 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         "autocast",
         "off",
         "bfloat16",
+        value_type=Literal["off", "bfloat16", "float16"],
         title="Autocast (mixed precision)",
         change="Autocast to {v}",
         short="autocast bfloat16",
@@ -423,6 +475,9 @@ FIXES = FIXES + TORCH_FIXES
 # child_env sets a thread count (not on JAX, which has none) and on the CPU only.
 CPU_THREADS = FixEntry(
     key="cpu_threads",
+    value_type=int | Literal["default"],
+    named=True,
+    cpu_only=True,
     param="cpu_threads",
     baseline="default",
     method="ab",
@@ -444,6 +499,19 @@ CPU_THREADS = FixEntry(
 FIXES = FIXES + (CPU_THREADS,)
 
 BY_KEY: dict[str, FixEntry] = {f.key: f for f in FIXES}
+
+
+def params_of(spec: CaseSpec) -> dict[str, Scalar]:
+    """A case's parameters with its variant's, laid out as the catalogue entry says (its ``param``,
+    and ``fix`` too for an entry whose cases name it): what the analysis pairs cases by, and how
+    cases named their fix before they carried a variant. Without a variant: ``spec.params``."""
+    v = spec.variant
+    if v is None:
+        return spec.params
+    e = BY_KEY.get(v.fix)
+    if e is None or not e.param:  # a fix this catalogue does not hold: its own name for a parameter
+        return {**spec.params, v.fix: v.value}
+    return {**spec.params, **({"fix": v.fix} if e.named else {}), e.param: v.value}
 
 
 def entry(key: str) -> FixEntry:

@@ -1,16 +1,17 @@
 """``whichdevice diagnose SCRIPT.py``: the user's own training script measured.
 
-Its cases are ordinary ``train`` cases (the same parameters as the Keras and torch diagnose:
-``kind`` steady/fit/loop/precision, ``batch``, ``sync``, ``steps_per_execution``, ``jit_compile``,
-``data``, ``precision``, torch's ``fix`` pairs, ``num_workers``, ``pin_memory``), so the analysis,
-the first screen, the history and ``compare`` read them as they read any diagnose; ``script``
-(with ``script_args``, ``entry``) marks them as measured on the script. In the measuring child
+Its cases are ordinary ``train`` cases: ``kind`` steady/fit/loop/precision, the user's ``batch``,
+and the fix each measures as its typed variant (``CaseSpec.variant``, from the catalogue), which
+``fixes.params_of`` lays out among the parameters as the Keras and torch diagnose name them, so
+the analysis, the first screen, the history and ``compare`` read them as they read any diagnose;
+``script`` (with ``script_args``, ``entry``) marks them as measured on the script. In the measuring child
 (``workloads/train.run_case`` sends such a case here) each case, or each group of cases whose
 variants can share a process (:func:`group_key`), runs the script once more in a fresh process,
 ``measure/scriptchild.py``, with the environment set before import and the framework's capture
 installed, which times the script's own steps and ends the script there.
 
-- :func:`variant_of`: a case's parameters -> the capture's variant (``"batch:64"``);
+- :func:`variant_of`: a case's variant (``CaseSpec.variant``) -> the capture's member (``"batch:64"``),
+  as its framework's adapter names it (``frameworks/<framework>/scriptfixes.py``);
 - :func:`group_key`: Keras fits share one process per round (every variant but mixed precision
   differs only at run time and is timed in turns there); a JAX step's batch variants and a torch
   loop's autocast, DataLoader (batch size, workers, pinning), memory-format and compile variants
@@ -23,11 +24,11 @@ installed, which times the script's own steps and ends the script there.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,10 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from whichdevice.core import failures
+from whichdevice import frameworks
 from whichdevice.core.process import Finished, run_module
-from whichdevice.core.records import CaseSpec
+from whichdevice.core.records import OWN_PROCESS, CaseSpec
 from whichdevice.core.steps import raw_from_steps
-from whichdevice.frameworks.contracts import CaptureSpec
+from whichdevice.frameworks.contracts import CaptureSpec, ScriptFix
 from whichdevice.workloads import userfolder
 
 SCRIPT_CHILD = "whichdevice.measure.scriptchild"
@@ -46,19 +48,11 @@ KERAS_ENTRIES = ("keras.Model.fit",)
 # A jitted JAX step (frameworks/jax/capture.py): its batch variants tile the step's own inputs, so
 # they differ only in what the capture applies and share the round's process with the baseline.
 STEP_ENTRIES = ("jax.jit train step",)
-# A torch loop's step (frameworks/torch/capture.py): the variants its capture can switch in for a
-# member's steps and back out (frameworks/torch/capture_hooks.TURNS: autocast; the DataLoader's
-# batch size, workers and pinning, fed from a DataLoader the capture builds; the model's memory
-# format; a compiled module; cuDNN's benchmark flag) take turns in the round's process with the
-# baseline, by the variant's name ("batch" for "batch:64"). The thread count, read at import, runs
-# the script again in a process of its own; so does a loader variant under a trainer, whose loop
-# fetches its batches ahead of its steps (a batch would not be its turn's).
-_TORCH_TURNS = ("baseline", "autocast", "batch", "workers", "pin_memory", "channels_last", "compile", "cudnn_benchmark")
-TURN_ENTRIES: dict[str, tuple[str, ...]] = {
-    "torch.optim.Optimizer.step": _TORCH_TURNS,
-    "torch.Tensor.backward": _TORCH_TURNS,
-}
-# Variants of TURN_ENTRIES fed by the capture's own DataLoader.
+# A torch loop's step (frameworks/torch/capture.py): the members its capture can switch in for a
+# member's steps and back out take turns in the round's process with the baseline (which ones is
+# the torch adapter's: frameworks/torch/scriptfixes.shares).
+TURN_ENTRIES: tuple[str, ...] = ("torch.optim.Optimizer.step", "torch.Tensor.backward")
+# Members of TURN_ENTRIES fed by the capture's own DataLoader, by name ("batch" for "batch:64").
 LOADER_TURNS = ("batch", "workers", "pin_memory")
 STDERR_TAIL = 4000
 
@@ -67,67 +61,46 @@ class NotApplicable(Exception):
     """A variant that does not apply to this script (the capture said why): recorded as skipped."""
 
 
-# ------------------------------------------------------------------ parameters <-> variants
+# ------------------------------------------------------------------ variants -> the capture's members
 
 
-def variant_of(p: dict[str, Any]) -> str:
-    """The capture's variant for a case's parameters (the baseline side of a pair is its own name
-    for a Keras fit, which times it as a member of its own, else ``baseline``)."""
-    batch = int(p["batch"]) if p.get("batch") is not None else None
-    base = int(p.get("user_batch") or batch or 0)
-    kind = p.get("kind")
-    if "steps_per_execution" in p:
-        return f"steps_per_execution:{int(p['steps_per_execution'])}"
-    if "jit_compile" in p:
-        return f"jit_compile:{str(bool(p['jit_compile'])).lower()}"
-    if kind == "precision":
-        return f"precision:{p['precision']}"
-    if kind == "loop" and p.get("data") in ("tfdata", "tfdata_noprefetch"):
-        return "prefetch" if p["data"] == "tfdata" else "prefetch:off"
-    if "fix" in p:
-        return _fix_variant(p)
-    if "pin_memory" in p:
-        return "pin_memory" if p["pin_memory"] else "baseline"
-    if "num_workers" in p:
-        return f"workers:{int(p['num_workers'])}" if int(p["num_workers"]) else "baseline"
-    if kind == "steady" and p.get("sync") == "each":
-        return "sync:each"
-    if kind == "steady" and batch is not None and batch != base:
-        return f"batch:{batch}"
-    return "baseline"
+@functools.cache
+def adapters(framework: str) -> dict[str, ScriptFix]:
+    """The fixes ``framework``'s script capture applies, by catalogue key, in the order a plan
+    tries them (``frameworks/<framework>/scriptfixes.py``; none for a framework without one)."""
+    if "scriptfixes" not in frameworks.PARTS.get(framework, ()):
+        return {}
+    return {a.fix: a for a in frameworks.part(framework, "scriptfixes").ADAPTERS}
 
 
-def _fix_variant(p: dict[str, Any]) -> str:
-    """A pair that names its fix: its variant, or ``baseline`` on the pair's baseline side."""
-    name = str(p["fix"])
-    if name == "cpu_threads":  # a thread count other than the default: a process of its own
-        if p.get(name) in ("default", None):  # a Keras fit times the default side as a member of its own
-            return "threads:default" if p.get("entry") in KERAS_ENTRIES else "baseline"
-        return f"threads:{int(p[name])}"
-    on = p.get(name) not in (False, "off", 0, None)
-    return {"torch_compile": "compile"}.get(name, name) if on else "baseline"
+def variant_of(spec: CaseSpec) -> str:
+    """The capture's member for a case: its variant as its framework's adapter names it
+    (``"batch:64"``, ``"workers:2"``), or ``baseline`` (no variant, or the baseline side of a pair
+    that the capture runs as the script does)."""
+    v = spec.variant
+    if v is None:
+        return "baseline"
+    adapter = adapters(spec.framework).get(v.fix)
+    if adapter is None:  # a member the capture does not know: it says so (not applicable)
+        return f"{v.fix}:{v.value}"
+    return adapter.member(v.value, spec.params)
 
 
-def shares_child(p: dict[str, Any]) -> bool:
-    """Whether this case runs in the round's shared process (:func:`group_key`)."""
-    if p.get("own_process"):  # the plan found the script's loop too short for its turn beside the others'
+def shares_child(spec: CaseSpec) -> bool:
+    """Whether this case runs in the round's shared process (:func:`group_key`): its framework's
+    adapter says which members take turns there (``frameworks/<framework>/scriptfixes.shares``);
+    a framework without one shares the baseline alone."""
+    if spec.params.get(OWN_PROCESS):  # the plan found the script's loop too short for its turn beside the others'
         return False
-    v = variant_of(p)
-    if v.startswith("threads:") and v != "threads:default":  # set before the import: a process of its own
-        return False
-    if p.get("entry") in KERAS_ENTRIES:
-        return not (v.startswith("precision:") and v != "precision:float32")
-    if p.get("entry") in STEP_ENTRIES:
-        return v == "baseline" or v.startswith("batch:")
-    name = v.partition(":")[0]
-    if name in LOADER_TURNS and (p.get("trainer") or (name == "workers" and not sys.platform.startswith("linux"))):
-        return False  # a trainer fetches ahead; workers are paused between turns only on Linux
-    return name in TURN_ENTRIES.get(str(p.get("entry")), ("baseline",))
+    member = variant_of(spec)
+    if "scriptfixes" not in frameworks.PARTS.get(spec.framework, ()):
+        return member == "baseline"
+    return frameworks.part(spec.framework, "scriptfixes").shares(member, spec.params)
 
 
 def group_key(spec: CaseSpec) -> tuple[Any, ...] | None:
     """``workloads.interleave_key`` for a script case: the shared process's group, or None."""
-    if not shares_child(spec.params):
+    if not shares_child(spec):
         return None
     return ("script", spec.framework, spec.device, str(spec.params.get("script")))
 
@@ -400,7 +373,7 @@ def metrics_of(r: dict[str, Any]) -> dict[str, float]:
 def run_case(spec: CaseSpec, fw: Any, policy: Any, overhead_s: float):
     """One script case in a process of its own."""
     p = spec.params
-    run = _run(p, _spec(p, spec.device, variant_of(p)), spec.framework)
+    run = _run(p, _spec(p, spec.device, variant_of(spec)), spec.framework)
     got = _timed(run.results[0] if run.results else None, run, float(p.get("child_limit_s") or 60), overhead_s)
     if isinstance(got, BaseException):
         raise got
@@ -427,7 +400,7 @@ def time_group(
         before(0)
     first = prepared[0]
     p, limit = first.params, float(first.params.get("child_limit_s") or 60)
-    variants = [variant_of(s.params) for s in prepared]
+    variants = [variant_of(s) for s in prepared]
     if p.get("entry") in KERAS_ENTRIES + STEP_ENTRIES and len(set(variants)) == len(variants):
         run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:])), first.framework)
         got = run.by_variant()
@@ -472,7 +445,7 @@ def _alone(spec: CaseSpec, overhead_s: float):
     """A member the shared process handed back (its capture found it cannot take turns in this
     script's loop): timed in a process of its own, or the exception to record."""
     p = spec.params
-    run = _run(p, _spec(p, spec.device, variant_of(p)), spec.framework)
+    run = _run(p, _spec(p, spec.device, variant_of(spec)), spec.framework)
     return _timed(run.results[0] if run.results else None, run, float(p.get("child_limit_s") or 60), overhead_s)
 
 

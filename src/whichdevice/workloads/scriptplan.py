@@ -33,10 +33,12 @@ from whichdevice import frameworks
 from whichdevice.core.errors import UsageError
 from whichdevice.core.textsafe import clean
 from whichdevice.core.units import seconds
-from whichdevice.core.records import CaseSpec, StepTrace
-from whichdevice.frameworks.contracts import CaptureSpec
-from whichdevice.workloads import script, scriptwatch
+from whichdevice.core import records
+from whichdevice.core.records import CaseSpec, StepTrace, Variant
+from whichdevice.frameworks.contracts import CaptureSpec, StepCost
+from whichdevice.workloads import fixes, script, scriptwatch
 from whichdevice.workloads.suite import USER_SWEEP_BATCHES
+from whichdevice.workloads.fixes import params_of
 
 STEPS = 10  # timed steps per case and round (a claim needs 5 samples a side)
 WARMUP = 2  # the first step (tracing, compiling, the data pipeline's start) and one more
@@ -60,15 +62,9 @@ MAX_HEADROOM = 2.0
 # rather than a refusal.
 OVERRUN = 1.3
 OVERRUN_S = 40.0
-XLA_TRACE_FACTOR = 8.0
 # A variant's trace in the shared process against the pre-flight's first step (which also pays the
 # process's one-time costs): batch 128's first step 0.64 s against the baseline's 1.78 s (keras_fit_arrays.py)
-LATER_TRACE = 0.5  # jit_compile=True's first step against a plain trace (suite.XLA_TRACE_FACTOR)
-SPE = 8  # steps_per_execution tried
-# torch.compile of a small model's step: 21-52 s on the loaded 2-core machine (benchmarks/diagnose_torch.md)
-TORCH_COMPILE_S = 45.0
-LOADER_WORKERS = 2
-GPU_ONLY = ("cudnn_benchmark", "pin_memory")  # planned for a GPU device only (cases() leaves them out on a CPU)
+LATER_TRACE = 0.5
 KERAS_DATA_REBATCHED = ("arrays", "tfdata")
 ENTRY_FACTS = ("entry_call", "entries", "entry_reason", "survey_stopped")
 MIN_BATCHES = 10  # a sweep batch leaves the user's arrays at least this many batches (a turn's steps)
@@ -414,6 +410,7 @@ def _facts_of(
         "survey_stopped": bool(survey_seen.get("survey_stopped")) or survey_end.get("status") == "script_error",
         "load_per_core": _load_per_core(),
         "step_trace": step_trace(r, statistics.median(steps)),  # one warm-up step traced for the no-GPU prediction
+        "plan_facts": r.get("plan_facts") or {},  # what the fix adapters plan from (frameworks/<fw>/scriptfixes.py)
     }
 
 
@@ -662,45 +659,6 @@ def budget_that_holds(facts: dict[str, Any]) -> int:
     return math.ceil(max(least_budget(_Costs(facts, headroom(facts))), least_budget(_Costs(facts))) / 10) * 10
 
 
-def _keras_variants(facts: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    fw, out = facts["framework"], []
-    # the compile options the backend's fit honours (keras-torch's env.py: none, one step a call)
-    compiles = frameworks.declared(fw, "FIT_COMPILE_FIXES", ("steps_per_execution", "jit_compile"))
-    if "steps_per_execution" in compiles and facts.get("steps_per_execution", 1) == 1:
-        out += [("steps_per_execution", f"spe {v}", {"kind": "fit", "steps_per_execution": v}) for v in (1, SPE)]
-    if "jit_compile" in compiles:
-        out += [("jit_compile", f"jit_compile {v}", {"kind": "fit", "jit_compile": v}) for v in (False, True)]
-    if facts.get("data") == "tfdata":
-        out += [("prefetch", d, {"kind": "loop", "data": d}) for d in ("tfdata_noprefetch", "tfdata")]
-    out += [("precision", p, {"kind": "precision", "precision": p}) for p in ("float32", "mixed_float16")]
-    if frameworks.declared(fw, "LOSS_READ_CASE", True):  # how often the loss is read (not TensorFlow's)
-        out += [("sync", "sync each", {"kind": "steady", "sync": "each"})]
-    return out
-
-
-def _torch_variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str, Any]]]:
-    """torch's fixes that can apply to this script (the pre-flight saw its DataLoader and its
-    convolutions): autocast always, channels_last with Conv2d, the DataLoader's workers (none of
-    its own yet) and on a GPU pin_memory and cudnn.benchmark; torch.compile last (it is slow to
-    compile)."""
-    steady: dict[str, Any] = {"kind": "steady", "sync": "none"}
-    out: list[tuple[str, str, dict[str, Any]]] = []
-    module = bool(facts.get("model"))  # the step trains an nn.Module (not an optimizer over bare tensors)
-    fixes: list[tuple[str, object, object]] = [("autocast", "off", "bfloat16")] if module else []
-    fixes += [("channels_last", False, True)] if facts.get("conv2d") else []
-    fixes += [("cudnn_benchmark", False, True)] if gpu else []
-    for name, base, var in fixes:
-        out += [(name, f"{name} {v}", {**steady, "fix": name, name: v}) for v in (base, var)]
-    loader = facts.get("loader") or {}
-    if facts.get("data_source") == "DataLoader" and not int(loader.get("num_workers") or 0):
-        out += [("num_workers", f"num_workers {w}", {"kind": "loop", "num_workers": w}) for w in (0, LOADER_WORKERS)]
-        if gpu and not loader.get("pin_memory"):
-            pins = [{"kind": "loop", "num_workers": 0, "pin_memory": v} for v in (False, True)]
-            out += [("pin_memory", "pin_memory", p) for p in pins]
-    compile_pair = [{**steady, "fix": "torch_compile", "torch_compile": v} for v in (False, True)] if module else []
-    return out + [("torch_compile", "torch.compile", p) for p in compile_pair]
-
-
 def thread_counts(framework: str) -> list[int]:
     """The CPU thread counts tried against the framework's default: one thread, and the physical
     cores where the default is every logical core (a machine with SMT); none where the
@@ -717,36 +675,50 @@ def thread_counts(framework: str) -> list[int]:
     return [n for n in dict.fromkeys((1, physical)) if n != default] if default > 1 else []
 
 
-def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str, Any]]]:
-    """Every variant worth trying on this script, in priority order: (fix, what it is, params)."""
+def _batches(facts: dict[str, Any], gpu: bool) -> list[tuple[Any, dict[str, Any]]]:
+    """The batch sweep's cases (each a batch, steady, the loss never read), where the script's
+    batch can be changed: larger batches tiled into its step, or batches near the user's."""
     fw, entry, b = facts["framework"], facts["entry"], int(facts["batch"] or 0)
-    out: list[tuple[str, str, dict[str, Any]]] = []
+    steady = {"kind": "steady", "sync": "none"}
     rebatched = facts.get("data") in KERAS_DATA_REBATCHED if entry in script.KERAS_ENTRIES else True
     source = frameworks.declared(fw, "REBATCHES", None)  # torch: the batch variant re-batches the DataLoader
     if source is not None:
         rebatched = facts.get("data_source") == source or tiled(facts)
     if b and tiled(facts):  # the step's own batch tiled: larger batches, in the baseline's process
         larger = [k for k in USER_SWEEP_BATCHES if b < k <= TILED_AT_MOST * b][:TILED_SWEEP]
-        out += [("batch", f"batch {k}", {"kind": "steady", "sync": "none", "batch": k}) for k in larger]
-    elif b and rebatched:
+        return [(k, dict(steady)) for k in larger]
+    if b and rebatched:
         n = int(facts.get("samples") or 0)  # a batch needs enough of the data for a turn's steps
         # without the data's size (a DataLoader, tf.data), at most 4x the user's batch: a larger one
         # may leave the script fewer batches than its warm-up (torch_cnn.py: 256 samples)
         fits = [k for k in USER_SWEEP_BATCHES if k != b and (n // k >= MIN_BATCHES if n else k <= 4 * b)]
         others = sorted(fits, key=lambda k: (abs(math.log(k / b)), k))
-        out += [("batch", f"batch {k}", {"kind": "steady", "sync": "none", "batch": k}) for k in others[:3]]
-    threads = thread_counts(fw)
-    if threads:  # the default side runs as the script does; each count in a process of its own
-        pair = [
-            {"kind": "steady", "sync": "none", "fix": "cpu_threads", "cpu_threads": v} for v in ("default", *threads)
-        ]
-        out += [("cpu_threads", f"cpu_threads {p['cpu_threads']}", p) for p in pair]
-    if entry in script.KERAS_ENTRIES:
-        out += _keras_variants(facts)
-    elif frameworks.declared(fw, "LOOP_FIXES", None) == "module":  # torch: the trained module's fixes
-        out += _torch_variants(facts, gpu)
-    elif frameworks.declared(fw, "LOOP_FIXES", None) == "precision":  # TF: mixed precision, its own process
-        out += [("precision", p, {"kind": "precision", "precision": p}) for p in ("float32", "mixed_float16")]
+        return [(k, dict(steady)) for k in others[:3]]
+    return []
+
+
+def _threads(facts: dict[str, Any], gpu: bool) -> list[tuple[Any, dict[str, Any]]]:
+    """The CPU thread counts' cases: the default side runs as the script does; each count in a
+    process of its own (:func:`thread_counts`)."""
+    threads = thread_counts(facts["framework"])
+    return [(v, {"kind": "steady", "sync": "none"}) for v in ("default", *threads)] if threads else []
+
+
+# The fixes every framework's script plan sizes itself, from the data and the machine (the other
+# fixes' cases are the framework's adapter's: frameworks/<framework>/scriptfixes.py).
+_PLANNED_HERE = {"batch": _batches, "cpu_threads": _threads}
+
+
+def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str, Any]]]:
+    """Every variant worth trying on this script, in priority order (the order its framework's
+    capture lists its fixes): (fix, what it is, the planned case: its parameters and its
+    ``variant``, typed by the catalogue entry)."""
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    for fix, adapter in script.adapters(facts["framework"]).items():
+        plan = adapter.cases or _PLANNED_HERE.get(fix)
+        for value, params in plan(facts, gpu) if plan is not None else []:
+            variant = fixes.entry(fix).variant(value)
+            out.append((fix, f"{fix} {value}", {**params, "variant": variant.model_dump()}))
     return out
 
 
@@ -754,16 +726,41 @@ def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str
 # fix is planned first: more runnable threads than cores, the script's threads wait for each other.
 CONTENDED_LOAD = 1.0
 
+
+def planned_spec(facts: dict[str, Any], planned: dict[str, Any]) -> CaseSpec:
+    """A planned case as the plan costs it: the user's entry, batch and trainer beside its own
+    parameters, its variant typed (its device aside: the sizing is the same on each)."""
+    rest, variant = _split(planned)
+    p = {"entry": facts["entry"], "batch": facts["batch"], "user_batch": facts["batch"], **rest}
+    p["trainer"] = facts.get("trainer")  # a trainer's loop: the loader variants run alone (script.shares_child)
+    if facts.get("rebatch"):
+        p["rebatch"] = facts["rebatch"]
+    return CaseSpec(workload="train", framework=facts["framework"], device="CPU:0", params=p, variant=variant)
+
+
+def _split(planned: dict[str, Any]) -> tuple[dict[str, Any], Variant | None]:
+    """A planned case's parameters and its variant (None: the baseline)."""
+    rest = {k: v for k, v in planned.items() if k != "variant"}
+    variant = planned.get("variant")
+    return rest, Variant.model_validate(variant) if variant is not None else None
+
+
+def planned_batches(planned: list[dict[str, Any]]) -> list[int]:
+    """The batches of the batch sweep's planned cases."""
+    return [int(v.value) for v in (_split(p)[1] for p in planned) if v is not None and v.fix == "batch"]
+
+
 # Plan the fixes that take turns before those that pay the set-up again (False: in priority order
 # only, as the plan was before most torch variants took turns; benchmarks/setup_runs.py compares).
 TURNS_FIRST = True
 
 
-def _loader_alone(facts: dict[str, Any], p: dict[str, Any]) -> bool:
+def _loader_alone(facts: dict[str, Any], spec: CaseSpec) -> bool:
     """A torch loader variant that the shared process will hand back to a process of its own
     (``capture_hooks.alone_why``): the pre-flight saw the loop take its batches ahead of its steps
     (or several a step), or a DataLoader with worker processes of its own."""
-    if p.get("entry") not in script.TURN_ENTRIES or script.variant_of(p).partition(":")[0] not in script.LOADER_TURNS:
+    member = script.variant_of(spec).partition(":")[0]
+    if spec.params.get("entry") not in script.TURN_ENTRIES or member not in script.LOADER_TURNS:
         return False
     return int(facts.get("fetches") or 1) > 1 or bool(int((facts.get("loader") or {}).get("num_workers") or 0))
 
@@ -787,17 +784,17 @@ def script_steps(facts: dict[str, Any]) -> int | None:
     return int(mine["steps"])
 
 
-def _draws(facts: dict[str, Any], p: dict[str, Any]) -> int:
+def _draws(facts: dict[str, Any], spec: CaseSpec) -> int:
     """The script's own steps a member takes per turn: none for a loader member, which a DataLoader
     of the capture's feeds (its epochs renewed: ``capture_hooks.Feed``), one for every other."""
-    name = script.variant_of(p).partition(":")[0]
+    name = script.variant_of(spec).partition(":")[0]
     fed = name in script.LOADER_TURNS and facts.get("data_source") == "DataLoader" and not tiled(facts)
     return 0 if fed else 1
 
 
-def _warmup(p: dict[str, Any]) -> int:
+def _warmup(spec: CaseSpec) -> int:
     """A member's warm-up steps in turns: a compile member's first turn compiles (one more)."""
-    return WARMUP + (script.variant_of(p) == "compile")
+    return WARMUP + (script.variant_of(spec) == "compile")
 
 
 def turns_fed(steps: int, draws: int, warmup: int) -> bool:
@@ -809,27 +806,20 @@ def turns_fed(steps: int, draws: int, warmup: int) -> bool:
 
 
 def _cost(c: _Costs, facts: dict[str, Any], params: dict[str, Any], keras: bool) -> tuple[float, bool]:
-    """One case's cost: its share of the shared process, or a process of its own (then True)."""
-    p = _case(facts, params)
-    trace = XLA_TRACE_FACTOR if params.get("jit_compile") is True else 1.0
-    if keras and script.shares_child(p):  # a later trace in the same process: measured 0.35-0.5 of the first
+    """One planned case's cost: its share of the shared process, or a process of its own (then
+    True). What its variant adds (a compiled trace, steps per call, a compile) is its framework's
+    adapter's (``ScriptFix.cost``)."""
+    spec = planned_spec(facts, params)
+    v = spec.variant
+    adapter = script.adapters(spec.framework).get(v.fix) if v is not None else None
+    cost = adapter.cost(v.value) if adapter is not None and v is not None else StepCost()
+    trace = cost.trace
+    shares = script.shares_child(spec)
+    if keras and shares:  # a later trace in the same process: measured 0.35-0.5 of the first
         trace *= LATER_TRACE
-    m = c.member(
-        int(p["batch"] or 0), trace_factor=trace, spe=int(params.get("steps_per_execution") or 1), shared=keras
-    )
-    if params.get("torch_compile") is True:
-        m += TORCH_COMPILE_S
-    shared = script.shares_child(p) and not _loader_alone(facts, p)
+    m = c.member(int(params_of(spec)["batch"] or 0), trace_factor=trace, spe=cost.per_call, shared=keras) + cost.extra_s
+    shared = shares and not _loader_alone(facts, spec)
     return (m, False) if shared else (c.process(m), True)
-
-
-def _case(facts: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """A planned variant's parameters as its case will carry them (what shares_child reads)."""
-    p = {**params, "entry": facts["entry"], "batch": params.get("batch", facts["batch"]), "user_batch": facts["batch"]}
-    p["trainer"] = facts.get("trainer")  # a trainer's loop: the loader variants run alone (script.shares_child)
-    if facts.get("rebatch"):
-        p["rebatch"] = facts["rebatch"]
-    return p
 
 
 @dataclasses.dataclass(frozen=True)
@@ -917,8 +907,8 @@ def plan_costs(
                 f,
                 tuple(ms),
                 each,
-                draws=tuple(_draws(facts, _case(facts, p)) for p in ms),
-                warmup=tuple(_warmup(_case(facts, p)) for p in ms),
+                draws=tuple(_draws(facts, planned_spec(facts, p)) for p in ms),
+                warmup=tuple(_warmup(planned_spec(facts, p)) for p in ms),
                 apart=tuple(x if own else c.process(x) for x, own in each),
             )
         )
@@ -988,7 +978,7 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         raise too_short(facts, budget_s)
     planned = [params for f in chosen.planned for params in f.params]
     cut = [
-        f"{f.fix} not measured{' on a GPU' if f.fix in GPU_ONLY else ''}: {_too_few_steps(costs.steps) if f.moved else ''}"
+        f"{f.fix} not measured{' on a GPU' if fixes.entry(f.fix).gpu_only else ''}: {_too_few_steps(costs.steps) if f.moved else ''}"
         f"its {len(f.params)} case(s){' in processes of their own' if f.moved else ''} need about "
         f"{f.cost:.0f} s, more than the budget leaves"
         for f in chosen.cut
@@ -1004,7 +994,7 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
     said = baseline_only_words(facts, budget_s, whole) if alone else ""
     if alone:
         cut.insert(0, f"the baseline alone was measured: {said}")
-    sweep = sorted({facts["batch"], *(int(p["batch"]) for p in planned if "batch" in p)} - {0})
+    sweep = sorted({facts["batch"], *planned_batches(planned)} - {0})
     return {
         "rounds": rounds,
         "planned": planned,
@@ -1177,7 +1167,9 @@ def trainer_name(trainer: object) -> str | None:
 
 def cases(framework: str, device: str, user: dict[str, Any], sizing: dict[str, Any]) -> list[CaseSpec]:
     """One device's cases: the baseline (the user's batch, as the script runs), then each planned
-    variant (both sides of its pair), in the plan's order."""
+    variant (both sides of its pair), in the plan's order: the user's batch and the plan's case
+    parameters, and its variant (a fix measured on a GPU only left out on a CPU, one measured on
+    the CPU only left out on a GPU)."""
     gpu = device.startswith("GPU")
     common = {**user, "child_limit_s": sizing["child_limit_s"]}
     b = user["user_batch"]
@@ -1189,16 +1181,29 @@ def cases(framework: str, device: str, user: dict[str, Any], sizing: dict[str, A
             params={**common, "kind": "steady", "batch": b, "sync": "none"},
         )
     ]
-    for params in sizing["planned"]:
-        if not gpu and (params.get("fix") == "cudnn_benchmark" or "pin_memory" in params):
+    for planned in sizing["planned"]:
+        params, variant = _planned_case(common, b, planned)
+        e = fixes.entry(variant.fix) if variant is not None else None
+        if e is not None and ((e.gpu_only and not gpu) or (e.cpu_only and gpu)):
             continue
-        if gpu and "cpu_threads" in params:  # the CPU's thread count: a CPU run's fix
-            continue
-        p = {**common, "batch": params.get("batch", b), **params}
-        spec = CaseSpec(workload="train", framework=framework, device=device, params=p)
+        spec = CaseSpec(workload="train", framework=framework, device=device, params=params, variant=variant)
         if spec.key not in {s.key for s in out}:
             out.append(spec)
     return out
+
+
+def _planned_case(common: dict[str, Any], b: int, planned: dict[str, Any]) -> tuple[dict[str, Any], Variant | None]:
+    """A planned case's parameters (the user's and the plan's, at the user's batch) and its variant.
+    A plan journaled before cases carried their variant (its fix among the parameters, resumed with
+    ``--resume``) is split as its record's results are read (records.v4_script_split)."""
+    if "variant" in planned:
+        rest, variant = _split(planned)
+        return {**common, "batch": b, **rest}, variant
+    flat = {**common, "batch": planned.get("batch", b), **planned}
+    split = records.v4_script_split(flat)
+    if split is None:
+        return flat, None
+    return split[0], Variant.model_validate(split[1])
 
 
 def options(user: dict[str, Any], facts_sizing: dict[str, Any] | None) -> dict[str, Any]:
@@ -1278,7 +1283,7 @@ def step_notes(record: Any) -> list[str]:
     measured metrics: its wait for data, host-to-device copies and host reads (syncs) and their cost."""
     out = []
     for r in record.results:
-        p = r.spec.params
+        p = params_of(r.spec)
         if r.status != "ok" or p.get("kind") != "steady" or p.get("sync") != "none" or "fix" in p:
             continue
         if p.get("batch") != p.get("user_batch"):

@@ -24,7 +24,7 @@ CAPTURE_WATCHES: tuple[str, ...] = (
     "optax.apply_updates",
 )
 # The registry's entry for this framework (frameworks/__init__.py: what each name means).
-PARTS: tuple[str, ...] = ("probes", "audit")
+PARTS: tuple[str, ...] = ("probes", "audit", "scriptfixes")
 REQUIRES: tuple[str, ...] = ("jax",)
 INSTALL = "pip install 'whichdevice[jax]'"
 KERAS = False

@@ -14,7 +14,16 @@ WORDS_FAMILY = "jax"
 # What a script's capture watches (frameworks.declared), for the line that says none was reached.
 CAPTURE_WATCHES: tuple[str, ...] = ("keras Model.fit", "Model.train_on_batch")
 # The registry's entry for this framework (frameworks/__init__.py: what each name means).
-PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipeline", "optrace", "pitfalls")
+PARTS: tuple[str, ...] = (
+    "training",
+    "calibration",
+    "probes",
+    "scale",
+    "pipeline",
+    "optrace",
+    "pitfalls",
+    "scriptfixes",
+)
 REQUIRES: tuple[str, ...] = ("keras", "jax")
 # The files Keras writes from native code, which Python's audit events do not show
 # (workloads/scriptwrites.py; frameworks.declared; its ``Writer``: module, attribute, the argument

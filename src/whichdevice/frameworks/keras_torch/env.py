@@ -24,7 +24,7 @@ PITFALLS_QUICK = (
 # What a script's capture watches (frameworks.declared), for the line that says none was reached.
 CAPTURE_WATCHES: tuple[str, ...] = ("keras Model.fit", "Model.train_on_batch")
 # The registry's entry for this framework (frameworks/__init__.py: what each name means).
-PARTS: tuple[str, ...] = ("training", "calibration", "probes", "pipeline", "optrace", "pitfalls")
+PARTS: tuple[str, ...] = ("training", "calibration", "probes", "pipeline", "optrace", "pitfalls", "scriptfixes")
 REQUIRES: tuple[str, ...] = ("keras", "torch")
 # The files Keras writes from native code, which Python's audit events do not show
 # (workloads/scriptwrites.py; frameworks.declared; its ``Writer``: module, attribute, the argument
@@ -40,10 +40,8 @@ KERAS_BACKEND = "torch"  # the backend a script's Keras names (frameworks.keras_
 # default: every logical core, as TensorFlow's). A script's thread variants leave out the count
 # its default already is.
 DEFAULT_CPU_THREADS = "physical"
-# Declarations read by the parent (frameworks.declared): pitfalls time every step; Keras' torch
-# trainer runs one step a call and jit_compile means torch.compile: no compile options for fit.
+# Declarations read by the parent (frameworks.declared): pitfalls time every step.
 PITFALLS_TIMING = "eager"
-FIT_COMPILE_FIXES: tuple[str, ...] = ()
 # Why the pre-flight has no traced step of a script here (frameworks.declared; default: none).
 STEP_UNTRACED = "this version does not trace Keras' fit step (its train function runs inside fit)"
 # A fix's line where Keras on torch differs from the catalogue's ``code`` (frameworks.declared, by fix).

@@ -32,6 +32,7 @@ PARTS: tuple[str, ...] = (
     "placement_log",
     "audit",
     "pitfalls",
+    "scriptfixes",
 )
 REQUIRES: tuple[str, ...] = ("tensorflow",)
 # The files TensorFlow and Keras write from native code, which Python's audit events do not show
@@ -65,12 +66,9 @@ NATIVE_WRITERS: tuple[tuple[str, str, str, str, str], ...] = (
 INSTALL = "pip install 'whichdevice[tensorflow]'"
 KERAS = True
 # Declarations read by the parent (frameworks.declared): pitfalls time the first epoch as a whole;
-# predict keeps its GPU profile's CPU; a script's loss is read as TensorFlow's fit reads it (no
-# "sync each" case); a GradientTape loop gets the mixed-precision fix in a process of its own.
+# predict keeps its GPU profile's CPU.
 PITFALLS_TIMING = "epochs"
 PREDICT_LOCAL_CPU = False
-LOSS_READ_CASE = False
-LOOP_FIXES = "precision"
 # Why the pre-flight has no traced step of a script here, said where the no-GPU answer would be
 # (frameworks.declared; default: none, the capture traces the step or says why itself).
 STEP_UNTRACED = (

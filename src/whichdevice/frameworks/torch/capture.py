@@ -330,6 +330,7 @@ def result(cap: Capture, status: str, why_not: str | None, stopped: str | None, 
         rebatched="step" if m.variant.startswith(f"{rebatch.TAKES_TURNS}:") and cap.loader is None else None,
         step_trace=steptrace.result(cap),  # the pre-flight's traced step, for the no-GPU prediction
         script_steps=cap.own_steps,  # the script's own batches its loop took so far
+        plan_facts=hooks.plan_facts(cap),  # what the script did that the fixes' adapters plan from
     )
 
 

@@ -12,6 +12,8 @@ Each ``hook_*`` patches one family of entry points and keeps what it sees in the
 - :func:`hook_loader`: ``DataLoader.__init__`` (the script's settings, the loader variants),
   ``__iter__`` (which loader feeds the loop) and the iterator's ``__next__`` (the wait for data);
 - :func:`hook_tensors`: ``Tensor.to``/``.cuda`` (host-to-device copies) and the host reads;
+- :func:`hook_zero_grad`: ``zero_grad`` of the optimizers and modules (whether the script zeroes its
+  gradients in place; a ``set_to_none`` member's steps free them instead);
 - :func:`enter` / :func:`leave`: a member's turn in a run that times several variants in turns
   (``capture.py``'s members): its DataLoader (:class:`Feed`), memory format or compiled module
   switched in for its steps and back out after them.
@@ -39,24 +41,26 @@ ENTRY_STEP = "torch.optim.Optimizer.step"
 ENTRY_BACKWARD = "torch.Tensor.backward"
 LOADER_VARIANTS = ("batch", "workers", "pin_memory", "persistent_workers")
 MODULE_VARIANTS = ("autocast", "channels_last", "compile", "cudnn_benchmark")
+STEP_VARIANTS = ("set_to_none",)  # applied where the script zeroes its gradients (:func:`hook_zero_grad`)
 # The variants the module hook applies per call, with nothing of the script's rebuilt: a run of the
 # script can take them in turns, step by step (``capture.py``'s members). The others change what
 # the script built once (a DataLoader's batch size or workers, the model's memory format, a
 # compiled module, the thread count read at import): a run of their own.
-SWITCHED = ("baseline", "autocast")
+SWITCHED = ("baseline", "autocast", "set_to_none")
 # The variants that take turns all the same, each switched in for its member's steps and back out
 # after them (:func:`enter`, :func:`leave`): the batches of a DataLoader the capture builds with the
 # script's settings but the variant's, the model's memory format, a compiled module, cuDNN's
 # benchmark flag. Not the thread count (read at import) nor persistent workers (not planned).
 BUILT = ("batch", "workers", "pin_memory", "channels_last", "compile", "cudnn_benchmark")  # switched in and out
 TURNS = (*SWITCHED, *BUILT)
-VARIANTS = ("baseline", *LOADER_VARIANTS, *MODULE_VARIANTS, "threads")
+VARIANTS = ("baseline", *LOADER_VARIANTS, *MODULE_VARIANTS, *STEP_VARIANTS, "threads")
 _perf = time.perf_counter
 _TORCH_DIR = ["//no torch yet//"]  # torch's own folder: calls from there are not the script's
 _OPTIMIZERS: weakref.WeakSet[Any] = weakref.WeakSet()
 _DEPTH = [0]  # nested module calls (the top-level one is the model)
 _MODULE_CALL: list[Any] = []  # nn.Module.__call__ as torch had it
 _IS_COMPILING: list[Callable[[], bool]] = [lambda: False]  # torch.compiler.is_compiling, once imported
+_KEEPS_GRADS = [False]  # the script zeroed its gradients in place: zero_grad(set_to_none=False)
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,7 @@ def install(torch: Any, cap: Any, on: Handlers) -> None:
     hook_modules(torch, cap)
     hook_loader(torch, cap)
     hook_tensors(torch, cap)
+    hook_zero_grad(torch, cap)
     rebatch.hook_slicing(torch, cap, _from_script)
 
 
@@ -417,6 +422,29 @@ def _rows(torch: Any, batch: Any) -> int | None:
     return None
 
 
+def hook_zero_grad(torch: Any, cap: Any) -> None:
+    """``zero_grad`` of every optimizer and module: whether the script zeroes its gradients in
+    place (``set_to_none=False``: a memset of every gradient each step, the plan's fact
+    ``keeps_grads``), and in a ``set_to_none`` member's steps the gradients freed instead."""
+    for cls in (torch.optim.Optimizer, torch.nn.Module):
+        orig = cls.zero_grad
+
+        def zero_grad(self, set_to_none: bool = True, _orig: Any = orig) -> Any:
+            if not set_to_none and _from_script():
+                _KEEPS_GRADS[0] = True
+            if variant_now(cap)[0] == "set_to_none":
+                set_to_none = True
+            return _orig(self, set_to_none)
+
+        cls.zero_grad = zero_grad
+
+
+def plan_facts(cap: Any) -> dict[str, Any]:
+    """What the script did that a plan reads to choose a fix's cases (``scriptfixes.py``): whether
+    it zeroed its gradients in place."""
+    return {"keeps_grads": _KEEPS_GRADS[0]}
+
+
 def hook_tensors(torch: Any, cap: Any) -> None:
     """Host-to-device copies (``to``, ``cuda``) and host reads (``item``, ``tolist``, ``numpy``,
     ``float(t)``; ``cpu`` of a device tensor) made by the script during the timed steps."""
@@ -503,6 +531,8 @@ def why_not(cap: Any, v: str | None = None) -> str | None:
         return "no Conv2d in the trained model"
     if name == "compile" and any(type(m).__name__ == "OptimizedModule" for m in cap.trained):
         return "the script already compiles its model with torch.compile"
+    if name == "set_to_none" and not _KEEPS_GRADS[0]:
+        return "the script frees its gradients already (zero_grad(set_to_none=True), torch's default since 2.0)"
     return None
 
 

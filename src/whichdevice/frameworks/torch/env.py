@@ -31,7 +31,17 @@ NUMPY_FEED = "torch.from_numpy"
 # What a script's capture watches (frameworks.declared), for the line that says none was reached.
 CAPTURE_WATCHES: tuple[str, ...] = ("torch optimizer.step()", "loss.backward()")
 # The registry's entry for this framework (frameworks/__init__.py: what each name means).
-PARTS: tuple[str, ...] = ("training", "calibration", "probes", "scale", "pipeline", "audit", "optrace", "pitfalls")
+PARTS: tuple[str, ...] = (
+    "training",
+    "calibration",
+    "probes",
+    "scale",
+    "pipeline",
+    "audit",
+    "optrace",
+    "pitfalls",
+    "scriptfixes",
+)
 REQUIRES: tuple[str, ...] = ("torch",)
 # The files torch writes from native code, which Python's audit events do not show
 # (workloads/scriptwrites.py; frameworks.declared; its ``Writer``: module, attribute, the argument
@@ -75,7 +85,6 @@ STEP_REBATCHED = (
 )
 # The line a larger batch is, for such a loop (frameworks.declared; ``{v}``: the batch).
 STEP_BATCH_CODE = "for i in range(0, len(X), {v}): xb, yb = X[i : i + {v}], Y[i : i + {v}]"
-LOOP_FIXES = "module"
 # A fix's line where torch's differs from the catalogue's ``code`` (frameworks.declared, by fix).
 FIX_CODE: dict[str, str] = {"batch": "DataLoader(dataset, batch_size={v}, shuffle=True)"}
 # What the pre-flight's traced step is read from, in the no-GPU answer's line (frameworks.declared;

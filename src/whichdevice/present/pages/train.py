@@ -10,6 +10,7 @@ from rich.console import Console
 
 from whichdevice.present import names, notes, plots, terminal
 from whichdevice.present import precision as present_precision
+from whichdevice.workloads.fixes import params_of
 
 if TYPE_CHECKING:
     from whichdevice.analysis.facade import Train
@@ -34,7 +35,7 @@ def render(console: Console, result: Train, png: Path, *, loglog: bool) -> None:
         steps,
         len(run.timing.warmup_s) if run and run.timing else 0,
         png,
-        title=f"{run.spec.device} {names.workload_name(run.spec.params, framework=run.spec.framework)}"
+        title=f"{run.spec.device} {names.workload_name(params_of(run.spec), framework=run.spec.framework)}"
         if run
         else "no data",
     )
