@@ -90,3 +90,24 @@ def test_two_processes_in_two_modes_decide_nothing_even_beyond_the_gap() -> None
     v = _autocast(RunRecord.model_validate(d))
     assert v.outcome == "not_measured"
     assert v.not_measured is not None and v.not_measured.reason == "contended"
+
+
+ONE_PROCESS = Path(__file__).parent / "data" / "diagnose_script_torch_cnn_one_process_budget60_cpu_2core.json"
+
+
+def test_a_scripts_claim_from_one_process_a_side_is_not_enough():
+    """The corpus's torch_cnn.py three times at load 2.8-3.5 (benchmarks/stable_verdicts.md): run 1's
+    thread-count pair ran one process a side and recommended "one CPU thread 3.8× faster (10 samples)";
+    runs 2 and 3 said "not enough samples". One process lands in one mode of a contended machine:
+    its claim is not enough, and says why."""
+    from whichdevice.analysis.suite import suite_verdict
+    from whichdevice.core.records import load_run
+    from whichdevice.present.claims import ratio_text
+
+    record = load_run(ONE_PROCESS)
+    v = suite_verdict(record, seed_batch=32).fix("cpu_threads")
+    assert v.outcome != "helps"
+    claims = [f.claim for f in v.deciding] or [f.claim for f in v.fixes]
+    assert claims and all(c.unit == "samples" and c.status == "not_enough" for c in claims), claims
+    assert all(c.note is not None and c.note.kind == "one_process" for c in claims)
+    assert "one process a side" in ratio_text(claims[0])

@@ -151,7 +151,15 @@ def processes_disagree(claim: Claim, before: Timing, after: Timing, *, own_draws
       holds whatever the modes (significance.median_interval) and the claim stands as judged.
 
     The claim becomes not enough with the per-step modes (``before``/``after``: the cases' own
-    timings, not per sample)."""
+    timings, not per sample).
+
+    A claim (a change or none) from one process a side (its samples, no rounds) where each side's mode is its
+    own draw is not enough either: one process lands in one mode of a contended machine, so a
+    second run of the same command may land in the other (the corpus's torch_cnn.py: "one CPU
+    thread 3.8× faster (10 samples)" in one run, "not enough samples" in the next two, at load
+    2.8-3.5). pyperf spreads its samples over processes for this reason."""
+    if own_draws and claim.unit == "samples" and claim.enough:
+        return dataclasses.replace(claim, status="not_enough", note=ClaimNote("one_process"))
     if claim.unit != "rounds" or not claim.enough or claim.n >= MIN_ROUNDS_RANK:
         return claim
     change = claim.lo if claim.ratio > 1 else 1.0 / claim.hi

@@ -141,7 +141,7 @@ class ClaimNote:
     (``modes``); a side's processes disagree by as much as the change (``modes``, per step: no
     claim, analysis/fixes.py)."""
 
-    kind: Literal["no_samples", "too_few_samples", "too_few_rounds", "too_wide", "bimodal", "disagree"]
+    kind: Literal["no_samples", "too_few_samples", "too_few_rounds", "too_wide", "bimodal", "disagree", "one_process"]
     n: int = 0
     needed: int = 0
     modes: Modes | None = None

@@ -72,6 +72,8 @@ def note_text(note: ClaimNote | None) -> str:
         return f"{note.n} sample{'s' if note.n != 1 else ''}: at least {note.needed} needed"
     if note.kind == "too_few_rounds":
         return f"fewer than {note.needed} rounds"
+    if note.kind == "one_process":
+        return "one process a side: a second round decides it"
     if note.kind == "too_wide":
         return "too wide to rule out a 2× change"
     if note.kind == "disagree" and note.modes is not None:
