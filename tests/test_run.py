@@ -35,11 +35,11 @@ def test_suite_verdict_on_a_recorded_cpu_run():
     assert placement.measured and "AsString" in verdict_lines(placement)[0]  # the built-in no-GPU-kernel op
     assert "tf.py_function" in verdict_lines(by_key["pyfunc"])[0]
     assert any(line.startswith("Image input pipeline: ") for line in headline(v))
-    # The recorded CPU run: steps_per_execution=20 helps the batch-10 fit (2.68x there); its grid
+    # The recorded CPU run: steps_per_execution=20 helps the batch-10 fit (2.68× there); its grid
     # (recorded before the grid had 5 and 100) is the one value, so it is the best and recommended.
     spe = verdict_lines(by_key["steps_per_execution"])
     assert spe[0].startswith("CPU:0: steps_per_execution 1 -> 20:") and "reaches 100% of the best" in spe[0]
-    assert "20: 2.68x" in spe[1]  # the grid, value by value
+    assert "20: 2.7× faster" in spe[1]  # the grid, value by value, in the claim's words
     assert any(f.rule == "compute_bound" and f.device == "CPU:0" for f in v.findings)
 
 

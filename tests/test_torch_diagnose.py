@@ -279,7 +279,10 @@ def test_diagnose_measures_the_model_through_the_script(tmp_path, capsys, family
     record, out, err = _diagnose(tmp_path, capsys, family)
     _check_measured(record, family)
     assert "Answer: No GPU here" in out
-    assert "cudnn.benchmark, pin_memory + non_blocking (no GPU here)" in out
+    # the GPU-only fixes are named as not measured here; which budget-cut fixes sit between them
+    # in the line (and so how they group) depends on what the machine's load let the plan hold
+    notmeasured = next(line for line in out.splitlines() if "no GPU here)" in line)
+    assert "cudnn.benchmark" in notmeasured and "pin_memory + non_blocking" in notmeasured, notmeasured
     assert record["options"]["batch"] == 64  # the DataLoader's own batch
     script = Path(record["options"]["script"])
     assert script.parent == tmp_path and script.exists()  # beside the record, for the user to read
