@@ -132,13 +132,22 @@ def test_a_torch_script_child_steps_at_one_thread(tmp_path):
     assert r["cpu_threads"] == 1
 
 
-def _case(threads, samples):
+def _case(threads, samples, rounds=1):
     from whichdevice.core.records import CaseResult, CaseSpec, Timing
 
     p = {"script": "/x/t.py", "entry": "torch.optim.Optimizer.step", "kind": "steady", "sync": "none", "batch": 32}
     p |= {"user_batch": 32, "fix": "cpu_threads", "cpu_threads": threads}
     spec = CaseSpec(workload="train", framework="torch", device="CPU:0", params=p)
-    t = Timing(first_call_s=samples[0], warmup_s=[samples[0]], samples_s=samples, number_per_sample=1, overhead_s=0)
+    k = len(samples) // rounds  # the samples split into ``rounds`` processes' rounds (1: one process)
+    split = [samples[i * k : (i + 1) * k] for i in range(rounds)] if rounds > 1 else None
+    t = Timing(
+        first_call_s=samples[0],
+        warmup_s=[samples[0]],
+        samples_s=samples,
+        number_per_sample=1,
+        overhead_s=0,
+        rounds_s=split,
+    )
     return CaseResult(spec=spec, status="ok", timing=t, wall_s=0, metrics={"samples_per_step": 32})
 
 
@@ -151,7 +160,9 @@ def test_the_claim_goes_through_the_significance_rule_and_only_where_planned():
         return got[0] if got else None
 
     slow, fast = [0.30, 0.31, 0.29, 0.30, 0.32, 0.30], [0.03, 0.031, 0.029, 0.03, 0.032, 0.03]
-    v = verdict([_case("default", slow), _case(1, fast)])
+    # from one process a side: not enough (one process lands in one mode of a busy machine)
+    assert verdict([_case("default", slow), _case(1, fast)]).outcome != "helps"
+    v = verdict([_case("default", slow, rounds=2), _case(1, fast, rounds=2)])
     assert v.outcome == "helps" and v.best.claim.ratio == pytest.approx(10.0, rel=0.05) and v.best.variant == 1
     noisy = verdict([_case("default", [0.3, 0.1, 0.5, 0.2, 0.4]), _case(1, [0.31, 0.11, 0.49, 0.21, 0.41])])
     assert noisy.outcome != "helps"  # no clear change: never a recommendation

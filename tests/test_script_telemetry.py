@@ -4,6 +4,9 @@ theirs ("other programs kept the machine busy") on the script path too."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
+
 import subprocess
 import sys
 import time
@@ -107,7 +110,16 @@ def test_a_real_sampler_sees_a_cpu_burner_as_other_programs(monkeypatch):
 
     n = os.cpu_count() or 1
     burn = "import time\nt = time.time()\nwhile time.time() - t < 3: pass\n"
-    burners = [subprocess.Popen([sys.executable, "-c", burn]) for _ in range(n)]
+    # each burner started by a shell that exits at once, so it is no descendant of this process:
+    # the sampler counts this process's descendants as the run's own children, and a burner
+    # started by Popen was counted there (the test then passed only on a machine already busy)
+    start = '"$0" -c "$1" >/dev/null 2>&1 & echo $!'
+    burners = [
+        int(
+            subprocess.run(["sh", "-c", start, sys.executable, burn], capture_output=True, text=True, check=True).stdout
+        )
+        for _ in range(n)
+    ]
     try:
         time.sleep(0.3)  # the burners running before the window opens
 
@@ -119,9 +131,9 @@ def test_a_real_sampler_sees_a_cpu_burner_as_other_programs(monkeypatch):
         policy = TimingPolicy(window=lambda period_s=None: Sampler(period_s or 0.05))
         timing, _ = train.run_case(_spec(), None, policy, 1e-9)  # type: ignore[arg-type]
     finally:
-        for p in burners:
-            p.kill()
-            p.wait()
+        for pid in burners:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     assert timing.telemetry is not None and timing.telemetry.period_s == train.SCRIPT_TELEMETRY_PERIOD_S
     summary = summarize(timing.telemetry)
     assert utilization.others_busy(summary) is True, summary
