@@ -468,6 +468,9 @@ def test_each_declared_native_writer_is_found_in_the_installed_library(framework
         assert done.returncode == 0, done.stderr[-2000:]
 
 
+# A whole torch diagnose (about a minute): the fast tests above cover the rule on the guard itself,
+# and test_diagnose_a_torch_script_that_writes_everywhere_leaves_the_folder_as_it_was a real run.
+@pytest.mark.slow
 @pytest.mark.frameworks
 def test_diagnose_puts_back_the_scripts_checkpoint_and_leaves_what_the_user_edited_meanwhile(
     tmp_path, monkeypatch, capsys
