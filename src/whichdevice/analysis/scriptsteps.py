@@ -41,7 +41,15 @@ Two more come from the same baseline with the batch cases beside it and the thre
   with its ratio, its interval and the rounds it rests on (significance.from_round_ratios);
 - the CPU threads the framework ran the steps with (``cpu_threads``, as the capture read it) against
   the machine's cores: more threads than cores contend for them in every parallel op, and the share
-  of the median step above the fastest of its steps is the time that contention can have cost.
+  of the median step above the fastest of its steps is the time that contention can have cost;
+- the same threads at the cores' count or above on a machine other work kept busy (the
+  pre-flight's load per core, ``preflight_load_per_core``, at ``scriptplan.CONTENDED_LOAD`` or
+  more, or other programs' share of the cores while the baseline ran, its telemetry:
+  analysis/utilization.others_busy), where the steps show it: a median step
+  ``CONTENDED_SPREAD`` times its fastest tenth or more, or the baseline's processes in two modes
+  (significance.rounds_bimodal). Each thread then waits for a core in every parallel op, and a
+  step lands fast or slow by whether the others let it run (a 2-thread step at load 3 on 2
+  cores: median 74-98 ms, fastest tenth 0.27 ms).
 """
 
 from __future__ import annotations
@@ -52,9 +60,11 @@ from typing import Any, Literal
 
 from whichdevice import frameworks
 from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT
-from whichdevice.analysis.significance import Claim, ClaimNote, from_round_ratios, judge
+from whichdevice.analysis.significance import Claim, ClaimNote, Modes, from_round_ratios, judge, rounds_bimodal
+from whichdevice.analysis.utilization import others_busy, summarize
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.workloads import script as scriptcases
+from whichdevice.workloads.scriptplan import CONTENDED_LOAD
 from whichdevice.workloads.fixes import params_of
 
 # The wait for input is a cause from XProf's "MODERATELY input-bound" share of the step (5 %,
@@ -72,6 +82,11 @@ COMPUTE_SHARE = 0.5
 FIXED_SHARE = 0.5
 # Contending threads are a cause from the same share as a host read: time waiting, not computing.
 CONTENTION_SHARE = 0.05
+# Threads at the cores' count contend only where other work keeps the cores busy; the steps show
+# it where the median step is this many times its fastest tenth (a step that only waited for a
+# core some of the time; on a quiet machine the corpus's steps kept within 2x of their fastest
+# tenth, on a busy one 4-40x: tests/data/*_cpu_2core*.json), or where the processes fell in two modes.
+CONTENDED_SPREAD = 3.0
 # Host reads at least once a step are a sync every step on a GPU, whatever they cost on a CPU: a
 # read of a GPU tensor (``.item()``, ``.cpu()``, ``.numpy()``) waits for all the work queued before
 # it, which the PyTorch Performance Tuning Guide ("Avoid unnecessary CPU-GPU synchronization")
@@ -120,6 +135,12 @@ class ScriptStep:
     # where the framework's capture counts them (its env.py's COUNTS_HOST_READS)
     reads_counted: bool = False
     larger: BatchGain | None = None  # the sweep's largest batch against the user's (:func:`batch_gain`)
+    # how busy the machine was: the pre-flight's 1-minute load average per core (None: not recorded),
+    # and the cores other programs used while the baseline's steps ran (its telemetry; None: not sampled)
+    load_per_core: float | None = None
+    others_cores: float | None = None
+    others_busy: bool = False  # analysis/utilization.others_busy over that window
+    modes: Modes | None = None  # the baseline's processes in two modes (significance.rounds_bimodal)
 
     @property
     def on_cpu(self) -> bool:
@@ -198,6 +219,42 @@ class ScriptStep:
     @property
     def oversubscribed(self) -> bool:
         return self.contention_share >= CONTENTION_SHARE
+
+    @property
+    def spread(self) -> float | None:
+        """The median step over its fastest tenth (None: no steps timed)."""
+        return self.step_s / self.fast_s if self.fast_s and self.step_s > 0 else None
+
+    @property
+    def above_fastest(self) -> float:
+        """The share of the median step above its fastest tenth, whatever the threads."""
+        spread = self.spread
+        return max(0.0, 1 - 1 / spread) if spread else 0.0
+
+    @property
+    def busy(self) -> bool:
+        """Other work kept the cores busy: the pre-flight's load per core at ``CONTENDED_LOAD`` or
+        more, or other programs' share of the cores while the baseline ran (utilization.others_busy)."""
+        return self.busy_by_load or self.others_busy
+
+    @property
+    def busy_by_load(self) -> bool:
+        """The pre-flight's load per core at ``CONTENDED_LOAD`` or more."""
+        return self.load_per_core is not None and self.load_per_core >= CONTENDED_LOAD
+
+    @property
+    def contended(self) -> bool:
+        """Threads contending for busy cores (see the module's docstring): at least as many threads
+        as cores, the machine busy, and the steps' spread or two modes to show it."""
+        if self.threads is None or self.cores <= 0 or self.threads < self.cores or not self.busy:
+            return False
+        shows = (self.spread or 0.0) >= CONTENDED_SPREAD or self.modes is not None
+        return shows and self.above_fastest >= CONTENTION_SHARE
+
+    @property
+    def load(self) -> float | None:
+        """The pre-flight's 1-minute load average (per core times the cores; None: not recorded)."""
+        return self.load_per_core * self.cores if self.load_per_core is not None and self.cores else None
 
 
 # The parts of a script's step a cause can be named from, in the order a report lists them.
@@ -391,6 +448,8 @@ def script_steps(record: RunRecord) -> list[ScriptStep]:
         points = [(int(params_of(x.spec).get("batch") or 0), fast_step(x) or 0.0) for x in cases] if batch else []
         line = batch_line(points) if batch else None
         threads = [m["cpu_threads"] for _, m in rounds if m.get("cpu_threads")]
+        tele = summarize(r.timing.telemetry) if r.timing.telemetry is not None else None
+        load = record.options.get("preflight_load_per_core")
         out.append(
             ScriptStep(
                 r.spec.device,
@@ -413,6 +472,10 @@ def script_steps(record: RunRecord) -> list[ScriptStep]:
                 fast,
                 frameworks.declared(r.spec.framework, "COUNTS_HOST_READS", False),
                 batch_gain(r, cases[1:], tiled=record.options.get("rebatched") == "step") if batch else None,
+                float(load) if isinstance(load, (int, float)) else None,
+                tele.others_cpu_cores if tele is not None else None,
+                bool(tele is not None and others_busy(tele)),
+                rounds_bimodal([samples for samples, _ in rounds]),
             )
         )
     return out

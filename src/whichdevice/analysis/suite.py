@@ -50,6 +50,7 @@ from whichdevice.analysis.warmup import break_even
 from whichdevice.core import failures
 from whichdevice.core.records import OWN_PROCESS, CaseResult, CaseSpec, RunRecord
 from whichdevice.workloads import fixes as catalogue
+from whichdevice.workloads.script import threads_env
 from whichdevice.workloads.suite import USER_SWEEP_BATCHES
 from whichdevice.workloads.fixes import params_of
 
@@ -78,6 +79,7 @@ CauseKind = Literal[
     "warmup",
     "compute_bound",
     "threads",
+    "contention",
 ]
 
 
@@ -132,6 +134,10 @@ class Cause:
     # A script's fixed cost: its larger batch against its own, per sample (the batch sweep's, or the
     # batch change's pair where that pair measured the cause): what the screen says the cause means
     larger: BatchGain | None = None
+    # Threads contending for busy cores: the record's one-thread pair on the device (its claim as
+    # measured, whatever it came to), or why there is none
+    one_thread: Fix | None = None
+    one_thread_missing: NotMeasured | None = None
 
 
 @dataclass(frozen=True)
@@ -731,9 +737,39 @@ def _script_causes(steps: list[ScriptStep], v_fixes: list[FixVerdict]) -> list[C
             out.append(Cause("compute_bound", st.compute_share, st.device, steps=st.steps, step=st))
         if st.fixed_bound and st.fixed_share is not None:
             out.append(Cause("fixed_cost", st.fixed_share, st.device, steps=st.steps, step=st))
-        if st.oversubscribed:
+        if st.contended:  # the busy machine's contention, more threads than cores or as many
+            pair, missing = _one_thread(st, v_fixes)
+            out.append(
+                Cause(
+                    "contention",
+                    st.above_fastest,
+                    st.device,
+                    steps=st.steps,
+                    step=st,
+                    one_thread=pair,
+                    one_thread_missing=missing,
+                )
+            )
+        elif st.oversubscribed:
             out.append(Cause("threads", st.contention_share, st.device, steps=st.steps, step=st))
     return [replace(c, untold=_untold(c, v_fixes)) for c in out]
+
+
+def _one_thread(st: ScriptStep, v_fixes: list[FixVerdict]) -> tuple[Fix | None, NotMeasured | None]:
+    """The record's CPU thread-count pair at one thread on ``st``'s device (the most samples or
+    rounds where there are several), or why there is none: the verdict's reason, or a framework
+    whose thread count a process cannot be given (JAX)."""
+    v = next((x for x in v_fixes if x.entry.key == "cpu_threads"), None)
+    pairs = [f for f in (v.fixes if v else []) if f.device == st.device and f.variant == 1]
+    if pairs:
+        return max(pairs, key=lambda f: (f.claim.unit == "rounds", f.claim.n)), None
+    if not threads_env(st.framework, 1):  # nothing a process's environment can set
+        return None, NotMeasured(
+            "not_applicable", failures=[f"{st.framework} takes no thread count a process can be given"]
+        )
+    if v is not None and v.not_measured is not None:
+        return None, v.not_measured
+    return None, NotMeasured("not_in_suite")
 
 
 # Why a targeting fix has no claim, where a larger budget would measure it: its pairs were too

@@ -29,6 +29,7 @@ from whichdevice.present.claims import (
     crossover_text,
     gpu_decide_words,
     gpu_decision_words,
+    modes_text,
     ratio_text,
     times,
 )
@@ -152,6 +153,7 @@ _CAUSE_TITLES = {
     "warmup": "Warm-up",
     "compute_bound": "Compute-bound",
     "threads": "More CPU threads than cores",
+    "contention": "Threads contending for busy cores",
 }
 # What a script's measured wait for the next batch is, in the framework's words (its env.py's
 # INPUT_WAIT): torch's capture times the DataLoader's __next__; the others' time the loop's
@@ -260,6 +262,8 @@ def _script_cause_text(c: Cause, share: str) -> str:
         said = f"{share} of a batch-{st.batch} step costs the same at any batch (Python, dispatch: {seconds(st.fixed_s)} {line})"
         g = c.larger
         return said + (f"; {batch_gain_text(g)}" if g is not None else "")
+    if c.kind == "contention":
+        return _contention_text(c, share, of)
     if c.kind == "threads":
         return (
             f"the steps ran with {st.threads} CPU threads on {st.cores} cores: {share} of the median step is "
@@ -270,6 +274,31 @@ def _script_cause_text(c: Cause, share: str) -> str:
         f"{share} of each step is reading results back to the host ({st.reads:.2g} a step: {read} and the like; "
         f"{seconds(st.read_s)} of {of})" + (f"; {_ON_A_GPU}" if st.on_cpu else "")
     )
+
+
+def _contention_text(c: Cause, share: str, of: str) -> str:
+    """'98% of the median step is waiting for a core: 2 threads on 2 cores at load 3.1 (the
+    pre-flight's 1-minute average); the median step is 41× its fastest tenth (550 µs of 22.9 ms, 30
+    steps in 3 processes); 1 thread: not enough samples (14×, CI 0.96–212×, 3 rounds; ...)'."""
+    st = c.step
+    assert st is not None
+    if st.load is not None and st.busy_by_load:
+        busy = f" at load {st.load:.1f} (the pre-flight's 1-minute average)"
+    elif st.others_cores is not None:
+        busy = f", other programs using {st.others_cores:.1f} of the cores while it ran"
+    else:
+        busy = ""
+    said = (
+        f"{share} of the median step is waiting for a core: {st.threads} thread{'s' if st.threads != 1 else ''} "
+        f"on {st.cores} cores{busy}; the median step is {times(st.spread or 1.0)}× its fastest tenth "
+        f"({seconds(st.fast_s)} of {of})"
+    )
+    if st.modes is not None:
+        said += f"; its processes in two modes ({modes_text(st.modes)})"
+    if c.one_thread is not None:
+        return said + f"; 1 thread: {ratio_text(c.one_thread.claim)}"
+    why = fixwords.short_reason(c.one_thread_missing) if c.one_thread_missing is not None else "not planned"
+    return said + f"; one thread not measured ({why})"
 
 
 # What a host read becomes on a GPU, where a CPU run measured it (analysis/scriptsteps.GPU_READS_PER_STEP).

@@ -1013,6 +1013,9 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         "fixes_apart": [f.fix for f in chosen.planned if f.moved],
         "script_steps": costs.steps,
         "preflight_s": facts.get("preflight_s"),
+        # the machine's load per core as the pre-flight ended: the record keeps it, so the analysis can
+        # tell threads contending for busy cores from a script that is slow on idle ones
+        "load_per_core": facts.get("load_per_core"),
         "step_trace": facts.get("step_trace"),  # the record keeps it (RunRecord.step_trace)
         "setup_s": facts["setup_s"],
         "import_s": facts.get("import_s"),

@@ -140,6 +140,8 @@ def sizing_options(sizing: dict | None) -> dict:
         "preflight_s": sizing.get("preflight_s"),
         "budget_cut": list(sizing["cut"]),
     }
+    if sizing.get("load_per_core") is not None:  # the pre-flight's 1-minute load per core (scriptplan)
+        out["preflight_load_per_core"] = round(float(sizing["load_per_core"]), 3)
     if "fixes_cut" in sizing:  # the fixes the plan left out for the budget
         out["fixes_cut"] = list(sizing["fixes_cut"])
     return out
