@@ -405,7 +405,7 @@ def test_first_includes_setup_needs_one_time_events_not_just_a_slow_first():
     assert rule_first_includes_setup({}, [], noisy) == []
     sweep = [_m(0, 0.030, new_kernels=1), _m(1, 0.010), _m(2, 0.050)]  # size 1 slower than size 10, a kernel built
     (f,) = said(rule_first_includes_setup({}, [], sweep))
-    assert "3.0x measurement 2" in f.explanation
+    assert "3× measurement 2" in f.explanation
     quiet = [_m(0, 0.010, traces=1), _m(1, 0.011), _m(2, 0.012)]  # traced inside, hidden by noise: still set-up
     assert len(rule_first_includes_setup({}, [], quiet)) == 1
 

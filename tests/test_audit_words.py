@@ -229,3 +229,15 @@ def test_the_launch_cost_loop_runs_for_real_and_finds_no_gpu_here():
     assert 0 < got["launch_s"] < 1e-3 and 0 < got["item_roundtrip_s"] < 1e-3
     if not torch.cuda.is_available():
         assert audit.gpu_cost() is None
+
+
+def test_a_recorded_explanation_s_old_multipliers_are_said_with_the_times_sign():
+    """A record keeps a finding's words as they were written: an older audit wrote '72.9x
+    measurement 3'; its page says '72.9× measurement 3', as every ratio is written, and leaves the
+    user's own code a finding quotes as it is."""
+    from whichdevice.present.auditwords import recorded
+
+    old = "it took 4.23 ms, 72.9x measurement 3 (58 µs) (the steady run is 41x faster)."
+    assert recorded(old) == "it took 4.23 ms, 72.9× measurement 3 (58 µs) (the steady run is 41× faster)."
+    code = 'line 7: print("matmul 20x", time.perf_counter() - t0)'
+    assert recorded(code) == code

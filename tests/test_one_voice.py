@@ -16,8 +16,8 @@ A measured ratio reads the same everywhere: in the words of ``present/claims.rat
 Flax record's batch grid said "2048: 0.84x (CI 0.814–0.866, n=10)" where the first screen said
 "a larger batch 1.2× slower (95 % CI 1.2–1.2×, 10 samples)" of the same pair; every pair's
 claim (a grid's cells too) is now checked to be written so in the Markdown and the HTML, every
-"N× faster/slower (95 % CI ...)" in any form to be one the analysis claimed, and no form to write
-a multiplier as "0.84x"."""
+"N× faster/slower (95 % CI ...)" in any form to be one the analysis claimed, and no form of any
+record (the pitfalls' and the audits' pages too) to write a multiplier as "0.84x"."""
 
 from __future__ import annotations
 
@@ -233,6 +233,31 @@ def test_the_three_forms_say_the_same_causes_failures_and_not_measured(path, rec
             assert (said in plain) if said else ("not measured (time budget" not in plain), form
             # a case the budget did not reach is never called failed in any form
             assert not re.search(r"failed: skipped|Failed:[^\n]*the time budget ran out", plain), form
+
+
+# A multiplier as a number and an 'x' ('3.64x', '38.4x'): every ratio is written with '×'
+# (present/claims.times), on the pitfalls and audit pages as in the suite's report.
+_NX = re.compile(r"\d+(\.\d+)?x\b")
+
+
+def _quoted(record: object) -> list[str]:
+    """The record's own words each form quotes as recorded: its notes, and an audit's lines of the
+    user's script (``print("matmul 20x", ...)`` is the user's, not a ratio of ours)."""
+    out = list(getattr(record, "notes", []) or [])
+    out += [x.text for x in [*getattr(record, "blocks", []), *getattr(record, "measurements", [])]]
+    return out
+
+
+@pytest.mark.parametrize("path,record", RECORDS, ids=[str(p.relative_to(DATA)) for p, _ in RECORDS])
+def test_no_form_writes_a_multiplier_as_nx(path, record):
+    """Every record in tests/data (the pitfalls' and the audits' too, which the claims' check above
+    does not reach): terminal, HTML and Markdown write no 'N.Nx' multiplier."""
+    for form, text in _renders(record).items():
+        flat = " ".join(htmltext.unescape(re.sub(r"<[^>]+>", " ", text)).split())
+        for quoted in _quoted(record):
+            flat = flat.replace(" ".join(quoted.split()), "")
+        found = [flat[max(0, m.start() - 40) : m.end() + 10] for m in _NX.finditer(flat)]
+        assert not found, (form, found)
 
 
 def test_a_full_first_screen_folds_its_causes_and_drops_none():

@@ -48,7 +48,7 @@ def test_ratios_on_a_hand_made_record():
     assert rows["first_epoch"].ratio == pytest.approx(0.6 / 0.205)
     assert rows["sync_each"].ratio == pytest.approx(2.0) and rows["sync_each"].significant
     assert rows["small_batch"].ratio == pytest.approx((1e-3 / 10) / (5e-3 / 512))
-    assert "reads 2x the real cost" in verdict(rows["sync_each"])
+    assert "reads 2× the real cost" in verdict(rows["sync_each"])
 
 
 def test_within_noise_is_not_called_a_distortion():

@@ -121,7 +121,7 @@ def test_torch_finding_kinds_one_case_each():
     assert rows["compile_in_timing"].wrong_s == pytest.approx((3.0 + sum(_scaled(1e-3))) / 11)
     assert "backend=aot_eager" in page.methods(rows["compile_in_timing"])[0]
     nw = rows["num_workers"]
-    assert nw.ratio == pytest.approx(4, rel=0.05) and nw.significant and page.verdict(nw) == "reads 4x the real cost"
+    assert nw.ratio == pytest.approx(4, rel=0.05) and nw.significant and page.verdict(nw) == "reads 4× the real cost"
     assert page.methods(nw) == ("DataLoader num_workers=0", "num_workers=2")
 
 
@@ -135,7 +135,7 @@ def test_workers_slower_is_said_so_not_too_fast():
         experiment="pitfalls",
     )
     (row,) = analyze_pitfalls(rec)
-    assert page.verdict(row).startswith("workers cost more here: num_workers=0 is 3x faster")
+    assert page.verdict(row).startswith("workers cost more here: num_workers=0 is 3× faster")
 
 
 def test_keras_jax_finding_kinds_one_case_each():
@@ -160,7 +160,7 @@ def test_keras_jax_finding_kinds_one_case_each():
     assert rows["device_put"].ratio == pytest.approx(3, rel=0.05) and rows["device_put"].significant
     assert page.methods(rows["device_put"])[0].startswith("jax.device_put(x)")
     ns = rows["no_sync"]  # measured on the CPU: JAX's dispatch is asynchronous there too
-    assert ns.ratio == pytest.approx(0.2, rel=0.05) and page.verdict(ns) == "reads 5x too fast"
+    assert ns.ratio == pytest.approx(0.2, rel=0.05) and page.verdict(ns) == "reads 5× too fast"
     assert "asynchronously on the CPU" in page.note(ns)
     assert page.methods(rows["sync_each"])[0] == "float(loss) after every step"
 

@@ -164,6 +164,7 @@ def _run_notes(state: dict, findings: list, corrections: list) -> tuple[list[str
     """What the run itself tells the reader (file descriptors, clock reads, the devices, GPU costs,
     the hooks' own cost), the op cost measured after the script and the hooks' slowdown."""
     from whichdevice.core.units import seconds
+    from whichdevice.present.claims import times
 
     notes: list[str] = []
     if state.get("fd_limit_reached"):
@@ -184,7 +185,7 @@ def _run_notes(state: dict, findings: list, corrections: list) -> tuple[list[str
     if overhead is not None and overhead > OVERHEAD_ANNOUNCE:
         extra = (overhead - 1) / overhead * (state.get("script_s") or 0.0)
         notes.append(
-            f"the audit's per-op hooks slowed this script ≈ {overhead:.1f}x: "
+            f"the audit's per-op hooks slowed this script ≈ {times(overhead)}×: "
             f"{state['totals'].get('eager_ops', 0):,} ops × ≈ {seconds(op_cost['hooked_s'] - op_cost['plain_s'])} per op "
             f"(measured after the script: {op_cost.get('op')}, {seconds(op_cost['plain_s'])} plain, "
             f"{seconds(op_cost['hooked_s'])} hooked) ≈ {seconds(extra)} of its {seconds(state.get('script_s'))}; "

@@ -10,11 +10,13 @@ record keeps it. What differs between frameworks (a step is an "nn.Module call" 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from whichdevice.audit.record import Block, Finding, Found, Measurement
 from whichdevice.core.units import seconds
+from whichdevice.present.claims import times
 from whichdevice.frameworks.common.audit import terms
 
 Words = tuple[str, str, str, str]  # title, where, explanation, fix
@@ -53,6 +55,18 @@ def said(framework: str, key: str, tf1: bool = False) -> str:
     ``SHARED``'s where it has none of its own)."""
     words: dict[str, str] = {**SHARED, **terms(framework).WORDS}
     return words.get(f"{key}.tf1", words[key]) if tf1 else words[key]
+
+
+# The multipliers this module once wrote with an 'x' ('72.9x measurement 3', 'the steady run is
+# 41x faster'): a record keeps a finding's words as written then, and a page says them with '×' as
+# every ratio is written (present/claims.times). Only these phrases of ours, never the user's code
+# a finding quotes ('print("matmul 20x", ...)').
+_OLD_TIMES = re.compile(r"\b(\d[\d,]*(?:\.\d+)?)x (measurement \d|faster\))")
+
+
+def recorded(explanation: str) -> str:
+    """A finding's explanation as a record keeps it, its multipliers written with '×'."""
+    return _OLD_TIMES.sub(r"\1× \2", explanation)
 
 
 def _plural(n: int, word: str) -> str:
@@ -200,7 +214,7 @@ def _first_includes_setup(f: Found, e: dict[str, Any]) -> Words:
     later: Measurement | None = e["later"]
     if later is not None:
         shows = (
-            f"it took {seconds(first.seconds)}, {first.seconds / later.seconds:.1f}x measurement "
+            f"it took {seconds(first.seconds)}, {times(first.seconds / later.seconds)}× measurement "
             f"{later.index_in_series + 1} ({seconds(later.seconds)}), which did as much work or more"
         )
     else:
@@ -434,7 +448,7 @@ def _first_run_is_setup(f: Found, e: dict[str, Any]) -> Words:
         f"that run took {seconds(r['seconds'])}; the same fetch re-run {r.get('reruns')} times after the "
         f"script, in the same session with the same feeds: median {seconds(steady)}. So "
         f"{seconds(e['setup_s'])} = {e['share']:.0%} of this {seconds(m.seconds)} timing is the session's set-up "
-        f"(the steady run is {r['seconds'] / max(steady, 1e-9):.0f}x faster)."
+        f"(the steady run is {times(r['seconds'] / max(steady, 1e-9))}× faster)."
     )
     if e["others"]:
         evidence += f" {e['others']} more timing(s) of this series also hold a first run of their fetch."

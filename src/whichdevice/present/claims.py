@@ -178,7 +178,9 @@ def cpu_varied_words(varied: tuple[float, int] | None) -> str:
     widened.' ('' when they held steady: analysis/gpudecision.cpu_step)."""
     if varied is None:
         return ""
-    return f"This CPU's times varied {varied[0]:.1f}× under load: its least disturbed steps are used, the band widened."
+    return (
+        f"This CPU's times varied {times(varied[0])}× under load: its least disturbed steps are used, the band widened."
+    )
 
 
 def gpu_decide_words(d: GpuDecision, *, command: bool = True, brief: bool = False) -> str:

@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from whichdevice.core.records import RunRecord, Scalar
+from whichdevice.present.claims import times
 from whichdevice.present.tables import Align
 from whichdevice.present.terminal import print_table
 from whichdevice.workloads.fixes import params_of
@@ -49,7 +50,7 @@ def render_reference(console: Console, record: RunRecord) -> None:
             t.add_column(col, justify=j)
         for (fw, what), by_dev in rows.items():
             cpu, gpu = by_dev.get("CPU:0"), by_dev.get("GPU:0")
-            ratio = f"{gpu / cpu:.2f}×" if cpu and gpu else "—"
+            ratio = f"{times(gpu / cpu)}×" if cpu and gpu else "—"
             label = ", ".join(f"{k}={v}" for k, v in what)
             t.add_row(escape(fw), escape(label), _time(cpu), _time(gpu), ratio)
         print_table(console, t)

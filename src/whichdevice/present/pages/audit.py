@@ -14,7 +14,8 @@ from whichdevice.audit import clocks as clocks_mod
 from whichdevice.audit.record import AuditRecord, Block, Correction, Measurement, mentions_missing_device
 from whichdevice.core.units import seconds
 from whichdevice.present import html as html_mod
-from whichdevice.present.auditwords import said
+from whichdevice.present.auditwords import recorded, said
+from whichdevice.present.claims import times
 from whichdevice.present.tables import Grid, GridCell
 from whichdevice.present.terminal import render_grid
 
@@ -49,9 +50,7 @@ def _times(ratio: float | None) -> str:
     """The real time as a multiple of the script's: "1,538×" above 1, "1/1,202" below."""
     if ratio is None or ratio <= 0:
         return "—"
-    if ratio >= 1:
-        return f"{ratio:,.0f}×" if ratio >= 100 else f"{ratio:.2g}×"
-    return f"1/{1 / ratio:,.0f}" if ratio <= 0.01 else f"{ratio:.2g}×"
+    return f"1/{1 / ratio:,.0f}" if ratio <= 0.01 else f"{times(ratio)}×"
 
 
 def _steady_grid(record: AuditRecord) -> Grid:
@@ -225,7 +224,7 @@ def render(console: Console, record: AuditRecord, png: Path | None = None, *, lo
         console.print(f"[bold]Findings ({len(record.findings)})[/bold]")
         for i, f in enumerate(record.findings, 1):
             console.print(f"[red]{i}. {escape(f.title)}[/red] [dim]\\[{escape(f.rule)}][/dim] — {escape(f.where)}")
-            console.print(f"   {escape(f.explanation)}")
+            console.print(f"   {escape(recorded(f.explanation))}")
             console.print(f"   [green]Instead:[/green] {escape(f.fix)}")
     for line in verdict_lines(record):
         console.print(escape(line))
@@ -337,7 +336,7 @@ def render_html(record: AuditRecord) -> str:
             html_mod.Section(
                 "Findings",
                 lines=[
-                    f"{i}. {f.title} [{f.rule}] — {f.where}. {f.explanation} Instead: {f.fix}"
+                    f"{i}. {f.title} [{f.rule}] — {f.where}. {recorded(f.explanation)} Instead: {f.fix}"
                     for i, f in enumerate(record.findings, 1)
                 ],
             )

@@ -12,6 +12,7 @@ from rich.markup import escape
 from whichdevice import frameworks
 from whichdevice.core.units import seconds
 from whichdevice.present import html, output, terminal
+from whichdevice.present.claims import times
 from whichdevice.present.tables import Grid, GridCell
 from whichdevice.present import notes
 
@@ -125,12 +126,13 @@ def _too_few(r: PitfallRow) -> str | None:
     if why == "few":
         return f"not enough {r.n_unit} (n={r.n}, fewer than {fewest}): no claim either way"
     if why == "wide":
-        return f"not enough {r.n_unit}: the interval is too wide to rule out a 2x change either way"
+        return f"not enough {r.n_unit}: the interval is too wide to rule out a 2× change either way"
     return f"not enough {r.n_unit} (n={r.n}): no claim either way"
 
 
 def verdict(r: PitfallRow) -> str:
-    """What the mistake does to the figure: 'reads 2x the real cost', 'within noise: ...'."""
+    """What the mistake does to the figure: 'reads 2× the real cost', 'within noise: ...' (ratios
+    as every claim writes them, present/claims.times)."""
     if not r.significant and _own(r.framework):
         too_few = _too_few(r)
         if too_few:
@@ -138,13 +140,13 @@ def verdict(r: PitfallRow) -> str:
     if not r.significant:
         return "within noise: no distortion here"
     if r.pitfall == "num_workers" and r.ratio < 1:
-        return f"workers cost more here: num_workers=0 is {1 / r.ratio:.3g}x faster on this data"
+        return f"workers cost more here: num_workers=0 is {times(1 / r.ratio)}× faster on this data"
     if r.pitfall == "xla_one_device":
         faster = "faster" if r.ratio > 1 else "slower"
-        return f"XLA makes this device {max(r.ratio, 1 / r.ratio):.3g}x {faster}: a mixed-path comparison carries it"
+        return f"XLA makes this device {times(max(r.ratio, 1 / r.ratio))}× {faster}: a mixed-path comparison carries it"
     if r.ratio >= 1:
-        return f"reads {r.ratio:.3g}x the real cost"
-    return f"reads {1 / r.ratio:.3g}x too fast"
+        return f"reads {times(r.ratio)}× the real cost"
+    return f"reads {times(1 / r.ratio)}× too fast"
 
 
 def _footer(r: PitfallRow) -> str:
@@ -154,11 +156,11 @@ def _footer(r: PitfallRow) -> str:
 
 
 def interval(r: PitfallRow) -> str:
-    """The ratio's 95 % interval and sample count: '1.8-2.2x, n=40'."""
+    """The ratio's 95 % interval and sample count: '1.8–2.2×, n=40'."""
     n = (f"n={r.n}" + (" rounds" if r.n_unit == "rounds" else "")) if r.n else "n unknown"
     if r.lo is None or r.hi is None:
         return f"no interval ({n})"
-    return f"{r.lo:.3g}-{r.hi:.3g}x, {n}"
+    return f"{times(r.lo)}–{times(r.hi)}×, {n}"
 
 
 def pitfalls_grid(rows: list[PitfallRow]) -> Grid:
@@ -173,7 +175,7 @@ def pitfalls_grid(rows: list[PitfallRow]) -> Grid:
             GridCell(r.device),
             GridCell(seconds(r.wrong_s)),
             GridCell(seconds(r.right_s)),
-            GridCell(f"{r.ratio:.3g}x", tone),
+            GridCell(f"{times(r.ratio)}×", tone),
         ]
         cells += [GridCell(interval(r), "dim")] if with_interval else []
         out.append([*cells, GridCell(verdict(r), tone), GridCell(r.unit, "dim")])
