@@ -81,6 +81,13 @@ def nbytes(n: int | None) -> str:
     return f"{figure} {unit}"
 
 
+def times(v: float) -> str:
+    """A ratio's figure, as in '1.8×', '12.5×' or '1,120×': two significant digits below 10,
+    three up to 1,000, the whole number from there (never '1.12e+03'). Every multiplier in every
+    output is written with it and the '×' sign (present/claims.py words the claims)."""
+    return f"{v:.2g}" if v < 10 else f"{v:.3g}" if v < 1000 else f"{v:,.0f}"
+
+
 def percent(confidence: float) -> str:
     """'95 %', '97.5 %', '99.8 %': a confidence as the text writes it — exact when it has at most
     two decimals in percent, else rounded down to one (never up: 99.98 % is not 100 %)."""

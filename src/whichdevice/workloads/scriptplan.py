@@ -32,7 +32,7 @@ from typing import Any
 from whichdevice import frameworks
 from whichdevice.core.errors import UsageError
 from whichdevice.core.textsafe import clean
-from whichdevice.core.units import seconds
+from whichdevice.core.units import seconds, times
 from whichdevice.core import records
 from whichdevice.core.records import CaseSpec, StepTrace, Variant
 from whichdevice.frameworks.contracts import CaptureSpec, StepCost
@@ -967,7 +967,7 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
             "SCRIPT",
             f"{measured_words(facts)} and the set-up {float(facts['setup_s']):.1f} s, but the pre-flight was "
             "stopped before its capture had read which training entry it was",
-            f"Pass --budget {budget_that_holds(facts)} or more (it allows {headroom(facts):.2g}x the set-up and "
+            f"Pass --budget {budget_that_holds(facts)} or more (it allows {times(headroom(facts))}× the set-up and "
             "step times measured here)",
         )
     costs = plan_costs(facts, gpu)
@@ -1124,7 +1124,7 @@ def too_short(facts: dict[str, Any], budget_s: float) -> UsageError:
         f"{budget_s:g} s is too short for this script: {measured_words(facts)} and the set-up (imports and "
         f"data loading) {float(facts['setup_s']):.1f} s, so measuring even its baseline (the set-up, {WARMUP} "
         f"warm-up and {STEPS} timed steps) needs about {least_budget(c):.0f} s",
-        f"Pass --budget {budget_that_holds(facts)} or more (it allows {h:.2g}x the set-up and step times "
+        f"Pass --budget {budget_that_holds(facts)} or more (it allows {times(h)}× the set-up and step times "
         "measured here: they vary from run to run)",
     )
 
