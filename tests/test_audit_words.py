@@ -239,5 +239,7 @@ def test_a_recorded_explanation_s_old_multipliers_are_said_with_the_times_sign()
 
     old = "it took 4.23 ms, 72.9x measurement 3 (58 µs) (the steady run is 41x faster)."
     assert recorded(old) == "it took 4.23 ms, 72.9× measurement 3 (58 µs) (the steady run is 41× faster)."
+    tf = "measured tf.while_loop ≈ 10x slower on GPU, tensorflow/tensorflow#40708)."
+    assert recorded(tf) == tf.replace("10x", "10×")
     code = 'line 7: print("matmul 20x", time.perf_counter() - t0)'
     assert recorded(code) == code

@@ -58,10 +58,10 @@ def said(framework: str, key: str, tf1: bool = False) -> str:
 
 
 # The multipliers this module once wrote with an 'x' ('72.9x measurement 3', 'the steady run is
-# 41x faster'): a record keeps a finding's words as written then, and a page says them with '×' as
-# every ratio is written (present/claims.times). Only these phrases of ours, never the user's code
-# a finding quotes ('print("matmul 20x", ...)').
-_OLD_TIMES = re.compile(r"\b(\d[\d,]*(?:\.\d+)?)x (measurement \d|faster\))")
+# 41x faster', the TensorFlow team's '10x slower on GPU'): a record keeps a finding's words as
+# written then, and a page says them with '×' as every ratio is written (present/claims.times).
+# Only these phrases of ours, never the user's code a finding quotes ('print("matmul 20x", ...)').
+_OLD_TIMES = re.compile(r"\b(\d[\d,]*(?:\.\d+)?)x (measurement \d|faster\)|slower on GPU, tensorflow)")
 
 
 def recorded(explanation: str) -> str:
@@ -505,7 +505,7 @@ def _per_element_loop(f: Found, e: dict[str, Any]) -> Words:
         + evidence
         + " On a GPU each iteration's ops are separate kernel launches and the loop condition goes back to the "
         "host every iteration, so such a loop runs slower on the GPU than on the CPU (the TensorFlow team "
-        "measured tf.while_loop ≈ 10x slower on GPU, tensorflow/tensorflow#40708).",
+        "measured tf.while_loop ≈ 10× slower on GPU, tensorflow/tensorflow#40708).",
         "Write the per-element function on the whole tensor (e.g. `elems ** 6`, no map_fn), or "
         "tf.vectorized_map(fn, elems); or compile the loop with tf.function(jit_compile=True) (XLA)."
         if lp["kind"] == "tf.map_fn"
