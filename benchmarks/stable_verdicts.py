@@ -6,6 +6,8 @@ the fixes each run recommends, with the machine's load.
         tests/data/input_bound_loader.py tests/script_corpus/torch_cnn.py
     # the same runs measured by another checkout's code (to compare before and after a change):
     python benchmarks/stable_verdicts.py --src /path/to/other/src --out /tmp/stable-before
+    # score runs already made (each script's answers run by run, and whether they agree):
+    python benchmarks/stable_verdicts.py --summary /tmp/stable/runs.jsonl [more runs.jsonl ...]
 
 Each run is ``whichdevice diagnose SCRIPT --budget B --json ... --quiet`` in a subprocess, on a copy
 of the script in ``OUT/work`` (its working folder); then the
@@ -114,6 +116,55 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def _kind(verdict: str) -> str:
+    """A verdict's outcome alone: helps, slower, no clear change, not enough samples, not measured."""
+    return verdict.split(":", 1)[0].strip()
+
+
+def _answer(row: dict) -> str:
+    """What a run answered: the fixes it recommends ("none"), or that it refused (exit 2), measured
+    no case that decides the answer (exit 1, its record written: "no baseline"), or failed."""
+    if row.get("exit") == 2:
+        return "refused"
+    if row.get("exit") == 1 and not row.get("error"):
+        return "no baseline"
+    if row.get("exit") not in (0, None) or row.get("error"):
+        return "error"
+    return "; ".join(sorted(r.split(" ", 1)[0] for r in row.get("recommended") or [])) or "none"
+
+
+def stable(rows: list[dict]) -> bool:
+    """The rule of this file's docstring: the runs recommend the same fixes, and no fix reads
+    "helps" in one run and "slower" or "no clear change" in another."""
+    if len({_answer(r) for r in rows}) != 1:
+        return False
+    for fix in {k for r in rows for k in (r.get("verdicts") or {})}:
+        kinds = {_kind((r.get("verdicts") or {}).get(fix, "-")) for r in rows}
+        if "helps" in kinds and kinds & {"slower", "no clear change"}:
+            return False
+    return True
+
+
+def summary(files: list[Path]) -> list[str]:
+    """One line per script over the rows of ``runs.jsonl`` files: the loads, each run's answer,
+    and whether the runs agree by :func:`stable`; then the count."""
+    by: dict[str, list[dict]] = {}
+    for f in files:
+        for line in f.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            by.setdefault(row["script"], []).append(row)
+    lines = ["| script | runs | load (before, lowest–highest) | answers, run by run | same answer |", "|---|---|---|---|---|"]
+    agree = 0
+    for name, rows in sorted(by.items()):
+        loads = [r["load_before"] for r in rows]
+        ok = stable(rows)
+        agree += ok
+        answers = " / ".join(_answer(r) for r in rows)
+        lines.append(f"| {name} | {len(rows)} | {min(loads):.1f}–{max(loads):.1f} | {answers} | {'yes' if ok else 'no'} |")
+    lines += ["", f"{agree} of {len(by)} scripts gave the same answer in every run."]
+    return lines
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--runs", type=int, default=3)
@@ -121,8 +172,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("--out", type=Path)
     p.add_argument("--src", help="the code to measure and judge with (put first on PYTHONPATH)")
     p.add_argument("--judge", type=Path, help=argparse.SUPPRESS)  # one record's verdicts, as JSON
+    p.add_argument("--summary", nargs="+", type=Path, help="score earlier runs: their runs.jsonl files")
     p.add_argument("scripts", nargs="*", type=Path)
     ns = p.parse_args(argv)
+    if ns.summary:
+        print("\n".join(summary(ns.summary)))
+        return 0
     if ns.judge:
         print(json.dumps(judge(ns.judge)))
         return 0
