@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from whichdevice.core import failures
 from whichdevice.core.errors import UsageError
 from whichdevice.core.records import CaseSpec, RunRecord
 from whichdevice.workloads import script, scriptplan
@@ -86,8 +87,9 @@ def test_the_cpu_baseline_is_the_preflights_steps_and_a_gpu_baseline_is_not_meas
     assert timing.samples_s == RESULT["step_s"] and timing.warmup_s == RESULT["warmup_s"]
     assert metrics["setup_s"] == 16.6 and metrics["samples_per_step"] == 16 and metrics["syncs"] == 5
     assert metrics["data_wait_s"] == pytest.approx(0.0004)
-    with pytest.raises(script.NotApplicable, match="time budget"):
+    with pytest.raises(script.NotApplicable, match="time budget") as e:
         script.run_case(gpu[0], None, None, 0.0)
+    assert failures.of_exception(e.value) == "skipped"  # not measured (time budget), not failed
     # the record keeps the case's parameters without the pre-flight's result
     clean = script.without_preflight(cpu[0])
     assert script.PREFLIGHT not in clean.params and clean.params == {
