@@ -161,9 +161,14 @@ def test_plan_fits_the_budget_and_says_what_it_cut():
     assert len({c.key for c in cases}) == len(cases)
 
 
-def test_a_budget_below_the_scripts_setup_is_refused():
+def test_a_budget_below_the_scripts_setup_is_refused_only_with_no_step_to_answer_from():
+    """Facts with no pre-flight result (a pre-flight stopped within its first step) are refused; with
+    the steps it timed, the plan answers from them (tests/test_preflight_answer.py)."""
     with pytest.raises(UsageError, match="--budget: 20 s is too short for this script"):
         scriptplan.size({**FACTS, "setup_s": 40.0}, 20.0)
+    timed = {"status": "ok", "step_s": [0.005] * 5, "warmup_s": [0.8], "setup_s": 40.0}
+    s = scriptplan.size({**FACTS, "setup_s": 40.0, "preflight_result": timed}, 20.0)
+    assert s["preflight_only"] and s["planned"] == [] and s["preflight_result"] == timed
 
 
 def _slower(facts, by):
@@ -173,6 +178,8 @@ def _slower(facts, by):
 
 
 def _asked(facts, budget_s):
+    """The figure a refusal asks for (facts with no pre-flight result to answer from, as a pre-flight
+    stopped within its first step leaves)."""
     with pytest.raises(UsageError) as e:
         scriptplan.size(facts, budget_s)
     return int(re.search(r"Pass --budget (\d+) or more", e.value.fix).group(1)), str(e.value)
@@ -235,8 +242,14 @@ def test_a_budget_too_short_for_the_fixes_measures_the_baseline_alone():
     assert "--budget" in s["cut"][0] and {"batch", "precision"} <= set(s["fixes_cut"])
     user = scriptplan.user_params({"script": "t.py"}, facts)
     assert [c.params["kind"] for c in scriptplan.cases("tensorflow", "CPU:0", user, s)] == ["steady"]
-    with pytest.raises(UsageError):  # an 11.5 s step at --budget 60: even the baseline would overrun it
+    # an 11.5 s step at --budget 60: even the baseline would overrun it, so the answer is the pre-flight's
+    # steps, or a refusal where it has none to answer from
+    with pytest.raises(UsageError):
         scriptplan.size(SLOW_SCRIPTS[2], 60.0)
+    timed = {"status": "ok", "step_s": [11.5] * 5, "warmup_s": [14.0], "setup_s": 8.2}
+    lstm = scriptplan.size({**SLOW_SCRIPTS[2], "preflight_result": timed}, 60.0)
+    assert lstm["preflight_only"] and not lstm["baseline_only"] and lstm["planned"] == []
+    assert "a training step took 11.5 s on this CPU" in lstm["preflight_only"]
 
 
 def test_refusals_quote_the_scripts_own_error():

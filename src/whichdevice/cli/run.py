@@ -560,7 +560,8 @@ def measure_script(plan: DiagnosePlan, quiet: bool, request: session.Request, **
     notes = scriptplan.record_notes(record) + userfolder.notes(written)
     wrote = userfolder.wrote(written)
     options = {**record.options, "script_wrote": wrote} if wrote else record.options
-    return record.model_copy(update={"notes": notes, "options": options})
+    results = scriptplan.recorded_results(record)  # a baseline answered from the pre-flight: its case as measured
+    return record.model_copy(update={"notes": notes, "options": options, "results": results})
 
 
 def _shown(folder: Path) -> str:

@@ -108,6 +108,8 @@ def plan_job(
         if sizing.get("baseline_only"):  # past the budget: its case may take what the baseline needs
             fields["case_timeout_s"] = fields.get("case_timeout_s") or sizing["case_timeout_s"]
             err_console.print(escape(f"Measuring the baseline alone: {sizing['baseline_only']}."))
+        if sizing.get("preflight_only"):  # past the budget even alone: the pre-flight's steps are the answer
+            err_console.print(escape(f"Answering from the pre-flight's steps: {sizing['preflight_only']}."))
     except BaseException:
         userfolder.abandon()
         raise

@@ -699,9 +699,10 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
     title = f"whichdevice {record.experiment} · {when} UTC · {machine_words(record)}"
     keys = sorted({c.source for c in changes[:SHOWN_CHANGES] if c.source})
     footnotes = [names.SOURCES.get(k, "") for k in keys]
+    timed = preflight_line(record)
     return FirstScreen(
         title,
-        answer,
+        [*answer, timed] if timed else answer,
         v.causes[:SHOWN_CAUSES],
         changes[:SHOWN_CHANGES],
         changes[SHOWN_CHANGES:],
@@ -717,6 +718,24 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
         v.quiet,
         v.gpu_reads,
         tuple(skip_reasons(record)),
+    )
+
+
+def preflight_line(record: RunRecord) -> str:
+    """Where a script's budget was too short to run it again and its steps were answered from the
+    pre-flight (the record's ``preflight_only``): that they were timed there alone, in one process,
+    and the budget that measures the baseline in its own processes and every fix."""
+    o = record.options
+    if not o.get("preflight_only"):
+        return ""
+    n = next((len(r.timing.samples_s) for r in record.results if r.status == "ok" and r.timing is not None), 0)
+    steps = f" ({n} steps)" if n else ""
+    budget = o.get("budget_s")
+    given = f"--budget {budget:g}" if isinstance(budget, (int, float)) else "the budget"
+    whole = o.get("budget_for_all")
+    more = f"; --budget {whole} or more measures the baseline in its own processes and every fix" if whole else ""
+    return (
+        f"Timed in the pre-flight alone, in one process{steps}: {given} was too short to run your script again{more}."
     )
 
 

@@ -127,9 +127,9 @@ def table_title(group: Mapping[str, object], fallback: str) -> str:
 
 
 # Parameters that steer a measuring child rather than name the experiment (a script's path, its
-# arguments as JSON, the entry point, the child's time limit): the progress line leaves them out,
-# as it does a batch of 0 (a loop whose batch the pre-flight could not read).
-_PLUMBING = CHILD_LIMIT_PARAMS | {"script", "script_args", "entry", "user_batch"}
+# arguments as JSON, the entry point, the child's time limit, a baseline's pre-flight steps): the
+# progress line leaves them out, as it does a batch of 0 (a loop whose batch the pre-flight could not read).
+_PLUMBING = CHILD_LIMIT_PARAMS | {"script", "script_args", "entry", "user_batch", "preflight"}
 _PARAM_START = re.compile(r",(?=[A-Za-z_]\w*=)")  # a comma that starts the next name=value
 
 

@@ -61,6 +61,57 @@ class NotApplicable(Exception):
     """A variant that does not apply to this script (the capture said why): recorded as skipped."""
 
 
+# A baseline case answered from the pre-flight's own timed steps (a budget too short to measure the
+# baseline in processes of its own: ``scriptplan.size``'s ``preflight_only``): this parameter holds
+# the pre-flight's result as JSON on the CPU ("" on any other device: not measured there). How the
+# case ran, not what it measured: the record keeps it out of the case's parameters (``without_preflight``).
+PREFLIGHT = "preflight"
+# What :func:`_timed` and :func:`metrics_of` read of a capture's result: all a case needs of it.
+TIMED_KEYS = (
+    "status",
+    "why_not",
+    "error",
+    "step_s",
+    "warmup_s",
+    "setup_s",
+    "samples_per_step",
+    "cpu_threads",
+    "jit_compile",
+    "data_wait_s",
+    "h2d",
+    "syncs",
+    "counted_steps",
+    "recompiles",
+)
+
+
+def timed_part(r: dict[str, Any]) -> dict[str, Any]:
+    """The part of a capture's result a case's timing and metrics are made from (:data:`TIMED_KEYS`)."""
+    return {k: r[k] for k in TIMED_KEYS if r.get(k) is not None}
+
+
+def from_preflight(spec: CaseSpec, overhead_s: float):
+    """A baseline case answered from the pre-flight's steps (:data:`PREFLIGHT`), the script not run
+    again: its (Timing, metrics) on the CPU; on another device, not measured (the time budget)."""
+    text = str(spec.params.get(PREFLIGHT) or "")
+    if not text or not spec.device.startswith("CPU"):
+        raise NotApplicable(
+            f"{failures.SKIPPED_PREFIX} the time budget (--budget) left no time to run the script on this device "
+            "(its steps were timed in the CPU pre-flight only)"
+        )
+    got = _timed(json.loads(text), ChildRun(), float(spec.params.get("child_limit_s") or 60), overhead_s)
+    if isinstance(got, BaseException):
+        raise got
+    return got
+
+
+def without_preflight(spec: CaseSpec) -> CaseSpec:
+    """``spec`` as the record keeps it: without the pre-flight's result among its parameters."""
+    if PREFLIGHT not in spec.params:
+        return spec
+    return spec.model_copy(update={"params": {k: v for k, v in spec.params.items() if k != PREFLIGHT}})
+
+
 # ------------------------------------------------------------------ variants -> the capture's members
 
 
@@ -371,8 +422,10 @@ def metrics_of(r: dict[str, Any]) -> dict[str, float]:
 
 
 def run_case(spec: CaseSpec, fw: Any, policy: Any, overhead_s: float):
-    """One script case in a process of its own."""
+    """One script case in a process of its own (a baseline answered from the pre-flight's steps: none)."""
     p = spec.params
+    if PREFLIGHT in p:
+        return from_preflight(spec, overhead_s)
     run = _run(p, _spec(p, spec.device, variant_of(spec)), spec.framework)
     got = _timed(run.results[0] if run.results else None, run, float(p.get("child_limit_s") or 60), overhead_s)
     if isinstance(got, BaseException):

@@ -411,6 +411,8 @@ def _facts_of(
         "load_per_core": _load_per_core(),
         "step_trace": step_trace(r, statistics.median(steps)),  # one warm-up step traced for the no-GPU prediction
         "plan_facts": r.get("plan_facts") or {},  # what the fix adapters plan from (frameworks/<fw>/scriptfixes.py)
+        # the measured call's result as a case reads it: the answer where the budget holds no baseline of its own
+        "preflight_result": script.timed_part(r),
     }
 
 
@@ -434,12 +436,13 @@ def _partial_facts(
     mine: dict[str, Any] = next((e for e in entries if int(e.get("call") or 0) == chosen), {})
     entry = got.get("entry") or mine.get("entry")
     setup = float(got["setup_s"])
+    batch = int(got.get("batch") or mine.get("batch") or 0)
     return {
         "import_s": None,
         "data_s": setup,  # the imports are not told apart: a measuring child is assumed to pay them all
         "framework": framework_of({"entry": entry, **got}) if entry else None,
         "entry": entry,
-        "batch": int(got.get("batch") or mine.get("batch") or 0),
+        "batch": batch,
         "step_s": statistics.median(later) if later else max(steps[0], running),
         "first_step_s": steps[0],
         "setup_s": setup,
@@ -459,6 +462,17 @@ def _partial_facts(
         "load_per_core": _load_per_core(),
         # what the pre-flight timed before it was stopped: its steps, and when it was stopped
         "partial": {"steps": len(steps), "stopped_s": float(run.finished.wall_s)},
+        # its steps after the first as a case reads them; None with the first step alone (no step after
+        # its tracing ended: nothing to answer from)
+        "preflight_result": {
+            "status": "ok",
+            "step_s": later,
+            "warmup_s": steps[:1],
+            "setup_s": setup,
+            **({"samples_per_step": float(batch)} if batch else {}),
+        }
+        if later
+        else None,
     }
 
 
@@ -974,7 +988,9 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
     keras = facts["entry"] in script.KERAS_ENTRIES
     chosen = plan(costs, budget_s)
     alone, rounds, used, longest, in_turns = chosen.alone, chosen.rounds, chosen.used, chosen.longest, chosen.in_turns
-    if alone and not baseline_fits_overrun(facts, budget_s):
+    # the baseline past the budget even alone: answered from the pre-flight's own steps where it timed one
+    only = alone and not baseline_fits_overrun(facts, budget_s)
+    if only and not facts.get("preflight_result"):
         raise too_short(facts, budget_s)
     planned = [params for f in chosen.planned for params in f.params]
     cut = [
@@ -991,9 +1007,12 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         cut.append(f"a larger --budget measures what was cut (this plan: {budget_s:g} s per device)")
     # the --budget whose plan holds every fix, where this one cut some (the screen names it)
     whole = budget_for_all(facts, gpu) if alone or chosen.cut else 0
-    said = baseline_only_words(facts, budget_s, whole) if alone else ""
-    if alone:
+    said = baseline_only_words(facts, budget_s, whole) if alone and not only else ""
+    if alone and not only:
         cut.insert(0, f"the baseline alone was measured: {said}")
+    told = preflight_only_words(facts, budget_s, whole) if only else ""
+    if only:
+        cut.insert(0, f"the baseline was timed in the pre-flight alone: {told}")
     sweep = sorted({facts["batch"], *planned_batches(planned)} - {0})
     return {
         "rounds": rounds,
@@ -1005,7 +1024,10 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         "child_limit_s": round(limit if alone else min(limit, max(budget_s, 60.0)), 1),
         "case_timeout_s": round(costs.start + limit, 1) if alone else None,
         "baseline_only": said,  # what a budget too short for more than the baseline measured, or ""
-        "budget_for_all": whole if chosen.cut else None,
+        # what a budget too short for even the baseline answered from (the pre-flight's steps), or ""
+        "preflight_only": told,
+        **({"preflight_result": facts["preflight_result"]} if only else {}),  # the baseline case's timing (cases)
+        "budget_for_all": whole if chosen.cut or only else None,
         "planned_s": used,
         "point_cap_s": None,
         "fixes_cut": sorted({line.split(" ", 1)[0] for line in cut if " not measured" in line}),
@@ -1048,6 +1070,17 @@ def baseline_only_words(facts: dict[str, Any], budget_s: float, whole: int) -> s
         f"{budget_s:g} s holds no fix beside it ({measured_words(facts)} and the set-up "
         f"{float(facts['setup_s']):.1f} s); "
         f"--budget {whole} or more measures the fixes too"
+    )
+
+
+def preflight_only_words(facts: dict[str, Any], budget_s: float, whole: int) -> str:
+    """What a budget too short for even the baseline answers from: the steps the pre-flight timed,
+    in its one process, and the budget that measures the baseline in its own processes and every fix."""
+    return (
+        f"{budget_s:g} s is too short to run the script again ({measured_words(facts)} and the set-up "
+        f"{float(facts['setup_s']):.1f} s; the baseline in processes of its own needs about "
+        f"{least_budget(_Costs(facts)):.0f} s), so the step times are the pre-flight's alone, one process; "
+        f"--budget {whole} or more measures the baseline in its own processes and every fix"
     )
 
 
@@ -1115,9 +1148,10 @@ def budget_for_all(facts: dict[str, Any], gpu: bool = False) -> int:
 
 
 def too_short(facts: dict[str, Any], budget_s: float) -> UsageError:
-    """The refusal of a budget too short for even the baseline: what the pre-flight measured on
-    this machine (a slow step is itself the answer to why training is slow), what the baseline
-    needs, and a figure that holds when the script's times vary on the re-run."""
+    """The refusal of a budget too short for even the baseline where the pre-flight has no step to
+    answer from (stopped at its limit with its first step alone ended: no step after its tracing):
+    what it measured on this machine, what the baseline needs, and a figure that holds when the
+    script's times vary on the re-run."""
     c, h = _Costs(facts), headroom(facts)
     return UsageError(
         "--budget",
@@ -1176,14 +1210,10 @@ def cases(framework: str, device: str, user: dict[str, Any], sizing: dict[str, A
     gpu = device.startswith("GPU")
     common = {**user, "child_limit_s": sizing["child_limit_s"]}
     b = user["user_batch"]
-    out = [
-        CaseSpec(
-            workload="train",
-            framework=framework,
-            device=device,
-            params={**common, "kind": "steady", "batch": b, "sync": "none"},
-        )
-    ]
+    base: dict[str, Any] = {**common, "kind": "steady", "batch": b, "sync": "none"}
+    if sizing.get("preflight_result"):  # answered from the pre-flight's steps, on the CPU only (script.PREFLIGHT)
+        base[script.PREFLIGHT] = "" if gpu else json.dumps(sizing["preflight_result"], sort_keys=True)
+    out = [CaseSpec(workload="train", framework=framework, device=device, params=base)]
     for planned in sizing["planned"]:
         params, variant = _planned_case(common, b, planned)
         e = fixes.entry(variant.fix) if variant is not None else None
@@ -1223,6 +1253,8 @@ def options(user: dict[str, Any], facts_sizing: dict[str, Any] | None) -> dict[s
         out["trainer"] = user["trainer"]
     if s.get("budget_for_all"):
         out["budget_for_all"] = s["budget_for_all"]
+    if s.get("preflight_only"):  # the baseline's steps are the pre-flight's: the screens say so
+        out["preflight_only"] = s["preflight_only"]
     if rebatched(user, s):  # the batch sweep tiled the step's own inputs: the screen says so
         out["rebatched"] = "step"
     return out
@@ -1242,10 +1274,14 @@ def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
     measured = f"your script {Path(user['script']).name}"
     if user.get("model_function"):  # --model: the script whichdevice wrote, named so the user can read it
         measured = f"your model {user['model_function']}, trained by the script whichdevice wrote ({user['script']}),"
-    out = [
-        f"Measured on {measured} through {user['entry']}{under}{which}: each case ran "
-        f"the script in a fresh process until {user['steps']} steady steps were timed (then it stopped the script)."
-    ]
+    how = f"each case ran the script in a fresh process until {user['steps']} steady steps were timed (then it stopped the script)"
+    if s.get("preflight_only"):  # no case ran the script: the baseline's steps are the pre-flight's
+        n = len((s.get("preflight_result") or {}).get("step_s") or [])
+        how = (
+            f"its {n} steps were timed in the pre-flight alone, in one process on the CPU (the budget was too "
+            "short to run the script again)"
+        )
+    out = [f"Measured on {measured} through {user['entry']}{under}{which}: {how}."]
     if others:
         out.append(f"The script {others}.")
     if setup is not None:
@@ -1272,6 +1308,12 @@ def rebatched(user: dict[str, Any], sizing: dict[str, Any]) -> bool:
     """Whether the plan sweeps batches by tiling the script's step (not by changing the script)."""
     tiles = user.get("entry") in script.STEP_ENTRIES or user.get("rebatch") == "step"
     return bool(tiles and len(sizing.get("sweep_batches") or []) > 1)
+
+
+def recorded_results(record: Any) -> list[Any]:
+    """The record's results with each case's parameters as the record keeps them: a baseline
+    answered from the pre-flight's steps without that result among them (``script.without_preflight``)."""
+    return [r.model_copy(update={"spec": script.without_preflight(r.spec)}) for r in record.results]
 
 
 def record_notes(record: Any) -> list[str]:
