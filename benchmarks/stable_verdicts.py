@@ -153,14 +153,19 @@ def summary(files: list[Path]) -> list[str]:
         for line in f.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             by.setdefault(row["script"], []).append(row)
-    lines = ["| script | runs | load (before, lowest–highest) | answers, run by run | same answer |", "|---|---|---|---|---|"]
+    lines = [
+        "| script | runs | load (before, lowest–highest) | answers, run by run | same answer |",
+        "|---|---|---|---|---|",
+    ]
     agree = 0
     for name, rows in sorted(by.items()):
         loads = [r["load_before"] for r in rows]
         ok = stable(rows)
         agree += ok
         answers = " / ".join(_answer(r) for r in rows)
-        lines.append(f"| {name} | {len(rows)} | {min(loads):.1f}–{max(loads):.1f} | {answers} | {'yes' if ok else 'no'} |")
+        lines.append(
+            f"| {name} | {len(rows)} | {min(loads):.1f}–{max(loads):.1f} | {answers} | {'yes' if ok else 'no'} |"
+        )
     lines += ["", f"{agree} of {len(by)} scripts gave the same answer in every run."]
     return lines
 

@@ -560,7 +560,12 @@ def measure_script(plan: DiagnosePlan, quiet: bool, request: session.Request, **
     notes = scriptplan.record_notes(record) + userfolder.notes(written)
     wrote = userfolder.wrote(written)
     options = {**record.options, "script_wrote": wrote} if wrote else record.options
-    results = scriptplan.recorded_results(record)  # a baseline answered from the pre-flight: its case as measured
+    # a baseline answered from the pre-flight: its case as measured; one the budget skipped: the pre-flight's steps
+    results = scriptplan.recorded_results(record, plan.user, plan.sizing)
+    if any(a.status != b.status for a, b in zip(record.results, results, strict=True)):
+        why = scriptplan.skipped_baseline_words(plan.budget_s)
+        options = {**options, "preflight_only": why, "preflight_why": why}
+        notes = [*notes, scriptplan.skipped_baseline_note(results)]
     return record.model_copy(update={"notes": notes, "options": options, "results": results})
 
 

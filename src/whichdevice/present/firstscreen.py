@@ -734,9 +734,8 @@ def preflight_line(record: RunRecord) -> str:
     given = f"--budget {budget:g}" if isinstance(budget, (int, float)) else "the budget"
     whole = o.get("budget_for_all")
     more = f"; --budget {whole} or more measures the baseline in its own processes and every fix" if whole else ""
-    return (
-        f"Timed in the pre-flight alone, in one process{steps}: {given} was too short to run your script again{more}."
-    )
+    why = o.get("preflight_why") or f"{given} was too short to run your script again"
+    return f"Timed in the pre-flight alone, in one process{steps}: {why}{more}."
 
 
 def rebatched_line(record: RunRecord) -> str:

@@ -105,6 +105,12 @@ def from_preflight(spec: CaseSpec, overhead_s: float):
     return got
 
 
+def preflight_timing(result: dict[str, Any], limit_s: float):
+    """The (Timing, metrics) of the pre-flight's kept result (:func:`timed_part`), or the exception
+    that says why it holds none."""
+    return _timed(result, ChildRun(), limit_s, 0.0)
+
+
 def without_preflight(spec: CaseSpec) -> CaseSpec:
     """``spec`` as the record keeps it: without the pre-flight's result among its parameters."""
     if PREFLIGHT not in spec.params:

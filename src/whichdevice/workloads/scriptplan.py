@@ -1026,7 +1026,9 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         "baseline_only": said,  # what a budget too short for more than the baseline measured, or ""
         # what a budget too short for even the baseline answered from (the pre-flight's steps), or ""
         "preflight_only": told,
-        **({"preflight_result": facts["preflight_result"]} if only else {}),  # the baseline case's timing (cases)
+        # the pre-flight's timed steps: the baseline case's timing where the plan answers from them
+        # (``preflight_only``), and the baseline's answer where the budget ran out before its process
+        **({"preflight_result": facts["preflight_result"]} if facts.get("preflight_result") else {}),
         "budget_for_all": whole if chosen.cut or only else None,
         "planned_s": used,
         "point_cap_s": None,
@@ -1211,7 +1213,7 @@ def cases(framework: str, device: str, user: dict[str, Any], sizing: dict[str, A
     common = {**user, "child_limit_s": sizing["child_limit_s"]}
     b = user["user_batch"]
     base: dict[str, Any] = {**common, "kind": "steady", "batch": b, "sync": "none"}
-    if sizing.get("preflight_result"):  # answered from the pre-flight's steps, on the CPU only (script.PREFLIGHT)
+    if sizing.get("preflight_only") and sizing.get("preflight_result"):  # the CPU only (script.PREFLIGHT)
         base[script.PREFLIGHT] = "" if gpu else json.dumps(sizing["preflight_result"], sort_keys=True)
     out = [CaseSpec(workload="train", framework=framework, device=device, params=base)]
     for planned in sizing["planned"]:
@@ -1310,10 +1312,46 @@ def rebatched(user: dict[str, Any], sizing: dict[str, Any]) -> bool:
     return bool(tiles and len(sizing.get("sweep_batches") or []) > 1)
 
 
-def recorded_results(record: Any) -> list[Any]:
+def recorded_results(
+    record: Any, user: dict[str, Any] | None = None, sizing: dict[str, Any] | None = None
+) -> list[Any]:
     """The record's results with each case's parameters as the record keeps them: a baseline
-    answered from the pre-flight's steps without that result among them (``script.without_preflight``)."""
-    return [r.model_copy(update={"spec": script.without_preflight(r.spec)}) for r in record.results]
+    answered from the pre-flight's steps without that result among them (``script.without_preflight``).
+    A CPU baseline the time budget skipped (the pre-flight and the set-up took what the plan had
+    given it, on a machine slower than when it was timed) is answered from the pre-flight's steps,
+    as a budget too short for the baseline is: a timed step is always an answer."""
+    out = [r.model_copy(update={"spec": script.without_preflight(r.spec)}) for r in record.results]
+    kept = (sizing or {}).get("preflight_result")
+    if not kept or user is None or sizing is None or sizing.get("preflight_only"):
+        return out
+    for i, r in enumerate(out):
+        if r.status != "skipped" or not r.spec.device.startswith("CPU"):
+            continue
+        if r.spec.key != cases(r.spec.framework, r.spec.device, user, sizing)[0].key:
+            continue  # not the baseline
+        got = script.preflight_timing(kept, float(sizing.get("child_limit_s") or 60.0))
+        if isinstance(got, BaseException):
+            continue
+        timing, metrics = got
+        out[i] = r.model_copy(
+            update={"status": "ok", "error": None, "failure": None, "timing": timing, "metrics": metrics}
+        )
+    return out
+
+
+def skipped_baseline_words(budget_s: float) -> str:
+    """Why a baseline's steps are the pre-flight's where the budget ran out before its own process
+    (the record's ``preflight_why``)."""
+    return f"--budget {budget_s:g} ran out before the baseline's own process began"
+
+
+def skipped_baseline_note(results: list[Any]) -> str:
+    """The record's note for a CPU baseline answered from the pre-flight's steps at run time."""
+    n = next((len(r.timing.samples_s) for r in results if r.status == "ok" and r.timing is not None), 0)
+    return (
+        f"The time budget ran out before the baseline's own process began (the pre-flight and the set-up took "
+        f"longer than planned), so its {n} steps are the pre-flight's, timed in one process on the CPU."
+    )
 
 
 def record_notes(record: Any) -> list[str]:
