@@ -806,6 +806,8 @@ def _confirmed(record: RunRecord, gist: list[str], answer: list[str], m: Remeasu
     p = record.provisional
     if p is None or m is None or (not m.behind and not p.gist and not gist):
         return ""
+    if record.options.get("preflight_only"):  # no round measured the answer: its own line says it is the pre-flight's
+        return ""
     when = f"after round {p.round} of {p.rounds}, at {p.after_s:.0f} s"
     again, n = m.again, m.measured
     if not n:
