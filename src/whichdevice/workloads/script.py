@@ -246,8 +246,22 @@ def child_failure(run: ChildRun, limit_s: float) -> str:
 # ------------------------------------------------------------------ the measuring child's side
 
 
-def _spec(p: dict[str, Any], device: str, variant: str, also: tuple[str, ...] = (), steps: int | None = None):
+def typed(spec: CaseSpec) -> dict[str, Any] | None:
+    """A case's typed variant as the capture receives it, the record's own form (``{"fix": key,
+    "value": v}``), or None (no variant)."""
+    return spec.variant.model_dump() if spec.variant is not None else None
+
+
+def _spec(
+    p: dict[str, Any],
+    device: str,
+    variant: str,
+    also: tuple[str, ...] = (),
+    steps: int | None = None,
+    cases: tuple[CaseSpec, ...] = (),
+):
     return CaptureSpec(
+        fixes=tuple(typed(c) for c in cases),
         variant=variant,
         warmup_steps=int(p.get("warmup") or 2),
         steps=int(steps or p.get("steps") or 10),
@@ -373,7 +387,7 @@ def metrics_of(r: dict[str, Any]) -> dict[str, float]:
 def run_case(spec: CaseSpec, fw: Any, policy: Any, overhead_s: float):
     """One script case in a process of its own."""
     p = spec.params
-    run = _run(p, _spec(p, spec.device, variant_of(spec)), spec.framework)
+    run = _run(p, _spec(p, spec.device, variant_of(spec), cases=(spec,)), spec.framework)
     got = _timed(run.results[0] if run.results else None, run, float(p.get("child_limit_s") or 60), overhead_s)
     if isinstance(got, BaseException):
         raise got
@@ -402,12 +416,12 @@ def time_group(
     p, limit = first.params, float(first.params.get("child_limit_s") or 60)
     variants = [variant_of(s) for s in prepared]
     if p.get("entry") in KERAS_ENTRIES + STEP_ENTRIES and len(set(variants)) == len(variants):
-        run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:])), first.framework)
+        run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:]), cases=tuple(prepared)), first.framework)
         got = run.by_variant()
         return [_timed(got.get(v), run, limit, overhead_s) for v in variants]
     if p.get("entry") in TURN_ENTRIES and set(variants) - {"baseline"}:
         # a torch loop's members take turns: one result each, by place (baseline cases share a name)
-        run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:])), first.framework)
+        run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:]), cases=tuple(prepared)), first.framework)
         placed = {int(r["member"]): r for r in run.results if r.get("member") is not None}
         back = [j for j in range(len(prepared)) if (placed.get(j) or {}).get("alone")]
         if back and any(j not in placed for j in range(len(prepared))):
@@ -445,7 +459,7 @@ def _alone(spec: CaseSpec, overhead_s: float):
     """A member the shared process handed back (its capture found it cannot take turns in this
     script's loop): timed in a process of its own, or the exception to record."""
     p = spec.params
-    run = _run(p, _spec(p, spec.device, variant_of(spec)), spec.framework)
+    run = _run(p, _spec(p, spec.device, variant_of(spec), cases=(spec,)), spec.framework)
     return _timed(run.results[0] if run.results else None, run, float(p.get("child_limit_s") or 60), overhead_s)
 
 
