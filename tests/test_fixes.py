@@ -277,3 +277,17 @@ def test_contributing_shows_a_real_fix_in_three_files():
     from whichdevice.frameworks.torch import fixes as torch_fixes
 
     assert {e.param for e in catalogue.FIXES if e.group and e.framework == "torch"} <= set(torch_fixes.ADAPTERS)
+
+
+def test_keras_and_jax_captures_reach_each_adapters_applier_by_its_typed_key():
+    """The Keras capture applies a member through the applier its typed variant's key names;
+    a spec written by hand (no typed variants) reaches the same applier by the member's name."""
+    from whichdevice.frameworks.common import kerasscriptfixes
+
+    for module, adapters in ((kerasscriptfixes, kerasscriptfixes.ADAPTERS.values()),):
+        for a in adapters or module.ADAPTERS:
+            value = {"batch": 64, "cpu_threads": 2, "prefetch": "tfdata", "sync": "each"}.get(a.fix, True)
+            member = a.member(value, {"entry": "keras.Model.fit"})
+            assert a.apply is not None and module.applied(member, {"fix": a.fix, "value": value})[0] is a.apply
+            assert module.applied(member)[0] is a.apply, member
+        assert module.applied("baseline", {"fix": "batch", "value": 32}) == (None, "")
