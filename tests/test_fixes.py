@@ -280,11 +280,12 @@ def test_contributing_shows_a_real_fix_in_three_files():
 
 
 def test_keras_and_jax_captures_reach_each_adapters_applier_by_its_typed_key():
-    """The Keras capture applies a member through the applier its typed variant's key names;
+    """The Keras and JAX captures apply a member through the applier its typed variant's key names;
     a spec written by hand (no typed variants) reaches the same applier by the member's name."""
     from whichdevice.frameworks.common import kerasscriptfixes
+    from whichdevice.frameworks.jax import scriptfixes as jax_scriptfixes
 
-    for module, adapters in ((kerasscriptfixes, kerasscriptfixes.ADAPTERS.values()),):
+    for module, adapters in ((kerasscriptfixes, kerasscriptfixes.ADAPTERS.values()), (jax_scriptfixes, None)):
         for a in adapters or module.ADAPTERS:
             value = {"batch": 64, "cpu_threads": 2, "prefetch": "tfdata", "sync": "each"}.get(a.fix, True)
             member = a.member(value, {"entry": "keras.Model.fit"})

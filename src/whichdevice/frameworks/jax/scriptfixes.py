@@ -7,7 +7,25 @@ from __future__ import annotations
 from typing import Any
 
 from whichdevice.frameworks.contracts import ScriptFix
-from whichdevice.frameworks.jax.capture import ENTRY_JIT
+
+ENTRY_JIT = "jax.jit train step"  # the capture's entry for a jitted step (capture.py)
+
+
+class Apply:
+    """How JAX's capture applies one member to the jitted step (never by a fix's name)."""
+
+    name = ""  # the member's name ("batch" of "batch:64")
+
+    def rows(self, arg: str) -> int | None:
+        """The batch the member's step is re-batched to (None: the script's own)."""
+        return None
+
+
+class _Batch(Apply):
+    name = "batch"
+
+    def rows(self, arg: str) -> int | None:
+        return int(arg)
 
 
 def shares(member: str, params: dict[str, Any]) -> bool:
@@ -15,4 +33,16 @@ def shares(member: str, params: dict[str, Any]) -> bool:
     return member == "baseline" or (params.get("entry") == ENTRY_JIT and member.startswith("batch:"))
 
 
-ADAPTERS: tuple[ScriptFix, ...] = (ScriptFix("batch", member=lambda value, _p: f"batch:{int(value)}"),)
+ADAPTERS: tuple[ScriptFix, ...] = (ScriptFix("batch", member=lambda value, _p: f"batch:{int(value)}", apply=_Batch()),)
+_BY_KEY: dict[str, Apply] = {a.fix: a.apply for a in ADAPTERS}
+
+
+def applied(member: str, typed: dict[str, Any] | None = None) -> tuple[Apply | None, str]:
+    """A member's applier and its value part: by the typed variant's catalogue key where the spec
+    carries it, else by the member's name; (None, "") for the script as it runs and a name unknown."""
+    name, _, arg = member.partition(":")
+    if member == "baseline":
+        return None, arg
+    if typed is not None and typed.get("fix") in _BY_KEY:
+        return _BY_KEY[str(typed["fix"])], arg
+    return next((a for a in _BY_KEY.values() if a.name == name), None), arg
