@@ -64,8 +64,7 @@ def _threads(value: Any, params: dict[str, Any]) -> str:
 
 
 class Apply:
-    """How the Keras capture applies one member (``kerasfit``, ``kerascapture``: never by a fix's
-    name). ``arg``: the member's value part (``"64"`` of ``"batch:64"``; ``""`` where it has none)."""
+    """How the Keras capture applies one member; ``arg``: its value part (``"64"`` of ``"batch:64"``)."""
 
     name = ""  # the member's name ("batch" of "batch:64")
     own_process = ""  # what it sets before the script builds its model (then a process of its own)
@@ -76,15 +75,12 @@ class Apply:
         """Set as the script imports Keras, before it builds its model."""
 
     def fit(self, fm: Any, c: Any, arg: str) -> None:
-        """The member's configuration ``c`` of the user's fit (``kerasfit._Config``, on ``fm``'s
-        objects: ``kerasfit.FitMeasure``), or its ``why_not``."""
+        """Member ``c``'s configuration of the user's fit (``kerasfit._Config`` of ``FitMeasure`` ``fm``)."""
         if arg != self.plain and self.own_process and c.name != fm.st.spec.variant:
             c.why_not = f"{self.own_process} needs a process of its own (set before the model is built)"
 
 
 class _Batch(Apply):
-    """The user's data re-batched: ``batch_size`` for arrays, ``rebatch`` for a batched tf.data dataset."""
-
     name = "batch"
     rebatches = True
 
@@ -130,8 +126,6 @@ class _JitCompile(Apply):
 
 
 class _Prefetch(Apply):
-    """``.prefetch(AUTOTUNE)`` on the user's tf.data dataset (when it has none)."""
-
     name = "prefetch"
     plain = "off"
 
@@ -149,8 +143,6 @@ class _Prefetch(Apply):
 
 
 class _Precision(Apply):
-    """Keras' global mixed-precision policy, set right after the import."""
-
     name = "precision"
     own_process = "a mixed-precision policy"
     plain = "float32"
@@ -160,17 +152,13 @@ class _Precision(Apply):
             keras.mixed_precision.set_global_policy(arg)
 
 
-class _Threads(Apply):
-    """A CPU thread count, in the child's environment before the import (``env.child_env``)."""
-
+class _Threads(Apply):  # set in the child's environment before the import (env.child_env)
     name = "threads"
     own_process = "a CPU thread count"
     plain = "default"
 
 
-class _Sync(Apply):
-    """The loss read back after every step (a callback), as a loop printing it would."""
-
+class _Sync(Apply):  # the loss read back after every step (a callback), as a loop printing it would
     name = "sync"
 
     def fit(self, fm: Any, c: Any, arg: str) -> None:
@@ -193,46 +181,41 @@ def _bool(value: str) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
-_APPLY: dict[str, Apply] = {
-    a.name: a for a in (_Batch(), _StepsPerExecution(), _JitCompile(), _Prefetch(), _Precision(), _Threads(), _Sync())
-}
-
 ADAPTERS: dict[str, ScriptFix] = {
     a.fix: a
     for a in (
-        ScriptFix("batch", member=lambda value, _p: f"batch:{int(value)}", apply=_APPLY["batch"]),
-        ScriptFix("cpu_threads", member=_threads, apply=_APPLY["threads"]),
+        ScriptFix("batch", member=lambda value, _p: f"batch:{int(value)}", apply=_Batch()),
+        ScriptFix("cpu_threads", member=_threads, apply=_Threads()),
         ScriptFix(
             "steps_per_execution",
             member=lambda value, _p: f"steps_per_execution:{int(value)}",
             cases=_spe,
             cost=lambda value: StepCost(per_call=int(value)),
-            apply=_APPLY["steps_per_execution"],
+            apply=_StepsPerExecution(),
         ),
         ScriptFix(
             "jit_compile",
             member=lambda value, _p: f"jit_compile:{str(bool(value)).lower()}",
             cases=_jit,
             cost=lambda value: StepCost(trace=XLA_TRACE_FACTOR if value is True else 1.0),
-            apply=_APPLY["jit_compile"],
+            apply=_JitCompile(),
         ),
         ScriptFix(
             "prefetch",
             member=lambda value, _p: "prefetch" if value == "tfdata" else "prefetch:off",
             cases=_prefetch,
-            apply=_APPLY["prefetch"],
+            apply=_Prefetch(),
         ),
-        ScriptFix(
-            "precision", member=lambda value, _p: f"precision:{value}", cases=_precision, apply=_APPLY["precision"]
-        ),
+        ScriptFix("precision", member=lambda value, _p: f"precision:{value}", cases=_precision, apply=_Precision()),
         ScriptFix(
             "sync",
             member=lambda value, _p: "sync:each" if value == "each" else "baseline",
             cases=_sync,
-            apply=_APPLY["sync"],
+            apply=_Sync(),
         ),
     )
 }
+_BY_NAME: dict[str, Apply] = {a.apply.name: a.apply for a in ADAPTERS.values()}
 
 
 def applied(member: str, typed: dict[str, Any] | None = None) -> tuple[Apply | None, str]:
@@ -244,18 +227,17 @@ def applied(member: str, typed: dict[str, Any] | None = None) -> tuple[Apply | N
         return None, arg
     if typed is not None and typed.get("fix") in ADAPTERS:
         return ADAPTERS[str(typed["fix"])].apply, arg
-    return _APPLY.get(member.partition(":")[0]), arg
+    return _BY_NAME.get(member.partition(":")[0]), arg
 
 
 def shares(member: str, params: dict[str, Any]) -> bool:
     """A fit times every member in turns on the user's objects but a mixed-precision policy and a
     thread count, each set before the script builds its model (a process of its own); a custom
     loop shares its process with nothing but the baseline."""
-    if member.startswith("threads:") and member != "threads:default":
-        return False
     if params.get("entry") != ENTRY_FIT:
         return member == "baseline"
-    return not (member.startswith("precision:") and member != "precision:float32")
+    fix, arg = applied(member)
+    return not (fix is not None and fix.own_process and arg != fix.plain)
 
 
 def keras_adapters(without: tuple[str, ...] = ()) -> tuple[ScriptFix, ...]:
