@@ -320,16 +320,6 @@ class CaptureSpec:
     # names in its results and words. Empty: a spec written by hand (the members' names only).
     fixes: tuple[dict[str, Any] | None, ...] = ()
 
-    @property
-    def fix(self) -> str:
-        """The variant's fix name, without its value: ``"batch:64"`` -> ``"batch"``."""
-        return self.variant.split(":", 1)[0]
-
-    @property
-    def value(self) -> str | None:
-        """The variant's value, if it has one: ``"batch:64"`` -> ``"64"``."""
-        return self.variant.split(":", 1)[1] if ":" in self.variant else None
-
     def to_dict(self) -> dict[str, object]:
         return {
             "variant": self.variant,

@@ -41,7 +41,7 @@ from whichdevice.core.process import Finished, run_module
 from whichdevice.core.records import OWN_PROCESS, CaseSpec
 from whichdevice.core.steps import raw_from_steps
 from whichdevice.frameworks.contracts import CaptureSpec, ScriptFix
-from whichdevice.workloads import userfolder
+from whichdevice.workloads import fixes, userfolder
 
 SCRIPT_CHILD = "whichdevice.measure.scriptchild"
 KERAS_ENTRIES = ("keras.Model.fit",)
@@ -52,8 +52,6 @@ STEP_ENTRIES = ("jax.jit train step",)
 # member's steps and back out take turns in the round's process with the baseline (which ones is
 # the torch adapter's: frameworks/torch/scriptfixes.shares).
 TURN_ENTRIES: tuple[str, ...] = ("torch.optim.Optimizer.step", "torch.Tensor.backward")
-# Members of TURN_ENTRIES fed by the capture's own DataLoader, by name ("batch" for "batch:64").
-LOADER_TURNS = ("batch", "workers", "pin_memory")
 STDERR_TAIL = 4000
 
 
@@ -84,6 +82,13 @@ def variant_of(spec: CaseSpec) -> str:
     if adapter is None:  # a member the capture does not know: it says so (not applicable)
         return f"{v.fix}:{v.value}"
     return adapter.member(v.value, spec.params)
+
+
+def loader_member(spec: CaseSpec) -> bool:
+    """Whether a case's member changes the script's DataLoader (its adapter's applier says so:
+    torch's ``scriptfixes.Apply.loader``), so that the capture's own DataLoader feeds its turns."""
+    adapter = adapters(spec.framework).get(spec.variant.fix) if spec.variant is not None else None
+    return adapter is not None and variant_of(spec) != "baseline" and bool(getattr(adapter.apply, "loader", False))
 
 
 def shares_child(spec: CaseSpec) -> bool:
@@ -315,7 +320,10 @@ def threads_env(framework: str, n: int) -> dict[str, str]:
 def _run(p: dict[str, Any], spec: CaptureSpec, framework: str) -> ChildRun:
     limit = float(p.get("child_limit_s") or 60.0)
     captures = [framework]  # the framework's capture (frameworks/<fw>/capture.py) a measuring child installs
-    threads = threads_env(framework, int(spec.value or 1)) if spec.fix == "threads" else None
+    typed = (spec.fixes[0] if spec.fixes else None) or {}  # the first member's: its own process's
+    entry = fixes.BY_KEY.get(str(typed.get("fix")))
+    sets_threads = entry is not None and entry.thread_count and spec.variant != "baseline"
+    threads = threads_env(framework, int(typed.get("value") or 1)) if sets_threads else None
     if not _RAN_HERE and threads is None:  # this process's threads are the default's
         return run_here(job_for(p), spec, captures)
     return run_child(job_for(p), spec, captures, timeout_s=limit * 1.5 + 30, env=threads)
