@@ -102,7 +102,8 @@ def test_a_thread_variant_runs_in_a_fresh_process_with_its_environment(monkeypat
     monkeypatch.setattr(script, "_RAN_HERE", [])
     p = {"script": "t.py", "kind": "steady", "sync": "none"}
     case = CaseSpec(workload="train", framework="torch", device="CPU:0", params=p, variant=fixes.CPU_THREADS.variant(1))
-    script._run(p, script._spec(p, "CPU:0", script.variant_of(case)), "torch")
+    # the child's thread count is the case's typed variant's (its catalogue entry's thread_count)
+    script._run(p, script._spec(p, "CPU:0", script.variant_of(case), cases=(case,)), "torch")
     assert seen == [("threads:1", {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})]
 
 

@@ -250,7 +250,7 @@ def test_contributing_shows_a_real_fix_in_three_files():
     section = text.split("## How to add a fix", 1)[1].split("\n## ", 1)[0]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     ns: dict = {"_torch": catalogue._torch, "_TUNING_GUIDE": catalogue._TUNING_GUIDE, "ScriptFix": ScriptFix}
-    ns |= {k: getattr(torch_scriptfixes, k) for k in ("_switch", "_pair", "_keeps_grads")}
+    ns |= {k: getattr(torch_scriptfixes, k) for k in ("_switch", "_pair", "_keeps_grads", "BY_NAME")}
     shown_code = code.replace("_torch(", "shown = _torch(", 1).replace("ScriptFix(", "adapter = ScriptFix(", 1)
     exec(shown_code, ns)  # noqa: S102 (our own document's example)
     shown, real = ns["shown"], catalogue.BY_KEY["set_to_none"]
@@ -261,17 +261,34 @@ def test_contributing_shows_a_real_fix_in_three_files():
     real_adapter = {a.fix: a for a in torch_scriptfixes.ADAPTERS}["set_to_none"]
     for facts in ({"model": "Net", "plan_facts": {"keeps_grads": True}}, {"model": "Net"}):
         assert adapter.cases(facts, False) == real_adapter.cases(facts, False)
-    assert adapter.member(True, {}) == real_adapter.member(True, {}) == "set_to_none" in capture_hooks.SWITCHED
-    # "3 files": the fix's name is a string in the catalogue, the adapter and the capture, nowhere else
+    assert adapter.member(True, {}) == real_adapter.member(True, {}) == "set_to_none"
+    assert adapter.apply is real_adapter.apply and real_adapter.apply.turns == "switched"
+    assert capture_hooks.fix_of("set_to_none", {"fix": "set_to_none", "value": True})[0] is real_adapter.apply
+    # "2 files": the fix's name is a string in the catalogue and the adapter, nowhere else
     named = {
         str(p.relative_to(root / "src" / "whichdevice"))
         for p in (root / "src" / "whichdevice").rglob("*.py")
         if re.search(r"[\"']set_to_none[\"']", p.read_text(encoding="utf-8"))
     }
-    assert named == {"workloads/fixes.py", "frameworks/torch/scriptfixes.py", "frameworks/torch/capture_hooks.py"}
+    assert named == {"workloads/fixes.py", "frameworks/torch/scriptfixes.py"}
     # every catalogue fix a framework plans as pairs for run's suite and --model has that framework's adapter
     assert {e.param for e in catalogue.FIXES if e.group and e.framework == "keras"} <= set(keras_fixes.COMPILE)
     pytest.importorskip("torch")
     from whichdevice.frameworks.torch import fixes as torch_fixes
 
     assert {e.param for e in catalogue.FIXES if e.group and e.framework == "torch"} <= set(torch_fixes.ADAPTERS)
+
+
+def test_keras_and_jax_captures_reach_each_adapters_applier_by_its_typed_key():
+    """The Keras and JAX captures apply a member through the applier its typed variant's key names;
+    a spec written by hand (no typed variants) reaches the same applier by the member's name."""
+    from whichdevice.frameworks.common import kerasscriptfixes
+    from whichdevice.frameworks.jax import scriptfixes as jax_scriptfixes
+
+    for module, adapters in ((kerasscriptfixes, kerasscriptfixes.ADAPTERS.values()), (jax_scriptfixes, None)):
+        for a in adapters or module.ADAPTERS:
+            value = {"batch": 64, "cpu_threads": 2, "prefetch": "tfdata", "sync": "each"}.get(a.fix, True)
+            member = a.member(value, {"entry": "keras.Model.fit"})
+            assert a.apply is not None and module.applied(member, {"fix": a.fix, "value": value})[0] is a.apply
+            assert module.applied(member)[0] is a.apply, member
+        assert module.applied("baseline", {"fix": "batch", "value": 32}) == (None, "")

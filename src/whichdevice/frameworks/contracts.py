@@ -314,16 +314,11 @@ class CaptureSpec:
     # Trace what one step runs (its ops, FLOPs and bytes) for the no-GPU prediction: the pre-flight
     # asks, once; the measuring children never do (the traced step is a warm-up step, never timed).
     trace_step: bool = False
-
-    @property
-    def fix(self) -> str:
-        """The variant's fix name, without its value: ``"batch:64"`` -> ``"batch"``."""
-        return self.variant.split(":", 1)[0]
-
-    @property
-    def value(self) -> str | None:
-        """The variant's value, if it has one: ``"batch:64"`` -> ``"64"``."""
-        return self.variant.split(":", 1)[1] if ":" in self.variant else None
+    # The typed variant of each member (``variant`` then each of ``also``), in the record's own form
+    # (``{"fix": key, "value": v}``; None: the case has none): a capture that reads it applies each
+    # through its framework's adapter for that catalogue key; ``variant``/``also`` stay the members'
+    # names in its results and words. Empty: a spec written by hand (the members' names only).
+    fixes: tuple[dict[str, Any] | None, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -336,6 +331,7 @@ class CaptureSpec:
             "entry_call": self.entry_call,
             "survey": self.survey,
             "trace_step": self.trace_step,
+            "fixes": [dict(f) if f is not None else None for f in self.fixes],
         }
 
     @classmethod
@@ -350,6 +346,7 @@ class CaptureSpec:
             entry_call=int(d.get("entry_call") or 1),
             survey=bool(d.get("survey")),
             trace_step=bool(d.get("trace_step")),
+            fixes=tuple(dict(f) if f is not None else None for f in d.get("fixes") or ()),
         )
 
 
@@ -400,6 +397,10 @@ class ScriptFix:
     member: Callable[[Any, dict[str, Any]], str]
     cases: PlanCases | None = None
     cost: Callable[[Any], StepCost] = _plain
+    # How the framework's capture applies the member in the script's child (the framework's own
+    # applier, e.g. torch's ``scriptfixes.Apply``), looked up by the typed variant's key; None: the
+    # capture applies it from the member's name (a framework not moved to typed variants yet).
+    apply: Any = None
 
 
 @runtime_checkable

@@ -108,6 +108,13 @@ class FixEntry:
     # and sync pairs' predicates leave such cases out).
     value_type: Any = None
     named: bool = False
+    # --- a script's plan (workloads/scriptplan.py) sizes these cases itself, not the framework's
+    # adapter: batches near the user's (the batch sweep), or the machine's CPU thread counts, each
+    # set in the measuring child's environment before the import (script.threads_env) and planned
+    # first on a machine busier than its cores (one thread against the contention).
+    sweeps_batch: bool = False
+    thread_count: bool = False
+    answers_contention: bool = False
 
     def variant(self, value: object) -> Variant:
         """The variant of a case that measures this fix at ``value`` (either side of its pair); a
@@ -161,6 +168,7 @@ FIXES: tuple[FixEntry, ...] = (
         larger=True,
         group="steady",
         cause="fixed_cost",
+        sweeps_batch=True,
     ),
     FixEntry(
         key="prefetch",
@@ -495,6 +503,8 @@ CPU_THREADS = FixEntry(
     repeat=True,
     values=(1,),
     planned_only=True,  # diagnose SCRIPT plans it (workloads/scriptplan)
+    thread_count=True,
+    answers_contention=True,
 )
 FIXES = FIXES + (CPU_THREADS,)
 

@@ -41,7 +41,7 @@ from whichdevice.core.process import Finished, run_module
 from whichdevice.core.records import OWN_PROCESS, CaseSpec
 from whichdevice.core.steps import raw_from_steps
 from whichdevice.frameworks.contracts import CaptureSpec, ScriptFix
-from whichdevice.workloads import userfolder
+from whichdevice.workloads import fixes, userfolder
 
 SCRIPT_CHILD = "whichdevice.measure.scriptchild"
 KERAS_ENTRIES = ("keras.Model.fit",)
@@ -52,8 +52,6 @@ STEP_ENTRIES = ("jax.jit train step",)
 # member's steps and back out take turns in the round's process with the baseline (which ones is
 # the torch adapter's: frameworks/torch/scriptfixes.shares).
 TURN_ENTRIES: tuple[str, ...] = ("torch.optim.Optimizer.step", "torch.Tensor.backward")
-# Members of TURN_ENTRIES fed by the capture's own DataLoader, by name ("batch" for "batch:64").
-LOADER_TURNS = ("batch", "workers", "pin_memory")
 STDERR_TAIL = 4000
 
 
@@ -141,6 +139,13 @@ def variant_of(spec: CaseSpec) -> str:
     if adapter is None:  # a member the capture does not know: it says so (not applicable)
         return f"{v.fix}:{v.value}"
     return adapter.member(v.value, spec.params)
+
+
+def loader_member(spec: CaseSpec) -> bool:
+    """Whether a case's member changes the script's DataLoader (its adapter's applier says so:
+    torch's ``scriptfixes.Apply.loader``), so that the capture's own DataLoader feeds its turns."""
+    adapter = adapters(spec.framework).get(spec.variant.fix) if spec.variant is not None else None
+    return adapter is not None and variant_of(spec) != "baseline" and bool(getattr(adapter.apply, "loader", False))
 
 
 def shares_child(spec: CaseSpec) -> bool:
@@ -303,8 +308,22 @@ def child_failure(run: ChildRun, limit_s: float) -> str:
 # ------------------------------------------------------------------ the measuring child's side
 
 
-def _spec(p: dict[str, Any], device: str, variant: str, also: tuple[str, ...] = (), steps: int | None = None):
+def typed(spec: CaseSpec) -> dict[str, Any] | None:
+    """A case's typed variant as the capture receives it, the record's own form (``{"fix": key,
+    "value": v}``), or None (no variant)."""
+    return spec.variant.model_dump() if spec.variant is not None else None
+
+
+def _spec(
+    p: dict[str, Any],
+    device: str,
+    variant: str,
+    also: tuple[str, ...] = (),
+    steps: int | None = None,
+    cases: tuple[CaseSpec, ...] = (),
+):
     return CaptureSpec(
+        fixes=tuple(typed(c) for c in cases),
         variant=variant,
         warmup_steps=int(p.get("warmup") or 2),
         steps=int(steps or p.get("steps") or 10),
@@ -358,7 +377,10 @@ def threads_env(framework: str, n: int) -> dict[str, str]:
 def _run(p: dict[str, Any], spec: CaptureSpec, framework: str) -> ChildRun:
     limit = float(p.get("child_limit_s") or 60.0)
     captures = [framework]  # the framework's capture (frameworks/<fw>/capture.py) a measuring child installs
-    threads = threads_env(framework, int(spec.value or 1)) if spec.fix == "threads" else None
+    typed = (spec.fixes[0] if spec.fixes else None) or {}  # the first member's: its own process's
+    entry = fixes.BY_KEY.get(str(typed.get("fix")))
+    sets_threads = entry is not None and entry.thread_count and spec.variant != "baseline"
+    threads = threads_env(framework, int(typed.get("value") or 1)) if sets_threads else None
     if not _RAN_HERE and threads is None:  # this process's threads are the default's
         return run_here(job_for(p), spec, captures)
     return run_child(job_for(p), spec, captures, timeout_s=limit * 1.5 + 30, env=threads)
@@ -432,7 +454,7 @@ def run_case(spec: CaseSpec, fw: Any, policy: Any, overhead_s: float):
     p = spec.params
     if PREFLIGHT in p:
         return from_preflight(spec, overhead_s)
-    run = _run(p, _spec(p, spec.device, variant_of(spec)), spec.framework)
+    run = _run(p, _spec(p, spec.device, variant_of(spec), cases=(spec,)), spec.framework)
     got = _timed(run.results[0] if run.results else None, run, float(p.get("child_limit_s") or 60), overhead_s)
     if isinstance(got, BaseException):
         raise got
@@ -461,12 +483,12 @@ def time_group(
     p, limit = first.params, float(first.params.get("child_limit_s") or 60)
     variants = [variant_of(s) for s in prepared]
     if p.get("entry") in KERAS_ENTRIES + STEP_ENTRIES and len(set(variants)) == len(variants):
-        run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:])), first.framework)
+        run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:]), cases=tuple(prepared)), first.framework)
         got = run.by_variant()
         return [_timed(got.get(v), run, limit, overhead_s) for v in variants]
     if p.get("entry") in TURN_ENTRIES and set(variants) - {"baseline"}:
         # a torch loop's members take turns: one result each, by place (baseline cases share a name)
-        run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:])), first.framework)
+        run = _run(p, _spec(p, first.device, variants[0], tuple(variants[1:]), cases=tuple(prepared)), first.framework)
         placed = {int(r["member"]): r for r in run.results if r.get("member") is not None}
         back = [j for j in range(len(prepared)) if (placed.get(j) or {}).get("alone")]
         if back and any(j not in placed for j in range(len(prepared))):
@@ -504,7 +526,7 @@ def _alone(spec: CaseSpec, overhead_s: float):
     """A member the shared process handed back (its capture found it cannot take turns in this
     script's loop): timed in a process of its own, or the exception to record."""
     p = spec.params
-    run = _run(p, _spec(p, spec.device, variant_of(spec)), spec.framework)
+    run = _run(p, _spec(p, spec.device, variant_of(spec), cases=(spec,)), spec.framework)
     return _timed(run.results[0] if run.results else None, run, float(p.get("child_limit_s") or 60), overhead_s)
 
 

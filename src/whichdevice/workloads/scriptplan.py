@@ -35,7 +35,7 @@ from whichdevice.core.textsafe import clean
 from whichdevice.core.units import seconds, times
 from whichdevice.core import records
 from whichdevice.core.records import CaseSpec, StepTrace, Variant
-from whichdevice.frameworks.contracts import CaptureSpec, StepCost
+from whichdevice.frameworks.contracts import CaptureSpec, PlanCases, StepCost
 from whichdevice.workloads import fixes, script, scriptwatch
 from whichdevice.workloads.suite import USER_SWEEP_BATCHES
 from whichdevice.workloads.fixes import params_of
@@ -718,9 +718,16 @@ def _threads(facts: dict[str, Any], gpu: bool) -> list[tuple[Any, dict[str, Any]
     return [(v, {"kind": "steady", "sync": "none"}) for v in ("default", *threads)] if threads else []
 
 
-# The fixes every framework's script plan sizes itself, from the data and the machine (the other
-# fixes' cases are the framework's adapter's: frameworks/<framework>/scriptfixes.py).
-_PLANNED_HERE = {"batch": _batches, "cpu_threads": _threads}
+def _planned_here(fix: str) -> PlanCases | None:
+    """The cases of a fix every framework's script plan sizes itself, from the data and the machine
+    (the catalogue says which); None: its framework's adapter's (frameworks/<fw>/scriptfixes.py)."""
+    return _batches if _is(fix, "sweeps_batch") else _threads if _is(fix, "thread_count") else None
+
+
+def _is(fix: str, what: str) -> bool:
+    """Whether the catalogue's entry ``fix`` has the attribute ``what`` set (``sweeps_batch``, ...)."""
+    e = fixes.BY_KEY.get(fix)
+    return bool(e is not None and getattr(e, what))
 
 
 def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str, Any]]]:
@@ -729,7 +736,7 @@ def _variants(facts: dict[str, Any], gpu: bool) -> list[tuple[str, str, dict[str
     ``variant``, typed by the catalogue entry)."""
     out: list[tuple[str, str, dict[str, Any]]] = []
     for fix, adapter in script.adapters(facts["framework"]).items():
-        plan = adapter.cases or _PLANNED_HERE.get(fix)
+        plan = adapter.cases or _planned_here(fix)
         for value, params in plan(facts, gpu) if plan is not None else []:
             variant = fixes.entry(fix).variant(value)
             out.append((fix, f"{fix} {value}", {**params, "variant": variant.model_dump()}))
@@ -761,7 +768,7 @@ def _split(planned: dict[str, Any]) -> tuple[dict[str, Any], Variant | None]:
 
 def planned_batches(planned: list[dict[str, Any]]) -> list[int]:
     """The batches of the batch sweep's planned cases."""
-    return [int(v.value) for v in (_split(p)[1] for p in planned) if v is not None and v.fix == "batch"]
+    return [int(v.value) for v in (_split(p)[1] for p in planned) if v is not None and _is(v.fix, "sweeps_batch")]
 
 
 # Plan the fixes that take turns before those that pay the set-up again (False: in priority order
@@ -773,8 +780,7 @@ def _loader_alone(facts: dict[str, Any], spec: CaseSpec) -> bool:
     """A torch loader variant that the shared process will hand back to a process of its own
     (``capture_hooks.alone_why``): the pre-flight saw the loop take its batches ahead of its steps
     (or several a step), or a DataLoader with worker processes of its own."""
-    member = script.variant_of(spec).partition(":")[0]
-    if spec.params.get("entry") not in script.TURN_ENTRIES or member not in script.LOADER_TURNS:
+    if spec.params.get("entry") not in script.TURN_ENTRIES or not script.loader_member(spec):
         return False
     return int(facts.get("fetches") or 1) > 1 or bool(int((facts.get("loader") or {}).get("num_workers") or 0))
 
@@ -801,8 +807,7 @@ def script_steps(facts: dict[str, Any]) -> int | None:
 def _draws(facts: dict[str, Any], spec: CaseSpec) -> int:
     """The script's own steps a member takes per turn: none for a loader member, which a DataLoader
     of the capture's feeds (its epochs renewed: ``capture_hooks.Feed``), one for every other."""
-    name = script.variant_of(spec).partition(":")[0]
-    fed = name in script.LOADER_TURNS and facts.get("data_source") == "DataLoader" and not tiled(facts)
+    fed = script.loader_member(spec) and facts.get("data_source") == "DataLoader" and not tiled(facts)
     return 0 if fed else 1
 
 
@@ -933,7 +938,9 @@ def plan_costs(
     # contention is the likeliest fix (4-6x on the corpus's input-bound loader at load 5-7), and
     # planned last it was the one a slower pre-flight cut (benchmarks/stable_verdicts.md)
     busy = float(facts.get("load_per_core") or 0.0) >= CONTENDED_LOAD
-    fixes.sort(key=lambda f: (not (busy and f.fix == "cpu_threads"), TURNS_FIRST and any(own for _x, own in f.costs)))
+    fixes.sort(
+        key=lambda f: (not (busy and _is(f.fix, "answers_contention")), TURNS_FIRST and any(own for _x, own in f.costs))
+    )
     return PlanCosts(
         start=c.start, baseline=c.baseline(), least=least_budget(c), fixes=tuple(fixes), steps=script_steps(facts)
     )

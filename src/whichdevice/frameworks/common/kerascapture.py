@@ -17,8 +17,8 @@ Keras:
   (``capturekit.StepClock``). TensorFlow's own hooks (the tape, a compiled ``tf.function`` step,
   ``Dataset.batch``) are in ``frameworks/tensorflow/capture.py``.
 
-A mixed-precision variant (``precision:mixed_float16``) sets Keras' global policy right after
-the import, before the script builds its model: it is a child of its own.
+The first member's applier (``kerasscriptfixes.Apply.at_import``) sets what it needs right after
+the import, before the script builds its model (a mixed-precision policy: a child of its own).
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> KerasState:
 
 
 def _patch(keras: Any, st: KerasState) -> None:
-    if st.spec.fix == "precision" and st.spec.value and st.spec.value != "float32":
-        keras.mixed_precision.set_global_policy(st.spec.value)
+    fix, arg = st.first
+    if fix is not None:
+        fix.at_import(keras, arg)
     if st.spec.device == "gpu" or keras.backend.backend() == "jax":  # JAX dispatches asynchronously on a CPU too
         from whichdevice.frameworks.common.steptimer import _backend_sync_fn
 

@@ -4,18 +4,10 @@ kerascapture's patches share (``KerasState``: here, so that this module imports 
 :class:`FitMeasure` holds what the script's first ``fit`` call handed over (the compiled model,
 its data, batch size and callbacks) and times each variant of the child's spec on it, in turns
 (A B C | C B A): every turn is a real ``fit`` of a few steps with the user's callbacks plus a
-timer, ``verbose=0`` and without validation (it runs once per epoch, not per step). A variant:
-
-- ``baseline`` (and ``steps_per_execution:1``, ``jit_compile`` at the user's own value, ``prefetch:off``,
-  ``precision:float32``: the same configuration, measured as members of their own);
-- ``batch:K``: the user's data re-batched: ``batch_size=K`` for arrays and dicts of arrays,
-  ``dataset.rebatch(K)`` for a batched tf.data dataset (a PyDataset or a generator makes its own
-  batches: not applicable);
-- ``steps_per_execution:K``, ``jit_compile:true|false``: the model recompiled with the user's own
-  compile arguments and that one setting (each configuration's compiled state kept, so switching
-  back costs no new trace);
-- ``prefetch``: ``.prefetch(AUTOTUNE)`` on the user's tf.data dataset (when it has none);
-- ``sync:each``: the loss read back after every step (a callback), as a loop printing it would.
+timer, ``verbose=0`` and without validation (it runs once per epoch, not per step). Each member's
+configuration is its adapter's (``kerasscriptfixes.Apply.fit``, by its typed variant's key): the
+user's data re-batched, the model recompiled with the user's own compile arguments and one setting
+(each configuration's compiled state kept, so switching back costs no new trace), and so on.
 
 A step's time: the gap between Keras' batch-begin callbacks (an execution of ``steps_per_execution``
 steps when that is above 1; ``samples_per_step`` then counts its samples). The first step of each
@@ -32,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from whichdevice.frameworks.common import capturekit
+from whichdevice.frameworks.common.kerasscriptfixes import ENTRY_FIT, applied
 from whichdevice.frameworks.contracts import CaptureSpec
 
-ENTRY_FIT = "keras.Model.fit"
 ENTRY_TRAIN_ON_BATCH = "keras.Model.train_on_batch"
 ENTRY_TAPE = "tf.GradientTape+apply_gradients"
 
@@ -58,6 +50,11 @@ class KerasState:
     tape_began: float | None = None  # a GradientTape opened before any step ended (the first step's start)
     fit_calls: int = 0  # the script's own fit calls so far
 
+    @property
+    def first(self) -> tuple[Any, str]:
+        """The first member's applier (``kerasscriptfixes.Apply``; None: the script as it runs) and value part."""
+        return applied(self.spec.variant, self.spec.fixes[0] if self.spec.fixes else None)
+
     def loop_clock(self, entry: str) -> capturekit.StepClock | None:
         """The loop's clock, started by the first entry point reached (None: Keras' fit owns the run)."""
         if self.inside_fit or (capturekit.OWNER and capturekit.OWNER[0] != entry):
@@ -72,11 +69,12 @@ class KerasState:
 
     def loop_info(self) -> dict[str, Any]:
         batch = self.batch_sizes[0] if len(set(self.batch_sizes)) == 1 else None
+        fix = self.first[0]
         return {
             "batch_size": batch,
             "samples_per_step": batch,
             "model": self.model_name,
-            "applied": self.spec.fix != "batch" or self.batch_patched,
+            "applied": fix is None or not fix.rebatches or self.batch_patched,
         }
 
 
@@ -96,10 +94,6 @@ COMPILED_STATE = (
     "compiled",
     "_compile_config",
 )
-# Variants applied to the whole process before the script builds its model: mixed precision as
-# Keras' global policy (kerascapture), a thread count in the environment before the import.
-_OWN_PROCESS = {"precision": "a mixed-precision policy", "threads": "a CPU thread count"}
-_RUN_ONLY = ("steps_per_execution:1", "prefetch:off", "precision:float32", "threads:default", "baseline")
 
 
 @dataclass
@@ -166,73 +160,28 @@ class FitMeasure:
     def _snapshot(self) -> dict[str, Any]:
         return {k: self.model.__dict__[k] for k in COMPILED_STATE if k in self.model.__dict__}
 
-    def config(self, name: str) -> _Config:
+    def config(self, name: str, typed: dict[str, Any] | None = None) -> _Config:
+        """Member ``name``'s configuration, by its applier (its typed variant's key, else its name)."""
         c = _Config(name, self.x, self.y, self.batch)
-        fix, _, value = name.partition(":")
-        if name in _RUN_ONLY or (fix == "jit_compile" and _bool(value) == self._jit_user()):
-            return c
-        if fix == "batch":
-            return self._rebatched(c, int(value))
-        if fix in ("steps_per_execution", "jit_compile"):
-            return self._recompiled(c, fix, value)
-        if fix == "prefetch":
-            return self._prefetched(c)
-        if fix in _OWN_PROCESS:  # applied before the script built its model, in the variant's own process
-            if name != self.st.spec.variant:
-                c.why_not = f"{_OWN_PROCESS[fix]} needs a process of its own (set before the model is built)"
-            return c
-        if fix == "sync":
-            c.sync_each = True
-            if self.keras.backend.backend() == "tensorflow":
-                c.why_not = "Keras on TensorFlow already reads the logs back after every batch"
-            return c
-        c.why_not = f"{name} is not a Keras fit variant"
+        fix, arg = applied(name, typed)
+        if fix is not None:
+            fix.fit(self, c, arg)
+        elif name != "baseline":
+            c.why_not = f"{name} is not a Keras fit variant"
         return c
 
-    def _jit_user(self) -> bool:
+    def jit_user(self) -> bool:
         return bool(self.model.__dict__.get("_jit_compile") or False)
 
-    def _rebatched(self, c: _Config, k: int) -> _Config:
-        c.batch = k
-        if self.data_kind == "arrays":
-            return c
-        if self.data_kind == "tfdata" and not self.st.batch_patched:
-            try:
-                c.x = self.x.rebatch(k)
-            except Exception as e:  # noqa: BLE001
-                c.why_not = f"your tf.data dataset could not be re-batched ({type(e).__name__}: {str(e)[:120]})"
-            return c
-        c.why_not = (
-            f"your {self.data_kind} makes its own batches (of {self.batch}): set the batch size where you build it"
-        )
-        return c
-
-    def _recompiled(self, c: _Config, fix: str, value: str) -> _Config:
-        if id(self.model) not in self.st.compiled:
-            c.why_not = "the model was compiled before whichdevice could see its compile arguments"
-        elif self.keras.backend.backend() == "torch":
-            c.why_not = "steps_per_execution and jit_compile are not measured on Keras' torch backend"
-        elif fix == "steps_per_execution" and self.spe_user != 1:
-            c.why_not = f"your compile already sets steps_per_execution={self.spe_user}"
-        else:
-            c.compile = {fix: int(value) if fix == "steps_per_execution" else _bool(value)}
-        return c
-
-    def _prefetched(self, c: _Config) -> _Config:
-        if self.data_kind != "tfdata":
-            c.why_not = "prefetch is a tf.data setting; your data is not a tf.data dataset"
-        elif _prefetches(self.x):
-            c.why_not = "your tf.data pipeline already prefetches"
-        else:
-            import tensorflow as tf
-
-            c.x = self.x.prefetch(tf.data.AUTOTUNE)
-        return c
+    def per_call(self, c: _Config) -> int:
+        """The steps one call of ``c``'s fit runs (Keras' ``steps_per_execution``)."""
+        return int(c.compile.get("steps_per_execution") or self.spe_user)
 
     # ------------------------------------------------------------------ measuring
     def run(self) -> list[dict[str, Any]]:
         spec = self.st.spec
-        configs = [self.config(v) for v in (spec.variant, *spec.also)]
+        members = enumerate((spec.variant, *spec.also))
+        configs = [self.config(v, spec.fixes[i] if i < len(spec.fixes) else None) for i, v in members]
         live = [c for c in configs if c.why_not is None]
         per_turn = max(2, math.ceil(spec.steps / TURNS) + 1)
         setup = capturekit.since_start()
@@ -244,7 +193,7 @@ class FitMeasure:
             if capturekit.since_start() > spec.deadline_s and i >= len(live):
                 break
             first = c not in order[:i]
-            k = int(c.compile.get("steps_per_execution") or self.spe_user)
+            k = self.per_call(c)
             # executions of k steps: a few per turn when k > 1 (each is one sample)
             execs = per_turn if k == 1 else max(3, per_turn // k + 1)
             self._turn(c, execs + (spec.warmup_steps if first else 0), first)
@@ -274,7 +223,7 @@ class FitMeasure:
         except Exception as e:  # noqa: BLE001 (this variant's compile failed; the others go on)
             c.error = _error_line(e)
             return
-        k = int(c.compile.get("steps_per_execution") or self.spe_user)
+        k = self.per_call(c)
         timer = _timer(self.keras, self.st.sync, c.sync_each)
         self.st.inside_fit = True
         try:
@@ -313,7 +262,7 @@ class FitMeasure:
 
     def _result(self, c: _Config, setup: float) -> dict[str, Any]:
         spec = self.st.spec
-        k = int(c.compile.get("steps_per_execution") or self.spe_user)
+        k = self.per_call(c)
         base: dict[str, Any] = {
             "entry": ENTRY_FIT,
             "variant": c.name,
@@ -325,7 +274,7 @@ class FitMeasure:
             "steps_per_execution": k,
             # what its fit compiled with: the variant's setting, else the user's (jit_compile='auto' resolved:
             # XLA on Keras/JAX and on a TensorFlow GPU), so that jit_compile=True reads as no change there
-            "jit_compile": bool(c.compile["jit_compile"]) if "jit_compile" in c.compile else self._jit_user(),
+            "jit_compile": bool(c.compile["jit_compile"]) if "jit_compile" in c.compile else self.jit_user(),
             "backend": self.keras.backend.backend(),
             "samples": self.n_samples,
         }
@@ -376,17 +325,3 @@ def data_kind(x: Any) -> str:
     if isinstance(x, keras.utils.PyDataset):
         return "pydataset"
     return "arrays"
-
-
-def _prefetches(ds: Any) -> bool:
-    seen = 0
-    while ds is not None and seen < 64:
-        if "Prefetch" in type(ds).__name__:
-            return True
-        ds = getattr(ds, "_input_dataset", None)
-        seen += 1
-    return False
-
-
-def _bool(value: str) -> bool:
-    return value.strip().lower() in ("1", "true", "yes", "on")

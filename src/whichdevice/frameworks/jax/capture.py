@@ -19,8 +19,8 @@ reads (``float(loss)``, ``.item()``, ``np.asarray`` of a device array) and recom
 (its jit cache growing after the warm-up: a batch of another shape).
 
 The batch is the leading dimension the step's data arguments share (an argument whose arrays all
-have the same leading dimension; the parameters' do not). The ``batch:K`` variant re-batches the
-step itself: those arguments are tiled (or cut) to K rows before each call, since the script makes
+have the same leading dimension; the parameters' do not). A batch variant (its applier in
+``scriptfixes.py``, by its typed variant's key) re-batches the step itself: those arguments are tiled (or cut) to K rows before each call, since the script makes
 its own batches; the step's first call is at the script's batch (it is how the step is found), so
 the re-batched step compiles in the warm-up.
 """
@@ -36,8 +36,8 @@ from typing import Any
 from whichdevice.frameworks.common import capturekit
 from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
 from whichdevice.frameworks.jax import steptrace
+from whichdevice.frameworks.jax.scriptfixes import ENTRY_JIT, applied
 
-ENTRY_JIT = "jax.jit train step"
 ENTRY_EAGER = "optax.apply_updates"
 ENTRIES = (ENTRY_JIT, ENTRY_EAGER)
 FRAMEWORK = "jax"
@@ -136,6 +136,7 @@ class JaxState:
     batch: int | None = None
     last_out: Any = None
     reading: bool = False  # a host read in progress (a nested one is not counted twice)
+    fixes: dict[str, tuple[Any, str]] = field(default_factory=dict)  # variant -> its applier and value part
 
     def aside(self) -> bool:
         """Another capture measures this run (Keras on JAX jits its own train step, which computes
@@ -163,16 +164,23 @@ class JaxState:
         self.entry, self.step_name = entry, name
         capturekit.OWNER.append(entry)
         capturekit.timing(entry=entry, framework=FRAMEWORK)
-        variants = list(dict.fromkeys([self.spec.variant, *self.spec.also]))
+        members = [self.spec.variant, *self.spec.also]
+        for v, typed in zip(members, [*self.spec.fixes, *[None] * len(members)]):
+            self.fixes.setdefault(v, applied(v, typed))
+        variants = list(self.fixes)
         self.turns = Turns(self.spec, variants)
         capturekit.FINISHERS.append(self.flush)
         return self.turns
 
+    def rebatch(self, variant: str | None) -> int | None:
+        """The batch ``variant``'s applier re-batches the step to (None: the script's own)."""
+        fix, arg = self.fixes.get(variant or "", (None, ""))
+        return fix.rows(arg) if fix is not None else None
+
     def rows(self, variant: str | None) -> int | None:
         """The batch a variant's step runs at."""
-        if variant is not None and variant.startswith("batch:"):
-            return int(variant.split(":", 1)[1])
-        return self.batch
+        k = self.rebatch(variant)
+        return self.batch if k is None else k
 
     def result(self, variant: str) -> dict[str, Any]:
         t = self.turns
@@ -193,7 +201,7 @@ class JaxState:
             recompiles=t.recompiles[variant],
             framework=FRAMEWORK,
             data_source=None,
-            rebatched="step" if variant.startswith("batch:") else None,
+            rebatched="step" if self.rebatch(variant) is not None else None,
             step_trace=steptrace.result(self) if variant == "baseline" else None,  # the no-GPU prediction's
         )
 
@@ -364,10 +372,10 @@ def _cache_size(w: _Jitted) -> int | None:
 def _refuse_misfits(st: JaxState) -> None:
     """The variants that cannot apply to this step, said at its first call."""
     assert st.turns is not None
-    unknown = [v for v in st.turns.variants if v != "baseline" and not v.startswith("batch:")]
+    unknown = [v for v in st.turns.variants if v != "baseline" and st.fixes[v][0] is None]
     if unknown:
         st.not_applicable(unknown, "not a fix the JAX capture applies (it re-batches the step only)")
-    batches = [v for v in st.turns.live if v.startswith("batch:")]
+    batches = [v for v in st.turns.live if st.rebatch(v) is not None]
     if batches and not st.batch:
         st.not_applicable(
             batches,
@@ -419,11 +427,11 @@ def _tile(jax: Any, x: Any, k: int) -> Any:
 
 
 def _prepare(st: JaxState, variant: str | None, args: tuple) -> tuple:
-    """A step's arguments: re-batched for a ``batch:K`` variant, and its host arrays counted as
-    copies to the device in the variant's timed steps."""
+    """A step's arguments: re-batched for a batch variant, and its host arrays counted as copies
+    to the device in the variant's timed steps."""
     jax = st.jax
-    if variant is not None and variant.startswith("batch:"):
-        k = int(variant.split(":", 1)[1])
+    k = st.rebatch(variant)
+    if k is not None:
         where = set(_batch_args(jax, args))
         args = tuple(
             jax.tree_util.tree_map(lambda x: _tile(jax, x, k), a) if i in where else a for i, a in enumerate(args)

@@ -93,9 +93,10 @@ def _patch_batch(tf: Any, st: kerascapture.KerasState) -> None:
             st.batch_sizes.append(int(batch_size))
             # the batch variant alone in its process (a loop's): at build time. A fit's shared child
             # (``also``) keeps the user's batch for its other members; kerasfit re-batches the variant's copy.
-            if st.spec.fix == "batch" and st.spec.value and not st.spec.also:
+            fix, arg = st.first
+            if fix is not None and fix.rebatches and arg and not st.spec.also:
                 st.batch_patched = True
-                batch_size = int(st.spec.value)
+                batch_size = int(arg)
         return orig(self, batch_size, *args, **kwargs)
 
     cls.batch = batch

@@ -23,14 +23,14 @@ applied by the hooks; one that does not fit the script gives ``not_applicable`` 
 step, with the reason.
 
 Variants the hooks apply per step without rebuilding anything of the script's
-(``capture_hooks.SWITCHED``: autocast on and off) share one run: ``spec.variant`` then each of
+(``scriptfixes.Apply.turns`` "switched": autocast on and off) share one run: ``spec.variant`` then each of
 ``spec.also`` is a member, and the steps after the first are dealt to the members in turn (member
 j gets steps j, j + n, ...), each with its own warm-up, timed steps, waits, copies and reads, so
 the script's imports and data loading are paid once for all of them and slow drift hits each
 alike. One result per member (``member``: its place, as members may share a variant name).
 
 The variants that change what the script built once take turns the same way
-(``capture_hooks.TURNS``): from the second step on, each member's turn switches its variant in
+(``scriptfixes.TURNS``): from the second step on, each member's turn switches its variant in
 and the turn's end switches it back out (``capture_hooks.enter``/``leave``, outside the timed
 steps): a DataLoader's batch size, workers or pinning (a DataLoader the capture builds from the
 script's own arguments, whose batches the script's loop receives in that member's turns), the
@@ -49,7 +49,7 @@ from typing import Any
 from whichdevice.frameworks.common import capturekit
 from whichdevice.frameworks.contracts import CaptureDone, CaptureSpec
 from whichdevice.frameworks.torch import capture_hooks as hooks
-from whichdevice.frameworks.torch import loops, rebatch, steptrace, trainers
+from whichdevice.frameworks.torch import loops, rebatch, scriptfixes, steptrace, trainers
 
 ENTRY_STEP, ENTRY_BACKWARD = hooks.ENTRY_STEP, hooks.ENTRY_BACKWARD
 WATCHED = (ENTRY_STEP, ENTRY_BACKWARD)
@@ -71,6 +71,9 @@ class Member:
     why_not: str | None = None
     samples: int | None = None  # rows of the last batch its steps received
     extra: int = 0  # more warm-up: its first step ran the script's own settings (turns switch from the second)
+    # its applier (``scriptfixes.Apply``, None: the script as it runs) and value part, by its typed
+    # variant's catalogue key (``CaptureSpec.fixes``) or, in a spec without them, by its name
+    applied: tuple[Any, str] | None = None
 
 
 @dataclass
@@ -144,7 +147,7 @@ def _turn_to(cap: Capture, m: Member) -> bool:
 
 def _warm(cap: Capture, m: Member) -> int:
     """``m``'s warm-up steps."""
-    return hooks.warmup_steps(cap, m.variant) + m.extra
+    return hooks.warmup_steps(cap, m.variant, m) + m.extra
 
 
 def _warming(cap: Capture, m: Member) -> bool:
@@ -158,19 +161,23 @@ def install(spec: CaptureSpec, sink: Callable[[dict], None]) -> None:
     """Patch torch's entry points for ``spec`` as soon as the script imports torch (at once if it
     is imported already). ``sink`` receives the one result dict."""
     cap = Capture(spec=spec, sink=sink)
+    turns = scriptfixes.TURNS
     for i, v in enumerate((spec.variant, *spec.also)):
         why: str | None = None
-        if i and v.partition(":")[0] not in hooks.TURNS:  # set before the script runs: a run of its own
-            why = f"'{v}' needs a run of the script of its own (only {', '.join(hooks.TURNS)} take turns)"
+        typed = spec.fixes[i] if i < len(spec.fixes) else None
+        applied = hooks.fix_of(v, typed)
+        if i and v != "baseline" and (applied[0] is None or applied[0].name not in turns):
+            # set before the script runs: a run of its own
+            why = f"'{v}' needs a run of the script of its own (only {', '.join(turns)} take turns)"
         elif i:  # the first member's is said as the script imports torch (hooks.install)
-            why = hooks.device_why_not(spec, v)
+            why = hooks.device_why_not(spec, v, typed)
         if why:
             sink(capturekit.result(spec, status="not_applicable", variant=v, why_not=why, member=i))
             continue
-        cap.members.append(Member(v, i))
+        cap.members.append(Member(v, i, applied=applied))
     cap.live = list(cap.members)
     cap.turns = len(cap.members) > 1
-    if cap.turns and cap.members[0].variant.partition(":")[0] in hooks.BUILT:
+    if cap.turns and _built(cap.members[0]):
         cap.members[0].extra = 1  # its first step runs before the turns switch anything
     _turn_to(cap, cap.members[0])
     capturekit.FINISHERS.append(lambda: _script_ended(cap))  # a short script: the steps it ran
@@ -198,7 +205,7 @@ def _misfit(cap: Capture) -> str | None:
     assert m is not None
     if cap.why_not:
         return cap.why_not
-    return hooks.why_not(cap, m.variant) if not (m.warmup_s or m.step_s) else None
+    return hooks.why_not(cap, m.variant, m) if not (m.warmup_s or m.step_s) else None
 
 
 def boundary(cap: Capture) -> None:
@@ -352,10 +359,16 @@ def _closed(cap: Capture, end: dict) -> None:
     raised = end.get("status") == "script_error" and end.get("exit_code") is None
     if not raised or cap.done or not cap.turns or m is None or cap.last is None or m not in cap.live:
         return
-    if m.variant.partition(":")[0] in hooks.BUILT:
+    if _built(m):
         cap.done = True
         why = f"the script raised {end.get('error')} in this variant's turn"
         cap.sink({**result(cap, "not_applicable", why, None, m), "alone": True})
+
+
+def _built(m: Member) -> bool:
+    """Whether ``m``'s variant is switched in and out at its turns (not applied per call)."""
+    fix, _ = hooks.member_fix(m)
+    return fix is not None and fix.turns == "built" and fix.name in scriptfixes.TURNS
 
 
 def _not_applicable(cap: Capture, why: str) -> None:

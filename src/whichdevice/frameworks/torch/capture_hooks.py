@@ -32,6 +32,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from whichdevice.frameworks.common import capturekit
@@ -39,21 +40,6 @@ from whichdevice.frameworks.torch import loops, rebatch
 
 ENTRY_STEP = "torch.optim.Optimizer.step"
 ENTRY_BACKWARD = "torch.Tensor.backward"
-LOADER_VARIANTS = ("batch", "workers", "pin_memory", "persistent_workers")
-MODULE_VARIANTS = ("autocast", "channels_last", "compile", "cudnn_benchmark")
-STEP_VARIANTS = ("set_to_none",)  # applied where the script zeroes its gradients (:func:`hook_zero_grad`)
-# The variants the module hook applies per call, with nothing of the script's rebuilt: a run of the
-# script can take them in turns, step by step (``capture.py``'s members). The others change what
-# the script built once (a DataLoader's batch size or workers, the model's memory format, a
-# compiled module, the thread count read at import): a run of their own.
-SWITCHED = ("baseline", "autocast", "set_to_none")
-# The variants that take turns all the same, each switched in for its member's steps and back out
-# after them (:func:`enter`, :func:`leave`): the batches of a DataLoader the capture builds with the
-# script's settings but the variant's, the model's memory format, a compiled module, cuDNN's
-# benchmark flag. Not the thread count (read at import) nor persistent workers (not planned).
-BUILT = ("batch", "workers", "pin_memory", "channels_last", "compile", "cudnn_benchmark")  # switched in and out
-TURNS = (*SWITCHED, *BUILT)
-VARIANTS = ("baseline", *LOADER_VARIANTS, *MODULE_VARIANTS, *STEP_VARIANTS, "threads")
 _perf = time.perf_counter
 _TORCH_DIR = ["//no torch yet//"]  # torch's own folder: calls from there are not the script's
 _OPTIMIZERS: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -72,16 +58,33 @@ class Handlers:
     not_applicable: Callable[[Any, str], None]
 
 
-def variant(spec: Any) -> tuple[str, str]:
-    """'batch:64' -> ('batch', '64'); 'autocast' -> ('autocast', '')."""
-    name, _, value = str(spec.variant).partition(":")
-    return name, value
+def _scriptfixes() -> Any:
+    """torch's fix adapters (``scriptfixes.py``, which imports this module): each member's applier."""
+    return importlib.import_module("whichdevice.frameworks.torch.scriptfixes")
 
 
-def variant_now(cap: Any) -> tuple[str, str]:
-    """The variant of the step under way: the run's member whose turn it is."""
-    name, _, value = str(cap.variant).partition(":")
-    return name, value
+def fix_of(v: str, typed: dict | None = None) -> tuple[Any, str]:
+    """A member's applier (``scriptfixes.Apply``; None: the script as it runs) and its value part,
+    by its typed variant's catalogue key where given, else by the member's name."""
+    return _scriptfixes().applied(v, typed)
+
+
+def member_fix(m: Any) -> tuple[Any, str]:
+    """The applier of a member of the run (``capture.Member``: resolved at install)."""
+    got = getattr(m, "applied", None)
+    return got if got is not None else fix_of(str(m.variant))
+
+
+def spec_fix(cap: Any) -> tuple[Any, str]:
+    """The applier of the spec's first member: the one a run of its own applies."""
+    members = getattr(cap, "members", None)
+    return member_fix(members[0]) if members else fix_of(str(cap.spec.variant))
+
+
+def fix_now(cap: Any) -> tuple[Any, str]:
+    """The applier of the step under way: the run's member whose turn it is."""
+    now = getattr(cap, "now", None)
+    return member_fix(now) if now is not None else spec_fix(cap)
 
 
 def install(torch: Any, cap: Any, on: Handlers) -> None:
@@ -95,9 +98,9 @@ def install(torch: Any, cap: Any, on: Handlers) -> None:
     why = device_why_not(cap.spec)
     if why:
         on.not_applicable(cap, why)
-    name, value = variant(cap.spec)
-    if name == "threads":  # OMP_NUM_THREADS is set for the child too; this holds if torch read it otherwise
-        hold_threads(torch, int(value or 1))
+    fix, arg = spec_fix(cap)
+    if fix is not None:  # the thread count: OMP_NUM_THREADS is set for the child too; held if torch read it otherwise
+        fix.at_import(torch, arg)
     hook_steps(torch, cap, on)
     hook_backward(torch, cap, on)
     hook_modules(torch, cap)
@@ -120,16 +123,14 @@ def hold_threads(torch: Any, n: int) -> None:
     torch.set_num_threads = held
 
 
-def device_why_not(spec: Any, v: str | None = None) -> str | None:
+def device_why_not(spec: Any, v: str | None = None, typed: dict | None = None) -> str | None:
     """Why the variant (``v``: a member's; None: the spec's) cannot apply on this device, or None."""
-    name = str(v if v is not None else spec.variant).partition(":")[0]
-    if name not in VARIANTS:
-        return f"'{name}' is not a PyTorch fix (PyTorch's: {', '.join(VARIANTS[1:])})"
-    if spec.device != "gpu" and name == "pin_memory":
-        return "no GPU: pinned memory only speeds host-to-GPU copies"
-    if spec.device != "gpu" and name == "cudnn_benchmark":
-        return "no GPU: cudnn.benchmark picks cuDNN's GPU convolution algorithms"
-    return None
+    v = str(v if v is not None else spec.variant)
+    fix, _ = fix_of(v, typed)
+    if fix is None and v != "baseline":
+        names = [a.name for a in _scriptfixes().APPLY]
+        return f"'{v.partition(':')[0]}' is not a PyTorch fix (PyTorch's: {', '.join(names)})"
+    return fix.device_why_not(spec) if fix is not None else None
 
 
 def _free() -> bool:
@@ -204,13 +205,11 @@ def hook_modules(torch: Any, cap: Any) -> None:
         _top_call(cap, self)
         rebatch.fed(cap, args, kwargs)  # the batch it was fed (a loop that slices its own)
         capturekit.step_began()
-        name, value = variant_now(cap)  # members taking turns: this step's
+        fix, arg = fix_now(cap)  # members taking turns: this step's
         _DEPTH[0] += 1
         try:
-            if name == "channels_last":
-                args = tuple(_channels_last(torch, a) for a in args)
-            if name == "autocast":
-                return _autocast_call(cap, orig, self, args, kwargs, value)
+            if fix is not None:
+                return fix.call(cap, orig, self, args, kwargs, arg)
             return orig(self, *args, **kwargs)
         finally:
             _DEPTH[0] -= 1
@@ -224,56 +223,15 @@ def _top_call(cap: Any, m: Any) -> None:
     if cap.first_call is None:
         cap.first_call = _perf()
         cap.timing = warmup_steps(cap) + (cap.now.extra if cap.now is not None else 0) == 0
-        if variant(cap.spec)[0] == "cudnn_benchmark" and not cap.turns:
-            cudnn = cap.torch.backends.cudnn
-            if cudnn.benchmark:
-                cap.why_not = "the script already sets torch.backends.cudnn.benchmark = True"
-            cudnn.benchmark = True
+        fix, arg = spec_fix(cap)
+        if fix is not None and not cap.turns:  # in turns: at its member's turns (enter)
+            fix.first_call(cap, arg)
     if any(m is k for k in cap.modules):
         return
     cap.modules.append(m)
-    if variant(cap.spec)[0] == "channels_last" and not cap.turns and _convs(cap.torch, m):
-        m.to(memory_format=cap.torch.channels_last)
-
-
-def _channels_last(torch: Any, a: Any) -> Any:
-    if isinstance(a, torch.Tensor) and a.dim() == 4:
-        return a.contiguous(memory_format=torch.channels_last)
-    return a
-
-
-def _autocast_call(cap: Any, orig: Any, m: Any, args: tuple, kwargs: dict, value: str) -> Any:
-    """The module's forward under ``torch.autocast``: bfloat16 on the CPU, float16 on a GPU, or
-    the dtype the variant names (``autocast:bfloat16``, ``autocast:float16``), its outputs handed
-    back in float32; not if the script already autocasts."""
-    torch = cap.torch
-    kind = "cuda" if cap.spec.device == "gpu" else "cpu"
-    if torch.is_autocast_enabled(kind):
-        cap.why_not = "the script already runs its model under torch.autocast"
-        return orig(m, *args, **kwargs)
-    half = kind == "cuda" and value not in ("bf16", "bfloat16") or value in ("fp16", "float16")
-    with torch.autocast(kind, dtype=torch.float16 if half else torch.bfloat16):
-        out = orig(m, *args, **kwargs)
-    return _float32(torch, out)
-
-
-def _float32(torch: Any, out: Any) -> Any:
-    """The forward's half-precision outputs back in float32, so that the script's loss outside
-    the autocast region gets what it got before (BCELoss refuses a bfloat16 input against float32
-    targets), as Accelerate does around an autocast forward (``convert_outputs_to_fp32``)."""
-    if isinstance(out, torch.Tensor):
-        return out.float() if out.dtype in (torch.float16, torch.bfloat16) else out
-    if type(out) is dict:
-        return {k: _float32(torch, v) for k, v in out.items()}
-    if isinstance(out, dict):  # an OrderedDict, a model-output class: set in place
-        for k, v in list(out.items()):
-            out[k] = _float32(torch, v)
-        return out
-    if isinstance(out, tuple) and hasattr(out, "_fields"):  # a namedtuple
-        return type(out)(*(_float32(torch, v) for v in out))
-    if isinstance(out, (tuple, list)):
-        return type(out)(_float32(torch, v) for v in out)
-    return out
+    fix, arg = spec_fix(cap)
+    if fix is not None and not cap.turns:
+        fix.new_module(cap, m, arg)
 
 
 def hook_loader(torch: Any, cap: Any) -> None:
@@ -301,7 +259,7 @@ def hook_loader(torch: Any, cap: Any) -> None:
             self._whichdevice_user = user = _settings(a)
             # the script's own arguments: a member's turn builds its DataLoader from them (Feed)
             self._whichdevice_args = {k: v for k, v in a.items() if k != "self"}
-            change = loader_change(cap.spec, user)
+            change = loader_change(cap.spec, user, fix=spec_fix(cap))
             if isinstance(change, dict) and not cap.done and not cap.turns:  # in turns: a Feed's
                 a.update(change)
             out = orig_init(*bound.args, **bound.kwargs)
@@ -386,28 +344,12 @@ def _settings(a: dict) -> dict:
     }
 
 
-def loader_change(spec: Any, user: dict, v: str | None = None) -> dict | str | None:
-    """The settings the variant (``v``: a member's; None: the spec's) gives a DataLoader the
-    script built with ``user``'s, or why it does not fit it; None for a variant that is not a
-    loader's."""
-    name, _, value = str(v if v is not None else spec.variant).partition(":")
-    if name not in LOADER_VARIANTS:
-        return None
-    if name == "batch":
-        if user["batch_sampler"] or user["batch_size"] is None:
-            return "the DataLoader batches with its own batch_sampler: batch_size is not used"
-        n = int(value)
-        return {"batch_size": n} if user["batch_size"] != n else f"the script already uses batch_size={n}"
-    if name == "workers":
-        n = int(value)
-        if user["num_workers"] == n:
-            return f"the script already uses num_workers={n}"
-        return {"num_workers": n} if n else {"num_workers": 0, "persistent_workers": False, "prefetch_factor": None}
-    if user[name]:
-        return f"the script already sets {name}=True"
-    if name == "persistent_workers" and not user["num_workers"]:
-        return "the DataLoader has no worker processes (num_workers=0): there are none to keep"
-    return {name: True}
+def loader_change(spec: Any, user: dict, v: str | None = None, fix: Any = None) -> dict | str | None:
+    """The settings the variant (``v``: a member's; None: the spec's; ``fix``: its applier and value
+    part, where resolved) gives a DataLoader the script built with ``user``'s, or why it does not
+    fit it; None for a variant that is not a loader's."""
+    applier, arg = fix if fix is not None else fix_of(str(v if v is not None else spec.variant))
+    return applier.change(user, arg) if applier is not None and applier.loader else None
 
 
 def _rows(torch: Any, batch: Any) -> int | None:
@@ -432,11 +374,22 @@ def hook_zero_grad(torch: Any, cap: Any) -> None:
         def zero_grad(self, set_to_none: bool = True, _orig: Any = orig) -> Any:
             if not set_to_none and _from_script():
                 _KEEPS_GRADS[0] = True
-            if variant_now(cap)[0] == "set_to_none":
-                set_to_none = True
+            fix, _ = fix_now(cap)
+            if fix is not None:
+                set_to_none = fix.set_to_none(set_to_none)
             return _orig(self, set_to_none)
 
         cls.zero_grad = zero_grad
+
+
+def keeps_grads() -> bool:
+    """Whether the script zeroed its gradients in place so far (``zero_grad(set_to_none=False)``)."""
+    return _KEEPS_GRADS[0]
+
+
+def optimizers() -> list[Any]:
+    """The optimizers the script made, still alive."""
+    return list(_OPTIMIZERS)
 
 
 def plan_facts(cap: Any) -> dict[str, Any]:
@@ -513,48 +466,46 @@ def trained_modules(cap: Any) -> list[Any]:
     return [m for m in cap.modules if any(id(p) in held for p in m.parameters())]
 
 
-def why_not(cap: Any, v: str | None = None) -> str | None:
+def why_not(cap: Any, v: str | None = None, m: Any = None) -> str | None:
     """Why the variant (``v``: a member's, as ``batch:64``; None: the spec's) does not fit this
     script (None: it does), seen at its first step."""
     v = str(v if v is not None else cap.spec.variant)
-    name = v.partition(":")[0]
-    if name == rebatch.TAKES_TURNS and cap.loader is None:
+    fix = fix_of(v) if m is None else member_fix(m)
+    applier, arg = fix
+    if applier is None:
+        return None
+    if v.partition(":")[0] == rebatch.TAKES_TURNS and cap.loader is None:
         return rebatch.why_not(cap)  # no DataLoader to rebuild: the step re-batched by tiling
-    if name in LOADER_VARIANTS:
+    if applier.loader:
         if cap.loader is None:
             return "no DataLoader feeds the training loop"
-        change = loader_change(cap.spec, cap.loader._whichdevice_user, v)
+        change = loader_change(cap.spec, cap.loader._whichdevice_user, v, fix)
         return change if isinstance(change, str) else None
-    if name in MODULE_VARIANTS and not cap.trained:
+    if applier.module and not cap.trained:
         return "the step trains no torch.nn.Module the script calls (its optimizer holds plain tensors)"
-    if name in ("channels_last", "cudnn_benchmark") and not has_conv2d(cap):
-        return "no Conv2d in the trained model"
-    if name == "compile" and any(type(m).__name__ == "OptimizedModule" for m in cap.trained):
-        return "the script already compiles its model with torch.compile"
-    if name == "set_to_none" and not _KEEPS_GRADS[0]:
-        return "the script frees its gradients already (zero_grad(set_to_none=True), torch's default since 2.0)"
-    return None
+    return applier.why_not(cap, arg)
 
 
 def after_first_step(cap: Any) -> None:
     """The variant holds from now on: the trained modules compiled (``compile``), and the module
     hook removed where no variant needs it any more."""
-    name, _ = variant(cap.spec)
-    if name == "compile" and not cap.turns:  # in turns: at its member's turns (enter)
-        for m in cap.trained:
-            m.compile()
-    members = {str(v).partition(":")[0] for v in (cap.spec.variant, *cap.spec.also)}
+    fix, arg = spec_fix(cap)
+    if fix is not None and not cap.turns:  # in turns: at its member's turns (enter)
+        fix.after_first_step(cap, arg)
+    members = getattr(cap, "members", None) or [SimpleNamespace(variant=v) for v in (cap.spec.variant, *cap.spec.also)]
+    wraps = any(f is not None and f.wraps_calls for f, _ in map(member_fix, members))
     tiled = rebatch.wanted(cap.spec) and cap.loader is None  # its model's rows checked in each tiled step
-    if not members & {"autocast", "channels_last"} and not tiled and _MODULE_CALL:
+    if not wraps and not tiled and _MODULE_CALL:
         cap.torch.nn.Module.__call__ = _MODULE_CALL[0]
     rebatch.unhook_slicing(cap)
 
 
-def warmup_steps(cap: Any, v: str | None = None) -> int:
+def warmup_steps(cap: Any, v: str | None = None, m: Any = None) -> int:
     """The spec's warm-up steps for the variant (``v``: a member's; None: the spec's), and one
     more for ``compile``: alone, its first step ran eager (the modules are compiled after it)
     and its second compiles them; in turns, its first turn compiles them."""
-    return int(cap.spec.warmup_steps) + (str(v if v is not None else cap.spec.variant) == "compile")
+    fix, _ = member_fix(m) if m is not None else fix_of(str(v)) if v is not None else spec_fix(cap)
+    return int(cap.spec.warmup_steps) + (fix.extra_warmup if fix is not None else 0)
 
 
 def sync(cap: Any) -> None:
@@ -564,13 +515,13 @@ def sync(cap: Any) -> None:
         torch.cuda.synchronize()
 
 
-def _convs(torch: Any, m: Any) -> bool:
+def convolutional(torch: Any, m: Any) -> bool:
     kinds = (torch.nn.Conv2d, torch.nn.ConvTranspose2d)
     return any(isinstance(s, kinds) for s in m.modules())
 
 
 def has_conv2d(cap: Any) -> bool:
-    return cap.torch is not None and any(_convs(cap.torch, m) for m in cap.trained)
+    return cap.torch is not None and any(convolutional(cap.torch, m) for m in cap.trained)
 
 
 def loader_settings(loader: Any) -> dict | None:
@@ -614,9 +565,9 @@ def alone_why(cap: Any, v: str) -> str | None:
     built for it; that is sound only where the script's own loop takes each step's batch as the
     step begins, from a plain DataLoader without worker processes of its own (whose workers would
     go on loading during the other members' steps)."""
-    name = v.partition(":")[0]
+    fix, _ = fix_of(v)
     loader = cap.fed
-    if name not in LOADER_VARIANTS or loader is None or not isinstance(_user_change(cap, v), dict):
+    if fix is None or not fix.loader or loader is None or not isinstance(_user_change(cap, v), dict):
         return None  # not a loader's, or its misfit is said at its first step (why_not)
     if cap.trainer is not None:
         return "a trainer's loop fetches its batches ahead of its steps"
@@ -626,7 +577,7 @@ def alone_why(cap: Any, v: str) -> str | None:
         return "the script's DataLoader is a class of its own"
     if int(loader._whichdevice_user["num_workers"]):
         return "the script's DataLoader has worker processes, which load on during the other variants' steps"
-    if name == "workers" and not PAUSABLE:
+    if fix.workers and not PAUSABLE:
         return "worker processes can be paused between turns only on Linux"
     return None
 
@@ -728,59 +679,15 @@ def close_feeds(cap: Any) -> None:
 
 
 def enter(cap: Any, m: Any) -> None:
-    """``m``'s turn begins (after the first step): its Feed's batches, or its model's memory format
-    or compiled module, switched in."""
-    name = m.variant.partition(":")[0]
-    torch = cap.torch
-    if name in LOADER_VARIANTS and cap.fed is not None:
-        if m.index not in cap.feeds:
-            change = loader_change(cap.spec, cap.fed._whichdevice_user, m.variant)
-            if not isinstance(change, dict):  # said at its first step (why_not)
-                return
-            cap.feeds[m.index] = Feed(torch, cap.fed, change)
-        cap.feed = cap.feeds[m.index]
-        cap.feed.pause(False)
-    elif name == "channels_last":
-        _memory_format(cap, torch.channels_last)
-    elif name == "cudnn_benchmark":
-        cudnn = torch.backends.cudnn
-        cap.cudnn_was = bool(cudnn.benchmark)  # the script's own setting, back at the turn's end
-        if cap.cudnn_was:
-            cap.why_not = "the script already sets torch.backends.cudnn.benchmark = True"
-        cudnn.benchmark = True
-    elif name == "compile":
-        for k in cap.trained:
-            if k not in cap.compiled:
-                k.compile()  # nn.Module.compile: torch.compile of the module's call, kept on it
-                cap.compiled[k] = k._compiled_call_impl
-            k._compiled_call_impl = cap.compiled[k]
+    """``m``'s turn begins (after the first step): its applier switches it in (its Feed's batches,
+    its model's memory format, its compiled module)."""
+    fix, arg = member_fix(m)
+    if fix is not None:
+        fix.enter(cap, m, arg)
 
 
 def leave(cap: Any, m: Any) -> None:
     """``m``'s turn ends: the script's own batches, memory format and eager modules back."""
-    name = m.variant.partition(":")[0]
-    if name in LOADER_VARIANTS and cap.feed is not None:
-        cap.feed.pause(True)
-        cap.feed = None
-    elif name == "channels_last":
-        _memory_format(cap, cap.torch.contiguous_format)
-    elif name == "cudnn_benchmark":
-        cap.torch.backends.cudnn.benchmark = cap.cudnn_was
-    elif name == "compile":
-        for k in cap.compiled:
-            k._compiled_call_impl = None
-
-
-def _memory_format(cap: Any, fmt: Any) -> None:
-    """The trained convolutional modules in ``fmt`` (their parameters and gradients, kept the same
-    tensors, so the optimizer holds them still), and the optimizer's state of their 4-d parameters
-    with them, as a run converted at its start would have it."""
-    torch = cap.torch
-    for k in cap.trained:
-        if _convs(torch, k):
-            k.to(memory_format=fmt)
-    for opt in list(_OPTIMIZERS):
-        for state in opt.state.values():
-            for t in state.values():
-                if isinstance(t, torch.Tensor) and t.dim() == 4:
-                    t.data = t.contiguous(memory_format=fmt)
+    fix, arg = member_fix(m)
+    if fix is not None:
+        fix.leave(cap, m, arg)
