@@ -179,5 +179,18 @@ def test_a_cpu_baseline_the_budget_skipped_is_answered_from_the_preflights_steps
     assert all(r.status == "skipped" for r in got[1:])  # a variant is never the pre-flight's
     note = scriptplan.skipped_baseline_note(got)
     assert "its 5 steps are the pre-flight's, timed in one process on the CPU" in note
+    # stopped at the limit the budget had left (not skipped): the same
+    stopped = CaseResult(
+        spec=specs[0],
+        status="failed",
+        failure="timeout",
+        error=f"timed out after 15 s {failures.BUDGET_LIMIT_WORDS}: the case hung, or is far slower than planned",
+        wall_s=15.0,
+    )
+    got = scriptplan.recorded_results(make_record([stopped, *skipped[1:]], experiment="diagnose"), user, s)
+    assert got[0].status == "ok" and got[0].timing is not None
+    # a timeout of --case-timeout is the user's limit, not the budget's: it stays a failure
+    own = stopped.model_copy(update={"error": "timed out after 15 s (--case-timeout)"})
+    assert scriptplan.recorded_results(make_record([own], experiment="diagnose"), user, s)[0].status == "failed"
     # where no step was kept (a pre-flight stopped after its first), the skip stands
     assert scriptplan.recorded_results(record, user, {**s, "preflight_result": None})[0].status == "skipped"

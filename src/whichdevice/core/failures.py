@@ -40,6 +40,14 @@ MEMORY_LIMIT_PREFIX = "out of memory: the case's processes used"
 # A member of a script's shared process whose turn the script's own loop never reached: its data
 # ran out first (workloads/script.py writes it, analysis/suite.py reads it). Not measured, not failed.
 SCRIPT_ENDED_PREFIX = "not measured: your script's loop ended"
+# A case stopped at the limit the time budget had left when it began (runner.py): the budget ran out
+# in it, as it runs out before a skipped case.
+BUDGET_LIMIT_WORDS = "(all the time budget had left when it began)"
+
+
+def budget_ran_out(status: str, failure: str | None, error: str | None) -> bool:
+    """Whether the time budget ended a case: skipped before it began, or stopped at what was left."""
+    return status == "skipped" or (failure == "timeout" and BUDGET_LIMIT_WORDS in str(error or ""))
 
 
 def of_exception(e: BaseException) -> FailureKind:

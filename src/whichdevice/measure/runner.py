@@ -415,7 +415,7 @@ def _why_stop(
             return (f"{failures.TIMEOUT_PREFIX} after {limit_s:g} s (--case-timeout)", "timeout")
         if age > limit_s:
             return (
-                f"{failures.TIMEOUT_PREFIX} after {limit_s:.0f} s (all the time budget had left when it began): "
+                f"{failures.TIMEOUT_PREFIX} after {limit_s:.0f} s {failures.BUDGET_LIMIT_WORDS}: "
                 "the case hung, or is far slower than planned",
                 "timeout",
             )

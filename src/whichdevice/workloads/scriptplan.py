@@ -33,7 +33,7 @@ from whichdevice import frameworks
 from whichdevice.core.errors import UsageError
 from whichdevice.core.textsafe import clean
 from whichdevice.core.units import seconds, times
-from whichdevice.core import records
+from whichdevice.core import failures, records
 from whichdevice.core.records import CaseSpec, StepTrace, Variant
 from whichdevice.frameworks.contracts import CaptureSpec, PlanCases, StepCost
 from whichdevice.workloads import fixes, script, scriptwatch
@@ -1324,7 +1324,7 @@ def recorded_results(
 ) -> list[Any]:
     """The record's results with each case's parameters as the record keeps them: a baseline
     answered from the pre-flight's steps without that result among them (``script.without_preflight``).
-    A CPU baseline the time budget skipped (the pre-flight and the set-up took what the plan had
+    A CPU baseline the time budget skipped or stopped (the pre-flight and the set-up took what the plan had
     given it, on a machine slower than when it was timed) is answered from the pre-flight's steps,
     as a budget too short for the baseline is: a timed step is always an answer."""
     out = [r.model_copy(update={"spec": script.without_preflight(r.spec)}) for r in record.results]
@@ -1332,7 +1332,7 @@ def recorded_results(
     if not kept or user is None or sizing is None or sizing.get("preflight_only"):
         return out
     for i, r in enumerate(out):
-        if r.status != "skipped" or not r.spec.device.startswith("CPU"):
+        if not failures.budget_ran_out(r.status, r.failure, r.error) or not r.spec.device.startswith("CPU"):
             continue
         if r.spec.key != cases(r.spec.framework, r.spec.device, user, sizing)[0].key:
             continue  # not the baseline
@@ -1349,14 +1349,14 @@ def recorded_results(
 def skipped_baseline_words(budget_s: float) -> str:
     """Why a baseline's steps are the pre-flight's where the budget ran out before its own process
     (the record's ``preflight_why``)."""
-    return f"--budget {budget_s:g} ran out before the baseline's own process began"
+    return f"--budget {budget_s:g} ran out before the baseline's own process timed its steps"
 
 
 def skipped_baseline_note(results: list[Any]) -> str:
     """The record's note for a CPU baseline answered from the pre-flight's steps at run time."""
     n = next((len(r.timing.samples_s) for r in results if r.status == "ok" and r.timing is not None), 0)
     return (
-        f"The time budget ran out before the baseline's own process began (the pre-flight and the set-up took "
+        f"The time budget ran out before the baseline's own process timed its steps (the pre-flight and the set-up took "
         f"longer than planned), so its {n} steps are the pre-flight's, timed in one process on the CPU."
     )
 
