@@ -42,7 +42,9 @@
   ``"whichdevice.…"``, what ``core.process.run_module`` starts), and each function whose name
   says pre-flight that starts the script capture (``run_child``: the script's own code, no
   module of its own), target 1. Names are how it finds them: a pre-flight named otherwise is not
-  counted;
+  counted. A function that starts a pre-flight through a counted one (``scriptplan.check_model``,
+  the ``--model`` check of ``train``, ``pipeline``, ``placement``, ``predict`` and ``scale``, run
+  by ``_preflight_run`` in the same child) is that pre-flight's mode, not another pre-flight;
 - ``fix_names_outside``: string literals naming a fix of the catalogue outside the catalogue
   (``workloads/fixes.py``) and the framework adapters (the modules under ``frameworks/`` whose name
   ends in ``fixes.py``: ``frameworks/<fw>/scriptfixes.py``, ``frameworks/common/kerasscriptfixes.py``,

@@ -148,7 +148,7 @@ def test_the_reason_reads_the_same_in_the_fix_table_and_the_case_list():
     said = fixwords.not_measured_text(why)
     assert said == text  # the record's own words, as the fix table says them
     assert "failed" not in said and "budget" not in fixwords.short_reason(why)
-    assert firstscreen._skip_words(cases[0]) == said
+    assert firstscreen._skip_words(suite.skip_reason(cases[0])) == said
     reasons = [fixwords.short_reason(why)] * 2 + [""]
     summary = firstscreen.skipped_summary(reasons, [])
     assert summary == (

@@ -126,7 +126,7 @@ def test_cpu_only_record_says_a_gpu_run_is_needed(h100_probe):
     from whichdevice.present import terminal
 
     console = Console(record=True, width=200)
-    terminal.render_train(console, record, report, [], [])
+    terminal.render_train(console, record, report, [], [], skipped=[])
     text = console.export_text()
     assert "need a GPU run" in text and "small MLP, batch 8,192, custom training loop" in text  # runs named for people
 

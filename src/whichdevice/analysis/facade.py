@@ -7,8 +7,8 @@ that result; the command that measured the record and ``whichdevice report`` bot
 ``analyze`` and hand its result to the page.
 
 Every result carries the record (its machine, sessions, notes and failed cases are shown as
-they are) and the record's measurement warnings (analysis/quality.py), typed; the page words
-them.
+they are), the record's measurement warnings (analysis/quality.py), typed, and each skipped
+case's own reason (``skipped``); the page words them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from whichdevice.analysis import calibration, deviceprofile, errormodel, placeme
 from whichdevice.analysis.pipeline import DeviceReport, analyze_pipeline, block_timed, step_jitter
 from whichdevice.analysis.pitfalls import PitfallRow, analyze_pitfalls, framework_of, not_measured
 from whichdevice.analysis.scale import ScaleReport, analyze_scale
-from whichdevice.analysis.suite import SuiteVerdict, suite_verdict
+from whichdevice.analysis.fixes import NotMeasured
+from whichdevice.analysis.suite import SuiteVerdict, skip_reasons, suite_verdict
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.analysis.train import TrainReport, analyze_training
 from whichdevice.core.records import RunRecord, known
@@ -36,12 +37,22 @@ class Analysis:
     def experiment(self) -> str:
         return self.record.experiment
 
+    @property
+    def skipped(self) -> list[NotMeasured | None]:
+        """Each skipped case's own reason, in the record's order (None: the time budget skipped it):
+        what the notes word a skipped case with (analysis/suite.skip_reasons)."""
+        return skip_reasons(self.record)
+
 
 @dataclass(frozen=True)
 class Suite(Analysis):
     """``run`` and ``diagnose``: the verdict (findings, fixes, causes, the GPU prediction)."""
 
     verdict: SuiteVerdict
+
+    @property
+    def skipped(self) -> list[NotMeasured | None]:
+        return self.verdict.skipped
 
 
 @dataclass(frozen=True)

@@ -196,6 +196,8 @@ class SuiteVerdict:
     gpu_reads: list[ScriptStep] = field(default_factory=list)
     # With a provisional answer: how far the later rounds measured the cases the answer rests on again
     remeasured: Remeasured | None = None
+    # Each skipped case's own reason, in the record's order (:func:`skip_reasons`; None: the budget)
+    skipped: list[NotMeasured | None] = field(default_factory=list)
 
     def fix(self, key: str) -> FixVerdict:
         return next(v for v in self.fixes if v.kind == key)
@@ -489,6 +491,12 @@ def skip_reason(r: CaseResult) -> NotMeasured | None:
         return NotMeasured("script_ended", n=int(m.group(1)) if m else 0)
     _, sep, reason = error.partition(NOT_APPLICABLE_PREFIX)
     return NotMeasured("not_applicable", failures=[reason]) if sep and reason else None
+
+
+def skip_reasons(record: RunRecord) -> list[NotMeasured | None]:
+    """Each skipped case's reason of its own (:func:`skip_reason`), in the record's order: None
+    where the time budget skipped it. What every form words a skipped case with."""
+    return [skip_reason(r) for r in record.results if r.status == "skipped"]
 
 
 def _swept_larger(record: RunRecord) -> bool:
@@ -915,6 +923,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         quiet=[] if named else [quiet_step(st) for st in steps],
         gpu_reads=reads_on_a_gpu(steps),
         remeasured=remeasured(record, _cases_behind(record, gpus, predicted[0])),
+        skipped=skip_reasons(record),
     )
 
 

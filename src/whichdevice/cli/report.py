@@ -101,9 +101,10 @@ def _print_as_text(record: records.RunRecord, *, markdown: bool, verbose: bool) 
 
     with tempfile.TemporaryDirectory(prefix="whichdevice-report-") as tmp, html.capturing() as pages:
         with console.capture(), terminal.capturing_grids() as grids, output.unseen():
-            registry.render(console, facade.analyze(record), Path(tmp) / "report.png", loglog=True)
+            result = facade.analyze(record)
+            registry.render(console, result, Path(tmp) / "report.png", loglog=True)
     if not pages and grids:  # a renderer with no HTML page (train): its terminal tables
-        pages = [html.Page(record, [html.Section("Tables", list(grids))], [], [], [], None)]
+        pages = [html.Page(record, [html.Section("Tables", list(grids))], [], [], [], None, result.skipped)]
     if not pages:
         raise UsageError(
             "--markdown" if markdown else "--csv",

@@ -14,6 +14,11 @@ at once; then ``{"type": "end", ...}``: ``"ok"`` once the capture raised ``Captu
 ``"script_error"`` with the script's own error (``error``: type and message, ``where``: its file and
 line) when the script raised before one was reached. ``{"type": "seen", ...}`` lines say, as it
 happens, what the script did that decides why it gave no step (``workloads/scriptwatch.py``).
+
+A job with ``model_check`` (the pre-flight's other mode, ``workloads/userfile.py``'s: the ``--model``
+of train, pipeline, placement, predict and scale) runs no script: the user's model function is built
+and checked (``frameworks/common/usermodel.check_job``) and its facts, or the one-line failure, are
+the one result line.
 """
 
 from __future__ import annotations
@@ -49,6 +54,11 @@ def main(argv: list[str]) -> int:
             obj["wall_s"] = time.perf_counter() - T0
         emit(obj)
 
+    if "model_check" in job:
+        from whichdevice.frameworks.common.usermodel import check_job
+
+        emit({"type": "result", "result": check_job(job["model_check"])})
+        return 0
     end = execute(job, lambda r: emit({"type": "result", "result": r}), tell)
     tell(end)
     return 0

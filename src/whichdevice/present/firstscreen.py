@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from whichdevice import frameworks
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is
     from whichdevice.analysis.quality import TimingWarning
     from whichdevice.analysis.crossover import Crossover
     from whichdevice.analysis.scriptsteps import BatchGain, QuietStep, ScriptStep
-    from whichdevice.analysis.fixes import Fix
+    from whichdevice.analysis.fixes import Fix, NotMeasured
     from whichdevice.analysis.significance import Claim
     from whichdevice.analysis.suite import Cause, Remeasured, SuiteVerdict
     from rich.console import Console
@@ -628,42 +629,36 @@ def aggregate_warnings(typed: list[TimingWarning], warnings: list[str] | None = 
     return out
 
 
-def named_failures(record: RunRecord, failures: list[str] | None = None) -> tuple[list[str], list[str]]:
+def named_failures(
+    record: RunRecord, failures: list[str] | None, skipped: Sequence[NotMeasured | None]
+) -> tuple[list[str], list[str]]:
     """present/notes.failures' lines with each case named for people: (the cases the time
-    budget skipped — not measured, not failed — and the failed ones)."""
+    budget skipped — not measured, not failed — and the failed ones). ``skipped``: each skipped
+    case's own reason, in the record's order (analysis/facade.Analysis.skipped)."""
     failures = notes.failures(record) if failures is None else failures
     labels = {notes.case_label(r.spec) + " — ": r for r in record.results if r.status == "failed"}
-    skipped = [f"{_people_name(r)} — {_skip_words(r)}" for r in record.results if r.status == "skipped"]
+    cases = [r for r in record.results if r.status == "skipped"]
+    said = [f"{_people_name(r)} — {_skip_words(why)}" for r, why in zip(cases, skipped, strict=True)]
     failed: list[str] = []
     for f in failures:
         label = next((lab for lab in labels if f.startswith(lab)), None)
         failed.append(f if label is None else f"{_people_name(labels[label])} — {f[len(label) :]}")
-    return skipped, failed
+    return said, failed
 
 
 BUDGET_SKIP = "not measured: the time budget ran out before it (raise --budget)"
 
 
-def _skip_words(r: CaseResult) -> str:
+def _skip_words(why: NotMeasured | None) -> str:
     """Why a skipped case was not measured: its own reason where it has one (a script's variant
     that does not fit the script, or whose turn the script's loop never reached), else the budget."""
-    from whichdevice.analysis.suite import skip_reason
-
-    why = skip_reason(r)
     return fixwords.not_measured_text(why) if why is not None else BUDGET_SKIP
 
 
-def skip_reasons(record: RunRecord) -> list[str]:
-    """Each skipped case's reason in a few words (``fixes.short_reason``), "" where the time budget
-    skipped it: what :func:`skipped_summary` counts."""
-    from whichdevice.analysis.suite import skip_reason
-
-    out = []
-    for r in record.results:
-        if r.status == "skipped":
-            why = skip_reason(r)
-            out.append(fixwords.short_reason(why) if why is not None else "")
-    return out
+def skip_reasons(skipped: Sequence[NotMeasured | None]) -> list[str]:
+    """Each skipped case's reason (``skipped``: analysis/facade.Analysis.skipped) in a few words
+    (``fixes.short_reason``), "" where the time budget skipped it: what :func:`skipped_summary` counts."""
+    return [fixwords.short_reason(why) if why is not None else "" for why in skipped]
 
 
 def _people_name(r: CaseResult) -> str:
@@ -717,7 +712,7 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
         rebatched_line(record),
         v.quiet,
         v.gpu_reads,
-        tuple(skip_reasons(record)),
+        tuple(skip_reasons(v.skipped)),
     )
 
 

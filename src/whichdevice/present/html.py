@@ -21,6 +21,9 @@ from whichdevice.core.units import nbytes, seconds
 from whichdevice.core.records import RunRecord, Session
 
 if TYPE_CHECKING:  # firstscreen imports this module
+    from collections.abc import Sequence
+
+    from whichdevice.analysis.fixes import NotMeasured
     from whichdevice.analysis.quality import TimingWarning
     from whichdevice.present.firstscreen import FirstScreen
 
@@ -50,6 +53,7 @@ class Page:
     warnings: list[str]
     failures: list[str]
     first: FirstScreen | None
+    skipped: list[NotMeasured | None]  # each skipped case's own reason (analysis/facade.Analysis.skipped)
 
 
 class FirstView(TypedDict):
@@ -114,21 +118,31 @@ def render_html(
     failures: list[str] | None = None,
     first: FirstScreen | None = None,
     measured: list[TimingWarning] | None = None,
+    skipped: Sequence[NotMeasured | None],
 ) -> str:
     """The page, every CSS rule scoped under ``.whichdevice-report`` (a notebook shows its
     :func:`fragment_of`). Inside :func:`capturing`, what the page is made of is also kept
     (``report --markdown``). ``first`` (present/firstscreen.FirstScreen) goes on top; the warnings
     (``measured``: those of ``warnings`` that are measurement warnings, typed) are then grouped by
-    kind in a collapsible list; a glossary and the sources close the page."""
+    kind in a collapsible list; a glossary and the sources close the page. ``skipped``: each skipped
+    case's own reason, in the record's order (analysis/facade.Analysis.skipped)."""
     from whichdevice.present import names
 
     from whichdevice.present.firstscreen import aggregate_warnings, named_failures, skip_reasons, skipped_summary
 
     if _pages is not None:
         _pages.append(
-            Page(record, list(sections), list(verdict or []), list(warnings or []), list(failures or []), first)
+            Page(
+                record,
+                list(sections),
+                list(verdict or []),
+                list(warnings or []),
+                list(failures or []),
+                first,
+                list(skipped),
+            )
         )
-    skipped, failed = named_failures(record, failures or [])
+    named, failed = named_failures(record, failures or [], skipped)
     groups = [
         {"count": g.count, "text": g.text, "items": g.items} for g in aggregate_warnings(measured or [], warnings or [])
     ]
@@ -161,8 +175,8 @@ def render_html(
         verdict=verdict or [],
         warnings=warnings or [],
         failures=failed,
-        skipped=skipped,
-        skipped_summary=skipped_summary(skip_reasons(record), failed),
+        skipped=named,
+        skipped_summary=skipped_summary(skip_reasons(skipped), failed),
         first=first_view(first),
         warning_groups=groups,
         other_warnings=[],

@@ -133,10 +133,10 @@ def _footer_markdown(page: Page) -> list[str]:
     """Notes, failures and the warning count in one line each, then the tool's signature."""
     r = page.record
     lines = [f"> Note: {_line(n)}" for n in r.notes]
-    skipped, failed = named_failures(r, page.failures)
+    named, failed = named_failures(r, page.failures, page.skipped)
     lines += [f"> Failed: {_line(f)}" for f in failed]
-    if skipped:  # the cases the time budget did not reach: not measured, never failed
-        lines.append(f"> {_line(skipped_summary(skip_reasons(r), failed))}; each named in the HTML report")
+    if named:  # the cases the time budget did not reach: not measured, never failed
+        lines.append(f"> {_line(skipped_summary(skip_reasons(page.skipped), failed))}; each named in the HTML report")
     if page.warnings:
         lines.append(
             f"> {len(page.warnings)} measurement warning{'s' if len(page.warnings) != 1 else ''} (see the HTML report)"

@@ -324,5 +324,6 @@ def suite_report(result: Suite, png: Path, *, loglog: bool = True) -> SuiteRepor
         failures=failures,
         first=first,
         measured=v.warnings,
+        skipped=v.skipped,
     )
     return SuiteReport(v, advice, page, drawn.paths, warnings, failures, first)

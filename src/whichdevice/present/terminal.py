@@ -24,6 +24,9 @@ from whichdevice.core.units import nbytes, seconds
 from whichdevice.core.records import RunRecord
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from whichdevice.analysis.fixes import NotMeasured
     from whichdevice.analysis.quality import TimingWarning
     from whichdevice.analysis.train import TrainReport
 
@@ -116,19 +119,21 @@ def render_notes(
     warnings: list[str],
     failures: list[str],
     measured: list[TimingWarning] | None = None,
+    *,
+    skipped: Sequence[NotMeasured | None],
 ) -> None:
     """Notes and failures one by one; the measurement warnings (``measured``: those of ``warnings``,
     typed) one line per kind with a count (`train --quick` printed 24 of them), any
-    other warning as it is."""
+    other warning as it is. ``skipped``: each skipped case's own reason (analysis/facade.Analysis.skipped)."""
     from whichdevice.present.firstscreen import OTHER, aggregate_warnings, named_failures, skip_reasons, skipped_summary
 
     for n in record.notes:
         console.print(f"[yellow]Note:[/yellow] {escape(n)}")
-    skipped, failed = named_failures(record, failures)
+    named, failed = named_failures(record, failures, skipped)
     for f in failed:
         console.print(f"[red]Failed:[/red] {escape(f)}")
-    if skipped:
-        console.print(f"[yellow]{skipped_summary(skip_reasons(record), failed)}[/yellow]; listed in the report")
+    if named:
+        console.print(f"[yellow]{skipped_summary(skip_reasons(skipped), failed)}[/yellow]; listed in the report")
     for g in aggregate_warnings(measured or [], warnings):
         if g.kind == OTHER:
             for w in g.items:
@@ -147,6 +152,8 @@ def render_train(
     warnings: list[str],
     failures: list[str],
     measured: list[TimingWarning] | None = None,
+    *,
+    skipped: Sequence[NotMeasured | None],
 ) -> None:
     render_header(console, record)
     if record.options.get("quick"):
@@ -158,4 +165,4 @@ def render_train(
     grids += [sync_cost_grid(report)] if report.sync_costs else []
     for g in grids + [sweep_grid(t, "batch", "samples/s") for t in report.sweep]:
         render_grid(console, g)
-    render_notes(console, record, warnings, failures, measured)
+    render_notes(console, record, warnings, failures, measured, skipped=skipped)

@@ -215,9 +215,9 @@ def _files(tfp, p) -> tuple[list[str], float]:
 
 
 def _user_data(p):
-    from whichdevice.workloads import userfile
+    from whichdevice.frameworks.common.userload import call_data_function
 
-    return userfile.call_data_function(p["data_file"], str(p["data_fn"]))
+    return call_data_function(p["data_file"], str(p["data_fn"]))
 
 
 def _dataset(tfp, p, variant: str):
@@ -242,9 +242,9 @@ def _model(tfp, fw, p, device: str):
     if key not in _MODELS:
         with fw.placement.scope(device):
             if p.get("model_file"):
-                from whichdevice.workloads import userfile
+                from whichdevice.frameworks.common.userload import call_model_function
 
-                model = userfile.call_model_function(p["model_file"], str(p["model_fn"]))
+                model = call_model_function(p["model_file"], str(p["model_fn"]))
                 out_dim = int(p.get("out_dim") or _classes(p))
             else:
                 model = tfp.build_model(str(p["net"]), int(p["image_size"]), _classes(p))

@@ -521,7 +521,11 @@ def _preflight_run(  # noqa: PLR0913 (the pre-flight's limits, each the run's ow
     timeout: float,
     memory_limit_bytes: int | None,
     cpu_threads: int | None = None,
+    env: dict[str, str] | None = None,
 ) -> script.ChildRun:
+    """The one pre-flight child (``measure/scriptchild.py``): the script run once on the CPU under
+    the capture (``env``: the pre-flight's own, :func:`_cpu_env`), or a model function checked
+    (:func:`check_model`)."""
     spec = CaptureSpec(
         "baseline",
         warmup_steps=WARMUP,
@@ -537,9 +541,19 @@ def _preflight_run(  # noqa: PLR0913 (the pre-flight's limits, each the run's ow
         spec,
         ["tensorflow", "torch", "jax"],
         timeout_s=timeout,
-        env=_cpu_env(cpu_threads),
+        env=_cpu_env(cpu_threads) if env is None else env,
         memory_limit_bytes=memory_limit_bytes,
     )
+
+
+def check_model(
+    check: dict[str, Any], env: dict[str, str], timeout_s: float, memory_limit_bytes: int | None
+) -> script.ChildRun:
+    """The pre-flight's model check: the user's model function (``--model`` of train, pipeline,
+    placement, predict and scale; ``check``: its file, function, data, input shape and classes)
+    built and checked in the pre-flight child, in the framework's ``env``; no script runs. Its one
+    result is the facts or the one-line failure (``frameworks/common/usermodel.check_job``)."""
+    return _preflight_run({"model_check": check}, 1, False, timeout_s, timeout_s, memory_limit_bytes, env=env)
 
 
 def _measured(run: script.ChildRun) -> dict[str, Any] | None:

@@ -4,22 +4,18 @@ The parent never imports TensorFlow, so it only checks what it can without it (t
 ``FILE:FUNCTION`` form, the file exists and is a file). Everything else — the file's syntax,
 the function, what it returns, whether the model accepts ``--input-shape`` and gives
 ``--classes`` outputs, what the data function returns — is checked *before any
-measurement* by a short pre-flight child: ``python -m whichdevice.frameworks.common.usermodel JOB``,
-which prints one JSON line ``{"ok": true, ...}`` or ``{"ok": false, "argument", "problem",
-"fix"}``. The parent turns a failure into a ``UsageError``: one line, exit code 2.
+measurement* by the pre-flight child in its model-check mode (``scriptplan.check_model``,
+``measure/scriptchild.py``), which answers ``{"ok": true, ...}`` or ``{"ok": false, "argument",
+"problem", "fix"}``. The parent turns a failure into a ``UsageError``: one line, exit code 2.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from whichdevice.core.errors import UsageError
-from whichdevice.core.process import run_module
 from whichdevice.frameworks.common.usermodel import (  # noqa: F401  (re-exported for the commands)
     UserFileError,
     UserFunction,
@@ -27,6 +23,7 @@ from whichdevice.frameworks.common.usermodel import (  # noqa: F401  (re-exporte
     call_model_function,
     case_params,
 )
+from whichdevice.workloads import scriptplan
 
 PREFLIGHT_TIMEOUT_S = 180.0
 
@@ -97,9 +94,6 @@ def parse_spec(text: str, argument: str) -> UserFunction:
     return UserFunction(path.resolve(), fn, argument)
 
 
-KERAS_PREFLIGHT = "whichdevice.frameworks.common.usermodel"
-
-
 def preflight(
     model_fn: UserFunction,
     input_shape,
@@ -107,41 +101,28 @@ def preflight(
     data_fn,
     framework_env: dict[str, str],
 ) -> dict:
-    """Run ``check`` in a child process (parent stays TensorFlow-free); UsageError on failure."""
-    job = {
+    """The pre-flight's model check (``scriptplan.check_model``: the one pre-flight child, the
+    parent stays TensorFlow-free): its facts, or a UsageError."""
+    check = {
         "model": [str(model_fn.path), model_fn.function],
         "data": [str(data_fn.path), data_fn.function] if data_fn else None,
         "input_shape": list(input_shape) if input_shape else None,
         "classes": classes,
     }
-    env = {**os.environ, **framework_env, "PYTHONUNBUFFERED": "1"}
     memory_limit_bytes, _, timeout_s, _ = _limits
     timeout_s = timeout_s or PREFLIGHT_TIMEOUT_S
-    with tempfile.TemporaryDirectory(prefix="whichdevice-preflight-") as tmp:
-        out_path, err_path = Path(tmp) / "out.txt", Path(tmp) / "err.txt"
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            done = run_module(
-                KERAS_PREFLIGHT,
-                [json.dumps(job)],
-                timeout_s=timeout_s,
-                env=env,
-                stdout=out,
-                stderr=err,
-                memory_limit_bytes=memory_limit_bytes,
-            )
-        stdout = out_path.read_text(encoding="utf-8", errors="replace")
-        stderr = err_path.read_text(encoding="utf-8", errors="replace")
-    if done.stopped is not None:
+    run = scriptplan.check_model(check, {**framework_env, "PYTHONUNBUFFERED": "1"}, timeout_s, memory_limit_bytes)
+    done = run.finished
+    if done is not None and done.stopped is not None:
         raise _stopped(done, model_fn, memory_limit_bytes, timeout_s)
-    lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
-    if not lines:
-        tail = [ln for ln in stderr.splitlines() if ln.strip()][-1:] or ["no output"]
+    if not run.results:
+        tail = [ln for ln in run.stderr_tail.splitlines() if ln.strip()][-1:] or ["no output"]
         raise UsageError(
             "--model",
-            f"checking '{model_fn.text}' crashed (exit {done.returncode}: {tail[0][:200]})",
+            f"checking '{model_fn.text}' crashed (exit {done.returncode if done else None}: {tail[0][:200]})",
             "Run the file on its own to see the error",
         )
-    msg = json.loads(lines[-1])
+    msg = run.results[-1]
     if not msg.get("ok"):
         raise UsageError(msg["argument"], msg["problem"], msg["fix"] + ".")
     return msg

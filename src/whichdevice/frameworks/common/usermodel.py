@@ -1,23 +1,18 @@
 """The user's model and data files, loaded and checked inside a child process (imports Keras
 and, for ``--data``, TensorFlow).
 
-``python -m whichdevice.frameworks.common.usermodel JOB`` is the pre-flight child: it runs
-``check`` and prints one JSON line, ``{"ok": true, ...}`` or ``{"ok": false, "argument",
-"problem", "fix"}``; ``workloads/userfile.py`` starts it (through ``core.process``) and turns a
-failure into a ``UsageError``. The measuring children call ``call_model_function`` /
+The pre-flight's model check (:func:`check_job`, run by the one pre-flight child,
+``measure/scriptchild.py``) answers ``{"ok": true, ...}`` or ``{"ok": false, "argument",
+"problem", "fix"}``; ``workloads/userfile.py`` starts it (``workloads/scriptplan.check_model``)
+and turns a failure into a ``UsageError``. The measuring children call ``call_model_function`` /
 ``call_data_function`` (``userload.py``, re-exported here) to rebuild the user's model and
 data for every case.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import re
-import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -275,58 +270,20 @@ class _StepBlame:
         )
 
 
-def _answer_stream():
-    """The pre-flight's answer goes to the original stdout; the user's code, which may print
-    anything (a line that looks like JSON included), gets stderr as its stdout, at the file
-    descriptor level so that C extensions' output moves too."""
-    sys.stdout.flush()
-    answer = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)
-    return answer
-
-
-PreflightJob = Callable[[dict, UserFunction, UserFunction | None, tuple | None], dict]
-
-
-def preflight_main(argv: list[str], run: PreflightJob) -> int:
-    """A pre-flight child's main (Keras here, PyTorch in frameworks/torch/usermodel.py): read the
-    job, answer on the saved stdout with ``run(job, model_fn, data_fn, input_shape)``'s result, or
-    with the one-line failure (``check_failed``) when anything in it fails."""
-    job = json.loads(argv[1])
-    answer = _answer_stream()
+def check_job(job: dict) -> dict:
+    """The pre-flight's model check (``measure/scriptchild.py`` runs it for ``workloads/userfile.py``):
+    :func:`check` on the job's model (and data), with the framework's import timed (the measuring
+    children pay it too); the one-line failure (``check_failed``) when anything in it fails."""
     try:
         model_fn = UserFunction(Path(job["model"][0]), job["model"][1], "--model")
         data_fn = UserFunction(Path(job["data"][0]), job["data"][1], "--data") if job.get("data") else None
         shape = tuple(job["input_shape"]) if job.get("input_shape") else None
-        result = run(job, model_fn, data_fn, shape)
+        t0 = time.perf_counter()
+        import keras  # noqa: F401
+
+        import_s = time.perf_counter() - t0
+        result = check(model_fn, shape, job.get("classes"), data_fn)
     except (UserFileError, SystemExit, Exception) as e:
-        result = check_failed(e)
-    answer.write(json.dumps(result) + "\n")
-    answer.flush()
-    _end_now()
-    return 0
-
-
-def _end_now() -> None:
-    """The answer is written: end the child now, not after the threads the user's code left
-    running (a non-daemon thread started in build() held the pre-flight to its time
-    limit, and the error blamed build()). Whatever the user's code started in this process's
-    group ends with it (core/process.GroupPopen)."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(0)
-
-
-def _keras_job(job: dict, model_fn: UserFunction, data_fn: UserFunction | None, shape: tuple | None) -> dict:
-    t0 = time.perf_counter()
-    import keras  # noqa: F401  (the framework's import, timed: the measuring children pay it too)
-
-    import_s = time.perf_counter() - t0
-    result = check(model_fn, shape, job.get("classes"), data_fn)
+        return check_failed(e)
     result["import_s"] = import_s
     return result
-
-
-if __name__ == "__main__":
-    sys.exit(preflight_main(sys.argv, _keras_job))

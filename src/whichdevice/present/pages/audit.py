@@ -343,4 +343,4 @@ def render_html(record: AuditRecord) -> str:
         )
     # The HTML page reads a RunRecord's machine, sessions and results: AuditRecord carries the three
     # (sessions and results empty) for it, without being one.
-    return html_mod.render_html(record, sections, failures=[], warnings=[])  # type: ignore[arg-type]
+    return html_mod.render_html(record, sections, failures=[], warnings=[], skipped=[])  # type: ignore[arg-type]

@@ -35,6 +35,7 @@ def matmul_report(result: Matmul, png: Path, *, loglog: bool = True) -> str:
         warnings=notes.timing_warnings(result.warnings),
         failures=notes.failures(record),
         measured=result.warnings,
+        skipped=result.skipped,
     )
 
 
@@ -47,7 +48,12 @@ def render(console: Console, result: Matmul, png: Path, *, loglog: bool) -> None
     for t in result.tables:
         terminal.render_grid(console, sweep_grid(t, "n", "FLOP/s"))
     terminal.render_notes(
-        console, record, notes.timing_warnings(result.warnings), notes.failures(record), result.warnings
+        console,
+        record,
+        notes.timing_warnings(result.warnings),
+        notes.failures(record),
+        result.warnings,
+        skipped=result.skipped,
     )
     output.write_html(png.with_suffix(".html"), page)
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")

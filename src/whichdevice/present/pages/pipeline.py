@@ -45,14 +45,20 @@ def render(console: Console, result: Pipeline, png: Path, *, loglog: bool = Fals
         sections.append(html.Section(f"{rep.device}: input pipeline", grids=grids))
     for line in verdict:
         console.print(f"[bold]→[/bold] {escape(line)}")
-    terminal.render_notes(console, record, warnings, failures, result.warnings)
+    terminal.render_notes(console, record, warnings, failures, result.warnings, skipped=result.skipped)
     png.parent.mkdir(parents=True, exist_ok=True)
     panels = [(rep.device, wait_bars(rep)) for rep in reports]
     plots.plot_input_wait(panels, png, title="Training step: waiting for input vs computing, per variant — whichdevice")
     if sections:
         sections[-1].pngs.append(png)
     page = html.render_html(
-        record, sections, verdict=verdict, warnings=warnings, failures=failures, measured=result.warnings
+        record,
+        sections,
+        verdict=verdict,
+        warnings=warnings,
+        failures=failures,
+        measured=result.warnings,
+        skipped=result.skipped,
     )
     output.write_html(png.with_suffix(".html"), page)
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")

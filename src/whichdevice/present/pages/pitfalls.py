@@ -217,7 +217,8 @@ def render(console: Console, result: Pitfalls, png: Path, *, loglog: bool) -> No
             "Only the CPU was measured: the unsynchronized-clock pitfall cannot distort a CPU timing; "
             "run on a GPU machine to measure it there."
         )
-    terminal.render_notes(console, record, warnings, failures, result.warnings)  # one line per kind
+    # the measurement warnings one line per kind
+    terminal.render_notes(console, record, warnings, failures, result.warnings, skipped=result.skipped)
     png.parent.mkdir(parents=True, exist_ok=True)
     page = html.render_html(
         record,
@@ -225,6 +226,7 @@ def render(console: Console, result: Pitfalls, png: Path, *, loglog: bool) -> No
         warnings=warnings,
         failures=failures,
         measured=result.warnings,
+        skipped=result.skipped,
     )
     output.write_html(png.with_suffix(".html"), page)
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")

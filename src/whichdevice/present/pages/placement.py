@@ -148,8 +148,10 @@ def render(console: Console, result: Placement, png: Path, *, loglog: bool) -> N
                 lines=placement_traced.lines(fw, t),
             )
         )
-    terminal.render_notes(console, record, [], failures)
+    terminal.render_notes(console, record, [], failures, skipped=result.skipped)
     png.parent.mkdir(parents=True, exist_ok=True)
-    page = html.render_html(record, sections, warnings=warnings, failures=failures, measured=result.warnings)
+    page = html.render_html(
+        record, sections, warnings=warnings, failures=failures, measured=result.warnings, skipped=result.skipped
+    )
     output.write_html(png.with_suffix(".html"), page)
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")

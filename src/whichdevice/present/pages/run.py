@@ -59,7 +59,7 @@ def render(
         console.print(f"[bold green]{escape(names.plain(line))}[/bold green]")
     if v.gpu_profile is not None:  # no GPU measured, the GPU modelled from the traced ops
         console.print(PREDICTION_NOTE)
-    terminal.render_notes(console, record, [], rep.failures)
+    terminal.render_notes(console, record, [], rep.failures, skipped=result.skipped)
     for g in first.warnings:  # grouped by kind, each point by its people's name
         console.print(f"[yellow]Warning:[/yellow] {g.count} {escape(g.text)}")
         for item in g.items:

@@ -24,7 +24,7 @@ def render(console: Console, result: Scale, png: Path, *, loglog: bool) -> None:
         console.print(f"[bold]{escape(line)}[/bold]", soft_wrap=True)
     for fs in report.frameworks:
         terminal.render_grid(console, present_scale.grid(fs))
-    terminal.render_notes(console, record, [], present_scale.failures(report))
+    terminal.render_notes(console, record, [], present_scale.failures(report), skipped=result.skipped)
     png.parent.mkdir(parents=True, exist_ok=True)
     present_scale.plot(report, png, title="Scaling efficiency vs global batch — whichdevice scale")
     page = html.render_html(
@@ -32,6 +32,7 @@ def render(console: Console, result: Scale, png: Path, *, loglog: bool) -> None:
         present_scale.sections(report, png),
         verdict=present_scale.lines(report),
         failures=present_scale.failures(report),
+        skipped=result.skipped,
     )
     output.write_html(png.with_suffix(".html"), page)
     console.print(f"Report: {escape(str(png.with_suffix('.html')))}")

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def render(console: Console, result: Train, png: Path, *, loglog: bool) -> None:
     record, report = result.record, result.report
     warnings, failures = notes.timing_warnings(result.warnings), notes.failures(record)
-    terminal.render_train(console, record, report, warnings, failures, result.warnings)
+    terminal.render_train(console, record, report, warnings, failures, result.warnings, skipped=result.skipped)
     present_precision.render(console, result)
     png.parent.mkdir(parents=True, exist_ok=True)
     if report.sweep:
