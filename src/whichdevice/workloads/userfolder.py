@@ -58,7 +58,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +136,18 @@ class Written:
             return f"{self.path} (deleted by the script: put back)"
         kept = f"; the script's copy: {self.kept_as}" if self.kept_as else ""
         return f"{self.path} (yours put back{kept})"
+
+
+@dataclass
+class _Settling:
+    """One settle's state: the snapshot, the script's writes seen, the runs' times, and the
+    folders touched (their times put back) and adopted (a change nobody was seen making stays)."""
+
+    m: dict[str, Any]
+    wrote: scriptwrites.Wrote
+    runs: list[tuple[int, int]]
+    touched: set[str] = field(default_factory=set)
+    adopted: set[str] = field(default_factory=set)
 
 
 def _is_venv(path: str) -> bool:
@@ -293,11 +305,9 @@ class Guard:
         return ""
 
     def _settle(self, m: dict[str, Any]) -> list[Written]:
-        wrote = scriptwrites.taken(str(self.home))
-        runs = self._runs()
-        touched: set[str] = set()
-        adopted: set[str] = set()  # folders where a change nobody was seen making stays
-        got = self._put_back(m, wrote, runs, touched, adopted) + self._move_new(m, wrote, runs, touched, adopted)
+        s = _Settling(m, scriptwrites.taken(str(self.home)), self._runs())
+        got = self._put_back(s) + self._move_new(s)
+        touched, adopted = s.touched, s.adopted
         for d in touched - adopted:
             info = m["dirs"].get(d)
             if info is not None:
@@ -311,19 +321,12 @@ class Guard:
                     info.update(mtime_ns=st.st_mtime_ns, atime_ns=st.st_atime_ns)
         return got
 
-    def _put_back(
-        self,
-        m: dict[str, Any],
-        wrote: scriptwrites.Wrote,
-        runs: list[tuple[int, int]],
-        touched: set[str],
-        adopted: set[str],
-    ) -> list[Written]:
+    def _put_back(self, s: _Settling) -> list[Written]:
         """Each snapshot entry changed, replaced or deleted: put back if the script was seen
         writing it (parents first, so a deleted folder is back before its files), else taken
         into the snapshot as it now is (:meth:`_left`)."""
         got: list[Written] = []
-        entries = m["entries"]
+        entries = s.m["entries"]
         for path in sorted(entries, key=lambda p: p.count(os.sep)):
             e = entries.get(path)
             if e is None:  # forgotten with its folder
@@ -336,25 +339,24 @@ class Guard:
                 continue
             if (st is not None and _same(e, st)) or (st is None and not os.path.isdir(os.path.dirname(path))):
                 continue
-            if not wrote.covers(path):
-                got += self._left(m, path, st, runs, adopted)
+            if not s.wrote.covers(path):
+                got += self._left(s, path, st)
                 continue
             kept = self._stage(path) if st is not None else None  # the script's version goes aside
             try:
                 why = self._restore(path, e)
             except OSError as err:
                 why = f"{err.strerror or err}"
-            touched.add(os.path.dirname(path))
+            s.touched.add(os.path.dirname(path))
             got.append(Written(path, "deleted" if st is None else "changed", kept, not why, why))
         return got
 
-    def _left(
-        self, m: dict[str, Any], path: str, st: os.stat_result | None, runs: list[tuple[int, int]], adopted: set[str]
-    ) -> list[Written]:
+    def _left(self, s: _Settling, path: str, st: os.stat_result | None) -> list[Written]:
         """A snapshot entry that changed with no write by the script seen: left as it is, the
         snapshot takes it in; said (with the copy from before kept) when it changed during a run."""
-        adopted.add(os.path.dirname(path))
-        during = st is None or _during(path, runs)  # a deletion has no time of its own
+        m = s.m
+        s.adopted.add(os.path.dirname(path))
+        during = st is None or _during(path, s.runs)  # a deletion has no time of its own
         entries, head = m["entries"], path + os.sep
         copies = [
             p for p in entries if (p == path or p.startswith(head)) and entries[p].get("backup")
@@ -367,17 +369,11 @@ class Guard:
             self._adopt(m, path)
         return [Written(path, "deleted" if st is None else "changed", earlier, False, seen=False)] if during else []
 
-    def _move_new(
-        self,
-        m: dict[str, Any],
-        wrote: scriptwrites.Wrote,
-        runs: list[tuple[int, int]],
-        touched: set[str],
-        adopted: set[str],
-    ) -> list[Written]:
+    def _move_new(self, s: _Settling) -> list[Written]:
         """Each path created in a folder the snapshot read whole: moved aside if the script was
         seen writing it (or, a folder, anything in it); else taken into the snapshot, and said
         when it was made during a run."""
+        m, wrote = s.m, s.wrote
         excluded, ours = set(m.get("excluded") or []), list(m.get("ours") or ["", ""])
         got: list[Written] = []
         for d, info in list(m["dirs"].items()):
@@ -392,9 +388,9 @@ class Guard:
                 if _ignored(name, p, excluded, ours) or (name.startswith(".") and os.path.isdir(p)):
                     continue
                 if not (wrote.covers(p) or (_is_dir(p) and wrote.inside(p))):
-                    during = _during(p, runs)
+                    during = _during(p, s.runs)
                     self._adopt(m, p)
-                    adopted.add(d)
+                    s.adopted.add(d)
                     if during:
                         got.append(Written(p, "new", None, False, seen=False))
                     continue
@@ -402,7 +398,7 @@ class Guard:
                     got.append(Written(p, "new", self._stage(p), True))
                 except OSError as err:
                     got.append(Written(p, "new", None, False, f"it could not be moved ({err.strerror or err})"))
-                touched.add(d)
+                s.touched.add(d)
         return got
 
     # ------------------------------------------------------------------ changes nobody was seen making
