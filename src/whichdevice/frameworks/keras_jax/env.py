@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from whichdevice.frameworks.common.ladders import PY_DATASET
+from whichdevice.frameworks.common.writers import H5PY
 from whichdevice.frameworks.jax import env as _jax_env
 
 # Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
@@ -26,12 +27,10 @@ PARTS: tuple[str, ...] = (
 )
 REQUIRES: tuple[str, ...] = ("keras", "jax")
 # The files Keras writes from native code, which Python's audit events do not show
-# (workloads/scriptwrites.py; frameworks.declared; its ``Writer``: module, attribute, the argument
-# naming the path, the argument with its mode or '', and what the path is): .h5 and .weights.h5
-# through h5py (a ModelCheckpoint, BackupAndRestore). Keras' TensorBoard callback writes through
-# TensorFlow's summary writer on every backend: TensorFlow declares it (every framework's
-# declarations are wrapped in a script's process).
-NATIVE_WRITERS: tuple[tuple[str, str, str, str, str], ...] = (("h5py._hl.files", "make_fid", "name", "mode", "file"),)
+# (workloads/scriptwrites.py; frameworks.declared; common/writers.py): .h5 and .weights.h5 through
+# h5py. Keras' TensorBoard callback writes through TensorFlow's summary writer on every backend:
+# TensorFlow declares it (every framework's declarations are wrapped in a script's process).
+NATIVE_WRITERS: tuple[tuple[str, str, str, str, str], ...] = (H5PY,)
 INSTALL = "pip install 'whichdevice[jax]'"
 KERAS = True
 KERAS_BACKEND = "jax"  # the backend a script's Keras names (frameworks.keras_on)

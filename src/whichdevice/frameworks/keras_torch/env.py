@@ -6,6 +6,7 @@ which is why the CPU run must hide the GPU before import."""
 from __future__ import annotations
 
 from whichdevice.frameworks.common.ladders import PY_DATASET
+from whichdevice.frameworks.common.writers import H5PY
 from whichdevice.frameworks.torch import env as _torch_env
 
 # Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
@@ -27,12 +28,10 @@ CAPTURE_WATCHES: tuple[str, ...] = ("keras Model.fit", "Model.train_on_batch")
 PARTS: tuple[str, ...] = ("training", "calibration", "probes", "pipeline", "optrace", "pitfalls", "scriptfixes")
 REQUIRES: tuple[str, ...] = ("keras", "torch")
 # The files Keras writes from native code, which Python's audit events do not show
-# (workloads/scriptwrites.py; frameworks.declared; its ``Writer``: module, attribute, the argument
-# naming the path, the argument with its mode or '', and what the path is): .h5 and .weights.h5
-# through h5py (a ModelCheckpoint, BackupAndRestore). Keras' TensorBoard callback writes through
-# TensorFlow's summary writer on every backend: TensorFlow declares it (every framework's
-# declarations are wrapped in a script's process).
-NATIVE_WRITERS: tuple[tuple[str, str, str, str, str], ...] = (("h5py._hl.files", "make_fid", "name", "mode", "file"),)
+# (workloads/scriptwrites.py; frameworks.declared; common/writers.py): .h5 and .weights.h5 through
+# h5py. Keras' TensorBoard callback writes through TensorFlow's summary writer on every backend:
+# TensorFlow declares it (every framework's declarations are wrapped in a script's process).
+NATIVE_WRITERS: tuple[tuple[str, str, str, str, str], ...] = (H5PY,)
 INSTALL = "pip install 'whichdevice[torch]'"
 KERAS = True
 KERAS_BACKEND = "torch"  # the backend a script's Keras names (frameworks.keras_on)

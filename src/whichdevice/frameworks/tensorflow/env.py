@@ -7,6 +7,7 @@ no effect, which is why each (framework, device) gets its own process.
 from __future__ import annotations
 
 from whichdevice.frameworks.common.ladders import TF_DATA
+from whichdevice.frameworks.common.writers import H5PY, SAFETENSORS
 
 # ``pipeline``: the variant ladder of this framework's input-pipeline API (parent-safe).
 PIPELINE = TF_DATA
@@ -36,9 +37,8 @@ PARTS: tuple[str, ...] = (
 )
 REQUIRES: tuple[str, ...] = ("tensorflow",)
 # The files TensorFlow and Keras write from native code, which Python's audit events do not show
-# (workloads/scriptwrites.py; frameworks.declared; its ``Writer``: module, attribute, the arguments
-# naming the paths, the argument with its mode or '', and what the path is: ``file``, ``tree`` a
-# folder the writer writes in, ``prefix`` the start of its files' names):
+# (workloads/scriptwrites.py; frameworks.declared; common/writers.py; what the path is: ``file``,
+# ``tree`` a folder the writer writes in, ``prefix`` the start of its files' names):
 # - .h5 and .weights.h5 through h5py (a ModelCheckpoint, BackupAndRestore);
 # - tf.io.gfile's files, written in C++ (tf.keras' CSVLogger, a GFile the script opens), and its
 #   renames, copies, folders and removals: a SavedModel's saved_model.pb and a checkpoint's
@@ -50,7 +50,7 @@ REQUIRES: tuple[str, ...] = ("tensorflow",)
 #   a SavedModel's variables/), written by C++ ops under the prefix it is given;
 # - safetensors' files (safetensors.tensorflow.save_file), written in Rust.
 NATIVE_WRITERS: tuple[tuple[str, str, str, str, str], ...] = (
-    ("h5py._hl.files", "make_fid", "name", "mode", "file"),
+    H5PY,
     ("tensorflow.python.lib.io.file_io", "FileIO.__init__", "name", "mode", "file"),
     ("tensorflow.python.lib.io.file_io", "rename_v2", "src,dst", "", "tree"),
     ("tensorflow.python.lib.io.file_io", "copy_v2", "dst", "", "file"),
@@ -61,7 +61,7 @@ NATIVE_WRITERS: tuple[tuple[str, str, str, str, str], ...] = (
     ("tensorflow.python.ops.gen_summary_ops", "create_summary_file_writer", "logdir", "", "tree"),
     ("tensorflow.python.summary.writer.event_file_writer", "EventFileWriter.__init__", "logdir", "", "tree"),
     ("tensorflow.python.checkpoint.checkpoint", "TrackableSaver.save", "file_prefix", "", "prefix"),
-    ("safetensors", "serialize_file", "filename", "", "file"),
+    SAFETENSORS,
 )
 INSTALL = "pip install 'whichdevice[tensorflow]'"
 KERAS = True

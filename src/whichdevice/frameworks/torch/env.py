@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from whichdevice.frameworks.common.ladders import DATA_LOADER
+from whichdevice.frameworks.common.writers import SAFETENSORS
 
 # The trainers a script's step may run under (Lightning, the HF Trainer), declared for the parent
 # (frameworks.declared): their names and the lines their users write for each fix; the capture
@@ -44,14 +45,13 @@ PARTS: tuple[str, ...] = (
 )
 REQUIRES: tuple[str, ...] = ("torch",)
 # The files torch writes from native code, which Python's audit events do not show
-# (workloads/scriptwrites.py; frameworks.declared; its ``Writer``: module, attribute, the argument
-# naming the path, the argument with its mode or '', and what the path is): torch.save to a path,
+# (workloads/scriptwrites.py; frameworks.declared; common/writers.py): torch.save to a path,
 # whose zip writer opens the file in C++, and safetensors' files, written in Rust
 # (safetensors.torch.save_file and save_model, a Hugging Face model's save_pretrained, the
 # Trainer's checkpoints; safetensors' numpy and flax savers call the same function).
 NATIVE_WRITERS: tuple[tuple[str, str, str, str, str], ...] = (
     ("torch.serialization", "_open_zipfile_writer_file.__init__", "name", "", "file"),
-    ("safetensors", "serialize_file", "filename", "", "file"),
+    SAFETENSORS,
 )
 INSTALL = "pip install 'whichdevice[torch]'"
 KERAS = False
