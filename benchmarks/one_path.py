@@ -48,7 +48,7 @@
 - ``fix_names_outside``: string literals naming a fix of the catalogue outside the catalogue
   (``workloads/fixes.py``) and the framework adapters (the modules under ``frameworks/`` whose name
   ends in ``fixes.py``: ``frameworks/<fw>/scriptfixes.py``, ``frameworks/common/kerasscriptfixes.py``,
-  ``frameworks/torch/fixes.py``, ``frameworks/common/fixes.py``), one per literal, target 0. A fix is
+  ``frameworks/common/fixes.py``), one per literal, target 0. A fix is
   a catalogue entry that varies a case (``FixEntry.param`` set: batch, prefetch, ..., cpu_threads;
   not the checks, placement and warm-up), read from the catalogue itself; a literal names it when
   it is the key (``"autocast"``) or begins with the key and a colon (a capture's member,

@@ -273,10 +273,6 @@ def test_contributing_shows_a_real_fix_in_three_files():
     assert named == {"workloads/fixes.py", "frameworks/torch/scriptfixes.py"}
     # every catalogue fix a framework plans as pairs for run's suite and --model has that framework's adapter
     assert {e.param for e in catalogue.FIXES if e.group and e.framework == "keras"} <= set(keras_fixes.COMPILE)
-    pytest.importorskip("torch")
-    from whichdevice.frameworks.torch import fixes as torch_fixes
-
-    assert {e.param for e in catalogue.FIXES if e.group and e.framework == "torch"} <= set(torch_fixes.ADAPTERS)
 
 
 def test_keras_and_jax_captures_reach_each_adapters_applier_by_its_typed_key():

@@ -165,13 +165,6 @@ def keras_on(backend: str) -> str:
     return next((n for n in KERAS if declared(n, "KERAS_BACKEND", "") == backend), DEFAULT)
 
 
-def training_module(name: str) -> Training:
-    """The framework's ``training`` module (imports the framework: child only)."""
-    if name not in TRAINING:
-        raise KeyError(f"{name} has no training module (frameworks that train: {', '.join(TRAINING)})")
-    return part(name, "training")
-
-
 def part_module(name: str, kind: str) -> str:
     """The dotted name of framework ``name``'s optional part ``kind`` (not imported: e.g. the
     ``scale`` worker, started as ``python -m``); ``KeyError`` when the framework has none."""

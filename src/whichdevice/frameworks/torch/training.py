@@ -10,16 +10,12 @@ There is no ``model.fit`` and no tf.data: the seeds' pipelines become numpy batc
 
 from __future__ import annotations
 
-import contextlib
 import copy
 
+import numpy as np
 import torch
 
 from whichdevice.frameworks.common.batches import dataset, user_dataset  # noqa: F401 (this training part's)
-
-# The step's settings and the host-to-device copy live in ``steps.py``; re-exported here, the
-# training module's names.
-from whichdevice.frameworks.torch.steps import STEP_OPTIONS, StepOptions, _tensor, on_device  # noqa: F401
 
 
 def build_model(name: str):
@@ -49,23 +45,33 @@ def train_step(model, optimizer, loss_fn):
     Numpy batches are copied to the model's device inside the step (the seeds' host data).
     Returns the loss tensor (not read back)."""
     device = next(model.parameters()).device
-    o = STEP_OPTIONS.get(model, StepOptions())
-    dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(o.autocast)
 
     def step(x, y):
-        if o.cudnn_benchmark is not None:  # process-wide: set on every step, A and B alternate
-            torch.backends.cudnn.benchmark = o.cudnn_benchmark
-        xb, yb = _tensor(x, device, o.non_blocking), _tensor(y, device, o.non_blocking)
-        if o.channels_last and xb.dim() == 4:
-            xb = xb.contiguous(memory_format=torch.channels_last)
-        optimizer.zero_grad(set_to_none=o.set_to_none)
-        with torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext():
-            loss = loss_fn(model(xb), yb)
+        xb, yb = _tensor(x, device), _tensor(y, device)
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(xb), yb)
         loss.backward()
         optimizer.step()
         return loss
 
     return step
+
+
+def _tensor(a, device):
+    """Host numpy (or a tensor) -> a tensor on ``device``; float64 inputs (seed 001 draws them)
+    become float32, as the Keras layer casts them; integer labels stay int64."""
+    if isinstance(a, torch.Tensor):
+        return a if a.device == device else a.to(device)
+    t = torch.from_numpy(np.asarray(a))
+    if t.dtype == torch.float64:
+        t = t.float()
+    return t.to(device)
+
+
+def on_device(x, y, device_scope):
+    """One batch copied to the device once (steady steps without input costs)."""
+    dev = device_scope if isinstance(device_scope, torch.device) else torch.get_default_device()
+    return _tensor(x, dev), _tensor(y, dev)
 
 
 def read_back(loss) -> float:
