@@ -217,9 +217,6 @@ class OpTrace(Protocol):
     the placement metrics (``analysis/placement.traced_placement`` reads them) and the
     profiled steps' times."""
 
-    @property
-    def SOURCE(self) -> str: ...  # what the op table comes from, for the record
-
     def trace_step(
         self, call: Callable[[], Any], inputs: tuple, steps: int, device: str
     ) -> tuple[dict[str, float], list[float]]: ...

@@ -32,8 +32,6 @@ from typing import Any
 import jax
 import numpy as np
 
-SOURCE = "jax.profiler (Perfetto trace: XLA ops per device) + jax.transfer_guard('log') over one step (copies)"
-
 _SUFFIX = re.compile(r"[.:]\d+$")
 
 

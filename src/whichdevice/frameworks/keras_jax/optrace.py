@@ -1,5 +1,5 @@
 """Keras on JAX: the step is a ``jax.jit`` program; JAX's trace (``frameworks/jax/optrace.py``)."""
 
-from whichdevice.frameworks.jax.optrace import SOURCE, trace_step
+from whichdevice.frameworks.jax.optrace import trace_step
 
-__all__ = ["SOURCE", "trace_step"]
+__all__ = ["trace_step"]

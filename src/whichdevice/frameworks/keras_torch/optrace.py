@@ -1,5 +1,5 @@
 """Keras on torch: the step runs torch ops eagerly; torch's trace (``frameworks/torch/optrace.py``)."""
 
-from whichdevice.frameworks.torch.optrace import SOURCE, trace_step
+from whichdevice.frameworks.torch.optrace import trace_step
 
-__all__ = ["SOURCE", "trace_step"]
+__all__ = ["trace_step"]

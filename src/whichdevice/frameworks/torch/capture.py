@@ -52,7 +52,6 @@ from whichdevice.frameworks.torch import capture_hooks as hooks
 from whichdevice.frameworks.torch import loops, rebatch, scriptfixes, steptrace, trainers
 
 ENTRY_STEP, ENTRY_BACKWARD = hooks.ENTRY_STEP, hooks.ENTRY_BACKWARD
-WATCHED = (ENTRY_STEP, ENTRY_BACKWARD)
 _perf = time.perf_counter
 
 

@@ -39,8 +39,6 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-SOURCE = "torch.profiler (op times) + a TorchDispatchMode over one step (op devices, copies, syncs)"
-
 _COPY_OPS = ("_to_copy", "copy_")
 _SYNC_OPS = ("nonzero", "masked_select", "unique", "_unique2", "repeat_interleave")  # sizes read from the GPU
 
