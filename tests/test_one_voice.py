@@ -237,7 +237,7 @@ def test_the_three_forms_say_the_same_causes_failures_and_not_measured(path, rec
 
 # A multiplier as a number and an 'x' ('3.64x', '38.4x'): every ratio is written with '×'
 # (present/claims.times), on the pitfalls and audit pages as in the suite's report.
-_NX = re.compile(r"\d+(\.\d+)?x\b")
+_NX = re.compile(r"(?<![\w.])\d+(\.\d+)?x\b")  # a number of its own, not the end of a name ("tmpcjhczx4x")
 
 
 def _quoted(record: object) -> list[str]:

@@ -53,11 +53,11 @@ def meta_gpu(monkeypatch):
     spy = Spy()
     real_tensor, real_read = training._tensor, training.read_back
 
-    def tensor(a, device, non_blocking=False):
+    def tensor(a, device):
         if isinstance(a, torch.Tensor) and a.device != torch.device(device):  # a batch copied in the step
             spy.sources.add(a.device.type)
         spy.targets.add(torch.device(device).type)
-        return real_tensor(a, device, non_blocking)
+        return real_tensor(a, device)
 
     monkeypatch.setattr(placement, "torch_device", lambda device: torch.device("meta"))
     monkeypatch.setattr(training, "_tensor", tensor)

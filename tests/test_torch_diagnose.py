@@ -11,6 +11,7 @@ processes: the DataLoader family in CI, the others marked slow).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -281,8 +282,11 @@ def test_diagnose_measures_the_model_through_the_script(tmp_path, capsys, family
     assert "Answer: No GPU here" in out
     # the GPU-only fixes are named as not measured here; which budget-cut fixes sit between them
     # in the line (and so how they group) depends on what the machine's load let the plan hold
-    notmeasured = next(line for line in out.splitlines() if "no GPU here)" in line)
-    assert "cudnn.benchmark" in notmeasured and "pin_memory + non_blocking" in notmeasured, notmeasured
+    # (read across the terminal's line breaks: a long line wraps where its words fall)
+    notmeasured = re.search(r"Not measured: (.*?)no GPU here\)", " ".join(out.split()))
+    assert notmeasured is not None, out
+    said = notmeasured.group(1)
+    assert "cudnn.benchmark" in said and "pin_memory + non_blocking" in said, said
     assert record["options"]["batch"] == 64  # the DataLoader's own batch
     script = Path(record["options"]["script"])
     assert script.parent == tmp_path and script.exists()  # beside the record, for the user to read
