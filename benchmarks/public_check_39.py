@@ -216,9 +216,13 @@ def check_skipped(lines: list[str], record: dict | None) -> list[tuple[str, str]
 
 
 def _ok_batches(record: dict) -> set[int]:
+    """The batches measured: a case's own, or its typed variant's where it is a batch (records of
+    schema 5 keep the variant apart from the parameters, which hold the user's batch)."""
     found = set()
     for r in record.get("results", []):
-        b = (r.get("spec") or {}).get("params", {}).get("batch")
+        spec = r.get("spec") or {}
+        variant = spec.get("variant") or {}
+        b = variant.get("value") if variant.get("fix") == "batch" else spec.get("params", {}).get("batch")
         if (
             r.get("status") == "ok"
             and isinstance(b, int)
