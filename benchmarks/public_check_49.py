@@ -197,6 +197,11 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=60.0)
     ap.add_argument("--out", type=Path, default=Path("/tmp/public_check_49"))
     ap.add_argument("--only", default="", help="comma-separated sub-folder names (default: every one)")
+    ap.add_argument(
+        "--rescore",
+        action="store_true",
+        help="score the runs saved in --out again (the rules changed), running nothing",
+    )
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     folders = sorted(p for p in a.folder.resolve().iterdir() if p.is_dir())
@@ -204,13 +209,27 @@ def main() -> None:
         folders = [f for f in folders if f.name in a.only.split(",")]
     passed = 0
     for folder in folders:
-        load_before = pc.load()
-        run, before, after = run_one(folder, a.budget, a.out)
+        saved = a.out / (folder.name + ".run.json")
+        if a.rescore:  # the run as saved: its command, wall, exit, screen, record and the folder's prints
+            kept = json.loads(saved.read_text())
+            record_file = a.out / (folder.name + ".json")
+            record = json.loads(record_file.read_text()) if record_file.exists() else None
+            run = pc.Run(folder.name, kept["command"], kept["wall_s"], kept["code"], kept["screen"], record)
+            before, after = kept["before"], kept["after"]
+            load_before, load_after = kept["load_before"], kept["load_after"]
+        else:
+            load_before = pc.load()
+            run, before, after = run_one(folder, a.budget, a.out)
+            load_after = pc.load()
+            kept = {"command": run.command, "wall_s": run.wall_s, "code": run.code, "screen": run.screen}
+            kept |= {"before": before, "after": after, "load_before": load_before, "load_after": load_after}
+            saved.write_text(json.dumps(kept))
+        before, after = ({k: list(v) for k, v in d.items()} for d in (before, after))  # as JSON keeps them
         broken = score(run, folder, a.budget, before, after)
         (a.out / (folder.name + ".screen.txt")).write_text(run.screen)
         entry = ((run.record or {}).get("options") or {}).get("entry", "—")
         print(
-            f"## {folder.name}: exit {run.code}, wall {run.wall_s:.1f} s, load {load_before}→{pc.load()}, entry {entry}"
+            f"## {folder.name}: exit {run.code}, wall {run.wall_s:.1f} s, load {load_before}→{load_after}, entry {entry}"
         )
         for line in first_screen(run.screen)[1:4] if run.code != 2 else run.screen.strip().splitlines()[-2:]:
             print(f"   | {line[:200]}")
