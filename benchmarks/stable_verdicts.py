@@ -40,7 +40,7 @@ SCRIPTS = [ROOT / "tests" / "data" / "input_bound_loader.py", ROOT / "tests" / "
 
 def judge(record: Path) -> dict:
     """Each fix's verdict on ``record`` in the fix table's words (run with the code under test)."""
-    from whichdevice.analysis import suite
+    from whichdevice.analysis import facade
     from whichdevice.core.records import RunRecord
     from whichdevice.present.claims import ratio_text
     from whichdevice.present.fixes import not_measured_text
@@ -48,7 +48,9 @@ def judge(record: Path) -> dict:
     rec = RunRecord.model_validate_json(record.read_text())
     out: dict[str, str] = {}
     helps: list[str] = []
-    for v in suite.suite_verdict(rec).fixes:
+    # the verdict the screens show: for a diagnose, the batch grid is the user's batch's (facade.suite),
+    # where suite_verdict's default reads the built-in suite's batch 10 and finds no batch pair
+    for v in facade.suite(rec).verdict.fixes:
         if v.outcome == "not_measured":
             why = v.not_measured
             if why is None or why.reason in ("not_in_suite", "no_gpu", "default", "none_larger"):
@@ -178,8 +180,19 @@ def main(argv: list[str]) -> int:
     p.add_argument("--src", help="the code to measure and judge with (put first on PYTHONPATH)")
     p.add_argument("--judge", type=Path, help=argparse.SUPPRESS)  # one record's verdicts, as JSON
     p.add_argument("--summary", nargs="+", type=Path, help="score earlier runs: their runs.jsonl files")
+    p.add_argument(
+        "--rejudge", type=Path, help="judge the records in this --out folder again (the judge changed), run nothing"
+    )
     p.add_argument("scripts", nargs="*", type=Path)
     ns = p.parse_args(argv)
+    if ns.rejudge:
+        rows = [json.loads(line) for line in (ns.rejudge / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+        for row in rows:
+            record = ns.rejudge / f"{Path(row['script']).stem}.run{row['run']}.json"
+            if record.exists():
+                row.update(judge(record))
+        (ns.rejudge / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        return 0
     if ns.summary:
         print("\n".join(summary(ns.summary)))
         return 0
