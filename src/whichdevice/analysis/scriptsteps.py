@@ -212,9 +212,9 @@ class ScriptStep:
     @property
     def contention_share(self) -> float:
         """The share of the median step above its fastest tenth, where the threads outnumber the cores."""
-        if self.threads is None or self.threads <= self.cores or self.fast_s is None or self.step_s <= 0:
+        if self.threads is None or self.threads <= self.cores:
             return 0.0
-        return max(0.0, 1 - self.fast_s / self.step_s)
+        return self.above_fastest
 
     @property
     def oversubscribed(self) -> bool:
@@ -228,8 +228,9 @@ class ScriptStep:
     @property
     def above_fastest(self) -> float:
         """The share of the median step above its fastest tenth, whatever the threads."""
-        spread = self.spread
-        return max(0.0, 1 - 1 / spread) if spread else 0.0
+        if self.fast_s is None or self.step_s <= 0:
+            return 0.0
+        return max(0.0, 1 - self.fast_s / self.step_s)
 
     @property
     def busy(self) -> bool:
