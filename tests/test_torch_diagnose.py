@@ -281,10 +281,17 @@ def test_diagnose_measures_the_model_through_the_script(tmp_path, capsys, family
     _check_measured(record, family)
     assert "Answer: No GPU here" in out
     # the GPU-only fixes are named as not measured here; which budget-cut fixes sit between them
-    # in the line (and so how they group) depends on what the machine's load let the plan hold
-    # (read across the terminal's line breaks: a long line wraps where its words fall)
-    notmeasured = re.search(r"Not measured: (.*?)no GPU here\)", " ".join(out.split()))
-    assert notmeasured is not None, out
+    # in the line (and so how they group) depends on what the machine's load let the plan hold.
+    # Read from the lines the report lists: the terminal drops them when a busy run's causes and
+    # caveats would take the screen past 25 lines (present/firstscreen.screen_lines)
+    from whichdevice.analysis import facade
+    from whichdevice.core.records import load_run
+    from whichdevice.present.firstscreen import first_screen, tail_lines
+
+    loaded = load_run(tmp_path / "d.json")
+    tail = " ".join(tail_lines(first_screen(loaded, facade.suite(loaded).verdict)))
+    notmeasured = re.search(r"Not measured: (.*?)no GPU here\)", tail)
+    assert notmeasured is not None, (tail, out)
     said = notmeasured.group(1)
     assert "cudnn.benchmark" in said and "pin_memory + non_blocking" in said, said
     assert record["options"]["batch"] == 64  # the DataLoader's own batch
