@@ -323,8 +323,9 @@ def test_first_screen_claims_are_no_surer_than_two_processes_of_the_run_agree(mo
 
     own, _ = pyfunc(process_sd(record))
     narrow, _ = pyfunc(None)
-    assert own is not None and narrow is not None
-    assert own.lo < narrow.lo and own.hi > narrow.hi  # the record's spread widens it
+    assert narrow is not None and narrow.lo > 2.5  # 4.8x, CI 2.8-8.1x from its own 2 rounds
+    # the record's spread widens it to 1.07-21.5x: a near end that 2 rounds cannot hold
+    assert own is None
     gone, _ = pyfunc(3.0)
     fs = first_screen(record, suite_verdict(record))  # its 2 rounds cannot tell a change that wide from none
     assert gone is None and ("TF ops instead of tf.py_function", "not enough samples") in fs.not_measured

@@ -386,3 +386,29 @@ def test_two_rounds_too_few_to_tell_a_change_read_not_enough_samples_never_no_cl
     # two rounds that agree to the digit: the interval lies inside the band, no change measured
     same = sig.from_rounds([[1.0, 1.001, 0.999, 1.0, 1.0]] * 2, [[1.0, 1.0, 1.001, 0.999, 1.0]] * 2)
     assert same.n == 2 and same.status == "no_change" and 1 / 1.05 <= same.lo and same.hi <= 1.05
+
+
+def test_a_change_from_few_rounds_is_claimed_only_where_its_near_end_clears_the_margin():
+    """From 2-5 rounds a change whose interval's near end lies within 1.25x is not enough: the
+    corpus's claims at 1.1-1.2x ("one thread 2x, CI 1.2-3.4x, 3 rounds") read "no clear change" or
+    "not enough" in the next run of the same command. From 6 rounds the rank interval holds."""
+
+    def rounds(centres):
+        return [[c * (1 + 0.01 * k) for k in range(5)] for c in centres]
+
+    base = rounds([1.0, 1.0])
+    # 2 rounds, 1.18x and 1.19x: beyond the noise band, its near end below 1.25x
+    near = sig.from_rounds(base, rounds([1 / 1.18, 1 / 1.19]))
+    assert near.status == "not_enough" and near.note is not None and near.note.kind == "near_band"
+    assert 1.05 < near.lo < sig.FEW_ROUNDS_MARGIN  # without the margin: "faster"
+    text = ratio_text(type("C", (), {"claim": near})())
+    assert "short of 1.25×" in text and "fewer than 6 rounds" in text and "CI" in text
+    # a change far beyond the margin stands from 2 rounds
+    far = sig.from_rounds(base, rounds([1 / 3.0, 1 / 3.1]))
+    assert far.status == "faster" and far.lo > sig.FEW_ROUNDS_MARGIN
+    # from 6 rounds a near end inside the margin is claimed as judged
+    six = sig.from_rounds(rounds([1.0] * 6), rounds([1 / 1.2, 1 / 1.21, 1 / 1.19, 1 / 1.2, 1 / 1.22, 1 / 1.18]))
+    assert six.status == "faster" and six.lo < sig.FEW_ROUNDS_MARGIN
+    # slower claims are held the same way
+    slow = sig.from_rounds(rounds([1 / 1.18, 1 / 1.19]), base)
+    assert slow.status == "not_enough" and slow.note is not None and slow.note.kind == "near_band"

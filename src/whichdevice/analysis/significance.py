@@ -95,6 +95,14 @@ MIN_ROUNDS_NO_CHANGE = 3
 # all 6 on one side has probability 2 / 2^6 = 3.1 %), and a rounded claim's interval is never
 # narrower than it (module doc).
 MIN_ROUNDS_RANK = 6
+# While the rounds are fewer than MIN_ROUNDS_RANK, a change is claimed only where its interval's
+# near end clears this factor, not just the noise band. The sd of 2-5 round ratios is itself a
+# guess, and a second run of the same command reads it anew: on the 2-core machine, claims from
+# 2-3 rounds whose near end lay at 1.1-1.2x ("autocast 1.2x, CI 1.1-1.4x"; "one thread 2x,
+# CI 1.2-3.4x") read "not enough" or "no clear change" in the next run of the same command
+# (benchmarks/stable_verdicts.md, sets E and F), while none whose near end cleared 1.4x was
+# contradicted. Such a claim is "not enough" until the rounds that decide it are measured.
+FEW_ROUNDS_MARGIN = 1.25
 # "No clear change" says the change, if any, is small. An interval that cannot rule out a change of
 # this factor either way (the keras-io weather LSTM's prefetch pair on a busy machine: 0.062-6.7x from
 # 5 samples) says nothing of the kind: the samples were too few for their spread, so the claim is "not
@@ -141,10 +149,13 @@ class ClaimNote:
     (``modes``); a side's processes disagree by as much as the change (``modes``, per step: no
     claim, analysis/fixes.py)."""
 
-    kind: Literal["no_samples", "too_few_samples", "too_few_rounds", "too_wide", "bimodal", "disagree", "one_process"]
+    kind: Literal[
+        "no_samples", "too_few_samples", "too_few_rounds", "near_band", "too_wide", "bimodal", "disagree", "one_process"
+    ]
     n: int = 0
     needed: int = 0
     modes: Modes | None = None
+    margin: float = 0.0  # near_band: the factor the interval's near end had to clear
 
 
 @dataclass(frozen=True)
@@ -344,9 +355,21 @@ def _too_wide(claim: Claim) -> bool:
     return claim.status == "not_enough" and claim.note is not None and claim.note.kind == "too_wide"
 
 
-def _few_rounds(claim: Claim) -> Claim:
+def _few_rounds(claim: Claim, *, margin: bool = True) -> Claim:
     """A rounded claim that is no change only for want of rounds (fewer than
-    ``MIN_ROUNDS_NO_CHANGE``, its interval reaching beyond the noise band): not enough, with why."""
+    ``MIN_ROUNDS_NO_CHANGE``, its interval reaching beyond the noise band), or a change from fewer
+    than ``MIN_ROUNDS_RANK`` rounds whose near end does not clear ``FEW_ROUNDS_MARGIN``: not
+    enough, with why. ``margin`` False: two runs' claims made together (:func:`together`), whose
+    intervals already hold the between-run spread their ~40 cases show."""
+    if margin and claim.significant and claim.n < MIN_ROUNDS_RANK:
+        near = claim.lo if claim.status == "faster" else 1.0 / claim.hi
+        if near < FEW_ROUNDS_MARGIN:
+            return dataclasses.replace(
+                claim,
+                status="not_enough",
+                note=ClaimNote("near_band", claim.n, MIN_ROUNDS_RANK, margin=FEW_ROUNDS_MARGIN),
+            )
+        return claim
     inside = 1.0 / (1.0 + claim.threshold) <= claim.lo and claim.hi <= 1.0 + claim.threshold
     if not (claim.status == "no_change" or _too_wide(claim)) or claim.n >= MIN_ROUNDS_NO_CHANGE or inside:
         return claim
@@ -485,7 +508,7 @@ def together(claims: Sequence[Claim], *, run_sd: float | None = None) -> list[Cl
         )
         # no clear change from 2 rounds only inside the noise band, as from_rounds says it: compare
         # read "no clear change (1x, CI 0.65-1.7x, n=2)" of a keras-io script run twice
-        out.append(_few_rounds(widened) if c.unit == "rounds" else widened)
+        out.append(_few_rounds(widened, margin=False) if c.unit == "rounds" else widened)
     return out
 
 

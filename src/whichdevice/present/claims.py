@@ -67,6 +67,8 @@ def note_text(note: ClaimNote | None) -> str:
         return f"{note.n} sample{'s' if note.n != 1 else ''}: at least {note.needed} needed"
     if note.kind == "too_few_rounds":
         return f"fewer than {note.needed} rounds"
+    if note.kind == "near_band":
+        return f"its near end short of {note.margin:g}×, which fewer than {note.needed} rounds must clear"
     if note.kind == "one_process":
         return "one process a side: a second round decides it"
     if note.kind == "too_wide":
@@ -87,7 +89,7 @@ def ratio_text(claim: Claim | Comparison, *, subject: str = "") -> str:
     c = claim.claim
     note = note_text(c.note)
     who = f"{subject} " if subject else ""
-    if c.status == "not_enough" and c.note is not None and c.note.kind == "too_wide":
+    if c.status == "not_enough" and c.note is not None and c.note.kind in ("too_wide", "near_band"):
         count = f"{c.n} rounds" if c.unit == "rounds" else f"n={c.n}"
         return f"not enough samples ({times(c.ratio)}×, CI {times(c.lo)}–{times(c.hi)}×, {count}; {note})"
     if c.status == "not_enough" and c.note is not None and c.note.kind == "disagree":
