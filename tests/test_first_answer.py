@@ -133,10 +133,10 @@ def test_a_run_without_a_gpu_answers_from_what_batch_the_reference_gpu_would_win
     assert "predict --quick" not in answer
     # a winner only where the ratio band excludes 1, the CPU's side its least disturbed steps
     assert (
-        "An NVIDIA H100 80GB HBM3 would lose to this CPU at batch 8–128, be too close to call at batch 512, "
+        "An NVIDIA H100 80GB HBM3 would lose to this CPU at batch 8–32, be too close to call at batch 128–512, "
         "and win at batch 2048–8192" in answer
     )
-    assert "To decide it: `whichdevice train --framework tensorflow --batches 512` on the GPU." in answer
+    assert "To decide it: `whichdevice train --framework tensorflow --batches 128,512` on the GPU." in answer
     assert "would be mostly dispatch/launch" in answer
     assert "Predicted from costs measured on an NVIDIA H100 80GB HBM3, not measured here." in answer
     assert "`whichdevice diagnose --model FILE.py:FUNCTION`" in answer
@@ -339,7 +339,7 @@ def test_the_provisional_answer_is_shown_unless_quiet_and_kept_either_way():
             early(record, shown)
         text = re.sub(r"\x1b\[[?\d;]*[A-Za-z]|\r", "", buf.getvalue())
         assert isinstance(early.value, Provisional) and early.value.rounds == 2
-        assert early.value.gist == ["predicted per batch: CPU 8–128, too_close 512–512, GPU 2048–8192"]
+        assert early.value.gist == ["predicted per batch: CPU 8–32, too_close 128–512, GPU 2048–8192"]
         head = heads.get((terminal, quiet))
         if head is None:  # --quiet: the progress line alone
             assert "Provisional" not in text and "GPU" not in text

@@ -25,8 +25,10 @@ last: its lower quartile and its 10th percentile give the spread of the undistur
 quartiles (``low`` = q1, ``high`` = q1 + 1.35 sigma); the least disturbed process (the lowest
 such median) gives the CPU's step. Three recorded runs of the same sweep on the 2-core machine
 (load 6.5 to 10.7, tests/data/run_cpu_*) had pooled medians of 0.70-0.80 ms at batch 8 and pooled
-upper quartiles of 0.96-3.2 ms; with this estimate the three give one per-batch answer, with the
-pooled figures two. A step whose quiet steps are skewed to the right is read a little
+upper quartiles of 0.96-3.2 ms; with the pooled figures they gave answers far apart (too close at
+8-512; the CPU at 8 and too close from 10), with this estimate they differ at batch 128 alone. A
+run's own quartiles do not hold what the next run of the same command reads, so the CPU's edges
+are never nearer its step than the between-run spread (``CPU_RUN_FACTOR``). A step whose quiet steps are skewed to the right is read a little
 quick: the CPU's side of a "GPU wins" answer is then, if anything, favoured. How far the CPU's
 times varied (``CpuStep.varied``) is kept; above ``VARIED`` load may have reached even the
 quickest quarter of the steps (at load 12 on 2 cores each process gets a sixth of a core), so
@@ -103,10 +105,26 @@ def cpu_step(rounds: Sequence[Sequence[float]]) -> CpuStep:
     return CpuStep(mid, low, high, varied, len(per))
 
 
+# Between-run sd of the log CPU step as ``cpu_step`` reads it: the same command run 6 times back to
+# back on the 2-core machine (3 x `run --budget 60`, 3 x `predict --quick`, load 0.4-2.4,
+# benchmarks/stable_prediction.md series C) read one batch's step from 0.90 to 1.08 ms; per batch
+# the sd of the log step was 0.011-0.070 (8192 aside, 0.22, far from any crossover), 0.070 its
+# upper quartile. One run's own quartiles (its steps within a process) are narrower: they said
+# "CPU" at batch 128 in one run and "too close" in the next.
+CPU_RUN_SD = 0.07
+# Two runs' CPU steps differ by sqrt(2) x that sd; 95 % of them lie within 1.96 of it.
+CPU_RUN_FACTOR = math.exp(1.96 * math.sqrt(2) * CPU_RUN_SD)
+
+
 def ratio_band(cpu_median: float, cpu_q1: float, cpu_q3: float, gpu: Band) -> Band:
     """The predicted step ratio GPU / CPU: its middle from the two medians, its edges from the
-    GPU band's edges over the CPU's far quartiles (the widest the two together allow)."""
-    return Band(gpu.low / cpu_q3, gpu.mid / cpu_median, gpu.high / cpu_q1)
+    GPU band's edges over the CPU's far edges (the widest the two together allow). The CPU's
+    edges are its own quartiles, never nearer its median than another run of the same command
+    would read it (``CPU_RUN_FACTOR``): a batch is called only where a second run's CPU step
+    would call it too."""
+    low = min(cpu_q1, cpu_median / CPU_RUN_FACTOR)
+    high = max(cpu_q3, cpu_median * CPU_RUN_FACTOR)
+    return Band(gpu.low / high, gpu.mid / cpu_median, gpu.high / low)
 
 
 def batch_winner(ratio: Band) -> str:
