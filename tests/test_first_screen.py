@@ -434,10 +434,10 @@ def test_a_change_measured_significantly_slower_is_listed_as_slower_with_its_cla
     assert slow.kind == "sync" and slow.claim.status == "slower" and 4 < 1 / slow.claim.ratio < 8
     text = _page(record, tmp_path, 100, terminal=True, monkeypatch=monkeypatch)
     assert re.search(r"Slower here: loss read less often 5\.8× slower \(95 % CI 4\.3–7\.8×, 46 samples\)", text)
-    assert re.search(r"Not measured: steps_per_execution, jit_compile, mixed precision \(skipped: time budget\)", text)
+    assert re.search(r"Not measured: steps_per_execution, jit_compile, mixed precision \(left out: time budget\)", text)
     page = suite_report(facade.suite(record), tmp_path / "r.png").page  # the report's first section says the same
     assert "Slower here: loss read less often 5.8× slower (95 % CI 4.3–7.8×, 46 samples)." in page
-    assert "Not measured: steps_per_execution, jit_compile, mixed precision (skipped: time budget)." in page
+    assert "Not measured: steps_per_execution, jit_compile, mixed precision (left out: time budget)." in page
 
 
 def test_no_verdict_over_failed_cases_and_run_exits_1_when_nothing_deciding_was_measured(tmp_path, monkeypatch):

@@ -223,7 +223,7 @@ def short_reason(why: NotMeasured) -> str:
     """The reason in a few words, for the first screen."""
     return {
         "not_in_suite": "not in this suite",
-        "skipped": "skipped: time budget",
+        "skipped": "left out: time budget",  # reached at run time or cut by the plan: one fact, one wording
         "cut": f"left out: time budget; --budget {why.budget} or more measures every fix"
         if why.budget
         else "left out: time budget",
