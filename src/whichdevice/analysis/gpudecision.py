@@ -28,8 +28,8 @@ such median) gives the CPU's step. Three recorded runs of the same sweep on the 
 upper quartiles of 0.96-3.2 ms; with the pooled figures they gave answers far apart (too close at
 8-512; the CPU at 8 and too close from 10), with this estimate they differ at batch 128 alone. A
 run's own quartiles do not hold what the next run of the same command reads, so the CPU's edges
-are never nearer its step than the between-run spread (``CPU_RUN_FACTOR``). A step whose quiet steps are skewed to the right is read a little
-quick: the CPU's side of a "GPU wins" answer is then, if anything, favoured. How far the CPU's
+are never nearer its step than the between-run spread (``CPU_RUN_FACTOR``). A step whose quiet
+steps are skewed to the right is read a little quick: the CPU's side of a "GPU wins" answer is then, if anything, favoured. How far the CPU's
 times varied (``CpuStep.varied``) is kept; above ``VARIED`` load may have reached even the
 quickest quarter of the steps (at load 12 on 2 cores each process gets a sixth of a core), so
 the band's lower edge is widened to the quickest step of any process (timeit's lower bound).
@@ -106,8 +106,8 @@ def cpu_step(rounds: Sequence[Sequence[float]]) -> CpuStep:
 
 
 # Between-run sd of the log CPU step as ``cpu_step`` reads it: the same command run 6 times back to
-# back on the 2-core machine (3 x `run --budget 60`, 3 x `predict --quick`, load 0.4-2.4,
-# benchmarks/stable_prediction.md series C) read one batch's step from 0.90 to 1.08 ms; per batch
+# back on the 2-core machine (3 x `run --budget 60`, 3 x `predict --quick`, load 0.4-2.4, the
+# records in tests/data/stable_prediction/) read one batch's step from 0.90 to 1.08 ms; per batch
 # the sd of the log step was 0.011-0.070 (8192 aside, 0.22, far from any crossover), 0.070 its
 # upper quartile. One run's own quartiles (its steps within a process) are narrower: they said
 # "CPU" at batch 128 in one run and "too close" in the next.
