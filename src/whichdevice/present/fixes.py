@@ -334,6 +334,17 @@ def entry_code(e: FixEntry, framework: str, trainer: object = None) -> str:
     return str(lines.get(e.key) or own.get(e.key, e.code))
 
 
+def entry_how(e: FixEntry, on_page: set[str]) -> str:
+    """A fix's "how": the framework's own where the page is of one framework that declares one
+    (``FIX_HOW``: a TensorFlow page names TensorFlow's thread setting, not torch's), else the
+    catalogue's, which names each framework's."""
+    if len(on_page) == 1:
+        (fw,) = on_page
+        own: dict[str, str] = frameworks.declared(fw, "FIX_HOW", {})
+        return own.get(e.key, e.how)
+    return e.how
+
+
 def change_caveat(f: Fix) -> str:
     e = f.entry
     if not e.caveat:

@@ -41,6 +41,7 @@ def fix_grid(v: SuiteVerdict, *, with_how: bool = True, record: RunRecord | None
     and mixed precision), each with every measured pair, what it came to, or why not measured."""
     several = fixwords.several_frameworks(v.fixes)
     experiment = record.experiment if record is not None else "run"
+    on_page = {r.spec.framework for r in record.results} if record is not None else set()
     rows = []
     for i, fv in enumerate(v.fixes, 1):
         e = fv.entry
@@ -58,7 +59,7 @@ def fix_grid(v: SuiteVerdict, *, with_how: bool = True, record: RunRecord | None
         if not lines and fv.not_measured is not None:
             lines = [fixwords.not_measured_text(fv.not_measured, experiment)]
         row = [GridCell(f"{i}. {e.title}"), status, GridCell("\n".join(lines))]
-        how = e.how + (f"\nCaveat: {fixwords.general_caveat(e)}" if e.caveat else "")
+        how = fixwords.entry_how(e, on_page) + (f"\nCaveat: {fixwords.general_caveat(e)}" if e.caveat else "")
         rows.append(row + [GridCell(how, "dim")] if with_how else row)
     headers = ["fix", "status", "measured effect"] + (["how"] if with_how else [])
     return Grid(

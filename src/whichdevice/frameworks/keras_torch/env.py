@@ -45,6 +45,8 @@ PITFALLS_TIMING = "eager"
 STEP_UNTRACED = "this version does not trace Keras' fit step (its train function runs inside fit)"
 # A fix's line where Keras on torch differs from the catalogue's ``code`` (frameworks.declared, by fix).
 FIX_CODE: dict[str, str] = {"cpu_threads": "torch.set_num_threads({v})"}
+# A fix's "how" where this framework's differs from the catalogue's (frameworks.declared, by fix).
+FIX_HOW: dict[str, str] = {"cpu_threads": "torch.set_num_threads(n) (or OMP_NUM_THREADS=n) before training"}
 SAYS: dict[str, str] = {
     "predict": "eager ops + measured Python per step",
     "diagnose": "your Keras model on torch",

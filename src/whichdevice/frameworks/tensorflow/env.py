@@ -78,6 +78,12 @@ STEP_UNTRACED = (
 FIX_CODE: dict[str, str] = {
     "cpu_threads": "tf.config.threading.set_intra_op_parallelism_threads({v})  # before the first op runs"
 }
+# A fix's "how" where TensorFlow's differs from the catalogue's (frameworks.declared, by fix): a
+# page of this framework alone names its own call, not torch's.
+FIX_HOW: dict[str, str] = {
+    "cpu_threads": "tf.config.threading.set_intra_op_parallelism_threads(n) before the first op "
+    "(or TF_NUM_INTRAOP_THREADS=n)"
+}
 # ``scale`` (frameworks.declared): its data-parallel engine and how the all-reduce is isolated
 # for N > 1 replicas: timed alone on gradient-sized tensors, and the same call without the
 # collective (its dispatch).
