@@ -155,7 +155,7 @@ def test_the_warm_up_check_on_a_script_is_not_called_a_pair_with_one_side_missin
     v = suite_verdict(record, seed_batch=32)
     assert v.fix("warmup").not_measured.reason == "not_in_suite"
     rows = {row[0].text.split(". ", 1)[1]: row[2].text for row in fix_grid(v, record=record).rows}
-    assert rows["Benchmark after warm-up"] == "not measured: not part of your model's suite (diagnose)"
+    assert rows["Benchmark after warm-up"] == "not measured: not part of what diagnose measures"
     assert "one side" not in " ".join(rows.values())
 
 

@@ -195,7 +195,7 @@ def test_not_measured_says_the_true_reason(tmp_path):
     diag = _as_diagnose(record).model_copy(update={"results": kept})
     rows = {row[0].text: row[2].text for row in fix_grid(verdict(diag), record=diag).rows}
     for name in ("4. Check that the important ops run on the GPU", "9. Mixed precision"):
-        assert rows[name].startswith("not measured: not part of your model's suite"), rows[name]
+        assert rows[name].startswith("not measured: not part of what diagnose measures"), rows[name]
         assert "budget" not in rows[name]
     skipped = [
         r.model_copy(update={"status": "skipped", "failure": "skipped", "timing": None, "error": "time budget"})

@@ -170,7 +170,7 @@ def _contended_text(why: NotMeasured) -> str:
 def not_measured_text(why: NotMeasured, experiment: str = "run") -> str:
     """'not measured: skipped, the time budget ran out (raise --budget)' and the like."""
     if why.reason == "not_in_suite":
-        what = "your model's suite (diagnose)" if experiment == "diagnose" else "this suite"
+        what = "what diagnose measures" if experiment == "diagnose" else "this suite"
         return f"not measured: not part of {what}" + (f"; {why.elsewhere} measures it" if why.elsewhere else "")
     if why.reason == "skipped":
         return "not measured: skipped, the time budget ran out (raise --budget)"
