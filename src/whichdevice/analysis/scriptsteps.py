@@ -165,8 +165,7 @@ class ScriptStep:
 
     @property
     def input_bound(self) -> bool:
-        share = self.wait_share
-        return share is not None and share >= INPUT_WAIT_SHARE
+        return _reaches(self.wait_share, INPUT_WAIT_SHARE)
 
     @property
     def read_bound(self) -> bool:
@@ -201,13 +200,11 @@ class ScriptStep:
 
     @property
     def compute_bound(self) -> bool:
-        share = self.compute_share
-        return share is not None and share >= COMPUTE_SHARE
+        return _reaches(self.compute_share, COMPUTE_SHARE)
 
     @property
     def fixed_bound(self) -> bool:
-        share = self.fixed_share
-        return share is not None and share >= FIXED_SHARE
+        return _reaches(self.fixed_share, FIXED_SHARE)
 
     @property
     def contention_share(self) -> float:
@@ -299,6 +296,11 @@ def quiet_step(st: ScriptStep) -> QuietStep:
     if st.threads is not None and st.threads > st.cores and st.fast_s is not None:
         parts.append(("threads", st.contention_share))
     return QuietStep(st, tuple(parts))
+
+
+def _reaches(share: float | None, limit: float) -> bool:
+    """A share known and at ``limit`` or above: what makes a step input-, compute- or fixed-bound."""
+    return share is not None and share >= limit
 
 
 def _plain_step(p: dict[str, Any]) -> bool:

@@ -121,11 +121,7 @@ class _Pairs:
         if not why and key in self.done:
             st.interleaved.append({**base, "same_as": self.done[key]})
             return
-        left = self.deadline - _orig_mono()
-        if not why and len(self.done) >= MAX_RERUNS:
-            why = f"more than {MAX_RERUNS} compared pairs; the first were re-run"
-        elif not why and left < 10 * RERUN_MIN_TIME_S:
-            why = "no time left before --timeout"
+        why, left = self._why_not(why, len(self.done), f"more than {MAX_RERUNS} compared pairs; the first were re-run")
         if why:
             st.interleaved.append({**base, "skipped": why})
             return
@@ -148,12 +144,10 @@ class _Pairs:
         if not why and key in self.done_single:
             st.singles.append({"m": m.id, "same_as": self.done_single[key]})
             return
-        left = self.deadline - _orig_mono()
-        if not why and len(self.done_single) >= MAX_RERUNS:
-            why = f"more than {MAX_RERUNS} timings to re-run; the first were"
-        elif not why and left < 10 * RERUN_MIN_TIME_S:
-            why = "no time left before --timeout"
-        elif not why and st.rerun_left_s <= 0:
+        why, left = self._why_not(
+            why, len(self.done_single), f"more than {MAX_RERUNS} timings to re-run; the first were"
+        )
+        if not why and st.rerun_left_s <= 0:
             why = f"the re-runs' time ({RERUN_SHARE:.0%} of the script's run time) was spent on the timings before it"
         if why:
             st.singles.append({"m": m.id, "skipped": why})
@@ -167,6 +161,16 @@ class _Pairs:
             return
         self.done_single[key] = len(st.singles)
         st.singles.append({"m": m.id, "rounds": rounds, "functions": per_call})
+
+    def _why_not(self, why: str | None, done: int, too_many: str) -> tuple[str | None, float]:
+        """Why a re-run does not start (the side's own reason ``why``; else ``too_many`` once
+        ``MAX_RERUNS`` are ``done``; else too little time left before ``--timeout``), and the time left."""
+        left = self.deadline - _orig_mono()
+        if not why and done >= MAX_RERUNS:
+            why = too_many
+        elif not why and left < 10 * RERUN_MIN_TIME_S:
+            why = "no time left before --timeout"
+        return why, left
 
     def _alone(self, work: list[RerunItem], budget_s: float) -> tuple[list[float], list[dict]]:
         """Rounds of one side: each function warmed up, then k calls per sample (the slowest ≥ 10 ms),

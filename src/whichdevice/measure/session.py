@@ -537,7 +537,7 @@ def _later_rounds(
     """Rounds 2..n of the verdict cases of one device, each in a fresh child (round 2 in
     ``warm``, started with round 1), merged into the first round's results. Not journaled: a
     resumed run measures its later rounds again."""
-    request, n_rounds, progress = run.request, run.n_rounds, run.progress
+    request, n_rounds = run.request, run.n_rounds
     todo = [
         r.spec
         for r in first
@@ -562,21 +562,15 @@ def _later_rounds(
             break
         specs = repeat_order(todo)
         run.count.grow(len(todo))  # this round's cases join the whole run's total
-        _, rk, nk = experiment.run_devices(
-            request.framework,
-            [dev],
-            _fixed(specs),
-            policy=run.policy,
-            cpu_threads=request.cpu_threads,
-            case_timeout_s=request.case_timeout_s,
-            deadline=stop,
-            on_start=progress.on_start,
-            on_result=progress.on_result,
-            memory_limit_bytes=request.memory_limit_bytes,
-            warm=warm if k == 2 else None,
+        rk, nk = _run_round(
+            run,
+            dev,
+            specs,
+            stop,
             # a group starts only if its round-1 time still fits before the stop: one started
             # just before it ran 3.5 s past at `--budget 30`
             expected_s={r.spec.key: r.wall_s for r in first if r.spec.key in keys},
+            warm=warm if k == 2 else None,
         )
         notes += nk
         for r in rk:
@@ -589,6 +583,35 @@ def _later_rounds(
     if request.undecided is not None and stop is not None:
         notes += _further_rounds(run, dev, first, later, stop, n_rounds + 1)
     return [merge_rounds(r, later.get(r.spec.key, [])) for r in first], notes
+
+
+def _run_round(
+    run: _Run,
+    dev: DeviceInfo,
+    specs: list[CaseSpec],
+    stop: float | None,
+    *,
+    expected_s: dict[str, float],
+    warm: runner.Warm | None = None,
+) -> tuple[list[CaseResult], list[str]]:
+    """One later round of ``specs`` on ``dev``, in the order given, with the run's policy, limits and
+    progress, stopping at ``stop``: the results and the notes (every round after the first runs so)."""
+    request = run.request
+    _, results, notes = experiment.run_devices(
+        request.framework,
+        [dev],
+        _fixed(specs),
+        policy=run.policy,
+        cpu_threads=request.cpu_threads,
+        case_timeout_s=request.case_timeout_s,
+        deadline=stop,
+        on_start=run.progress.on_start,
+        on_result=run.progress.on_result,
+        memory_limit_bytes=request.memory_limit_bytes,
+        warm=warm,
+        expected_s=expected_s,
+    )
+    return results, notes
 
 
 def _further_rounds(
@@ -616,19 +639,7 @@ def _further_rounds(
             break
         specs = round_order([r.spec for r in first if r.spec.key in keys], k)
         run.count.grow(len(specs))
-        _, rk, nk = experiment.run_devices(
-            request.framework,
-            [dev],
-            _fixed(specs),
-            policy=run.policy,
-            cpu_threads=request.cpu_threads,
-            case_timeout_s=request.case_timeout_s,
-            deadline=stop,
-            on_start=run.progress.on_start,
-            on_result=run.progress.on_result,
-            memory_limit_bytes=request.memory_limit_bytes,
-            expected_s={key: expected[key] for key in keys},
-        )
+        rk, nk = _run_round(run, dev, specs, stop, expected_s={key: expected[key] for key in keys})
         for r in rk:
             later.setdefault(r.spec.key, []).append(r)
         done = sum(r.status == "ok" for r in rk)

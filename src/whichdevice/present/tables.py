@@ -8,7 +8,7 @@ presenter's job.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, TYPE_CHECKING
 
@@ -22,7 +22,7 @@ from whichdevice.present.claims import comparison_text, crossover_text
 if TYPE_CHECKING:
     from whichdevice.analysis.compare import Comparison
     from whichdevice.analysis.sweep import Cell, Table
-    from whichdevice.analysis.train import RunCell, TrainReport
+    from whichdevice.analysis.train import RunCell, RunRow, TrainReport
     from whichdevice.analysis.warmup import BreakEven
 
 
@@ -192,49 +192,55 @@ def _comp_cell(comp: Comparison | None) -> GridCell:
 
 def creation_grid(report: TrainReport) -> Grid:
     """Seed 001 ex1: model creation and clone_model per device (analysis.train.TrainReport)."""
+
+    def cells_of(c: RunCell | None) -> list[GridCell]:
+        return [GridCell(seconds(c.timing.first_call_s) if c and c.timing else "—", "dim"), _median_text(c)]
+
+    headers, rows = _device_columns(report, report.creation, "what", ["1st", "median ± IQR/2"], cells_of)
+    return Grid("Building the model: first call (start-up) and steady", headers, rows, [])
+
+
+def _device_columns(
+    report: TrainReport,
+    runs: list[RunRow],
+    first: str,
+    columns: list[str],
+    cells_of: Callable[[RunCell | None], list[GridCell]],
+) -> tuple[list[str], list[list[GridCell]]]:
+    """The headers and rows of a grid of ``runs``: the workload's name, then ``columns`` for each
+    device (``cells_of`` its cell, None where it has none), then each GPU against the baseline."""
     gpus = [d for d in report.devices if d != report.baseline]
-    headers = ["what"]
+    headers = [first]
     for d in report.devices:
-        headers += [f"{d} 1st", f"{d} median ± IQR/2"]
+        headers += [f"{d} {col}" for col in columns]
     headers += [f"{d} vs {report.baseline or '?'}" for d in gpus]
     rows = []
-    for row in report.creation:
+    for row in runs:
         cells = [GridCell(names.workload_name(row.params, framework=row.framework))]
         for d in report.devices:
-            c = row.cells.get(d)
-            cells.append(GridCell(seconds(c.timing.first_call_s) if c and c.timing else "—", "dim"))
-            cells.append(_median_text(c))
+            cells += cells_of(row.cells.get(d))
         cells += [_comp_cell(row.comparisons.get(d)) for d in gpus]
         rows.append(cells)
-    return Grid("Building the model: first call (start-up) and steady", headers, rows, [])
+    return headers, rows
 
 
 def runs_grid(report: TrainReport) -> Grid:
     """Every training run: first step apart, steady step, samples/s, epochs, GPU vs CPU, break-even."""
-    gpus = [d for d in report.devices if d != report.baseline]
-    headers = ["run"]
-    for d in report.devices:
-        headers += [f"{d} 1st step", f"{d} steady step ± IQR/2", f"{d} samples/s", f"{d} 1st / steady epoch"]
-    headers += [f"{d} vs {report.baseline or '?'}" for d in gpus]
-    rows = []
-    for row in report.runs:
-        cells = [GridCell(names.workload_name(row.params, framework=row.framework))]
-        for d in report.devices:
-            c = row.cells.get(d)
-            t = c.timing if c is not None else None
-            cells.append(GridCell(seconds(t.first_call_s) if t is not None else "—", "dim"))
-            cells.append(_median_text(c))
-            cells.append(GridCell(rate(c.samples_per_s, "") if c is not None and t and c.samples_per_s else "—"))
-            cells.append(
-                GridCell(
-                    f"{seconds(c.epochs.first_s)} / {seconds(c.epochs.steady_s)}"
-                    if c is not None and c.epochs
-                    else "—",
-                    "dim",
-                )
-            )
-        cells += [_comp_cell(row.comparisons.get(d)) for d in gpus]
-        rows.append(cells)
+
+    def cells_of(c: RunCell | None) -> list[GridCell]:
+        t = c.timing if c is not None else None
+        return [
+            GridCell(seconds(t.first_call_s) if t is not None else "—", "dim"),
+            _median_text(c),
+            GridCell(rate(c.samples_per_s, "") if c is not None and t and c.samples_per_s else "—"),
+            GridCell(
+                f"{seconds(c.epochs.first_s)} / {seconds(c.epochs.steady_s)}" if c is not None and c.epochs else "—",
+                "dim",
+            ),
+        ]
+
+    columns = ["1st step", "steady step ± IQR/2", "samples/s", "1st / steady epoch"]
+    headers, rows = _device_columns(report, report.runs, "run", columns, cells_of)
     footer = [
         f"{names.workload_name(row.params, framework=row.framework)} — {d}: {break_even_text(be)}"
         for row in report.runs

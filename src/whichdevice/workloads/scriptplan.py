@@ -580,11 +580,7 @@ def entry_words(facts: dict[str, Any]) -> tuple[str, str]:
     said = f"the {script.ordinal(n)} of {len(entries)} {kind} calls" + (f", {why}{steps}" if why else "")
     others = [e for e in entries if int(e.get("call") or 0) != n]
     listed = ", ".join(f"{_call_name(e)} ({script.ordinal(int(e['call']))} call{_steps(e)})" for e in others)
-    numbers = [str(int(e["call"])) for e in others]
-    choose = " or ".join([", ".join(numbers[:-1]), numbers[-1]] if len(numbers) > 1 else numbers)
-    more = "; the pre-flight stopped following the script there: later ones are not listed"
-    more = more if facts.get("survey_stopped") else ""
-    return said, f"also trains: {listed}{more}; choose with --entry {choose}"
+    return said, _also_trains(facts, others, listed)
 
 
 def _loop_words(facts: dict[str, Any], entries: list[dict[str, Any]], n: int, mine: dict[str, Any]) -> tuple[str, str]:
@@ -598,11 +594,17 @@ def _loop_words(facts: dict[str, Any], entries: list[dict[str, Any]], n: int, mi
     said = f"the {script.ordinal(n)} of {len(entries)} training loops{_loop_facts(mine)}" + (f", {why}" if why else "")
     others = [e for e in entries if int(e.get("call") or 0) != n]
     listed = ", ".join(f"the {script.ordinal(int(e['call']))} loop{_loop_facts(e)}" for e in others)
+    return said, _also_trains(facts, others, listed)
+
+
+def _also_trains(facts: dict[str, Any], others: list[dict[str, Any]], listed: str) -> str:
+    """The second half of ``entry_words``, for calls and loops alike: the others (``listed``, in
+    words), whether the survey stopped before the end, and the ``--entry`` numbers to choose from."""
     numbers = [str(int(e["call"])) for e in others]
     choose = " or ".join([", ".join(numbers[:-1]), numbers[-1]] if len(numbers) > 1 else numbers)
     more = "; the pre-flight stopped following the script there: later ones are not listed"
     more = more if facts.get("survey_stopped") else ""
-    return said, f"also trains: {listed}{more}; choose with --entry {choose}"
+    return f"also trains: {listed}{more}; choose with --entry {choose}"
 
 
 def _loop_facts(e: dict[str, Any]) -> str:

@@ -48,6 +48,7 @@ from whichdevice.frameworks.common.ladders import DATA_LOADER
 from whichdevice.frameworks.common.seedimages import *  # noqa: F403 (the part's NumPy members)
 from whichdevice.frameworks.common.seedimages import MAX_DELTA, SEED_CLASSES, Elements, Read, heavy_factor, staged
 from whichdevice.frameworks.common.seedimages import workers
+from whichdevice.frameworks.torch.training import optimizer_step
 
 VARIANTS = DATA_LOADER.variants
 STAGES = DATA_LOADER.stages
@@ -261,13 +262,4 @@ def loss_for(model, out_dim: int):
 def train_step(model, loss_fn):
     """One SGD step (zero_grad, forward, loss, backward, step); returns the loss tensor, not
     read back (the caller synchronizes)."""
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-
-    def step(x, y):
-        optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    return step
+    return optimizer_step(model, torch.optim.SGD(model.parameters(), lr=0.01), loss_fn)

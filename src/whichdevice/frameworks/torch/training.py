@@ -45,11 +45,21 @@ def train_step(model, optimizer, loss_fn):
     Numpy batches are copied to the model's device inside the step (the seeds' host data).
     Returns the loss tensor (not read back)."""
     device = next(model.parameters()).device
+    on_device = optimizer_step(model, optimizer, loss_fn)
 
     def step(x, y):
-        xb, yb = _tensor(x, device), _tensor(y, device)
+        return on_device(_tensor(x, device), _tensor(y, device))
+
+    return step
+
+
+def optimizer_step(model, optimizer, loss_fn):
+    """One step on tensors already where the model is: ``zero_grad``, forward, loss, ``backward``,
+    ``step``. Returns the loss tensor, not read back (the caller synchronizes)."""
+
+    def step(x, y):
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(xb), yb)
+        loss = loss_fn(model(x), y)
         loss.backward()
         optimizer.step()
         return loss

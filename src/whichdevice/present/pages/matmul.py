@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.markup import escape
 
-from whichdevice.present import html, notes, output, plots, terminal
+from whichdevice.present import html, notes, plots, terminal
+from whichdevice.present.pages import write_page
 from whichdevice.present.tables import sweep_grid
 
 if TYPE_CHECKING:
@@ -55,5 +55,4 @@ def render(console: Console, result: Matmul, png: Path, *, loglog: bool) -> None
         result.warnings,
         skipped=result.skipped,
     )
-    output.write_html(png.with_suffix(".html"), page)
-    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
+    write_page(console, png, page)

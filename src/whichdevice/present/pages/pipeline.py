@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.present import html, output, plots, terminal
+from whichdevice.present import html, plots, terminal
+from whichdevice.present.pages import write_page
 from whichdevice.present.pipeline import device_verdict, stage_grid, step_jitter_note, variant_grid, wait_bars
 from whichdevice.present import notes
 
@@ -60,5 +61,4 @@ def render(console: Console, result: Pipeline, png: Path, *, loglog: bool = Fals
         measured=result.warnings,
         skipped=result.skipped,
     )
-    output.write_html(png.with_suffix(".html"), page)
-    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
+    write_page(console, png, page)

@@ -11,7 +11,8 @@ from rich.markup import escape
 
 from whichdevice import frameworks
 from whichdevice.core.units import seconds
-from whichdevice.present import html, output, terminal
+from whichdevice.present import html, terminal
+from whichdevice.present.pages import write_page
 from whichdevice.present.claims import times
 from whichdevice.present.tables import Grid, GridCell
 from whichdevice.present import notes
@@ -228,5 +229,4 @@ def render(console: Console, result: Pitfalls, png: Path, *, loglog: bool) -> No
         measured=result.warnings,
         skipped=result.skipped,
     )
-    output.write_html(png.with_suffix(".html"), page)
-    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
+    write_page(console, png, page)

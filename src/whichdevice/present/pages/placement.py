@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from whichdevice.core.units import nbytes, seconds
-from whichdevice.present import html, output, terminal
+from whichdevice.present import html, terminal
+from whichdevice.present.pages import write_page
 from whichdevice.present.tables import Grid, GridCell
 from whichdevice.present import notes
 from whichdevice.present.pages import placement_traced
@@ -153,5 +154,4 @@ def render(console: Console, result: Placement, png: Path, *, loglog: bool) -> N
     page = html.render_html(
         record, sections, warnings=warnings, failures=failures, measured=result.warnings, skipped=result.skipped
     )
-    output.write_html(png.with_suffix(".html"), page)
-    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
+    write_page(console, png, page)

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
-from whichdevice.present import html, output, terminal
+from whichdevice.present import html, terminal
+from whichdevice.present.pages import write_page
 from whichdevice.present import scale as present_scale
 
 if TYPE_CHECKING:
@@ -34,5 +35,4 @@ def render(console: Console, result: Scale, png: Path, *, loglog: bool) -> None:
         failures=present_scale.failures(report),
         skipped=result.skipped,
     )
-    output.write_html(png.with_suffix(".html"), page)
-    console.print(f"Report: {escape(str(png.with_suffix('.html')))}")
+    write_page(console, png, page)
