@@ -681,10 +681,8 @@ _LEGACY_GIST = re.compile(r"^predicted (between|gpu_everywhere|cpu_everywhere|no
 # Its words named the profile by its file's name ("predicted on profile 'h100' (NVIDIA H100 80GB
 # HBM3), not measured: it would win ..."): quoted, they say the card, as the screen does now.
 _LEGACY_SAID = re.compile(r"^predicted on profile '[^']*' \((?P<card>[^)]*)\), not measured: it ")
-# A script's record keeps why its steps are the pre-flight's in ``preflight_only``, as the screen says
-# it. Older records kept the plan's own words there ("20 s is too short to run the script again (in the
-# pre-flight ..."), the screen saying the budget was too short, and the run-time reason in
-# ``preflight_why`` beside it: both read as they were.
+# Older script records kept the plan's words in ``preflight_only`` ("20 s is too short to run the script
+# again (in the pre-flight ..."; the line said the budget was too short), a run-time reason in ``preflight_why``.
 _LEGACY_PLAN_WORDS = re.compile(r"^\S+ s is too short to run the script again \(")
 
 
@@ -723,10 +721,9 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
 
 
 def preflight_line(record: RunRecord) -> str:
-    """Where a script's steps were answered from the pre-flight (the record's ``preflight_only``, which
-    says why: the budget too short to run the script again, or run out before the baseline's own
-    process): that they were timed there alone, in one process, why, and the budget that measures
-    the baseline in its own processes and every fix."""
+    """Where a script's steps were answered from the pre-flight (the record's ``preflight_only`` says
+    why): that they were timed there alone, in one process, why, and the budget that measures the
+    baseline in its own processes and every fix."""
     o = record.options
     if not o.get("preflight_only"):
         return ""

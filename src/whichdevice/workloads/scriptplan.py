@@ -1264,9 +1264,8 @@ def _planned_case(common: dict[str, Any], b: int, planned: dict[str, Any]) -> tu
 
 
 def options(user: dict[str, Any], facts_sizing: dict[str, Any] | None, budget_s: float | None = None) -> dict[str, Any]:
-    """The record's options naming the script, its arguments and the entry point captured; where the
-    plan answers from the pre-flight's steps, why (``preflight_only``, :func:`rerun_too_short_words`
-    at ``budget_s``)."""
+    """The record's options naming the script, its arguments and the entry point captured, and why
+    its steps are the pre-flight's where the plan answers from them (``preflight_only``)."""
     s = facts_sizing or {}
     out = {
         "script": user["script"],
@@ -1302,10 +1301,9 @@ def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
         measured = f"your model {user['model_function']}, trained by the script whichdevice wrote ({user['script']}),"
     how = f"each case ran the script in a fresh process until {user['steps']} steady steps were timed (then it stopped the script)"
     if s.get("preflight_only"):  # no case ran the script: the baseline's steps are the pre-flight's
-        n = preflight_steps(kept=s.get("preflight_result") or {})
         how = (
-            f"its {n} steps were timed in the pre-flight alone, in one process on the CPU (the budget was too "
-            "short to run the script again)"
+            f"its {preflight_steps(kept=s.get('preflight_result') or {})} steps were timed in the pre-flight alone, "
+            "in one process on the CPU (the budget was too short to run the script again)"
         )
     out = [f"Measured on {measured} through {user['entry']}{under}{which}: {how}."]
     if others:
@@ -1368,8 +1366,7 @@ def recorded_results(
 
 
 def rerun_too_short_words(budget_s: float | None) -> str:
-    """Why a baseline's steps are the pre-flight's where the plan held no run of the script after
-    it (the record's ``preflight_only``, which the screen's line says)."""
+    """Why the plan answered from the pre-flight's steps (the record's ``preflight_only``)."""
     given = f"--budget {budget_s:g}" if budget_s is not None else "the budget"
     return f"{given} was too short to run your script again"
 
@@ -1381,10 +1378,8 @@ def skipped_baseline_words(budget_s: float) -> str:
 
 
 def preflight_steps(results: Iterable[Any] = (), *, kept: dict[str, Any] | None = None) -> int:
-    """The steps an answer from the pre-flight holds, as its screen line and its notes count them: the
-    timed samples of its one measured case, the CPU baseline made from the pre-flight's result (the
-    first case measured among ``results``), or, before any case ran, of the case that ``kept`` (the
-    pre-flight's kept result) makes (:func:`script.preflight_timing`); 0 where there is none."""
+    """The steps an answer from the pre-flight holds: the samples of its one case (the first measured
+    among ``results``) or, before any case ran, of the case the pre-flight's ``kept`` result makes."""
     if kept is not None:
         got = script.preflight_timing(kept, 60.0)  # the limit words a failure only: none is counted
         return 0 if isinstance(got, BaseException) else len(got[0].samples_s)
