@@ -105,7 +105,8 @@ def test_the_notes_say_the_steps_are_the_preflights():
     first = scriptplan.notes(user, s)[0]
     assert "its 5 steps were timed in the pre-flight alone, in one process on the CPU" in first
     assert "each case ran the script in a fresh process" not in first
-    assert scriptplan.options(user, s)["preflight_only"] == s["preflight_only"]
+    assert scriptplan.options(user, s, 20.0)["preflight_only"] == "--budget 20 was too short to run your script again"
+    assert scriptplan.options(user, s)["preflight_only"] == "the budget was too short to run your script again"
 
 
 def test_the_preflights_result_keeps_what_a_case_reads_and_no_more():
@@ -195,3 +196,36 @@ def test_a_cpu_baseline_the_budget_skipped_is_answered_from_the_preflights_steps
     assert scriptplan.recorded_results(make_record([own], experiment="diagnose"), user, s)[0].status == "failed"
     # where no step was kept (a pre-flight stopped after its first), the skip stands
     assert scriptplan.recorded_results(record, user, {**s, "preflight_result": None})[0].status == "skipped"
+
+
+def test_the_record_says_once_why_its_steps_are_the_preflights_and_older_records_read_as_they_were():
+    """The record keeps why the steps are the pre-flight's once, in ``preflight_only``, and the screen's
+    line says it. Older records kept the plan's own words there (the line said the budget was too
+    short), or the run-time reason twice, in ``preflight_why`` too: each reads as it did."""
+    from tests.conftest import make_record
+    from whichdevice.core.records import CaseResult
+    from whichdevice.present.firstscreen import preflight_line
+
+    s = scriptplan.size(FACTS, 20.0)
+    user = scriptplan.user_params({"script": "train.py"}, FACTS)
+    (spec,) = scriptplan.cases("torch", "CPU:0", user, s)
+    got = script.preflight_timing(RESULT, 60.0)
+    assert not isinstance(got, BaseException)
+    base = CaseResult(spec=script.without_preflight(spec), status="ok", timing=got[0], metrics=got[1], wall_s=0.0)
+    record = make_record([base], experiment="diagnose")
+    assert scriptplan.preflight_steps(record.results) == scriptplan.preflight_steps(kept=RESULT) == 5
+
+    def line(**options):
+        given = {"budget_s": 20.0, "budget_for_all": 130, **options}
+        return preflight_line(record.model_copy(update={"options": given}))
+
+    head = "Timed in the pre-flight alone, in one process (5 steps): "
+    tail = "; --budget 130 or more measures the baseline in its own processes and every fix."
+    planned = scriptplan.options(user, s, 20.0)["preflight_only"]
+    assert line(preflight_only=planned) == f"{head}--budget 20 was too short to run your script again{tail}"
+    assert line(preflight_only=s["preflight_only"]) == line(preflight_only=planned)  # the plan's words, kept before
+    ran_out = scriptplan.skipped_baseline_words(20.0)
+    assert line(preflight_only=ran_out) == f"{head}{ran_out}{tail}"
+    before = "--budget 20 ran out before the baseline's own process began"  # as records from before kept it
+    assert line(preflight_only=before, preflight_why=before) == f"{head}{before}{tail}"
+    assert line() == ""

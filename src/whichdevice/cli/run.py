@@ -563,8 +563,7 @@ def measure_script(plan: DiagnosePlan, quiet: bool, request: session.Request, **
     # a baseline answered from the pre-flight: its case as measured; one the budget skipped: the pre-flight's steps
     results = scriptplan.recorded_results(record, plan.user, plan.sizing)
     if any(a.status != b.status for a, b in zip(record.results, results, strict=True)):
-        why = scriptplan.skipped_baseline_words(plan.budget_s)
-        options = {**options, "preflight_only": why, "preflight_why": why}
+        options = {**options, "preflight_only": scriptplan.skipped_baseline_words(plan.budget_s)}
         notes = [*notes, scriptplan.skipped_baseline_note(results)]
     return record.model_copy(update={"notes": notes, "options": options, "results": results})
 
@@ -601,4 +600,4 @@ def _framework_options(plan: DiagnosePlan) -> dict:
     from whichdevice.workloads import scriptplan
 
     fw = {} if plan.framework == DIAGNOSE_FRAMEWORK else {"framework": plan.framework}
-    return fw | scriptplan.options(plan.user, plan.sizing)
+    return fw | scriptplan.options(plan.user, plan.sizing, plan.budget_s)

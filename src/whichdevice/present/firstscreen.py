@@ -35,6 +35,7 @@ from whichdevice.present.claims import (
     times,
 )
 from whichdevice.workloads.fixes import params_of
+from whichdevice.workloads.scriptplan import preflight_steps, rerun_too_short_words
 
 if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
     from whichdevice.analysis.quality import TimingWarning
@@ -680,6 +681,9 @@ _LEGACY_GIST = re.compile(r"^predicted (between|gpu_everywhere|cpu_everywhere|no
 # Its words named the profile by its file's name ("predicted on profile 'h100' (NVIDIA H100 80GB
 # HBM3), not measured: it would win ..."): quoted, they say the card, as the screen does now.
 _LEGACY_SAID = re.compile(r"^predicted on profile '[^']*' \((?P<card>[^)]*)\), not measured: it ")
+# Older script records kept the plan's words in ``preflight_only`` ("20 s is too short to run the script
+# again (in the pre-flight ..."; the line said the budget was too short), a run-time reason in ``preflight_why``.
+_LEGACY_PLAN_WORDS = re.compile(r"^\S+ s is too short to run the script again \(")
 
 
 def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None = None) -> FirstScreen:
@@ -717,19 +721,20 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
 
 
 def preflight_line(record: RunRecord) -> str:
-    """Where a script's budget was too short to run it again and its steps were answered from the
-    pre-flight (the record's ``preflight_only``): that they were timed there alone, in one process,
-    and the budget that measures the baseline in its own processes and every fix."""
+    """Where a script's steps were answered from the pre-flight (the record's ``preflight_only`` says
+    why): that they were timed there alone, in one process, why, and the budget that measures the
+    baseline in its own processes and every fix."""
     o = record.options
     if not o.get("preflight_only"):
         return ""
-    n = next((len(r.timing.samples_s) for r in record.results if r.status == "ok" and r.timing is not None), 0)
+    n = preflight_steps(record.results)
     steps = f" ({n} steps)" if n else ""
-    budget = o.get("budget_s")
-    given = f"--budget {budget:g}" if isinstance(budget, (int, float)) else "the budget"
     whole = o.get("budget_for_all")
     more = f"; --budget {whole} or more measures the baseline in its own processes and every fix" if whole else ""
-    why = o.get("preflight_why") or f"{given} was too short to run your script again"
+    why = str(o.get("preflight_why") or o["preflight_only"])  # preflight_why: an older record's reason, kept apart
+    if _LEGACY_PLAN_WORDS.match(why):  # an older record's plan words: the reason is the budget's
+        budget = o.get("budget_s")
+        why = rerun_too_short_words(float(budget) if isinstance(budget, (int, float)) else None)
     return f"Timed in the pre-flight alone, in one process{steps}: {why}{more}."
 
 

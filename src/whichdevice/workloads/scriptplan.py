@@ -26,6 +26,7 @@ import math
 import os
 import re
 import statistics
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -1264,8 +1265,9 @@ def _planned_case(common: dict[str, Any], b: int, planned: dict[str, Any]) -> tu
     return split[0], Variant.model_validate(split[1])
 
 
-def options(user: dict[str, Any], facts_sizing: dict[str, Any] | None) -> dict[str, Any]:
-    """The record's options naming the script, its arguments and the entry point captured."""
+def options(user: dict[str, Any], facts_sizing: dict[str, Any] | None, budget_s: float | None = None) -> dict[str, Any]:
+    """The record's options naming the script, its arguments and the entry point captured, and why
+    its steps are the pre-flight's where the plan answers from them (``preflight_only``)."""
     s = facts_sizing or {}
     out = {
         "script": user["script"],
@@ -1278,8 +1280,8 @@ def options(user: dict[str, Any], facts_sizing: dict[str, Any] | None) -> dict[s
         out["trainer"] = user["trainer"]
     if s.get("budget_for_all"):
         out["budget_for_all"] = s["budget_for_all"]
-    if s.get("preflight_only"):  # the baseline's steps are the pre-flight's: the screens say so
-        out["preflight_only"] = s["preflight_only"]
+    if s.get("preflight_only"):  # the baseline's steps are the pre-flight's: the screens say so, and why
+        out["preflight_only"] = rerun_too_short_words(budget_s)
     if rebatched(user, s):  # the batch sweep tiled the step's own inputs: the screen says so
         out["rebatched"] = "step"
     return out
@@ -1301,10 +1303,9 @@ def notes(user: dict[str, Any], sizing: dict[str, Any] | None) -> list[str]:
         measured = f"your model {user['model_function']}, trained by the script whichdevice wrote ({user['script']}),"
     how = f"each case ran the script in a fresh process until {user['steps']} steady steps were timed (then it stopped the script)"
     if s.get("preflight_only"):  # no case ran the script: the baseline's steps are the pre-flight's
-        n = len((s.get("preflight_result") or {}).get("step_s") or [])
         how = (
-            f"its {n} steps were timed in the pre-flight alone, in one process on the CPU (the budget was too "
-            "short to run the script again)"
+            f"its {preflight_steps(kept=s.get('preflight_result') or {})} steps were timed in the pre-flight alone, "
+            "in one process on the CPU (the budget was too short to run the script again)"
         )
     out = [f"Measured on {measured} through {user['entry']}{under}{which}: {how}."]
     if others:
@@ -1347,10 +1348,14 @@ def recorded_results(
     kept = (sizing or {}).get("preflight_result")
     if not kept or user is None or sizing is None or sizing.get("preflight_only"):
         return out
+    bases: dict[tuple[str, str], str] = {}  # each device's baseline case key, built once
     for i, r in enumerate(out):
         if not failures.budget_ran_out(r.status, r.failure, r.error) or not r.spec.device.startswith("CPU"):
             continue
-        if r.spec.key != cases(r.spec.framework, r.spec.device, user, sizing)[0].key:
+        where = (r.spec.framework, r.spec.device)
+        if where not in bases:
+            bases[where] = cases(*where, user, sizing)[0].key
+        if r.spec.key != bases[where]:
             continue  # not the baseline
         got = script.preflight_timing(kept, float(sizing.get("child_limit_s") or 60.0))
         if isinstance(got, BaseException):
@@ -1362,15 +1367,30 @@ def recorded_results(
     return out
 
 
+def rerun_too_short_words(budget_s: float | None) -> str:
+    """Why the plan answered from the pre-flight's steps (the record's ``preflight_only``)."""
+    given = f"--budget {budget_s:g}" if budget_s is not None else "the budget"
+    return f"{given} was too short to run your script again"
+
+
 def skipped_baseline_words(budget_s: float) -> str:
     """Why a baseline's steps are the pre-flight's where the budget ran out before its own process
-    (the record's ``preflight_why``)."""
+    (the record's ``preflight_only``)."""
     return f"--budget {budget_s:g} ran out before the baseline's own process timed its steps"
+
+
+def preflight_steps(results: Iterable[Any] = (), *, kept: dict[str, Any] | None = None) -> int:
+    """The steps an answer from the pre-flight holds: the samples of its one case (the first measured
+    among ``results``) or, before any case ran, of the case the pre-flight's ``kept`` result makes."""
+    if kept is not None:
+        got = script.preflight_timing(kept, 60.0)  # the limit words a failure only: none is counted
+        return 0 if isinstance(got, BaseException) else len(got[0].samples_s)
+    return next((len(r.timing.samples_s) for r in results if r.status == "ok" and r.timing is not None), 0)
 
 
 def skipped_baseline_note(results: list[Any]) -> str:
     """The record's note for a CPU baseline answered from the pre-flight's steps at run time."""
-    n = next((len(r.timing.samples_s) for r in results if r.status == "ok" and r.timing is not None), 0)
+    n = preflight_steps(results)
     return (
         f"The time budget ran out before the baseline's own process timed its steps (the pre-flight and the set-up took "
         f"longer than planned), so its {n} steps are the pre-flight's, timed in one process on the CPU."
