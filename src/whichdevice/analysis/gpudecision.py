@@ -31,7 +31,8 @@ run's own quartiles do not hold what the next run of the same command reads, so 
 are never nearer its step than the between-run spread (``CPU_RUN_FACTOR``). A step whose quiet
 steps are skewed to the right is read a little quick: the CPU's side of a "GPU wins" answer is
 then, if anything, favoured. How far the CPU's times varied (``CpuStep.varied``) is kept; above
-``VARIED`` load may have reached even the quickest quarter of the steps (at load 12 on 2 cores each process gets a sixth of a core), so
+``VARIED`` load may have reached even the quickest quarter of the steps (at load 12 on 2 cores
+each process gets a sixth of a core), so
 the band's lower edge is widened to the quickest step of any process (timeit's lower bound).
 Only that edge: load only makes the CPU look slower, so what it can make wrong is a GPU said to
 win; a GPU then wins only where it beats even the quickest CPU step measured. The screen says so.
