@@ -11,7 +11,9 @@ from whichdevice.core.records import CaseSpec
 from whichdevice.measure import session
 
 
-def _later_round_stop(monkeypatch, budget_s: float, round1_ended_after_s: float) -> float:
+def _later_round_stop(
+    monkeypatch, budget_s: float, round1_ended_after_s: float, rounds_share: float = session.ROUNDS_SHARE
+) -> float:
     """When ``_later_rounds`` tells round 2's child to stop starting cases, in seconds after
     the device's budget started, round 1 having ended ``round1_ended_after_s`` in."""
     seen: dict[str, float] = {}
@@ -34,6 +36,7 @@ def _later_round_stop(monkeypatch, budget_s: float, round1_ended_after_s: float)
             case_timeout_s=60.0,
             memory_limit_bytes=None,
             undecided=None,
+            rounds_share=rounds_share,
         ),
         n_rounds=2,
         progress=SimpleNamespace(on_start=None, on_result=None),
@@ -58,6 +61,15 @@ def test_round2_of_the_default_budget_keeps_its_12_s(monkeypatch):
     assert 81.5 <= stop <= 82.5, stop
     early = _later_round_stop(monkeypatch, 90.0, 40.0)  # round 1 ended early: until 75 % of the budget
     assert 67.0 <= early <= 68.0, early
+
+
+def test_diagnose_s_later_rounds_run_to_the_budget_s_end_less_the_page_s_reserve(monkeypatch):
+    # a fix's pair needs its round 2 to be judged at all: diagnose's rounds may start cases until
+    # the budget's end less the page's reserve, not 75 % of it (run's)
+    stop = _later_round_stop(monkeypatch, 20.0, 9.0, session.ALL_ROUNDS_SHARE)
+    assert 16.5 <= stop <= 17.5, stop  # 20 s less the page's 3 s (was 15 s)
+    stop = _later_round_stop(monkeypatch, 90.0, 40.0, session.ALL_ROUNDS_SHARE)
+    assert 85.5 <= stop <= 86.5, stop  # 90 s less the page's 4 s (was 67.5 s)
 
 
 def _second_pass_deadline(budget_s: float, first_device: bool) -> float:
@@ -107,6 +119,7 @@ def test_round2_is_told_each_case_s_round1_time(monkeypatch):
             case_timeout_s=60.0,
             memory_limit_bytes=None,
             undecided=None,
+            rounds_share=session.ROUNDS_SHARE,
         ),
         n_rounds=2,
         progress=SimpleNamespace(on_start=None, on_result=None),

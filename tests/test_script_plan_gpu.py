@@ -39,7 +39,7 @@ def _plan(monkeypatch, tmp_path: Path, *, driver: bool, device: str | None) -> t
     script.write_text("print('hi')\n")
     seen: dict[str, bool] = {}
 
-    def size(facts, budget_s, *, gpu=False):
+    def size(facts, budget_s, *, gpu=False, prior=None):
         seen["gpu"] = gpu
         raise _Stop
 

@@ -511,6 +511,7 @@ def _diagnose_cases(plan: DiagnosePlan):
 
 def diagnose_request(plan: DiagnosePlan) -> session.Request:
     """``plan``'s request: its cases, the record's options and notes (the command's and the API's)."""
+    from whichdevice.measure import session
     from whichdevice.workloads.suite import sizing_options
 
     fw = plan.framework
@@ -530,7 +531,7 @@ def diagnose_request(plan: DiagnosePlan) -> session.Request:
         notes=_diagnose_notes(plan),
     )
     # within the budget, further rounds measure the fix pairs that the planned ones left undecided
-    request = dataclasses.replace(request, undecided=_undecided)
+    request = dataclasses.replace(request, undecided=_undecided, rounds_share=session.ALL_ROUNDS_SHARE)
     return request
 
 

@@ -19,7 +19,7 @@ from whichdevice.core.errors import UsageError
 from whichdevice.core.validate import parse_positive_int
 from whichdevice.core.units import seconds
 from whichdevice.frameworks.common import nvidia
-from whichdevice.measure import experiment
+from whichdevice.measure import experiment, history
 from whichdevice.workloads import scriptrun
 from whichdevice.workloads import script as script_workload
 from whichdevice.workloads import scriptplan, userfolder
@@ -104,7 +104,10 @@ def plan_job(
         # leaves" read as if the budget were the reason (pytorch-cifar's report)
         wanted = fields.get("devices_wanted")
         gpu = nvidia.driver_present() and (wanted is None or any(w.startswith("GPU") for w in wanted))
-        sizing = scriptplan.size(facts, budget_s, gpu=gpu)
+        # the last run of the same command on this machine: its plan's decisions hold while the costs
+        # stay near them, so two runs ask the same question of the script
+        prior = history.latest("diagnose", lambda r: scriptplan.prior_plan(r, job, budget_s))
+        sizing = scriptplan.size(facts, budget_s, gpu=gpu, prior=prior)
         if sizing.get("baseline_only"):  # past the budget: its case may take what the baseline needs
             fields["case_timeout_s"] = fields.get("case_timeout_s") or sizing["case_timeout_s"]
             err_console.print(escape(f"Measuring the baseline alone: {sizing['baseline_only']}."))

@@ -12,12 +12,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from whichdevice.core.errors import UsageError
 from whichdevice.core.records import RunRecord, load_run
+
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -140,6 +145,25 @@ def entries(limit: int = 20, experiment: str | None = None) -> list[Entry]:
         else:
             rows = con.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,))
         return [_counted(_entry(r)) for r in rows.fetchall()]
+
+
+def latest(experiment: str, match: Callable[[RunRecord], T | None], *, limit: int = 20) -> T | None:
+    """``match`` of the newest of this machine's last ``limit`` ``experiment`` records for which it
+    is not None; None where there is none, or where the history or a record cannot be read (a
+    plan is then made afresh: reading the history never fails a run)."""
+    host = socket.gethostname()
+    try:
+        found = [e for e in entries(limit, experiment) if e.hostname == host]
+    except (UsageError, sqlite3.Error, OSError):
+        return None
+    for e in found:
+        try:
+            hit = match(load_run(e.path))
+        except (UsageError, OSError, ValueError):
+            continue
+        if hit is not None:
+            return hit
+    return None
 
 
 def get(run_id: int) -> Entry | None:

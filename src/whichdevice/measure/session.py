@@ -75,6 +75,7 @@ from whichdevice.measure import experiment, runner
 from whichdevice.measure.experiment import Discovery
 from whichdevice.measure.journal import Journal, JournalState
 from whichdevice.workloads import fixes as fix_catalogue
+from whichdevice.workloads.defaults import RESERVE_SHARE, page_reserve
 from whichdevice.workloads.fixes import params_of
 
 CasesFor = Callable[[Discovery, DeviceInfo], list[CaseSpec]]
@@ -84,18 +85,13 @@ ROUNDED_EXPERIMENTS = {"run": 2, "diagnose": 2}
 # Later rounds start only before this share of the device's budget is spent (the rest is the
 # margin for the last case and the report: run's default budget stays within it).
 ROUNDS_SHARE = 0.75
+# diagnose's later rounds: until the budget's end, less the page's reserve (Request.rounds_share).
+ALL_ROUNDS_SHARE = 1.0
 # Seconds of the budget kept for round 2 whatever round 1 takes: on a loaded machine round 1
 # alone fills the budget, and without a second round there is no spread to judge any claim by.
 # Round 1 stops starting cases this long before the budget's end (at most RESERVE_SHARE of a
 # small budget: `run --budget 20` still measures its first cases).
 ROUND2_RESERVE_S = 12.0
-RESERVE_SHARE = 0.15
-# Seconds of the budget kept for the page after the last case (analysis, report, plots,
-# history): measured 2.2-5.5 s at load 7-9 on the 2-core machine (benchmarks/run_budget.md),
-# outside the budget until then, so `run --budget 30` took 1.3 x its budget. At most
-# RESERVE_SHARE of a small budget. Taken from the first device's round 1: its later rounds
-# are the last measured (ABBA), and their window moves earlier by as much.
-PAGE_RESERVE_S = 4.0
 # Round 2 runs in a fresh child when round 1 ended before this share of the budget; later, a
 # fresh child's framework import (5 s idle, 20 s on a loaded 2-core machine) does not fit, and
 # the first child measures the verdict cases a second time itself, until the budget's end.
@@ -211,6 +207,12 @@ class Request:
     # threshold or whose processes disagree). Each further round, in a fresh child, measures only
     # those, until none is left, the rounds' stop (ROUNDS_SHARE of the budget) or MAX_ROUNDS.
     undecided: Callable[[list[CaseResult]], set[str]] | None = None
+    # The share of the device's budget before which later rounds start. A fix's pair measured in
+    # one round (one process a side) can never be told from noise, so diagnose lets its rounds run
+    # to the budget's end less the page's reserve (``ALL_ROUNDS_SHARE``): at 75 % a run whose
+    # round 1 ended a second later than the previous one's got no round 2 and answered "not
+    # enough samples" where the previous run of the same command claimed its fix.
+    rounds_share: float = ROUNDS_SHARE
 
 
 @dataclass
@@ -499,6 +501,14 @@ def _second_pass(
     )
 
 
+def _rounds_stop(request: Request, started: float) -> float:
+    """When later rounds stop starting cases: ``Request.rounds_share`` of the device's budget after
+    ``started``, and never past the budget less the page's reserve."""
+    assert request.budget_s is not None  # the caller's check
+    budget = request.budget_s
+    return started + min(request.rounds_share * budget, budget - page_reserve(budget))
+
+
 def round2_reserve(budget_s: float) -> float:
     """The seconds of a device's budget kept for its later rounds: round 1 stops starting cases
     this long before the budget's end, and a later round may start cases this long after round 1
@@ -506,12 +516,6 @@ def round2_reserve(budget_s: float) -> float:
     budget's round 2 ran past its end by the difference (`run --budget 30`: 12 s instead of the
     4.5 s round 1 had left, wall 1.4 x the budget)."""
     return min(ROUND2_RESERVE_S, RESERVE_SHARE * budget_s)
-
-
-def page_reserve(budget_s: float) -> float:
-    """The seconds of the budget kept for the page after the last case (``PAGE_RESERVE_S``, at
-    most ``RESERVE_SHARE`` of the budget)."""
-    return min(PAGE_RESERVE_S, RESERVE_SHARE * budget_s)
 
 
 def _alive(warms: dict[str, runner.Warm], dev: DeviceInfo) -> bool:
@@ -553,7 +557,7 @@ def _later_rounds(
     keys = {c.key for c in todo}
     stop = None
     if request.budget_s is not None:  # at least the reserve round 1 left, even when it ran late
-        stop = max(started + ROUNDS_SHARE * request.budget_s, time.time() + round2_reserve(request.budget_s))
+        stop = max(_rounds_stop(request, started), time.time() + round2_reserve(request.budget_s))
     later: dict[str, list[CaseResult]] = {}
     notes: list[str] = []
     for k in range(2, n_rounds + 1):

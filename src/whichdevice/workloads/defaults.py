@@ -21,3 +21,19 @@ PIPELINE_SEED_IMAGES, PIPELINE_SEED_SIZE, PIPELINE_SEED_BATCH = 1000, 256, 32
 # placement: training steps profiled after warm-up, by default and with --quick
 PLACEMENT_STEPS = 20
 PLACEMENT_QUICK_STEPS = 10
+
+# run, diagnose: the share of a small budget that a reserve takes at most (round 2's, the page's)
+RESERVE_SHARE = 0.15
+# Seconds of the budget kept for the page after the last case (analysis, report, plots,
+# history): measured 2.2-5.5 s at load 7-9 on the 2-core machine (benchmarks/run_budget.md),
+# outside the budget until then, so `run --budget 30` took 1.3 x its budget. At most
+# RESERVE_SHARE of a small budget. Taken from the first device's round 1: its later rounds
+# are the last measured (ABBA), and their window moves earlier by as much. The script plan
+# sizes its rounds within what the budget leaves after it.
+PAGE_RESERVE_S = 4.0
+
+
+def page_reserve(budget_s: float) -> float:
+    """The seconds of the budget kept for the page after the last case (``PAGE_RESERVE_S``, at
+    most ``RESERVE_SHARE`` of the budget)."""
+    return min(PAGE_RESERVE_S, RESERVE_SHARE * budget_s)

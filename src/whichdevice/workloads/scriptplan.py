@@ -38,6 +38,7 @@ from whichdevice.core import failures, records
 from whichdevice.core.records import CaseSpec, StepTrace, Variant
 from whichdevice.frameworks.contracts import CaptureSpec, PlanCases, StepCost
 from whichdevice.workloads import fixes, script, scriptwatch
+from whichdevice.workloads.defaults import page_reserve
 from whichdevice.workloads.suite import USER_SWEEP_BATCHES
 from whichdevice.workloads.fixes import params_of
 
@@ -963,18 +964,84 @@ def plan_costs(
     )
 
 
-def plan(costs: PlanCosts, budget_s: float) -> Plan:
+def two_rounds_s(start: float, budget_s: float) -> float:
+    """The most a round may plan for its second to fit too: round 2 repeats round 1's cases in a
+    child that imported its framework beside round 1 (or in round 1's own child), so both rounds
+    after the child's ``start`` end before the page's reserve. Planned past it, a run whose round
+    1 took a second longer than the last run's got no round 2, and its pairs (one process a side)
+    read "not enough samples" where the last run claimed them."""
+    return max(budget_s - page_reserve(budget_s) - start, 0.0) / 2
+
+
+# How far a fix's cost may move before the plan decides it otherwise than the last run of the same
+# command did: the set-up and the step vary by up to 10-15 % between back-to-back runs (set-up
+# 6.0, 6.2 and 6.9 s; step 2.8, 3.3 and 3.2 ms: keras_fit_dict_inputs, three runs at load 0.6),
+# and a fix whose cost sat that near the plan's edge was measured in one run and cut in the next.
+KEEP_PLAN = 1.15
+
+
+@dataclasses.dataclass(frozen=True)
+class PriorPlan:
+    """What the last run of the same command (the same script, arguments and budget on this
+    machine) planned: the fixes it measured and cut, its rounds, and when it ran."""
+
+    planned: frozenset[str]
+    cut: frozenset[str]
+    rounds: int
+    created_at: str
+
+    def slack(self, fix: str) -> float:
+        """The factor on the plan's seconds for ``fix``: its last decision holds until its cost
+        moves past ``KEEP_PLAN``."""
+        return KEEP_PLAN if fix in self.planned else 1.0 / KEEP_PLAN if fix in self.cut else 1.0
+
+
+def prior_plan(record: records.RunRecord, job: dict[str, Any], budget_s: float) -> PriorPlan | None:
+    """``record``'s plan when it is a diagnose of the same script (the same file, arguments and
+    budget) whose cases were measured, else None."""
+    o = record.options
+    same = (
+        record.experiment == "diagnose"
+        and o.get("script")
+        and Path(str(o["script"])).resolve() == Path(job["script"]).resolve()
+        and _strings(o.get("script_args")) == [str(a) for a in job.get("args") or []]
+        and o.get("budget_s") == budget_s
+        and not o.get("preflight_only")
+    )
+    if not same or not record.results:
+        return None
+    planned = {r.spec.variant.fix for r in record.results if r.spec.variant is not None}
+    rounds = o.get("rounds_planned")
+    return PriorPlan(
+        frozenset(planned),
+        frozenset(_strings(o.get("fixes_cut"))),
+        rounds if isinstance(rounds, int) else 2,
+        record.created_at,
+    )
+
+
+def _strings(value: object) -> list[str]:
+    """A record option's list of strings (none where it holds something else)."""
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def plan(costs: PlanCosts, budget_s: float, prior: PriorPlan | None = None) -> Plan:
     """The one planning rule: round 1 gets ``ROUND1_SHARE`` of what the budget leaves after the
-    measuring child's start (at least half the budget), or ``ROUND1_ONLY_SHARE`` in one round when
+    measuring child's start (at least half the budget) and no more than lets round 2 fit too
+    (:func:`two_rounds_s`), or ``ROUND1_ONLY_SHARE`` in one round when
     the baseline alone is larger than that share; each fix whole, in order, where it still fits;
     a budget below the least one holds the baseline alone. Where the script's loop takes a known
     number of steps (``costs.steps``), a fix whose turns it could not feed beside those planned
     before it (:func:`turns_fed`) has its cases each in a process of their own (``FixCost.alone``),
-    where the budget holds them so."""
+    where the budget holds them so. With ``prior`` (the last run of the same command), each of
+    its decisions (two rounds or one, a fix measured or cut) holds while the costs stay within
+    ``KEEP_PLAN`` of what decides it, so a few per cent of set-up time do not change the answer's
+    question between two runs."""
     avail = max(budget_s - costs.start, 0.5 * budget_s)
     shared = costs.baseline
-    rounds, plan_s = 2, ROUND1_SHARE * avail
-    if shared > plan_s:
+    rounds, plan_s = 2, min(ROUND1_SHARE * avail, two_rounds_s(costs.start, budget_s))
+    keep = 1.0 if prior is None else KEEP_PLAN if prior.rounds == 2 else 1.0 / KEEP_PLAN
+    if shared > plan_s * keep:
         rounds, plan_s = 1, ROUND1_ONLY_SHARE * avail
     alone = budget_s < costs.least  # the baseline does not fit what the budget leaves (avail)
     if alone:  # the baseline alone, in one round: nothing else is started
@@ -987,7 +1054,7 @@ def plan(costs: PlanCosts, budget_s: float) -> Plan:
         more, warm = f.turns()
         if costs.steps is not None and more and not turns_fed(costs.steps, draws + more, max(warmup, warm)):
             f, more, warm = f.alone(), 0, 0
-        if used + f.cost <= plan_s:
+        if used + f.cost <= plan_s * (prior.slack(f.fix) if prior is not None else 1.0):
             used += f.cost
             in_turns += sum(x for x, own in f.costs if not own)
             draws, warmup = draws + more, max(warmup, warm)
@@ -998,8 +1065,11 @@ def plan(costs: PlanCosts, budget_s: float) -> Plan:
     return Plan(rounds, alone, tuple(planned), tuple(cut), used, longest, in_turns)
 
 
-def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[str, Any]:
-    """The variants that fit the budget (by fix, both sides of a pair or none), rounds, limits."""
+def size(
+    facts: dict[str, Any], budget_s: float, *, gpu: bool = False, prior: PriorPlan | None = None
+) -> dict[str, Any]:
+    """The variants that fit the budget (by fix, both sides of a pair or none), rounds, limits;
+    ``prior``: the last run of the same command's plan, whose decisions hold (:func:`plan`)."""
     if not facts.get("framework"):  # stopped before its capture said which entry it timed: nothing to plan
         raise UsageError(
             "SCRIPT",
@@ -1010,7 +1080,7 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         )
     costs = plan_costs(facts, gpu)
     keras = facts["entry"] in script.KERAS_ENTRIES
-    chosen = plan(costs, budget_s)
+    chosen = plan(costs, budget_s, prior)
     alone, rounds, used, longest, in_turns = chosen.alone, chosen.rounds, chosen.used, chosen.longest, chosen.in_turns
     # the baseline past the budget even alone: answered from the pre-flight's own steps where it timed one
     only = alone and not baseline_fits_overrun(facts, budget_s)
@@ -1055,6 +1125,9 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         **({"preflight_result": facts["preflight_result"]} if facts.get("preflight_result") else {}),
         "budget_for_all": whole if chosen.cut or only else None,
         "planned_s": used,
+        # the decisions the last run of the same command made and this plan kept (a fresh plan would
+        # have decided them otherwise, the costs having moved less than KEEP_PLAN): the notes say so
+        "plan_kept": _kept(costs, budget_s, chosen, prior),
         "point_cap_s": None,
         "fixes_cut": sorted({line.split(" ", 1)[0] for line in cut if " not measured" in line}),
         # the fixes whose turns the script's loop could not feed: each case in a process of its own
@@ -1071,6 +1144,25 @@ def size(facts: dict[str, Any], budget_s: float, *, gpu: bool = False) -> dict[s
         # which training call is measured and the others the script makes (a record's notes say it)
         **({"entry_facts": {k: facts.get(k) for k in ENTRY_FACTS}} if len(facts.get("entries") or []) > 1 else {}),
     }
+
+
+def _kept(costs: PlanCosts, budget_s: float, chosen: Plan, prior: PriorPlan | None) -> str | None:
+    """The note of what ``chosen`` kept of ``prior`` where a fresh plan would differ, or None."""
+    if prior is None:
+        return None
+    fresh = plan(costs, budget_s)
+    names = lambda p: {f.fix for f in p.planned}  # noqa: E731 (two plans, one question)
+    kept = sorted(names(chosen) ^ names(fresh))
+    if not kept and fresh.rounds == chosen.rounds:
+        return None
+    what = [f"{f} {'measured' if f in names(chosen) else 'left out'}" for f in kept]
+    if fresh.rounds != chosen.rounds:
+        what.insert(0, f"{chosen.rounds} round{'s' if chosen.rounds > 1 else ''}")
+    return (
+        f"planned as the last run of this command ({prior.created_at[:16].replace('T', ' ')}): "
+        f"{', '.join(what)}, its cost within {KEEP_PLAN:.2f}× of the budget's edge, so the two runs "
+        "answer the same question"
+    )
 
 
 def _too_few_steps(steps: int | None) -> str:

@@ -144,6 +144,8 @@ def sizing_options(sizing: dict | None) -> dict:
         out["preflight_load_per_core"] = round(float(sizing["load_per_core"]), 3)
     if "fixes_cut" in sizing:  # the fixes the plan left out for the budget
         out["fixes_cut"] = list(sizing["fixes_cut"])
+    if sizing.get("planned_s") is not None:  # the plan's estimate of a round's wall, to check it against
+        out["planned_round_s"] = round(float(sizing["planned_s"]), 2)
     return out
 
 
@@ -155,4 +157,5 @@ def sizing_notes(sizing: dict | None) -> list[str]:
     head = f"Sized from the pre-flight's training step ({seconds(step, 'ms')} at the user's batch on the CPU)"
     if sizing.get("samples") is not None:  # the Keras plan's epochs (the torch plan has none)
         head += f": epochs of {sizing['samples']} samples"
-    return [head] + [f"The budget cut: {c}" for c in sizing["cut"]]
+    kept = [f"The plan: {sizing['plan_kept']}"] if sizing.get("plan_kept") else []
+    return [head] + [f"The budget cut: {c}" for c in sizing["cut"]] + kept
