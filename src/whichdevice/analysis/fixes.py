@@ -365,6 +365,7 @@ class NotMeasured:
     unit: str = "samples"  # too_few_samples: what n counts ("rounds": too few rounds to tell)
     needed: int = 0  # too_few_samples: how many a claim needs
     wide: bool = False  # too_few_samples: enough of them, but their interval too wide to tell a 2x change
+    one_process: bool = False  # too_few_samples: enough samples, but one process a side (one round)
     devices: list[str] = field(default_factory=list)  # default: where the framework already does it
     default: str = ""  # default: what the framework's default does there (FixEntry.default_words)
     param: str = ""  # none_larger: the parameter ...

@@ -408,7 +408,10 @@ def _too_few(fixes: list[Fix]) -> NotMeasured:
     note = most.claim.note
     needed = note.needed if note is not None and note.needed else MIN_SAMPLES
     wide = note is not None and note.kind == "too_wide"
-    return NotMeasured("too_few_samples", n=most.claim.n, unit=most.claim.unit, needed=needed, wide=wide)
+    one = note is not None and note.kind == "one_process"
+    return NotMeasured(
+        "too_few_samples", n=most.claim.n, unit=most.claim.unit, needed=needed, wide=wide, one_process=one
+    )
 
 
 def _contended(record: RunRecord, e: FixEntry, fixes: list[Fix]) -> NotMeasured | None:

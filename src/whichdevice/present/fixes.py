@@ -143,6 +143,8 @@ def _too_few_text(why: NotMeasured) -> str:
         return f"not enough samples: {count}, but their interval is too wide to rule out a 2× change"
     if why.unit == "rounds":
         return f"not enough samples: {why.n} rounds, at least {why.needed} needed to tell a change from none"
+    if why.one_process:  # enough steps, but all of them from one process a side
+        return f"not enough samples: {why.n} steps, from one process a side; a second round decides it"
     return f"not enough samples: fewer than {MIN_SAMPLES} samples (n={why.n})"
 
 
