@@ -38,7 +38,7 @@ from whichdevice.core import failures, records
 from whichdevice.core.records import CaseSpec, StepTrace, Variant
 from whichdevice.frameworks.contracts import CaptureSpec, PlanCases, StepCost
 from whichdevice.workloads import fixes, script, scriptwatch
-from whichdevice.workloads.defaults import page_reserve
+from whichdevice.workloads.defaults import PAGE_RESERVE_S, page_reserve
 from whichdevice.workloads.suite import USER_SWEEP_BATCHES
 from whichdevice.workloads.fixes import params_of
 
@@ -1256,7 +1256,9 @@ def budget_for_all(facts: dict[str, Any], gpu: bool = False) -> int:
         return ok(lo)
 
     slowest = costs(h)
-    top = math.ceil(((slowest.baseline + sum(f.most for f in slowest.fixes)) / ROUND1_SHARE + slowest.start) / 10) * 10
+    whole = slowest.baseline + sum(f.most for f in slowest.fixes)
+    # the least budget whose round holds every fix, by both rules of ``plan``'s round
+    top = math.ceil((max(whole / ROUND1_SHARE, 2 * whole + PAGE_RESERVE_S) + slowest.start) / 10) * 10
     floor, budget = budget_that_holds(facts), max(top, budget_that_holds(facts))
     while not holds(budget) and budget < 10 * top:  # the rule changed beneath the bound: keep looking above
         budget += 10
