@@ -10,7 +10,9 @@ the fixes each run recommends, with the machine's load.
     python benchmarks/stable_verdicts.py --summary /tmp/stable/runs.jsonl [more runs.jsonl ...]
 
 Each run is ``whichdevice diagnose SCRIPT --budget B --json ... --quiet`` in a subprocess, on a copy
-of the script in ``OUT/work`` (its working folder); then the
+of the script in ``OUT/work`` (its working folder), with ``OUT/home`` as its history
+(``WHICHDEVICE_HOME``: the runs of one OUT share it, as a user's runs share ``~/.whichdevice``, so a
+run's plan keeps the last run's where the costs moved little; ``plan_kept`` in the rows); then the
 record is judged by the same code (``--src`` on ``PYTHONPATH`` for both) and each catalogue fix's
 verdict written as the fix table words it: "helps: 5.8× faster (95 % CI 3.2–10.4×, 2 rounds)",
 "not enough samples: ...", "no clear change ...". The table per script lists, run by run, the fixes
@@ -79,6 +81,9 @@ def one_run(script: Path, budget: float, out: Path, src: str | None, i: int) -> 
     env = dict(os.environ)
     if src:
         env["PYTHONPATH"] = str(Path(src).absolute())
+    # the runs' own history, shared by the runs of one OUT as a user's runs share ~/.whichdevice: a
+    # run's plan keeps the last run's of the same command (scriptplan.KEEP_PLAN)
+    env["WHICHDEVICE_HOME"] = str((out / "home").absolute())
     cmd = [sys.executable, "-m", "whichdevice", "diagnose", copy.name, "--budget", f"{budget:g}"]
     cmd += ["--json", str(record), "--out", str((out / f"{script.stem}.run{i}").absolute()), "--quiet"]
     load0 = os.getloadavg()[0]
@@ -97,6 +102,8 @@ def one_run(script: Path, budget: float, out: Path, src: str | None, i: int) -> 
         row |= json.loads(judged.stdout)
     except json.JSONDecodeError:
         row["error"] = (judged.stderr.strip().splitlines() or [""])[-1][:300]
+    notes = json.loads(record.read_text(encoding="utf-8")).get("notes") or []
+    row["plan_kept"] = next((n for n in notes if n.startswith("The plan: planned as the last run")), "")
     return row
 
 
