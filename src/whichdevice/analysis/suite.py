@@ -940,9 +940,11 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
 
 
 def _predicted(report: PredictReport | None, profile: DeviceProfile | None) -> bool:
-    """Whether a GPU was predicted from the record's CPU steps (a GPU profile to predict on, and
-    the model could predict it)."""
-    return report is not None and profile is not None and profile.gpu is not None and not report.cannot_predict
+    """Whether a GPU was predicted from the record's CPU steps (a GPU profile to predict on, the
+    model could predict it, and enough batches were measured to decide)."""
+    if report is None or profile is None or profile.gpu is None or report.cannot_predict:
+        return False
+    return report.decision.kind != "none"
 
 
 def batch_gain_of(c: Cause) -> BatchGain | None:
