@@ -280,6 +280,33 @@ class QuietStep:
         return max(0.0, 1.0 - timed.get("input_wait", 0.0) - timed.get("host_reads", 0.0))
 
 
+@dataclass(frozen=True)
+class BusyLoad:
+    """The machine was busy when the steps were timed: the pre-flight's 1-minute load per core
+    (``preflight_load_per_core``, read as the pre-flight ended, just before the cases ran) at
+    ``CONTENDED_LOAD`` or more, the threshold the contention cause and the plan use. Other work then
+    competed for the cores, so the times measured can be slower than the machine's own when idle;
+    a report says so beside the answer, whether or not a cause is named."""
+
+    load_per_core: float
+    cores: int  # the machine's logical cores (0: not recorded)
+    predicted: bool  # the no-GPU prediction set these CPU steps beside the GPU's
+
+    @property
+    def load(self) -> float | None:
+        """The 1-minute load average (per core times the cores; None: the cores not recorded)."""
+        return self.load_per_core * self.cores if self.cores else None
+
+
+def busy_load(record: RunRecord, *, predicted: bool = False) -> BusyLoad | None:
+    """The record's pre-flight load where it reaches ``CONTENDED_LOAD`` per core (None: below it,
+    or not recorded). ``predicted``: whether a GPU prediction was made from the record's CPU steps."""
+    load = record.options.get("preflight_load_per_core")
+    if not isinstance(load, (int, float)) or isinstance(load, bool) or load < CONTENDED_LOAD:
+        return None
+    return BusyLoad(float(load), int(record.machine.cpu_cores_logical or 0), predicted)
+
+
 def quiet_step(st: ScriptStep) -> QuietStep:
     """What ``st`` measured of its parts, each share only where the record holds it: the wait
     where the capture saw one, the reads where they were counted, the batch line's two parts

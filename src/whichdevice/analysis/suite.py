@@ -39,7 +39,15 @@ from whichdevice.analysis.fixes import (
 from whichdevice.analysis.pipeline import MODERATELY_INPUT_BOUND_PERCENT, DeviceReport, analyze_pipeline
 from whichdevice.analysis.placement import device_placement
 from whichdevice.analysis.precision import Cpu16Bit, cpu_16bit
-from whichdevice.analysis.scriptsteps import BatchGain, QuietStep, ScriptStep, quiet_step, script_steps
+from whichdevice.analysis.scriptsteps import (
+    BatchGain,
+    BusyLoad,
+    QuietStep,
+    ScriptStep,
+    busy_load,
+    quiet_step,
+    script_steps,
+)
 from whichdevice.analysis.significance import MIN_SAMPLES
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice import frameworks
@@ -198,6 +206,9 @@ class SuiteVerdict:
     remeasured: Remeasured | None = None
     # Each skipped case's own reason, in the record's order (:func:`skip_reasons`; None: the budget)
     skipped: list[NotMeasured | None] = field(default_factory=list)
+    # The machine was busy as the steps were timed (the pre-flight's load per core at the contention
+    # threshold or more): said beside the answer, since every time here is slower for it
+    busy: BusyLoad | None = None
 
     def fix(self, key: str) -> FixVerdict:
         return next(v for v in self.fixes if v.kind == key)
@@ -927,7 +938,16 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
         gpu_reads=reads_on_a_gpu(steps),
         remeasured=remeasured(record, _cases_behind(record, gpus, predicted[0])),
         skipped=skip_reasons(record),
+        busy=busy_load(record, predicted=_predicted(*predicted)),
     )
+
+
+def _predicted(report: PredictReport | None, profile: DeviceProfile | None) -> bool:
+    """Whether a GPU was predicted from the record's CPU steps (a GPU profile to predict on, the
+    model could predict it, and enough batches were measured to decide)."""
+    if report is None or profile is None or profile.gpu is None or report.cannot_predict:
+        return False
+    return report.decision.kind != "none"
 
 
 def batch_gain_of(c: Cause) -> BatchGain | None:

@@ -40,7 +40,7 @@ from whichdevice.workloads.scriptplan import preflight_steps, rerun_too_short_wo
 if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
     from whichdevice.analysis.quality import TimingWarning
     from whichdevice.analysis.crossover import Crossover
-    from whichdevice.analysis.scriptsteps import BatchGain, QuietStep, ScriptStep
+    from whichdevice.analysis.scriptsteps import BatchGain, BusyLoad, QuietStep, ScriptStep
     from whichdevice.analysis.fixes import Fix, NotMeasured
     from whichdevice.analysis.significance import Claim
     from whichdevice.analysis.suite import Cause, Remeasured, SuiteVerdict
@@ -104,6 +104,7 @@ class FirstScreen:
     quiet: list[QuietStep] = field(default_factory=list)  # a script's measured step where no cause is named
     reads: list[ScriptStep] = field(default_factory=list)  # a CPU step's host reads every step, under no cause
     skip_reasons: tuple[str, ...] = ()  # each skipped case's own reason, "" for the budget (skip_reasons)
+    busy: BusyLoad | None = None  # the steps were timed on a busy machine (analysis/scriptsteps.busy_load)
 
 
 # ------------------------------------------------------------------ the changes
@@ -389,6 +390,33 @@ def untold_lines(causes: list[Cause]) -> list[str]:
             f"(`{code}`), {why} — not a recommendation."
         )
     return out
+
+
+# ------------------------------------------------------------------ the busy machine
+
+
+BUSY_INDENT = " " * len("Answer: ")  # under the answer's words: it says what the answer's numbers are
+BUSY_WIDTH = 80  # the busy machine's lines on the terminal, their indent included
+
+
+def busy_text(b: BusyLoad) -> str:
+    """The steps timed on a busy machine, as every form says it: 'Measured on a busy machine: load
+    13.2 on 2 cores (the pre-flight's 1-minute average), so the times here and the GPU prediction's
+    CPU side can be slower than on this machine idle. Run it again when it is quiet.' The prediction
+    is named only where one was made from these CPU steps."""
+    load = f"load {b.load:.1f} on {b.cores} cores" if b.load is not None else f"load {b.load_per_core:.1f} per core"
+    side = " and the GPU prediction's CPU side" if b.predicted else ""
+    return (
+        f"Measured on a busy machine: {load} (the pre-flight's 1-minute average), so the times here{side} "
+        "can be slower than on this machine idle. Run it again when it is quiet."
+    )
+
+
+def busy_lines(b: BusyLoad) -> list[str]:
+    """:func:`busy_text` on the terminal: lines of at most BUSY_WIDTH columns, each under the answer's words."""
+    import textwrap
+
+    return [BUSY_INDENT + line for line in textwrap.wrap(busy_text(b), BUSY_WIDTH - len(BUSY_INDENT))]
 
 
 # ------------------------------------------------------------------ the answer
@@ -717,6 +745,7 @@ def first_screen(record: RunRecord, v: SuiteVerdict, *, advice: list[str] | None
         v.quiet,
         v.gpu_reads,
         tuple(skip_reasons(v.skipped)),
+        v.busy,
     )
 
 
@@ -952,7 +981,8 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
     report), then the causes are folded onto the heading's line, each with its title and share
     (the report and the Markdown say what each share is of), then every blank line, then the
     lines naming the changes that did not help or were not measured (the report lists them; a
-    change that helps stays). Every cause the report lists is on the screen, in the same order:
+    change that helps stays), then the busy machine's lines (they say what the numbers were
+    measured under, so they outrank that tail; the answer itself is never dropped). Every cause the report lists is on the screen, in the same order:
     a cause is never dropped for room."""
     for folded, gap, more in (
         (False, True, True),
@@ -968,7 +998,10 @@ def screen_lines(fs: FirstScreen, *, report: str | None, budget: int = MAX_LINES
     if _height(lines) <= budget:
         return lines
     unhelped = {("dim", f"  {t}") for t in _packed(tail_lines(fs), WIDTH - 2) if not t.startswith("Also helps: ")}
-    return [x for x in lines if x not in unhelped]
+    lines = [x for x in lines if x not in unhelped]
+    if _height(lines) <= budget:
+        return lines
+    return [x for x in lines if x[0] != "busy"]  # it explains the numbers: it goes after the unhelped tail
 
 
 def _cause_lines(
@@ -995,6 +1028,8 @@ def _screen_lines(fs: FirstScreen, report: str | None, folded: bool, gap: bool, 
     out += [("answer", ("Answer: " if i == 0 else "        ") + a) for i, a in enumerate(fs.answer)]
     if fs.confirmed:
         out.append(("dim", f"        {fs.confirmed}"))
+    if fs.busy is not None:
+        out += [("busy", line) for line in busy_lines(fs.busy)]
     out += _cause_lines(fs.causes, folded, fs.quiet, fs.reads)
     out += [("", ""), ("head", "What to change (measured on this machine, best first)")]
     if not fs.changes:
@@ -1017,7 +1052,15 @@ def _screen_lines(fs: FirstScreen, report: str | None, folded: bool, gap: bool, 
     return out
 
 
-_STYLE = {"bold": "bold", "head": "bold", "answer": "bold green", "caveat": "yellow", "warn": "yellow", "dim": "dim"}
+_STYLE = {
+    "bold": "bold",
+    "head": "bold",
+    "answer": "bold green",
+    "busy": "yellow",
+    "caveat": "yellow",
+    "warn": "yellow",
+    "dim": "dim",
+}
 
 
 def render_terminal(console: Console, fs: FirstScreen, *, report: str | None) -> None:

@@ -68,6 +68,7 @@ class FirstView(TypedDict):
     tail: list[str]
     warnings_line: str
     none: str  # the line when no change helps (present/firstscreen.none_text)
+    busy: str  # the steps timed on a busy machine, "" when not (present/firstscreen.busy_text)
 
 
 _pages: list[Page] | None = None
@@ -203,6 +204,7 @@ def first_view(fs: FirstScreen | None) -> FirstView | None:
     if fs is None:
         return None
     from whichdevice.present.firstscreen import (
+        busy_text,
         cause_text,
         cause_title,
         none_text,
@@ -225,4 +227,5 @@ def first_view(fs: FirstScreen | None) -> FirstView | None:
         "tail": [line for line in tail_lines(fs) if not line.startswith("Also helps")],  # more is listed whole
         "warnings_line": warnings_line(fs),
         "none": none_text(fs),
+        "busy": busy_text(fs.busy) if fs.busy is not None else "",
     }

@@ -101,6 +101,8 @@ def _first_screen_markdown(fs: FirstView) -> list[str]:
     answer = [_line(a) for a in fs["answer"]]
     if answer:
         lines += [f"**Answer:** {answer[0]}"] + [f"{a}" for a in answer[1:]] + [""]
+    if fs["busy"]:  # the steps timed on a busy machine: what the answer's numbers were measured under
+        lines += [_line(fs["busy"]), ""]
     lines += _causes_markdown(fs["causes"], fs["quiet"], fs["reads"])
     lines += _changes_markdown(fs["changes"], fs["none"])
     if fs["more"]:

@@ -13,7 +13,14 @@ record saying so:
   (128 and 512 dropped), batch 8 scaled to 32's time per sample (no clear change). Nothing
   larger than 32 was measured.
 
-Run: ``python tests/data/edited/make.py`` (writes both files beside it).
+One more starts from another real record, with one option added:
+
+- ``diagnose_script_torch_cnn_traced_busy.json``: ``tests/data/diagnose_script_torch_cnn_traced_budget60_cpu_2core.json``
+  (a real script diagnose at load average 13.2 before and 13.4 after on 2 cores, tests/data/README.md), recorded
+  before the record kept the pre-flight's load, with ``preflight_load_per_core`` set to 6.6 (its load before, 13.2,
+  per core): a step timed on a busy machine, as the record says it now.
+
+Run: ``python tests/data/edited/make.py`` (writes the three files beside it).
 """
 
 from __future__ import annotations
@@ -68,6 +75,22 @@ def _build(drop: tuple[int, ...], ratio8: float, rounds128: list[float] | None, 
     return rec
 
 
+BUSY_SOURCE = HERE.parent / "diagnose_script_torch_cnn_traced_budget60_cpu_2core.json"
+BUSY_LOAD_PER_CORE = 6.6  # the load average before the run, 13.2 (tests/data/README.md), on its 2 cores
+
+
+def _busy() -> dict:
+    rec = json.loads(BUSY_SOURCE.read_text())
+    rec["options"]["preflight_load_per_core"] = BUSY_LOAD_PER_CORE
+    rec["notes"] = [
+        *rec["notes"],
+        "EDITED for a test, not a measurement as it stands: tests/data/"
+        f"{BUSY_SOURCE.name} with preflight_load_per_core set to {BUSY_LOAD_PER_CORE} (its load average "
+        "before the run, 13.2, on 2 cores), which the record did not keep then (tests/data/edited/make.py).",
+    ]
+    return rec
+
+
 def main() -> None:
     origin = (
         "EDITED for a test (issue 39), not a measurement as it stands: the CPU:0 results of "
@@ -88,6 +111,7 @@ def main() -> None:
     )
     (HERE / "diagnose_batch8_slower.json").write_text(json.dumps(slower, indent=1) + "\n")
     (HERE / "diagnose_nothing_above_32.json").write_text(json.dumps(nothing, indent=1) + "\n")
+    (HERE / "diagnose_script_torch_cnn_traced_busy.json").write_text(json.dumps(_busy(), indent=1) + "\n")
 
 
 if __name__ == "__main__":
