@@ -54,7 +54,12 @@
   it is the key (``"autocast"``) or begins with the key and a colon (a capture's member,
   ``f"batch:{k}"``'s ``"batch:"``). Every string constant of the module's syntax tree counts, an
   f-string's literal parts included; docstrings do not. The same word used for something else (a
-  fit's ``"batch"`` keyword) counts too: the count is of the literals, which ``--list`` shows;
+  fit's ``"batch"`` keyword) counts too: the count is of the literals, which ``--list`` shows. One
+  exception: in ``frameworks/torch/`` a key of a dict display, a subscript or the first argument of
+  ``.get``/``.pop``/``.setdefault`` that is a keyword of torch's ``DataLoader`` (``num_workers``,
+  ``pin_memory``: the setting of the script's loader that two torch fixes are named after, kept and
+  read as the script passed it) is torch's word, not the fix's; a comparison with it (a member's
+  name) still counts;
 - ``fix_names_in_script_path``: the same count in the script path alone, the planner
   (``workloads/scriptplan.py``, ``workloads/script.py``) and the captures (``frameworks/*/capture*.py``,
   ``frameworks/common/kerascapture.py``, ``kerasfit.py``, ``capturekit.py``), target 0;
@@ -492,9 +497,37 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return out
 
 
+# torch.utils.data.DataLoader's keywords that torch fixes are named after (``_fix_literals``).
+DATALOADER_KEYWORDS = {"num_workers", "pin_memory"}
+
+
+def _setting_keys(tree: ast.AST) -> set[int]:
+    """The ids of the string constants used as a setting's name: a dict display's key, a
+    subscript, the first argument of ``.get``/``.pop``/``.setdefault``."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            out.update(id(k) for k in node.keys if isinstance(k, ast.Constant))
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            out.add(id(node.slice))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "pop", "setdefault")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            out.add(id(node.args[0]))
+    return out
+
+
 def _fix_literals(p: Path, keys: set[str]) -> list[str]:
     tree = ast.parse(p.read_text(encoding="utf-8"))
     skip = _docstrings(tree)
+    if _rel(p).startswith("frameworks/torch/"):  # a DataLoader's own keyword, not the fix
+        skip |= _setting_keys(tree) & {
+            id(n) for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in DATALOADER_KEYWORDS
+        }
     out = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Constant) or not isinstance(node.value, str) or id(node) in skip:

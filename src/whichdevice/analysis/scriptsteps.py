@@ -65,7 +65,7 @@ from whichdevice.analysis.utilization import others_busy, summarize
 from whichdevice.core.records import CaseResult, RunRecord
 from whichdevice.workloads import script as scriptcases
 from whichdevice.workloads.scriptplan import CONTENDED_LOAD
-from whichdevice.workloads.fixes import params_of
+from whichdevice.workloads.fixes import BATCH, CPU_THREADS, SYNC, params_of
 
 # The wait for input is a cause from XProf's "MODERATELY input-bound" share of the step (5 %,
 # xprof op_stats_to_input_pipeline_analysis.cc), the same share at which the PyTorch profiler's
@@ -332,19 +332,19 @@ def _reaches(share: float | None, limit: float) -> bool:
 
 def _plain_step(p: dict[str, Any]) -> bool:
     """A script's steady case with nothing read back added and no fix: only its batch may differ."""
-    return "script" in p and p.get("kind") == "steady" and p.get("sync") == "none" and "fix" not in p
+    return "script" in p and p.get("kind") == "steady" and p.get(SYNC.param) == "none" and "fix" not in p
 
 
 def is_baseline(r: CaseResult) -> bool:
     """The script's case at its own settings: steady, nothing read back added, no fix, the user's batch."""
     p = params_of(r.spec)
-    return _plain_step(p) and p.get("batch") == p.get("user_batch")
+    return _plain_step(p) and p.get(BATCH.param) == p.get("user_batch")
 
 
 def is_batch_case(r: CaseResult) -> bool:
     """The script's case at another batch, nothing else changed (the batch sweep)."""
     p = params_of(r.spec)
-    return _plain_step(p) and bool(p.get("batch")) and p.get("batch") != p.get("user_batch")
+    return _plain_step(p) and bool(p.get(BATCH.param)) and p.get(BATCH.param) != p.get("user_batch")
 
 
 def batch_line(points: list[tuple[int, float]]) -> tuple[float, float] | None:
@@ -378,12 +378,12 @@ def batch_gain(base: CaseResult, cases: list[CaseResult], *, tiled: bool = False
     ``tiled``: the plan re-batched the script's step by tiling its own batch (the record's
     ``rebatched`` option), not the script's DataLoader."""
     b = int(params_of(base.spec).get("user_batch") or 0)
-    larger = [x for x in cases if int(params_of(x.spec).get("batch") or 0) > b > 0 and x.timing is not None]
+    larger = [x for x in cases if int(params_of(x.spec).get(BATCH.param) or 0) > b > 0 and x.timing is not None]
     if not larger or base.timing is None:
         return None
-    top = max(larger, key=lambda x: int(params_of(x.spec).get("batch") or 0))
+    top = max(larger, key=lambda x: int(params_of(x.spec).get(BATCH.param) or 0))
     assert top.timing is not None
-    k = int(params_of(top.spec).get("batch") or 0)
+    k = int(params_of(top.spec).get(BATCH.param) or 0)
     rounds = [
         (list(sa), list(sk))
         for sa, sk in zip(
@@ -475,9 +475,9 @@ def script_steps(record: RunRecord) -> list[ScriptStep]:
             for x in record.results
             if x.status == "ok" and x.timing is not None and x.spec.device == r.spec.device and is_batch_case(x)
         ]
-        points = [(int(params_of(x.spec).get("batch") or 0), fast_step(x) or 0.0) for x in cases] if batch else []
+        points = [(int(params_of(x.spec).get(BATCH.param) or 0), fast_step(x) or 0.0) for x in cases] if batch else []
         line = batch_line(points) if batch else None
-        threads = [m["cpu_threads"] for _, m in rounds if m.get("cpu_threads")]
+        threads = [m[CPU_THREADS.param] for _, m in rounds if m.get(CPU_THREADS.param)]
         tele = summarize(r.timing.telemetry) if r.timing.telemetry is not None else None
         load = record.options.get("preflight_load_per_core")
         out.append(

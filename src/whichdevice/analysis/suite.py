@@ -380,7 +380,7 @@ def _sweep_cut(record: RunRecord, e: FixEntry) -> bool:
     "a larger batch (left out: time budget)")."""
     o = record.options
     sweep, batch = o.get("sweep_batches"), o.get("batch")
-    if not (e.larger and e.param == "batch" and o.get("budget_cut") and isinstance(sweep, list)):
+    if not (e.larger and e.param == catalogue.BATCH.param and o.get("budget_cut") and isinstance(sweep, list)):
         return False
     if "script" in o or not isinstance(batch, int) or batch <= 0:
         return False  # a script's plan names a sweep it cut in its fixes_cut (workloads/scriptplan.size)
@@ -431,7 +431,7 @@ def _contended(record: RunRecord, e: FixEntry, fixes: list[Fix]) -> NotMeasured 
     disagree = [f for f in fixes if f.claim.note is not None and f.claim.note.kind == "disagree"]
     if not disagree:
         return None
-    threads = [f for f in _ab_pairs(record, catalogue.BY_KEY["cpu_threads"], "default") if f.kind != e.key]
+    threads = [f for f in _ab_pairs(record, catalogue.CPU_THREADS, "default") if f.kind != e.key]
     best = max(threads, key=lambda f: f.claim.ratio) if threads else None
     worst = max(disagree, key=lambda f: f.claim.ratio)
     used = next((x.cpu_threads_intra for x in record.sessions if x.device.name == worst.device), 0)
@@ -456,7 +456,7 @@ def why_not_measured(record: RunRecord, e: FixEntry, fixes: list[Fix], baseline:
         return NotMeasured("no_gpu")
     if _cut_by_plan(record, e):
         return NotMeasured("cut", budget=_budget_for_all(record))
-    if e.larger and e.param == "batch" and "script" in record.options and not _swept_larger(record):
+    if e.larger and e.param == catalogue.BATCH.param and "script" in record.options and not _swept_larger(record):
         return _script_batch(record, e)
     base = e.baseline if baseline is None else baseline
     if not any(_baseline_side(e, base, r.spec.workload, params_of(r.spec)) for r in record.results):
@@ -781,7 +781,7 @@ def _one_thread(st: ScriptStep, v_fixes: list[FixVerdict]) -> tuple[Fix | None, 
     """The record's CPU thread-count pair at one thread on ``st``'s device (the most samples or
     rounds where there are several), or why there is none: the verdict's reason, or a framework
     whose thread count a process cannot be given (JAX)."""
-    v = next((x for x in v_fixes if x.entry.key == "cpu_threads"), None)
+    v = next((x for x in v_fixes if x.entry.key == catalogue.CPU_THREADS.key), None)
     pairs = [f for f in (v.fixes if v else []) if f.device == st.device and f.variant == 1]
     if pairs:
         return max(pairs, key=lambda f: (f.claim.unit == "rounds", f.claim.n)), None
@@ -866,7 +866,7 @@ def decides_answer(spec: CaseSpec) -> bool:
     if spec.workload == "matmul":
         return p.get("mode") == "steady"
     return spec.workload == "train" and (
-        (p.get("kind") == "steady" and p.get("sync") == "none")
+        (p.get("kind") == "steady" and p.get(catalogue.SYNC.param) == "none")
         or (
             p.get("example") in ("ex2", "user")
             and p.get("kind") in ("loop", "fit")
@@ -958,7 +958,7 @@ def batch_gain_of(c: Cause) -> BatchGain | None:
     if c.step is not None:
         return c.step.larger
     f = c.fix
-    if f is None or f.kind != "batch" or "script" not in f.where:
+    if f is None or f.kind != catalogue.BATCH.key or "script" not in f.where:
         return None
     return BatchGain(int(str(f.baseline)), int(str(f.variant)), f.claim, 0, f.where.get("rebatch") == "step")
 

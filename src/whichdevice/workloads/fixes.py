@@ -510,6 +510,14 @@ FIXES = FIXES + (CPU_THREADS,)
 
 BY_KEY: dict[str, FixEntry] = {f.key: f for f in FIXES}
 
+# The entries the script plan names where it lays out a case or reads the pre-flight's facts (the
+# user's batch is the batch fix's parameter, the loss never read its sync pair's other side):
+# by these, not by a string of their key, so that the catalogue alone spells a fix.
+BATCH = BY_KEY["batch"]
+SYNC = BY_KEY["sync"]
+STEPS_PER_EXECUTION = BY_KEY["steps_per_execution"]
+NUM_WORKERS = BY_KEY["num_workers"]
+
 
 def params_of(spec: CaseSpec) -> dict[str, Scalar]:
     """A case's parameters with its variant's, laid out as the catalogue entry says (its ``param``,

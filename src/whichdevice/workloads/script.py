@@ -64,6 +64,11 @@ class NotApplicable(Exception):
 # the pre-flight's result as JSON on the CPU ("" on any other device: not measured there). How the
 # case ran, not what it measured: the record keeps it out of the case's parameters (``without_preflight``).
 PREFLIGHT = "preflight"
+# What a capture reports of the fixes a claim reads, as the catalogue names them: the CPU threads
+# the steps ran with (the thread-count fix's parameter, analysis/scriptsteps.py) and what a fit's
+# framework default resolved to (``FixEntry.default_metric``: jit_compile="auto", analysis/fixes.jit_by_default).
+THREADS_RAN = tuple(f.param for f in fixes.FIXES if f.thread_count)
+DEFAULTS_RAN = tuple(f.default_metric for f in fixes.FIXES if f.default_metric)
 # What :func:`_timed` and :func:`metrics_of` read of a capture's result: all a case needs of it.
 TIMED_KEYS = (
     "status",
@@ -73,8 +78,8 @@ TIMED_KEYS = (
     "warmup_s",
     "setup_s",
     "samples_per_step",
-    "cpu_threads",
-    "jit_compile",
+    *THREADS_RAN,
+    *DEFAULTS_RAN,
     "data_wait_s",
     "h2d",
     "syncs",
@@ -424,12 +429,10 @@ def loop_ended(run: ChildRun) -> str:
 def metrics_of(r: dict[str, Any]) -> dict[str, float]:
     """The capture's facts as a case's metrics (numbers only)."""
     out: dict[str, float] = {}
-    # cpu_threads: the framework's CPU threads the steps ran with (analysis/scriptsteps.py)
-    out.update({k: float(r[k]) for k in ("samples_per_step", "cpu_threads") if r.get(k)})
+    out.update({k: float(r[k]) for k in ("samples_per_step", *THREADS_RAN) if r.get(k)})
     if r.get("setup_s") is not None:
         out["setup_s"] = float(r["setup_s"])
-    if r.get("jit_compile") is not None:  # a Keras fit's resolved jit_compile (analysis/fixes.jit_by_default)
-        out["jit_compile"] = float(bool(r["jit_compile"]))
+    out.update({k: float(bool(r[k])) for k in DEFAULTS_RAN if r.get(k) is not None})
     waits = [float(w) for w in r.get("data_wait_s") or []]
     if waits:
         out["data_wait_s"] = statistics.median(waits)

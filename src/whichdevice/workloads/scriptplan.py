@@ -42,6 +42,13 @@ from whichdevice.workloads.defaults import PAGE_RESERVE_S, page_reserve
 from whichdevice.workloads.suite import USER_SWEEP_BATCHES
 from whichdevice.workloads.fixes import params_of
 
+# The case parameters the plan lays out itself, as the catalogue names them: the batch (the
+# user's, in the pre-flight's facts; a sweep's), and the loss never read (a steady case).
+BATCH = fixes.BATCH.param
+SPE = fixes.STEPS_PER_EXECUTION.param
+_SYNC = fixes.SYNC.param
+_STEADY = {"kind": "steady", _SYNC: "none"}
+
 STEPS = 10  # timed steps per case and round (a claim needs 5 samples a side)
 WARMUP = 2  # the first step (tracing, compiling, the data pipeline's start) and one more
 PREFLIGHT_STEPS = 5
@@ -389,13 +396,13 @@ def _facts_of(
         "data_s": max(0.0, setup - max(imported, default=0.0)),  # the rest: the script's own loading
         "framework": framework_of(r),
         "entry": r.get("entry"),
-        "batch": int(r.get("batch_size") or r.get("samples_per_step") or 0),
+        BATCH: int(r.get("batch_size") or r.get("samples_per_step") or 0),
         "step_s": statistics.median(steps),
         "first_step_s": warm[0] if warm else steps[0],
         "setup_s": float(r.get("setup_s") or 0.0),
         "model": r.get("model"),
         "data": r.get("data"),
-        "steps_per_execution": int(r.get("steps_per_execution") or 1),
+        SPE: int(r.get(SPE) or 1),
         "data_source": r.get("data_source"),
         "samples": r.get("samples"),
         "loader": r.get("loader") or {},
@@ -438,19 +445,19 @@ def _partial_facts(
     mine: dict[str, Any] = next((e for e in entries if int(e.get("call") or 0) == chosen), {})
     entry = got.get("entry") or mine.get("entry")
     setup = float(got["setup_s"])
-    batch = int(got.get("batch") or mine.get("batch") or 0)
+    batch = int(got.get(BATCH) or mine.get(BATCH) or 0)
     return {
         "import_s": None,
         "data_s": setup,  # the imports are not told apart: a measuring child is assumed to pay them all
         "framework": framework_of({"entry": entry, **got}) if entry else None,
         "entry": entry,
-        "batch": batch,
+        BATCH: batch,
         "step_s": statistics.median(later) if later else max(steps[0], running),
         "first_step_s": steps[0],
         "setup_s": setup,
         "model": got.get("model") or mine.get("model"),
         "data": None,
-        "steps_per_execution": 1,
+        SPE: 1,
         "data_source": None,
         "samples": None,
         "loader": {},
@@ -612,7 +619,7 @@ def _also_trains(facts: dict[str, Any], others: list[dict[str, Any]], listed: st
 def _loop_facts(e: dict[str, Any]) -> str:
     """ " (Classifier, batch 32, 384 steps in 0.41 s)": what the survey saw of one loop."""
     bits = [str(e["model"])] if e.get("model") else []
-    bits += [f"batch {e['batch']}"] if e.get("batch") else []
+    bits += [f"batch {e[BATCH]}"] if e.get(BATCH) else []
     if e.get("steps"):
         took = f" in {seconds(float(e['s']))}" if e.get("s") is not None else ""
         bits.append(
@@ -648,7 +655,7 @@ def framework_of(r: dict[str, Any]) -> str:
 class _Costs:
     def __init__(self, facts: dict[str, Any], slower: float = 1.0) -> None:
         """The costs of the measured times, or of those times ``slower`` times longer."""
-        self.batch = int(facts["batch"] or 0)
+        self.batch = int(facts[BATCH] or 0)
         self.step = max(float(facts["step_s"]), 1e-5) * slower
         self.trace = max(float(facts["first_step_s"]) * slower - self.step, 0.0)
         self.start = PROCESS_START_S + float(facts["setup_s"]) * slower
@@ -710,8 +717,8 @@ def thread_counts(framework: str) -> list[int]:
 def _batches(facts: dict[str, Any], gpu: bool) -> list[tuple[Any, dict[str, Any]]]:
     """The batch sweep's cases (each a batch, steady, the loss never read), where the script's
     batch can be changed: larger batches tiled into its step, or batches near the user's."""
-    fw, entry, b = facts["framework"], facts["entry"], int(facts["batch"] or 0)
-    steady = {"kind": "steady", "sync": "none"}
+    fw, entry, b = facts["framework"], facts["entry"], int(facts[BATCH] or 0)
+    steady = _STEADY
     rebatched = facts.get("data") in KERAS_DATA_REBATCHED if entry in script.KERAS_ENTRIES else True
     source = frameworks.declared(fw, "REBATCHES", None)  # torch: the batch variant re-batches the DataLoader
     if source is not None:
@@ -733,7 +740,7 @@ def _threads(facts: dict[str, Any], gpu: bool) -> list[tuple[Any, dict[str, Any]
     """The CPU thread counts' cases: the default side runs as the script does; each count in a
     process of its own (:func:`thread_counts`)."""
     threads = thread_counts(facts["framework"])
-    return [(v, {"kind": "steady", "sync": "none"}) for v in ("default", *threads)] if threads else []
+    return [(v, dict(_STEADY)) for v in ("default", *threads)] if threads else []
 
 
 def _planned_here(fix: str) -> PlanCases | None:
@@ -770,7 +777,7 @@ def planned_spec(facts: dict[str, Any], planned: dict[str, Any]) -> CaseSpec:
     """A planned case as the plan costs it: the user's entry, batch and trainer beside its own
     parameters, its variant typed (its device aside: the sizing is the same on each)."""
     rest, variant = _split(planned)
-    p = {"entry": facts["entry"], "batch": facts["batch"], "user_batch": facts["batch"], **rest}
+    p = {"entry": facts["entry"], BATCH: facts[BATCH], "user_batch": facts[BATCH], **rest}
     p["trainer"] = facts.get("trainer")  # a trainer's loop: the loader variants run alone (script.shares_child)
     if facts.get("rebatch"):
         p["rebatch"] = facts["rebatch"]
@@ -800,7 +807,9 @@ def _loader_alone(facts: dict[str, Any], spec: CaseSpec) -> bool:
     (or several a step), or a DataLoader with worker processes of its own."""
     if spec.params.get("entry") not in script.TURN_ENTRIES or not script.loader_member(spec):
         return False
-    return int(facts.get("fetches") or 1) > 1 or bool(int((facts.get("loader") or {}).get("num_workers") or 0))
+    return int(facts.get("fetches") or 1) > 1 or bool(
+        int((facts.get("loader") or {}).get(fixes.NUM_WORKERS.param) or 0)
+    )
 
 
 def tiled(facts: dict[str, Any]) -> bool:
@@ -854,7 +863,7 @@ def _cost(c: _Costs, facts: dict[str, Any], params: dict[str, Any], keras: bool)
     shares = script.shares_child(spec)
     if keras and shares:  # a later trace in the same process: measured 0.35-0.5 of the first
         trace *= LATER_TRACE
-    m = c.member(int(params_of(spec)["batch"] or 0), trace_factor=trace, spe=cost.per_call, shared=keras) + cost.extra_s
+    m = c.member(int(params_of(spec)[BATCH] or 0), trace_factor=trace, spe=cost.per_call, shared=keras) + cost.extra_s
     shared = shares and not _loader_alone(facts, spec)
     return (m, False) if shared else (c.process(m), True)
 
@@ -1107,7 +1116,7 @@ def size(
     told = preflight_only_words(facts, budget_s, whole) if only else ""
     if only:
         cut.insert(0, f"the baseline was timed in the pre-flight alone: {told}")
-    sweep = sorted({facts["batch"], *planned_batches(planned)} - {0})
+    sweep = sorted({facts[BATCH], *planned_batches(planned)} - {0})
     return {
         "rounds": rounds,
         "planned": planned,
@@ -1294,7 +1303,7 @@ def user_params(job: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
         "script_args": json.dumps(list(job.get("args") or [])),
         "entry": facts["entry"],
         "model": facts.get("model") or "script",
-        "user_batch": facts["batch"],
+        "user_batch": facts[BATCH],
         "steps": STEPS,
         "warmup": WARMUP,
         # a torch loop's batch variants tile its step (they take turns with the baseline's steps)
@@ -1330,7 +1339,7 @@ def cases(framework: str, device: str, user: dict[str, Any], sizing: dict[str, A
     gpu = device.startswith("GPU")
     common = {**user, "child_limit_s": sizing["child_limit_s"]}
     b = user["user_batch"]
-    base: dict[str, Any] = {**common, "kind": "steady", "batch": b, "sync": "none"}
+    base: dict[str, Any] = {**common, "kind": "steady", BATCH: b, _SYNC: "none"}
     if sizing.get("preflight_only") and sizing.get("preflight_result"):  # the CPU only (script.PREFLIGHT)
         base[script.PREFLIGHT] = "" if gpu else json.dumps(sizing["preflight_result"], sort_keys=True)
     out = [CaseSpec(workload="train", framework=framework, device=device, params=base)]
@@ -1351,8 +1360,8 @@ def _planned_case(common: dict[str, Any], b: int, planned: dict[str, Any]) -> tu
     ``--resume``) is split as its record's results are read (records.v4_script_split)."""
     if "variant" in planned:
         rest, variant = _split(planned)
-        return {**common, "batch": b, **rest}, variant
-    flat = {**common, "batch": planned.get("batch", b), **planned}
+        return {**common, BATCH: b, **rest}, variant
+    flat = {**common, BATCH: planned.get(BATCH, b), **planned}
     split = records.v4_script_split(flat)
     if split is None:
         return flat, None
@@ -1504,9 +1513,9 @@ def step_notes(record: Any) -> list[str]:
     out = []
     for r in record.results:
         p = params_of(r.spec)
-        if r.status != "ok" or p.get("kind") != "steady" or p.get("sync") != "none" or "fix" in p:
+        if r.status != "ok" or p.get("kind") != "steady" or p.get(_SYNC) != "none" or "fix" in p:
             continue
-        if p.get("batch") != p.get("user_batch"):
+        if p.get(BATCH) != p.get("user_batch"):
             continue
         m = r.metrics
         parts = []

@@ -57,6 +57,7 @@ from whichdevice.core.timing import (
 from whichdevice.frameworks.common.casemodel import CaseModel
 from whichdevice.workloads import dispatch
 from whichdevice.workloads.epochturns import EpochTurns
+from whichdevice.workloads.fixes import BATCH, STEPS_PER_EXECUTION, SYNC
 
 KINDS = ("create", "loop", "fit", "steady")
 # Further kinds, each in its own module with the same run_case signature.
@@ -81,6 +82,9 @@ SEED_RUNS = (
 # --quick: ex3 on 10 000 samples instead of 100 000 (same batch, same pipeline).
 QUICK_SAMPLES = {"ex3": 10_000}
 FIT_EPOCHS = {"ex2": 2, "ex3": 2, "seed002": 3}  # seed 002 fits 3 epochs; 2 = one warm, one steady
+
+# The case parameters a seed case reads that catalogue fixes vary, as the catalogue names them.
+_BATCH, _SPE, _SYNC = BATCH.param, STEPS_PER_EXECUTION.param, SYNC.param
 
 
 def _steps(samples: int, batch: int) -> int:
@@ -234,7 +238,7 @@ def _run_create(spec, fw, policy, overhead_s):
 def _run_loop(spec, fw, policy, overhead_s):
     training = _training(fw)
     m = CaseModel(spec.params, training)
-    n, b, epochs = int(spec.params["samples"]), int(spec.params["batch"]), int(spec.params["epochs"])
+    n, b, epochs = int(spec.params["samples"]), int(spec.params[_BATCH]), int(spec.params["epochs"])
     data = str(spec.params["data"])
     times: list[float] = []
     epoch_s: list[float] = []
@@ -268,7 +272,7 @@ def _run_loop(spec, fw, policy, overhead_s):
 def _run_fit(spec, fw, policy, overhead_s):
     from whichdevice.frameworks.common.steptimer import StepTimer
 
-    n, b, epochs = int(spec.params["samples"]), int(spec.params["batch"]), int(spec.params["epochs"])
+    n, b, epochs = int(spec.params["samples"]), int(spec.params[_BATCH]), int(spec.params["epochs"])
     with fw.placement.scope(spec.device):
         model, inputs = _built_for_fit(spec, fw)
         # Warm-up = the whole first epoch (tracing in its first batch, pipeline start-up).
@@ -279,7 +283,7 @@ def _run_fit(spec, fw, policy, overhead_s):
     metrics = timer.metrics()
     # What jit_compile="auto" resolved to on this backend and device (fair-comparison fact).
     metrics["jit_compile"] = float(bool(getattr(model, "jit_compile", False)))
-    k = int(spec.params.get("steps_per_execution", 1))
+    k = int(spec.params.get(_SPE, 1))
     if k > 1:
         # Keras calls batch callbacks once per execution of k steps: each timed "batch" carries k batches.
         metrics["samples_per_step"] = float(b * k)
@@ -294,7 +298,7 @@ def _built_for_fit(spec: CaseSpec, fw: Framework):
     model = m.build()
     m.compile_for_fit(model)
     return model, m.dataset(
-        training, scalar_int(spec.params["samples"]), scalar_int(spec.params["batch"]), str(spec.params["data"])
+        training, scalar_int(spec.params["samples"]), scalar_int(spec.params[_BATCH]), str(spec.params["data"])
     )
 
 
@@ -303,7 +307,7 @@ def _fit(model, inputs, spec: CaseSpec, epochs: int, callbacks: list) -> None:
     an already batched dataset); call inside the device's scope."""
     if spec.params["data"] == "numpy":
         x, y = inputs
-        model.fit(x, y, batch_size=scalar_int(spec.params["batch"]), epochs=epochs, verbose=0, callbacks=callbacks)
+        model.fit(x, y, batch_size=scalar_int(spec.params[_BATCH]), epochs=epochs, verbose=0, callbacks=callbacks)
     else:
         model.fit(inputs, epochs=epochs, verbose=0, callbacks=callbacks)
 
@@ -319,7 +323,7 @@ def _trace_callbacks(spec, fw) -> list:
     from whichdevice import frameworks
 
     profiler = frameworks.part(fw.name, "profiler")
-    label = "-".join(str(spec.params.get(k)) for k in ("example", "kind", "batch") if spec.params.get(k) is not None)
+    label = "-".join(str(spec.params.get(k)) for k in ("example", "kind", _BATCH) if spec.params.get(k) is not None)
     sub = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{spec.device}-{label}")
     return [profiler.steady_trace_callback(Path(str(root)) / sub)]
 
@@ -331,7 +335,7 @@ def steady_step(spec, fw):
     training = _training(fw)
     m = CaseModel(spec.params, training)
     with fw.placement.scope(spec.device):
-        step, x, y = m.step_and_batch(training, int(spec.params["batch"]))
+        step, x, y = m.step_and_batch(training, int(spec.params[_BATCH]))
         xb, yb = training.on_device(x, y, fw.placement.scope(spec.device))
     return training, step, xb, yb
 
@@ -349,8 +353,8 @@ def same_block_size(warms: list) -> list:
 def _steady_fn(spec, fw):
     """The steady case's callable (one train step on its batch; with ``sync=each`` the loss
     read back as the seeds do) and its metrics."""
-    b = int(spec.params["batch"])
-    each = spec.params["sync"] == "each"
+    b = int(spec.params[_BATCH])
+    each = spec.params[_SYNC] == "each"
     training, step, xb, yb = steady_step(spec, fw)
 
     def fn():
@@ -395,7 +399,7 @@ class _Fit(EpochTurns):
 
     def __init__(self, spec: CaseSpec, fw: Framework):
         self.spec, self.fw = spec, fw
-        self.b = scalar_int(spec.params["batch"])
+        self.b = scalar_int(spec.params[_BATCH])
         with fw.placement.scope(spec.device):
             self.model, self.inputs = _built_for_fit(spec, fw)
         self.warmup_s = self.epoch()
@@ -410,7 +414,7 @@ class _Fit(EpochTurns):
         return list(timer.batch_times_s)
 
     def metrics(self, turns: int) -> dict[str, float]:
-        k = scalar_int(self.spec.params.get("steps_per_execution", 1))
+        k = scalar_int(self.spec.params.get(_SPE, 1))
         return {
             "samples_per_step": float(self.b * k),  # each timed batch runs k batches of b
             "steps_per_epoch": float(len(self.warmup_s)),

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from whichdevice.frameworks.common import capturekit
+from whichdevice.frameworks.common.kerasscriptfixes import BATCH
 from whichdevice.frameworks.common.kerasfit import (
     ENTRY_FIT,
     ENTRY_TAPE,
@@ -198,7 +199,7 @@ def _fit_call(orig_fit: Any, model: Any, args: tuple, kwargs: dict) -> dict[str,
     import inspect
 
     out: dict[str, Any] = {"model": type(model).__name__, "name": str(getattr(model, "name", "") or "")}
-    out |= {"batch": None, "epochs": None, "steps": None}
+    out |= {BATCH: None, "epochs": None, "steps": None}
     try:
         bound = inspect.signature(orig_fit).bind(model, *args, **kwargs)
         bound.apply_defaults()
@@ -212,7 +213,7 @@ def _fit_call(orig_fit: Any, model: Any, args: tuple, kwargs: dict) -> dict[str,
 
             batch = int(a.get("batch_size") or 32)
             n = int(len(keras.tree.flatten(x)[0]) * (1.0 - float(a.get("validation_split") or 0.0)))
-            out["batch"] = batch
+            out[BATCH] = batch
             per_epoch = per_epoch or -(-n // batch)
         elif kind == "tfdata" and per_epoch is None:
             card = int(x.cardinality())

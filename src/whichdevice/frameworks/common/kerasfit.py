@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from whichdevice.frameworks.common import capturekit
-from whichdevice.frameworks.common.kerasscriptfixes import ENTRY_FIT, applied
+from whichdevice.frameworks.common.kerasscriptfixes import (
+    COMPILED_ATTRS,
+    ENTRY_FIT,
+    applied,
+    reported,
+    steps_per_call,
+    user_steps_per_call,
+)
 from whichdevice.frameworks.contracts import CaptureSpec
 
 ENTRY_TRAIN_ON_BATCH = "keras.Model.train_on_batch"
@@ -88,7 +95,7 @@ COMPILED_STATE = (
     "_jit_compile",
     "_run_eagerly",
     "_loss_tracker",
-    "steps_per_execution",
+    *COMPILED_ATTRS,
     "train_function",
     "_compiled_trainable_state",
     "compiled",
@@ -129,7 +136,7 @@ class FitMeasure:
             self._first = first
         self.batch = self._user_batch()
         self.n_samples = self._samples()
-        self.spe_user = int(getattr(model, "steps_per_execution", 1) or 1)
+        self.spe_user = user_steps_per_call(model)
         self.states: dict[tuple, dict[str, Any]] = {(): self._snapshot()}
 
     # ------------------------------------------------------------------ what the user handed over
@@ -175,7 +182,7 @@ class FitMeasure:
 
     def per_call(self, c: _Config) -> int:
         """The steps one call of ``c``'s fit runs (Keras' ``steps_per_execution``)."""
-        return int(c.compile.get("steps_per_execution") or self.spe_user)
+        return steps_per_call(self, c)
 
     # ------------------------------------------------------------------ measuring
     def run(self) -> list[dict[str, Any]]:
@@ -271,10 +278,7 @@ class FitMeasure:
             "samples_per_step": c.batch * k if c.batch else None,
             "setup_s": setup,
             "data": self.data_kind,
-            "steps_per_execution": k,
-            # what its fit compiled with: the variant's setting, else the user's (jit_compile='auto' resolved:
-            # XLA on Keras/JAX and on a TensorFlow GPU), so that jit_compile=True reads as no change there
-            "jit_compile": bool(c.compile["jit_compile"]) if "jit_compile" in c.compile else self.jit_user(),
+            **reported(self, c),  # the fixes' settings its fit ran with (steps_per_execution, jit_compile)
             "backend": self.keras.backend.backend(),
             "samples": self.n_samples,
         }

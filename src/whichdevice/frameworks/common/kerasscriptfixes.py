@@ -79,9 +79,14 @@ class Apply:
         if arg != self.plain and self.own_process and c.name != fm.st.spec.variant:
             c.why_not = f"{self.own_process} needs a process of its own (set before the model is built)"
 
+    def reports(self, fm: Any, c: Any) -> dict[str, Any]:
+        """What member ``c``'s result says of this fix's setting as its fit ran (every member's,
+        whichever fix it measures): what the plan and the claims read of it."""
+        return {}
+
 
 class _Batch(Apply):
-    name = "batch"
+    name = "batch"  # also the survey's name of a fit call's batch size (kerascapture.fit_call)
     rebatches = True
 
     def fit(self, fm: Any, c: Any, arg: str) -> None:
@@ -116,6 +121,25 @@ class _StepsPerExecution(Apply):
             already = f"your compile already sets {self.name}={fm.spe_user}" if fm.spe_user != 1 else None
             _recompiled(fm, c, {self.name: int(arg)}, already)
 
+    def reports(self, fm: Any, c: Any) -> dict[str, Any]:
+        return {self.name: steps_per_call(fm, c)}
+
+
+def steps_per_call(fm: Any, c: Any) -> int:
+    """The steps one call of member ``c``'s fit runs (Keras' ``steps_per_execution``: the member's
+    compile's, else the user's)."""
+    return int(c.compile.get(_StepsPerExecution.name) or fm.spe_user)
+
+
+def user_steps_per_call(model: Any) -> int:
+    """The steps per call the user's own compile set on ``model`` (1: Keras' default)."""
+    return int(getattr(model, _StepsPerExecution.name, 1) or 1)
+
+
+# The model's attributes that the fixes' compile arguments set as such (a configuration's compiled
+# state keeps them: kerasfit.COMPILED_STATE); jit_compile is kept as Keras' own ``_jit_compile``.
+COMPILED_ATTRS = (_StepsPerExecution.name,)
+
 
 class _JitCompile(Apply):
     name = "jit_compile"
@@ -123,6 +147,12 @@ class _JitCompile(Apply):
     def fit(self, fm: Any, c: Any, arg: str) -> None:
         if _bool(arg) != fm.jit_user():
             _recompiled(fm, c, {self.name: _bool(arg)})
+
+    def reports(self, fm: Any, c: Any) -> dict[str, Any]:
+        """What its fit compiled with: the member's setting, else the user's (jit_compile='auto'
+        resolved: XLA on Keras/JAX and on a TensorFlow GPU), so that jit_compile=True reads as no
+        change there."""
+        return {self.name: bool(c.compile[self.name]) if self.name in c.compile else fm.jit_user()}
 
 
 class _Prefetch(Apply):
@@ -216,6 +246,15 @@ ADAPTERS: dict[str, ScriptFix] = {
     )
 }
 _BY_NAME: dict[str, Apply] = {a.apply.name: a.apply for a in ADAPTERS.values()}
+BATCH = _Batch.name
+
+
+def reported(fm: Any, c: Any) -> dict[str, Any]:
+    """What member ``c``'s result says of each fix's setting as its fit ran (:meth:`Apply.reports`)."""
+    out: dict[str, Any] = {}
+    for a in ADAPTERS.values():
+        out |= a.apply.reports(fm, c)
+    return out
 
 
 def applied(member: str, typed: dict[str, Any] | None = None) -> tuple[Apply | None, str]:
