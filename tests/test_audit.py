@@ -212,8 +212,14 @@ def audit_seed(tmp_path_factory, name: str):
     return _SEED_RUNS[name]
 
 
+def _seed_params():
+    # seed001_ex3 is seed001_ex2 less its NumPy slices: its six findings are six of ex2's seven,
+    # which test_seed_script_findings_on_cpu[seed001_ex2.py] checks in CI.
+    return [pytest.param(n, marks=pytest.mark.slow) if n == "seed001_ex3.py" else n for n in sorted(SEED_FINDINGS)]
+
+
 @pytest.mark.tf
-@pytest.mark.parametrize("name", sorted(SEED_FINDINGS))
+@pytest.mark.parametrize("name", _seed_params())
 def test_seed_script_findings_on_cpu(tmp_path_factory, name):
     proc, record = audit_seed(tmp_path_factory, name)
     assert proc.returncode == 0, proc.stderr[-2000:]

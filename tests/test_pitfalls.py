@@ -62,6 +62,7 @@ def test_bad_input(tmp_path, capsys):
 
 
 @pytest.mark.tf
+@pytest.mark.slow  # in CI: test_resume_placement_pitfalls' pitfalls run, killed then resumed, checks all of this
 def test_every_pitfall_measured_on_the_cpu(tmp_path, capsys):
     j = tmp_path / "p.json"
     code, out, err = run_cli(

@@ -11,7 +11,8 @@ import time
 import pytest
 from conftest import run_cli
 
-from whichdevice.core.records import CaseSpec
+from whichdevice.analysis.pitfalls import PITFALLS, analyze_pitfalls
+from whichdevice.core.records import CaseSpec, load_run
 from whichdevice.measure.journal import SUFFIX, Journal
 
 
@@ -92,7 +93,7 @@ def test_pitfalls_killed_after_a_finished_case_then_resumed(tmp_path, capsys):
     finished = {r.spec.key: r for r in Journal.read(journal, experiment="pitfalls").results}
     main, one = wl.build_cases("tensorflow", "CPU:0", quick=True, is_cpu=True)
     assert finished and len(finished) < len(main) + len(one)  # an intermediate point
-    code, _, err = run_cli(["pitfalls", "--resume", str(journal)], capsys)
+    code, out, err = run_cli(["pitfalls", "--resume", str(journal)], capsys)
     assert code == 0, err
     data, keys = _record(out_dir, "pitfalls")
     assert sorted(keys) == sorted(c.key for c in main + one)  # each case exactly once
@@ -107,6 +108,19 @@ def test_pitfalls_killed_after_a_finished_case_then_resumed(tmp_path, capsys):
     assert sources == ["--cpu-threads", "default"]  # both children's sessions, as in a fresh run
     assert not list(out_dir.glob(f"*{SUFFIX}"))
     assert list(out_dir.glob("pitfalls-*.html"))
+    # What test_pitfalls.test_every_pitfall_measured_on_the_cpu checks of a fresh run (slow now:
+    # a second whole pitfalls run), checked here on the resumed one, which renders as a fresh run.
+    (j,) = out_dir.glob("pitfalls-*.json")
+    rows = analyze_pitfalls(load_run(j))
+    assert {r.pitfall for r in rows} == set(PITFALLS)
+    assert all(r.wrong_s > 0 and r.right_s > 0 for r in rows)
+    first = next(r for r in rows if r.pitfall == "first_epoch")
+    assert first.ratio > 1  # the first epoch carries tracing: it is slower than a steady one
+    one = next(s for s in data["sessions"] if s["cpu_threads_source"] == "--cpu-threads")
+    assert one["cpu_threads_intra"] == 1  # the one-thread pitfall really ran on one thread
+    assert "cannot distort" in out.replace("\n", " ")
+    code, out2, _ = run_cli(["report", str(j)], capsys)
+    assert code == 0 and "first epoch timed" in out2
 
 
 @pytest.mark.parametrize(
