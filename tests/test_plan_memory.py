@@ -104,6 +104,10 @@ def test_the_history_gives_the_newest_matching_record_of_this_machine(tmp_path, 
     found = history.latest("diagnose", lambda r: scriptplan.prior_plan(r, job, 20.0))
     assert found is not None and found.planned == frozenset({"batch", "steps_per_execution"})
     assert history.latest("diagnose", lambda r: scriptplan.prior_plan(r, job, 30.0)) is None
+    # a record whose command line does not name the script is not read at all
+    assert history.latest("diagnose", lambda r: scriptplan.prior_plan(r, job, 20.0), mentions="other.py") is None
+    named = Path(str(record.options["script"])).name
+    assert history.latest("diagnose", lambda r: scriptplan.prior_plan(r, job, 20.0), mentions=named) == found
     monkeypatch.setattr(history.socket, "gethostname", lambda: "elsewhere")  # another machine's runs
     assert history.latest("diagnose", lambda r: scriptplan.prior_plan(r, job, 20.0)) is None
 

@@ -106,7 +106,9 @@ def plan_job(
         gpu = nvidia.driver_present() and (wanted is None or any(w.startswith("GPU") for w in wanted))
         # the last run of the same command on this machine: its plan's decisions hold while the costs
         # stay near them, so two runs ask the same question of the script
-        prior = history.latest("diagnose", lambda r: scriptplan.prior_plan(r, job, budget_s))
+        prior = history.latest(
+            "diagnose", lambda r: scriptplan.prior_plan(r, job, budget_s), mentions=Path(job["script"]).name
+        )
         sizing = scriptplan.size(facts, budget_s, gpu=gpu, prior=prior)
         if sizing.get("baseline_only"):  # past the budget: its case may take what the baseline needs
             fields["case_timeout_s"] = fields.get("case_timeout_s") or sizing["case_timeout_s"]

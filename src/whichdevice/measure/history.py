@@ -147,13 +147,16 @@ def entries(limit: int = 20, experiment: str | None = None) -> list[Entry]:
         return [_counted(_entry(r)) for r in rows.fetchall()]
 
 
-def latest(experiment: str, match: Callable[[RunRecord], T | None], *, limit: int = 20) -> T | None:
+def latest(
+    experiment: str, match: Callable[[RunRecord], T | None], *, mentions: str = "", limit: int = 20
+) -> T | None:
     """``match`` of the newest of this machine's last ``limit`` ``experiment`` records for which it
-    is not None; None where there is none, or where the history or a record cannot be read (a
-    plan is then made afresh: reading the history never fails a run)."""
+    is not None, among those whose command line holds ``mentions`` (a record is read only then);
+    None where there is none, or where the history or a record cannot be read (a plan is then
+    made afresh: reading the history never fails a run)."""
     host = socket.gethostname()
     try:
-        found = [e for e in entries(limit, experiment) if e.hostname == host]
+        found = [e for e in entries(limit, experiment) if e.hostname == host and mentions in e.command]
     except (UsageError, sqlite3.Error, OSError):
         return None
     for e in found:
