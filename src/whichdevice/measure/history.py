@@ -147,9 +147,7 @@ def entries(limit: int = 20, experiment: str | None = None) -> list[Entry]:
         return [_counted(_entry(r)) for r in rows.fetchall()]
 
 
-def latest(
-    experiment: str, match: Callable[[RunRecord], T | None], *, mentions: str = "", limit: int = 20
-) -> T | None:
+def latest(experiment: str, match: Callable[[RunRecord], T | None], *, mentions: str = "", limit: int = 20) -> T | None:
     """``match`` of the newest of this machine's last ``limit`` ``experiment`` records for which it
     is not None, among those whose command line holds ``mentions`` (a record is read only then);
     None where there is none, or where the history or a record cannot be read (a plan is then
