@@ -983,7 +983,7 @@ def two_rounds_s(start: float, budget_s: float) -> float:
 
 
 # How far a fix's cost may move before the plan decides it otherwise than the last run of the same
-# command did: the set-up and the step vary by up to 10-15 % between back-to-back runs (set-up
+# command did: the set-up and the step vary by up to 15-18 % between back-to-back runs (set-up
 # 6.0, 6.2 and 6.9 s; step 2.8, 3.3 and 3.2 ms: keras_fit_dict_inputs, three runs at load 0.6),
 # and a fix whose cost sat that near the plan's edge was measured in one run and cut in the next.
 KEEP_PLAN = 1.15
