@@ -79,12 +79,20 @@ def test_a_record_of_the_same_script_arguments_and_budget_gives_its_plan():
     record = load_run(RECORD)
     job = {"script": str(record.options["script"]), "args": []}
     prior = scriptplan.prior_plan(record, job, 20.0)
-    assert prior == PriorPlan(
+    assert prior is not None
+    assert (prior.planned, prior.cut, prior.rounds, prior.created_at) == (
         frozenset({"batch", "steps_per_execution"}),
         frozenset({"cpu_threads", "jit_compile", "precision"}),
         2,
         record.created_at,
     )
+    # each measured variant's case, with what it took a round: its warm-up and its longest round
+    cases = [r for r in record.results if r.status == "ok" and r.spec.variant is not None]
+    assert set(prior.measured) == {f"{r.spec.variant.fix}={r.spec.variant.value}" for r in cases}
+    one = cases[0]
+    assert one.timing is not None and one.timing.rounds_s
+    took = sum(one.timing.warmup_s) + max(sum(x) for x in one.timing.rounds_s) * one.timing.number_per_sample
+    assert prior.measured[f"{one.spec.variant.fix}={one.spec.variant.value}"] == pytest.approx(took)
     assert scriptplan.prior_plan(record, job, 60.0) is None  # another budget: another question
     assert scriptplan.prior_plan(record, {**job, "args": ["--epochs", "1"]}, 20.0) is None
     assert scriptplan.prior_plan(record, {**job, "script": "/elsewhere/train.py"}, 20.0) is None
@@ -116,3 +124,37 @@ def test_an_unreadable_history_plans_afresh(tmp_path, monkeypatch):
     monkeypatch.setenv("WHICHDEVICE_HOME", str(tmp_path))
     (tmp_path / "history.sqlite").write_text("not a database", encoding="utf-8")
     assert history.latest("diagnose", lambda r: r) is None
+
+
+def _batch_costs(each_s: float) -> PlanCosts:
+    batch = FixCost(
+        "batch",
+        tuple({"variant": {"fix": "batch", "value": k}} for k in (32, 128)),
+        ((each_s, False), (each_s, False)),
+        draws=(1, 1),
+        warmup=(2, 2),
+        apart=(each_s + START, each_s + START),
+    )
+    return PlanCosts(start=START, baseline=BASELINE, least=BASELINE + START, fixes=(batch,))
+
+
+def test_a_fix_the_last_run_measured_cheaply_is_priced_at_what_it_took_not_at_the_scaled_step():
+    # the pre-flight's step in its slow mode, scaled by the batch, prices each case at 20 s: far past
+    # the edge and KEEP_PLAN; the last run measured the two cases at 0.5 s a round each
+    costs = _batch_costs(20.0)
+    assert _measured(scriptplan.plan(costs, BUDGET)) == set()
+    last = PriorPlan(
+        frozenset({"batch"}), frozenset(), 2, "2026-12-07T19:51:18+00:00", {"batch=32": 0.5, "batch=128": 0.5}
+    )
+    assert _measured(scriptplan.plan(costs, BUDGET, last)) == {"batch"}
+    note = scriptplan._kept(costs, BUDGET, scriptplan.plan(costs, BUDGET, last), last)
+    assert note == (
+        "batch measured as in the last run of this command (2026-12-07 19:51): its cases took 1 s a round "
+        "there, where this pre-flight's step priced them at 40 s"
+    )
+    # a measured time never raises the price, and a case the last run did not measure keeps its own
+    dear = PriorPlan(frozenset({"batch"}), frozenset(), 2, "2026-12-07T19:51:18+00:00", {"batch=32": 30.0})
+    assert dear.repriced(costs.fixes[0]) == costs.fixes[0]
+    # a fix the last run cut is not repriced, even where a case of that name was timed
+    cut = PriorPlan(frozenset(), frozenset({"batch"}), 2, "2026-12-07T19:51:18+00:00", {"batch=32": 0.5})
+    assert cut.repriced(costs.fixes[0]) == costs.fixes[0]

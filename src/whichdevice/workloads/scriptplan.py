@@ -26,7 +26,7 @@ import math
 import os
 import re
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -998,11 +998,46 @@ class PriorPlan:
     cut: frozenset[str]
     rounds: int
     created_at: str
+    # the seconds a round each case of a measured fix took in that run, by ``case_key``: its
+    # warm-up and its longest round's steps, as timed
+    measured: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
     def slack(self, fix: str) -> float:
         """The factor on the plan's seconds for ``fix``: its last decision holds until its cost
         moves past ``KEEP_PLAN``."""
         return KEEP_PLAN if fix in self.planned else 1.0 / KEEP_PLAN if fix in self.cut else 1.0
+
+    def repriced(self, f: FixCost) -> FixCost:
+        """``f`` with each case that takes turns priced at no more than that run measured it.
+        The pre-flight prices a case from one step scaled by its batch; on a machine busier than
+        its cores that step lands in one of two modes (0.47 or 23.9 ms at batch 8:
+        torch_sliced_batches at load 4-5), and a larger batch's step did not grow with the batch
+        there (23.9 ms at 8 and at 128), so a priced 7 s took 0.5 s, and one run measured the batch
+        and the next cut it. What was measured prices the case better than the scaled step."""
+        if f.fix not in self.planned or not self.measured:
+            return f
+        costs = tuple(
+            (min(x, self.measured.get(case_key(p), x)) if not own else x, own) for (x, own), p in zip(f.costs, f.params)
+        )
+        return f if costs == f.costs else dataclasses.replace(f, costs=costs)
+
+
+def case_key(planned: dict[str, Any]) -> str:
+    """A planned case's name across two runs: its variant's fix and value."""
+    v = planned.get("variant") or {}
+    return f"{v.get('fix')}={v.get('value')}"
+
+
+def _measured_cases(record: records.RunRecord) -> dict[str, float]:
+    """The seconds a round each measured variant's case took in ``record`` (:class:`PriorPlan`)."""
+    out: dict[str, float] = {}
+    for r in record.results:
+        if r.status != "ok" or r.timing is None or r.spec.variant is None:
+            continue
+        t = r.timing
+        steps = max((sum(x) for x in t.rounds_s), default=0.0) if t.rounds_s else sum(t.samples_s)
+        out[case_key({"variant": r.spec.variant.model_dump()})] = sum(t.warmup_s) + steps * t.number_per_sample
+    return out
 
 
 def prior_plan(record: records.RunRecord, job: dict[str, Any], budget_s: float) -> PriorPlan | None:
@@ -1026,6 +1061,7 @@ def prior_plan(record: records.RunRecord, job: dict[str, Any], budget_s: float) 
         frozenset(_strings(o.get("fixes_cut"))),
         rounds if isinstance(rounds, int) else 2,
         record.created_at,
+        _measured_cases(record),
     )
 
 
@@ -1060,6 +1096,7 @@ def plan(costs: PlanCosts, budget_s: float, prior: PriorPlan | None = None) -> P
     cut: list[FixCost] = []
     draws, warmup = 1, WARMUP  # the baseline's turns: the script's own batches
     for f in costs.fixes:
+        f = prior.repriced(f) if prior is not None else f
         more, warm = f.turns()
         if costs.steps is not None and more and not turns_fed(costs.steps, draws + more, max(warmup, warm)):
             f, more, warm = f.alone(), 0, 0
@@ -1164,14 +1201,26 @@ def _kept(costs: PlanCosts, budget_s: float, chosen: Plan, prior: PriorPlan | No
     kept = sorted(names(chosen) ^ names(fresh))
     if not kept and fresh.rounds == chosen.rounds:
         return None
-    what = [f"{f} {'measured' if f in names(chosen) else 'left out'}" for f in kept]
+    when = prior.created_at[:16].replace("T", " ")
+    by_name = {f.fix: f for f in costs.fixes}
+    # measured only because that run's cases cost less than this pre-flight's step priced them
+    repriced = [f for f in kept if f in names(chosen) and prior.repriced(by_name[f]) != by_name[f]]
+    said = [
+        f"{f} measured as in the last run of this command ({when}): its cases took "
+        f"{seconds(prior.repriced(by_name[f]).cost)} a round there, where this pre-flight's step priced them at "
+        f"{seconds(by_name[f].cost)}"
+        for f in repriced
+    ]
+    what = [f"{f} {'measured' if f in names(chosen) else 'left out'}" for f in kept if f not in repriced]
     if fresh.rounds != chosen.rounds:
         what.insert(0, f"{chosen.rounds} round{'s' if chosen.rounds > 1 else ''}")
-    return (
-        f"planned as the last run of this command ({prior.created_at[:16].replace('T', ' ')}): "
-        f"{', '.join(what)}, its cost within {KEEP_PLAN:.2f}× of the budget's edge, so the two runs "
-        "answer the same question"
-    )
+    if what:
+        said.append(
+            f"planned as the last run of this command ({when}): "
+            f"{', '.join(what)}, its cost within {KEEP_PLAN:.2f}× of the budget's edge, so the two runs "
+            "answer the same question"
+        )
+    return "; ".join(said)
 
 
 def _too_few_steps(steps: int | None) -> str:
