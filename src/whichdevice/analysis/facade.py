@@ -24,6 +24,7 @@ from whichdevice.analysis.suite import SuiteVerdict, skip_reasons, suite_verdict
 from whichdevice.analysis.sweep import Table, analyze_sweep
 from whichdevice.analysis.train import TrainReport, analyze_training
 from whichdevice.core.records import RunRecord, known
+from whichdevice.workloads.fixes import BATCH
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ class Scale(Analysis):
 
 
 def suite(record: RunRecord) -> Suite:
-    batch = int(str(record.options.get("batch", 10))) if record.experiment == "diagnose" else 10
+    batch = int(str(record.options.get(BATCH.param, 10))) if record.experiment == "diagnose" else 10
     v = suite_verdict(record, seed_batch=batch)
     return Suite(record, v.warnings, v)
 

@@ -29,7 +29,7 @@ from whichdevice.analysis.significance import (
 )
 from whichdevice.analysis.warmup import BreakEven
 from whichdevice.core.records import OWN_PROCESS, CaseResult, RunRecord, Timing
-from whichdevice.workloads.fixes import BY_KEY, FIXES, FixEntry, entry
+from whichdevice.workloads.fixes import BY_KEY, FIXES, JIT_COMPILE, FixEntry, entry
 from whichdevice.workloads.fixes import params_of
 
 __all__ = ["BY_KEY", "FIXES", "FixEntry", "entry"]  # the catalogue, re-exported for analysis and present
@@ -257,8 +257,8 @@ def jit_by_default(record: RunRecord, device: str, framework: str | None = None)
         and r.spec.device == device
         and (framework is None or r.spec.framework == framework)
         and params_of(r.spec).get("kind") == "fit"
-        and "jit_compile" not in params_of(r.spec)
-        and r.metrics.get("jit_compile") == 1.0
+        and JIT_COMPILE.param not in params_of(r.spec)
+        and r.metrics.get(JIT_COMPILE.default_metric) == 1.0
         for r in record.results
     )
 

@@ -31,6 +31,7 @@ from whichdevice.core.records import CaseResult, RunRecord, Scalar, Timing
 from whichdevice.core.telemetry import TelemetrySummary
 from whichdevice.analysis.utilization import gpu_underfed, summarize
 from whichdevice.frameworks.common.ladders import TF_DATA, Ladder
+from whichdevice.workloads.fixes import BATCH
 
 # XProf's input-pipeline thresholds, openxla/xprof
 # xprof/convert/op_stats_to_input_pipeline_analysis.cc: input >= 20 % of the step time is
@@ -252,7 +253,7 @@ def variant_rows(results: list[CaseResult], spread: float | None = None) -> list
             per_round = [input_wait_percent(w, t) for w, t in zip(waits, loops)]
             wait = input_wait_percent(sum(waits), sum(loops))  # pooled over the rounds
         either = pipe or loop
-        batch = as_int(either.spec.params.get("batch", 0)) if either else 0
+        batch = as_int(either.spec.params.get(BATCH.param, 0)) if either else 0
         if loop is not None and loop.metrics.get("examples_per_step"):
             batch = int(loop.metrics["examples_per_step"])
         if i == 0:

@@ -47,6 +47,7 @@ from whichdevice.analysis.fixes import per_sample
 from whichdevice.analysis.values import timing_of
 from whichdevice.core import stats
 from whichdevice.core.records import CaseResult, RunRecord
+from whichdevice.workloads.fixes import JIT_COMPILE
 
 PITFALLS = ("first_epoch", "no_sync", "sync_each", "one_thread", "xla_one_device", "small_batch")
 
@@ -104,7 +105,7 @@ def _find(results: list[CaseResult], device: str, **want: object) -> CaseResult 
             continue
         p = r.spec.params
         if all(p.get(k) == v for k, v in want.items()) and ("threads" in p) == ("threads" in want):
-            if "jit_compile" not in want and "jit_compile" in p:
+            if JIT_COMPILE.param not in want and JIT_COMPILE.param in p:
                 continue
             return r
     return None

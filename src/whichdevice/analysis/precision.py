@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from whichdevice.analysis.compare import Comparison, compare
 from whichdevice.analysis.values import timing_of
 from whichdevice.core.records import CaseResult, RunRecord, Timing
-from whichdevice.workloads.fixes import params_of
+from whichdevice.workloads.fixes import PRECISION, PRECISION_KIND, params_of
+
+# A precision case's policy, as the catalogue names the precision fix's parameter.
+_POLICY = PRECISION.param
 
 
 @dataclass(frozen=True)
@@ -27,12 +30,12 @@ class PrecisionRow:
 
 
 def precision_rows(record: RunRecord) -> list[PrecisionRow]:
-    ok = [r for r in record.results if r.status == "ok" and params_of(r.spec).get("kind") == "precision"]
+    ok = [r for r in record.results if r.status == "ok" and params_of(r.spec).get("kind") == PRECISION_KIND]
     rows = []
     for r in ok:
         base = _float32(ok, r)
         comp = (
-            compare("float32", timing_of(base), str(params_of(r.spec)["precision"]), timing_of(r))
+            compare("float32", timing_of(base), str(params_of(r.spec)[_POLICY]), timing_of(r))
             if base and base is not r
             else None
         )
@@ -40,7 +43,7 @@ def precision_rows(record: RunRecord) -> list[PrecisionRow]:
         rows.append(
             PrecisionRow(
                 r.spec.device,
-                str(params_of(r.spec)["precision"]),
+                str(params_of(r.spec)[_POLICY]),
                 timing_of(r),
                 r.metrics.get("final_loss", float("nan")),
                 n / timing_of(r).median_s if n and timing_of(r).median_s > 0 else None,
@@ -52,12 +55,12 @@ def precision_rows(record: RunRecord) -> list[PrecisionRow]:
 
 
 def _float32(ok: list[CaseResult], r: CaseResult) -> CaseResult | None:
-    rest = {k: v for k, v in params_of(r.spec).items() if k != "precision"}
+    rest = {k: v for k, v in params_of(r.spec).items() if k != _POLICY}
     for o in ok:
         if (
             o.spec.device == r.spec.device
-            and params_of(o.spec).get("precision") == "float32"
-            and {k: v for k, v in params_of(o.spec).items() if k != "precision"} == rest
+            and params_of(o.spec).get(_POLICY) == "float32"
+            and {k: v for k, v in params_of(o.spec).items() if k != _POLICY} == rest
         ):
             return o
     return None
@@ -85,7 +88,7 @@ def cpu_16bit(record: RunRecord) -> Cpu16Bit | None:
     ms = [
         r.metrics
         for r in record.results
-        if r.status == "ok" and params_of(r.spec).get("kind") == "precision" and "cpu_fast_bf16" in r.metrics
+        if r.status == "ok" and params_of(r.spec).get("kind") == PRECISION_KIND and "cpu_fast_bf16" in r.metrics
     ]
     if not ms:
         return None

@@ -36,7 +36,10 @@ from whichdevice.analysis.costmodel import LaunchMode, OpCost, Prediction, Workl
 from whichdevice.analysis.deviceprofile import DeviceCosts, DeviceProfile
 from whichdevice.analysis.values import as_int
 from whichdevice.core.records import CaseResult, CaseSpec, RunRecord
+from whichdevice.workloads import fixes
 from whichdevice.workloads.fixes import params_of
+
+_BATCH = fixes.BATCH.param  # a case's batch, as the catalogue names its parameter
 
 
 def description_from_metrics(metrics: dict[str, float], batch: int) -> WorkloadDescription:
@@ -201,11 +204,9 @@ def predict_report(
     """Rows per batch from a ``predict`` record: its describe cases and its measured steps."""
     described, measured, failures = _traces_and_steps(record.results)
     framework = str(record.options.get("framework") or "tensorflow")
-    spe = as_int(record.options.get("steps_per_execution") or 1)
+    spe = as_int(record.options.get(fixes.STEPS_PER_EXECUTION.param) or 1)
     planned = [
-        as_int(params_of(r.spec).get("batch", 0))
-        for r in record.results
-        if params_of(r.spec).get("probe") != "describe"
+        as_int(params_of(r.spec).get(_BATCH, 0)) for r in record.results if params_of(r.spec).get("probe") != "describe"
     ]
     report = _report(framework, measured, described, failures, profile, errors, spe, planned)
     return dataclasses.replace(report, cpu_varied=_varied(record.results))
@@ -216,7 +217,7 @@ def _varied(results: list[CaseResult]) -> tuple[float, int] | None:
     ``VARIED`` (gpudecision.CpuStep.varied); None when every batch held steady."""
     worst = max(
         (
-            (cpu_step(r.timing.rounds).varied, as_int(params_of(r.spec).get("batch", 0)))
+            (cpu_step(r.timing.rounds).varied, as_int(params_of(r.spec).get(_BATCH, 0)))
             for r in results
             if r.status == "ok" and r.timing is not None and params_of(r.spec).get("probe") != "describe"
         ),
@@ -235,7 +236,7 @@ def _traces_and_steps(
     measured: dict[int, tuple[float, float, float]] = {}
     failures = []
     for r in results:
-        b = as_int(params_of(r.spec).get("batch", 0))
+        b = as_int(params_of(r.spec).get(_BATCH, 0))
         if r.status != "ok":
             failures.append(f"{params_of(r.spec).get('probe', params_of(r.spec).get('kind'))} batch {b}: {r.error}")
             continue
@@ -351,7 +352,7 @@ def run_sweep(record: RunRecord) -> list[CaseResult]:
         if r.spec.workload == "train"
         and r.spec.framework == framework
         and params_of(r.spec).get("kind") == "steady"
-        and params_of(r.spec).get("sync") == "none"
+        and params_of(r.spec).get(fixes.SYNC.param) == "none"
         and params_of(r.spec).get("model") == "seed001"
     ]
 
@@ -370,7 +371,7 @@ def run_prediction(
         return None
     described, measured, failures = _traces_and_steps(traces + sweep)
     every = interpolated(described, sorted(measured)) if described else {}
-    planned = [as_int(params_of(r.spec).get("batch", 0)) for r in sweep]
+    planned = [as_int(params_of(r.spec).get(_BATCH, 0)) for r in sweep]
     report = _report(framework, measured, every or described, failures, profile, errors, planned=planned)
     return dataclasses.replace(report, cpu_varied=_varied(sweep))
 

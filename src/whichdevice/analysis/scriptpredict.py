@@ -24,7 +24,7 @@ from whichdevice.analysis.gpudecision import TOO_CLOSE, decide
 from whichdevice.analysis.prediction import GpuAnswer, PredictReport, framework_key, gpu_would_help, winner
 from whichdevice.analysis.values import as_int
 from whichdevice.core.records import RunRecord, StepTrace
-from whichdevice.workloads.fixes import params_of
+from whichdevice.workloads.fixes import BATCH, SYNC, params_of
 
 
 def description(trace: StepTrace, batch: int) -> WorkloadDescription:
@@ -95,9 +95,9 @@ def cpu_steps(record: RunRecord) -> dict[int, tuple[float, float, float]]:
         p = params_of(r.spec)
         if r.status != "ok" or r.timing is None or not r.spec.device.startswith("CPU") or r.spec.workload != "train":
             continue
-        if p.get("kind") != "steady" or p.get("sync") != "none" or p.get("fix"):
+        if p.get("kind") != "steady" or p.get(SYNC.param) != "none" or p.get("fix"):
             continue
-        b = as_int(p.get("batch") or 0)
+        b = as_int(p.get(BATCH.param) or 0)
         if b not in out:  # the first (the baseline) where a batch was measured twice
             t = r.timing
             out[b] = (t.median_s, t.q1_s, t.q3_s)

@@ -76,6 +76,8 @@ WARMUP_CAUSE_SHARE = 0.2
 # The image pipeline's parts a pipeline fix is measured on, in the order one decides: the whole
 # training step (what the user waits for) when measured, else the pipeline alone (per batch).
 PIPELINE_PARTS = ("both", "pipeline")
+# A case's batch (and the user's, in a record's options), as the catalogue names its parameter.
+_BATCH = catalogue.BATCH.param
 
 CauseKind = Literal[
     "fixed_cost",
@@ -276,7 +278,7 @@ def _pipeline_pairs(record: RunRecord, e: FixEntry, pipelines: list[DeviceReport
             if ta is None or tb is None:
                 continue
             claim = compare(base, ta, var, tb, process_sd=spread).claim
-            mine.append(Fix(e.key, rep.device, fw, base, var, claim, {"batch": a.batch}, "pipeline", part))
+            mine.append(Fix(e.key, rep.device, fw, base, var, claim, {_BATCH: a.batch}, "pipeline", part))
         every += mine
         deciding += mine[:1]
     return every, deciding
@@ -379,7 +381,7 @@ def _sweep_cut(record: RunRecord, e: FixEntry) -> bool:
     cannot change, or read as 0) is no budget cut (pytorch/examples' regression/main.py said
     "a larger batch (left out: time budget)")."""
     o = record.options
-    sweep, batch = o.get("sweep_batches"), o.get("batch")
+    sweep, batch = o.get("sweep_batches"), o.get(_BATCH)
     if not (e.larger and e.param == catalogue.BATCH.param and o.get("budget_cut") and isinstance(sweep, list)):
         return False
     if "script" in o or not isinstance(batch, int) or batch <= 0:
@@ -517,7 +519,7 @@ def _swept_larger(record: RunRecord) -> bool:
     """Whether a script's plan swept a batch above the user's: its cases then say why a larger
     batch has no claim (they failed: keras-io's GAN, whose every case raised), not "the script
     makes its own batches"."""
-    sweep, batch = record.options.get("sweep_batches"), record.options.get("batch")
+    sweep, batch = record.options.get("sweep_batches"), record.options.get(_BATCH)
     return isinstance(sweep, list) and isinstance(batch, int) and any(isinstance(k, int) and k > batch for k in sweep)
 
 
@@ -525,7 +527,7 @@ def _script_batch(record: RunRecord, e: FixEntry) -> NotMeasured:
     """Why a script's larger batch has no claim where its plan swept none: only smaller batches fit
     the script's data ("no larger one measured"), or the script makes its own batches."""
     if _swept_other(record):
-        return _none_larger(record, e, record.options["batch"])
+        return _none_larger(record, e, record.options[_BATCH])
     fw = str(record.options.get("framework") or "")
     source = frameworks.declared(fw, "REBATCHES", None) if fw in frameworks.FRAMEWORKS else None
     return NotMeasured("fixed_batch", rebatches=source or "")
@@ -535,7 +537,7 @@ def _swept_other(record: RunRecord) -> bool:
     """Whether a script's plan swept a batch other than the user's (smaller ones only, where the
     script's data holds too few larger batches for a case's steps): the script's batch was then
     changed, so "the script makes its own batches" would not be true."""
-    sweep, batch = record.options.get("sweep_batches"), record.options.get("batch")
+    sweep, batch = record.options.get("sweep_batches"), record.options.get(_BATCH)
     return isinstance(sweep, list) and isinstance(batch, int) and any(isinstance(k, int) and k != batch for k in sweep)
 
 
@@ -911,7 +913,7 @@ def suite_verdict(record: RunRecord, *, seed_batch: int = 10) -> SuiteVerdict:
     findings += [
         SweepFinding("training", t.group, f, str(t.group.get("framework") or only or "") or None)
         for t in training.sweep
-        for f in sweep_findings(t, "batch")
+        for f in sweep_findings(t, _BATCH)
     ]
     fixes = [_fix_verdict(record, e, seed_batch, pipelines) for e in catalogue.FIXES if _applies(record, e)]
     gpus = sorted(

@@ -15,7 +15,10 @@ from whichdevice.analysis.compare import Comparison, compare, process_sd
 from whichdevice.analysis.sweep import Table, analyze_sweep, device_order, several_frameworks
 from whichdevice.analysis.warmup import BreakEven, EpochSummary, break_even, summarize_epochs
 from whichdevice.core.records import CaseResult, RunRecord, Scalar, Timing
-from whichdevice.workloads.fixes import params_of
+from whichdevice.workloads.fixes import BATCH, SYNC, params_of
+
+# The steady cases' parameters a sync pair and the batch sweep vary, as the catalogue names them.
+_BATCH, _SYNC = BATCH.param, SYNC.param
 
 RUN_KINDS = ("loop", "fit", "callback")
 
@@ -161,16 +164,16 @@ def analyze_training(record: RunRecord) -> TrainReport:
     pairs: dict[tuple[str, tuple[tuple[str, Scalar], ...]], dict[str, Timing]] = defaultdict(dict)
     for r in steady:
         if r.status == "ok" and r.timing is not None:
-            rest = tuple((k, v) for k, v in params_of(r.spec).items() if k not in ("sync", "kind"))
+            rest = tuple((k, v) for k, v in params_of(r.spec).items() if k not in (_SYNC, "kind"))
             rest = (("framework", r.spec.framework),) + rest if several else rest
-            pairs[(r.spec.device, rest)][str(params_of(r.spec)["sync"])] = r.timing
+            pairs[(r.spec.device, rest)][str(params_of(r.spec)[_SYNC])] = r.timing
     sync_costs = [
         SyncCost(dev, dict(rest), t["each"], t["none"], spread)
         for (dev, rest), t in pairs.items()
         if "each" in t and "none" in t
     ]
-    sync_costs.sort(key=lambda s: (devices.index(s.device), s.params.get("batch", 0)))
+    sync_costs.sort(key=lambda s: (devices.index(s.device), s.params.get(_BATCH, 0)))
 
     sweep_record = record.model_copy(update={"results": steady})
-    sweep = [t for t in analyze_sweep(sweep_record, "batch", work_metric="samples_per_step") if len(t.rows) >= 2]
+    sweep = [t for t in analyze_sweep(sweep_record, _BATCH, work_metric="samples_per_step") if len(t.rows) >= 2]
     return TrainReport(devices, baseline, creation, runs, sync_costs, sweep)

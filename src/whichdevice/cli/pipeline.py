@@ -22,6 +22,7 @@ from whichdevice.core.validate import (
 )
 from whichdevice.frameworks.common.ladders import TF_DATA
 from whichdevice.workloads import defaults
+from whichdevice.workloads.fixes import BATCH
 
 if TYPE_CHECKING:
     from whichdevice.frameworks.common.ladders import Ladder
@@ -350,7 +351,7 @@ def run_pipeline(plan: PipelinePlan, resumed: JournalState | None) -> None:
     options = {
         "images": plan.images,
         "image_size": plan.size,
-        "batch": plan.batch,
+        BATCH.param: plan.batch,
         "net": "user" if plan.user else plan.net,
         "variants": plan.variants,
         "stages": plan.stages,

@@ -20,6 +20,7 @@ from whichdevice.core.validate import (
     parse_shape,
 )
 from whichdevice.workloads.defaults import PLACEMENT_QUICK_STEPS, PLACEMENT_STEPS
+from whichdevice.workloads.fixes import BATCH
 
 if TYPE_CHECKING:
     from whichdevice.measure.journal import JournalState
@@ -105,7 +106,7 @@ def case_params(plan: PlacementPlan) -> dict:
     params: dict = {
         "kind": "placement",
         "model": "seed001",
-        "batch": plan.batch,
+        BATCH.param: plan.batch,
         "steps": plan.steps,
         "string_op": True,
     }
@@ -134,6 +135,11 @@ def run_placement(plan: PlacementPlan, resumed: JournalState | None) -> None:
         return [CaseSpec(workload="train", framework=fw, device=d.name, params=params)]
 
     default = _TRACED_MODEL if "optrace" in frameworks.PARTS[fw] else DEFAULT_MODEL
-    options = {"quick": plan.quick, "batch": plan.batch, "steps": plan.steps, "model": user_text(plan.user) or default}
+    options = {
+        "quick": plan.quick,
+        BATCH.param: plan.batch,
+        "steps": plan.steps,
+        "model": user_text(plan.user) or default,
+    }
     request = plan.request("placement", fw, cases_for, options)
     jobs.run(plan, request, loglog=True, resumed=resumed, journal=journal, found=found)

@@ -173,6 +173,7 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None, *, verbose: boo
     from whichdevice.cli.common import open_journal
     from whichdevice.core import records
     from whichdevice.workloads import calibrate as calibrate_workload
+    from whichdevice.workloads import fixes
 
     journal = open_journal("predict", plan, resumed)
 
@@ -185,7 +186,7 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None, *, verbose: boo
                 workload="train",
                 framework=fw,
                 device=d.name,
-                params={**plan.params, "kind": "steady", "batch": b, "sync": "none"},
+                params={**plan.params, "kind": "steady", fixes.BATCH.param: b, fixes.SYNC.param: "none"},
             )
             for b in sorted(plan.batches)
         ]
@@ -198,7 +199,7 @@ def run_predict(plan: PredictPlan, resumed: JournalState | None, *, verbose: boo
         "quick": plan.quick,
         "model": plan.model,
         "framework": fw,
-        "steps_per_execution": plan.steps_per_execution,
+        fixes.STEPS_PER_EXECUTION.param: plan.steps_per_execution,
     }
     request = plan.request("predict", fw, cases_for, options, devices=["CPU:0"])
     jobs.run(plan, request, loglog=not plan.linear, resumed=resumed, journal=journal, verbose=verbose)

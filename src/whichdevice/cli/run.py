@@ -20,6 +20,7 @@ from whichdevice.cli import options as opt
 from whichdevice.jobs import Job
 from whichdevice.core.errors import UsageError
 from whichdevice.workloads.defaults import DEFAULT_BUDGET_S
+from whichdevice.workloads.fixes import BATCH
 from whichdevice.core.validate import (
     parse_choice,
     parse_choice_list,
@@ -523,7 +524,7 @@ def diagnose_request(plan: DiagnosePlan) -> session.Request:
         options={
             "model": plan.model,
             "data": plan.data,
-            "batch": plan.batch,
+            BATCH.param: plan.batch,
             "samples": plan.samples,
             **sizing_options(plan.sizing),
             **_framework_options(plan),

@@ -123,8 +123,8 @@ def plan_job(
         model=" ".join([job["script"], *job["args"]]),
         data=None,
         user=user,
-        batch=int(facts["batch"] or 0),
-        samples=int(facts["batch"] or 0) * scriptplan.STEPS,
+        batch=int(facts[scriptplan.BATCH] or 0),
+        samples=int(facts[scriptplan.BATCH] or 0) * scriptplan.STEPS,
         budget_s=budget_s,
         sizing=sizing,
         framework=facts["framework"],
@@ -135,7 +135,8 @@ def plan_job(
 def found_line(facts: dict[str, Any]) -> str:
     """The pre-flight's line: the entry point, the model and batch where it read them, the framework."""
     model = f"{escape(str(facts['model']))}, " if facts.get("model") else ""  # a tape loop: no model seen
-    batch = f"batch {facts['batch']}, " if facts["batch"] else ""  # 0: a loop whose batch the pre-flight can't read
+    user_batch = facts[scriptplan.BATCH]  # 0: a loop whose batch the pre-flight can't read
+    batch = f"batch {user_batch}, " if user_batch else ""
     trainer = scriptplan.trainer_name(facts.get("trainer"))
     under = f" inside {escape(trainer)}" if trainer else ""  # the loop the user wrote nothing of
     which, _ = scriptplan.entry_words(facts)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from whichdevice.measure import session
 from whichdevice.present.tables import describe_key, key_items
+from whichdevice.workloads.fixes import JIT_COMPILE, STEPS_PER_EXECUTION
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -86,7 +87,7 @@ def phase_of(key: str) -> str:
     if workload == "calibrate" and p.get("probe") == "describe":
         return f"{device} op trace"
     kind = p.get("kind") or _MODE_WORDS.get(p.get("mode", ""), p.get("mode")) or p.get("part") or p.get("probe")
-    if workload == "train" and ("steps_per_execution" in p or "jit_compile" in p):
+    if workload == "train" and (STEPS_PER_EXECUTION.param in p or JIT_COMPILE.param in p):
         kind = "fixes"
     return f"{device} {workload}" + (f" {kind}" if kind else "")
 

@@ -34,7 +34,7 @@ from whichdevice.present.claims import (
     ratio_text,
     times,
 )
-from whichdevice.workloads.fixes import params_of
+from whichdevice.workloads.fixes import BATCH, params_of
 from whichdevice.workloads.scriptplan import preflight_steps, rerun_too_short_words
 
 if TYPE_CHECKING:  # rich is imported when the screen is printed, not when it is composed
@@ -54,6 +54,7 @@ MAX_LINES = 25  # the first screen's budget at 100 columns
 SHOWN_CHANGES = 3  # changes with their code line; the others that help are named on one line
 SHOWN_CAUSES = 3
 CAUSES_HEAD = "Why it is slow (measured share of the time)"  # the heading every form gives the causes
+_BATCH = BATCH.param  # a case's batch (and a script's, in the record's options), as the catalogue names it
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,7 @@ def cause_text(c: Cause) -> str:
         return f"{share} of the pipeline's time is the tf.py_function"
     if c.kind == "sync" and c.fix is not None:
         read = frameworks.declared(c.fix.framework, "READ_BACK", ".numpy()")
-        return f"{share} of a batch-{c.fix.where.get('batch')} step is reading the loss back ({read})"
+        return f"{share} of a batch-{c.fix.where.get(_BATCH)} step is reading the loss back ({read})"
     return (
         f"{share} of the first epoch ({c.steps} steps) is the first step: {seconds(c.first_s)} "
         f"vs {seconds(c.steady_s)} steady"
@@ -774,16 +775,16 @@ def rebatched_line(record: RunRecord) -> str:
     if o.get("rebatched") != "step":
         return ""
     sizes = {
-        params_of(r.spec).get("batch")
+        params_of(r.spec).get(_BATCH)
         for r in record.results
         if r.status == "ok" and params_of(r.spec).get("kind") == "steady" and "fix" not in params_of(r.spec)
     }
-    tiled = sorted(k for k in sizes if isinstance(k, int) and k != o.get("batch"))
+    tiled = sorted(k for k in sizes if isinstance(k, int) and k != o.get(_BATCH))
     if not tiled:
         return ""
     return (
         f"A larger batch was measured by re-running your step on its own batch tiled to {', '.join(map(str, tiled))} "
-        f"(your script makes its own batches of {o.get('batch')}; it was not changed)."
+        f"(your script makes its own batches of {o.get(_BATCH)}; it was not changed)."
     )
 
 

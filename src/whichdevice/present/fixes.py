@@ -18,6 +18,7 @@ from whichdevice.core.stats import MIN_SAMPLES
 from whichdevice.core.units import seconds
 from whichdevice.present import names
 from whichdevice.present.claims import disagree_text, ratio_text, times
+from whichdevice.workloads.fixes import BATCH
 
 if TYPE_CHECKING:
     from whichdevice.analysis.fixes import (
@@ -60,8 +61,8 @@ def several_frameworks(fixes: list[FixVerdict]) -> bool:
 def where_words(f: Fix) -> str:
     """The workload a pair was measured on, for people."""
     if f.workload == "pipeline":
-        return f"image input pipeline, batch {f.where.get('batch')}, {_PARTS.get(f.part, f.part)}"
-    ctx = {**f.where, f.entry.param: f.baseline} if f.entry.param == "batch" else f.where
+        return f"image input pipeline, batch {f.where.get(BATCH.param)}, {_PARTS.get(f.part, f.part)}"
+    ctx = {**f.where, f.entry.param: f.baseline} if f.entry.param == BATCH.param else f.where
     return names.workload_name(ctx, framework=f.framework)
 
 
@@ -320,7 +321,7 @@ def change_title(f: Fix, *, several: bool = False) -> str:
 def change_code(f: Fix) -> str:
     """The line the user writes for a measured change (:func:`entry_code`)."""
     tiled = frameworks.declared(f.framework, "STEP_BATCH_CODE", None) if f.where.get("rebatch") == "step" else None
-    if f.kind == "batch" and tiled:  # a loop that slices its own batches: the slice, not a DataLoader
+    if f.kind == BATCH.key and tiled:  # a loop that slices its own batches: the slice, not a DataLoader
         return str(tiled).format(v=f.variant)
     return entry_code(f.entry, f.framework, f.where.get("trainer")).format(v=f.variant)
 

@@ -16,10 +16,16 @@ from typing import TYPE_CHECKING
 # The thresholds analysis/verdict.py writes into its findings; read from there, never copied.
 from whichdevice import frameworks
 from whichdevice.core.records import CaseSpec
+from whichdevice.workloads import fixes
 from whichdevice.workloads.fixes import params_of
 
 if TYPE_CHECKING:
     from whichdevice.analysis.deviceprofile import DeviceProfile
+
+# The case parameters of the catalogue's fixes a label names, as the catalogue spells them.
+_BATCH, _SYNC, _SPE = fixes.BATCH.param, fixes.SYNC.param, fixes.STEPS_PER_EXECUTION.param
+_JIT, _PRECISION = fixes.JIT_COMPILE.param, fixes.PRECISION.param
+_WORKERS, _PIN = fixes.NUM_WORKERS.param, fixes.PIN_MEMORY.param
 
 # The models the suite trains, by what they are (frameworks/common/models.py).
 MODELS = {
@@ -50,7 +56,7 @@ _KIND = {
     "steady": "training step",
     "create": "building the model",
     "placement": "op placement check",
-    "precision": "model.fit",
+    fixes.PRECISION_KIND: "model.fit",
     "callback": "model.fit with a callback",
     "describe": "op trace",  # the training step's ops traced for the no-GPU prediction (calibrate probe)
 }
@@ -147,7 +153,7 @@ def _pipeline_name(p: Mapping[str, object]) -> str:
     v = PIPELINE_VARIANTS.get(str(p.get("variant")), str(p.get("variant")))
     part = _PIPELINE_PARTS.get(str(p.get("part")), "")
     size = f"{_n(p['images'])} images {p.get('image_size')}px, " if "images" in p else ""
-    return f"image input pipeline ({size}batch {p.get('batch')}): {v}" + (f", {part}" if part else "")
+    return f"image input pipeline ({size}batch {p.get(_BATCH)}): {v}" + (f", {part}" if part else "")
 
 
 def _creation_name(p: Mapping[str, object]) -> str:
@@ -163,8 +169,8 @@ def _training_bits(p: Mapping[str, object]) -> list[str]:
     bits = [model_name(p, short=True)]
     if "samples" in p:
         bits.append(f"{_n(p['samples'])} samples")
-    if p.get("batch"):  # 0: a script's loop whose batch the pre-flight could not read
-        bits.append(f"batch {_n(p['batch'])}")
+    if p.get(_BATCH):  # 0: a script's loop whose batch the pre-flight could not read
+        bits.append(f"batch {_n(p[_BATCH])}")
     kind = p.get("kind") or p.get("probe")  # a calibrate probe has no kind ("None" in compare's table)
     bits.append(_KIND.get(str(kind), str(kind)))
     return bits + _setting_bits(p)
@@ -176,17 +182,17 @@ def _setting_bits(p: Mapping[str, object]) -> list[str]:
     bits = []
     if p.get("data") and p.get("data") != _DEFAULT_DATA:
         bits.append(_DATA.get(str(p["data"]), str(p["data"])))
-    if "steps_per_execution" in p:
-        bits.append(f"steps_per_execution={p['steps_per_execution']}")
-    if p.get("jit_compile"):  # False is Keras' default on the CPU: said only when XLA was asked for
+    if _SPE in p:
+        bits.append(f"{_SPE}={p[_SPE]}")
+    if p.get(_JIT):  # False is Keras' default on the CPU: said only when XLA was asked for
         bits.append("jit_compile=True")
-    if p.get("kind") == "precision" and p.get("precision"):
-        bits.append(str(p["precision"]))
-    if p.get("sync") == "each":
+    if p.get("kind") == fixes.PRECISION_KIND and p.get(_PRECISION):
+        bits.append(str(p[_PRECISION]))
+    if p.get(_SYNC) == "each":
         bits.append("loss read back every step")
     if str(p.get("fix")) in p:  # one side of a torch fix's pair: 'autocast bfloat16', 'channels_last False'
         bits.append(f"{p['fix']} {p[str(p['fix'])]}")
-    bits += [f"{k}={p[k]}" for k in ("num_workers", "pin_memory") if k in p]  # a DataLoader variant
+    bits += [f"{k}={p[k]}" for k in (_WORKERS, _PIN) if k in p]  # a DataLoader variant
     return bits
 
 

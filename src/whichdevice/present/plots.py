@@ -11,6 +11,7 @@ from whichdevice.core.telemetry import summarize
 from whichdevice.core.units import figure, seconds
 from whichdevice.present.output import save_figure as save_figure
 from whichdevice.present.tables import table_title
+from whichdevice.workloads.fixes import SYNC
 
 if TYPE_CHECKING:  # matplotlib is imported on first use (pyplot())
     from whichdevice.analysis.sweep import Table
@@ -186,7 +187,7 @@ _BATCH_STYLES = ("o-", "s--", "^-.", "d:")  # one per sweep group (table), in tu
 
 def _curve_tag(group: dict[str, object]) -> str:
     """What tells two curves of one device apart: ' torch, loss read every step', or ''."""
-    tag = ", loss read every step" if group.get("sync") == "each" else ""
+    tag = ", loss read every step" if group.get(SYNC.param) == "each" else ""
     return f" {group['framework']}{tag}" if group.get("framework") else tag
 
 

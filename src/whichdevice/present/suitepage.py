@@ -17,6 +17,7 @@ from whichdevice.core.records import RunRecord
 from whichdevice.present import fixes as fixwords
 from whichdevice.present import html, names, plots
 from whichdevice.present.firstscreen import FirstScreen, first_screen
+from whichdevice.workloads.fixes import JIT_COMPILE, STEPS_PER_EXECUTION
 from whichdevice.present.pipeline import device_verdict
 from whichdevice.present import notes
 from whichdevice.present.claims import comparison_text, crossover_text, ratio_text
@@ -81,8 +82,8 @@ def settings_advice(v: SuiteVerdict, batch: int) -> list[str]:
         for r in v.training.runs
         if r.params.get("kind") == "fit"
         and r.params.get("example") == "user"
-        and "steps_per_execution" not in r.params
-        and "jit_compile" not in r.params
+        and STEPS_PER_EXECUTION.param not in r.params
+        and JIT_COMPILE.param not in r.params
     ]
     if not fit_rows:  # plain torch has no model.fit: the user's own loop at their batch decides
         fit_rows = [

@@ -18,6 +18,7 @@ from whichdevice.core.telemetry import GPU_NOT_REQUESTED, TelemetrySummary
 from whichdevice.core.telemetry import summarize
 from whichdevice.present import names
 from whichdevice.present.claims import comparison_text, crossover_text
+from whichdevice.workloads.fixes import BATCH, SYNC
 
 if TYPE_CHECKING:
     from whichdevice.analysis.compare import Comparison
@@ -120,7 +121,7 @@ def table_title(group: Mapping[str, object], fallback: str) -> str:
         fw = f"{group['framework']}: " if group.get("framework") else ""
         return f"{fw}Matrix multiply ({group.get('dtype', '')}, {mode})".replace("(, ", "(")
     if group.get("kind") == "steady":
-        sync = ", loss read back every step" if group.get("sync") == "each" else ""
+        sync = ", loss read back every step" if group.get(SYNC.param) == "each" else ""
         fw = f"{group['framework']}: " if group.get("framework") else ""
         return f"{fw}{names.model_name(group)} training step vs batch size{sync}"
     return names.plain(fallback)
@@ -265,7 +266,7 @@ def sync_cost_grid(report: TrainReport) -> Grid:
         rows.append(
             [
                 GridCell(s.device),
-                GridCell(str(s.params.get("batch", ""))),
+                GridCell(str(s.params.get(BATCH.param, ""))),
                 GridCell(seconds(s.each.median_s)),
                 GridCell(seconds(s.none.median_s)),
                 GridCell(seconds(s.cost_s)),

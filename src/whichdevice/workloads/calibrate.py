@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from whichdevice.core.records import CaseSpec, Timing, scalar_float, scalar_int
 from whichdevice.core.timing import TimingPolicy, measure
+from whichdevice.workloads.fixes import BATCH
 
 if TYPE_CHECKING:
     from whichdevice.frameworks.contracts import Calibration, CalibrationProbes
@@ -70,7 +71,7 @@ def describe_cases(framework: str, device: str, model_params: dict, batches) -> 
             workload="calibrate",
             framework=framework,
             device=device,
-            params={**model_params, "probe": "describe", "batch": b},
+            params={**model_params, "probe": "describe", BATCH.param: b},
         )
         for b in sorted(batches)
     ]
@@ -153,7 +154,7 @@ def _describe(spec: CaseSpec, fw, overhead_s: float) -> tuple[Timing, dict]:
     training = frameworks.part(fw.name, "training")
     cal = _calibration(fw)
     m = CaseModel(spec.params, training)
-    b = scalar_int(spec.params["batch"])
+    b = scalar_int(spec.params[BATCH.param])
     t0 = time.perf_counter()
     with fw.placement.scope(spec.device):
         model = m.build()

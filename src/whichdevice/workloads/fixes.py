@@ -141,6 +141,8 @@ def _adapter(value_type: Any) -> TypeAdapter[Any]:
 
 
 _PREFETCH_DATA = ("tfdata_noprefetch", "tfdata")  # the two sides of the train-loop prefetch pair
+# The train kind of the precision fix's cases (a whole fit per policy, workloads/precision.py).
+PRECISION_KIND = "precision"
 
 
 def _p(**want: object) -> CasePredicate:
@@ -332,7 +334,7 @@ FIXES: tuple[FixEntry, ...] = (
         caveat="keep the output layer float32; a custom loop needs keras.optimizers.LossScaleOptimizer",
         source="seed002",
         anchor="XProf overview: only X % of device compute in 16 bit when < 10 % (ANCHORS.md)",
-        cases=_p(kind="precision"),
+        cases=_p(kind=PRECISION_KIND),
         repeat=True,
         elsewhere="`whichdevice train --precision mixed_float16`",
         cpu_16bit=True,
@@ -517,6 +519,13 @@ BATCH = BY_KEY["batch"]
 SYNC = BY_KEY["sync"]
 STEPS_PER_EXECUTION = BY_KEY["steps_per_execution"]
 NUM_WORKERS = BY_KEY["num_workers"]
+# ... and those the rest of the package names where it reads or lays out a case's parameter, an
+# option holding one, or a variant's fix (the analyses, the presenters, the commands).
+JIT_COMPILE = BY_KEY["jit_compile"]
+PRECISION = BY_KEY["precision"]
+PREFETCH = BY_KEY["prefetch"]
+PYFUNC = BY_KEY["pyfunc"]
+PIN_MEMORY = BY_KEY["pin_memory"]
 
 
 def params_of(spec: CaseSpec) -> dict[str, Scalar]:

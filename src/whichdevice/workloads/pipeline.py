@@ -60,6 +60,7 @@ from whichdevice.core.records import CaseSpec, Timing
 from whichdevice.core.timing import TimingPolicy, abba_turns, measure, take_turns, turns_timing
 from whichdevice.frameworks.common.ladders import TF_DATA, Ladder
 from whichdevice.workloads import defaults, dispatch
+from whichdevice.workloads.fixes import BATCH
 
 
 def ladder(framework: str) -> Ladder:
@@ -148,7 +149,7 @@ def build_cases(  # noqa: PLR0913 (the pipeline's knobs, keyword-only)
 ) -> list[CaseSpec]:
     """Cases for one device: the model alone first, then per variant the pipeline alone and
     the loop, then the stages. ``user``: the user's model / data parameters."""
-    base = {"images": images, "image_size": size, "batch": batch, "net": net, **(user or {})}
+    base = {"images": images, "image_size": size, BATCH.param: batch, "net": net, **(user or {})}
     variants = planned_variants(framework, device, variants)
     lad = ladder(framework)
     if heavy:
@@ -222,7 +223,7 @@ def _user_data(p):
 
 def _dataset(tfp, p, variant: str):
     """The batched, repeated dataset of one variant, and the steps in one pass of the data."""
-    batch = int(p["batch"])
+    batch = int(p[BATCH.param])
     if variant in USER_VARIANTS:
         return tfp.user_variant(_user_data(p), variant, batch)
     images, labels = _arrays(tfp, p)
@@ -319,7 +320,7 @@ def _run_pipeline(spec, fw, policy, overhead_s):
     p = spec.params
     ds, per_pass = _dataset(tfp, p, str(p["variant"]))
     it = iter(ds)
-    batch = int(p["batch"])
+    batch = int(p[BATCH.param])
 
     def step() -> float:
         t0 = _t.perf_counter()
@@ -507,7 +508,7 @@ def _run_stage(spec, fw, policy, overhead_s):
     stage = str(p["stage"])
     files, _ = _files(tfp, p)
     n = min(int(p["images"]), STAGE_IMAGES)
-    size, batch = int(p["image_size"]), int(p["batch"])
+    size, batch = int(p["image_size"]), int(p[BATCH.param])
     heavy = _heavy(p)
     upstream, apply = tfp.stage_input(stage, files, size, batch, heavy)
     if upstream is None:

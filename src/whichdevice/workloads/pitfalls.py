@@ -22,6 +22,7 @@ import time
 from whichdevice.core.records import scalar_int
 from whichdevice.core.steps import raw_from_steps
 from whichdevice.frameworks.common.pitfalls import NOSYNC_STEPS
+from whichdevice.workloads.fixes import BATCH
 
 
 def build_cases(framework: str, device: str, *, quick: bool, is_cpu: bool) -> tuple[list[CaseSpec], list[CaseSpec]]:
@@ -45,7 +46,7 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
 
     if spec.params["kind"] == "pitfall":
         return run_own_case(spec, fw, policy, overhead_s)
-    b, steps = scalar_int(spec.params["batch"]), scalar_int(spec.params.get("steps", NOSYNC_STEPS))
+    b, steps = scalar_int(spec.params[BATCH.param]), scalar_int(spec.params.get("steps", NOSYNC_STEPS))
     _, step, xb, yb = steady_step(spec, fw)
     with fw.placement.scope(spec.device):
         for _ in range(3):  # warm-up, synchronized: the mistake under test is the clock, not the warm-up

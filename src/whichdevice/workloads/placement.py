@@ -53,6 +53,7 @@ from whichdevice.frameworks.tensorflow.logparse import (
 from whichdevice.core.records import scalar_int
 from whichdevice.core.steps import raw_from_steps, time_loop
 from whichdevice.workloads import defaults
+from whichdevice.workloads.fixes import BATCH
 
 DEFAULT_STEPS = defaults.PLACEMENT_STEPS
 QUICK_STEPS = defaults.PLACEMENT_QUICK_STEPS
@@ -71,7 +72,7 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
     training = frameworks.part(fw.name, "training")
     p = spec.params
     m = CaseModel(p)
-    b, steps = scalar_int(p["batch"]), scalar_int(p.get("steps", DEFAULT_STEPS))
+    b, steps = scalar_int(p[BATCH.param]), scalar_int(p.get("steps", DEFAULT_STEPS))
     with fw.placement.scope(spec.device):
         model = m.build()
         opt, loss = m.optimizer_and_loss(model)
@@ -157,7 +158,7 @@ def run_traced(spec: CaseSpec, fw: Framework, overhead_s: float) -> tuple[Timing
     training = frameworks.part(fw.name, "training")
     p = spec.params
     m = CaseModel(p, training)
-    b, steps = scalar_int(p["batch"]), scalar_int(p.get("steps", DEFAULT_STEPS))
+    b, steps = scalar_int(p[BATCH.param]), scalar_int(p.get("steps", DEFAULT_STEPS))
     with fw.placement.scope(spec.device):
         step, x, y = m.step_and_batch(training, b)
 

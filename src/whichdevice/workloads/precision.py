@@ -29,6 +29,7 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
     from whichdevice.core.steps import raw_from_steps
     from whichdevice.frameworks.common.casemodel import CaseModel
     from whichdevice.workloads.train import _steps
+    from whichdevice.workloads.fixes import BATCH, PRECISION
 
     from whichdevice import frameworks
 
@@ -36,8 +37,8 @@ def run_case(spec: CaseSpec, fw: Framework, policy: TimingPolicy, overhead_s: fl
     prec = frameworks.part(fw.name, "precision")
     p = spec.params
     m = CaseModel(p)
-    n, b, epochs = scalar_int(p["samples"]), scalar_int(p["batch"]), scalar_int(p["epochs"])
-    name = str(p["precision"])
+    n, b, epochs = scalar_int(p["samples"]), scalar_int(p[BATCH.param]), scalar_int(p["epochs"])
+    name = str(p[PRECISION.param])
     if name not in prec.POLICIES:
         raise ValueError(f"unknown precision {name!r}")
     with prec.policy(name), fw.placement.scope(spec.device):

@@ -5,6 +5,7 @@ builds CaseSpecs only (the child side is ``workloads/precision.py``)."""
 from __future__ import annotations
 
 from whichdevice.core.records import CaseSpec
+from whichdevice.workloads.fixes import BATCH, PRECISION, PRECISION_KIND
 
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 # Seed 002 (Dense 256-128-1, batch 512) is the seeds' most compute-heavy model: where 16-bit math could pay.
@@ -25,7 +26,7 @@ def cases(
     if not policies:
         return []
     if user:
-        run = {**user, "example": "user", "samples": samples or 10_000, "batch": user_batch, "data": "tfdata"}
+        run = {**user, "example": "user", "samples": samples or 10_000, BATCH.param: user_batch, "data": "tfdata"}
     else:
         run = {**SEED_RUN, "samples": QUICK_SAMPLES if quick else SEED_RUN["samples"]}
     order = sorted(set(policies) | {"float32"}, key=POLICIES.index)  # float32 is always the reference
@@ -35,7 +36,7 @@ def cases(
             workload="train",
             framework=framework,
             device=device,
-            params={**run, "kind": "precision", "precision": p, "epochs": n_epochs},
+            params={**run, "kind": PRECISION_KIND, PRECISION.param: p, "epochs": n_epochs},
         )
         for p in order
     ]

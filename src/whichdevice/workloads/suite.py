@@ -134,7 +134,7 @@ def sizing_options(sizing: dict | None) -> dict:
         "samples_measured": sizing.get("samples"),
         "preflight_step_s": sizing["step_s"],
         "sweep_batches": list(sizing["sweep_batches"]),
-        "steps_per_execution_tried": list(sizing.get("steps_per_execution") or []),
+        "steps_per_execution_tried": list(sizing.get(fixes.STEPS_PER_EXECUTION.param) or []),
         "rounds_planned": sizing.get("rounds", 2),
         "losses": list(sizing.get("losses") or []),
         "preflight_s": sizing.get("preflight_s"),

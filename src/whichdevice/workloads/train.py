@@ -57,7 +57,7 @@ from whichdevice.core.timing import (
 from whichdevice.frameworks.common.casemodel import CaseModel
 from whichdevice.workloads import dispatch
 from whichdevice.workloads.epochturns import EpochTurns
-from whichdevice.workloads.fixes import BATCH, STEPS_PER_EXECUTION, SYNC
+from whichdevice.workloads.fixes import BATCH, JIT_COMPILE, PRECISION_KIND, STEPS_PER_EXECUTION, SYNC
 
 KINDS = ("create", "loop", "fit", "steady")
 # Further kinds, each in its own module with the same run_case signature.
@@ -65,7 +65,7 @@ _OTHER_KINDS = {
     "placement": "whichdevice.workloads.placement",
     "nosync": "whichdevice.workloads.pitfalls",
     "pitfall": "whichdevice.workloads.pitfalls",  # a framework's own pitfall kinds
-    "precision": "whichdevice.workloads.precision",
+    PRECISION_KIND: "whichdevice.workloads.precision",
 }
 SYNC_MODES = ("each", "none")
 DEFAULT_BATCHES: tuple[int, ...] = tuple(2**k for k in range(3, 14))  # 8 ... 8192
@@ -85,6 +85,8 @@ FIT_EPOCHS = {"ex2": 2, "ex3": 2, "seed002": 3}  # seed 002 fits 3 epochs; 2 = o
 
 # The case parameters a seed case reads that catalogue fixes vary, as the catalogue names them.
 _BATCH, _SPE, _SYNC = BATCH.param, STEPS_PER_EXECUTION.param, SYNC.param
+# The metric a fit records of what jit_compile="auto" resolved to (the catalogue's default_metric).
+_JIT_RAN = JIT_COMPILE.default_metric
 
 
 def _steps(samples: int, batch: int) -> int:
@@ -282,7 +284,7 @@ def _run_fit(spec, fw, policy, overhead_s):
     raw = raw_from_steps(timer.batch_times_s, warmup_steps=spe, overhead_s=overhead_s)
     metrics = timer.metrics()
     # What jit_compile="auto" resolved to on this backend and device (fair-comparison fact).
-    metrics["jit_compile"] = float(bool(getattr(model, "jit_compile", False)))
+    metrics[_JIT_RAN] = float(bool(getattr(model, "jit_compile", False)))
     k = int(spec.params.get(_SPE, 1))
     if k > 1:
         # Keras calls batch callbacks once per execution of k steps: each timed "batch" carries k batches.
@@ -419,7 +421,7 @@ class _Fit(EpochTurns):
             "samples_per_step": float(self.b * k),  # each timed batch runs k batches of b
             "steps_per_epoch": float(len(self.warmup_s)),
             # What jit_compile="auto" resolved to on this backend and device (fair-comparison fact).
-            "jit_compile": float(bool(getattr(self.model, "jit_compile", False))),
+            _JIT_RAN: float(bool(getattr(self.model, "jit_compile", False))),
             "interleave_rounds": float(turns),
         }
 

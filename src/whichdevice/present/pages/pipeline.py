@@ -13,6 +13,7 @@ from whichdevice.present import html, plots, terminal
 from whichdevice.present.pages import write_page
 from whichdevice.present.pipeline import device_verdict, stage_grid, step_jitter_note, variant_grid, wait_bars
 from whichdevice.present import notes
+from whichdevice.workloads.fixes import BATCH
 
 if TYPE_CHECKING:
     from whichdevice.analysis.facade import Pipeline
@@ -34,7 +35,7 @@ def render(console: Console, result: Pipeline, png: Path, *, loglog: bool = Fals
     )
     heavy = f"; constructed slow stage: {o.get('heavy_stage')} x{o.get('heavy_factor')}" if o.get("heavy_stage") else ""
     console.print(
-        f"{escape(what)}, batch {o.get('batch')}, model {escape(str(o.get('model') or o.get('net')))}{escape(heavy)}"
+        f"{escape(what)}, batch {o.get(BATCH.param)}, model {escape(str(o.get('model') or o.get('net')))}{escape(heavy)}"
     )
     sections: list[html.Section] = []
     verdict: list[str] = []
