@@ -155,22 +155,57 @@ def gpu_would_help(
         raise ValueError("the profile has no GPU")
     compute = {b: cpu_compute_s(w, profile) for b, w in described.items()}
     overhead = host_overhead({b: v[0] for b, v in cpu_steps.items()}, compute)
-    fw = framework_key(framework)
     out = []
     for b in sorted(described):
         work = with_host_overhead(described[b], overhead, profile).model_copy(
             update={"steps_per_execution": steps_per_execution, "input_bytes": 0.0}
         )
-        pred = costmodel.predict(work, gpu_costs, profile.dispatch_mode)
-        band = None
-        if pred.step is not None:
-            regime = pred.bound or "host dispatch"
-            band = errors.band(pred.step.mid, fw, regime, pred.step) if errors is not None else pred.step
-        cpu = cpu_steps.get(b)
-        w = "—" if band is None or cpu is None else winner(cpu[1], cpu[2], band, cpu[0])
-        median, q1, q3 = cpu if cpu is not None else (None, None, None)
-        out.append(GpuAnswer(b, median, q1, q3, gpu=pred, band=band, kernels=work.kernels, winner=w))
+        out.append(answer(framework, b, cpu_steps.get(b), work, gpu_costs, profile.dispatch_mode, errors))
     return out
+
+
+def answer(
+    framework: str,
+    batch: int,
+    cpu: tuple[float, float, float] | None,
+    work: WorkloadDescription,
+    gpu: DeviceCosts,
+    dispatch_mode: str,
+    errors: errormodel.ErrorModel | None,
+) -> GpuAnswer:
+    """One batch: the cost model's GPU step for ``work``, its band calibrated on ``errors`` for
+    the framework and the step's regime (None: the model's own band), and the winner beside the
+    measured CPU step ``cpu`` (median, low, high; None: not measured, no winner)."""
+    pred = costmodel.predict(work, gpu, dispatch_mode)
+    band = None
+    if pred.step is not None:
+        regime = pred.bound or "host dispatch"
+        band = (
+            errors.band(pred.step.mid, framework_key(framework), regime, pred.step) if errors is not None else pred.step
+        )
+    w = "—" if band is None or cpu is None else winner(cpu[1], cpu[2], band, cpu[0])
+    median, q1, q3 = cpu if cpu is not None else (None, None, None)
+    return GpuAnswer(batch, median, q1, q3, gpu=pred, band=band, kernels=work.kernels, winner=w)
+
+
+def crossover_of(rows: list[GpuAnswer]) -> Crossover:
+    """Where the predicted GPU step crosses the measured CPU step, over the batches that have
+    both (the CPU's band edges and the GPU's calibrated band as their ranges)."""
+    ok = [
+        (row.batch, cpu, q1, q3, band)
+        for row in rows
+        if (cpu := row.cpu_s) is not None
+        and (band := row.band) is not None
+        and (q1 := row.cpu_q1_s) is not None
+        and (q3 := row.cpu_q3_s) is not None
+    ]
+    return find_crossover(
+        [b for b, *_ in ok],
+        [cpu for _, cpu, *_ in ok],
+        [band.mid for *_, band in ok],
+        [(q1, q3) for _, _, q1, q3, _ in ok],
+        [(band.low, band.high) for *_, band in ok],
+    )
 
 
 def measure_command(framework: str, batches: list[int]) -> str:
@@ -272,21 +307,7 @@ def _report(
         assumptions.append(costmodel.Assumption("batch_on_gpu", copy_s=copy.mid, batch=big.batch))
     if rows:
         assumptions.append(costmodel.Assumption("host_from_cpu"))
-    ok = [  # the measured batches with a prediction (a measured step has its quartiles)
-        (row.batch, cpu, q1, q3, band)
-        for row in rows
-        if (cpu := row.cpu_s) is not None
-        and (band := row.band) is not None
-        and (q1 := row.cpu_q1_s) is not None
-        and (q3 := row.cpu_q3_s) is not None
-    ]
-    cross = find_crossover(
-        [b for b, *_ in ok],
-        [cpu for _, cpu, *_ in ok],
-        [band.mid for *_, band in ok],
-        [(q1, q3) for _, _, q1, q3, _ in ok],
-        [(band.low, band.high) for *_, band in ok],
-    )
+    cross = crossover_of(rows)
     close = [row.batch for row in rows if row.winner == TOO_CLOSE]
     command = measure_command(framework, close) if close else None
     return PredictReport(
