@@ -18,6 +18,7 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, cast
 
 from whichdevice.analysis import costmodel, errormodel
@@ -188,26 +189,6 @@ def answer(
     return GpuAnswer(batch, median, q1, q3, gpu=pred, band=band, kernels=work.kernels, winner=w)
 
 
-def crossover_of(rows: list[GpuAnswer]) -> Crossover:
-    """Where the predicted GPU step crosses the measured CPU step, over the batches that have
-    both (the CPU's band edges and the GPU's calibrated band as their ranges)."""
-    ok = [
-        (row.batch, cpu, q1, q3, band)
-        for row in rows
-        if (cpu := row.cpu_s) is not None
-        and (band := row.band) is not None
-        and (q1 := row.cpu_q1_s) is not None
-        and (q3 := row.cpu_q3_s) is not None
-    ]
-    return find_crossover(
-        [b for b, *_ in ok],
-        [cpu for _, cpu, *_ in ok],
-        [band.mid for *_, band in ok],
-        [(q1, q3) for _, _, q1, q3, _ in ok],
-        [(band.low, band.high) for *_, band in ok],
-    )
-
-
 def measure_command(framework: str, batches: list[int]) -> str:
     """The command that settles a "too close" batch on a machine with a GPU."""
     return f"whichdevice train --framework {framework} --batches {','.join(str(b) for b in batches)}"
@@ -307,20 +288,53 @@ def _report(
         assumptions.append(costmodel.Assumption("batch_on_gpu", copy_s=copy.mid, batch=big.batch))
     if rows:
         assumptions.append(costmodel.Assumption("host_from_cpu"))
-    cross = crossover_of(rows)
-    close = [row.batch for row in rows if row.winner == TOO_CLOSE]
-    command = measure_command(framework, close) if close else None
-    return PredictReport(
-        rows,
-        cross,
-        tuple(assumptions),
-        tuple(extrapolated),
-        cannot,
-        failures,
+    return report_of(
         framework,
-        None if errors is None else errors.source,
-        command,
-        decide([r for r in rows if r.batch in measured], planned or [], command),
+        rows,
+        errors,
+        (assumptions, extrapolated, cannot, failures),
+        lambda close: measure_command(framework, close),
+        [r for r in rows if r.batch in measured],
+        planned or [],
+    )
+
+
+def report_of(
+    framework: str,
+    rows: list[GpuAnswer],
+    errors: errormodel.ErrorModel | None,
+    said: tuple[list[costmodel.Assumption], list[costmodel.Extrapolation], costmodel.CannotPredict | None, list[str]],
+    command_for: Callable[[list[int]], str],
+    decided: list[GpuAnswer],
+    planned: list[int],
+) -> PredictReport:
+    """The report of ``rows`` with what was said of them (``said``: the assumptions, the
+    extrapolations, why it cannot predict, the failures): the crossover of the measured CPU step
+    and the predicted GPU step over the batches that have both (the CPU's band edges and the GPU's
+    calibrated band as their ranges), the command that settles the "too close" batches
+    (``command_for`` of them), and the one answer (``gpudecision.decide`` over ``decided``)."""
+    assumptions, extrapolated, cannot, failures = said
+    ok = [
+        (row.batch, cpu, q1, q3, band)
+        for row in rows
+        if (cpu := row.cpu_s) is not None
+        and (band := row.band) is not None
+        and (q1 := row.cpu_q1_s) is not None
+        and (q3 := row.cpu_q3_s) is not None
+    ]
+    cross = find_crossover(
+        [b for b, *_ in ok],
+        [cpu for _, cpu, *_ in ok],
+        [band.mid for *_, band in ok],
+        [(q1, q3) for _, _, q1, q3, _ in ok],
+        [(band.low, band.high) for *_, band in ok],
+    )
+    close = [row.batch for row in rows if row.winner == TOO_CLOSE]
+    command = command_for(close) if close else None
+    calibrated = None if errors is None else errors.source
+    decision = decide(decided, planned, command)
+    return PredictReport(
+        rows, cross, tuple(assumptions), tuple(extrapolated), cannot, failures, framework, calibrated, command, decision
     )
 
 

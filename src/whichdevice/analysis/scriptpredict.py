@@ -19,8 +19,7 @@ from __future__ import annotations
 from whichdevice.analysis import costmodel, errormodel
 from whichdevice.analysis.costmodel import OpCost, WorkloadDescription
 from whichdevice.analysis.deviceprofile import DeviceProfile
-from whichdevice.analysis.gpudecision import TOO_CLOSE, decide
-from whichdevice.analysis.prediction import GpuAnswer, PredictReport, answer, crossover_of, gpu_would_help
+from whichdevice.analysis.prediction import GpuAnswer, PredictReport, answer, gpu_would_help, report_of
 from whichdevice.analysis.values import as_int
 from whichdevice.core.records import RunRecord, StepTrace
 from whichdevice.workloads.fixes import params_of
@@ -132,20 +131,8 @@ def script_prediction(
         assumptions += [a for a in row.gpu.assumptions if a not in assumptions]
         extrapolated += [e for e in row.gpu.extrapolated if e not in extrapolated]
     assumptions.append(costmodel.Assumption("host_from_cpu"))
-    cross = crossover_of(rows)
-    close = [r.batch for r in rows if r.winner == TOO_CLOSE]
-    command = measure_command(record) if close else None
     sweep = record.options.get("sweep_batches")
     planned = [as_int(b) for b in sweep if isinstance(b, int | float)] if isinstance(sweep, list) else []
-    return PredictReport(
-        rows,
-        cross,
-        tuple(assumptions),
-        tuple(extrapolated),
-        cannot,
-        [],
-        trace.framework,
-        None if errors is None else errors.source,
-        command,
-        decide(rows, planned, command),
-    )
+    failures: list[str] = []
+    said = (assumptions, extrapolated, cannot, failures)
+    return report_of(trace.framework, rows, errors, said, lambda _: measure_command(record), rows, planned)
