@@ -18,6 +18,7 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, cast
 
 from whichdevice.analysis import costmodel, errormodel
@@ -158,22 +159,37 @@ def gpu_would_help(
         raise ValueError("the profile has no GPU")
     compute = {b: cpu_compute_s(w, profile) for b, w in described.items()}
     overhead = host_overhead({b: v[0] for b, v in cpu_steps.items()}, compute)
-    fw = framework_key(framework)
     out = []
     for b in sorted(described):
         work = with_host_overhead(described[b], overhead, profile).model_copy(
             update={"steps_per_execution": steps_per_execution, "input_bytes": 0.0}
         )
-        pred = costmodel.predict(work, gpu_costs, profile.dispatch_mode)
-        band = None
-        if pred.step is not None:
-            regime = pred.bound or "host dispatch"
-            band = errors.band(pred.step.mid, fw, regime, pred.step) if errors is not None else pred.step
-        cpu = cpu_steps.get(b)
-        w = "—" if band is None or cpu is None else winner(cpu[1], cpu[2], band, cpu[0])
-        median, q1, q3 = cpu if cpu is not None else (None, None, None)
-        out.append(GpuAnswer(b, median, q1, q3, gpu=pred, band=band, kernels=work.kernels, winner=w))
+        out.append(answer(framework, b, cpu_steps.get(b), work, gpu_costs, profile.dispatch_mode, errors))
     return out
+
+
+def answer(
+    framework: str,
+    batch: int,
+    cpu: tuple[float, float, float] | None,
+    work: WorkloadDescription,
+    gpu: DeviceCosts,
+    dispatch_mode: str,
+    errors: errormodel.ErrorModel | None,
+) -> GpuAnswer:
+    """One batch: the cost model's GPU step for ``work``, its band calibrated on ``errors`` for
+    the framework and the step's regime (None: the model's own band), and the winner beside the
+    measured CPU step ``cpu`` (median, low, high; None: not measured, no winner)."""
+    pred = costmodel.predict(work, gpu, dispatch_mode)
+    band = None
+    if pred.step is not None:
+        regime = pred.bound or "host dispatch"
+        band = (
+            errors.band(pred.step.mid, framework_key(framework), regime, pred.step) if errors is not None else pred.step
+        )
+    w = "—" if band is None or cpu is None else winner(cpu[1], cpu[2], band, cpu[0])
+    median, q1, q3 = cpu if cpu is not None else (None, None, None)
+    return GpuAnswer(batch, median, q1, q3, gpu=pred, band=band, kernels=work.kernels, winner=w)
 
 
 def measure_command(framework: str, batches: list[int]) -> str:
@@ -273,7 +289,33 @@ def _report(
         assumptions.append(costmodel.Assumption("batch_on_gpu", copy_s=copy.mid, batch=big.batch))
     if rows:
         assumptions.append(costmodel.Assumption("host_from_cpu"))
-    ok = [  # the measured batches with a prediction (a measured step has its quartiles)
+    return report_of(
+        framework,
+        rows,
+        errors,
+        (assumptions, extrapolated, cannot, failures),
+        lambda close: measure_command(framework, close),
+        [r for r in rows if r.batch in measured],
+        planned or [],
+    )
+
+
+def report_of(
+    framework: str,
+    rows: list[GpuAnswer],
+    errors: errormodel.ErrorModel | None,
+    said: tuple[list[costmodel.Assumption], list[costmodel.Extrapolation], costmodel.CannotPredict | None, list[str]],
+    command_for: Callable[[list[int]], str],
+    decided: list[GpuAnswer],
+    planned: list[int],
+) -> PredictReport:
+    """The report of ``rows`` with what was said of them (``said``: the assumptions, the
+    extrapolations, why it cannot predict, the failures): the crossover of the measured CPU step
+    and the predicted GPU step over the batches that have both (the CPU's band edges and the GPU's
+    calibrated band as their ranges), the command that settles the "too close" batches
+    (``command_for`` of them), and the one answer (``gpudecision.decide`` over ``decided``)."""
+    assumptions, extrapolated, cannot, failures = said
+    ok = [
         (row.batch, cpu, q1, q3, band)
         for row in rows
         if (cpu := row.cpu_s) is not None
@@ -289,18 +331,11 @@ def _report(
         [(band.low, band.high) for *_, band in ok],
     )
     close = [row.batch for row in rows if row.winner == TOO_CLOSE]
-    command = measure_command(framework, close) if close else None
+    command = command_for(close) if close else None
+    calibrated = None if errors is None else errors.source
+    decision = decide(decided, planned, command)
     return PredictReport(
-        rows,
-        cross,
-        tuple(assumptions),
-        tuple(extrapolated),
-        cannot,
-        failures,
-        framework,
-        None if errors is None else errors.source,
-        command,
-        decide([r for r in rows if r.batch in measured], planned or [], command),
+        rows, cross, tuple(assumptions), tuple(extrapolated), cannot, failures, framework, calibrated, command, decision
     )
 
 

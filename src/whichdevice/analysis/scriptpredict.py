@@ -18,10 +18,8 @@ from __future__ import annotations
 
 from whichdevice.analysis import costmodel, errormodel
 from whichdevice.analysis.costmodel import OpCost, WorkloadDescription
-from whichdevice.analysis.crossover import find_crossover
 from whichdevice.analysis.deviceprofile import DeviceProfile
-from whichdevice.analysis.gpudecision import TOO_CLOSE, decide
-from whichdevice.analysis.prediction import GpuAnswer, PredictReport, framework_key, gpu_would_help, winner
+from whichdevice.analysis.prediction import GpuAnswer, PredictReport, answer, gpu_would_help, report_of
 from whichdevice.analysis.values import as_int
 from whichdevice.core.records import RunRecord, StepTrace
 from whichdevice.workloads.fixes import BATCH, SYNC, params_of
@@ -78,13 +76,7 @@ def _row(
     gpu = profile.gpu
     assert gpu is not None
     work = work.model_copy(update={"host_overhead_s": host_s, "host_dispatch_paid_s": 0.0})
-    pred = costmodel.predict(work, gpu, profile.dispatch_mode)
-    band = None
-    if pred.step is not None:
-        regime = pred.bound or "host dispatch"
-        band = errors.band(pred.step.mid, framework_key(framework), regime, pred.step) if errors else pred.step
-    w = "—" if band is None else winner(cpu[1], cpu[2], band, cpu[0])
-    return GpuAnswer(batch, cpu[0], cpu[1], cpu[2], gpu=pred, band=band, kernels=work.kernels, winner=w)
+    return answer(framework, batch, cpu, work, gpu, profile.dispatch_mode, errors)
 
 
 def cpu_steps(record: RunRecord) -> dict[int, tuple[float, float, float]]:
@@ -139,27 +131,8 @@ def script_prediction(
         assumptions += [a for a in row.gpu.assumptions if a not in assumptions]
         extrapolated += [e for e in row.gpu.extrapolated if e not in extrapolated]
     assumptions.append(costmodel.Assumption("host_from_cpu"))
-    ok = [r for r in rows if r.band is not None and r.cpu_s is not None and r.cpu_q1_s is not None]
-    cross = find_crossover(
-        [r.batch for r in ok],
-        [r.cpu_s or 0.0 for r in ok],
-        [r.band.mid for r in ok if r.band is not None],
-        [(r.cpu_q1_s or 0.0, r.cpu_q3_s or 0.0) for r in ok],
-        [(r.band.low, r.band.high) for r in ok if r.band is not None],
-    )
-    close = [r.batch for r in rows if r.winner == TOO_CLOSE]
-    command = measure_command(record) if close else None
     sweep = record.options.get("sweep_batches")
     planned = [as_int(b) for b in sweep if isinstance(b, int | float)] if isinstance(sweep, list) else []
-    return PredictReport(
-        rows,
-        cross,
-        tuple(assumptions),
-        tuple(extrapolated),
-        cannot,
-        [],
-        trace.framework,
-        None if errors is None else errors.source,
-        command,
-        decide(rows, planned, command),
-    )
+    failures: list[str] = []
+    said = (assumptions, extrapolated, cannot, failures)
+    return report_of(trace.framework, rows, errors, said, lambda _: measure_command(record), rows, planned)
