@@ -123,13 +123,13 @@ def script_prediction(
     cannot = None
     for row in rows:
         cannot = cannot or row.gpu.cannot_predict
+        assumptions += [a for a in row.gpu.assumptions if a not in assumptions]
+        extrapolated += [e for e in row.gpu.extrapolated if e not in extrapolated]
     if host is None and rows and all(r.gpu.bound == "host dispatch" for r in rows):
         # every batch's predicted step is the modelled host time (a jitted JAX step's is not
         # measured in its trace): a Flax CNN's came out over a second a step, an H100 "losing"
         # to a 2-core CPU, so no winner is told from it
         cannot = "host_unmeasured"
-        assumptions += [a for a in row.gpu.assumptions if a not in assumptions]
-        extrapolated += [e for e in row.gpu.extrapolated if e not in extrapolated]
     assumptions.append(costmodel.Assumption("host_from_cpu"))
     sweep = record.options.get("sweep_batches")
     planned = [as_int(b) for b in sweep if isinstance(b, int | float)] if isinstance(sweep, list) else []
