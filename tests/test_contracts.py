@@ -71,7 +71,7 @@ def test_part_of_a_framework_without_it_is_a_key_error_naming_those_with_it():
     with pytest.raises(KeyError, match=r"torch has no precision part \(frameworks with one: tensorflow\)"):
         frameworks.part_module("torch", "precision")
     assert frameworks.part_module("keras-jax", "scale") == "whichdevice.frameworks.keras_jax.scale"
-    assert frameworks.TRAINING == ("tensorflow", "keras-jax", "keras-torch", "torch")
+    assert frameworks.having("training") == ("tensorflow", "keras-jax", "keras-torch", "torch")
 
 
 def _defined(path) -> set[str]:

@@ -17,8 +17,6 @@ from whichdevice.analysis.utilization import (
     CORE_SATURATED_PERCENT,
     GPU_UNDERFED_PERCENT,
     gpu_underfed,
-    input_threads_saturated,
-    pipeline_cpu_bound,
     summarize,
 )
 from whichdevice.core.telemetry import GPU_NOT_REQUESTED, Telemetry, TelemetrySummary
@@ -548,8 +546,6 @@ def test_summary_of_an_empty_series():
     assert s.process_cpu_cores is None
     assert s.gpu_util_mean_percent is None
     assert telemetry_text(s) == "CPU not sampled"
-    assert input_threads_saturated(s, 1) is False
-    assert pipeline_cpu_bound(s) is None
 
 
 def test_frozen_clock_falls_back_to_plain_means():
@@ -575,9 +571,7 @@ def test_recorded_series_from_this_machine():
         "CPU 1 of 2 cores saturated (mean 50 %: this process 1.0 cores, the rest 0.0); "
         "GPU telemetry unavailable: NVML library not found (no NVIDIA driver)"
     )
-    assert gpu_underfed(s) is None and pipeline_cpu_bound(s) is None
-    assert input_threads_saturated(s, 1) is True
-    assert input_threads_saturated(s, 2) is False
+    assert gpu_underfed(s) is None
     # Round trip: what goes into the records comes back identical.
     assert Telemetry.model_validate_json(t.model_dump_json()) == t
 
@@ -651,8 +645,7 @@ def test_describe_cpu_window_does_not_mention_the_gpu():
 def test_thresholds_are_the_documented_ones():
     assert GPU_UNDERFED_PERCENT == 50.0
     assert CORE_SATURATED_PERCENT == 90.0
-    for f in (gpu_underfed, input_threads_saturated, pipeline_cpu_bound):
-        assert f.__doc__
+    assert gpu_underfed.__doc__
 
 
 @pytest.mark.parametrize(
@@ -681,41 +674,6 @@ def test_saturated_core_boundary_through_summarize():
         gpu_sm_clock_mhz=[1],
     )
     assert summarize(t).cores_saturated == 3
-
-
-@pytest.mark.parametrize(
-    ("n_threads", "n_cores", "saturated", "expected"),
-    [
-        (1, 2, 1, True),
-        (2, 2, 1, False),
-        (2, 2, 2, True),
-        (4, 2, 2, True),  # more input threads than cores: all cores busy is the most we can see
-        (4, 16, 3, False),
-        (4, 16, 4, True),
-    ],
-)
-def test_input_threads_saturated(n_threads, n_cores, saturated, expected):
-    s = summary(n_cores=n_cores, cores_saturated=saturated)
-    assert input_threads_saturated(s, n_threads) is expected
-
-
-def test_input_threads_must_be_positive():
-    with pytest.raises(ValueError, match="n_input_threads"):
-        input_threads_saturated(summary(), 0)
-
-
-@pytest.mark.parametrize(
-    ("saturated", "util", "expected"),
-    [
-        (16, 49.9, True),
-        (16, 50.0, False),
-        (15, 10.0, False),
-        (16, None, None),
-    ],
-)
-def test_pipeline_cpu_bound(saturated, util, expected):
-    s = summary(n_cores=16, cores_saturated=saturated, gpu_util_mean_percent=util)
-    assert pipeline_cpu_bound(s) is expected
 
 
 def test_module_does_not_import_tensorflow_or_pynvml_eagerly():

@@ -2,8 +2,8 @@
 
 Pure functions of a ``core.telemetry.Telemetry`` (the raw series ``measure.telemetry``'s
 sampler recorded): :func:`summarize` (core/telemetry.py) reduces it to a ``TelemetrySummary``, :func:`describe`
-turns that into one terminal line, and :func:`gpu_underfed`,
-:func:`input_threads_saturated` and :func:`pipeline_cpu_bound` are the verdict inputs.
+turns that into one terminal line, and :func:`others_busy` and :func:`gpu_underfed` are the
+verdict inputs.
 CPU means are weighted by each sample's interval (the sampler's final sample closes a
 usually shorter one), so a window mean equals the busy share of the whole window; Linux
 counts CPU time in 10 ms ticks, so window means are precise and single samples are not.
@@ -18,9 +18,7 @@ __all__ = [
     "CORE_SATURATED_PERCENT",
     "GPU_UNDERFED_PERCENT",
     "gpu_underfed",
-    "input_threads_saturated",
     "others_busy",
-    "pipeline_cpu_bound",
     "summarize",
 ]
 
@@ -72,36 +70,3 @@ def gpu_underfed(summary: TelemetrySummary) -> bool | None:
     if summary.gpu_util_mean_percent is None:
         return None
     return summary.gpu_util_mean_percent < GPU_UNDERFED_PERCENT
-
-
-def input_threads_saturated(summary: TelemetrySummary, n_input_threads: int) -> bool:
-    """True when enough cores were saturated to account for ``n_input_threads`` busy threads.
-
-    Per-thread utilization cannot be attributed to "input" threads from outside the
-    framework, so this uses the per-core view: ``n`` always-runnable threads keep
-    ``min(n, n_cores)`` cores at or above :data:`CORE_SATURATED_PERCENT` (the 90 %
-    threshold is this module's own choice, see that constant). Trade-off: the count is
-    machine-wide, so another busy process also counts (it starves the input threads
-    just the same), and a thread that migrates between otherwise idle cores spreads its
-    load and may count on none.
-    """
-    if n_input_threads < 1:
-        raise ValueError(f"n_input_threads must be >= 1, got {n_input_threads!r}")
-    if summary.n_cores == 0:
-        return False
-    return summary.cores_saturated >= min(n_input_threads, summary.n_cores)
-
-
-def pipeline_cpu_bound(summary: TelemetrySummary) -> bool | None:
-    """True when every CPU core was saturated while the GPU idled.
-
-    "Saturated" is :data:`CORE_SATURATED_PERCENT` (this module's choice); "idled" is
-    below :data:`GPU_UNDERFED_PERCENT`, the PyTorch profiler plugin's low-utilization
-    rule (kineto tb_plugin profiler/data.py, ``gpu_utilization < 0.5``). Together they
-    are the issue's symptom of an input pipeline the CPU cannot keep up with. ``None``
-    when there are no GPU data (a CPU window, or NVML unavailable).
-    """
-    underfed = gpu_underfed(summary)
-    if underfed is None:
-        return None
-    return underfed and input_threads_saturated(summary, max(1, summary.n_cores))

@@ -20,8 +20,6 @@ from typing import Literal
 
 FailureKind = Literal["error", "crash", "timeout", "out_of_memory", "not_started", "skipped"]
 
-KINDS: tuple[str, ...] = ("error", "crash", "timeout", "out_of_memory", "not_started", "skipped")
-
 # Exception class names frameworks use for an allocation that failed.
 _OOM_TYPES = frozenset({"MemoryError", "ResourceExhaustedError", "OutOfMemoryError"})
 # What their messages say (TensorFlow, torch CUDA and CPU allocators, XLA, numpy, the memory limit).

@@ -19,7 +19,7 @@ The contract is typed in ``contracts.py`` (``Discovery``, ``Placement``, ``Sync`
 protocols; ``load()`` returns a ``Framework`` and refuses a folder that lacks a function).
 
 Optional parts, typed in ``contracts.py`` like the four required ones (``contracts.OPTIONAL``):
-``training.py`` (frameworks that train, ``TRAINING``: the seed's custom train step, the input
+``training.py`` (frameworks that train, ``having("training")``: the seed's custom train step, the input
 pipeline), ``calibration.py`` (``probes``: with the calibrate probes), ``scale.py``,
 ``pipeline.py`` (the ``pipeline`` command's loader: tf.data, DataLoader, PyDataset), TensorFlow's
 ``profiler.py``, ``precision.py``, ``placement_log.py``; ``optrace.py`` (the placement command's
@@ -40,7 +40,7 @@ framework); nothing outside the folder lists frameworks by hand:
   ``NOTES`` (per experiment, facts its record must say), and words other modules read with
   ``declared(name, attr, default)``.
 
-From these, ``PARTS``, ``REQUIRES``, ``INSTALL_HINT``, ``TRAINING``, ``KERAS`` etc. here are derived,
+From these, ``PARTS``, ``REQUIRES``, ``INSTALL_HINT``, ``KERAS`` etc. here are derived,
 and so is which frameworks each command offers: ``NEEDS`` names the parts a command needs (one of
 them suffices: placement takes ``placement_log`` or ``optrace``), and ``offering(command)`` is every
 framework that has one, in ``FRAMEWORKS``' order. The CLI checks ``--framework`` against it and its
@@ -146,9 +146,6 @@ def framework_help(command: str, lead: str = "Framework to measure") -> str:
     """``--framework``'s help: ``lead`` and :func:`offered`."""
     return f"{lead}: {offered(command)}."
 
-
-# Frameworks with a training module (the train workload and `run`'s training cases).
-TRAINING: tuple[str, ...] = having("training")
 
 _MODULES = ("discovery", "placement", "sync", "ops")
 

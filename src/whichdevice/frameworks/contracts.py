@@ -73,7 +73,7 @@ class PlacementError(RuntimeError):
 
 @runtime_checkable
 class Training(Protocol):
-    """``training.py`` (``frameworks.TRAINING``): the framework-specific pieces of the train
+    """``training.py`` (``frameworks.having("training")``): the framework-specific pieces of the train
     workload (``workloads/train.py``, through ``common.casemodel.CaseModel``)."""
 
     def train_step(self, model: Any, optimizer: Any, loss_fn: Any) -> Callable[..., Any]: ...

@@ -99,21 +99,14 @@ def planned_variants(framework: str, device: str, variants) -> list[str]:
 
 PARTS = ("pipeline", "model", "both", "stage")
 NETS = ("tiny", "small", "heavy")
-# TensorFlow's ladder (tf.data); every framework's is its env.py's ``PIPELINE`` (:func:`ladder`).
-VARIANTS = TF_DATA.variants
 USER_VARIANTS = ("user", "user+prefetch")
+# TensorFlow's stages (tf.data); every framework's ladder is its env.py's ``PIPELINE`` (:func:`ladder`).
 STAGES = TF_DATA.stages
-HEAVY_STAGES = TF_DATA.heavy_stages
 # The variant the ``model`` case takes its one batch from (same shapes and values as any other).
 MODEL_BATCH_FROM = TF_DATA.model_batch_from
 
-DEFAULT_IMAGES, DEFAULT_SIZE = defaults.PIPELINE_IMAGES, defaults.PIPELINE_SIZE
 QUICK_IMAGES, QUICK_SIZE = defaults.PIPELINE_QUICK_IMAGES, defaults.PIPELINE_QUICK_SIZE
-SEED_IMAGES, SEED_SIZE, SEED_BATCH = (
-    defaults.PIPELINE_SEED_IMAGES,
-    defaults.PIPELINE_SEED_SIZE,
-    defaults.PIPELINE_SEED_BATCH,
-)
+SEED_BATCH = defaults.PIPELINE_SEED_BATCH
 STAGE_IMAGES = 256  # elements per stage pass: enough for a steady rate, bounded memory
 # A steady window of per-step samples stops at this many steps even if short of min_time.
 MAX_STEPS = 2000

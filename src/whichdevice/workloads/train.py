@@ -59,8 +59,7 @@ from whichdevice.workloads import dispatch
 from whichdevice.workloads.epochturns import EpochTurns
 from whichdevice.workloads.fixes import BATCH, JIT_COMPILE, PRECISION_KIND, STEPS_PER_EXECUTION, SYNC
 
-KINDS = ("create", "loop", "fit", "steady")
-# Further kinds, each in its own module with the same run_case signature.
+# Kinds beyond create, loop, fit and steady, each in its own module with the same run_case signature.
 _OTHER_KINDS = {
     "placement": "whichdevice.workloads.placement",
     "nosync": "whichdevice.workloads.pitfalls",

@@ -17,10 +17,7 @@ from pathlib import Path
 
 from whichdevice.core.errors import UsageError
 from whichdevice.frameworks.common.usermodel import (  # noqa: F401  (re-exported for the commands)
-    UserFileError,
     UserFunction,
-    call_data_function,
-    call_model_function,
     case_params,
 )
 from whichdevice.workloads import scriptplan

@@ -36,7 +36,6 @@ _ONEHOT = {
 }
 _SPARSE = {"sparsecategoricalcrossentropy"}
 _BINARY = {"binarycrossentropy", "binaryfocalcrossentropy", "hinge", "squaredhinge"}
-KINDS = ("onehot", "sparse", "binary", "real")
 # What an uncompiled model is compiled with, per output: the kind and whether the output is logits.
 _DEFAULT_LOSS = {
     ("sparse", False): "sparse_categorical_crossentropy",

@@ -12,8 +12,6 @@ from whichdevice.frameworks.common.batches import dataset, user_dataset  # noqa:
 from whichdevice.frameworks.common.nvidia import dist_version
 from whichdevice.core.records import FrameworkInfo
 
-DTYPES = ("float32", "float16", "bfloat16")
-
 
 def framework_info(name: str, backend_details: dict) -> FrameworkInfo:
     """Keras' version as the framework's, the backend's versions and settings in details.

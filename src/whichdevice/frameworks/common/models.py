@@ -18,9 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Built-in model names (the ``model`` parameter of a train case).
-MODELS: tuple[str, ...] = ("seed001", "seed002")
-
 
 @dataclass(frozen=True)
 class ModelSpec:

@@ -28,8 +28,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-VARIANTS: tuple[str, ...] = ("step", "no_sync", "allreduce", "allreduce_base", "accum4")
-
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Calls of a point's step before the timing core's own warm-up (which stops after 3 calls): the
 # first point of a fresh worker ran 2-6x slower than the same point later in the process on the

@@ -50,7 +50,6 @@ from whichdevice.frameworks.tensorflow import training
 
 AUTOTUNE = tf.data.AUTOTUNE
 STAGES = ("read", "parse", "normalize", "augment", "batch")
-HEAVY_STAGES = ("parse", "normalize", "augment")
 VARIANTS = ("serial", "parallel", "prefetch", "cache", "tfrecord", "pyfunc")
 TFRECORD_SHARDS = 4
 
