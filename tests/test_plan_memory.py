@@ -4,6 +4,7 @@ budget's edge, and decides afresh beyond it. Read from the history of this machi
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,31 @@ def test_a_fix_the_last_run_measured_cheaply_is_priced_at_what_it_took_not_at_th
     # a fix the last run cut is not repriced, even where a case of that name was timed
     cut = PriorPlan(frozenset(), frozenset({"batch"}), 2, "2026-12-07T19:51:18+00:00", {"batch=32": 0.5})
     assert cut.repriced(costs.fixes[0]) == costs.fixes[0]
+    # two fixes repriced: one sentence, the fixes in alphabetical order
+    both = PlanCosts(
+        start=START,
+        baseline=BASELINE,
+        least=BASELINE + START,
+        fixes=(
+            costs.fixes[0],
+            dataclasses.replace(
+                costs.fixes[0],
+                fix="autocast",
+                params=(
+                    {"variant": {"fix": "autocast", "value": "off"}},
+                    {"variant": {"fix": "autocast", "value": "bfloat16"}},
+                ),
+            ),
+        ),
+    )
+    two = PriorPlan(
+        frozenset({"batch", "autocast"}),
+        frozenset(),
+        2,
+        "2026-12-07T19:51:18+00:00",
+        {"batch=32": 0.5, "batch=128": 0.5, "autocast=off": 0.25, "autocast=bfloat16": 0.25},
+    )
+    assert scriptplan._kept(both, BUDGET, scriptplan.plan(both, BUDGET, two), two) == (
+        "autocast and batch measured as in the last run of this command (2026-12-07 19:51): their cases took "
+        "500 ms and 1 s a round there, where this pre-flight's step priced them at 40 s and 40 s"
+    )

@@ -1205,12 +1205,17 @@ def _kept(costs: PlanCosts, budget_s: float, chosen: Plan, prior: PriorPlan | No
     by_name = {f.fix: f for f in costs.fixes}
     # measured only because that run's cases cost less than this pre-flight's step priced them
     repriced = [f for f in kept if f in names(chosen) and prior.repriced(by_name[f]) != by_name[f]]
-    said = [
-        f"{f} measured as in the last run of this command ({when}): its cases took "
-        f"{seconds(prior.repriced(by_name[f]).cost)} a round there, where this pre-flight's step priced them at "
-        f"{seconds(by_name[f].cost)}"
-        for f in repriced
-    ]
+    took = [seconds(prior.repriced(by_name[f]).cost) for f in repriced]
+    priced = [seconds(by_name[f].cost) for f in repriced]
+    said = (
+        [
+            f"{_and(repriced)} measured as in the last run of this command ({when}): "
+            f"{'its' if len(repriced) == 1 else 'their'} cases took {_and(took)} a round there, where this "
+            f"pre-flight's step priced them at {_and(priced)}"
+        ]
+        if repriced
+        else []
+    )
     what = [f"{f} {'measured' if f in names(chosen) else 'left out'}" for f in kept if f not in repriced]
     if fresh.rounds != chosen.rounds:
         what.insert(0, f"{chosen.rounds} round{'s' if chosen.rounds > 1 else ''}")
@@ -1221,6 +1226,11 @@ def _kept(costs: PlanCosts, budget_s: float, chosen: Plan, prior: PriorPlan | No
             "answer the same question"
         )
     return "; ".join(said)
+
+
+def _and(words: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _too_few_steps(steps: int | None) -> str:
