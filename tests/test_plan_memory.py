@@ -187,3 +187,19 @@ def test_a_fix_the_last_run_measured_cheaply_is_priced_at_what_it_took_not_at_th
         "autocast and batch measured as in the last run of this command (2026-12-07 19:51): their cases took "
         "500 ms and 1 s a round there, where this pre-flight's step priced them at 40 s and 40 s"
     )
+
+
+def test_on_a_busy_machine_the_last_run_s_decisions_hold_over_a_wider_band():
+    # quiet: KEEP_PLAN; busier than the cores: as much wider as a refusal's headroom (load 2 per
+    # core: 1.15 x 1.75 / 1.5), so a set-up that moves 40 % under contention keeps the same question
+    assert scriptplan.keep_band({"load_per_core": 0.4}) == pytest.approx(scriptplan.KEEP_PLAN)
+    assert scriptplan.keep_band({}) == pytest.approx(scriptplan.KEEP_PLAN)
+    assert scriptplan.keep_band({"load_per_core": 2.0}) == pytest.approx(1.15 * 1.75 / 1.5)
+    assert scriptplan.keep_band({"load_per_core": 9.0}) == pytest.approx(1.15 * 2.0 / 1.5)
+    cut = PriorPlan(frozenset(), frozenset({"batch"}), 2, "2026-12-07T21:09:23+00:00")
+    # 10 + 11 = 21 s of a 25 s round: 1.15 keeps it cut only past 21.7 s, 1.34 past 18.6 s
+    assert _measured(scriptplan.plan(_costs(11.0), BUDGET, cut)) == {"batch"}
+    wide = dataclasses.replace(cut, band=scriptplan.keep_band({"load_per_core": 2.0}))
+    assert _measured(scriptplan.plan(_costs(11.0), BUDGET, wide)) == set()
+    note = scriptplan._kept(_costs(11.0), BUDGET, scriptplan.plan(_costs(11.0), BUDGET, wide), wide)
+    assert note is not None and "within 1.34× of the budget's edge" in note
