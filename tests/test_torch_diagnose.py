@@ -277,7 +277,7 @@ def _check_measured(record, family):
 @pytest.mark.parametrize("family", FAST)
 def test_diagnose_measures_the_model_through_the_script(tmp_path, capsys, family):
     pytest.importorskip("torch")
-    record, out, err = _diagnose(tmp_path, capsys, family)
+    record, out, err = _diagnose(tmp_path, capsys, family, budget="40")
     _check_measured(record, family)
     assert "Answer: No GPU here" in out
     # the GPU-only fixes are named as not measured here; which budget-cut fixes sit between them
