@@ -124,7 +124,7 @@ def test_diagnose_end_to_end_names_device_and_settings(tmp_path, capsys):
             "--samples",
             "1000",
             "--budget",
-            "60",
+            "40",
             "--json",
             str(json_file),
         ],
