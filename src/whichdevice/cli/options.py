@@ -28,16 +28,13 @@ from typing import Any
 
 import typer
 
+from whichdevice.core.units import listed
+
 DEFAULT_OUT = Path("whichdevice-results")
 MEMORY_LIMIT_HELP = (
     "GiB the measuring process may hold before its case is stopped and recorded as out of memory "
     "(default: 90% of RAM, or of the container's limit when lower)."
 )
-
-
-def _listed(items: tuple[str, ...]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def device() -> Any:
@@ -88,7 +85,7 @@ def case_timeout(default_s: float, case: str = "case") -> Any:
 
 def out(*writes: str) -> Any:
     """``--out``: the folder for the JSON record and what else the command ``writes`` there."""
-    return typer.Option(DEFAULT_OUT, "--out", help=f"Folder for {_listed(('the JSON record', *writes))}.")
+    return typer.Option(DEFAULT_OUT, "--out", help=f"Folder for {listed(('the JSON record', *writes))}.")
 
 
 def json(command: str) -> Any:

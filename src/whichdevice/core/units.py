@@ -7,6 +7,7 @@ the largest unit never shows an exponent (4000 s is "4000 s")."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Literal
 
 # (scale, unit), smallest first
@@ -96,3 +97,8 @@ def percent(confidence: float) -> str:
         if abs(round(pct, digits) - pct) < 1e-9:
             return f"{round(pct, digits):g} %"
     return f"{math.floor(pct * 10) / 10:g} %"
+
+
+def listed(items: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"

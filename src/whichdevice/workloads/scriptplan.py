@@ -33,7 +33,7 @@ from typing import Any
 from whichdevice import frameworks
 from whichdevice.core.errors import UsageError
 from whichdevice.core.textsafe import clean
-from whichdevice.core.units import seconds, times
+from whichdevice.core.units import listed, seconds, times
 from whichdevice.core import failures, records
 from whichdevice.core.records import CaseSpec, StepTrace, Variant
 from whichdevice.frameworks.contracts import CaptureSpec, PlanCases, StepCost
@@ -1222,9 +1222,9 @@ def _kept(costs: PlanCosts, budget_s: float, chosen: Plan, prior: PriorPlan | No
     priced = [seconds(by_name[f].cost) for f in repriced]
     said = (
         [
-            f"{_and(repriced)} measured as in the last run of this command ({when}): "
-            f"{'its' if len(repriced) == 1 else 'their'} cases took {_and(took)} a round there, where this "
-            f"pre-flight's step priced them at {_and(priced)}"
+            f"{listed(repriced)} measured as in the last run of this command ({when}): "
+            f"{'its' if len(repriced) == 1 else 'their'} cases took {listed(took)} a round there, where this "
+            f"pre-flight's step priced them at {listed(priced)}"
         ]
         if repriced
         else []
@@ -1239,11 +1239,6 @@ def _kept(costs: PlanCosts, budget_s: float, chosen: Plan, prior: PriorPlan | No
             "answer the same question"
         )
     return "; ".join(said)
-
-
-def _and(words: list[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _too_few_steps(steps: int | None) -> str:
