@@ -1020,7 +1020,8 @@ class PriorPlan:
         if f.fix not in self.planned or not self.measured:
             return f
         costs = tuple(
-            (min(x, self.measured.get(case_key(p), x)) if not own else x, own) for (x, own), p in zip(f.costs, f.params)
+            (min(x, self.measured.get(case_key(p.get("variant") or {}), x)) if not own else x, own)
+            for (x, own), p in zip(f.costs, f.params)
         )
         return f if costs == f.costs else dataclasses.replace(f, costs=costs)
 
@@ -1034,10 +1035,10 @@ def keep_band(facts: dict[str, Any]) -> float:
     return KEEP_PLAN * headroom(facts) / HEADROOM
 
 
-def case_key(planned: dict[str, Any]) -> str:
-    """A planned case's name across two runs: its variant's fix and value."""
-    v = planned.get("variant") or {}
-    return f"{v.get('fix')}={v.get('value')}"
+def case_key(variant: Mapping[str, Any]) -> str:
+    """A case's name across two runs: its variant's fix and value (the variant as a record or a
+    plan holds it, ``Variant.model_dump``)."""
+    return f"{variant.get('fix')}={variant.get('value')}"
 
 
 def _measured_cases(record: records.RunRecord) -> dict[str, float]:
@@ -1048,7 +1049,7 @@ def _measured_cases(record: records.RunRecord) -> dict[str, float]:
             continue
         t = r.timing
         steps = max((sum(x) for x in t.rounds_s), default=0.0) if t.rounds_s else sum(t.samples_s)
-        out[case_key({"variant": r.spec.variant.model_dump()})] = sum(t.warmup_s) + steps * t.number_per_sample
+        out[case_key(r.spec.variant.model_dump())] = sum(t.warmup_s) + steps * t.number_per_sample
     return out
 
 
