@@ -1218,8 +1218,9 @@ def _kept(costs: PlanCosts, budget_s: float, chosen: Plan, prior: PriorPlan | No
     when = prior.created_at[:16].replace("T", " ")
     by_name = {f.fix: f for f in costs.fixes}
     # measured only because that run's cases cost less than this pre-flight's step priced them
-    repriced = [f for f in kept if f in names(chosen) and prior.repriced(by_name[f]) != by_name[f]]
-    took = [seconds(prior.repriced(by_name[f]).cost) for f in repriced]
+    cheaper = {f: prior.repriced(by_name[f]) for f in kept if f in names(chosen)}
+    repriced = [f for f, c in cheaper.items() if c != by_name[f]]
+    took = [seconds(cheaper[f].cost) for f in repriced]
     priced = [seconds(by_name[f].cost) for f in repriced]
     said = (
         [
