@@ -34,6 +34,7 @@ import hashlib
 import json
 import os
 import platform
+import time
 import warnings
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -231,9 +232,7 @@ def _lock(p: Path, argument: str) -> None:
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return  # the reading that follows says what is wrong with the file
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    if not _flock_within(fd, fcntl, _LOCK_WAIT_S):
         os.close(fd)
         raise UsageError(
             argument,
@@ -241,6 +240,24 @@ def _lock(p: Path, argument: str) -> None:
             "Wait for that one to finish (it writes the record), or stop it, then resume again.",
         ) from None
     _held[key] = fd
+
+
+# A run killed a moment ago still holds its journal's lock until the kernel has torn down its
+# children (a forked child holds the parent's descriptors until it ends): a resume typed right
+# after a kill -9 waits this long for that before it says the journal is in use.
+_LOCK_WAIT_S = 3.0
+
+
+def _flock_within(fd: int, fcntl: Any, wait_s: float) -> bool:
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
 
 
 def release_locks() -> None:
