@@ -349,3 +349,54 @@ def test_a_further_round_whose_pair_cannot_end_before_the_stop_does_not_start(mo
     _, notes = session._later_rounds(run, SimpleNamespace(name="CPU:0"), first, time.time())
     assert children == [2]  # round 2 only
     assert any("round 3 of the undecided pairs did not start (time budget)" in n for n in notes)
+
+
+# ------------------------------------------------------------------ contention seen: rounds up to the rank interval
+
+
+def test_a_one_thread_case_three_times_faster_shows_contention_and_keeps_every_few_round_claim_open():
+    # both rounds in the slow mode: the batch pair reads a clean 10x and would be decided from 2
+    # rounds; one thread runs the step 50x faster in the same rounds, the sign of threads waiting
+    # for busy cores, whose mode the next run may not share
+    base = _case([_round(40), _round(40.2)], fix="cpu_threads", cpu_threads="default")
+    batch = _case([_round(4), _round(4.02)], fix="cpu_threads", cpu_threads="default", batch=128)
+    one = _case([_round(0.8), _round(0.81)], fix="cpu_threads", cpu_threads=1)
+    assert fixes.contention_seen([base, batch, one])
+    assert fixes.undecided([base, batch, one]) == {base.spec.key, batch.spec.key, one.spec.key}
+    # without the one-thread case nothing shows the contention: the clean pair is decided
+    assert not fixes.contention_seen([base, batch])
+    assert fixes.undecided([base, batch]) == set()
+
+
+def test_contention_seen_needs_a_gap_no_arithmetic_explains():
+    default = _case([_round(2), _round(2.01)], fix="cpu_threads", cpu_threads="default")
+    one = _case([_round(3.9), _round(3.91)], fix="cpu_threads", cpu_threads=1)  # two threads 2x faster
+    slower_one = _case([_round(5), _round(5.02)], fix="cpu_threads", cpu_threads=1)
+    assert not fixes.contention_seen([default, one])
+    assert not fixes.contention_seen([default, slower_one])
+    assert not fixes.contention_seen([_case([_round(60), _round(40)])])  # modes 1.5x apart
+    assert fixes.contention_seen([_case([_round(60), _round(6)])])  # modes 10x apart
+
+
+def test_under_contention_a_pair_from_six_rounds_is_decided():
+    # six rounds, three in each mode: the distribution-free interval holds across them
+    base = _case([_round(40 if i % 2 else 0.4) for i in range(6)], fix="cpu_threads", cpu_threads="default")
+    one = _case([_round(0.3) for _ in range(6)], fix="cpu_threads", cpu_threads=1)
+    assert fixes.contention_seen([base, one])
+    assert fixes.undecided([base, one]) == set()
+
+
+def test_a_real_run_decided_from_two_slow_rounds_now_goes_on():
+    # tests/data/README.md: diagnose torch_sliced_batches.py --budget 90 at load 10 on 2 cores, both
+    # rounds of every 2-thread case in the slow mode (40-48 ms a step, one thread 0.5 ms); the run
+    # stopped after round 2 with 31 s of its budget left and claimed 94x, 16x and 1.6x slower, where
+    # the run before it had met the fast mode in 2 of 5 rounds and claimed nothing
+    from conftest import DATA
+
+    from whichdevice.core.records import load_run
+
+    rec = load_run(DATA / "diagnose_script_torch_sliced_batches_budget90_cpu_2core_load10.json")
+    ok = [r for r in rec.results if r.status == "ok"]
+    assert max(len(r.timing.rounds) for r in ok if r.timing is not None) == 2
+    assert fixes.contention_seen(ok)
+    assert fixes.undecided(list(rec.results)) == {r.spec.key for r in ok}

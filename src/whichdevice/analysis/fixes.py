@@ -15,6 +15,7 @@ longer step it takes.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -29,7 +30,7 @@ from whichdevice.analysis.significance import (
 )
 from whichdevice.analysis.warmup import BreakEven
 from whichdevice.core.records import OWN_PROCESS, CaseResult, RunRecord, Timing
-from whichdevice.workloads.fixes import BY_KEY, FIXES, JIT_COMPILE, FixEntry, entry
+from whichdevice.workloads.fixes import BY_KEY, CPU_THREADS, FIXES, JIT_COMPILE, FixEntry, entry
 from whichdevice.workloads.fixes import params_of
 
 __all__ = ["BY_KEY", "FIXES", "FixEntry", "entry"]  # the catalogue, re-exported for analysis and present
@@ -189,6 +190,7 @@ def undecided(results: list[CaseResult]) -> set[str]:
     show how often."""
     ok = [r for r in results if r.status == "ok" and r.timing is not None and r.spec.workload == "train"]
     spread = process_spread([r.timing.rounds for r in ok if r.timing is not None])
+    contended = contention_seen(ok)
     out: set[str] = set()
     for e in FIXES:
         if e.method not in ("ab", "grid") or not e.param:
@@ -204,9 +206,44 @@ def undecided(results: list[CaseResult]) -> set[str]:
                     or not _one_apart(base, var, e.param)
                 ):
                     continue
-                if not _decided(_pair_claim(base, var, spread)):
+                claim = _pair_claim(base, var, spread)
+                if not _decided(claim) or (contended and claim.unit == "rounds" and claim.n < MIN_ROUNDS_RANK):
                     out |= {base.spec.key, var.spec.key}
     return out
+
+
+# How much faster one thread must run a step than the default's threads, in the same round, to show
+# threads contending for busy cores: arithmetic split over two threads is at most about twice as fast
+# as on one, never several times slower, so a one-thread step 3x faster is time spent waiting for a core.
+CONTENTION_FACTOR = 3.0
+
+
+def contention_seen(results: list[CaseResult]) -> bool:
+    """Whether the rounds so far show threads contending for busy cores: a case's rounds in two
+    modes ``CONTENTION_FACTOR`` or more apart (:func:`significance.rounds_bimodal`), or a one-thread
+    case that many times faster a step than its default-thread pair in some round. Then a process's mode can hold for all
+    its steps, and its cases in it (a script's turns share the process): two rounds that landed in
+    the slow mode claim a change the next run, landing in the fast one, does not see (a one-thread
+    pair read 93x from 2 rounds, then "too wide" from 5, at load 10 on 2 cores). :func:`undecided`
+    then gives every pair further rounds, within the budget, up to the distribution-free interval's
+    ``MIN_ROUNDS_RANK``, which holds across the modes."""
+    for r in results:
+        modes = rounds_bimodal(r.timing.rounds) if r.timing is not None else None
+        if modes is not None and modes.low > 0 and modes.high >= CONTENTION_FACTOR * modes.low:
+            return True
+    param = CPU_THREADS.param
+    threaded = [r for r in results if r.timing is not None and param in params_of(r.spec)]
+    for one in threaded:
+        if params_of(one.spec)[param] != 1:
+            continue
+        for default in threaded:
+            if params_of(default.spec)[param] != CPU_THREADS.baseline or not _one_apart(one, default, param):
+                continue
+            assert one.timing is not None and default.timing is not None  # the filter above
+            for a, b in zip(one.timing.rounds, default.timing.rounds):
+                if a and b and statistics.median(b) >= CONTENTION_FACTOR * statistics.median(a):
+                    return True
+    return False
 
 
 def _baseline_of(e: FixEntry, params: dict[str, Any]) -> bool:
