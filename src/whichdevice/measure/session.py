@@ -650,7 +650,8 @@ def _further_rounds(
         notes += nk
         notes.append(
             f"{dev.name}: round {k} measured {done} of {len(specs)} cases again, those whose pairs the rounds "
-            "before had not decided (an interval across the noise threshold, or processes that disagree)"
+            "before had not decided (an interval across the noise threshold, processes that disagree, or threads "
+            "contending for busy cores, with too few rounds for an interval that holds across their modes)"
         )
         k += 1
     return notes
