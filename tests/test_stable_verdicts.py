@@ -158,14 +158,22 @@ def test_undecided_names_a_straddling_pair():
 # ------------------------------------------------------------------ further rounds in the session
 
 
-def _further(monkeypatch, undecided, *, budget_s: float = 60.0, n: int = 3):
+def _further(monkeypatch, undecided, *, budget_s: float = 60.0, n: int = 3, round_s: float | None = None):
     """``_later_rounds`` of ``n`` cases (each 5 samples, ok) with ``undecided``; which specs each
-    child after round 1 measured, in order, and the merged results."""
+    child after round 1 measured, in order, and the merged results. ``round_s``: each child takes
+    that long on a clock of the test's own (its start and the deadline it was given are kept in
+    ``_further.calls``)."""
     children: list[list[str]] = []
+    clock = [time.time()]
+    _further.calls = []  # type: ignore[attr-defined]
+    if round_s is not None:
+        monkeypatch.setattr(session.time, "time", lambda: clock[0])
 
     def run_devices(framework, devices, cases_for, **kwargs):
         specs = cases_for(devices[0])
         children.append([s.params["case"] for s in specs])
+        _further.calls.append((clock[0], kwargs.get("deadline")))  # type: ignore[attr-defined]
+        clock[0] += round_s or 0.0
         out = [CaseResult(spec=s, status="ok", timing=_timing([_round(10)]), wall_s=0.01, metrics={}) for s in specs]
         return [], out, []
 
@@ -192,8 +200,19 @@ def _further(monkeypatch, undecided, *, budget_s: float = 60.0, n: int = 3):
         policy=None,
         sessions=[],
     )
-    merged, notes = session._later_rounds(run, SimpleNamespace(name="CPU:0"), first, time.time())
+    merged, notes = session._later_rounds(run, SimpleNamespace(name="CPU:0"), first, clock[0])
     return children, merged, notes
+
+
+def test_no_further_round_starts_that_the_round_before_shows_would_end_past_the_stop(monkeypatch):
+    # each child takes 35 s (a script's rounds: its set-up and every turn in one process) where the
+    # cases' own walls read 0.01 s: priced by those, each run at load 8 ended on a round that
+    # measured "0 of 7" past the stop
+    children, _, notes = _further(monkeypatch, lambda rs: {r.spec.key for r in rs}, budget_s=200.0, round_s=35.0)
+    further = _further.calls[2:]  # type: ignore[attr-defined]  # from round 4: a round before it to go by
+    assert further and all(start + 35.0 <= deadline for start, deadline in further)
+    assert any("did not start (time budget)" in x for x in notes)
+    assert len(children) < session.MAX_ROUNDS - 1
 
 
 def test_further_rounds_go_to_the_undecided_pairs_only_in_abba_order(monkeypatch):
