@@ -275,13 +275,7 @@ def _report(
     planned: list[int] | None = None,
 ) -> PredictReport:
     rows = gpu_would_help(framework, measured, described, profile, errors, steps_per_execution=spe)
-    assumptions: list[costmodel.Assumption] = []
-    extrapolated: list[costmodel.Extrapolation] = []
-    cannot = None
-    for row in rows:
-        cannot = cannot or row.gpu.cannot_predict
-        assumptions += [a for a in row.gpu.assumptions if a not in assumptions]
-        extrapolated += [e for e in row.gpu.extrapolated if e not in extrapolated]
+    assumptions, extrapolated, cannot = rows_said(rows)
     h2d = profile.gpu.h2d if profile.gpu is not None else []
     if rows and h2d and described:
         big = max(described.values(), key=lambda w: w.input_bytes)
@@ -298,6 +292,21 @@ def _report(
         [r for r in rows if r.batch in measured],
         planned or [],
     )
+
+
+def rows_said(
+    rows: list[GpuAnswer],
+) -> tuple[list[costmodel.Assumption], list[costmodel.Extrapolation], costmodel.CannotPredict | None]:
+    """What the rows' GPU predictions rest on, for the report: each assumption and each
+    extrapolation once (in the rows' order), and the first row's reason it cannot predict."""
+    assumptions: list[costmodel.Assumption] = []
+    extrapolated: list[costmodel.Extrapolation] = []
+    cannot = None
+    for row in rows:
+        cannot = cannot or row.gpu.cannot_predict
+        assumptions += [a for a in row.gpu.assumptions if a not in assumptions]
+        extrapolated += [e for e in row.gpu.extrapolated if e not in extrapolated]
+    return assumptions, extrapolated, cannot
 
 
 def report_of(

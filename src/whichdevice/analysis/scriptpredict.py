@@ -19,7 +19,7 @@ from __future__ import annotations
 from whichdevice.analysis import costmodel, errormodel
 from whichdevice.analysis.costmodel import OpCost, WorkloadDescription
 from whichdevice.analysis.deviceprofile import DeviceProfile
-from whichdevice.analysis.prediction import GpuAnswer, PredictReport, answer, gpu_would_help, report_of
+from whichdevice.analysis.prediction import GpuAnswer, PredictReport, answer, gpu_would_help, report_of, rows_said
 from whichdevice.analysis.values import as_int
 from whichdevice.core.records import RunRecord, StepTrace
 from whichdevice.workloads.fixes import BATCH, SYNC, params_of
@@ -118,13 +118,7 @@ def script_prediction(
     rows = gpu_would_help(trace.framework, measured, described, profile, errors) if host is None else []
     if host is not None:
         rows = [_row(trace.framework, b, measured[b], described[b], host, profile, errors) for b in sorted(described)]
-    assumptions: list[costmodel.Assumption] = []
-    extrapolated: list[costmodel.Extrapolation] = []
-    cannot = None
-    for row in rows:
-        cannot = cannot or row.gpu.cannot_predict
-        assumptions += [a for a in row.gpu.assumptions if a not in assumptions]
-        extrapolated += [e for e in row.gpu.extrapolated if e not in extrapolated]
+    assumptions, extrapolated, cannot = rows_said(rows)
     if host is None and rows and all(r.gpu.bound == "host dispatch" for r in rows):
         # every batch's predicted step is the modelled host time (a jitted JAX step's is not
         # measured in its trace): a Flax CNN's came out over a second a step, an H100 "losing"

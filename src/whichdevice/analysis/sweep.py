@@ -20,16 +20,23 @@ from whichdevice.workloads.fixes import params_of
 
 
 @dataclass(frozen=True)
-class Cell:
+class DeviceCell:
+    """One device's result in a row of a table: its timing, or the error it failed with
+    (a sweep's point here, a training run's in analysis/train.py)."""
+
     device: str
     timing: Timing | None
     error: str | None = None
-    work_per_s: float | None = None  # e.g. FLOP/s, from the workload's metric
-    failure: str | None = None  # the failure kind (failures.py) of a failed point
 
     @property
     def ok(self) -> bool:
         return self.timing is not None
+
+
+@dataclass(frozen=True)
+class Cell(DeviceCell):
+    work_per_s: float | None = None  # e.g. FLOP/s, from the workload's metric
+    failure: str | None = None  # the failure kind (failures.py) of a failed point
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from whichdevice.analysis.compare import Comparison, compare, process_sd
-from whichdevice.analysis.sweep import Table, analyze_sweep, device_order, several_frameworks
+from whichdevice.analysis.sweep import DeviceCell, Table, analyze_sweep, device_order, several_frameworks
 from whichdevice.analysis.warmup import BreakEven, EpochSummary, break_even, summarize_epochs
 from whichdevice.core.records import CaseResult, RunRecord, Scalar, Timing
 from whichdevice.workloads.fixes import BATCH, SYNC, params_of
@@ -24,18 +24,11 @@ RUN_KINDS = ("loop", "fit", "callback")
 
 
 @dataclass(frozen=True)
-class RunCell:
-    device: str
-    timing: Timing | None
-    error: str | None = None
+class RunCell(DeviceCell):
     samples_per_s: float | None = None  # steady: batch / median step
     epochs: EpochSummary | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     failure: str | None = None  # the failure kind (failures.py) of a failed run
-
-    @property
-    def ok(self) -> bool:
-        return self.timing is not None
 
 
 @dataclass(frozen=True)

@@ -241,6 +241,40 @@ class HostSync:
 SYNC_FORMS = ("method", "function", "builtin", "host_function", "fstring", "mask")
 
 
+def python_reads(
+    value: str,
+    number: str,
+    formatting: str,
+    *,
+    number_runtime: tuple[str, ...] = ("__float__", "__int__", "__bool__"),
+    print_runtime: tuple[str, ...] = ("__repr__", "__str__", "__format__"),
+    fstring_runtime: tuple[str, ...] = ("__format__",),
+) -> tuple[HostSync, HostSync, HostSync]:
+    """The entries of a framework's ``HOST_SYNCS`` for the ways plain Python reads a device value on
+    the host, the same builtins in every framework: ``float(v) / int(v) / bool(v)`` (``number``: why
+    it waits), ``print(v) / str(v) / repr(v) / format(v)`` and an f-string of it (``formatting``: why;
+    print's is "printing or " and it). ``value`` is how the framework's table writes the value ("t",
+    "x"); the ``*_runtime`` names are what its per-op hook sees for each (default: the special methods
+    Python calls)."""
+    return (
+        HostSync(
+            f"float({value}) / int({value}) / bool({value})",
+            "builtin",
+            ("float", "int", "bool"),
+            number,
+            runtime=number_runtime,
+        ),
+        HostSync(
+            f"print({value}) / str({value}) / repr({value}) / format({value})",
+            "builtin",
+            ("print", "str", "repr", "format"),
+            f"printing or {formatting}",
+            runtime=print_runtime,
+        ),
+        HostSync(f"f'{{{value}}}'", "fstring", (), formatting, runtime=fstring_runtime),
+    )
+
+
 def sync_runtime_names(table: tuple[HostSync, ...], waits_for: str | None = None) -> frozenset[str]:
     """The names a framework's per-op hook sees for the entries of ``table`` (those waiting for
     ``waits_for`` only, when given)."""

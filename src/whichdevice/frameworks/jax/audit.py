@@ -55,22 +55,10 @@ HOST_SYNCS: tuple[HostSync, ...] = (
     HostSync("jax.device_get(x)", "function", ("device_get",), "copies the values to the host when computed"),
     HostSync(".item()", "method", ("item",), "a Python number of the value, read on the host", runtime=("item",)),
     HostSync(".tolist()", "method", ("tolist",), "Python values, read on the host", runtime=("tolist",)),
-    HostSync(
-        "float(x) / int(x) / bool(x)",
-        "builtin",
-        ("float", "int", "bool"),
+    *common.python_reads(
+        "x",
         "a Python number of the value, read on the host",
-        runtime=("__float__", "__int__", "__bool__"),
-    ),
-    HostSync(
-        "print(x) / str(x) / repr(x) / format(x)",
-        "builtin",
-        ("print", "str", "repr", "format"),
-        "printing or formatting an array's values copies them to the host first",
-        runtime=("__repr__", "__str__", "__format__"),
-    ),
-    HostSync(
-        "f'{x}'", "fstring", (), "formatting an array's values copies them to the host first", runtime=("__format__",)
+        "formatting an array's values copies them to the host first",
     ),
 )
 

@@ -507,22 +507,13 @@ def _count_on_device(st: Any, op_type: str, inputs: Any, dev: str) -> None:
 # ``__str__``, ``__repr__``, ``__format__``, ``__float__`` all call it), so one hook sees them all.
 HOST_SYNCS: tuple[HostSync, ...] = (
     HostSync(".numpy()", "method", ("numpy",), "copies the values to the host when computed", runtime=("_numpy",)),
-    HostSync(
-        "float(t) / int(t) / bool(t)",
-        "builtin",
-        ("float", "int", "bool"),
+    *common.python_reads(
+        "t",
         "a Python number of the value (EagerTensor.__float__ reads .numpy())",
-        runtime=("_numpy",),
-    ),
-    HostSync(
-        "print(t) / str(t) / repr(t) / format(t)",
-        "builtin",
-        ("print", "str", "repr", "format"),
-        "printing or formatting a tensor's values reads them with .numpy() first",
-        runtime=("_numpy",),
-    ),
-    HostSync(
-        "f'{t}'", "fstring", (), "formatting a tensor's values reads them with .numpy() first", runtime=("_numpy",)
+        "formatting a tensor's values reads them with .numpy() first",
+        number_runtime=("_numpy",),
+        print_runtime=("_numpy",),
+        fstring_runtime=("_numpy",),
     ),
     HostSync(
         "tf.test.experimental.sync_devices()",

@@ -151,22 +151,11 @@ HOST_SYNCS: tuple[HostSync, ...] = (
         arg="cpu",
         runtime=("to",),
     ),
-    HostSync(
-        "float(t) / int(t) / bool(t)",
-        "builtin",
-        ("float", "int", "bool"),
+    *common.python_reads(
+        "t",
         "a Python number from a tensor reads its value on the host",
-        runtime=("__float__", "__int__", "__bool__"),
-    ),
-    HostSync(
-        "print(t) / str(t) / repr(t) / format(t)",
-        "builtin",
-        ("print", "str", "repr", "format"),
-        "printing or formatting a tensor's values copies them to the host first",
-        runtime=("__repr__", "__format__"),
-    ),
-    HostSync(
-        "f'{t}'", "fstring", (), "formatting a tensor's values copies them to the host first", runtime=("__format__",)
+        "formatting a tensor's values copies them to the host first",
+        print_runtime=("__repr__", "__format__"),
     ),
     HostSync(
         "torch.cuda.synchronize()",

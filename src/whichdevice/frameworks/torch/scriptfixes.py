@@ -192,15 +192,21 @@ class _Persistent(_Loader):
         return {self.name: True}
 
 
-class _Autocast(Apply):
+class _CallWrapper(Apply):
+    """Applied at the trained nn.Module around each of its top-level calls (:meth:`call`), so its
+    module hook stays installed after the first step."""
+
+    module = True
+    wraps_calls = True
+
+
+class _Autocast(_CallWrapper):
     """The model's forward under ``torch.autocast``: bfloat16 on the CPU, float16 on a GPU, or the
     dtype the member names (``autocast:bfloat16``, ``autocast:float16``), its outputs handed back
     in float32; not if the script already autocasts."""
 
     name = "autocast"
     turns = "switched"
-    module = True
-    wraps_calls = True
 
     def call(self, cap: Any, orig: Any, m: Any, args: tuple, kwargs: dict, arg: str) -> Any:
         torch = cap.torch
@@ -236,13 +242,11 @@ def _float32(torch: Any, out: Any) -> Any:
 _NO_CONV = "no Conv2d in the trained model"
 
 
-class _ChannelsLast(Apply):
+class _ChannelsLast(_CallWrapper):
     """The convolutional model and its 4-d inputs in channels_last memory format."""
 
     name = "channels_last"
     turns = "built"
-    module = True
-    wraps_calls = True
 
     def call(self, cap: Any, orig: Any, m: Any, args: tuple, kwargs: dict, arg: str) -> Any:
         torch = cap.torch
