@@ -46,7 +46,8 @@
   the ``--model`` check of ``train``, ``pipeline``, ``placement``, ``predict`` and ``scale``, run
   by ``_preflight_run`` in the same child) is that pre-flight's mode, not another pre-flight;
 - ``fix_names_outside``: string literals naming a fix of the catalogue outside the catalogue
-  (``workloads/fixes.py``) and the framework adapters (the modules under ``frameworks/`` whose name
+  (``workloads/fixes.py``, and ``core/fixkeys.py`` where each of its keys is spelled once for the
+  modules that may not import it) and the framework adapters (the modules under ``frameworks/`` whose name
   ends in ``fixes.py``: ``frameworks/<fw>/scriptfixes.py``, ``frameworks/common/kerasscriptfixes.py``,
   ``frameworks/common/fixes.py``), one per literal, target 0. A fix is
   a catalogue entry that varies a case (``FixEntry.param`` set: batch, prefetch, ..., cpu_threads;
@@ -482,8 +483,13 @@ def _fix_keys() -> set[str]:
     return {f.key for f in fixes.FIXES if f.param}
 
 
+# The catalogue: its entries, and the keys they are built from (spelled once, in core, for the
+# modules that may not import workloads: the records' migrations and the frameworks).
+CATALOGUE = ("workloads/fixes.py", "core/fixkeys.py")
+
+
 def _adapter_or_catalogue(rel: str) -> bool:
-    return rel == "workloads/fixes.py" or (rel.startswith("frameworks/") and rel.endswith("fixes.py"))
+    return rel in CATALOGUE or (rel.startswith("frameworks/") and rel.endswith("fixes.py"))
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
