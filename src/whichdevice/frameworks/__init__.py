@@ -209,7 +209,7 @@ def part(name: str, kind: str) -> Any:
 
 
 # Train kinds that run's suite measures with TensorFlow's modules (placement log, no-sync, precision).
-_TF_ONLY_KINDS = ("placement", "nosync", "precision")
+_TF_ONLY_KINDS = ("placement", "nosync", fixkeys.PRECISION_KIND)
 
 
 def plain_jax(modules: Iterable[str]) -> bool:
