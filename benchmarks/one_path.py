@@ -46,7 +46,8 @@
   the ``--model`` check of ``train``, ``pipeline``, ``placement``, ``predict`` and ``scale``, run
   by ``_preflight_run`` in the same child) is that pre-flight's mode, not another pre-flight;
 - ``fix_names_outside``: string literals naming a fix of the catalogue outside the catalogue
-  (``workloads/fixes.py``) and the framework adapters (the modules under ``frameworks/`` whose name
+  (``workloads/fixes.py``, and ``core/fixkeys.py`` where each of its keys is spelled once for the
+  modules that may not import it) and the framework adapters (the modules under ``frameworks/`` whose name
   ends in ``fixes.py``: ``frameworks/<fw>/scriptfixes.py``, ``frameworks/common/kerasscriptfixes.py``,
   ``frameworks/common/fixes.py``), one per literal, target 0. A fix is
   a catalogue entry that varies a case (``FixEntry.param`` set: batch, prefetch, ..., cpu_threads;
@@ -59,7 +60,9 @@
   ``.get``/``.pop``/``.setdefault`` that is a keyword of torch's ``DataLoader`` (``num_workers``,
   ``pin_memory``: the setting of the script's loader that two torch fixes are named after, kept and
   read as the script passed it) is torch's word, not the fix's; a comparison with it (a member's
-  name) still counts;
+  name) still counts. A second: the attribute name of a ``getattr(obj, "name", ...)`` is the
+  attribute of the object it reads (Keras' ``model.jit_compile``, the compile option the model
+  keeps, read back to tell whether XLA ran), the framework's word, not the fix's;
 - ``fix_names_in_script_path``: the same count in the script path alone, the planner
   (``workloads/scriptplan.py``, ``workloads/script.py``) and the captures (``frameworks/*/capture*.py``,
   ``frameworks/common/kerascapture.py``, ``kerasfit.py``, ``capturekit.py``), target 0;
@@ -482,8 +485,13 @@ def _fix_keys() -> set[str]:
     return {f.key for f in fixes.FIXES if f.param}
 
 
+# The catalogue: its entries, and the keys they are built from (spelled once, in core, for the
+# modules that may not import workloads: the records' migrations and the frameworks).
+CATALOGUE = ("workloads/fixes.py", "core/fixkeys.py")
+
+
 def _adapter_or_catalogue(rel: str) -> bool:
-    return rel == "workloads/fixes.py" or (rel.startswith("frameworks/") and rel.endswith("fixes.py"))
+    return rel in CATALOGUE or (rel.startswith("frameworks/") and rel.endswith("fixes.py"))
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -521,9 +529,22 @@ def _setting_keys(tree: ast.AST) -> set[int]:
     return out
 
 
+def _attribute_names(tree: ast.AST) -> set[int]:
+    """The ids of the string constants naming the attribute a ``getattr`` reads (its second argument)."""
+    return {
+        id(node.args[1])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Constant)
+    }
+
+
 def _fix_literals(p: Path, keys: set[str]) -> list[str]:
     tree = ast.parse(p.read_text(encoding="utf-8"))
-    skip = _docstrings(tree)
+    skip = _docstrings(tree) | _attribute_names(tree)  # an object's attribute: the framework's word
     if _rel(p).startswith("frameworks/torch/"):  # a DataLoader's own keyword, not the fix
         skip |= _setting_keys(tree) & {
             id(n) for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in DATALOADER_KEYWORDS

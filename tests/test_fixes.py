@@ -239,6 +239,7 @@ def test_contributing_shows_a_real_fix_in_three_files():
     import re
     from pathlib import Path
 
+    from whichdevice.core import fixkeys
     from whichdevice.frameworks.common import fixes as keras_fixes
     from whichdevice.frameworks.contracts import ScriptFix
     from whichdevice.frameworks.torch import capture_hooks
@@ -249,7 +250,12 @@ def test_contributing_shows_a_real_fix_in_three_files():
     text = (root / "CONTRIBUTING.md").read_text(encoding="utf-8")
     section = text.split("## How to add a fix", 1)[1].split("\n## ", 1)[0]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    ns: dict = {"_torch": catalogue._torch, "_TUNING_GUIDE": catalogue._TUNING_GUIDE, "ScriptFix": ScriptFix}
+    ns: dict = {
+        "_torch": catalogue._torch,
+        "_TUNING_GUIDE": catalogue._TUNING_GUIDE,
+        "ScriptFix": ScriptFix,
+        "fixkeys": fixkeys,
+    }
     ns |= {k: getattr(torch_scriptfixes, k) for k in ("_switch", "_pair", "_keeps_grads", "BY_NAME")}
     shown_code = code.replace("_torch(", "shown = _torch(", 1).replace("ScriptFix(", "adapter = ScriptFix(", 1)
     exec(shown_code, ns)  # noqa: S102 (our own document's example)
@@ -264,13 +270,13 @@ def test_contributing_shows_a_real_fix_in_three_files():
     assert adapter.member(True, {}) == real_adapter.member(True, {}) == "set_to_none"
     assert adapter.apply is real_adapter.apply and real_adapter.apply.turns == "switched"
     assert capture_hooks.fix_of("set_to_none", {"fix": "set_to_none", "value": True})[0] is real_adapter.apply
-    # "2 files": the fix's name is a string in the catalogue and the adapter, nowhere else
+    # "2 files": the fix's name is a string in the catalogue's keys and the adapter, nowhere else
     named = {
         str(p.relative_to(root / "src" / "whichdevice"))
         for p in (root / "src" / "whichdevice").rglob("*.py")
         if re.search(r"[\"']set_to_none[\"']", p.read_text(encoding="utf-8"))
     }
-    assert named == {"workloads/fixes.py", "frameworks/torch/scriptfixes.py"}
+    assert named == {"core/fixkeys.py", "frameworks/torch/scriptfixes.py"}
     # every catalogue fix a framework plans as pairs for run's suite and --model has that framework's adapter
     assert {e.param for e in catalogue.FIXES if e.group and e.framework == "keras"} <= set(keras_fixes.COMPILE)
 

@@ -13,6 +13,7 @@ import typer
 from whichdevice import frameworks
 from whichdevice.cli.base import app
 from whichdevice.cli import options as opt
+from whichdevice.workloads import fixes
 from whichdevice.jobs import Job
 from whichdevice.core.errors import UsageError
 from whichdevice.core.validate import (
@@ -231,6 +232,6 @@ def run_train(plan: TrainPlan, resumed: JournalState | None) -> None:
     if plan.trace_dir is not None:
         options["trace"] = plan.trace_dir
     if plan.precisions:
-        options["precision"] = plan.precisions
+        options[fixes.PRECISION.param] = plan.precisions
     request = plan.request("train", fw, cases_for, options)
     jobs.run(plan, request, loglog=not plan.linear, resumed=resumed)

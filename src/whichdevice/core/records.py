@@ -54,7 +54,7 @@ from pydantic import (
 )
 
 from whichdevice.core.version import __version__
-from whichdevice.core import failures, safeio, stats
+from whichdevice.core import failures, fixkeys, safeio, stats
 from whichdevice.core.errors import UsageError
 from whichdevice.core.telemetry import Telemetry
 
@@ -510,12 +510,12 @@ def result_v3_to_v4(raw: Any) -> Any:
 # so pin_memory is read first). Each is (fix, its parameter, the case kind it needs or None). A
 # record's format, fixed when version 5 was written: later catalogue entries never appear here.
 _V4_SCRIPT_FIXES: tuple[tuple[str, str, str | None], ...] = (
-    ("steps_per_execution", "steps_per_execution", None),
-    ("jit_compile", "jit_compile", None),
-    ("precision", "precision", "precision"),
-    ("prefetch", "data", "loop"),
-    ("pin_memory", "pin_memory", None),
-    ("num_workers", "num_workers", None),
+    (fixkeys.STEPS_PER_EXECUTION, fixkeys.STEPS_PER_EXECUTION, None),
+    (fixkeys.JIT_COMPILE, fixkeys.JIT_COMPILE, None),
+    (fixkeys.PRECISION, fixkeys.PRECISION, fixkeys.PRECISION_KIND),
+    (fixkeys.PREFETCH, "data", "loop"),
+    (fixkeys.PIN_MEMORY, fixkeys.PIN_MEMORY, None),
+    (fixkeys.NUM_WORKERS, fixkeys.NUM_WORKERS, None),
 )
 
 
@@ -529,15 +529,16 @@ def v4_script_split(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
         return p, {"fix": fix, "value": p.pop(fix)}
     for fix, param, kind in _V4_SCRIPT_FIXES:
         if param in p and (kind is None or p.get("kind") == kind):
-            if fix == "prefetch" and p[param] not in ("tfdata", "tfdata_noprefetch"):
+            if fix == fixkeys.PREFETCH and p[param] not in ("tfdata", "tfdata_noprefetch"):
                 continue
             return p, {"fix": fix, "value": p.pop(param)}
-    if p.get("kind") == "steady" and p.get("sync") == "each":
-        return p, {"fix": "sync", "value": p.pop("sync")}
+    sync, batch = fixkeys.SYNC, fixkeys.BATCH  # each fix's key is its parameter's name too
+    if p.get("kind") == "steady" and p.get(sync) == "each":
+        return p, {"fix": sync, "value": p.pop(sync)}
     user = p.get("user_batch")
-    if p.get("kind") == "steady" and user is not None and p.get("batch") not in (None, user):
-        value, p["batch"] = p["batch"], user
-        return p, {"fix": "batch", "value": value}
+    if p.get("kind") == "steady" and user is not None and p.get(batch) not in (None, user):
+        value, p[batch] = p[batch], user
+        return p, {"fix": batch, "value": value}
     return None
 
 

@@ -52,6 +52,8 @@ protocol, adding ``"scale"`` to ``jax/env.py``'s ``PARTS`` and a line to ``confo
 
 from __future__ import annotations
 
+from whichdevice.core import fixkeys
+
 import importlib
 from collections.abc import Iterable
 from types import ModuleType
@@ -207,7 +209,7 @@ def part(name: str, kind: str) -> Any:
 
 
 # Train kinds that run's suite measures with TensorFlow's modules (placement log, no-sync, precision).
-_TF_ONLY_KINDS = ("placement", "nosync", "precision")
+_TF_ONLY_KINDS = ("placement", "nosync", fixkeys.PRECISION_KIND)
 
 
 def plain_jax(modules: Iterable[str]) -> bool:
@@ -229,7 +231,7 @@ def unsupported(name: str, params: dict) -> str | None:
         return "model.fit is Keras-only"
     if name != "tensorflow" and data == "tfdata_noprefetch":
         return "prefetch is a tf.data setting; other frameworks read numpy batches"
-    if name == "keras-torch" and ("steps_per_execution" in params or "jit_compile" in params):
+    if name == "keras-torch" and (fixkeys.STEPS_PER_EXECUTION in params or fixkeys.JIT_COMPILE in params):
         # Keras' torch trainer runs one step per call and jit_compile=True means torch.compile.
         return "steps_per_execution and jit_compile are not measured on Keras' torch backend"
     return None

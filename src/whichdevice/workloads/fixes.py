@@ -9,7 +9,9 @@ interleaved groups (``workloads.interleave_key``), the round-2 choice and order
 (``measure/session.py``), the pairing and the claims (``analysis/suite.py``), the first screen
 and the fix table (``present/``). Each framework applies a fix with one adapter function named by
 its key (``frameworks/<framework>/fixes.py``; ``frameworks/common/fixes.py`` for Keras). Nothing
-else names a fix (CONTRIBUTING.md "How to add a fix": an entry here and its adapter).
+else names a fix (CONTRIBUTING.md "How to add a fix": an entry here and its adapter). An entry's
+key is spelled once, in ``core/fixkeys.py``, for the modules that may not import this one: the
+records' migrations (``core/``) and the framework adapters (``frameworks/``).
 
 It lives in ``workloads/`` because both ``analysis`` and ``measure`` read it, and the layers
 contract (pyproject.toml) lets neither import the other; ``analysis/fixes.py`` re-exports it.
@@ -26,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
+
+from whichdevice.core import fixkeys
 
 if TYPE_CHECKING:  # the records and pydantic load where a variant is built: `--help` reads the words alone
     from pydantic import TypeAdapter
@@ -142,7 +146,7 @@ def _adapter(value_type: Any) -> TypeAdapter[Any]:
 
 _PREFETCH_DATA = ("tfdata_noprefetch", "tfdata")  # the two sides of the train-loop prefetch pair
 # The train kind of the precision fix's cases (a whole fit per policy, workloads/precision.py).
-PRECISION_KIND = "precision"
+PRECISION_KIND = fixkeys.PRECISION_KIND
 
 
 def _p(**want: object) -> CasePredicate:
@@ -152,9 +156,9 @@ def _p(**want: object) -> CasePredicate:
 
 FIXES: tuple[FixEntry, ...] = (
     FixEntry(
-        key="batch",
+        key=fixkeys.BATCH,
         value_type=int,
-        param="batch",
+        param=fixkeys.BATCH,
         baseline=None,
         method="grid",
         title="Increase the batch size",
@@ -165,7 +169,9 @@ FIXES: tuple[FixEntry, ...] = (
         caveat="this changes training: scale the learning rate (×{r:.3g}, with warm-up), check accuracy",
         source="seed001",
         anchor="PyTorch profiler plugin: GPU utilisation < 0.5 → increase batch size (ANCHORS.md)",
-        cases=lambda w, p: w == "train" and p.get("kind") == "steady" and p.get("sync") == "none" and "fix" not in p,
+        cases=lambda w, p: (
+            w == "train" and p.get("kind") == "steady" and p.get(fixkeys.SYNC) == "none" and "fix" not in p
+        ),
         repeat=True,
         larger=True,
         group="steady",
@@ -173,7 +179,7 @@ FIXES: tuple[FixEntry, ...] = (
         sweeps_batch=True,
     ),
     FixEntry(
-        key="prefetch",
+        key=fixkeys.PREFETCH,
         value_type=Literal["tfdata_noprefetch", "tfdata"],
         param="data",
         baseline="tfdata_noprefetch",
@@ -202,7 +208,7 @@ FIXES: tuple[FixEntry, ...] = (
         },
     ),
     FixEntry(
-        key="pyfunc",
+        key=fixkeys.PYFUNC,
         value_type=str,
         param="variant",
         baseline="pyfunc",
@@ -223,7 +229,7 @@ FIXES: tuple[FixEntry, ...] = (
         words={"pyfunc": "augmentation in tf.py_function", "prefetch": "in TF ops"},
     ),
     FixEntry(
-        key="placement",
+        key=fixkeys.PLACEMENT,
         param="",
         baseline=None,
         method="check",
@@ -241,7 +247,7 @@ FIXES: tuple[FixEntry, ...] = (
         check="placement",
     ),
     FixEntry(
-        key="warmup",
+        key=fixkeys.WARMUP,
         param="",
         baseline=None,
         method="check",
@@ -257,10 +263,10 @@ FIXES: tuple[FixEntry, ...] = (
         check="warmup",
     ),
     FixEntry(
-        key="steps_per_execution",
+        key=fixkeys.STEPS_PER_EXECUTION,
         value_type=int,
         framework="keras",
-        param="steps_per_execution",
+        param=fixkeys.STEPS_PER_EXECUTION,
         baseline=1,
         method="grid",
         title="steps_per_execution",
@@ -271,17 +277,17 @@ FIXES: tuple[FixEntry, ...] = (
         caveat="callbacks and the progress bar then run once every {v} steps, not every step",
         source="seed001",
         anchor="Keras 3: steps_per_execution helps small models with large Python overhead (ANCHORS.md)",
-        cases=lambda w, p: w == "train" and "steps_per_execution" in p,
+        cases=lambda w, p: w == "train" and fixkeys.STEPS_PER_EXECUTION in p,
         repeat=True,
         values=(5, 20),
         group="fit",
         cause="call_overhead",
     ),
     FixEntry(
-        key="jit_compile",
+        key=fixkeys.JIT_COMPILE,
         value_type=bool,
         framework="keras",
-        param="jit_compile",
+        param=fixkeys.JIT_COMPILE,
         baseline=False,
         method="ab",
         title="jit_compile (XLA)",
@@ -292,7 +298,7 @@ FIXES: tuple[FixEntry, ...] = (
         caveat="each new input shape compiles again: the first steps get slower",
         source="seed001",
         anchor="Keras 3: jit_compile='auto' disables XLA on CPU-only machines (ANCHORS.md)",
-        cases=lambda w, p: w == "train" and "jit_compile" in p,
+        cases=lambda w, p: w == "train" and fixkeys.JIT_COMPILE in p,
         repeat=True,
         values=(True,),
         group="fit",
@@ -300,9 +306,9 @@ FIXES: tuple[FixEntry, ...] = (
         default_words=("compile with XLA by default (jit_compile='auto')", "jit_compile='auto' compiled with XLA"),
     ),
     FixEntry(
-        key="sync",
+        key=fixkeys.SYNC,
         value_type=Literal["each", "none"],
-        param="sync",
+        param=fixkeys.SYNC,
         baseline="each",
         method="ab",
         title="Do not read the loss back every step",
@@ -320,10 +326,10 @@ FIXES: tuple[FixEntry, ...] = (
         words={"each": "loss read every step", "none": "never"},
     ),
     FixEntry(
-        key="precision",
+        key=fixkeys.PRECISION,
         value_type=str,
         framework="keras",
-        param="precision",
+        param=fixkeys.PRECISION,
         baseline="float32",
         method="ab",
         title="Mixed precision",
@@ -373,7 +379,7 @@ def _torch(key: str, baseline: object, value: object, **entry: Any) -> FixEntry:
 
 TORCH_FIXES: tuple[FixEntry, ...] = (
     _torch(
-        "set_to_none",
+        fixkeys.SET_TO_NONE,
         False,
         True,
         title="Free the gradients instead of zeroing them",
@@ -385,7 +391,7 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         anchor=f"{_TUNING_GUIDE}: use parameter.grad = None instead of model.zero_grad()",
     ),
     _torch(
-        "autocast",
+        fixkeys.AUTOCAST,
         "off",
         "bfloat16",
         value_type=Literal["off", "bfloat16", "float16"],
@@ -399,7 +405,7 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         anchor=f"{_TUNING_GUIDE}: use mixed precision and AMP",
     ),
     _torch(
-        "channels_last",
+        fixkeys.CHANNELS_LAST,
         False,
         True,
         title="channels_last memory format for the convolutions",
@@ -413,7 +419,7 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         applies=lambda user: bool(user.get("conv2d")) and len(str(user.get("input_shape", "")).split(",")) == 3,
     ),
     _torch(
-        "cudnn_benchmark",
+        fixkeys.CUDNN_BENCHMARK,
         False,
         True,
         title="Let cuDNN pick the fastest convolution (cudnn.benchmark)",
@@ -427,7 +433,7 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         gpu_only=True,
     ),
     _torch(
-        "num_workers",
+        fixkeys.NUM_WORKERS,
         0,
         2,  # 2 cores here; more rarely pay on a small machine
         title="Load batches in DataLoader worker processes",
@@ -438,11 +444,13 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         caveat="each worker is a process with its own copy of the dataset object; on few cores they compete with the step",
         targets="input_wait",
         anchor="PyTorch profiler plugin: DataLoader > 5 % of step → raise num_workers (ANCHORS.md)",
-        cases=lambda w, p: w == "train" and p.get("kind") == "loop" and "num_workers" in p and "pin_memory" not in p,
+        cases=lambda w, p: (
+            w == "train" and p.get("kind") == "loop" and fixkeys.NUM_WORKERS in p and fixkeys.PIN_MEMORY not in p
+        ),
         group="loop",
     ),
     _torch(
-        "pin_memory",
+        fixkeys.PIN_MEMORY,
         False,
         True,
         title="Pinned batches and non_blocking copies",
@@ -452,12 +460,12 @@ TORCH_FIXES: tuple[FixEntry, ...] = (
         how="DataLoader(..., pin_memory=True) and .to(device, non_blocking=True) (GPU)",
         caveat="pinned host memory is locked: very large pinned batches leave less memory to the rest of the machine",
         anchor=f"{_TUNING_GUIDE}: enable async data loading and augmentation (pin_memory)",
-        cases=lambda w, p: w == "train" and p.get("kind") == "loop" and "pin_memory" in p,
+        cases=lambda w, p: w == "train" and p.get("kind") == "loop" and fixkeys.PIN_MEMORY in p,
         group="loop",
         gpu_only=True,
     ),
     _torch(
-        "torch_compile",
+        fixkeys.TORCH_COMPILE,
         False,
         True,
         title="Compile the model (torch.compile)",
@@ -484,11 +492,11 @@ FIXES = FIXES + TORCH_FIXES
 # TensorFlow); the default side runs as the script does. Planned where the framework's
 # child_env sets a thread count (not on JAX, which has none) and on the CPU only.
 CPU_THREADS = FixEntry(
-    key="cpu_threads",
+    key=fixkeys.CPU_THREADS,
     value_type=int | Literal["default"],
     named=True,
     cpu_only=True,
-    param="cpu_threads",
+    param=fixkeys.CPU_THREADS,
     baseline="default",
     method="ab",
     title="Set the CPU thread count",
@@ -501,7 +509,7 @@ CPU_THREADS = FixEntry(
     "decide on the machine that trains",
     source="",
     anchor=f"{_TUNING_GUIDE}: CPU-specific optimizations (torch.set_num_threads, OMP_NUM_THREADS)",
-    cases=lambda w, p: w == "train" and "cpu_threads" in p,
+    cases=lambda w, p: w == "train" and fixkeys.CPU_THREADS in p,
     repeat=True,
     values=(1,),
     planned_only=True,  # diagnose SCRIPT plans it (workloads/scriptplan)
@@ -515,17 +523,17 @@ BY_KEY: dict[str, FixEntry] = {f.key: f for f in FIXES}
 # The entries the script plan names where it lays out a case or reads the pre-flight's facts (the
 # user's batch is the batch fix's parameter, the loss never read its sync pair's other side):
 # by these, not by a string of their key, so that the catalogue alone spells a fix.
-BATCH = BY_KEY["batch"]
-SYNC = BY_KEY["sync"]
-STEPS_PER_EXECUTION = BY_KEY["steps_per_execution"]
-NUM_WORKERS = BY_KEY["num_workers"]
+BATCH = BY_KEY[fixkeys.BATCH]
+SYNC = BY_KEY[fixkeys.SYNC]
+STEPS_PER_EXECUTION = BY_KEY[fixkeys.STEPS_PER_EXECUTION]
+NUM_WORKERS = BY_KEY[fixkeys.NUM_WORKERS]
 # ... and those the rest of the package names where it reads or lays out a case's parameter, an
 # option holding one, or a variant's fix (the analyses, the presenters, the commands).
-JIT_COMPILE = BY_KEY["jit_compile"]
-PRECISION = BY_KEY["precision"]
-PREFETCH = BY_KEY["prefetch"]
-PYFUNC = BY_KEY["pyfunc"]
-PIN_MEMORY = BY_KEY["pin_memory"]
+JIT_COMPILE = BY_KEY[fixkeys.JIT_COMPILE]
+PRECISION = BY_KEY[fixkeys.PRECISION]
+PREFETCH = BY_KEY[fixkeys.PREFETCH]
+PYFUNC = BY_KEY[fixkeys.PYFUNC]
+PIN_MEMORY = BY_KEY[fixkeys.PIN_MEMORY]
 
 
 def params_of(spec: CaseSpec) -> dict[str, Scalar]:

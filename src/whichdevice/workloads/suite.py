@@ -42,9 +42,10 @@ SEED_BATCH = 10  # seed 001 ex2
 # Without a GPU, `run` traces the sweep's step at these batches (a trace costs 1-3 s on 2 cores),
 # and predicts the reference GPU's step from them (analysis/prediction.run_prediction).
 TRACED_BATCHES = (8, 8192)
-# Seed 003's pipeline rungs the suite measures: serial map (the seed's first example), the
-# prefetched parallel pipeline, and the same work in Python (tf.py_function).
-PIPELINE_VARIANTS = ("serial", "prefetch", "pyfunc")
+# Seed 003's pipeline rungs the suite measures: the two sides of each catalogue fix measured on
+# the pipeline alone (``FixEntry.pipeline``), in the catalogue's order: serial map (the seed's
+# first example), the prefetched parallel pipeline, and the same work in Python (tf.py_function).
+PIPELINE_VARIANTS = tuple(dict.fromkeys(v for e in fixes.FIXES if e.pipeline for v in e.pipeline))
 # The fixes measured as fits of ex2 (the catalogue's Keras entries timed in fit groups), each
 # case naming only the setting it varies, as (param, value) pairs: the baseline then each value
 # (steps_per_execution 1, 5, 20 at the framework's own jit_compile default, "auto": no XLA for

@@ -45,6 +45,8 @@ it later, and ``whichdevice compare baseline.json run.json --fail-on-regression`
 
 from __future__ import annotations
 
+from whichdevice.core import fixkeys
+
 import sys
 import time
 from pathlib import Path
@@ -335,10 +337,10 @@ class StepTimer(keras.callbacks.Callback):
             "kind": "callback",
             "model": getattr(self.model, "name", "model"),
             "loop": "fit",
-            "sync": "each" if self.sync else "none",
+            fixkeys.SYNC: "each" if self.sync else "none",
         }
         if self.batch_size:
-            params["batch"] = self.batch_size
+            params[fixkeys.BATCH] = self.batch_size
         spec = CaseSpec(workload="train", framework=keras.backend.backend(), device=_device_name(), params=params)
         notes = []
         if len(self.batch_times_s) <= self.warmup_batches:

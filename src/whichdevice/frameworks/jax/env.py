@@ -6,6 +6,8 @@ JAX picks its platforms and its GPU memory policy when the backend starts (the f
 
 from __future__ import annotations
 
+from whichdevice.core import fixkeys
+
 # Whose words a report uses for this framework (frameworks.declared; default: TensorFlow's).
 WORDS_FAMILY = "jax"
 # More work per step, in this framework's words (frameworks.declared; default: Keras' steps_per_execution).
@@ -31,7 +33,7 @@ KERAS = False
 # Declarations read by the parent (frameworks.declared): the jitted loop's first step compiles.
 PITFALLS_TIMING = "jit"
 # A fix's line where JAX's differs from the catalogue's ``code`` (frameworks.declared, by fix).
-FIX_CODE: dict[str, str] = {"batch": "for xb, yb in batches(x, y, size={v}): state = train_step(state, xb, yb)"}
+FIX_CODE: dict[str, str] = {fixkeys.BATCH: "for xb, yb in batches(x, y, size={v}): state = train_step(state, xb, yb)"}
 # What the pre-flight's traced step is read from, in the no-GPU answer's line (frameworks.declared;
 # default: "its ops").
 STEP_TRACE_WORDS = "XLA's cost analysis of its compiled step"

@@ -14,6 +14,8 @@ so the no-sync mistake is measured on every device: nothing here is GPU-only.
 
 from __future__ import annotations
 
+from whichdevice.core import fixkeys
+
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.core.records import CaseSpec, scalar_int
@@ -53,7 +55,7 @@ def run_case(spec: CaseSpec, fw: Framework, policy: Any, overhead_s: float) -> t
 
     training = frameworks.part(fw.name, "training")
     m = CaseModel(spec.params, training)
-    b = scalar_int(spec.params["batch"])
+    b = scalar_int(spec.params[fixkeys.BATCH])
     dev = jax_device(spec.device)
     with fw.placement.scope(spec.device):
         step, x, y = m.step_and_batch(training, b)

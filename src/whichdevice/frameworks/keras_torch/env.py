@@ -5,6 +5,8 @@ which is why the CPU run must hide the GPU before import."""
 
 from __future__ import annotations
 
+from whichdevice.core import fixkeys
+
 from whichdevice.frameworks.common.ladders import PY_DATASET
 from whichdevice.frameworks.common.writers import H5PY
 from whichdevice.frameworks.torch import env as _torch_env
@@ -44,9 +46,9 @@ PITFALLS_TIMING = "eager"
 # Why the pre-flight has no traced step of a script here (frameworks.declared; default: none).
 STEP_UNTRACED = "this version does not trace Keras' fit step (its train function runs inside fit)"
 # A fix's line where Keras on torch differs from the catalogue's ``code`` (frameworks.declared, by fix).
-FIX_CODE: dict[str, str] = {"cpu_threads": "torch.set_num_threads({v})"}
+FIX_CODE: dict[str, str] = {fixkeys.CPU_THREADS: "torch.set_num_threads({v})"}
 # A fix's "how" where this framework's differs from the catalogue's (frameworks.declared, by fix).
-FIX_HOW: dict[str, str] = {"cpu_threads": "torch.set_num_threads(n) (or OMP_NUM_THREADS=n) before training"}
+FIX_HOW: dict[str, str] = {fixkeys.CPU_THREADS: "torch.set_num_threads(n) (or OMP_NUM_THREADS=n) before training"}
 SAYS: dict[str, str] = {
     "predict": "eager ops + measured Python per step",
     "diagnose": "your Keras model on torch",

@@ -6,6 +6,8 @@ no effect, which is why each (framework, device) gets its own process.
 
 from __future__ import annotations
 
+from whichdevice.core import fixkeys
+
 from whichdevice.frameworks.common.ladders import TF_DATA
 from whichdevice.frameworks.common.writers import H5PY, SAFETENSORS
 
@@ -76,12 +78,12 @@ STEP_UNTRACED = (
 )
 # A fix's line where TensorFlow's differs from the catalogue's ``code`` (frameworks.declared, by fix).
 FIX_CODE: dict[str, str] = {
-    "cpu_threads": "tf.config.threading.set_intra_op_parallelism_threads({v})  # before the first op runs"
+    fixkeys.CPU_THREADS: "tf.config.threading.set_intra_op_parallelism_threads({v})  # before the first op runs"
 }
 # A fix's "how" where TensorFlow's differs from the catalogue's (frameworks.declared, by fix): a
 # page of this framework alone names its own call, not torch's.
 FIX_HOW: dict[str, str] = {
-    "cpu_threads": "tf.config.threading.set_intra_op_parallelism_threads(n) before the first op "
+    fixkeys.CPU_THREADS: "tf.config.threading.set_intra_op_parallelism_threads(n) before the first op "
     "(or TF_NUM_INTRAOP_THREADS=n)"
 }
 # ``scale`` (frameworks.declared): its data-parallel engine and how the all-reduce is isolated

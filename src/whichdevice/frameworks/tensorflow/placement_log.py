@@ -8,6 +8,8 @@ child process (it imports TensorFlow); the parsing is ``frameworks.tensorflow.lo
 
 from __future__ import annotations
 
+from whichdevice.core import fixkeys
+
 import contextlib
 import ctypes
 import os
@@ -194,7 +196,7 @@ def _probe_main(job_path: str, out_path: str) -> int:
             model = m.build()
             opt, loss = m.optimizer_and_loss(model)
             step = train_step(model, opt, loss, with_string_op=bool(p.get("string_op", False)))
-            x, y = m.one_batch(training, int(p["batch"]))
+            x, y = m.one_batch(training, int(p[fixkeys.BATCH]))
             fw.sync.sync(first(step(x, y)))
             return step, x, y
 

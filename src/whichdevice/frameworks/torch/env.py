@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from whichdevice.core import fixkeys
+
 from whichdevice.frameworks.common.ladders import DATA_LOADER
 from whichdevice.frameworks.common.writers import SAFETENSORS
 
@@ -86,9 +88,9 @@ STEP_REBATCHED = (
 # The line a larger batch is, for such a loop (frameworks.declared; ``{v}``: the batch).
 STEP_BATCH_CODE = "for i in range(0, len(X), {v}): xb, yb = X[i : i + {v}], Y[i : i + {v}]"
 # A fix's line where torch's differs from the catalogue's ``code`` (frameworks.declared, by fix).
-FIX_CODE: dict[str, str] = {"batch": "DataLoader(dataset, batch_size={v}, shuffle=True)"}
+FIX_CODE: dict[str, str] = {fixkeys.BATCH: "DataLoader(dataset, batch_size={v}, shuffle=True)"}
 # A fix's "how" where this framework's differs from the catalogue's (frameworks.declared, by fix).
-FIX_HOW: dict[str, str] = {"cpu_threads": "torch.set_num_threads(n) (or OMP_NUM_THREADS=n) before training"}
+FIX_HOW: dict[str, str] = {fixkeys.CPU_THREADS: "torch.set_num_threads(n) (or OMP_NUM_THREADS=n) before training"}
 # What the pre-flight's traced step is read from, in the no-GPU answer's line (frameworks.declared;
 # default: "its ops").
 STEP_TRACE_WORDS = "its ATen ops"

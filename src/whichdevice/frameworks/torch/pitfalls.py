@@ -22,6 +22,8 @@ cannot distort a CPU timing; on a CPU it is said, not measured.
 
 from __future__ import annotations
 
+from whichdevice.core import fixkeys
+
 from typing import TYPE_CHECKING, Any
 
 from whichdevice.core.records import CaseSpec, scalar_int
@@ -102,11 +104,11 @@ def _compile(spec: CaseSpec, fw: Framework, overhead_s: float) -> tuple[Any, dic
         opt, loss = m.optimizer_and_loss(model)
         compiled = torch.compile(model, backend=str(spec.params.get("backend", "inductor")))
         step = training.train_step(compiled, opt, loss)
-        x, y = m.one_batch(training, scalar_int(spec.params["batch"]))
+        x, y = m.one_batch(training, scalar_int(spec.params[fixkeys.BATCH]))
         xb, yb = training.on_device(x, y, fw.placement.scope(spec.device))
         times = time_loop(range(steps), lambda _: step(xb, yb), sync=fw.sync.sync)
     return raw_from_steps(times, warmup_steps=1, overhead_s=overhead_s), {
-        "samples_per_step": float(scalar_int(spec.params["batch"])),
+        "samples_per_step": float(scalar_int(spec.params[fixkeys.BATCH])),
         "steps": float(len(times)),
         "loop_s": float(sum(times)),
     }
@@ -136,7 +138,7 @@ def _loader(spec: CaseSpec, fw: Framework, overhead_s: float) -> tuple[Any, dict
     from whichdevice.core.steps import time_loop
     from whichdevice.frameworks.torch.placement import host
 
-    b, n, workers = (scalar_int(spec.params[k]) for k in ("batch", "samples", "workers"))
+    b, n, workers = (scalar_int(spec.params[k]) for k in (fixkeys.BATCH, "samples", "workers"))
     with fw.placement.scope(spec.device):
         training, m, model = _built(spec, fw)
         opt, loss = m.optimizer_and_loss(model)

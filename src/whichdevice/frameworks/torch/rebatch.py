@@ -17,12 +17,14 @@ batch member is not measured, with the reason (:func:`why_not`), before any tile
 
 from __future__ import annotations
 
+from whichdevice.core import fixkeys
+
 from dataclasses import dataclass, field
 from typing import Any
 
 # The variant the turns may hold beside the switched ones: its steps differ only in the rows the
 # hooks hand the script, nothing the script built is rebuilt (where no DataLoader feeds it).
-TAKES_TURNS = "batch"
+TAKES_TURNS = fixkeys.BATCH
 MAX_LEAVES = 16  # tensors looked at in one model call (a call with more is read as no batch)
 
 

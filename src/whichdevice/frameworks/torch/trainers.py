@@ -15,6 +15,8 @@ parent, through ``env.py``'s declaration: their names and lines) import no frame
 
 from __future__ import annotations
 
+from whichdevice.core import fixkeys
+
 import os
 import sys
 
@@ -53,25 +55,25 @@ TRAINERS: dict[str, dict[str, object]] = {
     LIGHTNING: {
         "name": "PyTorch Lightning (Trainer.fit)",
         "code": {
-            "batch": "DataLoader(dataset, batch_size={v}, shuffle=True)  # in the LightningDataModule's "
+            fixkeys.BATCH: "DataLoader(dataset, batch_size={v}, shuffle=True)  # in the LightningDataModule's "
             "train_dataloader()",
-            "autocast": 'L.Trainer(precision="bf16-mixed")',
-            "num_workers": "DataLoader(dataset, batch_size=b, num_workers={v}, persistent_workers=True)  # in the "
+            fixkeys.AUTOCAST: 'L.Trainer(precision="bf16-mixed")',
+            fixkeys.NUM_WORKERS: "DataLoader(dataset, batch_size=b, num_workers={v}, persistent_workers=True)  # in the "
             "LightningDataModule's train_dataloader()",
-            "pin_memory": "DataLoader(dataset, batch_size=b, pin_memory=True)  # in train_dataloader(); Lightning "
+            fixkeys.PIN_MEMORY: "DataLoader(dataset, batch_size=b, pin_memory=True)  # in train_dataloader(); Lightning "
             "moves the batch to the device itself",
-            "torch_compile": "trainer.fit(torch.compile(model), datamodule=dm)",
-            "cudnn_benchmark": "L.Trainer(benchmark=True)",
+            fixkeys.TORCH_COMPILE: "trainer.fit(torch.compile(model), datamodule=dm)",
+            fixkeys.CUDNN_BENCHMARK: "L.Trainer(benchmark=True)",
         },
     },
     HF: {
         "name": "Hugging Face Trainer (Trainer.train)",
         "code": {
-            "batch": "TrainingArguments(..., per_device_train_batch_size={v})",
-            "autocast": "TrainingArguments(..., bf16=True)",
-            "num_workers": "TrainingArguments(..., dataloader_num_workers={v}, dataloader_persistent_workers=True)",
-            "pin_memory": "TrainingArguments(..., dataloader_pin_memory=True)  # the default",
-            "torch_compile": "TrainingArguments(..., torch_compile=True)",
+            fixkeys.BATCH: "TrainingArguments(..., per_device_train_batch_size={v})",
+            fixkeys.AUTOCAST: "TrainingArguments(..., bf16=True)",
+            fixkeys.NUM_WORKERS: "TrainingArguments(..., dataloader_num_workers={v}, dataloader_persistent_workers=True)",
+            fixkeys.PIN_MEMORY: "TrainingArguments(..., dataloader_pin_memory=True)  # the default",
+            fixkeys.TORCH_COMPILE: "TrainingArguments(..., torch_compile=True)",
         },
     },
 }
