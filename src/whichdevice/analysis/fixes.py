@@ -221,12 +221,13 @@ CONTENTION_FACTOR = 3.0
 def contention_seen(results: list[CaseResult]) -> bool:
     """Whether the rounds so far show threads contending for busy cores: a case's rounds in two
     modes ``CONTENTION_FACTOR`` or more apart (:func:`significance.rounds_bimodal`), or a one-thread
-    case that many times faster a step than its default-thread pair in some round. Then a process's mode can hold for all
-    its steps, and its cases in it (a script's turns share the process): two rounds that landed in
-    the slow mode claim a change the next run, landing in the fast one, does not see (a one-thread
-    pair read 93x from 2 rounds, then "too wide" from 5, at load 10 on 2 cores). :func:`undecided`
-    then gives every pair further rounds, within the budget, up to the distribution-free interval's
-    ``MIN_ROUNDS_RANK``, which holds across the modes."""
+    step that many times faster than its default-thread pair's in some round. Then a process's mode
+    can hold for all its steps, and for every case in it (a script's turns share the process): two
+    rounds that both landed in the slow mode claim a change that another run, meeting the fast mode
+    too, does not see (the one-thread pair of one script read 94x from 2 rounds in one run and
+    "too wide" from 4 in another, at load 10 on 2 cores). :func:`undecided` then gives every pair
+    further rounds, within the budget, up to the distribution-free interval's ``MIN_ROUNDS_RANK``,
+    which holds across the modes."""
     for r in results:
         modes = rounds_bimodal(r.timing.rounds) if r.timing is not None else None
         if modes is not None and modes.low > 0 and modes.high >= CONTENTION_FACTOR * modes.low:
